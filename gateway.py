@@ -1,0 +1,259 @@
+"""The gateway: an OpenAI-compatible HTTP front for panels. Thin: parse, call the domain, reply.
+
+    python gateway.py [--host H] [--port P] [--demo] [--data DIR]   (same as `panelist gateway`)
+
+Routes: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /bench/verdict``,
+``GET /bench/panels/<panel id>``, ``GET /health``. Every error is OpenAI's error shape with the
+right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+if not __package__:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _bootstrap  # noqa: F401
+
+from panelist.metrics import listing, verdict
+from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
+                                     PayloadTooLarge)
+from panelist.metrics.home import Home, open_home
+from panelist.metrics.panel import Panels
+
+MAX_BODY = 20 * 1024 * 1024
+ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /bench/verdict, "
+               "GET /bench/panels/<panel>")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "panelist"
+    sys_version = ""
+    timeout = 60  # a client that stalls mid-request is dropped instead of holding a thread
+
+    server: "GatewayServer"
+
+    def log_message(self, format, *args):  # noqa: A002 - the call log is the record of use
+        pass
+
+    def do_GET(self):
+        self._dispatch("GET")
+
+    def do_POST(self):
+        self._dispatch("POST")
+
+    def do_PUT(self):
+        self._dispatch("PUT")
+
+    def do_DELETE(self):
+        self._dispatch("DELETE")
+
+    def do_PATCH(self):
+        self._dispatch("PATCH")
+
+    def do_HEAD(self):
+        self._dispatch("HEAD")
+
+    def do_OPTIONS(self):
+        self._dispatch("OPTIONS")
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _dispatch(self, method: str) -> None:
+        self._sent = self._unread_body = False
+        try:
+            path = urlsplit(self.path).path.rstrip("/") or "/"
+            route, arg = self.server.route(path)
+            if route is None:
+                raise NotFound(f"no route {method} {path}; the gateway serves {ROUTES_HELP}")
+            action = route.get(method)
+            if action is None:
+                allowed = ", ".join(sorted(route))
+                raise MethodNotAllowed(f"{method} is not allowed on {path}; use {allowed}",
+                                       headers={"Allow": allowed})
+            action(self, arg)
+        except PanelistError as exc:
+            self._fail(exc.status, exc.to_body(), exc.headers)
+        except Exception:
+            rid = "req_" + uuid.uuid4().hex[:16]
+            print(f"[{rid}] {method} {self.path}", file=sys.stderr)
+            traceback.print_exc()
+            body = {"error": {"message": f"internal error; report request id {rid}",
+                              "type": "server_error", "param": None, "code": rid}}
+            self._fail(500, body, {})
+
+    def _fail(self, status: int, body: dict, headers: dict) -> None:
+        if self._sent:  # the reply already started: nothing more can be said on this connection
+            self.close_connection = True
+            return
+        self.send_json(status, body, headers)
+
+    def send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self._sent = True
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        if self._unread_body:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def read_json(self):
+        length = self.headers.get("Content-Length")
+        self._unread_body = True
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            raise BadRequest("chunked request bodies are not accepted; send Content-Length")
+        if length is None:
+            raise BadRequest("a JSON body with Content-Length is required")
+        try:
+            size = int(length)
+        except ValueError:
+            raise BadRequest("Content-Length must be a number") from None
+        if size < 0:
+            raise BadRequest("Content-Length must not be negative")
+        if size > MAX_BODY:
+            raise PayloadTooLarge(f"the body is {size} bytes, over the {MAX_BODY // 2**20} MB "
+                                  "cap; send images as https:// URLs or smaller images")
+        raw = self.rfile.read(size)
+        self._unread_body = len(raw) < size
+        if self._unread_body:
+            raise BadRequest("the body ended before Content-Length bytes arrived")
+        try:
+            return json.loads(raw)
+        except UnicodeDecodeError:
+            raise BadRequest("the body must be UTF-8 JSON") from None
+        except ValueError as exc:
+            raise BadRequest(f"the body is not valid JSON: {exc}") from None
+
+    def base_url(self) -> str:
+        host = self.headers.get("Host") or f"{self.server.host}:{self.server.port}"
+        return f"http://{host}"
+
+    # -- SSE --------------------------------------------------------------------------------
+    def start_events(self) -> None:
+        self._sent = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def send_chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def send_event(self, payload) -> None:
+        data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+        self.send_chunk(f"data: {data}\n\n")
+
+    def end_events(self) -> None:
+        self.send_event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+# -- routes -------------------------------------------------------------------------------------
+def get_models(h: Handler, _):
+    panels = h.server.panels
+    view = panels.roster.view()
+    states = panels.ledger.states(view.models.keys(), "general")
+    h.send_json(200, listing.models_list(panels.collections.all(), view,
+                                         panels.collections.limits(), states))
+
+
+def post_chat(h: Handler, _):
+    body = h.read_json()
+    panels = h.server.panels
+    wants_stream = isinstance(body, dict) and body.get("stream") is True
+    reply = panels.ask(body, key="local", verdict_url=h.base_url())
+    if not wants_stream:
+        h.send_json(200, reply)
+        return
+    # The whole reply as one chunk: seats are reported together once every seat is done.
+    base = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
+            "model": reply["model"]}
+    content = reply["choices"][0]["message"]["content"]
+    h.start_events()
+    h.send_event(dict(base, choices=[{"index": 0, "delta": {"role": "assistant",
+                                                            "content": content},
+                                      "finish_reason": None}]))
+    h.send_event(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                      usage=reply["usage"], bench=reply["bench"]))
+    h.end_events()
+
+
+def post_verdict(h: Handler, _):
+    v = verdict.check(h.read_json())
+    result = h.server.panels.ledger.record_verdict(
+        v["call"], useful=v["useful"], note=v["note"], real=v["real"], false=v["false"],
+        by="local")
+    h.send_json(200, result)
+
+
+def get_panel(h: Handler, panel_id: str):
+    found = h.server.panels.ledger.panel(panel_id)
+    if found is None:
+        raise NotFound(f"unknown panel '{panel_id}'; panel ids are bench.panel in a reply")
+    h.send_json(200, found)
+
+
+def get_health(h: Handler, _):
+    h.send_json(200, {"ok": True, "time": time.time()})
+
+
+class GatewayServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256  # bursts of concurrent panels queue instead of being refused
+
+    def __init__(self, panels: Panels, host: str, port: int):
+        self.panels = panels
+        self.routes = {
+            "/v1/models": {"GET": get_models},
+            "/v1/chat/completions": {"POST": post_chat},
+            "/bench/verdict": {"POST": post_verdict},
+            "/health": {"GET": get_health},
+        }
+        super().__init__((host, port), Handler)
+        self.host, self.port = self.server_address[:2]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def route(self, path: str):
+        if path in self.routes:
+            return self.routes[path], None
+        if path.startswith("/bench/panels/") and path.count("/") == 3:
+            return {"GET": get_panel}, path.rsplit("/", 1)[1]
+        return None, None
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self.panels.close()
+
+
+def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
+                 panels: Panels | None = None) -> GatewayServer:
+    """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it."""
+    home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
+    return GatewayServer(panels or Panels(home), host, port)
+
+
+if __name__ == "__main__":
+    from panelist.metrics.cli import main
+    sys.exit(main(["gateway", *sys.argv[1:]]))

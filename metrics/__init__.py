@@ -1,0 +1,1 @@
+"""The domain: one module per noun. Nothing here imports ``http.server``."""

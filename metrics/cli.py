@@ -1,0 +1,328 @@
+"""The ``panelist`` command: ``noun verb`` over one data folder.
+
+Every command takes ``--json`` (machine-readable output) and ``--data DIR`` (else
+``PANELIST_HOME``, else the per-user default). Errors print one line and exit 1 from one place;
+``ask`` exits 3 when no seat answered. ``ask`` and ``verdict`` work on the data folder directly,
+or with ``--url`` against a running gateway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from panelist import __version__
+from panelist.metrics import verdict as verdict_rules
+from panelist.metrics.collection import Collections
+from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
+from panelist.metrics.home import open_home
+from panelist.metrics.roster import Roster
+
+NO_ANSWER = 3
+
+
+class Out:
+    """Prints for people, or JSON for scripts, from one place."""
+
+    def __init__(self, as_json: bool):
+        self.as_json = as_json
+
+    def result(self, data, text: str | None = None) -> None:
+        if self.as_json:
+            print(json.dumps(data, indent=2, ensure_ascii=False))
+        elif text is not None:
+            print(text)
+
+    def table(self, rows: list[dict], columns: list[str]) -> None:
+        if self.as_json:
+            self.result(rows)
+            return
+        if not rows:
+            print("(none)")
+            return
+        cells = [[str(r.get(c, "") if r.get(c) is not None else "") for c in columns]
+                 for r in rows]
+        widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+        print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths)).rstrip())
+        for row in cells:
+            print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
+
+
+def _common(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--json", action="store_true",
+                        default=argparse.SUPPRESS if suppress else False,
+                        help="print machine-readable JSON")
+    parser.add_argument("--data", metavar="DIR", default=default,
+                        help="data folder (default: $PANELIST_HOME or ~/.local/share/panelist)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="panelist", description="A panel gateway for LLMs.")
+    p.add_argument("--version", action="version", version=f"panelist {__version__}")
+    _common(p, suppress=False)
+    common = argparse.ArgumentParser(add_help=False)
+    _common(common, suppress=True)
+    nouns = p.add_subparsers(dest="noun", metavar="COMMAND", required=True)
+
+    g = nouns.add_parser("gateway", parents=[common], help="run the gateway")
+    g.add_argument("--host", default="127.0.0.1")
+    g.add_argument("--port", type=int, default=8123)
+    g.add_argument("--demo", action="store_true",
+                   help="start a simulated upstream with demo models and a demo collection")
+
+    ep = nouns.add_parser("endpoint", help="where models are served").add_subparsers(
+        dest="verb", metavar="VERB", required=True)
+    a = ep.add_parser("add", parents=[common])
+    a.add_argument("name")
+    a.add_argument("base_url")
+    a.add_argument("--key-env", metavar="VAR",
+                   help="environment variable holding the key (default PANELIST_KEY_<NAME>)")
+    ep.add_parser("list", parents=[common])
+    ep.add_parser("rm", parents=[common]).add_argument("name")
+
+    mo = nouns.add_parser("model", help="models a seat can be").add_subparsers(
+        dest="verb", metavar="VERB", required=True)
+    a = mo.add_parser("add", parents=[common])
+    a.add_argument("alias")
+    a.add_argument("--endpoint", required=True, metavar="NAME")
+    a.add_argument("--served", metavar="ID", help="the id the endpoint knows (default: alias)")
+    a.add_argument("--family", metavar="F")
+    a.add_argument("--grade", metavar="G")
+    a.add_argument("--context", type=int, metavar="N")
+    a.add_argument("--max-output", type=int, metavar="N")
+    a.add_argument("--vision", action="store_true")
+    a.add_argument("--tools", action="store_true")
+    a.add_argument("--price-in", type=float, metavar="X", help="per million input tokens")
+    a.add_argument("--price-out", type=float, metavar="Y", help="per million output tokens")
+    a.add_argument("--currency", metavar="CUR")
+    mo.add_parser("list", parents=[common])
+    mo.add_parser("rm", parents=[common]).add_argument("alias")
+
+    co = nouns.add_parser("collection", help="named panels").add_subparsers(
+        dest="verb", metavar="VERB", required=True)
+    a = co.add_parser("save", parents=[common])
+    a.add_argument("name")
+    a.add_argument("--members", required=True, metavar="a,b,c")
+    a.add_argument("--description", default="", metavar="TEXT")
+    a.add_argument("--tags", default="", metavar="a,b")
+    a.add_argument("--shape", default="", metavar="S")
+    a.add_argument("--reply", default="all", choices=("all", "merged"))
+    a.add_argument("--merger", default="", metavar="ALIAS")
+    co.add_parser("list", parents=[common])
+    co.add_parser("rm", parents=[common]).add_argument("name")
+
+    a = nouns.add_parser("ask", parents=[common], help="ask a collection (answers on stdout)")
+    a.add_argument("name", help="collection, e.g. demo or bench/demo")
+    a.add_argument("prompt", nargs="?", default="")
+    a.add_argument("-f", "--file", metavar="FILE", help="append this file's text to the prompt")
+    a.add_argument("--system", metavar="TEXT")
+    a.add_argument("--url", metavar="URL", help="ask a running gateway instead")
+
+    v = nouns.add_parser("verdict", parents=[common], help="judge one call")
+    v.add_argument("call")
+    which = v.add_mutually_exclusive_group(required=True)
+    which.add_argument("--useful", dest="useful", action="store_true", default=None)
+    which.add_argument("--not-useful", dest="useful", action="store_false")
+    v.add_argument("--note", default="", metavar="TEXT")
+    v.add_argument("--real", action="append", default=[], metavar="CLAIM")
+    v.add_argument("--false", action="append", default=[], metavar="CLAIM")
+    v.add_argument("--url", metavar="URL", help="send it to a running gateway instead")
+    return p
+
+
+# -- commands ------------------------------------------------------------------------------------
+def cmd_gateway(args, out: Out) -> int:
+    from panelist.gateway import make_gateway  # the HTTP layer loads only when serving
+    home = open_home(args.data)
+    sim = None
+    if args.demo:
+        from panelist.metrics import demo
+        from panelist.scripts.sim_upstream import SimUpstream
+        sim = SimUpstream(keep_requests=1000).start()  # a long demo keeps memory flat
+        demo.install(home, sim.url)
+    server = make_gateway(home, args.host, args.port)
+    stop = threading.Event()
+
+    def on_signal(*_):
+        stop.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+    signal.signal(signal.SIGTERM, on_signal)
+    info = {"url": f"{server.url}/v1", "data": str(home.root), "demo": bool(sim)}
+    out.result(info, f"panelist gateway on {server.url}/v1 (data folder {home.root})"
+               + ("\ntry: model 'bench/demo' (simulated models)" if sim else ""))
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        server.panels.close()
+        if sim:
+            sim.stop()
+    return 0
+
+
+def cmd_endpoint(args, out: Out) -> int:
+    roster = Roster(open_home(args.data))
+    if args.verb == "add":
+        ep = roster.add_endpoint(args.name, args.base_url, args.key_env)
+        out.result(ep.__dict__, f"endpoint {ep.name} → {ep.base_url} (key from ${ep.key_env})")
+    elif args.verb == "rm":
+        roster.remove_endpoint(args.name)
+        out.result({"removed": args.name}, f"removed endpoint {args.name}")
+    else:
+        out.table([dict(e.__dict__, key_set=bool(e.api_key()))
+                   for e in roster.view().endpoints.values()],
+                  ["name", "base_url", "key_env", "key_set"])
+    return 0
+
+
+def cmd_model(args, out: Out) -> int:
+    home = open_home(args.data)
+    roster = Roster(home)
+    if args.verb == "add":
+        m = roster.add_model(args.alias, args.endpoint, served=args.served, family=args.family,
+                             grade=args.grade, context=args.context, max_output=args.max_output,
+                             vision=args.vision, tools=args.tools, price_in=args.price_in,
+                             price_out=args.price_out, currency=args.currency)
+        out.result(m.public(), f"model {m.alias} → {m.endpoint}:{m.served}")
+    elif args.verb == "rm":
+        users = Collections(home).using(args.alias)
+        if users:
+            raise ConfigInvalid(f"model '{args.alias}' is used by collection(s) "
+                                f"{', '.join(users)}; change them first")
+        roster.remove_model(args.alias)
+        out.result({"removed": args.alias}, f"removed model {args.alias}")
+    else:
+        out.table([m.public() for m in roster.view().models.values()],
+                  ["alias", "endpoint", "served", "family", "grade", "context", "vision",
+                   "tools", "price_in", "price_out", "currency"])
+    return 0
+
+
+def cmd_collection(args, out: Out) -> int:
+    home = open_home(args.data)
+    collections = Collections(home)
+    if args.verb == "save":
+        c = collections.save(Roster(home).view(), args.name, args.members,
+                             description=args.description, tags=args.tags, shape=args.shape,
+                             reply=args.reply, merger=args.merger)
+        n = c.explorers(collections.limits())
+        out.result(c.public(), f"saved {c.model_id}: {', '.join(c.members)} + {n} explorer(s)")
+    elif args.verb == "rm":
+        collections.remove(args.name)
+        out.result({"removed": args.name}, f"removed collection {args.name}")
+    else:
+        limits = collections.limits()
+        out.table([dict(c.public(), id=c.model_id, explorers=c.explorers(limits),
+                        members=",".join(c.members), tags=",".join(c.tags))
+                   for c in collections.all().values()],
+                  ["id", "members", "explorers", "shape", "reply", "tags", "description"])
+    return 0
+
+
+def _post(url: str, path: str, body: dict) -> dict:
+    base = url.rstrip("/")
+    if base.endswith("/v1"):
+        base = base[:-3]
+    headers = {"Content-Type": "application/json"}
+    key = os.environ.get("PANELIST_API_KEY")
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=3600) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read())["error"]["message"]
+        except Exception:
+            message = exc.reason
+        raise PanelistError(f"{exc.code} from {base}: {message}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise PanelistError(f"cannot reach {base}: {getattr(exc, 'reason', exc)}; "
+                            "is the gateway running?") from None
+
+
+def cmd_ask(args, out: Out) -> int:
+    text = args.prompt
+    if args.file:
+        try:
+            text = (text + "\n\n" if text else "") + Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BadRequest(f"cannot read {args.file}: {exc.strerror}") from None
+    if not text.strip():
+        raise BadRequest("nothing to ask: give a prompt or -f FILE")
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + \
+        [{"role": "user", "content": text}]
+    model = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
+    body = {"model": model, "messages": messages}
+    if args.url:
+        reply = _post(args.url, "/v1/chat/completions", body)
+    else:
+        from panelist.metrics.panel import Panels
+        panels = Panels(open_home(args.data))
+        try:
+            reply = panels.ask(body)
+        finally:
+            panels.close()
+    seats = reply["bench"]["seats"]
+    if out.as_json:
+        out.result(reply)
+    else:
+        print(reply["choices"][0]["message"]["content"])
+        for s in seats:
+            print(f"{s['call']}  {s['alias']}  {s['status']}  {s['seconds']:.2f}s",
+                  file=sys.stderr)
+    return 0 if any(s["status"] == "ok" for s in seats) else NO_ANSWER
+
+
+def cmd_verdict(args, out: Out) -> int:
+    v = verdict_rules.check({"call": args.call, "useful": args.useful, "note": args.note,
+                             "real": args.real, "false": args.false})
+    if args.url:
+        result = _post(args.url, "/bench/verdict", v)
+    else:
+        from panelist.metrics.ledger import Ledger
+        ledger = Ledger(open_home(args.data).gateway_runs)
+        try:
+            result = ledger.record_verdict(v["call"], useful=v["useful"], note=v["note"],
+                                           real=v["real"], false=v["false"], by="cli")
+        finally:
+            ledger.close()
+    word = "useful" if v["useful"] else "not useful"
+    said = ("recorded" if not result.get("replaced") else "replaced the earlier verdict:") \
+        if result.get("written") else "unchanged (the same verdict was already recorded):"
+    out.result(result, f"{said} {v['call']} {word}")
+    return 0
+
+
+COMMANDS = {"gateway": cmd_gateway, "endpoint": cmd_endpoint, "model": cmd_model,
+            "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Out(args.json)
+    try:
+        return COMMANDS[args.noun](args, out)
+    except PanelistError as exc:
+        if out.as_json:
+            print(json.dumps(exc.to_body()))
+        print(f"panelist: error: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

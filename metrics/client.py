@@ -1,0 +1,536 @@
+"""One upstream call: an OpenAI-compatible chat completion over pooled keep-alive connections.
+
+Invariants:
+
+- ``Upstream.chat`` either returns an ``Answer`` with non-blank text or raises one class of
+  ``metrics.errors``; socket, ``http.client``, ``ssl`` and ``json`` errors from the wire are
+  translated here and nowhere else.
+- ``timeout`` bounds the whole call (connect, send, full response). One watchdog thread per
+  ``Upstream`` shuts down the socket of any call whose deadline passed or whose ``cancel`` event
+  is set, so neither a silent nor a byte-dripping server can hold a seat past its deadline.
+- A pooled connection is idle, fully read and owned by nobody; a connection that errored, was
+  shut down by the watchdog or was answered with ``Connection: close`` never returns to the pool.
+- A request is sent again only when a *reused* connection proves dead before any byte of the
+  answer (the server's idle timer won the race), and then only once, on a fresh connection.
+- Error messages carry the HTTP status and the upstream's own words (at most 300 characters),
+  never the request body and never the API key, even when the upstream echoes it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import re
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from urllib.parse import quote, urlsplit
+
+from panelist import __version__
+from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
+                                     PaymentRequired, RateLimited, UpstreamBadReply, UpstreamError,
+                                     UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
+
+USER_AGENT = f"panelist/{__version__}"
+TICK = 0.02          # how often the watchdog looks at calls in flight
+MESSAGE_CHARS = 300  # how much of an upstream's own message an error repeats
+MAX_ANSWER_BYTES = 32 * 1024 * 1024   # a reply larger than this is refused, not held in memory
+
+_CANCEL, _DEADLINE = "cancel", "deadline"
+
+# How a reused connection that the server closed while it sat idle fails: on sending the request,
+# or (RemoteDisconnected) with no byte of an answer. Only those two cases are sent again.
+_STALE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+_RATE = re.compile(r"rate.?limit|too many requests", re.I)
+_QUOTA = re.compile(r"insufficient.quota|exceeded your current quota", re.I)
+_TOO_LONG = re.compile(
+    r"context.length|context.window|maximum context|context.size|reduce the length|too many tokens"
+    r"|prompt is too long|input is too long|exceeds? the (?:available )?context|max_model_len",
+    re.I)
+# Each pattern's one group is the window the upstream states (OpenAI, vLLM, llama.cpp, Anthropic).
+_WINDOW = re.compile(
+    r"(?:maximum context length|context window|context length|context size|max_model_len|n_ctx)"
+    r"(?: is| of|:|=)?\s*(\d[\d,]*)"
+    r"|>\s*(\d[\d,]*)\s*(?:tokens?\s*)?maximum", re.I)
+_TOKEN = re.compile(r"[\x21-\x7e]+")   # what a bearer token may be made of, as sent
+_TRY_AGAIN = re.compile(r"try again in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.I)
+
+
+@dataclass(slots=True)
+class Answer:
+    text: str        # choices[0].message.content, list-of-parts content joined to text
+    tokens: dict     # {"prompt", "completion", "total"}: ints from "usage", or None
+    seconds: float
+    model: str       # the model id the upstream reported, "" if none
+
+
+class _Call:
+    """One call in flight, as the watchdog sees it."""
+
+    __slots__ = ("deadline", "cancel", "sock", "shut", "reason")
+
+    def __init__(self, deadline: float, cancel: threading.Event | None):
+        self.deadline = deadline
+        self.cancel = cancel
+        self.sock: socket.socket | None = None   # what the watchdog would shut down now
+        self.shut: socket.socket | None = None   # what it did shut down, so it does so once
+        self.reason: str | None = None           # _CANCEL or _DEADLINE once the call is doomed
+
+
+class _Target:
+    """A parsed base URL: where to connect, the request's fixed head, its name in messages."""
+
+    __slots__ = ("key", "scheme", "host", "port", "head", "label")
+
+    def __init__(self, base_url: str):
+        try:
+            parts = urlsplit(base_url)
+            port = parts.port
+        except ValueError as exc:
+            raise UpstreamUnreachable(f"endpoint URL {base_url!r} cannot be parsed; write it like "
+                                      "http://127.0.0.1:8000/v1") from exc
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UpstreamUnreachable(
+                f"endpoint URL {base_url!r} must start with http:// or https:// and name a host; "
+                "write it like http://127.0.0.1:8000/v1")
+        default = 443 if parts.scheme == "https" else 80
+        self.scheme, self.host, self.port = parts.scheme, parts.hostname, port or default
+        self.key = (self.scheme, self.host, self.port)
+        try:
+            host = f"[{self.host}]" if ":" in self.host else self.host.encode("idna").decode()
+        except UnicodeError as exc:
+            raise UpstreamUnreachable(f"endpoint URL {base_url!r} names a host that is not a "
+                                      "valid DNS name; check the endpoint URL") from exc
+        path = quote(parts.path.rstrip("/") + "/chat/completions", safe="/%:@!$&'()*+,;=~")
+        if parts.query:
+            path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=~?")
+        authority = host if self.port == default else f"{host}:{self.port}"
+        self.label = f"upstream {host}:{self.port}"
+        self.head = (f"POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: {USER_AGENT}\r\n"
+                     "Accept: application/json\r\nAccept-Encoding: identity\r\n"
+                     "Content-Type: application/json\r\n").encode()
+
+
+class Upstream:
+    """Makes chat-completion calls; one instance is shared by every thread of a process."""
+
+    def __init__(self, *, max_idle_per_host: int = 64):
+        self.max_idle_per_host = max_idle_per_host
+        self._lock = threading.Lock()
+        self._idle: dict[tuple, list[socket.socket]] = {}
+        self._inflight: set[_Call] = set()
+        self._busy = threading.Event()     # set while calls are in flight: the watchdog runs
+        self._watchdog: threading.Thread | None = None
+        self._closed = False
+        self._targets: dict[str, _Target] = {}
+        self._tls: ssl.SSLContext | None = None
+
+    # -- the call ---------------------------------------------------------------------------------
+    def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
+             cancel: threading.Event | None = None) -> Answer:
+        """POST ``body`` (with ``"stream": false``) to ``{base_url}/chat/completions``."""
+        started = time.monotonic()
+        target = self._targets.get(base_url)
+        if target is None:
+            target = _Target(base_url)
+            if len(self._targets) > 1024:   # endpoints are few; this only bounds a misuse
+                self._targets.clear()
+            self._targets[base_url] = target
+        if self._closed:
+            raise Cancelled(f"call to {target.label} not made: this Upstream is closed; "
+                            "build a new one")
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(f"call to {target.label} cancelled: the panel no longer needs it")
+        if timeout <= 0:
+            raise UpstreamTimeout(f"{target.label} not called: the deadline had already passed; "
+                                  "raise the seat's timeout")
+        auth = b""
+        if api_key:
+            if not _TOKEN.fullmatch(api_key):
+                raise AuthFailed(f"the API key for {target.label} holds spaces or characters a "
+                                 "header cannot carry; check the environment variable it is read "
+                                 "from")
+            auth = b"Authorization: Bearer " + api_key.encode() + b"\r\n"
+        payload = json.dumps({**body, "stream": False}).encode()
+        # One write per request: head and body in one segment, so the server never waits for a
+        # second packet (TCP_NODELAY is set) and the call costs a single send.
+        request = b"%s%sContent-Length: %d\r\n\r\n%s" % (target.head, auth, len(payload), payload)
+
+        call = _Call(started + timeout, cancel)
+        self._enter(call)
+        try:
+            response, data = self._exchange(target, request, call, timeout)
+        finally:
+            with self._lock:
+                self._inflight.discard(call)
+        if not 200 <= response.status <= 299:
+            raise _refusal(response.status, response, data, target.label, api_key)
+        return _answer(response, data, target.label, api_key, time.monotonic() - started)
+
+    def _exchange(self, target: _Target, request: bytes, call: _Call,
+                  timeout: float) -> tuple[http.client.HTTPResponse, bytes]:
+        """Send the request, read the whole response; the one place socket errors are caught."""
+        sock = self._take(target.key)
+        while True:
+            reused, keep, sent, reading, response = sock is not None, False, False, False, None
+            try:
+                if sock is None:
+                    sock = self._connect(target, call)
+                else:
+                    sock.settimeout(max(call.deadline - time.monotonic(), 0.001))
+                    call.sock = sock
+                try:
+                    sock.sendall(request)
+                    sent = True
+                    response = http.client.HTTPResponse(sock, method="POST")
+                    response.begin()
+                except _STALE as exc:
+                    # the server had closed a reused connection before reading this request
+                    stale = sent if isinstance(exc, http.client.RemoteDisconnected) else not sent
+                    if reused and stale and call.reason is None:
+                        self._give_back(target.key, sock, call, False)
+                        sock = None
+                        continue   # once: a fresh connection is never retried
+                    raise
+                reading = True
+                if response.length is not None:   # read() raises IncompleteRead if cut short
+                    if response.length > MAX_ANSWER_BYTES:
+                        raise _too_big(target.label)
+                    data = response.read()
+                else:   # chunked, or up to the close
+                    data = response.read(MAX_ANSWER_BYTES + 1)
+                    if len(data) > MAX_ANSWER_BYTES:
+                        raise _too_big(target.label)
+                keep = response.isclosed() and not response.will_close   # read to its end
+                return response, data
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                raise self._failure(exc, target, call, timeout, reading) from exc
+            finally:
+                if sock is not None:
+                    if response is not None and not keep:
+                        response.close()   # lets go of its reader, so closing sock closes it
+                    self._give_back(target.key, sock, call, keep)
+
+    def _failure(self, exc: BaseException, target: _Target, call: _Call, timeout: float,
+                 reading: bool) -> UpstreamError:
+        label = target.label
+        if call.reason == _CANCEL or self._closed:
+            return Cancelled(f"call to {label} cancelled: the panel no longer needs its answer")
+        if call.reason == _DEADLINE or isinstance(exc, TimeoutError):
+            return UpstreamTimeout(f"{label} gave no complete answer within {timeout:g} s; "
+                                   "raise the seat's timeout or seat a faster model")
+        if isinstance(exc, socket.gaierror):
+            return UpstreamUnreachable(f"cannot resolve host {target.host!r} ({exc.strerror}); "
+                                       "check the endpoint URL")
+        if isinstance(exc, ConnectionRefusedError):
+            return UpstreamUnreachable(f"cannot connect to {label}: connection refused; check that "
+                                       "the server is running and the endpoint URL's port")
+        if isinstance(exc, ssl.SSLError):
+            return UpstreamUnreachable(f"TLS with {label} failed ({exc.reason or exc}); check the "
+                                       "URL's scheme and the server's certificate")
+        if isinstance(exc, (ConnectionError, http.client.IncompleteRead)):
+            when = "mid-answer" if reading else "before answering"
+            return UpstreamUnreachable(f"{label} closed the connection {when}; try again, or "
+                                       "check the server's logs")
+        if isinstance(exc, (ValueError, http.client.HTTPException)):
+            return UpstreamBadReply(f"{label} answered with something that is not HTTP/1.1 "
+                                    f"({type(exc).__name__}); check the endpoint URL")
+        return UpstreamUnreachable(f"cannot reach {label} ({exc.strerror or exc}); check the "
+                                   "endpoint URL and the network")
+
+    # -- connections ------------------------------------------------------------------------------
+    def _connect(self, target: _Target, call: _Call) -> socket.socket:
+        """A fresh connection, registered with the call from its first syscall on."""
+        sock = self._dial(target, call)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if target.scheme == "https":
+                if self._tls is None:
+                    self._tls = ssl.create_default_context()  # loading CA certs is slow: once
+                # handshake only once registered, so the watchdog can cut a stalled handshake
+                sock = self._tls.wrap_socket(sock, server_hostname=target.host,
+                                             do_handshake_on_connect=False)
+                call.sock = sock
+                sock.do_handshake()
+            return sock
+        except BaseException:
+            with self._lock:
+                call.sock = None
+            sock.close()
+            raise
+
+    def _dial(self, target: _Target, call: _Call) -> socket.socket:
+        error: OSError | None = None
+        for family, kind, proto, _, address in socket.getaddrinfo(
+                target.host, target.port, 0, socket.SOCK_STREAM):
+            if call.reason is not None:
+                break
+            sock = socket.socket(family, kind, proto)
+            call.sock = sock
+            try:
+                sock.settimeout(max(call.deadline - time.monotonic(), 0.001))
+                sock.connect(address)
+                return sock
+            except OSError as exc:
+                error = exc
+                with self._lock:
+                    call.sock = None
+                sock.close()
+        raise error or OSError(f"no address found for {target.host}")
+
+    def _take(self, key: tuple) -> socket.socket | None:
+        with self._lock:
+            idle = self._idle.get(key)
+            return idle.pop() if idle else None   # the most recent is least likely timed out
+
+    def _give_back(self, key: tuple, sock: socket.socket, call: _Call, keep: bool) -> None:
+        # The call lets go of its socket under the lock, so the watchdog never shuts down a
+        # descriptor that is being closed (and could be reused by another connection) meanwhile.
+        with self._lock:
+            call.sock = None
+            if keep and call.shut is not sock and not self._closed:
+                idle = self._idle.setdefault(key, [])
+                if len(idle) < self.max_idle_per_host:
+                    idle.append(sock)
+                    return
+        sock.close()
+
+    # -- the watchdog -----------------------------------------------------------------------------
+    def _enter(self, call: _Call) -> None:
+        with self._lock:
+            self._inflight.add(call)
+            if self._watchdog is None:
+                self._watchdog = threading.Thread(target=self._watch, name="panelist-watchdog",
+                                                  daemon=True)
+                self._watchdog.start()
+        if not self._busy.is_set():
+            self._busy.set()
+
+    def _watch(self) -> None:
+        while True:
+            self._busy.wait()
+            time.sleep(TICK)
+            now = time.monotonic()
+            with self._lock:
+                if self._closed and not self._inflight:
+                    return
+                for call in self._inflight:
+                    if call.reason is None:
+                        if self._closed or (call.cancel is not None and call.cancel.is_set()):
+                            call.reason = _CANCEL
+                        elif now >= call.deadline:
+                            call.reason = _DEADLINE
+                        else:
+                            continue
+                    sock = call.sock
+                    if sock is not None and sock is not call.shut:
+                        try:
+                            # the plain socket's shutdown, also for TLS: it only wakes the
+                            # blocked reader and leaves the TLS state to the calling thread
+                            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                            call.shut = sock
+                        except OSError:
+                            pass   # not connected yet: try again on the next tick
+                if not self._inflight:
+                    self._busy.clear()
+
+    def close(self) -> None:
+        """Close every idle connection; calls still in flight end with ``Cancelled``."""
+        with self._lock:
+            self._closed = True
+            idle = [sock for socks in self._idle.values() for sock in socks]
+            self._idle.clear()
+        self._busy.set()   # the watchdog cancels what is in flight, then exits
+        for sock in idle:
+            sock.close()
+
+
+def _too_big(label: str) -> UpstreamBadReply:
+    return UpstreamBadReply(f"{label} sent an answer over {MAX_ANSWER_BYTES >> 20} MiB; check "
+                            "that the endpoint URL points at a chat completions API")
+
+
+# -- reading a reply ------------------------------------------------------------------------------
+def _answer(response: http.client.HTTPResponse, data: bytes, label: str, api_key: str | None,
+            seconds: float) -> Answer:
+    try:
+        reply = json.loads(data)
+    except ValueError as exc:
+        raise UpstreamBadReply(
+            f"{label} answered {response.status} with a body that is not JSON "
+            f"({_snippet(data, api_key)}); "
+            "check that the endpoint URL is OpenAI-compatible (it usually ends in /v1)") from exc
+    if not isinstance(reply, dict):
+        raise UpstreamBadReply(f"{label} answered {response.status} with JSON that is not an "
+                               "object; check that the endpoint URL is OpenAI-compatible")
+    error = reply.get("error")
+    if error:
+        message, codes, error = _error_parts(reply, data, api_key)
+        raise _classified(response.status, message, codes, error, response, label,
+                          fallback=UpstreamServerError,
+                          advice="try again later or seat another model")
+    choices = reply.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise UpstreamBadReply(f"{label} answered {response.status} without choices[0].message; "
+                               "check that the endpoint serves OpenAI chat completions")
+    text = _text(message.get("content"))
+    if not text.strip():
+        finish = choice.get("finish_reason")
+        why = f" (finish_reason {finish!r})" if finish else ""
+        advice = ("raise max_tokens: the answer was cut off before any text" if finish == "length"
+                  else "try again, or seat another model")
+        raise EmptyAnswer(f"{label} answered with no text{why}; {advice}")
+    usage = reply.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    tokens = {"prompt": _count(usage.get("prompt_tokens")),
+              "completion": _count(usage.get("completion_tokens")),
+              "total": _count(usage.get("total_tokens"))}
+    model = reply.get("model")
+    return Answer(text, tokens, seconds, model if isinstance(model, str) else "")
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for part in content:   # content parts: [{"type": "text", "text": ...}, ...]
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            parts.append(part["text"])
+    return "".join(parts)
+
+
+def _count(value) -> int | None:
+    return value if type(value) is int else None
+
+
+# -- classifying a refusal ------------------------------------------------------------------------
+def _refusal(status: int, response: http.client.HTTPResponse, data: bytes, label: str,
+             api_key: str | None) -> UpstreamError:
+    message, codes, error = _error_parts(None, data, api_key)
+    said = f"({status}) {message}"
+    if status in (429, 403) and _QUOTA.search(codes):
+        return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
+                               "account's plan and credit for this model")
+    if status == 429:
+        wait = _retry_after(response, message)
+        then = f"; retry after {wait:g} s" if wait is not None else "; retry later"
+        return RateLimited(f"{label} rate-limited the call {said}{then}, or lower this model's "
+                           "concurrency", retry_after=wait)
+    if status == 402:
+        return PaymentRequired(f"{label} wants payment {said}; check the account's plan and "
+                               "credit for this model")
+    if status in (401, 403):
+        return AuthFailed(f"{label} refused the API key {said}; check the endpoint's key (the "
+                          "environment variable it names)")
+    if status in (400, 413):
+        return _classified(status, message, codes, error, response, label,
+                           fallback=UpstreamBadReply,
+                           advice="check the parameters passed on to this model")
+    if status == 404:
+        return UpstreamBadReply(f"{label} answered {said}; the served model id may be wrong (model "
+                                "not found), or the endpoint URL may lack its /v1 prefix")
+    if 500 <= status <= 599:
+        return UpstreamServerError(f"{label} failed {said}; try again later or seat another model")
+    return UpstreamBadReply(f"{label} rejected the request {said}; check the parameters passed "
+                            "on to this model")
+
+
+def _classified(status: int, message: str, codes: str, error: dict, response, label: str, *,
+                fallback: type[UpstreamError], advice: str) -> UpstreamError:
+    """An error body read for what it says: quota, rate limit or context length, else fallback."""
+    said = f"({status}) {message}"
+    if _QUOTA.search(codes):
+        return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
+                               "account's plan and credit for this model")
+    if 200 <= status <= 299 and _RATE.search(codes):
+        wait = _retry_after(response, message)
+        return RateLimited(f"{label} rate-limited the call {said}; retry later", retry_after=wait)
+    if _TOO_LONG.search(codes):
+        window = _window(codes, error)
+        size = f" of {window} tokens" if window else ""
+        return ContextTooLong(f"{label} says the prompt exceeds its context window{size} {said}; "
+                              "shorten the prompt or seat a model with a larger window",
+                              window=window)
+    return fallback(f"{label} answered with an error {said}; {advice}")
+
+
+def _error_parts(reply, data: bytes, api_key: str | None) -> tuple[str, str, dict]:
+    """The upstream's message to show (scrubbed, trimmed); its code, type and whole message, to
+    match rules against; and its error object."""
+    if reply is None:
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            reply = None
+    error = reply.get("error") if isinstance(reply, dict) else None
+    if isinstance(error, dict):
+        message = error.get("message")
+    elif isinstance(error, str):
+        message, error = error, {}
+    elif isinstance(reply, dict):   # vLLM and others put the fields at the top level
+        message, error = reply.get("message") or reply.get("detail"), reply
+    else:
+        message, error = None, {}
+    if not isinstance(message, str):
+        message = json.dumps(message) if message is not None else _snippet(data, api_key)
+    message = _scrub(message, api_key)
+    codes = " ".join(str(error.get(k) or "") for k in ("code", "type")) + " " + message
+    return _trim(message), codes, error
+
+
+def _window(text: str, error: dict) -> int | None:
+    if type(error.get("n_ctx")) is int:   # llama.cpp states the window as a field
+        return error["n_ctx"]
+    match = _WINDOW.search(text)
+    if match:
+        return int((match.group(1) or match.group(2)).replace(",", ""))
+    return None
+
+
+def _retry_after(response, message: str) -> float | None:
+    """Seconds to wait: Retry-After (seconds or HTTP-date, RFC 9110 §10.2.3), else the message."""
+    value = response.getheader("Retry-After") if response is not None else None
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                date = parsedate_to_datetime(value)
+                seconds = date.timestamp() - time.time()
+            except (TypeError, ValueError, IndexError, OverflowError):
+                seconds = math.nan
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    match = _TRY_AGAIN.search(message)
+    if match:
+        amount = float(match.group(1))
+        return amount / 1000 if match.group(2).lower() == "ms" else amount
+    return None
+
+
+def _snippet(data: bytes, api_key: str | None) -> str:
+    """The start of a body that is not an error object, whitespace folded, key scrubbed."""
+    if api_key:   # in the bytes, before any cut could leave a piece of the key behind
+        data = data.replace(api_key.encode(), b"[api key]")
+    text = " ".join(data[:4 * MESSAGE_CHARS].decode("utf-8", "replace").split())
+    return _trim(text) or "an empty body"
+
+
+def _scrub(text: str, api_key: str | None) -> str:
+    # always before trimming, so a cut can never leave part of the key behind
+    return text.replace(api_key, "[api key]") if api_key else text
+
+
+def _trim(text: str) -> str:
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"

@@ -1,0 +1,108 @@
+"""Config files: JSON documents read whole and rewritten atomically under a lock.
+
+Writers take an exclusive ``flock`` on a sibling ``.lock`` file, read the current document,
+apply their change and ``os.replace`` a temp file over it, so two ``collection save`` at once
+never lose an update and a reader never sees half a file. Every change is appended to
+``changes.jsonl`` with who, when, the old and the new value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import getpass
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from panelist.metrics.errors import ConfigInvalid
+from panelist.metrics.jsonl import SCHEMA, Appender
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def read(path: Path) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        return {"v": SCHEMA}
+    except ValueError as exc:
+        raise ConfigInvalid(f"{path} is not valid JSON ({exc}); fix or remove it") from exc
+    if not isinstance(doc, dict):
+        raise ConfigInvalid(f"{path} must hold a JSON object; fix or remove it")
+    return doc
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def write_atomic(path: Path, doc: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2, ensure_ascii=False, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def who() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry in some containers
+        return str(os.getuid())
+
+
+def update(path: Path, change: Callable[[dict], tuple[str, object, object] | None],
+           *, by: str | None = None) -> None:
+    """Apply ``change(doc)`` under the lock; it edits ``doc`` in place and returns
+    ``(what, old, new)`` to log, or None when nothing changed (then nothing is written)."""
+    with _locked(path):
+        doc = read(path)
+        done = change(doc)
+        if done is None:
+            return
+        what, old, new = done
+        doc["v"] = SCHEMA
+        write_atomic(path, doc)
+        log = Appender(path.with_name("changes.jsonl"))
+        try:
+            log.append({"v": SCHEMA, "ts": now_iso(), "by": by or who(), "file": path.name,
+                        "what": what, "old": old, "new": new})
+        finally:
+            log.close()
+
+
+class Cached:
+    """A config file parsed once and re-read only when its inode, size or mtime changes, so a
+    request pays one ``os.stat`` and still sees an edit made by another process."""
+
+    def __init__(self, path: Path, parse: Callable[[dict], object]):
+        self.path = path
+        self._parse = parse
+        self._stamp: tuple | None = None
+        self._value: object = None
+
+    def get(self):
+        try:
+            st = os.stat(self.path)
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            stamp = None
+        if stamp != self._stamp or self._value is None:
+            # parse before publishing the stamp, so a racing reader never pairs old data with it
+            value = self._parse(read(self.path))
+            self._value, self._stamp = value, stamp
+        return self._value

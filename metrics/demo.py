@@ -1,0 +1,43 @@
+"""The embedded demo: a roster of simulated models and a ``demo`` collection.
+
+``panelist gateway --demo`` starts the simulated upstream in-process and points the data
+folder's ``demo`` endpoint at it (its port changes every start, so the endpoint is rewritten);
+models and the collection are added only if missing, so the user's edits to them stand.
+"""
+
+from __future__ import annotations
+
+from panelist.metrics.collection import Collections
+from panelist.metrics.home import Home
+from panelist.metrics.roster import Roster
+
+ENDPOINT = "demo"
+
+# alias -> (family, grade, context window, vision)
+MODELS = {
+    "sim-swift": ("swift", "light", 32_000, False),
+    "sim-steady": ("steady", "general", 128_000, False),
+    "sim-careful": ("careful", "strong", 200_000, False),
+    "sim-flaky": ("flaky", "general", 64_000, False),
+    "sim-vision": ("vision", "general", 128_000, True),
+}
+COLLECTION = {
+    "name": "demo",
+    "members": ["sim-swift", "sim-steady", "sim-careful"],
+    "description": "Demo panel of simulated models: try any prompt; answers are canned.",
+    "tags": ["demo", "simulated"],
+}
+
+
+def install(home: Home, sim_url: str) -> None:
+    roster = Roster(home)
+    roster.add_endpoint(ENDPOINT, sim_url, by="demo")
+    view = roster.view()
+    for alias, (family, grade, window, vision) in MODELS.items():
+        if alias not in view.models:
+            roster.add_model(alias, ENDPOINT, family=family, grade=grade, context=window,
+                             vision=vision, price_in=0.0, price_out=0.0, by="demo")
+    collections = Collections(home)
+    if COLLECTION["name"] not in collections.all():
+        c = dict(COLLECTION)
+        collections.save(roster.view(), c.pop("name"), c.pop("members"), by="demo", **c)

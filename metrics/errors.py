@@ -1,0 +1,175 @@
+"""The error tree. Every error a caller can see is one of these; each carries its HTTP status.
+
+    PanelistError (500)                  something went wrong; the catch-all's type
+    ├── BadRequest (400)                 the request or a command's input is malformed
+    │   └── ConfigInvalid (400)          a roster / collection / limit fails validation
+    ├── Unauthorized (401)               (reserved for gateway keys)
+    ├── Forbidden (403)
+    ├── NotFound (404)                   unknown collection, call, route, endpoint or model
+    ├── MethodNotAllowed (405)
+    ├── PayloadTooLarge (413)            body or prompt too big
+    ├── Unavailable (503)                no seat could be filled
+    └── UpstreamError (502)              one upstream call failed; becomes a seat's error, not a reply
+        ├── RateLimited                  429; carries retry_after seconds when the upstream said
+        ├── ContextTooLong               the prompt exceeds the window; carries the window if stated
+        ├── AuthFailed                   401/403 from the upstream
+        ├── PaymentRequired              402, or a quota / entitlement refusal
+        ├── UpstreamServerError          5xx, or a 200 whose body is an error
+        ├── UpstreamBadReply             a reply that is not an OpenAI chat completion
+        ├── UpstreamTimeout              the seat's deadline passed
+        ├── UpstreamUnreachable          connection refused, reset or closed
+        ├── EmptyAnswer                  the upstream answered with no text
+        └── Cancelled                    the panel no longer wants the answer
+
+Messages say what to do next. ``to_body`` renders OpenAI's error shape.
+"""
+
+from __future__ import annotations
+
+
+class PanelistError(Exception):
+    """Raised when something fails that no narrower class describes."""
+
+    status = 500
+    type = "server_error"
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
+                 headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+
+    def to_body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type,
+                          "param": self.param, "code": self.code}}
+
+
+class BadRequest(PanelistError):
+    """Raised when a request or command input is malformed or has a wrong type."""
+
+    status = 400
+    type = "invalid_request_error"
+
+
+class ConfigInvalid(BadRequest):
+    """Raised when an endpoint, model, collection or limit fails validation on write."""
+
+
+class Unauthorized(PanelistError):
+    """Raised when a caller must present a key and did not, or presented a bad one."""
+
+    status = 401
+    type = "authentication_error"
+
+
+class Forbidden(PanelistError):
+    """Raised when a caller may not do what it asked."""
+
+    status = 403
+    type = "permission_error"
+
+
+class NotFound(PanelistError):
+    """Raised when a collection, call, route, endpoint or model does not exist."""
+
+    status = 404
+    type = "not_found_error"
+
+
+class MethodNotAllowed(PanelistError):
+    """Raised when a route exists but not for this HTTP method."""
+
+    status = 405
+    type = "invalid_request_error"
+
+
+class PayloadTooLarge(PanelistError):
+    """Raised when a body or a prompt is larger than what may be sent on."""
+
+    status = 413
+    type = "invalid_request_error"
+
+
+class Unavailable(PanelistError):
+    """Raised when a panel cannot seat anyone."""
+
+    status = 503
+    type = "service_unavailable"
+
+
+class UpstreamError(PanelistError):
+    """Raised when one upstream call fails; the panel turns it into a seat's error."""
+
+    status = 502
+    type = "upstream_error"
+    kind = "upstream"
+
+
+class RateLimited(UpstreamError):
+    """Raised when the upstream answers 429; ``retry_after`` is its stated wait, if any."""
+
+    kind = "rate_limit"
+
+    def __init__(self, message: str, retry_after: float | None = None, **kw):
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+
+
+class ContextTooLong(UpstreamError):
+    """Raised when the upstream says the prompt exceeds its window; ``window`` if it said which."""
+
+    kind = "context_length"
+
+    def __init__(self, message: str, window: int | None = None, **kw):
+        super().__init__(message, **kw)
+        self.window = window
+
+
+class AuthFailed(UpstreamError):
+    """Raised when the upstream refuses the key (401/403)."""
+
+    kind = "auth"
+
+
+class PaymentRequired(UpstreamError):
+    """Raised when the upstream wants payment or the account lacks the model (402, quota)."""
+
+    kind = "payment"
+
+
+class UpstreamServerError(UpstreamError):
+    """Raised on a 5xx, or a 200 whose body is an error object."""
+
+    kind = "server_error"
+
+
+class UpstreamBadReply(UpstreamError):
+    """Raised when a reply cannot be read as an OpenAI chat completion."""
+
+    kind = "bad_reply"
+
+
+class UpstreamTimeout(UpstreamError):
+    """Raised when the seat's deadline passes before the answer is complete."""
+
+    kind = "timeout"
+
+
+class UpstreamUnreachable(UpstreamError):
+    """Raised when the upstream cannot be connected to, or drops the connection."""
+
+    kind = "connection"
+
+
+class EmptyAnswer(UpstreamError):
+    """Raised when the upstream answers with no text."""
+
+    kind = "empty"
+
+
+class Cancelled(UpstreamError):
+    """Raised when a call is abandoned because nobody waits for its answer any more."""
+
+    kind = "cancelled"

@@ -1,0 +1,36 @@
+"""What ``GET /v1/models`` says about each collection, so a caller can choose before it asks.
+
+``together`` describes the collection as a whole: the smallest known context window among its
+members (roster or learned, whichever is lower) and the capabilities every member has.
+"""
+
+from __future__ import annotations
+
+from panelist.metrics.collection import Collection, Limits
+from panelist.metrics.roster import RosterView
+from panelist.metrics.route import window_of
+
+CAPABILITIES = ("vision", "tools")
+
+
+def together(c: Collection, roster: RosterView, states: dict) -> dict:
+    models = [roster.models[a] for a in c.members if a in roster.models]
+    windows = [w for w in (window_of(m, states.get(m.alias)) for m in models) if w]
+    caps = [cap for cap in CAPABILITIES if models and all(getattr(m, cap) for m in models)]
+    return {"context_window": min(windows) if windows else None, "capabilities": caps}
+
+
+def describe(c: Collection, roster: RosterView, limits: Limits, states: dict) -> dict:
+    return {
+        "id": c.model_id, "object": "model", "created": 0, "owned_by": "panelist",
+        "description": c.description, "tags": list(c.tags), "members": list(c.members),
+        "shape": c.shape or "general", "explorers": c.explorers(limits), "reply": c.reply,
+        "merger": c.merger or None, "together": together(c, roster, states),
+    }
+
+
+def models_list(collections: dict[str, Collection], roster: RosterView, limits: Limits,
+                states: dict) -> dict:
+    data = [describe(c, roster, limits, states)
+            for c in sorted(collections.values(), key=lambda c: c.name)]
+    return {"object": "list", "data": data}

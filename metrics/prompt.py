@@ -1,0 +1,122 @@
+"""A chat request's messages: validation, the size estimate, and the text that may be written down.
+
+The estimate errs high on purpose: characters / 4, plus 10%, system text included, plus 2,500
+tokens per image. Images never reach a log, an error or a merger: they are rendered as a
+placeholder (``[image: data URL, 412 KB]``, or the URL without query string or user:password).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from panelist.metrics.errors import BadRequest
+
+IMAGE_TOKENS = 2500
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def check_messages(messages) -> list[dict]:
+    if messages is None:
+        raise BadRequest("'messages' is required: a list of {role, content} objects",
+                         param="messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list of {role, content} objects",
+                         param="messages")
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict):
+            raise BadRequest(f"{where} must be an object with 'role' and 'content'", param=where)
+        role = m.get("role")
+        if not isinstance(role, str) or role not in ROLES:
+            raise BadRequest(f"{where}.role must be one of {', '.join(ROLES)}",
+                             param=f"{where}.role")
+        content = m.get("content")
+        if content is None or isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            raise BadRequest(f"{where}.content must be a string or a list of parts",
+                             param=f"{where}.content")
+        for j, part in enumerate(content):
+            pwhere = f"{where}.content[{j}]"
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise BadRequest(f"{pwhere} must be an object with a 'type'", param=pwhere)
+            if part["type"] == "text" and not isinstance(part.get("text"), str):
+                raise BadRequest(f"{pwhere}.text must be a string", param=f"{pwhere}.text")
+            if part["type"] == "image_url":
+                image = part.get("image_url")
+                url = image.get("url") if isinstance(image, dict) else image
+                if not isinstance(url, str):
+                    raise BadRequest(f"{pwhere}.image_url.url must be a string",
+                                     param=f"{pwhere}.image_url.url")
+    return messages
+
+
+def _parts(content):
+    if content is None:
+        return
+    if isinstance(content, str):
+        yield "text", content
+        return
+    for part in content:
+        if part.get("type") == "text":
+            yield "text", part.get("text", "")
+        elif part.get("type") == "image_url":
+            image = part.get("image_url")
+            yield "image", image.get("url", "") if isinstance(image, dict) else image
+        else:
+            yield "other", part.get("type", "")
+
+
+def estimate_tokens(messages: list[dict]) -> int:
+    chars = images = 0
+    for m in messages:
+        for kind, value in _parts(m.get("content")):
+            if kind == "text":
+                chars += len(value)
+            elif kind == "image":
+                images += 1
+    return int(chars / 4 * 1.1) + IMAGE_TOKENS * images
+
+
+def image_count(messages: list[dict]) -> int:
+    return sum(1 for m in messages for kind, _ in _parts(m.get("content")) if kind == "image")
+
+
+def image_placeholder(url: str) -> str:
+    if url.startswith("data:"):
+        size_kb = max(1, round(len(url.partition(",")[2]) * 3 / 4 / 1024))
+        return f"[image: data URL, {size_kb} KB]"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        clean = urlunsplit((parts.scheme, host, parts.path, "", ""))
+        return f"[image: {clean}{'?...' if parts.query else ''}]"
+    except ValueError:
+        return "[image: unreadable URL]"
+
+
+def as_text(messages: list[dict]) -> str:
+    """The whole conversation as text fit to log or to show another model."""
+    out = []
+    for m in messages:
+        pieces = []
+        for kind, value in _parts(m.get("content")):
+            if kind == "text":
+                pieces.append(value)
+            elif kind == "image":
+                pieces.append(image_placeholder(value))
+            else:
+                pieces.append(f"[{value} part]")
+        out.append(f"{m.get('role')}: {' '.join(pieces)}")
+    return "\n".join(out)
+
+
+def last_user_text(messages: list[dict], limit: int = 200) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            text = " ".join(v if k == "text" else image_placeholder(v)
+                            for k, v in _parts(m.get("content")) if k in ("text", "image"))
+            return text[:limit]
+    return ""

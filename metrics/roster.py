@@ -1,0 +1,217 @@
+"""The roster: endpoints (where models are served) and models (what a seat can be).
+
+Stored in ``config/roster.json`` as ``{"endpoints": {name: {...}}, "models": {alias: {...}}}``.
+Every write is validated first and refused with a message that names the field and what to do;
+a model always points at an endpoint that exists. API keys are never stored: an endpoint names
+the environment variable holding its key, read at call time; unset means "call without a key"
+(local runtimes need none).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from urllib.parse import urlsplit
+
+from panelist.metrics import configfile
+from panelist.metrics.errors import ConfigInvalid, NotFound
+from panelist.metrics.home import Home
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
+ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,95}$")
+ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+def default_key_env(endpoint: str) -> str:
+    return "PANELIST_KEY_" + re.sub(r"[^A-Z0-9]", "_", endpoint.upper())
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    base_url: str
+    key_env: str
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.key_env) or None
+
+
+@dataclass(frozen=True)
+class Model:
+    alias: str
+    endpoint: str
+    served: str
+    family: str
+    grade: str = ""
+    context: int | None = None
+    max_output: int | None = None
+    vision: bool = False
+    tools: bool = False
+    price_in: float | None = None
+    price_out: float | None = None
+    currency: str = "USD"
+    retired: bool = False
+
+    def public(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RosterView:
+    endpoints: dict[str, Endpoint] = field(default_factory=dict)
+    models: dict[str, Model] = field(default_factory=dict)
+
+    def model(self, alias: str) -> Model:
+        try:
+            return self.models[alias]
+        except KeyError:
+            known = ", ".join(sorted(self.models)) or "none yet; add one with `panelist model add`"
+            raise NotFound(f"unknown model '{alias}'; known models: {known}") from None
+
+    def endpoint_of(self, model: Model) -> Endpoint:
+        return self.endpoints[model.endpoint]
+
+
+def _parse(doc: dict) -> RosterView:
+    endpoints = {n: Endpoint(name=n, base_url=e["base_url"], key_env=e["key_env"])
+                 for n, e in (doc.get("endpoints") or {}).items()}
+    models = {}
+    for alias, m in (doc.get("models") or {}).items():
+        if m.get("endpoint") not in endpoints:
+            continue  # a hand-edited file may point nowhere; such a model cannot be seated
+        models[alias] = Model(alias=alias, **{k: v for k, v in m.items()
+                                              if k in Model.__dataclass_fields__ and k != "alias"})
+    return RosterView(endpoints, models)
+
+
+def check_endpoint(name: str, base_url: str, key_env: str | None) -> Endpoint:
+    if not NAME.match(name or ""):
+        raise ConfigInvalid(f"endpoint name '{name}' is not valid: use 1-48 lower-case letters, "
+                            "digits, '-' or '_', starting with a letter or digit")
+    parts = urlsplit(base_url or "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigInvalid(f"base URL '{base_url}' is not valid: give an http:// or https:// URL "
+                            "such as http://127.0.0.1:11434/v1")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigInvalid("base URL must not carry a user:password, query or fragment; "
+                            "put the key in an environment variable (--key-env)")
+    key_env = key_env or default_key_env(name)
+    if not ENV_VAR.match(key_env):
+        raise ConfigInvalid(f"key variable '{key_env}' is not a valid environment variable name")
+    return Endpoint(name, base_url.rstrip("/"), key_env)
+
+
+def _positive_int(name: str, value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigInvalid(f"{name} must be a whole number above 0, got {value!r}")
+    return value
+
+
+def _price(name: str, value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+            or not math.isfinite(value):
+        raise ConfigInvalid(f"{name} must be a price per million tokens of 0 or more, got {value!r}")
+    return float(value)
+
+
+def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | None = None,
+                family: str | None = None, grade: str | None = None, context=None,
+                max_output=None, vision: bool = False, tools: bool = False, price_in=None,
+                price_out=None, currency: str | None = None, retired: bool = False) -> Model:
+    if not ALIAS.match(alias or ""):
+        raise ConfigInvalid(f"model alias '{alias}' is not valid: use up to 96 letters, digits "
+                            "or . _ : / -, starting with a letter or digit")
+    if alias.startswith("bench/"):
+        raise ConfigInvalid("a model alias must not start with 'bench/': that prefix names "
+                            "collections")
+    if endpoint not in view.endpoints:
+        known = ", ".join(sorted(view.endpoints)) or "none yet"
+        raise ConfigInvalid(f"unknown endpoint '{endpoint}' for model '{alias}'; add it with "
+                            f"`panelist endpoint add` first (known: {known})")
+    served = served or alias
+    if not served.strip() or len(served) > 200:
+        raise ConfigInvalid("served id must be 1-200 characters: the model id the endpoint knows")
+    family = (family or alias).lower()
+    if not ALIAS.match(family):
+        raise ConfigInvalid(f"family '{family}' is not valid: use letters, digits or . _ : / -")
+    currency = (currency or "USD").upper()
+    if not CURRENCY.match(currency):
+        raise ConfigInvalid(f"currency '{currency}' is not valid: use a 3-letter code such as USD")
+    for flag, value in (("vision", vision), ("tools", tools), ("retired", retired)):
+        if not isinstance(value, bool):
+            raise ConfigInvalid(f"{flag} must be true or false, got {value!r}")
+    return Model(alias=alias, endpoint=endpoint, served=served, family=family,
+                 grade=(grade or "").strip(), context=_positive_int("context window", context),
+                 max_output=_positive_int("max output", max_output), vision=vision, tools=tools,
+                 price_in=_price("price in", price_in), price_out=_price("price out", price_out),
+                 currency=currency, retired=retired)
+
+
+class Roster:
+    """Reads and writes ``config/roster.json`` of one data folder."""
+
+    def __init__(self, home: Home):
+        self.path = home.file("roster.json")
+        self._cache = configfile.Cached(self.path, _parse)
+
+    def view(self) -> RosterView:
+        return self._cache.get()
+
+    def add_endpoint(self, name: str, base_url: str, key_env: str | None = None,
+                     *, by: str | None = None) -> Endpoint:
+        ep = check_endpoint(name, base_url, key_env)
+        new = {"base_url": ep.base_url, "key_env": ep.key_env}
+
+        def change(doc):
+            endpoints = doc.setdefault("endpoints", {})
+            old = endpoints.get(name)
+            if old == new:
+                return None
+            endpoints[name] = new
+            return f"endpoint {name}", old, new
+        configfile.update(self.path, change, by=by)
+        return ep
+
+    def remove_endpoint(self, name: str, *, by: str | None = None) -> None:
+        def change(doc):
+            endpoints = doc.setdefault("endpoints", {})
+            if name not in endpoints:
+                raise NotFound(f"unknown endpoint '{name}'; see `panelist endpoint list`")
+            users = sorted(a for a, m in (doc.get("models") or {}).items()
+                           if m.get("endpoint") == name)
+            if users:
+                raise ConfigInvalid(f"endpoint '{name}' still serves {', '.join(users)}; "
+                                    "remove those models first")
+            return f"endpoint {name}", endpoints.pop(name), None
+        configfile.update(self.path, change, by=by)
+
+    def add_model(self, alias: str, endpoint: str, *, by: str | None = None, **fields) -> Model:
+        model = check_model(self.view(), alias, endpoint, **fields)
+        new = {k: v for k, v in model.public().items() if k != "alias"}
+
+        def change(doc):
+            if endpoint not in (doc.get("endpoints") or {}):
+                raise ConfigInvalid(f"unknown endpoint '{endpoint}'; it was removed meanwhile")
+            models = doc.setdefault("models", {})
+            old = models.get(alias)
+            if old == new:
+                return None
+            models[alias] = new
+            return f"model {alias}", old, new
+        configfile.update(self.path, change, by=by)
+        return model
+
+    def remove_model(self, alias: str, *, by: str | None = None) -> None:
+        def change(doc):
+            models = doc.setdefault("models", {})
+            if alias not in models:
+                raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
+            return f"model {alias}", models.pop(alias), None
+        configfile.update(self.path, change, by=by)

@@ -1,0 +1,340 @@
+"""Upstream.chat against the simulated provider, over real sockets on 127.0.0.1."""
+
+import socket
+import threading
+import time
+from email.utils import format_datetime
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from panelist import __version__
+from panelist.metrics.client import Answer, Upstream, _refusal
+from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
+                                     PaymentRequired, RateLimited, UpstreamBadReply,
+                                     UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
+from panelist.scripts.sim_upstream import SimUpstream
+
+KEY = "sk-test-5f3a9c1e7b"
+
+
+@pytest.fixture
+def sim():
+    with SimUpstream({"m": {}}) as server:
+        yield server
+
+
+@pytest.fixture
+def upstream():
+    client = Upstream()
+    yield client
+    client.close()
+
+
+def ask(model="m", text="Compare these two designs briefly"):
+    return {"model": model, "messages": [{"role": "user", "content": text}]}
+
+
+def chat(upstream, sim, model="m", *, key=KEY, timeout=5.0, **kw):
+    return upstream.chat(sim.url, key, ask(model), timeout=timeout, **kw)
+
+
+def test_answer_with_tokens(upstream, sim):
+    answer = chat(upstream, sim)
+    assert isinstance(answer, Answer)
+    assert answer.text.startswith("[simulated m] ") and "Compare these two designs" in answer.text
+    prompt = -(-len("Compare these two designs briefly") // 4)
+    completion = -(-len(answer.text) // 4)
+    assert answer.tokens == {"prompt": prompt, "completion": completion,
+                             "total": prompt + completion}
+    assert answer.model == "m" and 0 < answer.seconds < 1
+
+
+def test_sends_the_body_with_stream_false_and_headers(upstream, sim):
+    upstream.chat(sim.url, KEY, {**ask(), "stream": True, "temperature": 0.1}, timeout=5)
+    upstream.chat(sim.url, None, ask(), timeout=5)
+    with_key, without = sim.requests
+    assert with_key["body"]["stream"] is False and with_key["body"]["temperature"] == 0.1
+    assert with_key["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert with_key["headers"]["User-Agent"] == f"panelist/{__version__}"
+    assert with_key["headers"]["Content-Type"] == "application/json"
+    assert "Authorization" not in without["headers"]
+
+
+def test_connections_are_reused(upstream, sim):
+    for _ in range(20):
+        chat(upstream, sim)
+    sim.script("m", fail="rate_limit")       # an error answer leaves the connection usable
+    with pytest.raises(RateLimited):
+        chat(upstream, sim)
+    sim.script("m")
+    chat(upstream, sim)
+    assert sim.count("m") == 22 and sim.connections == 1
+
+
+def test_connections_are_pooled_across_threads(upstream, sim):
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(25):
+                chat(upstream, sim)
+        except Exception as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sim.count("m") == 150 and sim.connections <= 6
+
+
+def test_idle_connections_are_capped_per_host(sim):
+    sim.script("m", latency=0.1)
+    client = Upstream(max_idle_per_host=1)
+    threads = [threading.Thread(target=chat, args=(client, sim)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sim.connections == 4
+    sim.script("m")
+    for _ in range(3):
+        chat(client, sim)
+    assert sim.connections == 4   # one idle connection was kept, and reused
+    client.close()
+
+
+def test_connection_close_is_not_pooled(upstream, sim):
+    sim.script("m", close=True)
+    for _ in range(3):
+        chat(upstream, sim)
+    assert sim.connections == 3
+
+
+def test_rate_limit_reads_retry_after(upstream, sim):
+    sim.script("m", fail="rate_limit", retry_after=12)
+    with pytest.raises(RateLimited) as caught:
+        chat(upstream, sim)
+    assert caught.value.retry_after == 12
+    assert "429" in caught.value.message and "Rate limit reached" in caught.value.message
+
+
+def test_rate_limit_reads_an_http_date(upstream, sim):
+    when = datetime.now(timezone.utc) + timedelta(seconds=120)
+    sim.script("m", fail="rate_limit", retry_after=format_datetime(when, usegmt=True))
+    with pytest.raises(RateLimited) as caught:
+        chat(upstream, sim)
+    assert 110 <= caught.value.retry_after <= 121
+
+
+def test_quota_is_payment_required(upstream, sim):
+    sim.script("m", fail="quota")
+    with pytest.raises(PaymentRequired, match="429"):
+        chat(upstream, sim)
+
+
+def test_context_length_carries_the_window(upstream, sim):
+    sim.script("m", fail="context_length", window=8192)
+    with pytest.raises(ContextTooLong) as caught:
+        chat(upstream, sim)
+    assert caught.value.window == 8192 and "400" in caught.value.message
+
+
+@pytest.mark.parametrize("message, window", [
+    ("prompt is too long: 210000 tokens > 200000 maximum", 200000),
+    ("The input exceeds the context window of 128,000 tokens", 128000),
+    ("too many tokens in the request", None),
+])
+def test_context_length_in_other_words(upstream, sim, message, window):
+    sim.script("m", fail="context_length", message=message)
+    with pytest.raises(ContextTooLong) as caught:
+        chat(upstream, sim)
+    assert caught.value.window == window
+
+
+def test_context_length_parsing_of_other_servers():
+    vllm = (b'{"object": "error", "message": "This model\'s maximum context length is 4096 tokens.'
+            b' However, you requested 5000 tokens.", "type": "BadRequestError", "code": 400}')
+    llama = (b'{"error": {"code": 400, "message": "the request exceeds the available context '
+             b'size, try increasing it", "type": "exceed_context_size_error", "n_ctx": 2048}}')
+    for data, window in ((vllm, 4096), (llama, 2048)):
+        error = _refusal(400, None, data, "upstream x:1", None)
+        assert isinstance(error, ContextTooLong) and error.window == window
+    assert isinstance(_refusal(413, None, b"request entity too large", "upstream x:1", None),
+                      UpstreamBadReply)
+
+
+def test_server_error(upstream, sim):
+    sim.script("m", fail="server_error")
+    with pytest.raises(UpstreamServerError, match="500"):
+        chat(upstream, sim)
+
+
+def test_empty_answer(upstream, sim):
+    sim.script("m", fail="empty")
+    with pytest.raises(EmptyAnswer):
+        chat(upstream, sim)
+    sim.script("m", answer="  \n ")
+    with pytest.raises(EmptyAnswer):
+        chat(upstream, sim)
+
+
+def test_garbage_is_a_bad_reply(upstream, sim):
+    sim.script("m", fail="garbage")
+    with pytest.raises(UpstreamBadReply, match="not JSON"):
+        chat(upstream, sim)
+
+
+def test_error_body_on_200(upstream, sim):
+    sim.script("m", fail="error_body")
+    with pytest.raises(UpstreamServerError, match="overloaded"):
+        chat(upstream, sim)
+    sim.script("m", fail="error_body", message="Rate limit reached, try again in 1.5s")
+    with pytest.raises(RateLimited) as caught:
+        chat(upstream, sim)
+    assert caught.value.retry_after == 1.5
+    sim.script("m", fail="error_body", message="maximum context length is 2048 tokens")
+    with pytest.raises(ContextTooLong) as caught:
+        chat(upstream, sim)
+    assert caught.value.window == 2048
+
+
+def test_auth_failed(upstream, sim):
+    sim.script("m", fail="auth")
+    with pytest.raises(AuthFailed, match="401"):
+        chat(upstream, sim)
+
+
+def test_unknown_model_says_the_served_id_may_be_wrong(upstream, sim):
+    with pytest.raises(UpstreamBadReply, match="404.*model not found"):
+        chat(upstream, sim, "no-such-model")
+
+
+def test_api_key_is_scrubbed_when_echoed(upstream, sim):
+    sim.script("m", require_key="the-right-key", echo_auth=True)
+    assert chat(upstream, sim, key="the-right-key").text
+    with pytest.raises(AuthFailed) as caught:
+        chat(upstream, sim)
+    error = caught.value
+    assert sim.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"   # it was echoed
+    assert KEY not in str(error) and KEY not in str(error.to_body())
+    assert "[api key]" in error.message
+
+
+def test_api_key_is_scrubbed_even_where_a_body_is_cut():
+    for spaces in range(1180, 1200):   # the key straddles the cut at some of these
+        data = b"<html>" + b" " * spaces + KEY.encode() + b"</html>"
+        assert KEY[:4] not in _refusal(502, None, data, "upstream x:1", KEY).message
+
+
+def test_upstream_messages_are_trimmed(upstream, sim):
+    sim.script("m", fail="server_error", message="x" * 1000)
+    with pytest.raises(UpstreamServerError) as caught:
+        chat(upstream, sim)
+    assert 290 < caught.value.message.count("x") < 300 and "500" in caught.value.message
+
+
+def test_reset_mid_answer_is_unreachable(upstream, sim):
+    sim.script("m", fail="reset")
+    with pytest.raises(UpstreamUnreachable, match="closed the connection"):
+        chat(upstream, sim)
+
+
+def test_connection_refused_is_unreachable(upstream):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(UpstreamUnreachable, match="refused"):
+        upstream.chat(f"http://127.0.0.1:{port}/v1", KEY, ask(), timeout=5)
+    assert time.monotonic() - started < 1
+
+
+def test_unresolvable_host_is_unreachable(upstream):
+    with pytest.raises(UpstreamUnreachable, match="resolve"):
+        upstream.chat("http://no-such-host.invalid/v1", KEY, ask(), timeout=5)
+
+
+def test_hang_times_out_and_the_server_sees_the_disconnect(upstream, sim):
+    sim.script("m", fail="hang")
+    started = time.monotonic()
+    with pytest.raises(UpstreamTimeout, match="0.3 s"):
+        chat(upstream, sim, timeout=0.3)
+    assert 0.3 <= time.monotonic() - started < 1.0
+    assert sim.wait_disconnects(1, timeout=2)
+
+
+def test_a_dripping_server_cannot_outlast_the_deadline(upstream, sim):
+    sim.script("m", drip=0.05)   # every byte resets a socket timeout; the watchdog does not care
+    started = time.monotonic()
+    with pytest.raises(UpstreamTimeout):
+        chat(upstream, sim, timeout=0.3)
+    assert time.monotonic() - started < 1.0
+
+
+def test_cancel_from_another_thread(upstream, sim):
+    sim.script("m", fail="hang")
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        chat(upstream, sim, timeout=10, cancel=cancel)
+    assert time.monotonic() - started < 0.6
+    assert sim.wait_disconnects(1, timeout=2)
+    sim.script("m")
+    chat(upstream, sim)   # the cancelled connection was discarded, not pooled
+
+
+def test_cancel_aborts_a_stalled_connect(upstream):
+    # a listener whose backlog is full drops new SYNs, so connect() blocks
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        filler = socket.create_connection(listener.getsockname())
+        cancel = threading.Event()
+        threading.Timer(0.2, cancel.set).start()
+        started = time.monotonic()
+        with pytest.raises(Cancelled):
+            upstream.chat("http://127.0.0.1:%d/v1" % listener.getsockname()[1], KEY, ask(),
+                          timeout=10, cancel=cancel)
+        assert time.monotonic() - started < 0.6
+        filler.close()
+
+
+def test_already_cancelled_or_expired_calls_are_not_made(upstream, sim):
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(Cancelled):
+        chat(upstream, sim, cancel=cancel)
+    with pytest.raises(UpstreamTimeout):
+        chat(upstream, sim, timeout=0)
+    assert sim.count("m") == 0
+
+
+def test_idle_connection_closed_by_the_server_is_retried_once(upstream):
+    with SimUpstream({"m": {}}, keepalive=0.1) as sim:
+        chat(upstream, sim)
+        time.sleep(0.3)   # the server closes the idle connection; the pool still holds it
+        answer = chat(upstream, sim)
+        assert answer.text and sim.count("m") == 2 and sim.connections == 2
+
+
+def test_a_fresh_connection_is_never_retried(upstream, sim):
+    sim.script("m", fail="reset")
+    with pytest.raises(UpstreamUnreachable):
+        chat(upstream, sim)
+    assert sim.count("m") == 1
+
+
+def test_bad_base_url(upstream):
+    with pytest.raises(UpstreamUnreachable, match="http://"):
+        upstream.chat("ftp://example.com/v1", KEY, ask(), timeout=5)
+
+
+def test_close_ends_the_client(sim):
+    client = Upstream()
+    chat(client, sim)
+    client.close()
+    with pytest.raises(Cancelled, match="closed"):
+        chat(client, sim)

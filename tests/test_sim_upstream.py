@@ -1,0 +1,338 @@
+"""The simulated provider, observed over raw HTTP on 127.0.0.1."""
+
+import http.client
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def sim():
+    with SimUpstream({"m": {}}) as server:
+        yield server
+
+
+def post(sim, body, headers=None, conn=None):
+    """POST to the simulator; returns (status, headers, raw body)."""
+    own = conn is None
+    conn = conn or http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    try:
+        conn.request("POST", "/v1/chat/completions", json.dumps(body),
+                     {"Content-Type": "application/json", **(headers or {})})
+        response = conn.getresponse()
+        return response.status, response, response.read()
+    finally:
+        if own:
+            conn.close()
+
+
+def ask(model="m", text="Please review this design for me now thanks", **extra):
+    return {"model": model, "messages": [{"role": "user", "content": text}], **extra}
+
+
+def error_of(data):
+    return json.loads(data)["error"]
+
+
+def raw_request(sim, body) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", sim.port))
+    payload = json.dumps(body).encode()
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                 b"\r\nContent-Length: %d\r\n\r\n%s" % (len(payload), payload))
+    return sock
+
+
+def test_answers_like_an_openai_chat_completion(sim):
+    status, response, data = post(sim, ask(text="Please review this design for me now thanks"))
+    assert status == 200 and response.getheader("Content-Type") == "application/json"
+    reply = json.loads(data)
+    assert reply["id"].startswith("simcmpl-")
+    assert reply["object"] == "chat.completion" and reply["model"] == "m"
+    text = reply["choices"][0]["message"]["content"]
+    assert text.startswith("[simulated m] ")
+    assert "Please review this design for me" in text
+    assert reply["choices"][0]["finish_reason"] == "stop"
+    prompt = len("Please review this design for me now thanks")
+    assert reply["usage"]["prompt_tokens"] == -(-prompt // 4)
+    assert reply["usage"]["completion_tokens"] == -(-len(text) // 4)
+    assert reply["usage"]["total_tokens"] == (reply["usage"]["prompt_tokens"]
+                                              + reply["usage"]["completion_tokens"])
+
+
+def test_answer_is_scripted_and_deterministic(sim):
+    sim.script("m", answer="exactly this")
+    assert json.loads(post(sim, ask())[2])["choices"][0]["message"]["content"] == "exactly this"
+    sim.script("m")
+    first = json.loads(post(sim, ask())[2])["choices"][0]["message"]["content"]
+    assert first == json.loads(post(sim, ask())[2])["choices"][0]["message"]["content"]
+
+
+def test_lists_models_in_openai_shape():
+    with SimUpstream() as sim:
+        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+        conn.request("GET", "/v1/models")
+        listing = json.loads(conn.getresponse().read())
+        conn.close()
+    assert listing["object"] == "list"
+    assert [m["id"] for m in listing["data"]] == list(DEMO_MODELS)
+    assert all(m["id"].startswith("sim-") and m["object"] == "model" for m in listing["data"])
+
+
+def test_unknown_model_is_an_openai_404(sim):
+    status, _, data = post(sim, ask("nope"))
+    assert status == 404
+    assert error_of(data)["code"] == "model_not_found" and "nope" in error_of(data)["message"]
+    assert sim.count("nope") == 1
+
+
+def test_records_every_request(sim):
+    post(sim, ask(temperature=0.2), {"Authorization": "Bearer k1"})
+    post(sim, ask("nope"))
+    assert [r["model"] for r in sim.requests] == ["m", "nope"]
+    first = sim.requests[0]
+    assert first["body"]["temperature"] == 0.2
+    assert first["headers"]["Authorization"] == "Bearer k1"
+    assert abs(first["ts"] - time.time()) < 5
+    assert sim.count("m") == 1 and sim.count("other") == 0
+
+
+def test_rate_limit_sends_retry_after(sim):
+    sim.script("m", fail="rate_limit", retry_after=7)
+    status, response, data = post(sim, ask())
+    assert status == 429 and response.getheader("Retry-After") == "7"
+    assert error_of(data)["code"] == "rate_limit_exceeded"
+    sim.script("m", fail="rate_limit")
+    assert post(sim, ask())[1].getheader("Retry-After") == "30"
+
+
+@pytest.mark.parametrize("fail, status, code", [
+    ("quota", 429, "insufficient_quota"),
+    ("server_error", 500, None),
+    ("auth", 401, "invalid_api_key"),
+])
+def test_failures_have_openai_error_bodies(sim, fail, status, code):
+    sim.script("m", fail=fail)
+    got, _, data = post(sim, ask())
+    assert got == status
+    assert error_of(data)["code"] == code and "simulated" in error_of(data)["message"]
+
+
+def test_context_length_states_the_window(sim):
+    sim.script("m", fail="context_length", window=1000)
+    status, _, data = post(sim, ask())
+    assert status == 400
+    error = error_of(data)
+    assert error["code"] == "context_length_exceeded"
+    assert "maximum context length is 1000 tokens" in error["message"]
+    assert "resulted in 11 tokens" in error["message"]
+
+
+def test_window_refuses_only_longer_prompts(sim):
+    sim.script("m", window=10)
+    assert post(sim, ask(text="x" * 40))[0] == 200
+    status, _, data = post(sim, ask(text="x" * 41))
+    assert status == 400 and "maximum context length is 10 tokens" in error_of(data)["message"]
+
+
+def test_empty_garbage_and_error_body(sim):
+    sim.script("m", fail="empty")
+    assert json.loads(post(sim, ask())[2])["choices"][0]["message"]["content"] == ""
+    sim.script("m", fail="garbage")
+    status, _, data = post(sim, ask())
+    assert status == 200
+    with pytest.raises(ValueError):
+        json.loads(data)
+    sim.script("m", fail="error_body", message="overloaded, sorry")
+    status, _, data = post(sim, ask())
+    assert status == 200 and error_of(data)["message"] == "overloaded, sorry"
+
+
+def test_require_key_and_echo_auth(sim):
+    sim.script("m", require_key="right")
+    assert post(sim, ask(), {"Authorization": "Bearer right"})[0] == 200
+    status, _, data = post(sim, ask(), {"Authorization": "Bearer wrong"})
+    assert status == 401 and "wrong" not in error_of(data)["message"]
+    sim.script("m", require_key="right", echo_auth=True)
+    status, _, data = post(sim, ask(), {"Authorization": "Bearer wrong"})
+    assert status == 401 and "Bearer wrong" in error_of(data)["message"]
+
+
+def test_fail_every_nth_call(sim):
+    sim.script("m", fail="server_error", fail_every=3)
+    assert [post(sim, ask())[0] for _ in range(6)] == [200, 200, 500, 200, 200, 500]
+
+
+def test_demo_models_are_honest_and_flaky_is_predictable():
+    with SimUpstream() as sim:
+        sim.script("sim-flaky", **{**DEMO_MODELS["sim-flaky"], "latency": 0})
+        assert [post(sim, ask("sim-flaky"))[0] for _ in range(3)] == [200, 200, 500]
+        assert DEMO_MODELS["sim-flaky"]["latency"] == 0.1   # scripting copies, never mutates
+        assert DEMO_MODELS["sim-careful"]["latency"] > DEMO_MODELS["sim-swift"]["latency"]
+
+
+def test_latency_and_jitter(sim):
+    sim.script("m", latency=0.15, jitter=0.05)
+    started = time.monotonic()
+    assert post(sim, ask())[0] == 200
+    assert 0.1 <= time.monotonic() - started < 1.0
+
+
+def test_vision_models_take_images(sim):
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    body = {"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"}, image]}]}
+    status, _, data = post(sim, body)
+    assert status == 400 and error_of(data)["code"] == "image_not_supported"
+    sim.script("m", vision=True)
+    reply = json.loads(post(sim, body)[2])
+    assert "shown 1 image" in reply["choices"][0]["message"]["content"]
+
+
+def test_keep_alive_and_connection_count(sim):
+    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    for _ in range(5):
+        assert post(sim, ask(), conn=conn)[0] == 200
+    conn.close()
+    assert sim.connections == 1
+    sim.script("m", close=True)
+    status, response, _ = post(sim, ask())
+    assert status == 200 and response.getheader("Connection") == "close"
+    assert sim.connections == 2
+
+
+def test_keepalive_closes_idle_connections():
+    with SimUpstream({"m": {}}, keepalive=0.1) as sim:
+        sock = raw_request(sim, ask())
+        sock.settimeout(2)
+        started, data = time.monotonic(), b""
+        while chunk := sock.recv(65536):
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200") and time.monotonic() - started < 1.5
+        sock.close()
+
+
+def test_hang_notices_the_client_leaving(sim):
+    sim.script("m", fail="hang")
+    sock = raw_request(sim, ask())
+    time.sleep(0.1)
+    assert sim.disconnects == 0
+    sock.close()
+    assert sim.wait_disconnects(1, timeout=2)
+    assert sim.count("m") == 1
+
+
+def test_latency_notices_the_client_leaving(sim):
+    sim.script("m", latency=5)
+    sock = raw_request(sim, ask())
+    time.sleep(0.1)
+    sock.close()
+    assert sim.wait_disconnects(1, timeout=2)
+
+
+def test_stop_is_prompt_while_requests_hang():
+    sim = SimUpstream({"m": {"fail": "hang"}}).start()
+    socks = [raw_request(sim, ask()) for _ in range(3)]
+    idle = socket.create_connection(("127.0.0.1", sim.port))   # a keep-alive connection, unused
+    time.sleep(0.1)
+    started = time.monotonic()
+    sim.stop()
+    assert time.monotonic() - started < 1.0
+    assert sim.disconnects == 0   # a stop is not a client leaving
+    idle.settimeout(2)
+    assert idle.recv(10) == b""   # the server closed its side
+    for sock in socks + [idle]:
+        sock.close()
+    sim.stop()   # idempotent
+
+
+def test_reset_closes_mid_answer(sim):
+    sim.script("m", fail="reset")
+    with pytest.raises((http.client.IncompleteRead, ConnectionResetError)):
+        post(sim, ask())
+
+
+def test_drip_sends_slowly(sim):
+    sim.script("m", drip=0.05)
+    sock = raw_request(sim, ask())
+    sock.settimeout(2)
+    time.sleep(0.3)
+    head = sock.recv(65536)
+    assert head.startswith(b"HTTP/1.1 200") and len(head.split(b"\r\n\r\n", 1)[1]) < 12
+    sock.close()
+    assert sim.wait_disconnects(1, timeout=2)
+
+
+def test_script_validates_and_replaces(sim):
+    with pytest.raises(ValueError, match="unknown behaviour"):
+        sim.script("m", latencyy=1)
+    with pytest.raises(ValueError, match="unknown fail"):
+        sim.script("m", fail="explode")
+    with pytest.raises(ValueError, match="fail_every"):
+        sim.script("m", fail_every=0)
+    sim.script("new", answer="hello")
+    assert json.loads(post(sim, ask("new"))[2])["choices"][0]["message"]["content"] == "hello"
+
+
+def test_concurrent_requests_are_all_recorded(sim):
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+        for _ in range(25):
+            post(sim, ask(), conn=conn)
+        conn.close()
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sim.count("m") == 200 and len(sim.requests) == 200 and sim.connections == 8
+
+
+def test_serves_many_requests_per_second(sim):
+    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    started = time.perf_counter()
+    for _ in range(300):
+        post(sim, ask(), conn=conn)
+    conn.close()
+    assert time.perf_counter() - started < 1.5   # >1000/s on an idle core; generous under load
+
+
+def test_command_line_prints_url_and_stops_on_sigterm(tmp_path):
+    models = tmp_path / "models.json"
+    models.write_text(json.dumps({"cli-model": {"answer": "from the file"}}))
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "sim_upstream.py"),
+                             "--models", str(models)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("POST", "/v1/chat/completions", json.dumps(ask("cli-model")))
+        reply = json.loads(conn.getresponse().read())
+        conn.close()
+        assert reply["choices"][0]["message"]["content"] == "from the file"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=5) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_command_line_rejects_a_bad_models_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"m": {"fail": "explode"}}')
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "sim_upstream.py"),
+                           "--models", str(bad)], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 2 and "unknown fail" in done.stderr and done.stdout == ""
