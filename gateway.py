@@ -2,21 +2,24 @@
 
     python gateway.py [--host H] [--port P] [--demo] [--data DIR]   (same as `panelist gateway`)
 
-Routes: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /bench/verdict``,
-``GET /bench/panels/<panel id>``, ``GET /health``. Every error is OpenAI's error shape with the
+Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (``stream: true`` for server-sent
+events), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<panel id>``,
+``GET /health``. Every error is OpenAI's error shape with the
 right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import sys
 import time
 import traceback
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -26,11 +29,11 @@ from panelist.metrics import listing, verdict
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge)
 from panelist.metrics.home import Home, open_home
-from panelist.metrics.panel import Panels
+from panelist.metrics.panel import Panels, section
 
 MAX_BODY = 20 * 1024 * 1024
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /bench/verdict, "
-               "GET /bench/panels/<panel>")
+               "GET /bench/pending, GET /bench/panels/<panel>")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -137,6 +140,14 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError as exc:
             raise BadRequest(f"the body is not valid JSON: {exc}") from None
 
+    def client_alive(self) -> bool:
+        """False once the caller has closed its end (a readable socket with nothing to read)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return not readable or self.connection.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):
+            return False
+
     def base_url(self) -> str:
         host = self.headers.get("Host") or f"{self.server.host}:{self.server.port}"
         return f"http://{host}"
@@ -177,21 +188,69 @@ def get_models(h: Handler, _):
 def post_chat(h: Handler, _):
     body = h.read_json()
     panels = h.server.panels
-    wants_stream = isinstance(body, dict) and body.get("stream") is True
-    reply = panels.ask(body, key="local", verdict_url=h.base_url())
-    if not wants_stream:
-        h.send_json(200, reply)
+    req = panels.parse(body)
+    seating = panels.seat(req)  # every refusal happens here, before anything is sent
+    run = panels.start(req, seating, key="local")
+    if req.stream:
+        stream_panel(h, run)
         return
-    # The whole reply as one chunk: seats are reported together once every seat is done.
-    base = {"id": reply["id"], "object": "chat.completion.chunk", "created": reply["created"],
-            "model": reply["model"]}
-    content = reply["choices"][0]["message"]["content"]
-    h.start_events()
-    h.send_event(dict(base, choices=[{"index": 0, "delta": {"role": "assistant",
-                                                            "content": content},
-                                      "finish_reason": None}]))
-    h.send_event(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                      usage=reply["usage"], bench=reply["bench"]))
+    reply = panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
+    if reply is None:  # the caller left; the panel was cancelled and logged
+        h.close_connection = True
+        return
+    h.send_json(200, reply)
+
+
+def stream_panel(h: Handler, run) -> None:
+    """Server-sent events: each seat's section as it finishes, keep-alive comments while seats
+    work, the merged answer (merged mode) as one chunk, ``bench`` on the final chunk."""
+    base = {"id": f"chatcmpl-{run.panel}", "object": "chat.completion.chunk",
+            "created": int(run.started), "model": run.req.collection.model_id}
+
+    def delta(content=None, finish=None, **extra):
+        d = {} if content is None else {"content": content}
+        return dict(base, choices=[{"index": 0, "delta": d, "finish_reason": finish}], **extra)
+
+    results = []
+    try:
+        h.start_events()
+        h.send_event(dict(base, choices=[{"index": 0, "delta": {"role": "assistant"},
+                                          "finish_reason": None}]))
+        quiet_since = time.monotonic()
+        for result in run.progress(tick=min(0.25, h.server.keepalive)):
+            if result is None:
+                if time.monotonic() - quiet_since >= h.server.keepalive:
+                    h.send_chunk(": seats still working\n\n")
+                    quiet_since = time.monotonic()
+                continue
+            results.append(result)
+            if run.req.reply_mode != "merged":
+                h.send_event(delta(section(result, run.seat_number(result)) + "\n"))
+                quiet_since = time.monotonic()
+    except OSError:  # the caller went away: stop the seats still running and log the panel
+        run.abandon()
+        results.extend(r for r in run.progress() if r is not None)
+        run.record(results)
+        h.close_connection = True
+        return
+    try:
+        if run.req.reply_mode == "merged":
+            run.finish(results, verdict_url=h.base_url())
+            h.send_event(delta(run.content(results)))
+        else:
+            run.record(results)
+        h.send_event(delta(finish="stop", usage=run.usage(results),
+                           bench=run.bench(results, verdict_url=h.base_url())))
+    except OSError:
+        h.close_connection = True
+        return
+    except Exception:
+        rid = "req_" + uuid.uuid4().hex[:16]
+        print(f"[{rid}] fault while streaming {run.panel}", file=sys.stderr)
+        traceback.print_exc()
+        h.send_event({"error": {"message": f"internal error after the stream began; report "
+                                           f"request id {rid}", "type": "server_error",
+                                "param": None, "code": rid}})
     h.end_events()
 
 
@@ -201,6 +260,23 @@ def post_verdict(h: Handler, _):
         v["call"], useful=v["useful"], note=v["note"], real=v["real"], false=v["false"],
         by="local")
     h.send_json(200, result)
+
+
+def get_pending(h: Handler, _):
+    query = parse_qs(urlsplit(h.path).query)
+    try:
+        limit = int(query.get("limit", ["50"])[0])
+    except ValueError:
+        raise BadRequest("'limit' must be a whole number", param="limit") from None
+    if not 1 <= limit <= 500:
+        raise BadRequest("'limit' must be between 1 and 500", param="limit")
+    owed = h.server.panels.ledger.pending(key="local", limit=limit)
+    h.send_json(200, {"object": "list", "data": [pending_item(r) for r in owed]})
+
+
+def pending_item(seat: dict) -> dict:
+    return {k: seat.get(k) for k in ("call", "panel", "alias", "seat", "collection", "shape",
+                                     "seconds", "ts")}
 
 
 def get_panel(h: Handler, panel_id: str):
@@ -219,12 +295,14 @@ class GatewayServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256  # bursts of concurrent panels queue instead of being refused
 
-    def __init__(self, panels: Panels, host: str, port: int):
+    def __init__(self, panels: Panels, host: str, port: int, *, keepalive: float = 10.0):
         self.panels = panels
+        self.keepalive = keepalive  # seconds between SSE comments while seats are working
         self.routes = {
             "/v1/models": {"GET": get_models},
             "/v1/chat/completions": {"POST": post_chat},
             "/bench/verdict": {"POST": post_verdict},
+            "/bench/pending": {"GET": get_pending},
             "/health": {"GET": get_health},
         }
         super().__init__((host, port), Handler)
@@ -248,10 +326,10 @@ class GatewayServer(ThreadingHTTPServer):
 
 
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
-                 panels: Panels | None = None) -> GatewayServer:
+                 panels: Panels | None = None, keepalive: float = 10.0) -> GatewayServer:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it."""
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
-    return GatewayServer(panels or Panels(home), host, port)
+    return GatewayServer(panels or Panels(home), host, port, keepalive=keepalive)
 
 
 if __name__ == "__main__":

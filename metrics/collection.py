@@ -32,6 +32,7 @@ class Limits:
     max_explorers: int = 2
     max_calls: int = 5
     seat_timeout: float = 120.0   # seconds one seat may take
+    panel_timeout: float = 300.0  # seconds the whole request may take, merge included
     cooldown: float = 60.0        # seconds a rate-limited model rests when the upstream names none
 
 
@@ -80,7 +81,7 @@ def check_limits(values: dict) -> Limits:
             raise ConfigInvalid(f"gateway.json: {name} must be a whole number of 0 or more")
     if limits.max_calls < 1:
         raise ConfigInvalid("gateway.json: max_calls must be at least 1")
-    for name in ("seat_timeout", "cooldown"):
+    for name in ("seat_timeout", "panel_timeout", "cooldown"):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise ConfigInvalid(f"gateway.json: {name} must be a number of seconds above 0")

@@ -31,6 +31,12 @@ def describe(c: Collection, roster: RosterView, limits: Limits, states: dict) ->
 
 def models_list(collections: dict[str, Collection], roster: RosterView, limits: Limits,
                 states: dict) -> dict:
-    data = [describe(c, roster, limits, states)
-            for c in sorted(collections.values(), key=lambda c: c.name)]
+    """Each collection as itself, then in its other reply mode (``:merged`` or ``:all``), for
+    clients that can only pick a model name."""
+    data = []
+    for c in sorted(collections.values(), key=lambda c: c.name):
+        entry = describe(c, roster, limits, states)
+        other = "all" if c.reply == "merged" else "merged"
+        data.append(entry)
+        data.append(dict(entry, id=f"{c.model_id}:{other}", reply=other))
     return {"object": "list", "data": data}

@@ -1,11 +1,13 @@
 """A panel: one request asked of every seat at once, answered with every seat's answer.
 
-Invariants: every seat runs in parallel under its own deadline; a seat that fails, comes back
-empty or runs out of time is data in the reply (status and error), never an exception and never
-dropped; each seat is written to the evidence log as it finishes and the whole panel to the call
-log once it is done. A rate limit cools the model down for the stated time (or the configured
-default) instead of being retried; a context-length error that states a window teaches the
-ledger that (lower) window.
+Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
+included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
+cancelled is data in the reply (status and error), never an exception and never dropped. Each
+seat is written to the evidence log as it finishes and the whole panel to the call log once,
+when it is done or abandoned. A rate limit cools the model down for the stated time (or the
+configured default) instead of being retried; a context-length error that states a window
+teaches the ledger that (lower) window. Images are forwarded to seats as sent and written
+nowhere: logs, errors and the merger's input carry placeholders.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterator
 
-from panelist.metrics import prompt
+from panelist.metrics import merge, prompt
 from panelist.metrics.client import Upstream
-from panelist.metrics.collection import Collection, Collections
+from panelist.metrics.collection import REPLIES, Collection, Collections
 from panelist.metrics.errors import (BadRequest, ContextTooLong, EmptyAnswer, PayloadTooLarge,
                                      RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
@@ -29,6 +32,7 @@ from panelist.metrics.route import Seat, Seating, seat_panel, window_of
 OWN_FIELDS = ("model", "messages", "stream", "stream_options", "n", "bench", "with")
 NUMBERS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 COUNTS = ("max_tokens", "max_completion_tokens", "seed")
+MAX_NOMINEES = 16
 
 
 @dataclass
@@ -56,6 +60,13 @@ class Request:
     shape: str
     shape_by: str
     estimate: int
+    stream: bool = False
+    nominees: tuple[str, ...] = ()
+    images: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """The request as it may be written down: images are placeholders."""
+        return prompt.as_text(self.messages)
 
 
 def parse_request(body, collections: Collections) -> Request:
@@ -76,15 +87,30 @@ def parse_request(body, collections: Collections) -> Request:
         v = body.get(name)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             raise BadRequest(f"'{name}' must be a whole number", param=name)
-    bench = body.get("bench", {})
+    bench = body.get("bench") or {}
     if not isinstance(bench, dict):
-        raise BadRequest("'bench' must be an object", param="bench")
-    params = {k: v for k, v in body.items() if k not in OWN_FIELDS}
-    shape = collection.shape or "general"
-    return Request(collection=collection, reply_mode=mode or collection.reply,
-                   messages=messages, params=params, shape=shape,
-                   shape_by="set on the collection" if collection.shape else "default",
-                   estimate=prompt.estimate_tokens(messages))
+        raise BadRequest("'bench' must be an object such as {\"reply\": \"merged\"}",
+                         param="bench")
+    if "reply" in bench and bench["reply"] not in REPLIES:
+        raise BadRequest("'bench.reply' must be 'all' or 'merged'", param="bench.reply")
+    nominees = body.get("with") or []
+    if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees) \
+            or len(nominees) > MAX_NOMINEES:
+        raise BadRequest(f"'with' must be a list of at most {MAX_NOMINEES} model aliases",
+                         param="with")
+    images = prompt.image_urls(messages)
+    if collection.shape:
+        shape, shape_by = collection.shape, "set on the collection"
+    elif images:
+        shape, shape_by = "vision", "the request carries images"
+    else:
+        shape, shape_by = "general", "default"
+    return Request(collection=collection,
+                   reply_mode=bench.get("reply") or mode or collection.reply,
+                   messages=messages,
+                   params={k: v for k, v in body.items() if k not in OWN_FIELDS},
+                   shape=shape, shape_by=shape_by, estimate=prompt.estimate_tokens(messages),
+                   stream=body.get("stream") is True, nominees=tuple(nominees), images=images)
 
 
 class Panels:
@@ -105,13 +131,18 @@ class Panels:
         self.upstream.close()
         self.ledger.close()
 
-    # -- seating ----------------------------------------------------------------------------
+    def parse(self, body) -> Request:
+        return parse_request(body, self.collections)
+
     def seat(self, req: Request) -> Seating:
+        """Seat a panel, or refuse it (413 too big for a member, 400 nobody can see the images,
+        503 nobody at all) before anything is asked."""
         view = self.roster.view()
         limits = self.collections.limits()
         states = self.ledger.states(view.models.keys(), req.shape)
         seating = seat_panel(req.collection, view, states,
-                             explorers=req.collection.explorers(limits), estimate=req.estimate)
+                             explorers=req.collection.explorers(limits), estimate=req.estimate,
+                             images=bool(req.images), nominees=req.nominees)
         too_small = []
         for alias in req.collection.members:
             model = view.models.get(alias)
@@ -123,6 +154,11 @@ class Panels:
                 f"the prompt is estimated at {req.estimate} tokens, more than the context window "
                 f"of {', '.join(too_small)}; trim the prompt or pick a collection whose "
                 "together.context_window fits (GET /v1/models)", param="messages")
+        if req.images and not seating.seats:
+            raise BadRequest(f"no seat of {req.collection.model_id} can take images and no "
+                             "explorer that can was free; use a collection whose "
+                             "together.capabilities lists vision, or nominate one with 'with'",
+                             param="messages")
         if not seating.seats:
             reasons = "; ".join(f"{s['alias']}: {s['why']}" for s in seating.skipped) or \
                 "the roster is empty"
@@ -130,34 +166,53 @@ class Panels:
                               f"({reasons}); try again later or change the collection")
         return seating
 
-    # -- asking -----------------------------------------------------------------------------
-    def ask(self, body, *, key: str = "local", verdict_url: str | None = None) -> dict:
-        """Run one panel to the end and return the OpenAI ``chat.completion`` reply."""
-        req = parse_request(body, self.collections)
-        seating = self.seat(req)
-        run = self.start(req, seating, key=key)
-        results = list(run.finished())
-        return run.reply(results, verdict_url=verdict_url)
+    def ask(self, body, *, key: str = "local", verdict_url: str | None = None,
+            alive: Callable[[], bool] | None = None) -> dict | None:
+        """Run one panel to the end and return the OpenAI ``chat.completion`` reply, or None
+        when ``alive`` reports that the caller left (the panel is then cancelled and logged)."""
+        req = self.parse(body)
+        return self.complete(self.start(req, self.seat(req), key=key),
+                             verdict_url=verdict_url, alive=alive)
+
+    def complete(self, run: "PanelRun", *, verdict_url: str | None = None,
+                 alive: Callable[[], bool] | None = None) -> dict | None:
+        """Wait for every seat (and the merge) of a started panel; see ``ask``."""
+        results = []
+        for result in run.progress():
+            if result is not None:
+                results.append(result)
+            elif alive is not None and not alive():
+                run.abandon()
+        if run.abandoned:
+            run.record(results)
+            return None
+        return run.finish(results, verdict_url=verdict_url)
 
     def start(self, req: Request, seating: Seating, *, key: str) -> "PanelRun":
         return PanelRun(self, req, seating, key)
 
-    def _ask_seat(self, run: "PanelRun", seat: Seat, result: SeatResult) -> SeatResult:
+    def call(self, run: "PanelRun", seat: Seat, result: SeatResult, messages: list[dict],
+             params: dict) -> SeatResult:
+        """Ask one seat; whatever happens becomes the result's status and error."""
         model = seat.model
         endpoint = self.roster.view().endpoints.get(model.endpoint)
-        body = dict(run.req.params, model=model.served, messages=run.req.messages)
+        body = dict(params, model=model.served, messages=messages)
         t0 = time.monotonic()
         try:
             if endpoint is None:
                 raise UpstreamError(f"endpoint '{model.endpoint}' is gone from the roster")
+            remaining = run.deadline - t0
+            if remaining <= 0:
+                raise UpstreamError("the panel's deadline passed before this seat was asked")
             answer = self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
-                                        timeout=run.timeout, cancel=run.cancel)
+                                        timeout=min(run.seat_timeout, remaining),
+                                        cancel=run.cancel)
             result.status, result.answer, result.tokens = "ok", answer.text, answer.tokens
         except EmptyAnswer as exc:
             result.status, result.error = "empty", str(exc)
         except UpstreamError as exc:
             result.status = "cancelled" if exc.kind == "cancelled" else "error"
-            result.error = f"{exc.kind}: {exc.message}"
+            result.error = prompt.scrub(f"{exc.kind}: {exc.message}", run.req.images)
             self._learn(model.alias, exc)
         except Exception as exc:  # a bug in one seat must not fail the panel
             result.status, result.error = "error", f"internal: {type(exc).__name__}: {exc}"
@@ -182,67 +237,147 @@ class PanelRun:
 
     def __init__(self, panels: Panels, req: Request, seating: Seating, key: str):
         self.panels, self.req, self.seating, self.key = panels, req, seating, key
+        limits = panels.collections.limits()
         self.started = time.time()
         self._t0 = time.monotonic()
+        self.deadline = self._t0 + limits.panel_timeout
+        self.seat_timeout = limits.seat_timeout
         self.panel = panels.ledger.new_panel(self.started)
-        self.timeout = panels.collections.limits().seat_timeout
         self.cancel = threading.Event()
+        self.merger: SeatResult | None = None
+        self.note = ""
+        self._recorded = False
         self.results = [SeatResult(call=f"{self.panel}.{s.label}", seat=s.seat,
                                    alias=s.model.alias, served=s.model.served)
                         for s in seating.seats]
-        self._futures = {panels._pool.submit(panels._ask_seat, self, s, r): r
+        self._futures = {panels._pool.submit(panels.call, self, s, r, req.messages, req.params): r
                          for s, r in zip(seating.seats, self.results)}
 
-    def finished(self):
-        """Yield each SeatResult as its seat finishes (fastest first)."""
+    @property
+    def abandoned(self) -> bool:
+        return self.cancel.is_set()
+
+    def progress(self, tick: float = 0.25) -> Iterator[SeatResult | None]:
+        """Yield each SeatResult as its seat finishes (fastest first), and None every ``tick``
+        seconds while seats are still working, so the caller can check on its client."""
         pending = set(self._futures)
-        # the client enforces each deadline; the margin only guards against a stuck thread
-        limit = time.monotonic() + self.timeout + 5
         while pending:
-            done, pending = wait(pending, timeout=max(0.0, limit - time.monotonic()),
-                                 return_when=FIRST_COMPLETED)
-            if not done:
+            # the client enforces each seat's deadline; the grace only guards a stuck thread
+            left = self.deadline + 2 - time.monotonic()
+            if left <= 0:
                 break
+            done, pending = wait(pending, timeout=min(tick, left), return_when=FIRST_COMPLETED)
             for f in done:
                 yield self._futures[f]
+            if not done and pending:
+                yield None
         for f in pending:
             r = self._futures[f]
-            r.status, r.error = "error", "timeout: the seat did not finish by its deadline"
+            r.status, r.error = "error", "timeout: the seat did not finish by the panel deadline"
             yield r
 
     def abandon(self) -> None:
-        """The caller left: stop every seat still running."""
+        """The caller left: stop every seat still running (their connections are closed)."""
         self.cancel.set()
 
-    def reply(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
-        seconds = round(time.monotonic() - self._t0, 3)
+    def seat_number(self, result: SeatResult) -> int:
+        return self.results.index(result) + 1
+
+    def finish(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
+        """Merge if asked, write the panel down, and return the OpenAI reply."""
+        if self.req.reply_mode == "merged":
+            self._merge(results)
+        reply = self.reply(results, verdict_url=verdict_url)
+        self.record(results)
+        return reply
+
+    def _merge(self, results: list[SeatResult]) -> None:
+        panels = self.panels
+        view = panels.roster.view()
+        ordered = self.in_seat_order(results)
+        messages = merge.merger_input(self.req.text(), ordered, self.req.images)
+        size = prompt.estimate_tokens(messages)
+        states = panels.ledger.states(view.models.keys(), self.req.shape)
+        model, why = merge.choose(self.req.collection, view, states, size, time.time())
+        if model is None:
+            self.note = why
+            return
+        if not any(r.status == "ok" for r in results):
+            self.note = "no seat answered, so there was nothing to merge"
+            return
+        self.merger = SeatResult(call=f"{self.panel}.merger", seat="merger", alias=model.alias,
+                                 served=model.served)
+        params = {k: v for k, v in self.req.params.items()
+                  if k not in ("tools", "tool_choice", "response_format")}
+        panels.call(self, Seat("merger", 1, model), self.merger, messages, params)
+        if self.merger.status != "ok":
+            self.note = (f"the merger {model.alias} failed ({self.merger.status}: "
+                         f"{self.merger.error}); here is every answer")
+
+    def in_seat_order(self, results: list[SeatResult]) -> list[SeatResult]:
         order = {r.call: i for i, r in enumerate(self.results)}
-        seats = sorted(results, key=lambda r: order[r.call])  # seat order, not finishing order
+        return sorted(results, key=lambda r: order[r.call])
+
+    def content(self, results: list[SeatResult]) -> str:
+        if self.merger is not None and self.merger.status == "ok":
+            return self.merger.answer
+        text = markdown(self.in_seat_order(results))
+        return f"> note: {self.note}\n\n{text}" if self.note else text
+
+    def bench(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
         bench = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "shape_by": self.req.shape_by,
-            "seats": [r.public() for r in seats], "skipped": self.seating.skipped,
-            "seconds": seconds, "verdict": verdict_hint(verdict_url),
+            "reply": self.req.reply_mode,
+            "seats": [r.public() for r in self.in_seat_order(results)],
+            "skipped": self.seating.skipped,
+            "seconds": round(time.monotonic() - self._t0, 3),
+            "verdict": verdict_hint(verdict_url),
         }
+        if self.merger is not None:
+            bench["merger"] = self.merger.public()
+        if self.note:
+            bench["note"] = self.note
+        return bench
+
+    def usage(self, results: list[SeatResult]) -> dict:
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        for r in seats:
+        for r in results + ([self.merger] if self.merger else []):
             for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
                                  ("total_tokens", "total")):
                 usage[mine] += (r.tokens or {}).get(theirs) or 0
-        self.panels.ledger.record_panel({
-            "panel": self.panel, "collection": self.req.collection.model_id,
-            "shape": self.req.shape, "key": self.key, "started": self.started,
-            "seconds": seconds, "estimate": self.req.estimate,
-            "prompt": prompt.as_text(self.req.messages),
-            "seats": [dict(r.public(), served=r.served) for r in seats],
-            "skipped": self.seating.skipped})
+        return usage
+
+    def reply(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
         return {
             "id": f"chatcmpl-{self.panel}", "object": "chat.completion",
             "created": int(self.started), "model": self.req.collection.model_id,
             "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": markdown(seats)}}],
-            "usage": usage, "bench": bench,
+                         "message": {"role": "assistant", "content": self.content(results)}}],
+            "usage": self.usage(results),
+            "bench": self.bench(results, verdict_url=verdict_url),
         }
+
+    def record(self, results: list[SeatResult]) -> None:
+        """Write the panel to the call log, once. Answers are scrubbed of image traces."""
+        if self._recorded:
+            return
+        self._recorded = True
+        urls = self.req.images
+        seats = [dict(r.public(), served=r.served, answer=prompt.scrub(r.answer, urls))
+                 for r in self.in_seat_order(results)]
+        record = {
+            "panel": self.panel, "collection": self.req.collection.model_id,
+            "shape": self.req.shape, "key": self.key, "started": self.started,
+            "seconds": round(time.monotonic() - self._t0, 3), "estimate": self.req.estimate,
+            "reply": self.req.reply_mode, "prompt": self.req.text(), "seats": seats,
+            "skipped": self.seating.skipped, "abandoned": self.abandoned}
+        if self.merger is not None:
+            record["merger"] = dict(self.merger.public(), served=self.merger.served,
+                                    answer=prompt.scrub(self.merger.answer, urls))
+        if self.note:
+            record["note"] = self.note
+        self.panels.ledger.record_panel(record)
 
 
 def verdict_hint(url: str | None) -> str:

@@ -7,11 +7,15 @@ placeholder (``[image: data URL, 412 KB]``, or the URL without query string or u
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 from panelist.metrics.errors import BadRequest
 
 IMAGE_TOKENS = 2500
+DATA_URL = re.compile(r"^data:image/[A-Za-z0-9.+-]+;base64,", re.ASCII)
+# what an upstream might echo of an image: a data URL, or a long run of base64
+ECHOED_DATA = re.compile(r"data:[A-Za-z0-9.+/-]*;base64,[A-Za-z0-9+/=\s]*|[A-Za-z0-9+/]{64,}={0,2}")
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
@@ -47,6 +51,10 @@ def check_messages(messages) -> list[dict]:
                 url = image.get("url") if isinstance(image, dict) else image
                 if not isinstance(url, str):
                     raise BadRequest(f"{pwhere}.image_url.url must be a string",
+                                     param=f"{pwhere}.image_url.url")
+                if not (url.startswith("https://") or DATA_URL.match(url)):
+                    raise BadRequest(f"{pwhere}.image_url.url must be an https:// URL or a "
+                                     "data:image/...;base64, URL",
                                      param=f"{pwhere}.image_url.url")
     return messages
 
@@ -120,3 +128,24 @@ def last_user_text(messages: list[dict], limit: int = 200) -> str:
                             for k, v in _parts(m.get("content")) if k in ("text", "image"))
             return text[:limit]
     return ""
+
+
+def image_urls(messages: list[dict]) -> list[str]:
+    return [v for m in messages for kind, v in _parts(m.get("content")) if kind == "image"]
+
+
+def scrub(text: str, urls: list[str]) -> str:
+    """``text`` with every trace of the request's images replaced by placeholders: the data URLs
+    (whole or cut short), long base64 runs, and http(s) URLs with their query or user:password."""
+    if not urls or not text:
+        return text
+    for url in urls:
+        if url.startswith("data:"):
+            continue
+        parts = urlsplit(url)
+        # an upstream may echo the URL whole, with user:password, or cut short: anything that
+        # starts like it and is not already a placeholder
+        stem = r"(?<!\[image: )" + re.escape(f"{parts.scheme}://") + r"[^\s\"'<>\]]*" + \
+            re.escape(f"{parts.hostname or ''}") + r"[^\s\"'<>\]]*"
+        text = re.sub(stem, lambda m: image_placeholder(m.group(0)), text)
+    return ECHOED_DATA.sub("[image: data URL]", text)

@@ -16,6 +16,10 @@ The rule (per shape, at timestamp precision):
    sooner; one judged not useful waits longer, but never forever: its claim still grows with age,
    so the roster keeps getting fresh evidence on everyone.
 
+A request may nominate models (``"with": [...]``): nominees take explorer seats before
+staleness does, under the same exclusions; a nominee that cannot sit is listed with why.
+A request with images seats only models that take images (unknown counts as cannot).
+
 Every model left out of the panel is listed in ``skipped`` with why.
 """
 
@@ -61,10 +65,13 @@ def window_of(model: Model, state) -> int | None:
     return min(known) if known else None
 
 
-def why_not(model: Model, state, estimate: int, now: float) -> str | None:
+def why_not(model: Model, state, estimate: int, now: float, images: bool = False) -> str | None:
     """Why a model cannot answer this request at all, or None when it can."""
     if model.retired:
         return "retired"
+    if images and not model.vision:
+        # unknown counts as cannot: a blind model answers anyway, describing a picture it never got
+        return "does not take images (set --vision on the model if it does)"
     if state is not None and state.cooling_until > now:
         return f"cooling down after a rate limit for {state.cooling_until - now:.0f} s more"
     window = window_of(model, state)
@@ -74,9 +81,12 @@ def why_not(model: Model, state, estimate: int, now: float) -> str | None:
 
 
 def seat_panel(collection: Collection, roster: RosterView, states: dict, *, explorers: int,
-               estimate: int, now: float | None = None) -> Seating:
-    """Seat the members and fill ``explorers`` explorer seats. ``states`` maps every roster alias
-    to its ledger state (last seat, verdicts, cooldown, learned window) for the request's shape."""
+               estimate: int, images: bool = False, nominees=(),
+               now: float | None = None) -> Seating:
+    """Seat the members, then nominees, then fill what is left of ``explorers`` explorer seats by
+    staleness. ``states`` maps every roster alias to its ledger state (last seat, verdicts,
+    cooldown, learned window) for the request's shape. With ``images`` only models that take
+    images sit."""
     now = time.time() if now is None else now
     seating = Seating(seats=[])
     member_families = set()
@@ -86,29 +96,50 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             seating.skip("member", alias, "no longer in the roster; fix the collection")
             continue
         member_families.add(model.family)
-        reason = why_not(model, states.get(alias), estimate, now)
+        reason = why_not(model, states.get(alias), estimate, now, images)
         if reason:
             seating.skip("member", alias, reason)
         else:
             seating.seats.append(Seat("member", len(seating.seats) + 1, model))
 
+    def exclusion(model: Model) -> str | None:
+        if model.family in member_families:
+            return f"same family as a member ({model.family})"
+        return why_not(model, states.get(model.alias), estimate, now, images)
+
+    chosen: list[Model] = []
+    families: set[str] = set()
+    for alias in dict.fromkeys(nominees):  # a nominee named twice is asked once
+        model = roster.models.get(alias)
+        if model is None:
+            seating.skip("nominee", alias, "not in the roster; see GET /v1/models or "
+                         "`panelist model list`")
+        elif alias in collection.members:
+            seating.skip("nominee", alias, "already a member of this collection")
+        elif reason := exclusion(model):
+            seating.skip("nominee", alias, reason)
+        elif len(chosen) >= explorers:
+            seating.skip("nominee", alias, f"no explorer seat left ({explorers} on this "
+                         "collection)")
+        else:
+            chosen.append(model)
+            families.add(model.family)
+            seating.seats.append(Seat("nominee", len(chosen), model))
+    nominated = set(nominees)
+
     candidates = []
     for alias, model in roster.models.items():
-        if alias in collection.members:
+        if alias in collection.members or alias in nominated:
             continue
-        if model.family in member_families:
-            seating.skip("explorer", alias, f"same family as a member ({model.family})")
-            continue
-        reason = why_not(model, states.get(alias), estimate, now)
+        reason = exclusion(model)
         if reason:
             seating.skip("explorer", alias, reason)
             continue
         candidates.append(model)
     candidates.sort(key=lambda m: (claim(states[m.alias], now), m.alias))
 
-    chosen: list[Model] = []
-    families: set[str] = set()
     # first pass keeps explorer families distinct; the second fills what is left
+    explorer_models: list[Model] = []
     for distinct in (True, False):
         for model in candidates:
             if len(chosen) >= explorers:
@@ -116,8 +147,9 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             if model in chosen or (distinct and model.family in families):
                 continue
             chosen.append(model)
+            explorer_models.append(model)
             families.add(model.family)
-    for i, model in enumerate(chosen, 1):
+    for i, model in enumerate(explorer_models, 1):
         seating.seats.append(Seat("explorer", i, model))
     for rank, model in enumerate(candidates, 1):
         if model not in chosen:

@@ -63,8 +63,10 @@ def test_models_list_describes_each_collection(gateway, home):
     Roster(home).add_model("fast", "sim", family="fast", context=8_000, vision=True, tools=True)
     status, body, _ = gateway.get("/v1/models")
     assert status == 200 and body["object"] == "list"
-    (trio,) = body["data"]
-    assert trio["id"] == "bench/trio"
+    trio, merged = body["data"]
+    assert trio["id"] == "bench/trio" and trio["reply"] == "all"
+    assert merged["id"] == "bench/trio:merged" and merged["reply"] == "merged"
+    assert merged["members"] == trio["members"]
     assert trio["description"] == "Three simulated reviewers"
     assert trio["tags"] == ["test", "code"] and trio["members"] == ["fast", "mid", "slow"]
     assert trio["shape"] == "general" and trio["explorers"] == 2
