@@ -219,6 +219,8 @@ def stream_panel(h: Handler, run) -> None:
         quiet_since = time.monotonic()
         for result in run.progress(tick=min(0.25, h.server.keepalive)):
             if result is None:
+                if not h.client_alive():
+                    raise ConnectionResetError("the caller closed the stream")
                 if time.monotonic() - quiet_since >= h.server.keepalive:
                     h.send_chunk(": seats still working\n\n")
                     quiet_since = time.monotonic()
@@ -271,12 +273,7 @@ def get_pending(h: Handler, _):
     if not 1 <= limit <= 500:
         raise BadRequest("'limit' must be between 1 and 500", param="limit")
     owed = h.server.panels.ledger.pending(key="local", limit=limit)
-    h.send_json(200, {"object": "list", "data": [pending_item(r) for r in owed]})
-
-
-def pending_item(seat: dict) -> dict:
-    return {k: seat.get(k) for k in ("call", "panel", "alias", "seat", "collection", "shape",
-                                     "seconds", "ts")}
+    h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed]})
 
 
 def get_panel(h: Handler, panel_id: str):

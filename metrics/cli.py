@@ -135,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--real", action="append", default=[], metavar="CLAIM")
     v.add_argument("--false", action="append", default=[], metavar="CLAIM")
     v.add_argument("--url", metavar="URL", help="send it to a running gateway instead")
+
+    pe = nouns.add_parser("pending", parents=[common], help="calls that answered and await a verdict")
+    pe.add_argument("--limit", type=int, default=50, metavar="N")
+    pe.add_argument("--url", metavar="URL", help="ask a running gateway instead")
     return p
 
 
@@ -230,15 +234,17 @@ def cmd_collection(args, out: Out) -> int:
     return 0
 
 
-def _post(url: str, path: str, body: dict) -> dict:
+def _request(url: str, path: str, body: dict | None = None) -> dict:
+    """GET (no body) or POST JSON to a running gateway; its error message becomes ours."""
     base = url.rstrip("/")
     if base.endswith("/v1"):
         base = base[:-3]
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json"} if body is not None else {}
     key = os.environ.get("PANELIST_API_KEY")
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), headers=headers)
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=3600) as resp:
             return json.loads(resp.read())
@@ -267,7 +273,7 @@ def cmd_ask(args, out: Out) -> int:
     model = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     body = {"model": model, "messages": messages}
     if args.url:
-        reply = _post(args.url, "/v1/chat/completions", body)
+        reply = _request(args.url, "/v1/chat/completions", body)
     else:
         from panelist.metrics.panel import Panels
         panels = Panels(open_home(args.data))
@@ -290,7 +296,7 @@ def cmd_verdict(args, out: Out) -> int:
     v = verdict_rules.check({"call": args.call, "useful": args.useful, "note": args.note,
                              "real": args.real, "false": args.false})
     if args.url:
-        result = _post(args.url, "/bench/verdict", v)
+        result = _request(args.url, "/bench/verdict", v)
     else:
         from panelist.metrics.ledger import Ledger
         ledger = Ledger(open_home(args.data).gateway_runs)
@@ -306,8 +312,24 @@ def cmd_verdict(args, out: Out) -> int:
     return 0
 
 
+def cmd_pending(args, out: Out) -> int:
+    if args.url:
+        owed = _request(args.url, f"/bench/pending?limit={args.limit}")["data"]
+    else:
+        from panelist.metrics.ledger import Ledger
+        ledger = Ledger(open_home(args.data).gateway_runs)
+        try:
+            owed = ledger.pending(limit=args.limit)
+        finally:
+            ledger.close()
+        owed = [verdict_rules.owed(r) for r in owed]
+    out.table(owed, ["call", "alias", "collection", "ts"])
+    return 0
+
+
 COMMANDS = {"gateway": cmd_gateway, "endpoint": cmd_endpoint, "model": cmd_model,
-            "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict}
+            "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
+            "pending": cmd_pending}
 
 
 def main(argv: list[str] | None = None) -> int:

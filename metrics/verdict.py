@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from panelist.metrics.errors import BadRequest
 
+OWED_FIELDS = ("call", "panel", "alias", "seat", "collection", "shape", "seconds", "ts")
 MAX_NOTE = 4000
 MAX_CLAIMS = 50
 
@@ -43,3 +44,8 @@ def check(body) -> dict:
         raise BadRequest(f"unknown field(s) {', '.join(unknown)}; a verdict has call, useful, "
                          "note, real and false", param=unknown[0])
     return {"call": call.strip(), "useful": useful, "note": note.strip(), **claims}
+
+
+def owed(seat: dict) -> dict:
+    """What a caller needs to know of a call that awaits its verdict."""
+    return {k: seat.get(k) for k in OWED_FIELDS}
