@@ -17,6 +17,7 @@ import sys
 import time
 import traceback
 import uuid
+from concurrent.futures import TimeoutError as FutureTimeout
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -27,7 +28,8 @@ if not __package__:
 
 from panelist.metrics import listing, verdict
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
-                                     PayloadTooLarge)
+                                     PayloadTooLarge, RequestTimeout)
+from panelist.metrics.guard import LOCAL, Guard, Settings
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.panel import Panels, section
 
@@ -44,8 +46,27 @@ class Handler(BaseHTTPRequestHandler):
 
     server: "GatewayServer"
 
+    def setup(self):
+        self.timeout = self.server.client_timeout  # the server's, so a test can use a short one
+        super().setup()
+
     def log_message(self, format, *args):  # noqa: A002 - the call log is the record of use
         pass
+
+    def send_error(self, code, message=None, explain=None):
+        # http.server's own refusals (a bad request line, oversized headers, an unknown method)
+        # in OpenAI's error shape like every other reply, instead of its HTML page
+        self.close_connection = True
+        text = message or f"the request could not be read ({code})"
+        data = json.dumps({"error": {"message": text, "type": "invalid_request_error",
+                                     "param": None, "code": None}}).encode()
+        self.send_response(code, message)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
     def do_GET(self):
         self._dispatch("GET")
@@ -70,9 +91,21 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ---------------------------------------------------------------------------
     def _dispatch(self, method: str) -> None:
-        self._sent = self._unread_body = False
+        self._sent = False
+        self._cors: dict = {}
+        self.caller = LOCAL
+        guard = self.server.guard
+        # a body nobody reads would be taken for the next request: such a reply closes instead
+        self._unread_body = guard.has_body(self.headers)
         try:
             path = urlsplit(self.path).path.rstrip("/") or "/"
+            self._cors = guard.screen(method, path, self.headers)   # 403: foreign host / origin
+            if method == "OPTIONS":
+                allow = guard.preflight(path, self.headers)
+                if allow is not None:
+                    self.send_preflight(allow)
+                    return
+            self.caller = guard.identify(path, self.headers)        # 401 / 429
             route, arg = self.server.route(path)
             if route is None:
                 raise NotFound(f"no route {method} {path}; the gateway serves {ROUTES_HELP}")
@@ -81,9 +114,12 @@ class Handler(BaseHTTPRequestHandler):
                 allowed = ", ".join(sorted(route))
                 raise MethodNotAllowed(f"{method} is not allowed on {path}; use {allowed}",
                                        headers={"Allow": allowed})
+            guard.check_body(method, self.headers)                  # 415 / 413
             action(self, arg)
         except PanelistError as exc:
             self._fail(exc.status, exc.to_body(), exc.headers)
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True  # the client went away or stopped reading: no one to tell
         except Exception:
             rid = "req_" + uuid.uuid4().hex[:16]
             print(f"[{rid}] {method} {self.path}", file=sys.stderr)
@@ -96,7 +132,10 @@ class Handler(BaseHTTPRequestHandler):
         if self._sent:  # the reply already started: nothing more can be said on this connection
             self.close_connection = True
             return
-        self.send_json(status, body, headers)
+        try:
+            self.send_json(status, body, headers)
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
 
     def send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
         data = json.dumps(payload, ensure_ascii=False).encode()
@@ -105,6 +144,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        for k, v in self._cors.items():
             self.send_header(k, v)
         if self._unread_body:
             self.send_header("Connection", "close")
@@ -129,7 +170,11 @@ class Handler(BaseHTTPRequestHandler):
         if size > MAX_BODY:
             raise PayloadTooLarge(f"the body is {size} bytes, over the {MAX_BODY // 2**20} MB "
                                   "cap; send images as https:// URLs or smaller images")
-        raw = self.rfile.read(size)
+        try:
+            raw = self.rfile.read(size)
+        except TimeoutError:
+            raise RequestTimeout(f"the body stopped arriving for {self.timeout:g} s before "
+                                 "Content-Length bytes; send the whole body at once") from None
         self._unread_body = len(raw) < size
         if self._unread_body:
             raise BadRequest("the body ended before Content-Length bytes arrived")
@@ -148,6 +193,17 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             return False
 
+    def send_preflight(self, headers: dict) -> None:
+        """A CORS preflight's answer: 204, no body (Fetch standard, CORS-preflight fetch)."""
+        self._sent = True
+        self.send_response(204)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if self._unread_body:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+
     def base_url(self) -> str:
         host = self.headers.get("Host") or f"{self.server.host}:{self.server.port}"
         return f"http://{host}"
@@ -159,6 +215,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        for k, v in self._cors.items():
+            self.send_header(k, v)
         self.end_headers()
 
     def send_chunk(self, text: str) -> None:
@@ -181,16 +239,17 @@ def get_models(h: Handler, _):
     panels = h.server.panels
     view = panels.roster.view()
     states = panels.ledger.states(view.models.keys(), "general")
-    h.send_json(200, listing.models_list(panels.collections.all(), view,
-                                         panels.collections.limits(), states))
+    mine = {n: c for n, c in panels.collections.all().items() if h.caller.may_use(n)}
+    h.send_json(200, listing.models_list(mine, view, panels.collections.limits(), states))
 
 
 def post_chat(h: Handler, _):
     body = h.read_json()
+    h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
     panels = h.server.panels
     req = panels.parse(body)
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
-    run = panels.start(req, seating, key="local")
+    run = panels.start(req, seating, key=h.caller.name)
     if req.stream:
         stream_panel(h, run)
         return
@@ -212,23 +271,36 @@ def stream_panel(h: Handler, run) -> None:
         return dict(base, choices=[{"index": 0, "delta": d, "finish_reason": finish}], **extra)
 
     results = []
+    quiet_since = time.monotonic()
+    tick = min(0.25, h.server.keepalive)
+
+    def still_there() -> None:
+        nonlocal quiet_since
+        if not h.client_alive():
+            raise ConnectionResetError("the caller closed the stream")
+        if time.monotonic() - quiet_since >= h.server.keepalive:
+            h.send_chunk(": seats still working\n\n")
+            quiet_since = time.monotonic()
+
     try:
         h.start_events()
         h.send_event(dict(base, choices=[{"index": 0, "delta": {"role": "assistant"},
                                           "finish_reason": None}]))
-        quiet_since = time.monotonic()
-        for result in run.progress(tick=min(0.25, h.server.keepalive)):
+        for result in run.progress(tick=tick):
             if result is None:
-                if not h.client_alive():
-                    raise ConnectionResetError("the caller closed the stream")
-                if time.monotonic() - quiet_since >= h.server.keepalive:
-                    h.send_chunk(": seats still working\n\n")
-                    quiet_since = time.monotonic()
+                still_there()
                 continue
             results.append(result)
             if run.req.reply_mode != "merged":
                 h.send_event(delta(section(result, run.seat_number(result)) + "\n"))
                 quiet_since = time.monotonic()
+        if run.req.reply_mode == "merged":
+            merging = run.finish_later(results, verdict_url=h.base_url())
+            while not merging.done():
+                try:
+                    merging.result(timeout=tick)
+                except FutureTimeout:
+                    still_there()
     except OSError:  # the caller went away: stop the seats still running and log the panel
         run.abandon()
         results.extend(r for r in run.progress() if r is not None)
@@ -237,7 +309,7 @@ def stream_panel(h: Handler, run) -> None:
         return
     try:
         if run.req.reply_mode == "merged":
-            run.finish(results, verdict_url=h.base_url())
+            merging.result()  # a fault in the merge surfaces here, inside the stream
             h.send_event(delta(run.content(results)))
         else:
             run.record(results)
@@ -258,9 +330,11 @@ def stream_panel(h: Handler, run) -> None:
 
 def post_verdict(h: Handler, _):
     v = verdict.check(h.read_json())
+    if h.caller.keyed:  # a key judges only its own calls
+        h.caller.check_owner(h.server.panels.ledger.call(v["call"]), f"call '{v['call']}'")
     result = h.server.panels.ledger.record_verdict(
         v["call"], useful=v["useful"], note=v["note"], real=v["real"], false=v["false"],
-        by="local")
+        by=h.caller.name)
     h.send_json(200, result)
 
 
@@ -272,7 +346,7 @@ def get_pending(h: Handler, _):
         raise BadRequest("'limit' must be a whole number", param="limit") from None
     if not 1 <= limit <= 500:
         raise BadRequest("'limit' must be between 1 and 500", param="limit")
-    owed = h.server.panels.ledger.pending(key="local", limit=limit)
+    owed = h.server.panels.ledger.pending(key=h.caller.scope, limit=limit)
     h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed]})
 
 
@@ -280,6 +354,7 @@ def get_panel(h: Handler, panel_id: str):
     found = h.server.panels.ledger.panel(panel_id)
     if found is None:
         raise NotFound(f"unknown panel '{panel_id}'; panel ids are bench.panel in a reply")
+    h.caller.check_owner(found, f"panel '{panel_id}'")
     h.send_json(200, found)
 
 
@@ -292,9 +367,11 @@ class GatewayServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256  # bursts of concurrent panels queue instead of being refused
 
-    def __init__(self, panels: Panels, host: str, port: int, *, keepalive: float = 10.0):
+    def __init__(self, panels: Panels, host: str, port: int, *, keepalive: float = 10.0,
+                 settings: Settings | None = None, client_timeout: float = 60.0):
         self.panels = panels
         self.keepalive = keepalive  # seconds between SSE comments while seats are working
+        self.client_timeout = client_timeout  # seconds a client may stall mid-request
         self.routes = {
             "/v1/models": {"GET": get_models},
             "/v1/chat/completions": {"POST": post_chat},
@@ -302,8 +379,12 @@ class GatewayServer(ThreadingHTTPServer):
             "/bench/pending": {"GET": get_pending},
             "/health": {"GET": get_health},
         }
+        settings = settings or Settings()
+        settings.check_bind(host)  # refused before the port is taken
         super().__init__((host, port), Handler)
         self.host, self.port = self.server_address[:2]
+        self.guard = Guard.for_server(settings, panels.home, port=self.port, bound=host,
+                                      max_body=MAX_BODY)
 
     @property
     def url(self) -> str:
@@ -316,17 +397,31 @@ class GatewayServer(ThreadingHTTPServer):
             return {"GET": get_panel}, path.rsplit("/", 1)[1]
         return None, None
 
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], OSError):  # a client going away is no news
+            super().handle_error(request, client_address)
+
     def close(self) -> None:
         self.shutdown()
         self.server_close()
         self.panels.close()
+        self.guard.close()
 
 
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
-                 panels: Panels | None = None, keepalive: float = 10.0) -> GatewayServer:
-    """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it."""
+                 panels: Panels | None = None, keepalive: float = 10.0,
+                 settings: Settings | None = None, env=None,
+                 client_timeout: float = 60.0) -> GatewayServer:
+    """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
+
+    Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
+    environment, read now: a bad setting, or a non-loopback ``host`` without an admin token,
+    raises ConfigInvalid before anything is opened."""
+    settings = settings or Settings.from_env(env)
+    settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
-    return GatewayServer(panels or Panels(home), host, port, keepalive=keepalive)
+    return GatewayServer(panels or Panels(home), host, port, keepalive=keepalive,
+                         settings=settings, client_timeout=client_timeout)
 
 
 if __name__ == "__main__":

@@ -291,6 +291,11 @@ class PanelRun:
         self.record(results)
         return reply
 
+    def finish_later(self, results: list[SeatResult], *, verdict_url: str | None = None):
+        """``finish`` on a seat thread, so a streaming caller can keep its client alive while
+        the merger works; returns a Future of the reply."""
+        return self.panels._pool.submit(self.finish, results, verdict_url=verdict_url)
+
     def _merge(self, results: list[SeatResult]) -> None:
         panels = self.panels
         view = panels.roster.view()

@@ -274,7 +274,7 @@ def test_keep_alive_connection_serves_several_requests(gateway):
     with socket.create_connection((host, port), timeout=5) as s:
         f = s.makefile("rb")
         for _ in range(3):
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
             assert f.readline().startswith(b"HTTP/1.1 200")
             length = 0
             while (line := f.readline()) != b"\r\n":

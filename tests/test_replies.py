@@ -36,8 +36,9 @@ def sse_events(gw, body, *, close_after=None):
     host, port = gw.server.server_address[:2]
     raw = json.dumps(body).encode()
     s = socket.create_connection((host, port), timeout=30)
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(raw), raw))
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+              % (port, len(raw), raw))
     f = s.makefile("rb")
     t0 = time.monotonic()
     status = f.readline()
@@ -178,8 +179,8 @@ def test_merger_window_fallback_and_none_fits(gateway, home, sim):
 def test_a_body_over_the_cap_is_a_413(gateway):
     host, port = gateway.server.server_address[:2]
     with socket.create_connection((host, port), timeout=10) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: 25000000\r\n\r\n{")
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 25000000\r\n\r\n{" % port)
         reply = s.makefile("rb").read()
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 413")
@@ -294,8 +295,9 @@ def test_caller_disconnect_cancels_the_seats(gateway, home, sim, stream):
     host, port = gateway.server.server_address[:2]
     raw = json.dumps(chat(stream=stream)).encode()
     s = socket.create_connection((host, port))
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-              b"\r\nContent-Length: %d\r\n\r\n%s" % (len(raw), raw))
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+              % (port, len(raw), raw))
     deadline = time.monotonic() + 5
     while sim.count("slow") == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -329,3 +331,21 @@ def test_pending_lists_owed_verdicts(gateway, home, sim, capsys):
     assert listed == answered - {judged}
     assert main(["pending", "--url", gateway.url, "--json"]) == 0
     assert {o["call"] for o in json.loads(capsys.readouterr().out)} == listed
+
+
+def test_merged_stream_keeps_alive_during_the_merge_then_sends_one_chunk(home, members_only, sim):
+    Collections(home).save(Roster(home).view(), "trio", ["fast", "mid", "slow"], merger="x-two")
+    sim.script("x-two", latency=1.0)
+    server = make_gateway(home, keepalive=0.2)
+    gw = Gateway(server)
+    try:
+        _, _, events = sse_events(gw, chat(stream=True, bench={"reply": "merged"}))
+    finally:
+        server.close()
+    data = [(at, p) for at, kind, p in events if kind == "data" and p != "[DONE]"]
+    texts = [(at, p["choices"][0]["delta"].get("content")) for at, p in data if p["choices"]]
+    (merged_at, merged), = [(at, t) for at, t in texts if t]
+    assert merged.startswith("[simulated x-two]")  # one chunk: the merger's answer
+    comments = [at for at, kind, _ in events if kind == "comment" and at < merged_at]
+    assert len(comments) >= 3
+    assert data[-1][1]["bench"]["merger"]["alias"] == "x-two"
