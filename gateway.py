@@ -43,6 +43,9 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "panelist"
     sys_version = ""
     timeout = 60  # a client that stalls mid-request is dropped instead of holding a thread
+    # headers and body leave in separate writes; with Nagle on, the body waits ~40 ms for the
+    # client's delayed ACK on every reply
+    disable_nagle_algorithm = True
 
     server: "GatewayServer"
 
@@ -53,14 +56,23 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the call log is the record of use
         pass
 
+    def parse_request(self):
+        ok = super().parse_request()
+        if ok and self.request_version == "HTTP/0.9":  # its replies have no status line
+            self.send_error(505, "HTTP/0.9 is not served; send HTTP/1.1")
+            return False
+        return ok
+
     def send_error(self, code, message=None, explain=None):
         # http.server's own refusals (a bad request line, oversized headers, an unknown method)
         # in OpenAI's error shape like every other reply, instead of its HTML page
         self.close_connection = True
+        if self.request_version == "HTTP/0.9":  # a garbled line: still answer with a status line
+            self.request_version = "HTTP/1.0"
         text = message or f"the request could not be read ({code})"
         data = json.dumps({"error": {"message": text, "type": "invalid_request_error",
                                      "param": None, "code": None}}).encode()
-        self.send_response(code, message)
+        self.send_response(code)  # the standard reason phrase: no request bytes in the status line
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Connection", "close")

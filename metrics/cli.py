@@ -136,9 +136,19 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--false", action="append", default=[], metavar="CLAIM")
     v.add_argument("--url", metavar="URL", help="send it to a running gateway instead")
 
-    pe = nouns.add_parser("pending", parents=[common], help="calls that answered and await a verdict")
+    pe = nouns.add_parser("pending", parents=[common],
+                          help="calls that answered and await a verdict")
     pe.add_argument("--limit", type=int, default=50, metavar="N")
     pe.add_argument("--url", metavar="URL", help="ask a running gateway instead")
+
+    ke = nouns.add_parser("key", help="gateway keys callers present").add_subparsers(
+        dest="verb", metavar="VERB", required=True)
+    a = ke.add_parser("create", parents=[common], help="make a key (shown once)")
+    a.add_argument("name", help="names the caller on every call it makes")
+    a.add_argument("--collections", metavar="a,b", help="the only collections it may call")
+    a.add_argument("--rpm", type=int, metavar="N", help="requests a minute it may make")
+    ke.add_parser("list", parents=[common])
+    ke.add_parser("revoke", parents=[common]).add_argument("name")
     return p
 
 
@@ -327,9 +337,35 @@ def cmd_pending(args, out: Out) -> int:
     return 0
 
 
+def cmd_key(args, out: Out) -> int:
+    from panelist.metrics.keys import Keys
+    home = open_home(args.data)
+    keys = Keys(home)
+    if args.verb == "create":
+        secret, key = keys.create(args.name, collections=args.collections, rpm=args.rpm,
+                                  known=Collections(home).all().keys())
+        # the one time the key exists outside the caller's hands: it is stored only as a digest.
+        # Alone on stdout, so `KEY=$(panelist key create app)` captures just the key.
+        out.result(dict(key.public(), key=secret), secret)
+        if not out.as_json:
+            print(f"key '{key.name}' made; copy it now, it is not shown again. Callers send it as "
+                  "'Authorization: Bearer <key>'", file=sys.stderr)
+    elif args.verb == "revoke":
+        keys.revoke(args.name)
+        out.result({"revoked": args.name}, f"revoked key {args.name}")
+    else:
+        rows = [k.public() for k in keys.all()]
+        if not out.as_json:
+            rows = [dict(r, hint="…" + r["hint"], collections=",".join(r["collections"] or
+                                                                        ["(all)"]))
+                    for r in rows]
+        out.table(rows, ["name", "hint", "collections", "rpm", "created"])
+    return 0
+
+
 COMMANDS = {"gateway": cmd_gateway, "endpoint": cmd_endpoint, "model": cmd_model,
             "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
-            "pending": cmd_pending}
+            "pending": cmd_pending, "key": cmd_key}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,15 @@
 
     PanelistError (500)                  something went wrong; the catch-all's type
     ├── BadRequest (400)                 the request or a command's input is malformed
-    │   └── ConfigInvalid (400)          a roster / collection / limit fails validation
-    ├── Unauthorized (401)               (reserved for gateway keys)
-    ├── Forbidden (403)
+    │   └── ConfigInvalid (400)          a roster / collection / limit / access setting is invalid
+    ├── Unauthorized (401)               a gateway key is missing, malformed or unknown
+    ├── Forbidden (403)                  a foreign host or origin, or outside the key's scope
     ├── NotFound (404)                   unknown collection, call, route, endpoint or model
     ├── MethodNotAllowed (405)
+    ├── RequestTimeout (408)             the client stopped sending mid-request
     ├── PayloadTooLarge (413)            body or prompt too big
+    ├── UnsupportedMediaType (415)       a request body that is not JSON
+    ├── TooManyRequests (429)            a gateway key past its requests a minute
     ├── Unavailable (503)                no seat could be filled
     └── UpstreamError (502)              one upstream call failed; becomes a seat's error, not a reply
         ├── RateLimited                  429; carries retry_after seconds when the upstream said
@@ -85,11 +88,32 @@ class MethodNotAllowed(PanelistError):
     type = "invalid_request_error"
 
 
+class RequestTimeout(PanelistError):
+    """Raised when a client stops sending before its request is complete."""
+
+    status = 408
+    type = "invalid_request_error"
+
+
 class PayloadTooLarge(PanelistError):
     """Raised when a body or a prompt is larger than what may be sent on."""
 
     status = 413
     type = "invalid_request_error"
+
+
+class UnsupportedMediaType(PanelistError):
+    """Raised when a request body is not declared ``application/json``."""
+
+    status = 415
+    type = "invalid_request_error"
+
+
+class TooManyRequests(PanelistError):
+    """Raised when a gateway key has used up its requests a minute; carries ``Retry-After``."""
+
+    status = 429
+    type = "rate_limit_error"
 
 
 class Unavailable(PanelistError):

@@ -28,7 +28,8 @@ class Appender:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # read-write so the torn-line check can pread the last byte without another open
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
 
     def append(self, *records: dict) -> int:
         """Write the records as one block; returns the byte offset where the first one starts."""
@@ -37,7 +38,7 @@ class Appender:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 end = os.fstat(self._fd).st_size
-                if end and _last_byte(self.path, end) != b"\n":
+                if end and os.pread(self._fd, 1, end - 1) != b"\n":
                     data = b"\n" + data  # a torn line from a crash stays a line of its own
                     end += 1
                 view = memoryview(data)
@@ -49,12 +50,6 @@ class Appender:
 
     def close(self) -> None:
         os.close(self._fd)
-
-
-def _last_byte(path: Path, size: int) -> bytes:
-    with open(path, "rb") as f:
-        f.seek(size - 1)
-        return f.read(1)
 
 
 class Tail:

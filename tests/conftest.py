@@ -70,7 +70,7 @@ class Gateway:
 
 @pytest.fixture()
 def gateway(home):
-    server = make_gateway(home)
+    server = make_gateway(home, env={})  # local mode, whatever the shell running the tests says
     gw = Gateway(server)
     yield gw
     server.close()

@@ -95,7 +95,7 @@ def test_stream_sends_each_seat_as_it_finishes(gateway, members_only, sim):
 
 def test_stream_keep_alives_arrive_during_a_slow_seat(home, members_only, sim):
     sim.script("slow", latency=1.2)
-    server = make_gateway(home, keepalive=0.2)
+    server = make_gateway(home, keepalive=0.2, env={})
     gw = Gateway(server)
     try:
         status, headers, events = sse_events(gw, chat(stream=True))
@@ -336,7 +336,7 @@ def test_pending_lists_owed_verdicts(gateway, home, sim, capsys):
 def test_merged_stream_keeps_alive_during_the_merge_then_sends_one_chunk(home, members_only, sim):
     Collections(home).save(Roster(home).view(), "trio", ["fast", "mid", "slow"], merger="x-two")
     sim.script("x-two", latency=1.0)
-    server = make_gateway(home, keepalive=0.2)
+    server = make_gateway(home, keepalive=0.2, env={})
     gw = Gateway(server)
     try:
         _, _, events = sse_events(gw, chat(stream=True, bench={"reply": "merged"}))

@@ -1,0 +1,354 @@
+"""Faults: broken upstreams, slow and vanishing clients, a SIGKILLed gateway, two gateways on one
+data folder, and config files saved by two processes at once."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import Gateway, read_jsonl
+from panelist.gateway import make_gateway
+from panelist.metrics.collection import Collections
+from panelist.metrics.keys import Keys
+from panelist.metrics.ledger import Ledger
+from panelist.metrics.roster import Roster
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ask(gw, model="bench/trio", headers=None, **extra):
+    return gw.post("/v1/chat/completions",
+                   {"model": model, "messages": [{"role": "user", "content": "Review: x"}],
+                    **extra}, headers=headers)
+
+
+def set_limits(home, **limits):
+    path = home.file("gateway.json")
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# -- upstream faults ------------------------------------------------------------------------------
+@pytest.mark.parametrize("fault, kind", [
+    ("refused", "connection"), ("reset", "connection"), ("garbage", "bad_reply"),
+    ("error_body", "server_error"), ("drip", "timeout"),
+])
+def test_an_upstream_fault_is_a_named_seat_error(gateway, home, sim, fault, kind):
+    if fault == "refused":
+        roster = Roster(home)
+        roster.add_endpoint("gone", f"http://127.0.0.1:{closed_port()}/v1")
+        roster.add_model("mid", "gone", family="mid", context=100_000)
+    elif fault == "drip":   # a reply that trickles forever: only the seat's deadline ends it
+        set_limits(home, seat_timeout=0.5)
+        sim.script("mid", drip=0.05)
+    else:
+        sim.script("mid", fail=fault)
+    t0 = time.monotonic()
+    status, body, _ = ask(gateway)
+    assert status == 200 and time.monotonic() - t0 < 10
+    seats = {s["alias"]: s for s in body["bench"]["seats"]}
+    assert seats["mid"]["status"] == "error" and seats["mid"]["error"].startswith(kind + ":")
+    assert all(s["status"] == "ok" for a, s in seats.items() if a != "mid")
+    assert f"error: {kind}:" in body["choices"][0]["message"]["content"]
+    (logged,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
+                 if e.get("alias") == "mid"]
+    assert logged["status"] == "error" and logged["error"].startswith(kind)
+    if fault == "drip":
+        assert sim.wait_disconnects(1, timeout=5)   # the trickle was hung up on, not left open
+
+
+# -- slow and broken clients ----------------------------------------------------------------------
+def request_threads(gw) -> int:
+    """The gateway's live connection threads (socketserver keeps them while it may join them)."""
+    return sum(t.is_alive() for t in list(vars(gw.server).get("_threads", ())))
+
+
+def wait_until(predicate, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+@pytest.fixture()
+def impatient(home):
+    """A gateway that gives a stalled client half a second."""
+    gw = Gateway(make_gateway(home, env={}, client_timeout=0.5))
+    yield gw
+    gw.server.close()
+
+
+def connect(gw) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", gw.server.port), timeout=5)
+
+
+def test_stalled_clients_are_dropped_and_never_starve_others(impatient):
+    gw = impatient
+    before = request_threads(gw)
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
+            "Content-Type: application/json\r\n").encode()
+    stalled = []
+    for _ in range(40):   # headers that never end
+        s = connect(gw)
+        s.sendall(head)
+        stalled.append(s)
+    t0 = time.monotonic()
+    assert gw.get("/health")[0] == 200 and time.monotonic() - t0 < 0.5   # others still served
+    for s in stalled:
+        assert s.recv(1024) == b""   # the server hung up on each
+        s.close()
+    assert time.monotonic() - t0 < 5
+    assert wait_until(lambda: request_threads(gw) <= before, 5)
+
+
+def test_a_half_body_gets_408_and_the_connection_closes(impatient):
+    gw = impatient
+    s = connect(gw)
+    s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
+               "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+               '{"model": "bench/trio", ').encode())
+    data = b""
+    while chunk := s.recv(4096):
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408") and b"Connection: close" in head
+    assert "stopped arriving" in json.loads(body)["error"]["message"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_caller_that_leaves_releases_its_seats_and_thread(impatient, sim, stream):
+    gw = impatient
+    sim.script("slow", latency=30)   # a seat that would hold on for half a minute
+    before = request_threads(gw)
+    s = connect(gw)
+    body = json.dumps({"model": "bench/trio", "stream": stream,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+              + body)
+    if stream:
+        assert s.recv(4096).startswith(b"HTTP/1.1 200")   # the stream has begun
+    else:
+        assert wait_until(lambda: sim.count("slow") == 1, 5)
+    s.close()   # gone mid-stream / mid-panel
+    assert sim.wait_disconnects(1, timeout=10)   # the slow seat's upstream call was dropped
+    assert wait_until(lambda: request_threads(gw) <= before, 10)
+    assert gw.get("/health")[0] == 200
+
+
+# -- helpers for gateway processes ----------------------------------------------------------------
+class Process:
+    """``python gateway.py --data DIR --port 0`` in its own process."""
+
+    def __init__(self, data: Path, env: dict | None = None):
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "gateway.py"), "--data", str(data), "--port", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(clean, PYTHONUNBUFFERED="1", **(env or {})))
+        line = self.proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        assert found, line + self.proc.stderr.read()
+        self.gw = Gateway.__new__(Gateway)   # the request helpers, without an in-process server
+        self.gw.url = f"http://127.0.0.1:{found.group(1)}"
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        try:
+            _, err = self.proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        return err
+
+
+def lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def parsed(path: Path) -> tuple[list[dict], list[bytes]]:
+    good, bad = [], []
+    for line in lines(path):
+        try:
+            good.append(json.loads(line))
+        except ValueError:
+            bad.append(line)
+    return good, bad
+
+
+def load(gw, stop: threading.Event, done: list, headers=None) -> None:
+    while not stop.is_set():
+        try:
+            status, body, _ = ask(gw, headers=headers)
+        except OSError:
+            return   # the gateway is gone
+        if status == 200:
+            done.append(body["bench"])
+
+
+# -- crash safety ---------------------------------------------------------------------------------
+def test_a_sigkilled_gateway_loses_only_what_was_in_flight(home, sim):
+    runs = home.gateway_runs
+    first = Process(home.root)
+    try:
+        judged = Counter()
+        for _ in range(3):   # verdicts acknowledged before the crash
+            status, body, _ = ask(first.gw)
+            assert status == 200
+            for seat in body["bench"]["seats"][:3]:
+                status, got, _ = first.gw.post("/bench/verdict",
+                                               {"call": seat["call"], "useful": True})
+                assert status == 200 and got["written"]
+                judged[seat["alias"]] += 1
+        stop, done = threading.Event(), []
+        workers = [threading.Thread(target=load, args=(first.gw, stop, done)) for _ in range(6)]
+        for w in workers:
+            w.start()
+        assert wait_until(lambda: len(done) >= 20, 20)
+    finally:
+        first.kill()   # mid-load: panels and seats are being written
+        stop.set()
+    for w in workers:
+        w.join(10)
+    for path in (runs / "calls.jsonl", runs / "evidence.jsonl"):
+        records, torn = parsed(path)
+        assert records and len(torn) <= 1 and (not torn or lines(path)[-1] in torn)
+    answered = [b["panel"] for b in done]
+    logged = [c["panel"] for c in read_jsonl(runs / "calls.jsonl")]
+    assert set(answered) <= set(logged) and len(logged) == len(set(logged))
+    # a write cut off by the crash, as a filesystem that tears may leave it
+    with open(runs / "evidence.jsonl", "ab") as f:
+        f.write(b'{"v":1,"kind":"verdict","call":"p2026')
+
+    second = Process(home.root)
+    try:
+        for bench in done[:5]:   # every answered panel is served back, and can be judged
+            status, record, _ = second.gw.get(f"/bench/panels/{bench['panel']}")
+            assert status == 200 and len(record["seats"]) == len(bench["seats"])
+            seat = bench["seats"][0]
+            status, got, _ = second.gw.post("/bench/verdict",
+                                            {"call": seat["call"], "useful": False})
+            assert status == 200 and got["written"]
+        assert ask(second.gw)[0] == 200
+    finally:
+        second.stop()
+    records, torn = parsed(runs / "evidence.jsonl")
+    assert torn == [b'{"v":1,"kind":"verdict","call":"p2026']   # spoils only itself
+    with Ledger(runs) as ledger:
+        states = ledger.states(judged, "general")
+        for alias, n in judged.items():
+            assert states[alias].useful == n, alias
+        not_useful = Counter(b["seats"][0]["alias"] for b in done[:5])
+        states = ledger.states(not_useful, "general")
+        for alias, n in not_useful.items():
+            assert states[alias].not_useful == n, alias
+
+
+# -- two gateways, one data folder ----------------------------------------------------------------
+def test_two_gateway_processes_share_one_data_folder(home, sim):
+    keys = Keys(home)
+    bulk, _ = keys.create("bulk")
+    metered, _ = keys.create("metered", rpm=20)
+    env = {"PANELIST_REQUIRE_KEYS": "1"}
+    a, b = Process(home.root, env), Process(home.root, env)
+    try:
+        replies: list = []
+        lock = threading.Lock()
+
+        def drive(gws, n, headers, out):
+            for i in range(n):
+                status, body, _ = ask(gws[i % 2], headers=headers)
+                with lock:
+                    out.append((status, body))
+        workers = [threading.Thread(target=drive, args=((a.gw, b.gw)[::1 - 2 * (i % 2)], 12,
+                                                        {"Authorization": f"Bearer {bulk}"},
+                                                        replies))
+                   for i in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        assert [s for s, _ in replies] == [200] * 96
+        # requests a minute, counted once across both processes
+        statuses: list = []
+
+        def meter(gw):
+            for _ in range(5):
+                status, _, headers = gw.get("/v1/models",
+                                            headers={"Authorization": f"Bearer {metered}"})
+                with lock:
+                    statuses.append((status, headers["Retry-After"]))
+        workers = [threading.Thread(target=meter, args=(gw,)) for gw in (a.gw, b.gw) * 3]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(30)
+        assert Counter(s for s, _ in statuses) == {200: 20, 429: 10}
+        assert all(after and int(after) >= 1 for s, after in statuses if s == 429)
+    finally:
+        errs = a.stop() + b.stop()
+    assert "Traceback" not in errs
+    runs = home.gateway_runs
+    calls, torn = parsed(runs / "calls.jsonl")
+    assert not torn and len(calls) == 96
+    panels = [c["panel"] for c in calls]
+    assert len(set(panels)) == 96 and set(panels) == {r["bench"]["panel"] for _, r in replies}
+    evidence, torn = parsed(runs / "evidence.jsonl")
+    seats = [e for e in evidence if e["kind"] == "seat"]
+    assert not torn and len(seats) == sum(len(c["seats"]) for c in calls)
+    assert len({s["call"] for s in seats}) == len(seats)
+    assert {s["key"] for s in seats} == {"bulk"}
+
+
+# -- config files ---------------------------------------------------------------------------------
+def test_concurrent_collection_saves_lose_nothing(home):
+    cli = [sys.executable, str(ROOT / "metrics" / "offload.py"), "--data", str(home.root)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
+    procs = [subprocess.Popen(cli + ["collection", "save", f"c{i}", "--members", "fast,mid"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for i in range(6)]
+    # and two processes saving in a tight loop, so the writes really do overlap
+    loop = ("import sys; sys.path.insert(0, sys.argv[1]); import _bootstrap\n"
+            "from panelist.metrics.collection import Collections\n"
+            "from panelist.metrics.home import open_home\n"
+            "from panelist.metrics.roster import Roster\n"
+            "home = open_home(sys.argv[2]); view = Roster(home).view()\n"
+            "for i in range(40):\n"
+            "    Collections(home).save(view, f'{sys.argv[3]}{i}', ['fast', 'slow'])\n")
+    procs += [subprocess.Popen([sys.executable, "-c", loop, str(ROOT), str(home.root), prefix],
+                               env=env, stderr=subprocess.PIPE) for prefix in ("a", "b")]
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    names = set(Collections(home).all())
+    expected = {"trio"} | {f"c{i}" for i in range(6)} | {f"{p}{i}" for p in "ab" for i in
+                                                          range(40)}
+    assert names == expected
+    changes = [c["what"] for c in read_jsonl(home.file("changes.jsonl"))
+               if c["file"] == "collections.json"]
+    assert sorted(changes) == sorted(f"collection {n}" for n in expected)
