@@ -77,11 +77,8 @@ class Tail:
                     break  # unfinished: read it next time
                 start, pos = pos, pos + len(line)
                 self.offset = pos
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(record, dict):
+                record = parse_line(line)
+                if record is not None:
                     yield start, record
 
 
@@ -98,6 +95,11 @@ def read_line(path: Path, offset: int) -> dict | None:
             line = f.readline()
     except FileNotFoundError:
         return None
+    return parse_line(line)
+
+
+def parse_line(line: bytes) -> dict | None:
+    """One whole line's record, or None for a torn, unparseable or non-object line."""
     if not line.endswith(b"\n"):
         return None
     try:

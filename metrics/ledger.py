@@ -352,7 +352,7 @@ class Ledger:
                 lines = (f.read(step) + rest).split(b"\n")
                 rest = lines.pop(0) if pos > 0 else b""
                 for line in reversed(lines):
-                    record = _parse(line)
+                    record = jsonl.parse_line(line + b"\n") if line else None
                     if record is not None:
                         out.append(record)
                         if len(out) == n:
@@ -577,16 +577,6 @@ def _complete_end(f) -> int:
     return 0
 
 
-def _parse(line: bytes) -> dict | None:
-    if not line:
-        return None
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def _read_lines(path: Path, offsets: list[int]) -> list[dict | None]:
     """The records starting at ``offsets`` (one open for all)."""
     out = []
@@ -596,5 +586,5 @@ def _read_lines(path: Path, offsets: list[int]) -> list[dict | None]:
         for offset in offsets:
             f.seek(offset)
             line = f.readline()
-            out.append(_parse(line) if line.endswith(b"\n") else None)
+            out.append(jsonl.parse_line(line))
     return out

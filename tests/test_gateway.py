@@ -8,7 +8,6 @@ import openai
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics.collection import Collections
 from panelist.metrics.roster import Roster
 
 

@@ -12,7 +12,6 @@ from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
 from panelist.metrics.collection import Collections
-from panelist.metrics.ledger import Ledger
 from panelist.metrics.roster import Roster
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40).decode()
