@@ -36,7 +36,7 @@ from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, Empt
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
 
 USER_AGENT = f"panelist/{__version__}"
-TICK = 0.02          # how often the watchdog looks at calls in flight
+TICK = 0.02          # how often the watchdog polls a plain Event or retries a shutdown
 MESSAGE_CHARS = 300  # how much of an upstream's own message an error repeats
 MAX_ANSWER_BYTES = 32 * 1024 * 1024   # a reply larger than this is refused, not held in memory
 
@@ -67,6 +67,20 @@ class Answer:
     tokens: dict     # {"prompt", "completion", "total"}: ints from "usage", or None
     seconds: float
     model: str       # the model id the upstream reported, "" if none
+
+
+class CancelFlag(threading.Event):
+    """A cancel event that wakes the watchdog the moment it is set, so calls carrying it cost no
+    polling while they run. A plain ``threading.Event`` works too; it is polled every TICK."""
+
+    def __init__(self):
+        super().__init__()
+        self._wakers: list = []
+
+    def set(self) -> None:
+        super().set()
+        for wake in list(self._wakers):
+            wake()
 
 
 class _Call:
@@ -124,7 +138,9 @@ class Upstream:
         self._lock = threading.Lock()
         self._idle: dict[tuple, list[socket.socket]] = {}
         self._inflight: set[_Call] = set()
-        self._busy = threading.Event()     # set while calls are in flight: the watchdog runs
+        # the watchdog sleeps until the nearest deadline; new calls, cancels and close wake it
+        self._wake = threading.Condition(self._lock)
+        self._planned: float | None = None   # when the watchdog means to look next (None: never)
         self._watchdog: threading.Thread | None = None
         self._closed = False
         self._targets: dict[str, _Target] = {}
@@ -302,23 +318,31 @@ class Upstream:
 
     # -- the watchdog -----------------------------------------------------------------------------
     def _enter(self, call: _Call) -> None:
+        cancel = call.cancel
+        if isinstance(cancel, CancelFlag) and self.poke not in cancel._wakers:
+            cancel._wakers.append(self.poke)
         with self._lock:
             self._inflight.add(call)
             if self._watchdog is None:
                 self._watchdog = threading.Thread(target=self._watch, name="panelist-watchdog",
                                                   daemon=True)
                 self._watchdog.start()
-        if not self._busy.is_set():
-            self._busy.set()
+            if self._planned is None or call.deadline < self._planned or \
+                    (cancel is not None and not isinstance(cancel, CancelFlag)):
+                self._wake.notify()
+
+    def poke(self) -> None:
+        """Make the watchdog look at every call in flight now (a cancel flag was set)."""
+        with self._lock:
+            self._wake.notify()
 
     def _watch(self) -> None:
-        while True:
-            self._busy.wait()
-            time.sleep(TICK)
-            now = time.monotonic()
-            with self._lock:
+        with self._lock:
+            while True:
                 if self._closed and not self._inflight:
                     return
+                now = time.monotonic()
+                nearest = None
                 for call in self._inflight:
                     if call.reason is None:
                         if self._closed or (call.cancel is not None and call.cancel.is_set()):
@@ -326,6 +350,10 @@ class Upstream:
                         elif now >= call.deadline:
                             call.reason = _DEADLINE
                         else:
+                            look = call.deadline
+                            if call.cancel is not None and not isinstance(call.cancel, CancelFlag):
+                                look = min(look, now + TICK)
+                            nearest = look if nearest is None else min(nearest, look)
                             continue
                     sock = call.sock
                     if sock is not None and sock is not call.shut:
@@ -334,10 +362,13 @@ class Upstream:
                             # blocked reader and leaves the TLS state to the calling thread
                             socket.socket.shutdown(sock, socket.SHUT_RDWR)
                             call.shut = sock
+                            continue
                         except OSError:
-                            pass   # not connected yet: try again on the next tick
-                if not self._inflight:
-                    self._busy.clear()
+                            pass
+                    if call.shut is None:  # not connected yet: look again shortly
+                        nearest = now + TICK if nearest is None else min(nearest, now + TICK)
+                self._planned = nearest
+                self._wake.wait(None if nearest is None else max(nearest - now, 0.001))
 
     def close(self) -> None:
         """Close every idle connection; calls still in flight end with ``Cancelled``."""
@@ -345,7 +376,7 @@ class Upstream:
             self._closed = True
             idle = [sock for socks in self._idle.values() for sock in socks]
             self._idle.clear()
-        self._busy.set()   # the watchdog cancels what is in flight, then exits
+            self._wake.notify()   # the watchdog cancels what is in flight, then exits
         for sock in idle:
             sock.close()
 

@@ -12,14 +12,13 @@ nowhere: logs, errors and the merger's input carry placeholders.
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
 from panelist.metrics import merge, prompt
-from panelist.metrics.client import Upstream
+from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.collection import REPLIES, Collection, Collections
 from panelist.metrics.errors import (BadRequest, ContextTooLong, EmptyAnswer, PayloadTooLarge,
                                      RateLimited, Unavailable, UpstreamError)
@@ -243,7 +242,7 @@ class PanelRun:
         self.deadline = self._t0 + limits.panel_timeout
         self.seat_timeout = limits.seat_timeout
         self.panel = panels.ledger.new_panel(self.started)
-        self.cancel = threading.Event()
+        self.cancel = CancelFlag()  # setting it cuts every seat's upstream connection at once
         self.merger: SeatResult | None = None
         self.note = ""
         self._recorded = False

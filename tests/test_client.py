@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from panelist import __version__
-from panelist.metrics.client import Answer, Upstream, _refusal
+from panelist.metrics.client import Answer, CancelFlag, Upstream, _refusal
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      PaymentRequired, RateLimited, UpstreamBadReply,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
@@ -273,9 +273,10 @@ def test_a_dripping_server_cannot_outlast_the_deadline(upstream, sim):
     assert time.monotonic() - started < 1.0
 
 
-def test_cancel_from_another_thread(upstream, sim):
+@pytest.mark.parametrize("flag", [threading.Event, CancelFlag])
+def test_cancel_from_another_thread(upstream, sim, flag):
     sim.script("m", fail="hang")
-    cancel = threading.Event()
+    cancel = flag()  # a CancelFlag wakes the watchdog; a plain Event is polled
     threading.Timer(0.2, cancel.set).start()
     started = time.monotonic()
     with pytest.raises(Cancelled):
