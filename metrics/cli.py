@@ -162,7 +162,13 @@ def cmd_gateway(args, out: Out) -> int:
         from panelist.scripts.sim_upstream import SimUpstream
         sim = SimUpstream(keep_requests=1000).start()  # a long demo keeps memory flat
         demo.install(home, sim.url)
-    server = make_gateway(home, args.host, args.port)
+    try:
+        server = make_gateway(home, args.host, args.port)
+    except OSError as exc:
+        if sim:
+            sim.stop()
+        raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
+                            "pick another --port or stop what holds it") from None
     stop = threading.Event()
 
     def on_signal(*_):
