@@ -3,13 +3,19 @@
 Invariants:
 
 - ``Upstream.chat`` either returns an ``Answer`` with non-blank text or raises one class of
-  ``metrics.errors``; socket, ``http.client``, ``ssl`` and ``json`` errors from the wire are
+  ``metrics.errors``; socket, ``ssl`` and ``json`` errors and replies that are not HTTP/1.x are
   translated here and nowhere else.
+- A response is read by the small HTTP/1.1 reader at the end of this module (RFC 9112), not by
+  ``http.client``, whose ``email``-based header parsing cost more CPU than the rest of a call. It
+  reads a body by Content-Length, by chunked coding (extensions and trailers read and dropped) or
+  up to the close; skips 1xx interim responses; and refuses a status or header line over 64 KiB,
+  more than 100 header or trailer lines, and a body over ``MAX_ANSWER_BYTES``.
 - ``timeout`` bounds the whole call (connect, send, full response). One watchdog thread per
   ``Upstream`` shuts down the socket of any call whose deadline passed or whose ``cancel`` event
   is set, so neither a silent nor a byte-dripping server can hold a seat past its deadline.
 - A pooled connection is idle, fully read and owned by nobody; a connection that errored, was
-  shut down by the watchdog or was answered with ``Connection: close`` never returns to the pool.
+  shut down by the watchdog, was answered by HTTP/1.0 or with ``Connection: close``, sent a body
+  delimited by its close, or sent bytes past the end of its answer never returns to the pool.
 - A request is sent again only when a *reused* connection proves dead before any byte of the
   answer (the server's idle timer won the race), and then only once, on a fresh connection.
 - Error messages carry the HTTP status and the upstream's own words (at most 300 characters),
@@ -18,7 +24,6 @@ Invariants:
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import re
@@ -189,47 +194,42 @@ class Upstream:
         return _answer(response, data, target.label, api_key, time.monotonic() - started)
 
     def _exchange(self, target: _Target, request: bytes, call: _Call,
-                  timeout: float) -> tuple[http.client.HTTPResponse, bytes]:
+                  timeout: float) -> tuple[_Reply, bytes]:
         """Send the request, read the whole response; the one place socket errors are caught."""
         sock = self._take(target.key)
         while True:
-            reused, keep, sent, reading, response = sock is not None, False, False, False, None
+            reused, keep, sent, reading = sock is not None, False, False, False
             try:
                 if sock is None:
                     sock = self._connect(target, call)
                 else:
                     sock.settimeout(max(call.deadline - time.monotonic(), 0.001))
                     call.sock = sock
+                wire = _Wire(sock)
                 try:
                     sock.sendall(request)
                     sent = True
-                    response = http.client.HTTPResponse(sock, method="POST")
-                    response.begin()
+                    reply = wire.head()
                 except _STALE as exc:
                     # the server had closed a reused connection before reading this request
-                    stale = sent if isinstance(exc, http.client.RemoteDisconnected) else not sent
+                    stale = sent if isinstance(exc, _Closed) else not sent
                     if reused and stale and call.reason is None:
                         self._give_back(target.key, sock, call, False)
                         sock = None
                         continue   # once: a fresh connection is never retried
                     raise
                 reading = True
-                if response.length is not None:   # read() raises IncompleteRead if cut short
-                    if response.length > MAX_ANSWER_BYTES:
-                        raise _too_big(target.label)
-                    data = response.read()
-                else:   # chunked, or up to the close
-                    data = response.read(MAX_ANSWER_BYTES + 1)
-                    if len(data) > MAX_ANSWER_BYTES:
-                        raise _too_big(target.label)
-                keep = response.isclosed() and not response.will_close   # read to its end
-                return response, data
-            except (OSError, ValueError, http.client.HTTPException) as exc:
+                data, keep = wire.body(reply)
+                if wire.to_close and call.reason is not None:
+                    # a body read up to the close also ends when the watchdog shuts the socket
+                    raise ConnectionAbortedError("shut down by the watchdog")
+                return reply, data
+            except _TooBig:
+                raise _too_big(target.label) from None
+            except (OSError, ValueError) as exc:
                 raise self._failure(exc, target, call, timeout, reading) from exc
             finally:
                 if sock is not None:
-                    if response is not None and not keep:
-                        response.close()   # lets go of its reader, so closing sock closes it
                     self._give_back(target.key, sock, call, keep)
 
     def _failure(self, exc: BaseException, target: _Target, call: _Call, timeout: float,
@@ -249,11 +249,14 @@ class Upstream:
         if isinstance(exc, ssl.SSLError):
             return UpstreamUnreachable(f"TLS with {label} failed ({exc.reason or exc}); check the "
                                        "URL's scheme and the server's certificate")
-        if isinstance(exc, (ConnectionError, http.client.IncompleteRead)):
-            when = "mid-answer" if reading else "before answering"
+        if isinstance(exc, ConnectionError):
+            when = "mid-answer" if reading or isinstance(exc, _Cut) else "before answering"
             return UpstreamUnreachable(f"{label} closed the connection {when}; try again, or "
                                        "check the server's logs")
-        if isinstance(exc, (ValueError, http.client.HTTPException)):
+        if isinstance(exc, _NotHTTP):   # its words are ours: nothing the server sent is repeated
+            return UpstreamBadReply(f"{label} answered with something that is not HTTP/1.1 "
+                                    f"({exc}); check the endpoint URL")
+        if isinstance(exc, ValueError):
             return UpstreamBadReply(f"{label} answered with something that is not HTTP/1.1 "
                                     f"({type(exc).__name__}); check the endpoint URL")
         return UpstreamUnreachable(f"cannot reach {label} ({exc.strerror or exc}); check the "
@@ -387,7 +390,7 @@ def _too_big(label: str) -> UpstreamBadReply:
 
 
 # -- reading a reply ------------------------------------------------------------------------------
-def _answer(response: http.client.HTTPResponse, data: bytes, label: str, api_key: str | None,
+def _answer(response: _Reply, data: bytes, label: str, api_key: str | None,
             seconds: float) -> Answer:
     try:
         reply = json.loads(data)
@@ -446,7 +449,7 @@ def _count(value) -> int | None:
 
 
 # -- classifying a refusal ------------------------------------------------------------------------
-def _refusal(status: int, response: http.client.HTTPResponse, data: bytes, label: str,
+def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
              api_key: str | None) -> UpstreamError:
     message, codes, error = _error_parts(None, data, api_key)
     said = f"({status}) {message}"
@@ -531,7 +534,7 @@ def _window(text: str, error: dict) -> int | None:
 
 def _retry_after(response, message: str) -> float | None:
     """Seconds to wait: Retry-After (seconds or HTTP-date, RFC 9110 §10.2.3), else the message."""
-    value = response.getheader("Retry-After") if response is not None else None
+    value = response.headers.get("retry-after") if response is not None else None
     if value:
         try:
             seconds = float(value)
@@ -565,3 +568,207 @@ def _scrub(text: str, api_key: str | None) -> str:
 
 def _trim(text: str) -> str:
     return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
+
+
+
+# -- the HTTP/1.1 response reader (RFC 9112) -------------------------------------------------------
+# http.client's limits: a longer status, header, chunk-size or trailer line is refused, and so are
+# more header (or trailer) lines than MAX_HEADERS
+MAX_LINE = 65536
+MAX_HEADERS = 100
+_RECV = 65536        # bytes asked of the socket at once
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+
+
+class _Closed(ConnectionResetError):
+    """Raised when the connection ends before any byte of an answer: on a reused connection, the
+    server closed it while it sat idle (the one case a request is sent again)."""
+
+
+class _Cut(ConnectionError):
+    """Raised when the connection ends after part of an answer."""
+
+
+class _NotHTTP(ValueError):
+    """Raised when the bytes received do not parse as an HTTP/1.x response; its message is ours
+    (it never repeats what the server sent, which could echo the API key)."""
+
+
+class _TooBig(Exception):
+    """Raised when an answer's body would exceed MAX_ANSWER_BYTES."""
+
+
+class _Reply:
+    """A final response's head: status, and header fields by lower-cased name (repeated fields
+    joined with ", ", RFC 9110 §5.3)."""
+
+    __slots__ = ("status", "headers", "will_close")
+
+    def __init__(self, status: int, headers: dict[str, str], will_close: bool):
+        self.status = status
+        self.headers = headers
+        self.will_close = will_close   # HTTP/1.0 or Connection: close
+
+
+class _Wire:
+    """Buffered reading of one response from a socket: ``head()`` then ``body(reply)``."""
+
+    __slots__ = ("sock", "buf", "pos", "got", "to_close")
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.buf = b""    # received and not yet consumed from self.pos on
+        self.pos = 0
+        self.got = False  # whether any byte arrived at all
+        self.to_close = False   # whether the body was read up to the close
+
+    def _fill(self) -> bool:
+        """Receive more; False at the end of the stream."""
+        chunk = self.sock.recv(_RECV)
+        if not chunk:
+            return False
+        self.got = True
+        self.buf = self.buf[self.pos:] + chunk if self.pos < len(self.buf) else chunk
+        self.pos = 0
+        return True
+
+    def _ended(self) -> ConnectionError:
+        return _Cut("the connection ended mid-answer") if self.got else \
+            _Closed("the connection ended before an answer")
+
+    def line(self) -> bytes:
+        """The next line without its CRLF; a bare LF ends a line too (RFC 9112 §2.2)."""
+        end = self.buf.find(b"\n", self.pos)
+        while end < 0:
+            seen = len(self.buf) - self.pos
+            if seen > MAX_LINE:
+                raise _NotHTTP("a line over 64 KiB")
+            if not self._fill():
+                raise self._ended()
+            end = self.buf.find(b"\n", self.pos + seen)
+        start, self.pos = self.pos, end + 1
+        if end - start > MAX_LINE:
+            raise _NotHTTP("a line over 64 KiB")
+        if end > start and self.buf[end - 1] == 13:   # CR
+            end -= 1
+        return self.buf[start:end]
+
+    def exact(self, n: int) -> bytes:
+        """The next ``n`` bytes."""
+        buf, pos = self.buf, self.pos
+        have = len(buf) - pos
+        if have >= n:
+            self.pos = pos + n
+            return buf[pos:pos + n]
+        out = bytearray(n)
+        out[:have] = memoryview(buf)[pos:]
+        self.buf, self.pos = b"", 0
+        view = memoryview(out)
+        while have < n:
+            got = self.sock.recv_into(view[have:], min(n - have, 1 << 20))
+            if not got:
+                raise _Cut("the connection ended mid-answer")
+            self.got = True
+            have += got
+        return bytes(out)
+
+    def rest(self) -> bytes:
+        """Everything up to the close."""
+        self.to_close = True
+        parts = [self.buf[self.pos:]]
+        size = len(parts[0])
+        self.buf, self.pos = b"", 0
+        while size <= MAX_ANSWER_BYTES:
+            chunk = self.sock.recv(_RECV)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+            size += len(chunk)
+        raise _TooBig
+
+    def head(self) -> _Reply:
+        """Status line and header fields of the final response; 1xx interim ones are skipped
+        (RFC 9110 §15.2: a client must accept any number of them before the final one)."""
+        while True:
+            line = self.line()
+            version, _, rest = line.partition(b" ")
+            code = rest.lstrip(b" ")[:3]
+            if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or \
+                    not code.isdigit() or rest.lstrip(b" ")[3:4] not in (b"", b" "):
+                raise _NotHTTP("a status line that is not HTTP/1.x")
+            status = int(code)
+            headers: dict[str, str] = {}
+            name = None
+            for _ in range(MAX_HEADERS + 1):
+                line = self.line()
+                if not line:
+                    break
+                if line[0] in (32, 9):   # obs-fold (RFC 9112 §5.2): a continuation, joined by SP
+                    if name is not None:
+                        headers[name] += " " + line.strip(b" \t").decode("latin-1")
+                    continue
+                field, colon, value = line.partition(b":")
+                if not colon:
+                    continue   # not a field line: nothing we need can be in it
+                name = field.strip(b" \t").lower().decode("latin-1")
+                text = value.strip(b" \t").decode("latin-1")
+                headers[name] = headers[name] + ", " + text if name in headers else text
+            else:
+                raise _NotHTTP(f"more than {MAX_HEADERS} header lines")
+            if 100 <= status <= 199 and status != 101:
+                continue
+            # HTTP/1.0 keep-alive is not worth its rules: such a connection is simply not reused
+            will_close = version == b"HTTP/1.0"
+            if not will_close and "connection" in headers:
+                tokens = headers["connection"].lower().split(",")
+                will_close = "close" in [t.strip() for t in tokens]
+            return _Reply(status, headers, will_close)
+
+    def body(self, reply: _Reply) -> tuple[bytes, bool]:
+        """The body (RFC 9112 §6.3), and whether the connection may carry another request."""
+        status, headers = reply.status, reply.headers
+        keep = not reply.will_close
+        if status in (101, 204, 304):   # never a body; a 101 switched away from HTTP
+            return b"", keep and status != 101
+        coding = headers.get("transfer-encoding")
+        if coding is not None:
+            if coding.rpartition(",")[2].strip().lower() != "chunked":
+                return self.rest(), False   # a response without chunked last: up to the close
+            data = self.chunked()
+            # a Content-Length beside Transfer-Encoding is ignored, the connection not reused
+            keep = keep and "content-length" not in headers
+        elif (length := headers.get("content-length")) is not None:
+            values = {v.strip() for v in length.split(",")}   # repeated, all equal, is allowed
+            size = values.pop() if len(values) == 1 else ""
+            if not size.isdigit() or not size.isascii():
+                raise _NotHTTP("a Content-Length that is not one number")
+            if len(size) > 15 or int(size) > MAX_ANSWER_BYTES:
+                raise _TooBig
+            data = self.exact(int(size))
+        else:
+            return self.rest(), False
+        # bytes past the answer's end mean the next answer's start cannot be trusted
+        return data, keep and self.pos == len(self.buf)
+
+    def chunked(self) -> bytes:
+        """A chunked body (RFC 9112 §7.1): extensions ignored, the trailer section dropped."""
+        parts = []
+        size = 0
+        while True:
+            line = self.line()
+            digits = line.partition(b";")[0].strip(b" \t")
+            if not _HEX.fullmatch(digits):
+                raise _NotHTTP("a chunk size that is not hexadecimal")
+            n = int(digits, 16)
+            if n == 0:
+                break
+            size += n
+            if size > MAX_ANSWER_BYTES:
+                raise _TooBig
+            parts.append(self.exact(n))
+            if self.line():
+                raise _NotHTTP("a chunk longer than its size")
+        for _ in range(MAX_HEADERS + 1):
+            if not self.line():
+                return b"".join(parts)
+        raise _NotHTTP(f"more than {MAX_HEADERS} trailer lines")
