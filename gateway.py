@@ -334,6 +334,10 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def base_url(self) -> str:
+        """Where the caller reaches us: the public URL behind a proxy, else the Host it used."""
+        public = self.server.guard.settings.public_url
+        if public:
+            return public.rstrip("/")
         host = self.headers.get("Host") or f"{self.server.host}:{self.server.port}"
         return f"http://{host}"
 

@@ -280,3 +280,19 @@ def test_keep_alive_connection_serves_several_requests(gateway):
                 if line.lower().startswith(b"content-length"):
                     length = int(line.split(b":")[1])
             assert json.loads(f.read(length))["ok"] is True
+
+
+def test_the_verdict_hint_uses_the_public_url_behind_a_proxy(home):
+    from conftest import Gateway
+    from panelist.gateway import make_gateway
+    server = make_gateway(home, env={"PANELIST_PUBLIC_URL": "https://bench.example/"})
+    gw = Gateway(server)
+    try:
+        status, body, _ = gw.post("/v1/chat/completions",
+                                  {"model": "bench/trio",
+                                   "messages": [{"role": "user", "content": "hi"}]},
+                                  headers={"Host": "bench.example"})
+    finally:
+        server.close()
+    assert status == 200
+    assert body["bench"]["verdict"].startswith("POST https://bench.example/bench/verdict ")
