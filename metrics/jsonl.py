@@ -82,11 +82,6 @@ class Tail:
                     yield start, record
 
 
-def read_all(path: Path) -> list[dict]:
-    """Every record of a small file (config change logs, never the call logs)."""
-    return [r for _, r in Tail(path).read()]
-
-
 def read_line(path: Path, offset: int) -> dict | None:
     """The one record starting at ``offset``, or None if there is none whole."""
     try:

@@ -86,10 +86,6 @@ def estimate_tokens(messages: list[dict]) -> int:
     return int(chars / 4 * 1.1) + IMAGE_TOKENS * images
 
 
-def image_count(messages: list[dict]) -> int:
-    return sum(1 for m in messages for kind, _ in _parts(m.get("content")) if kind == "image")
-
-
 def image_placeholder(url: str) -> str:
     if url.startswith("data:"):
         size_kb = max(1, round(len(url.partition(",")[2]) * 3 / 4 / 1024))
@@ -119,15 +115,6 @@ def as_text(messages: list[dict]) -> str:
                 pieces.append(f"[{value} part]")
         out.append(f"{m.get('role')}: {' '.join(pieces)}")
     return "\n".join(out)
-
-
-def last_user_text(messages: list[dict], limit: int = 200) -> str:
-    for m in reversed(messages):
-        if m.get("role") == "user":
-            text = " ".join(v if k == "text" else image_placeholder(v)
-                            for k, v in _parts(m.get("content")) if k in ("text", "image"))
-            return text[:limit]
-    return ""
 
 
 def image_urls(messages: list[dict]) -> list[str]:

@@ -71,9 +71,6 @@ class RosterView:
             known = ", ".join(sorted(self.models)) or "none yet; add one with `panelist model add`"
             raise NotFound(f"unknown model '{alias}'; known models: {known}") from None
 
-    def endpoint_of(self, model: Model) -> Endpoint:
-        return self.endpoints[model.endpoint]
-
 
 def _parse(doc: dict) -> RosterView:
     endpoints = {n: Endpoint(name=n, base_url=e["base_url"], key_env=e["key_env"])
