@@ -64,13 +64,6 @@ class RosterView:
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
     models: dict[str, Model] = field(default_factory=dict)
 
-    def model(self, alias: str) -> Model:
-        try:
-            return self.models[alias]
-        except KeyError:
-            known = ", ".join(sorted(self.models)) or "none yet; add one with `panelist model add`"
-            raise NotFound(f"unknown model '{alias}'; known models: {known}") from None
-
 
 def _parse(doc: dict) -> RosterView:
     endpoints = {n: Endpoint(name=n, base_url=e["base_url"], key_env=e["key_env"])
