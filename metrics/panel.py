@@ -12,8 +12,9 @@ nowhere: logs, errors and the merger's input carry placeholders.
 
 from __future__ import annotations
 
+import queue
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
@@ -249,31 +250,43 @@ class PanelRun:
         self.results = [SeatResult(call=f"{self.panel}.{s.label}", seat=s.seat,
                                    alias=s.model.alias, served=s.model.served)
                         for s in seating.seats]
-        self._futures = {panels._pool.submit(panels.call, self, s, r, req.messages, req.params): r
-                         for s, r in zip(seating.seats, self.results)}
+        # seats report here as they finish; what has not been handed to the caller stays listed
+        self._finished: queue.SimpleQueue[SeatResult] = queue.SimpleQueue()
+        self._unreported = {r.call: r for r in self.results}
+        for seat, result in zip(seating.seats, self.results):
+            panels._pool.submit(self._run_seat, seat, result)
+
+    def _run_seat(self, seat: Seat, result: SeatResult) -> None:
+        try:
+            self.panels.call(self, seat, result, self.req.messages, self.req.params)
+        finally:
+            self._finished.put(result)
 
     @property
     def abandoned(self) -> bool:
         return self.cancel.is_set()
 
     def progress(self, tick: float = 0.25) -> Iterator[SeatResult | None]:
-        """Yield each SeatResult as its seat finishes (fastest first), and None every ``tick``
-        seconds while seats are still working, so the caller can check on its client."""
-        pending = set(self._futures)
-        while pending:
+        """Yield each SeatResult once, as its seat finishes (fastest first), and None every
+        ``tick`` seconds while seats are still working, so the caller can check on its client.
+        Called again (after ``abandon``), it yields only what it has not yielded yet."""
+        while self._unreported:
             # the client enforces each seat's deadline; the grace only guards a stuck thread
             left = self.deadline + 2 - time.monotonic()
             if left <= 0:
                 break
-            done, pending = wait(pending, timeout=min(tick, left), return_when=FIRST_COMPLETED)
-            for f in done:
-                yield self._futures[f]
-            if not done and pending:
+            try:
+                result = self._finished.get(timeout=min(tick, left))
+            except queue.Empty:
                 yield None
-        for f in pending:
-            r = self._futures[f]
-            r.status, r.error = "error", "timeout: the seat did not finish by the panel deadline"
-            yield r
+                continue
+            if self._unreported.pop(result.call, None) is not None:
+                yield result
+        for result in list(self._unreported.values()):
+            del self._unreported[result.call]
+            result.status = "error"
+            result.error = "timeout: the seat did not finish by the panel deadline"
+            yield result
 
     def abandon(self) -> None:
         """The caller left: stop every seat still running (their connections are closed)."""

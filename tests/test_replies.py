@@ -310,6 +310,7 @@ def test_caller_disconnect_cancels_the_seats(gateway, home, sim, stream):
         time.sleep(0.05)
     (record,) = read_jsonl(path)
     assert record["abandoned"] is True
+    assert sorted(s["alias"] for s in record["seats"]) == ["fast", "mid", "slow"]  # each once
     assert {s["alias"]: s["status"] for s in record["seats"]}["slow"] == "cancelled"
 
 
