@@ -250,12 +250,7 @@ class Handler(BaseHTTPRequestHandler):
         except (ConnectionError, TimeoutError):
             self.close_connection = True  # the client went away or stopped reading: no one to tell
         except Exception:
-            rid = "req_" + uuid.uuid4().hex[:16]
-            print(f"[{rid}] {method} {self.path}", file=sys.stderr)
-            traceback.print_exc()
-            body = {"error": {"message": f"internal error; report request id {rid}",
-                              "type": "server_error", "param": None, "code": rid}}
-            self._fail(500, body, {})
+            self._fail(500, fault(f"{method} {self.path}", "internal error"), {})
 
     def _fail(self, status: int, body: dict, headers: dict) -> None:
         if self._sent:  # the reply already started: nothing more can be said on this connection
@@ -367,6 +362,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def fault(context: str, what: str) -> dict:
+    """An unexpected fault: its traceback to stderr under a fresh request id, and the OpenAI
+    error body that gives the caller that id to report."""
+    rid = "req_" + uuid.uuid4().hex[:16]
+    print(f"[{rid}] {context}", file=sys.stderr)
+    traceback.print_exc()
+    return {"error": {"message": f"{what}; report request id {rid}", "type": "server_error",
+                      "param": None, "code": rid}}
+
+
 # -- routes -------------------------------------------------------------------------------------
 def get_models(h: Handler, _):
     panels = h.server.panels
@@ -435,9 +440,7 @@ def stream_panel(h: Handler, run) -> None:
                 except FutureTimeout:
                     still_there()
     except OSError:  # the caller went away: stop the seats still running and log the panel
-        run.abandon()
-        results.extend(r for r in run.progress() if r is not None)
-        run.record(results)
+        run.give_up(results)
         h.close_connection = True
         return
     try:
@@ -452,12 +455,7 @@ def stream_panel(h: Handler, run) -> None:
         h.close_connection = True
         return
     except Exception:
-        rid = "req_" + uuid.uuid4().hex[:16]
-        print(f"[{rid}] fault while streaming {run.panel}", file=sys.stderr)
-        traceback.print_exc()
-        h.send_event({"error": {"message": f"internal error after the stream began; report "
-                                           f"request id {rid}", "type": "server_error",
-                                "param": None, "code": rid}})
+        h.send_event(fault(f"streaming {run.panel}", "internal error after the stream began"))
     h.end_events()
 
 

@@ -315,12 +315,9 @@ def cmd_verdict(args, out: Out) -> int:
         result = _request(args.url, "/bench/verdict", v)
     else:
         from panelist.metrics.ledger import Ledger
-        ledger = Ledger(open_home(args.data).gateway_runs)
-        try:
+        with Ledger(open_home(args.data).gateway_runs) as ledger:
             result = ledger.record_verdict(v["call"], useful=v["useful"], note=v["note"],
                                            real=v["real"], false=v["false"], by="cli")
-        finally:
-            ledger.close()
     word = "useful" if v["useful"] else "not useful"
     said = ("recorded" if not result.get("replaced") else "replaced the earlier verdict:") \
         if result.get("written") else "unchanged (the same verdict was already recorded):"
@@ -333,12 +330,8 @@ def cmd_pending(args, out: Out) -> int:
         owed = _request(args.url, f"/bench/pending?limit={args.limit}")["data"]
     else:
         from panelist.metrics.ledger import Ledger
-        ledger = Ledger(open_home(args.data).gateway_runs)
-        try:
-            owed = ledger.pending(limit=args.limit)
-        finally:
-            ledger.close()
-        owed = [verdict_rules.owed(r) for r in owed]
+        with Ledger(open_home(args.data).gateway_runs) as ledger:
+            owed = [verdict_rules.owed(r) for r in ledger.pending(limit=args.limit)]
     out.table(owed, ["call", "alias", "collection", "ts"])
     return 0
 

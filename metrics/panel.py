@@ -182,10 +182,8 @@ class Panels:
             if result is not None:
                 results.append(result)
             elif alive is not None and not alive():
-                run.abandon()
-        if run.abandoned:
-            run.record(results)
-            return None
+                run.give_up(results)
+                return None
         return run.finish(results, verdict_url=verdict_url)
 
     def start(self, req: Request, seating: Seating, *, key: str) -> "PanelRun":
@@ -291,6 +289,13 @@ class PanelRun:
     def abandon(self) -> None:
         """The caller left: stop every seat still running (their connections are closed)."""
         self.cancel.set()
+
+    def give_up(self, results: list[SeatResult]) -> None:
+        """The caller left: cancel what still runs, collect it into ``results`` as it stops,
+        and log the panel with those seats marked cancelled."""
+        self.abandon()
+        results.extend(r for r in self.progress() if r is not None)
+        self.record(results)
 
     def seat_number(self, result: SeatResult) -> int:
         return self.results.index(result) + 1

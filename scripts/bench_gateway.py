@@ -203,14 +203,18 @@ class Client:
         self.body = body
         self.conn: http.client.HTTPConnection | None = None
 
+    def _post(self) -> http.client.HTTPResponse:
+        """Send the panel request on the kept connection (opened on first use); its response."""
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+        self.conn.request("POST", "/v1/chat/completions", self.body, self.headers)
+        return self.conn.getresponse()
+
     def panel(self) -> tuple[int, bytes, float]:
         """(status, body, seconds) of one panel; status 0 when the connection failed."""
         t0 = time.perf_counter()
         try:
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
-            self.conn.request("POST", "/v1/chat/completions", self.body, self.headers)
-            resp = self.conn.getresponse()
+            resp = self._post()
             data = resp.read()
             status = resp.status
             if resp.will_close:
@@ -230,10 +234,7 @@ class Client:
                "texts": 0, "bench": None, "error": ""}
         t0 = time.perf_counter()
         try:
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
-            self.conn.request("POST", "/v1/chat/completions", self.body, self.headers)
-            resp = self.conn.getresponse()
+            resp = self._post()
             out["head"] = time.perf_counter() - t0
             out["status"] = resp.status
             if resp.status != 200:
