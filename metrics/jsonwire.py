@@ -1,0 +1,93 @@
+"""JSON that crosses our edges: what callers and upstreams send in, what we write out.
+
+The one rule for text we did not make ourselves: a lone UTF-16 surrogate (``"\\ud800"`` in JSON,
+or a stray byte a command line decoded with ``surrogateescape``) becomes U+FFFD where it comes
+in. A string holding one cannot be encoded as UTF-8, so letting it through would fail whichever
+writer met it first: a reply, a log line, an error. Valid pairs (``"\\ud83d\\ude00"``) are joined
+by the decoder into one character and are untouched.
+
+Invariants:
+
+* ``loads`` returns data whose strings (keys included) hold no lone surrogate and whose nesting is
+  at most ``MAX_DEPTH`` containers deep, or raises ``JSONRefused`` (a ``ValueError``) saying why;
+  never ``RecursionError``.
+* ``dumps`` never raises for a string's contents: a surrogate that slipped past ``loads`` is
+  written as U+FFFD, so a writer cannot lose a record over one bad character.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+MAX_DEPTH = 64   # containers inside containers: a chat request needs five or six
+_LONE = re.compile("[\ud800-\udfff]")
+# the escapes a lone surrogate can arrive as; raw surrogates cannot appear in valid UTF-8 input
+_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class JSONRefused(ValueError):
+    """Raised when incoming JSON does not parse or nests deeper than MAX_DEPTH."""
+
+
+def clean(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD."""
+    return _LONE.sub("\ufffd", text)
+
+
+def clean_data(value, depth: int = MAX_DEPTH):
+    """``value`` with every string (keys too) cleaned; refuses nesting past ``depth``."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        if depth <= 0:
+            raise JSONRefused(f"the JSON nests deeper than {MAX_DEPTH} levels")
+        return {clean(k): clean_data(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, list):
+        if depth <= 0:
+            raise JSONRefused(f"the JSON nests deeper than {MAX_DEPTH} levels")
+        return [clean_data(v, depth - 1) for v in value]
+    return value
+
+
+def _check_depth(value, depth: int) -> None:
+    stack = [(value, depth)]
+    while stack:
+        item, left = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if left <= 0:
+            raise JSONRefused(f"the JSON nests deeper than {MAX_DEPTH} levels")
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, left - 1))
+
+
+def loads(data: bytes | str):
+    """Parse JSON from outside. Raises ``JSONRefused`` (with the decoder's reason) or
+    ``UnicodeDecodeError`` for bytes that are not UTF-8."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise JSONRefused(f"the JSON nests deeper than {MAX_DEPTH} levels") from None
+    except UnicodeDecodeError:
+        raise
+    except ValueError as exc:
+        raise JSONRefused(str(exc)) from None
+    if not isinstance(value, (dict, list)):
+        return clean(value) if isinstance(value, str) else value
+    if not isinstance(data, bytes) or _ESCAPE.search(data):
+        return clean_data(value)   # walks and checks depth at once
+    _check_depth(value, MAX_DEPTH)
+    return value
+
+
+def dumps(value, **kw) -> str:
+    """``json.dumps`` (``ensure_ascii=False`` unless given) whose result always encodes to UTF-8."""
+    kw.setdefault("ensure_ascii", False)
+    text = json.dumps(value, **kw)
+    return clean(text) if _LONE.search(text) else text
+
+
+def encode(value, **kw) -> bytes:
+    """``dumps`` as UTF-8 bytes."""
+    return dumps(value, **kw).encode()
