@@ -14,15 +14,18 @@ import os
 import signal
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from panelist import __version__
+from panelist.metrics import jsonwire
 from panelist.metrics import verdict as verdict_rules
 from panelist.metrics.collection import Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
 from panelist.metrics.home import open_home
+from panelist.metrics.plaintext import visible
 from panelist.metrics.roster import Roster
 
 NO_ANSWER = 3
@@ -36,7 +39,7 @@ class Out:
 
     def result(self, data, text: str | None = None) -> None:
         if self.as_json:
-            print(json.dumps(data, indent=2, ensure_ascii=False))
+            print(jsonwire.dumps(data, indent=2))
         elif text is not None:
             print(text)
 
@@ -47,7 +50,7 @@ class Out:
         if not rows:
             print("(none)")
             return
-        cells = [[str(r.get(c, "") if r.get(c) is not None else "") for c in columns]
+        cells = [[visible(str(r.get(c, "") if r.get(c) is not None else "")) for c in columns]
                  for r in rows]
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
         print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths)).rstrip())
@@ -105,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--currency", metavar="CUR")
     mo.add_parser("list", parents=[common])
     mo.add_parser("rm", parents=[common]).add_argument("alias")
+    mo.add_parser("restore", parents=[common],
+                  help="end a model's cooldown and retirement").add_argument("alias")
 
     co = nouns.add_parser("collection", help="named panels").add_subparsers(
         dest="verb", metavar="VERB", required=True)
@@ -222,10 +227,30 @@ def cmd_model(args, out: Out) -> int:
                                 f"{', '.join(users)}; change them first")
         roster.remove_model(args.alias)
         out.result({"removed": args.alias}, f"removed model {args.alias}")
+    elif args.verb == "restore":
+        return restore_model(home, roster, args.alias, out)
     else:
         out.table([m.public() for m in roster.view().models.values()],
                   ["alias", "endpoint", "served", "family", "grade", "context", "vision",
                    "tools", "price_in", "price_out", "currency"])
+    return 0
+
+
+def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
+    """Clear a cooldown (an evidence line) and a retirement (a roster change), both logged."""
+    from panelist.metrics.ledger import Ledger
+    if alias not in roster.view().models:
+        raise PanelistError(f"unknown model '{alias}'; see `panelist model list`")
+    unretired = roster.restore(alias, by="cli")
+    with Ledger(home.gateway_runs) as ledger:
+        left = ledger.states([alias], "general")[alias].cooling_until
+        if left:
+            ledger.cool_down(alias, 0, "restored with `panelist model restore`")
+    done = ([f"ended a cooldown that had {left - time.time():.0f} s to run"]
+            if left else []) + (["no longer retired"] if unretired else [])
+    out.result({"alias": alias, "cooldown_cleared": bool(left), "unretired": unretired},
+               f"restored {alias}: {'; '.join(done)}" if done else
+               f"{alias} was neither cooling down nor retired; nothing to do")
     return 0
 
 
@@ -368,17 +393,26 @@ COMMANDS = {"gateway": cmd_gateway, "endpoint": cmd_endpoint, "model": cmd_model
 
 
 def main(argv: list[str] | None = None) -> int:
+    # the command line is where text comes in: bytes that are not UTF-8 arrive as lone
+    # surrogates (surrogateescape), which nothing after this point could write or print
+    argv = [jsonwire.clean(a) for a in (sys.argv[1:] if argv is None else argv)]
     args = build_parser().parse_args(argv)
     out = Out(args.json)
     try:
         return COMMANDS[args.noun](args, out)
     except PanelistError as exc:
         if out.as_json:
-            print(json.dumps(exc.to_body()))
+            print(jsonwire.dumps(exc.to_body()))
         print(f"panelist: error: {exc.message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:   # one line for a person; the traceback when asked for
+        if os.environ.get("PANELIST_DEBUG"):
+            raise
+        print(f"panelist: internal error: {type(exc).__name__}: {exc}; run again with "
+              "PANELIST_DEBUG=1 for the traceback and report it", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -16,12 +16,13 @@ from dataclasses import asdict, dataclass
 from panelist.metrics import configfile
 from panelist.metrics.errors import BadRequest, ConfigInvalid, NotFound
 from panelist.metrics.home import Home
+from panelist.metrics.plaintext import first_control
 from panelist.metrics.roster import RosterView
 
 PREFIX = "bench/"
-NAME = re.compile(r"^[a-z0-9-]{1,64}$")
-TAG = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
-SHAPE = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+NAME = re.compile(r"[a-z0-9-]{1,64}")
+TAG = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+SHAPE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 REPLIES = ("all", "merged")
 MAX_DESCRIPTION = 300
 MAX_TAGS = 8
@@ -34,6 +35,7 @@ class Limits:
     seat_timeout: float = 120.0   # seconds one seat may take
     panel_timeout: float = 300.0  # seconds the whole request may take, merge included
     cooldown: float = 60.0        # seconds a rate-limited model rests when the upstream names none
+    max_cooldown: float = 3600.0  # the longest rest an upstream's Retry-After can impose
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def check_limits(values: dict) -> Limits:
             raise ConfigInvalid(f"gateway.json: {name} must be a whole number of 0 or more")
     if limits.max_calls < 1:
         raise ConfigInvalid("gateway.json: max_calls must be at least 1")
-    for name in ("seat_timeout", "panel_timeout", "cooldown"):
+    for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown"):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise ConfigInvalid(f"gateway.json: {name} must be a number of seconds above 0")
@@ -152,17 +154,19 @@ class Collections:
                              tags=tags, shape=shape, reply=reply, merger=merger)
         new = {k: v for k, v in c.public().items() if k != "name"}
 
-        def change(doc):
+        def change(doc):   # under c.name: "bench/x" was given as the model id of "x"
             cols = doc.setdefault("collections", {})
-            old = cols.get(name)
+            old = cols.get(c.name)
             if old == new:
                 return None
-            cols[name] = new
-            return f"collection {name}", old, new
+            cols[c.name] = new
+            return f"collection {c.name}", old, new
         configfile.update(self.path, change, by=by)
         return c
 
     def remove(self, name: str, *, by: str | None = None) -> None:
+        name = name.removeprefix(PREFIX)
+
         def change(doc):
             cols = doc.setdefault("collections", {})
             if name not in cols:
@@ -184,7 +188,7 @@ def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
                      merger: str = "") -> Collection:
     if isinstance(name, str) and name.startswith(PREFIX):
         name = name[len(PREFIX):]
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ConfigInvalid(f"collection name '{name}' is not valid: use 1-64 lower-case "
                             "letters, digits or '-' (it is asked for as bench/<name>)")
     members = _words(members, "members")
@@ -202,17 +206,20 @@ def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
         raise ConfigInvalid(f"description must be text of at most {MAX_DESCRIPTION} characters "
                             "saying what the collection is for")
+    if bad := first_control(description):
+        raise ConfigInvalid(f"description holds a control character ({bad}); write it as one "
+                            "line of plain text")
     tags = _words(tags, "tags")
     if len(tags) > MAX_TAGS:
         raise ConfigInvalid(f"at most {MAX_TAGS} tags, got {len(tags)}")
-    bad = [t for t in tags if not TAG.match(t)]
+    bad = [t for t in tags if not TAG.fullmatch(t)]
     if bad:
         raise ConfigInvalid(f"tag(s) {', '.join(bad)} not valid: use lower-case words "
                             "(letters, digits, '-')")
     if len(set(tags)) != len(tags):
         raise ConfigInvalid("tags must not repeat")
     shape = shape or ""
-    if shape and not SHAPE.match(shape):
+    if shape and not SHAPE.fullmatch(shape):
         raise ConfigInvalid(f"shape '{shape}' is not valid: one lower-case word such as review")
     if reply not in REPLIES:
         raise ConfigInvalid(f"reply must be 'all' or 'merged', got {reply!r}")

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from panelist.metrics import jsonwire
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.jsonl import SCHEMA, Appender
 
@@ -51,7 +52,7 @@ def _locked(path: Path):
 def write_atomic(path: Path, doc: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2, ensure_ascii=False, sort_keys=True)
+        f.write(jsonwire.dumps(doc, indent=2, sort_keys=True))
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())

@@ -14,11 +14,14 @@ import os
 import threading
 from pathlib import Path
 
+from panelist.metrics import jsonwire
+
 SCHEMA = 1
 
 
 def dumps(record: dict) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    # jsonwire: a stray surrogate becomes U+FFFD instead of costing the whole record
+    return (jsonwire.dumps(record, separators=(",", ":")) + "\n").encode()
 
 
 class Appender:

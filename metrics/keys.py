@@ -1,6 +1,7 @@
 """Gateway keys: the secrets callers present when the gateway requires keys.
 
-``config/keys.json`` holds ``{"v": 1, "keys": {name: {digest, hint, collections, rpm, created}}}``.
+``config/keys.json`` holds ``{"v": 1, "keys": {name: {digest, hint, collections, rpm, created}},
+"revoked": {name: {hint, created, revoked}}}``.
 
 Invariants:
 
@@ -8,7 +9,9 @@ Invariants:
   recognisable. It is shown once, by ``create``, and never stored: the file keeps its SHA-256 (hex)
   and its last four characters as a hint to tell keys apart. The change log gets the hint only.
 * Names are unique and name the caller on every call it makes; ``local`` is reserved for the
-  caller of a gateway that requires no key.
+  caller of a gateway that requires no key. A name is never reused, even after its key is
+  revoked: the logs record calls, panels and verdicts by name, and a key judges and reads only
+  its own, so a new key under an old name would inherit what the old key did.
 * ``collections`` is None (every collection) or the non-empty set the key may call; ``rpm`` is None
   (no limit) or the requests a minute it may make.
 * A presented key is hashed and found by its digest, then confirmed with ``hmac.compare_digest``:
@@ -33,7 +36,7 @@ from panelist.metrics.home import Home
 
 PREFIX_KEY = "pk_"
 SHAPE = re.compile(r"pk_[A-Za-z0-9_-]{43}")   # token_urlsafe(32) is 43 characters
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 RESERVED = frozenset({"local"})
 MAX_RPM = 1_000_000
 
@@ -85,7 +88,7 @@ def _collections(value, known) -> list[str] | None:
     if not names:
         raise ConfigInvalid("name at least one collection (--collections a,b), or leave it out "
                             "to allow every collection")
-    bad = [n for n in names if not COLLECTION_NAME.match(n)]
+    bad = [n for n in names if not COLLECTION_NAME.fullmatch(n)]
     if bad:
         raise ConfigInvalid(f"not a collection name: {', '.join(bad)}")
     if known is not None:
@@ -119,7 +122,7 @@ class Keys:
         """Make a key; returns ``(secret, key)``. The secret exists only in this return value.
 
         ``known``: the collection names that exist, to refuse a typo; None skips that check."""
-        if not isinstance(name, str) or not NAME.match(name) or name in RESERVED:
+        if not isinstance(name, str) or not NAME.fullmatch(name) or name in RESERVED:
             raise ConfigInvalid(f"key name '{name}' is not valid: use 1-64 lower-case letters, "
                                 "digits or '-' (not 'local'); it names the caller in the logs")
         cols = _collections(collections, known)
@@ -135,6 +138,12 @@ class Keys:
             if name in keys:
                 raise ConfigInvalid(f"key '{name}' exists; revoke it first "
                                     f"(`panelist key revoke {name}`) or pick another name")
+            gone = (doc.get("revoked") or {}).get(name)
+            if gone is not None:
+                raise ConfigInvalid(
+                    f"key name '{name}' belonged to a key revoked on {gone.get('revoked', '?')}; "
+                    "names are never reused, so the logs' calls of that key stay its own; pick "
+                    f"another name such as {name[:61]}-2")
             keys[name] = entry
             return f"key {name}", None, {k: v for k, v in entry.items() if k != "digest"}
         configfile.update(self.path, change, by=by)
@@ -146,5 +155,8 @@ class Keys:
             if name not in keys:
                 raise NotFound(f"unknown key '{name}'; see `panelist key list`")
             old = keys.pop(name)
+            doc.setdefault("revoked", {})[name] = {"hint": old.get("hint", ""),
+                                                   "created": old.get("created", ""),
+                                                   "revoked": configfile.now_iso()}
             return f"key {name}", {k: v for k, v in old.items() if k != "digest"}, None
         configfile.update(self.path, change, by=by)

@@ -8,14 +8,19 @@ Files in ``runs_dir``::
                     carries ``"v": 1``, ``"kind"`` and ``"ts"`` (UTC ISO, ms, ``Z``)
     panels.idx      8 bytes (little-endian, unsigned) per panel seq: 0 while the panel is in
                     flight, then 1 + the byte offset of its calls.jsonl line. Its length is the
-                    panel counter: ``new_panel`` appends a slot under ``flock``.
+                    panel counter: ``new_panel`` appends a slot under ``flock``. Derived: when
+                    it is missing (or empty) beside non-empty logs it is rebuilt from them, its
+                    counter set past the highest seq either log names plus ``ID_MARGIN``.
     index.json      snapshot of the index below, for the evidence.jsonl inode and byte offset it
                     covers; derived, so when missing, unreadable or stale it is rebuilt by replay
 
 Invariants:
 
 * The logs are append-only. Panel ids are ``p{YYYYMMDD}-{seq}`` (UTC day of creation), unique
-  across processes because seq is a panels.idx slot; call ids are ``{panel}.{seat}``.
+  across processes because seq is a panels.idx slot; call ids are ``{panel}.{seat}``. An id is
+  never handed out twice, even after panels.idx is deleted under running processes: each
+  reservation checks that the descriptor is still the file at that path, and a rebuilt counter
+  starts ``ID_MARGIN`` past the highest seq logged, above panels still in flight elsewhere.
 * Every evidence record is folded into the index exactly once, by the tail reader alone (our own
   appends included): the index is always "evidence.jsonl up to byte offset N", which is also what
   a snapshot records. A replaced evidence file (another inode, or shorter than N) is replayed
@@ -46,13 +51,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from panelist.metrics import errors, jsonl
+from panelist.metrics import errors, jsonl, jsonwire
 from panelist.metrics.jsonl import SCHEMA, Appender, Tail
 
 SLOT = 8                  # bytes per panels.idx slot
+MAX_SEQ_DIGITS = 15       # a seq beyond this is no panel of ours (and would overflow pread)
+# slots skipped when panels.idx is rebuilt: more than the panels any process can have in flight,
+# whose ids the logs cannot show yet
+ID_MARGIN = 4096
 SNAPSHOT_VERSION = 1
 BLOCK = 64 * 1024         # read size when walking calls.jsonl backwards
-_PANEL_ID = re.compile(r"p(\d{8})-(\d+)")
+_PANEL_ID = re.compile(r"p(\d{8})-(\d{1,%d})" % MAX_SEQ_DIGITS)
+_LOGGED_PANEL = re.compile(rb'"panel":"p\d{8}-(\d{1,%d})"' % MAX_SEQ_DIGITS)
 _VERDICT_FIELDS = ("useful", "note", "real", "false", "by", "ts")
 
 ID_HELP = ("call ids come from a panel's reply (each seat's 'call', e.g. p20250101-7.member1) "
@@ -113,7 +123,8 @@ class Ledger:
         # verdict or window and to write that decision: a flock on another open file description
         # also holds off this process's own Appender, so nothing can slip in between.
         self._guard = os.open(self.evidence_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        self._idx = os.open(self.idx_path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._idx = self._open_idx()
+        self._retired_fds: list[int] = []
         self._closed = False
 
         self._reset(None)
@@ -230,7 +241,7 @@ class Ledger:
                        "tags": [tag_of.setdefault(v[1:], len(tag_of)) for _, v in recent],
                        "tag_table": list(tag_of)},
         }
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        return jsonwire.encode(data, separators=(",", ":"))
 
     def _write_snapshot(self) -> None:
         with self._lock:
@@ -410,14 +421,81 @@ class Ledger:
         now = time.time() if now is None else now
         day = time.strftime("%Y%m%d", time.gmtime(now))
         with self._idx_lock:
-            fcntl.flock(self._idx, fcntl.LOCK_EX)
+            idx = self._current_idx()
+            fcntl.flock(idx, fcntl.LOCK_EX)
             try:
                 # round up: a slot half-written by a crash is never handed out again
-                first = -(-os.fstat(self._idx).st_size // SLOT)
-                os.pwrite(self._idx, bytes(SLOT * count), first * SLOT)
+                first = -(-os.fstat(idx).st_size // SLOT)
+                os.pwrite(idx, bytes(SLOT * count), first * SLOT)
             finally:
-                fcntl.flock(self._idx, fcntl.LOCK_UN)
+                fcntl.flock(idx, fcntl.LOCK_UN)
         return [f"p{day}-{seq}" for seq in range(first, first + count)]
+
+    # ----------------------------------------------------------------- panels.idx
+
+    def _open_idx(self) -> int:
+        """Open panels.idx, rebuilding it from the logs when it is new beside logs that are not."""
+        fd = os.open(self.idx_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if os.fstat(fd).st_size == 0:
+                    self._rebuild_idx(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _current_idx(self) -> int:
+        """Our panels.idx descriptor, reopened if the file at the path was deleted or replaced
+        (one ``stat``); caller holds ``_idx_lock``."""
+        try:
+            same = os.stat(self.idx_path).st_ino == os.fstat(self._idx).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            # the old descriptor stays open until close(): a reader may be using it right now,
+            # and a closed number could be reused by another file
+            self._retired_fds.append(self._idx)
+            self._idx = self._open_idx()
+        return self._idx
+
+    def _rebuild_idx(self, fd: int) -> None:
+        """Point each logged panel's slot at its calls.jsonl line and set the counter past every
+        seq either log names; caller holds the file's flock. Reads both logs once, at start."""
+        pointers: dict[int, int] = {}
+        top = -1
+        try:
+            with open(self.calls_path, "rb") as f:
+                offset = 0
+                for line in f:
+                    m = _LOGGED_PANEL.search(line) if line.endswith(b"\n") else None
+                    if m:
+                        seq = int(m.group(1))
+                        pointers[seq] = offset + 1
+                        top = max(top, seq)
+                    offset += len(line)
+        except FileNotFoundError:
+            pass
+        try:
+            with open(self.evidence_path, "rb") as f:
+                carry = b""
+                while block := f.read(1 << 20):
+                    text = carry + block
+                    found = _LOGGED_PANEL.findall(text)
+                    if found:
+                        top = max(top, max(map(int, found)))
+                    carry = text[-64:]   # an id cut by the block's end is whole next time
+        except FileNotFoundError:
+            pass
+        if top < 0:
+            return   # no panel logged: a new folder, counting from 0
+        table = bytearray(SLOT * (top + 1 + ID_MARGIN))
+        for seq, pointer in pointers.items():
+            table[seq * SLOT:(seq + 1) * SLOT] = pointer.to_bytes(SLOT, "little")
+        os.pwrite(fd, table, 0)
 
     def seat_record(self, rec: dict, now: float | None = None) -> dict:
         """The evidence line ``record_seat`` writes for ``rec``."""
@@ -445,7 +523,9 @@ class Ledger:
         seq = panel_seq(rec.get("panel"))
         if seq is None:
             raise errors.BadRequest(f"not a panel id: {rec.get('panel')!r}; use new_panel()")
-        if (seq + 1) * SLOT > os.fstat(self._idx).st_size:
+        with self._idx_lock:
+            size = os.fstat(self._current_idx()).st_size
+        if (seq + 1) * SLOT > size:
             raise errors.BadRequest(f"panel '{rec['panel']}' was not reserved with new_panel()")
         record = {"v": SCHEMA, "ts": utc_iso(time.time() if now is None else now)}
         record.update(rec)
@@ -455,7 +535,8 @@ class Ledger:
         """Append a finished panel to calls.jsonl and point its panels.idx slot at the line."""
         seq, record = self.panel_record(rec)
         offset = self._calls.append(record)
-        os.pwrite(self._idx, (offset + 1).to_bytes(SLOT, "little"), seq * SLOT)
+        with self._idx_lock:
+            os.pwrite(self._current_idx(), (offset + 1).to_bytes(SLOT, "little"), seq * SLOT)
 
     def record_panels(self, recs: list[dict], now: float | None = None) -> None:
         """Append many finished panels in one locked write (bulk loaders); same lines."""
@@ -463,12 +544,15 @@ class Ledger:
             return
         pairs = [self.panel_record(r, now) for r in recs]
         offset = self._calls.append(*(record for _, record in pairs))
-        for seq, record in pairs:
-            os.pwrite(self._idx, (offset + 1).to_bytes(SLOT, "little"), seq * SLOT)
-            offset += len(jsonl.dumps(record))
+        with self._idx_lock:
+            idx = self._current_idx()
+            for seq, record in pairs:
+                os.pwrite(idx, (offset + 1).to_bytes(SLOT, "little"), seq * SLOT)
+                offset += len(jsonl.dumps(record))
 
     def cool_down(self, alias: str, seconds: float, reason: str = "") -> None:
-        """Keep ``alias`` out of panels for ``seconds`` from now (after a rate limit)."""
+        """Keep ``alias`` out of panels for ``seconds`` from now (after a rate limit); 0 ends
+        a cooldown."""
         now = time.time()
         self._evidence.append({"v": SCHEMA, "kind": "cooldown", "ts": utc_iso(now),
                                "alias": alias, "until": now + max(0.0, seconds),
@@ -555,7 +639,8 @@ class Ledger:
         self._evidence.close()
         self._calls.close()
         os.close(self._guard)
-        os.close(self._idx)
+        for fd in (self._idx, *self._retired_fds):
+            os.close(fd)
 
     def __enter__(self) -> "Ledger":
         return self

@@ -224,7 +224,9 @@ class Panels:
 
     def _learn(self, alias: str, exc: UpstreamError) -> None:
         if isinstance(exc, RateLimited):
-            wait_s = exc.retry_after or self.collections.limits().cooldown
+            limits = self.collections.limits()
+            # capped: a Retry-After of a year must not bench a model for a year
+            wait_s = min(exc.retry_after or limits.cooldown, limits.max_cooldown)
             self.ledger.cool_down(alias, wait_s, exc.message[:200])
         elif isinstance(exc, ContextTooLong) and exc.window:
             self.ledger.learn_window(alias, exc.window)

@@ -18,11 +18,12 @@ from urllib.parse import urlsplit
 from panelist.metrics import configfile
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
+from panelist.metrics.plaintext import first_control
 
-NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
-ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,95}$")
-ENV_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-CURRENCY = re.compile(r"^[A-Z]{3}$")
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")
+ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,95}")
+ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+CURRENCY = re.compile(r"[A-Z]{3}")
 
 
 def default_key_env(endpoint: str) -> str:
@@ -78,10 +79,13 @@ def _parse(doc: dict) -> RosterView:
 
 
 def check_endpoint(name: str, base_url: str, key_env: str | None) -> Endpoint:
-    if not NAME.match(name or ""):
+    if not NAME.fullmatch(name or ""):
         raise ConfigInvalid(f"endpoint name '{name}' is not valid: use 1-48 lower-case letters, "
                             "digits, '-' or '_', starting with a letter or digit")
     parts = urlsplit(base_url or "")
+    if first_control(base_url or "") or " " in (base_url or ""):
+        raise ConfigInvalid("base URL must not hold spaces or control characters; give it as "
+                            "http://127.0.0.1:11434/v1")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigInvalid(f"base URL '{base_url}' is not valid: give an http:// or https:// URL "
                             "such as http://127.0.0.1:11434/v1")
@@ -89,7 +93,7 @@ def check_endpoint(name: str, base_url: str, key_env: str | None) -> Endpoint:
         raise ConfigInvalid("base URL must not carry a user:password, query or fragment; "
                             "put the key in an environment variable (--key-env)")
     key_env = key_env or default_key_env(name)
-    if not ENV_VAR.match(key_env):
+    if not ENV_VAR.fullmatch(key_env):
         raise ConfigInvalid(f"key variable '{key_env}' is not a valid environment variable name")
     return Endpoint(name, base_url.rstrip("/"), key_env)
 
@@ -115,7 +119,7 @@ def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | No
                 family: str | None = None, grade: str | None = None, context=None,
                 max_output=None, vision: bool = False, tools: bool = False, price_in=None,
                 price_out=None, currency: str | None = None, retired: bool = False) -> Model:
-    if not ALIAS.match(alias or ""):
+    if not ALIAS.fullmatch(alias or ""):
         raise ConfigInvalid(f"model alias '{alias}' is not valid: use up to 96 letters, digits "
                             "or . _ : / -, starting with a letter or digit")
     if alias.startswith("bench/"):
@@ -129,10 +133,10 @@ def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | No
     if not served.strip() or len(served) > 200:
         raise ConfigInvalid("served id must be 1-200 characters: the model id the endpoint knows")
     family = (family or alias).lower()
-    if not ALIAS.match(family):
+    if not ALIAS.fullmatch(family):
         raise ConfigInvalid(f"family '{family}' is not valid: use letters, digits or . _ : / -")
     currency = (currency or "USD").upper()
-    if not CURRENCY.match(currency):
+    if not CURRENCY.fullmatch(currency):
         raise ConfigInvalid(f"currency '{currency}' is not valid: use a 3-letter code such as USD")
     for flag, value in (("vision", vision), ("tools", tools), ("retired", retired)):
         if not isinstance(value, bool):
@@ -197,6 +201,23 @@ class Roster:
             return f"model {alias}", old, new
         configfile.update(self.path, change, by=by)
         return model
+
+    def restore(self, alias: str, *, by: str | None = None) -> bool:
+        """Put a retired model back in service; False if it was not retired."""
+        changed = []
+
+        def change(doc):
+            models = doc.setdefault("models", {})
+            if alias not in models:
+                raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
+            if not models[alias].get("retired"):
+                return None
+            old = dict(models[alias])
+            models[alias]["retired"] = False
+            changed.append(alias)
+            return f"model {alias}", old, dict(models[alias])
+        configfile.update(self.path, change, by=by)
+        return bool(changed)
 
     def remove_model(self, alias: str, *, by: str | None = None) -> None:
         def change(doc):

@@ -1,0 +1,66 @@
+"""Every writer survives a lone surrogate: the record is written with U+FFFD, never lost."""
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import read_jsonl
+from panelist.metrics import configfile, jsonwire
+from panelist.metrics.jsonl import Appender
+from panelist.metrics.ledger import Ledger
+
+# every code point, lone surrogates included (st.text() leaves them out by default)
+ANY_TEXT = st.text(st.characters(codec=None, categories=None), max_size=40)
+
+
+def test_a_seat_and_a_panel_with_a_surrogate_are_written(tmp_path):
+    with Ledger(tmp_path / "runs") as ledger:
+        panel = ledger.new_panel()
+        ledger.record_seat({"call": f"{panel}.member1", "panel": panel, "alias": "m",
+                            "shape": "general", "status": "error",
+                            "error": "server_error: bad \ud800 byte"})
+        ledger.record_panel({"panel": panel, "prompt": "review \udcff this", "seats": []})
+        assert ledger.panel(panel)["prompt"] == "review \ufffd this"
+    (seat,) = read_jsonl(tmp_path / "runs" / "evidence.jsonl")
+    assert seat["error"] == "server_error: bad \ufffd byte"
+
+
+def test_a_config_change_with_a_surrogate_is_written(tmp_path):
+    path = tmp_path / "config" / "x.json"
+    path.parent.mkdir()
+
+    def change(doc):
+        doc["note"] = "odd \ud800"
+        return "note", None, "odd \ud800"
+    configfile.update(path, change, by="test")
+    assert configfile.read(path)["note"] == "odd \ufffd"
+    assert read_jsonl(path.with_name("changes.jsonl"))[0]["new"] == "odd \ufffd"
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=ANY_TEXT, value=ANY_TEXT)
+def test_any_text_round_trips_through_the_boundary(tmp_path_factory, key, value):
+    raw = json.dumps({key: [value, {"n": value}]}).encode()   # surrogates as \u escapes
+    data = jsonwire.loads(raw)
+    (k, v), = data.items()
+    assert k == jsonwire.clean(key) and v == [jsonwire.clean(value), {"n": jsonwire.clean(value)}]
+    text = jsonwire.dumps(data)
+    text.encode("utf-8")   # never raises
+    path = tmp_path_factory.mktemp("log") / "x.jsonl"
+    log = Appender(path)
+    try:
+        log.append({"k": key, "v": value})
+    finally:
+        log.close()
+    # split on "\n" alone, as the contract says: str.splitlines() also breaks at U+0085 and U+2028
+    (line,) = path.read_bytes().split(b"\n")[:-1]
+    assert json.loads(line) == {"k": jsonwire.clean(key), "v": jsonwire.clean(value)}
+
+
+def test_nesting_past_the_bound_is_refused_not_a_recursion_error():
+    import pytest
+    for depth in (jsonwire.MAX_DEPTH + 1, 5000):
+        with pytest.raises(jsonwire.JSONRefused, match="nests deeper"):
+            jsonwire.loads(b"[" * depth + b"]" * depth)
+    assert jsonwire.loads(b"[" * jsonwire.MAX_DEPTH + b"]" * jsonwire.MAX_DEPTH) is not None
