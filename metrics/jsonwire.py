@@ -22,8 +22,9 @@ import re
 
 MAX_DEPTH = 64   # containers inside containers: a chat request needs five or six
 _LONE = re.compile("[\ud800-\udfff]")
-# the escapes a lone surrogate can arrive as; raw surrogates cannot appear in valid UTF-8 input
-_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# how a lone surrogate can arrive in UTF-8 bytes: as an escape, or encoded raw (ED A0..BF ..),
+# which json.loads decodes with "surrogatepass" instead of refusing
+_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 class JSONRefused(ValueError):
@@ -75,7 +76,8 @@ def loads(data: bytes | str):
         raise JSONRefused(str(exc)) from None
     if not isinstance(value, (dict, list)):
         return clean(value) if isinstance(value, str) else value
-    if not isinstance(data, bytes) or _ESCAPE.search(data):
+    if not isinstance(data, bytes) or _ESCAPE.search(data) or \
+            json.detect_encoding(data) not in ("utf-8", "utf-8-sig"):   # UTF-16/32: walk it all
         return clean_data(value)   # walks and checks depth at once
     _check_depth(value, MAX_DEPTH)
     return value
