@@ -256,7 +256,8 @@ class Upstream:
             except _TooBig:
                 raise _too_big(target.label) from None
             except _ProxyRefused as exc:
-                raise _proxy_refusal(exc.status, target) from None
+                raise _proxy_refusal(target.proxy, f"({exc.status})",
+                                     target.authority.decode()) from None
             except (OSError, ValueError) as exc:
                 raise self._failure(exc, target, call, timeout, reading) from exc
             finally:
@@ -454,19 +455,19 @@ class _ProxyRefused(Exception):
         self.status = status
 
 
-def _proxy_refusal(status: int, target: _Target) -> UpstreamError:
-    """What a proxy's refusal means, naming the proxy and its variable, never its credentials."""
-    proxy = target.proxy
-    if status == 407:
+def _proxy_refusal(proxy: Proxy, said: str, upstream: str) -> UpstreamError:
+    """What a proxy's refusal (``said``: "(status) its words") means, naming the proxy and its
+    variable, never its credentials."""
+    if said.startswith("(407)"):
         if proxy.auth:
-            return AuthFailed(f"{proxy.label} refused the credentials in {proxy.setting} (407); "
+            return AuthFailed(f"{proxy.label} refused the credentials in {proxy.setting} {said}; "
                               "check the user and password written there")
-        return AuthFailed(f"{proxy.label} asks for credentials (407); write them into "
+        return AuthFailed(f"{proxy.label} asks for credentials {said}; write them into "
                           f"{proxy.setting} as http://user:password@host:port")
     return UpstreamUnreachable(
-        f"{proxy.label} would not open a tunnel to {target.authority.decode()} ({status}); check "
-        "that the proxy lets you reach this host and port and that the endpoint URL is right, "
-        "or list the host in NO_PROXY to connect directly")
+        f"{proxy.label} would not open a tunnel to {upstream} {said}; check that the proxy lets "
+        "you reach this host and port and that the endpoint URL is right, or list the host in "
+        "NO_PROXY to connect directly")
 
 
 # -- reading a reply ------------------------------------------------------------------------------
@@ -539,10 +540,7 @@ def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
     message, codes, error = _error_parts(None, data, secrets)
     said = f"({status}) {message}"
     if status == 407 and proxy is not None:   # only a proxy asks for proxy credentials
-        why = (f"refused the credentials in {proxy.setting}; check the user and password "
-               "written there" if proxy.auth else f"asks for credentials; write them into "
-               f"{proxy.setting} as http://user:password@host:port")
-        return AuthFailed(f"{proxy.label} {why} {said}")
+        return _proxy_refusal(proxy, said, label)
     if status in (429, 403) and _QUOTA.search(codes):
         return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
                                "account's plan and credit for this model")
