@@ -31,7 +31,7 @@ def sim():
 
 @pytest.fixture
 def upstream():
-    client = Upstream(proxies={})   # whatever proxy the shell running the tests names
+    client = Upstream(proxies={})   # direct, whatever proxy the shell running the tests names
     yield client
     client.close()
 

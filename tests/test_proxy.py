@@ -154,8 +154,11 @@ class Proxy:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        for thread in list(self.threads):
-            thread.join(timeout=10)
+        for _ in range(3):   # a thread may start another (a tunnel's pump) while ending
+            with self.lock:
+                threads = list(self.threads)
+            for thread in threads:
+                thread.join(timeout=10)
         for sock in socks:
             sock.close()
         alive = [t for t in self.threads if t.is_alive()]
