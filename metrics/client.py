@@ -18,8 +18,19 @@ Invariants:
   delimited by its close, or sent bytes past the end of its answer never returns to the pool.
 - A request is sent again only when a *reused* connection proves dead before any byte of the
   answer (the server's idle timer won the race), and then only once, on a fresh connection.
+- Every JSON body an upstream sends is parsed by ``jsonwire.loads``: an ``Answer`` and every
+  error message hold no lone surrogate (it became U+FFFD), and JSON nested too deep is an
+  ``UpstreamBadReply``, never a ``RecursionError``.
 - Error messages carry the HTTP status and the upstream's own words (at most 300 characters),
-  never the request body and never the API key, even when the upstream echoes it.
+  never the request body. Neither they nor an ``Answer`` ever hold the call's API key or the
+  proxy's credentials, even when an upstream or a proxy echoes them: each is replaced before
+  any cut.
+- Proxies (``metrics.proxy``) are read from the environment when an ``Upstream`` is built
+  (``proxies=`` replaces them) and resolved once per base URL. An http upstream behind a proxy
+  gets absolute-form requests (RFC 9112 §3.2.2); an https one a ``CONNECT`` tunnel (RFC 9110
+  §9.3.6) with TLS to the upstream's own name inside it. Pooled connections are keyed by the
+  proxy as well as the upstream, so a proxied and a direct connection never mix; the deadline
+  and ``cancel`` cut a stalled proxy like a stalled upstream.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import quote, urlsplit
 
 from panelist import __version__
+from panelist.metrics import jsonwire
+from panelist.metrics.proxy import Proxy, environment_proxies, proxy_for
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      PaymentRequired, RateLimited, UpstreamBadReply, UpstreamError,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
@@ -102,11 +115,13 @@ class _Call:
 
 
 class _Target:
-    """A parsed base URL: where to connect, the request's fixed head, its name in messages."""
+    """A parsed base URL: where to connect, the request's fixed head, its name in messages, and
+    the proxy it is reached through (resolved once, here)."""
 
-    __slots__ = ("key", "scheme", "host", "port", "head", "label")
+    __slots__ = ("key", "scheme", "host", "port", "head", "label", "proxy", "dial", "authority",
+                 "secrets")
 
-    def __init__(self, base_url: str):
+    def __init__(self, base_url: str, proxies):
         try:
             parts = urlsplit(base_url)
             port = parts.port
@@ -119,27 +134,40 @@ class _Target:
                 "write it like http://127.0.0.1:8000/v1")
         default = 443 if parts.scheme == "https" else 80
         self.scheme, self.host, self.port = parts.scheme, parts.hostname, port or default
-        self.key = (self.scheme, self.host, self.port)
         try:
             host = f"[{self.host}]" if ":" in self.host else self.host.encode("idna").decode()
         except UnicodeError as exc:
             raise UpstreamUnreachable(f"endpoint URL {base_url!r} names a host that is not a "
                                       "valid DNS name; check the endpoint URL") from exc
+        proxy = self.proxy = proxy_for(self.scheme, self.host, self.port, proxies)
+        self.key = (self.scheme, self.host, self.port, proxy.key if proxy else None)
+        self.dial = (proxy.host, proxy.port) if proxy else (self.host, self.port)
+        self.secrets = proxy.secrets if proxy else ()
+        self.authority = f"{host}:{self.port}".encode()   # a CONNECT's target: always with port
         path = quote(parts.path.rstrip("/") + "/chat/completions", safe="/%:@!$&'()*+,;=~")
         if parts.query:
             path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=~?")
         authority = host if self.port == default else f"{host}:{self.port}"
-        self.label = f"upstream {host}:{self.port}"
+        self.label = f"upstream {host}:{self.port}" + (f" via {proxy.label}" if proxy else "")
+        via = b""
+        if proxy and self.scheme == "http":   # the proxy forwards it: it needs the whole URL
+            path = f"http://{authority}{path}"
+            via = proxy.auth
         self.head = (f"POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: {USER_AGENT}\r\n"
                      "Accept: application/json\r\nAccept-Encoding: identity\r\n"
-                     "Content-Type: application/json\r\n").encode()
+                     "Content-Type: application/json\r\n").encode() + via
 
 
 class Upstream:
     """Makes chat-completion calls; one instance is shared by every thread of a process."""
 
-    def __init__(self, *, max_idle_per_host: int = 64):
+    def __init__(self, *, max_idle_per_host: int = 64, proxies: dict[str, str] | None = None,
+                 tls: ssl.SSLContext | None = None):
+        """``proxies``: ``{"http"|"https"|"all": proxy URL, "no": NO_PROXY}``; default: read from
+        the environment now (``metrics.proxy``), never again. ``tls``: the context https
+        upstreams are checked with; default: the system's trusted certificates."""
         self.max_idle_per_host = max_idle_per_host
+        self.proxies = environment_proxies() if proxies is None else dict(proxies)
         self._lock = threading.Lock()
         self._idle: dict[tuple, list[socket.socket]] = {}
         self._inflight: set[_Call] = set()
@@ -149,7 +177,7 @@ class Upstream:
         self._watchdog: threading.Thread | None = None
         self._closed = False
         self._targets: dict[str, _Target] = {}
-        self._tls: ssl.SSLContext | None = None
+        self._tls = tls
 
     # -- the call ---------------------------------------------------------------------------------
     def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
@@ -158,7 +186,7 @@ class Upstream:
         started = time.monotonic()
         target = self._targets.get(base_url)
         if target is None:
-            target = _Target(base_url)
+            target = _Target(base_url, self.proxies)
             if len(self._targets) > 1024:   # endpoints are few; this only bounds a misuse
                 self._targets.clear()
             self._targets[base_url] = target
@@ -189,9 +217,10 @@ class Upstream:
         finally:
             with self._lock:
                 self._inflight.discard(call)
+        secrets = ((api_key, "[api key]"),) + target.secrets if api_key else target.secrets
         if not 200 <= response.status <= 299:
-            raise _refusal(response.status, response, data, target.label, api_key)
-        return _answer(response, data, target.label, api_key, time.monotonic() - started)
+            raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
+        return _answer(response, data, target.label, secrets, time.monotonic() - started)
 
     def _exchange(self, target: _Target, request: bytes, call: _Call,
                   timeout: float) -> tuple[_Reply, bytes]:
@@ -226,6 +255,9 @@ class Upstream:
                 return reply, data
             except _TooBig:
                 raise _too_big(target.label) from None
+            except _ProxyRefused as exc:
+                raise _proxy_refusal(target.proxy, f"({exc.status})",
+                                     target.authority.decode()) from None
             except (OSError, ValueError) as exc:
                 raise self._failure(exc, target, call, timeout, reading) from exc
             finally:
@@ -234,12 +266,18 @@ class Upstream:
 
     def _failure(self, exc: BaseException, target: _Target, call: _Call, timeout: float,
                  reading: bool) -> UpstreamError:
-        label = target.label
+        label, proxy = target.label, target.proxy
         if call.reason == _CANCEL or self._closed:
             return Cancelled(f"call to {label} cancelled: the panel no longer needs its answer")
         if call.reason == _DEADLINE or isinstance(exc, TimeoutError):
             return UpstreamTimeout(f"{label} gave no complete answer within {timeout:g} s; "
                                    "raise the seat's timeout or seat a faster model")
+        if isinstance(exc, socket.gaierror) and proxy:   # the proxy resolves the upstream's name
+            return UpstreamUnreachable(f"cannot resolve the host of {proxy.label} "
+                                       f"({exc.strerror}); check {proxy.setting}")
+        if isinstance(exc, ConnectionRefusedError) and proxy:
+            return UpstreamUnreachable(f"cannot connect to {proxy.label}: connection refused; "
+                                       f"check that the proxy is running and {proxy.setting}")
         if isinstance(exc, socket.gaierror):
             return UpstreamUnreachable(f"cannot resolve host {target.host!r} ({exc.strerror}); "
                                        "check the endpoint URL")
@@ -269,6 +307,8 @@ class Upstream:
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if target.scheme == "https":
+                if target.proxy is not None:
+                    _tunnel(sock, target.authority, target.proxy.auth)
                 if self._tls is None:
                     self._tls = ssl.create_default_context()  # loading CA certs is slow: once
                 # handshake only once registered, so the watchdog can cut a stalled handshake
@@ -285,8 +325,9 @@ class Upstream:
 
     def _dial(self, target: _Target, call: _Call) -> socket.socket:
         error: OSError | None = None
+        host, port = target.dial   # the proxy's address when there is one
         for family, kind, proto, _, address in socket.getaddrinfo(
-                target.host, target.port, 0, socket.SOCK_STREAM):
+                host, port, 0, socket.SOCK_STREAM):
             if call.reason is not None:
                 break
             sock = socket.socket(family, kind, proto)
@@ -300,7 +341,7 @@ class Upstream:
                 with self._lock:
                     call.sock = None
                 sock.close()
-        raise error or OSError(f"no address found for {target.host}")
+        raise error or OSError(f"no address found for {host}")
 
     def _take(self, key: tuple) -> socket.socket | None:
         with self._lock:
@@ -389,22 +430,63 @@ def _too_big(label: str) -> UpstreamBadReply:
                             "that the endpoint URL points at a chat completions API")
 
 
+# -- a tunnel through an HTTP proxy (RFC 9110 §9.3.6) ----------------------------------------------
+def _tunnel(sock: socket.socket, authority: bytes, auth: bytes) -> None:
+    """Ask the proxy on ``sock`` for a tunnel to ``authority`` (``host:port``); on return, the
+    socket carries bytes to and from the upstream as they are. Raises ``_ProxyRefused`` for a
+    status other than 2xx, and the reader's errors for anything that is not an answer."""
+    sock.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n%s\r\n"
+                 % (authority, authority, USER_AGENT.encode(), auth))
+    wire = _Wire(sock)
+    reply = wire.head()
+    if not 200 <= reply.status <= 299:
+        raise _ProxyRefused(reply.status)
+    # A 2xx to CONNECT has no body, whatever its header fields say (§9.3.6), and the upstream
+    # speaks only after our TLS hello: a byte here belongs to nobody we can trust.
+    if wire.pos != len(wire.buf):
+        raise _NotHTTP("bytes after the proxy's answer to CONNECT")
+
+
+class _ProxyRefused(Exception):
+    """Raised when a proxy answers CONNECT with a status other than 2xx."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
+def _proxy_refusal(proxy: Proxy, said: str, upstream: str) -> UpstreamError:
+    """What a proxy's refusal (``said``: "(status) its words") means, naming the proxy and its
+    variable, never its credentials."""
+    if said.startswith("(407)"):
+        if proxy.auth:
+            return AuthFailed(f"{proxy.label} refused the credentials in {proxy.setting} {said}; "
+                              "check the user and password written there")
+        return AuthFailed(f"{proxy.label} asks for credentials {said}; write them into "
+                          f"{proxy.setting} as http://user:password@host:port")
+    return UpstreamUnreachable(
+        f"{proxy.label} would not open a tunnel to {upstream} {said}; check that the proxy lets "
+        "you reach this host and port and that the endpoint URL is right, or list the host in "
+        "NO_PROXY to connect directly")
+
+
 # -- reading a reply ------------------------------------------------------------------------------
-def _answer(response: _Reply, data: bytes, label: str, api_key: str | None,
+def _answer(response: _Reply, data: bytes, label: str, secrets: tuple,
             seconds: float) -> Answer:
     try:
-        reply = json.loads(data)
-    except ValueError as exc:
+        reply = jsonwire.loads(data)
+    except ValueError as exc:   # not JSON, not UTF-8, or nested deeper than jsonwire allows
+        why = str(exc) if isinstance(exc, jsonwire.JSONRefused) else "not UTF-8"
         raise UpstreamBadReply(
-            f"{label} answered {response.status} with a body that is not JSON "
-            f"({_snippet(data, api_key)}); "
+            f"{label} answered {response.status} with a body that is not JSON we can read ({why}; "
+            f"it starts: {_snippet(data, secrets)}); "
             "check that the endpoint URL is OpenAI-compatible (it usually ends in /v1)") from exc
     if not isinstance(reply, dict):
         raise UpstreamBadReply(f"{label} answered {response.status} with JSON that is not an "
                                "object; check that the endpoint URL is OpenAI-compatible")
     error = reply.get("error")
     if error:
-        message, codes, error = _error_parts(reply, data, api_key)
+        message, codes, error = _error_parts(reply, data, secrets)
         raise _classified(response.status, message, codes, error, response, label,
                           fallback=UpstreamServerError,
                           advice="try again later or seat another model")
@@ -417,6 +499,7 @@ def _answer(response: _Reply, data: bytes, label: str, api_key: str | None,
     text = _text(message.get("content"))
     if not text.strip():
         finish = choice.get("finish_reason")
+        finish = _trim(_scrub(finish, secrets)) if isinstance(finish, str) else None
         why = f" (finish_reason {finish!r})" if finish else ""
         advice = ("raise max_tokens: the answer was cut off before any text" if finish == "length"
                   else "try again, or seat another model")
@@ -427,7 +510,10 @@ def _answer(response: _Reply, data: bytes, label: str, api_key: str | None,
               "completion": _count(usage.get("completion_tokens")),
               "total": _count(usage.get("total_tokens"))}
     model = reply.get("model")
-    return Answer(text, tokens, seconds, model if isinstance(model, str) else "")
+    model = model if isinstance(model, str) else ""
+    if secrets:   # an upstream that echoes the key must not have it logged or served
+        text, model = _scrub(text, secrets), _scrub(model, secrets)
+    return Answer(text, tokens, seconds, model)
 
 
 def _text(content) -> str:
@@ -450,9 +536,11 @@ def _count(value) -> int | None:
 
 # -- classifying a refusal ------------------------------------------------------------------------
 def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
-             api_key: str | None) -> UpstreamError:
-    message, codes, error = _error_parts(None, data, api_key)
+             secrets: tuple = (), proxy: Proxy | None = None) -> UpstreamError:
+    message, codes, error = _error_parts(None, data, secrets)
     said = f"({status}) {message}"
+    if status == 407 and proxy is not None:   # only a proxy asks for proxy credentials
+        return _proxy_refusal(proxy, said, label)
     if status in (429, 403) and _QUOTA.search(codes):
         return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
                                "account's plan and credit for this model")
@@ -499,13 +587,13 @@ def _classified(status: int, message: str, codes: str, error: dict, response, la
     return fallback(f"{label} answered with an error {said}; {advice}")
 
 
-def _error_parts(reply, data: bytes, api_key: str | None) -> tuple[str, str, dict]:
+def _error_parts(reply, data: bytes, secrets: tuple) -> tuple[str, str, dict]:
     """The upstream's message to show (scrubbed, trimmed); its code, type and whole message, to
     match rules against; and its error object."""
     if reply is None:
         try:
-            reply = json.loads(data)
-        except ValueError:
+            reply = jsonwire.loads(data)
+        except ValueError:   # not JSON, not UTF-8, or nested too deep: shown as a snippet
             reply = None
     error = reply.get("error") if isinstance(reply, dict) else None
     if isinstance(error, dict):
@@ -517,8 +605,8 @@ def _error_parts(reply, data: bytes, api_key: str | None) -> tuple[str, str, dic
     else:
         message, error = None, {}
     if not isinstance(message, str):
-        message = json.dumps(message) if message is not None else _snippet(data, api_key)
-    message = _scrub(message, api_key)
+        message = json.dumps(message) if message is not None else _snippet(data, secrets)
+    message = _scrub(message, secrets)
     codes = " ".join(str(error.get(k) or "") for k in ("code", "type")) + " " + message
     return _trim(message), codes, error
 
@@ -553,17 +641,20 @@ def _retry_after(response, message: str) -> float | None:
     return None
 
 
-def _snippet(data: bytes, api_key: str | None) -> str:
-    """The start of a body that is not an error object, whitespace folded, key scrubbed."""
-    if api_key:   # in the bytes, before any cut could leave a piece of the key behind
-        data = data.replace(api_key.encode(), b"[api key]")
+def _snippet(data: bytes, secrets: tuple) -> str:
+    """The start of a body that is not an error object, whitespace folded, secrets scrubbed."""
+    for secret, hidden in secrets:   # in the bytes, before a cut could leave a piece behind
+        data = data.replace(secret.encode(), hidden.encode())
     text = " ".join(data[:4 * MESSAGE_CHARS].decode("utf-8", "replace").split())
     return _trim(text) or "an empty body"
 
 
-def _scrub(text: str, api_key: str | None) -> str:
-    # always before trimming, so a cut can never leave part of the key behind
-    return text.replace(api_key, "[api key]") if api_key else text
+def _scrub(text: str, secrets: tuple) -> str:
+    """``text`` with each (secret, stand-in) pair replaced, the API key as "[api key]".
+    Always before trimming, so a cut can never leave part of a secret behind."""
+    for secret, hidden in secrets:
+        text = text.replace(secret, hidden)
+    return text
 
 
 def _trim(text: str) -> str:

@@ -22,8 +22,11 @@ import re
 
 MAX_DEPTH = 64   # containers inside containers: a chat request needs five or six
 _LONE = re.compile("[\ud800-\udfff]")
-# the escapes a lone surrogate can arrive as; raw surrogates cannot appear in valid UTF-8 input
+# how a lone surrogate can arrive in UTF-8 bytes: as an escape, or encoded raw (ED A0..BF ..),
+# which json.loads decodes with "surrogatepass" instead of refusing. Two patterns, not one
+# alternation: each alone is searched from its literal first byte, ten times faster on an answer.
 _ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_RAW = re.compile(rb"\xed[\xa0-\xbf]")
 
 
 class JSONRefused(ValueError):
@@ -75,7 +78,8 @@ def loads(data: bytes | str):
         raise JSONRefused(str(exc)) from None
     if not isinstance(value, (dict, list)):
         return clean(value) if isinstance(value, str) else value
-    if not isinstance(data, bytes) or _ESCAPE.search(data):
+    if not isinstance(data, bytes) or _ESCAPE.search(data) or _RAW.search(data) or \
+            json.detect_encoding(data) not in ("utf-8", "utf-8-sig"):   # UTF-16/32: walk it all
         return clean_data(value)   # walks and checks depth at once
     _check_depth(value, MAX_DEPTH)
     return value

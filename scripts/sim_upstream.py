@@ -60,6 +60,8 @@ BEHAVIOUR = {
     "message": "replaces the error message of a failure",
     "require_key": "401 unless 'Authorization: Bearer <this>' is sent",
     "echo_auth": "a 401 repeats the Authorization header it received (to test scrubbing)",
+    "echo_auth_answer": "a normal answer ends with the Authorization header it received "
+                        "(to test scrubbing)",
     "vision": "accept image parts; a model without it refuses them with a 400",
     "close": "answer with 'Connection: close' and close the connection",
     "drip": "seconds between the answer's bytes: a server that sends slowly but never stops",
@@ -326,6 +328,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, b"<html><body><h1>Bad Gateway</h1>simulated garbage, not "
                               b"JSON</body></html>", "text/html")
         text = "" if fail == "empty" else b.get("answer") or _reply(model, asked, images)
+        if text and b.get("echo_auth_answer"):
+            text += f" Called with Authorization: {auth or '(none)'}."
         completion = {
             "id": f"simcmpl-{seq:08x}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": "simulated",
