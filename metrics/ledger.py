@@ -139,8 +139,8 @@ class Ledger:
         self._ino = ino
         self._tail = Tail(self.evidence_path, offset)
         self._last_seated: dict[tuple[str, str], float] = {}
-        self._turns: dict[str, int] = {}                   # shape -> "seated" lines folded
-        self._turn_of: dict[tuple[str, str], int] = {}     # (alias, shape) -> turn of its last seat
+        self._turns: dict[str, int] = {}                # shape -> "seated" lines folded
+        self._turn_of: dict[tuple[str, str], int] = {}  # (alias, shape) -> its last seat's turn
         self._counts: dict[tuple[str, str], list[int]] = {}
         self._cooling: dict[str, float] = {}
         self._window: dict[str, int] = {}

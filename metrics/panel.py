@@ -6,10 +6,10 @@ cancelled is data in the reply (status and error), never an exception and never 
 seating is written to the evidence log (one ``"seated"`` line) before any seat is asked, each
 seat as it finishes, and the whole panel to the call log once, when it is done or abandoned.
 Each seat counts as in flight from its seating until it ends, however it ends (answered, failed,
-cancelled, given up, or the panel never started). A rate limit cools the model down for the stated time (or the
-configured default) instead of being retried; a context-length error that states a window
-teaches the ledger that (lower) window. Images are forwarded to seats as sent and written
-nowhere: logs, errors and the merger's input carry placeholders.
+cancelled, given up, or the panel never started). A rate limit cools the model down for the
+stated time (or the configured default) instead of being retried; a context-length error that
+states a window teaches the ledger that (lower) window. Images are forwarded to seats as sent
+and written nowhere: logs, errors and the merger's input carry placeholders.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ in the order of the evidence log, so every process counts alike):
 3. Otherwise the largest claim sits: ``turns × weight``. ``turns`` is how many panels of the
    shape were seated since its last seat, counting that one (1: it sat in the latest);
    ``weight`` is ``(useful + 1) / (not_useful + 1)`` held between 1 and 2. Ties go to the
-   older seating time, then alias order.
+   longer wait, then the older seating time, then an order that reshuffles each time the tied
+   models sit (models seated together would otherwise come back in alias order every round).
 
 Verdicts can at most double a claim, and never shrink one below plain rotation: a model judged
 useful comes back up to twice as often, a model judged not useful keeps its turn. That bounds
@@ -54,6 +55,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -95,20 +97,32 @@ def weight(state) -> float:
     return min(MAX_WEIGHT, max(1.0, (state.useful + 1) / (state.not_useful + 1)))
 
 
-def claim(state, busy: bool = False) -> tuple:
-    """Sort key, smallest first: no seat in flight before one in flight; never seated first;
-    then the largest ``turns × weight``; then the older seating time."""
+def claim(state, alias: str, busy: bool = False) -> tuple:
+    """Sort key, smallest first: no seat in flight before one in flight; never seated first
+    (then alias order); then the largest ``turns × weight``, the longer wait, the older seating
+    time, and last a shuffle that changes with every seating (see ``_shuffle``)."""
     w = weight(state)
     if state.last_seated is None:
-        return (busy, 0, -w, 0.0)
+        return (busy, 0, -w, 0, 0.0, 0, alias)
     # a hand-made state without a turn count is treated as seated in the latest panel
     turns = (state.waited or 0) + 1
-    return (busy, 1, -turns * w, state.last_seated)
+    return (busy, 1, -turns * w, -turns, state.last_seated, _shuffle(alias, state.last_seated),
+            alias)
+
+
+def _shuffle(alias: str, seated: float) -> int:
+    """A tie order for models that sat in the same panel: alias order would send the same one
+    back first every round, giving it more seats than its equals. Hashing the alias with the
+    seating time reorders them each time they sit, the same way in every process."""
+    return zlib.crc32(f"{alias}@{seated!r}".encode())
 
 
 def window_of(model: Model, state) -> int | None:
-    known = [w for w in (model.context, state.window if state else None) if w]
-    return min(known) if known else None
+    """The lower of the roster's window and a learned one, or None when neither is known."""
+    learned = state.window if state is not None else None
+    if model.context and learned:
+        return min(model.context, learned)
+    return model.context or learned or None
 
 
 def why_not(model: Model, state, estimate: int, now: float, images: bool = False) -> str | None:
@@ -154,6 +168,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         return why_not(model, states.get(model.alias), estimate, now, images)
 
     chosen: list[Model] = []
+    taken: set[str] = set()  # chosen aliases: a set, as the roster may be long
     families: set[str] = set()
     for alias in dict.fromkeys(nominees):  # a nominee named twice is asked once
         model = roster.models.get(alias)
@@ -169,6 +184,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
                          "collection)")
         else:
             chosen.append(model)
+            taken.add(alias)
             families.add(model.family)
             seating.seats.append(Seat("nominee", len(chosen), model))
     nominated = set(nominees)
@@ -182,7 +198,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             seating.skip("explorer", alias, reason)
             continue
         candidates.append(model)
-    candidates.sort(key=lambda m: (claim(states[m.alias], m.alias in busy), m.alias))
+    candidates.sort(key=lambda m: claim(states[m.alias], m.alias, m.alias in busy))
 
     # first pass keeps explorer families distinct; the second fills what is left
     explorer_models: list[Model] = []
@@ -190,15 +206,16 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         for model in candidates:
             if len(chosen) >= explorers:
                 break
-            if model in chosen or (distinct and model.family in families):
+            if model.alias in taken or (distinct and model.family in families):
                 continue
             chosen.append(model)
+            taken.add(model.alias)
             explorer_models.append(model)
             families.add(model.family)
     for i, model in enumerate(explorer_models, 1):
         seating.seats.append(Seat("explorer", i, model))
     for rank, model in enumerate(candidates, 1):
-        if model not in chosen:
+        if model.alias not in taken:
             if explorers == 0:
                 why = "no explorer seats on this collection"
             elif model.alias in busy:

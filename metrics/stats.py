@@ -27,8 +27,10 @@ def wilson(useful: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    # the rounding of centre ± half can stray a hair outside [0, 1] at the extremes
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # exactly 0 and 1 at the extremes, where rounding would leave a hair either side
+    low = 0.0 if useful == 0 else max(0.0, centre - half)
+    high = 1.0 if useful == n else min(1.0, centre + half)
+    return low, high
 
 
 def clearly_above(a: tuple[float, float], b: tuple[float, float]) -> bool:

@@ -23,9 +23,9 @@ def _rounded(interval: tuple[float, float]) -> list[float]:
 
 
 def _judged(alias: str, state) -> dict | None:
-    n = state.useful + state.not_useful if state is not None else 0
-    if not n:
-        return None
+    if state is None or not (state.useful or state.not_useful):
+        return None  # the common case on a long roster: nothing to compute
+    n = state.useful + state.not_useful
     return {"alias": alias, "useful": state.useful, "of": n,
             "interval": wilson(state.useful, n)}
 
