@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--merger", default="", metavar="ALIAS")
     co.add_parser("list", parents=[common])
     co.add_parser("rm", parents=[common]).add_argument("name")
+    a = co.add_parser("suggest", parents=[common],
+                      help="models whose verdicts are clearly better than a member's")
+    a.add_argument("name")
+    a.add_argument("--shape", metavar="S",
+                   help="the shape of work to compare on (default: the collection's, "
+                   "else general)")
 
     a = nouns.add_parser("ask", parents=[common], help="ask a collection (answers on stdout)")
     a.add_argument("name", help="collection, e.g. demo or bench/demo")
@@ -266,12 +272,51 @@ def cmd_collection(args, out: Out) -> int:
     elif args.verb == "rm":
         collections.remove(args.name)
         out.result({"removed": args.name}, f"removed collection {args.name}")
+    elif args.verb == "suggest":
+        return cmd_collection_suggest(args, out, home, collections)
     else:
         limits = collections.limits()
         out.table([dict(c.public(), id=c.model_id, explorers=c.explorers(limits),
                         members=",".join(c.members), tags=",".join(c.tags))
                    for c in collections.all().values()],
                   ["id", "members", "explorers", "shape", "reply", "tags", "description"])
+    return 0
+
+
+def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> int:
+    """Print the suggestions for one collection, or "no suggestion" with the evidence."""
+    from panelist.metrics import suggest
+    from panelist.metrics.collection import SHAPE
+    from panelist.metrics.ledger import Ledger
+    name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
+    collection, _ = collections.resolve(name)
+    shape = args.shape or collection.shape or "general"
+    if not SHAPE.match(shape):
+        raise BadRequest(f"--shape '{shape}' is not a shape; use lower-case letters, digits "
+                         "and '-', e.g. general or review")
+    view = Roster(home).view()
+    with Ledger(home.gateway_runs) as ledger:
+        states = ledger.states(view.models.keys(), shape)
+    report = suggest.report(collection, view, states, shape)
+    if out.as_json:
+        out.result(report)
+        return 0
+    for s in report["suggest"]:
+        lo, hi = s["interval"]
+        mlo, mhi = s["member_interval"]
+        print(f"{s['alias']} instead of {s['instead_of']} on {shape}: {s['useful']} of {s['of']} "
+              f"useful (95% interval {lo:.2f}-{hi:.2f}, the member's {mlo:.2f}-{mhi:.2f})")
+    if report["suggest"]:
+        print(f"to change {collection.model_id}: panelist collection save {collection.name} "
+              "--members ...")
+        return 0
+    print(f"no suggestion for {collection.model_id} on {shape}: no model's useful rate is "
+          "clearly above a member's (their 95% intervals overlap, or verdicts are missing)")
+    out.table([dict(r, interval="{:.2f}-{:.2f}".format(*r["interval"]))
+               for r in report["evidence"]], ["seat", "alias", "useful", "of", "interval"])
+    if report["members_without_verdicts"]:
+        print(f"members without verdicts on {shape}: "
+              + ", ".join(report["members_without_verdicts"]))
     return 0
 
 

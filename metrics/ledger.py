@@ -4,8 +4,10 @@ an in-memory index that follows the logs' tails so that every lookup costs the s
 Files in ``runs_dir``::
 
     calls.jsonl     one line per finished panel: the record given to ``record_panel`` (+ v, ts)
-    evidence.jsonl  one line per seat answer, verdict, cooldown and learned window; every line
-                    carries ``"v": 1``, ``"kind"`` and ``"ts"`` (UTC ISO, ms, ``Z``)
+    evidence.jsonl  one line per seat answer, verdict, cooldown and learned window, and one
+                    ``"seated"`` line per panel when it is seated (every alias it seated, before
+                    any seat answers); every line carries ``"v": 1``, ``"kind"`` and ``"ts"``
+                    (UTC ISO, ms, ``Z``)
     panels.idx      8 bytes (little-endian, unsigned) per panel seq: 0 while the panel is in
                     flight, then 1 + the byte offset of its calls.jsonl line. Its length is the
                     panel counter: ``new_panel`` appends a slot under ``flock``. Derived: when
@@ -29,6 +31,11 @@ Invariants:
   and the useful / not-useful counts; per alias the cooldown and the learned window; the current
   verdict of each judged call (its line's offset and usefulness); and a bounded map of the most recent seat
   records (call -> offset). Older calls are found through panels.idx and calls.jsonl.
+* Seating is counted in turns: a shape's turn is how many ``"seated"`` lines it has, in log
+  order (so every process counts the same turns), and each (alias, shape) keeps the turn of its
+  last seat. A ``"seated"`` line is folded like any other, by the tail reader: a writer sees its
+  own seating at its next refresh, which is how the gateway's next seating sees it at once.
+  Older seat lines (without a ``"seated"`` line) still set the seating time, not a turn.
 * The last verdict for a call wins, and its counts are keyed by the seat's alias and shape (which
   the verdict record carries, so a replay needs no seat lookup). A verdict equal to the current
   one is not written. Verdicts and windows are decided while holding evidence.jsonl's ``flock``,
@@ -78,6 +85,9 @@ class ModelState:
     not_useful: int
     cooling_until: float        # epoch seconds; 0.0 if not cooling
     window: int | None          # lowest context window learned from an upstream error
+    # panels of this shape seated since its last seat for it (0: it sat in the latest), None if
+    # never seated; a seat known only from before "seated" lines existed counts every turn
+    waited: int | None = None
 
 
 def utc_iso(t: float) -> str:
@@ -140,6 +150,8 @@ class Ledger:
         self._ino = ino
         self._tail = Tail(self.evidence_path, offset)
         self._last_seated: dict[tuple[str, str], float] = {}
+        self._turns: dict[str, int] = {}                # shape -> "seated" lines folded
+        self._turn_of: dict[tuple[str, str], int] = {}  # (alias, shape) -> its last seat's turn
         self._counts: dict[tuple[str, str], list[int]] = {}
         self._cooling: dict[str, float] = {}
         self._window: dict[str, int] = {}
@@ -173,6 +185,8 @@ class Ledger:
         try:
             if kind == "seat":
                 self._fold_seat(offset, rec)
+            elif kind == "seated":
+                self._fold_seated(rec)
             elif kind == "verdict":
                 self._fold_verdict(offset, rec)
             elif kind == "cooldown":
@@ -199,6 +213,21 @@ class Ledger:
         while len(recent) > self.recent_calls:
             recent.popitem(last=False)
 
+    def _fold_seated(self, rec: dict) -> None:
+        shape, seated, aliases = rec["shape"], rec["seated"], rec["aliases"]
+        if not isinstance(shape, str) or isinstance(seated, bool) \
+                or not isinstance(seated, (int, float)) or not isinstance(aliases, list):
+            return
+        shape = _intern(shape)
+        turn = self._turns.get(shape, 0) + 1
+        self._turns[shape] = turn
+        for alias in aliases:
+            if isinstance(alias, str):
+                key = (_intern(alias), shape)
+                self._turn_of[key] = turn
+                if seated > self._last_seated.get(key, -1.0):
+                    self._last_seated[key] = float(seated)
+
     def _fold_verdict(self, offset: int, rec: dict) -> None:
         call, alias, shape = rec["call"], _intern(rec["alias"]), _intern(rec["shape"])
         useful = bool(rec["useful"])
@@ -220,6 +249,7 @@ class Ledger:
         self._unsaved = 0
         return {"ino": self._ino, "offset": self._tail.offset,
                 "last_seated": dict(self._last_seated),
+                "turns": dict(self._turns), "turn_of": dict(self._turn_of),
                 "counts": {k: tuple(v) for k, v in self._counts.items()},
                 "cooling_until": dict(self._cooling), "window": dict(self._window),
                 "verdicts": dict(self._verdicts), "recent": list(self._recent.items())}
@@ -232,6 +262,8 @@ class Ledger:
             "v": SNAPSHOT_VERSION, "ts": utc_iso(time.time()),
             "ino": state["ino"], "offset": state["offset"],
             "last_seated": [[a, s, t] for (a, s), t in state["last_seated"].items()],
+            "turns": {"shapes": state["turns"],
+                      "seats": [[a, s, n] for (a, s), n in state["turn_of"].items()]},
             "counts": [[a, s, u, n] for (a, s), (u, n) in state["counts"].items()],
             "cooling_until": state["cooling_until"], "window": state["window"],
             # columns, not a list per entry: parsing them makes far fewer objects at start
@@ -277,6 +309,10 @@ class Ledger:
             self._reset(ino, offset)
             for a, s, t in data["last_seated"]:
                 self._last_seated[(_intern(a), _intern(s))] = float(t)
+            # a snapshot without turns predates "seated" lines: KeyError, so it is replayed
+            self._turns = {_intern(s): int(n) for s, n in data["turns"]["shapes"].items()}
+            for a, s, n in data["turns"]["seats"]:
+                self._turn_of[(_intern(a), _intern(s))] = int(n)
             for a, s, u, n in data["counts"]:
                 self._counts[(_intern(a), _intern(s))] = [int(u), int(n)]
             self._cooling = {_intern(a): float(t) for a, t in data["cooling_until"].items()}
@@ -314,13 +350,16 @@ class Ledger:
         self.refresh()
         out = {}
         with self._lock:
+            turns = self._turns.get(shape, 0)
             for alias in aliases:
                 useful, not_useful = self._counts.get((alias, shape), (0, 0))
                 until = self._cooling.get(alias, 0.0)
+                last = self._last_seated.get((alias, shape))
                 out[alias] = ModelState(
-                    last_seated=self._last_seated.get((alias, shape)), useful=useful,
+                    last_seated=last, useful=useful,
                     not_useful=not_useful, cooling_until=until if until > now else 0.0,
-                    window=self._window.get(alias))
+                    window=self._window.get(alias),
+                    waited=None if last is None else turns - self._turn_of.get((alias, shape), 0))
         return out
 
     def call(self, call_id: str) -> dict | None:
@@ -512,6 +551,18 @@ class Ledger:
     def record_seat(self, rec: dict) -> None:
         """Append one seat's outcome to evidence.jsonl."""
         self._evidence.append(self.seat_record(rec))
+
+    def record_seated(self, panel: str, shape: str, aliases: Iterable[str], seated: float) -> None:
+        """Append one ``"seated"`` line: the panel took a seat for each of ``aliases`` at
+        ``seated`` (epoch seconds, the panel's start). Written when the panel is seated, so the
+        next seating here (after its tail refresh) and in any other process sees it at once."""
+        aliases = list(aliases)
+        if not isinstance(shape, str) or not shape or not all(
+                isinstance(a, str) and a for a in aliases):
+            raise errors.BadRequest("a seating needs a shape and aliases (non-empty strings)")
+        self._evidence.append({"v": SCHEMA, "kind": "seated", "ts": utc_iso(time.time()),
+                               "panel": panel, "shape": shape, "seated": seated,
+                               "aliases": aliases})
 
     def record_seats(self, recs: list[dict], now: float | None = None) -> None:
         """Append many seat records in one locked write (bulk loaders)."""

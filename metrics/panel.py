@@ -2,17 +2,20 @@
 
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
-cancelled is data in the reply (status and error), never an exception and never dropped. Each
-seat is written to the evidence log as it finishes and the whole panel to the call log once,
-when it is done or abandoned. A rate limit cools the model down for the stated time (or the
-configured default) instead of being retried; a context-length error that states a window
-teaches the ledger that (lower) window. Images are forwarded to seats as sent and written
-nowhere: logs, errors and the merger's input carry placeholders.
+cancelled is data in the reply (status and error), never an exception and never dropped. The
+seating is written to the evidence log (one ``"seated"`` line) before any seat is asked, each
+seat as it finishes, and the whole panel to the call log once, when it is done or abandoned.
+Each seat counts as in flight from its seating until it ends, however it ends (answered, failed,
+cancelled, given up, or the panel never started). A rate limit cools the model down for the
+stated time (or the configured default) instead of being retried; a context-length error that
+states a window teaches the ledger that (lower) window. Images are forwarded to seats as sent
+and written nowhere: logs, errors and the merger's input carry placeholders.
 """
 
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -26,13 +29,15 @@ from panelist.metrics.errors import (BadRequest, ContextTooLong, EmptyAnswer, Pa
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import Ledger
 from panelist.metrics.roster import Roster
-from panelist.metrics.route import Seat, Seating, seat_panel, window_of
+from panelist.metrics.route import Seat, Seating, SeatsInFlight, seat_panel, window_of
+from panelist.metrics.suggest import suggestions
 
 # Fields that describe the panel rather than the question; everything else reaches each seat.
 OWN_FIELDS = ("model", "messages", "stream", "stream_options", "n", "bench", "with")
 NUMBERS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 COUNTS = ("max_tokens", "max_completion_tokens", "seed")
 MAX_NOMINEES = 16
+HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
 
 @dataclass
@@ -125,6 +130,9 @@ class Panels:
         self.upstream = upstream or Upstream()
         # threads are made only as seats need them and then reused, so an idle gateway is small
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="seat")
+        self.in_flight = SeatsInFlight()
+        # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
+        self._seating = threading.Lock()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -136,13 +144,31 @@ class Panels:
 
     def seat(self, req: Request) -> Seating:
         """Seat a panel, or refuse it (413 too big for a member, 400 nobody can see the images,
-        503 nobody at all) before anything is asked."""
+        503 nobody at all) before anything is asked.
+
+        A seating is taken in one locked step: follow the evidence log, pick, reserve the panel
+        id, log a ``"seated"`` line and hold its seats as in flight. The next seating in this
+        process, however concurrent, starts after that and sees it; other processes see the line.
+        The hold is released seat by seat by the ``PanelRun`` that ``start`` makes."""
         view = self.roster.view()
         limits = self.collections.limits()
-        states = self.ledger.states(view.models.keys(), req.shape)
-        seating = seat_panel(req.collection, view, states,
-                             explorers=req.collection.explorers(limits), estimate=req.estimate,
-                             images=bool(req.images), nominees=req.nominees)
+        with self._seating:
+            now = time.time()
+            states = self.ledger.states(view.models.keys(), req.shape, now)
+            seating = seat_panel(req.collection, view, states,
+                                 explorers=req.collection.explorers(limits),
+                                 estimate=req.estimate, images=bool(req.images),
+                                 nominees=req.nominees, busy=self.in_flight.busy(), now=now)
+            self._refuse(req, view, states, seating)
+            seating.suggest = suggestions(req.collection, view, states, req.shape)
+            aliases = [s.model.alias for s in seating.seats]
+            seating.panel, seating.at = self.ledger.new_panel(now), now
+            self.ledger.record_seated(seating.panel, req.shape, aliases, now)
+            seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
+        return seating
+
+    def _refuse(self, req: Request, view, states: dict, seating: Seating) -> None:
+        """Raise if the panel must not run; see ``seat``."""
         too_small = []
         for alias in req.collection.members:
             model = view.models.get(alias)
@@ -164,7 +190,6 @@ class Panels:
                 "the roster is empty"
             raise Unavailable(f"no seat could be filled for {req.collection.model_id} "
                               f"({reasons}); try again later or change the collection")
-        return seating
 
     def ask(self, body, *, key: str = "local", verdict_url: str | None = None,
             alive: Callable[[], bool] | None = None) -> dict | None:
@@ -237,30 +262,42 @@ class PanelRun:
 
     def __init__(self, panels: Panels, req: Request, seating: Seating, key: str):
         self.panels, self.req, self.seating, self.key = panels, req, seating, key
-        limits = panels.collections.limits()
-        self.started = time.time()
-        self._t0 = time.monotonic()
-        self.deadline = self._t0 + limits.panel_timeout
-        self.seat_timeout = limits.seat_timeout
-        self.panel = panels.ledger.new_panel(self.started)
-        self.cancel = CancelFlag()  # setting it cuts every seat's upstream connection at once
-        self.merger: SeatResult | None = None
-        self.note = ""
-        self._recorded = False
-        self.results = [SeatResult(call=f"{self.panel}.{s.label}", seat=s.seat,
-                                   alias=s.model.alias, served=s.model.served)
-                        for s in seating.seats]
-        # seats report here as they finish; what has not been handed to the caller stays listed
-        self._finished: queue.SimpleQueue[SeatResult] = queue.SimpleQueue()
-        self._unreported = {r.call: r for r in self.results}
-        for seat, result in zip(seating.seats, self.results):
-            panels._pool.submit(self._run_seat, seat, result)
+        try:
+            limits = panels.collections.limits()
+            self.started = seating.at or time.time()
+            self._t0 = time.monotonic()
+            self.deadline = self._t0 + limits.panel_timeout
+            self.seat_timeout = limits.seat_timeout
+            self.panel = seating.panel or panels.ledger.new_panel(self.started)
+            self.cancel = CancelFlag()  # setting it cuts every seat's upstream connection at once
+            self.merger: SeatResult | None = None
+            self.note = ""
+            self._recorded = False
+            self.results = [SeatResult(call=f"{self.panel}.{s.label}", seat=s.seat,
+                                       alias=s.model.alias, served=s.model.served)
+                            for s in seating.seats]
+            # seats report here as they finish; what has not been handed over stays listed
+            self._finished: queue.SimpleQueue[SeatResult] = queue.SimpleQueue()
+            self._unreported = {r.call: r for r in self.results}
+            for seat, result in zip(seating.seats, self.results):
+                panels._pool.submit(self._run_seat, seat, result)
+        except BaseException:
+            self._release()  # a panel that never ran holds no seat
+            raise
 
     def _run_seat(self, seat: Seat, result: SeatResult) -> None:
         try:
             self.panels.call(self, seat, result, self.req.messages, self.req.params)
         finally:
+            # released before the result is handed over, so a caller that has every result
+            # also finds the seat no longer in flight
+            if self.seating.hold is not None:
+                self.seating.hold.release(seat.model.alias)
             self._finished.put(result)
+
+    def _release(self) -> None:
+        if self.seating.hold is not None:
+            self.seating.hold.release_all()
 
     @property
     def abandoned(self) -> bool:
@@ -362,6 +399,7 @@ class PanelRun:
             bench["merger"] = self.merger.public()
         if self.note:
             bench["note"] = self.note
+        bench["suggest"] = self.seating.suggest
         return bench
 
     def usage(self, results: list[SeatResult]) -> dict:
@@ -387,6 +425,7 @@ class PanelRun:
         if self._recorded:
             return
         self._recorded = True
+        self._release()  # done or given up: a seat that never reported counts no longer
         urls = self.req.images
         seats = [dict(r.public(), served=r.served, answer=prompt.scrub(r.answer, urls))
                  for r in self.in_seat_order(results)]

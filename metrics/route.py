@@ -1,32 +1,64 @@
 """Seating: who sits on a panel, and why everyone else does not.
 
 Every member sits, unless it cannot answer at all (retired, cooling down after a rate limit,
-gone from the roster); then it is listed in ``skipped`` with why. Explorer seats go to the
-eligible models with the least recent evidence for the request's shape, weighed by their
-verdicts. Eligible means: not a member, not of a member's family, not of an explorer already
-seated's family (while another family is left), not retired, not cooling down, and a known
-context window (the lower of the roster's and one learned from an upstream error) no smaller
-than the prompt's estimate. A model with no known window is never refused for size.
+gone from the roster); then it is listed in ``skipped`` with why. Explorer seats rotate among
+the eligible models, to gather evidence on models the collection does not have. Eligible means:
+not a member, not of a member's family, not of an explorer already seated's family (while
+another family is left), not retired, not cooling down, and a known context window (the lower
+of the roster's and one learned from an upstream error) no smaller than the prompt's estimate.
+A model with no known window is never refused for size.
 
-The rule (per shape, at timestamp precision):
+The rule, per shape, counted in turns (a shape's turn advances once per panel seated with it,
+in the order of the evidence log, so every process counts alike):
 
-1. A model never seated for the shape comes first (ties: alias order).
-2. Otherwise its claim is ``age × (useful + 1) / (not_useful + 1)``, where ``age`` is the seconds
-   since its last seat. Highest claim sits. A model whose answers were judged useful comes back
-   sooner; one judged not useful waits longer, but never forever: its claim still grows with age,
-   so the roster keeps getting fresh evidence on everyone.
+1. A model with a seat still in flight in this gateway counts as just seated: it waits behind
+   every model that has none. A model whose upstream hangs is asked once, not by every panel
+   started while it hangs.
+2. A model never seated for the shape comes first (ties: the weight below, then alias order).
+3. Otherwise the largest claim sits: ``turns × weight``. ``turns`` is how many panels of the
+   shape were seated since its last seat, counting that one (1: it sat in the latest);
+   ``weight`` is ``(useful + 1) / (not_useful + 1)`` held between 1 and 2. Ties go to the
+   longer wait, then the older seating time, then an order that reshuffles each time the tied
+   models sit (models seated together would otherwise come back in alias order every round).
 
-A request may nominate models (``"with": [...]``): nominees take explorer seats before
-staleness does, under the same exclusions; a nominee that cannot sit is listed with why.
-A request with images seats only models that take images (unknown counts as cannot).
+Verdicts can at most double a claim, and never shrink one below plain rotation: a model judged
+useful comes back up to twice as often, a model judged not useful keeps its turn. That bounds
+how long anyone waits, whatever the verdicts. With K candidates and E explorer seats, every
+candidate sits at least once in any 2·⌈K/E⌉ consecutive panels of the shape (at most
+⌊2(K−1)/E⌋ + 1 panels from one seat to the next); when candidates share a family, within 2K.
+Why: a model that has waited j turns claims at least j; a rival seated i turns into that wait
+claims at most 2(j − i), so it outranks the waiting model only while i ≤ j/2. In the second half
+of any wait each rival sits at most once, E of them a panel, so that half lasts at most
+(K − 1)/E panels. The bound counts panels in which the model is eligible and has no seat in
+flight, with every explorer seat filled by this rule (no nominees) from the same candidates.
 
-Every model left out of the panel is listed in ``skipped`` with why.
+Counting turns rather than seconds keeps the bound whatever the traffic's timing: with
+``seconds × weight``, panels arriving at ever longer intervals can keep a favoured model ahead
+of the rest indefinitely. Seconds still break ties, and a model seated only before turns were
+logged counts as having waited every turn.
+
+A request may nominate models (``"with": [...]``): nominees take explorer seats before the
+rotation does, under the same exclusions; a nominee that cannot sit is listed with why. A
+request with images seats only models that take images (unknown counts as cannot).
+
+Every model left out of the panel is listed in ``skipped`` with why. When a model is clearly
+more useful than a member, the reply says so (``suggest``) rather than seating it forever.
+
+``SeatsInFlight`` is the gateway's memory of seats asked and not yet answered. Invariants: a
+hold is taken in the same locked step that picks the panel (so two threads never pick the same
+model because neither saw the other), each seat releases its alias once when it ends however
+it ends, the panel releases what is left when it is logged, and a hold nobody releases lapses
+a little after the panel's deadline.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+import zlib
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from panelist.metrics.collection import Collection
 from panelist.metrics.roster import Model, RosterView
@@ -47,22 +79,50 @@ class Seat:
 class Seating:
     seats: list[Seat]
     skipped: list[dict] = field(default_factory=list)
+    # set by the gateway once the seating is taken (see Panels.seat)
+    panel: str | None = None        # the panel id reserved for it
+    at: float | None = None         # epoch seconds: when it was seated, the panel's start
+    hold: "Hold | None" = None      # its seats in flight, released as they end
+    suggest: list[dict] = field(default_factory=list)
 
     def skip(self, seat: str, alias: str, why: str) -> None:
         self.skipped.append({"seat": seat, "alias": alias, "why": why})
 
 
-def claim(state, now: float) -> tuple:
-    """Sort key, smallest first: never-seated first, then the largest weighted age."""
-    weight = (state.useful + 1) / (state.not_useful + 1)
+MAX_WEIGHT = 2.0  # verdicts at most double a claim; the waiting bound in the docstring needs it
+
+
+def weight(state) -> float:
+    """``(useful + 1) / (not_useful + 1)`` held between 1 and ``MAX_WEIGHT``."""
+    return min(MAX_WEIGHT, max(1.0, (state.useful + 1) / (state.not_useful + 1)))
+
+
+def claim(state, alias: str, busy: bool = False) -> tuple:
+    """Sort key, smallest first: no seat in flight before one in flight; never seated first
+    (then alias order); then the largest ``turns × weight``, the longer wait, the older seating
+    time, and last a shuffle that changes with every seating (see ``_shuffle``)."""
+    w = weight(state)
     if state.last_seated is None:
-        return (0, -weight)
-    return (1, -max(0.0, now - state.last_seated) * weight)
+        return (busy, 0, -w, 0, 0.0, 0, alias)
+    # a hand-made state without a turn count is treated as seated in the latest panel
+    turns = (state.waited or 0) + 1
+    return (busy, 1, -turns * w, -turns, state.last_seated, _shuffle(alias, state.last_seated),
+            alias)
+
+
+def _shuffle(alias: str, seated: float) -> int:
+    """A tie order for models that sat in the same panel: alias order would send the same one
+    back first every round, giving it more seats than its equals. Hashing the alias with the
+    seating time reorders them each time they sit, the same way in every process."""
+    return zlib.crc32(f"{alias}@{seated!r}".encode())
 
 
 def window_of(model: Model, state) -> int | None:
-    known = [w for w in (model.context, state.window if state else None) if w]
-    return min(known) if known else None
+    """The lower of the roster's window and a learned one, or None when neither is known."""
+    learned = state.window if state is not None else None
+    if model.context and learned:
+        return min(model.context, learned)
+    return model.context or learned or None
 
 
 def why_not(model: Model, state, estimate: int, now: float, images: bool = False) -> str | None:
@@ -81,12 +141,12 @@ def why_not(model: Model, state, estimate: int, now: float, images: bool = False
 
 
 def seat_panel(collection: Collection, roster: RosterView, states: dict, *, explorers: int,
-               estimate: int, images: bool = False, nominees=(),
+               estimate: int, images: bool = False, nominees=(), busy=frozenset(),
                now: float | None = None) -> Seating:
     """Seat the members, then nominees, then fill what is left of ``explorers`` explorer seats by
-    staleness. ``states`` maps every roster alias to its ledger state (last seat, verdicts,
-    cooldown, learned window) for the request's shape. With ``images`` only models that take
-    images sit."""
+    the rotation. ``states`` maps every roster alias to its ledger state (last seat, turns
+    waited, verdicts, cooldown, learned window) for the request's shape; ``busy`` holds the
+    aliases with a seat in flight. With ``images`` only models that take images sit."""
     now = time.time() if now is None else now
     seating = Seating(seats=[])
     member_families = set()
@@ -108,6 +168,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         return why_not(model, states.get(model.alias), estimate, now, images)
 
     chosen: list[Model] = []
+    taken: set[str] = set()  # chosen aliases: a set, as the roster may be long
     families: set[str] = set()
     for alias in dict.fromkeys(nominees):  # a nominee named twice is asked once
         model = roster.models.get(alias)
@@ -123,6 +184,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
                          "collection)")
         else:
             chosen.append(model)
+            taken.add(alias)
             families.add(model.family)
             seating.seats.append(Seat("nominee", len(chosen), model))
     nominated = set(nominees)
@@ -136,7 +198,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             seating.skip("explorer", alias, reason)
             continue
         candidates.append(model)
-    candidates.sort(key=lambda m: (claim(states[m.alias], now), m.alias))
+    candidates.sort(key=lambda m: claim(states[m.alias], m.alias, m.alias in busy))
 
     # first pass keeps explorer families distinct; the second fills what is left
     explorer_models: list[Model] = []
@@ -144,16 +206,90 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         for model in candidates:
             if len(chosen) >= explorers:
                 break
-            if model in chosen or (distinct and model.family in families):
+            if model.alias in taken or (distinct and model.family in families):
                 continue
             chosen.append(model)
+            taken.add(model.alias)
             explorer_models.append(model)
             families.add(model.family)
     for i, model in enumerate(explorer_models, 1):
         seating.seats.append(Seat("explorer", i, model))
     for rank, model in enumerate(candidates, 1):
-        if model not in chosen:
-            why = ("no explorer seats on this collection" if explorers == 0 else
-                   f"explorer seats went to models with older evidence (rank {rank})")
+        if model.alias not in taken:
+            if explorers == 0:
+                why = "no explorer seats on this collection"
+            elif model.alias in busy:
+                why = "still answering another panel's seat; explorer seats went to others"
+            else:
+                why = f"explorer seats went to models with older evidence (rank {rank})"
             seating.skip("explorer", model.alias, why)
     return seating
+
+
+class SeatsInFlight:
+    """Seats asked and not yet answered, per alias, for one gateway (see the module's
+    invariants). Costs O(1) per seat, plus pruning lapsed holds when any are left over."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._busy: Counter[str] = Counter()
+        self._holds: OrderedDict[int, Hold] = OrderedDict()  # oldest first
+        self._next = 0
+
+    def hold(self, aliases: Iterable[str], seconds: float) -> "Hold":
+        """Count each alias as in flight until released, or for ``seconds`` at most."""
+        with self._lock:
+            self._next += 1
+            hold = Hold(self, self._next, list(aliases), time.monotonic() + seconds)
+            self._holds[hold.key] = hold
+            self._busy.update(hold.aliases)
+        return hold
+
+    def busy(self) -> frozenset[str]:
+        """The aliases with at least one seat in flight."""
+        with self._lock:
+            self._lapse(time.monotonic())
+            return frozenset(self._busy)
+
+    def counts(self) -> dict[str, int]:
+        """Seats in flight per alias (empty when nothing is being asked)."""
+        with self._lock:
+            self._lapse(time.monotonic())
+            return dict(self._busy)
+
+    def _lapse(self, now: float) -> None:
+        # holds are made with the same timeout, so the oldest lapse first; a hold with a
+        # longer timeout at the front only delays the pruning of those behind it
+        while self._holds:
+            hold = next(iter(self._holds.values()))
+            if hold.until > now:
+                return
+            self._drop(hold, list(hold.aliases))
+
+    def _drop(self, hold: "Hold", aliases: list[str]) -> None:
+        """Release ``aliases`` (each once) from ``hold``; caller holds ``_lock``."""
+        for alias in aliases:
+            if alias in hold.aliases:
+                hold.aliases.remove(alias)
+                self._busy[alias] -= 1
+                if self._busy[alias] <= 0:
+                    del self._busy[alias]
+        if not hold.aliases:
+            self._holds.pop(hold.key, None)
+
+
+class Hold:
+    """One panel's seats in flight. Releasing twice, or after the hold lapsed, does nothing."""
+
+    def __init__(self, flight: SeatsInFlight, key: int, aliases: list[str], until: float):
+        self.flight, self.key, self.aliases, self.until = flight, key, aliases, until
+
+    def release(self, alias: str) -> None:
+        """One seat of ``alias`` ended (answered, failed, cancelled or given up)."""
+        with self.flight._lock:
+            self.flight._drop(self, [alias])
+
+    def release_all(self) -> None:
+        """The panel is done: whatever it still holds ends with it."""
+        with self.flight._lock:
+            self.flight._drop(self, list(self.aliases))

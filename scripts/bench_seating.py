@@ -1,0 +1,123 @@
+"""Benchmark seating: what ``Panels.seat`` costs per panel. It prints figures; it asserts nothing.
+
+    python scripts/bench_seating.py [--panels N] [--threads T] [--json]
+
+For rosters of 10, 100 and 1,000 models (three members, the rest explorer candidates of distinct
+families, 10% of them with verdicts on the shape) it seats ``--panels`` panels in one thread and
+prints the time per ``Panels.seat`` (p50, p99, mean): follow the evidence log, pick, reserve the
+panel id, log the seating and hold its seats. Then ``--threads`` threads seat at once and it
+prints seatings per second. No upstream is asked: each seating's hold is released at once, as a
+panel whose seats answer instantly would. The data folder is a temporary one, deleted at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if not __package__:
+    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from panelist.metrics.collection import Collections  # noqa: E402
+from panelist.metrics.home import open_home  # noqa: E402
+from panelist.metrics.panel import Panels  # noqa: E402
+from panelist.metrics.roster import Roster  # noqa: E402
+
+SIZES = (10, 100, 1000)
+BODY = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this diff."}]}
+
+
+def build(root: Path, size: int):
+    home = open_home(root)
+    roster = Roster(home)
+    roster.add_endpoint("sim", "http://127.0.0.1:9/v1")
+    roster.add_model("m0", "sim", family="m0", context=100_000)
+    # one write for the whole roster: adding models one by one rewrites the file each time
+    doc = json.loads(roster.path.read_text())
+    template = doc["models"]["m0"]
+    doc["models"] = {f"m{i}": dict(template, family=f"m{i}", served=f"m{i}")
+                     for i in range(size)}
+    roster.path.write_text(json.dumps(doc))
+    Collections(home).save(roster.view(), "trio", ["m0", "m1", "m2"])
+    panels = Panels(home)
+    ledger = panels.ledger
+    for i in range(3, size, 10):  # verdicts on a tenth of the roster, so suggestions have work
+        for j in range(5):
+            panel = ledger.new_panel()
+            call = f"{panel}.explorer1"
+            ledger.record_seat({"call": call, "panel": panel, "alias": f"m{i}",
+                                "shape": "general", "status": "ok", "key": "local"})
+            ledger.record_verdict(call, useful=j % 2 == 0)
+    return panels
+
+
+def seat_once(panels: Panels, req) -> float:
+    t0 = time.perf_counter()
+    seating = panels.seat(req)
+    spent = time.perf_counter() - t0
+    hold = getattr(seating, "hold", None)
+    if hold is not None:
+        hold.release_all()
+    return spent
+
+
+def measure(size: int, n: int, threads: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        panels = build(Path(tmp) / "data", size)
+        try:
+            req = panels.parse(BODY)
+            for _ in range(20):  # warm the caches and the evidence tail
+                seat_once(panels, req)
+            times = sorted(seat_once(panels, req) for _ in range(n))
+            start = threading.Barrier(threads + 1)
+            per_thread = max(1, n // threads)
+
+            def work():
+                start.wait()
+                for _ in range(per_thread):
+                    seat_once(panels, req)
+            workers = [threading.Thread(target=work) for _ in range(threads)]
+            for w in workers:
+                w.start()
+            start.wait()
+            t0 = time.perf_counter()
+            for w in workers:
+                w.join()
+            wall = time.perf_counter() - t0
+        finally:
+            panels.close()
+    return {"roster": size, "panels": n,
+            "p50_us": round(times[len(times) // 2] * 1e6),
+            "p99_us": round(times[min(len(times) - 1, int(len(times) * 0.99))] * 1e6),
+            "mean_us": round(statistics.fmean(times) * 1e6),
+            "threads": threads, "seatings_per_s": round(per_thread * threads / wall)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--panels", type=int, default=2000)
+    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    rows = [measure(size, args.panels, args.threads) for size in SIZES]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"Panels.seat per panel ({args.panels} panels, then {args.threads} threads at once)")
+    print(f"{'roster':>7} {'p50 µs':>8} {'p99 µs':>8} {'mean µs':>8} {'seatings/s':>11}")
+    for r in rows:
+        print(f"{r['roster']:>7} {r['p50_us']:>8} {r['p99_us']:>8} {r['mean_us']:>8} "
+              f"{r['seatings_per_s']:>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
