@@ -119,7 +119,7 @@ class _Target:
     the proxy it is reached through (resolved once, here)."""
 
     __slots__ = ("key", "scheme", "host", "port", "head", "label", "proxy", "dial", "authority",
-                 "secrets")
+                 "secrets", "listing")
 
     def __init__(self, base_url: str, proxies):
         try:
@@ -144,18 +144,24 @@ class _Target:
         self.dial = (proxy.host, proxy.port) if proxy else (self.host, self.port)
         self.secrets = proxy.secrets if proxy else ()
         self.authority = f"{host}:{self.port}".encode()   # a CONNECT's target: always with port
-        path = quote(parts.path.rstrip("/") + "/chat/completions", safe="/%:@!$&'()*+,;=~")
-        if parts.query:
-            path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=~?")
         authority = host if self.port == default else f"{host}:{self.port}"
         self.label = f"upstream {host}:{self.port}" + (f" via {proxy.label}" if proxy else "")
-        via = b""
-        if proxy and self.scheme == "http":   # the proxy forwards it: it needs the whole URL
-            path = f"http://{authority}{path}"
-            via = proxy.auth
+
+        def target_of(leaf: str) -> tuple[str, bytes]:
+            path = quote(parts.path.rstrip("/") + leaf, safe="/%:@!$&'()*+,;=~")
+            if parts.query:
+                path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=~?")
+            if proxy and self.scheme == "http":   # the proxy forwards it: it needs the whole URL
+                return f"http://{authority}{path}", proxy.auth
+            return path, b""
+        path, via = target_of("/chat/completions")
         self.head = (f"POST {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: {USER_AGENT}\r\n"
                      "Accept: application/json\r\nAccept-Encoding: identity\r\n"
                      "Content-Type: application/json\r\n").encode() + via
+        path, via = target_of("/models")
+        self.listing = (f"GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: {USER_AGENT}"
+                        "\r\nAccept: application/json\r\nAccept-Encoding: identity\r\n"
+                        ).encode() + via
 
 
 class Upstream:
@@ -184,12 +190,47 @@ class Upstream:
              cancel: threading.Event | None = None) -> Answer:
         """POST ``body`` (with ``"stream": false``) to ``{base_url}/chat/completions``."""
         started = time.monotonic()
+        target = self._target(base_url)
+        payload = json.dumps({**body, "stream": False}).encode()
+        response, data, secrets = self._call(target, target.head, payload, api_key, started,
+                                             timeout, cancel)
+        if not 200 <= response.status <= 299:
+            raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
+        return _answer(response, data, target.label, secrets, time.monotonic() - started)
+
+    def models(self, base_url: str, api_key: str | None, *, timeout: float) -> list[dict]:
+        """``GET {base_url}/models``: the entries of the endpoint's model list (each has an
+        ``id``; many providers add ``context_length``, pricing and the like), as sent."""
+        started = time.monotonic()
+        target = self._target(base_url)
+        response, data, secrets = self._call(target, target.listing, None, api_key, started,
+                                             timeout, None)
+        if not 200 <= response.status <= 299:
+            raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
+        try:
+            listing = jsonwire.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise UpstreamBadReply(f"{target.label} listed its models with a body that is not "
+                                   "JSON; check that the endpoint URL is OpenAI-compatible (it "
+                                   "usually ends in /v1)") from exc
+        entries = listing.get("data") if isinstance(listing, dict) else listing
+        if not isinstance(entries, list):
+            raise UpstreamBadReply(f"{target.label} answered GET /models without a 'data' list; "
+                                   "check that the endpoint URL is OpenAI-compatible")
+        return [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+
+    def _target(self, base_url: str) -> _Target:
         target = self._targets.get(base_url)
         if target is None:
             target = _Target(base_url, self.proxies)
             if len(self._targets) > 1024:   # endpoints are few; this only bounds a misuse
                 self._targets.clear()
             self._targets[base_url] = target
+        return target
+
+    def _call(self, target: _Target, head: bytes, payload: bytes | None, api_key: str | None,
+              started: float, timeout: float, cancel) -> tuple:
+        """One request with its checks and deadline: ``(response, body, secrets to scrub)``."""
         if self._closed:
             raise Cancelled(f"call to {target.label} not made: this Upstream is closed; "
                             "build a new one")
@@ -205,10 +246,12 @@ class Upstream:
                                  "header cannot carry; check the environment variable it is read "
                                  "from")
             auth = b"Authorization: Bearer " + api_key.encode() + b"\r\n"
-        payload = json.dumps({**body, "stream": False}).encode()
         # One write per request: head and body in one segment, so the server never waits for a
         # second packet (TCP_NODELAY is set) and the call costs a single send.
-        request = b"%s%sContent-Length: %d\r\n\r\n%s" % (target.head, auth, len(payload), payload)
+        if payload is None:
+            request = b"%s%s\r\n" % (head, auth)
+        else:
+            request = b"%s%sContent-Length: %d\r\n\r\n%s" % (head, auth, len(payload), payload)
 
         call = _Call(started + timeout, cancel)
         self._enter(call)
@@ -218,9 +261,7 @@ class Upstream:
             with self._lock:
                 self._inflight.discard(call)
         secrets = ((api_key, "[api key]"),) + target.secrets if api_key else target.secrets
-        if not 200 <= response.status <= 299:
-            raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
-        return _answer(response, data, target.label, secrets, time.monotonic() - started)
+        return response, data, secrets
 
     def _exchange(self, target: _Target, request: bytes, call: _Call,
                   timeout: float) -> tuple[_Reply, bytes]:
