@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from panelist.metrics import configfile
-from panelist.metrics.errors import BadRequest, ConfigInvalid, NotFound
+from panelist.metrics.errors import BadRequest, ConfigInvalid, Conflict, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control
 from panelist.metrics.roster import RosterView
@@ -149,7 +149,8 @@ class Collections:
 
     def save(self, roster: RosterView, name: str, members, *, description: str = "",
              tags=(), shape: str = "", reply: str = "all", merger: str = "",
-             by: str | None = None) -> Collection:
+             by: str | None = None, expect: str | None = None) -> Collection:
+        """Create or replace a collection. ``expect``: see ``configfile.check_version``."""
         c = check_collection(roster, self.limits(), name, members, description=description,
                              tags=tags, shape=shape, reply=reply, merger=merger)
         new = {k: v for k, v in c.public().items() if k != "name"}
@@ -157,12 +158,41 @@ class Collections:
         def change(doc):   # under c.name: "bench/x" was given as the model id of "x"
             cols = doc.setdefault("collections", {})
             old = cols.get(c.name)
+            configfile.check_version(f"collection {c.model_id}", old, expect)
             if old == new:
                 return None
             cols[c.name] = new
             return f"collection {c.name}", old, new
         configfile.update(self.path, change, by=by)
         return c
+
+    def set_limits(self, values: dict, *, version: str | None = None,
+                   by: str | None = None) -> Limits:
+        """Replace the limits named in ``values`` (the others stay), validated as a whole."""
+        unknown = sorted(set(values) - set(Limits.__dataclass_fields__))
+        if unknown:
+            raise ConfigInvalid(f"unknown limit(s) {', '.join(unknown)}; the limits are "
+                                f"{', '.join(Limits.__dataclass_fields__)}")
+        path = self._limits.path
+        result = []
+
+        def change(doc):
+            old = {k: doc[k] for k in Limits.__dataclass_fields__ if k in doc}
+            if version is not None and version != configfile.version_of(old):
+                raise Conflict("the limits were changed by someone else; reload them and try "
+                               "again", code="stale")
+            new = dict(old, **values)
+            result.append(check_limits(new))
+            if new == old:
+                return None
+            doc.update(new)
+            return "limits", old, new
+        configfile.update(path, change, by=by)
+        return result[0]
+
+    def limits_version(self) -> str:
+        doc = configfile.read(self._limits.path)
+        return configfile.version_of({k: doc[k] for k in Limits.__dataclass_fields__ if k in doc})
 
     def remove(self, name: str, *, by: str | None = None) -> None:
         name = name.removeprefix(PREFIX)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import getpass
+import hashlib
 import json
 import os
 from datetime import datetime, timezone
@@ -18,8 +19,31 @@ from pathlib import Path
 from typing import Callable
 
 from panelist.metrics import jsonwire
-from panelist.metrics.errors import ConfigInvalid
+from panelist.metrics.errors import ConfigInvalid, Conflict
 from panelist.metrics.jsonl import SCHEMA, Appender
+
+
+def version_of(value) -> str:
+    """A short digest of a stored value: an edit names the version it read, and is refused when
+    the value changed meanwhile."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_version(what: str, stored, expect: str | None) -> None:
+    """Refuse an edit made on a stale read. ``expect``: None (no check), "" (``what`` must not
+    exist yet) or the version the editor read."""
+    if expect is None:
+        return
+    if expect == "":
+        if stored is not None:
+            raise Conflict(f"{what} exists already; pick another name or edit it",
+                           code="exists")
+    elif stored is None:
+        raise Conflict(f"{what} was removed by someone else; reload and try again",
+                       code="stale")
+    elif version_of(stored) != expect:
+        raise Conflict(f"{what} was changed by someone else; reload and try again",
+                       code="stale")
 
 
 def now_iso() -> str:

@@ -8,6 +8,7 @@
     ├── NotFound (404)                   unknown collection, call, route, endpoint or model
     ├── MethodNotAllowed (405)
     ├── RequestTimeout (408)             the client stopped sending mid-request
+    ├── Conflict (409)                   an edit of something changed meanwhile, or a name taken
     ├── PayloadTooLarge (413)            body or prompt too big
     ├── UnsupportedMediaType (415)       a request body that is not JSON
     ├── TooManyRequests (429)            a gateway key past its requests a minute
@@ -92,6 +93,14 @@ class RequestTimeout(PanelistError):
     """Raised when a client stops sending before its request is complete."""
 
     status = 408
+    type = "invalid_request_error"
+
+
+class Conflict(PanelistError):
+    """Raised when an edit was based on a version that changed meanwhile (code ``stale``), or a
+    new thing takes a name already in use (code ``exists``, ``in_use``)."""
+
+    status = 409
     type = "invalid_request_error"
 
 

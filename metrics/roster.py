@@ -159,13 +159,15 @@ class Roster:
         return self._cache.get()
 
     def add_endpoint(self, name: str, base_url: str, key_env: str | None = None,
-                     *, by: str | None = None) -> Endpoint:
+                     *, by: str | None = None, expect: str | None = None) -> Endpoint:
+        """Create or replace an endpoint. ``expect``: see ``configfile.check_version``."""
         ep = check_endpoint(name, base_url, key_env)
         new = {"base_url": ep.base_url, "key_env": ep.key_env}
 
         def change(doc):
             endpoints = doc.setdefault("endpoints", {})
             old = endpoints.get(name)
+            configfile.check_version(f"endpoint {name}", old, expect)
             if old == new:
                 return None
             endpoints[name] = new
@@ -186,7 +188,9 @@ class Roster:
             return f"endpoint {name}", endpoints.pop(name), None
         configfile.update(self.path, change, by=by)
 
-    def add_model(self, alias: str, endpoint: str, *, by: str | None = None, **fields) -> Model:
+    def add_model(self, alias: str, endpoint: str, *, by: str | None = None,
+                  expect: str | None = None, **fields) -> Model:
+        """Create or replace a model. ``expect``: see ``configfile.check_version``."""
         model = check_model(self.view(), alias, endpoint, **fields)
         new = {k: v for k, v in model.public().items() if k != "alias"}
 
@@ -195,6 +199,7 @@ class Roster:
                 raise ConfigInvalid(f"unknown endpoint '{endpoint}'; it was removed meanwhile")
             models = doc.setdefault("models", {})
             old = models.get(alias)
+            configfile.check_version(f"model {alias}", old, expect)
             if old == new:
                 return None
             models[alias] = new
@@ -204,16 +209,23 @@ class Roster:
 
     def restore(self, alias: str, *, by: str | None = None) -> bool:
         """Put a retired model back in service; False if it was not retired."""
+        return self._set_retired(alias, False, by)
+
+    def retire(self, alias: str, *, by: str | None = None) -> bool:
+        """Keep a model out of every panel until it is restored; False if it was retired."""
+        return self._set_retired(alias, True, by)
+
+    def _set_retired(self, alias: str, retired: bool, by: str | None) -> bool:
         changed = []
 
         def change(doc):
             models = doc.setdefault("models", {})
             if alias not in models:
                 raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
-            if not models[alias].get("retired"):
+            if bool(models[alias].get("retired")) == retired:
                 return None
             old = dict(models[alias])
-            models[alias]["retired"] = False
+            models[alias]["retired"] = retired
             changed.append(alias)
             return f"model {alias}", old, dict(models[alias])
         configfile.update(self.path, change, by=by)

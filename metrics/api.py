@@ -1,0 +1,458 @@
+"""The dashboard's JSON API: thin adapters from a request to the domain and back.
+
+Each handler takes an ``ApiRequest`` and returns what becomes the JSON reply, or raises one of
+``metrics.errors``; no handler knows HTTP. ``ROUTES`` lists them by method and path pattern
+(``{name}`` matches one path segment); a server maps its requests onto that table.
+
+Invariants:
+
+* Every write goes through the same validation as the CLI (``Roster``, ``Collections``,
+  ``Keys``, ``verdict.check``) and is logged in ``config/changes.jsonl`` (or the evidence log)
+  with ``who`` as its author.
+* Every editable object is read with a ``version`` (``configfile.version_of`` its stored value);
+  an edit must send it back and is refused with 409 ``stale`` when the object changed meanwhile.
+  Creating a name that exists is 409 ``exists``.
+* No handler rescans a log: counts come from the ledger's index, pages from ``panels.idx``.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from panelist import __version__
+from panelist.metrics import configfile, verdict
+from panelist.metrics.collection import PREFIX, Limits
+from panelist.metrics.errors import BadRequest, Conflict, NotFound, PanelistError, UpstreamError
+from panelist.metrics.keys import Keys
+from panelist.metrics.ledger import panel_seq
+from panelist.metrics.roster import Model
+from panelist.metrics.stats import wilson
+
+MODEL_FIELDS = ("endpoint", "served", "family", "grade", "context", "max_output", "vision",
+                "tools", "price_in", "price_out", "currency")
+COLLECTION_FIELDS = ("members", "description", "tags", "shape", "reply", "merger")
+PAGE, MAX_PAGE = 50, 200
+TEST_TIMEOUT = 10.0   # seconds a Test or a Discover may take
+
+
+@dataclass
+class ApiRequest:
+    method: str
+    params: dict = field(default_factory=dict)     # from the path pattern
+    query: dict = field(default_factory=dict)      # one value per name
+    body: object = None
+    panels: object = None      # the server's Panels: roster, collections, ledger, upstream, home
+    who: str = "dashboard"
+    base_url: str = ""         # where this server is reached, for the /v1 hint
+    start_demo: Callable[[], str] | None = None   # starts the simulated upstream; its base URL
+
+
+# -- helpers --------------------------------------------------------------------------------------
+def _object(req: ApiRequest) -> dict:
+    if not isinstance(req.body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return req.body
+
+
+def _only(body: dict, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise BadRequest(f"unknown field(s) {', '.join(unknown)}; send only "
+                         f"{', '.join(allowed)}", param=unknown[0])
+
+
+def _limit(req: ApiRequest) -> int:
+    raw = req.query.get("limit", str(PAGE))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+        raise BadRequest(f"'limit' must be a whole number from 1 to {MAX_PAGE}", param="limit")
+    return int(raw)
+
+
+def _seq(value: str, param: str) -> int:
+    seq = panel_seq(value)
+    if seq is None:
+        raise BadRequest(f"'{param}' must be a panel id such as p20260101-7", param=param)
+    return seq
+
+
+def _stored(doc: dict, section: str, name: str):
+    return (doc.get(section) or {}).get(name)
+
+
+# -- info and the demo ----------------------------------------------------------------------------
+def info(req: ApiRequest) -> dict:
+    panels = req.panels
+    view = panels.roster.view()
+    ledger = panels.ledger
+    latest = ledger.latest_panel()
+    return {
+        "version": __version__, "python": platform.python_version(),
+        "data_dir": str(panels.home.root),
+        "counts": {"endpoints": len(view.endpoints), "models": len(view.models),
+                   "collections": len(panels.collections.all()),
+                   "panels": (panel_seq(latest) + 1) if latest else 0,
+                   "verdicts": ledger.verdict_count(), "owed": ledger.owed_count()},
+        "first_run": not view.endpoints,
+        "gateway": {"base_url": f"{req.base_url}/v1"},
+    }
+
+
+def load_demo(req: ApiRequest) -> dict:
+    if req.start_demo is None:
+        raise PanelistError("this server cannot start the demo roster")
+    from panelist.metrics import demo
+    demo.install(req.panels.home, req.start_demo())
+    return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
+
+
+# -- models ---------------------------------------------------------------------------------------
+def _model_row(model: Model, stored: dict | None, stats: dict, state, now: float) -> dict:
+    useful, not_useful = stats.get("useful", 0), stats.get("not_useful", 0)
+    judged = useful + not_useful
+    cooling = state.cooling_until if state is not None and state.cooling_until > now else None
+    if model.retired:
+        status = "retired"
+    elif cooling:
+        status = "cooling"
+    elif not stats.get("seats"):
+        status = "untested"
+    else:
+        status = "answering"
+    learned = state.window if state is not None else None
+    windows = [w for w in (model.context, learned) if w]
+    return dict(model.public(), version=configfile.version_of(stored) if stored else "",
+                status=status, cooling_until=cooling, window=min(windows) if windows else None,
+                seats=stats.get("seats", 0), useful=useful, not_useful=not_useful,
+                rate=useful / judged if judged else None, interval=list(wilson(useful, judged)),
+                last_answer=stats.get("last_answer"))
+
+
+def list_models(req: ApiRequest) -> dict:
+    panels = req.panels
+    view = panels.roster.view()
+    doc = configfile.read(panels.roster.path)
+    stats = panels.ledger.model_stats()
+    states = panels.ledger.states(view.models.keys(), "general")
+    now = time.time()
+    rows = [_model_row(m, _stored(doc, "models", a), stats.get(a, {}), states.get(a), now)
+            for a, m in sorted(view.models.items())]
+    return {"data": rows, "shapes": panels.ledger.shapes()}
+
+
+def _one_model(req: ApiRequest, alias: str) -> dict:
+    for row in list_models(req)["data"]:
+        if row["alias"] == alias:
+            return row
+    raise NotFound(f"unknown model '{alias}'; see GET /api/models")
+
+
+def _save_model(req: ApiRequest, alias: str, expect: str) -> dict:
+    body = _object(req)
+    _only(body, ("alias", "version", *MODEL_FIELDS))
+    if "endpoint" not in body:
+        raise BadRequest("'endpoint' is required: the endpoint that serves the model",
+                         param="endpoint")
+    fields = {k: body[k] for k in MODEL_FIELDS if k in body and k != "endpoint"}
+    stored = _stored(configfile.read(req.panels.roster.path), "models", alias)
+    if stored and stored.get("retired"):
+        fields["retired"] = True   # an edit of facts keeps a retirement; restore ends it
+    req.panels.roster.add_model(alias, body["endpoint"], by=req.who, expect=expect, **fields)
+    return _one_model(req, alias)
+
+
+def create_model(req: ApiRequest) -> dict:
+    alias = _object(req).get("alias")
+    if not isinstance(alias, str):
+        raise BadRequest("'alias' is required: the name a collection uses for the model",
+                         param="alias")
+    return _save_model(req, alias, "")
+
+
+def update_model(req: ApiRequest) -> dict:
+    version = _object(req).get("version")
+    if not isinstance(version, str) or not version:
+        raise BadRequest("'version' is required: send the version you read, so a change made "
+                         "meanwhile is not overwritten", param="version")
+    return _save_model(req, req.params["alias"], version)
+
+
+def retire_model(req: ApiRequest) -> dict:
+    req.panels.roster.retire(req.params["alias"], by=req.who)
+    return _one_model(req, req.params["alias"])
+
+
+def restore_model(req: ApiRequest) -> dict:
+    alias = req.params["alias"]
+    req.panels.roster.restore(alias, by=req.who)
+    ledger = req.panels.ledger
+    if ledger.states([alias], "general")[alias].cooling_until:
+        ledger.cool_down(alias, 0, f"restored by {req.who}")
+    return _one_model(req, alias)
+
+
+def delete_model(req: ApiRequest) -> dict:
+    alias = req.params["alias"]
+    users = req.panels.collections.using(alias)
+    if users:
+        raise Conflict(f"model '{alias}' is used by collection(s) {', '.join(users)}; change "
+                       "them first", code="in_use")
+    req.panels.roster.remove_model(alias, by=req.who)
+    return {"removed": alias}
+
+
+# -- endpoints ------------------------------------------------------------------------------------
+def list_endpoints(req: ApiRequest) -> dict:
+    view = req.panels.roster.view()
+    doc = configfile.read(req.panels.roster.path)
+    rows = []
+    for name, ep in sorted(view.endpoints.items()):
+        rows.append({"name": name, "base_url": ep.base_url, "key_env": ep.key_env,
+                     "key_set": bool(ep.api_key()),
+                     "version": configfile.version_of(_stored(doc, "endpoints", name)),
+                     "models": sorted(a for a, m in view.models.items() if m.endpoint == name)})
+    return {"data": rows}
+
+
+def test_endpoint(req: ApiRequest) -> dict:
+    """One real call to an endpoint not yet saved: its model list, or a one-token chat."""
+    from panelist.metrics.roster import check_endpoint
+    body = _object(req)
+    _only(body, ("name", "base_url", "key_env", "model"))
+    ep = check_endpoint(body.get("name") or "test", body.get("base_url"), body.get("key_env"))
+    upstream = req.panels.upstream
+    t0 = time.monotonic()
+    try:
+        if body.get("model"):
+            upstream.chat(ep.base_url, ep.api_key(), {
+                "model": body["model"], "max_tokens": 1,
+                "messages": [{"role": "user", "content": "Say OK."}]}, timeout=TEST_TIMEOUT)
+            listed = []
+        else:
+            listed = [e["id"] for e in upstream.models(ep.base_url, ep.api_key(),
+                                                       timeout=TEST_TIMEOUT)]
+    except UpstreamError as exc:
+        return {"ok": False, "status": exc.status if exc.kind != "timeout" else None,
+                "seconds": round(time.monotonic() - t0, 3),
+                "error": f"{exc.kind}: {exc.message}", "models": []}
+    return {"ok": True, "status": 200, "seconds": round(time.monotonic() - t0, 3), "error": None,
+            "models": listed}
+
+
+def create_endpoint(req: ApiRequest) -> dict:
+    body = _object(req)
+    _only(body, ("name", "base_url", "key_env", "tested"))
+    if body.get("tested") is not True:
+        raise BadRequest("test the endpoint first (POST /api/endpoints/test) and send "
+                         "\"tested\": true once it passes", param="tested")
+    ep = req.panels.roster.add_endpoint(body.get("name"), body.get("base_url"),
+                                        body.get("key_env"), by=req.who, expect="")
+    return next(r for r in list_endpoints(req)["data"] if r["name"] == ep.name)
+
+
+def delete_endpoint(req: ApiRequest) -> dict:
+    req.panels.roster.remove_endpoint(req.params["name"], by=req.who)
+    return {"removed": req.params["name"]}
+
+
+def discover(req: ApiRequest) -> dict:
+    view = req.panels.roster.view()
+    ep = view.endpoints.get(req.params["name"])
+    if ep is None:
+        raise NotFound(f"unknown endpoint '{req.params['name']}'; see GET /api/endpoints")
+    served = {m.served for m in view.models.values() if m.endpoint == ep.name}
+    listed = req.panels.upstream.models(ep.base_url, ep.api_key(), timeout=TEST_TIMEOUT)
+    return {"data": [{"served": e["id"], "on_roster": e["id"] in served}
+                     for e in sorted(listed, key=lambda e: e["id"])]}
+
+
+# -- collections and limits -----------------------------------------------------------------------
+def _limits_view(req: ApiRequest) -> dict:
+    limits: Limits = req.panels.collections.limits()
+    return dict(vars(limits), version=req.panels.collections.limits_version())
+
+
+def list_collections(req: ApiRequest) -> dict:
+    collections = req.panels.collections
+    limits = collections.limits()
+    doc = configfile.read(collections.path)
+    rows = []
+    for name, c in sorted(collections.all().items()):
+        explorers = c.explorers(limits)
+        rows.append(dict(c.public(), id=c.model_id, explorers=explorers,
+                         calls=len(c.members) + explorers,
+                         version=configfile.version_of(_stored(doc, "collections", name))))
+    return {"data": rows, "limits": _limits_view(req)}
+
+
+def _save_collection(req: ApiRequest, name: str, expect: str) -> dict:
+    body = _object(req)
+    _only(body, ("name", "version", *COLLECTION_FIELDS))
+    fields = {k: body[k] for k in COLLECTION_FIELDS if k in body and k != "members"}
+    c = req.panels.collections.save(req.panels.roster.view(), name, body.get("members"),
+                                    by=req.who, expect=expect, **fields)
+    return next(r for r in list_collections(req)["data"] if r["name"] == c.name)
+
+
+def create_collection(req: ApiRequest) -> dict:
+    name = _object(req).get("name")
+    if not isinstance(name, str):
+        raise BadRequest("'name' is required: what the collection is for, asked as "
+                         "bench/<name>", param="name")
+    return _save_collection(req, name.removeprefix(PREFIX), "")
+
+
+def update_collection(req: ApiRequest) -> dict:
+    version = _object(req).get("version")
+    if not isinstance(version, str) or not version:
+        raise BadRequest("'version' is required: send the version you read", param="version")
+    return _save_collection(req, req.params["name"], version)
+
+
+def delete_collection(req: ApiRequest) -> dict:
+    req.panels.collections.remove(req.params["name"], by=req.who)
+    return {"removed": req.params["name"]}
+
+
+def update_limits(req: ApiRequest) -> dict:
+    body = dict(_object(req))
+    version = body.pop("version", None)
+    if not isinstance(version, str) or not version:
+        raise BadRequest("'version' is required: send the version you read", param="version")
+    req.panels.collections.set_limits(body, version=version, by=req.who)
+    return _limits_view(req)
+
+
+# -- panels, calls and verdicts -------------------------------------------------------------------
+def list_panels(req: ApiRequest) -> dict:
+    ledger = req.panels.ledger
+    limit = _limit(req)
+    if "after" in req.query:
+        data = ledger.panels_after(_seq(req.query["after"], "after"), limit)
+        nxt = None
+    else:
+        before = _seq(req.query["before"], "before") if "before" in req.query else None
+        data, next_seq = ledger.panels_page(before, limit)
+        nxt = None
+        if next_seq is not None and data:
+            nxt = data[-1]["panel"]
+    return {"data": data, "next": nxt, "latest": ledger.latest_panel(),
+            "owed": ledger.owed_count()}
+
+
+def get_panel(req: ApiRequest) -> dict:
+    ledger = req.panels.ledger
+    found = ledger.panel(req.params["panel"])
+    if found is None:
+        raise NotFound(f"unknown panel '{req.params['panel']}'; it may still be running")
+    found = dict(found)
+    found["seats"] = [dict(s, verdict=ledger.verdict_of(s.get("call")))
+                      for s in found.get("seats") or () if isinstance(s, dict)]
+    if isinstance(found.get("merger"), dict):
+        found["merger"] = dict(found["merger"],
+                               verdict=ledger.verdict_of(found["merger"].get("call")))
+    return found
+
+
+def get_call(req: ApiRequest) -> dict:
+    call = req.params["call"]
+    ledger = req.panels.ledger
+    panel_id = call.split(".", 1)[0]
+    record = ledger.panel(panel_id)
+    seats = list((record or {}).get("seats") or ())
+    if record and isinstance(record.get("merger"), dict):
+        seats.append(record["merger"])
+    for seat in seats:
+        if isinstance(seat, dict) and seat.get("call") == call:
+            return {"call": call, "panel": panel_id, "alias": seat.get("alias"),
+                    "seat": seat.get("seat"), "status": seat.get("status"),
+                    "seconds": seat.get("seconds"), "error": seat.get("error"),
+                    "answer": seat.get("answer"), "prompt": record.get("prompt"),
+                    "collection": record.get("collection"),
+                    "verdict": ledger.verdict_of(call)}
+    raise NotFound(f"unknown call '{call}'; call ids look like p20260101-7.member1 (the panel "
+                   "must have finished)")
+
+
+_ID = re.compile(r"(p\d{8}-\d{1,15})(\.[a-z]+\d*)?")
+
+
+def find(req: ApiRequest) -> dict:
+    q = (req.query.get("q") or "").strip()
+    m = _ID.fullmatch(q)
+    if m is None:
+        raise BadRequest("search for a panel id (p20260101-7) or a call id "
+                         "(p20260101-7.member1)", param="q")
+    if req.panels.ledger.panel(m.group(1)) is None:
+        raise NotFound(f"no finished panel '{m.group(1)}'")
+    return {"panel": m.group(1), "call": q if m.group(2) else None}
+
+
+def post_verdict(req: ApiRequest) -> dict:
+    v = verdict.check(req.body)
+    return req.panels.ledger.record_verdict(v["call"], useful=v["useful"], note=v["note"],
+                                            real=v["real"], false=v["false"], by=req.who)
+
+
+def evidence(req: ApiRequest) -> dict:
+    shape = req.query.get("shape") or None
+    if shape == "all":
+        shape = None
+    ledger = req.panels.ledger
+    shapes = ledger.shapes()
+    rows = []
+    for shp in (shapes if shape is None else [shape]):
+        for alias, st in sorted(ledger.model_stats(shp).items()):
+            judged = st.get("useful", 0) + st.get("not_useful", 0)
+            rows.append(dict(st, alias=alias, shape=shp,
+                             interval=list(wilson(st.get("useful", 0), judged))))
+    return {"data": rows, "shapes": shapes, "buckets": ledger.buckets(30)}
+
+
+# -- keys -----------------------------------------------------------------------------------------
+def list_keys(req: ApiRequest) -> dict:
+    last = req.panels.ledger.keys_last_used()
+    return {"data": [dict(k.public(), last_used=last.get(k.name))
+                     for k in Keys(req.panels.home).all()]}
+
+
+def create_key(req: ApiRequest) -> dict:
+    body = _object(req)
+    _only(body, ("name", "collections", "rpm"))
+    secret, key = Keys(req.panels.home).create(
+        body.get("name"), collections=body.get("collections"), rpm=body.get("rpm"),
+        known=req.panels.collections.all().keys(), by=req.who)
+    return dict(key.public(), key=secret, last_used=None)
+
+
+def revoke_key(req: ApiRequest) -> dict:
+    Keys(req.panels.home).revoke(req.params["name"], by=req.who)
+    return {"revoked": req.params["name"]}
+
+
+ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
+    ("/api/info", {"GET": info}),
+    ("/api/demo", {"POST": load_demo}),
+    ("/api/models", {"GET": list_models, "POST": create_model}),
+    ("/api/models/{alias}", {"PUT": update_model, "DELETE": delete_model}),
+    ("/api/models/{alias}/retire", {"POST": retire_model}),
+    ("/api/models/{alias}/restore", {"POST": restore_model}),
+    ("/api/endpoints", {"GET": list_endpoints, "POST": create_endpoint}),
+    ("/api/endpoints/test", {"POST": test_endpoint}),
+    ("/api/endpoints/{name}", {"DELETE": delete_endpoint}),
+    ("/api/endpoints/{name}/discover", {"GET": discover}),
+    ("/api/collections", {"GET": list_collections, "POST": create_collection}),
+    ("/api/collections/{name}", {"PUT": update_collection, "DELETE": delete_collection}),
+    ("/api/limits", {"PUT": update_limits}),
+    ("/api/panels", {"GET": list_panels}),
+    ("/api/panels/{panel}", {"GET": get_panel}),
+    ("/api/calls/{call}", {"GET": get_call}),
+    ("/api/find", {"GET": find}),
+    ("/api/verdict", {"POST": post_verdict}),
+    ("/api/evidence", {"GET": evidence}),
+    ("/api/keys", {"GET": list_keys, "POST": create_key}),
+    ("/api/keys/{name}", {"DELETE": revoke_key}),
+]
