@@ -159,7 +159,8 @@ class Gateway(Client):
 
 @pytest.fixture()
 def gateway(home):
-    gw = Gateway(make_gateway(home, env={}))  # local mode, whatever the shell running the tests says
+    # local mode, whatever the shell running the tests says
+    gw = Gateway(make_gateway(home, env={}))
     try:
         yield gw
     finally:

@@ -381,7 +381,13 @@ def test_concurrent_collection_saves_lose_nothing(home):
             "    Collections(home).save(view, f'{sys.argv[3]}{i}', ['fast', 'slow'])\n")
     procs += [subprocess.Popen([sys.executable, "-c", loop, str(ROOT), str(home.root), prefix],
                                env=env, stderr=subprocess.PIPE) for prefix in ("a", "b")]
-    errors = [p.communicate(timeout=3 * PATIENCE)[1] for p in procs]
+    errors = []
+    for p in procs:
+        try:
+            errors.append(p.communicate(timeout=3 * PATIENCE)[1])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            errors.append(p.communicate()[1] + b" (killed: it never finished)")
     failed = [err for p, err in zip(procs, errors) if p.returncode != 0]
     assert not failed, failed
     names = set(Collections(home).all())

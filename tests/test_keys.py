@@ -4,6 +4,7 @@ minute shared through the data folder."""
 import hashlib
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -189,8 +190,16 @@ def test_a_key_over_its_rate_gets_429_with_retry_after(start, home):
     assert gw.get("/v1/models", headers=bearer(free))[0] == 200   # others are not held up
 
 
-def test_the_sliding_minute(tmp_path):
-    rates = RateCounter(tmp_path)
+@pytest.fixture()
+def rates(tmp_path):
+    counter = RateCounter(tmp_path)
+    try:
+        yield counter
+    finally:
+        counter.close()
+
+
+def test_the_sliding_minute(rates):
     t0 = 6_000_000 * 60.0   # the start of a minute
     assert [rates.admit("k", 3, now=t0 + i) for i in range(3)] == [None] * 3
     wait = rates.admit("k", 3, now=t0 + 10)
@@ -202,38 +211,43 @@ def test_the_sliding_minute(tmp_path):
     assert rates.admit("k", 3, now=t0 + 600) is None   # long idle: a fresh start
     assert RateCounter.retry_after(0.2) == "1" and RateCounter.retry_after(70) == "70"
     assert wait_for(1, 0, 1, 0.0) == pytest.approx(120)   # one a minute: the minute after next
-    rates.close()
 
 
-def test_the_count_is_shared_by_counters_on_one_folder(tmp_path):
-    a, b = RateCounter(tmp_path), RateCounter(tmp_path)
-    t = 6_000_000 * 60.0
-    admitted = [c.admit("k", 5, now=t) is None for c in (a, b) * 5]
-    assert admitted.count(True) == 5
-    a.close()
-    b.close()
+def test_the_count_is_shared_by_counters_on_one_folder(tmp_path, rates):
+    other = RateCounter(tmp_path)
+    try:
+        t = 6_000_000 * 60.0
+        admitted = [c.admit("k", 5, now=t) is None for c in (rates, other) * 5]
+        assert admitted.count(True) == 5
+    finally:
+        other.close()
 
 
-def open_descriptors() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def open_in(folder) -> int:
+    """How many descriptors this process holds open on files in ``folder``."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:   # closed meanwhile, by this listing or another thread
+            continue
+        count += Path(target).parent == Path(folder)
+    return count
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to count descriptors")
-def test_the_rate_check_keeps_one_descriptor_per_key(tmp_path):
+def test_the_rate_check_keeps_one_descriptor_per_key(rates):
     """What keeps the check on every keyed request cheap: the counter's file is opened once per
     key and kept, never reopened per request (its speed is scripts/bench_keys.py's to measure)."""
-    rates = RateCounter(tmp_path)
-    try:
-        before = open_descriptors()
-        admitted = [rates.admit("k", 10**6) for _ in range(500)]
-        assert open_descriptors() == before + 1
-        refused = [i for i, wait in enumerate(admitted) if wait is not None]
-        assert not refused, f"requests {refused[:10]} were refused far below the limit"
-        rates.admit("other", 10**6)
-        assert open_descriptors() == before + 2
-    finally:
-        rates.close()
-    assert open_descriptors() == before
+    assert open_in(rates.folder) == 0
+    admitted = [rates.admit("k", 10**6) for _ in range(500)]
+    assert open_in(rates.folder) == 1
+    refused = [i for i, wait in enumerate(admitted) if wait is not None]
+    assert not refused, f"requests {refused[:10]} were refused far below the limit"
+    rates.admit("other", 10**6)
+    assert open_in(rates.folder) == 2
+    rates.close()
+    assert open_in(rates.folder) == 0
 
 
 def test_the_keys_file_is_reread_only_when_it_changes(home):
@@ -271,7 +285,8 @@ def test_guard_checks_answer_alike_every_time(home):
             callers.add(guard.identify("/v1/chat/completions", headers).name)
             guard.check_body("POST", headers)
         assert callers == {"app"}
-        near = dict(headers, Authorization=f"Bearer {secret[:-1]}{'x' if secret[-1] != 'x' else 'y'}")
+        near = dict(headers,
+                    Authorization=f"Bearer {secret[:-1]}{'x' if secret[-1] != 'x' else 'y'}")
         codes = set()
         for _ in range(3):
             with pytest.raises(Unauthorized) as refused:
