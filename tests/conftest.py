@@ -59,12 +59,16 @@ def serving_threads(server) -> int:
     count = 0
     for frame in list(sys._current_frames().values()):
         while frame is not None:
-            handler = frame.f_locals.get("self")
-            if isinstance(handler, socketserver.BaseRequestHandler) and handler.server is server:
-                count += 1
+            # a handler runs its whole connection inside its constructor: that frame holds it
+            if frame.f_code is _HANDLER_INIT:
+                handler = frame.f_locals.get("self")
+                count += getattr(handler, "server", None) is server
                 break
             frame = frame.f_back
     return count
+
+
+_HANDLER_INIT = socketserver.BaseRequestHandler.__init__.__code__
 
 
 @pytest.fixture()
