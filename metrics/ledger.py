@@ -16,6 +16,9 @@ Files in ``runs_dir``::
     index.json      snapshot of the index below, for the evidence.jsonl inode and byte offset it
                     covers; derived, so when missing, unreadable or stale it is rebuilt by replay
 
+Every record's fields, the seat statuses and failure kinds are described for all readers in
+``runs/README.md``.
+
 Invariants:
 
 * The logs are append-only. Panel ids are ``p{YYYYMMDD}-{seq}`` (UTC day of creation), unique
