@@ -16,6 +16,9 @@ Files in ``runs_dir``::
     index.json      snapshot of the index below, for the evidence.jsonl inode and byte offset it
                     covers; derived, so when missing, unreadable or stale it is rebuilt by replay
 
+Every record's fields, the seat statuses and failure kinds are described for all readers in
+``runs/README.md``.
+
 Invariants:
 
 * The logs are append-only. Panel ids are ``p{YYYYMMDD}-{seq}`` (UTC day of creation), unique
@@ -31,6 +34,20 @@ Invariants:
   and the useful / not-useful counts; per alias the cooldown and the learned window; the current
   verdict of each judged call (its line's offset and usefulness); and a bounded map of the most recent seat
   records (call -> offset). Older calls are found through panels.idx and calls.jsonl.
+* For the query API (``model_stats``, ``collection_stats``, ``buckets``, ``owed_count``, the
+  panel pages) it also holds, all folded by the same tail reader and saved in the snapshot: per
+  (alias, shape) and per alias the seats, ok seats, false claims, newest answer, failures by kind
+  and a fixed log-spaced histogram of ok seats' seconds (so quantiles cost the same at any log
+  size); per collection its panels (``"seated"`` lines naming it), seats and verdict counts; seats
+  per alias per UTC day for the last ``KEEP_DAYS`` days (older days are dropped as newer ones
+  arrive); the last ``ID_MARGIN`` seatings (panel seq -> start) so a poll can wait for a panel
+  still in flight; and the count of recent ok seats still owed a verdict, per key. The owed
+  count covers exactly the recent map: a seat leaving it (eviction) or getting its first verdict
+  stops counting; it is recomputed from the recent map when a snapshot is loaded.
+* A judged call's index entry packs, in one int, its verdict line's offset, the number of false
+  claims that verdict listed (capped at ``FALSE_CAP``), whether it was counted in a collection,
+  and its usefulness: a replacing verdict uncounts all of its predecessor's in O(1), without
+  reading the old line.
 * Seating is counted in turns: a shape's turn is how many ``"seated"`` lines it has, in log
   order (so every process counts the same turns), and each (alias, shape) keeps the turn of its
   last seat. A ``"seated"`` line is folded like any other, by the tail reader: a writer sees its
@@ -47,14 +64,18 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import re
 import sys
 import threading
 import time
+from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Iterable
 
@@ -66,8 +87,24 @@ MAX_SEQ_DIGITS = 15       # a seq beyond this is no panel of ours (and would ove
 # slots skipped when panels.idx is rebuilt: more than the panels any process can have in flight,
 # whose ids the logs cannot show yet
 ID_MARGIN = 4096
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2       # 2: query aggregates; packed verdict entries
 BLOCK = 64 * 1024         # read size when walking calls.jsonl backwards
+SCAN_SLOTS = 4096         # panels.idx slots read at a time when paging
+MAX_SCAN = 1 << 20        # slots one page may pass over (in-flight or never-logged ones)
+MAX_PAGE = 1000           # panels one page may hold
+KEEP_DAYS = 62            # days of per-day seat counts kept; buckets() serves up to 60
+SEATINGS_KEPT = ID_MARGIN  # recent seatings remembered for panels_after
+# Answer-time histogram: bucket 0 holds answers under HIST_LO seconds; bucket i >= 1 holds
+# [HIST_LO * 2**((i-1)/HIST_STEPS), HIST_LO * 2**(i/HIST_STEPS)); the last one everything from
+# HIST_LO * 2**HIST_DOUBLINGS (about 70 minutes) up. Four buckets per doubling put a quantile,
+# read as its bucket's geometric middle, within 9% of the true value.
+HIST_LO = 0.001
+HIST_STEPS = 4
+HIST_DOUBLINGS = 22
+HIST_BUCKETS = HIST_DOUBLINGS * HIST_STEPS + 2
+# Verdict entries: offset << _V_OFFSET | false claims << 2 | counted in a collection << 1 | useful
+FALSE_CAP = 0xFFFF
+_V_OFFSET = 18
 _PANEL_ID = re.compile(r"p(\d{8})-(\d{1,%d})" % MAX_SEQ_DIGITS)
 _LOGGED_PANEL = re.compile(rb'"panel":"p\d{8}-(\d{1,%d})"' % MAX_SEQ_DIGITS)
 _VERDICT_FIELDS = ("useful", "note", "real", "false", "by", "ts")
@@ -108,6 +145,110 @@ def _intern(value):
 
 def _verdict_view(record: dict) -> dict:
     return {k: record.get(k) for k in _VERDICT_FIELDS}
+
+
+def _error_kinds() -> frozenset[str]:
+    kinds, todo = set(), [errors.UpstreamError]
+    while todo:
+        cls = todo.pop()
+        kinds.add(cls.kind)
+        todo.extend(cls.__subclasses__())
+    return frozenset(kinds | {"internal"})  # "internal": a bug in one seat (panel.py)
+
+
+# every word a seat's error may start with; anything else is counted as "other"
+FAILURE_KINDS = _error_kinds()
+
+
+def failure_kind(status, error) -> str | None:
+    """The failure kind of a seat record, or None if it did not fail.
+
+    ``empty`` and ``cancelled`` are their statuses; an ``error`` seat's kind is the word its
+    error text starts with, before the first ":" (``"timeout: ..."`` is ``timeout``), if that is
+    one of ``FAILURE_KINDS``, else ``other``. Any other status (``ok``) is no failure."""
+    if status in ("empty", "cancelled"):
+        return status
+    if status != "error":
+        return None
+    word = error.partition(":")[0].strip() if isinstance(error, str) else ""
+    return word if word in FAILURE_KINDS else "other"
+
+
+def hist_bucket(seconds: float) -> int:
+    """The answer-time histogram bucket of ``seconds`` (see ``HIST_LO``)."""
+    if seconds < HIST_LO:
+        return 0
+    return min(HIST_BUCKETS - 1, 1 + int(math.log2(seconds / HIST_LO) * HIST_STEPS))
+
+
+def _bucket_value(i: int) -> float:
+    """What a quantile falling in bucket ``i`` reads as: its geometric middle (its edge at the
+    open ends), to the millisecond."""
+    if i == 0:
+        return HIST_LO
+    if i == HIST_BUCKETS - 1:
+        return round(HIST_LO * 2 ** HIST_DOUBLINGS, 3)
+    return round(HIST_LO * 2 ** ((i - 0.5) / HIST_STEPS), 3)
+
+
+_BUCKET_VALUES = tuple(_bucket_value(i) for i in range(HIST_BUCKETS))
+
+
+def hist_quantiles(hist: list[int] | None, *qs: float) -> list[float | None]:
+    """The ``qs`` quantiles (0 < q <= 1) of a histogram, in seconds; None for an empty one."""
+    cum = list(accumulate(hist)) if hist else [0]
+    n = cum[-1]
+    if n <= 0:
+        return [None for _ in qs]
+    # the nearest-rank quantile: the bucket holding the ceil(q * n)-th answer
+    return [_BUCKET_VALUES[bisect_left(cum, max(1, math.ceil(q * n)))] for q in qs]
+
+
+class _Stats:
+    """Seat aggregates for one (alias, shape), or for one alias over every shape."""
+
+    __slots__ = ("seats", "ok", "false_claims", "last_answer", "hist", "failures")
+
+    def __init__(self):
+        self.seats = self.ok = self.false_claims = 0
+        self.last_answer: float | None = None
+        self.hist: list[int] | None = None      # made at the first ok seat
+        self.failures: dict[str, int] = {}
+
+    def copy(self) -> "_Stats":
+        other = _Stats()
+        other.seats, other.ok, other.false_claims = self.seats, self.ok, self.false_claims
+        other.last_answer = self.last_answer
+        other.hist = None if self.hist is None else list(self.hist)
+        other.failures = dict(self.failures)
+        return other
+
+    def encode(self) -> list:
+        sparse = [x for i, n in enumerate(self.hist or ()) if n for x in (i, n)]
+        return [self.seats, self.ok, self.false_claims, self.last_answer, sparse, self.failures]
+
+    @classmethod
+    def decode(cls, row: list) -> "_Stats":
+        st = cls()
+        seats, ok, false_claims, last, sparse, failures = row
+        st.seats, st.ok, st.false_claims = int(seats), int(ok), int(false_claims)
+        st.last_answer = None if last is None else float(last)
+        if sparse:
+            st.hist = [0] * HIST_BUCKETS
+            for i, n in zip(sparse[::2], sparse[1::2], strict=True):
+                st.hist[int(i)] = int(n)  # an index out of range is an IndexError: replayed
+        st.failures = {_intern(k): int(n) for k, n in failures.items()}
+        return st
+
+    def view(self, useful: int, not_useful: int) -> dict:
+        p50, p95 = hist_quantiles(self.hist, 0.5, 0.95)
+        return {"seats": self.seats, "ok": self.ok, "useful": useful, "not_useful": not_useful,
+                "false_claims": self.false_claims, "last_answer": self.last_answer,
+                "p50": p50, "p95": p95, "failures": dict(self.failures)}
+
+
+_NUMBER = (int, float)   # tested by exact class, so a bool is no number
+_INF = math.inf
 
 
 class Ledger:
@@ -155,12 +296,25 @@ class Ledger:
         self._counts: dict[tuple[str, str], list[int]] = {}
         self._cooling: dict[str, float] = {}
         self._window: dict[str, int] = {}
-        # call -> offset of its current verdict line << 1 | useful. One int per judged call:
-        # the note and claims are compared on the line itself, and the alias and shape a
+        # call -> offset of its current verdict line, its false claims, whether a collection
+        # counted it, and its usefulness, packed into one int (see _V_OFFSET). The note and
+        # claims are compared on the line itself, and the alias, shape and collection a
         # replacement must uncount are the seat's, which the replacing record carries too.
         self._verdicts: dict[str, int] = {}
         # call -> (offset of the seat line, status, key); oldest first, at most recent_calls
         self._recent: OrderedDict[str, tuple] = OrderedDict()
+        # the query aggregates (see the module docstring)
+        self._stats: dict[tuple[str, str], _Stats] = {}
+        self._alias_stats: dict[str, _Stats] = {}       # the same, over every shape
+        self._pairs: dict[tuple[str, str], tuple] = {}  # key -> both of the above (a cache)
+        self._collections: dict[str, list[int]] = {}    # [panels, seats, useful, not useful]
+        self._days: dict[int, dict[str, int]] = {}      # UTC day number -> alias -> seats
+        self._top_day = -1
+        self._seatings: OrderedDict[int, float] = OrderedDict()  # panel seq -> start
+        self._top_seating = -1                          # highest seq a "seated" line named
+        self._owed = 0                                  # recent ok seats without a verdict
+        self._owed_by_key: dict = {}                    # the same per key (None: no key)
+        self._late_day = int(time.time() // 86400) + 1  # set again by each _follow
         self._unsaved = 0  # records folded since the last snapshot
 
     def _follow(self) -> int:
@@ -173,6 +327,9 @@ class Ledger:
             self._reset(st.st_ino)  # another file now: what we counted is not in it
         if st.st_size == self._tail.offset:
             return 0
+        # a seat dated more than a day ahead is a broken clock or a hand edit: it must not push
+        # the day buckets forward and drop every real day
+        self._late_day = int(time.time() // 86400) + 1
         n = 0
         for offset, record in self._tail.read():
             self._fold(offset, record)
@@ -206,12 +363,85 @@ class Ledger:
         seated = rec.get("seated")
         if isinstance(seated, (int, float)) and seated > self._last_seated.get(key, -1.0):
             self._last_seated[key] = float(seated)  # max: processes append slightly out of order
+        status, owner = _intern(rec.get("status")), _intern(rec.get("key"))
         recent = self._recent
-        if call in recent:
+        old = recent.get(call)
+        if old is not None:
+            self._owe(call, old, -1)
             recent.move_to_end(call)
-        recent[call] = (offset, _intern(rec.get("status")), _intern(rec.get("key")))
+        recent[call] = entry = (offset, status, owner)
+        self._owe(call, entry, +1)
         while len(recent) > self.recent_calls:
-            recent.popitem(last=False)
+            self._owe(*recent.popitem(last=False), -1)
+        if isinstance(key[0], str) and isinstance(key[1], str):
+            self._fold_seat_stats(key, rec, status, seated)
+
+    def _fold_seat_stats(self, key: tuple[str, str], rec: dict, status, seated) -> None:
+        """The query aggregates of one seat line. (Written for speed: a replay folds millions.)"""
+        pair = self._pairs.get(key)
+        if pair is None:
+            pair = self._pairs[key] = (
+                self._stats.get(key) or self._stats.setdefault(key, _Stats()),
+                self._alias_stats.get(key[0]) or self._alias_stats.setdefault(key[0], _Stats()))
+        # the class test keeps bools out; the range test keeps NaN and infinities out
+        if not (seated.__class__ in _NUMBER and -_INF < seated < _INF):
+            seated = None
+        if status == "ok":
+            seconds = rec.get("seconds")
+            if seconds.__class__ in _NUMBER and 0 <= seconds < _INF:
+                bucket = 0 if seconds < HIST_LO else min(
+                    HIST_BUCKETS - 1, 1 + int(math.log2(seconds / HIST_LO) * HIST_STEPS))
+            else:
+                bucket, seconds = None, 0.0
+            # when the answer came: its panel's start plus the seat's seconds
+            end = None if seated is None else seated + seconds
+            for st in pair:
+                st.seats += 1
+                st.ok += 1
+                if bucket is not None:
+                    hist = st.hist
+                    if hist is None:
+                        hist = st.hist = [0] * HIST_BUCKETS
+                    hist[bucket] += 1
+                if end is not None and (st.last_answer is None or end > st.last_answer):
+                    st.last_answer = end
+        else:
+            kind = failure_kind(status, rec.get("error"))
+            for st in pair:
+                st.seats += 1
+                if kind is not None:
+                    st.failures[kind] = st.failures.get(kind, 0) + 1
+        collection = rec.get("collection")
+        if collection.__class__ is str:
+            row = self._collections.get(collection) or self._collection(collection)
+            row[1] += 1
+        if seated is not None:
+            day = int(seated // 86400)
+            if day > self._top_day and day <= self._late_day:
+                self._top_day = day
+                for old in [d for d in self._days if d <= day - KEEP_DAYS]:
+                    del self._days[old]
+            if self._top_day - KEEP_DAYS < day <= self._top_day:
+                per = self._days.get(day)
+                if per is None:
+                    per = self._days[day] = {}
+                per[key[0]] = per.get(key[0], 0) + 1
+
+    def _owe(self, call: str, entry: tuple, step: int) -> None:
+        """Count a recent-map entry in (+1) or out of (-1) the verdicts owed."""
+        if entry[1] == "ok" and call not in self._verdicts:
+            self._owed += step
+            n = self._owed_by_key.get(entry[2], 0) + step
+            if n:
+                self._owed_by_key[entry[2]] = n
+            else:
+                self._owed_by_key.pop(entry[2], None)
+
+    def _collection(self, name: str) -> list[int]:
+        row = self._collections.get(name)
+        if row is None:
+            row = self._collections[_intern(name)] = [0, 0, 0, 0]
+        return row
 
     def _fold_seated(self, rec: dict) -> None:
         shape, seated, aliases = rec["shape"], rec["seated"], rec["aliases"]
@@ -227,15 +457,52 @@ class Ledger:
                 self._turn_of[key] = turn
                 if seated > self._last_seated.get(key, -1.0):
                     self._last_seated[key] = float(seated)
+        collection = rec.get("collection")
+        if isinstance(collection, str):
+            self._collection(collection)[0] += 1
+        seq = panel_seq(rec.get("panel"))
+        if seq is not None:
+            self._seatings[seq] = float(seated)
+            self._seatings.move_to_end(seq)
+            if len(self._seatings) > SEATINGS_KEPT:
+                self._seatings.popitem(last=False)
+            self._top_seating = max(self._top_seating, seq)
 
     def _fold_verdict(self, offset: int, rec: dict) -> None:
         call, alias, shape = rec["call"], _intern(rec["alias"]), _intern(rec["shape"])
+        if not isinstance(call, str):
+            return
         useful = bool(rec["useful"])
+        false = rec.get("false")
+        claims = min(len(false), FALSE_CAP) if isinstance(false, list) else 0
+        collection = rec.get("collection")
+        collection = collection if isinstance(collection, str) else None
         prev = self._verdicts.get(call)
+        with_stats = isinstance(alias, str) and isinstance(shape, str)
         if prev is not None:
             self._count(alias, shape, bool(prev & 1), -1)
+            if with_stats:
+                self._add_claims(alias, shape, -(prev >> 2 & FALSE_CAP))
+            if prev & 2 and collection is not None:
+                self._collection(collection)[3 - (prev & 1)] -= 1
+        else:
+            entry = self._recent.get(call)
+            if entry is not None:
+                self._owe(call, entry, -1)  # its first verdict: no longer owed
         self._count(alias, shape, useful, +1)
-        self._verdicts[call] = offset << 1 | useful
+        if with_stats:
+            self._add_claims(alias, shape, claims)
+        if collection is not None:
+            self._collection(collection)[3 - useful] += 1
+        self._verdicts[call] = (offset << _V_OFFSET | claims << 2
+                                | (collection is not None) << 1 | useful)
+
+    def _add_claims(self, alias: str, shape: str, n: int) -> None:
+        if n:
+            for st in (self._stats.get((alias, shape)) or self._stats.setdefault(
+                    (alias, shape), _Stats()), self._alias_stats.get(alias)
+                    or self._alias_stats.setdefault(alias, _Stats())):
+                st.false_claims += n
 
     def _count(self, alias: str, shape: str, useful: bool, step: int) -> None:
         pair = self._counts.setdefault((alias, shape), [0, 0])
@@ -252,7 +519,12 @@ class Ledger:
                 "turns": dict(self._turns), "turn_of": dict(self._turn_of),
                 "counts": {k: tuple(v) for k, v in self._counts.items()},
                 "cooling_until": dict(self._cooling), "window": dict(self._window),
-                "verdicts": dict(self._verdicts), "recent": list(self._recent.items())}
+                "verdicts": dict(self._verdicts), "recent": list(self._recent.items()),
+                "stats": {k: v.copy() for k, v in self._stats.items()},
+                "alias_stats": {k: v.copy() for k, v in self._alias_stats.items()},
+                "collections": {k: list(v) for k, v in self._collections.items()},
+                "days": {d: dict(v) for d, v in self._days.items()}, "top_day": self._top_day,
+                "seatings": list(self._seatings.items()), "top_seating": self._top_seating}
 
     @staticmethod
     def _encode(state: dict) -> bytes:
@@ -272,6 +544,13 @@ class Ledger:
             "recent": {"calls": [c for c, _ in recent], "offsets": [v[0] for _, v in recent],
                        "tags": [tag_of.setdefault(v[1:], len(tag_of)) for _, v in recent],
                        "tag_table": list(tag_of)},
+            "stats": {"shapes": [[a, s, *st.encode()] for (a, s), st in state["stats"].items()],
+                      "aliases": [[a, *st.encode()] for a, st in state["alias_stats"].items()]},
+            "collections": state["collections"],
+            "days": {"top": state["top_day"],
+                     "seats": [[d, per] for d, per in state["days"].items()]},
+            "seatings": {"top": state["top_seating"],
+                         "panels": [x for pair in state["seatings"] for x in pair]},
         }
         return jsonwire.encode(data, separators=(",", ":"))
 
@@ -327,7 +606,29 @@ class Ledger:
                 (off, *tags[t]) for off, t in zip(recent["offsets"], recent["tags"])]))
             while len(self._recent) > self.recent_calls:
                 self._recent.popitem(last=False)
-        except (KeyError, TypeError, ValueError, AttributeError):
+            stats = data["stats"]
+            self._stats = {(_intern(a), _intern(s_)): _Stats.decode(row)
+                           for a, s_, *row in stats["shapes"]}
+            self._alias_stats = {_intern(a): _Stats.decode(row) for a, *row in stats["aliases"]}
+            self._pairs = {}
+            self._collections = {_intern(c): [int(x) for x in row]
+                                 for c, row in data["collections"].items()}
+            for row in self._collections.values():
+                if len(row) != 4:
+                    raise ValueError("a collection row is not [panels, seats, useful, not]")
+            days = data["days"]
+            self._top_day = int(days["top"])
+            self._days = {int(d): {_intern(a): int(n) for a, n in per.items()}
+                          for d, per in days["seats"]}
+            seatings = data["seatings"]
+            self._top_seating = int(seatings["top"])
+            flat = seatings["panels"]
+            self._seatings = OrderedDict(
+                (int(q), float(t)) for q, t in zip(flat[::2], flat[1::2], strict=True))
+            # the owed counts are derived from the recent map and the verdicts: recount them
+            for call, entry in self._recent.items():
+                self._owe(call, entry, +1)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             self._reset(None)
             return False
         return True
@@ -370,7 +671,7 @@ class Ledger:
             return None
         with self._lock:
             current = self._verdicts.get(call_id)
-        seat["verdict"] = self._verdict_at(current >> 1) if current is not None else None
+        seat["verdict"] = self._verdict_at(current >> _V_OFFSET) if current is not None else None
         return seat
 
     def panel(self, panel_id: str) -> dict | None:
@@ -421,6 +722,229 @@ class Ledger:
                     offsets.append(offset)
         return [r for r in _read_lines(self.evidence_path, offsets) if r is not None]
 
+    # ----------------------------------------------------------------- query API
+    # Each call follows the tail once, then costs O(models x shapes) or O(page), never a log
+    # rescan, however many panels the folder holds.
+
+    def model_stats(self, shape: str | None = None) -> dict[str, dict]:
+        """What the logs say about each model, for one shape or (``None``) all shapes together.
+
+        Returns ``{alias: {"seats", "ok", "useful", "not_useful", "false_claims",
+        "last_answer", "p50", "p95", "failures"}}`` for every alias with a seat or a verdict
+        logged in that shape (an alias with none is absent: treat it as all zeros):
+
+        * ``seats``: seat lines (every status, mergers included); ``ok``: those that answered.
+        * ``useful`` / ``not_useful``: current verdicts (a replaced verdict counts no more).
+        * ``false_claims``: claims listed as false across the current verdicts.
+        * ``last_answer``: epoch seconds when its newest ok answer came (panel start + the
+          seat's seconds), or None.
+        * ``p50`` / ``p95``: answer seconds of ok seats, from a log-spaced histogram (within
+          about 9%; under 1 ms reads 0.001), or None before any ok seat.
+        * ``failures``: ``{kind: seats}`` for seats that did not answer; see ``failure_kind``.
+        """
+        self.refresh()
+        out = {}
+        with self._lock:
+            if shape is None:
+                counts: dict[str, list[int]] = {}
+                for (alias, _), (u, n) in self._counts.items():
+                    pair = counts.setdefault(alias, [0, 0])
+                    pair[0] += u
+                    pair[1] += n
+                rows = self._alias_stats
+            else:
+                counts = {a: c for (a, s), c in self._counts.items() if s == shape}
+                rows = {a: st for (a, s), st in self._stats.items() if s == shape}
+            for alias, st in rows.items():
+                u, n = counts.get(alias, (0, 0))
+                out[alias] = st.view(u, n)
+            empty = _Stats()
+            for alias, (u, n) in counts.items():
+                if alias not in out and isinstance(alias, str):
+                    out[alias] = empty.view(u, n)  # judged, yet no seat line of its own here
+        return out
+
+    def shapes(self) -> list[str]:
+        """Every shape a seat, seating or verdict was logged for, sorted."""
+        self.refresh()
+        with self._lock:
+            found = {s for _, s in self._stats} | {s for _, s in self._counts} | set(self._turns)
+        return sorted(s for s in found if isinstance(s, str))
+
+    def collection_stats(self) -> dict[str, dict]:
+        """Per collection model id (``bench/<name>``): ``{"panels", "seats", "useful",
+        "not_useful"}``. Panels are ``"seated"`` lines naming the collection, seats are seat
+        lines naming it, and the verdict counts are current verdicts on its seats. A collection
+        that was never asked is absent; one deleted since keeps its history."""
+        self.refresh()
+        with self._lock:
+            return {name: dict(zip(("panels", "seats", "useful", "not_useful"), row))
+                    for name, row in self._collections.items()}
+
+    def buckets(self, days: int = 30, now: float | None = None) -> dict:
+        """Seats per alias per UTC day over the last ``days`` days (1 to ``KEEP_DAYS - 2``),
+        today included, by each seat's panel start.
+
+        Returns ``{"unit": "day", "start": <epoch s of the first day's 00:00 UTC>, "days": n,
+        "series": {alias: [seats on each day, oldest first]}}``; an alias with no seat in the
+        range is absent."""
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= KEEP_DAYS - 2:
+            raise errors.BadRequest(f"'days' must be a whole number from 1 to {KEEP_DAYS - 2}")
+        now = time.time() if now is None else now
+        first = int(now // 86400) - days + 1
+        self.refresh()
+        series: dict[str, list[int]] = {}
+        with self._lock:
+            for i in range(days):
+                for alias, n in self._days.get(first + i, {}).items():
+                    row = series.get(alias)
+                    if row is None:
+                        row = series[alias] = [0] * days
+                    row[i] = n
+        return {"unit": "day", "start": first * 86400, "days": days, "series": series}
+
+    def owed_count(self, key: str | None = None) -> int:
+        """How many recent ok seats have no verdict yet (those ``pending`` lists), for one
+        gateway key's name or (``None``) every key. O(1): a count kept as lines are folded."""
+        self.refresh()
+        with self._lock:
+            return self._owed if key is None else self._owed_by_key.get(key, 0)
+
+    def verdict_of(self, call: str) -> dict | None:
+        """The current verdict of a call, ``{"useful", "note", "real", "false", "by", "ts"}``,
+        or None if it has none (or is no call)."""
+        self.refresh()
+        with self._lock:
+            current = self._verdicts.get(call) if isinstance(call, str) else None
+        return None if current is None else self._verdict_at(current >> _V_OFFSET)
+
+    def latest_panel(self) -> str | None:
+        """The id of the finished panel with the highest seq, or None if none has finished."""
+        page, _ = self.panels_page(None, 1)
+        return page[0]["panel"] if page else None
+
+    def panels_page(self, before_seq: int | None = None,
+                    limit: int = 50) -> tuple[list[dict], int | None]:
+        """Finished panels, newest first: at most ``limit`` (1 to ``MAX_PAGE``) of those whose
+        seq (``panel_seq``) is below ``before_seq`` (``None``: from the newest).
+
+        Returns ``(panels, next_seq)``; pass ``next_seq`` as ``before_seq`` for the next page,
+        None when no older panel is left. Normally ``next_seq`` is the seq of the last panel
+        returned; when a page stops early because it passed over ``MAX_SCAN`` empty slots it is
+        the seq to go on from, and may name no panel (``panel_seq`` reads only the number, so
+        ``p00000000-<seq>`` serves as a cursor id). The last page may come back empty.
+        Panels still in flight (or reserved and never logged) are skipped.
+
+        Each panel is a summary of its calls.jsonl line, without prompt or answers:
+        ``{"panel", "collection", "key", "started", "seconds", "shape", "reply", "seats",
+        "merger", "abandoned"}``, where each seat (and the merger, or None) is ``{"call",
+        "seat", "alias", "status", "seconds", "verdict"}`` and ``verdict`` is the current
+        verdict's usefulness (True / False) or None."""
+        limit = _page_limit(limit)
+        if before_seq is not None and (isinstance(before_seq, bool)
+                                       or not isinstance(before_seq, int)):
+            raise errors.BadRequest("'before' must be a panel id or seq")
+        self.refresh()  # for the seats' verdicts
+        fd, count = self._idx_now()
+        pos = count if before_seq is None else max(0, min(before_seq, count))
+        found: list[tuple[int, int]] = []
+        next_seq = None
+        scanned = 0
+        while pos > 0 and len(found) < limit:
+            if scanned >= MAX_SCAN:
+                next_seq = pos
+                break
+            n = min(SCAN_SLOTS, pos)
+            pos -= n
+            slots = _slots(fd, pos, n)
+            scanned += n
+            for i in range(len(slots) - 1, -1, -1):
+                if slots[i]:
+                    if len(found) == limit:  # one more exists: there is a next page
+                        next_seq = found[-1][0]
+                        break
+                    found.append((pos + i, slots[i]))
+            else:
+                if len(found) == limit and pos > 0:
+                    next_seq = found[-1][0]  # the block ended with the page: maybe more
+        return self._summaries(found), next_seq
+
+    def panels_after(self, seq: int | None, limit: int = 50, *, wait: float = 600.0,
+                     now: float | None = None) -> tuple[list[dict], int]:
+        """Finished panels with a seq above ``seq`` (``None``: from the first), oldest first,
+        at most ``limit`` (1 to ``MAX_PAGE``): the cursor poll of a live list. Same summaries as
+        ``panels_page``.
+
+        Returns ``(panels, next_seq)``; poll again with ``next_seq`` as ``seq`` (rather than the
+        seq of the newest panel returned). ``next_seq`` is never below ``seq`` (it is -1 for
+        ``seq=None`` while there is no panel), and it is:
+
+        * the last panel's seq, when the page is full;
+        * else just below the oldest panel still in flight that was seated less than ``wait``
+          seconds ago (or reserved, its seating not logged yet), so that panel is returned when
+          it finishes rather than passed over; the panels after it come again on the next poll,
+          so dedupe by ``panel``;
+        * else the last slot looked at.
+
+        A slot seated more than ``wait`` seconds ago, or never seated while later panels were,
+        is taken for abandoned (its process died) and passed over. ``next_seq`` may name no
+        finished panel: as a cursor id, ``p00000000-<seq>`` serves (``panel_seq`` reads only
+        the number)."""
+        limit = _page_limit(limit)
+        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int)):
+            raise errors.BadRequest("'after' must be a panel id or seq")
+        now = time.time() if now is None else now
+        self.refresh()
+        fd, count = self._idx_now()
+        start = 0 if seq is None else max(0, seq + 1)
+        with self._lock:
+            seatings, top_seating = dict(self._seatings), self._top_seating
+        found: list[tuple[int, int]] = []
+        hold = None
+        pos = start
+        while pos < count and len(found) < limit and pos - start < MAX_SCAN:
+            n = min(SCAN_SLOTS, count - pos)
+            slots = _slots(fd, pos, n)
+            for i, pointer in enumerate(slots):
+                if pointer:
+                    found.append((pos + i, pointer))
+                    if len(found) == limit:
+                        break
+                elif hold is None:
+                    at = seatings.get(pos + i)
+                    if pos + i > top_seating or (at is not None and at > now - wait):
+                        hold = pos + i
+            pos += len(slots)
+            if len(slots) < n:
+                break
+        if len(found) == limit:
+            next_seq = found[-1][0]
+        elif hold is not None:
+            next_seq = hold - 1
+        else:
+            next_seq = pos - 1  # every slot up to here is finished or given up
+        return self._summaries(found), next_seq
+
+    def _idx_now(self) -> tuple[int, int]:
+        """panels.idx's current descriptor and its slot count (the panel counter)."""
+        with self._idx_lock:
+            fd = self._current_idx()
+            # a descriptor retired later stays open until close(), so reading it unlocked is safe
+            return fd, os.fstat(fd).st_size // SLOT
+
+    def _summaries(self, found: list[tuple[int, int]]) -> list[dict]:
+        """The summaries of the panels at ``(seq, pointer)``, in that order."""
+        records = _read_lines(self.calls_path, [pointer - 1 for _, pointer in found])
+        out = []
+        for (seq, _), record in zip(found, records):
+            if record is not None and panel_seq(record.get("panel")) == seq:
+                out.append(record)
+        calls = [s.get("call") for r in out for s in _seat_dicts(r)]
+        with self._lock:
+            judged = {c: bool(v & 1) for c in calls
+                      if isinstance(c, str) and (v := self._verdicts.get(c)) is not None}
+        return [_summary(r, judged) for r in out]
+
     def _seat(self, call_id: str) -> dict | None:
         """The seat record from the recent map, else from the finished panel's line."""
         with self._lock:
@@ -439,7 +963,7 @@ class Ledger:
             if isinstance(seat, dict) and seat.get("call") == call_id:
                 seat = dict(seat)
                 seat.setdefault("panel", panel_id)
-                for field in ("shape", "key"):
+                for field in ("shape", "key", "collection"):
                     if field not in seat:
                         seat[field] = record.get(field)
                 return seat
@@ -552,22 +1076,37 @@ class Ledger:
         """Append one seat's outcome to evidence.jsonl."""
         self._evidence.append(self.seat_record(rec))
 
-    def record_seated(self, panel: str, shape: str, aliases: Iterable[str], seated: float) -> None:
-        """Append one ``"seated"`` line: the panel took a seat for each of ``aliases`` at
-        ``seated`` (epoch seconds, the panel's start). Written when the panel is seated, so the
-        next seating here (after its tail refresh) and in any other process sees it at once."""
+    def seated_record(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
+                      collection: str | None = None) -> dict:
+        """The ``"seated"`` line ``record_seated`` writes."""
         aliases = list(aliases)
         if not isinstance(shape, str) or not shape or not all(
                 isinstance(a, str) and a for a in aliases):
             raise errors.BadRequest("a seating needs a shape and aliases (non-empty strings)")
-        self._evidence.append({"v": SCHEMA, "kind": "seated", "ts": utc_iso(time.time()),
-                               "panel": panel, "shape": shape, "seated": seated,
-                               "aliases": aliases})
+        if collection is not None and (not isinstance(collection, str) or not collection):
+            raise errors.BadRequest("a seating's collection is a non-empty string or None")
+        record = {"v": SCHEMA, "kind": "seated", "ts": utc_iso(time.time()), "panel": panel,
+                  "shape": shape, "seated": seated, "aliases": aliases}
+        if collection is not None:
+            record["collection"] = collection
+        return record
 
-    def record_seats(self, recs: list[dict], now: float | None = None) -> None:
-        """Append many seat records in one locked write (bulk loaders)."""
-        if recs:
-            self._evidence.append(*(self.seat_record(r, now) for r in recs))
+    def record_seated(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
+                      collection: str | None = None) -> None:
+        """Append one ``"seated"`` line: the panel took a seat for each of ``aliases`` at
+        ``seated`` (epoch seconds, the panel's start). Written when the panel is seated, so the
+        next seating here (after its tail refresh) and in any other process sees it at once.
+        ``collection`` (its model id, ``bench/<name>``) counts the panel in ``collection_stats``."""
+        self._evidence.append(self.seated_record(panel, shape, aliases, seated, collection))
+
+    def record_seats(self, recs: list[dict], now: float | None = None, *,
+                     seatings: Iterable[dict] = ()) -> None:
+        """Append many seat records in one locked write (bulk loaders), after the ``"seated"``
+        lines of ``seatings`` (dicts of ``seated_record``'s arguments), as a gateway writes them."""
+        lines = [self.seated_record(**s) for s in seatings]
+        lines.extend(self.seat_record(r, now) for r in recs)
+        if lines:
+            self._evidence.append(*lines)
 
     def panel_record(self, rec: dict, now: float | None = None) -> tuple[int, dict]:
         """``(seq, line)`` for the calls.jsonl line ``record_panel`` writes for ``rec``."""
@@ -640,14 +1179,15 @@ class Ledger:
             with self._lock:
                 prev = self._verdicts.get(call)
             if prev is not None and bool(prev & 1) == useful:
-                line = jsonl.read_line(self.evidence_path, prev >> 1)
+                line = jsonl.read_line(self.evidence_path, prev >> _V_OFFSET)
                 if line is not None and [line.get(k) for k in ("note", "real", "false")] \
                         == [note, real, false]:
                     return {"call": call, "written": False, "replaced": False,
                             "verdict": _verdict_view(line)}
             record = {"v": SCHEMA, "kind": "verdict", "ts": utc_iso(time.time()), "call": call,
                       "panel": seat.get("panel"), "alias": seat.get("alias"),
-                      "shape": seat.get("shape"), "useful": useful, "note": note,
+                      "shape": seat.get("shape"), "collection": seat.get("collection"),
+                      "useful": useful, "note": note,
                       "real": real, "false": false, "by": by}
             self._write_held(record)
         return {"call": call, "written": True, "replaced": prev is not None,
@@ -698,6 +1238,49 @@ class Ledger:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _page_limit(limit) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise errors.BadRequest(f"'limit' must be a whole number from 1 to {MAX_PAGE}")
+    return limit
+
+
+def _slots(fd: int, first: int, count: int) -> array:
+    """``count`` panels.idx slots from slot ``first`` (fewer at the file's end)."""
+    data = os.pread(fd, count * SLOT, first * SLOT)
+    slots = array("Q")
+    slots.frombytes(data[:len(data) - len(data) % SLOT])
+    if sys.byteorder != "little":
+        slots.byteswap()
+    return slots
+
+
+def _seat_dicts(record: dict) -> list[dict]:
+    seats = [s for s in record.get("seats") or () if isinstance(s, dict)]
+    merger = record.get("merger")
+    return seats + [merger] if isinstance(merger, dict) else seats
+
+
+_SEAT_SUMMARY = ("call", "seat", "alias", "status", "seconds")
+_PANEL_SUMMARY = ("panel", "collection", "key", "started", "seconds", "shape", "reply")
+
+
+def _summary(record: dict, judged: dict[str, bool]) -> dict:
+    """A calls.jsonl panel line without prompt or answers, each seat with its verdict."""
+    def seat(s: dict) -> dict:
+        out = {k: s.get(k) for k in _SEAT_SUMMARY}
+        out["verdict"] = judged.get(s.get("call")) if isinstance(s.get("call"), str) else None
+        return out
+
+    out = {k: record.get(k) for k in _PANEL_SUMMARY}
+    seats = record.get("seats")
+    out["seats"] = [seat(s) for s in seats if isinstance(s, dict)] \
+        if isinstance(seats, list) else []
+    merger = record.get("merger")
+    out["merger"] = seat(merger) if isinstance(merger, dict) else None
+    out["abandoned"] = record.get("abandoned") is True
+    return out
 
 
 def _complete_end(f) -> int:

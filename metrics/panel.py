@@ -163,7 +163,8 @@ class Panels:
             seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
-            self.ledger.record_seated(seating.panel, req.shape, aliases, now)
+            self.ledger.record_seated(seating.panel, req.shape, aliases, now,
+                                      collection=req.collection.model_id)
             seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
         return seating
 

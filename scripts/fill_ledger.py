@@ -1,12 +1,18 @@
 """Fill a data folder's gateway ledger with synthetic panels, or probe a filled one.
 
     python scripts/fill_ledger.py DATA_DIR --panels N [--verdicts M] [--seed S]
+                                  [--models K --collections C]
     python scripts/fill_ledger.py DATA_DIR --probe
 
 Filling writes N three-seat panels (seat records in evidence.jsonl, panel lines of realistic size
 in calls.jsonl) through the Ledger's own record builders, in batches, then M verdicts on random
 calls through ``record_verdict``, then closes the ledger (which writes its snapshot). Models are
 ``sim-a`` .. ``sim-h``, shapes ``general`` and ``review``. It appends to whatever is there.
+
+With ``--models K --collections C`` it writes what a busier gateway would: K models
+(``sim-000`` ..), C collections of two members each (``bench/c00`` ..) with explorers from the
+whole roster, four shapes, a ``"seated"`` line per panel as the gateway writes, seat failures of
+several kinds, and verdicts that list false claims.
 
 Probing opens the ledger in this fresh process and prints, as JSON, how long construction, the
 first ``states()``, and ``call()`` / ``panel()`` for the oldest call took, and the peak RSS.
@@ -46,8 +52,53 @@ def prompt_text(rng: random.Random) -> str:
     return " ".join(out)
 
 
-def fill(runs: Path, panels: int, verdicts: int, seed: int) -> dict:
+FAILURES = ("server_error: upstream answered 503", "timeout: no answer within 120 s",
+            "rate_limit: upstream answered 429", "connection: connection refused")
+BUSY_SHAPES = ("general", "review", "code", "vision")
+
+
+class Busy:
+    """The roster and collections of ``--models`` / ``--collections`` mode: the same for every
+    seed, so fills that top a folder up (and a benchmark's roster) agree on them."""
+
+    def __init__(self, models: int, collections: int):
+        rng = random.Random(f"roster {models} {collections}")
+        self.aliases = [f"sim-{i:03d}" for i in range(models)]
+        self.collections = [(f"bench/c{i:02d}", rng.sample(self.aliases, 2),
+                             rng.choice(BUSY_SHAPES)) for i in range(collections)]
+
+    def panel(self, rng: random.Random, pid: str, t: float, key: str):
+        """``(seated line args, seat records, calls.jsonl seats)`` of one panel."""
+        name, members, shape = rng.choice(self.collections)
+        explorer = rng.choice(self.aliases)
+        while explorer in members:
+            explorer = rng.choice(self.aliases)
+        seats = [("member1", members[0]), ("member2", members[1]), ("explorer1", explorer)]
+        seat_recs, public = [], []
+        for label, alias in seats:
+            roll = rng.random()
+            status = "ok" if roll < 0.92 else "empty" if roll < 0.94 else "error"
+            error = rng.choice(FAILURES) if status == "error" else \
+                "upstream answered with no text" if status == "empty" else ""
+            secs = round(rng.lognormvariate(1.0, 0.8), 3)
+            tokens = {"prompt": 180, "completion": rng.randint(20, 400)} if status == "ok" else {}
+            call = f"{pid}.{label}"
+            seat_recs.append({"call": call, "panel": pid, "alias": alias, "seat": label[:-1],
+                              "shape": shape, "seated": t, "status": status, "seconds": secs,
+                              "tokens": tokens, "error": error, "key": key, "collection": name})
+            public.append({"call": call, "seat": label[:-1], "alias": alias, "status": status,
+                           "seconds": secs, "tokens": tokens,
+                           "answer": "Looks right; one nit in line 12." if status == "ok" else "",
+                           "error": error, "served": f"served/{alias}"})
+        seated = {"panel": pid, "shape": shape, "aliases": [a for _, a in seats], "seated": t,
+                  "collection": name}
+        return seated, seat_recs, public
+
+
+def fill(runs: Path, panels: int, verdicts: int, seed: int, *, models: int = 0,
+         collections: int = 0) -> dict:
     rng = random.Random(seed)
+    busy = Busy(models, max(1, collections)) if models else None
     ledger = Ledger(runs)
     start_clock = time.time() - panels * 0.5  # as if one panel every half second until now
     written_calls: list[str] = []
@@ -60,8 +111,21 @@ def fill(runs: Path, panels: int, verdicts: int, seed: int) -> dict:
         count = min(BATCH, panels - done)
         started = [start_clock + (done + i) * 0.5 for i in range(count)]
         ids = ledger.new_panels(count, started[0])
-        seat_recs, panel_recs = [], []
+        seat_recs, panel_recs, seatings = [], [], []
         for pid, t in zip(ids, started):
+            if busy is not None:
+                key = rng.choice(("bench", "alice", "ci"))
+                seated, recs, public = busy.panel(rng, pid, t, key)
+                seatings.append(seated)
+                seat_recs += recs
+                written_calls += [r["call"] for r in recs if r["status"] == "ok"
+                                  and rng.randrange(sample_every) == 0]
+                panel_recs.append({"panel": pid, "collection": seated["collection"],
+                                   "shape": seated["shape"], "key": key, "started": t,
+                                   "seconds": max(p["seconds"] for p in public), "estimate": 190,
+                                   "reply": "all", "prompt": prompt_text(rng), "seats": public,
+                                   "skipped": [], "abandoned": False})
+                continue
             shape = rng.choice(SHAPES)
             key = rng.choice(("bench", "alice", "ci"))
             members = rng.sample(MEMBERS, 2)
@@ -90,7 +154,7 @@ def fill(runs: Path, panels: int, verdicts: int, seed: int) -> dict:
                                                                         for p in public),
                                "estimate": 190, "prompt": prompt_text(rng), "seats": public,
                                "skipped": []})
-        ledger.record_seats(seat_recs)
+        ledger.record_seats(seat_recs, seatings=seatings)
         ledger.record_panels(panel_recs)
         done += count
     t_write = time.perf_counter() - t0
@@ -103,9 +167,12 @@ def fill(runs: Path, panels: int, verdicts: int, seed: int) -> dict:
     if written_calls:
         for _ in range(verdicts):
             call = rng.choice(written_calls)
-            ledger.record_verdict(call, useful=rng.random() < 0.6,
+            useful = rng.random() < 0.6
+            false = [] if busy is None or useful else \
+                [f"claim {i}" for i in range(rng.randint(0, 3))]
+            ledger.record_verdict(call, useful=useful,
                                   note=rng.choice(("", "caught the bug", "missed the point")),
-                                  by="fill")
+                                  false=false, by="fill")
     t_verdicts = time.perf_counter() - t2
 
     t3 = time.perf_counter()
@@ -159,6 +226,10 @@ def main(argv=None) -> int:
     ap.add_argument("--panels", type=int, default=0)
     ap.add_argument("--verdicts", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--models", type=int, default=0,
+                    help="a roster of this many models, with seatings, shapes and failures")
+    ap.add_argument("--collections", type=int, default=0,
+                    help="with --models: this many collections (default 1)")
     ap.add_argument("--probe", action="store_true", help="time opening and lookups instead")
     args = ap.parse_args(argv)
     runs = open_home(args.data).gateway_runs
@@ -169,7 +240,11 @@ def main(argv=None) -> int:
         print("fill_ledger: give --panels N (N > 0), or --probe", file=sys.stderr)
         return 2
     os.makedirs(runs, exist_ok=True)
-    print(json.dumps(fill(runs, args.panels, args.verdicts, args.seed)))
+    if args.collections and not args.models:
+        print("fill_ledger: --collections needs --models", file=sys.stderr)
+        return 2
+    print(json.dumps(fill(runs, args.panels, args.verdicts, args.seed, models=args.models,
+                          collections=args.collections)))
     return 0
 
 

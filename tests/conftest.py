@@ -1,3 +1,11 @@
+"""Shared fixtures: a simulated upstream, a data folder that knows it, gateways that close.
+
+Invariants every test can lean on: a server a fixture starts is closed at teardown, its
+``serve_forever`` thread joined and every connection thread of it ended (a test that leaves a
+client connection open fails its teardown, naming the leak). Waits are on conditions with a
+generous deadline (``wait_until``), never on a fixed sleep, and no assertion is about speed.
+"""
+
 import sys
 from pathlib import Path
 
@@ -5,12 +13,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _bootstrap  # noqa: E402,F401  (the checkout imports itself as ``panelist``)
 
 import json  # noqa: E402
+import socketserver  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
 
 import pytest  # noqa: E402
 
+from gated import GatedUpstream  # noqa: E402
 from panelist.gateway import make_gateway  # noqa: E402
 from panelist.metrics.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
@@ -18,17 +29,70 @@ from panelist.metrics.roster import Roster  # noqa: E402
 from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
 
 # A small roster the end-to-end tests share: three members of different speed, and explorer
-# candidates of distinct families.
+# candidates of distinct families. Tests that need one seat to finish before another hold it at
+# a gate (the ``gated`` fixture) instead of relying on these latencies.
 TEST_MODELS = {
     "fast": {"latency": 0.0}, "mid": {"latency": 0.02}, "slow": {"latency": 0.05},
     "x-one": {"latency": 0.0}, "x-two": {"latency": 0.0}, "x-three": {"latency": 0.0},
 }
+
+# How long a wait on a condition may take before the test gives up. Only a broken behaviour
+# ever reaches it, so it is generous: a loaded machine must never be mistaken for a bug.
+PATIENCE = 30.0
+
+
+def wait_until(predicate, timeout: float = PATIENCE) -> bool:
+    """Poll ``predicate`` until it holds; False if it still does not after ``timeout`` s."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return bool(predicate())
+
+
+def serving_threads(server) -> int:
+    """How many threads are serving a connection of ``server`` right now.
+
+    Counted from what the threads are running (a request handler of this server on their stack),
+    not from socketserver's private bookkeeping, which does not track daemon threads at all."""
+    count = 0
+    for frame in list(sys._current_frames().values()):
+        while frame is not None:
+            # a handler runs its whole connection inside its constructor: that frame holds it
+            if frame.f_code is _HANDLER_INIT:
+                handler = frame.f_locals.get("self")
+                count += getattr(handler, "server", None) is server
+                break
+            frame = frame.f_back
+    return count
+
+
+_HANDLER_INIT = socketserver.BaseRequestHandler.__init__.__code__
 
 
 @pytest.fixture()
 def sim():
     with SimUpstream({k: dict(v) for k, v in TEST_MODELS.items()}) as s:
         yield s
+
+
+@pytest.fixture()
+def gated():
+    """An upstream whose models answer only when the test opens their gate (see gated.py)."""
+    upstream = GatedUpstream(TEST_MODELS)
+    try:
+        yield upstream
+    finally:
+        upstream.close()
+
+
+def move_to(home, upstream, *aliases) -> None:
+    """Serve ``aliases`` from ``upstream`` (e.g. the gated one) instead of the simulator."""
+    roster = Roster(home)
+    roster.add_endpoint("gated", upstream.url)
+    for alias in aliases:
+        roster.add_model(alias, "gated", family=alias, context=100_000)
 
 
 @pytest.fixture()
@@ -43,12 +107,11 @@ def home(tmp_path, sim):
     return home
 
 
-class Gateway:
-    def __init__(self, server):
-        self.server = server
-        self.url = server.url
-        self.thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+class Client:
+    """JSON requests to a server by URL (one connection per request, closed after it)."""
+
+    def __init__(self, url: str):
+        self.url = url
 
     def request(self, method, path, body=None, *, raw: bytes | None = None, headers=None):
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
@@ -56,10 +119,11 @@ class Gateway:
         hdrs.update(headers or {})
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=hdrs)
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with urllib.request.urlopen(req, timeout=PATIENCE) as resp:
                 return resp.status, json.loads(resp.read() or b"null"), resp.headers
         except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null"), exc.headers
+            with exc:
+                return exc.code, json.loads(exc.read() or b"null"), exc.headers
 
     def post(self, path, body=None, **kw):
         return self.request("POST", path, body, **kw)
@@ -68,12 +132,43 @@ class Gateway:
         return self.request("GET", path, **kw)
 
 
+class Gateway(Client):
+    """A built gateway served from a thread of this process; ``close()`` stops it for good."""
+
+    def __init__(self, server):
+        super().__init__(server.url)
+        self.server = server
+        self.thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True,
+                                       name=f"gateway-{server.port}")
+        self.thread.start()
+
+    def close(self) -> None:
+        """Stop serving, join the serving thread and check that no connection is left behind."""
+        if self.thread is None:
+            return
+        thread, self.thread = self.thread, None
+        self.server.close()
+        thread.join(PATIENCE)
+        assert not thread.is_alive(), "the gateway's serve_forever did not return after close()"
+        assert wait_until(lambda: serving_threads(self.server) == 0), (
+            f"{serving_threads(self.server)} connection(s) to the gateway still being served "
+            "after the test: close every client (openai.OpenAI, sockets) the test opened")
+
+    def __enter__(self) -> "Gateway":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 @pytest.fixture()
 def gateway(home):
-    server = make_gateway(home, env={})  # local mode, whatever the shell running the tests says
-    gw = Gateway(server)
-    yield gw
-    server.close()
+    # local mode, whatever the shell running the tests says
+    gw = Gateway(make_gateway(home, env={}))
+    try:
+        yield gw
+    finally:
+        gw.close()
 
 
 def read_jsonl(path):

@@ -49,7 +49,8 @@ def test_ask_and_verdict_on_the_data_folder(home, capsys):
     assert code == 0
     assert out.count("## Seat") == 5
     calls = [line.split()[0] for line in err.splitlines()]
-    assert len(calls) == 5 and all(c.count(".") == 1 for c in calls)
+    odd = [c for c in calls if c.count(".") != 1]
+    assert len(calls) == 5 and not odd, f"not call ids (panel.seat): {odd}"
     code, out, _ = run(capsys, "verdict", calls[0], "--useful", "--note", "found the real bug",
                        "--real", "off by one", "--data", d)
     assert code == 0 and "recorded" in out

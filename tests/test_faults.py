@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Gateway, read_jsonl
+from conftest import PATIENCE, Client, Gateway, read_jsonl, serving_threads, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.collection import Collections
 from panelist.metrics.keys import Keys
@@ -55,68 +55,92 @@ def test_an_upstream_fault_is_a_named_seat_error(gateway, home, sim, fault, kind
         roster.add_endpoint("gone", f"http://127.0.0.1:{closed_port()}/v1")
         roster.add_model("mid", "gone", family="mid", context=100_000)
     elif fault == "drip":   # a reply that trickles forever: only the seat's deadline ends it
-        set_limits(home, seat_timeout=0.5)
+        # ~20 s for the whole reply at this pace; the deadline leaves the other seats (answering
+        # at once) ample room on a loaded machine
+        set_limits(home, seat_timeout=2)
         sim.script("mid", drip=0.05)
     else:
         sim.script("mid", fail=fault)
-    t0 = time.monotonic()
     status, body, _ = ask(gateway)
-    assert status == 200 and time.monotonic() - t0 < 10
+    assert status == 200
     seats = {s["alias"]: s for s in body["bench"]["seats"]}
     assert seats["mid"]["status"] == "error" and seats["mid"]["error"].startswith(kind + ":")
-    assert all(s["status"] == "ok" for a, s in seats.items() if a != "mid")
+    failed = {a: s["error"] for a, s in seats.items() if a != "mid" and s["status"] != "ok"}
+    assert not failed, f"seats other than mid failed too: {failed}"
     assert f"error: {kind}:" in body["choices"][0]["message"]["content"]
     (logged,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
                  if e.get("alias") == "mid"]
     assert logged["status"] == "error" and logged["error"].startswith(kind)
     if fault == "drip":
-        assert sim.wait_disconnects(1, timeout=5)   # the trickle was hung up on, not left open
+        assert sim.wait_disconnects(1, timeout=PATIENCE)   # the trickle was hung up on
 
 
 # -- slow and broken clients ----------------------------------------------------------------------
-def request_threads(gw) -> int:
-    """The gateway's live connection threads (socketserver keeps them while it may join them)."""
-    return sum(t.is_alive() for t in list(vars(gw.server).get("_threads", ())))
-
-
-def wait_until(predicate, timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 @pytest.fixture()
 def impatient(home):
     """A gateway that gives a stalled client half a second."""
-    gw = Gateway(make_gateway(home, env={}, client_timeout=0.5))
-    yield gw
-    gw.server.close()
+    with Gateway(make_gateway(home, env={}, client_timeout=0.5)) as gw:
+        yield gw
 
 
 def connect(gw) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", gw.server.port), timeout=5)
+    return socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE)
 
 
-def test_stalled_clients_are_dropped_and_never_starve_others(impatient):
-    gw = impatient
-    before = request_threads(gw)
+def still_open(s: socket.socket) -> bool:
+    """Whether the server has neither hung up on ``s`` nor sent anything on it (yet)."""
+    s.setblocking(False)
+    try:
+        s.recv(1)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.settimeout(PATIENCE)
+    return False
+
+
+def stall(gw, n: int) -> list[socket.socket]:
+    """``n`` connections that each send the start of a header section and never finish it."""
     head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
             "Content-Type: application/json\r\n").encode()
     stalled = []
-    for _ in range(40):   # headers that never end
-        s = connect(gw)
-        s.sendall(head)
-        stalled.append(s)
-    t0 = time.monotonic()
-    assert gw.get("/health")[0] == 200 and time.monotonic() - t0 < 0.5   # others still served
-    for s in stalled:
-        assert s.recv(1024) == b""   # the server hung up on each
-        s.close()
-    assert time.monotonic() - t0 < 5
-    assert wait_until(lambda: request_threads(gw) <= before, 5)
+    for _ in range(n):
+        stalled.append(connect(gw))
+        stalled[-1].sendall(head)
+    return stalled
+
+
+def test_stalled_clients_never_starve_others(gateway):
+    # the default gateway waits a minute for a stalled client: the health check below is
+    # answered while all forty are still held, however slowly this machine runs
+    stalled = stall(gateway, 40)
+    try:
+        assert wait_until(lambda: serving_threads(gateway.server) >= 40), (
+            f"only {serving_threads(gateway.server)} of 40 stalled connections are being served")
+        assert gateway.get("/health")[0] == 200
+        dropped = [i for i, s in enumerate(stalled) if not still_open(s)]
+        assert not dropped, f"stalled connections {dropped} were let go before /health answered"
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_stalled_clients_are_dropped_and_their_threads_end(impatient):
+    gw = impatient
+    stalled = stall(gw, 40)
+    try:
+        assert wait_until(lambda: serving_threads(gw.server) >= 40), (
+            f"only {serving_threads(gw.server)} of 40 stalled connections are being served")
+        kept = [i for i, s in enumerate(stalled) if s.recv(1024) != b""]
+        assert not kept, f"the server answered instead of hanging up on stalled clients {kept}"
+    finally:
+        for s in stalled:
+            s.close()
+    assert wait_until(lambda: serving_threads(gw.server) == 0), (
+        f"{serving_threads(gw.server)} threads still serve dropped connections")
+    assert gw.get("/health")[0] == 200
 
 
 def test_a_half_body_gets_408_and_the_connection_closes(impatient):
@@ -137,8 +161,7 @@ def test_a_half_body_gets_408_and_the_connection_closes(impatient):
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_caller_that_leaves_releases_its_seats_and_thread(impatient, sim, stream):
     gw = impatient
-    sim.script("slow", latency=30)   # a seat that would hold on for half a minute
-    before = request_threads(gw)
+    sim.script("slow", latency=3600)   # a seat that would hold on for an hour
     s = connect(gw)
     body = json.dumps({"model": "bench/trio", "stream": stream,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -147,17 +170,19 @@ def test_a_caller_that_leaves_releases_its_seats_and_thread(impatient, sim, stre
               + body)
     if stream:
         assert s.recv(4096).startswith(b"HTTP/1.1 200")   # the stream has begun
-    else:
-        assert wait_until(lambda: sim.count("slow") == 1, 5)
+    assert wait_until(lambda: sim.count("slow") == 1), "the slow seat was never asked"
+    assert serving_threads(gw.server) == 1   # this connection's, busy with the panel
     s.close()   # gone mid-stream / mid-panel
-    assert sim.wait_disconnects(1, timeout=10)   # the slow seat's upstream call was dropped
-    assert wait_until(lambda: request_threads(gw) <= before, 10)
+    assert sim.wait_disconnects(1, timeout=PATIENCE)   # the slow seat's upstream call was dropped
+    assert wait_until(lambda: serving_threads(gw.server) == 0), (
+        "the thread of a caller that left is still serving it")
     assert gw.get("/health")[0] == 200
 
 
 # -- helpers for gateway processes ----------------------------------------------------------------
 class Process:
-    """``python gateway.py --data DIR --port 0`` in its own process."""
+    """``python gateway.py --data DIR --port 0`` in its own process; a context manager that
+    stops it (if the test has not killed it) and fails on a traceback in its stderr."""
 
     def __init__(self, data: Path, env: dict | None = None):
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
@@ -167,20 +192,28 @@ class Process:
             env=dict(clean, PYTHONUNBUFFERED="1", **(env or {})))
         line = self.proc.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        assert found, line + self.proc.stderr.read()
-        self.gw = Gateway.__new__(Gateway)   # the request helpers, without an in-process server
-        self.gw.url = f"http://127.0.0.1:{found.group(1)}"
+        if not found:
+            err = self.stop()
+            raise AssertionError(f"the gateway did not start: {line}{err}")
+        self.gw = Client(f"http://127.0.0.1:{found.group(1)}")
+
+    def __enter__(self) -> "Process":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.returncode is None:
+            err = self.stop()
+            if exc[0] is None:
+                assert "Traceback" not in err, err
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        self.proc.communicate(timeout=PATIENCE)
 
     def stop(self) -> str:
         self.proc.terminate()
         try:
-            _, err = self.proc.communicate(timeout=10)
+            _, err = self.proc.communicate(timeout=PATIENCE)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             _, err = self.proc.communicate()
@@ -214,8 +247,8 @@ def load(gw, stop: threading.Event, done: list, headers=None) -> None:
 # -- crash safety ---------------------------------------------------------------------------------
 def test_a_sigkilled_gateway_loses_only_what_was_in_flight(home, sim):
     runs = home.gateway_runs
-    first = Process(home.root)
-    try:
+    stop, done, workers = threading.Event(), [], []
+    with Process(home.root) as first:
         judged = Counter()
         for _ in range(3):   # verdicts acknowledged before the crash
             status, body, _ = ask(first.gw)
@@ -225,16 +258,19 @@ def test_a_sigkilled_gateway_loses_only_what_was_in_flight(home, sim):
                                                {"call": seat["call"], "useful": True})
                 assert status == 200 and got["written"]
                 judged[seat["alias"]] += 1
-        stop, done = threading.Event(), []
-        workers = [threading.Thread(target=load, args=(first.gw, stop, done)) for _ in range(6)]
-        for w in workers:
-            w.start()
-        assert wait_until(lambda: len(done) >= 20, 20)
-    finally:
-        first.kill()   # mid-load: panels and seats are being written
-        stop.set()
-    for w in workers:
-        w.join(10)
+        try:
+            workers += [threading.Thread(target=load, args=(first.gw, stop, done))
+                        for _ in range(6)]
+            for w in workers:
+                w.start()
+            assert wait_until(lambda: len(done) >= 20, 3 * PATIENCE), (
+                f"only {len(done)} panels answered")
+        finally:
+            first.kill()   # mid-load: panels and seats are being written
+            stop.set()
+            for w in workers:
+                w.join(PATIENCE)
+    assert not [w for w in workers if w.is_alive()], "a load thread outlived the killed gateway"
     for path in (runs / "calls.jsonl", runs / "evidence.jsonl"):
         records, torn = parsed(path)
         assert records and len(torn) <= 1 and (not torn or lines(path)[-1] in torn)
@@ -245,8 +281,7 @@ def test_a_sigkilled_gateway_loses_only_what_was_in_flight(home, sim):
     with open(runs / "evidence.jsonl", "ab") as f:
         f.write(b'{"v":1,"kind":"verdict","call":"p2026')
 
-    second = Process(home.root)
-    try:
+    with Process(home.root) as second:
         for bench in done[:5]:   # every answered panel is served back, and can be judged
             status, record, _ = second.gw.get(f"/bench/panels/{bench['panel']}")
             assert status == 200 and len(record["seats"]) == len(bench["seats"])
@@ -255,8 +290,6 @@ def test_a_sigkilled_gateway_loses_only_what_was_in_flight(home, sim):
                                             {"call": seat["call"], "useful": False})
             assert status == 200 and got["written"]
         assert ask(second.gw)[0] == 200
-    finally:
-        second.stop()
     records, torn = parsed(runs / "evidence.jsonl")
     assert torn == [b'{"v":1,"kind":"verdict","call":"p2026']   # spoils only itself
     with Ledger(runs) as ledger:
@@ -275,8 +308,7 @@ def test_two_gateway_processes_share_one_data_folder(home, sim):
     bulk, _ = keys.create("bulk")
     metered, _ = keys.create("metered", rpm=20)
     env = {"PANELIST_REQUIRE_KEYS": "1"}
-    a, b = Process(home.root, env), Process(home.root, env)
-    try:
+    with Process(home.root, env) as a, Process(home.root, env) as b:
         replies: list = []
         lock = threading.Lock()
 
@@ -292,7 +324,8 @@ def test_two_gateway_processes_share_one_data_folder(home, sim):
         for w in workers:
             w.start()
         for w in workers:
-            w.join(60)
+            w.join(3 * PATIENCE)
+        assert not [w for w in workers if w.is_alive()], "a client thread is still asking"
         assert [s for s, _ in replies] == [200] * 96
         # requests a minute, counted once across both processes
         statuses: list = []
@@ -304,15 +337,21 @@ def test_two_gateway_processes_share_one_data_folder(home, sim):
                 with lock:
                     statuses.append((status, headers["Retry-After"]))
         workers = [threading.Thread(target=meter, args=(gw,)) for gw in (a.gw, b.gw) * 3]
+        began = time.time()
         for w in workers:
             w.start()
         for w in workers:
-            w.join(30)
-        assert Counter(s for s, _ in statuses) == {200: 20, 429: 10}
-        assert all(after and int(after) >= 1 for s, after in statuses if s == 429)
-    finally:
-        errs = a.stop() + b.stop()
-    assert "Traceback" not in errs
+            w.join(3 * PATIENCE)
+        ended = time.time()
+        assert not [w for w in workers if w.is_alive()], "a client thread is still asking"
+        counted = Counter(s for s, _ in statuses)
+        assert set(counted) <= {200, 429} and sum(counted.values()) == 30, counted
+        if began // 60 == ended // 60:
+            assert counted == {200: 20, 429: 10}
+        else:   # a new minute began meanwhile and made room: never fewer admitted, though
+            assert counted[200] >= 20, counted
+        vague = [after for s, after in statuses if s == 429 and not (after and int(after) >= 1)]
+        assert not vague, f"429s without a Retry-After of a second or more: {vague}"
     runs = home.gateway_runs
     calls, torn = parsed(runs / "calls.jsonl")
     assert not torn and len(calls) == 96
@@ -342,9 +381,15 @@ def test_concurrent_collection_saves_lose_nothing(home):
             "    Collections(home).save(view, f'{sys.argv[3]}{i}', ['fast', 'slow'])\n")
     procs += [subprocess.Popen([sys.executable, "-c", loop, str(ROOT), str(home.root), prefix],
                                env=env, stderr=subprocess.PIPE) for prefix in ("a", "b")]
+    errors = []
     for p in procs:
-        _, err = p.communicate(timeout=60)
-        assert p.returncode == 0, err
+        try:
+            errors.append(p.communicate(timeout=3 * PATIENCE)[1])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            errors.append(p.communicate()[1] + b" (killed: it never finished)")
+    failed = [err for p, err in zip(procs, errors) if p.returncode != 0]
+    assert not failed, failed
     names = set(Collections(home).all())
     expected = {"trio"} | {f"c{i}" for i in range(6)} | {f"{p}{i}" for p in "ab" for i in
                                                           range(40)}

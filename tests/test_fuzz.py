@@ -1,5 +1,9 @@
-"""Arbitrary JSON and arbitrary bytes at every route: every reply is well-formed, no request
-is a 500, the server stays up and the logs stay valid JSONL."""
+"""Arbitrary JSON and arbitrary bytes at every route: every request gets a well-formed reply, no
+request is a 500, the server stays up and the logs stay valid JSONL.
+
+Strings include lone surrogates: JSON's ``\\ud800`` escapes let any caller send them, and
+``st.text()`` alone never draws them (it leaves out category Cs).
+"""
 
 import http.client
 import json
@@ -8,7 +12,7 @@ import socket
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import Gateway
+from conftest import PATIENCE, Gateway
 from panelist.gateway import make_gateway
 
 PATHS = ["/v1/models", "/v1/chat/completions", "/bench/verdict", "/bench/panels/x",
@@ -17,20 +21,28 @@ PATHS = ["/v1/models", "/v1/chat/completions", "/bench/verdict", "/bench/panels/
 METHODS = ["GET", "POST", "OPTIONS"]
 CTYPES = ["application/json", "application/json; charset=utf-8", "text/plain", None]
 
+# any code point, lone surrogates drawn often (one in two characters comes from category Cs)
+CHARACTERS = st.characters(exclude_categories=()) | st.characters(categories=["Cs"])
+
+
+def text(**size):
+    return st.text(CHARACTERS, **size)
+
+
 scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-           | st.text(max_size=30))
+           | text(max_size=30))
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+                      | st.dictionaries(text(max_size=12), inner, max_size=4), max_leaves=12)
 messages = st.lists(st.fixed_dictionaries(
     {"role": st.sampled_from(["user", "system", "assistant", "tool", "robot"]) | values,
-     "content": st.text(max_size=60) | values}), max_size=3)
+     "content": text(max_size=60) | values}), max_size=3)
 valid_chat = st.fixed_dictionaries(   # well-typed, arbitrary text: reaches the seats
     {"model": st.sampled_from(["bench/trio", "bench/trio:all"]),
      "messages": st.lists(st.fixed_dictionaries(
          {"role": st.sampled_from(["user", "system", "assistant"]),
-          "content": st.text(min_size=1, max_size=80)}), min_size=1, max_size=3)},
+          "content": text(min_size=1, max_size=80)}), min_size=1, max_size=3)},
     optional={"stream": st.booleans(), "temperature": st.floats(0, 2),
-              "max_tokens": st.integers(1, 4096), "user": st.text(max_size=20)})
+              "max_tokens": st.integers(1, 4096), "user": text(max_size=20)})
 chat = valid_chat | st.fixed_dictionaries(
     {"model": st.sampled_from(["bench/trio", "bench/trio:all", "bench/trio:merged",
                                "bench/nope", "gpt-4o", "bench/"]) | values,
@@ -39,14 +51,25 @@ chat = valid_chat | st.fixed_dictionaries(
               "max_tokens": values, "bench": values, "stop": values})
 
 
+def lone_surrogate(raw: bytes) -> bool:
+    """Whether a JSON body holds a lone surrogate (an escape no UTF-8 text can carry)."""
+    try:
+        json.dumps(json.loads(raw), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    except ValueError:   # not JSON: it holds no string at all
+        return False
+    return False
+
+
 def verdicts(call):
     valid = st.fixed_dictionaries(
         {"call": st.just(call), "useful": st.booleans()},
-        optional={"note": st.text(max_size=80), "real": st.lists(st.text(max_size=20)),
-                  "false": st.lists(st.text(max_size=20))})
+        optional={"note": text(max_size=80), "real": st.lists(text(max_size=20)),
+                  "false": st.lists(text(max_size=20))})
     return valid | st.fixed_dictionaries(
-        {"call": st.just(call) | st.text(max_size=30) | values, "useful": st.booleans() | values},
-        optional={"note": st.text(max_size=30) | values, "real": values, "false": values})
+        {"call": st.just(call) | text(max_size=30) | values, "useful": st.booleans() | values},
+        optional={"note": text(max_size=30) | values, "real": values, "false": values})
 
 
 def check_reply(status: int, headers, data: bytes) -> None:
@@ -58,9 +81,9 @@ def check_reply(status: int, headers, data: bytes) -> None:
     if headers.get("Content-Type") == "text/event-stream":
         assert status == 200
         events = [line[6:] for line in data.decode().split("\n") if line.startswith("data: ")]
-        assert events[-1] == "[DONE]"
-        for event in events[:-1]:
-            assert isinstance(json.loads(event), dict)
+        assert events and events[-1] == "[DONE]", data[-300:]
+        odd = [e for e in events[:-1] if not isinstance(json.loads(e), dict)]
+        assert not odd, f"events that are not JSON objects: {odd}"
         return
     assert headers.get("Content-Type") == "application/json"
     body = json.loads(data)
@@ -72,7 +95,7 @@ def check_reply(status: int, headers, data: bytes) -> None:
 
 
 def send(gw, method: str, path: str, body: bytes | None, ctype: str | None):
-    conn = http.client.HTTPConnection("127.0.0.1", gw.server.port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", gw.server.port, timeout=PATIENCE)
     try:
         headers = {"Content-Type": ctype} if ctype else {}
         conn.request(method, path, body=body, headers=headers)
@@ -100,13 +123,18 @@ def test_any_json_or_bytes_at_any_route(gateway, home, capfd):
                   st.binary(max_size=200) | encoded, json_type),
         anything)
 
+    sent = []
+
     @settings(max_examples=150, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(request=requests)
     def one(request):
-        check_reply(*send(gateway, *request))
+        check_reply(*send(gateway, *request))   # http.client raises if no reply came at all
+        sent.append(request)
 
     one()
+    surrogates = [r for r in sent if r[2] and lone_surrogate(r[2])]
+    assert surrogates, "no request carried a lone surrogate: the strategies lost them"
     assert gateway.get("/health")[0] == 200
     for name in ("calls.jsonl", "evidence.jsonl"):
         for line in (home.gateway_runs / name).read_bytes().splitlines():
@@ -114,10 +142,16 @@ def test_any_json_or_bytes_at_any_route(gateway, home, capfd):
     assert "Traceback" not in capfd.readouterr().err
 
 
+def owes_a_reply(raw: bytes) -> bool:
+    """Whether a server must answer these bytes: anything but blank space before the first line
+    ends (a request line of nothing is no request; http.server closes without a word)."""
+    return raw.split(b"\n", 1)[0].strip() != b""
+
+
 def test_any_bytes_as_the_whole_request(home, capfd):
-    server = make_gateway(home, env={}, client_timeout=0.3)
-    gw = Gateway(server)
-    try:
+    with Gateway(make_gateway(home, env={}, client_timeout=0.3)) as gw:
+        answered = []
+
         @settings(max_examples=100, deadline=None, derandomize=True, database=None)
         @given(raw=st.binary(max_size=300) | st.builds(
             lambda line, rest: line + b"\r\n" + rest,
@@ -125,13 +159,14 @@ def test_any_bytes_as_the_whole_request(home, capfd):
                              b"FOO / HTTP/1.1", b"GET / HTTP/9.9", b"GET " + b"x" * 70000]),
             st.binary(max_size=200)))
         def one(raw):
-            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            with socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE) as s:
                 s.sendall(raw)
                 s.shutdown(socket.SHUT_WR)
                 data = b""
                 while chunk := s.recv(65536):
                     data += chunk
-            while data:   # zero or more whole replies, each well-formed
+            replies = 0
+            while data:   # whole replies, each well-formed, and nothing after the last
                 head, sep, rest = data.partition(b"\r\n\r\n")
                 assert sep and head.startswith(b"HTTP/1."), data[:200]
                 lines = head.decode("latin-1").split("\r\n")
@@ -140,9 +175,12 @@ def test_any_bytes_as_the_whole_request(home, capfd):
                 length = int(headers.get("Content-Length", 0))
                 check_reply(status, headers, rest[:length])
                 data = rest[length:]
+                replies += 1
+            if owes_a_reply(raw):
+                assert replies >= 1, f"no reply to {raw[:200]!r}"
+                answered.append(raw)
 
         one()
+        assert len(answered) >= 50, f"only {len(answered)} of 100 requests owed a reply"
         assert gw.get("/health")[0] == 200
-    finally:
-        server.close()
     assert "Traceback" not in capfd.readouterr().err

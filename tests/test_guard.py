@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import Gateway
+from conftest import PATIENCE, Gateway
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
 from panelist.metrics.collection import Collections
@@ -27,9 +27,11 @@ def start(home):
         gw = Gateway(make_gateway(home, env=env or {}, **kw))
         running.append(gw)
         return gw
-    yield go
-    for gw in running:
-        gw.server.close()
+    try:
+        yield go
+    finally:
+        for gw in running:
+            gw.close()
 
 
 def ask(gw, model="bench/trio", headers=None):
@@ -131,7 +133,7 @@ def test_foreign_origins_and_cross_site_requests_are_refused(start):
 
 # -- CORS -----------------------------------------------------------------------------------------
 def preflight(gw, path, origin=APP, asked="authorization, content-type, x-stainless-os"):
-    conn = http.client.HTTPConnection("127.0.0.1", gw.server.port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", gw.server.port, timeout=PATIENCE)
     try:
         conn.request("OPTIONS", path, headers={
             "Origin": origin, "Access-Control-Request-Method": "POST",
@@ -187,15 +189,17 @@ def test_writes_must_be_json_within_the_cap(gateway):
     status, _, _ = gateway.post("/v1/chat/completions", raw=body.encode(),
                                 headers={"Content-Type": "Application/JSON; charset=utf-8"})
     assert status == 200
-    conn = http.client.HTTPConnection("127.0.0.1", gateway.server.port, timeout=10)
-    conn.putrequest("POST", "/bench/verdict")
-    conn.putheader("Content-Type", "application/json")
-    conn.putheader("Content-Length", str(21 * 2**20))
-    conn.endheaders()   # the body never comes: the size alone is refused
-    resp = conn.getresponse()
-    assert resp.status == 413 and "20 MB" in json.loads(resp.read())["error"]["message"]
-    assert resp.headers["Connection"] == "close"
-    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", gateway.server.port, timeout=PATIENCE)
+    try:
+        conn.putrequest("POST", "/bench/verdict")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(21 * 2**20))
+        conn.endheaders()   # the body never comes: the size alone is refused
+        resp = conn.getresponse()
+        assert resp.status == 413 and "20 MB" in json.loads(resp.read())["error"]["message"]
+        assert resp.headers["Connection"] == "close"
+    finally:
+        conn.close()
 
 
 # -- every route × every refusal ------------------------------------------------------------------

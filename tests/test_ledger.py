@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PATIENCE, wait_until
 from panelist.metrics import errors
 from panelist.metrics.ledger import Ledger, ModelState
 
@@ -121,9 +122,10 @@ def test_states(runs):
 
         now = time.time()
         ledger.cool_down("sim-b", 60, "429 from upstream")
+        later = time.time()
         st = ledger.states(["sim-a", "sim-b"], "general", now=now)
         assert st["sim-a"].cooling_until == 0.0
-        assert now + 59 < st["sim-b"].cooling_until < now + 62
+        assert now + 60 <= st["sim-b"].cooling_until <= later + 60   # 60 s from the call
         assert ledger.states(["sim-b"], "general", now=now + 120)["sim-b"].cooling_until == 0.0
         ledger.cool_down("sim-b", 0)  # the latest cooldown wins: this one ends it
         assert ledger.states(["sim-b"], "general")["sim-b"].cooling_until == 0.0
@@ -158,7 +160,8 @@ def test_panel_ids_unique_across_threads(runs):
         for t in threads:
             t.join()
         assert len(set(got)) == 1600
-        assert all(p.startswith("p20250615-") for p in got)
+        strays = [p for p in got if not p.startswith("p20250615-")]
+        assert not strays, f"panel ids not of the panel's day: {strays[:10]}"
         assert os.path.getsize(runs / "panels.idx") == 1600 * 8
         assert ledger.panel(got[0]) is None  # reserved, not finished
 
@@ -173,6 +176,7 @@ from panelist.metrics.ledger import Ledger
 
 runs, name, other, go = Path(sys.argv[2]), sys.argv[3], sys.argv[4], Path(sys.argv[5])
 ledger = Ledger(runs, snapshot_every=700)
+Path(sys.argv[6]).touch()   # ready: the race starts when every writer is
 while not go.exists():
     time.sleep(0.001)
 mine = []
@@ -208,18 +212,32 @@ def spawn(script: str, *args) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen) -> str:
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=3 * PATIENCE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
     assert proc.returncode == 0, err
     return out
+
+
+def start_together(procs: list, ready: list[Path], go: Path) -> list[str]:
+    """Let ``procs`` go at once, when each has said it is ready; their stdout, in order."""
+    try:
+        assert wait_until(lambda: all(r.exists() for r in ready) or
+                          any(p.poll() is not None for p in procs)), "a process never got ready"
+    finally:
+        go.touch()   # also releases the ready ones if another failed, so none is left waiting
+    return [finish(p) for p in procs]
 
 
 def test_two_processes_append_concurrently(runs, tmp_path):
     runs.mkdir(parents=True)
     go = tmp_path / "go"
-    procs = [spawn(WRITER, runs, "x", "y", go), spawn(WRITER, runs, "y", "x", go)]
-    time.sleep(0.3)
-    go.touch()
-    results = {name: json.loads(finish(p)) for name, p in zip("xy", procs)}
+    ready = [tmp_path / "ready-x", tmp_path / "ready-y"]
+    procs = [spawn(WRITER, runs, "x", "y", go, ready[0]),
+             spawn(WRITER, runs, "y", "x", go, ready[1])]
+    results = dict(zip("xy", map(json.loads, start_together(procs, ready, go))))
 
     evidence = [json.loads(line) for line in lines(runs / "evidence.jsonl")]
     calls = [json.loads(line) for line in lines(runs / "calls.jsonl")]
@@ -254,6 +272,7 @@ from panelist.metrics.ledger import Ledger
 
 ledger = Ledger(Path(sys.argv[2]))
 go = Path(sys.argv[4])
+Path(sys.argv[5]).touch()   # ready: the race starts when every voter is
 while not go.exists():
     pass
 result = ledger.record_verdict(sys.argv[3], useful=True, note="same", real=["x"], by="race")
@@ -267,12 +286,12 @@ def test_same_verdict_from_two_processes_written_once(runs, tmp_path):
         calls = [panel(ledger)[1][0] for _ in range(3)]
     for round_, call in enumerate(calls):
         go = tmp_path / f"go{round_}"
-        procs = [spawn(VOTER, runs, call, go) for _ in range(3)]
-        time.sleep(0.4)
-        go.touch()
-        results = [json.loads(finish(p)) for p in procs]
+        ready = [tmp_path / f"ready{round_}-{i}" for i in range(3)]
+        procs = [spawn(VOTER, runs, call, go, r) for r in ready]
+        results = [json.loads(out) for out in start_together(procs, ready, go)]
         assert sorted(r["written"] for r in results) == [False, False, True]
-        assert all(r["verdict"]["note"] == "same" for r in results)
+        notes = [r["verdict"]["note"] for r in results]
+        assert notes == ["same"] * 3, f"a voter saw another verdict stand: {notes}"
     assert len(kinds(runs / "evidence.jsonl", "verdict")) == 3
     with Ledger(runs) as ledger:
         assert ledger.states(["sim-a"], "general")["sim-a"].useful == 3
@@ -308,55 +327,49 @@ def test_snapshot_load_and_rebuild(runs):
         before = answers(ledger, calls)
     records = len(lines(runs / "evidence.jsonl"))
 
-    reopened = Ledger(runs)
-    assert reopened.from_snapshot and reopened.replayed == 0
-    assert answers(reopened, calls) == before
-    reopened.close()
+    with Ledger(runs) as reopened:
+        assert reopened.from_snapshot and reopened.replayed == 0
+        assert answers(reopened, calls) == before
 
     (runs / "index.json").unlink()
-    rebuilt = Ledger(runs)
-    assert not rebuilt.from_snapshot and rebuilt.replayed == records
-    assert answers(rebuilt, calls) == before
-    rebuilt.close()
+    with Ledger(runs) as rebuilt:
+        assert not rebuilt.from_snapshot and rebuilt.replayed == records
+        assert answers(rebuilt, calls) == before
     assert (runs / "index.json").exists()  # a rebuild leaves a snapshot behind
 
     (runs / "index.json").write_text('{"v": 1, "ino": ')  # torn
-    corrupt = Ledger(runs)
-    assert not corrupt.from_snapshot and corrupt.replayed == records
-    assert answers(corrupt, calls) == before
-    corrupt.close()
+    with Ledger(runs) as corrupt:
+        assert not corrupt.from_snapshot and corrupt.replayed == records
+        assert answers(corrupt, calls) == before
 
     # same content in a new file (another inode): the snapshot is not for this file
     copy = runs / "evidence.copy"
     copy.write_bytes((runs / "evidence.jsonl").read_bytes())
     os.replace(copy, runs / "evidence.jsonl")
-    moved = Ledger(runs)
-    assert not moved.from_snapshot and moved.replayed == records
-    assert answers(moved, calls) == before
-    moved.close()
+    with Ledger(runs) as moved:
+        assert not moved.from_snapshot and moved.replayed == records
+        assert answers(moved, calls) == before
 
 
 def test_snapshot_then_tail_and_periodic_snapshots(runs):
     with Ledger(runs) as ledger:
         calls = fill(ledger)
-    writer = Ledger(runs, snapshot_every=10)
-    reader = Ledger(runs)  # open while the writer appends: sees it through the tail
-    assert reader.from_snapshot and reader.replayed == 0
-    offset = json.loads((runs / "index.json").read_text())["offset"]
-    for _ in range(12):
-        panel(writer, seats=(("member1", "sim-a"),), seated=T0 + 500)
-    writer.refresh()  # 12 records folded: past snapshot_every, so a snapshot is written
-    assert json.loads((runs / "index.json").read_text())["offset"] > offset
-    assert reader.states(["sim-a"], "general")["sim-a"].last_seated == T0 + 500
-    reader.close()
-    # the writer never closed (a crash): the next start replays only what the snapshot missed
-    panel(writer, seats=(("member1", "sim-e"),), seated=T0 + 600)
-    again = Ledger(runs)
-    assert again.from_snapshot and 1 <= again.replayed < 10
-    assert again.states(["sim-e"], "general")["sim-e"].last_seated == T0 + 600
-    assert again.call(calls[0])["verdict"]["note"] == "changed"
-    again.close()
-    writer.close()
+    with Ledger(runs, snapshot_every=10) as writer:
+        with Ledger(runs) as reader:  # open while the writer appends: sees it through the tail
+            assert reader.from_snapshot and reader.replayed == 0
+            offset = json.loads((runs / "index.json").read_text())["offset"]
+            for _ in range(12):
+                panel(writer, seats=(("member1", "sim-a"),), seated=T0 + 500)
+            writer.refresh()  # 12 records folded: past snapshot_every, so a snapshot is written
+            assert json.loads((runs / "index.json").read_text())["offset"] > offset
+            assert reader.states(["sim-a"], "general")["sim-a"].last_seated == T0 + 500
+        # the writer has not closed (as after a crash): the next start replays only what the
+        # snapshot missed
+        panel(writer, seats=(("member1", "sim-e"),), seated=T0 + 600)
+        with Ledger(runs) as again:
+            assert again.from_snapshot and 1 <= again.replayed < 10
+            assert again.states(["sim-e"], "general")["sim-e"].last_seated == T0 + 600
+            assert again.call(calls[0])["verdict"]["note"] == "changed"
 
 
 def test_evidence_replaced_under_a_running_ledger(runs):
@@ -372,24 +385,23 @@ def test_evidence_replaced_under_a_running_ledger(runs):
 # --------------------------------------------------------------------------- torn lines
 
 def test_torn_last_line_is_skipped(runs):
-    ledger = Ledger(runs)
-    _, (early,) = panel(ledger, seats=(("member1", "sim-a"),))
-    with open(runs / "evidence.jsonl", "ab") as f:
-        f.write(b'{"v":1,"kind":"seat","call":"p2025')  # a writer died mid-line
-    with open(runs / "calls.jsonl", "ab") as f:
-        f.write(b'{"v":1,"panel":"p2025')
-    assert ledger.states(["sim-a"], "general")["sim-a"].last_seated == T0
-    assert len(ledger.recent_panels(10)) == 1
-    _, (late,) = panel(ledger, seats=(("member1", "sim-b"),), seated=T0 + 1)
-    ledger.record_verdict(late, useful=True)
-    ledger.record_verdict(early, useful=False)
+    with Ledger(runs) as ledger:
+        _, (early,) = panel(ledger, seats=(("member1", "sim-a"),))
+        with open(runs / "evidence.jsonl", "ab") as f:
+            f.write(b'{"v":1,"kind":"seat","call":"p2025')  # a writer died mid-line
+        with open(runs / "calls.jsonl", "ab") as f:
+            f.write(b'{"v":1,"panel":"p2025')
+        assert ledger.states(["sim-a"], "general")["sim-a"].last_seated == T0
+        assert len(ledger.recent_panels(10)) == 1
+        _, (late,) = panel(ledger, seats=(("member1", "sim-b"),), seated=T0 + 1)
+        ledger.record_verdict(late, useful=True)
+        ledger.record_verdict(early, useful=False)
 
-    st = ledger.states(["sim-a", "sim-b"], "general")
-    assert (st["sim-a"].last_seated, st["sim-a"].not_useful) == (T0, 1)
-    assert (st["sim-b"].last_seated, st["sim-b"].useful) == (T0 + 1, 1)
-    assert ledger.call(late)["verdict"]["useful"] is True
-    assert [p["seats"][0]["call"] for p in ledger.recent_panels(10)] == [late, early]
-    ledger.close()
+        st = ledger.states(["sim-a", "sim-b"], "general")
+        assert (st["sim-a"].last_seated, st["sim-a"].not_useful) == (T0, 1)
+        assert (st["sim-b"].last_seated, st["sim-b"].useful) == (T0 + 1, 1)
+        assert ledger.call(late)["verdict"]["useful"] is True
+        assert [p["seats"][0]["call"] for p in ledger.recent_panels(10)] == [late, early]
     # the torn line now stands alone on its own line, and a fresh replay agrees
     assert b'"call":"p2025\n' in (runs / "evidence.jsonl").read_bytes()
     (runs / "index.json").unlink()
@@ -441,7 +453,8 @@ def test_recent_panels_and_pending(runs):
         assert [r["call"] for r in ledger.pending(limit=1000)] == waiting
         assert [r["call"] for r in ledger.pending(limit=3)] == waiting[:3]
         mine = ledger.pending(key="k1", limit=1000)
-        assert mine and all(r["key"] == "k1" and r["status"] == "ok" for r in mine)
+        strays = [r for r in mine if r["key"] != "k1" or r["status"] != "ok"]
+        assert mine and not strays, f"pending for k1 lists another key's or failed calls: {strays}"
         assert len(mine) + len(ledger.pending(key="k0", limit=1000)) == len(waiting)
 
 
@@ -459,32 +472,37 @@ def test_bulk_path_writes_the_same_lines(tmp_path):
     def normal(path: Path) -> list[dict]:
         return [{k: v for k, v in json.loads(line).items() if k != "ts"} for line in lines(path)]
 
-    one, bulk = Ledger(tmp_path / "one"), Ledger(tmp_path / "bulk")
-    pids = [one.new_panel(T0) for _ in range(3)]
-    assert bulk.new_panels(3, T0) == pids
-    seats = [{"call": f"{p}.member1", "panel": p, "alias": "sim-é", "seat": "member",
-              "shape": "general", "seated": T0, "status": "ok", "seconds": 1.0,
-              "tokens": None, "error": None, "key": "k"} for p in pids]
-    panels = [{"panel": p, "shape": "general", "seats": [{"call": f"{p}.member1"}]} for p in pids]
-    for s in seats:
-        one.record_seat(s)
-    for p in panels:
-        one.record_panel(p)
-    bulk.record_seats(seats)
-    bulk.record_panels(panels)
-    for name in ("evidence.jsonl", "calls.jsonl"):
-        assert normal(tmp_path / "one" / name) == normal(tmp_path / "bulk" / name)
-    assert (tmp_path / "one" / "panels.idx").read_bytes() == \
-        (tmp_path / "bulk" / "panels.idx").read_bytes()
-    assert bulk.call(f"{pids[2]}.member1")["alias"] == "sim-é"
-    assert {**bulk.panel(pids[1]), "ts": ""} == {**one.panel(pids[1]), "ts": ""}
-    one.close()
-    bulk.close()
+    with Ledger(tmp_path / "one") as one, Ledger(tmp_path / "bulk") as bulk:
+        pids = [one.new_panel(T0) for _ in range(3)]
+        assert bulk.new_panels(3, T0) == pids
+        seats = [{"call": f"{p}.member1", "panel": p, "alias": "sim-é", "seat": "member",
+                  "shape": "general", "seated": T0, "status": "ok", "seconds": 1.0,
+                  "tokens": None, "error": None, "key": "k"} for p in pids]
+        panels = [{"panel": p, "shape": "general", "seats": [{"call": f"{p}.member1"}]}
+                  for p in pids]
+        for s in seats:
+            one.record_seat(s)
+        for p in panels:
+            one.record_panel(p)
+        bulk.record_seats(seats)
+        bulk.record_panels(panels)
+        for name in ("evidence.jsonl", "calls.jsonl"):
+            assert normal(tmp_path / "one" / name) == normal(tmp_path / "bulk" / name)
+        assert (tmp_path / "one" / "panels.idx").read_bytes() == \
+            (tmp_path / "bulk" / "panels.idx").read_bytes()
+        assert bulk.call(f"{pids[2]}.member1")["alias"] == "sim-é"
+        assert {**bulk.panel(pids[1]), "ts": ""} == {**one.panel(pids[1]), "ts": ""}
 
 
 def test_many_threads(runs):
-    ledger = Ledger(runs, snapshot_every=50)  # snapshots get written while threads work
+    with Ledger(runs, snapshot_every=50) as ledger:  # snapshots get written while threads work
+        st = work_in_threads(ledger)
+    (runs / "index.json").unlink()
+    with Ledger(runs) as fresh:
+        assert fresh.states(list(st), "general") == st
 
+
+def work_in_threads(ledger: Ledger) -> dict:
     def work(n: int):
         for i in range(100):
             _, (call,) = panel(ledger, seats=(("member1", f"sim-{n}"),))
@@ -497,12 +515,12 @@ def test_many_threads(runs):
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(3 * PATIENCE)
+    assert not [t for t in threads if t.is_alive()], "a worker thread is still running"
     st = ledger.states([f"sim-{n}" for n in range(8)], "general")
-    assert all((s.useful, s.not_useful) == (75, 25) for s in st.values())
+    off = {a: (s.useful, s.not_useful) for a, s in st.items()
+           if (s.useful, s.not_useful) != (75, 25)}
+    assert not off, f"verdict counts other than (75, 25): {off}"
     assert st["sim-0"].window == 100_000 - 700 - 99
     assert len(ledger.pending(limit=10_000)) == 0
-    ledger.close()
-    (runs / "index.json").unlink()
-    with Ledger(runs) as fresh:
-        assert fresh.states(list(st), "general") == st
+    return st

@@ -3,12 +3,11 @@
 import base64
 import json
 import socket
-import time
 
 import openai
 import pytest
 
-from conftest import Gateway, read_jsonl
+from conftest import PATIENCE, Gateway, move_to, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
 from panelist.metrics.collection import Collections
@@ -29,44 +28,76 @@ def chat(**extra):
             **extra}
 
 
-def sse_events(gw, body, *, close_after=None):
-    """Send a streaming request over a raw socket; return [(seconds, kind, payload)] where kind is
-    'data' or 'comment', decoding HTTP/1.1 chunked framing by hand."""
-    host, port = gw.server.server_address[:2]
-    raw = json.dumps(body).encode()
-    s = socket.create_connection((host, port), timeout=30)
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-              % (port, len(raw), raw))
-    f = s.makefile("rb")
-    t0 = time.monotonic()
-    status = f.readline()
-    headers = {}
-    while (line := f.readline()) != b"\r\n":
-        k, _, v = line.decode().partition(":")
-        headers[k.strip().lower()] = v.strip()
-    events, buffer = [], b""
-    if close_after is not None:
-        time.sleep(close_after)
-        s.close()
-        return status, headers, events
-    while True:
-        size = int(f.readline().strip(), 16)
-        if size == 0:
-            break
-        buffer += f.read(size)
-        f.read(2)
-        while b"\n\n" in buffer:
-            block, buffer = buffer.split(b"\n\n", 1)
-            text = block.decode()
-            at = time.monotonic() - t0
-            if text.startswith(":"):
-                events.append((at, "comment", text))
-            elif text.startswith("data: "):
-                payload = text[6:]
-                events.append((at, "data", payload if payload == "[DONE]" else json.loads(payload)))
-    s.close()
-    return status, headers, events
+class EventStream:
+    """A streaming chat request over a raw socket, read one server-sent event at a time.
+
+    ``next()`` returns ``("comment", text)`` or ``("data", payload)`` (the JSON object, or the
+    string "[DONE]"), decoding HTTP/1.1 chunked framing by hand; ``EOFError`` after the last."""
+
+    def __init__(self, gw, body):
+        host, port = gw.server.server_address[:2]
+        raw = json.dumps(body).encode()
+        self.sock = socket.create_connection((host, port), timeout=PATIENCE)
+        self.sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                          % (port, len(raw), raw))
+        self.file = self.sock.makefile("rb")
+        self.status = self.file.readline()
+        self.headers = {}
+        while (line := self.file.readline()) != b"\r\n":
+            k, _, v = line.decode().partition(":")
+            self.headers[k.strip().lower()] = v.strip()
+        self.buffer, self.ended = b"", False
+
+    def next(self):
+        while b"\n\n" not in self.buffer:
+            if self.ended:
+                raise EOFError("the stream ended")
+            size = int(self.file.readline().strip(), 16)
+            if size == 0:
+                self.ended = True
+                continue
+            self.buffer += self.file.read(size)
+            self.file.read(2)
+        block, self.buffer = self.buffer.split(b"\n\n", 1)
+        text = block.decode()
+        if text.startswith(":"):
+            return "comment", text
+        assert text.startswith("data: "), text
+        payload = text[6:]
+        return "data", payload if payload == "[DONE]" else json.loads(payload)
+
+    def rest(self) -> list:
+        """Every event left, up to the end of the stream."""
+        events = []
+        while True:
+            try:
+                events.append(self.next())
+            except EOFError:
+                return events
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def content(event) -> str | None:
+    """The text a data event adds to the answer, if any."""
+    kind, payload = event
+    if kind != "data" or payload == "[DONE]" or not payload["choices"]:
+        return None
+    return payload["choices"][0]["delta"].get("content") or None
+
+
+def seat_of(section: str) -> str:
+    """The alias a streamed section is about ("## Seat 2: member · mid …" -> "mid")."""
+    return section.split("·")[1].split()[0]
 
 
 @pytest.fixture()
@@ -75,40 +106,60 @@ def members_only(home):
     return home
 
 
-def test_stream_sends_each_seat_as_it_finishes(gateway, members_only, sim):
-    sim.script("fast", latency=0.4)
-    sim.script("mid", latency=0.0)
-    sim.script("slow", latency=0.2)
-    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0)
-    chunks = list(client.chat.completions.create(**chat(stream=True)))
-    sections = [c.choices[0].delta.content for c in chunks
-                if c.choices and c.choices[0].delta.content]
-    assert [s.split("·")[1].split()[0] for s in sections] == ["mid", "slow", "fast"]
+def test_stream_sends_each_seat_as_it_finishes(gateway, members_only, gated):
+    # every member waits at a gate; each is let go only after the one before it was received,
+    # so the order is the test's, and a section held back until the end could not pass
+    move_to(members_only, gated, "fast", "mid", "slow")
+    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
+                       timeout=PATIENCE) as client:
+        stream = client.chat.completions.create(**chat(stream=True))
+        chunks = iter(stream)
+        seen, sections = [], []
+
+        def next_section():
+            for chunk in chunks:
+                seen.append(chunk)
+                if chunk.choices and chunk.choices[0].delta.content:
+                    return chunk.choices[0].delta.content
+            raise AssertionError("the stream ended before every seat was sent")
+
+        for alias in ("mid", "slow", "fast"):
+            gated.open(alias)
+            sections.append(next_section())
+            assert seat_of(sections[-1]) == alias, sections
+        seen.extend(chunks)
+        stream.close()
     assert "## Seat 2: member · mid" in sections[0]  # numbered by seat, sent by finish
-    final = chunks[-1]
+    assert "## Seat 3: member · slow" in sections[1] and "## Seat 1: member · fast" in sections[2]
+    final = seen[-1]
     assert final.choices[0].finish_reason == "stop"
     bench = final.model_extra["bench"]
     assert [s["alias"] for s in bench["seats"]] == ["fast", "mid", "slow"]
-    assert all(c.model_extra.get("bench") is None for c in chunks[:-1])
+    early = [i for i, c in enumerate(seen[:-1]) if c.model_extra.get("bench") is not None]
+    assert not early, f"chunks {early} carry bench before the final chunk"
 
 
-def test_stream_keep_alives_arrive_during_a_slow_seat(home, members_only, sim):
-    sim.script("slow", latency=1.2)
-    server = make_gateway(home, keepalive=0.2, env={})
-    gw = Gateway(server)
-    try:
-        status, headers, events = sse_events(gw, chat(stream=True))
-    finally:
-        server.close()
-    assert status.startswith(b"HTTP/1.1 200") and headers["content-type"] == "text/event-stream"
-    data = [e for e in events if e[1] == "data"]
-    slow_at = next(at for at, _, p in data if p != "[DONE]" and p["choices"]
-                   and "slow" in (p["choices"][0]["delta"].get("content") or ""))
-    fast_at = next(at for at, _, p in data if p != "[DONE]" and p["choices"]
-                   and "fast" in (p["choices"][0]["delta"].get("content") or ""))
-    comments = [at for at, kind, _ in events if kind == "comment" and fast_at < at < slow_at]
-    assert len(comments) >= 3  # ~1 s of waiting at a 0.2 s keep-alive
-    assert data[-1][2] == "[DONE]" and "bench" in data[-2][2]
+def test_stream_keep_alives_arrive_during_a_held_seat(home, members_only, gated):
+    move_to(home, gated, "slow")   # fast and mid answer from the simulator at once
+    with Gateway(make_gateway(home, keepalive=0.2, env={})) as gw, \
+            EventStream(gw, chat(stream=True)) as stream:
+        assert stream.status.startswith(b"HTTP/1.1 200")
+        assert stream.headers["content-type"] == "text/event-stream"
+        answered = set()
+        while answered != {"fast", "mid"}:
+            text = content(stream.next())
+            if text:
+                answered.add(seat_of(text))
+        comments = 0
+        while comments < 3:   # slow is held: only keep-alives can keep the stream going
+            event = stream.next()
+            assert content(event) is None, f"a section arrived while slow was held: {event}"
+            comments += event[0] == "comment"
+        gated.open("slow")
+        rest = stream.rest()
+    texts = [t for t in map(content, rest) if t]
+    assert [seat_of(t) for t in texts] == ["slow"]
+    assert rest[-1] == ("data", "[DONE]") and "bench" in rest[-2][1]
 
 
 def test_a_refusal_before_the_stream_keeps_its_status(gateway):
@@ -128,7 +179,9 @@ def test_merged_reply_is_one_answer_with_every_seat_kept(gateway, home, sim):
     # the merger saw the request and every seat's answer, labelled
     (asked,) = [r for r in sim.requests if "## The seats' answers" in json.dumps(r["body"])]
     text = asked["body"]["messages"][1]["content"]
-    assert "Review: x = 1/0" in text and all(f"({s['alias']})" in text for s in bench["seats"])
+    assert "Review: x = 1/0" in text
+    unseen = [s["alias"] for s in bench["seats"] if f"({s['alias']})" not in text]
+    assert not unseen, f"the merger was not shown the answers of {unseen}"
     status, got, _ = gateway.post("/bench/verdict", {"call": merger["call"], "useful": True})
     assert status == 200 and got["written"]
     record = read_jsonl(home.gateway_runs / "calls.jsonl")[-1]
@@ -177,7 +230,7 @@ def test_merger_window_fallback_and_none_fits(gateway, home, sim):
 
 def test_a_body_over_the_cap_is_a_413(gateway):
     host, port = gateway.server.server_address[:2]
-    with socket.create_connection((host, port), timeout=10) as s:
+    with socket.create_connection((host, port), timeout=PATIENCE) as s:
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                   b"Content-Type: application/json\r\nContent-Length: 25000000\r\n\r\n{" % port)
         reply = s.makefile("rb").read()
@@ -216,7 +269,8 @@ def test_images_go_only_to_models_that_see(gateway, home, sim):
     # seats got the messages exactly as sent
     seat_requests = [r for r in sim.requests if r["model"] in ("fast", "x-two")
                      and "## The seats" not in json.dumps(r["body"])]
-    assert all(r["body"]["messages"] == body["messages"] for r in seat_requests)
+    changed = [r["model"] for r in seat_requests if r["body"]["messages"] != body["messages"]]
+    assert seat_requests and not changed, f"messages were altered on the way to {changed}"
     merger_in = [json.dumps(r["body"]) for r in sim.requests
                  if "## The seats" in json.dumps(r["body"])]
     assert len(merger_in) == 1 and "[image: data URL," in merger_in[0]
@@ -278,13 +332,21 @@ def test_each_refused_nomination_is_listed_with_why(gateway, home, sim):
 
 
 def test_panel_deadline_bounds_the_request(gateway, home, sim):
-    set_limits(home, seat_timeout=30, panel_timeout=0.6, max_explorers=0)
-    sim.script("slow", fail="hang")
-    t0 = time.monotonic()
-    _, body, _ = gateway.post("/v1/chat/completions", chat())
-    assert time.monotonic() - t0 < 3
+    set_limits(home, seat_timeout=3600, panel_timeout=0.6, max_explorers=0)
+    sim.script("slow", fail="hang")   # never answers: only the panel's deadline can end the wait
+    status, body, _ = gateway.post("/v1/chat/completions", chat())
+    assert status == 200
     slow = next(s for s in body["bench"]["seats"] if s["alias"] == "slow")
-    assert slow["status"] == "error" and "timeout" in slow["error"]
+    assert slow["status"] == "error" and "timeout" in slow["error"], slow
+    assert sim.wait_disconnects(1, timeout=PATIENCE)  # the hanging call was hung up on, not left
+    assert sim.count("slow") == 1
+
+
+def seats_logged(home) -> dict:
+    path = home.gateway_runs / "evidence.jsonl"
+    if not path.exists():
+        return {}
+    return {e["alias"]: e["status"] for e in read_jsonl(path) if e["kind"] == "seat"}
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -293,25 +355,22 @@ def test_caller_disconnect_cancels_the_seats(gateway, home, sim, stream):
     sim.script("slow", fail="hang")
     host, port = gateway.server.server_address[:2]
     raw = json.dumps(chat(stream=stream)).encode()
-    s = socket.create_connection((host, port))
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-              % (port, len(raw), raw))
-    deadline = time.monotonic() + 5
-    while sim.count("slow") == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.2)
-    s.close()
-    assert sim.wait_disconnects(1, timeout=5)  # the upstream saw its connection close
+    with socket.create_connection((host, port), timeout=PATIENCE) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                  % (port, len(raw), raw))
+        # leave once fast and mid have answered and slow is waiting upstream
+        assert wait_until(lambda: sim.count("slow") == 1 and
+                          seats_logged(home) == {"fast": "ok", "mid": "ok"}), seats_logged(home)
+    assert sim.wait_disconnects(1, timeout=PATIENCE)  # the upstream saw its connection close
     path = home.gateway_runs / "calls.jsonl"
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    while time.monotonic() < deadline and not read_jsonl(path):
-        time.sleep(0.05)
+    assert wait_until(lambda: path.exists() and read_jsonl(path)), "the panel was never logged"
     (record,) = read_jsonl(path)
     assert record["abandoned"] is True
     assert sorted(s["alias"] for s in record["seats"]) == ["fast", "mid", "slow"]  # each once
-    assert {s["alias"]: s["status"] for s in record["seats"]}["slow"] == "cancelled"
+    assert {s["alias"]: s["status"] for s in record["seats"]} == {
+        "fast": "ok", "mid": "ok", "slow": "cancelled"}
+    assert seats_logged(home)["slow"] == "cancelled"
 
 
 def test_pending_lists_owed_verdicts(gateway, home, sim, capsys):
@@ -333,19 +392,21 @@ def test_pending_lists_owed_verdicts(gateway, home, sim, capsys):
     assert {o["call"] for o in json.loads(capsys.readouterr().out)} == listed
 
 
-def test_merged_stream_keeps_alive_during_the_merge_then_sends_one_chunk(home, members_only, sim):
+def test_merged_stream_keeps_alive_during_the_merge_then_sends_one_chunk(home, members_only,
+                                                                         gated):
     Collections(home).save(Roster(home).view(), "trio", ["fast", "mid", "slow"], merger="x-two")
-    sim.script("x-two", latency=1.0)
-    server = make_gateway(home, keepalive=0.2, env={})
-    gw = Gateway(server)
-    try:
-        _, _, events = sse_events(gw, chat(stream=True, bench={"reply": "merged"}))
-    finally:
-        server.close()
-    data = [(at, p) for at, kind, p in events if kind == "data" and p != "[DONE]"]
-    texts = [(at, p["choices"][0]["delta"].get("content")) for at, p in data if p["choices"]]
-    (merged_at, merged), = [(at, t) for at, t in texts if t]
-    assert merged.startswith("[simulated x-two]")  # one chunk: the merger's answer
-    comments = [at for at, kind, _ in events if kind == "comment" and at < merged_at]
-    assert len(comments) >= 3
-    assert data[-1][1]["bench"]["merger"]["alias"] == "x-two"
+    move_to(home, gated, "x-two")   # the members answer at once; the merger waits at its gate
+    with Gateway(make_gateway(home, keepalive=0.2, env={})) as gw, \
+            EventStream(gw, chat(stream=True, bench={"reply": "merged"})) as stream:
+        assert gated.wait_arrived("x-two"), "the merger was never asked"
+        comments = 0
+        while comments < 3:   # the merge is held: only keep-alives can keep the stream going
+            event = stream.next()
+            assert content(event) is None, f"an answer arrived while the merger was held: {event}"
+            comments += event[0] == "comment"
+        gated.open("x-two")
+        rest = stream.rest()
+    texts = [t for t in map(content, rest) if t]
+    assert len(texts) == 1 and texts[0].startswith("[gated x-two]"), texts  # one chunk: the merge
+    assert rest[-1] == ("data", "[DONE]")
+    assert rest[-2][1]["bench"]["merger"]["alias"] == "x-two"

@@ -2,6 +2,7 @@
 
 import http.client
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PATIENCE, wait_until
 from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +28,7 @@ def sim():
 def post(sim, body, headers=None, conn=None):
     """POST to the simulator; returns (status, headers, raw body)."""
     own = conn is None
-    conn = conn or http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
+    conn = conn or http.client.HTTPConnection("127.0.0.1", sim.port, timeout=PATIENCE)
     try:
         conn.request("POST", "/v1/chat/completions", json.dumps(body),
                      {"Content-Type": "application/json", **(headers or {})})
@@ -46,7 +48,7 @@ def error_of(data):
 
 
 def raw_request(sim, body) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", sim.port))
+    sock = socket.create_connection(("127.0.0.1", sim.port), timeout=PATIENCE)
     payload = json.dumps(body).encode()
     sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                  b"\r\nContent-Length: %d\r\n\r\n%s" % (len(payload), payload))
@@ -80,13 +82,16 @@ def test_answer_is_scripted_and_deterministic(sim):
 
 def test_lists_models_in_openai_shape():
     with SimUpstream() as sim:
-        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
-        conn.request("GET", "/v1/models")
-        listing = json.loads(conn.getresponse().read())
-        conn.close()
+        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=PATIENCE)
+        try:
+            conn.request("GET", "/v1/models")
+            listing = json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
     assert listing["object"] == "list"
     assert [m["id"] for m in listing["data"]] == list(DEMO_MODELS)
-    assert all(m["id"].startswith("sim-") and m["object"] == "model" for m in listing["data"])
+    odd = [m for m in listing["data"] if not m["id"].startswith("sim-") or m["object"] != "model"]
+    assert not odd, f"listed models not named sim-… or not of object 'model': {odd}"
 
 
 def test_unknown_model_is_an_openai_404(sim):
@@ -97,13 +102,15 @@ def test_unknown_model_is_an_openai_404(sim):
 
 
 def test_records_every_request(sim):
+    before = time.time()
     post(sim, ask(temperature=0.2), {"Authorization": "Bearer k1"})
+    after = time.time()
     post(sim, ask("nope"))
     assert [r["model"] for r in sim.requests] == ["m", "nope"]
     first = sim.requests[0]
     assert first["body"]["temperature"] == 0.2
     assert first["headers"]["Authorization"] == "Bearer k1"
-    assert abs(first["ts"] - time.time()) < 5
+    assert before <= first["ts"] <= after   # stamped on arrival, in wall-clock seconds
     assert sim.count("m") == 1 and sim.count("other") == 0
 
 
@@ -181,11 +188,13 @@ def test_demo_models_are_honest_and_flaky_is_predictable():
         assert DEMO_MODELS["sim-careful"]["latency"] > DEMO_MODELS["sim-swift"]["latency"]
 
 
-def test_latency_and_jitter(sim):
+def test_latency_and_jitter_delay_the_answer(sim):
+    # a lower bound only: the simulator never answers early, however fast the machine; how late
+    # it may be under load is not the simulator's promise (scripts/bench_sim.py measures it)
     sim.script("m", latency=0.15, jitter=0.05)
     started = time.monotonic()
     assert post(sim, ask())[0] == 200
-    assert 0.1 <= time.monotonic() - started < 1.0
+    assert time.monotonic() - started >= 0.1
 
 
 def test_vision_models_take_images(sim):
@@ -200,10 +209,12 @@ def test_vision_models_take_images(sim):
 
 
 def test_keep_alive_and_connection_count(sim):
-    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
-    for _ in range(5):
-        assert post(sim, ask(), conn=conn)[0] == 200
-    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=PATIENCE)
+    try:
+        assert [post(sim, ask(), conn=conn)[0] for _ in range(300)] == [200] * 300
+    finally:
+        conn.close()
+    assert sim.count("m") == 300
     assert sim.connections == 1
     sim.script("m", close=True)
     status, response, _ = post(sim, ask())
@@ -212,48 +223,51 @@ def test_keep_alive_and_connection_count(sim):
 
 
 def test_keepalive_closes_idle_connections():
-    with SimUpstream({"m": {}}, keepalive=0.1) as sim:
-        sock = raw_request(sim, ask())
-        sock.settimeout(2)
-        started, data = time.monotonic(), b""
-        while chunk := sock.recv(65536):
+    with SimUpstream({"m": {}}, keepalive=0.1) as sim, raw_request(sim, ask()) as sock:
+        data = b""
+        while chunk := sock.recv(65536):   # ends only if the server closes the idle connection
             data += chunk
-        assert data.startswith(b"HTTP/1.1 200") and time.monotonic() - started < 1.5
-        sock.close()
+        assert data.startswith(b"HTTP/1.1 200") and data.count(b"HTTP/1.1") == 1
 
 
 def test_hang_notices_the_client_leaving(sim):
     sim.script("m", fail="hang")
     sock = raw_request(sim, ask())
-    time.sleep(0.1)
+    assert wait_until(lambda: sim.count("m") == 1), "the request never arrived"
     assert sim.disconnects == 0
     sock.close()
-    assert sim.wait_disconnects(1, timeout=2)
+    assert sim.wait_disconnects(1, timeout=PATIENCE)
     assert sim.count("m") == 1
 
 
 def test_latency_notices_the_client_leaving(sim):
-    sim.script("m", latency=5)
+    sim.script("m", latency=3600)
     sock = raw_request(sim, ask())
-    time.sleep(0.1)
+    assert wait_until(lambda: sim.count("m") == 1), "the request never arrived"
     sock.close()
-    assert sim.wait_disconnects(1, timeout=2)
+    assert sim.wait_disconnects(1, timeout=PATIENCE)
 
 
-def test_stop_is_prompt_while_requests_hang():
+def test_stop_returns_while_requests_hang():
     sim = SimUpstream({"m": {"fail": "hang"}}).start()
     socks = [raw_request(sim, ask()) for _ in range(3)]
-    idle = socket.create_connection(("127.0.0.1", sim.port))   # a keep-alive connection, unused
-    time.sleep(0.1)
-    started = time.monotonic()
-    sim.stop()
-    assert time.monotonic() - started < 1.0
-    assert sim.disconnects == 0   # a stop is not a client leaving
-    idle.settimeout(2)
-    assert idle.recv(10) == b""   # the server closed its side
-    for sock in socks + [idle]:
-        sock.close()
-    sim.stop()   # idempotent
+    idle = socket.create_connection(("127.0.0.1", sim.port), timeout=PATIENCE)   # unused
+    socks.append(idle)
+    try:
+        assert wait_until(lambda: sim.count("m") == 3 and sim.connections == 4), (
+            sim.count("m"), sim.connections)
+        stopper = threading.Thread(target=sim.stop)
+        stopper.start()
+        stopper.join(PATIENCE)
+        assert not stopper.is_alive(), "stop() waited on the hanging requests"
+        assert sim.disconnects == 0   # a stop is not a client leaving
+        answered = [i for i, sock in enumerate(socks) if sock.recv(10) != b""]
+        assert not answered, f"connections {answered} got bytes instead of being closed"
+        sim.stop()   # idempotent
+    finally:
+        for sock in socks:
+            sock.close()
+        sim.stop()
 
 
 def test_reset_closes_mid_answer(sim):
@@ -263,14 +277,23 @@ def test_reset_closes_mid_answer(sim):
 
 
 def test_drip_sends_slowly(sim):
+    # each byte of the answer follows the one before by at least the drip: by any moment, at
+    # most one byte per 0.05 s since the request went out can have arrived, however fast the
+    # machine (a lower bound on time, so load can only make it truer)
     sim.script("m", drip=0.05)
-    sock = raw_request(sim, ask())
-    sock.settimeout(2)
-    time.sleep(0.3)
-    head = sock.recv(65536)
-    assert head.startswith(b"HTTP/1.1 200") and len(head.split(b"\r\n\r\n", 1)[1]) < 12
-    sock.close()
-    assert sim.wait_disconnects(1, timeout=2)
+    sent = time.monotonic()
+    with raw_request(sim, ask()) as sock:
+        data = b""
+        while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < 5:
+            chunk = sock.recv(65536)
+            assert chunk, "the drip stopped"
+            data += chunk
+        elapsed = time.monotonic() - sent
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = int(re.search(rb"Content-Length: (\d+)", head)[1])
+        assert head.startswith(b"HTTP/1.1 200") and body.startswith(b'{"id"')
+        assert len(body) <= elapsed / 0.05 + 1 and len(body) < length, (len(body), elapsed)
+    assert sim.wait_disconnects(1, timeout=PATIENCE)
 
 
 def test_script_validates_and_replaces(sim):
@@ -285,26 +308,23 @@ def test_script_validates_and_replaces(sim):
 
 
 def test_concurrent_requests_are_all_recorded(sim):
+    statuses = []
+
     def worker():
-        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
-        for _ in range(25):
-            post(sim, ask(), conn=conn)
-        conn.close()
+        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=PATIENCE)
+        try:
+            for _ in range(25):
+                statuses.append(post(sim, ask(), conn=conn)[0])
+        finally:
+            conn.close()
     threads = [threading.Thread(target=worker) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(PATIENCE)
+    assert not [t for t in threads if t.is_alive()], "a client thread is still waiting"
+    assert statuses == [200] * 200
     assert sim.count("m") == 200 and len(sim.requests) == 200 and sim.connections == 8
-
-
-def test_serves_many_requests_per_second(sim):
-    conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=5)
-    started = time.perf_counter()
-    for _ in range(300):
-        post(sim, ask(), conn=conn)
-    conn.close()
-    assert time.perf_counter() - started < 1.5   # >1000/s on an idle core; generous under load
 
 
 def test_command_line_prints_url_and_stops_on_sigterm(tmp_path):
@@ -317,13 +337,15 @@ def test_command_line_prints_url_and_stops_on_sigterm(tmp_path):
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
         port = int(url.rsplit(":", 1)[1].split("/")[0])
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        conn.request("POST", "/v1/chat/completions", json.dumps(ask("cli-model")))
-        reply = json.loads(conn.getresponse().read())
-        conn.close()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PATIENCE)
+        try:
+            conn.request("POST", "/v1/chat/completions", json.dumps(ask("cli-model")))
+            reply = json.loads(conn.getresponse().read())
+        finally:
+            conn.close()
         assert reply["choices"][0]["message"]["content"] == "from the file"
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=PATIENCE) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -334,5 +356,6 @@ def test_command_line_rejects_a_bad_models_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"m": {"fail": "explode"}}')
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "sim_upstream.py"),
-                           "--models", str(bad)], capture_output=True, text=True, timeout=10)
+                           "--models", str(bad)], capture_output=True, text=True,
+                          timeout=PATIENCE)
     assert done.returncode == 2 and "unknown fail" in done.stderr and done.stdout == ""
