@@ -330,15 +330,15 @@ def update_limits(req: ApiRequest) -> dict:
 def list_panels(req: ApiRequest) -> dict:
     ledger = req.panels.ledger
     limit = _limit(req)
+    # cursors are panel ids; one may name no finished panel (the ledger reads only its number)
     if "after" in req.query:
-        data = ledger.panels_after(_seq(req.query["after"], "after"), limit)
-        nxt = None
+        after = req.query["after"]
+        data, cursor = ledger.panels_after(_seq(after, "after") if after else None, limit)
+        nxt = f"p00000000-{cursor}" if cursor >= 0 else None
     else:
         before = _seq(req.query["before"], "before") if "before" in req.query else None
         data, next_seq = ledger.panels_page(before, limit)
-        nxt = None
-        if next_seq is not None and data:
-            nxt = data[-1]["panel"]
+        nxt = None if next_seq is None else f"p00000000-{next_seq}"
     return {"data": data, "next": nxt, "latest": ledger.latest_panel(),
             "owed": ledger.owed_count()}
 

@@ -314,6 +314,7 @@ class Ledger:
         self._top_seating = -1                          # highest seq a "seated" line named
         self._owed = 0                                  # recent ok seats without a verdict
         self._owed_by_key: dict = {}                    # the same per key (None: no key)
+        self._key_last: dict[str, float] = {}           # key name -> newest panel start
         self._late_day = int(time.time() // 86400) + 1  # set again by each _follow
         self._unsaved = 0  # records folded since the last snapshot
 
@@ -364,6 +365,9 @@ class Ledger:
         if isinstance(seated, (int, float)) and seated > self._last_seated.get(key, -1.0):
             self._last_seated[key] = float(seated)  # max: processes append slightly out of order
         status, owner = _intern(rec.get("status")), _intern(rec.get("key"))
+        if isinstance(owner, str) and isinstance(seated, (int, float)) \
+                and seated > self._key_last.get(owner, -1.0):
+            self._key_last[owner] = float(seated)
         recent = self._recent
         old = recent.get(call)
         if old is not None:
@@ -524,7 +528,8 @@ class Ledger:
                 "alias_stats": {k: v.copy() for k, v in self._alias_stats.items()},
                 "collections": {k: list(v) for k, v in self._collections.items()},
                 "days": {d: dict(v) for d, v in self._days.items()}, "top_day": self._top_day,
-                "seatings": list(self._seatings.items()), "top_seating": self._top_seating}
+                "seatings": list(self._seatings.items()), "top_seating": self._top_seating,
+                "key_last": dict(self._key_last)}
 
     @staticmethod
     def _encode(state: dict) -> bytes:
@@ -551,6 +556,7 @@ class Ledger:
                      "seats": [[d, per] for d, per in state["days"].items()]},
             "seatings": {"top": state["top_seating"],
                          "panels": [x for pair in state["seatings"] for x in pair]},
+            "key_last": state["key_last"],
         }
         return jsonwire.encode(data, separators=(",", ":"))
 
@@ -616,6 +622,7 @@ class Ledger:
             for row in self._collections.values():
                 if len(row) != 4:
                     raise ValueError("a collection row is not [panels, seats, useful, not]")
+            self._key_last = {_intern(k): float(t) for k, t in data["key_last"].items()}
             days = data["days"]
             self._top_day = int(days["top"])
             self._days = {int(d): {_intern(a): int(n) for a, n in per.items()}
@@ -809,6 +816,19 @@ class Ledger:
         self.refresh()
         with self._lock:
             return self._owed if key is None else self._owed_by_key.get(key, 0)
+
+    def keys_last_used(self) -> dict[str, float]:
+        """When each caller (a gateway key's name, or ``local``) last started a panel, in epoch
+        seconds, from its seats' lines."""
+        self.refresh()
+        with self._lock:
+            return dict(self._key_last)
+
+    def verdict_count(self) -> int:
+        """How many calls have a current verdict."""
+        self.refresh()
+        with self._lock:
+            return len(self._verdicts)
 
     def verdict_of(self, call: str) -> dict | None:
         """The current verdict of a call, ``{"useful", "note", "real", "false", "by", "ts"}``,
