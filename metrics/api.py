@@ -49,6 +49,7 @@ class ApiRequest:
     who: str = "dashboard"
     base_url: str = ""         # where this server is reached, for the /v1 hint
     start_demo: Callable[[], str] | None = None   # starts the simulated upstream; its base URL
+    token_required: bool = False   # the dashboard asks for the admin token (a login)
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -97,6 +98,7 @@ def info(req: ApiRequest) -> dict:
                    "panels": (panel_seq(latest) + 1) if latest else 0,
                    "verdicts": ledger.verdict_count(), "owed": ledger.owed_count()},
         "first_run": not view.endpoints,
+        "auth": {"token_required": req.token_required},
         "gateway": {"base_url": f"{req.base_url}/v1"},
     }
 
