@@ -249,9 +249,16 @@ export function rateCell(rate, iv, useful, notUseful) {
     svg);
 }
 
+/** A seat's label as its call id ends ("member2", "explorer1", "merger"); else its kind. */
+export function seatLabel(seat) {
+  const call = typeof seat.call === "string" ? seat.call : "";
+  const dot = call.lastIndexOf(".");
+  return dot >= 0 && dot < call.length - 1 ? call.slice(dot + 1) : seat.seat;
+}
+
 /** A seat as a button: seat name, model, status (colour and word), seconds, verdict mark. */
 export function seatChip(seat, onOpen) {
-  const label = `${seat.seat} ${seat.alias}, ${seat.status}, ${fmt.seconds(seat.seconds)}, `
+  const label = `${seatLabel(seat)} ${seat.alias}, ${seat.status}, ${fmt.seconds(seat.seconds)}, `
     + (seat.verdict === true ? "useful" : seat.verdict === false ? "not useful" : "verdict owed");
   const chip = h("button", {
     type: "button", class: ["seat-chip", `status-${seat.status}`], "aria-label": label,
@@ -259,7 +266,7 @@ export function seatChip(seat, onOpen) {
     dataset: { call: seat.call }, on: { click: () => onOpen(seat, chip) },
   },
   h("span", { class: "dot", "aria-hidden": "true" }),
-  h("span", { class: "seat-name", text: seat.seat }),
+  h("span", { class: "seat-name", text: seatLabel(seat) }),
   h("span", { class: "alias", text: seat.alias }),
   seat.status !== "ok" ? h("span", { class: "muted", text: seat.status }) : null,
   h("span", { class: "secs", text: fmt.seconds(seat.seconds) }),

@@ -8,7 +8,8 @@ import * as fmt from "../format.js";
 import { openSeat } from "../seat.js";
 import { sseData } from "../sse.js";
 import {
-  button, copyButton, emptyState, field, input, linkButton, notice, pageHead, select, verdictMark,
+  button, copyButton, emptyState, field, input, linkButton, notice, pageHead, seatLabel, select,
+  verdictMark,
 } from "../ui.js";
 import { quickVerdict } from "../verdict.js";
 
@@ -29,7 +30,7 @@ function streamingCard(text) {
   const [, , seat, alias, call, status, secs, body] = m;
   return h("article", { class: "card answer-card", dataset: { call } },
     h("div", { class: "answer-head" },
-      h("div", null, h("div", { class: "answer-title" }, `${seat} · ${alias}`),
+      h("div", null, h("div", { class: "answer-title" }, `${seatLabel({ call, seat })} · ${alias}`),
         h("div", { class: "meta" }, h("span", { class: "mono", text: call }), h("span", { text: status }), h("span", { text: `${secs} s` })))),
     h("pre", { class: "textblock answer" }, body.trim()));
 }
@@ -40,7 +41,7 @@ function finalCard(seat, signal) {
   const card = h("article", { class: "card answer-card", dataset: { call: seat.call, seat: seat.seat } },
     h("div", { class: "answer-head" },
       h("div", null,
-        h("div", { class: "answer-title" }, `${seat.seat} · ${seat.alias}`),
+        h("div", { class: "answer-title" }, `${seatLabel(seat)} · ${seat.alias}`),
         h("div", { class: "meta" },
           h("span", { class: "mono", text: seat.call }),
           h("span", { class: ["chip", ok ? "ok" : seat.status === "empty" ? "warn" : "bad"] }, seat.status),
@@ -51,7 +52,7 @@ function finalCard(seat, signal) {
     ok ? quickVerdict(seat.call, {
       signal,
       onSaved: (r) => replace(mark, verdictMark(r.verdict ? r.verdict.useful : null)),
-      onMore: () => openSeat(seat.call, { title: `${seat.seat} · ${seat.alias}`, onVerdict: (v) => replace(mark, verdictMark(v ? v.useful : null)) }),
+      onMore: () => openSeat(seat.call, { title: `${seatLabel(seat)} · ${seat.alias}`, onVerdict: (v) => replace(mark, verdictMark(v ? v.useful : null)) }),
     }) : null);
   return card;
 }

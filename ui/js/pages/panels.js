@@ -6,7 +6,7 @@ import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { openSeat } from "../seat.js";
-import { button, emptyState, input, linkButton, notice, pageHead, seatChip } from "../ui.js";
+import { button, emptyState, input, linkButton, notice, pageHead, seatChip, seatLabel } from "../ui.js";
 
 export const title = "Panels";
 const POLL_MS = 2000;
@@ -46,7 +46,7 @@ export async function render(root, ctx) {
 
   function openChip(panelId) {
     return (seat) => openSeat(seat.call, {
-      title: `${seat.seat} · ${seat.alias}`,
+      title: `${seatLabel(seat)} · ${seat.alias}`,
       onVerdict: (verdict) => {
         judged.set(seat.call, verdict ? Boolean(verdict.useful) : null);
         for (const el of root.querySelectorAll(`[data-panel="${CSS.escape(panelId)}"]`)) {
