@@ -44,7 +44,7 @@ function showInfo(info) {
 export function setOwed(owed) {
   if (owed > 0) {
     owedBadge.hidden = false;
-    owedBadge.textContent = String(owed);
+    owedBadge.textContent = owed > 9999 ? `${Math.floor(owed / 1000)}k` : owed.toLocaleString();
     owedBadge.setAttribute("aria-label", `${owed} verdicts owed`);
     owedBadge.title = `${owed} answers wait for a verdict`;
   } else {
@@ -99,7 +99,10 @@ async function route() {
     if (isAbort(err) || current !== state) return;
     replace(main, errorState(err, () => route()));
   }
-  if (!firstRoute && current === state) main.focus({ preventScroll: true });
+  // after a navigation, keyboard and screen-reader users start at the new content, unless the
+  // page itself put the focus somewhere (a form it opened)
+  const focusIsOutside = !main.contains(document.activeElement) || document.activeElement === main;
+  if (!firstRoute && current === state && focusIsOutside) main.focus({ preventScroll: true });
   firstRoute = false;
 }
 

@@ -6,6 +6,11 @@
 import { h, newId, replace } from "./dom.js";
 import * as fmt from "./format.js";
 
+const CHUNK = 100;
+
+// one collator for every comparison: localeCompare with options builds a new one per call
+const COLLATOR = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
 /**
  * columns: [{key, label, value(row) → sortable value, cell(row) → Node|string, numeric,
  *            sortable (default true), filter (default true), search(row) → text the filter
@@ -77,8 +82,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
     const an = a === null || a === undefined || a === "";
     const bn = b === null || b === undefined || b === "";
     if (an || bn) return an === bn ? 0 : an ? 1 : -1;
-    const r = typeof a === "number" && typeof b === "number" ? a - b
-      : String(a).localeCompare(String(b), undefined, { numeric: true, sensitivity: "base" });
+    const r = typeof a === "number" && typeof b === "number" ? a - b : COLLATOR.compare(String(a), String(b));
     return sortDir === "asc" ? r : -r;
   }
 
@@ -95,24 +99,52 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
       th.setAttribute("aria-sort", state);
       th.querySelector(".arrow").textContent = state === "ascending" ? "↑" : state === "descending" ? "↓" : "↕";
     });
-    const frag = document.createDocumentFragment();
-    for (const row of list) {
-      const tr = h("tr", rowId ? { dataset: { id: rowId(row) } } : null);
-      for (const col of columns) {
-        const content = col.cell ? col.cell(row) : valueOf(col, row);
-        tr.append(h("td", { class: [col.numeric && "numeric", col.className] },
-          content === null || content === undefined || content === "" ? fmt.DASH : content));
-      }
-      frag.append(tr);
-    }
+    current = list;
+    drawn = 0;
+    replace(tbody);
     if (!list.length) {
-      frag.append(h("tr", { class: "table-empty" },
+      tbody.append(h("tr", { class: "table-empty" },
         h("td", { colspan: columns.length }, data.length ? "No row matches the filter." : empty)));
     }
-    replace(tbody, frag);
+    drawMore();
     shown.textContent = data.length === list.length
       ? `${fmt.count(data.length)} ${data.length === 1 ? "row" : "rows"}`
       : `${fmt.count(list.length)} of ${fmt.count(data.length)} shown`;
+  }
+
+  // Rows are drawn a chunk at a time, the next chunk when the last rows scroll into view (or
+  // on the "Show more" button): laying out 500 rows at once costs more than reading them.
+  let current = [];
+  let drawn = 0;
+  const moreButton = h("button", { type: "button", class: "btn small", on: { click: () => drawMore() } });
+  const sentinel = h("tr", { class: "table-more" }, h("td", { colspan: columns.length }, moreButton));
+  const observer = typeof IntersectionObserver === "function"
+    ? new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) drawMore(); },
+      { root: el.querySelector(".table-wrap"), rootMargin: "400px" })
+    : null;
+
+  function rowFor(row) {
+    const tr = h("tr", rowId ? { dataset: { id: rowId(row) } } : null);
+    for (const col of columns) {
+      const content = col.cell ? col.cell(row) : valueOf(col, row);
+      tr.append(h("td", { class: [col.numeric && "numeric", col.className] },
+        content === null || content === undefined || content === "" ? fmt.DASH : content));
+    }
+    return tr;
+  }
+
+  function drawMore() {
+    const frag = document.createDocumentFragment();
+    const end = Math.min(current.length, drawn + CHUNK);
+    for (let i = drawn; i < end; i += 1) frag.append(rowFor(current[i]));
+    drawn = end;
+    sentinel.remove();
+    tbody.append(frag);
+    if (drawn < current.length) {
+      moreButton.textContent = `Show more (${fmt.count(current.length - drawn)} left)`;
+      tbody.append(sentinel);
+      if (observer) { observer.unobserve(sentinel); observer.observe(sentinel); }
+    }
   }
 
   render();

@@ -196,7 +196,7 @@ export function confirmAction(title, message, confirmLabel = "Delete") {
 }
 
 // ------------------------------------------------------------------ copying
-export function copyButton(getText, label = "Copy") {
+export function copyButton(getText, label = "Copy", name = null) {
   const btn = button(label, async () => {
     const text = getText();
     try {
@@ -206,7 +206,7 @@ export function copyButton(getText, label = "Copy") {
       btn.textContent = "Select and press Ctrl+C";
     }
     setTimeout(() => { btn.textContent = label; }, 2500);
-  }, { small: true });
+  }, { small: true, "aria-label": name });
   return btn;
 }
 

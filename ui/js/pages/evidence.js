@@ -59,7 +59,12 @@ export async function render(root, ctx) {
     return acc;
   }, { useful: 0, not: 0, false: 0, seats: 0 });
 
-  const table = dataTable({
+  // the table is built when first unfolded: most visits read the charts only
+  const foldBody = h("div", { class: "fold-body" });
+  const fold = h("details", { class: "fold" },
+    h("summary", null, `Table: every model and shape (${fmt.count(rows.length)} rows)`), foldBody);
+  fold.addEventListener("toggle", () => { if (fold.open && !foldBody.firstChild) foldBody.append(makeTable().el); });
+  const makeTable = () => dataTable({
     label: "Evidence per model and shape",
     rows,
     sort: { key: "judged", dir: "desc" },
@@ -96,9 +101,7 @@ export async function render(root, ctx) {
           times || notice("", "No answer timed yet")),
         chartCard("Failures by kind", "Seats that did not answer, by what went wrong.",
           fails || h("p", { class: "muted" }, "No failure recorded.")))),
-    h("details", { class: "fold" },
-      h("summary", null, `Table: every model and shape (${fmt.count(rows.length)} rows)`),
-      h("div", { class: "fold-body" }, table.el)));
+    fold);
 
   let destroy = null;
   const draw = async () => {

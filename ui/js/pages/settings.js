@@ -49,7 +49,7 @@ function keysSection(keys, collections, reload, created) {
       replace(created, h("div", { class: "notice ok", role: "status" },
         h("div", { class: "grow stack" },
           h("p", { class: "notice-title" }, `Key "${k.name}" created. Copy it now: it is shown only once.`),
-          h("div", { class: "secret" }, secretEl, copyButton(() => secret)),
+          h("div", { class: "secret" }, secretEl, copyButton(() => secret, "Copy", "Copy the key")),
           h("p", { class: "small" }, "Send it as Authorization: Bearer <key>. Panelist keeps only its digest."))));
       name.value = ""; cols.value = ""; rpm.value = "";
       reload();
@@ -110,7 +110,7 @@ function infoSection(info) {
     ["Python", info.python],
     ["Data folder", h("span", { class: "mono", text: info.data_dir })],
     ["Gateway base URL", h("span", { class: "row" }, h("span", { class: "mono", text: info.gateway ? info.gateway.base_url : "" }),
-      info.gateway ? copyButton(() => info.gateway.base_url) : null)],
+      info.gateway ? copyButton(() => info.gateway.base_url, "Copy", "Copy the base URL") : null)],
     ["Admin token", info.auth && info.auth.token_required ? "required (PANELIST_ADMIN_TOKEN is set)" : "not set: open to callers on this machine"],
     ["Endpoints", fmt.count(c.endpoints)],
     ["Models", fmt.count(c.models)],
