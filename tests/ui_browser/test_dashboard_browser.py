@@ -306,3 +306,36 @@ def test_overview_table_sorts_and_filters(demo, page):
     page.get_by_label("Filter").fill("careful")
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-id", "sim-careful")
+
+
+def test_model_facts_edited_then_retired_and_restored(demo, page, tmp_path):
+    page.goto(demo.url + "/#/endpoints")
+    table = page.get_by_role("region", name="Models on the roster")
+    row = table.locator('tr[data-id="sim-swift"]')
+    row.get_by_role("button", name="Edit sim-swift").click()
+    dialog = page.get_by_role("dialog", name="Edit sim-swift")
+    dialog.get_by_label("Context window (tokens)").fill("64000")
+    dialog.get_by_label("Grade").fill("strong")
+    dialog.get_by_role("button", name="Save changes").click()
+    expect(row).to_contain_text("64k")
+    expect(row).to_contain_text("strong")
+
+    row.get_by_role("button", name="Retire sim-swift").click()
+    expect(row).to_contain_text("retired")
+    assert Roster(open_home(tmp_path / "data")).view().models["sim-swift"].retired is True
+    row.get_by_role("button", name="Restore sim-swift").click()
+    expect(row.get_by_role("button", name="Retire sim-swift")).to_be_visible()
+    model = Roster(open_home(tmp_path / "data")).view().models["sim-swift"]
+    assert (model.context, model.grade, model.retired) == (64000, "strong", False)
+
+
+def test_limits_saved_from_the_collections_page(demo, page):
+    page.goto(demo.url + "/#/collections")
+    card = page.locator('[data-collection="demo"]')
+    expect(card.get_by_test_id("calls-sum")).to_have_text("3 members + 2 explorers = 5 calls")
+    limits = page.get_by_role("form", name="Gateway limits")
+    limits.get_by_label("Max explorers").fill("1")
+    limits.get_by_role("button", name="Save limits").click()
+    expect(card.get_by_test_id("calls-sum")).to_have_text("3 members + 1 explorer = 4 calls")
+    status, cols = demo.get("/api/collections")
+    assert status == 200 and cols["limits"]["max_explorers"] == 1

@@ -35,13 +35,13 @@ function streamingCard(text) {
     h("pre", { class: "textblock answer" }, body.trim()));
 }
 
-function finalCard(seat, signal) {
+function finalCard(seat, signal, heading = null) {
   const ok = seat.status === "ok";
   const mark = h("span");
   const card = h("article", { class: "card answer-card", dataset: { call: seat.call, seat: seat.seat } },
     h("div", { class: "answer-head" },
       h("div", null,
-        h("div", { class: "answer-title" }, `${seatLabel(seat)} · ${seat.alias}`),
+        h("div", { class: "answer-title" }, `${heading || seatLabel(seat)} · ${seat.alias}`),
         h("div", { class: "meta" },
           h("span", { class: "mono", text: seat.call }),
           h("span", { class: ["chip", ok ? "ok" : seat.status === "empty" ? "warn" : "bad"] }, seat.status),
@@ -157,11 +157,10 @@ export async function render(root, ctx) {
       }
       if (!bench) throw new Error("The stream ended before the panel finished; see Panels for what was recorded.");
       const seats = bench.seats || [];
+      const merger = bench.merger ? { ...bench.merger, seat: "merger" } : null;
       replace(results,
-        bench.merger ? h("article", { class: "card answer-card" },
-          h("div", { class: "answer-title" }, "Merged answer"),
-          h("pre", { class: "textblock answer" }, content)) : null,
-        bench.merger ? finalCard({ ...bench.merger, seat: "merger" }, ctx.signal) : null,
+        merger ? finalCard(merger, ctx.signal, merger.status === "ok" ? "Merged answer" : "Merger") : null,
+        merger ? h("h2", { class: "section", text: "Every seat's answer" }) : null,
         seats.map((s) => finalCard(s, ctx.signal)));
       const okCount = seats.filter((s) => s.status === "ok").length;
       replace(progress, `Done: ${okCount} of ${seats.length} seats answered in ${fmt.seconds(bench.seconds)}.`);
