@@ -90,7 +90,7 @@ export async function render(root, ctx) {
   function add(panels, { atTop = false, fresh = false } = {}) {
     const frag = document.createDocumentFragment();
     for (const p of panels) {
-      if (byId.has(p.panel)) continue;
+      if (!p || typeof p.panel !== "string" || byId.has(p.panel)) continue; // seen, or no panel
       byId.set(p.panel, p);
       const item = panelItem(p);
       if (fresh) item.classList.add("is-new");
@@ -134,7 +134,10 @@ export async function render(root, ctx) {
         const rows = page.data || [];
         if (latest) add(rows, { atTop: true, fresh: true }); // after= is oldest first
         else if (rows.length) { add(rows.slice().reverse(), { atTop: true, fresh: true }); next = page.next || null; showPaging(); }
-        latest = page.latest || (rows.length ? rows[latest ? rows.length - 1 : 0].panel : latest);
+        // an after-poll may name its own cursor (held below a panel still in flight, so that
+        // one is not passed over); else go on from the newest panel
+        const cursor = latest ? page.next : null;
+        latest = cursor || page.latest || (rows.length ? rows[latest ? rows.length - 1 : 0].panel : latest);
         if (typeof page.owed === "number") setOwed(page.owed);
         live.classList.remove("paused");
         live.lastChild.textContent = "Live: new panels appear here by themselves";
@@ -166,8 +169,9 @@ export async function render(root, ctx) {
         h("div", { class: "row spread" }, h("h2", { text: "Found" }),
           button("Clear", () => { replace(found); q.value = ""; q.focus(); }, { small: true })),
         panelItem(record, true)));
-      if (text !== hit.panel) {
-        const seatRec = [...(record.seats || []), record.merger].find((s) => s && s.call === text);
+      const wanted = hit.call || (text !== hit.panel ? text : null);
+      if (wanted) {
+        const seatRec = [...(record.seats || []), record.merger].find((s) => s && s.call === wanted);
         if (seatRec) openChip(record.panel)(seatRec);
       }
     } catch (err) {
