@@ -1,0 +1,131 @@
+// The dashboard shell: hash routes (#/overview, #/panels, …), the header, the shared
+// /api/info, and a clean hand-over between pages (the old page's requests are aborted and its
+// timers stopped before the next page draws).
+
+import { api, isAbort } from "./api.js";
+import { replace } from "./dom.js";
+import { errorState, loading, emptyState, linkButton, toast } from "./ui.js";
+import * as overview from "./pages/overview.js";
+import * as ask from "./pages/ask.js";
+import * as panels from "./pages/panels.js";
+import * as evidence from "./pages/evidence.js";
+import * as collections from "./pages/collections.js";
+import * as endpoints from "./pages/endpoints.js";
+import * as settings from "./pages/settings.js";
+
+const PAGES = { overview, ask, panels, evidence, collections, endpoints, settings };
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const owedBadge = document.getElementById("owed-count");
+const logout = document.getElementById("logout");
+
+let current = null;
+let infoPromise = null;
+let firstRoute = true;
+
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  const [path, q = ""] = raw.split("?");
+  return { name: path || "overview", params: new URLSearchParams(q) };
+}
+
+export function navigate(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+function showInfo(info) {
+  const owed = info && info.counts ? info.counts.owed : 0;
+  setOwed(owed);
+  logout.hidden = !(info && info.auth && info.auth.token_required);
+}
+
+export function setOwed(owed) {
+  if (owed > 0) {
+    owedBadge.hidden = false;
+    owedBadge.textContent = owed > 9999 ? `${Math.floor(owed / 1000)}k` : owed.toLocaleString();
+    owedBadge.setAttribute("aria-label", `${owed} verdicts owed`);
+    owedBadge.title = `${owed} answers wait for a verdict`;
+  } else {
+    owedBadge.hidden = true;
+  }
+}
+
+function refreshInfo() {
+  infoPromise = api.get("/api/info").then((info) => { showInfo(info); return info; });
+  infoPromise.catch(() => { /* the page that needs it shows the error */ });
+  return infoPromise;
+}
+
+async function route() {
+  if (current) {
+    current.controller.abort();
+    for (const fn of current.cleanups.splice(0)) {
+      try { fn(); } catch { /* a cleanup never blocks the next page */ }
+    }
+  }
+  const { name, params } = parseHash();
+  const page = PAGES[name];
+  const controller = new AbortController();
+  const state = { controller, cleanups: [] };
+  current = state;
+  for (const a of nav.querySelectorAll("a")) {
+    if (a.dataset.page === name) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  refreshInfo();
+  if (!page) {
+    document.title = "Not found · Panelist";
+    replace(main, emptyState("No such page", `There is no page "${name}".`,
+      linkButton("Go to the overview", "#/overview", "primary")));
+    return;
+  }
+  document.title = `${page.title} · Panelist`;
+  replace(main, loading());
+  const ctx = {
+    signal: controller.signal,
+    params,
+    info: () => infoPromise,
+    refreshInfo,
+    navigate,
+    setOwed,
+    onCleanup: (fn) => state.cleanups.push(fn),
+    get active() { return current === state && !controller.signal.aborted; },
+  };
+  try {
+    await page.render(main, ctx);
+  } catch (err) {
+    if (isAbort(err) || current !== state) return;
+    replace(main, errorState(err, () => route()));
+  }
+  // after a navigation, keyboard and screen-reader users start at the new content, unless the
+  // page itself put the focus somewhere (a form it opened)
+  const focusIsOutside = !main.contains(document.activeElement) || document.activeElement === main;
+  if (!firstRoute && current === state && focusIsOutside) main.focus({ preventScroll: true });
+  firstRoute = false;
+}
+
+logout.addEventListener("click", async () => {
+  logout.disabled = true;
+  try {
+    await api.post("/api/logout", {});
+    location.assign("/login");
+  } catch (err) {
+    toast(err.message, { kind: "error" });
+    logout.disabled = false;
+  }
+});
+
+window.addEventListener("hashchange", route);
+// a promise nobody awaited must still reach the person, not only the console
+window.addEventListener("unhandledrejection", (event) => {
+  if (isAbort(event.reason)) { event.preventDefault(); return; }
+  if (event.reason && event.reason.name === "ApiError") {
+    event.preventDefault();
+    toast(event.reason.message, { kind: "error" });
+  }
+});
+if (!location.hash) history.replaceState(null, "", "#/overview");
+route();
+

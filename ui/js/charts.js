@@ -1,0 +1,162 @@
+// Charts. Time series are drawn by uPlot (vendored, loaded on first use); per-model comparisons
+// are small SVG charts drawn here from attributes only (no inline style, as the CSP requires).
+// Colours come from the theme's CSS custom properties, so both themes read well.
+
+import { h, s } from "./dom.js";
+import * as fmt from "./format.js";
+import { cssVar } from "./theme.js";
+
+let uplotLoading = null;
+
+/** Load uPlot once, as a plain script from this server. */
+export function loadUplot() {
+  if (window.uPlot) return Promise.resolve(window.uPlot);
+  if (!uplotLoading) {
+    uplotLoading = new Promise((resolve, reject) => {
+      const tag = document.createElement("script");
+      tag.src = "/vendor/uplot/uPlot.iife.min.js";
+      tag.addEventListener("load", () => resolve(window.uPlot));
+      tag.addEventListener("error", () => { uplotLoading = null; reject(new Error("The chart library could not be loaded; reload the page.")); });
+      document.head.append(tag);
+    });
+  }
+  return uplotLoading;
+}
+
+export const PALETTE = ["--chart-1", "--chart-2", "--chart-3", "--chart-4", "--chart-5", "--chart-6", "--chart-7", "--chart-8"];
+
+/** Seats per day, one line per model (the busiest few, the rest summed). */
+export async function seatsOverTime(container, buckets, { top = 7 } = {}) {
+  const uPlot = await loadUplot();
+  const series = Object.entries(buckets.series || {})
+    .map(([alias, counts]) => ({ alias, counts, total: counts.reduce((a, b) => a + b, 0) }))
+    .filter((x) => x.total > 0)
+    .sort((a, b) => b.total - a.total);
+  const n = Math.max(0, ...series.map((x) => x.counts.length));
+  const start = buckets.start || 0;
+  const step = 86400;
+  const xs = Array.from({ length: n }, (_, i) => start + i * step);
+  const shown = series.slice(0, top);
+  const rest = series.slice(top);
+  if (rest.length) {
+    const sum = xs.map((_, i) => rest.reduce((acc, x) => acc + (x.counts[i] || 0), 0));
+    shown.push({ alias: `${rest.length} others`, counts: sum, total: 0 });
+  }
+  const muted = cssVar("--muted");
+  const grid = cssVar("--chart-grid");
+  const axis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "12px system-ui, sans-serif" };
+  const opts = {
+    width: Math.max(320, container.clientWidth || 800),
+    height: 260,
+    cursor: { drag: { x: false, y: false } },
+    scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
+    axes: [axis, { ...axis, size: 44, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? fmt.count(v) : "")) }],
+    series: [{ label: "Day", value: (u, v) => (v == null ? "" : fmt.day(v)) },
+      ...shown.map((x, i) => ({
+        label: x.alias,
+        stroke: cssVar(PALETTE[i % PALETTE.length]),
+        width: 2,
+        points: { show: n <= 31, size: 5 },
+        value: (u, v) => (v == null ? "" : fmt.count(v)),
+      }))],
+  };
+  const data = [xs, ...shown.map((x) => x.counts.concat(new Array(Math.max(0, n - x.counts.length)).fill(0)))];
+  container.replaceChildren();
+  const plot = new uPlot(opts, data, container);
+  const resize = new ResizeObserver(() => {
+    const w = Math.max(320, container.clientWidth);
+    if (w && Math.abs(w - plot.width) > 4) plot.setSize({ width: w, height: 260 });
+  });
+  resize.observe(container);
+  return () => { resize.disconnect(); plot.destroy(); };
+}
+
+function labelFor(row, withShape) {
+  return withShape && row.shape ? `${row.alias} · ${row.shape}` : row.alias;
+}
+
+/** Useful rate with its 95% interval per model: a forest plot, the best-judged first. */
+export function rateChart(rows, { withShape = false, width = 760 } = {}) {
+  const judged = rows.filter((r) => (r.useful || 0) + (r.not_useful || 0) > 0)
+    .map((r) => ({ ...r, n: r.useful + r.not_useful, rate: r.useful / (r.useful + r.not_useful) }))
+    .sort((a, b) => b.rate - a.rate || b.n - a.n);
+  if (!judged.length) return null;
+  const rowH = 26;
+  const labelW = Math.min(260, Math.max(120, 8 * Math.max(...judged.map((r) => labelFor(r, withShape).length))));
+  const rightW = 110;
+  const plotW = width - labelW - rightW;
+  const top = 22;
+  const height = top + judged.length * rowH + 6;
+  const x = (v) => labelW + v * plotW;
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Useful rate per model with 95% intervals" });
+  for (const t of [0, 0.25, 0.5, 0.75, 1]) {
+    svg.append(s("line", { class: "gridline", x1: x(t), x2: x(t), y1: top - 6, y2: height - 4 }),
+      s("text", { class: "muted", x: x(t), y: 12, "text-anchor": "middle", text: `${t * 100}%` }));
+  }
+  judged.forEach((r, i) => {
+    const y = top + i * rowH + rowH / 2;
+    const [lo, hi] = Array.isArray(r.interval) ? r.interval : [r.rate, r.rate];
+    svg.append(
+      s("text", { x: labelW - 10, y: y + 4, "text-anchor": "end", text: labelFor(r, withShape) }),
+      s("line", { class: "whisker", x1: x(lo), x2: x(hi), y1: y, y2: y }),
+      s("line", { class: "whisker", x1: x(lo), x2: x(lo), y1: y - 5, y2: y + 5 }),
+      s("line", { class: "whisker", x1: x(hi), x2: x(hi), y1: y - 5, y2: y + 5 }),
+      s("circle", { class: "rate-point", cx: x(r.rate), cy: y, r: 5 },
+        s("title", { text: `${labelFor(r, withShape)}: ${fmt.percent(r.rate)} useful of ${r.n} (95% interval ${fmt.interval(r.interval)})` })),
+      s("text", { class: "muted", x: width - rightW + 10, y: y + 4, text: `${fmt.percent(r.rate)} of ${fmt.count(r.n)}` }));
+  });
+  return h("div", { class: "chart" }, svg);
+}
+
+/** Answer time p50 and p95 per model, as paired horizontal bars, the fastest first. */
+export function timeChart(rows, { withShape = false, width = 760 } = {}) {
+  const timed = rows.filter((r) => typeof r.p50 === "number").sort((a, b) => a.p50 - b.p50);
+  if (!timed.length) return null;
+  const rowH = 26;
+  const labelW = Math.min(260, Math.max(120, 8 * Math.max(...timed.map((r) => labelFor(r, withShape).length))));
+  const rightW = 130;
+  const plotW = width - labelW - rightW;
+  const top = 22;
+  const height = top + timed.length * rowH + 6;
+  const max = Math.max(...timed.map((r) => r.p95 ?? r.p50), 0.001);
+  const x = (v) => labelW + (v / max) * plotW;
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Answer time per model, p50 and p95" });
+  for (const t of [0, 0.5, 1]) {
+    svg.append(s("line", { class: "gridline", x1: x(t * max), x2: x(t * max), y1: top - 6, y2: height - 4 }),
+      s("text", { class: "muted", x: x(t * max), y: 12, "text-anchor": "middle", text: fmt.seconds(t * max) }));
+  }
+  timed.forEach((r, i) => {
+    const y = top + i * rowH;
+    const p95 = r.p95 ?? r.p50;
+    svg.append(
+      s("text", { x: labelW - 10, y: y + rowH / 2 + 4, "text-anchor": "end", text: labelFor(r, withShape) }),
+      s("rect", { class: "bar-p95", x: labelW, y: y + 5, width: Math.max(1, x(p95) - labelW), height: rowH - 10, rx: 3 }),
+      s("rect", { class: "bar-p50", x: labelW, y: y + 5, width: Math.max(1, x(r.p50) - labelW), height: rowH - 10, rx: 3 },
+        s("title", { text: `${labelFor(r, withShape)}: half answer within ${fmt.seconds(r.p50)}, 95% within ${fmt.seconds(p95)}` })),
+      s("text", { class: "muted", x: width - rightW + 10, y: y + rowH / 2 + 4, text: `${fmt.seconds(r.p50)} · ${fmt.seconds(p95)}` }));
+  });
+  return h("div", { class: "chart" }, svg);
+}
+
+/** Failures by kind over all models: one bar per kind. */
+export function failureChart(rows, { width = 760 } = {}) {
+  const totals = new Map();
+  for (const r of rows) for (const [kind, n] of Object.entries(r.failures || {})) totals.set(kind, (totals.get(kind) || 0) + n);
+  const kinds = [...totals.entries()].sort((a, b) => b[1] - a[1]);
+  if (!kinds.length) return null;
+  const rowH = 24;
+  const labelW = 140;
+  const rightW = 70;
+  const plotW = width - labelW - rightW;
+  const height = kinds.length * rowH + 4;
+  const max = Math.max(...kinds.map(([, n]) => n));
+  const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Failures by kind" });
+  kinds.forEach(([kind, n], i) => {
+    const y = i * rowH;
+    svg.append(
+      s("text", { x: labelW - 10, y: y + rowH / 2 + 4, "text-anchor": "end", text: kind }),
+      s("rect", { class: "fail-bar", x: labelW, y: y + 4, width: Math.max(2, (n / max) * plotW), height: rowH - 8, rx: 3 }),
+      s("text", { class: "muted", x: width - rightW + 10, y: y + rowH / 2 + 4, text: fmt.count(n) }));
+  });
+  return h("div", { class: "chart" }, svg);
+}

@@ -1,0 +1,90 @@
+// Numbers and times as people read them. Inputs may be null: every formatter says "—" then.
+
+export const DASH = "—";
+
+const dateTime = new Intl.DateTimeFormat(undefined, {
+  year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+  second: "2-digit",
+});
+const timeOnly = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const dayOnly = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+
+function isNum(v) {
+  return typeof v === "number" && Number.isFinite(v);
+}
+
+/** Epoch seconds → "Nov 30, 2026, 14:05:09". */
+export function when(epoch) {
+  return isNum(epoch) ? dateTime.format(new Date(epoch * 1000)) : DASH;
+}
+
+export function clock(epoch) {
+  return isNum(epoch) ? timeOnly.format(new Date(epoch * 1000)) : DASH;
+}
+
+export function day(epoch) {
+  return isNum(epoch) ? dayOnly.format(new Date(epoch * 1000)) : DASH;
+}
+
+/** Epoch seconds → "just now", "5 min ago", "3 h ago", "2 days ago", or a date. */
+export function ago(epoch, now = Date.now() / 1000) {
+  if (!isNum(epoch)) return DASH;
+  const d = Math.max(0, now - epoch);
+  if (d < 45) return "just now";
+  if (d < 3600) return `${Math.round(d / 60)} min ago`;
+  if (d < 86400) return `${Math.round(d / 3600)} h ago`;
+  if (d < 86400 * 14) return `${Math.round(d / 86400)} days ago`;
+  return day(epoch);
+}
+
+/** Epoch seconds in the future → "in 4 min". */
+export function until(epoch, now = Date.now() / 1000) {
+  if (!isNum(epoch)) return DASH;
+  const d = epoch - now;
+  if (d <= 0) return "now";
+  if (d < 60) return `in ${Math.ceil(d)} s`;
+  if (d < 3600) return `in ${Math.ceil(d / 60)} min`;
+  return `at ${clock(epoch)}`;
+}
+
+export function seconds(v) {
+  if (!isNum(v)) return DASH;
+  if (v < 10) return `${v.toFixed(2)} s`;
+  if (v < 100) return `${v.toFixed(1)} s`;
+  return `${integer.format(v)} s`;
+}
+
+export function count(v) {
+  return isNum(v) ? integer.format(v) : DASH;
+}
+
+export function percent(v) {
+  return isNum(v) ? `${Math.round(v * 100)}%` : DASH;
+}
+
+/** [lo, hi] → "51–80%" */
+export function interval(iv) {
+  if (!Array.isArray(iv) || !isNum(iv[0]) || !isNum(iv[1])) return DASH;
+  return `${Math.round(iv[0] * 100)}–${Math.round(iv[1] * 100)}%`;
+}
+
+/** Token counts: 128000 → "128k", 1048576 → "1M". */
+export function tokens(v) {
+  if (!isNum(v)) return DASH;
+  if (v >= 1_000_000) return `${+(v / 1_000_000).toFixed(v % 1_000_000 ? 1 : 0)}M`;
+  if (v >= 1000) return `${Math.round(v / 1000)}k`;
+  return integer.format(v);
+}
+
+export function price(model) {
+  const { price_in: pin, price_out: pout, currency } = model;
+  if (!isNum(pin) && !isNum(pout)) return DASH;
+  if ((pin || 0) === 0 && (pout || 0) === 0) return "free";
+  const f = (v) => (isNum(v) ? String(+v.toFixed(4)) : "?");
+  return `${f(pin)} / ${f(pout)} ${currency || ""}`.trim();
+}
+
+export function plural(n, one, many = `${one}s`) {
+  return `${count(n)} ${n === 1 ? one : many}`;
+}

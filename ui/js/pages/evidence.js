@@ -1,0 +1,120 @@
+// Evidence: per model and shape, how often answers were useful (with a 95% Wilson interval),
+// false claims, seats over time, answer times and failures: charts first, the full table
+// folded underneath.
+
+import { api, query } from "../api.js";
+import { h, replace } from "../dom.js";
+import * as fmt from "../format.js";
+import { failureChart, rateChart, seatsOverTime, timeChart } from "../charts.js";
+import { dataTable } from "../table.js";
+import { onThemeChange } from "../theme.js";
+import { emptyState, field, linkButton, loading, notice, pageHead, rateCell, select } from "../ui.js";
+
+export const title = "Evidence";
+const CHART_ROWS = 25;
+
+function chartCard(heading, note, body, legend = null) {
+  return h("section", { class: "card chart-card" },
+    h("div", null, h("h2", { text: heading }), note ? h("p", { class: "chart-note" }, note) : null),
+    legend, body);
+}
+
+export async function render(root, ctx) {
+  const shape = ctx.params.get("shape") || "all";
+  const [ev, models] = await Promise.all([
+    api.get(`/api/evidence${query({ shape })}`, { signal: ctx.signal }),
+    api.get("/api/models", { signal: ctx.signal }),
+  ]);
+  const rows = ev.data || [];
+  const shapes = [...new Set([...(models.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
+  const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);
+  picker.addEventListener("change", () => ctx.navigate(picker.value === "all" ? "#/evidence" : `#/evidence?shape=${encodeURIComponent(picker.value)}`));
+  const withShape = new Set(rows.map((r) => r.shape)).size > 1;
+  const head = pageHead("Evidence", "What the verdicts say about each model: how often its answers were "
+    + "useful, how fast it answers and how it fails. Verdicts are recorded on Panels and Ask.",
+  h("div", { class: "row" }, field("Shape", picker)));
+
+  if (!rows.length) {
+    replace(root, head, emptyState("No evidence yet",
+      "Evidence appears once panels have been asked and their answers judged.",
+      linkButton("Ask a collection", "#/ask", "primary"), linkButton("Judge answers on Panels", "#/panels")));
+    return;
+  }
+
+  const judged = rows.filter((r) => r.useful + r.not_useful > 0)
+    .sort((a, b) => (b.useful + b.not_useful) - (a.useful + a.not_useful));
+  const byJudged = judged.slice(0, CHART_ROWS);
+  const bySeats = rows.slice().sort((a, b) => (b.seats || 0) - (a.seats || 0)).slice(0, CHART_ROWS);
+  const more = (n, what) => (n > CHART_ROWS ? `The ${CHART_ROWS} with the most ${what} of ${fmt.count(n)}; every one is in the table below.` : null);
+
+  const timeSlot = h("div", { class: "chart", "data-testid": "seats-chart" }, loading("Drawing…"));
+  // drawn at the width they will be shown at, so their text stays the page's size
+  const full = Math.max(480, Math.round((root.clientWidth || 1100) - 50));
+  const half = Math.max(360, Math.round(full / 2 - 40));
+  const rate = rateChart(byJudged, { withShape, width: full });
+  const times = timeChart(bySeats, { withShape, width: half });
+  const fails = failureChart(rows, { width: half });
+  const totals = rows.reduce((acc, r) => {
+    acc.useful += r.useful || 0; acc.not += r.not_useful || 0; acc.false += r.false_claims || 0; acc.seats += r.seats || 0;
+    return acc;
+  }, { useful: 0, not: 0, false: 0, seats: 0 });
+
+  // the table is built when first unfolded: most visits read the charts only
+  const foldBody = h("div", { class: "fold-body" });
+  const fold = h("details", { class: "fold" },
+    h("summary", null, `Table: every model and shape (${fmt.count(rows.length)} rows)`), foldBody);
+  fold.addEventListener("toggle", () => { if (fold.open && !foldBody.firstChild) foldBody.append(makeTable().el); });
+  const makeTable = () => dataTable({
+    label: "Evidence per model and shape",
+    rows,
+    sort: { key: "judged", dir: "desc" },
+    filterHint: "Filter by model or shape",
+    columns: [
+      { key: "alias", label: "Model", cell: (r) => h("strong", { text: r.alias }) },
+      { key: "shape", label: "Shape" },
+      { key: "judged", label: "Useful (95% interval)", value: (r) => r.useful + r.not_useful, filter: false,
+        cell: (r) => rateCell(r.useful + r.not_useful ? r.useful / (r.useful + r.not_useful) : null, r.interval, r.useful, r.not_useful) },
+      { key: "useful", label: "Useful", numeric: true, filter: false },
+      { key: "not_useful", label: "Not useful", numeric: true, filter: false },
+      { key: "false_claims", label: "False claims", numeric: true, filter: false },
+      { key: "seats", label: "Seats", numeric: true, filter: false },
+      { key: "p50", label: "p50", numeric: true, filter: false, cell: (r) => fmt.seconds(r.p50) },
+      { key: "p95", label: "p95", numeric: true, filter: false, cell: (r) => fmt.seconds(r.p95) },
+      { key: "failures", label: "Failures", value: (r) => Object.values(r.failures || {}).reduce((a, b) => a + b, 0) || null,
+        cell: (r) => Object.entries(r.failures || {}).map(([k, n]) => `${k} ${n}`).join(", ") || null, numeric: false },
+    ],
+  });
+
+  replace(root, head,
+    h("div", { class: "stats" },
+      h("div", { class: "stat" }, h("div", { class: "stat-value", text: fmt.count(totals.seats) }), h("div", { class: "stat-label", text: "seats" })),
+      h("div", { class: "stat" }, h("div", { class: "stat-value", text: fmt.count(totals.useful) }), h("div", { class: "stat-label", text: "useful" })),
+      h("div", { class: "stat" }, h("div", { class: "stat-value", text: fmt.count(totals.not) }), h("div", { class: "stat-label", text: "not useful" })),
+      h("div", { class: "stat" }, h("div", { class: "stat-value", text: fmt.count(totals.false) }), h("div", { class: "stat-label", text: "false claims" }))),
+    h("div", { class: "grid" },
+      chartCard("Useful answers, with 95% intervals",
+        more(judged.length, "verdicts") || "The dot is the share of answers judged useful; the line is where the true rate likely lies. Few verdicts make a wide line.",
+        rate || notice("", "No verdict yet", "Open a seat on Panels and say whether its answer was useful.")),
+      chartCard("Seats per day, last 30 days", "How often each model sat in a panel.", timeSlot),
+      h("div", { class: "grid halves" },
+        chartCard("Answer time", more(rows.length, "seats") || "Solid: half the answers came within this time (p50). Light: 95% did (p95).",
+          times || notice("", "No answer timed yet")),
+        chartCard("Failures by kind", "Seats that did not answer, by what went wrong.",
+          fails || h("p", { class: "muted" }, "No failure recorded.")))),
+    fold);
+
+  let destroy = null;
+  const draw = async () => {
+    if (destroy) { destroy(); destroy = null; }
+    try {
+      const hasSeries = Object.values((ev.buckets || {}).series || {}).some((c) => c.some((n) => n > 0));
+      if (!hasSeries) { replace(timeSlot, h("p", { class: "muted" }, "No seat in the last 30 days.")); return; }
+      destroy = await seatsOverTime(timeSlot, ev.buckets);
+    } catch (err) {
+      replace(timeSlot, notice("error", "The chart could not be drawn", err.message));
+    }
+  };
+  await draw();
+  ctx.onCleanup(onThemeChange(draw));
+  ctx.onCleanup(() => { if (destroy) destroy(); });
+}

@@ -1,0 +1,195 @@
+// Panels: every panel the gateway ran, newest first, each seat a chip. New panels arrive by a
+// cursor poll (GET /api/panels?after=<latest> every 2 s, never a full refetch); older ones
+// page in by panel id (before=). A search box finds a panel or a call id.
+
+import { api, query, seg } from "../api.js";
+import { h, replace } from "../dom.js";
+import * as fmt from "../format.js";
+import { openSeat } from "../seat.js";
+import { button, emptyState, input, linkButton, notice, pageHead, seatChip, seatLabel } from "../ui.js";
+
+export const title = "Panels";
+const POLL_MS = 2000;
+const PAGE = 50;
+
+function verdictValue(v) {
+  if (v === null || v === undefined) return null;
+  return typeof v === "object" ? Boolean(v.useful) : Boolean(v);
+}
+
+function owedIn(panel) {
+  return (panel.seats || []).filter((s) => s.status === "ok" && verdictValue(s.verdict) === null).length;
+}
+
+export async function render(root, ctx) {
+  const first = await api.get(`/api/panels${query({ limit: PAGE })}`, { signal: ctx.signal });
+  let latest = first.latest || null;
+  let next = first.next || null;
+
+  const owedLine = h("span", { class: "badge warn" });
+  const live = h("span", { class: "live", role: "status" },
+    h("span", { class: "dot", "aria-hidden": "true" }), "Live: new panels appear here by themselves");
+  const list = h("div", { class: "panel-list", "aria-label": "Panels, newest first", role: "list" });
+  const found = h("div", { "aria-live": "polite" });
+  const more = button("Show older panels", () => loadOlder(), {});
+  const moreNote = h("span", { class: "muted small" });
+  const emptySlot = h("div");
+  const byId = new Map();
+  const judged = new Map();      // call -> verdict saved on this page (newer than the listing)
+  const shownAs = new WeakMap(); // panel element -> the record it shows
+
+  function setOwed(owed) {
+    owedLine.hidden = !owed;
+    owedLine.textContent = `${fmt.count(owed)} ${owed === 1 ? "verdict" : "verdicts"} owed`;
+    ctx.setOwed(owed);
+  }
+
+  function openChip(panelId) {
+    return (seat) => openSeat(seat.call, {
+      title: `${seatLabel(seat)} · ${seat.alias}`,
+      onVerdict: (verdict) => {
+        judged.set(seat.call, verdict ? Boolean(verdict.useful) : null);
+        for (const el of root.querySelectorAll(`[data-panel="${CSS.escape(panelId)}"]`)) {
+          const record = shownAs.get(el);
+          if (record) el.replaceWith(panelItem(record, el.classList.contains("found")));
+        }
+        ctx.refreshInfo().then((info) => { if (info && ctx.active) setOwed(info.counts.owed); }, () => {});
+      },
+    });
+  }
+
+  function seatView(s, seatName = s.seat) {
+    return { ...s, seat: seatName, verdict: judged.has(s.call) ? judged.get(s.call) : verdictValue(s.verdict) };
+  }
+
+  function panelItem(p, isFound = false) {
+    const seats = (p.seats || []).map((s) => seatView(s));
+    const merger = p.merger ? seatView(p.merger, "merger") : null;
+    const owed = owedIn({ seats });
+    const el = h("article", { class: ["panel-item", isFound && "found"], role: "listitem", dataset: { panel: p.panel } },
+      h("div", null,
+        h("div", { class: "panel-id", text: p.panel }),
+        h("div", { class: "panel-meta" },
+          h("span", null, h("strong", { text: p.collection })),
+          h("span", { title: fmt.when(p.started) }, fmt.ago(p.started))),
+        h("div", { class: "panel-meta" },
+          h("span", null, `asked by ${p.key || "local"}`),
+          h("span", null, fmt.seconds(p.seconds)),
+          p.shape ? h("span", null, `shape ${p.shape}`) : null,
+          p.reply === "merged" ? h("span", null, "merged reply") : null),
+        h("div", { class: "row" },
+          p.abandoned ? h("span", { class: "badge bad" }, "caller left") : null,
+          owed ? h("span", { class: "badge warn" }, `${owed} owed`) : null)),
+      h("div", { class: "seats" },
+        seats.map((s) => seatChip(s, openChip(p.panel))),
+        merger ? seatChip(merger, openChip(p.panel)) : null));
+    shownAs.set(el, p);
+    return el;
+  }
+
+  function add(panels, { atTop = false, fresh = false } = {}) {
+    const frag = document.createDocumentFragment();
+    for (const p of panels) {
+      if (!p || typeof p.panel !== "string" || byId.has(p.panel)) continue; // seen, or no panel
+      byId.set(p.panel, p);
+      const item = panelItem(p);
+      if (fresh) item.classList.add("is-new");
+      if (atTop) list.prepend(item);
+      else frag.append(item);
+    }
+    if (!atTop) list.append(frag);
+    replace(emptySlot, byId.size ? null : emptyState("No panels yet",
+      "A panel appears here the moment a collection is asked: on the Ask page, or from any OpenAI "
+      + "client pointed at this server's /v1.", linkButton("Ask a collection", "#/ask", "primary")));
+  }
+
+  function showPaging() {
+    more.hidden = !next;
+    moreNote.textContent = next || !byId.size ? "" : "That is every panel.";
+  }
+
+  async function loadOlder() {
+    more.disabled = true;
+    try {
+      const page = await api.get(`/api/panels${query({ before: next, limit: PAGE })}`, { signal: ctx.signal });
+      add(page.data || []);
+      next = page.next || null;
+      showPaging();
+    } catch (err) {
+      if (err.name !== "AbortError") replace(moreNote, `Could not load older panels: ${err.message}`);
+    } finally {
+      more.disabled = false;
+    }
+  }
+
+  // the cursor poll: only what is newer than the newest panel shown
+  let timer = null;
+  async function poll() {
+    timer = null;
+    if (!ctx.active) return;
+    if (!document.hidden) {
+      try {
+        const url = latest ? `/api/panels${query({ after: latest })}` : `/api/panels${query({ limit: PAGE })}`;
+        const page = await api.get(url, { signal: ctx.signal });
+        const rows = page.data || [];
+        if (latest) add(rows, { atTop: true, fresh: true }); // after= is oldest first
+        else if (rows.length) { add(rows.slice().reverse(), { atTop: true, fresh: true }); next = page.next || null; showPaging(); }
+        // an after-poll may name its own cursor (held below a panel still in flight, so that
+        // one is not passed over); else go on from the newest panel
+        const cursor = latest ? page.next : null;
+        latest = cursor || page.latest || (rows.length ? rows[latest ? rows.length - 1 : 0].panel : latest);
+        if (typeof page.owed === "number") setOwed(page.owed);
+        live.classList.remove("paused");
+        live.lastChild.textContent = "Live: new panels appear here by themselves";
+      } catch (err) {
+        if (err.name === "AbortError") return;
+        live.classList.add("paused");
+        live.lastChild.textContent = `Paused: ${err.message} Retrying…`;
+      }
+    }
+    if (ctx.active) timer = setTimeout(poll, POLL_MS);
+  }
+  ctx.onCleanup(() => clearTimeout(timer));
+
+  // search: a panel id or a call id
+  const q = input({ type: "search", placeholder: "p20261130-42 or p20261130-42.member1" });
+  const search = h("form", { class: "searchbar", role: "search" },
+    h("label", { for: "panel-search", class: "visually-hidden", text: "Find a panel or call id" }), q,
+    button("Find", null, { type: "submit" }));
+  q.id = "panel-search";
+  search.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = q.value.trim();
+    if (!text) { replace(found); return; }
+    replace(found, h("p", { class: "muted" }, "Looking…"));
+    try {
+      const hit = await api.get(`/api/find${query({ q: text })}`, { signal: ctx.signal });
+      const record = await api.get(`/api/panels/${seg(hit.panel)}`, { signal: ctx.signal });
+      replace(found, h("div", { class: "stack" },
+        h("div", { class: "row spread" }, h("h2", { text: "Found" }),
+          button("Clear", () => { replace(found); q.value = ""; q.focus(); }, { small: true })),
+        panelItem(record, true)));
+      const wanted = hit.call || (text !== hit.panel ? text : null);
+      if (wanted) {
+        const seatRec = [...(record.seats || []), record.merger].find((s) => s && s.call === wanted);
+        if (seatRec) openChip(record.panel)(seatRec);
+      }
+    } catch (err) {
+      if (err.name === "AbortError") return;
+      replace(found, notice(err.status === 404 ? "" : "error",
+        err.status === 404 ? `Nothing found for "${text}"` : "Search failed", err.message));
+    }
+  });
+
+  replace(root,
+    pageHead("Panels", "Every request the gateway ran, newest first. Each chip is one seat: click it to "
+      + "read the answer and say whether it was useful.", owedLine),
+    h("div", { class: "row spread" }, search, live),
+    found,
+    h("div", { class: "section" }, list, emptySlot),
+    h("div", { class: "row section" }, more, moreNote));
+  setOwed(first.owed || 0);
+  add(first.data || []);
+  showPaging();
+  timer = setTimeout(poll, POLL_MS);
+}

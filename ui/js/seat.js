@@ -1,0 +1,58 @@
+// The seat dialog: one call's prompt and answer, shown as text (never as HTML), and its
+// verdict form.
+
+import { api, seg } from "./api.js";
+import { h, replace } from "./dom.js";
+import * as fmt from "./format.js";
+import { copyButton, loading, notice, openDialog, seatLabel, verdictMark } from "./ui.js";
+import { verdictForm } from "./verdict.js";
+
+/** Open the call's dialog; onVerdict(verdict) when a verdict is saved. */
+export function openSeat(call, { title = null, onVerdict } = {}) {
+  const controller = new AbortController();
+  openDialog({ title: title || `Seat ${call}`, sub: h("span", { class: "mono", text: call }), wide: true },
+    ({ onClose }) => {
+      onClose(() => controller.abort());
+      const body = h("div", { class: "stack" }, loading("Loading the answer…"));
+      fill(body, call, controller.signal, onVerdict);
+      return { body };
+    });
+}
+
+async function fill(body, call, signal, onVerdict) {
+  let c;
+  try {
+    c = await api.get(`/api/calls/${seg(call)}`, { signal });
+  } catch (err) {
+    if (err.name === "AbortError") return;
+    replace(body, notice("error", "This seat could not be loaded", err.message));
+    return;
+  }
+  const mark = h("span", null, c.status === "ok" || c.verdict ? verdictMark(c.verdict ? c.verdict.useful : null) : null);
+  const facts = h("div", { class: "meta" },
+    h("span", null, "Model ", h("strong", { text: c.alias })),
+    h("span", null, "Seat ", h("strong", { text: seatLabel(c) })),
+    h("span", null, "Status ", h("strong", { text: c.status })),
+    h("span", null, "Time ", h("strong", { text: fmt.seconds(c.seconds) })),
+    h("span", null, "Panel ", h("strong", { class: "mono", text: c.panel })),
+    mark,
+    copyButton(() => c.call, "Copy call id"));
+  const answer = c.answer
+    ? h("pre", { class: "textblock answer", "data-testid": "answer" }, c.answer)
+    : h("p", { class: "muted" }, c.status === "ok" ? "The answer was empty." : "No answer.");
+  replace(body,
+    facts,
+    c.error ? notice("error", `The seat did not answer: ${c.status}`, c.error) : null,
+    h("h3", { text: "Answer" }),
+    answer,
+    h("details", null, h("summary", { text: "Prompt" }), h("pre", { class: "textblock prompt-text" }, c.prompt || "")),
+    c.status === "ok" || c.verdict
+      ? verdictForm(c.call, c.verdict, {
+        signal,
+        onSaved: (result) => {
+          replace(mark, verdictMark(result.verdict ? result.verdict.useful : null));
+          if (onVerdict) onVerdict(result.verdict);
+        },
+      })
+      : h("p", { class: "muted" }, "Only answers take a verdict; this seat gave none."));
+}

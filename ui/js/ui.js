@@ -1,0 +1,276 @@
+// Shared pieces of every page: headings, states (loading, empty, error), notices, toasts,
+// labelled fields, dialogs, copy buttons and small status marks.
+
+import { h, s, newId, replace } from "./dom.js";
+import { isAbort } from "./api.js";
+import * as fmt from "./format.js";
+
+// ------------------------------------------------------------------ page structure
+export function pageHead(title, lede, ...actions) {
+  return h("header", { class: "page-head" },
+    h("div", null, h("h1", { text: title }), lede ? h("p", { class: "lede" }, lede) : null),
+    actions.length ? h("div", { class: "page-actions" }, actions) : null);
+}
+
+export function sectionHead(title, lede, ...actions) {
+  return h("div", { class: "section-head" },
+    h("div", null, h("h2", { text: title }), lede ? h("p", null, lede) : null),
+    actions.length ? h("div", { class: "page-actions" }, actions) : null);
+}
+
+export function button(label, onClick, { kind = "", small = false, type = "button", ...rest } = {}) {
+  return h("button", {
+    type, class: ["btn", kind, small && "small"], on: onClick ? { click: onClick } : null, ...rest,
+  }, label);
+}
+
+export function linkButton(label, href, kind = "") {
+  return h("a", { class: ["btn", kind], href }, label);
+}
+
+// ------------------------------------------------------------------ states
+export function loading(text = "Loading…") {
+  return h("div", { class: "loading", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), text);
+}
+
+export function emptyState(title, body, ...actions) {
+  return h("div", { class: "state" },
+    h("h3", { text: title }),
+    body ? h("p", null, body) : null,
+    actions.length ? h("div", { class: "row" }, actions) : null);
+}
+
+export function errorState(err, retry) {
+  return h("div", { class: "state error", role: "alert" },
+    h("h3", { text: "This page could not load" }),
+    h("p", { text: err && err.message ? err.message : String(err) }),
+    retry ? button("Try again", retry) : null);
+}
+
+/** A message box for forms: an error (with a Reload button on a stale edit) or a note. */
+export function notice(kind, title, body, ...actions) {
+  return h("div", { class: ["notice", kind], role: kind === "error" ? "alert" : "status" },
+    h("div", { class: "grow" },
+      title ? h("p", { class: "notice-title", text: title }) : null,
+      body ? h("p", { text: body }) : null),
+    actions.length ? h("div", { class: "row" }, actions) : null);
+}
+
+/** Show a failed write inside `slot`; a 409 stale gets the words people need and a Reload. */
+export function showError(slot, err, reload) {
+  if (isAbort(err)) return;
+  if (err && err.stale) {
+    replace(slot, notice("error", "Changed by someone else — reload",
+      `${err.message} Your edits here are not saved.`,
+      reload ? button("Reload", reload, { kind: "primary", small: true }) : null));
+  } else {
+    replace(slot, notice("error", "Not saved", err && err.message ? err.message : String(err)));
+  }
+}
+
+// ------------------------------------------------------------------ toasts
+let toastRoot = null;
+
+export function toast(message, { kind = "", timeout = 5000 } = {}) {
+  if (!toastRoot) {
+    toastRoot = h("div", { class: "toasts", role: "status", "aria-live": "polite" });
+    document.body.append(toastRoot);
+  }
+  const close = () => item.remove();
+  const item = h("div", { class: ["toast", kind] },
+    h("span", { class: "grow", text: message }),
+    h("button", { type: "button", "aria-label": "Dismiss", on: { click: close } }, "×"));
+  toastRoot.append(item);
+  if (timeout) setTimeout(close, timeout);
+  return item;
+}
+
+// ------------------------------------------------------------------ form fields
+/** A labelled field: label → control (for/id), hint → aria-describedby. */
+export function field(label, control, { hint = null, wide = false, id = null } = {}) {
+  const controlId = id || control.id || newId("field");
+  control.id = controlId;
+  let hintEl = null;
+  if (hint) {
+    hintEl = h("span", { class: "hint", id: `${controlId}-hint` }, hint);
+    const prior = control.getAttribute("aria-describedby");
+    control.setAttribute("aria-describedby", prior ? `${prior} ${hintEl.id}` : hintEl.id);
+  }
+  return h("div", { class: ["field", wide && "wide"] },
+    h("label", { for: controlId, text: label }), control, hintEl);
+}
+
+export function input(props = {}) {
+  return h("input", { type: "text", autocomplete: "off", spellcheck: "false", ...props });
+}
+
+export function checkbox(label, props = {}) {
+  const box = h("input", { type: "checkbox", ...props });
+  return { box, el: h("label", { class: "check" }, box, h("span", { text: label })) };
+}
+
+/** Radio buttons as a fieldset with a legend; returns {el, value(), set(v)}. */
+export function radios(legend, name, options, current) {
+  const inputs = options.map(([value, label]) => h("input", {
+    type: "radio", name, value, checked: value === current,
+  }));
+  const el = h("fieldset", null, h("legend", { text: legend }),
+    h("div", { class: "choices" }, options.map(([, label], i) => h("label", { class: "check" },
+      inputs[i], h("span", { text: label })))));
+  return {
+    el, inputs,
+    value: () => (inputs.find((i) => i.checked) || {}).value ?? null,
+    set: (v) => inputs.forEach((i) => { i.checked = i.value === v; }),
+  };
+}
+
+export function select(options, current, props = {}) {
+  return h("select", props, options.map(([value, label]) => h("option", {
+    value, selected: value === current,
+  }, label)));
+}
+
+/** Numbers typed into a field: "" → null, else a Number (NaN stays NaN for the server to refuse). */
+export function numberOrNull(value) {
+  const text = String(value ?? "").trim();
+  return text === "" ? null : Number(text);
+}
+
+/** Lines typed into a textarea → a list without empty lines. */
+export function lines(text) {
+  return String(text || "").split("\n").map((l) => l.trim()).filter(Boolean);
+}
+
+/** "a, b,c" → ["a", "b", "c"] */
+export function words(text) {
+  return String(text || "").split(",").map((w) => w.trim()).filter(Boolean);
+}
+
+// ------------------------------------------------------------------ dialogs
+/**
+ * A modal <dialog>: Escape and the Close button close it, focus returns to what opened it.
+ * `build({close})` returns {body, foot}; the dialog is removed from the page when closed.
+ */
+export function openDialog({ title, sub = null, wide = false, label = null }, build) {
+  const titleId = newId("dlg");
+  const dialog = h("dialog", { class: wide ? "wide" : null, "aria-labelledby": titleId });
+  const opener = document.activeElement;
+  let closed = false;
+  const handlers = [];
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    if (dialog.open) dialog.close();
+  };
+  dialog.addEventListener("close", () => {
+    closed = true;
+    handlers.forEach((fn) => fn());
+    dialog.remove();
+    if (opener && opener.isConnected && typeof opener.focus === "function") opener.focus();
+  });
+  const { body, foot } = build({ close, onClose: (fn) => handlers.push(fn), dialog });
+  dialog.append(h("div", { class: "dialog-inner" },
+    h("div", { class: "dialog-head" },
+      h("div", null, h("h2", { id: titleId, text: title }), sub ? h("div", { class: "sub" }, sub) : null),
+      h("button", { type: "button", class: "btn ghost small", "aria-label": label || "Close", on: { click: close } }, "Close")),
+    h("div", { class: "dialog-body" }, body),
+    foot ? h("div", { class: "dialog-foot" }, foot) : null));
+  document.body.append(dialog);
+  dialog.showModal();
+  return { dialog, close };
+}
+
+/** Ask before something that cannot be undone; resolves true when confirmed. */
+export function confirmAction(title, message, confirmLabel = "Delete") {
+  return new Promise((resolve) => {
+    let answer = false;
+    openDialog({ title }, ({ close, onClose }) => {
+      onClose(() => resolve(answer));
+      const yes = button(confirmLabel, () => { answer = true; close(); }, { kind: "danger solid" });
+      return {
+        body: h("p", { text: message }),
+        foot: [button("Cancel", close), yes],
+      };
+    });
+  });
+}
+
+// ------------------------------------------------------------------ copying
+export function copyButton(getText, label = "Copy", name = null) {
+  const btn = button(label, async () => {
+    const text = getText();
+    try {
+      await navigator.clipboard.writeText(text);
+      btn.textContent = "Copied";
+    } catch {
+      btn.textContent = "Select and press Ctrl+C";
+    }
+    setTimeout(() => { btn.textContent = label; }, 2500);
+  }, { small: true, "aria-label": name });
+  return btn;
+}
+
+// ------------------------------------------------------------------ marks
+const STATUS_WORDS = {
+  answering: "answering", cooling: "cooling down", retired: "retired", untested: "untested",
+};
+
+export function modelStatus(model) {
+  const st = model.status || "untested";
+  const detail = st === "cooling" && model.cooling_until
+    ? h("span", { class: "detail", title: fmt.when(model.cooling_until) }, `until ${fmt.clock(model.cooling_until)}`)
+    : null;
+  return h("span", { class: ["status", st] }, h("span", { class: "dot", "aria-hidden": "true" }),
+    STATUS_WORDS[st] || st, detail);
+}
+
+export function verdictMark(verdict) {
+  if (verdict === true) return h("span", { class: "verdict-mark useful" }, "✓ useful");
+  if (verdict === false) return h("span", { class: "verdict-mark not-useful" }, "✗ not useful");
+  return h("span", { class: "verdict-mark owed", title: "No verdict yet" }, "owed");
+}
+
+/** A rate with its 95% interval, drawn as a small bar (0–100%) beside the words. */
+export function rateCell(rate, iv, useful, notUseful) {
+  const judged = (useful || 0) + (notUseful || 0);
+  if (!judged) return h("span", { class: "faint" }, "no verdicts");
+  const W = 64;
+  const H = 10;
+  const lo = Array.isArray(iv) ? iv[0] : rate;
+  const hi = Array.isArray(iv) ? iv[1] : rate;
+  const svg = s("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, "aria-hidden": "true" },
+    s("rect", { class: "track", x: 0, y: 3, width: W, height: 4, rx: 2 }),
+    s("rect", { class: "span", x: (lo * W).toFixed(1), y: 1, width: Math.max(1, (hi - lo) * W).toFixed(1), height: 8, rx: 2 }),
+    s("circle", { class: "point", cx: (rate * W).toFixed(1), cy: 5, r: 3 }));
+  return h("span", { class: "interval", title: `95% interval ${fmt.interval(iv)}` },
+    h("span", null, h("strong", { text: fmt.percent(rate) }), " ",
+      h("span", { class: "muted" }, `of ${fmt.count(judged)}`),
+      h("span", { class: "sub" }, fmt.interval(iv))),
+    svg);
+}
+
+/** A seat's label as its call id ends ("member2", "explorer1", "merger"); else its kind. */
+export function seatLabel(seat) {
+  const call = typeof seat.call === "string" ? seat.call : "";
+  const dot = call.lastIndexOf(".");
+  return dot >= 0 && dot < call.length - 1 ? call.slice(dot + 1) : seat.seat;
+}
+
+/** A seat as a button: seat name, model, status (colour and word), seconds, verdict mark. */
+export function seatChip(seat, onOpen) {
+  const label = `${seatLabel(seat)} ${seat.alias}, ${seat.status}, ${fmt.seconds(seat.seconds)}, `
+    + (seat.verdict === true ? "useful" : seat.verdict === false ? "not useful" : "verdict owed");
+  const chip = h("button", {
+    type: "button", class: ["seat-chip", `status-${seat.status}`], "aria-label": label,
+    title: `${seat.call} — open the answer and record a verdict`,
+    dataset: { call: seat.call }, on: { click: () => onOpen(seat, chip) },
+  },
+  h("span", { class: "dot", "aria-hidden": "true" }),
+  h("span", { class: "seat-name", text: seatLabel(seat) }),
+  h("span", { class: "alias", text: seat.alias }),
+  seat.status !== "ok" ? h("span", { class: "muted", text: seat.status }) : null,
+  h("span", { class: "secs", text: fmt.seconds(seat.seconds) }),
+  seat.status === "ok" || seat.verdict !== null && seat.verdict !== undefined
+    ? verdictMark(seat.verdict) : null);
+  return chip;
+}
