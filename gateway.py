@@ -6,15 +6,28 @@ Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (``stream: true`` for 
 events), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<panel id>``,
 ``GET /health``. Every error is OpenAI's error shape with the
 right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
+
+What a connection may cost is bounded (``Wire`` and ``GatewayServer`` hold the rules):
+
+* a request head (request line and header fields) arrives whole within ``head_timeout`` of its
+  first byte (of the connection's opening, for its first request), and is at most 64 KB; a body
+  within ``body_timeout`` plus one second per ``MIN_BODY_RATE`` bytes. Deadlines are re-armed before
+  every read, so trickled bytes never extend them. A late head or body gets 408, then the close.
+* at most ``max_connections`` connections are open. At the cap, the listener drops the connection
+  that is waiting for its next request, or else the one whose head has been arriving the longest,
+  to take a new one; when every connection is busy answering, new ones wait in the kernel's listen
+  queue. Slow or idle clients can therefore never keep ``/health`` (or anyone) out.
 """
 
 from __future__ import annotations
 
-import json
+import io
+import math
 import re
 import select
 import socket
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -27,7 +40,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import listing, verdict
+from panelist.metrics import jsonwire, listing, verdict
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -38,6 +51,13 @@ MAX_BODY = 20 * 1024 * 1024
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /bench/verdict, "
                "GET /bench/pending, GET /bench/panels/<panel>")
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
+MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
+MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
+MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeout is spent
+HEAD_TIMEOUT = 15.0
+BODY_TIMEOUT = 15.0
+MAX_CONNECTIONS = 512
+IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the listener drops an IDLE one first, then a HEAD one
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")   # a token (RFC 9110 §5.1)
 # two of these make a request ambiguous: which host, where the body ends (RFC 9112 §3.2, §6.3)
@@ -72,23 +92,156 @@ class _Headers:
         return self._fields.items()
 
 
+class Late(TimeoutError):
+    """A read deadline passed (or the listener took the connection back for another). A plain
+    TimeoutError from a read means the client went quiet for a whole ``client_timeout``."""
+
+
+class Wire(io.RawIOBase):
+    """One connection's socket as its handler reads and writes it, and its entry in the
+    server's table of open connections.
+
+    Reads wait at most until the current deadline: the socket's timeout is set to the time left
+    before every ``recv``, so a client sending one byte at a time cannot push the deadline back.
+    In the body the deadline moves on by one second per ``MIN_BODY_RATE`` bytes received, so a
+    body arriving at that rate or faster is never cut, and the whole wait is at most
+    ``body_timeout + length / MIN_BODY_RATE``. Writes always get the server's ``client_timeout``
+    per send, however little time a read had left."""
+
+    def __init__(self, sock: socket.socket, stall: float, head_timeout: float):
+        super().__init__()
+        self.sock = sock
+        self.stall = stall   # seconds one read or write may block, and the wait for a next request
+        self.head_timeout = head_timeout
+        self.phase = HEAD    # a new connection's first head is due head_timeout after the accept
+        self.since = time.monotonic()
+        self.deadline = self.since + head_timeout
+        self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
+        self.got = 0         # bytes received in this phase
+        self.dropped = False   # the listener took this connection back (under its lock)
+        self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        left = self.deadline + self.got * self.per_byte - time.monotonic()
+        if left <= 0 or self.dropped:
+            raise Late("the read deadline passed")
+        self.sock.settimeout(min(left, self.stall))
+        self._tight = True
+        try:
+            n = self.sock.recv_into(buf)
+        except TimeoutError:
+            if left <= self.stall:
+                raise Late("the read deadline passed") from None
+            raise   # silent for client_timeout: most likely gone
+        if not n and self.dropped:   # the listener shut our read side: not the client's EOF
+            raise Late("the connection was taken back for another client")
+        if n and self.phase == IDLE:   # a next request begins: its head is now due
+            self.phase, self.since = HEAD, time.monotonic()
+            self.deadline = self.since + self.head_timeout
+            self.got = 0
+        self.got += n
+        return n
+
+    def write(self, data) -> int:
+        if self._tight:
+            self.sock.settimeout(self.stall)
+            self._tight = False
+        self.sock.sendall(data)
+        return len(data)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def await_request(self) -> None:
+        """Between requests on a kept connection: wait up to ``stall`` for the next one."""
+        self.phase, self.since = IDLE, time.monotonic()
+        self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
+
+    def expect_body(self, grace: float) -> None:
+        self.deadline, self.per_byte, self.got = time.monotonic() + grace, 1 / MIN_BODY_RATE, 0
+
+    def no_deadline(self) -> None:
+        self.deadline, self.per_byte = math.inf, 0.0
+
+    def drop(self) -> None:
+        """Wake the handler's read with an end of input it will take as ``Late``. Called by the
+        listener, under its lock, only for an IDLE or HEAD wire: a busy one is never cut."""
+        self.dropped = True
+        try:
+            self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
+        except OSError:
+            pass
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "panelist"
     sys_version = ""
-    timeout = 60  # a client that stalls mid-request is dropped instead of holding a thread
-    # headers and body leave in separate writes; with Nagle on, the body waits ~40 ms for the
-    # client's delayed ACK on every reply
-    disable_nagle_algorithm = True
-
     server: "GatewayServer"
 
     def setup(self):
-        self.timeout = self.server.client_timeout  # the server's, so a test can use a short one
-        super().setup()
+        # StreamRequestHandler's, with the connection's Wire as both files
+        self.connection = self.request
+        self.connection.settimeout(self.server.client_timeout)
+        # headers and body leave in separate writes; with Nagle on, the body waits ~40 ms for
+        # the client's delayed ACK on every reply
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.wire = self.server.wire_of(self.request)
+        self.rfile = io.BufferedReader(self.wire)
+        self.wfile = self.wire
+        self._expect_continue = False
 
     def log_message(self, format, *args):  # noqa: A002 - the call log is the record of use
         pass
+
+    def handle(self):
+        self.close_connection = True
+        self.handle_one_request()
+        while not self.close_connection:
+            self.wire.await_request()
+            self.handle_one_request()
+
+    def handle_one_request(self):
+        """http.server's, with the head's deadline: a head that is late (or that the listener
+        took back to make room) gets 408 if any of it arrived, and the connection closes."""
+        self.raw_requestline = b""
+        self.command, self.request_version = None, self.default_request_version
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(414)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return   # refused, and answered
+            if not self.server.begin_work(self.wire):
+                raise Late("taken back as the head completed")
+            method = getattr(self, "do_" + self.command, None)
+            if method is None:
+                self.send_error(501, f"Unsupported method ({self.command!r})")
+                return
+            method()
+        except Late:
+            self.close_connection = True
+            if self.raw_requestline or self.wire.got:   # a request began: say why it ends here
+                why = (f"the request head did not arrive within {self.server.head_timeout:g} s"
+                       if not self.wire.dropped else "the server needed this connection for "
+                       "another client while the request head was still arriving")
+                try:
+                    self.send_error(408, f"{why}; send the request line and headers at once")
+                except OSError:
+                    pass
+        except TimeoutError:   # silent for client_timeout, or not reading: most likely gone
+            self.close_connection = True
 
     def parse_request(self):
         """http.server's ``parse_request`` with the same refusals, but header fields read by hand:
@@ -96,10 +249,13 @@ class Handler(BaseHTTPRequestHandler):
         where RFC 9112 allows it (§5.1, §5.2, §6.3): a field line that is not ``name: value``, a
         field name followed by whitespace, a CR or NUL in a value, a folded first line and a
         repeated Host, Content-Length or Transfer-Encoding are refused with 400 instead of ending
-        the header section early or taking the first of two framings."""
+        the header section early or taking the first of two framings; so are Content-Length
+        beside Transfer-Encoding and a Content-Length that is not plain ASCII digits. A head
+        over ``MAX_HEAD`` bytes in all gets 431."""
         self.command = None   # set in case of error on the first line
         self.request_version = self.default_request_version
         self.close_connection = True
+        self._expect_continue = False
         line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
         self.requestline = line
         words = line.split()
@@ -133,10 +289,16 @@ class Handler(BaseHTTPRequestHandler):
         fields: dict[str, str] = {}
         name = None
         readline = self.rfile.readline
+        room = MAX_HEAD - len(self.raw_requestline)
         for _ in range(MAX_HEADERS + 1):
-            raw = readline(65537)   # a TimeoutError ends the connection in handle_one_request
+            raw = readline(65537)   # a late head ends in handle_one_request
             if len(raw) > 65536:
                 self.send_error(431, "Line too long")
+                return False
+            room -= len(raw)
+            if room < 0:
+                self.send_error(431, f"the request head is over {MAX_HEAD // 1024} KB; send "
+                                "fewer or shorter header fields")
                 return False
             if raw == b"\r\n" or raw == b"\n" or not raw:
                 break
@@ -169,6 +331,17 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_error(431, "Too many headers")
             return False
+        length = fields.get("content-length")
+        if length is not None:
+            if "transfer-encoding" in fields:   # RFC 9112 §6.1: never guess which one frames it
+                self.send_error(400, "Content-Length and Transfer-Encoding were both sent; send "
+                                "the body with Content-Length only")
+                return False
+            # RFC 9112 §6.3 wants 1*DIGIT; int() would also take '7_0', '+70' or '٧٠'
+            if not (length.isascii() and length.isdigit()) or len(length) > MAX_LENGTH_DIGITS:
+                self.send_error(400, "Content-Length must be the body's size in bytes, written "
+                                f"with the digits 0-9 only (at most {MAX_LENGTH_DIGITS})")
+                return False
         self.headers = _Headers(fields)
 
         tokens = [t.strip() for t in fields.get("connection", "").lower().split(",")]
@@ -176,8 +349,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif "keep-alive" in tokens:
             self.close_connection = False
-        if version >= (1, 1) and fields.get("expect", "").lower() == "100-continue":
-            return self.handle_expect_100()
+        # answered in read_json, once every check passed and the body is really wanted
+        self._expect_continue = (version >= (1, 1)
+                                 and fields.get("expect", "").lower() == "100-continue")
         return True
 
     def send_error(self, code, message=None, explain=None):
@@ -187,8 +361,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.request_version == "HTTP/0.9":  # a garbled line: still answer with a status line
             self.request_version = "HTTP/1.0"
         text = message or f"the request could not be read ({code})"
-        data = json.dumps({"error": {"message": text, "type": "invalid_request_error",
-                                     "param": None, "code": None}}).encode()
+        data = jsonwire.encode({"error": {"message": text, "type": "invalid_request_error",
+                                          "param": None, "code": None}})
         self.send_response(code)  # the standard reason phrase: no request bytes in the status line
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -262,7 +436,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode()
+        data = jsonwire.encode(payload)
         self._sent = True
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -279,34 +453,48 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def read_json(self):
-        length = self.headers.get("Content-Length")
+        """The body, parsed by ``jsonwire`` (lone surrogates made U+FFFD, nesting bounded). A
+        caller that sent ``Expect: 100-continue`` hears ``100 Continue`` here, after every check
+        passed, and never when the request is refused first."""
+        length = self.headers.get("Content-Length")   # ASCII digits only: parse_request saw to it
         self._unread_body = True
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             raise BadRequest("chunked request bodies are not accepted; send Content-Length")
         if length is None:
             raise BadRequest("a JSON body with Content-Length is required")
-        try:
-            size = int(length)
-        except ValueError:
-            raise BadRequest("Content-Length must be a number") from None
-        if size < 0:
-            raise BadRequest("Content-Length must not be negative")
+        size = int(length)
         if size > MAX_BODY:
             raise PayloadTooLarge(f"the body is {size} bytes, over the {MAX_BODY // 2**20} MB "
                                   "cap; send images as https:// URLs or smaller images")
+        if self._expect_continue and size:
+            self._expect_continue = False
+            self.send_response_only(100)
+            self.end_headers()
+        grace = self.server.body_timeout
+        self.wire.expect_body(grace)
         try:
             raw = self.rfile.read(size)
+        except Late:
+            raise RequestTimeout(f"the body did not arrive in time (allowed: {grace:g} s plus "
+                                 f"1 s per {MIN_BODY_RATE // 1024} KB); send the whole body at "
+                                 "once") from None
         except TimeoutError:
-            raise RequestTimeout(f"the body stopped arriving for {self.timeout:g} s before "
-                                 "Content-Length bytes; send the whole body at once") from None
+            raise RequestTimeout(f"the body stopped arriving for {self.server.client_timeout:g} s "
+                                 "before Content-Length bytes; send the whole body at once") \
+                from None
+        finally:
+            self.wire.no_deadline()
         self._unread_body = len(raw) < size
         if self._unread_body:
             raise BadRequest("the body ended before Content-Length bytes arrived")
         try:
-            return json.loads(raw)
+            return jsonwire.loads(raw)
         except UnicodeDecodeError:
             raise BadRequest("the body must be UTF-8 JSON") from None
-        except ValueError as exc:
+        except jsonwire.JSONRefused as exc:
+            if str(exc).startswith("the JSON nests"):
+                raise BadRequest(f"{exc}; send a flatter body (a chat request needs about six "
+                                 "levels)") from None
             raise BadRequest(f"the body is not valid JSON: {exc}") from None
 
     def client_alive(self) -> bool:
@@ -353,7 +541,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def send_event(self, payload) -> None:
-        data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+        data = payload if isinstance(payload, str) else jsonwire.dumps(payload)
         self.send_chunk(f"data: {data}\n\n")
 
     def end_events(self) -> None:
@@ -494,15 +682,34 @@ def get_health(h: Handler, _):
 
 
 class GatewayServer(ThreadingHTTPServer):
+    """The gateway's HTTP server: one thread per open connection, at most ``max_connections``.
+
+    Each accepted socket gets a ``Wire`` in ``_wires`` before its thread starts and leaves it when
+    the thread ends, so the table counts exactly the threads that hold a connection. Only the
+    listener thread adds to it (in ``get_request``) and drops from it (``_drop_one``); phases move
+    to BUSY under the same lock, so a connection is never dropped once its head was read."""
+
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256  # bursts of concurrent panels queue instead of being refused
 
     def __init__(self, panels: Panels, host: str, port: int, *, keepalive: float = 10.0,
-                 settings: Settings | None = None, client_timeout: float = 60.0):
+                 settings: Settings | None = None, client_timeout: float = 60.0,
+                 head_timeout: float = HEAD_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS):
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
         self.panels = panels
         self.keepalive = keepalive  # seconds between SSE comments while seats are working
-        self.client_timeout = client_timeout  # seconds a client may stall mid-request
+        # seconds one read or write may block, and a kept connection may wait for its next request
+        self.client_timeout = client_timeout
+        self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
+        self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
+        self.max_connections = max_connections
+        self._wires: dict[socket.socket, Wire] = {}
+        self._room = threading.Condition()
+        self._leaving = 0       # dropped wires whose threads have not ended yet
+        self._stopping = False
         self.routes = {
             "/v1/models": {"GET": get_models},
             "/v1/chat/completions": {"POST": post_chat},
@@ -528,13 +735,83 @@ class GatewayServer(ThreadingHTTPServer):
             return {"GET": get_panel}, path.rsplit("/", 1)[1]
         return None, None
 
+    # -- the connection table -----------------------------------------------------------------
+    def get_request(self):
+        """Accept only with a free slot. At the cap, drop an idle or slow connection to make
+        one; if every connection is busy answering, wait (the kernel queues the newcomers)."""
+        with self._room:
+            while len(self._wires) >= self.max_connections:
+                if self._stopping:
+                    raise OSError("the server is stopping")
+                if not self._leaving and not self._drop_one():
+                    self._room.wait(0.1)   # nothing to drop: look again as requests finish
+                else:
+                    self._room.wait()      # a dropped thread notifies as it ends
+        return super().get_request()
+
+    def _drop_one(self) -> bool:
+        """Drop the connection waiting longest for its next request, else the one whose head
+        has been arriving the longest. Called with ``_room`` held."""
+        victim = min((w for w in self._wires.values() if w.phase != BUSY and not w.dropped),
+                     key=lambda w: (w.phase, w.since), default=None)
+        if victim is None:
+            return False
+        victim.drop()
+        self._leaving += 1
+        return True
+
+    def process_request(self, request, client_address):
+        wire = Wire(request, self.client_timeout, self.head_timeout)
+        with self._room:
+            self._wires[request] = wire
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._release(request)
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)   # closes the socket
+        finally:
+            self._release(request)
+
+    def _release(self, request) -> None:
+        with self._room:
+            wire = self._wires.pop(request, None)
+            if wire is not None and wire.dropped:
+                self._leaving -= 1
+            self._room.notify_all()
+
+    def wire_of(self, request) -> Wire:
+        return self._wires[request]
+
+    def begin_work(self, wire: Wire) -> bool:
+        """Mark a connection busy now its head is read; False if it was dropped first."""
+        with self._room:
+            if wire.dropped:
+                return False
+            wire.phase = BUSY
+        wire.no_deadline()
+        return True
+
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], OSError):  # a client going away is no news
             super().handle_error(request, client_address)
 
+    def shutdown(self) -> None:
+        with self._room:
+            self._stopping = True   # a listener waiting for a slot gives up
+            self._room.notify_all()
+        super().shutdown()
+
     def close(self) -> None:
         self.shutdown()
         self.server_close()
+        with self._room:   # connections between requests end now, not after client_timeout
+            for wire in self._wires.values():
+                if wire.phase != BUSY and not wire.dropped:
+                    wire.drop()
         self.panels.close()
         self.guard.close()
 
@@ -542,17 +819,22 @@ class GatewayServer(ThreadingHTTPServer):
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  panels: Panels | None = None, keepalive: float = 10.0,
                  settings: Settings | None = None, env=None,
-                 client_timeout: float = 60.0) -> GatewayServer:
+                 client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
+                 body_timeout: float = BODY_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS) -> GatewayServer:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
     environment, read now: a bad setting, or a non-loopback ``host`` without an admin token,
-    raises ConfigInvalid before anything is opened."""
+    raises ConfigInvalid before anything is opened. The timeouts and ``max_connections`` bound
+    what one connection may cost (see the module docstring); tests pass short ones."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     return GatewayServer(panels or Panels(home), host, port, keepalive=keepalive,
-                         settings=settings, client_timeout=client_timeout)
+                         settings=settings, client_timeout=client_timeout,
+                         head_timeout=head_timeout, body_timeout=body_timeout,
+                         max_connections=max_connections)
 
 
 if __name__ == "__main__":

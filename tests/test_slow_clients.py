@@ -1,0 +1,150 @@
+"""Slow and idle clients against the gateway's bounds: whole-request deadlines for the head and
+the body that trickled bytes cannot extend, and the cap on open connections, which drops idle or
+slow connections (never busy ones) so that ``/health`` and everyone else still get in."""
+
+import json
+import select
+import socket
+import time
+
+import pytest
+
+from conftest import Gateway, read_jsonl
+from panelist.gateway import make_gateway
+from test_gateway_head import BODY, replies
+
+PATIENCE = 30   # seconds a test waits for something that should happen far sooner
+
+
+@pytest.fixture()
+def start(home):
+    """``start(**limits)``: a gateway with those limits; closed, with every socket, at the end."""
+    servers, sockets = [], []
+
+    def start_gateway(**limits):
+        gw = Gateway(make_gateway(home, env={}, **limits))
+        servers.append(gw.server)
+        return gw
+
+    def connect(gw):
+        s = socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE)
+        sockets.append(s)
+        return s
+
+    start_gateway.connect = connect
+    yield start_gateway
+    for s in sockets:
+        s.close()
+    for server in servers:
+        server.close()
+
+
+def until_closed(s: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a timeout fails the test)."""
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except ConnectionResetError:   # closed with our trickled bytes unread: still closed
+        pass
+    return data
+
+
+def one_reply(s: socket.socket) -> list:
+    data = b""
+    while not replies(data):
+        chunk = s.recv(65536)
+        assert chunk, f"closed after {data[:200]!r}"
+        data += chunk
+    return replies(data)
+
+
+def trickle(s: socket.socket, data: bytes, every: float = 0.05) -> None:
+    """Send ``data`` a byte at a time, until the server answers or closes (or PATIENCE ends)."""
+    end = time.monotonic() + PATIENCE
+    for byte in data:
+        if select.select([s], [], [], every)[0] or time.monotonic() > end:
+            return
+        try:
+            s.sendall(bytes([byte]))
+        except OSError:   # the server closed on us
+            return
+
+
+def only_408(data: bytes, words: str) -> None:
+    [(status, headers, body)] = replies(data)
+    assert status == 408 and headers["connection"] == "close"
+    error = json.loads(body)["error"]
+    assert error["type"] == "invalid_request_error" and words in error["message"]
+
+
+def test_a_trickled_head_is_cut_at_its_deadline(start):
+    gw = start(head_timeout=0.5)   # client_timeout stays 60 s: each byte comes long before it
+    s = start.connect(gw)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % gw.server.port)
+    trickle(s, b"X-Slow: " + b"z" * 5_000 + b"\r\n\r\n")
+    only_408(until_closed(s), "did not arrive within 0.5 s")
+
+
+def test_a_trickled_body_is_cut_at_its_deadline(start, home):
+    gw = start(body_timeout=0.5)
+    s = start.connect(gw)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+              b"application/json\r\nContent-Length: %d\r\n\r\n" % (gw.server.port, len(BODY)))
+    trickle(s, BODY, every=0.1)
+    only_408(until_closed(s), "the body did not arrive in time")
+    assert not (home.gateway_runs / "calls.jsonl").exists() or \
+        read_jsonl(home.gateway_runs / "calls.jsonl") == []
+
+
+def test_silent_and_slow_connections_are_closed_while_health_answers(start):
+    gw = start(head_timeout=1.0)
+    silent = [start.connect(gw) for _ in range(10)]
+    slow = [start.connect(gw) for _ in range(10)]
+    for s in slow:
+        s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")   # a head begun and never finished
+    assert gw.get("/health")[0] == 200
+    for s in silent:   # nothing was asked, so nothing is answered: just closed
+        assert until_closed(s) == b""
+    for s in slow:
+        only_408(until_closed(s), "did not arrive within 1 s")
+
+
+def test_at_the_cap_the_slowest_heads_make_room(start):
+    gw = start(max_connections=4, head_timeout=300)   # only the cap can free a slot here
+    held = []
+    for _ in range(8):
+        s = start.connect(gw)
+        s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+        held.append(s)
+    assert gw.get("/health")[0] == 200
+    # to take each of the five newcomers (four slow ones and /health), the oldest slow head
+    # still arriving was dropped; the newest three still wait for their heads
+    for s in held[:5]:
+        only_408(until_closed(s), "needed this connection for another client")
+    assert select.select(held[5:], [], [], 0)[0] == []
+
+
+def test_at_the_cap_busy_connections_are_never_cut(start, sim):
+    for member in ("fast", "mid", "slow"):
+        sim.script(member, latency=0.5)   # two panels that are still running when /health comes
+    gw = start(max_connections=2)
+    port = gw.server.port
+    panels = []
+    for _ in range(2):
+        s = start.connect(gw)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+                  b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (port, len(BODY), BODY))
+        panels.append(s)
+    end = time.monotonic() + PATIENCE
+    while sim.count("fast") < 2 and time.monotonic() < end:   # both panels are seated
+        time.sleep(0.01)
+    assert sim.count("fast") == 2
+    health = start.connect(gw)
+    health.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port)
+    assert [r[0] for r in replies(until_closed(health))] == [200]
+    # /health got in only once a panel had answered in full and its connection fell idle
+    assert select.select(panels, [], [], 0)[0]
+    for s in panels:   # and neither panel was cut
+        [(status, _, body)] = one_reply(s)
+        assert status == 200 and json.loads(body)["bench"]["panel"]
