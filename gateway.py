@@ -14,9 +14,9 @@ What a connection may cost is bounded (``Wire`` and ``GatewayServer`` hold the r
   within ``body_timeout`` plus one second per ``MIN_BODY_RATE`` bytes. Deadlines are re-armed before
   every read, so trickled bytes never extend them. A late head or body gets 408, then the close.
 * at most ``max_connections`` connections are open. At the cap, the listener drops the connection
-  that is waiting for its next request, or else the one whose head has been arriving the longest,
-  to take a new one; when every connection is busy answering, new ones wait in the kernel's listen
-  queue. Slow or idle clients can therefore never keep ``/health`` (or anyone) out.
+  whose head has been arriving the longest, or else the one idle longest between requests, to take
+  a new one; when every connection is busy answering, new ones wait in the kernel's listen queue.
+  Slow or idle clients can therefore never keep ``/health`` (or anyone) out.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeo
 HEAD_TIMEOUT = 15.0
 BODY_TIMEOUT = 15.0
 MAX_CONNECTIONS = 512
-IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the listener drops an IDLE one first, then a HEAD one
+IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the listener may drop a HEAD one, then an IDLE one
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")   # a token (RFC 9110 §5.1)
 # two of these make a request ambiguous: which host, where the body ends (RFC 9112 §3.2, §6.3)
@@ -750,10 +750,11 @@ class GatewayServer(ThreadingHTTPServer):
         return super().get_request()
 
     def _drop_one(self) -> bool:
-        """Drop the connection waiting longest for its next request, else the one whose head
-        has been arriving the longest. Called with ``_room`` held."""
+        """Drop the connection whose head has been arriving the longest (a whole head comes in
+        one packet, so a slow one is most likely a trickler), else the one idle longest between
+        requests. Called with ``_room`` held."""
         victim = min((w for w in self._wires.values() if w.phase != BUSY and not w.dropped),
-                     key=lambda w: (w.phase, w.since), default=None)
+                     key=lambda w: (w.phase != HEAD, w.since), default=None)
         if victim is None:
             return False
         victim.drop()

@@ -148,3 +148,17 @@ def test_at_the_cap_busy_connections_are_never_cut(start, sim):
     for s in panels:   # and neither panel was cut
         [(status, _, body)] = one_reply(s)
         assert status == 200 and json.loads(body)["bench"]["panel"]
+
+
+def test_at_the_cap_a_slow_head_goes_before_an_idle_connection(start):
+    gw = start(max_connections=2, head_timeout=300)
+    port = gw.server.port
+    idle = start.connect(gw)   # a pooled client between requests
+    idle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
+    assert [r[0] for r in one_reply(idle)] == [200]
+    slow = start.connect(gw)
+    slow.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+    assert gw.get("/health")[0] == 200
+    only_408(until_closed(slow), "needed this connection for another client")
+    idle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)   # still served
+    assert [r[0] for r in one_reply(idle)] == [200]
