@@ -13,10 +13,12 @@ What a connection may cost is bounded (``Wire`` and ``GatewayServer`` hold the r
   first byte (of the connection's opening, for its first request), and is at most 64 KB; a body
   within ``body_timeout`` plus one second per ``MIN_BODY_RATE`` bytes. Deadlines are re-armed before
   every read, so trickled bytes never extend them. A late head or body gets 408, then the close.
-* at most ``max_connections`` connections are open. At the cap, the listener drops the connection
-  whose head has been arriving the longest, or else the one idle longest between requests, to take
-  a new one; when every connection is busy answering, new ones wait in the kernel's listen queue.
-  Slow or idle clients can therefore never keep ``/health`` (or anyone) out.
+* a new connection gets a thread only once its first head has arrived: until then ``Heads``
+  holds it on one thread, at most ``max_pending`` of them (a newcomer past that closes the one
+  waiting longest). At most ``max_connections`` connections have a thread; when a complete head
+  finds them all taken, the one whose next head has been arriving the longest, or else the one
+  idle longest between requests, is closed to make room; one busy answering never is. The
+  listener itself never waits, so slow or idle clients cannot keep ``/health`` (or anyone) out.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ import io
 import math
 import re
 import select
+import selectors
 import socket
 import sys
 import threading
 import time
 import traceback
 import uuid
+from collections import deque
 from concurrent.futures import TimeoutError as FutureTimeout
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -108,12 +113,13 @@ class Wire(io.RawIOBase):
     ``body_timeout + length / MIN_BODY_RATE``. Writes always get the server's ``client_timeout``
     per send, however little time a read had left."""
 
-    def __init__(self, sock: socket.socket, stall: float, head_timeout: float):
+    def __init__(self, sock: socket.socket, stall: float, head_timeout: float, head: bytes = b""):
         super().__init__()
         self.sock = sock
         self.stall = stall   # seconds one read or write may block, and the wait for a next request
         self.head_timeout = head_timeout
-        self.phase = HEAD    # a new connection's first head is due head_timeout after the accept
+        self._head = memoryview(head)   # what ``Heads`` read before this connection had a thread
+        self.phase = HEAD
         self.since = time.monotonic()
         self.deadline = self.since + head_timeout
         self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
@@ -128,6 +134,11 @@ class Wire(io.RawIOBase):
         return True
 
     def readinto(self, buf) -> int:
+        if self._head:
+            n = min(len(buf), len(self._head))
+            buf[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
         left = self.deadline + self.got * self.per_byte - time.monotonic()
         if left <= 0 or self.dropped:
             raise Late("the read deadline passed")
@@ -179,6 +190,208 @@ class Wire(io.RawIOBase):
             pass
 
 
+def error_body(message: str) -> bytes:
+    """OpenAI's error shape for a refusal made while reading the request."""
+    return jsonwire.encode({"error": {"message": message, "type": "invalid_request_error",
+                                      "param": None, "code": None}})
+
+
+class _Pending:
+    __slots__ = ("addr", "deadline", "quiet", "buf", "scan")
+
+    def __init__(self, addr, deadline: float, quiet: float):
+        self.addr, self.deadline, self.quiet = addr, deadline, quiet
+        self.buf, self.scan = bytearray(), 0
+
+
+def close_quietly(sock: socket.socket) -> None:
+    """End a connection so that a reply already written reaches the client: half-close, then
+    discard what the client sent and we never read (up to 1 MB, without waiting), because
+    closing over unread bytes sends a reset that can destroy the reply (RFC 9112 §9.6)."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.setblocking(False)
+        for _ in range(16):
+            if not sock.recv(65536):
+                break
+    except OSError:
+        pass
+    sock.close()
+
+
+class Heads(threading.Thread):
+    """New connections until their first request head has arrived, all on this one thread.
+
+    A connection that is slow or silent costs a socket and at most ``MAX_HEAD`` bytes here,
+    never a thread, so trickling heads cannot use up the handler threads nor make the listener
+    wait. Invariants: at most ``max_pending`` connections are pending (a newcomer past it drops
+    the one pending longest); a pending connection is closed ``head_timeout`` after its accept
+    (408 if any of it arrived), or without a word once it sent nothing for ``client_timeout``;
+    a complete head (or one over the cap, or cut by the client's
+    end of input, which its handler then refuses or answers) goes to a handler thread as soon as
+    one of ``max_connections`` is free, or waits in ``ready``; past ``max_pending`` ready ones, a
+    newly complete head gets 503 with Retry-After."""
+
+    def __init__(self, server: "GatewayServer"):
+        super().__init__(name="gateway-heads", daemon=True)
+        self.server = server
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ)
+        self._inbox: deque = deque()   # (socket, address) from the listener
+        self._pending: dict[socket.socket, _Pending] = {}   # in accept order: oldest first
+        self._quiet: dict[socket.socket, _Pending] = {}     # the same, least recently heard first
+        self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
+        self._halt = False
+
+    def add(self, sock: socket.socket, addr) -> None:
+        """From the listener: a new connection to read a head from."""
+        self._inbox.append((sock, addr))
+        self.wake()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether complete heads wait for a handler thread."""
+        return bool(self._ready)
+
+    def wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:   # already awake (the buffer is full) or stopping
+            pass
+
+    def stop(self) -> None:
+        self._halt = True
+        if self.ident is None:   # never started: nothing to wait for
+            self._close_all()
+            return
+        self.wake()
+        self.join(timeout=5)
+
+    def run(self) -> None:
+        try:
+            while not self._halt:
+                try:
+                    self._turn()
+                except Exception:   # one connection's fault must not stop new ones being read
+                    print("[gateway] reading request heads:", file=sys.stderr)
+                    traceback.print_exc()
+        finally:
+            self._close_all()
+
+    def _turn(self) -> None:
+        timeout = 0.25 if self._ready else None   # besides the wake-ups, look again for a thread
+        if self._pending:
+            soonest = min(next(iter(self._pending.values())).deadline,
+                          next(iter(self._quiet.values())).quiet)
+            timeout = min(timeout or math.inf, max(0.0, soonest - time.monotonic()))
+        for key, _ in self._sel.select(timeout):
+            if key.fileobj is self._wake_r:
+                try:
+                    while self._wake_r.recv(4096):
+                        pass
+                except OSError:
+                    pass
+            else:
+                self._read(key.fileobj)
+        while self._inbox:
+            self._take(*self._inbox.popleft())
+        self._expire()
+        while self._ready and self.server.admit(*self._ready[0]):
+            self._ready.popleft()
+
+    def _close_all(self) -> None:
+        for sock in [*self._pending, *(r[0] for r in self._ready), *(i[0] for i in self._inbox)]:
+            sock.close()
+        self._pending.clear()
+        self._quiet.clear()
+        self._ready.clear()
+        self._sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _take(self, sock: socket.socket, addr) -> None:
+        if len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
+            self._refuse(next(iter(self._pending)), 408, "the server needed this connection for "
+                         "another client while the request head was still arriving; send the "
+                         "request line and headers at once")
+        sock.setblocking(False)
+        now = time.monotonic()
+        p = _Pending(addr, now + self.server.head_timeout, now + self.server.client_timeout)
+        self._pending[sock] = self._quiet[sock] = p
+        self._sel.register(sock, selectors.EVENT_READ)
+
+    def _read(self, sock: socket.socket) -> None:
+        p = self._pending[sock]
+        try:
+            data = sock.recv(min(65536, MAX_HEAD + 1 - len(p.buf)))
+        except BlockingIOError:
+            return
+        except OSError:
+            self._close(sock)
+            return
+        if not data:   # the client's end of input: its handler answers what came, if anything
+            self._complete(sock) if p.buf else self._close(sock)
+            return
+        p.buf += data
+        p.quiet = time.monotonic() + self.server.client_timeout
+        del self._quiet[sock]   # to the back: the order stays that of the last byte heard
+        self._quiet[sock] = p
+        # the head ends with an empty line: a line feed, then CR LF or a bare LF (RFC 9112 §2.2)
+        ended = p.buf.find(b"\n\r\n", p.scan) >= 0 or p.buf.find(b"\n\n", p.scan) >= 0
+        p.scan = max(0, len(p.buf) - 2)
+        if ended or len(p.buf) > MAX_HEAD:   # over the cap: its handler says 414 or 431
+            self._complete(sock)
+
+    def _complete(self, sock: socket.socket) -> None:
+        self._sel.unregister(sock)
+        p = self._pending.pop(sock)
+        del self._quiet[sock]
+        if len(self._ready) >= self.server.max_pending:   # every handler busy, a queue behind
+            self._refuse(sock, 503, "the server is at its connection limit; retry in a second",
+                         retry_after=True)
+            return
+        self._ready.append((sock, p.addr, bytes(p.buf)))
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._quiet:   # silent for client_timeout: most likely gone, as in a handler
+            sock, p = next(iter(self._quiet.items()))
+            if p.quiet > now:
+                break
+            self._close(sock)
+        while self._pending:
+            sock, p = next(iter(self._pending.items()))
+            if p.deadline > now:
+                return
+            if p.buf:
+                self._refuse(sock, 408, f"the request head did not arrive within "
+                             f"{self.server.head_timeout:g} s; send the request line and "
+                             "headers at once")
+            else:   # nothing was asked, so nothing is answered
+                self._close(sock)
+
+    def _refuse(self, sock: socket.socket, status: int, message: str,
+                retry_after: bool = False) -> None:
+        body = error_body(message)
+        head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: "
+                f"application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
+                + ("Retry-After: 1\r\n" if retry_after else "") + "\r\n")
+        try:
+            sock.send(head.encode() + body)   # nothing was sent before: the buffer has room
+        except OSError:
+            pass
+        self._close(sock)
+
+    def _close(self, sock: socket.socket) -> None:
+        if self._pending.pop(sock, None) is not None:
+            del self._quiet[sock]
+            self._sel.unregister(sock)
+        close_quietly(sock)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "panelist"
@@ -205,6 +418,7 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_one_request()
         while not self.close_connection:
             self.wire.await_request()
+            self.server.idle_now()
             self.handle_one_request()
 
     def handle_one_request(self):
@@ -360,9 +574,7 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         if self.request_version == "HTTP/0.9":  # a garbled line: still answer with a status line
             self.request_version = "HTTP/1.0"
-        text = message or f"the request could not be read ({code})"
-        data = jsonwire.encode({"error": {"message": text, "type": "invalid_request_error",
-                                          "param": None, "code": None}})
+        data = error_body(message or f"the request could not be read ({code})")
         self.send_response(code)  # the standard reason phrase: no request bytes in the status line
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -682,12 +894,13 @@ def get_health(h: Handler, _):
 
 
 class GatewayServer(ThreadingHTTPServer):
-    """The gateway's HTTP server: one thread per open connection, at most ``max_connections``.
+    """The gateway's HTTP server: a connection gets a thread once its first head has arrived
+    (``Heads`` reads it), and at most ``max_connections`` have one.
 
-    Each accepted socket gets a ``Wire`` in ``_wires`` before its thread starts and leaves it when
-    the thread ends, so the table counts exactly the threads that hold a connection. Only the
-    listener thread adds to it (in ``get_request``) and drops from it (``_drop_one``); phases move
-    to BUSY under the same lock, so a connection is never dropped once its head was read."""
+    Each handled socket has a ``Wire`` in ``_wires`` from just before its thread starts until the
+    thread ends, so the table counts exactly the threads that hold a connection. Only the heads
+    thread adds to it (``admit``) and drops from it (``_drop_one``); phases move to BUSY under the
+    same lock, so a connection is never dropped once its head was read."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -696,20 +909,23 @@ class GatewayServer(ThreadingHTTPServer):
     def __init__(self, panels: Panels, host: str, port: int, *, keepalive: float = 10.0,
                  settings: Settings | None = None, client_timeout: float = 60.0,
                  head_timeout: float = HEAD_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
-                 max_connections: int = MAX_CONNECTIONS):
-        if max_connections < 1:
-            raise ValueError("max_connections must be at least 1")
+                 max_connections: int = MAX_CONNECTIONS, max_pending: int | None = None):
+        if max_connections < 1 or (max_pending is not None and max_pending < 1):
+            raise ValueError("max_connections and max_pending must be at least 1")
         self.panels = panels
         self.keepalive = keepalive  # seconds between SSE comments while seats are working
         # seconds one read or write may block, and a kept connection may wait for its next request
         self.client_timeout = client_timeout
         self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
         self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
-        self.max_connections = max_connections
+        self.max_connections = max_connections   # connections with a thread
+        # connections still sending their first head, and complete ones waiting for a thread
+        self.max_pending = max_pending or max_connections
+        _fit_descriptors(self)
         self._wires: dict[socket.socket, Wire] = {}
-        self._room = threading.Condition()
+        self._room = threading.Lock()
         self._leaving = 0       # dropped wires whose threads have not ended yet
-        self._stopping = False
+        self._heads = Heads(self)
         self.routes = {
             "/v1/models": {"GET": get_models},
             "/v1/chat/completions": {"POST": post_chat},
@@ -735,24 +951,37 @@ class GatewayServer(ThreadingHTTPServer):
             return {"GET": get_panel}, path.rsplit("/", 1)[1]
         return None, None
 
-    # -- the connection table -----------------------------------------------------------------
-    def get_request(self):
-        """Accept only with a free slot. At the cap, drop an idle or slow connection to make
-        one; if every connection is busy answering, wait (the kernel queues the newcomers)."""
+    # -- connections ----------------------------------------------------------------------------
+    def serve_forever(self, poll_interval=0.5):
+        if not self._heads.is_alive() and not self._heads.ident:
+            self._heads.start()
+        super().serve_forever(poll_interval)
+
+    def process_request(self, request, client_address):
+        """The listener's part: hand the new connection over; it never waits here."""
+        self._heads.add(request, client_address)
+
+    def admit(self, request, client_address, head: bytes) -> bool:
+        """Give a connection whose head arrived a thread, if one of ``max_connections`` is free;
+        else drop an idle or slow one to free it (the heads thread retries when it has gone)."""
         with self._room:
-            while len(self._wires) >= self.max_connections:
-                if self._stopping:
-                    raise OSError("the server is stopping")
-                if not self._leaving and not self._drop_one():
-                    self._room.wait(0.1)   # nothing to drop: look again as requests finish
-                else:
-                    self._room.wait()      # a dropped thread notifies as it ends
-        return super().get_request()
+            if len(self._wires) >= self.max_connections:
+                if not self._leaving:
+                    self._drop_one()
+                return False
+            self._wires[request] = Wire(request, self.client_timeout, self.head_timeout, head)
+        try:
+            super().process_request(request, client_address)   # ThreadingMixIn: the thread
+        except Exception:
+            self._release(request)
+            self.shutdown_request(request)
+            self.handle_error(request, client_address)
+        return True
 
     def _drop_one(self) -> bool:
-        """Drop the connection whose head has been arriving the longest (a whole head comes in
-        one packet, so a slow one is most likely a trickler), else the one idle longest between
-        requests. Called with ``_room`` held."""
+        """Drop the connection whose next head has been arriving the longest (a whole head comes
+        in one packet, so a slow one is most likely a trickler), else the one idle longest
+        between requests. Called with ``_room`` held."""
         victim = min((w for w in self._wires.values() if w.phase != BUSY and not w.dropped),
                      key=lambda w: (w.phase != HEAD, w.since), default=None)
         if victim is None:
@@ -760,16 +989,6 @@ class GatewayServer(ThreadingHTTPServer):
         victim.drop()
         self._leaving += 1
         return True
-
-    def process_request(self, request, client_address):
-        wire = Wire(request, self.client_timeout, self.head_timeout)
-        with self._room:
-            self._wires[request] = wire
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._release(request)
-            raise
 
     def process_request_thread(self, request, client_address):
         try:
@@ -782,7 +1001,16 @@ class GatewayServer(ThreadingHTTPServer):
             wire = self._wires.pop(request, None)
             if wire is not None and wire.dropped:
                 self._leaving -= 1
-            self._room.notify_all()
+        self._heads.wake()   # a thread is free: a waiting head may have it
+
+    def shutdown_request(self, request) -> None:
+        close_quietly(request)
+
+    def idle_now(self) -> None:
+        """A handler waits for its connection's next request: a complete head waiting for a
+        thread may have this one."""
+        if self._heads.waiting:
+            self._heads.wake()
 
     def wire_of(self, request) -> Wire:
         return self._wires[request]
@@ -800,15 +1028,10 @@ class GatewayServer(ThreadingHTTPServer):
         if not isinstance(sys.exc_info()[1], OSError):  # a client going away is no news
             super().handle_error(request, client_address)
 
-    def shutdown(self) -> None:
-        with self._room:
-            self._stopping = True   # a listener waiting for a slot gives up
-            self._room.notify_all()
-        super().shutdown()
-
     def close(self) -> None:
         self.shutdown()
         self.server_close()
+        self._heads.stop()   # closes every connection still sending its first head
         with self._room:   # connections between requests end now, not after client_timeout
             for wire in self._wires.values():
                 if wire.phase != BUSY and not wire.dropped:
@@ -817,25 +1040,50 @@ class GatewayServer(ThreadingHTTPServer):
         self.guard.close()
 
 
+def _fit_descriptors(server: GatewayServer) -> None:
+    """Make room for every connection the limits allow in the process's file-descriptor limit:
+    raise the soft limit toward the hard one, and if that is not enough, allow fewer pending
+    connections (then fewer threads). Past the limit ``accept`` would fail in a busy loop."""
+    try:
+        import resource
+    except ImportError:   # not a Unix: the limit is the system's business
+        return
+    need = server.max_connections + server.max_pending + 128   # logs, upstreams, the listener
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (
+                need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+        except (ValueError, OSError):
+            pass
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        room = max(2, soft - 128)
+        if server.max_connections + server.max_pending > room:
+            server.max_pending = max(1, min(server.max_pending, room // 2))
+            server.max_connections = max(1, min(server.max_connections,
+                                                room - server.max_pending))
+
+
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  panels: Panels | None = None, keepalive: float = 10.0,
                  settings: Settings | None = None, env=None,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
-                 body_timeout: float = BODY_TIMEOUT,
-                 max_connections: int = MAX_CONNECTIONS) -> GatewayServer:
+                 body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 max_pending: int | None = None) -> GatewayServer:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
     environment, read now: a bad setting, or a non-loopback ``host`` without an admin token,
-    raises ConfigInvalid before anything is opened. The timeouts and ``max_connections`` bound
-    what one connection may cost (see the module docstring); tests pass short ones."""
+    raises ConfigInvalid before anything is opened. The timeouts, ``max_connections`` and
+    ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost
+    (see the module docstring); tests pass small ones."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     return GatewayServer(panels or Panels(home), host, port, keepalive=keepalive,
                          settings=settings, client_timeout=client_timeout,
                          head_timeout=head_timeout, body_timeout=body_timeout,
-                         max_connections=max_connections)
+                         max_connections=max_connections, max_pending=max_pending)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ slow connections (never busy ones) so that ``/health`` and everyone else still g
 import json
 import select
 import socket
+import threading
 import time
 
 import pytest
@@ -110,19 +111,35 @@ def test_silent_and_slow_connections_are_closed_while_health_answers(start):
         only_408(until_closed(s), "did not arrive within 1 s")
 
 
-def test_at_the_cap_the_slowest_heads_make_room(start):
-    gw = start(max_connections=4, head_timeout=300)   # only the cap can free a slot here
+def test_past_max_pending_the_slowest_heads_make_room(start):
+    gw = start(max_pending=4, head_timeout=300)   # only the cap can free a place here
     held = []
     for _ in range(8):
         s = start.connect(gw)
         s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
         held.append(s)
     assert gw.get("/health")[0] == 200
-    # to take each of the five newcomers (four slow ones and /health), the oldest slow head
-    # still arriving was dropped; the newest three still wait for their heads
+    # to take each of the five newcomers (four slow ones and /health), the head that had been
+    # arriving longest was dropped; the newest three still wait for theirs
     for s in held[:5]:
         only_408(until_closed(s), "needed this connection for another client")
     assert select.select(held[5:], [], [], 0)[0] == []
+
+
+def test_slow_heads_never_hold_a_thread(start):
+    gw = start(max_connections=1, max_pending=50, head_timeout=300)
+    before = threading.active_count()
+    slow = [start.connect(gw) for _ in range(20)]
+    for s in slow:
+        s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+    for _ in range(3):   # the one thread serves these in turn while twenty heads trickle
+        assert gw.get("/health")[0] == 200
+    # the handler threads of those requests end; no thread stays for the twenty
+    end = time.monotonic() + PATIENCE
+    while threading.active_count() > before and time.monotonic() < end:
+        time.sleep(0.01)
+    assert threading.active_count() <= before
+    assert select.select(slow, [], [], 0)[0] == []   # all still waiting
 
 
 def test_at_the_cap_busy_connections_are_never_cut(start, sim):
@@ -150,15 +167,16 @@ def test_at_the_cap_busy_connections_are_never_cut(start, sim):
         assert status == 200 and json.loads(body)["bench"]["panel"]
 
 
-def test_at_the_cap_a_slow_head_goes_before_an_idle_connection(start):
+def test_at_the_cap_a_slow_next_head_goes_before_an_idle_connection(start):
     gw = start(max_connections=2, head_timeout=300)
     port = gw.server.port
-    idle = start.connect(gw)   # a pooled client between requests
-    idle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
-    assert [r[0] for r in one_reply(idle)] == [200]
-    slow = start.connect(gw)
-    slow.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+    ask = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port
+    slow, idle = start.connect(gw), start.connect(gw)   # each holds one of the two threads
+    for s in (slow, idle):
+        s.sendall(ask)
+        assert [r[0] for r in one_reply(s)] == [200]
+    slow.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")   # its next head trickles
     assert gw.get("/health")[0] == 200
     only_408(until_closed(slow), "needed this connection for another client")
-    idle.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)   # still served
+    idle.sendall(ask)   # the pooled connection was left alone
     assert [r[0] for r in one_reply(idle)] == [200]
