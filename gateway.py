@@ -322,6 +322,9 @@ class Heads(threading.Thread):
         p = _Pending(addr, now + self.server.head_timeout, now + self.server.client_timeout)
         self._pending[sock] = self._quiet[sock] = p
         self._sel.register(sock, selectors.EVENT_READ)
+        # most clients sent their head with the connection: read it now, before a burst of
+        # newcomers behind it could make this one the oldest pending and so the one dropped
+        self._read(sock)
 
     def _read(self, sock: socket.socket) -> None:
         p = self._pending[sock]

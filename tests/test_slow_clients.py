@@ -180,3 +180,31 @@ def test_at_the_cap_a_slow_next_head_goes_before_an_idle_connection(start):
     only_408(until_closed(slow), "needed this connection for another client")
     idle.sendall(ask)   # the pooled connection was left alone
     assert [r[0] for r in one_reply(idle)] == [200]
+
+
+def test_with_every_thread_busy_and_the_queue_full_a_newcomer_gets_503(start, sim):
+    for member in ("fast", "mid", "slow"):
+        sim.script(member, latency=0.5)   # the one thread stays busy with this panel a while
+    gw = start(max_connections=1, max_pending=1)
+    port = gw.server.port
+    panel = start.connect(gw)
+    panel.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+                  b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (port, len(BODY), BODY))
+    end = time.monotonic() + PATIENCE
+    while sim.count("fast") < 1 and time.monotonic() < end:   # the panel holds the thread
+        time.sleep(0.01)
+    ask = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port
+    first = start.connect(gw)
+    first.sendall(ask)
+    while not gw.server._heads.waiting and time.monotonic() < end:   # its head is in, queued
+        time.sleep(0.01)
+    second = start.connect(gw)
+    second.sendall(ask)
+    # past the queue of one, the second is told at once to come back; the first is answered
+    # once the panel is done and its thread free
+    [(status, headers, body)] = replies(until_closed(second))
+    assert status == 503 and headers["retry-after"] == "1" and headers["connection"] == "close"
+    assert "connection limit" in json.loads(body)["error"]["message"]
+    assert [r[0] for r in replies(until_closed(first))] == [200]
+    [(status, _, body)] = one_reply(panel)
+    assert status == 200 and json.loads(body)["bench"]["panel"]
