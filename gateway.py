@@ -7,7 +7,7 @@ events), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<p
 ``GET /health``. Every error is OpenAI's error shape with the
 right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
 
-What a connection may cost is bounded (``Wire`` and ``GatewayServer`` hold the rules):
+What a connection may cost is bounded (``Wire``, ``Heads`` and ``GatewayServer`` hold the rules):
 
 * a request head (request line and header fields) arrives whole within ``head_timeout`` of its
   first byte (of the connection's opening, for its first request), and is at most 64 KB; a body
@@ -62,7 +62,7 @@ MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeo
 HEAD_TIMEOUT = 15.0
 BODY_TIMEOUT = 15.0
 MAX_CONNECTIONS = 512
-IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the listener may drop a HEAD one, then an IDLE one
+IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the server may drop a HEAD one, then an IDLE one
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")   # a token (RFC 9110 §5.1)
 # two of these make a request ambiguous: which host, where the body ends (RFC 9112 §3.2, §6.3)
@@ -98,7 +98,7 @@ class _Headers:
 
 
 class Late(TimeoutError):
-    """A read deadline passed (or the listener took the connection back for another). A plain
+    """A read deadline passed (or the server took the connection back for another). A plain
     TimeoutError from a read means the client went quiet for a whole ``client_timeout``."""
 
 
@@ -124,7 +124,7 @@ class Wire(io.RawIOBase):
         self.deadline = self.since + head_timeout
         self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
         self.got = 0         # bytes received in this phase
-        self.dropped = False   # the listener took this connection back (under its lock)
+        self.dropped = False   # the server took this connection back (under its lock)
         self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
 
     def readable(self) -> bool:
@@ -150,7 +150,7 @@ class Wire(io.RawIOBase):
             if left <= self.stall:
                 raise Late("the read deadline passed") from None
             raise   # silent for client_timeout: most likely gone
-        if not n and self.dropped:   # the listener shut our read side: not the client's EOF
+        if not n and self.dropped:   # the server shut our read side: not the client's EOF
             raise Late("the connection was taken back for another client")
         if n and self.phase == IDLE:   # a next request begins: its head is now due
             self.phase, self.since = HEAD, time.monotonic()
@@ -182,7 +182,7 @@ class Wire(io.RawIOBase):
 
     def drop(self) -> None:
         """Wake the handler's read with an end of input it will take as ``Late``. Called by the
-        listener, under its lock, only for an IDLE or HEAD wire: a busy one is never cut."""
+        server, under its lock, only for an IDLE or HEAD wire: a busy one is never cut."""
         self.dropped = True
         try:
             self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
@@ -224,13 +224,16 @@ class Heads(threading.Thread):
 
     A connection that is slow or silent costs a socket and at most ``MAX_HEAD`` bytes here,
     never a thread, so trickling heads cannot use up the handler threads nor make the listener
-    wait. Invariants: at most ``max_pending`` connections are pending (a newcomer past it drops
-    the one pending longest); a pending connection is closed ``head_timeout`` after its accept
-    (408 if any of it arrived), or without a word once it sent nothing for ``client_timeout``;
-    a complete head (or one over the cap, or cut by the client's
-    end of input, which its handler then refuses or answers) goes to a handler thread as soon as
-    one of ``max_connections`` is free, or waits in ``ready``; past ``max_pending`` ready ones, a
-    newly complete head gets 503 with Retry-After."""
+    wait. Invariants:
+
+    * at most ``max_pending`` connections are pending; a newcomer past it drops the one pending
+      longest (408 if any of its head came, else without a word);
+    * a pending connection is closed ``head_timeout`` after its accept (408 if any of its head
+      came), or without a word once it sent nothing for ``client_timeout``;
+    * a complete head (or one over the cap, or cut by the client's end of input: its handler
+      then refuses or answers it) goes to a handler thread as soon as one of ``max_connections``
+      is free, waiting in ``ready`` meanwhile; past ``max_pending`` ready ones, a newly complete
+      head gets 503 with Retry-After."""
 
     def __init__(self, server: "GatewayServer"):
         super().__init__(name="gateway-heads", daemon=True)
@@ -314,9 +317,13 @@ class Heads(threading.Thread):
 
     def _take(self, sock: socket.socket, addr) -> None:
         if len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
-            self._refuse(next(iter(self._pending)), 408, "the server needed this connection for "
-                         "another client while the request head was still arriving; send the "
-                         "request line and headers at once")
+            oldest, p = next(iter(self._pending.items()))
+            if p.buf:
+                self._refuse(oldest, 408, "the server needed this connection for another "
+                             "client while the request head was still arriving; send the "
+                             "request line and headers at once")
+            else:
+                self._close(oldest)
         sock.setblocking(False)
         now = time.monotonic()
         p = _Pending(addr, now + self.server.head_timeout, now + self.server.client_timeout)
@@ -425,7 +432,7 @@ class Handler(BaseHTTPRequestHandler):
             self.handle_one_request()
 
     def handle_one_request(self):
-        """http.server's, with the head's deadline: a head that is late (or that the listener
+        """http.server's, with the head's deadline: a head that is late (or that the server
         took back to make room) gets 408 if any of it arrived, and the connection closes."""
         self.raw_requestline = b""
         self.command, self.request_version = None, self.default_request_version
@@ -1044,27 +1051,31 @@ class GatewayServer(ThreadingHTTPServer):
 
 
 def _fit_descriptors(server: GatewayServer) -> None:
-    """Make room for every connection the limits allow in the process's file-descriptor limit:
+    """Make room in the process's file-descriptor limit for every connection the limits allow:
     raise the soft limit toward the hard one, and if that is not enough, allow fewer pending
-    connections (then fewer threads). Past the limit ``accept`` would fail in a busy loop."""
+    and served connections. Out of descriptors, ``accept`` would fail in a busy loop and seats
+    could not reach their upstreams."""
     try:
         import resource
     except ImportError:   # not a Unix: the limit is the system's business
         return
-    need = server.max_connections + server.max_pending + 128   # logs, upstreams, the listener
+    # a served connection: its own socket and its seats' upstream connections (max_calls is 5
+    # by default); 128 for logs, the listener and the upstreams' idle pools
+    per_served, spare = 6, 128
+    need = server.max_pending + server.max_connections * per_served + spare
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < need:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (
-                need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
-        except (ValueError, OSError):
-            pass
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        room = max(2, soft - 128)
-        if server.max_connections + server.max_pending > room:
-            server.max_pending = max(1, min(server.max_pending, room // 2))
-            server.max_connections = max(1, min(server.max_connections,
-                                                room - server.max_pending))
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+    except (ValueError, OSError):
+        pass
+    room = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - spare
+    if server.max_pending + server.max_connections * per_served > room:
+        server.max_pending = max(1, min(server.max_pending, room // 4))
+        server.max_connections = max(1, min(server.max_connections,
+                                            (room - server.max_pending) // per_served))
 
 
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,

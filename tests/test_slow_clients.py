@@ -5,8 +5,11 @@ slow connections (never busy ones) so that ``/health`` and everyone else still g
 import json
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +211,24 @@ def test_with_every_thread_busy_and_the_queue_full_a_newcomer_gets_503(start, si
     assert [r[0] for r in replies(until_closed(first))] == [200]
     [(status, _, body)] = one_reply(panel)
     assert status == 200 and json.loads(body)["bench"]["panel"]
+
+
+def test_the_limits_fit_the_descriptors_the_process_may_open(tmp_path):
+    # a process that may open only 1,024 files cannot hold 512 pending and 512 served
+    # connections with their seats' upstream sockets: the gateway takes fewer, and says so in
+    # its limits, rather than fail to accept in a loop once the descriptors run out
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
+        "import _bootstrap\n"
+        "from panelist.gateway import make_gateway\n"
+        f"server = make_gateway({str(tmp_path / 'data')!r}, env={{}})\n"
+        "print(server.max_pending, server.max_connections)\n"
+        "server.server_close(); server.panels.close(); server.guard.close()\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=PATIENCE)
+    assert out.returncode == 0, out.stderr
+    pending, served = map(int, out.stdout.split())
+    assert 0 < pending < 512 and 0 < served < 512
+    assert pending + 6 * served + 128 <= 1024
