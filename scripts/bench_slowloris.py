@@ -1,13 +1,14 @@
 """Benchmark the gateway under a slowloris attack. It prints figures; it asserts nothing.
 
     python scripts/bench_slowloris.py [--connections 2000] [--interval 2] [--seconds 10]
-                                      [--gateway SCRIPT] [--json] [--keep]
+                                      [--line-bytes N] [--gateway SCRIPT] [--json] [--keep]
 
 Three processes, as in ``bench_gateway.py``: the simulated upstream (three members of 0 ms), the
 gateway (``gateway.py``) and this script, which measures. A fourth, the attacker (this script with
 ``--attack``), holds ``--connections`` sockets open: each sends a request line, then one byte of an
-endless run of header lines every ``--interval`` seconds, and opens a fresh connection on its next
-tick when the gateway closes it (as slowloris tools do).
+endless run of header lines every ``--interval`` seconds (with ``--line-bytes N``, a whole header
+line of N bytes: a head that grows fast, to weigh on memory), and opens a fresh connection on its
+next tick when the gateway closes it (as slowloris tools do).
 
 Figures, without the attack, during it, and just after it (every socket of the attacker closed at
 once): panels one after another on one kept connection (p50 / p95 / max, client-observed), panels
@@ -51,16 +52,19 @@ from panelist.scripts.bench_gateway import (COLLECTION, GATEWAY, MEMBERS, PY, SI
 
 
 # -- the attacker (its own process, so its work never shares a GIL with the measuring) ------------
-def attack(host: str, port: int, n: int, interval: float, ramp: float) -> int:
-    """Hold ``n`` slowloris connections until SIGTERM; a JSON status line on stdout each second."""
+def attack(host: str, port: int, n: int, interval: float, ramp: float, line: int) -> int:
+    """Hold ``n`` slowloris connections until SIGTERM; a JSON status line on stdout each second.
+    Each tick sends one byte of a run of short header lines or, with ``line`` > 1, one whole
+    header line of ``line`` bytes (a head that grows fast, to weigh on memory)."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sel = selectors.DefaultSelector()
     start = (f"GET /health HTTP/1.1\r\nHost: {host_header(host, port)}\r\n").encode()
     trickle = b"".join(b"X-Slow-%d: z\r\n" % i for i in range(100_000))
+    fat = b"X-Fat: " + b"z" * max(0, line - 9) + b"\r\n"
     socks: list[socket.socket | None] = [None] * n
     sent = [0] * n          # bytes of ``trickle`` sent on the current connection; -1: none yet
-    stats = {"opened": 0, "closed_by_gateway": 0, "replied_408": 0, "connect_failed": 0,
+    stats = {"opened": 0, "closed_by_gateway": 0, "replies": {}, "connect_failed": 0,
              "send_failed": 0}
     t0 = time.monotonic()
     # (when, slot): each slot's next act; opening spread over ``ramp`` seconds
@@ -93,8 +97,11 @@ def attack(host: str, port: int, n: int, interval: float, ramp: float) -> int:
                 s.send(start)
                 sent[i] = 0
             else:
-                s.send(trickle[sent[i]:sent[i] + 1])
-                sent[i] += 1
+                if line > 1:
+                    sent[i] += s.send(fat)
+                else:
+                    s.send(trickle[sent[i]:sent[i] + 1])
+                    sent[i] += 1
         except BlockingIOError:   # still connecting (a full listen queue): try again soon
             return now + 0.05
         except OSError:
@@ -111,7 +118,9 @@ def attack(host: str, port: int, n: int, interval: float, ramp: float) -> int:
                 data = key.fileobj.recv(65536)
             except OSError:
                 data = b""
-            stats["replied_408"] += data.startswith(b"HTTP/1.1 408")
+            if data.startswith(b"HTTP/1."):   # what the gateway said before it closed
+                status = data[9:12].decode("latin-1")
+                stats["replies"][status] = stats["replies"].get(status, 0) + 1
             stats["closed_by_gateway"] += 1
             close(key.data)   # a fresh connection on this slot's next tick
         now = time.monotonic()
@@ -131,10 +140,11 @@ def attack(host: str, port: int, n: int, interval: float, ramp: float) -> int:
 class Attacker:
     """The attack process, and the last status line it printed (read by a thread)."""
 
-    def __init__(self, addr, n: int, interval: float, ramp: float, workdir: Path):
+    def __init__(self, addr, n: int, interval: float, ramp: float, line: int, workdir: Path):
         self.proc = subprocess.Popen(
             [PY, str(Path(__file__).resolve()), "--attack", f"{addr[0]}:{addr[1]}",
-             "--connections", str(n), "--interval", str(interval), "--ramp", str(ramp)],
+             "--connections", str(n), "--interval", str(interval), "--ramp", str(ramp),
+             "--line-bytes", str(line)],
             stdout=subprocess.PIPE, stderr=open(workdir / "attacker.stderr", "ab"),
             stdin=subprocess.DEVNULL, text=True)
         self.status: dict = {}
@@ -160,7 +170,7 @@ class Attacker:
         return self.status
 
 
-# -- the measuring ----------------------------------------------------------------------------------
+# -- the measuring ---------------------------------------------------------------------------------
 def proc_threads(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -317,9 +327,11 @@ class Bench:
         a = self.args
         self.setup()
         result = {"connections": a.connections, "interval_s": a.interval,
+                  "line_bytes": a.line_bytes,
                   "nofile": a.nofile, "cpus": os.cpu_count()}
         result["before"] = self.phase("before", a.seconds)
-        self.attacker = Attacker(self.addr, a.connections, a.interval, a.ramp, self.work)
+        self.attacker = Attacker(self.addr, a.connections, a.interval, a.ramp, a.line_bytes,
+                                 self.work)
         end = time.monotonic() + a.ramp + 120
         while (self.attacker.status.get("t", 0) < a.ramp + a.interval
                and time.monotonic() < end and self.attacker.proc.poll() is None):
@@ -344,8 +356,10 @@ def report(r: dict) -> str:
                 + (f", {d['failed']} failed)" if d["failed"] else ")"))
 
     att = r.get("attacker", {})
-    lines = [f"Slowloris against the gateway: {r['connections']:,} connections, each trickling a "
-             f"header byte every {r['interval_s']:g} s; {r['cpus']} CPUs shared by gateway, "
+    what = ("a header byte" if r["line_bytes"] <= 1 else
+            f"a {r['line_bytes']:,}-byte header line")
+    lines = [f"Slowloris against the gateway: {r['connections']:,} connections, each trickling "
+             f"{what} every {r['interval_s']:g} s; {r['cpus']} CPUs shared by gateway, "
              f"upstream, attacker and this client; RLIMIT_NOFILE {r['nofile']}.", ""]
     for name in ("before", "during", "after"):
         p = r[name]
@@ -363,8 +377,10 @@ def report(r: dict) -> str:
             lines.append(f"  attacker                      {att.get('held', 0):,} sockets held "
                          f"(accepted or in the listen queue) at the end; over the attack's "
                          f"{att.get('t', 0)} s, {att.get('opened', 0):,} opened, "
-                         f"{att.get('closed_by_gateway', 0):,} closed by the gateway "
-                         f"({att.get('replied_408', 0):,} with a 408)")
+                         f"{att.get('closed_by_gateway', 0):,} closed by the gateway ("
+                         + (", ".join(f"{n:,} after a {code}" for code, n in
+                                      sorted(att.get("replies", {}).items())) or "no reply")
+                         + ")")
         if name == "after":
             lines.append(f"  first /health once the attacker's sockets closed: "
                          f"{r['first_health_after_ms']} ms")
@@ -384,6 +400,8 @@ def main(argv=None) -> int:
     ap.add_argument("--connections", type=int, default=2000)
     ap.add_argument("--interval", type=float, default=2.0,
                     help="seconds between one connection's trickled bytes (default 2)")
+    ap.add_argument("--line-bytes", type=int, default=1, metavar="N",
+                    help="send a whole header line of N bytes per tick instead of one byte")
     ap.add_argument("--ramp", type=float, default=4.0,
                     help="seconds over which the attacker opens its connections")
     ap.add_argument("--seconds", type=float, default=10.0,
@@ -397,7 +415,8 @@ def main(argv=None) -> int:
     args.nofile = raise_nofile(args.connections + 1024)
     if args.attack:
         host, _, port = args.attack.rpartition(":")
-        return attack(host.strip("[]"), int(port), args.connections, args.interval, args.ramp)
+        return attack(host.strip("[]"), int(port), args.connections, args.interval, args.ramp,
+                      args.line_bytes)
     if args.nofile < args.connections + 64:
         log(f"RLIMIT_NOFILE is {args.nofile}: too few for {args.connections} connections")
         return 2

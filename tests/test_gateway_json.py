@@ -7,7 +7,8 @@ from conftest import read_jsonl
 from test_replies import sse_events
 
 # the escape as a caller's JSON carries it: six ASCII bytes naming half of a surrogate pair
-SURROGATE = b'{"model": "bench/trio", "messages": [{"role": "user", "content": "why \\ud800 here?"}]}'
+SURROGATE = (b'{"model": "bench/trio", '
+             b'"messages": [{"role": "user", "content": "why \\ud800 here?"}]}')
 
 
 def logged(gateway, home, panel: str) -> dict:

@@ -161,7 +161,8 @@ def test_at_the_cap_busy_connections_are_never_cut(start, sim):
         time.sleep(0.01)
     assert sim.count("fast") == 2
     health = start.connect(gw)
-    health.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port)
+    health.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n"
+                   % port)
     assert [r[0] for r in replies(until_closed(health))] == [200]
     # /health got in only once a panel had answered in full and its connection fell idle
     assert select.select(panels, [], [], 0)[0]
