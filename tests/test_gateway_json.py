@@ -4,7 +4,7 @@ becomes U+FFFD, nesting is bounded), so a bad character never costs a reply or a
 import json
 
 from conftest import read_jsonl
-from test_replies import sse_events
+from test_replies import EventStream
 
 # the escape as a caller's JSON carries it: six ASCII bytes naming half of a surrogate pair
 SURROGATE = (b'{"model": "bench/trio", '
@@ -32,10 +32,11 @@ def test_a_lone_surrogate_in_a_message_becomes_u_fffd(gateway, home, sim):
 def test_a_lone_surrogate_in_a_streamed_request(gateway, home):
     body = {"model": "bench/trio", "stream": True,
             "messages": [{"role": "user", "content": "why \ud800 here?"}]}
-    assert b"why \\ud800 here?" in json.dumps(body).encode()   # what sse_events sends
-    status, _, events = sse_events(gateway, body)
+    assert b"why \\ud800 here?" in json.dumps(body).encode()   # what EventStream sends
+    with EventStream(gateway, body) as stream:
+        status, events = stream.status, stream.rest()
     assert b" 200 " in status
-    data = [payload for _, kind, payload in events if kind == "data"]
+    data = [payload for kind, payload in events if kind == "data"]
     assert data[-1] == "[DONE]"
     final = data[-2]
     assert final["choices"][0]["finish_reason"] == "stop" and "error" not in final
