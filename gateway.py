@@ -6,19 +6,37 @@ Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (``stream: true`` for 
 events), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<panel id>``,
 ``GET /health``. Every error is OpenAI's error shape with the
 right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
+
+What a connection may cost is bounded (``Wire``, ``Heads`` and ``GatewayServer`` hold the rules):
+
+* a request head (request line and header fields) arrives whole within ``head_timeout`` of its
+  first byte (of the connection's opening, for its first request), and is at most 64 KB; a body
+  within ``body_timeout`` plus one second per ``MIN_BODY_RATE`` bytes. Deadlines are re-armed before
+  every read, so trickled bytes never extend them. A late head or body gets 408, then the close.
+* a new connection gets a thread only once its first head has arrived: until then ``Heads``
+  holds it on one thread, at most ``max_pending`` of them (a newcomer past that closes the one
+  waiting longest). At most ``max_connections`` connections have a thread; when a complete head
+  finds them all taken, the one whose next head has been arriving the longest, or else the one
+  idle longest between requests, is closed to make room; one busy answering never is. The
+  listener itself never waits, so slow or idle clients cannot keep ``/health`` (or anyone) out.
 """
 
 from __future__ import annotations
 
-import json
+import io
+import math
 import re
 import select
+import selectors
 import socket
 import sys
+import threading
 import time
 import traceback
 import uuid
+from collections import deque
 from concurrent.futures import TimeoutError as FutureTimeout
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -27,7 +45,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import listing, verdict
+from panelist.metrics import jsonwire, listing, verdict
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -38,6 +56,13 @@ MAX_BODY = 20 * 1024 * 1024
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /bench/verdict, "
                "GET /bench/pending, GET /bench/panels/<panel>")
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
+MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
+MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
+MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeout is spent
+HEAD_TIMEOUT = 15.0
+BODY_TIMEOUT = 15.0
+MAX_CONNECTIONS = 512
+IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the server may drop a HEAD one, then an IDLE one
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")   # a token (RFC 9110 §5.1)
 # two of these make a request ambiguous: which host, where the body ends (RFC 9112 §3.2, §6.3)
@@ -72,23 +97,375 @@ class _Headers:
         return self._fields.items()
 
 
+class Late(TimeoutError):
+    """A read deadline passed (or the server took the connection back for another). A plain
+    TimeoutError from a read means the client went quiet for a whole ``client_timeout``."""
+
+
+class Wire(io.RawIOBase):
+    """One connection's socket as its handler reads and writes it, and its entry in the
+    server's table of open connections.
+
+    Reads wait at most until the current deadline: the socket's timeout is set to the time left
+    before every ``recv``, so a client sending one byte at a time cannot push the deadline back.
+    In the body the deadline moves on by one second per ``MIN_BODY_RATE`` bytes received, so a
+    body arriving at that rate or faster is never cut, and the whole wait is at most
+    ``body_timeout + length / MIN_BODY_RATE``. Writes always get the server's ``client_timeout``
+    per send, however little time a read had left."""
+
+    def __init__(self, sock: socket.socket, stall: float, head_timeout: float, head: bytes = b""):
+        super().__init__()
+        self.sock = sock
+        self.stall = stall   # seconds one read or write may block, and the wait for a next request
+        self.head_timeout = head_timeout
+        self._head = memoryview(head)   # what ``Heads`` read before this connection had a thread
+        self.phase = HEAD
+        self.since = time.monotonic()
+        self.deadline = self.since + head_timeout
+        self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
+        self.got = 0         # bytes received in this phase
+        self.dropped = False   # the server took this connection back (under its lock)
+        self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        if self._head:
+            n = min(len(buf), len(self._head))
+            buf[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        left = self.deadline + self.got * self.per_byte - time.monotonic()
+        if left <= 0 or self.dropped:
+            raise Late("the read deadline passed")
+        self.sock.settimeout(min(left, self.stall))
+        self._tight = True
+        try:
+            n = self.sock.recv_into(buf)
+        except TimeoutError:
+            if left <= self.stall:
+                raise Late("the read deadline passed") from None
+            raise   # silent for client_timeout: most likely gone
+        if not n and self.dropped:   # the server shut our read side: not the client's EOF
+            raise Late("the connection was taken back for another client")
+        if n and self.phase == IDLE:   # a next request begins: its head is now due
+            self.phase, self.since = HEAD, time.monotonic()
+            self.deadline = self.since + self.head_timeout
+            self.got = 0
+        self.got += n
+        return n
+
+    def write(self, data) -> int:
+        if self._tight:
+            self.sock.settimeout(self.stall)
+            self._tight = False
+        self.sock.sendall(data)
+        return len(data)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def await_request(self) -> None:
+        """Between requests on a kept connection: wait up to ``stall`` for the next one."""
+        self.phase, self.since = IDLE, time.monotonic()
+        self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
+
+    def expect_body(self, grace: float) -> None:
+        self.deadline, self.per_byte, self.got = time.monotonic() + grace, 1 / MIN_BODY_RATE, 0
+
+    def no_deadline(self) -> None:
+        self.deadline, self.per_byte = math.inf, 0.0
+
+    def drop(self) -> None:
+        """Wake the handler's read with an end of input it will take as ``Late``. Called by the
+        server, under its lock, only for an IDLE or HEAD wire: a busy one is never cut."""
+        self.dropped = True
+        try:
+            self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
+        except OSError:
+            pass
+
+
+def error_body(message: str) -> bytes:
+    """OpenAI's error shape for a refusal made while reading the request."""
+    return jsonwire.encode({"error": {"message": message, "type": "invalid_request_error",
+                                      "param": None, "code": None}})
+
+
+class _Pending:
+    __slots__ = ("addr", "deadline", "quiet", "buf", "scan")
+
+    def __init__(self, addr, deadline: float, quiet: float):
+        self.addr, self.deadline, self.quiet = addr, deadline, quiet
+        self.buf, self.scan = bytearray(), 0
+
+
+def close_quietly(sock: socket.socket) -> None:
+    """End a connection so that a reply already written reaches the client: half-close, then
+    discard what the client sent and we never read (up to 1 MB, without waiting), because
+    closing over unread bytes sends a reset that can destroy the reply (RFC 9112 §9.6)."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.setblocking(False)
+        for _ in range(16):
+            if not sock.recv(65536):
+                break
+    except OSError:
+        pass
+    sock.close()
+
+
+class Heads(threading.Thread):
+    """New connections until their first request head has arrived, all on this one thread.
+
+    A connection that is slow or silent costs a socket and at most ``MAX_HEAD`` bytes here,
+    never a thread, so trickling heads cannot use up the handler threads nor make the listener
+    wait. Invariants:
+
+    * at most ``max_pending`` connections are pending; a newcomer past it drops the one pending
+      longest (408 if any of its head came, else without a word);
+    * a pending connection is closed ``head_timeout`` after its accept (408 if any of its head
+      came), or without a word once it sent nothing for ``client_timeout``;
+    * a complete head (or one over the cap, or cut by the client's end of input: its handler
+      then refuses or answers it) goes to a handler thread as soon as one of ``max_connections``
+      is free, waiting in ``ready`` meanwhile; past ``max_pending`` ready ones, a newly complete
+      head gets 503 with Retry-After."""
+
+    def __init__(self, server: "GatewayServer"):
+        super().__init__(name="gateway-heads", daemon=True)
+        self.server = server
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ)
+        self._inbox: deque = deque()   # (socket, address) from the listener
+        self._pending: dict[socket.socket, _Pending] = {}   # in accept order: oldest first
+        self._quiet: dict[socket.socket, _Pending] = {}     # the same, least recently heard first
+        self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
+        self._halt = False
+
+    def add(self, sock: socket.socket, addr) -> None:
+        """From the listener: a new connection to read a head from."""
+        self._inbox.append((sock, addr))
+        self.wake()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether complete heads wait for a handler thread."""
+        return bool(self._ready)
+
+    def wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:   # already awake (the buffer is full) or stopping
+            pass
+
+    def stop(self) -> None:
+        self._halt = True
+        if self.ident is None:   # never started: nothing to wait for
+            self._close_all()
+            return
+        self.wake()
+        self.join(timeout=5)
+
+    def run(self) -> None:
+        try:
+            while not self._halt:
+                try:
+                    self._turn()
+                except Exception:   # one connection's fault must not stop new ones being read
+                    print("[gateway] reading request heads:", file=sys.stderr)
+                    traceback.print_exc()
+        finally:
+            self._close_all()
+
+    def _turn(self) -> None:
+        timeout = 0.25 if self._ready else None   # besides the wake-ups, look again for a thread
+        if self._pending:
+            soonest = min(next(iter(self._pending.values())).deadline,
+                          next(iter(self._quiet.values())).quiet)
+            timeout = min(timeout or math.inf, max(0.0, soonest - time.monotonic()))
+        for key, _ in self._sel.select(timeout):
+            if key.fileobj is self._wake_r:
+                try:
+                    while self._wake_r.recv(4096):
+                        pass
+                except OSError:
+                    pass
+            else:
+                self._read(key.fileobj)
+        while self._inbox:
+            self._take(*self._inbox.popleft())
+        self._expire()
+        while self._ready and self.server.admit(*self._ready[0]):
+            self._ready.popleft()
+
+    def _close_all(self) -> None:
+        for sock in [*self._pending, *(r[0] for r in self._ready), *(i[0] for i in self._inbox)]:
+            sock.close()
+        self._pending.clear()
+        self._quiet.clear()
+        self._ready.clear()
+        self._sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _take(self, sock: socket.socket, addr) -> None:
+        if len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
+            oldest, p = next(iter(self._pending.items()))
+            if p.buf:
+                self._refuse(oldest, 408, "the server needed this connection for another "
+                             "client while the request head was still arriving; send the "
+                             "request line and headers at once")
+            else:
+                self._close(oldest)
+        sock.setblocking(False)
+        now = time.monotonic()
+        p = _Pending(addr, now + self.server.head_timeout, now + self.server.client_timeout)
+        self._pending[sock] = self._quiet[sock] = p
+        self._sel.register(sock, selectors.EVENT_READ)
+        # most clients sent their head with the connection: read it now, before a burst of
+        # newcomers behind it could make this one the oldest pending and so the one dropped
+        self._read(sock)
+
+    def _read(self, sock: socket.socket) -> None:
+        p = self._pending[sock]
+        try:
+            data = sock.recv(min(65536, MAX_HEAD + 1 - len(p.buf)))
+        except BlockingIOError:
+            return
+        except OSError:
+            self._close(sock)
+            return
+        if not data:   # the client's end of input: its handler answers what came, if anything
+            self._complete(sock) if p.buf else self._close(sock)
+            return
+        p.buf += data
+        p.quiet = time.monotonic() + self.server.client_timeout
+        del self._quiet[sock]   # to the back: the order stays that of the last byte heard
+        self._quiet[sock] = p
+        # the head ends with an empty line: a line feed, then CR LF or a bare LF (RFC 9112 §2.2)
+        ended = p.buf.find(b"\n\r\n", p.scan) >= 0 or p.buf.find(b"\n\n", p.scan) >= 0
+        p.scan = max(0, len(p.buf) - 2)
+        if ended or len(p.buf) > MAX_HEAD:   # over the cap: its handler says 414 or 431
+            self._complete(sock)
+
+    def _complete(self, sock: socket.socket) -> None:
+        self._sel.unregister(sock)
+        p = self._pending.pop(sock)
+        del self._quiet[sock]
+        if len(self._ready) >= self.server.max_pending:   # every handler busy, a queue behind
+            self._refuse(sock, 503, "the server is at its connection limit; retry in a second",
+                         retry_after=True)
+            return
+        self._ready.append((sock, p.addr, bytes(p.buf)))
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._quiet:   # silent for client_timeout: most likely gone, as in a handler
+            sock, p = next(iter(self._quiet.items()))
+            if p.quiet > now:
+                break
+            self._close(sock)
+        while self._pending:
+            sock, p = next(iter(self._pending.items()))
+            if p.deadline > now:
+                return
+            if p.buf:
+                self._refuse(sock, 408, f"the request head did not arrive within "
+                             f"{self.server.head_timeout:g} s; send the request line and "
+                             "headers at once")
+            else:   # nothing was asked, so nothing is answered
+                self._close(sock)
+
+    def _refuse(self, sock: socket.socket, status: int, message: str,
+                retry_after: bool = False) -> None:
+        body = error_body(message)
+        head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: "
+                f"application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
+                + ("Retry-After: 1\r\n" if retry_after else "") + "\r\n")
+        try:
+            sock.send(head.encode() + body)   # nothing was sent before: the buffer has room
+        except OSError:
+            pass
+        self._close(sock)
+
+    def _close(self, sock: socket.socket) -> None:
+        if self._pending.pop(sock, None) is not None:
+            del self._quiet[sock]
+            self._sel.unregister(sock)
+        close_quietly(sock)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "panelist"
     sys_version = ""
-    timeout = 60  # a client that stalls mid-request is dropped instead of holding a thread
-    # headers and body leave in separate writes; with Nagle on, the body waits ~40 ms for the
-    # client's delayed ACK on every reply
-    disable_nagle_algorithm = True
-
     server: "GatewayServer"
 
     def setup(self):
-        self.timeout = self.server.client_timeout  # the server's, so a test can use a short one
-        super().setup()
+        # StreamRequestHandler's, with the connection's Wire as both files
+        self.connection = self.request
+        self.connection.settimeout(self.server.client_timeout)
+        # headers and body leave in separate writes; with Nagle on, the body waits ~40 ms for
+        # the client's delayed ACK on every reply
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.wire = self.server.wire_of(self.request)
+        self.rfile = io.BufferedReader(self.wire)
+        self.wfile = self.wire
+        self._expect_continue = False
 
     def log_message(self, format, *args):  # noqa: A002 - the call log is the record of use
         pass
+
+    def handle(self):
+        self.close_connection = True
+        self.handle_one_request()
+        while not self.close_connection:
+            self.wire.await_request()
+            self.server.idle_now()
+            self.handle_one_request()
+
+    def handle_one_request(self):
+        """http.server's, with the head's deadline: a head that is late (or that the server
+        took back to make room) gets 408 if any of it arrived, and the connection closes."""
+        self.raw_requestline = b""
+        self.command, self.request_version = None, self.default_request_version
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(414)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return   # refused, and answered
+            if not self.server.begin_work(self.wire):
+                raise Late("taken back as the head completed")
+            method = getattr(self, "do_" + self.command, None)
+            if method is None:
+                self.send_error(501, f"Unsupported method ({self.command!r})")
+                return
+            method()
+        except Late:
+            self.close_connection = True
+            if self.raw_requestline or self.wire.got:   # a request began: say why it ends here
+                why = (f"the request head did not arrive within {self.server.head_timeout:g} s"
+                       if not self.wire.dropped else "the server needed this connection for "
+                       "another client while the request head was still arriving")
+                try:
+                    self.send_error(408, f"{why}; send the request line and headers at once")
+                except OSError:
+                    pass
+        except TimeoutError:   # silent for client_timeout, or not reading: most likely gone
+            self.close_connection = True
 
     def parse_request(self):
         """http.server's ``parse_request`` with the same refusals, but header fields read by hand:
@@ -96,10 +473,13 @@ class Handler(BaseHTTPRequestHandler):
         where RFC 9112 allows it (§5.1, §5.2, §6.3): a field line that is not ``name: value``, a
         field name followed by whitespace, a CR or NUL in a value, a folded first line and a
         repeated Host, Content-Length or Transfer-Encoding are refused with 400 instead of ending
-        the header section early or taking the first of two framings."""
+        the header section early or taking the first of two framings; so are Content-Length
+        beside Transfer-Encoding and a Content-Length that is not plain ASCII digits. A head
+        over ``MAX_HEAD`` bytes in all gets 431."""
         self.command = None   # set in case of error on the first line
         self.request_version = self.default_request_version
         self.close_connection = True
+        self._expect_continue = False
         line = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
         self.requestline = line
         words = line.split()
@@ -133,10 +513,16 @@ class Handler(BaseHTTPRequestHandler):
         fields: dict[str, str] = {}
         name = None
         readline = self.rfile.readline
+        room = MAX_HEAD - len(self.raw_requestline)
         for _ in range(MAX_HEADERS + 1):
-            raw = readline(65537)   # a TimeoutError ends the connection in handle_one_request
+            raw = readline(65537)   # a late head ends in handle_one_request
             if len(raw) > 65536:
                 self.send_error(431, "Line too long")
+                return False
+            room -= len(raw)
+            if room < 0:
+                self.send_error(431, f"the request head is over {MAX_HEAD // 1024} KB; send "
+                                "fewer or shorter header fields")
                 return False
             if raw == b"\r\n" or raw == b"\n" or not raw:
                 break
@@ -169,6 +555,17 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_error(431, "Too many headers")
             return False
+        length = fields.get("content-length")
+        if length is not None:
+            if "transfer-encoding" in fields:   # RFC 9112 §6.1: never guess which one frames it
+                self.send_error(400, "Content-Length and Transfer-Encoding were both sent; send "
+                                "the body with Content-Length only")
+                return False
+            # RFC 9112 §6.3 wants 1*DIGIT; int() would also take '7_0', '+70' or '٧٠'
+            if not (length.isascii() and length.isdigit()) or len(length) > MAX_LENGTH_DIGITS:
+                self.send_error(400, "Content-Length must be the body's size in bytes, written "
+                                f"with the digits 0-9 only (at most {MAX_LENGTH_DIGITS})")
+                return False
         self.headers = _Headers(fields)
 
         tokens = [t.strip() for t in fields.get("connection", "").lower().split(",")]
@@ -176,8 +573,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif "keep-alive" in tokens:
             self.close_connection = False
-        if version >= (1, 1) and fields.get("expect", "").lower() == "100-continue":
-            return self.handle_expect_100()
+        # answered in read_json, once every check passed and the body is really wanted
+        self._expect_continue = (version >= (1, 1)
+                                 and fields.get("expect", "").lower() == "100-continue")
         return True
 
     def send_error(self, code, message=None, explain=None):
@@ -186,9 +584,7 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         if self.request_version == "HTTP/0.9":  # a garbled line: still answer with a status line
             self.request_version = "HTTP/1.0"
-        text = message or f"the request could not be read ({code})"
-        data = json.dumps({"error": {"message": text, "type": "invalid_request_error",
-                                     "param": None, "code": None}}).encode()
+        data = error_body(message or f"the request could not be read ({code})")
         self.send_response(code)  # the standard reason phrase: no request bytes in the status line
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -262,7 +658,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode()
+        data = jsonwire.encode(payload)
         self._sent = True
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -279,34 +675,48 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def read_json(self):
-        length = self.headers.get("Content-Length")
+        """The body, parsed by ``jsonwire`` (lone surrogates made U+FFFD, nesting bounded). A
+        caller that sent ``Expect: 100-continue`` hears ``100 Continue`` here, after every check
+        passed, and never when the request is refused first."""
+        length = self.headers.get("Content-Length")   # ASCII digits only: parse_request saw to it
         self._unread_body = True
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             raise BadRequest("chunked request bodies are not accepted; send Content-Length")
         if length is None:
             raise BadRequest("a JSON body with Content-Length is required")
-        try:
-            size = int(length)
-        except ValueError:
-            raise BadRequest("Content-Length must be a number") from None
-        if size < 0:
-            raise BadRequest("Content-Length must not be negative")
+        size = int(length)
         if size > MAX_BODY:
             raise PayloadTooLarge(f"the body is {size} bytes, over the {MAX_BODY // 2**20} MB "
                                   "cap; send images as https:// URLs or smaller images")
+        if self._expect_continue and size:
+            self._expect_continue = False
+            self.send_response_only(100)
+            self.end_headers()
+        grace = self.server.body_timeout
+        self.wire.expect_body(grace)
         try:
             raw = self.rfile.read(size)
+        except Late:
+            raise RequestTimeout(f"the body did not arrive in time (allowed: {grace:g} s plus "
+                                 f"1 s per {MIN_BODY_RATE // 1024} KB); send the whole body at "
+                                 "once") from None
         except TimeoutError:
-            raise RequestTimeout(f"the body stopped arriving for {self.timeout:g} s before "
-                                 "Content-Length bytes; send the whole body at once") from None
+            raise RequestTimeout(f"the body stopped arriving for {self.server.client_timeout:g} s "
+                                 "before Content-Length bytes; send the whole body at once") \
+                from None
+        finally:
+            self.wire.no_deadline()
         self._unread_body = len(raw) < size
         if self._unread_body:
             raise BadRequest("the body ended before Content-Length bytes arrived")
         try:
-            return json.loads(raw)
+            return jsonwire.loads(raw)
         except UnicodeDecodeError:
             raise BadRequest("the body must be UTF-8 JSON") from None
-        except ValueError as exc:
+        except jsonwire.JSONRefused as exc:
+            if str(exc).startswith("the JSON nests"):
+                raise BadRequest(f"{exc}; send a flatter body (a chat request needs about six "
+                                 "levels)") from None
             raise BadRequest(f"the body is not valid JSON: {exc}") from None
 
     def client_alive(self) -> bool:
@@ -353,7 +763,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def send_event(self, payload) -> None:
-        data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+        data = payload if isinstance(payload, str) else jsonwire.dumps(payload)
         self.send_chunk(f"data: {data}\n\n")
 
     def end_events(self) -> None:
@@ -494,15 +904,38 @@ def get_health(h: Handler, _):
 
 
 class GatewayServer(ThreadingHTTPServer):
+    """The gateway's HTTP server: a connection gets a thread once its first head has arrived
+    (``Heads`` reads it), and at most ``max_connections`` have one.
+
+    Each handled socket has a ``Wire`` in ``_wires`` from just before its thread starts until the
+    thread ends, so the table counts exactly the threads that hold a connection. Only the heads
+    thread adds to it (``admit``) and drops from it (``_drop_one``); phases move to BUSY under the
+    same lock, so a connection is never dropped once its head was read."""
+
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256  # bursts of concurrent panels queue instead of being refused
 
     def __init__(self, panels: Panels, host: str, port: int, *, keepalive: float = 10.0,
-                 settings: Settings | None = None, client_timeout: float = 60.0):
+                 settings: Settings | None = None, client_timeout: float = 60.0,
+                 head_timeout: float = HEAD_TIMEOUT, body_timeout: float = BODY_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS, max_pending: int | None = None):
+        if max_connections < 1 or (max_pending is not None and max_pending < 1):
+            raise ValueError("max_connections and max_pending must be at least 1")
         self.panels = panels
         self.keepalive = keepalive  # seconds between SSE comments while seats are working
-        self.client_timeout = client_timeout  # seconds a client may stall mid-request
+        # seconds one read or write may block, and a kept connection may wait for its next request
+        self.client_timeout = client_timeout
+        self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
+        self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
+        self.max_connections = max_connections   # connections with a thread
+        # connections still sending their first head, and complete ones waiting for a thread
+        self.max_pending = max_pending or max_connections
+        _fit_descriptors(self)
+        self._wires: dict[socket.socket, Wire] = {}
+        self._room = threading.Lock()
+        self._leaving = 0       # dropped wires whose threads have not ended yet
+        self._heads = Heads(self)
         self.routes = {
             "/v1/models": {"GET": get_models},
             "/v1/chat/completions": {"POST": post_chat},
@@ -528,6 +961,79 @@ class GatewayServer(ThreadingHTTPServer):
             return {"GET": get_panel}, path.rsplit("/", 1)[1]
         return None, None
 
+    # -- connections ----------------------------------------------------------------------------
+    def serve_forever(self, poll_interval=0.5):
+        if not self._heads.is_alive() and not self._heads.ident:
+            self._heads.start()
+        super().serve_forever(poll_interval)
+
+    def process_request(self, request, client_address):
+        """The listener's part: hand the new connection over; it never waits here."""
+        self._heads.add(request, client_address)
+
+    def admit(self, request, client_address, head: bytes) -> bool:
+        """Give a connection whose head arrived a thread, if one of ``max_connections`` is free;
+        else drop an idle or slow one to free it (the heads thread retries when it has gone)."""
+        with self._room:
+            if len(self._wires) >= self.max_connections:
+                if not self._leaving:
+                    self._drop_one()
+                return False
+            self._wires[request] = Wire(request, self.client_timeout, self.head_timeout, head)
+        try:
+            super().process_request(request, client_address)   # ThreadingMixIn: the thread
+        except Exception:
+            self._release(request)
+            self.shutdown_request(request)
+            self.handle_error(request, client_address)
+        return True
+
+    def _drop_one(self) -> bool:
+        """Drop the connection whose next head has been arriving the longest (a whole head comes
+        in one packet, so a slow one is most likely a trickler), else the one idle longest
+        between requests. Called with ``_room`` held."""
+        victim = min((w for w in self._wires.values() if w.phase != BUSY and not w.dropped),
+                     key=lambda w: (w.phase != HEAD, w.since), default=None)
+        if victim is None:
+            return False
+        victim.drop()
+        self._leaving += 1
+        return True
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)   # closes the socket
+        finally:
+            self._release(request)
+
+    def _release(self, request) -> None:
+        with self._room:
+            wire = self._wires.pop(request, None)
+            if wire is not None and wire.dropped:
+                self._leaving -= 1
+        self._heads.wake()   # a thread is free: a waiting head may have it
+
+    def shutdown_request(self, request) -> None:
+        close_quietly(request)
+
+    def idle_now(self) -> None:
+        """A handler waits for its connection's next request: a complete head waiting for a
+        thread may have this one."""
+        if self._heads.waiting:
+            self._heads.wake()
+
+    def wire_of(self, request) -> Wire:
+        return self._wires[request]
+
+    def begin_work(self, wire: Wire) -> bool:
+        """Mark a connection busy now its head is read; False if it was dropped first."""
+        with self._room:
+            if wire.dropped:
+                return False
+            wire.phase = BUSY
+        wire.no_deadline()
+        return True
+
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], OSError):  # a client going away is no news
             super().handle_error(request, client_address)
@@ -535,24 +1041,63 @@ class GatewayServer(ThreadingHTTPServer):
     def close(self) -> None:
         self.shutdown()
         self.server_close()
+        self._heads.stop()   # closes every connection still sending its first head
+        with self._room:   # connections between requests end now, not after client_timeout
+            for wire in self._wires.values():
+                if wire.phase != BUSY and not wire.dropped:
+                    wire.drop()
         self.panels.close()
         self.guard.close()
+
+
+def _fit_descriptors(server: GatewayServer) -> None:
+    """Make room in the process's file-descriptor limit for every connection the limits allow:
+    raise the soft limit toward the hard one, and if that is not enough, allow fewer pending
+    and served connections. Out of descriptors, ``accept`` would fail in a busy loop and seats
+    could not reach their upstreams."""
+    try:
+        import resource
+    except ImportError:   # not a Unix: the limit is the system's business
+        return
+    # a served connection: its own socket and its seats' upstream connections (max_calls is 5
+    # by default); 128 for logs, the listener and the upstreams' idle pools
+    per_served, spare = 6, 128
+    need = server.max_pending + server.max_connections * per_served + spare
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+    except (ValueError, OSError):
+        pass
+    room = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - spare
+    if server.max_pending + server.max_connections * per_served > room:
+        server.max_pending = max(1, min(server.max_pending, room // 4))
+        server.max_connections = max(1, min(server.max_connections,
+                                            (room - server.max_pending) // per_served))
 
 
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  panels: Panels | None = None, keepalive: float = 10.0,
                  settings: Settings | None = None, env=None,
-                 client_timeout: float = 60.0) -> GatewayServer:
+                 client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
+                 body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 max_pending: int | None = None) -> GatewayServer:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
     environment, read now: a bad setting, or a non-loopback ``host`` without an admin token,
-    raises ConfigInvalid before anything is opened."""
+    raises ConfigInvalid before anything is opened. The timeouts, ``max_connections`` and
+    ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost
+    (see the module docstring); tests pass small ones."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     return GatewayServer(panels or Panels(home), host, port, keepalive=keepalive,
-                         settings=settings, client_timeout=client_timeout)
+                         settings=settings, client_timeout=client_timeout,
+                         head_timeout=head_timeout, body_timeout=body_timeout,
+                         max_connections=max_connections, max_pending=max_pending)
 
 
 if __name__ == "__main__":

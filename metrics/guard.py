@@ -358,7 +358,7 @@ class Guard:
             raise UnsupportedMediaType("send the body as JSON with 'Content-Type: "
                                        "application/json'")
         length = (headers.get("Content-Length") or "").strip()
-        if length.isdigit() and int(length) > self.max_body:
+        if length.isascii() and length.isdigit() and int(length) > self.max_body:  # 0-9 only
             raise PayloadTooLarge(f"the body is {length} bytes, over the "
                                   f"{self.max_body // 2**20} MB cap; send images as https:// URLs "
                                   "or smaller images")

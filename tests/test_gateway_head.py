@@ -93,6 +93,62 @@ def test_expect_100_continue(gateway):
     assert json.loads(got[1][2])["bench"]["panel"]
 
 
+@pytest.mark.parametrize("head, status", [
+    # a foreign Host (403), a body over the cap (413), an unknown route (404), a wrong method (405)
+    (b"POST /v1/chat/completions HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json"
+     b"\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n", 403),
+    (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
+     b"\r\nContent-Length: 999999999\r\nExpect: 100-continue\r\n\r\n", 413),
+    (b"POST /v1/nowhere HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
+     b"\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n", 404),
+    (b"POST /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
+     b"\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n", 405),
+])
+def test_a_refused_request_never_hears_100_continue(gateway, head, status):
+    head = head % gateway.server.port if b"%d" in head else head
+    got = exchange(gateway, head, half_close=False)   # no body sent: the refusal comes first
+    assert [r[0] for r in got] == [status]
+    assert got[0][1]["connection"] == "close"   # the body was never read
+
+
+def test_100_continue_only_for_a_body(gateway):
+    port = gateway.server.port
+    got = exchange(gateway, get(port, b"Expect: 100-continue\r\n"))
+    assert [r[0] for r in got] == [200]
+
+
+@pytest.mark.parametrize("value", ["8_0", "+80", "\u0668\u0660", "80.0", "0x50", "8 0", "",
+                                   "1" * 19])
+def test_content_length_is_ascii_digits_only(gateway, value):
+    # each would be read as 80 (or a size) by int(); the body really is 80 bytes of a good request
+    body = BODY + b" " * (80 - len(BODY))
+    raw = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           b"Content-Type: application/json\r\nContent-Length: %s\r\n\r\n%s"
+           % (gateway.server.port, value.encode("utf-8"), body))
+    got = exchange(gateway, raw)
+    assert [r[0] for r in got] == [400]
+    assert got[0][1]["connection"] == "close" and "digits 0-9" in message(got[0])
+    assert gateway.server.panels.ledger.recent_panels() == []
+
+
+def test_leading_zeros_are_digits_too(gateway):
+    body = BODY + b" " * (80 - len(BODY))
+    raw = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+           b"Content-Type: application/json\r\nContent-Length: 0080\r\n\r\n%s"
+           % (gateway.server.port, body))
+    [(status, _, reply)] = exchange(gateway, raw)
+    assert status == 200 and json.loads(reply)["bench"]["panel"]
+
+
+def test_content_length_beside_transfer_encoding_is_refused(gateway):
+    # today's reading would take Content-Length and answer; a proxy in front might take the other
+    raw = post(gateway.server.port, b"Transfer-Encoding: identity\r\n")
+    got = exchange(gateway, raw)
+    assert [r[0] for r in got] == [400]
+    assert got[0][1]["connection"] == "close" and "both sent" in message(got[0])
+    assert gateway.server.panels.ledger.recent_panels() == []
+
+
 def test_a_folded_header_is_joined(gateway):
     port = gateway.server.port
     raw = (b"GET /health HTTP/1.1\r\nHost:\r\n 127.0.0.1:%d\r\nX-Note: a\r\n\tb\r\n\r\n" % port)
@@ -122,6 +178,14 @@ def test_a_folded_header_is_joined(gateway):
      400, "repeated"),
     (b"POST /bench/verdict HTTP/1.1\r\nTransfer-Encoding: chunked\r\ntransfer-encoding: x\r\n\r\n",
      400, "repeated"),
+    # 64 KB for the whole head, though each line is under the per-line cap
+    pytest.param(b"GET /health HTTP/1.1\r\n" + b"X-A: " + b"a" * 40_000 + b"\r\nX-B: "
+                 + b"b" * 40_000 + b"\r\n\r\n", 431, "over 64 KB", id="two-40KB-lines"),
+    pytest.param(b"GET /health HTTP/1.1\r\n" + b"X-A: 1\r\n" * 90 + b"X-Long: " + b"m" * 65_000
+                 + b"\r\n\r\n", 431, "over 64 KB", id="short-lines-then-a-long-one"),
+    # RFC 9112 §6.1: both framings at once is a smuggling attempt, whichever would win
+    (b"GET /health HTTP/1.1\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n",
+     400, "both sent"),
 ])
 def test_refusals(gateway, raw, status, words):
     got = exchange(gateway, raw)
