@@ -39,7 +39,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -589,6 +589,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Connection", "close")
+        for k, v in self.server.common_headers.items():
+            self.send_header(k, v)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
@@ -630,17 +632,19 @@ class Handler(BaseHTTPRequestHandler):
                 if allow is not None:
                     self.send_preflight(allow)
                     return
-            self.caller = guard.identify(path, self.headers)        # 401 / 429
-            route, arg = self.server.route(path)
+            route, params = self.server.route(path)
+            # every route passes its gate; a path no route serves passes the gate its prefix
+            # would have, so a 404 never tells a caller without a key what exists
+            self.server.admit_caller(self, route.gate if route else gate_of(path), path)
             if route is None:
-                raise NotFound(f"no route {method} {path}; the gateway serves {ROUTES_HELP}")
-            action = route.get(method)
+                raise NotFound(f"no route {method} {path}; {self.server.routes_help}")
+            action = route.actions.get(method)
             if action is None:
-                allowed = ", ".join(sorted(route))
+                allowed = ", ".join(sorted(route.actions))
                 raise MethodNotAllowed(f"{method} is not allowed on {path}; use {allowed}",
                                        headers={"Allow": allowed})
             guard.check_body(method, self.headers)                  # 415 / 413
-            action(self, arg)
+            action(self, params)
         except PanelistError as exc:
             self._fail(exc.status, exc.to_body(), exc.headers)
         except (ConnectionError, TimeoutError):
@@ -665,14 +669,20 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        for k, v in self._cors.items():
-            self.send_header(k, v)
+        self.send_common()
         if self._unread_body:
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+    def send_common(self) -> None:
+        """The headers every reply of this server carries (a dashboard's CSP), and CORS."""
+        for k, v in self.server.common_headers.items():
+            self.send_header(k, v)
+        for k, v in self._cors.items():
+            self.send_header(k, v)
 
     def read_json(self):
         """The body, parsed by ``jsonwire`` (lone surrogates made U+FFFD, nesting bounded). A
@@ -753,8 +763,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
-        for k, v in self._cors.items():
-            self.send_header(k, v)
+        self.send_common()
         self.end_headers()
 
     def send_chunk(self, text: str) -> None:
@@ -891,7 +900,8 @@ def get_pending(h: Handler, _):
     h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed]})
 
 
-def get_panel(h: Handler, panel_id: str):
+def get_panel(h: Handler, params: dict):
+    panel_id = params["panel"]
     found = h.server.panels.ledger.panel(panel_id)
     if found is None:
         raise NotFound(f"unknown panel '{panel_id}'; panel ids are bench.panel in a reply")
@@ -899,8 +909,50 @@ def get_panel(h: Handler, panel_id: str):
     h.send_json(200, found)
 
 
+# -- the route table ----------------------------------------------------------------------------
+OPEN, KEYS, ADMIN = "open", "keys", "admin"   # the gates a route may declare
+
+
+class Route:
+    """One path pattern, its actions by method, and the gate every request to it passes.
+
+    ``{name}`` matches one path segment (given to the action percent-decoded, in ``params``);
+    a trailing ``*`` matches the rest of the path (``params["rest"]``). The gate is required:
+    ``keys`` (gateway keys, when keys are required), ``admin`` (the dashboard's login, when an
+    admin token is set) or ``open`` (answered for anyone; only what reveals nothing)."""
+
+    __slots__ = ("pattern", "actions", "gate", "_regex")
+
+    def __init__(self, pattern: str, actions: dict, *, gate: str):
+        if gate not in (OPEN, KEYS, ADMIN):
+            raise ValueError(f"unknown gate {gate!r} for {pattern}")
+        self.pattern, self.actions, self.gate = pattern, actions, gate
+        regex = re.escape(pattern.removesuffix("*"))
+        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", regex)
+        self._regex = re.compile(regex + ("(?P<rest>.*)" if pattern.endswith("*") else ""))
+
+    def match(self, path: str) -> dict | None:
+        m = self._regex.fullmatch(path)
+        return None if m is None else {k: unquote(v) for k, v in m.groupdict().items()}
+
+
+def gate_of(path: str) -> str:
+    """The gate of a path no route serves: that of the routes under its prefix."""
+    return KEYS if Guard.gated(path) else ADMIN
+
+
 def get_health(h: Handler, _):
     h.send_json(200, {"ok": True, "time": time.time()})
+
+
+GATEWAY_ROUTES = (
+    Route("/v1/models", {"GET": get_models}, gate=KEYS),
+    Route("/v1/chat/completions", {"POST": post_chat}, gate=KEYS),
+    Route("/bench/verdict", {"POST": post_verdict}, gate=KEYS),
+    Route("/bench/pending", {"GET": get_pending}, gate=KEYS),
+    Route("/bench/panels/{panel}", {"GET": get_panel}, gate=KEYS),
+    Route("/health", {"GET": get_health}, gate=OPEN),
+)
 
 
 class GatewayServer(ThreadingHTTPServer):
@@ -936,13 +988,13 @@ class GatewayServer(ThreadingHTTPServer):
         self._room = threading.Lock()
         self._leaving = 0       # dropped wires whose threads have not ended yet
         self._heads = Heads(self)
-        self.routes = {
-            "/v1/models": {"GET": get_models},
-            "/v1/chat/completions": {"POST": post_chat},
-            "/bench/verdict": {"POST": post_verdict},
-            "/bench/pending": {"GET": get_pending},
-            "/health": {"GET": get_health},
-        }
+        self._serving = False
+        self.routes: dict[str, Route] = {}   # exact paths
+        self.patterns: list[Route] = []      # the rest, tried in order
+        self.routes_help = f"the gateway serves {ROUTES_HELP}"
+        self.common_headers: dict[str, str] = {}
+        for route in GATEWAY_ROUTES:
+            self.add_route(route)
         settings = settings or Settings()
         settings.check_bind(host)  # refused before the port is taken
         super().__init__((host, port), Handler)
@@ -954,15 +1006,36 @@ class GatewayServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def route(self, path: str):
-        if path in self.routes:
-            return self.routes[path], None
-        if path.startswith("/bench/panels/") and path.count("/") == 3:
-            return {"GET": get_panel}, path.rsplit("/", 1)[1]
-        return None, None
+    def add_route(self, route: Route) -> None:
+        if "{" in route.pattern or route.pattern.endswith("*"):
+            self.patterns.append(route)
+        else:
+            self.routes[route.pattern] = route
+
+    def route(self, path: str) -> tuple[Route | None, dict]:
+        route = self.routes.get(path)
+        if route is not None:
+            return route, {}
+        for route in self.patterns:
+            params = route.match(path)
+            if params is not None:
+                return route, params
+        return None, {}
+
+    def admit_caller(self, h: "Handler", gate: str, path: str) -> None:
+        """Pass a request through its route's gate (401 / 429), setting ``h.caller``."""
+        if gate == KEYS:
+            h.caller = self.guard.identify(path, h.headers)
+        elif gate == ADMIN:
+            self.check_admin(h)
+
+    def check_admin(self, h: "Handler") -> None:
+        """The dashboard's gate; a gateway has no admin routes, so none may pass."""
+        raise NotFound(f"no route {h.command} {h.path}; {self.routes_help}")
 
     # -- connections ----------------------------------------------------------------------------
     def serve_forever(self, poll_interval=0.5):
+        self._serving = True   # before the loop starts, so close() knows to stop it
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
         super().serve_forever(poll_interval)
@@ -1039,7 +1112,10 @@ class GatewayServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
     def close(self) -> None:
-        self.shutdown()
+        """Stop serving (if it ever started: ``shutdown`` would wait forever otherwise), hang up
+        every connection not busy with a request, and close the domain; always returns."""
+        if self._serving:
+            self.shutdown()
         self.server_close()
         self._heads.stop()   # closes every connection still sending its first head
         with self._room:   # connections between requests end now, not after client_timeout

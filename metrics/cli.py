@@ -75,11 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common(common, suppress=True)
     nouns = p.add_subparsers(dest="noun", metavar="COMMAND", required=True)
 
-    g = nouns.add_parser("gateway", parents=[common], help="run the gateway")
-    g.add_argument("--host", default="127.0.0.1")
-    g.add_argument("--port", type=int, default=8123)
-    g.add_argument("--demo", action="store_true",
-                   help="start a simulated upstream with demo models and a demo collection")
+    for noun, port, what in (("gateway", 8123, "run the gateway"),
+                             ("serve", 8122, "run the dashboard (and the gateway's routes)")):
+        g = nouns.add_parser(noun, parents=[common], help=what)
+        g.add_argument("--host", default="127.0.0.1")
+        g.add_argument("--port", type=int, default=port)
+        g.add_argument("--demo", action="store_true",
+                       help="start a simulated upstream with demo models and a demo collection")
 
     ep = nouns.add_parser("endpoint", help="where models are served").add_subparsers(
         dest="verb", metavar="VERB", required=True)
@@ -166,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
 # -- commands ------------------------------------------------------------------------------------
 def cmd_gateway(args, out: Out) -> int:
     from panelist.gateway import make_gateway  # the HTTP layer loads only when serving
+    return _serve(args, out, make_gateway)
+
+
+def cmd_serve(args, out: Out) -> int:
+    from panelist.serve import make_dashboard
+    return _serve(args, out, make_dashboard)
+
+
+def _serve(args, out: Out, make) -> int:
+    """Run a server until SIGTERM or Ctrl-C; with ``--demo``, over the simulated roster."""
     home = open_home(args.data)
     sim = None
     if args.demo:
@@ -174,29 +186,34 @@ def cmd_gateway(args, out: Out) -> int:
         sim = SimUpstream(keep_requests=1000).start()  # a long demo keeps memory flat
         demo.install(home, sim.url)
     try:
-        server = make_gateway(home, args.host, args.port)
+        server = make(home, args.host, args.port)
     except OSError as exc:
         if sim:
             sim.stop()
         raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
                             "pick another --port or stop what holds it") from None
-    stop = threading.Event()
 
     def on_signal(*_):
-        stop.set()
         threading.Thread(target=server.shutdown, daemon=True).start()
     signal.signal(signal.SIGTERM, on_signal)
+    dashboard = args.noun == "serve"
     info = {"url": f"{server.url}/v1", "data": str(home.root), "demo": bool(sim)}
-    out.result(info, f"panelist gateway on {server.url}/v1 (data folder {home.root})"
-               + ("\ntry: model 'bench/demo' (simulated models)" if sim else ""))
+    lines = [f"panelist gateway on {server.url}/v1 (data folder {home.root})"]
+    if dashboard:
+        info["dashboard"] = server.url + "/"
+        lines = [f"panelist dashboard on {server.url}/",
+                 f"OpenAI base URL: {server.url}/v1 (data folder {home.root})"]
+    if sim:
+        lines.append("try: model 'bench/demo' (simulated models)"
+                     + (", or the Ask page" if dashboard else ""))
+    out.result(info, "\n".join(lines))
     sys.stdout.flush()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
-        server.panels.close()
+        server.close()
         if sim:
             sim.stop()
     return 0
@@ -432,7 +449,7 @@ def cmd_key(args, out: Out) -> int:
     return 0
 
 
-COMMANDS = {"gateway": cmd_gateway, "endpoint": cmd_endpoint, "model": cmd_model,
+COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve, "endpoint": cmd_endpoint, "model": cmd_model,
             "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
             "pending": cmd_pending, "key": cmd_key}
 

@@ -350,8 +350,9 @@ class Guard:
 
     # 5: the body
     def check_body(self, method: str, headers) -> None:
-        """415 unless a write's body is declared JSON; 413 past the size cap."""
-        if method not in WRITES:
+        """415 unless a write's body is declared JSON; 413 past the size cap. A write without a
+        body (a DELETE, a POST that needs no input) has nothing to declare."""
+        if method not in WRITES or not self.has_body(headers):
             return
         ctype = (headers.get("Content-Type") or "").partition(";")[0].strip().lower()
         if ctype != "application/json":
