@@ -50,7 +50,9 @@ from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, Pan
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
 from panelist.metrics.home import Home, open_home
+from panelist.metrics.client import Upstream
 from panelist.metrics.panel import Panels, section
+from panelist.metrics.proxy import environment_proxies
 
 MAX_BODY = 20 * 1024 * 1024
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /bench/verdict, "
@@ -1154,6 +1156,14 @@ def _fit_descriptors(server: GatewayServer) -> None:
                                             (room - server.max_pending) // per_served))
 
 
+def panels_for(home: Home, env=None) -> Panels:
+    """The domain a server runs over; its upstream proxies come from ``env`` when given (as
+    the server's settings do), else from the process environment."""
+    if env is None:
+        return Panels(home)
+    return Panels(home, upstream=Upstream(proxies=environment_proxies(env)))
+
+
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  panels: Panels | None = None, keepalive: float = 10.0,
                  settings: Settings | None = None, env=None,
@@ -1170,7 +1180,7 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
-    return GatewayServer(panels or Panels(home), host, port, keepalive=keepalive,
+    return GatewayServer(panels or panels_for(home, env), host, port, keepalive=keepalive,
                          settings=settings, client_timeout=client_timeout,
                          head_timeout=head_timeout, body_timeout=body_timeout,
                          max_connections=max_connections, max_pending=max_pending)

@@ -32,7 +32,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.gateway import ADMIN, OPEN, GatewayServer, Handler, Route  # noqa: E402
+from panelist.gateway import (ADMIN, OPEN, GatewayServer, Handler, Route,  # noqa: E402
+                              panels_for)
 from panelist.metrics import api  # noqa: E402
 from panelist.metrics.errors import NotFound  # noqa: E402
 from panelist.metrics.guard import WRITES, Settings  # noqa: E402
@@ -203,7 +204,8 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
-    server = DashboardServer(panels or Panels(home), host, port, settings=settings, **kw)
+    server = DashboardServer(panels or panels_for(home, env), host, port, settings=settings,
+                             **kw)
     if demo:
         from panelist.metrics import demo as demo_roster
         try:

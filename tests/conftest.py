@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _bootstrap  # noqa: E402,F401  (the checkout imports itself as ``panelist``)
 
 import json  # noqa: E402
+import os  # noqa: E402
 import socketserver  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -69,6 +70,15 @@ def serving_threads(server) -> int:
 
 
 _HANDLER_INIT = socketserver.BaseRequestHandler.__init__.__code__
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_from_the_shell(monkeypatch):
+    """A shell's proxy settings would send the tests' loopback calls (urllib's and the
+    upstream client's) to a proxy: every test runs without them unless it sets its own."""
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture()

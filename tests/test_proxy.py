@@ -561,9 +561,8 @@ def test_a_gateway_behind_a_proxy_answers_and_logs_no_credentials(home, sim, pro
     from conftest import Gateway
     from panelist.gateway import make_gateway
     proxy = proxies()
-    clean_env.setenv("HTTP_PROXY", proxy.url(CREDENTIALS))
-    server = make_gateway(home, env={})   # its client reads the proxy now, and keeps it
-    clean_env.delenv("HTTP_PROXY")        # so this test's own requests go to the gateway direct
+    # the server's environment names the proxy; this test's own requests go to it directly
+    server = make_gateway(home, env={"HTTP_PROXY": proxy.url(CREDENTIALS)})
     gateway = Gateway(server)
     try:
         status, body, _ = gateway.post("/v1/chat/completions", {
