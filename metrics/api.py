@@ -112,7 +112,7 @@ def load_demo(req: ApiRequest) -> dict:
 
 
 # -- models ---------------------------------------------------------------------------------------
-def _model_row(model: Model, stored: dict | None, stats: dict, state, now: float) -> dict:
+def _model_row(model: Model, version: str, stats: dict, state, now: float) -> dict:
     useful, not_useful = stats.get("useful", 0), stats.get("not_useful", 0)
     judged = useful + not_useful
     cooling = state.cooling_until if state is not None and state.cooling_until > now else None
@@ -126,7 +126,7 @@ def _model_row(model: Model, stored: dict | None, stats: dict, state, now: float
         status = "answering"
     learned = state.window if state is not None else None
     windows = [w for w in (model.context, learned) if w]
-    return dict(model.public(), version=configfile.version_of(stored) if stored else "",
+    return dict(model.public(), version=version,
                 status=status, cooling_until=cooling, window=min(windows) if windows else None,
                 seats=stats.get("seats", 0), useful=useful, not_useful=not_useful,
                 rate=useful / judged if judged else None, interval=list(wilson(useful, judged)),
@@ -136,11 +136,11 @@ def _model_row(model: Model, stored: dict | None, stats: dict, state, now: float
 def list_models(req: ApiRequest) -> dict:
     panels = req.panels
     view = panels.roster.view()
-    doc = configfile.read(panels.roster.path)
+    versions = panels.roster.versions()["models"]
     stats = panels.ledger.model_stats()
     states = panels.ledger.states(view.models.keys(), "general")
     now = time.time()
-    rows = [_model_row(m, _stored(doc, "models", a), stats.get(a, {}), states.get(a), now)
+    rows = [_model_row(m, versions.get(a, ""), stats.get(a, {}), states.get(a), now)
             for a, m in sorted(view.models.items())]
     return {"data": rows, "shapes": panels.ledger.shapes()}
 
@@ -209,12 +209,12 @@ def delete_model(req: ApiRequest) -> dict:
 # -- endpoints ------------------------------------------------------------------------------------
 def list_endpoints(req: ApiRequest) -> dict:
     view = req.panels.roster.view()
-    doc = configfile.read(req.panels.roster.path)
+    versions = req.panels.roster.versions()["endpoints"]
     rows = []
     for name, ep in sorted(view.endpoints.items()):
         rows.append({"name": name, "base_url": ep.base_url, "key_env": ep.key_env,
                      "key_set": bool(ep.api_key()),
-                     "version": configfile.version_of(_stored(doc, "endpoints", name)),
+                     "version": versions.get(name, ""),
                      "models": sorted(a for a, m in view.models.items() if m.endpoint == name)})
     return {"data": rows}
 

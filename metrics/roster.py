@@ -78,6 +78,12 @@ def _parse(doc: dict) -> RosterView:
     return RosterView(endpoints, models)
 
 
+def _versions(doc: dict) -> dict[str, dict[str, str]]:
+    return {section: {name: configfile.version_of(value)
+                      for name, value in (doc.get(section) or {}).items()}
+            for section in ("endpoints", "models")}
+
+
 def check_endpoint(name: str, base_url: str, key_env: str | None) -> Endpoint:
     if not NAME.fullmatch(name or ""):
         raise ConfigInvalid(f"endpoint name '{name}' is not valid: use 1-48 lower-case letters, "
@@ -154,9 +160,16 @@ class Roster:
     def __init__(self, home: Home):
         self.path = home.file("roster.json")
         self._cache = configfile.Cached(self.path, _parse)
+        self._versions = configfile.Cached(self.path, _versions)
 
     def view(self) -> RosterView:
         return self._cache.get()
+
+    def versions(self) -> dict[str, dict[str, str]]:
+        """``{"endpoints": {name: version}, "models": {alias: version}}`` of what is stored,
+        for edits that must not overwrite a change made meanwhile (``configfile.check_version``);
+        worked out once per change of the file."""
+        return self._versions.get()
 
     def add_endpoint(self, name: str, base_url: str, key_env: str | None = None,
                      *, by: str | None = None, expect: str | None = None) -> Endpoint:
