@@ -1,0 +1,68 @@
+"""Time each dashboard page from navigation to its data on screen, in a real Chromium.
+
+    python scripts/bench_pages.py [--data DIR] [--repeat N] [--chromium PATH]
+
+Serves the data folder (default: the one ``scripts/bench_dashboard.py`` fills, 500 models and up
+to 1,000,000 panels) with ``serve.make_dashboard`` in this process, opens each page ``--repeat``
+times in a fresh tab of headless Chromium (Debian's, driven by Playwright), and prints the p50
+and worst time from ``goto`` to the page having replaced its loading state with content. Figures,
+not assertions.
+"""
+
+import sys
+from pathlib import Path
+
+if not __package__:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ("overview", "panels", "evidence", "collections", "endpoints", "settings", "ask")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=ROOT / "runs" / "bench-dashboard")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--chromium", default="/usr/bin/chromium")
+    args = ap.parse_args()
+    from playwright.sync_api import expect, sync_playwright
+
+    from panelist.serve import make_dashboard
+    server = make_dashboard(args.data, env={})
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=args.chromium, args=ARGS, headless=True)
+            context = browser.new_context()
+            print(f"pages of {args.data} ({args.repeat} loads each), ms from goto to data shown")
+            print(f"{'page':<14}{'p50':>10}{'worst':>10}")
+            for name in PAGES:
+                times = []
+                for _ in range(args.repeat):
+                    page = context.new_page()
+                    t0 = time.perf_counter()
+                    page.goto(f"{server.url}/#/{name}")
+                    main_area = page.locator("#main")
+                    expect(main_area.locator(".loading")).to_have_count(0, timeout=60_000)
+                    expect(main_area.locator("h1, h2").first).to_be_visible(timeout=60_000)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    page.close()
+                print(f"{name:<14}{statistics.median(times):>10.0f}{max(times):>10.0f}")
+            browser.close()
+    finally:
+        server.close()
+        thread.join(timeout=10)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
