@@ -287,9 +287,11 @@ def test_theme_light_dark_and_system(dashboard, page, tmp_path):
     assert background(page) == light
     page.get_by_label("Same as the system").check()
     expect(page.locator("html")).to_have_attribute("data-theme", "system")
-    page.emulate_media(color_scheme="dark")
+    page.emulate_media(color_scheme="dark")   # the page follows the system's change
+    expect(page.locator("html")).to_have_attribute("data-scheme", "dark")
     assert background(page) == dark
     page.emulate_media(color_scheme="light")
+    expect(page.locator("html")).to_have_attribute("data-scheme", "light")
     assert background(page) == light
 
 

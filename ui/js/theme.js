@@ -1,5 +1,6 @@
 // The theme: "light", "dark" or "system", kept in localStorage and shown as [data-theme] on
-// <html>; with "system" the stylesheet follows prefers-color-scheme.
+// <html>; theme-boot.js keeps [data-scheme] (the colours in use) in step with it and, on
+// "system", with prefers-color-scheme.
 
 const KEY = "panelist.theme";
 export const THEMES = [["light", "Light"], ["dark", "Dark"], ["system", "Same as the system"]];
@@ -27,10 +28,7 @@ export function setTheme(choice) {
 
 /** Whether the page is dark right now (for charts that need colours in code). */
 export function isDark() {
-  const t = document.documentElement.getAttribute("data-theme");
-  if (t === "dark") return true;
-  if (t === "light") return false;
-  return window.matchMedia("(prefers-color-scheme: dark)").matches;
+  return document.documentElement.getAttribute("data-scheme") === "dark";
 }
 
 /** Call fn whenever the colours change: a new choice, or the system's while on "system". */
