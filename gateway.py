@@ -388,9 +388,10 @@ class Heads(threading.Thread):
     def _refuse(self, sock: socket.socket, status: int, message: str,
                 retry_after: bool = False) -> None:
         body = error_body(message)
+        common = "".join(f"{k}: {v}\r\n" for k, v in self.server.common_headers.items())
         head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: "
                 f"application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
-                + ("Retry-After: 1\r\n" if retry_after else "") + "\r\n")
+                + ("Retry-After: 1\r\n" if retry_after else "") + common + "\r\n")
         try:
             sock.send(head.encode() + body)   # nothing was sent before: the buffer has room
         except OSError:
@@ -743,7 +744,7 @@ class Handler(BaseHTTPRequestHandler):
         """A CORS preflight's answer: 204, no body (Fetch standard, CORS-preflight fetch)."""
         self._sent = True
         self.send_response(204)
-        for k, v in headers.items():
+        for k, v in {**self.server.common_headers, **headers}.items():
             self.send_header(k, v)
         if self._unread_body:
             self.send_header("Connection", "close")

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from panelist.metrics import configfile
 from panelist.metrics.collection import NAME as COLLECTION_NAME
 from panelist.metrics.collection import PREFIX
-from panelist.metrics.errors import ConfigInvalid, NotFound
+from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound
 from panelist.metrics.home import Home
 
 PREFIX_KEY = "pk_"
@@ -136,14 +136,15 @@ class Keys:
         def change(doc):
             keys = doc.setdefault("keys", {})
             if name in keys:
-                raise ConfigInvalid(f"key '{name}' exists; revoke it first "
-                                    f"(`panelist key revoke {name}`) or pick another name")
+                raise Conflict(f"key '{name}' exists; revoke it first "
+                               f"(`panelist key revoke {name}`) or pick another name",
+                               code="exists")
             gone = (doc.get("revoked") or {}).get(name)
             if gone is not None:
-                raise ConfigInvalid(
+                raise Conflict(
                     f"key name '{name}' belonged to a key revoked on {gone.get('revoked', '?')}; "
                     "names are never reused, so the logs' calls of that key stay its own; pick "
-                    f"another name such as {name[:61]}-2")
+                    f"another name such as {name[:61]}-2", code="exists")
             keys[name] = entry
             return f"key {name}", None, {k: v for k, v in entry.items() if k != "digest"}
         configfile.update(self.path, change, by=by)

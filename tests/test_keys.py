@@ -11,7 +11,7 @@ import pytest
 from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
-from panelist.metrics.errors import ConfigInvalid, NotFound, Unauthorized
+from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound, Unauthorized
 from panelist.metrics.guard import Guard, Settings
 from panelist.metrics.keys import SHAPE, Keys
 from panelist.metrics.ratelimit import RateCounter, wait_for
@@ -84,7 +84,7 @@ def test_key_create_refuses_bad_input(home, kw, fragment):
 
 def test_key_names_are_unique(home):
     Keys(home).create("app")
-    with pytest.raises(ConfigInvalid, match="exists; revoke it first"):
+    with pytest.raises(Conflict, match="exists; revoke it first"):
         Keys(home).create("app")
 
 
