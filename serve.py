@@ -123,7 +123,8 @@ def api_action(fn):
         server: DashboardServer = h.server
         body = h.read_json() if h.command in WRITES and server.guard.has_body(h.headers) \
             else None
-        query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query).items()}
+        query = {k: v[0] for k, v in
+                 parse_qs(urlsplit(h.path).query, keep_blank_values=True).items()}
         req = api.ApiRequest(method=h.command, params=params, query=query, body=body,
                              panels=server.panels, who="dashboard", base_url=h.base_url(),
                              start_demo=server.start_demo,

@@ -256,7 +256,12 @@ def create_endpoint(req: ApiRequest) -> dict:
 
 
 def delete_endpoint(req: ApiRequest) -> dict:
-    req.panels.roster.remove_endpoint(req.params["name"], by=req.who)
+    name = req.params["name"]
+    users = sorted(a for a, m in req.panels.roster.view().models.items() if m.endpoint == name)
+    if users:
+        raise Conflict(f"endpoint '{name}' still serves {', '.join(users)}; remove or move "
+                       "those models first", code="in_use")
+    req.panels.roster.remove_endpoint(name, by=req.who)
     return {"removed": req.params["name"]}
 
 

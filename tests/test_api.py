@@ -449,7 +449,7 @@ def test_delete_endpoint(dash, home, sim):
     dash.post("/api/endpoints", {"name": "spare", "base_url": sim.url, "tested": True})
     n = len(changes(home))
     status, body, _ = dash.request("DELETE", "/api/endpoints/sim")
-    assert_error(status, body, 400, says="remove those models first")
+    assert_error(status, body, 409, code="in_use", says="remove or move those models first")
     status, body, _ = dash.request("DELETE", "/api/endpoints/spare")
     assert (status, body) == (200, {"removed": "spare"})
     (change,) = new_changes(home, n)
@@ -638,6 +638,8 @@ def test_panels_pages_and_polls(dash, home):
     assert status == 200 and [p["panel"] for p in poll["data"]] == [newer]
     status, poll, _ = dash.get(f"/api/panels?after={ids[0]}")   # oldest first
     assert [p["panel"] for p in poll["data"]] == ids[1:] + [newer]
+    status, poll, _ = dash.get("/api/panels?after=")   # an empty cursor: from the first panel
+    assert [p["panel"] for p in poll["data"]] == ids + [newer]
 
 
 def test_panels_refusals(dash):
