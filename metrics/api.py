@@ -409,14 +409,14 @@ def evidence(req: ApiRequest) -> dict:
     if shape == "all":
         shape = None
     ledger = req.panels.ledger
-    shapes = ledger.shapes()
+    # "all" is each model over every shape (one row a model); a shape, each model in it
     rows = []
-    for shp in (shapes if shape is None else [shape]):
-        for alias, st in sorted(ledger.model_stats(shp).items()):
-            judged = st.get("useful", 0) + st.get("not_useful", 0)
-            rows.append(dict(st, alias=alias, shape=shp,
-                             interval=list(wilson(st.get("useful", 0), judged))))
-    return {"data": rows, "shapes": shapes, "buckets": ledger.buckets(30)}
+    for alias, st in sorted(ledger.model_stats(shape).items()):
+        judged = st.get("useful", 0) + st.get("not_useful", 0)
+        low, high = wilson(st.get("useful", 0), judged)
+        rows.append(dict(st, alias=alias, shape=shape or "all",
+                         interval=[round(low, 4), round(high, 4)]))
+    return {"data": rows, "shapes": ledger.shapes(), "buckets": ledger.buckets(30)}
 
 
 # -- keys -----------------------------------------------------------------------------------------
