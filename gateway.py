@@ -723,7 +723,7 @@ class Handler(BaseHTTPRequestHandler):
         if self._unread_body:
             raise BadRequest("the body ended before Content-Length bytes arrived")
         try:
-            return jsonwire.loads(raw)
+            return jsonwire.loads(raw, strict=True)
         except UnicodeDecodeError:
             raise BadRequest("the body must be UTF-8 JSON") from None
         except jsonwire.JSONRefused as exc:
@@ -763,7 +763,7 @@ class Handler(BaseHTTPRequestHandler):
     def start_events(self) -> None:
         self._sent = True
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_common()
@@ -795,12 +795,30 @@ def fault(context: str, what: str) -> dict:
 
 
 # -- routes -------------------------------------------------------------------------------------
-def get_models(h: Handler, _):
+def get_models_listing(h: Handler) -> dict:
+    """The collections this caller may use, each in both reply modes."""
     panels = h.server.panels
     view = panels.roster.view()
     states = panels.ledger.states(view.models.keys(), "general")
     mine = {n: c for n, c in panels.collections.all().items() if h.caller.may_use(n)}
-    h.send_json(200, listing.models_list(mine, view, panels.collections.limits(), states))
+    return listing.models_list(mine, view, panels.collections.limits(), states)
+
+
+def get_models(h: Handler, _):
+    h.send_json(200, get_models_listing(h))
+
+
+def get_model(h: Handler, params: dict):
+    """One collection as ``GET /v1/models`` lists it (``client.models.retrieve``)."""
+    wanted = params["rest"]
+    listed = get_models_listing(h)
+    for entry in listed["data"]:
+        if entry["id"] == wanted:
+            h.send_json(200, entry)
+            return
+    raise NotFound(f"no model '{wanted}' here; the models are collections, listed by "
+                   "GET /v1/models (bench/<name>, bench/<name>:merged)", param="model",
+                   code="model_not_found")
 
 
 def post_chat(h: Handler, _):
@@ -950,6 +968,8 @@ def get_health(h: Handler, _):
 
 GATEWAY_ROUTES = (
     Route("/v1/models", {"GET": get_models}, gate=KEYS),
+    # an id holds a "/" (bench/name), which clients send as it is or percent-encoded
+    Route("/v1/models/*", {"GET": get_model}, gate=KEYS),
     Route("/v1/chat/completions", {"POST": post_chat}, gate=KEYS),
     Route("/bench/verdict", {"POST": post_verdict}, gate=KEYS),
     Route("/bench/pending", {"GET": get_pending}, gate=KEYS),

@@ -65,11 +65,16 @@ def _check_depth(value, depth: int) -> None:
                 stack.append((child, left - 1))
 
 
-def loads(data: bytes | str):
+def _no_constant(name: str):
+    raise JSONRefused(f"{name} is not a JSON number; send a finite number")
+
+
+def loads(data: bytes | str, *, strict: bool = False):
     """Parse JSON from outside. Raises ``JSONRefused`` (with the decoder's reason) or
-    ``UnicodeDecodeError`` for bytes that are not UTF-8."""
+    ``UnicodeDecodeError`` for bytes that are not UTF-8. ``strict`` also refuses ``NaN`` and
+    ``Infinity``, which Python's decoder takes but no JSON peer we forward to would."""
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=_no_constant) if strict else json.loads(data)
     except RecursionError:
         raise JSONRefused(f"the JSON nests deeper than {MAX_DEPTH} levels") from None
     except UnicodeDecodeError:

@@ -14,6 +14,7 @@ and written nowhere: logs, errors and the merger's input carry placeholders.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -180,7 +181,8 @@ class Panels:
             raise PayloadTooLarge(
                 f"the prompt is estimated at {req.estimate} tokens, more than the context window "
                 f"of {', '.join(too_small)}; trim the prompt or pick a collection whose "
-                "together.context_window fits (GET /v1/models)", param="messages")
+                "together.context_window fits (GET /v1/models)", param="messages",
+                code="context_length_exceeded")   # the code OpenAI's clients look for
         if req.images and not seating.seats:
             raise BadRequest(f"no seat of {req.collection.model_id} can take images and no "
                              "explorer that can was free; use a collection whose "
@@ -189,8 +191,14 @@ class Panels:
         if not seating.seats:
             reasons = "; ".join(f"{s['alias']}: {s['why']}" for s in seating.skipped) or \
                 "the roster is empty"
+            # when every seat is only resting, the soonest end of a rest is when to come back
+            rests = [st.cooling_until for a in req.collection.members
+                     if (st := states.get(a)) is not None and st.cooling_until]
+            headers = {"Retry-After": str(max(1, math.ceil(min(rests) - time.time())))} \
+                if rests else {}
             raise Unavailable(f"no seat could be filled for {req.collection.model_id} "
-                              f"({reasons}); try again later or change the collection")
+                              f"({reasons}); try again later or change the collection",
+                              headers=headers)
 
     def ask(self, body, *, key: str = "local", verdict_url: str | None = None,
             alive: Callable[[], bool] | None = None) -> dict | None:

@@ -78,7 +78,7 @@ def check_reply(status: int, headers, data: bytes) -> None:
     if status == 204:
         assert data == b""
         return
-    if headers.get("Content-Type") == "text/event-stream":
+    if headers.get("Content-Type") == "text/event-stream; charset=utf-8":
         assert status == 200
         events = [line[6:] for line in data.decode().split("\n") if line.startswith("data: ")]
         assert events and events[-1] == "[DONE]", data[-300:]

@@ -144,7 +144,7 @@ def test_stream_keep_alives_arrive_during_a_held_seat(home, members_only, gated)
     with Gateway(make_gateway(home, keepalive=0.2, env={})) as gw, \
             EventStream(gw, chat(stream=True)) as stream:
         assert stream.status.startswith(b"HTTP/1.1 200")
-        assert stream.headers["content-type"] == "text/event-stream"
+        assert stream.headers["content-type"] == "text/event-stream; charset=utf-8"
         answered = set()
         while answered != {"fast", "mid"}:
             text = content(stream.next())

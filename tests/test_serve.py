@@ -153,7 +153,7 @@ def test_every_reply_carries_the_security_headers(dash, home):
         "login 401": fetch(dash, "POST", "/api/login", {"token": "wrong"}),
     }
     assert replies["api json"][0] == 200 and replies["chat"][0] == 200
-    assert replies["stream"][1]["Content-Type"] == "text/event-stream"
+    assert replies["stream"][1]["Content-Type"] == "text/event-stream; charset=utf-8"
     assert replies["stream"][2].rstrip().endswith(b"data: [DONE]")
     for what, (_, headers, _) in replies.items():
         assert_secured(headers, what)
