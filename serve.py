@@ -138,7 +138,9 @@ def post_login(h: Handler, params: dict) -> None:
     body = h.read_json()
     token = body.get("token") if isinstance(body, dict) else None
     sid = server.sessions.login(token, h.client_address[0])
-    h.send_json(200, {"ok": True}, {"Set-Cookie": server.sessions.cookie(sid)})
+    # behind an https public URL the browser must never send the session in the clear
+    secure = (server.guard.settings.public_url or "").startswith("https://")
+    h.send_json(200, {"ok": True}, {"Set-Cookie": server.sessions.cookie(sid, secure=secure)})
 
 
 def post_logout(h: Handler, params: dict) -> None:
