@@ -205,6 +205,7 @@ def test_login_cookie_opens_the_api_and_logout_closes_it(locked):
     name, _, sid = name_value.partition("=")
     assert name == "panelist_session" and len(sid) >= 32 and TOKEN not in cookie
     assert {"HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=43200"} <= set(flags), cookie
+    assert "Secure" not in flags   # plain http on loopback: a Secure cookie would never be sent
     status, _, data = fetch(locked, "GET", "/api/info", headers={"Cookie": name_value})
     assert status == 200 and json.loads(data)["auth"] == {"token_required": True}
     # the cookie among others, as a browser sends it
@@ -221,6 +222,14 @@ def test_login_cookie_opens_the_api_and_logout_closes_it(locked):
     status, _, data = fetch(locked, "GET", "/api/info",
                             headers={"Cookie": "panelist_session=made-up"})
     assert status == 401
+
+
+def test_the_session_cookie_is_secure_behind_an_https_public_url(home):
+    env = {"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_PUBLIC_URL": "https://dash.example"}
+    with Gateway(make_dashboard(home, env=env)) as gw:
+        status, headers, _ = fetch(gw.server, "POST", "/api/login", {"token": TOKEN})
+    flags = [part.strip() for part in headers["Set-Cookie"].split(";")]
+    assert status == 200 and "Secure" in flags, flags
 
 
 def test_a_gateway_key_never_opens_the_dashboard(locked, home):
