@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from panelist import __version__
-from panelist.metrics import configfile, verdict
+from panelist.metrics import service, verdict
 from panelist.metrics.collection import PREFIX, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, PanelistError, UpstreamError
 from panelist.metrics.keys import Keys
@@ -78,10 +78,6 @@ def _seq(value: str, param: str) -> int:
     if seq is None:
         raise BadRequest(f"'{param}' must be a panel id such as p20260101-7", param=param)
     return seq
-
-
-def _stored(doc: dict, section: str, name: str):
-    return (doc.get(section) or {}).get(name)
 
 
 # -- info and the demo ----------------------------------------------------------------------------
@@ -159,8 +155,8 @@ def _save_model(req: ApiRequest, alias: str, expect: str) -> dict:
         raise BadRequest("'endpoint' is required: the endpoint that serves the model",
                          param="endpoint")
     fields = {k: body[k] for k in MODEL_FIELDS if k in body and k != "endpoint"}
-    stored = _stored(configfile.read(req.panels.roster.path), "models", alias)
-    if stored and stored.get("retired"):
+    known = req.panels.roster.view().models.get(alias)
+    if known is not None and known.retired:
         fields["retired"] = True   # an edit of facts keeps a retirement; restore ends it
     req.panels.roster.add_model(alias, body["endpoint"], by=req.who, expect=expect, **fields)
     return _one_model(req, alias)
@@ -189,10 +185,7 @@ def retire_model(req: ApiRequest) -> dict:
 
 def restore_model(req: ApiRequest) -> dict:
     alias = req.params["alias"]
-    req.panels.roster.restore(alias, by=req.who)
-    ledger = req.panels.ledger
-    if ledger.states([alias], "general")[alias].cooling_until:
-        ledger.cool_down(alias, 0, f"restored by {req.who}")
+    service.restore(req.panels.roster, req.panels.ledger, alias, by=req.who)
     return _one_model(req, alias)
 
 
@@ -279,19 +272,19 @@ def discover(req: ApiRequest) -> dict:
 # -- collections and limits -----------------------------------------------------------------------
 def _limits_view(req: ApiRequest) -> dict:
     limits: Limits = req.panels.collections.limits()
-    return dict(vars(limits), version=req.panels.collections.limits_version())
+    return dict(vars(limits), version=req.panels.collections.versions()["limits"])
 
 
 def list_collections(req: ApiRequest) -> dict:
     collections = req.panels.collections
     limits = collections.limits()
-    doc = configfile.read(collections.path)
+    versions = collections.versions()["collections"]
     rows = []
     for name, c in sorted(collections.all().items()):
         explorers = c.explorers(limits)
         rows.append(dict(c.public(), id=c.model_id, explorers=explorers,
                          calls=len(c.members) + explorers,
-                         version=configfile.version_of(_stored(doc, "collections", name))))
+                         version=versions.get(name, "")))
     return {"data": rows, "limits": _limits_view(req)}
 
 

@@ -14,7 +14,6 @@ import os
 import signal
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -261,15 +260,13 @@ def cmd_model(args, out: Out) -> int:
 
 def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
     """Clear a cooldown (an evidence line) and a retirement (a roster change), both logged."""
+    from panelist.metrics import service
     from panelist.metrics.ledger import Ledger
     if alias not in roster.view().models:
         raise PanelistError(f"unknown model '{alias}'; see `panelist model list`")
-    unretired = roster.restore(alias, by="cli")
     with Ledger(home.gateway_runs) as ledger:
-        left = ledger.states([alias], "general")[alias].cooling_until
-        if left:
-            ledger.cool_down(alias, 0, "restored with `panelist model restore`")
-    done = ([f"ended a cooldown that had {left - time.time():.0f} s to run"]
+        unretired, left = service.restore(roster, ledger, alias, by="cli")
+    done = ([f"ended a cooldown that had {left:.0f} s to run"]
             if left else []) + (["no longer retired"] if unretired else [])
     out.result({"alias": alias, "cooldown_cleared": bool(left), "unretired": unretired},
                f"restored {alias}: {'; '.join(done)}" if done else
@@ -308,7 +305,7 @@ def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> in
     name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     collection, _ = collections.resolve(name)
     shape = args.shape or collection.shape or "general"
-    if not SHAPE.match(shape):
+    if not SHAPE.fullmatch(shape):
         raise BadRequest(f"--shape '{shape}' is not a shape; use lower-case letters, digits "
                          "and '-', e.g. general or review")
     view = Roster(home).view()

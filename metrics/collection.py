@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from panelist.metrics import configfile
-from panelist.metrics.errors import BadRequest, ConfigInvalid, Conflict, NotFound
+from panelist.metrics.errors import BadRequest, ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control
 from panelist.metrics.roster import RosterView
@@ -71,6 +71,11 @@ def _parse_collections(doc: dict) -> dict[str, Collection]:
     return out
 
 
+def _stored_limits(doc: dict) -> dict:
+    """The limits gateway.json sets (the defaults fill in the rest)."""
+    return {k: doc[k] for k in Limits.__dataclass_fields__ if k in doc}
+
+
 def _parse_limits(doc: dict) -> Limits:
     return check_limits({k: v for k, v in doc.items() if k in Limits.__dataclass_fields__})
 
@@ -112,6 +117,10 @@ class Collections:
         self.path = home.file("collections.json")
         self._cache = configfile.Cached(self.path, _parse_collections)
         self._limits = configfile.Cached(home.file("gateway.json"), _parse_limits)
+        self._versions = configfile.Cached(self.path, lambda doc: {
+            name: configfile.version_of(c) for name, c in (doc.get("collections") or {}).items()})
+        self._limits_version = configfile.Cached(
+            self._limits.path, lambda doc: configfile.version_of(_stored_limits(doc)))
 
     def all(self) -> dict[str, Collection]:
         return self._cache.get()
@@ -177,10 +186,8 @@ class Collections:
         result = []
 
         def change(doc):
-            old = {k: doc[k] for k in Limits.__dataclass_fields__ if k in doc}
-            if version is not None and version != configfile.version_of(old):
-                raise Conflict("the limits were changed by someone else; reload them and try "
-                               "again", code="stale")
+            old = _stored_limits(doc)
+            configfile.check_version("the gateway limits", old, version)
             new = dict(old, **values)
             result.append(check_limits(new))
             if new == old:
@@ -190,9 +197,10 @@ class Collections:
         configfile.update(path, change, by=by)
         return result[0]
 
-    def limits_version(self) -> str:
-        doc = configfile.read(self._limits.path)
-        return configfile.version_of({k: doc[k] for k in Limits.__dataclass_fields__ if k in doc})
+    def versions(self) -> dict:
+        """``{"collections": {name: version}, "limits": version}`` of what is stored, for
+        edits that must not overwrite a change made meanwhile; worked out once per change."""
+        return {"collections": self._versions.get(), "limits": self._limits_version.get()}
 
     def remove(self, name: str, *, by: str | None = None) -> None:
         name = name.removeprefix(PREFIX)

@@ -39,10 +39,12 @@ def check_version(what: str, stored, expect: str | None) -> None:
             raise Conflict(f"{what} exists already; pick another name or edit it",
                            code="exists")
     elif stored is None:
-        raise Conflict(f"{what} was removed by someone else; reload and try again",
+        raise Conflict(f"{what}: someone else removed it since you read it; reload and try "
+                       "again",
                        code="stale")
     elif version_of(stored) != expect:
-        raise Conflict(f"{what} was changed by someone else; reload and try again",
+        raise Conflict(f"{what}: someone else changed it since you read it; reload and try "
+                       "again",
                        code="stale")
 
 

@@ -382,19 +382,14 @@ class Ledger:
 
     def _fold_seat_stats(self, key: tuple[str, str], rec: dict, status, seated) -> None:
         """The query aggregates of one seat line. (Written for speed: a replay folds millions.)"""
-        pair = self._pairs.get(key)
-        if pair is None:
-            pair = self._pairs[key] = (
-                self._stats.get(key) or self._stats.setdefault(key, _Stats()),
-                self._alias_stats.get(key[0]) or self._alias_stats.setdefault(key[0], _Stats()))
+        pair = self._pairs.get(key) or self._pair(key)
         # the class test keeps bools out; the range test keeps NaN and infinities out
         if not (seated.__class__ in _NUMBER and -_INF < seated < _INF):
             seated = None
         if status == "ok":
             seconds = rec.get("seconds")
             if seconds.__class__ in _NUMBER and 0 <= seconds < _INF:
-                bucket = 0 if seconds < HIST_LO else min(
-                    HIST_BUCKETS - 1, 1 + int(math.log2(seconds / HIST_LO) * HIST_STEPS))
+                bucket = hist_bucket(seconds)
             else:
                 bucket, seconds = None, 0.0
             # when the answer came: its panel's start plus the seat's seconds
@@ -501,11 +496,16 @@ class Ledger:
         self._verdicts[call] = (offset << _V_OFFSET | claims << 2
                                 | (collection is not None) << 1 | useful)
 
+    def _pair(self, key: tuple[str, str]) -> tuple["_Stats", "_Stats"]:
+        """The aggregates of (alias, shape) and of the alias over every shape, made if new."""
+        pair = self._pairs[key] = (
+            self._stats.get(key) or self._stats.setdefault(key, _Stats()),
+            self._alias_stats.get(key[0]) or self._alias_stats.setdefault(key[0], _Stats()))
+        return pair
+
     def _add_claims(self, alias: str, shape: str, n: int) -> None:
         if n:
-            for st in (self._stats.get((alias, shape)) or self._stats.setdefault(
-                    (alias, shape), _Stats()), self._alias_stats.get(alias)
-                    or self._alias_stats.setdefault(alias, _Stats())):
+            for st in self._pairs.get((alias, shape)) or self._pair((alias, shape)):
                 st.false_claims += n
 
     def _count(self, alias: str, shape: str, useful: bool, step: int) -> None:

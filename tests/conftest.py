@@ -171,6 +171,25 @@ class Gateway(Client):
         self.close()
 
 
+DASHBOARD_TOKEN = "dashboard-admin-token-0123456789"
+
+
+@pytest.fixture()
+def dash(home):
+    """A dashboard server (its API, pages and the gateway's routes) over ``home``, open locally."""
+    from panelist.serve import make_dashboard
+    with Gateway(make_dashboard(home, env={})) as server:
+        yield server
+
+
+@pytest.fixture()
+def locked(home):
+    """The same with ``PANELIST_ADMIN_TOKEN`` set to ``DASHBOARD_TOKEN``: a login is needed."""
+    from panelist.serve import make_dashboard
+    with Gateway(make_dashboard(home, env={"PANELIST_ADMIN_TOKEN": DASHBOARD_TOKEN})) as server:
+        yield server
+
+
 @pytest.fixture()
 def gateway(home):
     # local mode, whatever the shell running the tests says

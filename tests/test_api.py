@@ -15,13 +15,12 @@ import socket
 
 import pytest
 
-from conftest import Gateway, read_jsonl
+from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl
 from panelist.metrics import api
 from panelist.metrics.guard import WRITES
 from panelist.metrics.home import open_home
 from panelist.serve import make_dashboard
 
-TOKEN = "dashboard-admin-token-0123456789"
 ROUTE_TABLE = {(method, pattern) for pattern, actions in api.ROUTES for method in actions}
 COVERED: set[tuple[str, str]] = set()
 MODEL_KEYS = {"alias", "endpoint", "served", "family", "grade", "context", "max_output",
@@ -85,24 +84,6 @@ def ask(client, collection="bench/trio", content="Review: def add(a, b): return 
         headers=headers)
     assert status == 200, body
     return body["bench"]
-
-
-@pytest.fixture()
-def dash(home):
-    server = Gateway(make_dashboard(home, env={}))
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-@pytest.fixture()
-def locked(home):
-    server = Gateway(make_dashboard(home, env={"PANELIST_ADMIN_TOKEN": TOKEN}))
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 # -- every route: covered, gated, screened, typed ------------------------------------------------

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from conftest import wait_until
 from panelist import __version__
 from panelist.metrics.client import Answer, CancelFlag, Upstream, _refusal
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
@@ -367,7 +368,7 @@ def test_cancel_from_another_thread(upstream, sim, flag):
     sim.script("m", fail="hang")
     cancel = flag()  # a CancelFlag wakes the watchdog; a plain Event is polled
     call = Background(chat, upstream, sim, timeout=60, cancel=cancel)
-    assert wait_for(lambda: sim.count("m") == 1), "the request never reached the server"
+    assert wait_until(lambda: sim.count("m") == 1), "the request never reached the server"
     assert not call.done.is_set()   # the server holds it
     cancel.set()
     assert isinstance(call.outcome(), Cancelled)
@@ -408,7 +409,7 @@ def test_idle_connection_closed_by_the_server_is_retried_once(upstream):
     with SimUpstream({"m": {}}, keepalive=0.1) as sim:
         chat(upstream, sim)
         # the server closes the idle connection; the pool still holds it
-        assert wait_for(lambda: not sim._open), "the server kept its idle connection open"
+        assert wait_until(lambda: not sim._open), "the server kept its idle connection open"
         answer = chat(upstream, sim)
         assert answer.text and sim.count("m") == 2 and sim.connections == 2
 
@@ -558,14 +559,6 @@ def raw():
         server.close()
 
 
-def wait_for(condition, patience: float = 10) -> bool:
-    """Poll ``condition`` until true; False after ``patience`` seconds (a guard, not a measure)."""
-    end = time.monotonic() + patience
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def raw_chat(upstream, server, timeout=5.0):

@@ -9,12 +9,11 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import read_jsonl, wait_until
 from panelist.metrics.client import Upstream, _tunnel
 from panelist.metrics.errors import (AuthFailed, Cancelled, UpstreamServerError, UpstreamTimeout,
                                      UpstreamUnreachable)
@@ -411,7 +410,7 @@ def test_a_stalled_connect_ends_at_the_deadline_or_the_cancel(proxies, clients, 
     cancel = threading.Event()
 
     def cancel_once_held():   # the proxy has the CONNECT and holds it
-        assert wait_for(lambda: proxy.seen), "the CONNECT never reached the proxy"
+        assert wait_until(lambda: proxy.seen), "the CONNECT never reached the proxy"
         cancel.set()
     canceller = threading.Thread(target=cancel_once_held, daemon=True)
     if ending == "cancel":
@@ -583,13 +582,3 @@ def test_a_gateway_behind_a_proxy_answers_and_logs_no_credentials(home, sim, pro
         if f.is_file():
             text = f.read_bytes().decode()
             assert not secrets_in(text), f"proxy credentials in {f}"
-
-
-def wait_for(condition, patience: float = 10) -> bool:
-    """Poll ``condition`` until true; False after ``patience`` seconds (a guard, not a measure)."""
-    end = time.monotonic() + patience
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
-    return True

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import read_jsonl, wait_until
 from panelist.metrics.collection import Collections
 from panelist.metrics.ledger import Ledger
 from panelist.metrics.panel import Panels
@@ -19,13 +19,6 @@ from panelist.metrics.roster import Roster
 BODY = {"messages": [{"role": "user", "content": "Review: def add(a, b): return a - b"}]}
 
 
-def wait_until(predicate, timeout: float = 10) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def explorers(bench: dict) -> list[str]:

@@ -8,19 +8,19 @@ import threading
 
 import pytest
 
-from conftest import PATIENCE, Gateway
+from conftest import DASHBOARD_TOKEN as TOKEN, PATIENCE, Gateway
 from panelist.gateway import ADMIN, KEYS, OPEN, Route, make_gateway
 from panelist.metrics.keys import Keys
 from panelist.metrics.home import open_home
 from panelist.serve import SECURITY_HEADERS, make_dashboard
 
-TOKEN = "serve-admin-token-0123456789"
 STATIC = ("/", "/index.html", "/login", "/js/app.js", "/js/api.js", "/css/app.css",
           "/favicon.svg")
 
 
 def fetch(server, method, path, body=None, headers=None):
     """One raw HTTP exchange (the path is sent exactly as given): status, headers, body bytes."""
+    server = getattr(server, "server", server)   # a conftest Gateway, or the server itself
     conn = http.client.HTTPConnection(server.host, server.port, timeout=PATIENCE)
     try:
         data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
@@ -35,6 +35,7 @@ def fetch(server, method, path, body=None, headers=None):
 
 def raw_exchange(server, data: bytes) -> bytes:
     """Send bytes, read until the server closes the connection."""
+    server = getattr(server, "server", server)
     with socket.create_connection((server.host, server.port), timeout=PATIENCE) as s:
         s.sendall(data)
         out = b""
@@ -58,24 +59,6 @@ def error_of(data: bytes) -> dict:
     body = json.loads(data)
     assert set(body["error"]) == {"message", "type", "param", "code"}, body
     return body["error"]
-
-
-@pytest.fixture()
-def dash(home):
-    server = Gateway(make_dashboard(home, env={}))
-    try:
-        yield server.server
-    finally:
-        server.close()
-
-
-@pytest.fixture()
-def locked(home):
-    server = Gateway(make_dashboard(home, env={"PANELIST_ADMIN_TOKEN": TOKEN}))
-    try:
-        yield server.server
-    finally:
-        server.close()
 
 
 def login(server) -> str:

@@ -50,14 +50,6 @@ def _unavailable() -> str | None:
     return None
 
 
-def _make_dashboard():
-    try:
-        from panelist.serve import make_dashboard
-    except ImportError:
-        return None
-    return make_dashboard
-
-
 @pytest.fixture(scope="session")
 def browser():
     why = _unavailable()
@@ -150,9 +142,7 @@ class Dashboard:
 @pytest.fixture()
 def dashboard_factory(tmp_path):
     """make(data=None, env=None) → a running Dashboard; all are closed after the test."""
-    make_dashboard = _make_dashboard()
-    if make_dashboard is None:
-        pytest.skip("serve.make_dashboard is not there yet: the dashboard server has not landed")
+    from panelist.serve import make_dashboard
     running: list[Dashboard] = []
 
     def make(data=None, env=None) -> Dashboard:

@@ -68,6 +68,26 @@ export function showError(slot, err, reload) {
   }
 }
 
+/**
+ * Run a form's save (`send`, a create or an edit): its button is held while it runs; on
+ * success the form's dialog (if any) closes, `said` is toasted and `done` refreshes the page; a
+ * refusal (a stale edit included) shows in `status`, where Reload closes and refreshes.
+ */
+export async function saveForm({ save, status, send, close = () => {}, done, said }) {
+  save.disabled = true;
+  replace(status);
+  try {
+    await send();
+    close();
+    toast(said);
+    done();
+  } catch (err) {
+    showError(status, err, () => { close(); done(); });
+  } finally {
+    save.disabled = false;
+  }
+}
+
 // ------------------------------------------------------------------ toasts
 let toastRoot = null;
 

@@ -7,7 +7,7 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import {
   button, confirmAction, emptyState, field, input, linkButton, notice, numberOrNull, openDialog,
-  pageHead, radios, sectionHead, select, showError, toast, words,
+  pageHead, radios, saveForm, sectionHead, select, toast, words,
 } from "../ui.js";
 
 export const title = "Collections";
@@ -159,19 +159,13 @@ function editCollection(existing, limits, models, shapes, done) {
       };
       if (!body.name) { replace(status, notice("error", "Give the collection a name.")); name.focus(); return; }
       if (!body.members.length) { replace(status, notice("error", "Pick at least one member.")); return; }
-      save.disabled = true;
-      replace(status);
-      try {
-        if (editing) await api.put(`/api/collections/${seg(c.name)}`, { ...body, version: c.version });
-        else await api.post("/api/collections", body);
-        close();
-        toast(editing ? `Saved bench/${body.name}.` : `Created bench/${body.name}.`);
-        done();
-      } catch (err) {
-        showError(status, err, () => { close(); done(); });
-      } finally {
-        save.disabled = false;
-      }
+      await saveForm({
+        save, status, close, done,
+        send: () => (editing
+          ? api.put(`/api/collections/${seg(c.name)}`, { ...body, version: c.version })
+          : api.post("/api/collections", body)),
+        said: editing ? `Saved bench/${body.name}.` : `Created bench/${body.name}.`,
+      });
     });
     return { body: form };
   });
@@ -201,17 +195,8 @@ function limitsForm(limits, done) {
     event.preventDefault();
     const body = { version: limits.version };
     for (const [key] of LIMIT_FIELDS) body[key] = numberOrNull(inputs[key].value);
-    save.disabled = true;
-    replace(status);
-    try {
-      await api.put("/api/limits", body);
-      toast("Limits saved.");
-      done();
-    } catch (err) {
-      showError(status, err, done);
-    } finally {
-      save.disabled = false;
-    }
+    await saveForm({ save, status, done, send: () => api.put("/api/limits", body),
+      said: "Limits saved." });
   });
   return form;
 }

@@ -7,7 +7,7 @@ import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import {
   button, checkbox, confirmAction, emptyState, field, input, modelStatus, notice, numberOrNull,
-  openDialog, pageHead, sectionHead, select, showError, toast,
+  openDialog, pageHead, saveForm, sectionHead, select, showError, toast,
 } from "../ui.js";
 
 export const title = "Endpoints & models";
@@ -190,19 +190,13 @@ function modelDialog(model, endpoints, done) {
         currency: currency.value.trim().toUpperCase() || "USD",
       };
       if (!body.alias) { replace(status, notice("error", "Give the model an alias.")); alias.focus(); return; }
-      save.disabled = true;
-      replace(status);
-      try {
-        if (editing) await api.put(`/api/models/${seg(m.alias)}`, { ...body, version: m.version });
-        else await api.post("/api/models", body);
-        close();
-        toast(editing ? `Saved ${body.alias}.` : `Added ${body.alias}.`);
-        done();
-      } catch (err) {
-        showError(status, err, () => { close(); done(); });
-      } finally {
-        save.disabled = false;
-      }
+      await saveForm({
+        save, status, close, done,
+        send: () => (editing
+          ? api.put(`/api/models/${seg(m.alias)}`, { ...body, version: m.version })
+          : api.post("/api/models", body)),
+        said: editing ? `Saved ${body.alias}.` : `Added ${body.alias}.`,
+      });
     });
     return { body: form };
   });
