@@ -24,6 +24,7 @@ from panelist.metrics import verdict as verdict_rules
 from panelist.metrics.collection import Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
 from panelist.metrics.home import open_home
+from panelist.metrics.ledger import ANSWERED
 from panelist.metrics.plaintext import visible
 from panelist.metrics.roster import Roster
 
@@ -389,7 +390,7 @@ def cmd_ask(args, out: Out) -> int:
         for s in seats:
             print(f"{s['call']}  {s['alias']}  {s['status']}  {s['seconds']:.2f}s",
                   file=sys.stderr)
-    return 0 if any(s["status"] == "ok" for s in seats) else NO_ANSWER
+    return 0 if any(s["status"] in ANSWERED for s in seats) else NO_ANSWER
 
 
 def cmd_verdict(args, out: Out) -> int:

@@ -42,7 +42,7 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from urllib.parse import quote, urlsplit
 
@@ -85,6 +85,10 @@ class Answer:
     tokens: dict     # {"prompt", "completion", "total"}: ints from "usage", or None
     seconds: float
     model: str       # the model id the upstream reported, "" if none
+    # the calls the model asked of the caller's tools, in OpenAI's form:
+    # {"id", "type": "function", "function": {"name", "arguments" (a JSON string)}}
+    tool_calls: list = field(default_factory=list)
+    finish_reason: str = "stop"
 
 
 class CancelFlag(threading.Event):
@@ -538,9 +542,10 @@ def _answer(response: _Reply, data: bytes, label: str, secrets: tuple,
         raise UpstreamBadReply(f"{label} answered {response.status} without choices[0].message; "
                                "check that the endpoint serves OpenAI chat completions")
     text = _text(message.get("content"))
-    if not text.strip():
-        finish = choice.get("finish_reason")
-        finish = _trim(_scrub(finish, secrets)) if isinstance(finish, str) else None
+    calls = _tool_calls(message.get("tool_calls"), label)
+    finish = choice.get("finish_reason")
+    finish = _trim(_scrub(finish, secrets)) if isinstance(finish, str) else None
+    if not text.strip() and not calls:
         why = f" (finish_reason {finish!r})" if finish else ""
         advice = ("raise max_tokens: the answer was cut off before any text" if finish == "length"
                   else "try again, or seat another model")
@@ -554,7 +559,36 @@ def _answer(response: _Reply, data: bytes, label: str, secrets: tuple,
     model = model if isinstance(model, str) else ""
     if secrets:   # an upstream that echoes the key must not have it logged or served
         text, model = _scrub(text, secrets), _scrub(model, secrets)
-    return Answer(text, tokens, seconds, model)
+        calls = jsonwire.loads(_scrub(jsonwire.dumps(calls), secrets)) if calls else calls
+    finish = finish or ("tool_calls" if calls else "stop")
+    return Answer(text, tokens, seconds, model, calls, finish)
+
+
+def _tool_calls(raw, label: str) -> list[dict]:
+    """The tool calls of an answer, normalised to OpenAI's form; a malformed one is refused
+    whole, since running half of what a model asked for is worse than running none."""
+    if raw is None or raw == []:
+        return []
+    if not isinstance(raw, list):
+        raise UpstreamBadReply(f"{label} answered with 'tool_calls' that is not a list; check "
+                               "that the endpoint serves OpenAI chat completions")
+    calls = []
+    for i, call in enumerate(raw):
+        fn = call.get("function") if isinstance(call, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str) or not name:
+            raise UpstreamBadReply(f"{label} answered with tool call {i} without a function "
+                                   "name; check that the endpoint serves OpenAI chat completions")
+        args = fn.get("arguments")
+        if args is None:
+            args = "{}"
+        elif not isinstance(args, str):   # some servers send the object itself
+            args = jsonwire.dumps(args)
+        cid = call.get("id")
+        cid = cid if isinstance(cid, str) and cid else f"call_{i}"
+        calls.append({"id": cid, "type": "function",
+                      "function": {"name": name, "arguments": args}})
+    return calls
 
 
 def _text(content) -> str:

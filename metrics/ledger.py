@@ -247,6 +247,8 @@ class _Stats:
                 "p50": p50, "p95": p95, "failures": dict(self.failures)}
 
 
+# the seat statuses of an answer a caller can judge; every other status is a failure
+ANSWERED = frozenset({"ok", "tool_calls"})
 _NUMBER = (int, float)   # tested by exact class, so a bool is no number
 _INF = math.inf
 
@@ -386,7 +388,7 @@ class Ledger:
         # the class test keeps bools out; the range test keeps NaN and infinities out
         if not (seated.__class__ in _NUMBER and -_INF < seated < _INF):
             seated = None
-        if status == "ok":
+        if status in ANSWERED:
             seconds = rec.get("seconds")
             if seconds.__class__ in _NUMBER and 0 <= seconds < _INF:
                 bucket = hist_bucket(seconds)
@@ -428,7 +430,7 @@ class Ledger:
 
     def _owe(self, call: str, entry: tuple, step: int) -> None:
         """Count a recent-map entry in (+1) or out of (-1) the verdicts owed."""
-        if entry[1] == "ok" and call not in self._verdicts:
+        if entry[1] in ANSWERED and call not in self._verdicts:
             self._owed += step
             n = self._owed_by_key.get(entry[2], 0) + step
             if n:
@@ -718,14 +720,16 @@ class Ledger:
         return out
 
     def pending(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
-        """Recent seats that answered ("ok") and have no verdict yet, newest first."""
+        """Recent seats that answered (ok or tool calls) and have no verdict yet, newest
+        first."""
         self.refresh()
         offsets = []
         with self._lock:
             for call, (offset, status, owner) in reversed(self._recent.items()):
                 if len(offsets) >= limit:
                     break
-                if status == "ok" and call not in self._verdicts and (key is None or owner == key):
+                if status in ANSWERED and call not in self._verdicts and \
+                        (key is None or owner == key):
                     offsets.append(offset)
         return [r for r in _read_lines(self.evidence_path, offsets) if r is not None]
 

@@ -29,8 +29,12 @@ def merger_input(request_text: str, seats: list, urls: list[str]) -> list[dict]:
     for s in seats:
         label = s.call.rsplit(".", 1)[-1]
         lines.append(f"### {label} ({s.alias}) · {s.status}")
-        lines.append(prompt.scrub(s.answer, urls) if s.status == "ok" else
-                     f"(no answer: {s.error or s.status})")
+        if s.answered:
+            lines.append(prompt.scrub(s.answer, urls))
+            lines.extend(f"(asked to call the tool {c['function']['name']} with "
+                         f"{c['function']['arguments']})" for c in s.tool_calls)
+        else:
+            lines.append(f"(no answer: {s.error or s.status})")
         lines.append("")
     return [{"role": "system", "content": INSTRUCTIONS},
             {"role": "user", "content": "\n".join(lines)}]

@@ -28,7 +28,7 @@ from panelist.metrics.collection import REPLIES, Collection, Collections
 from panelist.metrics.errors import (BadRequest, ContextTooLong, EmptyAnswer, PayloadTooLarge,
                                      RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger import ANSWERED, Ledger
 from panelist.metrics.roster import Roster
 from panelist.metrics.route import Seat, Seating, SeatsInFlight, seat_panel, window_of
 from panelist.metrics.suggest import suggestions
@@ -47,14 +47,23 @@ class SeatResult:
     seat: str
     alias: str
     served: str
-    status: str = "error"       # ok | empty | error | cancelled
+    status: str = "error"       # ok | tool_calls | empty | error | cancelled
     seconds: float = 0.0
     answer: str = ""
     error: str = ""
     tokens: dict = field(default_factory=dict)
+    tool_calls: list = field(default_factory=list)
+    finish_reason: str = ""
+
+    @property
+    def answered(self) -> bool:
+        return self.status in ANSWERED
 
     def public(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "served"}
+        out = {k: v for k, v in asdict(self).items() if k != "served"}
+        if not self.tool_calls:   # a plain answer's record stays as it always was
+            del out["tool_calls"]
+        return out
 
 
 @dataclass
@@ -239,7 +248,9 @@ class Panels:
             answer = self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
                                         timeout=min(run.seat_timeout, remaining),
                                         cancel=run.cancel)
-            result.status, result.answer, result.tokens = "ok", answer.text, answer.tokens
+            result.status = "tool_calls" if answer.tool_calls else "ok"
+            result.answer, result.tokens = answer.text, answer.tokens
+            result.tool_calls, result.finish_reason = answer.tool_calls, answer.finish_reason
         except EmptyAnswer as exc:
             result.status, result.error = "empty", str(exc)
         except UpstreamError as exc:
@@ -253,7 +264,8 @@ class Panels:
             "call": result.call, "panel": run.panel, "alias": model.alias, "seat": seat.seat,
             "shape": run.req.shape, "seated": run.started, "status": result.status,
             "seconds": result.seconds, "tokens": result.tokens, "error": result.error,
-            "key": run.key, "collection": run.req.collection.model_id})
+            "key": run.key, "collection": run.req.collection.model_id,
+            **({"tool_calls": result.tool_calls} if result.tool_calls else {})})
         return result
 
     def _learn(self, alias: str, exc: UpstreamError) -> None:
@@ -372,7 +384,7 @@ class PanelRun:
         if model is None:
             self.note = why
             return
-        if not any(r.status == "ok" for r in results):
+        if not any(r.answered for r in results):
             self.note = "no seat answered, so there was nothing to merge"
             return
         self.merger = SeatResult(call=f"{self.panel}.merger", seat="merger", alias=model.alias,
@@ -463,8 +475,11 @@ def verdict_hint(url: str | None) -> str:
 def section(r: SeatResult, n: int) -> str:
     head = (f"## Seat {n}: {r.seat} · {r.alias}\n\n"
             f"call `{r.call}` · {r.status} · {r.seconds:.2f} s\n\n")
-    if r.status == "ok":
-        return head + r.answer.strip() + "\n"
+    if r.answered:
+        text = r.answer.strip()
+        calls = "\n".join(f"- tool call `{c['function']['name']}` "
+                          f"`{c['function']['arguments']}`" for c in r.tool_calls)
+        return head + "\n\n".join(p for p in (text, calls) if p) + "\n"
     return head + f"> {r.status}: {r.error or 'no answer'}\n"
 
 

@@ -65,6 +65,14 @@ BEHAVIOUR = {
     "vision": "accept image parts; a model without it refuses them with a 400",
     "close": "answer with 'Connection: close' and close the connection",
     "drip": "seconds between the answer's bytes: a server that sends slowly but never stops",
+    "tool_calls": "calls to make when the request offers tools and its last message is not a "
+                  "tool result: a list of {'name', 'arguments'}; a call whose tool is not "
+                  "offered is left out. After tool results the model answers with text quoting "
+                  "them",
+    "json": "the answer when the request asks for JSON (response_format): an object, sent as "
+            "JSON, or a string sent as it is (to script invalid JSON). Without it, a "
+            "json_schema request gets an object made from the schema's required keys",
+    "answers": "a list of answers given in turn, one per call (cycling); overrides 'answer'",
 }
 
 _POLL = 0.05   # how often a pending request looks for its client having gone, or a stop
@@ -327,14 +335,29 @@ class _Handler(BaseHTTPRequestHandler):
         if fail == "garbage":
             return self._send(200, b"<html><body><h1>Bad Gateway</h1>simulated garbage, not "
                               b"JSON</body></html>", "text/html")
-        text = "" if fail == "empty" else b.get("answer") or _reply(model, asked, images)
+        calls = [] if fail == "empty" else _tool_calls(b, body, messages, seq)
+        if fail == "empty":
+            text = ""
+        elif calls:
+            text = b.get("answer") or ""
+        elif _wants_json(body):
+            text = _json_answer(b, body)
+        elif b.get("answers"):
+            text = b["answers"][(n - 1) % len(b["answers"])]
+        elif _last_role(messages) == "tool" and not b.get("answer"):
+            text = _after_tools(model, messages)
+        else:
+            text = b.get("answer") or _reply(model, asked, images)
         if text and b.get("echo_auth_answer"):
             text += f" Called with Authorization: {auth or '(none)'}."
+        said = {"role": "assistant", "content": (text or None) if calls else text}
+        if calls:
+            said["tool_calls"] = calls
         completion = {
             "id": f"simcmpl-{seq:08x}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": "simulated",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": said,
+                         "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {"prompt_tokens": estimate, "completion_tokens": math.ceil(len(text) / 4),
                       "total_tokens": estimate + math.ceil(len(text) / 4)}}
         if fail == "reset":
@@ -429,6 +452,78 @@ def _contents(messages: list) -> tuple[list[str], str, int]:
         if message.get("role") == "user":
             last = " ".join(mine)
     return texts, last, images
+
+
+def _last_role(messages: list) -> str | None:
+    last = messages[-1] if messages else None
+    return last.get("role") if isinstance(last, dict) else None
+
+
+def _tool_calls(b: dict, body: dict, messages: list, seq: int) -> list[dict]:
+    """The scripted tool calls this request gets: only tools it offers, and only before any
+    tool result came back (a model that called once answers the results with text)."""
+    script = b.get("tool_calls")
+    tools = body.get("tools")
+    if not script or not isinstance(tools, list) or _last_role(messages) == "tool":
+        return []
+    offered = {t.get("function", {}).get("name") for t in tools
+               if isinstance(t, dict) and isinstance(t.get("function"), dict)}
+    calls = []
+    for i, call in enumerate(script):
+        if call.get("name") not in offered:
+            continue
+        args = call.get("arguments", {})
+        calls.append({"id": f"call_sim{seq:06x}_{i}", "type": "function",
+                      "function": {"name": call["name"],
+                                   "arguments": args if isinstance(args, str)
+                                   else json.dumps(args)}})
+    return calls
+
+
+def _after_tools(model: str, messages: list) -> str:
+    said = [m.get("content") for m in messages
+            if isinstance(m, dict) and m.get("role") == "tool"]
+    quoted = "; ".join(str(s) for s in said[-3:])
+    return f"[simulated {model}] The tools said: {quoted}."
+
+
+def _wants_json(body: dict) -> bool:
+    fmt = body.get("response_format")
+    return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
+
+
+def _json_answer(b: dict, body: dict) -> str:
+    scripted = b.get("json")
+    if isinstance(scripted, str):
+        return scripted
+    if scripted is not None:
+        return json.dumps(scripted)
+    fmt = body["response_format"]
+    schema = (fmt.get("json_schema") or {}).get("schema") if fmt["type"] == "json_schema" else None
+    return json.dumps(_from_schema(schema or {"type": "object"}, body.get("model"), 0))
+
+
+def _from_schema(schema, model, depth: int):
+    """A small value that satisfies ``schema``'s types and required keys (refs not followed)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return None
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            return _from_schema(schema[key][0], model, depth + 1)
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        keys = schema.get("required") or list(props)
+        return {k: _from_schema(props.get(k, {}), model, depth + 1) for k in keys}
+    if kind == "array":
+        return []
+    return {"string": f"simulated {model}", "integer": 1, "number": 1.0, "boolean": True,
+            "null": None}.get(kind, f"simulated {model}")
 
 
 def _reply(model: str, asked: str, images: int) -> str:

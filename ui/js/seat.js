@@ -4,7 +4,7 @@
 import { api, seg } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
-import { copyButton, loading, notice, openDialog, seatLabel, verdictMark } from "./ui.js";
+import { copyButton, loading, notice, openDialog, seatLabel, verdictMark, answered } from "./ui.js";
 import { verdictForm } from "./verdict.js";
 
 /** Open the call's dialog; onVerdict(verdict) when a verdict is saved. */
@@ -28,7 +28,7 @@ async function fill(body, call, signal, onVerdict) {
     replace(body, notice("error", "This seat could not be loaded", err.message));
     return;
   }
-  const mark = h("span", null, c.status === "ok" || c.verdict ? verdictMark(c.verdict ? c.verdict.useful : null) : null);
+  const mark = h("span", null, answered(c) || c.verdict ? verdictMark(c.verdict ? c.verdict.useful : null) : null);
   const facts = h("div", { class: "meta" },
     h("span", null, "Model ", h("strong", { text: c.alias })),
     h("span", null, "Seat ", h("strong", { text: seatLabel(c) })),
@@ -39,14 +39,20 @@ async function fill(body, call, signal, onVerdict) {
     copyButton(() => c.call, "Copy call id"));
   const answer = c.answer
     ? h("pre", { class: "textblock answer", "data-testid": "answer" }, c.answer)
-    : h("p", { class: "muted" }, c.status === "ok" ? "The answer was empty." : "No answer.");
+    : h("p", { class: "muted" }, answered(c) ? "The answer was empty." : "No answer.");
   replace(body,
     facts,
     c.error ? notice("error", `The seat did not answer: ${c.status}`, c.error) : null,
     h("h3", { text: "Answer" }),
     answer,
+    c.tool_calls && c.tool_calls.length
+      ? h("div", { "data-testid": "tool-calls" },
+        h("h3", { text: "Tool calls" }),
+        ...c.tool_calls.map((t) => h("pre", { class: "textblock" },
+          `${t.function.name}(${t.function.arguments})`)))
+      : null,
     h("details", null, h("summary", { text: "Prompt" }), h("pre", { class: "textblock prompt-text" }, c.prompt || "")),
-    c.status === "ok" || c.verdict
+    answered(c) || c.verdict
       ? verdictForm(c.call, c.verdict, {
         signal,
         onSaved: (result) => {

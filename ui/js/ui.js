@@ -270,6 +270,11 @@ export function rateCell(rate, iv, useful, notUseful) {
 }
 
 /** A seat's label as its call id ends ("member2", "explorer1", "merger"); else its kind. */
+// the statuses of a seat that gave an answer to judge (text, tool calls or both)
+export function answered(seat) {
+  return seat.status === "ok" || seat.status === "tool_calls";
+}
+
 export function seatLabel(seat) {
   const call = typeof seat.call === "string" ? seat.call : "";
   const dot = call.lastIndexOf(".");
@@ -288,9 +293,9 @@ export function seatChip(seat, onOpen) {
   h("span", { class: "dot", "aria-hidden": "true" }),
   h("span", { class: "seat-name", text: seatLabel(seat) }),
   h("span", { class: "alias", text: seat.alias }),
-  seat.status !== "ok" ? h("span", { class: "muted", text: seat.status }) : null,
+  !answered(seat) ? h("span", { class: "muted", text: seat.status }) : null,
   h("span", { class: "secs", text: fmt.seconds(seat.seconds) }),
-  seat.status === "ok" || seat.verdict !== null && seat.verdict !== undefined
+  answered(seat) || seat.verdict !== null && seat.verdict !== undefined
     ? verdictMark(seat.verdict) : null);
   return chip;
 }

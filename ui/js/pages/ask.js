@@ -9,8 +9,7 @@ import { openSeat } from "../seat.js";
 import { sseData } from "../sse.js";
 import {
   button, copyButton, emptyState, field, input, linkButton, notice, pageHead, seatLabel, select,
-  verdictMark,
-} from "../ui.js";
+  verdictMark, answered } from "../ui.js";
 import { quickVerdict } from "../verdict.js";
 
 export const title = "Ask";
@@ -36,7 +35,7 @@ function streamingCard(text) {
 }
 
 function finalCard(seat, signal, heading = null) {
-  const ok = seat.status === "ok";
+  const ok = answered(seat);
   const mark = h("span");
   const card = h("article", { class: "card answer-card", dataset: { call: seat.call, seat: seat.seat } },
     h("div", { class: "answer-head" },
@@ -159,10 +158,10 @@ export async function render(root, ctx) {
       const seats = bench.seats || [];
       const merger = bench.merger ? { ...bench.merger, seat: "merger" } : null;
       replace(results,
-        merger ? finalCard(merger, ctx.signal, merger.status === "ok" ? "Merged answer" : "Merger") : null,
+        merger ? finalCard(merger, ctx.signal, answered(merger) ? "Merged answer" : "Merger") : null,
         merger ? h("h2", { class: "section", text: "Every seat's answer" }) : null,
         seats.map((s) => finalCard(s, ctx.signal)));
-      const okCount = seats.filter((s) => s.status === "ok").length;
+      const okCount = seats.filter((s) => answered(s)).length;
       replace(progress, `Done: ${okCount} of ${seats.length} seats answered in ${fmt.seconds(bench.seconds)}.`);
       replace(summary, h("div", { class: "notice" },
         h("div", { class: "grow" },

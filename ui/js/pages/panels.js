@@ -6,7 +6,7 @@ import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { openSeat } from "../seat.js";
-import { button, emptyState, input, linkButton, notice, pageHead, seatChip, seatLabel } from "../ui.js";
+import { button, emptyState, input, linkButton, notice, pageHead, seatChip, seatLabel, answered } from "../ui.js";
 
 export const title = "Panels";
 const POLL_MS = 2000;
@@ -18,7 +18,7 @@ function verdictValue(v) {
 }
 
 function owedIn(panel) {
-  return (panel.seats || []).filter((s) => s.status === "ok" && verdictValue(s.verdict) === null).length;
+  return (panel.seats || []).filter((s) => answered(s) && verdictValue(s.verdict) === null).length;
 }
 
 export async function render(root, ctx) {
