@@ -3,7 +3,8 @@
 Every command takes ``--json`` (machine-readable output) and ``--data DIR`` (else
 ``PANELIST_HOME``, else the per-user default). Errors print one line and exit 1 from one place;
 ``ask`` exits 3 when no seat answered. ``ask`` and ``verdict`` work on the data folder directly,
-or with ``--url`` against a running gateway.
+or with ``--url`` against a running gateway. ``mcp`` serves the Model Context Protocol on
+stdin/stdout for agents, against a running gateway; its stdout carries the protocol only.
 """
 
 from __future__ import annotations
@@ -153,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="calls that answered and await a verdict")
     pe.add_argument("--limit", type=int, default=50, metavar="N")
     pe.add_argument("--url", metavar="URL", help="ask a running gateway instead")
+
+    m = nouns.add_parser("mcp", help="serve the Model Context Protocol on stdin/stdout, so an "
+                         "agent can ask a running gateway's panels and judge their answers")
+    m.add_argument("--url", metavar="URL", help="the running gateway (default: $PANELIST_URL, "
+                   "else http://127.0.0.1:8123); its key, if it needs one, from $PANELIST_KEY")
 
     ke = nouns.add_parser("key", help="gateway keys callers present").add_subparsers(
         dest="verb", metavar="VERB", required=True)
@@ -447,9 +453,14 @@ def cmd_key(args, out: Out) -> int:
     return 0
 
 
+def cmd_mcp(args, out: Out) -> int:
+    from panelist.metrics import mcp  # stdout becomes the protocol's: nothing else prints there
+    return mcp.main(url=args.url)
+
+
 COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve, "endpoint": cmd_endpoint, "model": cmd_model,
             "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
-            "pending": cmd_pending, "key": cmd_key}
+            "pending": cmd_pending, "key": cmd_key, "mcp": cmd_mcp}
 
 
 def main(argv: list[str] | None = None) -> int:
