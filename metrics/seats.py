@@ -158,6 +158,7 @@ class Admission(Protocol):
 
 
 Learn = Callable[[Model, UpstreamError], None]
+Scrub = Callable[[str], str]
 
 
 class _NotAdmitted(Exception):
@@ -196,10 +197,10 @@ class Seats:
     # -- a set --------------------------------------------------------------------------------------
     def start(self, calls: Iterable[SeatCall], *, timeout: float,
               cancel: threading.Event | None = None, log: CallSink | None = None,
-              learn: Learn | None = None) -> "SeatSet":
+              learn: Learn | None = None, scrub: Scrub | None = None) -> "SeatSet":
         """Start every call at once; the set's deadline is ``timeout`` seconds from now."""
         return SeatSet(self, list(calls), time.monotonic() + timeout,
-                       cancel if cancel is not None else CancelFlag(), log, learn)
+                       cancel if cancel is not None else CancelFlag(), log, learn, scrub)
 
     def run(self, calls: Iterable[SeatCall], *, timeout: float, **kw) -> list[SeatResult]:
         """``start`` and wait: every result, in the order the calls were given."""
@@ -207,8 +208,13 @@ class Seats:
 
     # -- one call -----------------------------------------------------------------------------------
     def ask(self, call: SeatCall, *, deadline: float, cancel: threading.Event | None = None,
-            log: CallSink | None = None, learn: Learn | None = None) -> SeatResult:
-        """Make one call in this thread, by ``deadline`` (``time.monotonic()``); never raises."""
+            log: CallSink | None = None, learn: Learn | None = None,
+            scrub: Scrub | None = None) -> SeatResult:
+        """Make one call in this thread, by ``deadline`` (``time.monotonic()``); never raises.
+
+        ``learn(model, error)`` hears every upstream failure (the gateway cools models down);
+        ``scrub(text)`` cleans an error's text before anyone sees it (the gateway hides image
+        URLs an upstream may echo)."""
         result = SeatResult.of(call)
         t0 = time.monotonic()
         try:
@@ -228,6 +234,8 @@ class Seats:
             result.error = f"{type(exc).__name__}: {exc}"
         result.seconds = round(time.monotonic() - t0, 3)
         result.waited = round(result.waited, 3)
+        if scrub is not None and result.error:
+            result.error = scrub(result.error)
         if log is not None:
             try:
                 log.write(result)
@@ -312,7 +320,8 @@ class SeatSet:
     """A set of calls in flight; results are handed over in the order they finish."""
 
     def __init__(self, seats: Seats, calls: list[SeatCall], deadline: float,
-                 cancel: threading.Event, log: CallSink | None, learn: Learn | None):
+                 cancel: threading.Event, log: CallSink | None, learn: Learn | None,
+                 scrub: Scrub | None):
         labels = [c.label for c in calls]
         if len(set(labels)) != len(labels):
             raise ValueError("every call of a set needs its own label; "
@@ -323,12 +332,12 @@ class SeatSet:
         self._unreported = set(range(len(calls)))
         self._results: list[SeatResult | None] = [None] * len(calls)
         for i, call in enumerate(calls):
-            seats._submit(self._run, seats, i, call, log, learn)
+            seats._submit(self._run, seats, i, call, log, learn, scrub)
 
-    def _run(self, seats: Seats, i: int, call: SeatCall, log, learn) -> None:
+    def _run(self, seats: Seats, i: int, call: SeatCall, log, learn, scrub) -> None:
         # ``ask`` never raises, so every call reports here
         self._finished.put((i, seats.ask(call, deadline=self.deadline, cancel=self.cancel,
-                                         log=log, learn=learn)))
+                                         log=log, learn=learn, scrub=scrub)))
 
     def progress(self, tick: float = 0.25) -> Iterator[SeatResult | None]:
         """Yield each result once, as its call finishes, and None every ``tick`` seconds while

@@ -247,6 +247,16 @@ def test_the_key_never_reaches_the_log(sim, roster, core, tmp_path, monkeypatch)
     assert secret not in (tmp_path / "calls.jsonl").read_text()
 
 
+def test_an_error_is_scrubbed_before_it_is_logged(sim, roster, core, tmp_path):
+    sim.script("fast", fail="server_error", message="could not fetch https://img.example/a.png")
+    log = CallLog(tmp_path / "calls.jsonl")
+    result, = core.run([call(roster, "a", "fast")], timeout=30, log=log,
+                       scrub=lambda text: text.replace("https://img.example/a.png", "[image]"))
+    log.close()
+    assert "[image]" in result.error and "img.example" not in result.error
+    assert "img.example" not in (tmp_path / "calls.jsonl").read_text()
+
+
 def test_one_call_in_the_callers_thread(sim, roster):
     upstream = Upstream()
     seats = Seats(roster, upstream)
