@@ -60,7 +60,7 @@ Answer with one JSON object and nothing else:
 {{"accuracy": <integer>, "shown_work": <integer>, "reason": "<one or two sentences>"}}"""
 
 
-# -- the tool difference ----------------------------------------------------------------------------
+# -- the tool difference ---------------------------------------------------------------------------
 def _key(arguments) -> str:
     return jsonwire.dumps(arguments, sort_keys=True, separators=(",", ":"), default=repr)
 
@@ -103,7 +103,7 @@ def describe(diff: dict) -> str:
     return "\n".join(lines)
 
 
-# -- masking ----------------------------------------------------------------------------------------
+# -- masking ---------------------------------------------------------------------------------------
 class Masker:
     """Replaces every identifier of the given models and endpoints in a text."""
 
@@ -131,7 +131,7 @@ class Masker:
         return self._pattern.sub(lambda m: self._names[m.group(0).lower()], text)
 
 
-# -- the question and the answer --------------------------------------------------------------------
+# -- the question and the answer -------------------------------------------------------------------
 def messages(task: str, rubric: str | None, reference: str, candidate: str, diff: dict,
              mask: Masker) -> list[dict]:
     body = "\n\n".join([
@@ -139,7 +139,8 @@ def messages(task: str, rubric: str | None, reference: str, candidate: str, diff
         "# Rubric\n" + mask(rubric or "No rubric beyond the task: judge by the task itself."),
         "# Reference run\n" + mask(reference),
         "# Candidate run\n" + mask(candidate),
-        "# Tool difference (candidate against reference, computed by code)\n" + mask(describe(diff)),
+        "# Tool difference (candidate against reference, computed by code)\n"
+        + mask(describe(diff)),
     ])
     return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": body}]
 

@@ -61,7 +61,7 @@ def races_dir(home: Home) -> Path:
     return home.root / "runs" / "races"
 
 
-# -- tools ------------------------------------------------------------------------------------------
+# -- tools -----------------------------------------------------------------------------------------
 def tool(parameters: dict, *, name: str | None = None, description: str | None = None):
     """Mark a function as a tool a seat may offer: ``parameters`` is the JSON schema of its
     keyword arguments; the name defaults to the function's, the description to its docstring.
@@ -118,7 +118,7 @@ class ToolLoopTooLong(PanelistError):
     """Raised when a model still calls tools after ``max_rounds`` calls of one ``chat``."""
 
 
-# -- the seat ---------------------------------------------------------------------------------------
+# -- the seat --------------------------------------------------------------------------------------
 class Seat:
     """A job's handle on one model for one run; every call is recorded in its transcript."""
 
@@ -196,7 +196,7 @@ class Seat:
         return f"error: {why}"
 
 
-# -- grades -----------------------------------------------------------------------------------------
+# -- grades ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GradeBook:
     """What a race needs to know of grades, shaped as ``metrics.grades.Grades`` offers it:
@@ -236,7 +236,7 @@ def roster_candidates(view: RosterView, grade: str) -> list[str]:
             if m.grade == grade and not m.retired and m.endpoint in view.endpoints]
 
 
-# -- one race in flight -----------------------------------------------------------------------------
+# -- one race in flight ----------------------------------------------------------------------------
 class _Race:
     """What every seat of one race shares: the core, its log, deadline, cancel flag and costs."""
 
@@ -304,7 +304,7 @@ class Benchmark:
         self._progress = {"runs": 0, "done": 0, "judged": 0}
         self._progress_lock = threading.Lock()
 
-    # -- setters --------------------------------------------------------------------------------------
+    # -- setters -----------------------------------------------------------------------------------
     def set_input(self, value) -> "Benchmark":
         self._input, self._has_input = value, True
         return self
@@ -352,7 +352,7 @@ class Benchmark:
             raise BadRequest("there is no report yet: call run() first")
         return self._report
 
-    # -- the race -------------------------------------------------------------------------------------
+    # -- the race ----------------------------------------------------------------------------------
     def run(self):
         """Run the reference, race the grade, judge each run; return the reference's output."""
         if not self._has_input:
@@ -371,6 +371,8 @@ class Benchmark:
             list(self.grades.candidates(grade))
         candidates = [self._model(view, a, f"candidate '{a}'", "see `panelist model list`")
                       for a in aliases]
+        with self._progress_lock:
+            self._progress = {"runs": 0, "done": 0, "judged": 0}
         race_id, folder = _new_race(races_dir(self.home))
         seats = Seats(self.roster, self.upstream, admission=self.admission)
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)

@@ -143,11 +143,12 @@ class BenchmarkReport:
     def table(self) -> str:
         """The report as plain text: the reference, a row per run, a line per model, verdict."""
         ref = self.reference
+        outcome = "succeeded" if ref.get("succeeded") else f"FAILED: {ref.get('error')}"
         lines = [f"race {self.race} · grade {self.grade} · reference {self.pinned} · judge "
                  f"{self.ceiling} · {self.runs} run(s) per model · {self.seconds:.1f} s",
-                 f"reference: {'succeeded' if ref.get('succeeded') else 'FAILED: ' + str(ref.get('error'))}"
-                 f" · calls {ref.get('model_calls', 0)} · tools {ref.get('tool_calls', 0)}"
-                 f" · wall {_num(ref.get('wall'))} s · cost {_cost(ref.get('cost'), ref.get('currency'))}"]
+                 f"reference: {outcome} · calls {ref.get('model_calls', 0)} · tools "
+                 f"{ref.get('tool_calls', 0)} · wall {_num(ref.get('wall'))} s · cost "
+                 f"{_cost(ref.get('cost'), ref.get('currency'))}"]
         head = ("model", "run", "ok", "calls", "tools", "in", "out", "first s", "wall s", "cost",
                 "score", "acc", "work", "total", "reason")
         body = [(r["model"], str(r["run"]), "yes" if r["succeeded"] else "no",
@@ -162,7 +163,7 @@ class BenchmarkReport:
         body = [(m["model"], str(m["runs"]), str(m["succeeded"]), str(m["judged"]),
                  _num(m["wall"]), _cost(m["cost"], m["currency"]), _num(m["score"]),
                  _num(m["accuracy"]), _num(m["shown_work"]), _num(m["total"]),
-                 "–" if m["interval"] is None else f"{m['interval'][0]:.2f}–{m['interval'][1]:.2f}")
+                 _span(m["interval"]))
                 for m in self.models]
         lines += [""] + _grid(head, body)
         spent = ", ".join(f"{v:.6f} {c}" for c, v in self.costs.get("by_currency", {}).items())
@@ -180,6 +181,10 @@ def _num(v) -> str:
     if isinstance(v, float):
         return f"{v:.2f}" if abs(v) < 1000 else f"{v:.0f}"
     return str(v)
+
+
+def _span(pair) -> str:
+    return "–" if pair is None else f"{pair[0]:.2f}–{pair[1]:.2f}"
 
 
 def _cost(v, currency) -> str:

@@ -194,7 +194,7 @@ class Seats:
                                                 thread_name_prefix="seats")
             return self._pool.submit(fn, *args)
 
-    # -- a set --------------------------------------------------------------------------------------
+    # -- a set -------------------------------------------------------------------------------------
     def start(self, calls: Iterable[SeatCall], *, timeout: float,
               cancel: threading.Event | None = None, log: CallSink | None = None,
               learn: Learn | None = None, scrub: Scrub | None = None) -> "SeatSet":
@@ -206,7 +206,7 @@ class Seats:
         """``start`` and wait: every result, in the order the calls were given."""
         return self.start(calls, timeout=timeout, **kw).wait()
 
-    # -- one call -----------------------------------------------------------------------------------
+    # -- one call ----------------------------------------------------------------------------------
     def ask(self, call: SeatCall, *, deadline: float, cancel: threading.Event | None = None,
             log: CallSink | None = None, learn: Learn | None = None,
             scrub: Scrub | None = None) -> SeatResult:
