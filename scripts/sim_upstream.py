@@ -70,8 +70,9 @@ BEHAVIOUR = {
                   "offered is left out. After tool results the model answers with text quoting "
                   "them",
     "json": "the answer when the request asks for JSON (response_format): an object, sent as "
-            "JSON, or a string sent as it is (to script invalid JSON). Without it, a "
-            "json_schema request gets an object made from the schema's required keys",
+            "JSON, or a string sent as it is (to script invalid JSON), or a list of those "
+            "given in turn, one per call (cycling). Without it, a json_schema request gets an "
+            "object made from the schema's required keys",
     "answers": "a list of answers given in turn, one per call (cycling); overrides 'answer'",
 }
 
@@ -341,7 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif calls:
             text = b.get("answer") or ""
         elif _wants_json(body):
-            text = _json_answer(b, body)
+            text = _json_answer(b, body, n)
         elif b.get("answers"):
             text = b["answers"][(n - 1) % len(b["answers"])]
         elif _last_role(messages) == "tool" and not b.get("answer"):
@@ -492,8 +493,10 @@ def _wants_json(body: dict) -> bool:
     return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
 
 
-def _json_answer(b: dict, body: dict) -> str:
+def _json_answer(b: dict, body: dict, n: int) -> str:
     scripted = b.get("json")
+    if isinstance(scripted, list) and scripted:
+        scripted = scripted[(n - 1) % len(scripted)]
     if isinstance(scripted, str):
         return scripted
     if scripted is not None:

@@ -1,0 +1,573 @@
+"""The race: a job run on the grade's pinned model (the reference), raced on every candidate of
+its grade, each run judged blind against the reference, reported side by side.
+
+A **job** is any object with ``grade`` and ``run(input, seat) -> output``; a **seat** is a handle
+pinned to one model whose ``chat`` makes one call through the seats core (admission included)
+and, given tools, runs the tool-call loop. ``Benchmark`` drives the race::
+
+    bench = Benchmark(OrderAgent, runs=3, home=home)
+    bench.set_input("Where is order 42?")
+    bench.set_rubric("Names the order's status and its delivery date.")
+    answer = bench.run()          # what the reference run returned
+    bench.report().table()        # rows, means, intervals, verdict
+
+Invariants:
+
+* ``run()`` returns exactly what the reference run returned. When the reference fails, the
+  report is still built, logged and saved, and then the job's own exception is raised.
+* Every candidate run is a fresh ``factory()`` job pinned to its model; all runs are submitted
+  at once and paced by admission; a failed run is a row saying why, and the race goes on.
+* Every model and judge call is in ``runs/races/<race id>/calls.jsonl`` with the race id, the
+  run and the role (reference / candidate / judge); the report is ``runs/races/<race id>.json``
+  and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
+* A run that fails is never judged; a run that succeeds is judged as soon as it lands, by the
+  ceiling model, blind (``metrics.judge``).
+* Costs are the roster's prices × tokens, in each model's currency, never summed across
+  currencies.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from panelist.metrics import judge
+from panelist.metrics.client import CancelFlag, Upstream
+from panelist.metrics.costs import Costs, call_cost
+from panelist.metrics.errors import BadRequest, NotFound, PanelistError
+from panelist.metrics.home import Home, open_home
+from panelist.metrics.ledger import utc_iso
+from panelist.metrics.racereport import BenchmarkReport, summarise, verdict
+from panelist.metrics.roster import Model, Roster, RosterView
+from panelist.metrics.seats import CallFailed, CallLog, SeatCall, SeatResult, Seats
+from panelist.metrics.transcript import Transcript, arguments_of, as_text
+
+log = logging.getLogger("panelist.race")
+
+MAX_ROUNDS = 8          # model calls one ``chat`` may make while the model keeps calling tools
+CALL_TIMEOUT = 120.0    # seconds one model call may take once admitted
+RACE_TIMEOUT = 3600.0   # seconds the whole race (waits for admission included) may take
+PARALLEL = 32           # runs in flight at once in this process (admission paces the calls)
+JUDGES = 4              # judgements in flight at once
+
+
+def races_dir(home: Home) -> Path:
+    return home.root / "runs" / "races"
+
+
+# -- tools -----------------------------------------------------------------------------------------
+def tool(parameters: dict, *, name: str | None = None, description: str | None = None):
+    """Mark a function as a tool a seat may offer: ``parameters`` is the JSON schema of its
+    keyword arguments; the name defaults to the function's, the description to its docstring.
+
+        @tool({"type": "object", "properties": {"number": {"type": "string"}},
+               "required": ["number"]})
+        def lookup_order(number): ...
+    """
+    if not isinstance(parameters, dict):
+        raise TypeError("tool() takes the JSON schema of the tool's arguments, a dict such as "
+                        '{"type": "object", "properties": {...}}')
+
+    def mark(fn):
+        fn.tool_spec = {"name": name or fn.__name__,
+                        "description": description or (fn.__doc__ or "").strip(),
+                        "parameters": parameters}
+        return fn
+    return mark
+
+
+@dataclass(frozen=True)
+class _Tool:
+    name: str
+    fn: Callable
+    spec: dict
+
+    def offer(self) -> dict:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.spec.get("description") or "",
+            "parameters": self.spec.get("parameters") or {"type": "object", "properties": {}}}}
+
+
+def _tools(tools) -> dict[str, _Tool]:
+    """Tools given as ``@tool`` functions or ``(function, schema)`` pairs, by name."""
+    out: dict[str, _Tool] = {}
+    for item in tools or ():
+        if isinstance(item, tuple) and len(item) == 2 and callable(item[0]):
+            fn, schema = item
+            spec = dict(schema) if "parameters" in schema else {"parameters": schema}
+            spec.setdefault("name", fn.__name__)
+            spec.setdefault("description", (fn.__doc__ or "").strip())
+        elif callable(item) and isinstance(getattr(item, "tool_spec", None), dict):
+            fn, spec = item, item.tool_spec
+        else:
+            raise TypeError(f"{item!r} is not a tool: mark a function with @tool(schema) or "
+                            "pass a (function, schema) pair")
+        if spec["name"] in out:
+            raise ValueError(f"two tools are named {spec['name']!r}; give one another name")
+        out[spec["name"]] = _Tool(spec["name"], fn, spec)
+    return out
+
+
+class ToolLoopTooLong(PanelistError):
+    """Raised when a model still calls tools after ``max_rounds`` calls of one ``chat``."""
+
+
+# -- the seat --------------------------------------------------------------------------------------
+class Seat:
+    """A job's handle on one model for one run; every call is recorded in its transcript."""
+
+    def __init__(self, race: "_Race", model: Model, role: str, run: int):
+        self._race, self.model, self.role, self.run = race, model, role, run
+        self.transcript = Transcript()
+        self.results: list[SeatResult] = []
+        self.started = time.monotonic()
+        self.first_answer: float | None = None
+        self._lock = threading.Lock()
+
+    def chat(self, messages: list[dict], tools=None, *, max_rounds: int = MAX_ROUNDS,
+             **params) -> str:
+        """Ask the model; with ``tools``, answer its tool calls until it answers in text.
+
+        Returns the final answer's text. A call that fails raises ``CallFailed`` (the job fails
+        as it would in production); a model still calling tools after ``max_rounds`` calls
+        raises ``ToolLoopTooLong``."""
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("seat.chat needs a non-empty list of messages such as "
+                             '[{"role": "user", "content": "..."}]')
+        offered = _tools(tools)
+        body = dict(params)
+        if offered:
+            body["tools"] = [t.offer() for t in offered.values()]
+        history = list(messages)
+        self.transcript.asked(messages)
+        for _ in range(max_rounds):
+            result = self._call(history, body)
+            if not result.tool_calls or not offered:
+                return result.text
+            history.append({"role": "assistant", "content": result.text or None,
+                            "tool_calls": result.tool_calls})
+            for call in result.tool_calls:
+                history.append({"role": "tool", "tool_call_id": call["id"],
+                                "content": self._use(offered, call)})
+        raise ToolLoopTooLong(f"{self.role} run {self.run}: the model still called tools after "
+                              f"{max_rounds} calls; raise max_rounds or check the tools' answers")
+
+    def _call(self, history: list[dict], body: dict) -> SeatResult:
+        with self._lock:
+            n = len(self.results) + 1
+        race = self._race
+        call = SeatCall(label=f"{self.role}.{self.model.alias}.run{self.run}.{n}",
+                        role=self.role, model=self.model, messages=list(history), params=body,
+                        timeout=race.call_timeout, retries=1,
+                        meta={"race": race.id, "run": self.run, "model_call": n})
+        result = race.seats.ask(call, deadline=race.deadline, cancel=race.cancel, log=race.log)
+        with self._lock:
+            self.results.append(result)
+            if result.answered and self.first_answer is None:
+                self.first_answer = time.monotonic()
+        self.transcript.model(result, n)
+        race.spent(self.model, result)
+        return result.check()
+
+    def _use(self, offered: dict[str, _Tool], call: dict) -> str:
+        """Run one tool call; what it returned (or raised) is recorded and sent back."""
+        name = call["function"]["name"]
+        arguments = arguments_of(call["function"]["arguments"])
+        found = offered.get(name)
+        if found is None:
+            why = f"no tool named {name!r}; offered: {', '.join(offered)}"
+        elif not isinstance(arguments, dict):
+            why = "the arguments are not a JSON object"
+        else:
+            try:
+                returned = as_text(found.fn(**arguments))
+            except Exception as exc:   # the tool's failure is the model's to read, and recorded
+                why = f"{type(exc).__name__}: {exc}"
+            else:
+                self.transcript.tool(name, arguments, returned=returned)
+                return returned
+        self.transcript.tool(name, arguments, raised=why)
+        return f"error: {why}"
+
+
+# -- grades ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GradeBook:
+    """What a race needs to know of grades, shaped as ``metrics.grades.Grades`` offers it:
+    the pinned alias of a grade, the ceiling alias, and the callable candidates of a grade."""
+
+    pinned: Callable[[str], str | None]
+    ceiling: Callable[[], str | None]
+    candidates: Callable[[str], list[str]]
+
+    @classmethod
+    def of(cls, grades, roster: Roster) -> "GradeBook":
+        """Over a ``Grades(home)`` (``.pinned(grade)``, ``.ceiling()``,
+        ``.candidates(grade, roster_view)``)."""
+        return cls(grades.pinned, grades.ceiling,
+                   lambda grade: list(grades.candidates(grade, roster.view())))
+
+    @classmethod
+    def plain(cls, pinned: dict[str, str], ceiling: str | None, roster: Roster,
+              candidates: dict[str, list[str]] | None = None) -> "GradeBook":
+        """From plain values; candidates default to the roster's (see ``roster_candidates``)."""
+        return cls(pinned.get, lambda: ceiling,
+                   (lambda g: list(candidates.get(g, []))) if candidates is not None
+                   else (lambda g: roster_candidates(roster.view(), g)))
+
+    @classmethod
+    def of_home(cls, home: Home, roster: Roster) -> "GradeBook":
+        try:
+            from panelist.metrics.grades import Grades
+        except ImportError:   # grades not installed in this build: the roster's grades alone
+            return cls.plain({}, None, roster)
+        return cls.of(Grades(home), roster)
+
+
+def roster_candidates(view: RosterView, grade: str) -> list[str]:
+    """Every callable model of ``grade``: of that grade, not retired, its endpoint present."""
+    return [m.alias for m in view.models.values()
+            if m.grade == grade and not m.retired and m.endpoint in view.endpoints]
+
+
+# -- one race in flight ----------------------------------------------------------------------------
+class _Race:
+    """What every seat of one race shares: the core, its log, deadline, cancel flag and costs."""
+
+    def __init__(self, race_id: str, folder: Path, seats: Seats, call_timeout: float,
+                 timeout: float, cancel: threading.Event):
+        self.id, self.folder, self.seats = race_id, folder, seats
+        self.log = CallLog(folder / "calls.jsonl")
+        self.call_timeout = call_timeout
+        self.deadline = time.monotonic() + timeout
+        self.cancel = cancel
+        self.costs = Costs()
+        self._lock = threading.Lock()
+
+    def spent(self, model: Model, result: SeatResult) -> None:
+        with self._lock:
+            self.costs.add_call(model, result.tokens)
+
+
+@dataclass
+class _Run:
+    seat: Seat
+    output: object = None
+    exception: BaseException | None = None
+    wall: float = 0.0
+    row: dict | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exception is None
+
+
+class Benchmark:
+    """Races a job across its grade; see the module docstring."""
+
+    REPORT = "benchmark.report"
+
+    def __init__(self, factory: Callable[[], object], runs: int = 1, parent=None, *,
+                 home: Home | str | None = None, grades: GradeBook | None = None,
+                 upstream: Upstream | None = None, admission="home",
+                 call_timeout: float = CALL_TIMEOUT, timeout: float = RACE_TIMEOUT,
+                 parallel: int = PARALLEL):
+        """``factory()`` builds a fresh job per run; each candidate runs it ``runs`` times.
+        ``parent``: an object with a ``metadata`` dict that also receives the report.
+        ``admission``: ``"home"`` (the data folder's limits), an admission object, or None."""
+        if not callable(factory):
+            raise TypeError("Benchmark needs a factory: a callable that builds a fresh job")
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+            raise ValueError(f"runs must be a whole number of at least 1, not {runs!r}")
+        if parent is not None and not isinstance(getattr(parent, "metadata", None), dict):
+            raise TypeError("parent must have a 'metadata' dict the report can be set on")
+        self.factory, self.runs, self.parent = factory, runs, parent
+        self.home = home if isinstance(home, Home) else open_home(home)
+        self.roster = Roster(self.home)
+        self.grades = grades or GradeBook.of_home(self.home, self.roster)
+        self.upstream = upstream
+        self.admission = _admission(self.home) if admission == "home" else admission
+        self.call_timeout, self.timeout, self.parallel = call_timeout, timeout, parallel
+        self.metadata: dict = {}
+        self._input, self._has_input = None, False
+        self._candidates: list[str] | None = None
+        self._rubric: str | None = None
+        self._scorer = None
+        self._report: BenchmarkReport | None = None
+        self._cancel = CancelFlag()
+        self._progress = {"runs": 0, "done": 0, "judged": 0}
+        self._progress_lock = threading.Lock()
+
+    # -- setters -----------------------------------------------------------------------------------
+    def set_input(self, value) -> "Benchmark":
+        self._input, self._has_input = value, True
+        return self
+
+    def set_candidates(self, aliases: list[str]) -> "Benchmark":
+        if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
+            raise TypeError("set_candidates takes a list of model aliases")
+        self._candidates = list(dict.fromkeys(aliases))
+        return self
+
+    def set_rubric(self, text: str) -> "Benchmark":
+        if not isinstance(text, str):
+            raise TypeError("the rubric is plain text")
+        self._rubric = text
+        return self
+
+    def set_scorer(self, fn: Callable[[object, object], float | None]) -> "Benchmark":
+        """``fn(reference_output, output) -> float in [0, 1]``, or None when the pair cannot be
+        compared; the judge runs beside it either way."""
+        if not callable(fn):
+            raise TypeError("the scorer is a callable fn(reference_output, output)")
+        self._scorer = fn
+        return self
+
+    @classmethod
+    def candidates(cls, grade: str, *, home: Home | str | None = None,
+                   grades: GradeBook | None = None) -> list[str]:
+        """Every callable model of ``grade`` (the default candidates of a race)."""
+        if grades is None:
+            home = home if isinstance(home, Home) else open_home(home)
+            grades = GradeBook.of_home(home, Roster(home))
+        return list(grades.candidates(grade))
+
+    def cancel(self) -> None:
+        """Stop the race: calls waiting or in flight end as cancelled; ``run`` then reports."""
+        self._cancel.set()
+
+    def progress(self) -> dict:
+        """``{"runs", "done", "judged"}`` so far (for a terminal or an HTTP poll)."""
+        with self._progress_lock:
+            return dict(self._progress)
+
+    def report(self) -> BenchmarkReport:
+        if self._report is None:
+            raise BadRequest("there is no report yet: call run() first")
+        return self._report
+
+    # -- the race ----------------------------------------------------------------------------------
+    def run(self):
+        """Run the reference, race the grade, judge each run; return the reference's output."""
+        if not self._has_input:
+            raise BadRequest("call set_input(x) before run(): the job needs its input")
+        job = self.factory()
+        grade = getattr(job, "grade", None)
+        if not isinstance(grade, str) or not grade:
+            raise BadRequest("the job has no 'grade': give its class a grade such as "
+                             "grade = \"general\"")
+        view = self.roster.view()
+        pinned = self._model(view, self.grades.pinned(grade), f"the model pinned for grade "
+                             f"'{grade}'", f"pin one with `panelist grade pin {grade} ALIAS`")
+        ceiling = self._model(view, self.grades.ceiling(), "the ceiling model (the judge)",
+                              "set one with `panelist grade ceiling ALIAS`")
+        aliases = self._candidates if self._candidates is not None else \
+            list(self.grades.candidates(grade))
+        candidates = [self._model(view, a, f"candidate '{a}'", "see `panelist model list`")
+                      for a in aliases]
+        with self._progress_lock:
+            self._progress = {"runs": 0, "done": 0, "judged": 0}
+        race_id, folder = _new_race(races_dir(self.home))
+        seats = Seats(self.roster, self.upstream, admission=self.admission)
+        race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)
+        started, t0 = time.time(), time.monotonic()
+        try:
+            reference = self._one(race, pinned, "reference", 0, job)
+            rows: list[dict] = []
+            if reference.succeeded:
+                rows = self._race(race, reference, candidates, ceiling, view)
+            report = self._report_of(race, grade, pinned, ceiling, candidates, reference, rows,
+                                     started, time.monotonic() - t0)
+        finally:
+            race.log.close()
+            seats.close()
+        self._publish(report, folder)
+        if not reference.succeeded:
+            raise reference.exception
+        return reference.output
+
+    def _model(self, view: RosterView, alias: str | None, what: str, fix: str) -> Model:
+        if alias is None:
+            raise NotFound(f"there is no {what}; {fix}")
+        if hasattr(alias, "alias"):   # a Grades that hands out models rather than aliases
+            alias = alias.alias
+        model = view.models.get(alias)
+        if model is None:
+            raise NotFound(f"{what} is '{alias}', which is not on the roster; {fix}")
+        return model
+
+    def _one(self, race: _Race, model: Model, role: str, run: int, job=None) -> _Run:
+        seat = Seat(race, model, role, run)
+        out = _Run(seat)
+        try:
+            if job is None:
+                job = self.factory()
+            out.output = job.run(self._input, seat)
+            seat.transcript.output = as_text(out.output)
+        except Exception as exc:   # the job's own failure: a row for a candidate, raised for
+            out.exception = exc    # the reference once the report is written
+            seat.transcript.error = f"{type(exc).__name__}: {exc}"
+        out.wall = time.monotonic() - seat.started
+        out.row = self._row(out, model, run)
+        return out
+
+    def _race(self, race: _Race, reference: _Run, candidates: list[Model], ceiling: Model,
+              view: RosterView) -> list[dict]:
+        plan = [(m, n) for n in range(1, self.runs + 1) for m in candidates]
+        with self._progress_lock:
+            self._progress["runs"] = len(plan)
+        endpoints = {m.endpoint for m in (*candidates, ceiling, reference.seat.model)}
+        masker = judge.Masker([*candidates, ceiling, reference.seat.model],
+                              [view.endpoints[e] for e in endpoints if e in view.endpoints])
+        task = as_text(self._input)
+        rows: list[dict] = []
+        workers = max(1, min(self.parallel, len(plan)))
+        with ThreadPoolExecutor(workers, thread_name_prefix=f"race-{race.id}") as runs, \
+                ThreadPoolExecutor(JUDGES, thread_name_prefix=f"judge-{race.id}") as judges:
+            futures = [runs.submit(self._one, race, m, "candidate", n) for m, n in plan]
+            judging = []
+            for future in as_completed(futures):   # judged as each run lands
+                run = future.result()
+                rows.append(run.row)
+                self._count("done")
+                if run.succeeded:
+                    judging.append(judges.submit(self._judge, race, reference, run, ceiling,
+                                                 masker, task))
+            for future in as_completed(judging):
+                future.result()
+                self._count("judged")
+        order = {(m.alias, n): i for i, (m, n) in enumerate(plan)}
+        return sorted(rows, key=lambda r: order[(r["model"], r["run"])])
+
+    def _count(self, what: str) -> None:
+        with self._progress_lock:
+            self._progress[what] += 1
+
+    def _judge(self, race: _Race, reference: _Run, run: _Run, ceiling: Model,
+               masker: judge.Masker, task: str) -> None:
+        row = run.row
+        diff = judge.tool_difference(reference.seat.transcript.tool_calls(),
+                                     run.seat.transcript.tool_calls())
+        row["tool_difference"] = diff
+        if self._scorer is not None:
+            try:
+                score = self._scorer(reference.output, run.output)
+                if score is not None and (isinstance(score, bool) or
+                                          not isinstance(score, (int, float)) or
+                                          not 0 <= score <= 1):
+                    raise ValueError(f"the scorer returned {score!r}, not a number from 0 to 1 "
+                                     "or None")
+                row["score"] = None if score is None else float(score)
+            except Exception as exc:   # a scorer's bug is the row's note, not the race's end
+                row["score_error"] = f"{type(exc).__name__}: {exc}"
+        asked = judge.messages(task, self._rubric, reference.seat.transcript.render(),
+                               run.seat.transcript.render(), diff, masker)
+        verdict_ = judge.Judgement()
+        problem = ""
+        for n in range(1, judge.ASKS + 1):
+            verdict_.asks = n
+            result = race.seats.ask(
+                SeatCall(label=f"judge.{row['label']}.{n}", role="judge", model=ceiling,
+                         messages=asked, params={"response_format": judge.RESPONSE_FORMAT},
+                         timeout=race.call_timeout, retries=1,
+                         meta={"race": race.id, "run": run.seat.run, "judged": row["label"]}),
+                deadline=race.deadline, cancel=race.cancel, log=race.log)
+            race.spent(ceiling, result)
+            if not result.answered:
+                problem = f"the judge's call failed ({result.error_kind}: {result.error})"
+                continue
+            parsed, problem = judge.parse(result.text)
+            if parsed is not None:
+                verdict_ = judge.Judgement(**parsed, asks=n).cap(diff)
+                break
+            asked = judge.again(asked, result.text, problem)
+        else:
+            verdict_.error = f"judge failure after {judge.ASKS} asks: {problem}"
+        row.update(accuracy=verdict_.accuracy, shown_work=verdict_.shown_work,
+                   total=verdict_.total, reason=verdict_.reason or verdict_.error,
+                   judge_error=verdict_.error or None, judge_asks=verdict_.asks)
+        if verdict_.said is not None:
+            row["capped_from"] = verdict_.said
+            row["reason"] += (f" [accuracy capped at {judge.CAP} from {verdict_.said}: the tool "
+                              "calls differ from the reference's]")
+
+    def _row(self, run: _Run, model: Model, n: int) -> dict:
+        seat = run.seat
+        costs = [call_cost(model, r.tokens) for r in seat.results]
+        tokens_in = sum((r.tokens or {}).get("prompt") or 0 for r in seat.results)
+        tokens_out = sum((r.tokens or {}).get("completion") or 0 for r in seat.results)
+        error = None if run.succeeded else f"{type(run.exception).__name__}: {run.exception}"
+        return {
+            "model": model.alias, "run": n, "role": seat.role,
+            "label": f"{seat.role}.{model.alias}.run{n}", "succeeded": run.succeeded,
+            "error": error, "model_calls": len(seat.results),
+            "tool_calls": len(seat.transcript.tool_calls()),
+            "tokens_in": tokens_in, "tokens_out": tokens_out,
+            "first_answer": None if seat.first_answer is None
+            else round(seat.first_answer - seat.started, 3),
+            "wall": round(run.wall, 3),
+            "cost": None if not costs or None in costs else round(sum(costs), 8),
+            "currency": model.currency, "score": None, "accuracy": None, "shown_work": None,
+            "total": None, "reason": error or "", "judge_error": None, "tool_difference": None,
+            "output": seat.transcript.output, "transcript": seat.transcript.public(),
+        }
+
+    def _report_of(self, race: _Race, grade: str, pinned: Model, ceiling: Model,
+                   candidates: list[Model], reference: _Run, rows: list[dict], started: float,
+                   seconds: float) -> BenchmarkReport:
+        models = [summarise(m.alias, [r for r in rows if r["model"] == m.alias], m.currency)
+                  for m in candidates] if rows else []
+        if not reference.succeeded:
+            decided = {"model": None, "reference_interval": None,
+                       "why": f"the reference run failed ({reference.row['error']}): there is "
+                              "nothing to judge against"}
+        else:
+            decided = verdict(models, pinned.alias)
+        return BenchmarkReport(
+            race=race.id, grade=grade, pinned=pinned.alias, ceiling=ceiling.alias,
+            runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),
+            task=as_text(self._input), rubric=self._rubric,
+            candidates=[m.alias for m in candidates], reference=reference.row, rows=rows,
+            models=models, verdict=decided, costs=race.costs.public(),
+            judge_failures=sum(1 for r in rows if r.get("judge_error")),
+            calls_log=str(race.log.path))
+
+    def _publish(self, report: BenchmarkReport, folder: Path) -> None:
+        self._report = report
+        report.save(folder.with_suffix(".json"))
+        log.info("race %s\n%s", report.race, report.table())
+        self.metadata[self.REPORT] = report
+        if self.parent is not None:
+            self.parent.metadata[self.REPORT] = report
+
+
+def _admission(home: Home):
+    try:
+        from panelist.metrics.admission import Admission
+    except ImportError:   # admission not installed in this build: no limits
+        return None
+    return Admission(home)
+
+
+def _new_race(root: Path) -> tuple[str, Path]:
+    """A fresh race id and its folder, made here so no two races share one."""
+    root.mkdir(parents=True, exist_ok=True)
+    day = time.strftime("%Y%m%d", time.gmtime())
+    while True:
+        race_id = f"r{day}-{secrets.token_hex(4)}"
+        folder = root / race_id
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return race_id, folder
+
+
+__all__ = ["Benchmark", "BenchmarkReport", "CallFailed", "GradeBook", "Seat", "ToolLoopTooLong",
+           "roster_candidates", "tool"]

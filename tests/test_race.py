@@ -1,0 +1,448 @@
+"""The race's Python API on the simulated upstream: reference, candidates, blind judge, report."""
+
+import json
+import logging
+import threading
+
+import pytest
+
+from conftest import read_jsonl
+from panelist.metrics.home import open_home
+from panelist.metrics.race import Benchmark, GradeBook, tool
+from panelist.metrics.roster import Roster
+from panelist.metrics.seats import CallFailed
+from panelist.metrics.transcript import as_text
+from panelist.scripts.sim_upstream import SimUpstream
+from test_seats import CountingAdmission
+
+LOOKUP = {"name": "lookup_order", "arguments": {"number": "42"}}
+JUDGE_SAYS = {"accuracy": 7, "shown_work": 3, "reason": "same facts, same answer"}
+
+# alias -> (served id, family, endpoint, grade, price in, price out, currency)
+MODELS = {
+    "pinned-one": ("vendorx/pinned-large-v3", "pinnedfam", "alpha", "general", 2.0, 6.0, "USD"),
+    "cheap-two": ("vendorx/cheap-small-v1", "cheapfam", "alpha", "general", 0.5, 1.0, "USD"),
+    "skipper": ("vendory/skipper-mini", "skipfam", "beta", "general", 0.1, 0.2, "USD"),
+    "euro-four": ("vendorz/euro-model-9", "eurofam", "gamma", "general", 0.2, 0.4, "EUR"),
+    "retired-five": ("vendorx/retired-v0", "retfam", "alpha", "general", None, None, "USD"),
+    "judge-top": ("vendorj/judge-ultra", "judgefam", "delta", "strong", 5.0, 15.0, "USD"),
+}
+
+
+@pytest.fixture()
+def upstreams():
+    """Four endpoints, each a simulated provider serving its models."""
+    sims = {}
+    try:
+        for endpoint in ("alpha", "beta", "gamma", "delta"):
+            sims[endpoint] = SimUpstream({}).start()
+        yield sims
+    finally:
+        for s in sims.values():
+            s.stop()
+
+
+@pytest.fixture()
+def race_home(tmp_path, upstreams):
+    home = open_home(tmp_path / "data")
+    roster = Roster(home)
+    for name, sim in upstreams.items():
+        roster.add_endpoint(name, sim.url)
+    for alias, (served, family, endpoint, grade, p_in, p_out, cur) in MODELS.items():
+        roster.add_model(alias, endpoint, served=served, family=family, grade=grade,
+                         price_in=p_in, price_out=p_out, currency=cur,
+                         retired=alias == "retired-five", tools=True)
+        tool_calls = [] if alias in ("skipper", "judge-top") else [LOOKUP]
+        upstreams[endpoint].script(served, tool_calls=tool_calls, json=JUDGE_SAYS)
+    return home
+
+
+def sim_of(upstreams, alias):
+    served, _, endpoint, *_ = MODELS[alias]
+    return upstreams[endpoint], served
+
+
+def grades(home, candidates=None):
+    return GradeBook.plain({"general": "pinned-one", "strong": "judge-top"}, "judge-top",
+                           Roster(home), candidates)
+
+
+@tool({"type": "object", "properties": {"number": {"type": "string"}}, "required": ["number"]})
+def lookup_order(number):
+    """Find an order by its number."""
+    return {"order": number, "status": "shipped", "eta": "Monday"}
+
+
+class OrderJob:
+    grade = "general"
+    outputs: list = []
+
+    def run(self, question, seat):
+        text = seat.chat([{"role": "system", "content": "You answer questions about orders."},
+                          {"role": "user", "content": question}], tools=[lookup_order])
+        out = {"answer": text}
+        self.outputs.append((seat.model.alias, out))
+        return out
+
+
+def bench_of(home, *, runs=1, candidates=None, **kw):
+    bench = Benchmark(OrderJob, runs=runs, home=home, grades=grades(home), admission=None, **kw)
+    bench.set_input("Where is order 42?")
+    bench.set_rubric("States the order's status and when it arrives.")
+    if candidates is not None:
+        bench.set_candidates(candidates)
+    return bench
+
+
+def judge_requests(upstreams):
+    sim, served = sim_of(upstreams, "judge-top")
+    return [r["body"] for r in sim.requests if r["model"] == served]
+
+
+def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_home):
+    class Parent:
+        metadata = {}
+    OrderJob.outputs = []
+    bench = bench_of(race_home, candidates=["cheap-two"], parent=Parent())
+    answer = bench.run()
+    reference = next(out for alias, out in OrderJob.outputs if alias == "pinned-one")
+    assert answer is reference, "what the reference returned, the very object"
+    assert "The tools said" in answer["answer"]
+
+    report = bench.report()
+    assert Parent.metadata[Benchmark.REPORT] is report
+    assert bench.metadata[Benchmark.REPORT] is report
+    saved = json.loads((race_home.root / "runs" / "races" / f"{report.race}.json").read_text())
+    assert saved["race"] == report.race and saved["pinned"] == "pinned-one"
+    assert saved["reference"]["succeeded"] is True
+    assert saved["reference"]["output"] == as_text(answer)
+    assert [(r["model"], r["run"]) for r in saved["rows"]] == [("cheap-two", 1)]
+    assert saved["rows"][0]["tool_difference"] == {"skipped": [], "different": [], "extra": []}
+    assert saved["rows"][0]["accuracy"] == 7 and saved["rows"][0]["total"] == 10
+
+
+def test_a_candidate_that_skips_a_tool_is_told_to_the_judge_and_capped(race_home, upstreams):
+    bench = bench_of(race_home, candidates=["skipper"])
+    bench.run()
+    row, = bench.report().rows
+    assert row["tool_difference"]["skipped"] == [{"tool": "lookup_order",
+                                                  "arguments": {"number": "42"}}]
+    assert row["accuracy"] <= 4 and row["capped_from"] == 7, "code caps what the judge gave"
+    assert "capped at 4 from 7" in row["reason"]
+    assert row["total"] == row["accuracy"] + row["shown_work"]
+    asked, = judge_requests(upstreams)
+    text = asked["messages"][-1]["content"]
+    assert "skipped: lookup_order" in text
+    assert asked["response_format"]["type"] == "json_schema"
+    assert set(asked["response_format"]["json_schema"]["schema"]["required"]) == {
+        "accuracy", "shown_work", "reason"}
+
+
+def test_no_model_or_endpoint_identifier_reaches_the_judge(race_home, upstreams):
+    bench = bench_of(race_home, candidates=["cheap-two", "skipper", "euro-four"])
+    bench.run()
+    view = Roster(race_home).view()
+    forbidden = set()
+    for alias in ("pinned-one", "cheap-two", "skipper", "euro-four"):
+        model = view.models[alias]
+        endpoint = view.endpoints[model.endpoint]
+        host = endpoint.base_url.split("//")[1].split("/")[0]
+        forbidden |= {alias, model.served, model.family, endpoint.name, endpoint.base_url, host}
+    asked = judge_requests(upstreams)
+    assert len(asked) == 3
+    for body in asked:
+        read = json.dumps(body["messages"]).lower()
+        for name in forbidden:
+            assert name.lower() not in read, f"{name!r} reached the judge"
+    # what the runs said did reach it, masked: the simulated answers quote their served ids
+    assert "[simulated [model]]" in asked[0]["messages"][-1]["content"]
+    assert "shipped" in asked[0]["messages"][-1]["content"]
+
+
+def test_costs_come_from_prices_per_currency(race_home):
+    bench = bench_of(race_home, candidates=["cheap-two", "euro-four"])
+    bench.run()
+    report = bench.report()
+    prices = {alias: (m[4], m[5], m[6]) for alias, m in MODELS.items()}
+    spent = {}
+    for row in [report.reference, *report.rows]:
+        p_in, p_out, currency = prices[row["model"]]
+        cost = (row["tokens_in"] * p_in + row["tokens_out"] * p_out) / 1e6
+        assert row["currency"] == currency
+        assert row["cost"] == pytest.approx(cost)
+        spent[currency] = spent.get(currency, 0) + cost
+    calls = read_jsonl(report_path(race_home, report).parent / report.race / "calls.jsonl")
+    judged = [c for c in calls if c["role"] == "judge"]
+    spent["USD"] += sum((c["tokens"]["prompt"] * 5 + c["tokens"]["completion"] * 15) / 1e6
+                        for c in judged)
+    assert report.costs["by_currency"] == pytest.approx(spent)
+    assert set(report.costs["by_currency"]) == {"USD", "EUR"}, "never summed across currencies"
+    # the judge gave both 10/10: both are within the pinned model's… which was not raced here
+    assert report.verdict["model"] is None and "pinned-one" in report.verdict["why"]
+
+
+def report_path(home, report):
+    return home.root / "runs" / "races" / f"{report.race}.json"
+
+
+def test_the_verdict_is_the_cheapest_model_within_the_reference_interval(race_home):
+    bench = bench_of(race_home, runs=2, candidates=["pinned-one", "cheap-two", "euro-four"])
+    bench.run()
+    report = bench.report()
+    by = {m["model"]: m for m in report.models}
+    assert by["pinned-one"]["interval"] == [10.0, 10.0] or by["pinned-one"]["interval"] == (
+        10.0, 10.0)
+    # two currencies qualify: never compared, so the verdict names the cheapest in each
+    assert report.verdict["model"] is None
+    assert report.verdict["cheapest_by_currency"] == {"EUR": "euro-four", "USD": "cheap-two"}
+
+    bench = bench_of(race_home, runs=2, candidates=["pinned-one", "cheap-two"])
+    bench.run()
+    assert bench.report().verdict["model"] == "cheap-two"
+    assert "cheap-two" in bench.report().table().splitlines()[-2]
+
+
+def test_a_failing_candidate_is_a_row_that_says_why(race_home, upstreams):
+    sim, served = sim_of(upstreams, "cheap-two")
+    sim.script(served, fail="auth")
+    bench = bench_of(race_home, candidates=["cheap-two", "euro-four"])
+    bench.run()
+    failed, fine = bench.report().rows
+    assert failed["model"] == "cheap-two" and failed["succeeded"] is False
+    assert "CallFailed" in failed["error"] and "auth" in failed["error"]
+    assert failed["reason"] == failed["error"] and failed["total"] is None
+    assert fine["succeeded"] is True and fine["total"] == 10
+    assert len(judge_requests(upstreams)) == 1, "a failed run is not judged"
+    summary = {m["model"]: m for m in bench.report().models}["cheap-two"]
+    assert summary["runs"] == 1 and summary["succeeded"] == 0
+
+
+class OrderMissing(Exception):
+    pass
+
+
+class StrictJob(OrderJob):
+    def run(self, question, seat):
+        try:
+            return super().run(question, seat)
+        except CallFailed as exc:
+            raise OrderMissing(f"could not look up the order: {exc.kind}") from exc
+
+
+def test_a_failing_reference_raises_the_jobs_exception_after_the_report(race_home, upstreams,
+                                                                        caplog):
+    sim, served = sim_of(upstreams, "pinned-one")
+    sim.script(served, fail="auth")
+    bench = Benchmark(StrictJob, home=race_home, grades=grades(race_home), admission=None)
+    bench.set_input("Where is order 42?")
+    with caplog.at_level(logging.INFO, logger="panelist.race"), \
+            pytest.raises(OrderMissing, match="auth"):
+        bench.run()
+    report = bench.report()
+    saved = json.loads(report_path(race_home, report).read_text())
+    assert saved["reference"]["succeeded"] is False
+    assert "OrderMissing" in saved["reference"]["error"]
+    assert saved["rows"] == [] and saved["verdict"]["model"] is None
+    assert report.race in caplog.text and "FAILED" in caplog.text, "the table was logged"
+    sim_c, served_c = sim_of(upstreams, "cheap-two")
+    assert sim_c.count(served_c) == 0, "nothing raced against a reference that failed"
+
+
+def test_a_judge_answer_that_is_not_json_is_asked_once_more_then_a_judge_failure(
+        race_home, upstreams):
+    sim, served = sim_of(upstreams, "judge-top")
+    sim.script(served, json="this is not JSON {")
+    bench = bench_of(race_home, candidates=["cheap-two"])
+    bench.run()
+    row, = bench.report().rows
+    assert sim.count(served) == 2, "asked once more, never a third time"
+    assert row["accuracy"] is None and row["total"] is None
+    assert "judge failure" in row["judge_error"] and "not a JSON object" in row["judge_error"]
+    assert bench.report().judge_failures == 1
+    second = judge_requests(upstreams)[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": "this is not JSON {"}
+    assert "cannot be used" in second[-1]["content"]
+
+
+def test_a_judge_answer_out_of_range_then_valid_is_taken_on_the_second_ask(race_home,
+                                                                           upstreams):
+    sim, served = sim_of(upstreams, "judge-top")
+    sim.script(served, json=[{"accuracy": 9, "shown_work": 3, "reason": "x"},
+                             {"accuracy": 5, "shown_work": 2, "reason": "close enough"}])
+    bench = bench_of(race_home, candidates=["cheap-two"])
+    bench.run()
+    row, = bench.report().rows
+    assert (row["accuracy"], row["shown_work"], row["total"]) == (5, 2, 7)
+    assert row["judge_asks"] == 2 and row["judge_error"] is None
+    assert "'accuracy' is 9" in judge_requests(upstreams)[1]["messages"][-1]["content"]
+
+
+def test_runs_times_candidates_rows_and_the_call_log(race_home):
+    bench = bench_of(race_home, runs=2)   # default candidates: every callable model of the grade
+    bench.run()
+    report = bench.report()
+    expected = report.candidates
+    assert sorted(expected) == ["cheap-two", "euro-four", "pinned-one", "skipper"], (
+        "retired models and other grades are not raced")
+    assert [(r["model"], r["run"]) for r in report.rows] == [
+        (m, n) for n in (1, 2) for m in expected]
+    assert all(r["total"] is not None for r in report.rows)
+    assert [m["model"] for m in report.models] == expected
+    assert all(m["judged"] == 2 and m["interval"] is not None for m in report.models)
+
+    calls = read_jsonl(report_path(race_home, report).parent / report.race / "calls.jsonl")
+    assert all(c["race"] == report.race for c in calls)
+    roles = [c["role"] for c in calls]
+    assert roles.count("judge") == 8
+    assert roles.count("reference") == 2, "the reference called the model, then its tool"
+    # the pinned model and both tool users call twice a run, the skipper once
+    assert roles.count("candidate") == 2 * (2 + 2 + 1 + 2)
+    assert {c["run"] for c in calls if c["role"] == "candidate"} == {1, 2}
+    assert {c["run"] for c in calls if c["role"] == "reference"} == {0}
+    assert progress_done(bench) == {"runs": 8, "done": 8, "judged": 8}
+
+
+def progress_done(bench):
+    return bench.progress()
+
+
+def test_tool_calls_are_recorded_with_what_they_returned_or_raised(race_home, upstreams):
+    def broken(number):
+        raise KeyError(f"no order {number}")
+
+    class BrokenToolJob(OrderJob):
+        def run(self, question, seat):
+            return seat.chat([{"role": "user", "content": question}],
+                             tools=[(broken, {"name": "lookup_order", "parameters": {
+                                 "type": "object", "properties": {"number": {"type": "string"}}}})])
+
+    bench = Benchmark(BrokenToolJob, home=race_home, grades=grades(race_home), admission=None)
+    bench.set_input("Where is order 42?").set_candidates(["cheap-two"])
+    bench.run()
+    events = bench.report().reference["transcript"]["events"]
+    used, = [e for e in events if e["kind"] == "tool"]
+    assert used == {"kind": "tool", "tool": "lookup_order", "arguments": {"number": "42"},
+                    "raised": "KeyError: 'no order 42'"}
+    sim, served = sim_of(upstreams, "pinned-one")
+    told = sim.requests[-1]["body"]["messages"][-1]
+    assert told["role"] == "tool" and told["content"].startswith("error: KeyError")
+
+
+def test_the_scorer_runs_beside_the_judge(race_home):
+    seen = []
+
+    def scorer(reference, output):
+        seen.append((reference, output))
+        return 1.0 if reference == output else 0.0
+
+    bench = bench_of(race_home, candidates=["cheap-two", "skipper"])
+    bench.set_scorer(scorer)
+    bench.run()
+    cheap, skipper = bench.report().rows
+    assert cheap["score"] == 0.0   # the simulated answer names its own model
+    assert skipper["score"] == 0.0 and len(seen) == 2
+
+    bench = bench_of(race_home, candidates=["cheap-two"])
+    bench.set_scorer(lambda ref, out: 3)
+    bench.run()
+    row, = bench.report().rows
+    assert row["score"] is None and "not a number from 0 to 1" in row["score_error"]
+    assert row["total"] == 10, "the judge still ran"
+
+
+def test_candidates_are_paced_by_admission(race_home):
+    admission = CountingAdmission(limit=1)
+    bench = Benchmark(OrderJob, runs=2, home=race_home, grades=grades(race_home),
+                      admission=admission)
+    bench.set_input("Where is order 42?").set_candidates(["cheap-two", "euro-four"])
+    bench.run()
+    assert all(r["succeeded"] for r in bench.report().rows)
+    assert admission.most == 1
+    # reference 2 calls, 4 runs × 2 calls, 4 judgements
+    assert admission.slots == 2 + 8 + 4
+
+
+def test_grades_are_read_through_the_grades_interface(race_home):
+    class Grades:   # the shape metrics.grades.Grades offers
+        def pinned(self, grade):
+            return {"general": "pinned-one"}.get(grade)
+
+        def ceiling(self):
+            return "judge-top"
+
+        def candidates(self, grade, view):
+            assert grade in view.models["pinned-one"].grade, "given the roster's view"
+            return ["pinned-one", "cheap-two"]
+
+    book = GradeBook.of(Grades(), Roster(race_home))
+    assert Benchmark.candidates("general", grades=book) == ["pinned-one", "cheap-two"]
+    bench = Benchmark(OrderJob, home=race_home, grades=book, admission=None)
+    bench.set_input("Where is order 42?")
+    bench.run()
+    report = bench.report()
+    assert (report.pinned, report.ceiling) == ("pinned-one", "judge-top")
+    assert report.candidates == ["pinned-one", "cheap-two"]
+
+
+def test_refusals_say_what_to_do(race_home):
+    from panelist.metrics.errors import BadRequest, NotFound
+    bench = Benchmark(OrderJob, home=race_home, grades=grades(race_home), admission=None)
+    with pytest.raises(BadRequest, match="set_input"):
+        bench.run()
+    with pytest.raises(BadRequest, match="run\\(\\) first"):
+        bench.report()
+    bench.set_input("x")
+    bench.grades = GradeBook.plain({}, "judge-top", Roster(race_home))
+    with pytest.raises(NotFound, match="grade pin general"):
+        bench.run()
+    bench.grades = grades(race_home)
+    bench.set_candidates(["nobody"])
+    with pytest.raises(NotFound, match="'nobody'"):
+        bench.run()
+    with pytest.raises(ValueError, match="runs"):
+        Benchmark(OrderJob, runs=0, home=race_home)
+    with pytest.raises(TypeError, match="metadata"):
+        Benchmark(OrderJob, parent=object(), home=race_home)
+
+
+def test_a_job_may_call_its_seat_from_threads(race_home):
+    class TwoAtOnce(OrderJob):
+        def run(self, question, seat):
+            out = [None, None]
+
+            def ask(i):
+                out[i] = seat.chat([{"role": "user", "content": f"{question} ({i})"}])
+            threads = [threading.Thread(target=ask, args=(i,)) for i in (0, 1)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return out
+
+    bench = Benchmark(TwoAtOnce, home=race_home, grades=grades(race_home), admission=None)
+    bench.set_input("Hello").set_candidates(["cheap-two"])
+    assert len(bench.run()) == 2
+    assert bench.report().reference["model_calls"] == 2
+
+
+def test_the_tool_difference_names_skipped_different_and_extra_calls():
+    from panelist.metrics.judge import differs, tool_difference
+    ref = [{"tool": "lookup", "arguments": {"n": 1}}, {"tool": "ship", "arguments": {"n": 1}},
+           {"tool": "lookup", "arguments": {"n": 2}}]
+    run = [{"tool": "ship", "arguments": {"n": 9}}, {"tool": "lookup", "arguments": {"n": 1}},
+           {"tool": "refund", "arguments": {}}]
+    diff = tool_difference(ref, run)
+    assert diff == {"skipped": [{"tool": "lookup", "arguments": {"n": 2}}],
+                    "different": [{"tool": "ship", "reference": {"n": 1}, "run": {"n": 9}}],
+                    "extra": [{"tool": "refund", "arguments": {}}]}
+    same = tool_difference(ref, list(reversed(ref)))
+    assert not differs(same), "order is not compared; arguments are, as data"
+
+
+def test_masking_replaces_whole_identifiers_only():
+    from panelist.metrics.judge import Masker
+    from panelist.metrics.roster import Endpoint, Model
+    mask = Masker([Model("fast", "local", "org/Fast-7B", "fastfam")],
+                  [Endpoint("local", "http://10.0.0.5:8000/v1", "K")])
+    said = mask("FAST said breakfast; org/fast-7b at http://10.0.0.5:8000/v1 via local")
+    assert said == "[model] said breakfast; [model] at [endpoint] via [endpoint]"
