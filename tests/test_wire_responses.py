@@ -10,8 +10,10 @@ import pytest
 from conftest import PATIENCE, Gateway, move_to, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics import wire_responses
+from panelist.metrics.collection import Collections
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.keys import Keys
+from panelist.metrics.roster import Roster
 from sse import RawStream
 
 ASK = "Review: x = 1/0"
@@ -284,7 +286,9 @@ def test_errors_are_openai_errors(client, gateway, home):
 
 
 def test_keys_are_required_on_responses_like_chat(home):
+    Collections(home).save(Roster(home).view(), "solo", ["x-one"])
     secret, _ = Keys(home).create("agent")
+    narrow, _ = Keys(home).create("narrow", collections=["solo"])
     with Gateway(make_gateway(home, env={"PANELIST_REQUIRE_KEYS": "1"})) as gw:
         with openai.OpenAI(base_url=gw.url + "/v1", api_key="pk_" + "A" * 43,
                            max_retries=0) as stranger:
@@ -295,6 +299,10 @@ def test_keys_are_required_on_responses_like_chat(home):
                                headers={"Authorization": f"Bearer {secret}",
                                         "Host": "attacker.example"})
         assert status == 403
+        with openai.OpenAI(base_url=gw.url + "/v1", api_key=narrow, max_retries=0) as scoped:
+            with pytest.raises(openai.PermissionDeniedError) as caught:
+                scoped.responses.create(model="bench/trio:merged", input=ASK)
+        assert "may not call bench/trio" in caught.value.body["message"]
         with openai.OpenAI(base_url=gw.url + "/v1", api_key=secret, max_retries=0) as agent:
             response = agent.responses.create(model="bench/trio", input=ASK)
     (record,) = logged(home)
