@@ -1059,16 +1059,23 @@ def await_reply(h: Handler, run, keep_alive) -> dict | None:
 
 
 def post_verdict(h: Handler, _):
+    """A verdict on a call id, or on a panel id and the model's alias (``merger`` for the
+    merged answer)."""
     v = verdict.check(h.read_json())
+    ledger = h.server.panels.ledger
+    if v["call"] is None and h.caller.keyed:
+        h.caller.check_owner(ledger.panel(v["panel"]), f"panel '{v['panel']}'")
+    call = verdict.call_of(v, ledger, key=h.caller.scope)
     if h.caller.keyed:  # a key judges only its own calls
-        h.caller.check_owner(h.server.panels.ledger.call(v["call"]), f"call '{v['call']}'")
-    result = h.server.panels.ledger.record_verdict(
-        v["call"], useful=v["useful"], note=v["note"], real=v["real"], false=v["false"],
-        by=h.caller.name)
+        h.caller.check_owner(ledger.call(call), f"call '{call}'")
+    result = ledger.record_verdict(call, useful=v["useful"], note=v["note"], real=v["real"],
+                                   false=v["false"], by=h.caller.name)
     h.send_json(200, result)
 
 
 def get_pending(h: Handler, _):
+    """Calls owed a verdict (``data``), and apart from them the panels whose reply never
+    reached the caller (``abandoned``): their seats are owed nothing."""
     query = parse_qs(urlsplit(h.path).query)
     try:
         limit = int(query.get("limit", ["50"])[0])
@@ -1076,8 +1083,11 @@ def get_pending(h: Handler, _):
         raise BadRequest("'limit' must be a whole number", param="limit") from None
     if not 1 <= limit <= 500:
         raise BadRequest("'limit' must be between 1 and 500", param="limit")
-    owed = h.server.panels.ledger.pending(key=h.caller.scope, limit=limit)
-    h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed]})
+    ledger = h.server.panels.ledger
+    owed = ledger.pending(key=h.caller.scope, limit=limit)
+    left = ledger.undelivered(key=h.caller.scope, limit=limit)
+    h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed],
+                      "abandoned": [verdict.not_owed(p) for p in left]})
 
 
 def get_panel(h: Handler, params: dict):

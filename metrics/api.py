@@ -393,8 +393,9 @@ def find(req: ApiRequest) -> dict:
 
 def post_verdict(req: ApiRequest) -> dict:
     v = verdict.check(req.body)
-    return req.panels.ledger.record_verdict(v["call"], useful=v["useful"], note=v["note"],
-                                            real=v["real"], false=v["false"], by=req.who)
+    ledger = req.panels.ledger
+    return ledger.record_verdict(verdict.call_of(v, ledger), useful=v["useful"], note=v["note"],
+                                 real=v["real"], false=v["false"], by=req.who)
 
 
 def evidence(req: ApiRequest) -> dict:
