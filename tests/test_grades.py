@@ -131,19 +131,6 @@ def test_the_demo_roster_pins_a_model_per_grade(tmp_path):
     assert grades.pinned("general") == "sim-flaky"
 
 
-def test_api_grades_lists_them_for_the_overview(dash, home):
-    roster = Roster(home)
-    roster.add_model("big", "sim", family="big", grade="strong")
-    Grades(home).pin("strong", "big")
-    status, body, _ = dash.get("/api/grades")
-    assert status == 200
-    assert [g["grade"] for g in body["grades"]] == ["light", "general", "strong"]
-    (strong,) = [g for g in body["grades"] if g["grade"] == "strong"]
-    assert strong == {"grade": "strong", "rank": 3, "pinned": "big", "problem": None,
-                      "models": ["big"]}
-    assert body["ceiling"] == {"alias": "big", "set": False, "problem": None}
-
-
 def test_the_ceiling_refuses_an_unknown_model_in_python_too(graded):
     with pytest.raises(NotFound):
         Grades(graded).set_ceiling("nobody")
