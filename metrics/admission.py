@@ -13,10 +13,11 @@ endpoint, the model) has a folder ``runs/admission/<endpoint>/`` (a model's:
   Lowering the limit takes effect as the calls holding the higher slots end.
 * ``rate``: the latest admission times (a ring of wall-clock seconds, as long as the largest rpm
   it has served), read and written under an exclusive ``flock``. A call is admitted at ``t`` only
-  if the ``rpm``-th latest of them is at least a window (60 s) before ``t``, so any ``rpm + 1`` admissions span a whole window: calls admitted
-  in any 60 s window never exceed ``rpm`` (strict, unlike the estimate in ``ratelimit.py``). An
-  admission is recorded after the call's concurrency slot is held and right before it is sent, so
-  what the log holds is when calls were sent.
+  if the ``rpm``-th latest of them is at least a window (60 s) before ``t``, so any ``rpm + 1``
+  admissions span a whole window: calls admitted in any 60 s window never exceed ``rpm``
+  (strict, unlike the estimate in ``ratelimit.py``). An admission is recorded after the call's
+  concurrency slot is held and right before it is sent, so the log holds when calls were sent.
+  A wall clock stepped back only makes calls wait longer.
 * ``pause.json`` (endpoint only): a learned ``Retry-After``, ``{"until", "seconds", "why"}``.
   Until then no call to the endpoint is admitted, in any process. A later pause extends it, an
   earlier one never shortens it. A pause applies to an endpoint that has a limit of its own; an
@@ -26,10 +27,11 @@ Nothing else is written: no prompt, no key, no header. Clocks: wall-clock (``tim
 what processes share, ``time.monotonic`` for a caller's own wait.
 
 Waiting never spins. Within one ``Admission``, callers of the same scope queue first come, first
-served, and only the first in line tries; the others sleep on a condition. The first in line
-sleeps until the pause ends or the rate window lets the next call in (both are known times), and
-for a slot, sleeps on the condition, which a slot released in this process signals at once; a slot
-released by another process is noticed by polling with a backoff from 2 ms doubling to 50 ms.
+served, and only the first in line tries; the others sleep on a condition. Between processes
+there is no order: whoever finds a free slot first takes it. The first in line sleeps until the
+pause ends or the rate window lets the next call in (both are known times), and for a slot,
+sleeps on the condition, which a slot released in this process signals at once; a slot released
+by another process is noticed by polling with a backoff from 2 ms doubling to 50 ms.
 A ``cancel`` event ends a wait with ``errors.Cancelled``: a sleep until a known time waits on the
 event itself, and a sleep on the condition lasts at most ``TICK`` when one is given. A wait that
 cannot succeed in time (the pause or the rate window ends after it) fails at once with

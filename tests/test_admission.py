@@ -223,7 +223,7 @@ def test_a_changed_rpm_applies_to_the_calls_already_made(folder, admissions):
     assert not adm.has_room("ep", "m")
 
 
-# -- pauses and cancel ------------------------------------------------------------------------------
+# -- pauses and cancel ---------------------------------------------------------------------------
 def test_a_retry_after_pause_is_seen_by_another_admission(folder, admissions):
     limit(folder, max_concurrent=4)
     learner, other = admissions(), admissions()
