@@ -107,6 +107,13 @@ def load_demo(req: ApiRequest) -> dict:
     return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
 
 
+# -- grades ---------------------------------------------------------------------------------------
+def list_grades(req: ApiRequest) -> dict:
+    """The grades weakest first, each with its pin and models, and the ceiling."""
+    from panelist.metrics.grades import Grades
+    return Grades(req.panels.home).listing(req.panels.roster.view())
+
+
 # -- models ---------------------------------------------------------------------------------------
 def _model_row(model: Model, version: str, stats: dict, state, now: float) -> dict:
     useful, not_useful = stats.get("useful", 0), stats.get("not_useful", 0)
@@ -437,6 +444,7 @@ def revoke_key(req: ApiRequest) -> dict:
 ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/info", {"GET": info}),
     ("/api/demo", {"POST": load_demo}),
+    ("/api/grades", {"GET": list_grades}),
     ("/api/models", {"GET": list_models, "POST": create_model}),
     ("/api/models/{alias}", {"PUT": update_model, "DELETE": delete_model}),
     ("/api/models/{alias}/retire", {"POST": retire_model}),
