@@ -90,6 +90,9 @@ class Request:
     nominees: tuple[str, ...] = ()
     images: list[str] = field(default_factory=list)
     prefer: str | None = None   # a member alias to pick first, when it is seated (pick.py)
+    # the members' ledger states for the shape as seating saw them (set by ``Panels.seat``):
+    # the pick order is read from them, so picking costs no second look at the ledger
+    member_states: dict = field(default_factory=dict)
 
     def text(self) -> str:
         """The request as it may be written down: images are placeholders."""
@@ -213,6 +216,7 @@ class Panels:
                                  estimate=req.estimate, images=bool(req.images),
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now)
             self._refuse(req, view, states, seating)
+            req.member_states = {a: states[a] for a in req.collection.members if a in states}
             seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
@@ -423,9 +427,8 @@ class PanelRun:
     # -- pick mode ------------------------------------------------------------------------------
     def preference(self, results: list[SeatResult]) -> list[SeatResult]:
         """``results`` in pick order (see pick.py), by the ledger's verdicts for the shape."""
-        members = self.req.collection.members
-        states = self.panels.ledger.states(members, self.req.shape)
-        return pick.order(self.in_seat_order(results), members, states, self.req.prefer)
+        return pick.order(self.in_seat_order(results), self.req.collection.members,
+                          self.req.member_states, self.req.prefer)
 
     def wait_pick(self, alive: Callable[[], bool] | None = None,
                   tick: float = 0.25) -> SeatResult | None:
