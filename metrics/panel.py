@@ -259,10 +259,18 @@ class Panels:
     def ask(self, body, *, key: str = "local", verdict_url: str | None = None,
             alive: Callable[[], bool] | None = None) -> dict | None:
         """Run one panel to the end and return the OpenAI ``chat.completion`` reply, or None
-        when ``alive`` reports that the caller left (the panel is then cancelled and logged)."""
+        when ``alive`` reports that the caller left (the panel is then cancelled and logged).
+        In pick mode too it returns once every seat ended and the panel is logged (a process
+        that closes its ``Panels`` next would cut the seats still running), with every seat
+        in ``bench`` as it ended; a server, which lives on, answers earlier through
+        ``complete``."""
         req = self.parse(body)
-        return self.complete(self.start(req, self.seat(req), key=key),
-                             verdict_url=verdict_url, alive=alive)
+        run = self.start(req, self.seat(req), key=key)
+        reply = self.complete(run, verdict_url=verdict_url, alive=alive)
+        if reply is not None and run.req.reply_mode == "pick" and \
+                run.logged.wait(self.collections.limits().panel_timeout + HOLD_GRACE):
+            reply = run.reply(run.results, verdict_url=verdict_url)   # every seat as it ended
+        return reply
 
     def complete(self, run: "PanelRun", *, verdict_url: str | None = None,
                  alive: Callable[[], bool] | None = None) -> dict | None:
@@ -350,6 +358,7 @@ class PanelRun:
             self.note = ""
             self.done: list[SeatResult] = []   # pick mode: seats handed over, in finish order
             self._recorded = False
+            self.logged = threading.Event()   # set once the panel's line is written
             self._lock = threading.Lock()   # guards _recorded, _left and _detached
             self._detached = False   # pick mode: the reply is out; the last seat records
             self.results = [SeatResult(call=f"{self.panel}.{s.label}", seat=s.seat,
@@ -650,7 +659,10 @@ class PanelRun:
             record["picked"] = self.picked()
         if self.note:
             record["note"] = self.note
-        self.panels.ledger.record_panel(record)
+        try:
+            self.panels.ledger.record_panel(record)
+        finally:
+            self.logged.set()
 
 
 def verdict_hint(url: str | None) -> str:

@@ -247,3 +247,15 @@ def test_a_browser_app_may_read_the_panel_header(home):
 def test_models_list_offers_pick(gateway):
     status, body, _ = gateway.get("/v1/models")
     assert {"bench/trio", "bench/trio:merged", "bench/trio:pick"} <= {m["id"] for m in body["data"]}
+
+
+def test_ask_on_the_command_line_picks_and_logs_the_whole_panel(home, sim, capsys):
+    from panelist.metrics.cli import main
+    sim.script("slow", latency=0.3)   # still running when the pick is known
+    code = main(["ask", "trio:pick", "Where is order 42?", "--data", str(home.root)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.startswith("[simulated fast]") and "## Seat" not in out
+    (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")   # logged before ask returned
+    assert record["picked"]["alias"] == "fast" and len(record["seats"]) == 5
+    assert {s["alias"]: s["status"] for s in record["seats"]}["slow"] == "ok"
