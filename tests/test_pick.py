@@ -71,8 +71,9 @@ def test_the_openai_tool_loop_through_pick_keeps_the_best_member(gateway, home, 
     assert reply.message.content == "[simulated mid] The tools said: shipped Monday."
     assert second.model_extra["bench"]["picked"]["alias"] == "mid"
     # every seat of the second turn saw the tool result, and both panels are logged whole
-    turn_two = [r for r in sim.requests if r["body"]["messages"][-1].get("role") == "tool"]
-    assert len(turn_two) == 5
+    def turn_two():
+        return [r for r in sim.requests if r["body"]["messages"][-1].get("role") == "tool"]
+    assert wait_until(lambda: len(turn_two()) == 5)
     second_panel = second.model_extra["bench"]["panel"]
     assert wait_until(lambda: {panel, second_panel} <= set(panels_logged(home)))
     for pid in (panel, second_panel):
