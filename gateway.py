@@ -6,6 +6,8 @@ Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (``stream: true`` for 
 events), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<panel id>``,
 ``GET /health``. Every error is OpenAI's error shape with the
 right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
+Every reply of a seated panel (a reply, a stream, or an error such as a panel in which no seat
+answered) carries ``X-Panelist-Panel: <panel id>``.
 
 What a connection may cost is bounded (``Wire``, ``Heads`` and ``GatewayServer`` hold the rules):
 
