@@ -13,7 +13,10 @@ checked: a model's answer that breaks them still reaches the caller, whose own p
 Invariants: ``problem`` never raises for any answer or schema (a malformed schema is checked
 only as far as it makes sense); it returns None for a fitting answer, else one short line
 saying where the answer fails (``$.items[2].price: expected number, got string``), for a
-failover note. The answer is parsed by ``jsonwire`` (the boundary for JSON from outside).
+failover note. Its work is bounded whatever the caller's schema: at most ``MAX_STEPS``
+value-against-schema comparisons and ``MAX_DEPTH`` nested ones (a schema whose refs or
+branches would take more, e.g. ``{"anyOf": [{"$ref": "#"}, {"$ref": "#"}]}``, is trusted
+beyond that). The answer is parsed by ``jsonwire`` (the boundary for JSON from outside).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from panelist.metrics import jsonwire
 
 KINDS = ("text", "json_object", "json_schema")
 MAX_DEPTH = 64   # schema nesting followed (refs included) before the rest is taken on trust
+MAX_STEPS = 50_000   # comparisons of a value with a (sub)schema, per answer checked
 
 
 def wants_json(fmt) -> bool:
@@ -69,7 +73,7 @@ def problem(text, fmt) -> str | None:
     if schema is None:
         return None if isinstance(value, dict) else \
             f"the answer is JSON {_kind(value)}, not the object JSON mode asks for"
-    return _fit(value, schema, schema, "$", 0)
+    return _fit(value, schema, _Walk(schema), "$", 0)
 
 
 _TYPES = {
@@ -91,6 +95,15 @@ def _kind(value) -> str:
     return type(value).__name__
 
 
+class _Walk:
+    """One check's root schema (for refs) and the comparisons it may still make."""
+
+    __slots__ = ("root", "steps")
+
+    def __init__(self, root):
+        self.root, self.steps = root, MAX_STEPS
+
+
 def _resolve(ref, root):
     """A local ``$ref``'s target in ``root``, or None when it cannot be followed."""
     if not isinstance(ref, str) or not ref.startswith("#"):
@@ -104,28 +117,31 @@ def _resolve(ref, root):
     return node
 
 
-def _fit(value, schema, root, where: str, depth: int) -> str | None:
+def _fit(value, schema, walk: _Walk, where: str, depth: int) -> str | None:
     """None when ``value`` fits ``schema``, else the first misfit found, with its path."""
+    walk.steps -= 1
+    if walk.steps < 0 or depth > MAX_DEPTH:
+        return None   # past the bounds: taken on trust (see the module docstring)
     if schema is False:
         return f"{where}: no value is allowed here"
-    if not isinstance(schema, dict) or depth > MAX_DEPTH:
+    if not isinstance(schema, dict):
         return None
     if "$ref" in schema:
-        target = _resolve(schema["$ref"], root)
+        target = _resolve(schema["$ref"], walk.root)
         if target is not None:
-            why = _fit(value, target, root, where, depth + 1)
+            why = _fit(value, target, walk, where, depth + 1)
             if why:
                 return why
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
-            misses = [_fit(value, b, root, where, depth + 1) for b in branches]
+            misses = [_fit(value, b, walk, where, depth + 1) for b in branches]
             if all(misses):
                 return misses[0] if len(misses) == 1 else \
                     f"{where}: fits none of the {len(misses)} allowed shapes ({misses[0]})"
     every = schema.get("allOf")
     for branch in every if isinstance(every, list) else []:
-        why = _fit(value, branch, root, where, depth + 1)
+        why = _fit(value, branch, walk, where, depth + 1)
         if why:
             return why
     if "const" in schema and value != schema["const"]:
@@ -140,18 +156,18 @@ def _fit(value, schema, root, where: str, depth: int) -> str | None:
         if known and not any(_TYPES[k](value) for k in known):
             return f"{where}: expected {' or '.join(known)}, got {_kind(value)}"
     if isinstance(value, dict):
-        return _fit_object(value, schema, root, where, depth)
+        return _fit_object(value, schema, walk, where, depth)
     if isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, (dict, bool)):
             for i, item in enumerate(value):
-                why = _fit(item, items, root, f"{where}[{i}]", depth + 1)
+                why = _fit(item, items, walk, f"{where}[{i}]", depth + 1)
                 if why:
                     return why
     return None
 
 
-def _fit_object(value: dict, schema: dict, root, where: str, depth: int) -> str | None:
+def _fit_object(value: dict, schema: dict, walk: _Walk, where: str, depth: int) -> str | None:
     required = schema.get("required")
     if isinstance(required, list):
         missing = [k for k in required if isinstance(k, str) and k not in value]
@@ -163,11 +179,11 @@ def _fit_object(value: dict, schema: dict, root, where: str, depth: int) -> str 
     for key, item in value.items():
         path = f"{where}.{key}"
         if key in props:
-            why = _fit(item, props[key], root, path, depth + 1)
+            why = _fit(item, props[key], walk, path, depth + 1)
         elif extra is False:
             why = f"{path}: this key is not allowed by the schema"
         elif isinstance(extra, dict):
-            why = _fit(item, extra, root, path, depth + 1)
+            why = _fit(item, extra, walk, path, depth + 1)
         else:
             why = None
         if why:

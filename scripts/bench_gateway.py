@@ -482,7 +482,7 @@ class Bench:
             client.panel()
         gc.collect()
         added, inside, picked_s, behind, failures = [], [], [], [], collections.Counter()
-        cpu0, gw0 = self_cpu(), proc_cpu(self.gateway.pid)
+        gw0 = proc_cpu(self.gateway.pid)
         for _ in range(n):
             status, data, secs = client.panel()
             if status != 200:

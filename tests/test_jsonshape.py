@@ -62,8 +62,9 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(m
 @settings(max_examples=200, deadline=None)
 @given(value=json_values, schema=json_values, text=st.text(max_size=20))
 def test_the_check_never_raises(value, schema, text):
+    odd = {"$ref": "#", "anyOf": [schema]}   # a ref to the root: followed a bounded depth
     for fmt in ({"type": "json_schema", "json_schema": {"schema": schema}},
-                {"type": "json_schema", "json_schema": {"schema": {"$ref": "#", "anyOf": [schema]}}}):
+                {"type": "json_schema", "json_schema": {"schema": odd}}):
         for answer in (json.dumps(value), text):
             found = jsonshape.problem(answer, fmt)
             assert found is None or isinstance(found, str)
@@ -101,3 +102,11 @@ def test_the_picker_never_lets_a_later_seat_jump_the_order():
     assert picker.offer(a) is False   # a failed: b is next, and not done yet
     assert picker.offer(b) is True and picker.picked is b
     assert picker.note() == "failover: member1 a: server_error: down; picked member2 b"
+
+
+def test_a_schema_that_would_branch_forever_is_checked_within_bounds():
+    # each level doubles: unbounded, this would be 2**64 comparisons
+    fmt = {"type": "json_schema", "json_schema": {"schema": {
+        "anyOf": [{"$ref": "#"}, {"$ref": "#"}], "type": "object", "required": ["a"]}}}
+    assert jsonshape.problem('{"b": 1}', fmt) is not None   # the bound still reports a misfit
+    assert jsonshape.problem(json.dumps([[[[1]]]] * 1000), fmt) is not None

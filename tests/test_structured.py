@@ -26,9 +26,10 @@ class Review(BaseModel):
     findings: list[str]
 
 
-SCHEMA_FORMAT = {"type": "json_schema", "json_schema": {"name": "review", "strict": True, "schema": {
-    "type": "object", "additionalProperties": False, "required": ["verdict", "line"],
-    "properties": {"verdict": {"type": "string"}, "line": {"type": "integer"}}}}}
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["verdict", "line"],
+          "properties": {"verdict": {"type": "string"}, "line": {"type": "integer"}}}
+SCHEMA_FORMAT = {"type": "json_schema",
+                 "json_schema": {"name": "review", "strict": True, "schema": SCHEMA}}
 
 
 def set_limits(home, **limits):
