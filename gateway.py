@@ -7,6 +7,8 @@ events), ``POST /v1/responses`` (OpenAI's Responses format), ``POST /v1/messages
 Messages format), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<panel
 id>``, ``GET /health``. Every error is OpenAI's error shape (Anthropic's on ``/v1/messages``) with
 the right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
+Every reply of a seated panel (a reply, a stream, or an error such as a panel in which no seat
+answered) carries ``X-Panelist-Panel: <panel id>``.
 
 What a connection may cost is bounded (``Wire``, ``Heads`` and ``GatewayServer`` hold the rules):
 
@@ -59,7 +61,7 @@ MAX_BODY = 20 * 1024 * 1024
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
                "POST /v1/messages, POST /bench/verdict, GET /bench/pending, "
                "GET /bench/panels/<panel>")
-PANEL_HEADER = "X-Panelist-Panel"   # the panel id, on every reply of a panel in any format
+PANEL_HEADER = "X-Panelist-Panel"   # on every reply of a seated panel: its id, to judge it by
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
 MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
 MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
@@ -850,68 +852,100 @@ def post_chat(h: Handler, _):
     req = panels.parse(body)
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
     run = panels.start(req, seating, key=h.caller.name)
-    if req.stream:
-        stream_panel(h, run)
-        return
-    reply = panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
+    # from here on every answer names its panel, errors included, so any client can find it
+    mark = {PANEL_HEADER: run.panel}
+    try:
+        if req.stream:
+            stream_panel(h, run, mark)
+            return
+        reply = panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
+    except PanelistError as exc:
+        exc.headers = {**exc.headers, **mark}
+        raise
     if reply is None:  # the caller left; the panel was cancelled and logged
         h.close_connection = True
         return
-    h.send_json(200, reply)
+    h.send_json(200, reply, mark)
 
 
-def stream_panel(h: Handler, run) -> None:
-    """Server-sent events: each seat's section as it finishes, keep-alive comments while seats
-    work, the merged answer (merged mode) as one chunk, ``bench`` on the final chunk."""
+def stream_panel(h: Handler, run, mark: dict) -> None:
+    """Server-sent events. The 200 head waits until there is something to say: the first seat
+    that answered (all mode), the picked answer (pick) or the merge (merged), so a panel that
+    fails whole is a real error status, not a stream. Meanwhile the client is checked on, and
+    a caller that leaves gives the panel up. Then: all mode sends each seat's section as it
+    finishes (keep-alive comments while seats work); pick and merged send the one answer in
+    OpenAI's chunk shapes (content, then tool calls); ``bench`` and ``usage`` ride on the final
+    chunk."""
     base = {"id": f"chatcmpl-{run.panel}", "object": "chat.completion.chunk",
             "created": int(run.started), "model": run.req.collection.model_id}
 
-    def delta(content=None, finish=None, **extra):
-        d = {} if content is None else {"content": content}
+    def delta(d: dict, finish=None, **extra):
         return dict(base, choices=[{"index": 0, "delta": d, "finish_reason": finish}], **extra)
 
-    results = []
+    def begin() -> None:
+        h.start_events(mark)
+        h.send_event(delta({"role": "assistant"}))
+
+    if run.req.reply_mode != "all":
+        # the whole answer first (an error is raised before any byte of the stream is sent)
+        reply = whole_reply(h, run)
+        if reply is None:
+            h.close_connection = True
+            return
+        (choice,) = reply["choices"]
+        message = choice["message"]
+        try:
+            begin()
+            if message.get("content"):
+                h.send_event(delta({"content": message["content"]}))
+            if message.get("tool_calls"):
+                h.send_event(delta({"tool_calls": [
+                    dict(call, index=i) for i, call in enumerate(message["tool_calls"])]}))
+            h.send_event(delta({}, choice["finish_reason"], usage=reply["usage"],
+                               bench=reply["bench"]))
+            h.end_events()
+        except OSError:
+            h.close_connection = True
+        return
+
+    results, waiting = [], []   # waiting: sections of seats that failed before any answered
     quiet_since = time.monotonic()
     tick = min(0.25, h.server.keepalive)
+    started = False
 
     def still_there() -> None:
         nonlocal quiet_since
         if not h.client_alive():
             raise ConnectionResetError("the caller closed the stream")
-        if time.monotonic() - quiet_since >= h.server.keepalive:
+        if started and time.monotonic() - quiet_since >= h.server.keepalive:
             h.send_chunk(": seats still working\n\n")
             quiet_since = time.monotonic()
 
     try:
-        h.start_events()
-        h.send_event(dict(base, choices=[{"index": 0, "delta": {"role": "assistant"},
-                                          "finish_reason": None}]))
         for result in run.progress(tick=tick):
             if result is None:
                 still_there()
                 continue
             results.append(result)
-            if run.req.reply_mode != "merged":
-                h.send_event(delta(section(result, run.seat_number(result)) + "\n"))
+            waiting.append(delta({"content": section(result, run.seat_number(result)) + "\n"}))
+            if not started and result.answered:
+                begin()
+                started = True
+            if started:
+                for event in waiting:
+                    h.send_event(event)
+                waiting.clear()
                 quiet_since = time.monotonic()
-        if run.req.reply_mode == "merged":
-            merging = run.finish_later(results, verdict_url=h.base_url())
-            while not merging.done():
-                try:
-                    merging.result(timeout=tick)
-                except FutureTimeout:
-                    still_there()
     except OSError:  # the caller went away: stop the seats still running and log the panel
         run.give_up(results)
         h.close_connection = True
         return
+    if not started:   # no seat answered: recorded, and a real error status
+        run.record(results)
+        raise run.failure(results)
     try:
-        if run.req.reply_mode == "merged":
-            merging.result()  # a fault in the merge surfaces here, inside the stream
-            h.send_event(delta(run.content(results)))
-        else:
-            run.record(results)
-        h.send_event(delta(finish="stop", usage=run.usage(results),
+        run.record(results)
+        h.send_event(delta({}, "stop", usage=run.usage(results),
                            bench=run.bench(results, verdict_url=h.base_url())))
     except OSError:
         h.close_connection = True
@@ -919,6 +953,34 @@ def stream_panel(h: Handler, run) -> None:
     except Exception:
         h.send_event(fault(f"streaming {run.panel}", "internal error after the stream began"))
     h.end_events()
+
+
+def whole_reply(h: Handler, run) -> dict | None:
+    """A pick or merged panel's reply, for a stream that has not begun; None when the caller
+    left meanwhile (the panel is then given up and logged). The merge runs on a seat thread,
+    so the caller can be checked on while it works."""
+    panels = h.server.panels
+    if run.req.reply_mode == "pick":
+        return panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
+    results = []
+    for result in run.progress(tick=min(0.25, h.server.keepalive)):
+        if result is not None:
+            results.append(result)
+        elif not h.client_alive():
+            run.give_up(results)
+            return None
+    merging = run.finish_later(results, verdict_url=h.base_url())
+    while True:
+        try:
+            return merging.result(timeout=0.25)
+        except FutureTimeout:
+            if not h.client_alive():
+                run.abandon()   # cuts the merger's call; the merge then records the panel
+                try:
+                    merging.result()
+                except PanelistError:
+                    pass
+                return None
 
 
 # -- other wire formats: thin adapters over the same panel ----------------------------------------

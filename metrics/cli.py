@@ -22,7 +22,7 @@ from pathlib import Path
 from panelist import __version__
 from panelist.metrics import jsonwire
 from panelist.metrics import verdict as verdict_rules
-from panelist.metrics.collection import Collections
+from panelist.metrics.collection import REPLIES, Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
 from panelist.metrics.home import open_home
 from panelist.metrics.ledger import ANSWERED
@@ -30,6 +30,8 @@ from panelist.metrics.plaintext import visible
 from panelist.metrics.roster import Roster
 
 NO_ANSWER = 3
+# the error codes of a panel that ran and gave no answer: ``ask`` exits NO_ANSWER on them
+NO_ANSWER_CODES = ("all_seats_failed", "all_seats_rate_limited", "no_valid_json")
 
 
 class Out:
@@ -138,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--description", default="", metavar="TEXT")
     a.add_argument("--tags", default="", metavar="a,b")
     a.add_argument("--shape", default="", metavar="S")
-    a.add_argument("--reply", default="all", choices=("all", "merged"))
+    a.add_argument("--reply", default="all", choices=REPLIES)
     a.add_argument("--merger", default="", metavar="ALIAS")
     co.add_parser("list", parents=[common])
     co.add_parser("rm", parents=[common]).add_argument("name")
@@ -477,10 +479,15 @@ def _request(url: str, path: str, body: dict | None = None) -> dict:
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         try:
-            message = json.loads(exc.read())["error"]["message"]
+            error = json.loads(exc.read())["error"]
+            message = error["message"]
         except Exception:
-            message = exc.reason
-        raise PanelistError(f"{exc.code} from {base}: {message}") from None
+            error, message = {}, exc.reason
+        seats = error.get("seats") if isinstance(error, dict) else None
+        raise PanelistError(f"{exc.code} from {base}: {message}",
+                            code=error.get("code") if isinstance(error, dict) else None,
+                            details={"seats": seats} if isinstance(seats, list) else None) \
+            from None
     except (urllib.error.URLError, OSError) as exc:
         raise PanelistError(f"cannot reach {base}: {getattr(exc, 'reason', exc)}; "
                             "is the gateway running?") from None
@@ -499,15 +506,26 @@ def cmd_ask(args, out: Out) -> int:
         [{"role": "user", "content": text}]
     model = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     body = {"model": model, "messages": messages}
-    if args.url:
-        reply = _request(args.url, "/v1/chat/completions", body)
-    else:
-        from panelist.metrics.panel import Panels
-        panels = Panels(open_home(args.data))
-        try:
-            reply = panels.ask(body)
-        finally:
-            panels.close()
+    try:
+        if args.url:
+            reply = _request(args.url, "/v1/chat/completions", body)
+        else:
+            from panelist.metrics.panel import Panels
+            panels = Panels(open_home(args.data))
+            try:
+                reply = panels.ask(body)
+            finally:
+                panels.close()
+    except PanelistError as exc:   # the panel ran and no seat answered: every seat's error
+        if exc.code not in NO_ANSWER_CODES:
+            raise
+        from panelist.metrics.panel import markdown_of
+        if out.as_json:
+            print(jsonwire.dumps(exc.to_body()))
+        else:
+            print(markdown_of(exc.details.get("seats") or []))
+        print(f"panelist: {exc.message}", file=sys.stderr)
+        return NO_ANSWER
     seats = reply["bench"]["seats"]
     if out.as_json:
         out.result(reply)

@@ -2,7 +2,9 @@
 
 ``config/collections.json`` holds ``{"collections": {name: {members, description, tags, shape,
 reply, merger}}}``; ``config/gateway.json`` holds the limits. A caller asks for a collection as
-the model ``bench/<name>``, optionally suffixed ``:merged`` or ``:all``. Explorer seats per panel:
+the model ``bench/<name>``, optionally suffixed with a reply mode: ``:all`` (every answer,
+labelled), ``:merged`` (one answer a merger writes from them) or ``:pick`` (one seat's answer,
+verbatim, for agents and structured output). Explorer seats per panel:
 ``min(max_explorers, max_calls - members)``, never below zero. Names say what a collection is for
 (lower-case letters, digits, '-'); there is no default collection: naming none, or one that does
 not exist, is refused with every collection listed so the caller learns how to choose.
@@ -23,7 +25,7 @@ PREFIX = "bench/"
 NAME = re.compile(r"[a-z0-9-]{1,64}")
 TAG = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 SHAPE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
-REPLIES = ("all", "merged")
+REPLIES = ("all", "merged", "pick")   # the reply modes; the first is the default
 MAX_DESCRIPTION = 300
 MAX_TAGS = 8
 
@@ -96,15 +98,15 @@ def check_limits(values: dict) -> Limits:
 
 
 def parse_model_name(model) -> tuple[str, str | None]:
-    """``bench/<name>[:merged|:all]`` -> (name, reply override or None)."""
+    """``bench/<name>[:all|:merged|:pick]`` -> (name, reply override or None)."""
     if model is None or model == "":
         raise BadRequest("no collection named", param="model")
     if not isinstance(model, str):
         raise BadRequest("'model' must be a string such as 'bench/<collection>'", param="model")
     name, _, mode = model.partition(":")
     if mode and mode not in REPLIES:
-        raise BadRequest(f"unknown reply mode ':{mode}' in '{model}'; use ':all' or ':merged'",
-                         param="model")
+        raise BadRequest(f"unknown reply mode ':{mode}' in '{model}'; use one of "
+                         + ", ".join(f"':{r}'" for r in REPLIES), param="model")
     if not name.startswith(PREFIX):
         raise NotFound(f"'{model}' is not a collection", param="model")
     return name[len(PREFIX):], mode or None
@@ -260,7 +262,7 @@ def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
     if shape and not SHAPE.fullmatch(shape):
         raise ConfigInvalid(f"shape '{shape}' is not valid: one lower-case word such as review")
     if reply not in REPLIES:
-        raise ConfigInvalid(f"reply must be 'all' or 'merged', got {reply!r}")
+        raise ConfigInvalid(f"reply must be one of {', '.join(REPLIES)}, got {reply!r}")
     merger = merger or ""
     if merger and merger not in roster.models:
         raise ConfigInvalid(f"unknown merger model '{merger}'; add it with `panelist model add`")

@@ -12,7 +12,8 @@
     ├── PayloadTooLarge (413)            body or prompt too big
     ├── UnsupportedMediaType (415)       a request body that is not JSON
     ├── TooManyRequests (429)            a gateway key past its requests a minute
-    ├── Unavailable (503)                no seat could be filled
+    ├── Unavailable (503)                no seat could be filled, or every seat was rate limited
+    ├── AllSeatsFailed (502)             no seat (nor merger) gave an answer the caller can use
     └── UpstreamError (502)              one upstream call failed; becomes a seat's error, not a reply
         ├── RateLimited                  429; carries retry_after seconds when the upstream said
         ├── ContextTooLong               the prompt exceeds the window; carries the window if stated
@@ -27,7 +28,9 @@
         └── AtLimit (503)                no admission slot within the wait: the endpoint (or
                                          model) is at its limit; carries retry_after seconds
 
-Messages say what to do next. ``to_body`` renders OpenAI's error shape.
+Messages say what to do next. ``to_body`` renders OpenAI's error shape; ``details`` (e.g. the
+seats of a panel that failed) are extra fields of its ``error`` object, which OpenAI's clients
+keep (``APIStatusError.body``).
 """
 
 from __future__ import annotations
@@ -42,16 +45,17 @@ class PanelistError(Exception):
     type = "server_error"
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, details: dict | None = None):
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code
         self.headers = headers or {}
+        self.details = details or {}
 
     def to_body(self) -> dict:
         return {"error": {"message": self.message, "type": self.type,
-                          "param": self.param, "code": self.code}}
+                          "param": self.param, "code": self.code, **self.details}}
 
 
 class BadRequest(PanelistError):
@@ -130,10 +134,24 @@ class TooManyRequests(PanelistError):
 
 
 class Unavailable(PanelistError):
-    """Raised when a panel cannot seat anyone."""
+    """Raised when a panel cannot seat anyone, or when every seat it asked was rate limited
+    (then with ``Retry-After``: when the soonest of their rests ends)."""
 
     status = 503
     type = "service_unavailable"
+
+
+class AllSeatsFailed(PanelistError):
+    """Raised when no seat of a panel (nor its merger) gave an answer the caller can use; the
+    panel is logged all the same. ``seats`` are the seats' public dicts, also in the body."""
+
+    status = 502
+    type = "upstream_error"
+
+    def __init__(self, message: str, seats: list[dict], *, code: str = "all_seats_failed",
+                 headers: dict[str, str] | None = None):
+        super().__init__(message, code=code, headers=headers, details={"seats": seats})
+        self.seats = seats
 
 
 class UpstreamError(PanelistError):

@@ -296,7 +296,8 @@ class Guard:
             return {}
         if listed:
             return {"Access-Control-Allow-Origin": origin.strip(), "Vary": "Origin",
-                    "Access-Control-Expose-Headers": "Retry-After"}
+                    # what a browser app may read: when to come back, and the panel to judge
+                    "Access-Control-Expose-Headers": "Retry-After, X-Panelist-Panel"}
         return self._vary
 
     def preflight(self, path: str, headers) -> dict[str, str] | None:

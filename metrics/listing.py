@@ -6,7 +6,7 @@ members (roster or learned, whichever is lower) and the capabilities every membe
 
 from __future__ import annotations
 
-from panelist.metrics.collection import Collection, Limits
+from panelist.metrics.collection import REPLIES, Collection, Limits
 from panelist.metrics.roster import RosterView
 from panelist.metrics.route import window_of
 
@@ -31,12 +31,12 @@ def describe(c: Collection, roster: RosterView, limits: Limits, states: dict) ->
 
 def models_list(collections: dict[str, Collection], roster: RosterView, limits: Limits,
                 states: dict) -> dict:
-    """Each collection as itself, then in its other reply mode (``:merged`` or ``:all``), for
-    clients that can only pick a model name."""
+    """Each collection as itself, then in each other reply mode (``:all``, ``:merged``,
+    ``:pick``), for clients that can only pick a model name."""
     data = []
     for c in sorted(collections.values(), key=lambda c: c.name):
         entry = describe(c, roster, limits, states)
-        other = "all" if c.reply == "merged" else "merged"
         data.append(entry)
-        data.append(dict(entry, id=f"{c.model_id}:{other}", reply=other))
+        data.extend(dict(entry, id=f"{c.model_id}:{mode}", reply=mode)
+                    for mode in REPLIES if mode != c.reply)
     return {"object": "list", "data": data}

@@ -6,11 +6,23 @@ Whichever it is must fit that size and be able to answer (not retired, not cooli
 none can, or its call fails, the reply is every answer plus a one-line note saying why. The
 merger reads the request as text, with image placeholders, never the images: its job is to
 report agreement and disagreement, not to look again.
+
+When the request asked for JSON (``response_format``), the merger is sent the same
+``response_format`` and told to answer in that JSON; when it offered tools, the merger is sent
+the tools and may itself answer with a tool call (the caller's agent runs it). The panel checks
+the merger's answer like a picked seat's (``pick.problem``).
+
+The merger's output budget is its own, never the caller's ``max_tokens``: the seats'
+completion tokens added up (an answer's length / 4 where a seat reported none), plus a quarter
+and 256 tokens of headroom, at least ``MIN_BUDGET``; and never more than the merger's context
+window minus its input estimate, when the window is known.
 """
 
 from __future__ import annotations
 
-from panelist.metrics import prompt
+import math
+
+from panelist.metrics import jsonshape, jsonwire, prompt
 from panelist.metrics.collection import Collection
 from panelist.metrics.roster import Model, RosterView
 from panelist.metrics.route import window_of, why_not
@@ -21,10 +33,20 @@ INSTRUCTIONS = (
     "label and model (for example: member1 sim-swift). Keep every distinct claim, attributed; "
     "do not settle a disagreement by your own judgement and do not add claims of your own. "
     "Seats that failed or came back empty are listed so; do not guess what they would have said.")
+JSON_TOO = (
+    "The caller needs the answer as JSON: reply with that JSON only, no prose around it and no "
+    "code fence. Where the seats disagree on a value, pick the one most seats gave and keep "
+    "the disagreement out of the JSON.")
+TOOLS_TOO = (
+    "The caller offered tools. When the seats asked to call a tool, you may answer with that "
+    "tool call yourself (the caller runs it and sends the result back) instead of prose.")
+MIN_BUDGET = 1024
 
 
-def merger_input(request_text: str, seats: list, urls: list[str]) -> list[dict]:
-    """The merger's messages: the request as text and every seat's answer, images scrubbed."""
+def merger_input(request_text: str, seats: list, urls: list[str], *, response_format=None,
+                 tools: bool = False) -> list[dict]:
+    """The merger's messages: the request as text and every seat's answer, images scrubbed;
+    told to answer in JSON (and given the schema) or with a tool call when the caller wants."""
     lines = ["## The request", request_text, "", "## The seats' answers"]
     for s in seats:
         label = s.call.rsplit(".", 1)[-1]
@@ -36,8 +58,26 @@ def merger_input(request_text: str, seats: list, urls: list[str]) -> list[dict]:
         else:
             lines.append(f"(no answer: {s.error or s.status})")
         lines.append("")
-    return [{"role": "system", "content": INSTRUCTIONS},
+    system = [INSTRUCTIONS]
+    if jsonshape.wants_json(response_format):
+        system.append(JSON_TOO)
+        schema = jsonshape.schema_of(response_format)
+        if isinstance(schema, dict):
+            system.append("The JSON must fit this schema: " + jsonwire.dumps(schema))
+    if tools:
+        system.append(TOOLS_TOO)
+    return [{"role": "system", "content": "\n\n".join(system)},
             {"role": "user", "content": "\n".join(lines)}]
+
+
+def budget(seats: list, window: int | None, size: int) -> int:
+    """The merger's ``max_tokens`` for merging ``seats`` from an input of ``size`` tokens."""
+    spent = sum((s.tokens or {}).get("completion") or math.ceil(len(s.answer or "") / 4)
+                for s in seats if s.answered)
+    want = max(MIN_BUDGET, math.ceil(spent * 1.25) + 256)
+    if window is not None and window - size > 0:
+        return min(want, window - size)
+    return want
 
 
 def choose(collection: Collection, roster: RosterView, states: dict, size: int,

@@ -10,6 +10,16 @@ cancelled, given up, or the panel never started). A rate limit cools the model d
 stated time (or the configured default) instead of being retried; a context-length error that
 states a window teaches the ledger that (lower) window. Images are forwarded to seats as sent
 and written nowhere: logs, errors and the merger's input carry placeholders.
+
+Reply modes (``collection.REPLIES``): ``all`` answers with every seat's section (markdown) once
+every seat ended; ``merged`` with one answer a merger writes after them; ``pick`` with one
+seat's answer verbatim (``pick.py`` says which), as soon as it is known, while the slower seats
+keep running behind it. However the reply went out, ``record`` runs exactly once: after every
+seat ended (a picked panel records when its last seat ends, whether or not the caller is still
+there), or when the caller left before its reply (the panel is then abandoned). A panel in
+which no seat answered (nor could a usable answer be found) is not a reply but an error:
+``AllSeatsFailed`` (502), or ``Unavailable`` (503, with ``Retry-After``) when every seat was
+rate limited; either is raised after the panel is recorded.
 """
 
 from __future__ import annotations
@@ -22,12 +32,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
-from panelist.metrics import merge, prompt
+from panelist.metrics import jsonshape, merge, pick, prompt
 from panelist.metrics.admission import Admission
 from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.collection import REPLIES, Collection, Collections
-from panelist.metrics.errors import (BadRequest, ContextTooLong, EmptyAnswer, PayloadTooLarge,
-                                     RateLimited, Unavailable, UpstreamError)
+from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, EmptyAnswer,
+                                     PanelistError, PayloadTooLarge, RateLimited, Unavailable,
+                                     UpstreamError)
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import ANSWERED, Ledger
 from panelist.metrics.roster import Roster
@@ -79,10 +90,28 @@ class Request:
     stream: bool = False
     nominees: tuple[str, ...] = ()
     images: list[str] = field(default_factory=list)
+    prefer: str | None = None   # a member alias to pick first, when it is seated (pick.py)
+    # the members' ledger states for the shape as seating saw them (set by ``Panels.seat``):
+    # the pick order is read from them, so picking costs no second look at the ledger
+    member_states: dict = field(default_factory=dict)
 
     def text(self) -> str:
         """The request as it may be written down: images are placeholders."""
         return prompt.as_text(self.messages)
+
+    @property
+    def response_format(self):
+        return self.params.get("response_format")
+
+    @property
+    def tools(self) -> bool:
+        return bool(self.params.get("tools"))
+
+    @property
+    def one_answer(self) -> bool:
+        """Whether the caller needs one answer it can parse or act on (JSON, or tool calls),
+        never a markdown panel."""
+        return self.tools or jsonshape.wants_json(self.response_format)
 
 
 def parse_request(body, collections: Collections) -> Request:
@@ -108,7 +137,24 @@ def parse_request(body, collections: Collections) -> Request:
         raise BadRequest("'bench' must be an object such as {\"reply\": \"merged\"}",
                          param="bench")
     if "reply" in bench and bench["reply"] not in REPLIES:
-        raise BadRequest("'bench.reply' must be 'all' or 'merged'", param="bench.reply")
+        raise BadRequest("'bench.reply' must be one of " + ", ".join(REPLIES),
+                         param="bench.reply")
+    why = jsonshape.check_format(body.get("response_format"))
+    if why:
+        raise BadRequest(why, param="response_format")
+    if body.get("tools") is not None and not isinstance(body["tools"], list):
+        raise BadRequest("'tools' must be a list of tools such as {\"type\": \"function\", "
+                         "\"function\": {\"name\": ...}}", param="tools")
+    reply_mode = bench.get("reply") or mode or collection.reply
+    if reply_mode == "all" and (body.get("tools") or
+                                jsonshape.wants_json(body.get("response_format"))):
+        wanted = "tools" if body.get("tools") else "a JSON response_format"
+        name = collection.model_id
+        raise BadRequest(
+            f"a request with {wanted} needs one answer, and {name} replies with every seat's "
+            f"answer as markdown; ask for {name}:pick (one seat's answer, verbatim) or "
+            f"{name}:merged (one answer merged from every seat's), or send "
+            "\"bench\": {\"reply\": \"pick\"}", param="model", code="reply_mode_all")
     nominees = body.get("with") or []
     if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees) \
             or len(nominees) > MAX_NOMINEES:
@@ -122,7 +168,7 @@ def parse_request(body, collections: Collections) -> Request:
     else:
         shape, shape_by = "general", "default"
     return Request(collection=collection,
-                   reply_mode=bench.get("reply") or mode or collection.reply,
+                   reply_mode=reply_mode,
                    messages=messages,
                    params={k: v for k, v in body.items() if k not in OWN_FIELDS},
                    shape=shape, shape_by=shape_by, estimate=prompt.estimate_tokens(messages),
@@ -174,6 +220,7 @@ class Panels:
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now,
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias))
             self._refuse(req, view, states, seating)
+            req.member_states = {a: states[a] for a in req.collection.members if a in states}
             seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
@@ -216,14 +263,28 @@ class Panels:
     def ask(self, body, *, key: str = "local", verdict_url: str | None = None,
             alive: Callable[[], bool] | None = None) -> dict | None:
         """Run one panel to the end and return the OpenAI ``chat.completion`` reply, or None
-        when ``alive`` reports that the caller left (the panel is then cancelled and logged)."""
+        when ``alive`` reports that the caller left (the panel is then cancelled and logged).
+        In pick mode too it returns once every seat ended and the panel is logged (a process
+        that closes its ``Panels`` next would cut the seats still running), with every seat
+        in ``bench`` as it ended; a server, which lives on, answers earlier through
+        ``complete``."""
         req = self.parse(body)
-        return self.complete(self.start(req, self.seat(req), key=key),
-                             verdict_url=verdict_url, alive=alive)
+        run = self.start(req, self.seat(req), key=key)
+        reply = self.complete(run, verdict_url=verdict_url, alive=alive)
+        if reply is not None and run.req.reply_mode == "pick" and \
+                run.logged.wait(self.collections.limits().panel_timeout + HOLD_GRACE):
+            reply = run.reply(run.results, verdict_url=verdict_url)   # every seat as it ended
+        return reply
 
     def complete(self, run: "PanelRun", *, verdict_url: str | None = None,
                  alive: Callable[[], bool] | None = None) -> dict | None:
-        """Wait for every seat (and the merge) of a started panel; see ``ask``."""
+        """Wait for every seat (and the merge) of a started panel, or in pick mode for the
+        picked seat only; see ``ask``. Raises ``AllSeatsFailed`` / ``Unavailable`` when no
+        seat gave a usable answer."""
+        if run.req.reply_mode == "pick":
+            if run.wait_pick(alive) is None:
+                return None
+            return run.reply(run.done, verdict_url=verdict_url)
         results = []
         for result in run.progress():
             if result is not None:
@@ -303,11 +364,18 @@ class PanelRun:
             self.panel = seating.panel or panels.ledger.new_panel(self.started)
             self.cancel = CancelFlag()  # setting it cuts every seat's upstream connection at once
             self.merger: SeatResult | None = None
+            # the one seat (or the merger) whose answer is the reply; None: every answer
+            self.answer: SeatResult | None = None
             self.note = ""
+            self.done: list[SeatResult] = []   # pick mode: seats handed over, in finish order
             self._recorded = False
+            self.logged = threading.Event()   # set once the panel's line is written
+            self._lock = threading.Lock()   # guards _recorded, _left and _detached
+            self._detached = False   # pick mode: the reply is out; the last seat records
             self.results = [SeatResult(call=f"{self.panel}.{s.label}", seat=s.seat,
                                        alias=s.model.alias, served=s.model.served)
                             for s in seating.seats]
+            self._left = len(self.results)   # seats still running
             # seats report here as they finish; what has not been handed over stays listed
             self._finished: queue.SimpleQueue[SeatResult] = queue.SimpleQueue()
             self._unreported = {r.call: r for r in self.results}
@@ -325,7 +393,12 @@ class PanelRun:
             # also finds the seat no longer in flight
             if self.seating.hold is not None:
                 self.seating.hold.release(seat.model.alias)
+            with self._lock:
+                self._left -= 1
+                last = self._left == 0 and self._detached
             self._finished.put(result)
+            if last:   # the caller has its picked reply; the panel is whole only now
+                self.record(self.results)
 
     def _release(self) -> None:
         if self.seating.hold is not None:
@@ -371,13 +444,87 @@ class PanelRun:
     def seat_number(self, result: SeatResult) -> int:
         return self.results.index(result) + 1
 
+    # -- pick mode ------------------------------------------------------------------------------
+    def preference(self, results: list[SeatResult]) -> list[SeatResult]:
+        """``results`` in pick order (see pick.py), by the ledger's verdicts for the shape."""
+        return pick.order(self.in_seat_order(results), self.req.collection.members,
+                          self.req.member_states, self.req.prefer)
+
+    def wait_pick(self, alive: Callable[[], bool] | None = None,
+                  tick: float = 0.25) -> SeatResult | None:
+        """Collect seats into ``done`` until the picked answer is known, and return its seat;
+        the seats still running go on, and the panel is recorded when the last one ends. None
+        when ``alive`` reports that the caller left (the panel is given up and recorded).
+        Raises (after recording) when no seat's answer can be used."""
+        picker = pick.Picker(self.preference(self.results), self.req.response_format)
+        for result in self.progress(tick):
+            if result is None:
+                if alive is not None and not alive():
+                    self.give_up(self.done)
+                    return None
+                continue
+            self.done.append(result)
+            if picker.offer(result):
+                break
+        self.note = picker.note()
+        if picker.picked is None:   # every seat ended, none usable
+            self.record(self.done)
+            raise self.failure(self.done)
+        self.answer = picker.picked
+        self._detach()
+        return picker.picked
+
+    def _detach(self) -> None:
+        """The reply is going out before every seat ended: the last seat to end records the
+        panel (or this does, when none is left or the deadline already gave up on them)."""
+        with self._lock:
+            self._detached = True
+            now = self._left == 0 or not self._unreported
+        if now:
+            self.record(self.results)
+
+    # -- the end --------------------------------------------------------------------------------
+    def failure(self, results: list[SeatResult]) -> PanelistError:
+        """The error for a panel none of whose answers can be the reply (every seat ended)."""
+        seats = [r.public() for r in self.in_seat_order(results)]
+        name = self.req.collection.model_id
+        said = "; ".join(f"{pick.label(r)} {r.alias}: {r.error or r.status}"[:200]
+                         for r in self.in_seat_order(results) if not r.answered)
+        if results and all(r.error.startswith("rate_limit:") for r in results):
+            wait = self._soonest_rest([r.alias for r in results])
+            return Unavailable(
+                f"every seat of {name} was rate limited ({said}); try again in {wait} s "
+                "(Retry-After), or ask a collection whose models have room",
+                code="all_seats_rate_limited", headers={"Retry-After": str(wait)},
+                details={"seats": seats})
+        if any(r.answered for r in results):
+            return AllSeatsFailed(
+                f"no answer from {name} was the JSON the response_format asks for "
+                f"({self.note or 'no seat answered with it'}); try again, loosen the schema, or "
+                "ask a collection whose models follow JSON schemas", seats, code="no_valid_json")
+        return AllSeatsFailed(
+            f"no seat of {name} answered ({said}); try again, or ask another collection; each "
+            f"seat's error is in error.seats and GET /bench/panels/{self.panel}", seats)
+
+    def _soonest_rest(self, aliases: list[str]) -> int:
+        """Seconds until the first of these rate-limited models may be asked again."""
+        now = time.time()
+        states = self.panels.ledger.states(aliases, self.req.shape, now)
+        ends = [st.cooling_until for st in states.values() if st.cooling_until > now]
+        soonest = min(ends) - now if ends else self.panels.collections.limits().cooldown
+        return max(1, math.ceil(soonest))
+
     def finish(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
-        """Merge if asked, write the panel down, and return the OpenAI reply."""
-        if self.req.reply_mode == "merged":
-            self._merge(results)
-        reply = self.reply(results, verdict_url=verdict_url)
-        self.record(results)
-        return reply
+        """Merge if asked, write the panel down, and return the OpenAI reply; raise (after
+        writing it down) when no seat answered or no answer can be used."""
+        try:
+            if not any(r.answered for r in results):
+                raise self.failure(results)
+            if self.req.reply_mode == "merged":
+                self._merge(results)
+            return self.reply(results, verdict_url=verdict_url)
+        finally:
+            self.record(results)
 
     def finish_later(self, results: list[SeatResult], *, verdict_url: str | None = None):
         """``finish`` on a seat thread, so a streaming caller can keep its client alive while
@@ -388,75 +535,124 @@ class PanelRun:
         panels = self.panels
         view = panels.roster.view()
         ordered = self.in_seat_order(results)
-        messages = merge.merger_input(self.req.text(), ordered, self.req.images)
+        fmt = self.req.response_format
+        messages = merge.merger_input(self.req.text(), ordered, self.req.images,
+                                      response_format=fmt, tools=self.req.tools)
         size = prompt.estimate_tokens(messages)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
         model, why = merge.choose(self.req.collection, view, states, size, time.time())
         if model is None:
             self.note = why
-            return
-        if not any(r.answered for r in results):
-            self.note = "no seat answered, so there was nothing to merge"
+            self._fall_back(results)
             return
         self.merger = SeatResult(call=f"{self.panel}.merger", seat="merger", alias=model.alias,
                                  served=model.served)
+        # the caller's budget was for one answer; the merger's is its own (merge.budget)
         params = {k: v for k, v in self.req.params.items()
-                  if k not in ("tools", "tool_choice", "response_format")}
+                  if k not in ("max_tokens", "max_completion_tokens")}
+        budget_key = "max_completion_tokens" if "max_completion_tokens" in self.req.params \
+            else "max_tokens"
+        params[budget_key] = merge.budget(ordered, window_of(model, states.get(model.alias)),
+                                          size)
         panels.call(self, Seat("merger", 1, model), self.merger, messages, params)
-        if self.merger.status != "ok":
-            self.note = (f"the merger {model.alias} failed ({self.merger.status}: "
-                         f"{self.merger.error}); here is every answer")
+        why = pick.problem(self.merger, fmt)
+        if why is None:
+            self.answer = self.merger
+            return
+        self.note = f"the merger {model.alias} failed ({why})"
+        self._fall_back(results)
+
+    def _fall_back(self, results: list[SeatResult]) -> None:
+        """No merged answer: every answer with a note, or, when the caller needs one answer
+        (JSON or tools), the answer pick mode would have given; raise when there is none."""
+        if not self.req.one_answer:
+            self.note += "; here is every answer"
+            return
+        picker = pick.first_usable(self.preference(results), self.req.response_format)
+        if picker.picked is None:
+            self.note += f"; {picker.note()}"
+            raise self.failure(results)
+        self.answer = picker.picked
+        self.note += (f"; here is {pick.label(picker.picked)} {picker.picked.alias}'s answer"
+                      + (f" ({picker.note()})" if picker.passed else ""))
 
     def in_seat_order(self, results: list[SeatResult]) -> list[SeatResult]:
         order = {r.call: i for i, r in enumerate(self.results)}
         return sorted(results, key=lambda r: order[r.call])
 
-    def content(self, results: list[SeatResult]) -> str:
-        if self.merger is not None and self.merger.status == "ok":
-            return self.merger.answer
+    def content(self, results: list[SeatResult]) -> str | None:
+        if self.answer is not None:
+            # OpenAI's shape: an answer that only calls tools has no content at all
+            return self.answer.answer or (None if self.answer.tool_calls else "")
         text = markdown(self.in_seat_order(results))
         return f"> note: {self.note}\n\n{text}" if self.note else text
 
+    def message(self, results: list[SeatResult]) -> tuple[dict, str]:
+        """The reply's ``choices[0].message`` and ``finish_reason``."""
+        message = {"role": "assistant", "content": self.content(results)}
+        if self.answer is None:
+            return message, "stop"
+        if self.answer.tool_calls:
+            message["tool_calls"] = self.answer.tool_calls
+        return message, self.answer.finish_reason or (
+            "tool_calls" if self.answer.tool_calls else "stop")
+
     def bench(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
+        """Every seat: those in ``results`` as they ended, the others (still working behind a
+        picked reply) as ``running``."""
+        ended = {r.call for r in results}
         bench = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "shape_by": self.req.shape_by,
             "reply": self.req.reply_mode,
-            "seats": [r.public() for r in self.in_seat_order(results)],
+            "seats": [r.public() if r.call in ended else
+                      {"call": r.call, "seat": r.seat, "alias": r.alias, "status": "running"}
+                      for r in self.results],
             "skipped": self.seating.skipped,
             "seconds": round(time.monotonic() - self._t0, 3),
             "verdict": verdict_hint(verdict_url),
         }
         if self.merger is not None:
             bench["merger"] = self.merger.public()
+        if self.answer is not None and self.answer is not self.merger:
+            bench["picked"] = self.picked()
         if self.note:
             bench["note"] = self.note
         bench["suggest"] = self.seating.suggest
         return bench
 
+    def picked(self) -> dict:
+        a = self.answer
+        return {"call": a.call, "seat": a.seat, "alias": a.alias}
+
     def usage(self, results: list[SeatResult]) -> dict:
+        """Tokens of what was asked: every seat and the merger; in pick mode the picked seat's
+        alone (the others may still be running)."""
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        for r in results + ([self.merger] if self.merger else []):
+        counted = [self.answer] if self.req.reply_mode == "pick" and self.answer else \
+            results + ([self.merger] if self.merger else [])
+        for r in counted:
             for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
                                  ("total_tokens", "total")):
                 usage[mine] += (r.tokens or {}).get(theirs) or 0
         return usage
 
     def reply(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
+        message, finish = self.message(results)
         return {
             "id": f"chatcmpl-{self.panel}", "object": "chat.completion",
             "created": int(self.started), "model": self.req.collection.model_id,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": self.content(results)}}],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": self.usage(results),
             "bench": self.bench(results, verdict_url=verdict_url),
         }
 
     def record(self, results: list[SeatResult]) -> None:
         """Write the panel to the call log, once. Answers are scrubbed of image traces."""
-        if self._recorded:
-            return
-        self._recorded = True
+        with self._lock:
+            if self._recorded:
+                return
+            self._recorded = True
         self._release()  # done or given up: a seat that never reported counts no longer
         urls = self.req.images
         seats = [dict(r.public(), served=r.served, answer=prompt.scrub(r.answer, urls))
@@ -470,9 +666,14 @@ class PanelRun:
         if self.merger is not None:
             record["merger"] = dict(self.merger.public(), served=self.merger.served,
                                     answer=prompt.scrub(self.merger.answer, urls))
+        if self.answer is not None and self.answer is not self.merger:
+            record["picked"] = self.picked()
         if self.note:
             record["note"] = self.note
-        self.panels.ledger.record_panel(record)
+        try:
+            self.panels.ledger.record_panel(record)
+        finally:
+            self.logged.set()
 
 
 def verdict_hint(url: str | None) -> str:
@@ -496,3 +697,10 @@ def section(r: SeatResult, n: int) -> str:
 
 def markdown(seats: list[SeatResult]) -> str:
     return "\n".join(section(r, i) for i, r in enumerate(seats, 1))
+
+
+def markdown_of(seats: list[dict]) -> str:
+    """``markdown`` of seats given as their public dicts (as an error body carries them)."""
+    names = set(SeatResult.__dataclass_fields__)
+    return markdown([SeatResult(**dict({k: v for k, v in s.items() if k in names}, served=""))
+                     for s in seats if isinstance(s, dict)])

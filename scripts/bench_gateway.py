@@ -26,7 +26,13 @@ Steps:
    the gap to the fastest seat's own ``seconds`` (from ``bench.seats`` on the final chunk);
 8. merged-mode added latency at concurrency 1, 0 ms seats: three members plus a 0 ms merger that
    is not a member (the collection's ``merger``): client time minus (slowest seat's ``seconds`` +
-   ``bench.merger.seconds``), beside step 2's all-mode figure.
+   ``bench.merger.seconds``), beside step 2's all-mode figure;
+9. pick mode (``bench/trio:pick``) at concurrency 1, seats of 0 / 250 / 500 ms: the reply is the
+   first member's (0 ms) answer, sent while the other two still run; client time minus the
+   picked seat's own ``seconds`` (``bench.picked`` in ``bench.seats``), and how many seats were
+   still ``running`` in each reply (slower seats of earlier panels run on behind it too).
+
+``--only pick`` runs step 9 alone (with step 2's 0 ms all-mode figure beside it).
 
 Requests carry ``Host: 127.0.0.1:PORT`` (a loopback name with the port) and, on POST,
 ``Content-Type: application/json``, as the gateway's guard requires.
@@ -78,7 +84,7 @@ MERGED = "trio-merged"   # the same three members with MERGER as the collection'
 MERGER = "mx"            # not a member; 0 ms in every profile
 # seat latencies (seconds) per member, one simulated upstream process per profile
 PROFILES = {"spread": (0.05, 0.1, 0.2), "zero": (0.0, 0.0, 0.0), "fifty": (0.05, 0.05, 0.05),
-            "stream": (0.05, 0.5, 2.0)}
+            "stream": (0.05, 0.5, 2.0), "pick": (0.0, 0.25, 0.5)}
 
 SYSTEM = "You are a careful code reviewer. Report real bugs only, each with the line it is on."
 PROMPT = (
@@ -104,6 +110,8 @@ TARGETS = {  # what the figures are held against (printed beside them, never ass
     "first_text_ms": 55, "first_text_gap_ms": 5.0,
     # step 8: merging adds no more gateway time than a plain panel does (step 2's targets)
     "merged_added_p50_ms": 2.0, "merged_added_p95_ms": 5.0,
+    # step 9: the picked answer within 2 ms of the picked seat's own time, slower seats running
+    "pick_added_p50_ms": 2.0,
 }
 
 
@@ -312,6 +320,7 @@ class Bench:
         self.home = open_home(self.data)
         self.body = request_body()
         self.merged_body = request_body(MERGED, bench={"reply": "merged"})
+        self.pick_body = request_body(f"{COLLECTION}:pick")
         self.stream_body = request_body(stream=True)
         self.sims: dict[str, Child] = {}
         self.gateway: Child | None = None
@@ -463,6 +472,51 @@ class Bench:
                        failures=dict(notes))
         return out
 
+    def picks(self, n: int, warmup: int) -> dict:
+        """Step 9: n pick-mode panels one after another on one connection; the client's time
+        minus the picked seat's own ``seconds``, and the seats still running behind each reply.
+        A reply that picked another seat than the first member, or with no seat running behind
+        it, counts as failed (the figure would not be what it says)."""
+        client = Client(*self.addr, self.pick_body)
+        for _ in range(warmup):
+            client.panel()
+        gc.collect()
+        added, inside, picked_s, behind, failures = [], [], [], [], collections.Counter()
+        gw0 = proc_cpu(self.gateway.pid)
+        for _ in range(n):
+            status, data, secs = client.panel()
+            if status != 200:
+                failures[f"http {status}"] += 1
+                continue
+            bench = json.loads(data)["bench"]
+            picked = bench.get("picked") or {}
+            seat = next((x for x in bench["seats"] if x["call"] == picked.get("call")), None)
+            running = sum(x["status"] == "running" for x in bench["seats"])
+            if seat is None or picked.get("alias") != MEMBERS[0] or seat["status"] != "ok":
+                failures[f"picked {picked.get('alias')}: {bench.get('note', '')[:80]}"] += 1
+                continue
+            if not running:
+                failures["no seat running behind the reply"] += 1
+                continue
+            added.append((secs - seat["seconds"]) * 1000)
+            inside.append((bench["seconds"] - seat["seconds"]) * 1000)
+            picked_s.append(seat["seconds"] * 1000)
+            behind.append(running)
+        client.close()
+        done = max(1, len(added))
+        ms = lambda v: None if v is None else round(v, 3)  # noqa: E731
+        return {
+            "panels": len(added), "failed": sum(failures.values()), "failures": dict(failures),
+            "seat_latencies_ms": [round(x * 1000) for x in PROFILES["pick"]],
+            "added_ms": {"p50": ms(pct(added, 50)), "p95": ms(pct(added, 95)),
+                         "p99": ms(pct(added, 99)), "max": ms(max(added, default=None))},
+            "inside_ms_p50": ms(pct(inside, 50)),
+            "picked_seat_ms_p50": ms(pct(picked_s, 50)),
+            "running_behind_p50": pct(behind, 50),
+            # includes the slower seats finishing behind earlier replies and their logging
+            "gateway_cpu_ms_per_panel": ms((proc_cpu(self.gateway.pid) - gw0) * 1000 / done),
+        }
+
     def streams(self, n: int, warmup: int) -> dict:
         """Step 7: n streams one after another on one keep-alive connection (each runs to
         [DONE], so ~2 s apiece); when the first seat's text arrives, against that seat's own
@@ -486,7 +540,7 @@ class Bench:
             fastest.append(quick * 1000)
             head.append(s["head"] * 1000)
             role.append(s["role"] * 1000)
-            after_role.append((s["first_text"] - s["role"] - quick) * 1000)
+            after_role.append((s["first_text"] - s["role"]) * 1000)
             end.append((s["end"] - max(x["seconds"] for x in seats)) * 1000)
         client.close()
         ms = lambda v: None if v is None else round(v, 3)  # noqa: E731
@@ -499,10 +553,10 @@ class Bench:
             # the first text's time minus the fastest seat's own seconds (bench.seats)
             "gap_ms": stat(gap),
             "fastest_seat_ms": stat(fastest),
-            # where the gap goes: until the response head / the role chunk (parse, seat, start
-            # the seats, headers), and from the role chunk to the first text beyond the seat's
-            # own seconds (the seat's result reaching the handler thread, section, write)
-            "head_ms": stat(head), "role_ms": stat(role), "after_role_gap_ms": stat(after_role),
+            # the head and the role chunk wait for the first seat that answered (a panel that
+            # fails whole is an error status, not a stream), so they arrive with its text;
+            # role_to_text is the time between the role chunk and that first text
+            "head_ms": stat(head), "role_ms": stat(role), "role_to_text_ms": stat(after_role),
             # [DONE] minus the slowest seat's seconds (recording the panel, the final chunk)
             "done_after_slowest_ms": stat(end),
         }
@@ -607,6 +661,10 @@ class Bench:
         log(f"step 8: merged-mode added latency, 0 ms seats and merger ({a.merged_panels} panels)")
         r["added_merged"] = self.sequential(a.merged_panels, warmup=a.warmup, merged=True)
 
+        self.use("pick")
+        log(f"step 9: pick mode, seats 0/250/500 ms ({a.pick_panels} panels)")
+        r["pick"] = self.picks(a.pick_panels, warmup=a.warmup)
+
         if a.streams:
             self.use("stream")
             log(f"step 7: first seat's text in a stream, seats 50/500/2000 ms ({a.streams} "
@@ -631,6 +689,20 @@ class Bench:
             added = self.sequential(a.panels, warmup=a.warmup)
             r["sizes"].append({"log_panels": self.log_panels(), "fill": fill, "added": added,
                                "memory": self.stop_gateway(), "bytes": self.log_bytes()})
+        return r
+
+    def run_pick(self) -> dict:
+        """``--only pick``: step 9, with step 2's 0 ms all-mode figure to compare."""
+        a, r = self.args, self.results
+        self.setup()
+        self.use("zero")
+        self.start_gateway()
+        log(f"step 2: added latency, 0 ms seats ({a.panels} panels)")
+        r["added_zero"] = self.sequential(a.panels, warmup=a.warmup)
+        self.use("pick")
+        log(f"step 9: pick mode, seats 0/250/500 ms ({a.pick_panels} panels)")
+        r["pick"] = self.picks(a.pick_panels, warmup=a.warmup)
+        r["memory"] = self.stop_gateway()
         return r
 
     def profile(self, out_dir: Path) -> dict:
@@ -761,6 +833,7 @@ def report(r: dict, args) -> str:
                  verdict(bool(m["panels"]) and not m["failed"]
                          and ma["p50"] <= T["merged_added_p50_ms"]
                          and ma["p95"] <= T["merged_added_p95_ms"])))
+    rows.extend(pick_rows(r))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     head = ("measure".ljust(widths[0]), "value".ljust(widths[1]), "target".ljust(widths[2]))
     lines = [
@@ -799,9 +872,9 @@ def report(r: dict, args) -> str:
     if st and st["streams"]:
         lines.append(f"  stream: fastest seat's own time p50 {st['fastest_seat_ms']['p50']:.1f} ms; "
                      f"response head p50 {st['head_ms']['p50']:.2f} ms, role chunk p50 "
-                     f"{st['role_ms']['p50']:.2f} ms; first text minus role chunk minus fastest "
-                     f"seat p50 {st['after_role_gap_ms']['p50']:.2f} ms, p95 "
-                     f"{st['after_role_gap_ms']['p95']:.2f} ms; gap max {st['gap_ms']['max']:.2f}"
+                     f"{st['role_ms']['p50']:.2f} ms (both wait for the first answer); first "
+                     f"text after the role chunk p50 {st['role_to_text_ms']['p50']:.2f} ms, p95 "
+                     f"{st['role_to_text_ms']['p95']:.2f} ms; gap max {st['gap_ms']['max']:.2f}"
                      f" ms; [DONE] after the slowest seat p50 "
                      f"{st['done_after_slowest_ms']['p50']:.2f} ms")
     if st and st["failures"]:
@@ -849,6 +922,40 @@ def report(r: dict, args) -> str:
     return "\n".join(lines)
 
 
+def pick_rows(r: dict) -> list[tuple[str, str, str, str]]:
+    k = r.get("pick")
+    if not k:
+        return []
+    a, lat = k["added_ms"], "/".join(str(x) for x in k["seat_latencies_ms"])
+    value = (f"p50 {a['p50']:.2f} ms, p95 {a['p95']:.2f} ms, max {a['max']:.2f} ms; "
+             f"{k['running_behind_p50']} seats running behind at p50" if k["panels"]
+             else "no panel picked")
+    if k["failed"]:
+        value += f"; {k['failed']} failed {k['failures']}"
+    return [(f"9 pick: reply minus picked seat, seats {lat} ms ({k['panels']} panels, c=1)",
+             value, f"p50 <= {TARGETS['pick_added_p50_ms']:g} ms",
+             verdict(bool(k["panels"]) and not k["failed"]
+                     and a["p50"] <= TARGETS["pick_added_p50_ms"]))]
+
+
+def pick_report(r: dict) -> str:
+    z, k = r["added_zero"], r["pick"]
+    lines = [f"Panelist gateway benchmark, pick mode · {time.strftime('%Y-%m-%d %H:%M')} · "
+             f"{r['machine']['cpus']} CPUs · Python {r['machine']['python']}", ""]
+    for row in pick_rows(r):
+        lines.append("  ".join(row))
+    za = z["added_ms"]
+    lines.append(f"2 all mode, 0 ms seats ({z['panels']} panels): added p50 {za['p50']:.2f} ms, "
+                 f"p95 {za['p95']:.2f} ms")
+    if k["panels"]:
+        lines.append(f"  pick: picked seat's own time p50 {k['picked_seat_ms_p50']:.2f} ms; inside "
+                     f"the gateway's clock (bench.seconds - picked seat) p50 "
+                     f"{k['inside_ms_p50']:.2f} ms; gateway CPU {k['gateway_cpu_ms_per_panel']:.2f}"
+                     " ms/panel (the seats behind each reply included); peak RSS "
+                     f"{r['memory']['VmHWM']:.1f} MB")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="skip log steps above 100,000 panels")
@@ -858,6 +965,10 @@ def main(argv=None) -> int:
     ap.add_argument("--parallel-panels", type=int, default=20)
     ap.add_argument("--merged-panels", type=int, default=300,
                     help="panels in the merged-mode added-latency run (step 8)")
+    ap.add_argument("--pick-panels", type=int, default=300,
+                    help="panels in the pick-mode run (step 9)")
+    ap.add_argument("--only", choices=("pick",),
+                    help="run one step alone: pick (step 9, beside step 2's 0 ms figure)")
     ap.add_argument("--streams", type=int, default=20,
                     help="streams for step 7 (each ~2 s: its slowest seat takes 2000 ms); 0 skips")
     ap.add_argument("--warmup", type=int, default=50, help="warm-up panels before each run")
@@ -881,7 +992,7 @@ def main(argv=None) -> int:
             result = bench.profile(args.profile)
             print(json.dumps(result, indent=1))
             return 0
-        result = bench.run()
+        result = bench.run_pick() if args.only == "pick" else bench.run()
     except KeyboardInterrupt:
         interrupted = True
         return 130
@@ -891,6 +1002,8 @@ def main(argv=None) -> int:
             log("interrupted; processes stopped")
     if args.json:
         print(json.dumps(result, indent=1))
+    elif args.only == "pick":
+        print(pick_report(result))
     else:
         print(report(result, args))
     return 0

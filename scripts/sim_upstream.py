@@ -73,7 +73,7 @@ BEHAVIOUR = {
     "json": "the answer when the request asks for JSON (response_format): an object, sent as "
             "JSON, or a string sent as it is (to script invalid JSON), or a list of those "
             "given in turn, one per call (cycling). Without it, a json_schema request gets an "
-            "object made from the schema's required keys",
+            "object made from the schema's required keys (local $refs followed)",
     "answers": "a list of answers given in turn, one per call (cycling); overrides 'answer'",
 }
 
@@ -538,26 +538,34 @@ def _json_answer(b: dict, body: dict, n: int) -> str:
         return json.dumps(scripted)
     fmt = body["response_format"]
     schema = (fmt.get("json_schema") or {}).get("schema") if fmt["type"] == "json_schema" else None
-    return json.dumps(_from_schema(schema or {"type": "object"}, body.get("model"), 0))
+    schema = schema or {"type": "object"}
+    return json.dumps(_from_schema(schema, body.get("model"), 0, schema))
 
 
-def _from_schema(schema, model, depth: int):
-    """A small value that satisfies ``schema``'s types and required keys (refs not followed)."""
+def _from_schema(schema, model, depth: int, root=None):
+    """A small value that satisfies ``schema``'s types and required keys; local refs
+    (``#/$defs/...``, as pydantic writes nested models) are followed."""
     if not isinstance(schema, dict) or depth > 8:
         return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and isinstance(root, dict):
+        target = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        return _from_schema(target, model, depth + 1, root)
     if "enum" in schema and schema["enum"]:
         return schema["enum"][0]
     if "const" in schema:
         return schema["const"]
     for key in ("anyOf", "oneOf", "allOf"):
         if schema.get(key):
-            return _from_schema(schema[key][0], model, depth + 1)
+            return _from_schema(schema[key][0], model, depth + 1, root)
     kind = schema.get("type")
     kind = kind[0] if isinstance(kind, list) and kind else kind
     if kind == "object" or "properties" in schema:
         props = schema.get("properties") or {}
         keys = schema.get("required") or list(props)
-        return {k: _from_schema(props.get(k, {}), model, depth + 1) for k in keys}
+        return {k: _from_schema(props.get(k, {}), model, depth + 1, root) for k in keys}
     if kind == "array":
         return []
     return {"string": f"simulated {model}", "integer": 1, "number": 1.0, "boolean": True,

@@ -47,7 +47,7 @@ def test_limits_come_from_gateway_json(home):
     (dict(name="x", members=["a"], description="d" * 301), "300"),
     (dict(name="x", members=["a"], tags=[f"t{i}" for i in range(9)]), "at most 8"),
     (dict(name="x", members=["a"], tags=["Upper"]), "lower-case"),
-    (dict(name="x", members=["a"], reply="some"), "'all' or 'merged'"),
+    (dict(name="x", members=["a"], reply="some"), "all, merged, pick"),
     (dict(name="x", members=["a"], merger="zz"), "merger"),
     (dict(name="x", members=["a"], shape="Two Words"), "shape"),
 ])

@@ -75,9 +75,10 @@ def test_models_list_describes_each_collection(gateway, home):
     Roster(home).add_model("fast", "sim", family="fast", context=8_000, vision=True, tools=True)
     status, body, _ = gateway.get("/v1/models")
     assert status == 200 and body["object"] == "list"
-    trio, merged = body["data"]
+    trio, merged, picked = body["data"]
     assert trio["id"] == "bench/trio" and trio["reply"] == "all"
     assert merged["id"] == "bench/trio:merged" and merged["reply"] == "merged"
+    assert picked["id"] == "bench/trio:pick" and picked["reply"] == "pick"
     assert merged["members"] == trio["members"]
     assert trio["description"] == "Three simulated reviewers"
     assert trio["tags"] == ["test", "code"] and trio["members"] == ["fast", "mid", "slow"]
@@ -186,8 +187,10 @@ def test_no_seat_to_fill_is_a_503_saying_why(gateway, home, sim):
     set_limits(home, max_explorers=0)
     for alias in ("fast", "mid", "slow"):
         sim.script(alias, fail="rate_limit", retry_after=60)
-    status, body, _ = ask(gateway)
-    assert status == 200 and {s["status"] for s in body["bench"]["seats"]} == {"error"}
+    status, body, headers = ask(gateway)   # every seat rate limited: a 503, not a 200
+    assert status == 503 and body["error"]["code"] == "all_seats_rate_limited"
+    assert {s["status"] for s in body["error"]["seats"]} == {"error"}
+    assert 1 <= int(headers["Retry-After"]) <= 60
     status, body, _ = ask(gateway)
     assert status == 503
     assert "cooling down" in body["error"]["message"] and "fast" in body["error"]["message"]

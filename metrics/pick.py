@@ -1,0 +1,115 @@
+"""Pick mode: which one seat's answer is a panel's reply, and when that is known.
+
+The reply of a pick is one seat's answer verbatim (text, tool calls, finish reason), so an agent
+loop or a structured-output parser works as with a single model. Every seat is still asked,
+logged and owed a verdict; only the reply is one answer.
+
+The order of preference:
+
+1. ``Request.prefer``, when that alias sits in the panel as a member (a tool conversation keeps
+   the member that started it);
+2. the members, by useful rate for the request's shape, counted with one useful and one
+   not-useful verdict added: ``(useful + 1) / (useful + not_useful + 2)``. A member never judged
+   stands at 1/2, so a member judged mostly useful ranks above it and one judged mostly not
+   useful below it, and a single verdict moves a member less than many do. Ties keep the
+   collection's member order (first member first);
+3. then the other seats (nominees and explorers) in seat order, as failover of last resort.
+
+A seat's answer can be the reply when the seat answered (status ``ok`` or ``tool_calls``) and,
+when the request asked for JSON (``response_format``), its text is that JSON (``jsonshape``); an
+answer that calls tools is taken as it is. The pick is known as soon as the first seat in the
+order has finished with a usable answer and every seat before it has finished without one: a
+slower seat later in the order is never waited for, and a faster one never jumps the order.
+Each seat passed over is named, with why, in the failover note.
+"""
+
+from __future__ import annotations
+
+from panelist.metrics import jsonshape
+
+
+def rate(state) -> float:
+    """A member's useful rate with one verdict of each kind added (1/2 when never judged)."""
+    useful = getattr(state, "useful", 0) or 0
+    not_useful = getattr(state, "not_useful", 0) or 0
+    return (useful + 1) / (useful + not_useful + 2)
+
+
+def order(results: list, members: tuple[str, ...], states: dict,
+          prefer: str | None = None) -> list:
+    """``results`` (in seat order) in the order of preference described above."""
+    seated = [r for r in results if r.seat == "member"]
+    rank = {alias: i for i, alias in enumerate(members)}
+    seated.sort(key=lambda r: (-rate(states.get(r.alias)), rank.get(r.alias, len(rank))))
+    first = [r for r in seated if prefer is not None and r.alias == prefer][:1]
+    rest = [r for r in results if r.seat != "member"]
+    return first + [r for r in seated if r not in first] + rest
+
+
+def problem(result, fmt) -> str | None:
+    """Why ``result`` cannot be the reply to a request with ``response_format`` ``fmt``."""
+    if not result.answered:   # an error's text already starts with its kind
+        return result.error if result.status == "error" and result.error else \
+            f"{result.status}: {result.error or 'no answer'}"
+    if result.tool_calls:
+        return None
+    why = jsonshape.problem(result.answer, fmt)
+    return None if why is None else f"not the JSON asked for: {why}"
+
+
+class Picker:
+    """Seats are offered as they finish; ``offer`` says when the pick is decided."""
+
+    def __init__(self, ordered: list, fmt=None):
+        self.order = ordered
+        self.fmt = fmt
+        self.picked = None
+        self.passed: list[tuple[object, str]] = []   # (seat, why) passed over, in order
+        self._pos = 0
+        self._done: set[str] = set()
+
+    @property
+    def decided(self) -> bool:
+        return self.picked is not None or self._pos >= len(self.order)
+
+    def offer(self, result) -> bool:
+        """Take a finished seat; True once the pick is decided (picked, or nobody left)."""
+        self._done.add(result.call)
+        while self.picked is None and self._pos < len(self.order) \
+                and self.order[self._pos].call in self._done:
+            candidate = self.order[self._pos]
+            why = problem(candidate, self.fmt)
+            if why is None:
+                self.picked = candidate
+            else:
+                self.passed.append((candidate, why))
+                self._pos += 1
+        return self.decided
+
+    def note(self) -> str:
+        """The failover, in words; empty when the first choice was picked."""
+        if not self.passed:
+            return ""
+        said = "; ".join(f"{label(r)} {r.alias}: {_short(why)}" for r, why in self.passed)
+        if self.picked is None:
+            return f"no seat's answer could be used ({said})"
+        return f"failover: {said}; picked {label(self.picked)} {self.picked.alias}"
+
+
+def first_usable(ordered: list, fmt=None) -> Picker:
+    """A picker over seats that have all finished: the first usable answer in ``ordered``."""
+    picker = Picker(ordered, fmt)
+    for r in ordered:
+        if picker.offer(r):
+            break
+    return picker
+
+
+def label(result) -> str:
+    """``member1``, ``explorer2``, ``merger``: the seat's part of its call id."""
+    return result.call.rsplit(".", 1)[-1]
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
