@@ -161,6 +161,9 @@ class Gateway:
                      "(make one with `panelist key create NAME`)")
         elif status in (429, 503) and headers.get("Retry-After"):
             text += f" (try again in {headers['Retry-After']} s)"
+        seats = body["error"].get("seats") if isinstance(body, dict) else None
+        if isinstance(seats, list) and seats:   # a panel ran and every seat failed: show them
+            text += "\n\n" + "\n".join(_seat_line(s) for s in seats if isinstance(s, dict))
         return ToolFailed(text, body if isinstance(body, dict) else None)
 
 
@@ -375,14 +378,15 @@ def seat_lines(bench: dict) -> str:
     seats = list(bench.get("seats") or [])
     if isinstance(bench.get("merger"), dict):
         seats.append(bench["merger"])
-    for s in seats:
-        line = (f"- call {s.get('call')} · {s.get('alias')} ({s.get('seat')}) · "
-                f"{s.get('status')} · {float(s.get('seconds') or 0):.2f} s")
-        if s.get("error"):
-            line += f" · {s['error']}"
-        lines.append(line)
+    lines.extend(_seat_line(s) for s in seats)
     lines.append(JUDGE)
     return "\n".join(lines)
+
+
+def _seat_line(s: dict) -> str:
+    line = (f"- call {s.get('call')} · {s.get('alias')} ({s.get('seat')}) · "
+            f"{s.get('status')} · {float(s.get('seconds') or 0):.2f} s")
+    return line + (f" · {s['error']}" if s.get("error") else "")
 
 
 def verdict(gw: Gateway, args: dict) -> tuple[str, dict]:

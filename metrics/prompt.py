@@ -113,7 +113,16 @@ def as_text(messages: list[dict]) -> str:
                 pieces.append(image_placeholder(value))
             else:
                 pieces.append(f"[{value} part]")
-        out.append(f"{m.get('role')}: {' '.join(pieces)}")
+        # a tool conversation read as text must still say what was called and what came back,
+        # or a reader (the merger) would ask for the same call again
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                pieces.append(f"[called {fn.get('name')} with {fn.get('arguments')}]")
+        role = m.get("role")
+        if role == "tool" and m.get("tool_call_id"):
+            role = f"tool (result of {m['tool_call_id']})"
+        out.append(f"{role}: {' '.join(pieces)}")
     return "\n".join(out)
 
 

@@ -101,7 +101,7 @@ def test_an_mcp_client_lists_asks_judges_and_sees_what_is_pending(gateway, home,
     assert not listed.is_error
     (trio,) = listed.structured_content["collections"]
     assert trio["name"] == "bench/trio" and trio["members"] == ["fast", "mid", "slow"]
-    assert trio["reply"] == "all" and trio["replies"] == ["all", "merged"]
+    assert trio["reply"] == "all" and trio["replies"] == ["all", "merged", "pick"]
     assert "bench/trio: Three simulated reviewers" in text_of(listed)
 
     # the answer, and every seat's call id as the gateway logged it

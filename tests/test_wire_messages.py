@@ -146,6 +146,8 @@ def test_a_tool_round_trip_reaches_every_seat_in_chat_form(client, home, sim):
                {"role": "user", "content": [
                    {"type": "tool_result", "tool_use_id": call["id"],
                     "content": [{"type": "text", "text": "shipped on Monday"}]}]}]
+    # the model answers the tool result now; the merger (fast, the first member) sums up
+    sim.script("fast")
     second = client.messages.create(model="bench/trio:merged", max_tokens=200, tools=TOOLS,
                                     messages=history)
     assert second.stop_reason == "end_turn"
