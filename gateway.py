@@ -865,6 +865,8 @@ def post_chat(h: Handler, _):
     if reply is None:  # the caller left; the panel was cancelled and logged
         h.close_connection = True
         return
+    # written before the reply goes out, so a caller that has it finds it owed a verdict
+    run.delivered_reply(reply)
     h.send_json(200, reply, mark)
 
 
@@ -901,6 +903,7 @@ def stream_panel(h: Handler, run, mark: dict) -> None:
             if message.get("tool_calls"):
                 h.send_event(delta({"tool_calls": [
                     dict(call, index=i) for i, call in enumerate(message["tool_calls"])]}))
+            run.delivered_reply(reply)   # before the last event: see post_chat
             h.send_event(delta({}, choice["finish_reason"], usage=reply["usage"],
                                bench=reply["bench"]))
             h.end_events()
@@ -909,6 +912,7 @@ def stream_panel(h: Handler, run, mark: dict) -> None:
         return
 
     results, waiting = [], []   # waiting: sections of seats that failed before any answered
+    sent = []   # the text as the caller received it, in the order it was sent
     quiet_since = time.monotonic()
     tick = min(0.25, h.server.keepalive)
     started = False
@@ -934,6 +938,7 @@ def stream_panel(h: Handler, run, mark: dict) -> None:
             if started:
                 for event in waiting:
                     h.send_event(event)
+                    sent.append(event["choices"][0]["delta"]["content"])
                 waiting.clear()
                 quiet_since = time.monotonic()
     except OSError:  # the caller went away: stop the seats still running and log the panel
@@ -945,6 +950,7 @@ def stream_panel(h: Handler, run, mark: dict) -> None:
         raise run.failure(results)
     try:
         run.record(results)
+        run.delivered("".join(sent))   # every section is out; before the last event
         h.send_event(delta({}, "stop", usage=run.usage(results),
                            bench=run.bench(results, verdict_url=h.base_url())))
     except OSError:
@@ -1014,6 +1020,7 @@ def post_responses(h: Handler, _):
     if reply is None:  # the caller left; the panel was cancelled and logged
         h.close_connection = True
         return
+    run.delivered_reply(reply)
     h.send_json(200, wire_responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
 
 
@@ -1028,6 +1035,7 @@ def post_messages(h: Handler, _):
     if reply is None:
         h.close_connection = True
         return
+    run.delivered_reply(reply)
     h.send_json(200, wire_messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
 
 
@@ -1057,6 +1065,7 @@ def held_stream(h: Handler, run, events) -> None:
             send(events.opening())
         send(events.keepalive())
 
+    reply = None
     try:
         reply = await_reply(h, run, keep_alive)
         if reply is None:  # the caller left; the panel was cancelled and logged
@@ -1077,6 +1086,8 @@ def held_stream(h: Handler, run, events) -> None:
     try:
         if not opened:
             begin()
+        if reply is not None:
+            run.delivered_reply(reply)   # before the last events: see post_chat
         send(ending)
         h.end_events(done=False)
     except OSError:

@@ -42,6 +42,7 @@ import socket
 import ssl
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from urllib.parse import quote, urlsplit
@@ -585,7 +586,8 @@ def _tool_calls(raw, label: str) -> list[dict]:
         elif not isinstance(args, str):   # some servers send the object itself
             args = jsonwire.dumps(args)
         cid = call.get("id")
-        cid = cid if isinstance(cid, str) and cid else f"call_{i}"
+        # an id is how a conversation finds the seat that made the call: never reuse one
+        cid = cid if isinstance(cid, str) and cid else f"call_{uuid.uuid4().hex[:24]}"
         calls.append({"id": cid, "type": "function",
                       "function": {"name": name, "arguments": args}})
     return calls

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
-from panelist.metrics import jsonshape, merge, pick, prompt
+from panelist.metrics import history, jsonshape, merge, pick, prompt
 from panelist.metrics.admission import Admission
 from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.collection import REPLIES, Collection, Collections
@@ -199,7 +199,11 @@ class Panels:
         self.admission.close()
 
     def parse(self, body) -> Request:
-        return parse_request(body, self.collections)
+        req = parse_request(body, self.collections)
+        if req.reply_mode == "pick" and req.prefer is None:
+            # a tool exchange stays with the member whose tool calls it is answering
+            req.prefer = history.sticky_alias(req.messages, self.ledger)
+        return req
 
     def seat(self, req: Request) -> Seating:
         """Seat a panel, or refuse it (413 too big for a member, 400 nobody can see the images,
@@ -224,8 +228,9 @@ class Panels:
             seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
+            # its seats are owed verdicts once the reply is delivered (``PanelRun.delivered``)
             self.ledger.record_seated(seating.panel, req.shape, aliases, now,
-                                      collection=req.collection.model_id)
+                                      collection=req.collection.model_id, awaits_delivery=True)
             seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
         return seating
 
@@ -271,6 +276,8 @@ class Panels:
         req = self.parse(body)
         run = self.start(req, self.seat(req), key=key)
         reply = self.complete(run, verdict_url=verdict_url, alive=alive)
+        if reply is not None:
+            run.delivered_reply(reply)   # the caller of ask is handed the reply
         if reply is not None and run.req.reply_mode == "pick" and \
                 run.logged.wait(self.collections.limits().panel_timeout + HOLD_GRACE):
             reply = run.reply(run.results, verdict_url=verdict_url)   # every seat as it ended
@@ -363,6 +370,8 @@ class PanelRun:
             self.seat_timeout = limits.seat_timeout
             self.panel = seating.panel or panels.ledger.new_panel(self.started)
             self.cancel = CancelFlag()  # setting it cuts every seat's upstream connection at once
+            # earlier Panelist replies in the history, found once, shown to each seat its own way
+            self.history = history.Conversation(req.messages, panels.ledger)
             self.merger: SeatResult | None = None
             # the one seat (or the merger) whose answer is the reply; None: every answer
             self.answer: SeatResult | None = None
@@ -387,7 +396,8 @@ class PanelRun:
 
     def _run_seat(self, seat: Seat, result: SeatResult) -> None:
         try:
-            self.panels.call(self, seat, result, self.req.messages, self.req.params)
+            self.panels.call(self, seat, result, self.history.for_seat(seat.model.alias),
+                             self.req.params)
         finally:
             # released before the result is handed over, so a caller that has every result
             # also finds the seat no longer in flight
@@ -536,7 +546,9 @@ class PanelRun:
         view = panels.roster.view()
         ordered = self.in_seat_order(results)
         fmt = self.req.response_format
-        messages = merge.merger_input(self.req.text(), ordered, self.req.images,
+        # the conversation as the caller was answered, not every earlier panel's markdown
+        asked = prompt.as_text(self.history.for_seat(None))
+        messages = merge.merger_input(asked, ordered, self.req.images,
                                       response_format=fmt, tools=self.req.tools)
         size = prompt.estimate_tokens(messages)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
@@ -646,6 +658,17 @@ class PanelRun:
             "usage": self.usage(results),
             "bench": self.bench(results, verdict_url=verdict_url),
         }
+
+    def delivered(self, content: str | None, tool_calls=()) -> None:
+        """The caller has the reply (``content`` as sent): its seats are owed verdicts now, and
+        a later request that carries this reply in its history is recognised by it."""
+        self.panels.ledger.record_delivered(
+            self.panel, content, [c.get("id") for c in tool_calls or () if isinstance(c, dict)])
+
+    def delivered_reply(self, reply: dict) -> None:
+        """``delivered`` for a chat.completion reply."""
+        message = reply["choices"][0]["message"]
+        self.delivered(message.get("content"), message.get("tool_calls"))
 
     def record(self, results: list[SeatResult]) -> None:
         """Write the panel to the call log, once. Answers are scrubbed of image traces."""

@@ -70,10 +70,19 @@ def test_the_openai_tool_loop_through_pick_keeps_the_best_member(gateway, home, 
     assert reply.finish_reason == "stop" and not reply.message.tool_calls
     assert reply.message.content == "[simulated mid] The tools said: shipped Monday."
     assert second.model_extra["bench"]["picked"]["alias"] == "mid"
-    # every seat of the second turn saw the tool result, and both panels are logged whole
+    # every seat of the second turn saw the tool result: as a tool message answering a call in
+    # its own history (its own call, or the picked one when it did not sit), as a note when it
+    # sat in the first panel and answered with text instead
     def turn_two():
-        return [r for r in sim.requests if r["body"]["messages"][-1].get("role") == "tool"]
+        return [r for r in sim.requests
+                if any("shipped Monday" in str(m.get("content")) for m in r["body"]["messages"])]
     assert wait_until(lambda: len(turn_two()) == 5)
+    assert wait_until(lambda: panel in panels_logged(home))
+    texted = {s["alias"] for s in panels_logged(home)[panel]["seats"] if s["status"] == "ok"}
+    last = {r["model"]: r["body"]["messages"][-1] for r in turn_two()}
+    assert {m for m, said in last.items() if said["role"] != "tool"} == texted & set(last)
+    assert {"fast", "mid", "slow"}.isdisjoint(texted)
+    assert all("shipped Monday" in said["content"] for said in last.values())
     second_panel = second.model_extra["bench"]["panel"]
     assert wait_until(lambda: {panel, second_panel} <= set(panels_logged(home)))
     for pid in (panel, second_panel):

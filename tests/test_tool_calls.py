@@ -61,9 +61,10 @@ def test_a_tool_call_without_a_name_is_a_bad_reply(upstream):
     with pytest.raises(UpstreamBadReply, match="without a function name"):
         _tool_calls([{"id": "x", "function": {"arguments": "{}"}}], "sim")
     # arguments sent as an object are carried as the JSON string OpenAI's clients expect
-    calls = _tool_calls([{"function": {"name": "f", "arguments": {"a": 1}}}], "sim")
-    assert calls == [{"id": "call_0", "type": "function",
-                      "function": {"name": "f", "arguments": '{"a": 1}'}}]
+    calls = _tool_calls([{"function": {"name": "f", "arguments": {"a": 1}}}] * 2, "sim")
+    assert [c["function"] for c in calls] == [{"name": "f", "arguments": '{"a": 1}'}] * 2
+    # a call the upstream sent without an id gets one of its own, never shared with another
+    assert calls[0]["id"].startswith("call_") and calls[0]["id"] != calls[1]["id"]
 
 
 def test_a_seat_that_calls_a_tool_is_status_tool_calls_shown_and_logged(sim, gateway, home):
