@@ -45,7 +45,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import jsonwire, listing, verdict
+from panelist.metrics import jsonwire, listing, races, verdict
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -930,6 +930,20 @@ def get_panel(h: Handler, params: dict):
     h.send_json(200, found)
 
 
+def post_race(h: Handler, _):
+    race = races.of(h.server.panels).start(h.read_json())
+    h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
+
+
+def get_race(h: Handler, params: dict):
+    h.send_json(200, races.of(h.server.panels).get(params["race"]))
+
+
+def get_races(h: Handler, _):
+    query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query).items()}
+    h.send_json(200, races.of(h.server.panels).listing(query.get("limit"), query.get("before")))
+
+
 # -- the route table ----------------------------------------------------------------------------
 OPEN, KEYS, ADMIN = "open", "keys", "admin"   # the gates a route may declare
 
@@ -975,6 +989,9 @@ GATEWAY_ROUTES = (
     Route("/bench/pending", {"GET": get_pending}, gate=KEYS),
     Route("/bench/panels/{panel}", {"GET": get_panel}, gate=KEYS),
     Route("/health", {"GET": get_health}, gate=OPEN),
+    Route("/bench/race", {"POST": post_race}, gate=KEYS),
+    Route("/bench/race/{race}", {"GET": get_race}, gate=KEYS),
+    Route("/bench/races", {"GET": get_races}, gate=KEYS),
 )
 
 
@@ -1145,6 +1162,7 @@ class GatewayServer(ThreadingHTTPServer):
             for wire in self._wires.values():
                 if wire.phase != BUSY and not wire.dropped:
                     wire.drop()
+        races.close_of(self.panels)   # races cancelled and joined before their upstream closes
         self.panels.close()
         self.guard.close()
 
