@@ -494,6 +494,8 @@ def cmd_race(args, out: Out) -> int:
         print(f"\npanelist: race {race} cancelled; what had ended is in "
               f"{races_dir(home) / race}.json", file=sys.stderr)
         return 130
+    if shown is not None:
+        shown.draw()   # where it ended, even when it ended before the first redraw
     report = bench.metadata.get(Benchmark.REPORT)
     if report is None:
         raise failed[0]
@@ -517,18 +519,22 @@ class RaceProgress:
     def lines(self) -> list[str]:
         seen = self.tracker.snapshot()
         total = self.bench.progress()
-        head = (f"race {self.race} · grade {self.spec.grade} · reference {self.plan.pinned}: "
-                f"{seen['reference']} · judge {self.plan.ceiling} · {total['done']}/"
-                f"{len(self.plan.candidates) * self.spec.runs} runs, {total['judged']} judged")
+        head = [f"race {self.race} · grade {self.spec.grade} · judge {self.plan.ceiling}",
+                f"  reference {self.plan.pinned}: {seen['reference']} · {total['done']}/"
+                f"{len(self.plan.candidates) * self.spec.runs} runs done, {total['judged']} "
+                "judged"]
         width = max((len(a) for a in seen["models"]), default=0)
         rows = [f"  {alias.ljust(width)}  {c['done']}/{c['runs']} runs done"
                 + (f" ({c['failed']} failed)" if c["failed"] else "") + f" · {c['judged']} judged"
                 for alias, c in seen["models"].items()]
-        return [head, *rows]
+        return [*head, *rows]
 
     def draw(self) -> None:
-        import shutil
-        cols = max(20, shutil.get_terminal_size((100, 24)).columns - 1)
+        try:
+            cols = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            cols = 0
+        cols = max(40, cols or 100) - 1   # a line as wide as the terminal would wrap
         lines = [visible(line)[:cols] for line in self.lines()]
         up = f"\x1b[{self._drawn}F" if self._drawn else ""
         self.stream.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
