@@ -931,15 +931,18 @@ def get_panel(h: Handler, params: dict):
 
 
 def post_race(h: Handler, _):
+    races.admit(h.caller)
     race = races.of(h.server.panels).start(h.read_json())
     h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
 
 
 def get_race(h: Handler, params: dict):
+    races.admit(h.caller)
     h.send_json(200, races.of(h.server.panels).get(params["race"]))
 
 
 def get_races(h: Handler, _):
+    races.admit(h.caller)
     query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query).items()}
     h.send_json(200, races.of(h.server.panels).listing(query.get("limit"), query.get("before")))
 

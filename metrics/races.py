@@ -12,7 +12,8 @@ Invariants:
 * ``close`` refuses new races, cancels the running ones (calls waiting or in flight end as
   cancelled, each race still writes its report) and joins their threads; it always returns.
 * A race id is only ever looked up on disk once it matches ``RACE_ID``, so a request cannot name
-  a path outside ``runs/races``.
+  a path outside ``runs/races``. A gateway key limited to collections may neither start nor read
+  races (``admit``); any other caller sees every race.
 * Statuses: ``running``; ``done`` (the reference answered and the race ended); ``failed`` (the
   reference failed, or the race could not start; ``error`` says why); ``cancelled`` (this server
   stopped it); ``unfinished`` (a folder without a report: running in another process, or its
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from panelist.metrics import chatjob, jsonl, jsonwire, judge
-from panelist.metrics.errors import BadRequest, NotFound, TooManyRequests, Unavailable
+from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import ANSWERED, utc_iso
 from panelist.metrics.race import Benchmark, GradeBook, races_dir
@@ -353,6 +354,14 @@ def _page(limit) -> int:
 
 
 # -- one registry per server -----------------------------------------------------------------------
+def admit(caller) -> None:
+    """403 for a gateway key limited to collections: a race calls any model of a grade, and the
+    race reports hold every race's prompts and answers."""
+    if getattr(caller, "collections", None) is not None:
+        raise Forbidden(f"key '{caller.name}' is limited to collections, so it may not start or "
+                        "read races; use a key made without --collections")
+
+
 def of(panels) -> Races:
     """The registry of the server whose domain is ``panels``, made on first use. Two threads
     making it at once may each build one; one is kept, and the other never started anything."""

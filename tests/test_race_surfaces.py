@@ -221,15 +221,30 @@ def test_unknown_races_are_404_and_a_bad_page_is_400(home):
         assert status == 200 and empty["data"] == [] and empty["next"] is None
 
 
-def test_race_routes_take_gateway_keys_like_every_bench_route(home):
+def test_race_routes_take_gateway_keys_and_refuse_keys_limited_to_collections(home):
+    from panelist.metrics.collection import Collections
+    from panelist.metrics.keys import Keys
+    Collections(home).save(Roster(home).view(), "pair", ["cheap-gen", "pinned-gen"])
+    narrow, _ = Keys(home).create("narrow", collections=["pair"], known=["pair"])
+    wide, _ = Keys(home).create("wide")
+    routes = (("POST", "/bench/race"), ("GET", "/bench/races"),
+              ("GET", "/bench/race/r20260101-0a1b2c3d"))
+    body = {"grade": "general", "prompt": PROMPT, "candidates": ["cheap-gen"]}
     with gateway(home, env={"PANELIST_REQUIRE_KEYS": "1"}) as server:
-        for method, path in (("POST", "/bench/race"), ("GET", "/bench/races"),
-                             ("GET", "/bench/race/r20260101-0a1b2c3d")):
-            status, reply, _ = server.request(method, path, {"grade": "general",
-                                                             "prompt": PROMPT}
-                                              if method == "POST" else None)
+        for method, path in routes:
+            status, reply, _ = server.request(method, path, body if method == "POST" else None)
             assert status == 401, (method, path, reply)
-    assert not race_folder(home).exists()
+            status, reply, _ = server.request(method, path, body if method == "POST" else None,
+                                              headers={"Authorization": f"Bearer {narrow}"})
+            assert status == 403, (method, path, reply)
+            assert "without --collections" in reply["error"]["message"]
+        assert not race_folder(home).exists()
+        status, started, _ = server.post("/bench/race", body,
+                                         headers={"Authorization": f"Bearer {wide}"})
+        assert status == 202
+        status, listed, _ = server.request("GET", "/bench/races",
+                                           headers={"Authorization": f"Bearer {wide}"})
+        assert status == 200 and listed["data"][0]["race"] == started["race"]
 
 
 def test_the_server_closes_cleanly_with_a_race_running(home, sim):
