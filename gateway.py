@@ -3,9 +3,10 @@
     python gateway.py [--host H] [--port P] [--demo] [--data DIR]   (same as `panelist gateway`)
 
 Routes: ``GET /v1/models``, ``POST /v1/chat/completions`` (``stream: true`` for server-sent
-events), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<panel id>``,
-``GET /health``. Every error is OpenAI's error shape with the
-right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
+events), ``POST /v1/responses`` (OpenAI's Responses format), ``POST /v1/messages`` (Anthropic's
+Messages format), ``POST /bench/verdict``, ``GET /bench/pending``, ``GET /bench/panels/<panel
+id>``, ``GET /health``. Every error is OpenAI's error shape (Anthropic's on ``/v1/messages``) with
+the right status; anything unexpected is a 500 carrying a request id, with the traceback on stderr.
 
 What a connection may cost is bounded (``Wire``, ``Heads`` and ``GatewayServer`` hold the rules):
 
@@ -45,7 +46,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import jsonwire, listing, races, verdict
+from panelist.metrics import jsonwire, listing, races, verdict, wire_messages, wire_responses
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -55,8 +56,10 @@ from panelist.metrics.panel import Panels, section
 from panelist.metrics.proxy import environment_proxies
 
 MAX_BODY = 20 * 1024 * 1024
-ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /bench/verdict, "
-               "GET /bench/pending, GET /bench/panels/<panel>")
+ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
+               "POST /v1/messages, POST /bench/verdict, GET /bench/pending, "
+               "GET /bench/panels/<panel>")
+PANEL_HEADER = "X-Panelist-Panel"   # the panel id, on every reply of a panel in any format
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
 MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
 MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
@@ -192,10 +195,22 @@ class Wire(io.RawIOBase):
             pass
 
 
-def error_body(message: str) -> bytes:
+def refusal(message: str) -> dict:
     """OpenAI's error shape for a refusal made while reading the request."""
-    return jsonwire.encode({"error": {"message": message, "type": "invalid_request_error",
-                                      "param": None, "code": None}})
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                      "code": None}}
+
+
+def error_body(message: str) -> bytes:
+    return jsonwire.encode(refusal(message))
+
+
+def shaped(path: str, status: int, body: dict) -> dict:
+    """An OpenAI error body in the wire format of the route asked: Anthropic's on /v1/messages
+    (its clients read only that shape), OpenAI's everywhere else."""
+    if path.partition("?")[0].rstrip("/") == "/v1/messages":
+        return wire_messages.from_openai(status, body)
+    return body
 
 
 class _Pending:
@@ -587,7 +602,10 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         if self.request_version == "HTTP/0.9":  # a garbled line: still answer with a status line
             self.request_version = "HTTP/1.0"
-        data = error_body(message or f"the request could not be read ({code})")
+        # once the request line is read, its path says which shape to answer in
+        data = jsonwire.encode(shaped(self.path if self.command else "", code,
+                                      refusal(message or f"the request could not be read "
+                                              f"({code})")))
         self.send_response(code)  # the standard reason phrase: no request bytes in the status line
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -660,7 +678,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         try:
-            self.send_json(status, body, headers)
+            self.send_json(status, shaped(self.path, status, body), headers)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
 
@@ -760,12 +778,14 @@ class Handler(BaseHTTPRequestHandler):
         return f"http://{host}"
 
     # -- SSE --------------------------------------------------------------------------------
-    def start_events(self) -> None:
+    def start_events(self, headers: dict | None = None) -> None:
         self._sent = True
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_common()
         self.end_headers()
 
@@ -774,12 +794,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
-    def send_event(self, payload) -> None:
+    def send_event(self, payload, event: str | None = None) -> None:
         data = payload if isinstance(payload, str) else jsonwire.dumps(payload)
-        self.send_chunk(f"data: {data}\n\n")
+        self.send_chunk((f"event: {event}\n" if event else "") + f"data: {data}\n\n")
 
-    def end_events(self) -> None:
-        self.send_event("[DONE]")
+    def end_events(self, done: bool = True) -> None:
+        """End the stream, after ``data: [DONE]`` unless ``done`` is False (formats without it)."""
+        if done:
+            self.send_event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
@@ -899,17 +921,161 @@ def stream_panel(h: Handler, run) -> None:
     h.end_events()
 
 
+# -- other wire formats: thin adapters over the same panel ----------------------------------------
+def open_panel(h: Handler, chat: dict):
+    """Seat and start the panel a translated request asks for, as ``post_chat`` does."""
+    h.caller.check_model(chat.get("model"))  # 403
+    panels = h.server.panels
+    req = panels.parse(chat)
+    seating = panels.seat(req)  # every refusal happens here, before anything is sent
+    return panels.start(req, seating, key=h.caller.name)
+
+
+def answer_of(h: Handler, run, alive):
+    """``panels.complete`` as ``post_chat`` calls it; a failure names the panel in its head."""
+    try:
+        return h.server.panels.complete(run, verdict_url=h.base_url(), alive=alive)
+    except PanelistError as exc:
+        exc.headers.setdefault(PANEL_HEADER, run.panel)
+        raise
+
+
+def post_responses(h: Handler, _):
+    body = h.read_json()
+    chat, stream = wire_responses.to_chat(body)
+    run = open_panel(h, chat)
+    if stream:
+        held_stream(h, run, wire_responses.Events(body, run.panel, run.req.collection.model_id,
+                                                  int(run.started)))
+        return
+    reply = answer_of(h, run, h.client_alive)
+    if reply is None:  # the caller left; the panel was cancelled and logged
+        h.close_connection = True
+        return
+    h.send_json(200, wire_responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
+
+
+def post_messages(h: Handler, _):
+    body = h.read_json()
+    chat, stream = wire_messages.to_chat(body)
+    run = open_panel(h, chat)
+    if stream:
+        held_stream(h, run, wire_messages.Events(run.panel, run.req.collection.model_id))
+        return
+    reply = answer_of(h, run, h.client_alive)
+    if reply is None:
+        h.close_connection = True
+        return
+    h.send_json(200, wire_messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
+
+
+def held_stream(h: Handler, run, events) -> None:
+    """A stream in another format, sent once the panel's reply is known: its 200 head waits for
+    the reply, so a panel that fails is a real error status. Only if the seats are still working
+    after ``keepalive`` seconds does the stream open early, keeping the client (and proxies) alive
+    with the format's keep-alive events; a failure after that is the format's error event.
+    ``events`` makes the format's events (see ``wire_messages.Events``)."""
+    opened = False
+
+    def send(items) -> None:
+        for name, data in items:
+            if name is None:   # an SSE comment
+                h.send_chunk(f"{data}\n\n")
+            else:
+                h.send_event(data, event=name)
+
+    def begin() -> None:
+        nonlocal opened
+        h.start_events({PANEL_HEADER: run.panel})
+        opened = True
+
+    def keep_alive() -> None:
+        if not opened:
+            begin()
+            send(events.opening())
+        send(events.keepalive())
+
+    try:
+        reply = await_reply(h, run, keep_alive)
+        if reply is None:  # the caller left; the panel was cancelled and logged
+            h.close_connection = True
+            return
+        # made before the head goes out, so a fault in them is still a plain 500
+        ending = ([] if opened else events.opening()) + events.closing(reply)
+    except PanelistError as exc:
+        if not opened:
+            exc.headers.setdefault(PANEL_HEADER, run.panel)
+            raise
+        ending = events.failure(exc.status, exc.to_body())
+    except Exception:
+        if not opened:
+            raise
+        ending = events.failure(500, fault(f"streaming {run.panel}", "internal error after the "
+                                           "stream began"))
+    try:
+        if not opened:
+            begin()
+        send(ending)
+        h.end_events(done=False)
+    except OSError:
+        h.close_connection = True
+
+
+def await_reply(h: Handler, run, keep_alive) -> dict | None:
+    """``panels.complete`` on a helper thread while this one watches the caller: ``keep_alive()``
+    after every ``keepalive`` seconds of quiet, and a caller that left (or a write that failed)
+    cancels the panel, merge included, which is then logged abandoned; None then."""
+    gone = threading.Event()
+    outcome: dict = {}
+
+    def work() -> None:
+        try:
+            outcome["reply"] = answer_of(h, run, lambda: not gone.is_set())
+        except BaseException as exc:   # handed to the handler's thread, which answers it
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=work, name=f"reply-{run.panel}", daemon=True)
+    worker.start()
+    tick = min(0.25, h.server.keepalive)
+    quiet_since = time.monotonic()
+    while True:
+        worker.join(tick)
+        if not worker.is_alive():
+            break
+        try:
+            if not h.client_alive():
+                raise ConnectionResetError("the caller closed the stream")
+            if time.monotonic() - quiet_since >= h.server.keepalive:
+                keep_alive()
+                quiet_since = time.monotonic()
+        except OSError:
+            gone.set()
+            run.abandon()   # stops the seats and a merge under way, not only what is to come
+            worker.join()
+            return None
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["reply"]
+
+
 def post_verdict(h: Handler, _):
+    """A verdict on a call id, or on a panel id and the model's alias (``merger`` for the
+    merged answer)."""
     v = verdict.check(h.read_json())
+    ledger = h.server.panels.ledger
+    if v["call"] is None and h.caller.keyed:
+        h.caller.check_owner(ledger.panel(v["panel"]), f"panel '{v['panel']}'")
+    call = verdict.call_of(v, ledger, key=h.caller.scope)
     if h.caller.keyed:  # a key judges only its own calls
-        h.caller.check_owner(h.server.panels.ledger.call(v["call"]), f"call '{v['call']}'")
-    result = h.server.panels.ledger.record_verdict(
-        v["call"], useful=v["useful"], note=v["note"], real=v["real"], false=v["false"],
-        by=h.caller.name)
+        h.caller.check_owner(ledger.call(call), f"call '{call}'")
+    result = ledger.record_verdict(call, useful=v["useful"], note=v["note"], real=v["real"],
+                                   false=v["false"], by=h.caller.name)
     h.send_json(200, result)
 
 
 def get_pending(h: Handler, _):
+    """Calls owed a verdict (``data``), and apart from them the panels whose reply never
+    reached the caller (``abandoned``): their seats are owed nothing."""
     query = parse_qs(urlsplit(h.path).query)
     try:
         limit = int(query.get("limit", ["50"])[0])
@@ -917,8 +1083,11 @@ def get_pending(h: Handler, _):
         raise BadRequest("'limit' must be a whole number", param="limit") from None
     if not 1 <= limit <= 500:
         raise BadRequest("'limit' must be between 1 and 500", param="limit")
-    owed = h.server.panels.ledger.pending(key=h.caller.scope, limit=limit)
-    h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed]})
+    ledger = h.server.panels.ledger
+    owed = ledger.pending(key=h.caller.scope, limit=limit)
+    left = ledger.undelivered(key=h.caller.scope, limit=limit)
+    h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed],
+                      "abandoned": [verdict.not_owed(p) for p in left]})
 
 
 def get_panel(h: Handler, params: dict):
@@ -992,6 +1161,8 @@ GATEWAY_ROUTES = (
     Route("/bench/pending", {"GET": get_pending}, gate=KEYS),
     Route("/bench/panels/{panel}", {"GET": get_panel}, gate=KEYS),
     Route("/health", {"GET": get_health}, gate=OPEN),
+    Route("/v1/responses", {"POST": post_responses}, gate=KEYS),
+    Route("/v1/messages", {"POST": post_messages}, gate=KEYS),
     Route("/bench/race", {"POST": post_race}, gate=KEYS),
     Route("/bench/race/{race}", {"GET": get_race}, gate=KEYS),
     Route("/bench/races", {"GET": get_races}, gate=KEYS),

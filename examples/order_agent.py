@@ -38,7 +38,7 @@ if (CHECKOUT / "_bootstrap.py").is_file():   # in a checkout: this checkout is `
 
 from panelist.metrics import demo
 from panelist.metrics.home import open_home
-from panelist.metrics.race import Benchmark, GradeBook, tool
+from panelist.metrics.race import Benchmark, tool
 from panelist.metrics.roster import Roster
 from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
 
@@ -110,9 +110,6 @@ SCRIPT = {
 # made-up prices per million tokens (input, output), so the verdict has costs to weigh
 PRICES = {"sim-swift": (0.10, 0.40), "sim-steady": (3.00, 15.00), "sim-careful": (5.00, 25.00),
           "sim-flaky": (0.15, 0.60), "sim-vision": (0.40, 1.60)}
-# the demo deployment's pins, for a data folder whose grades pin nothing
-PINS, CEILING = {"light": "sim-swift", "general": "sim-steady", "strong": "sim-careful"}, \
-    "sim-careful"
 
 
 def simulated() -> SimUpstream:
@@ -129,13 +126,6 @@ def price_demo(roster: Roster) -> None:
         roster.add_model(alias, model.endpoint, by="example", **fields)
 
 
-def grade_book(home, roster: Roster) -> GradeBook:
-    book = GradeBook.of_home(home, roster)
-    if book.pinned(OrderAgent.grade) and book.ceiling():
-        return book   # the data folder's grades (the demo pins its own)
-    return GradeBook.plain(PINS, CEILING, roster)
-
-
 def race(data: Path, runs: int):
     """Race the agent on the demo roster in ``data``; (what the reference returned, report)."""
     with simulated() as sim:
@@ -143,7 +133,8 @@ def race(data: Path, runs: int):
         demo.install(home, sim.url)
         roster = Roster(home)
         price_demo(roster)
-        bench = Benchmark(OrderAgent, runs=runs, home=home, grades=grade_book(home, roster))
+        # the demo pins sim-steady for general and sim-careful for strong (the ceiling)
+        bench = Benchmark(OrderAgent, runs=runs, home=home)
         bench.set_input(QUESTION)
         bench.set_rubric(RUBRIC)
         bench.set_scorer(scorer)

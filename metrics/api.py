@@ -107,6 +107,13 @@ def load_demo(req: ApiRequest) -> dict:
     return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
 
 
+# -- grades ---------------------------------------------------------------------------------------
+def list_grades(req: ApiRequest) -> dict:
+    """The grades weakest first, each with its pin and models, and the ceiling."""
+    from panelist.metrics.grades import Grades
+    return Grades(req.panels.home).listing(req.panels.roster.view())
+
+
 # -- models ---------------------------------------------------------------------------------------
 def _model_row(model: Model, version: str, stats: dict, state, now: float) -> dict:
     useful, not_useful = stats.get("useful", 0), stats.get("not_useful", 0)
@@ -393,8 +400,9 @@ def find(req: ApiRequest) -> dict:
 
 def post_verdict(req: ApiRequest) -> dict:
     v = verdict.check(req.body)
-    return req.panels.ledger.record_verdict(v["call"], useful=v["useful"], note=v["note"],
-                                            real=v["real"], false=v["false"], by=req.who)
+    ledger = req.panels.ledger
+    return ledger.record_verdict(verdict.call_of(v, ledger), useful=v["useful"], note=v["note"],
+                                 real=v["real"], false=v["false"], by=req.who)
 
 
 def evidence(req: ApiRequest) -> dict:
@@ -445,6 +453,7 @@ def get_race(req: ApiRequest) -> dict:
 ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/info", {"GET": info}),
     ("/api/demo", {"POST": load_demo}),
+    ("/api/grades", {"GET": list_grades}),
     ("/api/models", {"GET": list_models, "POST": create_model}),
     ("/api/models/{alias}", {"PUT": update_model, "DELETE": delete_model}),
     ("/api/models/{alias}/retire", {"POST": retire_model}),

@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="environment variable holding the key (default PANELIST_KEY_<NAME>)")
     ep.add_parser("list", parents=[common])
     ep.add_parser("rm", parents=[common]).add_argument("name")
+    _limit_parser(ep, common, "name", "endpoint")
 
     mo = nouns.add_parser("model", help="models a seat can be").add_subparsers(
         dest="verb", metavar="VERB", required=True)
@@ -114,6 +115,21 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_parser("rm", parents=[common]).add_argument("alias")
     mo.add_parser("restore", parents=[common],
                   help="end a model's cooldown and retirement").add_argument("alias")
+    _limit_parser(mo, common, "alias", "model")
+
+    gr = nouns.add_parser("grade", help="quality tiers, weakest first, and their pinned "
+                          "models").add_subparsers(dest="verb", metavar="VERB", required=True)
+    gr.add_parser("list", parents=[common], help="the grades, their pins and the ceiling")
+    a = gr.add_parser("pin", parents=[common], help="the model the deployment uses for a grade")
+    a.add_argument("grade")
+    a.add_argument("alias", nargs="?")
+    a.add_argument("--clear", action="store_true", help="unpin the grade")
+    a = gr.add_parser("ceiling", parents=[common],
+                      help="the strongest model (default: the strongest grade's pin)")
+    a.add_argument("alias", nargs="?")
+    a.add_argument("--clear", action="store_true", help="back to the strongest grade's pin")
+    gr.add_parser("order", parents=[common], help="set the grades, weakest first").add_argument(
+        "grades", metavar="a,b,c")
 
     co = nouns.add_parser("collection", help="named panels").add_subparsers(
         dest="verb", metavar="VERB", required=True)
@@ -141,8 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--system", metavar="TEXT")
     a.add_argument("--url", metavar="URL", help="ask a running gateway instead")
 
-    v = nouns.add_parser("verdict", parents=[common], help="judge one call")
-    v.add_argument("call")
+    v = nouns.add_parser("verdict", parents=[common],
+                         help="judge one call (its call id, or --panel and --alias)")
+    v.add_argument("call", nargs="?", help="the call id, e.g. p20250101-7.member2")
+    v.add_argument("--panel", metavar="P",
+                   help="instead of a call id: the panel id (bench.panel, X-Panelist-Panel)")
+    v.add_argument("--alias", metavar="A",
+                   help="with --panel: the model whose answer you judge, or 'merger'")
     which = v.add_mutually_exclusive_group(required=True)
     which.add_argument("--useful", dest="useful", action="store_true", default=None)
     which.add_argument("--not-useful", dest="useful", action="store_false")
@@ -154,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     pe = nouns.add_parser("pending", parents=[common],
                           help="calls that answered and await a verdict")
     pe.add_argument("--limit", type=int, default=50, metavar="N")
+    pe.add_argument("--abandoned", action="store_true",
+                    help="list instead the panels whose reply never reached the caller "
+                    "(their answers are owed no verdict)")
     pe.add_argument("--url", metavar="URL", help="ask a running gateway instead")
 
     m = nouns.add_parser("mcp", help="serve the Model Context Protocol on stdin/stdout, so an "
@@ -185,6 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
     ke.add_parser("list", parents=[common])
     ke.add_parser("revoke", parents=[common]).add_argument("name")
     return p
+
+
+def _limit_parser(verbs, common, name: str, kind: str) -> None:
+    a = verbs.add_parser("limit", parents=[common],
+                         help=f"calls a{'n' if kind == 'endpoint' else ''} {kind} takes at once "
+                         "and a minute, across every process (no option: show them)")
+    a.add_argument(name)
+    a.add_argument("--rpm", type=int, metavar="N", help="calls that may start in any 60 s")
+    a.add_argument("--max-concurrent", type=int, metavar="N", help="calls running at once")
+    a.add_argument("--clear", action="store_true",
+                   help="remove its limits first" + (" (and end a pause)" if kind == "endpoint"
+                                                     else ""))
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -242,7 +278,10 @@ def _serve(args, out: Out, make) -> int:
 
 
 def cmd_endpoint(args, out: Out) -> int:
-    roster = Roster(open_home(args.data))
+    home = open_home(args.data)
+    roster = Roster(home)
+    if args.verb == "limit":
+        return cmd_limit(args, out, home, "endpoint", args.name)
     if args.verb == "add":
         ep = roster.add_endpoint(args.name, args.base_url, args.key_env)
         out.result(ep.__dict__, f"endpoint {ep.name} → {ep.base_url} (key from ${ep.key_env})")
@@ -274,10 +313,91 @@ def cmd_model(args, out: Out) -> int:
         out.result({"removed": args.alias}, f"removed model {args.alias}")
     elif args.verb == "restore":
         return restore_model(home, roster, args.alias, out)
+    elif args.verb == "limit":
+        return cmd_limit(args, out, home, "model", args.alias)
     else:
         out.table([m.public() for m in roster.view().models.values()],
                   ["alias", "endpoint", "served", "family", "grade", "context", "vision",
                    "tools", "price_in", "price_out", "currency"])
+    return 0
+
+
+def cmd_limit(args, out: Out, home, kind: str, name: str) -> int:
+    """Set or show the call limits of one endpoint or model, and how they are used now."""
+    from panelist.metrics.admission import Admission
+    roster = Roster(home)
+    changes = {k: v for k, v in (("rpm", args.rpm), ("max_concurrent", args.max_concurrent))
+               if v is not None}
+    if changes or args.clear:
+        roster.set_limits(kind, name, changes, clear=args.clear, by="cli")
+    else:
+        roster.limits(kind, name)   # NotFound for a name the roster does not hold
+    admission = Admission(home)
+    try:
+        if args.clear and kind == "endpoint":
+            admission.resume(name)
+        status = admission.status(kind, name)
+    finally:
+        admission.close()
+    parts = [f"at most {status['max_concurrent']} call(s) at once"
+             if status["max_concurrent"] else "",
+             f"{status['rpm']} call(s) a minute" if status["rpm"] else ""]
+    said = ", ".join(p for p in parts if p) or "no limit"
+    now = []
+    if status["running"] is not None:
+        now.append(f"{status['running']} running")
+    if status["admitted_last_window"] is not None:
+        now.append(f"{status['admitted_last_window']} in the last minute")
+    if status["paused"]:
+        now.append(f"paused for {status['paused']['seconds_left']:.0f} s more "
+                   f"({visible(status['paused']['why'])})")
+    out.result(dict(status, **{kind: name}),
+               f"{kind} {name}: {said}" + (f"; now {', '.join(now)}" if now else ""))
+    return 0
+
+
+def cmd_grade(args, out: Out) -> int:
+    from panelist.metrics.grades import Grades
+    grades = Grades(open_home(args.data))
+    if args.verb == "pin":
+        if args.clear == bool(args.alias):
+            raise BadRequest("give the model to pin (grade pin GRADE ALIAS) or --clear, not "
+                             "both")
+        old = grades.pin(args.grade, None if args.clear else args.alias, by="cli")
+        new = None if args.clear else args.alias
+        out.result({"grade": args.grade, "pinned": new, "was": old},
+                   f"grade {args.grade}: " + (f"pinned {new}" if new else "no pin")
+                   + (f" (was {old})" if old and old != new else ""))
+    elif args.verb == "ceiling":
+        if args.clear == bool(args.alias):
+            raise BadRequest("give the ceiling model (grade ceiling ALIAS) or --clear, not both")
+        grades.set_ceiling(None if args.clear else args.alias, by="cli")
+        now = grades.ceiling()
+        out.result({"ceiling": now, "set": not args.clear},
+                   f"ceiling: {now or 'none (no grade is pinned)'}"
+                   + (" (the strongest grade's pin)" if args.clear and now else ""))
+    elif args.verb == "order":
+        dropped = grades.set_order([g for g in args.grades.split(",") if g.strip()], by="cli")
+        out.result({"order": grades.order(), "unpinned": dropped},
+                   "grades, weakest first: " + ", ".join(grades.order())
+                   + (f"; dropped the pins of {', '.join(dropped)}" if dropped else ""))
+    else:
+        listing = grades.listing()
+        if out.as_json:
+            out.result(listing)
+            return 0
+        out.table([dict(g, pinned=(g["pinned"] or "(none)")
+                        + (f" [{g['problem']}]" if g["problem"] else ""),
+                        models=",".join(g["models"])) for g in listing["grades"]],
+                  ["rank", "grade", "pinned", "models"])
+        c = listing["ceiling"]
+        how = "set" if c["set"] else "the strongest grade's pin"
+        print(f"ceiling: {visible(c['alias'])} ({how})" if c["alias"] else
+              "ceiling: none (pin a grade, or set one with `panelist grade ceiling ALIAS`)")
+        if listing["unordered"]:
+            print("grades models use that the order leaves out: "
+                  + visible(", ".join(listing["unordered"]))
+                  + " (add them with `panelist grade order a,b,c`)")
     return 0
 
 
@@ -416,30 +536,51 @@ def cmd_ask(args, out: Out) -> int:
 
 
 def cmd_verdict(args, out: Out) -> int:
-    v = verdict_rules.check({"call": args.call, "useful": args.useful, "note": args.note,
+    by_panel = args.panel is not None or args.alias is not None
+    if args.call is not None and by_panel:
+        raise BadRequest("give a call id, or --panel and --alias, not both")
+    if args.call is None and (args.panel is None or args.alias is None):
+        raise BadRequest("name the answer you judge: its call id (p20250101-7.member2), or "
+                         "--panel P --alias A (the model, or 'merger' for the merged answer)")
+    target = {"panel": args.panel, "alias": args.alias} if by_panel else {"call": args.call}
+    v = verdict_rules.check({**target, "useful": args.useful, "note": args.note,
                              "real": args.real, "false": args.false})
     if args.url:
-        result = _request(args.url, "/bench/verdict", v)
+        result = _request(args.url, "/bench/verdict",
+                          {k: x for k, x in v.items() if x is not None})
     else:
         from panelist.metrics.ledger import Ledger
         with Ledger(open_home(args.data).gateway_runs) as ledger:
-            result = ledger.record_verdict(v["call"], useful=v["useful"], note=v["note"],
-                                           real=v["real"], false=v["false"], by="cli")
+            result = ledger.record_verdict(verdict_rules.call_of(v, ledger), useful=v["useful"],
+                                           note=v["note"], real=v["real"], false=v["false"],
+                                           by="cli")
     word = "useful" if v["useful"] else "not useful"
     said = ("recorded" if not result.get("replaced") else "replaced the earlier verdict:") \
         if result.get("written") else "unchanged (the same verdict was already recorded):"
-    out.result(result, f"{said} {v['call']} {word}")
+    out.result(result, f"{said} {result.get('call')} {word}")
     return 0
 
 
 def cmd_pending(args, out: Out) -> int:
     if args.url:
-        owed = _request(args.url, f"/bench/pending?limit={args.limit}")["data"]
+        found = _request(args.url, f"/bench/pending?limit={args.limit}")
+        owed, left = found["data"], found.get("abandoned", [])
     else:
         from panelist.metrics.ledger import Ledger
         with Ledger(open_home(args.data).gateway_runs) as ledger:
             owed = [verdict_rules.owed(r) for r in ledger.pending(limit=args.limit)]
+            left = [verdict_rules.not_owed(p) for p in ledger.undelivered(limit=args.limit)]
+    if args.abandoned:
+        if out.as_json:
+            out.result(left)
+        else:
+            out.table([dict(c, reason=p["reason"]) for p in left for c in p["calls"]],
+                      ["panel", "reason", "call", "alias", "collection", "ts"])
+        return 0
     out.table(owed, ["call", "alias", "collection", "ts"])
+    if left and not out.as_json:
+        print(f"not owed: {len(left)} panel(s) whose reply never reached the caller; "
+              "'panelist pending --abandoned' lists them", file=sys.stderr)
     return 0
 
 
@@ -575,7 +716,8 @@ def cmd_mcp(args, out: Out) -> int:
 
 COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve, "endpoint": cmd_endpoint, "model": cmd_model,
             "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
-            "pending": cmd_pending, "key": cmd_key, "mcp": cmd_mcp, "race": cmd_race}
+            "pending": cmd_pending, "key": cmd_key, "mcp": cmd_mcp, "grade": cmd_grade,
+            "race": cmd_race}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,14 @@
 
 ``panelist gateway --demo`` starts the simulated upstream in-process and points the data
 folder's ``demo`` endpoint at it (its port changes every start, so the endpoint is rewritten);
-models and the collection are added only if missing, so the user's edits to them stand.
+models and the collection are added only if missing, so the user's edits to them stand. Each
+demo grade gets its model pinned (``PINS``) unless it has a pin already, so a race runs offline.
 """
 
 from __future__ import annotations
 
 from panelist.metrics.collection import Collections
+from panelist.metrics.grades import Grades
 from panelist.metrics.home import Home
 from panelist.metrics.roster import Roster
 
@@ -21,6 +23,8 @@ MODELS = {
     "sim-flaky": ("flaky", "general", 64_000, False),
     "sim-vision": ("vision", "general", 128_000, True),
 }
+# grade -> the model the demo deployment serves it with (the strongest's is the ceiling)
+PINS = {"light": "sim-swift", "general": "sim-steady", "strong": "sim-careful"}
 COLLECTION = {
     "name": "demo",
     "members": ["sim-swift", "sim-steady", "sim-careful"],
@@ -37,6 +41,13 @@ def install(home: Home, sim_url: str) -> None:
         if alias not in view.models:
             roster.add_model(alias, ENDPOINT, family=family, grade=grade, context=window,
                              vision=vision, price_in=0.0, price_out=0.0, by="demo")
+    grades = Grades(home)
+    order = grades.order()
+    for grade, alias in PINS.items():
+        model = roster.view().models.get(alias)
+        if grade in order and grades.pinned(grade) is None and model is not None \
+                and model.grade == grade and not model.retired:
+            grades.pin(grade, alias, by="demo")
     collections = Collections(home)
     if COLLECTION["name"] not in collections.all():
         c = dict(COLLECTION)

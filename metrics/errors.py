@@ -23,12 +23,16 @@
         ├── UpstreamTimeout              the seat's deadline passed
         ├── UpstreamUnreachable          connection refused, reset or closed
         ├── EmptyAnswer                  the upstream answered with no text
-        └── Cancelled                    the panel no longer wants the answer
+        ├── Cancelled                    the panel no longer wants the answer
+        └── AtLimit (503)                no admission slot within the wait: the endpoint (or
+                                         model) is at its limit; carries retry_after seconds
 
 Messages say what to do next. ``to_body`` renders OpenAI's error shape.
 """
 
 from __future__ import annotations
+
+import math
 
 
 class PanelistError(Exception):
@@ -206,3 +210,19 @@ class Cancelled(UpstreamError):
     """Raised when a call is abandoned because nobody waits for its answer any more."""
 
     kind = "cancelled"
+
+
+class AtLimit(UpstreamError):
+    """Raised when admission gives a call no slot within its wait: its endpoint (or model) is at
+    its limit of calls at once or a minute, or paused after an upstream's Retry-After.
+    ``retry_after``: seconds until a call may fit (a guess of one second when only a running call
+    ending would make room)."""
+
+    status = 503
+    type = "service_unavailable"
+    kind = "at_limit"
+
+    def __init__(self, message: str, retry_after: float, **kw):
+        kw.setdefault("headers", {"Retry-After": str(max(1, math.ceil(retry_after)))})
+        super().__init__(message, **kw)
+        self.retry_after = retry_after

@@ -25,7 +25,8 @@ Invariants, in the order a request meets them:
    header, not a cookie). A preflight is answered before any key is asked for, since browsers send
    none with it.
 4. **Caller**: without ``PANELIST_ADMIN_TOKEN`` or ``PANELIST_REQUIRE_KEYS`` every caller is
-   ``local`` and any bearer is ignored. Otherwise every gateway route needs a gateway key: missing,
+   ``local`` and any bearer is ignored. Otherwise every gateway route needs a gateway key (as
+   ``Authorization: Bearer``, or ``x-api-key`` as Anthropic's clients send it): missing,
    malformed or unknown gets 401 with ``WWW-Authenticate: Bearer`` and a message saying which; a
    key past its requests a minute gets 429 with ``Retry-After``. The admin token is never a key.
 5. **Body**: a POST (or other write) must be ``Content-Type: application/json`` (415), which also
@@ -324,10 +325,13 @@ class Guard:
         if not self.settings.keys_required or not self.gated(path):
             return LOCAL
         auth = headers.get("Authorization")
+        if (auth is None or not auth.strip()) and headers.get("x-api-key"):
+            # where Anthropic's clients send their key: the same key, in another header
+            auth = "Bearer " + headers.get("x-api-key").strip()
         if auth is None or not auth.strip():
-            raise Unauthorized("missing gateway key: send 'Authorization: Bearer pk_…' (make one "
-                               "with `panelist key create NAME`)", code="missing_key",
-                               headers=CHALLENGE)
+            raise Unauthorized("missing gateway key: send 'Authorization: Bearer pk_…' or "
+                               "'x-api-key: pk_…' (make one with `panelist key create NAME`)",
+                               code="missing_key", headers=CHALLENGE)
         scheme, _, secret = auth.strip().partition(" ")
         secret = secret.strip()
         if scheme.lower() != "bearer" or not keystore.well_formed(secret):

@@ -6,8 +6,9 @@ Files in ``runs_dir``::
     calls.jsonl     one line per finished panel: the record given to ``record_panel`` (+ v, ts)
     evidence.jsonl  one line per seat answer, verdict, cooldown and learned window, and one
                     ``"seated"`` line per panel when it is seated (every alias it seated, before
-                    any seat answers); every line carries ``"v": 1``, ``"kind"`` and ``"ts"``
-                    (UTC ISO, ms, ``Z``)
+                    any seat answers); a ``"delivered"`` line when the caller received a panel's
+                    reply and an ``"abandoned"`` line when the caller left before the end; every
+                    line carries ``"v": 1``, ``"kind"`` and ``"ts"`` (UTC ISO, ms, ``Z``)
     panels.idx      8 bytes (little-endian, unsigned) per panel seq: 0 while the panel is in
                     flight, then 1 + the byte offset of its calls.jsonl line. Its length is the
                     panel counter: ``new_panel`` appends a slot under ``flock``. Derived: when
@@ -58,6 +59,21 @@ Invariants:
   one is not written. Verdicts and windows are decided while holding evidence.jsonl's ``flock``,
   after following the tail under it, so two processes never both write the same decision.
 * Learned windows only go down; the latest cooldown for an alias wins (so 0 seconds clears one).
+* A seat is owed a verdict only once the caller has its panel's reply. A panel seated with
+  ``awaits_delivery`` owes nothing until a ``"delivered"`` line names it; a panel seated without
+  it (every panel logged before delivery was recorded) is taken as delivered unless an
+  ``"abandoned"`` line names it, or, for logs from before those lines, its calls.jsonl line says
+  ``"abandoned": true`` (read from calls.jsonl only when evidence.jsonl is replayed from its
+  start). A ``"delivered"`` line wins over an ``"abandoned"`` one, in either order: the caller
+  had the reply. The index keeps each recent panel's state with its answered calls in the
+  recent map (at most ``recent_calls`` panels; a panel leaving takes its calls with it; a
+  delivered or unmarked panel whose last call left the map is forgotten, as it then owes like
+  an unknown one), so the owed count and ``pending`` always agree and a state change recounts
+  in O(seats).
+* Delivered replies and the tool calls seats made are indexed for multi-turn history (see
+  ``metrics/history.py``): the hash of each delivered reply's text -> panel, and each tool call
+  id -> (panel, alias), the most recent ``recent_history`` of each. A text two panels delivered,
+  or a tool call id issued twice, names no panel: history must not mistake one turn for another.
 """
 
 from __future__ import annotations
@@ -75,6 +91,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
+from hashlib import blake2b
 from itertools import accumulate
 from pathlib import Path
 from typing import Iterable
@@ -87,7 +104,7 @@ MAX_SEQ_DIGITS = 15       # a seq beyond this is no panel of ours (and would ove
 # slots skipped when panels.idx is rebuilt: more than the panels any process can have in flight,
 # whose ids the logs cannot show yet
 ID_MARGIN = 4096
-SNAPSHOT_VERSION = 2       # 2: query aggregates; packed verdict entries
+SNAPSHOT_VERSION = 3       # 2: query aggregates; packed verdict entries; 3: delivery, history
 BLOCK = 64 * 1024         # read size when walking calls.jsonl backwards
 SCAN_SLOTS = 4096         # panels.idx slots read at a time when paging
 MAX_SCAN = 1 << 20        # slots one page may pass over (in-flight or never-logged ones)
@@ -107,6 +124,12 @@ FALSE_CAP = 0xFFFF
 _V_OFFSET = 18
 _PANEL_ID = re.compile(r"p(\d{8})-(\d{1,%d})" % MAX_SEQ_DIGITS)
 _LOGGED_PANEL = re.compile(rb'"panel":"p\d{8}-(\d{1,%d})"' % MAX_SEQ_DIGITS)
+_LOGGED_PANEL_ID = re.compile(rb'"panel":"(p\d{8}-\d{1,%d})"' % MAX_SEQ_DIGITS)
+_ABANDONED_FLAG = b'"abandoned":true'
+# a panel's delivery state: None (seated without awaits_delivery: delivered unless abandoned)
+AWAITING, DELIVERED, ABANDONED = 0, 1, 2
+_STATE_CODES = (-1, AWAITING, DELIVERED, ABANDONED)   # -1 stands for None in the snapshot
+RECENT_HISTORY = 20_000   # delivered replies and tool call ids remembered for history
 _VERDICT_FIELDS = ("useful", "note", "real", "false", "by", "ts")
 
 ID_HELP = ("call ids come from a panel's reply (each seat's 'call', e.g. p20250101-7.member1) "
@@ -125,6 +148,14 @@ class ModelState:
     # panels of this shape seated since its last seat for it (0: it sat in the latest), None if
     # never seated; a seat known only from before "seated" lines existed counts every turn
     waited: int | None = None
+
+
+def reply_hash(text) -> str | None:
+    """The key a delivered reply's text is found by: a hash of the text without its outer
+    whitespace (clients trim it); None for no text."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return blake2b(text.strip().encode("utf-8", "replace"), digest_size=16).hexdigest()
 
 
 def utc_iso(t: float) -> str:
@@ -257,7 +288,7 @@ class Ledger:
     """One process's view of a runs folder; many threads and processes may share the folder."""
 
     def __init__(self, runs_dir: Path, *, snapshot_every: int = 50_000,
-                 recent_calls: int = 100_000):
+                 recent_calls: int = 100_000, recent_history: int = RECENT_HISTORY):
         self.dir = Path(runs_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.calls_path = self.dir / "calls.jsonl"
@@ -266,6 +297,8 @@ class Ledger:
         self.snapshot_path = self.dir / "index.json"
         self.snapshot_every = max(1, int(snapshot_every))
         self.recent_calls = max(0, int(recent_calls))
+        self.panels_kept = max(16, self.recent_calls)   # delivery states kept
+        self.recent_history = max(1, int(recent_history))
 
         self._lock = threading.Lock()      # the index maps and the tail reader
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
@@ -319,6 +352,16 @@ class Ledger:
         self._key_last: dict[str, float] = {}           # key name -> newest panel start
         self._late_day = int(time.time() // 86400) + 1  # set again by each _follow
         self._unsaved = 0  # records folded since the last snapshot
+        # panel -> [delivery state, its answered calls in the recent map...]; oldest first
+        self._panels: OrderedDict[str, list] = OrderedDict()
+        # the panels of _panels awaiting delivery or abandoned, which ``undelivered`` looks at
+        self._apart: dict[str, None] = {}
+        # tool call id -> (panel, alias), alias None when the id was issued more than once
+        self._tool_owner: OrderedDict[str, tuple] = OrderedDict()
+        # reply_hash -> panel ("" when two panels delivered the same text)
+        self._delivered: OrderedDict[str, str] = OrderedDict()
+        # panels calls.jsonl says were abandoned, read only while replaying from offset 0
+        self._old_abandoned: frozenset[str] = frozenset()
 
     def _follow(self) -> int:
         """Fold what was appended since the last look; caller holds ``_lock``. Returns the count."""
@@ -333,10 +376,17 @@ class Ledger:
         # a seat dated more than a day ahead is a broken clock or a hand edit: it must not push
         # the day buckets forward and drop every real day
         self._late_day = int(time.time() // 86400) + 1
+        if self._tail.offset == 0:
+            # a replay from the start: panels abandoned before "abandoned" lines were written
+            # are known only from calls.jsonl (read once, here; see the module docstring)
+            self._old_abandoned = _abandoned_in(self.calls_path)
         n = 0
-        for offset, record in self._tail.read():
-            self._fold(offset, record)
-            n += 1
+        try:
+            for offset, record in self._tail.read():
+                self._fold(offset, record)
+                n += 1
+        finally:
+            self._old_abandoned = frozenset()
         self._unsaved += n
         return n
 
@@ -347,6 +397,10 @@ class Ledger:
                 self._fold_seat(offset, rec)
             elif kind == "seated":
                 self._fold_seated(rec)
+            elif kind == "delivered":
+                self._fold_delivered(rec)
+            elif kind == "abandoned":
+                self._fold_abandoned(rec)
             elif kind == "verdict":
                 self._fold_verdict(offset, rec)
             elif kind == "cooldown":
@@ -374,11 +428,22 @@ class Ledger:
         old = recent.get(call)
         if old is not None:
             self._owe(call, old, -1)
+            self._unlist(call, old)
             recent.move_to_end(call)
         recent[call] = entry = (offset, status, owner)
+        if status in ANSWERED:
+            # listed with its panel before it is counted: the panel may be known abandoned
+            listed = self._panel_entry(call.partition(".")[0])
+            if call not in listed:
+                listed.append(call)
         self._owe(call, entry, +1)
         while len(recent) > self.recent_calls:
-            self._owe(*recent.popitem(last=False), -1)
+            gone, was = recent.popitem(last=False)
+            self._owe(gone, was, -1)
+            self._unlist(gone, was)
+        tools = rec.get("tool_calls")
+        if tools.__class__ is list and tools and isinstance(key[0], str):
+            self._fold_tool_ids(call.partition(".")[0], key[0], tools)
         if isinstance(key[0], str) and isinstance(key[1], str):
             self._fold_seat_stats(key, rec, status, seated)
 
@@ -430,13 +495,100 @@ class Ledger:
 
     def _owe(self, call: str, entry: tuple, step: int) -> None:
         """Count a recent-map entry in (+1) or out of (-1) the verdicts owed."""
-        if entry[1] in ANSWERED and call not in self._verdicts:
+        if entry[1] in ANSWERED and call not in self._verdicts and self._owing(call):
             self._owed += step
             n = self._owed_by_key.get(entry[2], 0) + step
             if n:
                 self._owed_by_key[entry[2]] = n
             else:
                 self._owed_by_key.pop(entry[2], None)
+
+    def _owing(self, call: str) -> bool:
+        """Whether the caller had the reply of this call's panel (see the module docstring)."""
+        listed = self._panels.get(call.partition(".")[0])
+        return listed is None or listed[0] is None or listed[0] == DELIVERED
+
+    def _panel_entry(self, panel: str) -> list:
+        """The panel's ``[state, calls...]``, made (oldest panels leaving) if new."""
+        listed = self._panels.get(panel)
+        if listed is None:
+            listed = self._panels[panel] = [ABANDONED if panel in self._old_abandoned else None]
+            if listed[0] is not None:
+                self._apart[panel] = None
+            while len(self._panels) > self.panels_kept:
+                self._drop_panel(next(iter(self._panels)))
+        return listed
+
+    def _drop_panel(self, panel: str) -> None:
+        """Forget a panel's state, and its calls still in the recent map with it (they are
+        among the oldest): counted under one state, a call never changes count silently."""
+        for call in self._panels[panel][1:]:
+            entry = self._recent.pop(call, None)
+            if entry is not None:
+                self._owe(call, entry, -1)
+        del self._panels[panel]
+        self._apart.pop(panel, None)
+
+    def _unlist(self, call: str, entry: tuple) -> None:
+        """Take a call leaving the recent map (or changing) off its panel's list; a panel left
+        with no call and owing like an unlisted one (delivered, or no state) is forgotten."""
+        if entry[1] in ANSWERED:
+            panel = call.partition(".")[0]
+            listed = self._panels.get(panel)
+            if listed is not None and call in listed:
+                listed.remove(call)
+                if len(listed) == 1 and (listed[0] is None or listed[0] == DELIVERED):
+                    del self._panels[panel]
+
+    def _set_state(self, panel: str, state: int) -> None:
+        """Move a panel to ``state``, recounting its answered calls as owed or not."""
+        listed = self._panel_entry(panel)
+        if listed[0] == state:
+            return
+        recent = self._recent
+        for call in listed[1:]:
+            self._owe(call, recent[call], -1)
+        listed[0] = state
+        for call in listed[1:]:
+            self._owe(call, recent[call], +1)
+        if state == AWAITING or state == ABANDONED:
+            self._apart[panel] = None
+        else:
+            self._apart.pop(panel, None)
+
+    def _fold_delivered(self, rec: dict) -> None:
+        panel = rec["panel"]
+        if panel_seq(panel) is None:
+            return
+        self._set_state(panel, DELIVERED)
+        digest = rec.get("hash")
+        if digest.__class__ is str:
+            known = self._delivered.get(digest)
+            # the same text delivered by two panels ("Done.") names neither: "" marks it
+            self._delivered[digest] = panel if known is None or known == panel else ""
+            self._delivered.move_to_end(digest)
+            if len(self._delivered) > self.recent_history:
+                self._delivered.popitem(last=False)
+
+    def _fold_abandoned(self, rec: dict) -> None:
+        panel = rec["panel"]
+        if panel_seq(panel) is not None and self._panel_entry(panel)[0] != DELIVERED:
+            self._set_state(panel, ABANDONED)
+
+    def _fold_tool_ids(self, panel: str, alias: str, tools: list) -> None:
+        owners = self._tool_owner
+        for tool in tools:
+            tid = tool.get("id") if tool.__class__ is dict else None
+            if tid.__class__ is not str or not tid:
+                continue
+            known = owners.get(tid)
+            # an id issued twice (by two seats, or in two panels: some servers number their
+            # calls, and the client numbers calls that came without an id) has no owner
+            owners[tid] = (panel, None) if known is not None and known != (panel, alias) \
+                else (panel, alias)
+            owners.move_to_end(tid)
+            if len(owners) > self.recent_history:
+                owners.popitem(last=False)
 
     def _collection(self, name: str) -> list[int]:
         row = self._collections.get(name)
@@ -462,6 +614,10 @@ class Ledger:
         if isinstance(collection, str):
             self._collection(collection)[0] += 1
         seq = panel_seq(rec.get("panel"))
+        if seq is not None and rec.get("awaits_delivery") is True:
+            listed = self._panel_entry(rec["panel"])
+            if listed[0] is None:
+                self._set_state(rec["panel"], AWAITING)
         if seq is not None:
             self._seatings[seq] = float(seated)
             self._seatings.move_to_end(seq)
@@ -531,7 +687,11 @@ class Ledger:
                 "collections": {k: list(v) for k, v in self._collections.items()},
                 "days": {d: dict(v) for d, v in self._days.items()}, "top_day": self._top_day,
                 "seatings": list(self._seatings.items()), "top_seating": self._top_seating,
-                "key_last": dict(self._key_last)}
+                "key_last": dict(self._key_last),
+                # a panel's calls are rebuilt from the recent map when the snapshot is loaded
+                "panels": [(p, listed[0]) for p, listed in self._panels.items()],
+                "tool_owner": list(self._tool_owner.items()),
+                "delivered": list(self._delivered.items())}
 
     @staticmethod
     def _encode(state: dict) -> bytes:
@@ -559,6 +719,13 @@ class Ledger:
             "seatings": {"top": state["top_seating"],
                          "panels": [x for pair in state["seatings"] for x in pair]},
             "key_last": state["key_last"],
+            "panels": {"ids": [p for p, _ in state["panels"]],
+                       "states": [-1 if s is None else s for _, s in state["panels"]]},
+            "tool_owner": {"ids": [t for t, _ in state["tool_owner"]],
+                           "panels": [o[0] for _, o in state["tool_owner"]],
+                           "aliases": [o[1] for _, o in state["tool_owner"]]},
+            "delivered": {"hashes": [h for h, _ in state["delivered"]],
+                          "panels": [p for _, p in state["delivered"]]},
         }
         return jsonwire.encode(data, separators=(",", ":"))
 
@@ -634,6 +801,7 @@ class Ledger:
             flat = seatings["panels"]
             self._seatings = OrderedDict(
                 (int(q), float(t)) for q, t in zip(flat[::2], flat[1::2], strict=True))
+            self._load_history(data)
             # the owed counts are derived from the recent map and the verdicts: recount them
             for call, entry in self._recent.items():
                 self._owe(call, entry, +1)
@@ -641,6 +809,42 @@ class Ledger:
             self._reset(None)
             return False
         return True
+
+    def _load_history(self, data: dict) -> None:
+        """The delivery states, tool call owners and delivered replies of a snapshot; each
+        panel's answered calls come back from the recent map."""
+        panels = data["panels"]
+        ids, states = panels["ids"], panels["states"]
+        if len(ids) != len(states) or not all(s in _STATE_CODES for s in states):
+            raise ValueError("bad delivery states")
+        self._panels = OrderedDict((str(p), [None if s == -1 else s])
+                                   for p, s in zip(ids, states))
+        for call, entry in self._recent.items():
+            if entry[1] in ANSWERED:
+                panel = call.partition(".")[0]
+                listed = self._panels.get(panel)
+                if listed is None:
+                    listed = self._panels[panel] = [None]
+                listed.append(call)
+        while len(self._panels) > self.panels_kept:   # nothing is counted yet: no _owe
+            for call in self._panels.popitem(last=False)[1][1:]:
+                self._recent.pop(call, None)
+        for panel in [p for p, listed in self._panels.items()
+                      if len(listed) == 1 and (listed[0] is None or listed[0] == DELIVERED)]:
+            del self._panels[panel]   # as _unlist forgets them
+        self._apart = {p: None for p, listed in self._panels.items()
+                       if listed[0] == AWAITING or listed[0] == ABANDONED}
+        owners = data["tool_owner"]
+        if not len(owners["ids"]) == len(owners["panels"]) == len(owners["aliases"]):
+            raise ValueError("columns of unequal length")
+        self._tool_owner = OrderedDict(
+            (t, (p, None if a is None else _intern(a)))
+            for t, p, a in zip(owners["ids"], owners["panels"], owners["aliases"]))
+        delivered = data["delivered"]
+        self._delivered = OrderedDict(zip(delivered["hashes"], delivered["panels"], strict=True))
+        for table in (self._tool_owner, self._delivered):
+            while len(table) > self.recent_history:
+                table.popitem(last=False)
 
     # ----------------------------------------------------------------- reading
 
@@ -729,9 +933,107 @@ class Ledger:
                 if len(offsets) >= limit:
                     break
                 if status in ANSWERED and call not in self._verdicts and \
-                        (key is None or owner == key):
+                        (key is None or owner == key) and self._owing(call):
                     offsets.append(offset)
         return [r for r in _read_lines(self.evidence_path, offsets) if r is not None]
+
+    def undelivered(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
+        """Recent finished panels whose reply never reached the caller, newest first, each with
+        its answered seats that have no verdict: ``{"panel", "reason", "calls": [seat lines]}``,
+        ``reason`` being ``abandoned`` (the caller left) or ``undelivered`` (seated awaiting
+        delivery, finished, and no ``"delivered"`` line). Their seats are not owed verdicts
+        (``pending`` and ``owed_count`` leave them out); a verdict on one is still taken."""
+        self.refresh()
+        found: list[tuple[str, int, list[int]]] = []
+        with self._lock:
+            for panel in reversed(self._apart):
+                if len(found) >= limit:
+                    break
+                listed = self._panels[panel]
+                state = listed[0]
+                offsets = []
+                for call in listed[1:]:
+                    entry = self._recent[call]
+                    if call not in self._verdicts and (key is None or entry[2] == key):
+                        offsets.append(entry[0])
+                if offsets and (state == ABANDONED or self._finished(panel)):
+                    found.append((panel, state, offsets))
+        return [{"panel": panel,
+                 "reason": "abandoned" if state == ABANDONED else "undelivered",
+                 "calls": [r for r in _read_lines(self.evidence_path, offsets) if r is not None]}
+                for panel, state, offsets in found]
+
+    def _finished(self, panel_id: str) -> bool:
+        """Whether the panel has its calls.jsonl line (one ``pread`` of its slot)."""
+        seq = panel_seq(panel_id)
+        slot = os.pread(self._idx, SLOT, seq * SLOT) if seq is not None else b""
+        return len(slot) == SLOT and slot != bytes(SLOT)
+
+    def delivered_panel(self, content) -> str | None:
+        """The panel whose delivered reply had this text (see ``reply_hash``), among the last
+        ``recent_history`` delivered; None if none, or if more than one panel delivered it."""
+        digest = reply_hash(content)
+        if digest is None:
+            return None
+        self.refresh()
+        with self._lock:
+            return self._delivered.get(digest) or None
+
+    def tool_call_owner(self, tool_call_id) -> tuple[str, str] | None:
+        """``(panel, alias)`` of the seat that issued this tool call id, among the last
+        ``recent_history`` ids seats issued; None if unknown, or if the id was issued more than
+        once (by two seats, or in two panels)."""
+        if not isinstance(tool_call_id, str):
+            return None
+        self.refresh()
+        with self._lock:
+            owner = self._tool_owner.get(tool_call_id)
+        return owner if owner is not None and owner[1] is not None else None
+
+    def panel_call(self, panel_id, alias, *, key: str | None = None) -> str:
+        """The call id of ``alias``'s seat in a panel, for a verdict by panel and model.
+
+        ``alias`` is a roster alias (its member, explorer or nominee seat; its merger seat only
+        when it sat in no other), ``merger`` (the merger's call), or a seat label such as
+        ``member2``. Finished panels are read through panels.idx; a panel still running (a
+        picked reply goes out before the other seats end) through its answered calls in the
+        recent map. With ``key``, a panel another gateway key asked is not found. Raises
+        NotFound / BadRequest with what to send instead."""
+        if panel_seq(panel_id) is None:
+            raise errors.BadRequest(f"'{panel_id}' is not a panel id; a panel id looks like "
+                                    "p20250101-7 (bench.panel in a reply, or its "
+                                    "X-Panelist-Panel header)", param="panel")
+        record = self.panel(panel_id)
+        if record is not None:
+            seats = _seat_dicts(record) if key is None or record.get("key") == key else []
+        else:
+            self.refresh()
+            with self._lock:
+                listed = self._panels.get(panel_id)
+                offsets = [self._recent[c][0] for c in listed[1:]] if listed else []
+            seats = [r for r in _read_lines(self.evidence_path, offsets)
+                     if r is not None and (key is None or r.get("key") == key)]
+        if not seats:
+            raise errors.NotFound(f"unknown panel '{panel_id}', or none of its seats has "
+                                  "answered yet; panel ids are bench.panel in a reply",
+                                  param="panel")
+        seats = [s for s in seats if isinstance(s.get("call"), str)]
+        if alias == "merger":
+            found = [s for s in seats if s.get("seat") == "merger"]
+        else:
+            found = [s for s in seats if s.get("alias") == alias and s.get("seat") != "merger"] \
+                or [s for s in seats if s.get("alias") == alias] \
+                or [s for s in seats if s["call"] == f"{panel_id}.{alias}"]
+        if len(found) == 1:
+            return found[0]["call"]
+        named = ", ".join(f"{s.get('alias')} ({s['call'].partition('.')[2]})" for s in seats)
+        if found:
+            raise errors.BadRequest(f"'{alias}' sat more than once in {panel_id} ("
+                                    f"{', '.join(s['call'] for s in found)}); send 'call' with "
+                                    "one of those call ids", param="alias")
+        raise errors.NotFound(f"no seat of '{alias}' in {panel_id}; its seats: {named or 'none'}"
+                              "; send one of those aliases, a seat label, 'merger', or the call "
+                              "id as 'call'", param="alias")
 
     # ----------------------------------------------------------------- query API
     # Each call follows the tail once, then costs O(models x shapes) or O(page), never a log
@@ -1101,7 +1403,7 @@ class Ledger:
         self._evidence.append(self.seat_record(rec))
 
     def seated_record(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
-                      collection: str | None = None) -> dict:
+                      collection: str | None = None, awaits_delivery: bool = False) -> dict:
         """The ``"seated"`` line ``record_seated`` writes."""
         aliases = list(aliases)
         if not isinstance(shape, str) or not shape or not all(
@@ -1113,15 +1415,36 @@ class Ledger:
                   "shape": shape, "seated": seated, "aliases": aliases}
         if collection is not None:
             record["collection"] = collection
+        if awaits_delivery:
+            record["awaits_delivery"] = True
         return record
 
     def record_seated(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
-                      collection: str | None = None) -> None:
+                      collection: str | None = None, awaits_delivery: bool = False) -> None:
         """Append one ``"seated"`` line: the panel took a seat for each of ``aliases`` at
         ``seated`` (epoch seconds, the panel's start). Written when the panel is seated, so the
         next seating here (after its tail refresh) and in any other process sees it at once.
-        ``collection`` (its model id, ``bench/<name>``) counts the panel in ``collection_stats``."""
-        self._evidence.append(self.seated_record(panel, shape, aliases, seated, collection))
+        ``collection`` (its model id, ``bench/<name>``) counts the panel in ``collection_stats``.
+        ``awaits_delivery``: the caller will call ``record_delivered`` when its client has the
+        reply, and until then the panel's seats are owed no verdict."""
+        self._evidence.append(self.seated_record(panel, shape, aliases, seated, collection,
+                                                 awaits_delivery))
+
+    def record_delivered(self, panel: str, content: str | None,
+                         tool_call_ids: Iterable[str] = ()) -> None:
+        """Append one ``"delivered"`` line: the caller received this panel's reply, whose text
+        was ``content`` (only its ``reply_hash`` is written) and whose tool calls had these ids.
+        From then on its answered seats are owed verdicts, and ``delivered_panel`` finds the
+        panel by that text."""
+        if panel_seq(panel) is None:
+            raise errors.BadRequest(f"not a panel id: {panel!r}")
+        ids = [t for t in tool_call_ids if isinstance(t, str) and t]
+        self._evidence.append({"v": SCHEMA, "kind": "delivered", "ts": utc_iso(time.time()),
+                               "panel": panel, "hash": reply_hash(content), "tool_calls": ids})
+
+    @staticmethod
+    def _abandoned_line(panel: str) -> dict:
+        return {"v": SCHEMA, "kind": "abandoned", "ts": utc_iso(time.time()), "panel": panel}
 
     def record_seats(self, recs: list[dict], now: float | None = None, *,
                      seatings: Iterable[dict] = ()) -> None:
@@ -1146,8 +1469,12 @@ class Ledger:
         return seq, record
 
     def record_panel(self, rec: dict) -> None:
-        """Append a finished panel to calls.jsonl and point its panels.idx slot at the line."""
+        """Append a finished panel to calls.jsonl and point its panels.idx slot at the line.
+        A panel the caller left (``"abandoned": true``) also gets an ``"abandoned"`` evidence
+        line, written first, so no reader counts its seats as owed in between."""
         seq, record = self.panel_record(rec)
+        if record.get("abandoned") is True:
+            self._evidence.append(self._abandoned_line(record["panel"]))
         offset = self._calls.append(record)
         with self._idx_lock:
             os.pwrite(self._current_idx(), (offset + 1).to_bytes(SLOT, "little"), seq * SLOT)
@@ -1157,6 +1484,10 @@ class Ledger:
         if not recs:
             return
         pairs = [self.panel_record(r, now) for r in recs]
+        left = [self._abandoned_line(record["panel"]) for _, record in pairs
+                if record.get("abandoned") is True]
+        if left:
+            self._evidence.append(*left)
         offset = self._calls.append(*(record for _, record in pairs))
         with self._idx_lock:
             idx = self._current_idx()
@@ -1305,6 +1636,22 @@ def _summary(record: dict, judged: dict[str, bool]) -> dict:
     out["merger"] = seat(merger) if isinstance(merger, dict) else None
     out["abandoned"] = record.get("abandoned") is True
     return out
+
+
+def _abandoned_in(calls_path: Path) -> frozenset[str]:
+    """The panels whose calls.jsonl line says the caller left (one pass over the file)."""
+    found = set()
+    try:
+        with open(calls_path, "rb") as f:
+            for line in f:
+                # inside a JSON string a quote is escaped, so only the record's own field matches
+                if _ABANDONED_FLAG in line and line.endswith(b"\n"):
+                    m = _LOGGED_PANEL_ID.search(line)
+                    if m:
+                        found.add(m.group(1).decode())
+    except FileNotFoundError:
+        pass
+    return frozenset(found)
 
 
 def _complete_end(f) -> int:

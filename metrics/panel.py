@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
 from panelist.metrics import merge, prompt
+from panelist.metrics.admission import Admission
 from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.collection import REPLIES, Collection, Collections
 from panelist.metrics.errors import (BadRequest, ContextTooLong, EmptyAnswer, PayloadTooLarge,
@@ -138,6 +139,7 @@ class Panels:
         self.collections = Collections(home)
         self.ledger = ledger or Ledger(home.gateway_runs)
         self.upstream = upstream or Upstream()
+        self.admission = Admission(home)   # limits per endpoint, shared with other processes
         # threads are made only as seats need them and then reused, so an idle gateway is small
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="seat")
         self.in_flight = SeatsInFlight()
@@ -148,6 +150,7 @@ class Panels:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.upstream.close()
         self.ledger.close()
+        self.admission.close()
 
     def parse(self, body) -> Request:
         return parse_request(body, self.collections)
@@ -168,7 +171,8 @@ class Panels:
             seating = seat_panel(req.collection, view, states,
                                  explorers=req.collection.explorers(limits),
                                  estimate=req.estimate, images=bool(req.images),
-                                 nominees=req.nominees, busy=self.in_flight.busy(), now=now)
+                                 nominees=req.nominees, busy=self.in_flight.busy(), now=now,
+                                 room=lambda m: self.admission.has_room(m.endpoint, m.alias))
             self._refuse(req, view, states, seating)
             seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
@@ -245,9 +249,13 @@ class Panels:
             remaining = run.deadline - t0
             if remaining <= 0:
                 raise UpstreamError("the panel's deadline passed before this seat was asked")
-            answer = self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
-                                        timeout=min(run.seat_timeout, remaining),
-                                        cancel=run.cancel)
+            # the wait for a slot comes out of the seat's own deadline
+            timeout = min(run.seat_timeout, remaining)
+            with self.admission.slot(model.endpoint, model.alias, wait=timeout,
+                                     cancel=run.cancel):
+                answer = self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
+                                            timeout=max(0.001, timeout - (time.monotonic() - t0)),
+                                            cancel=run.cancel)
             result.status = "tool_calls" if answer.tool_calls else "ok"
             result.answer, result.tokens = answer.text, answer.tokens
             result.tool_calls, result.finish_reason = answer.tool_calls, answer.finish_reason
@@ -274,6 +282,9 @@ class Panels:
             # capped: a Retry-After of a year must not bench a model for a year
             wait_s = min(exc.retry_after or limits.cooldown, limits.max_cooldown)
             self.ledger.cool_down(alias, wait_s, exc.message[:200])
+            model = self.roster.view().models.get(alias)
+            if exc.retry_after and model is not None:   # the endpoint said when: all wait
+                self.admission.pause(model.endpoint, wait_s, exc.message[:200])
         elif isinstance(exc, ContextTooLong) and exc.window:
             self.ledger.learn_window(alias, exc.window)
 

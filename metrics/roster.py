@@ -5,6 +5,12 @@ Every write is validated first and refused with a message that names the field a
 a model always points at an endpoint that exists. API keys are never stored: an endpoint names
 the environment variable holding its key, read at call time; unset means "call without a key"
 (local runtimes need none).
+
+An endpoint or a model may carry call limits, ``max_concurrent`` and ``rpm`` (whole numbers of 1
+or more; absent means no limit), which ``metrics/admission.py`` enforces across every process on
+the data folder. They are stored in the endpoint's or model's own entry and survive a re-add of
+it (``endpoint add`` / ``model add`` replace what they describe, not its limits). A hand-edited
+value that is not a whole number of 1 or more is ignored on read, as if absent.
 """
 
 from __future__ import annotations
@@ -60,22 +66,75 @@ class Model:
         return asdict(self)
 
 
+LIMIT_FIELDS = ("max_concurrent", "rpm")
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """How many calls may run at once and start per minute; None: no limit of that kind."""
+
+    max_concurrent: int | None = None
+    rpm: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.max_concurrent is not None or self.rpm is not None
+
+    def public(self) -> dict:
+        return {"max_concurrent": self.max_concurrent, "rpm": self.rpm}
+
+
+NO_LIMITS = CallLimits()
+
+
+def _read_limits(entry: dict) -> CallLimits:
+    values = {}
+    for name in LIMIT_FIELDS:
+        v = entry.get(name)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+            values[name] = v
+    return CallLimits(**values)
+
+
 @dataclass(frozen=True)
 class RosterView:
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
     models: dict[str, Model] = field(default_factory=dict)
+    # only the endpoints and models that have a limit
+    endpoint_limits: dict[str, CallLimits] = field(default_factory=dict)
+    model_limits: dict[str, CallLimits] = field(default_factory=dict)
 
 
 def _parse(doc: dict) -> RosterView:
     endpoints = {n: Endpoint(name=n, base_url=e["base_url"], key_env=e["key_env"])
                  for n, e in (doc.get("endpoints") or {}).items()}
-    models = {}
+    endpoint_limits = {n: limits for n, e in (doc.get("endpoints") or {}).items()
+                       if (limits := _read_limits(e))}
+    models, model_limits = {}, {}
     for alias, m in (doc.get("models") or {}).items():
         if m.get("endpoint") not in endpoints:
             continue  # a hand-edited file may point nowhere; such a model cannot be seated
         models[alias] = Model(alias=alias, **{k: v for k, v in m.items()
                                               if k in Model.__dataclass_fields__ and k != "alias"})
-    return RosterView(endpoints, models)
+        if limits := _read_limits(m):
+            model_limits[alias] = limits
+    return RosterView(endpoints, models, endpoint_limits, model_limits)
+
+
+def _keep_limits(old: dict | None, new: dict) -> dict:
+    """``new`` with the limits ``old`` had: re-adding an endpoint or a model keeps its limits."""
+    if old:
+        new = dict(new, **{k: old[k] for k in LIMIT_FIELDS if k in old})
+    return new
+
+
+def check_limit(name: str, value) -> int | None:
+    """A call limit as given: None (no limit) or a whole number of 1 or more."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigInvalid(f"{name} must be a whole number of 1 or more, got {value!r}; "
+                            "leave it out (or clear it) for no limit", param=name)
+    return value
 
 
 def _versions(doc: dict) -> dict[str, dict[str, str]]:
@@ -181,10 +240,11 @@ class Roster:
             endpoints = doc.setdefault("endpoints", {})
             old = endpoints.get(name)
             configfile.check_version(f"endpoint {name}", old, expect)
-            if old == new:
+            stored = _keep_limits(old, new)
+            if old == stored:
                 return None
-            endpoints[name] = new
-            return f"endpoint {name}", old, new
+            endpoints[name] = stored
+            return f"endpoint {name}", old, stored
         configfile.update(self.path, change, by=by)
         return ep
 
@@ -213,10 +273,11 @@ class Roster:
             models = doc.setdefault("models", {})
             old = models.get(alias)
             configfile.check_version(f"model {alias}", old, expect)
-            if old == new:
+            stored = _keep_limits(old, new)
+            if old == stored:
                 return None
-            models[alias] = new
-            return f"model {alias}", old, new
+            models[alias] = stored
+            return f"model {alias}", old, stored
         configfile.update(self.path, change, by=by)
         return model
 
@@ -251,3 +312,49 @@ class Roster:
                 raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
             return f"model {alias}", models.pop(alias), None
         configfile.update(self.path, change, by=by)
+
+    def limits(self, kind: str, name: str) -> CallLimits:
+        """The limits of endpoint ``name`` (``kind`` "endpoint") or model ``name`` ("model");
+        NotFound when there is no such endpoint or model."""
+        section, view = self._section(kind), self.view()
+        if name not in getattr(view, section):
+            raise NotFound(f"unknown {kind} '{name}'; see `panelist {kind} list`")
+        return getattr(view, f"{kind}_limits").get(name, NO_LIMITS)
+
+    def set_limits(self, kind: str, name: str, changes: dict, *, clear: bool = False,
+                   by: str | None = None) -> CallLimits:
+        """Set the limits named in ``changes`` (``{"rpm": 60, "max_concurrent": 4}``; None
+        removes one) on endpoint or model ``name``, after removing them all when ``clear``; the
+        others stay as they are. Returns the limits now stored."""
+        section = self._section(kind)
+        unknown = sorted(set(changes) - set(LIMIT_FIELDS))
+        if unknown:
+            raise ConfigInvalid(f"unknown limit(s) {', '.join(unknown)}; use "
+                                f"{' or '.join(LIMIT_FIELDS)}", param=unknown[0])
+        checked = {k: check_limit(k, v) for k, v in changes.items()}
+        result = []
+
+        def change(doc):
+            entries = doc.setdefault(section, {})
+            if name not in entries:
+                raise NotFound(f"unknown {kind} '{name}'; see `panelist {kind} list`")
+            old = entries[name]
+            new = {k: v for k, v in old.items() if not (clear and k in LIMIT_FIELDS)}
+            for k, v in checked.items():
+                if v is None:
+                    new.pop(k, None)
+                else:
+                    new[k] = v
+            result.append(_read_limits(new))
+            if new == old:
+                return None
+            entries[name] = new
+            return f"{kind} {name}", old, new
+        configfile.update(self.path, change, by=by)
+        return result[0]
+
+    @staticmethod
+    def _section(kind: str) -> str:
+        if kind not in ("endpoint", "model"):
+            raise ValueError(f"limits belong to an endpoint or a model, not {kind!r}")
+        return kind + "s"

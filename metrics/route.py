@@ -41,6 +41,11 @@ A request may nominate models (``"with": [...]``): nominees take explorer seats 
 rotation does, under the same exclusions; a nominee that cannot sit is listed with why. A
 request with images seats only models that take images (unknown counts as cannot).
 
+A member always sits and waits for its endpoint's admission slot within its seat deadline; a
+nominee or an explorer sits only when its endpoint has room now (``room``, from
+``metrics/admission.py``), else it is listed as "endpoint at its limit". Room is asked only of a
+model about to take a seat, so a long roster costs nothing more.
+
 Every model left out of the panel is listed in ``skipped`` with why. When a model is clearly
 more useful than a member, the reply says so (``suggest``) rather than seating it forever.
 
@@ -58,7 +63,7 @@ import time
 import zlib
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from panelist.metrics.collection import Collection
 from panelist.metrics.roster import Model, RosterView
@@ -89,6 +94,7 @@ class Seating:
         self.skipped.append({"seat": seat, "alias": alias, "why": why})
 
 
+AT_LIMIT = "endpoint at its limit (no room for a call there now)"
 MAX_WEIGHT = 2.0  # verdicts at most double a claim; the waiting bound in the docstring needs it
 
 
@@ -142,11 +148,13 @@ def why_not(model: Model, state, estimate: int, now: float, images: bool = False
 
 def seat_panel(collection: Collection, roster: RosterView, states: dict, *, explorers: int,
                estimate: int, images: bool = False, nominees=(), busy=frozenset(),
-               now: float | None = None) -> Seating:
+               now: float | None = None,
+               room: Callable[[Model], bool] | None = None) -> Seating:
     """Seat the members, then nominees, then fill what is left of ``explorers`` explorer seats by
     the rotation. ``states`` maps every roster alias to its ledger state (last seat, turns
     waited, verdicts, cooldown, learned window) for the request's shape; ``busy`` holds the
-    aliases with a seat in flight. With ``images`` only models that take images sit."""
+    aliases with a seat in flight. With ``images`` only models that take images sit.
+    ``room(model)``: whether its endpoint admits a call now (None: always)."""
     now = time.time() if now is None else now
     seating = Seating(seats=[])
     member_families = set()
@@ -182,6 +190,8 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         elif len(chosen) >= explorers:
             seating.skip("nominee", alias, f"no explorer seat left ({explorers} on this "
                          "collection)")
+        elif room is not None and not room(model):
+            seating.skip("nominee", alias, AT_LIMIT)
         else:
             chosen.append(model)
             taken.add(alias)
@@ -202,11 +212,16 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
 
     # first pass keeps explorer families distinct; the second fills what is left
     explorer_models: list[Model] = []
+    at_limit: set[str] = set()
     for distinct in (True, False):
         for model in candidates:
             if len(chosen) >= explorers:
                 break
-            if model.alias in taken or (distinct and model.family in families):
+            if model.alias in taken or model.alias in at_limit or \
+                    (distinct and model.family in families):
+                continue
+            if room is not None and not room(model):
+                at_limit.add(model.alias)
                 continue
             chosen.append(model)
             taken.add(model.alias)
@@ -218,6 +233,8 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         if model.alias not in taken:
             if explorers == 0:
                 why = "no explorer seats on this collection"
+            elif model.alias in at_limit:
+                why = AT_LIMIT
             elif model.alias in busy:
                 why = "still answering another panel's seat; explorer seats went to others"
             else:

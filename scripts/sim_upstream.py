@@ -5,7 +5,8 @@ starts with ``[simulated <model id>]`` and every completion id with ``simcmpl-``
 model is consulted; answers are deterministic, and so is jitter (a seeded generator).
 
 Each model follows a scripted behaviour (see ``BEHAVIOUR``) that can be replaced while the server
-runs. Invariants: every chat request is recorded in ``requests`` before it is answered; a client
+runs. Whatever the behaviour, a history whose tool messages do not answer the tool calls of the
+assistant message before them is refused with a 400, as OpenAI's API does. Invariants: every chat request is recorded in ``requests`` before it is answered; a client
 that goes away while its request is pending (latency or ``hang``) is noticed and counted in
 ``disconnects``; ``stop()`` returns promptly even while requests hang, and closes every
 connection it holds.
@@ -288,6 +289,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, model: str, body: dict, b: dict, n: int, delay: float, seq: int) -> None:
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        refused = _tool_history_error(messages)
+        if refused:
+            return self._error(400, refused + " (simulated)", "invalid_request_error", None,
+                               param="messages")
         texts, asked, images = _contents(messages)
         estimate = math.ceil(sum(map(len, texts)) / 4)
         fail = b.get("fail")
@@ -453,6 +458,36 @@ def _contents(messages: list) -> tuple[list[str], str, int]:
         if message.get("role") == "user":
             last = " ".join(mine)
     return texts, last, images
+
+
+def _tool_history_error(messages: list) -> str | None:
+    """Why a history breaks the tool-call rule OpenAI's API enforces, or None: each ``tool``
+    message answers a call of the assistant message just before the tool messages, and every
+    call of an assistant message is answered before the conversation goes on."""
+    unanswered: list = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role == "tool":
+            tid = message.get("tool_call_id")
+            if tid not in unanswered:
+                return (f"messages[{i}]: a message with role 'tool' must answer a tool call of "
+                        f"the assistant message before it; tool_call_id {tid!r} was not issued "
+                        "there or was answered already")
+            unanswered.remove(tid)
+            continue
+        if unanswered:
+            return (f"messages[{i}]: an assistant message with 'tool_calls' must be followed by "
+                    f"tool messages answering each tool_call_id; not answered: "
+                    f"{', '.join(map(str, unanswered))}")
+        calls = message.get("tool_calls") if role == "assistant" else None
+        unanswered = [c.get("id") for c in calls if isinstance(c, dict)] \
+            if isinstance(calls, list) else []
+    if unanswered:
+        return ("the last message calls tools: send the tool messages answering "
+                f"{', '.join(map(str, unanswered))} before asking again")
+    return None
 
 
 def _last_role(messages: list) -> str | None:

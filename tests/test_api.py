@@ -17,8 +17,10 @@ import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl
 from panelist.metrics import api
+from panelist.metrics.grades import Grades
 from panelist.metrics.guard import WRITES
 from panelist.metrics.home import open_home
+from panelist.metrics.roster import Roster
 from panelist.serve import make_dashboard
 
 ROUTE_TABLE = {(method, pattern) for pattern, actions in api.ROUTES for method in actions}
@@ -828,6 +830,21 @@ def test_a_key_that_made_a_call_shows_when(home):
             "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]},
             headers={"Authorization": f"Bearer {made['key']}"})
         assert_error(status, body, 401, code="unknown_key")
+
+
+# -- grades -------------------------------------------------------------------------------------
+@covers("GET", "/api/grades")
+def test_api_grades_lists_them_for_the_overview(dash, home):
+    roster = Roster(home)
+    roster.add_model("big", "sim", family="big", grade="strong")
+    Grades(home).pin("strong", "big")
+    status, body, _ = dash.get("/api/grades")
+    assert status == 200
+    assert [g["grade"] for g in body["grades"]] == ["light", "general", "strong"]
+    (strong,) = [g for g in body["grades"] if g["grade"] == "strong"]
+    assert strong == {"grade": "strong", "rank": 3, "pinned": "big", "problem": None,
+                      "models": ["big"]}
+    assert body["ceiling"] == {"alias": "big", "set": False, "problem": None}
 
 
 # -- races ----------------------------------------------------------------------------------------

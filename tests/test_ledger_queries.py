@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from panelist.metrics import errors
-from panelist.metrics.ledger import (ID_MARGIN, KEEP_DAYS, SLOT, Ledger, failure_kind,
-                                     hist_quantiles, panel_seq)
+from panelist.metrics.ledger import (ID_MARGIN, KEEP_DAYS, SLOT, SNAPSHOT_VERSION, Ledger,
+                                     failure_kind, hist_quantiles, panel_seq)
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_750_000_000.0  # 2025-06-15 15:06:40 UTC
@@ -483,7 +483,7 @@ def test_snapshot_and_replay_give_the_same_answers(runs):
         assert sum(s["false_claims"] for s in before["all"].values()) > 0
     records = len((runs / "evidence.jsonl").read_bytes().splitlines())
     snapshot = json.loads((runs / "index.json").read_text())
-    assert snapshot["v"] == 2 and snapshot["stats"] and snapshot["days"]["seats"]
+    assert snapshot["v"] == SNAPSHOT_VERSION and snapshot["stats"] and snapshot["days"]["seats"]
 
     with Ledger(runs) as reopened:
         assert reopened.from_snapshot and reopened.replayed == 0

@@ -18,6 +18,7 @@ from panelist.gateway import make_gateway
 from panelist.metrics import races as race_registry
 from panelist.metrics.cli import main
 from panelist.metrics.errors import Unavailable
+from panelist.metrics.grades import Grades
 from panelist.metrics.home import open_home
 from panelist.metrics.race import Benchmark, GradeBook
 from panelist.metrics.roster import Roster
@@ -59,8 +60,8 @@ def book(home) -> GradeBook:
 
 @pytest.fixture()
 def pinned(home):
-    """The data folder's own grades pin the reference and the judge (needs metrics/grades.py)."""
-    grades = pytest.importorskip("panelist.metrics.grades").Grades(home)
+    """The data folder's own grades pin the reference and the judge, as a deployment does."""
+    grades = Grades(home)
     grades.pin("general", "pinned-gen")
     grades.pin("strong", "judge-top")
     return home

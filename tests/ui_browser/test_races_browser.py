@@ -8,9 +8,6 @@ except ImportError:  # the browser fixture says why (a skip, or a failure when r
     expect = None
 
 from conftest import wait_until
-from panelist.metrics.race import GradeBook
-from panelist.metrics.races import Races
-from panelist.metrics.roster import Roster
 
 # text a model echoes back: the page must show it as text, never run it
 PROMPT = '<img src="x" onerror="window.__owned = 1"> Where is my order?'
@@ -18,12 +15,8 @@ CANDIDATES = ("sim-flaky", "sim-steady", "sim-vision")
 
 
 def finished_demo_race(demo) -> str:
-    """A race of grade general on the demo roster, run to its end over POST /bench/race."""
-    panels = demo.server.panels
-    # the demo deployment's pins, named here so the test does not depend on how they are stored
-    grades = GradeBook.plain({"light": "sim-swift", "general": "sim-steady",
-                              "strong": "sim-careful"}, "sim-careful", Roster(panels.home))
-    panels.races = Races(panels.home, upstream=panels.upstream, grades=grades, admission=None)
+    """A race of grade general on the demo roster (its pins: sim-steady for general, the
+    ceiling sim-careful), run to its end over POST /bench/race."""
     status, started = demo.post("/bench/race", {"grade": "general", "prompt": PROMPT, "runs": 2,
                                                 "rubric": "Says where the order is."})
     assert status == 202, started

@@ -1,11 +1,12 @@
-// Overview: every model on the roster with its status and evidence, readable at 500 models.
+// Overview: every model on the roster with its status and evidence, readable at 500 models,
+// and the grades (weakest first) with the model each is pinned to.
 // With no endpoint yet it is the first-run page instead: three steps and two buttons.
 
 import { api } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
-import { button, emptyState, linkButton, modelStatus, pageHead, rateCell, toast } from "../ui.js";
+import { button, emptyState, linkButton, modelStatus, pageHead, rateCell, sectionHead, toast } from "../ui.js";
 
 export const title = "Overview";
 
@@ -79,9 +80,38 @@ const COLUMNS = [
     filter: false },
 ];
 
+// One row per grade, weakest first: its pinned model (and what is wrong with it) and its models.
+function gradesSection(grades) {
+  const rows = (grades.grades || []).map((g) => h("tr", { "data-grade": g.grade },
+    h("td", { class: "numeric" }, String(g.rank)),
+    h("th", { scope: "row", text: g.grade }),
+    h("td", null, g.pinned
+      ? h("span", { class: "row" }, h("strong", { class: "mono", text: g.pinned }),
+        g.pinned === grades.ceiling?.alias ? h("span", { class: "badge accent", text: "ceiling" }) : null,
+        g.problem ? h("span", { class: "badge warn", text: g.problem }) : null)
+      : h("span", { class: "faint", text: "not pinned" })),
+    h("td", null, g.models.length ? g.models.join(", ") : h("span", { class: "faint", text: "no model" }))));
+  const ceiling = grades.ceiling || {};
+  const note = ceiling.alias
+    ? `Ceiling (the strongest model, a race's judge): ${ceiling.alias}${ceiling.set ? ", set by hand" : ", the strongest pinned grade's model"}${ceiling.problem ? ` (${ceiling.problem})` : ""}.`
+    : "No ceiling yet: pin a model for a grade (panelist grade pin GRADE ALIAS).";
+  const unordered = (grades.unordered || []).length
+    ? h("p", { class: "muted small", text: `Grades models use that the order leaves out: ${grades.unordered.join(", ")}.` })
+    : null;
+  return h("section", { class: "section", id: "grades" },
+    sectionHead("Grades", "Weakest first, each with the model the deployment uses for it (panelist grade pin)."),
+    rows.length
+      ? h("div", { class: "table-wrap" }, h("table", null,
+        h("thead", null, h("tr", null, ["#", "Grade", "Pinned model", "Models of the grade"].map((t, i) => h("th", { scope: "col", class: i === 0 ? "numeric" : null }, t)))),
+        h("tbody", null, rows)))
+      : emptyState("No grade yet", "Set the grades, weakest first, with panelist grade order light,general,strong."),
+    h("p", { class: "muted small", id: "ceiling", text: note }),
+    unordered);
+}
+
 export async function render(root, ctx) {
-  const [info, models] = await Promise.all([
-    ctx.info(), api.get("/api/models", { signal: ctx.signal })]);
+  const [info, models, grades] = await Promise.all([
+    ctx.info(), api.get("/api/models", { signal: ctx.signal }), api.get("/api/grades", { signal: ctx.signal })]);
   if (info.first_run) {
     firstRun(root, ctx);
     return;
@@ -110,5 +140,6 @@ export async function render(root, ctx) {
       stat("verdicts owed", fmt.count(c.owed), { attention: c.owed > 0, href: "#/panels" })),
     rows.length ? table.el : emptyState("No model on the roster yet",
       "Endpoints are set up, but no model is added. Find what an endpoint serves and add it in one click.",
-      linkButton("Endpoints & models", "#/endpoints", "primary")));
+      linkButton("Endpoints & models", "#/endpoints", "primary")),
+    gradesSection(grades));
 }
