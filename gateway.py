@@ -48,7 +48,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import jsonwire, listing, verdict, wire_messages, wire_responses
+from panelist.metrics import jsonwire, listing, races, verdict, wire_messages, wire_responses
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -1172,6 +1172,23 @@ def get_panel(h: Handler, params: dict):
     h.send_json(200, found)
 
 
+def post_race(h: Handler, _):
+    races.admit(h.caller)
+    race = races.of(h.server.panels).start(h.read_json())
+    h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
+
+
+def get_race(h: Handler, params: dict):
+    races.admit(h.caller)
+    h.send_json(200, races.of(h.server.panels).get(params["race"]))
+
+
+def get_races(h: Handler, _):
+    races.admit(h.caller)
+    query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query).items()}
+    h.send_json(200, races.of(h.server.panels).listing(query.get("limit"), query.get("before")))
+
+
 # -- the route table ----------------------------------------------------------------------------
 OPEN, KEYS, ADMIN = "open", "keys", "admin"   # the gates a route may declare
 
@@ -1219,6 +1236,9 @@ GATEWAY_ROUTES = (
     Route("/health", {"GET": get_health}, gate=OPEN),
     Route("/v1/responses", {"POST": post_responses}, gate=KEYS),
     Route("/v1/messages", {"POST": post_messages}, gate=KEYS),
+    Route("/bench/race", {"POST": post_race}, gate=KEYS),
+    Route("/bench/race/{race}", {"GET": get_race}, gate=KEYS),
+    Route("/bench/races", {"GET": get_races}, gate=KEYS),
 )
 
 
@@ -1389,6 +1409,7 @@ class GatewayServer(ThreadingHTTPServer):
             for wire in self._wires.values():
                 if wire.phase != BUSY and not wire.dropped:
                     wire.drop()
+        races.close_of(self.panels)   # races cancelled and joined before their upstream closes
         self.panels.close()
         self.guard.close()
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from panelist import __version__
-from panelist.metrics import service, verdict
+from panelist.metrics import races, service, verdict
 from panelist.metrics.collection import PREFIX, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, PanelistError, UpstreamError
 from panelist.metrics.keys import Keys
@@ -441,6 +441,15 @@ def revoke_key(req: ApiRequest) -> dict:
     return {"revoked": req.params["name"]}
 
 
+# -- races ----------------------------------------------------------------------------------------
+def list_races(req: ApiRequest) -> dict:
+    return races.of(req.panels).listing(req.query.get("limit"), req.query.get("before"))
+
+
+def get_race(req: ApiRequest) -> dict:
+    return races.of(req.panels).get(req.params["race"])
+
+
 ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/info", {"GET": info}),
     ("/api/demo", {"POST": load_demo}),
@@ -464,4 +473,6 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/evidence", {"GET": evidence}),
     ("/api/keys", {"GET": list_keys, "POST": create_key}),
     ("/api/keys/{name}", {"DELETE": revoke_key}),
+    ("/api/races", {"GET": list_races}),
+    ("/api/races/{race}", {"GET": get_race}),
 ]

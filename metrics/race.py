@@ -303,6 +303,7 @@ class Benchmark:
         self._cancel = CancelFlag()
         self._progress = {"runs": 0, "done": 0, "judged": 0}
         self._progress_lock = threading.Lock()
+        self._reserved: tuple[str, Path] | None = None
 
     # -- setters -----------------------------------------------------------------------------------
     def set_input(self, value) -> "Benchmark":
@@ -337,6 +338,14 @@ class Benchmark:
             home = home if isinstance(home, Home) else open_home(home)
             grades = GradeBook.of_home(home, Roster(home))
         return list(grades.candidates(grade))
+
+    def reserve(self) -> str:
+        """Name the next ``run()``'s race now (its id and folder are made here), so a caller can
+        hand the id out before the race starts; ``run()`` takes it up."""
+        with self._progress_lock:
+            if self._reserved is None:
+                self._reserved = _new_race(races_dir(self.home))
+            return self._reserved[0]
 
     def cancel(self) -> None:
         """Stop the race: calls waiting or in flight end as cancelled; ``run`` then reports."""
@@ -373,7 +382,8 @@ class Benchmark:
                       for a in aliases]
         with self._progress_lock:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
-        race_id, folder = _new_race(races_dir(self.home))
+            reserved, self._reserved = self._reserved, None
+        race_id, folder = reserved or _new_race(races_dir(self.home))
         seats = Seats(self.roster, self.upstream, admission=self.admission)
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)
         started, t0 = time.time(), time.monotonic()

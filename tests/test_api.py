@@ -845,3 +845,53 @@ def test_api_grades_lists_them_for_the_overview(dash, home):
     assert strong == {"grade": "strong", "rank": 3, "pinned": "big", "problem": None,
                       "models": ["big"]}
     assert body["ceiling"] == {"alias": "big", "set": False, "problem": None}
+
+
+# -- races ----------------------------------------------------------------------------------------
+class _Ask:
+    grade = "general"
+
+    def run(self, prompt, seat):
+        return seat.chat([{"role": "user", "content": prompt}])
+
+
+def _race(home) -> str:
+    """One race run to its end on this data folder (fast is the reference, mid the judge)."""
+    from panelist.metrics.race import Benchmark, GradeBook
+    from panelist.metrics.roster import Roster
+    bench = Benchmark(_Ask, home=home, admission=None,
+                      grades=GradeBook.plain({"general": "fast"}, "mid", Roster(home)))
+    bench.set_input("Review: def add(a, b): return a - b").set_candidates(["x-one", "x-two"])
+    bench.run()
+    return bench.report().race
+
+
+@covers("GET", "/api/races")
+def test_list_races(dash, home):
+    status, empty, _ = dash.get("/api/races")
+    assert status == 200 and empty["data"] == [] and empty["next"] is None
+    first, second = _race(home), _race(home)
+    status, listed, _ = dash.get("/api/races?limit=1")
+    assert status == 200 and [r["race"] for r in listed["data"]] == [second]
+    assert listed["next"] == second and listed["running"] == 0
+    (row,) = listed["data"]
+    assert set(row) == {"race", "status", "grade", "pinned", "ceiling", "runs", "candidates",
+                        "started", "seconds", "progress", "verdict", "judge_failures", "error"}
+    assert (row["status"], row["pinned"], row["ceiling"]) == ("done", "fast", "mid")
+    status, rest, _ = dash.get(f"/api/races?before={second}")
+    assert [r["race"] for r in rest["data"]] == [first]
+    status, body, _ = dash.get("/api/races?limit=0")
+    assert_error(status, body, 400, param="limit")
+
+
+@covers("GET", "/api/races/{race}")
+def test_get_race(dash, home):
+    race = _race(home)
+    status, found, _ = dash.get(f"/api/races/{race}")
+    assert status == 200 and found["status"] == "done"
+    saved = json.loads((home.root / "runs" / "races" / f"{race}.json").read_text())
+    assert found["report"] == saved
+    assert [(r["model"], r["run"]) for r in found["report"]["rows"]] == [("x-one", 1),
+                                                                         ("x-two", 1)]
+    status, body, _ = dash.get("/api/races/r20200101-00000000")
+    assert_error(status, body, 404, says="GET /bench/races")

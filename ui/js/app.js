@@ -9,11 +9,12 @@ import * as overview from "./pages/overview.js";
 import * as ask from "./pages/ask.js";
 import * as panels from "./pages/panels.js";
 import * as evidence from "./pages/evidence.js";
+import * as races from "./pages/races.js";
 import * as collections from "./pages/collections.js";
 import * as endpoints from "./pages/endpoints.js";
 import * as settings from "./pages/settings.js";
 
-const PAGES = { overview, ask, panels, evidence, collections, endpoints, settings };
+const PAGES = { overview, ask, panels, evidence, races, collections, endpoints, settings };
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");

@@ -1,0 +1,235 @@
+"""The plain chat job a race can run without code: a system text and a prompt sent to one seat.
+
+``panelist race`` and ``POST /bench/race`` describe a race as a ``ChatSpec`` (grade, prompt,
+system, rubric, runs, candidates); ``benchmark`` checks it against the roster and the grades and
+returns a ``Benchmark`` ready to ``run()`` a ``ChatJob`` per run. The command line may also give
+the job tools, read from a Python file (``load_tools``).
+
+The tools file convention: a Python file that ends with a ``TOOLS`` list, each item either a
+function marked with ``@tool(schema)`` or a ``(function, schema)`` pair, where ``schema`` is the
+JSON schema of the function's keyword arguments (or ``{"name", "description", "parameters"}``)::
+
+    from panelist.metrics.race import tool
+
+    @tool({"type": "object", "properties": {"number": {"type": "string"}},
+           "required": ["number"]})
+    def find_order(number):
+        \"\"\"Find an order by its number.\"\"\"
+        return {"order_id": "ord-" + number, "status": "shipped"}
+
+    TOOLS = [find_order]
+
+Invariants: a spec is checked whole before anything runs, and every refusal names the field
+(``param``) and says what to send instead; a race is refused before it starts when its grade is
+on no model, has no pinned model (the reference), or there is no ceiling model (the judge).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from panelist.metrics.errors import BadRequest, NotFound
+from panelist.metrics.home import Home
+from panelist.metrics.race import Benchmark, GradeBook, _tools
+from panelist.metrics.roster import Roster, RosterView
+
+MAX_RUNS = 20            # runs per candidate a request may ask for
+MAX_CANDIDATES = 50
+MAX_PROMPT = 1_000_000   # characters; the gateway's body cap bounds it first over HTTP
+MAX_SYSTEM = 200_000
+MAX_RUBRIC = 20_000
+FIELDS = ("grade", "prompt", "system", "rubric", "runs", "candidates")
+
+Done = Callable[[str, str, bool], None]   # (alias, role, succeeded) as each run of the job ends
+
+
+@dataclass(frozen=True)
+class ChatSpec:
+    grade: str
+    prompt: str
+    system: str | None = None
+    rubric: str | None = None
+    runs: int = 1
+    candidates: tuple[str, ...] | None = None   # None: every callable model of the grade
+
+    @classmethod
+    def parse(cls, body) -> "ChatSpec":
+        """A spec from a JSON object (an HTTP body, or the command line's options)."""
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object such as "
+                             '{"grade": "general", "prompt": "..."}')
+        if "tools" in body:
+            raise BadRequest("tools are not taken over HTTP (they are code); race a tool-using "
+                             "job with `panelist race --tools tools.py` or the Python API",
+                             param="tools")
+        unknown = sorted(set(body) - set(FIELDS))
+        if unknown:
+            raise BadRequest(f"unknown field(s) {', '.join(unknown)}; send only "
+                             f"{', '.join(FIELDS)}", param=unknown[0])
+        grade = body.get("grade")
+        if not isinstance(grade, str) or not grade.strip():
+            raise BadRequest("'grade' is required: the grade of model the job needs, e.g. "
+                             "general (`panelist grade list` shows them)", param="grade")
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise BadRequest("'prompt' is required: the text the job sends the model",
+                             param="prompt")
+        if len(prompt) > MAX_PROMPT:
+            raise BadRequest(f"'prompt' is {len(prompt)} characters, over {MAX_PROMPT}; race a "
+                             "shorter input", param="prompt")
+        system = _text(body, "system", MAX_SYSTEM)
+        rubric = _text(body, "rubric", MAX_RUBRIC)
+        runs = body.get("runs", 1)
+        if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
+            raise BadRequest(f"'runs' must be a whole number from 1 to {MAX_RUNS}: how many "
+                             "times each candidate runs the job", param="runs")
+        candidates = body.get("candidates")
+        if candidates is not None:
+            if not isinstance(candidates, list) or not candidates or \
+                    not all(isinstance(a, str) and a.strip() for a in candidates):
+                raise BadRequest("'candidates' must be a non-empty list of model aliases; leave "
+                                 "it out to race every model of the grade", param="candidates")
+            if len(candidates) > MAX_CANDIDATES:
+                raise BadRequest(f"at most {MAX_CANDIDATES} candidates", param="candidates")
+            candidates = tuple(dict.fromkeys(a.strip() for a in candidates))
+        return cls(grade.strip(), prompt, system, rubric, runs, candidates)
+
+
+def _text(body: dict, key: str, most: int) -> str | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"'{key}' must be text", param=key)
+    if len(value) > most:
+        raise BadRequest(f"'{key}' is {len(value)} characters, over {most}", param=key)
+    return value or None
+
+
+class ChatJob:
+    """System text and prompt to one seat, with the tools given; the answer's text is its
+    output. ``done(alias, role, succeeded)`` hears each run end (a race's progress)."""
+
+    def __init__(self, spec: ChatSpec, tools=(), done: Done | None = None):
+        self.grade = spec.grade
+        self._system = spec.system
+        self._tools = list(tools)
+        self._done = done
+
+    def run(self, prompt, seat) -> str:
+        messages = [{"role": "user", "content": prompt}]
+        if self._system:
+            messages.insert(0, {"role": "system", "content": self._system})
+        succeeded = False
+        try:
+            answer = seat.chat(messages, tools=self._tools or None)
+            succeeded = True
+            return answer
+        finally:
+            if self._done is not None:
+                self._done(seat.model.alias, seat.role, succeeded)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Who a race will run: the reference, the judge and the candidates."""
+
+    pinned: str
+    ceiling: str
+    candidates: list[str]
+
+
+def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
+    """Check a spec against the roster and the grades; refusals say what to do."""
+    grade = spec.grade
+    used = sorted({m.grade for m in view.models.values() if m.grade})
+    if grade not in used:
+        raise NotFound(f"no model on the roster is of grade '{grade}'; the grades in use are "
+                       f"{', '.join(used) or 'none'} (give a model a grade with `panelist model "
+                       f"add ALIAS --endpoint NAME --grade {grade}`)", param="grade")
+    pinned = grades.pinned(grade)
+    of_grade = sorted(a for a, m in view.models.items() if m.grade == grade and not m.retired)
+    if pinned is None:
+        raise NotFound(f"no model is pinned for grade '{grade}', so there is no reference run to "
+                       f"race against; pin one with `panelist grade pin {grade} ALIAS` (models "
+                       f"of that grade: {', '.join(of_grade) or 'none callable'})", param="grade")
+    pinned = getattr(pinned, "alias", pinned)
+    if pinned not in view.models:
+        raise NotFound(f"the model pinned for grade '{grade}' is '{pinned}', which is not on the "
+                       f"roster; pin another with `panelist grade pin {grade} ALIAS`",
+                       param="grade")
+    ceiling = grades.ceiling()
+    ceiling = getattr(ceiling, "alias", ceiling)
+    if ceiling is None:
+        raise NotFound("there is no ceiling model to judge the runs; set one with `panelist "
+                       "grade ceiling ALIAS` or pin a model for the strongest grade",
+                       param="grade")
+    if ceiling not in view.models:
+        raise NotFound(f"the ceiling model (the judge) is '{ceiling}', which is not on the "
+                       "roster; set another with `panelist grade ceiling ALIAS`", param="grade")
+    if spec.candidates is not None:
+        unknown = [a for a in spec.candidates if a not in view.models]
+        if unknown:
+            raise NotFound(f"unknown candidate(s) {', '.join(unknown)}; race models of the "
+                           f"roster (`panelist model list`), e.g. {', '.join(of_grade) or '…'}",
+                           param="candidates")
+        candidates = list(spec.candidates)
+    else:
+        candidates = list(grades.candidates(grade))
+        if not candidates:
+            raise BadRequest(f"grade '{grade}' has no callable model to race (every one is "
+                             "retired, or its endpoint is gone); name 'candidates'",
+                             param="candidates")
+    return Plan(pinned, ceiling, candidates)
+
+
+def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, tools=(),
+              done: Done | None = None, **kw) -> tuple[Benchmark, Plan]:
+    """A ``Benchmark`` of ``ChatJob``s for ``spec``, checked and ready to ``run()``; ``kw`` goes
+    to ``Benchmark`` (upstream, admission, timeouts)."""
+    roster = Roster(home)
+    grades = grades or GradeBook.of_home(home, roster)
+    chosen = plan(spec, roster.view(), grades)
+    bench = Benchmark(lambda: ChatJob(spec, tools, done), runs=spec.runs, home=home,
+                      grades=grades, **kw)
+    bench.set_input(spec.prompt)
+    bench.set_candidates(chosen.candidates)
+    if spec.rubric:
+        bench.set_rubric(spec.rubric)
+    return bench, chosen
+
+
+def load_tools(path: str | Path) -> list:
+    """The ``TOOLS`` list of a Python file (see the module docstring), checked."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise BadRequest(f"no tools file {path}; give a Python file that ends with a TOOLS list",
+                         param="tools")
+    name = "panelist_race_tools_" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    loaded = importlib.util.spec_from_file_location(name, path)
+    if loaded is None or loaded.loader is None:
+        raise BadRequest(f"{path} is not a Python file; give a .py file with a TOOLS list",
+                         param="tools")
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules[name] = module   # so dataclasses and pickling inside it find their module
+    try:
+        loaded.loader.exec_module(module)
+    except Exception as exc:   # the user's code: its failure is theirs to read, in one line
+        sys.modules.pop(name, None)
+        raise BadRequest(f"{path} failed to load ({type(exc).__name__}: {exc}); run it with "
+                         "python to see the traceback", param="tools") from None
+    tools = getattr(module, "TOOLS", None)
+    if not isinstance(tools, (list, tuple)) or not tools:
+        raise BadRequest(f"{path} has no TOOLS list; end it with TOOLS = [...] of functions "
+                         "marked @tool(schema) (from panelist.metrics.race import tool) or "
+                         "(function, schema) pairs", param="tools")
+    try:
+        _tools(tools)   # the race's own reading of the convention, so the rules are one
+    except (TypeError, ValueError, KeyError) as exc:
+        raise BadRequest(f"{path}: {exc}", param="tools") from None
+    return list(tools)

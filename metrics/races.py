@@ -1,0 +1,378 @@
+"""The races a server runs in the background, and every race its data folder holds.
+
+``POST /bench/race`` hands a ``ChatSpec`` to ``Races.start``, which checks it, names the race and
+runs it on a thread of its own; ``get`` gives a race's progress and, once it ended, its report;
+``listing`` lists races newest first. A race that ended is read from ``runs/races/<id>.json``, so
+what a server shows survives its restart (and races run by ``panelist race`` show too).
+
+Invariants:
+
+* At most ``max_running`` races run at once in one registry; one more is refused (429) before
+  anything is named or asked. A refused spec names no race and leaves no folder.
+* ``close`` refuses new races, cancels the running ones (calls waiting or in flight end as
+  cancelled, each race still writes its report) and joins their threads; it always returns.
+* A race id is only ever looked up on disk once it matches ``RACE_ID``, so a request cannot name
+  a path outside ``runs/races``. A gateway key limited to collections may neither start nor read
+  races (``admit``); any other caller sees every race.
+* Statuses: ``running``; ``done`` (the reference answered and the race ended); ``failed`` (the
+  reference failed, or the race could not start; ``error`` says why); ``cancelled`` (this server
+  stopped it); ``unfinished`` (a folder without a report: running in another process, or its
+  process stopped first); ``unreadable`` (its report cannot be read).
+* A listing entry has the same keys whatever the status; ``get`` adds ``report`` (None until
+  the race ended), the report exactly as ``Benchmark.report().public()`` gives it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from panelist.metrics import chatjob, jsonl, jsonwire, judge
+from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
+from panelist.metrics.home import Home
+from panelist.metrics.ledger import ANSWERED, utc_iso
+from panelist.metrics.race import Benchmark, GradeBook, races_dir
+
+RACE_ID = re.compile(r"r\d{8}-[0-9a-f]{8}")
+MAX_RUNNING = 4       # races one server runs at once (each runs up to 32 calls at once)
+KEEP = 200            # races that ended in this process whose status is kept in memory
+JOIN = 60.0           # seconds ``close`` waits for a cancelled race to write its report
+PAGE, MAX_PAGE = 50, 200
+
+
+# -- progress --------------------------------------------------------------------------------------
+def _alias_of(label: str) -> str:
+    """``candidate.<alias>.run<n>`` (a judged run's label) → ``<alias>``."""
+    return label.split(".", 1)[-1].rsplit(".run", 1)[0]
+
+
+def _counts(runs: int) -> dict:
+    return {"runs": runs, "done": 0, "failed": 0, "judged": 0}
+
+
+class Tracker:
+    """Per-model progress of one race: runs ended (the job says so as each ends) and runs
+    judged (read from the race's call log, where every judge call lands with the run it
+    judged: a run is judged once its judge answered usable JSON or was asked ``judge.ASKS``
+    times)."""
+
+    def __init__(self, runs: int):
+        self.runs = runs
+        self.reference = "running"
+        self.models: dict[str, dict] = {}
+        self._tail: jsonl.Tail | None = None
+        self._asks: dict[str, int] = {}
+        self._judged: set[str] = set()
+        self._lock = threading.Lock()
+
+    def expect(self, candidates: list[str], log: Path) -> None:
+        with self._lock:
+            for alias in candidates:
+                self.models.setdefault(alias, _counts(self.runs))
+            self._tail = jsonl.Tail(log)
+
+    def done(self, alias: str, role: str, succeeded: bool) -> None:
+        with self._lock:
+            if role == "reference":
+                self.reference = "done" if succeeded else "failed"
+                return
+            counts = self.models.setdefault(alias, _counts(self.runs))
+            counts["done"] += 1
+            counts["failed"] += not succeeded
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            for _, record in self._tail.read() if self._tail is not None else ():
+                label = record.get("judged")
+                if record.get("role") != "judge" or not isinstance(label, str) \
+                        or label in self._judged:
+                    continue
+                asks = self._asks[label] = self._asks.get(label, 0) + 1
+                usable = record.get("status") in ANSWERED and \
+                    judge.parse(str(record.get("text") or ""))[0] is not None
+                if usable or asks >= judge.ASKS:
+                    self._judged.add(label)
+                    counts = self.models.get(_alias_of(label))
+                    if counts is not None:
+                        counts["judged"] += 1
+            return {"reference": self.reference,
+                    "models": {a: dict(c) for a, c in self.models.items()}}
+
+
+def progress_of(report: dict) -> dict:
+    """The progress a finished race reached, from its report."""
+    models = {a: _counts(0) for a in report.get("candidates") or ()}
+    for row in report.get("rows") or ():
+        counts = models.setdefault(row.get("model"), _counts(0))
+        counts["runs"] += 1
+        counts["done"] += 1
+        counts["failed"] += not row.get("succeeded")
+        counts["judged"] += row.get("total") is not None or bool(row.get("judge_error"))
+    rows = report.get("rows") or ()
+    return {"runs": len(rows), "done": len(rows),
+            "judged": sum(c["judged"] for c in models.values()),
+            "reference": "done" if (report.get("reference") or {}).get("succeeded") else "failed",
+            "models": models}
+
+
+# -- the registry ----------------------------------------------------------------------------------
+@dataclass
+class _Entry:
+    race: str
+    spec: chatjob.ChatSpec
+    plan: chatjob.Plan
+    bench: Benchmark | None
+    tracker: Tracker
+    started: float
+    thread: threading.Thread | None = None
+    status: str = "running"
+    error: str | None = None
+    cancelled: bool = False
+    t0: float = field(default_factory=time.monotonic)
+
+
+class Races:
+    """The races of one data folder, as one server runs and reads them."""
+
+    def __init__(self, home: Home, *, upstream=None, grades: GradeBook | None = None,
+                 admission="home", max_running: int = MAX_RUNNING, **bench):
+        """``grades``: the grade book to race by (default: the data folder's, read at each
+        start); ``admission`` and ``bench`` (timeouts) go to every ``Benchmark``."""
+        self.home, self.upstream, self.grades = home, upstream, grades
+        self.admission, self.max_running, self._bench = admission, max_running, bench
+        self.folder = races_dir(home)
+        self._entries: dict[str, _Entry] = {}
+        self._summaries: dict[str, tuple[tuple, dict]] = {}   # race -> (report's stat, summary)
+        self._starting = 0
+        self._closed = False
+        self._lock = threading.Lock()
+
+    # -- starting and stopping -----------------------------------------------------------------
+    def start(self, body) -> dict:
+        """Check ``body`` (a ``ChatSpec``), name the race and run it in the background; the
+        race as ``get`` gives it."""
+        spec = chatjob.ChatSpec.parse(body)
+        with self._lock:
+            if self._closed:
+                raise Unavailable("the server is stopping; start the race again once it is back")
+            running = self._starting + sum(e.status == "running" for e in self._entries.values())
+            if running >= self.max_running:
+                raise TooManyRequests(
+                    f"{running} races are running, the most this server runs at once; start "
+                    "this one when one of them has ended (GET /bench/races)",
+                    code="too_many_races", headers={"Retry-After": "30"})
+            self._starting += 1
+        try:
+            tracker = Tracker(spec.runs)
+            bench, plan = chatjob.benchmark(spec, self.home, grades=self.grades,
+                                            upstream=self.upstream, admission=self.admission,
+                                            done=tracker.done, **self._bench)
+            race = bench.reserve()
+            tracker.expect(plan.candidates, self.folder / race / "calls.jsonl")
+            entry = _Entry(race, spec, plan, bench, tracker, time.time())
+            entry.thread = threading.Thread(target=self._run, args=(entry,), daemon=True,
+                                            name=f"race-{race}")
+            with self._lock:
+                self._entries[race] = entry
+                if self._closed:   # closed while this one was being prepared: never start it
+                    entry.status, entry.cancelled = "cancelled", True
+                    entry.error = "the server stopped before the race began"
+                    entry.bench = None
+                else:
+                    entry.thread.start()
+        finally:
+            with self._lock:
+                self._starting -= 1
+        return self.get(race)
+
+    def _run(self, entry: _Entry) -> None:
+        status, error = "done", None
+        try:
+            entry.bench.run()
+        except Exception as exc:   # the reference's own failure, or the race could not run
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            entry.status = "cancelled" if entry.cancelled else status
+            entry.error = error if not entry.cancelled else \
+                "the server stopped; the report holds what had ended"
+            entry.bench = None   # the report is on disk now; the runs' memory can go
+            ended = [e for e in self._entries.values() if e.status != "running"]
+            for old in ended[:max(0, len(ended) - KEEP)]:
+                del self._entries[old.race]
+
+    def close(self, timeout: float = JOIN) -> None:
+        """Refuse new races, cancel the running ones and join their threads."""
+        with self._lock:
+            self._closed = True
+            running = [e for e in self._entries.values() if e.status == "running"]
+            for entry in running:
+                entry.cancelled = True
+                if entry.bench is not None:
+                    entry.bench.cancel()
+        end = time.monotonic() + timeout
+        for entry in running:
+            if entry.thread is not None and entry.thread.ident is not None:
+                entry.thread.join(max(0.0, end - time.monotonic()))
+
+    def running(self) -> int:
+        with self._lock:
+            return sum(e.status == "running" for e in self._entries.values())
+
+    # -- reading -------------------------------------------------------------------------------
+    def get(self, race: str) -> dict:
+        """One race: its progress and, once it ended, its report."""
+        summary = self._summary(race)
+        if summary is None:
+            raise NotFound(f"unknown race '{race}'; GET /bench/races lists the races")
+        report = None
+        if summary["status"] not in ("running", "unfinished", "unreadable"):
+            report = self._report(race)
+        return dict(summary, report=report)
+
+    def listing(self, limit=None, before: str | None = None) -> dict:
+        """Races newest first, ``limit`` of them (after the race ``before``, when given)."""
+        limit = _page(limit)
+        races = set(self._on_disk())
+        with self._lock:
+            races |= set(self._entries)
+        found = [s for s in map(self._summary, races) if s is not None]
+        found.sort(key=lambda s: (s["started"] or "", s["race"]), reverse=True)
+        if before:
+            ids = [s["race"] for s in found]
+            if before not in ids:
+                raise BadRequest(f"'before' must be a race id this list gave (such as "
+                                 f"{ids[0] if ids else 'r20260101-0a1b2c3d'})", param="before")
+            found = found[ids.index(before) + 1:]
+        page = found[:limit]
+        return {"data": page, "next": page[-1]["race"] if len(found) > limit else None,
+                "running": self.running(), "max_running": self.max_running}
+
+    def _on_disk(self) -> list[str]:
+        try:
+            names = [p.name for p in self.folder.iterdir()]
+        except FileNotFoundError:
+            return []
+        return [n.removesuffix(".json") for n in names
+                if RACE_ID.fullmatch(n.removesuffix(".json"))]
+
+    def _summary(self, race: str) -> dict | None:
+        if not isinstance(race, str) or not RACE_ID.fullmatch(race):
+            return None
+        with self._lock:
+            entry = self._entries.get(race)
+            if entry is not None and entry.status == "running":
+                return self._live(entry)
+        summary = self._stored(race)
+        if entry is not None:   # what only this process knows: cancelled, or never began
+            if summary is None or summary["status"] == "unfinished":
+                summary = self._live(entry)
+            summary = dict(summary, status=entry.status, error=entry.error or summary["error"])
+        return summary
+
+    def _live(self, entry: _Entry) -> dict:
+        spec, plan = entry.spec, entry.plan
+        bench = entry.bench
+        counts = bench.progress() if bench is not None else {"done": 0, "judged": 0}
+        seen = entry.tracker.snapshot()
+        return {"race": entry.race, "status": entry.status, "grade": spec.grade,
+                "pinned": plan.pinned, "ceiling": plan.ceiling, "runs": spec.runs,
+                "candidates": list(plan.candidates), "started": utc_iso(entry.started),
+                "seconds": round(time.monotonic() - entry.t0, 3),
+                "progress": {"runs": len(plan.candidates) * spec.runs, "done": counts["done"],
+                             "judged": counts["judged"], **seen},
+                "verdict": None, "judge_failures": None, "error": entry.error}
+
+    def _stored(self, race: str) -> dict | None:
+        """A race's summary from its report (cached while the file is unchanged), from its
+        folder alone (unfinished), or None when the data folder has no trace of it."""
+        path = self.folder / f"{race}.json"
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            try:
+                started = (self.folder / race).stat().st_mtime
+            except FileNotFoundError:
+                return None
+            return _blank(race, "unfinished", utc_iso(started),
+                          "no report yet: the race is running in another process, or its "
+                          "process stopped before it ended")
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        with self._lock:
+            hit = self._summaries.get(race)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        report = self._report(race)
+        if report is None:
+            return _blank(race, "unreadable", utc_iso(st.st_mtime),
+                          f"the report {path} cannot be read; it may have been edited or cut "
+                          "short")
+        summary = summary_of(report)
+        with self._lock:
+            self._summaries[race] = (stamp, summary)
+        return summary
+
+    def _report(self, race: str) -> dict | None:
+        try:
+            report = jsonwire.loads((self.folder / f"{race}.json").read_bytes())
+        except (OSError, ValueError):
+            return None
+        return report if isinstance(report, dict) and report.get("race") == race else None
+
+
+def summary_of(report: dict) -> dict:
+    """A listing entry for a race that ended, from its report."""
+    reference = report.get("reference") or {}
+    failed = not reference.get("succeeded")
+    verdict = report.get("verdict") or {}
+    return {"race": report["race"], "status": "failed" if failed else "done",
+            "grade": report.get("grade"), "pinned": report.get("pinned"),
+            "ceiling": report.get("ceiling"), "runs": report.get("runs"),
+            "candidates": list(report.get("candidates") or ()),
+            "started": report.get("started"), "seconds": report.get("seconds"),
+            "progress": progress_of(report),
+            "verdict": {"model": verdict.get("model"), "why": verdict.get("why")},
+            "judge_failures": report.get("judge_failures"),
+            "error": f"the reference run failed: {reference.get('error')}" if failed else None}
+
+
+def _blank(race: str, status: str, started: str, error: str) -> dict:
+    return {"race": race, "status": status, "grade": None, "pinned": None, "ceiling": None,
+            "runs": None, "candidates": [], "started": started, "seconds": None,
+            "progress": None, "verdict": None, "judge_failures": None, "error": error}
+
+
+def _page(limit) -> int:
+    if limit is None or limit == "":
+        return PAGE
+    text = str(limit)
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
+        raise BadRequest(f"'limit' must be a whole number from 1 to {MAX_PAGE}", param="limit")
+    return int(text)
+
+
+# -- one registry per server -----------------------------------------------------------------------
+def admit(caller) -> None:
+    """403 for a gateway key limited to collections: a race calls any model of a grade, and the
+    race reports hold every race's prompts and answers."""
+    if getattr(caller, "collections", None) is not None:
+        raise Forbidden(f"key '{caller.name}' is limited to collections, so it may not start or "
+                        "read races; use a key made without --collections")
+
+
+def of(panels) -> Races:
+    """The registry of the server whose domain is ``panels``, made on first use. Two threads
+    making it at once may each build one; one is kept, and the other never started anything."""
+    found = getattr(panels, "races", None)
+    if found is None:
+        found = vars(panels).setdefault("races", Races(panels.home, upstream=panels.upstream))
+    return found
+
+
+def close_of(panels) -> None:
+    """Close the registry of ``panels``, if one was ever made."""
+    found = getattr(panels, "races", None)
+    if found is not None:
+        found.close()

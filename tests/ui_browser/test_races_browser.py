@@ -1,0 +1,63 @@
+"""The Races page in a real browser, on a race of the demo roster that has finished."""
+
+from __future__ import annotations
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture says why (a skip, or a failure when required)
+    expect = None
+
+from conftest import wait_until
+
+# text a model echoes back: the page must show it as text, never run it
+PROMPT = '<img src="x" onerror="window.__owned = 1"> Where is my order?'
+CANDIDATES = ("sim-flaky", "sim-steady", "sim-vision")
+
+
+def finished_demo_race(demo) -> str:
+    """A race of grade general on the demo roster (its pins: sim-steady for general, the
+    ceiling sim-careful), run to its end over POST /bench/race."""
+    status, started = demo.post("/bench/race", {"grade": "general", "prompt": PROMPT, "runs": 2,
+                                                "rubric": "Says where the order is."})
+    assert status == 202, started
+    race = started["race"]
+    assert wait_until(lambda: demo.get(f"/api/races/{race}")[1]["status"] != "running", 60)
+    return race
+
+
+def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, page):
+    race = finished_demo_race(demo)
+    page.goto(demo.url + "/#/races")
+
+    expect(page.locator(f'.race-item[data-race="{race}"]')).to_contain_text("grade general")
+    head = page.locator(".race-head")
+    expect(head).to_contain_text(race)
+    expect(head.get_by_test_id("race-status")).to_have_text("done")
+    expect(head).to_contain_text("Verdict:")
+
+    runs = page.get_by_role("region", name="Runs of this race")
+    expect(runs.locator("tbody tr")).to_have_count(1 + 2 * len(CANDIDATES))
+    expect(runs.locator('tr[data-id="reference.sim-steady.run0"]')).to_contain_text("reference")
+    for alias in CANDIDATES:
+        for n in (1, 2):
+            expect(runs.locator(f'tr[data-id="candidate.{alias}.run{n}"]')).to_contain_text(alias)
+    models = page.get_by_role("region", name="Models of this race")
+    expect(models.locator("tbody tr")).to_have_count(len(CANDIDATES))
+    expect(page.get_by_test_id("cost-score-chart").locator("canvas")).to_have_count(1)
+
+    runs.get_by_role("button", name="Transcript of candidate.sim-vision.run1").click()
+    dialog = page.get_by_role("dialog", name="Transcript: sim-vision · run 1")
+    transcript = dialog.get_by_test_id("transcript")
+    expect(transcript).to_contain_text("The job sent")
+    expect(transcript).to_contain_text(PROMPT)
+    expect(transcript).to_contain_text("[simulated sim-vision]")
+    expect(dialog).to_contain_text("The same tool calls with the same arguments.")
+    assert page.evaluate("window.__owned") is None, "text from a model ran as markup"
+    dialog.get_by_role("button", name="Close the transcript").click()
+    expect(dialog).to_have_count(0)
+
+
+def test_races_page_without_a_race_says_how_to_start_one(dashboard, page):
+    page.goto(dashboard.url + "/#/races")
+    expect(page.get_by_role("heading", name="No race yet")).to_be_visible()
+    expect(page.get_by_text("panelist race --grade general")).to_be_visible()

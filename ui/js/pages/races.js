@@ -1,0 +1,369 @@
+// Races: every race of this data folder, newest first, and one race in full: its verdict, a
+// line per model, cost against judge total as a chart, a row per run with its tool difference,
+// and each run's transcript. A running race is polled (GET /api/races/<id> every 2 s) until it
+// ends. Everything a model, a tool or a caller wrote is shown as text, never as markup.
+
+import { api, query, seg } from "../api.js";
+import { h, replace } from "../dom.js";
+import * as fmt from "../format.js";
+import { loadUplot, PALETTE } from "../charts.js";
+import { dataTable } from "../table.js";
+import { cssVar, onThemeChange } from "../theme.js";
+import { button, emptyState, loading, notice, openDialog, pageHead } from "../ui.js";
+
+export const title = "Races";
+const POLL_MS = 2000;
+const PAGE = 50;
+const TOTAL_MAX = 10;
+
+const STATUS = {
+  running: ["accent", "running"], done: ["ok", "done"], failed: ["bad", "failed"],
+  cancelled: ["warn", "cancelled"], unfinished: ["warn", "unfinished"], unreadable: ["bad", "unreadable"],
+};
+
+function statusBadge(status) {
+  const [kind, word] = STATUS[status] || ["", status];
+  return h("span", { class: ["badge", kind], "data-testid": "race-status" }, word);
+}
+
+function num(v, digits = 2) {
+  return typeof v === "number" && Number.isFinite(v) ? String(+v.toFixed(digits)) : fmt.DASH;
+}
+
+function money(v, currency) {
+  if (typeof v !== "number" || !Number.isFinite(v)) return fmt.DASH;
+  return `${v === 0 ? "0" : v.toPrecision(3)} ${currency || ""}`.trim();
+}
+
+function started(iso) {
+  const t = Date.parse(iso || "");
+  return Number.isFinite(t) ? fmt.when(t / 1000) : fmt.DASH;
+}
+
+function asText(value) {
+  if (typeof value === "string") return value;
+  try { return JSON.stringify(value); } catch { return String(value); }
+}
+
+// ------------------------------------------------------------------ the tool difference
+function differs(diff) {
+  return Boolean(diff) && ["skipped", "different", "extra"].some((k) => (diff[k] || []).length);
+}
+
+function diffLines(diff) {
+  if (!diff) return [];
+  return [
+    ...(diff.skipped || []).map((d) => `skipped ${d.tool} ${asText(d.arguments)}`),
+    ...(diff.different || []).map((d) => `${d.tool} with ${asText(d.run)}, the reference ${asText(d.reference)}`),
+    ...(diff.extra || []).map((d) => `extra ${d.tool} ${asText(d.arguments)}`),
+  ];
+}
+
+function diffCell(row) {
+  if (row.role === "reference") return h("span", { class: "faint" }, "the yardstick");
+  const diff = row.tool_difference;
+  if (!diff) return h("span", { class: "faint" }, "not compared");
+  if (!differs(diff)) return h("span", { class: "badge ok" }, "same calls");
+  const parts = [["skipped", "skipped"], ["different", "different"], ["extra", "extra"]]
+    .filter(([k]) => (diff[k] || []).length).map(([k, word]) => `${diff[k].length} ${word}`);
+  return h("span", { class: "diff" }, h("span", { class: "badge warn" }, parts.join(" · ")),
+    h("span", { class: "sub", text: diffLines(diff).join("; ") }));
+}
+
+// ------------------------------------------------------------------ the transcript
+function transcriptView(row) {
+  const t = row.transcript || {};
+  const items = [];
+  for (const e of t.events || []) {
+    if (e.kind === "ask") {
+      items.push(h("li", { class: "event ask" }, h("div", { class: "event-head", text: "The job sent" }),
+        (e.messages || []).map((m) => h("pre", { class: "textblock", text: `[${m.role}] ${m.content}` }))));
+    } else if (e.kind === "model") {
+      const said = [`Model call ${e.call} · ${e.status}`];
+      if (e.tokens && typeof e.tokens.prompt === "number") said.push(`${e.tokens.prompt} in / ${e.tokens.completion} out`);
+      if (typeof e.seconds === "number") said.push(fmt.seconds(e.seconds));
+      items.push(h("li", { class: ["event", "model", e.error && "failed"] },
+        h("div", { class: "event-head", text: said.join(" · ") }),
+        e.error ? h("p", { class: "text-bad", text: e.error }) : null,
+        e.text ? h("pre", { class: "textblock", text: e.text }) : null,
+        (e.tool_calls || []).map((c) => h("pre", { class: "textblock call", text: `calls ${c.tool}(${asText(c.arguments)})` }))));
+    } else if (e.kind === "tool") {
+      const raised = Object.prototype.hasOwnProperty.call(e, "raised");
+      items.push(h("li", { class: ["event", "tool", raised && "failed"] },
+        h("div", { class: "event-head", text: `Tool ${e.tool}(${asText(e.arguments)}) ${raised ? "raised" : "returned"}` }),
+        h("pre", { class: ["textblock", raised && "text-bad"], text: raised ? e.raised : e.returned })));
+    }
+  }
+  items.push(t.error
+    ? h("li", { class: "event end failed" }, h("div", { class: "event-head", text: "The run failed" }), h("pre", { class: "textblock text-bad", text: t.error }))
+    : h("li", { class: "event end" }, h("div", { class: "event-head", text: "Final output" }), h("pre", { class: "textblock", text: t.output ?? "" })));
+  return h("ol", { class: "transcript", "data-testid": "transcript" }, items);
+}
+
+function openTranscript(row) {
+  const who = row.role === "reference" ? `Reference · ${row.model}` : `${row.model} · run ${row.run}`;
+  openDialog({ title: `Transcript: ${who}`, sub: h("span", { class: "mono", text: row.label }), wide: true, label: "Close the transcript" },
+    () => {
+      const lines = diffLines(row.tool_difference);
+      return {
+        body: h("div", { class: "stack" },
+          row.role !== "reference" && row.tool_difference
+            ? notice(differs(row.tool_difference) ? "warn" : "", "Tool calls against the reference",
+              lines.length ? lines.join("; ") : "The same tool calls with the same arguments.")
+            : null,
+          row.reason ? h("p", null, h("strong", { text: "Judge: " }), row.reason) : null,
+          transcriptView(row)),
+      };
+    });
+}
+
+// ------------------------------------------------------------------ the chart
+function fitsChart(m) {
+  return typeof m.cost === "number" && typeof m.total === "number";
+}
+
+/** Cost per run against judge total, a point per model, for one currency; the band is the
+ *  reference's interval, which a model's total must reach to be in the verdict. */
+async function costScoreChart(container, models, currency, band) {
+  const uPlot = await loadUplot();
+  const shown = models.filter((m) => fitsChart(m) && m.currency === currency).sort((a, b) => a.cost - b.cost);
+  const xs = shown.map((m) => m.cost);
+  const series = shown.map((m, i) => xs.map((_, j) => (i === j ? m.total : null)));
+  const muted = cssVar("--muted");
+  const grid = cssVar("--chart-grid");
+  const axis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "12px system-ui, sans-serif" };
+  const hi = Math.max(...xs, 0);
+  const pad = hi > 0 ? hi * 0.15 : 1;
+  const opts = {
+    width: Math.max(320, container.clientWidth || 640),
+    height: 280,
+    cursor: { drag: { x: false, y: false } },
+    scales: { x: { time: false, range: () => [Math.min(...xs) > 0 ? 0 : -pad, hi + pad] }, y: { range: [0, TOTAL_MAX] } },
+    axes: [
+      { ...axis, label: `cost per run (${currency})`, values: (u, splits) => splits.map((v) => (v < 0 ? "" : money(v, ""))) },
+      { ...axis, label: "judge total (0–10)", size: 50 },
+    ],
+    series: [{ label: "cost", value: (u, v) => (v == null ? "" : money(v, currency)) },
+      ...shown.map((m, i) => {
+        const colour = cssVar(PALETTE[i % PALETTE.length]);
+        return {
+          label: m.model, stroke: colour, fill: colour, width: 0, paths: () => null,
+          points: { show: true, size: 11, fill: colour, stroke: colour },
+          value: (u, v) => (v == null ? "" : num(v)),
+        };
+      })],
+    hooks: {
+      drawClear: [(u) => {
+        if (!Array.isArray(band)) return;
+        const top = u.valToPos(Math.min(TOTAL_MAX, band[1]), "y", true);
+        const bottom = u.valToPos(Math.max(0, band[0]), "y", true);
+        const { ctx } = u;
+        ctx.save();
+        ctx.fillStyle = cssVar("--accent-soft") || "rgba(45, 91, 208, 0.12)";
+        ctx.fillRect(u.bbox.left, top, u.bbox.width, Math.max(2, bottom - top));
+        ctx.restore();
+      }],
+    },
+  };
+  container.replaceChildren();
+  const plot = new uPlot(opts, [xs, ...series], container);
+  const resize = new ResizeObserver(() => {
+    const w = Math.max(320, container.clientWidth);
+    if (w && Math.abs(w - plot.width) > 4) plot.setSize({ width: w, height: 280 });
+  });
+  resize.observe(container);
+  return () => { resize.disconnect(); plot.destroy(); };
+}
+
+// ------------------------------------------------------------------ tables
+function runsTable(report) {
+  const rows = [{ ...report.reference, run: "ref" }, ...(report.rows || [])];
+  return dataTable({
+    label: "Runs of this race",
+    rows,
+    rowId: (r) => r.label,
+    filterHint: "Filter by model or reason",
+    columns: [
+      { key: "model", label: "Model", cell: (r) => h("span", null, h("strong", { class: "nowrap", text: r.model }), r.role === "reference" ? h("span", { class: "sub", text: "reference" }) : null) },
+      { key: "run", label: "Run", numeric: true, filter: false, value: (r) => (r.role === "reference" ? 0 : r.run), cell: (r) => (r.role === "reference" ? "ref" : String(r.run)) },
+      { key: "succeeded", label: "OK", filter: false, cell: (r) => (r.succeeded ? h("span", { class: "badge ok" }, "yes") : h("span", { class: "badge bad" }, "no")) },
+      { key: "model_calls", label: "Calls", numeric: true, filter: false },
+      { key: "tool_calls", label: "Tools", numeric: true, filter: false },
+      { key: "tokens", label: "Tokens in / out", numeric: true, filter: false, value: (r) => (r.tokens_in || 0) + (r.tokens_out || 0), cell: (r) => `${fmt.count(r.tokens_in)} / ${fmt.count(r.tokens_out)}` },
+      { key: "wall", label: "Time", numeric: true, filter: false, cell: (r) => h("span", null, fmt.seconds(r.wall), h("span", { class: "sub", text: `first answer ${fmt.seconds(r.first_answer)}` })) },
+      { key: "cost", label: "Cost", numeric: true, filter: false, cell: (r) => money(r.cost, r.currency) },
+      { key: "score", label: "Code score", numeric: true, filter: false, cell: (r) => num(r.score) },
+      { key: "accuracy", label: "Accuracy /7", numeric: true, filter: false, cell: (r) => (r.capped_from != null ? h("span", { title: `the judge gave ${r.capped_from}; capped for the tool difference` }, `${r.accuracy} (capped from ${r.capped_from})`) : num(r.accuracy, 0)) },
+      { key: "shown_work", label: "Shown work /3", numeric: true, filter: false, cell: (r) => num(r.shown_work, 0) },
+      { key: "total", label: "Total /10", numeric: true, filter: false, cell: (r) => (r.total == null ? fmt.DASH : h("strong", { text: num(r.total, 0) })) },
+      { key: "tool_difference", label: "Tools vs reference", filter: false, sortable: false, cell: diffCell },
+      { key: "reason", label: "Reason", cell: (r) => h("span", { class: "reason", text: r.reason || r.error || "" }) },
+      { key: "transcript", label: "Transcript", sortable: false, filter: false, cell: (r) => button("Open", () => openTranscript(r), { small: true, "aria-label": `Transcript of ${r.label}` }) },
+    ],
+  });
+}
+
+function modelsTable(report) {
+  return dataTable({
+    label: "Models of this race",
+    rows: report.models || [],
+    rowId: (m) => m.model,
+    short: true,
+    sort: { key: "total", dir: "desc" },
+    columns: [
+      { key: "model", label: "Model", cell: (m) => h("span", null, h("strong", { class: "nowrap", text: m.model }), m.model === report.pinned ? h("span", { class: "sub", text: "pinned" }) : null) },
+      { key: "runs", label: "Runs", numeric: true, filter: false, cell: (m) => `${m.succeeded} of ${m.runs} ok` },
+      { key: "wall", label: "Time", numeric: true, filter: false, cell: (m) => fmt.seconds(m.wall) },
+      { key: "cost", label: "Cost per run", numeric: true, filter: false, cell: (m) => money(m.cost, m.currency) },
+      { key: "score", label: "Code score", numeric: true, filter: false, cell: (m) => num(m.score) },
+      { key: "accuracy", label: "Accuracy", numeric: true, filter: false, cell: (m) => num(m.accuracy) },
+      { key: "shown_work", label: "Shown work", numeric: true, filter: false, cell: (m) => num(m.shown_work) },
+      { key: "total", label: "Total", numeric: true, filter: false, cell: (m) => h("strong", { text: num(m.total) }) },
+      { key: "interval", label: "95% interval", filter: false, sortable: false, cell: (m) => (Array.isArray(m.interval) ? `${num(m.interval[0])}–${num(m.interval[1])}` : fmt.DASH) },
+    ],
+  });
+}
+
+function progressCard(race) {
+  const p = race.progress || {};
+  const models = Object.entries(p.models || {});
+  return h("section", { class: "card", "data-testid": "race-progress" },
+    h("h2", { text: "Progress" }),
+    h("p", { class: "muted" }, `Reference ${race.pinned}: ${p.reference || "running"} · ${fmt.count(p.done)} of ${fmt.count(p.runs)} runs done, ${fmt.count(p.judged)} judged`),
+    models.length ? h("ul", { class: "progress-models" }, models.map(([alias, c]) => h("li", null,
+      h("strong", { text: alias }), ` ${c.done}/${c.runs} runs done${c.failed ? ` (${c.failed} failed)` : ""} · ${c.judged} judged`,
+      h("progress", { max: Math.max(1, c.runs), value: c.done, "aria-label": `${alias}: runs done` })))) : null);
+}
+
+// ------------------------------------------------------------------ one race
+function raceHead(race) {
+  const v = race.verdict;
+  const facts = h("div", { class: "meta" },
+    h("span", null, "Grade ", h("strong", { text: race.grade ?? fmt.DASH })),
+    h("span", null, "Reference ", h("strong", { text: race.pinned ?? fmt.DASH })),
+    h("span", null, "Judge ", h("strong", { text: race.ceiling ?? fmt.DASH })),
+    h("span", null, "Runs per model ", h("strong", { text: race.runs ?? fmt.DASH })),
+    h("span", null, "Started ", h("strong", { text: started(race.started) })),
+    h("span", null, "Took ", h("strong", { text: fmt.seconds(race.seconds) })));
+  return h("section", { class: "card race-head" },
+    h("div", { class: "row spread" }, h("h2", { class: "mono", text: race.race }), statusBadge(race.status)),
+    facts,
+    v ? notice(v.model ? "" : "warn", v.model ? `Verdict: ${v.model}` : "Verdict: no model", v.why || "") : null,
+    race.error ? notice("error", "What went wrong", race.error) : null);
+}
+
+function showRace(slot, race, ctx, cleanups) {
+  for (const fn of cleanups.splice(0)) fn();
+  const report = race.report;
+  const parts = [raceHead(race)];
+  if (race.status === "running") parts.push(progressCard(race));
+  const charts = [];
+  if (report) {
+    parts.push(h("details", { class: "fold" }, h("summary", null, "The task and the rubric"),
+      h("div", { class: "fold-body stack" },
+        h("pre", { class: "textblock", "data-testid": "race-task", text: report.task || "" }),
+        h("pre", { class: "textblock", text: report.rubric || "No rubric beyond the task." }))));
+    const models = report.models || [];
+    const currencies = [...new Set(models.filter(fitsChart).map((m) => m.currency))];
+    const band = report.verdict ? report.verdict.reference_interval : null;
+    const unpriced = models.filter((m) => !fitsChart(m)).map((m) => m.model);
+    const chartCards = currencies.map((currency) => {
+      const box = h("div", { class: "chart", "data-testid": "cost-score-chart" }, loading("Drawing…"));
+      charts.push({ box, currency });
+      return box;
+    });
+    parts.push(h("section", { class: "card chart-card" },
+      h("div", null, h("h2", { text: "Cost against judge total" }),
+        h("p", { class: "chart-note" }, "A point per model: its mean cost per run and mean judge total. The band is the reference's 95% interval; the verdict is the cheapest model whose runs all succeeded and whose total reaches it. Currencies are never compared.")),
+      chartCards.length ? chartCards : h("p", { class: "muted" }, "No model has both a cost and a judge total to draw."),
+      unpriced.length ? h("p", { class: "muted small" }, `Not drawn (no cost or no judged run): ${unpriced.join(", ")}.`) : null));
+    parts.push(h("section", { class: "section" }, h("h2", { text: "Models" }), modelsTable(report).el));
+    parts.push(h("section", { class: "section" }, h("h2", { text: "Runs" }),
+      h("p", { class: "muted" }, "Every run, the reference first. Accuracy is capped at 4 when a run's tool calls differ from the reference's. Open a transcript to read what the run sent, each model call, each tool call and what it returned."),
+      runsTable(report).el));
+  }
+  replace(slot, ...parts);
+
+  let destroyers = [];
+  const draw = async () => {
+    destroyers.forEach((fn) => fn());
+    destroyers = [];
+    for (const { box, currency } of charts) {
+      try {
+        destroyers.push(await costScoreChart(box, report.models || [], currency, report.verdict ? report.verdict.reference_interval : null));
+      } catch (err) {
+        replace(box, notice("error", "The chart could not be drawn", err.message));
+      }
+    }
+  };
+  if (charts.length) {
+    draw();
+    cleanups.push(onThemeChange(draw));
+  }
+  cleanups.push(() => destroyers.forEach((fn) => fn()));
+}
+
+// ------------------------------------------------------------------ the page
+function raceLink(r, current) {
+  const v = r.verdict && r.verdict.model;
+  return h("a", {
+    class: ["race-item", current && "current"], href: `#/races${query({ race: r.race })}`,
+    "aria-current": current ? "true" : null, dataset: { race: r.race },
+  },
+  h("span", { class: "row spread" }, h("span", { class: "mono", text: r.race }), statusBadge(r.status)),
+  h("span", { class: "panel-meta" },
+    h("span", null, `grade ${r.grade ?? fmt.DASH}`),
+    h("span", null, started(r.started))),
+  h("span", { class: "panel-meta" }, v ? `verdict ${v}` : r.status === "running" ? "running…" : "no verdict"));
+}
+
+export async function render(root, ctx) {
+  const listing = await api.get(`/api/races${query({ limit: PAGE })}`, { signal: ctx.signal });
+  const races = listing.data || [];
+  const head = pageHead("Races", "A race runs a job on the grade's pinned model (the reference), then on every "
+    + "candidate of that grade, and has the ceiling model judge each run blind against the reference. "
+    + "Here: what each run cost, how it scored, what it called and what it said.");
+  if (!races.length) {
+    replace(root, head, emptyState("No race yet",
+      "Start one from a terminal with panelist race --grade general --prompt \"…\", over HTTP with "
+      + "POST /bench/race, or from Python with metrics.race.Benchmark. It shows here as it runs."));
+    return;
+  }
+  const wanted = ctx.params.get("race") || races[0].race;
+  const list = h("nav", { class: "race-list", "aria-label": "Races, newest first" },
+    races.map((r) => raceLink(r, r.race === wanted)));
+  if (listing.next) list.append(h("p", { class: "muted small" }, `The ${races.length} newest races are listed.`));
+  const detail = h("div", { class: "race-detail", "aria-live": "polite" }, loading("Loading the race…"));
+  replace(root, head, h("div", { class: "race-layout" }, list, detail));
+
+  const cleanups = [];
+  ctx.onCleanup(() => cleanups.splice(0).forEach((fn) => fn()));
+  let timer = null;
+  ctx.onCleanup(() => clearTimeout(timer));
+  let race;
+  try {
+    race = await api.get(`/api/races/${seg(wanted)}`, { signal: ctx.signal });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    replace(detail, notice("error", "This race could not be loaded", err.message));
+    return;
+  }
+  showRace(detail, race, ctx, cleanups);
+
+  // a running race: its progress until it ends, then its report
+  const poll = async () => {
+    timer = null;
+    if (!ctx.active) return;
+    try {
+      const now = await api.get(`/api/races/${seg(wanted)}`, { signal: ctx.signal });
+      if (now.status !== "running" || !document.hidden) showRace(detail, now, ctx, cleanups);
+      const item = list.querySelector(`[data-race="${CSS.escape(wanted)}"]`);
+      if (item) item.replaceWith(raceLink(now, true));
+      if (now.status === "running" && ctx.active) timer = setTimeout(poll, POLL_MS);
+    } catch (err) {
+      if (err.name === "AbortError") return;
+      if (ctx.active) timer = setTimeout(poll, POLL_MS * 2);
+    }
+  };
+  if (race.status === "running") timer = setTimeout(poll, POLL_MS);
+}
