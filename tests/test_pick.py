@@ -62,6 +62,8 @@ def test_the_openai_tool_loop_through_pick_keeps_the_best_member(gateway, home, 
         assert bench["picked"]["alias"] == "mid" and bench["picked"]["call"] == f"{panel}.member2"
         assert len(bench["seats"]) == 5   # every seat is listed, whatever it is doing
 
+        # the tool runs; meanwhile the first panel's slower seats end and it is logged whole
+        assert wait_until(lambda: panel in panels_logged(home))
         history = ASK + [choice.message.model_dump(exclude_none=True),
                          {"role": "tool", "tool_call_id": call.id, "content": "shipped Monday"}]
         second = client.chat.completions.create(model="bench/trio:pick", messages=history,
@@ -77,7 +79,6 @@ def test_the_openai_tool_loop_through_pick_keeps_the_best_member(gateway, home, 
         return [r for r in sim.requests
                 if any("shipped Monday" in str(m.get("content")) for m in r["body"]["messages"])]
     assert wait_until(lambda: len(turn_two()) == 5)
-    assert wait_until(lambda: panel in panels_logged(home))
     texted = {s["alias"] for s in panels_logged(home)[panel]["seats"] if s["status"] == "ok"}
     last = {r["model"]: r["body"]["messages"][-1] for r in turn_two()}
     assert {m for m, said in last.items() if said["role"] != "tool"} == texted & set(last)
