@@ -35,6 +35,7 @@ from pathlib import Path
 
 from panelist.metrics import jsonwire
 from panelist.metrics.errors import BadRequest
+from panelist.suite.excerpt import file_lines
 
 STARTER = Path(__file__).resolve().parent / "tasks"   # the pack that ships with the project
 KINDS = ("claim", "bug", "control")
@@ -175,7 +176,7 @@ def _build(folder: Path, data: dict) -> Task:
         raise TaskInvalid(folder, "attach", f"a {kind} task needs the code to review: attach "
                           "at least one file")
     if kind == "bug":
-        lines = files[0].text.count("\n") + (not files[0].text.endswith("\n"))
+        lines = len(file_lines(files[0].text))
         beyond = [n for n in answer if n > lines]
         if beyond:
             raise TaskInvalid(folder, "answer", f"line {beyond[0]} is past the end of "
