@@ -130,8 +130,8 @@ class SuiteRun:
                               "prompt_hash": prompts.digest(messages[0]["content"])})
 
     def run(self, *, progress=None) -> dict:
-        """Ask every sample not yet done; returns a summary. ``progress(done_by_model)`` is
-        called from this thread while calls run. Ctrl-C (or ``stop()``) ends the run early:
+        """Ask every sample not yet done; returns a summary. ``progress(done, totals)`` (each
+        a dict by model alias) is called from this thread while calls run. Ctrl-C (or ``stop()``) ends the run early:
         calls in flight are cut, what finished is kept, and the summary says ``interrupted``."""
         todo, skipped = self.plan()
         log = results.SampleLog(self.path, self.known)
@@ -139,6 +139,9 @@ class SuiteRun:
         pools: dict[str, ThreadPoolExecutor] = {}
         interrupted = False
         counts: dict[str, int] = {}
+        totals: dict[str, int] = {}
+        for sample in todo:
+            totals[sample.model.alias] = totals.get(sample.model.alias, 0) + 1
         try:
             futures = set()
             for sample in todo:
@@ -154,7 +157,7 @@ class SuiteRun:
                         alias = f.result()
                         counts[alias] = counts.get(alias, 0) + 1
                     if progress is not None:
-                        progress(dict(counts))
+                        progress(dict(counts), totals)
                     if self.cancel.is_set():
                         raise KeyboardInterrupt
             except KeyboardInterrupt:
