@@ -506,10 +506,9 @@ def cmd_suite_run(args, out: Out) -> int:
     aliases = args.model
     if args.demo:
         from panelist.metrics import demo as demo_roster
-        from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
+        from panelist.scripts.sim_upstream import SimUpstream
         from panelist.suite import demo
-        rules = demo.rules(list(known.values()), known)
-        sim = SimUpstream({m: dict(DEMO_MODELS[m], rules=r) for m, r in rules.items()}).start()
+        sim = SimUpstream(demo.behaviours(list(known.values()), known)).start()
         demo_roster.install(home, sim.url)
         aliases = aliases or list(demo.MODELS)
     bar = None

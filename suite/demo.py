@@ -11,10 +11,11 @@ report shows differences:
 * ``sim-steady`` answers plainly; right on about seven in ten;
 * ``sim-swift`` never looks: ``NO FAULT`` and ``VERDICT: TRUE`` whatever it is asked (high on
   controls, nothing on pairs);
-* ``sim-flaky`` is right on about six in ten, its server fails every third call (the runner
-  tries again), and it hedges one claim (both verdicts: unparseable).
+* ``sim-flaky`` is right on about six in ten, and hedges one claim (both verdicts:
+  unparseable).
 
-Every explanation line says the answer is simulated.
+Every explanation line says the answer is simulated. No call fails, so two demo runs on the
+same tasks give the same report.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from panelist.suite import excerpt
 from panelist.suite.tasks import Task
 
 MODELS = ("sim-careful", "sim-steady", "sim-swift", "sim-flaky")
+LATENCY = {"sim-careful": 0.4, "sim-steady": 0.2, "sim-swift": 0.05, "sim-flaky": 0.1}
 RIGHT_IN_TEN = {"sim-careful": 9, "sim-steady": 7, "sim-flaky": 6}
 
 
@@ -73,6 +75,11 @@ def answer(model: str, task: Task, known: dict[str, Task], hedge: bool = False) 
     if model == "sim-careful":
         return f"<think>Reading the code line by line.</think>\n```\n{verdict}\n```\n{note}"
     return f"{verdict}\n{note}"
+
+
+def behaviours(tasks: list[Task], known: dict[str, Task]) -> dict[str, dict]:
+    """The simulated upstream's models for a demo run of ``tasks``."""
+    return {m: {"latency": LATENCY[m], "rules": r} for m, r in rules(tasks, known).items()}
 
 
 def rules(tasks: list[Task], known: dict[str, Task]) -> dict[str, list[dict]]:

@@ -41,9 +41,11 @@ function suiteCard(rows) {
       ...SUITE_RATES.map(([key, label]) => ({
         key, label, filter: false, value: (r) => (r[key].n ? r[key].rate : -1), cell: rateOf(key),
       })),
-      { key: "samples", label: "Samples", numeric: true, filter: false },
-      { key: "failed", label: "Failed", numeric: true, filter: false,
-        value: (r) => Object.values(r.failures || {}).reduce((a, b) => a + b, 0) || null },
+      { key: "samples", label: "Samples", numeric: true, filter: false, cell: (r) => {
+        // failed: no answer in time, or an empty one (scored 0), by kind
+        const failed = Object.entries(r.failures || {}).map(([k, n]) => `${n} ${k}`).join(", ");
+        return failed ? `${r.samples} (${failed})` : String(r.samples);
+      } },
     ],
   });
   return h("section", { class: "card", "data-testid": "suite-card" },
@@ -71,10 +73,10 @@ export async function render(root, ctx) {
   h("div", { class: "row" }, field("Shape", picker)));
 
   if (!rows.length) {
-    replace(root, head, emptyState("No evidence yet",
+    replace(root, head, h("div", { class: "stack" }, emptyState("No evidence yet",
       "Evidence appears once panels have been asked and their answers judged.",
       linkButton("Ask a collection", "#/ask", "primary"), linkButton("Judge answers on Panels", "#/panels")),
-    suiteSection);
+    suiteSection));
     return;
   }
 
@@ -138,7 +140,7 @@ export async function render(root, ctx) {
           times || notice("", "No answer timed yet")),
         chartCard("Failures by kind", "Seats that did not answer, by what went wrong.",
           fails || h("p", { class: "muted" }, "No failure recorded.")))),
-    fold, suiteSection);
+    h("div", { class: "stack" }, fold, suiteSection));
 
   let destroy = null;
   const draw = async () => {
