@@ -237,3 +237,15 @@ def test_the_progress_bar_draws_on_a_terminal_only():
     assert pipe.getvalue() == ""
     narrow = line(1, 200, {f"model-{i}": [0, 20] for i in range(10)}, 1.0, width=60)
     assert len(narrow) < 60 and narrow.endswith("left")
+
+
+def test_an_endpoints_key_never_lands_in_the_samples(sim, home, monkeypatch):
+    monkeypatch.setenv("PANELIST_KEY_SIM", "sk-suite-secret-0123456789")
+    sim.script("fast", answer="NO FAULT", echo_auth_answer=True)
+    sim.script("mid", fail="auth", echo_auth=True)
+    summary = suite(home, ["fast", "mid"], retries=0).run()
+    assert (summary["scored"], summary["failed"]) == (4, 4)
+    assert any("Authorization" in s["raw"] for s in samples(home))
+    report.load(home)
+    for path in results.suite_dir(home).iterdir():
+        assert "sk-suite-secret" not in path.read_text(), path.name
