@@ -501,7 +501,7 @@ def cmd_suite_run(args, out: Out) -> int:
     if problems:
         raise problems[0]
     known = {t.id: t for t in found}
-    chosen = tasks.load_tasks(*tasks.roots(home), ids=args.task)
+    chosen = tasks.select(found, args.task)
     sim = None
     aliases = args.model
     if args.demo:

@@ -362,15 +362,10 @@ def scan(*folders: Path) -> tuple[list[Task], list[TaskInvalid]]:
     return sorted(tasks.values(), key=lambda t: t.id), problems
 
 
-def load_tasks(*folders: Path, ids: list[str] | None = None,
-               drafts: bool = False) -> list[Task]:
-    """The tasks to run: all non-draft tasks, or exactly those named by ``ids`` (drafts too).
-
-    Raises ``TaskInvalid`` for the first folder that fails to load, and ``BadRequest`` for an
-    unknown id, so a run never silently skips a task."""
-    tasks, problems = scan(*(folders or (STARTER,)))
-    if problems:
-        raise problems[0]
+def select(tasks: list[Task], ids: list[str] | None = None,
+           drafts: bool = False) -> list[Task]:
+    """Exactly the tasks named by ``ids`` (drafts too), in that order; without ids, every task
+    that is not a draft. An unknown id is refused, so a run never silently skips a task."""
     if ids:
         by_id = {t.id: t for t in tasks}
         unknown = [i for i in ids if i not in by_id]
@@ -379,3 +374,13 @@ def load_tasks(*folders: Path, ids: list[str] | None = None,
                              "task ids")
         return [by_id[i] for i in dict.fromkeys(ids)]
     return [t for t in tasks if drafts or not t.draft]
+
+
+def load_tasks(*folders: Path, ids: list[str] | None = None,
+               drafts: bool = False) -> list[Task]:
+    """``select`` over every task under ``folders`` (default: the starter pack); raises
+    ``TaskInvalid`` for the first folder that fails to load."""
+    tasks, problems = scan(*(folders or (STARTER,)))
+    if problems:
+        raise problems[0]
+    return select(tasks, ids, drafts)
