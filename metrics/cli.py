@@ -535,8 +535,7 @@ def cmd_suite_run(args, out: Out) -> int:
                 f"done, {summary['failed']} failed on the way to the model (a rerun asks them "
                 f"again); samples in {summary['samples']}")
         print(said)
-        out.table(report.table_rows(doc), ["model", "samples", *report.RATES, "failed",
-                                          "unfinished"])
+        _suite_table(out, doc)
     if summary["interrupted"]:
         print("panelist: interrupted; every finished sample is kept: run the same command "
               "again to finish", file=sys.stderr)
@@ -552,12 +551,17 @@ def cmd_suite_report(args, out: Out) -> int:
     elif not doc["models"]:
         print("no suite results yet: run 'panelist suite run' (or 'panelist suite run --demo')")
     else:
-        out.table(report.table_rows(doc), ["model", "samples", *report.RATES, "failed",
-                                          "unfinished"])
+        _suite_table(out, doc)
         print("rates: mean over epochs (95% interval over tasks); pairs: bug and control both "
               "right; failed: no answer in time, or empty (scored 0); unfinished: not scored "
               "yet (limits, errors), a rerun asks again")
     return 0
+
+
+def _suite_table(out: Out, doc: dict) -> None:
+    from panelist.suite import report
+    out.table(report.table_rows(doc), ["model", "samples", *report.RATES, "failed",
+                                      "unfinished"])
 
 
 SUITE_VERBS = {"run": cmd_suite_run, "report": cmd_suite_report, "list": cmd_suite_list}
