@@ -31,6 +31,7 @@ from panelist.metrics.keys import Keys
 from panelist.metrics.ledger import panel_seq
 from panelist.metrics.roster import Model
 from panelist.metrics.stats import wilson
+from panelist.suite import report as suite_report
 
 MODEL_FIELDS = ("endpoint", "served", "family", "grade", "context", "max_output", "vision",
                 "tools", "price_in", "price_out", "currency")
@@ -420,6 +421,12 @@ def evidence(req: ApiRequest) -> dict:
     return {"data": rows, "shapes": ledger.shapes(), "buckets": ledger.buckets(30)}
 
 
+def suite(req: ApiRequest) -> dict:
+    # report.json is rebuilt only when the samples file changed since: no rescan per request
+    doc = suite_report.load(req.panels.home)
+    return {"data": doc["models"], "tasks": doc["tasks"], "built": doc["built"]}
+
+
 # -- keys -----------------------------------------------------------------------------------------
 def list_keys(req: ApiRequest) -> dict:
     last = req.panels.ledger.keys_last_used()
@@ -471,6 +478,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/find", {"GET": find}),
     ("/api/verdict", {"POST": post_verdict}),
     ("/api/evidence", {"GET": evidence}),
+    ("/api/suite", {"GET": suite}),
     ("/api/keys", {"GET": list_keys, "POST": create_key}),
     ("/api/keys/{name}", {"DELETE": revoke_key}),
     ("/api/races", {"GET": list_races}),

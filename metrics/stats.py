@@ -22,14 +22,22 @@ def wilson(useful: int, n: int, z: float = Z95) -> tuple[float, float]:
                          f"of {n!r}")
     if n == 0:
         return 0.0, 1.0
-    p = useful / n
+    return wilson_rate(useful / n, n, z)
+
+
+def wilson_rate(p: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The bounds for a rate ``p`` observed over ``n`` independent units, where ``p`` need not
+    be a whole count over ``n``: a mean of per-unit means (a task asked in several epochs is one
+    unit, as its answers are not independent of each other)."""
+    if n <= 0:
+        return 0.0, 1.0
     z2 = z * z
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    half = z * math.sqrt(max(0.0, p * (1 - p)) / n + z2 / (4 * n * n)) / denom
     # exactly 0 and 1 at the extremes, where rounding would leave a hair either side
-    low = 0.0 if useful == 0 else max(0.0, centre - half)
-    high = 1.0 if useful == n else min(1.0, centre + half)
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
     return low, high
 
 

@@ -75,6 +75,9 @@ BEHAVIOUR = {
             "given in turn, one per call (cycling). Without it, a json_schema request gets an "
             "object made from the schema's required keys (local $refs followed)",
     "answers": "a list of answers given in turn, one per call (cycling); overrides 'answer'",
+    "rules": "a list of {'contains': text, 'answer': text}: the first rule whose text occurs in "
+             "the last user message gives the answer (before 'answers' and 'answer'); a request "
+             "no rule matches is answered as without rules",
 }
 
 _POLL = 0.05   # how often a pending request looks for its client having gone, or a stop
@@ -163,6 +166,13 @@ class SimUpstream:
             value = behaviour.get(key)
             if value is not None and (type(value) is not int or value < 1):
                 raise ValueError(f"{key} for {model!r} must be a whole number >= 1")
+        rules = behaviour.get("rules", [])
+        if not isinstance(rules, list) or not all(
+                isinstance(r, dict) and set(r) == {"contains", "answer"}
+                and isinstance(r["contains"], str) and r["contains"]
+                and isinstance(r["answer"], str) for r in rules):
+            raise ValueError(f"rules for {model!r} must be a list of "
+                             "{'contains': non-empty text, 'answer': text}")
         with self._lock:
             self._models[model] = copy.deepcopy(behaviour)
 
@@ -342,12 +352,15 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, b"<html><body><h1>Bad Gateway</h1>simulated garbage, not "
                               b"JSON</body></html>", "text/html")
         calls = [] if fail == "empty" else _tool_calls(b, body, messages, seq)
+        ruled = _ruled(b, asked)
         if fail == "empty":
             text = ""
         elif calls:
             text = b.get("answer") or ""
         elif _wants_json(body):
             text = _json_answer(b, body, n)
+        elif ruled is not None:
+            text = ruled
         elif b.get("answers"):
             text = b["answers"][(n - 1) % len(b["answers"])]
         elif _last_role(messages) == "tool" and not b.get("answer"):
@@ -487,6 +500,11 @@ def _tool_history_error(messages: list) -> str | None:
     if unanswered:
         return ("the last message calls tools: send the tool messages answering "
                 f"{', '.join(map(str, unanswered))} before asking again")
+def _ruled(b: dict, asked: str) -> str | None:
+    """The answer of the first rule whose text the last user message contains, if any."""
+    for rule in b.get("rules") or ():
+        if rule["contains"] in asked:
+            return rule["answer"]
     return None
 
 

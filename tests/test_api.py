@@ -750,6 +750,31 @@ def test_evidence(dash, home, sim):
     assert status == 200 and none["data"] == []
 
 
+@covers("GET", "/api/suite")
+def test_suite_results(dash, home, sim):
+    from panelist.suite import results
+    from panelist.suite.runner import SuiteRun
+    from panelist.suite.tasks import STARTER, load_tasks
+    status, body, _ = dash.get("/api/suite")
+    assert (status, body["data"], body["tasks"]) == (200, [], 0)
+    sim.script("fast", answer="NO FAULT")
+    view = Roster(home).view()
+    tasks = load_tasks(STARTER, ids=["std-bisect-left", "std-bisect-left-control"])
+    SuiteRun(home, tasks, [view.models["fast"]], admission=None).run()
+    status, body, _ = dash.get("/api/suite")
+    assert status == 200 and body["tasks"] == 2
+    (row,) = body["data"]
+    assert row["model"] == "fast" and row["samples"] == 2
+    assert row["accuracy"] == {"rate": 0.5, "interval": row["accuracy"]["interval"], "hits": 1,
+                               "n": 2, "tasks": 2}
+    assert row["pairs"]["rate"] == 0.0 and row["recall"]["rate"] == 0.0
+    # kept in report.json until the samples change: the second read rescans nothing
+    saved = results.suite_dir(home) / "report.json"
+    assert json.loads(saved.read_text())["models"] == body["data"]
+    status, again, _ = dash.get("/api/suite")
+    assert again == body
+
+
 # -- keys ----------------------------------------------------------------------------------------
 @covers("GET", "/api/keys")
 def test_list_keys(dash):

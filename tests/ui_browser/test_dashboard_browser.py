@@ -341,3 +341,22 @@ def test_limits_saved_from_the_collections_page(demo, page):
     expect(card.get_by_test_id("calls-sum")).to_have_text("3 members + 1 explorer = 4 calls")
     status, cols = demo.get("/api/collections")
     assert status == 200 and cols["limits"]["max_explorers"] == 1
+
+
+def test_evidence_shows_each_models_suite_record(dashboard, page, tmp_path, capsys):
+    from panelist.metrics.cli import main
+    from panelist.suite import demo
+    tasks = ["std-bisect-left", "std-bisect-left-control", "claim-wilson-all-useful"]
+    assert main(["suite", "run", "--demo", "--data", str(tmp_path / "data"), "--task", *tasks,
+                 "--json"]) == 0
+    capsys.readouterr()
+    page.goto(dashboard.url + "/#/evidence")
+    expect(page.get_by_text("No evidence yet")).to_be_visible()   # no verdicts: the suite still shows
+    card = page.get_by_test_id("suite-card")
+    expect(card.get_by_role("heading", name="Review suite")).to_be_visible()
+    table = card.get_by_role("region", name="Review suite per model")
+    for model in demo.MODELS:
+        expect(table.locator("tr", has_text=model)).to_be_visible()
+    swift = table.locator("tr", has_text="sim-swift").locator("td")
+    expect(swift.nth(2)).to_contain_text("0%")   # pairs: always NO FAULT never gets a pair right
+    expect(swift.nth(7)).to_have_text("3")       # samples

@@ -1,6 +1,6 @@
 // Evidence: per model and shape, how often answers were useful (with a 95% Wilson interval),
 // false claims, seats over time, answer times and failures: charts first, the full table
-// folded underneath.
+// folded underneath. Below them, each model's record on the review suite (panelist suite run).
 
 import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -19,12 +19,50 @@ function chartCard(heading, note, body, legend = null) {
     legend, body);
 }
 
+const SUITE_RATES = [
+  ["accuracy", "Accuracy"], ["pairs", "Pairs"], ["precision", "Precision"], ["recall", "Recall"],
+  ["claims", "Claims"], ["unparseable", "Unparseable"],
+];
+
+// each model's suite record: rates over its latest samples, each with its 95% interval
+function suiteCard(rows) {
+  if (!rows.length) return null;
+  const rateOf = (name) => (r) => (r[name].n
+    ? rateCell(r[name].rate, r[name].interval, r[name].hits, r[name].n - r[name].hits)
+    : h("span", { class: "faint" }, "–"));
+  const table = dataTable({
+    label: "Review suite per model",
+    rows,
+    short: true,
+    sort: { key: "accuracy", dir: "desc" },
+    filterHint: "Filter by model",
+    columns: [
+      { key: "model", label: "Model", cell: (r) => h("strong", { text: r.model }) },
+      ...SUITE_RATES.map(([key, label]) => ({
+        key, label, filter: false, value: (r) => (r[key].n ? r[key].rate : -1), cell: rateOf(key),
+      })),
+      { key: "samples", label: "Samples", numeric: true, filter: false, cell: (r) => {
+        // failed: no answer in time, or an empty one (scored 0), by kind
+        const failed = Object.entries(r.failures || {}).map(([k, n]) => `${n} ${k}`).join(", ");
+        return failed ? `${r.samples} (${failed})` : String(r.samples);
+      } },
+    ],
+  });
+  return h("section", { class: "card", "data-testid": "suite-card" },
+    h("h2", { text: "Review suite" }),
+    h("p", { class: "chart-note" }, "Scored on review tasks with a strict answer form (panelist suite run). "
+      + "Pairs: a seeded bug and its untouched control both right. Unparseable: answers not in the form asked (lower is better)."),
+    table.el);
+}
+
 export async function render(root, ctx) {
   const shape = ctx.params.get("shape") || "all";
-  const [ev, models] = await Promise.all([
+  const [ev, models, suite] = await Promise.all([
     api.get(`/api/evidence${query({ shape })}`, { signal: ctx.signal }),
     api.get("/api/models", { signal: ctx.signal }),
+    api.get("/api/suite", { signal: ctx.signal }),
   ]);
+  const suiteSection = suiteCard(suite.data || []);
   const rows = ev.data || [];
   const shapes = [...new Set([...(models.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
   const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);
@@ -35,9 +73,10 @@ export async function render(root, ctx) {
   h("div", { class: "row" }, field("Shape", picker)));
 
   if (!rows.length) {
-    replace(root, head, emptyState("No evidence yet",
+    replace(root, head, h("div", { class: "stack" }, emptyState("No evidence yet",
       "Evidence appears once panels have been asked and their answers judged.",
-      linkButton("Ask a collection", "#/ask", "primary"), linkButton("Judge answers on Panels", "#/panels")));
+      linkButton("Ask a collection", "#/ask", "primary"), linkButton("Judge answers on Panels", "#/panels")),
+    suiteSection));
     return;
   }
 
@@ -101,7 +140,7 @@ export async function render(root, ctx) {
           times || notice("", "No answer timed yet")),
         chartCard("Failures by kind", "Seats that did not answer, by what went wrong.",
           fails || h("p", { class: "muted" }, "No failure recorded.")))),
-    fold);
+    h("div", { class: "stack" }, fold, suiteSection));
 
   let destroy = null;
   const draw = async () => {

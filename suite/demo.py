@@ -1,0 +1,97 @@
+"""``panelist suite run --demo``: simulated models that answer the suite's tasks offline.
+
+No model is consulted. Each simulated model gets rules keyed on the prompt it will be sent
+(``scripts/sim_upstream.py``'s ``rules`` behaviour): a claim is recognised by its prompt, a bug
+by its faulty line as the prompt numbers it, its control by the original line at the same
+place. What each model answers is scripted here, deterministically, from the keys, so the
+report shows differences:
+
+* ``sim-careful`` thinks aloud in a ``<think>`` block and fences its verdict; right on about
+  nine tasks in ten;
+* ``sim-steady`` answers plainly; right on about seven in ten;
+* ``sim-swift`` never looks: ``NO FAULT`` and ``VERDICT: TRUE`` whatever it is asked (high on
+  controls, nothing on pairs);
+* ``sim-flaky`` is right on about six in ten, and hedges one claim (both verdicts:
+  unparseable).
+
+Every explanation line says the answer is simulated. No call fails, so two demo runs on the
+same tasks give the same report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from panelist.suite import excerpt
+from panelist.suite.tasks import Task
+
+MODELS = ("sim-careful", "sim-steady", "sim-swift", "sim-flaky")
+LATENCY = {"sim-careful": 0.4, "sim-steady": 0.2, "sim-swift": 0.05, "sim-flaky": 0.1}
+RIGHT_IN_TEN = {"sim-careful": 9, "sim-steady": 7, "sim-flaky": 6}
+
+
+def _luck(model: str, task: Task) -> int:
+    """0..9, fixed per model and pair, so a bug and its control share their fate."""
+    return hashlib.sha256(f"{model}|{task.pair}".encode()).digest()[0] % 10
+
+
+def marker(task: Task, known: dict[str, Task]) -> str | None:
+    """Text that occurs in this task's prompt and in no other task's of its pair."""
+    if task.kind == "claim":
+        return task.prompt.strip()
+    bug = task if task.kind == "bug" else known.get(task.pair)
+    control = known.get(task.id + "-control") if task.kind == "bug" else task
+    if bug is None or control is None or not bug.files or not control.files:
+        return None
+    bug_lines = excerpt.file_lines(bug.files[0].text)
+    ctl_lines = excerpt.file_lines(control.files[0].text)
+    for n in bug.answer:
+        theirs = bug_lines[n - 1] if n <= len(bug_lines) else None
+        ours = ctl_lines[n - 1] if n <= len(ctl_lines) else None
+        if theirs != ours:
+            mine = theirs if task.kind == "bug" else ours
+            return f"\n{excerpt.numbered_line(n, mine)}\n" if mine is not None else None
+    return None
+
+
+def answer(model: str, task: Task, known: dict[str, Task], hedge: bool = False) -> str:
+    """What ``model`` answers to ``task``: its scripted verdict and a simulated explanation."""
+    note = f"(simulated answer of {model}; no model was consulted)"
+    if hedge:
+        return f"VERDICT: TRUE\nOn reflection it could go either way.\nVERDICT: FALSE\n{note}"
+    bug = task if task.kind == "bug" else known.get(task.pair)
+    spot = bug.answer[0] if bug is not None and bug.kind == "bug" else 1
+    if model == "sim-swift":
+        verdict = "VERDICT: TRUE" if task.kind == "claim" else "NO FAULT"
+        return f"{verdict}\n{note}"
+    right = _luck(model, task) < RIGHT_IN_TEN.get(model, 5)
+    if task.kind == "claim":
+        verdict = f"VERDICT: {'TRUE' if task.answer == right else 'FALSE'}"
+    elif task.kind == "bug":
+        verdict = f"FAULT: line {spot}" if right else (
+            "NO FAULT" if _luck(model, task) % 2 else f"FAULT: line {spot + 7}")
+    else:
+        verdict = "NO FAULT" if right else f"FAULT: line {spot}"
+    if model == "sim-careful":
+        return f"<think>Reading the code line by line.</think>\n```\n{verdict}\n```\n{note}"
+    return f"{verdict}\n{note}"
+
+
+def behaviours(tasks: list[Task], known: dict[str, Task]) -> dict[str, dict]:
+    """The simulated upstream's models for a demo run of ``tasks``."""
+    return {m: {"latency": LATENCY[m], "rules": r} for m, r in rules(tasks, known).items()}
+
+
+def rules(tasks: list[Task], known: dict[str, Task]) -> dict[str, list[dict]]:
+    """Per simulated model, its ``rules`` behaviour for these tasks."""
+    claims = [t for t in tasks if t.kind == "claim"]
+    hedged = claims[0].id if claims else None
+    out: dict[str, list[dict]] = {m: [] for m in MODELS}
+    for task in tasks:
+        text = marker(task, known)
+        if text is None:
+            continue   # answered as the model answers anything: unparseable, and so flagged
+        for model in MODELS:
+            out[model].append({"contains": text, "answer": answer(
+                model, task, known, hedge=model == "sim-flaky" and task.id == hedged)})
+    return out
