@@ -13,8 +13,9 @@ endpoint, the model) has a folder ``runs/admission/<endpoint>/`` (a model's:
   Lowering the limit takes effect as the calls holding the higher slots end.
 * ``rate``: the latest admission times (a ring of wall-clock seconds, as long as the largest rpm
   it has served), read and written under an exclusive ``flock``. A call is admitted at ``t`` only
-  if the ``rpm``-th latest of them is at least a window (60 s) before ``t``, so any ``rpm + 1``
-  admissions span a whole window: calls admitted in any 60 s window never exceed ``rpm``
+  if the ``rpm``-th latest of them is at least a window (60 s) and a margin (1 s) before ``t``,
+  so any ``rpm + 1`` admissions span more than a whole window: calls admitted in any 60 s window
+  never exceed ``rpm``, nor do their arrivals at the provider when sending takes under a second
   (strict, unlike the estimate in ``ratelimit.py``). An admission is recorded after the call's
   concurrency slot is held and right before it is sent, so the log holds when calls were sent.
   A wall clock stepped back only makes calls wait longer.
@@ -58,6 +59,7 @@ from panelist.metrics.home import Home
 from panelist.metrics.roster import CallLimits, Roster
 
 WINDOW = 60.0          # seconds an rpm counts over
+SEND_MARGIN = 1 / 60   # of the window (1 s a minute) between an admission and its arrival
 TICK = 0.05            # the longest a waiter with a cancel event sleeps before looking at it
 POLL_MIN, POLL_MAX = 0.002, 0.05   # backoff of the poll for a slot freed by another process
 UNKNOWN_WAIT = 1.0     # the Retry-After guessed when only a running call ending makes room
@@ -493,7 +495,11 @@ class Admission:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 stack.callback(fcntl.flock, fd, fcntl.LOCK_UN)
                 rings.append((s, *s.files.ring(s.limits.rpm)))
-            later, scope = max(((oldest + self.window - at, s) for s, _, oldest in rings),
+            # a call reaches the provider a little after it is admitted, by a delay that varies
+            # (a connection, a busy CPU); the margin keeps the provider's own count of any
+            # window within rpm too, not only ours
+            span = self.window * (1 + SEND_MARGIN)
+            later, scope = max(((oldest + span - at, s) for s, _, oldest in rings),
                                key=lambda pair: pair[0])
             if later > 0:
                 return later, scope

@@ -150,6 +150,9 @@ class AllSeatsFailed(PanelistError):
 
     def __init__(self, message: str, seats: list[dict], *, code: str = "all_seats_failed",
                  headers: dict[str, str] | None = None):
+        # the openai and anthropic clients retry a 5xx on their own; a panel every seat of which
+        # failed was already tried by every seat, and a silent retry starts (and bills) another
+        headers = {"x-should-retry": "false", **(headers or {})}
         super().__init__(message, code=code, headers=headers, details={"seats": seats})
         self.seats = seats
 

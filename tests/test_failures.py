@@ -52,6 +52,18 @@ def test_every_seat_failed_is_a_502_with_the_seats(gateway, home, sim, mode):
     assert record["abandoned"] is False and "merger" not in record
 
 
+def test_the_clients_own_retries_do_not_start_another_panel(gateway, home, sim):
+    fail_everyone(sim, fail="server_error")
+    # the openai package retries a 5xx twice by default; x-should-retry tells it not to
+    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local",
+                       timeout=PATIENCE) as client:
+        with pytest.raises(openai.APIStatusError) as err:
+            client.chat.completions.create(model="bench/trio", messages=ASK)
+    assert err.value.status_code == 502
+    assert err.value.response.headers["x-should-retry"] == "false"
+    assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == 1
+
+
 @pytest.mark.parametrize("mode", ["all", "merged", "pick"])
 def test_a_failed_stream_is_a_real_error_status(gateway, sim, mode):
     fail_everyone(sim, fail="empty")
