@@ -33,9 +33,9 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterator
 
-# callees whose two arguments can be swapped without any change (or only of output no test sees)
+# callees whose two arguments can be swapped without any change
 SYMMETRIC = frozenset({"max", "min", "print", "hypot", "gcd", "lcm", "isclose", "dist"})
-# calls whose removal rarely changes behaviour: logging and printing
+# logging and printing: leaving one out, or swapping its arguments, rarely changes behaviour
 QUIET = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical",
                    "log", "trace", "pprint"})
 # names people mix up; each pair is one "kind" when both are bound in the same function
@@ -303,7 +303,7 @@ class _Scan:
     def _swap(self, call: ast.Call, lines) -> None:
         args = call.args
         if len(args) < 2 or any(isinstance(a, ast.Starred) for a in args) \
-                or _callee(call) in SYMMETRIC:
+                or _callee(call) in SYMMETRIC or _callee(call) in QUIET:
             return
         for a, b in zip(args, args[1:]):
             ta, tb = self.text(a), self.text(b)
@@ -394,12 +394,13 @@ class _Scan:
 
 def _walk(node: ast.AST, parent: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
     """``(node, parent)`` under ``node``, skipping f-strings; each node learns its parent."""
+    if isinstance(node, ast.JoinedStr):
+        return
     node.parent_ = parent
     yield node, parent
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.JoinedStr, ast.stmt)):
-            continue
-        yield from _walk(child, node)
+        if not isinstance(child, ast.stmt):
+            yield from _walk(child, node)
 
 
 def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:

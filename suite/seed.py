@@ -294,11 +294,13 @@ def tasks_for(repo: Path, mutant: mutants.Mutant, source: bytes, *, license: str
               "source": f"{repo}/{mutant.path}, function {mutant.function} "
                         f"(sha256 {hashlib.sha256(source).hexdigest()})",
               "license": license, "created": created, "draft": True}
-    where = ", ".join(str(n) for n in mutant.lines)
+    if mutant.operator == "remove_call":
+        where = "it was between lines {} and {}".format(*mutant.lines)
+    else:
+        where = "the faulty statement is on line(s) " + ", ".join(map(str, mutant.lines))
     bug = {"id": tid, "title": f"{mutant.path}: {mutant.function}, seeded fault",
            "kind": "bug", **common, "answer": list(mutant.lines),
-           "why": f"Seeded ({mutant.operator}) in {mutant.function}: {mutant.detail}; the "
-                  f"faulty statement is on line(s) {where}."}
+           "why": f"Seeded ({mutant.operator}) in {mutant.function}: {mutant.detail}; {where}."}
     control = {"id": tid + "-control", "title": f"{mutant.path}: {mutant.function}, untouched",
                "kind": "control", **common, "answer": None,
                "why": f"The original {mutant.path}, byte for byte: no fault was seeded (its bug "
