@@ -94,7 +94,7 @@ def parse(source: bytes) -> ast.Module | None:
         return None
     try:
         return ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError):
         return None
 
 
@@ -122,16 +122,25 @@ def functions(path: str, source: bytes, tree: ast.Module | None = None) -> list[
     return out
 
 
+def fingerprint(source: bytes) -> str | None:
+    """The file's syntax tree as text (what ``check`` compares a mutant with), or None if it
+    cannot be had: not parseable, or nested too deep for ``ast.dump``."""
+    tree = parse(source)
+    try:
+        return None if tree is None else ast.dump(tree)
+    except RecursionError:
+        return None
+
+
 def check(mutant: Mutant, source: bytes, before: str | None = None) -> bytes | None:
     """The mutated file if the mutant is sound (it parses, its tree differs and its lines
-    moved only as a removal may move them), else None. ``before`` is ``ast.dump`` of the
-    original's tree, when the caller has it."""
+    moved only as a removal may move them), else None. ``before`` is the original's
+    ``fingerprint``, when the caller has it."""
     mutated = mutant.apply(source)
     try:
-        after = ast.parse(mutated)
-    except (SyntaxError, ValueError):
-        return None
-    if ast.dump(after) == (before or ast.dump(ast.parse(source))):
+        if ast.dump(ast.parse(mutated)) == (before or ast.dump(ast.parse(source))):
+            return None
+    except (SyntaxError, ValueError, RecursionError):
         return None
     removed = source[mutant.start:mutant.end].count(b"\n") - mutant.new.count(b"\n")
     if removed and mutant.operator != "remove_call":
@@ -146,6 +155,7 @@ class _Scan:
                  func: ast.FunctionDef | ast.AsyncFunctionDef):
         self.path, self.name, self.src, self.starts, self.func = path, name, source, starts, func
         self.found: list[Mutant] = []
+        self.parents: dict[int, ast.AST] = {}   # id(node) -> its parent, for the nodes walked
         self.bound = self._bound_names()
 
     # -- positions --------------------------------------------------------------------------
@@ -188,7 +198,7 @@ class _Scan:
             else:
                 lines = tuple(range(stmt.lineno, stmt.end_lineno + 1))
             for node in owned:
-                for child, parent in _walk(node, stmt):
+                for child, parent in _walk(node, stmt, self.parents):
                     self._node(child, parent, stmt, lines)
             self._removal(body, i, header_end)
             for name in _BLOCKS:
@@ -274,7 +284,7 @@ class _Scan:
         if type(value) is not int or not _DECIMAL.fullmatch(self.text(node)):
             return
         negated = isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub)
-        context = parent.parent_ if negated else parent
+        context = self.parents.get(id(parent)) if negated else parent
         if not _counts(node if not negated else parent, context):
             return
         start, end = self.span(node)
@@ -392,15 +402,20 @@ class _Scan:
         return names
 
 
-def _walk(node: ast.AST, parent: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
-    """``(node, parent)`` under ``node``, skipping f-strings; each node learns its parent."""
-    if isinstance(node, ast.JoinedStr):
-        return
-    node.parent_ = parent
-    yield node, parent
-    for child in ast.iter_child_nodes(node):
-        if not isinstance(child, ast.stmt):
-            yield from _walk(child, node)
+def _walk(root: ast.AST, parent: ast.AST,
+          parents: dict[int, ast.AST]) -> Iterator[tuple[ast.AST, ast.AST]]:
+    """``(node, parent)`` under ``root`` in source order, f-strings left out; records each
+    node's parent in ``parents`` (by id). A loop, not recursion: a long chain such as
+    ``a + b + ... + z`` nests as deep as it is long."""
+    todo = [(root, parent)]
+    while todo:
+        node, parent = todo.pop()
+        if isinstance(node, ast.JoinedStr):
+            continue
+        parents[id(node)] = parent
+        yield node, parent
+        todo.extend((child, node) for child in reversed(list(ast.iter_child_nodes(node)))
+                    if not isinstance(child, ast.stmt))
 
 
 def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:

@@ -27,7 +27,6 @@ names the file's content, the function and the edit, so seeding again writes not
 from __future__ import annotations
 
 import argparse
-import ast
 import hashlib
 import importlib.util
 import math
@@ -351,7 +350,7 @@ def seed(repo: str | os.PathLike, root: Path, *, count: int = 10, seed: int = 0,
     elif use_tests:
         report["tests"] = "none"
     used: Counter = Counter()
-    trees: dict[str, str] = {}   # each file's tree dumped once, when a mutant of it is checked
+    trees: dict[str, str | None] = {}   # each file's fingerprint, made when first needed
     try:
         if tests is not None:
             tests.baseline()
@@ -359,9 +358,11 @@ def seed(repo: str | os.PathLike, root: Path, *, count: int = 10, seed: int = 0,
             if report["kept"] >= count:
                 break
             source = sources[c.fn.path]
+            if c.fn.path not in trees:
+                trees[c.fn.path] = mutants.fingerprint(source)
+            if trees[c.fn.path] is None:
+                continue   # nested too deep to compare trees: no mutant of it can be checked
             while (mutant := _pick(c, used, rng, hard)) is not None:
-                if c.fn.path not in trees:
-                    trees[c.fn.path] = ast.dump(mutants.parse(source))
                 mutated = mutants.check(mutant, source, trees[c.fn.path])
                 if mutated is not None:
                     break

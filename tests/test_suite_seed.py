@@ -102,7 +102,7 @@ def test_only_function_bodies_are_mutated_and_never_inside_f_strings():
 @pytest.mark.parametrize("module", ["bisect", "heapq", "textwrap"])
 def test_every_mutant_of_a_real_module_is_sound(module):
     source = Path(__import__(module).__file__).read_bytes()
-    before = ast.dump(mutants.parse(source))
+    before = mutants.fingerprint(source)
     found = [m for f in mutants.functions(f"{module}.py", source) for m in f.mutants]
     assert len({m.operator for m in found}) >= 4
     for m in found:
@@ -303,6 +303,14 @@ def test_tests_that_fail_untouched_stop_seeding_and_say_what_to_do(tmp_path):
     with pytest.raises(BadRequest, match="fail before any change.*--no-tests"):
         seeding.seed(repo, tmp_path / "out", count=1)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_file_nested_too_deep_to_compare_is_passed_over(tmp_path):
+    deep = "def chain(a):\n    return " + " + ".join(["a"] * 2000) + " < 1\n"
+    repo = write_tree(tmp_path / "repo", {"deep.py": deep,
+                                          "flat.py": "def flat(x):\n    return x < 1\n"})
+    report = seeding.seed(repo, tmp_path / "out", count=5, use_tests=False)
+    assert [t["path"] for t in report["tasks"]] == ["flat.py"]
 
 
 def test_bad_repositories_are_refused_with_what_to_do(tmp_path):
