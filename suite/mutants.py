@@ -27,6 +27,7 @@ Invariants:
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import re
 import tokenize
@@ -103,7 +104,9 @@ def functions(path: str, source: bytes, tree: ast.Module | None = None) -> list[
     tree = tree or parse(source)
     if tree is None:
         return []
-    starts = [0] + [m.end() for m in re.finditer(rb"\n", source)]
+    # where each line starts, in bytes; the parser counts line 1 from after a byte-order mark
+    starts = [3 if source.startswith(codecs.BOM_UTF8) else 0] + \
+        [m.end() for m in re.finditer(rb"\n", source)]
     out: list[Function] = []
 
     def visit(node: ast.AST, prefix: str) -> None:

@@ -52,6 +52,13 @@ def test_each_operator_edits_only_its_node(body, operator, expected):
     assert m.lines == (2,)
 
 
+def test_a_byte_order_mark_and_crlf_line_ends_are_kept():
+    source = b"\xef\xbb\xbfdef f(a): return a < 2\r\n\r\ndef g(b):\r\n    return b > 1\r\n"
+    mutated = {m.apply(source) for f in mutants.functions("m.py", source) for m in f.mutants
+               if m.operator == "compare" and mutants.check(m, source)}
+    assert mutated == {source.replace(b"a < 2", b"a <= 2"), source.replace(b"b > 1", b"b >= 1")}
+
+
 def test_a_removed_call_is_keyed_by_the_lines_around_its_gap():
     source = textwrap.dedent("""\
         def save(path, data):
