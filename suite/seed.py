@@ -6,7 +6,8 @@ its control (the same id + ``-control``) attaches the file byte for byte as it i
 same prompt, so nothing but the code tells them apart.
 
 How mutants are chosen: the repository's Python files are walked in path order (hidden folders,
-virtual environments, test folders and test files are left out), every function's mutants are
+virtual environments, test folders, ``fixtures/`` folders, test files and the folder the tasks
+are written to are left out), every function's mutants are
 listed, and the functions are tried in an order drawn from ``--seed`` (with ``--hard``, larger
 files and longer functions first, and each function's subtlest operators only). Within a
 function the operator used least so far is picked, so a run spreads over the kinds of slip.
@@ -49,8 +50,9 @@ from panelist.suite import drafts, mutants
 HELP = "plant one realistic bug per task into your repository's functions, each with its control"
 LICENSE = "user's repository"
 MAX_FILE = 2_000_000        # the suite's loader refuses larger attachments
+# not the project's own code: test material (fixtures included), environments, build output
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build",
-                       "dist", "tests", "test", "testing"})
+                       "dist", "tests", "test", "testing", "fixtures"})
 COPY_SKIP = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache",
                        ".ruff_cache", ".tox", ".nox", "node_modules"})
 PYTEST = ("-m", "pytest", "-x", "-q", "-p", "no:cacheprovider")
@@ -81,7 +83,7 @@ def run(args, out) -> int:
     """The command: seed, then print what was made (or the report as JSON)."""
     if args.count < 1:
         raise BadRequest("--count must be 1 or more: the number of bug/control pairs to make")
-    if args.timeout <= 0:
+    if not 0 < args.timeout < math.inf:
         raise BadRequest("--timeout must be a number of seconds above 0")
     root = drafts.out_dir(open_home(args.data) if not args.out else None, args.out)
     say = None if out.as_json else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -132,11 +134,12 @@ def _walk(repo: Path):
         yield base, dirs, sorted(files)
 
 
-def python_files(repo: Path) -> list[str]:
-    """The repository's own Python files (no tests, venvs or hidden folders), as POSIX paths."""
+def python_files(repo: Path, leave_out: Path | None = None) -> list[str]:
+    """The repository's own Python files (no tests, fixtures, venvs or hidden folders, nothing
+    under ``leave_out``), as POSIX paths."""
     found = []
     for base, dirs, files in _walk(repo):
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and base / d != leave_out]
         for name in files:
             path = base / name
             if name.endswith(".py") and not _test_file(name) and not name.startswith(".") \
@@ -323,7 +326,7 @@ def seed(repo: str | os.PathLike, root: Path, *, count: int = 10, seed: int = 0,
     say = progress or (lambda line: None)
     sources: dict[str, bytes] = {}
     found: list[_Candidate] = []
-    for path in python_files(repo):
+    for path in python_files(repo, leave_out=Path(root).resolve()):   # never our own tasks
         try:
             source = (repo / path).read_bytes()
         except OSError:

@@ -215,6 +215,7 @@ RICH_REPO = {
             return lo <= x and x < hi
         """,
     ".hidden/skip.py": "def hidden(a, b):\n    return a < b\n",
+    "pkg/fixtures/sample.py": "def sample(a, b):\n    return a < b\n",
     "venv/pyvenv.cfg": "home = /usr\n",
     "venv/lib/site.py": "def env(a, b):\n    return a < b\n",
     "test_pkg.py": "def check(a, b):\n    return a < b\n",
@@ -222,8 +223,12 @@ RICH_REPO = {
 
 
 def test_walk_leaves_out_tests_hidden_folders_and_venvs(tmp_path):
-    repo = write_tree(tmp_path / "repo", RICH_REPO)
-    assert seeding.python_files(repo) == ["pkg/__init__.py", "pkg/text.py", "pkg/util.py"]
+    repo = write_tree(tmp_path / "repo", dict(RICH_REPO, **{
+        "tasks/seed-x/task.json": "{}", "tasks/mine.py": "def mine(a, b):\n    return a < b\n"}))
+    # tasks written into the repository itself are not its code
+    assert seeding.python_files(repo, leave_out=repo / "tasks") == [
+        "pkg/__init__.py", "pkg/text.py", "pkg/util.py"]
+    assert "tasks/mine.py" in seeding.python_files(repo)
     assert seeding.has_tests(repo)   # test_pkg.py
     plain = write_tree(tmp_path / "plain", {"a.py": "def f(x):\n    return x < 1\n"})
     assert not seeding.has_tests(plain)
