@@ -94,7 +94,8 @@ def run(args, out) -> int:
         out.result(report)
         return 0
     print(summary(report))
-    out.table(report["tasks"], ["id", "path", "function", "operator", "lines"])
+    out.table([dict(t, lines=", ".join(map(str, t["lines"]))) for t in report["tasks"]],
+              ["id", "path", "function", "operator", "lines"])
     return 0
 
 
