@@ -28,7 +28,6 @@ import sys
 from pathlib import Path
 
 from panelist.metrics import jsonl
-from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
 from panelist.suite import drafts
 

@@ -4,7 +4,6 @@ the repository's tests notice them; bug/control pairs written as draft tasks, de
 Repositories are made in tmp_path; their tests run for real (``python -m pytest`` in a copy)."""
 
 import argparse
-import ast
 import difflib
 import json
 import textwrap
@@ -71,7 +70,8 @@ def test_a_removed_call_is_keyed_by_the_lines_around_its_gap():
         """).encode()
     removals = [m for f in mutants.functions("m.py", source) for m in f.mutants
                 if m.operator == "remove_call"]
-    assert [source[m.start:m.end] for m in removals] == [b"    check(data)\n", b"    write(path,\n          data)\n"]
+    assert [source[m.start:m.end] for m in removals] == [
+        b"    check(data)\n", b"    write(path,\n          data)\n"]
     write = removals[1]
     mutated = mutants.check(write, source)
     assert mutated.decode().splitlines() == ["def save(path, data):", "    check(data)", "",
