@@ -29,6 +29,8 @@ from panelist.metrics.home import open_home
 from panelist.metrics.ledger import ANSWERED
 from panelist.metrics.plaintext import visible
 from panelist.metrics.roster import Roster
+from panelist.suite import mine as suite_mine
+from panelist.suite import seed as suite_seed
 
 NO_ANSWER = 3
 # the error codes of a panel that ran and gave no answer: ``ask`` exits NO_ANSWER on them
@@ -215,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="offline: simulated models answer (scripted, deterministic)")
     su.add_parser("report", parents=[common], help="each model's rates with 95%% intervals")
     su.add_parser("list", parents=[common], help="the tasks, and any task folder that is broken")
+    suite_seed.add_arguments(su.add_parser("seed", parents=[common], help=suite_seed.HELP))
+    suite_mine.add_arguments(su.add_parser("mine", parents=[common], help=suite_mine.HELP))
 
     ke = nouns.add_parser("key", help="gateway keys callers present").add_subparsers(
         dest="verb", metavar="VERB", required=True)
@@ -837,7 +841,8 @@ def _suite_table(out: Out, doc: dict) -> None:
                                       "unfinished"])
 
 
-SUITE_VERBS = {"run": cmd_suite_run, "report": cmd_suite_report, "list": cmd_suite_list}
+SUITE_VERBS = {"run": cmd_suite_run, "report": cmd_suite_report, "list": cmd_suite_list,
+               "seed": suite_seed.run, "mine": suite_mine.run}
 
 
 def cmd_mcp(args, out: Out) -> int:
