@@ -38,6 +38,7 @@ MODEL_FIELDS = ("endpoint", "served", "family", "grade", "context", "max_output"
 COLLECTION_FIELDS = ("members", "description", "tags", "shape", "reply", "merger")
 PAGE, MAX_PAGE = 50, 200
 TEST_TIMEOUT = 10.0   # seconds a Test or a Discover may take
+APART = 20            # panels never delivered that the first page of /api/panels lists apart
 
 
 @dataclass
@@ -347,6 +348,14 @@ def list_panels(req: ApiRequest) -> dict:
         before = _seq(req.query["before"], "before") if "before" in req.query else None
         data, next_seq = ledger.panels_page(before, limit)
         nxt = None if next_seq is None else f"p00000000-{next_seq}"
+        if before is None:
+            # the first page also lists apart the recent panels whose reply never reached the
+            # caller (their seats are owed no verdict), as /bench/pending does
+            return {"data": data, "next": nxt, "latest": ledger.latest_panel(),
+                    "owed": ledger.owed_count(),
+                    "apart": [{"panel": p["panel"], "reason": p["reason"],
+                               "calls": [c.get("call") for c in p["calls"]]}
+                              for p in ledger.undelivered(limit=APART)]}
     return {"data": data, "next": nxt, "latest": ledger.latest_panel(),
             "owed": ledger.owed_count()}
 

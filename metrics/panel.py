@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
-from panelist.metrics import history, jsonshape, merge, pick, prompt
+from panelist.metrics import history, jsonshape, merge, pick, prompt, suiteevidence
 from panelist.metrics.admission import Admission
 from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.collection import REPLIES, Collection, Collections
@@ -218,6 +218,7 @@ class Panels:
         with self._seating:
             now = time.time()
             states = self.ledger.states(view.models.keys(), req.shape, now)
+            suiteevidence.adjust(self.home, states, req.shape)   # the suite counts too
             seating = seat_panel(req.collection, view, states,
                                  explorers=req.collection.explorers(limits),
                                  estimate=req.estimate, images=bool(req.images),
@@ -552,6 +553,7 @@ class PanelRun:
                                       response_format=fmt, tools=self.req.tools)
         size = prompt.estimate_tokens(messages)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
+        suiteevidence.adjust(panels.home, states, self.req.shape)
         model, why = merge.choose(self.req.collection, view, states, size, time.time())
         if model is None:
             self.note = why

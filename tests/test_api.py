@@ -590,11 +590,11 @@ def test_update_limits(dash, home):
 def test_panels_pages_and_polls(dash, home):
     status, empty, _ = dash.get("/api/panels")
     assert status == 200
-    assert empty == {"data": [], "next": None, "latest": None, "owed": 0}
+    assert empty == {"data": [], "next": None, "latest": None, "owed": 0, "apart": []}
     benches = [ask(dash, content=f"Review number {i}") for i in range(3)]
     ids = [b["panel"] for b in benches]
     status, page, _ = dash.get("/api/panels?limit=2")
-    assert status == 200 and set(page) == {"data", "next", "latest", "owed"}
+    assert status == 200 and set(page) == {"data", "next", "latest", "owed", "apart"}
     assert [p["panel"] for p in page["data"]] == ids[:0:-1]   # newest first
     assert page["latest"] == ids[-1] and page["next"] is not None
     ok_seats = sum(s["status"] == "ok" for b in benches for s in b["seats"])

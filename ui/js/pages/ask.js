@@ -1,6 +1,7 @@
 // Ask: run a collection through this server's /v1/chat/completions with stream: true, show each
 // seat's section as it arrives, and once the final chunk brings `bench`, each seat's verdict
-// buttons. A person can use the gateway here without any client.
+// buttons. A person can use the gateway here without any client. A pick reply shows the picked
+// seat's answer first (its call named, its tool calls listed), then every seat as it stood.
 
 import { api, isAbort, send } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -34,8 +35,29 @@ function streamingCard(text) {
     h("pre", { class: "textblock answer" }, body.trim()));
 }
 
-function finalCard(seat, signal, heading = null) {
+// a seat's tool calls, each as name(arguments): what an agent would run next
+function toolCallsBlock(calls) {
+  if (!Array.isArray(calls) || !calls.length) return null;
+  return h("div", { class: "tool-calls", role: "group", "aria-label": "Tool calls" },
+    h("p", { class: "small muted", text: calls.length === 1 ? "Tool call" : `${calls.length} tool calls` }),
+    calls.map((c) => {
+      const fn = (c && c.function) || {};
+      return h("pre", { class: "textblock mono tool-call", text: `${fn.name || "?"}(${fn.arguments || ""})` });
+    }));
+}
+
+function bodyOf(seat, ok) {
+  if (seat.answer) return h("pre", { class: "textblock answer" }, seat.answer);
+  if (ok && (seat.tool_calls || []).length) return null;   // its tool calls are the answer
+  if (seat.status === "running") {
+    return h("p", { class: "muted" }, "Still answering behind the picked reply; its answer will be on Panels.");
+  }
+  return h("p", { class: "muted" }, ok ? "The answer was empty." : `No answer: ${seat.error || seat.status}.`);
+}
+
+function finalCard(seat, signal, heading = null, note = null) {
   const ok = answered(seat);
+  const chip = ok ? "ok" : seat.status === "running" ? "" : seat.status === "empty" ? "warn" : "bad";
   const mark = h("span");
   const card = h("article", { class: "card answer-card", dataset: { call: seat.call, seat: seat.seat } },
     h("div", { class: "answer-head" },
@@ -43,11 +65,12 @@ function finalCard(seat, signal, heading = null) {
         h("div", { class: "answer-title" }, `${heading || seatLabel(seat)} · ${seat.alias}`),
         h("div", { class: "meta" },
           h("span", { class: "mono", text: seat.call }),
-          h("span", { class: ["chip", ok ? "ok" : seat.status === "empty" ? "warn" : "bad"] }, seat.status),
+          h("span", { class: ["chip", chip] }, seat.status),
           h("span", { text: fmt.seconds(seat.seconds) }))),
       mark),
-    seat.answer ? h("pre", { class: "textblock answer" }, seat.answer)
-      : h("p", { class: "muted" }, ok ? "The answer was empty." : `No answer: ${seat.error || seat.status}.`),
+    note ? h("p", { class: "small pick-note", text: note }) : null,
+    bodyOf(seat, ok),
+    toolCallsBlock(seat.tool_calls),
     ok ? quickVerdict(seat.call, {
       signal,
       onSaved: (r) => replace(mark, verdictMark(r.verdict ? r.verdict.useful : null)),
@@ -72,9 +95,12 @@ export async function render(root, ctx) {
   const wanted = ctx.params.get("collection");
   const initial = list.find((c) => c.id === wanted || c.name === wanted) || list[0];
   const collection = select(list.map((c) => [c.id || `bench/${c.name}`, c.id || `bench/${c.name}`]), initial.id || `bench/${initial.name}`);
-  const reply = select([["", "As the collection says"], [":all", "Every answer"], [":merged", "One merged answer"]], "");
+  const reply = select([["", "As the collection says"], [":all", "Every answer"], [":merged", "One merged answer"],
+    [":pick", "One picked answer"]], "");
   const prompt = h("textarea", { class: "prompt", rows: 7, required: true, placeholder: "Paste a diff to review, a design question, anything you would ask one model." });
   const about = h("p", { class: "muted small" });
+  // tools offered as an agent would offer them, so a pick reply can be tool calls
+  const tools = h("textarea", { class: "mono", rows: 3, placeholder: '[{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}]' });
   const keyBox = input({ type: "password", autocomplete: "off", placeholder: "pk_… made on Settings" });
   const keyField = field("Gateway key", keyBox, { hint: "This server asks callers of /v1 for a gateway key. It is kept only while this page is open." });
   keyField.hidden = !(info && info.auth && (info.auth.token_required || info.auth.keys_required));
@@ -106,10 +132,11 @@ export async function render(root, ctx) {
   const form = h("form", { class: "card form", novalidate: true, "aria-label": "Ask a collection" },
     h("div", { class: "form-grid" },
       field("Collection", collection),
-      field("Reply", reply, { hint: "Merged: one more call writes a single answer saying who said what." }),
+      field("Reply", reply, { hint: "Merged: one more call writes a single answer saying who said what. Pick: the answer of the member judged most useful, verbatim." }),
       keyField),
     about,
     field("Prompt", prompt, { wide: true }),
+    field("Tools", tools, { wide: true, hint: "Optional: a JSON list of tools, as an agent sends them. Needs a pick or merged reply." }),
     h("div", { class: "form-actions" }, progress, stopBtn, askBtn));
 
   form.addEventListener("submit", async (event) => {
@@ -122,6 +149,17 @@ export async function render(root, ctx) {
       return;
     }
     prompt.removeAttribute("aria-invalid");
+    let offered = null;
+    if (tools.value.trim()) {
+      try { offered = JSON.parse(tools.value); } catch { offered = null; }
+      if (!Array.isArray(offered)) {
+        tools.setAttribute("aria-invalid", "true");
+        replace(summary, notice("error", "Tools must be a JSON list such as [{\"type\": \"function\", \"function\": {\"name\": \"lookup_order\"}}], or left empty."));
+        tools.focus();
+        return;
+      }
+    }
+    tools.removeAttribute("aria-invalid");
     const controller = new AbortController();
     running = controller;
     askBtn.disabled = true;
@@ -133,10 +171,11 @@ export async function render(root, ctx) {
     let content = "";
     let arrived = 0;
     let bench = null;
+    const toolCalls = [];   // a picked answer's tool calls, as the stream sent them
     try {
       const headers = keyBox.value.trim() ? { Authorization: `Bearer ${keyBox.value.trim()}` } : {};
       const response = await send("POST", "/v1/chat/completions",
-        { model, stream: true, messages: [{ role: "user", content: text }] },
+        { model, stream: true, messages: [{ role: "user", content: text }], ...(offered ? { tools: offered } : {}) },
         { signal: controller.signal, headers: { ...headers, Accept: "text/event-stream" } });
       for await (const data of sseData(response)) {
         if (data === "[DONE]") break;
@@ -152,17 +191,26 @@ export async function render(root, ctx) {
           replace(progress, h("span", { class: "spinner", "aria-hidden": "true" }),
             `${arrived} ${arrived === 1 ? "answer" : "answers"} in, waiting for the rest…`);
         }
+        if (delta && Array.isArray(delta.tool_calls)) toolCalls.push(...delta.tool_calls);
         if (chunk.bench) bench = chunk.bench;
       }
       if (!bench) throw new Error("The stream ended before the panel finished; see Panels for what was recorded.");
       const seats = bench.seats || [];
       const merger = bench.merger ? { ...bench.merger, seat: "merger" } : null;
+      const pickedSeat = bench.picked ? seats.find((s) => s.call === bench.picked.call) : null;
+      const picked = pickedSeat ? { ...pickedSeat, tool_calls: pickedSeat.tool_calls || toolCalls } : null;
+      const first = merger ? finalCard(merger, ctx.signal, answered(merger) ? "Merged answer" : "Merger")
+        : picked ? finalCard(picked, ctx.signal, "Picked answer",
+          `The reply is ${seatLabel(picked)} ${picked.alias}'s answer, verbatim: call ${picked.call}.`)
+          : null;
       replace(results,
-        merger ? finalCard(merger, ctx.signal, answered(merger) ? "Merged answer" : "Merger") : null,
-        merger ? h("h2", { class: "section", text: "Every seat's answer" }) : null,
+        first,
+        first ? h("h2", { class: "section", text: "Every seat's answer" }) : null,
         seats.map((s) => finalCard(s, ctx.signal)));
       const okCount = seats.filter((s) => answered(s)).length;
-      replace(progress, `Done: ${okCount} of ${seats.length} seats answered in ${fmt.seconds(bench.seconds)}.`);
+      const behind = seats.filter((s) => s.status === "running").length;
+      replace(progress, `Done: ${okCount} of ${seats.length} seats answered in ${fmt.seconds(bench.seconds)}`
+        + (behind ? `; ${behind} still answering behind the picked reply.` : "."));
       replace(summary, h("div", { class: "notice" },
         h("div", { class: "grow" },
           h("p", null, "Panel ", h("strong", { class: "mono", text: bench.panel }), ` · ${bench.collection}`,

@@ -27,6 +27,9 @@ function sumLine(members, limits) {
     part(calls, "call", "calls"));
 }
 
+// how a card names each reply mode (collection.REPLIES)
+const REPLY_BADGE = { all: "every answer", merged: "one merged reply", pick: "one picked answer" };
+
 function collectionCard(c, limits, models, { onEdit, onDelete }) {
   const byAlias = new Map(models.map((m) => [m.alias, m]));
   return h("article", { class: "card collection-card", dataset: { collection: c.name } },
@@ -37,7 +40,7 @@ function collectionCard(c, limits, models, { onEdit, onDelete }) {
         button("Delete", () => onDelete(c), { small: true, kind: "danger", "aria-label": `Delete ${c.name}` }))),
     h("div", { class: "row" },
       sumLine(c.members.length, limits),
-      h("span", { class: "badge outline" }, c.reply === "merged" ? "one merged reply" : "every answer"),
+      h("span", { class: "badge outline" }, REPLY_BADGE[c.reply] || REPLY_BADGE.all),
       h("span", { class: "badge outline" }, c.shape ? `shape: ${c.shape}` : "shape: automatic")),
     c.description ? h("p", { class: "desc", text: c.description }) : h("p", { class: "desc none", text: "No description: callers choosing a collection see none." }),
     h("div", { class: "tags" },
@@ -121,7 +124,8 @@ function editCollection(existing, limits, models, shapes, done) {
     const tags = input({ value: (c.tags || []).join(", ") });
     const shapeList = h("datalist", { id: "shape-options" }, shapes.map((sh) => h("option", { value: sh })));
     const shape = input({ value: c.shape || "", list: "shape-options", placeholder: "automatic" });
-    const reply = radios("Reply", "reply", [["all", "Every answer, labelled"], ["merged", "One merged answer"]], c.reply || "all");
+    const reply = radios("Reply", "reply", [["all", "Every answer, labelled"], ["merged", "One merged answer"],
+      ["pick", "One seat's answer, verbatim (pick)"]], c.reply || "all");
     const merger = select([["", "Automatic (most useful member)"], ...models.map((m) => [m.alias, m.alias])], c.merger || "");
     const sumSlot = h("div", { "aria-live": "polite" });
     const picker = memberPicker(models, c.members, (members) => replace(sumSlot, sumLine(members.length, limits),

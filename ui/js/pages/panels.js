@@ -1,6 +1,8 @@
 // Panels: every panel the gateway ran, newest first, each seat a chip. New panels arrive by a
 // cursor poll (GET /api/panels?after=<latest> every 2 s, never a full refetch); older ones
-// page in by panel id (before=). A search box finds a panel or a call id.
+// page in by panel id (before=). A search box finds a panel or a call id. A panel whose reply
+// never reached its caller (the caller left, or it was never delivered) owes no verdict: its
+// answered seats say "not owed", and such panels are listed apart (the API's `apart`).
 
 import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -21,6 +23,17 @@ function owedIn(panel) {
   return (panel.seats || []).filter((s) => answered(s) && verdictValue(s.verdict) === null).length;
 }
 
+const APART_WORDS = { abandoned: "caller left", undelivered: "reply never delivered" };
+
+// a seat chip of a panel its caller never received: judging it is still possible, but not owed
+function notOwed(chip) {
+  const mark = chip.querySelector(".verdict-mark.owed");
+  if (!mark) return chip;
+  mark.replaceWith(h("span", { class: "verdict-mark not-owed", title: "The caller never received this panel's reply: no verdict is owed" }, "not owed"));
+  chip.setAttribute("aria-label", chip.getAttribute("aria-label").replace(/verdict owed$/, "no verdict owed"));
+  return chip;
+}
+
 export async function render(root, ctx) {
   const first = await api.get(`/api/panels${query({ limit: PAGE })}`, { signal: ctx.signal });
   let latest = first.latest || null;
@@ -35,6 +48,9 @@ export async function render(root, ctx) {
   const moreNote = h("span", { class: "muted small" });
   const emptySlot = h("div");
   const byId = new Map();
+  // panels whose reply never reached the caller, by id -> reason (from the first page's `apart`)
+  const apart = new Map((first.apart || []).map((p) => [p.panel, p.reason]));
+  const apartList = h("div", { "aria-live": "polite" });
   const judged = new Map();      // call -> verdict saved on this page (newer than the listing)
   const shownAs = new WeakMap(); // panel element -> the record it shows
 
@@ -65,7 +81,12 @@ export async function render(root, ctx) {
   function panelItem(p, isFound = false) {
     const seats = (p.seats || []).map((s) => seatView(s));
     const merger = p.merger ? seatView(p.merger, "merger") : null;
-    const owed = owedIn({ seats });
+    const gone = p.abandoned ? "abandoned" : apart.get(p.panel) || null;
+    const owed = gone ? 0 : owedIn({ seats });
+    const chip = (s) => {
+      const el = seatChip(s, openChip(p.panel));
+      return gone ? notOwed(el) : el;
+    };
     const el = h("article", { class: ["panel-item", isFound && "found"], role: "listitem", dataset: { panel: p.panel } },
       h("div", null,
         h("div", { class: "panel-id", text: p.panel }),
@@ -76,13 +97,14 @@ export async function render(root, ctx) {
           h("span", null, `asked by ${p.key || "local"}`),
           h("span", null, fmt.seconds(p.seconds)),
           p.shape ? h("span", null, `shape ${p.shape}`) : null,
-          p.reply === "merged" ? h("span", null, "merged reply") : null),
+          p.reply === "merged" ? h("span", null, "merged reply") : null,
+          p.reply === "pick" ? h("span", null, "picked reply") : null),
         h("div", { class: "row" },
-          p.abandoned ? h("span", { class: "badge bad" }, "caller left") : null,
+          gone ? h("span", { class: "badge bad" }, `${APART_WORDS[gone] || gone}: no verdict owed`) : null,
           owed ? h("span", { class: "badge warn" }, `${owed} owed`) : null)),
       h("div", { class: "seats" },
-        seats.map((s) => seatChip(s, openChip(p.panel))),
-        merger ? seatChip(merger, openChip(p.panel)) : null));
+        seats.map(chip),
+        merger ? chip(merger) : null));
     shownAs.set(el, p);
     return el;
   }
@@ -101,6 +123,17 @@ export async function render(root, ctx) {
     replace(emptySlot, byId.size ? null : emptyState("No panels yet",
       "A panel appears here the moment a collection is asked: on the Ask page, or from any OpenAI "
       + "client pointed at this server's /v1.", linkButton("Ask a collection", "#/ask", "primary")));
+  }
+
+  function showApart() {
+    const rows = first.apart || [];
+    replace(apartList, rows.length ? h("details", { class: "fold apart", "aria-label": "Panels not owed a verdict" },
+      h("summary", null, `${fmt.count(rows.length)} recent ${rows.length === 1 ? "panel" : "panels"} never reached the caller: no verdict owed`),
+      h("div", { class: "fold-body" },
+        h("p", { class: "muted small" }, "Their answers were logged as evidence, but the caller never received the reply, so they are not counted as owed. You may still judge them."),
+        h("ul", { class: "plain" }, rows.map((r) => h("li", { dataset: { panel: r.panel } },
+          h("span", { class: "mono", text: r.panel }), ` · ${APART_WORDS[r.reason] || r.reason} · `,
+          `${fmt.count((r.calls || []).length)} answered ${(r.calls || []).length === 1 ? "seat" : "seats"} without a verdict`))))) : null);
   }
 
   function showPaging() {
@@ -186,9 +219,11 @@ export async function render(root, ctx) {
       + "read the answer and say whether it was useful.", owedLine),
     h("div", { class: "row spread" }, search, live),
     found,
+    apartList,
     h("div", { class: "section" }, list, emptySlot),
     h("div", { class: "row section" }, more, moreNote));
   setOwed(first.owed || 0);
+  showApart();
   add(first.data || []);
   showPaging();
   timer = setTimeout(poll, POLL_MS);

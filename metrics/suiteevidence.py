@@ -1,0 +1,135 @@
+"""Suite evidence: a model's review-suite record counted beside its verdicts when seating.
+
+The rule, for the ``review`` shape only (a collection whose shape is ``review``; requests of
+any other shape are never touched):
+
+* each model's record in ``runs/suite/samples.jsonl`` adds to the verdict counts seating reads
+  (``Ledger.states``): ``useful += pairs right + claims right`` and
+  ``not_useful += (pairs + claims) - (pairs right + claims right)``;
+* a bug/control pair, or a claim task, counts once however many epochs asked it: right when its
+  mean over epochs, rounded, is 1 (a half rounds up). A pair is right in an epoch when both its
+  halves were; epochs where one half is missing do not count for it. Only each task's latest
+  version counts (the report's ``results.latest``: per task, model and epoch the last scored
+  sample of the task's current hash); samples whose way to the model failed never count;
+* once a model has 20 real verdicts for the shape (``REAL_ENOUGH``), its suite part is dropped:
+  the callers' own judgement is then evidence enough, and a benchmark should not outvote it.
+
+So a model with a strong suite record is seated as an explorer, picked and chosen as merger
+ahead of an equal never judged, while a model the suite found weak waits behind it; the bounds
+of the rotation (``route.py``) still hold, since weights stay between 1 and 2.
+
+Cost: seating stays O(1) in the size of the suite log. The samples file is followed from its
+last read offset (``jsonl.Tail``) and summed up again only when its size or mtime changed; a
+request costs one ``stat`` and a dict lookup per model. The per-model counts live in one
+``SuiteEvidence`` per samples file, shared by every ``Panels`` of the process on that data folder
+(``for_home``): keyed by the file, so two servers on two data folders never share one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from pathlib import Path
+
+from panelist.metrics import jsonl
+from panelist.metrics.home import Home
+
+SHAPE = "review"
+REAL_ENOUGH = 20   # real verdicts for the shape past which the suite no longer counts
+
+
+class SuiteEvidence:
+    """Per model ``(right, counted)`` from one samples file, refreshed when the file changes."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._tail = jsonl.Tail(self.path)
+        self._version: dict[str, str] = {}   # task -> hash of its latest line
+        # (task, hash, model, epoch) -> (pair, kind, right), the last scored line of each
+        self._scored: dict[tuple, tuple] = {}
+        self._record: dict[str, tuple[int, int]] = {}
+
+    def record(self) -> dict[str, tuple[int, int]]:
+        """``{alias: (right, counted)}``: pairs and claims right, of those counted."""
+        try:
+            st = os.stat(self.path)
+            stamp = (st.st_size, st.st_mtime_ns)
+        except FileNotFoundError:
+            stamp = (0, 0)
+        with self._lock:
+            if stamp != self._stamp:
+                self._follow(stamp[0])
+                self._stamp = stamp
+            return self._record
+
+    def _follow(self, size: int) -> None:
+        if size < self._tail.offset:   # replaced or truncated: start over
+            self._tail = jsonl.Tail(self.path)
+            self._version.clear()
+            self._scored.clear()
+        for _, s in self._tail.read():
+            if s.get("kind") != "sample" or not isinstance(s.get("task"), str):
+                continue
+            task, digest = s["task"], s.get("task_hash")
+            self._version[task] = digest
+            if s.get("outcome") == "scored":
+                self._scored[(task, digest, s.get("model"), s.get("epoch", 1))] = \
+                    (s.get("pair") or task, s.get("task_kind"), bool(s.get("right")))
+        self._record = summarise(self._version, self._scored)
+
+
+def summarise(version: dict[str, str], scored: dict[tuple, tuple]) -> dict:
+    """``{model: (right, counted)}`` by the module's rule from the latest scored samples."""
+    claims: dict[tuple, list[int]] = {}       # (model, task) -> hit per epoch
+    halves: dict[tuple, dict[str, bool]] = {}  # (model, pair, epoch) -> {kind: right}
+    for (task, digest, model, epoch), (pair, kind, right) in scored.items():
+        if version.get(task) != digest or not isinstance(model, str):
+            continue
+        if kind == "claim":
+            claims.setdefault((model, task), []).append(int(right))
+        elif kind in ("bug", "control"):
+            halves.setdefault((model, pair, epoch), {})[kind] = right
+    pairs: dict[tuple, list[int]] = {}
+    for (model, pair, _), got in halves.items():
+        if len(got) == 2:
+            pairs.setdefault((model, pair), []).append(int(all(got.values())))
+    out: dict[str, tuple[int, int]] = {}
+    for (model, _), hits in list(claims.items()) + list(pairs.items()):
+        right, counted = out.get(model, (0, 0))
+        out[model] = (right + (2 * sum(hits) >= len(hits)), counted + 1)
+    return out
+
+
+_shared: dict[Path, SuiteEvidence] = {}
+_shared_lock = threading.Lock()
+
+
+def for_home(home: Home) -> SuiteEvidence:
+    """The data folder's suite evidence, one per samples file in this process."""
+    path = (Path(home.root) / "runs" / "suite" / "samples.jsonl").resolve()
+    with _shared_lock:
+        found = _shared.get(path)
+        if found is None:
+            found = _shared[path] = SuiteEvidence(path)
+        return found
+
+
+def adjust(home: Home, states: dict, shape: str) -> dict:
+    """``states`` (``Ledger.states`` for ``shape``) with suite records counted by the rule;
+    the same dict, its entries replaced, for ``review``; untouched for any other shape."""
+    if shape != SHAPE:
+        return states
+    record = for_home(home).record()
+    if not record:
+        return states
+    for alias, state in states.items():
+        got = record.get(alias)
+        if got is None or state.useful + state.not_useful >= REAL_ENOUGH:
+            continue
+        right, counted = got
+        states[alias] = dataclasses.replace(state, useful=state.useful + right,
+                                            not_useful=state.not_useful + counted - right)
+    return states
