@@ -48,9 +48,9 @@ def order(results: list, members: tuple[str, ...], states: dict,
 
 def problem(result, fmt) -> str | None:
     """Why ``result`` cannot be the reply to a request with ``response_format`` ``fmt``."""
-    if not result.answered:   # an error's text already starts with its kind
-        return result.error if result.status == "error" and result.error else \
-            f"{result.status}: {result.error or 'no answer'}"
+    if not result.answered:   # an error's reason already starts with its kind
+        return result.reason if result.status == "error" and result.reason else \
+            f"{result.status}: {result.reason or 'no answer'}"
     if result.tool_calls:
         return None
     why = jsonshape.problem(result.answer, fmt)
