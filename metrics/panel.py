@@ -1,5 +1,14 @@
 """A panel: one request asked of every seat at once, answered with every seat's answer.
 
+The split: this module holds what makes a panel a panel (the OpenAI request, seating, history
+per seat, pick / merge / all, the reply, the panel's records); the seats core (``seats.py``)
+makes the calls. A ``PanelRun`` hands its seats to ``Seats.start`` as ``SeatCall``s and gives
+it the panel's own hooks: ``SeatEvidence`` as the log (each seat's evidence line, in the
+ledger's fields), ``Panels.learn`` (cooldowns, learned windows), a scrub for image traces, and
+``on_end`` (release the seat's in-flight hold; in pick mode the last seat records the panel).
+The merger is one more call, ``Seats.ask``, on the finishing thread. Seats and the merger are
+``seats.SeatResult``s; ``public`` is how a panel shows one.
+
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
 cancelled is data in the reply (status and error), never an exception and never dropped. The

@@ -4,6 +4,11 @@ Every caller that asks models (the gateway's panel, the race, the suite) describ
 ``SeatCall``s (a label, a role, the roster ``Model``, messages, params) and hands them to one
 ``Seats``. It runs them in parallel (``start``) or one in the caller's thread (``ask``), through
 admission and the upstream client, and logs each result with its role to the log it was given.
+What is the caller's stays the caller's: the gateway's panel (``panel.py``) runs its seats as
+one set and keeps seating, the reply and its records; it plugs in its evidence log (a sink with
+``write(result)``), ``learn`` (cooldowns), ``scrub`` (image traces) and ``on_end`` (in-flight
+holds, the last seat of a picked panel). The race and the suite ``ask`` call by call into their
+own ``CallLog``s, so only the gateway's panels reach the evidence that seats panels.
 
 Invariants:
 
@@ -13,15 +18,21 @@ Invariants:
   (``SeatResult.check``).
 * Every call ends by its deadline: the earlier of the set's deadline and, once admitted, the
   call's own ``timeout``. Waiting for admission counts against the set's deadline (and the call's
-  ``wait``, when given), never against the model's own time.
+  ``wait``, when given), never against the model's own time, unless the call says
+  ``wait_in_timeout`` (a gateway seat: its ``timeout`` runs from its start, the wait included).
+* A set's results exist from its start (``SeatSet.results``, in call order) and each is filled
+  in place as its call ends; ``on_end`` runs after the call is logged and before its result is
+  handed over. A call stuck past the set's deadline (plus a grace) is handed over as a timeout;
+  its own thread still logs it if it ever ends.
 * Setting the set's cancel flag stops every call: those waiting for admission stop waiting,
   those in flight have their connection cut, those not begun are never sent.
 * Each call is logged once, as it finishes, with one locked single-write append (``CallLog``):
   never its messages (they may be large and are the caller's to keep), always its role, status,
   tokens, time, attempts and the caller's own fields (``meta``).
 * A rate limit that states a Retry-After pauses the endpoint in admission (so every process
-  waits); a call is tried again only when its ``retries`` allow, the failure is transient
-  (rate limit, server error, connection) and the deadline leaves room.
+  waits; at most ``max_pause`` seconds when the caller caps it); a call is tried again only
+  when its ``retries`` allow, the failure is transient (rate limit, server error, connection)
+  and the deadline leaves room.
 """
 
 from __future__ import annotations
