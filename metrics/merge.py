@@ -56,7 +56,7 @@ def merger_input(request_text: str, seats: list, urls: list[str], *, response_fo
             lines.extend(f"(asked to call the tool {c['function']['name']} with "
                          f"{c['function']['arguments']})" for c in s.tool_calls)
         else:
-            lines.append(f"(no answer: {s.error or s.status})")
+            lines.append(f"(no answer: {s.reason or s.status})")
         lines.append("")
     system = [INSTRUCTIONS]
     if jsonshape.wants_json(response_format):

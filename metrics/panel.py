@@ -1,5 +1,14 @@
 """A panel: one request asked of every seat at once, answered with every seat's answer.
 
+The split: this module holds what makes a panel a panel (the OpenAI request, seating, history
+per seat, pick / merge / all, the reply, the panel's records); the seats core (``seats.py``)
+makes the calls. A ``PanelRun`` hands its seats to ``Seats.start`` as ``SeatCall``s and gives
+it the panel's own hooks: ``SeatEvidence`` as the log (each seat's evidence line, in the
+ledger's fields), ``Panels.learn`` (cooldowns, learned windows), a scrub for image traces, and
+``on_end`` (release the seat's in-flight hold; in pick mode the last seat records the panel).
+The merger is one more call, ``Seats.ask``, on the finishing thread. Seats and the merger are
+``seats.SeatResult``s; ``public`` is how a panel shows one.
+
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
 cancelled is data in the reply (status and error), never an exception and never dropped. The
@@ -25,24 +34,22 @@ rate limited; either is raised after the panel is recorded.
 from __future__ import annotations
 
 import math
-import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from panelist.metrics import history, jsonshape, merge, pick, prompt, suiteevidence
 from panelist.metrics.admission import Admission
 from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.collection import REPLIES, Collection, Collections
-from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, EmptyAnswer,
-                                     PanelistError, PayloadTooLarge, RateLimited, Unavailable,
-                                     UpstreamError)
+from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
+                                     PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
-from panelist.metrics.ledger import ANSWERED, Ledger
-from panelist.metrics.roster import Roster
+from panelist.metrics.ledger import Ledger
+from panelist.metrics.roster import Model, Roster
 from panelist.metrics.route import Seat, Seating, SeatsInFlight, seat_panel, window_of
+from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.metrics.suggest import suggestions
 
 # Fields that describe the panel rather than the question; everything else reaches each seat.
@@ -53,29 +60,15 @@ MAX_NOMINEES = 16
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
 
-@dataclass
-class SeatResult:
-    call: str
-    seat: str
-    alias: str
-    served: str
-    status: str = "error"       # ok | tool_calls | empty | error | cancelled
-    seconds: float = 0.0
-    answer: str = ""
-    error: str = ""
-    tokens: dict = field(default_factory=dict)
-    tool_calls: list = field(default_factory=list)
-    finish_reason: str = ""
-
-    @property
-    def answered(self) -> bool:
-        return self.status in ANSWERED
-
-    def public(self) -> dict:
-        out = {k: v for k, v in asdict(self).items() if k != "served"}
-        if not self.tool_calls:   # a plain answer's record stays as it always was
-            del out["tool_calls"]
-        return out
+def public(r: SeatResult) -> dict:
+    """A seat as the panel shows it (``bench.seats``, ``calls.jsonl``, an error's seats): its
+    error as one line, ``kind: message``; ``tool_calls`` only when it made some."""
+    out = {"call": r.call, "seat": r.seat, "alias": r.alias, "status": r.status,
+           "seconds": r.seconds, "answer": r.answer, "error": r.reason, "tokens": r.tokens,
+           "tool_calls": r.tool_calls, "finish_reason": r.finish_reason}
+    if not r.tool_calls:   # a plain answer's record stays as it always was
+        del out["tool_calls"]
+    return out
 
 
 @dataclass
@@ -186,14 +179,16 @@ class Panels:
         self.ledger = ledger or Ledger(home.gateway_runs)
         self.upstream = upstream or Upstream()
         self.admission = Admission(home)   # limits per endpoint, shared with other processes
-        # threads are made only as seats need them and then reused, so an idle gateway is small
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="seat")
+        # the seats core asks the models; its threads are made only as seats need them and then
+        # reused, so an idle gateway is small
+        self.seats = Seats(self.roster, self.upstream, admission=self.admission,
+                           max_workers=max_workers, thread_name="seat")
         self.in_flight = SeatsInFlight()
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.seats.close()
         self.upstream.close()
         self.ledger.close()
         self.admission.close()
@@ -305,70 +300,43 @@ class Panels:
     def start(self, req: Request, seating: Seating, *, key: str) -> "PanelRun":
         return PanelRun(self, req, seating, key)
 
-    def call(self, run: "PanelRun", seat: Seat, result: SeatResult, messages: list[dict],
-             params: dict) -> SeatResult:
-        """Ask one seat; whatever happens becomes the result's status and error."""
-        model = seat.model
-        endpoint = self.roster.view().endpoints.get(model.endpoint)
-        body = dict(params, model=model.served, messages=messages)
-        t0 = time.monotonic()
-        try:
-            if endpoint is None:
-                raise UpstreamError(f"endpoint '{model.endpoint}' is gone from the roster")
-            remaining = run.deadline - t0
-            if remaining <= 0:
-                raise UpstreamError("the panel's deadline passed before this seat was asked")
-            # the wait for a slot comes out of the seat's own deadline
-            timeout = min(run.seat_timeout, remaining)
-            with self.admission.slot(model.endpoint, model.alias, wait=timeout,
-                                     cancel=run.cancel):
-                answer = self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
-                                            timeout=max(0.001, timeout - (time.monotonic() - t0)),
-                                            cancel=run.cancel)
-            result.status = "tool_calls" if answer.tool_calls else "ok"
-            result.answer, result.tokens = answer.text, answer.tokens
-            result.tool_calls, result.finish_reason = answer.tool_calls, answer.finish_reason
-        except EmptyAnswer as exc:
-            result.status, result.error = "empty", str(exc)
-        except UpstreamError as exc:
-            result.status = "cancelled" if exc.kind == "cancelled" else "error"
-            result.error = prompt.scrub(f"{exc.kind}: {exc.message}", run.req.images)
-            self._learn(model.alias, exc)
-        except Exception as exc:  # a bug in one seat must not fail the panel
-            result.status, result.error = "error", f"internal: {type(exc).__name__}: {exc}"
-        result.seconds = round(time.monotonic() - t0, 3)
-        self.ledger.record_seat({
-            "call": result.call, "panel": run.panel, "alias": model.alias, "seat": seat.seat,
-            "shape": run.req.shape, "seated": run.started, "status": result.status,
-            "seconds": result.seconds, "tokens": result.tokens, "error": result.error,
-            "key": run.key, "collection": run.req.collection.model_id,
-            **({"tool_calls": result.tool_calls} if result.tool_calls else {})})
-        return result
-
-    def _learn(self, alias: str, exc: UpstreamError) -> None:
+    def learn(self, model: Model, exc: UpstreamError) -> None:
+        """The seats core's hook for a seat's failure: a rate limit rests the model, a stated
+        context window is remembered. (A stated Retry-After also pauses the endpoint for every
+        caller: the core does that, capped at ``max_cooldown`` as this cooldown is.)"""
         if isinstance(exc, RateLimited):
             limits = self.collections.limits()
             # capped: a Retry-After of a year must not bench a model for a year
             wait_s = min(exc.retry_after or limits.cooldown, limits.max_cooldown)
-            self.ledger.cool_down(alias, wait_s, exc.message[:200])
-            model = self.roster.view().models.get(alias)
-            if exc.retry_after and model is not None:   # the endpoint said when: all wait
-                self.admission.pause(model.endpoint, wait_s, exc.message[:200])
+            self.ledger.cool_down(model.alias, wait_s, exc.message[:200])
         elif isinstance(exc, ContextTooLong) and exc.window:
-            self.ledger.learn_window(alias, exc.window)
+            self.ledger.learn_window(model.alias, exc.window)
+
+
+class SeatEvidence:
+    """The seats core's log for one panel: each seat's line in the evidence log, as it ends."""
+
+    def __init__(self, run: "PanelRun"):
+        self.run = run
+
+    def write(self, result: SeatResult) -> None:
+        run = self.run
+        run.panels.ledger.record_seat({
+            "call": result.call, "panel": run.panel, "alias": result.alias, "seat": result.seat,
+            "shape": run.req.shape, "seated": run.started, "status": result.status,
+            "seconds": result.seconds, "tokens": result.tokens, "error": result.reason,
+            "key": run.key, "collection": run.req.collection.model_id,
+            **({"tool_calls": result.tool_calls} if result.tool_calls else {})})
 
 
 class PanelRun:
-    """One panel in flight: its seats' futures, yielded in the order they finish."""
+    """One panel in flight: its seats, a set of the seats core, handed over as they finish."""
 
     def __init__(self, panels: Panels, req: Request, seating: Seating, key: str):
         self.panels, self.req, self.seating, self.key = panels, req, seating, key
         try:
             limits = panels.collections.limits()
             self.started = seating.at or time.time()
-            self._t0 = time.monotonic()
-            self.deadline = self._t0 + limits.panel_timeout
-            self.seat_timeout = limits.seat_timeout
             self.panel = seating.panel or panels.ledger.new_panel(self.started)
             self.cancel = CancelFlag()  # setting it cuts every seat's upstream connection at once
             # earlier Panelist replies in the history, found once, shown to each seat its own way
@@ -382,34 +350,44 @@ class PanelRun:
             self.logged = threading.Event()   # set once the panel's line is written
             self._lock = threading.Lock()   # guards _recorded, _left and _detached
             self._detached = False   # pick mode: the reply is out; the last seat records
-            self.results = [SeatResult(call=f"{self.panel}.{s.label}", seat=s.seat,
-                                       alias=s.model.alias, served=s.model.served)
-                            for s in seating.seats]
-            self._left = len(self.results)   # seats still running
-            # seats report here as they finish; what has not been handed over stays listed
-            self._finished: queue.SimpleQueue[SeatResult] = queue.SimpleQueue()
-            self._unreported = {r.call: r for r in self.results}
-            for seat, result in zip(seating.seats, self.results):
-                panels._pool.submit(self._run_seat, seat, result)
+            self.seat_timeout = limits.seat_timeout
+            calls = [self._call(s, self.history.for_seat(s.model.alias), req.params)
+                     for s in seating.seats]
+            self._number = {c.label: i for i, c in enumerate(calls)}
+            self._left = len(calls)   # seats still running
+            self._max_pause = limits.max_cooldown
+            self._scrub = (lambda text: prompt.scrub(text, req.images)) if req.images else None
+            self._log = SeatEvidence(self)
+            self._t0 = time.monotonic()
+            self.seats = panels.seats.start(
+                calls, timeout=limits.panel_timeout, cancel=self.cancel, log=self._log,
+                learn=panels.learn, scrub=self._scrub, on_end=self._ended,
+                max_pause=self._max_pause)
+            self.deadline = self.seats.deadline
+            # each seat, filled in as it ends; until then as seated (status "error", no answer)
+            self.results = self.seats.results
         except BaseException:
             self._release()  # a panel that never ran holds no seat
             raise
 
-    def _run_seat(self, seat: Seat, result: SeatResult) -> None:
-        try:
-            self.panels.call(self, seat, result, self.history.for_seat(seat.model.alias),
-                             self.req.params)
-        finally:
-            # released before the result is handed over, so a caller that has every result
-            # also finds the seat no longer in flight
-            if self.seating.hold is not None:
-                self.seating.hold.release(seat.model.alias)
-            with self._lock:
-                self._left -= 1
-                last = self._left == 0 and self._detached
-            self._finished.put(result)
-            if last:   # the caller has its picked reply; the panel is whole only now
-                self.record(self.results)
+    def _call(self, seat: Seat, messages: list[dict], params: dict) -> SeatCall:
+        # a seat waits for admission within its own deadline, and never past the panel's
+        return SeatCall(label=f"{self.panel}.{seat.label}", role=seat.seat, model=seat.model,
+                        messages=messages, params=params, timeout=self.seat_timeout,
+                        wait_in_timeout=True)
+
+    def _ended(self, result: SeatResult) -> None:
+        """A seat's call ended (the core calls this on its thread, after the seat's evidence
+        line and before handing the result over)."""
+        # released before the result is handed over, so a caller that has every result
+        # also finds the seat no longer in flight
+        if self.seating.hold is not None:
+            self.seating.hold.release(result.alias)
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0 and self._detached
+        if last:   # the caller has its picked reply; the panel is whole only now
+            self.record(self.results)
 
     def _release(self) -> None:
         if self.seating.hold is not None:
@@ -423,23 +401,8 @@ class PanelRun:
         """Yield each SeatResult once, as its seat finishes (fastest first), and None every
         ``tick`` seconds while seats are still working, so the caller can check on its client.
         Called again (after ``abandon``), it yields only what it has not yielded yet."""
-        while self._unreported:
-            # the client enforces each seat's deadline; the grace only guards a stuck thread
-            left = self.deadline + 2 - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                result = self._finished.get(timeout=min(tick, left))
-            except queue.Empty:
-                yield None
-                continue
-            if self._unreported.pop(result.call, None) is not None:
-                yield result
-        for result in list(self._unreported.values()):
-            del self._unreported[result.call]
-            result.status = "error"
-            result.error = "timeout: the seat did not finish by the panel deadline"
-            yield result
+        # the client enforces each seat's deadline; the core's grace only guards a stuck thread
+        return self.seats.progress(tick)
 
     def abandon(self) -> None:
         """The caller left: stop every seat still running (their connections are closed)."""
@@ -453,7 +416,7 @@ class PanelRun:
         self.record(results)
 
     def seat_number(self, result: SeatResult) -> int:
-        return self.results.index(result) + 1
+        return self._number[result.call] + 1
 
     # -- pick mode ------------------------------------------------------------------------------
     def preference(self, results: list[SeatResult]) -> list[SeatResult]:
@@ -490,18 +453,18 @@ class PanelRun:
         panel (or this does, when none is left or the deadline already gave up on them)."""
         with self._lock:
             self._detached = True
-            now = self._left == 0 or not self._unreported
+            now = self._left == 0 or self.seats.settled
         if now:
             self.record(self.results)
 
     # -- the end --------------------------------------------------------------------------------
     def failure(self, results: list[SeatResult]) -> PanelistError:
         """The error for a panel none of whose answers can be the reply (every seat ended)."""
-        seats = [r.public() for r in self.in_seat_order(results)]
+        seats = [public(r) for r in self.in_seat_order(results)]
         name = self.req.collection.model_id
-        said = "; ".join(f"{pick.label(r)} {r.alias}: {r.error or r.status}"[:200]
+        said = "; ".join(f"{pick.label(r)} {r.alias}: {r.reason or r.status}"[:200]
                          for r in self.in_seat_order(results) if not r.answered)
-        if results and all(r.error.startswith("rate_limit:") for r in results):
+        if results and all(r.reason.startswith("rate_limit:") for r in results):
             wait = self._soonest_rest([r.alias for r in results])
             return Unavailable(
                 f"every seat of {name} was rate limited ({said}); try again in {wait} s "
@@ -540,7 +503,7 @@ class PanelRun:
     def finish_later(self, results: list[SeatResult], *, verdict_url: str | None = None):
         """``finish`` on a seat thread, so a streaming caller can keep its client alive while
         the merger works; returns a Future of the reply."""
-        return self.panels._pool.submit(self.finish, results, verdict_url=verdict_url)
+        return self.panels.seats.submit(self.finish, results, verdict_url=verdict_url)
 
     def _merge(self, results: list[SeatResult]) -> None:
         panels = self.panels
@@ -559,8 +522,6 @@ class PanelRun:
             self.note = why
             self._fall_back(results)
             return
-        self.merger = SeatResult(call=f"{self.panel}.merger", seat="merger", alias=model.alias,
-                                 served=model.served)
         # the caller's budget was for one answer; the merger's is its own (merge.budget)
         params = {k: v for k, v in self.req.params.items()
                   if k not in ("max_tokens", "max_completion_tokens")}
@@ -568,7 +529,9 @@ class PanelRun:
             else "max_tokens"
         params[budget_key] = merge.budget(ordered, window_of(model, states.get(model.alias)),
                                           size)
-        panels.call(self, Seat("merger", 1, model), self.merger, messages, params)
+        self.merger = panels.seats.ask(
+            self._call(Seat("merger", 1, model), messages, params), deadline=self.deadline, cancel=self.cancel, log=self._log, learn=panels.learn,
+            scrub=self._scrub, max_pause=self._max_pause)
         why = pick.problem(self.merger, fmt)
         if why is None:
             self.answer = self.merger
@@ -619,7 +582,7 @@ class PanelRun:
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "shape_by": self.req.shape_by,
             "reply": self.req.reply_mode,
-            "seats": [r.public() if r.call in ended else
+            "seats": [public(r) if r.call in ended else
                       {"call": r.call, "seat": r.seat, "alias": r.alias, "status": "running"}
                       for r in self.results],
             "skipped": self.seating.skipped,
@@ -627,7 +590,7 @@ class PanelRun:
             "verdict": verdict_hint(verdict_url),
         }
         if self.merger is not None:
-            bench["merger"] = self.merger.public()
+            bench["merger"] = public(self.merger)
         if self.answer is not None and self.answer is not self.merger:
             bench["picked"] = self.picked()
         if self.note:
@@ -680,7 +643,7 @@ class PanelRun:
             self._recorded = True
         self._release()  # done or given up: a seat that never reported counts no longer
         urls = self.req.images
-        seats = [dict(r.public(), served=r.served, answer=prompt.scrub(r.answer, urls))
+        seats = [dict(public(r), served=r.served, answer=prompt.scrub(r.answer, urls))
                  for r in self.in_seat_order(results)]
         record = {
             "panel": self.panel, "collection": self.req.collection.model_id,
@@ -689,7 +652,7 @@ class PanelRun:
             "reply": self.req.reply_mode, "prompt": self.req.text(), "seats": seats,
             "skipped": self.seating.skipped, "abandoned": self.abandoned}
         if self.merger is not None:
-            record["merger"] = dict(self.merger.public(), served=self.merger.served,
+            record["merger"] = dict(public(self.merger), served=self.merger.served,
                                     answer=prompt.scrub(self.merger.answer, urls))
         if self.answer is not None and self.answer is not self.merger:
             record["picked"] = self.picked()
@@ -717,7 +680,7 @@ def section(r: SeatResult, n: int) -> str:
         calls = "\n".join(f"- tool call `{c['function']['name']}` "
                           f"`{c['function']['arguments']}`" for c in r.tool_calls)
         return head + "\n\n".join(p for p in (text, calls) if p) + "\n"
-    return head + f"> {r.status}: {r.error or 'no answer'}\n"
+    return head + f"> {r.status}: {r.reason or 'no answer'}\n"
 
 
 def markdown(seats: list[SeatResult]) -> str:

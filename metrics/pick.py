@@ -48,9 +48,10 @@ def order(results: list, members: tuple[str, ...], states: dict,
 
 def problem(result, fmt) -> str | None:
     """Why ``result`` cannot be the reply to a request with ``response_format`` ``fmt``."""
-    if not result.answered:   # an error's text already starts with its kind
-        return result.error if result.status == "error" and result.error else \
-            f"{result.status}: {result.error or 'no answer'}"
+    if not result.answered:   # an error's reason already starts with its kind
+        said = reason(result)
+        return said if result.status == "error" and said else \
+            f"{result.status}: {said or 'no answer'}"
     if result.tool_calls:
         return None
     why = jsonshape.problem(result.answer, fmt)
@@ -103,6 +104,12 @@ def first_usable(ordered: list, fmt=None) -> Picker:
         if picker.offer(r):
             break
     return picker
+
+
+def reason(result) -> str:
+    """A failed seat's error as one line, ``kind: message``: a ``SeatResult``'s ``reason``, or
+    the ``error`` of a seat that carries the line whole (as read back from a reply)."""
+    return getattr(result, "reason", None) or result.error
 
 
 def label(result) -> str:

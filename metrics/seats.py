@@ -4,6 +4,11 @@ Every caller that asks models (the gateway's panel, the race, the suite) describ
 ``SeatCall``s (a label, a role, the roster ``Model``, messages, params) and hands them to one
 ``Seats``. It runs them in parallel (``start``) or one in the caller's thread (``ask``), through
 admission and the upstream client, and logs each result with its role to the log it was given.
+What is the caller's stays the caller's: the gateway's panel (``panel.py``) runs its seats as
+one set and keeps seating, the reply and its records; it plugs in its evidence log (a sink with
+``write(result)``), ``learn`` (cooldowns), ``scrub`` (image traces) and ``on_end`` (in-flight
+holds, the last seat of a picked panel). The race and the suite ``ask`` call by call into their
+own ``CallLog``s, so only the gateway's panels reach the evidence that seats panels.
 
 Invariants:
 
@@ -13,15 +18,21 @@ Invariants:
   (``SeatResult.check``).
 * Every call ends by its deadline: the earlier of the set's deadline and, once admitted, the
   call's own ``timeout``. Waiting for admission counts against the set's deadline (and the call's
-  ``wait``, when given), never against the model's own time.
+  ``wait``, when given), never against the model's own time, unless the call says
+  ``wait_in_timeout`` (a gateway seat: its ``timeout`` runs from its start, the wait included).
+* A set's results exist from its start (``SeatSet.results``, in call order) and each is filled
+  in place as its call ends; ``on_end`` runs after the call is logged and before its result is
+  handed over. A call stuck past the set's deadline (plus a grace) is handed over as a timeout;
+  its own thread still logs it if it ever ends.
 * Setting the set's cancel flag stops every call: those waiting for admission stop waiting,
   those in flight have their connection cut, those not begun are never sent.
 * Each call is logged once, as it finishes, with one locked single-write append (``CallLog``):
   never its messages (they may be large and are the caller's to keep), always its role, status,
   tokens, time, attempts and the caller's own fields (``meta``).
 * A rate limit that states a Retry-After pauses the endpoint in admission (so every process
-  waits); a call is tried again only when its ``retries`` allow, the failure is transient
-  (rate limit, server error, connection) and the deadline leaves room.
+  waits; at most ``max_pause`` seconds when the caller caps it); a call is tried again only
+  when its ``retries`` allow, the failure is transient (rate limit, server error, connection)
+  and the deadline leaves room.
 """
 
 from __future__ import annotations
@@ -61,19 +72,27 @@ class SeatCall:
     params: dict = field(default_factory=dict)   # everything else in the body (tools, …)
     timeout: float = 120.0     # seconds the model may take once the call is admitted
     wait: float | None = None  # seconds it may wait for admission (None: up to the deadline)
+    # True: ``timeout`` runs from the call's start and covers its wait for admission too (the
+    # gateway's seat deadline); False: it starts once the call is admitted
+    wait_in_timeout: bool = False
     retries: int = 0           # further attempts after a transient failure
     meta: dict = field(default_factory=dict)     # the caller's fields, logged with the result
 
 
 @dataclass
 class SeatResult:
-    label: str
-    role: str
+    """How one call ended. ``call`` is its call id (the ``SeatCall``'s label), ``seat`` its role
+    and ``answer`` its text; ``label``, ``role`` and ``text`` read the same fields under the
+    ``SeatCall``'s names. ``error`` is the message alone, ``error_kind`` its kind; ``reason``
+    joins them as one line."""
+
+    call: str
+    seat: str
     alias: str
     served: str
-    endpoint: str
+    endpoint: str = ""
     status: str = "error"       # one of STATUSES
-    text: str = ""
+    answer: str = ""
     tool_calls: list = field(default_factory=list)
     finish_reason: str = ""
     tokens: dict = field(default_factory=dict)   # {"prompt", "completion", "total"}
@@ -87,12 +106,32 @@ class SeatResult:
     @classmethod
     def of(cls, call: SeatCall) -> "SeatResult":
         m = call.model
-        return cls(label=call.label, role=call.role, alias=m.alias, served=m.served,
-                   endpoint=m.endpoint, meta=dict(call.meta))
+        return cls(call=call.label, seat=call.role, alias=m.alias, served=m.served,
+                   endpoint=m.endpoint, meta=dict(call.meta) if call.meta else {})
+
+    @property
+    def label(self) -> str:
+        return self.call
+
+    @property
+    def role(self) -> str:
+        return self.seat
+
+    @property
+    def text(self) -> str:
+        return self.answer
 
     @property
     def answered(self) -> bool:
         return self.status in ANSWERED
+
+    @property
+    def reason(self) -> str:
+        """The error as one line: ``kind: message`` (an empty answer's message says so itself,
+        and an error given without a kind, as a seat read back from a reply, is kept whole)."""
+        if self.error_kind and self.status != "empty":
+            return f"{self.error_kind}: {self.error}"
+        return self.error
 
     def record(self) -> dict:
         """What the call log keeps: everything but the messages."""
@@ -159,6 +198,7 @@ class Admission(Protocol):
 
 Learn = Callable[[Model, UpstreamError], None]
 Scrub = Callable[[str], str]
+OnEnd = Callable[["SeatResult"], None]
 
 
 class _NotAdmitted(Exception):
@@ -172,12 +212,12 @@ class Seats:
     an edit of the roster applies to the next call). ``admission``: None means no limits."""
 
     def __init__(self, roster, upstream: Upstream | None = None, *, admission=None,
-                 max_workers: int = 256):
+                 max_workers: int = 256, thread_name: str = "seats"):
         self.roster = roster
         self.upstream = upstream or Upstream()
         self._own_upstream = upstream is None
         self.admission = admission
-        self._max_workers = max_workers
+        self._max_workers, self._prefix = max_workers, thread_name
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -187,20 +227,28 @@ class Seats:
         if self._own_upstream:
             self.upstream.close()
 
-    def _submit(self, fn, *args):
+    def submit(self, fn, *args, **kw):
+        """Run ``fn`` on the core's threads (a caller's follow-up, such as a merge); a Future."""
         with self._pool_lock:
             if self._pool is None:   # made on first use: a caller of ``ask`` alone needs none
                 self._pool = ThreadPoolExecutor(max_workers=self._max_workers,
-                                                thread_name_prefix="seats")
-            return self._pool.submit(fn, *args)
+                                                thread_name_prefix=self._prefix)
+            return self._pool.submit(fn, *args, **kw)
 
     # -- a set -------------------------------------------------------------------------------------
     def start(self, calls: Iterable[SeatCall], *, timeout: float,
               cancel: threading.Event | None = None, log: CallSink | None = None,
-              learn: Learn | None = None, scrub: Scrub | None = None) -> "SeatSet":
-        """Start every call at once; the set's deadline is ``timeout`` seconds from now."""
+              learn: Learn | None = None, scrub: Scrub | None = None,
+              on_end: OnEnd | None = None, max_pause: float | None = None) -> "SeatSet":
+        """Start every call at once; the set's deadline is ``timeout`` seconds from now.
+
+        ``on_end(result)`` runs on the call's thread once the call is logged and before its
+        result is handed over (the gateway releases the seat's in-flight hold there, and the
+        last seat of a picked panel records it); ``max_pause`` caps the pause a stated
+        Retry-After puts on an endpoint."""
         return SeatSet(self, list(calls), time.monotonic() + timeout,
-                       cancel if cancel is not None else CancelFlag(), log, learn, scrub)
+                       cancel if cancel is not None else CancelFlag(), log, learn, scrub,
+                       on_end, max_pause)
 
     def run(self, calls: Iterable[SeatCall], *, timeout: float, **kw) -> list[SeatResult]:
         """``start`` and wait: every result, in the order the calls were given."""
@@ -209,16 +257,21 @@ class Seats:
     # -- one call ----------------------------------------------------------------------------------
     def ask(self, call: SeatCall, *, deadline: float, cancel: threading.Event | None = None,
             log: CallSink | None = None, learn: Learn | None = None,
-            scrub: Scrub | None = None) -> SeatResult:
+            scrub: Scrub | None = None, max_pause: float | None = None,
+            result: SeatResult | None = None) -> SeatResult:
         """Make one call in this thread, by ``deadline`` (``time.monotonic()``); never raises.
 
         ``learn(model, error)`` hears every upstream failure (the gateway cools models down);
         ``scrub(text)`` cleans an error's text before anyone sees it (the gateway hides image
-        URLs an upstream may echo)."""
-        result = SeatResult.of(call)
+        URLs an upstream may echo); ``max_pause`` caps a Retry-After's pause of the endpoint.
+        ``result`` (as ``SeatResult.of(call)`` made it) is filled in place of a new one, so whoever
+        holds it sees the call end."""
+        result = result if result is not None else SeatResult.of(call)
         t0 = time.monotonic()
+        if call.wait_in_timeout:
+            deadline = min(deadline, t0 + call.timeout)
         try:
-            self._attempts(call, result, deadline, cancel, learn)
+            self._attempts(call, result, deadline, cancel, learn, max_pause)
         except EmptyAnswer as exc:
             result.status, result.error_kind, result.error = "empty", exc.kind, exc.message
         except _NotAdmitted as exc:
@@ -239,12 +292,12 @@ class Seats:
         if log is not None:
             try:
                 log.write(result)
-            except OSError as exc:   # a full disk loses the line, never the answer
+            except Exception as exc:   # a full disk or a broken sink loses the line, not the answer
                 result.meta.setdefault("log_error", f"{type(exc).__name__}: {exc}")
         return result
 
     def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                  learn: Learn | None) -> None:
+                  learn: Learn | None, max_pause: float | None) -> None:
         backoff = BACKOFF
         while True:
             result.attempts += 1
@@ -253,7 +306,7 @@ class Seats:
             except TRANSIENT as exc:
                 if learn is not None:
                     learn(call.model, exc)
-                pause = self._pause(call.model, exc)
+                pause = self._pause(call.model, exc, max_pause)
                 if result.attempts > call.retries:
                     raise
                 delay = pause if pause is not None else backoff
@@ -271,7 +324,7 @@ class Seats:
                     learn(call.model, exc)
                 raise
             result.status = "tool_calls" if answer.tool_calls else "ok"
-            result.text, result.tokens = answer.text, answer.tokens or {}
+            result.answer, result.tokens = answer.text, answer.tokens or {}
             result.tool_calls, result.finish_reason = answer.tool_calls, answer.finish_reason
             return
 
@@ -306,11 +359,13 @@ class Seats:
             return self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
                                       timeout=min(call.timeout, left), cancel=cancel)
 
-    def _pause(self, model: Model, exc: UpstreamError) -> float | None:
+    def _pause(self, model: Model, exc: UpstreamError, cap: float | None) -> float | None:
         """A stated Retry-After: the endpoint pauses for everyone; returns the seconds."""
         seconds = getattr(exc, "retry_after", None)
         if not isinstance(exc, RateLimited) or not seconds or seconds <= 0:
             return None
+        if cap is not None:   # a Retry-After of a year must not stop an endpoint for a year
+            seconds = min(seconds, cap)
         if self.admission is not None:
             self.admission.pause(model.endpoint, seconds, exc.message[:200])
         return seconds
@@ -321,28 +376,39 @@ class SeatSet:
 
     def __init__(self, seats: Seats, calls: list[SeatCall], deadline: float,
                  cancel: threading.Event, log: CallSink | None, learn: Learn | None,
-                 scrub: Scrub | None):
+                 scrub: Scrub | None, on_end: OnEnd | None = None,
+                 max_pause: float | None = None):
         labels = [c.label for c in calls]
         if len(set(labels)) != len(labels):
             raise ValueError("every call of a set needs its own label; "
                              f"repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
         self.calls, self.deadline, self.cancel = calls, deadline, cancel
-        self._log = log
         self._finished: queue.SimpleQueue[tuple[int, SeatResult]] = queue.SimpleQueue()
         self._unreported = set(range(len(calls)))
-        self._results: list[SeatResult | None] = [None] * len(calls)
+        # one result per call from the start, each filled in place as its call ends
+        self.results = [SeatResult.of(call) for call in calls]
+        kw = {"log": log, "learn": learn, "scrub": scrub, "max_pause": max_pause}
         for i, call in enumerate(calls):
-            seats._submit(self._run, seats, i, call, log, learn, scrub)
+            seats.submit(self._run, seats, i, call, kw, on_end)
 
-    def _run(self, seats: Seats, i: int, call: SeatCall, log, learn, scrub) -> None:
-        # ``ask`` never raises, so every call reports here
-        self._finished.put((i, seats.ask(call, deadline=self.deadline, cancel=self.cancel,
-                                         log=log, learn=learn, scrub=scrub)))
+    def _run(self, seats: Seats, i: int, call: SeatCall, kw: dict, on_end) -> None:
+        result = seats.ask(call, deadline=self.deadline, cancel=self.cancel,
+                           result=self.results[i], **kw)   # never raises
+        try:
+            if on_end is not None:
+                on_end(result)
+        finally:   # handed over whatever happened, so nobody waits for the deadline
+            self._finished.put((i, result))
+
+    @property
+    def settled(self) -> bool:
+        """Whether every result has been handed over (or given up by ``progress``)."""
+        return not self._unreported
 
     def progress(self, tick: float = 0.25) -> Iterator[SeatResult | None]:
         """Yield each result once, as its call finishes, and None every ``tick`` seconds while
         calls still run (so the caller can check on its client). A call stuck past the deadline
-        (plus a grace) is given up as a timeout."""
+        (plus a grace) is given up as a timeout; it is logged by its own thread if it ever ends."""
         while self._unreported:
             left = self.deadline + GRACE - time.monotonic()
             if left <= 0:
@@ -354,23 +420,19 @@ class SeatSet:
                 continue
             if i in self._unreported:
                 self._unreported.discard(i)
-                self._results[i] = result
                 yield result
         for i in sorted(self._unreported):
             self._unreported.discard(i)
-            result = SeatResult.of(self.calls[i])
-            result.error_kind = "timeout"
+            result = self.results[i]
+            result.status, result.error_kind = "error", "timeout"
             result.error = "the call did not finish by its set's deadline"
-            if self._log is not None:
-                self._log.write(result)
-            self._results[i] = result
             yield result
 
     def wait(self) -> list[SeatResult]:
         """Every result, in the order the calls were given."""
         for _ in self.progress():
             pass
-        return list(self._results)
+        return list(self.results)
 
     def abandon(self) -> None:
         """Stop every call still waiting or running; they end as ``cancelled``."""
