@@ -177,6 +177,7 @@ class Panels:
         self.roster = Roster(home)
         self.collections = Collections(home)
         self.ledger = ledger or Ledger(home.gateway_runs)
+        self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
         self.upstream = upstream or Upstream()
         self.admission = Admission(home)   # limits per endpoint, shared with other processes
         # the seats core asks the models; its threads are made only as seats need them and then
@@ -213,7 +214,7 @@ class Panels:
         with self._seating:
             now = time.time()
             states = self.ledger.states(view.models.keys(), req.shape, now)
-            suiteevidence.adjust(self.home, states, req.shape)   # the suite counts too
+            suiteevidence.adjust(self.suite, states, req.shape)   # the suite counts too
             seating = seat_panel(req.collection, view, states,
                                  explorers=req.collection.explorers(limits),
                                  estimate=req.estimate, images=bool(req.images),
@@ -516,7 +517,7 @@ class PanelRun:
                                       response_format=fmt, tools=self.req.tools)
         size = prompt.estimate_tokens(messages)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
-        suiteevidence.adjust(panels.home, states, self.req.shape)
+        suiteevidence.adjust(panels.suite, states, self.req.shape)
         model, why = merge.choose(self.req.collection, view, states, size, time.time())
         if model is None:
             self.note = why

@@ -334,7 +334,7 @@ class Seats:
         endpoint = view.endpoints.get(model.endpoint)
         if endpoint is None:
             raise UpstreamError(f"endpoint '{model.endpoint}' of {model.alias} is gone from the "
-                                "roster; add it back or race another model")
+                                "roster; add the endpoint back, or use another model")
         if cancel is not None and cancel.is_set():
             raise Cancelled(f"call {call.label} not made: its set was cancelled")
         body = dict(call.params, model=model.served, messages=call.messages)

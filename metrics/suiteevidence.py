@@ -20,9 +20,8 @@ of the rotation (``route.py``) still hold, since weights stay between 1 and 2.
 
 Cost: seating stays O(1) in the size of the suite log. The samples file is followed from its
 last read offset (``jsonl.Tail``) and summed up again only when its size or mtime changed; a
-request costs one ``stat`` and a dict lookup per model. The per-model counts live in one
-``SuiteEvidence`` per samples file, shared by every ``Panels`` of the process on that data folder
-(``for_home``): keyed by the file, so two servers on two data folders never share one.
+request costs one ``stat`` and a dict lookup per model. A ``Panels`` owns one ``SuiteEvidence``
+for its data folder (``of_home``).
 """
 
 from __future__ import annotations
@@ -41,6 +40,10 @@ REAL_ENOUGH = 20   # real verdicts for the shape past which the suite no longer 
 
 class SuiteEvidence:
     """Per model ``(right, counted)`` from one samples file, refreshed when the file changes."""
+
+    @classmethod
+    def of_home(cls, home: Home) -> "SuiteEvidence":
+        return cls(Path(home.root) / "runs" / "suite" / "samples.jsonl")
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -103,26 +106,12 @@ def summarise(version: dict[str, str], scored: dict[tuple, tuple]) -> dict:
     return out
 
 
-_shared: dict[Path, SuiteEvidence] = {}
-_shared_lock = threading.Lock()
-
-
-def for_home(home: Home) -> SuiteEvidence:
-    """The data folder's suite evidence, one per samples file in this process."""
-    path = (Path(home.root) / "runs" / "suite" / "samples.jsonl").resolve()
-    with _shared_lock:
-        found = _shared.get(path)
-        if found is None:
-            found = _shared[path] = SuiteEvidence(path)
-        return found
-
-
-def adjust(home: Home, states: dict, shape: str) -> dict:
+def adjust(evidence: SuiteEvidence, states: dict, shape: str) -> dict:
     """``states`` (``Ledger.states`` for ``shape``) with suite records counted by the rule;
     the same dict, its entries replaced, for ``review``; untouched for any other shape."""
     if shape != SHAPE:
         return states
-    record = for_home(home).record()
+    record = evidence.record()
     if not record:
         return states
     for alias, state in states.items():
