@@ -14,6 +14,7 @@ import _bootstrap  # noqa: E402,F401  (the checkout imports itself as ``panelist
 
 import json  # noqa: E402
 import os  # noqa: E402
+import socket  # noqa: E402
 import socketserver  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -202,3 +203,37 @@ def gateway(home):
 
 def read_jsonl(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def logged(home) -> list[dict]:
+    """The panels in the call log, oldest first (none yet: an empty list)."""
+    path = home.gateway_runs / "calls.jsonl"
+    return read_jsonl(path) if path.exists() else []
+
+
+def seat_bodies(sim, prompt: str) -> list[dict]:
+    """The chat bodies the seats were sent for a prompt (the merger's is not among them)."""
+    return [r["body"] for r in sim.requests
+            if any(m.get("content") == prompt for m in r["body"]["messages"]
+                   if isinstance(m, dict))]
+
+
+def openai_client(gateway):
+    """The openai package pointed at a gateway, without its own retries."""
+    import openai
+    return openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
+                         timeout=PATIENCE)
+
+
+def raw_stream(gw, body) -> tuple[str, bytes]:
+    """A streamed chat request over a raw socket: the response head and body as they came."""
+    raw = json.dumps(dict(body, stream=True)).encode()
+    with socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                  b"Connection: close\r\n\r\n%s" % (gw.server.port, len(raw), raw))
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode(), rest

@@ -3,7 +3,6 @@ undelivered panels are listed apart; verdicts by panel id and model alias (ledge
 
 import json
 import socket
-import time
 
 import pytest
 

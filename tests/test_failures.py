@@ -3,12 +3,11 @@ a 503 with Retry-After), never a 200 carrying error text; streamed or not, in ev
 with the seats in the error body and the panel logged all the same."""
 
 import json
-import socket
 
 import openai
 import pytest
 
-from conftest import PATIENCE, TEST_MODELS, read_jsonl
+from conftest import PATIENCE, TEST_MODELS, raw_stream, read_jsonl
 from panelist.metrics.cli import main
 
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]
@@ -18,19 +17,6 @@ def fail_everyone(sim, **how):
     for alias in TEST_MODELS:
         sim.script(alias, **how)
 
-
-def raw_stream(gw, body) -> tuple[str, bytes]:
-    """A streamed request over a raw socket: the response head and body as they came."""
-    raw = json.dumps(dict(body, stream=True)).encode()
-    with socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: %d\r\n"
-                  b"Connection: close\r\n\r\n%s" % (gw.server.port, len(raw), raw))
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return head.decode(), rest
 
 
 @pytest.mark.parametrize("mode", ["all", "merged", "pick"])

@@ -5,10 +5,10 @@ import json
 import threading
 
 import httpx
-import openai
 import pytest
 
-from conftest import PATIENCE, Gateway, move_to, read_jsonl, wait_until
+from conftest import (Gateway, PATIENCE, move_to, openai_client, raw_stream, read_jsonl,
+                      wait_until)
 from panelist.gateway import make_gateway
 
 TOOLS = [{"type": "function", "function": {
@@ -23,10 +23,6 @@ def set_limits(home, **limits):
     path = home.file("gateway.json")
     path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
-
-def client_of(gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                         timeout=PATIENCE)
 
 
 def panels_logged(home) -> dict:
@@ -47,7 +43,7 @@ def test_the_openai_tool_loop_through_pick_keeps_the_best_member(gateway, home, 
     for alias in ("fast", "mid", "slow"):
         sim.script(alias, tool_calls=LOOKUP)
     judge_useful(gateway, "mid")   # mid's useful rate is now the best of the members
-    with client_of(gateway) as client:
+    with openai_client(gateway) as client:
         raw = client.chat.completions.with_raw_response.create(
             model="bench/trio:pick", messages=ASK, tools=TOOLS)
         first = raw.parse()
@@ -191,22 +187,13 @@ def test_explorers_answer_when_every_member_failed(gateway, sim):
 
 def stream_events(gw, body) -> tuple[str, list]:
     """A raw streamed request: its status line and its data events, JSON-decoded."""
-    import socket
-    raw = json.dumps(body).encode()
-    with socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: %d\r\n"
-                  b"Connection: close\r\n\r\n%s" % (gw.server.port, len(raw), raw))
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
+    head, rest = raw_stream(gw, body)
     events = [line[6:] for line in rest.decode().split("\n") if line.startswith("data: ")]
-    return head.decode(), [e if e == "[DONE]" else json.loads(e) for e in events]
+    return head, [e if e == "[DONE]" else json.loads(e) for e in events]
 
 
 def test_streaming_pick_sends_the_picked_text_and_tool_calls_as_openai_does(gateway, sim):
-    with client_of(gateway) as client:
+    with openai_client(gateway) as client:
         with client.chat.completions.stream(model="bench/trio:pick", messages=ASK) as stream:
             text = "".join(e.delta for e in stream if e.type == "content.delta")
             final = stream.get_final_completion()

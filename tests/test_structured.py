@@ -8,7 +8,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from conftest import PATIENCE, read_jsonl, wait_until
+from conftest import openai_client, read_jsonl, wait_until
 from panelist.metrics.collection import Collections
 from panelist.metrics.roster import Roster
 
@@ -37,10 +37,6 @@ def set_limits(home, **limits):
     path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
-def client_of(gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                         timeout=PATIENCE)
-
 
 def merger_requests(sim) -> list[dict]:
     return [r["body"] for r in sim.requests if "## The seats" in json.dumps(r["body"])]
@@ -48,7 +44,7 @@ def merger_requests(sim) -> list[dict]:
 
 @pytest.mark.parametrize("model", ["bench/trio:pick", "bench/trio:merged"])
 def test_parse_with_a_pydantic_model(gateway, sim, model):
-    with client_of(gateway) as client:
+    with openai_client(gateway) as client:
         done = client.beta.chat.completions.parse(model=model, messages=ASK,
                                                   response_format=Review, max_tokens=20)
     parsed = done.choices[0].message.parsed
@@ -167,7 +163,7 @@ def test_all_mode_refuses_tools_and_json_naming_pick_and_merged(gateway, sim, ex
     message = body["error"]["message"]
     assert wanted in message and "bench/trio:pick" in message and "bench/trio:merged" in message
     assert not sim.requests, "a refused request reached a seat"
-    with client_of(gateway) as client:
+    with openai_client(gateway) as client:
         with pytest.raises(openai.BadRequestError) as err:
             client.chat.completions.create(model="bench/trio:all", messages=ASK, **extra)
     assert "bench/trio:pick" in err.value.message

@@ -7,7 +7,8 @@ import json
 import openai
 import pytest
 
-from conftest import PATIENCE, Gateway, move_to, read_jsonl, wait_until
+from conftest import (Gateway, PATIENCE, logged, move_to, read_jsonl, seat_bodies,
+                      wait_until)
 from panelist.gateway import make_gateway
 from panelist.metrics import wire_responses
 from panelist.metrics.collection import Collections
@@ -33,16 +34,6 @@ def client(gateway):
         yield c
 
 
-def logged(home) -> list[dict]:
-    path = home.gateway_runs / "calls.jsonl"
-    return read_jsonl(path) if path.exists() else []
-
-
-def seat_bodies(sim, prompt: str) -> list[dict]:
-    """The chat bodies the seats were sent for a prompt (the merger's is not among them)."""
-    return [r["body"] for r in sim.requests
-            if any(m.get("content") == prompt for m in r["body"]["messages"]
-                   if isinstance(m, dict))]
 
 
 # -- the openai package ---------------------------------------------------------------------------
