@@ -1,6 +1,7 @@
 """Faults: broken upstreams, slow and vanishing clients, a SIGKILLed gateway, two gateways on one
 data folder, and config files saved by two processes at once."""
 
+import http.client
 import json
 import os
 import re
@@ -237,8 +238,8 @@ def load(gw, stop: threading.Event, done: list, headers=None) -> None:
     while not stop.is_set():
         try:
             status, body, _ = ask(gw, headers=headers)
-        except OSError:
-            return   # the gateway is gone
+        except (OSError, http.client.HTTPException):
+            return   # the gateway is gone (killed mid-reply: an incomplete read)
         if status == 200:
             done.append(body["bench"])
 
