@@ -1,0 +1,70 @@
+"""Alerts: what changed in the roster without a person doing it, for a person to notice.
+
+``runs/alerts.jsonl`` holds one line per alert: ``{"v", "ts", "kind", "subject", "message",
+...}``, appended under the shared JSONL lock (``jsonl.Appender``), so the gateway, a probe and a
+CLI command can raise alerts on one data folder at once. Kinds in use: ``retired`` and
+``restored`` (a model by health), ``went_paid`` (a price rose from zero). An alert is never
+edited or removed; ``recent`` reads the newest from the file's end, so showing them costs the
+same however long the file grows.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from panelist.metrics import jsonl, jsonwire
+from panelist.metrics.home import Home
+
+TAIL_BYTES = 256 * 1024   # how far back from the end ``recent`` reads
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+class Alerts:
+    """The alerts of one data folder."""
+
+    def __init__(self, home: Home):
+        self.path = Path(home.root) / "runs" / "alerts.jsonl"
+        self._appender: jsonl.Appender | None = None
+
+    def raise_alert(self, kind: str, subject: str, message: str, **fields) -> dict:
+        """Append one alert; ``subject`` is what it is about (a model alias, an endpoint)."""
+        record = {"v": jsonl.SCHEMA, "ts": _iso(time.time()), "kind": kind,
+                  "subject": subject, "message": message, **fields}
+        if self._appender is None:
+            self._appender = jsonl.Appender(self.path)
+        self._appender.append(record)
+        return record
+
+    def recent(self, limit: int = 50) -> list[dict]:
+        """The newest alerts first, at most ``limit``, read from the last ``TAIL_BYTES``."""
+        try:
+            with open(self.path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                f.seek(max(0, size - TAIL_BYTES))
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        lines = data.split(b"\n")
+        if size > TAIL_BYTES:
+            lines = lines[1:]   # the first is likely cut in the middle
+        out = []
+        for line in reversed(lines):
+            if len(out) >= limit:
+                break
+            try:
+                record = jsonwire.loads(line)
+            except ValueError:
+                continue   # a torn or empty line
+            if isinstance(record, dict):
+                out.append(record)
+        return out
+
+    def close(self) -> None:
+        if self._appender is not None:
+            self._appender.close()
+            self._appender = None
