@@ -89,7 +89,7 @@ class Decider:
             return
         model = decider_of(self.roster)
         if model is None:
-            req.shape_by = ("auto: no decider on the roster (mark one with "
+            req.shape_by = ("auto: no decider in service on the roster (mark one with "
                             "`panelist model decider ALIAS`)")
             return
         shapes = known_shapes(self.ledger, self.collections)
