@@ -14,7 +14,7 @@ value that is not a whole number of 1 or more is ignored on read, as if absent.
 
 At most one model is the decider (``decider: true``, the model that labels the prompts of an
 ``auto`` collection): marking one clears the mark on every other in the same write. The mark is
-stored only when set, so a roster without a decider reads as before.
+stored and shown (``public``) only when set, so a roster without a decider reads as before.
 """
 
 from __future__ import annotations
@@ -68,7 +68,11 @@ class Model:
     decider: bool = False
 
     def public(self) -> dict:
-        return asdict(self)
+        """The model's fields; ``decider`` only on the decider (see the module's docstring)."""
+        out = asdict(self)
+        if not self.decider:
+            del out["decider"]
+        return out
 
 
 LIMIT_FIELDS = ("max_concurrent", "rpm")
@@ -279,8 +283,7 @@ class Roster:
                   expect: str | None = None, **fields) -> Model:
         """Create or replace a model. ``expect``: see ``configfile.check_version``."""
         model = check_model(self.view(), alias, endpoint, **fields)
-        new = {k: v for k, v in model.public().items()
-               if k != "alias" and (k != "decider" or v)}
+        new = {k: v for k, v in model.public().items() if k != "alias"}
 
         def change(doc):
             if endpoint not in (doc.get("endpoints") or {}):
