@@ -16,8 +16,9 @@ Invariants:
   ``shape_by`` says which, and ``Request.decider`` keeps the label, confidence and the call
   (status, seconds, call id) for ``bench`` and the call log.
 * A panel with no explorer seats to fill asks nothing: members are seated whatever the shape.
-* A parsed answer is cached per prompt hash (a bounded LRU per ``Panels``): the same prompt is
-  asked once. Failures are not cached, so a decider that recovers is asked again.
+* A parsed answer is cached per prompt hash (a bounded LRU per ``Panels``; the hash covers the
+  decider and the known shapes too, so a new decider or a new shape asks afresh): the same prompt
+  is asked once. Failures are not cached, so a decider that recovers is asked again.
 """
 
 from __future__ import annotations
