@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--price-in", type=float, metavar="X", help="per million input tokens")
     a.add_argument("--price-out", type=float, metavar="Y", help="per million output tokens")
     a.add_argument("--currency", metavar="CUR")
+    a.add_argument("--decider", action="store_true",
+                   help="this model labels the prompts of shape-auto collections (one at a time)")
+    mo.add_parser("decider", parents=[common], help="make one model the decider (labels the "
+                  "prompts of shape-auto collections)").add_argument("alias")
     mo.add_parser("list", parents=[common])
     mo.add_parser("rm", parents=[common]).add_argument("alias")
     mo.add_parser("restore", parents=[common],
@@ -322,8 +326,15 @@ def cmd_model(args, out: Out) -> int:
         m = roster.add_model(args.alias, args.endpoint, served=args.served, family=args.family,
                              grade=args.grade, context=args.context, max_output=args.max_output,
                              vision=args.vision, tools=args.tools, price_in=args.price_in,
-                             price_out=args.price_out, currency=args.currency)
-        out.result(m.public(), f"model {m.alias} → {m.endpoint}:{m.served}")
+                             price_out=args.price_out, currency=args.currency,
+                             decider=args.decider)
+        out.result(m.public(), f"model {m.alias} → {m.endpoint}:{m.served}"
+                   + (" (the decider)" if m.decider else ""))
+    elif args.verb == "decider":
+        changed = roster.set_decider(args.alias)
+        out.result({"decider": args.alias, "changed": changed},
+                   f"{args.alias} is now the decider" if changed else
+                   f"{args.alias} was already the decider; nothing to do")
     elif args.verb == "rm":
         users = Collections(home).using(args.alias)
         if users:

@@ -8,6 +8,8 @@ verbatim, for agents and structured output). Explorer seats per panel:
 ``min(max_explorers, max_calls - members)``, never below zero. Names say what a collection is for
 (lower-case letters, digits, '-'); there is no default collection: naming none, or one that does
 not exist, is refused with every collection listed so the caller learns how to choose.
+A shape is one lower-case word fixed on the collection, or ``auto``: each prompt is then labelled
+by the roster's decider model within ``decider_budget`` seconds (``decider.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ PREFIX = "bench/"
 NAME = re.compile(r"[a-z0-9-]{1,64}")
 TAG = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 SHAPE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+# a collection whose shape is AUTO has each prompt labelled by the roster's decider (decider.py)
+AUTO = "auto"
 REPLIES = ("all", "merged", "pick")   # the reply modes; the first is the default
 MAX_DESCRIPTION = 300
 MAX_TAGS = 8
@@ -38,6 +42,7 @@ class Limits:
     panel_timeout: float = 300.0  # seconds the whole request may take, merge included
     cooldown: float = 60.0        # seconds a rate-limited model rests when the upstream names none
     max_cooldown: float = 3600.0  # the longest rest an upstream's Retry-After can impose
+    decider_budget: float = 2.0   # seconds the decision model may take to label an `auto` panel
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ def check_limits(values: dict) -> Limits:
             raise ConfigInvalid(f"gateway.json: {name} must be a whole number of 0 or more")
     if limits.max_calls < 1:
         raise ConfigInvalid("gateway.json: max_calls must be at least 1")
-    for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown"):
+    for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown", "decider_budget"):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             raise ConfigInvalid(f"gateway.json: {name} must be a number of seconds above 0")
@@ -260,7 +265,8 @@ def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
         raise ConfigInvalid("tags must not repeat")
     shape = shape or ""
     if shape and not SHAPE.fullmatch(shape):
-        raise ConfigInvalid(f"shape '{shape}' is not valid: one lower-case word such as review")
+        raise ConfigInvalid(f"shape '{shape}' is not valid: one lower-case word such as review, "
+                            f"or '{AUTO}' to have the decider model label each prompt")
     if reply not in REPLIES:
         raise ConfigInvalid(f"reply must be one of {', '.join(REPLIES)}, got {reply!r}")
     merger = merger or ""

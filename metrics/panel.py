@@ -42,7 +42,8 @@ from typing import Callable, Iterator
 from panelist.metrics import history, jsonshape, merge, pick, prompt, suiteevidence
 from panelist.metrics.admission import Admission
 from panelist.metrics.client import CancelFlag, Upstream
-from panelist.metrics.collection import REPLIES, Collection, Collections
+from panelist.metrics.collection import AUTO, REPLIES, Collection, Collections
+from panelist.metrics.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
@@ -87,6 +88,7 @@ class Request:
     # the members' ledger states for the shape as seating saw them (set by ``Panels.seat``):
     # the pick order is read from them, so picking costs no second look at the ledger
     member_states: dict = field(default_factory=dict)
+    decider: dict | None = None   # an ``auto`` shape's label and the decider's call (decider.py)
 
     def text(self) -> str:
         """The request as it may be written down: images are placeholders."""
@@ -154,7 +156,7 @@ def parse_request(body, collections: Collections) -> Request:
         raise BadRequest(f"'with' must be a list of at most {MAX_NOMINEES} model aliases",
                          param="with")
     images = prompt.image_urls(messages)
-    if collection.shape:
+    if collection.shape and collection.shape != AUTO:
         shape, shape_by = collection.shape, "set on the collection"
     elif images:
         shape, shape_by = "vision", "the request carries images"
@@ -187,6 +189,7 @@ class Panels:
         self.in_flight = SeatsInFlight()
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
+        self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
 
     def close(self) -> None:
         self.seats.close()
@@ -196,6 +199,8 @@ class Panels:
 
     def parse(self, body) -> Request:
         req = parse_request(body, self.collections)
+        if req.collection.shape == AUTO and not req.images:   # images fix the shape: vision
+            self.decider.label(req)
         if req.reply_mode == "pick" and req.prefer is None:
             # a tool exchange stays with the member whose tool calls it is answering
             req.prefer = history.sticky_alias(req.messages, self.ledger)
@@ -590,6 +595,8 @@ class PanelRun:
             "seconds": round(time.monotonic() - self._t0, 3),
             "verdict": verdict_hint(verdict_url),
         }
+        if self.req.decider is not None:
+            bench["decider"] = self.req.decider
         if self.merger is not None:
             bench["merger"] = public(self.merger)
         if self.answer is not None and self.answer is not self.merger:
@@ -652,6 +659,8 @@ class PanelRun:
             "seconds": round(time.monotonic() - self._t0, 3), "estimate": self.req.estimate,
             "reply": self.req.reply_mode, "prompt": self.req.text(), "seats": seats,
             "skipped": self.seating.skipped, "abandoned": self.abandoned}
+        if self.req.collection.shape == AUTO:
+            record["shape_by"], record["decider"] = self.req.shape_by, self.req.decider
         if self.merger is not None:
             record["merger"] = dict(public(self.merger), served=self.merger.served,
                                     answer=prompt.scrub(self.merger.answer, urls))

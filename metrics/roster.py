@@ -11,6 +11,10 @@ or more; absent means no limit), which ``metrics/admission.py`` enforces across 
 the data folder. They are stored in the endpoint's or model's own entry and survive a re-add of
 it (``endpoint add`` / ``model add`` replace what they describe, not its limits). A hand-edited
 value that is not a whole number of 1 or more is ignored on read, as if absent.
+
+At most one model is the decider (``decider: true``, the model that labels the prompts of an
+``auto`` collection): marking one clears the mark on every other in the same write. The mark is
+stored and shown (``public``) only when set, so a roster without a decider reads as before.
 """
 
 from __future__ import annotations
@@ -61,9 +65,14 @@ class Model:
     price_out: float | None = None
     currency: str = "USD"
     retired: bool = False
+    decider: bool = False
 
     def public(self) -> dict:
-        return asdict(self)
+        """The model's fields; ``decider`` only on the decider (see the module's docstring)."""
+        out = asdict(self)
+        if not self.decider:
+            del out["decider"]
+        return out
 
 
 LIMIT_FIELDS = ("max_concurrent", "rpm")
@@ -183,7 +192,8 @@ def _price(name: str, value) -> float | None:
 def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | None = None,
                 family: str | None = None, grade: str | None = None, context=None,
                 max_output=None, vision: bool = False, tools: bool = False, price_in=None,
-                price_out=None, currency: str | None = None, retired: bool = False) -> Model:
+                price_out=None, currency: str | None = None, retired: bool = False,
+                decider: bool = False) -> Model:
     if not ALIAS.fullmatch(alias or ""):
         raise ConfigInvalid(f"model alias '{alias}' is not valid: use up to 96 letters, digits "
                             "or . _ : / -, starting with a letter or digit")
@@ -203,14 +213,22 @@ def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | No
     currency = (currency or "USD").upper()
     if not CURRENCY.fullmatch(currency):
         raise ConfigInvalid(f"currency '{currency}' is not valid: use a 3-letter code such as USD")
-    for flag, value in (("vision", vision), ("tools", tools), ("retired", retired)):
+    for flag, value in (("vision", vision), ("tools", tools), ("retired", retired),
+                        ("decider", decider)):
         if not isinstance(value, bool):
             raise ConfigInvalid(f"{flag} must be true or false, got {value!r}")
     return Model(alias=alias, endpoint=endpoint, served=served, family=family,
                  grade=(grade or "").strip(), context=_positive_int("context window", context),
                  max_output=_positive_int("max output", max_output), vision=vision, tools=tools,
                  price_in=_price("price in", price_in), price_out=_price("price out", price_out),
-                 currency=currency, retired=retired)
+                 currency=currency, retired=retired, decider=decider)
+
+
+def _only_decider(models: dict, alias: str) -> None:
+    """Clear the decider mark of every model but ``alias`` (one decider at a time)."""
+    for other, entry in models.items():
+        if other != alias and entry.get("decider"):
+            entry.pop("decider")
 
 
 class Roster:
@@ -276,6 +294,8 @@ class Roster:
             stored = _keep_limits(old, new)
             if old == stored:
                 return None
+            if model.decider:
+                _only_decider(models, alias)
             models[alias] = stored
             return f"model {alias}", old, stored
         configfile.update(self.path, change, by=by)
@@ -300,6 +320,24 @@ class Roster:
                 return None
             old = dict(models[alias])
             models[alias]["retired"] = retired
+            changed.append(alias)
+            return f"model {alias}", old, dict(models[alias])
+        configfile.update(self.path, change, by=by)
+        return bool(changed)
+
+    def set_decider(self, alias: str, *, by: str | None = None) -> bool:
+        """Make ``alias`` the decider, clearing the mark on any other; False if it already was."""
+        changed = []
+
+        def change(doc):
+            models = doc.setdefault("models", {})
+            if alias not in models:
+                raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
+            if models[alias].get("decider"):
+                return None
+            old = dict(models[alias])
+            _only_decider(models, alias)
+            models[alias]["decider"] = True
             changed.append(alias)
             return f"model {alias}", old, dict(models[alias])
         configfile.update(self.path, change, by=by)
