@@ -66,6 +66,12 @@ def _clean(facts: dict) -> dict:
     return out
 
 
+def servable(entry: dict) -> bool:
+    """A listing entry whose id could be a roster model's served id (1-200 characters);
+    others are left out, so a hostile listing cannot fill the catalog with junk ids."""
+    return 0 < len(entry["id"].strip()) and len(entry["id"]) <= 200
+
+
 def from_listing(entry: dict) -> dict:
     """The facts one entry of a ``GET /models`` listing states. Read as many providers send
     them: ``context_length``, ``pricing.prompt`` / ``pricing.completion`` in currency per
@@ -238,6 +244,9 @@ class Catalog:
         read is reported and the others are still refreshed."""
         view = self.roster.view()
         names = endpoints or sorted(view.endpoints)
+        for name in names:
+            if name not in view.endpoints:
+                raise NotFound(f"unknown endpoint '{name}'; see `panelist endpoint list`")
         updates, done, failed = [], [], []
         for name in names:
             try:
@@ -246,7 +255,7 @@ class Catalog:
                 failed.append({"endpoint": name, "error": exc.message})
                 continue
             stated = 0
-            for entry in entries:
+            for entry in filter(servable, entries):
                 facts = from_listing(entry)
                 if facts:
                     stated += 1

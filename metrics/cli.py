@@ -898,8 +898,8 @@ def cmd_catalog(args, out: Out) -> int:
              for r in done["refreshed"]]
     lines += [f"{f['endpoint']}: not read: {f['error']}" for f in done["failed"]]
     lines += [f"alert: {a['message']}" for a in done["went_paid"]]
-    out.result(done, visible("\n".join(lines) or "no endpoints; add one with "
-                             "`panelist endpoint add`"))
+    out.result(done, "\n".join(visible(line) for line in lines)
+               or "no endpoints; add one with `panelist endpoint add`")
     return 1 if done["failed"] else 0
 
 
@@ -921,7 +921,7 @@ def cmd_discover(args, out: Out) -> int:
         if args.add:
             added = discover.add(catalog, upstream, args.add, args.endpoint)
             out.result({"added": added}, "\n".join(
-                f"added {a['alias']} → {a['endpoint']}" for a in added))
+                visible(f"added {a['alias']} → {a['endpoint']}") for a in added))
             return 0
         found = discover.find(catalog, upstream, args.endpoint, free_only=args.free)
     finally:

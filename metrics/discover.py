@@ -10,7 +10,7 @@ listed facts in the catalog with source ``endpoint``.
 
 from __future__ import annotations
 
-from panelist.metrics.catalog import ENDPOINT, Catalog, from_listing
+from panelist.metrics.catalog import ENDPOINT, Catalog, from_listing, servable
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 
 
@@ -48,7 +48,7 @@ def _find(catalog: Catalog, upstream, endpoint: str | None, free_only: bool) -> 
             failed.append({"endpoint": name, "error": exc.message})
             continue
         seen = set()
-        for entry in entries:
+        for entry in filter(servable, entries):
             mid = entry["id"]
             if (name, mid) in held or mid in seen:
                 continue

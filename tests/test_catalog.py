@@ -154,6 +154,7 @@ def test_a_price_rising_from_zero_raises_one_went_paid_alert(data, upstream, cap
     assert code == 0
     assert "alert: free on sim is no longer free (price out 2.5 per million tokens)" in out
     assert "alert: typed-free on sim is no longer free" in out
+    assert len(out.splitlines()) == 3   # one line for the endpoint, one per alert
     code, out, _ = run(capsys, "catalog", "refresh", "--data", d, "--json")
     assert code == 0 and json.loads(out)["went_paid"] == []   # raised once, not every refresh
 
@@ -187,6 +188,8 @@ def test_discover_lists_only_models_not_on_the_roster_free_first(data, capsys):
     assert "m-held" not in out
     code, _, err = run(capsys, "discover", "--endpoint", "nope", "--data", d)
     assert code == 1 and "unknown endpoint 'nope'" in err
+    code, _, err = run(capsys, "catalog", "refresh", "--endpoint", "nope", "--data", d)
+    assert code == 1 and "unknown endpoint 'nope'; see `panelist endpoint list`" in err
     assert not (data.config / "catalog.json").exists()   # listing writes nothing
 
 
