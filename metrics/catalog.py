@@ -163,6 +163,15 @@ def load_import(path: str | Path) -> dict[str, dict]:
     return known
 
 
+def stored_entry(stored: dict, endpoint: str, served: str) -> dict:
+    """``{fact: {...}}`` stored for one served model in ``Catalog.stored()``: {} when nothing
+    is, or the (hand-edited) file holds something else there."""
+    by_endpoint = stored.get(endpoint)
+    entry = by_endpoint.get(served) if isinstance(by_endpoint, dict) else None
+    return {k: v for k, v in entry.items() if isinstance(v, dict) and "value" in v} \
+        if isinstance(entry, dict) else {}
+
+
 class Catalog:
     """The catalog of one data folder."""
 
@@ -175,20 +184,26 @@ class Catalog:
         endpoints = configfile.read(self.path).get("endpoints")
         return endpoints if isinstance(endpoints, dict) else {}
 
+    def stored_facts(self, endpoint: str, served: str) -> dict:
+        return stored_entry(self.stored(), endpoint, served)
+
     def facts(self, alias: str) -> dict[str, dict]:
         """``{fact: {"value", "source", "at", "from"}}`` of a roster model, typed facts first."""
         view = self.roster.view()
         if alias not in view.models:
             raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
         m = view.models[alias]
-        known = dict(self.stored().get(m.endpoint, {}).get(m.served, {}))
+        known = dict(self.stored_facts(m.endpoint, m.served))
         for name, value in typed_facts(view, alias).items():
             known[name] = {"value": value, "source": TYPED, "at": None, "from": "roster"}
         return {k: known[k] for k in FACTS if k in known}
 
-    def store(self, updates: list[tuple[str, str, dict, str, str]], what: str) -> list[dict]:
+    def store(self, updates: list[tuple[str, str, dict, str, str]], what: str, *,
+              typed_free: set | None = None) -> list[dict]:
         """Store ``(endpoint, served, facts, source, origin)`` under the lock; returns the price
-        changes from 0 to above 0 it made, for the caller to alert."""
+        changes from 0 to above 0 it made, for the caller to alert. ``typed_free``: the
+        ``(endpoint, served, fact)`` prices typed as 0, the price before when none is stored."""
+        typed_free = typed_free or set()
         now = configfile.now_iso()
         paid: list[dict] = []
 
@@ -198,15 +213,22 @@ class Catalog:
                 endpoints = doc["endpoints"] = {}
             changed = 0
             for endpoint, served, facts, source, origin in updates:
-                entry = endpoints.setdefault(endpoint, {}).setdefault(served, {})
+                # a hand-edited file may hold anything: what is not an object is replaced
+                if not isinstance(endpoints.get(endpoint), dict):
+                    endpoints[endpoint] = {}
+                if not isinstance(endpoints[endpoint].get(served), dict):
+                    endpoints[endpoint][served] = {}
+                entry = endpoints[endpoint][served]
                 for name, value in facts.items():
-                    old = entry.get(name)
+                    old = entry.get(name) if isinstance(entry.get(name), dict) else None
                     if source == IMPORTED and old and old.get("source") != IMPORTED:
                         continue   # an import fills gaps; it never overrides an endpoint
                     if old and old.get("value") == value and old.get("source") == source:
                         continue
-                    if (source == ENDPOINT and name in ("price_in", "price_out") and old
-                            and old.get("value") == 0 and value > 0):
+                    was = old.get("value") if old else (
+                        0 if (endpoint, served, name) in typed_free else None)
+                    if (source == ENDPOINT and name in ("price_in", "price_out")
+                            and was == 0 and value > 0):
                         paid.append({"endpoint": endpoint, "served": served, "fact": name,
                                      "value": value})
                     entry[name] = {"value": value, "source": source, "at": now, "from": origin}
@@ -263,14 +285,9 @@ class Catalog:
             done.append({"endpoint": name, "models": len(entries), "with_facts": stated})
         # a typed price of 0 with nothing stored yet counts as the price before: an endpoint
         # now asking money for a model the user typed as free is the case worth an alert
-        stored = self.stored()
-        paid = [{"endpoint": e, "served": s, "fact": k, "value": f[k]}
-                for e, s, f, _, _ in updates for m in view.models.values()
-                if (m.endpoint, m.served) == (e, s)
-                for k in ("price_in", "price_out")
-                if getattr(m, k) == 0 and f.get(k, 0) > 0
-                and k not in stored.get(e, {}).get(s, {})]
-        paid += self.store(updates, "catalog refresh")
+        typed_free = {(m.endpoint, m.served, k) for m in view.models.values()
+                      for k in ("price_in", "price_out") if getattr(m, k) == 0}
+        paid = self.store(updates, "catalog refresh", typed_free=typed_free)
         alerts = self._went_paid(view, paid)
         return {"refreshed": done, "failed": failed, "went_paid": alerts}
 

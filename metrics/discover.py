@@ -10,7 +10,8 @@ listed facts in the catalog with source ``endpoint``.
 
 from __future__ import annotations
 
-from panelist.metrics.catalog import ENDPOINT, Catalog, from_listing, servable
+from panelist.metrics.catalog import (ENDPOINT, Catalog, from_listing, servable,
+                                      stored_entry)
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 
 
@@ -53,8 +54,7 @@ def _find(catalog: Catalog, upstream, endpoint: str | None, free_only: bool) -> 
             if (name, mid) in held or mid in seen:
                 continue
             seen.add(mid)
-            facts = {k: v["value"] for k, v in stored.get(name, {}).get(mid, {}).items()
-                     if isinstance(v, dict) and "value" in v}
+            facts = {k: v["value"] for k, v in stored_entry(stored, name, mid).items()}
             listed = from_listing(entry)
             facts.update(listed)
             rows.append({"endpoint": name, "id": mid, "free": _free(facts), "facts": facts,

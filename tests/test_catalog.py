@@ -220,3 +220,18 @@ def test_discover_add_registers_the_models_with_their_listed_facts(data, upstrea
                              "--data", d)
         assert code == 0 and "added m-open → twin" in out
     assert Roster(data).view().models["m-open"].endpoint == "twin"
+
+
+def test_a_hand_edited_catalog_with_junk_entries_is_read_and_repaired(data, capsys):
+    Roster(data).add_model("paid", "sim", served="m-paid")
+    (data.config / "catalog.json").write_text(json.dumps(
+        {"endpoints": {"sim": {"m-paid": {"context": 5, "vision": {"no": "value"}},
+                               "m-free": []}}}))
+    d = str(data.root)
+    assert show(capsys, data, "paid") == {}   # nothing stored there is a fact
+    code, out, _ = run(capsys, "discover", "--data", d, "--json")
+    assert code == 0 and [m["id"] for m in json.loads(out)["models"]][0] == "m-free"
+    code, _, err = run(capsys, "catalog", "refresh", "--data", d)
+    assert code == 0, err
+    assert show(capsys, data, "paid")["context"]["value"] == 64000
+    assert catalog_file(data)["endpoints"]["sim"]["m-free"]["price_in"]["value"] == 0
