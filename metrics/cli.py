@@ -232,7 +232,26 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--rpm", type=int, metavar="N", help="requests a minute it may make")
     ke.add_parser("list", parents=[common])
     ke.add_parser("revoke", parents=[common]).add_argument("name")
+    _catalog_parsers(nouns, common)
     return p
+
+
+def _catalog_parsers(nouns, common) -> None:
+    ca = nouns.add_parser("catalog", help="what is known about each model, and from where"
+                          ).add_subparsers(dest="verb", metavar="VERB", required=True)
+    ca.add_parser("import", parents=[common], help="fill missing facts of roster models from a "
+                  "models.dev-layout JSON file").add_argument("file")
+    ca.add_parser("refresh", parents=[common], help="read each endpoint's model list").add_argument(
+        "--endpoint", metavar="NAME", help="only this endpoint")
+    ca.add_parser("show", parents=[common], help="a model's facts and their sources"
+                  ).add_argument("alias")
+    a = nouns.add_parser("alerts", parents=[common], help="recent roster alerts, newest first")
+    a.add_argument("--limit", type=int, default=50, metavar="N")
+    a = nouns.add_parser("discover", parents=[common],
+                         help="models the endpoints serve that are not on the roster, free first")
+    a.add_argument("--endpoint", metavar="NAME", help="only this endpoint")
+    a.add_argument("--free", action="store_true", help="only models known to be free")
+    a.add_argument("--add", nargs="+", metavar="ID", help="register these (by served id)")
 
 
 def _limit_parser(verbs, common, name: str, kind: str) -> None:
@@ -861,10 +880,79 @@ def cmd_mcp(args, out: Out) -> int:
     return mcp.main(url=args.url)
 
 
+def cmd_catalog(args, out: Out) -> int:
+    from panelist.metrics.catalog import Catalog
+    catalog = Catalog(open_home(args.data))
+    if args.verb == "import":
+        done = catalog.import_file(args.file)
+        lines = [f"{m['alias']}: filled {', '.join(m['facts']) or 'nothing (all typed)'}"
+                 for m in done["matched"]]
+        if done["unmatched"]:
+            lines.append(f"not in the file: {', '.join(done['unmatched'])}")
+        out.result(done, "\n".join(lines) or "the roster has no models; add some first")
+        return 0
+    if args.verb == "show":
+        facts = catalog.facts(args.alias)
+        if out.as_json:
+            out.result({"alias": args.alias, "facts": facts})
+        else:
+            out.table([dict(v, fact=k) for k, v in facts.items()],
+                      ["fact", "value", "source", "at", "from"])
+        return 0
+    from panelist.metrics.client import Upstream
+    upstream = Upstream()
+    try:
+        done = catalog.refresh(upstream, [args.endpoint] if args.endpoint else None)
+    finally:
+        upstream.close()
+    lines = [f"{r['endpoint']}: {r['models']} model(s), {r['with_facts']} with facts"
+             for r in done["refreshed"]]
+    lines += [f"{f['endpoint']}: not read: {f['error']}" for f in done["failed"]]
+    lines += [f"alert: {a['message']}" for a in done["went_paid"]]
+    out.result(done, "\n".join(visible(line) for line in lines)
+               or "no endpoints; add one with `panelist endpoint add`")
+    return 1 if done["failed"] else 0
+
+
+def cmd_alerts(args, out: Out) -> int:
+    from panelist.metrics.alerts import Alerts
+    if args.limit < 1:
+        raise BadRequest("--limit must be 1 or more")
+    book = Alerts(open_home(args.data))
+    out.table(book.recent(args.limit), ["ts", "kind", "subject", "message"])
+    return 0
+
+
+def cmd_discover(args, out: Out) -> int:
+    from panelist.metrics import discover
+    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.client import Upstream
+    catalog, upstream = Catalog(open_home(args.data)), Upstream()
+    try:
+        if args.add:
+            added = discover.add(catalog, upstream, args.add, args.endpoint)
+            out.result({"added": added}, "\n".join(
+                visible(f"added {a['alias']} → {a['endpoint']}") for a in added))
+            return 0
+        found = discover.find(catalog, upstream, args.endpoint, free_only=args.free)
+    finally:
+        upstream.close()
+    if out.as_json:
+        out.result(found)
+    else:
+        out.table([dict(r["facts"], endpoint=r["endpoint"], id=r["id"], free=r["free"])
+                   for r in found["models"]],
+                  ["endpoint", "id", "free", "context", "price_in", "price_out", "vision"])
+        for f in found["failed"]:
+            print(f"panelist: {f['endpoint']} not read: {visible(f['error'])}", file=sys.stderr)
+    return 1 if found["failed"] else 0
+
+
 COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve, "endpoint": cmd_endpoint, "model": cmd_model,
             "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
             "pending": cmd_pending, "key": cmd_key, "mcp": cmd_mcp, "grade": cmd_grade,
             "race": cmd_race, "suite": cmd_suite}
+COMMANDS.update(catalog=cmd_catalog, alerts=cmd_alerts, discover=cmd_discover)
 
 
 def main(argv: list[str] | None = None) -> int:

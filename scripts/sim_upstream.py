@@ -64,6 +64,8 @@ BEHAVIOUR = {
     "echo_auth_answer": "a normal answer ends with the Authorization header it received "
                         "(to test scrubbing)",
     "vision": "accept image parts; a model without it refuses them with a 400",
+    "price": "[in, out] in USD per million tokens: listed by GET /models as per-token "
+             "'pricing' (as aggregators list it); the calls themselves are not billed",
     "close": "answer with 'Connection: close' and close the connection",
     "drip": "seconds between the answer's bytes: a server that sends slowly but never stops",
     "tool_calls": "calls to make when the request offers tools and its last message is not a "
@@ -162,6 +164,11 @@ class SimUpstream:
         for key in ("latency", "jitter", "drip"):
             if not isinstance(behaviour.get(key, 0), (int, float)) or behaviour.get(key, 0) < 0:
                 raise ValueError(f"{key} for {model!r} must be a number of seconds >= 0")
+        price = behaviour.get("price")
+        if price is not None and not (
+                isinstance(price, (list, tuple)) and len(price) == 2
+                and all(type(x) in (int, float) and x >= 0 for x in price)):
+            raise ValueError(f"price for {model!r} must be [in, out], numbers >= 0")
         for key in ("fail_every", "window"):
             value = behaviour.get(key)
             if value is not None and (type(value) is not int or value < 1):
@@ -221,9 +228,23 @@ class SimUpstream:
 
     def _listing(self) -> dict:
         with self._lock:
-            names = list(self._models)
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": 0,
-                                            "owned_by": "panelist-simulation"} for name in names]}
+            models = copy.deepcopy(self._models)
+        return {"object": "list", "data": [_listed(name, b) for name, b in models.items()]}
+
+
+def _listed(name: str, b: dict) -> dict:
+    """One model's entry in ``GET /models``: what the behaviour scripts, in the fields many
+    providers use (``context_length``, per-token ``pricing``, input modalities)."""
+    entry = {"id": name, "object": "model", "created": 0, "owned_by": "panelist-simulation"}
+    if b.get("window"):
+        entry["context_length"] = b["window"]
+    if b.get("price") is not None:
+        entry["pricing"] = {"prompt": f"{b['price'][0] / 1e6:.12g}",
+                            "completion": f"{b['price'][1] / 1e6:.12g}"}
+    if b.get("vision") is not None:
+        entry["architecture"] = {"input_modalities": ["text", "image"] if b["vision"]
+                                 else ["text"]}
+    return entry
 
 
 class _Server(ThreadingHTTPServer):

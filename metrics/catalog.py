@@ -1,0 +1,314 @@
+"""The catalog: what is known about each model an endpoint serves, and where it was learned.
+
+Stored in ``config/catalog.json`` as ``{"endpoints": {endpoint: {served id: {fact: {"value",
+"source", "at", "from"}}}}}``, rewritten atomically under the config lock
+(``configfile.update``), so an import, a refresh and a discover on one data folder never lose
+each other's facts. Facts: ``FACTS``; sources: ``typed`` (the roster, never stored here),
+``endpoint`` (its ``GET /models``), ``imported`` (a models.dev-layout file).
+
+Invariants:
+- A fact typed on the roster wins over anything here; ``facts()`` shows it with source ``typed``.
+- An import fills only what is missing or was itself imported: it never overwrites what an
+  endpoint said. A refresh overwrites imported and older endpoint facts: the endpoint is the
+  live truth about what it serves.
+- A price that was 0 and is now above 0 raises one ``went_paid`` alert, on the refresh that
+  first sees it (the new price is stored, so the next refresh does not raise it again).
+- Nothing here holds a key: endpoints are called with the key their environment variable holds.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from panelist.metrics import configfile, jsonwire
+from panelist.metrics.alerts import Alerts
+from panelist.metrics.errors import ConfigInvalid, NotFound, PanelistError
+from panelist.metrics.home import Home
+from panelist.metrics.roster import CURRENCY, Roster, RosterView
+
+FACTS = ("context", "max_output", "vision", "tools", "structured_output", "price_in",
+         "price_out", "currency", "rpm", "max_concurrent")
+TYPED, ENDPOINT, IMPORTED = "typed", "endpoint", "imported"
+LISTING_TIMEOUT = 20.0
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+
+
+def _count(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def _money(v) -> float | None:
+    if isinstance(v, str):   # some listings send prices as decimal strings
+        try:
+            v = float(v)
+        except ValueError:
+            return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        return None
+    return float(v)
+
+
+def _clean(facts: dict) -> dict:
+    """Only the facts with a value of the right kind; everything else is left unknown."""
+    out = {}
+    for name in ("context", "max_output", "rpm", "max_concurrent"):
+        if (v := _count(facts.get(name))) is not None:
+            out[name] = v
+    for name in ("vision", "tools", "structured_output"):
+        if isinstance(facts.get(name), bool):
+            out[name] = facts[name]
+    for name in ("price_in", "price_out"):
+        if (v := _money(facts.get(name))) is not None:
+            out[name] = round(v, 6)
+    if isinstance(facts.get("currency"), str) and CURRENCY.fullmatch(facts["currency"]):
+        out["currency"] = facts["currency"]
+    return out
+
+
+def servable(entry: dict) -> bool:
+    """A listing entry whose id could be a roster model's served id (1-200 characters);
+    others are left out, so a hostile listing cannot fill the catalog with junk ids."""
+    return 0 < len(entry["id"].strip()) and len(entry["id"]) <= 200
+
+
+def from_listing(entry: dict) -> dict:
+    """The facts one entry of a ``GET /models`` listing states. Read as many providers send
+    them: ``context_length``, ``pricing.prompt`` / ``pricing.completion`` in currency per
+    token, ``top_provider.max_completion_tokens``, ``architecture.input_modalities``,
+    ``supported_parameters``."""
+    facts: dict = {"context": entry.get("context_length") or entry.get("context_window")}
+    top = entry.get("top_provider")
+    if isinstance(top, dict):
+        facts["max_output"] = top.get("max_completion_tokens")
+    pricing = entry.get("pricing")
+    if isinstance(pricing, dict):
+        for ours, theirs in (("price_in", "prompt"), ("price_out", "completion")):
+            per_token = _money(pricing.get(theirs))
+            if per_token is not None:
+                facts[ours] = per_token * 1_000_000
+        if facts.get("price_in") is not None or facts.get("price_out") is not None:
+            facts["currency"] = "USD"
+    arch = entry.get("architecture")
+    if isinstance(arch, dict) and isinstance(arch.get("input_modalities"), list):
+        facts["vision"] = "image" in arch["input_modalities"]
+    params = entry.get("supported_parameters")
+    if isinstance(params, list):
+        facts["tools"] = "tools" in params
+        facts["structured_output"] = "structured_outputs" in params or "response_format" in params
+    return _clean(facts)
+
+
+def from_models_dev(model: dict) -> dict:
+    """The facts of one model of a models.dev-layout file."""
+    limit = model.get("limit") if isinstance(model.get("limit"), dict) else {}
+    cost = model.get("cost") if isinstance(model.get("cost"), dict) else {}
+    modalities = model.get("modalities") if isinstance(model.get("modalities"), dict) else {}
+    facts = {"context": limit.get("context"), "max_output": limit.get("output"),
+             "price_in": cost.get("input"), "price_out": cost.get("output"),
+             "tools": model.get("tool_call"),
+             "structured_output": model.get("structured_output")}
+    if isinstance(modalities.get("input"), list):
+        facts["vision"] = "image" in modalities["input"]
+    if _money(cost.get("input")) is not None or _money(cost.get("output")) is not None:
+        facts["currency"] = "USD"
+    return _clean(facts)
+
+
+def typed_facts(view: RosterView, alias: str) -> dict:
+    """What the roster states about a model; False flags and unset numbers state nothing."""
+    m = view.models[alias]
+    facts = {k: getattr(m, k) for k in ("context", "max_output", "price_in", "price_out")
+             if getattr(m, k) is not None}
+    facts.update({k: True for k in ("vision", "tools") if getattr(m, k)})
+    if "price_in" in facts or "price_out" in facts:
+        facts["currency"] = m.currency
+    limits = view.model_limits.get(alias)
+    if limits:
+        facts.update({k: v for k, v in limits.public().items() if v is not None})
+    return facts
+
+
+def load_import(path: str | Path) -> dict[str, dict]:
+    """``{model id: facts}`` from a models.dev-layout file (providers → models); a model is
+    also known as ``provider/model``, the way aggregators serve it."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_IMPORT_BYTES:
+            raise ConfigInvalid(f"{p} is larger than {MAX_IMPORT_BYTES // 2**20} MiB; import a "
+                                "smaller catalog file")
+        doc = jsonwire.loads(p.read_bytes())
+    except FileNotFoundError:
+        raise NotFound(f"no catalog file {p}; give the path of a models.dev-layout JSON file")
+    except IsADirectoryError:
+        raise ConfigInvalid(f"{p} is a folder; give the path of a models.dev-layout JSON file")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigInvalid(f"{p} is not valid JSON ({exc}); check the file") from exc
+    if not isinstance(doc, dict) or not any(
+            isinstance(v, dict) and isinstance(v.get("models"), dict) for v in doc.values()):
+        raise ConfigInvalid(f"{p} is not in the models.dev layout: expected an object of "
+                            "providers, each with a 'models' object")
+    known: dict[str, dict] = {}
+    for provider, body in doc.items():
+        if not isinstance(body, dict) or not isinstance(body.get("models"), dict):
+            continue
+        for key, model in body["models"].items():
+            if not isinstance(model, dict):
+                continue
+            facts = from_models_dev(model)
+            ids = {key, model.get("id") if isinstance(model.get("id"), str) else key}
+            for mid in ids:
+                known.setdefault(mid, facts)
+                known.setdefault(f"{provider}/{mid}", facts)
+    return known
+
+
+def stored_entry(stored: dict, endpoint: str, served: str) -> dict:
+    """``{fact: {...}}`` stored for one served model in ``Catalog.stored()``: {} when nothing
+    is, or the (hand-edited) file holds something else there."""
+    by_endpoint = stored.get(endpoint)
+    entry = by_endpoint.get(served) if isinstance(by_endpoint, dict) else None
+    return {k: v for k, v in entry.items() if isinstance(v, dict) and "value" in v} \
+        if isinstance(entry, dict) else {}
+
+
+class Catalog:
+    """The catalog of one data folder."""
+
+    def __init__(self, home: Home):
+        self.home = home
+        self.path = home.file("catalog.json")
+        self.roster = Roster(home)
+
+    def stored(self) -> dict:
+        endpoints = configfile.read(self.path).get("endpoints")
+        return endpoints if isinstance(endpoints, dict) else {}
+
+    def stored_facts(self, endpoint: str, served: str) -> dict:
+        return stored_entry(self.stored(), endpoint, served)
+
+    def facts(self, alias: str) -> dict[str, dict]:
+        """``{fact: {"value", "source", "at", "from"}}`` of a roster model, typed facts first."""
+        view = self.roster.view()
+        if alias not in view.models:
+            raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
+        m = view.models[alias]
+        known = dict(self.stored_facts(m.endpoint, m.served))
+        for name, value in typed_facts(view, alias).items():
+            known[name] = {"value": value, "source": TYPED, "at": None, "from": "roster"}
+        return {k: known[k] for k in FACTS if k in known}
+
+    def store(self, updates: list[tuple[str, str, dict, str, str]], what: str, *,
+              typed_free: set | None = None) -> list[dict]:
+        """Store ``(endpoint, served, facts, source, origin)`` under the lock; returns the price
+        changes from 0 to above 0 it made, for the caller to alert. ``typed_free``: the
+        ``(endpoint, served, fact)`` prices typed as 0, the price before when none is stored."""
+        typed_free = typed_free or set()
+        now = configfile.now_iso()
+        paid: list[dict] = []
+
+        def change(doc):
+            endpoints = doc.get("endpoints")
+            if not isinstance(endpoints, dict):
+                endpoints = doc["endpoints"] = {}
+            changed = 0
+            for endpoint, served, facts, source, origin in updates:
+                # a hand-edited file may hold anything: what is not an object is replaced
+                if not isinstance(endpoints.get(endpoint), dict):
+                    endpoints[endpoint] = {}
+                if not isinstance(endpoints[endpoint].get(served), dict):
+                    endpoints[endpoint][served] = {}
+                entry = endpoints[endpoint][served]
+                for name, value in facts.items():
+                    old = entry.get(name) if isinstance(entry.get(name), dict) else None
+                    if source == IMPORTED and old and old.get("source") != IMPORTED:
+                        continue   # an import fills gaps; it never overrides an endpoint
+                    if old and old.get("value") == value and old.get("source") == source:
+                        continue
+                    was = old.get("value") if old else (
+                        0 if (endpoint, served, name) in typed_free else None)
+                    if (source == ENDPOINT and name in ("price_in", "price_out")
+                            and was == 0 and value > 0):
+                        paid.append({"endpoint": endpoint, "served": served, "fact": name,
+                                     "value": value})
+                    entry[name] = {"value": value, "source": source, "at": now, "from": origin}
+                    changed += 1
+            return (what, None, f"{changed} fact(s)") if changed else None
+        configfile.update(self.path, change, by="catalog")
+        return paid
+
+    def import_file(self, path: str | Path) -> dict:
+        """Fill the missing facts of roster models whose served id the file knows."""
+        known = load_import(path)
+        view = self.roster.view()
+        updates, matched = [], []
+        for alias, m in sorted(view.models.items()):
+            facts = known.get(m.served)
+            if facts is None:
+                continue
+            typed = typed_facts(view, alias)
+            fill = {k: v for k, v in facts.items() if k not in typed}
+            matched.append({"alias": alias, "served": m.served, "facts": sorted(fill)})
+            updates.append((m.endpoint, m.served, fill, IMPORTED, Path(path).name))
+        self.store(updates, f"catalog import {Path(path).name}")
+        unmatched = sorted(a for a in view.models if a not in {x["alias"] for x in matched})
+        return {"file": str(path), "matched": matched, "unmatched": unmatched}
+
+    def listing(self, upstream, endpoint: str) -> list[dict]:
+        """The entries of one endpoint's ``GET /models``."""
+        ep = self.roster.view().endpoints.get(endpoint)
+        if ep is None:
+            raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
+        return upstream.models(ep.base_url, ep.api_key(), timeout=LISTING_TIMEOUT)
+
+    def refresh(self, upstream, endpoints: list[str] | None = None) -> dict:
+        """Read each endpoint's listing and store what it states; an endpoint that cannot be
+        read is reported and the others are still refreshed."""
+        view = self.roster.view()
+        names = endpoints or sorted(view.endpoints)
+        for name in names:
+            if name not in view.endpoints:
+                raise NotFound(f"unknown endpoint '{name}'; see `panelist endpoint list`")
+        updates, done, failed = [], [], []
+        for name in names:
+            try:
+                entries = self.listing(upstream, name)
+            except PanelistError as exc:
+                failed.append({"endpoint": name, "error": exc.message})
+                continue
+            stated = 0
+            for entry in filter(servable, entries):
+                facts = from_listing(entry)
+                if facts:
+                    stated += 1
+                    updates.append((name, entry["id"], facts, ENDPOINT, "GET /models"))
+            done.append({"endpoint": name, "models": len(entries), "with_facts": stated})
+        # a typed price of 0 with nothing stored yet counts as the price before: an endpoint
+        # now asking money for a model the user typed as free is the case worth an alert
+        typed_free = {(m.endpoint, m.served, k) for m in view.models.values()
+                      for k in ("price_in", "price_out") if getattr(m, k) == 0}
+        paid = self.store(updates, "catalog refresh", typed_free=typed_free)
+        alerts = self._went_paid(view, paid)
+        return {"refreshed": done, "failed": failed, "went_paid": alerts}
+
+    def _went_paid(self, view: RosterView, paid: list[dict]) -> list[dict]:
+        by_model: dict[tuple, dict] = {}
+        for p in paid:
+            by_model.setdefault((p["endpoint"], p["served"]), {})[p["fact"]] = p["value"]
+        if not by_model:
+            return []
+        aliases = {(m.endpoint, m.served): a for a, m in view.models.items()}
+        book = Alerts(self.home)
+        raised = []
+        try:
+            for (endpoint, served), prices in sorted(by_model.items()):
+                subject = aliases.get((endpoint, served), f"{endpoint}:{served}")
+                said = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in sorted(prices.items()))
+                raised.append(book.raise_alert(
+                    "went_paid", subject,
+                    f"{subject} on {endpoint} is no longer free ({said} per million tokens); "
+                    "retire it or update its price with `panelist model add`",
+                    endpoint=endpoint, served=served, **prices))
+        finally:
+            book.close()
+        return raised

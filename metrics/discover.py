@@ -1,0 +1,95 @@
+"""Discover: models an endpoint serves that the roster does not hold yet.
+
+A model is "on the roster" when a roster model has the same endpoint and served id, whatever
+its alias. Each found model carries the facts its listing entry states, over those the catalog
+stored for it (the listing is the fresher word). Free models (both prices known and 0) come
+first, then those with an unknown price, then paid ones; ids in order within each. Listing
+writes nothing; ``add`` registers models under their served id as alias and stores their
+listed facts in the catalog with source ``endpoint``.
+"""
+
+from __future__ import annotations
+
+from panelist.metrics.catalog import (ENDPOINT, Catalog, from_listing, servable,
+                                      stored_entry)
+from panelist.metrics.errors import BadRequest, NotFound, PanelistError
+
+
+def _free(facts: dict) -> bool:
+    return facts.get("price_in") == 0 and facts.get("price_out") == 0
+
+
+def _rank(row: dict) -> tuple:
+    f = row["facts"]
+    priced = "price_in" in f or "price_out" in f
+    return (0 if _free(f) else 2 if priced else 1, row["id"])
+
+
+def find(catalog: Catalog, upstream, endpoint: str | None = None, *,
+         free_only: bool = False) -> dict:
+    """``{"models": [{"endpoint", "id", "free", "facts"}], "failed": [{"endpoint", "error"}]}``."""
+    found = _find(catalog, upstream, endpoint, free_only)
+    for row in found["models"]:
+        del row["_listed"]
+    return found
+
+
+def _find(catalog: Catalog, upstream, endpoint: str | None, free_only: bool) -> dict:
+    view = catalog.roster.view()
+    if endpoint is not None and endpoint not in view.endpoints:
+        raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
+    names = [endpoint] if endpoint else sorted(view.endpoints)
+    held = {(m.endpoint, m.served) for m in view.models.values()}
+    stored = catalog.stored()
+    rows, failed = [], []
+    for name in names:
+        try:
+            entries = catalog.listing(upstream, name)
+        except PanelistError as exc:
+            failed.append({"endpoint": name, "error": exc.message})
+            continue
+        seen = set()
+        for entry in filter(servable, entries):
+            mid = entry["id"]
+            if (name, mid) in held or mid in seen:
+                continue
+            seen.add(mid)
+            facts = {k: v["value"] for k, v in stored_entry(stored, name, mid).items()}
+            listed = from_listing(entry)
+            facts.update(listed)
+            rows.append({"endpoint": name, "id": mid, "free": _free(facts), "facts": facts,
+                         "_listed": listed})
+    if free_only:
+        rows = [r for r in rows if r["free"]]
+    rows.sort(key=_rank)
+    return {"models": rows, "failed": failed}
+
+
+def add(catalog: Catalog, upstream, ids: list[str], endpoint: str | None = None) -> list[dict]:
+    """Register the discovered models ``ids`` (served ids, used as aliases)."""
+    if len(set(ids)) != len(ids):
+        raise BadRequest("each model to add must be named once")
+    found = _find(catalog, upstream, endpoint, False)
+    if found["failed"] and not found["models"]:
+        raise BadRequest("could not read any endpoint's model list ("
+                         + "; ".join(f"{f['endpoint']}: {f['error']}" for f in found["failed"])
+                         + "); check the endpoints and try again")
+    plan = []
+    for mid in ids:
+        rows = [r for r in found["models"] if r["id"] == mid]
+        if not rows:
+            where = f"endpoint {endpoint}" if endpoint else "any endpoint"
+            raise NotFound(f"'{mid}' is not a model {where} serves outside the roster; see "
+                           "`panelist discover`")
+        if len(rows) > 1:
+            raise BadRequest(f"'{mid}' is served by {', '.join(r['endpoint'] for r in rows)}; "
+                             "pick one with --endpoint")
+        plan.append(rows[0])
+    added = []
+    for row in plan:
+        catalog.roster.add_model(row["id"], row["endpoint"], served=row["id"], by="discover",
+                                 expect="")
+        added.append({"alias": row["id"], "endpoint": row["endpoint"], "facts": row["facts"]})
+    catalog.store([(r["endpoint"], r["id"], r["_listed"], ENDPOINT, "GET /models")
+                    for r in plan if r["_listed"]], "discover add")
+    return added
