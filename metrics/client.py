@@ -51,7 +51,7 @@ from panelist import __version__
 from panelist.metrics import jsonwire
 from panelist.metrics.proxy import Proxy, environment_proxies, proxy_for
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
-                                     PaymentRequired, RateLimited, UpstreamBadReply, UpstreamError,
+                                     ModelNotFound, PaymentRequired, RateLimited, UpstreamBadReply, UpstreamError,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
 
 USER_AGENT = f"panelist/{__version__}"
@@ -637,7 +637,7 @@ def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
                            fallback=UpstreamBadReply,
                            advice="check the parameters passed on to this model")
     if status == 404:
-        return UpstreamBadReply(f"{label} answered {said}; the served model id may be wrong (model "
+        return ModelNotFound(f"{label} answered {said}; the served model id may be wrong (model "
                                 "not found), or the endpoint URL may lack its /v1 prefix")
     if 500 <= status <= 599:
         return UpstreamServerError(f"{label} failed {said}; try again later or seat another model")
