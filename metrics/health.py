@@ -44,6 +44,8 @@ RETIRE_AFTER = 3
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 PROBE_PARAMS = {"max_tokens": 8, "temperature": 0}
 BY = "health"
+BLOCK = 64 * 1024
+SCAN_BACK = 8 * 1024 * 1024
 
 
 def retire_after(home: Home) -> int:
@@ -69,6 +71,33 @@ class Probe:
 
     def public(self) -> dict:
         return dict(self.__dict__)
+
+
+def _retired_by(changes: Path, alias: str) -> str | None:
+    """Who made the newest change that retired ``alias``, read from the end of the roster's
+    change log (at most ``SCAN_BACK`` bytes: restores are rare, the log only grows)."""
+    what = f"model {alias}"
+    try:
+        with open(changes, "rb") as f:
+            end = pos = os.fstat(f.fileno()).st_size
+            rest = b""
+            while pos > 0 and end - pos < SCAN_BACK:
+                step = min(BLOCK, pos)
+                pos -= step
+                f.seek(pos)
+                lines = (f.read(step) + rest).split(b"\n")
+                rest = lines.pop(0) if pos > 0 else b""   # maybe cut: joined with the next block
+                for line in reversed(lines):
+                    rec = jsonl.parse_line(line + b"\n")
+                    if rec is None or rec.get("what") != what:
+                        continue
+                    old, new = rec.get("old") or {}, rec.get("new") or {}
+                    if isinstance(new, dict) and new.get("retired") and not (
+                            isinstance(old, dict) and old.get("retired")):
+                        return rec.get("by")
+    except FileNotFoundError:
+        pass
+    return None
 
 
 class Health:
@@ -173,15 +202,16 @@ class Health:
                                 error_kind=kind)
 
     def _restore(self, alias: str, state: dict, actions: dict) -> None:
+        reason = state["retired"].pop(alias)
+        if _retired_by(self.roster.path.with_name("changes.jsonl"), alias) != BY:
+            return   # put back and retired again by a person since: theirs to restore
         try:
             service.restore(self.roster, self.ledger, alias, by=BY)
         except NotFound:
-            pass
-        else:
-            actions[alias] = "restored"
-            self.alerts.raise_alert("restored", alias, f"{alias} answered a probe and is back "
-                                    "in service", reason=state["retired"][alias])
-        state["retired"].pop(alias, None)
+            return   # removed from the roster meanwhile
+        actions[alias] = "restored"
+        self.alerts.raise_alert("restored", alias, f"{alias} answered a probe and is back in "
+                                "service", reason=reason)
 
     # -- the state file ----------------------------------------------------------------------------
     @contextmanager
