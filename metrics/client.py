@@ -636,9 +636,10 @@ def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
         return _classified(status, message, codes, error, response, label,
                            fallback=UpstreamBadReply,
                            advice="check the parameters passed on to this model")
-    if status == 404:
-        return ModelNotFound(f"{label} answered {said}; the served model id may be wrong (model "
-                                "not found), or the endpoint URL may lack its /v1 prefix")
+    if status in (404, 410):   # 410: the provider withdrew the model or the route
+        return ModelNotFound(f"{label} answered {said}; the served model id may be wrong or "
+                             "withdrawn (model not found), or the endpoint URL may lack its /v1 "
+                             "prefix")
     if 500 <= status <= 599:
         return UpstreamServerError(f"{label} failed {said}; try again later or seat another model")
     return UpstreamBadReply(f"{label} rejected the request {said}; check the parameters passed "

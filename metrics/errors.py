@@ -210,8 +210,8 @@ class UpstreamBadReply(UpstreamError):
 
 
 class ModelNotFound(UpstreamBadReply):
-    """Raised when an endpoint answers 404: the served model id or the endpoint's URL is wrong,
-    which no retry will mend."""
+    """Raised when an endpoint answers 404 or 410: the served model id or the endpoint's URL is
+    wrong, or the provider withdrew it; no retry will mend that."""
 
     kind = "not_found"
 

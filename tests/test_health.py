@@ -83,9 +83,10 @@ def test_hard_failures_retire_and_a_probe_answer_restores(capsys, home, sim):
     assert [r["status"] for r in evidence(home, "probe")] == ["error"] * 4 + ["ok"]
 
 
-def test_a_model_not_found_is_hard_too(capsys, home, sim):
+@pytest.mark.parametrize("fail", ["not_found", "gone"])
+def test_a_model_not_found_or_gone_is_hard_too(capsys, home, sim, fail):
     set_retire_after(home, 1)
-    sim.script("mid", fail="not_found")
+    sim.script("mid", fail=fail)
     row = probe(capsys, home, "mid")["mid"]
     assert (row["error_kind"], row["action"]) == ("not_found", "retired")
     assert retired(home, "mid")
