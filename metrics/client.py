@@ -51,8 +51,9 @@ from panelist import __version__
 from panelist.metrics import jsonwire
 from panelist.metrics.proxy import Proxy, environment_proxies, proxy_for
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
-                                     ModelNotFound, PaymentRequired, RateLimited, UpstreamBadReply, UpstreamError,
-                                     UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
+                                     ModelNotFound, PaymentRequired, RateLimited,
+                                     UpstreamBadReply, UpstreamError, UpstreamServerError,
+                                     UpstreamTimeout, UpstreamUnreachable)
 
 USER_AGENT = f"panelist/{__version__}"
 TICK = 0.02          # how often the watchdog polls a plain Event or retries a shutdown
