@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
                   help="end a model's cooldown and retirement").add_argument("alias")
     _limit_parser(mo, common, "alias", "model")
 
+    a = nouns.add_parser("probe", parents=[common], help="one tiny call per model; retire "
+                         "models that keep failing hard, restore them when they answer")
+    a.add_argument("aliases", nargs="*", metavar="ALIAS", help="default: every model")
+    a.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                   help="seconds each model may take to answer (default 30)")
+
     gr = nouns.add_parser("grade", help="quality tiers, weakest first, and their pinned "
                           "models").add_subparsers(dest="verb", metavar="VERB", required=True)
     gr.add_parser("list", parents=[common], help="the grades, their pins and the ceiling")
@@ -464,6 +470,24 @@ def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
     out.result({"alias": alias, "cooldown_cleared": bool(left), "unretired": unretired},
                f"restored {alias}: {'; '.join(done)}" if done else
                f"{alias} was neither cooling down nor retired; nothing to do")
+    return 0
+
+
+def cmd_probe(args, out: Out) -> int:
+    from panelist.metrics.health import Health
+    if not args.timeout > 0:
+        raise BadRequest("--timeout must be a number of seconds above 0")
+    health = Health(open_home(args.data))
+    try:
+        probes = health.probe(args.aliases, timeout=args.timeout)
+    finally:
+        health.close()
+    rows = [p.public() for p in probes]
+    if out.as_json:
+        out.result(rows)
+    else:
+        out.table([dict(r, error=r["error"][:80]) for r in rows],
+                  ["alias", "status", "seconds", "error_kind", "action", "error"])
     return 0
 
 
@@ -951,8 +975,8 @@ def cmd_discover(args, out: Out) -> int:
 COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve, "endpoint": cmd_endpoint, "model": cmd_model,
             "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
             "pending": cmd_pending, "key": cmd_key, "mcp": cmd_mcp, "grade": cmd_grade,
-            "race": cmd_race, "suite": cmd_suite}
-COMMANDS.update(catalog=cmd_catalog, alerts=cmd_alerts, discover=cmd_discover)
+            "race": cmd_race, "suite": cmd_suite, "probe": cmd_probe, "catalog": cmd_catalog,
+            "alerts": cmd_alerts, "discover": cmd_discover}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,8 +51,9 @@ from panelist import __version__
 from panelist.metrics import jsonwire
 from panelist.metrics.proxy import Proxy, environment_proxies, proxy_for
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
-                                     PaymentRequired, RateLimited, UpstreamBadReply, UpstreamError,
-                                     UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
+                                     ModelNotFound, PaymentRequired, RateLimited,
+                                     UpstreamBadReply, UpstreamError, UpstreamServerError,
+                                     UpstreamTimeout, UpstreamUnreachable)
 
 USER_AGENT = f"panelist/{__version__}"
 TICK = 0.02          # how often the watchdog polls a plain Event or retries a shutdown
@@ -636,9 +637,10 @@ def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
         return _classified(status, message, codes, error, response, label,
                            fallback=UpstreamBadReply,
                            advice="check the parameters passed on to this model")
-    if status == 404:
-        return UpstreamBadReply(f"{label} answered {said}; the served model id may be wrong (model "
-                                "not found), or the endpoint URL may lack its /v1 prefix")
+    if status in (404, 410):   # 410: the provider withdrew the model or the route
+        return ModelNotFound(f"{label} answered {said}; the served model id may be wrong or "
+                             "withdrawn (model not found), or the endpoint URL may lack its /v1 "
+                             "prefix")
     if 500 <= status <= 599:
         return UpstreamServerError(f"{label} failed {said}; try again later or seat another model")
     return UpstreamBadReply(f"{label} rejected the request {said}; check the parameters passed "

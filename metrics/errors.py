@@ -209,6 +209,13 @@ class UpstreamBadReply(UpstreamError):
     kind = "bad_reply"
 
 
+class ModelNotFound(UpstreamBadReply):
+    """Raised when an endpoint answers 404 or 410: the served model id or the endpoint's URL is
+    wrong, or the provider withdrew it; no retry will mend that."""
+
+    kind = "not_found"
+
+
 class UpstreamTimeout(UpstreamError):
     """Raised when the seat's deadline passes before the answer is complete."""
 

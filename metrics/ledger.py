@@ -7,7 +7,8 @@ Files in ``runs_dir``::
     evidence.jsonl  one line per seat answer, verdict, cooldown and learned window, and one
                     ``"seated"`` line per panel when it is seated (every alias it seated, before
                     any seat answers); a ``"delivered"`` line when the caller received a panel's
-                    reply and an ``"abandoned"`` line when the caller left before the end; every
+                    reply and an ``"abandoned"`` line when the caller left before the end; a
+                    ``"probe"`` line per health probe (not folded into the index); every
                     line carries ``"v": 1``, ``"kind"`` and ``"ts"`` (UTC ISO, ms, ``Z``)
     panels.idx      8 bytes (little-endian, unsigned) per panel seq: 0 while the panel is in
                     flight, then 1 + the byte offset of its calls.jsonl line. Its length is the
@@ -1502,6 +1503,16 @@ class Ledger:
         self._evidence.append({"v": SCHEMA, "kind": "cooldown", "ts": utc_iso(now),
                                "alias": alias, "until": now + max(0.0, seconds),
                                "seconds": seconds, "reason": reason})
+
+    def record_probe(self, alias: str, *, endpoint: str, status: str, seconds: float,
+                     error_kind: str = "", error: str = "") -> dict:
+        """Append one health probe's outcome (``metrics/health.py``). The index does not fold
+        probe lines: they are no seats, so they never count in stats or seating."""
+        record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time()), "alias": alias,
+                  "endpoint": endpoint, "status": status, "seconds": seconds,
+                  "error_kind": error_kind, "error": error}
+        self._evidence.append(record)
+        return record
 
     def learn_window(self, alias: str, tokens: int) -> bool:
         """Record a context window an upstream stated, if lower than the one known; True if so."""

@@ -48,7 +48,7 @@ DEMO_MODELS: dict[str, dict] = {
 }
 
 FAILS = frozenset({"rate_limit", "quota", "server_error", "context_length", "empty", "hang", "auth",
-                   "garbage", "error_body", "reset"})
+                   "garbage", "error_body", "reset", "not_found", "gone"})
 
 BEHAVIOUR = {
     "latency": "seconds before answering (default 0)",
@@ -357,6 +357,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(429, message or "You exceeded your current quota, please check "
                                "your plan and billing details. (simulated)", "insufficient_quota",
                                "insufficient_quota")
+        if fail == "not_found":
+            return self._error(404, message or f"The model '{model}' does not exist (simulated).",
+                               "invalid_request_error", "model_not_found")
+        if fail == "gone":
+            return self._error(410, message or f"The model '{model}' has been withdrawn "
+                               "(simulated).", "invalid_request_error", "model_withdrawn")
         if fail == "server_error":
             return self._error(500, message or "The server had an error while processing your "
                                "request. (simulated)", "server_error", None)

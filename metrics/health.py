@@ -1,0 +1,255 @@
+"""Health: probe models, retire the ones that keep failing hard, restore them when they answer.
+
+A probe is one tiny call per model, made through admission like any seat (``Seats.ask``), and
+recorded as a ``"probe"`` line in the gateway's evidence log (``Ledger.record_probe``).
+
+Invariants:
+
+* Hard failures are decided from the error kind alone (``HARD_KINDS``: the key refused, the
+  model or URL not found), never from an upstream's words. Transient ones (rate limit, server
+  error, connection, timeout) and every other kind never retire: they neither add to nor clear
+  a model's run of hard failures. An answer (a probe's or a gateway seat's) clears it.
+* Each model's run of consecutive hard failures is counted from probe lines AND gateway seat
+  lines, each line once, O(1) per line: ``runs/health.json`` keeps the evidence log's inode, the
+  byte offset counted up to, the run per alias and the models health retired. It is updated
+  under its own ``flock``, so two probing processes never count a line twice. Without the file,
+  counting starts at the log's current end (old failures are not held against a model).
+* A model whose run reaches ``retire_after`` (``config/gateway.json``, default 3) is retired
+  with the reason (``Roster.retire``, by ``health``) and a ``retired`` alert. A probe answer
+  from a model health retired restores it (``service.restore``) with a ``restored`` alert. A
+  model retired by a person is never restored by a probe: health only restores what it retired,
+  and forgets a model once anyone has put it back in service.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from panelist.metrics import configfile, jsonl, jsonwire, service
+from panelist.metrics.alerts import Alerts
+from panelist.metrics.errors import ConfigInvalid, NotFound
+from panelist.metrics.home import Home
+from panelist.metrics.ledger import Ledger, failure_kind
+from panelist.metrics.roster import Roster
+from panelist.metrics.seats import SeatCall, Seats
+
+HARD_KINDS = frozenset({"auth", "not_found"})
+RETIRE_AFTER = 3
+PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
+PROBE_PARAMS = {"max_tokens": 8, "temperature": 0}
+BY = "health"
+BLOCK = 64 * 1024
+SCAN_BACK = 8 * 1024 * 1024
+
+
+def retire_after(home: Home) -> int:
+    """``retire_after`` from gateway.json: hard failures in a row that retire a model."""
+    value = configfile.read(home.file("gateway.json")).get("retire_after", RETIRE_AFTER)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigInvalid("gateway.json: retire_after must be a whole number of 1 or more "
+                            f"(hard failures in a row before a model is retired), not {value!r}")
+    return value
+
+
+@dataclass
+class Probe:
+    """One probe's outcome and what health did about it ("retired", "restored" or "")."""
+
+    alias: str
+    endpoint: str
+    status: str
+    seconds: float
+    error_kind: str = ""
+    error: str = ""
+    action: str = ""
+
+    def public(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _retired_by(changes: Path, alias: str) -> str | None:
+    """Who made the newest change that retired ``alias``, read from the end of the roster's
+    change log (at most ``SCAN_BACK`` bytes: restores are rare, the log only grows)."""
+    what = f"model {alias}"
+    try:
+        with open(changes, "rb") as f:
+            end = pos = os.fstat(f.fileno()).st_size
+            rest = b""
+            while pos > 0 and end - pos < SCAN_BACK:
+                step = min(BLOCK, pos)
+                pos -= step
+                f.seek(pos)
+                lines = (f.read(step) + rest).split(b"\n")
+                rest = lines.pop(0) if pos > 0 else b""   # maybe cut: joined with the next block
+                for line in reversed(lines):
+                    rec = jsonl.parse_line(line + b"\n")
+                    if rec is None or rec.get("what") != what:
+                        continue
+                    old, new = rec.get("old") or {}, rec.get("new") or {}
+                    if isinstance(new, dict) and new.get("retired") and not (
+                            isinstance(old, dict) and old.get("retired")):
+                        return rec.get("by")
+    except FileNotFoundError:
+        pass
+    return None
+
+
+class Health:
+    """Health of one data folder's roster; ``close`` it after."""
+
+    def __init__(self, home: Home, *, seats: Seats | None = None, admission=None):
+        self.home = home
+        self.roster = Roster(home)
+        self.ledger = Ledger(home.gateway_runs)
+        self.alerts = Alerts(home)
+        self.state_path = Path(home.gateway_runs) / "health.json"
+        self._own_seats = seats is None
+        if seats is None:
+            from panelist.metrics.admission import Admission
+            self._admission = admission if admission is not None else Admission(home)
+            seats = Seats(self.roster, admission=self._admission, thread_name="probe")
+        else:
+            self._admission = None
+        self.seats = seats
+        self._lock = threading.Lock()
+
+    # -- probing -----------------------------------------------------------------------------------
+    def probe(self, aliases: list[str] | None = None, *, timeout: float = 30.0,
+              wait: float = 30.0) -> list[Probe]:
+        """Probe ``aliases`` (default: every model on the roster, retired ones included, since a
+        probe is how they come back) one after another; then count and act on what was logged."""
+        models = self.roster.view().models
+        names = list(models) if not aliases else list(dict.fromkeys(aliases))
+        unknown = [a for a in names if a not in models]
+        if unknown:
+            raise NotFound(f"unknown model(s) {', '.join(unknown)}; see `panelist model list`")
+        actions = self.sweep()   # counting starts before these probes, so they are counted
+        probes = []
+        for alias in names:
+            model = models[alias]
+            call = SeatCall(label=f"probe.{alias}", role="probe", model=model,
+                            messages=PROBE_MESSAGES, params=dict(PROBE_PARAMS),
+                            timeout=timeout, wait=wait)
+            r = self.seats.ask(call, deadline=time.monotonic() + wait + timeout)
+            status = "ok" if r.answered else r.status
+            self.ledger.record_probe(alias, endpoint=model.endpoint, status=status,
+                                     seconds=r.seconds, error_kind=r.error_kind, error=r.error)
+            probes.append(Probe(alias, model.endpoint, status, r.seconds, r.error_kind, r.error))
+        actions.update(self.sweep())
+        for p in probes:
+            p.action = actions.get(p.alias, "")
+        return probes
+
+    # -- counting ----------------------------------------------------------------------------------
+    def sweep(self) -> dict[str, str]:
+        """Count the evidence lines appended since the last sweep; retire and restore as they
+        say. Returns {alias: "retired" | "restored"} for what this sweep changed."""
+        limit = retire_after(self.home)
+        with self._lock, self._locked():
+            state = self._load()
+            views = self.roster.view().models
+            # a model anyone put back in service is no longer health's to restore
+            state["retired"] = {a: why for a, why in state["retired"].items()
+                                if a in views and views[a].retired}
+            actions: dict[str, str] = {}
+            tail = jsonl.Tail(self.ledger.evidence_path, state["offset"])
+            for _, rec in tail.read():
+                self._count(rec, state, limit, actions)
+            state["offset"] = tail.offset
+            self._save(state)
+        return actions
+
+    def _count(self, rec: dict, state: dict, limit: int, actions: dict) -> None:
+        kind, alias = rec.get("kind"), rec.get("alias")
+        if kind not in ("probe", "seat") or not isinstance(alias, str):
+            return
+        status = rec.get("status")
+        if kind == "probe":
+            failed = None if status == "ok" else (rec.get("error_kind") or status)
+        else:
+            failed = failure_kind(status, rec.get("error"))
+        runs = state["runs"]
+        if failed is None:
+            runs.pop(alias, None)
+            if kind == "probe" and alias in state["retired"]:
+                self._restore(alias, state, actions)
+            return
+        if failed not in HARD_KINDS:
+            return   # transient or unclear: says nothing about whether the model is there
+        runs[alias] = runs.get(alias, 0) + 1
+        if runs[alias] >= limit:
+            self._retire(alias, failed, runs[alias], state, actions)
+
+    def _retire(self, alias: str, kind: str, run: int, state: dict, actions: dict) -> None:
+        try:
+            changed = self.roster.retire(alias, by=BY)
+        except NotFound:
+            return   # removed from the roster meanwhile
+        if not changed:
+            return   # already retired, by health or by hand: nothing to take over
+        reason = f"{run} hard failures in a row, the last one '{kind}'"
+        state["retired"][alias] = reason
+        actions[alias] = "retired"
+        self.alerts.raise_alert("retired", alias, f"{alias} was retired: {reason}; fix its "
+                                "endpoint's key or served id, then `panelist probe "
+                                f"{alias}` restores it once it answers", reason=reason,
+                                error_kind=kind)
+
+    def _restore(self, alias: str, state: dict, actions: dict) -> None:
+        reason = state["retired"].pop(alias)
+        if _retired_by(self.roster.path.with_name("changes.jsonl"), alias) != BY:
+            return   # put back and retired again by a person since: theirs to restore
+        try:
+            service.restore(self.roster, self.ledger, alias, by=BY)
+        except NotFound:
+            return   # removed from the roster meanwhile
+        actions[alias] = "restored"
+        self.alerts.raise_alert("restored", alias, f"{alias} answered a probe and is back in "
+                                "service", reason=reason)
+
+    # -- the state file ----------------------------------------------------------------------------
+    @contextmanager
+    def _locked(self):
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.state_path.with_name("health.lock"), "a") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            yield
+
+    def _load(self) -> dict:
+        try:
+            st = os.stat(self.ledger.evidence_path)
+            ino, size = st.st_ino, st.st_size
+        except FileNotFoundError:
+            ino, size = None, 0
+        fresh = {"ino": ino, "offset": size, "runs": {}, "retired": {}}
+        try:
+            data = jsonwire.loads(self.state_path.read_bytes())
+        except (FileNotFoundError, ValueError):
+            return fresh
+        if not isinstance(data, dict) or not isinstance(data.get("runs"), dict) or \
+                not isinstance(data.get("retired"), dict) or \
+                not isinstance(data.get("offset"), int):
+            return fresh
+        if data.get("ino") != ino or data["offset"] > size:
+            # another evidence log: its lines were never counted, but what health retired stays
+            return dict(fresh, offset=0, retired=data["retired"])
+        return data
+
+    def _save(self, state: dict) -> None:
+        tmp = self.state_path.with_name("health.json.tmp")
+        tmp.write_text(jsonwire.dumps(state), encoding="utf-8")
+        os.replace(tmp, self.state_path)
+
+    def close(self) -> None:
+        if self._own_seats:
+            self.seats.close()
+            if self._admission is not None:
+                self._admission.close()
+        self.ledger.close()
+        self.alerts.close()
