@@ -48,7 +48,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import jsonwire, listing, races, verdict, wire_messages, wire_responses
+from panelist.metrics import (jsonwire, listing, races, schedule, verdict, wire_messages,
+                              wire_responses)
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -1284,10 +1285,12 @@ class GatewayServer(ThreadingHTTPServer):
             self.add_route(route)
         settings = settings or Settings()
         settings.check_bind(host)  # refused before the port is taken
+        jobs = schedule.settings(panels.home)   # a broken schedule too
         super().__init__((host, port), Handler)
         self.host, self.port = self.server_address[:2]
         self.guard = Guard.for_server(settings, panels.home, port=self.port, bound=host,
                                       max_body=MAX_BODY)
+        self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs).start()
 
     @property
     def url(self) -> str:
@@ -1409,6 +1412,7 @@ class GatewayServer(ThreadingHTTPServer):
             for wire in self._wires.values():
                 if wire.phase != BUSY and not wire.dropped:
                     wire.drop()
+        self.schedule.close()   # joined before the upstream and seats it uses close
         races.close_of(self.panels)   # races cancelled and joined before their upstream closes
         self.panels.close()
         self.guard.close()
@@ -1466,6 +1470,7 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
+    schedule.settings(home)   # a broken schedule is refused before the panels open
     return GatewayServer(panels or panels_for(home, env), host, port, keepalive=keepalive,
                          settings=settings, client_timeout=client_timeout,
                          head_timeout=head_timeout, body_timeout=body_timeout,

@@ -34,7 +34,7 @@ if not __package__:
 
 from panelist.gateway import (ADMIN, OPEN, GatewayServer, Handler, Route,  # noqa: E402
                               panels_for)
-from panelist.metrics import api  # noqa: E402
+from panelist.metrics import api, schedule  # noqa: E402
 from panelist.metrics.errors import NotFound  # noqa: E402
 from panelist.metrics.guard import WRITES, Settings  # noqa: E402
 from panelist.metrics.home import Home, open_home  # noqa: E402
@@ -207,6 +207,7 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
+    schedule.settings(home)   # a broken schedule is refused before the panels open
     server = DashboardServer(panels or panels_for(home, env), host, port, settings=settings,
                              **kw)
     if demo:

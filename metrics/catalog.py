@@ -261,9 +261,11 @@ class Catalog:
             raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
         return upstream.models(ep.base_url, ep.api_key(), timeout=LISTING_TIMEOUT)
 
-    def refresh(self, upstream, endpoints: list[str] | None = None) -> dict:
+    def refresh(self, upstream, endpoints: list[str] | None = None, *,
+                dry_run: bool = False) -> dict:
         """Read each endpoint's listing and store what it states; an endpoint that cannot be
-        read is reported and the others are still refreshed."""
+        read is reported and the others are still refreshed. ``dry_run``: store nothing and
+        alert nothing; ``would_fill`` lists the facts a refresh would set or change."""
         view = self.roster.view()
         names = endpoints or sorted(view.endpoints)
         for name in names:
@@ -283,6 +285,12 @@ class Catalog:
                     stated += 1
                     updates.append((name, entry["id"], facts, ENDPOINT, "GET /models"))
             done.append({"endpoint": name, "models": len(entries), "with_facts": stated})
+        if dry_run:
+            stored = self.stored()
+            fill = [{"endpoint": ep, "served": served, "fact": name, "value": value}
+                    for ep, served, facts, _, _ in updates for name, value in facts.items()
+                    if (stored_entry(stored, ep, served).get(name) or {}).get("value") != value]
+            return {"refreshed": done, "failed": failed, "would_fill": fill}
         # a typed price of 0 with nothing stored yet counts as the price before: an endpoint
         # now asking money for a model the user typed as free is the case worth an alert
         typed_free = {(m.endpoint, m.served, k) for m in view.models.values()

@@ -239,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     ke.add_parser("list", parents=[common])
     ke.add_parser("revoke", parents=[common]).add_argument("name")
     _catalog_parsers(nouns, common)
+    _schedule_parsers(nouns, common)
     return p
 
 
@@ -938,6 +939,35 @@ def cmd_catalog(args, out: Out) -> int:
     return 1 if done["failed"] else 0
 
 
+def _schedule_parsers(nouns, common) -> None:
+    sc = nouns.add_parser("schedule", help="work the server does on its own: probe, "
+                          "catalog_refresh").add_subparsers(dest="verb", metavar="VERB",
+                                                            required=True)
+    sc.add_parser("show", parents=[common], help="each job's mode, interval and next run")
+    a = sc.add_parser("set", parents=[common], help="a job's mode and/or interval (the server "
+                      "reads them when it starts)")
+    a.add_argument("job", metavar="JOB", help="probe or catalog_refresh")
+    a.add_argument("--mode", metavar="M", help="off, log-only (say what would change) or run")
+    a.add_argument("--every", type=int, metavar="SECONDS", help="seconds between runs")
+
+
+def cmd_schedule(args, out: Out) -> int:
+    from panelist.metrics import schedule
+    home = open_home(args.data)
+    if args.verb == "set":
+        done = schedule.set_job(home, args.job, mode=args.mode, every=args.every)
+        out.result(dict(done, job=args.job), f"{args.job}: {done['mode']} every "
+                   f"{done['every']} s; restart the server to apply it")
+        return 0
+    book = schedule.Book(home)
+    rows = []
+    for job, s in schedule.settings(home).items():
+        due = book.next_due(job)
+        rows.append(dict(s, job=job, next=schedule._iso(due) if due else "at start"))
+    out.table(rows, ["job", "mode", "every", "next"])
+    return 0
+
+
 def cmd_alerts(args, out: Out) -> int:
     from panelist.metrics.alerts import Alerts
     if args.limit < 1:
@@ -976,7 +1006,7 @@ COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve, "endpoint": cmd_endpoint
             "collection": cmd_collection, "ask": cmd_ask, "verdict": cmd_verdict,
             "pending": cmd_pending, "key": cmd_key, "mcp": cmd_mcp, "grade": cmd_grade,
             "race": cmd_race, "suite": cmd_suite, "probe": cmd_probe, "catalog": cmd_catalog,
-            "alerts": cmd_alerts, "discover": cmd_discover}
+            "alerts": cmd_alerts, "discover": cmd_discover, "schedule": cmd_schedule}
 
 
 def main(argv: list[str] | None = None) -> int:

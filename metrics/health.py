@@ -121,15 +121,17 @@ class Health:
 
     # -- probing -----------------------------------------------------------------------------------
     def probe(self, aliases: list[str] | None = None, *, timeout: float = 30.0,
-              wait: float = 30.0) -> list[Probe]:
+              wait: float = 30.0, dry_run: bool = False) -> list[Probe]:
         """Probe ``aliases`` (default: every model on the roster, retired ones included, since a
-        probe is how they come back) one after another; then count and act on what was logged."""
+        probe is how they come back) one after another; then count and act on what was logged.
+        ``dry_run``: log nothing and change nothing; each probe's action says what would be
+        done (``would_retire`` / ``would_restore``) from the runs counted so far."""
         models = self.roster.view().models
         names = list(models) if not aliases else list(dict.fromkeys(aliases))
         unknown = [a for a in names if a not in models]
         if unknown:
             raise NotFound(f"unknown model(s) {', '.join(unknown)}; see `panelist model list`")
-        actions = self.sweep()   # counting starts before these probes, so they are counted
+        actions = {} if dry_run else self.sweep()   # so these probes are counted after
         probes = []
         for alias in names:
             model = models[alias]
@@ -138,13 +140,32 @@ class Health:
                             timeout=timeout, wait=wait)
             r = self.seats.ask(call, deadline=time.monotonic() + wait + timeout)
             status = "ok" if r.answered else r.status
+            if dry_run:
+                probes.append(Probe(alias, model.endpoint, status, r.seconds, r.error_kind,
+                                    r.error))
+                continue
             self.ledger.record_probe(alias, endpoint=model.endpoint, status=status,
                                      seconds=r.seconds, error_kind=r.error_kind, error=r.error)
             probes.append(Probe(alias, model.endpoint, status, r.seconds, r.error_kind, r.error))
-        actions.update(self.sweep())
+        actions.update(self._would(probes, models) if dry_run else self.sweep())
         for p in probes:
             p.action = actions.get(p.alias, "")
         return probes
+
+    def _would(self, probes: list[Probe], models: dict) -> dict[str, str]:
+        """What counting these probes would do, read from the state without writing it."""
+        limit = retire_after(self.home)
+        with self._lock, self._locked():
+            state = self._load()
+        out = {}
+        for p in probes:
+            if p.status == "ok":
+                if p.alias in state["retired"] and models[p.alias].retired:
+                    out[p.alias] = "would_restore"
+            elif (p.error_kind or p.status) in HARD_KINDS and not models[p.alias].retired and \
+                    state["runs"].get(p.alias, 0) + 1 >= limit:
+                out[p.alias] = "would_retire"
+        return out
 
     # -- counting ----------------------------------------------------------------------------------
     def sweep(self) -> dict[str, str]:

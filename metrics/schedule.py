@@ -1,0 +1,260 @@
+"""Scheduled work in the server process: probes and catalog refreshes without cron.
+
+Settings live in ``config/schedule.json`` as ``{"jobs": {job: {"mode", "every"}}}``; a job
+missing there is ``off``. Modes: ``off`` (never runs), ``log-only`` (works out what would
+change and says it as a ``schedule`` alert, changing nothing), ``run``.
+
+Invariants:
+- The next run time of each job is kept in ``runs/schedule.json`` and is claimed under a
+  ``flock`` on ``runs/schedule.lock``: the claim moves ``next`` forward before the job runs, so
+  two processes on one folder never run the same due time twice, and a restart neither repeats
+  a run (the time already moved) nor skips one (a job whose time passed while no server was up
+  runs once at start). A job that never ran is due at once.
+- Every run is one line in ``runs/schedule.jsonl`` (job, mode, what it did or would do).
+- The thread sleeps on an Event until the nearest due time; ``close`` sets it and joins.
+  With every job ``off`` no thread starts; settings are read when the server starts.
+- A job that fails is logged and waits for its next time: the thread never dies of it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from panelist.metrics import configfile, jsonl, jsonwire
+from panelist.metrics.alerts import Alerts
+from panelist.metrics.errors import BadRequest, ConfigInvalid
+from panelist.metrics.home import Home
+
+JOBS = ("probe", "catalog_refresh")
+MODES = ("off", "log-only", "run")
+DEFAULT_EVERY = {"probe": 3600, "catalog_refresh": 86400}
+MIN_EVERY = 1
+JOIN = 60.0
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def settings(home: Home) -> dict[str, dict]:
+    """``{job: {"mode", "every"}}`` for every job, checked; a bad field names itself."""
+    doc = configfile.read(home.file("schedule.json"))
+    jobs = doc.get("jobs", {})
+    if not isinstance(jobs, dict):
+        raise ConfigInvalid("schedule.json: jobs must be an object of job name to "
+                            "{mode, every}; fix it with `panelist schedule set`")
+    unknown = sorted(set(jobs) - set(JOBS))
+    if unknown:
+        raise ConfigInvalid(f"schedule.json: unknown job(s) {', '.join(unknown)}; "
+                            f"the jobs are {', '.join(JOBS)}")
+    out = {}
+    for job in JOBS:
+        entry = jobs.get(job, {})
+        if not isinstance(entry, dict):
+            raise ConfigInvalid(f"schedule.json: jobs.{job} must be an object with mode and "
+                                "every")
+        out[job] = {"mode": check_mode(entry.get("mode", "off"), f"schedule.json: jobs.{job}.mode"),
+                    "every": check_every(entry.get("every", DEFAULT_EVERY[job]),
+                                         f"schedule.json: jobs.{job}.every")}
+    return out
+
+
+def check_mode(mode, field: str) -> str:
+    if mode not in MODES:
+        raise ConfigInvalid(f"{field} must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
+def check_every(every, field: str) -> int:
+    if isinstance(every, bool) or not isinstance(every, int) or every < MIN_EVERY:
+        raise ConfigInvalid(f"{field} must be a whole number of seconds of {MIN_EVERY} or "
+                            f"more, not {every!r}")
+    return every
+
+
+def set_job(home: Home, job: str, *, mode: str | None = None, every: int | None = None) -> dict:
+    """Change one job's mode and/or interval in ``config/schedule.json``."""
+    if job not in JOBS:
+        raise BadRequest(f"unknown job '{job}'; the jobs are {', '.join(JOBS)}")
+    if mode is None and every is None:
+        raise BadRequest("say what to change: --mode and/or --every")
+    try:
+        if mode is not None:
+            check_mode(mode, "--mode")
+        if every is not None:
+            check_every(every, "--every")
+    except ConfigInvalid as exc:
+        raise BadRequest(exc.message) from None
+    settings(home)   # a broken file is reported, not silently rewritten
+
+    def change(doc):
+        jobs = doc.setdefault("jobs", {})
+        old = dict(jobs.get(job, {}))
+        new = jobs.setdefault(job, {})
+        if mode is not None:
+            new["mode"] = mode
+        if every is not None:
+            new["every"] = every
+        return (f"schedule {job}", old, dict(new)) if new != old else None
+    configfile.update(home.file("schedule.json"), change, by="schedule")
+    return settings(home)[job]
+
+
+class Book:
+    """The persisted next run times of one data folder (``runs/schedule.json``)."""
+
+    def __init__(self, home: Home):
+        self.path = Path(home.root) / "runs" / "schedule.json"
+        self.log_path = self.path.with_name("schedule.jsonl")
+
+    @contextmanager
+    def _locked(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name("schedule.lock"), "a") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            yield
+
+    def load(self) -> dict:
+        try:
+            data = jsonwire.loads(self.path.read_bytes())
+        except (FileNotFoundError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {job: e for job, e in data.items()
+                if job in JOBS and isinstance(e, dict) and isinstance(e.get("next"), (int, float))}
+
+    def _save(self, state: dict) -> None:
+        tmp = self.path.with_name(f"schedule.json.{os.getpid()}.tmp")
+        tmp.write_text(jsonwire.dumps(state), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def claim(self, job: str, every: int, now: float) -> bool:
+        """True if ``job`` is due at ``now``; then its next time is moved on before returning,
+        so no other process (nor a restart) claims the same run."""
+        with self._locked():
+            state = self.load()
+            entry = state.get(job)
+            if entry is not None and entry["next"] > now:
+                return False
+            state[job] = {"next": now + every, "last": now}
+            self._save(state)
+            return True
+
+    def next_due(self, job: str) -> float:
+        entry = self.load().get(job)
+        return entry["next"] if entry else 0.0
+
+
+class Scheduler:
+    """Runs the jobs of one server's data folder on a thread; ``close`` stops and joins it."""
+
+    def __init__(self, home: Home, panels=None, *, jobs: dict[str, dict] | None = None):
+        self.home = home
+        self.panels = panels
+        self.jobs = jobs if jobs is not None else settings(home)
+        self.book = Book(home)
+        self._stop = threading.Event()
+        self.passes = 0          # loop passes done; a test waits on it instead of on time
+        self._pass = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def active(self) -> dict[str, dict]:
+        return {j: s for j, s in self.jobs.items() if s["mode"] != "off"}
+
+    def start(self) -> "Scheduler":
+        if self.active:
+            self._thread = threading.Thread(target=self._loop, name="schedule", daemon=True)
+            self._thread.start()
+        return self
+
+    def wait_passes(self, n: int, timeout: float) -> bool:
+        with self._pass:
+            return self._pass.wait_for(lambda: self.passes >= n, timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            for job, s in self.active.items():
+                if self._stop.is_set():
+                    break
+                if self.book.claim(job, s["every"], time.time()):
+                    self._run(job, s["mode"])
+            with self._pass:
+                self.passes += 1
+                self._pass.notify_all()
+            nearest = min(self.book.next_due(j) for j in self.active)
+            self._stop.wait(max(0.0, nearest - time.time()))
+
+    def _run(self, job: str, mode: str) -> None:
+        dry = mode == "log-only"
+        try:
+            summary, said = (self._probe if job == "probe" else self._refresh)(dry)
+            outcome = {"status": "ok", **summary}
+        except Exception as exc:   # noqa: BLE001 - one failed run must not end the schedule
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            outcome, said = {"status": "failed", "error": message[:500]}, None
+        line = {"v": jsonl.SCHEMA, "ts": _iso(time.time()), "job": job, "mode": mode, **outcome}
+        appender = jsonl.Appender(self.book.log_path)
+        try:
+            appender.append(line)
+        finally:
+            appender.close()
+        if dry and said is not None:
+            alerts = Alerts(self.home)
+            try:
+                alerts.raise_alert("schedule", job, said, job=job, mode=mode, **summary)
+            finally:
+                alerts.close()
+
+    def _probe(self, dry: bool) -> tuple[dict, str]:
+        from panelist.metrics.health import Health
+        health = Health(self.home, seats=self.panels.seats) if self.panels is not None \
+            else Health(self.home)
+        try:
+            probes = health.probe(dry_run=dry)
+        finally:
+            health.close()
+        key = "would" if dry else "did"
+        acts = {p.alias: p.action for p in probes if p.action}
+        summary = {"probed": len(probes), key: acts}
+        if not acts:
+            return summary, f"a probe of {len(probes)} model(s) would change nothing"
+        said = "; ".join(f"{v.replace('would_', 'would ')} {a}" for a, v in sorted(acts.items()))
+        return summary, f"a scheduled probe {said}; set the probe job to run to let it"
+
+    def _refresh(self, dry: bool) -> tuple[dict, str]:
+        from panelist.metrics.catalog import Catalog
+        from panelist.metrics.client import Upstream
+        upstream = self.panels.upstream if self.panels is not None else Upstream()
+        try:
+            done = Catalog(self.home).refresh(upstream, dry_run=dry)
+        finally:
+            if self.panels is None:
+                upstream.close()
+        if dry:
+            fill = done["would_fill"]
+            summary = {"would_fill": fill, "failed": done["failed"]}
+            names = ", ".join(f"{f['served']} {f['fact']}" for f in fill[:20])
+            more = f" and {len(fill) - 20} more" if len(fill) > 20 else ""
+            said = (f"a catalog refresh would fill {len(fill)} fact(s): {names}{more}; set the "
+                    "catalog_refresh job to run to store them" if fill else
+                    "a catalog refresh would change nothing")
+            return summary, said
+        return {"refreshed": len(done["refreshed"]), "failed": done["failed"],
+                "went_paid": len(done["went_paid"])}, ""
+
+    def close(self, timeout: float = JOIN) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def start(panels) -> Scheduler:
+    """The scheduler of a server's data folder, started (no thread when every job is off)."""
+    return Scheduler(panels.home, panels).start()

@@ -1,0 +1,147 @@
+"""Scheduled work: the gateway's own thread runs probes and catalog refreshes as
+``config/schedule.json`` says; a restart neither repeats nor skips a run, ``log-only`` changes
+nothing but says what it would change, ``off`` runs nothing, and closing joins the thread."""
+
+import json
+import threading
+
+import pytest
+
+from conftest import PATIENCE, read_jsonl
+from panelist.gateway import make_gateway
+from panelist.metrics.catalog import Catalog
+from panelist.metrics.cli import main
+from panelist.metrics.errors import ConfigInvalid
+from panelist.metrics.roster import Roster
+from panelist.metrics.schedule import Book
+
+HOUR = 3600
+
+
+def run(capsys, home, *argv):
+    code = main([*argv, "--data", str(home.root)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def set_job(capsys, home, job, mode, every=HOUR):
+    code, _, err = run(capsys, home, "schedule", "set", job, "--mode", mode,
+                       "--every", str(every))
+    assert code == 0, err
+
+
+def one_pass(home):
+    """Start a gateway, let its scheduler make one pass over the jobs, close it."""
+    gw = make_gateway(home, env={})
+    try:
+        if gw.schedule._thread is not None:
+            assert gw.schedule.wait_passes(1, PATIENCE)
+    finally:
+        gw.close()
+    thread = gw.schedule._thread
+    assert thread is None or not thread.is_alive()   # close joined it
+    return gw
+
+
+def runs(home):
+    path = home.root / "runs" / "schedule.jsonl"
+    return read_jsonl(path) if path.exists() else []
+
+
+def schedule_threads():
+    return [t for t in threading.enumerate() if t.name == "schedule"]
+
+
+def test_a_restart_neither_repeats_nor_skips_a_run(capsys, home, sim):
+    sim.script("fast", window=64000)
+    set_job(capsys, home, "catalog_refresh", "run")
+    one_pass(home)   # never ran: due at once
+    assert [(r["job"], r["mode"], r["status"]) for r in runs(home)] == [
+        ("catalog_refresh", "run", "ok")]
+    assert Catalog(home).stored_facts("sim", "fast")["context"]["value"] == 64000
+    one_pass(home)   # the next run is an hour away: a restart does not repeat it
+    assert len(runs(home)) == 1
+    # the hour passed while no server was up: the next start runs it, once
+    path = home.root / "runs" / "schedule.json"
+    state = json.loads(path.read_text())
+    state["catalog_refresh"]["next"] -= 2 * HOUR
+    path.write_text(json.dumps(state))
+    one_pass(home)
+    one_pass(home)
+    assert [r["job"] for r in runs(home)] == ["catalog_refresh", "catalog_refresh"]
+    assert not schedule_threads()
+
+
+def test_log_only_says_what_would_change_and_changes_nothing(capsys, home, sim):
+    home.file("gateway.json").write_text(json.dumps({"retire_after": 1}))
+    sim.script("fast", fail="auth")
+    sim.script("mid", window=64000)
+    set_job(capsys, home, "probe", "log-only")
+    set_job(capsys, home, "catalog_refresh", "log-only")
+    one_pass(home)
+    assert sorted((r["job"], r["mode"], r["status"]) for r in runs(home)) == [
+        ("catalog_refresh", "log-only", "ok"), ("probe", "log-only", "ok")]
+    # nothing changed: no probe lines, nobody retired, no fact stored
+    evidence = home.gateway_runs / "evidence.jsonl"
+    assert not evidence.exists() or not [r for r in read_jsonl(evidence)
+                                         if r["kind"] == "probe"]
+    assert not Roster(home).view().models["fast"].retired
+    assert Catalog(home).stored() == {}
+    # ... but it was said, as alerts
+    said = {a["job"]: a for a in read_jsonl(home.root / "runs" / "alerts.jsonl")}
+    assert set(said) == {"probe", "catalog_refresh"}
+    assert said["probe"]["would"] == {"fast": "would_retire"}
+    assert "would retire fast" in said["probe"]["message"]
+    assert {"endpoint": "sim", "served": "mid", "fact": "context", "value": 64000} in \
+        said["catalog_refresh"]["would_fill"]
+    assert "mid context" in said["catalog_refresh"]["message"]
+
+
+def test_a_probe_job_in_run_mode_retires(capsys, home, sim):
+    home.file("gateway.json").write_text(json.dumps({"retire_after": 1}))
+    sim.script("fast", fail="auth")
+    set_job(capsys, home, "probe", "run")
+    one_pass(home)
+    [line] = runs(home)
+    assert (line["job"], line["mode"], line["did"]) == ("probe", "run", {"fast": "retired"})
+    assert Roster(home).view().models["fast"].retired
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_off_runs_nothing(capsys, home, sim, explicit):
+    if explicit:
+        set_job(capsys, home, "probe", "off", 1)
+        set_job(capsys, home, "catalog_refresh", "off", 1)
+    gw = one_pass(home)
+    assert gw.schedule._thread is None
+    assert runs(home) == [] and not (home.root / "runs" / "schedule.json").exists()
+    assert sim.count("fast") == 0
+
+
+def test_two_claims_of_one_due_time_give_one_run(home):
+    a, b = Book(home), Book(home)
+    assert a.claim("probe", HOUR, 1000.0) is True
+    assert b.claim("probe", HOUR, 1000.0) is False
+    assert b.claim("probe", HOUR, 1000.0 + HOUR) is True
+
+
+def test_show_and_bad_settings_say_what_to_do(capsys, home):
+    code, out, err = run(capsys, home, "schedule", "set", "probe", "--mode", "sometimes")
+    assert code != 0 and "--mode must be one of off, log-only, run" in err
+    code, out, err = run(capsys, home, "schedule", "set", "probe", "--every", "0")
+    assert code != 0 and "--every" in err
+    code, out, err = run(capsys, home, "schedule", "set", "nightly", "--mode", "run")
+    assert code != 0 and "unknown job 'nightly'" in err
+    set_job(capsys, home, "probe", "log-only", 600)
+    code, out, err = run(capsys, home, "schedule", "show", "--json")
+    assert code == 0, err
+    rows = {r["job"]: r for r in json.loads(out)}
+    assert rows["probe"] == {"job": "probe", "mode": "log-only", "every": 600,
+                             "next": "at start"}
+    assert rows["catalog_refresh"]["mode"] == "off"
+    # a hand-edited file is refused when the server starts, naming the field
+    home.file("schedule.json").write_text(json.dumps(
+        {"jobs": {"probe": {"mode": "run", "every": "hourly"}}}))
+    with pytest.raises(ConfigInvalid, match="jobs.probe.every"):
+        make_gateway(home, env={})
+    assert not schedule_threads()
