@@ -466,6 +466,36 @@ def get_race(req: ApiRequest) -> dict:
     return races.of(req.panels).get(req.params["race"])
 
 
+# -- discover and alerts --------------------------------------------------------------------------
+def discover_all(req: ApiRequest) -> dict:
+    """What ``panelist discover`` lists: models served outside the roster, free first."""
+    from panelist.metrics import discover as found
+    from panelist.metrics.catalog import Catalog
+    endpoint = req.query.get("endpoint") or None
+    return found.find(Catalog(req.panels.home), req.panels.upstream, endpoint,
+                      free_only=req.query.get("free") in ("1", "true"))
+
+
+def discover_add(req: ApiRequest) -> dict:
+    """Register one discovered model, as ``panelist discover --add`` does."""
+    from panelist.metrics import discover as found
+    from panelist.metrics.catalog import Catalog
+    body = _object(req)
+    _only(body, ("endpoint", "served"))
+    for name in ("endpoint", "served"):
+        if not isinstance(body.get(name), str) or not body[name]:
+            raise BadRequest(f"'{name}' must be a non-empty string; take it from GET "
+                             "/api/discover", param=name)
+    added = found.add(Catalog(req.panels.home), req.panels.upstream, [body["served"]],
+                      body["endpoint"])
+    return {"added": added}
+
+
+def list_alerts(req: ApiRequest) -> dict:
+    from panelist.metrics.alerts import Alerts
+    return {"data": Alerts(req.panels.home).recent(_limit(req))}
+
+
 ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/info", {"GET": info}),
     ("/api/demo", {"POST": load_demo}),
@@ -492,4 +522,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/keys/{name}", {"DELETE": revoke_key}),
     ("/api/races", {"GET": list_races}),
     ("/api/races/{race}", {"GET": get_race}),
+    ("/api/discover", {"GET": discover_all}),
+    ("/api/discover/add", {"POST": discover_add}),
+    ("/api/alerts", {"GET": list_alerts}),
 ]

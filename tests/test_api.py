@@ -460,6 +460,61 @@ def test_discover(dash, home, sim):
     assert_error(status, body, 502)
 
 
+@covers("GET", "/api/discover")
+def test_discover_lists_only_models_off_the_roster(dash, home, sim):
+    sim.script("not-yet-added")
+    status, body, _ = dash.get("/api/discover")
+    assert status == 200, body
+    assert [(r["endpoint"], r["id"]) for r in body["models"]] == [("sim", "not-yet-added")]
+    assert body["failed"] == []
+    status, body, _ = dash.get("/api/discover?endpoint=ghost")
+    assert_error(status, body, 404, says="ghost")
+
+
+@covers("POST", "/api/discover/add")
+def test_discover_add_registers_the_model_as_the_cli_does(dash, home, sim):
+    sim.script("not-yet-added")
+    before = len(changes(home))
+    status, body, _ = dash.post("/api/discover/add", {"endpoint": "sim", "served": "not-yet-added"})
+    assert status == 200, body
+    assert [a["alias"] for a in body["added"]] == ["not-yet-added"]
+    model = stored(home, "roster.json")["models"]["not-yet-added"]
+    assert model["endpoint"] == "sim"
+    assert [c["new"]["endpoint"] for c in new_changes(home, before)
+            if isinstance(c.get("new"), dict)] == ["sim"]
+    status, body, _ = dash.get("/api/discover")
+    assert body["models"] == []
+
+
+def test_discover_add_refusals(dash, home, sim):
+    status, body, _ = dash.post("/api/discover/add", {"endpoint": "sim", "served": "fast"})
+    assert_error(status, body, 404, says="fast")
+    status, body, _ = dash.post("/api/discover/add", {"endpoint": "sim"})
+    assert_error(status, body, 400, param="served")
+    status, body, _ = dash.post("/api/discover/add", {"endpoint": "sim", "served": "x",
+                                                      "alias": "y"})
+    assert_error(status, body, 400, param="alias")
+    assert "x" not in stored(home, "roster.json")["models"]
+
+
+@covers("GET", "/api/alerts")
+def test_alerts_newest_first(dash, home):
+    from panelist.metrics.alerts import Alerts
+    status, body, _ = dash.get("/api/alerts")
+    assert (status, body) == (200, {"data": []})
+    book = Alerts(home)
+    book.raise_alert("retired", "fast", "fast retired after 3 hard failures")
+    book.raise_alert("restored", "fast", "fast answers again")
+    book.close()
+    status, body, _ = dash.get("/api/alerts")
+    assert status == 200, body
+    assert [a["kind"] for a in body["data"]] == ["restored", "retired"]
+    status, body, _ = dash.get("/api/alerts?limit=1")
+    assert [a["kind"] for a in body["data"]] == ["restored"]
+    status, body, _ = dash.get("/api/alerts?limit=0")
+    assert_error(status, body, 400, param="limit")
+
+
 # -- collections and limits ----------------------------------------------------------------------
 @covers("GET", "/api/collections")
 def test_list_collections(dash, home):

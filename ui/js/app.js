@@ -4,22 +4,25 @@
 
 import { api, isAbort } from "./api.js";
 import { replace } from "./dom.js";
+import { showAlerts } from "./alerts.js";
 import { errorState, loading, emptyState, linkButton, toast } from "./ui.js";
 import * as overview from "./pages/overview.js";
 import * as ask from "./pages/ask.js";
 import * as panels from "./pages/panels.js";
 import * as evidence from "./pages/evidence.js";
 import * as races from "./pages/races.js";
+import * as discover from "./pages/discover.js";
 import * as collections from "./pages/collections.js";
 import * as endpoints from "./pages/endpoints.js";
 import * as settings from "./pages/settings.js";
 
-const PAGES = { overview, ask, panels, evidence, races, collections, endpoints, settings };
+const PAGES = { overview, ask, panels, evidence, races, discover, collections, endpoints, settings };
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const owedBadge = document.getElementById("owed-count");
 const logout = document.getElementById("logout");
+const alertsBanner = document.getElementById("alerts-banner");
 
 let current = null;
 let infoPromise = null;
@@ -76,6 +79,7 @@ async function route() {
     else a.removeAttribute("aria-current");
   }
   refreshInfo();
+  showAlerts(alertsBanner, controller.signal);
   if (!page) {
     document.title = "Not found · Panelist";
     replace(main, emptyState("No such page", `There is no page "${name}".`,

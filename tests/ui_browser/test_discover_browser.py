@@ -1,0 +1,81 @@
+"""The Discover page and the alerts banner in a real browser, over the simulated upstream."""
+
+from __future__ import annotations
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture says why (a skip, or a failure when required)
+    expect = None
+
+from panelist.metrics.alerts import Alerts
+from panelist.metrics.home import open_home
+from panelist.metrics.roster import Roster
+
+NEW = "new-model"
+
+
+def test_discover_lists_an_unlisted_model_and_add_puts_it_on_the_overview(
+        dashboard_factory, home, sim, page):
+    sim.script(NEW)
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/discover")
+    region = page.get_by_role("region", name="Models not on the roster")
+    rows = region.locator("tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-id", NEW)
+    expect(rows.first).to_contain_text("sim")
+
+    region.get_by_role("button", name=f"Add {NEW} from sim").click()
+    expect(page.get_by_role("heading", name="Nothing new to add")).to_be_visible()
+    assert Roster(home).view().models[NEW].endpoint == "sim"
+
+    page.get_by_role("link", name="Overview").click()
+    table = page.get_by_role("region", name="Models on the roster")
+    expect(table.locator(f'tr[data-id="{NEW}"]')).to_contain_text("sim")
+
+
+def test_discover_shows_the_servers_refusal(dashboard_factory, home, sim, page, watch):
+    sim.script(NEW)
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/discover")
+    button = page.get_by_role("button", name=f"Add {NEW} from sim")
+    expect(button).to_be_visible()
+    Roster(home).add_model(NEW, "sim")   # someone else registers it meanwhile
+    watch.allow("404")
+    button.click()
+    status = page.get_by_test_id("discover-status")
+    expect(status).to_contain_text(f"{NEW} was not added")
+    expect(status).to_contain_text("panelist discover")
+
+
+def test_a_raised_alert_shows_as_a_banner_until_dismissed(dashboard, page, tmp_path):
+    alerts = Alerts(open_home(tmp_path / "data"))
+    page.goto(dashboard.url + "/#/overview")
+    expect(page.get_by_role("link", name="Overview")).to_have_attribute("aria-current", "page")
+    banner = page.get_by_role("region", name="Alerts")
+    expect(banner).to_be_hidden()
+
+    try:
+        alerts.raise_alert("retired", "sim-flaky", "<b>retired</b> after 3 hard failures")
+    finally:
+        alerts.close()
+    page.get_by_role("link", name="Races").click()
+    expect(banner).to_contain_text("1 new alert")
+    expect(banner).to_contain_text("sim-flaky: <b>retired</b> after 3 hard failures")
+    expect(banner.locator("b")).to_have_count(0)
+
+    banner.get_by_role("button", name="Dismiss these alerts").click()
+    expect(banner).to_be_hidden()
+
+    # the next alert (often in the same second as the first) is the only new one, after a reload
+    alerts = Alerts(open_home(tmp_path / "data"))
+    try:
+        alerts.raise_alert("restored", "sim-flaky", "answers again")
+    finally:
+        alerts.close()
+    page.reload()
+    expect(banner).to_contain_text("1 new alert")
+    expect(banner.locator("li")).to_have_count(1)
+    expect(banner).to_contain_text("sim-flaky: answers again")
+    banner.get_by_role("button", name="Dismiss these alerts").click()
+    expect(banner).to_be_hidden()
