@@ -237,3 +237,18 @@ def raw_stream(gw, body) -> tuple[str, bytes]:
             data += chunk
     head, _, rest = data.partition(b"\r\n\r\n")
     return head.decode(), rest
+
+
+def set_limits(home, **limits):
+    """Change the data folder's gateway.json limits (a server reads them on the next request)."""
+    path = home.file("gateway.json")
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps(dict(doc, **limits)))
+
+
+def seats_logged(home) -> dict:
+    """``{alias: status}`` of every seat line in the evidence log so far."""
+    path = home.gateway_runs / "evidence.jsonl"
+    if not path.exists():
+        return {}
+    return {e["alias"]: e["status"] for e in read_jsonl(path) if e["kind"] == "seat"}

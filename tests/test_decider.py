@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import PATIENCE, logged, read_jsonl, wait_until
+from conftest import PATIENCE, logged, read_jsonl, set_limits, wait_until
 from panelist.metrics.cli import main
 from panelist.metrics.collection import Collections
 from panelist.metrics.home import open_home
@@ -21,10 +21,6 @@ def run_cli_main(capsys, *argv):
     return code, out, err
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    doc = json.loads(path.read_text()) if path.exists() else {}
-    path.write_text(json.dumps(dict(doc, **limits)))
 
 
 def decider_asks(sim) -> list[dict]:

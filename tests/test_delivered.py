@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from conftest import PATIENCE, read_jsonl, wait_until
+from conftest import PATIENCE, read_jsonl, seats_logged, set_limits, wait_until
 from panelist.metrics import errors
 from panelist.metrics.cli import main
 from panelist.metrics.ledger import Ledger, reply_hash
@@ -217,16 +217,8 @@ def chat(**extra):
             **extra}
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
-def seats_logged(home) -> dict:
-    path = home.gateway_runs / "evidence.jsonl"
-    if not path.exists():
-        return {}
-    return {e["alias"]: e["status"] for e in read_jsonl(path) if e["kind"] == "seat"}
 
 
 def test_a_panel_the_caller_left_is_not_owed_but_listed_apart(gateway, dash, home, sim):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATIENCE, Client, Gateway, read_jsonl, serving_threads, wait_until
+from conftest import (Client, Gateway, PATIENCE, read_jsonl, serving_threads, set_limits,
+                      wait_until)
 from panelist.gateway import make_gateway
 from panelist.metrics.collection import Collections
 from panelist.metrics.keys import Keys
@@ -32,9 +33,6 @@ def ask(gw, model="bench/trio", headers=None, **extra):
                     **extra}, headers=headers)
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
 def closed_port() -> int:

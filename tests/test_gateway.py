@@ -8,7 +8,7 @@ import time
 import openai
 import pytest
 
-from conftest import PATIENCE, Gateway, move_to, read_jsonl
+from conftest import Gateway, PATIENCE, move_to, read_jsonl, set_limits
 from panelist.gateway import make_gateway
 from panelist.metrics.roster import Roster
 
@@ -19,9 +19,6 @@ def ask(gw, content="Review: def add(a, b): return a - b", **extra):
                                             **extra})
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
 def test_openai_client_gets_every_seat_labelled(gateway, home):

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from conftest import (Gateway, PATIENCE, move_to, openai_client, raw_stream, read_jsonl,
-                      wait_until)
+                      set_limits, wait_until)
 from panelist.gateway import make_gateway
 
 TOOLS = [{"type": "function", "function": {
@@ -19,9 +19,6 @@ ASK = [{"role": "user", "content": "Where is order 42?"}]
 LOOKUP = [{"name": "lookup_order", "arguments": {"number": "42"}}]
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
 

@@ -8,7 +8,8 @@ import socket
 import openai
 import pytest
 
-from conftest import PATIENCE, Gateway, move_to, read_jsonl, wait_until
+from conftest import Gateway, PATIENCE, move_to, read_jsonl, seats_logged, set_limits, wait_until
+from sse import RawStream
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
 from panelist.metrics.collection import Collections
@@ -19,9 +20,6 @@ DATA_URL = f"data:image/png;base64,{PIXEL}"
 SIGNED_URL = "https://photos.example/chair.jpg?sig=s3cr3t-signature&exp=99"
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
 def chat(**extra):
@@ -29,21 +27,14 @@ def chat(**extra):
             **extra}
 
 
-class EventStream:
-    """A streaming chat request over a raw socket, read one server-sent event at a time.
-
-    ``next()`` returns ``("comment", text)`` or ``("data", payload)`` (the JSON object, or the
-    string "[DONE]"), decoding HTTP/1.1 chunked framing by hand; ``EOFError`` after the last."""
+class EventStream(RawStream):
+    """A streaming chat request read one server-sent event at a time (``sse.RawStream``), as
+    this file's tests read it: ``status`` is the raw status line, and ``next()`` gives
+    ``("comment", text)`` or ``("data", payload)``. ``head=False`` leaves the head unread, so a
+    test can first check that nothing arrived (``silent``)."""
 
     def __init__(self, gw, body, *, head: bool = True):
-        host, port = gw.server.server_address[:2]
-        raw = json.dumps(body).encode()
-        self.sock = socket.create_connection((host, port), timeout=PATIENCE)
-        self.sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                          % (port, len(raw), raw))
-        self.file = self.sock.makefile("rb")
-        self.buffer, self.ended = b"", False
+        super().__init__(gw.server, "/v1/chat/completions", body)
         if head:
             self.read_head()
 
@@ -52,48 +43,16 @@ class EventStream:
         return not select.select([self.sock], [], [], 0)[0]
 
     def read_head(self) -> None:
-        self.status = self.file.readline()
-        self.headers = {}
-        while (line := self.file.readline()) != b"\r\n":
-            k, _, v = line.decode().partition(":")
-            self.headers[k.strip().lower()] = v.strip()
+        self._read_head()
+
+    @property
+    def status(self) -> bytes:
+        self._read_head()
+        return self._status
 
     def next(self):
-        while b"\n\n" not in self.buffer:
-            if self.ended:
-                raise EOFError("the stream ended")
-            size = int(self.file.readline().strip(), 16)
-            if size == 0:
-                self.ended = True
-                continue
-            self.buffer += self.file.read(size)
-            self.file.read(2)
-        block, self.buffer = self.buffer.split(b"\n\n", 1)
-        text = block.decode()
-        if text.startswith(":"):
-            return "comment", text
-        assert text.startswith("data: "), text
-        payload = text[6:]
-        return "data", payload if payload == "[DONE]" else json.loads(payload)
-
-    def rest(self) -> list:
-        """Every event left, up to the end of the stream."""
-        events = []
-        while True:
-            try:
-                events.append(self.next())
-            except EOFError:
-                return events
-
-    def close(self) -> None:
-        self.file.close()
-        self.sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        kind, payload = super().next()
+        return (kind, payload) if kind == "comment" else ("data", payload)
 
 
 def content(event) -> str | None:
@@ -353,11 +312,6 @@ def test_panel_deadline_bounds_the_request(gateway, home, sim):
     assert sim.count("slow") == 1
 
 
-def seats_logged(home) -> dict:
-    path = home.gateway_runs / "evidence.jsonl"
-    if not path.exists():
-        return {}
-    return {e["alias"]: e["status"] for e in read_jsonl(path) if e["kind"] == "seat"}
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -8,7 +8,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from conftest import openai_client, read_jsonl, wait_until
+from conftest import openai_client, read_jsonl, set_limits, wait_until
 from panelist.metrics.collection import Collections
 from panelist.metrics.roster import Roster
 
@@ -32,9 +32,6 @@ SCHEMA_FORMAT = {"type": "json_schema",
                  "json_schema": {"name": "review", "strict": True, "schema": SCHEMA}}
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
 

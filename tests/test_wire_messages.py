@@ -8,7 +8,7 @@ import socket
 import anthropic
 import pytest
 
-from conftest import (Gateway, PATIENCE, logged, move_to, read_jsonl, seat_bodies,
+from conftest import (Gateway, PATIENCE, logged, move_to, seat_bodies, seats_logged, set_limits,
                       wait_until)
 from panelist.gateway import make_gateway
 from panelist.metrics import wire_messages
@@ -22,9 +22,6 @@ TOOLS = [{"name": "lookup_order", "description": "Find an order by its number",
                            "required": ["number"]}}]
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
 @pytest.fixture()
@@ -373,11 +370,6 @@ def test_the_dashboard_serves_messages_too(dash, home):
 
 
 # -- a caller that leaves -------------------------------------------------------------------------
-def seats_logged(home) -> dict:
-    path = home.gateway_runs / "evidence.jsonl"
-    if not path.exists():
-        return {}
-    return {e["alias"]: e["status"] for e in read_jsonl(path) if e["kind"] == "seat"}
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 
-from conftest import (Gateway, PATIENCE, logged, move_to, read_jsonl, seat_bodies,
+from conftest import (Gateway, PATIENCE, logged, move_to, seat_bodies, seats_logged, set_limits,
                       wait_until)
 from panelist.gateway import make_gateway
 from panelist.metrics import wire_responses
@@ -23,9 +23,6 @@ TOOL = {"type": "function", "name": "lookup_order", "description": "Find an orde
                        "required": ["number"]}}
 
 
-def set_limits(home, **limits):
-    path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), **limits)))
 
 
 @pytest.fixture()
@@ -307,11 +304,6 @@ def test_the_dashboard_serves_responses_too(dash, home):
 
 
 # -- a caller that leaves -------------------------------------------------------------------------
-def seats_logged(home) -> dict:
-    path = home.gateway_runs / "evidence.jsonl"
-    if not path.exists():
-        return {}
-    return {e["alias"]: e["status"] for e in read_jsonl(path) if e["kind"] == "seat"}
 
 
 @pytest.mark.parametrize("stream", [False, True])
