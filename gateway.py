@@ -823,7 +823,7 @@ def fault(context: str, what: str) -> dict:
 def get_models_listing(h: Handler) -> dict:
     """The collections this caller may use, each in both reply modes."""
     panels = h.server.panels
-    view = panels.roster.view()
+    view = panels.known.view()
     states = panels.ledger.states(view.models.keys(), "general")
     mine = {n: c for n, c in panels.collections.all().items() if h.caller.may_use(n)}
     return listing.models_list(mine, view, panels.collections.limits(), states)

@@ -4,7 +4,9 @@ Stored in ``config/catalog.json`` as ``{"endpoints": {endpoint: {served id: {fac
 "source", "at", "from"}}}}}``, rewritten atomically under the config lock
 (``configfile.update``), so an import, a refresh and a discover on one data folder never lose
 each other's facts. Facts: ``FACTS``; sources: ``typed`` (the roster, never stored here),
-``endpoint`` (its ``GET /models``), ``imported`` (a models.dev-layout file).
+``endpoint`` (its ``GET /models``), ``imported`` (a models.dev-layout file), ``learned`` (an
+upstream's failure: the window a context-length error states, the wait a rate limit's
+Retry-After asks). Learned facts sit beside the others, under the model's ``"learned"`` key.
 
 Invariants:
 - A fact typed on the roster wins over anything here; ``facts()`` shows it with source ``typed``.
@@ -13,6 +15,9 @@ Invariants:
   live truth about what it serves.
 - A price that was 0 and is now above 0 raises one ``went_paid`` alert, on the refresh that
   first sees it (the new price is stored, so the next refresh does not raise it again).
+- A learned fact never replaces a typed or listed one; it is shown beside it. A learned window
+  only ever goes down (a failure at 32k says nothing about a window above it); a learned
+  Retry-After is the latest one heard.
 - Nothing here holds a key: endpoints are called with the key their environment variable holds.
 """
 
@@ -29,7 +34,8 @@ from panelist.metrics.roster import CURRENCY, Roster, RosterView
 
 FACTS = ("context", "max_output", "vision", "tools", "structured_output", "price_in",
          "price_out", "currency", "rpm", "max_concurrent")
-TYPED, ENDPOINT, IMPORTED = "typed", "endpoint", "imported"
+TYPED, ENDPOINT, IMPORTED, LEARNED = "typed", "endpoint", "imported", "learned"
+LEARNED_FACTS = ("context", "retry_after")
 LISTING_TIMEOUT = 20.0
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
@@ -172,6 +178,17 @@ def stored_entry(stored: dict, endpoint: str, served: str) -> dict:
         if isinstance(entry, dict) else {}
 
 
+def stored_learned(stored: dict, endpoint: str, served: str) -> dict:
+    """``{fact: {"value", "at", "from"}}`` learned for one served model; {} when none is."""
+    by_endpoint = stored.get(endpoint)
+    entry = by_endpoint.get(served) if isinstance(by_endpoint, dict) else None
+    learned = entry.get(LEARNED) if isinstance(entry, dict) else None
+    if not isinstance(learned, dict):
+        return {}
+    return {k: v for k, v in learned.items()
+            if k in LEARNED_FACTS and isinstance(v, dict) and _count(v.get("value")) is not None}
+
+
 class Catalog:
     """The catalog of one data folder."""
 
@@ -193,10 +210,44 @@ class Catalog:
         if alias not in view.models:
             raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
         m = view.models[alias]
-        known = dict(self.stored_facts(m.endpoint, m.served))
+        stored = self.stored()
+        known = dict(stored_entry(stored, m.endpoint, m.served))
         for name, value in typed_facts(view, alias).items():
             known[name] = {"value": value, "source": TYPED, "at": None, "from": "roster"}
-        return {k: known[k] for k in FACTS if k in known}
+        for name, fact in stored_learned(stored, m.endpoint, m.served).items():
+            if name in known:
+                known[name] = dict(known[name], learned=fact)
+            else:
+                known[name] = dict(fact, source=LEARNED)
+        return {k: known[k] for k in FACTS + LEARNED_FACTS if k in known}
+
+    def learn(self, endpoint: str, served: str, fact: str, value: int, origin: str) -> bool:
+        """Keep what an upstream's failure taught about a model; True if the catalog changed.
+        A window is kept only when lower than the one learned before."""
+        if fact not in LEARNED_FACTS or _count(value) is None:
+            raise ValueError(f"not a learned fact: {fact}={value!r}")
+        changed = []
+
+        def change(doc):
+            endpoints = doc.get("endpoints")
+            if not isinstance(endpoints, dict):
+                endpoints = doc["endpoints"] = {}
+            if not isinstance(endpoints.get(endpoint), dict):
+                endpoints[endpoint] = {}
+            if not isinstance(endpoints[endpoint].get(served), dict):
+                endpoints[endpoint][served] = {}
+            entry = endpoints[endpoint][served]
+            if not isinstance(entry.get(LEARNED), dict):
+                entry[LEARNED] = {}
+            old = stored_learned(doc["endpoints"], endpoint, served).get(fact)
+            if old and (old["value"] <= value if fact == "context" else old["value"] == value):
+                return None
+            entry[LEARNED][fact] = {"value": value, "at": configfile.now_iso(), "from": origin}
+            changed.append(True)
+            return (f"catalog learned {fact} of {endpoint}:{served}",
+                    old["value"] if old else None, value)
+        configfile.update(self.path, change, by="catalog")
+        return bool(changed)
 
     def store(self, updates: list[tuple[str, str, dict, str, str]], what: str, *,
               typed_free: set | None = None) -> list[dict]:

@@ -17,7 +17,9 @@ seat as it finishes, and the whole panel to the call log once, when it is done o
 Each seat counts as in flight from its seating until it ends, however it ends (answered, failed,
 cancelled, given up, or the panel never started). A rate limit cools the model down for the
 stated time (or the configured default) instead of being retried; a context-length error that
-states a window teaches the ledger that (lower) window. Images are forwarded to seats as sent
+states a window teaches the ledger that (lower) window, and both are kept in the catalog as
+learned facts. Seating reads the roster with the catalog's facts filled in (``KnownRoster``),
+so a window or a vision flag only the endpoint's listing states still counts. Images are forwarded to seats as sent
 and written nowhere: logs, errors and the merger's input carry placeholders.
 
 Reply modes (``collection.REPLIES``): ``all`` answers with every seat's section (markdown) once
@@ -48,6 +50,8 @@ from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import Ledger
+from panelist.metrics.knownroster import KnownRoster
+from panelist.metrics.learned import LearnedFacts
 from panelist.metrics.roster import Model, Roster
 from panelist.metrics.route import Seat, Seating, SeatsInFlight, seat_panel, window_of
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
@@ -177,6 +181,8 @@ class Panels:
                  ledger: Ledger | None = None, max_workers: int = 512):
         self.home = home
         self.roster = Roster(home)
+        self.known = KnownRoster(self.roster, home)   # the roster with the catalog's facts
+        self.learned = LearnedFacts(home)
         self.collections = Collections(home)
         self.ledger = ledger or Ledger(home.gateway_runs)
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
@@ -214,7 +220,7 @@ class Panels:
         id, log a ``"seated"`` line and hold its seats as in flight. The next seating in this
         process, however concurrent, starts after that and sees it; other processes see the line.
         The hold is released seat by seat by the ``PanelRun`` that ``start`` makes."""
-        view = self.roster.view()
+        view = self.known.view()
         limits = self.collections.limits()
         with self._seating:
             now = time.time()
@@ -308,8 +314,10 @@ class Panels:
 
     def learn(self, model: Model, exc: UpstreamError) -> None:
         """The seats core's hook for a seat's failure: a rate limit rests the model, a stated
-        context window is remembered. (A stated Retry-After also pauses the endpoint for every
-        caller: the core does that, capped at ``max_cooldown`` as this cooldown is.)"""
+        context window is remembered, and both are kept in the catalog as learned facts. (A
+        stated Retry-After also pauses the endpoint for every caller: the core does that,
+        capped at ``max_cooldown`` as this cooldown is.)"""
+        self.learned.heard(model, exc)
         if isinstance(exc, RateLimited):
             limits = self.collections.limits()
             # capped: a Retry-After of a year must not bench a model for a year
@@ -513,7 +521,7 @@ class PanelRun:
 
     def _merge(self, results: list[SeatResult]) -> None:
         panels = self.panels
-        view = panels.roster.view()
+        view = panels.known.view()
         ordered = self.in_seat_order(results)
         fmt = self.req.response_format
         # the conversation as the caller was answered, not every earlier panel's markdown

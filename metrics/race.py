@@ -22,8 +22,8 @@ Invariants:
   and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
 * A run that fails is never judged; a run that succeeds is judged as soon as it lands, by the
   ceiling model, blind (``metrics.judge``).
-* Costs are the roster's prices × tokens, in each model's currency, never summed across
-  currencies.
+* Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
+  model's currency, never summed across currencies.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.ledger import utc_iso
 from panelist.metrics.racereport import BenchmarkReport, summarise, verdict
+from panelist.metrics.knownroster import KnownRoster
 from panelist.metrics.roster import Model, Roster, RosterView
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, SeatResult, Seats
 from panelist.metrics.transcript import Transcript, arguments_of, as_text
@@ -371,7 +372,7 @@ class Benchmark:
         if not isinstance(grade, str) or not grade:
             raise BadRequest("the job has no 'grade': give its class a grade such as "
                              "grade = \"general\"")
-        view = self.roster.view()
+        view = KnownRoster(self.roster, self.home).view()   # catalog prices count for costs
         pinned = self._model(view, self.grades.pinned(grade), f"the model pinned for grade "
                              f"'{grade}'", f"pin one with `panelist grade pin {grade} ALIAS`")
         ceiling = self._model(view, self.grades.ceiling(), "the ceiling model (the judge)",

@@ -11,8 +11,12 @@ Invariants:
   a run (the time already moved) nor skips one (a job whose time passed while no server was up
   runs once at start). A job that never ran is due at once.
 - Every run is one line in ``runs/schedule.jsonl`` (job, mode, what it did or would do).
-- The thread sleeps on an Event until the nearest due time; ``close`` sets it and joins.
-  With every job ``off`` no thread starts; settings are read when the server starts.
+- The thread sleeps on an Event until the nearest due time, or at most ``SETTINGS_EVERY``
+  seconds, then looks at ``config/schedule.json`` again (one ``os.stat``; parsed only when it
+  changed): a ``panelist schedule set`` reaches a running server without a restart. A job whose
+  interval was shortened is due at its last run plus the new interval. A file broken while the
+  server runs keeps the last good settings and says so once, as a ``schedule`` alert; a server
+  refuses to start on one. ``close`` sets the Event and joins the thread.
 - A job that fails is logged and waits for its next time: the thread never dies of it.
 """
 
@@ -35,6 +39,7 @@ MODES = ("off", "log-only", "run")
 DEFAULT_EVERY = {"probe": 3600, "catalog_refresh": 86400}
 MIN_EVERY = 1
 JOIN = 60.0
+SETTINGS_EVERY = 2.0
 
 
 def _iso(t: float) -> str:
@@ -43,7 +48,10 @@ def _iso(t: float) -> str:
 
 def settings(home: Home) -> dict[str, dict]:
     """``{job: {"mode", "every"}}`` for every job, checked; a bad field names itself."""
-    doc = configfile.read(home.file("schedule.json"))
+    return _checked(configfile.read(home.file("schedule.json")))
+
+
+def _checked(doc: dict) -> dict[str, dict]:
     jobs = doc.get("jobs", {})
     if not isinstance(jobs, dict):
         raise ConfigInvalid("schedule.json: jobs must be an object of job name to "
@@ -140,15 +148,22 @@ class Book:
         with self._locked():
             state = self.load()
             entry = state.get(job)
-            if entry is not None and entry["next"] > now:
+            if entry is not None and entry["next"] > now and \
+                    entry.get("last", now) + every > now:
                 return False
             state[job] = {"next": now + every, "last": now}
             self._save(state)
             return True
 
-    def next_due(self, job: str) -> float:
+    def next_due(self, job: str, every: int | None = None) -> float:
+        """When ``job`` is due; with ``every``, no later than its last run plus that."""
         entry = self.load().get(job)
-        return entry["next"] if entry else 0.0
+        if not entry:
+            return 0.0
+        last = entry.get("last")
+        if every is not None and isinstance(last, (int, float)):
+            return min(entry["next"], last + every)
+        return entry["next"]
 
 
 class Scheduler:
@@ -157,7 +172,9 @@ class Scheduler:
     def __init__(self, home: Home, panels=None, *, jobs: dict[str, dict] | None = None):
         self.home = home
         self.panels = panels
-        self.jobs = jobs if jobs is not None else settings(home)
+        self._settings = configfile.Cached(home.file("schedule.json"), _checked)
+        self.jobs = jobs if jobs is not None else self._settings.get()
+        self._broken: str | None = None
         self.book = Book(home)
         self._stop = threading.Event()
         self.passes = 0          # loop passes done; a test waits on it instead of on time
@@ -169,17 +186,35 @@ class Scheduler:
         return {j: s for j, s in self.jobs.items() if s["mode"] != "off"}
 
     def start(self) -> "Scheduler":
-        if self.active:
-            self._thread = threading.Thread(target=self._loop, name="schedule", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._loop, name="schedule", daemon=True)
+        self._thread.start()
         return self
 
     def wait_passes(self, n: int, timeout: float) -> bool:
         with self._pass:
             return self._pass.wait_for(lambda: self.passes >= n, timeout)
 
+    def _follow_settings(self) -> None:
+        """Take up an edit of the settings; a broken edit keeps the last good ones."""
+        try:
+            self.jobs = self._settings.get()
+            self._broken = None
+        except ConfigInvalid as exc:
+            if exc.message != self._broken:
+                self._broken = exc.message
+                self._alert("settings", f"{exc.message}; the schedule goes on with the "
+                            "settings it had until the file is fixed")
+
+    def _alert(self, subject: str, message: str, **fields) -> None:
+        alerts = Alerts(self.home)
+        try:
+            alerts.raise_alert("schedule", subject, message, **fields)
+        finally:
+            alerts.close()
+
     def _loop(self) -> None:
         while not self._stop.is_set():
+            self._follow_settings()
             for job, s in self.active.items():
                 if self._stop.is_set():
                     break
@@ -188,8 +223,9 @@ class Scheduler:
             with self._pass:
                 self.passes += 1
                 self._pass.notify_all()
-            nearest = min(self.book.next_due(j) for j in self.active)
-            self._stop.wait(max(0.0, nearest - time.time()))
+            nearest = min((self.book.next_due(j, s["every"]) for j, s in self.active.items()),
+                          default=time.time() + SETTINGS_EVERY)
+            self._stop.wait(min(SETTINGS_EVERY, max(0.0, nearest - time.time())))
 
     def _run(self, job: str, mode: str) -> None:
         dry = mode == "log-only"
@@ -206,11 +242,7 @@ class Scheduler:
         finally:
             appender.close()
         if dry and said is not None:
-            alerts = Alerts(self.home)
-            try:
-                alerts.raise_alert("schedule", job, said, job=job, mode=mode, **summary)
-            finally:
-                alerts.close()
+            self._alert(job, said, job=job, mode=mode, **summary)
 
     def _probe(self, dry: bool) -> tuple[dict, str]:
         from panelist.metrics.health import Health
@@ -256,5 +288,5 @@ class Scheduler:
 
 
 def start(panels) -> Scheduler:
-    """The scheduler of a server's data folder, started (no thread when every job is off)."""
+    """The scheduler of a server's data folder, started."""
     return Scheduler(panels.home, panels).start()

@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from conftest import read_jsonl
+from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
 from panelist.metrics.race import Benchmark, GradeBook, tool
 from panelist.metrics.roster import Roster
@@ -446,3 +447,17 @@ def test_masking_replaces_whole_identifiers_only():
                   [Endpoint("local", "http://10.0.0.5:8000/v1", "K")])
     said = mask("FAST said breakfast; org/fast-7b at http://10.0.0.5:8000/v1 via local")
     assert said == "[model] said breakfast; [model] at [endpoint] via [endpoint]"
+
+
+def test_a_price_only_the_catalog_knows_still_costs_the_run(race_home, upstreams):
+    served, family, endpoint, grade, p_in, p_out, _ = MODELS["cheap-two"]
+    Roster(race_home).add_model("cheap-two", endpoint, served=served, family=family,
+                                grade=grade, tools=True)   # the typed prices are gone
+    upstreams[endpoint].script(served, tool_calls=[LOOKUP], json=JUDGE_SAYS, price=[p_in, p_out])
+    assert main(["catalog", "refresh", "--data", str(race_home.root)]) == 0
+    bench = bench_of(race_home, candidates=["cheap-two"])
+    bench.run()
+    row = bench.report().rows[0]
+    assert row["model"] == "cheap-two" and row["currency"] == "USD"
+    assert row["cost"] == pytest.approx((row["tokens_in"] * p_in + row["tokens_out"] * p_out)
+                                        / 1e6)

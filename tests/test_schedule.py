@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from conftest import PATIENCE, read_jsonl
+from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.catalog import Catalog
 from panelist.metrics.cli import main
@@ -34,12 +34,10 @@ def one_pass(home):
     """Start a gateway, let its scheduler make one pass over the jobs, close it."""
     gw = make_gateway(home, env={})
     try:
-        if gw.schedule._thread is not None:
-            assert gw.schedule.wait_passes(1, PATIENCE)
+        assert gw.schedule.wait_passes(1, PATIENCE)
     finally:
         gw.close()
-    thread = gw.schedule._thread
-    assert thread is None or not thread.is_alive()   # close joined it
+    assert not gw.schedule._thread.is_alive()   # close joined it
     return gw
 
 
@@ -112,8 +110,7 @@ def test_off_runs_nothing(capsys, home, sim, explicit):
     if explicit:
         set_job(capsys, home, "probe", "off", 1)
         set_job(capsys, home, "catalog_refresh", "off", 1)
-    gw = one_pass(home)
-    assert gw.schedule._thread is None
+    one_pass(home)
     assert runs(home) == [] and not (home.root / "runs" / "schedule.json").exists()
     assert sim.count("fast") == 0
 
@@ -144,4 +141,36 @@ def test_show_and_bad_settings_say_what_to_do(capsys, home):
         {"jobs": {"probe": {"mode": "run", "every": "hourly"}}}))
     with pytest.raises(ConfigInvalid, match="jobs.probe.every"):
         make_gateway(home, env={})
+    assert not schedule_threads()
+
+
+def test_a_setting_changed_while_the_server_runs_is_taken_up(capsys, home, sim):
+    sim.script("fast", window=64000)
+    gw = make_gateway(home, env={})
+    try:
+        assert gw.schedule.wait_passes(1, PATIENCE)
+        assert runs(home) == []
+        set_job(capsys, home, "catalog_refresh", "run")   # no restart
+        assert wait_until(lambda: len(runs(home)) == 1)
+        assert Catalog(home).stored_facts("sim", "fast")["context"]["value"] == 64000
+        # an interval shortened after a run: due at the last run plus the new interval
+        set_job(capsys, home, "catalog_refresh", "run", every=1)
+        assert wait_until(lambda: len(runs(home)) >= 2)
+        # a broken edit keeps the last good settings and says so once
+        home.file("schedule.json").write_text("{broken")
+        done = len(runs(home))
+        assert wait_until(lambda: len(runs(home)) >= done + 2)
+        said = [a for a in read_jsonl(home.root / "runs" / "alerts.jsonl")
+                if a["kind"] == "schedule"]
+        assert len(said) == 1 and said[0]["subject"] == "settings"
+        assert "schedule.json is not valid JSON" in said[0]["message"]
+        set_job_off = {"jobs": {"catalog_refresh": {"mode": "off"}}}
+        home.file("schedule.json").write_text(json.dumps(set_job_off))
+        passes = gw.schedule.passes
+        assert gw.schedule.wait_passes(passes + 2, PATIENCE)
+        stopped = len(runs(home))
+        assert gw.schedule.wait_passes(gw.schedule.passes + 2, PATIENCE)
+        assert len(runs(home)) == stopped
+    finally:
+        gw.close()
     assert not schedule_threads()

@@ -1,0 +1,142 @@
+"""The catalog at work: seating reads the facts an endpoint's listing states, and what upstream
+failures teach (a window, a Retry-After) is kept in the catalog beside the typed facts."""
+
+import json
+
+import pytest
+
+from conftest import Gateway, logged
+from panelist.gateway import make_gateway
+from panelist.metrics.cli import main
+from panelist.metrics.collection import Collections
+from panelist.metrics.home import open_home
+from panelist.metrics.roster import Roster
+from scripts.sim_upstream import SimUpstream
+from test_replies import DATA_URL
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def facts(capsys, home, alias) -> dict:
+    code, out, err = cli(capsys, "catalog", "show", alias, "--data", str(home.root), "--json")
+    assert code == 0, err
+    return json.loads(out)["facts"]
+
+
+def ask(gw, model, content):
+    return gw.post("/v1/chat/completions",
+                   {"model": model, "messages": [{"role": "user", "content": content}]})
+
+
+@pytest.fixture()
+def listed():
+    # nothing about these is typed on the roster: only the endpoint's listing states it
+    with SimUpstream({"small": {"window": 2000}, "large": {"window": 200_000},
+                      "eye": {"vision": True, "window": 100_000},
+                      "blind": {"vision": False, "window": 100_000}}) as s:
+        yield s
+
+
+@pytest.fixture()
+def untyped(tmp_path, listed, capsys):
+    home = open_home(tmp_path / "data")
+    roster = Roster(home)
+    roster.add_endpoint("sim", listed.url)
+    for alias in ("small", "large", "eye", "blind"):
+        roster.add_model(alias, "sim", family=alias)
+    view = roster.view()
+    Collections(home).save(view, "tiny", ["small"])
+    Collections(home).save(view, "sight", ["eye", "blind"])
+    code, _, err = cli(capsys, "catalog", "refresh", "--data", str(home.root))
+    assert code == 0, err
+    return home
+
+
+def test_a_window_only_the_listing_states_refuses_a_prompt_too_big_before_asking(
+        untyped, listed):
+    with Gateway(make_gateway(untyped, env={})) as gw:
+        status, body, _ = ask(gw, "bench/tiny", "word " * 3000)
+        assert status == 413, body
+        assert body["error"]["code"] == "context_length_exceeded"
+        assert "small (2000 tokens)" in body["error"]["message"]
+        assert listed.count("small") == 0
+        status, listing, _ = gw.get("/v1/models/bench/tiny")
+        assert status == 200 and listing["together"]["context_window"] == 2000
+
+
+def test_a_model_whose_listing_says_it_sees_sits_for_images(untyped, listed):
+    content = [{"type": "text", "text": "What is this chair?"},
+               {"type": "image_url", "image_url": {"url": DATA_URL}}]
+    with Gateway(make_gateway(untyped, env={})) as gw:
+        status, body, _ = ask(gw, "bench/sight", content)
+    assert status == 200, body
+    assert [s["alias"] for s in body["bench"]["seats"]] == ["eye"]
+    assert body["bench"]["skipped"][0]["alias"] == "blind"
+    assert "images" in body["bench"]["skipped"][0]["why"]
+    assert listed.count("eye") == 1 and listed.count("blind") == 0
+
+
+def test_a_typed_fact_still_wins_over_the_listing(untyped, listed):
+    Roster(untyped).add_model("small", "sim", family="small", context=50_000)
+    with Gateway(make_gateway(untyped, env={})) as gw:
+        status, body, _ = ask(gw, "bench/tiny", "word " * 3000)
+    # typed 50k: the gateway asks, and the upstream's own refusal is the seat's failure
+    assert status == 200, body
+    assert listed.count("small") == 1
+    small = {s["alias"]: s for s in body["bench"]["seats"]}["small"]
+    assert small["status"] == "error" and small["error"].startswith("context_length:")
+
+
+def test_a_window_an_upstream_states_is_learned_beside_the_typed_one(gateway, home, sim, capsys):
+    sim.script("fast", window=1000)
+    status, body, _ = ask(gateway, "bench/trio", "word " * 1500)
+    assert status == 200, body
+    fast = {s["alias"]: s for s in body["bench"]["seats"]}["fast"]
+    assert fast["status"] == "error" and fast["error"].startswith("context_length:")
+    known = facts(capsys, home, "fast")
+    assert known["context"]["value"] == 100_000 and known["context"]["source"] == "typed"
+    learned = known["context"]["learned"]
+    assert learned["value"] == 1000 and learned["from"] == "context-length error"
+    assert learned["at"]
+    # what other models said is theirs: nothing learned for them
+    assert "learned" not in facts(capsys, home, "mid")["context"]
+    changes = [json.loads(line) for line in
+               (home.config / "changes.jsonl").read_text().splitlines()]
+    assert any(c["what"] == "catalog learned context of sim:fast" and c["new"] == 1000
+               for c in changes)
+
+
+def test_a_learned_window_only_goes_down(gateway, home, sim, capsys):
+    sim.script("fast", window=1000)
+    ask(gateway, "bench/trio", "word " * 1500)
+    sim.script("fast", window=1200)   # a larger window stated later does not raise it
+    # the gateway now knows 1000 and refuses the member before asking, so ask the upstream
+    # through a model seated on the same served id under another alias
+    Roster(home).add_model("fast-too", "sim", served="fast", family="fast-too")
+    Collections(home).save(Roster(home).view(), "again", ["fast-too"])
+    ask(gateway, "bench/again", "word " * 1500)
+    assert facts(capsys, home, "fast")["context"]["learned"]["value"] == 1000
+    assert facts(capsys, home, "fast-too")["context"]["value"] == 1000
+
+
+def test_a_retry_after_is_learned(gateway, home, sim, capsys):
+    sim.script("mid", fail="rate_limit", retry_after=7)
+    status, body, _ = ask(gateway, "bench/trio", "hello")
+    assert status == 200, body
+    known = facts(capsys, home, "mid")
+    assert known["retry_after"] == {"value": 7, "source": "learned", "from": "429 Retry-After",
+                                    "at": known["retry_after"]["at"]}
+    assert known["retry_after"]["at"]
+
+
+def test_a_broken_catalog_leaves_seating_on_the_typed_facts(gateway, home, capfd):
+    (home.config / "catalog.json").write_text("{not json")
+    status, body, _ = ask(gateway, "bench/trio", "hello")
+    assert status == 200, body
+    assert {s["alias"] for s in body["bench"]["seats"]} >= {"fast", "mid", "slow"}
+    assert "the catalog is not read" in capfd.readouterr().err
+    assert logged(home)
