@@ -921,8 +921,12 @@ def cmd_catalog(args, out: Out) -> int:
         if out.as_json:
             out.result({"alias": args.alias, "facts": facts})
         else:
-            out.table([dict(v, fact=k) for k, v in facts.items()],
-                      ["fact", "value", "source", "at", "from"])
+            rows = []
+            for k, v in facts.items():
+                rows.append(dict(v, fact=k))
+                if "learned" in v:   # beside the fact that wins, not instead of it
+                    rows.append(dict(v["learned"], fact=k, source="learned"))
+            out.table(rows, ["fact", "value", "source", "at", "from"])
         return 0
     from panelist.metrics.client import Upstream
     upstream = Upstream()

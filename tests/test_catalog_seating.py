@@ -140,3 +140,13 @@ def test_a_broken_catalog_leaves_seating_on_the_typed_facts(gateway, home, capfd
     assert {s["alias"] for s in body["bench"]["seats"]} >= {"fast", "mid", "slow"}
     assert "the catalog is not read" in capfd.readouterr().err
     assert logged(home)
+
+
+def test_catalog_show_lists_a_learned_window_under_the_typed_one(gateway, home, sim, capsys):
+    sim.script("fast", window=1000)
+    ask(gateway, "bench/trio", "word " * 1500)
+    code, out, err = cli(capsys, "catalog", "show", "fast", "--data", str(home.root))
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.startswith("context")]
+    assert [r[:3] for r in rows] == [["context", "100000", "typed"],
+                                     ["context", "1000", "learned"]]
