@@ -117,7 +117,13 @@ def list_grades(req: ApiRequest) -> dict:
 
 
 # -- models ---------------------------------------------------------------------------------------
-def _model_row(model: Model, version: str, stats: dict, state, now: float) -> dict:
+KNOWN_FIELDS = ("context", "max_output", "vision", "tools", "price_in", "price_out", "currency")
+
+
+def _model_row(model: Model, known: Model, version: str, stats: dict, state,
+               now: float) -> dict:
+    """A model's row: its typed fields as stored (what an edit starts from), ``known`` the
+    facts the catalog fills where nothing is typed, ``window`` the one seating uses."""
     useful, not_useful = stats.get("useful", 0), stats.get("not_useful", 0)
     judged = useful + not_useful
     cooling = state.cooling_until if state is not None and state.cooling_until > now else None
@@ -130,8 +136,12 @@ def _model_row(model: Model, version: str, stats: dict, state, now: float) -> di
     else:
         status = "answering"
     learned = state.window if state is not None else None
-    windows = [w for w in (model.context, learned) if w]
-    return dict(model.public(), version=version,
+    windows = [w for w in (known.context, learned) if w]
+    filled = {k: getattr(known, k) for k in KNOWN_FIELDS
+              if getattr(known, k) != getattr(model, k)}
+    if "price_in" in filled:
+        filled["currency"] = known.currency   # a price is never shown without its currency
+    return dict(model.public(), version=version, known=filled,
                 status=status, cooling_until=cooling, window=min(windows) if windows else None,
                 seats=stats.get("seats", 0), useful=useful, not_useful=not_useful,
                 rate=useful / judged if judged else None, interval=list(wilson(useful, judged)),
@@ -145,7 +155,9 @@ def list_models(req: ApiRequest) -> dict:
     stats = panels.ledger.model_stats()
     states = panels.ledger.states(view.models.keys(), "general")
     now = time.time()
-    rows = [_model_row(m, versions.get(a, ""), stats.get(a, {}), states.get(a), now)
+    known = panels.known.view().models
+    rows = [_model_row(m, known.get(a, m), versions.get(a, ""), stats.get(a, {}),
+                       states.get(a), now)
             for a, m in sorted(view.models.items())]
     return {"data": rows, "shapes": panels.ledger.shapes()}
 

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl
 from panelist.metrics import api
+from panelist.metrics.cli import main
 from panelist.metrics.grades import Grades
 from panelist.metrics.guard import WRITES
 from panelist.metrics.home import open_home
@@ -28,7 +29,7 @@ COVERED: set[tuple[str, str]] = set()
 MODEL_KEYS = {"alias", "endpoint", "served", "family", "grade", "context", "max_output",
               "vision", "tools", "price_in", "price_out", "currency", "retired", "version",
               "status", "cooling_until", "window", "seats", "useful", "not_useful", "rate",
-              "interval", "last_answer"}
+              "interval", "last_answer", "known"}
 PANEL_KEYS = {"panel", "collection", "key", "started", "seconds", "shape", "reply", "seats",
               "merger", "abandoned"}
 SEAT_KEYS = {"call", "seat", "alias", "status", "seconds", "verdict"}
@@ -223,6 +224,7 @@ def test_list_models(dash, home):
         assert row["status"] == "untested" and row["seats"] == 0 and row["rate"] is None
         assert row["interval"] == [0.0, 1.0] and row["last_answer"] is None
         assert row["window"] == 100_000 and row["endpoint"] == "sim"
+        assert row["known"] == {}   # nothing in the catalog yet
     bench = ask(dash)
     call = next(s["call"] for s in bench["seats"] if s["alias"] == "fast")
     dash.post("/api/verdict", {"call": call, "useful": True})
@@ -975,3 +977,18 @@ def test_get_race(dash, home):
                                                                          ("x-two", 1)]
     status, body, _ = dash.get("/api/races/r20200101-00000000")
     assert_error(status, body, 404, says="GET /bench/races")
+
+
+def test_a_model_row_shows_what_the_catalog_fills_apart_from_what_is_typed(dash, home, sim):
+    sim.script("x-one", window=9000, price=[0.5, 2], vision=True)
+    Roster(home).add_model("x-one", "sim", family="x-one")   # nothing typed
+    assert main(["catalog", "refresh", "--data", str(home.root)]) == 0
+    status, body, _ = dash.get("/api/models")
+    row = {r["alias"]: r for r in body["data"]}["x-one"]
+    assert (row["context"], row["vision"], row["price_in"]) == (None, False, None)
+    assert row["known"] == {"context": 9000, "vision": True, "price_in": 0.5,
+                            "price_out": 2.0, "currency": "USD"}
+    assert row["window"] == 9000
+    # a typed fact is not repeated under known
+    fast = {r["alias"]: r for r in body["data"]}["fast"]
+    assert "context" not in fast["known"]

@@ -55,6 +55,10 @@ export function firstRun(root, ctx) {
     failure));
 }
 
+// the catalog's facts fill only what the roster leaves unset (the server sends them as `known`)
+const priced = (m) => ({ price_in: null, ...m, ...(m.known || {}) });
+const abilities = (m) => ["vision", "tools"].filter((t) => m[t] || (m.known || {})[t]);
+
 const COLUMNS = [
   { key: "alias", label: "Model", value: (m) => m.alias, search: (m) => `${m.alias} ${m.endpoint} ${m.served}`,
     cell: (m) => [h("strong", { text: m.alias }),
@@ -65,13 +69,13 @@ const COLUMNS = [
   { key: "window", label: "Context", numeric: true, value: (m) => m.window ?? m.context ?? null,
     cell: (m) => fmt.tokens(m.window ?? m.context) },
   { key: "abilities", label: "Abilities", filter: true, className: "nowrap",
-    value: (m) => [m.vision && "vision", m.tools && "tools"].filter(Boolean).join(" "),
+    value: (m) => abilities(m).join(" "),
     cell: (m) => {
-      const marks = [m.vision && "vision", m.tools && "tools"].filter(Boolean);
+      const marks = abilities(m);
       return marks.length ? h("span", { class: "tags" }, marks.map((t) => h("span", { class: "badge", text: t }))) : null;
     } },
-  { key: "price", label: "Price", value: (m) => (m.price_in ?? null) === null ? null : (m.price_in || 0) + (m.price_out || 0),
-    cell: (m) => fmt.price(m), numeric: true, className: "nowrap" },
+  { key: "price", label: "Price", value: (m) => priced(m).price_in === null ? null : (priced(m).price_in || 0) + (priced(m).price_out || 0),
+    cell: (m) => fmt.price(priced(m)), numeric: true, className: "nowrap" },
   { key: "seats", label: "Seats", numeric: true, cell: (m) => fmt.count(m.seats) },
   { key: "rate", label: "Useful", numeric: false, value: (m) => m.rate,
     cell: (m) => rateCell(m.rate, m.interval, m.useful, m.not_useful), filter: false },
