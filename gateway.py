@@ -1290,7 +1290,8 @@ class GatewayServer(ThreadingHTTPServer):
         self.host, self.port = self.server_address[:2]
         self.guard = Guard.for_server(settings, panels.home, port=self.port, bound=host,
                                       max_body=MAX_BODY)
-        self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs).start()
+        # started by serve_forever: a server built and never served runs no job
+        self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs)
 
     @property
     def url(self) -> str:
@@ -1328,6 +1329,7 @@ class GatewayServer(ThreadingHTTPServer):
         self._serving = True   # before the loop starts, so close() knows to stop it
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
+        self.schedule.start()
         super().serve_forever(poll_interval)
 
     def process_request(self, request, client_address):

@@ -186,8 +186,12 @@ class Scheduler:
         return {j: s for j, s in self.jobs.items() if s["mode"] != "off"}
 
     def start(self) -> "Scheduler":
-        self._thread = threading.Thread(target=self._loop, name="schedule", daemon=True)
-        self._thread.start()
+        """Start the thread, once; a scheduler already closed stays stopped."""
+        with self._pass:
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._loop, name="schedule",
+                                                daemon=True)
+                self._thread.start()
         return self
 
     def wait_passes(self, n: int, timeout: float) -> bool:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from conftest import PATIENCE, read_jsonl, wait_until
+from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.catalog import Catalog
 from panelist.metrics.cli import main
@@ -32,12 +32,9 @@ def set_job(capsys, home, job, mode, every=HOUR):
 
 def one_pass(home):
     """Start a gateway, let its scheduler make one pass over the jobs, close it."""
-    gw = make_gateway(home, env={})
-    try:
-        assert gw.schedule.wait_passes(1, PATIENCE)
-    finally:
-        gw.close()
-    assert not gw.schedule._thread.is_alive()   # close joined it
+    with Gateway(make_gateway(home, env={})) as gw:
+        assert gw.server.schedule.wait_passes(1, PATIENCE)
+    assert not gw.server.schedule._thread.is_alive()   # close joined it
     return gw
 
 
@@ -146,9 +143,10 @@ def test_show_and_bad_settings_say_what_to_do(capsys, home):
 
 def test_a_setting_changed_while_the_server_runs_is_taken_up(capsys, home, sim):
     sim.script("fast", window=64000)
-    gw = make_gateway(home, env={})
+    gw = Gateway(make_gateway(home, env={}))
+    sched = gw.server.schedule
     try:
-        assert gw.schedule.wait_passes(1, PATIENCE)
+        assert sched.wait_passes(1, PATIENCE)
         assert runs(home) == []
         set_job(capsys, home, "catalog_refresh", "run")   # no restart
         assert wait_until(lambda: len(runs(home)) == 1)
@@ -166,11 +164,17 @@ def test_a_setting_changed_while_the_server_runs_is_taken_up(capsys, home, sim):
         assert "schedule.json is not valid JSON" in said[0]["message"]
         set_job_off = {"jobs": {"catalog_refresh": {"mode": "off"}}}
         home.file("schedule.json").write_text(json.dumps(set_job_off))
-        passes = gw.schedule.passes
-        assert gw.schedule.wait_passes(passes + 2, PATIENCE)
+        assert sched.wait_passes(sched.passes + 2, PATIENCE)
         stopped = len(runs(home))
-        assert gw.schedule.wait_passes(gw.schedule.passes + 2, PATIENCE)
+        assert sched.wait_passes(sched.passes + 2, PATIENCE)
         assert len(runs(home)) == stopped
     finally:
         gw.close()
     assert not schedule_threads()
+
+
+def test_a_server_built_and_never_served_runs_no_job(capsys, home, sim):
+    set_job(capsys, home, "catalog_refresh", "run")
+    server = make_gateway(home, env={})
+    server.close()
+    assert runs(home) == [] and not schedule_threads()
