@@ -1277,6 +1277,7 @@ class GatewayServer(ThreadingHTTPServer):
         self._leaving = 0       # dropped wires whose threads have not ended yet
         self._heads = Heads(self)
         self._serving = False
+        self.started = threading.Event()   # set once serving, its helper threads running
         self.routes: dict[str, Route] = {}   # exact paths
         self.patterns: list[Route] = []      # the rest, tried in order
         self.routes_help = f"the gateway serves {ROUTES_HELP}"
@@ -1330,6 +1331,7 @@ class GatewayServer(ThreadingHTTPServer):
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
         self.schedule.start()
+        self.started.set()
         super().serve_forever(poll_interval)
 
     def process_request(self, request, client_address):

@@ -152,6 +152,8 @@ class Gateway(Client):
         self.thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True,
                                        name=f"gateway-{server.port}")
         self.thread.start()
+        # its own threads (heads, schedule) run before a test counts threads or connects
+        assert server.started.wait(PATIENCE), "the gateway did not start serving"
 
     def close(self) -> None:
         """Stop serving, join the serving thread and check that no connection is left behind."""
