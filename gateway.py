@@ -48,8 +48,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import (jsonwire, listing, races, schedule, verdict, wire_messages,
-                              wire_responses)
+from panelist.metrics import (jsonwire, listing, onboarding, races, schedule, verdict,
+                              wire_messages, wire_responses)
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -1291,6 +1291,7 @@ class GatewayServer(ThreadingHTTPServer):
         self.guard = Guard.for_server(settings, panels.home, port=self.port, bound=host,
                                       max_body=MAX_BODY)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs).start()
+        self.onboarding = onboarding.start(panels)
 
     @property
     def url(self) -> str:
@@ -1413,6 +1414,7 @@ class GatewayServer(ThreadingHTTPServer):
                 if wire.phase != BUSY and not wire.dropped:
                     wire.drop()
         self.schedule.close()   # joined before the upstream and seats it uses close
+        self.onboarding.close()   # likewise; an entry it cut short resumes at the next start
         races.close_of(self.panels)   # races cancelled and joined before their upstream closes
         self.panels.close()
         self.guard.close()
