@@ -111,7 +111,7 @@ class Queue:
         entry["step"], entry["updated"] = step, ts
         entry["steps"][step] = status
         detail = {k: v for k, v in rec.items()
-                  if k not in ("v", "ts", "entry", "alias", "step", "status")}
+                  if k not in ("v", "ts", "entry", "alias", "step", "status", "pid")}
         if status == "started":
             entry["status"] = "running"
             entry["started"] = entry["started"] or ts
@@ -215,11 +215,13 @@ def check(home: Home, upstream, aliases, endpoint: str | None) -> list[tuple[str
     """``[(alias, endpoint)]`` for models that can be onboarded, or the error saying why not."""
     if not isinstance(aliases, list) or not aliases or not all(
             isinstance(a, str) and a for a in aliases):
-        raise BadRequest("name the models to onboard: a list of one or more aliases")
+        raise BadRequest("name the models to onboard: a list of one or more aliases",
+                         param="aliases")
     if len(set(aliases)) != len(aliases):
-        raise BadRequest("each model to onboard must be named once")
+        raise BadRequest("each model to onboard must be named once", param="aliases")
     if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
-        raise BadRequest("the endpoint must be a non-empty name; see `panelist endpoint list`")
+        raise BadRequest("the endpoint must be a non-empty name; see `panelist endpoint list`",
+                         param="endpoint")
     view = Roster(home).view()
     if endpoint is not None and endpoint not in view.endpoints:
         raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
@@ -230,7 +232,7 @@ def check(home: Home, upstream, aliases, endpoint: str | None) -> list[tuple[str
             continue
         if endpoint is not None and model.endpoint != endpoint:
             raise BadRequest(f"'{alias}' is on the roster at endpoint {model.endpoint}, not "
-                             f"{endpoint}; onboard it without an endpoint")
+                             f"{endpoint}; onboard it without an endpoint", param="endpoint")
         plan[alias] = model.endpoint
     outside = [a for a in aliases if a not in plan]
     if outside:
@@ -250,7 +252,7 @@ def check(home: Home, upstream, aliases, endpoint: str | None) -> list[tuple[str
             if len(rows) > 1:
                 raise BadRequest(f"'{alias}' is served by "
                                  f"{', '.join(r['endpoint'] for r in rows)}; pick one with "
-                                 "--endpoint")
+                                 "--endpoint", param="endpoint")
             plan[alias] = rows[0]["endpoint"]
     return [(a, plan[a]) for a in aliases]
 
@@ -320,7 +322,7 @@ class Worker:
     def _mark(self, eid: str, step: str, status: str, **detail) -> None:
         entry = self.queue.entry(eid)
         self.queue.append({"entry": eid, "alias": entry["alias"], "step": step,
-                           "status": status, **detail})
+                           "status": status, "pid": os.getpid(), **detail})
         if self.on_step is not None:
             self.on_step(public(entry) | {"detail": entry["detail"].get(step, {})})
 
@@ -424,7 +426,9 @@ class Worker:
         if not chosen:
             self._mark(eid, "suite", "skipped", why="no suite tasks were found")
             return
-        if not isinstance(kept, list):
+        if isinstance(kept, list):   # cut short before: SuiteRun asks only what is left
+            self._mark(eid, "suite", "started", resumed=True)
+        else:
             self._mark(eid, "suite", "started", tasks=[t.id for t in chosen])
         model = Roster(self.home).view().models.get(alias)
         if model is None:
