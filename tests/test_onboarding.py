@@ -184,6 +184,17 @@ def test_no_suite_tasks_skips_the_suite_step(home, sim, tmp_path):
     assert samples(home, "fast") == [] and len(alerts(home)) == 1
 
 
+def test_an_alias_still_in_the_queue_keeps_its_entry(home, sim):
+    queue = onboarding.Queue(home)
+    try:
+        [first] = queue.enqueue(None, ["fast"])
+        [again] = queue.enqueue(None, ["fast"])
+    finally:
+        queue.close()
+    assert first["new"] is True and again["new"] is False and again["id"] == first["id"]
+    assert [r["event"] for r in log(home)] == ["queued"]
+
+
 def test_list_and_an_empty_resume(capsys, home, sim):
     code, out, _ = onboard(capsys, home)
     assert code == 0 and "empty" in out
@@ -222,7 +233,7 @@ def _kill_during_the_suite(home, sim) -> tuple[int, set]:
     return len(done), {s["task"] for s in done}
 
 
-def _assert_resumed(home, sim, asked_before: int) -> None:
+def _assert_resumed(home) -> None:
     e = entries(home)["fast"]
     assert e["status"] == "ready", e
     assert len(probes(home, "fast")) == 1          # the probe was not sent again
@@ -241,7 +252,7 @@ def test_onboarding_resumes_after_kill_9_from_the_cli(capsys, home, sim):
     code, out, err = onboard(capsys, home)   # no alias: resume the queue
     assert code == 0, err
     assert "fast: ready" in out
-    _assert_resumed(home, sim, before)
+    _assert_resumed(home)
     # only what was left was asked (the held calls had no answer, so they are asked again)
     assert sim.count("fast") - asked == QUICK - before
 
@@ -251,7 +262,7 @@ def test_onboarding_resumes_after_kill_9_in_a_server_started_on_the_folder(home,
     asked = sim.count("fast")
     with Gateway(make_gateway(home, env={})):
         assert wait_until(lambda: entries(home)["fast"]["status"] == "ready")
-    _assert_resumed(home, sim, before)
+    _assert_resumed(home)
     assert sim.count("fast") - asked == QUICK - before
 
 
