@@ -20,6 +20,9 @@ Invariants:
 * An entry ends ``ready`` (with what the quick suite found) or ``failed`` (the step, the failure
   kind and what to do). A later onboard of an alias whose entry ended opens a new entry; one of
   an alias still in the queue returns the entry already there.
+* A server works the queue on one thread (``Service``), woken by an Event: at start (entries
+  queued or cut short while it was down) and by each enqueue through the API. Only while another
+  process holds the lock does it look again, every ``RETRY`` seconds, in case that one dies.
 * What is registered is checked when it is enqueued: an alias already on the roster, or a model
   an endpoint serves outside it (registered as ``panelist discover --add`` does). Anything else
   is refused before it reaches the queue.
