@@ -20,7 +20,9 @@ function epoch(iso) {
 }
 
 function outcome(entry) {
-  if (entry.status === "failed") return `${entry.error_kind}: ${entry.error}`;
+  if (entry.status === "failed") {
+    return `${entry.error_kind}: ${entry.error}` + (entry.hint ? `. What to do: ${entry.hint}` : "");
+  }
   const r = entry.result;
   if (!r) return fmt.DASH;
   if (r.suite === "skipped") return "ready (no suite tasks to run)";
@@ -137,7 +139,7 @@ export async function render(main, ctx) {
         ["Endpoint", "Served id", "Window", "Price", "Vision", "Tools", ""].map(
           (label) => h("th", { scope: "col", text: label })))),
       h("tbody", null, found.models.map((m) => row(m, addModel, onboardModel))));
-    replace(body, failed, h("div", { class: "table-wrap", role: "region",
+    replace(body, failed, sectionHead("Not on the roster", null), h("div", { class: "table-wrap", role: "region",
       "aria-label": "Models not on the roster", tabindex: "0" }, table));
   }
 
