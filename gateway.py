@@ -48,8 +48,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import (jsonwire, listing, races, schedule, verdict, wire_messages,
-                              wire_responses)
+from panelist.metrics import (jsonwire, listing, onboarding, races, schedule, verdict,
+                              wire_messages, wire_responses)
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
@@ -1291,8 +1291,9 @@ class GatewayServer(ThreadingHTTPServer):
         self.host, self.port = self.server_address[:2]
         self.guard = Guard.for_server(settings, panels.home, port=self.port, bound=host,
                                       max_body=MAX_BODY)
-        # started by serve_forever: a server built and never served runs no job
+        # both started by serve_forever: a server built and never served runs no job
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs)
+        self.onboarding = onboarding.attach(panels)
 
     @property
     def url(self) -> str:
@@ -1331,6 +1332,7 @@ class GatewayServer(ThreadingHTTPServer):
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
         self.schedule.start()
+        self.onboarding.start()
         self.started.set()
         super().serve_forever(poll_interval)
 
@@ -1417,6 +1419,7 @@ class GatewayServer(ThreadingHTTPServer):
                 if wire.phase != BUSY and not wire.dropped:
                     wire.drop()
         self.schedule.close()   # joined before the upstream and seats it uses close
+        self.onboarding.close()   # likewise; an entry it cut short resumes at the next start
         races.close_of(self.panels)   # races cancelled and joined before their upstream closes
         self.panels.close()
         self.guard.close()

@@ -129,7 +129,8 @@ def api_action(fn):
                              panels=server.panels, who="dashboard", base_url=h.base_url(),
                              start_demo=server.start_demo,
                              token_required=server.sessions.required)
-        h.send_json(200, fn(req))
+        result = fn(req)
+        h.send_json(getattr(result, "status", 200), result)   # api.Accepted is 202
     return action
 
 

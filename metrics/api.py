@@ -503,6 +503,39 @@ def discover_add(req: ApiRequest) -> dict:
     return {"added": added}
 
 
+class Accepted(dict):
+    """A reply for work taken on and done later: sent with 202."""
+
+    status = 202
+
+
+def list_onboarding(req: ApiRequest) -> dict:
+    """The onboarding queue, newest first, and who works it."""
+    from panelist.metrics import onboarding
+    queue = onboarding.queue_of(req.panels)
+    entries = queue.entries()
+    return {"data": entries[::-1][:_limit(req)], "worker": queue.holder()}
+
+
+def post_onboarding(req: ApiRequest) -> dict:
+    """Enqueue models for onboarding, as ``panelist model onboard`` does; the server's worker
+    takes them through register, probe, a quick suite run and ready."""
+    from panelist.metrics import onboarding
+    body = _object(req)
+    _only(body, ("aliases", "endpoint"))
+    if "aliases" not in body:
+        raise BadRequest("send 'aliases': a list of the models to onboard (roster aliases, or "
+                         "served ids from GET /api/discover)", param="aliases")
+    endpoint = body.get("endpoint")
+    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
+        raise BadRequest("'endpoint' must be a non-empty string; see GET /api/endpoints",
+                         param="endpoint")
+    entries = onboarding.queue_of(req.panels).enqueue(req.panels.upstream, body["aliases"],
+                                                      endpoint)
+    onboarding.wake(req.panels)
+    return Accepted({"enqueued": entries})
+
+
 def list_alerts(req: ApiRequest) -> dict:
     from panelist.metrics.alerts import Alerts
     return {"data": Alerts(req.panels.home).recent(_limit(req))}
@@ -537,4 +570,5 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/discover", {"GET": discover_all}),
     ("/api/discover/add", {"POST": discover_add}),
     ("/api/alerts", {"GET": list_alerts}),
+    ("/api/onboarding", {"GET": list_onboarding, "POST": post_onboarding}),
 ]

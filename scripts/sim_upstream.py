@@ -77,6 +77,8 @@ BEHAVIOUR = {
             "given in turn, one per call (cycling). Without it, a json_schema request gets an "
             "object made from the schema's required keys (local $refs followed)",
     "answers": "a list of answers given in turn, one per call (cycling); overrides 'answer'",
+    "hold_after": "calls after the Nth to the model wait until the test calls release(model) "
+                  "(or the client goes), then are answered as usual",
     "rules": "a list of {'contains': text, 'answer': text}: the first rule whose text occurs in "
              "the last user message gives the answer (before 'answers' and 'answer'); a request "
              "no rule matches is answered as without rules",
@@ -109,6 +111,9 @@ class SimUpstream:
         self._counts: dict[str, int] = {}
         self._open: set[socket.socket] = set()
         self._stopping = threading.Event()
+        self._released: dict[str, threading.Event] = {}
+        self._holding = threading.Condition(threading.Lock())
+        self.held: dict[str, int] = {}   # requests each model holds right now (hold_after)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         for name, behaviour in (DEMO_MODELS if models is None else models).items():
@@ -169,7 +174,7 @@ class SimUpstream:
                 isinstance(price, (list, tuple)) and len(price) == 2
                 and all(type(x) in (int, float) and x >= 0 for x in price)):
             raise ValueError(f"price for {model!r} must be [in, out], numbers >= 0")
-        for key in ("fail_every", "window"):
+        for key in ("fail_every", "window", "hold_after"):
             value = behaviour.get(key)
             if value is not None and (type(value) is not int or value < 1):
                 raise ValueError(f"{key} for {model!r} must be a whole number >= 1")
@@ -182,6 +187,24 @@ class SimUpstream:
                              "{'contains': non-empty text, 'answer': text}")
         with self._lock:
             self._models[model] = copy.deepcopy(behaviour)
+
+    def release(self, model: str) -> None:
+        """Answer the requests ``model`` holds (``hold_after``), and every later one."""
+        self._release_event(model).set()
+
+    def _release_event(self, model: str) -> threading.Event:
+        with self._lock:
+            return self._released.setdefault(model, threading.Event())
+
+    def wait_held(self, model: str, n: int, timeout: float) -> bool:
+        """Wait until ``model`` holds at least ``n`` requests at once; False on timeout."""
+        with self._holding:
+            return self._holding.wait_for(lambda: self.held.get(model, 0) >= n, timeout)
+
+    def _hold(self, model: str, delta: int) -> None:
+        with self._holding:
+            self.held[model] = self.held.get(model, 0) + delta
+            self._holding.notify_all()
 
     def count(self, model: str) -> int:
         """How many chat requests named ``model`` arrived (answered or not)."""
@@ -334,6 +357,14 @@ class _Handler(BaseHTTPRequestHandler):
             fail = "context_length"
         if fail == "hang":
             return self._wait(None)
+        if b.get("hold_after") and n > b["hold_after"]:
+            released = self.sim._release_event(model)
+            self.sim._hold(model, 1)
+            try:
+                if not self._wait(None, until=released):
+                    return
+            finally:
+                self.sim._hold(model, -1)
         if delay and not self._wait(delay):
             return
         auth = self.headers.get("Authorization")
@@ -413,14 +444,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, completion)
 
     # -- waiting ----------------------------------------------------------------------------------
-    def _wait(self, seconds: float | None) -> bool:
-        """Wait ``seconds`` (None: until the client goes), watching the socket for its EOF.
+    def _wait(self, seconds: float | None, until: threading.Event | None = None) -> bool:
+        """Wait ``seconds`` (None: until the client goes, or ``until`` is set), watching the
+        socket for its EOF.
 
         Returns False when the client went away (counted in ``disconnects``) or the server stops.
         """
         conn = self.connection
         end = None if seconds is None else time.monotonic() + seconds
         while not self.sim._stopping.is_set():
+            if until is not None and until.is_set():
+                return True
             left = _POLL if end is None else min(end - time.monotonic(), _POLL)
             if left <= 0:
                 return True

@@ -15,7 +15,7 @@ import socket
 
 import pytest
 
-from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl
+from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl, wait_until
 from panelist.metrics import api
 from panelist.metrics.cli import main
 from panelist.metrics.grades import Grades
@@ -497,6 +497,20 @@ def test_discover_add_refusals(dash, home, sim):
                                                       "alias": "y"})
     assert_error(status, body, 400, param="alias")
     assert "x" not in stored(home, "roster.json")["models"]
+
+
+@covers("GET", "/api/onboarding")
+@covers("POST", "/api/onboarding")
+def test_onboarding_enqueues_and_the_servers_worker_takes_it_to_ready(dash, home, sim):
+    # the whole way, refusals and kill -9 resumes are in test_onboarding.py
+    status, body, _ = dash.post("/api/onboarding", {"aliases": ["fast"]})
+    assert status == 202 and [e["alias"] for e in body["enqueued"]] == ["fast"], body
+
+    def ready():
+        return dash.get("/api/onboarding")[1]["data"][0]["status"] == "ready"
+    assert wait_until(ready)
+    assert [r["step"] for r in read_jsonl(home.root / "runs" / "onboarding.jsonl")
+            if r.get("status") == "done"] == ["register", "probe", "suite", "ready"]
 
 
 @covers("GET", "/api/alerts")

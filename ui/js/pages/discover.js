@@ -1,23 +1,58 @@
 // Discover: the models each endpoint serves that the roster does not hold yet, free ones first
 // (the order `panelist discover` prints), with an Add button that registers one exactly as
-// `panelist discover --add` does. A refusal shows the server's own message beside the list.
-// Names and ids come from endpoints, so they reach the page as text only.
+// `panelist discover --add` does, and an Onboard button that queues it for register → probe →
+// quick suite run → ready (`panelist model onboard`). The onboarding queue is shown above the
+// list and refreshed while anything in it is queued or running. A refusal shows the server's
+// own message beside the list. Names and ids come from endpoints, so they reach the page as
+// text only.
 
-import { api } from "../api.js";
+import { api, isAbort } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
-import { button, emptyState, notice, pageHead, toast } from "../ui.js";
+import { button, emptyState, notice, pageHead, sectionHead, toast } from "../ui.js";
 
 export const title = "Discover";
+const REFRESH_MS = 1500;   // how often the queue is read again while an entry is under way
+
+function epoch(iso) {
+  const t = Date.parse(iso || "");
+  return Number.isNaN(t) ? null : t / 1000;
+}
+
+function outcome(entry) {
+  if (entry.status === "failed") {
+    return `${entry.error_kind}: ${entry.error}` + (entry.hint ? `. What to do: ${entry.hint}` : "");
+  }
+  const r = entry.result;
+  if (!r) return fmt.DASH;
+  if (r.suite === "skipped") return "ready (no suite tasks to run)";
+  return `accuracy ${fmt.percent(r.accuracy)} (${r.right}/${r.scored}), ` +
+    `unparseable ${fmt.percent(r.unparseable)}`;
+}
+
+function queueRow(entry) {
+  const where = entry.step_status && entry.status === "running"
+    ? `${entry.step} (${entry.step_status})` : entry.step;
+  return h("tr", { dataset: { alias: entry.alias, status: entry.status } },
+    h("td", { class: "mono", text: entry.alias }),
+    h("td", { text: entry.endpoint || fmt.DASH }),
+    h("td", { text: where }),
+    h("td", { text: entry.status }),
+    h("td", { text: fmt.ago(epoch(entry.updated)) }),
+    h("td", { text: outcome(entry) }));
+}
 
 function yesNo(v) {
   return v === true ? "yes" : v === false ? "no" : fmt.DASH;
 }
 
-function row(model, onAdd) {
+function row(model, onAdd, onOnboard) {
   const f = model.facts || {};
   const add = button("Add", () => onAdd(model, add), {
     small: true, kind: "primary", "aria-label": `Add ${model.id} from ${model.endpoint}`,
+  });
+  const onboard = button("Onboard", () => onOnboard(model, onboard), {
+    small: true, "aria-label": `Onboard ${model.id} from ${model.endpoint}`,
   });
   return h("tr", { dataset: { endpoint: model.endpoint, id: model.id } },
     h("td", { text: model.endpoint }),
@@ -26,15 +61,68 @@ function row(model, onAdd) {
     h("td", { text: fmt.price(f) }),
     h("td", { text: yesNo(f.vision) }),
     h("td", { text: yesNo(f.tools) }),
-    h("td", null, add));
+    h("td", null, h("div", { class: "row" }, add, onboard)));
 }
 
 export async function render(main, ctx) {
   const status = h("div", { "data-testid": "discover-status" });
+  const queue = h("section", { "aria-label": "Onboarding queue" });
   const body = h("div");
   replace(main, pageHead("Discover",
     "Models your endpoints serve that are not on the roster yet. Free ones come first."),
-  status, body);
+  status, queue, body);
+  let timer = null;
+  let wasBusy = false;
+
+  async function loadQueue() {
+    timer = null;
+    let found;
+    try {
+      found = await api.get("/api/onboarding", { signal: ctx.signal });
+    } catch (err) {
+      if (isAbort(err) || !ctx.active) return;
+      replace(queue, notice("error", "The onboarding queue could not be read", err.message));
+      return;
+    }
+    if (!ctx.active) return;
+    const rows = found.data || [];
+    if (!rows.length) {
+      replace(queue);
+      wasBusy = false;
+      return;
+    }
+    const busy = rows.some((e) => e.status === "queued" || e.status === "running");
+    const who = found.worker ? `Worked by process ${found.worker.pid}.` : null;
+    replace(queue, sectionHead("Onboarding",
+      "Register → probe → quick suite run → ready, newest first." + (who ? ` ${who}` : "")),
+    h("div", { class: "table-wrap", role: "region", "aria-label": "Onboarding queue entries",
+      tabindex: "0" },
+    h("table", null,
+      h("caption", { class: "visually-hidden", text: "Onboarding queue" }),
+      h("thead", null, h("tr", null,
+        ["Model", "Endpoint", "Step", "Status", "Updated", "Result"].map(
+          (label) => h("th", { scope: "col", text: label })))),
+      h("tbody", null, rows.map(queueRow)))));
+    if (busy) timer = setTimeout(loadQueue, REFRESH_MS);
+    else if (wasBusy) await load();   // what was onboarded is on the roster now
+    wasBusy = busy;
+  }
+
+  async function onboardModel(model, btn) {
+    btn.disabled = true;
+    replace(status);
+    try {
+      await api.post("/api/onboarding", { aliases: [model.id], endpoint: model.endpoint },
+        { signal: ctx.signal });
+      toast(`Onboarding ${model.id} from ${model.endpoint}.`);
+      if (timer) clearTimeout(timer);
+      await loadQueue();
+    } catch (err) {
+      if (!ctx.active) return;
+      replace(status, notice("error", `${model.id} was not queued for onboarding`, err.message));
+      btn.disabled = false;
+    }
+  }
 
   async function load() {
     const found = await api.get("/api/discover", { signal: ctx.signal });
@@ -50,8 +138,8 @@ export async function render(main, ctx) {
       h("thead", null, h("tr", null,
         ["Endpoint", "Served id", "Window", "Price", "Vision", "Tools", ""].map(
           (label) => h("th", { scope: "col", text: label })))),
-      h("tbody", null, found.models.map((m) => row(m, addModel))));
-    replace(body, failed, h("div", { class: "table-wrap", role: "region",
+      h("tbody", null, found.models.map((m) => row(m, addModel, onboardModel))));
+    replace(body, failed, sectionHead("Not on the roster", null), h("div", { class: "table-wrap", role: "region",
       "aria-label": "Models not on the roster", tabindex: "0" }, table));
   }
 
@@ -70,5 +158,5 @@ export async function render(main, ctx) {
     }
   }
 
-  await load();
+  await Promise.all([load(), loadQueue()]);
 }
