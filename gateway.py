@@ -48,7 +48,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import (jsonwire, listing, onboarding, races, schedule, verdict,
+from panelist.metrics import (jsonwire, listing, onboarder, races, schedule, verdict,
                               wire_messages, wire_responses)
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
@@ -1293,7 +1293,7 @@ class GatewayServer(ThreadingHTTPServer):
                                       max_body=MAX_BODY)
         # both started by serve_forever: a server built and never served runs no job
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs)
-        self.onboarding = onboarding.attach(panels)
+        self.onboarding = onboarder.attach(panels)
 
     @property
     def url(self) -> str:

@@ -511,8 +511,8 @@ class Accepted(dict):
 
 def list_onboarding(req: ApiRequest) -> dict:
     """The onboarding queue, newest first, and who works it."""
-    from panelist.metrics import onboarding
-    queue = onboarding.queue_of(req.panels)
+    from panelist.metrics import onboarder
+    queue = onboarder.queue_of(req.panels)
     entries = queue.entries()
     return {"data": entries[::-1][:_limit(req)], "worker": queue.holder()}
 
@@ -520,7 +520,7 @@ def list_onboarding(req: ApiRequest) -> dict:
 def post_onboarding(req: ApiRequest) -> dict:
     """Enqueue models for onboarding, as ``panelist model onboard`` does; the server's worker
     takes them through register, probe, a quick suite run and ready."""
-    from panelist.metrics import onboarding
+    from panelist.metrics import onboarder
     body = _object(req)
     _only(body, ("aliases", "endpoint"))
     if "aliases" not in body:
@@ -530,9 +530,9 @@ def post_onboarding(req: ApiRequest) -> dict:
     if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
         raise BadRequest("'endpoint' must be a non-empty string; see GET /api/endpoints",
                          param="endpoint")
-    entries = onboarding.queue_of(req.panels).enqueue(req.panels.upstream, body["aliases"],
+    entries = onboarder.queue_of(req.panels).enqueue(req.panels.upstream, body["aliases"],
                                                       endpoint)
-    onboarding.wake(req.panels)
+    onboarder.wake(req.panels)
     return Accepted({"enqueued": entries})
 
 

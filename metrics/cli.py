@@ -423,7 +423,7 @@ def _onboard_line(entry: dict) -> str:
 def cmd_onboard(args, out: Out, home) -> int:
     """Enqueue models for onboarding, then work the queue here (or follow whoever works it)."""
     import time
-    from panelist.metrics import onboarding
+    from panelist.metrics import onboarder, onboarding
     queue = onboarding.Queue(home)
     if args.list:
         if args.aliases or args.endpoint or args.tasks is not None:
@@ -463,7 +463,7 @@ def cmd_onboard(args, out: Out, home) -> int:
         shown[entry["id"]] = key
         print(visible(_onboard_line(entry)), flush=True)
 
-    worker = onboarding.Worker(home, on_step=show)
+    worker = onboarder.Worker(home, on_step=show)
     told = False
     try:
         while True:

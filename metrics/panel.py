@@ -196,7 +196,7 @@ class Panels:
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
-        self.onboarding = None   # a server's onboarding worker (``onboarding.attach``)
+        self.onboarding = None   # a server's onboarding worker (``onboarder.attach``)
 
     def close(self) -> None:
         self.seats.close()

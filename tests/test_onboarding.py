@@ -17,7 +17,7 @@ import pytest
 
 from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
-from panelist.metrics import onboarding
+from panelist.metrics import onboarder, onboarding
 from panelist.metrics.cli import main
 from panelist.metrics.roster import Roster
 from panelist.suite.results import samples_path
@@ -171,7 +171,7 @@ def test_what_cannot_be_onboarded_is_refused_before_the_queue(capsys, home, sim)
 def test_no_suite_tasks_skips_the_suite_step(home, sim, tmp_path):
     queue = onboarding.Queue(home)
     queue.enqueue(None, ["fast"])   # on the roster: no endpoint is asked
-    worker = onboarding.Worker(home, task_roots=[tmp_path / "no-tasks-here"])
+    worker = onboarder.Worker(home, task_roots=[tmp_path / "no-tasks-here"])
     try:
         assert worker.work() is True
     finally:
@@ -276,7 +276,7 @@ def test_a_second_process_finds_the_queue_worked_and_follows_it(home, sim):
         assert holder is not None and holder["pid"] == first.pid
         # in this process: the queue is held, so a worker here does not work it
         onboarding.Queue(home).enqueue(None, ["mid"], tasks=1)
-        worker = onboarding.Worker(home)
+        worker = onboarder.Worker(home)
         try:
             assert worker.work() is False
         finally:
