@@ -62,6 +62,7 @@ OWN_FIELDS = ("model", "messages", "stream", "stream_options", "n", "bench", "wi
 NUMBERS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
 COUNTS = ("max_tokens", "max_completion_tokens", "seed")
 MAX_NOMINEES = 16
+CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
 
@@ -197,12 +198,31 @@ class Panels:
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
         self.onboarding = None   # a server's onboarding worker (``onboarder.attach``)
+        # pick panels whose reply went out while seats still run: closing must log them
+        self._behind: set[PanelRun] = set()
+        self._behind_lock = threading.Lock()
 
     def close(self) -> None:
+        """Cut the seats still running behind picked replies and wait (at most ``CLOSE_GRACE``)
+        for their panels to be logged; then close the seats, the upstream and the logs."""
+        with self._behind_lock:
+            behind = list(self._behind)
+        for run in behind:
+            run.cut_short()
+        until = time.monotonic() + CLOSE_GRACE
+        for run in behind:
+            run.logged.wait(max(0.0, until - time.monotonic()))
         self.seats.close()
         self.upstream.close()
         self.ledger.close()
         self.admission.close()
+
+    def running_behind(self, run: "PanelRun", behind: bool) -> None:
+        with self._behind_lock:
+            if behind:
+                self._behind.add(run)
+            else:
+                self._behind.discard(run)
 
     def parse(self, body) -> Request:
         req = parse_request(body, self.collections)
@@ -365,6 +385,7 @@ class PanelRun:
             self.logged = threading.Event()   # set once the panel's line is written
             self._lock = threading.Lock()   # guards _recorded, _left and _detached
             self._detached = False   # pick mode: the reply is out; the last seat records
+            self._closing = False    # cut short by the server closing, not by the caller
             self.seat_timeout = limits.seat_timeout
             calls = [self._call(s, self.history.for_seat(s.model.alias), req.params)
                      for s in seating.seats]
@@ -410,7 +431,16 @@ class PanelRun:
 
     @property
     def abandoned(self) -> bool:
-        return self.cancel.is_set()
+        """The caller left; seats cut because the server closed leave the panel delivered."""
+        return self.cancel.is_set() and not self._closing
+
+    def cut_short(self) -> None:
+        """The server is closing: stop the seats still running behind a picked reply (they are
+        logged as cancelled, and the panel with them)."""
+        self._closing = True
+        self.note = "; ".join(filter(None, [self.note, "the server closed before every seat "
+                                            "ended; those still running were cancelled"]))
+        self.cancel.set()
 
     def progress(self, tick: float = 0.25) -> Iterator[SeatResult | None]:
         """Yield each SeatResult once, as its seat finishes (fastest first), and None every
@@ -471,6 +501,10 @@ class PanelRun:
             now = self._left == 0 or self.seats.settled
         if now:
             self.record(self.results)
+        else:
+            self.panels.running_behind(self, True)
+            if self._recorded:   # the last seat ended meanwhile and recorded it
+                self.panels.running_behind(self, False)
 
     # -- the end --------------------------------------------------------------------------------
     def failure(self, results: list[SeatResult]) -> PanelistError:
@@ -658,6 +692,7 @@ class PanelRun:
             if self._recorded:
                 return
             self._recorded = True
+        self.panels.running_behind(self, False)
         self._release()  # done or given up: a seat that never reported counts no longer
         urls = self.req.images
         seats = [dict(public(r), served=r.served, answer=prompt.scrub(r.answer, urls))

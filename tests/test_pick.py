@@ -254,3 +254,25 @@ def test_ask_on_the_command_line_picks_and_logs_the_whole_panel(home, sim, capsy
     (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")   # logged before ask returned
     assert record["picked"]["alias"] == "fast" and len(record["seats"]) == 5
     assert {s["alias"]: s["status"] for s in record["seats"]}["slow"] == "ok"
+
+
+def test_a_server_closed_while_seats_run_behind_a_pick_still_logs_the_panel(home, gated):
+    set_limits(home, max_explorers=0)
+    move_to(home, gated, "slow")   # held at its gate until the server closes
+    with Gateway(make_gateway(home, env={})) as gw:
+        status, body, headers = gw.post("/v1/chat/completions", {
+            "model": "bench/trio:pick", "messages": ASK})
+        assert status == 200, body
+        panel = headers["X-Panelist-Panel"]
+        assert gated.wait_arrived("slow")
+        assert panel not in panels_logged(home)
+    # closed: the held seat was cut and the panel written before the logs closed
+    record = panels_logged(home)[panel]
+    statuses = {s["alias"]: s["status"] for s in record["seats"]}
+    assert statuses["fast"] == "ok" and statuses["slow"] == "cancelled"
+    assert record["abandoned"] is False, "the reply was delivered: not an abandoned panel"
+    assert "the server closed" in record["note"]
+    lines = read_jsonl(home.gateway_runs / "evidence.jsonl")
+    seats = {r["alias"]: r["status"] for r in lines
+             if r.get("kind") == "seat" and r.get("panel") == panel}
+    assert seats["slow"] == "cancelled" and seats["fast"] == "ok"
