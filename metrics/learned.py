@@ -1,6 +1,7 @@
 """What upstream failures teach about a model, written into the catalog beside typed facts.
 
-The seats core calls ``heard(model, error)`` on every upstream failure. A context-length error
+The seats core calls ``heard(model, error)`` on every upstream failure (the gateway's panels,
+races, suite runs, probes and the decider alike). A context-length error
 that states a window, and a rate limit that states a Retry-After, become ``learned`` facts of the
 model's endpoint and served id (``Catalog.learn``), where ``panelist catalog show`` lists them
 and seating reads the window (``KnownRoster``).

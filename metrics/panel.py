@@ -192,7 +192,8 @@ class Panels:
         # the seats core asks the models; its threads are made only as seats need them and then
         # reused, so an idle gateway is small
         self.seats = Seats(self.roster, self.upstream, admission=self.admission,
-                           max_workers=max_workers, thread_name="seat")
+                           max_workers=max_workers, thread_name="seat",
+                           learn=self.learned.heard)   # for calls with no hook of their own
         self.in_flight = SeatsInFlight()
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()

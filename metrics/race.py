@@ -45,6 +45,7 @@ from panelist.metrics.home import Home, open_home
 from panelist.metrics.ledger import utc_iso
 from panelist.metrics.racereport import BenchmarkReport, summarise, verdict
 from panelist.metrics.knownroster import KnownRoster
+from panelist.metrics.learned import LearnedFacts
 from panelist.metrics.roster import Model, Roster, RosterView
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, SeatResult, Seats
 from panelist.metrics.transcript import Transcript, arguments_of, as_text
@@ -385,7 +386,8 @@ class Benchmark:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
         race_id, folder = reserved or _new_race(races_dir(self.home))
-        seats = Seats(self.roster, self.upstream, admission=self.admission)
+        seats = Seats(self.roster, self.upstream, admission=self.admission,
+                      learn=LearnedFacts(self.home).heard)
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)
         started, t0 = time.time(), time.monotonic()
         try:

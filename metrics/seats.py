@@ -212,8 +212,11 @@ class Seats:
     an edit of the roster applies to the next call). ``admission``: None means no limits."""
 
     def __init__(self, roster, upstream: Upstream | None = None, *, admission=None,
-                 max_workers: int = 256, thread_name: str = "seats"):
+                 max_workers: int = 256, thread_name: str = "seats",
+                 learn: Learn | None = None):
+        """``learn``: hears the failures of calls given no ``learn`` of their own."""
         self.roster = roster
+        self.learn = learn
         self.upstream = upstream or Upstream()
         self._own_upstream = upstream is None
         self.admission = admission
@@ -267,6 +270,7 @@ class Seats:
         ``result`` (as ``SeatResult.of(call)`` made it) is filled in place of a new one, so whoever
         holds it sees the call end."""
         result = result if result is not None else SeatResult.of(call)
+        learn = learn if learn is not None else self.learn
         t0 = time.monotonic()
         if call.wait_in_timeout:
             deadline = min(deadline, t0 + call.timeout)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
+from panelist.metrics.learned import LearnedFacts
 from panelist.metrics.roster import Model, Roster
 from panelist.metrics.seats import SeatCall, Seats
 from panelist.suite import prompts, results
@@ -135,7 +136,8 @@ class SuiteRun:
         calls in flight are cut, what finished is kept, and the summary says ``interrupted``."""
         todo, skipped = self.plan()
         log = results.SampleLog(self.path, self.known)
-        seats = Seats(Roster(self.home), self.upstream, admission=self.admission)
+        seats = Seats(Roster(self.home), self.upstream, admission=self.admission,
+                      learn=LearnedFacts(self.home).heard)
         pools: dict[str, ThreadPoolExecutor] = {}
         interrupted = False
         counts: dict[str, int] = {}

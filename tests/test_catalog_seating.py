@@ -150,3 +150,11 @@ def test_catalog_show_lists_a_learned_window_under_the_typed_one(gateway, home, 
     rows = [line.split() for line in out.splitlines() if line.startswith("context")]
     assert [r[:3] for r in rows] == [["context", "100000", "typed"],
                                      ["context", "1000", "learned"]]
+
+
+def test_a_suite_run_teaches_the_catalog_too(home, sim, capsys):
+    sim.script("x-two", window=300)   # every review task is longer than that
+    code, out, err = cli(capsys, "suite", "run", "--model", "x-two", "--task",
+                         "claim-wilson-no-verdicts", "--data", str(home.root))
+    known = facts(capsys, home, "x-two")
+    assert known["context"]["learned"]["value"] == 300, (code, out, err)
