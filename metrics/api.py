@@ -25,6 +25,7 @@ from typing import Callable
 
 from panelist import __version__
 from panelist.metrics import races, service, verdict
+from panelist.metrics.alerts import Alerts
 from panelist.metrics.collection import PREFIX, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, PanelistError, UpstreamError
 from panelist.metrics.keys import Keys
@@ -200,13 +201,21 @@ def update_model(req: ApiRequest) -> dict:
 
 
 def retire_model(req: ApiRequest) -> dict:
-    req.panels.roster.retire(req.params["alias"], by=req.who)
+    alerts = Alerts(req.panels.home)
+    try:
+        service.retire(req.panels.roster, alerts, req.params["alias"], by=req.who)
+    finally:
+        alerts.close()
     return _one_model(req, req.params["alias"])
 
 
 def restore_model(req: ApiRequest) -> dict:
     alias = req.params["alias"]
-    service.restore(req.panels.roster, req.panels.ledger, alias, by=req.who)
+    alerts = Alerts(req.panels.home)
+    try:
+        service.restore(req.panels.roster, req.panels.ledger, alias, by=req.who, alerts=alerts)
+    finally:
+        alerts.close()
     return _one_model(req, alias)
 
 
@@ -537,7 +546,6 @@ def post_onboarding(req: ApiRequest) -> dict:
 
 
 def list_alerts(req: ApiRequest) -> dict:
-    from panelist.metrics.alerts import Alerts
     return {"data": Alerts(req.panels.home).recent(_limit(req))}
 
 

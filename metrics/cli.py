@@ -121,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
                   "prompts of shape-auto collections)").add_argument("alias")
     mo.add_parser("list", parents=[common])
     mo.add_parser("rm", parents=[common]).add_argument("alias")
+    a = mo.add_parser("retire", parents=[common],
+                      help="keep a model out of every panel until it is restored")
+    a.add_argument("alias")
+    a.add_argument("--reason", default="", metavar="TEXT", help="why, for the alert")
     mo.add_parser("restore", parents=[common],
                   help="end a model's cooldown and retirement").add_argument("alias")
     _limit_parser(mo, common, "alias", "model")
@@ -377,6 +381,18 @@ def cmd_model(args, out: Out) -> int:
                                 f"{', '.join(users)}; change them first")
         roster.remove_model(args.alias)
         out.result({"removed": args.alias}, f"removed model {args.alias}")
+    elif args.verb == "retire":
+        from panelist.metrics import service
+        from panelist.metrics.alerts import Alerts
+        alerts = Alerts(home)
+        try:
+            changed = service.retire(roster, alerts, args.alias, by="cli",
+                                     reason=visible(args.reason.strip())[:500])
+        finally:
+            alerts.close()
+        out.result({"alias": args.alias, "retired": changed},
+                   f"retired {args.alias}; `panelist model restore {args.alias}` puts it back"
+                   if changed else f"{args.alias} was retired already; nothing to do")
     elif args.verb == "restore":
         return restore_model(home, roster, args.alias, out)
     elif args.verb == "limit":
@@ -578,11 +594,16 @@ def cmd_grade(args, out: Out) -> int:
 def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
     """Clear a cooldown (an evidence line) and a retirement (a roster change), both logged."""
     from panelist.metrics import service
+    from panelist.metrics.alerts import Alerts
     from panelist.metrics.ledger import Ledger
     if alias not in roster.view().models:
         raise PanelistError(f"unknown model '{alias}'; see `panelist model list`")
-    with Ledger(home.gateway_runs) as ledger:
-        unretired, left = service.restore(roster, ledger, alias, by="cli")
+    alerts = Alerts(home)
+    try:
+        with Ledger(home.gateway_runs) as ledger:
+            unretired, left = service.restore(roster, ledger, alias, by="cli", alerts=alerts)
+    finally:
+        alerts.close()
     done = ([f"ended a cooldown that had {left:.0f} s to run"]
             if left else []) + (["no longer retired"] if unretired else [])
     out.result({"alias": alias, "cooldown_cleared": bool(left), "unretired": unretired},

@@ -208,31 +208,30 @@ class Health:
             self._retire(alias, failed, runs[alias], state, actions)
 
     def _retire(self, alias: str, kind: str, run: int, state: dict, actions: dict) -> None:
+        reason = f"{run} hard failures in a row, the last one '{kind}'"
         try:
-            changed = self.roster.retire(alias, by=BY)
+            changed = service.retire(
+                self.roster, self.alerts, alias, by=BY, reason=reason, error_kind=kind,
+                message=f"{alias} was retired: {reason}; fix its endpoint's key or served id, "
+                        f"then `panelist probe {alias}` restores it once it answers")
         except NotFound:
             return   # removed from the roster meanwhile
         if not changed:
             return   # already retired, by health or by hand: nothing to take over
-        reason = f"{run} hard failures in a row, the last one '{kind}'"
         state["retired"][alias] = reason
         actions[alias] = "retired"
-        self.alerts.raise_alert("retired", alias, f"{alias} was retired: {reason}; fix its "
-                                "endpoint's key or served id, then `panelist probe "
-                                f"{alias}` restores it once it answers", reason=reason,
-                                error_kind=kind)
 
     def _restore(self, alias: str, state: dict, actions: dict) -> None:
         reason = state["retired"].pop(alias)
         if _retired_by(self.roster.path.with_name("changes.jsonl"), alias) != BY:
             return   # put back and retired again by a person since: theirs to restore
         try:
-            service.restore(self.roster, self.ledger, alias, by=BY)
+            service.restore(self.roster, self.ledger, alias, by=BY, alerts=self.alerts,
+                            message=f"{alias} answered a probe and is back in service",
+                            reason=reason)
         except NotFound:
             return   # removed from the roster meanwhile
         actions[alias] = "restored"
-        self.alerts.raise_alert("restored", alias, f"{alias} answered a probe and is back in "
-                                "service", reason=reason)
 
     # -- the state file ----------------------------------------------------------------------------
     @contextmanager

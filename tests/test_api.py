@@ -312,6 +312,10 @@ def test_retire_model(dash, home):
     assert row["retired"] is True and row["status"] == "retired"
     (change,) = new_changes(home, n)
     assert change["by"] == "dashboard" and change["new"]["retired"] is True
+    (alert,) = read_jsonl(home.root / "runs" / "alerts.jsonl")
+    assert (alert["kind"], alert["subject"], alert["by"]) == ("retired", "x-two", "dashboard")
+    dash.post("/api/models/x-two/retire")   # retired already: no second alert
+    assert len(read_jsonl(home.root / "runs" / "alerts.jsonl")) == 1
     # an edit of its facts keeps it retired
     status, row, _ = dash.request("PUT", "/api/models/x-two", {
         "endpoint": "sim", "family": "x-two", "context": 90_000, "version": row["version"]})
@@ -341,6 +345,8 @@ def test_restore_ends_retirement_and_cooldown(dash, home, sim):
     (change,) = new_changes(home, n)
     assert change["by"] == "dashboard" and change["what"] == "model x-two"
     assert change["old"]["retired"] is True and change["new"]["retired"] is False
+    kinds = [(a["kind"], a["subject"]) for a in read_jsonl(home.root / "runs" / "alerts.jsonl")]
+    assert kinds == [("retired", "x-two"), ("restored", "x-two")]   # a cooldown's end is none
     status, body, _ = dash.post("/api/models/ghost/restore")
     assert_error(status, body, 404, says="ghost")
 

@@ -179,3 +179,26 @@ def test_bad_input_says_what_to_do(capsys, home):
     _, err = capsys.readouterr()
     assert code == 1 and "--timeout" in err
     assert evidence(home, "probe") == []
+
+
+def test_retire_and_restore_by_hand_are_alerts_too(capsys, home, gateway):
+    d = str(home.root)
+    assert main(["model", "retire", "mid", "--reason", "answers in the wrong language",
+                 "--data", d]) == 0
+    assert "retired mid" in capsys.readouterr().out
+    assert retired(home, "mid")
+    status, body, _ = gateway.post("/v1/chat/completions", {
+        "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 200 and "mid" not in {s["alias"] for s in body["bench"]["seats"]}
+    assert main(["model", "retire", "mid", "--data", d]) == 0   # already: nothing to do
+    assert "retired already" in capsys.readouterr().out
+    assert main(["model", "restore", "mid", "--data", d]) == 0
+    capsys.readouterr()
+    assert not retired(home, "mid")
+    said = alerts(home)
+    assert [(a["kind"], a["subject"], a["by"]) for a in said] == [
+        ("retired", "mid", "cli"), ("restored", "mid", "cli")]
+    assert said[0]["reason"] == "answers in the wrong language"
+    assert "panelist model restore mid" in said[0]["message"]
+    assert main(["model", "retire", "nobody", "--data", d]) == 1
+    assert "unknown model 'nobody'" in capsys.readouterr().err
