@@ -1099,13 +1099,14 @@ def cmd_schedule(args, out: Out) -> int:
     if args.verb == "set":
         done = schedule.set_job(home, args.job, mode=args.mode, every=args.every)
         out.result(dict(done, job=args.job), f"{args.job}: {done['mode']} every "
-                   f"{done['every']} s; restart the server to apply it")
+                   f"{done['every']} s; a running server takes it up within "
+                   f"{schedule.SETTINGS_EVERY:g} s")
         return 0
     book = schedule.Book(home)
     rows = []
     for job, s in schedule.settings(home).items():
-        due = book.next_due(job)
-        rows.append(dict(s, job=job, next=schedule._iso(due) if due else "at start"))
+        due = book.next_due(job, s["every"])
+        rows.append(dict(s, job=job, next=schedule._iso(due) if due else "due now"))
     out.table(rows, ["job", "mode", "every", "next"])
     return 0
 

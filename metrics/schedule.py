@@ -290,7 +290,3 @@ class Scheduler:
         if self._thread is not None:
             self._thread.join(timeout)
 
-
-def start(panels) -> Scheduler:
-    """The scheduler of a server's data folder, started."""
-    return Scheduler(panels.home, panels).start()

@@ -131,7 +131,7 @@ def test_show_and_bad_settings_say_what_to_do(capsys, home):
     assert code == 0, err
     rows = {r["job"]: r for r in json.loads(out)}
     assert rows["probe"] == {"job": "probe", "mode": "log-only", "every": 600,
-                             "next": "at start"}
+                             "next": "due now"}
     assert rows["catalog_refresh"]["mode"] == "off"
     # a hand-edited file is refused when the server starts, naming the field
     home.file("schedule.json").write_text(json.dumps(
