@@ -6,6 +6,11 @@ Every command takes ``--json`` (machine-readable output) and ``--data DIR`` (els
 ``ask`` and ``verdict`` work on the data folder directly,
 or with ``--url`` against a running gateway. ``mcp`` serves the Model Context Protocol on
 stdin/stdout for agents, against a running gateway; its stdout carries the protocol only.
+
+What the commands cannot import themselves, the entry point that runs them hands in as a
+``Runtime``: the servers ``gateway`` and ``serve`` start and the simulated upstream of ``--demo``
+(the domain imports no entry point and no script). ``metrics/offload.py`` (the ``panelist``
+command) hands in all of them, ``python gateway.py`` and ``python serve.py`` their own.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from panelist import __version__
@@ -287,14 +294,28 @@ def _limit_parser(verbs, common, name: str, kind: str) -> None:
 
 
 # -- commands ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Runtime:
+    """The servers and the simulator an entry point lends the commands (None: not lent)."""
+
+    make_gateway: Callable | None = None
+    make_dashboard: Callable | None = None
+    simulator: Callable | None = None   # builds a simulated upstream: SimUpstream(models, …)
+
+    def need(self, name: str, what: str):
+        made = getattr(self, name)
+        if made is None:
+            raise PanelistError(f"this command line cannot {what}; run it as `panelist ...`, "
+                                "`python metrics/offload.py ...` or `python serve.py`")
+        return made
+
+
 def cmd_gateway(args, out: Out) -> int:
-    from panelist.gateway import make_gateway  # the HTTP layer loads only when serving
-    return _serve(args, out, make_gateway)
+    return _serve(args, out, args.runtime.need("make_gateway", "start the gateway"))
 
 
 def cmd_serve(args, out: Out) -> int:
-    from panelist.serve import make_dashboard
-    return _serve(args, out, make_dashboard)
+    return _serve(args, out, args.runtime.need("make_dashboard", "start the dashboard"))
 
 
 def _serve(args, out: Out, make) -> int:
@@ -303,8 +324,8 @@ def _serve(args, out: Out, make) -> int:
     sim = None
     if args.demo:
         from panelist.metrics import demo
-        from panelist.scripts.sim_upstream import SimUpstream
-        sim = SimUpstream(keep_requests=1000).start()  # a long demo keeps memory flat
+        simulator = args.runtime.need("simulator", "start the simulated demo models")
+        sim = simulator(keep_requests=1000).start()  # a long demo keeps memory flat
         demo.install(home, sim.url)
     try:
         server = make(home, args.host, args.port)
@@ -976,9 +997,9 @@ def cmd_suite_run(args, out: Out) -> int:
     aliases = args.model
     if args.demo:
         from panelist.metrics import demo as demo_roster
-        from panelist.scripts.sim_upstream import SimUpstream
         from panelist.suite import demo
-        sim = SimUpstream(demo.behaviours(list(known.values()), known)).start()
+        simulator = args.runtime.need("simulator", "start the simulated demo models")
+        sim = simulator(demo.behaviours(list(known.values()), known)).start()
         demo_roster.install(home, sim.url)
         aliases = aliases or list(demo.MODELS)
     bar = None
@@ -1152,11 +1173,12 @@ COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve, "endpoint": cmd_endpoint
             "alerts": cmd_alerts, "discover": cmd_discover, "schedule": cmd_schedule}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
     # the command line is where text comes in: bytes that are not UTF-8 arrive as lone
     # surrogates (surrogateescape), which nothing after this point could write or print
     argv = [jsonwire.clean(a) for a in (sys.argv[1:] if argv is None else argv)]
     args = build_parser().parse_args(argv)
+    args.runtime = runtime or Runtime()
     out = Out(args.json)
     try:
         return COMMANDS[args.noun](args, out)
@@ -1174,6 +1196,3 @@ def main(argv: list[str] | None = None) -> int:
               "PANELIST_DEBUG=1 for the traceback and report it", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

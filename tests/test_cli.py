@@ -94,3 +94,10 @@ def test_offload_script_records_a_verdict_from_a_checkout(home, capsys):
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["written"] is True
+
+
+def test_a_command_line_lent_no_server_says_how_to_run_one(tmp_path, capsys):
+    code, out, err = run(capsys, "gateway", "--port", "0", "--data", str(tmp_path))
+    assert code == 1 and "cannot start the gateway" in err and "panelist" in err
+    code, out, err = run(capsys, "suite", "run", "--demo", "--data", str(tmp_path))
+    assert code == 1 and "cannot start the simulated demo models" in err

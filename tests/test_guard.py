@@ -7,7 +7,7 @@ import pytest
 
 from conftest import PATIENCE, Gateway
 from panelist.gateway import make_gateway
-from panelist.metrics.cli import main
+from panelist.metrics.offload import main
 from panelist.metrics.collection import Collections
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.guard import Settings

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import PATIENCE, read_jsonl, wait_until
-from panelist.metrics.cli import main
+from panelist.metrics.offload import main
 from panelist.metrics.roster import Roster
 from panelist.suite import answers, demo, report, results
 from panelist.suite.progress import Bar, line
