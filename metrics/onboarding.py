@@ -8,7 +8,9 @@ it was asked for, the quick run's task cap); every later line names one step of 
 
 Invariants:
 
-* Any process may enqueue (one locked append); the folded state is the same in every process.
+* Any process may enqueue; reading the queue and appending to it happen under one ``flock``
+  (``runs/onboarding.enqueue.lock``), so an alias onboarded by two processes at once gets one
+  entry. The folded state is the same in every process.
 * An entry ends ``ready`` (with what the quick suite found) or ``failed`` (the step, the failure
   kind and what to do). A later onboard of an alias whose entry ended opens a new entry; one of
   an alias still in the queue returns the entry already there.
@@ -19,10 +21,12 @@ Invariants:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from panelist.metrics import jsonl, jsonwire
@@ -165,23 +169,33 @@ class Queue:
         if isinstance(tasks, bool) or not isinstance(tasks, int) or not 1 <= tasks <= MAX_TASKS:
             raise BadRequest(f"the quick run's task cap must be a whole number from 1 to "
                              f"{MAX_TASKS}")
-        self.refresh()
-        with self._mu:
-            waiting = {e["alias"]: e["id"] for e in self._entries.values()
-                       if e["status"] not in ENDED}
-        lines, ids = [], []
-        for alias, where in plan:
-            if alias in waiting:
-                ids.append((waiting[alias], False))
-                continue
-            eid = f"o{time.strftime('%Y%m%d', time.gmtime())}-{secrets.token_hex(4)}"
-            lines.append({"entry": eid, "alias": alias, "endpoint": where, "event": "queued",
-                          "tasks": tasks})
-            ids.append((eid, True))
-        if lines:
-            self.append(*lines)
+        with self._enqueuing():   # two processes onboarding one alias open one entry
+            self.refresh()
+            with self._mu:
+                waiting = {e["alias"]: e["id"] for e in self._entries.values()
+                           if e["status"] not in ENDED}
+            lines, ids = [], []
+            for alias, where in plan:
+                if alias in waiting:
+                    ids.append((waiting[alias], False))
+                    continue
+                eid = f"o{time.strftime('%Y%m%d', time.gmtime())}-{secrets.token_hex(4)}"
+                lines.append({"entry": eid, "alias": alias, "endpoint": where,
+                              "event": "queued", "tasks": tasks})
+                ids.append((eid, True))
+            if lines:
+                self.append(*lines)
         with self._mu:
             return [dict(public(self._entries[eid]), new=new) for eid, new in ids]
+
+    @contextmanager
+    def _enqueuing(self):
+        """An exclusive ``flock`` held from reading the queue to appending to it (not the
+        worker's lock, which is held for whole runs)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name("onboarding.enqueue.lock"), "a") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            yield
 
     def close(self) -> None:
         if self._appender is not None:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -354,3 +355,23 @@ def test_a_server_picks_up_what_was_queued_while_it_was_down(home, sim):
     with Gateway(make_gateway(home, env={})):
         assert wait_until(lambda: entries(home)["fast"]["status"] == "ready")
     assert {r["pid"] for r in log(home) if "step" in r} == {os.getpid()}
+
+
+def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(home):
+    results, start = [], threading.Barrier(8)
+
+    def enqueue():
+        queue = onboarding.Queue(home)
+        try:
+            start.wait()
+            results.append(queue.enqueue(None, ["fast"])[0])
+        finally:
+            queue.close()
+    threads = [threading.Thread(target=enqueue) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({e["id"] for e in results}) == 1
+    assert sum(e["new"] for e in results) == 1
+    assert len([r for r in log(home) if r.get("event") == "queued"]) == 1
