@@ -200,6 +200,14 @@ def update_model(req: ApiRequest) -> dict:
     return _save_model(req, req.params["alias"], version)
 
 
+def model_catalog(req: ApiRequest) -> dict:
+    """What the catalog knows of one model, each fact with its source and date, typed first;
+    a learned fact sits beside the one that wins (``panelist catalog show``)."""
+    from panelist.metrics.catalog import Catalog
+    alias = req.params["alias"]
+    return {"alias": alias, "facts": Catalog(req.panels.home).facts(alias)}
+
+
 def retire_model(req: ApiRequest) -> dict:
     alerts = Alerts(req.panels.home)
     try:
@@ -555,6 +563,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/grades", {"GET": list_grades}),
     ("/api/models", {"GET": list_models, "POST": create_model}),
     ("/api/models/{alias}", {"PUT": update_model, "DELETE": delete_model}),
+    ("/api/models/{alias}/catalog", {"GET": model_catalog}),
     ("/api/models/{alias}/retire", {"POST": retire_model}),
     ("/api/models/{alias}/restore", {"POST": restore_model}),
     ("/api/endpoints", {"GET": list_endpoints, "POST": create_endpoint}),

@@ -999,6 +999,7 @@ def test_get_race(dash, home):
     assert_error(status, body, 404, says="GET /bench/races")
 
 
+@covers("GET", "/api/models/{alias}/catalog")
 def test_a_model_row_shows_what_the_catalog_fills_apart_from_what_is_typed(dash, home, sim):
     sim.script("x-one", window=9000, price=[0.5, 2], vision=True)
     Roster(home).add_model("x-one", "sim", family="x-one")   # nothing typed
@@ -1012,3 +1013,14 @@ def test_a_model_row_shows_what_the_catalog_fills_apart_from_what_is_typed(dash,
     # a typed fact is not repeated under known
     fast = {r["alias"]: r for r in body["data"]}["fast"]
     assert "context" not in fast["known"]
+    # where each fact came from
+    status, body, _ = dash.get("/api/models/x-one/catalog")
+    assert status == 200 and body["alias"] == "x-one"
+    facts = body["facts"]
+    assert facts["context"]["value"] == 9000 and facts["context"]["source"] == "endpoint"
+    assert facts["context"]["from"] == "GET /models" and facts["context"]["at"]
+    status, body, _ = dash.get("/api/models/fast/catalog")
+    assert body["facts"]["context"] == {"value": 100_000, "source": "typed", "at": None,
+                                        "from": "roster"}
+    status, body, _ = dash.get("/api/models/ghost/catalog")
+    assert_error(status, body, 404, says="ghost")

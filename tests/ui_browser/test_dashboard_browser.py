@@ -344,7 +344,7 @@ def test_limits_saved_from_the_collections_page(demo, page):
 
 
 def test_evidence_shows_each_models_suite_record(dashboard, page, tmp_path, capsys):
-    from panelist.metrics.cli import main
+    from panelist.metrics.offload import main
     from panelist.suite import demo
     tasks = ["std-bisect-left", "std-bisect-left-control", "claim-wilson-all-useful"]
     assert main(["suite", "run", "--demo", "--data", str(tmp_path / "data"), "--task", *tasks,

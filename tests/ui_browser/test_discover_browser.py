@@ -10,6 +10,7 @@ except ImportError:  # the browser fixture says why (a skip, or a failure when r
 
 from panelist.metrics import onboarding
 from panelist.metrics.alerts import Alerts
+from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
 from panelist.metrics.roster import Roster
 
@@ -109,3 +110,21 @@ def test_discover_shows_the_queue_and_onboard_takes_a_model_to_ready(
     status, body = dash.get("/api/onboarding")
     assert status == 200 and [e["alias"] for e in body["data"]] == [NEW, "fast"]
     assert all(e["status"] == "ready" for e in body["data"])
+
+
+def test_a_models_dialog_shows_what_the_catalog_knows_and_where_from(
+        dashboard_factory, home, sim, page):
+    sim.script("x-one", window=9000, price=[0.5, 2])
+    assert main(["catalog", "refresh", "--data", str(home.root)]) == 0
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/endpoints")
+    row = page.get_by_role("region", name="Models on the roster").locator('tr[data-id="x-one"]')
+    expect(row).to_contain_text("0.5 / 2 USD")   # no price typed: the listed one
+    row.get_by_role("button", name="Edit x-one").click()
+    dialog = page.get_by_role("dialog", name="Edit x-one")
+    known = dialog.get_by_role("region", name="What the catalog knows")
+    expect(known.locator('tr[data-fact="price_in"]')).to_contain_text("endpoint (GET /models)")
+    expect(known.locator('tr[data-fact="price_in"]')).to_contain_text("0.5")
+    # the typed window wins; the listed one is not shown over it
+    expect(known.locator('tr[data-fact="context"]')).to_contain_text("typed")
+    expect(known.locator('tr[data-fact="context"]')).to_contain_text("100000")

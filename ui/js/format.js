@@ -77,12 +77,26 @@ export function tokens(v) {
   return integer.format(v);
 }
 
+/** A model's price per million tokens: the typed pair, else the one the catalog lists (`known`). */
 export function price(model) {
-  const { price_in: pin, price_out: pout, currency } = model;
+  const { price_in: pin, price_out: pout, currency } = prices(model);
   if (!isNum(pin) && !isNum(pout)) return DASH;
   if ((pin || 0) === 0 && (pout || 0) === 0) return "free";
   const f = (v) => (isNum(v) ? String(+v.toFixed(4)) : "?");
   return `${f(pin)} / ${f(pout)} ${currency || ""}`.trim();
+}
+
+/** The typed price pair and its currency, or the catalog's where none is typed. */
+export function prices(model) {
+  const known = model.known || {};
+  const typed = isNum(model.price_in) || isNum(model.price_out);
+  return typed || !("price_in" in known) ? model : { ...model, ...known };
+}
+
+/** A model's price in and out together, for sorting; null when no price is known. */
+export function priceSum(model) {
+  const { price_in: pin, price_out: pout } = prices(model);
+  return (pin ?? null) === null ? null : (pin || 0) + (pout || 0);
 }
 
 export function plural(n, one, many = `${one}s`) {

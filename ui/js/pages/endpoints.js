@@ -145,6 +145,43 @@ function discoverPanel(endpoint, onAdded) {
 }
 
 // ------------------------------------------------------------------ a model's facts
+const FACT_LABELS = {
+  context: "Context window", max_output: "Max output", vision: "Vision", tools: "Tools",
+  structured_output: "Structured output", price_in: "Price in", price_out: "Price out",
+  currency: "Currency", rpm: "Calls per minute", max_concurrent: "Calls at once",
+  retry_after: "Retry-After (s)",
+};
+
+function factValue(v) {
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  return typeof v === "number" ? String(+v.toFixed(6)) : String(v);
+}
+
+function factSource(f) {
+  return `${f.source}${f.from && f.from !== "roster" ? ` (${f.from})` : ""}`;
+}
+
+/** What the catalog knows of a model: each fact, its source and date; a learned one beside. */
+function catalogFacts(facts) {
+  const names = Object.keys(facts || {});
+  if (!names.length) return notice("", "The catalog knows nothing more about this model",
+    "Refresh the catalog (panelist catalog refresh) or import a file to fill it.");
+  const at = (iso) => fmt.when(Date.parse(iso) / 1000);
+  return h("div", { class: "table-wrap", role: "region", "aria-label": "What the catalog knows", tabindex: "0" },
+    h("table", null,
+      h("caption", { text: "What the catalog knows (typed facts win; blank fields above use these)" }),
+      h("thead", null, h("tr", null, ["Fact", "Value", "Source", "Learned"].map((t) => h("th", { scope: "col", text: t })))),
+      h("tbody", null, names.map((name) => {
+        const f = facts[name];
+        const learned = f.source === "learned" ? null : f.learned;
+        return h("tr", { dataset: { fact: name } },
+          h("th", { scope: "row", text: FACT_LABELS[name] || name }),
+          h("td", { class: "mono", text: factValue(f.value) }),
+          h("td", null, factSource(f), f.at ? h("span", { class: "sub", text: at(f.at) }) : null),
+          h("td", { text: learned ? `${factValue(learned.value)} (${learned.from}, ${at(learned.at)})` : "" }));
+      }))));
+}
+
 function modelDialog(model, endpoints, done) {
   const editing = Boolean(model);
   const m = model || { alias: "", endpoint: endpoints[0] ? endpoints[0].name : "", served: "", family: "", grade: "",
@@ -164,6 +201,7 @@ function modelDialog(model, endpoints, done) {
     const vision = checkbox("Takes images (vision)", { checked: m.vision });
     const tools = checkbox("Calls tools", { checked: m.tools });
     const status = h("div");
+    const known = h("div");
     const save = button(editing ? "Save changes" : "Add model", null, { kind: "primary", type: "submit" });
     const form = h("form", { class: "form", novalidate: true },
       h("div", { class: "form-grid" },
@@ -178,8 +216,13 @@ function modelDialog(model, endpoints, done) {
         field("Price out (per million tokens)", priceOut),
         field("Currency", currency)),
       h("div", { class: "choices" }, vision.el, tools.el),
-      gradeList, status,
+      gradeList, known, status,
       h("div", { class: "form-actions" }, button("Cancel", close), save));
+    if (editing) {
+      api.get(`/api/models/${seg(m.alias)}/catalog`).then(
+        (doc) => replace(known, catalogFacts(doc.facts)),
+        (err) => replace(known, notice("error", "The catalog could not be read", err.message)));
+    }
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const body = {
@@ -260,7 +303,7 @@ export async function render(root, ctx, { initial = true } = {}) {
       { key: "family", label: "Family" },
       { key: "grade", label: "Grade" },
       { key: "context", label: "Context", numeric: true, value: (m) => m.window ?? m.context ?? null, cell: (m) => fmt.tokens(m.window ?? m.context) },
-      { key: "price", label: "Price", numeric: true, value: (m) => (m.price_in ?? null) === null ? null : (m.price_in || 0) + (m.price_out || 0), cell: (m) => fmt.price(m) },
+      { key: "price", label: "Price", numeric: true, value: fmt.priceSum, cell: (m) => fmt.price(m) },
       { key: "status", label: "Status", cell: modelStatus },
       { key: "actions", label: "Actions", sortable: false, filter: false, className: "actions", cell: (m) => [
         button("Edit", () => modelDialog(m, endpoints, reload), { small: true, "aria-label": `Edit ${m.alias}` }),

@@ -56,7 +56,6 @@ export function firstRun(root, ctx) {
 }
 
 // the catalog's facts fill only what the roster leaves unset (the server sends them as `known`)
-const priced = (m) => ({ price_in: null, ...m, ...(m.known || {}) });
 const abilities = (m) => ["vision", "tools"].filter((t) => m[t] || (m.known || {})[t]);
 
 const COLUMNS = [
@@ -74,8 +73,7 @@ const COLUMNS = [
       const marks = abilities(m);
       return marks.length ? h("span", { class: "tags" }, marks.map((t) => h("span", { class: "badge", text: t }))) : null;
     } },
-  { key: "price", label: "Price", value: (m) => priced(m).price_in === null ? null : (priced(m).price_in || 0) + (priced(m).price_out || 0),
-    cell: (m) => fmt.price(priced(m)), numeric: true, className: "nowrap" },
+  { key: "price", label: "Price", value: fmt.priceSum, cell: (m) => fmt.price(m), numeric: true, className: "nowrap" },
   { key: "seats", label: "Seats", numeric: true, cell: (m) => fmt.count(m.seats) },
   { key: "rate", label: "Useful", numeric: false, value: (m) => m.rate,
     cell: (m) => rateCell(m.rate, m.interval, m.useful, m.not_useful), filter: false },
