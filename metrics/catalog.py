@@ -189,6 +189,19 @@ def stored_learned(stored: dict, endpoint: str, served: str) -> dict:
             if k in LEARNED_FACTS and isinstance(v, dict) and _count(v.get("value")) is not None}
 
 
+def _entry(doc: dict, endpoint: str, served: str) -> dict:
+    """The stored entry of one served model in the catalog document, made if missing; a
+    hand-edited file may hold anything, and what is not an object is replaced."""
+    endpoints = doc.get("endpoints")
+    if not isinstance(endpoints, dict):
+        endpoints = doc["endpoints"] = {}
+    if not isinstance(endpoints.get(endpoint), dict):
+        endpoints[endpoint] = {}
+    if not isinstance(endpoints[endpoint].get(served), dict):
+        endpoints[endpoint][served] = {}
+    return endpoints[endpoint][served]
+
+
 class Catalog:
     """The catalog of one data folder."""
 
@@ -219,7 +232,7 @@ class Catalog:
                 known[name] = dict(known[name], learned=fact)
             else:
                 known[name] = dict(fact, source=LEARNED)
-        return {k: known[k] for k in FACTS + LEARNED_FACTS if k in known}
+        return {k: known[k] for k in dict.fromkeys(FACTS + LEARNED_FACTS) if k in known}
 
     def learn(self, endpoint: str, served: str, fact: str, value: int, origin: str) -> bool:
         """Keep what an upstream's failure taught about a model; True if the catalog changed.
@@ -229,14 +242,7 @@ class Catalog:
         changed = []
 
         def change(doc):
-            endpoints = doc.get("endpoints")
-            if not isinstance(endpoints, dict):
-                endpoints = doc["endpoints"] = {}
-            if not isinstance(endpoints.get(endpoint), dict):
-                endpoints[endpoint] = {}
-            if not isinstance(endpoints[endpoint].get(served), dict):
-                endpoints[endpoint][served] = {}
-            entry = endpoints[endpoint][served]
+            entry = _entry(doc, endpoint, served)
             if not isinstance(entry.get(LEARNED), dict):
                 entry[LEARNED] = {}
             old = stored_learned(doc["endpoints"], endpoint, served).get(fact)
@@ -259,17 +265,9 @@ class Catalog:
         paid: list[dict] = []
 
         def change(doc):
-            endpoints = doc.get("endpoints")
-            if not isinstance(endpoints, dict):
-                endpoints = doc["endpoints"] = {}
             changed = 0
             for endpoint, served, facts, source, origin in updates:
-                # a hand-edited file may hold anything: what is not an object is replaced
-                if not isinstance(endpoints.get(endpoint), dict):
-                    endpoints[endpoint] = {}
-                if not isinstance(endpoints[endpoint].get(served), dict):
-                    endpoints[endpoint][served] = {}
-                entry = endpoints[endpoint][served]
+                entry = _entry(doc, endpoint, served)
                 for name, value in facts.items():
                     old = entry.get(name) if isinstance(entry.get(name), dict) else None
                     if source == IMPORTED and old and old.get("source") != IMPORTED:
