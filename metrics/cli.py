@@ -1158,9 +1158,11 @@ def cmd_discover(args, out: Out) -> int:
     if out.as_json:
         out.result(found)
     else:
-        out.table([dict(r["facts"], endpoint=r["endpoint"], id=r["id"], free=r["free"])
+        out.table([dict(r["facts"], endpoint=r["endpoint"], id=r["id"], free=r["free"],
+                        also=", ".join(r["also_on_roster"]))
                    for r in found["models"]],
-                  ["endpoint", "id", "free", "context", "price_in", "price_out", "vision"])
+                  ["endpoint", "id", "free", "context", "price_in", "price_out", "vision",
+                   "also"])
         for f in found["failed"]:
             print(f"panelist: {f['endpoint']} not read: {visible(f['error'])}", file=sys.stderr)
     return 1 if found["failed"] else 0

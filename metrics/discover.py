@@ -1,7 +1,8 @@
 """Discover: models an endpoint serves that the roster does not hold yet.
 
 A model is "on the roster" when a roster model has the same endpoint and served id, whatever
-its alias. Each found model carries the facts its listing entry states, over those the catalog
+its alias. One the roster already serves from another endpoint is still listed (a second way to
+reach it), with ``also_on_roster`` naming the aliases that serve it there. Each found model carries the facts its listing entry states, over those the catalog
 stored for it (the listing is the fresher word). Free models (both prices known and 0) come
 first, then those with an unknown price, then paid ones; ids in order within each. Listing
 writes nothing; ``add`` registers models under their served id as alias and stores their
@@ -27,7 +28,8 @@ def _rank(row: dict) -> tuple:
 
 def find(catalog: Catalog, upstream, endpoint: str | None = None, *,
          free_only: bool = False) -> dict:
-    """``{"models": [{"endpoint", "id", "free", "facts"}], "failed": [{"endpoint", "error"}]}``."""
+    """``{"models": [{"endpoint", "id", "free", "facts", "also_on_roster"}],
+    "failed": [{"endpoint", "error"}]}``."""
     found = _find(catalog, upstream, endpoint, free_only)
     for row in found["models"]:
         del row["_listed"]
@@ -40,6 +42,9 @@ def _find(catalog: Catalog, upstream, endpoint: str | None, free_only: bool) -> 
         raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
     names = [endpoint] if endpoint else sorted(view.endpoints)
     held = {(m.endpoint, m.served) for m in view.models.values()}
+    served_by: dict[str, list[str]] = {}
+    for alias, m in sorted(view.models.items()):
+        served_by.setdefault(m.served, []).append(alias)
     stored = catalog.stored()
     rows, failed = [], []
     for name in names:
@@ -58,7 +63,7 @@ def _find(catalog: Catalog, upstream, endpoint: str | None, free_only: bool) -> 
             listed = from_listing(entry)
             facts.update(listed)
             rows.append({"endpoint": name, "id": mid, "free": _free(facts), "facts": facts,
-                         "_listed": listed})
+                         "also_on_roster": served_by.get(mid, []), "_listed": listed})
     if free_only:
         rows = [r for r in rows if r["free"]]
     rows.sort(key=_rank)

@@ -179,6 +179,7 @@ def test_discover_lists_only_models_not_on_the_roster_free_first(data, capsys):
     found = json.loads(out)
     assert [m["id"] for m in found["models"]] == ["m-free", "m-open", "m-paid"]
     assert [m["free"] for m in found["models"]] == [True, False, False]
+    assert all(m["also_on_roster"] == [] for m in found["models"])
     assert found["models"][2]["facts"] == {"context": 64000, "price_in": 1.5, "price_out": 6.0,
                                            "currency": "USD", "vision": True}
     code, out, _ = run(capsys, "discover", "--free", "--endpoint", "sim", "--data", d, "--json")
@@ -235,3 +236,20 @@ def test_a_hand_edited_catalog_with_junk_entries_is_read_and_repaired(data, caps
     assert code == 0, err
     assert show(capsys, data, "paid")["context"]["value"] == 64000
     assert catalog_file(data)["endpoints"]["sim"]["m-free"]["price_in"]["value"] == 0
+
+
+def test_discover_marks_a_model_the_roster_serves_from_another_endpoint(data, upstream,
+                                                                         capsys):
+    with SimUpstream({"m-open": {"window": 16000}}) as mirror:
+        Roster(data).add_endpoint("mirror", mirror.url)
+        Roster(data).add_model("open-here", "mirror", served="m-open")
+        code, out, err = run(capsys, "discover", "--data", str(data.root), "--json")
+        assert code == 0, err
+        found = {(m["endpoint"], m["id"]): m for m in json.loads(out)["models"]}
+        # served by the mirror on the roster: not listed there, listed on sim as a second way
+        assert ("mirror", "m-open") not in found
+        assert found[("sim", "m-open")]["also_on_roster"] == ["open-here"]
+        assert found[("sim", "m-free")]["also_on_roster"] == []
+        code, out, _ = run(capsys, "discover", "--data", str(data.root))
+        line = next(x for x in out.splitlines() if "m-open" in x)
+        assert line.split()[-1] == "open-here"

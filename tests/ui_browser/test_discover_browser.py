@@ -128,3 +128,16 @@ def test_a_models_dialog_shows_what_the_catalog_knows_and_where_from(
     # the typed window wins; the listed one is not shown over it
     expect(known.locator('tr[data-fact="context"]')).to_contain_text("typed")
     expect(known.locator('tr[data-fact="context"]')).to_contain_text("100000")
+
+
+def test_a_model_also_served_from_another_endpoint_says_so(dashboard_factory, home, sim, page):
+    from scripts.sim_upstream import SimUpstream
+    sim.script(NEW)
+    with SimUpstream({NEW: {}}) as mirror:
+        Roster(home).add_endpoint("mirror", mirror.url)
+        Roster(home).add_model("new-here", "mirror", served=NEW)
+        dash = dashboard_factory(home)
+        page.goto(dash.url + "/#/discover")
+        row = page.get_by_role("region", name="Models not on the roster").locator(
+            f'tr[data-endpoint="sim"][data-id="{NEW}"]')
+        expect(row).to_contain_text("also on the roster from another endpoint as new-here")

@@ -56,7 +56,10 @@ function row(model, onAdd, onOnboard) {
   });
   return h("tr", { dataset: { endpoint: model.endpoint, id: model.id } },
     h("td", { text: model.endpoint }),
-    h("td", { class: "mono", text: model.id }),
+    h("td", null, h("span", { class: "mono", text: model.id }),
+      (model.also_on_roster || []).length
+        ? h("span", { class: "sub", text: `also on the roster from another endpoint as ${model.also_on_roster.join(", ")}` })
+        : null),
     h("td", { class: "numeric", text: fmt.tokens(f.context) }),
     h("td", { text: fmt.price(f) }),
     h("td", { text: yesNo(f.vision) }),
