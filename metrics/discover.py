@@ -5,15 +5,28 @@ its alias. One the roster already serves from another endpoint is still listed (
 reach it), with ``also_on_roster`` naming the aliases that serve it there. Each found model carries the facts its listing entry states, over those the catalog
 stored for it (the listing is the fresher word). Free models (both prices known and 0) come
 first, then those with an unknown price, then paid ones; ids in order within each. Listing
-writes nothing; ``add`` registers models under their served id as alias and stores their
-listed facts in the catalog with source ``endpoint``.
+writes nothing; ``add`` registers models under their served id as alias (``alias_for``: made
+valid, and ``endpoint/served`` when another model holds that alias) and stores their listed
+facts in the catalog with source ``endpoint``.
 """
 
 from __future__ import annotations
 
+import re
+
 from panelist.metrics.catalog import (ENDPOINT, Catalog, from_listing, servable,
                                       stored_entry)
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
+
+
+def alias_for(taken, endpoint: str, served: str) -> str:
+    """The alias a discovered model is added under: its served id, with what an alias cannot
+    hold replaced; ``endpoint/served`` when that is ``taken`` (a model served elsewhere)."""
+    def valid(text: str) -> str:
+        text = re.sub(r"^[^A-Za-z0-9]+", "", re.sub(r"[^A-Za-z0-9._:/-]+", "-", text))[:96]
+        return text or "model"
+    alias = valid(served)
+    return valid(f"{endpoint}/{served}") if alias in taken else alias
 
 
 def _free(facts: dict) -> bool:
@@ -92,9 +105,11 @@ def add(catalog: Catalog, upstream, ids: list[str], endpoint: str | None = None)
         plan.append(rows[0])
     added = []
     for row in plan:
-        catalog.roster.add_model(row["id"], row["endpoint"], served=row["id"], by="discover",
+        alias = alias_for(catalog.roster.view().models, row["endpoint"], row["id"])
+        catalog.roster.add_model(alias, row["endpoint"], served=row["id"], by="discover",
                                  expect="")
-        added.append({"alias": row["id"], "endpoint": row["endpoint"], "facts": row["facts"]})
+        added.append({"alias": alias, "endpoint": row["endpoint"], "served": row["id"],
+                      "facts": row["facts"]})
     catalog.store([(r["endpoint"], r["id"], r["_listed"], ENDPOINT, "GET /models")
                     for r in plan if r["_listed"]], "discover add")
     return added

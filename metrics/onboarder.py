@@ -124,9 +124,13 @@ class Worker:
     def _register(self, eid: str, entry: dict) -> None:
         alias = entry["alias"]
         self._mark(eid, "register", "started")
-        model = Roster(self.home).view().models.get(alias)
+        models = Roster(self.home).view().models
+        model = models.get(alias) or next(   # registered before a kill -9, under its own alias
+            (m for m in models.values() if m.served == alias and m.endpoint == entry["endpoint"]),
+            None)
         if model is not None:
-            self._mark(eid, "register", "done", endpoint=model.endpoint, how="on the roster")
+            self._mark(eid, "register", "done", endpoint=model.endpoint, how="on the roster",
+                       registered_as=model.alias)
             return
         from panelist.metrics import discover
         from panelist.metrics.catalog import Catalog
@@ -140,7 +144,8 @@ class Worker:
         finally:
             if own:
                 upstream.close()
-        self._mark(eid, "register", "done", endpoint=added[0]["endpoint"], how="discovered")
+        self._mark(eid, "register", "done", endpoint=added[0]["endpoint"], how="discovered",
+                   registered_as=added[0]["alias"])
 
     def _upstream(self):
         if self.upstream is not None:

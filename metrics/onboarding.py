@@ -110,6 +110,8 @@ class Queue:
         entry["detail"][step] = dict(entry["detail"].get(step, {}), **detail)
         if step == "register" and rec.get("endpoint"):
             entry["endpoint"] = rec["endpoint"]
+        if step == "register" and isinstance(rec.get("registered_as"), str):
+            entry["alias"] = rec["registered_as"]   # a served id an alias cannot hold as it is
         if status == "failed":
             entry.update(status="failed", error=rec.get("error"),
                          error_kind=rec.get("error_kind"), hint=rec.get("hint"))

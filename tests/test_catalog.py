@@ -253,3 +253,21 @@ def test_discover_marks_a_model_the_roster_serves_from_another_endpoint(data, up
         code, out, _ = run(capsys, "discover", "--data", str(data.root))
         line = next(x for x in out.splitlines() if "m-open" in x)
         assert line.split()[-1] == "open-here"
+
+
+def test_discover_add_picks_an_alias_that_is_free_and_valid(data, upstream, capsys):
+    upstream.script("vendor model v2", window=4000)   # a served id no alias can hold as it is
+    with SimUpstream({"m-open": {"window": 16000}}) as mirror:
+        Roster(data).add_endpoint("mirror", mirror.url)
+        Roster(data).add_model("m-open", "mirror")   # the served id is taken as an alias
+        d = str(data.root)
+        code, out, err = run(capsys, "discover", "--add", "m-open", "vendor model v2",
+                             "--endpoint", "sim", "--data", d, "--json")
+        assert code == 0, err
+        added = {a["served"]: a["alias"] for a in json.loads(out)["added"]}
+        assert added == {"m-open": "sim/m-open", "vendor model v2": "vendor-model-v2"}
+        view = Roster(data).view()
+        assert (view.models["sim/m-open"].endpoint, view.models["sim/m-open"].served) == \
+            ("sim", "m-open")
+        assert view.models["m-open"].endpoint == "mirror"   # untouched
+        assert view.models["vendor-model-v2"].served == "vendor model v2"

@@ -375,3 +375,15 @@ def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(home):
     assert len({e["id"] for e in results}) == 1
     assert sum(e["new"] for e in results) == 1
     assert len([r for r in log(home) if r.get("event") == "queued"]) == 1
+
+
+def test_a_served_id_no_alias_can_hold_is_onboarded_under_the_alias_it_was_given(capsys, home,
+                                                                                 sim):
+    sim.script("vendor model v2")
+    code, out, err = onboard(capsys, home, "vendor model v2", "--tasks", "1")
+    assert code == 0, err
+    e = entries(home)["vendor-model-v2"]
+    assert (e["status"], e["endpoint"]) == ("ready", "sim")
+    assert Roster(home).view().models["vendor-model-v2"].served == "vendor model v2"
+    assert [p["status"] for p in probes(home, "vendor-model-v2")] == ["ok"]
+    assert len(samples(home, "vendor-model-v2")) == 1

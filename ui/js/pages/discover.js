@@ -150,9 +150,11 @@ export async function render(main, ctx) {
     btn.disabled = true;
     replace(status);
     try {
-      await api.post("/api/discover/add", { endpoint: model.endpoint, served: model.id },
+      const done = await api.post("/api/discover/add", { endpoint: model.endpoint, served: model.id },
         { signal: ctx.signal });
-      toast(`Added ${model.id} from ${model.endpoint}.`);
+      const alias = done.added && done.added[0] ? done.added[0].alias : model.id;
+      toast(alias === model.id ? `Added ${model.id} from ${model.endpoint}.`
+        : `Added ${model.id} from ${model.endpoint} as ${alias}.`);
       await load();
     } catch (err) {
       if (!ctx.active) return;
