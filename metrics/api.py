@@ -208,6 +208,19 @@ def model_catalog(req: ApiRequest) -> dict:
     return {"alias": alias, "facts": Catalog(req.panels.home).facts(alias)}
 
 
+def probe_model(req: ApiRequest) -> dict:
+    """One probe of one model, as ``panelist probe ALIAS`` makes it (logged, counted, and
+    retiring or restoring as health says), through the server's own seats and admission."""
+    from panelist.metrics.health import Health
+    alias = req.params["alias"]
+    health = Health(req.panels.home, seats=req.panels.seats)
+    try:
+        [probe] = health.probe([alias])
+    finally:
+        health.close()
+    return {"probe": probe.public(), "model": _one_model(req, alias)}
+
+
 def retire_model(req: ApiRequest) -> dict:
     alerts = Alerts(req.panels.home)
     try:
@@ -505,6 +518,13 @@ def discover_all(req: ApiRequest) -> dict:
                       free_only=req.query.get("free") in ("1", "true"))
 
 
+def catalog_refresh(req: ApiRequest) -> dict:
+    """Read every endpoint's listing into the catalog, as ``panelist catalog refresh`` does;
+    an endpoint that cannot be read is named in ``failed``."""
+    from panelist.metrics.catalog import Catalog
+    return Catalog(req.panels.home).refresh(req.panels.upstream)
+
+
 def discover_add(req: ApiRequest) -> dict:
     """Register one discovered model, as ``panelist discover --add`` does."""
     from panelist.metrics import discover as found
@@ -564,6 +584,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/models", {"GET": list_models, "POST": create_model}),
     ("/api/models/{alias}", {"PUT": update_model, "DELETE": delete_model}),
     ("/api/models/{alias}/catalog", {"GET": model_catalog}),
+    ("/api/models/{alias}/probe", {"POST": probe_model}),
     ("/api/models/{alias}/retire", {"POST": retire_model}),
     ("/api/models/{alias}/restore", {"POST": restore_model}),
     ("/api/endpoints", {"GET": list_endpoints, "POST": create_endpoint}),
@@ -586,6 +607,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/races/{race}", {"GET": get_race}),
     ("/api/discover", {"GET": discover_all}),
     ("/api/discover/add", {"POST": discover_add}),
+    ("/api/catalog/refresh", {"POST": catalog_refresh}),
     ("/api/alerts", {"GET": list_alerts}),
     ("/api/onboarding", {"GET": list_onboarding, "POST": post_onboarding}),
 ]

@@ -1024,3 +1024,35 @@ def test_a_model_row_shows_what_the_catalog_fills_apart_from_what_is_typed(dash,
                                         "from": "roster"}
     status, body, _ = dash.get("/api/models/ghost/catalog")
     assert_error(status, body, 404, says="ghost")
+
+
+@covers("POST", "/api/models/{alias}/probe")
+def test_probe_a_model_from_the_dashboard(dash, home, sim):
+    status, body, _ = dash.post("/api/models/fast/probe")
+    assert status == 200, body
+    assert (body["probe"]["alias"], body["probe"]["status"]) == ("fast", "ok")
+    assert body["model"]["alias"] == "fast"
+    lines = [r for r in read_jsonl(home.gateway_runs / "evidence.jsonl") if r["kind"] == "probe"]
+    assert [(r["alias"], r["status"]) for r in lines] == [("fast", "ok")]
+    # a hard failure counts as any probe's: here one retires it
+    home.file("gateway.json").write_text(json.dumps({"retire_after": 1}))
+    sim.script("mid", fail="auth")
+    status, body, _ = dash.post("/api/models/mid/probe")
+    assert status == 200, body
+    assert (body["probe"]["error_kind"], body["probe"]["action"]) == ("auth", "retired")
+    assert body["model"]["retired"] is True and body["model"]["status"] == "retired"
+    assert [a["kind"] for a in read_jsonl(home.root / "runs" / "alerts.jsonl")] == ["retired"]
+    status, body, _ = dash.post("/api/models/ghost/probe")
+    assert_error(status, body, 404, says="ghost")
+
+
+@covers("POST", "/api/catalog/refresh")
+def test_refresh_the_catalog_from_the_dashboard(dash, home, sim):
+    sim.script("x-one", window=9000)
+    status, body, _ = dash.post("/api/catalog/refresh")
+    assert status == 200, body
+    assert body["refreshed"] == [{"endpoint": "sim", "models": 6, "with_facts": 1}]
+    assert body["failed"] == [] and body["went_paid"] == []
+    from panelist.metrics.catalog import Catalog
+    stored = Catalog(home).stored_facts("sim", "x-one")["context"]
+    assert (stored["value"], stored["source"]) == (9000, "endpoint")

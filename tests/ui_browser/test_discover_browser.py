@@ -3,11 +3,14 @@ a real browser, over the simulated upstream."""
 
 from __future__ import annotations
 
+import re
+
 try:
     from playwright.sync_api import expect
 except ImportError:  # the browser fixture says why (a skip, or a failure when required)
     expect = None
 
+from conftest import read_jsonl
 from panelist.metrics import onboarding
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.cli import main
@@ -141,3 +144,23 @@ def test_a_model_also_served_from_another_endpoint_says_so(dashboard_factory, ho
         row = page.get_by_role("region", name="Models not on the roster").locator(
             f'tr[data-endpoint="sim"][data-id="{NEW}"]')
         expect(row).to_contain_text("also on the roster from another endpoint as new-here")
+
+
+def test_refresh_catalog_and_probe_from_the_dashboard(dashboard_factory, home, sim, page):
+    sim.script(NEW)
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/discover")
+    row = page.get_by_role("region", name="Models not on the roster").locator(
+        f'tr[data-id="{NEW}"]')
+    expect(row).to_have_count(1)
+    sim.script(NEW, window=48000)   # the listing now states a window
+    page.get_by_role("button", name="Refresh catalog").click()
+    expect(page.get_by_text("Catalog refreshed. sim: 7 models")).to_be_visible()
+    expect(row).to_contain_text("48k")
+
+    page.goto(dash.url + "/#/endpoints")
+    table = page.get_by_role("region", name="Models on the roster")
+    table.locator('tr[data-id="fast"]').get_by_role("button", name="Probe fast").click()
+    expect(page.get_by_text(re.compile(r"fast answered in"))).to_be_visible()
+    probes = [r for r in read_jsonl(home.gateway_runs / "evidence.jsonl") if r["kind"] == "probe"]
+    assert [(p["alias"], p["status"]) for p in probes] == [("fast", "ok")]

@@ -71,9 +71,32 @@ export async function render(main, ctx) {
   const status = h("div", { "data-testid": "discover-status" });
   const queue = h("section", { "aria-label": "Onboarding queue" });
   const body = h("div");
+  const refresh = button("Refresh catalog", () => refreshCatalog(), {
+    title: "Read every endpoint's model list into the catalog (windows, prices, abilities)",
+  });
   replace(main, pageHead("Discover",
-    "Models your endpoints serve that are not on the roster yet. Free ones come first."),
+    "Models your endpoints serve that are not on the roster yet. Free ones come first.", refresh),
   status, queue, body);
+
+  async function refreshCatalog() {
+    refresh.disabled = true;
+    replace(status);
+    try {
+      const done = await api.post("/api/catalog/refresh", {}, { signal: ctx.signal });
+      const read = (done.refreshed || []).map((r) => `${r.endpoint}: ${fmt.plural(r.models, "model")}, ${r.with_facts} with facts`);
+      toast(`Catalog refreshed. ${read.join("; ")}`, { timeout: 9000 });
+      for (const a of done.went_paid || []) toast(a.message, { kind: "error", timeout: 12000 });
+      if ((done.failed || []).length) {
+        replace(status, notice("error", "Some endpoints could not be read",
+          done.failed.map((f) => `${f.endpoint}: ${f.error}`).join("; ")));
+      }
+      await load();
+    } catch (err) {
+      if (ctx.active) replace(status, notice("error", "The catalog was not refreshed", err.message));
+    } finally {
+      refresh.disabled = false;
+    }
+  }
   let timer = null;
   let wasBusy = false;
 

@@ -182,6 +182,26 @@ function catalogFacts(facts) {
       }))));
 }
 
+/** What one probe said, in words: the time it took, or its failure and what health did. */
+export function probeSaid(p) {
+  const acted = p.action === "retired" ? " It is retired now." : p.action === "restored" ? " It is back in service." : "";
+  return p.status === "ok"
+    ? `${p.alias} answered in ${fmt.seconds(p.seconds)}.${acted}`
+    : `${p.alias} did not answer: ${p.error_kind || p.status}${p.error ? ` (${p.error})` : ""}.${acted}`;
+}
+
+async function probeModel(m, btn, reload) {
+  btn.disabled = true;
+  try {
+    const done = await api.post(`/api/models/${seg(m.alias)}/probe`, {});
+    toast(probeSaid(done.probe), { kind: done.probe.status === "ok" ? "" : "error", timeout: 9000 });
+    reload();
+  } catch (err) {
+    toast(err.message, { kind: "error" });
+    btn.disabled = false;
+  }
+}
+
 function modelDialog(model, endpoints, done) {
   const editing = Boolean(model);
   const m = model || { alias: "", endpoint: endpoints[0] ? endpoints[0].name : "", served: "", family: "", grade: "",
@@ -307,6 +327,8 @@ export async function render(root, ctx, { initial = true } = {}) {
       { key: "status", label: "Status", cell: modelStatus },
       { key: "actions", label: "Actions", sortable: false, filter: false, className: "actions", cell: (m) => [
         button("Edit", () => modelDialog(m, endpoints, reload), { small: true, "aria-label": `Edit ${m.alias}` }),
+        button("Probe", (ev) => probeModel(m, ev.currentTarget, reload), {
+          small: true, "aria-label": `Probe ${m.alias}`, title: "One tiny call: does it answer? (logged like any probe)" }),
         m.retired || m.status === "cooling"
           ? button("Restore", async () => {
             try { await api.post(`/api/models/${seg(m.alias)}/restore`, {}); toast(`${m.alias} is back in service.`); reload(); } catch (err) { toast(err.message, { kind: "error" }); }
