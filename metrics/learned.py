@@ -7,6 +7,10 @@ model's endpoint and served id (``Catalog.learn``), where ``panelist catalog sho
 and seating reads the window (``KnownRoster``).
 
 Invariants:
+- Never slows a seat in a server: there (``background=True``) facts are handed to one writer
+  thread, so a seat never waits on the catalog's lock or its fsync; ``close`` writes what is
+  queued and joins it. Elsewhere (a race, a suite run, a probe from the CLI) they are written at
+  once, so nothing is left unwritten when the command ends.
 - Never fails a seat: a catalog that cannot be written (a broken hand edit, a full disk) is
   reported once on stderr and the seat's own failure goes on as it was.
 - Cheap on a storm of failures: a window is written only when lower than the lowest this
@@ -17,25 +21,30 @@ Invariants:
 from __future__ import annotations
 
 import math
+import queue
 import sys
 import threading
 import time
 
 from panelist.metrics.catalog import Catalog
-from panelist.metrics.errors import ContextTooLong, PanelistError, RateLimited
+from panelist.metrics.errors import ContextTooLong, RateLimited
 from panelist.metrics.home import Home
 from panelist.metrics.roster import Model
 
 RETRY_EVERY = 60.0
+JOIN = 30.0   # seconds a closing server waits for the queued facts to be written
 
 
 class LearnedFacts:
-    def __init__(self, home: Home):
+    def __init__(self, home: Home, *, background: bool = False):
         self.catalog = Catalog(home)
         self._lock = threading.Lock()
         self._windows: dict[tuple, int] = {}
         self._retry_at: dict[tuple, float] = {}
         self._warned = False
+        self._queue: queue.SimpleQueue | None = queue.SimpleQueue() if background else None
+        self._writer: threading.Thread | None = None
+        self._closed = False
 
     def heard(self, model: Model, exc: Exception) -> None:
         if isinstance(exc, ContextTooLong) and exc.window:
@@ -56,11 +65,34 @@ class LearnedFacts:
                 if now - self._retry_at.get(key, -RETRY_EVERY) < RETRY_EVERY:
                     return
                 self._retry_at[key] = now
+            if self._queue is not None and not self._closed:
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_queued,
+                                                    name="learned-facts", daemon=True)
+                    self._writer.start()
+                self._queue.put((model.endpoint, model.served, fact, value, origin))
+                return
+        self._write(model.endpoint, model.served, fact, value, origin)
+
+    def _write_queued(self) -> None:
+        while (item := self._queue.get()) is not None:
+            self._write(*item)
+
+    def _write(self, endpoint: str, served: str, fact: str, value: int, origin: str) -> None:
         try:
-            self.catalog.learn(model.endpoint, model.served, fact, value, origin)
-        except (PanelistError, OSError) as exc2:
+            self.catalog.learn(endpoint, served, fact, value, origin)
+        except Exception as exc2:   # noqa: BLE001 - a fact not kept must never fail a call
             if not self._warned:
                 self._warned = True
                 print(f"panelist: could not keep a learned {fact} in the catalog "
                       f"({getattr(exc2, 'message', exc2)}); seating goes on without it",
                       file=sys.stderr)
+
+    def close(self, timeout: float = JOIN) -> None:
+        """Write what is still queued, then stop the writer (a server's, at its close)."""
+        with self._lock:
+            self._closed = True
+            writer = self._writer
+        if writer is not None:
+            self._queue.put(None)
+            writer.join(timeout)

@@ -183,7 +183,7 @@ class Panels:
         self.home = home
         self.roster = Roster(home)
         self.known = KnownRoster(self.roster, home)   # the roster with the catalog's facts
-        self.learned = LearnedFacts(home)
+        self.learned = LearnedFacts(home, background=True)   # seats never wait on its disk
         self.collections = Collections(home)
         self.ledger = ledger or Ledger(home.gateway_runs)
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
@@ -214,6 +214,7 @@ class Panels:
         for run in behind:
             run.logged.wait(max(0.0, until - time.monotonic()))
         self.seats.close()
+        self.learned.close()   # what the last seats taught is written before the process ends
         self.upstream.close()
         self.ledger.close()
         self.admission.close()

@@ -308,9 +308,9 @@ class Seats:
             try:
                 answer = self._attempt(call, result, deadline, cancel)
             except TRANSIENT as exc:
+                pause = self._pause(call.model, exc, max_pause)   # first: every caller waits
                 if learn is not None:
                     learn(call.model, exc)
-                pause = self._pause(call.model, exc, max_pause)
                 if result.attempts > call.retries:
                     raise
                 delay = pause if pause is not None else backoff

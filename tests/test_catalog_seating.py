@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import Gateway, logged
+from conftest import Gateway, logged, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
 from panelist.metrics.collection import Collections
@@ -25,6 +25,20 @@ def facts(capsys, home, alias) -> dict:
     code, out, err = cli(capsys, "catalog", "show", alias, "--data", str(home.root), "--json")
     assert code == 0, err
     return json.loads(out)["facts"]
+
+
+def learned(capsys, home, alias, fact) -> dict:
+    """The facts of ``alias`` once a learned ``fact`` is among them: a server writes what it
+    learned behind the reply, on a thread of its own."""
+    known: dict = {}
+
+    def there() -> bool:
+        known.clear()
+        known.update(facts(capsys, home, alias))
+        f = known.get(fact, {})
+        return f.get("source") == "learned" or "learned" in f
+    assert wait_until(there), f"nothing learned of {alias}'s {fact}"
+    return known
 
 
 def ask(gw, model, content):
@@ -97,11 +111,11 @@ def test_a_window_an_upstream_states_is_learned_beside_the_typed_one(gateway, ho
     assert status == 200, body
     fast = {s["alias"]: s for s in body["bench"]["seats"]}["fast"]
     assert fast["status"] == "error" and fast["error"].startswith("context_length:")
-    known = facts(capsys, home, "fast")
+    known = learned(capsys, home, "fast", "context")
     assert known["context"]["value"] == 100_000 and known["context"]["source"] == "typed"
-    learned = known["context"]["learned"]
-    assert learned["value"] == 1000 and learned["from"] == "context-length error"
-    assert learned["at"]
+    taught = known["context"]["learned"]
+    assert taught["value"] == 1000 and taught["from"] == "context-length error"
+    assert taught["at"]
     # what other models said is theirs: nothing learned for them
     assert "learned" not in facts(capsys, home, "mid")["context"]
     changes = [json.loads(line) for line in
@@ -119,15 +133,15 @@ def test_a_learned_window_only_goes_down(gateway, home, sim, capsys):
     Roster(home).add_model("fast-too", "sim", served="fast", family="fast-too")
     Collections(home).save(Roster(home).view(), "again", ["fast-too"])
     ask(gateway, "bench/again", "word " * 1500)
-    assert facts(capsys, home, "fast")["context"]["learned"]["value"] == 1000
-    assert facts(capsys, home, "fast-too")["context"]["value"] == 1000
+    assert learned(capsys, home, "fast", "context")["context"]["learned"]["value"] == 1000
+    assert learned(capsys, home, "fast-too", "context")["context"]["value"] == 1000
 
 
 def test_a_retry_after_is_learned(gateway, home, sim, capsys):
     sim.script("mid", fail="rate_limit", retry_after=7)
     status, body, _ = ask(gateway, "bench/trio", "hello")
     assert status == 200, body
-    known = facts(capsys, home, "mid")
+    known = learned(capsys, home, "mid", "retry_after")
     assert known["retry_after"] == {"value": 7, "source": "learned", "from": "429 Retry-After",
                                     "at": known["retry_after"]["at"]}
     assert known["retry_after"]["at"]
@@ -145,6 +159,7 @@ def test_a_broken_catalog_leaves_seating_on_the_typed_facts(gateway, home, capfd
 def test_catalog_show_lists_a_learned_window_under_the_typed_one(gateway, home, sim, capsys):
     sim.script("fast", window=1000)
     ask(gateway, "bench/trio", "word " * 1500)
+    learned(capsys, home, "fast", "context")
     code, out, err = cli(capsys, "catalog", "show", "fast", "--data", str(home.root))
     assert code == 0, err
     rows = [line.split() for line in out.splitlines() if line.startswith("context")]
@@ -158,3 +173,12 @@ def test_a_suite_run_teaches_the_catalog_too(home, sim, capsys):
                          "claim-wilson-no-verdicts", "--data", str(home.root))
     known = facts(capsys, home, "x-two")
     assert known["context"]["learned"]["value"] == 300, (code, out, err)
+
+
+def test_what_a_server_learned_is_written_before_it_closes(home, sim, capsys):
+    sim.script("mid", fail="rate_limit", retry_after=9)
+    with Gateway(make_gateway(home, env={})) as gw:
+        status, body, _ = ask(gw, "bench/trio", "hello")
+        assert status == 200, body
+    # closed: whatever was still queued for the catalog was written first
+    assert facts(capsys, home, "mid")["retry_after"]["value"] == 9
