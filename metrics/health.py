@@ -121,11 +121,14 @@ class Health:
 
     # -- probing -----------------------------------------------------------------------------------
     def probe(self, aliases: list[str] | None = None, *, timeout: float = 30.0,
-              wait: float = 30.0, dry_run: bool = False) -> list[Probe]:
+              wait: float = 30.0, dry_run: bool = False,
+              cancel: threading.Event | None = None) -> list[Probe]:
         """Probe ``aliases`` (default: every model on the roster, retired ones included, since a
         probe is how they come back) one after another; then count and act on what was logged.
         ``dry_run``: log nothing and change nothing; each probe's action says what would be
-        done (``would_retire`` / ``would_restore``) from the runs counted so far."""
+        done (``would_retire`` / ``would_restore``) from the runs counted so far. ``cancel``
+        (a closing server): the probe in flight is cut and neither it nor the models after it
+        are probed or logged; a cut probe says nothing about the model."""
         models = self.roster.view().models
         names = list(models) if not aliases else list(dict.fromkeys(aliases))
         unknown = [a for a in names if a not in models]
@@ -134,11 +137,15 @@ class Health:
         actions = {} if dry_run else self.sweep()   # so these probes are counted after
         probes = []
         for alias in names:
+            if cancel is not None and cancel.is_set():
+                break
             model = models[alias]
             call = SeatCall(label=f"probe.{alias}", role="probe", model=model,
                             messages=PROBE_MESSAGES, params=dict(PROBE_PARAMS),
                             timeout=timeout, wait=wait)
-            r = self.seats.ask(call, deadline=time.monotonic() + wait + timeout)
+            r = self.seats.ask(call, deadline=time.monotonic() + wait + timeout, cancel=cancel)
+            if cancel is not None and cancel.is_set() and not r.answered:
+                break
             status = "ok" if r.answered else r.status
             if dry_run:
                 probes.append(Probe(alias, model.endpoint, status, r.seconds, r.error_kind,

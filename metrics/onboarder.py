@@ -169,12 +169,15 @@ class Worker:
                     offset = 0
                 self._mark(eid, "probe", "started", evidence_offset=offset)
                 try:
-                    probe = health.probe([alias], timeout=PROBE_TIMEOUT,
-                                         wait=PROBE_TIMEOUT)[0]
+                    probes = health.probe([alias], timeout=PROBE_TIMEOUT, wait=PROBE_TIMEOUT,
+                                          cancel=self._stop)
                 except PanelistError as exc:   # removed from the roster meanwhile
                     self._mark(eid, "probe", "failed", error=exc.message, error_kind="not_found",
                                hint=hint("register", alias))
                     return
+                if not probes:
+                    return   # cut by a stop: the step is taken up again at the next start
+                probe = probes[0]
                 found = {"status": probe.status, "seconds": probe.seconds,
                          "error_kind": probe.error_kind, "error": probe.error}
         finally:

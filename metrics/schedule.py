@@ -253,7 +253,7 @@ class Scheduler:
         health = Health(self.home, seats=self.panels.seats) if self.panels is not None \
             else Health(self.home)
         try:
-            probes = health.probe(dry_run=dry)
+            probes = health.probe(dry_run=dry, cancel=self._stop)   # close cuts it
         finally:
             health.close()
         key = "would" if dry else "did"

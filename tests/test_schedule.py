@@ -178,3 +178,21 @@ def test_a_server_built_and_never_served_runs_no_job(capsys, home, sim):
     server = make_gateway(home, env={})
     server.close()
     assert runs(home) == [] and not schedule_threads()
+
+
+def test_closing_the_server_cuts_a_scheduled_probe_and_logs_nothing_of_it(capsys, home, sim):
+    sim.script("fast", fail="hang")   # the first model probed never answers
+    set_job(capsys, home, "probe", "run")
+    gw = Gateway(make_gateway(home, env={}))
+    try:
+        assert wait_until(lambda: sim.count("fast") >= 1)   # the probe is in flight
+    finally:
+        gw.close()
+    assert not schedule_threads()
+    evidence = home.gateway_runs / "evidence.jsonl"
+    probes = [r for r in read_jsonl(evidence) if r["kind"] == "probe"] \
+        if evidence.exists() else []
+    assert probes == [], "a probe cut by the close says nothing about the model"
+    assert sim.count("mid") == 0   # and the models after it were not probed
+    [line] = runs(home)
+    assert (line["job"], line["status"], line["probed"]) == ("probe", "ok", 0)
