@@ -32,7 +32,7 @@ from panelist.metrics.keys import Keys
 from panelist.metrics.ledger import panel_seq
 from panelist.metrics.roster import Model
 from panelist.metrics.stats import wilson
-from panelist.suite import report as suite_report
+
 
 MODEL_FIELDS = ("endpoint", "served", "family", "grade", "context", "max_output", "vision",
                 "tools", "price_in", "price_out", "currency")
@@ -473,8 +473,13 @@ def evidence(req: ApiRequest) -> dict:
 
 
 def suite(req: ApiRequest) -> dict:
-    # report.json is rebuilt only when the samples file changed since: no rescan per request
-    doc = suite_report.load(req.panels.home)
+    # followed from where the last request stopped reading: no rescan of the samples per change
+    from panelist.suite.livereport import LiveReport
+    from panelist.suite.results import samples_path
+    live = req.panels.suite_report
+    if live is None:
+        live = req.panels.suite_report = LiveReport(samples_path(req.panels.home))
+    doc = live.doc()
     return {"data": doc["models"], "tasks": doc["tasks"], "built": doc["built"]}
 
 

@@ -187,6 +187,7 @@ class Panels:
         self.collections = Collections(home)
         self.ledger = ledger or Ledger(home.gateway_runs)
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
+        self.suite_report = None   # the dashboard's live suite report, made on first ask
         self.upstream = upstream or Upstream()
         self.admission = Admission(home)   # limits per endpoint, shared with other processes
         # the seats core asks the models; its threads are made only as seats need them and then

@@ -14,6 +14,10 @@
    cap over every 60 s window the run spans, the run's wall time; both as admission let the
    calls in (from the samples) and as they arrived at the upstream (what a provider counts). This part needs
    ``metrics/admission.py``; a build without it says so and prints the scorer's figure alone.
+3. The dashboard's suite report while a run appends: a samples file of ``--samples`` lines
+   (each with a 2 KB raw answer, as a review's is), then 10 more; the time to the new report by
+   rebuilding from the whole file (``report.load``, what a single command does) and by the live
+   report a server keeps (``LiveReport``, which reads only the 10).
 """
 
 from __future__ import annotations
@@ -137,6 +141,46 @@ def bench_run(n_tasks: int, n_models: int, epochs: int, rpm: int) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def bench_report(n: int) -> dict:
+    from panelist.suite import report, results
+    from panelist.suite.livereport import LiveReport
+    rng = random.Random(3)
+
+    def line() -> str:
+        task = f"t{rng.randrange(40)}"
+        return json.dumps({"kind": "sample", "task": task, "task_hash": "h", "task_kind":
+                           "claim", "pair": task, "model": f"m{rng.randrange(5)}",
+                           "epoch": rng.randint(1, 3), "outcome": "scored",
+                           "right": rng.random() < 0.6, "verdict": "fault", "flag": None,
+                           "raw": "r" * 2000, "tokens": {"total": 900}, "seconds": 1.0,
+                           "waited": 0.0}) + "\n"
+    tmp = Path(tempfile.mkdtemp(prefix="panelist-bench-report-"))
+    try:
+        home = open_home(tmp / "data")
+        path = results.samples_path(home)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as f:
+            f.writelines(line() for _ in range(n))
+        report.load(home)
+        live = LiveReport(path)
+        t0 = time.perf_counter()
+        live.doc()
+        first = time.perf_counter() - t0
+        with open(path, "a") as f:
+            f.writelines(line() for _ in range(10))
+        t0 = time.perf_counter()
+        report.load(home)
+        whole = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        live.doc()
+        tail = time.perf_counter() - t0
+        return {"samples": n, "file_mb": round(path.stat().st_size / 2**20, 1),
+                "rebuild_ms": round(whole * 1000, 1), "live_ms": round(tail * 1000, 2),
+                "live_first_ms": round(first * 1000, 1)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--answers", type=int, default=100_000)
@@ -144,7 +188,9 @@ def main(argv=None) -> int:
     parser.add_argument("--models", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rpm", type=int, default=120)
-    parser.add_argument("--skip-run", action="store_true", help="the scorer's figure only")
+    parser.add_argument("--skip-run", action="store_true", help="no suite run (step 2)")
+    parser.add_argument("--samples", type=int, default=100_000,
+                        help="lines in the samples file of step 3")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     figures = {"cpus": os.cpu_count(), "scorer": bench_scorer(args.answers)}
@@ -169,6 +215,11 @@ def main(argv=None) -> int:
                       f"60 s (over the cap: {max(0, w['most_in_60s'] - r['rpm'])}); mean use "
                       f"of the cap {w['mean_use'] * 100:.0f}% (target ≥ 90%)")
             print(f"median wait for admission {r['waited_p50_s']:.1f} s")
+    figures["report"] = rep = bench_report(args.samples)
+    if not args.json:
+        print(f"report after 10 new samples in {rep['samples']:,} ({rep['file_mb']} MB): "
+              f"rebuilt from the whole file {rep['rebuild_ms']:.0f} ms; live report "
+              f"{rep['live_ms']:.2f} ms (its first read of the file {rep['live_first_ms']:.0f} ms)")
     if args.json:
         print(json.dumps(figures, indent=1))
     return 0

@@ -99,11 +99,15 @@ def model_row(model: str, samples: list[dict]) -> dict:
 
 def summarise(samples: list[dict]) -> dict:
     """The report of every model in ``samples`` (all lines of the samples file)."""
-    kept = results.latest(samples)
+    return report_of(results.latest(samples), results.unfinished(samples))
+
+
+def report_of(kept: list[dict], unfinished: dict[str, dict[str, int]]) -> dict:
+    """The report from what it counts: the latest scored samples (``results.latest``) and the
+    failures not made good per model (``results.unfinished``)."""
     by_model: dict[str, list[dict]] = defaultdict(list)
     for s in kept:
         by_model[s["model"]].append(s)
-    unfinished = results.unfinished(samples)
     rows = []
     for model in sorted(set(by_model) | set(unfinished)):
         row = model_row(model, by_model.get(model, []))
