@@ -20,6 +20,8 @@ Invariants:
 * Every model and judge call is in ``runs/races/<race id>/calls.jsonl`` with the race id, the
   run and the role (reference / candidate / judge); the report is ``runs/races/<race id>.json``
   and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
+* A candidate run still going at the race's deadline (its job's own code stuck: model calls end
+  by then) is a failed row that says so, and the race ends without waiting for it.
 * A run that fails is never judged; a run that succeeds is judged as soon as it lands, by the
   ceiling model, blind (``metrics.judge``).
 * Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
@@ -32,7 +34,7 @@ import logging
 import secrets
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -55,6 +57,7 @@ log = logging.getLogger("panelist.race")
 MAX_ROUNDS = 8          # model calls one ``chat`` may make while the model keeps calling tools
 CALL_TIMEOUT = 120.0    # seconds one model call may take once admitted
 RACE_TIMEOUT = 3600.0   # seconds the whole race (waits for admission included) may take
+CANCEL_TICK = 1.0       # seconds between looks at a race's cancel while its runs work
 PARALLEL = 32           # runs in flight at once in this process (admission paces the calls)
 JUDGES = 4              # judgements in flight at once
 
@@ -441,22 +444,50 @@ class Benchmark:
         task = as_text(self._input)
         rows: list[dict] = []
         workers = max(1, min(self.parallel, len(plan)))
-        with ThreadPoolExecutor(workers, thread_name_prefix=f"race-{race.id}") as runs, \
-                ThreadPoolExecutor(JUDGES, thread_name_prefix=f"judge-{race.id}") as judges:
-            futures = [runs.submit(self._one, race, m, "candidate", n) for m, n in plan]
-            judging = []
-            for future in as_completed(futures):   # judged as each run lands
-                run = future.result()
-                rows.append(run.row)
-                self._count("done")
-                if run.succeeded:
-                    judging.append(judges.submit(self._judge, race, reference, run, ceiling,
-                                                 masker, task))
-            for future in as_completed(judging):
-                future.result()
-                self._count("judged")
+        runs = ThreadPoolExecutor(workers, thread_name_prefix=f"race-{race.id}")
+        try:
+            with ThreadPoolExecutor(JUDGES, thread_name_prefix=f"judge-{race.id}") as judges:
+                futures = {runs.submit(self._one, race, m, "candidate", n): (m, n)
+                           for m, n in plan}
+                judging = []
+                for run in self._landed(race, futures):   # judged as each run lands
+                    rows.append(run.row)
+                    self._count("done")
+                    if run.succeeded:
+                        judging.append(judges.submit(self._judge, race, reference, run, ceiling,
+                                                     masker, task))
+                for future in as_completed(judging):
+                    future.result()
+                    self._count("judged")
+        finally:
+            # a run still going is the job's own code stuck (its model calls end by the
+            # deadline): the race does not wait for it
+            runs.shutdown(wait=False, cancel_futures=True)
         order = {(m.alias, n): i for i, (m, n) in enumerate(plan)}
         return sorted(rows, key=lambda r: order[(r["model"], r["run"])])
+
+    def _landed(self, race: _Race, futures: dict):
+        """Each candidate run as it ends; at the race's deadline (or its cancel), the runs not
+        ended yet are rows that say so, and are not waited for."""
+        pending = set(futures)
+        while pending:
+            left = race.deadline - time.monotonic()
+            if left <= 0 or race.cancel.is_set():
+                why = "was cancelled" if race.cancel.is_set() else \
+                    f"did not end within the race's {self.timeout:g} s"
+                for future in sorted(pending, key=lambda f: futures[f][1]):
+                    model, n = futures[future]
+                    run = _Run(Seat(race, model, "candidate", n),
+                               exception=TimeoutError(f"the run {why}; its job is still working "
+                                                      "(a tool that never returns?)"))
+                    run.wall = time.monotonic() - (race.deadline - self.timeout)   # all it had
+                    run.row = self._row(run, model, n)
+                    yield run
+                return
+            done, pending = wait(pending, timeout=min(left, CANCEL_TICK),
+                                 return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
 
     def _count(self, what: str) -> None:
         with self._progress_lock:

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from conftest import read_jsonl
+from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
 from panelist.metrics.race import Benchmark, GradeBook, tool
@@ -461,3 +461,39 @@ def test_a_price_only_the_catalog_knows_still_costs_the_run(race_home, upstreams
     assert row["model"] == "cheap-two" and row["currency"] == "USD"
     assert row["cost"] == pytest.approx((row["tokens_in"] * p_in + row["tokens_out"] * p_out)
                                         / 1e6)
+
+
+def test_a_run_whose_job_is_stuck_is_a_row_that_says_so_and_the_race_ends(race_home):
+    entered, stuck = threading.Event(), threading.Event()
+
+    class StuckJob(OrderJob):
+        def run(self, question, seat):
+            if seat.model.alias == "cheap-two":   # its own code never returns (a hung tool)
+                entered.set()
+                stuck.wait(PATIENCE)
+            return super().run(question, seat)
+
+    bench = Benchmark(StuckJob, runs=1, home=race_home, grades=grades(race_home),
+                      admission=None)
+    bench.set_input("Where is order 42?")
+    bench.set_rubric("States the order's status and when it arrives.")
+    bench.set_candidates(["cheap-two", "euro-four"])
+    done = []
+    racer = threading.Thread(target=lambda: done.append(bench.run()))
+    racer.start()
+    try:
+        assert entered.wait(PATIENCE)
+        assert wait_until(lambda: bench.progress()["done"] == 1)   # euro-four ended
+        bench.cancel()   # as a closing server does
+        racer.join(PATIENCE)
+        assert not racer.is_alive(), "the race waited for a stuck job"
+    finally:
+        stuck.set()   # let the stuck job's thread end
+        racer.join(PATIENCE)
+    report = bench.report()
+    assert len(done) == 1 and done[0]["answer"]   # run() returned the reference's output
+    rows = {r["model"]: r for r in report.rows}
+    assert rows["euro-four"]["succeeded"] is True
+    stuck_row = rows["cheap-two"]
+    assert stuck_row["succeeded"] is False
+    assert "was cancelled" in stuck_row["error"] and "still working" in stuck_row["error"]
