@@ -55,6 +55,16 @@ class Appender:
         os.close(self._fd)
 
 
+def stamp(path: Path) -> tuple[int, int]:
+    """A followed file's size and modification time, (0, 0) when it does not exist: a reader
+    that saw the same stamp has nothing new to read."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return (0, 0)
+    return (st.st_size, st.st_mtime_ns)
+
+
 class Tail:
     """Follows a file from a byte offset, yielding each complete, parseable line once."""
 

@@ -27,7 +27,6 @@ for its data folder (``of_home``).
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 from pathlib import Path
 
@@ -57,11 +56,7 @@ class SuiteEvidence:
 
     def record(self) -> dict[str, tuple[int, int]]:
         """``{alias: (right, counted)}``: pairs and claims right, of those counted."""
-        try:
-            st = os.stat(self.path)
-            stamp = (st.st_size, st.st_mtime_ns)
-        except FileNotFoundError:
-            stamp = (0, 0)
+        stamp = jsonl.stamp(self.path)
         with self._lock:
             if stamp != self._stamp:
                 self._follow(stamp[0])

@@ -17,7 +17,6 @@ A file replaced or cut shorter is read again from its start.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
@@ -46,11 +45,7 @@ class LiveReport:
         self._doc: dict | None = None
 
     def doc(self) -> dict:
-        try:
-            st = os.stat(self.path)
-            stamp = (st.st_size, st.st_mtime_ns)
-        except FileNotFoundError:
-            stamp = (0, 0)
+        stamp = jsonl.stamp(self.path)
         with self._lock:
             if stamp == self._stamp and self._doc is not None:
                 return self._doc
