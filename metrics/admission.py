@@ -289,7 +289,7 @@ class Admission:
         folder = self._folder("endpoint", endpoint)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "pause.json"
-        with _flocked(folder / "pause.lock"):
+        with configfile.flocked(folder / "pause.lock"):
             current = _read_pause(path)
             if current is not None and current[0] >= until:
                 return True
@@ -303,7 +303,7 @@ class Admission:
         folder = self._folder("endpoint", endpoint)
         if not folder.is_dir():
             return False
-        with _flocked(folder / "pause.lock"):
+        with configfile.flocked(folder / "pause.lock"):
             try:
                 (folder / "pause.json").unlink()
             except FileNotFoundError:
@@ -533,14 +533,6 @@ def _read_pause(path: Path) -> tuple[float, str] | None:
         return None
 
 
-@contextlib.contextmanager
-def _flocked(path: Path):
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _check(cancel: threading.Event | None, endpoint: str) -> None:

@@ -66,13 +66,20 @@ def read(path: Path) -> dict:
 
 
 @contextlib.contextmanager
-def _locked(path: Path):
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
+def flocked(lock_path: Path):
+    """An exclusive ``flock`` on ``lock_path`` (made, with its folder, if missing) while the
+    block runs: one writer at a time across threads and processes; a killed holder frees it."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _locked(path: Path):
+    return flocked(path.with_name(path.name + ".lock"))
 
 
 def write_atomic(path: Path, doc: dict) -> None:

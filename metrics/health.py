@@ -23,11 +23,9 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -241,12 +239,8 @@ class Health:
         actions[alias] = "restored"
 
     # -- the state file ----------------------------------------------------------------------------
-    @contextmanager
     def _locked(self):
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.state_path.with_name("health.lock"), "a") as f:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-            yield
+        return configfile.flocked(self.state_path.with_name("health.lock"))
 
     def _load(self) -> dict:
         try:
@@ -269,9 +263,7 @@ class Health:
         return data
 
     def _save(self, state: dict) -> None:
-        tmp = self.state_path.with_name("health.json.tmp")
-        tmp.write_text(jsonwire.dumps(state), encoding="utf-8")
-        os.replace(tmp, self.state_path)
+        configfile.write_atomic(self.state_path, state)
 
     def close(self) -> None:
         if self._own_seats:

@@ -21,15 +21,13 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
-from panelist.metrics import jsonl, jsonwire
+from panelist.metrics import configfile, jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.roster import Roster
@@ -190,14 +188,10 @@ class Queue:
         with self._mu:
             return [dict(public(self._entries[eid]), new=new) for eid, new in ids]
 
-    @contextmanager
     def _enqueuing(self):
         """An exclusive ``flock`` held from reading the queue to appending to it (not the
         worker's lock, which is held for whole runs)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name("onboarding.enqueue.lock"), "a") as f:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-            yield
+        return configfile.flocked(self.path.with_name("onboarding.enqueue.lock"))
 
     def close(self) -> None:
         if self._appender is not None:

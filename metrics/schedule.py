@@ -22,11 +22,8 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from panelist.metrics import configfile, jsonl, jsonwire
@@ -120,12 +117,8 @@ class Book:
         self.path = Path(home.root) / "runs" / "schedule.json"
         self.log_path = self.path.with_name("schedule.jsonl")
 
-    @contextmanager
     def _locked(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_name("schedule.lock"), "a") as f:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-            yield
+        return configfile.flocked(self.path.with_name("schedule.lock"))
 
     def load(self) -> dict:
         try:
@@ -138,9 +131,7 @@ class Book:
                 if job in JOBS and isinstance(e, dict) and isinstance(e.get("next"), (int, float))}
 
     def _save(self, state: dict) -> None:
-        tmp = self.path.with_name(f"schedule.json.{os.getpid()}.tmp")
-        tmp.write_text(jsonwire.dumps(state), encoding="utf-8")
-        os.replace(tmp, self.path)
+        configfile.write_atomic(self.path, state)
 
     def claim(self, job: str, every: int, now: float) -> bool:
         """True if ``job`` is due at ``now``; then its next time is moved on before returning,
