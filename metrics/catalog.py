@@ -310,6 +310,17 @@ class Catalog:
             raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
         return upstream.models(ep.base_url, ep.api_key(), timeout=LISTING_TIMEOUT)
 
+    def listings(self, upstream, names: list[str]) -> tuple[list[tuple[str, list]], list[dict]]:
+        """``([(endpoint, entries)], [{"endpoint", "error"}])``: each listing read, and each
+        endpoint that could not be read with why (the others are read all the same)."""
+        read, failed = [], []
+        for name in names:
+            try:
+                read.append((name, self.listing(upstream, name)))
+            except PanelistError as exc:
+                failed.append({"endpoint": name, "error": exc.message})
+        return read, failed
+
     def refresh(self, upstream, endpoints: list[str] | None = None, *,
                 dry_run: bool = False) -> dict:
         """Read each endpoint's listing and store what it states; an endpoint that cannot be
@@ -320,13 +331,9 @@ class Catalog:
         for name in names:
             if name not in view.endpoints:
                 raise NotFound(f"unknown endpoint '{name}'; see `panelist endpoint list`")
-        updates, done, failed = [], [], []
-        for name in names:
-            try:
-                entries = self.listing(upstream, name)
-            except PanelistError as exc:
-                failed.append({"endpoint": name, "error": exc.message})
-                continue
+        updates, done = [], []
+        read, failed = self.listings(upstream, names)
+        for name, entries in read:
             stated = 0
             for entry in filter(servable, entries):
                 facts = from_listing(entry)

@@ -16,7 +16,7 @@ import re
 
 from panelist.metrics.catalog import (ENDPOINT, Catalog, from_listing, servable,
                                       stored_entry)
-from panelist.metrics.errors import BadRequest, NotFound, PanelistError
+from panelist.metrics.errors import BadRequest, NotFound
 
 
 def alias_for(taken, endpoint: str, served: str) -> str:
@@ -59,13 +59,9 @@ def _find(catalog: Catalog, upstream, endpoint: str | None, free_only: bool) -> 
     for alias, m in sorted(view.models.items()):
         served_by.setdefault(m.served, []).append(alias)
     stored = catalog.stored()
-    rows, failed = [], []
-    for name in names:
-        try:
-            entries = catalog.listing(upstream, name)
-        except PanelistError as exc:
-            failed.append({"endpoint": name, "error": exc.message})
-            continue
+    rows = []
+    read, failed = catalog.listings(upstream, names)
+    for name, entries in read:
         seen = set()
         for entry in filter(servable, entries):
             mid = entry["id"]
