@@ -213,7 +213,7 @@ def probe_model(req: ApiRequest) -> dict:
     retiring or restoring as health says), through the server's own seats and admission."""
     from panelist.metrics.health import Health
     alias = req.params["alias"]
-    health = Health(req.panels.home, seats=req.panels.seats)
+    health = Health.of(req.panels)
     try:
         [probe] = health.probe([alias])
     finally:

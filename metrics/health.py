@@ -99,12 +99,19 @@ def _retired_by(changes: Path, alias: str) -> str | None:
 
 
 class Health:
-    """Health of one data folder's roster; ``close`` it after."""
+    """Health of one data folder's roster; ``close`` it after. In a server, give it the
+    server's seats and ledger (``of``): a ledger of its own would load the index again."""
 
-    def __init__(self, home: Home, *, seats: Seats | None = None, admission=None):
+    @classmethod
+    def of(cls, panels) -> "Health":
+        return cls(panels.home, seats=panels.seats, ledger=panels.ledger)
+
+    def __init__(self, home: Home, *, seats: Seats | None = None, admission=None,
+                 ledger: Ledger | None = None):
         self.home = home
         self.roster = Roster(home)
-        self.ledger = Ledger(home.gateway_runs)
+        self._own_ledger = ledger is None
+        self.ledger = ledger if ledger is not None else Ledger(home.gateway_runs)
         self.alerts = Alerts(home)
         self.state_path = Path(home.gateway_runs) / "health.json"
         self._own_seats = seats is None
@@ -270,5 +277,6 @@ class Health:
             self.seats.close()
             if self._admission is not None:
                 self._admission.close()
-        self.ledger.close()
+        if self._own_ledger:
+            self.ledger.close()
         self.alerts.close()

@@ -41,13 +41,14 @@ JOIN = 60.0
 
 class Worker:
     """Works the queue of one data folder while it holds the lock. In a server, give it the
-    server's upstream, seats and admission; alone, it makes (and closes) its own."""
+    server's upstream, seats, admission and ledger; alone, it makes (and closes) its own."""
 
-    def __init__(self, home: Home, *, upstream=None, seats=None, admission=None,
+    def __init__(self, home: Home, *, upstream=None, seats=None, admission=None, ledger=None,
                  task_roots: list[Path] | None = None, on_step=None):
         self.home = home
         self.queue = Queue(home)
         self.upstream, self.seats, self.admission = upstream, seats, admission
+        self.ledger = ledger   # the server's, so a probe does not load the index again
         self.task_roots = task_roots
         self.on_step = on_step          # called with an entry after each of its transitions
         self._stop = threading.Event()
@@ -156,8 +157,7 @@ class Worker:
     def _probe(self, eid: str, entry: dict) -> None:
         from panelist.metrics.health import Health
         alias = entry["alias"]
-        health = Health(self.home, seats=self.seats) if self.seats is not None else \
-            Health(self.home)
+        health = Health(self.home, seats=self.seats, ledger=self.ledger)
         try:
             evidence = Path(health.ledger.evidence_path)
             kept = entry["detail"].get("probe", {}).get("evidence_offset")
@@ -296,7 +296,7 @@ class Service:
 
     def __init__(self, panels):
         self.worker = Worker(panels.home, upstream=panels.upstream, seats=panels.seats,
-                             admission=panels.admission)
+                             admission=panels.admission, ledger=panels.ledger)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

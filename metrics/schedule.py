@@ -241,8 +241,7 @@ class Scheduler:
 
     def _probe(self, dry: bool) -> tuple[dict, str]:
         from panelist.metrics.health import Health
-        health = Health(self.home, seats=self.panels.seats) if self.panels is not None \
-            else Health(self.home)
+        health = Health.of(self.panels) if self.panels is not None else Health(self.home)
         try:
             probes = health.probe(dry_run=dry, cancel=self._stop)   # close cuts it
         finally:
