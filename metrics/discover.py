@@ -2,8 +2,9 @@
 
 A model is "on the roster" when a roster model has the same endpoint and served id, whatever
 its alias. One the roster already serves from another endpoint is still listed (a second way to
-reach it), with ``also_on_roster`` naming the aliases that serve it there. Each found model carries the facts its listing entry states, over those the catalog
-stored for it (the listing is the fresher word). Free models (both prices known and 0) come
+reach it), with ``also_on_roster`` naming the aliases that serve it there. Each found model
+carries the facts its listing entry states, over those the catalog stored for it (the listing
+is the fresher word). Free models (both prices known and 0) come
 first, then those with an unknown price, then paid ones; ids in order within each. Listing
 writes nothing; ``add`` registers models under their served id as alias (``alias_for``: made
 valid, and ``endpoint/served`` when another model holds that alias) and stores their listed

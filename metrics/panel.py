@@ -19,8 +19,9 @@ cancelled, given up, or the panel never started). A rate limit cools the model d
 stated time (or the configured default) instead of being retried; a context-length error that
 states a window teaches the ledger that (lower) window, and both are kept in the catalog as
 learned facts. Seating reads the roster with the catalog's facts filled in (``KnownRoster``),
-so a window or a vision flag only the endpoint's listing states still counts. Images are forwarded to seats as sent
-and written nowhere: logs, errors and the merger's input carry placeholders.
+so a window or a vision flag only the endpoint's listing states still counts. Images are
+forwarded to seats as sent and written nowhere: logs, errors and the merger's input carry
+placeholders.
 
 Reply modes (``collection.REPLIES``): ``all`` answers with every seat's section (markdown) once
 every seat ended; ``merged`` with one answer a merger writes after them; ``pick`` with one
@@ -582,8 +583,9 @@ class PanelRun:
         params[budget_key] = merge.budget(ordered, window_of(model, states.get(model.alias)),
                                           size)
         self.merger = panels.seats.ask(
-            self._call(Seat("merger", 1, model), messages, params), deadline=self.deadline, cancel=self.cancel, log=self._log, learn=panels.learn,
-            scrub=self._scrub, max_pause=self._max_pause)
+            self._call(Seat("merger", 1, model), messages, params), deadline=self.deadline,
+            cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
+            max_pause=self._max_pause)
         why = pick.problem(self.merger, fmt)
         if why is None:
             self.answer = self.merger

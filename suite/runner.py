@@ -132,8 +132,9 @@ class SuiteRun:
 
     def run(self, *, progress=None) -> dict:
         """Ask every sample not yet done; returns a summary. ``progress(done, totals)`` (each
-        a dict by model alias) is called from this thread while calls run. Ctrl-C (or ``stop()``) ends the run early:
-        calls in flight are cut, what finished is kept, and the summary says ``interrupted``."""
+        a dict by model alias) is called from this thread while calls run. Ctrl-C (or
+        ``stop()``) ends the run early: calls in flight are cut, what finished is kept, and the
+        summary says ``interrupted``."""
         todo, skipped = self.plan()
         log = results.SampleLog(self.path, self.known)
         seats = Seats(Roster(self.home), self.upstream, admission=self.admission,
