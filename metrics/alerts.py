@@ -20,10 +20,6 @@ from panelist.metrics.home import Home
 TAIL_BYTES = 256 * 1024   # how far back from the end ``recent`` reads
 
 
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 class Alerts:
     """The alerts of one data folder."""
 
@@ -33,7 +29,7 @@ class Alerts:
 
     def raise_alert(self, kind: str, subject: str, message: str, **fields) -> dict:
         """Append one alert; ``subject`` is what it is about (a model alias, an endpoint)."""
-        record = {"v": jsonl.SCHEMA, "ts": _iso(time.time()), "kind": kind,
+        record = {"v": jsonl.SCHEMA, "ts": jsonl.utc_second(time.time()), "kind": kind,
                   "subject": subject, "message": message, **fields}
         if self._appender is None:
             self._appender = jsonl.Appender(self.path)

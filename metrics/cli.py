@@ -28,7 +28,7 @@ from typing import Callable
 from pathlib import Path
 
 from panelist import __version__
-from panelist.metrics import jsonwire
+from panelist.metrics import jsonl, jsonwire
 from panelist.metrics import verdict as verdict_rules
 from panelist.metrics.collection import REPLIES, Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
@@ -1127,7 +1127,7 @@ def cmd_schedule(args, out: Out) -> int:
     rows = []
     for job, s in schedule.settings(home).items():
         due = book.next_due(job, s["every"])
-        rows.append(dict(s, job=job, next=schedule._iso(due) if due else "due now"))
+        rows.append(dict(s, job=job, next=jsonl.utc_second(due) if due else "due now"))
     out.table(rows, ["job", "mode", "every", "next"])
     return 0
 

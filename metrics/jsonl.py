@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 from panelist.metrics import jsonwire
@@ -53,6 +54,12 @@ class Appender:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def utc_second(t: float) -> str:
+    """``2026-11-30T12:00:00Z``: a timestamp to the second, for logs a person reads (alerts,
+    the schedule's runs, the onboarding queue)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def stamp(path: Path) -> tuple[int, int]:

@@ -29,7 +29,7 @@ from panelist.metrics import jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import Home
-from panelist.metrics.onboarding import (ENDED, FINISHED, STEPS, Queue, describe, hint, iso,
+from panelist.metrics.onboarding import (ENDED, FINISHED, STEPS, Queue, describe, hint,
                                          public, spread)
 from panelist.metrics.roster import Roster
 
@@ -77,7 +77,7 @@ class Worker:
             try:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, jsonwire.dumps({"pid": os.getpid(),
-                                              "since": iso(time.time())}).encode(), 0)
+                                              "since": jsonl.utc_second(time.time())}).encode(), 0)
                 while not self._stop.is_set():
                     pending = self.queue.pending()
                     if not pending:

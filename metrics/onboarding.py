@@ -49,10 +49,6 @@ HINT = ("the endpoint did not answer the probe ({kind}); check that it is up and
         "`panelist model onboard {alias}` again")
 
 
-def iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 def hint(kind: str, alias: str) -> str:
     return HINTS.get(kind, HINT).format(kind=kind, alias=alias)
 
@@ -157,7 +153,7 @@ class Queue:
         with self._mu:
             if self._appender is None:
                 self._appender = jsonl.Appender(self.path)
-        now = iso(time.time())
+        now = jsonl.utc_second(time.time())
         self._appender.append(*({"v": jsonl.SCHEMA, "ts": now, **r} for r in records))
         self.refresh()
 

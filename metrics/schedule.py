@@ -39,10 +39,6 @@ JOIN = 60.0
 SETTINGS_EVERY = 2.0
 
 
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 def settings(home: Home) -> dict[str, dict]:
     """``{job: {"mode", "every"}}`` for every job, checked; a bad field names itself."""
     return _checked(configfile.read(home.file("schedule.json")))
@@ -230,7 +226,7 @@ class Scheduler:
         except Exception as exc:   # noqa: BLE001 - one failed run must not end the schedule
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             outcome, said = {"status": "failed", "error": message[:500]}, None
-        line = {"v": jsonl.SCHEMA, "ts": _iso(time.time()), "job": job, "mode": mode, **outcome}
+        line = {"v": jsonl.SCHEMA, "ts": jsonl.utc_second(time.time()), "job": job, "mode": mode, **outcome}
         appender = jsonl.Appender(self.book.log_path)
         try:
             appender.append(line)
