@@ -48,8 +48,9 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import (jsonwire, listing, onboarder, races, schedule, verdict,
-                              wire_messages, wire_responses)
+from panelist.metrics import (listing, onboarder, races, schedule, verdict, wire_messages,
+                              wire_responses)
+from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from panelist.metrics import configfile, jsonwire
+from panelist.metrics.store import configfile, jsonwire
 from panelist.metrics.errors import AtLimit, Cancelled
 from panelist.metrics.home import Home
 from panelist.metrics.roster import CallLimits, Roster

@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from panelist.metrics import jsonl, jsonwire
+from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.home import Home
 
 TAIL_BYTES = 256 * 1024   # how far back from the end ``recent`` reads

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from panelist.metrics import configfile, jsonwire
+from panelist.metrics.store import configfile, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound, PanelistError
 from panelist.metrics.home import Home

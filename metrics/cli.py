@@ -28,7 +28,7 @@ from typing import Callable
 from pathlib import Path
 
 from panelist import __version__
-from panelist.metrics import jsonl, jsonwire
+from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics import verdict as verdict_rules
 from panelist.metrics.collection import REPLIES, Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError

@@ -48,7 +48,7 @@ from email.utils import parsedate_to_datetime
 from urllib.parse import quote, urlsplit
 
 from panelist import __version__
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.proxy import Proxy, environment_proxies, proxy_for
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      ModelNotFound, PaymentRequired, RateLimited,

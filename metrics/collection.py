@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from panelist.metrics import configfile
+from panelist.metrics.store import configfile
 from panelist.metrics.errors import BadRequest, ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control

@@ -29,7 +29,7 @@ import time
 import uuid
 from collections import OrderedDict
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.collection import AUTO, Collections
 from panelist.metrics.roster import Model, Roster
 from panelist.metrics.seats import SeatCall, Seats

@@ -16,7 +16,7 @@ wrong with it, so nothing is changed behind the user's back.
 
 from __future__ import annotations
 
-from panelist.metrics import configfile
+from panelist.metrics.store import configfile
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control

@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from panelist.metrics import configfile, jsonl, jsonwire, service
+from panelist.metrics import service
+from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home

@@ -21,7 +21,7 @@ beyond that). The answer is parsed by ``jsonwire`` (the boundary for JSON from o
 
 from __future__ import annotations
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 
 KINDS = ("text", "json_object", "json_schema")
 MAX_DEPTH = 64   # schema nesting followed (refs included) before the rest is taken on trust

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.roster import Endpoint, Model
 from panelist.metrics.transcript import as_text
 

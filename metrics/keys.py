@@ -28,7 +28,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from panelist.metrics import configfile
+from panelist.metrics.store import configfile
 from panelist.metrics.collection import NAME as COLLECTION_NAME
 from panelist.metrics.collection import PREFIX
 from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound

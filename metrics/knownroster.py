@@ -23,7 +23,7 @@ import dataclasses
 import sys
 import threading
 
-from panelist.metrics import configfile
+from panelist.metrics.store import configfile
 from panelist.metrics.catalog import stored_entry, stored_learned
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.home import Home

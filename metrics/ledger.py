@@ -97,8 +97,9 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Iterable
 
-from panelist.metrics import errors, jsonl, jsonwire
-from panelist.metrics.jsonl import SCHEMA, Appender, Tail
+from panelist.metrics import errors
+from panelist.metrics.store import jsonl, jsonwire
+from panelist.metrics.store.jsonl import SCHEMA, Appender, Tail
 
 SLOT = 8                  # bytes per panels.idx slot
 MAX_SEQ_DIGITS = 15       # a seq beyond this is no panel of ours (and would overflow pread)

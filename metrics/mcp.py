@@ -42,7 +42,7 @@ from typing import Callable
 from urllib.parse import urlencode, urlsplit
 
 from panelist import __version__
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
 
 DEFAULT_URL = "http://127.0.0.1:8123"   # where `panelist gateway` listens unless told otherwise

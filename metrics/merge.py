@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 
-from panelist.metrics import jsonshape, jsonwire, prompt
+from panelist.metrics import jsonshape, prompt
+from panelist.metrics.store import jsonwire
 from panelist.metrics.collection import Collection
 from panelist.metrics.roster import Model, RosterView
 from panelist.metrics.route import window_of, why_not

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from panelist.metrics import jsonl, jsonwire
+from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import Home

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from panelist.metrics import configfile, jsonl, jsonwire
+from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.roster import Roster

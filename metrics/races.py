@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from panelist.metrics import chatjob, jsonl, jsonwire, judge
+from panelist.metrics import chatjob, judge
+from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import ANSWERED, utc_iso

@@ -25,7 +25,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
 
-from panelist.metrics import configfile
+from panelist.metrics.store import configfile
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control

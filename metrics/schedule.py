@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from panelist.metrics import configfile, jsonl, jsonwire
+from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import BadRequest, ConfigInvalid
 from panelist.metrics.home import Home

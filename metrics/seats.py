@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
 
-from panelist.metrics import jsonl
+from panelist.metrics.store import jsonl
 from panelist.metrics.client import CancelFlag, Upstream
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, PanelistError, RateLimited,
                                      UpstreamError, UpstreamServerError, UpstreamTimeout,

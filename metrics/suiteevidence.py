@@ -30,7 +30,7 @@ import dataclasses
 import threading
 from pathlib import Path
 
-from panelist.metrics import jsonl
+from panelist.metrics.store import jsonl
 from panelist.metrics.home import Home
 
 SHAPE = "review"

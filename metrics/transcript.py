@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 
 MAX_SHOWN = 20_000   # characters of one event's text a rendering keeps (a judge's budget)
 

@@ -16,7 +16,7 @@ in a note); a lone surrogate becomes U+FFFD.
 from __future__ import annotations
 
 from panelist.metrics.errors import BadRequest
-from panelist.metrics.jsonwire import clean
+from panelist.metrics.store.jsonwire import clean
 from panelist.metrics.plaintext import first_control
 
 OWED_FIELDS = ("call", "panel", "alias", "seat", "collection", "shape", "seconds", "ts")

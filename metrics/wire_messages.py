@@ -24,7 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
 
 # chat finish reasons -> Messages stop reasons (a reply holding tool calls is always tool_use)

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
 
 FIELDS = ("id", "title", "kind", "prompt", "attach", "answer", "why", "source", "license",

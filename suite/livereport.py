@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from panelist.metrics import jsonl
+from panelist.metrics.store import jsonl
 from panelist.suite import report
 
 # the fields ``report.model_row`` and ``report_of`` read

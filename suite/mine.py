@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-from panelist.metrics import jsonl
+from panelist.metrics.store import jsonl
 from panelist.metrics.home import open_home
 from panelist.suite import drafts
 

@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import utc_iso
 from panelist.metrics.stats import wilson_rate

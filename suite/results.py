@@ -27,7 +27,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from panelist.metrics import jsonl, jsonwire
+from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import utc_iso
 from panelist.metrics.seats import SeatResult

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
 from panelist.suite.excerpt import file_lines
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics import configfile
+from panelist.metrics.store import configfile
 from panelist.metrics.cli import main
 from panelist.metrics.collection import Collections
 from panelist.metrics.errors import ConfigInvalid

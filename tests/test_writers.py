@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import read_jsonl
-from panelist.metrics import configfile, jsonwire
-from panelist.metrics.jsonl import Appender
+from panelist.metrics.store import configfile, jsonwire
+from panelist.metrics.store.jsonl import Appender
 from panelist.metrics.ledger import Ledger
 
 # every code point, lone surrogates included (st.text() leaves them out by default)

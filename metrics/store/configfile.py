@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import ConfigInvalid, Conflict
-from panelist.metrics.jsonl import SCHEMA, Appender
+from panelist.metrics.store.jsonl import SCHEMA, Appender
 
 
 def version_of(value) -> str:

@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from panelist.metrics import jsonwire
+from panelist.metrics.store import jsonwire
 
 SCHEMA = 1
 
