@@ -55,9 +55,9 @@ from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, Pan
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.guard import LOCAL, Guard, Settings
 from panelist.metrics.home import Home, open_home
-from panelist.metrics.client import Upstream
+from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.panel import Panels, section
-from panelist.metrics.proxy import environment_proxies
+from panelist.metrics.upstream.proxy import environment_proxies
 
 MAX_BODY = 20 * 1024 * 1024
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "

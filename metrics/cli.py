@@ -474,7 +474,7 @@ def cmd_onboard(args, out: Out, home) -> int:
     if not args.aliases and (args.endpoint or args.tasks is not None):
         raise BadRequest("--endpoint and --tasks go with the models to onboard; name them")
     if args.aliases:
-        from panelist.metrics.client import Upstream
+        from panelist.metrics.upstream.client import Upstream
         upstream = Upstream()
         try:
             entries = queue.enqueue(upstream, args.aliases, args.endpoint,
@@ -535,7 +535,7 @@ def cmd_onboard(args, out: Out, home) -> int:
 
 def cmd_limit(args, out: Out, home, kind: str, name: str) -> int:
     """Set or show the call limits of one endpoint or model, and how they are used now."""
-    from panelist.metrics.admission import Admission
+    from panelist.metrics.upstream.admission import Admission
     roster = Roster(home)
     changes = {k: v for k, v in (("rpm", args.rpm), ("max_concurrent", args.max_concurrent))
                if v is not None}
@@ -1087,7 +1087,7 @@ def cmd_catalog(args, out: Out) -> int:
                     rows.append(dict(v["learned"], fact=k, source="learned"))
             out.table(rows, ["fact", "value", "source", "at", "from"])
         return 0
-    from panelist.metrics.client import Upstream
+    from panelist.metrics.upstream.client import Upstream
     upstream = Upstream()
     try:
         done = catalog.refresh(upstream, [args.endpoint] if args.endpoint else None)
@@ -1144,7 +1144,7 @@ def cmd_alerts(args, out: Out) -> int:
 def cmd_discover(args, out: Out) -> int:
     from panelist.metrics import discover
     from panelist.metrics.catalog import Catalog
-    from panelist.metrics.client import Upstream
+    from panelist.metrics.upstream.client import Upstream
     catalog, upstream = Catalog(open_home(args.data)), Upstream()
     try:
         if args.add:

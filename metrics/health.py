@@ -117,7 +117,7 @@ class Health:
         self.state_path = Path(home.gateway_runs) / "health.json"
         self._own_seats = seats is None
         if seats is None:
-            from panelist.metrics.admission import Admission
+            from panelist.metrics.upstream.admission import Admission
             self._admission = admission if admission is not None else Admission(home)
             seats = Seats(self.roster, admission=self._admission, thread_name="probe")
         else:

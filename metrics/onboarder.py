@@ -151,7 +151,7 @@ class Worker:
     def _upstream(self):
         if self.upstream is not None:
             return self.upstream, False
-        from panelist.metrics.client import Upstream
+        from panelist.metrics.upstream.client import Upstream
         return Upstream(), True
 
     def _probe(self, eid: str, entry: dict) -> None:

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from panelist.metrics import history, jsonshape, merge, pick, prompt, suiteevidence
-from panelist.metrics.admission import Admission
-from panelist.metrics.client import CancelFlag, Upstream
+from panelist.metrics.upstream.admission import Admission
+from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.collection import AUTO, REPLIES, Collection, Collections
 from panelist.metrics.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from panelist.metrics import judge
-from panelist.metrics.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.costs import Costs, call_cost
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
@@ -593,7 +593,7 @@ class Benchmark:
 
 def _admission(home: Home):
     try:
-        from panelist.metrics.admission import Admission
+        from panelist.metrics.upstream.admission import Admission
     except ImportError:   # admission not installed in this build: no limits
         return None
     return Admission(home)

@@ -252,7 +252,7 @@ class Scheduler:
 
     def _refresh(self, dry: bool) -> tuple[dict, str]:
         from panelist.metrics.catalog import Catalog
-        from panelist.metrics.client import Upstream
+        from panelist.metrics.upstream.client import Upstream
         upstream = self.panels.upstream if self.panels is not None else Upstream()
         try:
             done = Catalog(self.home).refresh(upstream, dry_run=dry)

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
 
 from panelist.metrics.store import jsonl
-from panelist.metrics.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, PanelistError, RateLimited,
                                      UpstreamError, UpstreamServerError, UpstreamTimeout,
                                      UpstreamUnreachable)
@@ -188,7 +188,7 @@ class CallLog:
 
 
 class Admission(Protocol):
-    """What the core needs of ``metrics.admission.Admission``: a slot per call and pauses."""
+    """What the core needs of ``metrics.upstream.admission.Admission``: a slot per call and pauses."""
 
     def slot(self, endpoint: str, model: str, *, wait: float,
              cancel: threading.Event | None = None): ...

@@ -38,8 +38,8 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from panelist.metrics.admission import Admission  # noqa: E402
-from panelist.metrics.client import Upstream  # noqa: E402
+from panelist.metrics.upstream.admission import Admission  # noqa: E402
+from panelist.metrics.upstream.client import Upstream  # noqa: E402
 from panelist.metrics.errors import AtLimit  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster import Roster  # noqa: E402

@@ -13,7 +13,7 @@
    the most calls in any 60 s window (half-open, as the cap counts them), the mean use of the
    cap over every 60 s window the run spans, the run's wall time; both as admission let the
    calls in (from the samples) and as they arrived at the upstream (what a provider counts). This part needs
-   ``metrics/admission.py``; a build without it says so and prints the scorer's figure alone.
+   ``metrics/upstream/admission.py``; a build without it says so and prints the scorer's figure alone.
 3. The dashboard's suite report while a run appends: a samples file of ``--samples`` lines
    (each with a 2 KB raw answer, as a review's is), then 10 more; the time to the new report by
    rebuilding from the whole file (``report.load``, what a single command does) and by the live
@@ -95,9 +95,9 @@ def windows(times: list[float], rpm: int) -> dict:
 
 
 def bench_run(n_tasks: int, n_models: int, epochs: int, rpm: int) -> dict:
-    if importlib.util.find_spec("panelist.metrics.admission") is None \
+    if importlib.util.find_spec("panelist.metrics.upstream.admission") is None \
             or not hasattr(Roster, "set_limits"):
-        return {"skipped": "this build has no admission (metrics/admission.py), so nothing "
+        return {"skipped": "this build has no admission (metrics/upstream/admission.py), so nothing "
                 "would hold the run to the cap; the run's figures need a build with it"}
     work = Path(tempfile.mkdtemp(prefix="bench-suite-"))
     try:

@@ -24,7 +24,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from panelist.metrics.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.learned import LearnedFacts
@@ -56,7 +56,7 @@ def admission_of(home: Home):
     """The data folder's admission, or None in a build without it (then nothing is limited
     here, and a rate limit's Retry-After is still honoured call by call)."""
     try:
-        from panelist.metrics.admission import Admission
+        from panelist.metrics.upstream.admission import Admission
     except ImportError:
         return None
     return Admission(home)

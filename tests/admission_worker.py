@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _bootstrap  # noqa: E402,F401
 
-from panelist.metrics.admission import Admission  # noqa: E402
+from panelist.metrics.upstream.admission import Admission  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 
 WORK = 0.02   # seconds a call holds its slot by default: its "model call"

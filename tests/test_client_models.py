@@ -2,7 +2,7 @@
 
 import pytest
 
-from panelist.metrics.client import Upstream
+from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.errors import UpstreamBadReply
 from panelist.scripts.sim_upstream import SimUpstream
 

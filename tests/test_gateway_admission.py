@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from conftest import PATIENCE, move_to, read_jsonl, wait_until
-from panelist.metrics.admission import Admission
+from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.collection import Collections
 from panelist.metrics.roster import Roster
 

@@ -5,7 +5,7 @@ ledger's fields, the in-flight hold released before a seat is handed over)."""
 import json
 
 from conftest import read_jsonl
-from panelist.metrics.admission import Admission
+from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.panel import Panels
 from panelist.metrics.roster import Roster
 

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import read_jsonl, wait_until
-from panelist.metrics.client import Upstream, _tunnel
+from panelist.metrics.upstream.client import Upstream, _tunnel
 from panelist.metrics.errors import (AuthFailed, Cancelled, UpstreamServerError, UpstreamTimeout,
                                      UpstreamUnreachable)
-from panelist.metrics.proxy import bypassed, environment_proxies
+from panelist.metrics.upstream.proxy import bypassed, environment_proxies
 
 KEY = "sk-proxy-test-4e8d2a"
 USER, PASSWORD = "bench", "p@ss-w0rd-secret"

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from conftest import move_to, read_jsonl, wait_until
-from panelist.metrics.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.errors import Unavailable
 from panelist.metrics.roster import Roster
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, Seats

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics.client import Upstream
+from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.errors import EmptyAnswer, UpstreamBadReply
 
 TOOLS = [{"type": "function", "function": {
@@ -57,7 +57,7 @@ def test_an_answer_with_neither_text_nor_tool_calls_is_still_empty(sim, upstream
 
 
 def test_a_tool_call_without_a_name_is_a_bad_reply(upstream):
-    from panelist.metrics.client import _tool_calls
+    from panelist.metrics.upstream.client import _tool_calls
     with pytest.raises(UpstreamBadReply, match="without a function name"):
         _tool_calls([{"id": "x", "function": {"arguments": "{}"}}], "sim")
     # arguments sent as an object are carried as the JSON string OpenAI's clients expect

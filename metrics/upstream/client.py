@@ -25,7 +25,7 @@ Invariants:
   never the request body. Neither they nor an ``Answer`` ever hold the call's API key or the
   proxy's credentials, even when an upstream or a proxy echoes them: each is replaced before
   any cut.
-- Proxies (``metrics.proxy``) are read from the environment when an ``Upstream`` is built
+- Proxies (``metrics.upstream.proxy``) are read from the environment when an ``Upstream`` is built
   (``proxies=`` replaces them) and resolved once per base URL. An http upstream behind a proxy
   gets absolute-form requests (RFC 9112 §3.2.2); an https one a ``CONNECT`` tunnel (RFC 9110
   §9.3.6) with TLS to the upstream's own name inside it. Pooled connections are keyed by the
@@ -49,7 +49,7 @@ from urllib.parse import quote, urlsplit
 
 from panelist import __version__
 from panelist.metrics.store import jsonwire
-from panelist.metrics.proxy import Proxy, environment_proxies, proxy_for
+from panelist.metrics.upstream.proxy import Proxy, environment_proxies, proxy_for
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      ModelNotFound, PaymentRequired, RateLimited,
                                      UpstreamBadReply, UpstreamError, UpstreamServerError,
@@ -176,7 +176,7 @@ class Upstream:
     def __init__(self, *, max_idle_per_host: int = 64, proxies: dict[str, str] | None = None,
                  tls: ssl.SSLContext | None = None):
         """``proxies``: ``{"http"|"https"|"all": proxy URL, "no": NO_PROXY}``; default: read from
-        the environment now (``metrics.proxy``), never again. ``tls``: the context https
+        the environment now (``metrics.upstream.proxy``), never again. ``tls``: the context https
         upstreams are checked with; default: the system's trusted certificates."""
         self.max_idle_per_host = max_idle_per_host
         self.proxies = environment_proxies() if proxies is None else dict(proxies)
