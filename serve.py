@@ -212,7 +212,7 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     server = DashboardServer(panels or panels_for(home, env), host, port, settings=settings,
                              **kw)
     if demo:
-        from panelist.metrics import demo as demo_roster
+        from panelist.metrics.roster import demo as demo_roster
         try:
             demo_roster.install(home, server.start_demo())
         except BaseException:

@@ -36,10 +36,10 @@ if (CHECKOUT / "_bootstrap.py").is_file():   # in a checkout: this checkout is `
     sys.path.insert(0, str(CHECKOUT))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import demo
+from panelist.metrics.roster import demo
 from panelist.metrics.home import open_home
 from panelist.metrics.race import Benchmark, tool
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
 
 # -- the job ---------------------------------------------------------------------------------------

@@ -26,11 +26,11 @@ from typing import Callable
 from panelist import __version__
 from panelist.metrics import races, service, verdict
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.collection import PREFIX, Limits
+from panelist.metrics.roster.collection import PREFIX, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, PanelistError, UpstreamError
 from panelist.metrics.keys import Keys
 from panelist.metrics.ledger import panel_seq
-from panelist.metrics.roster import Model
+from panelist.metrics.roster.roster import Model
 from panelist.metrics.stats import wilson
 
 
@@ -105,7 +105,7 @@ def info(req: ApiRequest) -> dict:
 def load_demo(req: ApiRequest) -> dict:
     if req.start_demo is None:
         raise PanelistError("this server cannot start the demo roster")
-    from panelist.metrics import demo
+    from panelist.metrics.roster import demo
     demo.install(req.panels.home, req.start_demo())
     return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
 
@@ -113,7 +113,7 @@ def load_demo(req: ApiRequest) -> dict:
 # -- grades ---------------------------------------------------------------------------------------
 def list_grades(req: ApiRequest) -> dict:
     """The grades weakest first, each with its pin and models, and the ceiling."""
-    from panelist.metrics.grades import Grades
+    from panelist.metrics.roster.grades import Grades
     return Grades(req.panels.home).listing(req.panels.roster.view())
 
 
@@ -203,7 +203,7 @@ def update_model(req: ApiRequest) -> dict:
 def model_catalog(req: ApiRequest) -> dict:
     """What the catalog knows of one model, each fact with its source and date, typed first;
     a learned fact sits beside the one that wins (``panelist catalog show``)."""
-    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.roster.catalog import Catalog
     alias = req.params["alias"]
     return {"alias": alias, "facts": Catalog(req.panels.home).facts(alias)}
 
@@ -265,7 +265,7 @@ def list_endpoints(req: ApiRequest) -> dict:
 
 def test_endpoint(req: ApiRequest) -> dict:
     """One real call to an endpoint not yet saved: its model list, or a one-token chat."""
-    from panelist.metrics.roster import check_endpoint
+    from panelist.metrics.roster.roster import check_endpoint
     body = _object(req)
     _only(body, ("name", "base_url", "key_env", "model"))
     ep = check_endpoint(body.get("name") or "test", body.get("base_url"), body.get("key_env"))
@@ -516,8 +516,8 @@ def get_race(req: ApiRequest) -> dict:
 # -- discover and alerts --------------------------------------------------------------------------
 def discover_all(req: ApiRequest) -> dict:
     """What ``panelist discover`` lists: models served outside the roster, free first."""
-    from panelist.metrics import discover as found
-    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.roster import discover as found
+    from panelist.metrics.roster.catalog import Catalog
     endpoint = req.query.get("endpoint") or None
     return found.find(Catalog(req.panels.home), req.panels.upstream, endpoint,
                       free_only=req.query.get("free") in ("1", "true"))
@@ -526,14 +526,14 @@ def discover_all(req: ApiRequest) -> dict:
 def catalog_refresh(req: ApiRequest) -> dict:
     """Read every endpoint's listing into the catalog, as ``panelist catalog refresh`` does;
     an endpoint that cannot be read is named in ``failed``."""
-    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.roster.catalog import Catalog
     return Catalog(req.panels.home).refresh(req.panels.upstream)
 
 
 def discover_add(req: ApiRequest) -> dict:
     """Register one discovered model, as ``panelist discover --add`` does."""
-    from panelist.metrics import discover as found
-    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.roster import discover as found
+    from panelist.metrics.roster.catalog import Catalog
     body = _object(req)
     _only(body, ("endpoint", "served"))
     for name in ("endpoint", "served"):

@@ -36,7 +36,7 @@ from typing import Callable
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.race import Benchmark, GradeBook, _tools
-from panelist.metrics.roster import Roster, RosterView
+from panelist.metrics.roster.roster import Roster, RosterView
 
 MAX_RUNS = 20            # runs per candidate a request may ask for
 MAX_CANDIDATES = 50

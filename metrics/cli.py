@@ -30,12 +30,12 @@ from pathlib import Path
 from panelist import __version__
 from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics import verdict as verdict_rules
-from panelist.metrics.collection import REPLIES, Collections
+from panelist.metrics.roster.collection import REPLIES, Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
 from panelist.metrics.home import open_home
 from panelist.metrics.ledger import ANSWERED
 from panelist.metrics.plaintext import visible
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.suite import mine as suite_mine
 from panelist.suite import seed as suite_seed
 
@@ -323,7 +323,7 @@ def _serve(args, out: Out, make) -> int:
     home = open_home(args.data)
     sim = None
     if args.demo:
-        from panelist.metrics import demo
+        from panelist.metrics.roster import demo
         simulator = args.runtime.need("simulator", "start the simulated demo models")
         sim = simulator(keep_requests=1000).start()  # a long demo keeps memory flat
         demo.install(home, sim.url)
@@ -568,7 +568,7 @@ def cmd_limit(args, out: Out, home, kind: str, name: str) -> int:
 
 
 def cmd_grade(args, out: Out) -> int:
-    from panelist.metrics.grades import Grades
+    from panelist.metrics.roster.grades import Grades
     grades = Grades(open_home(args.data))
     if args.verb == "pin":
         if args.clear == bool(args.alias):
@@ -677,7 +677,7 @@ def cmd_collection(args, out: Out) -> int:
 def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> int:
     """Print the suggestions for one collection, or "no suggestion" with the evidence."""
     from panelist.metrics import suggest
-    from panelist.metrics.collection import SHAPE
+    from panelist.metrics.roster.collection import SHAPE
     from panelist.metrics.ledger import Ledger
     name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     collection, _ = collections.resolve(name)
@@ -996,7 +996,7 @@ def cmd_suite_run(args, out: Out) -> int:
     sim = None
     aliases = args.model
     if args.demo:
-        from panelist.metrics import demo as demo_roster
+        from panelist.metrics.roster import demo as demo_roster
         from panelist.suite import demo
         simulator = args.runtime.need("simulator", "start the simulated demo models")
         sim = simulator(demo.behaviours(list(known.values()), known)).start()
@@ -1065,7 +1065,7 @@ def cmd_mcp(args, out: Out) -> int:
 
 
 def cmd_catalog(args, out: Out) -> int:
-    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.roster.catalog import Catalog
     catalog = Catalog(open_home(args.data))
     if args.verb == "import":
         done = catalog.import_file(args.file)
@@ -1142,8 +1142,8 @@ def cmd_alerts(args, out: Out) -> int:
 
 
 def cmd_discover(args, out: Out) -> int:
-    from panelist.metrics import discover
-    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.roster import discover
+    from panelist.metrics.roster.catalog import Catalog
     from panelist.metrics.upstream.client import Upstream
     catalog, upstream = Catalog(open_home(args.data)), Upstream()
     try:

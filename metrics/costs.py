@@ -8,7 +8,7 @@ taken as zero: a sum that met an unknown cost says so (``Costs.unknown``).
 
 from __future__ import annotations
 
-from panelist.metrics.roster import Model
+from panelist.metrics.roster.roster import Model
 
 PER = 1_000_000   # roster prices are per million tokens
 

@@ -30,8 +30,8 @@ import uuid
 from collections import OrderedDict
 
 from panelist.metrics.store import jsonwire
-from panelist.metrics.collection import AUTO, Collections
-from panelist.metrics.roster import Model, Roster
+from panelist.metrics.roster.collection import AUTO, Collections
+from panelist.metrics.roster.roster import Model, Roster
 from panelist.metrics.seats import SeatCall, Seats
 
 GENERAL = "general"

@@ -47,7 +47,7 @@ from typing import Mapping
 from urllib.parse import urlsplit
 
 from panelist.metrics import keys as keystore
-from panelist.metrics.collection import PREFIX, parse_model_name
+from panelist.metrics.roster.collection import PREFIX, parse_model_name
 from panelist.metrics.errors import (BadRequest, ConfigInvalid, Forbidden, PanelistError,
                                      PayloadTooLarge, TooManyRequests, Unauthorized,
                                      UnsupportedMediaType)

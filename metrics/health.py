@@ -35,7 +35,7 @@ from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import Ledger, failure_kind
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import SeatCall, Seats
 
 HARD_KINDS = frozenset({"auth", "not_found"})

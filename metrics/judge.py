@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from panelist.metrics.store import jsonwire
-from panelist.metrics.roster import Endpoint, Model
+from panelist.metrics.roster.roster import Endpoint, Model
 from panelist.metrics.transcript import as_text
 
 MAX_ACCURACY, MAX_SHOWN_WORK = 7, 3

@@ -29,8 +29,8 @@ import secrets
 from dataclasses import dataclass
 
 from panelist.metrics.store import configfile
-from panelist.metrics.collection import NAME as COLLECTION_NAME
-from panelist.metrics.collection import PREFIX
+from panelist.metrics.roster.collection import NAME as COLLECTION_NAME
+from panelist.metrics.roster.collection import PREFIX
 from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound
 from panelist.metrics.home import Home
 

@@ -6,8 +6,8 @@ members (roster or learned, whichever is lower) and the capabilities every membe
 
 from __future__ import annotations
 
-from panelist.metrics.collection import REPLIES, Collection, Limits
-from panelist.metrics.roster import RosterView
+from panelist.metrics.roster.collection import REPLIES, Collection, Limits
+from panelist.metrics.roster.roster import RosterView
 from panelist.metrics.route import window_of
 
 CAPABILITIES = ("vision", "tools")

@@ -24,8 +24,8 @@ import math
 
 from panelist.metrics import jsonshape, prompt
 from panelist.metrics.store import jsonwire
-from panelist.metrics.collection import Collection
-from panelist.metrics.roster import Model, RosterView
+from panelist.metrics.roster.collection import Collection
+from panelist.metrics.roster.roster import Model, RosterView
 from panelist.metrics.route import window_of, why_not
 
 INSTRUCTIONS = (

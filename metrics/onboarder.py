@@ -31,7 +31,7 @@ from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import Home
 from panelist.metrics.onboarding import (ENDED, FINISHED, STEPS, Queue, describe, hint,
                                          public, spread)
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 PROBE_TIMEOUT = 30.0     # seconds the probe may take once admitted (and may wait for admission)
 RETRY = 5.0              # seconds the server's worker waits before looking again while another
@@ -133,8 +133,8 @@ class Worker:
             self._mark(eid, "register", "done", endpoint=model.endpoint, how="on the roster",
                        registered_as=model.alias)
             return
-        from panelist.metrics import discover
-        from panelist.metrics.catalog import Catalog
+        from panelist.metrics.roster import discover
+        from panelist.metrics.roster.catalog import Catalog
         upstream, own = self._upstream()
         try:
             added = discover.add(Catalog(self.home), upstream, [alias], entry["endpoint"])

@@ -30,7 +30,7 @@ from pathlib import Path
 from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 STEPS = ("register", "probe", "suite", "ready")
 ENDED = ("ready", "failed")
@@ -228,8 +228,8 @@ def check(home: Home, upstream, aliases, endpoint: str | None) -> list[tuple[str
         plan[alias] = model.endpoint
     outside = [a for a in aliases if a not in plan]
     if outside:
-        from panelist.metrics import discover
-        from panelist.metrics.catalog import Catalog
+        from panelist.metrics.roster import discover
+        from panelist.metrics.roster.catalog import Catalog
         found = discover.find(Catalog(home), upstream, endpoint)
         unread = "".join(f"; {f['endpoint']} could not be read ({f['error']})"
                          for f in found["failed"])

@@ -45,15 +45,15 @@ from typing import Callable, Iterator
 from panelist.metrics import history, jsonshape, merge, pick, prompt, suiteevidence
 from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.upstream.client import CancelFlag, Upstream
-from panelist.metrics.collection import AUTO, REPLIES, Collection, Collections
+from panelist.metrics.roster.collection import AUTO, REPLIES, Collection, Collections
 from panelist.metrics.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import Ledger
-from panelist.metrics.knownroster import KnownRoster
-from panelist.metrics.learned import LearnedFacts
-from panelist.metrics.roster import Model, Roster
+from panelist.metrics.roster.known import KnownRoster
+from panelist.metrics.roster.learned import LearnedFacts
+from panelist.metrics.roster.roster import Model, Roster
 from panelist.metrics.route import Seat, Seating, SeatsInFlight, seat_panel, window_of
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.metrics.suggest import suggestions

@@ -46,9 +46,9 @@ from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.ledger import utc_iso
 from panelist.metrics.racereport import BenchmarkReport, summarise, verdict
-from panelist.metrics.knownroster import KnownRoster
-from panelist.metrics.learned import LearnedFacts
-from panelist.metrics.roster import Model, Roster, RosterView
+from panelist.metrics.roster.known import KnownRoster
+from panelist.metrics.roster.learned import LearnedFacts
+from panelist.metrics.roster.roster import Model, Roster, RosterView
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, SeatResult, Seats
 from panelist.metrics.transcript import Transcript, arguments_of, as_text
 
@@ -204,7 +204,7 @@ class Seat:
 # -- grades ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GradeBook:
-    """What a race needs to know of grades, shaped as ``metrics.grades.Grades`` offers it:
+    """What a race needs to know of grades, shaped as ``metrics.roster.grades.Grades`` offers it:
     the pinned alias of a grade, the ceiling alias, and the callable candidates of a grade."""
 
     pinned: Callable[[str], str | None]
@@ -229,7 +229,7 @@ class GradeBook:
     @classmethod
     def of_home(cls, home: Home, roster: Roster) -> "GradeBook":
         try:
-            from panelist.metrics.grades import Grades
+            from panelist.metrics.roster.grades import Grades
         except ImportError:   # grades not installed in this build: the roster's grades alone
             return cls.plain({}, None, roster)
         return cls.of(Grades(home), roster)

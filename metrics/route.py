@@ -65,8 +65,8 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from panelist.metrics.collection import Collection
-from panelist.metrics.roster import Model, RosterView
+from panelist.metrics.roster.collection import Collection
+from panelist.metrics.roster.roster import Model, RosterView
 
 
 @dataclass

@@ -251,7 +251,7 @@ class Scheduler:
         return summary, f"a scheduled probe {said}; set the probe job to run to let it"
 
     def _refresh(self, dry: bool) -> tuple[dict, str]:
-        from panelist.metrics.catalog import Catalog
+        from panelist.metrics.roster.catalog import Catalog
         from panelist.metrics.upstream.client import Upstream
         upstream = self.panels.upstream if self.panels is not None else Upstream()
         try:

@@ -52,7 +52,7 @@ from panelist.metrics.errors import (Cancelled, EmptyAnswer, PanelistError, Rate
                                      UpstreamError, UpstreamServerError, UpstreamTimeout,
                                      UpstreamUnreachable)
 from panelist.metrics.ledger import ANSWERED, utc_iso
-from panelist.metrics.roster import Model, RosterView
+from panelist.metrics.roster.roster import Model, RosterView
 
 STATUSES = ("ok", "tool_calls", "empty", "error", "cancelled")
 TRANSIENT = (RateLimited, UpstreamServerError, UpstreamUnreachable)

@@ -13,7 +13,7 @@ import time
 
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.ledger import Ledger
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 
 def retire(roster: Roster, alerts: Alerts, alias: str, *, by: str, reason: str = "",

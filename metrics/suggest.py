@@ -11,8 +11,8 @@ person decides, with ``panelist collection save``.
 
 from __future__ import annotations
 
-from panelist.metrics.collection import Collection
-from panelist.metrics.roster import RosterView
+from panelist.metrics.roster.collection import Collection
+from panelist.metrics.roster.roster import RosterView
 from panelist.metrics.stats import clearly_above, wilson
 
 CANDIDATES_SHOWN = 5  # non-members listed as evidence when there is no suggestion

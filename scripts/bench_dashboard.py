@@ -45,9 +45,9 @@ def log(message: str) -> None:
 
 def prepare_roster(data: Path) -> None:
     """500 models and 50 collections (those fill_ledger's panels name), once per folder."""
-    from panelist.metrics.collection import Collections
+    from panelist.metrics.roster.collection import Collections
     from panelist.metrics.home import open_home
-    from panelist.metrics.roster import Roster
+    from panelist.metrics.roster.roster import Roster
     from panelist.scripts.fill_ledger import Busy
 
     home = open_home(data)

@@ -68,9 +68,9 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from panelist.metrics.collection import Collections  # noqa: E402
+from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster import Roster  # noqa: E402
+from panelist.metrics.roster.roster import Roster  # noqa: E402
 
 PY = sys.executable
 GATEWAY = ROOT / "gateway.py"

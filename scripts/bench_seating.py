@@ -29,10 +29,10 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from panelist.metrics.collection import Collections  # noqa: E402
+from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.panel import Panels  # noqa: E402
-from panelist.metrics.roster import Roster  # noqa: E402
+from panelist.metrics.roster.roster import Roster  # noqa: E402
 
 SIZES = (10, 100, 1000)
 BODY = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this diff."}]}

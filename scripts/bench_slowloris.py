@@ -43,9 +43,9 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from panelist.metrics.collection import Collections  # noqa: E402
+from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster import Roster  # noqa: E402
+from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.scripts.bench_gateway import (COLLECTION, GATEWAY, MEMBERS, PY, SIM,  # noqa: E402
                                             Child, Client, host_header, log, pct, proc_cpu,
                                             proc_mem, request_body, url_of)

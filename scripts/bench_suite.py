@@ -41,7 +41,7 @@ import time  # noqa: E402
 from datetime import datetime  # noqa: E402
 
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster import Roster  # noqa: E402
+from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
 from panelist.suite import answers, demo, results  # noqa: E402
 from panelist.suite.runner import SuiteRun  # noqa: E402

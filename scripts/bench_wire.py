@@ -31,9 +31,9 @@ import time  # noqa: E402
 
 from panelist.gateway import make_gateway  # noqa: E402
 from panelist.metrics import wire_messages, wire_responses  # noqa: E402
-from panelist.metrics.collection import Collections  # noqa: E402
+from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster import Roster  # noqa: E402
+from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
 
 PROMPT = "Review this function for bugs: " + "def f(x): return 1 / x  # " * 20

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.learned import LearnedFacts
-from panelist.metrics.roster import Model, Roster
+from panelist.metrics.roster.learned import LearnedFacts
+from panelist.metrics.roster.roster import Model, Roster
 from panelist.metrics.seats import SeatCall, Seats
 from panelist.suite import prompts, results
 from panelist.suite.tasks import Task

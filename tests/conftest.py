@@ -25,9 +25,9 @@ import pytest  # noqa: E402
 
 from gated import GatedUpstream  # noqa: E402
 from panelist.gateway import make_gateway  # noqa: E402
-from panelist.metrics.collection import Collections  # noqa: E402
+from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster import Roster  # noqa: E402
+from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
 
 # A small roster the end-to-end tests share: three members of different speed, and explorer

@@ -20,7 +20,7 @@ from panelist.metrics.upstream.admission import SEND_MARGIN, Admission
 from panelist.metrics.cli import main
 from panelist.metrics.errors import AtLimit, Cancelled, ConfigInvalid, NotFound
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 WORKER = Path(__file__).resolve().parent / "admission_worker.py"
 

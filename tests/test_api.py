@@ -18,10 +18,10 @@ import pytest
 from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl, wait_until
 from panelist.metrics import api
 from panelist.metrics.cli import main
-from panelist.metrics.grades import Grades
+from panelist.metrics.roster.grades import Grades
 from panelist.metrics.guard import WRITES
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.serve import make_dashboard
 
 ROUTE_TABLE = {(method, pattern) for pattern, actions in api.ROUTES for method in actions}
@@ -960,7 +960,7 @@ class _Ask:
 def _race(home) -> str:
     """One race run to its end on this data folder (fast is the reference, mid the judge)."""
     from panelist.metrics.race import Benchmark, GradeBook
-    from panelist.metrics.roster import Roster
+    from panelist.metrics.roster.roster import Roster
     bench = Benchmark(_Ask, home=home, admission=None,
                       grades=GradeBook.plain({"general": "fast"}, "mid", Roster(home)))
     bench.set_input("Review: def add(a, b): return a - b").set_candidates(["x-one", "x-two"])
@@ -1053,6 +1053,6 @@ def test_refresh_the_catalog_from_the_dashboard(dash, home, sim):
     assert status == 200, body
     assert body["refreshed"] == [{"endpoint": "sim", "models": 6, "with_facts": 1}]
     assert body["failed"] == [] and body["went_paid"] == []
-    from panelist.metrics.catalog import Catalog
+    from panelist.metrics.roster.catalog import Catalog
     stored = Catalog(home).stored_facts("sim", "x-one")["context"]
     assert (stored["value"], stored["source"]) == (9000, "endpoint")

@@ -10,7 +10,7 @@ import pytest
 from conftest import read_jsonl
 from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from scripts.sim_upstream import SimUpstream
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "models_dev_sample.json"

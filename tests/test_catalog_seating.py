@@ -8,9 +8,9 @@ import pytest
 from conftest import Gateway, logged, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from scripts.sim_upstream import SimUpstream
 from test_replies import DATA_URL
 

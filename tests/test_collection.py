@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, NotFound
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 
 @pytest.fixture()

@@ -7,7 +7,7 @@ import time
 from conftest import read_jsonl
 from panelist.metrics.cli import main
 from panelist.metrics.ledger import Ledger
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 YEAR = 365 * 24 * 3600
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "review this"}]}

@@ -8,9 +8,9 @@ import pytest
 
 from conftest import PATIENCE, logged, read_jsonl, set_limits, wait_until
 from panelist.metrics.cli import main
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 CHAT = "/v1/chat/completions"
 

@@ -19,10 +19,10 @@ import pytest
 from conftest import (Client, Gateway, PATIENCE, read_jsonl, serving_threads, set_limits,
                       wait_until)
 from panelist.gateway import make_gateway
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.keys import Keys
 from panelist.metrics.ledger import Ledger
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -371,9 +371,9 @@ def test_concurrent_collection_saves_lose_nothing(home):
              for i in range(6)]
     # and two processes saving in a tight loop, so the writes really do overlap
     loop = ("import sys; sys.path.insert(0, sys.argv[1]); import _bootstrap\n"
-            "from panelist.metrics.collection import Collections\n"
+            "from panelist.metrics.roster.collection import Collections\n"
             "from panelist.metrics.home import open_home\n"
-            "from panelist.metrics.roster import Roster\n"
+            "from panelist.metrics.roster.roster import Roster\n"
             "home = open_home(sys.argv[2]); view = Roster(home).view()\n"
             "for i in range(40):\n"
             "    Collections(home).save(view, f'{sys.argv[3]}{i}', ['fast', 'slow'])\n")

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import Gateway, PATIENCE, move_to, read_jsonl, set_limits
 from panelist.gateway import make_gateway
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 
 def ask(gw, content="Review: def add(a, b): return a - b", **extra):

@@ -9,8 +9,8 @@ import pytest
 
 from conftest import PATIENCE, move_to, read_jsonl, wait_until
 from panelist.metrics.upstream.admission import Admission
-from panelist.metrics.collection import Collections
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
 
 ASK = {"model": "bench/pair", "messages": [{"role": "user", "content": "Review: x"}]}
 

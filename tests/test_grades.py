@@ -6,12 +6,12 @@ import json
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics import demo
+from panelist.metrics.roster import demo
 from panelist.metrics.cli import main
 from panelist.metrics.errors import ConfigInvalid, NotFound
-from panelist.metrics.grades import DEFAULT_ORDER, Grades
+from panelist.metrics.roster.grades import DEFAULT_ORDER, Grades
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 
 @pytest.fixture()

@@ -8,11 +8,11 @@ import pytest
 from conftest import PATIENCE, Gateway
 from panelist.gateway import make_gateway
 from panelist.metrics.offload import main
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.guard import Settings
 from panelist.metrics.keys import Keys
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 TOKEN = "t0ken-for-tests-0123456789"
 APP = "https://app.example"

@@ -10,7 +10,7 @@ from conftest import read_jsonl
 from panelist.metrics.cli import main
 from panelist.metrics.health import Health
 from panelist.metrics.ledger import Ledger
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this."}]}
 

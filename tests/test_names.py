@@ -8,10 +8,10 @@ import pytest
 from conftest import read_jsonl
 from panelist.metrics.store import configfile
 from panelist.metrics.cli import main
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.keys import Keys
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 
 def run(capsys, *argv):

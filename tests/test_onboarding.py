@@ -20,7 +20,7 @@ from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics import onboarder, onboarding
 from panelist.metrics.cli import main
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.suite.results import samples_path
 
 ROOT = Path(__file__).resolve().parent.parent

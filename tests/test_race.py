@@ -10,7 +10,7 @@ from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
 from panelist.metrics.race import Benchmark, GradeBook, tool
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import CallFailed
 from panelist.metrics.transcript import as_text
 from panelist.scripts.sim_upstream import SimUpstream
@@ -364,7 +364,7 @@ def test_candidates_are_paced_by_admission(race_home):
 
 
 def test_grades_are_read_through_the_grades_interface(race_home):
-    class Grades:   # the shape metrics.grades.Grades offers
+    class Grades:   # the shape metrics.roster.grades.Grades offers
         def pinned(self, grade):
             return {"general": "pinned-one"}.get(grade)
 
@@ -442,7 +442,7 @@ def test_the_tool_difference_names_skipped_different_and_extra_calls():
 
 def test_masking_replaces_whole_identifiers_only():
     from panelist.metrics.judge import Masker
-    from panelist.metrics.roster import Endpoint, Model
+    from panelist.metrics.roster.roster import Endpoint, Model
     mask = Masker([Model("fast", "local", "org/Fast-7B", "fastfam")],
                   [Endpoint("local", "http://10.0.0.5:8000/v1", "K")])
     said = mask("FAST said breakfast; org/fast-7b at http://10.0.0.5:8000/v1 via local")

@@ -18,10 +18,10 @@ from panelist.gateway import make_gateway
 from panelist.metrics import races as race_registry
 from panelist.metrics.cli import main
 from panelist.metrics.errors import Unavailable
-from panelist.metrics.grades import Grades
+from panelist.metrics.roster.grades import Grades
 from panelist.metrics.home import open_home
 from panelist.metrics.race import Benchmark, GradeBook
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.scripts.sim_upstream import SimUpstream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,7 +223,7 @@ def test_unknown_races_are_404_and_a_bad_page_is_400(home):
 
 
 def test_race_routes_take_gateway_keys_and_refuse_keys_limited_to_collections(home):
-    from panelist.metrics.collection import Collections
+    from panelist.metrics.roster.collection import Collections
     from panelist.metrics.keys import Keys
     Collections(home).save(Roster(home).view(), "pair", ["cheap-gen", "pinned-gen"])
     narrow, _ = Keys(home).create("narrow", collections=["pair"], known=["pair"])

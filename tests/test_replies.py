@@ -12,8 +12,8 @@ from conftest import Gateway, PATIENCE, move_to, read_jsonl, seats_logged, set_l
 from sse import RawStream
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
-from panelist.metrics.collection import Collections
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40).decode()
 DATA_URL = f"data:image/png;base64,{PIXEL}"

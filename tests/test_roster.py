@@ -6,7 +6,7 @@ import pytest
 
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 
 def test_data_folder_is_seeded_from_defaults_without_clobbering(tmp_path):

@@ -6,9 +6,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panelist.metrics.collection import Collection
+from panelist.metrics.roster.collection import Collection
 from panelist.metrics.ledger import ModelState
-from panelist.metrics.roster import Endpoint, Model, RosterView
+from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 from panelist.metrics.route import SeatsInFlight, seat_panel
 
 NOW = 1_800_000_000.0

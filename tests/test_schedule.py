@@ -9,10 +9,10 @@ import pytest
 
 from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
-from panelist.metrics.catalog import Catalog
+from panelist.metrics.roster.catalog import Catalog
 from panelist.metrics.cli import main
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.metrics.schedule import Book
 
 HOUR = 3600

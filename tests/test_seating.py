@@ -11,10 +11,10 @@ import time
 import pytest
 
 from conftest import read_jsonl, wait_until
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.ledger import Ledger
 from panelist.metrics.panel import Panels
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 BODY = {"messages": [{"role": "user", "content": "Review: def add(a, b): return a - b"}]}
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import move_to, read_jsonl, wait_until
 from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.errors import Unavailable
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, Seats
 
 ASK = [{"role": "user", "content": "Say something short."}]

@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from conftest import openai_client, read_jsonl, set_limits, wait_until
-from panelist.metrics.collection import Collections
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
 
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]
 

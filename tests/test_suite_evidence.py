@@ -7,8 +7,8 @@ import json
 from conftest import Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics import suiteevidence
-from panelist.metrics.collection import Collections
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
 from panelist.suite import results
 from test_pick import panels_logged, set_limits
 from test_suite_run import FOUR, oracle_rules, suite

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.offload import main
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from panelist.suite import answers, demo, report, results
 from panelist.suite.progress import Bar, line
 from panelist.suite.runner import SuiteRun

@@ -92,7 +92,7 @@ def _raises(fn, exc) -> bool:
 
 
 def _no_tokens(m):
-    from panelist.metrics.roster import Model
+    from panelist.metrics.roster.roster import Model
     return m.call_cost(Model("a", "e", "a", "f", price_in=1.0, price_out=2.0), None) == 0.0
 
 

@@ -6,9 +6,9 @@ import socket
 
 from openai import NotFoundError, OpenAI
 
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.ledger import Ledger
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "review this"}]}
 

@@ -11,10 +11,10 @@ from conftest import (Gateway, PATIENCE, logged, move_to, seat_bodies, seats_log
                       wait_until)
 from panelist.gateway import make_gateway
 from panelist.metrics import wire_responses
-from panelist.metrics.collection import Collections
+from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.keys import Keys
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 from sse import RawStream
 
 ASK = "Review: x = 1/0"

@@ -56,7 +56,7 @@ from urllib.parse import quote
 from panelist.metrics.store import configfile, jsonwire
 from panelist.metrics.errors import AtLimit, Cancelled
 from panelist.metrics.home import Home
-from panelist.metrics.roster import CallLimits, Roster
+from panelist.metrics.roster.roster import CallLimits, Roster
 
 WINDOW = 60.0          # seconds an rpm counts over
 SEND_MARGIN = 1 / 60   # of the window (1 s a minute) between an admission and its arrival

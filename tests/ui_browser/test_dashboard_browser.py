@@ -16,7 +16,7 @@ except ImportError:  # the browser fixture says why: a skip, or a failure under 
     expect = None
 
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 ASK = "Review: def add(a, b): return a - b"
 XSS = '<script>window.__owned = 1</script><img src="x" onerror="window.__owned = 2"> and a plain ending'

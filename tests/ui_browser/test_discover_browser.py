@@ -15,7 +15,7 @@ from panelist.metrics import onboarding
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 NEW = "new-model"
 

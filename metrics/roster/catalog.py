@@ -30,7 +30,7 @@ from panelist.metrics.store import configfile, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound, PanelistError
 from panelist.metrics.home import Home
-from panelist.metrics.roster import CURRENCY, Roster, RosterView
+from panelist.metrics.roster.roster import CURRENCY, Roster, RosterView
 
 FACTS = ("context", "max_output", "vision", "tools", "structured_output", "price_in",
          "price_out", "currency", "rpm", "max_concurrent")

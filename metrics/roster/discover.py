@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from panelist.metrics.catalog import (ENDPOINT, Catalog, from_listing, servable,
+from panelist.metrics.roster.catalog import (ENDPOINT, Catalog, from_listing, servable,
                                       stored_entry)
 from panelist.metrics.errors import BadRequest, NotFound
 

@@ -20,7 +20,7 @@ from panelist.metrics.store import configfile
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control
-from panelist.metrics.roster import Roster, RosterView
+from panelist.metrics.roster.roster import Roster, RosterView
 
 # the grades the demo roster and the defaults use, weakest first
 DEFAULT_ORDER = ("light", "general", "strong")

@@ -21,7 +21,7 @@ from panelist.metrics.store import configfile
 from panelist.metrics.errors import BadRequest, ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control
-from panelist.metrics.roster import RosterView
+from panelist.metrics.roster.roster import RosterView
 
 PREFIX = "bench/"
 NAME = re.compile(r"[a-z0-9-]{1,64}")

@@ -8,10 +8,10 @@ demo grade gets its model pinned (``PINS``) unless it has a pin already, so a ra
 
 from __future__ import annotations
 
-from panelist.metrics.collection import Collections
-from panelist.metrics.grades import Grades
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.grades import Grades
 from panelist.metrics.home import Home
-from panelist.metrics.roster import Roster
+from panelist.metrics.roster.roster import Roster
 
 ENDPOINT = "demo"
 

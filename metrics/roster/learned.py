@@ -26,10 +26,10 @@ import sys
 import threading
 import time
 
-from panelist.metrics.catalog import Catalog
+from panelist.metrics.roster.catalog import Catalog
 from panelist.metrics.errors import ContextTooLong, RateLimited
 from panelist.metrics.home import Home
-from panelist.metrics.roster import Model
+from panelist.metrics.roster.roster import Model
 
 RETRY_EVERY = 60.0
 JOIN = 30.0   # seconds a closing server waits for the queued facts to be written

@@ -24,10 +24,10 @@ import sys
 import threading
 
 from panelist.metrics.store import configfile
-from panelist.metrics.catalog import stored_entry, stored_learned
+from panelist.metrics.roster.catalog import stored_entry, stored_learned
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.home import Home
-from panelist.metrics.roster import Model, Roster, RosterView
+from panelist.metrics.roster.roster import Model, Roster, RosterView
 
 
 def _endpoints(doc: dict) -> dict:

@@ -1,0 +1,7 @@
+"""Who can be asked: the roster of models and endpoints (``roster``), named panels
+(``collection``), quality tiers (``grades``), what is known of each served model and where from
+(``catalog``, ``learned``, ``known``), what endpoints serve (``discover``) and the demo roster.
+
+Imports ``metrics.store``, ``metrics.errors``, ``metrics.home``, ``metrics.plaintext``, and the
+alert log.
+"""
