@@ -48,8 +48,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import (listing, onboarder, races, schedule, verdict, wire_messages,
-                              wire_responses)
+from panelist.metrics import listing, onboarder, races, schedule, wire_messages, wire_responses
+from panelist.metrics.ledger import verdict
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from panelist import __version__
 from panelist.metrics.store import jsonl, jsonwire
-from panelist.metrics import verdict as verdict_rules
+from panelist.metrics.ledger import verdict as verdict_rules
 from panelist.metrics.roster.collection import REPLIES, Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
 from panelist.metrics.home import open_home
-from panelist.metrics.ledger import ANSWERED
+from panelist.metrics.ledger.ledger import ANSWERED
 from panelist.metrics.plaintext import visible
 from panelist.metrics.roster.roster import Roster
 from panelist.suite import mine as suite_mine
@@ -616,7 +616,7 @@ def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
     """Clear a cooldown (an evidence line) and a retirement (a roster change), both logged."""
     from panelist.metrics import service
     from panelist.metrics.alerts import Alerts
-    from panelist.metrics.ledger import Ledger
+    from panelist.metrics.ledger.ledger import Ledger
     if alias not in roster.view().models:
         raise PanelistError(f"unknown model '{alias}'; see `panelist model list`")
     alerts = Alerts(home)
@@ -678,7 +678,7 @@ def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> in
     """Print the suggestions for one collection, or "no suggestion" with the evidence."""
     from panelist.metrics import suggest
     from panelist.metrics.roster.collection import SHAPE
-    from panelist.metrics.ledger import Ledger
+    from panelist.metrics.ledger.ledger import Ledger
     name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     collection, _ = collections.resolve(name)
     shape = args.shape or collection.shape or "general"
@@ -799,7 +799,7 @@ def cmd_verdict(args, out: Out) -> int:
         result = _request(args.url, "/bench/verdict",
                           {k: x for k, x in v.items() if x is not None})
     else:
-        from panelist.metrics.ledger import Ledger
+        from panelist.metrics.ledger.ledger import Ledger
         with Ledger(open_home(args.data).gateway_runs) as ledger:
             result = ledger.record_verdict(verdict_rules.call_of(v, ledger), useful=v["useful"],
                                            note=v["note"], real=v["real"], false=v["false"],
@@ -816,7 +816,7 @@ def cmd_pending(args, out: Out) -> int:
         found = _request(args.url, f"/bench/pending?limit={args.limit}")
         owed, left = found["data"], found.get("abandoned", [])
     else:
-        from panelist.metrics.ledger import Ledger
+        from panelist.metrics.ledger.ledger import Ledger
         with Ledger(open_home(args.data).gateway_runs) as ledger:
             owed = [verdict_rules.owed(r) for r in ledger.pending(limit=args.limit)]
             left = [verdict_rules.not_owed(p) for p in ledger.undelivered(limit=args.limit)]

@@ -42,7 +42,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from panelist.metrics import history, jsonshape, merge, pick, prompt, suiteevidence
+from panelist.metrics import history, jsonshape, merge, pick, prompt
+from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.roster.collection import AUTO, REPLIES, Collection, Collections
@@ -50,7 +51,7 @@ from panelist.metrics.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster

@@ -44,7 +44,7 @@ from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.costs import Costs, call_cost
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
-from panelist.metrics.ledger import utc_iso
+from panelist.metrics.ledger.ledger import utc_iso
 from panelist.metrics.racereport import BenchmarkReport, summarise, verdict
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts

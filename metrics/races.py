@@ -34,7 +34,7 @@ from panelist.metrics import chatjob, judge
 from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
 from panelist.metrics.home import Home
-from panelist.metrics.ledger import ANSWERED, utc_iso
+from panelist.metrics.ledger.ledger import ANSWERED, utc_iso
 from panelist.metrics.race import Benchmark, GradeBook, races_dir
 
 RACE_ID = re.compile(r"r\d{8}-[0-9a-f]{8}")

@@ -51,7 +51,7 @@ from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, PanelistError, RateLimited,
                                      UpstreamError, UpstreamServerError, UpstreamTimeout,
                                      UpstreamUnreachable)
-from panelist.metrics.ledger import ANSWERED, utc_iso
+from panelist.metrics.ledger.ledger import ANSWERED, utc_iso
 from panelist.metrics.roster.roster import Model, RosterView
 
 STATUSES = ("ok", "tool_calls", "empty", "error", "cancelled")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 
 

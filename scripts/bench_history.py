@@ -29,8 +29,8 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 from panelist.metrics import history  # noqa: E402
-from panelist.metrics import ledger as ledger_mod  # noqa: E402
-from panelist.metrics.ledger import Ledger  # noqa: E402
+from panelist.metrics.ledger import ledger as ledger_mod  # noqa: E402
+from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIASES = ("sim-a", "sim-b", "sim-c")

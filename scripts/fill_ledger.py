@@ -32,7 +32,7 @@ import resource  # noqa: E402
 import time  # noqa: E402
 
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.ledger import Ledger  # noqa: E402
+from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
 
 ALIASES = [f"sim-{c}" for c in "abcdefgh"]
 MEMBERS, EXPLORERS = ALIASES[:5], ALIASES[5:]

@@ -167,7 +167,7 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
     """Write a draft claim task for every real and false claim of the current verdicts; returns
     ``{out, verdicts, claims, written, present, updated, reviewed: [ids], missing, too_large,
     tasks: [ids]}``."""
-    from panelist.metrics.ledger import Ledger
+    from panelist.metrics.ledger.ledger import Ledger
     created = created or drafts.today()
     report = {"out": str(root), "verdicts": 0, "claims": 0, "written": 0, "present": 0,
               "updated": 0, "reviewed": [], "missing": 0, "too_large": 0, "tasks": []}

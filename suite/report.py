@@ -30,7 +30,7 @@ from pathlib import Path
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.home import Home
-from panelist.metrics.ledger import utc_iso
+from panelist.metrics.ledger.ledger import utc_iso
 from panelist.metrics.stats import wilson_rate
 from panelist.suite import results
 

@@ -6,7 +6,7 @@ import time
 
 from conftest import read_jsonl
 from panelist.metrics.cli import main
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 
 YEAR = 365 * 24 * 3600

@@ -21,7 +21,7 @@ from conftest import (Client, Gateway, PATIENCE, read_jsonl, serving_threads, se
 from panelist.gateway import make_gateway
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.keys import Keys
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 
 ROOT = Path(__file__).resolve().parent.parent

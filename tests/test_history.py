@@ -12,7 +12,7 @@ import pytest
 from conftest import PATIENCE
 from panelist.metrics import history
 from panelist.metrics.history import Conversation, for_seat, sticky_alias
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from test_delivered import set_limits, write_panel
 
 TOOLS = [{"type": "function", "function": {

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PATIENCE, wait_until
 from panelist.metrics import errors
-from panelist.metrics.ledger import Ledger, ModelState
+from panelist.metrics.ledger.ledger import Ledger, ModelState
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_750_000_000.0  # a fixed panel start time

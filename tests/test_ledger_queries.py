@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from panelist.metrics import errors
-from panelist.metrics.ledger import (ID_MARGIN, KEEP_DAYS, SLOT, SNAPSHOT_VERSION, Ledger,
+from panelist.metrics.ledger.ledger import (ID_MARGIN, KEEP_DAYS, SLOT, SNAPSHOT_VERSION, Ledger,
                                      failure_kind, hist_quantiles, panel_seq)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,7 @@ def test_failure_kinds_are_the_first_word_or_the_status():
 
 
 def test_histogram_quantiles_stay_near_the_true_ones():
-    from panelist.metrics.ledger import HIST_BUCKETS, hist_bucket
+    from panelist.metrics.ledger.ledger import HIST_BUCKETS, hist_bucket
     for values in ([0.1 * i for i in range(1, 101)], [0.002] * 10 + [30.0] * 90,
                    [1.0, 2.0, 400.0], [0.0004]):
         hist = [0] * HIST_BUCKETS

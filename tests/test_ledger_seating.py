@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from panelist.metrics import errors
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_750_000_000.0

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import read_jsonl, wait_until
 from panelist.metrics.roster.collection import Collections
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.panel import Panels
 from panelist.metrics.roster.roster import Roster
 

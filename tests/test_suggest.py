@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from panelist.metrics.cli import main
 from panelist.metrics.roster.collection import Collection
-from panelist.metrics.ledger import Ledger, ModelState
+from panelist.metrics.ledger.ledger import Ledger, ModelState
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 from panelist.metrics.stats import wilson
 from panelist.metrics.suggest import suggestions

@@ -6,7 +6,7 @@ import json
 
 from conftest import Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
-from panelist.metrics import suiteevidence
+from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.roster.roster import Roster
 from panelist.suite import results

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import read_jsonl
 from panelist.metrics.cli import main
-from panelist.metrics.verdict import MAX_CLAIM, MAX_CLAIMS, MAX_CLAIMS_TOTAL
+from panelist.metrics.ledger.verdict import MAX_CLAIM, MAX_CLAIMS, MAX_CLAIMS_TOTAL
 
 
 @pytest.fixture()

@@ -7,7 +7,7 @@ import socket
 from openai import NotFoundError, OpenAI
 
 from panelist.metrics.roster.collection import Collections
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "review this"}]}

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from conftest import read_jsonl
 from panelist.metrics.store import configfile, jsonwire
 from panelist.metrics.store.jsonl import Appender
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 
 # every code point, lone surrogates included (st.text() leaves them out by default)
 ANY_TEXT = st.text(st.characters(codec=None, categories=None), max_size=40)
