@@ -56,7 +56,7 @@ from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, Pan
 from panelist.metrics.guard import LOCAL, Guard, Settings
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.upstream.client import Upstream
-from panelist.metrics.panel import Panels, section
+from panelist.metrics.panel.panel import Panels, section
 from panelist.metrics.upstream.proxy import environment_proxies
 
 MAX_BODY = 20 * 1024 * 1024

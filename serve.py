@@ -38,7 +38,7 @@ from panelist.metrics import api, schedule  # noqa: E402
 from panelist.metrics.errors import NotFound  # noqa: E402
 from panelist.metrics.guard import WRITES, Settings  # noqa: E402
 from panelist.metrics.home import Home, open_home  # noqa: E402
-from panelist.metrics.panel import Panels  # noqa: E402
+from panelist.metrics.panel.panel import Panels  # noqa: E402
 from panelist.metrics.session import Sessions  # noqa: E402
 
 UI = Path(__file__).resolve().parent / "ui"

@@ -676,7 +676,7 @@ def cmd_collection(args, out: Out) -> int:
 
 def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> int:
     """Print the suggestions for one collection, or "no suggestion" with the evidence."""
-    from panelist.metrics import suggest
+    from panelist.metrics.panel import suggest
     from panelist.metrics.roster.collection import SHAPE
     from panelist.metrics.ledger.ledger import Ledger
     name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
@@ -758,7 +758,7 @@ def cmd_ask(args, out: Out) -> int:
         if args.url:
             reply = _request(args.url, "/v1/chat/completions", body)
         else:
-            from panelist.metrics.panel import Panels
+            from panelist.metrics.panel.panel import Panels
             panels = Panels(open_home(args.data))
             try:
                 reply = panels.ask(body)
@@ -767,7 +767,7 @@ def cmd_ask(args, out: Out) -> int:
     except PanelistError as exc:   # the panel ran and no seat answered: every seat's error
         if exc.code not in NO_ANSWER_CODES:
             raise
-        from panelist.metrics.panel import markdown_of
+        from panelist.metrics.panel.panel import markdown_of
         if out.as_json:
             print(jsonwire.dumps(exc.to_body()))
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from panelist.metrics.roster.collection import REPLIES, Collection, Limits
 from panelist.metrics.roster.roster import RosterView
-from panelist.metrics.route import window_of
+from panelist.metrics.panel.seating import window_of
 
 CAPABILITIES = ("vision", "tools")
 

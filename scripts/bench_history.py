@@ -28,7 +28,7 @@ import shutil  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
-from panelist.metrics import history  # noqa: E402
+from panelist.metrics.panel import history  # noqa: E402
 from panelist.metrics.ledger import ledger as ledger_mod  # noqa: E402
 from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
 

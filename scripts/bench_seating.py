@@ -31,7 +31,7 @@ import time  # noqa: E402
 
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.panel import Panels  # noqa: E402
+from panelist.metrics.panel.panel import Panels  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
 
 SIZES = (10, 100, 1000)

@@ -1,4 +1,4 @@
-"""Multi-turn history as each seat sees it (metrics/history.py), and the sticky member of a tool
+"""Multi-turn history as each seat sees it (metrics/panel/history.py), and the sticky member of a tool
 conversation, on a real ledger, on replies a real gateway gave, and checked by an upstream that
 refuses tool messages answering calls it did not make."""
 
@@ -10,8 +10,8 @@ import urllib.request
 import pytest
 
 from conftest import PATIENCE
-from panelist.metrics import history
-from panelist.metrics.history import Conversation, for_seat, sticky_alias
+from panelist.metrics.panel import history
+from panelist.metrics.panel.history import Conversation, for_seat, sticky_alias
 from panelist.metrics.ledger.ledger import Ledger
 from test_delivered import set_limits, write_panel
 

@@ -1,4 +1,4 @@
-"""The structured-output check (metrics/jsonshape.py) and the pick order (metrics/pick.py)."""
+"""The structured-output check (metrics/panel/jsonshape.py) and the pick order (metrics/panel/pick.py)."""
 
 import json
 from types import SimpleNamespace
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from panelist.metrics import jsonshape, pick
+from panelist.metrics.panel import jsonshape, pick
 
 NESTED = {"type": "json_schema", "json_schema": {"name": "r", "schema": {
     "type": "object", "required": ["a", "place", "tags"], "additionalProperties": False,

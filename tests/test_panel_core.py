@@ -6,7 +6,7 @@ import json
 
 from conftest import read_jsonl
 from panelist.metrics.upstream.admission import Admission
-from panelist.metrics.panel import Panels
+from panelist.metrics.panel.panel import Panels
 from panelist.metrics.roster.roster import Roster
 
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x"}]}

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.ledger.ledger import ModelState
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
-from panelist.metrics.route import SeatsInFlight, seat_panel
+from panelist.metrics.panel.seating import SeatsInFlight, seat_panel
 
 NOW = 1_800_000_000.0
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import read_jsonl, wait_until
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.ledger.ledger import Ledger
-from panelist.metrics.panel import Panels
+from panelist.metrics.panel.panel import Panels
 from panelist.metrics.roster.roster import Roster
 
 BODY = {"messages": [{"role": "user", "content": "Review: def add(a, b): return a - b"}]}

@@ -12,7 +12,7 @@ from panelist.metrics.roster.collection import Collection
 from panelist.metrics.ledger.ledger import Ledger, ModelState
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 from panelist.metrics.stats import wilson
-from panelist.metrics.suggest import suggestions
+from panelist.metrics.panel.suggest import suggestions
 
 
 def test_wilson_matches_known_values():

@@ -72,7 +72,7 @@ Invariants:
   an unknown one), so the owed count and ``pending`` always agree and a state change recounts
   in O(seats).
 * Delivered replies and the tool calls seats made are indexed for multi-turn history (see
-  ``metrics/history.py``): the hash of each delivered reply's text -> panel, and each tool call
+  ``metrics/panel/history.py``): the hash of each delivered reply's text -> panel, and each tool call
   id -> (panel, alias), the most recent ``recent_history`` of each. A text two panels delivered,
   or a tool call id issued twice, names no panel: history must not mistake one turn for another.
 """

@@ -16,7 +16,7 @@ any other shape are never touched):
 
 So a model with a strong suite record is seated as an explorer, picked and chosen as merger
 ahead of an equal never judged, while a model the suite found weak waits behind it; the bounds
-of the rotation (``route.py``) still hold, since weights stay between 1 and 2.
+of the rotation (``panel.seating``) still hold, since weights stay between 1 and 2.
 
 Cost: seating stays O(1) in the size of the suite log. The samples file is followed from its
 last read offset (``jsonl.Tail``) and summed up again only when its size or mtime changed; a

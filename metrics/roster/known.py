@@ -9,7 +9,7 @@ typed.
 Invariants:
 - A typed value always wins; the catalog only fills what the roster leaves unset. A learned
   window (from a context-length error) lowers a catalog one, never a typed one: the gateway's
-  own learned windows already lower any window at seating (``route.window_of``).
+  own learned windows already lower any window at seating (``seating.window_of``).
 - Prices are taken as a pair with their currency, never one typed and one listed.
 - A catalog that cannot be read (a broken hand edit) fills nothing: seating goes on with what was
   typed, and stderr says so once per state of the file, never per request.

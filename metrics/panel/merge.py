@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 
-from panelist.metrics import jsonshape, prompt
+from panelist.metrics.panel import jsonshape, prompt
 from panelist.metrics.store import jsonwire
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.roster.roster import Model, RosterView
-from panelist.metrics.route import window_of, why_not
+from panelist.metrics.panel.seating import window_of, why_not
 
 INSTRUCTIONS = (
     "You merge the answers a panel of models gave to one request. Write one answer that says "

@@ -42,12 +42,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from panelist.metrics import history, jsonshape, merge, pick, prompt
+from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.upstream.client import CancelFlag, Upstream
 from panelist.metrics.roster.collection import AUTO, REPLIES, Collection, Collections
-from panelist.metrics.decider import Decider
+from panelist.metrics.panel.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
@@ -55,9 +55,9 @@ from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster
-from panelist.metrics.route import Seat, Seating, SeatsInFlight, seat_panel, window_of
+from panelist.metrics.panel.seating import Seat, Seating, SeatsInFlight, seat_panel, window_of
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
-from panelist.metrics.suggest import suggestions
+from panelist.metrics.panel.suggest import suggestions
 
 # Fields that describe the panel rather than the question; everything else reaches each seat.
 OWN_FIELDS = ("model", "messages", "stream", "stream_options", "n", "bench", "with")

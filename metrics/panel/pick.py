@@ -25,7 +25,7 @@ Each seat passed over is named, with why, in the failover note.
 
 from __future__ import annotations
 
-from panelist.metrics import jsonshape
+from panelist.metrics.panel import jsonshape
 
 
 def rate(state) -> float:
