@@ -48,7 +48,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import listing, onboarder, races, schedule, wire_messages, wire_responses
+from panelist.metrics import listing, onboarder, schedule, wire_messages, wire_responses
+from panelist.metrics.race import registry
 from panelist.metrics.ledger import verdict
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
@@ -1175,20 +1176,20 @@ def get_panel(h: Handler, params: dict):
 
 
 def post_race(h: Handler, _):
-    races.admit(h.caller)
-    race = races.of(h.server.panels).start(h.read_json())
+    registry.admit(h.caller)
+    race = registry.of(h.server.panels).start(h.read_json())
     h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
 
 
 def get_race(h: Handler, params: dict):
-    races.admit(h.caller)
-    h.send_json(200, races.of(h.server.panels).get(params["race"]))
+    registry.admit(h.caller)
+    h.send_json(200, registry.of(h.server.panels).get(params["race"]))
 
 
 def get_races(h: Handler, _):
-    races.admit(h.caller)
+    registry.admit(h.caller)
     query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query).items()}
-    h.send_json(200, races.of(h.server.panels).listing(query.get("limit"), query.get("before")))
+    h.send_json(200, registry.of(h.server.panels).listing(query.get("limit"), query.get("before")))
 
 
 # -- the route table ----------------------------------------------------------------------------
@@ -1421,7 +1422,7 @@ class GatewayServer(ThreadingHTTPServer):
                     wire.drop()
         self.schedule.close()   # joined before the upstream and seats it uses close
         self.onboarding.close()   # likewise; an entry it cut short resumes at the next start
-        races.close_of(self.panels)   # races cancelled and joined before their upstream closes
+        registry.close_of(self.panels)   # races cancelled and joined before their upstream closes
         self.panels.close()
         self.guard.close()
 

@@ -38,7 +38,7 @@ if (CHECKOUT / "_bootstrap.py").is_file():   # in a checkout: this checkout is `
 
 from panelist.metrics.roster import demo
 from panelist.metrics.home import open_home
-from panelist.metrics.race import Benchmark, tool
+from panelist.metrics.race.benchmark import Benchmark, tool
 from panelist.metrics.roster.roster import Roster
 from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from panelist import __version__
-from panelist.metrics import races, service
+from panelist.metrics import service
+from panelist.metrics.race import registry
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.roster.collection import PREFIX, Limits
@@ -507,11 +508,11 @@ def revoke_key(req: ApiRequest) -> dict:
 
 # -- races ----------------------------------------------------------------------------------------
 def list_races(req: ApiRequest) -> dict:
-    return races.of(req.panels).listing(req.query.get("limit"), req.query.get("before"))
+    return registry.of(req.panels).listing(req.query.get("limit"), req.query.get("before"))
 
 
 def get_race(req: ApiRequest) -> dict:
-    return races.of(req.panels).get(req.params["race"])
+    return registry.of(req.panels).get(req.params["race"])
 
 
 # -- discover and alerts --------------------------------------------------------------------------

@@ -837,9 +837,9 @@ def cmd_pending(args, out: Out) -> int:
 def cmd_race(args, out: Out) -> int:
     """Race a plain chat job; progress on stderr when it is a terminal, then the report.
     Exits 3 (after the report) when the reference run failed, 130 when interrupted."""
-    from panelist.metrics import chatjob
-    from panelist.metrics.race import Benchmark, races_dir
-    from panelist.metrics.races import Tracker
+    from panelist.metrics.race import chatjob
+    from panelist.metrics.race.benchmark import Benchmark, races_dir
+    from panelist.metrics.race.registry import Tracker
     text = args.prompt
     if args.file:
         try:

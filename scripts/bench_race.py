@@ -34,7 +34,7 @@ import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.race import Benchmark, GradeBook  # noqa: E402
+from panelist.metrics.race.benchmark import Benchmark, GradeBook  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
 
 

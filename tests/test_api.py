@@ -959,7 +959,7 @@ class _Ask:
 
 def _race(home) -> str:
     """One race run to its end on this data folder (fast is the reference, mid the judge)."""
-    from panelist.metrics.race import Benchmark, GradeBook
+    from panelist.metrics.race.benchmark import Benchmark, GradeBook
     from panelist.metrics.roster.roster import Roster
     bench = Benchmark(_Ask, home=home, admission=None,
                       grades=GradeBook.plain({"general": "fast"}, "mid", Roster(home)))

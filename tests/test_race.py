@@ -9,10 +9,10 @@ import pytest
 from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
-from panelist.metrics.race import Benchmark, GradeBook, tool
+from panelist.metrics.race.benchmark import Benchmark, GradeBook, tool
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import CallFailed
-from panelist.metrics.transcript import as_text
+from panelist.metrics.race.transcript import as_text
 from panelist.scripts.sim_upstream import SimUpstream
 from test_seats import CountingAdmission
 
@@ -427,7 +427,7 @@ def test_a_job_may_call_its_seat_from_threads(race_home):
 
 
 def test_the_tool_difference_names_skipped_different_and_extra_calls():
-    from panelist.metrics.judge import differs, tool_difference
+    from panelist.metrics.race.judge import differs, tool_difference
     ref = [{"tool": "lookup", "arguments": {"n": 1}}, {"tool": "ship", "arguments": {"n": 1}},
            {"tool": "lookup", "arguments": {"n": 2}}]
     run = [{"tool": "ship", "arguments": {"n": 9}}, {"tool": "lookup", "arguments": {"n": 1}},
@@ -441,7 +441,7 @@ def test_the_tool_difference_names_skipped_different_and_extra_calls():
 
 
 def test_masking_replaces_whole_identifiers_only():
-    from panelist.metrics.judge import Masker
+    from panelist.metrics.race.judge import Masker
     from panelist.metrics.roster.roster import Endpoint, Model
     mask = Masker([Model("fast", "local", "org/Fast-7B", "fastfam")],
                   [Endpoint("local", "http://10.0.0.5:8000/v1", "K")])

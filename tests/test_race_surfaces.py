@@ -15,12 +15,12 @@ import pytest
 
 from conftest import Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
-from panelist.metrics import races as race_registry
+from panelist.metrics.race import registry as race_registry
 from panelist.metrics.cli import main
 from panelist.metrics.errors import Unavailable
 from panelist.metrics.roster.grades import Grades
 from panelist.metrics.home import open_home
-from panelist.metrics.race import Benchmark, GradeBook
+from panelist.metrics.race.benchmark import Benchmark, GradeBook
 from panelist.metrics.roster.roster import Roster
 from panelist.scripts.sim_upstream import SimUpstream
 

@@ -326,7 +326,7 @@ export async function render(root, ctx) {
   if (!races.length) {
     replace(root, head, emptyState("No race yet",
       "Start one from a terminal with panelist race --grade general --prompt \"…\", over HTTP with "
-      + "POST /bench/race, or from Python with metrics.race.Benchmark. It shows here as it runs."));
+      + "POST /bench/race, or from Python with metrics.race.benchmark.Benchmark. It shows here as it runs."));
     return;
   }
   const wanted = ctx.params.get("race") || races[0].race;

@@ -25,7 +25,7 @@ from typing import Iterable
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.roster.roster import Endpoint, Model
-from panelist.metrics.transcript import as_text
+from panelist.metrics.race.transcript import as_text
 
 MAX_ACCURACY, MAX_SHOWN_WORK = 7, 3
 CAP = 4            # the most accuracy a run with any tool difference can keep

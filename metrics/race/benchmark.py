@@ -23,7 +23,7 @@ Invariants:
 * A candidate run still going at the race's deadline (its job's own code stuck: model calls end
   by then) is a failed row that says so, and the race ends without waiting for it.
 * A run that fails is never judged; a run that succeeds is judged as soon as it lands, by the
-  ceiling model, blind (``metrics.judge``).
+  ceiling model, blind (``metrics.race.judge``).
 * Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
   model's currency, never summed across currencies.
 """
@@ -39,18 +39,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics import judge
+from panelist.metrics.race import judge
 from panelist.metrics.upstream.client import CancelFlag, Upstream
-from panelist.metrics.costs import Costs, call_cost
+from panelist.metrics.race.costs import Costs, call_cost
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.ledger.ledger import utc_iso
-from panelist.metrics.racereport import BenchmarkReport, summarise, verdict
+from panelist.metrics.race.report import BenchmarkReport, summarise, verdict
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster, RosterView
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, SeatResult, Seats
-from panelist.metrics.transcript import Transcript, arguments_of, as_text
+from panelist.metrics.race.transcript import Transcript, arguments_of, as_text
 
 log = logging.getLogger("panelist.race")
 

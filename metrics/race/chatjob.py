@@ -35,7 +35,7 @@ from typing import Callable
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.race import Benchmark, GradeBook, _tools
+from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools
 from panelist.metrics.roster.roster import Roster, RosterView
 
 MAX_RUNS = 20            # runs per candidate a request may ask for
@@ -226,7 +226,7 @@ def load_tools(path: str | Path) -> list:
     tools = getattr(module, "TOOLS", None)
     if not isinstance(tools, (list, tuple)) or not tools:
         raise BadRequest(f"{path} has no TOOLS list; end it with TOOLS = [...] of functions "
-                         "marked @tool(schema) (from panelist.metrics.race import tool) or "
+                         "marked @tool(schema) (from panelist.metrics.race.benchmark import tool) or "
                          "(function, schema) pairs", param="tools")
     try:
         _tools(tools)   # the race's own reading of the convention, so the rules are one

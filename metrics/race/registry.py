@@ -30,12 +30,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from panelist.metrics import chatjob, judge
+from panelist.metrics.race import chatjob, judge
 from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
 from panelist.metrics.home import Home
 from panelist.metrics.ledger.ledger import ANSWERED, utc_iso
-from panelist.metrics.race import Benchmark, GradeBook, races_dir
+from panelist.metrics.race.benchmark import Benchmark, GradeBook, races_dir
 
 RACE_ID = re.compile(r"r\d{8}-[0-9a-f]{8}")
 MAX_RUNNING = 4       # races one server runs at once (each runs up to 32 calls at once)
