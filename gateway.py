@@ -48,7 +48,8 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import listing, onboarder, schedule, wire_messages, wire_responses
+from panelist.metrics import listing, wire_messages, wire_responses
+from panelist.metrics.upkeep import onboarding_worker, schedule
 from panelist.metrics.race import registry
 from panelist.metrics.ledger import verdict
 from panelist.metrics.store import jsonwire
@@ -1295,7 +1296,7 @@ class GatewayServer(ThreadingHTTPServer):
                                       max_body=MAX_BODY)
         # both started by serve_forever: a server built and never served runs no job
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs)
-        self.onboarding = onboarder.attach(panels)
+        self.onboarding = onboarding_worker.attach(panels)
 
     @property
     def url(self) -> str:

@@ -34,7 +34,8 @@ if not __package__:
 
 from panelist.gateway import (ADMIN, OPEN, GatewayServer, Handler, Route,  # noqa: E402
                               panels_for)
-from panelist.metrics import api, schedule  # noqa: E402
+from panelist.metrics import api
+from panelist.metrics.upkeep import schedule  # noqa: E402
 from panelist.metrics.errors import NotFound  # noqa: E402
 from panelist.metrics.guard import WRITES, Settings  # noqa: E402
 from panelist.metrics.home import Home, open_home  # noqa: E402

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from panelist import __version__
-from panelist.metrics import service
+from panelist.metrics.upkeep import retirement
 from panelist.metrics.race import registry
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
@@ -213,7 +213,7 @@ def model_catalog(req: ApiRequest) -> dict:
 def probe_model(req: ApiRequest) -> dict:
     """One probe of one model, as ``panelist probe ALIAS`` makes it (logged, counted, and
     retiring or restoring as health says), through the server's own seats and admission."""
-    from panelist.metrics.health import Health
+    from panelist.metrics.upkeep.health import Health
     alias = req.params["alias"]
     health = Health.of(req.panels)
     try:
@@ -226,7 +226,7 @@ def probe_model(req: ApiRequest) -> dict:
 def retire_model(req: ApiRequest) -> dict:
     alerts = Alerts(req.panels.home)
     try:
-        service.retire(req.panels.roster, alerts, req.params["alias"], by=req.who)
+        retirement.retire(req.panels.roster, alerts, req.params["alias"], by=req.who)
     finally:
         alerts.close()
     return _one_model(req, req.params["alias"])
@@ -236,7 +236,7 @@ def restore_model(req: ApiRequest) -> dict:
     alias = req.params["alias"]
     alerts = Alerts(req.panels.home)
     try:
-        service.restore(req.panels.roster, req.panels.ledger, alias, by=req.who, alerts=alerts)
+        retirement.restore(req.panels.roster, req.panels.ledger, alias, by=req.who, alerts=alerts)
     finally:
         alerts.close()
     return _one_model(req, alias)
@@ -555,8 +555,8 @@ class Accepted(dict):
 
 def list_onboarding(req: ApiRequest) -> dict:
     """The onboarding queue, newest first, and who works it."""
-    from panelist.metrics import onboarder
-    queue = onboarder.queue_of(req.panels)
+    from panelist.metrics.upkeep import onboarding_worker
+    queue = onboarding_worker.queue_of(req.panels)
     entries = queue.entries()
     return {"data": entries[::-1][:_limit(req)], "worker": queue.holder()}
 
@@ -564,7 +564,7 @@ def list_onboarding(req: ApiRequest) -> dict:
 def post_onboarding(req: ApiRequest) -> dict:
     """Enqueue models for onboarding, as ``panelist model onboard`` does; the server's worker
     takes them through register, probe, a quick suite run and ready."""
-    from panelist.metrics import onboarder
+    from panelist.metrics.upkeep import onboarding_worker
     body = _object(req)
     _only(body, ("aliases", "endpoint"))
     if "aliases" not in body:
@@ -574,9 +574,9 @@ def post_onboarding(req: ApiRequest) -> dict:
     if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
         raise BadRequest("'endpoint' must be a non-empty string; see GET /api/endpoints",
                          param="endpoint")
-    entries = onboarder.queue_of(req.panels).enqueue(req.panels.upstream, body["aliases"],
+    entries = onboarding_worker.queue_of(req.panels).enqueue(req.panels.upstream, body["aliases"],
                                                       endpoint)
-    onboarder.wake(req.panels)
+    onboarding_worker.wake(req.panels)
     return Accepted({"enqueued": entries})
 
 

@@ -403,11 +403,11 @@ def cmd_model(args, out: Out) -> int:
         roster.remove_model(args.alias)
         out.result({"removed": args.alias}, f"removed model {args.alias}")
     elif args.verb == "retire":
-        from panelist.metrics import service
+        from panelist.metrics.upkeep import retirement
         from panelist.metrics.alerts import Alerts
         alerts = Alerts(home)
         try:
-            changed = service.retire(roster, alerts, args.alias, by="cli",
+            changed = retirement.retire(roster, alerts, args.alias, by="cli",
                                      reason=visible(args.reason.strip())[:500])
         finally:
             alerts.close()
@@ -431,7 +431,7 @@ ONBOARD_FOLLOW = 0.5   # seconds between looks at a queue another process works
 
 
 def _onboard_line(entry: dict) -> str:
-    from panelist.metrics import onboarding
+    from panelist.metrics.upkeep import onboarding_queue
     alias, step, now = entry["alias"], entry["step"], entry["step_status"]
     d = entry.get("detail") or {}
     if entry["status"] == "failed":
@@ -440,7 +440,7 @@ def _onboard_line(entry: dict) -> str:
     if entry["status"] == "ready":
         result = entry["result"] or {}
         return f"{alias}: ready" + (" (no suite run)" if result.get("suite") == "skipped" else
-                                    f": {onboarding.describe(result)}")
+                                    f": {onboarding_queue.describe(result)}")
     if entry["status"] == "queued":
         return f"{alias}: queued"
     if now == "started":
@@ -453,20 +453,20 @@ def _onboard_line(entry: dict) -> str:
     if step == "suite" and now == "skipped":
         return f"{alias}: suite skipped: {d.get('why', '')}"
     if step == "suite":
-        return f"{alias}: suite done: {onboarding.describe(d)}"
+        return f"{alias}: suite done: {onboarding_queue.describe(d)}"
     return f"{alias}: {step} {now}"
 
 
 def cmd_onboard(args, out: Out, home) -> int:
     """Enqueue models for onboarding, then work the queue here (or follow whoever works it)."""
     import time
-    from panelist.metrics import onboarder, onboarding
-    queue = onboarding.Queue(home)
+    from panelist.metrics.upkeep import onboarding_worker, onboarding_queue
+    queue = onboarding_queue.Queue(home)
     if args.list:
         if args.aliases or args.endpoint or args.tasks is not None:
             raise BadRequest("--list shows the queue; leave out aliases, --endpoint and --tasks")
         out.table([dict(e, error=(e["error"] or "")[:80],
-                        result=onboarding.describe(e["result"]) if e["result"] and
+                        result=onboarding_queue.describe(e["result"]) if e["result"] and
                         e["result"].get("suite") != "skipped" else "")
                    for e in queue.entries()],
                   ["alias", "endpoint", "step", "status", "updated", "result", "error"])
@@ -500,7 +500,7 @@ def cmd_onboard(args, out: Out, home) -> int:
         shown[entry["id"]] = key
         print(visible(_onboard_line(entry)), flush=True)
 
-    worker = onboarder.Worker(home, on_step=show)
+    worker = onboarding_worker.Worker(home, on_step=show)
     told = False
     try:
         while True:
@@ -516,7 +516,7 @@ def cmd_onboard(args, out: Out, home) -> int:
                           + "; following its progress", flush=True)
                     told = True
                 for eid in mine:
-                    e = onboarding.public(queue.entry(eid))
+                    e = onboarding_queue.public(queue.entry(eid))
                     show(e | {"detail": queue.entry(eid)["detail"].get(e["step"], {})})
                 time.sleep(ONBOARD_FOLLOW)
     except KeyboardInterrupt:
@@ -526,7 +526,7 @@ def cmd_onboard(args, out: Out, home) -> int:
     finally:
         worker.close()
         queue.close()
-    ended = [onboarding.public(queue.entry(eid)) for eid in mine]
+    ended = [onboarding_queue.public(queue.entry(eid)) for eid in mine]
     for e in ended:
         show(e | {"detail": {}})
     out.result({"data": ended})
@@ -614,7 +614,7 @@ def cmd_grade(args, out: Out) -> int:
 
 def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
     """Clear a cooldown (an evidence line) and a retirement (a roster change), both logged."""
-    from panelist.metrics import service
+    from panelist.metrics.upkeep import retirement
     from panelist.metrics.alerts import Alerts
     from panelist.metrics.ledger.ledger import Ledger
     if alias not in roster.view().models:
@@ -622,7 +622,7 @@ def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
     alerts = Alerts(home)
     try:
         with Ledger(home.gateway_runs) as ledger:
-            unretired, left = service.restore(roster, ledger, alias, by="cli", alerts=alerts)
+            unretired, left = retirement.restore(roster, ledger, alias, by="cli", alerts=alerts)
     finally:
         alerts.close()
     done = ([f"ended a cooldown that had {left:.0f} s to run"]
@@ -634,7 +634,7 @@ def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
 
 
 def cmd_probe(args, out: Out) -> int:
-    from panelist.metrics.health import Health
+    from panelist.metrics.upkeep.health import Health
     if not args.timeout > 0:
         raise BadRequest("--timeout must be a number of seconds above 0")
     health = Health(open_home(args.data))
@@ -1115,7 +1115,7 @@ def _schedule_parsers(nouns, common) -> None:
 
 
 def cmd_schedule(args, out: Out) -> int:
-    from panelist.metrics import schedule
+    from panelist.metrics.upkeep import schedule
     home = open_home(args.data)
     if args.verb == "set":
         done = schedule.set_job(home, args.job, mode=args.mode, every=args.every)

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import read_jsonl
 from panelist.metrics.cli import main
-from panelist.metrics.health import Health
+from panelist.metrics.upkeep.health import Health
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 

@@ -18,14 +18,14 @@ import pytest
 
 from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
-from panelist.metrics import onboarder, onboarding
+from panelist.metrics.upkeep import onboarding_worker, onboarding_queue
 from panelist.metrics.cli import main
 from panelist.metrics.roster.roster import Roster
 from panelist.suite.results import samples_path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = ROOT / "metrics" / "offload.py"
-QUICK = onboarding.QUICK_TASKS
+QUICK = onboarding_queue.QUICK_TASKS
 
 
 def onboard(capsys, home, *args):
@@ -41,7 +41,7 @@ def log(home) -> list[dict]:
 
 def entries(home) -> dict[str, dict]:
     """The last entry of each alias, as the queue folds them."""
-    return {e["alias"]: e for e in onboarding.Queue(home).entries()}
+    return {e["alias"]: e for e in onboarding_queue.Queue(home).entries()}
 
 
 def probes(home, alias) -> list[dict]:
@@ -170,9 +170,9 @@ def test_what_cannot_be_onboarded_is_refused_before_the_queue(capsys, home, sim)
 
 
 def test_no_suite_tasks_skips_the_suite_step(home, sim, tmp_path):
-    queue = onboarding.Queue(home)
+    queue = onboarding_queue.Queue(home)
     queue.enqueue(None, ["fast"])   # on the roster: no endpoint is asked
-    worker = onboarder.Worker(home, task_roots=[tmp_path / "no-tasks-here"])
+    worker = onboarding_worker.Worker(home, task_roots=[tmp_path / "no-tasks-here"])
     try:
         assert worker.work() is True
     finally:
@@ -186,7 +186,7 @@ def test_no_suite_tasks_skips_the_suite_step(home, sim, tmp_path):
 
 
 def test_an_alias_still_in_the_queue_keeps_its_entry(home, sim):
-    queue = onboarding.Queue(home)
+    queue = onboarding_queue.Queue(home)
     try:
         [first] = queue.enqueue(None, ["fast"])
         [again] = queue.enqueue(None, ["fast"])
@@ -228,7 +228,7 @@ def _kill_during_the_suite(home, sim) -> tuple[int, set]:
     done = samples(home, "fast")
     assert len(done) == HELD
     assert entries(home)["fast"]["status"] == "running"
-    assert onboarding.Queue(home).holder() is None   # kill -9 let the lock go
+    assert onboarding_queue.Queue(home).holder() is None   # kill -9 let the lock go
     assert wait_until(lambda: sim.held.get("fast", 0) == 0)   # the held calls saw it go
     sim.release("fast")
     return len(done), {s["task"] for s in done}
@@ -273,11 +273,11 @@ def test_a_second_process_finds_the_queue_worked_and_follows_it(home, sim):
     second = None
     try:
         assert wait_until(lambda: sim.held.get("fast", 0) == QUICK - HELD)
-        holder = onboarding.Queue(home).holder()
+        holder = onboarding_queue.Queue(home).holder()
         assert holder is not None and holder["pid"] == first.pid
         # in this process: the queue is held, so a worker here does not work it
-        onboarding.Queue(home).enqueue(None, ["mid"], tasks=1)
-        worker = onboarder.Worker(home)
+        onboarding_queue.Queue(home).enqueue(None, ["mid"], tasks=1)
+        worker = onboarding_worker.Worker(home)
         try:
             assert worker.work() is False
         finally:
@@ -350,7 +350,7 @@ def test_post_onboarding_refusals(dash, home, sim):
 
 
 def test_a_server_picks_up_what_was_queued_while_it_was_down(home, sim):
-    onboarding.Queue(home).enqueue(None, ["fast"], tasks=1)
+    onboarding_queue.Queue(home).enqueue(None, ["fast"], tasks=1)
     assert entries(home)["fast"]["status"] == "queued"
     with Gateway(make_gateway(home, env={})):
         assert wait_until(lambda: entries(home)["fast"]["status"] == "ready")
@@ -361,7 +361,7 @@ def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(home):
     results, start = [], threading.Barrier(8)
 
     def enqueue():
-        queue = onboarding.Queue(home)
+        queue = onboarding_queue.Queue(home)
         try:
             start.wait()
             results.append(queue.enqueue(None, ["fast"])[0])

@@ -13,7 +13,7 @@ from panelist.metrics.roster.catalog import Catalog
 from panelist.metrics.cli import main
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.roster.roster import Roster
-from panelist.metrics.schedule import Book
+from panelist.metrics.upkeep.schedule import Book
 
 HOUR = 3600
 

@@ -1507,7 +1507,7 @@ class Ledger:
 
     def record_probe(self, alias: str, *, endpoint: str, status: str, seconds: float,
                      error_kind: str = "", error: str = "") -> dict:
-        """Append one health probe's outcome (``metrics/health.py``). The index does not fold
+        """Append one health probe's outcome (``metrics/upkeep/health.py``). The index does not fold
         probe lines: they are no seats, so they never count in stats or seating."""
         record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time()), "alias": alias,
                   "endpoint": endpoint, "status": status, "seconds": seconds,

@@ -11,7 +11,7 @@ except ImportError:  # the browser fixture says why (a skip, or a failure when r
     expect = None
 
 from conftest import read_jsonl
-from panelist.metrics import onboarding
+from panelist.metrics.upkeep import onboarding_queue
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.cli import main
 from panelist.metrics.home import open_home
@@ -91,7 +91,7 @@ def test_discover_shows_the_queue_and_onboard_takes_a_model_to_ready(
         dashboard_factory, home, sim, page):
     sim.script(NEW)
     # an entry that ended before: the queue shows it as soon as the page opens
-    queue = onboarding.Queue(home)
+    queue = onboarding_queue.Queue(home)
     try:
         queue.enqueue(None, ["fast"], tasks=1)
     finally:

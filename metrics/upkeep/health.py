@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from panelist.metrics import service
+from panelist.metrics.upkeep import retirement
 from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound
@@ -223,7 +223,7 @@ class Health:
     def _retire(self, alias: str, kind: str, run: int, state: dict, actions: dict) -> None:
         reason = f"{run} hard failures in a row, the last one '{kind}'"
         try:
-            changed = service.retire(
+            changed = retirement.retire(
                 self.roster, self.alerts, alias, by=BY, reason=reason, error_kind=kind,
                 message=f"{alias} was retired: {reason}; fix its endpoint's key or served id, "
                         f"then `panelist probe {alias}` restores it once it answers")
@@ -239,7 +239,7 @@ class Health:
         if _retired_by(self.roster.path.with_name("changes.jsonl"), alias) != BY:
             return   # put back and retired again by a person since: theirs to restore
         try:
-            service.restore(self.roster, self.ledger, alias, by=BY, alerts=self.alerts,
+            retirement.restore(self.roster, self.ledger, alias, by=BY, alerts=self.alerts,
                             message=f"{alias} answered a probe and is back in service",
                             reason=reason)
         except NotFound:

@@ -29,7 +29,7 @@ from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import Home
-from panelist.metrics.onboarding import (ENDED, FINISHED, STEPS, Queue, describe, hint,
+from panelist.metrics.upkeep.onboarding_queue import (ENDED, FINISHED, STEPS, Queue, describe, hint,
                                          public, spread)
 from panelist.metrics.roster.roster import Roster
 
@@ -155,7 +155,7 @@ class Worker:
         return Upstream(), True
 
     def _probe(self, eid: str, entry: dict) -> None:
-        from panelist.metrics.health import Health
+        from panelist.metrics.upkeep.health import Health
         alias = entry["alias"]
         health = Health(self.home, seats=self.seats, ledger=self.ledger)
         try:

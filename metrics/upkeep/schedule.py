@@ -236,7 +236,7 @@ class Scheduler:
             self._alert(job, said, job=job, mode=mode, **summary)
 
     def _probe(self, dry: bool) -> tuple[dict, str]:
-        from panelist.metrics.health import Health
+        from panelist.metrics.upkeep.health import Health
         health = Health.of(self.panels) if self.panels is not None else Health(self.home)
         try:
             probes = health.probe(dry_run=dry, cancel=self._stop)   # close cuts it

@@ -1,0 +1,6 @@
+"""Keeping the roster honest while nobody watches: health probes (``health``), retiring and
+restoring models (``retirement``), the job schedule (``schedule``) and onboarding new models
+(``onboarding_queue``, worked by ``onboarding_worker``).
+
+Imports ``metrics.roster``, ``metrics.seats``, ``metrics.ledger`` and ``suite``.
+"""
