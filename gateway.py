@@ -48,7 +48,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import listing, wire_messages, wire_responses
+from panelist.metrics.wire import models, messages, responses
 from panelist.metrics.upkeep import onboarding_worker, schedule
 from panelist.metrics.race import registry
 from panelist.metrics.ledger import verdict
@@ -215,7 +215,7 @@ def shaped(path: str, status: int, body: dict) -> dict:
     """An OpenAI error body in the wire format of the route asked: Anthropic's on /v1/messages
     (its clients read only that shape), OpenAI's everywhere else."""
     if path.partition("?")[0].rstrip("/") == "/v1/messages":
-        return wire_messages.from_openai(status, body)
+        return messages.from_openai(status, body)
     return body
 
 
@@ -829,7 +829,7 @@ def get_models_listing(h: Handler) -> dict:
     view = panels.known.view()
     states = panels.ledger.states(view.models.keys(), "general")
     mine = {n: c for n, c in panels.collections.all().items() if h.caller.may_use(n)}
-    return listing.models_list(mine, view, panels.collections.limits(), states)
+    return models.models_list(mine, view, panels.collections.limits(), states)
 
 
 def get_models(h: Handler, _):
@@ -1014,10 +1014,10 @@ def answer_of(h: Handler, run, alive):
 
 def post_responses(h: Handler, _):
     body = h.read_json()
-    chat, stream = wire_responses.to_chat(body)
+    chat, stream = responses.to_chat(body)
     run = open_panel(h, chat)
     if stream:
-        held_stream(h, run, wire_responses.Events(body, run.panel, run.req.collection.model_id,
+        held_stream(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
                                                   int(run.started)))
         return
     reply = answer_of(h, run, h.client_alive)
@@ -1025,22 +1025,22 @@ def post_responses(h: Handler, _):
         h.close_connection = True
         return
     run.delivered_reply(reply)
-    h.send_json(200, wire_responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
+    h.send_json(200, responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
 
 
 def post_messages(h: Handler, _):
     body = h.read_json()
-    chat, stream = wire_messages.to_chat(body)
+    chat, stream = messages.to_chat(body)
     run = open_panel(h, chat)
     if stream:
-        held_stream(h, run, wire_messages.Events(run.panel, run.req.collection.model_id))
+        held_stream(h, run, messages.Events(run.panel, run.req.collection.model_id))
         return
     reply = answer_of(h, run, h.client_alive)
     if reply is None:
         h.close_connection = True
         return
     run.delivered_reply(reply)
-    h.send_json(200, wire_messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
+    h.send_json(200, messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
 
 
 def held_stream(h: Handler, run, events) -> None:

@@ -30,7 +30,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 from panelist.gateway import make_gateway  # noqa: E402
-from panelist.metrics import wire_messages, wire_responses  # noqa: E402
+from panelist.metrics.wire import messages, responses  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
@@ -80,12 +80,12 @@ def micro(fn, runs: int = 2000) -> float:
 def adapters() -> None:
     reply = a_reply()
     print("1. adapter cost (median µs): request -> chat body, reply -> format, stream events")
-    print(f"   messages:  {micro(lambda: wire_messages.to_chat(MESSAGES)):7.1f}"
-          f"  {micro(lambda: wire_messages.from_chat(reply, 'p1')):7.1f}"
-          f"  {micro(lambda: wire_messages.Events('p1', 'bench/trio').closing(reply)):7.1f}")
-    print(f"   responses: {micro(lambda: wire_responses.to_chat(RESPONSES)):7.1f}"
-          f"  {micro(lambda: wire_responses.from_chat(reply, RESPONSES, 'p1')):7.1f}"
-          f"  {micro(lambda: wire_responses.Events(RESPONSES, 'p1', 'bench/trio', 1).closing(reply)):7.1f}")  # noqa: E501
+    print(f"   messages:  {micro(lambda: messages.to_chat(MESSAGES)):7.1f}"
+          f"  {micro(lambda: messages.from_chat(reply, 'p1')):7.1f}"
+          f"  {micro(lambda: messages.Events('p1', 'bench/trio').closing(reply)):7.1f}")
+    print(f"   responses: {micro(lambda: responses.to_chat(RESPONSES)):7.1f}"
+          f"  {micro(lambda: responses.from_chat(reply, RESPONSES, 'p1')):7.1f}"
+          f"  {micro(lambda: responses.Events(RESPONSES, 'p1', 'bench/trio', 1).closing(reply)):7.1f}")  # noqa: E501
 
 
 def ask(conn, port: int, path: str, body: dict) -> tuple[float, float]:

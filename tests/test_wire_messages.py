@@ -11,7 +11,7 @@ import pytest
 from conftest import (Gateway, PATIENCE, logged, move_to, seat_bodies, seats_logged, set_limits,
                       wait_until)
 from panelist.gateway import make_gateway
-from panelist.metrics import wire_messages
+from panelist.metrics.wire import messages
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.keys import Keys
 from sse import RawStream
@@ -180,14 +180,14 @@ def test_a_reply_with_tool_calls_becomes_tool_use_blocks():
                       "function": {"name": "lookup_order", "arguments": "not json"}}]}}],
              "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
              "bench": {"panel": "p1"}}
-    message = wire_messages.from_chat(reply, "p1")
+    message = messages.from_chat(reply, "p1")
     assert message["stop_reason"] == "tool_use" and message["usage"] == {
         "input_tokens": 7, "output_tokens": 3}
     assert message["content"] == [
         {"type": "tool_use", "id": "call_a", "name": "lookup_order", "input": {"number": "42"}},
         {"type": "tool_use", "id": "call_b", "name": "lookup_order",
          "input": {"_unparsed_arguments": "not json"}}]
-    events = wire_messages.Events("p1", "bench/trio").closing(reply)
+    events = messages.Events("p1", "bench/trio").closing(reply)
     assert events[0] == ("content_block_start", {"type": "content_block_start", "index": 0,
                                                  "content_block": {"type": "tool_use",
                                                                    "id": "call_a",
@@ -199,13 +199,13 @@ def test_a_reply_with_tool_calls_becomes_tool_use_blocks():
     # text and a cut-short answer
     reply["choices"][0] = {"index": 0, "finish_reason": "length",
                            "message": {"role": "assistant", "content": "half"}}
-    message = wire_messages.from_chat(reply, "p1")
+    message = messages.from_chat(reply, "p1")
     assert message["content"] == [{"type": "text", "text": "half"}]
     assert message["stop_reason"] == "max_tokens"
 
 
 def test_a_failure_after_the_stream_opened_is_an_error_event():
-    events = wire_messages.Events("p1", "bench/trio")
+    events = messages.Events("p1", "bench/trio")
     (failure,) = events.failure(502, {"error": {
         "message": "every seat failed; try again", "type": "upstream_error", "param": None,
         "code": "all_seats_failed", "seats": [{"alias": "fast", "status": "error"}]}})
@@ -219,7 +219,7 @@ def test_a_failure_after_the_stream_opened_is_an_error_event():
 
 # -- requests, translated -------------------------------------------------------------------------
 def test_blocks_become_chat_messages():
-    chat, stream = wire_messages.to_chat({
+    chat, stream = messages.to_chat({
         "model": "bench/trio", "max_tokens": 10, "stream": True,
         "system": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}],
         "tool_choice": {"type": "any", "disable_parallel_tool_use": True}, "tools": TOOLS,
@@ -253,7 +253,7 @@ def test_blocks_become_chat_messages():
         {"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": "https://x.example/b.png"}},
             {"type": "text", "text": "and now?"}]}]
-    assert wire_messages.to_chat({"model": "m", "max_tokens": 1, "messages": ASK,
+    assert messages.to_chat({"model": "m", "max_tokens": 1, "messages": ASK,
                                   "tool_choice": {"type": "tool", "name": "f"}})[0][
         "tool_choice"] == {"type": "function", "function": {"name": "f"}}
 
@@ -275,7 +275,7 @@ def test_blocks_become_chat_messages():
 ])
 def test_a_malformed_request_is_refused_naming_the_field(body, param):
     with pytest.raises(BadRequest) as caught:
-        wire_messages.to_chat(dict(body, model="bench/trio"))
+        messages.to_chat(dict(body, model="bench/trio"))
     assert caught.value.param == param
 
 

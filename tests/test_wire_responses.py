@@ -10,7 +10,7 @@ import pytest
 from conftest import (Gateway, PATIENCE, logged, move_to, seat_bodies, seats_logged, set_limits,
                       wait_until)
 from panelist.gateway import make_gateway
-from panelist.metrics import wire_responses
+from panelist.metrics.wire import responses
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.keys import Keys
@@ -162,13 +162,13 @@ def test_a_reply_with_tool_calls_becomes_function_call_items():
              "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
              "bench": {"panel": "p1"}}
     body = {"model": "bench/trio:pick", "input": "x", "tools": [TOOL]}
-    response = wire_responses.from_chat(reply, body, "p1")
+    response = responses.from_chat(reply, body, "p1")
     assert response["status"] == "completed" and response["created_at"] == 5
     assert [i["type"] for i in response["output"]] == ["message", "function_call"]
     assert response["output"][1] == {"type": "function_call", "id": "fc_p1_0",
                                      "call_id": "call_a", "name": "lookup_order",
                                      "arguments": '{"number": "42"}', "status": "completed"}
-    events = wire_responses.Events(body, "p1", "bench/trio", 5)
+    events = responses.Events(body, "p1", "bench/trio", 5)
     kinds = [n for n, _ in events.opening() + events.closing(reply)]
     assert kinds[-5:] == ["response.output_item.added",
                           "response.function_call_arguments.delta",
@@ -177,14 +177,14 @@ def test_a_reply_with_tool_calls_becomes_function_call_items():
     # a cut-short answer is an incomplete response
     reply["choices"][0] = {"index": 0, "finish_reason": "length",
                            "message": {"role": "assistant", "content": "half"}}
-    response = wire_responses.from_chat(reply, body, "p1")
+    response = responses.from_chat(reply, body, "p1")
     assert response["status"] == "incomplete"
     assert response["incomplete_details"] == {"reason": "max_output_tokens"}
     assert events.closing(reply)[-1][0] == "response.incomplete"
 
 
 def test_a_failure_after_the_stream_opened_ends_it_with_error_and_failed():
-    events = wire_responses.Events({"model": "bench/trio", "input": "x"}, "p1", "bench/trio", 5)
+    events = responses.Events({"model": "bench/trio", "input": "x"}, "p1", "bench/trio", 5)
     opening = events.opening()
     failure = events.failure(502, {"error": {
         "message": "every seat failed; try again", "type": "upstream_error", "param": None,
@@ -202,7 +202,7 @@ def test_a_failure_after_the_stream_opened_ends_it_with_error_and_failed():
 
 # -- requests, translated -------------------------------------------------------------------------
 def test_input_parts_and_choices_become_chat():
-    chat, stream = wire_responses.to_chat({
+    chat, stream = responses.to_chat({
         "model": "bench/trio", "stream": True, "max_output_tokens": 9, "top_p": 0.5,
         "tool_choice": {"type": "function", "name": "lookup_order"}, "tools": [TOOL],
         "text": {"format": {"type": "json_object"}},
@@ -229,7 +229,7 @@ def test_input_parts_and_choices_become_chat():
             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
             {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "one"}]
-    text_only, _ = wire_responses.to_chat({"model": "m", "input": "hi",
+    text_only, _ = responses.to_chat({"model": "m", "input": "hi",
                                            "text": {"format": {"type": "text"}}})
     assert "response_format" not in text_only
 
@@ -251,7 +251,7 @@ def test_input_parts_and_choices_become_chat():
 ])
 def test_a_malformed_request_is_refused_naming_the_field(body, param):
     with pytest.raises(BadRequest) as caught:
-        wire_responses.to_chat(dict(body, model="bench/trio"))
+        responses.to_chat(dict(body, model="bench/trio"))
     assert caught.value.param == param
 
 
