@@ -55,7 +55,7 @@ from panelist.metrics.ledger import verdict
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
-from panelist.metrics.guard import LOCAL, Guard, Settings
+from panelist.metrics.server.guard import LOCAL, Guard, Settings
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.panel.panel import Panels, section

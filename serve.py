@@ -5,7 +5,7 @@ gateway's own routes, on one port (127.0.0.1:8122 by default).
 
 It stands on the gateway's server base (``gateway.GatewayServer``): the same connection limits,
 guard and route table, with the gateway's routes added as they are, so one port can serve both.
-Thin, like the gateway: the API's handlers are ``metrics.api`` functions over the domain.
+Thin, like the gateway: the API's handlers are ``metrics.server.api`` functions over the domain.
 
 Invariants:
 
@@ -34,13 +34,13 @@ if not __package__:
 
 from panelist.gateway import (ADMIN, OPEN, GatewayServer, Handler, Route,  # noqa: E402
                               panels_for)
-from panelist.metrics import api
+from panelist.metrics.server import api
 from panelist.metrics.upkeep import schedule  # noqa: E402
 from panelist.metrics.errors import NotFound  # noqa: E402
-from panelist.metrics.guard import WRITES, Settings  # noqa: E402
+from panelist.metrics.server.guard import WRITES, Settings  # noqa: E402
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
-from panelist.metrics.session import Sessions  # noqa: E402
+from panelist.metrics.server.session import Sessions  # noqa: E402
 
 UI = Path(__file__).resolve().parent / "ui"
 DEFAULT_PORT = 8122
@@ -119,7 +119,7 @@ def get_favicon(h: Handler, params: dict) -> None:
 
 
 def api_action(fn):
-    """An ``metrics.api`` handler as a route action: the request in, JSON out."""
+    """An ``metrics.server.api`` handler as a route action: the request in, JSON out."""
     def action(h: Handler, params: dict) -> None:
         server: DashboardServer = h.server
         body = h.read_json() if h.command in WRITES and server.guard.has_body(h.headers) \

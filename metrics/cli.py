@@ -934,7 +934,7 @@ class RaceProgress:
 
 
 def cmd_key(args, out: Out) -> int:
-    from panelist.metrics.keys import Keys
+    from panelist.metrics.server.keys import Keys
     home = open_home(args.data)
     keys = Keys(home)
     if args.verb == "create":

@@ -30,10 +30,10 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 from panelist.metrics.errors import PanelistError  # noqa: E402
-from panelist.metrics.guard import Guard, Settings  # noqa: E402
+from panelist.metrics.server.guard import Guard, Settings  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.keys import Keys  # noqa: E402
-from panelist.metrics.ratelimit import RateCounter  # noqa: E402
+from panelist.metrics.server.keys import Keys  # noqa: E402
+from panelist.metrics.server.ratelimit import RateCounter  # noqa: E402
 
 PORT = 8123
 

@@ -1,6 +1,6 @@
 """The dashboard's JSON API, route by route, over a real dashboard server and real sockets.
 
-Every ``(method, pattern)`` of ``metrics.api.ROUTES`` has a success test (marked with
+Every ``(method, pattern)`` of ``metrics.server.api.ROUTES`` has a success test (marked with
 ``@covers``; ``test_every_route_has_a_success_test`` fails for a route without one) and meets
 the refusals that apply to it: 401 without the login, 403 from a foreign origin, 405 for a
 method it does not take, 415 for a write that is not JSON, and the 400 / 404 / 409 of its own
@@ -16,10 +16,10 @@ import socket
 import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl, wait_until
-from panelist.metrics import api
+from panelist.metrics.server import api
 from panelist.metrics.cli import main
 from panelist.metrics.roster.grades import Grades
-from panelist.metrics.guard import WRITES
+from panelist.metrics.server.guard import WRITES
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
 from panelist.serve import make_dashboard
@@ -36,7 +36,7 @@ SEAT_KEYS = {"call", "seat", "alias", "status", "seconds", "verdict"}
 
 
 def covers(method: str, pattern: str):
-    """Mark a test as the success test of one route of ``metrics.api.ROUTES``."""
+    """Mark a test as the success test of one route of ``metrics.server.api.ROUTES``."""
     assert (method, pattern) in ROUTE_TABLE, f"{method} {pattern} is not in api.ROUTES"
 
     def mark(fn):
@@ -92,7 +92,7 @@ def ask(client, collection="bench/trio", content="Review: def add(a, b): return 
 # -- every route: covered, gated, screened, typed ------------------------------------------------
 def test_every_route_has_a_success_test():
     missing = sorted(ROUTE_TABLE - COVERED)
-    assert not missing, f"routes of metrics.api.ROUTES without a success test: {missing}"
+    assert not missing, f"routes of metrics.server.api.ROUTES without a success test: {missing}"
 
 
 @pytest.mark.parametrize("method,pattern", sorted(ROUTE_TABLE))

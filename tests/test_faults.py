@@ -20,7 +20,7 @@ from conftest import (Client, Gateway, PATIENCE, read_jsonl, serving_threads, se
                       wait_until)
 from panelist.gateway import make_gateway
 from panelist.metrics.roster.collection import Collections
-from panelist.metrics.keys import Keys
+from panelist.metrics.server.keys import Keys
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 

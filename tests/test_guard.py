@@ -10,8 +10,8 @@ from panelist.gateway import make_gateway
 from panelist.metrics.offload import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.guard import Settings
-from panelist.metrics.keys import Keys
+from panelist.metrics.server.guard import Settings
+from panelist.metrics.server.keys import Keys
 from panelist.metrics.roster.roster import Roster
 
 TOKEN = "t0ken-for-tests-0123456789"

@@ -12,9 +12,9 @@ from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
 from panelist.metrics.cli import main
 from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound, Unauthorized
-from panelist.metrics.guard import Guard, Settings
-from panelist.metrics.keys import SHAPE, Keys
-from panelist.metrics.ratelimit import RateCounter, wait_for
+from panelist.metrics.server.guard import Guard, Settings
+from panelist.metrics.server.keys import SHAPE, Keys
+from panelist.metrics.server.ratelimit import RateCounter, wait_for
 
 ADMIN = "admin-token-for-tests-0042"
 

@@ -25,7 +25,7 @@ from conftest import PATIENCE, Gateway, move_to, read_jsonl, wait_until
 from panelist import __version__
 from panelist.gateway import make_gateway
 from panelist.metrics import mcp as mcp_server
-from panelist.metrics.keys import Keys
+from panelist.metrics.server.keys import Keys
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, str(ROOT / "metrics" / "offload.py"), "mcp"]

@@ -10,7 +10,7 @@ from panelist.metrics.store import configfile
 from panelist.metrics.cli import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.keys import Keys
+from panelist.metrics.server.keys import Keys
 from panelist.metrics.roster.roster import Roster
 
 

@@ -224,7 +224,7 @@ def test_unknown_races_are_404_and_a_bad_page_is_400(home):
 
 def test_race_routes_take_gateway_keys_and_refuse_keys_limited_to_collections(home):
     from panelist.metrics.roster.collection import Collections
-    from panelist.metrics.keys import Keys
+    from panelist.metrics.server.keys import Keys
     Collections(home).save(Roster(home).view(), "pair", ["cheap-gen", "pinned-gen"])
     narrow, _ = Keys(home).create("narrow", collections=["pair"], known=["pair"])
     wide, _ = Keys(home).create("wide")

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, PATIENCE, Gateway
 from panelist.gateway import ADMIN, KEYS, OPEN, Route, make_gateway
-from panelist.metrics.keys import Keys
+from panelist.metrics.server.keys import Keys
 from panelist.metrics.home import open_home
 from panelist.serve import SECURITY_HEADERS, make_dashboard
 

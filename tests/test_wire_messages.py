@@ -13,7 +13,7 @@ from conftest import (Gateway, PATIENCE, logged, move_to, seat_bodies, seats_log
 from panelist.gateway import make_gateway
 from panelist.metrics.wire import messages
 from panelist.metrics.errors import BadRequest
-from panelist.metrics.keys import Keys
+from panelist.metrics.server.keys import Keys
 from sse import RawStream
 
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]

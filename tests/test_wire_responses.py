@@ -13,7 +13,7 @@ from panelist.gateway import make_gateway
 from panelist.metrics.wire import responses
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import BadRequest
-from panelist.metrics.keys import Keys
+from panelist.metrics.server.keys import Keys
 from panelist.metrics.roster.roster import Roster
 from sse import RawStream
 

@@ -46,13 +46,13 @@ from dataclasses import dataclass, field
 from typing import Mapping
 from urllib.parse import urlsplit
 
-from panelist.metrics import keys as keystore
+from panelist.metrics.server import keys as keystore
 from panelist.metrics.roster.collection import PREFIX, parse_model_name
 from panelist.metrics.errors import (BadRequest, ConfigInvalid, Forbidden, PanelistError,
                                      PayloadTooLarge, TooManyRequests, Unauthorized,
                                      UnsupportedMediaType)
 from panelist.metrics.home import Home
-from panelist.metrics.ratelimit import RateCounter
+from panelist.metrics.server.ratelimit import RateCounter
 
 MIN_TOKEN = 16
 GATED = ("/v1/", "/bench/")           # gateway routes: keys and CORS apply here
