@@ -224,6 +224,6 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
 
 if __name__ == "__main__":
     from panelist.gateway import make_gateway
-    from panelist.metrics.cli import Runtime, main
+    from panelist.metrics.cli.main import Runtime, main
     from panelist.scripts.sim_upstream import SimUpstream
     sys.exit(main(["serve", *sys.argv[1:]], Runtime(make_gateway, make_dashboard, SimUpstream)))

@@ -14,7 +14,7 @@ if not __package__:
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
     import _bootstrap  # noqa: F401
 
-from panelist.metrics import cli  # noqa: E402
+from panelist.metrics.cli import main as cli  # noqa: E402
 
 
 def make_gateway(*args, **kw):

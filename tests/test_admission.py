@@ -17,7 +17,7 @@ import pytest
 from admission_worker import append, bump, calls
 from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.upstream.admission import SEND_MARGIN, Admission
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.errors import AtLimit, Cancelled, ConfigInvalid, NotFound
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster

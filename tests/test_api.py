@@ -17,7 +17,7 @@ import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl, wait_until
 from panelist.metrics.server import api
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.roster.grades import Grades
 from panelist.metrics.server.guard import WRITES
 from panelist.metrics.home import open_home

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
 from scripts.sim_upstream import SimUpstream

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import Gateway, logged, wait_until
 from panelist.gateway import make_gateway
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conftest import read_jsonl
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

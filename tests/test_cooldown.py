@@ -5,7 +5,7 @@ import json
 import time
 
 from conftest import read_jsonl
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import PATIENCE, logged, read_jsonl, set_limits, wait_until
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import PATIENCE, read_jsonl, seats_logged, set_limits, wait_until
 from panelist.metrics import errors
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.ledger.ledger import Ledger, reply_hash
 
 T0 = 1_750_000_000.0

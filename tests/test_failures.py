@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from conftest import PATIENCE, TEST_MODELS, raw_stream, read_jsonl
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]
 

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import read_jsonl
 from panelist.metrics.roster import demo
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.roster.grades import DEFAULT_ORDER, Grades
 from panelist.metrics.home import open_home

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.upkeep.health import Health
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound, Unauthorized
 from panelist.metrics.server.guard import Guard, Settings
 from panelist.metrics.server.keys import SHAPE, Keys

@@ -24,7 +24,7 @@ from mcp.client.stdio import stdio_client
 from conftest import PATIENCE, Gateway, move_to, read_jsonl, wait_until
 from panelist import __version__
 from panelist.gateway import make_gateway
-from panelist.metrics import mcp as mcp_server
+from panelist.metrics.cli import mcp as mcp_server
 from panelist.metrics.server.keys import Keys
 
 ROOT = Path(__file__).resolve().parent.parent

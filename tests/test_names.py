@@ -7,7 +7,7 @@ import pytest
 
 from conftest import read_jsonl
 from panelist.metrics.store import configfile
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.server.keys import Keys

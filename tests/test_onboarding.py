@@ -19,7 +19,7 @@ import pytest
 from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.upkeep import onboarding_worker, onboarding_queue
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.roster.roster import Roster
 from panelist.suite.results import samples_path
 

@@ -5,7 +5,7 @@ import os
 
 from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.ledger.ledger import ID_MARGIN, Ledger, panel_seq
 
 PROMPT = {"model": "bench/trio", "messages": [{"role": "user", "content": "review this"}]}

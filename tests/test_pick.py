@@ -245,7 +245,7 @@ def test_models_list_offers_pick(gateway):
 
 
 def test_ask_on_the_command_line_picks_and_logs_the_whole_panel(home, sim, capsys):
-    from panelist.metrics.cli import main
+    from panelist.metrics.cli.main import main
     sim.script("slow", latency=0.3)   # still running when the pick is known
     code = main(["ask", "trio:pick", "Where is order 42?", "--data", str(home.root)])
     out, err = capsys.readouterr()

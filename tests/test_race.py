@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from conftest import PATIENCE, read_jsonl, wait_until
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.home import open_home
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, tool
 from panelist.metrics.roster.roster import Roster

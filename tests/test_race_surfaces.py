@@ -16,7 +16,7 @@ import pytest
 from conftest import Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.race import registry as race_registry
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.errors import Unavailable
 from panelist.metrics.roster.grades import Grades
 from panelist.metrics.home import open_home

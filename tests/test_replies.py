@@ -11,7 +11,7 @@ import pytest
 from conftest import Gateway, PATIENCE, move_to, read_jsonl, seats_logged, set_limits, wait_until
 from sse import RawStream
 from panelist.gateway import make_gateway
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.roster.roster import Roster
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.roster.catalog import Catalog
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.upkeep.schedule import Book

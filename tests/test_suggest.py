@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.ledger.ledger import Ledger, ModelState
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics.cli import Out
+from panelist.metrics.cli.main import Out
 from panelist.suite import drafts, mine
 
 CODE = "def add(a, b):\n    return a - b\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from panelist.metrics.cli import Out
+from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import BadRequest
 from panelist.suite import mutants, seed as seeding
 

@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.ledger.verdict import MAX_CLAIM, MAX_CLAIMS, MAX_CLAIMS_TOTAL
 
 

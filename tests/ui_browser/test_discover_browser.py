@@ -13,7 +13,7 @@ except ImportError:  # the browser fixture says why (a skip, or a failure when r
 from conftest import read_jsonl
 from panelist.metrics.upkeep import onboarding_queue
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.cli import main
+from panelist.metrics.cli.main import main
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
 

@@ -1060,7 +1060,7 @@ SUITE_VERBS = {"run": cmd_suite_run, "report": cmd_suite_report, "list": cmd_sui
 
 
 def cmd_mcp(args, out: Out) -> int:
-    from panelist.metrics import mcp  # stdout becomes the protocol's: nothing else prints there
+    from panelist.metrics.cli import mcp  # stdout becomes the protocol's: nothing else prints there
     return mcp.main(url=args.url)
 
 
