@@ -1489,6 +1489,6 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
 
 if __name__ == "__main__":
     from panelist.metrics.cli.main import Runtime, main
-    from panelist.scripts.sim_upstream import SimUpstream
+    from panelist.metrics.upstream.sim import SimUpstream
     sys.exit(main(["gateway", *sys.argv[1:]], Runtime(make_gateway=make_gateway,
                                                       simulator=SimUpstream)))

@@ -185,7 +185,7 @@ class DashboardServer(GatewayServer):
 
     def start_demo(self) -> str:
         """Start the simulated upstream the demo roster calls (once); its base URL."""
-        from panelist.scripts.sim_upstream import SimUpstream
+        from panelist.metrics.upstream.sim import SimUpstream
         with self._sim_lock:
             if self._sim is None:
                 self._sim = SimUpstream(keep_requests=1000).start()   # a long demo stays small
@@ -225,5 +225,5 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
 if __name__ == "__main__":
     from panelist.gateway import make_gateway
     from panelist.metrics.cli.main import Runtime, main
-    from panelist.scripts.sim_upstream import SimUpstream
+    from panelist.metrics.upstream.sim import SimUpstream
     sys.exit(main(["serve", *sys.argv[1:]], Runtime(make_gateway, make_dashboard, SimUpstream)))

@@ -40,7 +40,7 @@ from panelist.metrics.roster import demo
 from panelist.metrics.home import open_home
 from panelist.metrics.race.benchmark import Benchmark, tool
 from panelist.metrics.roster.roster import Roster
-from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
+from panelist.metrics.upstream.sim import DEMO_MODELS, SimUpstream
 
 # -- the job ---------------------------------------------------------------------------------------
 ORDERS = {"1042": {"order_id": "ord-1042", "placed": "2026-11-24",

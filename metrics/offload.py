@@ -28,7 +28,7 @@ def make_dashboard(*args, **kw):
 
 
 def simulator(*args, **kw):
-    from panelist.scripts.sim_upstream import SimUpstream
+    from panelist.metrics.upstream.sim import SimUpstream
     return SimUpstream(*args, **kw)
 
 

@@ -43,7 +43,7 @@ from panelist.metrics.upstream.client import Upstream  # noqa: E402
 from panelist.metrics.errors import AtLimit  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
+from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
 MODEL = "m"
 PROCESSES = 2

@@ -74,7 +74,7 @@ from panelist.metrics.roster.roster import Roster  # noqa: E402
 
 PY = sys.executable
 GATEWAY = ROOT / "gateway.py"
-SIM = ROOT / "scripts" / "sim_upstream.py"
+SIM = ROOT / "scripts" / "sim_upstream.py"   # the thin entry point of metrics/upstream/sim.py
 FILL = ROOT / "scripts" / "fill_ledger.py"
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -28,7 +28,7 @@ import statistics  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
+from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
 BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Review this diff."}]})
 HEADERS = {"Content-Type": "application/json"}

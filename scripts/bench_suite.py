@@ -42,7 +42,7 @@ from datetime import datetime  # noqa: E402
 
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
+from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 from panelist.suite import answers, demo, results  # noqa: E402
 from panelist.suite.runner import SuiteRun  # noqa: E402
 from panelist.suite.tasks import STARTER, load_task, scan  # noqa: E402

@@ -34,7 +34,7 @@ from panelist.metrics.wire import messages, responses  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
+from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
 PROMPT = "Review this function for bugs: " + "def f(x): return 1 / x  # " * 20
 SCHEMA = {"type": "object", "properties": {"number": {"type": "string"}}, "required": ["number"]}

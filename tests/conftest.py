@@ -28,7 +28,7 @@ from panelist.gateway import make_gateway  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.sim_upstream import SimUpstream  # noqa: E402
+from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
 # A small roster the end-to-end tests share: three members of different speed, and explorer
 # candidates of distinct families. Tests that need one seat to finish before another hold it at

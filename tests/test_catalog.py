@@ -11,7 +11,7 @@ from conftest import read_jsonl
 from panelist.metrics.cli.main import main
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
-from scripts.sim_upstream import SimUpstream
+from panelist.metrics.upstream.sim import SimUpstream
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "models_dev_sample.json"
 

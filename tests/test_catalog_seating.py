@@ -11,7 +11,7 @@ from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
-from scripts.sim_upstream import SimUpstream
+from panelist.metrics.upstream.sim import SimUpstream
 from test_replies import DATA_URL
 
 

@@ -19,7 +19,7 @@ from panelist.metrics.upstream.client import Answer, CancelFlag, Upstream, _refu
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      PaymentRequired, RateLimited, UpstreamBadReply,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
-from panelist.scripts.sim_upstream import SimUpstream
+from panelist.metrics.upstream.sim import SimUpstream
 
 KEY = "sk-test-5f3a9c1e7b"
 

@@ -4,7 +4,7 @@ import pytest
 
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.errors import UpstreamBadReply
-from panelist.scripts.sim_upstream import SimUpstream
+from panelist.metrics.upstream.sim import SimUpstream
 
 
 @pytest.fixture()

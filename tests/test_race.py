@@ -13,7 +13,7 @@ from panelist.metrics.race.benchmark import Benchmark, GradeBook, tool
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import CallFailed
 from panelist.metrics.race.transcript import as_text
-from panelist.scripts.sim_upstream import SimUpstream
+from panelist.metrics.upstream.sim import SimUpstream
 from test_seats import CountingAdmission
 
 LOOKUP = {"name": "lookup_order", "arguments": {"number": "42"}}

@@ -22,7 +22,7 @@ from panelist.metrics.roster.grades import Grades
 from panelist.metrics.home import open_home
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
 from panelist.metrics.roster.roster import Roster
-from panelist.scripts.sim_upstream import SimUpstream
+from panelist.metrics.upstream.sim import SimUpstream
 
 ROOT = Path(__file__).resolve().parent.parent
 JUDGE_SAYS = {"accuracy": 6, "shown_work": 2, "reason": "the same facts as the reference"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PATIENCE, wait_until
-from panelist.scripts.sim_upstream import DEMO_MODELS, SimUpstream
+from panelist.metrics.upstream.sim import DEMO_MODELS, SimUpstream
 
 ROOT = Path(__file__).resolve().parent.parent
 

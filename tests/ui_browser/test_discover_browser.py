@@ -134,7 +134,7 @@ def test_a_models_dialog_shows_what_the_catalog_knows_and_where_from(
 
 
 def test_a_model_also_served_from_another_endpoint_says_so(dashboard_factory, home, sim, page):
-    from scripts.sim_upstream import SimUpstream
+    from panelist.metrics.upstream.sim import SimUpstream
     sim.script(NEW)
     with SimUpstream({NEW: {}}) as mirror:
         Roster(home).add_endpoint("mirror", mirror.url)
