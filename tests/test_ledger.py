@@ -172,7 +172,7 @@ WRITER = r"""
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1]); import _bootstrap  # noqa
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 
 runs, name, other, go = Path(sys.argv[2]), sys.argv[3], sys.argv[4], Path(sys.argv[5])
 ledger = Ledger(runs, snapshot_every=700)
@@ -268,7 +268,7 @@ VOTER = r"""
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1]); import _bootstrap  # noqa
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 
 ledger = Ledger(Path(sys.argv[2]))
 go = Path(sys.argv[4])

@@ -523,7 +523,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1]); import _bootstrap  # noqa
 sys.path.insert(0, sys.argv[1] + "/tests")
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 from test_ledger_queries import busy_folder
 with Ledger(Path(sys.argv[2]), snapshot_every=30) as ledger:
     busy_folder(ledger)

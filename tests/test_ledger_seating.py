@@ -96,7 +96,7 @@ def test_record_seated_refuses_what_is_not_a_seating(runs):
 WRITER = """
 import sys
 sys.path.insert(0, {root!r}); import _bootstrap
-from panelist.metrics.ledger import Ledger
+from panelist.metrics.ledger.ledger import Ledger
 with Ledger(sys.argv[1]) as ledger:
     ledger.record_seated(ledger.new_panel(), "general", ["m", "x"], 1750000100.0)
 """

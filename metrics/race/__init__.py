@@ -4,4 +4,10 @@ that grade, each run judged blind against the reference (``benchmark``, ``judge`
 is the plain chat job; ``registry`` holds the races a server runs and every race on disk.
 
 Imports ``metrics.seats``, ``metrics.roster``, ``metrics.store`` and reads ``metrics.ledger``.
+The names a job's own code uses (``Benchmark``, ``tool``) are importable from here, as the README
+shows: ``from panelist.metrics.race import Benchmark, tool``.
 """
+
+from panelist.metrics.race.benchmark import Benchmark, tool
+
+__all__ = ["Benchmark", "tool"]
