@@ -3,5 +3,10 @@
 (``catalog``, ``learned``, ``known``), what endpoints serve (``discover``) and the demo roster.
 
 Imports ``metrics.store``, ``metrics.errors``, ``metrics.home``, ``metrics.plaintext``, and the
-alert log.
+alert log. The roster's own nouns (``Model``, ``Roster``) import from here as well, as code
+written against the flat layout does (the suite's claim fixtures among it).
 """
+
+from panelist.metrics.roster.roster import Model, Roster
+
+__all__ = ["Model", "Roster"]
