@@ -72,7 +72,7 @@ def serve(make, home, *, env=None, grades=True, **races):
     ``grades=False``, by the data folder's grades)."""
     server = make(home, env=env or {})
     if grades or races:
-        server.panels.races = race_registry.Races(
+        server.parts.races = race_registry.Races(
             home, upstream=server.panels.upstream, grades=book(home) if grades else None,
             admission=None, **races)
     return Gateway(server)
@@ -135,7 +135,7 @@ def test_a_race_started_over_http_finishes_and_is_listed(home, sim):
 
         status, second, _ = server.post("/bench/race", {"grade": "general", "prompt": "Again"})
         assert status == 202 and second["candidates"] == ["cheap-gen", "pinned-gen", "slow-gen"]
-        server.server.panels.races.close(timeout=30)   # the hanging candidate: cancel it
+        server.server.parts.races.close(timeout=30)   # the hanging candidate: cancel it
         status, listed, _ = server.get("/bench/races")
         assert status == 200
         assert [r["race"] for r in listed["data"]] == [second["race"], race], "newest first"
@@ -197,7 +197,7 @@ def test_unknown_grades_models_and_missing_pins_say_what_to_do(home):
     bare = race_registry.Races(home, grades=GradeBook.plain({}, "judge-top", Roster(home)),
                                admission=None)
     with Gateway(make_gateway(home, env={})) as server:
-        server.server.panels.races = bare
+        server.server.parts.races = bare
         status, reply, _ = server.post("/bench/race", {"grade": "general", "prompt": PROMPT})
         assert status == 404
         assert "panelist grade pin general ALIAS" in reply["error"]["message"]
@@ -259,7 +259,7 @@ def test_the_server_closes_cleanly_with_a_race_running(home, sim):
         status, running, _ = server.get(f"/bench/race/{race}")
         assert running["status"] == "running" and running["report"] is None
         assert running["progress"]["reference"] == "done"
-        registry = server.server.panels.races
+        registry = server.server.parts.races
     finally:
         server.close()   # returns: the race was cancelled and its thread joined
 

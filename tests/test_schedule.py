@@ -33,8 +33,8 @@ def set_job(capsys, home, job, mode, every=HOUR):
 def one_pass(home):
     """Start a gateway, let its scheduler make one pass over the jobs, close it."""
     with Gateway(make_gateway(home, env={})) as gw:
-        assert gw.server.schedule.wait_passes(1, PATIENCE)
-    assert not gw.server.schedule._thread.is_alive()   # close joined it
+        assert gw.server.parts.schedule.wait_passes(1, PATIENCE)
+    assert not gw.server.parts.schedule._thread.is_alive()   # close joined it
     return gw
 
 
@@ -144,7 +144,7 @@ def test_show_and_bad_settings_say_what_to_do(capsys, home):
 def test_a_setting_changed_while_the_server_runs_is_taken_up(capsys, home, sim):
     sim.script("fast", window=64000)
     gw = Gateway(make_gateway(home, env={}))
-    sched = gw.server.schedule
+    sched = gw.server.parts.schedule
     try:
         assert sched.wait_passes(1, PATIENCE)
         assert runs(home) == []

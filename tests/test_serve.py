@@ -9,10 +9,12 @@ import threading
 import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, PATIENCE, Gateway
-from panelist.gateway import ADMIN, KEYS, OPEN, Route, make_gateway
+from panelist.gateway import make_gateway
+from panelist.metrics.server.routing import ADMIN, KEYS, OPEN, Route
 from panelist.metrics.server.keys import Keys
 from panelist.metrics.home import open_home
-from panelist.serve import SECURITY_HEADERS, make_dashboard
+from panelist.metrics.server.dashboard import SECURITY_HEADERS
+from panelist.serve import make_dashboard
 
 STATIC = ("/", "/index.html", "/login", "/js/app.js", "/js/api.js", "/css/app.css",
           "/favicon.svg")

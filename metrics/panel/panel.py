@@ -189,7 +189,6 @@ class Panels:
         self.collections = Collections(home)
         self.ledger = ledger or Ledger(home.gateway_runs)
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
-        self.suite_report = None   # the dashboard's live suite report, made on first ask
         self.upstream = upstream or Upstream()
         self.admission = Admission(home)   # limits per endpoint, shared with other processes
         # the seats core asks the models; its threads are made only as seats need them and then
@@ -201,7 +200,6 @@ class Panels:
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
-        self.onboarding = None   # a server's onboarding worker (``onboarder.attach``)
         # pick panels whose reply went out while seats still run: closing must log them
         self._behind: set[PanelRun] = set()
         self._behind_lock = threading.Lock()

@@ -361,19 +361,3 @@ def admit(caller) -> None:
     if getattr(caller, "collections", None) is not None:
         raise Forbidden(f"key '{caller.name}' is limited to collections, so it may not start or "
                         "read races; use a key made without --collections")
-
-
-def of(panels) -> Races:
-    """The registry of the server whose domain is ``panels``, made on first use. Two threads
-    making it at once may each build one; one is kept, and the other never started anything."""
-    found = getattr(panels, "races", None)
-    if found is None:
-        found = vars(panels).setdefault("races", Races(panels.home, upstream=panels.upstream))
-    return found
-
-
-def close_of(panels) -> None:
-    """Close the registry of ``panels``, if one was ever made."""
-    found = getattr(panels, "races", None)
-    if found is not None:
-        found.close()

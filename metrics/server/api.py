@@ -25,7 +25,6 @@ from typing import Callable
 
 from panelist import __version__
 from panelist.metrics.upkeep import retirement
-from panelist.metrics.race import registry
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.roster.collection import PREFIX, Limits
@@ -50,11 +49,15 @@ class ApiRequest:
     params: dict = field(default_factory=dict)     # from the path pattern
     query: dict = field(default_factory=dict)      # one value per name
     body: object = None
-    panels: object = None      # the server's Panels: roster, collections, ledger, upstream, home
+    parts: object = None       # the server's Parts: its panels, races, onboarding, schedule
     who: str = "dashboard"
     base_url: str = ""         # where this server is reached, for the /v1 hint
-    start_demo: Callable[[], str] | None = None   # starts the simulated upstream; its base URL
     token_required: bool = False   # the dashboard asks for the admin token (a login)
+
+    @property
+    def panels(self):
+        """The server's Panels: roster, collections, ledger, upstream, home."""
+        return self.parts.panels
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -105,10 +108,8 @@ def info(req: ApiRequest) -> dict:
 
 
 def load_demo(req: ApiRequest) -> dict:
-    if req.start_demo is None:
-        raise PanelistError("this server cannot start the demo roster")
     from panelist.metrics.roster import demo
-    demo.install(req.panels.home, req.start_demo())
+    demo.install(req.panels.home, req.parts.start_demo())
     return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
 
 
@@ -476,12 +477,7 @@ def evidence(req: ApiRequest) -> dict:
 
 def suite(req: ApiRequest) -> dict:
     # followed from where the last request stopped reading: no rescan of the samples per change
-    from panelist.suite.livereport import LiveReport
-    from panelist.suite.results import samples_path
-    live = req.panels.suite_report
-    if live is None:
-        live = req.panels.suite_report = LiveReport(samples_path(req.panels.home))
-    doc = live.doc()
+    doc = req.parts.suite_report().doc()
     return {"data": doc["models"], "tasks": doc["tasks"], "built": doc["built"]}
 
 
@@ -508,11 +504,11 @@ def revoke_key(req: ApiRequest) -> dict:
 
 # -- races ----------------------------------------------------------------------------------------
 def list_races(req: ApiRequest) -> dict:
-    return registry.of(req.panels).listing(req.query.get("limit"), req.query.get("before"))
+    return req.parts.races.listing(req.query.get("limit"), req.query.get("before"))
 
 
 def get_race(req: ApiRequest) -> dict:
-    return registry.of(req.panels).get(req.params["race"])
+    return req.parts.races.get(req.params["race"])
 
 
 # -- discover and alerts --------------------------------------------------------------------------
@@ -555,8 +551,7 @@ class Accepted(dict):
 
 def list_onboarding(req: ApiRequest) -> dict:
     """The onboarding queue, newest first, and who works it."""
-    from panelist.metrics.upkeep import onboarding_worker
-    queue = onboarding_worker.queue_of(req.panels)
+    queue = req.parts.onboarding.worker.queue
     entries = queue.entries()
     return {"data": entries[::-1][:_limit(req)], "worker": queue.holder()}
 
@@ -564,7 +559,6 @@ def list_onboarding(req: ApiRequest) -> dict:
 def post_onboarding(req: ApiRequest) -> dict:
     """Enqueue models for onboarding, as ``panelist model onboard`` does; the server's worker
     takes them through register, probe, a quick suite run and ready."""
-    from panelist.metrics.upkeep import onboarding_worker
     body = _object(req)
     _only(body, ("aliases", "endpoint"))
     if "aliases" not in body:
@@ -574,9 +568,9 @@ def post_onboarding(req: ApiRequest) -> dict:
     if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
         raise BadRequest("'endpoint' must be a non-empty string; see GET /api/endpoints",
                          param="endpoint")
-    entries = onboarding_worker.queue_of(req.panels).enqueue(req.panels.upstream, body["aliases"],
-                                                      endpoint)
-    onboarding_worker.wake(req.panels)
+    entries = req.parts.onboarding.worker.queue.enqueue(req.panels.upstream, body["aliases"],
+                                                        endpoint)
+    req.parts.onboarding.wake()
     return Accepted({"enqueued": entries})
 
 

@@ -339,23 +339,3 @@ class Service:
         if self._thread is not None:
             self._thread.join(timeout)
         self.worker.close()
-
-
-def attach(panels) -> Service:
-    """The onboarding worker of a server's data folder, kept on ``panels`` so the API can wake
-    it; the server starts it when it serves."""
-    panels.onboarding = Service(panels)
-    return panels.onboarding
-
-
-def queue_of(panels) -> Queue:
-    """The queue the server's worker follows (so a request never refolds the log), or a
-    fresh one for a server without a worker."""
-    found = getattr(panels, "onboarding", None)
-    return found.worker.queue if found is not None else Queue(panels.home)
-
-
-def wake(panels) -> None:
-    found = getattr(panels, "onboarding", None)
-    if found is not None:
-        found.wake()

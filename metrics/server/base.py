@@ -1,0 +1,223 @@
+"""The server base both servers are composed from (``Server``): connection limits, request
+deadlines, routing through a route table, each route's gate and the catch-all. A server is
+*built* (routes registered, its parts handed in), never subclassed, so a test can run two.
+
+What a connection may cost is bounded (``metrics.server.connection`` holds the rules):
+
+* a new connection gets a thread only once its first head has arrived: until then ``Heads``
+  holds it on one thread, at most ``max_pending`` of them (a newcomer past that closes the one
+  waiting longest). At most ``max_connections`` connections have a thread; when a complete head
+  finds them all taken, the one whose next head has been arriving the longest, or else the one
+  idle longest between requests, is closed to make room; one busy answering never is. The
+  listener itself never waits, so slow or idle clients cannot keep ``/health`` (or anyone) out.
+* each handled socket has a ``Wire`` in ``_wires`` from just before its thread starts until the
+  thread ends, so the table counts exactly the threads that hold a connection. Only the heads
+  thread adds to it (``admit``) and drops from it (``_drop_one``); phases move to BUSY under the
+  same lock, so a connection is never dropped once its head was read.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from http.server import ThreadingHTTPServer
+from typing import Callable, Iterable
+
+from panelist.metrics.errors import NotFound
+from panelist.metrics.server.connection import (BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
+                                                MAX_BODY, MAX_CONNECTIONS, Wire, close_quietly)
+from panelist.metrics.server.guard import Guard, Settings
+from panelist.metrics.server.handler import Handler
+from panelist.metrics.server.heads import Heads
+from panelist.metrics.server.parts import Parts
+from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
+
+
+def no_admin(h: Handler) -> None:
+    """The admin gate of a server with no admin routes (the gateway): none may pass."""
+    raise NotFound(f"no route {h.command} {h.path}; {h.server.routes_help}")
+
+
+class Server(ThreadingHTTPServer):
+    """A threaded HTTP server over one ``Parts``, answering the routes it was built with."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256  # bursts of concurrent panels queue instead of being refused
+
+    def __init__(self, parts: Parts, host: str, port: int, *, routes: Iterable[Route],
+                 routes_help: str, settings: Settings | None = None,
+                 admin_gate: Callable[[Handler], None] = no_admin,
+                 common_headers: dict[str, str] | None = None, keepalive: float = 10.0,
+                 client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
+                 body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 max_pending: int | None = None, max_body: int = MAX_BODY):
+        if max_connections < 1 or (max_pending is not None and max_pending < 1):
+            raise ValueError("max_connections and max_pending must be at least 1")
+        self.parts = parts
+        self.keepalive = keepalive  # seconds between SSE comments while seats are working
+        # seconds one read or write may block, and a kept connection may wait for its next request
+        self.client_timeout = client_timeout
+        self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
+        self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
+        self.max_body = max_body
+        self.max_connections = max_connections   # connections with a thread
+        # connections still sending their first head, and complete ones waiting for a thread
+        self.max_pending = max_pending or max_connections
+        _fit_descriptors(self)
+        self._wires: dict[socket.socket, Wire] = {}
+        self._room = threading.Lock()
+        self._leaving = 0       # dropped wires whose threads have not ended yet
+        self._heads = Heads(self)
+        self._serving = False
+        self.started = threading.Event()   # set once serving, its helper threads running
+        self.routes = Routes(routes)
+        self.routes_help = routes_help
+        self.common_headers = dict(common_headers or {})
+        self._admin_gate = admin_gate
+        settings = settings or Settings()
+        settings.check_bind(host)  # refused before the port is taken
+        super().__init__((host, port), Handler)
+        self.host, self.port = self.server_address[:2]
+        self.guard = Guard.for_server(settings, parts.home, port=self.port, bound=host,
+                                      max_body=max_body)
+
+    @property
+    def panels(self):
+        return self.parts.panels
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def admit_caller(self, h: Handler, gate: str, path: str) -> None:
+        """Pass a request through its route's gate (401 / 429), setting ``h.caller``."""
+        if gate == KEYS:
+            h.caller = self.guard.identify(path, h.headers)
+        elif gate == ADMIN:
+            self._admin_gate(h)
+
+    # -- connections ----------------------------------------------------------------------------
+    def serve_forever(self, poll_interval=0.5):
+        self._serving = True   # before the loop starts, so close() knows to stop it
+        if not self._heads.is_alive() and not self._heads.ident:
+            self._heads.start()
+        self.parts.start()
+        self.started.set()
+        super().serve_forever(poll_interval)
+
+    def process_request(self, request, client_address):
+        """The listener's part: hand the new connection over; it never waits here."""
+        self._heads.add(request, client_address)
+
+    def admit(self, request, client_address, head: bytes) -> bool:
+        """Give a connection whose head arrived a thread, if one of ``max_connections`` is free;
+        else drop an idle or slow one to free it (the heads thread retries when it has gone)."""
+        with self._room:
+            if len(self._wires) >= self.max_connections:
+                if not self._leaving:
+                    self._drop_one()
+                return False
+            self._wires[request] = Wire(request, self.client_timeout, self.head_timeout, head)
+        try:
+            super().process_request(request, client_address)   # ThreadingMixIn: the thread
+        except Exception:
+            self._release(request)
+            self.shutdown_request(request)
+            self.handle_error(request, client_address)
+        return True
+
+    def _drop_one(self) -> bool:
+        """Drop the connection whose next head has been arriving the longest (a whole head comes
+        in one packet, so a slow one is most likely a trickler), else the one idle longest
+        between requests. Called with ``_room`` held."""
+        victim = min((w for w in self._wires.values() if w.phase != BUSY and not w.dropped),
+                     key=lambda w: (w.phase != HEAD, w.since), default=None)
+        if victim is None:
+            return False
+        victim.drop()
+        self._leaving += 1
+        return True
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)   # closes the socket
+        finally:
+            self._release(request)
+
+    def _release(self, request) -> None:
+        with self._room:
+            wire = self._wires.pop(request, None)
+            if wire is not None and wire.dropped:
+                self._leaving -= 1
+        self._heads.wake()   # a thread is free: a waiting head may have it
+
+    def shutdown_request(self, request) -> None:
+        close_quietly(request)
+
+    def idle_now(self) -> None:
+        """A handler waits for its connection's next request: a complete head waiting for a
+        thread may have this one."""
+        if self._heads.waiting:
+            self._heads.wake()
+
+    def wire_of(self, request) -> Wire:
+        return self._wires[request]
+
+    def begin_work(self, wire: Wire) -> bool:
+        """Mark a connection busy now its head is read; False if it was dropped first."""
+        with self._room:
+            if wire.dropped:
+                return False
+            wire.phase = BUSY
+        wire.no_deadline()
+        return True
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], OSError):  # a client going away is no news
+            super().handle_error(request, client_address)
+
+    def close(self) -> None:
+        """Stop serving (if it ever started: ``shutdown`` would wait forever otherwise), hang up
+        every connection not busy with a request, and close the parts; always returns."""
+        if self._serving:
+            self.shutdown()
+        self.server_close()
+        self._heads.stop()   # closes every connection still sending its first head
+        with self._room:   # connections between requests end now, not after client_timeout
+            for wire in self._wires.values():
+                if wire.phase != BUSY and not wire.dropped:
+                    wire.drop()
+        self.parts.close()
+        self.guard.close()
+
+
+def _fit_descriptors(server: "Server") -> None:
+    """Make room in the process's file-descriptor limit for every connection the limits allow:
+    raise the soft limit toward the hard one, and if that is not enough, allow fewer pending
+    and served connections. Out of descriptors, ``accept`` would fail in a busy loop and seats
+    could not reach their upstreams."""
+    try:
+        import resource
+    except ImportError:   # not a Unix: the limit is the system's business
+        return
+    # a served connection: its own socket and its seats' upstream connections (max_calls is 5
+    # by default); 128 for logs, the listener and the upstreams' idle pools
+    per_served, spare = 6, 128
+    need = server.max_pending + server.max_connections * per_served + spare
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+    except (ValueError, OSError):
+        pass
+    room = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - spare
+    if server.max_pending + server.max_connections * per_served > room:
+        server.max_pending = max(1, min(server.max_pending, room // 4))
+        server.max_connections = max(1, min(server.max_connections,
+                                            (room - server.max_pending) // per_served))
+
+

@@ -1,0 +1,169 @@
+"""One client connection as the server reads and writes it: its socket behind read deadlines
+(``Wire``), its request's header fields (``RequestHeaders``), and the rules on what a connection
+may cost.
+
+* a request head (request line and header fields) arrives whole within ``head_timeout`` of its
+  first byte (of the connection's opening, for its first request), and is at most ``MAX_HEAD``;
+  a body within ``body_timeout`` plus one second per ``MIN_BODY_RATE`` bytes. Deadlines are
+  re-armed before every read, so trickled bytes never extend them. A late head or body gets 408,
+  then the close.
+* a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
+  ``BUSY`` once its head was read. The server may take back an IDLE or HEAD one for another
+  client, never a BUSY one.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import socket
+import time
+
+MAX_BODY = 20 * 1024 * 1024   # the tightest whole-request cap among the big providers (Gemini's)
+MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
+MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
+MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
+MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeout is spent
+HEAD_TIMEOUT = 15.0
+BODY_TIMEOUT = 15.0
+MAX_CONNECTIONS = 512
+IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the server may drop a HEAD one, then an IDLE one
+
+
+class RequestHeaders:
+    """A request's header fields, read like ``email.message.Message``: ``get``, ``[]`` (None
+    when absent) and ``in`` ignore the name's case; a repeated field gives its first value."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, str]):
+        self._fields = fields   # lower-cased name -> value
+
+    def get(self, name: str, default=None):
+        return self._fields.get(name.lower(), default)
+
+    def __getitem__(self, name: str):
+        return self._fields.get(name.lower())
+
+    def __contains__(self, name) -> bool:
+        return isinstance(name, str) and name.lower() in self._fields
+
+    def __iter__(self):
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def items(self):
+        return self._fields.items()
+
+
+class Late(TimeoutError):
+    """A read deadline passed (or the server took the connection back for another). A plain
+    TimeoutError from a read means the client went quiet for a whole ``client_timeout``."""
+
+
+class Wire(io.RawIOBase):
+    """One connection's socket as its handler reads and writes it, and its entry in the
+    server's table of open connections.
+
+    Reads wait at most until the current deadline: the socket's timeout is set to the time left
+    before every ``recv``, so a client sending one byte at a time cannot push the deadline back.
+    In the body the deadline moves on by one second per ``MIN_BODY_RATE`` bytes received, so a
+    body arriving at that rate or faster is never cut, and the whole wait is at most
+    ``body_timeout + length / MIN_BODY_RATE``. Writes always get the server's ``client_timeout``
+    per send, however little time a read had left."""
+
+    def __init__(self, sock: socket.socket, stall: float, head_timeout: float, head: bytes = b""):
+        super().__init__()
+        self.sock = sock
+        self.stall = stall   # seconds one read or write may block, and the wait for a next request
+        self.head_timeout = head_timeout
+        self._head = memoryview(head)   # what ``Heads`` read before this connection had a thread
+        self.phase = HEAD
+        self.since = time.monotonic()
+        self.deadline = self.since + head_timeout
+        self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
+        self.got = 0         # bytes received in this phase
+        self.dropped = False   # the server took this connection back (under its lock)
+        self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        if self._head:
+            n = min(len(buf), len(self._head))
+            buf[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        left = self.deadline + self.got * self.per_byte - time.monotonic()
+        if left <= 0 or self.dropped:
+            raise Late("the read deadline passed")
+        self.sock.settimeout(min(left, self.stall))
+        self._tight = True
+        try:
+            n = self.sock.recv_into(buf)
+        except TimeoutError:
+            if left <= self.stall:
+                raise Late("the read deadline passed") from None
+            raise   # silent for client_timeout: most likely gone
+        if not n and self.dropped:   # the server shut our read side: not the client's EOF
+            raise Late("the connection was taken back for another client")
+        if n and self.phase == IDLE:   # a next request begins: its head is now due
+            self.phase, self.since = HEAD, time.monotonic()
+            self.deadline = self.since + self.head_timeout
+            self.got = 0
+        self.got += n
+        return n
+
+    def write(self, data) -> int:
+        if self._tight:
+            self.sock.settimeout(self.stall)
+            self._tight = False
+        self.sock.sendall(data)
+        return len(data)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def await_request(self) -> None:
+        """Between requests on a kept connection: wait up to ``stall`` for the next one."""
+        self.phase, self.since = IDLE, time.monotonic()
+        self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
+
+    def expect_body(self, grace: float) -> None:
+        self.deadline, self.per_byte, self.got = time.monotonic() + grace, 1 / MIN_BODY_RATE, 0
+
+    def no_deadline(self) -> None:
+        self.deadline, self.per_byte = math.inf, 0.0
+
+    def drop(self) -> None:
+        """Wake the handler's read with an end of input it will take as ``Late``. Called by the
+        server, under its lock, only for an IDLE or HEAD wire: a busy one is never cut."""
+        self.dropped = True
+        try:
+            self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
+        except OSError:
+            pass
+
+
+
+def close_quietly(sock: socket.socket) -> None:
+    """End a connection so that a reply already written reaches the client: half-close, then
+    discard what the client sent and we never read (up to 1 MB, without waiting), because
+    closing over unread bytes sends a reset that can destroy the reply (RFC 9112 §9.6)."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.setblocking(False)
+        for _ in range(16):
+            if not sock.recv(65536):
+                break
+    except OSError:
+        pass
+    sock.close()
+
+

@@ -1,0 +1,100 @@
+"""What the dashboard adds to a server (``Dashboard``): its pages and static files, its JSON API
+under ``/api/`` (``metrics.server.api``), the login and its gate, and the headers every reply
+carries.
+
+Invariants:
+
+* Every route passes a gate: ``/api/`` asks for the dashboard login when ``PANELIST_ADMIN_TOKEN``
+  is set; only the pages, the static files, ``/api/login`` and ``/api/logout`` are open (they
+  hold no data). A gateway key never opens the dashboard.
+* Every reply carries a strict Content-Security-Policy (no inline script or style, nothing from
+  another origin), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from panelist.metrics.server import api
+from panelist.metrics.server.guard import WRITES, Settings
+from panelist.metrics.server.handler import Handler
+from panelist.metrics.server.routing import ADMIN, OPEN, Route
+from panelist.metrics.server.session import Sessions
+from panelist.metrics.server.static import StaticFiles
+
+UI = Path(__file__).resolve().parents[2] / "ui"   # the checkout's (or the package's) ui/
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+                               "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+PAGES = {"/": "index.html", "/index.html": "index.html", "/login": "login.html"}
+ROUTES_HELP = "the dashboard serves /, /api/… and the gateway's /v1/… and /bench/…"
+
+
+class Dashboard:
+    """The dashboard's sessions and files, and the routes that use them."""
+
+    def __init__(self, settings: Settings, ui: Path = UI):
+        self.sessions = Sessions(settings.admin_token)
+        self.static = StaticFiles(ui)
+        self._secure = (settings.public_url or "").startswith("https://")
+
+    def check_admin(self, h: Handler) -> None:
+        """The admin gate: a live session cookie, when an admin token is set."""
+        self.sessions.check(Sessions.from_cookie(h.headers.get("Cookie")))
+
+    def routes(self) -> list[Route]:
+        routes = [Route(path, {"GET": self.get_page}, gate=OPEN) for path in PAGES]
+        routes += [Route(f"/{folder}/*", {"GET": self.get_asset}, gate=OPEN)
+                   for folder in ("css", "js", "vendor")]
+        routes += [Route("/favicon.svg", {"GET": self.get_favicon}, gate=OPEN),
+                   Route("/api/login", {"POST": self.post_login}, gate=OPEN),
+                   Route("/api/logout", {"POST": self.post_logout}, gate=OPEN)]
+        routes += [Route(pattern, {m: self.api_action(fn) for m, fn in actions.items()},
+                         gate=ADMIN) for pattern, actions in api.ROUTES]
+        return routes
+
+    def send_file(self, h: Handler, relative: str) -> None:
+        h.send_cached(*self.static.get(relative))
+
+    def get_page(self, h: Handler, params: dict) -> None:
+        self.send_file(h, PAGES[urlsplit(h.path).path.rstrip("/") or "/"])
+
+    def get_asset(self, h: Handler, params: dict) -> None:
+        folder = urlsplit(h.path).path.split("/")[1]
+        self.send_file(h, f"{folder}/{params['rest']}")
+
+    def get_favicon(self, h: Handler, params: dict) -> None:
+        self.send_file(h, "favicon.svg")
+
+    def api_action(self, fn):
+        """A ``metrics.server.api`` handler as a route action: the request in, JSON out."""
+        def action(h: Handler, params: dict) -> None:
+            server = h.server
+            body = h.read_json() if h.command in WRITES and server.guard.has_body(h.headers) \
+                else None
+            query = {k: v[0] for k, v in
+                     parse_qs(urlsplit(h.path).query, keep_blank_values=True).items()}
+            req = api.ApiRequest(method=h.command, params=params, query=query, body=body,
+                                 parts=server.parts, who="dashboard", base_url=h.base_url(),
+                                 token_required=self.sessions.required)
+            result = fn(req)
+            h.send_json(getattr(result, "status", 200), result)   # api.Accepted is 202
+        return action
+
+    def post_login(self, h: Handler, params: dict) -> None:
+        body = h.read_json()
+        token = body.get("token") if isinstance(body, dict) else None
+        sid = self.sessions.login(token, h.client_address[0])
+        # behind an https public URL the browser must never send the session in the clear
+        h.send_json(200, {"ok": True},
+                    {"Set-Cookie": self.sessions.cookie(sid, secure=self._secure)})
+
+    def post_logout(self, h: Handler, params: dict) -> None:
+        if h.server.guard.has_body(h.headers):
+            h.read_json()
+        self.sessions.logout(Sessions.from_cookie(h.headers.get("Cookie")))
+        h.send_json(200, {"ok": True}, {"Set-Cookie": Sessions.cleared()})

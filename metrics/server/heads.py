@@ -1,0 +1,217 @@
+"""New connections until their first request head has arrived, all on one thread (``Heads``).
+
+A connection that is slow or silent costs a socket and at most ``MAX_HEAD`` bytes here, never a
+thread, so trickling heads can use up neither the handler threads nor the listener.
+"""
+
+from __future__ import annotations
+
+import math
+import selectors
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from http import HTTPStatus
+from typing import TYPE_CHECKING
+
+from panelist.metrics.server.connection import MAX_HEAD, close_quietly
+from panelist.metrics.wire.errors import error_body
+
+if TYPE_CHECKING:   # the server imports this module
+    from panelist.metrics.server.base import Server
+
+
+class _Pending:
+    __slots__ = ("addr", "deadline", "quiet", "buf", "scan")
+
+    def __init__(self, addr, deadline: float, quiet: float):
+        self.addr, self.deadline, self.quiet = addr, deadline, quiet
+        self.buf, self.scan = bytearray(), 0
+
+
+
+class Heads(threading.Thread):
+    """New connections until their first request head has arrived, all on this one thread.
+
+    A connection that is slow or silent costs a socket and at most ``MAX_HEAD`` bytes here,
+    never a thread, so trickling heads cannot use up the handler threads nor make the listener
+    wait. Invariants:
+
+    * at most ``max_pending`` connections are pending; a newcomer past it drops the one pending
+      longest (408 if any of its head came, else without a word);
+    * a pending connection is closed ``head_timeout`` after its accept (408 if any of its head
+      came), or without a word once it sent nothing for ``client_timeout``;
+    * a complete head (or one over the cap, or cut by the client's end of input: its handler
+      then refuses or answers it) goes to a handler thread as soon as one of ``max_connections``
+      is free, waiting in ``ready`` meanwhile; past ``max_pending`` ready ones, a newly complete
+      head gets 503 with Retry-After."""
+
+    def __init__(self, server: "Server"):
+        super().__init__(name="gateway-heads", daemon=True)
+        self.server = server
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ)
+        self._inbox: deque = deque()   # (socket, address) from the listener
+        self._pending: dict[socket.socket, _Pending] = {}   # in accept order: oldest first
+        self._quiet: dict[socket.socket, _Pending] = {}     # the same, least recently heard first
+        self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
+        self._halt = False
+
+    def add(self, sock: socket.socket, addr) -> None:
+        """From the listener: a new connection to read a head from."""
+        self._inbox.append((sock, addr))
+        self.wake()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether complete heads wait for a handler thread."""
+        return bool(self._ready)
+
+    def wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:   # already awake (the buffer is full) or stopping
+            pass
+
+    def stop(self) -> None:
+        self._halt = True
+        if self.ident is None:   # never started: nothing to wait for
+            self._close_all()
+            return
+        self.wake()
+        self.join(timeout=5)
+
+    def run(self) -> None:
+        try:
+            while not self._halt:
+                try:
+                    self._turn()
+                except Exception:   # one connection's fault must not stop new ones being read
+                    print("[gateway] reading request heads:", file=sys.stderr)
+                    traceback.print_exc()
+        finally:
+            self._close_all()
+
+    def _turn(self) -> None:
+        timeout = 0.25 if self._ready else None   # besides the wake-ups, look again for a thread
+        if self._pending:
+            soonest = min(next(iter(self._pending.values())).deadline,
+                          next(iter(self._quiet.values())).quiet)
+            timeout = min(timeout or math.inf, max(0.0, soonest - time.monotonic()))
+        for key, _ in self._sel.select(timeout):
+            if key.fileobj is self._wake_r:
+                try:
+                    while self._wake_r.recv(4096):
+                        pass
+                except OSError:
+                    pass
+            else:
+                self._read(key.fileobj)
+        while self._inbox:
+            self._take(*self._inbox.popleft())
+        self._expire()
+        while self._ready and self.server.admit(*self._ready[0]):
+            self._ready.popleft()
+
+    def _close_all(self) -> None:
+        for sock in [*self._pending, *(r[0] for r in self._ready), *(i[0] for i in self._inbox)]:
+            sock.close()
+        self._pending.clear()
+        self._quiet.clear()
+        self._ready.clear()
+        self._sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _take(self, sock: socket.socket, addr) -> None:
+        if len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
+            oldest, p = next(iter(self._pending.items()))
+            if p.buf:
+                self._refuse(oldest, 408, "the server needed this connection for another "
+                             "client while the request head was still arriving; send the "
+                             "request line and headers at once")
+            else:
+                self._close(oldest)
+        sock.setblocking(False)
+        now = time.monotonic()
+        p = _Pending(addr, now + self.server.head_timeout, now + self.server.client_timeout)
+        self._pending[sock] = self._quiet[sock] = p
+        self._sel.register(sock, selectors.EVENT_READ)
+        # most clients sent their head with the connection: read it now, before a burst of
+        # newcomers behind it could make this one the oldest pending and so the one dropped
+        self._read(sock)
+
+    def _read(self, sock: socket.socket) -> None:
+        p = self._pending[sock]
+        try:
+            data = sock.recv(min(65536, MAX_HEAD + 1 - len(p.buf)))
+        except BlockingIOError:
+            return
+        except OSError:
+            self._close(sock)
+            return
+        if not data:   # the client's end of input: its handler answers what came, if anything
+            self._complete(sock) if p.buf else self._close(sock)
+            return
+        p.buf += data
+        p.quiet = time.monotonic() + self.server.client_timeout
+        del self._quiet[sock]   # to the back: the order stays that of the last byte heard
+        self._quiet[sock] = p
+        # the head ends with an empty line: a line feed, then CR LF or a bare LF (RFC 9112 §2.2)
+        ended = p.buf.find(b"\n\r\n", p.scan) >= 0 or p.buf.find(b"\n\n", p.scan) >= 0
+        p.scan = max(0, len(p.buf) - 2)
+        if ended or len(p.buf) > MAX_HEAD:   # over the cap: its handler says 414 or 431
+            self._complete(sock)
+
+    def _complete(self, sock: socket.socket) -> None:
+        self._sel.unregister(sock)
+        p = self._pending.pop(sock)
+        del self._quiet[sock]
+        if len(self._ready) >= self.server.max_pending:   # every handler busy, a queue behind
+            self._refuse(sock, 503, "the server is at its connection limit; retry in a second",
+                         retry_after=True)
+            return
+        self._ready.append((sock, p.addr, bytes(p.buf)))
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._quiet:   # silent for client_timeout: most likely gone, as in a handler
+            sock, p = next(iter(self._quiet.items()))
+            if p.quiet > now:
+                break
+            self._close(sock)
+        while self._pending:
+            sock, p = next(iter(self._pending.items()))
+            if p.deadline > now:
+                return
+            if p.buf:
+                self._refuse(sock, 408, f"the request head did not arrive within "
+                             f"{self.server.head_timeout:g} s; send the request line and "
+                             "headers at once")
+            else:   # nothing was asked, so nothing is answered
+                self._close(sock)
+
+    def _refuse(self, sock: socket.socket, status: int, message: str,
+                retry_after: bool = False) -> None:
+        body = error_body(message)
+        common = "".join(f"{k}: {v}\r\n" for k, v in self.server.common_headers.items())
+        head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: "
+                f"application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
+                + ("Retry-After: 1\r\n" if retry_after else "") + common + "\r\n")
+        try:
+            sock.send(head.encode() + body)   # nothing was sent before: the buffer has room
+        except OSError:
+            pass
+        self._close(sock)
+
+    def _close(self, sock: socket.socket) -> None:
+        if self._pending.pop(sock, None) is not None:
+            del self._quiet[sock]
+            self._sel.unregister(sock)
+        close_quietly(sock)

@@ -1,0 +1,62 @@
+"""The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
+collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
+schedule, the dashboard's live suite report and the demo's simulated upstream.
+
+Invariants: nothing runs until ``start`` (a server built and never served runs no job); ``close``
+stops the threads first (schedule, onboarding, races: each joined before the upstream and seats
+it uses close), then the panels, then the simulator; it always returns.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from panelist.metrics.panel.panel import Panels
+from panelist.metrics.race.registry import Races
+from panelist.metrics.upkeep import onboarding_worker, schedule
+
+
+class Parts:
+    """One server's domain: what its routes and the API reach through ``h.server.parts``."""
+
+    def __init__(self, panels: Panels, *, jobs=None):
+        self.panels = panels
+        self.home = panels.home
+        self.races = Races(panels.home, upstream=panels.upstream)
+        self.onboarding = onboarding_worker.Service(panels)
+        self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
+                                           else schedule.settings(panels.home))
+        self._lock = threading.Lock()
+        self._suite_report = None
+        self._sim = None
+
+    def start(self) -> None:
+        self.schedule.start()
+        self.onboarding.start()
+
+    def suite_report(self):
+        """The dashboard's suite report, following the samples file from where it last read."""
+        from panelist.suite.livereport import LiveReport
+        from panelist.suite.results import samples_path
+        with self._lock:
+            if self._suite_report is None:
+                self._suite_report = LiveReport(samples_path(self.home))
+            return self._suite_report
+
+    def start_demo(self) -> str:
+        """Start the simulated upstream the demo roster calls (once); its base URL."""
+        from panelist.metrics.upstream.sim import SimUpstream
+        with self._lock:
+            if self._sim is None:
+                self._sim = SimUpstream(keep_requests=1000).start()   # a long demo stays small
+            return self._sim.url
+
+    def close(self) -> None:
+        self.schedule.close()
+        self.onboarding.close()   # an entry it cut short resumes at the next start
+        self.races.close()   # races cancelled and joined before their upstream closes
+        self.panels.close()
+        with self._lock:
+            if self._sim is not None:
+                self._sim.stop()
+                self._sim = None

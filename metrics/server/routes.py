@@ -1,0 +1,198 @@
+"""The gateway's routes: ``/v1`` (OpenAI's chat, Responses and Anthropic's Messages formats, the
+collections as models), ``/bench`` (verdicts, what is owed, panels, races) and ``/health``.
+
+Thin: each action parses its body through ``metrics.wire`` or ``metrics.panel``, calls the
+domain and replies. Every refusal of a panel happens before anything is sent; every reply of a
+seated panel (a reply, a stream, or an error such as a panel in which no seat answered) carries
+``X-Panelist-Panel: <panel id>``.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import parse_qs, urlsplit
+
+from panelist.metrics.errors import BadRequest, NotFound, PanelistError
+from panelist.metrics.ledger import verdict
+from panelist.metrics.race import registry
+from panelist.metrics.server.handler import Handler
+from panelist.metrics.server.routing import KEYS, OPEN, Route
+from panelist.metrics.server.stream import PANEL_HEADER, answer_of, held_stream, stream_panel
+from panelist.metrics.wire import messages, models, responses
+
+ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
+               "POST /v1/messages, POST /bench/verdict, GET /bench/pending, "
+               "GET /bench/panels/<panel>")
+
+
+def get_models_listing(h: Handler) -> dict:
+    """The collections this caller may use, each in both reply modes."""
+    panels = h.server.panels
+    view = panels.known.view()
+    states = panels.ledger.states(view.models.keys(), "general")
+    mine = {n: c for n, c in panels.collections.all().items() if h.caller.may_use(n)}
+    return models.models_list(mine, view, panels.collections.limits(), states)
+
+
+def get_models(h: Handler, _):
+    h.send_json(200, get_models_listing(h))
+
+
+def get_model(h: Handler, params: dict):
+    """One collection as ``GET /v1/models`` lists it (``client.models.retrieve``)."""
+    wanted = params["rest"]
+    listed = get_models_listing(h)
+    for entry in listed["data"]:
+        if entry["id"] == wanted:
+            h.send_json(200, entry)
+            return
+    raise NotFound(f"no model '{wanted}' here; the models are collections, listed by "
+                   "GET /v1/models (bench/<name>, bench/<name>:merged)", param="model",
+                   code="model_not_found")
+
+
+def post_chat(h: Handler, _):
+    body = h.read_json()
+    h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
+    panels = h.server.panels
+    req = panels.parse(body)
+    seating = panels.seat(req)  # every refusal happens here, before anything is sent
+    run = panels.start(req, seating, key=h.caller.name)
+    # from here on every answer names its panel, errors included, so any client can find it
+    mark = {PANEL_HEADER: run.panel}
+    try:
+        if req.stream:
+            stream_panel(h, run, mark)
+            return
+        reply = panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
+    except PanelistError as exc:
+        exc.headers = {**exc.headers, **mark}
+        raise
+    if reply is None:  # the caller left; the panel was cancelled and logged
+        h.close_connection = True
+        return
+    # written before the reply goes out, so a caller that has it finds it owed a verdict
+    run.delivered_reply(reply)
+    h.send_json(200, reply, mark)
+
+
+# -- other wire formats: thin adapters over the same panel ---------------------------------------
+def open_panel(h: Handler, chat: dict):
+    """Seat and start the panel a translated request asks for, as ``post_chat`` does."""
+    h.caller.check_model(chat.get("model"))  # 403
+    panels = h.server.panels
+    req = panels.parse(chat)
+    seating = panels.seat(req)  # every refusal happens here, before anything is sent
+    return panels.start(req, seating, key=h.caller.name)
+
+
+def post_responses(h: Handler, _):
+    body = h.read_json()
+    chat, stream = responses.to_chat(body)
+    run = open_panel(h, chat)
+    if stream:
+        held_stream(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
+                                                  int(run.started)))
+        return
+    reply = answer_of(h, run, h.client_alive)
+    if reply is None:  # the caller left; the panel was cancelled and logged
+        h.close_connection = True
+        return
+    run.delivered_reply(reply)
+    h.send_json(200, responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
+
+
+def post_messages(h: Handler, _):
+    body = h.read_json()
+    chat, stream = messages.to_chat(body)
+    run = open_panel(h, chat)
+    if stream:
+        held_stream(h, run, messages.Events(run.panel, run.req.collection.model_id))
+        return
+    reply = answer_of(h, run, h.client_alive)
+    if reply is None:
+        h.close_connection = True
+        return
+    run.delivered_reply(reply)
+    h.send_json(200, messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
+
+
+def post_verdict(h: Handler, _):
+    """A verdict on a call id, or on a panel id and the model's alias (``merger`` for the
+    merged answer)."""
+    v = verdict.check(h.read_json())
+    ledger = h.server.panels.ledger
+    if v["call"] is None and h.caller.keyed:
+        h.caller.check_owner(ledger.panel(v["panel"]), f"panel '{v['panel']}'")
+    call = verdict.call_of(v, ledger, key=h.caller.scope)
+    if h.caller.keyed:  # a key judges only its own calls
+        h.caller.check_owner(ledger.call(call), f"call '{call}'")
+    result = ledger.record_verdict(call, useful=v["useful"], note=v["note"], real=v["real"],
+                                   false=v["false"], by=h.caller.name)
+    h.send_json(200, result)
+
+
+def get_pending(h: Handler, _):
+    """Calls owed a verdict (``data``), and apart from them the panels whose reply never
+    reached the caller (``abandoned``): their seats are owed nothing."""
+    query = parse_qs(urlsplit(h.path).query)
+    try:
+        limit = int(query.get("limit", ["50"])[0])
+    except ValueError:
+        raise BadRequest("'limit' must be a whole number", param="limit") from None
+    if not 1 <= limit <= 500:
+        raise BadRequest("'limit' must be between 1 and 500", param="limit")
+    ledger = h.server.panels.ledger
+    owed = ledger.pending(key=h.caller.scope, limit=limit)
+    left = ledger.undelivered(key=h.caller.scope, limit=limit)
+    h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed],
+                      "abandoned": [verdict.not_owed(p) for p in left]})
+
+
+def get_panel(h: Handler, params: dict):
+    panel_id = params["panel"]
+    found = h.server.panels.ledger.panel(panel_id)
+    if found is None:
+        raise NotFound(f"unknown panel '{panel_id}'; panel ids are bench.panel in a reply")
+    h.caller.check_owner(found, f"panel '{panel_id}'")
+    h.send_json(200, found)
+
+
+def post_race(h: Handler, _):
+    registry.admit(h.caller)
+    race = h.server.parts.races.start(h.read_json())
+    h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
+
+
+def get_race(h: Handler, params: dict):
+    registry.admit(h.caller)
+    h.send_json(200, h.server.parts.races.get(params["race"]))
+
+
+def get_races(h: Handler, _):
+    registry.admit(h.caller)
+    query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query).items()}
+    h.send_json(200, h.server.parts.races.listing(query.get("limit"), query.get("before")))
+
+
+def get_health(h: Handler, _):
+    h.send_json(200, {"ok": True, "time": time.time()})
+
+
+GATEWAY_ROUTES = (
+    Route("/v1/models", {"GET": get_models}, gate=KEYS),
+    # an id holds a "/" (bench/name), which clients send as it is or percent-encoded
+    Route("/v1/models/*", {"GET": get_model}, gate=KEYS),
+    Route("/v1/chat/completions", {"POST": post_chat}, gate=KEYS),
+    Route("/bench/verdict", {"POST": post_verdict}, gate=KEYS),
+    Route("/bench/pending", {"GET": get_pending}, gate=KEYS),
+    Route("/bench/panels/{panel}", {"GET": get_panel}, gate=KEYS),
+    Route("/health", {"GET": get_health}, gate=OPEN),
+    Route("/v1/responses", {"POST": post_responses}, gate=KEYS),
+    Route("/v1/messages", {"POST": post_messages}, gate=KEYS),
+    Route("/bench/race", {"POST": post_race}, gate=KEYS),
+    Route("/bench/race/{race}", {"GET": get_race}, gate=KEYS),
+    Route("/bench/races", {"GET": get_races}, gate=KEYS),
+)
+
+
