@@ -53,14 +53,9 @@ if not __package__:
 import argparse  # noqa: E402
 import collections  # noqa: E402
 import gc  # noqa: E402
-import http.client  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
-import re  # noqa: E402
-import resource  # noqa: E402
-import select  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -71,17 +66,19 @@ import time  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
+from panelist.scripts.bench_gateway_report import (MERGER, direct_report, pick_report,  # noqa: E402
+                                                   report, top_frames)
+from panelist.scripts.benchkit import (Child, Client, log, pct,  # noqa: E402
+                                       proc_cpu, proc_mem, self_cpu, url_of)
 
 PY = sys.executable
 GATEWAY = ROOT / "gateway.py"
 SIM = ROOT / "scripts" / "sim_upstream.py"   # the thin entry point of metrics/upstream/sim.py
 FILL = ROOT / "scripts" / "fill_ledger.py"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 MEMBERS = ("m1", "m2", "m3")
 COLLECTION = "trio"
 MERGED = "trio-merged"   # the same three members with MERGER as the collection's merger
-MERGER = "mx"            # not a member; 0 ms in every profile
 # seat latencies (seconds) per member, one simulated upstream process per profile
 PROFILES = {"spread": (0.05, 0.1, 0.2), "zero": (0.0, 0.0, 0.0), "fifty": (0.05, 0.05, 0.05),
             "stream": (0.05, 0.5, 2.0), "pick": (0.0, 0.25, 0.5)}
@@ -103,207 +100,18 @@ PROMPT = (
     "         return value\n\n"
     "Is the lock order safe against evict()? Can get() recurse forever?")
 
-TARGETS = {  # what the figures are held against (printed beside them, never asserted)
-    "parallel_ms": 205, "added_p50_ms": 2.0, "added_p95_ms": 5.0, "throughput_c8": 300,
-    "failed_c64": 0, "log_growth": 0.10, "rss_mb": 200,
-    # step 7: the first seat's text within 5 ms of the fastest (50 ms) seat's own time, at p95
-    "first_text_ms": 55, "first_text_gap_ms": 5.0,
-    # step 8: merging adds no more gateway time than a plain panel does (step 2's targets)
-    "merged_added_p50_ms": 2.0, "merged_added_p95_ms": 5.0,
-    # step 9: the picked answer within 2 ms of the picked seat's own time, slower seats running
-    "pick_added_p50_ms": 2.0,
-}
-
-
-# -- small helpers ---------------------------------------------------------------------------------
-def pct(values, q: float):
-    """Nearest-rank percentile (q in 0..100) of a list; None when empty."""
-    if not values:
-        return None
-    xs = sorted(values)
-    return xs[max(0, min(len(xs) - 1, math.ceil(q / 100 * len(xs)) - 1))]
-
-
-def log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) a process used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def proc_mem(pid: int) -> dict:
-    """VmHWM (peak RSS) and VmRSS of a process, in MB."""
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(("VmHWM:", "VmRSS:")):
-                name, kb = line.split()[:2]
-                out[name[:-1]] = round(int(kb) / 1024, 1)
-    return out
-
-
-def self_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-class Child:
-    """A process of ours whose first stdout line says where it listens."""
-
-    def __init__(self, name: str, argv: list[str], workdir: Path):
-        self.name = name
-        self.stderr_path = workdir / f"{name}.stderr"
-        self.t_spawn = time.perf_counter()
-        with open(self.stderr_path, "ab") as err:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
-                                         stdin=subprocess.DEVNULL, cwd=ROOT)
-        self.pid = self.proc.pid
-        self.first_line = self._first_line(timeout=300)
-        self.t_line = time.perf_counter()
-
-    def _first_line(self, timeout: float) -> str:
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline().decode() if ready else ""
-        if not line:
-            self.stop()
-            raise RuntimeError(f"{self.name} printed nothing; its stderr ({self.stderr_path}):\n"
-                               + self.stderr_tail())
-        return line.strip()
-
-    def stderr_tail(self, n: int = 20) -> str:
-        try:
-            return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-    def stop(self) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        return self.proc.returncode
-
-
-def url_of(line: str) -> tuple[str, int]:
-    m = re.search(r"http://([^/:\s]+):(\d+)", line)
-    if not m:
-        raise RuntimeError(f"no URL in {line!r}")
-    return m.group(1), int(m.group(2))
-
-
-# -- the load generator -----------------------------------------------------------------------------
-class Client:
-    """One keep-alive connection that asks the gateway for panels."""
-
-    def __init__(self, host: str, port: int, body: bytes):
-        self.host, self.port = host, port
-        # the guard answers only a loopback Host that names the port, and JSON-typed POSTs
-        self.headers = {"Host": host_header(host, port), "Content-Type": "application/json",
-                        "Content-Length": str(len(body))}
-        self.body = body
-        self.conn: http.client.HTTPConnection | None = None
-
-    def _post(self) -> http.client.HTTPResponse:
-        """Send the panel request on the kept connection (opened on first use); its response."""
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
-        self.conn.request("POST", "/v1/chat/completions", self.body, self.headers)
-        return self.conn.getresponse()
-
-    def panel(self) -> tuple[int, bytes, float]:
-        """(status, body, seconds) of one panel; status 0 when the connection failed."""
-        t0 = time.perf_counter()
-        try:
-            resp = self._post()
-            data = resp.read()
-            status = resp.status
-            if resp.will_close:
-                self.close()
-        except (OSError, http.client.HTTPException) as exc:
-            self.close()
-            return 0, repr(exc).encode(), time.perf_counter() - t0
-        return status, data, time.perf_counter() - t0
-
-    def stream(self) -> dict:
-        """One ``stream: true`` panel, read as it arrives (``read1``: at most one socket read,
-        never waiting for the whole body). Times in seconds from just before the request is
-        sent: ``head`` (status line and headers), ``role`` (the role-only first chunk),
-        ``first_text`` (the first chunk whose delta.content holds a seat section), ``end``
-        (``[DONE]``); ``bench`` from the final chunk; ``error`` when something went wrong."""
-        out = {"status": 0, "head": None, "role": None, "first_text": None, "end": None,
-               "texts": 0, "bench": None, "error": ""}
-        t0 = time.perf_counter()
-        try:
-            resp = self._post()
-            out["head"] = time.perf_counter() - t0
-            out["status"] = resp.status
-            if resp.status != 200:
-                out["error"] = resp.read()[:300].decode(errors="replace")
-                self.close()
-                return out
-            buf = b""
-            while out["end"] is None:
-                data = resp.read1(65536)
-                now = time.perf_counter() - t0
-                if not data:
-                    out["error"] = "the stream ended before [DONE]"
-                    break
-                buf += data
-                while b"\n\n" in buf:
-                    event, buf = buf.split(b"\n\n", 1)
-                    self._event(event.decode(), now, out)
-            resp.read()  # the terminating zero-length chunk, so the connection can be reused
-            if resp.will_close:
-                self.close()
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            self.close()
-            out["error"] = repr(exc)
-        return out
-
-    @staticmethod
-    def _event(event: str, now: float, out: dict) -> None:
-        data = "".join(line[6:] for line in event.split("\n") if line.startswith("data: "))
-        if not data:  # a ': seats still working' comment
-            return
-        if data == "[DONE]":
-            out["end"] = now
-            return
-        chunk = json.loads(data)
-        if "error" in chunk:
-            out["error"] = json.dumps(chunk["error"])[:300]
-            return
-        delta = chunk["choices"][0]["delta"]
-        if "role" in delta and out["role"] is None:
-            out["role"] = now
-        if "## Seat" in (delta.get("content") or ""):
-            out["texts"] += 1
-            if out["first_text"] is None:
-                out["first_text"] = now
-        if "bench" in chunk:
-            out["bench"] = chunk["bench"]
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-
-
-def host_header(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def request_body(collection: str = COLLECTION, **extra) -> bytes:
     return json.dumps({"model": f"bench/{collection}", "temperature": 0.2, "max_tokens": 800,
                        "messages": [{"role": "system", "content": SYSTEM},
                                     {"role": "user", "content": PROMPT}], **extra}).encode()
+
+
+def request_body_for_model(model: str) -> bytes:
+    """The same request for one upstream model, as a caller asking it directly sends it."""
+    body = json.loads(request_body())
+    return json.dumps(dict(body, model=model)).encode()
 
 
 def seats_of(data: bytes) -> tuple[list[dict], float]:
@@ -637,6 +445,37 @@ class Bench:
         return dict(json.loads(out.stdout.strip().splitlines()[-1]), added=total - have,
                     wall_s=round(time.perf_counter() - t0, 1))
 
+    def versus_direct(self, n: int, warmup: int) -> dict:
+        """Step 2b: a 3-seat panel against one direct call to the same 0 ms upstream, by the same
+        client in the same run, alternating so both see the same machine. The figure is what
+        the gateway adds: p50 of the panel minus p50 of the direct call."""
+        sim = url_of(self.sims["zero"].first_line)
+        direct = Client(*sim, request_body_for_model(MEMBERS[0]))
+        panel = Client(*self.addr, self.body)
+        for _ in range(warmup):
+            direct.panel()
+            panel.panel()
+        gc.collect()
+        times = {"direct": [], "panel": []}
+        failed = 0
+        for _ in range(n):
+            for name, client in (("direct", direct), ("panel", panel)):
+                status, _, secs = client.panel()
+                if status != 200:
+                    failed += 1
+                    continue
+                times[name].append(secs * 1000)
+        direct.close()
+        panel.close()
+        p50 = {k: pct(v, 50) for k, v in times.items()}
+        ms = lambda v: None if v is None else round(v, 3)  # noqa: E731
+        return {"pairs": n, "failed": failed, "direct_ms_p50": ms(p50["direct"]),
+                "panel_ms_p50": ms(p50["panel"]),
+                "direct_ms_p95": ms(pct(times["direct"], 95)),
+                "panel_ms_p95": ms(pct(times["panel"], 95)),
+                "added_ms_p50": ms(None if None in p50.values()
+                                   else p50["panel"] - p50["direct"])}
+
     # -- the run -------------------------------------------------------------------------------------
     def run(self) -> dict:
         a, r = self.args, self.results
@@ -656,6 +495,9 @@ class Bench:
         self.use("fifty")
         log(f"step 2: added latency, 50 ms seats ({a.panels} panels)")
         r["added_fifty"] = self.sequential(a.panels, warmup=20)
+        self.use("zero")
+        log(f"step 2b: a panel against one direct upstream call, 0 ms ({a.panels} pairs)")
+        r["direct"] = self.versus_direct(a.panels, warmup=a.warmup)
 
         self.use("zero")
         log(f"step 8: merged-mode added latency, 0 ms seats and merger ({a.merged_panels} panels)")
@@ -689,6 +531,19 @@ class Bench:
             added = self.sequential(a.panels, warmup=a.warmup)
             r["sizes"].append({"log_panels": self.log_panels(), "fill": fill, "added": added,
                                "memory": self.stop_gateway(), "bytes": self.log_bytes()})
+        return r
+
+    def run_direct(self) -> dict:
+        """``--only direct``: step 2b, and throughput at c=8 (step 3), on one gateway."""
+        a, r = self.args, self.results
+        self.setup()
+        self.use("zero")
+        self.start_gateway()
+        log(f"step 2b: a panel against one direct upstream call, 0 ms ({a.panels} pairs)")
+        r["direct"] = self.versus_direct(a.panels, warmup=a.warmup)
+        log(f"step 3: throughput at concurrency 8 ({a.duration:g} s)")
+        r["throughput"] = [self.throughput(8, a.duration, a.tp_warmup)]
+        r["memory"] = self.stop_gateway()
         return r
 
     def run_pick(self) -> dict:
@@ -739,223 +594,6 @@ class Bench:
         return files
 
 
-def top_frames(path: Path, n: int = 25) -> dict:
-    """Self and inclusive sample counts per function from py-spy's collapsed stacks."""
-    own, incl, total = collections.Counter(), collections.Counter(), 0
-    for line in path.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack:
-            continue
-        count = int(count)
-        total += count
-        frames = [re.sub(r" \((.*/)?([^/]+):\d+\)$", r" (\2)", f) for f in stack.split(";")]
-        own[frames[-1]] += count
-        for f in set(frames):
-            incl[f] += count
-    share = lambda c: round(100 * c / max(1, total), 1)  # noqa: E731
-    return {"samples": total,
-            "self_pct": [(f, share(c)) for f, c in own.most_common(n)],
-            "inclusive_pct": [(f, share(c)) for f, c in incl.most_common(n)]}
-
-
-# -- the report -----------------------------------------------------------------------------------
-def verdict(ok: bool | None) -> str:
-    return "" if ok is None else ("meets" if ok else "MISSES")
-
-
-def report(r: dict, args) -> str:
-    T = TARGETS
-    rows: list[tuple[str, str, str, str]] = []
-    p = r["parallel"]
-    rows.append((f"1 panel wall, seats 50/100/200 ms ({p['panels']} panels, c=1)",
-                 f"p50 {p['wall_ms']['p50']:.1f} ms, max {p['wall_ms']['max']:.1f} ms",
-                 f"<= {T['parallel_ms']} ms", verdict(p["wall_ms"]["max"] <= T["parallel_ms"])))
-    for key, label in (("added_zero", "0 ms"), ("added_fifty", "50 ms")):
-        s = r[key]["added_ms"]
-        rows.append((f"2 added latency, {label} seats ({r[key]['panels']} panels, c=1)",
-                     f"p50 {s['p50']:.2f} ms, p95 {s['p95']:.2f} ms",
-                     f"<= {T['added_p50_ms']:g} / <= {T['added_p95_ms']:g} ms",
-                     verdict(s["p50"] <= T["added_p50_ms"] and s["p95"] <= T["added_p95_ms"])))
-    for t in r["throughput"]:
-        c = t["concurrency"]
-        target, ok = "", None
-        if c == 8:
-            target, ok = f">= {T['throughput_c8']}/s", t["panels_per_s"] >= T["throughput_c8"]
-        if c == 64:
-            target, ok = "0 failed", t["failed"] == T["failed_c64"]
-        rows.append((f"3 panels/s, 0 ms seats, c={c} ({t['duration_s']:g} s)",
-                     f"{t['panels_per_s']:.0f}/s, {t['failed']} failed"
-                     + (f", {t['seat_errors']} with a failed seat" if t["seat_errors"] else ""),
-                     target, verdict(ok)))
-    base = r["sizes"][0]["added"]["added_ms"]["p50"]
-    base_cpu = r["sizes"][0]["added"]["gateway_cpu_ms_per_panel"]
-    for s in r["sizes"][1:]:
-        a = s["added"]["added_ms"]
-        growth = (a["p50"] - base) / base if base else 0.0
-        cpu = s["added"]["gateway_cpu_ms_per_panel"] / base_cpu - 1 if base_cpu else 0.0
-        rows.append((f"4 added latency, 0 ms seats, log {s['log_panels']:,} panels",
-                     f"p50 {a['p50']:.2f} ms ({growth:+.0%}), p95 {a['p95']:.2f} ms; "
-                     f"gateway CPU/panel {cpu:+.0%}",
-                     f"within {T['log_growth']:.0%} of {base:.2f}",
-                     verdict(growth <= T["log_growth"])))
-    for s in r["startup"]:
-        rows.append((f"5 start-up to first panel, log {s['log_panels']:,} panels",
-                     f"{s['to_first_panel_s']:.2f} s (URL line {s['to_url_s']:.2f} s)", "", ""))
-    for s in r["sizes"]:
-        big = s is r["sizes"][-1] and len(r["sizes"]) > 1
-        name = (f"log {s['log_panels']:,} panels" if s is not r["sizes"][0] else
-                f"first gateway (log 0 -> {s['log_panels']:,})")
-        rows.append((f"6 peak RSS (VmHWM), {name}",
-                     f"{s['memory']['VmHWM']:.1f} MB",
-                     f"<= {T['rss_mb']} MB" if big else "",
-                     verdict(s["memory"]["VmHWM"] <= T["rss_mb"]) if big else ""))
-    st = r.get("stream_first_text")
-    if st and st["streams"]:
-        f, g = st["first_text_ms"], st["gap_ms"]
-        lat = "/".join(str(x) for x in st["seat_latencies_ms"])
-        rows.append((f"7 first seat's text, stream, seats {lat} ms ({st['streams']} streams)",
-                     f"p50 {f['p50']:.1f} ms, p95 {f['p95']:.1f} ms; gap to fastest seat p50 "
-                     f"{g['p50']:.2f} ms, p95 {g['p95']:.2f} ms"
-                     + (f"; {st['failed']} failed" if st["failed"] else ""),
-                     f"p95 <= {T['first_text_ms']} ms, gap <= {T['first_text_gap_ms']:g} ms",
-                     verdict(f["p95"] <= T["first_text_ms"] and g["p95"] <= T["first_text_gap_ms"]
-                             and not st["failed"])))
-    elif st:
-        rows.append((f"7 first seat's text, stream ({st['failed']} failed)", "no stream completed",
-                     f"<= {T['first_text_ms']} ms", verdict(False)))
-    m = r["added_merged"]
-    ma, za = m["added_ms"], r["added_zero"]["added_ms"]
-    rows.append((f"8 added latency, merged, 0 ms seats + merger ({m['panels']} panels, c=1)",
-                 (f"p50 {ma['p50']:.2f} ms, p95 {ma['p95']:.2f} ms (all mode: p50 "
-                  f"{za['p50']:.2f}, p95 {za['p95']:.2f} ms)" if m["panels"] else "no panel merged")
-                 + (f"; {m['failed']} failed" if m["failed"] else ""),
-                 f"<= {T['merged_added_p50_ms']:g} / <= {T['merged_added_p95_ms']:g} ms",
-                 verdict(bool(m["panels"]) and not m["failed"]
-                         and ma["p50"] <= T["merged_added_p50_ms"]
-                         and ma["p95"] <= T["merged_added_p95_ms"])))
-    rows.extend(pick_rows(r))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    head = ("measure".ljust(widths[0]), "value".ljust(widths[1]), "target".ljust(widths[2]))
-    lines = [
-        f"Panelist gateway benchmark · {time.strftime('%Y-%m-%d %H:%M')} · "
-        f"{r['machine']['cpus']} CPUs · Python {r['machine']['python']}",
-        f"3-seat panels (3 members, max_explorers 0) on the simulated upstream; request "
-        f"{r['request_bytes']} bytes ({r['prompt_chars']} prompt chars); gateway, upstream and "
-        "this load generator are separate processes sharing the CPUs.",
-        "",
-        "  ".join(head) + "  ",
-        "  ".join("-" * w for w in widths) + "  -------",
-    ]
-    for row in rows:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths)) + "  " + row[3])
-    lines += ["", "Details"]
-    p = r["parallel"]
-    lines.append(f"  seats 50/100/200 ms: slowest seat p50 {p['slowest_seat_ms']['p50']:.1f} ms, "
-                 f"max {p['slowest_seat_ms']['max']:.1f} ms (the seat's own time, as the gateway "
-                 f"reports it); added p50 {p['added_ms']['p50']:.2f} ms")
-    for key, label in (("added_zero", "0 ms seats"), ("added_fifty", "50 ms seats")):
-        d = r[key]
-        lines.append(f"  added latency, {label}: p99 {d['added_ms']['p99']:.2f} ms, max "
-                     f"{d['added_ms']['max']:.2f} ms; inside the gateway's clock (bench.seconds - "
-                     f"slowest seat) p50 {d['inside_ms_p50']:.2f} ms, outside it p50 "
-                     f"{d['outside_ms_p50']:.2f} ms; gateway CPU {d['gateway_cpu_ms_per_panel']:.2f}"
-                     f" ms/panel, load generator CPU {d['client_cpu_ms_per_panel']:.2f} ms/panel")
-    if m["panels"]:
-        lines.append(f"  added latency, merged (0 ms seats, 0 ms merger {MERGER}, not a member): p99 "
-                     f"{ma['p99']:.2f} ms, max {ma['max']:.2f} ms; merger's own seconds p50 "
-                     f"{m['merger_ms']['p50']:.1f} ms; inside the gateway's clock p50 "
-                     f"{m['inside_ms_p50']:.2f} ms (all mode {r['added_zero']['inside_ms_p50']:.2f}),"
-                     f" outside it p50 {m['outside_ms_p50']:.2f} ms; gateway CPU "
-                     f"{m['gateway_cpu_ms_per_panel']:.2f} ms/panel (all mode "
-                     f"{r['added_zero']['gateway_cpu_ms_per_panel']:.2f})"
-                     + (f"; failures {m['failures']}" if m.get("failures") else ""))
-    if st and st["streams"]:
-        lines.append(f"  stream: fastest seat's own time p50 {st['fastest_seat_ms']['p50']:.1f} ms; "
-                     f"response head p50 {st['head_ms']['p50']:.2f} ms, role chunk p50 "
-                     f"{st['role_ms']['p50']:.2f} ms (both wait for the first answer); first "
-                     f"text after the role chunk p50 {st['role_to_text_ms']['p50']:.2f} ms, p95 "
-                     f"{st['role_to_text_ms']['p95']:.2f} ms; gap max {st['gap_ms']['max']:.2f}"
-                     f" ms; [DONE] after the slowest seat p50 "
-                     f"{st['done_after_slowest_ms']['p50']:.2f} ms")
-    if st and st["failures"]:
-        lines.append(f"  stream failures: {st['failures']}")
-    lines.append("  throughput (0 ms seats): CPU as % of one core over the measured window")
-    for t in r["throughput"]:
-        cpu = t["cpu_pct_of_one_core"]
-        lines.append(f"    c={t['concurrency']:<3} {t['panels_per_s']:6.0f}/s  latency p50 "
-                     f"{t['latency_ms']['p50']:.1f} ms p95 {t['latency_ms']['p95']:.1f} ms  "
-                     f"CPU gateway {cpu['gateway']:.0f}% upstream {cpu['upstream']:.0f}% "
-                     f"load generator {cpu['load generator']:.0f}%  gateway "
-                     f"{t['gateway_cpu_ms_per_panel']:.2f} ms CPU/panel"
-                     + (f"  failures {t['failures']}" if t["failures"] else ""))
-    for s in r["sizes"]:
-        d, b = s["added"], s["bytes"]
-        fill = s.get("fill") or {}
-        mb = lambda name: b.get(name, 0) / 2**20  # noqa: E731
-        lines.append(f"  log {s['log_panels']:,} panels: calls.jsonl {mb('calls.jsonl'):.0f} MB, "
-                     f"evidence.jsonl {mb('evidence.jsonl'):.0f} MB, index.json "
-                     f"{mb('index.json'):.1f} MB; added p50 {d['added_ms']['p50']:.2f} p95 "
-                     f"{d['added_ms']['p95']:.2f} ms (inside the gateway's clock p50 "
-                     f"{d['inside_ms_p50']:.2f} ms); gateway CPU "
-                     f"{d['gateway_cpu_ms_per_panel']:.2f} ms/panel; VmHWM "
-                     f"{s['memory']['VmHWM']:.1f} MB, VmRSS at stop {s['memory']['VmRSS']:.1f} MB"
-                     + (f"; fill {fill['wall_s']:.0f} s" if fill.get("wall_s") else ""))
-    lines += [
-        "",
-        "Notes: times are client-observed (http.client, loopback, keep-alive) and include the load "
-        "generator's own HTTP work;",
-        "seat seconds come from bench.seats[].seconds, which the gateway rounds to 1 ms, so added "
-        "latency carries up to +/-0.5 ms of rounding (+/-1 ms in merged mode: seat and merger);",
-        "step 7 reads each stream as it arrives and times the first chunk with a seat section; "
-        "steps 7 and 8 run on the first gateway (small log).",
-        "Log sizes count every panel id reserved (fill_ledger.py's synthetic panels plus this "
-        "run's own); the 'first gateway' starts on an empty log and is the baseline of step 4.",
-    ]
-    if r["added_zero"]["outside_ms_p50"] > 20:
-        lines.append(
-            f"Most of the added latency lies outside the gateway's own clock (p50 "
-            f"{r['added_zero']['outside_ms_p50']:.1f} ms between bench.seconds and the client): "
-            "a steady ~40 ms is the signature of Nagle's algorithm meeting the client's delayed "
-            "ACK, when a reply's head and body leave in two small writes.")
-    if args.quick:
-        lines.append(f"--quick: log steps limited to {max(args.sizes or [0]):,} panels.")
-    return "\n".join(lines)
-
-
-def pick_rows(r: dict) -> list[tuple[str, str, str, str]]:
-    k = r.get("pick")
-    if not k:
-        return []
-    a, lat = k["added_ms"], "/".join(str(x) for x in k["seat_latencies_ms"])
-    value = (f"p50 {a['p50']:.2f} ms, p95 {a['p95']:.2f} ms, max {a['max']:.2f} ms; "
-             f"{k['running_behind_p50']} seats running behind at p50" if k["panels"]
-             else "no panel picked")
-    if k["failed"]:
-        value += f"; {k['failed']} failed {k['failures']}"
-    return [(f"9 pick: reply minus picked seat, seats {lat} ms ({k['panels']} panels, c=1)",
-             value, f"p50 <= {TARGETS['pick_added_p50_ms']:g} ms",
-             verdict(bool(k["panels"]) and not k["failed"]
-                     and a["p50"] <= TARGETS["pick_added_p50_ms"]))]
-
-
-def pick_report(r: dict) -> str:
-    z, k = r["added_zero"], r["pick"]
-    lines = [f"Panelist gateway benchmark, pick mode · {time.strftime('%Y-%m-%d %H:%M')} · "
-             f"{r['machine']['cpus']} CPUs · Python {r['machine']['python']}", ""]
-    for row in pick_rows(r):
-        lines.append("  ".join(row))
-    za = z["added_ms"]
-    lines.append(f"2 all mode, 0 ms seats ({z['panels']} panels): added p50 {za['p50']:.2f} ms, "
-                 f"p95 {za['p95']:.2f} ms")
-    if k["panels"]:
-        lines.append(f"  pick: picked seat's own time p50 {k['picked_seat_ms_p50']:.2f} ms; inside "
-                     f"the gateway's clock (bench.seconds - picked seat) p50 "
-                     f"{k['inside_ms_p50']:.2f} ms; gateway CPU {k['gateway_cpu_ms_per_panel']:.2f}"
-                     " ms/panel (the seats behind each reply included); peak RSS "
-                     f"{r['memory']['VmHWM']:.1f} MB")
-    return "\n".join(lines)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="skip log steps above 100,000 panels")
@@ -967,8 +605,9 @@ def main(argv=None) -> int:
                     help="panels in the merged-mode added-latency run (step 8)")
     ap.add_argument("--pick-panels", type=int, default=300,
                     help="panels in the pick-mode run (step 9)")
-    ap.add_argument("--only", choices=("pick",),
-                    help="run one step alone: pick (step 9, beside step 2's 0 ms figure)")
+    ap.add_argument("--only", choices=("pick", "direct"),
+                    help="run one step alone: pick (step 9, beside step 2's 0 ms figure), "
+                    "direct (step 2b and throughput at c=8)")
     ap.add_argument("--streams", type=int, default=20,
                     help="streams for step 7 (each ~2 s: its slowest seat takes 2000 ms); 0 skips")
     ap.add_argument("--warmup", type=int, default=50, help="warm-up panels before each run")
@@ -992,7 +631,7 @@ def main(argv=None) -> int:
             result = bench.profile(args.profile)
             print(json.dumps(result, indent=1))
             return 0
-        result = bench.run_pick() if args.only == "pick" else bench.run()
+        result = {"pick": bench.run_pick, "direct": bench.run_direct}.get(args.only, bench.run)()
     except KeyboardInterrupt:
         interrupted = True
         return 130
@@ -1004,6 +643,8 @@ def main(argv=None) -> int:
         print(json.dumps(result, indent=1))
     elif args.only == "pick":
         print(pick_report(result))
+    elif args.only == "direct":
+        print(direct_report(result))
     else:
         print(report(result, args))
     return 0

@@ -47,8 +47,9 @@ from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.scripts.bench_gateway import (COLLECTION, GATEWAY, MEMBERS, PY, SIM,  # noqa: E402
-                                            Child, Client, host_header, log, pct, proc_cpu,
-                                            proc_mem, request_body, url_of)
+                                            request_body)
+from panelist.scripts.benchkit import (Child, Client, host_header, log, pct,  # noqa: E402
+                                       proc_cpu, proc_mem, url_of)
 
 
 # -- the attacker (its own process, so its work never shares a GIL with the measuring) ------------
