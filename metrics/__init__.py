@@ -1,1 +1,22 @@
-"""The domain: one module per noun. Nothing here imports ``http.server``."""
+"""The domain, one subpackage per concept; arrows point down (``tests/test_layout.py``).
+
+    server/    the only importer of http.server: connections, deadlines, routing, gates, the
+               catch-all; the gateway's routes, streams, the dashboard, its API; Parts (a
+               server's long-lived pieces, built once); guard, keys, rate limits, sessions
+    cli/       ``panelist noun verb`` (main), the MCP server
+    wire/      formats <-> one panel request: models, responses, messages, error shapes
+    upkeep/    health probes, retirement, the schedule, onboarding (queue and worker)
+    race/      benchmark (one race), judge, transcript, report, costs, chatjob, registry
+    panel/     panel (run and assemble), seating, pick, merge, decider, history, suggest,
+               prompt, jsonshape
+    seats.py   the seats core: calls at once, deadlines, cancellation, admission
+    ledger/    the JSONL evidence: calls, seats, verdicts; the tail-following index
+    roster/    roster, collection, grades, catalog, learned, known, discover, demo
+    upstream/  client (one call), proxy, admission (pacing per endpoint), sim (simulated provider)
+    store/     jsonwire, jsonl, configfile: storage with no domain words
+
+Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
+alert log), ``stats`` (intervals), ``plaintext`` (printable free text); ``offload`` is the
+command line's entry point. The review suite (``suite/``) sits above the seats core, below
+``upkeep``, ``server`` and ``cli``.
+"""
