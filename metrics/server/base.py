@@ -178,6 +178,17 @@ class Server(ThreadingHTTPServer):
         if not isinstance(sys.exc_info()[1], OSError):  # a client going away is no news
             super().handle_error(request, client_address)
 
+    def serve_connection(self, sock: socket.socket, address=("127.0.0.1", 0)) -> None:
+        """Answer one connection on the calling thread, as a handler thread would, with no
+        listener and no serving: a route called in process (a test's client, say)."""
+        with self._room:
+            self._wires[sock] = Wire(sock, self.client_timeout, self.head_timeout)
+        try:
+            self.finish_request(sock, address)
+        finally:
+            self._release(sock)
+            self.shutdown_request(sock)
+
     def close(self) -> None:
         """Stop serving (if it ever started: ``shutdown`` would wait forever otherwise), hang up
         every connection not busy with a request, and close the parts; always returns."""

@@ -52,7 +52,8 @@ class Handler(BaseHTTPRequestHandler):
         self.connection.settimeout(self.server.client_timeout)
         # headers and body leave in separate writes; with Nagle on, the body waits ~40 ms for
         # the client's delayed ACK on every reply
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        if self.connection.family != socket.AF_UNIX:   # a route called in process has no TCP
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
         self.wire = self.server.wire_of(self.request)
         self.rfile = io.BufferedReader(self.wire)
         self.wfile = self.wire
