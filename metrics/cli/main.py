@@ -16,13 +16,10 @@ command) hands in all of them, ``python gateway.py`` and ``python serve.py`` the
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Callable
 from pathlib import Path
@@ -189,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("prompt", nargs="?", default="")
     a.add_argument("-f", "--file", metavar="FILE", help="append this file's text to the prompt")
     a.add_argument("--system", metavar="TEXT")
-    a.add_argument("--url", metavar="URL", help="ask a running gateway instead")
+    a.add_argument("--url", metavar="URL", help="ask a running gateway instead "
+                   "(its key, if it needs one, from $PANELIST_KEY)")
 
     v = nouns.add_parser("verdict", parents=[common],
                          help="judge one call (its call id, or --panel and --alias)")
@@ -204,7 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--note", default="", metavar="TEXT")
     v.add_argument("--real", action="append", default=[], metavar="CLAIM")
     v.add_argument("--false", action="append", default=[], metavar="CLAIM")
-    v.add_argument("--url", metavar="URL", help="send it to a running gateway instead")
+    v.add_argument("--url", metavar="URL", help="send it to a running gateway "
+                   "instead (its key, if it needs one, from $PANELIST_KEY)")
 
     pe = nouns.add_parser("pending", parents=[common],
                           help="calls that answered and await a verdict")
@@ -212,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--abandoned", action="store_true",
                     help="list instead the panels whose reply never reached the caller "
                     "(their answers are owed no verdict)")
-    pe.add_argument("--url", metavar="URL", help="ask a running gateway instead")
+    pe.add_argument("--url", metavar="URL", help="ask a running gateway instead "
+                   "(its key, if it needs one, from $PANELIST_KEY)")
 
     m = nouns.add_parser("mcp", help="serve the Model Context Protocol on stdin/stdout, so an "
                          "agent can ask a running gateway's panels and judge their answers")
@@ -711,34 +711,10 @@ def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> in
     return 0
 
 
-def _request(url: str, path: str, body: dict | None = None) -> dict:
-    """GET (no body) or POST JSON to a running gateway; its error message becomes ours."""
-    base = url.rstrip("/")
-    if base.endswith("/v1"):
-        base = base[:-3]
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    key = os.environ.get("PANELIST_API_KEY")
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=3600) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            error = json.loads(exc.read())["error"]
-            message = error["message"]
-        except Exception:
-            error, message = {}, exc.reason
-        seats = error.get("seats") if isinstance(error, dict) else None
-        raise PanelistError(f"{exc.code} from {base}: {message}",
-                            code=error.get("code") if isinstance(error, dict) else None,
-                            details={"seats": seats} if isinstance(seats, list) else None) \
-            from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise PanelistError(f"cannot reach {base}: {getattr(exc, 'reason', exc)}; "
-                            "is the gateway running?") from None
+def _remote(url: str):
+    """The running gateway ``--url`` names, called with the key of PANELIST_KEY, if set."""
+    from panelist.metrics.cli import remote
+    return remote.connect(url, remote.CLI, os.environ)
 
 
 def cmd_ask(args, out: Out) -> int:
@@ -756,7 +732,8 @@ def cmd_ask(args, out: Out) -> int:
     body = {"model": model, "messages": messages}
     try:
         if args.url:
-            reply = _request(args.url, "/v1/chat/completions", body)
+            from panelist.metrics.cli.remote import ASK_TIMEOUT
+            reply = _remote(args.url).post("/v1/chat/completions", body, timeout=ASK_TIMEOUT)
         else:
             from panelist.metrics.panel.panel import Panels
             panels = Panels(open_home(args.data))
@@ -796,8 +773,8 @@ def cmd_verdict(args, out: Out) -> int:
     v = verdict_rules.check({**target, "useful": args.useful, "note": args.note,
                              "real": args.real, "false": args.false})
     if args.url:
-        result = _request(args.url, "/bench/verdict",
-                          {k: x for k, x in v.items() if x is not None})
+        result = _remote(args.url).post("/bench/verdict",
+                                        {k: x for k, x in v.items() if x is not None})
     else:
         from panelist.metrics.ledger.ledger import Ledger
         with Ledger(open_home(args.data).gateway_runs) as ledger:
@@ -813,7 +790,7 @@ def cmd_verdict(args, out: Out) -> int:
 
 def cmd_pending(args, out: Out) -> int:
     if args.url:
-        found = _request(args.url, f"/bench/pending?limit={args.limit}")
+        found = _remote(args.url).get(f"/bench/pending?limit={args.limit}")
         owed, left = found["data"], found.get("abandoned", [])
     else:
         from panelist.metrics.ledger.ledger import Ledger
