@@ -515,3 +515,18 @@ def main(url: str | None = None, env=None) -> int:
     finally:
         sys.stdout = real_stdout
     return 0
+
+
+# -- the command -------------------------------------------------------------------------------
+def register(nouns, common) -> None:
+    m = nouns.add_parser("mcp", help="serve the Model Context Protocol on stdin/stdout, so an "
+                         "agent can ask a running gateway's panels and judge their answers")
+    m.add_argument("--url", metavar="URL", help="the running gateway (default: $PANELIST_URL, "
+                   "else http://127.0.0.1:8123); its key, if it needs one, from $PANELIST_KEY")
+
+
+def cmd_mcp(args, out) -> int:
+    return main(url=args.url)   # stdout becomes the protocol's: nothing else prints there
+
+
+COMMANDS = {"mcp": cmd_mcp}
