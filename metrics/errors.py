@@ -14,6 +14,7 @@
     ├── TooManyRequests (429)            a gateway key past its requests a minute
     ├── Unavailable (503)                no seat could be filled, or every seat was rate limited
     ├── AllSeatsFailed (502)             no seat (nor merger) gave an answer the caller can use
+    ├── GatewayUnreachable (502)         `--url` or MCP: no working gateway at that URL
     └── UpstreamError (502)              one upstream call failed; becomes a seat's error, not a reply
         ├── RateLimited                  429; carries retry_after seconds when the upstream said
         ├── ContextTooLong               the prompt exceeds the window; carries the window if stated
@@ -155,6 +156,14 @@ class AllSeatsFailed(PanelistError):
         headers = {"x-should-retry": "false", **(headers or {})}
         super().__init__(message, code=code, headers=headers, details={"seats": seats})
         self.seats = seats
+
+
+class GatewayUnreachable(PanelistError):
+    """Raised when ``--url`` or ``panelist mcp`` finds no working gateway at its URL: nothing
+    listens, no answer in time, or what answers is not a Panelist gateway."""
+
+    status = 502
+    type = "api_connection_error"
 
 
 class UpstreamError(PanelistError):

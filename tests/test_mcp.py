@@ -212,6 +212,23 @@ def test_the_gateway_key_is_sent_and_never_shown(home, tmp_path, reaped):
         assert secret[:-4] not in text and "Traceback" not in text
 
 
+def test_a_proxy_in_the_environment_is_not_used_for_a_loopback_gateway(gateway, tmp_path,
+                                                                       monkeypatch, reaped):
+    with socket.socket() as s:   # a port just freed: a proxy that is not running
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, dead)
+
+    async def scenario(s, _):
+        return await s.call_tool("ask", {"collection": "trio", "prompt": "hi"})
+
+    env = {name: os.environ[name] for name in ("HTTP_PROXY", "HTTPS_PROXY")}
+    asked = session(dict(env, PANELIST_URL=gateway.url), scenario, tmp_path / "err.txt")
+    assert not asked.is_error, text_of(asked)
+    assert {s["status"] for s in asked.structured_content["seats"]} == {"ok"}
+
+
 # -- raw JSON-RPC over a pipe ---------------------------------------------------------------------
 def reader(stream) -> tuple[queue.Queue, threading.Thread]:
     """A thread putting each line of ``stream`` on a queue, then None at its end."""
@@ -405,7 +422,7 @@ def test_a_long_call_reports_progress_until_its_reply_and_never_after(home, gate
     with Gateway(make_gateway(home, env={})) as gw, \
             os.fdopen(r_in, "rb") as rfile, os.fdopen(w_in, "wb") as to_server, \
             os.fdopen(w_out, "wb") as wfile, os.fdopen(r_out, "rb") as from_server:
-        server = mcp_server.Server(mcp_server.Gateway(gw.url), rfile, wfile, io.StringIO(),
+        server = mcp_server.Server(mcp_server.connect(gw.url, {}), rfile, wfile, io.StringIO(),
                                    progress_every=0.01)
         serving = threading.Thread(target=server.serve)
         serving.start()

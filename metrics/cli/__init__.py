@@ -1,3 +1,6 @@
-"""The ``panelist`` command line: ``noun verb`` parsers and their commands (``main``), and the
-MCP server over stdio (``mcp``). Nothing imports this package but the entry points.
+"""The ``panelist`` command line. ``main`` is the frame (the parser registry, ``Out``, the one
+place an error exits); beside it one module per noun holds that noun's parsers and commands
+(``model``, ``collection``, ``ask``, ``verdict``, ``race``, ``suite``, ``serve``, ...);
+``remote`` is the one client of a running gateway (``--url`` and MCP) and ``mcp`` the Model
+Context Protocol server over stdio. Nothing imports this package but the entry points.
 """

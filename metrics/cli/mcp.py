@@ -2,9 +2,10 @@
 
 An MCP client (Claude Code, Cursor, any other) starts this as a child process and speaks
 JSON-RPC 2.0 to it, one message per line of stdin and stdout. Four tools reach a *running*
-gateway over HTTP (``PANELIST_URL``, default http://127.0.0.1:8123): ``list_collections``,
-``ask``, ``verdict`` and ``pending``. Nothing here opens the data folder: the gateway seats,
-logs and judges, exactly as for any other caller.
+gateway over HTTP (``PANELIST_URL``, default http://127.0.0.1:8123) through ``remote``, the
+client the command line's ``--url`` uses too: ``list_collections``, ``ask``, ``verdict`` and
+``pending``. Nothing here opens the data folder: the gateway seats, logs and judges, exactly as
+for any other caller.
 
 Invariants:
 
@@ -17,8 +18,8 @@ Invariants:
   Arguments a tool cannot use, and every failure of the gateway, are a tool *result* with
   ``isError: true`` whose text says what to do, so the agent reads it and can correct itself
   (the spec's rule since 2025-11-25, SEP-1303).
-* The gateway key (``PANELIST_KEY``) is sent only in the ``Authorization`` header: never in a
-  reply, an error or a log line.
+* The gateway key (``PANELIST_KEY``, read by ``remote``) is sent only in the
+  ``Authorization`` header: never in a reply, an error or a log line.
 * ``tools/call`` runs on its own thread, so ``ping`` and quick tools are answered while a panel
   is thinking. A call that carries a progress token gets ``notifications/progress`` every
   ``PROGRESS_EVERY`` seconds until its reply, never after it. At the end of stdin the calls
@@ -28,28 +29,22 @@ Invariants:
 
 from __future__ import annotations
 
-import http.client
-import ipaddress
 import os
-import socket
 import sys
 import threading
 import time
 import traceback
-import urllib.error
-import urllib.request
 from typing import Callable
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from panelist import __version__
+from panelist.metrics.cli import remote
+from panelist.metrics.cli.remote import ASK_TIMEOUT, DEFAULT_URL, URL_VARIABLE, Remote
+from panelist.metrics.errors import PanelistError
 from panelist.metrics.store import jsonwire
-from panelist.metrics.errors import BadRequest
 
-DEFAULT_URL = "http://127.0.0.1:8123"   # where `panelist gateway` listens unless told otherwise
 # revisions reachable through `initialize`, newest first; a client asking for another gets ours
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-ASK_TIMEOUT = 3600.0   # a panel ends by its own deadline (panel_timeout); this only bounds a hang
-QUICK_TIMEOUT = 60.0
 MAX_MESSAGE = 32 * 1024 * 1024   # above the gateway's 20 MB body cap, so the gateway says no
 MAX_PENDING = 500   # the gateway's own bound for /bench/pending
 # while a call runs, a client that asked for progress hears from us this often: some clients
@@ -76,126 +71,6 @@ class ProtocolError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-# -- the gateway, over HTTP -----------------------------------------------------------------------
-class Gateway:
-    """A running Panelist gateway: JSON over HTTP, every failure a ``ToolFailed`` saying what
-    to do. The key lives only in ``_headers``."""
-
-    def __init__(self, url: str, key: str | None = None):
-        self.base = check_url(url)
-        parts = urlsplit(self.base)
-        self.host, self.port = parts.hostname or "", parts.port or \
-            (443 if parts.scheme == "https" else 80)
-        self._headers = {"Accept": "application/json",
-                         "User-Agent": f"panelist-mcp/{__version__}"}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
-        self.keyed = bool(key)
-        # a proxy from the environment could never reach this machine's loopback: go direct
-        handlers = [urllib.request.ProxyHandler({})] if is_loopback(self.host) else []
-        self._opener = urllib.request.build_opener(*handlers)
-
-    def get(self, path: str, timeout: float = QUICK_TIMEOUT) -> dict:
-        return self._call(urllib.request.Request(self.base + path, headers=self._headers),
-                          timeout)
-
-    def post(self, path: str, body: dict, timeout: float = QUICK_TIMEOUT) -> dict:
-        headers = dict(self._headers, **{"Content-Type": "application/json"})
-        return self._call(urllib.request.Request(self.base + path, data=jsonwire.encode(body),
-                                                 headers=headers, method="POST"), timeout)
-
-    def _call(self, req: urllib.request.Request, timeout: float) -> dict:
-        try:
-            with self._opener.open(req, timeout=timeout) as resp:
-                return self._json(resp.read())
-        except urllib.error.HTTPError as exc:
-            with exc:
-                raise self._refused(exc.code, exc.read(), exc.headers) from None
-        except (TimeoutError, socket.timeout):
-            raise ToolFailed(f"the gateway at {self.base} did not answer within {timeout:.0f} s; "
-                             "it may still be working: see the pending tool, or check its "
-                             "log") from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                raise ToolFailed(f"the gateway at {self.base} did not answer within "
-                                 f"{timeout:.0f} s; is it overloaded?") from None
-            if isinstance(reason, ConnectionRefusedError):
-                raise ToolFailed(f"no Panelist gateway is running at {self.base} (connection "
-                                 f"refused); {self.start_hint()}") from None
-            raise ToolFailed(f"cannot reach the gateway at {self.base}: {reason}; check "
-                             "PANELIST_URL and that the gateway runs there") from None
-
-    def start_hint(self) -> str:
-        """The exact command that starts a gateway where PANELIST_URL points."""
-        if not is_loopback(self.host) or self.base.startswith("https:"):
-            return (f"start the gateway on {self.host}, or set PANELIST_URL to where one runs "
-                    "(a local one: `panelist gateway`, default http://127.0.0.1:8123)")
-        args = "" if self.port == 8123 else f" --port {self.port}"
-        return (f"start it with `panelist gateway{args}` (from a checkout: `python gateway.py"
-                f"{args}`), or set PANELIST_URL to where a gateway runs")
-
-    def _json(self, raw: bytes) -> dict:
-        try:
-            data = jsonwire.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            data = None
-        if not isinstance(data, dict):
-            raise ToolFailed(f"{self.base} answered with something that is not a Panelist "
-                             "reply; check that PANELIST_URL names a Panelist gateway")
-        return data
-
-    def _refused(self, status: int, raw: bytes, headers) -> ToolFailed:
-        try:
-            body = jsonwire.loads(raw)
-            message = body["error"]["message"]
-        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
-            body, message = None, f"HTTP {status} with no Panelist error in the body"
-        text = f"the gateway refused ({status}): {message}"
-        if status == 401:
-            text += ("; the PANELIST_KEY given to this server was refused: set it to a live key "
-                     "(`panelist key list`)" if self.keyed else
-                     "; set PANELIST_KEY in this server's environment to a gateway key "
-                     "(make one with `panelist key create NAME`)")
-        elif status in (429, 503) and headers.get("Retry-After"):
-            text += f" (try again in {headers['Retry-After']} s)"
-        seats = body["error"].get("seats") if isinstance(body, dict) else None
-        if isinstance(seats, list) and seats:   # a panel ran and every seat failed: show them
-            text += "\n\n" + "\n".join(_seat_line(s) for s in seats if isinstance(s, dict))
-        return ToolFailed(text, body if isinstance(body, dict) else None)
-
-
-def check_url(url: str) -> str:
-    """``url`` as the base the gateway's routes hang from (``/v1`` and ``/`` trimmed);
-    BadRequest naming PANELIST_URL when it is not an http(s) URL with a host."""
-    base = (url or "").strip().rstrip("/")
-    if base.endswith("/v1"):
-        base = base[:-3]
-    try:
-        parts = urlsplit(base)
-        parts.port   # raises on a port that is not a number
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
-            or parts.query or parts.fragment or "@" in parts.netloc:
-        shown = str(url)[:200]
-        if "@" in shown:   # whatever precedes it may be a password: never echo it
-            shown = shown.split("//", 1)[0] + "//…@" + shown.rsplit("@", 1)[1]
-        raise BadRequest(f"'{shown}' (--url or PANELIST_URL) is not a gateway URL; "
-                         f"give one like {DEFAULT_URL} (http or https, a host, an optional "
-                         "port, no user:password)")
-    return base
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # -- tool arguments -------------------------------------------------------------------------------
@@ -300,7 +175,7 @@ TOOLS = [
 TOOL_NAMES = tuple(t["name"] for t in TOOLS)
 
 
-def list_collections(gw: Gateway, _args: dict) -> tuple[str, dict]:
+def list_collections(gw: Remote, _args: dict) -> tuple[str, dict]:
     listed = gw.get("/v1/models").get("data") or []
     collections: dict[str, dict] = {}
     for entry in listed:
@@ -335,7 +210,7 @@ def list_collections(gw: Gateway, _args: dict) -> tuple[str, dict]:
     return "\n".join(lines), {"collections": rows}
 
 
-def ask(gw: Gateway, args: dict) -> tuple[str, dict]:
+def ask(gw: Remote, args: dict) -> tuple[str, dict]:
     if not args["prompt"].strip():
         raise ToolFailed("'prompt' is empty: give the question or task for the panel")
     name = args["collection"].strip()
@@ -389,7 +264,7 @@ def _seat_line(s: dict) -> str:
     return line + (f" · {s['error']}" if s.get("error") else "")
 
 
-def verdict(gw: Gateway, args: dict) -> tuple[str, dict]:
+def verdict(gw: Remote, args: dict) -> tuple[str, dict]:
     result = gw.post("/bench/verdict", args)
     word = "useful" if args["useful"] else "not useful"
     if not result.get("written"):
@@ -399,7 +274,7 @@ def verdict(gw: Gateway, args: dict) -> tuple[str, dict]:
     return f"{said}: {args['call']} is {word}", result
 
 
-def pending(gw: Gateway, args: dict) -> tuple[str, dict]:
+def pending(gw: Remote, args: dict) -> tuple[str, dict]:
     limit = args.get("limit", 20)
     owed = gw.get("/bench/pending?" + urlencode({"limit": limit})).get("data") or []
     if not owed:
@@ -411,7 +286,7 @@ def pending(gw: Gateway, args: dict) -> tuple[str, dict]:
     return "\n".join(lines), {"pending": owed}
 
 
-HANDLERS: dict[str, Callable[[Gateway, dict], tuple[str, dict]]] = {
+HANDLERS: dict[str, Callable[[Remote, dict], tuple[str, dict]]] = {
     "list_collections": list_collections, "ask": ask, "verdict": verdict, "pending": pending}
 
 INSTRUCTIONS = ("Panelist asks several models the same prompt at once (a panel) and keeps score "
@@ -425,7 +300,7 @@ class Server:
     """One stdio session: reads requests from ``rfile``, writes replies to ``wfile`` (both
     binary), logs to ``log`` (text)."""
 
-    def __init__(self, gateway: Gateway, rfile, wfile, log, *,
+    def __init__(self, gateway: Remote, rfile, wfile, log, *,
                  progress_every: float = PROGRESS_EVERY):
         self.gateway = gateway
         self.rfile, self.wfile, self.log = rfile, wfile, log
@@ -558,13 +433,23 @@ class Server:
                       "isError": False}
             self._say(f"{name}: done")
         except ToolFailed as exc:
-            result = {"content": [{"type": "text", "text": exc.message}], "isError": True}
-            if exc.data is not None:
-                result["structuredContent"] = exc.data
-            self._say(f"{name}: {exc.message.splitlines()[0]}")
+            result = self._failed(name, exc.message, exc.data)
+        except PanelistError as exc:   # the gateway's refusal, or no gateway: remote says which
+            seats = exc.details.get("seats")
+            text = exc.message
+            if isinstance(seats, list) and seats:   # a panel ran and every seat failed
+                text += "\n\n" + "\n".join(_seat_line(s) for s in seats if isinstance(s, dict))
+            result = self._failed(name, text, exc.to_body())
         except Exception as exc:
             return self._internal(rid, f"tools/call {name}", exc)
         return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    def _failed(self, name: str, text: str, data: dict | None) -> dict:
+        self._say(f"{name}: {text.splitlines()[0]}")
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+        if data is not None:
+            result["structuredContent"] = data
+        return result
 
     def _progress(self, name: str, token, done: threading.Event) -> None:
         started = time.monotonic()
@@ -610,18 +495,38 @@ class Server:
             pass
 
 
+def connect(url: str | None = None, env=None) -> Remote:
+    """The gateway this server calls: ``url``, else PANELIST_URL, else the default; its key
+    from ``env`` (default: the process environment)."""
+    env = os.environ if env is None else env
+    return remote.connect(url or env.get(URL_VARIABLE) or DEFAULT_URL, remote.MCP, env)
+
+
 def main(url: str | None = None, env=None) -> int:
     """Serve one session on this process's stdin and stdout."""
-    env = os.environ if env is None else env
-    key = env.get("PANELIST_KEY") or env.get("PANELIST_API_KEY") or None
-    gateway = Gateway(url or env.get("PANELIST_URL") or DEFAULT_URL, key)
+    gateway = connect(url, env)
     rfile, wfile = sys.stdin.buffer, sys.stdout.buffer
     server = Server(gateway, rfile, wfile, sys.stderr)
     server._say(f"{__version__} serving tools over stdio for the gateway at {gateway.base}"
-                + (" (with a gateway key)" if key else ""))
+                + (" (with a gateway key)" if gateway.keyed else ""))
     real_stdout, sys.stdout = sys.stdout, sys.stderr   # a stray print must not break the wire
     try:
         server.serve()
     finally:
         sys.stdout = real_stdout
     return 0
+
+
+# -- the command -------------------------------------------------------------------------------
+def register(nouns, common) -> None:
+    m = nouns.add_parser("mcp", help="serve the Model Context Protocol on stdin/stdout, so an "
+                         "agent can ask a running gateway's panels and judge their answers")
+    m.add_argument("--url", metavar="URL", help="the running gateway (default: $PANELIST_URL, "
+                   "else http://127.0.0.1:8123); its key, if it needs one, from $PANELIST_KEY")
+
+
+def cmd_mcp(args, out) -> int:
+    return main(url=args.url)   # stdout becomes the protocol's: nothing else prints there
+
+
+COMMANDS = {"mcp": cmd_mcp}

@@ -1,0 +1,95 @@
+"""``panelist collection``: named panels (save, list, rm) and what their verdicts suggest
+(suggest: a model clearly better than a member).
+"""
+
+from __future__ import annotations
+
+from panelist.metrics.cli.main import Out
+from panelist.metrics.errors import BadRequest
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.collection import REPLIES, Collections
+from panelist.metrics.roster.roster import Roster
+
+
+def register(nouns, common) -> None:
+    co = nouns.add_parser("collection", help="named panels").add_subparsers(
+        dest="verb", metavar="VERB", required=True)
+    a = co.add_parser("save", parents=[common])
+    a.add_argument("name")
+    a.add_argument("--members", required=True, metavar="a,b,c")
+    a.add_argument("--description", default="", metavar="TEXT")
+    a.add_argument("--tags", default="", metavar="a,b")
+    a.add_argument("--shape", default="", metavar="S")
+    a.add_argument("--reply", default="all", choices=REPLIES)
+    a.add_argument("--merger", default="", metavar="ALIAS")
+    co.add_parser("list", parents=[common])
+    co.add_parser("rm", parents=[common]).add_argument("name")
+    a = co.add_parser("suggest", parents=[common],
+                      help="models whose verdicts are clearly better than a member's")
+    a.add_argument("name")
+    a.add_argument("--shape", metavar="S",
+                   help="the shape of work to compare on (default: the collection's, "
+                   "else general)")
+
+
+def cmd_collection(args, out: Out) -> int:
+    home = open_home(args.data)
+    collections = Collections(home)
+    if args.verb == "save":
+        c = collections.save(Roster(home).view(), args.name, args.members,
+                             description=args.description, tags=args.tags, shape=args.shape,
+                             reply=args.reply, merger=args.merger)
+        n = c.explorers(collections.limits())
+        out.result(c.public(), f"saved {c.model_id}: {', '.join(c.members)} + {n} explorer(s)")
+    elif args.verb == "rm":
+        collections.remove(args.name)
+        out.result({"removed": args.name}, f"removed collection {args.name}")
+    elif args.verb == "suggest":
+        return cmd_collection_suggest(args, out, home, collections)
+    else:
+        limits = collections.limits()
+        out.table([dict(c.public(), id=c.model_id, explorers=c.explorers(limits),
+                        members=",".join(c.members), tags=",".join(c.tags))
+                   for c in collections.all().values()],
+                  ["id", "members", "explorers", "shape", "reply", "tags", "description"])
+    return 0
+
+
+def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> int:
+    """Print the suggestions for one collection, or "no suggestion" with the evidence."""
+    from panelist.metrics.panel import suggest
+    from panelist.metrics.roster.collection import SHAPE
+    from panelist.metrics.ledger.ledger import Ledger
+    name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
+    collection, _ = collections.resolve(name)
+    shape = args.shape or collection.shape or "general"
+    if not SHAPE.fullmatch(shape):
+        raise BadRequest(f"--shape '{shape}' is not a shape; use lower-case letters, digits "
+                         "and '-', e.g. general or review")
+    view = Roster(home).view()
+    with Ledger(home.gateway_runs) as ledger:
+        states = ledger.states(view.models.keys(), shape)
+    report = suggest.report(collection, view, states, shape)
+    if out.as_json:
+        out.result(report)
+        return 0
+    for s in report["suggest"]:
+        lo, hi = s["interval"]
+        mlo, mhi = s["member_interval"]
+        print(f"{s['alias']} instead of {s['instead_of']} on {shape}: {s['useful']} of {s['of']} "
+              f"useful (95% interval {lo:.2f}-{hi:.2f}, the member's {mlo:.2f}-{mhi:.2f})")
+    if report["suggest"]:
+        print(f"to change {collection.model_id}: panelist collection save {collection.name} "
+              "--members ...")
+        return 0
+    print(f"no suggestion for {collection.model_id} on {shape}: no model's useful rate is "
+          "clearly above a member's (their 95% intervals overlap, or verdicts are missing)")
+    out.table([dict(r, interval="{:.2f}-{:.2f}".format(*r["interval"]))
+               for r in report["evidence"]], ["seat", "alias", "useful", "of", "interval"])
+    if report["members_without_verdicts"]:
+        print(f"members without verdicts on {shape}: "
+              + ", ".join(report["members_without_verdicts"]))
+    return 0
+
+
+COMMANDS = {"collection": cmd_collection}

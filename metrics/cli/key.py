@@ -1,0 +1,51 @@
+"""``panelist key``: the gateway keys callers present (create, list, revoke). A key is shown
+once, when it is made; the data folder keeps only its digest.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from panelist.metrics.cli.main import Out
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.collection import Collections
+
+
+def register(nouns, common) -> None:
+    ke = nouns.add_parser("key", help="gateway keys callers present").add_subparsers(
+        dest="verb", metavar="VERB", required=True)
+    a = ke.add_parser("create", parents=[common], help="make a key (shown once)")
+    a.add_argument("name", help="names the caller on every call it makes")
+    a.add_argument("--collections", metavar="a,b", help="the only collections it may call")
+    a.add_argument("--rpm", type=int, metavar="N", help="requests a minute it may make")
+    ke.add_parser("list", parents=[common])
+    ke.add_parser("revoke", parents=[common]).add_argument("name")
+
+
+def cmd_key(args, out: Out) -> int:
+    from panelist.metrics.server.keys import Keys
+    home = open_home(args.data)
+    keys = Keys(home)
+    if args.verb == "create":
+        secret, key = keys.create(args.name, collections=args.collections, rpm=args.rpm,
+                                  known=Collections(home).all().keys())
+        # the one time the key exists outside the caller's hands: it is stored only as a digest.
+        # Alone on stdout, so `KEY=$(panelist key create app)` captures just the key.
+        out.result(dict(key.public(), key=secret), secret)
+        if not out.as_json:
+            print(f"key '{key.name}' made; copy it now, it is not shown again. Callers send it as "
+                  "'Authorization: Bearer <key>'", file=sys.stderr)
+    elif args.verb == "revoke":
+        keys.revoke(args.name)
+        out.result({"revoked": args.name}, f"revoked key {args.name}")
+    else:
+        rows = [k.public() for k in keys.all()]
+        if not out.as_json:
+            rows = [dict(r, hint="…" + r["hint"], collections=",".join(r["collections"] or
+                                                                        ["(all)"]))
+                    for r in rows]
+        out.table(rows, ["name", "hint", "collections", "rpm", "created"])
+    return 0
+
+
+COMMANDS = {"key": cmd_key}

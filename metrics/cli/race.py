@@ -1,0 +1,135 @@
+"""``panelist race``: race a plain chat job across its grade (the pinned model's reference
+run, every candidate, a blind judge), with progress on a terminal, then the report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+from panelist.metrics.cli.main import NO_ANSWER, Out
+from panelist.metrics.errors import BadRequest
+from panelist.metrics.home import open_home
+from panelist.metrics.plaintext import visible
+from panelist.metrics.store import jsonwire
+
+
+def register(nouns, common) -> None:
+    r = nouns.add_parser("race", parents=[common],
+                         help="race a chat job across its grade: the pinned model's reference "
+                         "run, every candidate, a blind judge, the report")
+    r.add_argument("--grade", required=True, metavar="G", help="the grade the job needs")
+    r.add_argument("--prompt", default="", metavar="TEXT", help="what the job sends the model")
+    r.add_argument("-f", "--file", metavar="FILE", help="append this file's text to the prompt")
+    r.add_argument("--system", metavar="TEXT", help="the job's system text")
+    r.add_argument("--rubric", metavar="TEXT", help="what the judge checks, beyond the task")
+    r.add_argument("--runs", type=int, default=1, metavar="N",
+                   help="runs per candidate (default 1; 2 or more give intervals)")
+    r.add_argument("--candidates", metavar="a,b",
+                   help="the models to race (default: every callable model of the grade)")
+    r.add_argument("--tools", metavar="tools.py",
+                   help="a Python file whose TOOLS list the job offers the model")
+
+
+def cmd_race(args, out: Out) -> int:
+    """Race a plain chat job; progress on stderr when it is a terminal, then the report.
+    Exits 3 (after the report) when the reference run failed, 130 when interrupted."""
+    from panelist.metrics.race import chatjob
+    from panelist.metrics.race.benchmark import Benchmark, races_dir
+    from panelist.metrics.race.registry import Tracker
+    text = args.prompt
+    if args.file:
+        try:
+            text = (text + "\n\n" if text else "") + Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadRequest(f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}"
+                             ) from None
+    if not text.strip():
+        raise BadRequest("nothing to race: give --prompt TEXT or -f FILE")
+    body = {"grade": args.grade, "prompt": jsonwire.clean(text), "runs": args.runs}
+    for key in ("system", "rubric"):
+        if getattr(args, key):
+            body[key] = getattr(args, key)
+    if args.candidates is not None:
+        body["candidates"] = [a.strip() for a in args.candidates.split(",") if a.strip()]
+    spec = chatjob.ChatSpec.parse(body)   # the same checks as over HTTP
+    tools = chatjob.load_tools(args.tools) if args.tools else ()
+    home = open_home(args.data)
+    tracker = Tracker(spec.runs)
+    bench, plan = chatjob.benchmark(spec, home, tools=tools, done=tracker.done)
+    race = bench.reserve()
+    tracker.expect(plan.candidates, races_dir(home) / race / "calls.jsonl")
+    failed: list[BaseException] = []
+
+    def work():
+        try:
+            bench.run()
+        except BaseException as exc:   # raised again below, in the command's own thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=work, name=f"race-{race}", daemon=True)
+    shown = RaceProgress(sys.stderr, race, spec, plan, bench, tracker) \
+        if sys.stderr.isatty() else None
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.25)
+            if shown is not None:
+                shown.draw()
+    except KeyboardInterrupt:
+        bench.cancel()
+        thread.join()
+        print(f"\npanelist: race {race} cancelled; what had ended is in "
+              f"{races_dir(home) / race}.json", file=sys.stderr)
+        return 130
+    if shown is not None:
+        shown.draw()   # where it ended, even when it ended before the first redraw
+    report = bench.metadata.get(Benchmark.REPORT)
+    if report is None:
+        raise failed[0]
+    out.result(report.public(), report.table())
+    if failed:
+        print(f"panelist: error: the reference run failed "
+              f"({report.reference.get('error')}); nothing was judged", file=sys.stderr)
+        return NO_ANSWER
+    return 0
+
+
+class RaceProgress:
+    """A race's progress on a terminal: a line for the race, one per candidate (runs done and
+    judged), redrawn in place."""
+
+    def __init__(self, stream, race, spec, plan, bench, tracker):
+        self.stream, self.race, self.spec, self.plan = stream, race, spec, plan
+        self.bench, self.tracker = bench, tracker
+        self._drawn = 0
+
+    def lines(self) -> list[str]:
+        seen = self.tracker.snapshot()
+        total = self.bench.progress()
+        head = [f"race {self.race} · grade {self.spec.grade} · judge {self.plan.ceiling}",
+                f"  reference {self.plan.pinned}: {seen['reference']} · {total['done']}/"
+                f"{len(self.plan.candidates) * self.spec.runs} runs done, {total['judged']} "
+                "judged"]
+        width = max((len(a) for a in seen["models"]), default=0)
+        rows = [f"  {alias.ljust(width)}  {c['done']}/{c['runs']} runs done"
+                + (f" ({c['failed']} failed)" if c["failed"] else "") + f" · {c['judged']} judged"
+                for alias, c in seen["models"].items()]
+        return [*head, *rows]
+
+    def draw(self) -> None:
+        try:
+            cols = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            cols = 0
+        cols = max(40, cols or 100) - 1   # a line as wide as the terminal would wrap
+        lines = [visible(line)[:cols] for line in self.lines()]
+        up = f"\x1b[{self._drawn}F" if self._drawn else ""
+        self.stream.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
+        self.stream.flush()
+        self._drawn = len(lines)
+
+
+COMMANDS = {"race": cmd_race}

@@ -1,0 +1,135 @@
+"""``panelist suite``: score models on review tasks (run, report, list), and make tasks
+(seed: bug/control pairs from a repository; mine: claim tasks from verdicts' claims).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from panelist.metrics.cli.main import Out
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.roster import Roster
+from panelist.suite import mine as suite_mine
+from panelist.suite import seed as suite_seed
+
+
+def register(nouns, common) -> None:
+    su = nouns.add_parser("suite", help="score models on review tasks (find the fault, judge "
+                          "the claim)").add_subparsers(dest="verb", metavar="VERB", required=True)
+    a = su.add_parser("run", parents=[common], help="ask the tasks of models not yet asked them "
+                      "(a rerun finishes what is left)")
+    a.add_argument("--model", action="extend", nargs="+", metavar="ALIAS",
+                   help="the models to score (default: every model on the roster)")
+    a.add_argument("--task", action="extend", nargs="+", metavar="ID",
+                   help="the tasks to run (default: every task but drafts)")
+    a.add_argument("--epochs", type=int, default=1, metavar="K",
+                   help="ask each task K times (default 1)")
+    a.add_argument("--demo", action="store_true",
+                   help="offline: simulated models answer (scripted, deterministic)")
+    su.add_parser("report", parents=[common], help="each model's rates with 95%% intervals")
+    su.add_parser("list", parents=[common], help="the tasks, and any task folder that is broken")
+    suite_seed.add_arguments(su.add_parser("seed", parents=[common], help=suite_seed.HELP))
+    suite_mine.add_arguments(su.add_parser("mine", parents=[common], help=suite_mine.HELP))
+
+
+def cmd_suite(args, out: Out) -> int:
+    return SUITE_VERBS[args.verb](args, out)
+
+
+def _suite_tasks(home):
+    from panelist.suite import tasks
+    found, problems = tasks.scan(*tasks.roots(home))
+    return tasks, found, problems
+
+
+def cmd_suite_list(args, out: Out) -> int:
+    _, found, problems = _suite_tasks(open_home(args.data))
+    rows = [{"id": t.id, "kind": t.kind, "pair": t.pair if t.kind != "claim" else "",
+             "files": ", ".join(f.path for f in t.files), "draft": "draft" if t.draft else "",
+             "title": t.title, "folder": str(t.folder)} for t in found]
+    if out.as_json:
+        out.result({"data": rows, "problems": [p.message for p in problems]})
+    else:
+        out.table(rows, ["id", "kind", "files", "draft", "title"])
+        for p in problems:
+            print(f"skipped: {p.message}", file=sys.stderr)
+    return 0
+
+
+def cmd_suite_run(args, out: Out) -> int:
+    from panelist.suite import report
+    from panelist.suite.progress import Bar
+    from panelist.suite.runner import SuiteRun, resolve_models
+    home = open_home(args.data)
+    tasks, found, problems = _suite_tasks(home)
+    if problems:
+        raise problems[0]
+    known = {t.id: t for t in found}
+    chosen = tasks.select(found, args.task)
+    sim = None
+    aliases = args.model
+    if args.demo:
+        from panelist.metrics.roster import demo as demo_roster
+        from panelist.suite import demo
+        simulator = args.runtime.need("simulator", "start the simulated demo models")
+        sim = simulator(demo.behaviours(list(known.values()), known)).start()
+        demo_roster.install(home, sim.url)
+        aliases = aliases or list(demo.MODELS)
+    bar = None
+
+    def progress(done: dict, totals: dict) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Bar(sys.stderr, totals)
+        bar.update(done, force=sum(done.values()) == sum(totals.values()))
+    try:
+        models = resolve_models(Roster(home), aliases)
+        run = SuiteRun(home, chosen, models, epochs=args.epochs, known=known)
+        summary = run.run(progress=None if out.as_json else progress)
+    finally:
+        if bar is not None:
+            bar.close()
+        if sim is not None:
+            sim.stop()
+    doc = report.load(home)
+    if out.as_json:
+        out.result({"run": summary, "report": doc})
+    else:
+        said = (f"run {summary['run']}: {summary['asked']} asked, {summary['skipped']} already "
+                f"done, {summary['failed']} failed on the way to the model (a rerun asks them "
+                f"again); samples in {summary['samples']}")
+        print(said)
+        _suite_table(out, doc)
+    if summary["interrupted"]:
+        print("panelist: interrupted; every finished sample is kept: run the same command "
+              "again to finish", file=sys.stderr)
+        return 130
+    return 0
+
+
+def cmd_suite_report(args, out: Out) -> int:
+    from panelist.suite import report
+    doc = report.load(open_home(args.data))
+    if out.as_json:
+        out.result(doc)
+    elif not doc["models"]:
+        print("no suite results yet: run 'panelist suite run' (or 'panelist suite run --demo')")
+    else:
+        _suite_table(out, doc)
+        print("rates: mean over epochs (95% interval over tasks); pairs: bug and control both "
+              "right; failed: no answer in time, or empty (scored 0); unfinished: not scored "
+              "yet (limits, errors), a rerun asks again")
+    return 0
+
+
+def _suite_table(out: Out, doc: dict) -> None:
+    from panelist.suite import report
+    out.table(report.table_rows(doc), ["model", "samples", *report.RATES, "failed",
+                                      "unfinished"])
+
+
+SUITE_VERBS = {"run": cmd_suite_run, "report": cmd_suite_report, "list": cmd_suite_list,
+               "seed": suite_seed.run, "mine": suite_mine.run}
+
+
+COMMANDS = {"suite": cmd_suite}
