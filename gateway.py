@@ -53,6 +53,7 @@ from panelist.metrics.upkeep import onboarding_worker, schedule
 from panelist.metrics.race import registry
 from panelist.metrics.ledger import verdict
 from panelist.metrics.store import jsonwire
+from panelist.metrics.wire.errors import body_of, refusal, shaped, status_of
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout)
 from panelist.metrics.server.guard import LOCAL, Guard, Settings
@@ -201,22 +202,8 @@ class Wire(io.RawIOBase):
             pass
 
 
-def refusal(message: str) -> dict:
-    """OpenAI's error shape for a refusal made while reading the request."""
-    return {"error": {"message": message, "type": "invalid_request_error", "param": None,
-                      "code": None}}
-
-
 def error_body(message: str) -> bytes:
     return jsonwire.encode(refusal(message))
-
-
-def shaped(path: str, status: int, body: dict) -> dict:
-    """An OpenAI error body in the wire format of the route asked: Anthropic's on /v1/messages
-    (its clients read only that shape), OpenAI's everywhere else."""
-    if path.partition("?")[0].rstrip("/") == "/v1/messages":
-        return messages.from_openai(status, body)
-    return body
 
 
 class _Pending:
@@ -673,7 +660,7 @@ class Handler(BaseHTTPRequestHandler):
             guard.check_body(method, self.headers)                  # 415 / 413
             action(self, params)
         except PanelistError as exc:
-            self._fail(exc.status, exc.to_body(), exc.headers)
+            self._fail(status_of(exc), body_of(exc), exc.headers)
         except (ConnectionError, TimeoutError):
             self.close_connection = True  # the client went away or stopped reading: no one to tell
         except Exception:
@@ -1081,7 +1068,7 @@ def held_stream(h: Handler, run, events) -> None:
         if not opened:
             exc.headers.setdefault(PANEL_HEADER, run.panel)
             raise
-        ending = events.failure(exc.status, exc.to_body())
+        ending = events.failure(status_of(exc), body_of(exc))
     except Exception:
         if not opened:
             raise

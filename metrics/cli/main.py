@@ -32,6 +32,7 @@ from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.ledger import verdict as verdict_rules
 from panelist.metrics.roster.collection import REPLIES, Collections
 from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
+from panelist.metrics.wire.errors import body_of
 from panelist.metrics.home import open_home
 from panelist.metrics.ledger.ledger import ANSWERED
 from panelist.metrics.plaintext import visible
@@ -769,7 +770,7 @@ def cmd_ask(args, out: Out) -> int:
             raise
         from panelist.metrics.panel.panel import markdown_of
         if out.as_json:
-            print(jsonwire.dumps(exc.to_body()))
+            print(jsonwire.dumps(body_of(exc)))
         else:
             print(markdown_of(exc.details.get("seats") or []))
         print(f"panelist: {exc.message}", file=sys.stderr)
@@ -1186,7 +1187,7 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         return COMMANDS[args.noun](args, out)
     except PanelistError as exc:
         if out.as_json:
-            print(jsonwire.dumps(exc.to_body()))
+            print(jsonwire.dumps(body_of(exc)))
         print(f"panelist: error: {exc.message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -218,11 +218,13 @@ class Upstream:
         except (ValueError, UnicodeDecodeError) as exc:
             raise UpstreamBadReply(f"{target.label} listed its models with a body that is not "
                                    "JSON; check that the endpoint URL is OpenAI-compatible (it "
-                                   "usually ends in /v1)") from exc
+                                   "usually ends in /v1)",
+                                   upstream_status=response.status) from exc
         entries = listing.get("data") if isinstance(listing, dict) else listing
         if not isinstance(entries, list):
             raise UpstreamBadReply(f"{target.label} answered GET /models without a 'data' list; "
-                                   "check that the endpoint URL is OpenAI-compatible")
+                                   "check that the endpoint URL is OpenAI-compatible",
+                                   upstream_status=response.status)
         return [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
 
     def _target(self, base_url: str) -> _Target:
@@ -304,7 +306,7 @@ class Upstream:
                 raise _too_big(target.label) from None
             except _ProxyRefused as exc:
                 raise _proxy_refusal(target.proxy, f"({exc.status})",
-                                     target.authority.decode()) from None
+                                     target.authority.decode(), exc.status) from None
             except (OSError, ValueError) as exc:
                 raise self._failure(exc, target, call, timeout, reading) from exc
             finally:
@@ -502,24 +504,26 @@ class _ProxyRefused(Exception):
         self.status = status
 
 
-def _proxy_refusal(proxy: Proxy, said: str, upstream: str) -> UpstreamError:
+def _proxy_refusal(proxy: Proxy, said: str, upstream: str, status: int) -> UpstreamError:
     """What a proxy's refusal (``said``: "(status) its words") means, naming the proxy and its
-    variable, never its credentials."""
-    if said.startswith("(407)"):
+    variable, never its credentials; ``status`` is the proxy's, kept as ``upstream_status``."""
+    if status == 407:
         if proxy.auth:
             return AuthFailed(f"{proxy.label} refused the credentials in {proxy.setting} {said}; "
-                              "check the user and password written there")
+                              "check the user and password written there", upstream_status=status)
         return AuthFailed(f"{proxy.label} asks for credentials {said}; write them into "
-                          f"{proxy.setting} as http://user:password@host:port")
+                          f"{proxy.setting} as http://user:password@host:port",
+                          upstream_status=status)
     return UpstreamUnreachable(
         f"{proxy.label} would not open a tunnel to {upstream} {said}; check that the proxy lets "
         "you reach this host and port and that the endpoint URL is right, or list the host in "
-        "NO_PROXY to connect directly")
+        "NO_PROXY to connect directly", upstream_status=status)
 
 
 # -- reading a reply ------------------------------------------------------------------------------
 def _answer(response: _Reply, data: bytes, label: str, secrets: tuple,
             seconds: float) -> Answer:
+    up = {"upstream_status": response.status}   # every error below read a 2xx reply
     try:
         reply = jsonwire.loads(data)
     except ValueError as exc:   # not JSON, not UTF-8, or nested deeper than jsonwire allows
@@ -527,10 +531,12 @@ def _answer(response: _Reply, data: bytes, label: str, secrets: tuple,
         raise UpstreamBadReply(
             f"{label} answered {response.status} with a body that is not JSON we can read ({why}; "
             f"it starts: {_snippet(data, secrets)}); "
-            "check that the endpoint URL is OpenAI-compatible (it usually ends in /v1)") from exc
+            "check that the endpoint URL is OpenAI-compatible (it usually ends in /v1)",
+            **up) from exc
     if not isinstance(reply, dict):
         raise UpstreamBadReply(f"{label} answered {response.status} with JSON that is not an "
-                               "object; check that the endpoint URL is OpenAI-compatible")
+                               "object; check that the endpoint URL is OpenAI-compatible",
+                               **up)
     error = reply.get("error")
     if error:
         message, codes, error = _error_parts(reply, data, secrets)
@@ -542,16 +548,16 @@ def _answer(response: _Reply, data: bytes, label: str, secrets: tuple,
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise UpstreamBadReply(f"{label} answered {response.status} without choices[0].message; "
-                               "check that the endpoint serves OpenAI chat completions")
+                               "check that the endpoint serves OpenAI chat completions", **up)
     text = _text(message.get("content"))
-    calls = _tool_calls(message.get("tool_calls"), label)
+    calls = _tool_calls(message.get("tool_calls"), label, up)
     finish = choice.get("finish_reason")
     finish = _trim(_scrub(finish, secrets)) if isinstance(finish, str) else None
     if not text.strip() and not calls:
         why = f" (finish_reason {finish!r})" if finish else ""
         advice = ("raise max_tokens: the answer was cut off before any text" if finish == "length"
                   else "try again, or seat another model")
-        raise EmptyAnswer(f"{label} answered with no text{why}; {advice}")
+        raise EmptyAnswer(f"{label} answered with no text{why}; {advice}", **up)
     usage = reply.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     tokens = {"prompt": _count(usage.get("prompt_tokens")),
@@ -566,21 +572,22 @@ def _answer(response: _Reply, data: bytes, label: str, secrets: tuple,
     return Answer(text, tokens, seconds, model, calls, finish)
 
 
-def _tool_calls(raw, label: str) -> list[dict]:
+def _tool_calls(raw, label: str, up: dict) -> list[dict]:
     """The tool calls of an answer, normalised to OpenAI's form; a malformed one is refused
     whole, since running half of what a model asked for is worse than running none."""
     if raw is None or raw == []:
         return []
     if not isinstance(raw, list):
         raise UpstreamBadReply(f"{label} answered with 'tool_calls' that is not a list; check "
-                               "that the endpoint serves OpenAI chat completions")
+                               "that the endpoint serves OpenAI chat completions", **up)
     calls = []
     for i, call in enumerate(raw):
         fn = call.get("function") if isinstance(call, dict) else None
         name = fn.get("name") if isinstance(fn, dict) else None
         if not isinstance(name, str) or not name:
             raise UpstreamBadReply(f"{label} answered with tool call {i} without a function "
-                                   "name; check that the endpoint serves OpenAI chat completions")
+                                   "name; check that the endpoint serves OpenAI chat "
+                                   "completions", **up)
         args = fn.get("arguments")
         if args is None:
             args = "{}"
@@ -615,24 +622,26 @@ def _count(value) -> int | None:
 # -- classifying a refusal ------------------------------------------------------------------------
 def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
              secrets: tuple = (), proxy: Proxy | None = None) -> UpstreamError:
+    """The error a non-2xx reply means; it carries the reply's status as ``upstream_status``."""
     message, codes, error = _error_parts(None, data, secrets)
     said = f"({status}) {message}"
+    up = {"upstream_status": status}
     if status == 407 and proxy is not None:   # only a proxy asks for proxy credentials
-        return _proxy_refusal(proxy, said, label)
+        return _proxy_refusal(proxy, said, label, status)
     if status in (429, 403) and _QUOTA.search(codes):
         return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
-                               "account's plan and credit for this model")
+                               "account's plan and credit for this model", **up)
     if status == 429:
         wait = _retry_after(response, message)
         then = f"; retry after {wait:g} s" if wait is not None else "; retry later"
         return RateLimited(f"{label} rate-limited the call {said}{then}, or lower this model's "
-                           "concurrency", retry_after=wait)
+                           "concurrency", retry_after=wait, **up)
     if status == 402:
         return PaymentRequired(f"{label} wants payment {said}; check the account's plan and "
-                               "credit for this model")
+                               "credit for this model", **up)
     if status in (401, 403):
         return AuthFailed(f"{label} refused the API key {said}; check the endpoint's key (the "
-                          "environment variable it names)")
+                          "environment variable it names)", **up)
     if status in (400, 413):
         return _classified(status, message, codes, error, response, label,
                            fallback=UpstreamBadReply,
@@ -640,11 +649,12 @@ def _refusal(status: int, response: _Reply | None, data: bytes, label: str,
     if status in (404, 410):   # 410: the provider withdrew the model or the route
         return ModelNotFound(f"{label} answered {said}; the served model id may be wrong or "
                              "withdrawn (model not found), or the endpoint URL may lack its /v1 "
-                             "prefix")
+                             "prefix", **up)
     if 500 <= status <= 599:
-        return UpstreamServerError(f"{label} failed {said}; try again later or seat another model")
+        return UpstreamServerError(f"{label} failed {said}; try again later or seat another "
+                                   "model", **up)
     return UpstreamBadReply(f"{label} rejected the request {said}; check the parameters passed "
-                            "on to this model")
+                            "on to this model", **up)
 
 
 def _classified(status: int, message: str, codes: str, error: dict, response, label: str, *,
@@ -653,17 +663,19 @@ def _classified(status: int, message: str, codes: str, error: dict, response, la
     said = f"({status}) {message}"
     if _QUOTA.search(codes):
         return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
-                               "account's plan and credit for this model")
+                               "account's plan and credit for this model",
+                               upstream_status=status)
     if 200 <= status <= 299 and _RATE.search(codes):
         wait = _retry_after(response, message)
-        return RateLimited(f"{label} rate-limited the call {said}; retry later", retry_after=wait)
+        return RateLimited(f"{label} rate-limited the call {said}; retry later", retry_after=wait,
+                           upstream_status=status)
     if _TOO_LONG.search(codes):
         window = _window(codes, error)
         size = f" of {window} tokens" if window else ""
         return ContextTooLong(f"{label} says the prompt exceeds its context window{size} {said}; "
                               "shorten the prompt or seat a model with a larger window",
-                              window=window)
-    return fallback(f"{label} answered with an error {said}; {advice}")
+                              window=window, upstream_status=status)
+    return fallback(f"{label} answered with an error {said}; {advice}", upstream_status=status)
 
 
 def _error_parts(reply, data: bytes, secrets: tuple) -> tuple[str, str, dict]:
