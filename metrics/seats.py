@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
 
 from panelist.metrics.store import jsonl
-from panelist.metrics.upstream.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, PanelistError, RateLimited,
                                      UpstreamError, UpstreamServerError, UpstreamTimeout,
                                      UpstreamUnreachable)

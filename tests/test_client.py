@@ -15,7 +15,8 @@ import pytest
 
 from conftest import wait_until
 from panelist import __version__
-from panelist.metrics.upstream.client import Answer, CancelFlag, Upstream, _refusal
+from panelist.metrics.upstream.client import Answer, Upstream, _refusal
+from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      ModelNotFound, PaymentRequired, RateLimited, UpstreamBadReply,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
@@ -674,7 +675,7 @@ def test_garbage_and_oversized_heads_are_bad_replies(upstream, raw, reply, words
     (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 2000, True, 0),
 ])
 def test_an_answer_over_the_cap_is_refused(upstream, raw, reply, monkeypatch):
-    monkeypatch.setattr("panelist.metrics.upstream.client.MAX_ANSWER_BYTES", 1000)
+    monkeypatch.setattr("panelist.metrics.upstream.http11.MAX_ANSWER_BYTES", 1000)
     with pytest.raises(UpstreamBadReply, match="sent an answer over"):
         raw_chat(upstream, raw(reply))
 

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from conftest import move_to, read_jsonl, wait_until
-from panelist.metrics.upstream.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import Unavailable
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, Seats
