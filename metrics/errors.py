@@ -1,4 +1,4 @@
-"""The error tree. Every error a caller can see is one of these; each carries its HTTP status.
+"""The error tree. Every error a caller can see is one of these.
 
     PanelistError (500)                  something went wrong; the catch-all's type
     ├── BadRequest (400)                 the request or a command's input is malformed
@@ -15,13 +15,16 @@
     ├── Unavailable (503)                no seat could be filled, or every seat was rate limited
     ├── AllSeatsFailed (502)             no seat (nor merger) gave an answer the caller can use
     ├── GatewayUnreachable (502)         `--url` or MCP: no working gateway at that URL
-    └── UpstreamError (502)              one upstream call failed; becomes a seat's error, not a reply
+    └── UpstreamError (502)              one upstream call failed; a seat's error, not a reply
+        │                                .upstream_status: the status the upstream (or its proxy)
+        │                                answered with, None when no HTTP reply came
         ├── RateLimited                  429; carries retry_after seconds when the upstream said
         ├── ContextTooLong               the prompt exceeds the window; carries the window if stated
         ├── AuthFailed                   401/403 from the upstream
         ├── PaymentRequired              402, or a quota / entitlement refusal
         ├── UpstreamServerError          5xx, or a 200 whose body is an error
         ├── UpstreamBadReply             a reply that is not an OpenAI chat completion
+        │   └── ModelNotFound            404/410: the served id or the endpoint URL is wrong
         ├── UpstreamTimeout              the seat's deadline passed
         ├── UpstreamUnreachable          connection refused, reset or closed
         ├── EmptyAnswer                  the upstream answered with no text
@@ -29,9 +32,13 @@
         └── AtLimit (503)                no admission slot within the wait: the endpoint (or
                                          model) is at its limit; carries retry_after seconds
 
-Messages say what to do next. ``to_body`` renders OpenAI's error shape; ``details`` (e.g. the
-seats of a panel that failed) are extra fields of its ``error`` object, which OpenAI's clients
-keep (``APIStatusError.body``).
+The statuses in brackets are what a caller of ours gets; they are decided at the server
+boundary, by the one table in ``metrics.wire.errors`` (which also renders the body: OpenAI's error
+shape, Anthropic's on /v1/messages). An upstream's own status never becomes ours: it travels as
+``upstream_status``, for the people reading the error (the dashboard's endpoint Test shows it).
+
+Messages say what to do next. ``details`` (e.g. the seats of a panel that failed) are extra fields
+of the body's ``error`` object, which OpenAI's clients keep (``APIStatusError.body``).
 """
 
 from __future__ import annotations
@@ -42,9 +49,6 @@ import math
 class PanelistError(Exception):
     """Raised when something fails that no narrower class describes."""
 
-    status = 500
-    type = "server_error"
-
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
                  headers: dict[str, str] | None = None, details: dict | None = None):
         super().__init__(message)
@@ -54,16 +58,9 @@ class PanelistError(Exception):
         self.headers = headers or {}
         self.details = details or {}
 
-    def to_body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type,
-                          "param": self.param, "code": self.code, **self.details}}
-
 
 class BadRequest(PanelistError):
     """Raised when a request or command input is malformed or has a wrong type."""
-
-    status = 400
-    type = "invalid_request_error"
 
 
 class ConfigInvalid(BadRequest):
@@ -73,81 +70,48 @@ class ConfigInvalid(BadRequest):
 class Unauthorized(PanelistError):
     """Raised when a caller must present a key and did not, or presented a bad one."""
 
-    status = 401
-    type = "authentication_error"
-
 
 class Forbidden(PanelistError):
     """Raised when a caller may not do what it asked."""
-
-    status = 403
-    type = "permission_error"
 
 
 class NotFound(PanelistError):
     """Raised when a collection, call, route, endpoint or model does not exist."""
 
-    status = 404
-    type = "not_found_error"
-
 
 class MethodNotAllowed(PanelistError):
     """Raised when a route exists but not for this HTTP method."""
 
-    status = 405
-    type = "invalid_request_error"
-
 
 class RequestTimeout(PanelistError):
     """Raised when a client stops sending before its request is complete."""
-
-    status = 408
-    type = "invalid_request_error"
 
 
 class Conflict(PanelistError):
     """Raised when an edit was based on a version that changed meanwhile (code ``stale``), or a
     new thing takes a name already in use (code ``exists``, ``in_use``)."""
 
-    status = 409
-    type = "invalid_request_error"
-
 
 class PayloadTooLarge(PanelistError):
     """Raised when a body or a prompt is larger than what may be sent on."""
-
-    status = 413
-    type = "invalid_request_error"
 
 
 class UnsupportedMediaType(PanelistError):
     """Raised when a request body is not declared ``application/json``."""
 
-    status = 415
-    type = "invalid_request_error"
-
 
 class TooManyRequests(PanelistError):
     """Raised when a gateway key has used up its requests a minute; carries ``Retry-After``."""
-
-    status = 429
-    type = "rate_limit_error"
 
 
 class Unavailable(PanelistError):
     """Raised when a panel cannot seat anyone, or when every seat it asked was rate limited
     (then with ``Retry-After``: when the soonest of their rests ends)."""
 
-    status = 503
-    type = "service_unavailable"
-
 
 class AllSeatsFailed(PanelistError):
     """Raised when no seat of a panel (nor its merger) gave an answer the caller can use; the
     panel is logged all the same. ``seats`` are the seats' public dicts, also in the body."""
-
-    status = 502
-    type = "upstream_error"
 
     def __init__(self, message: str, seats: list[dict], *, code: str = "all_seats_failed",
                  headers: dict[str, str] | None = None):
@@ -162,16 +126,17 @@ class GatewayUnreachable(PanelistError):
     """Raised when ``--url`` or ``panelist mcp`` finds no working gateway at its URL: nothing
     listens, no answer in time, or what answers is not a Panelist gateway."""
 
-    status = 502
-    type = "api_connection_error"
-
 
 class UpstreamError(PanelistError):
-    """Raised when one upstream call fails; the panel turns it into a seat's error."""
+    """Raised when one upstream call fails; the panel turns it into a seat's error.
+    ``upstream_status``: the HTTP status of the reply the error was read from (the upstream's,
+    or its proxy's), None when no reply came (refused, cut, timed out, not HTTP)."""
 
-    status = 502
-    type = "upstream_error"
     kind = "upstream"
+
+    def __init__(self, message: str, *, upstream_status: int | None = None, **kw):
+        super().__init__(message, **kw)
+        self.upstream_status = upstream_status
 
 
 class RateLimited(UpstreamError):
@@ -255,8 +220,6 @@ class AtLimit(UpstreamError):
     ``retry_after``: seconds until a call may fit (a guess of one second when only a running call
     ending would make room)."""
 
-    status = 503
-    type = "service_unavailable"
     kind = "at_limit"
 
     def __init__(self, message: str, retry_after: float, **kw):

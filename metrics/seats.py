@@ -47,10 +47,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
 
 from panelist.metrics.store import jsonl
-from panelist.metrics.upstream.client import CancelFlag, Upstream
-from panelist.metrics.errors import (Cancelled, EmptyAnswer, PanelistError, RateLimited,
-                                     UpstreamError, UpstreamServerError, UpstreamTimeout,
-                                     UpstreamUnreachable)
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import CancelFlag
+from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, UpstreamError,
+                                     UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
 from panelist.metrics.ledger.ledger import ANSWERED, utc_iso
 from panelist.metrics.roster.roster import Model, RosterView
 
@@ -188,7 +188,9 @@ class CallLog:
 
 
 class Admission(Protocol):
-    """What the core needs of ``metrics.upstream.admission.Admission``: a slot per call and pauses."""
+    """What the core needs of ``metrics.upstream.admission.Admission``: a slot per call and pauses.
+    ``slot`` raises ``AtLimit`` when no slot comes within ``wait``, ``Cancelled`` when ``cancel``
+    is set meanwhile: nothing else."""
 
     def slot(self, endpoint: str, model: str, *, wait: float,
              cancel: threading.Event | None = None): ...
@@ -199,10 +201,6 @@ class Admission(Protocol):
 Learn = Callable[[Model, UpstreamError], None]
 Scrub = Callable[[str], str]
 OnEnd = Callable[["SeatResult"], None]
-
-
-class _NotAdmitted(Exception):
-    """Admission gave no slot in time (or the wait was cancelled)."""
 
 
 class Seats:
@@ -278,11 +276,6 @@ class Seats:
             self._attempts(call, result, deadline, cancel, learn, max_pause)
         except EmptyAnswer as exc:
             result.status, result.error_kind, result.error = "empty", exc.kind, exc.message
-        except _NotAdmitted as exc:
-            cancelled = cancel is not None and cancel.is_set()
-            result.status = "cancelled" if cancelled else "error"
-            result.error_kind = "cancelled" if cancelled else "at_limit"
-            result.error = str(exc)
         except UpstreamError as exc:
             result.status = "cancelled" if exc.kind == "cancelled" else "error"
             result.error_kind, result.error = exc.kind, exc.message
@@ -347,13 +340,9 @@ class Seats:
                 left = deadline - time.monotonic()
                 wait = max(0.0, left if call.wait is None else min(call.wait, left))
                 w0 = time.monotonic()
-                try:
+                try:   # no slot within the wait is AtLimit; a cancelled wait is Cancelled
                     held.enter_context(self.admission.slot(endpoint.name, model.alias, wait=wait,
                                                            cancel=cancel))
-                except UpstreamError:
-                    raise
-                except PanelistError as exc:   # AtLimit: no slot within the wait
-                    raise _NotAdmitted(exc.message) from exc
                 finally:
                     result.waited += time.monotonic() - w0
             left = deadline - time.monotonic()

@@ -24,7 +24,8 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from panelist.metrics.upstream.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.roster.learned import LearnedFacts

@@ -21,6 +21,7 @@ from panelist.metrics.cli.main import main
 from panelist.metrics.errors import AtLimit, Cancelled, ConfigInvalid, NotFound
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
+from panelist.metrics.wire.errors import status_of
 
 WORKER = Path(__file__).resolve().parent / "admission_worker.py"
 
@@ -124,7 +125,7 @@ def test_a_killed_process_gives_its_slot_back(folder, admissions):
             with mine.slot("ep", "m", wait=0):
                 pass
         assert "endpoint 'ep' is at its limit of 1 call(s) at once" in refused.value.message
-        assert refused.value.status == 503 and refused.value.headers["Retry-After"] == "1"
+        assert status_of(refused.value) == 503 and refused.value.headers["Retry-After"] == "1"
     finally:
         other.send_signal(signal.SIGKILL)
         other.wait(PATIENCE)

@@ -22,6 +22,7 @@ from panelist.metrics.roster.grades import Grades
 from panelist.metrics.server.guard import WRITES
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
+from panelist.metrics.upstream.sim import SimUpstream
 from panelist.serve import make_dashboard
 
 ROUTE_TABLE = {(method, pattern) for pattern, actions in api.ROUTES for method in actions}
@@ -407,6 +408,23 @@ def test_endpoint_test_makes_one_real_call_and_stores_nothing(dash, home, sim):
     assert_error(status, body, 400, says="base URL")
     status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "speed": 1})
     assert_error(status, body, 400, param="speed")
+
+
+def test_endpoint_test_names_the_upstreams_own_status_not_ours(dash, sim):
+    sim.script("mid", fail="auth")
+    status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "model": "mid"})
+    assert status == 200 and body["ok"] is False, body
+    assert body["status"] == 401, body   # what the upstream said, not the 502 a caller would get
+    assert body["error"].startswith("auth:") and "(401)" in body["error"], body
+    sim.script("mid", fail="rate_limit")
+    status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "model": "mid"})
+    assert body["ok"] is False and body["status"] == 429, body
+    with SimUpstream({"m": {}}, listing_key="sk-elsewhere") as keyed:   # a listing refused
+        status, body, _ = dash.post("/api/endpoints/test", {"base_url": keyed.url})
+    assert status == 200 and body["ok"] is False and body["status"] == 401, body
+    status, body, _ = dash.post("/api/endpoints/test", {
+        "base_url": f"http://127.0.0.1:{closed_port()}/v1"})
+    assert body["ok"] is False and body["status"] is None, body   # no reply: no status
 
 
 @covers("POST", "/api/endpoints")

@@ -15,11 +15,13 @@ import pytest
 
 from conftest import wait_until
 from panelist import __version__
-from panelist.metrics.upstream.client import Answer, CancelFlag, Upstream, _refusal
+from panelist.metrics.upstream.client import Answer, Upstream, _refusal
+from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
-                                     PaymentRequired, RateLimited, UpstreamBadReply,
+                                     ModelNotFound, PaymentRequired, RateLimited, UpstreamBadReply,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
 from panelist.metrics.upstream.sim import SimUpstream
+from panelist.metrics.wire.errors import body_of
 
 KEY = "sk-test-5f3a9c1e7b"
 
@@ -214,6 +216,29 @@ def test_auth_failed(upstream, sim):
         chat(upstream, sim)
 
 
+@pytest.mark.parametrize("fail, error, status", [
+    ("auth", AuthFailed, 401), ("rate_limit", RateLimited, 429), ("quota", PaymentRequired, 429),
+    ("server_error", UpstreamServerError, 500), ("context_length", ContextTooLong, 400),
+    ("not_found", ModelNotFound, 404), ("error_body", UpstreamServerError, 200),
+    ("empty", EmptyAnswer, 200), ("garbage", UpstreamBadReply, 200),
+])
+def test_an_error_read_from_a_reply_carries_the_upstreams_own_status(upstream, sim, fail, error,
+                                                                     status):
+    sim.script("m", fail=fail)
+    with pytest.raises(error) as caught:
+        chat(upstream, sim)
+    assert caught.value.upstream_status == status
+
+
+def test_an_error_without_a_reply_has_no_upstream_status(upstream):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(UpstreamUnreachable) as caught:
+        upstream.chat(f"http://127.0.0.1:{port}/v1", None, ask(), timeout=5)
+    assert caught.value.upstream_status is None
+
+
 def test_unknown_model_says_the_served_id_may_be_wrong(upstream, sim):
     with pytest.raises(UpstreamBadReply, match="404.*model not found"):
         chat(upstream, sim, "no-such-model")
@@ -226,7 +251,7 @@ def test_api_key_is_scrubbed_when_echoed(upstream, sim):
         chat(upstream, sim)
     error = caught.value
     assert sim.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"   # it was echoed
-    assert KEY not in str(error) and KEY not in str(error.to_body())
+    assert KEY not in str(error) and KEY not in str(body_of(error))
     assert "[api key]" in error.message
 
 
@@ -266,7 +291,7 @@ def test_a_lone_surrogate_in_an_error_message_becomes_a_replacement_character(up
         chat(upstream, sim)
     assert "broken \ufffd words" in caught.value.message
     caught.value.message.encode()
-    json.dumps(caught.value.to_body(), ensure_ascii=False).encode()
+    json.dumps(body_of(caught.value), ensure_ascii=False).encode()
 
 
 def test_surrogates_sent_raw_or_as_utf16_become_replacement_characters(upstream, raw):
@@ -650,7 +675,7 @@ def test_garbage_and_oversized_heads_are_bad_replies(upstream, raw, reply, words
     (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 2000, True, 0),
 ])
 def test_an_answer_over_the_cap_is_refused(upstream, raw, reply, monkeypatch):
-    monkeypatch.setattr("panelist.metrics.upstream.client.MAX_ANSWER_BYTES", 1000)
+    monkeypatch.setattr("panelist.metrics.upstream.http11.MAX_ANSWER_BYTES", 1000)
     with pytest.raises(UpstreamBadReply, match="sent an answer over"):
         raw_chat(upstream, raw(reply))
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import PATIENCE, wait_until
 from panelist.metrics import errors
 from panelist.metrics.ledger.ledger import Ledger, ModelState
+from panelist.metrics.wire.errors import status_of
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_750_000_000.0  # a fixed panel start time
@@ -99,7 +100,7 @@ def test_verdict_written_once_then_replaced(runs):
         with pytest.raises(errors.NotFound) as exc:
             ledger.record_verdict("p20250101-999.member1", useful=True)
         assert "unknown call id 'p20250101-999.member1'" in exc.value.message
-        assert exc.value.status == 404
+        assert status_of(exc.value) == 404
         assert ledger.call("p20250101-999.member1") is None
         assert ledger.call("nonsense") is None
 

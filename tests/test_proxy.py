@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import read_jsonl, wait_until
-from panelist.metrics.upstream.client import Upstream, _tunnel
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import _tunnel
 from panelist.metrics.errors import (AuthFailed, Cancelled, UpstreamServerError, UpstreamTimeout,
                                      UpstreamUnreachable)
 from panelist.metrics.upstream.proxy import bypassed, environment_proxies

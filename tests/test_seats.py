@@ -8,8 +8,9 @@ import time
 import pytest
 
 from conftest import move_to, read_jsonl, wait_until
-from panelist.metrics.upstream.client import CancelFlag, Upstream
-from panelist.metrics.errors import Unavailable
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import CancelFlag
+from panelist.metrics.errors import AtLimit, Cancelled
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import CallFailed, CallLog, SeatCall, Seats
 
@@ -21,7 +22,8 @@ TOOLS = [{"type": "function", "function": {
 
 class CountingAdmission:
     """A tiny admission for tests: at most ``limit`` calls at once per endpoint, a pause that
-    holds every later slot back, and a record of what it saw."""
+    holds every later slot back, and a record of what it saw. It refuses as the real one does:
+    ``AtLimit`` when no slot comes within the wait, ``Cancelled`` when the wait is cancelled."""
 
     def __init__(self, limit: int = 1, refuse: bool = False):
         self.limit, self.refuse = limit, refuse
@@ -33,13 +35,15 @@ class CountingAdmission:
     @contextlib.contextmanager
     def slot(self, endpoint, model, *, wait, cancel=None):
         if self.refuse:
-            raise Unavailable(f"endpoint {endpoint} is at its limit (test); try again later")
+            raise AtLimit(f"endpoint {endpoint} is at its limit (test); try again later", 1.0)
         with self._cond:
             end = time.monotonic() + wait
             while self.now >= self.limit or time.monotonic() < self.paused_until:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled(f"cancelled while waiting for a slot on endpoint {endpoint}")
                 left = end - time.monotonic()
-                if left <= 0 or (cancel is not None and cancel.is_set()):
-                    raise Unavailable(f"endpoint {endpoint} is at its limit (test)")
+                if left <= 0:
+                    raise AtLimit(f"endpoint {endpoint} is at its limit (test)", 1.0)
                 self._cond.wait(min(left, 0.05))
             self.now += 1
             self.slots += 1

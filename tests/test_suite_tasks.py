@@ -19,6 +19,7 @@ import pytest
 from panelist.metrics.errors import BadRequest
 from panelist.suite import answers, prompts
 from panelist.suite.tasks import STARTER, TaskInvalid, load_task, load_tasks, scan
+from panelist.metrics.wire.errors import status_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK, PROBLEMS = scan(STARTER)
@@ -236,7 +237,7 @@ def test_what_cannot_be_mapped_is_refused_naming_the_field(tmp_path, fields, fie
     with pytest.raises(TaskInvalid) as err:
         load_task(write(tmp_path, "t", doc, CODE))
     assert err.value.field == field and f"'{field}'" in err.value.message
-    assert err.value.status == 400
+    assert status_of(err.value) == 400
 
 
 def test_a_control_id_and_kind_must_agree(tmp_path):

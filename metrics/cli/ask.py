@@ -16,6 +16,7 @@ from panelist.metrics.errors import BadRequest, PanelistError
 from panelist.metrics.home import open_home
 from panelist.metrics.ledger.ledger import ANSWERED
 from panelist.metrics.store import jsonwire
+from panelist.metrics.wire.errors import body_of
 
 # the error codes of a panel that ran and gave no answer: ``ask`` exits NO_ANSWER on them
 NO_ANSWER_CODES = ("all_seats_failed", "all_seats_rate_limited", "no_valid_json")
@@ -60,7 +61,7 @@ def cmd_ask(args, out: Out) -> int:
             raise
         from panelist.metrics.panel.panel import markdown_of
         if out.as_json:
-            print(jsonwire.dumps(exc.to_body()))
+            print(jsonwire.dumps(body_of(exc)))
         else:
             print(markdown_of(exc.details.get("seats") or []))
         print(f"panelist: {exc.message}", file=sys.stderr)

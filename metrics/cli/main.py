@@ -32,6 +32,7 @@ from panelist import __version__
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.plaintext import visible
 from panelist.metrics.store import jsonwire
+from panelist.metrics.wire.errors import body_of
 
 NO_ANSWER = 3   # the exit status of a command whose panel (or reference run) gave no answer
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         return commands()[args.noun](args, out)
     except PanelistError as exc:
         if out.as_json:
-            print(jsonwire.dumps(exc.to_body()))
+            print(jsonwire.dumps(body_of(exc)))
         print(f"panelist: error: {exc.message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

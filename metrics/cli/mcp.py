@@ -42,6 +42,7 @@ from panelist.metrics.cli import remote
 from panelist.metrics.cli.remote import ASK_TIMEOUT, DEFAULT_URL, URL_VARIABLE, Remote
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.store import jsonwire
+from panelist.metrics.wire.errors import body_of
 
 # revisions reachable through `initialize`, newest first; a client asking for another gets ours
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -439,7 +440,7 @@ class Server:
             text = exc.message
             if isinstance(seats, list) and seats:   # a panel ran and every seat failed
                 text += "\n\n" + "\n".join(_seat_line(s) for s in seats if isinstance(s, dict))
-            result = self._failed(name, text, exc.to_body())
+            result = self._failed(name, text, body_of(exc))
         except Exception as exc:
             return self._internal(rid, f"tools/call {name}", exc)
         return {"jsonrpc": "2.0", "id": rid, "result": result}

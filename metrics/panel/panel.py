@@ -45,7 +45,8 @@ from typing import Callable, Iterator
 from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
-from panelist.metrics.upstream.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.roster.collection import AUTO, REPLIES, Collection, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,

@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Callable
 
 from panelist.metrics.race import judge
-from panelist.metrics.upstream.client import CancelFlag, Upstream
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.race.costs import Costs, call_cost
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home

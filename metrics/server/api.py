@@ -284,7 +284,8 @@ def test_endpoint(req: ApiRequest) -> dict:
             listed = [e["id"] for e in upstream.models(ep.base_url, ep.api_key(),
                                                        timeout=TEST_TIMEOUT)]
     except UpstreamError as exc:
-        return {"ok": False, "status": exc.status if exc.kind != "timeout" else None,
+        # the upstream's own status (a 401 for a wrong key), never ours: None when no reply came
+        return {"ok": False, "status": exc.upstream_status,
                 "seconds": round(time.monotonic() - t0, 3),
                 "error": f"{exc.kind}: {exc.message}", "models": []}
     return {"ok": True, "status": 200, "seconds": round(time.monotonic() - t0, 3), "error": None,

@@ -29,7 +29,7 @@ from panelist.metrics.server.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGT
 from panelist.metrics.server.guard import LOCAL
 from panelist.metrics.server.routing import gate_of
 from panelist.metrics.store import jsonwire
-from panelist.metrics.wire.errors import refusal, shaped
+from panelist.metrics.wire.errors import body_of, refusal, shaped, status_of
 
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")   # a token (RFC 9110 §5.1)
@@ -288,7 +288,7 @@ class Handler(BaseHTTPRequestHandler):
             guard.check_body(method, self.headers)                  # 415 / 413
             action(self, params)
         except PanelistError as exc:
-            self._fail(exc.status, exc.to_body(), exc.headers)
+            self._fail(status_of(exc), body_of(exc), exc.headers)
         except (ConnectionError, TimeoutError):
             self.close_connection = True  # the client went away or stopped reading: no one to tell
         except Exception:

@@ -14,6 +14,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.panel.panel import section
 from panelist.metrics.server.handler import Handler, fault
+from panelist.metrics.wire.errors import body_of, status_of
 
 PANEL_HEADER = "X-Panelist-Panel"   # on every reply of a seated panel: its id, to judge it by
 
@@ -184,7 +185,7 @@ def held_stream(h: Handler, run, events) -> None:
         if not opened:
             exc.headers.setdefault(PANEL_HEADER, run.panel)
             raise
-        ending = events.failure(exc.status, exc.to_body())
+        ending = events.failure(status_of(exc), body_of(exc))
     except Exception:
         if not opened:
             raise

@@ -92,11 +92,14 @@ class SimUpstream:
 
     def __init__(self, models: dict[str, dict] | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, keepalive: float | None = None, seed: int = 0,
-                 keep_requests: int | None = None):
+                 keep_requests: int | None = None, listing_key: str | None = None):
         """``keepalive``: seconds an idle connection stays open (default: until the client closes
         it). ``keep_requests``: keep only about that many recent records in ``requests``, for a
-        long-running demo (default: keep all)."""
+        long-running demo (default: keep all). ``listing_key``: ``GET /models`` answers 401
+        unless 'Authorization: Bearer <this>' is sent, as a provider refuses a wrong key
+        (default: it lists for anyone)."""
         self.host, self.port = host, port
+        self.listing_key = listing_key
         self.keepalive = keepalive
         self.keep_requests = keep_requests
         self.url = ""
@@ -312,6 +315,10 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routes -----------------------------------------------------------------------------------
     def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
+            key = self.sim.listing_key
+            if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+                return self._error(401, "Incorrect API key provided. (simulated)",
+                                   "invalid_request_error", "invalid_api_key")
             self._json(200, self.sim._listing())
         else:
             self._error(404, f"no route GET {self.path} (simulated); try /v1/models",

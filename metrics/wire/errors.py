@@ -1,15 +1,76 @@
-"""Error bodies in each wire format: OpenAI's error shape, and Anthropic's on ``/v1/messages``
-(its clients read only that shape).
+"""The error table: each class of ``metrics.errors`` and the HTTP status a caller of ours gets for
+it, with the body it reads (OpenAI's error shape; Anthropic's on /v1/messages, whose clients read
+only that).
 
-The HTTP status of an error is decided at the server boundary from the error's class
-(``PanelistError.status``); an upstream's own status travels on the error as its own field and is
-never the caller's status by accident.
+Invariants:
+
+* ``TABLE`` has one row for every class of ``metrics.errors``; a class defined elsewhere (a
+  subclass of one of them) is answered by its nearest ancestor's row.
+* The status of an error is decided here and nowhere else; an upstream's own status
+  (``UpstreamError.upstream_status``) is never read here, so a 401 from an upstream can never
+  become a 401 to our caller (who would take it for their own key being refused).
+* A body never holds more than the error's message, param, code and details: never a traceback,
+  never the request.
 """
 
 from __future__ import annotations
 
+from panelist.metrics import errors as e
 from panelist.metrics.store import jsonwire
 from panelist.metrics.wire import messages
+
+# class -> (HTTP status, OpenAI's error type)
+TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
+    e.PanelistError: (500, "server_error"),
+    e.BadRequest: (400, "invalid_request_error"),
+    e.ConfigInvalid: (400, "invalid_request_error"),
+    e.Unauthorized: (401, "authentication_error"),
+    e.Forbidden: (403, "permission_error"),
+    e.NotFound: (404, "not_found_error"),
+    e.MethodNotAllowed: (405, "invalid_request_error"),
+    e.RequestTimeout: (408, "invalid_request_error"),
+    e.Conflict: (409, "invalid_request_error"),
+    e.PayloadTooLarge: (413, "invalid_request_error"),
+    e.UnsupportedMediaType: (415, "invalid_request_error"),
+    e.TooManyRequests: (429, "rate_limit_error"),
+    e.Unavailable: (503, "service_unavailable"),
+    e.AllSeatsFailed: (502, "upstream_error"),
+    e.GatewayUnreachable: (502, "api_connection_error"),
+    # one upstream call failed, and reached a caller whole (a Discover, a probe): it is our
+    # gateway that failed them, whatever the upstream answered
+    e.UpstreamError: (502, "upstream_error"),
+    e.RateLimited: (502, "upstream_error"),
+    e.ContextTooLong: (502, "upstream_error"),
+    e.AuthFailed: (502, "upstream_error"),
+    e.PaymentRequired: (502, "upstream_error"),
+    e.UpstreamServerError: (502, "upstream_error"),
+    e.UpstreamBadReply: (502, "upstream_error"),
+    e.ModelNotFound: (502, "upstream_error"),
+    e.UpstreamTimeout: (502, "upstream_error"),
+    e.UpstreamUnreachable: (502, "upstream_error"),
+    e.EmptyAnswer: (502, "upstream_error"),
+    e.Cancelled: (502, "upstream_error"),
+    e.AtLimit: (503, "service_unavailable"),
+}
+
+
+def _row(exc: e.PanelistError) -> tuple[int, str]:
+    for cls in type(exc).__mro__:
+        row = TABLE.get(cls)
+        if row is not None:
+            return row
+    return TABLE[e.PanelistError]
+
+
+def status_of(exc: e.PanelistError) -> int:
+    """The HTTP status a caller gets for ``exc``."""
+    return _row(exc)[0]
+
+
+def body_of(exc: e.PanelistError) -> dict:
+    """``exc`` in OpenAI's error shape; its details are extra fields of the ``error`` object."""
+    return {"error": {"message": exc.message, "type": _row(exc)[1], "param": exc.param,
+                      "code": exc.code, **exc.details}}
 
 
 def refusal(message: str) -> dict:
@@ -23,8 +84,8 @@ def error_body(message: str) -> bytes:
 
 
 def shaped(path: str, status: int, body: dict) -> dict:
-    """An OpenAI error body in the wire format of the route asked: Anthropic's on /v1/messages,
-    OpenAI's everywhere else."""
+    """An OpenAI error body in the wire format of the route asked: Anthropic's on /v1/messages
+    (its clients read only that shape), OpenAI's everywhere else."""
     if path.partition("?")[0].rstrip("/") == "/v1/messages":
         return messages.from_openai(status, body)
     return body

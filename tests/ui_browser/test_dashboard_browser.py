@@ -17,6 +17,7 @@ except ImportError:  # the browser fixture says why: a skip, or a failure under 
 
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
+from panelist.metrics.upstream.sim import SimUpstream
 
 ASK = "Review: def add(a, b): return a - b"
 XSS = '<script>window.__owned = 1</script><img src="x" onerror="window.__owned = 2"> and a plain ending'
@@ -66,6 +67,13 @@ def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashbo
     form = page.get_by_role("form", name="Add an endpoint")
     save = form.get_by_role("button", name="Save endpoint")
     form.get_by_label("Name", exact=True).fill("local")
+    # an endpoint that refuses the key: the upstream's own 401 is shown, not the gateway's 502
+    with SimUpstream({"m": {}}, listing_key="sk-not-sent") as keyed:
+        form.get_by_label("Base URL").fill(keyed.url)
+        form.get_by_role("button", name="Test").click()
+        expect(form.get_by_text(re.compile(r"Test failed \(401\) after"))).to_be_visible()
+        expect(form.get_by_text(re.compile(r"^auth: .*\(401\)"))).to_be_visible()
+    expect(save).to_be_disabled()
     form.get_by_label("Base URL").fill(sim.url)
     expect(save).to_be_disabled()
 
