@@ -95,11 +95,13 @@ class Upstream:
     """Makes chat-completion calls; one instance is shared by every thread of a process."""
 
     def __init__(self, *, max_idle_per_host: int = 64, proxies: dict[str, str] | None = None,
-                 tls: ssl.SSLContext | None = None):
+                 tls: ssl.SSLContext | None = None, transport: Transport | None = None):
         """``proxies``: ``{"http"|"https"|"all": proxy URL, "no": NO_PROXY}``; default: read from
         the environment now (``metrics.upstream.proxy``), never again. ``tls``: the context https
-        upstreams are checked with; default: the system's trusted certificates."""
-        self.transport = Transport(max_idle_per_host=max_idle_per_host, proxies=proxies, tls=tls)
+        upstreams are checked with; default: the system's trusted certificates. ``transport``:
+        the connections to use instead (a test's in-process one); the others are then unused."""
+        self.transport = transport or Transport(max_idle_per_host=max_idle_per_host,
+                                                proxies=proxies, tls=tls)
         self._targets: dict[str, _Target] = {}
 
     def close(self) -> None:
