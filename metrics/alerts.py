@@ -10,11 +10,11 @@ same however long the file grows.
 
 from __future__ import annotations
 
-import os
 import time
+from itertools import islice
 from pathlib import Path
 
-from panelist.metrics.store import jsonl, jsonwire
+from panelist.metrics.store import jsonl
 from panelist.metrics.home import Home
 
 TAIL_BYTES = 256 * 1024   # how far back from the end ``recent`` reads
@@ -38,27 +38,7 @@ class Alerts:
 
     def recent(self, limit: int = 50) -> list[dict]:
         """The newest alerts first, at most ``limit``, read from the last ``TAIL_BYTES``."""
-        try:
-            with open(self.path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                f.seek(max(0, size - TAIL_BYTES))
-                data = f.read()
-        except FileNotFoundError:
-            return []
-        lines = data.split(b"\n")
-        if size > TAIL_BYTES:
-            lines = lines[1:]   # the first is likely cut in the middle
-        out = []
-        for line in reversed(lines):
-            if len(out) >= limit:
-                break
-            try:
-                record = jsonwire.loads(line)
-            except ValueError:
-                continue   # a torn or empty line
-            if isinstance(record, dict):
-                out.append(record)
-        return out
+        return list(islice(jsonl.backward(self.path, within=TAIL_BYTES), max(0, limit)))
 
     def close(self) -> None:
         if self._appender is not None:

@@ -22,15 +22,13 @@ never counted, only listed (``unfinished``) for a rerun to finish.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from panelist.metrics.store import jsonwire
+from panelist.metrics.store import atomic, jsonwire
+from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.home import Home
-from panelist.metrics.ledger.ledger import utc_iso
 from panelist.metrics.stats import wilson_rate
 from panelist.suite import results
 
@@ -143,14 +141,7 @@ def load(home: Home) -> dict:
 def _write(path: Path, doc: dict) -> None:
     """Atomically, under a name of its own, so two processes or threads never share a temp."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(jsonwire.dumps(doc, separators=(",", ":")))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write(path, jsonwire.dumps(doc, separators=(",", ":")), mode=0o600, fsync=False)
 
 
 def cell(r: dict) -> str:

@@ -12,18 +12,17 @@ Invariants:
   are compared only within one currency and an unknown cost is never taken as cheap; when the
   qualifying models price in several currencies the verdict names the cheapest in each and picks
   none.
-* The saved report is written whole (temp file, then ``os.replace``): a reader sees the old file
+* The saved report is written whole (``store.atomic``): a reader sees the old file
   or the new one, never half of one.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from panelist.metrics.store import jsonwire
+from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.stats import Z95
 
 TOTAL_MAX = 10
@@ -136,9 +135,7 @@ class BenchmarkReport:
     def save(self, path: Path) -> None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(jsonwire.dumps(self.public(), indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        atomic.write(path, jsonwire.dumps(self.public(), indent=1) + "\n", fsync=False)
 
     def table(self) -> str:
         """The report as plain text: the reference, a row per run, a line per model, verdict."""

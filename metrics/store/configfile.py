@@ -1,7 +1,7 @@
 """Config files: JSON documents read whole and rewritten atomically under a lock.
 
 Writers take an exclusive ``flock`` on a sibling ``.lock`` file, read the current document,
-apply their change and ``os.replace`` a temp file over it, so two ``collection save`` at once
+apply their change and replace it whole (``atomic.write``), so two ``collection save`` at once
 never lose an update and a reader never sees half a file. Every change is appended to
 ``changes.jsonl`` with who, when, the old and the new value.
 """
@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics.store import jsonwire
+from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.errors import ConfigInvalid, Conflict
 from panelist.metrics.store.jsonl import SCHEMA, Appender
 
@@ -83,13 +83,8 @@ def _locked(path: Path):
 
 
 def write_atomic(path: Path, doc: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(jsonwire.dumps(doc, indent=2, sort_keys=True))
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Replace ``path`` with ``doc`` as indented JSON, synced to disk (``atomic.write``)."""
+    atomic.write(path, jsonwire.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
 def who() -> str:

@@ -1,9 +1,13 @@
-"""JSONL files: locked single-write appends and tail readers that tolerate a torn last line.
+"""JSONL files: locked single-write appends, and readers that tolerate a torn last line: a tail
+follower (``Tail``), lookups by byte offset (``read_line``, ``read_lines``) and the one reader
+that walks a log from its end, newest record first (``backward``).
 
 Invariants: one record per line; each append is one ``write()`` made under an exclusive
 ``flock``, so two processes never interleave; a line left without its newline by a crash is
 closed off before the next append, so it spoils only itself. Readers skip lines that do not
 parse and never consume a last line that has no newline yet (its writer may still be busy).
+Every line's timestamp is ``utc_iso`` (UTC, milliseconds, ``Z``) unless a person reads the log,
+then ``utc_second``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from panelist.metrics.store import jsonwire
 
 SCHEMA = 1
+BLOCK = 64 * 1024   # read size when walking a file backwards
 
 
 def dumps(record: dict) -> bytes:
@@ -54,6 +59,12 @@ class Appender:
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def utc_iso(t: float) -> str:
+    """``2025-01-31T12:00:00.123Z``: the timestamp form of every JSONL line."""
+    s, ms = divmod(int(t * 1000), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{ms:03d}Z"
 
 
 def utc_second(t: float) -> str:
@@ -111,6 +122,59 @@ def read_line(path: Path, offset: int) -> dict | None:
     except FileNotFoundError:
         return None
     return parse_line(line)
+
+
+def read_lines(path: Path, offsets: list[int]) -> list[dict | None]:
+    """The records starting at ``offsets``, in that order (one open for all); None for an
+    offset with no whole record."""
+    out: list[dict | None] = []
+    if not offsets:
+        return out
+    with open(path, "rb") as f:
+        for offset in offsets:
+            f.seek(offset)
+            out.append(parse_line(f.readline()))
+    return out
+
+
+def backward(path: Path, *, within: int | None = None):
+    """Yield the records of a JSONL file newest first, reading blocks from its end, so a reader
+    that stops after a few pays for those few, however long the file has grown.
+
+    An unfinished last line is left to its writer and a line that does not parse is skipped, as
+    ``Tail`` does. ``within``: look back no further than that many bytes from the last whole
+    line (a line cut by that bound is not yielded). A missing file yields nothing."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        pos = _complete_end(f)
+        floor = 0 if within is None else max(0, pos - within)
+        rest = b""  # the start of a line whose beginning lies in an earlier block
+        while pos > floor:
+            step = min(BLOCK, pos - floor)
+            pos -= step
+            f.seek(pos)
+            lines = (f.read(step) + rest).split(b"\n")
+            rest = lines.pop(0) if pos > 0 else b""
+            for line in reversed(lines):
+                record = parse_line(line + b"\n") if line else None
+                if record is not None:
+                    yield record
+
+
+def _complete_end(f) -> int:
+    """The offset just past the file's last newline: what follows is unfinished or torn."""
+    pos = f.seek(0, os.SEEK_END)
+    while pos > 0:
+        step = min(BLOCK, pos)
+        pos -= step
+        f.seek(pos)
+        i = f.read(step).rfind(b"\n")
+        if i >= 0:
+            return pos + i + 1
+    return 0
 
 
 def parse_line(line: bytes) -> dict | None:

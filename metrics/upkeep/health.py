@@ -43,7 +43,6 @@ RETIRE_AFTER = 3
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 PROBE_PARAMS = {"max_tokens": 8, "temperature": 0}
 BY = "health"
-BLOCK = 64 * 1024
 SCAN_BACK = 8 * 1024 * 1024
 
 
@@ -76,26 +75,13 @@ def _retired_by(changes: Path, alias: str) -> str | None:
     """Who made the newest change that retired ``alias``, read from the end of the roster's
     change log (at most ``SCAN_BACK`` bytes: restores are rare, the log only grows)."""
     what = f"model {alias}"
-    try:
-        with open(changes, "rb") as f:
-            end = pos = os.fstat(f.fileno()).st_size
-            rest = b""
-            while pos > 0 and end - pos < SCAN_BACK:
-                step = min(BLOCK, pos)
-                pos -= step
-                f.seek(pos)
-                lines = (f.read(step) + rest).split(b"\n")
-                rest = lines.pop(0) if pos > 0 else b""   # maybe cut: joined with the next block
-                for line in reversed(lines):
-                    rec = jsonl.parse_line(line + b"\n")
-                    if rec is None or rec.get("what") != what:
-                        continue
-                    old, new = rec.get("old") or {}, rec.get("new") or {}
-                    if isinstance(new, dict) and new.get("retired") and not (
-                            isinstance(old, dict) and old.get("retired")):
-                        return rec.get("by")
-    except FileNotFoundError:
-        pass
+    for rec in jsonl.backward(changes, within=SCAN_BACK):
+        if rec.get("what") != what:
+            continue
+        old, new = rec.get("old") or {}, rec.get("new") or {}
+        if isinstance(new, dict) and new.get("retired") and not (
+                isinstance(old, dict) and old.get("retired")):
+            return rec.get("by")
     return None
 
 
