@@ -51,7 +51,8 @@ from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, UpstreamError,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
-from panelist.metrics.ledger.ledger import ANSWERED, utc_iso
+from panelist.metrics.ledger.index import ANSWERED
+from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.roster.roster import Model, RosterView
 
 STATUSES = ("ok", "tool_calls", "empty", "error", "cancelled")

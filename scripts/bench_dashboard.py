@@ -124,7 +124,8 @@ def timed(fn, repeat: int) -> dict:
 def measure(data: Path, repeat: int, replay: bool) -> dict:
     """Run in a fresh process: open the ledger and time each query the dashboard makes."""
     from panelist.metrics.home import open_home
-    from panelist.metrics.ledger.ledger import Ledger, panel_seq
+    from panelist.metrics.ledger.ids import panel_seq
+    from panelist.metrics.ledger.ledger import Ledger
 
     runs = open_home(data).gateway_runs
     out: dict = {"panels": panels_in(data), "rss_before_mb": rss_mb()}

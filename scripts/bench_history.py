@@ -29,8 +29,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 from panelist.metrics.panel import history  # noqa: E402
-from panelist.metrics.ledger import ledger as ledger_mod  # noqa: E402
-from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
+from panelist.metrics.ledger.ledger import Ledger, abandoned_in  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIASES = ("sim-a", "sim-b", "sim-c")
@@ -119,7 +118,7 @@ def main() -> int:
         Ledger(runs).close()
         print(f"open from the snapshot          {(time.perf_counter() - t0) * 1e3:9.1f} ms")
         t0 = time.perf_counter()
-        ledger_mod._abandoned_in(runs / "calls.jsonl")
+        abandoned_in(runs / "calls.jsonl")
         scan = time.perf_counter() - t0
         (runs / "index.json").unlink()
         t0 = time.perf_counter()

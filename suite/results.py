@@ -29,7 +29,7 @@ from pathlib import Path
 
 from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.home import Home
-from panelist.metrics.ledger.ledger import utc_iso
+from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.seats import SeatResult
 from panelist.suite import answers
 from panelist.suite.tasks import Task

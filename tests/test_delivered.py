@@ -9,7 +9,8 @@ import pytest
 from conftest import PATIENCE, read_jsonl, seats_logged, set_limits, wait_until
 from panelist.metrics import errors
 from panelist.metrics.cli.main import main
-from panelist.metrics.ledger.ledger import Ledger, reply_hash
+from panelist.metrics.ledger.index import reply_hash
+from panelist.metrics.ledger.ledger import Ledger
 
 T0 = 1_750_000_000.0
 

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import PATIENCE, wait_until
 from panelist.metrics import errors
-from panelist.metrics.ledger.ledger import Ledger, ModelState
+from panelist.metrics.ledger.index import ModelState
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.wire.errors import status_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -419,7 +420,7 @@ def test_old_call_found_through_panels_idx(runs):
                               seats=(("member1", "sim-a"), ("explorer1", "sim-b")))
         for _ in range(20):
             panel(ledger)
-        assert old not in ledger._recent  # evicted: the lookup below must use panels.idx
+        assert old not in ledger._index.recent  # evicted: the lookup below must use panels.idx
         got = ledger.call(old)
         assert got["alias"] == "sim-a" and got["panel"] == pid
         assert (got["shape"], got["key"]) == ("review", "alice")  # from the panel's top level

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from panelist.metrics import errors
-from panelist.metrics.ledger.ledger import (ID_MARGIN, KEEP_DAYS, SLOT, SNAPSHOT_VERSION, Ledger,
-                                     failure_kind, hist_quantiles, panel_seq)
+from panelist.metrics.ledger.ids import ID_MARGIN, SLOT, panel_seq
+from panelist.metrics.ledger.index import KEEP_DAYS, failure_kind, hist_quantiles
+from panelist.metrics.ledger.ledger import Ledger
+from panelist.metrics.ledger.snapshot import SNAPSHOT_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_750_000_000.0  # 2025-06-15 15:06:40 UTC
@@ -96,7 +98,7 @@ def test_failure_kinds_are_the_first_word_or_the_status():
 
 
 def test_histogram_quantiles_stay_near_the_true_ones():
-    from panelist.metrics.ledger.ledger import HIST_BUCKETS, hist_bucket
+    from panelist.metrics.ledger.index import HIST_BUCKETS, hist_bucket
     for values in ([0.1 * i for i in range(1, 101)], [0.002] * 10 + [30.0] * 90,
                    [1.0, 2.0, 400.0], [0.0004]):
         hist = [0] * HIST_BUCKETS
@@ -184,7 +186,7 @@ def test_false_claims_and_counts_follow_the_current_verdict(runs):
         for _ in range(5):
             panel(ledger, [ok("member1", "sim-z")], collection="bench/y")
         ledger.refresh()
-        assert c2 not in ledger._recent
+        assert c2 not in ledger._index.recent
         ledger.record_verdict(c2, useful=False, false=["a", "b"])
         assert figures()[-1] == {"panels": 1, "seats": 2, "useful": 1, "not_useful": 1}
         assert ledger.model_stats("review")["sim-b"]["false_claims"] == 2
@@ -266,7 +268,7 @@ def test_buckets_count_seats_per_day_and_forget_old_days(runs):
                                 "status": "ok"}) + "\n")
         assert ledger.buckets(60, now=now + DAY)["series"] == {"sim-d": [0] * 59 + [1]}
         assert ledger.buckets(60, now=later)["series"] == {"sim-e": [0] * 59 + [1]}
-        assert len(ledger._days) <= KEEP_DAYS
+        assert len(ledger._index.days) <= KEEP_DAYS
         for bad in (0, 61, "7", True):
             with pytest.raises(errors.BadRequest):
                 ledger.buckets(bad)

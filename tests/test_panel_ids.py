@@ -6,7 +6,8 @@ import os
 from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
 from panelist.metrics.cli.main import main
-from panelist.metrics.ledger.ledger import ID_MARGIN, Ledger, panel_seq
+from panelist.metrics.ledger.ids import ID_MARGIN, panel_seq
+from panelist.metrics.ledger.ledger import Ledger
 
 PROMPT = {"model": "bench/trio", "messages": [{"role": "user", "content": "review this"}]}
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from panelist.metrics.roster.collection import Collection
-from panelist.metrics.ledger.ledger import ModelState
+from panelist.metrics.ledger.index import ModelState
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 from panelist.metrics.panel.seating import SeatsInFlight, seat_panel
 

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collection
-from panelist.metrics.ledger.ledger import Ledger, ModelState
+from panelist.metrics.ledger.index import ModelState
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 from panelist.metrics.stats import wilson
 from panelist.metrics.panel.suggest import suggestions

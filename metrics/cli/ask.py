@@ -14,7 +14,7 @@ from panelist.metrics.cli import remote
 from panelist.metrics.cli.main import NO_ANSWER, Out
 from panelist.metrics.errors import BadRequest, PanelistError
 from panelist.metrics.home import open_home
-from panelist.metrics.ledger.ledger import ANSWERED
+from panelist.metrics.ledger.index import ANSWERED
 from panelist.metrics.store import jsonwire
 from panelist.metrics.wire.errors import body_of
 

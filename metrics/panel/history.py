@@ -32,7 +32,8 @@ from __future__ import annotations
 import json
 import re
 
-from panelist.metrics.ledger.ledger import ANSWERED, Ledger
+from panelist.metrics.ledger.index import ANSWERED
+from panelist.metrics.ledger.ledger import Ledger
 
 _CALL_ID = re.compile(r"\b(p\d{8}-\d{1,15})\.[a-z]+\d*\b")
 _HEADING = re.compile(r"^## Seat \d+: .*$", re.M)

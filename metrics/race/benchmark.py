@@ -45,7 +45,7 @@ from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.race.costs import Costs, call_cost
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
-from panelist.metrics.ledger.ledger import utc_iso
+from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race.report import BenchmarkReport, summarise, verdict
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts

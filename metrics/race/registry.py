@@ -34,7 +34,8 @@ from panelist.metrics.race import chatjob, judge
 from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
 from panelist.metrics.home import Home
-from panelist.metrics.ledger.ledger import ANSWERED, utc_iso
+from panelist.metrics.ledger.index import ANSWERED
+from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, races_dir
 
 RACE_ID = re.compile(r"r\d{8}-[0-9a-f]{8}")

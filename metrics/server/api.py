@@ -30,7 +30,7 @@ from panelist.metrics.alerts import Alerts
 from panelist.metrics.roster.collection import PREFIX, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, PanelistError, UpstreamError
 from panelist.metrics.server.keys import Keys
-from panelist.metrics.ledger.ledger import panel_seq
+from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
 from panelist.metrics.stats import wilson
 

@@ -34,7 +34,8 @@ from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.ledger.ledger import Ledger, failure_kind
+from panelist.metrics.ledger.index import failure_kind
+from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seats import SeatCall, Seats
 
