@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from itertools import islice
-from pathlib import Path
 
 from panelist.metrics.store import jsonl
 from panelist.metrics.home import Home
@@ -24,7 +23,7 @@ class Alerts:
     """The alerts of one data folder."""
 
     def __init__(self, home: Home):
-        self.path = Path(home.root) / "runs" / "alerts.jsonl"
+        self.path = home.alerts_log
         self._appender: jsonl.Appender | None = None
 
     def raise_alert(self, kind: str, subject: str, message: str, **fields) -> dict:

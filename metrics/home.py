@@ -6,14 +6,23 @@ already exist are never overwritten, so the repo's defaults never clobber the us
 running from a checkout never touches tracked files. API keys are never stored here: an endpoint
 names the environment variable that holds its key.
 
-Layout::
+Layout (each path is a property of ``Home``, named for what it holds; no other module spells a
+path of the data folder)::
 
-    DATA/config/roster.json        endpoints and models
-    DATA/config/collections.json   collections
-    DATA/config/gateway.json       limits
-    DATA/config/changes.jsonl      who changed what, when
-    DATA/runs/gateway/calls.jsonl  one line per panel
-    DATA/runs/gateway/evidence.jsonl  seats, verdicts, cooldowns, learned windows
+    DATA/config/                   config files (``file(name)``): roster.json, collections.json,
+                                   gateway.json (limits), schedule.json, keys.json, ...;
+                                   changes.jsonl: who changed what, when
+    DATA/runs/gateway/             the ledger (``gateway_runs``): calls.jsonl, evidence.jsonl,
+                                   panels.idx, index.json; health.json (``health_state``),
+                                   rate/ (``rate_counters``)
+    DATA/runs/admission/           admission's in-flight counts and pauses (``admission_state``)
+    DATA/runs/races/               one folder and one report per race (``races``)
+    DATA/runs/suite/               suite samples and report (``suite_runs``, ``suite_samples``)
+    DATA/runs/alerts.jsonl         alerts (``alerts_log``)
+    DATA/runs/onboarding.jsonl     the onboarding queue (``onboarding_log``)
+    DATA/runs/schedule.json        the schedule's next run times (``schedule_state``), its runs
+                                   in schedule.jsonl (``schedule_log``)
+    DATA/suite/tasks/              tasks grown from verdicts (``grown_tasks``)
 """
 
 from __future__ import annotations
@@ -42,12 +51,64 @@ class Home:
     def config(self) -> Path:
         return self.root / "config"
 
+    def file(self, name: str) -> Path:
+        """A config file, by its name (``roster.json``)."""
+        return self.config / name
+
+    @property
+    def runs(self) -> Path:
+        """The logs and state files (everything under it is written by the program)."""
+        return self.root / "runs"
+
     @property
     def gateway_runs(self) -> Path:
-        return self.root / "runs" / "gateway"
+        """The ledger's folder: panels, seats, verdicts (``Ledger(home.gateway_runs)``)."""
+        return self.runs / "gateway"
 
-    def file(self, name: str) -> Path:
-        return self.config / name
+    @property
+    def health_state(self) -> Path:
+        return self.gateway_runs / "health.json"
+
+    @property
+    def rate_counters(self) -> Path:
+        return self.gateway_runs / "rate"
+
+    @property
+    def admission_state(self) -> Path:
+        return self.runs / "admission"
+
+    @property
+    def races(self) -> Path:
+        return self.runs / "races"
+
+    @property
+    def suite_runs(self) -> Path:
+        return self.runs / "suite"
+
+    @property
+    def suite_samples(self) -> Path:
+        return self.suite_runs / "samples.jsonl"
+
+    @property
+    def alerts_log(self) -> Path:
+        return self.runs / "alerts.jsonl"
+
+    @property
+    def onboarding_log(self) -> Path:
+        return self.runs / "onboarding.jsonl"
+
+    @property
+    def schedule_state(self) -> Path:
+        return self.runs / "schedule.json"
+
+    @property
+    def schedule_log(self) -> Path:
+        return self.runs / "schedule.jsonl"
+
+    @property
+    def grown_tasks(self) -> Path:
+        """Tasks grown from verdicts (``panelist suite mine``); the suite loads them too."""
+        return self.root / "suite" / "tasks"
 
 
 def open_home(data: str | os.PathLike | None = None) -> Home:

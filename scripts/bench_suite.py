@@ -128,7 +128,7 @@ def bench_run(n_tasks: int, n_models: int, epochs: int, rpm: int) -> dict:
             summary = run.run()
             wall = time.monotonic() - t0
             sent = [r["ts"] for r in sim.requests]
-        lines = results.read(results.samples_path(home))
+        lines = results.read(home.suite_samples)
         # when each call was let in: its end, less its time, plus its wait for admission
         admitted = [datetime.fromisoformat(s["ts"].replace("Z", "+00:00")).timestamp()
                     - s["seconds"] + s["waited"] for s in lines]
@@ -142,7 +142,7 @@ def bench_run(n_tasks: int, n_models: int, epochs: int, rpm: int) -> dict:
 
 
 def bench_report(n: int) -> dict:
-    from panelist.suite import report, results
+    from panelist.suite import report
     from panelist.suite.livereport import LiveReport
     rng = random.Random(3)
 
@@ -157,7 +157,7 @@ def bench_report(n: int) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="panelist-bench-report-"))
     try:
         home = open_home(tmp / "data")
-        path = results.samples_path(home)
+        path = home.suite_samples
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w") as f:
             f.writelines(line() for _ in range(n))

@@ -27,11 +27,6 @@ FIELDS = ("id", "title", "kind", "prompt", "attach", "answer", "why", "source", 
           "created", "draft")
 
 
-def tasks_dir(home) -> Path:
-    """Where grown tasks go in a data folder (the suite loads them from there)."""
-    return Path(home.root) / "suite" / "tasks"
-
-
 def today() -> str:
     """The UTC date, as a task's ``created``."""
     return time.strftime("%Y-%m-%d", time.gmtime())
@@ -54,7 +49,7 @@ def safe_path(name: str) -> str | None:
 
 def out_dir(home, out: str | os.PathLike | None) -> Path:
     """The folder to write tasks to: ``out`` if given, else the data folder's; made if new."""
-    root = Path(out).expanduser() if out else tasks_dir(home)
+    root = Path(out).expanduser() if out else home.grown_tasks
     if root.exists() and not root.is_dir():
         raise BadRequest(f"--out {root} is a file; name a folder for the tasks")
     root.mkdir(parents=True, exist_ok=True)

@@ -171,7 +171,7 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
     created = created or drafts.today()
     report = {"out": str(root), "verdicts": 0, "claims": 0, "written": 0, "present": 0,
               "updated": 0, "reviewed": [], "missing": 0, "too_large": 0, "tasks": []}
-    evidence = Path(home.gateway_runs) / "evidence.jsonl"
+    evidence = home.gateway_runs / "evidence.jsonl"
     latest = latest_verdicts(evidence)
     if not latest:
         return report

@@ -118,8 +118,8 @@ def report_of(kept: list[dict], unfinished: dict[str, dict[str, int]]) -> dict:
 def load(home: Home) -> dict:
     """The report of the data folder's samples, rebuilt only when the samples file changed
     since ``report.json`` was written (its size and mtime are kept in it)."""
-    folder = results.suite_dir(home)
-    path = results.samples_path(home)
+    folder = home.suite_runs
+    path = home.suite_samples
     try:
         st = path.stat()
         stamp = [st.st_size, st.st_mtime_ns]

@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 from panelist.metrics.store import jsonl, jsonwire
-from panelist.metrics.home import Home
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.seats import SeatResult
 from panelist.suite import answers
@@ -36,14 +35,6 @@ from panelist.suite.tasks import Task
 
 # failures of the model itself: it was asked and did not answer in time, or at all
 MODEL_FAILURES = ("empty", "timeout", "context_length")
-
-
-def suite_dir(home: Home) -> Path:
-    return Path(home.root) / "runs" / "suite"
-
-
-def samples_path(home: Home) -> Path:
-    return suite_dir(home) / "samples.jsonl"
 
 
 def params_key(params: dict) -> str:

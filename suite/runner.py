@@ -102,7 +102,7 @@ class SuiteRun:
         self.admission = admission_of(home) if admission == "home" else admission
         self.parallel, self.call_timeout = parallel, call_timeout
         self.admit_wait, self.retries = admit_wait, retries
-        self.path = results.samples_path(home)
+        self.path = home.suite_samples
         self.run_id = f"s{time.strftime('%Y%m%d', time.gmtime())}-{secrets.token_hex(4)}"
         self.cancel = CancelFlag()
 

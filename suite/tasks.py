@@ -336,7 +336,7 @@ def roots(home=None) -> list[Path]:
     (where grown tasks are written)."""
     found = [STARTER]
     if home is not None:
-        found.append(Path(home.root) / "suite" / "tasks")
+        found.append(home.grown_tasks)
     return found
 
 

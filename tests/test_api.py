@@ -865,7 +865,7 @@ def test_suite_results(dash, home, sim):
     assert row["pairs"]["rate"] == 0.0 and row["recall"]["rate"] == 0.0
     # the same report as one built from the whole file, and the same again while nothing changes
     from panelist.suite import report
-    assert body["data"] == report.summarise(results.read(results.samples_path(home)))["models"]
+    assert body["data"] == report.summarise(results.read(home.suite_samples))["models"]
     status, again, _ = dash.get("/api/suite")
     assert again == body
 

@@ -21,7 +21,6 @@ from panelist.gateway import make_gateway
 from panelist.metrics.upkeep import onboarding_worker, onboarding_queue
 from panelist.metrics.cli.main import main
 from panelist.metrics.roster.roster import Roster
-from panelist.suite.results import samples_path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = ROOT / "metrics" / "offload.py"
@@ -51,7 +50,7 @@ def probes(home, alias) -> list[dict]:
 
 
 def samples(home, alias) -> list[dict]:
-    path = samples_path(home)
+    path = home.suite_samples
     return [r for r in read_jsonl(path) if r.get("model") == alias] if path.exists() else []
 
 

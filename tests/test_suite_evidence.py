@@ -9,7 +9,6 @@ from panelist.gateway import make_gateway
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.roster.roster import Roster
-from panelist.suite import results
 from test_pick import panels_logged, set_limits
 from test_suite_run import FOUR, oracle_rules, suite
 
@@ -26,7 +25,7 @@ def run_suite(home, sim, strong: list[str], weak: list[str]) -> None:
         sim.script(alias, answer="NO FAULT")
     summary = suite(home, strong + weak).run()
     assert summary["scored"] == len(FOUR) * len(strong + weak), summary
-    lines = read_jsonl(results.samples_path(home))
+    lines = read_jsonl(home.suite_samples)
     right = {a: sum(s["right"] for s in lines if s["model"] == a) for a in strong + weak}
     assert right == {**{a: 4 for a in strong}, **{a: 1 for a in weak}}
     for alias in strong + weak:   # from here on they answer chat as any simulated model

@@ -56,7 +56,7 @@ def test_the_live_report_equals_the_whole_files_report_after_every_append(tmp_pa
 
 
 def test_the_dashboards_suite_report_follows_a_run_as_it_appends(home):
-    path = results.samples_path(home)
+    path = home.suite_samples
     path.parent.mkdir(parents=True, exist_ok=True)
     rng, versions = random.Random(11), {}
     with Gateway(make_dashboard(home, env={})) as dash:

@@ -48,7 +48,7 @@ def test_claims_become_draft_claim_tasks_with_the_requests_files(gateway, home):
     judge(gateway, second, real=["a claim withdrawn later"])
     judge(gateway, second, useful=False)                 # the last verdict wins: no claims
     judge(gateway, third)                                # a verdict without claims
-    root = drafts.tasks_dir(home)
+    root = home.grown_tasks
     report = mine.mine(home, root, created="2026-02-03")
     assert (report["verdicts"], report["claims"], report["written"]) == (1, 2, 2)
     tasks = tasks_by_claim(root)
@@ -159,7 +159,7 @@ def test_mined_tasks_load_in_the_suite(gateway, home):
     from panelist.suite import tasks
     [call] = ask(gateway, PROMPT)[:1]
     judge(gateway, call, real=["add subtracts"], false=["add adds"])
-    mine.mine(home, drafts.tasks_dir(home))
-    loaded, problems = tasks.scan(drafts.tasks_dir(home))
+    mine.mine(home, home.grown_tasks)
+    loaded, problems = tasks.scan(home.grown_tasks)
     assert problems == [] and sorted(t.answer for t in loaded) == [False, True]
     assert all(t.draft and t.files[0].text == CODE for t in loaded)

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.offload import main
 from panelist.metrics.roster.roster import Roster
-from panelist.suite import answers, demo, report, results
+from panelist.suite import answers, demo, report
 from panelist.suite.progress import Bar, line
 from panelist.suite.runner import SuiteRun
 from panelist.suite.tasks import STARTER, scan
@@ -46,7 +46,7 @@ def suite(home, aliases, **kw):
 
 
 def samples(home):
-    return read_jsonl(results.samples_path(home))
+    return read_jsonl(home.suite_samples)
 
 
 def test_each_sample_is_one_whole_line_scored_with_failures_classified_from_the_call(sim, home):
@@ -149,7 +149,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
             "--data", str(home.root), "--model", "fast", "slow", "--task", *FOUR]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        path = results.samples_path(home)
+        path = home.suite_samples
         assert wait_until(lambda: path.exists() and len(read_jsonl(path)) >= 4
                           and sim.count("slow") >= 4)
         proc.send_signal(signal.SIGINT)
@@ -213,7 +213,7 @@ def test_cli_refuses_unknown_models_tasks_and_epochs(home, capsys):
         assert main(["suite", "run", "--data", d, *argv]) == 1
         _, err = capsys.readouterr()
         assert says in err
-    assert not results.samples_path(home).exists()
+    assert not home.suite_samples.exists()
     assert main(["suite", "list", "--data", d, "--json"]) == 0
     listed = json.loads(capsys.readouterr()[0])
     assert {r["id"] for r in listed["data"]} == set(PACK) and listed["problems"] == []
@@ -247,5 +247,5 @@ def test_an_endpoints_key_never_lands_in_the_samples(sim, home, monkeypatch):
     assert (summary["scored"], summary["failed"]) == (4, 4)
     assert any("Authorization" in s["raw"] for s in samples(home))
     report.load(home)
-    for path in results.suite_dir(home).iterdir():
+    for path in home.suite_runs.iterdir():
         assert "sk-suite-secret" not in path.read_text(), path.name

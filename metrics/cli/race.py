@@ -37,7 +37,7 @@ def cmd_race(args, out: Out) -> int:
     """Race a plain chat job; progress on stderr when it is a terminal, then the report.
     Exits 3 (after the report) when the reference run failed, 130 when interrupted."""
     from panelist.metrics.race import chatjob
-    from panelist.metrics.race.benchmark import Benchmark, races_dir
+    from panelist.metrics.race.benchmark import Benchmark
     from panelist.metrics.race.registry import Tracker
     text = args.prompt
     if args.file:
@@ -60,7 +60,7 @@ def cmd_race(args, out: Out) -> int:
     tracker = Tracker(spec.runs)
     bench, plan = chatjob.benchmark(spec, home, tools=tools, done=tracker.done)
     race = bench.reserve()
-    tracker.expect(plan.candidates, races_dir(home) / race / "calls.jsonl")
+    tracker.expect(plan.candidates, home.races / race / "calls.jsonl")
     failed: list[BaseException] = []
 
     def work():
@@ -82,7 +82,7 @@ def cmd_race(args, out: Out) -> int:
         bench.cancel()
         thread.join()
         print(f"\npanelist: race {race} cancelled; what had ended is in "
-              f"{races_dir(home) / race}.json", file=sys.stderr)
+              f"{home.races / race}.json", file=sys.stderr)
         return 130
     if shown is not None:
         shown.draw()   # where it ended, even when it ended before the first redraw

@@ -42,7 +42,7 @@ class SuiteEvidence:
 
     @classmethod
     def of_home(cls, home: Home) -> "SuiteEvidence":
-        return cls(Path(home.root) / "runs" / "suite" / "samples.jsonl")
+        return cls(home.suite_samples)
 
     def __init__(self, path: Path):
         self.path = Path(path)

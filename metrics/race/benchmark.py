@@ -63,10 +63,6 @@ PARALLEL = 32           # runs in flight at once in this process (admission pace
 JUDGES = 4              # judgements in flight at once
 
 
-def races_dir(home: Home) -> Path:
-    return home.root / "runs" / "races"
-
-
 # -- tools -----------------------------------------------------------------------------------------
 def tool(parameters: dict, *, name: str | None = None, description: str | None = None):
     """Mark a function as a tool a seat may offer: ``parameters`` is the JSON schema of its
@@ -350,7 +346,7 @@ class Benchmark:
         hand the id out before the race starts; ``run()`` takes it up."""
         with self._progress_lock:
             if self._reserved is None:
-                self._reserved = _new_race(races_dir(self.home))
+                self._reserved = _new_race(self.home.races)
             return self._reserved[0]
 
     def cancel(self) -> None:
@@ -389,7 +385,7 @@ class Benchmark:
         with self._progress_lock:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
-        race_id, folder = reserved or _new_race(races_dir(self.home))
+        race_id, folder = reserved or _new_race(self.home.races)
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard)
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)

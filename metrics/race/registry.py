@@ -36,7 +36,7 @@ from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequ
 from panelist.metrics.home import Home
 from panelist.metrics.ledger.index import ANSWERED
 from panelist.metrics.store.jsonl import utc_iso
-from panelist.metrics.race.benchmark import Benchmark, GradeBook, races_dir
+from panelist.metrics.race.benchmark import Benchmark, GradeBook
 
 RACE_ID = re.compile(r"r\d{8}-[0-9a-f]{8}")
 MAX_RUNNING = 4       # races one server runs at once (each runs up to 32 calls at once)
@@ -145,7 +145,7 @@ class Races:
         start); ``admission`` and ``bench`` (timeouts) go to every ``Benchmark``."""
         self.home, self.upstream, self.grades = home, upstream, grades
         self.admission, self.max_running, self._bench = admission, max_running, bench
-        self.folder = races_dir(home)
+        self.folder = home.races
         self._entries: dict[str, _Entry] = {}
         self._summaries: dict[str, tuple[tuple, dict]] = {}   # race -> (report's stat, summary)
         self._starting = 0

@@ -261,7 +261,7 @@ class Guard:
     def for_server(cls, settings: Settings, home: Home, *, port: int, bound: str,
                    max_body: int) -> "Guard":
         return cls(settings, port=port, bound=bound, keys=keystore.Keys(home),
-                   rates=RateCounter(home.gateway_runs / "rate"), max_body=max_body)
+                   rates=RateCounter(home.rate_counters), max_body=max_body)
 
     def close(self) -> None:
         if self.rates is not None:

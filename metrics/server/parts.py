@@ -37,10 +37,9 @@ class Parts:
     def suite_report(self):
         """The dashboard's suite report, following the samples file from where it last read."""
         from panelist.suite.livereport import LiveReport
-        from panelist.suite.results import samples_path
         with self._lock:
             if self._suite_report is None:
-                self._suite_report = LiveReport(samples_path(self.home))
+                self._suite_report = LiveReport(self.home.suite_samples)
             return self._suite_report
 
     def start_demo(self) -> str:

@@ -101,7 +101,7 @@ class Health:
         self._own_ledger = ledger is None
         self.ledger = ledger if ledger is not None else Ledger(home.gateway_runs)
         self.alerts = Alerts(home)
-        self.state_path = Path(home.gateway_runs) / "health.json"
+        self.state_path = home.health_state
         self._own_seats = seats is None
         if seats is None:
             from panelist.metrics.upstream.admission import Admission

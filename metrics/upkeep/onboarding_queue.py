@@ -25,7 +25,6 @@ import os
 import secrets
 import threading
 import time
-from pathlib import Path
 
 from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, NotFound
@@ -65,7 +64,7 @@ class Queue:
 
     def __init__(self, home: Home):
         self.home = home
-        self.path = Path(home.root) / "runs" / "onboarding.jsonl"
+        self.path = home.onboarding_log
         self.lock_path = self.path.with_name("onboarding.lock")
         self._tail = jsonl.Tail(self.path)
         self._entries: dict[str, dict] = {}

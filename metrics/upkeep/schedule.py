@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
@@ -110,8 +109,8 @@ class Book:
     """The persisted next run times of one data folder (``runs/schedule.json``)."""
 
     def __init__(self, home: Home):
-        self.path = Path(home.root) / "runs" / "schedule.json"
-        self.log_path = self.path.with_name("schedule.jsonl")
+        self.path = home.schedule_state
+        self.log_path = home.schedule_log
 
     def _locked(self):
         return configfile.flocked(self.path.with_name("schedule.lock"))

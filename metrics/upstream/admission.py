@@ -228,7 +228,7 @@ class Admission:
         """``window``: the seconds an ``rpm`` counts over; 60 but for tests and benchmarks,
         which shorten it (every process on a folder must then use the same)."""
         self.home = home
-        self.root = home.root / "runs" / "admission"
+        self.root = home.admission_state
         self.window = float(window)
         self.roster = Roster(home)
         self._lock = threading.Lock()
