@@ -4,16 +4,18 @@ nothing but says what it would change, ``off`` runs nothing, and closing joins t
 
 import json
 import threading
+import time
 
 import pytest
 
 from conftest import PATIENCE, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
+from panelist.metrics.panel.panel import Panels
 from panelist.metrics.roster.catalog import Catalog
 from panelist.metrics.cli.main import main
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.roster.roster import Roster
-from panelist.metrics.upkeep.schedule import Book
+from panelist.metrics.upkeep.schedule import SETTINGS_EVERY, Book, Scheduler, settings
 
 HOUR = 3600
 
@@ -141,35 +143,76 @@ def test_show_and_bad_settings_say_what_to_do(capsys, home):
     assert not schedule_threads()
 
 
+class FakeClock:
+    """A clock that moves only when the test moves it (``advance``): the scheduler's waits end
+    at once when their deadline is passed, and no test waits on real time."""
+
+    def __init__(self, start: float):
+        self.t = start
+        self._moved = threading.Condition()
+
+    def now(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        with self._moved:
+            self.t += seconds
+            self._moved.notify_all()
+
+    def wait(self, event: threading.Event, until: float) -> bool:
+        with self._moved:
+            while not event.is_set() and self.t < until:
+                # a set Event cannot notify this condition, so close is seen within 50 ms
+                self._moved.wait(0.05)
+        return event.is_set()
+
+
+def tick(sched, clock):
+    """Move the clock past the scheduler's longest wait and let its next pass finish."""
+    done = sched.passes
+    clock.advance(SETTINGS_EVERY)
+    assert sched.wait_passes(done + 1, PATIENCE)
+
+
 def test_a_setting_changed_while_the_server_runs_is_taken_up(capsys, home, sim):
+    """The scheduler a server runs (here over the server's panels, on a clock the test moves)
+    takes up each edit of its settings at its next look, without a restart."""
     sim.script("fast", window=64000)
-    gw = Gateway(make_gateway(home, env={}))
-    sched = gw.server.parts.schedule
+    clock = FakeClock(time.time())
+    panels = Panels(home)
+    sched = Scheduler(home, panels, jobs=settings(home), clock=clock).start()
     try:
         assert sched.wait_passes(1, PATIENCE)
         assert runs(home) == []
         set_job(capsys, home, "catalog_refresh", "run")   # no restart
-        assert wait_until(lambda: len(runs(home)) == 1)
+        tick(sched, clock)
+        assert len(runs(home)) == 1
         assert Catalog(home).stored_facts("sim", "fast")["context"]["value"] == 64000
         # an interval shortened after a run: due at the last run plus the new interval
         set_job(capsys, home, "catalog_refresh", "run", every=1)
-        assert wait_until(lambda: len(runs(home)) >= 2)
+        tick(sched, clock)
+        assert len(runs(home)) >= 2
         # a broken edit keeps the last good settings and says so once
         home.file("schedule.json").write_text("{broken")
         done = len(runs(home))
-        assert wait_until(lambda: len(runs(home)) >= done + 2)
+        tick(sched, clock)
+        tick(sched, clock)
+        assert len(runs(home)) >= done + 2
         said = [a for a in read_jsonl(home.root / "runs" / "alerts.jsonl")
                 if a["kind"] == "schedule"]
         assert len(said) == 1 and said[0]["subject"] == "settings"
         assert "schedule.json is not valid JSON" in said[0]["message"]
         set_job_off = {"jobs": {"catalog_refresh": {"mode": "off"}}}
         home.file("schedule.json").write_text(json.dumps(set_job_off))
-        assert sched.wait_passes(sched.passes + 2, PATIENCE)
+        tick(sched, clock)
+        tick(sched, clock)
         stopped = len(runs(home))
-        assert sched.wait_passes(sched.passes + 2, PATIENCE)
+        tick(sched, clock)
+        tick(sched, clock)
         assert len(runs(home)) == stopped
     finally:
-        gw.close()
+        sched.close()
+        panels.close()
     assert not schedule_threads()
 
 

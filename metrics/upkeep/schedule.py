@@ -11,8 +11,9 @@ Invariants:
   a run (the time already moved) nor skips one (a job whose time passed while no server was up
   runs once at start). A job that never ran is due at once.
 - Every run is one line in ``runs/schedule.jsonl`` (job, mode, what it did or would do).
-- The thread sleeps on an Event until the nearest due time, or at most ``SETTINGS_EVERY``
-  seconds, then looks at ``config/schedule.json`` again (one ``os.stat``; parsed only when it
+- The thread waits on its clock (``Clock``: real time, unless a test gives it one it moves)
+  until the nearest due time, or at most ``SETTINGS_EVERY`` seconds, or until ``close``, then
+  looks at ``config/schedule.json`` again (one ``os.stat``; parsed only when it
   changed): a ``panelist schedule set`` reaches a running server without a restart. A job whose
   interval was shortened is due at its last run plus the new interval. A file broken while the
   server runs keeps the last good settings and says so once, as a ``schedule`` alert; a server
@@ -152,12 +153,28 @@ class Book:
         return entry["next"]
 
 
+class Clock:
+    """Real time, which a server's scheduler runs on. A test gives the scheduler an object with
+    the same two methods whose time it moves itself, so no test waits on real time."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def wait(self, event: threading.Event, until: float) -> bool:
+        """Wait until ``event`` is set or the clock reads ``until`` (epoch seconds: a deadline,
+        not a duration, so time that passes before the wait begins is never waited twice);
+        True if the event is set."""
+        return event.wait(max(0.0, until - time.time()))
+
+
 class Scheduler:
     """Runs the jobs of one server's data folder on a thread; ``close`` stops and joins it."""
 
-    def __init__(self, home: Home, panels=None, *, jobs: dict[str, dict] | None = None):
+    def __init__(self, home: Home, panels=None, *, jobs: dict[str, dict] | None = None,
+                 clock: Clock | None = None):
         self.home = home
         self.panels = panels
+        self._clock = clock if clock is not None else Clock()
         self._settings = configfile.Cached(home.file("schedule.json"), _checked)
         self.jobs = jobs if jobs is not None else self._settings.get()
         self._broken: str | None = None
@@ -203,19 +220,23 @@ class Scheduler:
             alerts.close()
 
     def _loop(self) -> None:
+        clock = self._clock
         while not self._stop.is_set():
             self._follow_settings()
             for job, s in self.active.items():
                 if self._stop.is_set():
                     break
-                if self.book.claim(job, s["every"], time.time()):
+                if self.book.claim(job, s["every"], clock.now()):
                     self._run(job, s["mode"])
+            # the pass's time is read before the pass is counted, so time that moves on after
+            # a watcher saw the count is never lost to a wait measured from later
+            now = clock.now()
             with self._pass:
                 self.passes += 1
                 self._pass.notify_all()
             nearest = min((self.book.next_due(j, s["every"]) for j, s in self.active.items()),
-                          default=time.time() + SETTINGS_EVERY)
-            self._stop.wait(min(SETTINGS_EVERY, max(0.0, nearest - time.time())))
+                          default=now + SETTINGS_EVERY)
+            clock.wait(self._stop, min(now + SETTINGS_EVERY, max(now, nearest)))
 
     def _run(self, job: str, mode: str) -> None:
         dry = mode == "log-only"
@@ -225,7 +246,8 @@ class Scheduler:
         except Exception as exc:   # noqa: BLE001 - one failed run must not end the schedule
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             outcome, said = {"status": "failed", "error": message[:500]}, None
-        line = {"v": jsonl.SCHEMA, "ts": jsonl.utc_second(time.time()), "job": job, "mode": mode, **outcome}
+        line = {"v": jsonl.SCHEMA, "ts": jsonl.utc_second(self._clock.now()), "job": job,
+                "mode": mode, **outcome}
         appender = jsonl.Appender(self.book.log_path)
         try:
             appender.append(line)
