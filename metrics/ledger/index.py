@@ -288,6 +288,8 @@ class Index:
             self._owe(call, entry, +1)
 
     def fold(self, offset: int, rec: dict) -> None:
+        """Fold one evidence record, the line at byte ``offset``; probe lines and unknown kinds
+        change nothing."""
         kind = rec.get("kind")
         try:
             if kind == "seat":
