@@ -56,6 +56,12 @@ class Appender:
         os.close(self._fd)
 
 
+def utc_iso(t: float) -> str:
+    """``2025-01-31T12:00:00.123Z``: the timestamp form of every JSONL line."""
+    s, ms = divmod(int(t * 1000), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{ms:03d}Z"
+
+
 def utc_second(t: float) -> str:
     """``2026-11-30T12:00:00Z``: a timestamp to the second, for logs a person reads (alerts,
     the schedule's runs, the onboarding queue)."""
