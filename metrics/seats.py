@@ -525,29 +525,29 @@ class SeatSet:
             self._seats.submit(self._run, i, lane)
         return result
 
-    def _run(self, i: int, lane: str) -> None:
-        try:
-            self._seats._perform(self.units[i], self.results[i], self.deadline, self.cancel,
-                                 self._hooks)   # never raises but for a broken on_end
-        finally:   # handed over whatever happened, so nobody waits for the deadline
-            self._finished.put(i)
-            self._next(lane)
+    def _run(self, i: int | None, lane: str) -> None:
+        # a lane's slot drains its lane on this thread: the next unit held back starts here
+        while i is not None:
+            try:
+                self._seats._perform(self.units[i], self.results[i], self.deadline, self.cancel,
+                                     self._hooks)   # never raises but for a broken on_end
+            finally:   # handed over whatever happened, so nobody waits for the deadline
+                self._finished.put(i)
+                i = self._next(lane)
 
-    def _next(self, lane: str) -> None:
-        """A unit of ``lane`` ended: begin the next one held back (none once cancelled)."""
+    def _next(self, lane: str) -> int | None:
+        """A unit of ``lane`` ended: the next one held back, to begin now (none once the set is
+        cancelled: those are dropped)."""
         if self._parallel is None:
-            return
+            return None
         with self._lock:
             held = self._held.get(lane)
             if held and not self.cancel.is_set():
-                nxt = held.popleft()
-            else:
-                nxt = None
-                self._running[lane] -= 1
-        if nxt is not None:
-            self._seats.submit(self._run, nxt, lane)
-        elif self.cancel.is_set():
+                return held.popleft()
+            self._running[lane] -= 1
+        if self.cancel.is_set():
             self._drop_held()
+        return None
 
     def _drop_held(self) -> None:
         """The set was cancelled: units held back are never begun (nor sent, nor logged)."""
