@@ -301,18 +301,22 @@ class Seats:
                        cancel if cancel is not None else CancelFlag(),
                        _Hooks(_writer(log), learn, scrub, on_end, max_pause), parallel, grace)
 
-    def run(self, units: Iterable[Unit], **kw) -> list[Result]:
+    def run(self, units: Iterable[Unit], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE) -> list[Result]:
         """``start`` and wait: every result, in the order the units were given. A set of one
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
-        if len(units) != 1 or kw.get("parallel") is not None:
-            return self.start(units, **kw).wait()
+        hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause)
+        if len(units) != 1 or parallel is not None:
+            return SeatSet(self, units, _deadline(timeout, deadline),
+                           cancel if cancel is not None else CancelFlag(), hooks, parallel,
+                           grace).wait()
         unit = units[0]
-        hooks = _Hooks(_writer(kw.get("log")), kw.get("learn"), kw.get("scrub"),
-                       kw.get("on_end"), kw.get("max_pause"))
         result = SeatResult.of(unit) if isinstance(unit, SeatCall) else JobResult(unit.label)
-        self._perform(unit, result, _deadline(kw.get("timeout"), kw.get("deadline")),
-                      kw.get("cancel"), hooks)
+        self._perform(unit, result, _deadline(timeout, deadline), cancel, hooks)
         return [result]
 
     def _perform(self, unit: Unit, result: Result, deadline: float, cancel,
@@ -497,10 +501,6 @@ class SeatSet:
         self._cancelled_at: float | None = None
         for unit in units:
             self.add(unit)
-
-    @property
-    def calls(self) -> list[Unit]:
-        return self.units
 
     def add(self, unit: Unit) -> Result:
         """One more unit, started as the set's ``parallel`` allows; its result (filled in place).

@@ -12,7 +12,7 @@ from panelist.metrics.roster.roster import Roster
 
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x"}]}
 # the seat record (metrics/seatrecord.py) and the panel's own fields
-SEAT_FIELDS = set(seatrecord.FIELDS) | {"panel", "seat", "shape", "seated", "key", "collection"}
+SEAT_FIELDS = set(seatrecord.FIELDS) | {"panel", "shape", "seated", "key", "collection"}
 
 
 def test_a_long_retry_after_pauses_a_limited_endpoint_no_longer_than_max_cooldown(
@@ -45,7 +45,7 @@ def test_each_seat_writes_one_evidence_line_in_the_ledgers_fields(gateway, home,
     for line in lines:
         assert set(line) == SEAT_FIELDS, line
         shown = seats[line["call"]]
-        assert (line["status"], line["error"], line["seat"], line["alias"]) == \
+        assert (line["status"], line["error"], line["role"], line["alias"]) == \
             (shown["status"], shown["error"], shown["seat"], shown["alias"])
     by_alias = {s["alias"]: s for s in body["bench"]["seats"]}
     # a failure's error names its kind first; an empty answer's message says so itself

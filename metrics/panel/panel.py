@@ -357,7 +357,7 @@ class Panels:
 class SeatEvidence:
     """The seats core's log for one panel: each seat's line in the evidence log, as it ends: the
     seat record (``seatrecord``; the answer is kept in the panel's line, not here) with the
-    panel's own fields (``seat`` repeats the role under the name older readers know)."""
+    panel's own fields."""
 
     def __init__(self, run: "PanelRun"):
         self.run = run
@@ -365,8 +365,8 @@ class SeatEvidence:
     def write(self, result: SeatResult) -> None:
         run = self.run
         rec = seatrecord.fields(result, answer=False)
-        rec.update(panel=run.panel, seat=result.seat, shape=run.req.shape, seated=run.started,
-                   key=run.key, collection=run.req.collection.model_id)
+        rec.update(panel=run.panel, shape=run.req.shape, seated=run.started, key=run.key,
+                   collection=run.req.collection.model_id)
         run.panels.ledger.record_seat(rec)
 
 
