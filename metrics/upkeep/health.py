@@ -128,9 +128,10 @@ def ask_endpoint(seats: Seats, ledger: Ledger, endpoint: Endpoint, served: str, 
                     model=Model(alias="", endpoint=endpoint.name, served=served, family=""),
                     messages=TEST_MESSAGES, params=dict(TEST_PARAMS), timeout=timeout,
                     wait_in_timeout=True, endpoint=endpoint)
-    # nothing is learned of a model that is on no roster
+    # nothing is learned of a model on no roster, and its Retry-After pauses no endpoint (the
+    # URL tried may not be that of the endpoint of the same name)
     result, = seats.run([call], timeout=timeout, log=ProbeLog(ledger),
-                        learn=lambda model, exc: None)
+                        learn=lambda model, exc: None, max_pause=0)
     if result.answered:
         return result
     if isinstance(result.raised, UpstreamError):
