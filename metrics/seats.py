@@ -1,34 +1,44 @@
-"""The seats core: a set of model calls run at once, each ending as a structured result.
+"""The seats core: the one fan-out. A set of model calls runs at once; each ends as a result.
 
-Every caller that asks models (the gateway's panel, the race, the suite) describes its work as
-``SeatCall``s (a label, a role, the roster ``Model``, messages, params) and hands them to one
-``Seats``. It runs them in parallel (``start``) or one in the caller's thread (``ask``), through
-admission and the upstream client, and logs each result with its role to the log it was given.
-What is the caller's stays the caller's: the gateway's panel (``panel.py``) runs its seats as
-one set and keeps seating, the reply and its records; it plugs in its evidence log (a sink with
-``write(result)``), ``learn`` (cooldowns), ``scrub`` (image traces) and ``on_end`` (in-flight
-holds, the last seat of a picked panel). The race and the suite ``ask`` call by call into their
-own ``CallLog``s, so only the gateway's panels reach the evidence that seats panels.
+Every caller that asks models describes its work as ``SeatCall``s (a label, a role, the roster
+``Model``, messages, params) and hands them to ``Seats.start`` (results as they land) or
+``Seats.run`` (every result, in call order): the gateway's panel (its seats, its merger), the
+decider, the race (its reference, candidates and judge), the suite, health's probes and the
+dashboard's endpoint Test. Work that makes calls of its own between other code (a race's run:
+the job's code and its tool loop; a judgement asked again when unusable) is a ``SeatJob`` of a
+set, and its calls are sets of their own. The core never writes a log of its own choosing: the
+caller hands it the log to write (``log``: an object with ``write(result)`` or a callable), and
+builds its lines with ``metrics.seatrecord``. What is the caller's stays the caller's: the panel
+keeps seating, the reply and its records, and plugs in ``learn`` (cooldowns), ``scrub`` (image
+traces) and ``on_end`` (in-flight holds, the last seat of a picked panel).
 
 Invariants:
 
 * A call never raises: whatever happens (refused by admission, rate limited, timed out,
   cancelled, a bug) becomes the ``SeatResult``'s status (ok | tool_calls | empty | error |
-  cancelled) with an error kind and message. Callers that want an exception ask for one
-  (``SeatResult.check``).
-* Every call ends by its deadline: the earlier of the set's deadline and, once admitted, the
-  call's own ``timeout``. Waiting for admission counts against the set's deadline (and the call's
-  ``wait``, when given), never against the model's own time, unless the call says
-  ``wait_in_timeout`` (a gateway seat: its ``timeout`` runs from its start, the wait included).
-* A set's results exist from its start (``SeatSet.results``, in call order) and each is filled
-  in place as its call ends; ``on_end`` runs after the call is logged and before its result is
-  handed over. A call stuck past the set's deadline (plus a grace) is handed over as a timeout;
-  its own thread still logs it if it ever ends.
-* Setting the set's cancel flag stops every call: those waiting for admission stop waiting,
-  those in flight have their connection cut, those not begun are never sent.
-* Each call is logged once, as it finishes, with one locked single-write append (``CallLog``):
-  never its messages (they may be large and are the caller's to keep), always its role, status,
-  tokens, time, attempts and the caller's own fields (``meta``).
+  cancelled) with an error kind and message, and the error itself (``raised``) for a caller that
+  raises it again. Callers that want an exception ask for one (``SeatResult.check``). A job's
+  exception is its ``JobResult``'s, never the set's.
+* Every call ends by its deadline: the earliest of the set's deadline, once admitted the call's
+  own ``timeout``, and its own limit from its start: ``timeout`` when it says
+  ``wait_in_timeout`` (a gateway seat: waiting counts against it), else ``wait + timeout`` when
+  it gives a ``wait`` (the suite, probes), else (no ``wait``) the set's deadline, or twice its
+  ``timeout`` in a set without one. Waiting for admission never counts against the model's own
+  time otherwise.
+* A set's results exist from its start (``SeatSet.results``, in the order the units were given)
+  and each is filled in place as its unit ends; ``on_end`` runs after a call is logged and
+  before its result is handed over. A unit stuck past the set's deadline, or past its cancel,
+  plus ``grace``, is handed over as a timeout (or cancelled); its own thread still logs a call
+  if it ever ends.
+* Setting the set's cancel flag stops every unit: calls waiting for admission stop waiting,
+  those in flight have their connection cut, those held back by ``parallel`` are never begun:
+  never sent and never logged (they are handed over as cancelled).
+* ``parallel`` holds at most that many units of a set at once per lane, in the order given: a
+  call's lane is its model's endpoint (a slow or limited endpoint never holds back another), a
+  job's the one it names (by default one lane for every job of the set). Without it, every
+  unit starts at once. A set of one that is waited for (``run``) runs in the caller's thread.
+* Each call is logged once, as it finishes, by the log it was given: never its messages, always
+  its role, status, tokens, time, attempts and the caller's own fields (``meta``).
 * A rate limit that states a Retry-After pauses the endpoint in admission (so every process
   waits; at most ``max_pause`` seconds when the caller caps it); a call is tried again only
   when its ``retries`` allow, the failure is transient (rate limit, server error, connection)
@@ -37,29 +47,28 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Iterable, Iterator, Protocol
+from typing import Callable, Iterable, Iterator, Protocol, Union
 
-from panelist.metrics.store import jsonl
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, UpstreamError,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
-from panelist.metrics.ledger.index import ANSWERED
-from panelist.metrics.store.jsonl import utc_iso
-from panelist.metrics.roster.roster import Model, RosterView
+from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 
 STATUSES = ("ok", "tool_calls", "empty", "error", "cancelled")
+ANSWERED = frozenset({"ok", "tool_calls"})
 TRANSIENT = (RateLimited, UpstreamServerError, UpstreamUnreachable)
 BACKOFF = 1.0          # seconds before a retry when the upstream named no wait (doubles)
 MAX_BACKOFF = 30.0
-GRACE = 2.0            # seconds past a set's deadline before a stuck thread's call is given up
+GRACE = 2.0            # seconds past a set's deadline (or cancel) before a stuck unit is given up
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,7 @@ class SeatCall:
     """One model call a caller wants made."""
 
     label: str                 # unique within its set: a call id, "run3.candidate", …
-    role: str                  # member | explorer | merger | reference | candidate | judge | …
+    role: str                  # one of ``seatrecord.ROLES``: member, candidate, judge, probe, …
     model: Model
     messages: list
     params: dict = field(default_factory=dict)   # everything else in the body (tools, …)
@@ -78,6 +87,20 @@ class SeatCall:
     wait_in_timeout: bool = False
     retries: int = 0           # further attempts after a transient failure
     meta: dict = field(default_factory=dict)     # the caller's fields, logged with the result
+    # where to send it when its endpoint is not on the roster (yet): the dashboard's Test of an
+    # endpoint being added; None: the roster's endpoint of ``model``, looked up at call time
+    endpoint: Endpoint | None = None
+
+
+@dataclass(frozen=True)
+class SeatJob:
+    """Work of a caller run as one unit of a set: code that makes its own calls (``Seats.run``)
+    between other steps. ``work()``'s return is its ``JobResult.value``; what it raises, its
+    ``exception``."""
+
+    label: str
+    work: Callable[[], object]
+    lane: str = ""             # jobs of one lane share the set's ``parallel``
 
 
 @dataclass
@@ -103,6 +126,8 @@ class SeatResult:
     error: str = ""
     attempts: int = 0
     meta: dict = field(default_factory=dict)
+    # the error the call ended with, for a caller that raises it again (the endpoint Test)
+    raised: BaseException | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, call: SeatCall) -> "SeatResult":
@@ -134,20 +159,35 @@ class SeatResult:
             return f"{self.error_kind}: {self.error}"
         return self.error
 
-    def record(self) -> dict:
-        """What the call log keeps: everything but the messages."""
-        return {"label": self.label, "role": self.role, "alias": self.alias,
-                "served": self.served, "endpoint": self.endpoint, "status": self.status,
-                "text": self.text, "tool_calls": self.tool_calls,
-                "finish_reason": self.finish_reason, "tokens": self.tokens,
-                "seconds": self.seconds, "waited": self.waited, "attempts": self.attempts,
-                "error_kind": self.error_kind, "error": self.error, **self.meta}
-
     def check(self) -> "SeatResult":
         """This result if answered; else raise ``CallFailed`` saying why."""
         if not self.answered:
             raise CallFailed(self)
         return self
+
+
+@dataclass
+class JobResult:
+    """How one ``SeatJob`` ended: ``ok`` (``value`` is what it returned), ``error`` (it raised
+    ``exception``, or was given up at the set's deadline: ``error_kind`` ``timeout``) or
+    ``cancelled`` (never begun, or given up after the set's cancel)."""
+
+    label: str
+    status: str = "error"
+    value: object = None
+    exception: BaseException | None = None
+    error_kind: str = ""        # raised | timeout | cancelled
+    error: str = ""
+    seconds: float = 0.0
+    begun: bool = False         # its work was started (a job never begun did nothing)
+
+    @property
+    def answered(self) -> bool:
+        return self.status == "ok"
+
+
+Unit = Union[SeatCall, SeatJob]
+Result = Union[SeatResult, JobResult]
 
 
 class CallFailed(UpstreamError):
@@ -162,34 +202,14 @@ class CallFailed(UpstreamError):
 
 
 class CallSink(Protocol):
-    """Where results are logged: a ``CallLog``, or the gateway's ledger behind an adapter."""
+    """Where results are logged: ``seatrecord.CallLog``, the suite's samples, the gateway's
+    ledger behind an adapter (or any callable taking the result)."""
 
     def write(self, result: SeatResult) -> None: ...
 
 
-class CallLog:
-    """``calls.jsonl`` of one run (``runs/races/<id>/``, ``runs/suite/…``): one line per call.
-
-    Each line is a result's ``record()`` plus ``v`` (schema), ``kind: "call"`` and ``ts`` (UTC,
-    when the call ended), appended under ``flock`` in one write (``jsonl.Appender``)."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self._appender = jsonl.Appender(self.path)
-
-    def write(self, result: SeatResult) -> None:
-        self._appender.append({"v": jsonl.SCHEMA, "kind": "call", "ts": utc_iso(time.time()),
-                               **result.record()})
-
-    def read(self) -> list[dict]:
-        return [record for _, record in jsonl.Tail(self.path).read()]
-
-    def close(self) -> None:
-        self._appender.close()
-
-
 class Admission(Protocol):
-    """What the core needs of ``metrics.upstream.admission.Admission``: a slot per call and pauses.
+    """What the core needs of ``metrics.upstream.admission.Admission``: slots and pauses.
     ``slot`` raises ``AtLimit`` when no slot comes within ``wait``, ``Cancelled`` when ``cancel``
     is set meanwhile: nothing else."""
 
@@ -201,7 +221,28 @@ class Admission(Protocol):
 
 Learn = Callable[[Model, UpstreamError], None]
 Scrub = Callable[[str], str]
-OnEnd = Callable[["SeatResult"], None]
+OnEnd = Callable[[Result], None]
+Write = Callable[[SeatResult], None]
+
+
+@dataclass(frozen=True)
+class _Hooks:
+    """What a set's calls share besides their deadline and cancel flag."""
+
+    write: Write | None = None
+    learn: Learn | None = None
+    scrub: Scrub | None = None
+    on_end: OnEnd | None = None
+    max_pause: float | None = None
+
+
+def _writer(log) -> Write | None:
+    if log is None:
+        return None
+    write = getattr(log, "write", log)
+    if not callable(write):
+        raise TypeError("log must have write(result) or be a callable taking the result")
+    return write
 
 
 class Seats:
@@ -232,67 +273,87 @@ class Seats:
     def submit(self, fn, *args, **kw):
         """Run ``fn`` on the core's threads (a caller's follow-up, such as a merge); a Future."""
         with self._pool_lock:
-            if self._pool is None:   # made on first use: a caller of ``ask`` alone needs none
+            if self._pool is None:   # made on first use: a caller of one call at a time needs none
                 self._pool = ThreadPoolExecutor(max_workers=self._max_workers,
                                                 thread_name_prefix=self._prefix)
             return self._pool.submit(fn, *args, **kw)
 
-    # -- a set -------------------------------------------------------------------------------------
-    def start(self, calls: Iterable[SeatCall], *, timeout: float,
-              cancel: threading.Event | None = None, log: CallSink | None = None,
-              learn: Learn | None = None, scrub: Scrub | None = None,
-              on_end: OnEnd | None = None, max_pause: float | None = None) -> "SeatSet":
-        """Start every call at once; the set's deadline is ``timeout`` seconds from now.
+    # -- the one entry ----------------------------------------------------------------------------
+    def start(self, units: Iterable[Unit], *, timeout: float | None = None,
+              deadline: float | None = None, cancel: threading.Event | None = None,
+              log=None, learn: Learn | None = None, scrub: Scrub | None = None,
+              on_end: OnEnd | None = None, max_pause: float | None = None,
+              parallel: int | None = None, grace: float = GRACE) -> "SeatSet":
+        """Start every unit (call or job) at once, or ``parallel`` at a time per lane; iterate
+        the set (or its ``progress``) for results as they land.
 
-        ``on_end(result)`` runs on the call's thread once the call is logged and before its
-        result is handed over (the gateway releases the seat's in-flight hold there, and the
-        last seat of a picked panel records it); ``max_pause`` caps the pause a stated
-        Retry-After puts on an endpoint."""
-        return SeatSet(self, list(calls), time.monotonic() + timeout,
-                       cancel if cancel is not None else CancelFlag(), log, learn, scrub,
-                       on_end, max_pause)
+        The set's deadline is ``deadline`` (``time.monotonic()``) or ``timeout`` seconds from
+        now (the earlier when both are given; none: each call's own). ``log`` is written each
+        call's result as it ends (``write(result)``, or the callable itself). ``learn(model,
+        error)`` hears every upstream failure (the gateway cools models down); ``scrub(text)``
+        cleans an error's text before anyone sees it (the gateway hides image URLs an upstream
+        may echo); ``on_end(result)`` runs on the unit's thread once a call is logged and before
+        its result is handed over; ``max_pause`` caps the pause a stated Retry-After puts on an
+        endpoint."""
+        return SeatSet(self, list(units), _deadline(timeout, deadline),
+                       cancel if cancel is not None else CancelFlag(),
+                       _Hooks(_writer(log), learn, scrub, on_end, max_pause), parallel, grace)
 
-    def run(self, calls: Iterable[SeatCall], *, timeout: float, **kw) -> list[SeatResult]:
-        """``start`` and wait: every result, in the order the calls were given."""
-        return self.start(calls, timeout=timeout, **kw).wait()
+    def run(self, units: Iterable[Unit], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE) -> list[Result]:
+        """``start`` and wait: every result, in the order the units were given. A set of one
+        (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
+        units = list(units)
+        hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause)
+        if len(units) != 1 or parallel is not None:
+            return SeatSet(self, units, _deadline(timeout, deadline),
+                           cancel if cancel is not None else CancelFlag(), hooks, parallel,
+                           grace).wait()
+        unit = units[0]
+        result = SeatResult.of(unit) if isinstance(unit, SeatCall) else JobResult(unit.label)
+        self._perform(unit, result, _deadline(timeout, deadline), cancel, hooks)
+        return [result]
+
+    def _perform(self, unit: Unit, result: Result, deadline: float, cancel,
+                 hooks: _Hooks) -> None:
+        """Run one unit to its end, filling ``result`` in place; never raises."""
+        if isinstance(unit, SeatCall):
+            self._ask(unit, result, deadline, cancel, hooks)
+        else:
+            _work(unit, result, cancel)
+        if hooks.on_end is not None:
+            hooks.on_end(result)
 
     # -- one call ----------------------------------------------------------------------------------
-    def ask(self, call: SeatCall, *, deadline: float, cancel: threading.Event | None = None,
-            log: CallSink | None = None, learn: Learn | None = None,
-            scrub: Scrub | None = None, max_pause: float | None = None,
-            result: SeatResult | None = None) -> SeatResult:
-        """Make one call in this thread, by ``deadline`` (``time.monotonic()``); never raises.
-
-        ``learn(model, error)`` hears every upstream failure (the gateway cools models down);
-        ``scrub(text)`` cleans an error's text before anyone sees it (the gateway hides image
-        URLs an upstream may echo); ``max_pause`` caps a Retry-After's pause of the endpoint.
-        ``result`` (as ``SeatResult.of(call)`` made it) is filled in place of a new one, so whoever
-        holds it sees the call end."""
-        result = result if result is not None else SeatResult.of(call)
-        learn = learn if learn is not None else self.learn
+    def _ask(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
+             hooks: _Hooks) -> None:
+        """Make one call in this thread by its deadline (see the module docstring)."""
+        learn = hooks.learn if hooks.learn is not None else self.learn
         t0 = time.monotonic()
-        if call.wait_in_timeout:
-            deadline = min(deadline, t0 + call.timeout)
+        deadline = min(deadline, _own_deadline(call, t0, deadline))
         try:
-            self._attempts(call, result, deadline, cancel, learn, max_pause)
+            self._attempts(call, result, deadline, cancel, learn, hooks.max_pause)
         except EmptyAnswer as exc:
             result.status, result.error_kind, result.error = "empty", exc.kind, exc.message
+            result.raised = exc
         except UpstreamError as exc:
             result.status = "cancelled" if exc.kind == "cancelled" else "error"
-            result.error_kind, result.error = exc.kind, exc.message
+            result.error_kind, result.error, result.raised = exc.kind, exc.message, exc
         except Exception as exc:  # a bug in one call must not fail its set
             result.status, result.error_kind = "error", "internal"
-            result.error = f"{type(exc).__name__}: {exc}"
+            result.error, result.raised = f"{type(exc).__name__}: {exc}", exc
         result.seconds = round(time.monotonic() - t0, 3)
         result.waited = round(result.waited, 3)
-        if scrub is not None and result.error:
-            result.error = scrub(result.error)
-        if log is not None:
+        if hooks.scrub is not None and result.error:
+            result.error = hooks.scrub(result.error)
+        if hooks.write is not None:
             try:
-                log.write(result)
+                hooks.write(result)
             except Exception as exc:   # a full disk or a broken sink loses the line, not the answer
                 result.meta.setdefault("log_error", f"{type(exc).__name__}: {exc}")
-        return result
 
     def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
                   learn: Learn | None, max_pause: float | None) -> None:
@@ -328,8 +389,10 @@ class Seats:
 
     def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel):
         model = call.model
-        view: RosterView = self.roster.view()
-        endpoint = view.endpoints.get(model.endpoint)
+        endpoint = call.endpoint
+        if endpoint is None:
+            view: RosterView = self.roster.view()
+            endpoint = view.endpoints.get(model.endpoint)
         if endpoint is None:
             raise UpstreamError(f"endpoint '{model.endpoint}' of {model.alias} is gone from the "
                                 "roster; add the endpoint back, or use another model")
@@ -365,69 +428,179 @@ class Seats:
         return seconds
 
 
-class SeatSet:
-    """A set of calls in flight; results are handed over in the order they finish."""
+def _deadline(timeout: float | None, deadline: float | None) -> float:
+    out = math.inf if deadline is None else deadline
+    if timeout is not None:
+        out = min(out, time.monotonic() + timeout)
+    return out
 
-    def __init__(self, seats: Seats, calls: list[SeatCall], deadline: float,
-                 cancel: threading.Event, log: CallSink | None, learn: Learn | None,
-                 scrub: Scrub | None, on_end: OnEnd | None = None,
-                 max_pause: float | None = None):
-        labels = [c.label for c in calls]
+
+def _own_deadline(call: SeatCall, t0: float, deadline: float) -> float:
+    """The latest a call may end by its own limits, from its start ``t0``."""
+    if call.wait_in_timeout:
+        return t0 + call.timeout
+    if call.wait is not None:
+        return t0 + call.wait + call.timeout
+    if deadline == math.inf:   # no wait of its own and no set deadline: it waits its timeout
+        return t0 + 2 * call.timeout
+    return math.inf
+
+
+def _work(job: SeatJob, result: JobResult, cancel) -> None:
+    t0 = time.monotonic()
+    if cancel is not None and cancel.is_set():
+        result.status, result.error_kind = "cancelled", "cancelled"
+        result.error = f"{job.label} not begun: its set was cancelled"
+        return
+    result.begun = True
+    try:
+        result.value = job.work()
+        result.status = "ok"
+    except Exception as exc:   # the job's own failure is its result, never its set's
+        result.status, result.error_kind, result.exception = "error", "raised", exc
+        result.error = f"{type(exc).__name__}: {exc}"
+    result.seconds = round(time.monotonic() - t0, 3)
+
+
+class SeatSet:
+    """A set of units in flight; results are handed over in the order they finish. Iterating
+    the set yields each result as it lands (``progress`` also yields None every tick)."""
+
+    def __init__(self, seats: Seats, units: list[Unit], deadline: float,
+                 cancel: threading.Event, hooks: _Hooks, parallel: int | None = None,
+                 grace: float = GRACE):
+        labels = [u.label for u in units]
         if len(set(labels)) != len(labels):
             raise ValueError("every call of a set needs its own label; "
                              f"repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
-        self.calls, self.deadline, self.cancel = calls, deadline, cancel
-        self._finished: queue.SimpleQueue[tuple[int, SeatResult]] = queue.SimpleQueue()
-        self._unreported = set(range(len(calls)))
-        # one result per call from the start, each filled in place as its call ends
-        self.results = [SeatResult.of(call) for call in calls]
-        kw = {"log": log, "learn": learn, "scrub": scrub, "max_pause": max_pause}
-        for i, call in enumerate(calls):
-            seats.submit(self._run, seats, i, call, kw, on_end)
+        if parallel is not None and parallel < 1:
+            raise ValueError(f"parallel must be at least 1, not {parallel!r}")
+        self._seats, self._hooks = seats, hooks
+        self.deadline, self.cancel, self.grace = deadline, cancel, grace
+        self._parallel = parallel
+        self.units: list[Unit] = []
+        # one result per unit from the start, each filled in place as its unit ends
+        self.results: list[Result] = []
+        self._labels: set[str] = set()
+        self._finished: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._unreported: set[int] = set()
+        self._lock = threading.Lock()   # guards the lanes and the units' list
+        self._running: dict[str, int] = {}
+        self._held: dict[str, deque[int]] = {}
+        self._cancelled_at: float | None = None
+        for unit in units:
+            self.add(unit)
 
-    def _run(self, seats: Seats, i: int, call: SeatCall, kw: dict, on_end) -> None:
-        result = seats.ask(call, deadline=self.deadline, cancel=self.cancel,
-                           result=self.results[i], **kw)   # never raises
-        try:
-            if on_end is not None:
-                on_end(result)
-        finally:   # handed over whatever happened, so nobody waits for the deadline
-            self._finished.put((i, result))
+    def add(self, unit: Unit) -> Result:
+        """One more unit, started as the set's ``parallel`` allows; its result (filled in place).
+        The set's iteration then waits for it too."""
+        result = SeatResult.of(unit) if isinstance(unit, SeatCall) else JobResult(unit.label)
+        lane = unit.model.endpoint if isinstance(unit, SeatCall) else unit.lane
+        with self._lock:
+            if unit.label in self._labels:
+                raise ValueError(f"every call of a set needs its own label; repeated: "
+                                 f"{unit.label!r}")
+            self._labels.add(unit.label)
+            i = len(self.units)
+            self.units.append(unit)
+            self.results.append(result)
+            self._unreported.add(i)
+            now = self._parallel is None or self._running.get(lane, 0) < self._parallel
+            if now:
+                self._running[lane] = self._running.get(lane, 0) + 1
+            else:
+                self._held.setdefault(lane, deque()).append(i)
+        if now:
+            self._seats.submit(self._run, i, lane)
+        return result
+
+    def _run(self, i: int | None, lane: str) -> None:
+        # a lane's slot drains its lane on this thread: the next unit held back starts here
+        while i is not None:
+            try:
+                self._seats._perform(self.units[i], self.results[i], self.deadline, self.cancel,
+                                     self._hooks)   # never raises but for a broken on_end
+            finally:   # handed over whatever happened, so nobody waits for the deadline
+                self._finished.put(i)
+                i = self._next(lane)
+
+    def _next(self, lane: str) -> int | None:
+        """A unit of ``lane`` ended: the next one held back, to begin now (none once the set is
+        cancelled: those are dropped)."""
+        if self._parallel is None:
+            return None
+        with self._lock:
+            held = self._held.get(lane)
+            if held and not self.cancel.is_set():
+                return held.popleft()
+            self._running[lane] -= 1
+        if self.cancel.is_set():
+            self._drop_held()
+        return None
+
+    def _drop_held(self) -> None:
+        """The set was cancelled: units held back are never begun (nor sent, nor logged)."""
+        with self._lock:
+            dropped = [i for held in self._held.values() for i in held]
+            for held in self._held.values():
+                held.clear()
+        for i in dropped:
+            result = self.results[i]
+            result.status, result.error_kind = "cancelled", "cancelled"
+            result.error = f"{self.units[i].label} not begun: its set was cancelled"
+            self._finished.put(i)
 
     @property
     def settled(self) -> bool:
         """Whether every result has been handed over (or given up by ``progress``)."""
         return not self._unreported
 
-    def progress(self, tick: float = 0.25) -> Iterator[SeatResult | None]:
-        """Yield each result once, as its call finishes, and None every ``tick`` seconds while
-        calls still run (so the caller can check on its client). A call stuck past the deadline
-        (plus a grace) is given up as a timeout; it is logged by its own thread if it ever ends."""
+    def __iter__(self) -> Iterator[Result]:
+        return (r for r in self.progress() if r is not None)
+
+    def progress(self, tick: float = 0.25) -> Iterator[Result | None]:
+        """Yield each result once, as its unit finishes, and None every ``tick`` seconds while
+        units still run (so the caller can check on its client or its cancel). A unit stuck past
+        the deadline, or past the set's cancel, plus the grace is given up (a timeout, or
+        cancelled); a call of it is logged by its own thread if it ever ends. Called again, it
+        yields only what it has not yielded yet."""
         while self._unreported:
-            left = self.deadline + GRACE - time.monotonic()
+            end = self.deadline
+            if self.cancel.is_set():
+                if self._cancelled_at is None:
+                    self._cancelled_at = time.monotonic()
+                    self._drop_held()
+                end = min(end, self._cancelled_at)
+            left = end + self.grace - time.monotonic()
             if left <= 0:
                 break
             try:
-                i, result = self._finished.get(timeout=min(tick, left))
+                i = self._finished.get(timeout=min(tick, left))
             except queue.Empty:
                 yield None
                 continue
             if i in self._unreported:
                 self._unreported.discard(i)
-                yield result
+                yield self.results[i]
         for i in sorted(self._unreported):
             self._unreported.discard(i)
-            result = self.results[i]
+            yield self._given_up(self.results[i])
+
+    def _given_up(self, result: Result) -> Result:
+        if self._cancelled_at is not None:
+            result.status, result.error_kind = "cancelled", "cancelled"
+            result.error = f"it did not stop within {self.grace:g} s of its set's cancel"
+        else:
             result.status, result.error_kind = "error", "timeout"
             result.error = "the call did not finish by its set's deadline"
-            yield result
+        return result
 
-    def wait(self) -> list[SeatResult]:
-        """Every result, in the order the calls were given."""
+    def wait(self) -> list[Result]:
+        """Every result, in the order the units were given."""
         for _ in self.progress():
             pass
         return list(self.results)
 
     def abandon(self) -> None:
-        """Stop every call still waiting or running; they end as ``cancelled``."""
+        """Stop every unit still waiting or running; they end as ``cancelled``."""
         self.cancel.set()

@@ -33,6 +33,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 
+from panelist.metrics import seatrecord  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.race.benchmark import Benchmark, GradeBook  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
@@ -88,10 +89,10 @@ def main(argv=None) -> int:
         calls = 0
         with open(report.calls_log, encoding="utf-8") as f:
             for line in f:
-                call = json.loads(line)
+                call = seatrecord.read(json.loads(line))
                 calls += 1
                 if call["role"] == "candidate":
-                    model_time[call["label"].rsplit(".", 1)[0]] += call["seconds"]
+                    model_time[call["call"].rsplit(".", 1)[0]] += call["seconds"]
         overhead = [max(0.0, row["wall"] - model_time[row["label"]]) * 1000
                     for row in report.rows if row["succeeded"]]
         figures = {

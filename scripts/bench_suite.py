@@ -148,12 +148,13 @@ def bench_report(n: int) -> dict:
 
     def line() -> str:
         task = f"t{rng.randrange(40)}"
-        return json.dumps({"kind": "sample", "task": task, "task_hash": "h", "task_kind":
-                           "claim", "pair": task, "model": f"m{rng.randrange(5)}",
-                           "epoch": rng.randint(1, 3), "outcome": "scored",
-                           "right": rng.random() < 0.6, "verdict": "fault", "flag": None,
-                           "raw": "r" * 2000, "tokens": {"total": 900}, "seconds": 1.0,
-                           "waited": 0.0}) + "\n"
+        # the sample's seat record (metrics/seatrecord.py) in part, and the suite's fields
+        return json.dumps({"kind": "sample", "call": f"{task}|m|1", "role": "suite",
+                           "task": task, "task_hash": "h", "task_kind": "claim", "pair": task,
+                           "alias": f"m{rng.randrange(5)}", "epoch": rng.randint(1, 3),
+                           "outcome": "scored", "right": rng.random() < 0.6,
+                           "verdict": "fault", "flag": None, "answer": "r" * 2000,
+                           "tokens": {"total": 900}, "seconds": 1.0, "waited": 0.0}) + "\n"
     tmp = Path(tempfile.mkdtemp(prefix="panelist-bench-report-"))
     try:
         home = open_home(tmp / "data")

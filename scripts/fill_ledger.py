@@ -31,7 +31,9 @@ import random  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
 
+from panelist.metrics import seatrecord  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
+from panelist.metrics.seats import SeatResult  # noqa: E402
 from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
 
 ALIASES = [f"sim-{c}" for c in "abcdefgh"]
@@ -52,9 +54,23 @@ def prompt_text(rng: random.Random) -> str:
     return " ".join(out)
 
 
+ANSWER = "Looks right; one nit in line 12."
 FAILURES = ("server_error: upstream answered 503", "timeout: no answer within 120 s",
             "rate_limit: upstream answered 429", "connection: connection refused")
 BUSY_SHAPES = ("general", "review", "code", "vision")
+
+
+def seat_lines(call: str, seat: str, alias: str, status: str, seconds: float, tokens: dict,
+               error: str) -> tuple[dict, dict]:
+    """``(evidence fields, calls.jsonl seat)`` of one seat: its seat record, as a gateway writes
+    it (``error`` given as ``kind: message``)."""
+    kind, _, message = error.partition(": ") if status == "error" else \
+        ("empty" if status == "empty" else "", "", error)
+    result = SeatResult(call=call, seat=seat, alias=alias, served=f"served/{alias}",
+                        endpoint="sim", status=status, answer=ANSWER if status == "ok" else "",
+                        tokens=tokens, seconds=seconds, error_kind=kind, error=message,
+                        attempts=1, finish_reason="stop" if status == "ok" else "")
+    return seatrecord.fields(result, answer=False), dict(seatrecord.fields(result), seat=seat)
 
 
 class Busy:
@@ -83,13 +99,10 @@ class Busy:
             secs = round(rng.lognormvariate(1.0, 0.8), 3)
             tokens = {"prompt": 180, "completion": rng.randint(20, 400)} if status == "ok" else {}
             call = f"{pid}.{label}"
-            seat_recs.append({"call": call, "panel": pid, "alias": alias, "seat": label[:-1],
-                              "shape": shape, "seated": t, "status": status, "seconds": secs,
-                              "tokens": tokens, "error": error, "key": key, "collection": name})
-            public.append({"call": call, "seat": label[:-1], "alias": alias, "status": status,
-                           "seconds": secs, "tokens": tokens,
-                           "answer": "Looks right; one nit in line 12." if status == "ok" else "",
-                           "error": error, "served": f"served/{alias}"})
+            rec, shown = seat_lines(call, label[:-1], alias, status, secs, tokens, error)
+            seat_recs.append(dict(rec, panel=pid, shape=shape, seated=t, key=key,
+                                  collection=name))
+            public.append(shown)
         seated = {"panel": pid, "shape": shape, "aliases": [a for _, a in seats], "seated": t,
                   "collection": name}
         return seated, seat_recs, public
@@ -139,14 +152,11 @@ def fill(runs: Path, panels: int, verdicts: int, seed: int, *, models: int = 0,
                 tokens = {"prompt": 180, "completion": rng.randint(20, 400)}
                 tokens["total"] = tokens["prompt"] + tokens["completion"]
                 error = None if status == "ok" else "server_error: upstream answered 503"
-                seat_recs.append({"call": call, "panel": pid, "alias": alias,
-                                  "seat": label[:-1], "shape": shape, "seated": t,
-                                  "status": status, "seconds": secs, "tokens": tokens,
-                                  "error": error, "key": key, "collection": "bench/reviewers"})
-                public.append({"call": call, "seat": label[:-1], "alias": alias,
-                               "status": status, "seconds": secs, "tokens": tokens,
-                               "answer": "" if error else "Looks right; one nit in line 12.",
-                               "error": error, "served": f"served/{alias}"})
+                rec, shown = seat_lines(call, label[:-1], alias, status, secs, tokens,
+                                        error or "")
+                seat_recs.append(dict(rec, panel=pid, shape=shape, seated=t, key=key,
+                                      collection="bench/reviewers"))
+                public.append(shown)
                 if rng.randrange(sample_every) == 0:
                     written_calls.append(call)
             panel_recs.append({"panel": pid, "collection": "bench/reviewers", "shape": shape,

@@ -20,11 +20,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from panelist.metrics import seatrecord
 from panelist.metrics.store import jsonl
 from panelist.suite import report
 
 # the fields ``report.model_row`` and ``report_of`` read
-FIELDS = ("task", "task_hash", "model", "epoch", "pair", "task_kind", "right", "failure", "flag",
+FIELDS = ("task", "task_hash", "alias", "epoch", "pair", "task_kind", "right", "failure", "flag",
           "verdict", "tokens", "seconds", "waited")
 
 
@@ -60,9 +61,10 @@ class LiveReport:
     def _fold(self, s: dict) -> None:
         if s.get("kind") != "sample":
             return
+        s = seatrecord.read(s)   # a line of an earlier version, in this version's shape
         task = s.get("task")
         self._version[task] = s.get("task_hash")
-        key = (task, s.get("task_hash"), s.get("model"), s.get("epoch"))
+        key = (task, s.get("task_hash"), s.get("alias"), s.get("epoch"))
         if s.get("outcome") == "scored":
             self._scored[key] = {k: s[k] for k in FIELDS if k in s}
             self._failed.pop(key, None)

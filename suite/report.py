@@ -29,6 +29,7 @@ from pathlib import Path
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.home import Home
+from panelist.metrics import seatrecord
 from panelist.metrics.stats import wilson_rate
 from panelist.suite import results
 
@@ -97,6 +98,7 @@ def model_row(model: str, samples: list[dict]) -> dict:
 
 def summarise(samples: list[dict]) -> dict:
     """The report of every model in ``samples`` (all lines of the samples file)."""
+    samples = [seatrecord.read(s) for s in samples]   # lines of any version, in one shape
     return report_of(results.latest(samples), results.unfinished(samples))
 
 
@@ -105,7 +107,7 @@ def report_of(kept: list[dict], unfinished: dict[str, dict[str, int]]) -> dict:
     failures not made good per model (``results.unfinished``)."""
     by_model: dict[str, list[dict]] = defaultdict(list)
     for s in kept:
-        by_model[s["model"]].append(s)
+        by_model[s["alias"]].append(s)
     rows = []
     for model in sorted(set(by_model) | set(unfinished)):
         row = model_row(model, by_model.get(model, []))

@@ -1,9 +1,11 @@
 """The suite's results: ``runs/suite/samples.jsonl`` in the data folder, one line per sample.
 
-A sample is one task asked of one model in one epoch. Its line holds the task (id, hash, kind,
-pair), the model (alias, served id, endpoint), the parameters sent, the prompt's digest, the
-call (status, error kind, tokens, seconds, time waiting for admission, attempts), the raw answer,
-what the strict parser read in it and the score.
+A sample is one task asked of one model in one epoch. Its line is the call's seat record
+(``metrics/seatrecord.py``: the model's alias, served id and endpoint, status, error, the answer
+as given, tokens, seconds, time waiting for admission, attempts; role ``suite``) with the
+suite's own fields: the task (id, hash, kind, pair), the epoch, the parameters sent, the
+prompt's digest, what the strict parser read in the answer and the score. Lines of earlier
+versions (``model`` for the alias, ``raw`` for the answer) are read in this shape (``read``).
 
 Invariants:
 
@@ -24,11 +26,10 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 
+from panelist.metrics import seatrecord
 from panelist.metrics.store import jsonl, jsonwire
-from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.seats import SeatResult
 from panelist.suite import answers
 from panelist.suite.tasks import Task
@@ -55,7 +56,8 @@ def classify(result: SeatResult) -> tuple[str, str]:
 
 
 def record(result: SeatResult, task: Task) -> dict:
-    """The sample line of a finished call for ``task`` (its meta carries epoch and params)."""
+    """The sample line of a finished call for ``task`` (its meta carries epoch and params): the
+    seat record (``seatrecord``) with the suite's own fields."""
     outcome, failure = classify(result)
     if result.answered:
         s = answers.score(task.kind, task.answer, result.text, min_chars=task.min_answer_chars)
@@ -63,16 +65,12 @@ def record(result: SeatResult, task: Task) -> dict:
     else:
         verdict, lines, right, flag = None, [], False, ""
     meta = result.meta
-    return {"v": jsonl.SCHEMA, "kind": "sample", "ts": utc_iso(time.time()),
-            "run": meta.get("run", ""), "task": task.id, "task_hash": task.hash,
-            "task_kind": task.kind, "pair": task.pair, "epoch": meta.get("epoch", 1),
-            "model": result.alias, "served": result.served, "endpoint": result.endpoint,
-            "params": meta.get("params", {}), "params_key": meta.get("params_key", ""),
-            "prompt_hash": meta.get("prompt_hash", ""), "status": result.status,
-            "error_kind": result.error_kind, "error": result.error, "outcome": outcome,
-            "failure": failure, "raw": result.text, "verdict": verdict, "lines": lines,
-            "flag": flag, "right": right, "score": int(right), "tokens": result.tokens,
-            "seconds": result.seconds, "waited": result.waited, "attempts": result.attempts}
+    return seatrecord.line(
+        result, "sample", run=meta.get("run", ""), task=task.id, task_hash=task.hash,
+        task_kind=task.kind, pair=task.pair, epoch=meta.get("epoch", 1),
+        params=meta.get("params", {}), params_key=meta.get("params_key", ""),
+        prompt_hash=meta.get("prompt_hash", ""), outcome=outcome, failure=failure,
+        verdict=verdict, lines=lines, flag=flag, right=right, score=int(right))
 
 
 class SampleLog:
@@ -94,12 +92,14 @@ class SampleLog:
 
 
 def read(path: Path) -> list[dict]:
-    """Every sample line (a torn last line is skipped)."""
-    return [r for _, r in jsonl.Tail(Path(path)).read() if r.get("kind") == "sample"]
+    """Every sample line (a torn last line is skipped), those of earlier versions in this
+    version's shape (``seatrecord.read``: ``alias`` for ``model``, ``answer`` for ``raw``)."""
+    return [seatrecord.read(r) for _, r in jsonl.Tail(Path(path)).read()
+            if r.get("kind") == "sample"]
 
 
 def done_keys(samples: list[dict]) -> set[tuple]:
-    return {sample_key(s.get("task"), s.get("task_hash"), s.get("model"), s.get("epoch"),
+    return {sample_key(s.get("task"), s.get("task_hash"), s.get("alias"), s.get("epoch"),
                        s.get("params_key")) for s in samples if s.get("outcome") == "scored"}
 
 
@@ -113,21 +113,21 @@ def latest(samples: list[dict]) -> list[dict]:
     for s in samples:
         if s.get("outcome") != "scored" or version.get(s.get("task")) != s.get("task_hash"):
             continue
-        keep[(s.get("task"), s.get("model"), s.get("epoch"))] = s
+        keep[(s.get("task"), s.get("alias"), s.get("epoch"))] = s
     return list(keep.values())
 
 
 def unfinished(samples: list[dict]) -> dict[str, dict[str, int]]:
     """Per model, failures of the way to it (by kind) not since made good by a scored line."""
-    scored = {(s.get("task"), s.get("task_hash"), s.get("model"), s.get("epoch"))
+    scored = {(s.get("task"), s.get("task_hash"), s.get("alias"), s.get("epoch"))
               for s in samples if s.get("outcome") == "scored"}
     out: dict[str, dict[str, int]] = {}
     seen = set()
     for s in reversed(samples):
-        key = (s.get("task"), s.get("task_hash"), s.get("model"), s.get("epoch"))
+        key = (s.get("task"), s.get("task_hash"), s.get("alias"), s.get("epoch"))
         if s.get("outcome") != "failed" or key in scored or key in seen:
             continue
         seen.add(key)
-        kinds = out.setdefault(s.get("model"), {})
+        kinds = out.setdefault(s.get("alias"), {})
         kinds[s.get("failure") or "error"] = kinds.get(s.get("failure") or "error", 0) + 1
     return out

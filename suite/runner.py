@@ -10,9 +10,9 @@ Invariants:
 * A rerun skips every sample already done (``results.done_keys``): the same task version,
   model, epoch and parameters. Epochs are numbered from 1, so ``--epochs 5`` after a run of 3
   asks epochs 4 and 5 only.
-* Samples are asked epoch by epoch, task by task, every model in turn, so a run cut short has
-  the same tasks for every model. Each endpoint gets its own workers, so a slow or limited
-  endpoint never holds back another.
+* The samples are one set of the seats core, asked epoch by epoch, task by task, every model
+  in turn, so a run cut short has the same tasks for every model; ``parallel`` per endpoint run
+  at once (the core's lanes), so a slow or limited endpoint never holds back another.
 * The prompt of a sample depends only on the task, the epoch and its pair's key (see
   ``excerpt``), so a resumed run asks exactly what it would have asked.
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import secrets
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from panelist.metrics.upstream.client import Upstream
@@ -120,16 +119,26 @@ class SuiteRun:
                         todo.append(Sample(task, model, epoch))
         return todo, skipped
 
-    def _call(self, sample: Sample) -> SeatCall:
-        focus = prompts.focus_of(sample.task, self.known)
-        messages = prompts.messages(sample.task, sample.epoch, focus)
-        return SeatCall(label=sample.label, role="suite", model=sample.model, messages=messages,
-                        params=self.params, timeout=self.call_timeout, wait=self.admit_wait,
-                        retries=self.retries,
-                        meta={"run": self.run_id, "task": sample.task.id, "epoch": sample.epoch,
-                              "params": self.params,
-                              "params_key": results.params_key(self.params),
-                              "prompt_hash": prompts.digest(messages[0]["content"])})
+    def _calls(self, todo: list[Sample]) -> list[SeatCall]:
+        """One call per sample, in asking order; a prompt is made once per task and epoch (every
+        model is sent the same)."""
+        asked: dict[tuple[str, int], tuple[list, str]] = {}
+        pkey = results.params_key(self.params)
+        calls = []
+        for sample in todo:
+            key = (sample.task.id, sample.epoch)
+            if key not in asked:
+                focus = prompts.focus_of(sample.task, self.known)
+                messages = prompts.messages(sample.task, sample.epoch, focus)
+                asked[key] = messages, prompts.digest(messages[0]["content"])
+            messages, digest = asked[key]
+            calls.append(SeatCall(
+                label=sample.label, role="suite", model=sample.model, messages=messages,
+                params=self.params, timeout=self.call_timeout, wait=self.admit_wait,
+                retries=self.retries,
+                meta={"run": self.run_id, "task": sample.task.id, "epoch": sample.epoch,
+                      "params": self.params, "params_key": pkey, "prompt_hash": digest}))
+        return calls
 
     def run(self, *, progress=None) -> dict:
         """Ask every sample not yet done; returns a summary. ``progress(done, totals)`` (each
@@ -139,27 +148,20 @@ class SuiteRun:
         todo, skipped = self.plan()
         log = results.SampleLog(self.path, self.known)
         seats = Seats(Roster(self.home), self.upstream, admission=self.admission,
-                      learn=LearnedFacts(self.home).heard)
-        pools: dict[str, ThreadPoolExecutor] = {}
+                      learn=LearnedFacts(self.home).heard, thread_name="suite")
         interrupted = False
         counts: dict[str, int] = {}
         totals: dict[str, int] = {}
         for sample in todo:
             totals[sample.model.alias] = totals.get(sample.model.alias, 0) + 1
         try:
-            futures = set()
-            for sample in todo:
-                endpoint = sample.model.endpoint
-                if endpoint not in pools:
-                    pools[endpoint] = ThreadPoolExecutor(self.parallel,
-                                                         thread_name_prefix=f"suite-{endpoint}")
-                futures.add(pools[endpoint].submit(self._ask, seats, log, sample))
+            # each call ends by its own wait and timeout; ``parallel`` per endpoint at once
+            asked = seats.start(self._calls(todo), cancel=self.cancel, log=log,
+                                parallel=self.parallel)
             try:
-                while futures:
-                    finished, futures = wait(futures, timeout=TICK, return_when=FIRST_COMPLETED)
-                    for f in finished:
-                        alias = f.result()
-                        counts[alias] = counts.get(alias, 0) + 1
+                for result in asked.progress(TICK):
+                    if result is not None:
+                        counts[result.alias] = counts.get(result.alias, 0) + 1
                     if progress is not None:
                         progress(dict(counts), totals)
                     if self.cancel.is_set():
@@ -167,10 +169,9 @@ class SuiteRun:
             except KeyboardInterrupt:
                 interrupted = True
                 self.cancel.set()
+                # those in flight are cut and logged; those not begun are neither asked nor logged
+                asked.wait()
         finally:
-            for pool in pools.values():
-                # queued samples are dropped; those in flight see the cancel flag and end
-                pool.shutdown(wait=True, cancel_futures=True)
             seats.close()
             log.close()
         written = log.written
@@ -179,12 +180,6 @@ class SuiteRun:
                 "scored": sum(1 for r in written if r["outcome"] == "scored"),
                 "failed": sum(1 for r in written if r["outcome"] == "failed"),
                 "interrupted": interrupted, "samples": str(self.path)}
-
-    def _ask(self, seats: Seats, log: results.SampleLog, sample: Sample) -> str:
-        if not self.cancel.is_set():
-            deadline = time.monotonic() + self.admit_wait + self.call_timeout
-            seats.ask(self._call(sample), deadline=deadline, cancel=self.cancel, log=log)
-        return sample.model.alias
 
     def stop(self) -> None:
         """End the run from another thread, as Ctrl-C would."""

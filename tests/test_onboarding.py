@@ -51,7 +51,7 @@ def probes(home, alias) -> list[dict]:
 
 def samples(home, alias) -> list[dict]:
     path = home.suite_samples
-    return [r for r in read_jsonl(path) if r.get("model") == alias] if path.exists() else []
+    return [r for r in read_jsonl(path) if r.get("alias") == alias] if path.exists() else []
 
 
 def alerts(home, kind="onboarded") -> list[dict]:

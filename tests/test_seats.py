@@ -12,7 +12,8 @@ from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import AtLimit, Cancelled
 from panelist.metrics.roster.roster import Roster
-from panelist.metrics.seats import CallFailed, CallLog, SeatCall, Seats
+from panelist.metrics.seatrecord import CallLog
+from panelist.metrics.seats import CallFailed, JobResult, SeatCall, SeatJob, Seats
 
 ASK = [{"role": "user", "content": "Say something short."}]
 TOOLS = [{"type": "function", "function": {
@@ -102,8 +103,8 @@ def test_every_outcome_is_a_structured_result_logged_with_its_role(sim, roster, 
         failed.check()
 
     lines = read_jsonl(tmp_path / "calls.jsonl")
-    assert sorted(line["label"] for line in lines) == ["a", "b", "c", "d"]
-    by = {line["label"]: line for line in lines}
+    assert sorted(line["call"] for line in lines) == ["a", "b", "c", "d"]
+    by = {line["call"]: line for line in lines}
     assert by["a"]["role"] == "member" and by["a"]["race"] == "r1" and by["a"]["run"] == 1
     assert by["b"]["role"] == "candidate" and by["b"]["status"] == "tool_calls"
     assert by["b"]["tool_calls"][0]["function"]["name"] == "lookup_order"
@@ -265,8 +266,92 @@ def test_one_call_in_the_callers_thread(sim, roster):
     upstream = Upstream()
     seats = Seats(roster, upstream)
     try:
-        result = seats.ask(call(roster, "a", "fast"), deadline=time.monotonic() + 30)
+        result, = seats.run([call(roster, "a", "fast")], timeout=30)
     finally:
         seats.close()
         upstream.close()
     assert result.status == "ok" and seats._pool is None, "no thread pool for a single call"
+
+
+def test_parallel_holds_each_endpoint_to_its_lane_in_the_order_given(gated, home, roster, core):
+    move_to(home, gated, "fast", "mid")   # fast and mid on "gated"; slow stays on the simulator
+    run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid"),
+                      call(roster, "other", "slow")], timeout=60, parallel=1)
+    assert gated.wait_arrived("fast")
+    other = next(r for r in run if r is not None)
+    assert other.alias == "slow" and other.status == "ok", "another endpoint is never held back"
+    assert gated.arrived == ["fast"], "the second call of a lane waits for the first"
+    gated.open("fast", "mid")
+    assert [r.status for r in run.wait()] == ["ok", "ok", "ok"]
+    assert gated.arrived == ["fast", "mid"]
+
+
+def test_a_cancel_drops_the_calls_held_back_unsent_and_unlogged(gated, home, roster, core,
+                                                                 tmp_path):
+    move_to(home, gated, "fast", "mid")
+    log = CallLog(tmp_path / "calls.jsonl")
+    run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid")],
+                     timeout=60, parallel=1, log=log)
+    assert gated.wait_arrived("fast")
+    run.abandon()
+    first, second = run.wait()
+    log.close()
+    assert first.status == "cancelled", "the call in flight is cut"
+    assert second.status == "cancelled" and "not begun" in second.error
+    assert gated.arrived == ["fast"], "the held call was never sent"
+    assert [line["call"] for line in read_jsonl(tmp_path / "calls.jsonl")] == ["first"]
+
+
+def test_jobs_run_as_units_of_a_set_and_their_failures_are_their_own(sim, roster, core):
+    def asks():
+        result, = core.run([call(roster, "inner", "fast")], timeout=30)
+        return result.check().text
+
+    def breaks():
+        raise LookupError("no such order")
+
+    done = core.run([SeatJob("asks", asks), SeatJob("breaks", breaks),
+                     call(roster, "plain", "mid")], timeout=30, parallel=4)
+    assert [r.label if isinstance(r, JobResult) else r.call for r in done] == \
+        ["asks", "breaks", "plain"]
+    asked, broke, plain = done
+    assert asked.status == "ok" and asked.value.startswith("[simulated fast]")
+    assert broke.status == "error" and isinstance(broke.exception, LookupError)
+    assert broke.error == "LookupError: no such order"
+    assert plain.status == "ok"
+
+
+def test_a_stuck_job_is_given_up_after_the_cancel(roster, core):
+    release = threading.Event()
+    began = threading.Event()
+
+    def stuck():
+        began.set()
+        release.wait()
+
+    run = core.start([SeatJob("stuck", stuck)], timeout=600, grace=0.05)
+    try:
+        assert began.wait(30)
+        run.abandon()
+        (result,) = run.wait()
+        assert result.status == "cancelled" and result.begun and result.value is None
+    finally:
+        release.set()
+
+
+def test_units_added_to_a_running_set_are_waited_for(sim, roster, core):
+    run = core.start([], timeout=30)
+    assert run.wait() == [] and run.settled
+    run.add(call(roster, "later", "fast"))
+    run.add(SeatJob("job", lambda: 42))
+    assert not run.settled
+    landed = {r.label: r for r in run}
+    assert landed["later"].status == "ok" and landed["job"].value == 42
+    with pytest.raises(ValueError, match="own label"):
+        run.add(call(roster, "later", "mid"))
+
+
+def test_without_a_set_deadline_a_call_ends_by_its_own_wait_and_timeout(sim, roster, core):
+    sim.script("slow", fail="hang")
+    result, = core.run([call(roster, "a", "slow", wait=1, timeout=0.3)], parallel=1)
+    assert result.status == "error" and result.error_kind == "timeout"

@@ -26,7 +26,7 @@ def run_suite(home, sim, strong: list[str], weak: list[str]) -> None:
     summary = suite(home, strong + weak).run()
     assert summary["scored"] == len(FOUR) * len(strong + weak), summary
     lines = read_jsonl(home.suite_samples)
-    right = {a: sum(s["right"] for s in lines if s["model"] == a) for a in strong + weak}
+    right = {a: sum(s["right"] for s in lines if s["alias"] == a) for a in strong + weak}
     assert right == {**{a: 4 for a in strong}, **{a: 1 for a in weak}}
     for alias in strong + weak:   # from here on they answer chat as any simulated model
         sim.script(alias)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import PATIENCE, read_jsonl, wait_until
+from panelist.metrics import seatrecord
 from panelist.metrics.offload import main
 from panelist.metrics.roster.roster import Roster
 from panelist.suite import answers, demo, report
@@ -21,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACK = {t.id: t for t in scan(STARTER)[0]}
 FOUR = ["std-bisect-left", "std-bisect-left-control", "claim-wilson-all-useful",
         "claim-costs-no-tokens"]
-SAMPLE_FIELDS = {"v", "kind", "ts", "run", "task", "task_hash", "task_kind", "pair", "epoch",
-                 "model", "served", "endpoint", "params", "params_key", "prompt_hash", "status",
-                 "error_kind", "error", "outcome", "failure", "raw", "verdict", "lines", "flag",
-                 "right", "score", "tokens", "seconds", "waited", "attempts"}
+# the seat record (metrics/seatrecord.py) and the suite's own fields
+SAMPLE_FIELDS = set(seatrecord.FIELDS) | {
+    "run", "task", "task_hash", "task_kind", "pair", "epoch", "params", "params_key",
+    "prompt_hash", "outcome", "failure", "verdict", "lines", "flag", "right", "score"}
 
 
 def oracle_rules():
@@ -62,7 +63,7 @@ def test_each_sample_is_one_whole_line_scored_with_failures_classified_from_the_
 
     lines = samples(home)
     assert len(lines) == 20 and all(set(s) == SAMPLE_FIELDS for s in lines)
-    by = {(s["model"], s["task"]): s for s in lines}
+    by = {(s["alias"], s["task"]): s for s in lines}
     assert {s["run"] for s in lines} == {summary["run"]}
     assert all(by[("mid", t)]["right"] and by[("mid", t)]["score"] == 1 for t in FOUR)
     bug = by[("mid", "std-bisect-left")]
@@ -163,9 +164,9 @@ def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
     raw = path.read_text()
     assert raw.endswith("\n")
     kept = [json.loads(x) for x in raw.splitlines()]   # every line whole
-    done = {(s["model"], s["task"]) for s in kept if s["outcome"] == "scored"}
+    done = {(s["alias"], s["task"]) for s in kept if s["outcome"] == "scored"}
     assert done == {("fast", t) for t in FOUR}
-    assert all(s["failure"] == "cancelled" for s in kept if s["model"] == "slow")
+    assert all(s["failure"] == "cancelled" for s in kept if s["alias"] == "slow")
 
     sim.script("slow", answer="NO FAULT")
     code = main(["suite", "run", "--data", str(home.root), "--model", "fast", "slow",
@@ -173,7 +174,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
     assert code == 0
     after = samples(home)
     rerun = [s for s in after if s not in kept]
-    assert {(s["model"], s["task"]) for s in rerun} == {("slow", t) for t in FOUR}
+    assert {(s["alias"], s["task"]) for s in rerun} == {("slow", t) for t in FOUR}
     assert all(s["outcome"] == "scored" for s in rerun)
 
 
@@ -189,9 +190,9 @@ def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, cap
     lines = read_jsonl(tmp_path / "d" / "runs" / "suite" / "samples.jsonl")
     hedged = sorted(t for t in PACK if PACK[t].kind == "claim")[0]
     for s in lines:   # each answer is what the demo scripts for that model and task
-        text = demo.answer(s["model"], PACK[s["task"]], PACK,
-                           hedge=s["model"] == "sim-flaky" and s["task"] == hedged)
-        assert s["raw"] == text and "simulated" in s["raw"]
+        text = demo.answer(s["alias"], PACK[s["task"]], PACK,
+                           hedge=s["alias"] == "sim-flaky" and s["task"] == hedged)
+        assert s["answer"] == text and "simulated" in s["answer"]
         t = PACK[s["task"]]
         assert s["right"] == answers.score(t.kind, t.answer, text).right
     rows = {r["model"]: r for r in body["report"]["models"]}
@@ -245,7 +246,7 @@ def test_an_endpoints_key_never_lands_in_the_samples(sim, home, monkeypatch):
     sim.script("mid", fail="auth", echo_auth=True)
     summary = suite(home, ["fast", "mid"], retries=0).run()
     assert (summary["scored"], summary["failed"]) == (4, 4)
-    assert any("Authorization" in s["raw"] for s in samples(home))
+    assert any("Authorization" in s["answer"] for s in samples(home))
     report.load(home)
     for path in home.suite_runs.iterdir():
         assert "sk-suite-secret" not in path.read_text(), path.name

@@ -349,13 +349,12 @@ class Ledger:
                                "alias": alias, "until": now + max(0.0, seconds),
                                "seconds": seconds, "reason": reason})
 
-    def record_probe(self, alias: str, *, endpoint: str, status: str, seconds: float,
-                     error_kind: str = "", error: str = "") -> dict:
-        """Append one health probe's outcome (``metrics/upkeep/health.py``). The index does not fold
-        probe lines: they are no seats, so they never count in stats or seating."""
-        record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time()), "alias": alias,
-                  "endpoint": endpoint, "status": status, "seconds": seconds,
-                  "error_kind": error_kind, "error": error}
+    def record_probe(self, rec: dict) -> dict:
+        """Append one probe's (or endpoint test's) seat record (``metrics/seatrecord.py``) as a
+        ``"probe"`` line. The index does not fold probe lines: they are no seats, so they never
+        count in stats or seating."""
+        record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time())}
+        record.update((k, v) for k, v in rec.items() if k not in record)
         self._evidence.append(record)
         return record
 

@@ -74,7 +74,9 @@ class SuiteEvidence:
             task, digest = s["task"], s.get("task_hash")
             self._version[task] = digest
             if s.get("outcome") == "scored":
-                self._scored[(task, digest, s.get("model"), s.get("epoch", 1))] = \
+                # the seat record's alias; lines of earlier versions named it ``model``
+                alias = s["alias"] if "alias" in s else s.get("model")
+                self._scored[(task, digest, alias, s.get("epoch", 1))] = \
                     (s.get("pair") or task, s.get("task_kind"), bool(s.get("right")))
         self._record = summarise(self._version, self._scored)
 

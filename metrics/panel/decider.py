@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 import uuid
 from collections import OrderedDict
 
@@ -132,7 +131,7 @@ class Decider:
             params={"response_format": {"type": "json_schema", "json_schema": {
                 "name": "shape", "strict": True, "schema": schema}}, "temperature": 0},
             timeout=budget, wait_in_timeout=True)
-        result = self.seats.ask(call, deadline=time.monotonic() + budget)
+        result, = self.seats.run([call], timeout=budget)
         out = {"alias": model.alias, "call": result.call, "status": result.status,
                "seconds": result.seconds, "shape": None, "confidence": None}
         if not result.answered:

@@ -3,11 +3,11 @@
 The split: this module holds what makes a panel a panel (the OpenAI request, seating, history
 per seat, pick / merge / all, the reply, the panel's records); the seats core (``seats.py``)
 makes the calls. A ``PanelRun`` hands its seats to ``Seats.start`` as ``SeatCall``s and gives
-it the panel's own hooks: ``SeatEvidence`` as the log (each seat's evidence line, in the
-ledger's fields), ``Panels.learn`` (cooldowns, learned windows), a scrub for image traces, and
-``on_end`` (release the seat's in-flight hold; in pick mode the last seat records the panel).
-The merger is one more call, ``Seats.ask``, on the finishing thread. Seats and the merger are
-``seats.SeatResult``s; ``public`` is how a panel shows one.
+it the panel's own hooks: ``SeatEvidence`` as the log (each seat's record, ``seatrecord``, with
+the panel's fields), ``Panels.learn`` (cooldowns, learned windows), a scrub for image traces,
+and ``on_end`` (release the seat's in-flight hold; in pick mode the last seat records the
+panel). The merger is a set of one more call (``Seats.run``), on the finishing thread. Seats and
+the merger are ``seats.SeatResult``s; ``public`` is how a panel's reply shows one.
 
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from panelist.metrics import seatrecord
 from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
@@ -353,19 +354,19 @@ class Panels:
 
 
 class SeatEvidence:
-    """The seats core's log for one panel: each seat's line in the evidence log, as it ends."""
+    """The seats core's log for one panel: each seat's line in the evidence log, as it ends: the
+    seat record (``seatrecord``; the answer is kept in the panel's line, not here) with the
+    panel's own fields."""
 
     def __init__(self, run: "PanelRun"):
         self.run = run
 
     def write(self, result: SeatResult) -> None:
         run = self.run
-        run.panels.ledger.record_seat({
-            "call": result.call, "panel": run.panel, "alias": result.alias, "seat": result.seat,
-            "shape": run.req.shape, "seated": run.started, "status": result.status,
-            "seconds": result.seconds, "tokens": result.tokens, "error": result.reason,
-            "key": run.key, "collection": run.req.collection.model_id,
-            **({"tool_calls": result.tool_calls} if result.tool_calls else {})})
+        rec = seatrecord.fields(result, answer=False)
+        rec.update(panel=run.panel, shape=run.req.shape, seated=run.started, key=run.key,
+                   collection=run.req.collection.model_id)
+        run.panels.ledger.record_seat(rec)
 
 
 class PanelRun:
@@ -582,8 +583,8 @@ class PanelRun:
             else "max_tokens"
         params[budget_key] = merge.budget(ordered, window_of(model, states.get(model.alias)),
                                           size)
-        self.merger = panels.seats.ask(
-            self._call(Seat("merger", 1, model), messages, params), deadline=self.deadline,
+        self.merger, = panels.seats.run(
+            [self._call(Seat("merger", 1, model), messages, params)], deadline=self.deadline,
             cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
             max_pause=self._max_pause)
         why = pick.problem(self.merger, fmt)
@@ -691,6 +692,12 @@ class PanelRun:
         message = reply["choices"][0]["message"]
         self.delivered(message.get("content"), message.get("tool_calls"))
 
+    @staticmethod
+    def _seat_line(r: SeatResult, urls: list[str]) -> dict:
+        """A seat in the panel's line: its seat record (answer scrubbed of image traces) and
+        ``seat``, the role under the name older readers know."""
+        return dict(seatrecord.fields(r, answer=prompt.scrub(r.answer, urls)), seat=r.seat)
+
     def record(self, results: list[SeatResult]) -> None:
         """Write the panel to the call log, once. Answers are scrubbed of image traces."""
         with self._lock:
@@ -700,8 +707,7 @@ class PanelRun:
         self.panels.running_behind(self, False)
         self._release()  # done or given up: a seat that never reported counts no longer
         urls = self.req.images
-        seats = [dict(public(r), served=r.served, answer=prompt.scrub(r.answer, urls))
-                 for r in self.in_seat_order(results)]
+        seats = [self._seat_line(r, urls) for r in self.in_seat_order(results)]
         record = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "key": self.key, "started": self.started,
@@ -711,8 +717,7 @@ class PanelRun:
         if self.req.collection.shape == AUTO:
             record["shape_by"], record["decider"] = self.req.shape_by, self.req.decider
         if self.merger is not None:
-            record["merger"] = dict(public(self.merger), served=self.merger.served,
-                                    answer=prompt.scrub(self.merger.answer, urls))
+            record["merger"] = self._seat_line(self.merger, urls)
         if self.answer is not None and self.answer is not self.merger:
             record["picked"] = self.picked()
         if self.note:

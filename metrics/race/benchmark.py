@@ -15,13 +15,17 @@ Invariants:
 
 * ``run()`` returns exactly what the reference run returned. When the reference fails, the
   report is still built, logged and saved, and then the job's own exception is raised.
-* Every candidate run is a fresh ``factory()`` job pinned to its model; all runs are submitted
-  at once and paced by admission; a failed run is a row saying why, and the race goes on.
+* The reference, the candidate runs and the judgements are jobs of the seats core's sets
+  (``SeatJob``), and every model call a set of its own: the core runs them, under admission,
+  by the race's deadline and its cancel. Every candidate run is a fresh ``factory()`` job
+  pinned to its model; ``parallel`` of them run at once (admission paces their calls), and
+  ``JUDGES`` judgements; a failed run is a row saying why, and the race goes on.
 * Every model and judge call is in ``runs/races/<race id>/calls.jsonl`` with the race id, the
   run and the role (reference / candidate / judge); the report is ``runs/races/<race id>.json``
   and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
-* A candidate run still going at the race's deadline (its job's own code stuck: model calls end
-  by then) is a failed row that says so, and the race ends without waiting for it.
+* A candidate run still going at the race's deadline, or past its cancel, plus the core's grace
+  (its job's own code stuck: model calls end by then) is a failed row that says so, and the
+  race ends without waiting for it; a run the cancel kept from beginning is a row that says so.
 * A run that fails is never judged; a run that succeeds is judged as soon as it lands, by the
   ceiling model, blind (``metrics.race.judge``).
 * Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
@@ -34,8 +38,8 @@ import logging
 import secrets
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -43,14 +47,15 @@ from panelist.metrics.race import judge
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.race.costs import Costs, call_cost
-from panelist.metrics.errors import BadRequest, NotFound, PanelistError
+from panelist.metrics.errors import BadRequest, Cancelled, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
+from panelist.metrics.seatrecord import CallLog
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race.report import BenchmarkReport, summarise, verdict
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster, RosterView
-from panelist.metrics.seats import CallFailed, CallLog, SeatCall, SeatResult, Seats
+from panelist.metrics.seats import CallFailed, JobResult, SeatCall, SeatJob, SeatResult, Seats
 from panelist.metrics.race.transcript import Transcript, arguments_of, as_text
 
 log = logging.getLogger("panelist.race")
@@ -58,7 +63,6 @@ log = logging.getLogger("panelist.race")
 MAX_ROUNDS = 8          # model calls one ``chat`` may make while the model keeps calling tools
 CALL_TIMEOUT = 120.0    # seconds one model call may take once admitted
 RACE_TIMEOUT = 3600.0   # seconds the whole race (waits for admission included) may take
-CANCEL_TICK = 1.0       # seconds between looks at a race's cancel while its runs work
 PARALLEL = 32           # runs in flight at once in this process (admission paces the calls)
 JUDGES = 4              # judgements in flight at once
 
@@ -168,7 +172,8 @@ class Seat:
                         role=self.role, model=self.model, messages=list(history), params=body,
                         timeout=race.call_timeout, retries=1,
                         meta={"race": race.id, "run": self.run, "model_call": n})
-        result = race.seats.ask(call, deadline=race.deadline, cancel=race.cancel, log=race.log)
+        result, = race.seats.run([call], deadline=race.deadline, cancel=race.cancel,
+                                 log=race.log)
         with self._lock:
             self.results.append(result)
             if result.answered and self.first_answer is None:
@@ -387,11 +392,15 @@ class Benchmark:
             reserved, self._reserved = self._reserved, None
         race_id, folder = reserved or _new_race(self.home.races)
         seats = Seats(self.roster, self.upstream, admission=self.admission,
-                      learn=LearnedFacts(self.home).heard)
+                      learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)
         started, t0 = time.time(), time.monotonic()
         try:
-            reference = self._one(race, pinned, "reference", 0, job)
+            # a set of one job, run in this thread
+            landed, = seats.run([SeatJob("reference", partial(self._one, race, pinned,
+                                                               "reference", 0, job))],
+                                deadline=race.deadline, cancel=race.cancel)
+            reference = self._run_of(race, landed, pinned, "reference", 0)
             rows: list[dict] = []
             if reference.succeeded:
                 rows = self._race(race, reference, candidates, ceiling, view)
@@ -432,6 +441,8 @@ class Benchmark:
 
     def _race(self, race: _Race, reference: _Run, candidates: list[Model], ceiling: Model,
               view: RosterView) -> list[dict]:
+        """Every candidate run as a job of one set (``parallel`` at once), each judged, as it
+        lands, by a job of a second set (``JUDGES`` at once)."""
         plan = [(m, n) for n in range(1, self.runs + 1) for m in candidates]
         with self._progress_lock:
             self._progress["runs"] = len(plan)
@@ -440,51 +451,52 @@ class Benchmark:
                               [view.endpoints[e] for e in endpoints if e in view.endpoints])
         task = as_text(self._input)
         rows: list[dict] = []
-        workers = max(1, min(self.parallel, len(plan)))
-        runs = ThreadPoolExecutor(workers, thread_name_prefix=f"race-{race.id}")
-        try:
-            with ThreadPoolExecutor(JUDGES, thread_name_prefix=f"judge-{race.id}") as judges:
-                futures = {runs.submit(self._one, race, m, "candidate", n): (m, n)
-                           for m, n in plan}
-                judging = []
-                for run in self._landed(race, futures):   # judged as each run lands
-                    rows.append(run.row)
-                    self._count("done")
-                    if run.succeeded:
-                        judging.append(judges.submit(self._judge, race, reference, run, ceiling,
-                                                     masker, task))
-                for future in as_completed(judging):
-                    future.result()
-                    self._count("judged")
-        finally:
-            # a run still going is the job's own code stuck (its model calls end by the
-            # deadline): the race does not wait for it
-            runs.shutdown(wait=False, cancel_futures=True)
+        of = {f"candidate.{m.alias}.run{n}": (m, n) for m, n in plan}
+        runs = race.seats.start(
+            [SeatJob(label, partial(self._one, race, m, "candidate", n))
+             for label, (m, n) in of.items()],
+            deadline=race.deadline, cancel=race.cancel, parallel=self.parallel)
+        judges = race.seats.start([], deadline=race.deadline, cancel=race.cancel,
+                                  parallel=JUDGES)
+        judged_rows: dict[str, dict] = {}
+        # a run still going at the deadline (or the cancel) is the job's own code stuck (its
+        # model calls end by then): it is given up as a row that says so, not waited for
+        for landed in runs:
+            model, n = of[landed.label]
+            run = self._run_of(race, landed, model, "candidate", n)
+            rows.append(run.row)
+            self._count("done")
+            if run.succeeded:
+                label = f"judge.{run.row['label']}"
+                judged_rows[label] = run.row
+                judges.add(SeatJob(label, partial(self._judge, race, reference, run, ceiling,
+                                                  masker, task)))
+        for landed in judges:
+            if landed.exception is not None:   # a fault of the race's own code
+                raise landed.exception
+            if landed.status != "ok":
+                judged_rows[landed.label]["judge_error"] = \
+                    f"the run was not judged: the race {_ended_how(landed)}"
+            self._count("judged")
         order = {(m.alias, n): i for i, (m, n) in enumerate(plan)}
         return sorted(rows, key=lambda r: order[(r["model"], r["run"])])
 
-    def _landed(self, race: _Race, futures: dict):
-        """Each candidate run as it ends; at the race's deadline (or its cancel), the runs not
-        ended yet are rows that say so, and are not waited for."""
-        pending = set(futures)
-        while pending:
-            left = race.deadline - time.monotonic()
-            if left <= 0 or race.cancel.is_set():
-                why = "was cancelled" if race.cancel.is_set() else \
-                    f"did not end within the race's {self.timeout:g} s"
-                for future in sorted(pending, key=lambda f: futures[f][1]):
-                    model, n = futures[future]
-                    run = _Run(Seat(race, model, "candidate", n),
-                               exception=TimeoutError(f"the run {why}; its job is still working "
-                                                      "(a tool that never returns?)"))
-                    run.wall = time.monotonic() - (race.deadline - self.timeout)   # all it had
-                    run.row = self._row(run, model, n)
-                    yield run
-                return
-            done, pending = wait(pending, timeout=min(left, CANCEL_TICK),
-                                 return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
+    def _run_of(self, race: _Race, landed: JobResult, model: Model, role: str, n: int) -> _Run:
+        """The run a job of the core's ended with; a job given up or never begun is a failed
+        row that says why."""
+        if landed.status == "ok":
+            return landed.value
+        if landed.exception is not None:   # ``_one`` keeps the job's own failure: this is ours
+            raise landed.exception
+        if landed.error_kind == "cancelled" and not landed.begun:
+            exception: BaseException = Cancelled(f"the {role} run was cancelled before it began")
+        else:
+            exception = TimeoutError(f"the run {_ended_how(landed, self.timeout)}; its job is "
+                                     "still working (a tool that never returns?)")
+        run = _Run(Seat(race, model, role, n), exception=exception)
+        run.wall = time.monotonic() - (race.deadline - self.timeout) if landed.begun else 0.0
+        run.row = self._row(run, model, n)
+        return run
 
     def _count(self, what: str) -> None:
         with self._progress_lock:
@@ -513,11 +525,11 @@ class Benchmark:
         problem = ""
         for n in range(1, judge.ASKS + 1):
             verdict_.asks = n
-            result = race.seats.ask(
-                SeatCall(label=f"judge.{row['label']}.{n}", role="judge", model=ceiling,
-                         messages=asked, params={"response_format": judge.RESPONSE_FORMAT},
-                         timeout=race.call_timeout, retries=1,
-                         meta={"race": race.id, "run": run.seat.run, "judged": row["label"]}),
+            result, = race.seats.run(
+                [SeatCall(label=f"judge.{row['label']}.{n}", role="judge", model=ceiling,
+                          messages=asked, params={"response_format": judge.RESPONSE_FORMAT},
+                          timeout=race.call_timeout, retries=1,
+                          meta={"race": race.id, "run": run.seat.run, "judged": row["label"]})],
                 deadline=race.deadline, cancel=race.cancel, log=race.log)
             race.spent(ceiling, result)
             if not result.answered:
@@ -586,6 +598,13 @@ class Benchmark:
         self.metadata[self.REPORT] = report
         if self.parent is not None:
             self.parent.metadata[self.REPORT] = report
+
+
+def _ended_how(landed: JobResult, timeout: float | None = None) -> str:
+    if landed.error_kind == "cancelled":
+        return "was cancelled"
+    return f"did not end within the race's {timeout:g} s" if timeout is not None else \
+        "ran out of time"
 
 
 def _admission(home: Home):

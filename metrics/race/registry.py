@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from panelist.metrics import seatrecord
 from panelist.metrics.race import chatjob, judge
 from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
@@ -87,14 +88,15 @@ class Tracker:
 
     def snapshot(self) -> dict:
         with self._lock:
-            for _, record in self._tail.read() if self._tail is not None else ():
+            for _, line in self._tail.read() if self._tail is not None else ():
+                record = seatrecord.read(line)   # lines of earlier versions read the same
                 label = record.get("judged")
                 if record.get("role") != "judge" or not isinstance(label, str) \
                         or label in self._judged:
                     continue
                 asks = self._asks[label] = self._asks.get(label, 0) + 1
                 usable = record.get("status") in ANSWERED and \
-                    judge.parse(str(record.get("text") or ""))[0] is not None
+                    judge.parse(str(record.get("answer") or ""))[0] is not None
                 if usable or asks >= judge.ASKS:
                     self._judged.add(label)
                     counts = self.models.get(_alias_of(label))

@@ -25,10 +25,11 @@ from typing import Callable
 
 from panelist import __version__
 from panelist.metrics.upkeep import retirement
+from panelist.metrics.upkeep.health import ask_endpoint
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.roster.collection import PREFIX, Limits
-from panelist.metrics.errors import BadRequest, Conflict, NotFound, PanelistError, UpstreamError
+from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.keys import Keys
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
@@ -276,9 +277,9 @@ def test_endpoint(req: ApiRequest) -> dict:
     t0 = time.monotonic()
     try:
         if body.get("model"):
-            upstream.chat(ep.base_url, ep.api_key(), {
-                "model": body["model"], "max_tokens": 1,
-                "messages": [{"role": "user", "content": "Say OK."}]}, timeout=TEST_TIMEOUT)
+            # through the seats core: admission, and a "probe" line with role "test"
+            ask_endpoint(req.panels.seats, req.panels.ledger, ep, body["model"],
+                         timeout=TEST_TIMEOUT)
             listed = []
         else:
             listed = [e["id"] for e in upstream.models(ep.base_url, ep.api_key(),

@@ -1,7 +1,10 @@
 """Health: probe models, retire the ones that keep failing hard, restore them when they answer.
 
-A probe is one tiny call per model, made through admission like any seat (``Seats.ask``), and
-recorded as a ``"probe"`` line in the gateway's evidence log (``Ledger.record_probe``).
+A probe is one tiny call per model, made through the seats core and admission like any seat (a
+set of every probe: one at a time per endpoint, the endpoints at once), and recorded as its seat
+record (role ``probe``) in a ``"probe"`` line of the gateway's evidence log
+(``Ledger.record_probe``). The dashboard's endpoint Test (``ask_endpoint``) is logged the same way,
+with role ``test``, and never counted.
 
 Invariants:
 
@@ -25,24 +28,26 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from panelist.metrics import seatrecord
 from panelist.metrics.upkeep import retirement
 from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.errors import ConfigInvalid, NotFound
+from panelist.metrics.errors import ConfigInvalid, NotFound, UpstreamError
 from panelist.metrics.home import Home
 from panelist.metrics.ledger.index import failure_kind
 from panelist.metrics.ledger.ledger import Ledger
-from panelist.metrics.roster.roster import Roster
-from panelist.metrics.seats import SeatCall, Seats
+from panelist.metrics.roster.roster import Endpoint, Model, Roster
+from panelist.metrics.seats import ANSWERED, CallFailed, SeatCall, SeatResult, Seats
 
 HARD_KINDS = frozenset({"auth", "not_found"})
 RETIRE_AFTER = 3
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with the single word OK."}]
 PROBE_PARAMS = {"max_tokens": 8, "temperature": 0}
+TEST_MESSAGES = [{"role": "user", "content": "Say OK."}]
+TEST_PARAMS = {"max_tokens": 1}
 BY = "health"
 SCAN_BACK = 8 * 1024 * 1024
 
@@ -86,6 +91,41 @@ def _retired_by(changes: Path, alias: str) -> str | None:
     return None
 
 
+class ProbeLog:
+    """The seats core's log for probes and endpoint tests: each result's seat record as a
+    ``"probe"`` line of the evidence log. A call cut by ``cancel`` (a closing server) says
+    nothing about its model, and is not written."""
+
+    def __init__(self, ledger: Ledger, cancel: threading.Event | None = None):
+        self.ledger, self.cancel = ledger, cancel
+
+    def write(self, result: SeatResult) -> None:
+        if self.cancel is not None and self.cancel.is_set() and not result.answered:
+            return
+        self.ledger.record_probe(seatrecord.fields(result))
+
+
+def ask_endpoint(seats: Seats, ledger: Ledger, endpoint: Endpoint, served: str, *,
+              timeout: float) -> SeatResult:
+    """The dashboard's Test of an endpoint not (yet) on the roster: one tiny chat with its
+    ``served`` model, through admission like a probe and logged like one (role ``test``, no
+    alias: health never counts it). Returns the answered result; raises the error the call
+    ended with (the upstream's own, when it was one)."""
+    call = SeatCall(label=f"test.{endpoint.name}", role="test",
+                    model=Model(alias="", endpoint=endpoint.name, served=served, family=""),
+                    messages=TEST_MESSAGES, params=dict(TEST_PARAMS), timeout=timeout,
+                    wait_in_timeout=True, endpoint=endpoint)
+    # nothing is learned of a model on no roster, and its Retry-After pauses no endpoint (the
+    # URL tried may not be that of the endpoint of the same name)
+    result, = seats.run([call], timeout=timeout, log=ProbeLog(ledger),
+                        learn=lambda model, exc: None, max_pause=0)
+    if result.answered:
+        return result
+    if isinstance(result.raised, UpstreamError):
+        raise result.raised
+    raise CallFailed(result)
+
+
 class Health:
     """Health of one data folder's roster; ``close`` it after. In a server, give it the
     server's seats and ledger (``of``): a ledger of its own would load the index again."""
@@ -117,36 +157,30 @@ class Health:
               wait: float = 30.0, dry_run: bool = False,
               cancel: threading.Event | None = None) -> list[Probe]:
         """Probe ``aliases`` (default: every model on the roster, retired ones included, since a
-        probe is how they come back) one after another; then count and act on what was logged.
+        probe is how they come back), one at a time per endpoint and the endpoints at once; then
+        count and act on what was logged. Probes come back in the order of ``aliases``.
         ``dry_run``: log nothing and change nothing; each probe's action says what would be
         done (``would_retire`` / ``would_restore``) from the runs counted so far. ``cancel``
-        (a closing server): the probe in flight is cut and neither it nor the models after it
-        are probed or logged; a cut probe says nothing about the model."""
+        (a closing server): the probes in flight are cut and neither they nor the models not
+        yet probed are logged or returned; a cut probe says nothing about the model."""
         models = self.roster.view().models
         names = list(models) if not aliases else list(dict.fromkeys(aliases))
         unknown = [a for a in names if a not in models]
         if unknown:
             raise NotFound(f"unknown model(s) {', '.join(unknown)}; see `panelist model list`")
         actions = {} if dry_run else self.sweep()   # so these probes are counted after
+        calls = [SeatCall(label=f"probe.{alias}", role="probe", model=models[alias],
+                          messages=PROBE_MESSAGES, params=dict(PROBE_PARAMS), timeout=timeout,
+                          wait=wait) for alias in names]
+        # one probe at a time per endpoint, the endpoints at once; each by its own wait+timeout
+        ended = self.seats.run(calls, cancel=cancel, parallel=1,
+                               log=None if dry_run else ProbeLog(self.ledger, cancel))
         probes = []
-        for alias in names:
-            if cancel is not None and cancel.is_set():
-                break
-            model = models[alias]
-            call = SeatCall(label=f"probe.{alias}", role="probe", model=model,
-                            messages=PROBE_MESSAGES, params=dict(PROBE_PARAMS),
-                            timeout=timeout, wait=wait)
-            r = self.seats.ask(call, deadline=time.monotonic() + wait + timeout, cancel=cancel)
+        for alias, r in zip(names, ended):
             if cancel is not None and cancel.is_set() and not r.answered:
-                break
-            status = "ok" if r.answered else r.status
-            if dry_run:
-                probes.append(Probe(alias, model.endpoint, status, r.seconds, r.error_kind,
-                                    r.error))
-                continue
-            self.ledger.record_probe(alias, endpoint=model.endpoint, status=status,
-                                     seconds=r.seconds, error_kind=r.error_kind, error=r.error)
-            probes.append(Probe(alias, model.endpoint, status, r.seconds, r.error_kind, r.error))
+                continue   # cut, or never begun: it says nothing about the model
+            probes.append(Probe(alias, models[alias].endpoint, "ok" if r.answered else r.status,
+                                r.seconds, r.error_kind, r.error))
         actions.update(self._would(probes, models) if dry_run else self.sweep())
         for p in probes:
             p.action = actions.get(p.alias, "")
@@ -190,9 +224,11 @@ class Health:
         kind, alias = rec.get("kind"), rec.get("alias")
         if kind not in ("probe", "seat") or not isinstance(alias, str):
             return
+        if kind == "probe" and rec.get("role", "probe") != "probe":
+            return   # an endpoint's Test: its model is on no roster
         status = rec.get("status")
         if kind == "probe":
-            failed = None if status == "ok" else (rec.get("error_kind") or status)
+            failed = None if status in ANSWERED else (rec.get("error_kind") or status)
         else:
             failed = failure_kind(status, rec.get("error"))
         runs = state["runs"]

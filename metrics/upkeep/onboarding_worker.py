@@ -279,7 +279,7 @@ def figures(home: Home, alias: str, tasks: list) -> dict:
     pkey = results.params_key({})
     rows = [s for s in results.latest(
         [s for s in results.read(home.suite_samples)
-         if s.get("model") == alias and s.get("task") in ids and s.get("epoch") == 1
+         if s.get("alias") == alias and s.get("task") in ids and s.get("epoch") == 1
          and s.get("params_key") == pkey])]
     right = sum(1 for s in rows if s.get("right"))
     answered = [s for s in rows if not s.get("failure")]
