@@ -138,7 +138,7 @@ class Bench:
                               "prompt_chars": len(SYSTEM) + len(PROMPT),
                               "request_bytes": len(self.body)}
 
-    # -- setup ----------------------------------------------------------------------------------
+    # -- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
         limits = self.home.file("gateway.json")
         doc = json.loads(limits.read_text())
@@ -218,7 +218,7 @@ class Bench:
         runs = self.home.gateway_runs
         return {p.name: p.stat().st_size for p in sorted(runs.iterdir()) if p.is_file()}
 
-    # -- measurements ------------------------------------------------------------------------------
+    # -- measurements ----------------------------------------------------------------------------
     def sequential(self, n: int, warmup: int, *, merged: bool = False) -> dict:
         """n panels one after another on one connection; wall time and added latency. Merged
         (step 8): the merged collection, and the merger's own seconds count as upstream time
@@ -476,7 +476,7 @@ class Bench:
                 "added_ms_p50": ms(None if None in p50.values()
                                    else p50["panel"] - p50["direct"])}
 
-    # -- the run -------------------------------------------------------------------------------------
+    # -- the run ---------------------------------------------------------------------------------
     def run(self) -> dict:
         a, r = self.args, self.results
         self.setup()

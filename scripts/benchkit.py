@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-# -- small helpers ---------------------------------------------------------------------------------
+# -- small helpers ------------------------------------------------------------------------------
 def pct(values, q: float):
     """Nearest-rank percentile (q in 0..100) of a list; None when empty."""
     if not values:
@@ -106,7 +106,7 @@ def url_of(line: str) -> tuple[str, int]:
     return m.group(1), int(m.group(2))
 
 
-# -- the load generator -----------------------------------------------------------------------------
+# -- the load generator -------------------------------------------------------------------------
 class Client:
     """One keep-alive connection that asks the gateway for panels."""
 

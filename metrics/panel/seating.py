@@ -43,7 +43,7 @@ request with images seats only models that take images (unknown counts as cannot
 
 A member always sits and waits for its endpoint's admission slot within its seat deadline; a
 nominee or an explorer sits only when its endpoint has room now (``room``, from
-``metrics/upstream/admission.py``), else it is listed as "endpoint at its limit". Room is asked only of a
+``upstream.admission``), else it is listed as "endpoint at its limit". Room is asked only of a
 model about to take a seat, so a long roster costs nothing more.
 
 Every model left out of the panel is listed in ``skipped`` with why. When a model is clearly

@@ -7,7 +7,7 @@ the environment variable holding its key, read at call time; unset means "call w
 (local runtimes need none).
 
 An endpoint or a model may carry call limits, ``max_concurrent`` and ``rpm`` (whole numbers of 1
-or more; absent means no limit), which ``metrics/upstream/admission.py`` enforces across every process on
+or more; absent means no limit), which ``upstream.admission`` enforces across every process on
 the data folder. They are stored in the endpoint's or model's own entry and survive a re-add of
 it (``endpoint add`` / ``model add`` replace what they describe, not its limits). A hand-edited
 value that is not a whole number of 1 or more is ignored on read, as if absent.

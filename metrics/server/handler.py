@@ -338,7 +338,8 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest("a JSON body with Content-Length is required")
         size = int(length)
         if size > self.server.max_body:
-            raise PayloadTooLarge(f"the body is {size} bytes, over the {self.server.max_body // 2**20} MB "
+            cap = self.server.max_body // 2**20
+            raise PayloadTooLarge(f"the body is {size} bytes, over the {cap} MB "
                                   "cap; send images as https:// URLs or smaller images")
         if self._expect_continue and size:
             self._expect_continue = False
