@@ -10,10 +10,12 @@
     panel/     panel (run and assemble), seating, pick, merge, decider, history, suggest,
                prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
-    ledger/    the JSONL evidence: calls, seats, verdicts; the tail-following index
+    ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold),
+               snapshot, queries; verdict rules, suite evidence
     roster/    roster, collection, grades, catalog, learned, known, discover, demo
     upstream/  client (one call), proxy, admission (pacing per endpoint), sim (simulated provider)
-    store/     jsonwire, jsonl, configfile: storage with no domain words
+    store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
+               one atomic write): storage with no domain words
 
 Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
 alert log), ``stats`` (intervals), ``plaintext`` (printable free text); ``offload`` is the

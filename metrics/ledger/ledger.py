@@ -374,7 +374,8 @@ class Ledger:
     def record_verdict(self, call: str, *, useful: bool, note: str = "",
                        real: Iterable[str] = (), false: Iterable[str] = (),
                        by: str = "local") -> dict:
-        """Record whether a call's answer was useful; the last verdict wins, repeats are not written.
+        """Record whether a call's answer was useful; the last verdict wins, repeats are not
+        written.
 
         Returns ``{"call", "written", "replaced", "verdict"}`` with the verdict now current.
         """

@@ -1,5 +1,6 @@
 """Storage with no domain words: JSON at our edges (``jsonwire``), append-only JSONL logs and
-their readers (``jsonl``), config files written atomically under a lock (``configfile``).
+their readers, tail and backward (``jsonl``), the one atomic file write (``atomic``) and config
+files written with it under a lock (``configfile``).
 
 Imports nothing of ours but ``metrics.errors``.
 """
