@@ -29,23 +29,6 @@ from panelist.metrics.server.connection import (BODY_TIMEOUT, HEAD_TIMEOUT,  # n
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES, ROUTES_HELP  # noqa: E402
-from panelist.metrics.upkeep import schedule  # noqa: E402
-from panelist.metrics.upstream.client import Upstream  # noqa: E402
-from panelist.metrics.upstream.proxy import environment_proxies  # noqa: E402
-
-
-def panels_for(home: Home, env=None) -> Panels:
-    """The domain a server runs over; its upstream proxies come from ``env`` when given (as
-    the server's settings do), else from the process environment."""
-    if env is None:
-        return Panels(home)
-    return Panels(home, upstream=Upstream(proxies=environment_proxies(env)))
-
-
-def parts_for(home: Home, panels: Panels | None, env) -> Parts:
-    """A server's parts; a broken schedule is refused before the panels open."""
-    jobs = schedule.settings(home)
-    return Parts(panels or panels_for(home, env), jobs=jobs)
 
 
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
@@ -64,7 +47,7 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
-    parts = parts_for(home, panels, env)
+    parts = Parts.of_home(home, panels, env)
     try:
         return Server(parts, host, port, routes=GATEWAY_ROUTES,
                       routes_help=f"the gateway serves {ROUTES_HELP}", settings=settings,

@@ -19,13 +19,13 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401
 
-from panelist.gateway import parts_for  # noqa: E402
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
 from panelist.metrics.server.base import Server  # noqa: E402
 from panelist.metrics.server.dashboard import (ROUTES_HELP, SECURITY_HEADERS,  # noqa: E402
                                                UI, Dashboard)
 from panelist.metrics.server.guard import Settings  # noqa: E402
+from panelist.metrics.server.parts import Parts  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
-    parts = parts_for(home, panels, env)
+    parts = Parts.of_home(home, panels, env)
     dashboard = Dashboard(settings, ui)
     try:
         server = Server(parts, host, port, routes=[*GATEWAY_ROUTES, *dashboard.routes()],

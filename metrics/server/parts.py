@@ -11,13 +11,27 @@ from __future__ import annotations
 
 import threading
 
+from panelist.metrics.home import Home
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
 from panelist.metrics.upkeep import onboarding_worker, schedule
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.proxy import environment_proxies
 
 
 class Parts:
     """One server's domain: what its routes and the API reach through ``h.server.parts``."""
+
+    @classmethod
+    def of_home(cls, home: Home, panels: Panels | None = None, env=None) -> "Parts":
+        """The parts of a server over ``home``: a broken schedule is refused before the panels
+        open; the upstream's proxies come from ``env`` when given (as the server's settings
+        do), else from the process environment."""
+        jobs = schedule.settings(home)
+        if panels is None:
+            panels = Panels(home) if env is None else \
+                Panels(home, upstream=Upstream(proxies=environment_proxies(env)))
+        return cls(panels, jobs=jobs)
 
     def __init__(self, panels: Panels, *, jobs=None):
         self.panels = panels
