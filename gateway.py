@@ -36,14 +36,15 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  settings: Settings | None = None, env=None,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
                  body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 max_pending: int | None = None) -> Server:
+                 max_pending: int | None = None, max_in_flight: int | None = None) -> Server:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
     environment, read now: a bad setting, or a non-loopback ``host`` without an admin token,
     raises ConfigInvalid before anything is opened. The timeouts, ``max_connections`` and
-    ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost;
-    tests pass small ones."""
+    ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost,
+    ``max_in_flight`` (bytes; default: ``PANELIST_MAX_INFLIGHT_MB``) what their bodies may hold
+    in memory; tests pass small ones."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
@@ -53,7 +54,8 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                       routes_help=f"the gateway serves {ROUTES_HELP}", settings=settings,
                       keepalive=keepalive, client_timeout=client_timeout,
                       head_timeout=head_timeout, body_timeout=body_timeout,
-                      max_connections=max_connections, max_pending=max_pending)
+                      max_connections=max_connections, max_pending=max_pending,
+                      max_in_flight=max_in_flight)
     except BaseException:
         if panels is None:   # ours to close; a caller's panels stay the caller's
             parts.close()

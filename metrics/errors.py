@@ -106,7 +106,8 @@ class TooManyRequests(PanelistError):
 
 class Unavailable(PanelistError):
     """Raised when a panel cannot seat anyone, or when every seat it asked was rate limited
-    (then with ``Retry-After``: when the soonest of their rests ends)."""
+    (then with ``Retry-After``: when the soonest of their rests ends), or when the server holds
+    as many request bodies in memory as it may (with ``Retry-After``)."""
 
 
 class AllSeatsFailed(PanelistError):

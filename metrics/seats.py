@@ -57,7 +57,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Protocol, Union
 
-from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.client import Upstream, encode_messages
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, UpstreamError,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
@@ -234,6 +234,26 @@ class _Hooks:
     scrub: Scrub | None = None
     on_end: OnEnd | None = None
     max_pause: float | None = None
+    encoded: "_Encoded" = field(default_factory=lambda: _Encoded())
+
+
+class _Encoded:
+    """The messages of a set's calls, each distinct list encoded once: the seats of a panel
+    share one list, so a 20 MB prompt is held once for all of them, not once per seat."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._done: dict[int, tuple[list, bytes]] = {}   # id(list) -> (the list, its JSON)
+
+    def of(self, messages: list) -> bytes:
+        with self._lock:
+            known = self._done.get(id(messages))
+            if known is not None and known[0] is messages:   # the list held: its id is its own
+                return known[1]
+        data = encode_messages(messages)   # outside the lock: seats never wait on each other
+        with self._lock:
+            self._done[id(messages)] = (messages, data)
+        return data
 
 
 def _writer(log) -> Write | None:
@@ -335,7 +355,7 @@ class Seats:
         t0 = time.monotonic()
         deadline = min(deadline, _own_deadline(call, t0, deadline))
         try:
-            self._attempts(call, result, deadline, cancel, learn, hooks.max_pause)
+            self._attempts(call, result, deadline, cancel, learn, hooks)
         except EmptyAnswer as exc:
             result.status, result.error_kind, result.error = "empty", exc.kind, exc.message
             result.raised = exc
@@ -356,14 +376,14 @@ class Seats:
                 result.meta.setdefault("log_error", f"{type(exc).__name__}: {exc}")
 
     def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                  learn: Learn | None, max_pause: float | None) -> None:
+                  learn: Learn | None, hooks: _Hooks) -> None:
         backoff = BACKOFF
         while True:
             result.attempts += 1
             try:
-                answer = self._attempt(call, result, deadline, cancel)
+                answer = self._attempt(call, result, deadline, cancel, hooks.encoded)
             except TRANSIENT as exc:
-                pause = self._pause(call.model, exc, max_pause)   # first: every caller waits
+                pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
                 if learn is not None:
                     learn(call.model, exc)
                 if result.attempts > call.retries:
@@ -387,7 +407,8 @@ class Seats:
             result.tool_calls, result.finish_reason = answer.tool_calls, answer.finish_reason
             return
 
-    def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel):
+    def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
+                 encoded: _Encoded):
         model = call.model
         endpoint = call.endpoint
         if endpoint is None:
@@ -414,7 +435,8 @@ class Seats:
                 raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
                                       "waited; give the set more time or lower the load")
             return self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
-                                      timeout=min(call.timeout, left), cancel=cancel)
+                                      timeout=min(call.timeout, left), cancel=cancel,
+                                      messages_json=encoded.of(call.messages))
 
     def _pause(self, model: Model, exc: UpstreamError, cap: float | None) -> float | None:
         """A stated Retry-After: the endpoint pauses for everyone; returns the seconds."""

@@ -160,11 +160,11 @@ def test_at_the_cap_busy_connections_are_never_cut(start, sim):
     while sim.count("fast") < 2 and time.monotonic() < end:   # both panels are seated
         time.sleep(0.01)
     assert sim.count("fast") == 2
-    health = start.connect(gw)
-    health.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n"
-                   % port)
-    assert [r[0] for r in replies(until_closed(health))] == [200]
-    # /health got in only once a panel had answered in full and its connection fell idle
+    other = start.connect(gw)
+    other.sendall(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
+                  b"\r\n" % port)
+    assert [r[0] for r in replies(until_closed(other))] == [200]
+    # the newcomer got in only once a panel had answered in full and its connection fell idle
     assert select.select(panels, [], [], 0)[0]
     for s in panels:   # and neither panel was cut
         [(status, _, body)] = one_reply(s)
@@ -174,13 +174,13 @@ def test_at_the_cap_busy_connections_are_never_cut(start, sim):
 def test_at_the_cap_a_slow_next_head_goes_before_an_idle_connection(start):
     gw = start(max_connections=2, head_timeout=300)
     port = gw.server.port
-    ask = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port
+    ask = b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port
     slow, idle = start.connect(gw), start.connect(gw)   # each holds one of the two threads
     for s in (slow, idle):
         s.sendall(ask)
         assert [r[0] for r in one_reply(s)] == [200]
-    slow.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")   # its next head trickles
-    assert gw.get("/health")[0] == 200
+    slow.sendall(b"GET /v1/models HTTP/1.1\r\nX-Slow: ")   # its next head trickles
+    assert gw.get("/v1/models")[0] == 200
     only_408(until_closed(slow), "needed this connection for another client")
     idle.sendall(ask)   # the pooled connection was left alone
     assert [r[0] for r in one_reply(idle)] == [200]
@@ -197,7 +197,7 @@ def test_with_every_thread_busy_and_the_queue_full_a_newcomer_gets_503(start, si
     end = time.monotonic() + PATIENCE
     while sim.count("fast") < 1 and time.monotonic() < end:   # the panel holds the thread
         time.sleep(0.01)
-    ask = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port
+    ask = b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port
     first = start.connect(gw)
     first.sendall(ask)
     while not gw.server._heads.waiting and time.monotonic() < end:   # its head is in, queued

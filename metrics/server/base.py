@@ -8,12 +8,17 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
   holds it on one thread, at most ``max_pending`` of them (a newcomer past that closes the one
   waiting longest). At most ``max_connections`` connections have a thread; when a complete head
   finds them all taken, the one whose next head has been arriving the longest, or else the one
-  idle longest between requests, is closed to make room; one busy answering never is. The
-  listener itself never waits, so slow or idle clients cannot keep ``/health`` (or anyone) out.
+  idle longest between requests, or else the one whose body has been arriving the longest, is
+  closed to make room; one busy answering never is. The listener itself never waits.
+* when every thread is taken, ``GET /health`` is answered from a reserve of ``HEALTH_RESERVE``
+  threads of its own, one request per connection, so neither slow clients nor a pool busy with
+  long panels keep it out.
+* request bodies hold a share of one byte budget while they are read and answered
+  (``metrics.server.memory``), so trickled or parallel big bodies cannot exhaust memory.
 * each handled socket has a ``Wire`` in ``_wires`` from just before its thread starts until the
   thread ends, so the table counts exactly the threads that hold a connection. Only the heads
   thread adds to it (``admit``) and drops from it (``_drop_one``); phases move to BUSY under the
-  same lock, so a connection is never dropped once its head was read.
+  same lock, so a connection is never dropped once it is being answered.
 """
 
 from __future__ import annotations
@@ -25,14 +30,18 @@ from http.server import ThreadingHTTPServer
 from typing import Callable, Iterable
 
 from panelist.metrics.errors import NotFound
-from panelist.metrics.server.connection import (BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
-                                                MAX_BODY, MAX_CONNECTIONS, Wire, close_quietly)
+from panelist.metrics.server.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
+                                                IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
+                                                close_quietly)
 from panelist.metrics.server.guard import Guard, Settings
 from panelist.metrics.server.handler import Handler
 from panelist.metrics.server.heads import Heads
+from panelist.metrics.server.memory import GRANT_FACTOR, InFlight, keep_heap_small
 from panelist.metrics.server.parts import Parts
 from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
 
+HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
+_DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}   # which kind of connection goes first for a newcomer
 
 def no_admin(h: Handler) -> None:
     """The admin gate of a server with no admin routes (the gateway): none may pass."""
@@ -52,7 +61,8 @@ class Server(ThreadingHTTPServer):
                  common_headers: dict[str, str] | None = None, keepalive: float = 10.0,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
                  body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 max_pending: int | None = None, max_body: int = MAX_BODY):
+                 max_pending: int | None = None, max_body: int = MAX_BODY,
+                 max_in_flight: int | None = None):
         if max_connections < 1 or (max_pending is not None and max_pending < 1):
             raise ValueError("max_connections and max_pending must be at least 1")
         self.parts = parts
@@ -61,7 +71,12 @@ class Server(ThreadingHTTPServer):
         self.client_timeout = client_timeout
         self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
         self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
-        self.max_body = max_body
+        settings = settings or Settings()
+        if max_in_flight is None:
+            max_in_flight = settings.max_in_flight_mb * 2**20
+        self.max_body = min(max_body, max_in_flight // GRANT_FACTOR)
+        self.in_flight = InFlight(max_in_flight)
+        keep_heap_small()
         self.max_connections = max_connections   # connections with a thread
         # connections still sending their first head, and complete ones waiting for a thread
         self.max_pending = max_pending or max_connections
@@ -69,6 +84,7 @@ class Server(ThreadingHTTPServer):
         self._wires: dict[socket.socket, Wire] = {}
         self._room = threading.Lock()
         self._leaving = 0       # dropped wires whose threads have not ended yet
+        self._reserved = 0      # wires answering /health from the reserve
         self._heads = Heads(self)
         self._serving = False
         self.started = threading.Event()   # set once serving, its helper threads running
@@ -76,12 +92,11 @@ class Server(ThreadingHTTPServer):
         self.routes_help = routes_help
         self.common_headers = dict(common_headers or {})
         self._admin_gate = admin_gate
-        settings = settings or Settings()
         settings.check_bind(host)  # refused before the port is taken
         super().__init__((host, port), Handler)
         self.host, self.port = self.server_address[:2]
         self.guard = Guard.for_server(settings, parts.home, port=self.port, bound=host,
-                                      max_body=max_body)
+                                      max_body=self.max_body)
 
     @property
     def panels(self):
@@ -111,15 +126,25 @@ class Server(ThreadingHTTPServer):
         """The listener's part: hand the new connection over; it never waits here."""
         self._heads.add(request, client_address)
 
-    def admit(self, request, client_address, head: bytes) -> bool:
+    def admit(self, request, client_address, head: bytes, reserve: bool = False) -> bool:
         """Give a connection whose head arrived a thread, if one of ``max_connections`` is free;
-        else drop an idle or slow one to free it (the heads thread retries when it has gone)."""
+        else drop an idle or slow one to free it (the heads thread retries when it has gone).
+        ``reserve``: a /health request, given a free thread, else a reserve thread (for this
+        one request), else False without dropping anyone."""
         with self._room:
-            if len(self._wires) >= self.max_connections:
+            full = len(self._wires) - self._reserved >= self.max_connections
+            reserve = reserve and full
+            if reserve:
+                if self._reserved >= HEALTH_RESERVE:
+                    return False
+                self._reserved += 1
+            elif full:
                 if not self._leaving:
                     self._drop_one()
                 return False
-            self._wires[request] = Wire(request, self.client_timeout, self.head_timeout, head)
+            wire = Wire(request, self.client_timeout, self.head_timeout, head)
+            wire.reserve = reserve
+            self._wires[request] = wire
         try:
             super().process_request(request, client_address)   # ThreadingMixIn: the thread
         except Exception:
@@ -131,9 +156,12 @@ class Server(ThreadingHTTPServer):
     def _drop_one(self) -> bool:
         """Drop the connection whose next head has been arriving the longest (a whole head comes
         in one packet, so a slow one is most likely a trickler), else the one idle longest
-        between requests. Called with ``_room`` held."""
-        victim = min((w for w in self._wires.values() if w.phase != BUSY and not w.dropped),
-                     key=lambda w: (w.phase != HEAD, w.since), default=None)
+        between requests, else the one whose body has been arriving the longest (a body sent
+        at once is read in moments; one still arriving after the others is a trickler's or a
+        slow link's). Called with ``_room`` held."""
+        victim = min((w for w in self._wires.values()
+                      if w.phase != BUSY and not w.dropped and not w.reserve),
+                     key=lambda w: (_DROP_ORDER[w.phase], w.since), default=None)
         if victim is None:
             return False
         victim.drop()
@@ -151,6 +179,8 @@ class Server(ThreadingHTTPServer):
             wire = self._wires.pop(request, None)
             if wire is not None and wire.dropped:
                 self._leaving -= 1
+            if wire is not None and wire.reserve:
+                self._reserved -= 1
         self._heads.wake()   # a thread is free: a waiting head may have it
 
     def shutdown_request(self, request) -> None:
@@ -173,6 +203,19 @@ class Server(ThreadingHTTPServer):
             wire.phase = BUSY
         wire.no_deadline()
         return True
+
+    def begin_body(self, wire: Wire, grace: float) -> None:
+        """A route reads its body: the connection may be taken back until it has (``Late``)."""
+        with self._room:
+            wire.expect_body(grace)
+            wire.phase = BODY
+
+    def end_body(self, wire: Wire) -> None:
+        """The body was read (or its reading failed): the connection is busy again. If it was
+        taken back meanwhile, its reply still goes out and the connection then closes."""
+        with self._room:
+            wire.phase = BUSY
+        wire.no_deadline()
 
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], OSError):  # a client going away is no news

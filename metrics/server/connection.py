@@ -8,8 +8,9 @@ may cost.
   re-armed before every read, so trickled bytes never extend them. A late head or body gets 408,
   then the close.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
-  ``BUSY`` once its head was read. The server may take back an IDLE or HEAD one for another
-  client, never a BUSY one.
+  ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
+  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one: a connection that
+  is only sending bytes holds no work worth protecting, one being answered does.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeo
 HEAD_TIMEOUT = 15.0
 BODY_TIMEOUT = 15.0
 MAX_CONNECTIONS = 512
-IDLE, HEAD, BUSY = 0, 1, 2   # a Wire's phase; the server may drop a HEAD one, then an IDLE one
+IDLE, HEAD, BUSY, BODY = 0, 1, 2, 3   # a Wire's phase; the server may drop all but a BUSY one
 
 
 class RequestHeaders:
@@ -86,6 +87,7 @@ class Wire(io.RawIOBase):
         self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
         self.got = 0         # bytes received in this phase
         self.dropped = False   # the server took this connection back (under its lock)
+        self.reserve = False   # answers one /health request from the server's own reserve
         self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
 
     def readable(self) -> bool:
@@ -136,7 +138,10 @@ class Wire(io.RawIOBase):
         self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
 
     def expect_body(self, grace: float) -> None:
-        self.deadline, self.per_byte, self.got = time.monotonic() + grace, 1 / MIN_BODY_RATE, 0
+        """A body is due: ``grace`` seconds plus one per ``MIN_BODY_RATE`` bytes received. Its
+        phase (BODY, under the server's lock) is the server's to set."""
+        self.since = time.monotonic()
+        self.deadline, self.per_byte, self.got = self.since + grace, 1 / MIN_BODY_RATE, 0
 
     def no_deadline(self) -> None:
         self.deadline, self.per_byte = math.inf, 0.0
@@ -150,6 +155,14 @@ class Wire(io.RawIOBase):
         except OSError:
             pass
 
+
+def too_large(size: int, cap: int) -> str:
+    """Why a body of ``size`` bytes is refused on a route that takes at most ``cap``."""
+    if cap >= 2**20:
+        return (f"the body is {size} bytes, over the {cap // 2**20} MB cap; send images as "
+                "https:// URLs or smaller images")
+    return (f"the body is {size} bytes; this route takes at most {cap // 1024 or 1} KB, so send "
+            "only the fields it reads")
 
 
 def close_quietly(sock: socket.socket) -> None:

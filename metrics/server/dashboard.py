@@ -32,6 +32,8 @@ SECURITY_HEADERS = {
 }
 PAGES = {"/": "index.html", "/index.html": "index.html", "/login": "login.html"}
 ROUTES_HELP = "the dashboard serves /, /api/… and the gateway's /v1/… and /bench/…"
+LOGIN_BODY = 4 * 1024        # a token in JSON: anything longer is not a login
+API_BODY = 1024 * 1024       # the dashboard's writes: names, settings, a model's facts
 
 
 class Dashboard:
@@ -51,10 +53,12 @@ class Dashboard:
         routes += [Route(f"/{folder}/*", {"GET": self.get_asset}, gate=OPEN)
                    for folder in ("css", "js", "vendor")]
         routes += [Route("/favicon.svg", {"GET": self.get_favicon}, gate=OPEN),
-                   Route("/api/login", {"POST": self.post_login}, gate=OPEN),
-                   Route("/api/logout", {"POST": self.post_logout}, gate=OPEN)]
+                   Route("/api/login", {"POST": self.post_login}, gate=OPEN,
+                         max_body=LOGIN_BODY),
+                   Route("/api/logout", {"POST": self.post_logout}, gate=OPEN,
+                         max_body=LOGIN_BODY)]
         routes += [Route(pattern, {m: self.api_action(fn) for m, fn in actions.items()},
-                         gate=ADMIN) for pattern, actions in api.ROUTES]
+                         gate=ADMIN, max_body=API_BODY) for pattern, actions in api.ROUTES]
         return routes
 
     def send_file(self, h: Handler, relative: str) -> None:
@@ -88,7 +92,8 @@ class Dashboard:
     def post_login(self, h: Handler, params: dict) -> None:
         body = h.read_json()
         token = body.get("token") if isinstance(body, dict) else None
-        sid = self.sessions.login(token, h.client_address[0])
+        sid = self.sessions.login(token, h.server.guard.client_address(h.client_address[0],
+                                                                      h.headers))
         # behind an https public URL the browser must never send the session in the clear
         h.send_json(200, {"ok": True},
                     {"Set-Cookie": self.sessions.cookie(sid, secure=self._secure)})

@@ -11,6 +11,10 @@ Settings, from the environment::
     PANELIST_PUBLIC_URL       the URL callers use (behind a proxy); its host and origin are served
     PANELIST_ALLOWED_HOSTS    more Host names (``name`` or ``name:port``), comma-separated
     PANELIST_ALLOWED_ORIGINS  browser origins answered with CORS, comma-separated
+    PANELIST_TRUSTED_PROXIES  addresses or networks of proxies in front (comma-separated): a
+                              request from one of them is counted (login throttling) under the
+                              client address its ``X-Forwarded-For`` names
+    PANELIST_MAX_INFLIGHT_MB  request-body memory the server may hold at once (default 128)
 
 Invariants, in the order a request meets them:
 
@@ -52,6 +56,8 @@ from panelist.metrics.errors import (BadRequest, ConfigInvalid, Forbidden, Panel
                                      PayloadTooLarge, TooManyRequests, Unauthorized,
                                      UnsupportedMediaType)
 from panelist.metrics.home import Home
+from panelist.metrics.server.connection import too_large
+from panelist.metrics.server.memory import MAX_IN_FLIGHT
 from panelist.metrics.server.ratelimit import RateCounter
 
 MIN_TOKEN = 16
@@ -99,6 +105,33 @@ def _split(value: str | None) -> list[str]:
     return [v for v in (value or "").split(",") if v.strip()]
 
 
+def _network(value) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    if isinstance(value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
+        return value
+    try:
+        return ipaddress.ip_network(str(value).strip(), strict=False)
+    except ValueError:
+        raise ConfigInvalid(f"PANELIST_TRUSTED_PROXIES: '{value}' is not an address or network "
+                            "(such as 10.0.0.5 or 10.0.0.0/8), comma-separated") from None
+
+
+def _megabytes(value: str | None) -> int:
+    if value is None or not value.strip():
+        return MAX_IN_FLIGHT // 2**20
+    value = value.strip()
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ConfigInvalid(f"PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, at "
+                            f"least 1 (not '{value}')")
+    return int(value)
+
+
+def _address(value: str):
+    try:
+        return ipaddress.ip_address(value.strip().removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Settings:
     """Who-may-call settings; validated when made, so a bad value stops the server at start."""
@@ -108,6 +141,8 @@ class Settings:
     public_url: str | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    trusted_proxies: tuple = ()   # ip networks (strings are parsed when made)
+    max_in_flight_mb: int = MAX_IN_FLIGHT // 2**20
 
     def __post_init__(self):
         if self.admin_token is not None and len(self.admin_token) < MIN_TOKEN:
@@ -121,6 +156,12 @@ class Settings:
         object.__setattr__(self, "allowed_origins", tuple(dict.fromkeys(origins)))
         object.__setattr__(self, "allowed_hosts",
                            tuple(_host_entry(h) for h in self.allowed_hosts))
+        object.__setattr__(self, "trusted_proxies",
+                           tuple(_network(p) for p in self.trusted_proxies))
+        if isinstance(self.max_in_flight_mb, bool) or not isinstance(self.max_in_flight_mb, int) \
+                or self.max_in_flight_mb < 1:
+            raise ConfigInvalid("PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, "
+                                f"at least 1 (not {self.max_in_flight_mb!r})")
 
     def _public(self):
         parts = urlsplit(self.public_url or "")
@@ -139,7 +180,9 @@ class Settings:
                    require_keys=flag in _TRUE,
                    public_url=env.get("PANELIST_PUBLIC_URL") or None,
                    allowed_hosts=tuple(_split(env.get("PANELIST_ALLOWED_HOSTS"))),
-                   allowed_origins=tuple(_split(env.get("PANELIST_ALLOWED_ORIGINS"))))
+                   allowed_origins=tuple(_split(env.get("PANELIST_ALLOWED_ORIGINS"))),
+                   trusted_proxies=tuple(_split(env.get("PANELIST_TRUSTED_PROXIES"))),
+                   max_in_flight_mb=_megabytes(env.get("PANELIST_MAX_INFLIGHT_MB")))
 
     @property
     def keys_required(self) -> bool:
@@ -320,6 +363,25 @@ class Guard:
                 "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
                 "Vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"}
 
+    def client_address(self, peer: str, headers) -> str:
+        """The address a request comes from: the peer's, or, when the peer is a trusted proxy,
+        the last address of ``X-Forwarded-For`` that is not itself a trusted proxy (the ones
+        before it were written by the client, and prove nothing)."""
+        nets = self.settings.trusted_proxies
+        if not nets or not self._trusted(_address(peer)):
+            return peer
+        hops = [h for h in (headers.get("X-Forwarded-For") or "").split(",") if h.strip()]
+        for hop in reversed(hops):
+            ip = _address(hop)
+            if ip is None:   # a proxy we trust wrote garbage: it, not the client, is who we know
+                return peer
+            if not self._trusted(ip):
+                return str(ip)
+        return peer
+
+    def _trusted(self, ip) -> bool:
+        return ip is not None and any(ip in net for net in self.settings.trusted_proxies)
+
     # 4: the caller
     def identify(self, path: str, headers) -> Caller:
         """The caller of a gateway route: ``local``, or the key presented (401 / 429)."""
@@ -354,20 +416,20 @@ class Guard:
         return Caller(key.name, keyed=True, collections=key.collections, rpm=key.rpm)
 
     # 5: the body
-    def check_body(self, method: str, headers) -> None:
-        """415 unless a write's body is declared JSON; 413 past the size cap. A write without a
-        body (a DELETE, a POST that needs no input) has nothing to declare."""
+    def check_body(self, method: str, headers, cap: int | None = None) -> None:
+        """415 unless a write's body is declared JSON; 413 past the size cap (``cap``: the
+        route's, else the server's). A write without a body (a DELETE, a POST that needs no
+        input) has nothing to declare."""
         if method not in WRITES or not self.has_body(headers):
             return
         ctype = (headers.get("Content-Type") or "").partition(";")[0].strip().lower()
         if ctype != "application/json":
             raise UnsupportedMediaType("send the body as JSON with 'Content-Type: "
                                        "application/json'")
+        cap = self.max_body if cap is None else cap
         length = (headers.get("Content-Length") or "").strip()
-        if length.isascii() and length.isdigit() and int(length) > self.max_body:  # 0-9 only
-            raise PayloadTooLarge(f"the body is {length} bytes, over the "
-                                  f"{self.max_body // 2**20} MB cap; send images as https:// URLs "
-                                  "or smaller images")
+        if length.isascii() and length.isdigit() and int(length) > cap:  # 0-9 only
+            raise PayloadTooLarge(too_large(int(length), cap))
 
     @staticmethod
     def has_body(headers) -> bool:

@@ -12,6 +12,7 @@ connection (the unread body would be taken for the next request).
 from __future__ import annotations
 
 import io
+import json
 import re
 import select
 import socket
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
-                                     PayloadTooLarge, RequestTimeout)
+                                     PayloadTooLarge, RequestTimeout, Unavailable)
 from panelist.metrics.server.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGTH_DIGITS,
-                                                MIN_BODY_RATE, Late, RequestHeaders)
+                                                MIN_BODY_RATE, Late, RequestHeaders,
+                                                too_large)
 from panelist.metrics.server.guard import LOCAL
 from panelist.metrics.server.routing import gate_of
 from panelist.metrics.store import jsonwire
@@ -65,7 +67,7 @@ class Handler(BaseHTTPRequestHandler):
     def handle(self):
         self.close_connection = True
         self.handle_one_request()
-        while not self.close_connection:
+        while not self.close_connection and not self.wire.reserve:   # the reserve: one request
             self.wire.await_request()
             self.server.idle_now()
             self.handle_one_request()
@@ -263,6 +265,8 @@ class Handler(BaseHTTPRequestHandler):
         self._sent = False
         self._cors: dict = {}
         self.caller = LOCAL
+        self._granted = 0   # bytes of the server's in-flight budget this request holds
+        self._body_cap = self.server.max_body
         guard = self.server.guard
         # a body nobody reads would be taken for the next request: such a reply closes instead
         self._unread_body = guard.has_body(self.headers)
@@ -285,7 +289,9 @@ class Handler(BaseHTTPRequestHandler):
                 allowed = ", ".join(sorted(route.actions))
                 raise MethodNotAllowed(f"{method} is not allowed on {path}; use {allowed}",
                                        headers={"Allow": allowed})
-            guard.check_body(method, self.headers)                  # 415 / 413
+            if route.max_body is not None:
+                self._body_cap = min(route.max_body, self._body_cap)
+            guard.check_body(method, self.headers, self._body_cap)  # 415 / 413
             action(self, params)
         except PanelistError as exc:
             self._fail(status_of(exc), body_of(exc), exc.headers)
@@ -293,6 +299,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client went away or stopped reading: no one to tell
         except Exception:
             self._fail(500, fault(f"{method} {self.path}", "internal error"), {})
+        finally:
+            if self._granted:
+                self.server.in_flight.give(self._granted)
+                self._granted = 0
 
     def _fail(self, status: int, body: dict, headers: dict) -> None:
         if self._sent:  # the reply already started: nothing more can be said on this connection
@@ -312,7 +322,7 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_common()
-        if self._unread_body:
+        if self._unread_body or self.wire.reserve:   # the reserve answers one request each
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
@@ -327,9 +337,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
 
     def read_json(self):
-        """The body, parsed by ``jsonwire`` (lone surrogates made U+FFFD, nesting bounded). A
-        caller that sent ``Expect: 100-continue`` hears ``100 Continue`` here, after every check
-        passed, and never when the request is refused first."""
+        """The body, parsed by ``jsonwire`` (lone surrogates made U+FFFD, nesting bounded), read
+        only now that the route's gate passed, within the route's size cap, the body deadline
+        and a grant of the server's in-flight budget. A caller that sent ``Expect:
+        100-continue`` hears ``100 Continue`` here, after every check passed, and never when
+        the request is refused first."""
         length = self.headers.get("Content-Length")   # ASCII digits only: parse_request saw to it
         self._unread_body = True
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -337,19 +349,29 @@ class Handler(BaseHTTPRequestHandler):
         if length is None:
             raise BadRequest("a JSON body with Content-Length is required")
         size = int(length)
-        if size > self.server.max_body:
-            cap = self.server.max_body // 2**20
-            raise PayloadTooLarge(f"the body is {size} bytes, over the {cap} MB "
-                                  "cap; send images as https:// URLs or smaller images")
+        if size > self._body_cap:
+            raise PayloadTooLarge(too_large(size, self._body_cap))
+        budget = self.server.in_flight
+        cost = budget.cost(size)
+        if not budget.take(cost):
+            raise Unavailable(
+                f"the server is holding as many request bodies in memory as it may "
+                f"({budget.limit // 2**20} MB, PANELIST_MAX_INFLIGHT_MB); retry in a second, or "
+                "send images as https:// URLs", headers={"Retry-After": "1"})
+        self._granted += cost
         if self._expect_continue and size:
             self._expect_continue = False
             self.send_response_only(100)
             self.end_headers()
         grace = self.server.body_timeout
-        self.wire.expect_body(grace)
+        self.server.begin_body(self.wire, grace)
         try:
             raw = self.rfile.read(size)
         except Late:
+            if self.wire.dropped:
+                raise RequestTimeout("the server needed this connection for another client while "
+                                     "the body was still arriving; send the whole body at once") \
+                    from None
             raise RequestTimeout(f"the body did not arrive in time (allowed: {grace:g} s plus "
                                  f"1 s per {MIN_BODY_RATE // 1024} KB); send the whole body at "
                                  "once") from None
@@ -358,10 +380,15 @@ class Handler(BaseHTTPRequestHandler):
                                  "before Content-Length bytes; send the whole body at once") \
                 from None
         finally:
-            self.wire.no_deadline()
+            self.server.end_body(self.wire)
         self._unread_body = len(raw) < size
         if self._unread_body:
             raise BadRequest("the body ended before Content-Length bytes arrived")
+        if self.wire.dropped:   # read whole, but its connection was given away: the reply closes
+            self.close_connection = True
+        if raw and json.detect_encoding(raw) not in ("utf-8", "utf-8-sig"):
+            raise BadRequest("the body must be UTF-8 JSON (it looks like UTF-16 or UTF-32); "
+                             "send it encoded as UTF-8")
         try:
             return jsonwire.loads(raw, strict=True)
         except UnicodeDecodeError:

@@ -13,12 +13,15 @@ import sys
 import threading
 import time
 import traceback
+import re
 from collections import deque
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from panelist.metrics.server.connection import MAX_HEAD, close_quietly
 from panelist.metrics.wire.errors import error_body
+
+_HEALTH = re.compile(rb"(?:GET|HEAD) /health(?:[ ?]|/ )")
 
 if TYPE_CHECKING:   # the server imports this module
     from panelist.metrics.server.base import Server
@@ -47,7 +50,9 @@ class Heads(threading.Thread):
     * a complete head (or one over the cap, or cut by the client's end of input: its handler
       then refuses or answers it) goes to a handler thread as soon as one of ``max_connections``
       is free, waiting in ``ready`` meanwhile; past ``max_pending`` ready ones, a newly complete
-      head gets 503 with Retry-After."""
+      head gets 503 with Retry-After;
+    * a complete ``GET /health`` head goes to one of the server's reserve threads at once when
+      one is free, ahead of every head waiting in ``ready``."""
 
     def __init__(self, server: "Server"):
         super().__init__(name="gateway-heads", daemon=True)
@@ -173,6 +178,8 @@ class Heads(threading.Thread):
         self._sel.unregister(sock)
         p = self._pending.pop(sock)
         del self._quiet[sock]
+        if _HEALTH.match(p.buf) and self.server.admit(sock, p.addr, bytes(p.buf), reserve=True):
+            return
         if len(self._ready) >= self.server.max_pending:   # every handler busy, a queue behind
             self._refuse(sock, 503, "the server is at its connection limit; retry in a second",
                          retry_after=True)

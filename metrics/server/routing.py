@@ -21,14 +21,17 @@ class Route:
     ``{name}`` matches one path segment (given to the action percent-decoded, in ``params``);
     a trailing ``*`` matches the rest of the path (``params["rest"]``). The gate is required:
     ``keys`` (gateway keys, when keys are required), ``admin`` (the dashboard's login, when an
-    admin token is set) or ``open`` (answered for anyone; only what reveals nothing)."""
+    admin token is set) or ``open`` (answered for anyone; only what reveals nothing).
+    ``max_body``: the most body bytes its requests may send (None: the server's cap), refused
+    before any of the body is read."""
 
-    __slots__ = ("pattern", "actions", "gate", "_regex")
+    __slots__ = ("pattern", "actions", "gate", "max_body", "_regex")
 
-    def __init__(self, pattern: str, actions: dict, *, gate: str):
+    def __init__(self, pattern: str, actions: dict, *, gate: str, max_body: int | None = None):
         if gate not in (OPEN, KEYS, ADMIN):
             raise ValueError(f"unknown gate {gate!r} for {pattern}")
         self.pattern, self.actions, self.gate = pattern, actions, gate
+        self.max_body = max_body
         regex = re.escape(pattern.removesuffix("*"))
         regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", regex)
         self._regex = re.compile(regex + ("(?P<rest>.*)" if pattern.endswith("*") else ""))

@@ -20,7 +20,8 @@ Invariants:
   never the request body. Neither they nor an ``Answer`` ever hold the call's API key or the
   proxy's credentials, even when an upstream or a proxy echoes them: each is replaced before
   any cut.
-- One write per request: head and body go out in one segment.
+- One write per request: head and body go out in one segment, but for messages of
+  ``SHARED_BODY`` bytes or more encoded once for a whole panel: those follow the head unchanged.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ class Answer:
     finish_reason: str = "stop"
 
 
+SHARED_BODY = 64 * 1024
+
+
 class _Target:
     """An endpoint as the protocol sees it: its origin and the fixed heads of its two requests."""
 
@@ -110,11 +114,20 @@ class Upstream:
 
     # -- the call ---------------------------------------------------------------------------------
     def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
-             cancel: threading.Event | None = None) -> Answer:
-        """POST ``body`` (with ``"stream": false``) to ``{base_url}/chat/completions``."""
+             cancel: threading.Event | None = None, messages_json: bytes | None = None) -> Answer:
+        """POST ``body`` (with ``"stream": false``) to ``{base_url}/chat/completions``.
+        ``messages_json``: ``body["messages"]`` already encoded (``encode_messages``), shared
+        by every seat of a panel instead of encoded, and held, once per seat."""
         started = time.monotonic()
         target = self._target(base_url)
-        payload = json.dumps({**body, "stream": False}).encode()
+        if messages_json is None:
+            payload = json.dumps({**body, "stream": False}).encode()
+        else:
+            rest = {k: v for k, v in body.items() if k != "messages"}
+            opening = json.dumps({**rest, "stream": False}).encode()[:-1]   # without its "}"
+            payload = (opening + b', "messages": ', messages_json, b"}")
+            if len(messages_json) < SHARED_BODY:   # a copy costs less than a second send
+                payload = b"".join(payload)
         response, data, secrets = self._call(target, target.head, payload, api_key, started,
                                              timeout, cancel)
         if not 200 <= response.status <= 299:
@@ -175,6 +188,11 @@ class Upstream:
         # second packet (TCP_NODELAY is set) and the call costs a single send.
         if payload is None:
             request = b"%s%s\r\n" % (head, auth)
+        elif isinstance(payload, tuple):   # a shared body: its parts go out as they are
+            opening, shared, closing = payload
+            size = len(opening) + len(shared) + len(closing)
+            request = (b"%s%sContent-Length: %d\r\n\r\n%s" % (head, auth, size, opening), shared,
+                       closing)
         else:
             request = b"%s%sContent-Length: %d\r\n\r\n%s" % (head, auth, len(payload), payload)
 
@@ -184,6 +202,11 @@ class Upstream:
         if api_key:
             secrets = ((api_key, "[api key]"),) + secrets
         return response, data, secrets
+
+
+def encode_messages(messages: list) -> bytes:
+    """A chat's messages as ``chat`` sends them, for ``messages_json``."""
+    return json.dumps(messages).encode()
 
 
 # -- reading a reply ------------------------------------------------------------------------------

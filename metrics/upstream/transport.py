@@ -154,9 +154,10 @@ class Transport:
         """``base_url`` parsed, its proxy resolved; raises ``UpstreamUnreachable`` if malformed."""
         return Origin(base_url, self.proxies)
 
-    def exchange(self, origin: Origin, request: bytes, *, deadline: float, timeout: float,
+    def exchange(self, origin: Origin, request: bytes | tuple, *, deadline: float, timeout: float,
                  cancel: threading.Event | None) -> tuple[Reply, bytes]:
-        """Send ``request`` (its whole bytes) by ``deadline`` (``time.monotonic()``; ``timeout``
+        """Send ``request`` (its whole bytes, or its parts in order: a big body shared by several
+        requests goes out without being copied into each) by ``deadline`` (``time.monotonic()``; ``timeout``
         is what messages name); the final response's head and its whole body."""
         call = _Call(deadline, cancel)
         self._enter(call)
@@ -167,7 +168,7 @@ class Transport:
                 self._inflight.discard(call)
 
     # -- one exchange ----------------------------------------------------------------------------
-    def _exchange(self, origin: Origin, request: bytes, call: _Call,
+    def _exchange(self, origin: Origin, request: bytes | tuple, call: _Call,
                   timeout: float) -> tuple[Reply, bytes]:
         """Send the request, read the whole response; the one place socket errors are caught."""
         sock = self._take(origin.key)
@@ -181,7 +182,11 @@ class Transport:
                     call.sock = sock
                 wire = Wire(sock)
                 try:
-                    sock.sendall(request)
+                    if isinstance(request, tuple):
+                        for part in request:
+                            sock.sendall(part)
+                    else:
+                        sock.sendall(request)
                     sent = True
                     reply = wire.head()
                 except _STALE as exc:
