@@ -5,7 +5,8 @@
                server's long-lived pieces, built once); guard, keys, rate limits, sessions
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: models, responses, messages, error shapes
-    upkeep/    health probes, retirement, the schedule, onboarding (queue and worker)
+    upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls
+               it records before sending)
     race/      benchmark (one race), judge, transcript, report, costs, chatjob, registry
     panel/     panel (run and assemble), seating, pick, merge, decider, history, suggest,
                prompt, jsonshape

@@ -4,7 +4,9 @@ The queue lives in ``runs/onboarding.jsonl``: an append-only log of step transit
 ``{"v", "ts", "entry", "alias", ...}``. A ``queued`` line opens an entry (an alias, the endpoint
 it was asked for, the quick run's task cap); every later line names one step of it (``register``,
 ``probe``, ``suite``, ``ready``) and its status (``started``, ``done``, ``skipped``,
-``failed``). The queue is rebuilt by folding the log, following its tail. ``onboarder.py`` works it.
+``failed``), or one call it sent (``asking`` before it went out, ``asked`` once it ended: see
+``onboarding_calls``). The queue is rebuilt by folding the log, following its tail.
+``onboarding_worker`` works it.
 
 Invariants:
 
@@ -14,6 +16,8 @@ Invariants:
 * An entry ends ``ready`` (with what the quick suite found) or ``failed`` (the step, the failure
   kind and what to do). A later onboard of an alias whose entry ended opens a new entry; one of
   an alias still in the queue returns the entry already there.
+* Every call an entry sends is folded into its ``calls`` (by call id: what it was for, the
+  tasks it asked, its outcome, None while unknown); none of it is shown by ``public``.
 * What is registered is checked when it is enqueued: an alias already on the roster, or a model
   an endpoint serves outside it (registered as ``panelist discover --add`` does). Anything else
   is refused before it reaches the queue.
@@ -43,6 +47,8 @@ HINTS = {
                  "list`) or `panelist discover`, then run `panelist model onboard {alias}` again",
     "register": "register it by hand with `panelist model add {alias} --endpoint E`, or pick a "
                 "model `panelist discover` lists, then run `panelist model onboard {alias}` again",
+    "interrupted": "run `panelist model onboard {alias}` again to send it a new probe (or "
+                   "`panelist probe {alias}` to see first whether it answers)",
 }
 HINT = ("the endpoint did not answer the probe ({kind}); check that it is up and run "
         "`panelist model onboard {alias}` again")
@@ -86,7 +92,10 @@ class Queue:
                 "id": eid, "alias": rec.get("alias"), "endpoint": rec.get("endpoint"),
                 "tasks": rec.get("tasks", QUICK_TASKS), "step": STEPS[0], "status": "queued",
                 "queued": ts, "started": None, "updated": ts, "result": None, "error": None,
-                "error_kind": None, "hint": None, "steps": {}, "detail": {}}
+                "error_kind": None, "hint": None, "steps": {}, "detail": {}, "calls": {}}
+            return
+        if rec.get("event") in ("asking", "asked"):
+            self._fold_call(rec)
             return
         entry, step, status = self._entries.get(eid), rec.get("step"), rec.get("status")
         if entry is None or step not in STEPS or entry["status"] in ENDED:
@@ -110,6 +119,21 @@ class Queue:
                          error_kind=rec.get("error_kind"), hint=rec.get("hint"))
         elif step == "ready" and status == "done":
             entry.update(status="ready", result=rec.get("result"))
+
+    def _fold_call(self, rec: dict) -> None:
+        entry, call = self._entries.get(rec["entry"]), rec.get("call")
+        if entry is None or not isinstance(call, str):
+            return
+        calls = entry["calls"]
+        if rec["event"] == "asking":
+            tasks = rec.get("tasks")
+            calls.setdefault(call, {"call": call, "for": rec.get("for"),
+                                    "tasks": tasks if isinstance(tasks, list) else None,
+                                    "outcome": None, "error_kind": "", "seconds": None})
+        elif call in calls and calls[call]["outcome"] in (None, "interrupted"):
+            # a call's own outcome replaces an `interrupted` a later process wrote for it
+            calls[call].update(outcome=rec.get("outcome"), error_kind=rec.get("error_kind", ""),
+                               seconds=rec.get("seconds"))
 
     def entries(self) -> list[dict]:
         """Every entry, oldest first (copies: the fold goes on)."""
@@ -148,12 +172,20 @@ class Queue:
         return note
 
     # -- writing -----------------------------------------------------------------------------------
-    def append(self, *records: dict) -> None:
+    def append(self, *records: dict, sync: bool = False) -> None:
+        """Append ``records`` in one locked write; ``sync``: flushed to disk before returning
+        (a call's intent must outlive a power cut that would let it be sent again)."""
         with self._mu:
             if self._appender is None:
                 self._appender = jsonl.Appender(self.path)
         now = jsonl.utc_second(time.time())
         self._appender.append(*({"v": jsonl.SCHEMA, "ts": now, **r} for r in records))
+        if sync:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         self.refresh()
 
     def enqueue(self, upstream, aliases, endpoint: str | None = None, *,
@@ -257,6 +289,9 @@ def describe(result: dict) -> str:
     if result.get("unparseable") == 1:
         said += " (no answer could be read: check the model follows the task's answer form)"
     if result.get("unfinished"):
-        said += (f"; {result['unfinished']} task(s) not scored yet: `panelist suite run "
+        cut = result.get("interrupted") or 0
+        why = (f" ({cut} cut short: sent as the process working the queue stopped, so their "
+               "answers are unknown, and onboarding never sends a prompt twice)" if cut else "")
+        said += (f"; {result['unfinished']} task(s) not scored yet{why}: `panelist suite run "
                  "--model ...` asks them")
     return said

@@ -2,11 +2,16 @@
 
 Invariants:
 
-* Steps run in order and each is idempotent. A step ``started`` but never finished (a kill -9)
-  is run again; a finished step is never repeated. A probe whose line reached the evidence log
-  before its process died is found there (after the byte offset its ``started`` line kept) and
-  not sent again; the suite step keeps the task ids it chose and resumes through ``SuiteRun``,
-  which asks only the samples not yet scored.
+* Steps run in order and each is idempotent. A step ``started`` but never finished (a kill -9,
+  a stop) is taken up again; a finished step is never repeated.
+* Nothing is sent twice: every probe and quick-run prompt is recorded in the queue log before it
+  goes out and after it ends (``onboarding_calls``), and a step taken up again sends none of
+  what it sent before. A probe sent before is read back (its evidence line, after the byte
+  offset its ``started`` line kept, else its outcome in the queue log); one whose outcome is
+  unknown ends the entry ``failed``, kind ``interrupted``: a new probe is the user's call
+  (onboard it again). The suite step keeps the task ids it chose, asks through ``SuiteRun``
+  only those it never sent a prompt for (and not yet scored), and reports as ``interrupted``
+  the tasks whose prompts were sent but never answered (``suite run`` asks them).
 * Only one process works the queue: it holds an exclusive non-blocking ``flock`` on
   ``runs/onboarding.lock`` while working (a kill -9 releases it), and after letting it go looks
   at the log once more, so an entry enqueued by a process that found the lock held is never
@@ -29,8 +34,11 @@ from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import Home
-from panelist.metrics.upkeep.onboarding_queue import (ENDED, FINISHED, STEPS, Queue, describe, hint,
-                                         public, spread)
+from panelist.metrics.seats import Seats
+from panelist.metrics.upkeep import onboarding_calls
+from panelist.metrics.upkeep.onboarding_calls import PROBE, SUITE, Asking
+from panelist.metrics.upkeep.onboarding_queue import (ENDED, FINISHED, STEPS, Queue, describe,
+                                                      hint, public, spread)
 from panelist.metrics.roster.roster import Roster
 
 PROBE_TIMEOUT = 30.0     # seconds the probe may take once admitted (and may wait for admission)
@@ -41,13 +49,14 @@ JOIN = 60.0
 
 class Worker:
     """Works the queue of one data folder while it holds the lock. In a server, give it the
-    server's upstream, seats, admission and ledger; alone, it makes (and closes) its own."""
+    server's upstream, admission and ledger; alone, it makes (and closes) its own. Its calls go
+    through seats of its own, each over an ``Asking`` upstream that records it."""
 
-    def __init__(self, home: Home, *, upstream=None, seats=None, admission=None, ledger=None,
+    def __init__(self, home: Home, *, upstream=None, admission=None, ledger=None,
                  task_roots: list[Path] | None = None, on_step=None):
         self.home = home
         self.queue = Queue(home)
-        self.upstream, self.seats, self.admission = upstream, seats, admission
+        self.upstream, self.admission = upstream, admission
         self.ledger = ledger   # the server's, so a probe does not load the index again
         self.task_roots = task_roots
         self.on_step = on_step          # called with an entry after each of its transitions
@@ -154,14 +163,31 @@ class Worker:
         from panelist.metrics.upstream.client import Upstream
         return Upstream(), True
 
+    def _admission(self):
+        """The server's admission, or one of this worker's own (closed by ``_let_go``)."""
+        if self.admission is not None:
+            return self.admission
+        from panelist.suite.runner import admission_of
+        return admission_of(self.home)
+
+    def _let_go(self, admission, upstream, own_upstream: bool) -> None:
+        if admission is not None and admission is not self.admission:
+            admission.close()
+        if own_upstream:
+            upstream.close()
+
     def _probe(self, eid: str, entry: dict) -> None:
         from panelist.metrics.upkeep.health import Health
         alias = entry["alias"]
-        health = Health(self.home, seats=self.seats, ledger=self.ledger)
+        upstream, own = self._upstream()
+        admission = self._admission()
+        # the probe leaves only through Asking: its intent is on disk before it is sent
+        seats = Seats(Roster(self.home), Asking(upstream, self.queue, eid, alias, PROBE),
+                      admission=admission, thread_name="probe")
+        health = Health(self.home, seats=seats, ledger=self.ledger)
         try:
             evidence = Path(health.ledger.evidence_path)
-            kept = entry["detail"].get("probe", {}).get("evidence_offset")
-            found = self._probed(evidence, alias, kept) if isinstance(kept, int) else None
+            found = self._probed(eid, alias, evidence)
             if found is None:
                 try:
                     offset = os.path.getsize(evidence)
@@ -182,6 +208,8 @@ class Worker:
                          "error_kind": probe.error_kind, "error": probe.error}
         finally:
             health.close()
+            seats.close()
+            self._let_go(admission, upstream, own)
         if found["status"] == "ok":
             self._mark(eid, "probe", "done", seconds=found["seconds"])
             return
@@ -189,13 +217,32 @@ class Worker:
         self._mark(eid, "probe", "failed", error=(found.get("error") or kind)[:500],
                    error_kind=kind, hint=hint(kind, alias))
 
-    @staticmethod
-    def _probed(evidence: Path, alias: str, offset: int) -> dict | None:
-        """The probe line for ``alias`` a killed worker logged after ``offset``, if any."""
-        for _, rec in jsonl.Tail(evidence, offset).read():
-            if rec.get("kind") == "probe" and rec.get("alias") == alias:
-                return rec
-        return None
+    def _probed(self, eid: str, alias: str, evidence: Path) -> dict | None:
+        """How the probe a start of this step sent before ended, or None when none was sent.
+
+        Its evidence line (a killed worker's, after the byte offset its ``started`` line kept)
+        says it all; else its outcome in the queue log; a probe with no outcome read (in flight
+        at a kill -9, or cut by a stop) is never sent again: it reads as ``interrupted``."""
+        entry = self.queue.entry(eid)
+        kept = entry["detail"].get("probe", {}).get("evidence_offset")
+        if isinstance(kept, int):
+            for _, rec in jsonl.Tail(evidence, kept).read():
+                if rec.get("kind") == "probe" and rec.get("alias") == alias:
+                    return rec
+        onboarding_calls.settle(self.queue, eid)
+        sent = onboarding_calls.of(self.queue.entry(eid), PROBE)
+        if not sent:
+            return None
+        last = sent[-1]
+        if onboarding_calls.cut(last):
+            return {"status": "error", "error_kind": "interrupted",
+                    "error": "the probe was sent as the process working the queue stopped, so "
+                             "its outcome is unknown, and onboarding never sends a probe twice"}
+        if last["outcome"] == "answered":
+            return {"status": "ok", "seconds": last.get("seconds") or 0.0}
+        kind = last.get("error_kind") or "error"
+        return {"status": "error", "error_kind": kind,
+                "error": f"the probe failed ({kind}); its process stopped before logging it"}
 
     def _tasks(self):
         from panelist.suite import tasks
@@ -204,7 +251,6 @@ class Worker:
         return found
 
     def _suite(self, eid: str, entry: dict) -> None:
-        from panelist.suite.runner import SuiteRun
         alias = entry["alias"]
         found = self._tasks()
         known = {t.id: t for t in found}
@@ -216,7 +262,10 @@ class Worker:
         if not chosen:
             self._mark(eid, "suite", "skipped", why="no suite tasks were found")
             return
-        if isinstance(kept, list):   # cut short before: SuiteRun asks only what is left
+        if isinstance(kept, list):
+            # cut short before: nothing it sent is sent again, and SuiteRun asks only what is
+            # left of the rest (what is not scored yet)
+            onboarding_calls.settle(self.queue, eid)
             self._mark(eid, "suite", "started", resumed=True)
         else:
             self._mark(eid, "suite", "started", tasks=[t.id for t in chosen])
@@ -225,28 +274,37 @@ class Worker:
             self._mark(eid, "suite", "failed", error=f"'{alias}' left the roster",
                        error_kind="not_found", hint=hint("register", alias))
             return
-        admission = self.admission
-        if admission is None:
-            from panelist.suite.runner import admission_of
-            admission = admission_of(self.home)
+        sent = onboarding_calls.sent_tasks(self.queue.entry(eid), [t.id for t in chosen])
+        todo = [t for t in chosen if t.id not in sent]
+        if todo and not self._run_suite(eid, alias, model, todo, known):
+            return   # cut short: the step resumes later
+        self._mark(eid, "suite", "done", **figures(
+            self.home, alias, chosen, onboarding_calls.cut_tasks(self.queue.entry(eid))))
+
+    def _run_suite(self, eid: str, alias: str, model, todo: list, known: dict) -> bool:
+        """Ask ``todo`` of ``model``, each prompt through Asking; False when cut short."""
+        from panelist.suite.runner import SuiteRun
+        upstream, own = self._upstream()
+        admission = self._admission()
+        asking = Asking(upstream, self.queue, eid, alias, SUITE,
+                        tasks_of=onboarding_calls.prompt_tasks(todo, known))
         try:
-            run = SuiteRun(self.home, chosen, [model], epochs=1, known=known,
-                           upstream=self.upstream, admission=admission)
+            run = SuiteRun(self.home, todo, [model], epochs=1, known=known, upstream=asking,
+                           admission=admission)
             with self._run_lock:
                 if self._stop.is_set():
-                    return
+                    return False
                 self._run = run
             summary = run.run()
         finally:
             with self._run_lock:
                 self._run = None
-            if self.admission is None and admission is not None:
-                admission.close()
+            self._let_go(admission, upstream, own)
         if summary["interrupted"]:
             if not self._stop.is_set():
                 raise KeyboardInterrupt   # Ctrl-C reached the run: the step resumes later
-            return
-        self._mark(eid, "suite", "done", **figures(self.home, alias, chosen))
+            return False
+        return True
 
     def _ready(self, eid: str, entry: dict) -> None:
         alias = entry["alias"]
@@ -256,7 +314,7 @@ class Worker:
             said = f"{alias} is onboarded: it answered a probe (no suite tasks to run)"
         else:
             result = {k: suite.get(k) for k in ("tasks", "scored", "right", "accuracy",
-                                                "unparseable", "unfinished")}
+                                                "unparseable", "unfinished", "interrupted")}
             said = f"{alias} is onboarded: it answered a probe; " + describe(result)
         alerts = Alerts(self.home)
         try:
@@ -272,8 +330,10 @@ class Worker:
         self.queue.close()
 
 
-def figures(home: Home, alias: str, tasks: list) -> dict:
-    """What the quick run found for ``alias`` on ``tasks`` (epoch 1, default parameters)."""
+def figures(home: Home, alias: str, tasks: list, cut: set[str] = frozenset()) -> dict:
+    """What the quick run found for ``alias`` on ``tasks`` (epoch 1, default parameters);
+    ``interrupted``: of the tasks not scored, those whose prompts ``cut`` names (sent, their
+    answer never read)."""
     from panelist.suite import results
     ids = {t.id for t in tasks}
     pkey = results.params_key({})
@@ -287,7 +347,8 @@ def figures(home: Home, alias: str, tasks: list) -> dict:
     return {"tasks": len(ids), "scored": len(rows), "right": right,
             "accuracy": round(right / len(rows), 4) if rows else None,
             "unparseable": round(unreadable / len(answered), 4) if answered else None,
-            "unfinished": len(ids) - len(rows)}
+            "unfinished": len(ids) - len(rows),
+            "interrupted": len((set(cut) & ids) - {s.get("task") for s in rows})}
 
 
 class Service:
@@ -295,7 +356,7 @@ class Service:
     enqueue through the API); ``close`` stops and joins it."""
 
     def __init__(self, panels):
-        self.worker = Worker(panels.home, upstream=panels.upstream, seats=panels.seats,
+        self.worker = Worker(panels.home, upstream=panels.upstream,
                              admission=panels.admission, ledger=panels.ledger)
         self._wake = threading.Event()
         self._stop = threading.Event()
