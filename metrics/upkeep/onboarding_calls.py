@@ -48,7 +48,7 @@ class Asking:
         self.tasks_of = tasks_of
 
     def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
-             cancel=None):
+             cancel=None, messages_json: bytes | None = None):
         call = new_id()
         intent = {"entry": self.eid, "alias": self.alias, "event": "asking", "call": call,
                   "for": self.purpose}
@@ -57,7 +57,8 @@ class Asking:
         self.queue.append(intent, sync=True)   # raises before sending when it cannot be kept
         t0 = time.monotonic()
         try:
-            answer = self.upstream.chat(base_url, api_key, body, timeout=timeout, cancel=cancel)
+            answer = self.upstream.chat(base_url, api_key, body, timeout=timeout, cancel=cancel,
+                                        messages_json=messages_json)
         except UpstreamError as exc:
             self._ended(call, t0, "failed", exc.kind)
             raise
