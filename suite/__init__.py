@@ -1,6 +1,7 @@
 """The review suite: tasks on real code, one strict scorer, a resumable runner and its report.
 
-Imported as ``panelist.suite``: ``tasks`` (the loader), ``answers`` (the strict parser and
+Imported as ``panelist.suite``: ``tasks`` (the loader), ``taskfiles`` (the files a task may
+read, and how), ``answers`` (the strict parser and
 scorer), ``excerpt`` (what of a file a prompt shows), ``prompts`` (a task as messages),
 ``results`` (the per-sample JSONL), ``runner`` (tasks × models × epochs through the seats core),
 ``report`` (per-model rates with 95% intervals) and ``demo`` (offline simulated models).

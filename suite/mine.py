@@ -30,10 +30,10 @@ from pathlib import Path
 from panelist.metrics.store import jsonl
 from panelist.metrics.home import open_home
 from panelist.suite import drafts
+from panelist.suite.taskfiles import MAX_FILE, MAX_TOTAL
 
 HELP = "turn the claims verdicts found real or false into draft claim tasks"
 LICENSE = "user's prompts"
-MAX_FILE = 2_000_000       # the suite's loader refuses larger attachments
 HEADER = re.compile(r"^===== FILE: (.+?) =====[ \t]*\r?$", re.M)
 NUMBERED = re.compile(r"^ *(\d+)\| ?(.*)$")      # the suite's margin: "  153| code"
 REQUEST = "request.txt"
@@ -70,7 +70,8 @@ def summary(report: dict) -> str:
                  "(still running, or the log was removed)")
     if report["too_large"]:
         text += (f"\n{report['too_large']} claim(s) skipped: a file of their request is over "
-                 f"{MAX_FILE} bytes")
+                 f"{MAX_FILE:,} bytes, or its files are over {MAX_TOTAL:,} together (what the "
+                 "suite loads)")
     if report["written"] or report["updated"]:
         text += "\nevery task is a draft: review it, set \"draft\": false, and it runs by default"
     return text
@@ -194,7 +195,8 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
                 report["missing"] += len(claims)
                 continue
             fixtures = fixtures_of(prompt)
-            if any(len(b) > MAX_FILE for b in fixtures.values()):
+            if any(len(b) > MAX_FILE for b in fixtures.values()) \
+                    or sum(map(len, fixtures.values())) > MAX_TOTAL:
                 report["too_large"] += len(claims)
                 continue
             for claim, real in claims:

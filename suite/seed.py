@@ -45,11 +45,10 @@ from pathlib import Path
 
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
-from panelist.suite import drafts, mutants
+from panelist.suite import drafts, mutants, taskfiles
 
 HELP = "plant one realistic bug per task into your repository's functions, each with its control"
 LICENSE = "user's repository"
-MAX_FILE = 2_000_000        # the suite's loader refuses larger attachments
 # not the project's own code: test material (fixtures included), environments, build output
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build",
                        "dist", "tests", "test", "testing", "fixtures"})
@@ -328,11 +327,9 @@ def seed(repo: str | os.PathLike, root: Path, *, count: int = 10, seed: int = 0,
     sources: dict[str, bytes] = {}
     found: list[_Candidate] = []
     for path in python_files(repo, leave_out=Path(root).resolve()):   # never our own tasks
-        try:
-            source = (repo / path).read_bytes()
-        except OSError:
-            continue
-        if len(source) > MAX_FILE:
+        try:   # bounded, regular files only: the loader refuses anything else anyway
+            source = taskfiles.read(repo / path, taskfiles.MAX_FILE)
+        except taskfiles.Unreadable:
             continue
         for fn in mutants.functions(path, source):
             sources[path] = source

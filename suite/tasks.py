@@ -10,8 +10,9 @@ A task is one of three kinds:
   ``bisect-insort-control``); precision and recall are counted over such pairs.
 
 Fields of ``task.json`` (our own set): ``id`` (the folder's name), ``title``, ``kind``,
-``prompt``, ``attach`` (paths under ``fixtures/``, or under ``repo`` when given; each is appended
-to the prompt under a ``===== FILE: <path> =====`` header), ``answer``, ``why`` (never sent),
+``prompt``, ``attach`` (paths under ``fixtures/``, or under ``repo`` when given, which must lie in
+the task's folder or a repository named with ``--repo``; each is appended to the prompt under a
+``===== FILE: <path> =====`` header), ``answer``, ``why`` (never sent),
 provenance ``source``, ``license``, ``created``, and ``draft`` (drafts run only when named).
 
 The common field set other tools write is read too and mapped onto the kinds: ``shape``
@@ -22,8 +23,9 @@ Whatever cannot be mapped is refused with a message naming the field.
 
 Invariants: a loaded ``Task`` is whole and valid (files read, key checked against its kind); its
 ``hash`` changes whenever anything a model sees or the key changes (so a rerun redoes edited
-tasks), and never when ``why``, ``title`` or provenance change; a task never reads a file outside
-its ``fixtures/`` (or its ``repo``).
+tasks), and never when ``why``, ``title`` or provenance change; a task reads only regular files
+inside its own folder or a repository named on the command line, within the size caps
+(``taskfiles``), and a task that names anything else does not load.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
+from panelist.suite import taskfiles
 from panelist.suite.excerpt import file_lines
 
 STARTER = Path(__file__).resolve().parent / "tasks"   # the pack that ships with the project
@@ -46,7 +49,6 @@ COMMON_FIELDS = ("shape", "must_find", "must_not_claim", "score_in", "min_answer
 CLAIM_SHAPES = ("claim",)
 BUG_SHAPES = ("bug", "review", "fault")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
-MAX_FILE = 2_000_000   # bytes one attached file may hold
 
 
 class TaskInvalid(BadRequest):
@@ -55,6 +57,7 @@ class TaskInvalid(BadRequest):
     def __init__(self, where: Path | str, fieldname: str, message: str):
         super().__init__(f"task {where}: field '{fieldname}': {message}", param=fieldname)
         self.field = fieldname
+        self.folder = Path(where)
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,18 @@ class Task:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def load_task(folder: str | Path) -> Task:
-    """The task in ``folder`` (which holds ``task.json``); raises ``TaskInvalid`` saying why."""
+def load_task(folder: str | Path, repos=()) -> Task:
+    """The task in ``folder`` (which holds ``task.json``); raises ``TaskInvalid`` saying why.
+    ``repos``: the repositories named on the command line, which a task's ``repo`` may point
+    into (``taskfiles.repositories``)."""
     folder = Path(folder)
-    path = folder / "task.json"
     try:
-        raw = path.read_bytes()
+        raw = taskfiles.task_json(folder)
     except FileNotFoundError:
         raise TaskInvalid(folder, "task.json", "no task.json in this folder; write one or "
                           "remove the folder") from None
+    except taskfiles.Refused as exc:
+        raise TaskInvalid(folder, exc.field, exc.message) from None
     try:
         data = jsonwire.loads(raw)
     except ValueError as exc:
@@ -116,10 +122,10 @@ def load_task(folder: str | Path) -> Task:
     if unknown:
         raise TaskInvalid(folder, unknown[0], "not a task field; use only: "
                           + ", ".join(OWN_FIELDS + COMMON_FIELDS))
-    return _build(folder, data)
+    return _build(folder, data, tuple(repos))
 
 
-def _build(folder: Path, data: dict) -> Task:
+def _build(folder: Path, data: dict, repos: tuple[Path, ...]) -> Task:
     def text(name: str, required: bool = False) -> str:
         value = data.get(name, "")
         if value is None:
@@ -171,7 +177,7 @@ def _build(folder: Path, data: dict) -> Task:
         raise TaskInvalid(folder, "kind", f"an id ending in '{CONTROL_SUFFIX}' names a control; "
                           f"make the kind 'control' or rename the task")
 
-    files = _attached(folder, data)
+    files = _attached(folder, data, repos)
     if kind in ("bug", "control") and not files:
         raise TaskInvalid(folder, "attach", f"a {kind} task needs the code to review: attach "
                           "at least one file")
@@ -287,45 +293,26 @@ def _common_key(folder: Path, tid: str, data: dict):
 
 # -- attached files ----------------------------------------------------------------------------
 
-def _attached(folder: Path, data: dict) -> tuple[Attached, ...]:
+def _attached(folder: Path, data: dict, repos: tuple[Path, ...]) -> tuple[Attached, ...]:
     attach = data.get("attach", [])
     if isinstance(attach, str):
         attach = [attach]
     if not isinstance(attach, list) or not all(isinstance(a, str) and a for a in attach):
         raise TaskInvalid(folder, "attach", "a list of file paths")
-    repo = data.get("repo")
-    if repo is not None:
-        if not isinstance(repo, str) or not repo.strip():
-            raise TaskInvalid(folder, "repo", "a folder path (absolute, or relative to the task)")
-        base = (folder / Path(repo).expanduser()).resolve()
-        if not base.is_dir():
-            raise TaskInvalid(folder, "repo", f"{repo!r} is not a folder; point it at the "
-                              "repository the attached files are in")
-        where = "repo"
-    else:
-        base = (folder / "fixtures").resolve()
-        where = "attach"
     out = []
-    for name in attach:
-        target = (base / name).resolve()
-        if Path(name).is_absolute() or not target.is_relative_to(base):
-            raise TaskInvalid(folder, "attach", f"{name!r} leaves the task's "
-                              f"{'repo' if repo is not None else 'fixtures/'}; give a path "
-                              "inside it")
-        try:
-            blob = target.read_bytes()
-        except OSError:
-            raise TaskInvalid(folder, where if where == "repo" else "attach",
-                              f"{name!r} is not a readable file under "
-                              f"{'the repo' if repo is not None else 'fixtures/'}") from None
-        if len(blob) > MAX_FILE:
-            raise TaskInvalid(folder, "attach", f"{name!r} is over {MAX_FILE} bytes; attach "
-                              "the module, not a bundle")
-        try:
-            text = blob.decode("utf-8")
-        except UnicodeDecodeError:
-            raise TaskInvalid(folder, "attach", f"{name!r} is not UTF-8 text") from None
-        out.append(Attached(path=name, text=text))
+    try:
+        source = taskfiles.source(folder, data.get("repo"), repos)
+        budget = taskfiles.MAX_TOTAL
+        for name in attach:
+            blob = taskfiles.attached(source, name, budget)
+            budget -= len(blob)
+            try:
+                text = blob.decode("utf-8")
+            except UnicodeDecodeError:
+                raise TaskInvalid(folder, "attach", f"{name!r} is not UTF-8 text") from None
+            out.append(Attached(path=name, text=text))
+    except taskfiles.Refused as exc:
+        raise TaskInvalid(folder, exc.field, exc.message) from None
     return tuple(out)
 
 
@@ -340,8 +327,10 @@ def roots(home=None) -> list[Path]:
     return found
 
 
-def scan(*folders: Path) -> tuple[list[Task], list[TaskInvalid]]:
-    """Every task under the given roots, sorted by id, and every folder that failed to load."""
+def scan(*folders: Path, repos=()) -> tuple[list[Task], list[TaskInvalid]]:
+    """Every task under the given roots, sorted by id, and every folder that failed to load
+    (``repos`` as for ``load_task``); one broken folder never keeps the others out."""
+    repos = tuple(repos)
     tasks: dict[str, Task] = {}
     problems: list[TaskInvalid] = []
     for root in folders:
@@ -350,7 +339,7 @@ def scan(*folders: Path) -> tuple[list[Task], list[TaskInvalid]]:
             continue
         for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             try:
-                task = load_task(sub)
+                task = load_task(sub, repos)
             except TaskInvalid as exc:
                 problems.append(exc)
                 continue
@@ -377,10 +366,10 @@ def select(tasks: list[Task], ids: list[str] | None = None,
 
 
 def load_tasks(*folders: Path, ids: list[str] | None = None,
-               drafts: bool = False) -> list[Task]:
+               drafts: bool = False, repos=()) -> list[Task]:
     """``select`` over every task under ``folders`` (default: the starter pack); raises
     ``TaskInvalid`` for the first folder that fails to load."""
-    tasks, problems = scan(*(folders or (STARTER,)))
+    tasks, problems = scan(*(folders or (STARTER,)), repos=repos)
     if problems:
         raise problems[0]
     return select(tasks, ids, drafts)

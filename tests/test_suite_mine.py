@@ -163,3 +163,20 @@ def test_mined_tasks_load_in_the_suite(gateway, home):
     loaded, problems = tasks.scan(home.grown_tasks)
     assert problems == [] and sorted(t.answer for t in loaded) == [False, True]
     assert all(t.draft and t.files[0].text == CODE for t in loaded)
+
+
+def test_a_request_past_the_loaders_caps_is_skipped_not_written(gateway, home, tmp_path):
+    from panelist.metrics.roster.roster import Roster
+    from panelist.suite.taskfiles import MAX_FILE, MAX_TOTAL
+    for alias in ("fast", "mid", "slow"):   # windows that take the prompt
+        Roster(home).add_model(alias, "sim", family=alias, context=2_000_000)
+    chunk = "x = 1\n" * (MAX_FILE // 6 - 100)   # each file under the cap, together over it
+    files = "".join(f"===== FILE: m{i}.py =====\n{chunk}"
+                    for i in range(MAX_TOTAL // len(chunk) + 1))
+    [call] = ask(gateway, "Review.\n" + files)[:1]
+    judge(gateway, call, real=["x is 1"])
+    root = tmp_path / "tasks"
+    report = mine.mine(home, root)
+    assert (report["too_large"], report["written"]) == (1, 0)
+    assert "over 2,000,000 together" in mine.summary(report)
+    assert not root.exists() or not any(root.iterdir())

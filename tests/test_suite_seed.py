@@ -325,6 +325,17 @@ def test_a_file_nested_too_deep_to_compare_is_passed_over(tmp_path):
     assert [t["path"] for t in report["tasks"]] == ["flat.py"]
 
 
+def test_a_fifo_or_an_oversized_file_is_passed_over_unread(tmp_path):
+    import os
+    from panelist.suite.taskfiles import MAX_FILE
+    big = "def big(x):\n    return x < 1\n" + "# pad\n" * (MAX_FILE // 6)
+    repo = write_tree(tmp_path / "repo", {"big.py": big,
+                                          "flat.py": "def flat(x):\n    return x < 1\n"})
+    os.mkfifo(repo / "stuck.py")   # opening it to read would wait for a writer forever
+    report = seeding.seed(repo, tmp_path / "out", count=5, use_tests=False)
+    assert [t["path"] for t in report["tasks"]] == ["flat.py"]
+
+
 def test_bad_repositories_are_refused_with_what_to_do(tmp_path):
     with pytest.raises(BadRequest, match="not a folder"):
         seeding.seed(tmp_path / "missing", tmp_path / "out")

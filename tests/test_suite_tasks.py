@@ -196,7 +196,8 @@ def test_the_control_suffix_and_a_repo_with_attach_and_min_answer_chars(tmp_path
     (repo / "pkg" / "m.py").write_text(CODE["m.py"])
     t = load_task(write(tmp_path / "tasks", "sub-control", {
         "id": "sub-control", "shape": "review", "prompt": "Look.", "repo": str(repo),
-        "attach": ["pkg/m.py"], "must_not_claim": ["FAULT"], "min_answer_chars": 30}))
+        "attach": ["pkg/m.py"], "must_not_claim": ["FAULT"], "min_answer_chars": 30}),
+        repos=[repo])   # a repo outside the task is read only when named on the command line
     assert (t.kind, t.answer, t.files[0].path, t.min_answer_chars) == \
         ("control", None, "pkg/m.py", 30)
     assert "===== FILE: pkg/m.py =====" in prompts.text(t, 1)

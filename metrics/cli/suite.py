@@ -26,33 +26,45 @@ def register(nouns, common) -> None:
                    help="ask each task K times (default 1)")
     a.add_argument("--demo", action="store_true",
                    help="offline: simulated models answer (scripted, deterministic)")
+    _repo_argument(a)
     su.add_parser("report", parents=[common], help="each model's rates with 95%% intervals")
-    su.add_parser("list", parents=[common], help="the tasks, and any task folder that is broken")
+    _repo_argument(su.add_parser("list", parents=[common],
+                                 help="the tasks, and any task folder that is broken"))
     suite_seed.add_arguments(su.add_parser("seed", parents=[common], help=suite_seed.HELP))
     suite_mine.add_arguments(su.add_parser("mine", parents=[common], help=suite_mine.HELP))
+
+
+def _repo_argument(parser) -> None:
+    parser.add_argument("--repo", action="extend", nargs="+", metavar="PATH",
+                        help="a repository tasks may read from (a task's 'repo' must lie in "
+                        "its own folder or in one of these)")
 
 
 def cmd_suite(args, out: Out) -> int:
     return SUITE_VERBS[args.verb](args, out)
 
 
-def _suite_tasks(home):
-    from panelist.suite import tasks
-    found, problems = tasks.scan(*tasks.roots(home))
+def _suite_tasks(home, args):
+    """Every task the suite finds, and every task folder that does not load."""
+    from panelist.suite import taskfiles, tasks
+    repos = taskfiles.repositories(args.repo)
+    found, problems = tasks.scan(*tasks.roots(home), repos=repos)
     return tasks, found, problems
 
 
 def cmd_suite_list(args, out: Out) -> int:
-    _, found, problems = _suite_tasks(open_home(args.data))
+    _, found, problems = _suite_tasks(open_home(args.data), args)
     rows = [{"id": t.id, "kind": t.kind, "pair": t.pair if t.kind != "claim" else "",
              "files": ", ".join(f.path for f in t.files), "draft": "draft" if t.draft else "",
              "title": t.title, "folder": str(t.folder)} for t in found]
     if out.as_json:
-        out.result({"data": rows, "problems": [p.message for p in problems]})
+        out.result({"data": rows, "problems": [
+            {"task": p.folder.name, "folder": str(p.folder), "field": p.field,
+             "error": p.message} for p in problems]})
     else:
         out.table(rows, ["id", "kind", "files", "draft", "title"])
         for p in problems:
-            print(f"skipped: {p.message}", file=sys.stderr)
+            print(f"broken: {p.message}", file=sys.stderr)
     return 0
 
 
@@ -61,10 +73,13 @@ def cmd_suite_run(args, out: Out) -> int:
     from panelist.suite.progress import Bar
     from panelist.suite.runner import SuiteRun, resolve_models
     home = open_home(args.data)
-    tasks, found, problems = _suite_tasks(home)
-    if problems:
-        raise problems[0]
+    tasks, found, problems = _suite_tasks(home, args)
     known = {t.id: t for t in found}
+    for p in problems:
+        if p.folder.name in (args.task or ()) and p.folder.name not in known:
+            raise p   # a task asked for by name that cannot run: say why, not "unknown"
+    for p in problems if not args.task else ():
+        print(f"skipped: {p.message}", file=sys.stderr)
     chosen = tasks.select(found, args.task)
     sim = None
     aliases = args.model
