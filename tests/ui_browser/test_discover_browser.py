@@ -10,7 +10,7 @@ try:
 except ImportError:  # the browser fixture says why (a skip, or a failure when required)
     expect = None
 
-from conftest import read_jsonl
+from conftest import read_jsonl, wait_until
 from panelist.metrics.upkeep import onboarding_queue
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.cli.main import main
@@ -113,6 +113,43 @@ def test_discover_shows_the_queue_and_onboard_takes_a_model_to_ready(
     status, body = dash.get("/api/onboarding")
     assert status == 200 and [e["alias"] for e in body["data"]] == [NEW, "fast"]
     assert all(e["status"] == "ready" for e in body["data"])
+
+
+def test_an_onboarding_that_ends_before_the_pages_first_look_still_updates_the_list(
+        dashboard_factory, home, sim, page):
+    """The worker may take a model to ready before the page reads the queue after Onboard (the
+    simulator answers at once, the machine may be busy): the page must still show the entry
+    ready and read the list again. Here every queue read sent after the click is held until the
+    server says the entry is ready, so the page's first look always comes too late."""
+    sim.script(NEW)
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/discover")
+    onboard = page.get_by_role("region", name="Models not on the roster").get_by_role(
+        "button", name=f"Onboard {NEW} from sim")
+    expect(onboard).to_be_visible()
+
+    def ready() -> bool:
+        status, body = dash.get("/api/onboarding")
+        return status == 200 and [(e["alias"], e["status"]) for e in body["data"]] == [
+            (NEW, "ready")]
+
+    posted, held = [], []
+
+    def hold_reads_until_ready(route):
+        if route.request.method == "POST":
+            posted.append(True)
+        elif posted:
+            held.append(wait_until(ready))
+        route.continue_()
+
+    page.route("**/api/onboarding", hold_reads_until_ready)
+    onboard.click()
+    row = page.get_by_role("region", name="Onboarding queue entries").locator(
+        f'tr[data-alias="{NEW}"]')
+    expect(row).to_have_attribute("data-status", "ready")
+    expect(page.get_by_role("heading", name="Nothing new to add")).to_be_visible()
+    assert held and all(held), "the page's queue read was not held until the entry was ready"
+    page.unroute("**/api/onboarding")
 
 
 def test_a_models_dialog_shows_what_the_catalog_knows_and_where_from(

@@ -8,6 +8,8 @@ except ImportError:  # the browser fixture says why (a skip, or a failure when r
     expect = None
 
 from conftest import wait_until
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.roster import Roster
 
 # text a model echoes back: the page must show it as text, never run it
 PROMPT = '<img src="x" onerror="window.__owned = 1"> Where is my order?'
@@ -61,3 +63,38 @@ def test_races_page_without_a_race_says_how_to_start_one(dashboard, page):
     page.goto(dashboard.url + "/#/races")
     expect(page.get_by_role("heading", name="No race yet")).to_be_visible()
     expect(page.get_by_text("panelist race --grade general")).to_be_visible()
+
+
+def test_a_race_that_ends_while_the_page_opens_is_listed_as_it_ended(demo, gated, page, tmp_path):
+    """The list of races is read before the race itself: a race that ends in between must not
+    stay listed as running beside its finished report. Here the list's answer, read while the
+    race runs, is held until the race has ended."""
+    roster = Roster(open_home(tmp_path / "data"))
+    roster.add_endpoint("gated", gated.url)
+    roster.add_model("slow", "gated", family="slow", grade="general", context=100_000)
+    status, started = demo.post("/bench/race", {"grade": "general", "prompt": PROMPT, "runs": 1,
+                                                "candidates": ["slow"]})
+    assert status == 202, started
+    race = started["race"]
+    assert gated.wait_arrived("slow"), "the race never asked its candidate"
+
+    def ended() -> str | None:
+        status = demo.get(f"/api/races/{race}")[1]["status"]
+        return None if status == "running" else status
+
+    listed = []
+
+    def hold_the_list_until_the_race_ended(route):
+        answer = route.fetch()
+        listed.append(next(r["status"] for r in answer.json()["data"] if r["race"] == race))
+        gated.open("slow")
+        assert wait_until(ended, 60), f"race {race} did not end"
+        route.fulfill(response=answer)
+
+    page.route(lambda url: url.endswith("/api/races?limit=50"), hold_the_list_until_the_race_ended)
+    page.goto(demo.url + "/#/races")
+    # the race is read after the list was answered, so it shows how the race ended
+    expect(page.locator(".race-head").get_by_test_id("race-status")).not_to_have_text("running")
+    assert listed == ["running"], "the list was not read while the race ran"
+    item = page.locator(f'.race-item[data-race="{race}"]')
+    expect(item.get_by_test_id("race-status")).to_have_text(ended())

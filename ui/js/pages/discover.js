@@ -2,9 +2,14 @@
 // (the order `panelist discover` prints), with an Add button that registers one exactly as
 // `panelist discover --add` does, and an Onboard button that queues it for register → probe →
 // quick suite run → ready (`panelist model onboard`). The onboarding queue is shown above the
-// list and refreshed while anything in it is queued or running. A refusal shows the server's
-// own message beside the list. Names and ids come from endpoints, so they reach the page as
-// text only.
+// list, read again after every Onboard and then while anything in it is queued or running. A
+// refusal shows the server's own message beside the list. Names and ids come from endpoints, so
+// they reach the page as text only.
+//
+// What the page shows converges to the server's state whatever order the answers come in: only
+// the newest read of the queue (and of the list) is drawn, and the list is read again whenever
+// the queue holds a registered entry the shown list was not read after. The worker can take a
+// model to ready before the page first looks, so nothing here waits to see an entry under way.
 
 import { api, isAbort } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -40,6 +45,16 @@ function queueRow(entry) {
     h("td", { text: entry.status }),
     h("td", { text: fmt.ago(epoch(entry.updated)) }),
     h("td", { text: outcome(entry) }));
+}
+
+function unfinished(entry) {
+  return entry.status === "queued" || entry.status === "running";
+}
+
+// Whether an entry's model is registered now (or its entry ended): from then on the list of
+// models not on the roster may differ from one read before.
+function registered(entry) {
+  return !unfinished(entry) || entry.step !== "register" || entry.step_status === "done";
 }
 
 function yesNo(v) {
@@ -97,41 +112,53 @@ export async function render(main, ctx) {
       refresh.disabled = false;
     }
   }
-  let timer = null;
-  let wasBusy = false;
+  let timer = null;     // the next read of the queue, while an entry is unfinished
+  let following = false;   // an entry was unfinished at the last look (or was just queued)
+  let queueReads = 0;   // numbers the queue reads: only the newest one's answer is drawn
+  let listReads = 0;    // the same for the list
+  let seen = null;      // ids of the registered entries in the newest queue read drawn
+  let listedAfter = null;   // `seen` when the shown list was asked for (null: not asked yet)
+  ctx.onCleanup(() => clearTimeout(timer));
+
+  function listIsStale() {
+    return listedAfter === null || [...seen].some((id) => !listedAfter.has(id));
+  }
 
   async function loadQueue() {
+    clearTimeout(timer);
     timer = null;
+    const mine = ++queueReads;
     let found;
     try {
       found = await api.get("/api/onboarding", { signal: ctx.signal });
     } catch (err) {
-      if (isAbort(err) || !ctx.active) return;
+      if (isAbort(err) || !ctx.active || mine !== queueReads) return;
       replace(queue, notice("error", "The onboarding queue could not be read", err.message));
+      if (following) timer = setTimeout(loadQueue, REFRESH_MS * 2);   // a busy server recovers
+      if (listedAfter === null) await load();   // the list does not wait on the queue
       return;
     }
-    if (!ctx.active) return;
+    if (!ctx.active || mine !== queueReads) return;   // a newer read is drawn instead
     const rows = found.data || [];
+    seen = new Set(rows.filter(registered).map((e) => e.id));
+    following = rows.some(unfinished);
+    if (following) timer = setTimeout(loadQueue, REFRESH_MS);
     if (!rows.length) {
       replace(queue);
-      wasBusy = false;
-      return;
+    } else {
+      const who = found.worker ? `Worked by process ${found.worker.pid}.` : null;
+      replace(queue, sectionHead("Onboarding",
+        "Register → probe → quick suite run → ready, newest first." + (who ? ` ${who}` : "")),
+      h("div", { class: "table-wrap", role: "region", "aria-label": "Onboarding queue entries",
+        tabindex: "0" },
+      h("table", null,
+        h("caption", { class: "visually-hidden", text: "Onboarding queue" }),
+        h("thead", null, h("tr", null,
+          ["Model", "Endpoint", "Step", "Status", "Updated", "Result"].map(
+            (label) => h("th", { scope: "col", text: label })))),
+        h("tbody", null, rows.map(queueRow)))));
     }
-    const busy = rows.some((e) => e.status === "queued" || e.status === "running");
-    const who = found.worker ? `Worked by process ${found.worker.pid}.` : null;
-    replace(queue, sectionHead("Onboarding",
-      "Register → probe → quick suite run → ready, newest first." + (who ? ` ${who}` : "")),
-    h("div", { class: "table-wrap", role: "region", "aria-label": "Onboarding queue entries",
-      tabindex: "0" },
-    h("table", null,
-      h("caption", { class: "visually-hidden", text: "Onboarding queue" }),
-      h("thead", null, h("tr", null,
-        ["Model", "Endpoint", "Step", "Status", "Updated", "Result"].map(
-          (label) => h("th", { scope: "col", text: label })))),
-      h("tbody", null, rows.map(queueRow)))));
-    if (busy) timer = setTimeout(loadQueue, REFRESH_MS);
-    else if (wasBusy) await load();   // what was onboarded is on the roster now
-    wasBusy = busy;
+    if (listIsStale()) await load();   // what was registered is on the roster now
   }
 
   async function onboardModel(model, btn) {
@@ -141,18 +168,27 @@ export async function render(main, ctx) {
       await api.post("/api/onboarding", { aliases: [model.id], endpoint: model.endpoint },
         { signal: ctx.signal });
       toast(`Onboarding ${model.id} from ${model.endpoint}.`);
-      if (timer) clearTimeout(timer);
-      await loadQueue();
     } catch (err) {
       if (!ctx.active) return;
       replace(status, notice("error", `${model.id} was not queued for onboarding`, err.message));
       btn.disabled = false;
+      return;
     }
+    following = true;
+    await loadQueue();
   }
 
   async function load() {
-    const found = await api.get("/api/discover", { signal: ctx.signal });
-    if (!ctx.active) return;
+    const mine = ++listReads;
+    listedAfter = new Set(seen || []);   // queue reads answered from now on compare with this
+    let found;
+    try {
+      found = await api.get("/api/discover", { signal: ctx.signal });
+    } catch (err) {
+      if (mine === listReads) listedAfter = null;   // not shown: any later queue read reads it again
+      throw err;
+    }
+    if (!ctx.active || mine !== listReads) return;
     const failed = (found.failed || []).map((f) => notice("error", `${f.endpoint} was not read`, f.error));
     if (!found.models.length) {
       replace(body, failed, emptyState("Nothing new to add",
@@ -186,5 +222,6 @@ export async function render(main, ctx) {
     }
   }
 
-  await Promise.all([load(), loadQueue()]);
+  // the queue first: the list read after it holds whatever the queue shows registered
+  await loadQueue();
 }

@@ -1,7 +1,9 @@
 // Races: every race of this data folder, newest first, and one race in full: its verdict, a
 // line per model, cost against judge total as a chart, a row per run with its tool difference,
 // and each run's transcript. A running race is polled (GET /api/races/<id> every 2 s) until it
-// ends. Everything a model, a tool or a caller wrote is shown as text, never as markup.
+// ends; every read of the race also redraws its entry in the list, which was read before it (a
+// race may end in between). Everything a model, a tool or a caller wrote is shown as text,
+// never as markup.
 
 import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -348,7 +350,13 @@ export async function render(root, ctx) {
     replace(detail, notice("error", "This race could not be loaded", err.message));
     return;
   }
+  // the list was read first: its entry for this race may be older than the race just read
+  const relist = (now) => {
+    const item = list.querySelector(`[data-race="${CSS.escape(wanted)}"]`);
+    if (item) item.replaceWith(raceLink(now, true));
+  };
   showRace(detail, race, ctx, cleanups);
+  relist(race);
 
   // a running race: its progress until it ends, then its report
   const poll = async () => {
@@ -357,8 +365,7 @@ export async function render(root, ctx) {
     try {
       const now = await api.get(`/api/races/${seg(wanted)}`, { signal: ctx.signal });
       if (now.status !== "running" || !document.hidden) showRace(detail, now, ctx, cleanups);
-      const item = list.querySelector(`[data-race="${CSS.escape(wanted)}"]`);
-      if (item) item.replaceWith(raceLink(now, true));
+      relist(now);
       if (now.status === "running" && ctx.active) timer = setTimeout(poll, POLL_MS);
     } catch (err) {
       if (err.name === "AbortError") return;
