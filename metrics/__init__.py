@@ -1,8 +1,9 @@
 """The domain, one subpackage per concept; arrows point down (``tests/test_layout.py``).
 
     server/    the only importer of http.server: connections, deadlines, routing, gates, the
-               catch-all; the gateway's routes, streams, the dashboard, its API; Parts (a
-               server's long-lived pieces, built once); guard, keys, rate limits, sessions
+               catch-all; the gateway's routes, streams, the dashboard, its API and the
+               body each of its writes declares (bodies); Parts (a server's long-lived
+               pieces, built once); guard, keys, rate limits, sessions
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: models, responses, messages, error shapes
     upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls

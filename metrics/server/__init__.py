@@ -1,6 +1,7 @@
 """The HTTP side: the only package that imports ``http.server``. The dashboard's JSON API
-(``api``), who may call (``guard``, gateway ``keys``, per-key ``ratelimit``, the dashboard's
-login ``session``); the server base both servers are composed from.
+(``api``) and the one body each of its writes declares (``bodies``); who may call (``guard``,
+gateway ``keys``, per-key ``ratelimit``, the dashboard's login ``session``); the server base
+both servers are composed from.
 
 Nothing of the domain imports this package.
 """

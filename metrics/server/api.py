@@ -6,6 +6,8 @@ Each handler takes an ``ApiRequest`` and returns what becomes the JSON reply, or
 
 Invariants:
 
+* Every write declares its body (``@takes``, ``metrics.server.bodies``): JSON types and bounds
+  are checked, and undeclared fields refused, before its handler runs.
 * Every write goes through the same validation as the CLI (``Roster``, ``Collections``,
   ``Keys``, ``verdict.check``) and is logged in ``config/changes.jsonl`` (or the evidence log)
   with ``who`` as its author.
@@ -28,17 +30,16 @@ from panelist.metrics.upkeep import retirement
 from panelist.metrics.upkeep.health import ask_endpoint
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.roster.collection import PREFIX, Limits
+from panelist.metrics.roster.collection import MAX_DESCRIPTION, MAX_TAGS, PREFIX, REPLIES, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
-from panelist.metrics.server.keys import Keys
+from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
+                                            Whole, takes)
+from panelist.metrics.server.keys import MAX_RPM, Keys
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
 from panelist.metrics.stats import wilson
 
 
-MODEL_FIELDS = ("endpoint", "served", "family", "grade", "context", "max_output", "vision",
-                "tools", "price_in", "price_out", "currency")
-COLLECTION_FIELDS = ("members", "description", "tags", "shape", "reply", "merger")
 PAGE, MAX_PAGE = 50, 200
 TEST_TIMEOUT = 10.0   # seconds a Test or a Discover may take
 APART = 20            # panels never delivered that the first page of /api/panels lists apart
@@ -62,17 +63,10 @@ class ApiRequest:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _object(req: ApiRequest) -> dict:
-    if not isinstance(req.body, dict):
-        raise BadRequest("the body must be a JSON object")
-    return req.body
-
-
-def _only(body: dict, allowed: tuple[str, ...]) -> None:
-    unknown = sorted(set(body) - set(allowed))
-    if unknown:
-        raise BadRequest(f"unknown field(s) {', '.join(unknown)}; send only "
-                         f"{', '.join(allowed)}", param=unknown[0])
+NAME = 200      # characters of a name, alias or id a body may carry (each domain checks its own)
+URL = 2000      # characters of a base URL
+ENV = 128       # characters of an environment variable's name
+VERSION = 64    # characters of a version read from a listing
 
 
 def _limit(req: ApiRequest) -> int:
@@ -108,6 +102,7 @@ def info(req: ApiRequest) -> dict:
     }
 
 
+@takes(NOTHING)
 def load_demo(req: ApiRequest) -> dict:
     from panelist.metrics.roster import demo
     demo.install(req.panels.home, req.parts.start_demo())
@@ -174,13 +169,25 @@ def _one_model(req: ApiRequest, alias: str) -> dict:
     raise NotFound(f"unknown model '{alias}'; see GET /api/models")
 
 
+MODEL_FACTS = dict(
+    endpoint=Text(NAME, nonempty=True, required=True, hint="the endpoint that serves the model"),
+    served=Text(NAME, hint="the model id the endpoint knows; leave it out for the alias"),
+    family=Text(NAME, hint="explorers are never of a member's family"),
+    grade=Text(NAME, hint="a quality tier such as light, general or strong"),
+    context=Whole(1, hint="the context window in tokens; leave it out when unknown"),
+    max_output=Whole(1, hint="the most tokens one answer may have"),
+    vision=Flag(), tools=Flag(),
+    price_in=Number(0, 1e9, hint="per million tokens"),
+    price_out=Number(0, 1e9, hint="per million tokens"),
+    currency=Text(3, hint="a 3-letter code such as USD"))
+ALIAS = "the name a collection uses for the model"
+VERSIONED = Text(VERSION, nonempty=True, required=True,
+                 hint="the version you read, so a change made meanwhile is not overwritten")
+
+
 def _save_model(req: ApiRequest, alias: str, expect: str) -> dict:
-    body = _object(req)
-    _only(body, ("alias", "version", *MODEL_FIELDS))
-    if "endpoint" not in body:
-        raise BadRequest("'endpoint' is required: the endpoint that serves the model",
-                         param="endpoint")
-    fields = {k: body[k] for k in MODEL_FIELDS if k in body and k != "endpoint"}
+    body = req.body
+    fields = {k: v for k, v in body.items() if k in MODEL_FACTS and k != "endpoint"}
     known = req.panels.roster.view().models.get(alias)
     if known is not None and known.retired:
         fields["retired"] = True   # an edit of facts keeps a retirement; restore ends it
@@ -188,20 +195,15 @@ def _save_model(req: ApiRequest, alias: str, expect: str) -> dict:
     return _one_model(req, alias)
 
 
+@takes(Body(alias=Text(NAME, nonempty=True, required=True, hint=ALIAS), version=Text(VERSION),
+            **MODEL_FACTS))
 def create_model(req: ApiRequest) -> dict:
-    alias = _object(req).get("alias")
-    if not isinstance(alias, str):
-        raise BadRequest("'alias' is required: the name a collection uses for the model",
-                         param="alias")
-    return _save_model(req, alias, "")
+    return _save_model(req, req.body["alias"], "")
 
 
+@takes(Body(version=VERSIONED, alias=Text(NAME, hint=ALIAS), **MODEL_FACTS))
 def update_model(req: ApiRequest) -> dict:
-    version = _object(req).get("version")
-    if not isinstance(version, str) or not version:
-        raise BadRequest("'version' is required: send the version you read, so a change made "
-                         "meanwhile is not overwritten", param="version")
-    return _save_model(req, req.params["alias"], version)
+    return _save_model(req, req.params["alias"], req.body["version"])
 
 
 def model_catalog(req: ApiRequest) -> dict:
@@ -212,6 +214,7 @@ def model_catalog(req: ApiRequest) -> dict:
     return {"alias": alias, "facts": Catalog(req.panels.home).facts(alias)}
 
 
+@takes(NOTHING)
 def probe_model(req: ApiRequest) -> dict:
     """One probe of one model, as ``panelist probe ALIAS`` makes it (logged, counted, and
     retiring or restoring as health says), through the server's own seats and admission."""
@@ -225,6 +228,7 @@ def probe_model(req: ApiRequest) -> dict:
     return {"probe": probe.public(), "model": _one_model(req, alias)}
 
 
+@takes(NOTHING)
 def retire_model(req: ApiRequest) -> dict:
     alerts = Alerts(req.panels.home)
     try:
@@ -234,6 +238,7 @@ def retire_model(req: ApiRequest) -> dict:
     return _one_model(req, req.params["alias"])
 
 
+@takes(NOTHING)
 def restore_model(req: ApiRequest) -> dict:
     alias = req.params["alias"]
     alerts = Alerts(req.panels.home)
@@ -244,6 +249,7 @@ def restore_model(req: ApiRequest) -> dict:
     return _one_model(req, alias)
 
 
+@takes(NOTHING)
 def delete_model(req: ApiRequest) -> dict:
     alias = req.params["alias"]
     users = req.panels.collections.using(alias)
@@ -267,11 +273,19 @@ def list_endpoints(req: ApiRequest) -> dict:
     return {"data": rows}
 
 
+ENDPOINT_NAME = "lower-case letters, digits, '-' or '_'"
+ENDPOINT = dict(
+    base_url=Text(URL, nonempty=True, required=True,
+                  hint="an http:// or https:// URL such as http://127.0.0.1:11434/v1"),
+    key_env=Text(ENV, hint="the environment variable holding the endpoint's key"))
+
+
+@takes(Body(name=Text(NAME, hint=ENDPOINT_NAME), **ENDPOINT,
+            model=Text(NAME, hint="a served model id: a one-token chat instead of the listing")))
 def test_endpoint(req: ApiRequest) -> dict:
     """One real call to an endpoint not yet saved: its model list, or a one-token chat."""
     from panelist.metrics.roster.roster import check_endpoint
-    body = _object(req)
-    _only(body, ("name", "base_url", "key_env", "model"))
+    body = req.body
     ep = check_endpoint(body.get("name") or "test", body.get("base_url"), body.get("key_env"))
     upstream = req.panels.upstream
     t0 = time.monotonic()
@@ -293,10 +307,12 @@ def test_endpoint(req: ApiRequest) -> dict:
             "models": listed}
 
 
+@takes(Body(name=Text(NAME, nonempty=True, required=True, hint=ENDPOINT_NAME), **ENDPOINT,
+            tested=Flag(required=True,
+                        hint="true once POST /api/endpoints/test passed for this endpoint")))
 def create_endpoint(req: ApiRequest) -> dict:
-    body = _object(req)
-    _only(body, ("name", "base_url", "key_env", "tested"))
-    if body.get("tested") is not True:
+    body = req.body
+    if body["tested"] is not True:
         raise BadRequest("test the endpoint first (POST /api/endpoints/test) and send "
                          "\"tested\": true once it passes", param="tested")
     ep = req.panels.roster.add_endpoint(body.get("name"), body.get("base_url"),
@@ -304,6 +320,7 @@ def create_endpoint(req: ApiRequest) -> dict:
     return next(r for r in list_endpoints(req)["data"] if r["name"] == ep.name)
 
 
+@takes(NOTHING)
 def delete_endpoint(req: ApiRequest) -> dict:
     name = req.params["name"]
     users = sorted(a for a, m in req.panels.roster.view().models.items() if m.endpoint == name)
@@ -344,40 +361,53 @@ def list_collections(req: ApiRequest) -> dict:
     return {"data": rows, "limits": _limits_view(req)}
 
 
+COLLECTION = dict(
+    members=Strings(64, NAME, comma=True, required=True,
+                    hint="the aliases of the models that answer"),
+    description=Text(MAX_DESCRIPTION, hint="what the collection is for"),
+    tags=Strings(MAX_TAGS, NAME, comma=True, hint="lower-case words"),
+    shape=Text(NAME, hint="one lower-case word such as review, or auto"),
+    reply=OneOf(*REPLIES), merger=Text(NAME, hint="the alias of the model that merges"))
+COLLECTION_NAME = "what the collection is for, asked as bench/<name>"
+
+
 def _save_collection(req: ApiRequest, name: str, expect: str) -> dict:
-    body = _object(req)
-    _only(body, ("name", "version", *COLLECTION_FIELDS))
-    fields = {k: body[k] for k in COLLECTION_FIELDS if k in body and k != "members"}
+    body = req.body
+    fields = {k: v for k, v in body.items() if k in COLLECTION and k != "members"}
     c = req.panels.collections.save(req.panels.roster.view(), name, body.get("members"),
                                     by=req.who, expect=expect, **fields)
     return next(r for r in list_collections(req)["data"] if r["name"] == c.name)
 
 
+@takes(Body(name=Text(NAME, nonempty=True, required=True, hint=COLLECTION_NAME),
+            version=Text(VERSION), **COLLECTION))
 def create_collection(req: ApiRequest) -> dict:
-    name = _object(req).get("name")
-    if not isinstance(name, str):
-        raise BadRequest("'name' is required: what the collection is for, asked as "
-                         "bench/<name>", param="name")
-    return _save_collection(req, name.removeprefix(PREFIX), "")
+    return _save_collection(req, req.body["name"].removeprefix(PREFIX), "")
 
 
+@takes(Body(version=VERSIONED, name=Text(NAME, hint=COLLECTION_NAME), **COLLECTION))
 def update_collection(req: ApiRequest) -> dict:
-    version = _object(req).get("version")
-    if not isinstance(version, str) or not version:
-        raise BadRequest("'version' is required: send the version you read", param="version")
-    return _save_collection(req, req.params["name"], version)
+    return _save_collection(req, req.params["name"], req.body["version"])
 
 
+@takes(NOTHING)
 def delete_collection(req: ApiRequest) -> dict:
     req.panels.collections.remove(req.params["name"], by=req.who)
     return {"removed": req.params["name"]}
 
 
+SECONDS = 86_400   # a day: longer than any seat, panel or rest should take
+
+
+@takes(Body(version=VERSIONED,
+            max_explorers=Whole(0, 1000, hint="explorer seats added to each panel"),
+            max_calls=Whole(1, 1000, hint="members plus explorers never exceed it"),
+            **{name: Number(0, SECONDS, above=True, hint="seconds")
+               for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown",
+                            "decider_budget")}))
 def update_limits(req: ApiRequest) -> dict:
-    body = dict(_object(req))
-    version = body.pop("version", None)
-    if not isinstance(version, str) or not version:
-        raise BadRequest("'version' is required: send the version you read", param="version")
+    body = dict(req.body)
+    version = body.pop("version")
     req.panels.collections.set_limits(body, version=version, by=req.who)
     return _limits_view(req)
 
@@ -455,6 +485,13 @@ def find(req: ApiRequest) -> dict:
     return {"panel": m.group(1), "call": q if m.group(2) else None}
 
 
+@takes(Body(call=Text(verdict.MAX_CALL, hint="a seat's call id, or send panel and alias"),
+            panel=Text(verdict.MAX_CALL, hint="a panel id, sent with alias"),
+            alias=Text(verdict.MAX_CALL, hint="the model judged, or merger"),
+            useful=Flag(required=True, hint="whether the answer helped"),
+            note=Text(verdict.MAX_NOTE),
+            real=Strings(verdict.MAX_CLAIMS, verdict.MAX_CLAIM, hint="claims you confirmed"),
+            false=Strings(verdict.MAX_CLAIMS, verdict.MAX_CLAIM, hint="claims you refuted")))
 def post_verdict(req: ApiRequest) -> dict:
     v = verdict.check(req.body)
     ledger = req.panels.ledger
@@ -490,15 +527,20 @@ def list_keys(req: ApiRequest) -> dict:
                      for k in Keys(req.panels.home).all()]}
 
 
+@takes(Body(name=Text(NAME, nonempty=True, required=True,
+                      hint="who or what uses the key: lower-case letters, digits or '-'"),
+            collections=Strings(1000, NAME, comma=True,
+                                hint="the collections it may ask; leave it out for all"),
+            rpm=Whole(1, MAX_RPM, hint="requests a minute; leave it out for no limit")))
 def create_key(req: ApiRequest) -> dict:
-    body = _object(req)
-    _only(body, ("name", "collections", "rpm"))
+    body = req.body
     secret, key = Keys(req.panels.home).create(
         body.get("name"), collections=body.get("collections"), rpm=body.get("rpm"),
         known=req.panels.collections.all().keys(), by=req.who)
     return dict(key.public(), key=secret, last_used=None)
 
 
+@takes(NOTHING)
 def revoke_key(req: ApiRequest) -> dict:
     Keys(req.panels.home).revoke(req.params["name"], by=req.who)
     return {"revoked": req.params["name"]}
@@ -523,6 +565,7 @@ def discover_all(req: ApiRequest) -> dict:
                       free_only=req.query.get("free") in ("1", "true"))
 
 
+@takes(NOTHING)
 def catalog_refresh(req: ApiRequest) -> dict:
     """Read every endpoint's listing into the catalog, as ``panelist catalog refresh`` does;
     an endpoint that cannot be read is named in ``failed``."""
@@ -530,16 +573,13 @@ def catalog_refresh(req: ApiRequest) -> dict:
     return Catalog(req.panels.home).refresh(req.panels.upstream)
 
 
+@takes(Body(endpoint=Text(NAME, nonempty=True, required=True, hint="from GET /api/discover"),
+            served=Text(NAME, nonempty=True, required=True, hint="from GET /api/discover")))
 def discover_add(req: ApiRequest) -> dict:
     """Register one discovered model, as ``panelist discover --add`` does."""
     from panelist.metrics.roster import discover as found
     from panelist.metrics.roster.catalog import Catalog
-    body = _object(req)
-    _only(body, ("endpoint", "served"))
-    for name in ("endpoint", "served"):
-        if not isinstance(body.get(name), str) or not body[name]:
-            raise BadRequest(f"'{name}' must be a non-empty string; take it from GET "
-                             "/api/discover", param=name)
+    body = req.body
     added = found.add(Catalog(req.panels.home), req.panels.upstream, [body["served"]],
                       body["endpoint"])
     return {"added": added}
@@ -558,18 +598,15 @@ def list_onboarding(req: ApiRequest) -> dict:
     return {"data": entries[::-1][:_limit(req)], "worker": queue.holder()}
 
 
+@takes(Body(aliases=Strings(1000, NAME, required=True, hint="the models to onboard: roster "
+                                                            "aliases, or served ids from GET "
+                                                            "/api/discover"),
+            endpoint=Text(NAME, nonempty=True, hint="see GET /api/endpoints")))
 def post_onboarding(req: ApiRequest) -> dict:
     """Enqueue models for onboarding, as ``panelist model onboard`` does; the server's worker
     takes them through register, probe, a quick suite run and ready."""
-    body = _object(req)
-    _only(body, ("aliases", "endpoint"))
-    if "aliases" not in body:
-        raise BadRequest("send 'aliases': a list of the models to onboard (roster aliases, or "
-                         "served ids from GET /api/discover)", param="aliases")
+    body = req.body
     endpoint = body.get("endpoint")
-    if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
-        raise BadRequest("'endpoint' must be a non-empty string; see GET /api/endpoints",
-                         param="endpoint")
     entries = req.parts.onboarding.worker.queue.enqueue(req.panels.upstream, body["aliases"],
                                                         endpoint)
     req.parts.onboarding.wake()

@@ -7,6 +7,8 @@ Invariants:
 * Every route passes a gate: ``/api/`` asks for the dashboard login when ``PANELIST_ADMIN_TOKEN``
   is set; only the pages, the static files, ``/api/login`` and ``/api/logout`` are open (they
   hold no data). A gateway key never opens the dashboard.
+* Every ``/api/`` write declares its body (``metrics.server.bodies``) and is refused when the
+  server is built if it does not; the body is checked against it before the action runs.
 * Every reply carries a strict Content-Security-Policy (no inline script or style, nothing from
   another origin), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
 """
@@ -16,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from panelist.metrics.server import api
+from panelist.metrics.server import api, bodies
+from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import WRITES, Settings
 from panelist.metrics.server.handler import Handler
 from panelist.metrics.server.routing import ADMIN, OPEN, Route
@@ -34,6 +37,13 @@ PAGES = {"/": "index.html", "/index.html": "index.html", "/login": "login.html"}
 ROUTES_HELP = "the dashboard serves /, /api/… and the gateway's /v1/… and /bench/…"
 LOGIN_BODY = 4 * 1024        # a token in JSON: anything longer is not a login
 API_BODY = 1024 * 1024       # the dashboard's writes: names, settings, a model's facts
+LOGIN = Body(token=Text(required=True, hint="the value of PANELIST_ADMIN_TOKEN where the server "
+                                            "was started"))
+
+
+def read_body(h: Handler, body: Body) -> dict:
+    """The request's body checked against the one its route declared (no body: ``{}``)."""
+    return body.check(h.read_json() if h.server.guard.has_body(h.headers) else bodies.ABSENT)
 
 
 class Dashboard:
@@ -59,6 +69,12 @@ class Dashboard:
                          max_body=LOGIN_BODY)]
         routes += [Route(pattern, {m: self.api_action(fn) for m, fn in actions.items()},
                          gate=ADMIN, max_body=API_BODY) for pattern, actions in api.ROUTES]
+        for route in routes:   # no write takes a body nobody described
+            for method, action in route.actions.items():
+                if method in WRITES and route.pattern.startswith("/api/") and \
+                        bodies.declared(action) is None:
+                    raise ValueError(f"{method} {route.pattern} declares no body: give its "
+                                     "handler @takes(Body(...)) from metrics.server.bodies")
         return routes
 
     def send_file(self, h: Handler, relative: str) -> None:
@@ -76,10 +92,12 @@ class Dashboard:
 
     def api_action(self, fn):
         """A ``metrics.server.api`` handler as a route action: the request in, JSON out."""
+        declared = bodies.declared(fn)
+
         def action(h: Handler, params: dict) -> None:
             server = h.server
-            body = h.read_json() if h.command in WRITES and server.guard.has_body(h.headers) \
-                else None
+            # checked before the handler touches anything; a read takes no body
+            body = read_body(h, declared) if h.command in WRITES else None
             query = {k: v[0] for k, v in
                      parse_qs(urlsplit(h.path).query, keep_blank_values=True).items()}
             req = api.ApiRequest(method=h.command, params=params, query=query, body=body,
@@ -87,19 +105,22 @@ class Dashboard:
                                  token_required=self.sessions.required)
             result = fn(req)
             h.send_json(getattr(result, "status", 200), result)   # api.Accepted is 202
+        if declared is not None:
+            takes(declared)(action)
         return action
 
+    @takes(LOGIN)
     def post_login(self, h: Handler, params: dict) -> None:
-        body = h.read_json()
-        token = body.get("token") if isinstance(body, dict) else None
+        # a malformed body is refused here and costs no guess: it could not hold the token
+        token = read_body(h, LOGIN)["token"]
         sid = self.sessions.login(token, h.server.guard.client_address(h.client_address[0],
                                                                       h.headers))
         # behind an https public URL the browser must never send the session in the clear
         h.send_json(200, {"ok": True},
                     {"Set-Cookie": self.sessions.cookie(sid, secure=self._secure)})
 
+    @takes(NOTHING)
     def post_logout(self, h: Handler, params: dict) -> None:
-        if h.server.guard.has_body(h.headers):
-            h.read_json()
+        read_body(h, NOTHING)
         self.sessions.logout(Sessions.from_cookie(h.headers.get("Cookie")))
         h.send_json(200, {"ok": True}, {"Set-Cookie": Sessions.cleared()})
