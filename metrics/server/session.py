@@ -9,6 +9,13 @@ Invariants:
   session, and a session never calls ``/v1`` as a key.
 * Failed logins are counted per client address over a sliding minute; past ``MAX_FAILURES`` the
   address is refused (429 with ``Retry-After``) until the minute has passed, whatever it sends.
+  The address is the peer's, or the client's that a trusted proxy forwarded
+  (``Guard.client_address``), so one proxy in front does not lock everyone out.
+* Guessing from many addresses is slowed by one budget for them all: once ``GLOBAL_FAILURES``
+  logins failed within the minute, every check (right or wrong: a faster answer to the right
+  token would tell a guesser which it was) waits its turn, one every ``PACE`` seconds, in the
+  order they came, one waiting check per address. The right token is slowed, never refused,
+  unless more than ``MAX_WAITING`` addresses are already waiting (429 with ``Retry-After``).
 * Sessions live in this process's memory: a restart logs everyone out, which is the safe way
   round. The table is bounded; the oldest session goes first.
 """
@@ -30,6 +37,9 @@ MAX_FAILURES = 5           # failed logins an address may make in WINDOW seconds
 WINDOW = 60.0
 MAX_SESSIONS = 1000
 MAX_ADDRESSES = 10_000
+GLOBAL_FAILURES = 20       # failed logins, from all addresses, in WINDOW before checks are paced
+PACE = 0.5                 # seconds between two checks while paced: at most 120 guesses a minute
+MAX_WAITING = 64           # addresses whose check may wait its turn at once
 
 
 def _digest(value: str) -> bytes:
@@ -39,12 +49,21 @@ def _digest(value: str) -> bytes:
 class Sessions:
     """One server's logins. ``token`` None: the dashboard is open and every check passes."""
 
-    def __init__(self, token: str | None, *, lifetime: float = LIFETIME):
+    def __init__(self, token: str | None, *, lifetime: float = LIFETIME,
+                 global_failures: int = GLOBAL_FAILURES, pace: float = PACE,
+                 clock=time.monotonic, sleep=None):
+        """``clock`` and ``sleep`` are the time the pacing reads and waits on (a test's own)."""
         self._token = _digest(token) if token else None
         self.lifetime = lifetime
         self._lock = threading.Lock()
         self._live: OrderedDict[bytes, float] = OrderedDict()   # sha256(session id) -> ends
         self._failures: dict[str, deque] = {}
+        self._recent: deque = deque()   # when each failed login of the last WINDOW was, all told
+        self._global, self._pace = global_failures, pace
+        self._clock = clock
+        self._sleep = sleep or (lambda seconds: threading.Event().wait(seconds))
+        self._next_check = 0.0          # the earliest a paced check may run
+        self._waiting: set[str] = set()   # addresses whose check waits its turn
 
     @property
     def required(self) -> bool:
@@ -52,7 +71,7 @@ class Sessions:
 
     def login(self, presented, address: str, now: float | None = None) -> str:
         """A new session id for the right token; 401 for a wrong one, 429 past the limit."""
-        now = time.monotonic() if now is None else now
+        now = self._clock() if now is None else now
         with self._lock:
             tries = self._failures.get(address)
             if tries is not None:
@@ -63,12 +82,14 @@ class Sessions:
                     raise TooManyRequests(f"too many failed logins from this address; try again "
                                           f"in {wait} s", code="login_throttled",
                                           headers={"Retry-After": str(wait)})
+        now = self._await_turn(address, now)
         if not isinstance(presented, str) or self._token is None or \
                 not hmac.compare_digest(_digest(presented), self._token):
             with self._lock:
                 if len(self._failures) >= MAX_ADDRESSES and address not in self._failures:
                     self._failures.pop(next(iter(self._failures)))
                 self._failures.setdefault(address, deque()).append(now)
+                self._recent.append(now)
             raise Unauthorized("wrong admin token; it is the value of PANELIST_ADMIN_TOKEN where "
                                "the server was started", code="wrong_token")
         sid = secrets.token_urlsafe(32)
@@ -78,6 +99,32 @@ class Sessions:
             while len(self._live) > MAX_SESSIONS:
                 self._live.popitem(last=False)
         return sid
+
+    def _await_turn(self, address: str, now: float) -> float:
+        """Wait until this check may run (at once unless the global budget is spent); the time
+        it runs at."""
+        with self._lock:
+            while self._recent and self._recent[0] <= now - WINDOW:
+                self._recent.popleft()
+            if len(self._recent) < self._global:
+                return now
+            if address in self._waiting or len(self._waiting) >= MAX_WAITING:
+                wait = max(1, int(len(self._waiting) * self._pace) + 1)
+                why = ("a login from this address is already waiting its turn" if address in
+                       self._waiting else "too many logins are waiting their turn")
+                raise TooManyRequests(f"{why}: logins are slowed after many failed ones; try "
+                                      f"again in {wait} s", code="login_throttled",
+                                      headers={"Retry-After": str(wait)})
+            start = max(now, self._next_check)
+            self._next_check = start + self._pace   # the turn is taken now: order is arrival
+            self._waiting.add(address)
+        try:
+            if start > now:
+                self._sleep(start - now)
+        finally:
+            with self._lock:
+                self._waiting.discard(address)
+        return max(start, self._clock())
 
     def valid(self, sid: str | None, now: float | None = None) -> bool:
         if self._token is None:
