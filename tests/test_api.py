@@ -373,9 +373,10 @@ def test_list_endpoints(dash, home, sim):
     status, body, _ = dash.get("/api/endpoints")
     assert status == 200
     (row,) = body["data"]
-    assert set(row) == {"name", "base_url", "key_env", "key_set", "version", "models"}
+    assert set(row) == {"name", "base_url", "key_env", "key_set", "key_refused", "version",
+                        "models"}
     assert row["name"] == "sim" and row["base_url"] == sim.url.rstrip("/")
-    assert row["key_set"] is False and row["key_env"]
+    assert row["key_set"] is False and row["key_env"] and row["key_refused"] is None
     assert row["models"] == ["fast", "mid", "slow", "x-one", "x-three", "x-two"]
     assert row["version"] == version_of(stored(home, "roster.json")["endpoints"]["sim"])
 
@@ -436,10 +437,16 @@ def test_create_endpoint(dash, home, sim):
                                                    "tested": "yes"})
     assert_error(status, body, 400, param="tested")
     assert new_changes(home, n) == []
+    status, body, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
+                                                   "key_env": "OTHER_KEY", "tested": True})
+    assert_error(status, body, 400, param="key_env", says=("PANELIST_KEY_OTHER", "key_envs.json"))
+    assert new_changes(home, n) == []
     status, row, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
-                                                  "key_env": "OTHER_KEY", "tested": True})
+                                                  "key_env": "PANELIST_KEY_ELSEWHERE",
+                                                  "tested": True})
     assert status == 200, row
-    assert row["name"] == "other" and row["key_env"] == "OTHER_KEY" and row["models"] == []
+    assert row["name"] == "other" and row["key_env"] == "PANELIST_KEY_ELSEWHERE"
+    assert row["models"] == []
     assert row["version"] == version_of(stored(home, "roster.json")["endpoints"]["other"])
     (change,) = new_changes(home, n)
     assert change["by"] == "dashboard" and change["what"] == "endpoint other"
