@@ -937,22 +937,26 @@ def test_revoke_key(dash, home):
 
 
 def test_a_key_that_made_a_call_shows_when(home):
-    with Gateway(make_dashboard(home, env={"PANELIST_REQUIRE_KEYS": "1"})) as dash:
+    # keys required: the dashboard needs its admin token (it refuses to start open)
+    env = {"PANELIST_REQUIRE_KEYS": "1", "PANELIST_ADMIN_TOKEN": TOKEN}
+    with Gateway(make_dashboard(home, env=env)) as dash:
+        _, _, headers = dash.post("/api/login", {"token": TOKEN})
+        login = {"Cookie": headers["Set-Cookie"].split(";")[0]}
         status, body, _ = dash.post("/v1/chat/completions", {
             "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]})
         assert_error(status, body, 401, code="missing_key")
-        _, made, _ = dash.post("/api/keys", {"name": "robot"})
-        dash.post("/api/keys", {"name": "idle"})
+        _, made, _ = dash.post("/api/keys", {"name": "robot"}, headers=login)
+        dash.post("/api/keys", {"name": "idle"}, headers=login)
         bench = ask(dash, headers={"Authorization": f"Bearer {made['key']}"})
         assert bench["seats"]
-        status, listed, _ = dash.get("/api/keys")
+        status, listed, _ = dash.get("/api/keys", headers=login)
         assert status == 200
         used = {k["name"]: k["last_used"] for k in listed["data"]}
         assert used["idle"] is None and isinstance(used["robot"], float)
         calls = read_jsonl(home.gateway_runs / "calls.jsonl")
         assert [c["key"] for c in calls] == ["robot"]
         # the revoked key calls no more
-        dash.request("DELETE", "/api/keys/robot")
+        dash.request("DELETE", "/api/keys/robot", headers=login)
         status, body, _ = dash.post("/v1/chat/completions", {
             "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]},
             headers={"Authorization": f"Bearer {made['key']}"})

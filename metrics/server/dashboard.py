@@ -7,6 +7,9 @@ Invariants:
 * Every route passes a gate: ``/api/`` asks for the dashboard login when ``PANELIST_ADMIN_TOKEN``
   is set; only the pages, the static files, ``/api/login`` and ``/api/logout`` are open (they
   hold no data). A gateway key never opens the dashboard.
+* When gateway keys are required (``PANELIST_REQUIRE_KEYS=1``) the dashboard is never open: it
+  refuses to be built without an admin token (``require_login``), since its API reads every
+  key's prompts and makes keys, which would undo what requiring keys asked for.
 * Every reply carries a strict Content-Security-Policy (no inline script or style, nothing from
   another origin), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
 """
@@ -16,8 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.server import api
-from panelist.metrics.server.guard import WRITES, Settings
+from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.handler import Handler
 from panelist.metrics.server.routing import ADMIN, OPEN, Route
 from panelist.metrics.server.session import Sessions
@@ -34,10 +38,22 @@ PAGES = {"/": "index.html", "/index.html": "index.html", "/login": "login.html"}
 ROUTES_HELP = "the dashboard serves /, /api/… and the gateway's /v1/… and /bench/…"
 
 
+def require_login(settings: Settings) -> None:
+    """Refuse settings that require gateway keys and leave the dashboard open (no admin token)."""
+    if settings.require_keys and settings.admin_token is None:
+        raise ConfigInvalid(
+            "refusing to start the dashboard: PANELIST_REQUIRE_KEYS=1 asks every gateway caller "
+            "for a key, but without PANELIST_ADMIN_TOKEN the dashboard would be open to anyone "
+            "who reaches it, to read every key's prompts and make keys. Set "
+            f"PANELIST_ADMIN_TOKEN (at least {MIN_TOKEN} characters) to put the dashboard behind "
+            "a login, or run `panelist gateway` to serve the gateway alone")
+
+
 class Dashboard:
     """The dashboard's sessions and files, and the routes that use them."""
 
     def __init__(self, settings: Settings, ui: Path = UI):
+        require_login(settings)
         self.sessions = Sessions(settings.admin_token)
         self.static = StaticFiles(ui)
         self._secure = (settings.public_url or "").startswith("https://")
