@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import PATIENCE, read_jsonl
+from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.cli.main import main
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.roster.roster import Roster
@@ -229,6 +229,24 @@ def test_a_saved_endpoint_naming_a_refused_variable_is_never_sent_it(dash, home,
              for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
              if r.get("alias") in ("leak-m", "admin-m")]
     assert sorted(lines) == [("probe", "key_refused")] * 8 + [("seat", "key_refused")] * 2
+
+
+def test_onboarding_a_model_of_such_an_endpoint_fails_saying_how_to_allow_it(dash, home,
+                                                                            listener, secrets):
+    hand_edit_endpoint(home, "leak", listener.url, "AWS_SECRET_ACCESS_KEY")
+    # a served id looked up in the endpoint's listing: that endpoint is named unreadable
+    status, body, _ = dash.post("/api/onboarding", {"aliases": ["m1"], "endpoint": "leak"})
+    assert status == 404 and "AWS_SECRET_ACCESS_KEY" in body["error"]["message"], body
+    status, body, _ = dash.post("/api/onboarding", {"aliases": ["leak-m"]})
+    assert status == 202, body
+
+    def ended():
+        return dash.get("/api/onboarding")[1]["data"][0]["status"] in ("ready", "failed")
+    assert wait_until(ended)
+    entry = dash.get("/api/onboarding")[1]["data"][0]
+    assert (entry["status"], entry["error_kind"]) == ("failed", "key_refused"), entry
+    assert "key_envs.json" in entry["error"] and "key_envs.json" in entry["hint"], entry
+    assert listener.seen == []
 
 
 def test_a_saved_endpoint_named_by_hand_is_sent_its_key(dash, home, listener, secrets):
