@@ -6,7 +6,8 @@ runs it.
     python serve.py [--demo] [--host H] [--port P] [--data DIR]   (same as `panelist serve`)
 
 ``/v1/`` and ``/bench/`` take gateway keys as on the gateway; ``/api/`` asks for the dashboard
-login when ``PANELIST_ADMIN_TOKEN`` is set; only the pages, the static files, ``/api/login``,
+login when ``PANELIST_ADMIN_TOKEN`` is set, which ``PANELIST_REQUIRE_KEYS=1`` makes a must (the
+server refuses to start without it); only the pages, the static files, ``/api/login``,
 ``/api/logout`` and ``/health`` are open.
 """
 
@@ -40,9 +41,9 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     server base's connection limits."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
+    dashboard = Dashboard(settings, ui)   # refuses settings that leave it open; holds nothing
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     parts = Parts.of_home(home, panels, env)
-    dashboard = Dashboard(settings, ui)
     try:
         server = Server(parts, host, port, routes=[*GATEWAY_ROUTES, *dashboard.routes()],
                         routes_help=ROUTES_HELP, settings=settings,

@@ -14,7 +14,8 @@
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
     ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold),
                snapshot, queries; verdict rules, suite evidence
-    roster/    roster, collection, grades, catalog, learned, known, discover, demo
+    roster/    roster, keyenv (which variables an endpoint key is read from), collection,
+               grades, catalog, learned, known, discover, demo
     upstream/  client (one call), proxy, admission (pacing per endpoint), sim (simulated provider)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
                one atomic write): storage with no domain words

@@ -29,8 +29,10 @@
         ├── UpstreamUnreachable          connection refused, reset or closed
         ├── EmptyAnswer                  the upstream answered with no text
         ├── Cancelled                    the panel no longer wants the answer
-        └── AtLimit (503)                no admission slot within the wait: the endpoint (or
-                                         model) is at its limit; carries retry_after seconds
+        ├── AtLimit (503)                no admission slot within the wait: the endpoint (or
+        │                                model) is at its limit; carries retry_after seconds
+        └── KeyRefused (400)             the endpoint's key variable is not one an endpoint may
+                                         read (``roster.keyenv``): no call was made
 
 The statuses in brackets are what a caller of ours gets; they are decided at the server
 boundary, by the one table in ``metrics.wire.errors`` (which also renders the body: OpenAI's error
@@ -227,3 +229,10 @@ class AtLimit(UpstreamError):
         kw.setdefault("headers", {"Retry-After": str(max(1, math.ceil(retry_after)))})
         super().__init__(message, **kw)
         self.retry_after = retry_after
+
+
+class KeyRefused(UpstreamError):
+    """Raised when an endpoint names a key variable it may not read (``roster.keyenv``): the
+    call is not made and the value never read; the message says how to allow the name."""
+
+    kind = "key_refused"

@@ -269,7 +269,8 @@ class Seats:
     """Makes model calls for one data folder; build one per server or race, ``close`` it after.
 
     ``roster``: anything with ``view() -> RosterView`` (endpoints are looked up at call time, so
-    an edit of the roster applies to the next call). ``admission``: None means no limits."""
+    an edit of the roster applies to the next call) and ``api_key(endpoint)``, the one read of
+    an endpoint's key (``Roster.api_key``). ``admission``: None means no limits."""
 
     def __init__(self, roster, upstream: Upstream | None = None, *, admission=None,
                  max_workers: int = 256, thread_name: str = "seats",
@@ -417,6 +418,7 @@ class Seats:
         if endpoint is None:
             raise UpstreamError(f"endpoint '{model.endpoint}' of {model.alias} is gone from the "
                                 "roster; add the endpoint back, or use another model")
+        key = self.roster.api_key(endpoint)   # KeyRefused before any slot or byte is taken
         if cancel is not None and cancel.is_set():
             raise Cancelled(f"call {call.label} not made: its set was cancelled")
         body = dict(call.params, model=model.served, messages=call.messages)
@@ -434,7 +436,7 @@ class Seats:
             if left <= 0:
                 raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
                                       "waited; give the set more time or lower the load")
-            return self.upstream.chat(endpoint.base_url, endpoint.api_key(), body,
+            return self.upstream.chat(endpoint.base_url, key, body,
                                       timeout=min(call.timeout, left), cancel=cancel,
                                       messages_json=encoded.of(call.messages))
 

@@ -373,9 +373,10 @@ def test_list_endpoints(dash, home, sim):
     status, body, _ = dash.get("/api/endpoints")
     assert status == 200
     (row,) = body["data"]
-    assert set(row) == {"name", "base_url", "key_env", "key_set", "version", "models"}
+    assert set(row) == {"name", "base_url", "key_env", "key_set", "key_refused", "version",
+                        "models"}
     assert row["name"] == "sim" and row["base_url"] == sim.url.rstrip("/")
-    assert row["key_set"] is False and row["key_env"]
+    assert row["key_set"] is False and row["key_env"] and row["key_refused"] is None
     assert row["models"] == ["fast", "mid", "slow", "x-one", "x-three", "x-two"]
     assert row["version"] == version_of(stored(home, "roster.json")["endpoints"]["sim"])
 
@@ -436,10 +437,16 @@ def test_create_endpoint(dash, home, sim):
                                                    "tested": "yes"})
     assert_error(status, body, 400, param="tested")
     assert new_changes(home, n) == []
+    status, body, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
+                                                   "key_env": "OTHER_KEY", "tested": True})
+    assert_error(status, body, 400, param="key_env", says=("PANELIST_KEY_OTHER", "key_envs.json"))
+    assert new_changes(home, n) == []
     status, row, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
-                                                  "key_env": "OTHER_KEY", "tested": True})
+                                                  "key_env": "PANELIST_KEY_ELSEWHERE",
+                                                  "tested": True})
     assert status == 200, row
-    assert row["name"] == "other" and row["key_env"] == "OTHER_KEY" and row["models"] == []
+    assert row["name"] == "other" and row["key_env"] == "PANELIST_KEY_ELSEWHERE"
+    assert row["models"] == []
     assert row["version"] == version_of(stored(home, "roster.json")["endpoints"]["other"])
     (change,) = new_changes(home, n)
     assert change["by"] == "dashboard" and change["what"] == "endpoint other"
@@ -930,22 +937,26 @@ def test_revoke_key(dash, home):
 
 
 def test_a_key_that_made_a_call_shows_when(home):
-    with Gateway(make_dashboard(home, env={"PANELIST_REQUIRE_KEYS": "1"})) as dash:
+    # keys required: the dashboard needs its admin token (it refuses to start open)
+    env = {"PANELIST_REQUIRE_KEYS": "1", "PANELIST_ADMIN_TOKEN": TOKEN}
+    with Gateway(make_dashboard(home, env=env)) as dash:
+        _, _, headers = dash.post("/api/login", {"token": TOKEN})
+        login = {"Cookie": headers["Set-Cookie"].split(";")[0]}
         status, body, _ = dash.post("/v1/chat/completions", {
             "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]})
         assert_error(status, body, 401, code="missing_key")
-        _, made, _ = dash.post("/api/keys", {"name": "robot"})
-        dash.post("/api/keys", {"name": "idle"})
+        _, made, _ = dash.post("/api/keys", {"name": "robot"}, headers=login)
+        dash.post("/api/keys", {"name": "idle"}, headers=login)
         bench = ask(dash, headers={"Authorization": f"Bearer {made['key']}"})
         assert bench["seats"]
-        status, listed, _ = dash.get("/api/keys")
+        status, listed, _ = dash.get("/api/keys", headers=login)
         assert status == 200
         used = {k["name"]: k["last_used"] for k in listed["data"]}
         assert used["idle"] is None and isinstance(used["robot"], float)
         calls = read_jsonl(home.gateway_runs / "calls.jsonl")
         assert [c["key"] for c in calls] == ["robot"]
         # the revoked key calls no more
-        dash.request("DELETE", "/api/keys/robot")
+        dash.request("DELETE", "/api/keys/robot", headers=login)
         status, body, _ = dash.post("/v1/chat/completions", {
             "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]},
             headers={"Authorization": f"Bearer {made['key']}"})

@@ -28,7 +28,7 @@ def test_endpoint_key_is_read_from_its_variable_and_never_stored(tmp_path, monke
     ep = roster.add_endpoint("my-cloud", "https://api.example/v1")
     assert ep.key_env == "PANELIST_KEY_MY_CLOUD"
     monkeypatch.setenv("PANELIST_KEY_MY_CLOUD", "sk-secret-value-123")
-    assert roster.view().endpoints["my-cloud"].api_key() == "sk-secret-value-123"
+    assert roster.api_key(roster.view().endpoints["my-cloud"]) == "sk-secret-value-123"
     for f in home.root.rglob("*"):
         if f.is_file():
             assert "sk-secret-value-123" not in f.read_text(errors="replace")

@@ -3,19 +3,27 @@ gates, the gateway's routes on its port, and a close that always returns."""
 
 import http.client
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, PATIENCE, Gateway
 from panelist.gateway import make_gateway
+from panelist.metrics.cli.main import Runtime, main
+from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.server.routing import ADMIN, KEYS, OPEN, Route
 from panelist.metrics.server.keys import Keys
 from panelist.metrics.home import open_home
 from panelist.metrics.server.dashboard import SECURITY_HEADERS
+from panelist.metrics.upstream.sim import SimUpstream
 from panelist.serve import make_dashboard
 
+ROOT = Path(__file__).resolve().parent.parent
 STATIC = ("/", "/index.html", "/login", "/js/app.js", "/js/api.js", "/css/app.css",
           "/favicon.svg")
 
@@ -216,6 +224,74 @@ def test_the_session_cookie_is_secure_behind_an_https_public_url(home):
         status, headers, _ = fetch(gw.server, "POST", "/api/login", {"token": TOKEN})
     flags = [part.strip() for part in headers["Set-Cookie"].split(";")]
     assert status == 200 and "Secure" in flags, flags
+
+
+# -- keys required: the dashboard needs its login --------------------------------------------------
+REQUIRE = {"PANELIST_REQUIRE_KEYS": "1"}
+
+
+def assert_says_why_and_what_to_set(message: str):
+    assert "PANELIST_REQUIRE_KEYS" in message and "PANELIST_ADMIN_TOKEN" in message, message
+    assert "open" in message and "16" in message, message
+
+
+def test_with_keys_required_the_dashboard_refuses_to_start_without_an_admin_token(home):
+    before = set(threading.enumerate())
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for demo in (False, True):
+        with pytest.raises(ConfigInvalid) as refused:
+            make_dashboard(home, port=port, env=REQUIRE, demo=demo)
+        assert_says_why_and_what_to_set(refused.value.message)
+    assert set(threading.enumerate()) - before == set()   # no server, simulator or worker began
+    with socket.socket() as s:   # nothing was bound
+        s.bind(("127.0.0.1", port))
+    # the gateway alone serves no dashboard: it starts, and asks every caller for a key
+    with Gateway(make_gateway(home, env=REQUIRE)) as gw:
+        status, _, data = fetch(gw, "GET", "/v1/models")
+        assert status == 401 and error_of(data)["code"] == "missing_key"
+
+
+def test_with_keys_required_and_an_admin_token_the_dashboard_asks_for_the_login(home):
+    with Gateway(make_dashboard(home, env=dict(REQUIRE, PANELIST_ADMIN_TOKEN=TOKEN))) as dash:
+        for path in ("/api/info", "/api/keys", "/api/panels"):
+            status, _, data = fetch(dash, "GET", path)
+            assert status == 401 and error_of(data)["code"] == "login_required", path
+        status, _, data = fetch(dash, "POST", "/api/keys", {"name": "minted"})
+        assert status == 401 and error_of(data)["code"] == "login_required"
+        assert Keys(home).all() == []
+        cookie = login(dash)
+        status, _, data = fetch(dash, "GET", "/api/info", headers={"Cookie": cookie})
+        assert status == 200 and json.loads(data)["auth"] == {"token_required": True}
+        status, _, data = fetch(dash, "GET", "/v1/models")
+        assert status == 401 and error_of(data)["code"] == "missing_key"
+
+
+def test_panelist_serve_with_keys_required_and_no_admin_token_exits_saying_why(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
+    env.update(REQUIRE)
+    for argv in (["serve.py"], [str(Path("metrics") / "offload.py"), "serve"]):
+        done = subprocess.run([sys.executable, *argv, "--data", str(tmp_path / "d"), "--port",
+                               "0", "--demo"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=PATIENCE)
+        assert done.returncode == 1 and done.stdout == "", (argv, done.stdout, done.stderr)
+        assert done.stderr.startswith("panelist: error: ") and done.stderr.count("\n") == 1, \
+            done.stderr
+        assert_says_why_and_what_to_set(done.stderr)
+
+
+def test_panelist_serve_demo_refused_in_process_leaves_no_simulator(tmp_path, capsys,
+                                                                    monkeypatch):
+    monkeypatch.delenv("PANELIST_ADMIN_TOKEN", raising=False)
+    monkeypatch.setenv("PANELIST_REQUIRE_KEYS", "1")
+    before = set(threading.enumerate())
+    code = main(["serve", "--demo", "--port", "0", "--data", str(tmp_path / "d")],
+                Runtime(make_gateway, make_dashboard, SimUpstream))
+    out, err = capsys.readouterr()
+    assert code == 1 and out == "" and err.count("\n") == 1, (out, err)
+    assert_says_why_and_what_to_set(err)
+    assert set(threading.enumerate()) - before == set()   # the demo's simulator was stopped
 
 
 def test_a_gateway_key_never_opens_the_dashboard(locked, home):

@@ -33,9 +33,12 @@ def cmd_endpoint(args, out: Out) -> int:
         roster.remove_endpoint(args.name)
         out.result({"removed": args.name}, f"removed endpoint {args.name}")
     else:
-        out.table([dict(e.__dict__, key_set=bool(e.api_key()))
-                   for e in roster.view().endpoints.values()],
-                  ["name", "base_url", "key_env", "key_set"])
+        rows = []
+        for e in roster.view().endpoints.values():
+            refused = roster.key_envs.problem(e.key_env, e.name) is not None
+            rows.append(dict(e.__dict__, key_refused=refused,
+                             key_set=not refused and bool(roster.api_key(e))))
+        out.table(rows, ["name", "base_url", "key_env", "key_set", "key_refused"])
     return 0
 
 

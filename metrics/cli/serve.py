@@ -45,11 +45,13 @@ def _serve(args, out: Out, make) -> int:
         demo.install(home, sim.url)
     try:
         server = make(home, args.host, args.port)
-    except OSError as exc:
+    except BaseException as exc:   # a refused setting too: the simulator must not outlive it
         if sim:
             sim.stop()
-        raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
-                            "pick another --port or stop what holds it") from None
+        if isinstance(exc, OSError):
+            raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
+                                "pick another --port or stop what holds it") from None
+        raise
 
     def on_signal(*_):
         threading.Thread(target=server.shutdown, daemon=True).start()

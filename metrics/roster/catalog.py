@@ -308,7 +308,7 @@ class Catalog:
         ep = self.roster.view().endpoints.get(endpoint)
         if ep is None:
             raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
-        return upstream.models(ep.base_url, ep.api_key(), timeout=LISTING_TIMEOUT)
+        return upstream.models(ep.base_url, self.roster.api_key(ep), timeout=LISTING_TIMEOUT)
 
     def listings(self, upstream, names: list[str]) -> tuple[list[tuple[str, list]], list[dict]]:
         """``([(endpoint, entries)], [{"endpoint", "error"}])``: each listing read, and each

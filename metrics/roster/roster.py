@@ -3,8 +3,9 @@
 Stored in ``config/roster.json`` as ``{"endpoints": {name: {...}}, "models": {alias: {...}}}``.
 Every write is validated first and refused with a message that names the field and what to do;
 a model always points at an endpoint that exists. API keys are never stored: an endpoint names
-the environment variable holding its key, read at call time; unset means "call without a key"
-(local runtimes need none).
+the environment variable holding its key, read at call time by ``Roster.api_key`` and only if
+it is one an endpoint may read (``keyenv``: ``PANELIST_KEY_*`` or listed by hand, never the
+admin token); unset means "call without a key" (local runtimes need none).
 
 An endpoint or a model may carry call limits, ``max_concurrent`` and ``rpm`` (whole numbers of 1
 or more; absent means no limit), which ``upstream.admission`` enforces across every process on
@@ -20,7 +21,6 @@ stored and shown (``public``) only when set, so a roster without a decider reads
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from urllib.parse import urlsplit
@@ -29,25 +29,20 @@ from panelist.metrics.store import configfile
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control
+from panelist.metrics.roster.keyenv import ENV_VAR, KeyEnvs, default_key_env
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")
 ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,95}")
-ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 CURRENCY = re.compile(r"[A-Z]{3}")
-
-
-def default_key_env(endpoint: str) -> str:
-    return "PANELIST_KEY_" + re.sub(r"[^A-Z0-9]", "_", endpoint.upper())
 
 
 @dataclass(frozen=True)
 class Endpoint:
+    """Where models are served; its key is read through ``Roster.api_key``, never directly."""
+
     name: str
     base_url: str
     key_env: str
-
-    def api_key(self) -> str | None:
-        return os.environ.get(self.key_env) or None
 
 
 @dataclass(frozen=True)
@@ -167,8 +162,10 @@ def check_endpoint(name: str, base_url: str, key_env: str | None) -> Endpoint:
         raise ConfigInvalid("base URL must not carry a user:password, query or fragment; "
                             "put the key in an environment variable (--key-env)")
     key_env = key_env or default_key_env(name)
-    if not ENV_VAR.fullmatch(key_env):
-        raise ConfigInvalid(f"key variable '{key_env}' is not a valid environment variable name")
+    if not isinstance(key_env, str) or not ENV_VAR.fullmatch(key_env):
+        raise ConfigInvalid(f"key variable {key_env!r} is not a valid environment variable "
+                            "name; leave it out for the default, "
+                            f"{default_key_env(name)}", param="key_env")
     return Endpoint(name, base_url.rstrip("/"), key_env)
 
 
@@ -236,6 +233,7 @@ class Roster:
 
     def __init__(self, home: Home):
         self.path = home.file("roster.json")
+        self.key_envs = KeyEnvs(home)
         self._cache = configfile.Cached(self.path, _parse)
         self._versions = configfile.Cached(self.path, _versions)
 
@@ -248,10 +246,21 @@ class Roster:
         worked out once per change of the file."""
         return self._versions.get()
 
+    def check_endpoint(self, name: str, base_url: str, key_env: str | None) -> Endpoint:
+        """An endpoint as given, validated as saving it would be, its key variable included."""
+        ep = check_endpoint(name, base_url, key_env)
+        self.key_envs.check(ep.key_env, ep.name)
+        return ep
+
+    def api_key(self, endpoint: Endpoint) -> str | None:
+        """The one read of an endpoint's key (``keyenv.KeyEnvs.read``): None for no key;
+        ``KeyRefused`` when its variable may not be read."""
+        return self.key_envs.read(endpoint)
+
     def add_endpoint(self, name: str, base_url: str, key_env: str | None = None,
                      *, by: str | None = None, expect: str | None = None) -> Endpoint:
         """Create or replace an endpoint. ``expect``: see ``configfile.check_version``."""
-        ep = check_endpoint(name, base_url, key_env)
+        ep = self.check_endpoint(name, base_url, key_env)
         new = {"base_url": ep.base_url, "key_env": ep.key_env}
 
         def change(doc):

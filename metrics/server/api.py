@@ -262,12 +262,15 @@ def delete_model(req: ApiRequest) -> dict:
 
 # -- endpoints ------------------------------------------------------------------------------------
 def list_endpoints(req: ApiRequest) -> dict:
-    view = req.panels.roster.view()
-    versions = req.panels.roster.versions()["endpoints"]
+    roster = req.panels.roster
+    view = roster.view()
+    versions = roster.versions()["endpoints"]
     rows = []
     for name, ep in sorted(view.endpoints.items()):
+        refused = roster.key_envs.problem(ep.key_env, name)   # why its key is not read, if so
         rows.append({"name": name, "base_url": ep.base_url, "key_env": ep.key_env,
-                     "key_set": bool(ep.api_key()),
+                     "key_set": refused is None and bool(roster.api_key(ep)),
+                     "key_refused": refused,
                      "version": versions.get(name, ""),
                      "models": sorted(a for a, m in view.models.items() if m.endpoint == name)})
     return {"data": rows}
@@ -283,10 +286,11 @@ ENDPOINT = dict(
 @takes(Body(name=Text(NAME, hint=ENDPOINT_NAME), **ENDPOINT,
             model=Text(NAME, hint="a served model id: a one-token chat instead of the listing")))
 def test_endpoint(req: ApiRequest) -> dict:
-    """One real call to an endpoint not yet saved: its model list, or a one-token chat."""
-    from panelist.metrics.roster.roster import check_endpoint
+    """One real call to an endpoint not yet saved: its model list, or a one-token chat. A key
+    variable saving would refuse is refused (400) before anything is read or sent."""
     body = req.body
-    ep = check_endpoint(body.get("name") or "test", body.get("base_url"), body.get("key_env"))
+    ep = req.panels.roster.check_endpoint(body.get("name") or "test", body.get("base_url"),
+                                          body.get("key_env"))
     upstream = req.panels.upstream
     t0 = time.monotonic()
     try:
@@ -296,8 +300,8 @@ def test_endpoint(req: ApiRequest) -> dict:
                          timeout=TEST_TIMEOUT)
             listed = []
         else:
-            listed = [e["id"] for e in upstream.models(ep.base_url, ep.api_key(),
-                                                       timeout=TEST_TIMEOUT)]
+            listed = [e["id"] for e in upstream.models(
+                ep.base_url, req.panels.roster.api_key(ep), timeout=TEST_TIMEOUT)]
     except UpstreamError as exc:
         # the upstream's own status (a 401 for a wrong key), never ours: None when no reply came
         return {"ok": False, "status": exc.upstream_status,
@@ -337,7 +341,8 @@ def discover(req: ApiRequest) -> dict:
     if ep is None:
         raise NotFound(f"unknown endpoint '{req.params['name']}'; see GET /api/endpoints")
     served = {m.served for m in view.models.values() if m.endpoint == ep.name}
-    listed = req.panels.upstream.models(ep.base_url, ep.api_key(), timeout=TEST_TIMEOUT)
+    listed = req.panels.upstream.models(ep.base_url, req.panels.roster.api_key(ep),
+                                        timeout=TEST_TIMEOUT)
     return {"data": [{"served": e["id"], "on_roster": e["id"] in served}
                      for e in sorted(listed, key=lambda e: e["id"])]}
 

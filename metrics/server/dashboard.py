@@ -9,6 +9,9 @@ Invariants:
   hold no data). A gateway key never opens the dashboard.
 * Every ``/api/`` write declares its body (``metrics.server.bodies``) and is refused when the
   server is built if it does not; the body is checked against it before the action runs.
+* When gateway keys are required (``PANELIST_REQUIRE_KEYS=1``) the dashboard is never open: it
+  refuses to be built without an admin token (``require_login``), since its API reads every
+  key's prompts and makes keys, which would undo what requiring keys asked for.
 * Every reply carries a strict Content-Security-Policy (no inline script or style, nothing from
   another origin), ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
 """
@@ -18,9 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.server import api, bodies
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
-from panelist.metrics.server.guard import WRITES, Settings
+from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.handler import Handler
 from panelist.metrics.server.routing import ADMIN, OPEN, Route
 from panelist.metrics.server.session import Sessions
@@ -46,10 +50,22 @@ def read_body(h: Handler, body: Body) -> dict:
     return body.check(h.read_json() if h.server.guard.has_body(h.headers) else bodies.ABSENT)
 
 
+def require_login(settings: Settings) -> None:
+    """Refuse settings that require gateway keys and leave the dashboard open (no admin token)."""
+    if settings.require_keys and settings.admin_token is None:
+        raise ConfigInvalid(
+            "refusing to start the dashboard: PANELIST_REQUIRE_KEYS=1 asks every gateway caller "
+            "for a key, but without PANELIST_ADMIN_TOKEN the dashboard would be open to anyone "
+            "who reaches it, to read every key's prompts and make keys. Set "
+            f"PANELIST_ADMIN_TOKEN (at least {MIN_TOKEN} characters) to put the dashboard behind "
+            "a login, or run `panelist gateway` to serve the gateway alone")
+
+
 class Dashboard:
     """The dashboard's sessions and files, and the routes that use them."""
 
     def __init__(self, settings: Settings, ui: Path = UI):
+        require_login(settings)
         self.sessions = Sessions(settings.admin_token)
         self.static = StaticFiles(ui)
         self._secure = (settings.public_url or "").startswith("https://")

@@ -45,6 +45,9 @@ HINTS = {
             "list`), then run `panelist model onboard {alias}` again",
     "not_found": "the endpoint does not serve that model: check its served id (`panelist model "
                  "list`) or `panelist discover`, then run `panelist model onboard {alias}` again",
+    "key_refused": "the endpoint's key variable is not one an endpoint may read: put the key in "
+                   "a PANELIST_KEY_ variable or list the name in config/key_envs.json (the "
+                   "error says which), then run `panelist model onboard {alias}` again",
     "register": "register it by hand with `panelist model add {alias} --endpoint E`, or pick a "
                 "model `panelist discover` lists, then run `panelist model onboard {alias}` again",
     "interrupted": "run `panelist model onboard {alias}` again to send it a new probe (or "

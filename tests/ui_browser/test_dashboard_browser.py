@@ -61,7 +61,9 @@ def test_first_run_says_what_to_do_and_loads_the_demo(dashboard, page, tmp_path)
     expect(page.locator('[data-collection="demo"]')).to_contain_text("bench/demo")
 
 
-def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashboard, sim, page, tmp_path):
+def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashboard, sim, page, watch,
+                                                                          tmp_path):
+    watch.allow(r"status of 400")   # a key variable no endpoint may read, refused on purpose
     page.goto(dashboard.url + "/")
     page.get_by_role("link", name="Add an endpoint").click()
     form = page.get_by_role("form", name="Add an endpoint")
@@ -81,6 +83,11 @@ def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashbo
     expect(form.get_by_text(re.compile(r"Answered 200 in"))).to_be_visible()
     expect(save).to_be_enabled()
     form.get_by_label("Key variable").fill("PANELIST_KEY_ELSEWHERE")   # untested fields: no Save
+    expect(save).to_be_disabled()
+    form.get_by_label("Key variable").fill("AWS_SECRET_ACCESS_KEY")    # never read: says how to allow
+    form.get_by_role("button", name="Test").click()
+    expect(form.get_by_text("Test could not run")).to_be_visible()
+    expect(form.get_by_text(re.compile(r"'AWS_SECRET_ACCESS_KEY' is not one .*key_envs\.json"))).to_be_visible()
     expect(save).to_be_disabled()
     form.get_by_label("Key variable").fill("")                         # back to what passed
     expect(save).to_be_enabled()

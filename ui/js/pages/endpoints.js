@@ -292,7 +292,9 @@ export async function render(root, ctx, { initial = true } = {}) {
     h("td", null, h("strong", { text: e.name })),
     h("td", { class: "mono", text: e.base_url }),
     h("td", null, h("span", { class: "mono", text: e.key_env }), " ",
-      h("span", { class: ["badge", e.key_set ? "ok" : "outline"] }, e.key_set ? "set" : "not set")),
+      e.key_refused
+        ? h("span", { class: ["badge", "bad"], title: e.key_refused }, "not read")
+        : h("span", { class: ["badge", e.key_set ? "ok" : "outline"] }, e.key_set ? "set" : "not set")),
     h("td", { class: "numeric", text: fmt.count((e.models || []).length) }),
     h("td", { class: "actions" },
       button("Find models", () => replace(discoverSlot, discoverPanel(e.name, refreshModels)), { small: true, "aria-label": `Find models on ${e.name}` }),
