@@ -1,13 +1,14 @@
 """A panel: one request asked of every seat at once, answered with every seat's answer.
 
-The split: this module holds what makes a panel a panel (the OpenAI request, seating, history
-per seat, pick / merge / all, the reply, the panel's records); the seats core (``seats.py``)
-makes the calls. A ``PanelRun`` hands its seats to ``Seats.start`` as ``SeatCall``s and gives
-it the panel's own hooks: ``SeatEvidence`` as the log (each seat's record, ``seatrecord``, with
-the panel's fields), ``Panels.learn`` (cooldowns, learned windows), a scrub for image traces,
-and ``on_end`` (release the seat's in-flight hold; in pick mode the last seat records the
-panel). The merger is a set of one more call (``Seats.run``), on the finishing thread. Seats and
-the merger are ``seats.SeatResult``s; ``public`` is how a panel's reply shows one.
+The split: this module holds what makes a panel a panel (seating the checked request of
+``request.py``, history per seat, pick / merge / all, the reply, the panel's records); the
+seats core (``seats.py``) makes the calls. A ``PanelRun`` hands its seats to ``Seats.start``
+as ``SeatCall``s and gives it the panel's own hooks: ``SeatEvidence`` as the log (each seat's
+record, ``seatrecord``, with the panel's fields), ``Panels.learn`` (cooldowns, learned
+windows), a scrub for image traces, and ``on_end`` (release the seat's in-flight hold; in pick
+mode the last seat records the panel). The merger is a set of one more call (``Seats.run``),
+on the finishing thread. Seats and the merger are ``seats.SeatResult``s; ``public`` is how a
+panel's reply shows one.
 
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
@@ -31,7 +32,8 @@ seat ended (a picked panel records when its last seat ends, whether or not the c
 there), or when the caller left before its reply (the panel is then abandoned). A panel in
 which no seat answered (nor could a usable answer be found) is not a reply but an error:
 ``AllSeatsFailed`` (502), or ``Unavailable`` (503, with ``Retry-After``) when every seat was
-rate limited; either is raised after the panel is recorded.
+rate limited; either is raised after the panel is recorded. Requests are checked whole before
+seating (``request.py``).
 """
 
 from __future__ import annotations
@@ -39,16 +41,16 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from panelist.metrics import seatrecord
-from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
+from panelist.metrics.panel import history, merge, pick, prompt
+from panelist.metrics.panel.request import Request, parse_request
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
-from panelist.metrics.roster.collection import AUTO, REPLIES, Collection, Collections
+from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
@@ -61,11 +63,6 @@ from panelist.metrics.panel.seating import Seat, Seating, SeatsInFlight, seat_pa
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.metrics.panel.suggest import suggestions
 
-# Fields that describe the panel rather than the question; everything else reaches each seat.
-OWN_FIELDS = ("model", "messages", "stream", "stream_options", "n", "bench", "with")
-NUMBERS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
-COUNTS = ("max_tokens", "max_completion_tokens", "seed")
-MAX_NOMINEES = 16
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
@@ -79,104 +76,6 @@ def public(r: SeatResult) -> dict:
     if not r.tool_calls:   # a plain answer's record stays as it always was
         del out["tool_calls"]
     return out
-
-
-@dataclass
-class Request:
-    collection: Collection
-    reply_mode: str
-    messages: list[dict]
-    params: dict
-    shape: str
-    shape_by: str
-    estimate: int
-    stream: bool = False
-    nominees: tuple[str, ...] = ()
-    images: list[str] = field(default_factory=list)
-    prefer: str | None = None   # a member alias to pick first, when it is seated (pick.py)
-    # the members' ledger states for the shape as seating saw them (set by ``Panels.seat``):
-    # the pick order is read from them, so picking costs no second look at the ledger
-    member_states: dict = field(default_factory=dict)
-    decider: dict | None = None   # an ``auto`` shape's label and the decider's call (decider.py)
-
-    def text(self) -> str:
-        """The request as it may be written down: images are placeholders."""
-        return prompt.as_text(self.messages)
-
-    @property
-    def response_format(self):
-        return self.params.get("response_format")
-
-    @property
-    def tools(self) -> bool:
-        return bool(self.params.get("tools"))
-
-    @property
-    def one_answer(self) -> bool:
-        """Whether the caller needs one answer it can parse or act on (JSON, or tool calls),
-        never a markdown panel."""
-        return self.tools or jsonshape.wants_json(self.response_format)
-
-
-def parse_request(body, collections: Collections) -> Request:
-    """Validate a chat-completions body; raise BadRequest / NotFound naming the field."""
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object (an OpenAI chat completion request)")
-    collection, mode = collections.resolve(body.get("model"))
-    messages = prompt.check_messages(body.get("messages"))
-    if "stream" in body and not isinstance(body["stream"], bool):
-        raise BadRequest("'stream' must be true or false", param="stream")
-    if body.get("n", 1) != 1:
-        raise BadRequest("'n' must be 1: a panel already asks every seat once", param="n")
-    for name in NUMBERS:
-        v = body.get(name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise BadRequest(f"'{name}' must be a number", param=name)
-    for name in COUNTS:
-        v = body.get(name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise BadRequest(f"'{name}' must be a whole number", param=name)
-    bench = body.get("bench") or {}
-    if not isinstance(bench, dict):
-        raise BadRequest("'bench' must be an object such as {\"reply\": \"merged\"}",
-                         param="bench")
-    if "reply" in bench and bench["reply"] not in REPLIES:
-        raise BadRequest("'bench.reply' must be one of " + ", ".join(REPLIES),
-                         param="bench.reply")
-    why = jsonshape.check_format(body.get("response_format"))
-    if why:
-        raise BadRequest(why, param="response_format")
-    if body.get("tools") is not None and not isinstance(body["tools"], list):
-        raise BadRequest("'tools' must be a list of tools such as {\"type\": \"function\", "
-                         "\"function\": {\"name\": ...}}", param="tools")
-    reply_mode = bench.get("reply") or mode or collection.reply
-    if reply_mode == "all" and (body.get("tools") or
-                                jsonshape.wants_json(body.get("response_format"))):
-        wanted = "tools" if body.get("tools") else "a JSON response_format"
-        name = collection.model_id
-        raise BadRequest(
-            f"a request with {wanted} needs one answer, and {name} replies with every seat's "
-            f"answer as markdown; ask for {name}:pick (one seat's answer, verbatim) or "
-            f"{name}:merged (one answer merged from every seat's), or send "
-            "\"bench\": {\"reply\": \"pick\"}", param="model", code="reply_mode_all")
-    nominees = body.get("with") or []
-    if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees) \
-            or len(nominees) > MAX_NOMINEES:
-        raise BadRequest(f"'with' must be a list of at most {MAX_NOMINEES} model aliases",
-                         param="with")
-    images = prompt.image_urls(messages)
-    if collection.shape and collection.shape != AUTO:
-        shape, shape_by = collection.shape, "set on the collection"
-    elif images:
-        shape, shape_by = "vision", "the request carries images"
-    else:
-        shape, shape_by = "general", "default"
-    return Request(collection=collection,
-                   reply_mode=reply_mode,
-                   messages=messages,
-                   params={k: v for k, v in body.items() if k not in OWN_FIELDS},
-                   shape=shape, shape_by=shape_by, estimate=prompt.estimate_tokens(messages),
-                   stream=body.get("stream") is True, nominees=tuple(nominees), images=images)
 
 
 class Panels:

@@ -2,9 +2,9 @@
 collections as models), ``/bench`` (verdicts, what is owed, panels, races) and ``/health``.
 
 Thin: each action parses its body through ``metrics.wire`` or ``metrics.panel``, calls the
-domain and replies. Every refusal of a panel happens before anything is sent; every reply of a
-seated panel (a reply, a stream, or an error such as a panel in which no seat answered) carries
-``X-Panelist-Panel: <panel id>``.
+domain and replies. Every refusal of a panel (its body checked whole included) happens before
+any seat is asked; every reply of a seated panel (a reply, a stream, or an error such as a panel
+in which no seat answered) carries ``X-Panelist-Panel: <panel id>``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def post_chat(h: Handler, _):
     body = h.read_json()
     h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
     panels = h.server.panels
-    req = panels.parse(body)
+    req = panels.parse(body)   # the whole body is checked here, before anything is asked
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
     run = panels.start(req, seating, key=h.caller.name)
     # from here on every answer names its panel, errors included, so any client can find it
@@ -88,7 +88,7 @@ def open_panel(h: Handler, chat: dict):
 
 def post_responses(h: Handler, _):
     body = h.read_json()
-    chat, stream = responses.to_chat(body)
+    chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
     run = open_panel(h, chat)
     if stream:
         held_stream(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
@@ -104,7 +104,7 @@ def post_responses(h: Handler, _):
 
 def post_messages(h: Handler, _):
     body = h.read_json()
-    chat, stream = messages.to_chat(body)
+    chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
     run = open_panel(h, chat)
     if stream:
         held_stream(h, run, messages.Events(run.panel, run.req.collection.model_id))
