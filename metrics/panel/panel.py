@@ -29,11 +29,14 @@ every seat ended; ``merged`` with one answer a merger writes after them; ``pick`
 seat's answer verbatim (``pick.py`` says which), as soon as it is known, while the slower seats
 keep running behind it. However the reply went out, ``record`` runs exactly once: after every
 seat ended (a picked panel records when its last seat ends, whether or not the caller is still
-there), or when the caller left before its reply (the panel is then abandoned). A panel in
-which no seat answered (nor could a usable answer be found) is not a reply but an error:
-``AllSeatsFailed`` (502), or ``Unavailable`` (503, with ``Retry-After``) when every seat was
-rate limited; either is raised after the panel is recorded. Requests are checked whole before
-seating (``request.py``).
+there), or when the caller left before its reply (the panel is then abandoned). Nothing can
+skip it: a run is a context manager whose exit settles it (recorded then, or by its last seat),
+so a fault after any seat was asked (while building or sending the reply) still leaves the
+panel's line, and a line that cannot be built whole is written bare (every seat's call id and
+status, no prompt or answers). A panel in which no seat answered (nor could a usable answer
+be found) is not a reply but an error: ``AllSeatsFailed`` (502), or ``Unavailable`` (503, with
+``Retry-After``) when every seat was rate limited; either is raised after the panel is recorded.
+Requests are checked whole before seating (``request.py``).
 """
 
 from __future__ import annotations
@@ -207,10 +210,10 @@ class Panels:
         in ``bench`` as it ended; a server, which lives on, answers earlier through
         ``complete``."""
         req = self.parse(body)
-        run = self.start(req, self.seat(req), key=key)
-        reply = self.complete(run, verdict_url=verdict_url, alive=alive)
-        if reply is not None:
-            run.delivered_reply(reply)   # the caller of ask is handed the reply
+        with self.start(req, self.seat(req), key=key) as run:
+            reply = self.complete(run, verdict_url=verdict_url, alive=alive)
+            if reply is not None:
+                run.delivered_reply(reply)   # the caller of ask is handed the reply
         if reply is not None and run.req.reply_mode == "pick" and \
                 run.logged.wait(self.collections.limits().panel_timeout + HOLD_GRACE):
             reply = run.reply(run.results, verdict_url=verdict_url)   # every seat as it ended
@@ -235,6 +238,9 @@ class Panels:
         return run.finish(results, verdict_url=verdict_url)
 
     def start(self, req: Request, seating: Seating, *, key: str) -> "PanelRun":
+        """Ask every seat of a seated panel. Use the run as a context manager (``with
+        panels.start(...) as run:``): leaving the block settles it (``PanelRun.settle``), so its
+        line is written however the caller's part ends."""
         return PanelRun(self, req, seating, key)
 
     def learn(self, model: Model, exc: UpstreamError) -> None:
@@ -332,6 +338,22 @@ class PanelRun:
     def _release(self) -> None:
         if self.seating.hold is not None:
             self.seating.hold.release_all()
+
+    # -- the guarantee: a panel whose seats were asked is recorded --------------------------------
+    def __enter__(self) -> "PanelRun":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.settle()
+
+    def settle(self) -> None:
+        """The caller is done with the run, however that went (a reply, an error, a fault while
+        building the reply): a panel not recorded yet is recorded now, or by its last seat when
+        some still run. Idempotent; a no-op after ``record`` or a picked reply's detach."""
+        with self._lock:
+            if self._recorded or self._detached:
+                return
+        self._detach()
 
     @property
     def abandoned(self) -> bool:
@@ -598,33 +620,60 @@ class PanelRun:
         return dict(seatrecord.fields(r, answer=prompt.scrub(r.answer, urls)), seat=r.seat)
 
     def record(self, results: list[SeatResult]) -> None:
-        """Write the panel to the call log, once. Answers are scrubbed of image traces."""
+        """Write the panel to the call log, once. Answers are scrubbed of image traces. A line
+        that cannot be built whole is written bare (``_bare_line``): its seats were asked, and
+        their call ids must stay findable whatever went wrong."""
         with self._lock:
             if self._recorded:
                 return
             self._recorded = True
-        self.panels.running_behind(self, False)
-        self._release()  # done or given up: a seat that never reported counts no longer
+        try:
+            self.panels.running_behind(self, False)
+            self._release()  # done or given up: a seat that never reported counts no longer
+            try:
+                line = self._line(results)
+            except Exception as exc:
+                line = self._bare_line(results, exc)
+            self.panels.ledger.record_panel(line)
+        finally:
+            self.logged.set()
+
+    def _line(self, results: list[SeatResult]) -> dict:
         urls = self.req.images
         seats = [self._seat_line(r, urls) for r in self.in_seat_order(results)]
-        record = {
+        line = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "key": self.key, "started": self.started,
             "seconds": round(time.monotonic() - self._t0, 3), "estimate": self.req.estimate,
             "reply": self.req.reply_mode, "prompt": self.req.text(), "seats": seats,
             "skipped": self.seating.skipped, "abandoned": self.abandoned}
         if self.req.collection.shape == AUTO:
-            record["shape_by"], record["decider"] = self.req.shape_by, self.req.decider
+            line["shape_by"], line["decider"] = self.req.shape_by, self.req.decider
         if self.merger is not None:
-            record["merger"] = self._seat_line(self.merger, urls)
+            line["merger"] = self._seat_line(self.merger, urls)
         if self.answer is not None and self.answer is not self.merger:
-            record["picked"] = self.picked()
+            line["picked"] = self.picked()
         if self.note:
-            record["note"] = self.note
-        try:
-            self.panels.ledger.record_panel(record)
-        finally:
-            self.logged.set()
+            line["note"] = self.note
+        return line
+
+    def _bare_line(self, results: list[SeatResult], exc: Exception) -> dict:
+        """The panel's line without what could not be written: the prompt and the answers are
+        left out (nothing unscrubbed may reach the log), every seat keeps its call id, alias,
+        status, error, tokens and times, and the note says why."""
+        def bare(r: SeatResult) -> dict:
+            return dict(seatrecord.fields(r, answer=False), seat=r.seat)
+        line = {
+            "panel": self.panel, "collection": self.req.collection.model_id,
+            "shape": self.req.shape, "key": self.key, "started": self.started,
+            "seconds": round(time.monotonic() - self._t0, 3), "estimate": self.req.estimate,
+            "reply": self.req.reply_mode, "prompt": "", "seats": [bare(r) for r in results],
+            "skipped": self.seating.skipped, "abandoned": self.abandoned,
+            "note": "this line was written without the prompt and answers: building it failed "
+                    f"({type(exc).__name__})"}
+        if self.merger is not None:
+            line["merger"] = bare(self.merger)
+        return line
 
 
 def verdict_hint(url: str | None) -> str:
