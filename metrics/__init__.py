@@ -9,8 +9,8 @@
     upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls
                it records before sending)
     race/      benchmark (one race), judge, transcript, report, costs, chatjob, registry
-    panel/     panel (run and assemble), seating, pick, merge, decider, history, suggest,
-               prompt, jsonshape
+    panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
+               decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
     ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold),
                snapshot, queries; verdict rules, suite evidence

@@ -173,10 +173,13 @@ def test_text_format_and_no_tools_are_fine_in_all_mode(gateway):
     assert status == 200 and "## Seat 1" in body["choices"][0]["message"]["content"]
 
 
-@pytest.mark.parametrize("fmt", [
-    "json", {"type": "yaml"}, {"type": "json_schema"}, {"type": "json_schema",
-                                                       "json_schema": {"schema": "x"}}])
-def test_a_malformed_response_format_is_a_400(gateway, fmt):
+@pytest.mark.parametrize("fmt, param", [
+    ("json", "response_format"), ({"type": "yaml"}, "response_format.type"),
+    ({"type": "json_schema"}, "response_format.json_schema"),
+    ({"type": "json_schema", "json_schema": {"schema": "x"}},
+     "response_format.json_schema.schema")])
+def test_a_malformed_response_format_is_a_400_naming_its_field(gateway, sim, fmt, param):
     status, body, _ = gateway.post("/v1/chat/completions", {
         "model": "bench/trio:pick", "messages": ASK, "response_format": fmt})
-    assert status == 400 and body["error"]["param"] == "response_format", body
+    assert status == 400 and body["error"]["param"] == param, body
+    assert not sim.requests, "a refused request reached a seat"

@@ -270,7 +270,8 @@ def test_blocks_become_chat_messages():
      "messages[0].content[0].source.url"),
     ({"max_tokens": 5, "messages": ASK, "tools": [{"type": "web_search_20250305",
                                                    "name": "web_search"}]}, "tools[0].type"),
-    ({"max_tokens": 5, "messages": ASK, "tool_choice": {"type": "sometimes"}}, "tool_choice"),
+    ({"max_tokens": 5, "messages": ASK, "tool_choice": {"type": "sometimes"}},
+     "tool_choice.type"),
     ({"max_tokens": 5, "messages": ASK, "stop_sequences": "END"}, "stop_sequences"),
 ])
 def test_a_malformed_request_is_refused_naming_the_field(body, param):

@@ -242,11 +242,11 @@ def test_input_parts_and_choices_become_chat():
     ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input[0].type"),
     ({"input": [{"type": "web_search_call", "id": "ws_1"}]}, "input[0].type"),
     ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
-     "input[0].content[0]"),
+     "input[0].content[0].type"),
     ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role"),
     ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
     ({"input": "x", "tool_choice": "sometimes"}, "tool_choice"),
-    ({"input": "x", "text": {"format": {"type": "json_schema"}}}, "text.format"),
+    ({"input": "x", "text": {"format": {"type": "json_schema"}}}, "text.format.schema"),
     ({"input": "x", "stream": "yes"}, "stream"),
 ])
 def test_a_malformed_request_is_refused_naming_the_field(body, param):

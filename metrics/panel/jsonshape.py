@@ -10,17 +10,22 @@ part of JSON Schema a caller's parser relies on, not all of it: ``type`` (one or
 pydantic models produce them. Keywords beyond those (formats, lengths, patterns) are not
 checked: a model's answer that breaks them still reaches the caller, whose own parser judges.
 
-Invariants: ``problem`` never raises for any answer or schema (a malformed schema is checked
-only as far as it makes sense); it returns None for a fitting answer, else one short line
-saying where the answer fails (``$.items[2].price: expected number, got string``), for a
-failover note. Its work is bounded whatever the caller's schema: at most ``MAX_STEPS``
-value-against-schema comparisons and ``MAX_DEPTH`` nested ones (a schema whose refs or
-branches would take more, e.g. ``{"anyOf": [{"$ref": "#"}, {"$ref": "#"}]}``, is trusted
-beyond that). The answer is parsed by ``jsonwire`` (the boundary for JSON from outside).
+A request's format is checked before any seat is asked (``check_format``, ``check_schema``: a
+keyword read here with a value of the wrong kind is a 400 naming it).
+
+Invariants: ``problem`` never raises for any answer or schema (a malformed schema, which only a
+caller that skipped the checks can hand it, is checked only as far as it makes sense); it
+returns None for a fitting answer, else one short line saying where the answer fails
+(``$.items[2].price: expected number, got string``), for a failover note. Its work is bounded
+whatever the caller's schema: at most ``MAX_STEPS`` value-against-schema comparisons and
+``MAX_DEPTH`` nested ones (a schema whose refs or branches would take more, e.g.
+``{"anyOf": [{"$ref": "#"}, {"$ref": "#"}]}``, is trusted beyond that). The answer is parsed by
+``jsonwire`` (the boundary for JSON from outside).
 """
 
 from __future__ import annotations
 
+from panelist.metrics.errors import BadRequest
 from panelist.metrics.store import jsonwire
 
 KINDS = ("text", "json_object", "json_schema")
@@ -33,21 +38,97 @@ def wants_json(fmt) -> bool:
     return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
 
 
-def check_format(fmt) -> str | None:
-    """Why a request's ``response_format`` cannot be honoured, or None when it can."""
+def check_format(fmt) -> None:
+    """Raise ``BadRequest`` naming the field when a request's ``response_format`` cannot be
+    honoured: a wrong type anywhere in it, its schema included (``check_schema``)."""
     if fmt is None:
-        return None
-    if not isinstance(fmt, dict) or fmt.get("type") not in KINDS:
-        return ("'response_format' must be an object whose type is text, json_object or "
-                "json_schema, e.g. {\"type\": \"json_object\"}")
+        return
+    if not isinstance(fmt, dict):
+        raise BadRequest("'response_format' must be an object such as {\"type\": "
+                         "\"json_object\"}", param="response_format")
+    if fmt.get("type") not in KINDS:
+        raise BadRequest("'response_format.type' must be text, json_object or json_schema",
+                         param="response_format.type")
     if fmt["type"] == "json_schema":
         spec = fmt.get("json_schema")
+        where = "response_format.json_schema"
         if not isinstance(spec, dict):
-            return ("'response_format.json_schema' must be an object such as "
-                    "{\"name\": \"answer\", \"schema\": {...}}")
-        if "schema" in spec and not isinstance(spec["schema"], (dict, bool)):
-            return "'response_format.json_schema.schema' must be a JSON Schema object"
-    return None
+            raise BadRequest(f"'{where}' must be an object such as "
+                             "{\"name\": \"answer\", \"schema\": {...}}", param=where)
+        for name, kind, said in (("name", str, "a string"), ("description", str, "a string"),
+                                 ("strict", bool, "true or false")):
+            if spec.get(name) is not None and not isinstance(spec[name], kind):
+                raise BadRequest(f"'{where}.{name}' must be {said}", param=f"{where}.{name}")
+        if "schema" in spec:
+            check_schema(spec["schema"], f"{where}.schema")
+
+
+def check_schema(schema, where: str) -> None:
+    """Raise ``BadRequest`` naming the keyword (``<where>.properties.n.type[1]``) when a schema
+    gives a keyword this module reads a value of the wrong kind: ``type`` (a type name or a
+    non-empty list of them), ``properties`` / ``$defs`` / ``definitions`` (objects of
+    schemas), ``required`` (a list of strings), ``additionalProperties`` / ``items`` / ``not``
+    (a schema), ``anyOf`` / ``oneOf`` / ``allOf`` (non-empty lists of schemas), ``enum`` (a
+    non-empty list), ``$ref`` (a string). Keywords it does not read are left to the seats.
+    Nesting deeper than ``MAX_DEPTH`` is taken on trust, as ``problem`` takes it."""
+    _check_schema(schema, where, 0)
+
+
+def _check_schema(schema, where: str, depth: int) -> None:
+    if isinstance(schema, bool) or depth > MAX_DEPTH:
+        return
+    if not isinstance(schema, dict):
+        raise BadRequest(f"'{where}' must be a JSON Schema (an object, or true / false)",
+                         param=where)
+    kinds = schema.get("type")
+    if kinds == []:   # no type at all: no answer could fit, and every seat would be paid for
+        raise BadRequest(f"'{where}.type' must name at least one JSON type",
+                         param=f"{where}.type")
+    if kinds is not None:
+        for i, kind in enumerate(kinds if isinstance(kinds, list) else [kinds]):
+            if not isinstance(kind, str) or kind not in _TYPES:
+                at = f"{where}.type" + (f"[{i}]" if isinstance(kinds, list) else "")
+                raise BadRequest(f"'{at}' must be a JSON type name ({', '.join(_TYPES)}) or "
+                                 "a list of them", param=at)
+    for key in ("properties", "$defs", "definitions"):
+        inner = schema.get(key)
+        if inner is None:
+            continue
+        if not isinstance(inner, dict):
+            raise BadRequest(f"'{where}.{key}' must be an object of schemas",
+                             param=f"{where}.{key}")
+        for name, sub in inner.items():
+            _check_schema(sub, f"{where}.{key}.{name}", depth + 1)
+    required = schema.get("required")
+    if required is not None and (not isinstance(required, list)
+                                 or not all(isinstance(k, str) for k in required)):
+        raise BadRequest(f"'{where}.required' must be a list of property names",
+                         param=f"{where}.required")
+    for key in ("additionalProperties", "not"):
+        if schema.get(key) is not None:
+            _check_schema(schema[key], f"{where}.{key}", depth + 1)
+    items = schema.get("items")
+    if isinstance(items, list):   # the older drafts' tuple form, a schema per position
+        for i, sub in enumerate(items):
+            _check_schema(sub, f"{where}.items[{i}]", depth + 1)
+    elif items is not None:
+        _check_schema(items, f"{where}.items", depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(key)
+        if branches is None:
+            continue
+        if not isinstance(branches, list) or not branches:
+            raise BadRequest(f"'{where}.{key}' must be a non-empty list of schemas",
+                             param=f"{where}.{key}")
+        for i, sub in enumerate(branches):
+            _check_schema(sub, f"{where}.{key}[{i}]", depth + 1)
+    enum = schema.get("enum")
+    if enum is not None and (not isinstance(enum, list) or not enum):
+        raise BadRequest(f"'{where}.enum' must be a non-empty list of the values allowed",
+                         param=f"{where}.enum")
+    if schema.get("$ref") is not None and not isinstance(schema["$ref"], str):
+        raise BadRequest(f"'{where}.$ref' must be a string such as \"#/$defs/Item\"",
+                         param=f"{where}.$ref")
 
 
 def schema_of(fmt) -> dict | bool | None:
@@ -152,7 +233,7 @@ def _fit(value, schema, walk: _Walk, where: str, depth: int) -> str | None:
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if isinstance(kinds, list):
-        known = [k for k in kinds if k in _TYPES]
+        known = [k for k in kinds if isinstance(k, str) and k in _TYPES]
         if known and not any(_TYPES[k](value) for k in known):
             return f"{where}: expected {' or '.join(known)}, got {_kind(value)}"
     if isinstance(value, dict):

@@ -1,13 +1,14 @@
 """A panel: one request asked of every seat at once, answered with every seat's answer.
 
-The split: this module holds what makes a panel a panel (the OpenAI request, seating, history
-per seat, pick / merge / all, the reply, the panel's records); the seats core (``seats.py``)
-makes the calls. A ``PanelRun`` hands its seats to ``Seats.start`` as ``SeatCall``s and gives
-it the panel's own hooks: ``SeatEvidence`` as the log (each seat's record, ``seatrecord``, with
-the panel's fields), ``Panels.learn`` (cooldowns, learned windows), a scrub for image traces,
-and ``on_end`` (release the seat's in-flight hold; in pick mode the last seat records the
-panel). The merger is a set of one more call (``Seats.run``), on the finishing thread. Seats and
-the merger are ``seats.SeatResult``s; ``public`` is how a panel's reply shows one.
+The split: this module holds what makes a panel a panel (seating the checked request of
+``request.py``, history per seat, pick / merge / all, the reply, the panel's records); the
+seats core (``seats.py``) makes the calls. A ``PanelRun`` hands its seats to ``Seats.start``
+as ``SeatCall``s and gives it the panel's own hooks: ``SeatEvidence`` as the log (each seat's
+record, ``seatrecord``, with the panel's fields), ``Panels.learn`` (cooldowns, learned
+windows), a scrub for image traces, and ``on_end`` (release the seat's in-flight hold; in pick
+mode the last seat records the panel). The merger is a set of one more call (``Seats.run``),
+on the finishing thread. Seats and the merger are ``seats.SeatResult``s; ``public`` is how a
+panel's reply shows one.
 
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
@@ -28,10 +29,14 @@ every seat ended; ``merged`` with one answer a merger writes after them; ``pick`
 seat's answer verbatim (``pick.py`` says which), as soon as it is known, while the slower seats
 keep running behind it. However the reply went out, ``record`` runs exactly once: after every
 seat ended (a picked panel records when its last seat ends, whether or not the caller is still
-there), or when the caller left before its reply (the panel is then abandoned). A panel in
-which no seat answered (nor could a usable answer be found) is not a reply but an error:
-``AllSeatsFailed`` (502), or ``Unavailable`` (503, with ``Retry-After``) when every seat was
-rate limited; either is raised after the panel is recorded.
+there), or when the caller left before its reply (the panel is then abandoned). Nothing can
+skip it: a run is a context manager whose exit settles it (recorded then, or by its last seat),
+so a fault after any seat was asked (while building or sending the reply) still leaves the
+panel's line, and a line that cannot be built whole is written bare (every seat's call id and
+status, no prompt or answers). A panel in which no seat answered (nor could a usable answer
+be found) is not a reply but an error: ``AllSeatsFailed`` (502), or ``Unavailable`` (503, with
+``Retry-After``) when every seat was rate limited; either is raised after the panel is recorded.
+Requests are checked whole before seating (``request.py``).
 """
 
 from __future__ import annotations
@@ -39,16 +44,16 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from panelist.metrics import seatrecord
-from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
+from panelist.metrics.panel import history, merge, pick, prompt
+from panelist.metrics.panel.request import Request, parse_request
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
-from panelist.metrics.roster.collection import AUTO, REPLIES, Collection, Collections
+from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
@@ -61,11 +66,6 @@ from panelist.metrics.panel.seating import Seat, Seating, SeatsInFlight, seat_pa
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.metrics.panel.suggest import suggestions
 
-# Fields that describe the panel rather than the question; everything else reaches each seat.
-OWN_FIELDS = ("model", "messages", "stream", "stream_options", "n", "bench", "with")
-NUMBERS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
-COUNTS = ("max_tokens", "max_completion_tokens", "seed")
-MAX_NOMINEES = 16
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
@@ -79,104 +79,6 @@ def public(r: SeatResult) -> dict:
     if not r.tool_calls:   # a plain answer's record stays as it always was
         del out["tool_calls"]
     return out
-
-
-@dataclass
-class Request:
-    collection: Collection
-    reply_mode: str
-    messages: list[dict]
-    params: dict
-    shape: str
-    shape_by: str
-    estimate: int
-    stream: bool = False
-    nominees: tuple[str, ...] = ()
-    images: list[str] = field(default_factory=list)
-    prefer: str | None = None   # a member alias to pick first, when it is seated (pick.py)
-    # the members' ledger states for the shape as seating saw them (set by ``Panels.seat``):
-    # the pick order is read from them, so picking costs no second look at the ledger
-    member_states: dict = field(default_factory=dict)
-    decider: dict | None = None   # an ``auto`` shape's label and the decider's call (decider.py)
-
-    def text(self) -> str:
-        """The request as it may be written down: images are placeholders."""
-        return prompt.as_text(self.messages)
-
-    @property
-    def response_format(self):
-        return self.params.get("response_format")
-
-    @property
-    def tools(self) -> bool:
-        return bool(self.params.get("tools"))
-
-    @property
-    def one_answer(self) -> bool:
-        """Whether the caller needs one answer it can parse or act on (JSON, or tool calls),
-        never a markdown panel."""
-        return self.tools or jsonshape.wants_json(self.response_format)
-
-
-def parse_request(body, collections: Collections) -> Request:
-    """Validate a chat-completions body; raise BadRequest / NotFound naming the field."""
-    if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object (an OpenAI chat completion request)")
-    collection, mode = collections.resolve(body.get("model"))
-    messages = prompt.check_messages(body.get("messages"))
-    if "stream" in body and not isinstance(body["stream"], bool):
-        raise BadRequest("'stream' must be true or false", param="stream")
-    if body.get("n", 1) != 1:
-        raise BadRequest("'n' must be 1: a panel already asks every seat once", param="n")
-    for name in NUMBERS:
-        v = body.get(name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise BadRequest(f"'{name}' must be a number", param=name)
-    for name in COUNTS:
-        v = body.get(name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-            raise BadRequest(f"'{name}' must be a whole number", param=name)
-    bench = body.get("bench") or {}
-    if not isinstance(bench, dict):
-        raise BadRequest("'bench' must be an object such as {\"reply\": \"merged\"}",
-                         param="bench")
-    if "reply" in bench and bench["reply"] not in REPLIES:
-        raise BadRequest("'bench.reply' must be one of " + ", ".join(REPLIES),
-                         param="bench.reply")
-    why = jsonshape.check_format(body.get("response_format"))
-    if why:
-        raise BadRequest(why, param="response_format")
-    if body.get("tools") is not None and not isinstance(body["tools"], list):
-        raise BadRequest("'tools' must be a list of tools such as {\"type\": \"function\", "
-                         "\"function\": {\"name\": ...}}", param="tools")
-    reply_mode = bench.get("reply") or mode or collection.reply
-    if reply_mode == "all" and (body.get("tools") or
-                                jsonshape.wants_json(body.get("response_format"))):
-        wanted = "tools" if body.get("tools") else "a JSON response_format"
-        name = collection.model_id
-        raise BadRequest(
-            f"a request with {wanted} needs one answer, and {name} replies with every seat's "
-            f"answer as markdown; ask for {name}:pick (one seat's answer, verbatim) or "
-            f"{name}:merged (one answer merged from every seat's), or send "
-            "\"bench\": {\"reply\": \"pick\"}", param="model", code="reply_mode_all")
-    nominees = body.get("with") or []
-    if not isinstance(nominees, list) or not all(isinstance(a, str) for a in nominees) \
-            or len(nominees) > MAX_NOMINEES:
-        raise BadRequest(f"'with' must be a list of at most {MAX_NOMINEES} model aliases",
-                         param="with")
-    images = prompt.image_urls(messages)
-    if collection.shape and collection.shape != AUTO:
-        shape, shape_by = collection.shape, "set on the collection"
-    elif images:
-        shape, shape_by = "vision", "the request carries images"
-    else:
-        shape, shape_by = "general", "default"
-    return Request(collection=collection,
-                   reply_mode=reply_mode,
-                   messages=messages,
-                   params={k: v for k, v in body.items() if k not in OWN_FIELDS},
-                   shape=shape, shape_by=shape_by, estimate=prompt.estimate_tokens(messages),
-                   stream=body.get("stream") is True, nominees=tuple(nominees), images=images)
 
 
 class Panels:
@@ -308,10 +210,10 @@ class Panels:
         in ``bench`` as it ended; a server, which lives on, answers earlier through
         ``complete``."""
         req = self.parse(body)
-        run = self.start(req, self.seat(req), key=key)
-        reply = self.complete(run, verdict_url=verdict_url, alive=alive)
-        if reply is not None:
-            run.delivered_reply(reply)   # the caller of ask is handed the reply
+        with self.start(req, self.seat(req), key=key) as run:
+            reply = self.complete(run, verdict_url=verdict_url, alive=alive)
+            if reply is not None:
+                run.delivered_reply(reply)   # the caller of ask is handed the reply
         if reply is not None and run.req.reply_mode == "pick" and \
                 run.logged.wait(self.collections.limits().panel_timeout + HOLD_GRACE):
             reply = run.reply(run.results, verdict_url=verdict_url)   # every seat as it ended
@@ -336,6 +238,9 @@ class Panels:
         return run.finish(results, verdict_url=verdict_url)
 
     def start(self, req: Request, seating: Seating, *, key: str) -> "PanelRun":
+        """Ask every seat of a seated panel. Use the run as a context manager (``with
+        panels.start(...) as run:``): leaving the block settles it (``PanelRun.settle``), so its
+        line is written however the caller's part ends."""
         return PanelRun(self, req, seating, key)
 
     def learn(self, model: Model, exc: UpstreamError) -> None:
@@ -433,6 +338,22 @@ class PanelRun:
     def _release(self) -> None:
         if self.seating.hold is not None:
             self.seating.hold.release_all()
+
+    # -- the guarantee: a panel whose seats were asked is recorded --------------------------------
+    def __enter__(self) -> "PanelRun":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.settle()
+
+    def settle(self) -> None:
+        """The caller is done with the run, however that went (a reply, an error, a fault while
+        building the reply): a panel not recorded yet is recorded now, or by its last seat when
+        some still run. Idempotent; a no-op after ``record`` or a picked reply's detach."""
+        with self._lock:
+            if self._recorded or self._detached:
+                return
+        self._detach()
 
     @property
     def abandoned(self) -> bool:
@@ -699,33 +620,60 @@ class PanelRun:
         return dict(seatrecord.fields(r, answer=prompt.scrub(r.answer, urls)), seat=r.seat)
 
     def record(self, results: list[SeatResult]) -> None:
-        """Write the panel to the call log, once. Answers are scrubbed of image traces."""
+        """Write the panel to the call log, once. Answers are scrubbed of image traces. A line
+        that cannot be built whole is written bare (``_bare_line``): its seats were asked, and
+        their call ids must stay findable whatever went wrong."""
         with self._lock:
             if self._recorded:
                 return
             self._recorded = True
-        self.panels.running_behind(self, False)
-        self._release()  # done or given up: a seat that never reported counts no longer
+        try:
+            self.panels.running_behind(self, False)
+            self._release()  # done or given up: a seat that never reported counts no longer
+            try:
+                line = self._line(results)
+            except Exception as exc:
+                line = self._bare_line(results, exc)
+            self.panels.ledger.record_panel(line)
+        finally:
+            self.logged.set()
+
+    def _line(self, results: list[SeatResult]) -> dict:
         urls = self.req.images
         seats = [self._seat_line(r, urls) for r in self.in_seat_order(results)]
-        record = {
+        line = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "key": self.key, "started": self.started,
             "seconds": round(time.monotonic() - self._t0, 3), "estimate": self.req.estimate,
             "reply": self.req.reply_mode, "prompt": self.req.text(), "seats": seats,
             "skipped": self.seating.skipped, "abandoned": self.abandoned}
         if self.req.collection.shape == AUTO:
-            record["shape_by"], record["decider"] = self.req.shape_by, self.req.decider
+            line["shape_by"], line["decider"] = self.req.shape_by, self.req.decider
         if self.merger is not None:
-            record["merger"] = self._seat_line(self.merger, urls)
+            line["merger"] = self._seat_line(self.merger, urls)
         if self.answer is not None and self.answer is not self.merger:
-            record["picked"] = self.picked()
+            line["picked"] = self.picked()
         if self.note:
-            record["note"] = self.note
-        try:
-            self.panels.ledger.record_panel(record)
-        finally:
-            self.logged.set()
+            line["note"] = self.note
+        return line
+
+    def _bare_line(self, results: list[SeatResult], exc: Exception) -> dict:
+        """The panel's line without what could not be written: the prompt and the answers are
+        left out (nothing unscrubbed may reach the log), every seat keeps its call id, alias,
+        status, error, tokens and times, and the note says why."""
+        def bare(r: SeatResult) -> dict:
+            return dict(seatrecord.fields(r, answer=False), seat=r.seat)
+        line = {
+            "panel": self.panel, "collection": self.req.collection.model_id,
+            "shape": self.req.shape, "key": self.key, "started": self.started,
+            "seconds": round(time.monotonic() - self._t0, 3), "estimate": self.req.estimate,
+            "reply": self.req.reply_mode, "prompt": "", "seats": [bare(r) for r in results],
+            "skipped": self.seating.skipped, "abandoned": self.abandoned,
+            "note": "this line was written without the prompt and answers: building it failed "
+                    f"({type(exc).__name__})"}
+        if self.merger is not None:
+            line["merger"] = bare(self.merger)
+        return line
 
 
 def verdict_hint(url: str | None) -> str:

@@ -3,6 +3,10 @@
 The estimate errs high on purpose: characters / 4, plus 10%, system text included, plus 2,500
 tokens per image. Images never reach a log, an error or a merger: they are rendered as a
 placeholder (``[image: data URL, 412 KB]``, or the URL without query string or user:password).
+
+``check_messages`` checks every field of a message that anything after it reads (role, content
+and its parts, name, tool calls and their ids), so the text written down, the history shown to
+each seat and the ids of a delivered reply never meet a value of a wrong type.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
 def check_messages(messages) -> list[dict]:
+    """``messages`` if every message is well formed (role, content, tool calls, ids), else a
+    ``BadRequest`` whose param is the first field that is not."""
     if messages is None:
         raise BadRequest("'messages' is required: a list of {role, content} objects",
                          param="messages")
@@ -34,29 +40,74 @@ def check_messages(messages) -> list[dict]:
         if not isinstance(role, str) or role not in ROLES:
             raise BadRequest(f"{where}.role must be one of {', '.join(ROLES)}",
                              param=f"{where}.role")
-        content = m.get("content")
-        if content is None or isinstance(content, str):
-            continue
-        if not isinstance(content, list):
-            raise BadRequest(f"{where}.content must be a string or a list of parts",
-                             param=f"{where}.content")
-        for j, part in enumerate(content):
-            pwhere = f"{where}.content[{j}]"
-            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-                raise BadRequest(f"{pwhere} must be an object with a 'type'", param=pwhere)
-            if part["type"] == "text" and not isinstance(part.get("text"), str):
-                raise BadRequest(f"{pwhere}.text must be a string", param=f"{pwhere}.text")
-            if part["type"] == "image_url":
-                image = part.get("image_url")
-                url = image.get("url") if isinstance(image, dict) else image
-                if not isinstance(url, str):
-                    raise BadRequest(f"{pwhere}.image_url.url must be a string",
-                                     param=f"{pwhere}.image_url.url")
-                if not (url.startswith("https://") or DATA_URL.match(url)):
-                    raise BadRequest(f"{pwhere}.image_url.url must be an https:// URL or a "
-                                     "data:image/...;base64, URL",
-                                     param=f"{pwhere}.image_url.url")
+        _check_content(m.get("content"), where)
+        for name in ("name", "tool_call_id"):
+            if m.get(name) is not None and not isinstance(m[name], str):
+                raise BadRequest(f"{where}.{name} must be a string", param=f"{where}.{name}")
+        if m.get("function_call") is not None and not isinstance(m["function_call"], dict):
+            raise BadRequest(f"{where}.function_call must be an object",
+                             param=f"{where}.function_call")
+        if m.get("tool_calls") is not None:
+            _check_tool_calls(m["tool_calls"], role, f"{where}.tool_calls")
     return messages
+
+
+def _check_content(content, where: str) -> None:
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise BadRequest(f"{where}.content must be a string or a list of parts",
+                         param=f"{where}.content")
+    for j, part in enumerate(content):
+        pwhere = f"{where}.content[{j}]"
+        if not isinstance(part, dict):
+            raise BadRequest(f"{pwhere} must be an object with a 'type'", param=pwhere)
+        if not isinstance(part.get("type"), str):
+            raise BadRequest(f"{pwhere}.type must be a string such as \"text\"",
+                             param=f"{pwhere}.type")
+        if part["type"] == "text" and not isinstance(part.get("text"), str):
+            raise BadRequest(f"{pwhere}.text must be a string", param=f"{pwhere}.text")
+        if part["type"] == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            if not isinstance(url, str):
+                raise BadRequest(f"{pwhere}.image_url.url must be a string",
+                                 param=f"{pwhere}.image_url.url")
+            if not (url.startswith("https://") or DATA_URL.match(url)):
+                raise BadRequest(f"{pwhere}.image_url.url must be an https:// URL or a "
+                                 "data:image/...;base64, URL",
+                                 param=f"{pwhere}.image_url.url")
+
+
+def _check_tool_calls(calls, role: str, where: str) -> None:
+    """An assistant's ``tool_calls``: a list of ``{"id", "type": "function", "function":
+    {"name", "arguments"}}``, as OpenAI's API requires them in a history."""
+    if role != "assistant":
+        raise BadRequest(f"{where}: only an assistant message carries tool calls",
+                         param=where)
+    if not isinstance(calls, list):
+        raise BadRequest(f"{where} must be a list of {{\"id\", \"type\": \"function\", "
+                         "\"function\": {\"name\", \"arguments\"}} objects", param=where)
+    for k, call in enumerate(calls):
+        cwhere = f"{where}[{k}]"
+        if not isinstance(call, dict):
+            raise BadRequest(f"{cwhere} must be an object with 'id', 'type' and 'function'",
+                             param=cwhere)
+        if not isinstance(call.get("id"), str) or not call["id"]:
+            raise BadRequest(f"{cwhere}.id must be the call's id, a non-empty string",
+                             param=f"{cwhere}.id")
+        if call.get("type", "function") != "function":
+            raise BadRequest(f"{cwhere}.type must be \"function\"", param=f"{cwhere}.type")
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            raise BadRequest(f"{cwhere}.function must be an object with 'name' and "
+                             "'arguments'", param=f"{cwhere}.function")
+        if not isinstance(fn.get("name"), str):
+            raise BadRequest(f"{cwhere}.function.name must be a string",
+                             param=f"{cwhere}.function.name")
+        if fn.get("arguments") is not None and not isinstance(fn["arguments"], str):
+            raise BadRequest(f"{cwhere}.function.arguments must be a string (the arguments "
+                             "as JSON text)", param=f"{cwhere}.function.arguments")
 
 
 def _parts(content):

@@ -2,20 +2,23 @@
 collections as models), ``/bench`` (verdicts, what is owed, panels, races) and ``/health``.
 
 Thin: each action parses its body through ``metrics.wire`` or ``metrics.panel``, calls the
-domain and replies. Every refusal of a panel happens before anything is sent; every reply of a
-seated panel (a reply, a stream, or an error such as a panel in which no seat answered) carries
-``X-Panelist-Panel: <panel id>``.
+domain and replies. Every refusal of a panel (its body checked whole included) happens before
+any seat is asked; every reply of a seated panel (a reply, a stream, or an error such as a
+panel in which no seat answered, or a fault while making the reply) carries
+``X-Panelist-Panel: <panel id>``, and its line is written however the reply went
+(``answering``).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.ledger import verdict
 from panelist.metrics.race import registry
-from panelist.metrics.server.handler import Handler
+from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.server.routing import KEYS, OPEN, Route
 from panelist.metrics.server.stream import PANEL_HEADER, answer_of, held_stream, stream_panel
 from panelist.metrics.wire import messages, models, responses
@@ -55,25 +58,41 @@ def post_chat(h: Handler, _):
     body = h.read_json()
     h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
     panels = h.server.panels
-    req = panels.parse(body)
+    req = panels.parse(body)   # the whole body is checked here, before anything is asked
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
-    run = panels.start(req, seating, key=h.caller.name)
-    # from here on every answer names its panel, errors included, so any client can find it
-    mark = {PANEL_HEADER: run.panel}
-    try:
+    with answering(h, panels.start(req, seating, key=h.caller.name)) as run:
         if req.stream:
-            stream_panel(h, run, mark)
+            stream_panel(h, run, {PANEL_HEADER: run.panel})
             return
         reply = panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
-    except PanelistError as exc:
-        exc.headers = {**exc.headers, **mark}
-        raise
-    if reply is None:  # the caller left; the panel was cancelled and logged
-        h.close_connection = True
-        return
-    # written before the reply goes out, so a caller that has it finds it owed a verdict
-    run.delivered_reply(reply)
-    h.send_json(200, reply, mark)
+        if reply is None:  # the caller left; the panel was cancelled and logged
+            h.close_connection = True
+            return
+        # written before the reply goes out, so a caller that has it finds it owed a verdict
+        run.delivered_reply(reply)
+        h.send_json(200, reply, {PANEL_HEADER: run.panel})
+
+
+@contextmanager
+def answering(h: Handler, run):
+    """The caller's part of a started panel. From here on every answer names its panel, errors
+    included, so any client can find it; a fault while the reply is made or sent is a 500 that
+    says the panel is logged; and however the block ends, the run is settled
+    (``PanelRun.settle``): once a seat was asked, the panel's line is written."""
+    with run:
+        try:
+            yield run
+        except PanelistError as exc:
+            exc.headers = {**exc.headers, PANEL_HEADER: run.panel}
+            raise
+        except (ConnectionError, TimeoutError):
+            raise   # the caller went away: nobody to tell
+        except Exception as exc:
+            error = fault(f"{h.command} {h.path} (panel {run.panel})",
+                          f"internal error while answering panel {run.panel}; its seats' "
+                          f"answers are logged (GET /bench/panels/{run.panel})")["error"]
+            raise PanelistError(error["message"], code=error["code"],
+                                headers={PANEL_HEADER: run.panel}) from exc
 
 
 # -- other wire formats: thin adapters over the same panel ---------------------------------------
@@ -88,33 +107,33 @@ def open_panel(h: Handler, chat: dict):
 
 def post_responses(h: Handler, _):
     body = h.read_json()
-    chat, stream = responses.to_chat(body)
-    run = open_panel(h, chat)
-    if stream:
-        held_stream(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
-                                                  int(run.started)))
-        return
-    reply = answer_of(h, run, h.client_alive)
-    if reply is None:  # the caller left; the panel was cancelled and logged
-        h.close_connection = True
-        return
-    run.delivered_reply(reply)
-    h.send_json(200, responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
+    chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
+    with answering(h, open_panel(h, chat)) as run:
+        if stream:
+            held_stream(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
+                                                 int(run.started)))
+            return
+        reply = answer_of(h, run, h.client_alive)
+        if reply is None:  # the caller left; the panel was cancelled and logged
+            h.close_connection = True
+            return
+        run.delivered_reply(reply)
+        h.send_json(200, responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
 
 
 def post_messages(h: Handler, _):
     body = h.read_json()
-    chat, stream = messages.to_chat(body)
-    run = open_panel(h, chat)
-    if stream:
-        held_stream(h, run, messages.Events(run.panel, run.req.collection.model_id))
-        return
-    reply = answer_of(h, run, h.client_alive)
-    if reply is None:
-        h.close_connection = True
-        return
-    run.delivered_reply(reply)
-    h.send_json(200, messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
+    chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
+    with answering(h, open_panel(h, chat)) as run:
+        if stream:
+            held_stream(h, run, messages.Events(run.panel, run.req.collection.model_id))
+            return
+        reply = answer_of(h, run, h.client_alive)
+        if reply is None:
+            h.close_connection = True
+            return
+        run.delivered_reply(reply)
+        h.send_json(200, messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
 
 
 def post_verdict(h: Handler, _):

@@ -7,8 +7,10 @@ Invariants:
 
 * Nothing here seats, asks, logs or judges: the panel that answers is the chat one, so seating,
   logs, verdicts and call ids are shared with ``/v1/chat/completions``.
-* Every refusal is a ``BadRequest`` naming the Messages field (``messages[2].content[0]``), raised
-  before a panel is seated. ``max_tokens`` is required, as Anthropic requires it.
+* Every field is checked for its JSON type before a panel is seated (those with no chat
+  counterpart too); a refusal is a ``BadRequest`` naming the Messages field
+  (``messages[2].content[0].tool_use_id``), in its message since Anthropic's error shape has no
+  ``param``. ``max_tokens`` is required, as Anthropic requires it.
 * What the caller sent is reshaped, never reworded: text, images (base64 or URL), tool uses
   (their ids kept, so a tool result finds its call) and tool results (``is_error`` marked in the
   text, the only place a chat tool message can hold it), ``output_config.format`` as
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
+from panelist.metrics.panel import jsonshape
 
 # chat finish reasons -> Messages stop reasons (a reply holding tool calls is always tool_use)
 STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}
@@ -62,6 +65,7 @@ def to_chat(body) -> tuple[dict, bool]:
         messages.append({"role": "system", "content": _system(body["system"])})
     for i, message in enumerate(raw):
         messages += _message(message, f"messages[{i}]")
+    _check_fields(body)
     chat = {"model": body.get("model"), "messages": messages, "max_tokens": max_tokens}
     for name in ("temperature", "top_p", "bench", "with"):
         if name in body:
@@ -84,6 +88,28 @@ def to_chat(body) -> tuple[dict, bool]:
     return chat, stream
 
 
+# Messages fields a panel does not carry over, by the JSON type they must have: checked all the
+# same, so a mistyped one is named rather than silently dropped
+IGNORED = {"top_k": (int, "a whole number"), "thinking": (dict, "an object such as "
+                                                          "{\"type\": \"disabled\"}"),
+           "service_tier": (str, "a string"), "container": (str, "a string")}
+
+
+def _check_fields(body: dict) -> None:
+    for name, (kind, said) in IGNORED.items():
+        v = body.get(name)
+        if v is not None and (not isinstance(v, kind) or isinstance(v, bool)):
+            raise BadRequest(f"'{name}' must be {said}", param=name)
+    metadata = body.get("metadata")
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise BadRequest("'metadata' must be an object such as {\"user_id\": \"...\"}",
+                         param="metadata")
+    if metadata.get("user_id") is not None and not isinstance(metadata["user_id"], str):
+        raise BadRequest("'metadata.user_id' must be a string", param="metadata.user_id")
+
+
 def _format(config) -> dict | None:
     """``output_config.format`` (structured output) as chat's ``response_format``."""
     if not isinstance(config, dict):
@@ -91,10 +117,16 @@ def _format(config) -> dict | None:
     fmt = config.get("format")
     if fmt is None:
         return None
-    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" \
-            or not isinstance(fmt.get("schema"), dict):
+    if not isinstance(fmt, dict):
         raise BadRequest("'output_config.format' must be {\"type\": \"json_schema\", \"schema\": "
                          "{...}}", param="output_config.format")
+    if fmt.get("type") != "json_schema":
+        raise BadRequest("'output_config.format.type' must be json_schema",
+                         param="output_config.format.type")
+    if not isinstance(fmt.get("schema"), dict):
+        raise BadRequest("'output_config.format.schema' must be a JSON Schema object",
+                         param="output_config.format.schema")
+    jsonshape.check_schema(fmt["schema"], "output_config.format.schema")
     # chat wants the schema named; Messages never names it
     return {"type": "json_schema", "json_schema": {"name": "output", "schema": fmt["schema"]}}
 
@@ -102,11 +134,17 @@ def _format(config) -> dict | None:
 def _system(system) -> str:
     if isinstance(system, str):
         return system
-    if isinstance(system, list) and all(isinstance(b, dict) and b.get("type") == "text"
-                                        and isinstance(b.get("text"), str) for b in system):
-        return "\n\n".join(b["text"] for b in system)
-    raise BadRequest("'system' must be a string or a list of {\"type\": \"text\", \"text\": ...} "
-                     "blocks", param="system")
+    if not isinstance(system, list):
+        raise BadRequest("'system' must be a string or a list of {\"type\": \"text\", "
+                         "\"text\": ...} blocks", param="system")
+    for i, block in enumerate(system):
+        where = f"system[{i}]"
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise BadRequest(f"{where} must be a {{\"type\": \"text\", \"text\": ...}} block",
+                             param=where)
+        if not isinstance(block.get("text"), str):
+            raise BadRequest(f"{where}.text must be a string", param=f"{where}.text")
+    return "\n\n".join(b["text"] for b in system)
 
 
 def _message(m, where: str) -> list[dict]:
@@ -125,8 +163,11 @@ def _message(m, where: str) -> list[dict]:
     blocks = []
     for j, block in enumerate(content):
         bwhere = f"{where}.content[{j}]"
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        if not isinstance(block, dict):
             raise BadRequest(f"{bwhere} must be a content block with a 'type'", param=bwhere)
+        if not isinstance(block.get("type"), str):
+            raise BadRequest(f"{bwhere}.type must be a string such as \"text\"",
+                             param=f"{bwhere}.type")
         blocks.append((block, bwhere))
     return _assistant(blocks) if role == "assistant" else _user(blocks)
 
@@ -160,8 +201,10 @@ def _assistant(blocks) -> list[dict]:
         if kind == "text":
             texts.append(_part(block, where)["text"])
         elif kind == "tool_use":
-            if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
-                raise BadRequest(f"{where} (tool_use) needs a string 'id' and 'name'", param=where)
+            for field in ("id", "name"):
+                if not isinstance(block.get(field), str) or not block[field]:
+                    raise BadRequest(f"{where}.{field} must be a non-empty string (a tool_use "
+                                     "needs its 'id' and 'name')", param=f"{where}.{field}")
             args = block.get("input", {})
             if not isinstance(args, dict):
                 raise BadRequest(f"{where}.input must be an object", param=f"{where}.input")
@@ -222,6 +265,8 @@ def _tool_result(block: dict, where: str) -> tuple[str, list[dict]]:
     else:
         raise BadRequest(f"{where}.content must be a string or a list of text and image blocks",
                          param=f"{where}.content")
+    if block.get("is_error") is not None and not isinstance(block["is_error"], bool):
+        raise BadRequest(f"{where}.is_error must be true or false", param=f"{where}.is_error")
     text = "\n".join(texts)
     if block.get("is_error") is True:
         text = f"[tool error] {text}"
@@ -247,27 +292,41 @@ def _tools(tools) -> list[dict]:
                              "Anthropic runs; send tools as {name, description, input_schema} "
                              "and run them yourself", param=f"{where}.type")
         schema = tool.get("input_schema")
-        if not isinstance(tool.get("name"), str) or not isinstance(schema, dict):
-            raise BadRequest(f"{where} needs a string 'name' and an 'input_schema' object",
-                             param=where)
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise BadRequest(f"{where}.name must be a non-empty string", param=f"{where}.name")
+        if not isinstance(schema, dict):
+            raise BadRequest(f"{where}.input_schema must be a JSON Schema object",
+                             param=f"{where}.input_schema")
         function = {"name": tool["name"], "parameters": schema}
-        if isinstance(tool.get("description"), str):
+        if tool.get("description") is not None:
+            if not isinstance(tool["description"], str):
+                raise BadRequest(f"{where}.description must be a string",
+                                 param=f"{where}.description")
             function["description"] = tool["description"]
         out.append({"type": "function", "function": function})
     return out
 
 
 def _tool_choice(choice) -> dict:
-    kind = choice.get("type") if isinstance(choice, dict) else None
-    if kind == "tool" and isinstance(choice.get("name"), str):
+    said = ("must be {\"type\": \"auto\"}, {\"type\": \"any\"}, {\"type\": \"none\"} or "
+            "{\"type\": \"tool\", \"name\": ...}")
+    if not isinstance(choice, dict):
+        raise BadRequest(f"'tool_choice' {said}", param="tool_choice")
+    kind = choice.get("type")
+    if kind == "tool":
+        if not isinstance(choice.get("name"), str):
+            raise BadRequest("'tool_choice.name' must be the name of one of the tools",
+                             param="tool_choice.name")
         out = {"tool_choice": {"type": "function", "function": {"name": choice["name"]}}}
-    elif kind in ("auto", "any", "none"):
+    elif isinstance(kind, str) and kind in ("auto", "any", "none"):
         out = {"tool_choice": "required" if kind == "any" else kind}
     else:
-        raise BadRequest("'tool_choice' must be {\"type\": \"auto\"}, {\"type\": \"any\"}, "
-                         "{\"type\": \"none\"} or {\"type\": \"tool\", \"name\": ...}",
-                         param="tool_choice")
-    if choice.get("disable_parallel_tool_use") is True:
+        raise BadRequest(f"'tool_choice.type' {said}", param="tool_choice.type")
+    parallel = choice.get("disable_parallel_tool_use")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise BadRequest("'tool_choice.disable_parallel_tool_use' must be true or false",
+                         param="tool_choice.disable_parallel_tool_use")
+    if parallel:
         out["parallel_tool_calls"] = False
     return out
 
@@ -310,10 +369,14 @@ def error_body(status: int, message: str, **extra) -> dict:
 
 def from_openai(status: int, body: dict) -> dict:
     """An OpenAI error body in Anthropic's shape; fields OpenAI's lacks (a failed panel's
-    ``seats``) ride along inside ``error``."""
+    ``seats``) ride along inside ``error``. Anthropic's shape has no ``param``: a message that
+    does not name its field already starts with it (``model: no collection named; ...``)."""
     error = body["error"]
     extra = {k: v for k, v in error.items() if k not in ("message", "type", "param", "code")}
-    return error_body(status, error["message"], **extra)
+    message, param = error["message"], error.get("param")
+    if isinstance(param, str) and param and param not in message:
+        message = f"{param}: {message}"
+    return error_body(status, message, **extra)
 
 
 # -- stream -------------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ Invariants:
 
 * Nothing here seats, asks, logs or judges: the panel that answers is the chat one, so seating,
   logs, verdicts and call ids are shared with ``/v1/chat/completions``.
-* Every refusal is a ``BadRequest`` naming the Responses field (``input[3].content[0]``), raised
-  before a panel is seated.
+* Every field is checked for its JSON type before a panel is seated; a refusal is a
+  ``BadRequest`` naming the Responses field (``input[3].content[0].text``), so the reply (its
+  echo of the request's settings included) reads only checked values.
 * Nothing is kept between requests: ``previous_response_id``, ``conversation`` and stored item
   references are refused (send the whole conversation in ``input``); ``store`` is accepted and
   ignored, and every response says ``"store": false``.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import itertools
 
 from panelist.metrics.errors import BadRequest
+from panelist.metrics.panel import jsonshape
 
 STATELESS = "Panelist keeps no conversation between requests; send the whole conversation in " \
             "'input'"
@@ -44,20 +46,19 @@ WHAT = "a Responses request: model and input"
 
 # -- request ------------------------------------------------------------------------------------
 def to_chat(body) -> tuple[dict, bool]:
-    """The chat-completions body a Responses request asks for, and whether it wants a stream."""
+    """The chat-completions body a Responses request asks for, and whether it wants a stream.
+    Every field is checked here (``_check_fields``), under its Responses name, before a panel
+    is seated; what the chat body then holds is checked again by the panel, and passes."""
     if not isinstance(body, dict):
         raise BadRequest(f"the body must be a JSON object ({WHAT})")
     for name, why in REFUSED.items():
         if body.get(name) not in (None, False):
             raise BadRequest(why, param=name)
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise BadRequest("'stream' must be true or false", param="stream")
+    _check_fields(body)
+    stream = body.get("stream") is True
     messages = []
     instructions = body.get("instructions")
     if instructions is not None:
-        if not isinstance(instructions, str):
-            raise BadRequest("'instructions' must be a string", param="instructions")
         messages.append({"role": "system", "content": instructions})
     messages += _input(body.get("input"))
     chat = {"model": body.get("model"), "messages": messages}
@@ -70,12 +71,43 @@ def to_chat(body) -> tuple[dict, bool]:
         chat["tools"] = _tools(body["tools"])
     if body.get("tool_choice") is not None:
         chat["tool_choice"] = _tool_choice(body["tool_choice"])
-    text = body.get("text")
-    if text is not None:
-        fmt = _format(text)
-        if fmt is not None:
-            chat["response_format"] = fmt
+    fmt = _format(body.get("text"))
+    if fmt is not None:
+        chat["response_format"] = fmt
     return chat, stream
+
+
+# Responses fields by the JSON type they must have; those a panel does not carry over are
+# checked all the same, so a mistyped field is named rather than silently dropped
+TYPED = {
+    "stream": (bool, "true or false"), "instructions": (str, "a string"),
+    "parallel_tool_calls": (bool, "true or false"), "store": (bool, "true or false"),
+    "user": (str, "a string"), "service_tier": (str, "a string"),
+    "reasoning": (dict, "an object such as {\"effort\": \"low\"}"),
+    "safety_identifier": (str, "a string"), "prompt_cache_key": (str, "a string"),
+}
+TRUNCATIONS = ("auto", "disabled")
+
+
+def _check_fields(body: dict) -> None:
+    for name, (kind, said) in TYPED.items():
+        if body.get(name) is not None and not isinstance(body[name], kind):
+            raise BadRequest(f"'{name}' must be {said}", param=name)
+    for name, least in (("max_output_tokens", 1), ("max_tool_calls", 1), ("top_logprobs", 0)):
+        v = body.get(name)
+        if v is not None and (type(v) is not int or v < least):
+            raise BadRequest(f"'{name}' must be a whole number of at least {least}", param=name)
+    metadata = body.get("metadata")
+    if metadata is not None and (not isinstance(metadata, dict) or
+                                 not all(isinstance(v, str) for v in metadata.values())):
+        raise BadRequest("'metadata' must be an object whose values are strings",
+                         param="metadata")
+    include = body.get("include")
+    if include is not None and (not isinstance(include, list)
+                                or not all(isinstance(i, str) for i in include)):
+        raise BadRequest("'include' must be a list of strings", param="include")
+    if body.get("truncation") is not None and body["truncation"] not in TRUNCATIONS:
+        raise BadRequest("'truncation' must be auto or disabled", param="truncation")
 
 
 def _input(value) -> list[dict]:
@@ -145,19 +177,26 @@ def _part(part, where: str) -> dict:
             raise BadRequest(f"{where}.image_url must be an https:// or data:image/ URL "
                              "(uploaded file ids are not kept here)", param=f"{where}.image_url")
         image = {"url": url}
-        if isinstance(part.get("detail"), str):
+        if part.get("detail") is not None:
+            if not isinstance(part["detail"], str):
+                raise BadRequest(f"{where}.detail must be a string such as \"auto\"",
+                                 param=f"{where}.detail")
             image["detail"] = part["detail"]
         return {"type": "image_url", "image_url": image}
+    if kind == "refusal":
+        raise BadRequest(f"{where}.refusal must be a string", param=f"{where}.refusal")
     raise BadRequest(f"{where} must be an input_text, output_text or input_image part (files "
-                     "and audio are not accepted)", param=where)
+                     "and audio are not accepted)",
+                     param=f"{where}.type" if isinstance(part, dict) else where)
 
 
 def _function_call(messages: list[dict], item: dict, where: str) -> None:
     """A call joins the assistant message just before it, as chat keeps a turn's calls together."""
     call_id, name, args = item.get("call_id"), item.get("name"), item.get("arguments", "")
-    if not isinstance(call_id, str) or not isinstance(name, str) or not isinstance(args, str):
-        raise BadRequest(f"{where} (function_call) needs string 'call_id', 'name' and "
-                         "'arguments'", param=where)
+    for field, value in (("call_id", call_id), ("name", name), ("arguments", args)):
+        if not isinstance(value, str):
+            raise BadRequest(f"{where}.{field} must be a string (a function_call needs string "
+                             "'call_id', 'name' and 'arguments')", param=f"{where}.{field}")
     call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "assistant" and isinstance(last.get("content"),
@@ -195,8 +234,14 @@ def _tools(tools) -> list[dict]:
                              "the tool yourself", param=f"{where}.type")
         # the flat Responses form, or chat's nested one
         spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
-        if not isinstance(spec.get("name"), str):
-            raise BadRequest(f"{where}.name must be a string", param=f"{where}.name")
+        at = f"{where}.function" if spec is not tool else where
+        if not isinstance(spec.get("name"), str) or not spec["name"]:
+            raise BadRequest(f"{at}.name must be a non-empty string", param=f"{at}.name")
+        for name, kind, said in (("description", str, "a string"),
+                                 ("parameters", dict, "a JSON Schema object"),
+                                 ("strict", bool, "true or false")):
+            if spec.get(name) is not None and not isinstance(spec[name], kind):
+                raise BadRequest(f"{at}.{name} must be {said}", param=f"{at}.{name}")
         function = {k: spec[k] for k in ("name", "description", "parameters", "strict")
                     if spec.get(k) is not None}
         out.append({"type": "function", "function": function})
@@ -214,17 +259,39 @@ def _tool_choice(choice):
 
 
 def _format(text) -> dict | None:
-    fmt = text.get("format") if isinstance(text, dict) else None
-    kind = fmt.get("type") if isinstance(fmt, dict) else None
-    if fmt is None or kind == "text":
+    """``text.format`` as chat's ``response_format`` (None: plain text)."""
+    if text is None:
+        return None
+    if not isinstance(text, dict):
+        raise BadRequest("'text' must be an object such as {\"format\": {\"type\": "
+                         "\"json_object\"}}", param="text")
+    if text.get("verbosity") is not None and not isinstance(text["verbosity"], str):
+        raise BadRequest("'text.verbosity' must be a string", param="text.verbosity")
+    fmt = text.get("format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict):
+        raise BadRequest("'text.format' must be {\"type\": \"text\"}, {\"type\": "
+                         "\"json_object\"} or {\"type\": \"json_schema\", \"name\", "
+                         "\"schema\"}", param="text.format")
+    kind = fmt.get("type")
+    if kind == "text":
         return None
     if kind == "json_object":
         return {"type": "json_object"}
-    if kind == "json_schema" and isinstance(fmt.get("schema"), dict):
-        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
-        return {"type": "json_schema", "json_schema": schema}
-    raise BadRequest("'text.format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
-                     "{\"type\": \"json_schema\", \"name\", \"schema\"}", param="text.format")
+    if kind != "json_schema":
+        raise BadRequest("'text.format.type' must be text, json_object or json_schema",
+                         param="text.format.type")
+    if not isinstance(fmt.get("schema"), dict):
+        raise BadRequest("'text.format.schema' must be a JSON Schema object",
+                         param="text.format.schema")
+    jsonshape.check_schema(fmt["schema"], "text.format.schema")
+    for name, kind, said in (("name", str, "a string"), ("description", str, "a string"),
+                             ("strict", bool, "true or false")):
+        if fmt.get(name) is not None and not isinstance(fmt[name], kind):
+            raise BadRequest(f"'text.format.{name}' must be {said}", param=f"text.format.{name}")
+    schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+    return {"type": "json_schema", "json_schema": schema}
 
 
 # -- reply --------------------------------------------------------------------------------------
