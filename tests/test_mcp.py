@@ -265,8 +265,9 @@ class Raw:
     def __init__(self, env: dict, args=()):
         clean = {k: v for k, v in os.environ.items()
                  if not k.startswith("PANELIST_") and not k.lower().endswith("_proxy")}
-        self.proc = subprocess.Popen([*SERVER, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=dict(clean, **env))
+        self.proc = subprocess.Popen([*SERVER, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(clean, **env))
         self.lines, self.reader = reader(self.proc.stdout)
         self.err = ""
 

@@ -74,9 +74,9 @@ def write_held(fd: int, data: bytes) -> int:
     (measured: 16 MB writes killed as the file began to grow were left at a multiple of 2 MiB,
     19 times in 20). So the repair is here, under the lock every writer holds while it writes: a
     tail that does not end in a newline belongs to a writer that died, and is cut back to the
-    last newline before this append, which then starts a line. A write failing here (ENOSPC, EFBIG, an
-    interrupt) takes its own torn line back at once; whole lines of the block stay, as for a
-    crash."""
+    last newline before this append, which then starts a line. A write failing here (ENOSPC,
+    EFBIG, an interrupt) takes its own torn line back at once; whole lines of the block stay,
+    as for a crash."""
     end = os.fstat(fd).st_size
     if end and os.pread(fd, 1, end - 1) != b"\n":
         end = _complete_end(fd, end)
