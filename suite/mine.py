@@ -82,20 +82,13 @@ def summary(report: dict) -> str:
 def latest_verdicts(path: Path) -> dict[str, int]:
     """Each judged call's latest verdict line, as its byte offset; read as a stream."""
     found: dict[str, int] = {}
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        return found
-    with f:
-        offset = 0
-        for line in f:
-            start, offset = offset, offset + len(line)
-            if b'"verdict"' not in line:   # most lines are seats: skip them unparsed
-                continue
-            record = jsonl.parse_line(line)   # None for a torn or foreign line
-            if record is not None and record.get("kind") == "verdict" \
-                    and isinstance(record.get("call"), str):
-                found[record["call"]] = start
+    for start, line in jsonl.lines(path):   # whole lines only: a torn one is left
+        if b'"verdict"' not in line:   # most lines are seats: skip them unparsed
+            continue
+        record = jsonl.parse_line(line)   # None for a foreign line
+        if record is not None and record.get("kind") == "verdict" \
+                and isinstance(record.get("call"), str):
+            found[record["call"]] = start
     return found
 
 

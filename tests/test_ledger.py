@@ -404,8 +404,11 @@ def test_torn_last_line_is_skipped(runs):
         assert (st["sim-b"].last_seated, st["sim-b"].useful) == (T0 + 1, 1)
         assert ledger.call(late)["verdict"]["useful"] is True
         assert [p["seats"][0]["call"] for p in ledger.recent_panels(10)] == [late, early]
-    # the torn line now stands alone on its own line, and a fresh replay agrees
-    assert b'"call":"p2025\n' in (runs / "evidence.jsonl").read_bytes()
+    # the next append cut each torn line off: whole lines only, and a fresh replay agrees
+    for name, torn in (("evidence.jsonl", b'"call":"p2025'), ("calls.jsonl", b'"panel":"p2025')):
+        data = (runs / name).read_bytes()
+        assert data.endswith(b"\n") and torn + b"\n" not in data and torn + b"{" not in data
+        assert all(json.loads(line) for line in data.split(b"\n")[:-1])
     (runs / "index.json").unlink()
     with Ledger(runs) as fresh:
         assert fresh.states(["sim-a", "sim-b"], "general") == st

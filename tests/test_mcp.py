@@ -230,6 +230,16 @@ def test_a_proxy_in_the_environment_is_not_used_for_a_loopback_gateway(gateway, 
 
 
 # -- raw JSON-RPC over a pipe ---------------------------------------------------------------------
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict(line: bytes):
+    """``line`` parsed as strict JSON: ``NaN`` and ``Infinity``, which Python's decoder takes and
+    its encoder writes, are refused as every other JSON peer refuses them."""
+    return json.loads(line, parse_constant=_not_json)
+
+
 def reader(stream) -> tuple[queue.Queue, threading.Thread]:
     """A thread putting each line of ``stream`` on a queue, then None at its end."""
     lines: queue.Queue = queue.Queue()
@@ -252,11 +262,12 @@ def send(stream, message) -> None:
 class Raw:
     """The server as a child process, spoken to line by line; reaped when the block ends."""
 
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, args=()):
         clean = {k: v for k, v in os.environ.items()
                  if not k.startswith("PANELIST_") and not k.lower().endswith("_proxy")}
-        self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=dict(clean, **env))
+        self.proc = subprocess.Popen([*SERVER, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=dict(clean, **env))
         self.lines, self.reader = reader(self.proc.stdout)
         self.err = ""
 
@@ -267,7 +278,7 @@ class Raw:
         line = self.lines.get(timeout=PATIENCE)
         assert line is not None, "the server closed stdout"
         assert line.endswith(b"\n") and b"\n" not in line[:-1]
-        return json.loads(line)
+        return strict(line)
 
     def request(self, rid, method, params=None) -> dict:
         self.send({"jsonrpc": "2.0", "id": rid, "method": method,
@@ -281,7 +292,7 @@ class Raw:
         self.proc.stdin.close()
         rest = []
         while (line := self.lines.get(timeout=PATIENCE)) is not None:
-            rest.append(json.loads(line))
+            rest.append(strict(line))
         assert self.proc.wait(PATIENCE) == 0
         self.err = self.proc.stderr.read().decode()
         return rest
@@ -348,6 +359,106 @@ def test_protocol_errors_have_their_codes(reaped):
     assert (batch["id"], batch["error"]["code"]) == (None, -32600)
     assert (no_jsonrpc["id"], no_jsonrpc["error"]["code"]) == (8, -32600)
     assert (null_id["id"], null_id["error"]["code"]) == (None, -32600)
+    assert "Traceback" not in raw.err
+
+
+def test_ids_json_cannot_carry_are_refused_and_stdout_stays_strict_json(reaped):
+    with Raw({"PANELIST_URL": "http://127.0.0.1:9"}) as raw:
+        # not JSON at all, though Python's decoder takes them: a parse error, as for any non-JSON
+        not_json = []
+        for literal in (b"NaN", b"Infinity", b"-Infinity"):
+            raw.send(b'{"jsonrpc": "2.0", "id": ' + literal + b', "method": "ping"}')
+            not_json.append(raw.recv())
+        raw.send(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": '
+                 b'{"name": "pending", "arguments": {"limit": NaN}}}')
+        in_params = raw.recv()
+        # JSON, but no number a peer can hold: not a request
+        overflow = []
+        for literal in (b"1e400", b"-1e400"):
+            raw.send(b'{"jsonrpc": "2.0", "id": ' + literal + b', "method": "tools/call", '
+                     b'"params": {"name": "pending"}}')
+            overflow.append(raw.recv())
+        raw.send(b'{"jsonrpc": "2.0", "id": 1e400, "result": {}}')   # a "reply" with one: none
+        # finite numbers are ids, fractional ones too (answered with the same value)
+        assert raw.request(2.5, "ping")["result"] == {}
+        assert raw.request(-0.0, "ping")["result"] == {}
+        assert raw.request(1e300, "ping")["result"] == {}
+        assert raw.request(10 ** 30, "ping")["result"] == {}
+        assert raw.finish() == []
+    for reply in not_json + [in_params]:
+        assert reply["id"] is None and reply["error"]["code"] == -32700, reply
+    assert [r["error"]["message"].split(" is not")[0] for r in not_json] == \
+        ["not JSON (NaN", "not JSON (Infinity", "not JSON (-Infinity"]
+    assert "send a finite number" in not_json[0]["error"]["message"]
+    for reply in overflow:
+        assert reply["id"] is None and reply["error"]["code"] == -32600, reply
+        assert "'id' must be text or a finite number" in reply["error"]["message"]
+    assert "Traceback" not in raw.err
+
+
+def threads_of(pid: int) -> int:
+    """How many threads the process ``pid`` runs, as the kernel counts them."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no Threads line in /proc/{pid}/status")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="threads counted in /proc")
+def test_two_thousand_calls_at_once_run_a_bounded_few_and_each_gets_one_reply(home, gated,
+                                                                             reaped):
+    move_to(home, gated, "fast", "mid", "slow")
+    calls, sent = 4, 2000
+    taken = calls + mcp_server.MAX_WAITING   # running, and waiting for a free worker
+    ask = {"name": "ask", "arguments": {"collection": "trio", "prompt": "hold on"}}
+    with Gateway(make_gateway(home, env={})) as gw, \
+            Raw({"PANELIST_URL": gw.url}, args=("--calls", str(calls))) as raw:
+        assert raw.request(0, "ping")["result"] == {}
+        idle = threads_of(raw.proc.pid)
+        seen = [idle]
+        stop = threading.Event()
+
+        def sample():   # from outside the process, while its calls are under way
+            while not stop.wait(0.005):
+                seen.append(threads_of(raw.proc.pid))
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            raw.proc.stdin.write(b"".join(json.dumps(
+                {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                 "params": dict(ask, _meta={"progressToken": i}) if i % 2 else ask}).encode()
+                + b"\n" for i in range(1, sent + 1)))
+            raw.proc.stdin.flush()
+            # refused at once while the gate is shut; a thread a call would show here first
+            assert wait_until(lambda: raw.lines.qsize() >= sent - taken
+                              or max(seen) > calls + 3)
+            assert max(seen) <= calls + 3, f"{max(seen)} threads for {calls} calls at once"
+            busy = [raw.recv() for _ in range(sent - taken)]
+            assert gated.wait_arrived("fast", "mid", "slow")
+            assert raw.request("ping", "ping")["result"] == {}   # the session still answers
+        finally:
+            stop.set()
+            sampler.join()
+        raw.proc.stdin.close()   # the end of stdin: what was taken is still answered
+        gated.open("fast", "mid", "slow")
+        rest = []
+        while (line := raw.lines.get(timeout=PATIENCE)) is not None:
+            rest.append(strict(line))
+        assert raw.proc.wait(PATIENCE) == 0
+        raw.err = raw.proc.stderr.read().decode()
+    # the main thread, the workers and the progress clock: never a thread a call
+    assert calls + 1 <= max(seen) <= calls + 3, f"{max(seen)} threads for {calls} calls at once"
+    replies = [r for r in busy + rest if "id" in r]
+    assert sorted(r["id"] for r in replies) == list(range(1, sent + 1))   # one reply each
+    assert all(r.get("method") == "notifications/progress" for r in rest if "id" not in r)
+    refused = [r for r in replies if "error" in r]
+    assert len(refused) == sent - taken
+    assert {r["error"]["code"] for r in refused} == {-32000}
+    assert "busy" in refused[0]["error"]["message"] and "retry" in refused[0]["error"]["message"]
+    answered = [r for r in replies if "result" in r]
+    assert len(answered) == taken
+    assert all(r["result"]["isError"] is False for r in answered)
+    assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == taken
     assert "Traceback" not in raw.err
 
 
@@ -450,3 +561,79 @@ def test_a_long_call_reports_progress_until_its_reply_and_never_after(home, gate
     assert {p["params"]["progressToken"] for p in progress} == {"t-1"}
     ticks = [p["params"]["progress"] for p in progress]
     assert ticks == sorted(set(ticks))   # growing with every notification
+
+
+def test_a_call_waiting_for_a_worker_hears_progress_until_its_reply(home, gated):
+    move_to(home, gated, "fast", "mid", "slow")
+    r_in, w_in = os.pipe()
+    r_out, w_out = os.pipe()
+    with Gateway(make_gateway(home, env={})) as gw, \
+            os.fdopen(r_in, "rb") as rfile, os.fdopen(w_in, "wb") as to_server, \
+            os.fdopen(w_out, "wb") as wfile, os.fdopen(r_out, "rb") as from_server:
+        server = mcp_server.Server(mcp_server.connect(gw.url, {}), rfile, wfile, io.StringIO(),
+                                   progress_every=0.01, calls=1)
+        serving = threading.Thread(target=server.serve)
+        serving.start()
+        lines, reading = reader(from_server)
+        ask = {"name": "ask", "arguments": {"collection": "trio", "prompt": "x"}}
+        send(to_server, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ask})
+        assert gated.wait_arrived("fast", "mid", "slow")   # the one worker is busy with it
+        send(to_server, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                         "params": dict(ask, _meta={"progressToken": "second"})})
+        heard = [strict(lines.get(timeout=PATIENCE)) for _ in range(2)]
+        gated.open("fast", "mid", "slow")
+        to_server.close()   # the end of stdin: both calls are still answered
+        serving.join(PATIENCE)
+        assert not serving.is_alive()
+        wfile.close()
+        reading.join(PATIENCE)
+        while (line := lines.get(timeout=PATIENCE)) is not None:
+            heard.append(strict(line))
+    replies = [m for m in heard if "id" in m]
+    assert sorted(r["id"] for r in replies) == [1, 2]
+    assert all(r["result"]["isError"] is False for r in replies)
+    last = heard.index(next(r for r in replies if r["id"] == 2))
+    progress = [m for m in heard if "id" not in m]
+    assert all(heard.index(p) < last for p in progress)   # none after the reply
+    assert {p["params"]["progressToken"] for p in progress} == {"second"}
+    assert "ask waiting for one of 1 running calls" in progress[0]["params"]["message"]
+    ticks = [p["params"]["progress"] for p in progress]
+    assert ticks == sorted(set(ticks))
+
+
+def test_calls_at_once_must_be_a_small_whole_number(reaped):
+    for given in ("0", "65", "many"):
+        done = subprocess.run(SERVER + ["--calls", given], capture_output=True, text=True,
+                              timeout=PATIENCE, stdin=subprocess.DEVNULL)
+        assert done.returncode == 2 and done.stdout == ""
+        assert "give a whole number from 1 to 64" in done.stderr
+
+
+def test_a_reply_json_cannot_carry_becomes_an_internal_error_not_a_broken_line(reaped):
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class NotQuiteAGateway(BaseHTTPRequestHandler):
+        def do_GET(self):   # Python's encoder writes NaN; a gateway of another make might too
+            body = b'{"data": [{"id": "bench/odd", "together": {"context_window": NaN}}]}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with HTTPServer(("127.0.0.1", 0), NotQuiteAGateway) as odd:
+        serving = threading.Thread(target=odd.serve_forever, args=(0.05,))
+        serving.start()
+        try:
+            with Raw({"PANELIST_URL": f"http://127.0.0.1:{odd.server_port}"}) as raw:
+                reply = raw.request(1, "tools/call", {"name": "list_collections"})
+                assert raw.request(2, "ping")["result"] == {}
+                assert raw.finish() == []
+        finally:
+            odd.shutdown()
+            serving.join(PATIENCE)
+    assert reply["error"]["code"] == -32603 and "writing the reply" in reply["error"]["message"]
+    assert "Out of range float values are not JSON compliant" in raw.err

@@ -12,33 +12,41 @@ Invariants:
 * stdout carries protocol messages only: one JSON object a line, UTF-8, no line break inside
   (``json`` escapes them). Logs go to stderr; while serving, a stray ``print`` lands there too.
 * Every request (a message with an ``id``) gets exactly one reply; a notification gets none,
-  whatever it says.
-* A message that is not a valid request gets a JSON-RPC error: -32700 (not JSON), -32600 (not a
-  request), -32601 (unknown method), -32602 (params the method cannot take, an unknown tool).
+  whatever it says. Every line written is strict JSON (RFC 8259): no ``NaN``, no ``Infinity``.
+* An id is text or a finite number (JSON-RPC 2.0). A fractional one is answered with the same
+  value, though the spec says an id SHOULD NOT have one; ``null`` is refused, as MCP says.
+* A message that is not a valid request gets a JSON-RPC error: -32700 (not JSON, ``NaN`` and
+  ``Infinity`` included, which Python's decoder would take), -32600 (not a request, or an id
+  that is no finite number, such as ``1e400``; answered with id ``null``), -32601 (unknown
+  method), -32602 (params the method cannot take, an unknown tool), -32000 (busy, below).
   Arguments a tool cannot use, and every failure of the gateway, are a tool *result* with
   ``isError: true`` whose text says what to do, so the agent reads it and can correct itself
   (the spec's rule since 2025-11-25, SEP-1303).
 * The gateway key (``PANELIST_KEY``, read by ``remote``) is sent only in the
   ``Authorization`` header: never in a reply, an error or a log line.
-* ``tools/call`` runs on its own thread, so ``ping`` and quick tools are answered while a panel
-  is thinking. A call that carries a progress token gets ``notifications/progress`` every
-  ``PROGRESS_EVERY`` seconds until its reply, never after it. At the end of stdin the calls
-  still running are answered, then the server exits (a client that will not wait ends it with
+* ``tools/call`` runs on a worker thread (``mcpcalls``), so ``ping`` and quick tools are answered
+  while a panel is thinking. At most ``--calls`` (default ``MAX_CALLS``) run at once and
+  ``MAX_WAITING`` more wait their turn; a call past that gets -32000 "busy", to be retried. A
+  call that carries a progress token gets ``notifications/progress`` every ``PROGRESS_EVERY``
+  seconds until its reply, never after it. At the end of stdin the calls still running or
+  waiting are answered, then the server exits (a client that will not wait ends it with
   SIGTERM; the gateway then cancels the panel).
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import sys
 import threading
-import time
 import traceback
 from typing import Callable
 from urllib.parse import urlencode
 
 from panelist import __version__
 from panelist.metrics.cli import remote
+from panelist.metrics.cli.mcpcalls import MAX_WAITING, Busy, Call, CallPool
 from panelist.metrics.cli.remote import ASK_TIMEOUT, DEFAULT_URL, URL_VARIABLE, Remote
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.store import jsonwire
@@ -51,9 +59,13 @@ MAX_PENDING = 500   # the gateway's own bound for /bench/pending
 # while a call runs, a client that asked for progress hears from us this often: some clients
 # give up on a call that stays silent for a minute, and a panel may take several
 PROGRESS_EVERY = 5.0
+# tool calls run at once, each on a worker thread with its own connection to the gateway; up to
+# MAX_WAITING more wait for a worker. --calls may raise it to CALLS_LIMIT.
+MAX_CALLS, CALLS_LIMIT = 8, 64
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = \
     -32700, -32600, -32601, -32602, -32603
+BUSY = -32000   # JSON-RPC leaves -32000 to -32099 to the server: ours says "busy, retry"
 
 
 class ToolFailed(Exception):
@@ -302,13 +314,12 @@ class Server:
     binary), logs to ``log`` (text)."""
 
     def __init__(self, gateway: Remote, rfile, wfile, log, *,
-                 progress_every: float = PROGRESS_EVERY):
+                 progress_every: float = PROGRESS_EVERY, calls: int = MAX_CALLS):
         self.gateway = gateway
         self.rfile, self.wfile, self.log = rfile, wfile, log
-        self.progress_every = progress_every
         self._write_lock = threading.Lock()
         self._closed = False
-        self._calls: set[threading.Thread] = set()   # tools/call threads still running
+        self._pool = CallPool(self._tool, self._write, workers=calls, every=progress_every)
 
     def serve(self) -> None:
         """Answer until stdin ends (or stdout is gone), then finish the calls under way."""
@@ -324,12 +335,11 @@ class Server:
                 continue
             if line.strip():
                 self.receive(line)
-        for thread in list(self._calls):
-            thread.join()
+        self._pool.close()
 
     def receive(self, line: bytes) -> None:
         try:
-            msg = jsonwire.loads(line)
+            msg = jsonwire.loads(line, strict=True)
         except (ValueError, UnicodeDecodeError) as exc:
             self._error(None, PARSE_ERROR, f"not JSON ({exc}); send one JSON-RPC 2.0 message "
                         "a line, in UTF-8")
@@ -339,7 +349,7 @@ class Server:
                         "message a line")
             return
         rid = msg.get("id") if isinstance(msg, dict) else None
-        good_id = isinstance(rid, (str, int, float)) and not isinstance(rid, bool)
+        good_id = is_id(rid)
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
             self._error(rid if good_id else None, INVALID_REQUEST,
                         'not a JSON-RPC 2.0 message: send an object with "jsonrpc": "2.0"')
@@ -347,9 +357,13 @@ class Server:
         method = msg.get("method")
         if method is None and "id" in msg and ("result" in msg or "error" in msg):
             return   # a reply to a request of ours; this server sends none
-        if not isinstance(method, str) or ("id" in msg and not good_id):
+        if not isinstance(method, str):
             self._error(rid if good_id else None, INVALID_REQUEST,
                         "a request needs a 'method' (text) and an 'id' (text or a number)")
+            return
+        if "id" in msg and not good_id:
+            self._error(None, INVALID_REQUEST, "'id' must be text or a finite number (an "
+                        f"integer is best), not {_kind(rid)}")
             return
         params = msg.get("params")
         if "id" not in msg:
@@ -358,15 +372,13 @@ class Server:
             if params is not None and not isinstance(params, dict):
                 raise ProtocolError(INVALID_PARAMS, f"'params' of {method} must be an object")
             if method == "tools/call":
-                call = self._tool_call(params or {})
-                thread = threading.Thread(target=self._run_tool, args=(rid, *call),
-                                          daemon=True, name=f"mcp-{call[0]}")
-                self._calls.add(thread)
-                thread.start()
+                self._pool.submit(Call(rid, *self._tool_call(params or {}), size=len(line)))
                 return
             self._reply(rid, self.dispatch(method, params or {}))
         except ProtocolError as exc:
             self._error(rid, exc.code, exc.message)
+        except Busy as exc:
+            self._error(rid, BUSY, str(exc))
         except Exception as exc:   # a bug here must not cost the session or go unanswered
             self._write(self._internal(rid, method, exc))
 
@@ -408,25 +420,9 @@ class Server:
             token = None
         return name, args, token
 
-    def _run_tool(self, rid, name: str, args: dict, token) -> None:
-        done = threading.Event()
-        ticker = None
-        if token is not None:
-            ticker = threading.Thread(target=self._progress, args=(name, token, done),
-                                      daemon=True, name=f"mcp-{name}-progress")
-            ticker.start()
-        try:
-            reply = self._tool(rid, name, args)
-            done.set()
-            if ticker is not None:
-                ticker.join()   # no progress may follow the reply
-            self._write(reply)
-        finally:
-            done.set()
-            self._calls.discard(threading.current_thread())
-
-    def _tool(self, rid, name: str, args: dict) -> dict:
-        """The reply to one tools/call: its result, or an internal error."""
+    def _tool(self, call: Call) -> dict:
+        """The reply to one tools/call: its result, or an internal error (never raises)."""
+        rid, name, args = call.rid, call.name, call.args
         schema = next(t["inputSchema"] for t in TOOLS if t["name"] == name)
         try:
             text, data = HANDLERS[name](self.gateway, check_arguments(schema, args))
@@ -452,16 +448,6 @@ class Server:
             result["structuredContent"] = data
         return result
 
-    def _progress(self, name: str, token, done: threading.Event) -> None:
-        started = time.monotonic()
-        ticks = 0
-        while not done.wait(self.progress_every):
-            ticks += 1   # progress must grow with every notification
-            waited = time.monotonic() - started
-            self._write({"jsonrpc": "2.0", "method": "notifications/progress",
-                         "params": {"progressToken": token, "progress": ticks,
-                                    "message": f"{name} still working after {waited:.0f} s"}})
-
     # -- writing ----------------------------------------------------------------------------------
     def _reply(self, rid, result: dict) -> None:
         self._write({"jsonrpc": "2.0", "id": rid, "result": result})
@@ -479,7 +465,14 @@ class Server:
                           "please report it"}}
 
     def _write(self, message: dict) -> None:
-        data = jsonwire.encode(message) + b"\n"
+        try:   # allow_nan=False: Python would write NaN or Infinity, which no peer can read
+            data = jsonwire.encode(message, allow_nan=False) + b"\n"
+        except ValueError as exc:   # a number JSON cannot carry, e.g. in a gateway's reply
+            if "id" not in message:
+                self._say(f"dropped a notification JSON cannot carry: {exc}")
+                return
+            data = jsonwire.encode(self._internal(message["id"], "writing the reply", exc)) \
+                + b"\n"
         with self._write_lock:
             if self._closed:
                 return
@@ -496,6 +489,21 @@ class Server:
             pass
 
 
+def is_id(value) -> bool:
+    """Whether ``value`` can be a request's id: text or a finite number (JSON-RPC 2.0).
+    ``1e400`` is valid JSON but parses to infinity, which no reply could carry back."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _kind(value) -> str:
+    if isinstance(value, float):
+        return "a number too large for JSON-RPC (it overflows to infinity)"
+    return {type(None): "null", bool: "true or false", dict: "an object",
+            list: "a list"}.get(type(value), "that")
+
+
 def connect(url: str | None = None, env=None) -> Remote:
     """The gateway this server calls: ``url``, else PANELIST_URL, else the default; its key
     from ``env`` (default: the process environment)."""
@@ -503,11 +511,11 @@ def connect(url: str | None = None, env=None) -> Remote:
     return remote.connect(url or env.get(URL_VARIABLE) or DEFAULT_URL, remote.MCP, env)
 
 
-def main(url: str | None = None, env=None) -> int:
+def main(url: str | None = None, env=None, calls: int = MAX_CALLS) -> int:
     """Serve one session on this process's stdin and stdout."""
     gateway = connect(url, env)
     rfile, wfile = sys.stdin.buffer, sys.stdout.buffer
-    server = Server(gateway, rfile, wfile, sys.stderr)
+    server = Server(gateway, rfile, wfile, sys.stderr, calls=calls)
     server._say(f"{__version__} serving tools over stdio for the gateway at {gateway.base}"
                 + (" (with a gateway key)" if gateway.keyed else ""))
     real_stdout, sys.stdout = sys.stdout, sys.stderr   # a stray print must not break the wire
@@ -524,10 +532,26 @@ def register(nouns, common) -> None:
                          "agent can ask a running gateway's panels and judge their answers")
     m.add_argument("--url", metavar="URL", help="the running gateway (default: $PANELIST_URL, "
                    "else http://127.0.0.1:8123); its key, if it needs one, from $PANELIST_KEY")
+    m.add_argument("--calls", metavar="N", type=_calls, default=MAX_CALLS,
+                   help=f"tool calls run at once (default {MAX_CALLS}, at most {CALLS_LIMIT}); "
+                   f"up to {MAX_WAITING} more wait their turn, and a call past those is told "
+                   "to retry")
+
+
+def _calls(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= CALLS_LIMIT:
+        raise argparse.ArgumentTypeError(f"give a whole number from 1 to {CALLS_LIMIT}, not "
+                                         f"'{text[:20]}'")
+    return n
 
 
 def cmd_mcp(args, out) -> int:
-    return main(url=args.url)   # stdout becomes the protocol's: nothing else prints there
+    # stdout becomes the protocol's: nothing else prints there
+    return main(url=args.url, calls=args.calls)
 
 
 COMMANDS = {"mcp": cmd_mcp}

@@ -30,6 +30,8 @@ import time
 from array import array
 from pathlib import Path
 
+from panelist.metrics.store import jsonl
+
 SLOT = 8                  # bytes per panels.idx slot
 MAX_SEQ_DIGITS = 15       # a seq beyond this is no panel of ours (and would overflow pread)
 # slots skipped when panels.idx is rebuilt: more than the panels any process can have in flight,
@@ -148,18 +150,12 @@ class PanelTable:
         seq either log names; caller holds the file's flock. Reads both logs once, at start."""
         pointers: dict[int, int] = {}
         top = -1
-        try:
-            with open(self._calls_path, "rb") as f:
-                offset = 0
-                for line in f:
-                    m = _LOGGED_PANEL.search(line) if line.endswith(b"\n") else None
-                    if m:
-                        seq = int(m.group(1))
-                        pointers[seq] = offset + 1
-                        top = max(top, seq)
-                    offset += len(line)
-        except FileNotFoundError:
-            pass
+        for offset, line in jsonl.lines(self._calls_path):
+            m = _LOGGED_PANEL.search(line)
+            if m:
+                seq = int(m.group(1))
+                pointers[seq] = offset + 1
+                top = max(top, seq)
         try:
             with open(self._evidence_path, "rb") as f:
                 carry = b""

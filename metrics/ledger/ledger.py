@@ -65,16 +65,12 @@ _ABANDONED_FLAG = b'"abandoned":true'
 def abandoned_in(calls_path: Path) -> frozenset[str]:
     """The panels whose calls.jsonl line says the caller left (one pass over the file)."""
     found = set()
-    try:
-        with open(calls_path, "rb") as f:
-            for line in f:
-                # inside a JSON string a quote is escaped, so only the record's own field matches
-                if _ABANDONED_FLAG in line and line.endswith(b"\n"):
-                    m = LOGGED_PANEL_ID.search(line)
-                    if m:
-                        found.add(m.group(1).decode())
-    except FileNotFoundError:
-        pass
+    for _, line in jsonl.lines(calls_path):
+        # inside a JSON string a quote is escaped, so only the record's own field matches
+        if _ABANDONED_FLAG in line:
+            m = LOGGED_PANEL_ID.search(line)
+            if m:
+                found.add(m.group(1).decode())
     return frozenset(found)
 
 
@@ -417,16 +413,9 @@ class Ledger:
                 fcntl.flock(self._guard, fcntl.LOCK_UN)
 
     def _write_held(self, record: dict) -> int:
-        """Append one record through the guard descriptor, whose flock the caller holds."""
-        data = jsonl.dumps(record)
-        end = os.fstat(self._guard).st_size
-        if end and os.pread(self._guard, 1, end - 1) != b"\n":
-            data = b"\n" + data  # as jsonl.Appender does: a torn line stays a line of its own
-            end += 1
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._guard, view):]
-        return end
+        """Append one record through the guard descriptor, whose flock the caller holds (a
+        torn tail is cut off first, as every append does)."""
+        return jsonl.write_held(self._guard, jsonl.dumps(record))
 
     def close(self) -> None:
         """Write the snapshot (if anything new was folded) and close the files."""

@@ -1,13 +1,22 @@
-"""JSONL files: locked single-write appends, and readers that tolerate a torn last line: a tail
-follower (``Tail``), lookups by byte offset (``read_line``, ``read_lines``) and the one reader
-that walks a log from its end, newest record first (``backward``).
+"""JSONL files: locked appends that are whole or invisible, and readers that never take a torn
+last line for a record: a tail follower (``Tail``), the raw lines of a log (``lines``), lookups
+by byte offset (``read_line``, ``read_lines``) and the one reader that walks a log from its end,
+newest record first (``backward``).
 
-Invariants: one record per line; each append is one ``write()`` made under an exclusive
-``flock``, so two processes never interleave; a line left without its newline by a crash is
-closed off before the next append, so it spoils only itself. Readers skip lines that do not
-parse and never consume a last line that has no newline yet (its writer may still be busy).
-Every line's timestamp is ``utc_iso`` (UTC, milliseconds, ``Z``) unless a person reads the log,
-then ``utc_second``.
+Invariants:
+
+* One record per line. Each append is written under an exclusive ``flock`` (``write_held``), so
+  two processes never interleave.
+* An append is whole or invisible: a writer killed mid-write leaves a torn tail (bytes past the
+  last newline), which no reader takes for a line and which the next append cuts off before it
+  writes, so no record is ever glued to one and torn bytes never stay in the file.
+* Hence a byte before the file's last newline never changes again, while what lies past it may
+  still be written, or cut off and written over. Readers read only up to a newline they saw
+  before reading (``Tail``, ``lines``, ``backward``) or at offsets an index got from a whole line
+  (``read_line``), and skip lines that do not parse (older versions closed a torn line off
+  with a newline instead of cutting it).
+* Every line's timestamp is ``utc_iso`` (UTC, milliseconds, ``Z``) unless a person reads the
+  log, then ``utc_second``.
 """
 
 from __future__ import annotations
@@ -46,19 +55,43 @@ class Appender:
         with self._lock:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                end = os.fstat(self._fd).st_size
-                if end and os.pread(self._fd, 1, end - 1) != b"\n":
-                    data = b"\n" + data  # a torn line from a crash stays a line of its own
-                    end += 1
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self._fd, view):]
-                return end
+                return write_held(self._fd, data)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def write_held(fd: int, data: bytes) -> int:
+    """Append ``data`` (whole lines) to ``fd``, opened ``O_RDWR | O_APPEND``, whose exclusive
+    ``flock`` the caller holds; returns the offset where ``data`` starts.
+
+    Why one ``write()`` can tear: write(2) on a regular file copies the buffer into the page
+    cache a chunk at a time (a folio, 2 MiB on ext4) and checks for a fatal signal between
+    chunks; on SIGKILL it returns the bytes copied so far, and the process dies before it could
+    ask for the rest. Those chunks stay in the file: no write size is atomic against that
+    (measured: 16 MB writes killed as the file began to grow were left at a multiple of 2 MiB,
+    19 times in 20). So the repair is here, under the lock every writer holds while it writes: a
+    tail that does not end in a newline belongs to a writer that died, and is cut back to the
+    last newline before this append, which then starts a line. A write failing here (ENOSPC,
+    EFBIG, an interrupt) takes its own torn line back at once; whole lines of the block stay,
+    as for a crash."""
+    end = os.fstat(fd).st_size
+    if end and os.pread(fd, 1, end - 1) != b"\n":
+        end = _complete_end(fd, end)
+        os.ftruncate(fd, end)
+    view = memoryview(data)
+    try:
+        while view:   # a short write (a size limit, a full disk) is followed by the rest
+            view = view[os.write(fd, view):]
+    except BaseException:
+        try:   # from the file, not from ``view``: an interrupt may land before it is updated
+            os.ftruncate(fd, _complete_end(fd, os.fstat(fd).st_size, end))
+        except OSError:
+            pass   # the next append cuts it off instead
+        raise
+    return end
 
 
 def utc_iso(t: float) -> str:
@@ -93,24 +126,50 @@ class Tail:
     def read(self):
         """Yield ``(offset, record)`` for the lines appended since the last call."""
         try:
-            size = os.path.getsize(self.path)
+            f = open(self.path, "rb")
         except FileNotFoundError:
             return
-        if size < self.offset:  # the file was replaced or truncated: start over
-            self.offset = 0
-        if size == self.offset:
-            return
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            pos = self.offset
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break  # unfinished: read it next time
-                start, pos = pos, pos + len(line)
-                self.offset = pos
+        with f:
+            if os.fstat(f.fileno()).st_size < self.offset:  # replaced or truncated: start over
+                self.offset = 0
+            for start, line in _whole_lines(f, self.offset):
+                self.offset = start + len(line)
                 record = parse_line(line)
                 if record is not None:
                     yield start, record
+
+
+def lines(path: Path, offset: int = 0):
+    """Yield ``(offset, line)`` for each whole line of the file from ``offset`` on, as bytes
+    ending in ``"\n"``: the way to stream a log forward without parsing every line. Nothing
+    for a missing file."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with f:
+        yield from _whole_lines(f, offset)
+
+
+def _whole_lines(f, offset: int):
+    """The lines of ``f`` from ``offset`` up to the last newline found before reading them.
+
+    Only that much is final. Past the last newline lies a line still being written, or a torn
+    tail that the next append cuts off and writes over, maybe while we read it: the tail's start
+    and the new line's end would make one "line", which may even parse, and the new record would
+    be lost to a follower."""
+    fd = f.fileno()
+    size = os.fstat(fd).st_size
+    if size <= offset:
+        return
+    end = size if os.pread(fd, 1, size - 1) == b"\n" else _complete_end(fd, size, offset)
+    f.seek(offset)
+    pos = offset
+    for line in f:
+        if pos >= end or not line.endswith(b"\n"):
+            return
+        yield pos, line
+        pos += len(line)
 
 
 def read_line(path: Path, offset: int) -> dict | None:
@@ -149,7 +208,7 @@ def backward(path: Path, *, within: int | None = None):
     except FileNotFoundError:
         return
     with f:
-        pos = _complete_end(f)
+        pos = _complete_end(f.fileno(), os.fstat(f.fileno()).st_size)
         floor = 0 if within is None else max(0, pos - within)
         rest = b""  # the start of a line whose beginning lies in an earlier block
         while pos > floor:
@@ -164,17 +223,17 @@ def backward(path: Path, *, within: int | None = None):
                     yield record
 
 
-def _complete_end(f) -> int:
-    """The offset just past the file's last newline: what follows is unfinished or torn."""
-    pos = f.seek(0, os.SEEK_END)
-    while pos > 0:
-        step = min(BLOCK, pos)
+def _complete_end(fd: int, size: int, floor: int = 0) -> int:
+    """The offset just past the last newline among the bytes ``floor`` to ``size`` of ``fd``
+    (``floor`` if there is none): what follows it is unfinished or torn."""
+    pos = size
+    while pos > floor:
+        step = min(BLOCK, pos - floor)
         pos -= step
-        f.seek(pos)
-        i = f.read(step).rfind(b"\n")
+        i = os.pread(fd, step, pos).rfind(b"\n")
         if i >= 0:
             return pos + i + 1
-    return 0
+    return floor
 
 
 def parse_line(line: bytes) -> dict | None:
