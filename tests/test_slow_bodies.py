@@ -3,38 +3,14 @@ read, a body still arriving may be taken back for a newcomer, ``/health`` answer
 reserve while every thread is busy, and the bytes bodies hold in memory have one budget."""
 
 import json
-import socket
 
 import pytest
 
-from conftest import DASHBOARD_TOKEN, PATIENCE, Gateway, move_to, serving_threads, wait_until
+from conftest import DASHBOARD_TOKEN, move_to, serving_threads, wait_until
 from panelist.gateway import make_gateway
 from panelist.serve import make_dashboard
 from test_gateway_head import BODY, replies
-from test_slow_clients import one_reply, only_408, until_closed
-
-
-@pytest.fixture()
-def start(home):
-    """``start(make, **limits)``: a gateway or dashboard; closed, with every socket, at the end."""
-    servers, sockets = [], []
-
-    def start_server(make=make_gateway, env=None, **limits):
-        server = Gateway(make(home, env=env or {}, **limits))
-        servers.append(server.server)
-        return server
-
-    def connect(server):
-        s = socket.create_connection(("127.0.0.1", server.server.port), timeout=PATIENCE)
-        sockets.append(s)
-        return s
-
-    start_server.connect = connect
-    yield start_server
-    for s in sockets:
-        s.close()
-    for server in servers:
-        server.close()
+from test_slow_clients import one_reply, only_408, start, until_closed  # noqa: F401
 
 
 def head(port: int, path: str, length: int, extra: bytes = b"") -> bytes:

@@ -22,11 +22,12 @@ PATIENCE = 30   # seconds a test waits for something that should happen far soon
 
 @pytest.fixture()
 def start(home):
-    """``start(**limits)``: a gateway with those limits; closed, with every socket, at the end."""
+    """``start(make=make_gateway, env=None, **limits)``: a gateway (or, with ``make``, a
+    dashboard) with those limits; closed, with every socket, at the end."""
     servers, sockets = [], []
 
-    def start_gateway(**limits):
-        gw = Gateway(make_gateway(home, env={}, **limits))
+    def start_gateway(make=make_gateway, env=None, **limits):
+        gw = Gateway(make(home, env=env or {}, **limits))
         servers.append(gw.server)
         return gw
 
