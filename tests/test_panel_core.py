@@ -18,7 +18,8 @@ SEAT_FIELDS = set(seatrecord.FIELDS) | {"panel", "shape", "seated", "key", "coll
 def test_a_long_retry_after_pauses_a_limited_endpoint_no_longer_than_max_cooldown(
         gateway, home, sim):
     path = home.file("gateway.json")
-    path.write_text(json.dumps(dict(json.loads(path.read_text()), max_cooldown=5)))
+    # a cap far longer than the test takes, however loaded the machine, and far below 7200 s
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), max_cooldown=600)))
     Roster(home).set_limits("endpoint", "sim", {"max_concurrent": 10})
     sim.script("mid", fail="rate_limit", retry_after=7200)
     status, body, _ = gateway.post("/v1/chat/completions", ASK)
@@ -28,10 +29,10 @@ def test_a_long_retry_after_pauses_a_limited_endpoint_no_longer_than_max_cooldow
         paused = outside.status("endpoint", "sim")["paused"]
     finally:
         outside.close()
-    assert paused is not None and 0 < paused["seconds_left"] <= 5, paused
+    assert paused is not None and 0 < paused["seconds_left"] <= 600, paused
     (cool,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
                if e["kind"] == "cooldown"]
-    assert cool["alias"] == "mid" and cool["seconds"] == 5
+    assert cool["alias"] == "mid" and cool["seconds"] == 600
 
 
 def test_each_seat_writes_one_evidence_line_in_the_ledgers_fields(gateway, home, sim):
