@@ -596,7 +596,7 @@ class PanelRun:
         message, finish = self.message(results)
         return {
             "id": f"chatcmpl-{self.panel}", "object": "chat.completion",
-            "created": int(self.started), "model": self.req.collection.model_id,
+            "created": int(self.started), "model": self.req.asked,
             "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": self.usage(results),
             "bench": self.bench(results, verdict_url=verdict_url),
