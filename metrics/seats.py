@@ -39,6 +39,9 @@ Invariants:
   unit starts at once. A set of one that is waited for (``run``) runs in the caller's thread.
 * Each call is logged once, as it finishes, by the log it was given: never its messages, always
   its role, status, tokens, time, attempts and the caller's own fields (``meta``).
+* An upstream's error names the call's endpoint as the roster does, never its URL, host or port
+  (``transport.named``), before anything (a log, a cooldown, a pause, a reply) reads it: every
+  caller of the core answers people who may use an endpoint without being told where it is.
 * A rate limit that states a Retry-After pauses the endpoint in admission (so every process
   waits; at most ``max_pause`` seconds when the caller caps it); a call is tried again only
   when its ``retries`` allow, the failure is transient (rate limit, server error, connection)
@@ -57,8 +60,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Protocol, Union
 
+from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Upstream, encode_messages
-from panelist.metrics.upstream.transport import CancelFlag
+from panelist.metrics.upstream.transport import CancelFlag, named
 from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, UpstreamError,
                                      UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
@@ -436,9 +440,14 @@ class Seats:
             if left <= 0:
                 raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
                                       "waited; give the set more time or lower the load")
-            return self.upstream.chat(endpoint.base_url, key, body,
-                                      timeout=min(call.timeout, left), cancel=cancel,
-                                      messages_json=encoded.of(call.messages))
+            try:
+                return self.upstream.chat(endpoint.base_url, key, body,
+                                          timeout=min(call.timeout, left), cancel=cancel,
+                                          messages_json=encoded.of(call.messages))
+            except UpstreamError as exc:   # callers read the endpoint's name, never its URL
+                text = named(exc.message, endpoint.base_url, endpoint.name)
+                exc.message, exc.args = text, (text,)   # its class and fields stay as they were
+                raise
 
     def _pause(self, model: Model, exc: UpstreamError, cap: float | None) -> float | None:
         """A stated Retry-After: the endpoint pauses for everyone; returns the seconds."""
@@ -448,7 +457,7 @@ class Seats:
         if cap is not None:   # a Retry-After of a year must not stop an endpoint for a year
             seconds = min(seconds, cap)
         if self.admission is not None:
-            self.admission.pause(model.endpoint, seconds, exc.message[:200])
+            self.admission.pause(model.endpoint, seconds, shorten(exc.message, 200))
         return seconds
 
 

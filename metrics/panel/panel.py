@@ -58,6 +58,7 @@ from panelist.metrics.panel.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
+from panelist.metrics.plaintext import shorten
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
@@ -67,6 +68,7 @@ from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.metrics.panel.suggest import suggestions
 
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
+SAID = 240  # characters of each failed seat's error a panel's own error repeats (error.seats: all)
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
 
@@ -253,7 +255,7 @@ class Panels:
             limits = self.collections.limits()
             # capped: a Retry-After of a year must not bench a model for a year
             wait_s = min(exc.retry_after or limits.cooldown, limits.max_cooldown)
-            self.ledger.cool_down(model.alias, wait_s, exc.message[:200])
+            self.ledger.cool_down(model.alias, wait_s, shorten(exc.message, 200))
         elif isinstance(exc, ContextTooLong) and exc.window:
             self.ledger.learn_window(model.alias, exc.window)
 
@@ -437,7 +439,8 @@ class PanelRun:
         """The error for a panel none of whose answers can be the reply (every seat ended)."""
         seats = [public(r) for r in self.in_seat_order(results)]
         name = self.req.collection.model_id
-        said = "; ".join(f"{pick.label(r)} {r.alias}: {r.reason or r.status}"[:200]
+        # each seat's error shortened with what to do kept whole (``shorten``)
+        said = "; ".join(f"{pick.label(r)} {r.alias}: {shorten(r.reason or r.status, SAID)}"
                          for r in self.in_seat_order(results) if not r.answered)
         if results and all(r.reason.startswith("rate_limit:") for r in results):
             wait = self._soonest_rest([r.alias for r in results])
@@ -596,7 +599,7 @@ class PanelRun:
         message, finish = self.message(results)
         return {
             "id": f"chatcmpl-{self.panel}", "object": "chat.completion",
-            "created": int(self.started), "model": self.req.collection.model_id,
+            "created": int(self.started), "model": self.req.asked,
             "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": self.usage(results),
             "bench": self.bench(results, verdict_url=verdict_url),

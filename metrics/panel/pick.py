@@ -26,6 +26,7 @@ Each seat passed over is named, with why, in the failover note.
 from __future__ import annotations
 
 from panelist.metrics.panel import jsonshape
+from panelist.metrics.plaintext import shorten
 
 
 def rate(state) -> float:
@@ -118,5 +119,4 @@ def label(result) -> str:
 
 
 def _short(text: str, limit: int = 160) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return shorten(str(text), limit)   # what to do stays whole; no word is cut

@@ -12,6 +12,8 @@ Invariants:
   body that passes can be seated, asked, recorded and answered without another type check.
 * Fields OpenAI does not define pass to the seats unread, as sent: providers have their own.
 * ``Request.params`` is the body without the panel's own fields (``OWN_FIELDS``).
+* ``Request.model`` is the ``model`` exactly as the caller sent it (``bench/x:pick``): every
+  reply names it, in every format, so a caller reads back the id it asked for.
 """
 
 from __future__ import annotations
@@ -56,6 +58,12 @@ class Request:
     # the pick order is read from them, so picking costs no second look at the ledger
     member_states: dict = field(default_factory=dict)
     decider: dict | None = None   # an ``auto`` shape's label and the decider's call (decider.py)
+    model: str = ""   # the model as the caller named it, its reply mode suffix included
+
+    @property
+    def asked(self) -> str:
+        """The model id a reply names: as the caller sent it."""
+        return self.model or self.collection.model_id
 
     def text(self) -> str:
         """The request as it may be written down: images are placeholders."""
@@ -107,7 +115,8 @@ def parse_request(body, collections: Collections) -> Request:
                    messages=messages,
                    params={k: v for k, v in body.items() if k not in OWN_FIELDS},
                    shape=shape, shape_by=shape_by, estimate=prompt.estimate_tokens(messages),
-                   stream=body.get("stream") is True, nominees=tuple(nominees), images=images)
+                   stream=body.get("stream") is True, nominees=tuple(nominees), images=images,
+                   model=body["model"])
 
 
 def check_params(body: dict) -> None:

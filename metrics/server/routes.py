@@ -28,13 +28,19 @@ ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
                "GET /bench/panels/<panel>")
 
 
-def get_models_listing(h: Handler) -> dict:
-    """The collections this caller may use, each in both reply modes."""
+def _models_of(h: Handler) -> tuple:
+    """What describing this caller's collections takes: (collections, roster view, limits,
+    the members' ledger states)."""
     panels = h.server.panels
     view = panels.known.view()
     states = panels.ledger.states(view.models.keys(), "general")
     mine = {n: c for n, c in panels.collections.all().items() if h.caller.may_use(n)}
-    return models.models_list(mine, view, panels.collections.limits(), states)
+    return mine, view, panels.collections.limits(), states
+
+
+def get_models_listing(h: Handler) -> dict:
+    """The collections this caller may use, each in every reply mode."""
+    return models.models_list(*_models_of(h))
 
 
 def get_models(h: Handler, _):
@@ -42,16 +48,15 @@ def get_models(h: Handler, _):
 
 
 def get_model(h: Handler, params: dict):
-    """One collection as ``GET /v1/models`` lists it (``client.models.retrieve``)."""
+    """One collection in one reply mode, as ``GET /v1/models`` lists it
+    (``client.models.retrieve``)."""
     wanted = params["rest"]
-    listed = get_models_listing(h)
-    for entry in listed["data"]:
-        if entry["id"] == wanted:
-            h.send_json(200, entry)
-            return
-    raise NotFound(f"no model '{wanted}' here; the models are collections, listed by "
-                   "GET /v1/models (bench/<name>, bench/<name>:merged)", param="model",
-                   code="model_not_found")
+    mine, view, limits, states = _models_of(h)
+    found = models.one_model(wanted, mine, view, limits, states)
+    if found is None:
+        raise NotFound(f"no model '{wanted}' here; {models.unknown_hint(mine)}", param="model",
+                       code="model_not_found")
+    h.send_json(200, found)
 
 
 def post_chat(h: Handler, _):
@@ -110,7 +115,7 @@ def post_responses(h: Handler, _):
     chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
     with answering(h, open_panel(h, chat)) as run:
         if stream:
-            held_stream(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
+            held_stream(h, run, responses.Events(body, run.panel, run.req.asked,
                                                  int(run.started)))
             return
         reply = answer_of(h, run, h.client_alive)
@@ -126,7 +131,7 @@ def post_messages(h: Handler, _):
     chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
     with answering(h, open_panel(h, chat)) as run:
         if stream:
-            held_stream(h, run, messages.Events(run.panel, run.req.collection.model_id))
+            held_stream(h, run, messages.Events(run.panel, run.req.asked))
             return
         reply = answer_of(h, run, h.client_alive)
         if reply is None:

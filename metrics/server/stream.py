@@ -37,7 +37,7 @@ def stream_panel(h: Handler, run, mark: dict) -> None:
     OpenAI's chunk shapes (content, then tool calls); ``bench`` and ``usage`` ride on the final
     chunk."""
     base = {"id": f"chatcmpl-{run.panel}", "object": "chat.completion.chunk",
-            "created": int(run.started), "model": run.req.collection.model_id}
+            "created": int(run.started), "model": run.req.asked}
 
     def delta(d: dict, finish=None, **extra):
         return dict(base, choices=[{"index": 0, "delta": d, "finish_reason": finish}], **extra)

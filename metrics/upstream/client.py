@@ -16,10 +16,11 @@ Invariants:
 - Every JSON body an upstream sends is parsed by ``jsonwire.loads``: an ``Answer`` and every
   error message hold no lone surrogate (it became U+FFFD), and JSON nested too deep is an
   ``UpstreamBadReply``, never a ``RecursionError``.
-- Error messages carry the HTTP status and the upstream's own words (at most 300 characters),
-  never the request body. Neither they nor an ``Answer`` ever hold the call's API key or the
-  proxy's credentials, even when an upstream or a proxy echoes them: each is replaced before
-  any cut.
+- Error messages carry the HTTP status and the upstream's own words (at most 300 characters, cut
+  after a sentence or a word, never inside one), never the request body. They name the upstream
+  by host and port (``transport.named`` names the endpoint instead, for callers' eyes). Neither
+  they nor an ``Answer`` ever hold the call's API key or the proxy's credentials, even when an
+  upstream or a proxy echoes them: each is replaced before any cut.
 - One write per request: head and body go out in one segment, but for messages of
   ``SHARED_BODY`` bytes or more encoded once for a whole panel: those follow the head unchanged.
 """
@@ -36,6 +37,7 @@ import uuid
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 
+from panelist.metrics.plaintext import clip
 from panelist.metrics.store import jsonwire
 from panelist.metrics.upstream.http11 import Reply
 from panelist.metrics.upstream.proxy import Proxy
@@ -438,4 +440,6 @@ def _scrub(text: str, secrets: tuple) -> str:
 
 
 def _trim(text: str) -> str:
-    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
+    """An upstream's words as an error repeats them: at most ``MESSAGE_CHARS``, cut after a
+    sentence or a word."""
+    return clip(text, MESSAGE_CHARS)

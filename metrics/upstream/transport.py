@@ -10,7 +10,10 @@ Invariants:
 - Socket and ``ssl`` errors, and replies that are not HTTP/1.x, are translated here into one
   class of ``metrics.errors`` (``Cancelled``, ``UpstreamTimeout``, ``UpstreamUnreachable``,
   ``UpstreamBadReply``, or a proxy's refusal) and nowhere else; every message names the
-  upstream (and proxy), never the request, the API key or the proxy's credentials.
+  upstream (and proxy), never the request, the API key or the proxy's credentials. They name
+  it by where it is (``upstream host:port``), for whoever holds the URL; ``named`` turns any
+  such message into one that names the endpoint instead, for callers who must not learn where
+  an endpoint lives.
 - The deadline bounds the whole exchange (connect, TLS, tunnel, send, full response). One
   watchdog thread per ``Transport`` shuts down the socket of any exchange whose deadline passed
   or whose ``cancel`` event is set, so neither a silent nor a byte-dripping server can hold a
@@ -31,6 +34,7 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import threading
@@ -220,7 +224,7 @@ class Transport:
         if call.reason == _CANCEL or self._closed:
             return Cancelled(f"call to {label} cancelled: the panel no longer needs its answer")
         if call.reason == _DEADLINE or isinstance(exc, TimeoutError):
-            return UpstreamTimeout(f"{label} gave no complete answer within {timeout:g} s; "
+            return UpstreamTimeout(f"{label} gave no complete answer within {_seconds(timeout)}; "
                                    "raise the seat's timeout or seat a faster model")
         if isinstance(exc, socket.gaierror) and proxy:   # the proxy resolves the upstream's name
             return UpstreamUnreachable(f"cannot resolve the host of {proxy.label} "
@@ -229,7 +233,7 @@ class Transport:
             return UpstreamUnreachable(f"cannot connect to {proxy.label}: connection refused; "
                                        f"check that the proxy is running and {proxy.setting}")
         if isinstance(exc, socket.gaierror):
-            return UpstreamUnreachable(f"cannot resolve host {origin.host!r} ({exc.strerror}); "
+            return UpstreamUnreachable(f"cannot resolve the host of {label} ({exc.strerror}); "
                                        "check the endpoint URL")
         if isinstance(exc, ConnectionRefusedError):
             return UpstreamUnreachable(f"cannot connect to {label}: connection refused; check that "
@@ -373,6 +377,41 @@ class Transport:
             self._wake.notify()   # the watchdog cancels what is in flight, then exits
         for sock in idle:
             sock.close()
+
+
+# a proxy as our messages name it (``Proxy.label``): "proxy host:port"
+_PROXY_LABEL = re.compile(r"\bproxy (?:\[[^\]\s]*\]|[^\s:\[\]]+):\d+")
+# the path after a host, up to a space, a quote, a bracket or a clause's punctuation
+_PATH = r"(?:/(?:[^\s\"'<>();,]*[^\s\"'<>();,.])?)?"
+
+
+def named(text: str, base_url: str, name: str) -> str:
+    """``text``, a message about a call to ``base_url``, with every way it may show where the
+    upstream is (our ``upstream host:port``, its URL, host and port, in our words or the
+    upstream's own) replaced by the endpoint's ``name``, and a proxy's address by "the proxy":
+    what a caller reads names an endpoint as the roster does. Needs nothing but the URL, so it
+    words the errors of any upstream a caller hands the seats core."""
+    shown = f"endpoint '{name}'"
+    text = _PROXY_LABEL.sub("the proxy", text)
+    text = re.sub(re.escape(base_url.rstrip("/")) + _PATH, shown, text)
+    try:
+        host = urlsplit(base_url).hostname
+    except ValueError:   # a URL that cannot be parsed: only its message quotes it, whole
+        return text
+    if not host:
+        return text
+    try:
+        host = f"[{host}]" if ":" in host else host.encode("idna").decode()
+    except UnicodeError:
+        pass   # never a URL that reached an upstream; its raw form is all text can show
+    where = re.compile(rf"(?<![\w.-])(?:upstream )?(?:https?://)?(?:[^\s/@]*@)?"
+                       rf"{re.escape(host)}(?::\d+)?{_PATH}(?![\w-])", re.I)
+    return where.sub(shown, text)
+
+
+def _seconds(timeout: float) -> str:
+    """A time limit as a person reads it: ``1 s`` for what the clock left at 0.99978."""
+    return f"{round(timeout, 1) if timeout >= 0.1 else round(timeout, 3):g} s"
 
 
 def _too_big(label: str) -> UpstreamBadReply:
