@@ -19,9 +19,11 @@ Invariants:
   control) are ignored.
 * A reply keeps its content, tool calls (ids verbatim), stop reason, usage and ``bench``; a tool
   call whose arguments are not a JSON object keeps them under ``_unparsed_arguments``.
-* A stream is ``message_start``, then ``ping`` while seats work, then each content block
-  (start, one delta, stop), ``message_delta`` (stop reason, usage and ``bench``) and
-  ``message_stop``; a failure after the start is one ``error`` event.
+* A stream is SSE comments while seats work, then, once the reply is known, ``message_start``
+  (its message holds ``bench`` and the input usage: the clients' stream helpers build their
+  final message from it, and keep nothing else ``message_delta`` has beyond stop reason and
+  usage), each content block (start, one delta, stop), ``message_delta`` (stop reason, usage
+  and ``bench``) and ``message_stop``; a failure after the stream opened is one ``error`` event.
 """
 
 from __future__ import annotations
@@ -381,24 +383,26 @@ def from_openai(status: int, body: dict) -> dict:
 
 # -- stream -------------------------------------------------------------------------------------
 class Events:
-    """The events of one Messages stream, as ``(event name, data)`` pairs in sending order."""
+    """The events of one Messages stream, as ``(event name, data)`` pairs in sending order; a
+    keep-alive is an SSE comment (the name None, the data its text), which every SSE reader
+    skips, so nothing precedes ``message_start`` that a client could take out of order."""
 
     def __init__(self, panel: str, model: str):
         self.panel, self.model = panel, model
 
     def opening(self) -> list[tuple[str, dict]]:
-        # usage is not known yet: message_delta carries the whole of it
-        return [("message_start", {"type": "message_start", "message": {
-            "id": f"msg_{self.panel}", "type": "message", "role": "assistant",
-            "model": self.model, "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0}}})]
+        # message_start waits for the reply: the message it starts is the one clients keep
+        return []
 
-    def keepalive(self) -> list[tuple[str, dict]]:
-        return [("ping", {"type": "ping"})]
+    def keepalive(self) -> list[tuple[None, str]]:
+        return [(None, ": seats still working")]
 
     def closing(self, reply: dict) -> list[tuple[str, dict]]:
         message = from_chat(reply, self.panel)
-        out = []
+        started = dict(message, model=self.model, content=[], stop_reason=None,
+                       usage={"input_tokens": message["usage"]["input_tokens"],
+                              "output_tokens": 0})
+        out = [("message_start", {"type": "message_start", "message": started})]
         for i, block in enumerate(message["content"]):
             if block["type"] == "text":
                 start, delta = dict(block, text=""), {"type": "text_delta", "text": block["text"]}
