@@ -11,6 +11,11 @@ Invariants:
   counterpart too); a refusal is a ``BadRequest`` naming the Messages field
   (``messages[2].content[0].tool_use_id``), in its message since Anthropic's error shape has no
   ``param``. ``max_tokens`` is required, as Anthropic requires it.
+* What would need state or reach this gateway does not have is refused, never dropped: a
+  ``thread`` (nothing is held between requests; the refusal carries the ``error_code`` on which
+  Anthropic's clients send the whole conversation again), ``mcp_servers``, and a
+  ``tool_result`` whose ``tool_use`` is not in an earlier assistant message (every seat would
+  get an answer to a question it was never shown).
 * What the caller sent is reshaped, never reworded: text, images (base64 or URL), tool uses
   (their ids kept, so a tool result finds its call) and tool results (``is_error`` marked in the
   text, the only place a chat tool message can hold it), ``output_config.format`` as
@@ -42,6 +47,8 @@ ERROR_TYPES = {401: "authentication_error", 402: "billing_error", 403: "permissi
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 SKIPPED_BLOCKS = ("thinking", "redacted_thinking")
 WHAT = "an Anthropic Messages request: model, max_tokens and messages"
+# the error_code on which Anthropic's clients stop threading and send the whole conversation
+NO_THREADS = {"details": {"error_code": "thread_unsupported_request"}}
 
 
 # -- request ------------------------------------------------------------------------------------
@@ -49,6 +56,7 @@ def to_chat(body) -> tuple[dict, bool]:
     """The chat-completions body a Messages request asks for, and whether it wants a stream."""
     if not isinstance(body, dict):
         raise BadRequest(f"the body must be a JSON object ({WHAT})")
+    _refuse_unheld(body)
     max_tokens = body.get("max_tokens")
     if max_tokens is None:
         raise BadRequest("'max_tokens' is required: the most tokens each seat may write "
@@ -58,17 +66,8 @@ def to_chat(body) -> tuple[dict, bool]:
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("'stream' must be true or false", param="stream")
-    raw = body.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise BadRequest("'messages' must be a non-empty list of {role, content} objects",
-                         param="messages")
-    messages = []
-    if body.get("system") is not None:
-        messages.append({"role": "system", "content": _system(body["system"])})
-    for i, message in enumerate(raw):
-        messages += _message(message, f"messages[{i}]")
-    _check_fields(body)
-    chat = {"model": body.get("model"), "messages": messages, "max_tokens": max_tokens}
+    chat = _translate(body)
+    chat["max_tokens"] = max_tokens
     for name in ("temperature", "top_p", "bench", "with"):
         if name in body:
             chat[name] = body[name]
@@ -78,6 +77,39 @@ def to_chat(body) -> tuple[dict, bool]:
             raise BadRequest("'stop_sequences' must be a list of strings", param="stop_sequences")
         if stop:
             chat["stop"] = stop
+    return chat, stream
+
+
+def _refuse_unheld(body: dict) -> None:
+    """Refuse what asks for state or reach the gateway does not have, before anything else:
+    a threaded turn sends only part of the conversation, so no other field can be trusted."""
+    if body.get("thread") is not None:
+        raise BadRequest("this gateway holds no message threads: send the whole conversation "
+                         "in 'messages' without 'thread' (the anthropic package's tool runner "
+                         "does so by itself; a thread helper needs "
+                         "unsupported_request_behavior=\"continue_unthreaded\")",
+                         param="thread", details=NO_THREADS)
+    if body.get("mcp_servers") is not None:
+        raise BadRequest("this gateway does not connect to MCP servers: call the tools on your "
+                         "side (e.g. with the MCP SDK), offer them in 'tools' and answer each "
+                         "tool_use with a tool_result", param="mcp_servers")
+
+
+def _translate(body: dict) -> dict:
+    """A Messages request's model, system, messages, tools, tool choice and output format, as
+    chat's fields."""
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise BadRequest("'messages' must be a non-empty list of {role, content} objects",
+                         param="messages")
+    messages = []
+    if body.get("system") is not None:
+        messages.append({"role": "system", "content": _system(body["system"])})
+    called: dict[str, str] = {}   # the tool_use ids of the assistant messages so far: where
+    for i, message in enumerate(raw):
+        messages += _message(message, f"messages[{i}]", called)
+    _check_fields(body)
+    chat = {"model": body.get("model"), "messages": messages}
     if body.get("tools") is not None:
         chat["tools"] = _tools(body["tools"])
     if body.get("tool_choice") is not None:
@@ -87,7 +119,7 @@ def to_chat(body) -> tuple[dict, bool]:
         fmt = _format(config)
         if fmt is not None:
             chat["response_format"] = fmt
-    return chat, stream
+    return chat
 
 
 # Messages fields a panel does not carry over, by the JSON type they must have: checked all the
@@ -149,7 +181,7 @@ def _system(system) -> str:
     return "\n\n".join(b["text"] for b in system)
 
 
-def _message(m, where: str) -> list[dict]:
+def _message(m, where: str, called: dict[str, str]) -> list[dict]:
     if not isinstance(m, dict):
         raise BadRequest(f"{where} must be an object with 'role' and 'content'", param=where)
     role = m.get("role")
@@ -171,17 +203,17 @@ def _message(m, where: str) -> list[dict]:
             raise BadRequest(f"{bwhere}.type must be a string such as \"text\"",
                              param=f"{bwhere}.type")
         blocks.append((block, bwhere))
-    return _assistant(blocks) if role == "assistant" else _user(blocks)
+    return _assistant(blocks, called) if role == "assistant" else _user(blocks, called)
 
 
-def _user(blocks) -> list[dict]:
+def _user(blocks, called: dict[str, str]) -> list[dict]:
     """Tool results become tool messages, ahead of the rest (chat wants them right after the
     assistant's calls); text and images stay one user message."""
     tools, parts = [], []
     for block, where in blocks:
         kind = block["type"]
         if kind == "tool_result":
-            text, images = _tool_result(block, where)
+            text, images = _tool_result(block, where, called)
             tools.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
             parts += images
         elif kind in ("text", "image"):
@@ -196,7 +228,7 @@ def _user(blocks) -> list[dict]:
     return out
 
 
-def _assistant(blocks) -> list[dict]:
+def _assistant(blocks, called: dict[str, str]) -> list[dict]:
     texts, calls = [], []
     for block, where in blocks:
         kind = block["type"]
@@ -210,6 +242,7 @@ def _assistant(blocks) -> list[dict]:
             args = block.get("input", {})
             if not isinstance(args, dict):
                 raise BadRequest(f"{where}.input must be an object", param=f"{where}.input")
+            called[block["id"]] = f"{where}.id"
             calls.append({"id": block["id"], "type": "function",
                           "function": {"name": block["name"], "arguments": jsonwire.dumps(args)}})
         elif kind not in SKIPPED_BLOCKS:
@@ -245,10 +278,20 @@ def _part(block: dict, where: str) -> dict:
                      param=f"{where}.source")
 
 
-def _tool_result(block: dict, where: str) -> tuple[str, list[dict]]:
+def _tool_result(block: dict, where: str, called: dict[str, str]) -> tuple[str, list[dict]]:
     """A tool result's text, and its images (which a chat tool message cannot hold)."""
-    if not isinstance(block.get("tool_use_id"), str):
+    tid = block.get("tool_use_id")
+    if not isinstance(tid, str):
         raise BadRequest(f"{where}.tool_use_id must be the id of the tool_use it answers",
+                         param=f"{where}.tool_use_id")
+    if tid not in called:
+        # the latest calls, where they are: an id changed on the way shows here
+        latest = ", ".join(f"'{_short(c)}' at {w}" for c, w in list(called.items())[-3:])
+        raise BadRequest(f"{where}.tool_use_id: no earlier assistant message has a tool_use "
+                         f"with id '{_short(tid)}'"
+                         + (f" (the latest tool_use ids: {latest})" if latest else "")
+                         + "; send the whole conversation, the assistant message that called "
+                         "the tool included, ahead of its tool_result",
                          param=f"{where}.tool_use_id")
     content = block.get("content", "")
     texts, images = [], []
@@ -273,6 +316,10 @@ def _tool_result(block: dict, where: str) -> tuple[str, list[dict]]:
     if block.get("is_error") is True:
         text = f"[tool error] {text}"
     return text, images
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 64 else text[:64] + "…"
 
 
 def _unsupported(kind: str, where: str, allowed: str) -> BadRequest:
