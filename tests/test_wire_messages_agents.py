@@ -1,7 +1,7 @@
 """What Anthropic's agent clients send to ``/v1/messages`` beyond a plain message: the `anthropic`
 package's tool runner (threads offered, refused, the whole history sent again), MCP servers, tool
-results without their call, keys in either header, and the stream helper's final message. Every
-refusal is checked on the wire, and no seat is asked for a refused request."""
+results without their call, token counts, keys in either header, and the stream helper's final
+message. Every refusal is checked on the wire, and no seat is asked for a refused request."""
 
 import json
 
@@ -170,6 +170,46 @@ def test_a_tool_result_for_a_call_not_in_the_history_is_refused(client, gateway,
                                messages=[*ASK, {"role": "user", "content": [result]}])
     assert "messages[1].content[0].tool_use_id" in caught.value.body["error"]["message"]
     assert "'toolu_gone'" in caught.value.body["error"]["message"]
+    assert logged(home) == [] and sim.requests == []
+
+
+# -- token counts -----------------------------------------------------------------------------------
+def test_count_tokens_answers_the_gateways_own_estimate(client, gateway, home, sim):
+    asked = dict(model="bench/trio", system="You review code.",
+                 messages=[{"role": "user", "content": "Review: x = 1/0 " * 40}])
+    raw = client.messages.with_raw_response.count_tokens(**asked)
+    counted = raw.parse()
+    assert raw.headers["X-Panelist-Token-Count"] == "estimate"
+    assert counted.input_tokens > 100
+    assert logged(home) == [] and sim.requests == []   # a count asks no seat
+    # the same number the gateway checks each seat's window against
+    client.messages.create(max_tokens=20, **asked)
+    assert wait_until(lambda: logged(home))
+    assert logged(home)[0]["estimate"] == counted.input_tokens
+    # the beta surface; an image counts as the window check counts it
+    beta = client.beta.messages.count_tokens(
+        model="bench/trio:pick", tools=[LOOKUP], messages=[{"role": "user", "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": {"type": "url", "url": "https://x.example/a.png"}}]}])
+    assert 2500 < beta.input_tokens < 2600
+
+
+def test_count_tokens_refusals_are_anthropic_shaped(client, gateway, home, sim):
+    with pytest.raises(anthropic.NotFoundError) as caught:
+        client.messages.count_tokens(model="bench/none", messages=ASK)
+    assert caught.value.body["error"]["type"] == "not_found_error"
+    assert "unknown collection 'bench/none'" in caught.value.body["error"]["message"]
+    status, body, _ = gateway.post("/v1/messages/count_tokens", {"model": "bench/trio"})
+    refused(status, body, "'messages' must be a non-empty list")
+    status, body, _ = gateway.post("/v1/messages/count_tokens", {
+        "model": "bench/trio", "messages": ASK, "thread": {"type": "create"}})
+    assert refused(status, body, "holds no message threads") and \
+        body["error"]["details"] == {"error_code": NO_THREADS}
+    status, body, headers = gateway.get("/v1/messages/count_tokens")
+    assert status == 405 and headers["Allow"] == "POST" and body["type"] == "error"
+    status, body, _ = gateway.post("/v1/messages/batches", {})
+    assert status == 404 and body["type"] == "error" and \
+        body["error"]["type"] == "not_found_error"
     assert logged(home) == [] and sim.requests == []
 
 

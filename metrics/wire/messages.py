@@ -29,13 +29,15 @@ Invariants:
   final message from it, and keep nothing else ``message_delta`` has beyond stop reason and
   usage), each content block (start, one delta, stop), ``message_delta`` (stop reason, usage
   and ``bench``) and ``message_stop``; a failure after the stream opened is one ``error`` event.
+* ``count_tokens`` answers the estimate the panel checks each seat's window against, of the
+  same translated messages.
 """
 
 from __future__ import annotations
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
-from panelist.metrics.panel import jsonshape
+from panelist.metrics.panel import jsonshape, prompt
 
 # chat finish reasons -> Messages stop reasons (a reply holding tool calls is always tool_use)
 STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}
@@ -80,6 +82,17 @@ def to_chat(body) -> tuple[dict, bool]:
     return chat, stream
 
 
+def count_tokens(body) -> tuple[object, int]:
+    """The ``model`` a ``count_tokens`` request names, and the gateway's estimate of its
+    prompt: the one the panel would check each seat's window against."""
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object (a token count request: model and "
+                         "messages)")
+    _refuse_unheld(body)
+    chat = _translate(body)
+    return chat["model"], prompt.estimate_tokens(prompt.check_messages(chat["messages"]))
+
+
 def _refuse_unheld(body: dict) -> None:
     """Refuse what asks for state or reach the gateway does not have, before anything else:
     a threaded turn sends only part of the conversation, so no other field can be trusted."""
@@ -96,8 +109,8 @@ def _refuse_unheld(body: dict) -> None:
 
 
 def _translate(body: dict) -> dict:
-    """A Messages request's model, system, messages, tools, tool choice and output format, as
-    chat's fields."""
+    """What a Messages request and a token count share: model, system, messages, tools, tool
+    choice and output format, as chat's fields."""
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise BadRequest("'messages' must be a non-empty list of {role, content} objects",
