@@ -81,7 +81,7 @@ def test_a_message_stream_with_the_helper_and_with_stream_true(client, home):
     assert [r["panel"] for r in logged(home)] == [panel, bench["panel"]]
 
 
-def test_pings_keep_the_stream_alive_while_a_seat_works(home, gated):
+def test_comments_keep_the_stream_alive_while_a_seat_works(home, gated):
     set_limits(home, max_explorers=0)
     move_to(home, gated, "slow")   # fast and mid answer at once; slow waits at its gate
     with Gateway(make_gateway(home, keepalive=0.2, env={})) as gw, \
@@ -91,23 +91,23 @@ def test_pings_keep_the_stream_alive_while_a_seat_works(home, gated):
         assert stream.status == 200   # opened by the first keep-alive: slow is still held
         assert stream.headers["content-type"] == "text/event-stream; charset=utf-8"
         panel = stream.headers["x-panelist-panel"]
-        assert stream.next() == ("message_start", {"type": "message_start", "message": {
-            "id": f"msg_{panel}", "type": "message", "role": "assistant", "model": "bench/trio",
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0}}})
-        pings = 0
-        while pings < 3:   # slow is held: only pings can come
-            assert stream.next() == ("ping", {"type": "ping"})
-            pings += 1
+        for _ in range(3):   # slow is held: only comments, no Messages event out of its order
+            assert stream.next() == ("comment", ": seats still working")
         gated.open("slow")
-        rest = stream.rest()
-    names = [name for name, _ in rest if name != "ping"]
-    assert names == ["content_block_start", "content_block_delta", "content_block_stop",
-                     "message_delta", "message_stop"]
+        rest = [event for event in stream.rest() if event[0] != "comment"]
+    assert [name for name, _ in rest] == [
+        "message_start", "content_block_start", "content_block_delta", "content_block_stop",
+        "message_delta", "message_stop"]
+    # message_start waited for the reply, so it carries what the SDK keeps of the message
+    start = rest[0][1]["message"]
+    assert start["id"] == f"msg_{panel}" and start["model"] == "bench/trio"
+    assert start["content"] == [] and start["stop_reason"] is None
+    assert start["usage"]["input_tokens"] > 0 and start["usage"]["output_tokens"] == 0
+    assert start["bench"]["panel"] == panel
     text = next(d["delta"]["text"] for n, d in rest if n == "content_block_delta")
     assert "[gated slow]" in text
     final = next(d for n, d in rest if n == "message_delta")
-    assert final["bench"]["panel"] == panel and final["usage"]["output_tokens"] > 0
+    assert final["bench"] == start["bench"] and final["usage"]["output_tokens"] > 0
 
 
 def test_a_tool_round_trip_reaches_every_seat_in_chat_form(client, home, sim):
@@ -187,7 +187,11 @@ def test_a_reply_with_tool_calls_becomes_tool_use_blocks():
         {"type": "tool_use", "id": "call_a", "name": "lookup_order", "input": {"number": "42"}},
         {"type": "tool_use", "id": "call_b", "name": "lookup_order",
          "input": {"_unparsed_arguments": "not json"}}]
-    events = messages.Events("p1", "bench/trio").closing(reply)
+    start, *events = messages.Events("p1", "bench/trio").closing(reply)
+    assert start == ("message_start", {"type": "message_start", "message": {
+        "id": "msg_p1", "type": "message", "role": "assistant", "model": "bench/trio",
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": 7, "output_tokens": 0}, "bench": {"panel": "p1"}}})
     assert events[0] == ("content_block_start", {"type": "content_block_start", "index": 0,
                                                  "content_block": {"type": "tool_use",
                                                                    "id": "call_a",
@@ -382,9 +386,8 @@ def test_a_caller_that_leaves_cancels_the_panel(home, sim, stream):
                                                    "messages": ASK, "stream": stream}) as s:
             assert wait_until(lambda: sim.count("slow") == 1 and
                               seats_logged(home) == {"fast": "ok", "mid": "ok"})
-            if stream:   # leave mid-stream: once it opened and a ping came
-                assert s.status == 200 and s.next()[0] == "message_start"
-                assert s.next()[0] == "ping"
+            if stream:   # leave mid-stream: once it opened and a keep-alive came
+                assert s.status == 200 and s.next()[0] == "comment"
         assert sim.wait_disconnects(1, timeout=PATIENCE)   # slow's upstream call was cut
         assert wait_until(lambda: logged(home)), "the panel was never logged"
     (record,) = logged(home)

@@ -387,24 +387,26 @@ class Guard:
         """The caller of a gateway route: ``local``, or the key presented (401 / 429)."""
         if not self.settings.keys_required or not self.gated(path):
             return LOCAL
-        auth = headers.get("Authorization")
-        if (auth is None or not auth.strip()) and headers.get("x-api-key"):
+        auth, header = headers.get("Authorization"), "Authorization"
+        if (auth is None or not auth.strip()) and (headers.get("x-api-key") or "").strip():
             # where Anthropic's clients send their key: the same key, in another header
-            auth = "Bearer " + headers.get("x-api-key").strip()
+            auth, header = "Bearer " + headers.get("x-api-key").strip(), "x-api-key"
         if auth is None or not auth.strip():
             raise Unauthorized("missing gateway key: send 'Authorization: Bearer pk_…' or "
                                "'x-api-key: pk_…' (make one with `panelist key create NAME`)",
                                code="missing_key", headers=CHALLENGE)
         scheme, _, secret = auth.strip().partition(" ")
         secret = secret.strip()
+        # each refusal names the header the key came in, and the form that header takes
         if scheme.lower() != "bearer" or not keystore.well_formed(secret):
-            raise Unauthorized("malformed gateway key: expected 'Authorization: Bearer pk_' "
+            form = "x-api-key: pk_" if header == "x-api-key" else "Authorization: Bearer pk_"
+            raise Unauthorized(f"malformed gateway key in '{header}': expected '{form}' "
                                "followed by 43 letters, digits, '-' or '_'",
                                code="malformed_key", headers=CHALLENGE_INVALID)
         key = self.keys.find(secret) if self.keys is not None else None
         if key is None:
-            raise Unauthorized("unknown gateway key: it was revoked or never made here; see "
-                               "`panelist key list`", code="unknown_key",
+            raise Unauthorized(f"unknown gateway key in '{header}': it was revoked or never made "
+                               "here; see `panelist key list`", code="unknown_key",
                                headers=CHALLENGE_INVALID)
         if key.rpm is not None and self.rates is not None:
             wait = self.rates.admit(key.name, key.rpm)

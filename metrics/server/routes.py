@@ -24,8 +24,11 @@ from panelist.metrics.server.stream import PANEL_HEADER, answer_of, held_stream,
 from panelist.metrics.wire import messages, models, responses
 
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
-               "POST /v1/messages, POST /bench/verdict, GET /bench/pending, "
-               "GET /bench/panels/<panel>")
+               "POST /v1/messages, POST /v1/messages/count_tokens, POST /bench/verdict, "
+               "GET /bench/pending, GET /bench/panels/<panel>")
+# says that a token count is the gateway's own estimate (characters / 4 and 10%, images at a
+# flat rate), not a tokenizer's count
+COUNT_HEADER = "X-Panelist-Token-Count"
 
 
 def _models_of(h: Handler) -> tuple:
@@ -141,6 +144,15 @@ def post_messages(h: Handler, _):
         h.send_json(200, messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
 
 
+def post_count_tokens(h: Handler, _):
+    """Anthropic's ``count_tokens``: the estimate a panel of this request would check each
+    seat's window against, for a collection this caller may use; nothing is seated."""
+    model, estimate = messages.count_tokens(h.read_json())
+    h.caller.check_model(model)  # 403
+    h.server.panels.collections.resolve(model)   # 404: an unknown collection
+    h.send_json(200, {"input_tokens": estimate}, {COUNT_HEADER: "estimate"})
+
+
 def post_verdict(h: Handler, _):
     """A verdict on a call id, or on a panel id and the model's alias (``merger`` for the
     merged answer)."""
@@ -214,6 +226,7 @@ GATEWAY_ROUTES = (
     Route("/health", {"GET": get_health}, gate=OPEN),
     Route("/v1/responses", {"POST": post_responses}, gate=KEYS),
     Route("/v1/messages", {"POST": post_messages}, gate=KEYS),
+    Route("/v1/messages/count_tokens", {"POST": post_count_tokens}, gate=KEYS),
     Route("/bench/race", {"POST": post_race}, gate=KEYS),
     Route("/bench/race/{race}", {"GET": get_race}, gate=KEYS),
     Route("/bench/races", {"GET": get_races}, gate=KEYS),

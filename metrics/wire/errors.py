@@ -1,6 +1,6 @@
 """The error table: each class of ``metrics.errors`` and the HTTP status a caller of ours gets for
-it, with the body it reads (OpenAI's error shape; Anthropic's on /v1/messages, whose clients read
-only that).
+it, with the body it reads (OpenAI's error shape; Anthropic's on /v1/messages and the routes under
+it, whose clients read only that).
 
 Invariants:
 
@@ -87,7 +87,8 @@ def error_body(message: str) -> bytes:
 
 def shaped(path: str, status: int, body: dict) -> dict:
     """An OpenAI error body in the wire format of the route asked: Anthropic's on /v1/messages
-    (its clients read only that shape), OpenAI's everywhere else."""
-    if path.partition("?")[0].rstrip("/") == "/v1/messages":
+    and under it (count_tokens; its clients read only that shape), OpenAI's everywhere else."""
+    path = path.partition("?")[0].rstrip("/")
+    if path == "/v1/messages" or path.startswith("/v1/messages/"):
         return messages.from_openai(status, body)
     return body

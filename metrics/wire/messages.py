@@ -11,6 +11,11 @@ Invariants:
   counterpart too); a refusal is a ``BadRequest`` naming the Messages field
   (``messages[2].content[0].tool_use_id``), in its message since Anthropic's error shape has no
   ``param``. ``max_tokens`` is required, as Anthropic requires it.
+* What would need state or reach this gateway does not have is refused, never dropped: a
+  ``thread`` (nothing is held between requests; the refusal carries the ``error_code`` on which
+  Anthropic's clients send the whole conversation again), ``mcp_servers``, and a
+  ``tool_result`` whose ``tool_use`` is not in an earlier assistant message (every seat would
+  get an answer to a question it was never shown).
 * What the caller sent is reshaped, never reworded: text, images (base64 or URL), tool uses
   (their ids kept, so a tool result finds its call) and tool results (``is_error`` marked in the
   text, the only place a chat tool message can hold it), ``output_config.format`` as
@@ -19,16 +24,20 @@ Invariants:
   control) are ignored.
 * A reply keeps its content, tool calls (ids verbatim), stop reason, usage and ``bench``; a tool
   call whose arguments are not a JSON object keeps them under ``_unparsed_arguments``.
-* A stream is ``message_start``, then ``ping`` while seats work, then each content block
-  (start, one delta, stop), ``message_delta`` (stop reason, usage and ``bench``) and
-  ``message_stop``; a failure after the start is one ``error`` event.
+* A stream is SSE comments while seats work, then, once the reply is known, ``message_start``
+  (its message holds ``bench`` and the input usage: the clients' stream helpers build their
+  final message from it, and keep nothing else ``message_delta`` has beyond stop reason and
+  usage), each content block (start, one delta, stop), ``message_delta`` (stop reason, usage
+  and ``bench``) and ``message_stop``; a failure after the stream opened is one ``error`` event.
+* ``count_tokens`` answers the estimate the panel checks each seat's window against, of the
+  same translated messages.
 """
 
 from __future__ import annotations
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
-from panelist.metrics.panel import jsonshape
+from panelist.metrics.panel import jsonshape, prompt
 
 # chat finish reasons -> Messages stop reasons (a reply holding tool calls is always tool_use)
 STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}
@@ -40,6 +49,8 @@ ERROR_TYPES = {401: "authentication_error", 402: "billing_error", 403: "permissi
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
 SKIPPED_BLOCKS = ("thinking", "redacted_thinking")
 WHAT = "an Anthropic Messages request: model, max_tokens and messages"
+# the error_code on which Anthropic's clients stop threading and send the whole conversation
+NO_THREADS = {"details": {"error_code": "thread_unsupported_request"}}
 
 
 # -- request ------------------------------------------------------------------------------------
@@ -47,6 +58,7 @@ def to_chat(body) -> tuple[dict, bool]:
     """The chat-completions body a Messages request asks for, and whether it wants a stream."""
     if not isinstance(body, dict):
         raise BadRequest(f"the body must be a JSON object ({WHAT})")
+    _refuse_unheld(body)
     max_tokens = body.get("max_tokens")
     if max_tokens is None:
         raise BadRequest("'max_tokens' is required: the most tokens each seat may write "
@@ -56,17 +68,8 @@ def to_chat(body) -> tuple[dict, bool]:
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("'stream' must be true or false", param="stream")
-    raw = body.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise BadRequest("'messages' must be a non-empty list of {role, content} objects",
-                         param="messages")
-    messages = []
-    if body.get("system") is not None:
-        messages.append({"role": "system", "content": _system(body["system"])})
-    for i, message in enumerate(raw):
-        messages += _message(message, f"messages[{i}]")
-    _check_fields(body)
-    chat = {"model": body.get("model"), "messages": messages, "max_tokens": max_tokens}
+    chat = _translate(body)
+    chat["max_tokens"] = max_tokens
     for name in ("temperature", "top_p", "bench", "with"):
         if name in body:
             chat[name] = body[name]
@@ -76,6 +79,50 @@ def to_chat(body) -> tuple[dict, bool]:
             raise BadRequest("'stop_sequences' must be a list of strings", param="stop_sequences")
         if stop:
             chat["stop"] = stop
+    return chat, stream
+
+
+def count_tokens(body) -> tuple[object, int]:
+    """The ``model`` a ``count_tokens`` request names, and the gateway's estimate of its
+    prompt: the one the panel would check each seat's window against."""
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object (a token count request: model and "
+                         "messages)")
+    _refuse_unheld(body)
+    chat = _translate(body)
+    return chat["model"], prompt.estimate_tokens(prompt.check_messages(chat["messages"]))
+
+
+def _refuse_unheld(body: dict) -> None:
+    """Refuse what asks for state or reach the gateway does not have, before anything else:
+    a threaded turn sends only part of the conversation, so no other field can be trusted."""
+    if body.get("thread") is not None:
+        raise BadRequest("this gateway holds no message threads: send the whole conversation "
+                         "in 'messages' without 'thread' (the anthropic package's tool runner "
+                         "does so by itself; a thread helper needs "
+                         "unsupported_request_behavior=\"continue_unthreaded\")",
+                         param="thread", details=NO_THREADS)
+    if body.get("mcp_servers") is not None:
+        raise BadRequest("this gateway does not connect to MCP servers: call the tools on your "
+                         "side (e.g. with the MCP SDK), offer them in 'tools' and answer each "
+                         "tool_use with a tool_result", param="mcp_servers")
+
+
+def _translate(body: dict) -> dict:
+    """What a Messages request and a token count share: model, system, messages, tools, tool
+    choice and output format, as chat's fields."""
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise BadRequest("'messages' must be a non-empty list of {role, content} objects",
+                         param="messages")
+    messages = []
+    if body.get("system") is not None:
+        messages.append({"role": "system", "content": _system(body["system"])})
+    called: dict[str, str] = {}   # the tool_use ids of the assistant messages so far: where
+    for i, message in enumerate(raw):
+        messages += _message(message, f"messages[{i}]", called)
+    _check_fields(body)
+    chat = {"model": body.get("model"), "messages": messages}
     if body.get("tools") is not None:
         chat["tools"] = _tools(body["tools"])
     if body.get("tool_choice") is not None:
@@ -85,7 +132,7 @@ def to_chat(body) -> tuple[dict, bool]:
         fmt = _format(config)
         if fmt is not None:
             chat["response_format"] = fmt
-    return chat, stream
+    return chat
 
 
 # Messages fields a panel does not carry over, by the JSON type they must have: checked all the
@@ -147,7 +194,7 @@ def _system(system) -> str:
     return "\n\n".join(b["text"] for b in system)
 
 
-def _message(m, where: str) -> list[dict]:
+def _message(m, where: str, called: dict[str, str]) -> list[dict]:
     if not isinstance(m, dict):
         raise BadRequest(f"{where} must be an object with 'role' and 'content'", param=where)
     role = m.get("role")
@@ -169,17 +216,17 @@ def _message(m, where: str) -> list[dict]:
             raise BadRequest(f"{bwhere}.type must be a string such as \"text\"",
                              param=f"{bwhere}.type")
         blocks.append((block, bwhere))
-    return _assistant(blocks) if role == "assistant" else _user(blocks)
+    return _assistant(blocks, called) if role == "assistant" else _user(blocks, called)
 
 
-def _user(blocks) -> list[dict]:
+def _user(blocks, called: dict[str, str]) -> list[dict]:
     """Tool results become tool messages, ahead of the rest (chat wants them right after the
     assistant's calls); text and images stay one user message."""
     tools, parts = [], []
     for block, where in blocks:
         kind = block["type"]
         if kind == "tool_result":
-            text, images = _tool_result(block, where)
+            text, images = _tool_result(block, where, called)
             tools.append({"role": "tool", "tool_call_id": block["tool_use_id"], "content": text})
             parts += images
         elif kind in ("text", "image"):
@@ -194,7 +241,7 @@ def _user(blocks) -> list[dict]:
     return out
 
 
-def _assistant(blocks) -> list[dict]:
+def _assistant(blocks, called: dict[str, str]) -> list[dict]:
     texts, calls = [], []
     for block, where in blocks:
         kind = block["type"]
@@ -208,6 +255,7 @@ def _assistant(blocks) -> list[dict]:
             args = block.get("input", {})
             if not isinstance(args, dict):
                 raise BadRequest(f"{where}.input must be an object", param=f"{where}.input")
+            called[block["id"]] = f"{where}.id"
             calls.append({"id": block["id"], "type": "function",
                           "function": {"name": block["name"], "arguments": jsonwire.dumps(args)}})
         elif kind not in SKIPPED_BLOCKS:
@@ -243,10 +291,20 @@ def _part(block: dict, where: str) -> dict:
                      param=f"{where}.source")
 
 
-def _tool_result(block: dict, where: str) -> tuple[str, list[dict]]:
+def _tool_result(block: dict, where: str, called: dict[str, str]) -> tuple[str, list[dict]]:
     """A tool result's text, and its images (which a chat tool message cannot hold)."""
-    if not isinstance(block.get("tool_use_id"), str):
+    tid = block.get("tool_use_id")
+    if not isinstance(tid, str):
         raise BadRequest(f"{where}.tool_use_id must be the id of the tool_use it answers",
+                         param=f"{where}.tool_use_id")
+    if tid not in called:
+        # the latest calls, where they are: an id changed on the way shows here
+        latest = ", ".join(f"'{_short(c)}' at {w}" for c, w in list(called.items())[-3:])
+        raise BadRequest(f"{where}.tool_use_id: no earlier assistant message has a tool_use "
+                         f"with id '{_short(tid)}'"
+                         + (f" (the latest tool_use ids: {latest})" if latest else "")
+                         + "; send the whole conversation, the assistant message that called "
+                         "the tool included, ahead of its tool_result",
                          param=f"{where}.tool_use_id")
     content = block.get("content", "")
     texts, images = [], []
@@ -271,6 +329,10 @@ def _tool_result(block: dict, where: str) -> tuple[str, list[dict]]:
     if block.get("is_error") is True:
         text = f"[tool error] {text}"
     return text, images
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 64 else text[:64] + "…"
 
 
 def _unsupported(kind: str, where: str, allowed: str) -> BadRequest:
@@ -381,24 +443,26 @@ def from_openai(status: int, body: dict) -> dict:
 
 # -- stream -------------------------------------------------------------------------------------
 class Events:
-    """The events of one Messages stream, as ``(event name, data)`` pairs in sending order."""
+    """The events of one Messages stream, as ``(event name, data)`` pairs in sending order; a
+    keep-alive is an SSE comment (the name None, the data its text), which every SSE reader
+    skips, so nothing precedes ``message_start`` that a client could take out of order."""
 
     def __init__(self, panel: str, model: str):
         self.panel, self.model = panel, model
 
     def opening(self) -> list[tuple[str, dict]]:
-        # usage is not known yet: message_delta carries the whole of it
-        return [("message_start", {"type": "message_start", "message": {
-            "id": f"msg_{self.panel}", "type": "message", "role": "assistant",
-            "model": self.model, "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0}}})]
+        # message_start waits for the reply: the message it starts is the one clients keep
+        return []
 
-    def keepalive(self) -> list[tuple[str, dict]]:
-        return [("ping", {"type": "ping"})]
+    def keepalive(self) -> list[tuple[None, str]]:
+        return [(None, ": seats still working")]
 
     def closing(self, reply: dict) -> list[tuple[str, dict]]:
         message = from_chat(reply, self.panel)
-        out = []
+        started = dict(message, model=self.model, content=[], stop_reason=None,
+                       usage={"input_tokens": message["usage"]["input_tokens"],
+                              "output_tokens": 0})
+        out = [("message_start", {"type": "message_start", "message": started})]
         for i, block in enumerate(message["content"]):
             if block["type"] == "text":
                 start, delta = dict(block, text=""), {"type": "text_delta", "text": block["text"]}
