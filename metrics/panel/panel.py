@@ -290,6 +290,9 @@ class PanelRun:
             # the one seat (or the merger) whose answer is the reply; None: every answer
             self.answer: SeatResult | None = None
             self.note = ""
+            # what the one answer must be (pick, or a merge that needs one answer): the JSON
+            # asked for, a tool call when tool_choice forces one
+            self.demand = pick.Demand(req.response_format, req.params.get("tool_choice"))
             self.done: list[SeatResult] = []   # pick mode: seats handed over, in finish order
             self._recorded = False
             self.logged = threading.Event()   # set once the panel's line is written
@@ -401,7 +404,7 @@ class PanelRun:
         the seats still running go on, and the panel is recorded when the last one ends. None
         when ``alive`` reports that the caller left (the panel is given up and recorded).
         Raises (after recording) when no seat's answer can be used."""
-        picker = pick.Picker(self.preference(self.results), self.req.response_format)
+        picker = pick.Picker(self.preference(self.results), self.demand)
         for result in self.progress(tick):
             if result is None:
                 if alive is not None and not alive():
@@ -446,6 +449,12 @@ class PanelRun:
                 "(Retry-After), or ask a collection whose models have room",
                 code="all_seats_rate_limited", headers={"Retry-After": str(wait)},
                 details={"seats": seats})
+        if any(r.answered for r in results) and self.demand.forced:
+            return AllSeatsFailed(
+                f"no answer from {name} was {self.demand.wanted()}: "
+                f"{self.note or 'no seat called it'}; try again, or ask a collection whose "
+                "models call tools (together.capabilities lists tools)", seats,
+                code="no_tool_call")
         if any(r.answered for r in results):
             return AllSeatsFailed(
                 f"no answer from {name} was the JSON the response_format asks for "
@@ -508,7 +517,7 @@ class PanelRun:
             [self._call(Seat("merger", 1, model), messages, params)], deadline=self.deadline,
             cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
             max_pause=self._max_pause)
-        why = pick.problem(self.merger, fmt)
+        why = pick.problem(self.merger, self.demand)
         if why is None:
             self.answer = self.merger
             return
@@ -521,7 +530,7 @@ class PanelRun:
         if not self.req.one_answer:
             self.note += "; here is every answer"
             return
-        picker = pick.first_usable(self.preference(results), self.req.response_format)
+        picker = pick.first_usable(self.preference(results), self.demand)
         if picker.picked is None:
             self.note += f"; {picker.note()}"
             raise self.failure(results)
