@@ -494,10 +494,11 @@ class PanelRun:
         view = panels.known.view()
         ordered = self.in_seat_order(results)
         fmt = self.req.response_format
+        # tools only for a turn whose seats called them: else an agent loop would never end
+        tools = merge.offers_tools(self.req.tools, ordered)
         # the conversation as the caller was answered, not every earlier panel's markdown
-        asked = prompt.as_text(self.history.for_seat(None))
-        messages = merge.merger_input(asked, ordered, self.req.images,
-                                      response_format=fmt, tools=self.req.tools)
+        messages = merge.merger_input(self.history.for_seat(None), ordered, self.req.images,
+                                      response_format=fmt, tools=tools)
         size = prompt.estimate_tokens(messages)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
         suiteevidence.adjust(panels.suite, states, self.req.shape)
@@ -507,7 +508,7 @@ class PanelRun:
             self._fall_back(results)
             return
         # the caller's budget was for one answer; the merger's is its own (merge.budget)
-        params = {k: v for k, v in self.req.params.items()
+        params = {k: v for k, v in merge.merger_params(self.req.params, tools).items()
                   if k not in ("max_tokens", "max_completion_tokens")}
         budget_key = "max_completion_tokens" if "max_completion_tokens" in self.req.params \
             else "max_tokens"
