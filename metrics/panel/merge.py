@@ -20,7 +20,8 @@ When the request asked for JSON (``response_format``), the merger is sent the sa
 reach the merger only when a seat called a tool this turn, so it may answer with that call (the
 caller's agent runs it); a turn whose seats answered in text is merged in text, which is how an
 agent loop through a merged panel ends. The panel checks the merger's answer like a picked
-seat's (``pick.problem``).
+seat's (``pick.problem``). Merged JSON takes the value most seats gave, so the seats it overruled
+are kept beside it (``disagreement``).
 
 The merger's output budget is its own, never the caller's ``max_tokens``: the seats'
 completion tokens added up (an answer's length / 4 where a seat reported none), plus a quarter
@@ -147,6 +148,47 @@ def merger_input(messages: list[dict], seats: list, urls: list[str], *, response
         system.append("The caller's instructions to the seats:\n\n" + "\n\n".join(instructions))
     return [{"role": "system", "content": "\n\n".join(system)}, *turns,
             {"role": "user", "content": "\n".join(lines)}]
+
+
+def disagreement(answer, seats: list) -> list[dict]:
+    """The seats whose JSON differs from the JSON ``answer`` (the merged reply, or the seat's
+    answer a merge fell back to): ``{"call", "alias", "fields"}`` each, in seat order, where
+    ``fields`` are the top-level keys whose value differs or that one side lacks (sorted;
+    ``["$"]`` when the JSON is no object), or None when the seat's text is not JSON at all.
+    Seats that failed or called tools, and the answer's own seat, are not compared."""
+    try:
+        merged = jsonwire.loads(answer.answer or "", strict=True)
+    except ValueError:
+        return []
+    out = []
+    for s in seats:
+        if s is answer or not s.answered or s.tool_calls:
+            continue
+        try:
+            said = jsonwire.loads(s.answer or "", strict=True)
+        except ValueError:
+            out.append({"call": s.call, "alias": s.alias, "fields": None})
+            continue
+        if isinstance(merged, dict) and isinstance(said, dict):
+            fields = sorted(k for k in merged.keys() | said.keys()
+                            if k not in merged or k not in said or not _same(merged[k], said[k]))
+        else:
+            fields = [] if _same(merged, said) else ["$"]
+        if fields:
+            out.append({"call": s.call, "alias": s.alias, "fields": fields})
+    return out
+
+
+def _same(a, b) -> bool:
+    """JSON equality, nested: 1 and 1.0 are equal, true and 1 are not."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    numbers = isinstance(a, (int, float)) and isinstance(b, (int, float))
+    return (numbers or type(a) is type(b)) and a == b
 
 
 def budget(seats: list, window: int | None, size: int) -> int:

@@ -47,7 +47,7 @@ import time
 from typing import Callable, Iterator
 
 from panelist.metrics import seatrecord
-from panelist.metrics.panel import history, merge, pick, prompt
+from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
 from panelist.metrics.panel.request import Request, parse_request
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
@@ -290,6 +290,8 @@ class PanelRun:
             # the one seat (or the merger) whose answer is the reply; None: every answer
             self.answer: SeatResult | None = None
             self.note = ""
+            # merged JSON: the seats whose JSON the reply's differs from (merge.disagreement)
+            self.disagreement: list[dict] | None = None
             # what the one answer must be (pick, or a merge that needs one answer): the JSON
             # asked for, a tool call when tool_choice forces one
             self.demand = pick.Demand(req.response_format, req.params.get("tool_choice"))
@@ -521,6 +523,7 @@ class PanelRun:
         why = pick.problem(self.merger, self.demand)
         if why is None:
             self.answer = self.merger
+            self._disagreement(ordered)
             return
         self.note = f"the merger {model.alias} failed ({why})"
         self._fall_back(results)
@@ -538,6 +541,13 @@ class PanelRun:
         self.answer = picker.picked
         self.note += (f"; here is {pick.label(picker.picked)} {picker.picked.alias}'s answer"
                       + (f" ({picker.note()})" if picker.passed else ""))
+        self._disagreement(self.in_seat_order(results))
+
+    def _disagreement(self, ordered: list[SeatResult]) -> None:
+        """A merged JSON reply settles every disagreement by majority: keep which seats it
+        overruled, and on which fields (``merge.disagreement``)."""
+        if jsonshape.wants_json(self.req.response_format) and not self.answer.tool_calls:
+            self.disagreement = merge.disagreement(self.answer, ordered)
 
     def in_seat_order(self, results: list[SeatResult]) -> list[SeatResult]:
         order = {r.call: i for i, r in enumerate(self.results)}
@@ -574,6 +584,7 @@ class PanelRun:
             "skipped": self.seating.skipped,
             "seconds": round(time.monotonic() - self._t0, 3),
             "verdict": verdict_hint(verdict_url),
+            "usage_total": self.usage_total(results),
         }
         if self.req.decider is not None:
             bench["decider"] = self.req.decider
@@ -583,6 +594,8 @@ class PanelRun:
             bench["picked"] = self.picked()
         if self.note:
             bench["note"] = self.note
+        if self.disagreement is not None:
+            bench["disagreement"] = self.disagreement
         bench["suggest"] = self.seating.suggest
         return bench
 
@@ -592,15 +605,20 @@ class PanelRun:
 
     def usage(self, results: list[SeatResult]) -> dict:
         """Tokens of what was asked: every seat and the merger; in pick mode the picked seat's
-        alone (the others may still be running)."""
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        counted = [self.answer] if self.req.reply_mode == "pick" and self.answer else \
-            results + ([self.merger] if self.merger else [])
-        for r in counted:
-            for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
-                                 ("total_tokens", "total")):
-                usage[mine] += (r.tokens or {}).get(theirs) or 0
-        return usage
+        alone (the answer the caller got, as one model's reply would count it)."""
+        if self.req.reply_mode == "pick" and self.answer:
+            return tokens_of([self.answer])
+        return tokens_of(results + ([self.merger] if self.merger else []))
+
+    def usage_total(self, results: list[SeatResult]) -> dict:
+        """``bench.usage_total``: the tokens of every seat in ``results`` and the merger, what
+        the panel was billed in every mode; ``seats_running`` (only when some are) counts the
+        seats still working behind a picked reply, whose tokens are not known yet."""
+        total = tokens_of(list(results) + ([self.merger] if self.merger else []))
+        running = len(self.results) - len({r.call for r in results})
+        if running:
+            total["seats_running"] = running
+        return total
 
     def reply(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
         message, finish = self.message(results)
@@ -665,6 +683,8 @@ class PanelRun:
             line["picked"] = self.picked()
         if self.note:
             line["note"] = self.note
+        if self.disagreement is not None:
+            line["disagreement"] = self.disagreement
         return line
 
     def _bare_line(self, results: list[SeatResult], exc: Exception) -> dict:
@@ -684,6 +704,16 @@ class PanelRun:
         if self.merger is not None:
             line["merger"] = bare(self.merger)
         return line
+
+
+def tokens_of(seats: list[SeatResult]) -> dict:
+    """The tokens of ``seats`` added up, in OpenAI's ``usage`` shape."""
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    for r in seats:
+        for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
+                             ("total_tokens", "total")):
+            usage[mine] += (r.tokens or {}).get(theirs) or 0
+    return usage
 
 
 def verdict_hint(url: str | None) -> str:
