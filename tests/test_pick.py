@@ -130,6 +130,46 @@ def test_pick_replies_before_a_slow_seat_ends_and_logs_the_panel_when_it_does(ho
     assert f"{panel}.member3" in owed
 
 
+def test_pick_usage_is_the_picked_seats_and_usage_total_every_ended_seats(home, gated):
+    set_limits(home, max_explorers=0)
+    move_to(home, gated, "slow")   # held at its gate while the pick goes out
+    with Gateway(make_gateway(home, env={})) as gw:
+        status, body, headers = gw.post("/v1/chat/completions", {
+            "model": "bench/trio:pick", "messages": ASK})
+        assert status == 200, body
+        bench = body["bench"]
+        # the seats that ended by the time the pick went out (mid may or may not have)
+        ended = [s["tokens"] for s in bench["seats"] if s["status"] != "running"]
+        running = [s["alias"] for s in bench["seats"] if s["status"] == "running"]
+        assert "slow" in running and bench["picked"]["alias"] == "fast"
+        fast = next(s["tokens"] for s in bench["seats"] if s["alias"] == "fast")
+        assert body["usage"] == {"prompt_tokens": fast["prompt"],
+                                 "completion_tokens": fast["completion"],
+                                 "total_tokens": fast["total"]}
+        assert bench["usage_total"] == {
+            "prompt_tokens": sum(t["prompt"] for t in ended),
+            "completion_tokens": sum(t["completion"] for t in ended),
+            "total_tokens": sum(t["total"] for t in ended), "seats_running": len(running)}
+        gated.open("slow")
+        assert wait_until(lambda: headers["X-Panelist-Panel"] in panels_logged(home))
+
+
+def test_usage_total_counts_every_seat_once_all_ended(home, sim, capsys):
+    from panelist.metrics.cli.main import main
+    for mode in ("pick", "all"):
+        assert main(["ask", f"trio:{mode}", "Where is order 42?", "--data", str(home.root),
+                     "--json"]) == 0
+        reply = json.loads(capsys.readouterr().out)
+        seats = reply["bench"]["seats"]
+        assert len(seats) == 5 and {s["status"] for s in seats} == {"ok"}
+        total = reply["bench"]["usage_total"]
+        assert total == {"prompt_tokens": sum(s["tokens"]["prompt"] for s in seats),
+                         "completion_tokens": sum(s["tokens"]["completion"] for s in seats),
+                         "total_tokens": sum(s["tokens"]["total"] for s in seats)}
+        if mode == "all":
+            assert reply["usage"] == {k: v for k, v in total.items()}
+
+
 def test_pick_waits_for_the_preferred_member_even_when_others_answered(home, gated, sim):
     set_limits(home, max_explorers=0)
     with Gateway(make_gateway(home, env={})) as gw:

@@ -146,10 +146,11 @@ def test_merged_reply_is_one_answer_with_every_seat_kept(gateway, home, sim):
     merger = bench["merger"]
     assert merger["call"] == bench["panel"] + ".merger" and merger["alias"] == "fast"
     assert body["choices"][0]["message"]["content"] == merger["answer"]
-    # the merger saw the request and every seat's answer, labelled
+    # the merger saw the request (as the caller's message) and every seat's answer, labelled
     (asked,) = [r for r in sim.requests if "## The seats' answers" in json.dumps(r["body"])]
-    text = asked["body"]["messages"][1]["content"]
-    assert "Review: x = 1/0" in text
+    seen = asked["body"]["messages"]
+    assert "Review: x = 1/0" in seen[1]["content"] and seen[1]["role"] == "user"
+    text = seen[-1]["content"]
     unseen = [s["alias"] for s in bench["seats"] if f"({s['alias']})" not in text]
     assert not unseen, f"the merger was not shown the answers of {unseen}"
     status, got, _ = gateway.post("/bench/verdict", {"call": merger["call"], "useful": True})

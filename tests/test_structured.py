@@ -121,6 +121,37 @@ def test_an_invalid_merge_falls_back_to_a_valid_seat_answer(gateway, home, sim):
     assert json.loads(body["choices"][0]["message"]["content"])["verdict"] == "simulated fast"
 
 
+def test_merged_json_keeps_which_seats_disagreed_with_it(gateway, home, sim):
+    Collections(home).save(Roster(home).view(), "trio", ["fast", "mid", "slow"],
+                           merger="x-two", description="Three simulated reviewers")
+    set_limits(home, max_explorers=0)
+    sim.script("fast", json={"verdict": "bug", "line": 1})
+    sim.script("mid", json={"verdict": "bug", "line": 2, "extra": True})
+    sim.script("slow", json="it is a bug")
+    sim.script("x-two", json={"verdict": "bug", "line": 1})   # the merger takes the majority
+    status, body, headers = gateway.post("/v1/chat/completions", {
+        "model": "bench/trio:merged", "messages": ASK,
+        "response_format": {"type": "json_object"}})
+    assert status == 200, body
+    panel = headers["X-Panelist-Panel"]
+    assert json.loads(body["choices"][0]["message"]["content"]) == {"verdict": "bug", "line": 1}
+    expected = [{"call": f"{panel}.member2", "alias": "mid", "fields": ["extra", "line"]},
+                {"call": f"{panel}.member3", "alias": "slow", "fields": None}]
+    assert body["bench"]["disagreement"] == expected
+    (record,) = [r for r in read_jsonl(home.gateway_runs / "calls.jsonl") if r["panel"] == panel]
+    assert record["disagreement"] == expected
+
+    for alias in ("fast", "mid", "slow"):
+        sim.script(alias, json={"verdict": "bug", "line": 1})
+    status, body, _ = gateway.post("/v1/chat/completions", {
+        "model": "bench/trio:merged", "messages": ASK,
+        "response_format": {"type": "json_object"}})
+    assert status == 200 and body["bench"]["disagreement"] == []   # checked, and none
+    status, body, _ = gateway.post("/v1/chat/completions", {
+        "model": "bench/trio:merged", "messages": ASK})
+    assert status == 200 and "disagreement" not in body["bench"]   # prose says it itself
+
+
 def test_merged_with_tools_lets_the_merger_call_a_tool(gateway, sim):
     tools = [{"type": "function", "function": {"name": "run_tests", "parameters": {
         "type": "object", "properties": {}}}}]

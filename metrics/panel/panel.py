@@ -47,7 +47,7 @@ import time
 from typing import Callable, Iterator
 
 from panelist.metrics import seatrecord
-from panelist.metrics.panel import history, merge, pick, prompt
+from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
 from panelist.metrics.panel.request import Request, parse_request
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
@@ -292,6 +292,11 @@ class PanelRun:
             # the one seat (or the merger) whose answer is the reply; None: every answer
             self.answer: SeatResult | None = None
             self.note = ""
+            # merged JSON: the seats whose JSON the reply's differs from (merge.disagreement)
+            self.disagreement: list[dict] | None = None
+            # what the one answer must be (pick, or a merge that needs one answer): the JSON
+            # asked for, a tool call when tool_choice forces one
+            self.demand = pick.Demand(req.response_format, req.params.get("tool_choice"))
             self.done: list[SeatResult] = []   # pick mode: seats handed over, in finish order
             self._recorded = False
             self.logged = threading.Event()   # set once the panel's line is written
@@ -403,7 +408,7 @@ class PanelRun:
         the seats still running go on, and the panel is recorded when the last one ends. None
         when ``alive`` reports that the caller left (the panel is given up and recorded).
         Raises (after recording) when no seat's answer can be used."""
-        picker = pick.Picker(self.preference(self.results), self.req.response_format)
+        picker = pick.Picker(self.preference(self.results), self.demand)
         for result in self.progress(tick):
             if result is None:
                 if alive is not None and not alive():
@@ -449,6 +454,12 @@ class PanelRun:
                 "(Retry-After), or ask a collection whose models have room",
                 code="all_seats_rate_limited", headers={"Retry-After": str(wait)},
                 details={"seats": seats})
+        if any(r.answered for r in results) and self.demand.forced:
+            return AllSeatsFailed(
+                f"no answer from {name} was {self.demand.wanted()}: "
+                f"{self.note or 'no seat called it'}; try again, or ask a collection whose "
+                "models call tools (together.capabilities lists tools)", seats,
+                code="no_tool_call")
         if any(r.answered for r in results):
             return AllSeatsFailed(
                 f"no answer from {name} was the JSON the response_format asks for "
@@ -488,10 +499,11 @@ class PanelRun:
         view = panels.known.view()
         ordered = self.in_seat_order(results)
         fmt = self.req.response_format
+        # tools only for a turn whose seats called them: else an agent loop would never end
+        tools = merge.offers_tools(self.req.tools, ordered)
         # the conversation as the caller was answered, not every earlier panel's markdown
-        asked = prompt.as_text(self.history.for_seat(None))
-        messages = merge.merger_input(asked, ordered, self.req.images,
-                                      response_format=fmt, tools=self.req.tools)
+        messages = merge.merger_input(self.history.for_seat(None), ordered, self.req.images,
+                                      response_format=fmt, tools=tools)
         size = prompt.estimate_tokens(messages)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
         suiteevidence.adjust(panels.suite, states, self.req.shape)
@@ -501,7 +513,7 @@ class PanelRun:
             self._fall_back(results)
             return
         # the caller's budget was for one answer; the merger's is its own (merge.budget)
-        params = {k: v for k, v in self.req.params.items()
+        params = {k: v for k, v in merge.merger_params(self.req.params, tools).items()
                   if k not in ("max_tokens", "max_completion_tokens")}
         budget_key = "max_completion_tokens" if "max_completion_tokens" in self.req.params \
             else "max_tokens"
@@ -511,9 +523,10 @@ class PanelRun:
             [self._call(Seat("merger", 1, model), messages, params)], deadline=self.deadline,
             cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
             max_pause=self._max_pause)
-        why = pick.problem(self.merger, fmt)
+        why = pick.problem(self.merger, self.demand)
         if why is None:
             self.answer = self.merger
+            self._disagreement(ordered)
             return
         self.note = f"the merger {model.alias} failed ({why})"
         self._fall_back(results)
@@ -524,13 +537,20 @@ class PanelRun:
         if not self.req.one_answer:
             self.note += "; here is every answer"
             return
-        picker = pick.first_usable(self.preference(results), self.req.response_format)
+        picker = pick.first_usable(self.preference(results), self.demand)
         if picker.picked is None:
             self.note += f"; {picker.note()}"
             raise self.failure(results)
         self.answer = picker.picked
         self.note += (f"; here is {pick.label(picker.picked)} {picker.picked.alias}'s answer"
                       + (f" ({picker.note()})" if picker.passed else ""))
+        self._disagreement(self.in_seat_order(results))
+
+    def _disagreement(self, ordered: list[SeatResult]) -> None:
+        """A merged JSON reply settles every disagreement by majority: keep which seats it
+        overruled, and on which fields (``merge.disagreement``)."""
+        if jsonshape.wants_json(self.req.response_format) and not self.answer.tool_calls:
+            self.disagreement = merge.disagreement(self.answer, ordered)
 
     def in_seat_order(self, results: list[SeatResult]) -> list[SeatResult]:
         order = {r.call: i for i, r in enumerate(self.results)}
@@ -567,6 +587,7 @@ class PanelRun:
             "skipped": self.seating.skipped,
             "seconds": round(time.monotonic() - self._t0, 3),
             "verdict": verdict_hint(verdict_url),
+            "usage_total": self.usage_total(results),
         }
         if self.req.decider is not None:
             bench["decider"] = self.req.decider
@@ -576,6 +597,8 @@ class PanelRun:
             bench["picked"] = self.picked()
         if self.note:
             bench["note"] = self.note
+        if self.disagreement is not None:
+            bench["disagreement"] = self.disagreement
         bench["suggest"] = self.seating.suggest
         return bench
 
@@ -585,15 +608,20 @@ class PanelRun:
 
     def usage(self, results: list[SeatResult]) -> dict:
         """Tokens of what was asked: every seat and the merger; in pick mode the picked seat's
-        alone (the others may still be running)."""
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        counted = [self.answer] if self.req.reply_mode == "pick" and self.answer else \
-            results + ([self.merger] if self.merger else [])
-        for r in counted:
-            for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
-                                 ("total_tokens", "total")):
-                usage[mine] += (r.tokens or {}).get(theirs) or 0
-        return usage
+        alone (the answer the caller got, as one model's reply would count it)."""
+        if self.req.reply_mode == "pick" and self.answer:
+            return tokens_of([self.answer])
+        return tokens_of(results + ([self.merger] if self.merger else []))
+
+    def usage_total(self, results: list[SeatResult]) -> dict:
+        """``bench.usage_total``: the tokens of every seat in ``results`` and the merger, what
+        the panel was billed in every mode; ``seats_running`` (only when some are) counts the
+        seats still working behind a picked reply, whose tokens are not known yet."""
+        total = tokens_of(list(results) + ([self.merger] if self.merger else []))
+        running = len(self.results) - len({r.call for r in results})
+        if running:
+            total["seats_running"] = running
+        return total
 
     def reply(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
         message, finish = self.message(results)
@@ -658,6 +686,8 @@ class PanelRun:
             line["picked"] = self.picked()
         if self.note:
             line["note"] = self.note
+        if self.disagreement is not None:
+            line["disagreement"] = self.disagreement
         return line
 
     def _bare_line(self, results: list[SeatResult], exc: Exception) -> dict:
@@ -677,6 +707,16 @@ class PanelRun:
         if self.merger is not None:
             line["merger"] = bare(self.merger)
         return line
+
+
+def tokens_of(seats: list[SeatResult]) -> dict:
+    """The tokens of ``seats`` added up, in OpenAI's ``usage`` shape."""
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    for r in seats:
+        for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
+                             ("total_tokens", "total")):
+            usage[mine] += (r.tokens or {}).get(theirs) or 0
+    return usage
 
 
 def verdict_hint(url: str | None) -> str:

@@ -15,12 +15,20 @@ The order of preference:
    collection's member order (first member first);
 3. then the other seats (nominees and explorers) in seat order, as failover of last resort.
 
-A seat's answer can be the reply when the seat answered (status ``ok`` or ``tool_calls``) and,
-when the request asked for JSON (``response_format``), its text is that JSON (``jsonshape``); an
-answer that calls tools is taken as it is. The pick is known as soon as the first seat in the
-order has finished with a usable answer and every seat before it has finished without one: a
-slower seat later in the order is never waited for, and a faster one never jumps the order.
-Each seat passed over is named, with why, in the failover note.
+A seat's answer can be the reply when the seat answered (status ``ok`` or ``tool_calls``) and
+it is what the request demands of the one answer (``Demand``):
+
+* a forced ``tool_choice`` is followed, as OpenAI guarantees it is: ``"required"`` takes an
+  answer that calls a tool, a named function an answer whose every call is to that function,
+  ``"none"`` an answer that calls none (a prose answer is not a tool call, whatever it says);
+* else an answer that calls tools is taken as it is;
+* else, when the request asked for JSON (``response_format``), its text is that JSON
+  (``jsonshape``).
+
+The pick is known as soon as the first seat in the order has finished with a usable answer and
+every seat before it has finished without one: a slower seat later in the order is never waited
+for, and a faster one never jumps the order. Each seat passed over is named, with why, in the
+failover note.
 """
 
 from __future__ import annotations
@@ -47,24 +55,82 @@ def order(results: list, members: tuple[str, ...], states: dict,
     return first + [r for r in seated if r not in first] + rest
 
 
-def problem(result, fmt) -> str | None:
-    """Why ``result`` cannot be the reply to a request with ``response_format`` ``fmt``."""
+class Demand:
+    """What the one answer of a request must be: the JSON of ``response_format`` (``fmt``), and
+    what a forced ``tool_choice`` asks (``tool``: ``"required"``, ``"none"``, a function's name,
+    or None when the model may choose, as with ``"auto"`` or no ``tool_choice``)."""
+
+    def __init__(self, fmt=None, tool_choice=None):
+        self.fmt = fmt
+        if tool_choice in ("required", "none"):
+            self.tool = tool_choice
+        elif isinstance(tool_choice, dict) and isinstance(tool_choice.get("function"), dict):
+            self.tool = tool_choice["function"].get("name")
+        else:
+            self.tool = None
+
+    @property
+    def checked(self) -> bool:
+        """Whether an answer must be read before it can be the reply (JSON asked, or a tool
+        choice forced); when not, the first seat in the order that answers is the pick."""
+        return self.tool is not None or jsonshape.wants_json(self.fmt)
+
+    @property
+    def forced(self) -> bool:
+        """Whether the reply must be a tool call (``"required"`` or a named function)."""
+        return self.tool not in (None, "none")
+
+    def choice(self) -> str:
+        """The forced tool choice in words: ``tool_choice is "required"``, ``tool_choice names
+        lookup_order``."""
+        return f'tool_choice is "{self.tool}"' if self.tool in ("required", "none") else \
+            f"tool_choice names {self.tool}"
+
+    def wanted(self) -> str:
+        """The answer a forced tool choice asks for, in words."""
+        return f'a tool call (tool_choice "{self.tool}")' if self.tool == "required" else \
+            f"a call of {self.tool} (tool_choice names it)"
+
+    def tool_problem(self, calls: list) -> str | None:
+        """Why an answer with these tool calls does not follow the tool choice, or None."""
+        if self.tool is None:
+            return None
+        if self.tool == "none":
+            return f"called a tool, though {self.choice()}" if calls else None
+        if not calls:
+            return f"answered without calling a tool, though {self.choice()}"
+        # OpenAI answers a named function with that function only: another call in the same
+        # answer would reach a caller that asked for exactly one
+        other = sorted({c["function"]["name"] for c in calls} - {self.tool}) \
+            if self.tool != "required" else []
+        return f"called {', '.join(other)}, not {self.tool} as tool_choice names" \
+            if other else None
+
+
+ANY = Demand()
+
+
+def problem(result, demand: Demand = ANY) -> str | None:
+    """Why ``result`` cannot be the reply to a request that demands ``demand``."""
     if not result.answered:   # an error's reason already starts with its kind
         said = reason(result)
         return said if result.status == "error" and said else \
             f"{result.status}: {said or 'no answer'}"
-    if result.tool_calls:
+    why = demand.tool_problem(result.tool_calls or [])
+    if why is not None:
+        return why
+    if result.tool_calls:   # taken as it is: a tool call carries no JSON to check
         return None
-    why = jsonshape.problem(result.answer, fmt)
+    why = jsonshape.problem(result.answer, demand.fmt)
     return None if why is None else f"not the JSON asked for: {why}"
 
 
 class Picker:
     """Seats are offered as they finish; ``offer`` says when the pick is decided."""
 
-    def __init__(self, ordered: list, fmt=None):
+    def __init__(self, ordered: list, demand: Demand = ANY):
         self.order = ordered
-        self.fmt = fmt
+        self.demand = demand
         self.picked = None
         self.passed: list[tuple[object, str]] = []   # (seat, why) passed over, in order
         self._pos = 0
@@ -80,7 +146,7 @@ class Picker:
         while self.picked is None and self._pos < len(self.order) \
                 and self.order[self._pos].call in self._done:
             candidate = self.order[self._pos]
-            why = problem(candidate, self.fmt)
+            why = problem(candidate, self.demand)
             if why is None:
                 self.picked = candidate
             else:
@@ -98,9 +164,9 @@ class Picker:
         return f"failover: {said}; picked {label(self.picked)} {self.picked.alias}"
 
 
-def first_usable(ordered: list, fmt=None) -> Picker:
+def first_usable(ordered: list, demand: Demand = ANY) -> Picker:
     """A picker over seats that have all finished: the first usable answer in ``ordered``."""
-    picker = Picker(ordered, fmt)
+    picker = Picker(ordered, demand)
     for r in ordered:
         if picker.offer(r):
             break

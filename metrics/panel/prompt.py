@@ -152,20 +152,27 @@ def image_placeholder(url: str) -> str:
         return "[image: unreadable URL]"
 
 
+def pieces_of(content) -> list[str]:
+    """A message's content as text pieces: its text, each image as its placeholder, any other
+    part as ``[kind part]``."""
+    pieces = []
+    for kind, value in _parts(content):
+        if kind == "text":
+            pieces.append(value)
+        elif kind == "image":
+            pieces.append(image_placeholder(value))
+        else:
+            pieces.append(f"[{value} part]")
+    return pieces
+
+
 def as_text(messages: list[dict]) -> str:
     """The whole conversation as text fit to log or to show another model."""
     out = []
     for m in messages:
-        pieces = []
-        for kind, value in _parts(m.get("content")):
-            if kind == "text":
-                pieces.append(value)
-            elif kind == "image":
-                pieces.append(image_placeholder(value))
-            else:
-                pieces.append(f"[{value} part]")
-        # a tool conversation read as text must still say what was called and what came back,
-        # or a reader (the merger) would ask for the same call again
+        pieces = pieces_of(m.get("content"))
+        # a tool conversation written down as text must still say what was called and what
+        # came back
         for call in m.get("tool_calls") or ():
             fn = call.get("function") if isinstance(call, dict) else None
             if isinstance(fn, dict):

@@ -158,7 +158,7 @@ def check_params(body: dict) -> None:
                          param="bench.reply")
     jsonshape.check_format(body.get("response_format"))
     check_tools(body.get("tools"))
-    _check_tool_choice(body.get("tool_choice"))
+    _check_tool_choice(body.get("tool_choice"), body.get("tools"))
     nominees = body.get("with")
     if nominees is not None and (not isinstance(nominees, list) or len(nominees) > MAX_NOMINEES
                                  or not all(isinstance(a, str) for a in nominees)):
@@ -220,12 +220,26 @@ def check_tools(tools) -> None:
                                  param=f"{where}.function.{name}")
 
 
-def _check_tool_choice(choice) -> None:
+def _check_tool_choice(choice, tools) -> None:
+    """A tool choice, and one that forces a tool call (``"required"``, a named function) only
+    with a tool to call: no seat could follow it otherwise (OpenAI refuses it the same way)."""
     if choice is None or (isinstance(choice, str) and choice in TOOL_CHOICES):
+        if choice == "required" and not tools:
+            raise BadRequest("'tool_choice' \"required\" needs 'tools' to call; send the tools "
+                             "or leave tool_choice out", param="tool_choice")
         return
     if isinstance(choice, dict) and choice.get("type") == "function":
         fn = choice.get("function")
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            names = [t["function"]["name"] for t in tools or ()]
+            if not names:
+                raise BadRequest(f"'tool_choice' names the function {fn['name']!r} but the "
+                                 "request sends no 'tools'; send it in 'tools'",
+                                 param="tool_choice")
+            if fn["name"] not in names:
+                raise BadRequest(f"'tool_choice' names the function {fn['name']!r}, which is "
+                                 f"not among the tools ({', '.join(names)}); name one of them",
+                                 param="tool_choice.function.name")
             return
         raise BadRequest("'tool_choice.function' must be an object such as {\"name\": ...}",
                          param="tool_choice.function")
