@@ -20,6 +20,7 @@
         │                                answered with, None when no HTTP reply came
         ├── RateLimited                  429; carries retry_after seconds when the upstream said
         ├── ContextTooLong               the prompt exceeds the window; carries the window if stated
+        ├── OutputCapExceeded            max_tokens above the model's cap; carries the cap if stated
         ├── AuthFailed                   401/403 from the upstream
         ├── PaymentRequired              402, or a quota / entitlement refusal
         ├── UpstreamServerError          5xx, or a 200 whose body is an error
@@ -160,6 +161,17 @@ class ContextTooLong(UpstreamError):
     def __init__(self, message: str, window: int | None = None, **kw):
         super().__init__(message, **kw)
         self.window = window
+
+
+class OutputCapExceeded(UpstreamError):
+    """Raised when the upstream refuses a ``max_tokens`` above what the model may write;
+    ``max_output`` if it said how much that is."""
+
+    kind = "max_output"
+
+    def __init__(self, message: str, max_output: int | None = None, **kw):
+        super().__init__(message, **kw)
+        self.max_output = max_output
 
 
 class AuthFailed(UpstreamError):

@@ -72,12 +72,15 @@ HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat st
 
 def public(r: SeatResult) -> dict:
     """A seat as the panel shows it (``bench.seats``, ``calls.jsonl``, an error's seats): its
-    error as one line, ``kind: message``; ``tool_calls`` only when it made some."""
+    error as one line, ``kind: message``; ``tool_calls`` only when it made some, ``clamped``
+    only when its output budget was lowered."""
     out = {"call": r.call, "seat": r.seat, "alias": r.alias, "status": r.status,
            "seconds": r.seconds, "answer": r.answer, "error": r.reason, "tokens": r.tokens,
            "tool_calls": r.tool_calls, "finish_reason": r.finish_reason}
     if not r.tool_calls:   # a plain answer's record stays as it always was
         del out["tool_calls"]
+    if r.clamped:   # the caller's budget was lowered for this seat: the caller is told
+        out["clamped"] = r.clamped
     return out
 
 

@@ -9,7 +9,9 @@ typed.
 Invariants:
 - A typed value always wins; the catalog only fills what the roster leaves unset. A learned
   window (from a context-length error) lowers a catalog one, never a typed one: the gateway's
-  own learned windows already lower any window at seating (``seating.window_of``).
+  own learned windows already lower any window at seating (``seating.window_of``). A learned
+  max output (from a refused output budget) lowers any, a typed one too: the endpoint refused
+  above it, and the seats core clamps budgets to ``max_output`` alone.
 - Prices are taken as a pair with their currency, never one typed and one listed.
 - A catalog that cannot be read (a broken hand edit) fills nothing: seating goes on with what was
   typed, and stderr says so once per state of the file, never per request.
@@ -38,16 +40,19 @@ def _endpoints(doc: dict) -> dict:
 def filled(model: Model, stored: dict) -> Model:
     """``model`` with the gaps the catalog ``stored`` (its ``endpoints`` object) can fill."""
     facts = {k: v["value"] for k, v in stored_entry(stored, model.endpoint, model.served).items()}
-    learned = stored_learned(stored, model.endpoint, model.served).get("context")
+    learned = {k: v["value"]
+               for k, v in stored_learned(stored, model.endpoint, model.served).items()}
     if not facts and not learned:
         return model
     fill = {}
     if model.context is None:
-        windows = [w for w in (facts.get("context"), learned and learned["value"]) if w]
+        windows = [w for w in (facts.get("context"), learned.get("context")) if w]
         if windows:
             fill["context"] = min(windows)
-    if model.max_output is None and facts.get("max_output"):
-        fill["max_output"] = facts["max_output"]
+    caps = [c for c in (model.max_output if model.max_output is not None
+                        else facts.get("max_output"), learned.get("max_output")) if c]
+    if caps and min(caps) != model.max_output:
+        fill["max_output"] = min(caps)
     for flag in ("vision", "tools"):
         if not getattr(model, flag) and facts.get(flag) is True:
             fill[flag] = True

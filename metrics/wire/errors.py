@@ -41,6 +41,7 @@ TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
     e.UpstreamError: (502, "upstream_error"),
     e.RateLimited: (502, "upstream_error"),
     e.ContextTooLong: (502, "upstream_error"),
+    e.OutputCapExceeded: (502, "upstream_error"),
     e.AuthFailed: (502, "upstream_error"),
     e.PaymentRequired: (502, "upstream_error"),
     e.UpstreamServerError: (502, "upstream_error"),
