@@ -56,7 +56,7 @@ from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
-                                     PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
+                                     PromptTooLong, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.known import KnownRoster
@@ -144,8 +144,8 @@ class Panels:
         return req
 
     def seat(self, req: Request) -> Seating:
-        """Seat a panel, or refuse it (413 too big for a member, 400 nobody can see the images,
-        503 nobody at all) before anything is asked.
+        """Seat a panel, or refuse it (400 too big for every seat that could sit, 400 nobody can
+        see the images, 503 nobody at all) before anything is asked.
 
         A seating is taken in one locked step: follow the evidence log, pick, reserve the panel
         id, log a ``"seated"`` line and hold its seats as in flight. The next seating in this
@@ -175,18 +175,12 @@ class Panels:
 
     def _refuse(self, req: Request, view, states: dict, seating: Seating) -> None:
         """Raise if the panel must not run; see ``seat``."""
-        too_small = []
-        for alias in req.collection.members:
-            model = view.models.get(alias)
-            window = model and window_of(model, states.get(alias))
-            if window is not None and window < req.estimate:
-                too_small.append(f"{alias} ({window} tokens)")
-        if too_small:
-            raise PayloadTooLarge(
-                f"the prompt is estimated at {req.estimate} tokens, more than the context window "
-                f"of {', '.join(too_small)}; trim the prompt or pick a collection whose "
-                "together.context_window fits (GET /v1/models)", param="messages",
-                code="context_length_exceeded")   # the code OpenAI's clients look for
+        if not seating.seats and seating.too_small:
+            # a shorter prompt would seat them: the one refusal a client can act on at once
+            raise PromptTooLong(max(seating.too_small.values()), req.estimate,
+                                req.collection.model_id,
+                                ", ".join(f"{a} ({w} tokens)"
+                                          for a, w in seating.too_small.items()))
         if req.images and not seating.seats:
             raise BadRequest(f"no seat of {req.collection.model_id} can take images and no "
                              "explorer that can was free; use a collection whose "
@@ -449,6 +443,14 @@ class PanelRun:
                 "(Retry-After), or ask a collection whose models have room",
                 code="all_seats_rate_limited", headers={"Retry-After": str(wait)},
                 details={"seats": seats})
+        if results and all(r.error_kind == ContextTooLong.kind for r in results):
+            # every seat said the prompt is too long: the caller's to trim, not a failure of ours
+            stated = {r.alias: getattr(r.raised, "window", None)
+                      for r in self.in_seat_order(results)}
+            return PromptTooLong(
+                max(filter(None, stated.values()), default=None), self.req.estimate, name,
+                ", ".join(f"{a} (its window: {w} tokens)" if w else f"{a} (said so)"
+                          for a, w in stated.items()))
         if any(r.answered for r in results):
             return AllSeatsFailed(
                 f"no answer from {name} was the JSON the response_format asks for "

@@ -1,7 +1,10 @@
 """Seating: who sits on a panel, and why everyone else does not.
 
-Every member sits, unless it cannot answer at all (retired, cooling down after a rate limit,
-gone from the roster); then it is listed in ``skipped`` with why. Explorer seats rotate among
+Every member sits, unless it cannot answer this request at all (retired, cooling down after a
+rate limit, gone from the roster, or a known window below the prompt's estimate); then it is
+listed in ``skipped`` with why, and is not asked. A model left out for its window alone is also
+noted in ``too_small`` with its window: the panel refuses a prompt only when nobody could hold
+it, and then names the largest window, the size a client has to trim to. Explorer seats rotate among
 the eligible models, to gather evidence on models the collection does not have. Eligible means:
 not a member, not of a member's family, not of an explorer already seated's family (while
 another family is left), not retired, not cooling down, and a known context window (the lower
@@ -84,6 +87,9 @@ class Seat:
 class Seating:
     seats: list[Seat]
     skipped: list[dict] = field(default_factory=list)
+    # the models that could have sat but for the prompt's size, by alias: their windows (the
+    # largest is the one a refusal names, so a client that trims to it gets a seat)
+    too_small: dict[str, int] = field(default_factory=dict)
     # set by the gateway once the seating is taken (see Panels.seat)
     panel: str | None = None        # the panel id reserved for it
     at: float | None = None         # epoch seconds: when it was seated, the panel's start
@@ -131,19 +137,30 @@ def window_of(model: Model, state) -> int | None:
     return model.context or learned or None
 
 
-def why_not(model: Model, state, estimate: int, now: float, images: bool = False) -> str | None:
-    """Why a model cannot answer this request at all, or None when it can."""
+def unfit(model: Model, state, estimate: int, now: float,
+          images: bool = False) -> tuple[str, str] | None:
+    """``(kind, why)`` a model cannot answer this request at all, or None when it can. Kinds:
+    ``retired``, ``capability``, ``cooling``, ``window`` (checked in that order, so a model
+    refused for its window would sit with a shorter prompt)."""
     if model.retired:
-        return "retired"
+        return "retired", "retired"
     if images and not model.vision:
         # unknown counts as cannot: a blind model answers anyway, describing a picture it never got
-        return "does not take images (set --vision on the model if it does)"
+        return "capability", "does not take images (set --vision on the model if it does)"
     if state is not None and state.cooling_until > now:
-        return f"cooling down after a rate limit for {state.cooling_until - now:.0f} s more"
+        return "cooling", (f"cooling down after a rate limit for {state.cooling_until - now:.0f} "
+                           "s more")
     window = window_of(model, state)
     if window is not None and window < estimate:
-        return f"context window {window} tokens is below the prompt's estimate of {estimate}"
+        return "window", (f"context window {window} tokens is below the prompt's estimate of "
+                          f"{estimate}")
     return None
+
+
+def why_not(model: Model, state, estimate: int, now: float, images: bool = False) -> str | None:
+    """Why a model cannot answer this request at all, or None when it can."""
+    found = unfit(model, state, estimate, now, images)
+    return found[1] if found else None
 
 
 def seat_panel(collection: Collection, roster: RosterView, states: dict, *, explorers: int,
@@ -158,13 +175,23 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
     now = time.time() if now is None else now
     seating = Seating(seats=[])
     member_families = set()
+
+    def fits(model: Model) -> str | None:
+        """Why ``model`` cannot sit, or None; one refused only for its window is noted."""
+        found = unfit(model, states.get(model.alias), estimate, now, images)
+        if found is None:
+            return None
+        if found[0] == "window":
+            seating.too_small[model.alias] = window_of(model, states.get(model.alias))
+        return found[1]
+
     for alias in collection.members:
         model = roster.models.get(alias)
         if model is None:
             seating.skip("member", alias, "no longer in the roster; fix the collection")
             continue
         member_families.add(model.family)
-        reason = why_not(model, states.get(alias), estimate, now, images)
+        reason = fits(model)
         if reason:
             seating.skip("member", alias, reason)
         else:
@@ -173,7 +200,9 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
     def exclusion(model: Model) -> str | None:
         if model.family in member_families:
             return f"same family as a member ({model.family})"
-        return why_not(model, states.get(model.alias), estimate, now, images)
+        if explorers == 0:   # no seat to take: its size is no reason it did not sit
+            return why_not(model, states.get(model.alias), estimate, now, images)
+        return fits(model)
 
     chosen: list[Model] = []
     taken: set[str] = set()  # chosen aliases: a set, as the roster may be long
