@@ -62,7 +62,8 @@ from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster
-from panelist.metrics.panel.seating import Seat, Seating, SeatsInFlight, seat_panel, window_of
+from panelist.metrics.panel.seating import (NEEDS, Seat, Seating, SeatsInFlight, seat_panel,
+                                            window_of)
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.metrics.panel.suggest import suggestions
 
@@ -145,7 +146,8 @@ class Panels:
 
     def seat(self, req: Request) -> Seating:
         """Seat a panel, or refuse it (400 too big for every seat that could sit, 400 nobody can
-        see the images, 503 nobody at all) before anything is asked.
+        do what it needs: see its images, call its tools, follow its schema; 503 nobody at all)
+        before anything is asked.
 
         A seating is taken in one locked step: follow the evidence log, pick, reserve the panel
         id, log a ``"seated"`` line and hold its seats as in flight. The next seating in this
@@ -159,7 +161,7 @@ class Panels:
             suiteevidence.adjust(self.suite, states, req.shape)   # the suite counts too
             seating = seat_panel(req.collection, view, states,
                                  explorers=req.collection.explorers(limits),
-                                 estimate=req.estimate, images=bool(req.images),
+                                 estimate=req.estimate, needs=req.needs,
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now,
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias))
             self._refuse(req, view, states, seating)
@@ -181,11 +183,13 @@ class Panels:
                                 req.collection.model_id,
                                 ", ".join(f"{a} ({w} tokens)"
                                           for a, w in seating.too_small.items()))
-        if req.images and not seating.seats:
-            raise BadRequest(f"no seat of {req.collection.model_id} can take images and no "
-                             "explorer that can was free; use a collection whose "
-                             "together.capabilities lists vision, or nominate one with 'with'",
-                             param="messages")
+        if not seating.seats and seating.lacking:
+            need = next(iter(seating.lacking.values()))
+            what, param = NEEDS[need]
+            unable = ", ".join(a for a, n in seating.lacking.items() if n == need)
+            raise BadRequest(f"no seat of {req.collection.model_id} can {what} ({unable} "
+                             "cannot, and no explorer that can was free); use a collection "
+                             "whose models can, or nominate one with 'with'", param=param)
         if not seating.seats:
             reasons = "; ".join(f"{s['alias']}: {s['why']}" for s in seating.skipped) or \
                 "the roster is empty"

@@ -3,11 +3,13 @@
 A model's unset context window, output limit and prices, and its vision and tools flags when
 not ticked, come from the catalog (an endpoint's listing, an imported file), so a model added by
 ``discover`` is refused for a prompt it cannot hold and sits for images its listing says it
-sees, without anyone typing that. Readers only: edits go to ``Roster``, which keeps what was
-typed.
+sees, without anyone typing that. What the catalog says a model lacks (tools, structured
+output) fills ``Model.lacks``, so seating leaves it out of requests that need it. Readers only:
+edits go to ``Roster``, which keeps what was typed.
 
 Invariants:
-- A typed value always wins; the catalog only fills what the roster leaves unset. A learned
+- A typed value always wins; the catalog only fills what the roster leaves unset (a ticked
+  tools flag outweighs a listing that says no tools). A learned
   window (from a context-length error) lowers a catalog one, never a typed one: the gateway's
   own learned windows already lower any window at seating (``seating.window_of``). A learned
   max output (from a refused output budget) lowers any, a typed one too: the endpoint refused
@@ -30,6 +32,11 @@ from panelist.metrics.roster.catalog import stored_entry, stored_learned
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import Model, Roster, RosterView
+
+
+# capabilities a model is seated without unless known to lack them (vision must be known to
+# be there: seating.unfit)
+LACKABLE = ("tools", "structured_output")
 
 
 def _endpoints(doc: dict) -> dict:
@@ -56,6 +63,10 @@ def filled(model: Model, stored: dict) -> Model:
     for flag in ("vision", "tools"):
         if not getattr(model, flag) and facts.get(flag) is True:
             fill[flag] = True
+    lacks = frozenset(cap for cap in LACKABLE
+                      if facts.get(cap) is False and not getattr(model, cap, False))
+    if lacks:
+        fill["lacks"] = lacks
     if model.price_in is None and model.price_out is None and \
             "price_in" in facts and "price_out" in facts:
         fill.update(price_in=facts["price_in"], price_out=facts["price_out"],
