@@ -164,7 +164,7 @@ class Panels:
                                  estimate=req.estimate, needs=req.needs,
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now,
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias))
-            self._refuse(req, view, states, seating)
+            self._refuse(req, states, seating)
             req.member_states = {a: states[a] for a in req.collection.members if a in states}
             seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
@@ -175,7 +175,7 @@ class Panels:
             seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
         return seating
 
-    def _refuse(self, req: Request, view, states: dict, seating: Seating) -> None:
+    def _refuse(self, req: Request, states: dict, seating: Seating) -> None:
         """Raise if the panel must not run; see ``seat``."""
         if not seating.seats and seating.too_small:
             # a shorter prompt would seat them: the one refusal a client can act on at once

@@ -1,15 +1,16 @@
 """Seating: who sits on a panel, and why everyone else does not.
 
 Every member sits, unless it cannot answer this request at all (retired, cooling down after a
-rate limit, gone from the roster, or a known window below the prompt's estimate); then it is
-listed in ``skipped`` with why, and is not asked. A model left out for its window alone is also
-noted in ``too_small`` with its window: the panel refuses a prompt only when nobody could hold
-it, and then names the largest window, the size a client has to trim to. Explorer seats rotate among
-the eligible models, to gather evidence on models the collection does not have. Eligible means:
-not a member, not of a member's family, not of an explorer already seated's family (while
-another family is left), not retired, not cooling down, and a known context window (the lower
-of the roster's and one learned from an upstream error) no smaller than the prompt's estimate.
-A model with no known window is never refused for size.
+rate limit, gone from the roster, lacking what the request needs, or a known window below the
+prompt's estimate); then it is listed in ``skipped`` with why, and is not asked. A model left
+out for its window alone is also noted in ``too_small`` with its window: the panel refuses a
+prompt only when nobody could hold it, and then names the largest window, the size a client
+has to trim to. Explorer seats rotate among the eligible models, to gather evidence on models
+the collection does not have. Eligible means: not a member, not of a member's family, not of
+an explorer already seated's family (while another family is left), not retired, not cooling
+down, able to do what the request needs, and a known context window (the lower of the roster's
+and one learned from an upstream error) no smaller than the prompt's estimate. A model with no
+known window is never refused for size.
 
 The rule, per shape, counted in turns (a shape's turn advances once per panel seated with it,
 in the order of the evidence log, so every process counts alike):
