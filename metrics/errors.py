@@ -2,7 +2,8 @@
 
     PanelistError (500)                  something went wrong; the catch-all's type
     ├── BadRequest (400)                 the request or a command's input is malformed
-    │   └── ConfigInvalid (400)          a roster / collection / limit / access setting is invalid
+    │   ├── ConfigInvalid (400)          a roster / collection / limit / access setting is invalid
+    │   └── PromptTooLong (400)          no seat's window holds the prompt (context_length_exceeded)
     ├── Unauthorized (401)               a gateway key is missing, malformed or unknown
     ├── Forbidden (403)                  a foreign host or origin, or outside the key's scope
     ├── NotFound (404)                   unknown collection, call, route, endpoint or model
@@ -20,6 +21,7 @@
         │                                answered with, None when no HTTP reply came
         ├── RateLimited                  429; carries retry_after seconds when the upstream said
         ├── ContextTooLong               the prompt exceeds the window; carries the window if stated
+        ├── OutputCapExceeded            max_tokens above the model's cap; carries the cap if stated
         ├── AuthFailed                   401/403 from the upstream
         ├── PaymentRequired              402, or a quota / entitlement refusal
         ├── UpstreamServerError          5xx, or a 200 whose body is an error
@@ -67,6 +69,40 @@ class BadRequest(PanelistError):
 
 class ConfigInvalid(BadRequest):
     """Raised when an endpoint, model, collection or limit fails validation on write."""
+
+
+class PromptTooLong(BadRequest):
+    """Raised when the prompt is larger than the window of every model that could take a seat
+    (known before asking, or said by every seat asked); ``window`` is the largest of theirs
+    (None when none was stated), ``estimate`` the prompt's size in tokens.
+
+    The message starts as OpenAI's own context-length error does, with its code
+    ``context_length_exceeded`` (``anthropic_head`` gives Anthropic's words, for /v1/messages),
+    and goes on with "The prompt is too long for every seat": the clients that trim a
+    conversation recognise it by those words (LiteLLM by the first sentence, LangChain by
+    "prompt is too long", as the openai package leaves the code out of the error's text)."""
+
+    def __init__(self, window: int | None, estimate: int, collection: str, seats: str):
+        """``seats``: each seat that could not hold it, with its window."""
+        super().__init__(
+            f"{self.openai_head(window, estimate)} The prompt is too long for every seat of "
+            f"{collection}: {seats}. Trim the conversation, or ask a collection whose models "
+            "have larger windows (GET /v1/models).", param="messages",
+            code="context_length_exceeded", details={"window": window, "estimate": estimate})
+        self.window, self.estimate = window, estimate
+
+    @staticmethod
+    def openai_head(window: int | None, estimate: int) -> str:
+        size = f"is {window} tokens" if window else "is less than that"
+        return (f"This model's maximum context length {size}. However, your messages resulted in "
+                f"{estimate} tokens (estimated: characters/4 + 10%). Please reduce the length of "
+                "the messages.")
+
+    @staticmethod
+    def anthropic_head(window: int | None, estimate: int) -> str:
+        most = f"{window} maximum" if window else "the context window"
+        return (f"prompt is too long: {estimate} tokens > {most} (estimated: characters/4 + "
+                "10%). Please reduce the length of the messages.")
 
 
 class Unauthorized(PanelistError):
@@ -160,6 +196,17 @@ class ContextTooLong(UpstreamError):
     def __init__(self, message: str, window: int | None = None, **kw):
         super().__init__(message, **kw)
         self.window = window
+
+
+class OutputCapExceeded(UpstreamError):
+    """Raised when the upstream refuses a ``max_tokens`` above what the model may write;
+    ``max_output`` if it said how much that is."""
+
+    kind = "max_output"
+
+    def __init__(self, message: str, max_output: int | None = None, **kw):
+        super().__init__(message, **kw)
+        self.max_output = max_output
 
 
 class AuthFailed(UpstreamError):

@@ -13,6 +13,8 @@ Invariants:
 * ``kind`` is what the line is in its log, and is the field readers tell lines apart by:
   ``seat`` (a gateway seat), ``probe`` (a probe or an endpoint test: never counted as a seat),
   ``call`` (a race's call), ``sample`` (a suite sample). Lines of one kind keep it across versions.
+* ``clamped`` is null unless an output budget was sent lower than asked (the model's known
+  max output): then ``{"param", "asked", "sent"}``.
 * ``error`` is empty when the call answered, else one line that starts with its kind
   (``timeout: …``; an empty answer's message says so itself); ``error_kind`` is the kind alone.
 * What was asked is never written; ``answer`` is the text the model gave, or null where its log
@@ -37,7 +39,7 @@ ROLES = ("member", "explorer", "nominee", "merger", "decider", "reference", "can
          "suite", "probe", "test")
 FIELDS = ("v", "kind", "ts", "call", "role", "alias", "served", "endpoint", "status",
           "error_kind", "error", "answer", "tool_calls", "finish_reason", "tokens", "seconds",
-          "waited", "attempts")
+          "waited", "attempts", "clamped")
 _HEAD = frozenset(("v", "kind", "ts"))
 _SEAT = frozenset(FIELDS)
 # earlier names of seat fields, by the new name: the first one a line has is taken
@@ -55,7 +57,7 @@ def fields(result: "SeatResult", *, answer: bool | str = True) -> dict:
             "error_kind": result.error_kind, "error": result.reason, "answer": text,
             "tool_calls": result.tool_calls, "finish_reason": result.finish_reason,
             "tokens": result.tokens, "seconds": result.seconds, "waited": result.waited,
-            "attempts": result.attempts}
+            "attempts": result.attempts, "clamped": result.clamped}
 
 
 def line(result: "SeatResult", kind: str, *, answer: bool | str = True,

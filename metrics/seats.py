@@ -46,6 +46,11 @@ Invariants:
   waits; at most ``max_pause`` seconds when the caller caps it); a call is tried again only
   when its ``retries`` allow, the failure is transient (rate limit, server error, connection)
   and the deadline leaves room.
+* A call never asks for more tokens than its model may write: an output budget
+  (``BUDGETS``) above the model's known ``max_output`` is sent lowered to it, and the result
+  says so (``clamped``). A refusal that states a lower cap (``OutputCapExceeded``) is sent
+  again once within it, whatever ``retries`` says, when the deadline leaves room: it is a
+  correction, not a retry of something that might pass.
 """
 
 from __future__ import annotations
@@ -63,8 +68,9 @@ from typing import Callable, Iterable, Iterator, Protocol, Union
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Upstream, encode_messages
 from panelist.metrics.upstream.transport import CancelFlag, named
-from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, UpstreamError,
-                                     UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
+from panelist.metrics.errors import (Cancelled, EmptyAnswer, OutputCapExceeded, RateLimited,
+                                     UpstreamError, UpstreamServerError, UpstreamTimeout,
+                                     UpstreamUnreachable)
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 
 STATUSES = ("ok", "tool_calls", "empty", "error", "cancelled")
@@ -73,6 +79,7 @@ TRANSIENT = (RateLimited, UpstreamServerError, UpstreamUnreachable)
 BACKOFF = 1.0          # seconds before a retry when the upstream named no wait (doubles)
 MAX_BACKOFF = 30.0
 GRACE = 2.0            # seconds past a set's deadline (or cancel) before a stuck unit is given up
+BUDGETS = ("max_tokens", "max_completion_tokens")   # the output budgets of a chat body
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,8 @@ class SeatResult:
     error_kind: str = ""        # the client's kind (rate_limit, timeout, …), at_limit, internal
     error: str = ""
     attempts: int = 0
+    # an output budget sent lower than asked: {"param", "asked", "sent"} (see ``clamp``)
+    clamped: dict | None = None
     meta: dict = field(default_factory=dict)
     # the error the call ended with, for a caller that raises it again (the endpoint Test)
     raised: BaseException | None = field(default=None, repr=False, compare=False)
@@ -383,15 +392,17 @@ class Seats:
     def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
                   learn: Learn | None, hooks: _Hooks) -> None:
         backoff = BACKOFF
+        cap = call.model.max_output
+        corrected = 0   # attempts sent again within a cap a refusal stated: not retries
         while True:
             result.attempts += 1
             try:
-                answer = self._attempt(call, result, deadline, cancel, hooks.encoded)
+                answer = self._attempt(call, result, deadline, cancel, hooks.encoded, cap)
             except TRANSIENT as exc:
                 pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
                 if learn is not None:
                     learn(call.model, exc)
-                if result.attempts > call.retries:
+                if result.attempts - corrected > call.retries:
                     raise
                 delay = pause if pause is not None else backoff
                 backoff = min(backoff * 2, MAX_BACKOFF)
@@ -406,6 +417,12 @@ class Seats:
             except UpstreamError as exc:
                 if learn is not None:
                     learn(call.model, exc)
+                stated = exc.max_output if isinstance(exc, OutputCapExceeded) else None
+                if stated and (cap is None or stated < cap) and \
+                        clamp(call.params, stated)[1] is not None and \
+                        time.monotonic() < deadline:
+                    cap, corrected = stated, corrected + 1
+                    continue
                 raise
             result.status = "tool_calls" if answer.tool_calls else "ok"
             result.answer, result.tokens = answer.text, answer.tokens or {}
@@ -413,7 +430,7 @@ class Seats:
             return
 
     def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                 encoded: _Encoded):
+                 encoded: _Encoded, cap: int | None):
         model = call.model
         endpoint = call.endpoint
         if endpoint is None:
@@ -425,7 +442,8 @@ class Seats:
         key = self.roster.api_key(endpoint)   # KeyRefused before any slot or byte is taken
         if cancel is not None and cancel.is_set():
             raise Cancelled(f"call {call.label} not made: its set was cancelled")
-        body = dict(call.params, model=model.served, messages=call.messages)
+        params, result.clamped = clamp(call.params, cap)
+        body = dict(params, model=model.served, messages=call.messages)
         with ExitStack() as held:
             if self.admission is not None:
                 left = deadline - time.monotonic()
@@ -459,6 +477,19 @@ class Seats:
         if self.admission is not None:
             self.admission.pause(model.endpoint, seconds, shorten(exc.message, 200))
         return seconds
+
+
+def clamp(params: dict, cap: int | None) -> tuple[dict, dict | None]:
+    """``params`` with each output budget above ``cap`` lowered to it, and what was lowered:
+    ``{"param", "asked", "sent"}`` (the first budget of ``BUDGETS`` that was), or None when
+    nothing was (no cap known, no budget asked, or one within the cap)."""
+    if not cap:
+        return params, None
+    over = [k for k in BUDGETS if type(params.get(k)) is int and params[k] > cap]
+    if not over:
+        return params, None
+    return dict(params, **{k: cap for k in over}), {"param": over[0],
+                                                     "asked": params[over[0]], "sent": cap}
 
 
 def _deadline(timeout: float | None, deadline: float | None) -> float:

@@ -72,9 +72,11 @@ def untyped(tmp_path, listed, capsys):
 
 def test_a_window_only_the_listing_states_refuses_a_prompt_too_big_before_asking(
         untyped, listed):
+    path = untyped.file("gateway.json")   # no explorer seat: only the member could sit
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), max_explorers=0)))
     with Gateway(make_gateway(untyped, env={})) as gw:
         status, body, _ = ask(gw, "bench/tiny", "word " * 3000)
-        assert status == 413, body
+        assert status == 400, body
         assert body["error"]["code"] == "context_length_exceeded"
         assert "small (2000 tokens)" in body["error"]["message"]
         assert listed.count("small") == 0

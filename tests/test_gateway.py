@@ -193,11 +193,13 @@ def test_no_seat_to_fill_is_a_503_saying_why(gateway, home, sim):
     assert "cooling down" in body["error"]["message"] and "fast" in body["error"]["message"]
 
 
-def test_a_prompt_over_a_members_window_is_a_413(gateway, home):
+def test_a_prompt_over_a_members_window_leaves_that_member_out(gateway, home, sim):
     Roster(home).add_model("mid", "sim", family="mid", context=100)
     status, body, _ = ask(gateway, content="x" * 1000)
-    assert status == 413
-    assert "mid (100 tokens)" in body["error"]["message"]
+    assert status == 200
+    assert "mid" not in [s["alias"] for s in body["bench"]["seats"]] and sim.count("mid") == 0
+    (why,) = [s["why"] for s in body["bench"]["skipped"] if s["alias"] == "mid"]
+    assert why.startswith("context window 100 tokens")
 
 
 def test_a_learned_window_only_lowers(gateway, home, sim):
@@ -206,7 +208,9 @@ def test_a_learned_window_only_lowers(gateway, home, sim):
     seat = next(s for s in body["bench"]["seats"] if s["alias"] == "fast")
     assert seat["status"] == "error" and seat["error"].startswith("context_length")
     status, body, _ = ask(gateway, content="y" * 400)
-    assert status == 413 and "fast (50 tokens)" in body["error"]["message"]
+    assert status == 200 and sim.count("fast") == 1   # not asked again
+    (why,) = [s["why"] for s in body["bench"]["skipped"] if s["alias"] == "fast"]
+    assert why.startswith("context window 50 tokens")
 
 
 def test_verdict_round_trip_over_http(gateway, home):

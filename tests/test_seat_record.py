@@ -25,7 +25,8 @@ SEAT = set(seatrecord.FIELDS)
 TYPES = {"v": int, "kind": str, "ts": str, "call": str, "role": str, "alias": str, "served": str,
          "endpoint": str, "status": str, "error_kind": str, "error": str,
          "answer": (str, type(None)), "tool_calls": list, "finish_reason": str, "tokens": dict,
-         "seconds": (int, float), "waited": (int, float), "attempts": int}
+         "seconds": (int, float), "waited": (int, float), "attempts": int,
+         "clamped": (dict, type(None))}
 
 
 def evidence(home, kind):

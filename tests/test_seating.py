@@ -124,11 +124,14 @@ def test_nothing_stays_in_flight_however_panels_end(gateway, home, sim):
     assert flight.counts() == {}
     # refused before anything is asked: nothing held, nothing logged as seated
     lines = len(seated_lines(home))
-    Roster(home).add_model("mid", "sim", family="mid", context=100)
+    everyone = list(Roster(home).view().models)
+    for alias in everyone:   # a prompt no model's window holds
+        Roster(home).add_model(alias, "sim", family=alias, context=100)
     status, _, _ = gateway.post("/v1/chat/completions", {
         "model": "bench/trio", "messages": [{"role": "user", "content": "x" * 1000}]})
-    assert status == 413 and flight.counts() == {} and len(seated_lines(home)) == lines
-    Roster(home).add_model("mid", "sim", family="mid", context=100_000)
+    assert status == 400 and flight.counts() == {} and len(seated_lines(home)) == lines
+    for alias in everyone:
+        Roster(home).add_model(alias, "sim", family=alias, context=100_000)
     # a caller that leaves mid-panel
     sim.script("slow", latency=30)
     body = json.dumps(dict(BODY, model="bench/trio", stream=True)).encode()

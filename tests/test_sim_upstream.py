@@ -359,3 +359,41 @@ def test_command_line_rejects_a_bad_models_file(tmp_path):
                            "--models", str(bad)], capture_output=True, text=True,
                           timeout=PATIENCE)
     assert done.returncode == 2 and "unknown fail" in done.stderr and done.stdout == ""
+
+
+def test_max_output_refuses_a_larger_budget_and_states_its_cap(sim):
+    sim.script("m", max_output=8192)
+    assert post(sim, ask(max_tokens=8192))[0] == 200
+    assert post(sim, ask())[0] == 200   # no budget asked: the model's own
+    for param in ("max_tokens", "max_completion_tokens"):
+        status, _, data = post(sim, ask(**{param: 100_000}))
+        error = error_of(data)
+        assert status == 400 and error["param"] == param
+        assert "supports at most 8192 completion tokens" in error["message"]
+    sim.script("m", max_output=8192, message="max_tokens: 100000 > 8192, which is the maximum "
+               "allowed number of output tokens for m")
+    assert "100000 > 8192" in error_of(post(sim, ask(max_tokens=100_000))[2])["message"]
+
+
+def test_tools_and_structured_output_can_be_refused_and_are_listed():
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    with SimUpstream({"plain": {"tools": False, "structured_output": False, "max_output": 512},
+                      "able": {"tools": True}, "quiet": {}}) as sim:
+        status, _, data = post(sim, ask("plain", tools=[tool]))
+        assert status == 400 and "does not support tools" in error_of(data)["message"]
+        status, _, data = post(sim, ask("plain", response_format=schema))
+        assert status == 400 and "json_schema" in error_of(data)["message"]
+        assert post(sim, ask("plain", response_format={"type": "json_object"}))[0] == 200
+        assert post(sim, ask("able", tools=[tool], response_format=schema))[0] == 200
+        conn = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=PATIENCE)
+        try:
+            conn.request("GET", "/v1/models")
+            listed = {m["id"]: m for m in json.loads(conn.getresponse().read())["data"]}
+        finally:
+            conn.close()
+    assert "tools" not in listed["plain"]["supported_parameters"]
+    assert "response_format" not in listed["plain"]["supported_parameters"]
+    assert listed["plain"]["top_provider"] == {"max_completion_tokens": 512}
+    assert {"tools", "response_format"} <= set(listed["able"]["supported_parameters"])
+    assert "supported_parameters" not in listed["quiet"]   # nothing scripted: nothing stated

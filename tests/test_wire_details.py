@@ -44,11 +44,14 @@ def test_the_stream_says_its_charset(gateway):
     assert "content-type: text/event-stream; charset=utf-8" in head, head
 
 
-def test_a_prompt_over_a_members_window_says_context_length_exceeded(gateway, home):
-    Roster(home).add_model("mid", "sim", family="mid", context=10)
+def test_a_prompt_over_every_window_says_context_length_exceeded(gateway, home):
+    path = home.file("gateway.json")
+    path.write_text(json.dumps(dict(json.loads(path.read_text()), max_explorers=0)))
+    for alias in ("fast", "mid", "slow"):
+        Roster(home).add_model(alias, "sim", family=alias, context=10)
     long = {"model": "bench/trio", "messages": [{"role": "user", "content": "x" * 400}]}
     status, body, _ = gateway.post("/v1/chat/completions", long)
-    assert status == 413 and body["error"]["code"] == "context_length_exceeded"
+    assert status == 400 and body["error"]["code"] == "context_length_exceeded"
     assert "mid (10 tokens)" in body["error"]["message"]
 
 

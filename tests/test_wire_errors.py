@@ -23,6 +23,8 @@ def make(cls, **kw):
         return cls("no seat answered; try again", [{"seat": "member1"}], **kw)
     if cls is errors.AtLimit:
         return cls("endpoint 'x' is at its limit; try again later", 2.5, **kw)
+    if cls is errors.PromptTooLong:
+        return cls(100, 330, "bench/x", "a (100 tokens)", **kw)
     return cls(f"{cls.__name__} happened; do the next thing", **kw)
 
 
@@ -50,7 +52,8 @@ def test_the_statuses_callers_know_are_kept():
                 errors.MethodNotAllowed: 405, errors.RequestTimeout: 408, errors.Conflict: 409,
                 errors.PayloadTooLarge: 413, errors.UnsupportedMediaType: 415,
                 errors.TooManyRequests: 429, errors.Unavailable: 503,
-                errors.AllSeatsFailed: 502, errors.AtLimit: 503, errors.KeyRefused: 400}
+                errors.AllSeatsFailed: 502, errors.AtLimit: 503, errors.KeyRefused: 400,
+                errors.PromptTooLong: 400}
     for cls, status in expected.items():
         assert status_of(make(cls)) == status, cls.__name__
     # calls not made for a reason of ours: no slot, or a key variable our setting refuses
@@ -101,3 +104,22 @@ def test_an_upstreams_401_reaches_a_caller_as_our_502(dash, home):
         status, body, _ = dash.get("/api/endpoints/keyed/discover")
     assert status == 502, body
     assert body["error"]["type"] == "upstream_error" and "(401)" in body["error"]["message"]
+
+
+def test_a_prompt_too_long_reads_as_openai_and_anthropic_say_it():
+    exc = errors.PromptTooLong(8192, 9000, "bench/x", "a (8192 tokens)")
+    openai_body = shaped("/v1/chat/completions", 400, body_of(exc))["error"]
+    assert openai_body["code"] == "context_length_exceeded" and openai_body["param"] == "messages"
+    assert openai_body["message"].startswith("This model's maximum context length is 8192 "
+                                             "tokens. However, your messages resulted in 9000 "
+                                             "tokens")
+    anthropic_body = shaped("/v1/messages", 400, body_of(exc))
+    assert anthropic_body["error"]["type"] == "invalid_request_error"
+    said = anthropic_body["error"]["message"]
+    assert said.startswith("prompt is too long: 9000 tokens > 8192 maximum")
+    assert "every seat of bench/x: a (8192 tokens)" in said
+    # no window stated: the same words, without a number for it
+    exc = errors.PromptTooLong(None, 9000, "bench/x", "a (said so)")
+    assert body_of(exc)["error"]["message"].startswith("This model's maximum context length is")
+    assert shaped("/v1/messages", 400, body_of(exc))["error"]["message"].startswith(
+        "prompt is too long: 9000 tokens >")

@@ -56,14 +56,15 @@ from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
-                                     PayloadTooLarge, RateLimited, Unavailable, UpstreamError)
+                                     PromptTooLong, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster
-from panelist.metrics.panel.seating import Seat, Seating, SeatsInFlight, seat_panel, window_of
+from panelist.metrics.panel.seating import (NEEDS, Seat, Seating, SeatsInFlight, seat_panel,
+                                            window_of)
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.metrics.panel.suggest import suggestions
 
@@ -74,12 +75,15 @@ HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat st
 
 def public(r: SeatResult) -> dict:
     """A seat as the panel shows it (``bench.seats``, ``calls.jsonl``, an error's seats): its
-    error as one line, ``kind: message``; ``tool_calls`` only when it made some."""
+    error as one line, ``kind: message``; ``tool_calls`` only when it made some, ``clamped``
+    only when its output budget was lowered."""
     out = {"call": r.call, "seat": r.seat, "alias": r.alias, "status": r.status,
            "seconds": r.seconds, "answer": r.answer, "error": r.reason, "tokens": r.tokens,
            "tool_calls": r.tool_calls, "finish_reason": r.finish_reason}
     if not r.tool_calls:   # a plain answer's record stays as it always was
         del out["tool_calls"]
+    if r.clamped:   # the caller's budget was lowered for this seat: the caller is told
+        out["clamped"] = r.clamped
     return out
 
 
@@ -143,8 +147,9 @@ class Panels:
         return req
 
     def seat(self, req: Request) -> Seating:
-        """Seat a panel, or refuse it (413 too big for a member, 400 nobody can see the images,
-        503 nobody at all) before anything is asked.
+        """Seat a panel, or refuse it (400 too big for every seat that could sit, 400 nobody can
+        do what it needs: see its images, call its tools, follow its schema; 503 nobody at all)
+        before anything is asked.
 
         A seating is taken in one locked step: follow the evidence log, pick, reserve the panel
         id, log a ``"seated"`` line and hold its seats as in flight. The next seating in this
@@ -158,10 +163,10 @@ class Panels:
             suiteevidence.adjust(self.suite, states, req.shape)   # the suite counts too
             seating = seat_panel(req.collection, view, states,
                                  explorers=req.collection.explorers(limits),
-                                 estimate=req.estimate, images=bool(req.images),
+                                 estimate=req.estimate, needs=req.needs,
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now,
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias))
-            self._refuse(req, view, states, seating)
+            self._refuse(req, states, seating)
             req.member_states = {a: states[a] for a in req.collection.members if a in states}
             seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
@@ -172,25 +177,21 @@ class Panels:
             seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
         return seating
 
-    def _refuse(self, req: Request, view, states: dict, seating: Seating) -> None:
+    def _refuse(self, req: Request, states: dict, seating: Seating) -> None:
         """Raise if the panel must not run; see ``seat``."""
-        too_small = []
-        for alias in req.collection.members:
-            model = view.models.get(alias)
-            window = model and window_of(model, states.get(alias))
-            if window is not None and window < req.estimate:
-                too_small.append(f"{alias} ({window} tokens)")
-        if too_small:
-            raise PayloadTooLarge(
-                f"the prompt is estimated at {req.estimate} tokens, more than the context window "
-                f"of {', '.join(too_small)}; trim the prompt or pick a collection whose "
-                "together.context_window fits (GET /v1/models)", param="messages",
-                code="context_length_exceeded")   # the code OpenAI's clients look for
-        if req.images and not seating.seats:
-            raise BadRequest(f"no seat of {req.collection.model_id} can take images and no "
-                             "explorer that can was free; use a collection whose "
-                             "together.capabilities lists vision, or nominate one with 'with'",
-                             param="messages")
+        if not seating.seats and seating.too_small:
+            # a shorter prompt would seat them: the one refusal a client can act on at once
+            raise PromptTooLong(max(seating.too_small.values()), req.estimate,
+                                req.collection.model_id,
+                                ", ".join(f"{a} ({w} tokens)"
+                                          for a, w in seating.too_small.items()))
+        if not seating.seats and seating.lacking:
+            need = next(iter(seating.lacking.values()))
+            what, param = NEEDS[need]
+            unable = ", ".join(a for a, n in seating.lacking.items() if n == need)
+            raise BadRequest(f"no seat of {req.collection.model_id} can {what} ({unable} "
+                             "cannot, and no explorer that can was free); use a collection "
+                             "whose models can, or nominate one with 'with'", param=param)
         if not seating.seats:
             reasons = "; ".join(f"{s['alias']}: {s['why']}" for s in seating.skipped) or \
                 "the roster is empty"
@@ -454,6 +455,14 @@ class PanelRun:
                 "(Retry-After), or ask a collection whose models have room",
                 code="all_seats_rate_limited", headers={"Retry-After": str(wait)},
                 details={"seats": seats})
+        if results and all(r.error_kind == ContextTooLong.kind for r in results):
+            # every seat said the prompt is too long: the caller's to trim, not a failure of ours
+            stated = {r.alias: getattr(r.raised, "window", None)
+                      for r in self.in_seat_order(results)}
+            return PromptTooLong(
+                max(filter(None, stated.values()), default=None), self.req.estimate, name,
+                ", ".join(f"{a} (its window: {w} tokens)" if w else f"{a} (said so)"
+                          for a, w in stated.items()))
         if any(r.answered for r in results) and self.demand.forced:
             return AllSeatsFailed(
                 f"no answer from {name} was {self.demand.wanted()}: "

@@ -78,6 +78,16 @@ class Request:
         return bool(self.params.get("tools"))
 
     @property
+    def needs(self) -> frozenset[str]:
+        """What a model must be able to do to sit (``seating.NEEDS``): take images, call tools,
+        follow a json_schema response format."""
+        fmt = self.response_format
+        return frozenset(need for need, wanted in (
+            ("vision", bool(self.images)), ("tools", self.tools),
+            ("structured_output", isinstance(fmt, dict) and fmt.get("type") == "json_schema"))
+            if wanted)
+
+    @property
     def one_answer(self) -> bool:
         """Whether the caller needs one answer it can parse or act on (JSON, or tool calls),
         never a markdown panel."""

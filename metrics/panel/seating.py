@@ -1,12 +1,16 @@
 """Seating: who sits on a panel, and why everyone else does not.
 
-Every member sits, unless it cannot answer at all (retired, cooling down after a rate limit,
-gone from the roster); then it is listed in ``skipped`` with why. Explorer seats rotate among
-the eligible models, to gather evidence on models the collection does not have. Eligible means:
-not a member, not of a member's family, not of an explorer already seated's family (while
-another family is left), not retired, not cooling down, and a known context window (the lower
-of the roster's and one learned from an upstream error) no smaller than the prompt's estimate.
-A model with no known window is never refused for size.
+Every member sits, unless it cannot answer this request at all (retired, cooling down after a
+rate limit, gone from the roster, lacking what the request needs, or a known window below the
+prompt's estimate); then it is listed in ``skipped`` with why, and is not asked. A model left
+out for its window alone is also noted in ``too_small`` with its window: the panel refuses a
+prompt only when nobody could hold it, and then names the largest window, the size a client
+has to trim to. Explorer seats rotate among the eligible models, to gather evidence on models
+the collection does not have. Eligible means: not a member, not of a member's family, not of
+an explorer already seated's family (while another family is left), not retired, not cooling
+down, able to do what the request needs, and a known context window (the lower of the roster's
+and one learned from an upstream error) no smaller than the prompt's estimate. A model with no
+known window is never refused for size.
 
 The rule, per shape, counted in turns (a shape's turn advances once per panel seated with it,
 in the order of the evidence log, so every process counts alike):
@@ -39,7 +43,10 @@ logged counts as having waited every turn.
 
 A request may nominate models (``"with": [...]``): nominees take explorer seats before the
 rotation does, under the same exclusions; a nominee that cannot sit is listed with why. A
-request with images seats only models that take images (unknown counts as cannot).
+request sits only with models that can do what it needs (``NEEDS``): images only with models
+known to take them (unknown counts as cannot), tools and a json_schema response format with
+any model the catalog does not say lacks them (unknown counts as can; a ticked flag wins).
+A model left out for that alone is noted in ``lacking``.
 
 A member always sits and waits for its endpoint's admission slot within its seat deadline; a
 nominee or an explorer sits only when its endpoint has room now (``room``, from
@@ -84,6 +91,11 @@ class Seat:
 class Seating:
     seats: list[Seat]
     skipped: list[dict] = field(default_factory=list)
+    # the models that could have sat but for the prompt's size, by alias: their windows (the
+    # largest is the one a refusal names, so a client that trims to it gets a seat)
+    too_small: dict[str, int] = field(default_factory=dict)
+    # the models that could have sat but for a capability the request needs, by alias: which
+    lacking: dict[str, str] = field(default_factory=dict)
     # set by the gateway once the seating is taken (see Panels.seat)
     panel: str | None = None        # the panel id reserved for it
     at: float | None = None         # epoch seconds: when it was seated, the panel's start
@@ -131,40 +143,99 @@ def window_of(model: Model, state) -> int | None:
     return model.context or learned or None
 
 
-def why_not(model: Model, state, estimate: int, now: float, images: bool = False) -> str | None:
-    """Why a model cannot answer this request at all, or None when it can."""
-    if model.retired:
-        return "retired"
-    if images and not model.vision:
-        # unknown counts as cannot: a blind model answers anyway, describing a picture it never got
-        return "does not take images (set --vision on the model if it does)"
-    if state is not None and state.cooling_until > now:
-        return f"cooling down after a rate limit for {state.cooling_until - now:.0f} s more"
-    window = window_of(model, state)
-    if window is not None and window < estimate:
-        return f"context window {window} tokens is below the prompt's estimate of {estimate}"
+# what a request may need of a model: the words a refusal uses for it, and the param it names
+NEEDS = {
+    "vision": ("take images", "messages"),
+    "tools": ("call tools", "tools"),
+    "structured_output": ("follow a json_schema response_format (structured output)",
+                          "response_format"),
+}
+
+
+def lacking(model: Model, needs) -> str | None:
+    """The first of ``needs`` (keys of ``NEEDS``) that ``model`` cannot be seated for, or None.
+    Vision must be known (typed or listed): a blind model answers anyway, describing a picture
+    it never got. Tools and structured output are assumed unless the catalog says the model
+    lacks them (``Model.lacks``): most models have them, and a request for them is better
+    answered by a model nobody described than refused."""
+    for need in NEEDS:
+        if need in needs and (not model.vision if need == "vision" else need in model.lacks):
+            return need
     return None
 
 
+def _lacks_why(model: Model, need: str) -> str:
+    if need == "vision":
+        return "does not take images (set --vision on the model if it does)"
+    if need == "tools":
+        return ("does not call tools, the catalog says (`panelist catalog show "
+                f"{model.alias}`; set --tools on the model if it does)")
+    return ("has no structured output for a json_schema response_format, the catalog says "
+            f"(`panelist catalog show {model.alias}`)")
+
+
+def unfit(model: Model, state, estimate: int, now: float, images: bool = False,
+          needs=frozenset()) -> tuple[str, str] | None:
+    """``(kind, why)`` a model cannot answer this request at all, or None when it can. Kinds:
+    ``retired``, ``capability`` (of ``needs``; ``images`` adds vision), ``cooling``, ``window``
+    (checked in that order, so a model refused for its window would sit with a shorter
+    prompt, and one refused for a capability is never refused for anything else)."""
+    if model.retired:
+        return "retired", "retired"
+    need = lacking(model, set(needs) | ({"vision"} if images else set()))
+    if need:
+        return "capability", _lacks_why(model, need)
+    if state is not None and state.cooling_until > now:
+        return "cooling", (f"cooling down after a rate limit for {state.cooling_until - now:.0f} "
+                           "s more")
+    window = window_of(model, state)
+    if window is not None and window < estimate:
+        return "window", (f"context window {window} tokens is below the prompt's estimate of "
+                          f"{estimate}")
+    return None
+
+
+def why_not(model: Model, state, estimate: int, now: float, images: bool = False,
+            needs=frozenset()) -> str | None:
+    """Why a model cannot answer this request at all, or None when it can."""
+    found = unfit(model, state, estimate, now, images, needs)
+    return found[1] if found else None
+
+
 def seat_panel(collection: Collection, roster: RosterView, states: dict, *, explorers: int,
-               estimate: int, images: bool = False, nominees=(), busy=frozenset(),
-               now: float | None = None,
+               estimate: int, images: bool = False, needs=frozenset(), nominees=(),
+               busy=frozenset(), now: float | None = None,
                room: Callable[[Model], bool] | None = None) -> Seating:
     """Seat the members, then nominees, then fill what is left of ``explorers`` explorer seats by
     the rotation. ``states`` maps every roster alias to its ledger state (last seat, turns
     waited, verdicts, cooldown, learned window) for the request's shape; ``busy`` holds the
-    aliases with a seat in flight. With ``images`` only models that take images sit.
+    aliases with a seat in flight. Only models that can do what the request ``needs`` (keys
+    of ``NEEDS``; ``images`` adds vision) sit (``lacking``).
     ``room(model)``: whether its endpoint admits a call now (None: always)."""
     now = time.time() if now is None else now
+    needs = set(needs) | ({"vision"} if images else set())
     seating = Seating(seats=[])
     member_families = set()
+
+    def fits(model: Model) -> str | None:
+        """Why ``model`` cannot sit, or None; one refused only for its window or for a
+        capability is noted."""
+        found = unfit(model, states.get(model.alias), estimate, now, needs=needs)
+        if found is None:
+            return None
+        if found[0] == "window":
+            seating.too_small[model.alias] = window_of(model, states.get(model.alias))
+        elif found[0] == "capability":
+            seating.lacking[model.alias] = lacking(model, needs)
+        return found[1]
+
     for alias in collection.members:
         model = roster.models.get(alias)
         if model is None:
             seating.skip("member", alias, "no longer in the roster; fix the collection")
             continue
         member_families.add(model.family)
-        reason = why_not(model, states.get(alias), estimate, now, images)
+        reason = fits(model)
         if reason:
             seating.skip("member", alias, reason)
         else:
@@ -173,7 +244,9 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
     def exclusion(model: Model) -> str | None:
         if model.family in member_families:
             return f"same family as a member ({model.family})"
-        return why_not(model, states.get(model.alias), estimate, now, images)
+        if explorers == 0:   # no seat to take: its size is no reason it did not sit
+            return why_not(model, states.get(model.alias), estimate, now, needs=needs)
+        return fits(model)
 
     chosen: list[Model] = []
     taken: set[str] = set()  # chosen aliases: a set, as the roster may be long

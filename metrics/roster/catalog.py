@@ -5,8 +5,9 @@ Stored in ``config/catalog.json`` as ``{"endpoints": {endpoint: {served id: {fac
 (``configfile.update``), so an import, a refresh and a discover on one data folder never lose
 each other's facts. Facts: ``FACTS``; sources: ``typed`` (the roster, never stored here),
 ``endpoint`` (its ``GET /models``), ``imported`` (a models.dev-layout file), ``learned`` (an
-upstream's failure: the window a context-length error states, the wait a rate limit's
-Retry-After asks). Learned facts sit beside the others, under the model's ``"learned"`` key.
+upstream's failure: the window a context-length error states, the cap a refused output budget
+states, the wait a rate limit's Retry-After asks). Learned facts sit beside the others, under
+the model's ``"learned"`` key.
 
 Invariants:
 - A fact typed on the roster wins over anything here; ``facts()`` shows it with source ``typed``.
@@ -16,7 +17,8 @@ Invariants:
 - A price that was 0 and is now above 0 raises one ``went_paid`` alert, on the refresh that
   first sees it (the new price is stored, so the next refresh does not raise it again).
 - A learned fact never replaces a typed or listed one; it is shown beside it. A learned window
-  only ever goes down (a failure at 32k says nothing about a window above it); a learned
+  or max output only ever goes down (a failure at 32k says nothing about a window above it,
+  and an endpoint behind which two caps answer is asked within the lower); a learned
   Retry-After is the latest one heard.
 - Nothing here holds a key: endpoints are called with the key their environment variable holds.
 """
@@ -35,7 +37,8 @@ from panelist.metrics.roster.roster import CURRENCY, Roster, RosterView
 FACTS = ("context", "max_output", "vision", "tools", "structured_output", "price_in",
          "price_out", "currency", "rpm", "max_concurrent")
 TYPED, ENDPOINT, IMPORTED, LEARNED = "typed", "endpoint", "imported", "learned"
-LEARNED_FACTS = ("context", "retry_after")
+LEARNED_FACTS = ("context", "max_output", "retry_after")
+LOWERING = ("context", "max_output")   # learned facts that only ever go down
 LISTING_TIMEOUT = 20.0
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
@@ -236,7 +239,7 @@ class Catalog:
 
     def learn(self, endpoint: str, served: str, fact: str, value: int, origin: str) -> bool:
         """Keep what an upstream's failure taught about a model; True if the catalog changed.
-        A window is kept only when lower than the one learned before."""
+        A window or a max output is kept only when lower than the one learned before."""
         if fact not in LEARNED_FACTS or _count(value) is None:
             raise ValueError(f"not a learned fact: {fact}={value!r}")
         changed = []
@@ -246,7 +249,7 @@ class Catalog:
             if not isinstance(entry.get(LEARNED), dict):
                 entry[LEARNED] = {}
             old = stored_learned(doc["endpoints"], endpoint, served).get(fact)
-            if old and (old["value"] <= value if fact == "context" else old["value"] == value):
+            if old and (old["value"] <= value if fact in LOWERING else old["value"] == value):
                 return None
             entry[LEARNED][fact] = {"value": value, "at": configfile.now_iso(), "from": origin}
             changed.append(True)

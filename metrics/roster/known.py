@@ -3,13 +3,17 @@
 A model's unset context window, output limit and prices, and its vision and tools flags when
 not ticked, come from the catalog (an endpoint's listing, an imported file), so a model added by
 ``discover`` is refused for a prompt it cannot hold and sits for images its listing says it
-sees, without anyone typing that. Readers only: edits go to ``Roster``, which keeps what was
-typed.
+sees, without anyone typing that. What the catalog says a model lacks (tools, structured
+output) fills ``Model.lacks``, so seating leaves it out of requests that need it. Readers only:
+edits go to ``Roster``, which keeps what was typed.
 
 Invariants:
-- A typed value always wins; the catalog only fills what the roster leaves unset. A learned
+- A typed value always wins; the catalog only fills what the roster leaves unset (a ticked
+  tools flag outweighs a listing that says no tools). A learned
   window (from a context-length error) lowers a catalog one, never a typed one: the gateway's
-  own learned windows already lower any window at seating (``seating.window_of``).
+  own learned windows already lower any window at seating (``seating.window_of``). A learned
+  max output (from a refused output budget) lowers any, a typed one too: the endpoint refused
+  above it, and the seats core clamps budgets to ``max_output`` alone.
 - Prices are taken as a pair with their currency, never one typed and one listed.
 - A catalog that cannot be read (a broken hand edit) fills nothing: seating goes on with what was
   typed, and stderr says so once per state of the file, never per request.
@@ -30,6 +34,11 @@ from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import Model, Roster, RosterView
 
 
+# capabilities a model is seated without unless known to lack them (vision must be known to
+# be there: seating.unfit)
+LACKABLE = ("tools", "structured_output")
+
+
 def _endpoints(doc: dict) -> dict:
     endpoints = doc.get("endpoints")
     return endpoints if isinstance(endpoints, dict) else {}
@@ -38,19 +47,26 @@ def _endpoints(doc: dict) -> dict:
 def filled(model: Model, stored: dict) -> Model:
     """``model`` with the gaps the catalog ``stored`` (its ``endpoints`` object) can fill."""
     facts = {k: v["value"] for k, v in stored_entry(stored, model.endpoint, model.served).items()}
-    learned = stored_learned(stored, model.endpoint, model.served).get("context")
+    learned = {k: v["value"]
+               for k, v in stored_learned(stored, model.endpoint, model.served).items()}
     if not facts and not learned:
         return model
     fill = {}
     if model.context is None:
-        windows = [w for w in (facts.get("context"), learned and learned["value"]) if w]
+        windows = [w for w in (facts.get("context"), learned.get("context")) if w]
         if windows:
             fill["context"] = min(windows)
-    if model.max_output is None and facts.get("max_output"):
-        fill["max_output"] = facts["max_output"]
+    caps = [c for c in (model.max_output if model.max_output is not None
+                        else facts.get("max_output"), learned.get("max_output")) if c]
+    if caps and min(caps) != model.max_output:
+        fill["max_output"] = min(caps)
     for flag in ("vision", "tools"):
         if not getattr(model, flag) and facts.get(flag) is True:
             fill[flag] = True
+    lacks = frozenset(cap for cap in LACKABLE
+                      if facts.get(cap) is False and not getattr(model, cap, False))
+    if lacks:
+        fill["lacks"] = lacks
     if model.price_in is None and model.price_out is None and \
             "price_in" in facts and "price_out" in facts:
         fill.update(price_in=facts["price_in"], price_out=facts["price_out"],

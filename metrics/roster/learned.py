@@ -1,10 +1,11 @@
 """What upstream failures teach about a model, written into the catalog beside typed facts.
 
 The seats core calls ``heard(model, error)`` on every upstream failure (the gateway's panels,
-races, suite runs, probes and the decider alike). A context-length error
-that states a window, and a rate limit that states a Retry-After, become ``learned`` facts of the
-model's endpoint and served id (``Catalog.learn``), where ``panelist catalog show`` lists them
-and seating reads the window (``KnownRoster``).
+races, suite runs, probes and the decider alike). A context-length error that states a window,
+a refused output budget that states the model's cap, and a rate limit that states a
+Retry-After become ``learned`` facts of the model's endpoint and served id (``Catalog.learn``),
+where ``panelist catalog show`` lists them; seating reads the window and the seats core the
+cap (``KnownRoster``).
 
 Invariants:
 - Never slows a seat in a server: there (``background=True``) facts are handed to one writer
@@ -13,8 +14,8 @@ Invariants:
   once, so nothing is left unwritten when the command ends.
 - Never fails a seat: a catalog that cannot be written (a broken hand edit, a full disk) is
   reported once on stderr and the seat's own failure goes on as it was.
-- Cheap on a storm of failures: a window is written only when lower than the lowest this
-  process has written for that model; a Retry-After at most once per ``RETRY_EVERY`` seconds
+- Cheap on a storm of failures: a window or a cap is written only when lower than the lowest
+  this process has written for that model; a Retry-After at most once per ``RETRY_EVERY`` seconds
   per model, so a rate-limited endpoint does not rewrite the catalog on every call.
 """
 
@@ -27,7 +28,7 @@ import threading
 import time
 
 from panelist.metrics.roster.catalog import Catalog
-from panelist.metrics.errors import ContextTooLong, RateLimited
+from panelist.metrics.errors import ContextTooLong, OutputCapExceeded, RateLimited
 from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import Model
 
@@ -39,7 +40,7 @@ class LearnedFacts:
     def __init__(self, home: Home, *, background: bool = False):
         self.catalog = Catalog(home)
         self._lock = threading.Lock()
-        self._windows: dict[tuple, int] = {}
+        self._lowest: dict[tuple, int] = {}   # (endpoint, served, fact): window or cap
         self._retry_at: dict[tuple, float] = {}
         self._warned = False
         self._queue: queue.SimpleQueue | None = queue.SimpleQueue() if background else None
@@ -49,6 +50,8 @@ class LearnedFacts:
     def heard(self, model: Model, exc: Exception) -> None:
         if isinstance(exc, ContextTooLong) and exc.window:
             fact, value, origin = "context", int(exc.window), "context-length error"
+        elif isinstance(exc, OutputCapExceeded) and exc.max_output:
+            fact, value, origin = "max_output", int(exc.max_output), "max_tokens refusal"
         elif isinstance(exc, RateLimited) and exc.retry_after:
             fact, value, origin = "retry_after", max(1, math.ceil(exc.retry_after)), \
                 "429 Retry-After"
@@ -57,10 +60,10 @@ class LearnedFacts:
         key = (model.endpoint, model.served)
         now = time.monotonic()
         with self._lock:
-            if fact == "context":
-                if self._windows.get(key, value + 1) <= value:
+            if fact != "retry_after":
+                if self._lowest.get(key + (fact,), value + 1) <= value:
                     return
-                self._windows[key] = value
+                self._lowest[key + (fact,)] = value
             else:
                 if now - self._retry_at.get(key, -RETRY_EVERY) < RETRY_EVERY:
                     return

@@ -61,10 +61,15 @@ class Model:
     currency: str = "USD"
     retired: bool = False
     decider: bool = False
+    # capabilities the catalog states it lacks (``tools``, ``structured_output``): never typed
+    # nor stored here, only filled in by ``known.KnownRoster`` where nothing typed says yes
+    lacks: frozenset[str] = frozenset()
 
     def public(self) -> dict:
-        """The model's fields; ``decider`` only on the decider (see the module's docstring)."""
+        """The model's typed fields; ``decider`` only on the decider (see the module's
+        docstring)."""
         out = asdict(self)
+        del out["lacks"]
         if not self.decider:
             del out["decider"]
         return out
@@ -118,7 +123,8 @@ def _parse(doc: dict) -> RosterView:
         if m.get("endpoint") not in endpoints:
             continue  # a hand-edited file may point nowhere; such a model cannot be seated
         models[alias] = Model(alias=alias, **{k: v for k, v in m.items()
-                                              if k in Model.__dataclass_fields__ and k != "alias"})
+                                              if k in Model.__dataclass_fields__
+                                              and k not in ("alias", "lacks")})
         if limits := _read_limits(m):
             model_limits[alias] = limits
     return RosterView(endpoints, models, endpoint_limits, model_limits)

@@ -43,9 +43,9 @@ from panelist.metrics.upstream.http11 import Reply
 from panelist.metrics.upstream.proxy import Proxy
 from panelist.metrics.upstream.transport import USER_AGENT, Origin, Transport, proxy_refusal
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
-                                     ModelNotFound, PaymentRequired, RateLimited,
-                                     UpstreamBadReply, UpstreamError, UpstreamServerError,
-                                     UpstreamTimeout)
+                                     ModelNotFound, OutputCapExceeded, PaymentRequired,
+                                     RateLimited, UpstreamBadReply, UpstreamError,
+                                     UpstreamServerError, UpstreamTimeout)
 
 MESSAGE_CHARS = 300  # how much of an upstream's own message an error repeats
 
@@ -60,6 +60,14 @@ _WINDOW = re.compile(
     r"(?:maximum context length|context window|context length|context size|max_model_len|n_ctx)"
     r"(?: is| of|:|=)?\s*(\d[\d,]*)"
     r"|>\s*(\d[\d,]*)\s*(?:tokens?\s*)?maximum", re.I)
+# A refusal of the output budget that states the cap: the group that matched is the most
+# completion tokens the model may write (Anthropic, OpenAI, DeepSeek, Groq, in that order).
+# Read before the window, as some of them also name the context window.
+_OUTPUT_CAP = re.compile(
+    r"max_tokens:\s*\d[\d,]*\s*>\s*(\d[\d,]*)"
+    r"|supports at most (\d[\d,]*) completion tokens"
+    r"|valid range of max_tokens is \[\s*\d+\s*,\s*(\d[\d,]*)\s*\]"
+    r"|max_tokens`? must be (?:less than or equal to|<=|at most) `?(\d[\d,]*)", re.I)
 _TOKEN = re.compile(r"[\x21-\x7e]+")   # what a bearer token may be made of, as sent
 _TRY_AGAIN = re.compile(r"try again in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.I)
 
@@ -360,6 +368,12 @@ def _classified(status: int, message: str, codes: str, error: dict, response, la
         wait = _retry_after(response, message)
         return RateLimited(f"{label} rate-limited the call {said}; retry later", retry_after=wait,
                            upstream_status=status)
+    cap = _OUTPUT_CAP.search(codes)
+    if cap:
+        most = int(next(g for g in cap.groups() if g).replace(",", ""))
+        return OutputCapExceeded(f"{label} refused the output budget {said}; it writes at most "
+                                 f"{most} tokens an answer: ask for max_tokens {most} or less",
+                                 max_output=most, upstream_status=status)
     if _TOO_LONG.search(codes):
         window = _window(codes, error)
         size = f" of {window} tokens" if window else ""

@@ -64,6 +64,14 @@ BEHAVIOUR = {
     "echo_auth_answer": "a normal answer ends with the Authorization header it received "
                         "(to test scrubbing)",
     "vision": "accept image parts; a model without it refuses them with a 400",
+    "tools": "False: refuse a request that offers tools with a 400, as a model without tool "
+             "support does; listed in GET /models' supported_parameters either way",
+    "structured_output": "False: refuse a json_schema response_format with a 400 (json_object "
+                         "still works); listed in supported_parameters either way",
+    "max_output": "the most completion tokens an answer may have: a max_tokens or "
+                  "max_completion_tokens above it is refused with a 400 that states it "
+                  "(OpenAI's wording; 'message' replaces it); listed as "
+                  "top_provider.max_completion_tokens",
     "price": "[in, out] in USD per million tokens: listed by GET /models as per-token "
              "'pricing' (as aggregators list it); the calls themselves are not billed",
     "close": "answer with 'Connection: close' and close the connection",
@@ -177,7 +185,10 @@ class SimUpstream:
                 isinstance(price, (list, tuple)) and len(price) == 2
                 and all(type(x) in (int, float) and x >= 0 for x in price)):
             raise ValueError(f"price for {model!r} must be [in, out], numbers >= 0")
-        for key in ("fail_every", "window", "hold_after"):
+        for key in ("tools", "structured_output"):
+            if behaviour.get(key) is not None and not isinstance(behaviour[key], bool):
+                raise ValueError(f"{key} for {model!r} must be true or false")
+        for key in ("fail_every", "window", "hold_after", "max_output"):
             value = behaviour.get(key)
             if value is not None and (type(value) is not int or value < 1):
                 raise ValueError(f"{key} for {model!r} must be a whole number >= 1")
@@ -270,6 +281,16 @@ def _listed(name: str, b: dict) -> dict:
     if b.get("vision") is not None:
         entry["architecture"] = {"input_modalities": ["text", "image"] if b["vision"]
                                  else ["text"]}
+    if b.get("max_output"):
+        entry["top_provider"] = {"max_completion_tokens": b["max_output"]}
+    if b.get("tools") is not None or b.get("structured_output") is not None:
+        # as aggregators list them: a model states every parameter it takes
+        params = ["max_tokens", "temperature", "stop"]
+        if b.get("tools") is not False:
+            params += ["tools", "tool_choice"]
+        if b.get("structured_output") is not False:
+            params += ["response_format", "structured_outputs"]
+        entry["supported_parameters"] = params
     return entry
 
 
@@ -383,6 +404,10 @@ class _Handler(BaseHTTPRequestHandler):
         if images and not b.get("vision"):
             return self._error(400, f"{model} does not support image inputs (simulated); send "
                                "text only", "invalid_request_error", "image_not_supported")
+        refused = _unsupported(model, body, b)
+        if refused:
+            return self._error(400, refused[1] + " (simulated)", "invalid_request_error", None,
+                               param=refused[0])
         if b.get("close"):
             self.close_connection = True
         message = b.get("message")
@@ -568,6 +593,26 @@ def _tool_history_error(messages: list) -> str | None:
     if unanswered:
         return ("the last message calls tools: send the tool messages answering "
                 f"{', '.join(map(str, unanswered))} before asking again")
+def _unsupported(model: str, body: dict, b: dict) -> tuple[str, str] | None:
+    """``(param, message)`` when the request asks for what the model is scripted to lack: tools,
+    a json_schema response format, or more completion tokens than its ``max_output``."""
+    if b.get("tools") is False and body.get("tools"):
+        return "tools", f"registry/{model} does not support tools"
+    fmt = body.get("response_format")
+    if b.get("structured_output") is False and isinstance(fmt, dict) and \
+            fmt.get("type") == "json_schema":
+        return "response_format", ("Invalid parameter: 'response_format' of type 'json_schema' "
+                                   "is not supported with this model")
+    cap = b.get("max_output")
+    for param in ("max_completion_tokens", "max_tokens"):
+        asked = body.get(param)
+        if cap and type(asked) is int and asked > cap:
+            return param, b.get("message") or (
+                f"{param} is too large: {asked}. This model supports at most {cap} completion "
+                f"tokens, whereas you provided {asked}.")
+    return None
+
+
 def _ruled(b: dict, asked: str) -> str | None:
     """The answer of the first rule whose text the last user message contains, if any."""
     for rule in b.get("rules") or ():

@@ -24,6 +24,8 @@ TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
     e.PanelistError: (500, "server_error"),
     e.BadRequest: (400, "invalid_request_error"),
     e.ConfigInvalid: (400, "invalid_request_error"),
+    # OpenAI's status and code for a prompt over the window: a client trims on them
+    e.PromptTooLong: (400, "invalid_request_error"),
     e.Unauthorized: (401, "authentication_error"),
     e.Forbidden: (403, "permission_error"),
     e.NotFound: (404, "not_found_error"),
@@ -41,6 +43,7 @@ TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
     e.UpstreamError: (502, "upstream_error"),
     e.RateLimited: (502, "upstream_error"),
     e.ContextTooLong: (502, "upstream_error"),
+    e.OutputCapExceeded: (502, "upstream_error"),
     e.AuthFailed: (502, "upstream_error"),
     e.PaymentRequired: (502, "upstream_error"),
     e.UpstreamServerError: (502, "upstream_error"),
@@ -90,5 +93,19 @@ def shaped(path: str, status: int, body: dict) -> dict:
     and under it (count_tokens; its clients read only that shape), OpenAI's everywhere else."""
     path = path.partition("?")[0].rstrip("/")
     if path == "/v1/messages" or path.startswith("/v1/messages/"):
-        return messages.from_openai(status, body)
+        return _anthropic_words(messages.from_openai(status, body))
+    return body
+
+
+def _anthropic_words(body: dict) -> dict:
+    """A prompt too long for every seat, in Anthropic's words ("prompt is too long: M tokens >
+    N maximum"), which the clients of /v1/messages look for; any other body as it is."""
+    error = body["error"]
+    if "estimate" not in error or not isinstance(error.get("message"), str):
+        return body
+    window, estimate = error.get("window"), error["estimate"]
+    head = e.PromptTooLong.openai_head(window, estimate)
+    message = error["message"]
+    if message.startswith(head):
+        error["message"] = e.PromptTooLong.anthropic_head(window, estimate) + message[len(head):]
     return body
