@@ -20,8 +20,9 @@ from panelist.metrics.ledger import verdict
 from panelist.metrics.race import registry
 from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.server.routing import KEYS, OPEN, Route
-from panelist.metrics.server.stream import PANEL_HEADER, answer_of, held_stream, stream_panel
+from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel
 from panelist.metrics.wire import messages, models, responses
+from panelist.metrics.wire.chat import Events as ChatEvents
 
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
                "POST /v1/messages, POST /bench/verdict, GET /bench/pending, "
@@ -62,7 +63,7 @@ def post_chat(h: Handler, _):
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
     with answering(h, panels.start(req, seating, key=h.caller.name)) as run:
         if req.stream:
-            stream_panel(h, run, {PANEL_HEADER: run.panel})
+            stream_panel(h, run, ChatEvents(run.panel, req.collection.model_id, int(run.started)))
             return
         reply = panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
         if reply is None:  # the caller left; the panel was cancelled and logged
@@ -110,8 +111,8 @@ def post_responses(h: Handler, _):
     chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
     with answering(h, open_panel(h, chat)) as run:
         if stream:
-            held_stream(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
-                                                 int(run.started)))
+            stream_panel(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
+                                                  int(run.started)))
             return
         reply = answer_of(h, run, h.client_alive)
         if reply is None:  # the caller left; the panel was cancelled and logged
@@ -126,7 +127,7 @@ def post_messages(h: Handler, _):
     chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
     with answering(h, open_panel(h, chat)) as run:
         if stream:
-            held_stream(h, run, messages.Events(run.panel, run.req.collection.model_id))
+            stream_panel(h, run, messages.Events(run.panel, run.req.collection.model_id))
             return
         reply = answer_of(h, run, h.client_alive)
         if reply is None:

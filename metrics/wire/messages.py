@@ -381,10 +381,16 @@ def from_openai(status: int, body: dict) -> dict:
 
 # -- stream -------------------------------------------------------------------------------------
 class Events:
-    """The events of one Messages stream, as ``(event name, data)`` pairs in sending order."""
+    """The events of one Messages stream, as ``(event name, data)`` pairs in sending order.
+    Text sent as it comes (``text``) opens the first block, a text block, at once; ``closing``
+    then only ends it (the deltas added up to ``streamed``) and sends the blocks after it."""
+
+    done = False        # no ``[DONE]``: ``message_stop`` ends the stream
+    sections = False    # all mode's reply is sent whole
 
     def __init__(self, panel: str, model: str):
         self.panel, self.model = panel, model
+        self.streamed = ""
 
     def opening(self) -> list[tuple[str, dict]]:
         # usage is not known yet: message_delta carries the whole of it
@@ -396,10 +402,22 @@ class Events:
     def keepalive(self) -> list[tuple[str, dict]]:
         return [("ping", {"type": "ping"})]
 
+    def text(self, piece: str) -> list[tuple[str, dict]]:
+        # a reply with text has it as its first block (``from_chat``)
+        out = [] if self.streamed else [("content_block_start", {
+            "type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}})]
+        self.streamed += piece
+        return out + [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "text_delta", "text": piece}})]
+
     def closing(self, reply: dict) -> list[tuple[str, dict]]:
         message = from_chat(reply, self.panel)
         out = []
         for i, block in enumerate(message["content"]):
+            if i == 0 and self.streamed and block["type"] == "text":   # sent as it came
+                out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+                continue
             if block["type"] == "text":
                 start, delta = dict(block, text=""), {"type": "text_delta", "text": block["text"]}
             else:
