@@ -33,6 +33,8 @@ Invariants:
 * Setting the set's cancel flag stops every unit: calls waiting for admission stop waiting,
   those in flight have their connection cut, those held back by ``parallel`` are never begun:
   never sent and never logged (they are handed over as cancelled).
+* A call given ``on_delta`` is streamed: the listener hears each piece of the answer's text as
+  it arrives (on the call's thread), and the result is the whole answer all the same.
 * ``parallel`` holds at most that many units of a set at once per lane, in the order given: a
   call's lane is its model's endpoint (a slow or limited endpoint never holds back another), a
   job's the one it names (by default one lane for every job of the set). Without it, every
@@ -90,6 +92,9 @@ class SeatCall:
     # where to send it when its endpoint is not on the roster (yet): the dashboard's Test of an
     # endpoint being added; None: the roster's endpoint of ``model``, looked up at call time
     endpoint: Endpoint | None = None
+    # hears each piece of the answer's text as it arrives (the call is then streamed upstream,
+    # and tried once: a second try would repeat what the listener already has)
+    on_delta: Callable[[str], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -387,7 +392,7 @@ class Seats:
                 pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
                 if learn is not None:
                     learn(call.model, exc)
-                if result.attempts > call.retries:
+                if result.attempts > call.retries or call.on_delta is not None:
                     raise
                 delay = pause if pause is not None else backoff
                 backoff = min(backoff * 2, MAX_BACKOFF)
@@ -436,9 +441,10 @@ class Seats:
             if left <= 0:
                 raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
                                       "waited; give the set more time or lower the load")
+            streamed = {} if call.on_delta is None else {"on_delta": call.on_delta}
             return self.upstream.chat(endpoint.base_url, key, body,
                                       timeout=min(call.timeout, left), cancel=cancel,
-                                      messages_json=encoded.of(call.messages))
+                                      messages_json=encoded.of(call.messages), **streamed)
 
     def _pause(self, model: Model, exc: UpstreamError, cap: float | None) -> float | None:
         """A stated Retry-After: the endpoint pauses for everyone; returns the seconds."""

@@ -58,6 +58,20 @@ def problem(result, fmt) -> str | None:
     return None if why is None else f"not the JSON asked for: {why}"
 
 
+def checked(fmt, tool_choice) -> str:
+    """What must be read in a whole answer before it can be the reply, beyond its having
+    answered (a JSON ``response_format``; a ``tool_choice`` that asks for a tool call), in
+    words; "" when nothing: the first choice's answer is then the reply whatever it says, and a
+    stream may send it as it is written (``live.py``)."""
+    if jsonshape.wants_json(fmt):
+        return ("the response_format asks for JSON: the answer is checked whole before it is "
+                "sent")
+    if tool_choice == "required" or isinstance(tool_choice, dict):
+        return ("tool_choice asks for a tool call: the answer is checked for one before it is "
+                "sent")
+    return ""
+
+
 class Picker:
     """Seats are offered as they finish; ``offer`` says when the pick is decided."""
 

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.ledger import verdict
+from panelist.metrics.panel.live import Live
 from panelist.metrics.race import registry
 from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.server.routing import KEYS, OPEN, Route
@@ -61,7 +62,8 @@ def post_chat(h: Handler, _):
     panels = h.server.panels
     req = panels.parse(body)   # the whole body is checked here, before anything is asked
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
-    with answering(h, panels.start(req, seating, key=h.caller.name)) as run:
+    live = Live() if req.stream else None
+    with answering(h, panels.start(req, seating, key=h.caller.name, live=live)) as run:
         if req.stream:
             stream_panel(h, run, ChatEvents(run.panel, req.collection.model_id, int(run.started)))
             return
@@ -97,19 +99,19 @@ def answering(h: Handler, run):
 
 
 # -- other wire formats: thin adapters over the same panel ---------------------------------------
-def open_panel(h: Handler, chat: dict):
+def open_panel(h: Handler, chat: dict, stream: bool):
     """Seat and start the panel a translated request asks for, as ``post_chat`` does."""
     h.caller.check_model(chat.get("model"))  # 403
     panels = h.server.panels
     req = panels.parse(chat)
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
-    return panels.start(req, seating, key=h.caller.name)
+    return panels.start(req, seating, key=h.caller.name, live=Live() if stream else None)
 
 
 def post_responses(h: Handler, _):
     body = h.read_json()
     chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
-    with answering(h, open_panel(h, chat)) as run:
+    with answering(h, open_panel(h, chat, stream)) as run:
         if stream:
             stream_panel(h, run, responses.Events(body, run.panel, run.req.collection.model_id,
                                                   int(run.started)))
@@ -125,7 +127,7 @@ def post_responses(h: Handler, _):
 def post_messages(h: Handler, _):
     body = h.read_json()
     chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
-    with answering(h, open_panel(h, chat)) as run:
+    with answering(h, open_panel(h, chat, stream)) as run:
         if stream:
             stream_panel(h, run, messages.Events(run.panel, run.req.collection.model_id))
             return

@@ -9,7 +9,12 @@ however long its seats take. Then, by reply mode:
 
 * ``all``: in chat, each seat's section the moment that seat finishes (fastest first); in the
   other formats, the whole reply once every seat ended.
-* ``pick`` and ``merged``: the one answer, once known.
+* ``pick`` and ``merged``: the one answer. When the answer that will be the reply is known
+  before it is written (``metrics.panel.live``: a pick's first choice, the merger), its text is
+  sent piece by piece as its upstream writes it, the rest (tool calls, ``bench``) at its end;
+  a first choice that fails before its first piece fails over and that answer is sent whole,
+  one that fails after it ends the stream with an error (no other answer can follow those
+  pieces). Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
 
 A panel that fails after the stream opened (no seat answered, a fault) ends with the format's
 error event, carrying the body a reply would have had. A caller that leaves gives its panel up:
@@ -25,7 +30,9 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from panelist.metrics.errors import PanelistError
+from panelist.metrics.panel.live import END
 from panelist.metrics.panel.panel import section
+from panelist.metrics.seats import GRACE
 from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.wire.errors import body_of, status_of
 
@@ -132,14 +139,49 @@ def sections(out: Out, run) -> dict | None:
 
 
 def one_answer(out: Out, run) -> dict | None:
-    """Pick and merged: the reply once it is known; None when the caller left meanwhile (the
-    panel is then given up and logged)."""
+    """Pick and merged: the reply, its text sent as it is written when it is followed
+    (``run.live``); None when the caller left meanwhile (the panel is then given up and
+    logged). Raises ``PanelRun.broke_off``'s error when the followed answer failed after its
+    first pieces went out."""
+    live = run.live
     if run.req.reply_mode == "pick":
-        return await_reply(out.h, run, out.keep_alive)
+        if live is not None and live.call is not None:
+            # the first choice's pieces, until it ended (its deadline bounds the wait)
+            if not pump(out, live, lambda: time.monotonic() > run.deadline + GRACE):
+                run.give_up([])
+                return None
+            broken = run.broke_off()
+            if broken is not None:
+                raise broken
+        return await_reply(out.h, run, out.keep_alive)   # the pick, and its failover
     results = gather(out, run)
     if results is None:
         return None
-    return merged(out, run, run.finish_later(results, verdict_url=out.h.base_url()))
+    merging = run.finish_later(results, verdict_url=out.h.base_url())
+    if live is not None and not pump(out, live, merging.done):
+        return cut_merge(run, merging)
+    reply = merged(out, run, merging)
+    if reply is not None and (broken := run.broke_off()) is not None:
+        raise broken
+    return reply
+
+
+def pump(out: Out, live, done) -> bool:
+    """Send the followed answer's pieces as they come, until its end (or ``done()`` with none
+    waiting), the stream kept alive meanwhile; False when the caller left."""
+    try:
+        while True:
+            piece = live.next(out.tick)
+            if piece is END:
+                return True
+            if piece is not None:
+                out.send(out.events.text(piece))
+            elif done():
+                return True
+            else:
+                out.still_there()
+    except OSError:
+        return False
 
 
 def gather(out: Out, run) -> list | None:
@@ -168,12 +210,16 @@ def merged(out: Out, run, merging) -> dict | None:
             try:
                 out.still_there()
             except OSError:
-                run.abandon()   # cuts the merger's call; the merge then records the panel
-                try:
-                    merging.result()
-                except PanelistError:
-                    pass
-                return None
+                return cut_merge(run, merging)
+
+
+def cut_merge(run, merging) -> None:
+    """The caller left during the merge: cut the merger's call; the merge records the panel."""
+    run.abandon()
+    try:
+        merging.result()
+    except PanelistError:
+        pass
 
 
 def await_reply(h: Handler, run, keep_alive) -> dict | None:
