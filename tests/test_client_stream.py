@@ -18,7 +18,7 @@ from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, Upstre
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.sim import SimUpstream
 from panelist.metrics.upstream.transport import CancelFlag
-from test_client import Background
+from test_client import Background, RawServer, chunked
 from transport_fake import FakeTransport, completion
 
 KEY = "sk-test-5f3a9c1e7b"
@@ -205,3 +205,44 @@ def test_the_deadline_ends_a_held_stream(upstream, sim):
     call = Background(upstream.chat, sim.url, None, ask(), timeout=0.5, on_delta=heard)
     assert isinstance(call.outcome(), UpstreamTimeout)
     assert wait_until(lambda: sim.disconnects >= 1)
+
+
+@pytest.fixture
+def raw():
+    servers = []
+
+    def start(*replies):
+        servers.append(RawServer(*replies))
+        return servers[-1]
+    yield start
+    for server in servers:
+        server.close()
+
+
+STREAM = sse(chunk({"role": "assistant", "content": ""}), chunk({"content": "raw "}),
+             chunk({"content": "answer"}), chunk({}, "stop"),
+             {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2,
+                                                 "total_tokens": 5}}, b"[DONE]")
+
+
+def test_a_chunked_stream_in_odd_pieces_is_read_and_its_connection_reused(upstream, raw):
+    reply = chunked(STREAM, pieces=(5, 1, 60, 3)).replace(b"application/json",
+                                                          b"text/event-stream")
+    server = raw((reply, False, 7), reply)
+    for _ in range(2):
+        heard = Heard()
+        answer = upstream.chat(server.url, KEY, ask(), timeout=PATIENCE, on_delta=heard)
+        assert heard.pieces == ["raw ", "answer"] and answer.text == "raw answer"
+        assert answer.tokens == {"prompt": 3, "completion": 2, "total": 5}
+    assert server.connections == 1   # read to its trailer: the connection carried both
+
+
+def test_a_stream_framed_by_the_close_is_read_and_not_reused(upstream, raw):
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+    server = raw((head + STREAM, True, 9), (head + STREAM, True, 0))
+    for _ in range(2):
+        heard = Heard()
+        assert upstream.chat(server.url, KEY, ask(), timeout=PATIENCE,
+                             on_delta=heard).text == "raw answer"
+        assert heard.pieces == ["raw ", "answer"]
+    assert server.connections == 2

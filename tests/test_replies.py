@@ -368,7 +368,7 @@ def test_merged_stream_opens_at_once_keeps_alive_through_the_merge_then_sends_it
         comments = 0
         while comments < 2:   # the merge is held: only keep-alives can come
             event = stream.next()
-            assert event[0] == "comment", f"more than a keep-alive while the merger was held: {event}"
+            assert event[0] == "comment", f"not a keep-alive while the merger was held: {event}"
             comments += 1
         gated.open("x-two")
         rest = stream.rest()

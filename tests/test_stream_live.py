@@ -10,7 +10,9 @@ The simulator holds the rest of a streamed answer after its first piece (``hold_
 the test releases it, so "before the answer is complete" is an order of events, not a time."""
 
 import json
+import socket
 
+import anthropic
 import pytest
 
 from conftest import PATIENCE, logged, openai_client, read_jsonl, wait_until
@@ -263,3 +265,56 @@ def test_the_openai_sdk_gets_a_merged_stream_unchanged(gateway, home, sim):
     assert text == final.choices[0].message.content and text.startswith("[simulated x-two]")
     last = [e.chunk for e in events if e.type == "chunk"][-1]
     assert last.model_extra["bench"]["merger"]["alias"] == "x-two"
+
+
+def test_the_anthropic_helper_reads_the_tokens_as_they_come(gateway, sim):
+    sim.script("fast", hold_stream=True)
+    with anthropic.Anthropic(base_url=gateway.url, api_key="local", max_retries=0,
+                             timeout=PATIENCE) as client:
+        with client.messages.stream(model="bench/trio:pick", max_tokens=300,
+                                    messages=ASK) as stream:
+            pieces = []
+            for text in stream.text_stream:
+                pieces.append(text)
+                if len(pieces) == 1:
+                    assert sim.wait_held("fast", 1, PATIENCE)   # the rest is still held
+                    sim.release("fast")
+            final = stream.get_final_message()
+    assert len(pieces) > 2 and "".join(pieces) == final.content[0].text
+    assert final.stop_reason == "end_turn"
+
+
+def test_the_responses_helper_reads_the_tokens_as_they_come(gateway, sim):
+    sim.script("fast", hold_stream=True)
+    with openai_client(gateway) as client:
+        with client.responses.stream(model="bench/trio:pick", input="Review: x = 1/0") as stream:
+            pieces = []
+            for event in stream:
+                if event.type == "response.output_text.delta":
+                    pieces.append(event.delta)
+                    if len(pieces) == 1:
+                        assert sim.wait_held("fast", 1, PATIENCE)
+                        sim.release("fast")
+            final = stream.get_final_response()
+    assert len(pieces) > 2 and "".join(pieces) == final.output_text
+    assert final.model_extra["bench"]["picked"]["alias"] == "fast"
+
+
+@pytest.mark.parametrize("mode, held", [("pick", "fast"), ("merged", "x-two")])
+def test_a_caller_that_leaves_mid_answer_cancels_the_panel(gateway, home, sim, mode, held):
+    merged_by(home, "x-two")
+    sim.script(held, hold_stream=True)
+    stream = chat_stream(gateway, model=f"bench/trio:{mode}")
+    try:
+        panel = stream.headers["x-panelist-panel"]
+        first_text(stream)
+        assert sim.wait_held(held, 1, PATIENCE)
+    finally:
+        stream.sock.shutdown(socket.SHUT_RDWR)
+        stream.close()
+    assert sim.wait_disconnects(1, timeout=PATIENCE)   # the streamed call was cut
+    record = panel_logged(home, panel)
+    assert record["abandoned"] is True
+    cut = record["merger"] if mode == "merged" else next(s for s in record["seats"]
+                                                           if s["alias"] == held)
+    assert cut["status"] == "cancelled"

@@ -85,7 +85,7 @@ def test_a_stream_opens_at_once_and_outlives_a_short_read_timeout(held, home, ga
         # the seats stay held until the client has waited longer than its read timeout
         while kept < 2 or time.monotonic() - held_since <= READ:
             event = stream.next()
-            assert keep_alive(fmt, event), f"only keep-alives may come while seats are held: {event}"
+            assert keep_alive(fmt, event), f"not a keep-alive while seats are held: {event}"
             kept += 1
         assert not logged(home), "the panel ended while every seat was held"
         gated.open(*MEMBERS)

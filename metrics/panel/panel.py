@@ -27,7 +27,9 @@ placeholders.
 Reply modes (``collection.REPLIES``): ``all`` answers with every seat's section (markdown) once
 every seat ended; ``merged`` with one answer a merger writes after them; ``pick`` with one
 seat's answer verbatim (``pick.py`` says which), as soon as it is known, while the slower seats
-keep running behind it. However the reply went out, ``record`` runs exactly once: after every
+keep running behind it. A streamed panel's ``Live`` (``live.py``) follows the answer that
+will be the reply when that is known before it is written: a pick's first choice, or the
+merger. However the reply went out, ``record`` runs exactly once: after every
 seat ended (a picked panel records when its last seat ends, whether or not the caller is still
 there), or when the caller left before its reply (the panel is then abandoned). Nothing can
 skip it: a run is a context manager whose exit settles it (recorded then, or by its last seat),

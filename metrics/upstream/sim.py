@@ -5,12 +5,13 @@ starts with ``[simulated <model id>]`` and every completion id with ``simcmpl-``
 model is consulted; answers are deterministic, and so is jitter (a seeded generator).
 
 Each model follows a scripted behaviour (see ``BEHAVIOUR``) that can be replaced while the server
-runs. A request with ``stream: true`` gets its answer as OpenAI's stream chunks
-(``simstream``); a failure is still a status (or, for ``reset``, a stream cut halfway). Whatever the behaviour, a history whose tool messages do not answer the tool calls of the
-assistant message before them is refused with a 400, as OpenAI's API does. Invariants: every chat request is recorded in ``requests`` before it is answered; a client
-that goes away while its request is pending (latency or ``hang``) is noticed and counted in
-``disconnects``; ``stop()`` returns promptly even while requests hang, and closes every
-connection it holds.
+runs. A request with ``stream: true`` gets its answer as OpenAI's stream chunks (``simstream``); a
+failure is still a status (or, for ``reset``, a stream cut halfway). Whatever the behaviour, a
+history whose tool messages do not answer the tool calls of the assistant message before them is
+refused with a 400, as OpenAI's API does. Invariants: every chat request is recorded in
+``requests`` before it is answered; a client that goes away while its request is pending (latency
+or ``hang``) is noticed and counted in ``disconnects``; ``stop()`` returns promptly even while
+requests hang, and closes every connection it holds.
 
 Run it on its own::
 
