@@ -5,7 +5,8 @@
                body each of its writes declares (bodies); Parts (a server's long-lived
                pieces, built once); guard, keys, rate limits, sessions
     cli/       ``panelist noun verb`` (main), the MCP server
-    wire/      formats <-> one panel request: models, responses, messages, error shapes
+    wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
+               error shapes
     upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls
                it records before sending)
     race/      benchmark (one race), judge, transcript, report, costs, chatjob, registry
@@ -16,7 +17,8 @@
                snapshot, queries; verdict rules, suite evidence
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
-    upstream/  client (one call), proxy, admission (pacing per endpoint), sim (simulated provider)
+    upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim
+               (simulated provider; simstream, its streamed answers)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
                one atomic write): storage with no domain words
 

@@ -33,6 +33,8 @@ Invariants:
 * Setting the set's cancel flag stops every unit: calls waiting for admission stop waiting,
   those in flight have their connection cut, those held back by ``parallel`` are never begun:
   never sent and never logged (they are handed over as cancelled).
+* A call given ``on_delta`` is streamed: the listener hears each piece of the answer's text as
+  it arrives (on the call's thread), and the result is the whole answer all the same.
 * ``parallel`` holds at most that many units of a set at once per lane, in the order given: a
   call's lane is its model's endpoint (a slow or limited endpoint never holds back another), a
   job's the one it names (by default one lane for every job of the set). Without it, every
@@ -101,6 +103,9 @@ class SeatCall:
     # where to send it when its endpoint is not on the roster (yet): the dashboard's Test of an
     # endpoint being added; None: the roster's endpoint of ``model``, looked up at call time
     endpoint: Endpoint | None = None
+    # hears each piece of the answer's text as it arrives (the call is then streamed upstream,
+    # and tried once: a second try would repeat what the listener already has)
+    on_delta: Callable[[str], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -402,7 +407,8 @@ class Seats:
                 pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
                 if learn is not None:
                     learn(call.model, exc)
-                if result.attempts - corrected > call.retries:
+                # a streamed call is never tried again: its pieces may have gone out
+                if result.attempts - corrected > call.retries or call.on_delta is not None:
                     raise
                 delay = pause if pause is not None else backoff
                 backoff = min(backoff * 2, MAX_BACKOFF)
@@ -458,10 +464,11 @@ class Seats:
             if left <= 0:
                 raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
                                       "waited; give the set more time or lower the load")
+            streamed = {} if call.on_delta is None else {"on_delta": call.on_delta}
             try:
                 return self.upstream.chat(endpoint.base_url, key, body,
                                           timeout=min(call.timeout, left), cancel=cancel,
-                                          messages_json=encoded.of(call.messages))
+                                          messages_json=encoded.of(call.messages), **streamed)
             except UpstreamError as exc:   # callers read the endpoint's name, never its URL
                 text = named(exc.message, endpoint.base_url, endpoint.name)
                 exc.message, exc.args = text, (text,)   # its class and fields stay as they were

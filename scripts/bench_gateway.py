@@ -361,9 +361,8 @@ class Bench:
             # the first text's time minus the fastest seat's own seconds (bench.seats)
             "gap_ms": stat(gap),
             "fastest_seat_ms": stat(fastest),
-            # the head and the role chunk wait for the first seat that answered (a panel that
-            # fails whole is an error status, not a stream), so they arrive with its text;
-            # role_to_text is the time between the role chunk and that first text
+            # the head and the role chunk go out as soon as the panel is seated, before any
+            # seat answers; role_to_text is the time between the role chunk and the first text
             "head_ms": stat(head), "role_ms": stat(role), "role_to_text_ms": stat(after_role),
             # [DONE] minus the slowest seat's seconds (recording the panel, the final chunk)
             "done_after_slowest_ms": stat(end),

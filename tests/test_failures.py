@@ -1,6 +1,7 @@
 """Failures are statuses: a panel none of whose seats answered is a 502 (every seat rate limited:
-a 503 with Retry-After), never a 200 carrying error text; streamed or not, in every reply mode,
-with the seats in the error body and the panel logged all the same."""
+a 503 with Retry-After), never a 200 carrying error text, in every reply mode, with the seats in
+the error body and the panel logged all the same. A stream, which opens at once, ends with the
+same error body as an error event."""
 
 import json
 
@@ -8,6 +9,7 @@ import openai
 import pytest
 
 from conftest import PATIENCE, TEST_MODELS, raw_stream, read_jsonl
+from sse import RawStream
 from panelist.metrics.cli.main import main
 
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]
@@ -51,24 +53,43 @@ def test_the_clients_own_retries_do_not_start_another_panel(gateway, home, sim):
 
 
 @pytest.mark.parametrize("mode", ["all", "merged", "pick"])
-def test_a_failed_stream_is_a_real_error_status(gateway, sim, mode):
+def test_a_failed_stream_ends_with_the_error_a_reply_would_have_had(gateway, home, sim, mode):
+    # a stream opens at once (tests/test_stream_open.py): a panel that fails after that ends
+    # with an error event holding the body a reply would have had, and the openai package raises
     fail_everyone(sim, fail="empty")
-    head, body = raw_stream(gateway, {"model": f"bench/trio:{mode}", "messages": ASK})
-    assert head.startswith("HTTP/1.1 502"), head
-    assert "content-type: application/json" in head.lower() and "x-panelist-panel: p" in \
-        head.lower()
-    error = json.loads(body)["error"]
+    with RawStream(gateway.server, "/v1/chat/completions",
+                   {"model": f"bench/trio:{mode}", "messages": ASK, "stream": True}) as stream:
+        assert stream.status == 200
+        panel = stream.headers["x-panelist-panel"]
+        events = [e for e in stream.rest() if e[0] != "comment"]
+    assert events[0][1]["choices"][0]["delta"] == {"role": "assistant"}
+    sections = [e[1]["choices"][0]["delta"]["content"] for e in events[1:-2]]
+    if mode == "all":   # each failed seat's section came as it ended
+        assert len(sections) == 5 and all("> empty:" in s for s in sections), sections
+    else:
+        assert not sections
+    error = events[-2][1]["error"]
     assert error["code"] == "all_seats_failed" and {s["status"] for s in error["seats"]} == {
         "empty"}
+    assert events[-1] == (None, "[DONE]")
+    (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")   # logged all the same
+    assert record["panel"] == panel and record["abandoned"] is False
+
+    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
+                       timeout=PATIENCE) as client:
+        with pytest.raises(openai.APIError) as caught:
+            list(client.chat.completions.create(model=f"bench/trio:{mode}", messages=ASK,
+                                                stream=True))
+    assert caught.value.body["code"] == "all_seats_failed"
+    assert "no seat of bench/trio answered" in caught.value.message
 
 
-def test_a_stream_begins_with_the_first_answer_after_failed_seats(gateway, sim):
+def test_a_stream_sends_the_sections_of_failed_seats_as_they_end(gateway, sim):
     sim.script("fast", fail="server_error")
     sim.script("mid", fail="empty")
     head, body = raw_stream(gateway, {"model": "bench/trio", "messages": ASK})
     assert head.startswith("HTTP/1.1 200")
     text = body.decode()
-    # the seats that failed first are still sent, once the stream had reason to begin
     assert "## Seat 1: member · fast" in text and "## Seat 2: member · mid" in text
 
 

@@ -80,9 +80,7 @@ def test_stream_sends_each_seat_as_it_finishes(gateway, members_only, gated):
     move_to(members_only, gated, "fast", "mid", "slow")
     with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
                        timeout=PATIENCE) as client:
-        # the stream's head waits for a first answer: mid gives it
-        gated.open("mid")
-        stream = client.chat.completions.create(**chat(stream=True))
+        stream = client.chat.completions.create(**chat(stream=True))   # opens at once
         chunks = iter(stream)
         seen, sections = [], []
 
@@ -358,18 +356,22 @@ def test_pending_lists_owed_verdicts(gateway, home, sim, capsys):
     assert {o["call"] for o in json.loads(capsys.readouterr().out)} == listed
 
 
-def test_merged_stream_begins_once_the_merge_is_done_then_sends_one_chunk(home, members_only,
-                                                                          gated):
+def test_merged_stream_opens_at_once_keeps_alive_through_the_merge_then_sends_it(home,
+                                                                               members_only,
+                                                                               gated):
     Collections(home).save(Roster(home).view(), "trio", ["fast", "mid", "slow"], merger="x-two")
     move_to(home, gated, "x-two")   # the members answer at once; the merger waits at its gate
     with Gateway(make_gateway(home, keepalive=0.2, env={})) as gw, \
-            EventStream(gw, chat(stream=True, bench={"reply": "merged"}), head=False) as stream:
+            EventStream(gw, chat(stream=True, bench={"reply": "merged"})) as stream:
+        assert stream.status.startswith(b"HTTP/1.1 200")   # before the merge, before any seat
+        assert stream.next()[1]["choices"][0]["delta"] == {"role": "assistant"}
         assert gated.wait_arrived("x-two"), "the merger was never asked"
-        # the seats are done and the merge is held: not even the head may have been sent
-        assert stream.silent(), "the stream began before the merge was done"
+        comments = 0
+        while comments < 2:   # the merge is held: only keep-alives can come
+            event = stream.next()
+            assert event[0] == "comment", f"not a keep-alive while the merger was held: {event}"
+            comments += 1
         gated.open("x-two")
-        stream.read_head()
-        assert stream.status.startswith(b"HTTP/1.1 200")
         rest = stream.rest()
     texts = [t for t in map(content, rest) if t]
     assert len(texts) == 1 and texts[0].startswith("[gated x-two]"), texts  # one chunk: the merge

@@ -27,7 +27,9 @@ placeholders.
 Reply modes (``collection.REPLIES``): ``all`` answers with every seat's section (markdown) once
 every seat ended; ``merged`` with one answer a merger writes after them; ``pick`` with one
 seat's answer verbatim (``pick.py`` says which), as soon as it is known, while the slower seats
-keep running behind it. However the reply went out, ``record`` runs exactly once: after every
+keep running behind it. A streamed panel's ``Live`` (``live.py``) follows the answer that
+will be the reply when that is known before it is written: a pick's first choice, or the
+merger. However the reply went out, ``record`` runs exactly once: after every
 seat ended (a picked panel records when its last seat ends, whether or not the caller is still
 there), or when the caller left before its reply (the panel is then abandoned). Nothing can
 skip it: a run is a context manager whose exit settles it (recorded then, or by its last seat),
@@ -48,6 +50,7 @@ from typing import Callable, Iterator
 
 from panelist.metrics import seatrecord
 from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
+from panelist.metrics.panel.live import Live
 from panelist.metrics.panel.request import Request, parse_request
 from panelist.metrics.ledger import suiteevidence
 from panelist.metrics.upstream.admission import Admission
@@ -240,11 +243,13 @@ class Panels:
                 return None
         return run.finish(results, verdict_url=verdict_url)
 
-    def start(self, req: Request, seating: Seating, *, key: str) -> "PanelRun":
+    def start(self, req: Request, seating: Seating, *, key: str,
+              live: Live | None = None) -> "PanelRun":
         """Ask every seat of a seated panel. Use the run as a context manager (``with
         panels.start(...) as run:``): leaving the block settles it (``PanelRun.settle``), so its
-        line is written however the caller's part ends."""
-        return PanelRun(self, req, seating, key)
+        line is written however the caller's part ends. ``live``: a stream's, which follows the
+        answer that will be the reply when that is known before it is written (``live.py``)."""
+        return PanelRun(self, req, seating, key, live)
 
     def learn(self, model: Model, exc: UpstreamError) -> None:
         """The seats core's hook for a seat's failure: a rate limit rests the model, a stated
@@ -280,8 +285,10 @@ class SeatEvidence:
 class PanelRun:
     """One panel in flight: its seats, a set of the seats core, handed over as they finish."""
 
-    def __init__(self, panels: Panels, req: Request, seating: Seating, key: str):
+    def __init__(self, panels: Panels, req: Request, seating: Seating, key: str,
+                 live: Live | None = None):
         self.panels, self.req, self.seating, self.key = panels, req, seating, key
+        self.live = live
         try:
             limits = panels.collections.limits()
             self.started = seating.at or time.time()
@@ -307,6 +314,8 @@ class PanelRun:
             self.seat_timeout = limits.seat_timeout
             calls = [self._call(s, self.history.for_seat(s.model.alias), req.params)
                      for s in seating.seats]
+            if live is not None:
+                calls = live.plan(req, calls)
             self._number = {c.label: i for i, c in enumerate(calls)}
             self._left = len(calls)   # seats still running
             self._max_pause = limits.max_cooldown
@@ -337,6 +346,8 @@ class PanelRun:
         # also finds the seat no longer in flight
         if self.seating.hold is not None:
             self.seating.hold.release(result.alias)
+        if self.live is not None and result.call == self.live.call:
+            self.live.end()
         with self._lock:
             self._left -= 1
             last = self._left == 0 and self._detached
@@ -426,6 +437,22 @@ class PanelRun:
         self.answer = picker.picked
         self._detach()
         return picker.picked
+
+    def broke_off(self) -> PanelistError | None:
+        """The error a stream ends with when the followed answer (``live``) failed after its
+        first tokens were sent, since no other answer can follow them; None otherwise. The
+        panel's note says so."""
+        live = self.live
+        if live is None or not live.started:
+            return None
+        followed = [r for r in self.results + [self.merger] if r and r.call == live.call]
+        if not followed or followed[0].answered:
+            return None
+        said = f"{live.seat} broke off mid-answer ({followed[0].reason})"
+        self.note = "; ".join(filter(None, [self.note, said]))
+        return AllSeatsFailed(f"{said} after its first tokens were sent; ask again (every seat "
+                              f"is in GET /bench/panels/{self.panel})", [public(followed[0])],
+                              code="answer_broke_off")
 
     def _detach(self) -> None:
         """The reply is going out before every seat ended: the last seat to end records the
@@ -528,10 +555,16 @@ class PanelRun:
             else "max_tokens"
         params[budget_key] = merge.budget(ordered, window_of(model, states.get(model.alias)),
                                           size)
-        self.merger, = panels.seats.run(
-            [self._call(Seat("merger", 1, model), messages, params)], deadline=self.deadline,
-            cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
-            max_pause=self._max_pause)
+        call = self._call(Seat("merger", 1, model), messages, params)
+        followed = self.live is not None and self.live.may_follow()
+        try:
+            self.merger, = panels.seats.run(
+                [self.live.follow(call) if followed else call], deadline=self.deadline,
+                cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
+                max_pause=self._max_pause)
+        finally:
+            if followed:
+                self.live.end()
         why = pick.problem(self.merger, self.demand)
         if why is None:
             self.answer = self.merger
@@ -608,6 +641,8 @@ class PanelRun:
             bench["note"] = self.note
         if self.disagreement is not None:
             bench["disagreement"] = self.disagreement
+        if self.live is not None and (why := self.live.buffered(self.req.reply_mode, self.answer)):
+            bench["buffered"] = why
         bench["suggest"] = self.seating.suggest
         return bench
 

@@ -75,6 +75,20 @@ class Demand:
         choice forced); when not, the first seat in the order that answers is the pick."""
         return self.tool is not None or jsonshape.wants_json(self.fmt)
 
+    def why_checked(self) -> str:
+        """``checked`` in words, "" when not: the first choice's answer is then the reply
+        whatever it says, and a stream may send it as it is written (``live.py``)."""
+        if jsonshape.wants_json(self.fmt):
+            return ("the response_format asks for JSON: the answer is checked whole before it "
+                    "is sent")
+        if self.tool == "none":
+            return ('tool_choice is "none": the answer is checked for tool calls before it is '
+                    "sent")
+        if self.tool is not None:
+            return ("tool_choice asks for a tool call: the answer is checked for one before it "
+                    "is sent")
+        return ""
+
     @property
     def forced(self) -> bool:
         """Whether the reply must be a tool call (``"required"`` or a named function)."""

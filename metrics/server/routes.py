@@ -17,11 +17,13 @@ from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import BadRequest, NotFound, PanelistError
 from panelist.metrics.ledger import verdict
+from panelist.metrics.panel.live import Live
 from panelist.metrics.race import registry
 from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.server.routing import KEYS, OPEN, Route
-from panelist.metrics.server.stream import PANEL_HEADER, answer_of, held_stream, stream_panel
+from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel
 from panelist.metrics.wire import messages, models, responses
+from panelist.metrics.wire.chat import Events as ChatEvents
 
 ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
                "POST /v1/messages, POST /v1/messages/count_tokens, POST /bench/verdict, "
@@ -68,9 +70,10 @@ def post_chat(h: Handler, _):
     panels = h.server.panels
     req = panels.parse(body)   # the whole body is checked here, before anything is asked
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
-    with answering(h, panels.start(req, seating, key=h.caller.name)) as run:
+    live = Live() if req.stream else None
+    with answering(h, panels.start(req, seating, key=h.caller.name, live=live)) as run:
         if req.stream:
-            stream_panel(h, run, {PANEL_HEADER: run.panel})
+            stream_panel(h, run, ChatEvents(run.panel, run.req.asked, int(run.started)))
             return
         reply = panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
         if reply is None:  # the caller left; the panel was cancelled and logged
@@ -104,22 +107,22 @@ def answering(h: Handler, run):
 
 
 # -- other wire formats: thin adapters over the same panel ---------------------------------------
-def open_panel(h: Handler, chat: dict):
+def open_panel(h: Handler, chat: dict, stream: bool):
     """Seat and start the panel a translated request asks for, as ``post_chat`` does."""
     h.caller.check_model(chat.get("model"))  # 403
     panels = h.server.panels
     req = panels.parse(chat)
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
-    return panels.start(req, seating, key=h.caller.name)
+    return panels.start(req, seating, key=h.caller.name, live=Live() if stream else None)
 
 
 def post_responses(h: Handler, _):
     body = h.read_json()
     chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
-    with answering(h, open_panel(h, chat)) as run:
+    with answering(h, open_panel(h, chat, stream)) as run:
         if stream:
-            held_stream(h, run, responses.Events(body, run.panel, run.req.asked,
-                                                 int(run.started)))
+            stream_panel(h, run, responses.Events(body, run.panel, run.req.asked,
+                                                  int(run.started)))
             return
         reply = answer_of(h, run, h.client_alive)
         if reply is None:  # the caller left; the panel was cancelled and logged
@@ -132,9 +135,9 @@ def post_responses(h: Handler, _):
 def post_messages(h: Handler, _):
     body = h.read_json()
     chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
-    with answering(h, open_panel(h, chat)) as run:
+    with answering(h, open_panel(h, chat, stream)) as run:
         if stream:
-            held_stream(h, run, messages.Events(run.panel, run.req.asked))
+            stream_panel(h, run, messages.Events(run.panel, run.req.asked))
             return
         reply = answer_of(h, run, h.client_alive)
         if reply is None:

@@ -1,8 +1,26 @@
-"""Panels as server-sent events, and a reply awaited while its caller is watched.
+"""Panels as server-sent events in every wire format, and a reply awaited while its caller is
+watched.
 
-A stream's 200 head waits until there is something to say, so a panel that fails whole is a
-real error status, not a stream; a caller that leaves gives its panel up (the seats still
-running are cut and the panel is logged abandoned).
+A stream opens at once: once the panel is seated (every refusal comes before, with its own
+status), the 200 head and the format's opening events go out, and from then on a keep-alive
+goes out after every ``keepalive`` seconds (the server's setting) in which nothing else was
+sent, so neither a client's read timeout nor a proxy's idle timer ever sees a silent panel,
+however long its seats take. Then, by reply mode:
+
+* ``all``: in chat, each seat's section the moment that seat finishes (fastest first); in the
+  other formats, the whole reply once every seat ended.
+* ``pick`` and ``merged``: the one answer. When the answer that will be the reply is known
+  before it is written (``metrics.panel.live``: a pick's first choice, the merger), its text is
+  sent piece by piece as its upstream writes it, the rest (tool calls, ``bench``) at its end;
+  a first choice that fails before its first piece fails over and that answer is sent whole,
+  one that fails after it ends the stream with an error (no other answer can follow those
+  pieces). Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
+
+A panel that fails after the stream opened (no seat answered, a fault) ends with the format's
+error event, carrying the body a reply would have had. A caller that leaves gives its panel up:
+the seats still running (and a merge under way) are cut and the panel is logged abandoned.
+The events themselves are the format's (``metrics.wire.chat``, ``responses``, ``messages``:
+``Events``); this module only decides when each goes out.
 """
 
 from __future__ import annotations
@@ -12,7 +30,9 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from panelist.metrics.errors import PanelistError
+from panelist.metrics.panel.live import END
 from panelist.metrics.panel.panel import section
+from panelist.metrics.seats import GRACE
 from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.wire.errors import body_of, status_of
 
@@ -28,178 +48,178 @@ def answer_of(h: Handler, run, alive):
         raise
 
 
-def stream_panel(h: Handler, run, mark: dict) -> None:
-    """Server-sent events. The 200 head waits until there is something to say: the first seat
-    that answered (all mode), the picked answer (pick) or the merge (merged), so a panel that
-    fails whole is a real error status, not a stream. Meanwhile the client is checked on, and
-    a caller that leaves gives the panel up. Then: all mode sends each seat's section as it
-    finishes (keep-alive comments while seats work); pick and merged send the one answer in
-    OpenAI's chunk shapes (content, then tool calls); ``bench`` and ``usage`` ride on the final
-    chunk."""
-    base = {"id": f"chatcmpl-{run.panel}", "object": "chat.completion.chunk",
-            "created": int(run.started), "model": run.req.asked}
-
-    def delta(d: dict, finish=None, **extra):
-        return dict(base, choices=[{"index": 0, "delta": d, "finish_reason": finish}], **extra)
-
-    def begin() -> None:
-        h.start_events(mark)
-        h.send_event(delta({"role": "assistant"}))
-
-    if run.req.reply_mode != "all":
-        # the whole answer first (an error is raised before any byte of the stream is sent)
-        reply = whole_reply(h, run)
-        if reply is None:
-            h.close_connection = True
-            return
-        (choice,) = reply["choices"]
-        message = choice["message"]
-        try:
-            begin()
-            if message.get("content"):
-                h.send_event(delta({"content": message["content"]}))
-            if message.get("tool_calls"):
-                h.send_event(delta({"tool_calls": [
-                    dict(call, index=i) for i, call in enumerate(message["tool_calls"])]}))
-            run.delivered_reply(reply)   # before the last event: see post_chat
-            h.send_event(delta({}, choice["finish_reason"], usage=reply["usage"],
-                               bench=reply["bench"]))
-            h.end_events()
-        except OSError:
-            h.close_connection = True
-        return
-
-    results, waiting = [], []   # waiting: sections of seats that failed before any answered
-    sent = []   # the text as the caller received it, in the order it was sent
-    quiet_since = time.monotonic()
-    tick = min(0.25, h.server.keepalive)
-    started = False
-
-    def still_there() -> None:
-        nonlocal quiet_since
-        if not h.client_alive():
-            raise ConnectionResetError("the caller closed the stream")
-        if started and time.monotonic() - quiet_since >= h.server.keepalive:
-            h.send_chunk(": seats still working\n\n")
-            quiet_since = time.monotonic()
-
-    try:
-        for result in run.progress(tick=tick):
-            if result is None:
-                still_there()
-                continue
-            results.append(result)
-            waiting.append(delta({"content": section(result, run.seat_number(result)) + "\n"}))
-            if not started and result.answered:
-                begin()
-                started = True
-            if started:
-                for event in waiting:
-                    h.send_event(event)
-                    sent.append(event["choices"][0]["delta"]["content"])
-                waiting.clear()
-                quiet_since = time.monotonic()
-    except OSError:  # the caller went away: stop the seats still running and log the panel
-        run.give_up(results)
-        h.close_connection = True
-        return
-    if not started:   # no seat answered: recorded, and a real error status
-        run.record(results)
-        raise run.failure(results)
-    try:
-        run.record(results)
-        run.delivered("".join(sent))   # every section is out; before the last event
-        h.send_event(delta({}, "stop", usage=run.usage(results),
-                           bench=run.bench(results, verdict_url=h.base_url())))
-    except OSError:
-        h.close_connection = True
-        return
-    except Exception:
-        h.send_event(fault(f"streaming {run.panel}", "internal error after the stream began"))
-    h.end_events()
+class Gone(ConnectionResetError):
+    """Raised when the caller closed the stream."""
 
 
-def whole_reply(h: Handler, run) -> dict | None:
-    """A pick or merged panel's reply, for a stream that has not begun; None when the caller
-    left meanwhile (the panel is then given up and logged). The merge runs on a seat thread,
-    so the caller can be checked on while it works."""
-    panels = h.server.panels
-    if run.req.reply_mode == "pick":
-        return panels.complete(run, verdict_url=h.base_url(), alive=h.client_alive)
-    results = []
-    for result in run.progress(tick=min(0.25, h.server.keepalive)):
-        if result is not None:
-            results.append(result)
-        elif not h.client_alive():
-            run.give_up(results)
-            return None
-    merging = run.finish_later(results, verdict_url=h.base_url())
-    while True:
-        try:
-            return merging.result(timeout=0.25)
-        except FutureTimeout:
-            if not h.client_alive():
-                run.abandon()   # cuts the merger's call; the merge then records the panel
-                try:
-                    merging.result()
-                except PanelistError:
-                    pass
-                return None
+class Out:
+    """One open stream: its events sent in order, the quiet between them watched."""
 
+    def __init__(self, h: Handler, run, events):
+        self.h, self.run, self.events = h, run, events
+        self.every = h.server.keepalive
+        self.tick = min(0.25, self.every)
+        self.quiet_since = time.monotonic()
 
-def held_stream(h: Handler, run, events) -> None:
-    """A stream in another format, sent once the panel's reply is known: its 200 head waits for
-    the reply, so a panel that fails is a real error status. Only if the seats are still working
-    after ``keepalive`` seconds does the stream open early, keeping the client (and proxies) alive
-    with the format's keep-alive events; a failure after that is the format's error event.
-    ``events`` makes the format's events (see ``wire_messages.Events``)."""
-    opened = False
+    def open(self) -> None:
+        self.h.start_events({PANEL_HEADER: self.run.panel})
+        self.send(self.events.opening())
 
-    def send(items) -> None:
+    def send(self, items) -> None:
         for name, data in items:
             if name is None:   # an SSE comment
-                h.send_chunk(f"{data}\n\n")
+                self.h.send_chunk(f"{data}\n\n")
             else:
-                h.send_event(data, event=name)
+                self.h.send_event(data, event=name)
+        self.quiet_since = time.monotonic()
 
-    def begin() -> None:
-        nonlocal opened
-        h.start_events({PANEL_HEADER: run.panel})
-        opened = True
+    def keep_alive(self) -> None:
+        self.send(self.events.keepalive())
 
-    def keep_alive() -> None:
-        if not opened:
-            begin()
-            send(events.opening())
-        send(events.keepalive())
+    def still_there(self) -> None:
+        """Raise ``Gone`` if the caller left; a keep-alive if the stream was quiet too long."""
+        if not self.h.client_alive():
+            raise Gone("the caller closed the stream")
+        if time.monotonic() - self.quiet_since >= self.every:
+            self.keep_alive()
 
+
+def stream_panel(h: Handler, run, events) -> None:
+    """Stream a started panel's reply with ``events`` (see the module docstring)."""
+    out = Out(h, run, events)
+    try:
+        out.open()
+    except OSError:   # gone before the first byte: nothing to answer
+        run.give_up([])
+        h.close_connection = True
+        return
     reply = None
     try:
-        reply = await_reply(h, run, keep_alive)
+        if run.req.reply_mode == "all":
+            reply = sections(out, run) if events.sections else \
+                await_reply(h, run, out.keep_alive)
+        else:
+            reply = one_answer(out, run)
         if reply is None:  # the caller left; the panel was cancelled and logged
             h.close_connection = True
             return
-        # made before the head goes out, so a fault in them is still a plain 500
-        ending = ([] if opened else events.opening()) + events.closing(reply)
+        if events.streamed:   # the caller has the text as it was sent: that is the reply's
+            reply["choices"][0]["message"]["content"] = events.streamed
+        # made before the reply counts as delivered, so a fault in them is still an error event
+        ending = events.closing(reply)
     except PanelistError as exc:
-        if not opened:
-            exc.headers.setdefault(PANEL_HEADER, run.panel)
-            raise
-        ending = events.failure(status_of(exc), body_of(exc))
+        reply, ending = None, events.failure(status_of(exc), body_of(exc))
     except Exception:
-        if not opened:
-            raise
-        ending = events.failure(500, fault(f"streaming {run.panel}", "internal error after the "
-                                           "stream began"))
+        reply, ending = None, events.failure(500, fault(
+            f"streaming {run.panel}", "internal error after the stream began"))
     try:
-        if not opened:
-            begin()
         if reply is not None:
             run.delivered_reply(reply)   # before the last events: see post_chat
-        send(ending)
-        h.end_events(done=False)
+        out.send(ending)
+        h.end_events(done=events.done)
     except OSError:
         h.close_connection = True
+
+
+def sections(out: Out, run) -> dict | None:
+    """All mode in chat: each seat's section as it finishes; the reply (``bench``, ``usage``)
+    once every seat ended. None when the caller left (the panel is given up and logged)."""
+    results = []
+    try:
+        for result in run.progress(tick=out.tick):
+            if result is None:
+                out.still_there()
+                continue
+            results.append(result)
+            out.send(out.events.text(section(result, run.seat_number(result)) + "\n"))
+    except OSError:   # the caller went away: stop the seats still running and log the panel
+        run.give_up(results)
+        return None
+    return run.finish(results, verdict_url=out.h.base_url())
+
+
+def one_answer(out: Out, run) -> dict | None:
+    """Pick and merged: the reply, its text sent as it is written when it is followed
+    (``run.live``); None when the caller left meanwhile (the panel is then given up and
+    logged). Raises ``PanelRun.broke_off``'s error when the followed answer failed after its
+    first pieces went out."""
+    live = run.live
+    if run.req.reply_mode == "pick":
+        if live is not None and live.call is not None:
+            # the first choice's pieces, until it ended (its deadline bounds the wait)
+            if not pump(out, live, lambda: time.monotonic() > run.deadline + GRACE):
+                run.give_up([])
+                return None
+            broken = run.broke_off()
+            if broken is not None:
+                raise broken
+        return await_reply(out.h, run, out.keep_alive)   # the pick, and its failover
+    results = gather(out, run)
+    if results is None:
+        return None
+    merging = run.finish_later(results, verdict_url=out.h.base_url())
+    if live is not None and not pump(out, live, merging.done):
+        return cut_merge(run, merging)
+    reply = merged(out, run, merging)
+    if reply is not None and (broken := run.broke_off()) is not None:
+        raise broken
+    return reply
+
+
+def pump(out: Out, live, done) -> bool:
+    """Send the followed answer's pieces as they come, until its end (or ``done()`` with none
+    waiting), the stream kept alive meanwhile; False when the caller left."""
+    try:
+        while True:
+            piece = live.next(out.tick)
+            if piece is END:
+                return True
+            if piece is not None:
+                out.send(out.events.text(piece))
+            elif done():
+                return True
+            else:
+                out.still_there()
+    except OSError:
+        return False
+
+
+def gather(out: Out, run) -> list | None:
+    """Every seat's result as the seats end, the stream kept alive meanwhile; None when the
+    caller left (the panel is then given up and logged)."""
+    results = []
+    try:
+        for result in run.progress(tick=out.tick):
+            if result is not None:
+                results.append(result)
+            else:
+                out.still_there()
+    except OSError:
+        run.give_up(results)
+        return None
+    return results
+
+
+def merged(out: Out, run, merging) -> dict | None:
+    """The merge's reply (a Future run on a seat thread), the stream kept alive while the
+    merger works; None when the caller left (the merge is cut and records the panel)."""
+    while True:
+        try:
+            return merging.result(timeout=out.tick)
+        except FutureTimeout:
+            try:
+                out.still_there()
+            except OSError:
+                return cut_merge(run, merging)
+
+
+def cut_merge(run, merging) -> None:
+    """The caller left during the merge: cut the merger's call; the merge records the panel."""
+    run.abandon()
+    try:
+        merging.result()
+    except PanelistError:
+        pass
 
 
 def await_reply(h: Handler, run, keep_alive) -> dict | None:
@@ -225,7 +245,7 @@ def await_reply(h: Handler, run, keep_alive) -> dict | None:
             break
         try:
             if not h.client_alive():
-                raise ConnectionResetError("the caller closed the stream")
+                raise Gone("the caller closed the stream")
             if time.monotonic() - quiet_since >= h.server.keepalive:
                 keep_alive()
                 quiet_since = time.monotonic()
@@ -237,5 +257,3 @@ def await_reply(h: Handler, run, keep_alive) -> dict | None:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["reply"]
-
-

@@ -2,7 +2,9 @@
 
 ``Upstream`` speaks the protocol over a ``metrics.upstream.transport.Transport``: it writes the
 request, reads the reply's JSON (``Answer``: text, tool calls, usage, finish reason) and says
-what a refusal means (``metrics.errors``). Calls are not streamed: a seat's answer is used whole.
+what a refusal means (``metrics.errors``). A call is not streamed unless its caller listens
+(``on_delta``): it is then asked with ``stream: true``, each piece of the answer's text is handed
+on as it arrives (``Streamed``), and the same whole ``Answer`` is returned at the end.
 
 Invariants:
 
@@ -19,8 +21,12 @@ Invariants:
 - Error messages carry the HTTP status and the upstream's own words (at most 300 characters, cut
   after a sentence or a word, never inside one), never the request body. They name the upstream
   by host and port (``transport.named`` names the endpoint instead, for callers' eyes). Neither
-  they nor an ``Answer`` ever hold the call's API key or the proxy's credentials, even when an
-  upstream or a proxy echoes them: each is replaced before any cut.
+  they nor an ``Answer`` nor a piece handed on ever hold the call's API key or the proxy's
+  credentials, even when an upstream or a proxy echoes them: each is replaced before any cut (a
+  piece that could end in the start of one waits for the next).
+- A streamed call's pieces add up to its ``Answer``'s text; it raises as an unstreamed call does
+  (a refusal before the stream, an error object in it, a stream with no text nor tool calls),
+  and an upstream that answers a streamed request whole is read whole.
 - One write per request: head and body go out in one segment, but for messages of
   ``SHARED_BODY`` bytes or more encoded once for a whole panel: those follow the head unchanged.
 """
@@ -35,6 +41,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Callable
 from email.utils import parsedate_to_datetime
 
 from panelist.metrics.plaintext import clip
@@ -90,15 +97,17 @@ SHARED_BODY = 64 * 1024
 class _Target:
     """An endpoint as the protocol sees it: its origin and the fixed heads of its two requests."""
 
-    __slots__ = ("origin", "label", "proxy", "head", "listing")
+    __slots__ = ("origin", "label", "proxy", "head", "streaming", "listing")
 
     def __init__(self, origin: Origin):
         self.origin, self.label, self.proxy = origin, origin.label, origin.proxy
         host = origin.host_field
         path, via = origin.target("/chat/completions")
-        self.head = (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\n"
-                     "Accept: application/json\r\nAccept-Encoding: identity\r\n"
-                     "Content-Type: application/json\r\n").encode() + via
+        self.head, self.streaming = (
+            (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}\r\n"
+             f"Accept: {accept}\r\nAccept-Encoding: identity\r\n"
+             "Content-Type: application/json\r\n").encode() + via
+            for accept in ("application/json", "text/event-stream"))
         path, via = origin.target("/models")
         self.listing = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}"
                         "\r\nAccept: application/json\r\nAccept-Encoding: identity\r\n"
@@ -124,24 +133,34 @@ class Upstream:
 
     # -- the call ---------------------------------------------------------------------------------
     def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
-             cancel: threading.Event | None = None, messages_json: bytes | None = None) -> Answer:
+             cancel: threading.Event | None = None, messages_json: bytes | None = None,
+             on_delta: Callable[[str], None] | None = None) -> Answer:
         """POST ``body`` (with ``"stream": false``) to ``{base_url}/chat/completions``.
         ``messages_json``: ``body["messages"]`` already encoded (``encode_messages``), shared
-        by every seat of a panel instead of encoded, and held, once per seat."""
+        by every seat of a panel instead of encoded, and held, once per seat. ``on_delta``:
+        stream the call (``"stream": true``, usage asked for) and hand it each piece of the
+        answer's text as it arrives; the whole answer is returned all the same."""
         started = time.monotonic()
         target = self._target(base_url)
+        wire = {"stream": False} if on_delta is None else \
+            {"stream": True, "stream_options": {"include_usage": True}}
         if messages_json is None:
-            payload = json.dumps({**body, "stream": False}).encode()
+            payload = json.dumps({**body, **wire}).encode()
         else:
             rest = {k: v for k, v in body.items() if k != "messages"}
-            opening = json.dumps({**rest, "stream": False}).encode()[:-1]   # without its "}"
+            opening = json.dumps({**rest, **wire}).encode()[:-1]   # without its "}"
             payload = (opening + b', "messages": ', messages_json, b"}")
             if len(messages_json) < SHARED_BODY:   # a copy costs less than a second send
                 payload = b"".join(payload)
-        response, data, secrets = self._call(target, target.head, payload, api_key, started,
-                                             timeout, cancel)
+        secrets = _secrets(target, api_key)
+        reader = None if on_delta is None else Streamed(on_delta, target.label, secrets)
+        response, data = self._call(target, target.head if reader is None else target.streaming,
+                                    payload, api_key, started, timeout, cancel,
+                                    None if reader is None else reader.read)
         if not 200 <= response.status <= 299:
             raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
+        if data is reader:   # read as it arrived
+            return reader.answer(response, time.monotonic() - started)
         return _answer(response, data, target.label, secrets, time.monotonic() - started)
 
     def models(self, base_url: str, api_key: str | None, *, timeout: float) -> list[dict]:
@@ -149,10 +168,11 @@ class Upstream:
         ``id``; many providers add ``context_length``, pricing and the like), as sent."""
         started = time.monotonic()
         target = self._target(base_url)
-        response, data, secrets = self._call(target, target.listing, None, api_key, started,
-                                             timeout, None)
+        response, data = self._call(target, target.listing, None, api_key, started, timeout,
+                                    None)
         if not 200 <= response.status <= 299:
-            raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
+            raise _refusal(response.status, response, data, target.label,
+                           _secrets(target, api_key), target.proxy)
         try:
             listing = jsonwire.loads(data)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -177,8 +197,9 @@ class Upstream:
         return target
 
     def _call(self, target: _Target, head: bytes, payload: bytes | None, api_key: str | None,
-              started: float, timeout: float, cancel) -> tuple:
-        """One request with its checks and deadline: ``(response, body, secrets to scrub)``."""
+              started: float, timeout: float, cancel, stream=None) -> tuple:
+        """One request with its checks and deadline: ``(response, body)``; ``stream`` reads a
+        2xx body as it arrives (``Transport.exchange``)."""
         if self.transport.closed:
             raise Cancelled(f"call to {target.label} not made: this Upstream is closed; "
                             "build a new one")
@@ -206,12 +227,16 @@ class Upstream:
         else:
             request = b"%s%sContent-Length: %d\r\n\r\n%s" % (head, auth, len(payload), payload)
 
-        response, data = self.transport.exchange(target.origin, request, deadline=started + timeout,
-                                                 timeout=timeout, cancel=cancel)
-        secrets = target.origin.secrets
-        if api_key:
-            secrets = ((api_key, "[api key]"),) + secrets
-        return response, data, secrets
+        return self.transport.exchange(target.origin, request, deadline=started + timeout,
+                                       timeout=timeout, cancel=cancel, stream=stream)
+
+
+def _secrets(target: _Target, api_key: str | None) -> tuple:
+    """The (secret, stand-in) pairs a call's answers and errors are scrubbed of."""
+    secrets = target.origin.secrets
+    if api_key:
+        secrets = ((api_key, "[api key]"),) + secrets
+    return secrets
 
 
 def encode_messages(messages: list) -> bytes:
@@ -248,27 +273,164 @@ def _answer(response: Reply, data: bytes, label: str, secrets: tuple,
     if not isinstance(message, dict):
         raise UpstreamBadReply(f"{label} answered {response.status} without choices[0].message; "
                                "check that the endpoint serves OpenAI chat completions", **up)
-    text = _text(message.get("content"))
-    calls = _tool_calls(message.get("tool_calls"), label, up)
-    finish = choice.get("finish_reason")
+    return _finished(_text(message.get("content")),
+                     _tool_calls(message.get("tool_calls"), label, up), choice.get("finish_reason"),
+                     reply.get("usage"), reply.get("model"), label, secrets, seconds, up)
+
+
+def _finished(text: str, calls: list, finish, usage, model, label: str, secrets: tuple,
+              seconds: float, up: dict) -> Answer:
+    """The ``Answer`` an answer's parts make, streamed or not; ``EmptyAnswer`` if it has neither
+    text nor tool calls. Every field is scrubbed of ``secrets``."""
     finish = _trim(_scrub(finish, secrets)) if isinstance(finish, str) else None
     if not text.strip() and not calls:
         why = f" (finish_reason {finish!r})" if finish else ""
         advice = ("raise max_tokens: the answer was cut off before any text" if finish == "length"
                   else "try again, or seat another model")
         raise EmptyAnswer(f"{label} answered with no text{why}; {advice}", **up)
-    usage = reply.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     tokens = {"prompt": _count(usage.get("prompt_tokens")),
               "completion": _count(usage.get("completion_tokens")),
               "total": _count(usage.get("total_tokens"))}
-    model = reply.get("model")
     model = model if isinstance(model, str) else ""
     if secrets:   # an upstream that echoes the key must not have it logged or served
         text, model = _scrub(text, secrets), _scrub(model, secrets)
         calls = jsonwire.loads(_scrub(jsonwire.dumps(calls), secrets)) if calls else calls
     finish = finish or ("tool_calls" if calls else "stop")
     return Answer(text, tokens, seconds, model, calls, finish)
+
+
+class Streamed:
+    """The reader of one streamed answer (``Transport.exchange``'s ``stream``): server-sent
+    events (WHATWG HTML, "Server-sent events") of OpenAI chat chunks. Each piece of text is
+    scrubbed and handed to ``on_delta`` as it comes, but for a tail that could be the start of
+    a secret, which waits for the next piece; tool calls, usage, the model and the finish reason
+    are gathered for ``answer``. A body that is not an event stream is returned whole."""
+
+    def __init__(self, on_delta: Callable[[str], None], label: str, secrets: tuple):
+        self.on_delta, self.label, self.secrets = on_delta, label, secrets
+        self.reply: Reply | None = None
+        self.sent: list[str] = []     # the pieces handed on, in order
+        self._held = ""               # scrubbed text not handed on yet
+        self._calls: dict[int, dict] = {}
+        self._finish = self._usage = self._model = None
+
+    def read(self, reply: Reply, pieces) -> "Streamed | bytes":
+        self.reply = reply
+        if "text/event-stream" not in reply.headers.get("content-type", "").lower():
+            return b"".join(pieces)   # answered whole, stream or not: read as such
+        done, lines, partial = False, [], []
+        for piece in pieces:   # read to the end, [DONE] or not: the connection is then reusable
+            if b"\n" not in piece:
+                partial.append(piece)
+                continue
+            *complete, rest = (b"".join(partial) + piece).split(b"\n")
+            partial = [rest]
+            for line in complete:
+                line = line.rstrip(b"\r")
+                if done or line.startswith(b":"):   # after [DONE], or a comment
+                    continue
+                if not line:   # a blank line ends an event
+                    done = bool(lines) and self._event(b"\n".join(lines))
+                    lines = []
+                elif line.partition(b":")[0] == b"data":
+                    value = line.partition(b":")[2]
+                    lines.append(value[1:] if value.startswith(b" ") else value)
+        if lines and not done:
+            self._event(b"\n".join(lines))
+        held, self._held = self._held, ""
+        if held:   # the end: no secret can start in it any more
+            self._hand_on(held)
+        return self
+
+    def _event(self, data: bytes) -> bool:
+        """One event's data; True once it is ``[DONE]``."""
+        if data.strip() == b"[DONE]":
+            return True
+        status = self.reply.status
+        try:
+            chunk = jsonwire.loads(data)
+        except ValueError as exc:   # not JSON, not UTF-8, or nested too deep
+            raise UpstreamBadReply(
+                f"{self.label} streamed an event that is not JSON we can read (it starts: "
+                f"{_snippet(data, self.secrets)}); check that the endpoint serves OpenAI chat "
+                "completions", upstream_status=status) from exc
+        if not isinstance(chunk, dict):
+            raise UpstreamBadReply(f"{self.label} streamed an event that is not a JSON object; "
+                                   "check that the endpoint serves OpenAI chat completions",
+                                   upstream_status=status)
+        if chunk.get("error"):
+            message, codes, error = _error_parts(chunk, data, self.secrets)
+            raise _classified(status, message, codes, error, self.reply, self.label,
+                              fallback=UpstreamServerError,
+                              advice="try again later or seat another model")
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self._model = chunk["model"]
+        if isinstance(chunk.get("usage"), dict):   # the last chunk, with include_usage
+            self._usage = chunk["usage"]
+        choices = chunk.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        if not isinstance(choice, dict):
+            return False
+        if isinstance(choice.get("finish_reason"), str):
+            self._finish = choice["finish_reason"]
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        text = _text(delta.get("content"))
+        if text:
+            self._hear(text)
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            self._call_piece(call)
+        return False
+
+    def _call_piece(self, call) -> None:
+        """A piece of a tool call: strings add up, by the call's ``index``, as OpenAI sends."""
+        if not isinstance(call, dict):
+            raise UpstreamBadReply(f"{self.label} streamed a tool call that is not an object; "
+                                   "check that the endpoint serves OpenAI chat completions",
+                                   upstream_status=self.reply.status)
+        index = call.get("index")
+        index = index if type(index) is int else len(self._calls)
+        slot = self._calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+        if isinstance(call.get("id"), str) and call["id"]:
+            slot["id"] = call["id"]
+        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        if isinstance(fn.get("name"), str):
+            slot["name"] += fn["name"]
+        args = fn.get("arguments")
+        if args is not None:
+            slot["arguments"] += args if isinstance(args, str) else jsonwire.dumps(args)
+
+    def _hear(self, text: str) -> None:
+        pending = _scrub(self._held + text, self.secrets)
+        risky = _secret_start(pending, self.secrets)
+        self._held = pending[len(pending) - risky:] if risky else ""
+        if len(pending) > risky:
+            self._hand_on(pending[:len(pending) - risky])
+
+    def _hand_on(self, piece: str) -> None:
+        self.sent.append(piece)
+        self.on_delta(piece)
+
+    def answer(self, response: Reply, seconds: float) -> Answer:
+        """The whole answer, once the stream was read."""
+        up = {"upstream_status": response.status}
+        calls = [{"id": c["id"], "type": "function",
+                  "function": {"name": c["name"], "arguments": c["arguments"]}}
+                 for _, c in sorted(self._calls.items())]
+        return _finished("".join(self.sent), _tool_calls(calls, self.label, up), self._finish,
+                         self._usage, self._model, self.label, self.secrets, seconds, up)
+
+
+def _secret_start(text: str, secrets: tuple) -> int:
+    """How many of ``text``'s last characters could be the start of a secret (0: none)."""
+    longest = 0
+    for secret, _ in secrets:
+        for k in range(min(len(text), len(secret) - 1), longest, -1):
+            if secret.startswith(text[-k:]):
+                longest = k
+                break
+    return longest
 
 
 def _tool_calls(raw, label: str, up: dict | None = None) -> list[dict]:

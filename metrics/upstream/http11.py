@@ -4,7 +4,8 @@ It replaces ``http.client``, whose ``email``-based header parsing cost more CPU 
 call. ``Wire(sock).head()`` reads the status line and header fields of the final response (1xx
 interim responses are skipped); ``body(reply)`` reads its body by Content-Length, by chunked
 coding (extensions and trailers read and dropped) or up to the close, and says whether the
-connection may carry another request.
+connection may carry another request; ``pieces(reply)`` reads the same body piece by piece, as
+the bytes arrive (a streamed answer), and says so in ``keep`` at its end.
 
 Invariants:
 
@@ -16,8 +17,8 @@ Invariants:
 - The connection ending before any byte is ``Closed`` (a reused connection the server closed
   while it sat idle: the one case a request may be sent again); ending after part of an answer
   is ``Cut``.
-- A connection is reusable only when the body's end is known (length or chunked), the reply is
-  HTTP/1.1 without ``Connection: close``, and no byte arrived past the answer's end.
+- A connection is reusable only when the body's end is known (length or chunked) and was read,
+  the reply is HTTP/1.1 without ``Connection: close``, and no byte arrived past the answer's end.
 - Nothing here knows JSON, OpenAI or our errors: the transport translates these exceptions.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import re
 import socket
+from typing import Iterator
 
 MAX_ANSWER_BYTES = 32 * 1024 * 1024   # a reply larger than this is refused, not held in memory
 # http.client's limits: a longer status, header, chunk-size or trailer line is refused, and so are
@@ -68,7 +70,7 @@ class Reply:
 class Wire:
     """Buffered reading of one response from a socket: ``head()`` then ``body(reply)``."""
 
-    __slots__ = ("sock", "buf", "pos", "got", "to_close")
+    __slots__ = ("sock", "buf", "pos", "got", "to_close", "keep")
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
@@ -76,6 +78,7 @@ class Wire:
         self.pos = 0
         self.got = False  # whether any byte arrived at all
         self.to_close = False   # whether the body was read up to the close
+        self.keep = False   # ``pieces``: whether the connection may carry another request
 
     def _fill(self) -> bool:
         """Receive more; False at the end of the stream."""
@@ -126,6 +129,18 @@ class Wire:
             self.got = True
             have += got
         return bytes(out)
+
+    def some(self, n: int) -> bytes:
+        """At most ``n`` bytes, as soon as any are here: the buffer's first, else one receive."""
+        if self.pos < len(self.buf):
+            out = self.buf[self.pos:self.pos + n]
+            self.pos += len(out)
+            return out
+        chunk = self.sock.recv(min(n, _RECV))
+        if not chunk:
+            raise Cut("the connection ended mid-answer")
+        self.got = True
+        return chunk
 
     def rest(self) -> bytes:
         """Everything up to the close."""
@@ -185,45 +200,101 @@ class Wire:
         keep = not reply.will_close
         if status in (101, 204, 304):   # never a body; a 101 switched away from HTTP
             return b"", keep and status != 101
-        coding = headers.get("transfer-encoding")
-        if coding is not None:
-            if coding.rpartition(",")[2].strip().lower() != "chunked":
-                return self.rest(), False   # a response without chunked last: up to the close
+        framing = _framing(headers)
+        if framing == "chunked":
             data = self.chunked()
             # a Content-Length beside Transfer-Encoding is ignored, the connection not reused
             keep = keep and "content-length" not in headers
-        elif (length := headers.get("content-length")) is not None:
-            values = {v.strip() for v in length.split(",")}   # repeated, all equal, is allowed
-            size = values.pop() if len(values) == 1 else ""
-            if not size.isdigit() or not size.isascii():
-                raise NotHTTP("a Content-Length that is not one number")
-            if len(size) > 15 or int(size) > MAX_ANSWER_BYTES:
-                raise TooBig
-            data = self.exact(int(size))
-        else:
+        elif framing is not None:
+            data = self.exact(framing)
+        else:   # a response without chunked last, or without a length: up to the close
             return self.rest(), False
         # bytes past the answer's end mean the next answer's start cannot be trusted
         return data, keep and self.pos == len(self.buf)
+
+    def pieces(self, reply: Reply) -> Iterator[bytes]:
+        """``body`` as it arrives: each piece of it as soon as it is here (chunked coding
+        undone), within the same limits. Once the last piece was read, ``keep`` says whether
+        the connection may carry another request (until then it is False)."""
+        self.keep = False
+        status, headers = reply.status, reply.headers
+        if status in (101, 204, 304):
+            self.keep = not reply.will_close and status != 101
+            return
+        framing = _framing(headers)
+        if framing is None:   # up to the close
+            self.to_close = True
+            size = 0
+            while True:
+                chunk = self.buf[self.pos:] or self.sock.recv(_RECV)
+                self.buf, self.pos = b"", 0
+                if not chunk:
+                    return
+                size += len(chunk)
+                if size > MAX_ANSWER_BYTES:
+                    raise TooBig
+                yield chunk
+        if framing == "chunked":
+            size = 0
+            while (n := self._chunk_size()) > 0:
+                size += n
+                if size > MAX_ANSWER_BYTES:
+                    raise TooBig
+                yield from self._exactly(n)
+                if self.line():
+                    raise NotHTTP("a chunk longer than its size")
+            self._trailers()
+            keep = "content-length" not in headers
+        else:
+            yield from self._exactly(framing)
+            keep = True
+        self.keep = keep and not reply.will_close and self.pos == len(self.buf)
+
+    def _exactly(self, n: int) -> Iterator[bytes]:
+        while n > 0:
+            piece = self.some(n)
+            n -= len(piece)
+            yield piece
 
     def chunked(self) -> bytes:
         """A chunked body (RFC 9112 §7.1): extensions ignored, the trailer section dropped."""
         parts = []
         size = 0
-        while True:
-            line = self.line()
-            digits = line.partition(b";")[0].strip(b" \t")
-            if not _HEX.fullmatch(digits):
-                raise NotHTTP("a chunk size that is not hexadecimal")
-            n = int(digits, 16)
-            if n == 0:
-                break
+        while (n := self._chunk_size()) > 0:
             size += n
             if size > MAX_ANSWER_BYTES:
                 raise TooBig
             parts.append(self.exact(n))
             if self.line():
                 raise NotHTTP("a chunk longer than its size")
+        self._trailers()
+        return b"".join(parts)
+
+    def _chunk_size(self) -> int:
+        digits = self.line().partition(b";")[0].strip(b" \t")
+        if not _HEX.fullmatch(digits):
+            raise NotHTTP("a chunk size that is not hexadecimal")
+        return int(digits, 16)
+
+    def _trailers(self) -> None:
         for _ in range(MAX_HEADERS + 1):
             if not self.line():
-                return b"".join(parts)
+                return
         raise NotHTTP(f"more than {MAX_HEADERS} trailer lines")
+
+
+def _framing(headers: dict[str, str]) -> int | str | None:
+    """How a body's end is known (RFC 9112 §6.3): "chunked", its length, or None (the close)."""
+    coding = headers.get("transfer-encoding")
+    if coding is not None:
+        return "chunked" if coding.rpartition(",")[2].strip().lower() == "chunked" else None
+    length = headers.get("content-length")
+    if length is None:
+        return None
+    values = {v.strip() for v in length.split(",")}   # repeated, all equal, is allowed
+    size = values.pop() if len(values) == 1 else ""
+    if not size.isdigit() or not size.isascii():
+        raise NotHTTP("a Content-Length that is not one number")
+    if len(size) > 15 or int(size) > MAX_ANSWER_BYTES:
+        raise TooBig
+    return int(size)

@@ -5,11 +5,13 @@ starts with ``[simulated <model id>]`` and every completion id with ``simcmpl-``
 model is consulted; answers are deterministic, and so is jitter (a seeded generator).
 
 Each model follows a scripted behaviour (see ``BEHAVIOUR``) that can be replaced while the server
-runs. Whatever the behaviour, a history whose tool messages do not answer the tool calls of the
-assistant message before them is refused with a 400, as OpenAI's API does. Invariants: every chat request is recorded in ``requests`` before it is answered; a client
-that goes away while its request is pending (latency or ``hang``) is noticed and counted in
-``disconnects``; ``stop()`` returns promptly even while requests hang, and closes every
-connection it holds.
+runs. A request with ``stream: true`` gets its answer as OpenAI's stream chunks (``simstream``); a
+failure is still a status (or, for ``reset``, a stream cut halfway). Whatever the behaviour, a
+history whose tool messages do not answer the tool calls of the assistant message before them is
+refused with a 400, as OpenAI's API does. Invariants: every chat request is recorded in
+``requests`` before it is answered; a client that goes away while its request is pending (latency
+or ``hang``) is noticed and counted in ``disconnects``; ``stop()`` returns promptly even while
+requests hang, and closes every connection it holds.
 
 Run it on its own::
 
@@ -38,6 +40,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from panelist.metrics.upstream import simstream
 
 DEMO_MODELS: dict[str, dict] = {
     "sim-swift": {"latency": 0.05, "window": 32_000},
@@ -75,7 +79,10 @@ BEHAVIOUR = {
     "price": "[in, out] in USD per million tokens: listed by GET /models as per-token "
              "'pricing' (as aggregators list it); the calls themselves are not billed",
     "close": "answer with 'Connection: close' and close the connection",
-    "drip": "seconds between the answer's bytes: a server that sends slowly but never stops",
+    "drip": "seconds between the answer's bytes (streamed: between its events): a server that "
+            "sends slowly but never stops",
+    "hold_stream": "true: a streamed answer sends its first piece, then waits until the test "
+                   "calls release(model) (or the client goes) before the rest; counted in held",
     "tool_calls": "calls to make when the request offers tools and its last message is not a "
                   "tool result: a list of {'name', 'arguments'}; a call whose tool is not "
                   "offered is left out. After tool results the model answers with text quoting "
@@ -180,6 +187,8 @@ class SimUpstream:
         for key in ("latency", "jitter", "drip"):
             if not isinstance(behaviour.get(key, 0), (int, float)) or behaviour.get(key, 0) < 0:
                 raise ValueError(f"{key} for {model!r} must be a number of seconds >= 0")
+        if not isinstance(behaviour.get("hold_stream", False), bool):
+            raise ValueError(f"hold_stream for {model!r} must be true or false")
         price = behaviour.get("price")
         if price is not None and not (
                 isinstance(price, (list, tuple)) and len(price) == 2
@@ -469,6 +478,10 @@ class _Handler(BaseHTTPRequestHandler):
                          "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {"prompt_tokens": estimate, "completion_tokens": math.ceil(len(text) / 4),
                       "total_tokens": estimate + math.ceil(len(text) / 4)}}
+        if body.get("stream") is True:
+            options = body.get("stream_options")
+            usage = isinstance(options, dict) and options.get("include_usage") is True
+            return self._stream(simstream.events(completion, usage), b, model, fail == "reset")
         if fail == "reset":
             return self._reset(json.dumps(completion).encode())
         if b.get("drip"):
@@ -533,10 +546,35 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(payload[i:i + 1])
 
+    def _stream(self, events: list[bytes], b: dict, model: str, reset: bool) -> None:
+        """``events`` as a chunked event stream, ``drip`` seconds apart; with ``hold_stream``
+        the events after the first piece wait for ``release(model)``; ``reset`` cuts the
+        connection halfway."""
+        lines = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache",
+                 "Transfer-Encoding: chunked"] + (["Connection: close"] if self.close_connection
+                                                  else [])
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        for i, data in enumerate(events):
+            if reset and i == len(events) // 2:
+                return self._reset(b"")
+            if i and b.get("drip") and not self._wait(b["drip"]):
+                return
+            if i == 2 and b.get("hold_stream"):   # the role chunk and one piece are out
+                self.sim._hold(model, 1)
+                try:
+                    if not self._wait(None, until=self.sim._release_event(model)):
+                        return
+                finally:
+                    self.sim._hold(model, -1)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(b"0\r\n\r\n")
+
     def _reset(self, payload: bytes) -> None:
-        """Send the head and half the body, then reset the connection (linger 0 sends RST)."""
-        self.wfile.write(self._head(200, len(payload), "application/json") +
-                         payload[:len(payload) // 2])
+        """Send the head and half the body (no head: only reset a stream under way), then
+        reset the connection (linger 0 sends RST)."""
+        if payload:
+            self.wfile.write(self._head(200, len(payload), "application/json") +
+                             payload[:len(payload) // 2])
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.close_connection = True
         self.connection.close()

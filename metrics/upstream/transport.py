@@ -2,8 +2,9 @@
 over TLS and through an HTTP proxy, each exchange bounded by its deadline and cancel event.
 
 ``Transport.exchange(origin, request, ...)`` sends one request's bytes and returns the final
-response's head and whole body (read by ``metrics.upstream.http11``); it knows nothing of JSON or
-of what the body says. ``Origin`` is a parsed base URL: where to connect, through which proxy.
+response's head and whole body (read by ``metrics.upstream.http11``), or, given ``stream``, what
+that reader of a 2xx body made of its pieces as they arrived; it knows nothing of JSON or of what
+the body says. ``Origin`` is a parsed base URL: where to connect, through which proxy.
 
 Invariants:
 
@@ -159,21 +160,24 @@ class Transport:
         return Origin(base_url, self.proxies)
 
     def exchange(self, origin: Origin, request: bytes | tuple, *, deadline: float, timeout: float,
-                 cancel: threading.Event | None) -> tuple[Reply, bytes]:
+                 cancel: threading.Event | None, stream=None) -> tuple[Reply, object]:
         """Send ``request`` (its whole bytes, or its parts in order: a big body shared by several
         requests goes out without being copied into each) by ``deadline`` (``time.monotonic()``; ``timeout``
-        is what messages name); the final response's head and its whole body."""
+        is what messages name); the final response's head and its whole body. ``stream(reply,
+        pieces)``: reads a 2xx body instead, from an iterator of its bytes as they arrive, within
+        the same deadline and cancel; what it returns takes the body's place. It must read the
+        pieces to their end for the connection to be reused."""
         call = _Call(deadline, cancel)
         self._enter(call)
         try:
-            return self._exchange(origin, request, call, timeout)
+            return self._exchange(origin, request, call, timeout, stream)
         finally:
             with self._lock:
                 self._inflight.discard(call)
 
     # -- one exchange ----------------------------------------------------------------------------
     def _exchange(self, origin: Origin, request: bytes | tuple, call: _Call,
-                  timeout: float) -> tuple[Reply, bytes]:
+                  timeout: float, stream=None) -> tuple[Reply, object]:
         """Send the request, read the whole response; the one place socket errors are caught."""
         sock = self._take(origin.key)
         while True:
@@ -202,7 +206,11 @@ class Transport:
                         continue   # once: a fresh connection is never retried
                     raise
                 reading = True
-                data, keep = wire.body(reply)
+                if stream is not None and 200 <= reply.status <= 299:
+                    data = stream(reply, wire.pieces(reply))
+                    keep = wire.keep
+                else:
+                    data, keep = wire.body(reply)
                 if wire.to_close and call.reason is not None:
                     # a body read up to the close also ends when the watchdog shuts the socket
                     raise ConnectionAbortedError("shut down by the watchdog")

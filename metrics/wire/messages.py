@@ -445,25 +445,54 @@ def from_openai(status: int, body: dict) -> dict:
 class Events:
     """The events of one Messages stream, as ``(event name, data)`` pairs in sending order; a
     keep-alive is an SSE comment (the name None, the data its text), which every SSE reader
-    skips, so nothing precedes ``message_start`` that a client could take out of order."""
+    skips, so nothing precedes ``message_start`` that a client could take out of order.
+
+    ``message_start`` waits for the reply, since the message it starts is the one clients keep
+    (the SDK's final message is built from it): it then carries ``bench`` whole. Text sent as it
+    comes (``text``) cannot wait: its ``message_start`` carries what is known at the first piece
+    (``bench.panel``, ``bench.streaming``), the whole ``bench`` rides on ``message_delta``, and
+    ``closing`` only ends the text block (the deltas added up to ``streamed``)."""
+
+    done = False        # no ``[DONE]``: ``message_stop`` ends the stream
+    sections = False    # all mode's reply is sent whole
 
     def __init__(self, panel: str, model: str):
         self.panel, self.model = panel, model
+        self.streamed = ""
+        self.started = False
 
     def opening(self) -> list[tuple[str, dict]]:
-        # message_start waits for the reply: the message it starts is the one clients keep
         return []
 
     def keepalive(self) -> list[tuple[None, str]]:
         return [(None, ": seats still working")]
 
+    def _start(self, message: dict) -> list[tuple[str, dict]]:
+        self.started = True
+        return [("message_start", {"type": "message_start", "message": message})]
+
+    def text(self, piece: str) -> list[tuple[str, dict]]:
+        out = [] if self.started else self._start({
+            "id": f"msg_{self.panel}", "type": "message", "role": "assistant",
+            "model": self.model, "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "bench": {"panel": self.panel, "streaming": True}})
+        if not self.streamed:   # a reply with text has it as its first block (``from_chat``)
+            out.append(("content_block_start", {"type": "content_block_start", "index": 0,
+                                                "content_block": {"type": "text", "text": ""}}))
+        self.streamed += piece
+        return out + [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "text_delta", "text": piece}})]
+
     def closing(self, reply: dict) -> list[tuple[str, dict]]:
         message = from_chat(reply, self.panel)
-        started = dict(message, model=self.model, content=[], stop_reason=None,
-                       usage={"input_tokens": message["usage"]["input_tokens"],
-                              "output_tokens": 0})
-        out = [("message_start", {"type": "message_start", "message": started})]
+        out = [] if self.started else self._start(dict(
+            message, model=self.model, content=[], stop_reason=None,
+            usage={"input_tokens": message["usage"]["input_tokens"], "output_tokens": 0}))
         for i, block in enumerate(message["content"]):
+            if i == 0 and self.streamed and block["type"] == "text":   # sent as it came
+                out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+                continue
             if block["type"] == "text":
                 start, delta = dict(block, text=""), {"type": "text_delta", "text": block["text"]}
             else:

@@ -314,6 +314,13 @@ def shell(body: dict, panel: str, model: str, created: int) -> dict:
     }
 
 
+def message_item(panel: str, text: str) -> dict:
+    """The answer's text as the ``message`` output item (always the first item)."""
+    return {"type": "message", "id": f"msg_{panel}", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": [],
+                         "logprobs": []}]}
+
+
 def from_chat(reply: dict, body: dict, panel: str) -> dict:
     """A panel's ``chat.completion`` reply as a completed (or incomplete) ``response``."""
     choice = reply["choices"][0]
@@ -321,10 +328,7 @@ def from_chat(reply: dict, body: dict, panel: str) -> dict:
     text, calls = message.get("content"), message.get("tool_calls") or []
     output = []
     if text or not calls:
-        output.append({"type": "message", "id": f"msg_{panel}", "status": "completed",
-                       "role": "assistant", "content": [
-                           {"type": "output_text", "text": text or "", "annotations": [],
-                            "logprobs": []}]})
+        output.append(message_item(panel, text or ""))
     output += [{"type": "function_call", "id": f"fc_{panel}_{i}", "call_id": c["id"],
                 "name": c["function"]["name"], "arguments": c["function"].get("arguments") or "",
                 "status": "completed"} for i, c in enumerate(calls)]
@@ -345,12 +349,18 @@ def from_chat(reply: dict, body: dict, panel: str) -> dict:
 # -- stream -------------------------------------------------------------------------------------
 class Events:
     """The events of one Responses stream, as ``(event name, data)`` pairs in sending order;
-    a keep-alive is an SSE comment (the name None, the data its text)."""
+    a keep-alive is an SSE comment (the name None, the data its text). Text sent as it comes
+    (``text``) opens the message item at once; ``closing`` then only ends it, with the text
+    the deltas added up to (``streamed``)."""
+
+    done = False        # no ``[DONE]``: ``response.completed`` ends the stream
+    sections = False    # all mode's reply is sent whole
 
     def __init__(self, body: dict, panel: str, model: str, created: int):
         self.body, self.panel = body, panel
         self.shell = shell(body, panel, model, created)
         self._numbers = itertools.count()
+        self.streamed = ""
 
     def _event(self, kind: str, **data) -> tuple[str, dict]:
         return kind, {"type": kind, "sequence_number": next(self._numbers), **data}
@@ -362,29 +372,43 @@ class Events:
     def keepalive(self) -> list[tuple[None, str]]:
         return [(None, ": seats still working")]
 
+    def text(self, piece: str) -> list[tuple[str, dict]]:
+        # the message is always the first output item when there is text (``from_chat``)
+        out = [] if self.streamed else self._message_start(0, message_item(self.panel, ""))
+        self.streamed += piece
+        return out + [self._event("response.output_text.delta", item_id=f"msg_{self.panel}",
+                                  output_index=0, content_index=0, delta=piece, logprobs=[])]
+
     def closing(self, reply: dict) -> list[tuple[str, dict]]:
         response = from_chat(reply, self.body, self.panel)
         out = []
         for n, item in enumerate(response["output"]):
-            if item["type"] == "message":
-                out += self._message(n, item)
-            else:
+            if item["type"] != "message":
                 out += self._call(n, item)
+                continue
+            if not self.streamed:
+                out += self._message_start(n, item)
+                out.append(self._event("response.output_text.delta", item_id=item["id"],
+                                       output_index=n, content_index=0,
+                                       delta=item["content"][0]["text"], logprobs=[]))
+            out += self._message_end(n, item)
         final = "response.incomplete" if response["status"] == "incomplete" \
             else "response.completed"
         out.append(self._event(final, response=response))
         return out
 
-    def _message(self, n: int, item: dict) -> list[tuple[str, dict]]:
+    def _message_start(self, n: int, item: dict) -> list[tuple[str, dict]]:
         part = item["content"][0]
-        ids = {"item_id": item["id"], "output_index": n}
         return [
             self._event("response.output_item.added", output_index=n,
                         item=dict(item, status="in_progress", content=[])),
-            self._event("response.content_part.added", **ids, content_index=0,
-                        part=dict(part, text="")),
-            self._event("response.output_text.delta", **ids, content_index=0,
-                        delta=part["text"], logprobs=[]),
+            self._event("response.content_part.added", item_id=item["id"], output_index=n,
+                        content_index=0, part=dict(part, text=""))]
+
+    def _message_end(self, n: int, item: dict) -> list[tuple[str, dict]]:
+        part = item["content"][0]
+        ids = {"item_id": item["id"], "output_index": n}
+        return [
             self._event("response.output_text.done", **ids, content_index=0,
                         text=part["text"], logprobs=[]),
             self._event("response.content_part.done", **ids, content_index=0, part=part),
