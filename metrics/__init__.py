@@ -9,7 +9,8 @@
                error shapes
     upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls
                it records before sending)
-    race/      benchmark (one race), judge, transcript, report, costs, chatjob, registry
+    race/      benchmark (one race), blind (masking; names: the built-in table), jury, judge,
+               tooldiff, transcript, report, costs, chatjob, registry
     panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission

@@ -1006,8 +1006,10 @@ def test_list_races(dash, home):
     assert status == 200 and [r["race"] for r in listed["data"]] == [second]
     assert listed["next"] == second and listed["running"] == 0
     (row,) = listed["data"]
-    assert set(row) == {"race", "status", "grade", "pinned", "ceiling", "runs", "candidates",
-                        "started", "seconds", "progress", "verdict", "judge_failures", "error"}
+    assert set(row) == {"race", "status", "grade", "pinned", "ceiling", "judges", "runs",
+                        "candidates", "started", "seconds", "progress", "verdict",
+                        "judge_failures", "error"}
+    assert row["judges"] == ["mid"]
     assert (row["status"], row["pinned"], row["ceiling"]) == ("done", "fast", "mid")
     status, rest, _ = dash.get(f"/api/races?before={second}")
     assert [r["race"] for r in rest["data"]] == [first]
@@ -1026,6 +1028,22 @@ def test_get_race(dash, home):
                                                                          ("x-two", 1)]
     status, body, _ = dash.get("/api/races/r20200101-00000000")
     assert_error(status, body, 404, says="GET /bench/races")
+
+
+@covers("GET", "/api/races/{race}/judge/{name}")
+def test_get_a_judge_prompt_a_race_kept(dash, home, sim):
+    race = _race(home)
+    status, found, _ = dash.get(f"/api/races/{race}")
+    prompt = found["report"]["rows"][0]["judgements"][0]["prompts"][0]
+    status, kept, _ = dash.get(f"/api/races/{race}/{prompt}")
+    assert status == 200 and kept["race"] == race and kept["judge"] == "mid"
+    sent = [{k: v for k, v in r["body"].items() if k != "stream"} for r in sim.requests
+            if r["model"] == "mid"]
+    assert kept["request"] in sent, "the question exactly as the judge received it"
+    for bad in ("r20200101-00000000/judge/00001.json", f"{race}/judge/..%2Fcalls.jsonl",
+                f"{race}/judge/99999.json"):
+        status, body, _ = dash.get(f"/api/races/{bad}")
+        assert_error(status, body, 404, says="judge")
 
 
 @covers("GET", "/api/models/{alias}/catalog")

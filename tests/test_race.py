@@ -118,7 +118,8 @@ def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_
     assert saved["reference"]["succeeded"] is True
     assert saved["reference"]["output"] == as_text(answer)
     assert [(r["model"], r["run"]) for r in saved["rows"]] == [("cheap-two", 1)]
-    assert saved["rows"][0]["tool_difference"] == {"skipped": [], "different": [], "extra": []}
+    assert saved["rows"][0]["tool_difference"] == {"skipped": [], "different": [], "extra": [],
+                                                   "equivalent": [], "unused": []}
     assert saved["rows"][0]["accuracy"] == 7 and saved["rows"][0]["total"] == 10
 
 
@@ -131,12 +132,14 @@ def test_a_candidate_that_skips_a_tool_is_told_to_the_judge_and_capped(race_home
     assert row["accuracy"] <= 4 and row["capped_from"] == 7, "code caps what the judge gave"
     assert "capped at 4 from 7" in row["reason"]
     assert row["total"] == row["accuracy"] + row["shown_work"]
-    asked, = judge_requests(upstreams)
-    text = asked["messages"][-1]["content"]
-    assert "skipped: lookup_order" in text
-    assert asked["response_format"]["type"] == "json_schema"
-    assert set(asked["response_format"]["json_schema"]["schema"]["required"]) == {
-        "accuracy", "shown_work", "reason"}
+    both = judge_requests(upstreams)
+    assert len(both) == 2, "judged with the reference first, and again with it second"
+    for asked in both:
+        assert "skipped: lookup_order" in asked["messages"][-1]["content"]
+        assert asked["response_format"]["type"] == "json_schema"
+        assert set(asked["response_format"]["json_schema"]["schema"]["required"]) == {
+            "accuracy", "shown_work", "reason"}
+        assert asked["temperature"] == 0 and isinstance(asked["seed"], int)
 
 
 def test_no_model_or_endpoint_identifier_reaches_the_judge(race_home, upstreams):
@@ -150,7 +153,7 @@ def test_no_model_or_endpoint_identifier_reaches_the_judge(race_home, upstreams)
         host = endpoint.base_url.split("//")[1].split("/")[0]
         forbidden |= {alias, model.served, model.family, endpoint.name, endpoint.base_url, host}
     asked = judge_requests(upstreams)
-    assert len(asked) == 3
+    assert len(asked) == 6, "three runs, each judged in both orders"
     for body in asked:
         read = json.dumps(body["messages"]).lower()
         for name in forbidden:
@@ -213,7 +216,7 @@ def test_a_failing_candidate_is_a_row_that_says_why(race_home, upstreams):
     assert "CallFailed" in failed["error"] and "auth" in failed["error"]
     assert failed["reason"] == failed["error"] and failed["total"] is None
     assert fine["succeeded"] is True and fine["total"] == 10
-    assert len(judge_requests(upstreams)) == 1, "a failed run is not judged"
+    assert len(judge_requests(upstreams)) == 2, "a failed run is not judged"
     summary = {m["model"]: m for m in bench.report().models}["cheap-two"]
     assert summary["runs"] == 1 and summary["succeeded"] == 0
 
@@ -256,26 +259,28 @@ def test_a_judge_answer_that_is_not_json_is_asked_once_more_then_a_judge_failure
     bench = bench_of(race_home, candidates=["cheap-two"])
     bench.run()
     row, = bench.report().rows
-    assert sim.count(served) == 2, "asked once more, never a third time"
+    assert sim.count(served) == 4, "each order asked once more, never a third time"
     assert row["accuracy"] is None and row["total"] is None
     assert "judge failure" in row["judge_error"] and "not a JSON object" in row["judge_error"]
     assert bench.report().judge_failures == 1
-    second = judge_requests(upstreams)[1]["messages"]
-    assert second[-2] == {"role": "assistant", "content": "this is not JSON {"}
-    assert "cannot be used" in second[-1]["content"]
+    for again in judge_requests(upstreams)[2:]:
+        assert again["messages"][-2] == {"role": "assistant", "content": "this is not JSON {"}
+        assert "cannot be used" in again["messages"][-1]["content"]
 
 
 def test_a_judge_answer_out_of_range_then_valid_is_taken_on_the_second_ask(race_home,
                                                                            upstreams):
     sim, served = sim_of(upstreams, "judge-top")
-    sim.script(served, json=[{"accuracy": 9, "shown_work": 3, "reason": "x"},
-                             {"accuracy": 5, "shown_work": 2, "reason": "close enough"}])
+    bad, good = {"accuracy": 9, "shown_work": 3, "reason": "x"}, \
+        {"accuracy": 5, "shown_work": 2, "reason": "close enough"}
+    sim.script(served, json=[bad, bad, good, good])   # both orders' first asks, then seconds
     bench = bench_of(race_home, candidates=["cheap-two"])
     bench.run()
     row, = bench.report().rows
     assert (row["accuracy"], row["shown_work"], row["total"]) == (5, 2, 7)
-    assert row["judge_asks"] == 2 and row["judge_error"] is None
-    assert "'accuracy' is 9" in judge_requests(upstreams)[1]["messages"][-1]["content"]
+    assert row["judge_asks"] == 4 and row["judge_error"] is None
+    assert [j["asks"] for j in row["judgements"]] == [2, 2]
+    assert "'accuracy' is 9" in judge_requests(upstreams)[2]["messages"][-1]["content"]
 
 
 def test_runs_times_candidates_rows_and_the_call_log(race_home):
@@ -294,7 +299,7 @@ def test_runs_times_candidates_rows_and_the_call_log(race_home):
     calls = read_jsonl(report_path(race_home, report).parent / report.race / "calls.jsonl")
     assert all(c["race"] == report.race for c in calls)
     roles = [c["role"] for c in calls]
-    assert roles.count("judge") == 8
+    assert roles.count("judge") == 16, "eight runs, each judged in both orders"
     assert roles.count("reference") == 2, "the reference called the model, then its tool"
     # the pinned model and both tool users call twice a run, the skipper once
     assert roles.count("candidate") == 2 * (2 + 2 + 1 + 2)
@@ -359,8 +364,8 @@ def test_candidates_are_paced_by_admission(race_home):
     bench.run()
     assert all(r["succeeded"] for r in bench.report().rows)
     assert admission.most == 1
-    # reference 2 calls, 4 runs × 2 calls, 4 judgements
-    assert admission.slots == 2 + 8 + 4
+    # reference 2 calls, 4 runs × 2 calls, 4 runs judged in both orders
+    assert admission.slots == 2 + 8 + 8
 
 
 def test_grades_are_read_through_the_grades_interface(race_home):
@@ -427,24 +432,27 @@ def test_a_job_may_call_its_seat_from_threads(race_home):
 
 
 def test_the_tool_difference_names_skipped_different_and_extra_calls():
-    from panelist.metrics.race.judge import differs, tool_difference
-    ref = [{"tool": "lookup", "arguments": {"n": 1}}, {"tool": "ship", "arguments": {"n": 1}},
-           {"tool": "lookup", "arguments": {"n": 2}}]
-    run = [{"tool": "ship", "arguments": {"n": 9}}, {"tool": "lookup", "arguments": {"n": 1}},
-           {"tool": "refund", "arguments": {}}]
-    diff = tool_difference(ref, run)
+    from panelist.metrics.race.tooldiff import differs, tool_difference
+    ref = [{"tool": "lookup", "arguments": {"n": 1}, "returned": "a1"},
+           {"tool": "ship", "arguments": {"n": 1}, "returned": "shipped"},
+           {"tool": "lookup", "arguments": {"n": 2}, "returned": "a2"}]
+    run = [{"tool": "ship", "arguments": {"n": 9}, "returned": "unknown order"},
+           {"tool": "lookup", "arguments": {"n": 1}, "returned": "a1"},
+           {"tool": "refund", "arguments": {}, "returned": "refund-7731"}]
+    diff = tool_difference(ref, run, output="refunded as refund-7731")
     assert diff == {"skipped": [{"tool": "lookup", "arguments": {"n": 2}}],
                     "different": [{"tool": "ship", "reference": {"n": 1}, "run": {"n": 9}}],
-                    "extra": [{"tool": "refund", "arguments": {}}]}
+                    "extra": [{"tool": "refund", "arguments": {}}],
+                    "equivalent": [], "unused": []}
     same = tool_difference(ref, list(reversed(ref)))
     assert not differs(same), "order is not compared; arguments are, as data"
 
 
 def test_masking_replaces_whole_identifiers_only():
-    from panelist.metrics.race.judge import Masker
+    from panelist.metrics.race.blind import Masker, Names
     from panelist.metrics.roster.roster import Endpoint, Model
-    mask = Masker([Model("fast", "local", "org/Fast-7B", "fastfam")],
-                  [Endpoint("local", "http://10.0.0.5:8000/v1", "K")])
+    mask = Masker(Names.of([Model("fast", "local", "org/Fast-7B", "fastfam")],
+                           [Endpoint("local", "http://10.0.0.5:8000/v1", "K")]))
     said = mask("FAST said breakfast; org/fast-7b at http://10.0.0.5:8000/v1 via local")
     assert said == "[model] said breakfast; [model] at [endpoint] via [endpoint]"
 

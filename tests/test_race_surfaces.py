@@ -132,6 +132,11 @@ def test_a_race_started_over_http_finishes_and_is_listed(home, sim):
         # the dashboard reads the same through its own API
         status, same, _ = server.get(f"/api/races/{race}")
         assert status == 200 and same == done
+        # and each question a judge was asked, as the report links it
+        prompt = report["rows"][0]["judgements"][0]["prompts"][0]
+        status, kept, _ = server.get(f"/bench/race/{race}/{prompt}")
+        assert status == 200 and kept["judged"] == report["rows"][0]["label"]
+        assert kept["request"]["messages"][-1]["content"].count("<<<BEGIN") == 5
 
         status, second, _ = server.post("/bench/race", {"grade": "general", "prompt": "Again"})
         assert status == 202 and second["candidates"] == ["cheap-gen", "pinned-gen", "slow-gen"]
@@ -164,6 +169,13 @@ def test_a_race_started_over_http_finishes_and_is_listed(home, sim):
     ({"grade": "general", "prompt": PROMPT, "rubric": ["x"]}, "rubric", "must be text"),
     ({"grade": "general", "prompt": PROMPT, "model": "x"}, "model", "send only grade, prompt"),
     ({"grade": "general", "prompt": PROMPT, "tools": []}, "tools", "panelist race --tools"),
+    ({"grade": "general", "prompt": PROMPT, "judges": "judge-top"}, "judges",
+     "list of model aliases"),
+    ({"grade": "general", "prompt": PROMPT, "judges": []}, "judges", "distinct families"),
+    ({"grade": "general", "prompt": PROMPT, "judges": ["pinned-gen"]}, "judges",
+     "name judges of other families"),
+    ({"grade": "general", "prompt": PROMPT, "orders": "reversed"}, "orders",
+     "one of both, random"),
 ])
 def test_a_bad_race_request_is_a_400_naming_the_field(home, body, param, words):
     with gateway(home) as server:
@@ -186,6 +198,11 @@ def test_unknown_grades_models_and_missing_pins_say_what_to_do(home):
         assert status == 404 and reply["error"]["param"] == "candidates"
         assert "nobody" in reply["error"]["message"] and "cheap-gen" not in \
             reply["error"]["message"].split(";")[0]
+
+        status, reply, _ = server.post("/bench/race", {"grade": "general", "prompt": PROMPT,
+                                                        "judges": ["judge-top", "nobody"]})
+        assert status == 404 and reply["error"]["param"] == "judges"
+        assert "unknown judge(s) nobody" in reply["error"]["message"]
 
         status, reply, _ = server.post("/bench", raw=b"[1]",
                                        headers={"Content-Type": "application/json"})
@@ -229,7 +246,8 @@ def test_race_routes_take_gateway_keys_and_refuse_keys_limited_to_collections(ho
     narrow, _ = Keys(home).create("narrow", collections=["pair"], known=["pair"])
     wide, _ = Keys(home).create("wide")
     routes = (("POST", "/bench/race"), ("GET", "/bench/races"),
-              ("GET", "/bench/race/r20260101-0a1b2c3d"))
+              ("GET", "/bench/race/r20260101-0a1b2c3d"),
+              ("GET", "/bench/race/r20260101-0a1b2c3d/judge/00001.json"))
     body = {"grade": "general", "prompt": PROMPT, "candidates": ["cheap-gen"]}
     with gateway(home, env={"PANELIST_REQUIRE_KEYS": "1"}) as server:
         for method, path in routes:
@@ -440,7 +458,8 @@ def test_the_cli_races_a_job_with_tools_from_a_file(pinned, sim, tmp_path, capsy
     assert used == [("find_order", '{"order": "1042", "status": "shipped"}'),
                     ("shipping_status", '{"eta": "Monday", "order_id": "o-1042"}')]
     pinned_row, cheap_row = report["rows"]
-    assert pinned_row["tool_difference"] == {"skipped": [], "different": [], "extra": []}
+    assert pinned_row["tool_difference"] == {"skipped": [], "different": [], "extra": [],
+                                             "equivalent": [], "unused": []}
     assert cheap_row["tool_difference"]["skipped"] == [
         {"tool": "shipping_status", "arguments": {"order_id": "o-1042"}}]
     assert cheap_row["accuracy"] == 4 and cheap_row["capped_from"] == 6

@@ -29,6 +29,12 @@ def register(nouns, common) -> None:
                    help="runs per candidate (default 1; 2 or more give intervals)")
     r.add_argument("--candidates", metavar="a,b",
                    help="the models to race (default: every callable model of the grade)")
+    r.add_argument("--judges", metavar="a,b,c",
+                   help="judge with these models, of distinct families and none of a "
+                   "candidate's, their totals pooled (default: the ceiling model)")
+    r.add_argument("--orders", choices=("both", "random"), default="both",
+                   help="judge each run with the reference shown first and again with it "
+                   "second (both, default), or once in an order drawn per run (random)")
     r.add_argument("--tools", metavar="tools.py",
                    help="a Python file whose TOOLS list the job offers the model")
 
@@ -54,13 +60,18 @@ def cmd_race(args, out: Out) -> int:
             body[key] = getattr(args, key)
     if args.candidates is not None:
         body["candidates"] = [a.strip() for a in args.candidates.split(",") if a.strip()]
+    if args.judges is not None:
+        body["judges"] = [a.strip() for a in args.judges.split(",") if a.strip()]
+    if args.orders != "both":
+        body["orders"] = args.orders
     spec = chatjob.ChatSpec.parse(body)   # the same checks as over HTTP
     tools = chatjob.load_tools(args.tools) if args.tools else ()
     home = open_home(args.data)
     tracker = Tracker(spec.runs)
-    bench, plan = chatjob.benchmark(spec, home, tools=tools, done=tracker.done)
+    bench, plan = chatjob.benchmark(spec, home, tools=tools, done=tracker.done,
+                                    judged=tracker.judged)
     race = bench.reserve()
-    tracker.expect(plan.candidates, home.races / race / "calls.jsonl")
+    tracker.expect(plan.candidates)
     failed: list[BaseException] = []
 
     def work():
@@ -109,7 +120,9 @@ class RaceProgress:
     def lines(self) -> list[str]:
         seen = self.tracker.snapshot()
         total = self.bench.progress()
-        head = [f"race {self.race} · grade {self.spec.grade} · judge {self.plan.ceiling}",
+        judges = self.plan.judges
+        head = [f"race {self.race} · grade {self.spec.grade} · "
+                f"{'judge' if len(judges) == 1 else 'judges'} {', '.join(judges)}",
                 f"  reference {self.plan.pinned}: {seen['reference']} · {total['done']}/"
                 f"{len(self.plan.candidates) * self.spec.runs} runs done, {total['judged']} "
                 "judged"]

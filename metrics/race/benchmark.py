@@ -26,8 +26,11 @@ Invariants:
 * A candidate run still going at the race's deadline, or past its cancel, plus the core's grace
   (its job's own code stuck: model calls end by then) is a failed row that says so, and the
   race ends without waiting for it; a run the cancel kept from beginning is a row that says so.
-* A run that fails is never judged; a run that succeeds is judged as soon as it lands, by the
-  ceiling model, blind (``metrics.race.judge``).
+* A run that fails is never judged; a run that succeeds is judged as soon as it lands, blind
+  (``race.blind``), by the ceiling model or the judges named (``set_judges``), in both orders
+  (``set_orders``), each prompt kept in the race's folder (``race.jury``).
+* A tool is called with its arguments coerced to its schema where that loses nothing
+  (``tooldiff.coerce``: ``"42"`` for an ``integer`` is 42); the transcript keeps both.
 * Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
   model's currency, never summed across currencies.
 """
@@ -43,7 +46,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics.race import judge
+from panelist.metrics.race import blind, jury, tooldiff
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.race.costs import Costs, call_cost
@@ -51,7 +54,7 @@ from panelist.metrics.errors import BadRequest, Cancelled, NotFound, PanelistErr
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.seatrecord import CallLog
 from panelist.metrics.store.jsonl import utc_iso
-from panelist.metrics.race.report import BenchmarkReport, summarise, verdict
+from panelist.metrics.race.report import BenchmarkReport, judging_of, summarise, verdict
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster, RosterView
@@ -187,19 +190,21 @@ class Seat:
         name = call["function"]["name"]
         arguments = arguments_of(call["function"]["arguments"])
         found = offered.get(name)
+        used = None
         if found is None:
             why = f"no tool named {name!r}; offered: {', '.join(offered)}"
         elif not isinstance(arguments, dict):
             why = "the arguments are not a JSON object"
         else:
+            used = tooldiff.coerce(found.spec.get("parameters"), arguments)
             try:
-                returned = as_text(found.fn(**arguments))
+                returned = as_text(found.fn(**used))
             except Exception as exc:   # the tool's failure is the model's to read, and recorded
                 why = f"{type(exc).__name__}: {exc}"
             else:
-                self.transcript.tool(name, arguments, returned=returned)
+                self.transcript.tool(name, arguments, returned=returned, used=used)
                 return returned
-        self.transcript.tool(name, arguments, raised=why)
+        self.transcript.tool(name, arguments, raised=why, used=used)
         return f"error: {why}"
 
 
@@ -255,11 +260,19 @@ class _Race:
         self.deadline = time.monotonic() + timeout
         self.cancel = cancel
         self.costs = Costs()
+        self.jury: jury.Jury | None = None
         self._lock = threading.Lock()
 
     def spent(self, model: Model, result: SeatResult) -> None:
         with self._lock:
             self.costs.add_call(model, result.tokens)
+
+    def ask(self, calls: list[SeatCall]) -> list[SeatResult]:
+        """A set of calls at once, by the race's deadline and cancel, logged and costed."""
+        results = self.seats.run(calls, deadline=self.deadline, cancel=self.cancel, log=self.log)
+        for call, result in zip(calls, results):
+            self.spent(call.model, result)
+        return results
 
 
 @dataclass
@@ -304,6 +317,9 @@ class Benchmark:
         self.metadata: dict = {}
         self._input, self._has_input = None, False
         self._candidates: list[str] | None = None
+        self._judges: list[str] | None = None
+        self._orders = "both"
+        self._on_judged: Callable[[str], None] | None = None
         self._rubric: str | None = None
         self._scorer = None
         self._report: BenchmarkReport | None = None
@@ -321,6 +337,28 @@ class Benchmark:
         if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
             raise TypeError("set_candidates takes a list of model aliases")
         self._candidates = list(dict.fromkeys(aliases))
+        return self
+
+    def set_judges(self, aliases: list[str]) -> "Benchmark":
+        """Judge with these models instead of the ceiling model alone: a jury, of distinct
+        families, none of a candidate's or the reference's (refused otherwise, at ``run``)."""
+        if isinstance(aliases, str) or not aliases or \
+                not all(isinstance(a, str) for a in aliases):
+            raise TypeError("set_judges takes a non-empty list of model aliases")
+        self._judges = list(dict.fromkeys(aliases))
+        return self
+
+    def set_orders(self, orders: str) -> "Benchmark":
+        """``"both"`` (default): every run is judged with the reference shown first and again
+        with the candidate first; ``"random"``: once, in an order drawn per run (recorded)."""
+        if orders not in jury.ORDERS:
+            raise ValueError(f"orders must be one of {', '.join(jury.ORDERS)}, not {orders!r}")
+        self._orders = orders
+        return self
+
+    def on_judged(self, fn: Callable[[str], None] | None) -> "Benchmark":
+        """``fn(alias)`` hears each candidate run's judging end (judged, void or failed)."""
+        self._on_judged = fn
         return self
 
     def set_rubric(self, text: str) -> "Benchmark":
@@ -381,12 +419,18 @@ class Benchmark:
         view = KnownRoster(self.roster, self.home).view()   # catalog prices count for costs
         pinned = self._model(view, self.grades.pinned(grade), f"the model pinned for grade "
                              f"'{grade}'", f"pin one with `panelist grade pin {grade} ALIAS`")
-        ceiling = self._model(view, self.grades.ceiling(), "the ceiling model (the judge)",
-                              "set one with `panelist grade ceiling ALIAS`")
+        if self._judges is None:
+            judges = [self._model(view, self.grades.ceiling(), "the ceiling model (the judge)",
+                                  "set one with `panelist grade ceiling ALIAS`, or name "
+                                  "judges")]
+        else:
+            judges = [self._model(view, a, f"judge '{a}'", "see `panelist model list`")
+                      for a in self._judges]
         aliases = self._candidates if self._candidates is not None else \
             list(self.grades.candidates(grade))
         candidates = [self._model(view, a, f"candidate '{a}'", "see `panelist model list`")
                       for a in aliases]
+        warnings = jury.check(judges, [pinned, *candidates], chosen=self._judges is not None)
         with self._progress_lock:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
@@ -394,6 +438,9 @@ class Benchmark:
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)
+        # the seed is the race's own: a rerun of one race's questions gets the same answers
+        race.jury = jury.Jury(judges, folder, race_id, seed=int(race_id[-8:], 16) & 0x7FFFFFFF,
+                              orders=self._orders, call_timeout=self.call_timeout)
         started, t0 = time.time(), time.monotonic()
         try:
             # a set of one job, run in this thread
@@ -403,9 +450,9 @@ class Benchmark:
             reference = self._run_of(race, landed, pinned, "reference", 0)
             rows: list[dict] = []
             if reference.succeeded:
-                rows = self._race(race, reference, candidates, ceiling, view)
-            report = self._report_of(race, grade, pinned, ceiling, candidates, reference, rows,
-                                     started, time.monotonic() - t0)
+                rows = self._race(race, reference, candidates, judges, view)
+            report = self._report_of(race, grade, pinned, candidates, reference, rows,
+                                     started, time.monotonic() - t0, warnings)
         finally:
             race.log.close()
             seats.close()
@@ -439,25 +486,28 @@ class Benchmark:
         out.row = self._row(out, model, run)
         return out
 
-    def _race(self, race: _Race, reference: _Run, candidates: list[Model], ceiling: Model,
+    def _race(self, race: _Race, reference: _Run, candidates: list[Model], judges: list[Model],
               view: RosterView) -> list[dict]:
         """Every candidate run as a job of one set (``parallel`` at once), each judged, as it
         lands, by a job of a second set (``JUDGES`` at once)."""
         plan = [(m, n) for n in range(1, self.runs + 1) for m in candidates]
         with self._progress_lock:
             self._progress["runs"] = len(plan)
-        endpoints = {m.endpoint for m in (*candidates, ceiling, reference.seat.model)}
-        masker = judge.Masker([*candidates, ceiling, reference.seat.model],
-                              [view.endpoints[e] for e in endpoints if e in view.endpoints])
         task = as_text(self._input)
+        # every name the deployment knows a model by, on the roster or in the catalog
+        names = blind.Names.of([*view.models.values(), *candidates, *judges],
+                               view.endpoints.values(), self._served_ids())
+        masker = blind.Masker(names, [task, self._rubric or "",
+                                      *reference.seat.transcript.sent()])
+        seen = blind.seen(reference.seat.transcript.render, masker)
         rows: list[dict] = []
         of = {f"candidate.{m.alias}.run{n}": (m, n) for m, n in plan}
         runs = race.seats.start(
             [SeatJob(label, partial(self._one, race, m, "candidate", n))
              for label, (m, n) in of.items()],
             deadline=race.deadline, cancel=race.cancel, parallel=self.parallel)
-        judges = race.seats.start([], deadline=race.deadline, cancel=race.cancel,
-                                  parallel=JUDGES)
+        judging = race.seats.start([], deadline=race.deadline, cancel=race.cancel,
+                                   parallel=JUDGES)
         judged_rows: dict[str, dict] = {}
         # a run still going at the deadline (or the cancel) is the job's own code stuck (its
         # model calls end by then): it is given up as a row that says so, not waited for
@@ -469,15 +519,17 @@ class Benchmark:
             if run.succeeded:
                 label = f"judge.{run.row['label']}"
                 judged_rows[label] = run.row
-                judges.add(SeatJob(label, partial(self._judge, race, reference, run, ceiling,
-                                                  masker, task)))
-        for landed in judges:
+                judging.add(SeatJob(label, partial(self._judge, race, reference, seen, run,
+                                                   masker, task)))
+        for landed in judging:
             if landed.exception is not None:   # a fault of the race's own code
                 raise landed.exception
             if landed.status != "ok":
                 judged_rows[landed.label]["judge_error"] = \
                     f"the run was not judged: the race {_ended_how(landed)}"
             self._count("judged")
+            if self._on_judged is not None:
+                self._on_judged(judged_rows[landed.label]["model"])
         order = {(m.alias, n): i for i, (m, n) in enumerate(plan)}
         return sorted(rows, key=lambda r: order[(r["model"], r["run"])])
 
@@ -502,11 +554,12 @@ class Benchmark:
         with self._progress_lock:
             self._progress[what] += 1
 
-    def _judge(self, race: _Race, reference: _Run, run: _Run, ceiling: Model,
-               masker: judge.Masker, task: str) -> None:
+    def _judge(self, race: _Race, reference: _Run, seen: blind.Seen, run: _Run,
+               masker: blind.Masker, task: str) -> None:
         row = run.row
-        diff = judge.tool_difference(reference.seat.transcript.tool_calls(),
-                                     run.seat.transcript.tool_calls())
+        diff = tooldiff.tool_difference(reference.seat.transcript.tool_calls(),
+                                        run.seat.transcript.tool_calls(),
+                                        run.seat.transcript.output, task)
         row["tool_difference"] = diff
         if self._scorer is not None:
             try:
@@ -519,36 +572,15 @@ class Benchmark:
                 row["score"] = None if score is None else float(score)
             except Exception as exc:   # a scorer's bug is the row's note, not the race's end
                 row["score_error"] = f"{type(exc).__name__}: {exc}"
-        asked = judge.messages(task, self._rubric, reference.seat.transcript.render(),
-                               run.seat.transcript.render(), diff, masker)
-        verdict_ = judge.Judgement()
-        problem = ""
-        for n in range(1, judge.ASKS + 1):
-            verdict_.asks = n
-            result, = race.seats.run(
-                [SeatCall(label=f"judge.{row['label']}.{n}", role="judge", model=ceiling,
-                          messages=asked, params={"response_format": judge.RESPONSE_FORMAT},
-                          timeout=race.call_timeout, retries=1,
-                          meta={"race": race.id, "run": run.seat.run, "judged": row["label"]})],
-                deadline=race.deadline, cancel=race.cancel, log=race.log)
-            race.spent(ceiling, result)
-            if not result.answered:
-                problem = f"the judge's call failed ({result.error_kind}: {result.error})"
-                continue
-            parsed, problem = judge.parse(result.text)
-            if parsed is not None:
-                verdict_ = judge.Judgement(**parsed, asks=n).cap(diff)
-                break
-            asked = judge.again(asked, result.text, problem)
-        else:
-            verdict_.error = f"judge failure after {judge.ASKS} asks: {problem}"
-        row.update(accuracy=verdict_.accuracy, shown_work=verdict_.shown_work,
-                   total=verdict_.total, reason=verdict_.reason or verdict_.error,
-                   judge_error=verdict_.error or None, judge_asks=verdict_.asks)
-        if verdict_.said is not None:
-            row["capped_from"] = verdict_.said
-            row["reason"] += (f" [accuracy capped at {judge.CAP} from {verdict_.said}: the tool "
-                              "calls differ from the reference's]")
+        row.update(race.jury.judge(
+            race.ask, label=row["label"], run=run.seat.run, task=task, rubric=self._rubric,
+            reference=seen, candidate=blind.seen(run.seat.transcript.render, masker),
+            diff=diff, difference=masker(tooldiff.describe(diff))))
+        if row.get("voided"):
+            row["reason"] = row["voided"]
+
+    def _served_ids(self) -> list[str]:
+        return KnownRoster(self.roster, self.home).served_ids()
 
     def _row(self, run: _Run, model: Model, n: int) -> dict:
         seat = run.seat
@@ -568,12 +600,13 @@ class Benchmark:
             "cost": None if not costs or None in costs else round(sum(costs), 8),
             "currency": model.currency, "score": None, "accuracy": None, "shown_work": None,
             "total": None, "reason": error or "", "judge_error": None, "tool_difference": None,
+            "voided": None, "judgements": [],
             "output": seat.transcript.output, "transcript": seat.transcript.public(),
         }
 
-    def _report_of(self, race: _Race, grade: str, pinned: Model, ceiling: Model,
-                   candidates: list[Model], reference: _Run, rows: list[dict], started: float,
-                   seconds: float) -> BenchmarkReport:
+    def _report_of(self, race: _Race, grade: str, pinned: Model, candidates: list[Model],
+                   reference: _Run, rows: list[dict], started: float, seconds: float,
+                   warnings: list[str]) -> BenchmarkReport:
         models = [summarise(m.alias, [r for r in rows if r["model"] == m.alias], m.currency)
                   for m in candidates] if rows else []
         if not reference.succeeded:
@@ -583,12 +616,15 @@ class Benchmark:
         else:
             decided = verdict(models, pinned.alias)
         return BenchmarkReport(
-            race=race.id, grade=grade, pinned=pinned.alias, ceiling=ceiling.alias,
+            race=race.id, grade=grade, pinned=pinned.alias, ceiling=race.jury.judges[0].alias,
+            judges=[m.alias for m in race.jury.judges],
+            judging=judging_of(rows, race.jury.public()), warnings=warnings,
             runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),
             task=as_text(self._input), rubric=self._rubric,
             candidates=[m.alias for m in candidates], reference=reference.row, rows=rows,
             models=models, verdict=decided, costs=race.costs.public(),
             judge_failures=sum(1 for r in rows if r.get("judge_error")),
+            voided=sum(1 for r in rows if r.get("voided")),
             calls_log=str(race.log.path))
 
     def _publish(self, report: BenchmarkReport, folder: Path) -> None:

@@ -1,9 +1,9 @@
 """The plain chat job a race can run without code: a system text and a prompt sent to one seat.
 
 ``panelist race`` and ``POST /bench/race`` describe a race as a ``ChatSpec`` (grade, prompt,
-system, rubric, runs, candidates); ``benchmark`` checks it against the roster and the grades and
-returns a ``Benchmark`` ready to ``run()`` a ``ChatJob`` per run. The command line may also give
-the job tools, read from a Python file (``load_tools``).
+system, rubric, runs, candidates, judges, orders); ``benchmark`` checks it against the roster
+and the grades and returns a ``Benchmark`` ready to ``run()`` a ``ChatJob`` per run. The command
+line may also give the job tools, read from a Python file (``load_tools``).
 
 The tools file convention: a Python file that ends with a ``TOOLS`` list, each item either a
 function marked with ``@tool(schema)`` or a ``(function, schema)`` pair, where ``schema`` is the
@@ -21,7 +21,9 @@ JSON schema of the function's keyword arguments (or ``{"name", "description", "p
 
 Invariants: a spec is checked whole before anything runs, and every refusal names the field
 (``param``) and says what to send instead; a race is refused before it starts when its grade is
-on no model, has no pinned model (the reference), or there is no ceiling model (the judge).
+on no model, has no pinned model (the reference), or there is no judge (the ceiling model, or
+the judges named), and when the judges named share a family with each other, a candidate or
+the reference.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Callable
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
+from panelist.metrics.race import jury
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools
 from panelist.metrics.roster.roster import Roster, RosterView
 
@@ -43,9 +46,11 @@ MAX_CANDIDATES = 50
 MAX_PROMPT = 1_000_000   # characters; the gateway's body cap bounds it first over HTTP
 MAX_SYSTEM = 200_000
 MAX_RUBRIC = 20_000
-FIELDS = ("grade", "prompt", "system", "rubric", "runs", "candidates")
+MAX_JUDGES = 9
+FIELDS = ("grade", "prompt", "system", "rubric", "runs", "candidates", "judges", "orders")
 
 Done = Callable[[str, str, bool], None]   # (alias, role, succeeded) as each run of the job ends
+Judged = Callable[[str], None]            # (alias) as each candidate run's judging ends
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class ChatSpec:
     rubric: str | None = None
     runs: int = 1
     candidates: tuple[str, ...] | None = None   # None: every callable model of the grade
+    judges: tuple[str, ...] | None = None       # None: the ceiling model
+    orders: str = "both"
 
     @classmethod
     def parse(cls, body) -> "ChatSpec":
@@ -97,7 +104,22 @@ class ChatSpec:
             if len(candidates) > MAX_CANDIDATES:
                 raise BadRequest(f"at most {MAX_CANDIDATES} candidates", param="candidates")
             candidates = tuple(dict.fromkeys(a.strip() for a in candidates))
-        return cls(grade.strip(), prompt, system, rubric, runs, candidates)
+        judges = body.get("judges")
+        if judges is not None:
+            if not isinstance(judges, list) or not judges or \
+                    not all(isinstance(a, str) and a.strip() for a in judges):
+                raise BadRequest("'judges' must be a non-empty list of model aliases, of "
+                                 "distinct families; leave it out to have the ceiling model "
+                                 "judge", param="judges")
+            if len(judges) > MAX_JUDGES:
+                raise BadRequest(f"at most {MAX_JUDGES} judges", param="judges")
+            judges = tuple(dict.fromkeys(a.strip() for a in judges))
+        orders = body.get("orders", "both")
+        if orders not in jury.ORDERS:
+            raise BadRequest(f"'orders' must be one of {', '.join(jury.ORDERS)}: both judges "
+                             "each run with the reference first and with it second, random "
+                             "once in an order drawn per run", param="orders")
+        return cls(grade.strip(), prompt, system, rubric, runs, candidates, judges, orders)
 
 
 def _text(body: dict, key: str, most: int) -> str | None:
@@ -140,8 +162,9 @@ class Plan:
     """Who a race will run: the reference, the judge and the candidates."""
 
     pinned: str
-    ceiling: str
+    ceiling: str        # the (first) judge
     candidates: list[str]
+    judges: list[str]
 
 
 def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
@@ -163,15 +186,24 @@ def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
         raise NotFound(f"the model pinned for grade '{grade}' is '{pinned}', which is not on the "
                        f"roster; pin another with `panelist grade pin {grade} ALIAS`",
                        param="grade")
-    ceiling = grades.ceiling()
-    ceiling = getattr(ceiling, "alias", ceiling)
-    if ceiling is None:
-        raise NotFound("there is no ceiling model to judge the runs; set one with `panelist "
-                       "grade ceiling ALIAS` or pin a model for the strongest grade",
-                       param="grade")
-    if ceiling not in view.models:
-        raise NotFound(f"the ceiling model (the judge) is '{ceiling}', which is not on the "
-                       "roster; set another with `panelist grade ceiling ALIAS`", param="grade")
+    if spec.judges is not None:
+        unknown = [a for a in spec.judges if a not in view.models]
+        if unknown:
+            raise NotFound(f"unknown judge(s) {', '.join(unknown)}; name models of the roster "
+                           "(`panelist model list`)", param="judges")
+        judges = list(spec.judges)
+    else:
+        ceiling = grades.ceiling()
+        ceiling = getattr(ceiling, "alias", ceiling)
+        if ceiling is None:
+            raise NotFound("there is no ceiling model to judge the runs; set one with "
+                           "`panelist grade ceiling ALIAS`, pin a model for the strongest "
+                           "grade, or name judges", param="grade")
+        if ceiling not in view.models:
+            raise NotFound(f"the ceiling model (the judge) is '{ceiling}', which is not on the "
+                           "roster; set another with `panelist grade ceiling ALIAS`",
+                           param="grade")
+        judges = [ceiling]
     if spec.candidates is not None:
         unknown = [a for a in spec.candidates if a not in view.models]
         if unknown:
@@ -185,11 +217,15 @@ def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
             raise BadRequest(f"grade '{grade}' has no callable model to race (every one is "
                              "retired, or its endpoint is gone); name 'candidates'",
                              param="candidates")
-    return Plan(pinned, ceiling, candidates)
+    if spec.judges is not None:   # refused here, before the race is named
+        jury.check([view.models[a] for a in judges],
+                   [view.models[a] for a in (pinned, *candidates)], chosen=True)
+    return Plan(pinned, judges[0], candidates, judges)
 
 
 def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, tools=(),
-              done: Done | None = None, **kw) -> tuple[Benchmark, Plan]:
+              done: Done | None = None, judged: Judged | None = None,
+              **kw) -> tuple[Benchmark, Plan]:
     """A ``Benchmark`` of ``ChatJob``s for ``spec``, checked and ready to ``run()``; ``kw`` goes
     to ``Benchmark`` (upstream, admission, timeouts)."""
     roster = Roster(home)
@@ -199,6 +235,9 @@ def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, to
                       grades=grades, **kw)
     bench.set_input(spec.prompt)
     bench.set_candidates(chosen.candidates)
+    bench.set_orders(spec.orders).on_judged(judged)
+    if spec.judges is not None:
+        bench.set_judges(list(spec.judges))
     if spec.rubric:
         bench.set_rubric(spec.rubric)
     return bench, chosen

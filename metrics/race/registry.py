@@ -11,9 +11,10 @@ Invariants:
   anything is named or asked. A refused spec names no race and leaves no folder.
 * ``close`` refuses new races, cancels the running ones (calls waiting or in flight end as
   cancelled, each race still writes its report) and joins their threads; it always returns.
-* A race id is only ever looked up on disk once it matches ``RACE_ID``, so a request cannot name
-  a path outside ``runs/races``. A gateway key limited to collections may neither start nor read
-  races (``admit``); any other caller sees every race.
+* A race id is only ever looked up on disk once it matches ``RACE_ID``, and a kept judge prompt
+  once its name matches ``PROMPT``, so a request cannot name a path outside ``runs/races``. A
+  gateway key limited to collections may neither start nor read races (``admit``); any other
+  caller sees every race.
 * Statuses: ``running``; ``done`` (the reference answered and the race ended); ``failed`` (the
   reference failed, or the race could not start; ``error`` says why); ``cancelled`` (this server
   stopped it); ``unfinished`` (a folder without a report: running in another process, or its
@@ -28,18 +29,16 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from panelist.metrics import seatrecord
-from panelist.metrics.race import chatjob, judge
-from panelist.metrics.store import jsonl, jsonwire
+from panelist.metrics.race import chatjob
+from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
 from panelist.metrics.home import Home
-from panelist.metrics.ledger.index import ANSWERED
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
 
 RACE_ID = re.compile(r"r\d{8}-[0-9a-f]{8}")
+PROMPT = re.compile(r"\d{5,9}\.json")   # a judge's question kept in a race's judge/ folder
 MAX_RUNNING = 4       # races one server runs at once (each runs up to 32 calls at once)
 KEEP = 200            # races that ended in this process whose status is kept in memory
 JOIN = 60.0           # seconds ``close`` waits for a cancelled race to write its report
@@ -47,35 +46,24 @@ PAGE, MAX_PAGE = 50, 200
 
 
 # -- progress --------------------------------------------------------------------------------------
-def _alias_of(label: str) -> str:
-    """``candidate.<alias>.run<n>`` (a judged run's label) → ``<alias>``."""
-    return label.split(".", 1)[-1].rsplit(".run", 1)[0]
-
-
 def _counts(runs: int) -> dict:
     return {"runs": runs, "done": 0, "failed": 0, "judged": 0}
 
 
 class Tracker:
     """Per-model progress of one race: runs ended (the job says so as each ends) and runs
-    judged (read from the race's call log, where every judge call lands with the run it
-    judged: a run is judged once its judge answered usable JSON or was asked ``judge.ASKS``
-    times)."""
+    judged (the race says so as each run's judging ends: judged, void or failed)."""
 
     def __init__(self, runs: int):
         self.runs = runs
         self.reference = "running"
         self.models: dict[str, dict] = {}
-        self._tail: jsonl.Tail | None = None
-        self._asks: dict[str, int] = {}
-        self._judged: set[str] = set()
         self._lock = threading.Lock()
 
-    def expect(self, candidates: list[str], log: Path) -> None:
+    def expect(self, candidates: list[str]) -> None:
         with self._lock:
             for alias in candidates:
                 self.models.setdefault(alias, _counts(self.runs))
-            self._tail = jsonl.Tail(log)
 
     def done(self, alias: str, role: str, succeeded: bool) -> None:
         with self._lock:
@@ -86,22 +74,12 @@ class Tracker:
             counts["done"] += 1
             counts["failed"] += not succeeded
 
+    def judged(self, alias: str) -> None:
+        with self._lock:
+            self.models.setdefault(alias, _counts(self.runs))["judged"] += 1
+
     def snapshot(self) -> dict:
         with self._lock:
-            for _, line in self._tail.read() if self._tail is not None else ():
-                record = seatrecord.read(line)   # lines of earlier versions read the same
-                label = record.get("judged")
-                if record.get("role") != "judge" or not isinstance(label, str) \
-                        or label in self._judged:
-                    continue
-                asks = self._asks[label] = self._asks.get(label, 0) + 1
-                usable = record.get("status") in ANSWERED and \
-                    judge.parse(str(record.get("answer") or ""))[0] is not None
-                if usable or asks >= judge.ASKS:
-                    self._judged.add(label)
-                    counts = self.models.get(_alias_of(label))
-                    if counts is not None:
-                        counts["judged"] += 1
             return {"reference": self.reference,
                     "models": {a: dict(c) for a, c in self.models.items()}}
 
@@ -114,7 +92,8 @@ def progress_of(report: dict) -> dict:
         counts["runs"] += 1
         counts["done"] += 1
         counts["failed"] += not row.get("succeeded")
-        counts["judged"] += row.get("total") is not None or bool(row.get("judge_error"))
+        counts["judged"] += row.get("total") is not None or bool(row.get("judge_error")) \
+            or bool(row.get("voided"))
     rows = report.get("rows") or ()
     return {"runs": len(rows), "done": len(rows),
             "judged": sum(c["judged"] for c in models.values()),
@@ -173,9 +152,10 @@ class Races:
             tracker = Tracker(spec.runs)
             bench, plan = chatjob.benchmark(spec, self.home, grades=self.grades,
                                             upstream=self.upstream, admission=self.admission,
-                                            done=tracker.done, **self._bench)
+                                            done=tracker.done, judged=tracker.judged,
+                                            **self._bench)
             race = bench.reserve()
-            tracker.expect(plan.candidates, self.folder / race / "calls.jsonl")
+            tracker.expect(plan.candidates)
             entry = _Entry(race, spec, plan, bench, tracker, time.time())
             entry.thread = threading.Thread(target=self._run, args=(entry,), daemon=True,
                                             name=f"race-{race}")
@@ -254,6 +234,24 @@ class Races:
         return {"data": page, "next": page[-1]["race"] if len(found) > limit else None,
                 "running": self.running(), "max_running": self.max_running}
 
+    def prompt(self, race: str, name: str) -> dict:
+        """One judge question a race kept (``judge/<name>``, as its report links it) with its
+        answer."""
+        name = name.removeprefix("judge/")
+        if not isinstance(race, str) or not RACE_ID.fullmatch(race) or \
+                not PROMPT.fullmatch(name):
+            raise NotFound(f"unknown judge prompt {race}/judge/{name}; a race report's "
+                           "judgements name their prompts (judge/00001.json)")
+        try:
+            record = jsonwire.loads((self.folder / race / "judge" / name).read_bytes())
+        except FileNotFoundError:
+            raise NotFound(f"race {race} kept no judge prompt {name}; its report's judgements "
+                           "name the ones it kept") from None
+        except (OSError, ValueError) as exc:
+            raise NotFound(f"the judge prompt {race}/judge/{name} cannot be read ({exc})"
+                           ) from None
+        return record
+
     def _on_disk(self) -> list[str]:
         try:
             names = [p.name for p in self.folder.iterdir()]
@@ -282,7 +280,8 @@ class Races:
         counts = bench.progress() if bench is not None else {"done": 0, "judged": 0}
         seen = entry.tracker.snapshot()
         return {"race": entry.race, "status": entry.status, "grade": spec.grade,
-                "pinned": plan.pinned, "ceiling": plan.ceiling, "runs": spec.runs,
+                "pinned": plan.pinned, "ceiling": plan.ceiling, "judges": list(plan.judges),
+                "runs": spec.runs,
                 "candidates": list(plan.candidates), "started": utc_iso(entry.started),
                 "seconds": round(time.monotonic() - entry.t0, 3),
                 "progress": {"runs": len(plan.candidates) * spec.runs, "done": counts["done"],
@@ -333,7 +332,9 @@ def summary_of(report: dict) -> dict:
     verdict = report.get("verdict") or {}
     return {"race": report["race"], "status": "failed" if failed else "done",
             "grade": report.get("grade"), "pinned": report.get("pinned"),
-            "ceiling": report.get("ceiling"), "runs": report.get("runs"),
+            "ceiling": report.get("ceiling"),
+            "judges": list(report.get("judges") or [report.get("ceiling")]),
+            "runs": report.get("runs"),
             "candidates": list(report.get("candidates") or ()),
             "started": report.get("started"), "seconds": report.get("seconds"),
             "progress": progress_of(report),
@@ -344,7 +345,7 @@ def summary_of(report: dict) -> dict:
 
 def _blank(race: str, status: str, started: str, error: str) -> dict:
     return {"race": race, "status": status, "grade": None, "pinned": None, "ceiling": None,
-            "runs": None, "candidates": [], "started": started, "seconds": None,
+            "judges": [], "runs": None, "candidates": [], "started": started, "seconds": None,
             "progress": None, "verdict": None, "judge_failures": None, "error": error}
 
 

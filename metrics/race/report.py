@@ -12,6 +12,13 @@ Invariants:
   are compared only within one currency and an unknown cost is never taken as cheap; when the
   qualifying models price in several currencies the verdict names the cheapest in each and picks
   none.
+* ``judging`` says how the runs were judged (the judges, the orders, temperature and seed, the
+  parameters an endpoint refused) and how far the judgements agree: ``position`` (the same
+  judge's totals for one run with the reference shown first and with the candidate first) and
+  ``agreement`` (the judges' totals for one run). ``voided`` counts the runs not judged because
+  a run named itself; ``warnings`` what may bias the judge (a judge of a candidate's family).
+* Every judgement names the files its questions were kept in (``judgements[].prompts``,
+  relative to the race's folder ``runs/races/<race id>/``).
 * The saved report is written whole (``store.atomic``): a reader sees the old file
   or the new one, never half of one.
 """
@@ -104,6 +111,29 @@ def verdict(models: list[dict], pinned: str) -> dict:
     return out
 
 
+def judging_of(rows: list[dict], jury: dict) -> dict:
+    """How the rows were judged (``jury``: ``Jury.public()``) and how far judgements agree."""
+    pairs = [t for r in rows for t in ((r.get("position") or {}).get("by_judge") or {}).values()]
+    gaps = [abs(t["reference_first"] - t["candidate_first"]) for t in pairs]
+    panels = [list(r["jury"].values()) for r in rows
+              if len(r.get("jury") or {}) > 1 and None not in r["jury"].values()]
+    spreads = [max(t) - min(t) for t in panels]
+    out = dict(jury)
+    if jury.get("orders") == "both":
+        out["position"] = {"judgements": len(pairs), "disagree": sum(g > 0 for g in gaps),
+                           "mean_difference": _mean(gaps)}
+    else:   # one drawn order a run: compare the totals each order got
+        by = {o: [j["total"] for r in rows for j in r.get("judgements") or ()
+                  if j["order"] == o and j["total"] is not None]
+              for o in ("reference_first", "candidate_first")}
+        out["position"] = {o: {"judgements": len(v), "mean_total": _mean(v)}
+                           for o, v in by.items()}
+    if len(jury.get("judges") or ()) > 1:
+        out["agreement"] = {"runs": len(spreads), "within_1": sum(x <= 1 for x in spreads),
+                            "mean_spread": _mean(spreads)}
+    return out
+
+
 @dataclass
 class BenchmarkReport:
     race: str
@@ -123,6 +153,10 @@ class BenchmarkReport:
     costs: dict = field(default_factory=dict)
     judge_failures: int = 0
     calls_log: str = ""
+    judges: list[str] = field(default_factory=list)
+    judging: dict = field(default_factory=dict)
+    voided: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def public(self) -> dict:
         return {"v": 1, "race": self.race, "grade": self.grade, "pinned": self.pinned,
@@ -130,7 +164,9 @@ class BenchmarkReport:
                 "seconds": self.seconds, "task": self.task, "rubric": self.rubric,
                 "candidates": self.candidates, "reference": self.reference, "rows": self.rows,
                 "models": self.models, "verdict": self.verdict, "costs": self.costs,
-                "judge_failures": self.judge_failures, "calls_log": self.calls_log}
+                "judge_failures": self.judge_failures, "calls_log": self.calls_log,
+                "judges": self.judges, "judging": self.judging, "voided": self.voided,
+                "warnings": self.warnings}
 
     def save(self, path: Path) -> None:
         path = Path(path)
@@ -141,8 +177,11 @@ class BenchmarkReport:
         """The report as plain text: the reference, a row per run, a line per model, verdict."""
         ref = self.reference
         outcome = "succeeded" if ref.get("succeeded") else f"FAILED: {ref.get('error')}"
-        lines = [f"race {self.race} · grade {self.grade} · reference {self.pinned} · judge "
-                 f"{self.ceiling} · {self.runs} run(s) per model · {self.seconds:.1f} s",
+        judges = self.judges or [self.ceiling]
+        lines = [f"race {self.race} · grade {self.grade} · reference {self.pinned} · "
+                 f"{'judge' if len(judges) == 1 else 'judges'} {', '.join(judges)} · "
+                 f"{self.runs} run(s) per model · {self.seconds:.1f} s",
+                 *(f"WARNING: {w}" for w in self.warnings),
                  f"reference: {outcome} · calls {ref.get('model_calls', 0)} · tools "
                  f"{ref.get('tool_calls', 0)} · wall {_num(ref.get('wall'))} s · cost "
                  f"{_cost(ref.get('cost'), ref.get('currency'))}"]
@@ -163,6 +202,8 @@ class BenchmarkReport:
                  _span(m["interval"]))
                 for m in self.models]
         lines += [""] + _grid(head, body)
+        said = _judging_lines(self.judging, self.voided)
+        lines += [""] + said if said else []
         spent = ", ".join(f"{v:.6f} {c}" for c, v in self.costs.get("by_currency", {}).items())
         unknown = self.costs.get("unknown_calls")
         lines += ["", f"verdict: {self.verdict.get('model') or 'none'}: {self.verdict.get('why')}",
@@ -170,6 +211,27 @@ class BenchmarkReport:
                   + (f" (+{unknown} call(s) of unknown cost)" if unknown else "")
                   + (f" · judge failures: {self.judge_failures}" if self.judge_failures else "")]
         return "\n".join(lines)
+
+
+def _judging_lines(judging: dict, voided: int) -> list[str]:
+    lines = []
+    position = judging.get("position") or {}
+    if "judgements" in position and position["judgements"]:
+        lines.append(f"position: the orders disagree on {position['disagree']} of "
+                     f"{position['judgements']} judgement pair(s) (mean difference "
+                     f"{_num(position['mean_difference'])})")
+    elif position and "judgements" not in position:
+        lines.append("position (one order drawn a run): mean total " + ", ".join(
+            f"{_num(v['mean_total'])} with the {o.replace('_', ' ')} ({v['judgements']})"
+            for o, v in position.items()))
+    agreement = judging.get("agreement")
+    if agreement and agreement["runs"]:
+        lines.append(f"jury: within 1 point on {agreement['within_1']} of {agreement['runs']} "
+                     f"run(s) (mean spread {_num(agreement['mean_spread'])})")
+    if voided:
+        lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
+                     "reason)")
+    return lines
 
 
 def _num(v) -> str:

@@ -1,13 +1,17 @@
 """The transcript of one run of a job: what it asked, each model call, each tool call, its output.
 
-Invariants: events are kept in the order they happened; a tool call is recorded with what it
-returned or what it raised, never both; ``render`` is plain text built only from the events
-(the caller masks it before anyone blind reads it); ``public`` is JSON-ready.
+Invariants: events are kept in the order they happened; a tool call is recorded with the
+arguments the model sent, the arguments the tool was called with when its schema's coercion
+changed them (``used``), and what it returned or what it raised, never both; ``render`` is plain
+text built only from the events, every part a model wrote (and what tools returned, which can
+echo it) passed through the caller's mask, what the job itself sent left as it was;
+``public`` is JSON-ready.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 from panelist.metrics.store import jsonwire
 
@@ -61,14 +65,17 @@ class Transcript:
                      if not result.answered else {})})
 
     def tool(self, name: str, arguments, *, returned: str | None = None,
-             raised: str | None = None) -> None:
+             raised: str | None = None, used=None) -> None:
         event = {"kind": "tool", "tool": name, "arguments": arguments}
+        if used is not None and used != arguments:
+            event["used"] = used
         event.update({"raised": raised} if raised is not None else {"returned": returned})
         self.add(event)
 
     def tool_calls(self) -> list[dict]:
-        """Every tool call the run made, in order: ``{"tool", "arguments"}``."""
-        return [{"tool": e["tool"], "arguments": e["arguments"]}
+        """Every tool call the run made, in order: ``{"tool", "arguments"}``, ``used`` when
+        coercion changed the arguments, and ``returned`` or ``raised``."""
+        return [{k: v for k, v in e.items() if k != "kind"}
                 for e in self.events if e["kind"] == "tool"]
 
     def model_calls(self) -> list[dict]:
@@ -77,30 +84,43 @@ class Transcript:
     def public(self) -> dict:
         return {"events": list(self.events), "output": self.output, "error": self.error}
 
-    def render(self) -> str:
+    def render(self, mask: Callable[[str, bool], str] | None = None) -> str:
+        """The run as text. ``mask(text, by_model)`` is given every part a model wrote
+        (``by_model`` True) and every tool result (False); what the job sent, but the
+        assistant messages it sent back, is shown as it was."""
+        def m(text: str, by_model: bool = True) -> str:
+            return _cut(mask(text, by_model) if mask is not None else text)
+
         lines = []
         for e in self.events:
             if e["kind"] == "ask":
                 lines.append("The job sent:")
-                lines += [f"  [{m['role']}] {_cut(m['content'])}" for m in e["messages"]]
+                lines += [f"  [{x['role']}] " + (m(x["content"]) if x["role"] == "assistant"
+                                                 else _cut(x["content"]))
+                          for x in e["messages"]]
             elif e["kind"] == "model":
                 if e["status"] not in ("ok", "tool_calls"):
-                    lines.append(f"The model failed: {e.get('error', e['status'])}")
+                    lines.append(f"The model failed: {m(e.get('error', e['status']), False)}")
                     continue
                 if e["text"]:
-                    lines.append(f"The model answered: {_cut(e['text'])}")
-                lines += [f"The model called {c['tool']} with {as_text(c['arguments'])}"
+                    lines.append(f"The model answered: {m(e['text'])}")
+                lines += [f"The model called {c['tool']} with {m(as_text(c['arguments']))}"
                           for c in e["tool_calls"]]
             elif e["kind"] == "tool":
                 if "raised" in e:
-                    lines.append(f"Tool {e['tool']} raised: {_cut(e['raised'])}")
+                    lines.append(f"Tool {e['tool']} raised: {m(e['raised'], False)}")
                 else:
-                    lines.append(f"Tool {e['tool']} returned: {_cut(e['returned'])}")
+                    lines.append(f"Tool {e['tool']} returned: {m(e['returned'], False)}")
         if self.error is not None:
-            lines.append(f"The run failed: {_cut(self.error)}")
+            lines.append(f"The run failed: {m(self.error, False)}")
         else:
-            lines.append(f"Final output: {_cut(self.output or '')}")
+            lines.append(f"Final output: {m(self.output or '')}")
         return "\n".join(lines)
+
+    def sent(self) -> list[str]:
+        """What the job itself sent (never masked: it is the task's, not a model's)."""
+        return [x["content"] for e in self.events if e["kind"] == "ask"
+                for x in e["messages"] if x["role"] != "assistant"]
 
 
 def _message(m) -> dict:

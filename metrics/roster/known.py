@@ -103,6 +103,12 @@ class KnownRoster:
         self._broken = None
         return stored
 
+    def served_ids(self) -> list[str]:
+        """Every served id the catalog lists on any endpoint, whether on the roster or not (a
+        race masks them all in what its judge reads)."""
+        return sorted({served for by in self._stored().values() if isinstance(by, dict)
+                       for served in by if isinstance(served, str)})
+
     def view(self) -> RosterView:
         view, stored = self.roster.view(), self._stored()
         memo = self._memo

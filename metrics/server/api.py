@@ -560,6 +560,10 @@ def get_race(req: ApiRequest) -> dict:
     return req.parts.races.get(req.params["race"])
 
 
+def get_race_prompt(req: ApiRequest) -> dict:
+    return req.parts.races.prompt(req.params["race"], req.params["name"])
+
+
 # -- discover and alerts --------------------------------------------------------------------------
 def discover_all(req: ApiRequest) -> dict:
     """What ``panelist discover`` lists: models served outside the roster, free first."""
@@ -650,6 +654,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/keys/{name}", {"DELETE": revoke_key}),
     ("/api/races", {"GET": list_races}),
     ("/api/races/{race}", {"GET": get_race}),
+    ("/api/races/{race}/judge/{name}", {"GET": get_race_prompt}),
     ("/api/discover", {"GET": discover_all}),
     ("/api/discover/add", {"POST": discover_add}),
     ("/api/catalog/refresh", {"POST": catalog_refresh}),

@@ -208,6 +208,11 @@ def get_race(h: Handler, params: dict):
     h.send_json(200, h.server.parts.races.get(params["race"]))
 
 
+def get_race_prompt(h: Handler, params: dict):
+    registry.admit(h.caller)
+    h.send_json(200, h.server.parts.races.prompt(params["race"], params["name"]))
+
+
 def get_races(h: Handler, _):
     registry.admit(h.caller)
     query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query).items()}
@@ -232,6 +237,7 @@ GATEWAY_ROUTES = (
     Route("/v1/messages/count_tokens", {"POST": post_count_tokens}, gate=KEYS),
     Route("/bench/race", {"POST": post_race}, gate=KEYS),
     Route("/bench/race/{race}", {"GET": get_race}, gate=KEYS),
+    Route("/bench/race/{race}/judge/{name}", {"GET": get_race_prompt}, gate=KEYS),
     Route("/bench/races", {"GET": get_races}, gate=KEYS),
 )
 

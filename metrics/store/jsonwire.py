@@ -69,12 +69,26 @@ def _no_constant(name: str):
     raise JSONRefused(f"{name} is not a JSON number; send a finite number")
 
 
-def loads(data: bytes | str, *, strict: bool = False):
+def _unique(pairs: list) -> dict:
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise JSONRefused(f"the key {key!r} appears twice in one object; send each key once")
+        seen[key] = value
+    return seen
+
+
+def loads(data: bytes | str, *, strict: bool = False, unique: bool = False):
     """Parse JSON from outside. Raises ``JSONRefused`` (with the decoder's reason) or
     ``UnicodeDecodeError`` for bytes that are not UTF-8. ``strict`` also refuses ``NaN`` and
-    ``Infinity``, which Python's decoder takes but no JSON peer we forward to would."""
+    ``Infinity``, which Python's decoder takes but no JSON peer we forward to would;
+    ``unique`` refuses an object that names a key twice (which the decoder would let the last
+    one win), where two readers could take two different values from one text."""
+    kw = {"parse_constant": _no_constant} if strict else {}
+    if unique:
+        kw["object_pairs_hook"] = _unique
     try:
-        value = json.loads(data, parse_constant=_no_constant) if strict else json.loads(data)
+        value = json.loads(data, **kw)
     except RecursionError:
         raise JSONRefused(f"the JSON nests deeper than {MAX_DEPTH} levels") from None
     except UnicodeDecodeError:

@@ -97,6 +97,11 @@ BEHAVIOUR = {
     "rules": "a list of {'contains': text, 'answer': text}: the first rule whose text occurs in "
              "the last user message gives the answer (before 'answers' and 'answer'); a request "
              "no rule matches is answered as without rules",
+    "json_rules": "as 'rules', for requests that ask for JSON: the first rule whose text occurs "
+                  "in the last user message gives the JSON answer (an object, or a string sent "
+                  "as it is), before 'json'",
+    "refuse_params": "body keys the model refuses with a 400 naming the key, as reasoning "
+                     "models refuse 'temperature': a list such as ['temperature', 'seed']",
 }
 
 _POLL = 0.05   # how often a pending request looks for its client having gone, or a stop
@@ -208,6 +213,16 @@ class SimUpstream:
                 and isinstance(r["answer"], str) for r in rules):
             raise ValueError(f"rules for {model!r} must be a list of "
                              "{'contains': non-empty text, 'answer': text}")
+        json_rules = behaviour.get("json_rules", [])
+        if not isinstance(json_rules, list) or not all(
+                isinstance(r, dict) and set(r) == {"contains", "answer"}
+                and isinstance(r["contains"], str) and r["contains"]
+                and isinstance(r["answer"], (str, dict)) for r in json_rules):
+            raise ValueError(f"json_rules for {model!r} must be a list of "
+                             "{'contains': non-empty text, 'answer': object or text}")
+        refuse = behaviour.get("refuse_params", [])
+        if not isinstance(refuse, list) or not all(isinstance(k, str) for k in refuse):
+            raise ValueError(f"refuse_params for {model!r} must be a list of body keys")
         with self._lock:
             self._models[model] = copy.deepcopy(behaviour)
 
@@ -419,6 +434,11 @@ class _Handler(BaseHTTPRequestHandler):
                                param=refused[0])
         if b.get("close"):
             self.close_connection = True
+        for key in b.get("refuse_params") or ():
+            if key in body:
+                return self._error(400, f"Unsupported parameter: '{key}' is not supported with "
+                                   "this model. (simulated)", "invalid_request_error",
+                                   "unsupported_parameter", param=key)
         message = b.get("message")
         if fail == "rate_limit":
             wait = b.get("retry_after", 30)
@@ -457,7 +477,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif calls:
             text = b.get("answer") or ""
         elif _wants_json(body):
-            text = _json_answer(b, body, n)
+            text = _json_answer(b, body, n, asked)
         elif ruled is not None:
             text = ruled
         elif b.get("answers"):
@@ -697,7 +717,11 @@ def _wants_json(body: dict) -> bool:
     return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
 
 
-def _json_answer(b: dict, body: dict, n: int) -> str:
+def _json_answer(b: dict, body: dict, n: int, asked: str = "") -> str:
+    ruled = next((r["answer"] for r in b.get("json_rules") or () if r["contains"] in asked),
+                 None)
+    if ruled is not None:
+        return ruled if isinstance(ruled, str) else json.dumps(ruled)
     scripted = b.get("json")
     if isinstance(scripted, list) and scripted:
         scripted = scripted[(n - 1) % len(scripted)]

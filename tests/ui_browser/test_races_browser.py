@@ -46,6 +46,7 @@ def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, p
     models = page.get_by_role("region", name="Models of this race")
     expect(models.locator("tbody tr")).to_have_count(len(CANDIDATES))
     expect(page.get_by_test_id("cost-score-chart").locator("canvas")).to_have_count(1)
+    expect(page.get_by_test_id("judging")).to_contain_text("in both orders")
 
     runs.get_by_role("button", name="Transcript of candidate.sim-vision.run1").click()
     dialog = page.get_by_role("dialog", name="Transcript: sim-vision · run 1")
@@ -53,7 +54,16 @@ def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, p
     expect(transcript).to_contain_text("The job sent")
     expect(transcript).to_contain_text(PROMPT)
     expect(transcript).to_contain_text("[simulated sim-vision]")
-    expect(dialog).to_contain_text("The same tool calls with the same arguments.")
+    expect(dialog).to_contain_text("The same tool calls, with the same arguments or the same "
+                                   "results.")
+    judged = dialog.get_by_test_id("judgements")
+    expect(judged).to_contain_text("sim-careful · reference shown first")
+    expect(judged).to_contain_text("sim-careful · candidate shown first")
+    # the question the judge was asked, as it was sent: the run masked, the task as given
+    judged.get_by_role("button", name="The question sim-careful was asked (1)").first.click()
+    expect(judged).to_contain_text("<<<BEGIN")
+    expect(judged).to_contain_text("[simulated [model]]")
+    expect(judged).to_contain_text(PROMPT)
     assert page.evaluate("window.__owned") is None, "text from a model ran as markup"
     dialog.get_by_role("button", name="Close the transcript").click()
     expect(dialog).to_have_count(0)

@@ -1,6 +1,7 @@
 // Races: every race of this data folder, newest first, and one race in full: its verdict, a
 // line per model, cost against judge total as a chart, a row per run with its tool difference,
-// and each run's transcript. A running race is polled (GET /api/races/<id> every 2 s) until it
+// each run's transcript and its judgements, with the questions the judges were asked exactly as
+// sent (GET /api/races/<id>/judge/<file>, read on demand). A running race is polled (GET /api/races/<id> every 2 s) until it
 // ends; every read of the race also redraws its entry in the list, which was read before it (a
 // race may end in between). Everything a model, a tool or a caller wrote is shown as text,
 // never as markup.
@@ -61,6 +62,14 @@ function diffLines(diff) {
   ];
 }
 
+function notedLines(diff) {
+  if (!diff) return [];
+  return [
+    ...(diff.equivalent || []).map((d) => `${d.tool} with ${asText(d.run)}, the reference ${asText(d.reference)}: the same result`),
+    ...(diff.unused || []).map((d) => `extra ${d.tool} ${asText(d.arguments)}: its result not used`),
+  ];
+}
+
 function diffCell(row) {
   if (row.role === "reference") return h("span", { class: "faint" }, "the yardstick");
   const diff = row.tool_difference;
@@ -102,18 +111,57 @@ function transcriptView(row) {
   return h("ol", { class: "transcript", "data-testid": "transcript" }, items);
 }
 
-function openTranscript(row) {
+const ORDER_WORDS = { reference_first: "reference shown first", candidate_first: "candidate shown first" };
+
+/** One kept question as the judge received it, and the answer it gave. */
+async function showPrompt(slot, race, name, signal) {
+  replace(slot, loading("Reading the question…"));
+  try {
+    const kept = await api.get(`/api/races/${seg(race)}/judge/${seg(name.replace(/^judge\//, ""))}`, { signal });
+    const request = kept.request || {};
+    const { messages = [], ...params } = request;
+    replace(slot,
+      h("p", { class: "muted small", text: `Sent to ${kept.judge} (${ORDER_WORDS[kept.order] || kept.order}, ask ${kept.ask}) with ${asText(params)}` }),
+      messages.map((m) => h("pre", { class: "textblock", text: `[${m.role}] ${m.content}` })),
+      h("div", { class: "event-head", text: `Answer (${kept.status})` }),
+      h("pre", { class: "textblock", text: kept.answer ?? kept.error ?? "" }));
+  } catch (err) {
+    if (err.name !== "AbortError") replace(slot, notice("error", "The question could not be read", err.message));
+  }
+}
+
+function judgementsView(row, race, signal) {
+  const list = row.judgements || [];
+  if (!list.length) return null;
+  return h("section", { class: "stack", "data-testid": "judgements" }, h("h3", { text: "Judgements" }),
+    list.map((j) => {
+      const slot = h("div", { class: "stack" });
+      const score = j.total == null ? (j.error || "no score") : `${j.total} (accuracy ${j.accuracy}${j.capped_from != null ? `, capped from ${j.capped_from}` : ""}, shown work ${j.shown_work})`;
+      return h("div", { class: "judgement" },
+        h("p", null, h("strong", { text: `${j.judge} · ${ORDER_WORDS[j.order] || j.order}: ` }), score, j.reason ? ` · ${j.reason}` : ""),
+        h("div", { class: "row" }, (j.prompts || []).map((name, i) => button(`Question ${i + 1}`, () => showPrompt(slot, race, name, signal), { small: true, "aria-label": `The question ${j.judge} was asked (${i + 1})` }))),
+        slot);
+    }));
+}
+
+function openTranscript(row, race) {
   const who = row.role === "reference" ? `Reference · ${row.model}` : `${row.model} · run ${row.run}`;
   openDialog({ title: `Transcript: ${who}`, sub: h("span", { class: "mono", text: row.label }), wide: true, label: "Close the transcript" },
-    () => {
+    ({ onClose }) => {
       const lines = diffLines(row.tool_difference);
+      const noted = notedLines(row.tool_difference);
+      const reads = new AbortController();
+      onClose(() => reads.abort());
       return {
         body: h("div", { class: "stack" },
           row.role !== "reference" && row.tool_difference
             ? notice(differs(row.tool_difference) ? "warn" : "", "Tool calls against the reference",
-              lines.length ? lines.join("; ") : "The same tool calls with the same arguments.")
+              (lines.length ? lines.join("; ") : "The same tool calls, with the same arguments or the same results.")
+              + (noted.length ? ` Not counted: ${noted.join("; ")}.` : ""))
             : null,
-          row.reason ? h("p", null, h("strong", { text: "Judge: " }), row.reason) : null,
+          row.voided ? notice("warn", "Not judged", row.voided) : null,
+          row.reason && !row.voided ? h("p", null, h("strong", { text: "Judge: " }), row.reason) : null,
+          judgementsView(row, race, reads.signal),
           transcriptView(row)),
       };
     });
@@ -197,10 +245,10 @@ function runsTable(report) {
       { key: "score", label: "Code score", numeric: true, filter: false, cell: (r) => num(r.score) },
       { key: "accuracy", label: "Accuracy /7", numeric: true, filter: false, cell: (r) => (r.capped_from != null ? h("span", { title: `the judge gave ${r.capped_from}; capped for the tool difference` }, `${r.accuracy} (capped from ${r.capped_from})`) : num(r.accuracy, 0)) },
       { key: "shown_work", label: "Shown work /3", numeric: true, filter: false, cell: (r) => num(r.shown_work, 0) },
-      { key: "total", label: "Total /10", numeric: true, filter: false, cell: (r) => (r.total == null ? fmt.DASH : h("strong", { text: num(r.total, 0) })) },
+      { key: "total", label: "Total /10", numeric: true, filter: false, cell: (r) => (r.voided ? h("span", { class: "badge warn", title: r.voided }, "void") : r.total == null ? fmt.DASH : h("strong", { text: num(r.total) })) },
       { key: "tool_difference", label: "Tools vs reference", filter: false, sortable: false, cell: diffCell },
       { key: "reason", label: "Reason", cell: (r) => h("span", { class: "reason", text: r.reason || r.error || "" }) },
-      { key: "transcript", label: "Transcript", sortable: false, filter: false, cell: (r) => button("Open", () => openTranscript(r), { small: true, "aria-label": `Transcript of ${r.label}` }) },
+      { key: "transcript", label: "Transcript", sortable: false, filter: false, cell: (r) => button("Open", () => openTranscript(r, report.race), { small: true, "aria-label": `Transcript of ${r.label}` }) },
     ],
   });
 }
@@ -243,7 +291,7 @@ function raceHead(race) {
   const facts = h("div", { class: "meta" },
     h("span", null, "Grade ", h("strong", { text: race.grade ?? fmt.DASH })),
     h("span", null, "Reference ", h("strong", { text: race.pinned ?? fmt.DASH })),
-    h("span", null, "Judge ", h("strong", { text: race.ceiling ?? fmt.DASH })),
+    h("span", null, (race.judges || []).length > 1 ? "Judges " : "Judge ", h("strong", { text: (race.judges || []).length ? race.judges.join(", ") : (race.ceiling ?? fmt.DASH) })),
     h("span", null, "Runs per model ", h("strong", { text: race.runs ?? fmt.DASH })),
     h("span", null, "Started ", h("strong", { text: started(race.started) })),
     h("span", null, "Took ", h("strong", { text: fmt.seconds(race.seconds) })));
@@ -251,7 +299,21 @@ function raceHead(race) {
     h("div", { class: "row spread" }, h("h2", { class: "mono", text: race.race }), statusBadge(race.status)),
     facts,
     v ? notice(v.model ? "" : "warn", v.model ? `Verdict: ${v.model}` : "Verdict: no model", v.why || "") : null,
+    ((race.report && race.report.warnings) || []).map((w) => notice("warn", "The judge may be biased", w)),
     race.error ? notice("error", "What went wrong", race.error) : null);
+}
+
+function judgingNote(judging, voided) {
+  if (!judging) return null;
+  const said = [`Judged at temperature ${judging.temperature}, seed ${judging.seed}, ${judging.orders === "random" ? "in one order drawn per run" : "in both orders"}.`];
+  const p = judging.position || {};
+  if (typeof p.judgements === "number" && p.judgements) said.push(`The orders disagree on ${p.disagree} of ${p.judgements} judgement pairs (mean difference ${num(p.mean_difference)}).`);
+  const a = judging.agreement;
+  if (a && a.runs) said.push(`The judges agree within 1 point on ${a.within_1} of ${a.runs} runs (mean spread ${num(a.mean_spread)}).`);
+  const refused = Object.entries(judging.refused || {});
+  if (refused.length) said.push(`Not taken by the endpoint: ${refused.map(([j, ps]) => `${j} (${ps.join(", ")})`).join("; ")}.`);
+  if (voided) said.push(`${voided} run(s) named a model and were not judged.`);
+  return h("p", { class: "muted small", "data-testid": "judging" }, said.join(" "));
 }
 
 function showRace(slot, race, ctx, cleanups) {
@@ -281,7 +343,8 @@ function showRace(slot, race, ctx, cleanups) {
       unpriced.length ? h("p", { class: "muted small" }, `Not drawn (no cost or no judged run): ${unpriced.join(", ")}.`) : null));
     parts.push(h("section", { class: "section" }, h("h2", { text: "Models" }), modelsTable(report).el));
     parts.push(h("section", { class: "section" }, h("h2", { text: "Runs" }),
-      h("p", { class: "muted" }, "Every run, the reference first. Accuracy is capped at 4 when a run's tool calls differ from the reference's. Open a transcript to read what the run sent, each model call, each tool call and what it returned."),
+      h("p", { class: "muted" }, "Every run, the reference first. Accuracy is capped at 4 when a run's tool calls differ from the reference's. A run's scores are the means of its judgements (every judge, each order); a run that names a model is void, never scored. Open a transcript to read what the run sent, each model call, each tool call, what it returned, and the questions its judges were asked."),
+      judgingNote(report.judging, report.voided),
       runsTable(report).el));
   }
   replace(slot, ...parts);

@@ -1,0 +1,231 @@
+"""What a race's judge reads: the masking, against a table of the ways a model names itself or
+its maker, the ordinary words that must survive it, and the runs that name themselves anyway.
+End to end on the simulated upstream: names in answers and tool arguments never reach the
+judge, the task reaches it untouched, and a run that names itself is voided, never scored."""
+
+import json
+
+import pytest
+
+from panelist.metrics.cli.main import main
+from panelist.metrics.home import open_home
+from panelist.metrics.race.benchmark import Benchmark, GradeBook, tool
+from panelist.metrics.race.blind import Masker, Names, names_itself
+from panelist.metrics.roster.roster import Endpoint, Model, Roster
+from panelist.metrics.upstream.sim import SimUpstream
+
+ROSTER = [Model("cheap-two", "alpha", "vendorx/cheap-small-v1", "cheapfam"),
+          Model("sim-swift", "alpha", "sim-swift", "swift")]
+ENDPOINTS = [Endpoint("alpha", "http://10.0.0.5:8000/v1", "K")]
+LISTED = ["vendorx/other-large-v2", "acme/zeta-mini-v2"]   # in the catalog, not on the roster
+TASK = "Give a swift answer: where is order 42?"
+
+
+def masker():
+    return Masker(Names.of(ROSTER, ENDPOINTS, LISTED), [TASK])
+
+
+# (what a model wrote, the names that must not be left in it)
+NAMING = [
+    ("I'm Claude, made by Anthropic.", ["claude", "anthropic"]),
+    ("I am ChatGPT, a large language model trained by OpenAI.", ["chatgpt", "openai"]),
+    ("As GPT-4o, I cannot browse.", ["gpt", "4o"]),
+    ("gpt-4o-mini here", ["gpt", "mini"]),
+    ("I'm Gemini, a model from Google DeepMind.", ["gemini", "google", "deepmind"]),
+    ("Gemini 1.5 Pro", ["gemini", "1.5", "pro"]),
+    ("Llama 3.1 70B Instruct", ["llama", "70b", "instruct"]),
+    ("I was built by Meta AI", ["meta"]),
+    ("Meta's Llama 3 answers", ["meta", "llama"]),
+    ("Mistral Large 2 and Mixtral-8x7B", ["mistral", "large", "mixtral", "8x7b"]),
+    ("Qwen2.5-72B-Instruct, Tongyi Qianwen by Alibaba Cloud", ["qwen", "72b", "tongyi",
+                                                                "alibaba"]),
+    ("DeepSeek-V3 (deepseek-chat)", ["deepseek", "v3"]),
+    ("Grok 2, from xAI", ["grok", "xai"]),
+    ("Phi-3-mini by Microsoft", ["phi", "microsoft"]),
+    ("Gemma 2 9B", ["gemma", "9b"]),
+    ("Command R+ by Cohere", ["command", "cohere"]),
+    ("Kimi K2 by Moonshot AI; ERNIE Bot by Baidu", ["kimi", "k2", "moonshot", "ernie",
+                                                    "baidu"]),
+    ("Claude 3.5 Sonnet, or the 3 Opus", ["claude", "sonnet", "opus"]),
+    ("o1-preview and o3-mini", ["o1", "o3"]),
+    ("see https://www.anthropic.com/claude for more", ["anthropic", "claude"]),
+    ("platform.openai.com/docs and docs.x.ai/api", ["openai", "x.ai"]),
+    ("huggingface.co/meta-llama/Llama-3.1-8B", ["hugging", "llama"]),
+    ("I am cheap-two.", ["cheap-two"]),
+    ("served as vendorx/cheap-small-v1", ["vendorx", "cheap-small"]),
+    ("cheap-small-v1, Cheap Small V1", ["cheap-small", "cheap small"]),
+    ("a cheapfam-mini-v2 build", ["cheapfam", "mini-v2"]),
+    ("made by VendorX", ["vendorx"]),
+    ("CLAUDE, cLaUdE, OpenAI, OPENAI", ["claude", "openai"]),
+    ('{"note": "sent by claude-3-haiku", "model": "cheap-two"}', ["claude", "haiku",
+                                                                  "cheap-two"]),
+    ("reached at http://10.0.0.5:8000/v1 (10.0.0.5)", ["10.0.0.5", "8000"]),
+    ("other-large-v2 and zeta-mini-v2, Zeta Mini v2", ["other-large", "zeta", "mini"]),
+    ("Cl\u200baude and \uff23\uff4c\uff41\uff55\uff44\uff45", ["claude", "\u200b", "\uff23"]),
+    ("Anthropic's Claude", ["anthropic", "claude"]),
+    ("[simulated sim-swift] hello", ["sim-swift"]),
+]
+
+
+@pytest.mark.parametrize("said, names", NAMING, ids=[n for n, _ in NAMING])
+def test_every_form_a_model_names_itself_by_is_masked(said, names):
+    masked = masker()(said)
+    for name in names:
+        assert name not in masked.casefold(), f"{name!r} reached the judge in {masked!r}"
+    assert "[model]" in masked or "[vendor]" in masked or "[link]" in masked \
+        or "[endpoint]" in masked
+
+
+# ordinary words that look like names, in what a model wrote: none is masked
+ORDINARY = ["A swift answer: order 42 shipped.", "I had breakfast.", "Use the command line.",
+            "a meta-analysis of the data", "the phi coefficient", "a supernova", "Falcon Heavy",
+            "his magnum opus", "a haiku about autumn", "two llamas", "O(1) time",
+            "I'm happy to help.", "As a result, I checked twice."]
+
+
+@pytest.mark.parametrize("said", ORDINARY)
+def test_ordinary_words_survive_the_masking(said):
+    assert masker()(said) == said
+    assert names_itself(masker()(said)) == []
+
+
+def test_a_name_the_task_uses_is_a_word_of_the_task_and_is_not_masked():
+    # the family "swift" is a name, but the task asks for a swift answer: the word is the task's
+    plain = Masker(Names.of(ROSTER, ENDPOINTS), [])
+    assert plain("a swift answer") == "a [model] answer"
+    assert masker()("a swift answer") == "a swift answer"
+    # the constellation the task asks about is its subject, not a model
+    stars = Masker(Names.of(ROSTER, ENDPOINTS), ["Which stars make up Gemini?"])
+    assert stars("Gemini holds Castor and Pollux.") == "Gemini holds Castor and Pollux."
+    # but a model's full served id is still its own name
+    assert masker()("[simulated sim-swift]") == "[simulated [model]]"
+
+
+SELF = ["I'm Claude, made by Anthropic.", "As GPT-4o, I cannot do that.",
+        "I am an AI model made by Google.", "I was trained by OpenAI.", "gpt-4o-mini here",
+        "I am Zorblax-7, at your service.", "I'm Quux, an AI assistant.",
+        "As an AI language model developed by Zorblax Labs, I cannot say.",
+        "My creators built me for this.", "This is Claude speaking.",
+        "you're chatting with cheap-two"]
+
+
+@pytest.mark.parametrize("said", SELF)
+def test_a_run_that_says_who_it_is_is_found_masked_or_not(said):
+    assert names_itself(masker()(said)), said
+
+
+def test_the_masked_count_is_reported():
+    out, n = masker().mask("I'm Claude; see openai.com; sim-swift said so")
+    assert n == 3 and out == "I'm [model]; see [link]; [model] said so"
+
+
+# -- end to end --------------------------------------------------------------------------------
+@tool({"type": "object", "properties": {"number": {"type": "string"},
+                                        "note": {"type": "string"}}, "required": ["number"]})
+def lookup_order(number, note=""):
+    """Find an order by its number."""
+    return {"order": number, "status": "shipped"}
+
+
+class SwiftJob:
+    grade = "general"
+
+    def run(self, question, seat):
+        return seat.chat([{"role": "system", "content": "Answer about orders. Be swift."},
+                          {"role": "user", "content": question}], tools=[lookup_order])
+
+
+@pytest.fixture()
+def blind_sim():
+    with SimUpstream({}) as sim:
+        yield sim
+
+
+@pytest.fixture()
+def blind_home(tmp_path, blind_sim):
+    home = open_home(tmp_path / "data")
+    roster = Roster(home)
+    roster.add_endpoint("sims", blind_sim.url)
+    for alias, served, family, grade in [
+            ("pinned-one", "vendorx/pinned-large-v3", "pinnedfam", "general"),
+            ("sim-swift", "vendorx/sim-swift-mini-v2", "swift", "general"),
+            ("talker", "vendory/talker-9", "talkfam", "general"),
+            ("judge-top", "vendorj/judge-ultra", "judgefam", "strong")]:
+        roster.add_model(alias, "sims", served=served, family=family, grade=grade, tools=True,
+                         price_in=1.0, price_out=1.0)
+    blind_sim.script("vendorx/pinned-large-v3",
+                     tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}],
+                     answer="Order 42 has shipped.")
+    # names itself in a tool call's argument and in its answer, in forms masking catches
+    blind_sim.script("vendorx/sim-swift-mini-v2", tool_calls=[
+        {"name": "lookup_order", "arguments": {"number": "42", "note": "asked by Swift-Mini-v2 "
+                                               "via gpt-4o"}}],
+        answer="Order 42 has shipped (checked with vendorx tooling, sim-swift-mini-v2, as "
+               "hidden-large-x1 would).")
+    # a model the endpoint lists and the catalog knows, though it is on no roster
+    blind_sim.script("vendorq/hidden-large-x1", window=8000)
+    assert main(["catalog", "refresh", "--data", str(home.root)]) == 0
+    # names itself outright
+    blind_sim.script("vendory/talker-9",
+                     tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}],
+                     answer="I'm Claude, made by Anthropic. Order 42 has shipped.")
+    blind_sim.script("vendorj/judge-ultra",
+                     json={"accuracy": 7, "shown_work": 2, "reason": "same facts"})
+    return home
+
+
+def race(home, candidates):
+    bench = Benchmark(SwiftJob, home=home, admission=None, grades=GradeBook.plain(
+        {"general": "pinned-one"}, "judge-top", Roster(home)))
+    bench.set_input(TASK).set_rubric("A swift, correct answer.").set_candidates(candidates)
+    bench.run()
+    return bench.report()
+
+
+def judge_bodies(sim):
+    return [r["body"] for r in sim.requests if r["model"] == "vendorj/judge-ultra"]
+
+
+def test_names_in_answers_and_tool_arguments_never_reach_the_judge_and_the_task_is_untouched(
+        blind_home, blind_sim):
+    report = race(blind_home, ["sim-swift"])
+    row, = report.rows
+    assert row["total"] == 9 and row["voided"] is None
+    bodies = judge_bodies(blind_sim)
+    assert len(bodies) == 2
+    for body in bodies:
+        read = json.dumps(body["messages"]).casefold()
+        for name in ("sim-swift", "swift-mini", "mini-v2", "vendorx", "gpt-4o", "hidden-large",
+                     "pinned-large",
+                     "judge-ultra", "pinnedfam", blind_sim.url.casefold()):
+            assert name not in read, f"{name!r} reached the judge"
+        user = body["messages"][-1]["content"]
+        assert TASK in user, "the task is shown as it was given, 'swift' and all"
+        assert "A swift, correct answer." in user
+        assert "[system] Answer about orders. Be swift." in user, "what the job sent, as sent"
+        assert "asked by [model] via [model]" in user, "tool arguments are masked too"
+    assert row["blind"]["masked"]["candidate"] >= 3
+
+
+def test_a_run_that_names_itself_is_voided_and_its_judge_never_asked(blind_home, blind_sim):
+    report = race(blind_home, ["talker", "sim-swift"])
+    talker, swift = report.rows
+    assert talker["voided"] and talker["total"] is None and talker["accuracy"] is None
+    assert "the candidate run names itself" in talker["voided"]
+    assert "I'm [model], made by [vendor]" in talker["reason"]
+    assert talker["judgements"] == [] and talker["judge_error"] is None
+    assert swift["total"] == 9
+    assert len(judge_bodies(blind_sim)) == 2, "only the blind run was judged"
+    assert report.voided == 1 and "voided: 1 run(s)" in report.table()
+    by = {m["model"]: m for m in report.models}
+    assert by["talker"]["judged"] == 0
+
+
+def test_a_reference_that_names_itself_voids_every_judgement(blind_home, blind_sim):
+    blind_sim.script("vendorx/pinned-large-v3",
+                     tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}],
+                     answer="As an AI language model developed by Zorblax Labs, I say: shipped.")
+    report = race(blind_home, ["sim-swift"])
+    row, = report.rows
+    assert "the reference run names itself" in row["voided"]
+    assert judge_bodies(blind_sim) == []
