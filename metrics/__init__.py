@@ -19,7 +19,7 @@
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim
-               (simulated provider; simstream, its streamed answers)
+               (simulated provider; simanswers, what it answers; simstream, its streams)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
                one atomic write): storage with no domain words
 
