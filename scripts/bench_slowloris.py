@@ -1,21 +1,46 @@
-"""Benchmark the gateway under a slowloris attack. It prints figures; it asserts nothing.
+"""Benchmark a server under slowloris attacks. It prints figures; it asserts nothing.
 
-    python scripts/bench_slowloris.py [--connections 2000] [--interval 2] [--seconds 10]
-                                      [--line-bytes N] [--gateway SCRIPT] [--json] [--keep]
+    python scripts/bench_slowloris.py [--attack heads|bodies|logins|login-heads]
+                                      [--connections N] [--interval S] [--ramp S] [--seconds S]
+                                      [--line-bytes N] [--body-bytes N] [--rate B/S]
+                                      [--server gateway|dashboard] [--json] [--keep]
 
 Three processes, as in ``bench_gateway.py``: the simulated upstream (three members of 0 ms), the
-gateway (``gateway.py``) and this script, which measures. A fourth, the attacker (this script with
-``--attack``), holds ``--connections`` sockets open: each sends a request line, then one byte of an
-endless run of header lines every ``--interval`` seconds (with ``--line-bytes N``, a whole header
-line of N bytes: a head that grows fast, to weigh on memory), and opens a fresh connection on its
-next tick when the gateway closes it (as slowloris tools do).
+server under attack and this script, which measures. A fourth, the attacker (this script with
+``--attacker``), holds ``--connections`` sockets open and opens a fresh connection on a slot's
+next tick when the server closes it (as slowloris tools do). The attacks:
 
-Figures, without the attack, during it, and just after it (every socket of the attacker closed at
-once): panels one after another on one kept connection (p50 / p95 / max, client-observed), panels
-each on a fresh connection, ``GET /health`` on a fresh connection, and the gateway's memory
-(``VmHWM`` / ``VmRSS`` from ``/proc/<pid>/status``) and thread count; during the attack also how
-many of the attacker's connections the gateway closed. The file-descriptor limit is raised for
-this process and its children (the gateway inherits it) and printed.
+* ``heads`` (the default; 2,000 connections against ``gateway.py``): a request line, then one
+  byte of an endless run of header lines every ``--interval`` seconds (2); with
+  ``--line-bytes N`` a whole header line of N bytes a tick instead, a head that grows fast.
+* ``bodies`` (2,000 connections against ``gateway.py``): a whole head of ``POST
+  /v1/chat/completions`` claiming ``--body-bytes`` (1 MiB), then the body trickled at ``--rate``
+  bytes a second (18 KiB/s), one chunk every ``--interval`` seconds (1). ``--body-bytes 32768
+  --rate 64`` is the small, slow variant (under the size that needs a share of the memory
+  budget, far under the minimum body rate).
+* ``logins`` (560 connections against ``serve.py``, the dashboard, which carries ``/v1`` on the
+  same port): a head of ``POST /api/login`` claiming ``--body-bytes`` (4 KiB, the route's cap: a
+  larger claim is refused with 413 at once), then that body trickled at ``--rate`` (18 KiB/s,
+  one chunk every 0.1 s). The body is blanks, never a guess at the token, so the login pacing
+  stays out of it: what is measured is what the connections cost. ``--rate 256`` trickles it
+  over 16 s, as slow as the route's body deadline allows.
+* ``login-heads`` (900 connections against ``serve.py``, opened at 45 a second over a 20 s
+  ramp): a whole ``POST /api/login`` head claiming 4 KiB, and then nothing.
+
+The dashboard runs with ``PANELIST_ADMIN_TOKEN`` set (a fresh random token) and this script
+calls its ``/v1`` with a gateway key it made; ``--server dashboard`` runs ``heads`` or
+``bodies`` against it too (the attacker then holds a key of its own, as a key holder could).
+
+Figures, without the attack (quiet), during it, and just after it (every socket of the
+attacker closed at once): panels one after another on one kept connection (p50 / p95 / max,
+client-observed) and panels each on a fresh connection, for ``--seconds`` each; all the while
+``GET /health`` on a fresh connection every 0.25 s and, on the dashboard, a login with the right
+token every second, each in its own thread (answered: a 200 within 10 s per connect and per
+read); the server's memory (``VmHWM`` / ``VmRSS`` from ``/proc/<pid>/status``, and the peak
+VmRSS sampled every 0.25 s) and thread count; during the attack also what the attacker's
+connections were told. Then the targets beside the figures: ``/health`` always answers, the
+panel p50 within 2x of quiet, RSS at most 150 MB. The file-descriptor limit is raised for this
+process and its children (the servers inherit it) and printed.
 """
 
 from __future__ import annotations
@@ -34,6 +59,7 @@ import http.client  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
+import secrets  # noqa: E402
 import selectors  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
@@ -42,31 +68,66 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from collections import Counter  # noqa: E402
 
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
+from panelist.metrics.server.keys import Keys  # noqa: E402
 from panelist.scripts.bench_gateway import (COLLECTION, GATEWAY, MEMBERS, PY, SIM,  # noqa: E402
                                             request_body)
 from panelist.scripts.benchkit import (Child, Client, host_header, log, pct,  # noqa: E402
                                        proc_cpu, proc_mem, url_of)
 
+SERVE = ROOT / "serve.py"
+KIB = 1024
+# each attack's defaults: connections, interval, ramp, body bytes, rate (bytes/s), server
+ATTACKS = {
+    "heads": dict(connections=2000, interval=2.0, ramp=4.0, body_bytes=0, rate=0,
+                  server="gateway"),
+    "bodies": dict(connections=2000, interval=1.0, ramp=4.0, body_bytes=1024 * KIB,
+                   rate=18 * KIB, server="gateway"),
+    "logins": dict(connections=560, interval=0.1, ramp=2.0, body_bytes=4 * KIB, rate=18 * KIB,
+                   server="dashboard"),
+    "login-heads": dict(connections=900, interval=1.0, ramp=20.0, body_bytes=4 * KIB, rate=0,
+                        server="dashboard"),
+}
+KEY_ENV = "BENCH_SLOWLORIS_KEY"   # the attacker's gateway key, never on its command line
+PROBE_TIMEOUT = 10.0   # seconds a probe may wait to connect, and then for its answer
+HEALTH_EVERY = 0.25
+LOGIN_EVERY = 1.0
+TARGET_RATIO = 2.0
+TARGET_RSS_MB = 150.0
+
 
 # -- the attacker (its own process, so its work never shares a GIL with the measuring) ------------
-def attack(host: str, port: int, n: int, interval: float, ramp: float, line: int) -> int:
+def attack(host: str, port: int, mode: str, n: int, interval: float, ramp: float, *,
+           line: int = 1, length: int = 0, chunk: int = 0, key: str | None = None) -> int:
     """Hold ``n`` slowloris connections until SIGTERM; a JSON status line on stdout each second.
-    Each tick sends one byte of a run of short header lines or, with ``line`` > 1, one whole
-    header line of ``line`` bytes (a head that grows fast, to weigh on memory)."""
+
+    ``heads``: each tick sends one byte of a run of short header lines or, with ``line`` > 1,
+    one whole header line of ``line`` bytes. The other modes send a whole head claiming
+    ``length`` body bytes at once, then ``chunk`` bytes of the body a tick (none when 0) until
+    ``length`` went out; then they wait for the answer."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     sel = selectors.DefaultSelector()
-    start = (f"GET /health HTTP/1.1\r\nHost: {host_header(host, port)}\r\n").encode()
+    where = host_header(host, port)
+    if mode == "heads":
+        start = f"GET /health HTTP/1.1\r\nHost: {where}\r\n".encode()
+    else:
+        path = "/v1/chat/completions" if mode == "bodies" else "/api/login"
+        auth = f"Authorization: Bearer {key}\r\n" if key and mode == "bodies" else ""
+        start = (f"POST {path} HTTP/1.1\r\nHost: {where}\r\nContent-Type: application/json\r\n"
+                 f"{auth}Content-Length: {length}\r\n\r\n").encode()
     trickle = b"".join(b"X-Slow-%d: z\r\n" % i for i in range(100_000))
     fat = b"X-Fat: " + b"z" * max(0, line - 9) + b"\r\n"
+    blanks = b" " * chunk   # JSON whitespace: a body that is no request and no guess
     socks: list[socket.socket | None] = [None] * n
-    sent = [0] * n          # bytes of ``trickle`` sent on the current connection; -1: none yet
-    stats = {"opened": 0, "closed_by_gateway": 0, "replies": {}, "connect_failed": 0,
-             "send_failed": 0}
+    sent = [0] * n          # bytes sent after the head on the current connection; -1: no head yet
+    stats = {"opened": 0, "closed_by_server": 0, "replies": {}, "connect_failed": 0,
+             "send_failed": 0, "bodies_sent_whole": 0, "body_mb_sent": 0.0}
+    body_bytes = 0
     t0 = time.monotonic()
     # (when, slot): each slot's next act; opening spread over ``ramp`` seconds
     due = [(t0 + ramp * i / n, i) for i in range(n)]
@@ -79,8 +140,23 @@ def attack(host: str, port: int, n: int, interval: float, ramp: float, line: int
             s.close()
             socks[i] = None
 
+    def send_more(i: int, s: socket.socket) -> int:
+        """The bytes a tick sends after the head; how many went out."""
+        if mode == "heads":
+            if line > 1:
+                return s.send(fat)
+            return s.send(trickle[sent[i]:sent[i] + 1])
+        left = length - sent[i]
+        if left <= 0 or not chunk:
+            return 0   # the whole body is out (or none is sent): wait for the answer
+        n_sent = s.send(blanks[:min(chunk, left)])
+        if n_sent == left:
+            stats["bodies_sent_whole"] += 1
+        return n_sent
+
     def act(i: int, now: float) -> float:
-        """Open slot i's connection, or send its next byte; when it acts next."""
+        """Open slot i's connection, or send its next bytes; when it acts next."""
+        nonlocal body_bytes
         s = socks[i]
         if s is None:
             s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -92,18 +168,17 @@ def attack(host: str, port: int, n: int, interval: float, ramp: float, line: int
             socks[i], sent[i] = s, -1
             sel.register(s, selectors.EVENT_READ, i)
             stats["opened"] += 1
-            return now + 0.01   # the request line, once the connection is up
+            return now + 0.01   # the head, once the connection is up
         try:
             if sent[i] < 0:
-                s.send(start)
+                s.send(start)   # a fresh socket's buffer holds a head whole
                 sent[i] = 0
             else:
-                if line > 1:
-                    sent[i] += s.send(fat)
-                else:
-                    s.send(trickle[sent[i]:sent[i] + 1])
-                    sent[i] += 1
-        except BlockingIOError:   # still connecting (a full listen queue): try again soon
+                got = send_more(i, s)
+                sent[i] += got
+                if mode != "heads":
+                    body_bytes += got
+        except BlockingIOError:   # still connecting (a full listen queue), or a full buffer
             return now + 0.05
         except OSError:
             stats["send_failed"] += 1
@@ -113,27 +188,30 @@ def attack(host: str, port: int, n: int, interval: float, ramp: float, line: int
     next_report = t0 + 1
     while not stop.is_set():
         wait = max(0.0, min(due[0][0] - time.monotonic(), 0.1))
-        now = time.monotonic()
-        for key, _ in sel.select(timeout=wait):   # the gateway answered (408) or closed
+        for key_, _ in sel.select(timeout=wait):   # the server answered (408, 503...) or closed
             try:
-                data = key.fileobj.recv(65536)
+                data = key_.fileobj.recv(65536)
             except OSError:
                 data = b""
-            if data.startswith(b"HTTP/1."):   # what the gateway said before it closed
+            if data.startswith(b"HTTP/1."):   # what the server said before it closed
                 status = data[9:12].decode("latin-1")
+                body = data.partition(b"\r\n\r\n")[2]
+                status += said(body, 0) if status == "503" else ""   # which limit said it
                 stats["replies"][status] = stats["replies"].get(status, 0) + 1
-            stats["closed_by_gateway"] += 1
-            close(key.data)   # a fresh connection on this slot's next tick
+            stats["closed_by_server"] += 1
+            close(key_.data)   # a fresh connection on this slot's next tick
         now = time.monotonic()
         while due[0][0] <= now:
             _, i = heapq.heappop(due)
             heapq.heappush(due, (act(i, now), i))
         if now >= next_report:
             held = sum(s is not None for s in socks)
+            stats["body_mb_sent"] = round(body_bytes / 2**20, 1)
             print(json.dumps(dict(stats, held=held, t=round(now - t0, 1))), flush=True)
             next_report = now + 1
     for i in range(n):
         close(i)
+    stats["body_mb_sent"] = round(body_bytes / 2**20, 1)
     print(json.dumps(dict(stats, held=0, closed=True)), flush=True)
     return 0
 
@@ -141,13 +219,16 @@ def attack(host: str, port: int, n: int, interval: float, ramp: float, line: int
 class Attacker:
     """The attack process, and the last status line it printed (read by a thread)."""
 
-    def __init__(self, addr, n: int, interval: float, ramp: float, line: int, workdir: Path):
+    def __init__(self, addr, args, workdir: Path, key: str | None):
+        env = dict(os.environ, **({KEY_ENV: key} if key else {}))
         self.proc = subprocess.Popen(
-            [PY, str(Path(__file__).resolve()), "--attack", f"{addr[0]}:{addr[1]}",
-             "--connections", str(n), "--interval", str(interval), "--ramp", str(ramp),
-             "--line-bytes", str(line)],
+            [PY, str(Path(__file__).resolve()), "--attacker", f"{addr[0]}:{addr[1]}",
+             "--attack", args.attack, "--connections", str(args.connections),
+             "--interval", str(args.interval), "--ramp", str(args.ramp),
+             "--line-bytes", str(args.line_bytes), "--body-bytes", str(args.body_bytes),
+             "--rate", str(args.rate)],
             stdout=subprocess.PIPE, stderr=open(workdir / "attacker.stderr", "ab"),
-            stdin=subprocess.DEVNULL, text=True)
+            stdin=subprocess.DEVNULL, text=True, env=env)
         self.status: dict = {}
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -169,6 +250,11 @@ class Attacker:
                 self.proc.wait()
         self._reader.join(timeout=10)
         return self.status
+
+
+def chunk_of(args) -> int:
+    """Body bytes the attacker sends a tick: ``rate`` bytes a second, at least one (0: none)."""
+    return max(1, round(args.rate * args.interval)) if args.rate > 0 else 0
 
 
 # -- the measuring ---------------------------------------------------------------------------------
@@ -198,7 +284,7 @@ def stat(values: list[float]) -> dict:
 
 
 class Sampler:
-    """The gateway's VmRSS and thread count every 0.25 s while it runs; their peaks."""
+    """The server's VmRSS and thread count every 0.25 s while it runs; their peaks."""
 
     def __init__(self, pid: int):
         self.pid, self.rss, self.threads = pid, 0.0, 0
@@ -220,17 +306,96 @@ class Sampler:
         return {"peak_VmRSS_mb": self.rss, "peak_threads": self.threads}
 
 
+class Probes:
+    """While a phase runs: ``GET /health`` every ``HEALTH_EVERY`` s and, when ``token`` is
+    given, a login with it every ``LOGIN_EVERY`` s, each on a fresh connection in a thread of
+    its own, so a probe left waiting never delays the next one. Answered: a 200."""
+
+    def __init__(self, addr, token: str | None):
+        self.addr, self.token = addr, token
+        self.got: dict[str, list] = {"health": [], "logins": []}   # (ms, outcome)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._ticker = threading.Thread(target=self._run, daemon=True)
+        self._ticker.start()
+
+    def _run(self) -> None:
+        t0, k = time.monotonic(), 0
+        per_login = round(LOGIN_EVERY / HEALTH_EVERY)
+        while not self._stop.wait(max(0.0, t0 + k * HEALTH_EVERY - time.monotonic())):
+            self._spawn("health")
+            if self.token and k % per_login == 0:
+                self._spawn("logins")
+            k += 1
+
+    def _spawn(self, what: str) -> None:
+        thread = threading.Thread(target=self._probe, args=(what,), daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _probe(self, what: str) -> None:
+        headers = {"Host": host_header(*self.addr)}
+        body = None
+        if what == "logins":
+            body = json.dumps({"token": self.token}).encode()
+            headers["Content-Type"] = "application/json"
+        t0 = time.perf_counter()
+        conn = http.client.HTTPConnection(*self.addr, timeout=PROBE_TIMEOUT)
+        try:
+            conn.request("POST" if body else "GET", "/api/login" if body else "/health", body,
+                         headers)
+            resp = conn.getresponse()
+            resp.read()
+            outcome = str(resp.status)
+        except TimeoutError:
+            outcome = "no answer in time"
+        except (OSError, http.client.HTTPException) as exc:
+            outcome = type(exc).__name__
+        finally:
+            conn.close()
+        with self._lock:
+            self.got[what].append(((time.perf_counter() - t0) * 1000, outcome))
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._ticker.join()
+        for thread in self._threads:
+            thread.join()
+        out = {}
+        for what, got in self.got.items():
+            if what == "logins" and not self.token:
+                continue
+            ok = [ms for ms, outcome in got if outcome == "200"]
+            out[what] = dict(stat(ok), attempts=len(got), answered=len(ok),
+                             failures=dict(Counter(o for _, o in got if o != "200")))
+        return out
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
+        self.dashboard = args.server == "dashboard"
         ROOT.joinpath("runs").mkdir(exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix="bench-slowloris-", dir=ROOT / "runs"))
         self.data = self.work / "data"
         self.home = open_home(self.data)
         self.body = request_body()
+        self.token = secrets.token_urlsafe(24) if self.dashboard else None
+        self.key: str | None = None     # this script's gateway key, on the dashboard
+        self.attacker_key: str | None = None
         self.sim: Child | None = None
-        self.gateway: Child | None = None
+        self.server: Child | None = None
         self.attacker: Attacker | None = None
+
+    @property
+    def auth(self) -> dict:
+        return {"Authorization": f"Bearer {self.key}"} if self.key else {}
+
+    def client(self) -> Client:
+        client = Client(*self.addr, self.body)
+        client.headers.update(self.auth)
+        return client
 
     def setup(self) -> None:
         limits = self.home.file("gateway.json")
@@ -245,22 +410,28 @@ class Bench:
             roster.add_model(m, "sim", family=f"fam{i}", context=128_000, by="bench")
         Collections(self.home).save(roster.view(), COLLECTION, list(MEMBERS),
                                     description="benchmark trio", by="bench")
-        self.gateway = Child("gateway", [PY, str(self.args.gateway), "--data", str(self.data),
-                                         "--port", "0"], self.work)
-        self.addr = url_of(self.gateway.first_line)
-        client = Client(*self.addr, self.body)
+        script, env = self.args.gateway, None
+        if self.dashboard:   # behind a login, so /v1 takes gateway keys
+            keys = Keys(self.home)
+            self.key, _ = keys.create("bench", by="bench")
+            self.attacker_key, _ = keys.create("attacker", by="bench")
+            script, env = self.args.serve, dict(os.environ, PANELIST_ADMIN_TOKEN=self.token)
+        self.server = Child(self.args.server, [PY, str(script), "--data", str(self.data),
+                                               "--port", "0"], self.work, env=env)
+        self.addr = url_of(self.server.first_line)
+        client = self.client()
         end = time.monotonic() + 120
         while client.panel()[0] != 200:
-            if time.monotonic() > end or self.gateway.proc.poll() is not None:
-                raise RuntimeError(f"the gateway gave no panel; stderr:\n"
-                                   f"{self.gateway.stderr_tail()}")
+            if time.monotonic() > end or self.server.proc.poll() is not None:
+                raise RuntimeError(f"the {self.args.server} gave no panel; stderr:\n"
+                                   f"{self.server.stderr_tail()}")
             time.sleep(0.05)
         client.close()
 
     def close(self) -> None:
         if self.attacker is not None:
             self.attacker.stop()
-        for child in (self.gateway, self.sim):
+        for child in (self.server, self.sim):
             if child is not None:
                 child.stop()
         if not self.args.keep:
@@ -269,57 +440,58 @@ class Bench:
             log(f"kept {self.work}")
 
     # one measure each: (milliseconds, failures)
-    def kept(self, seconds: float) -> tuple[list[float], int]:
-        client, ms, failed = Client(*self.addr, self.body), [], 0
+    def kept(self, seconds: float) -> tuple[list[float], Counter]:
+        client, ms, failed = self.client(), [], Counter()
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
-            status, _, secs = client.panel()
+            status, data, secs = client.panel()
             if status == 200:
                 ms.append(secs * 1000)
             else:
-                failed += 1
+                failed[f"{status}{said(data, status)}" if status else "no answer"] += 1
         client.close()
         return ms, failed
 
     def fresh(self, seconds: float, path: str = "/v1/chat/completions",
-              limit: int = 10_000) -> tuple[list[float], int]:
-        """Requests each on a new connection (connect included in the time)."""
-        ms, failed = [], 0
+              limit: int = 10_000) -> tuple[list[float], Counter]:
+        """Requests each on a new connection (connect included in the time); the times of those
+        answered 200, and what the others got."""
+        ms, failed = [], Counter()
         body = self.body if path != "/health" else None
         headers = {"Host": host_header(*self.addr)}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers.update(self.auth, **{"Content-Type": "application/json"})
         end = time.perf_counter() + seconds
-        while time.perf_counter() < end and len(ms) + failed < limit:
+        while time.perf_counter() < end and len(ms) + failed.total() < limit:
             t0 = time.perf_counter()
             conn = http.client.HTTPConnection(*self.addr, timeout=120)
             try:
                 conn.request("POST" if body else "GET", path, body, headers)
                 resp = conn.getresponse()
-                resp.read()
-                ok = resp.status == 200
-            except (OSError, http.client.HTTPException):
-                ok = False
+                outcome = f"{resp.status}{said(resp.read(), resp.status)}"
+            except (OSError, http.client.HTTPException) as exc:
+                outcome = type(exc).__name__
             finally:
                 conn.close()
-            if ok:
+            if outcome == "200":
                 ms.append((time.perf_counter() - t0) * 1000)
             else:
-                failed += 1
+                failed[outcome] += 1
         return ms, failed
 
     def phase(self, name: str, seconds: float) -> dict:
-        pid = self.gateway.pid
+        pid = self.server.pid
         sampler = Sampler(pid)
+        probes = Probes(self.addr, self.token)
         overflows = listen_overflows()
         cpu0, t0 = proc_cpu(pid), time.perf_counter()
         out = {}
         for label, (ms, failed) in (("panels_kept_ms", self.kept(seconds)),
-                                    ("panels_fresh_ms", self.fresh(seconds)),
-                                    ("health_fresh_ms", self.fresh(seconds / 2, "/health"))):
-            out[label] = dict(stat(ms), failed=failed)
+                                    ("panels_fresh_ms", self.fresh(seconds))):
+            out[label] = dict(stat(ms), failed=sum(failed.values()), failures=dict(failed))
+        out.update(probes.stop())
         out.update(sampler.stop(), listen_overflows=listen_overflows() - overflows,
-                   gateway_cpu_pct=round((proc_cpu(pid) - cpu0) / (time.perf_counter() - t0) * 100))
+                   server_cpu_pct=round((proc_cpu(pid) - cpu0) / (time.perf_counter() - t0) * 100))
         out.update(proc_mem(pid), threads_now=proc_threads(pid))
         log(f"{name}: {json.dumps(out)}")
         return out
@@ -327,64 +499,143 @@ class Bench:
     def run(self) -> dict:
         a = self.args
         self.setup()
-        result = {"connections": a.connections, "interval_s": a.interval,
-                  "line_bytes": a.line_bytes,
-                  "nofile": a.nofile, "cpus": os.cpu_count()}
+        result = {"attack": a.attack, "server": a.server, "connections": a.connections,
+                  "interval_s": a.interval, "ramp_s": a.ramp, "line_bytes": a.line_bytes,
+                  "body_bytes": a.body_bytes, "rate_bps": a.rate, "chunk_bytes": chunk_of(a),
+                  "seconds": a.seconds, "nofile": a.nofile, "cpus": os.cpu_count()}
         result["before"] = self.phase("before", a.seconds)
-        self.attacker = Attacker(self.addr, a.connections, a.interval, a.ramp, a.line_bytes,
-                                 self.work)
+        self.attacker = Attacker(self.addr, a, self.work,
+                                 self.attacker_key if a.attack == "bodies" else None)
         end = time.monotonic() + a.ramp + 120
         while (self.attacker.status.get("t", 0) < a.ramp + a.interval
                and time.monotonic() < end and self.attacker.proc.poll() is None):
-            time.sleep(0.2)   # every connection opened and has trickled at least once
+            time.sleep(0.2)   # every connection opened and has sent at least once
         log(f"attack under way: {self.attacker.status}")
+        cpu0, t0 = proc_cpu(self.attacker.proc.pid), time.perf_counter()
         result["during"] = self.phase("during", a.seconds)
-        result["attacker"] = dict(self.attacker.status)
+        result["attacker"] = dict(self.attacker.status, cpu_pct=round(
+            (proc_cpu(self.attacker.proc.pid) - cpu0) / (time.perf_counter() - t0) * 100))
         self.attacker.stop()
         self.attacker = None
-        t0 = time.perf_counter()   # the first /health after 2,000 sockets closed at once
+        t0 = time.perf_counter()   # the first /health after every attacking socket closed at once
         first, failed = self.fresh(60, "/health", limit=1)
         result["first_health_after_ms"] = round(first[0], 2) if first else None
-        result["first_health_failed"] = failed
+        result["first_health_failed"] = dict(failed)
         result["after"] = self.phase("after", a.seconds)
         result["after"]["first_health_wait_s"] = round(time.perf_counter() - t0, 2)
+        result["targets"] = targets(result)
         return result
+
+
+def said(data: bytes, status: int) -> str:
+    """The start of an error reply's message, to tell one refusal from another."""
+    if status == 200 or not data:
+        return ""
+    try:
+        return " (" + str(json.loads(data)["error"]["message"])[:60] + "…)"
+    except (ValueError, KeyError, TypeError):
+        return ""
+
+
+def ratio(during: dict, before: dict) -> float | None:
+    if not during["p50"] or not before["p50"]:
+        return None
+    return round(during["p50"] / before["p50"], 2)
+
+
+def targets(r: dict) -> dict:
+    """The issue's targets, judged on the figures taken during the attack."""
+    d, b = r["during"], r["before"]
+    health = d["health"]
+    kept = ratio(d["panels_kept_ms"], b["panels_kept_ms"])
+    fresh = ratio(d["panels_fresh_ms"], b["panels_fresh_ms"])
+    rss = max(d["peak_VmRSS_mb"], d["VmRSS"])
+    return {
+        "health_always_answers": {"answered": health["answered"], "attempts": health["attempts"],
+                                  "met": health["attempts"] > 0
+                                  and health["answered"] == health["attempts"]},
+        "panel_p50_within_2x_of_quiet": {
+            "kept_ratio": kept, "fresh_ratio": fresh,
+            "met": None not in (kept, fresh) and max(kept, fresh) <= TARGET_RATIO},
+        "rss_at_most_150_mb": {"peak_VmRSS_mb": rss, "VmHWM_mb": d["VmHWM"],
+                               "met": max(rss, d["VmHWM"]) <= TARGET_RSS_MB},
+    }
+
+
+def describe(r: dict) -> str:
+    """What the attacker did, in one sentence."""
+    n, interval = f"{r['connections']:,} connections", f"{r['interval_s']:g} s"
+    if r["attack"] == "heads":
+        what = ("a header byte" if r["line_bytes"] <= 1 else
+                f"a {r['line_bytes']:,}-byte header line")
+        return f"Slowloris heads: {n}, each trickling {what} every {interval}"
+    path = "/v1/chat/completions" if r["attack"] == "bodies" else "/api/login"
+    claim = f"a whole head of POST {path} claiming {r['body_bytes']:,} body bytes"
+    if r["attack"] == "login-heads":
+        return (f"Login heads: {n} opened over {r['ramp_s']:g} s "
+                f"({r['connections'] / r['ramp_s']:.0f} a second), each sending {claim}, then "
+                "nothing")
+    return (f"Slow bodies: {n}, each sending {claim}, then {r['chunk_bytes']:,} bytes of it "
+            f"every {interval} ({r['rate_bps']:,} B/s)")
 
 
 def report(r: dict) -> str:
     def fig(d: dict) -> str:
+        why = ", ".join(f"{n} {got}" for got, n in sorted(d["failures"].items()))
         return (f"p50 {d['p50']} ms, p95 {d['p95']} ms, max {d['max']} ms ({d['n']} ok"
-                + (f", {d['failed']} failed)" if d["failed"] else ")"))
+                + (f", {d['failed']} failed: {why})" if d["failed"] else ")"))
+
+    def probe(d: dict) -> str:
+        missed = ", ".join(f"{n} {why}" for why, n in sorted(d["failures"].items()))
+        return (f"{d['answered']} of {d['attempts']} answered"
+                + (f" ({missed})" if missed else "")
+                + f"; p50 {d['p50']} ms, max {d['max']} ms")
+
+    def met(ok) -> str:
+        return "met" if ok else "MISSED"
 
     att = r.get("attacker", {})
-    what = ("a header byte" if r["line_bytes"] <= 1 else
-            f"a {r['line_bytes']:,}-byte header line")
-    lines = [f"Slowloris against the gateway: {r['connections']:,} connections, each trickling "
-             f"{what} every {r['interval_s']:g} s; {r['cpus']} CPUs shared by gateway, "
+    server = "gateway.py" if r["server"] == "gateway" else "serve.py (dashboard, /v1 on the same port)"
+    lines = [f"{describe(r)}; against {server}; {r['cpus']} CPUs shared by the server, "
              f"upstream, attacker and this client; RLIMIT_NOFILE {r['nofile']}.", ""]
     for name in ("before", "during", "after"):
         p = r[name]
-        lines += [f"{name}:",
+        lines += [f"{name}:" if name != "before" else "before (quiet):",
                   f"  panels, one kept connection   {fig(p['panels_kept_ms'])}",
                   f"  panels, a connection each     {fig(p['panels_fresh_ms'])}",
-                  f"  /health, a connection each    {fig(p['health_fresh_ms'])}",
-                  f"  gateway memory                VmHWM {p['VmHWM']} MB, VmRSS {p['VmRSS']} MB "
+                  f"  /health, a connection each    {probe(p['health'])}"]
+        if "logins" in p:
+            lines.append(f"  logins, right token           {probe(p['logins'])}")
+        lines += [f"  server memory                 VmHWM {p['VmHWM']} MB, VmRSS {p['VmRSS']} MB "
                   f"(peak in this phase {p['peak_VmRSS_mb']} MB); threads peak "
-                  f"{p['peak_threads']}, now {p['threads_now']}; CPU {p['gateway_cpu_pct']}% "
+                  f"{p['peak_threads']}, now {p['threads_now']}; CPU {p['server_cpu_pct']}% "
                   "of one core",
                   f"  listen queue overflows        {p['listen_overflows']:,} (SYNs the kernel "
                   "dropped: the client retries after 1 s)"]
         if name == "during":
+            body = (f", {att.get('bodies_sent_whole', 0):,} bodies sent whole, "
+                    f"{att.get('body_mb_sent', 0)} MB of bodies trickled"
+                    if r["attack"] != "heads" else "")
             lines.append(f"  attacker                      {att.get('held', 0):,} sockets held "
                          f"(accepted or in the listen queue) at the end; over the attack's "
                          f"{att.get('t', 0)} s, {att.get('opened', 0):,} opened, "
-                         f"{att.get('closed_by_gateway', 0):,} closed by the gateway ("
+                         f"{att.get('closed_by_server', 0):,} closed by the server ("
                          + (", ".join(f"{n:,} after a {code}" for code, n in
                                       sorted(att.get("replies", {}).items())) or "no reply")
-                         + ")")
+                         + f"){body}; CPU {att.get('cpu_pct')}% of one core")
         if name == "after":
             lines.append(f"  first /health once the attacker's sockets closed: "
                          f"{r['first_health_after_ms']} ms")
+    t = r["targets"]
+    h, p50, rss = (t["health_always_answers"], t["panel_p50_within_2x_of_quiet"],
+                   t["rss_at_most_150_mb"])
+    lines += ["targets, during the attack:",
+              f"  /health always answers        {h['answered']} of {h['attempts']}: "
+              f"{met(h['met'])}",
+              f"  panel p50 within 2x of quiet  kept connection {p50['kept_ratio']}x, a "
+              f"connection each {p50['fresh_ratio']}x: {met(p50['met'])}",
+              f"  RSS at most 150 MB            peak VmRSS {rss['peak_VmRSS_mb']} MB, VmHWM "
+              f"{rss['VmHWM_mb']} MB: {met(rss['met'])}"]
     return "\n".join(lines)
 
 
@@ -396,28 +647,57 @@ def raise_nofile(need: int) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def main(argv=None) -> int:
+def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--connections", type=int, default=2000)
-    ap.add_argument("--interval", type=float, default=2.0,
-                    help="seconds between one connection's trickled bytes (default 2)")
+    ap.add_argument("--attack", choices=sorted(ATTACKS), default="heads",
+                    help="what the attacker trickles (default heads)")
+    ap.add_argument("--connections", type=int,
+                    help="attacking connections (default 2000; logins 560, login-heads 900)")
+    ap.add_argument("--interval", type=float,
+                    help="seconds between one connection's sends (default 2; bodies and "
+                         "login-heads 1, logins 0.1)")
+    ap.add_argument("--ramp", type=float,
+                    help="seconds over which the attacker opens its connections (default 4; "
+                         "logins 2, login-heads 20)")
     ap.add_argument("--line-bytes", type=int, default=1, metavar="N",
-                    help="send a whole header line of N bytes per tick instead of one byte")
-    ap.add_argument("--ramp", type=float, default=4.0,
-                    help="seconds over which the attacker opens its connections")
+                    help="heads: send a whole header line of N bytes per tick instead of one byte")
+    ap.add_argument("--body-bytes", type=int, metavar="N",
+                    help="the Content-Length the attacker claims (default 1 MiB; logins and "
+                         "login-heads 4 KiB, the login route's cap)")
+    ap.add_argument("--rate", type=int, metavar="B/S",
+                    help="body bytes a second each connection trickles (default 18 KiB; "
+                         "login-heads 0: none)")
+    ap.add_argument("--server", choices=("gateway", "dashboard"),
+                    help="the server attacked (default gateway; logins and login-heads: the "
+                         "dashboard, always)")
     ap.add_argument("--seconds", type=float, default=10.0,
-                    help="seconds per measure (kept panels, fresh panels; /health half)")
+                    help="seconds per panel measure (kept, then fresh), per phase")
     ap.add_argument("--gateway", type=Path, default=GATEWAY, metavar="SCRIPT",
                     help="gateway entry point to run (default: the checkout's gateway.py)")
+    ap.add_argument("--serve", type=Path, default=SERVE, metavar="SCRIPT",
+                    help="dashboard entry point to run (default: the checkout's serve.py)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the data folder under runs/")
-    ap.add_argument("--attack", metavar="HOST:PORT", help=argparse.SUPPRESS)
+    ap.add_argument("--attacker", metavar="HOST:PORT", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    for name, value in ATTACKS[args.attack].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.attack in ("logins", "login-heads"):
+        args.server = "dashboard"   # the login route is the dashboard's
+    if args.attack == "login-heads":
+        args.rate = 0
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
     args.nofile = raise_nofile(args.connections + 1024)
-    if args.attack:
-        host, _, port = args.attack.rpartition(":")
-        return attack(host.strip("[]"), int(port), args.connections, args.interval, args.ramp,
-                      args.line_bytes)
+    if args.attacker:
+        host, _, port = args.attacker.rpartition(":")
+        return attack(host.strip("[]"), int(port), args.attack, args.connections,
+                      args.interval, args.ramp, line=args.line_bytes, length=args.body_bytes,
+                      chunk=chunk_of(args), key=os.environ.get(KEY_ENV))
     if args.nofile < args.connections + 64:
         log(f"RLIMIT_NOFILE is {args.nofile}: too few for {args.connections} connections")
         return 2

@@ -61,13 +61,14 @@ def self_cpu() -> float:
 class Child:
     """A process of ours whose first stdout line says where it listens."""
 
-    def __init__(self, name: str, argv: list[str], workdir: Path):
+    def __init__(self, name: str, argv: list[str], workdir: Path, env: dict | None = None):
+        """``env``: the child's whole environment (None: this process's)."""
         self.name = name
         self.stderr_path = workdir / f"{name}.stderr"
         self.t_spawn = time.perf_counter()
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
-                                         stdin=subprocess.DEVNULL, cwd=ROOT)
+                                         stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
         self.pid = self.proc.pid
         self.first_line = self._first_line(timeout=300)
         self.t_line = time.perf_counter()

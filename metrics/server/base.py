@@ -6,10 +6,12 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
 
 * a new connection gets a thread only once its first head has arrived: until then ``Heads``
   holds it on one thread, at most ``max_pending`` of them (a newcomer past that closes the one
-  waiting longest). At most ``max_connections`` connections have a thread; when a complete head
-  finds them all taken, the one whose next head has been arriving the longest, or else the one
-  idle longest between requests, or else the one whose body has been arriving the longest, is
-  closed to make room; one busy answering never is. The listener itself never waits.
+  waiting longest). At most ``max_connections`` connections have a thread; when complete heads
+  find them all taken, one connection is closed for each head waiting: first those whose next
+  head has been arriving the longest or whose body has stalled (``Wire.stalled``), then those
+  idle longest between requests, then those whose body has been arriving the longest. One busy
+  answering never is, nor one whose head has arrived whole (read, or waiting to be). The
+  listener itself never waits.
 * when every thread is taken, ``GET /health`` is answered from a reserve of ``HEALTH_RESERVE``
   threads of its own, one request per connection, so neither slow clients nor a pool busy with
   long panels keep it out.
@@ -17,7 +19,7 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
   (``metrics.server.memory``), so trickled or parallel big bodies cannot exhaust memory.
 * each handled socket has a ``Wire`` in ``_wires`` from just before its thread starts until the
   thread ends, so the table counts exactly the threads that hold a connection. Only the heads
-  thread adds to it (``admit``) and drops from it (``_drop_one``); phases move to BUSY under the
+  thread adds to it (``admit``) and drops from it (``_drop``); phases move to BUSY under the
   same lock, so a connection is never dropped once it is being answered.
 """
 
@@ -26,13 +28,14 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from typing import Callable, Iterable
 
 from panelist.metrics.errors import NotFound
 from panelist.metrics.server.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
                                                 IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
-                                                close_quietly)
+                                                close_quietly, ends_head, has_input)
 from panelist.metrics.server.guard import Guard, Settings
 from panelist.metrics.server.handler import Handler
 from panelist.metrics.server.heads import Heads
@@ -42,6 +45,7 @@ from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
 
 HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
 _DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}   # which kind of connection goes first for a newcomer
+_PEEK = 8192   # bytes of an idle connection's input looked at for a whole head (a handler's read)
 
 def no_admin(h: Handler) -> None:
     """The admin gate of a server with no admin routes (the gateway): none may pass."""
@@ -126,9 +130,12 @@ class Server(ThreadingHTTPServer):
         """The listener's part: hand the new connection over; it never waits here."""
         self._heads.add(request, client_address)
 
-    def admit(self, request, client_address, head: bytes, reserve: bool = False) -> bool:
+    def admit(self, request, client_address, head: bytes, reserve: bool = False,
+              waiting: int = 1) -> bool:
         """Give a connection whose head arrived a thread, if one of ``max_connections`` is free;
-        else drop an idle or slow one to free it (the heads thread retries when it has gone).
+        else drop idle or slow ones to free it (the heads thread retries when one has gone):
+        as many as there are ``waiting`` heads (this one among them) beyond those already
+        leaving, so a queue of heads is served in parallel, not one drop at a time.
         ``reserve``: a /health request, given a free thread, else a reserve thread (for this
         one request), else False without dropping anyone."""
         with self._room:
@@ -138,11 +145,10 @@ class Server(ThreadingHTTPServer):
                 if self._reserved >= HEALTH_RESERVE:
                     return False
                 self._reserved += 1
-            elif full:
-                if not self._leaving:
-                    self._drop_one()
+            elif full:   # one taken back for each head waiting, not one at a time
+                self._drop(waiting - self._leaving)
                 return False
-            wire = Wire(request, self.client_timeout, self.head_timeout, head)
+            wire = Wire(request, self.client_timeout, self.head_timeout, head, room=self._room)
             wire.reserve = reserve
             self._wires[request] = wire
         try:
@@ -153,20 +159,31 @@ class Server(ThreadingHTTPServer):
             self.handle_error(request, client_address)
         return True
 
-    def _drop_one(self) -> bool:
-        """Drop the connection whose next head has been arriving the longest (a whole head comes
-        in one packet, so a slow one is most likely a trickler), else the one idle longest
-        between requests, else the one whose body has been arriving the longest (a body sent
-        at once is read in moments; one still arriving after the others is a trickler's or a
-        slow link's). Called with ``_room`` held."""
-        victim = min((w for w in self._wires.values()
-                      if w.phase != BUSY and not w.dropped and not w.reserve),
-                     key=lambda w: (_DROP_ORDER[w.phase], w.since), default=None)
-        if victim is None:
-            return False
-        victim.drop()
-        self._leaving += 1
-        return True
+    def _drop(self, n: int) -> None:
+        """Drop up to ``n`` connections, in this order: those whose next head has been arriving
+        the longest (a whole head comes in one packet, so a slow one is most likely a trickler)
+        or whose body has come slower than the minimum rate for a while (``Wire.stalled``),
+        then those idle longest between requests, then those whose body has been arriving the
+        longest (a body sent at once is read in moments; one still arriving after the others
+        is a trickler's or a slow link's). Never one whose head is in whole, not yet begun
+        only because its thread has not run yet, nor an idle one whose next head is waiting
+        whole to be read: each is about to be answered. Called with ``_room`` held."""
+        if n <= 0:
+            return
+        now = time.monotonic()
+        candidates = sorted((w for w in self._wires.values()
+                             if w.phase != BUSY and not w.dropped and not w.reserve
+                             and not (w.phase == HEAD and w.whole)),
+                            key=lambda w: (0 if w.stalled(now) else _DROP_ORDER[w.phase],
+                                           w.since))
+        for victim in candidates:
+            if n <= 0:
+                return
+            if victim.phase == IDLE and _asking(victim):
+                continue
+            victim.drop()
+            self._leaving += 1
+            n -= 1
 
     def process_request_thread(self, request, client_address):
         try:
@@ -225,7 +242,7 @@ class Server(ThreadingHTTPServer):
         """Answer one connection on the calling thread, as a handler thread would, with no
         listener and no serving: a route called in process (a test's client, say)."""
         with self._room:
-            self._wires[sock] = Wire(sock, self.client_timeout, self.head_timeout)
+            self._wires[sock] = Wire(sock, self.client_timeout, self.head_timeout, room=self._room)
         try:
             self.finish_request(sock, address)
         finally:
@@ -245,6 +262,16 @@ class Server(ThreadingHTTPServer):
                     wire.drop()
         self.parts.close()
         self.guard.close()
+
+
+def _asking(wire: Wire) -> bool:
+    """Whether an idle connection's next request head is waiting whole, not yet read (its
+    handler reads it under the lock the caller holds): then it is about to be answered. Bytes
+    that are not a whole head are a head still arriving, as droppable as one."""
+    try:
+        return has_input(wire.sock) and ends_head(wire.sock.recv(_PEEK, socket.MSG_PEEK))
+    except (OSError, ValueError):   # closed meanwhile: nothing to spare
+        return False
 
 
 def _fit_descriptors(server: "Server") -> None:

@@ -10,14 +10,19 @@ may cost.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
   ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
   may take back a HEAD, BODY or IDLE one for another client, never a BUSY one: a connection that
-  is only sending bytes holds no work worth protecting, one being answered does.
+  is only sending bytes holds no work worth protecting, one being answered does. Nor a HEAD one
+  whose head has arrived ``whole`` (it waits for nothing from its client and is BUSY in moments),
+  nor an IDLE one whose next head is waiting whole. Bytes of a head are read under the server's
+  lock, so the server sees them waiting or read, never in between.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import select
 import socket
+import threading
 import time
 
 MAX_BODY = 20 * 1024 * 1024   # the tightest whole-request cap among the big providers (Gemini's)
@@ -27,6 +32,7 @@ MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would
 MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeout is spent
 HEAD_TIMEOUT = 15.0
 BODY_TIMEOUT = 15.0
+STALL_GRACE = 1.0   # seconds a body may come slower than MIN_BODY_RATE before it counts as stalled
 MAX_CONNECTIONS = 512
 IDLE, HEAD, BUSY, BODY = 0, 1, 2, 3   # a Wire's phase; the server may drop all but a BUSY one
 
@@ -75,9 +81,13 @@ class Wire(io.RawIOBase):
     ``body_timeout + length / MIN_BODY_RATE``. Writes always get the server's ``client_timeout``
     per send, however little time a read had left."""
 
-    def __init__(self, sock: socket.socket, stall: float, head_timeout: float, head: bytes = b""):
+    def __init__(self, sock: socket.socket, stall: float, head_timeout: float, head: bytes = b"",
+                 *, room: threading.Lock | None = None):
+        """``room``: the server's lock over its table of connections (a lock of its own if
+        None), held while the bytes of a head are read."""
         super().__init__()
         self.sock = sock
+        self.room = room or threading.Lock()
         self.stall = stall   # seconds one read or write may block, and the wait for a next request
         self.head_timeout = head_timeout
         self._head = memoryview(head)   # what ``Heads`` read before this connection had a thread
@@ -88,6 +98,7 @@ class Wire(io.RawIOBase):
         self.got = 0         # bytes received in this phase
         self.dropped = False   # the server took this connection back (under its lock)
         self.reserve = False   # answers one /health request from the server's own reserve
+        self.whole = ends_head(head)   # the head being read has all arrived (HEAD only)
         self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
 
     def readable(self) -> bool:
@@ -108,18 +119,33 @@ class Wire(io.RawIOBase):
         self.sock.settimeout(min(left, self.stall))
         self._tight = True
         try:
-            n = self.sock.recv_into(buf)
+            n = self._recv(buf, min(left, self.stall))
         except TimeoutError:
             if left <= self.stall:
                 raise Late("the read deadline passed") from None
             raise   # silent for client_timeout: most likely gone
         if not n and self.dropped:   # the server shut our read side: not the client's EOF
             raise Late("the connection was taken back for another client")
-        if n and self.phase == IDLE:   # a next request begins: its head is now due
-            self.phase, self.since = HEAD, time.monotonic()
-            self.deadline = self.since + self.head_timeout
-            self.got = 0
         self.got += n
+        return n
+
+    def _recv(self, buf, wait: float) -> int:
+        """One ``recv``. Of a head's bytes (or a next request's first), once they are there,
+        under the server's lock, with ``whole`` and the phase set before it is let go: choosing
+        whom to take back under that lock, the server sees those bytes still waiting or read and
+        accounted for, never read by a thread that has not yet run on to say so."""
+        if self.phase not in (IDLE, HEAD):
+            return self.sock.recv_into(buf)
+        if not has_input(self.sock, wait):
+            raise TimeoutError("no bytes came in time")
+        with self.room:   # taken back meanwhile, it still reads what came: a 408 follows
+            n = self.sock.recv_into(buf)
+            if n:
+                self.whole = ends_head(buf[:n])
+            if n and self.phase == IDLE:   # a next request begins: its head is now due
+                self.phase, self.since = HEAD, time.monotonic()
+                self.deadline = self.since + self.head_timeout
+                self.got = 0
         return n
 
     def write(self, data) -> int:
@@ -134,6 +160,7 @@ class Wire(io.RawIOBase):
 
     def await_request(self) -> None:
         """Between requests on a kept connection: wait up to ``stall`` for the next one."""
+        self.whole = False
         self.phase, self.since = IDLE, time.monotonic()
         self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
 
@@ -142,6 +169,11 @@ class Wire(io.RawIOBase):
         phase (BODY, under the server's lock) is the server's to set."""
         self.since = time.monotonic()
         self.deadline, self.per_byte, self.got = self.since + grace, 1 / MIN_BODY_RATE, 0
+
+    def stalled(self, now: float) -> bool:
+        """A body that has come slower than ``MIN_BODY_RATE`` for more than ``STALL_GRACE``
+        seconds: a trickler's, or a link too slow to hold a thread for while others wait."""
+        return self.phase == BODY and self.got < (now - self.since - STALL_GRACE) * MIN_BODY_RATE
 
     def no_deadline(self) -> None:
         self.deadline, self.per_byte = math.inf, 0.0
@@ -163,6 +195,26 @@ def too_large(size: int, cap: int) -> str:
                 "https:// URLs or smaller images")
     return (f"the body is {size} bytes; this route takes at most {cap // 1024 or 1} KB, so send "
             "only the fields it reads")
+
+
+def ends_head(data) -> bool:
+    """Whether ``data`` holds the empty line that ends a request head (after CR LF or a bare LF,
+    RFC 9112 §2.2). A head whose end came in another read is not seen as whole: the server may
+    then take it back, as one still arriving."""
+    data = bytes(data)
+    return b"\n\r\n" in data or b"\n\n" in data
+
+
+def has_input(sock: socket.socket, timeout: float = 0.0) -> bool:
+    """Whether ``sock`` has bytes, or its peer's end of input, to read within ``timeout``
+    seconds. By ``poll`` where the system has one: ``select`` refuses a descriptor past
+    FD_SETSIZE (1,024), and a server under a few thousand connections holds many. Raises
+    OSError or ValueError for a closed socket."""
+    if hasattr(select, "poll"):
+        waiting = select.poll()
+        waiting.register(sock, select.POLLIN)
+        return bool(waiting.poll(math.ceil(timeout * 1000)))
+    return bool(select.select([sock], [], [], timeout)[0])
 
 
 def close_quietly(sock: socket.socket) -> None:

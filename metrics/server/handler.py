@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import select
 import socket
 import sys
 import traceback
@@ -27,7 +26,7 @@ from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, Pan
                                      PayloadTooLarge, RequestTimeout, Unavailable)
 from panelist.metrics.server.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGTH_DIGITS,
                                                 MIN_BODY_RATE, Late, RequestHeaders,
-                                                too_large)
+                                                has_input, too_large)
 from panelist.metrics.server.guard import LOCAL
 from panelist.metrics.server.routing import gate_of
 from panelist.metrics.store import jsonwire
@@ -354,10 +353,7 @@ class Handler(BaseHTTPRequestHandler):
         budget = self.server.in_flight
         cost = budget.cost(size)
         if not budget.take(cost):
-            raise Unavailable(
-                f"the server is holding as many request bodies in memory as it may "
-                f"({budget.limit // 2**20} MB, PANELIST_MAX_INFLIGHT_MB); retry in a second, or "
-                "send images as https:// URLs", headers={"Retry-After": "1"})
+            raise Unavailable(budget.refusal(), headers={"Retry-After": "1"})
         self._granted += cost
         if self._expect_continue and size:
             self._expect_continue = False
@@ -417,8 +413,8 @@ class Handler(BaseHTTPRequestHandler):
     def client_alive(self) -> bool:
         """False once the caller has closed its end (a readable socket with nothing to read)."""
         try:
-            readable, _, _ = select.select([self.connection], [], [], 0)
-            return not readable or self.connection.recv(1, socket.MSG_PEEK) != b""
+            return not has_input(self.connection) or \
+                self.connection.recv(1, socket.MSG_PEEK) != b""
         except (OSError, ValueError):
             return False
 

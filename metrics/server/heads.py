@@ -22,6 +22,8 @@ from panelist.metrics.server.connection import MAX_HEAD, close_quietly
 from panelist.metrics.wire.errors import error_body
 
 _HEALTH = re.compile(rb"(?:GET|HEAD) /health(?:[ ?]|/ )")
+_WRITE = re.compile(rb"(?:POST|PUT|PATCH|DELETE) ")
+_LENGTH = re.compile(rb"\ncontent-length:[ \t]*([0-9]{1,18})[ \t]*\r?\n", re.IGNORECASE)
 
 if TYPE_CHECKING:   # the server imports this module
     from panelist.metrics.server.base import Server
@@ -52,7 +54,10 @@ class Heads(threading.Thread):
       is free, waiting in ``ready`` meanwhile; past ``max_pending`` ready ones, a newly complete
       head gets 503 with Retry-After;
     * a complete ``GET /health`` head goes to one of the server's reserve threads at once when
-      one is free, ahead of every head waiting in ``ready``."""
+      one is free, ahead of every head waiting in ``ready``;
+    * a complete head of a write whose body the server's in-flight budget has no room for gets
+      503 with Retry-After at once: it would only take a thread (and drop someone for it) to
+      be told so."""
 
     def __init__(self, server: "Server"):
         super().__init__(name="gateway-heads", daemon=True)
@@ -121,7 +126,7 @@ class Heads(threading.Thread):
         while self._inbox:
             self._take(*self._inbox.popleft())
         self._expire()
-        while self._ready and self.server.admit(*self._ready[0]):
+        while self._ready and self.server.admit(*self._ready[0], waiting=len(self._ready)):
             self._ready.popleft()
 
     def _close_all(self) -> None:
@@ -180,11 +185,27 @@ class Heads(threading.Thread):
         del self._quiet[sock]
         if _HEALTH.match(p.buf) and self.server.admit(sock, p.addr, bytes(p.buf), reserve=True):
             return
+        if self._over_budget(p.buf):   # told now, before it could take anyone's thread
+            self._refuse(sock, 503, self.server.in_flight.refusal(), retry_after=True)
+            return
         if len(self._ready) >= self.server.max_pending:   # every handler busy, a queue behind
             self._refuse(sock, 503, "the server is at its connection limit; retry in a second",
                          retry_after=True)
             return
         self._ready.append((sock, p.addr, bytes(p.buf)))
+
+    def _over_budget(self, buf: bytearray) -> bool:
+        """Whether the head is a write whose body the in-flight budget has no room for now (and
+        one day could have: a body past the caps is its handler's to refuse, with 413)."""
+        if not _WRITE.match(buf):
+            return False
+        ends = [i for i in (buf.find(b"\n\r\n"), buf.find(b"\n\n")) if i >= 0]
+        found = _LENGTH.search(buf, 0, min(ends) + 1 if ends else len(buf))   # the head's only
+        if found is None:
+            return False
+        size = int(found[1])
+        budget = self.server.in_flight
+        return size <= self.server.max_body and not budget.fits(budget.cost(size))
 
     def _expire(self) -> None:
         now = time.monotonic()

@@ -7,8 +7,9 @@ Invariants:
   size (the body as read and parsed, and the one encoding of its messages that every seat of
   its panel shares); the grant is held until the request is answered. Smaller bodies need no
   grant: the connection cap bounds them (``max_connections × SMALL_BODY``).
-* past the budget a request gets 503 with ``Retry-After`` before any of its body is read; a body
-  that could never fit gets 413.
+* past the budget a request gets 503 with ``Retry-After`` before any of its body is read (as
+  soon as its head has arrived, without a thread: ``Heads`` asks ``fits`` first); a body that
+  could never fit gets 413.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ class InFlight:
     def cost(size: int) -> int:
         """What a body of ``size`` bytes must be granted before it is read (0: no grant)."""
         return 0 if size <= SMALL_BODY else size * GRANT_FACTOR
+
+    def fits(self, n: int) -> bool:
+        """Whether a grant of ``n`` bytes would be made now (nothing is taken)."""
+        return n <= 0 or self.held + n <= self.limit
+
+    def refusal(self) -> str:
+        """What a request past the budget is told (with 503 and ``Retry-After: 1``)."""
+        return (f"the server is holding as many request bodies in memory as it may "
+                f"({self.limit // 2**20} MB, PANELIST_MAX_INFLIGHT_MB); retry in a second, or "
+                "send images as https:// URLs")
 
     def take(self, n: int) -> bool:
         if n <= 0:

@@ -297,6 +297,16 @@ class SimUpstream:
         return {"object": "list", "data": [_listed(name, b) for name, b in models.items()]}
 
 
+def _readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether ``sock`` has bytes (or its client's end of input) within ``timeout`` seconds; by
+    ``poll`` where there is one, since ``select`` refuses a descriptor past 1,024."""
+    if hasattr(select, "poll"):
+        waiting = select.poll()
+        waiting.register(sock, select.POLLIN)
+        return bool(waiting.poll(max(0, math.ceil(timeout * 1000))))
+    return bool(select.select([sock], [], [], timeout)[0])
+
+
 def _listed(name: str, b: dict) -> dict:
     """One model's entry in ``GET /models``: what the behaviour scripts, in the fields many
     providers use (``context_length``, per-token ``pricing``, input modalities)."""
@@ -527,7 +537,7 @@ class _Handler(BaseHTTPRequestHandler):
             left = _POLL if end is None else min(end - time.monotonic(), _POLL)
             if left <= 0:
                 return True
-            if select.select([conn], [], [], left)[0]:
+            if _readable(conn, left):
                 try:
                     peeked = conn.recv(1, socket.MSG_PEEK)
                 except (BlockingIOError, InterruptedError):
