@@ -105,7 +105,7 @@ def info(req: ApiRequest) -> dict:
 @takes(NOTHING)
 def load_demo(req: ApiRequest) -> dict:
     from panelist.metrics.roster import demo
-    demo.install(req.panels.home, req.parts.start_demo())
+    req.parts.start_demo()   # served by the data folder's one simulator, its roster installed
     return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
 
 
