@@ -1,13 +1,14 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
-schedule, the dashboard's live suite report and its part in serving the demo (``demohost``:
-the data folder's one simulator, run here or found in another process).
+schedule, the watch that alerts failing models (``failing``), the dashboard's live suite report
+and its part in serving the demo (``demohost``: the data folder's one simulator, run here or
+found in another process).
 
 Invariants: nothing runs until ``start`` (a server built and never served runs no job) but the
 demo when asked for at build (``start_demo``); ``start`` keeps serving a demo the roster uses
 (the demo endpoint is the data folder's demo simulator). ``close`` stops the threads first
-(schedule, onboarding, races: each joined before the upstream and seats it uses close), then
-the panels, then the demo; it always returns.
+(the failing watch, schedule, onboarding, races: each joined before the ledger, upstream and
+seats it uses close), then the panels, then the demo; it always returns.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 from panelist.metrics.home import Home
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
-from panelist.metrics.upkeep import onboarding_worker, schedule
+from panelist.metrics.upkeep import failing, onboarding_worker, schedule
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
 
@@ -43,6 +44,7 @@ class Parts:
         self.onboarding = onboarding_worker.Service(panels)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
                                            else schedule.settings(panels.home))
+        self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
         self._lock = threading.Lock()
         self._suite_report = None
         self._demo = None
@@ -50,6 +52,7 @@ class Parts:
     def start(self) -> None:
         self.schedule.start()
         self.onboarding.start()
+        self.failures.start()
         from panelist.metrics.upkeep.demohost import served_here
         if served_here(self.home):   # its models would be refused once the last owner goes
             self.start_demo()
@@ -74,6 +77,7 @@ class Parts:
         return host.start()
 
     def close(self) -> None:
+        self.failures.close()
         self.schedule.close()
         self.onboarding.close()   # an entry it cut short resumes at the next start
         self.races.close()   # races cancelled and joined before their upstream closes
