@@ -536,6 +536,17 @@ def test_recent_windows_and_outcomes_survive_a_snapshot_and_a_replay(runs):
         assert reopened.from_snapshot and reopened.replayed == 0
         assert {w: reopened.usage(w, now) for w in before} == before
         assert reopened.failing(2, 5) == failing
+        # a seat of a panel seated in a slot that has turned already still counts
+        panel(reopened, [ok("member1", "sim-a", 1.0)], seated=now - 1200)
+        for w in before:
+            assert reopened.usage(w, now)["models"]["sim-a"]["seats"] == \
+                before[w]["models"]["sim-a"]["seats"] + 1
+        # an hour on, the hour holds none of them; the day still holds every one
+        later = reopened.usage("hour", now + 3600)["models"]
+        assert "sim-a" not in later and reopened.usage("day", now + 3600)["models"]
+    with Ledger(runs) as again:   # the late seat, as the snapshot has it
+        assert again.usage("hour", now)["models"]["sim-a"]["seats"] == 5
+        before = {w: again.usage(w, now) for w in before}
     (runs / "index.json").unlink()
     with Ledger(runs) as rebuilt:
         assert not rebuilt.from_snapshot

@@ -63,10 +63,10 @@ from hashlib import blake2b
 from typing import Iterable
 
 from panelist.metrics import errors
-from panelist.metrics.ledger import usage as windows
 from panelist.metrics.ledger.histogram import HIST_BUCKETS, hist_bucket, hist_quantiles
 from panelist.metrics.ledger.ids import ID_MARGIN, panel_seq
 from panelist.metrics.ledger.outcomes import ERROR_CHARS, NOT_OUTCOMES, Outcomes
+from panelist.metrics.ledger.usage import ANSWER, FAILURE, NEITHER, Usage
 
 KEEP_DAYS = 62            # days of per-day seat counts kept; buckets() serves up to 60
 SEATINGS_KEPT = ID_MARGIN  # recent seatings remembered for panels_after
@@ -228,7 +228,7 @@ class Index:
         self.delivered: OrderedDict[str, str] = OrderedDict()
         # panels calls.jsonl says were abandoned, known only while fold_all replays from 0
         self._old_abandoned: frozenset[str] = frozenset()
-        self.usage = windows.Usage()      # seats per alias in the recent windows
+        self.usage = Usage()              # seats per alias in the recent windows
         self.outcomes = Outcomes()        # each alias's latest outcomes and newest probe
 
     def fold_all(self, records: Iterable[tuple[int, dict]], now: float,
@@ -323,6 +323,7 @@ class Index:
         if not (seated.__class__ in _NUMBER and -_INF < seated < _INF):
             seated = None
         failed = None
+        outcome = ANSWER
         if status in ANSWERED:
             seconds = rec.get("seconds")
             if seconds.__class__ in _NUMBER and 0 <= seconds < _INF:
@@ -344,20 +345,19 @@ class Index:
         else:
             bucket = None
             kind = failed = failure_kind(status, rec.get("error"))
+            outcome = NEITHER if kind is None or kind in NOT_OUTCOMES else FAILURE
             for st in pair:
                 st.seats += 1
                 if kind is not None:
                     st.failures[kind] = st.failures.get(kind, 0) + 1
         self.outcomes.fold(key[0], failed)
-        if seated is not None:
+        if seated is not None and seated >= self.usage.kept_from:
             tokens = rec.get("tokens")
             prompt = completion = None
             if tokens.__class__ is dict:
                 prompt, completion = tokens.get("prompt"), tokens.get("completion")
                 if prompt.__class__ is not int or completion.__class__ is not int:
                     prompt = completion = None
-            outcome = windows.ANSWER if status in ANSWERED else windows.NEITHER \
-                if failed is None or failed in NOT_OUTCOMES else windows.FAILURE
             self.usage.fold(key[0], seated, outcome, bucket, prompt, completion)
         collection = rec.get("collection")
         if collection.__class__ is str:
