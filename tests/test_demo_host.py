@@ -149,11 +149,15 @@ def test_a_port_taken_meanwhile_moves_the_demo_and_says_so_in_the_roster(tmp_pat
 
 def test_a_server_without_demo_keeps_serving_a_demo_its_roster_uses(tmp_path):
     home = open_home(tmp_path / "data")
-    with Gateway(make_dashboard(home, env={}, demo=True)):
+    with Gateway(make_dashboard(home, env={}, demo=True)) as dash:
         url = demo_url(home)
+        status, _, _ = dash.request("DELETE", "/api/models/sim-vision")
+        assert status == 200
     assert simulators() == 0
     with Gateway(make_dashboard(home, env={})) as plain:   # no --demo: the roster still uses it
         assert wait_until(lambda: simulators() == 1)
         assert answers(plain) and demo_url(home) == url
+        # only served: a model a person removed stays removed
+        assert "sim-vision" not in json.loads(home.file("roster.json").read_text())["models"]
     with Gateway(make_dashboard(open_home(tmp_path / "other"), env={})):
         assert simulators() == 0   # a folder without the demo starts none

@@ -35,11 +35,15 @@ COLLECTION = {
 }
 
 
+def point(home: Home, sim_url: str) -> None:
+    """Point the demo endpoint at ``sim_url`` (written only when it differs), nothing else."""
+    Roster(home).add_endpoint(ENDPOINT, sim_url, by="demo")
+
+
 def install(home: Home, sim_url: str) -> None:
-    """Point the demo endpoint at ``sim_url`` (written only when it differs) and add what of
-    the demo roster is missing."""
+    """Point the demo endpoint at ``sim_url`` and add what of the demo roster is missing."""
+    point(home, sim_url)
     roster = Roster(home)
-    roster.add_endpoint(ENDPOINT, sim_url, by="demo")
     view = roster.view()
     for alias, (family, grade, window, vision) in MODELS.items():
         if alias not in view.models:

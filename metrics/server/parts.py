@@ -55,7 +55,7 @@ class Parts:
         self.failures.start()
         from panelist.metrics.upkeep.demohost import served_here
         if served_here(self.home):   # its models would be refused once the last owner goes
-            self.start_demo()
+            self.start_demo(install=False)
 
     def suite_report(self):
         """The dashboard's suite report, following the samples file from where it last read."""
@@ -65,16 +65,16 @@ class Parts:
                 self._suite_report = LiveReport(self.home.suite_samples)
             return self._suite_report
 
-    def start_demo(self) -> str:
-        """Serve the demo and install its roster: the data folder's demo simulator, started
-        here only if no process serves it, watched and taken over when its owner goes (see
-        ``upkeep.demohost``); the demo endpoint's URL."""
+    def start_demo(self, install: bool = True) -> str:
+        """Serve the demo and (``install``) its roster: the data folder's demo simulator,
+        started here only if no process serves it, watched and taken over when its owner goes
+        (see ``upkeep.demohost``); the demo endpoint's URL."""
         from panelist.metrics.upkeep.demohost import DemoHost
         with self._lock:
             if self._demo is None:
                 self._demo = DemoHost(self.home)
             host = self._demo
-        return host.start()
+        return host.start(install)
 
     def close(self) -> None:
         self.failures.close()

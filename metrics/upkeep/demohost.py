@@ -77,13 +77,14 @@ class DemoHost:
         """Whether this process's simulator is the one serving the demo."""
         return self._sim is not None
 
-    def start(self) -> str:
-        """See that the demo is served (by a simulator started here if none is) and that the
-        roster has the demo models, collection and pins; the demo endpoint's URL."""
+    def start(self, install: bool = True) -> str:
+        """See that the demo is served (by a simulator started here if none is) and, with
+        ``install``, that the roster has the demo models, collection and pins (without, a model
+        a person removed stays removed); the demo endpoint's URL."""
         with self._lock:
             if self._stop.is_set():
                 raise RuntimeError("this demo host was closed")
-            self._serve(install=True)
+            self._serve(install)
             if self._watch and not self.owner and self._thread is None:
                 self._thread = threading.Thread(target=self._watching, name="demo-watch",
                                                 daemon=True)
@@ -129,8 +130,10 @@ class DemoHost:
             else:   # a lock held and nothing recorded: only a hand-removed record gets here
                 raise PanelistError(f"{self._record} is missing while a process serves the "
                                     "demo; stop the other demo server, then start again")
-            if install or url != self.url:
+            if install:
                 demo.install(self.home, url)
+            elif url != self.url:
+                demo.point(self.home, url)   # written only if the simulator moved
             self.url = url
 
     def _take_lock(self) -> bool:
