@@ -36,7 +36,8 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  settings: Settings | None = None, env=None,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
                  body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 max_pending: int | None = None, max_in_flight: int | None = None) -> Server:
+                 max_pending: int | None = None, max_in_flight: int | None = None,
+                 demo: bool = False) -> Server:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
@@ -44,22 +45,30 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     raises ConfigInvalid before anything is opened. The timeouts, ``max_connections`` and
     ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost,
     ``max_in_flight`` (bytes; default: ``PANELIST_MAX_INFLIGHT_MB``) what their bodies may hold
-    in memory; tests pass small ones."""
+    in memory; tests pass small ones. ``demo`` serves the demo roster now, as ``--demo`` does
+    (the data folder's one simulator, see ``metrics.upkeep.demohost``)."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     parts = Parts.of_home(home, panels, env)
     try:
-        return Server(parts, host, port, routes=GATEWAY_ROUTES,
-                      routes_help=f"the gateway serves {ROUTES_HELP}", settings=settings,
-                      keepalive=keepalive, client_timeout=client_timeout,
-                      head_timeout=head_timeout, body_timeout=body_timeout,
-                      max_connections=max_connections, max_pending=max_pending,
-                      max_in_flight=max_in_flight)
+        server = Server(parts, host, port, routes=GATEWAY_ROUTES,
+                        routes_help=f"the gateway serves {ROUTES_HELP}", settings=settings,
+                        keepalive=keepalive, client_timeout=client_timeout,
+                        head_timeout=head_timeout, body_timeout=body_timeout,
+                        max_connections=max_connections, max_pending=max_pending,
+                        max_in_flight=max_in_flight)
     except BaseException:
         if panels is None:   # ours to close; a caller's panels stay the caller's
             parts.close()
         raise
+    if demo:
+        try:
+            parts.start_demo()
+        except BaseException:
+            server.close()
+            raise
+    return server
 
 
 if __name__ == "__main__":

@@ -53,9 +53,8 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
             parts.close()
         raise
     if demo:
-        from panelist.metrics.roster import demo as demo_roster
         try:
-            demo_roster.install(home, parts.start_demo())
+            parts.start_demo()
         except BaseException:
             server.close()
             raise

@@ -7,15 +7,16 @@
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
                error shapes
-    upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls
-               it records before sending)
+    upkeep/    health probes, retirement, failing models, the schedule, onboarding (queue,
+               worker, the calls it records before sending), the demo's one simulator
     race/      benchmark (one race), blind (masking; names: the built-in table), jury, judge,
                tooldiff, transcript, report, costs, chatjob, registry
     panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
-    ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold),
-               snapshot, queries; verdict rules, suite evidence
+    ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold;
+               histogram, usage windows, outcomes), snapshot, queries; verdict rules, suite
+               evidence
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim

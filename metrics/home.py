@@ -19,6 +19,8 @@ path of the data folder)::
     DATA/runs/races/               one folder and one report per race (``races``)
     DATA/runs/suite/               suite samples and report (``suite_runs``, ``suite_samples``)
     DATA/runs/alerts.jsonl         alerts (``alerts_log``)
+    DATA/runs/demo-sim.json        the demo's simulated upstream: its URL and the pid serving
+                                   it (``demo_sim``); demo-sim.lock, demo-sim.owner beside it
     DATA/runs/onboarding.jsonl     the onboarding queue (``onboarding_log``)
     DATA/runs/schedule.json        the schedule's next run times (``schedule_state``), its runs
                                    in schedule.jsonl (``schedule_log``)
@@ -92,6 +94,11 @@ class Home:
     @property
     def alerts_log(self) -> Path:
         return self.runs / "alerts.jsonl"
+
+    @property
+    def demo_sim(self) -> Path:
+        """Where the data folder's one demo simulator is recorded (``upkeep.demohost``)."""
+        return self.runs / "demo-sim.json"
 
     @property
     def onboarding_log(self) -> Path:

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS, COLLECTIONS = 500, 50
 SMALL = 10_000
 VERDICT_SHARE = 0.10
-ROUTES = ("/api/models", "/api/panels", "/api/evidence", "/api/collections", "/api/info")
+ROUTES = ("/api/models", "/api/panels", "/api/evidence", "/api/collections", "/api/info",
+          "/api/usage?window=day", "/api/usage?window=week")
 
 
 def log(message: str) -> None:
@@ -154,6 +155,11 @@ def measure(data: Path, repeat: int, replay: bool) -> dict:
         "shapes()": ledger.shapes,
         "collection_stats()": ledger.collection_stats,
         "buckets(30)": lambda: ledger.buckets(30),
+        "usage('hour')": lambda: ledger.usage("hour"),
+        "usage('day')": lambda: ledger.usage("day"),
+        "usage('week')": lambda: ledger.usage("week"),
+        "failing(3, 5)": lambda: ledger.failing(3, 5),
+        "probes()": ledger.probes,
         "panels_page(None, 50)": lambda: ledger.panels_page(None, 50),
         "panels_page(middle, 50)": lambda: ledger.panels_page(middle, 50),
         "panels_page(None, 200)": lambda: ledger.panels_page(None, 200),

@@ -28,7 +28,7 @@ from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.roster.learned import LearnedFacts
-from panelist.metrics.roster.roster import Model, Roster
+from panelist.metrics.roster.roster import Endpoint, Model, Roster
 from panelist.metrics.seats import SeatCall, Seats
 from panelist.suite import prompts, results
 from panelist.suite.tasks import Task
@@ -86,9 +86,12 @@ class SuiteRun:
                  params: dict | None = None, known: dict[str, Task] | None = None,
                  upstream: Upstream | None = None, admission="home",
                  parallel: int = PARALLEL, call_timeout: float = CALL_TIMEOUT,
-                 admit_wait: float = ADMIT_WAIT, retries: int = RETRIES):
+                 admit_wait: float = ADMIT_WAIT, retries: int = RETRIES,
+                 endpoints: dict[str, Endpoint] | None = None):
         """``known``: every loaded task by id (a control's excerpt follows its bug's key even
-        when only the control runs). ``admission``: ``"home"``, an admission object, or None."""
+        when only the control runs). ``admission``: ``"home"``, an admission object, or None.
+        ``endpoints``: by name, where this run calls instead of the roster's endpoint of that
+        name (the demo's scripted answers); never written anywhere."""
         if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= \
                 MAX_EPOCHS:
             raise BadRequest(f"--epochs must be a whole number from 1 to {MAX_EPOCHS}")
@@ -98,6 +101,7 @@ class SuiteRun:
         self.params = dict(params or {})
         self.known = dict(known or {}) | {t.id: t for t in tasks}
         self.upstream = upstream
+        self.endpoints = dict(endpoints or {})
         self.admission = admission_of(home) if admission == "home" else admission
         self.parallel, self.call_timeout = parallel, call_timeout
         self.admit_wait, self.retries = admit_wait, retries
@@ -134,7 +138,7 @@ class SuiteRun:
             messages, digest = asked[key]
             calls.append(SeatCall(
                 label=sample.label, role="suite", model=sample.model, messages=messages,
-                params=self.params, timeout=self.call_timeout, wait=self.admit_wait,
+                endpoint=self.endpoints.get(sample.model.endpoint), params=self.params, timeout=self.call_timeout, wait=self.admit_wait,
                 retries=self.retries,
                 meta={"run": self.run_id, "task": sample.task.id, "epoch": sample.epoch,
                       "params": self.params, "params_key": pkey, "prompt_hash": digest}))

@@ -30,7 +30,7 @@ COVERED: set[tuple[str, str]] = set()
 MODEL_KEYS = {"alias", "endpoint", "served", "family", "grade", "context", "max_output",
               "vision", "tools", "price_in", "price_out", "currency", "retired", "version",
               "status", "cooling_until", "window", "seats", "useful", "not_useful", "rate",
-              "interval", "last_answer", "known"}
+              "interval", "last_answer", "known", "failing", "probe"}
 PANEL_KEYS = {"panel", "collection", "key", "started", "seconds", "shape", "reply", "seats",
               "merger", "abandoned"}
 SEAT_KEYS = {"call", "seat", "alias", "status", "seconds", "verdict"}
@@ -850,6 +850,25 @@ def test_evidence(dash, home, sim):
     assert status == 200 and general["data"] == [dict(r, shape="general") for r in body["data"]]
     status, none, _ = dash.get("/api/evidence?shape=review")
     assert status == 200 and none["data"] == []
+
+
+@covers("GET", "/api/usage")
+def test_usage(dash, home, sim):
+    sim.script("x-one", fail="server_error")
+    ask(dash)
+    status, body, _ = dash.get("/api/usage")   # the day, when no window is named
+    assert status == 200 and body["window"] == "day"
+    assert set(body) == {"window", "windows", "since", "until", "data", "total"}
+    rows = {r["alias"]: r for r in body["data"]}
+    assert set(rows["fast"]) == {"alias", "seats", "answered", "failed", "error_rate", "p50",
+                                 "p95", "prompt_tokens", "completion_tokens", "uncounted",
+                                 "spend"}
+    assert rows["fast"]["error_rate"] == 0.0 and rows["x-one"]["error_rate"] == 1.0
+    assert rows["fast"]["spend"] is None   # the test roster has no prices
+    assert body["total"]["seats"] == sum(r["seats"] for r in body["data"])
+    for window in ("hour", "week"):
+        status, other, _ = dash.get(f"/api/usage?window={window}")
+        assert status == 200 and other["data"] == body["data"]
 
 
 @covers("GET", "/api/suite")

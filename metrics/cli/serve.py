@@ -1,8 +1,10 @@
 """``panelist gateway`` and ``panelist serve``: run a server until SIGTERM or Ctrl-C.
 
 The servers themselves are lent by the entry point (``Runtime.make_gateway``,
-``Runtime.make_dashboard``): the command line imports no server. With ``--demo`` a simulated
-upstream (``Runtime.simulator``) serves demo models for as long as the server runs.
+``Runtime.make_dashboard``): the command line imports no server. With ``--demo`` the server
+serves the demo roster: the data folder's one simulated upstream, started by the server if no
+other process serves it, and taken over by it when that process ends
+(``metrics.upkeep.demohost``).
 """
 
 from __future__ import annotations
@@ -37,33 +39,26 @@ def cmd_serve(args, out: Out) -> int:
 def _serve(args, out: Out, make) -> int:
     """Run a server until SIGTERM or Ctrl-C; with ``--demo``, over the simulated roster."""
     home = open_home(args.data)
-    sim = None
-    if args.demo:
-        from panelist.metrics.roster import demo
-        simulator = args.runtime.need("simulator", "start the simulated demo models")
-        sim = simulator(keep_requests=1000).start()  # a long demo keeps memory flat
-        demo.install(home, sim.url)
     try:
-        server = make(home, args.host, args.port)
-    except BaseException as exc:   # a refused setting too: the simulator must not outlive it
-        if sim:
-            sim.stop()
-        if isinstance(exc, OSError):
-            raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
-                                "pick another --port or stop what holds it") from None
-        raise
+        # a refused setting or port is refused before the demo starts; a server that fails to
+        # start the demo closes itself, so no simulator outlives it
+        server = make(home, args.host, args.port, demo=args.demo) if args.demo else \
+            make(home, args.host, args.port)
+    except OSError as exc:
+        raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
+                            "pick another --port or stop what holds it") from None
 
     def on_signal(*_):
         threading.Thread(target=server.shutdown, daemon=True).start()
     signal.signal(signal.SIGTERM, on_signal)
     dashboard = args.noun == "serve"
-    info = {"url": f"{server.url}/v1", "data": str(home.root), "demo": bool(sim)}
+    info = {"url": f"{server.url}/v1", "data": str(home.root), "demo": args.demo}
     lines = [f"panelist gateway on {server.url}/v1 (data folder {home.root})"]
     if dashboard:
         info["dashboard"] = server.url + "/"
         lines = [f"panelist dashboard on {server.url}/",
                  f"OpenAI base URL: {server.url}/v1 (data folder {home.root})"]
-    if sim:
+    if args.demo:
         lines.append("try: model 'bench/demo' (simulated models)"
                      + (", or the Ask page" if dashboard else ""))
     out.result(info, "\n".join(lines))
@@ -74,8 +69,6 @@ def _serve(args, out: Out, make) -> int:
         pass
     finally:
         server.close()
-        if sim:
-            sim.stop()
     return 0
 
 

@@ -81,14 +81,27 @@ def cmd_suite_run(args, out: Out) -> int:
     for p in problems if not args.task else ():
         print(f"skipped: {p.message}", file=sys.stderr)
     chosen = tasks.select(found, args.task)
-    sim = None
     aliases = args.model
+    host = scripted = None
+    endpoints = {}
     if args.demo:
+        from dataclasses import replace
         from panelist.metrics.roster import demo as demo_roster
+        from panelist.metrics.upkeep.demohost import DemoHost
         from panelist.suite import demo
         simulator = args.runtime.need("simulator", "start the simulated demo models")
-        sim = simulator(demo.behaviours(list(known.values()), known)).start()
-        demo_roster.install(home, sim.url)
+        # the demo roster as any demo process finds it (a running demo server's simulator is
+        # left serving its URL); the scripted answers come from a simulator of this run's
+        # own, reached through an endpoint that lives in this process only
+        host = DemoHost(home, watch=False)
+        try:
+            host.start()
+            scripted = simulator(demo.behaviours(list(known.values()), known)).start()
+        except BaseException:
+            host.close()
+            raise
+        listed = Roster(home).view().endpoints[demo_roster.ENDPOINT]
+        endpoints = {listed.name: replace(listed, base_url=scripted.url)}
         aliases = aliases or list(demo.MODELS)
     bar = None
 
@@ -99,13 +112,16 @@ def cmd_suite_run(args, out: Out) -> int:
         bar.update(done, force=sum(done.values()) == sum(totals.values()))
     try:
         models = resolve_models(Roster(home), aliases)
-        run = SuiteRun(home, chosen, models, epochs=args.epochs, known=known)
+        run = SuiteRun(home, chosen, models, epochs=args.epochs, known=known,
+                       endpoints=endpoints)
         summary = run.run(progress=None if out.as_json else progress)
     finally:
         if bar is not None:
             bar.close()
-        if sim is not None:
-            sim.stop()
+        if scripted is not None:
+            scripted.stop()
+        if host is not None:
+            host.close()
     doc = report.load(home)
     if out.as_json:
         out.result({"run": summary, "report": doc})

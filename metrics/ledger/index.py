@@ -16,7 +16,10 @@ Invariants:
   recent seat records (call -> offset). Older calls are found through panels.idx and calls.jsonl.
 * For the queries it also holds: per (alias, shape) and per alias the seats, ok seats, false
   claims, newest answer, failures by kind and a fixed log-spaced histogram of ok seats' seconds
-  (so quantiles cost the same at any log size); per collection its panels (``"seated"`` lines
+  (``histogram``: quantiles within 4.4%, at the same cost at any log size); per alias its
+  seats in the recent windows (``usage``: the last hour, day and week) and the outcomes of its
+  latest calls and its newest probe (``outcomes``), the only use of ``"probe"`` lines (an
+  endpoint Test's, role ``test``, change nothing); per collection its panels (``"seated"`` lines
   naming it), seats and verdict counts; seats per alias per UTC day for the last ``KEEP_DAYS``
   days (older days are dropped as newer ones arrive); the last ``SEATINGS_KEPT`` seatings (panel
   seq -> start) so a poll can wait for a panel still in flight; and the count of recent ok seats
@@ -54,27 +57,20 @@ from __future__ import annotations
 
 import math
 import sys
-from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass
 from hashlib import blake2b
-from itertools import accumulate
 from typing import Iterable
 
 from panelist.metrics import errors
+from panelist.metrics.ledger.histogram import HIST_BUCKETS, hist_bucket, hist_quantiles
 from panelist.metrics.ledger.ids import ID_MARGIN, panel_seq
+from panelist.metrics.ledger.outcomes import ERROR_CHARS, NOT_OUTCOMES, Outcomes
+from panelist.metrics.ledger.usage import ANSWER, FAILURE, NEITHER, Usage
 
 KEEP_DAYS = 62            # days of per-day seat counts kept; buckets() serves up to 60
 SEATINGS_KEPT = ID_MARGIN  # recent seatings remembered for panels_after
 RECENT_HISTORY = 20_000   # delivered replies and tool call ids remembered for history
-# Answer-time histogram: bucket 0 holds answers under HIST_LO seconds; bucket i >= 1 holds
-# [HIST_LO * 2**((i-1)/HIST_STEPS), HIST_LO * 2**(i/HIST_STEPS)); the last one everything from
-# HIST_LO * 2**HIST_DOUBLINGS (about 70 minutes) up. Four buckets per doubling put a quantile,
-# read as its bucket's geometric middle, within 9% of the true value.
-HIST_LO = 0.001
-HIST_STEPS = 4
-HIST_DOUBLINGS = 22
-HIST_BUCKETS = HIST_DOUBLINGS * HIST_STEPS + 2
 # Verdict entries: offset << V_OFFSET | false claims << 2 | counted in a collection << 1 | useful
 FALSE_CAP = 0xFFFF
 V_OFFSET = 18
@@ -138,36 +134,6 @@ def failure_kind(status, error) -> str | None:
         return None
     word = error.partition(":")[0].strip() if isinstance(error, str) else ""
     return word if word in FAILURE_KINDS else "other"
-
-
-def hist_bucket(seconds: float) -> int:
-    """The answer-time histogram bucket of ``seconds`` (see ``HIST_LO``)."""
-    if seconds < HIST_LO:
-        return 0
-    return min(HIST_BUCKETS - 1, 1 + int(math.log2(seconds / HIST_LO) * HIST_STEPS))
-
-
-def _bucket_value(i: int) -> float:
-    """What a quantile falling in bucket ``i`` reads as: its geometric middle (its edge at the
-    open ends), to the millisecond."""
-    if i == 0:
-        return HIST_LO
-    if i == HIST_BUCKETS - 1:
-        return round(HIST_LO * 2 ** HIST_DOUBLINGS, 3)
-    return round(HIST_LO * 2 ** ((i - 0.5) / HIST_STEPS), 3)
-
-
-_BUCKET_VALUES = tuple(_bucket_value(i) for i in range(HIST_BUCKETS))
-
-
-def hist_quantiles(hist: list[int] | None, *qs: float) -> list[float | None]:
-    """The ``qs`` quantiles (0 < q <= 1) of a histogram, in seconds; None for an empty one."""
-    cum = list(accumulate(hist)) if hist else [0]
-    n = cum[-1]
-    if n <= 0:
-        return [None for _ in qs]
-    # the nearest-rank quantile: the bucket holding the ceil(q * n)-th answer
-    return [_BUCKET_VALUES[bisect_left(cum, max(1, math.ceil(q * n)))] for q in qs]
 
 
 class Stats:
@@ -262,6 +228,8 @@ class Index:
         self.delivered: OrderedDict[str, str] = OrderedDict()
         # panels calls.jsonl says were abandoned, known only while fold_all replays from 0
         self._old_abandoned: frozenset[str] = frozenset()
+        self.usage = Usage()              # seats per alias in the recent windows
+        self.outcomes = Outcomes()        # each alias's latest outcomes and newest probe
 
     def fold_all(self, records: Iterable[tuple[int, dict]], now: float,
                  abandoned: frozenset[str] = frozenset()) -> int:
@@ -271,6 +239,7 @@ class Index:
         # a seat dated more than a day ahead is a broken clock or a hand edit: it must not push
         # the day buckets forward and drop every real day
         self.late_day = int(now // 86400) + 1
+        self.usage.advance(now)
         self._old_abandoned = abandoned
         n = 0
         try:
@@ -288,12 +257,13 @@ class Index:
             self._owe(call, entry, +1)
 
     def fold(self, offset: int, rec: dict) -> None:
-        """Fold one evidence record, the line at byte ``offset``; probe lines and unknown kinds
-        change nothing."""
+        """Fold one evidence record, the line at byte ``offset``; unknown kinds change nothing."""
         kind = rec.get("kind")
         try:
             if kind == "seat":
                 self._fold_seat(offset, rec)
+            elif kind == "probe":
+                self._fold_probe(rec)
             elif kind == "seated":
                 self._fold_seated(rec)
             elif kind == "delivered":
@@ -352,6 +322,8 @@ class Index:
         # the class test keeps bools out; the range test keeps NaN and infinities out
         if not (seated.__class__ in _NUMBER and -_INF < seated < _INF):
             seated = None
+        failed = None
+        outcome = ANSWER
         if status in ANSWERED:
             seconds = rec.get("seconds")
             if seconds.__class__ in _NUMBER and 0 <= seconds < _INF:
@@ -371,11 +343,22 @@ class Index:
                 if end is not None and (st.last_answer is None or end > st.last_answer):
                     st.last_answer = end
         else:
-            kind = failure_kind(status, rec.get("error"))
+            bucket = None
+            kind = failed = failure_kind(status, rec.get("error"))
+            outcome = NEITHER if kind is None or kind in NOT_OUTCOMES else FAILURE
             for st in pair:
                 st.seats += 1
                 if kind is not None:
                     st.failures[kind] = st.failures.get(kind, 0) + 1
+        self.outcomes.fold(key[0], failed)
+        if seated is not None and seated >= self.usage.kept_from:
+            tokens = rec.get("tokens")
+            prompt = completion = None
+            if tokens.__class__ is dict:
+                prompt, completion = tokens.get("prompt"), tokens.get("completion")
+                if prompt.__class__ is not int or completion.__class__ is not int:
+                    prompt = completion = None
+            self.usage.fold(key[0], seated, outcome, bucket, prompt, completion)
         collection = rec.get("collection")
         if collection.__class__ is str:
             row = self.collections.get(collection) or self._collection(collection)
@@ -391,6 +374,23 @@ class Index:
                 if per is None:
                     per = self.days[day] = {}
                 per[key[0]] = per.get(key[0], 0) + 1
+
+    def _fold_probe(self, rec: dict) -> None:
+        """A health probe's outcome (an endpoint Test's, role ``test``, is no model's)."""
+        alias = rec["alias"]
+        if alias.__class__ is not str or not alias or rec.get("role", "probe") != "probe":
+            return
+        status = rec.get("status")
+        kind = None
+        if status not in ANSWERED:
+            kind = rec.get("error_kind") or status
+            kind = intern(kind) if isinstance(kind, str) else "other"
+        error, seconds, ts = rec.get("error"), rec.get("seconds"), rec.get("ts")
+        self.outcomes.fold(intern(alias), kind, (
+            ts if isinstance(ts, str) else None,
+            "ok" if kind is None else (status if isinstance(status, str) else "error"), kind,
+            error[:ERROR_CHARS] if isinstance(error, str) and kind is not None else "",
+            seconds if seconds.__class__ in _NUMBER and 0 <= seconds < _INF else None))
 
     def _owe(self, call: str, entry: tuple, step: int) -> None:
         """Count a recent-map entry in (+1) or out of (-1) the verdicts owed."""

@@ -10,7 +10,8 @@ parts: ``ids`` (panel ids and panels.idx), ``index`` (the pure fold of evidence 
                     ``"seated"`` line per panel when it is seated (every alias it seated, before
                     any seat answers); a ``"delivered"`` line when the caller received a panel's
                     reply and an ``"abandoned"`` line when the caller left before the end; a
-                    ``"probe"`` line per health probe (not folded into the index); every
+                    ``"probe"`` line per health probe (folded only as the model's newest
+                    outcome and probe, never as a seat); every
                     line carries ``"v": 1``, ``"kind"`` and ``"ts"`` (UTC ISO, ms, ``Z``)
     panels.idx      8 bytes per panel seq: 0 while the panel is in flight, then 1 + the byte
                     offset of its calls.jsonl line; its length is the panel counter (``ids``)
@@ -199,6 +200,15 @@ class Ledger:
     def buckets(self, days: int = 30, now: float | None = None) -> dict:
         return self._queries.buckets(days, now)
 
+    def usage(self, window: str, now: float | None = None) -> dict:
+        return self._queries.usage(window, now)
+
+    def failing(self, failed: int, of: int) -> dict[str, dict]:
+        return self._queries.failing(failed, of)
+
+    def probes(self) -> dict[str, dict]:
+        return self._queries.probes()
+
     def owed_count(self, key: str | None = None) -> int:
         return self._queries.owed_count(key)
 
@@ -347,8 +357,8 @@ class Ledger:
 
     def record_probe(self, rec: dict) -> dict:
         """Append one probe's (or endpoint test's) seat record (``metrics/seatrecord.py``) as a
-        ``"probe"`` line. The index does not fold probe lines: they are no seats, so they never
-        count in stats or seating."""
+        ``"probe"`` line. The index folds a probe line only as its model's newest outcome
+        and probe (``outcomes``): probes are no seats, so they never count in stats or seating."""
         record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time())}
         record.update((k, v) for k, v in rec.items() if k not in record)
         self._evidence.append(record)

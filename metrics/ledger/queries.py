@@ -21,8 +21,11 @@ from typing import Callable, Iterable
 
 from panelist.metrics import errors
 from panelist.metrics.ledger.ids import PanelTable, panel_seq, slots
+from panelist.metrics.ledger import usage as windows
+from panelist.metrics.ledger.histogram import sparse_quantiles
 from panelist.metrics.ledger.index import ABANDONED, ANSWERED, KEEP_DAYS, V_OFFSET, Index, \
     ModelState, Stats, reply_hash
+from panelist.metrics.ledger.outcomes import KEPT
 from panelist.metrics.store import jsonl
 
 SCAN_SLOTS = 4096         # panels.idx slots read at a time when paging
@@ -49,6 +52,7 @@ class Queries:
         self._table = table
         self._evidence_path = evidence_path
         self._calls_path = calls_path
+        self._usage_seen: tuple | None = None   # (what it was asked, its answer), reused
 
     def states(self, aliases: Iterable[str], shape: str,
                now: float | None = None) -> dict[str, ModelState]:
@@ -224,7 +228,7 @@ class Queries:
         * ``last_answer``: epoch seconds when its newest ok answer came (panel start + the
           seat's seconds), or None.
         * ``p50`` / ``p95``: answer seconds of ok seats, from a log-spaced histogram (within
-          about 9%; under 1 ms reads 0.001), or None before any ok seat.
+          4.4%, ``histogram.RESOLUTION``; under 1 ms reads 0.001), or None before any ok seat.
         * ``failures``: ``{kind: seats}`` for seats that did not answer; see ``failure_kind``.
         """
         self._refresh()
@@ -288,6 +292,68 @@ class Queries:
                         row = series[alias] = [0] * days
                     row[i] = n
         return {"unit": "day", "start": first * 86400, "days": days, "series": series}
+
+    def usage(self, window: str, now: float | None = None) -> dict:
+        """Each model's seats over a recent window (``usage.WINDOWS``: ``hour``, ``day``,
+        ``week``), by its seats' panel starts.
+
+        Returns ``{"window", "since", "until", "models": {alias: {"seats", "answered",
+        "failed", "error_rate", "p50", "p95", "prompt_tokens", "completion_tokens",
+        "uncounted"}}}``: ``since`` is the window's first slot's start and ``until`` is ``now``
+        (epoch seconds); ``failed`` counts the model's failures (not ``cancelled`` or
+        ``at_limit`` seats, which are in ``seats`` only); ``error_rate`` is ``failed / (answered
+        + failed)``, None without either; ``p50`` / ``p95`` are answered seats' seconds (within
+        4.4%), None without an answer; the token counts are of seats that reported them whole,
+        ``uncounted`` the answered seats that did not. A model with no seat in the window is
+        absent."""
+        if window not in windows.WINDOWS:
+            raise errors.BadRequest(f"'window' must be one of {', '.join(windows.WINDOWS)}, "
+                                    f"not {window!r}", param="window")
+        now = time.time() if now is None else now
+        first = int(now // windows.WINDOWS[window][0])
+        self._refresh()
+        with self._lock:
+            asked = (window, first, self._index.ino, self._index.offset)
+            seen = self._usage_seen
+            if seen is not None and seen[0] == asked:
+                models = seen[1]
+            else:
+                _, rows = self._index.usage.window(window, now)
+                models = {alias: _usage_view(row) for alias, row in rows.items()
+                          if isinstance(alias, str)}
+                self._usage_seen = (asked, models)
+        since = float((first - windows.WINDOWS[window][1] + 1) * windows.WINDOWS[window][0])
+        return {"window": window, "since": since, "until": now,
+                "models": {a: dict(v) for a, v in models.items()}}
+
+    def failing(self, failed: int, of: int) -> dict[str, dict]:
+        """The models failing now: ``failed`` or more of their last ``of`` calls (gateway seats
+        and probes; ``of`` at most ``outcomes.KEPT``) failed, or their newest call was a failed
+        probe. ``{alias: {"failed", "of", "kind", "probe"}}``: how many of how many known
+        (``of`` is fewer for a model with fewer calls), the newest failure's kind, and whether
+        the newest call was a failed probe."""
+        if not 1 <= failed <= of <= KEPT:
+            raise errors.BadRequest(f"failing needs 1 <= failed <= of <= {KEPT}")
+        self._refresh()
+        out = {}
+        with self._lock:
+            outcomes = self._index.outcomes
+            for alias in outcomes.bits:
+                n, known = outcomes.recent(alias, of)
+                probe = alias in outcomes.probe_failed
+                if (n >= failed or probe) and isinstance(alias, str):
+                    out[alias] = {"failed": n, "of": known, "probe": probe,
+                                  "kind": outcomes.last_kind.get(alias)}
+        return out
+
+    def probes(self) -> dict[str, dict]:
+        """Each probed model's newest probe: ``{alias: {"ts", "status", "error_kind", "error",
+        "seconds"}}`` (``status`` ``ok`` when it answered)."""
+        self._refresh()
+        with self._lock:
+            found = dict(self._index.outcomes.probes)
+        return {a: dict(zip(("ts", "status", "error_kind", "error", "seconds"), p))
+                for a, p in found.items() if isinstance(a, str)}
 
     def owed_count(self, key: str | None = None) -> int:
         """How many recent ok seats have no verdict yet (those ``pending`` lists), for one
@@ -464,6 +530,16 @@ class Queries:
     def _verdict_at(self, offset: int) -> dict | None:
         record = jsonl.read_line(self._evidence_path, offset)
         return verdict_view(record) if record is not None else None
+
+
+def _usage_view(row: list) -> dict:
+    answered, failed = row[windows.ANSWERED_N], row[windows.FAILED]
+    p50, p95 = sparse_quantiles(row[windows.HIST], 0.5, 0.95)
+    judged = answered + failed
+    return {"seats": row[windows.SEATS], "answered": answered, "failed": failed,
+            "error_rate": round(failed / judged, 4) if judged else None, "p50": p50, "p95": p95,
+            "prompt_tokens": row[windows.PROMPT], "completion_tokens": row[windows.COMPLETION],
+            "uncounted": row[windows.UNCOUNTED]}
 
 
 def _page_limit(limit) -> int:

@@ -6,6 +6,11 @@ every map of the index (``index.py``), written in columns where a map is large (
 makes far fewer objects at start). It is derived data: ``load`` refuses one that is missing,
 unreadable, of another ``SNAPSHOT_VERSION``, of another file, or whose offset is past the file's
 end or not at a line boundary, and the ledger then replays the log into an empty index.
+Versions: 2 added the query aggregates and packed verdict entries, 3 delivery states and
+history, 4 histograms twice as fine (``histogram``: eight buckets a doubling), the recent
+windows (``usage``) and each model's outcomes (``outcomes``). An older snapshot is replayed,
+never converted: its histograms cannot be split into finer buckets, and only a replay reads
+each seat's seconds again.
 
 Invariants: ``load`` fills the index wholly or leaves it empty (reset), never half; what a
 snapshot does not hold is derived on load (each panel's answered calls and the owed counts, from
@@ -21,12 +26,15 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
+from panelist.metrics.ledger.histogram import HIST_BUCKETS
 from panelist.metrics.ledger.index import ANSWERED, AWAITING, DELIVERED, ABANDONED, Index, \
     Stats, intern
+from panelist.metrics.ledger.outcomes import Outcomes
+from panelist.metrics.ledger.usage import Usage
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 
-SNAPSHOT_VERSION = 3       # 2: query aggregates; packed verdict entries; 3: delivery, history
+SNAPSHOT_VERSION = 4       # see the module docstring
 _STATE_CODES = (-1, AWAITING, DELIVERED, ABANDONED)   # -1 stands for None in the snapshot
 
 
@@ -48,7 +56,8 @@ def capture(index: Index) -> dict:
             # a panel's calls are rebuilt from the recent map when the snapshot is loaded
             "panels": [(p, listed[0]) for p, listed in index.panels.items()],
             "tool_owner": list(index.tool_owner.items()),
-            "delivered": list(index.delivered.items())}
+            "delivered": list(index.delivered.items()),
+            "usage": index.usage.copy(), "outcomes": index.outcomes.copy()}
 
 
 def encode(state: dict) -> bytes:
@@ -84,6 +93,7 @@ def encode(state: dict) -> bytes:
                        "aliases": [o[1] for _, o in state["tool_owner"]]},
         "delivered": {"hashes": [h for h, _ in state["delivered"]],
                       "panels": [p for _, p in state["delivered"]]},
+        "usage": state["usage"].encode(), "outcomes": state["outcomes"].encode(),
     }
     return jsonwire.encode(data, separators=(",", ":"))
 
@@ -150,6 +160,8 @@ def load(path: Path, index: Index, evidence_path: Path, evidence_fd: int) -> boo
         index.seatings = OrderedDict(
             (int(q), float(t)) for q, t in zip(flat[::2], flat[1::2], strict=True))
         _load_history(index, data)
+        index.usage = Usage.decode(data["usage"], HIST_BUCKETS, intern)
+        index.outcomes = Outcomes.decode(data["outcomes"], intern)
         # the owed counts are derived from the recent map and the verdicts: recount them
         index.recount_owed()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):

@@ -1,9 +1,11 @@
 """The embedded demo: a roster of simulated models and a ``demo`` collection.
 
-``panelist gateway --demo`` starts the simulated upstream in-process and points the data
-folder's ``demo`` endpoint at it (its port changes every start, so the endpoint is rewritten);
-models and the collection are added only if missing, so the user's edits to them stand. Each
-demo grade gets its model pinned (``PINS``) unless it has a pin already, so a race runs offline.
+The ``demo`` endpoint points at the data folder's one demo simulator, which
+``upkeep.demohost`` starts, finds and hands over between processes, and installs with the URL
+of the simulator that serves, so the endpoint keeps one URL for as long as that simulator (or
+the next owner, on the same port) serves it. Models and the
+collection are added only if missing, so the user's edits to them stand. Each demo grade gets
+its model pinned (``PINS``) unless it has a pin already, so a race runs offline.
 """
 
 from __future__ import annotations
@@ -33,9 +35,15 @@ COLLECTION = {
 }
 
 
+def point(home: Home, sim_url: str) -> None:
+    """Point the demo endpoint at ``sim_url`` (written only when it differs), nothing else."""
+    Roster(home).add_endpoint(ENDPOINT, sim_url, by="demo")
+
+
 def install(home: Home, sim_url: str) -> None:
+    """Point the demo endpoint at ``sim_url`` and add what of the demo roster is missing."""
+    point(home, sim_url)
     roster = Roster(home)
-    roster.add_endpoint(ENDPOINT, sim_url, by="demo")
     view = roster.view()
     for alias, (family, grade, window, vision) in MODELS.items():
         if alias not in view.models:

@@ -27,6 +27,7 @@ from typing import Callable
 
 from panelist import __version__
 from panelist.metrics.upkeep import retirement
+from panelist.metrics.upkeep.failing import describe
 from panelist.metrics.upkeep.health import ask_endpoint
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
@@ -105,7 +106,7 @@ def info(req: ApiRequest) -> dict:
 @takes(NOTHING)
 def load_demo(req: ApiRequest) -> dict:
     from panelist.metrics.roster import demo
-    demo.install(req.panels.home, req.parts.start_demo())
+    req.parts.start_demo()   # served by the data folder's one simulator, its roster installed
     return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
 
 
@@ -121,9 +122,11 @@ KNOWN_FIELDS = ("context", "max_output", "vision", "tools", "price_in", "price_o
 
 
 def _model_row(model: Model, known: Model, version: str, stats: dict, state,
-               now: float) -> dict:
+               now: float, failing: dict | None = None, probe: dict | None = None) -> dict:
     """A model's row: its typed fields as stored (what an edit starts from), ``known`` the
-    facts the catalog fills where nothing is typed, ``window`` the one seating uses."""
+    facts the catalog fills where nothing is typed, ``window`` the one seating uses; its
+    status (retired, cooling, failing, untested, answering: the first that holds), why it is
+    failing (``upkeep.failing``) and its newest probe."""
     useful, not_useful = stats.get("useful", 0), stats.get("not_useful", 0)
     judged = useful + not_useful
     cooling = state.cooling_until if state is not None and state.cooling_until > now else None
@@ -131,6 +134,8 @@ def _model_row(model: Model, known: Model, version: str, stats: dict, state,
         status = "retired"
     elif cooling:
         status = "cooling"
+    elif failing is not None:
+        status = "failing"
     elif not stats.get("seats"):
         status = "untested"
     else:
@@ -145,7 +150,10 @@ def _model_row(model: Model, known: Model, version: str, stats: dict, state,
                 status=status, cooling_until=cooling, window=min(windows) if windows else None,
                 seats=stats.get("seats", 0), useful=useful, not_useful=not_useful,
                 rate=useful / judged if judged else None, interval=list(wilson(useful, judged)),
-                last_answer=stats.get("last_answer"))
+                last_answer=stats.get("last_answer"),
+                failing=None if failing is None else dict(failing, why=describe(model.alias,
+                                                                                failing)),
+                probe=probe)
 
 
 def list_models(req: ApiRequest) -> dict:
@@ -154,10 +162,12 @@ def list_models(req: ApiRequest) -> dict:
     versions = panels.roster.versions()["models"]
     stats = panels.ledger.model_stats()
     states = panels.ledger.states(view.models.keys(), "general")
+    failing = panels.ledger.failing(*req.parts.failures.rule())
+    probes = panels.ledger.probes()
     now = time.time()
     known = panels.known.view().models
     rows = [_model_row(m, known.get(a, m), versions.get(a, ""), stats.get(a, {}),
-                       states.get(a), now)
+                       states.get(a), now, failing.get(a), probes.get(a))
             for a, m in sorted(view.models.items())]
     return {"data": rows, "shapes": panels.ledger.shapes()}
 
@@ -519,6 +529,37 @@ def evidence(req: ApiRequest) -> dict:
     return {"data": rows, "shapes": ledger.shapes(), "buckets": ledger.buckets(30)}
 
 
+def usage(req: ApiRequest) -> dict:
+    """Each model's seats, error rate, answer times and spend over a recent window
+    (``Ledger.usage``), priced at the model's price now (typed, else the catalog's); a total
+    per currency, never across currencies."""
+    from panelist.metrics.ledger.usage import WINDOWS
+    from panelist.metrics.race.costs import call_cost
+    panels = req.panels
+    doc = panels.ledger.usage(req.query.get("window") or "day")
+    known = panels.known.view().models
+    rows, spent, unpriced = [], {}, []
+    for alias, row in sorted(doc["models"].items()):
+        model = known.get(alias)
+        amount = None if model is None else call_cost(model, {
+            "prompt": row["prompt_tokens"], "completion": row["completion_tokens"]})
+        if amount is None:
+            unpriced.append(alias)
+        else:
+            spent[model.currency] = spent.get(model.currency, 0.0) + amount
+        rows.append(dict(row, alias=alias, spend=None if amount is None else {
+            "amount": round(amount, 8), "currency": model.currency}))
+    answered = sum(r["answered"] for r in rows)
+    failed = sum(r["failed"] for r in rows)
+    return {"window": doc["window"], "windows": list(WINDOWS), "since": doc["since"],
+            "until": doc["until"], "data": rows,
+            "total": {"seats": sum(r["seats"] for r in rows), "answered": answered,
+                      "failed": failed, "error_rate": round(failed / (answered + failed), 4)
+                      if answered + failed else None,
+                      "spend": {c: round(v, 8) for c, v in sorted(spent.items())},
+                      "unpriced": unpriced, "uncounted": sum(r["uncounted"] for r in rows)}}
+
+
 def suite(req: ApiRequest) -> dict:
     # followed from where the last request stopped reading: no rescan of the samples per change
     doc = req.parts.suite_report().doc()
@@ -649,6 +690,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/find", {"GET": find}),
     ("/api/verdict", {"POST": post_verdict}),
     ("/api/evidence", {"GET": evidence}),
+    ("/api/usage", {"GET": usage}),
     ("/api/suite", {"GET": suite}),
     ("/api/keys", {"GET": list_keys, "POST": create_key}),
     ("/api/keys/{name}", {"DELETE": revoke_key}),

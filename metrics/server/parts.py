@@ -1,10 +1,14 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
-schedule, the dashboard's live suite report and the demo's simulated upstream.
+schedule, the watch that alerts failing models (``failing``), the dashboard's live suite report
+and its part in serving the demo (``demohost``: the data folder's one simulator, run here or
+found in another process).
 
-Invariants: nothing runs until ``start`` (a server built and never served runs no job); ``close``
-stops the threads first (schedule, onboarding, races: each joined before the upstream and seats
-it uses close), then the panels, then the simulator; it always returns.
+Invariants: nothing runs until ``start`` (a server built and never served runs no job) but the
+demo when asked for at build (``start_demo``); ``start`` keeps serving a demo the roster uses
+(the demo endpoint is the data folder's demo simulator). ``close`` stops the threads first
+(the failing watch, schedule, onboarding, races: each joined before the ledger, upstream and
+seats it uses close), then the panels, then the demo; it always returns.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import threading
 from panelist.metrics.home import Home
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
-from panelist.metrics.upkeep import onboarding_worker, schedule
+from panelist.metrics.upkeep import failing, onboarding_worker, schedule
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
 
@@ -40,13 +44,18 @@ class Parts:
         self.onboarding = onboarding_worker.Service(panels)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
                                            else schedule.settings(panels.home))
+        self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
         self._lock = threading.Lock()
         self._suite_report = None
-        self._sim = None
+        self._demo = None
 
     def start(self) -> None:
         self.schedule.start()
         self.onboarding.start()
+        self.failures.start()
+        from panelist.metrics.upkeep.demohost import served_here
+        if served_here(self.home):   # its models would be refused once the last owner goes
+            self.start_demo(install=False)
 
     def suite_report(self):
         """The dashboard's suite report, following the samples file from where it last read."""
@@ -56,20 +65,24 @@ class Parts:
                 self._suite_report = LiveReport(self.home.suite_samples)
             return self._suite_report
 
-    def start_demo(self) -> str:
-        """Start the simulated upstream the demo roster calls (once); its base URL."""
-        from panelist.metrics.upstream.sim import SimUpstream
+    def start_demo(self, install: bool = True) -> str:
+        """Serve the demo and (``install``) its roster: the data folder's demo simulator,
+        started here only if no process serves it, watched and taken over when its owner goes
+        (see ``upkeep.demohost``); the demo endpoint's URL."""
+        from panelist.metrics.upkeep.demohost import DemoHost
         with self._lock:
-            if self._sim is None:
-                self._sim = SimUpstream(keep_requests=1000).start()   # a long demo stays small
-            return self._sim.url
+            if self._demo is None:
+                self._demo = DemoHost(self.home)
+            host = self._demo
+        return host.start(install)
 
     def close(self) -> None:
+        self.failures.close()
         self.schedule.close()
         self.onboarding.close()   # an entry it cut short resumes at the next start
         self.races.close()   # races cancelled and joined before their upstream closes
         self.panels.close()
         with self._lock:
-            if self._sim is not None:
-                self._sim.stop()
-                self._sim = None
+            host, self._demo = self._demo, None
+        if host is not None:
+            host.close()

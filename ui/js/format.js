@@ -55,6 +55,12 @@ export function seconds(v) {
   return `${integer.format(v)} s`;
 }
 
+/** An answer time: under a second in milliseconds ("340 ms"), else as ``seconds``. */
+export function answerTime(v) {
+  if (!isNum(v)) return DASH;
+  return v < 1 ? `${integer.format(Math.max(1, Math.round(v * 1000)))} ms` : seconds(v);
+}
+
 export function count(v) {
   return isNum(v) ? integer.format(v) : DASH;
 }
@@ -97,6 +103,16 @@ export function prices(model) {
 export function priceSum(model) {
   const { price_in: pin, price_out: pout } = prices(model);
   return (pin ?? null) === null ? null : (pin || 0) + (pout || 0);
+}
+
+const small = new Intl.NumberFormat(undefined, { maximumSignificantDigits: 2 });
+const cents = new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+
+/** An amount of money with its currency: 0.000123 → "0.00012 USD", 12.3 → "12.30 EUR". */
+export function money(amount, currency = "") {
+  if (!isNum(amount)) return DASH;
+  const text = amount === 0 ? "0" : Math.abs(amount) < 1 ? small.format(amount) : cents.format(amount);
+  return `${text} ${currency}`.trim();
 }
 
 export function plural(n, one, many = `${one}s`) {

@@ -233,13 +233,25 @@ export function copyButton(getText, label = "Copy", name = null) {
 // ------------------------------------------------------------------ marks
 const STATUS_WORDS = {
   answering: "answering", cooling: "cooling down", retired: "retired", untested: "untested",
+  failing: "failing",
 };
+
+/** Why a failing model is failing, in a few words (the server's `why` is the long form). */
+function failingDetail(model) {
+  const f = model.failing;
+  if (!f) return null;
+  const words = f.probe ? `probe failed (${f.kind})` : `${f.failed} of last ${f.of} failed`;
+  return h("span", { class: "detail", title: f.why || words }, words);
+}
 
 export function modelStatus(model) {
   const st = model.status || "untested";
-  const detail = st === "cooling" && model.cooling_until
-    ? h("span", { class: "detail", title: fmt.when(model.cooling_until) }, `until ${fmt.clock(model.cooling_until)}`)
-    : null;
+  let detail = null;
+  if (st === "cooling" && model.cooling_until) {
+    detail = h("span", { class: "detail", title: fmt.when(model.cooling_until) }, `until ${fmt.clock(model.cooling_until)}`);
+  } else if (st === "failing") {
+    detail = failingDetail(model);
+  }
   return h("span", { class: ["status", st] }, h("span", { class: "dot", "aria-hidden": "true" }),
     STATUS_WORDS[st] || st, detail);
 }
@@ -273,6 +285,30 @@ export function rateCell(rate, iv, useful, notUseful) {
 // the statuses of a seat that gave an answer to judge (text, tool calls or both)
 export function answered(seat) {
   return seat.status === "ok" || seat.status === "tool_calls";
+}
+
+/** A seat that ended without an answer, other than one cut short because it was no longer
+ * needed (`cancelled`: the caller left, or a pick went out first). */
+export function seatFailed(seat) {
+  return !answered(seat) && seat.status !== "cancelled";
+}
+
+/** How a panel's seats (and merger) fared: `{failed, of, none}`; `none` is true when seats
+ * failed and not one answered. */
+export function panelFailures(seats) {
+  const all = seats.filter(Boolean);
+  const failed = all.filter(seatFailed).length;
+  return { failed, of: all.length, none: failed > 0 && !all.some(answered) };
+}
+
+/** The badge of a panel in which seats failed, or null: "2 of 5 seats failed", or, when every
+ * seat failed, "no seat answered". */
+export function failureBadge(seats) {
+  const f = panelFailures(seats);
+  if (!f.failed) return null;
+  return f.none
+    ? h("span", { class: "badge bad", dataset: { failed: "all" }, title: `All ${f.of} seats failed: the caller got an error` }, "no seat answered")
+    : h("span", { class: "badge warn", dataset: { failed: String(f.failed) } }, `${f.failed} of ${f.of} seats failed`);
 }
 
 export function seatLabel(seat) {

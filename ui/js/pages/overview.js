@@ -1,8 +1,10 @@
-// Overview: every model on the roster with its status and evidence, readable at 500 models,
-// and the grades (weakest first) with the model each is pinned to.
+// Overview: every model on the roster with its status and evidence, readable at 500 models;
+// over a chosen window (the last hour, day or week: #/overview?window=hour), each model's
+// seats, error rate, answer times and spend, from GET /api/usage; and the grades (weakest
+// first) with the model each is pinned to.
 // With no endpoint yet it is the first-run page instead: three steps and two buttons.
 
-import { api } from "../api.js";
+import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
@@ -82,6 +84,68 @@ const COLUMNS = [
     filter: false },
 ];
 
+// ------------------------------------------------------------------ the recent window
+const WINDOWS = [["hour", "Last hour"], ["day", "Last 24 hours"], ["week", "Last 7 days"]];
+const DEFAULT_WINDOW = "day";
+
+function spendCell(r) {
+  if (!r.spend) return h("span", { class: "faint", title: "No price on the roster or in the catalog: the cost is unknown" }, "no price");
+  const note = r.uncounted ? ` (+ ${fmt.plural(r.uncounted, "answer")} without token counts)` : "";
+  return h("span", { title: `${r.prompt_tokens} prompt and ${r.completion_tokens} completion tokens${note}` },
+    fmt.money(r.spend.amount, r.spend.currency), r.uncounted ? h("span", { class: "faint" }, " +?") : null);
+}
+
+function errorCell(r) {
+  if (r.error_rate === null) return h("span", { class: "faint" }, "no answer yet");
+  return h("span", { class: r.failed ? "text-bad" : null, title: `${r.failed} failed, ${r.answered} answered` },
+    fmt.percent(r.error_rate), h("span", { class: "sub" }, `${fmt.count(r.failed)} of ${fmt.count(r.failed + r.answered)}`));
+}
+
+const USAGE_COLUMNS = [
+  { key: "alias", label: "Model", cell: (r) => h("span", { class: "row" }, h("strong", { text: r.alias }),
+    r.status === "failing" ? h("span", { class: "badge bad", text: "failing" }) : null) },
+  { key: "seats", label: "Seats", numeric: true, cell: (r) => fmt.count(r.seats) },
+  { key: "error_rate", label: "Error rate", numeric: true, value: (r) => r.error_rate, cell: errorCell, filter: false },
+  { key: "p50", label: "Answer p50", numeric: true, cell: (r) => fmt.answerTime(r.p50), filter: false },
+  { key: "p95", label: "Answer p95", numeric: true, cell: (r) => fmt.answerTime(r.p95), filter: false },
+  { key: "spend", label: "Spend", numeric: true, value: (r) => (r.spend ? r.spend.amount : null), cell: spendCell, filter: false, className: "nowrap" },
+];
+
+// one tile per currency: amounts in two currencies are never added
+function spendStats(total) {
+  const spent = Object.entries(total.spend || {});
+  if (!spent.length) return [stat("spend", fmt.DASH)];
+  return spent.map(([cur, amount]) => stat(`spend in ${cur}`, fmt.money(amount, cur)));
+}
+
+/** The window's section: its picker, totals and one row per model with a seat in it. */
+function usageSection(usage, models) {
+  const status = new Map(models.map((m) => [m.alias, m.status]));
+  const rows = (usage.data || []).map((r) => ({ ...r, status: status.get(r.alias) }));
+  const total = usage.total || {};
+  const picker = h("div", { class: "row", role: "group", "aria-label": "Window" },
+    WINDOWS.map(([value, label]) => linkButton(label, `#/overview${query({ window: value })}`,
+      value === usage.window ? "small primary" : "small")));
+  for (const a of picker.querySelectorAll("a")) {
+    if (a.classList.contains("primary")) a.setAttribute("aria-current", "true");
+  }
+  const unpriced = (total.unpriced || []).length;
+  const table = dataTable({
+    columns: USAGE_COLUMNS, rows, label: "Seats per model in the window", short: true,
+    sort: { key: "seats", dir: "desc" }, filterHint: "Filter by model",
+    empty: "No seat in this window.", rowId: (r) => r.alias,
+  });
+  return h("section", { class: "section", id: "usage", "data-window": usage.window },
+    sectionHead("Recent activity", `Since ${fmt.when(usage.since)}: each model's seats, how often they failed, how long answers took and what they cost, at each model's price now.`, picker),
+    h("div", { class: "stats" },
+      stat("seats", fmt.count(total.seats)),
+      stat("error rate", fmt.percent(total.error_rate), { attention: total.failed > 0 }),
+      spendStats(total),
+      unpriced ? stat("models without a price", fmt.count(unpriced)) : null),
+    rows.length ? table.el : emptyState("No seat in this window", "Pick a longer window, or ask a collection.",
+      linkButton("Ask a collection", "#/ask", "primary")));
+}
+
 // One row per grade, weakest first: its pinned model (and what is wrong with it) and its models.
 function gradesSection(grades) {
   const rows = (grades.grades || []).map((g) => h("tr", { "data-grade": g.grade },
@@ -112,8 +176,10 @@ function gradesSection(grades) {
 }
 
 export async function render(root, ctx) {
-  const [info, models, grades] = await Promise.all([
-    ctx.info(), api.get("/api/models", { signal: ctx.signal }), api.get("/api/grades", { signal: ctx.signal })]);
+  const window = WINDOWS.some(([w]) => w === ctx.params.get("window")) ? ctx.params.get("window") : DEFAULT_WINDOW;
+  const [info, models, grades, usage] = await Promise.all([
+    ctx.info(), api.get("/api/models", { signal: ctx.signal }), api.get("/api/grades", { signal: ctx.signal }),
+    api.get(`/api/usage${query({ window })}`, { signal: ctx.signal })]);
   if (info.first_run) {
     firstRun(root, ctx);
     return;
@@ -122,6 +188,7 @@ export async function render(root, ctx) {
   const rows = models.data || [];
   const answering = rows.filter((m) => m.status === "answering").length;
   const cooling = rows.filter((m) => m.status === "cooling").length;
+  const failingNow = rows.filter((m) => m.status === "failing").length;
   const table = dataTable({
     columns: COLUMNS, rows, label: "Models on the roster",
     filterHint: "Filter by model, endpoint, family, grade, status…",
@@ -137,11 +204,15 @@ export async function render(root, ctx) {
       stat("models", fmt.count(c.models), { href: "#/endpoints" }),
       stat("answering now", fmt.count(answering)),
       stat("cooling down", fmt.count(cooling), { attention: cooling > 0 }),
+      stat("failing now", fmt.count(failingNow), { attention: failingNow > 0 }),
       stat("collections", fmt.count(c.collections), { href: "#/collections" }),
       stat("panels asked", fmt.count(c.panels), { href: "#/panels" }),
       stat("verdicts owed", fmt.count(c.owed), { attention: c.owed > 0, href: "#/panels" })),
-    rows.length ? table.el : emptyState("No model on the roster yet",
-      "Endpoints are set up, but no model is added. Find what an endpoint serves and add it in one click.",
-      linkButton("Endpoints & models", "#/endpoints", "primary")),
+    usageSection(usage, rows),
+    h("section", { class: "section" },
+      sectionHead("Models", "Each model's status and evidence over all time."),
+      rows.length ? table.el : emptyState("No model on the roster yet",
+        "Endpoints are set up, but no model is added. Find what an endpoint serves and add it in one click.",
+        linkButton("Endpoints & models", "#/endpoints", "primary"))),
     gradesSection(grades));
 }

@@ -8,7 +8,7 @@ import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { openSeat } from "../seat.js";
-import { button, emptyState, input, linkButton, notice, pageHead, seatChip, seatLabel, answered } from "../ui.js";
+import { button, emptyState, failureBadge, input, linkButton, notice, pageHead, panelFailures, seatChip, seatLabel, answered } from "../ui.js";
 
 export const title = "Panels";
 const POLL_MS = 2000;
@@ -87,7 +87,7 @@ export async function render(root, ctx) {
       const el = seatChip(s, openChip(p.panel));
       return gone ? notOwed(el) : el;
     };
-    const el = h("article", { class: ["panel-item", isFound && "found"], role: "listitem", dataset: { panel: p.panel } },
+    const el = h("article", { class: ["panel-item", isFound && "found", panelFailures([...seats, merger]).none && "all-failed"], role: "listitem", dataset: { panel: p.panel } },
       h("div", null,
         h("div", { class: "panel-id", text: p.panel }),
         h("div", { class: "panel-meta" },
@@ -100,6 +100,7 @@ export async function render(root, ctx) {
           p.reply === "merged" ? h("span", null, "merged reply") : null,
           p.reply === "pick" ? h("span", null, "picked reply") : null),
         h("div", { class: "row" },
+          failureBadge([...seats, merger]),
           gone ? h("span", { class: "badge bad" }, `${APART_WORDS[gone] || gone}: no verdict owed`) : null,
           owed ? h("span", { class: "badge warn" }, `${owed} owed`) : null)),
       h("div", { class: "seats" },
