@@ -81,7 +81,9 @@ BEHAVIOUR = {
                   "(or the client goes), then are answered as usual",
     "rules": "a list of {'contains': text, 'answer': text}: the first rule whose text occurs in "
              "the last user message gives the answer (before 'answers' and 'answer'); a request "
-             "no rule matches is answered as without rules",
+             "no rule matches is answered as without rules. A rule {'contains': text, 'json': "
+             "value} answers a request that asks for JSON instead (before 'json'): an object "
+             "sent as JSON, or a string sent as it is",
 }
 
 _POLL = 0.05   # how often a pending request looks for its client having gone, or a stop
@@ -183,11 +185,13 @@ class SimUpstream:
                 raise ValueError(f"{key} for {model!r} must be a whole number >= 1")
         rules = behaviour.get("rules", [])
         if not isinstance(rules, list) or not all(
-                isinstance(r, dict) and set(r) == {"contains", "answer"}
-                and isinstance(r["contains"], str) and r["contains"]
-                and isinstance(r["answer"], str) for r in rules):
+                isinstance(r, dict) and isinstance(r.get("contains"), str) and r["contains"]
+                and (set(r) == {"contains", "answer"} and isinstance(r["answer"], str)
+                     or set(r) == {"contains", "json"} and isinstance(r["json"], (dict, str)))
+                for r in rules):
             raise ValueError(f"rules for {model!r} must be a list of "
-                             "{'contains': non-empty text, 'answer': text}")
+                             "{'contains': non-empty text, 'answer': text} or "
+                             "{'contains': non-empty text, 'json': object or text}")
         with self._lock:
             self._models[model] = copy.deepcopy(behaviour)
 
@@ -423,7 +427,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif calls:
             text = b.get("answer") or ""
         elif _wants_json(body):
-            text = _json_answer(b, body, n)
+            text = _ruled(b, asked, "json")
+            text = _json_answer(b, body, n) if text is None else \
+                text if isinstance(text, str) else json.dumps(text)
         elif ruled is not None:
             text = ruled
         elif b.get("answers"):
@@ -568,11 +574,12 @@ def _tool_history_error(messages: list) -> str | None:
     if unanswered:
         return ("the last message calls tools: send the tool messages answering "
                 f"{', '.join(map(str, unanswered))} before asking again")
-def _ruled(b: dict, asked: str) -> str | None:
-    """The answer of the first rule whose text the last user message contains, if any."""
+def _ruled(b: dict, asked: str, kind: str = "answer"):
+    """The ``kind`` (answer, or json) of the first rule of that kind whose text the last user
+    message contains, if any."""
     for rule in b.get("rules") or ():
-        if rule["contains"] in asked:
-            return rule["answer"]
+        if kind in rule and rule["contains"] in asked:
+            return rule[kind]
     return None
 
 
