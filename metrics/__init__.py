@@ -8,7 +8,8 @@
     wire/      formats <-> one panel request: models, responses, messages, error shapes
     upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls
                it records before sending)
-    race/      benchmark (one race), judge, transcript, report, costs, chatjob, registry
+    race/      benchmark (one race), judge, transcript, report, verdict, costs, chatjob,
+               registry
     panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
@@ -21,7 +22,7 @@
                one atomic write): storage with no domain words
 
 Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
-alert log), ``stats`` (intervals), ``plaintext`` (printable free text); ``offload`` is the
+alert log), ``stats`` (intervals, Student's t, Holm), ``plaintext`` (printable free text); ``offload`` is the
 command line's entry point. The review suite (``suite/``) sits above the seats core, below
 ``upkeep``, ``server`` and ``cli``.
 """

@@ -48,8 +48,11 @@ PAGE, MAX_PAGE = 50, 200
 
 # -- progress --------------------------------------------------------------------------------------
 def _alias_of(label: str) -> str:
-    """``candidate.<alias>.run<n>`` (a judged run's label) → ``<alias>``."""
-    return label.split(".", 1)[-1].rsplit(".run", 1)[0]
+    """``candidate.<alias>[.input<i>].run<n>`` (a judged run's label) → ``<alias>``."""
+    return _INPUT.sub("", label.split(".", 1)[-1].rsplit(".run", 1)[0])
+
+
+_INPUT = re.compile(r"\.input\d+$")
 
 
 def _counts(runs: int) -> dict:
@@ -62,9 +65,13 @@ class Tracker:
     judged: a run is judged once its judge answered usable JSON or was asked ``judge.ASKS``
     times)."""
 
-    def __init__(self, runs: int):
+    def __init__(self, runs: int, references: int = 1):
+        """``runs``: each model's runs (runs per input × inputs); ``references``: one per
+        input, and the reference is ``done`` once every one has ended, ``failed`` once one
+        failed."""
         self.runs = runs
         self.reference = "running"
+        self._references, self._ended = references, 0
         self.models: dict[str, dict] = {}
         self._tail: jsonl.Tail | None = None
         self._asks: dict[str, int] = {}
@@ -80,7 +87,11 @@ class Tracker:
     def done(self, alias: str, role: str, succeeded: bool) -> None:
         with self._lock:
             if role == "reference":
-                self.reference = "done" if succeeded else "failed"
+                self._ended += 1
+                if not succeeded:
+                    self.reference = "failed"
+                elif self.reference != "failed" and self._ended >= self._references:
+                    self.reference = "done"
                 return
             counts = self.models.setdefault(alias, _counts(self.runs))
             counts["done"] += 1
@@ -170,7 +181,7 @@ class Races:
                     code="too_many_races", headers={"Retry-After": "30"})
             self._starting += 1
         try:
-            tracker = Tracker(spec.runs)
+            tracker = Tracker(spec.runs * len(spec.texts), len(spec.texts))
             bench, plan = chatjob.benchmark(spec, self.home, grades=self.grades,
                                             upstream=self.upstream, admission=self.admission,
                                             done=tracker.done, **self._bench)
@@ -285,7 +296,8 @@ class Races:
                 "pinned": plan.pinned, "ceiling": plan.ceiling, "runs": spec.runs,
                 "candidates": list(plan.candidates), "started": utc_iso(entry.started),
                 "seconds": round(time.monotonic() - entry.t0, 3),
-                "progress": {"runs": len(plan.candidates) * spec.runs, "done": counts["done"],
+                "progress": {"runs": len(plan.candidates) * spec.runs * len(spec.texts),
+                             "done": counts["done"],
                              "judged": counts["judged"], **seen},
                 "verdict": None, "judge_failures": None, "error": entry.error}
 
