@@ -349,7 +349,8 @@ def summary_of(report: dict) -> dict:
             "candidates": list(report.get("candidates") or ()),
             "started": report.get("started"), "seconds": report.get("seconds"),
             "progress": progress_of(report),
-            "verdict": {"model": verdict.get("model"), "why": verdict.get("why")},
+            "verdict": {"model": verdict.get("model"), "state": verdict.get("state"),
+                        "why": verdict.get("why")},
             "judge_failures": report.get("judge_failures"),
             "error": f"the reference run failed: {reference.get('error')}" if failed else None}
 
