@@ -173,6 +173,12 @@ def test_the_scorer_takes_part_in_the_verdict():
     said = decide(unscored, MODELS, "pinned", scored=True)
     assert said["test"]["measures"] == ["accuracy"] and said["model"] == "cheap"
     assert "the scorer compared none of the pinned model's runs" in said["why"]
+    # a scorer that compared none of the candidate's runs leaves it open, and says why
+    theirs = rows("pinned", marks, scores=[1.0] * 10) + rows("cheap", marks, scores=[None] * 10)
+    said = decide(theirs, MODELS, "pinned", scored=True)
+    cheap, = said["candidates"]
+    assert cheap["result"] == "undecided" and said["state"] == "insufficient"
+    assert "none of its runs has a score to pair" in cheap["why"]
 
 
 def test_judge_failures_are_counted_and_keep_the_model_from_being_named():

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 
 from panelist.metrics.race.judge import MAX_ACCURACY
-from panelist.metrics.stats import holm, paired_sample_size, t_quantile, t_sf
+from panelist.metrics.stats import MOST_PAIRS, holm, paired_sample_size, t_quantile, t_sf
 
 SCALE = 10.0                      # every measure is tested in points of 10
 MARGIN = 1.0                      # how much worse than the pinned model is still good enough
@@ -155,9 +155,10 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
         return out
     ref_accuracy = _mean([r["accuracy"] for r in judged])
     out["band"] = [round(max(0.0, ref_accuracy - margin / STEP), 6), round(ref_accuracy, 6)]
-    if ref_counts["failed"] or ref_counts["unjudged"]:
-        notes.append(f"{_plural(ref_counts['failed'], 'run')} of the pinned model failed and "
-                     f"{ref_counts['unjudged']} were not judged: their pairs are left out")
+    lost = [f"{_plural(ref_counts[k], 'run')} {word}" for k, word in
+            (("failed", "failed"), ("unjudged", "not judged")) if ref_counts[k]]
+    if lost:
+        notes.append(f"of the pinned model, {' and '.join(lost)}: their pairs are left out")
     cost = {m["model"]: (m.get("cost"), m.get("currency")) for m in models}
     entries, tested = [], []
     for alias in dict.fromkeys(r["model"] for r in rows):
@@ -214,7 +215,7 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
         else:
             entry["result"] = "undecided"
             entry["needed"] = _needed(entry, margin, alpha / len(tested), power, units)
-            entry["why"] = _open_why(entry, units)
+            entry["why"] = _open_why(entry, units, margin)
     good = [e for e in entries if e["result"] == "good_enough"]
     out["good_enough"] = [e["model"] for e in good]
     ref_cost, ref_currency = cost.get(pinned, (None, None))
@@ -245,10 +246,10 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
     blocking = [e for e in entries if e["result"] in OPEN and e["cost"] is not None
                 and (pick["cost"] is None or (e["currency"] == pick["currency"]
                                               and e["cost"] < pick["cost"]))]
-    out["needed"] = _most(blocking, units)
+    out["needed"] = _most(blocking)
     if pick is reference and blocking:
         out.update(state="insufficient",
-                   why="too little evidence to name a model: " + _blocked(blocking, pinned))
+                   why="too little evidence to name a model: " + _blocked(blocking))
     elif pick is reference:
         others = "; ".join(f"{e['model']}: {e['why']}"
                            + (" (no known cost)" if e["cost"] is None else "") for e in entries)
@@ -259,7 +260,7 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
         out.update(model=pick["model"], state="named",
                    why=f"{pick['model']} is the cheapest model shown good enough "
                        f"({pick['cost']:.6f} {pick['currency']} a run): {pick['why']}"
-                       + (f"; a cheaper one may be too: {_blocked(blocking, pinned)}"
+                       + (f"; a cheaper one may be too: {_blocked(blocking)}"
                           if blocking else ""))
     return _noted(out, notes)
 
@@ -289,12 +290,20 @@ def _needed(entry: dict, margin: float, alpha: float, power: float, units: str) 
     return {"more": max(1, most - have), "total": max(most, have + 1), "of": units + "s"}
 
 
-def _open_why(entry: dict, units: str) -> str:
+def _open_why(entry: dict, units: str, margin: float) -> str:
     needed = entry["needed"]
     have = max(t["n"] for t in entry["measures"].values())
-    if needed is None:
+    unpaired = [m for m, t in entry["measures"].items() if t["n"] == 0]
+    if unpaired:
+        return (f"undecided: none of its {units}s has a {' or '.join(unpaired)} to pair with "
+                "the pinned model's (the scorer returned None for them)")
+    if needed is None and any(abs(t["mean"] + margin) < 1e-9
+                              for t in entry["measures"].values()):
         return (f"undecided after {_plural(have, units)}: its observed difference sits on the "
                 "margin, so more of the same would not settle it")
+    if needed is None:
+        return (f"undecided after {_plural(have, units)}: it is so close to the margin that "
+                f"more than {MOST_PAIRS} {units}s would be needed to settle it")
     return f"undecided after {_plural(have, units)}: {_more(needed)} would settle it"
 
 
@@ -304,14 +313,14 @@ def _more(needed: dict) -> str:
     return f"about {needed['more']} more input(s), each raced as many times"
 
 
-def _most(blocking: list[dict], units: str) -> dict | None:
+def _most(blocking: list[dict]) -> dict | None:
     known = [e["needed"] for e in blocking if e["needed"] is not None]
     if not known:
         return None
     return max(known, key=lambda n: n["more"])
 
 
-def _blocked(blocking: list[dict], pinned: str) -> str:
+def _blocked(blocking: list[dict]) -> str:
     return "; ".join(f"{e['model']} is {e['why']}" if e["result"] == "undecided"
                      else f"{e['model']}: {e['why']}" for e in blocking)
 
