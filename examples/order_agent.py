@@ -14,11 +14,17 @@ is the same every time:
 
 * ``sim-steady`` (pinned for ``general``) and ``sim-vision`` look the order up, then its
   shipment, and answer with what the tools said;
-* ``sim-flaky`` looks the order up but never asks for the shipment (its demo habit of failing
-  every third call is left out here, so the race comes out the same every time);
-* ``sim-careful``, the ceiling, judges: a simulated judge gives every run the same marks, so what
-  tells the runs apart is what code adds, the tool difference (accuracy capped at 4) and the
-  scorer.
+* ``sim-flaky`` looks the order up but never asks for the shipment, and says so (its demo
+  habit of failing every third call is left out here, so the race comes out the same every
+  time);
+* ``sim-careful``, the ceiling, judges: it marks down an answer that leaves the delivery out (a
+  rule on the text it reads) and gives every other run the same marks. Code adds the tool
+  difference (accuracy capped at 4) and the scorer, which takes part in the verdict. A judge
+  that gave every run the same marks could not tell the models apart, and the verdict would
+  name no model.
+
+Five runs a model let the verdict's test name ``sim-vision``; with two it says how many more
+runs would settle it, and names none.
 
 The demo models are free; the race's verdict is about money, so this example prices them (the
 prices are made up). The data folder is a temporary one unless ``--data`` names one to keep.
@@ -102,10 +108,16 @@ SHIPPING = {"name": "shipping_status", "arguments": {"order_id": "ord-1042"}}
 SCRIPT = {
     "sim-steady": {"tool_calls": [LOOKUP, SHIPPING]},
     "sim-vision": {"tool_calls": [LOOKUP, SHIPPING]},
-    "sim-flaky": {"tool_calls": [LOOKUP], "fail": None},   # no server errors: one outcome
+    "sim-flaky": {"tool_calls": [LOOKUP], "fail": None,   # no server errors: one outcome
+                  "answer": "[simulated sim-flaky] Order ord-1042 was placed on 2026-11-24; I "
+                            "did not look up its delivery."},
     "sim-careful": {"json": {"accuracy": 7, "shown_work": 2,
                              "reason": "Reports the order and its delivery as the tools gave "
-                                       "them, naming each lookup."}},
+                                       "them, naming each lookup."},
+                    "json_rules": [{"contains": "I did not look up its delivery", "answer": {
+                        "accuracy": 3, "shown_work": 2,
+                        "reason": "Reports the order but leaves out its delivery, which the "
+                                  "reference gives."}}]},
 }
 # made-up prices per million tokens (input, output), so the verdict has costs to weigh
 PRICES = {"sim-swift": (0.10, 0.40), "sim-steady": (3.00, 15.00), "sim-careful": (5.00, 25.00),
@@ -144,7 +156,7 @@ def race(data: Path, runs: int):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Race an order-lookup agent on the demo roster.")
-    parser.add_argument("--runs", type=int, default=3, help="runs per model (default 3)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per model (default 5)")
     parser.add_argument("--data", type=Path, help="keep the data folder here (default: a "
                         "temporary one)")
     args = parser.parse_args(argv)

@@ -10,7 +10,7 @@
     upkeep/    health probes, retirement, failing models, the schedule, onboarding (queue,
                worker, the calls it records before sending), the demo's one simulator
     race/      benchmark (one race), blind (masking; names: the built-in table), jury, judge,
-               tooldiff, transcript, report, costs, chatjob, registry
+               tooldiff, transcript, report, verdict, costs, chatjob, registry
     panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
@@ -25,7 +25,7 @@
                one atomic write): storage with no domain words
 
 Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
-alert log), ``stats`` (intervals), ``plaintext`` (printable free text); ``offload`` is the
+alert log), ``stats`` (intervals, Student's t, Holm), ``plaintext`` (printable free text); ``offload`` is the
 command line's entry point. The review suite (``suite/``) sits above the seats core, below
 ``upkeep``, ``server`` and ``cli``.
 """

@@ -1,15 +1,18 @@
 """Benchmark the race's own overhead on the simulated upstream. It prints figures; it asserts
 nothing.
 
-    python scripts/bench_race.py [--candidates 20] [--runs 5] [--latency 0.02] [--json]
+    python scripts/bench_race.py [--candidates 20] [--runs 5] [--inputs 1] [--latency 0.02]
+                                 [--json]
 
 A plain chat job (one model call a run) is raced on ``--candidates`` simulated models of one
-grade, ``--runs`` times each, and judged by a simulated ceiling model. The simulated upstream
-runs in its own process, so it does not share this process's GIL. For every candidate run the
-overhead is its wall time (as the report gives it) minus the time of its model calls (from the
-race's call log): what the race itself adds to a run (seat, transcript, logging, threads).
-Printed: p50 / p95 / max of that overhead (both times are kept to the millisecond), the
-race's wall time and its calls.
+grade, ``--runs`` times on each of ``--inputs`` inputs, and judged by a simulated ceiling model
+whose marks vary by input (so the verdict's test has a spread to work on). The simulated
+upstream runs in its own process, so it does not share this process's GIL. For every candidate
+run the overhead is its wall time (as the report gives it) minus the time of its model calls
+(from the race's call log): what the race itself adds to a run (seat, transcript, logging,
+threads). Printed: the mean and p50 / p95 / max of that overhead (both times are kept to the
+millisecond, so a single run's figure is ±1 ms; the mean is not), the race's wall time and its
+calls, and what the verdict (the non-inferiority test over every candidate) costs, once.
 
 Admission's own figures (calls per minute against ``rpm``, use of the cap) are printed by
 ``scripts/bench_admission.py``.
@@ -35,6 +38,7 @@ from collections import defaultdict  # noqa: E402
 
 from panelist.metrics import seatrecord  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
+from panelist.metrics.race import verdict  # noqa: E402
 from panelist.metrics.race.benchmark import Benchmark, GradeBook  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
 
@@ -55,14 +59,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--inputs", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds a model takes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     names = [f"sim-c{i:02d}" for i in range(args.candidates)]
     models = {n: {"latency": args.latency} for n in names}
+    inputs = [f"Summarise the plot of short story {i + 1} about a lighthouse keeper."
+              for i in range(args.inputs)]
     models["sim-judge"] = {"latency": args.latency,
-                           "json": {"accuracy": 6, "shown_work": 2, "reason": "close"}}
+                           "json": {"accuracy": 6, "shown_work": 2, "reason": "close"},
+                           "json_rules": [{"contains": f"short story {i + 1} ", "answer": {
+                               "accuracy": 4 + i % 4, "shown_work": 2, "reason": "close"}}
+                               for i in range(1, args.inputs, 2)]}
     work = Path(tempfile.mkdtemp(prefix="bench-race-"))
     spec = work / "models.json"
     spec.write_text(json.dumps(models))
@@ -80,7 +90,7 @@ def main(argv=None) -> int:
         grades = GradeBook.plain({"general": names[0], "strong": "sim-judge"}, "sim-judge",
                                  roster)
         bench = Benchmark(Chat, runs=args.runs, home=home, grades=grades, admission=None)
-        bench.set_input("Summarise the plot of a short story about a lighthouse keeper.")
+        bench.set_inputs(inputs) if args.inputs > 1 else bench.set_input(inputs[0])
         t0 = time.monotonic()
         bench.run()
         wall = time.monotonic() - t0
@@ -95,13 +105,19 @@ def main(argv=None) -> int:
                     model_time[call["call"].rsplit(".", 1)[0]] += call["seconds"]
         overhead = [max(0.0, row["wall"] - model_time[row["label"]]) * 1000
                     for row in report.rows if row["succeeded"]]
+        t1 = time.perf_counter()
+        verdict.decide(report.rows, report.models, report.pinned)
+        decided_ms = (time.perf_counter() - t1) * 1000
         figures = {
-            "candidates": args.candidates, "runs": args.runs, "latency_s": args.latency,
+            "candidates": args.candidates, "runs": args.runs, "inputs": args.inputs,
+            "latency_s": args.latency,
             "rows": len(report.rows), "failed": sum(not r["succeeded"] for r in report.rows),
             "calls": calls, "race_wall_s": round(wall, 3),
-            "overhead_ms": {"p50": round(quantile(overhead, 0.5), 3),
+            "overhead_ms": {"mean": round(sum(overhead) / len(overhead), 3),
+                            "p50": round(quantile(overhead, 0.5), 3),
                             "p95": round(quantile(overhead, 0.95), 3),
                             "max": round(max(overhead), 3)},
+            "verdict_ms": round(decided_ms, 3), "verdict": report.verdict["state"],
             "cpus": os.cpu_count(),
         }
     finally:
@@ -112,12 +128,15 @@ def main(argv=None) -> int:
         print(json.dumps(figures, indent=1))
     else:
         o = figures["overhead_ms"]
-        print(f"race of {args.candidates} candidates × {args.runs} runs ({figures['rows']} rows, "
+        print(f"race of {args.candidates} candidates × {args.inputs} input(s) × {args.runs} "
+              f"runs ({figures['rows']} rows, "
               f"{figures['failed']} failed, {calls} calls) on {figures['cpus']} CPUs, "
               f"model latency {args.latency * 1000:.0f} ms")
         print(f"race wall time: {figures['race_wall_s']:.2f} s")
-        print(f"overhead per run (wall minus model time): p50 {o['p50']:.2f} ms · "
-              f"p95 {o['p95']:.2f} ms · max {o['max']:.2f} ms")
+        print(f"overhead per run (wall minus model time): mean {o['mean']:.2f} ms · p50 "
+              f"{o['p50']:.2f} ms · p95 {o['p95']:.2f} ms · max {o['max']:.2f} ms")
+        print(f"the verdict ({figures['verdict']}, over {args.candidates - 1} candidates): "
+              f"{figures['verdict_ms']:.1f} ms once")
     return 0
 
 

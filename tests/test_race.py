@@ -181,7 +181,7 @@ def test_costs_come_from_prices_per_currency(race_home):
                         for c in judged)
     assert report.costs["by_currency"] == pytest.approx(spent)
     assert set(report.costs["by_currency"]) == {"USD", "EUR"}, "never summed across currencies"
-    # the judge gave both 10/10: both are within the pinned model's… which was not raced here
+    # the pinned model was not raced here: there is nothing to compare with
     assert report.verdict["model"] is None and "pinned-one" in report.verdict["why"]
 
 
@@ -189,21 +189,159 @@ def report_path(home, report):
     return home.root / "runs" / "races" / f"{report.race}.json"
 
 
-def test_the_verdict_is_the_cheapest_model_within_the_reference_interval(race_home):
-    bench = bench_of(race_home, runs=2, candidates=["pinned-one", "cheap-two", "euro-four"])
+# the judge marks down an answer that never looked the order up (the skipper's), by its text
+SKIPPER_SAYS = {"accuracy": 2, "shown_work": 1, "reason": "it never looked the order up"}
+
+
+def discerning(upstreams):
+    sim, served = sim_of(upstreams, "judge-top")
+    sim.script(served, json=JUDGE_SAYS, json_rules=[
+        {"contains": "no language model read your prompt", "answer": SKIPPER_SAYS}])
+
+
+def test_a_judge_that_marks_every_run_alike_names_no_model(race_home):
+    bench = bench_of(race_home, runs=3, candidates=["pinned-one", "cheap-two"])
+    bench.run()
+    report = bench.report()
+    assert report.verdict["model"] is None
+    assert report.verdict["state"] == "cannot_discriminate"
+    assert "cannot tell the models apart" in report.table()
+
+
+def test_the_verdict_names_the_cheapest_model_shown_good_enough(race_home, upstreams):
+    discerning(upstreams)
+    bench = bench_of(race_home, runs=5, candidates=["pinned-one", "cheap-two", "skipper"])
+    bench.run()
+    report = bench.report()
+    said = report.verdict
+    assert said["model"] == "cheap-two" and said["state"] == "named"
+    assert said["test"]["margin"] == 1.0 and said["test"]["measures"] == ["accuracy"]
+    assert said["test"]["unit"] == "run"
+    by = {c["model"]: c for c in said["candidates"]}
+    assert set(by) == {"cheap-two", "skipper"}, "the pinned model is the yardstick"
+    assert by["skipper"]["result"] == "worse", "cheaper, but it skipped the tool"
+    assert by["cheap-two"]["result"] == "good_enough"
+    assert by["cheap-two"]["p"] <= by["cheap-two"]["p_holm"] <= 0.05
+    table = report.table()
+    verdict_line = next(line for line in table.splitlines() if line.startswith("verdict: "))
+    assert verdict_line.startswith("verdict: cheap-two: cheap-two is the cheapest model shown "
+                                   "good enough")
+    assert "margin 1 point of 10" in table and "Holm" in table
+    assert "skipper" in table.split("verdict: ")[0].split("test: ")[1], "a line per candidate"
+
+
+def test_too_few_runs_say_how_many_more_would_settle_it_and_name_no_model(race_home,
+                                                                         upstreams):
+    discerning(upstreams)
+    bench = bench_of(race_home, runs=2, candidates=["pinned-one", "cheap-two", "skipper"])
+    bench.run()
+    said = bench.report().verdict
+    assert said["model"] is None and said["state"] == "insufficient"
+    more = said["needed"]["more"]
+    assert said["needed"]["of"] == "runs" and more >= 1
+    assert f"about {more} more run(s) of it and of the pinned model" in said["why"]
+    assert f"needs about {more} more run(s)" in bench.report().table()
+
+
+def test_the_margin_is_the_races_own(race_home, upstreams):
+    discerning(upstreams)
+    bench = bench_of(race_home, runs=2, candidates=["pinned-one", "skipper"])
+    bench.set_margin(5)
+    bench.run()
+    assert bench.report().verdict["test"]["margin"] == 5.0
+    with pytest.raises(ValueError, match="points of 10"):
+        bench.set_margin(0)
+
+
+class AskJob:
+    grade = "general"
+
+    def run(self, question, seat):
+        return seat.chat([{"role": "user", "content": question}])
+
+
+QUESTIONS = ["Where is order 42?", "Has order 43 shipped yet?", "When does order 44 arrive?"]
+
+
+def test_a_race_takes_a_list_of_inputs_each_judged_against_its_own_reference(race_home,
+                                                                            upstreams):
+    bench = Benchmark(AskJob, runs=2, home=race_home, grades=grades(race_home), admission=None)
+    bench.set_inputs(QUESTIONS).set_candidates(["pinned-one", "cheap-two"])
+    answers = bench.run()
+    assert len(answers) == 3, "what the reference returned, one per input"
+    for question, answer in zip(QUESTIONS, answers):
+        assert question in answer, "each reference ran on its own input"
+    report = bench.report()
+    assert report.inputs == QUESTIONS and report.task == QUESTIONS[0]
+    assert [(r["input"], r["role"], r["succeeded"]) for r in report.references] == [
+        (1, "reference", True), (2, "reference", True), (3, "reference", True)]
+    assert report.reference == report.references[0]
+    assert sorted((r["model"], r["input"], r["run"]) for r in report.rows) == sorted(
+        (m, i, n) for m in ("pinned-one", "cheap-two") for i in (1, 2, 3) for n in (1, 2))
+    assert "candidate.cheap-two.input2.run1" in {r["label"] for r in report.rows}
+    assert report.verdict["test"]["unit"] == "input"
+    # every judgement read one input and that input's reference, never another's
+    asked = [b["messages"][-1]["content"] for b in judge_requests(upstreams)]
+    assert len(asked) == 24, "12 runs, each judged in both orders"
+    for question in QUESTIONS:
+        theirs = [a for a in asked if question in a]
+        assert len(theirs) == 8, question
+        assert all(a.count(question) >= 2 for a in theirs), "the task and its reference"
+        assert not any(other in a for a in theirs for other in QUESTIONS if other != question)
+    calls = read_jsonl(report_path(race_home, report).parent / report.race / "calls.jsonl")
+    assert sorted(c["input"] for c in calls if c["role"] == "reference") == [1, 2, 3]
+    assert {c["input"] for c in calls if c["role"] in ("candidate", "judge")} == {1, 2, 3}
+    saved = json.loads(report_path(race_home, report).read_text())
+    assert saved["inputs"] == QUESTIONS and len(saved["references"]) == 3
+    table = report.table()
+    assert "3 input(s)" in table
+    assert any(line.split()[:3] == ["model", "input", "run"] for line in table.splitlines())
+
+
+def test_a_reference_that_fails_on_one_input_stops_the_race_after_the_report(race_home):
+    class FailsOnTheSecond(AskJob):
+        def run(self, question, seat):
+            if question == QUESTIONS[1] and seat.role == "reference":
+                raise OrderMissing("no order 43")
+            return super().run(question, seat)
+
+    bench = Benchmark(FailsOnTheSecond, runs=2, home=race_home, grades=grades(race_home),
+                      admission=None)
+    bench.set_inputs(QUESTIONS).set_candidates(["cheap-two"])
+    with pytest.raises(OrderMissing, match="no order 43"):
+        bench.run()
+    report = bench.report()
+    assert [r["succeeded"] for r in report.references] == [True, False, True]
+    assert report.reference is report.references[1], "the reference that failed"
+    assert report.rows == [] and report.verdict["model"] is None
+    assert report.verdict["state"] == "reference_failed" and "input 2" in report.verdict["why"]
+
+
+def test_inputs_are_a_list(race_home):
+    bench = Benchmark(AskJob, home=race_home, grades=grades(race_home), admission=None)
+    for bad in ("one input", [], None):
+        with pytest.raises(TypeError, match="set_inputs takes a non-empty list"):
+            bench.set_inputs(bad)
+
+
+def test_judge_failures_are_counted_per_model_and_shown(race_home, upstreams):
+    sim, served = sim_of(upstreams, "judge-top")
+    sim.script(served, json=JUDGE_SAYS, json_rules=[   # the skipper's runs, asked again
+        {"contains": "no language model read your prompt", "answer": "not JSON"},
+        {"contains": "cannot be used", "answer": "still not JSON"}])
+    bench = bench_of(race_home, runs=2, candidates=["pinned-one", "skipper"])
     bench.run()
     report = bench.report()
     by = {m["model"]: m for m in report.models}
-    assert by["pinned-one"]["interval"] == [10.0, 10.0] or by["pinned-one"]["interval"] == (
-        10.0, 10.0)
-    # two currencies qualify: never compared, so the verdict names the cheapest in each
-    assert report.verdict["model"] is None
-    assert report.verdict["cheapest_by_currency"] == {"EUR": "euro-four", "USD": "cheap-two"}
-
-    bench = bench_of(race_home, runs=2, candidates=["pinned-one", "cheap-two"])
-    bench.run()
-    assert bench.report().verdict["model"] == "cheap-two"
-    assert "cheap-two" in bench.report().table().splitlines()[-2]
+    assert by["skipper"]["judge_failures"] == 2 and by["skipper"]["judged"] == 0
+    assert by["skipper"]["accuracy"] is None, "no mean over runs nobody judged"
+    assert by["pinned-one"]["judge_failures"] == 0
+    assert report.judge_failures == 2
+    skipper, = report.verdict["candidates"]
+    assert skipper["result"] == "unjudged" and "2 of its 2 runs were not judged" in skipper["why"]
+    models_head = next(line for line in report.table().splitlines()
+                       if line.startswith("model") and "judged" in line)
+    assert "judge failed" in models_head
 
 
 def test_a_failing_candidate_is_a_row_that_says_why(race_home, upstreams):
@@ -247,6 +385,7 @@ def test_a_failing_reference_raises_the_jobs_exception_after_the_report(race_hom
     assert saved["reference"]["succeeded"] is False
     assert "OrderMissing" in saved["reference"]["error"]
     assert saved["rows"] == [] and saved["verdict"]["model"] is None
+    assert saved["verdict"]["state"] == "reference_failed"
     assert report.race in caplog.text and "FAILED" in caplog.text, "the table was logged"
     sim_c, served_c = sim_of(upstreams, "cheap-two")
     assert sim_c.count(served_c) == 0, "nothing raced against a reference that failed"
@@ -294,7 +433,7 @@ def test_runs_times_candidates_rows_and_the_call_log(race_home):
         (m, n) for n in (1, 2) for m in expected]
     assert all(r["total"] is not None for r in report.rows)
     assert [m["model"] for m in report.models] == expected
-    assert all(m["judged"] == 2 and m["interval"] is not None for m in report.models)
+    assert all(m["judged"] == 2 and m["accuracy_interval"] is not None for m in report.models)
 
     calls = read_jsonl(report_path(race_home, report).parent / report.race / "calls.jsonl")
     assert all(c["race"] == report.race for c in calls)

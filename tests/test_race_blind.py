@@ -219,6 +219,17 @@ def test_a_run_that_names_itself_is_voided_and_its_judge_never_asked(blind_home,
     assert report.voided == 1 and "voided: 1 run(s)" in report.table()
     by = {m["model"]: m for m in report.models}
     assert by["talker"]["judged"] == 0
+    assert by["talker"]["voided"] == 1 and by["talker"]["judge_failures"] == 0
+
+
+def test_a_void_run_is_no_evidence_and_keeps_its_model_open_in_the_verdict(blind_home,
+                                                                           blind_sim):
+    report = race(blind_home, ["pinned-one", "talker"])
+    said = {c["model"]: c for c in report.verdict["candidates"]}
+    assert said["talker"]["result"] == "unjudged"
+    assert "1 voided: the run named a model" in said["talker"]["why"]
+    assert report.verdict["model"] != "talker" and "voided" in report.verdict["why"]
+    assert report.judge_failures == 0 and report.voided == 1
 
 
 def test_a_reference_that_names_itself_voids_every_judgement(blind_home, blind_sim):

@@ -119,7 +119,9 @@ def test_a_race_started_over_http_finishes_and_is_listed(home, sim):
         assert done["progress"]["judged"] == 4
         assert done["progress"]["models"]["cheap-gen"] == {"runs": 2, "done": 2, "failed": 0,
                                                            "judged": 2}
-        assert done["verdict"]["model"] == "cheap-gen"
+        # the simulated judge gives every run the same marks: no model is named
+        assert done["verdict"]["model"] is None
+        assert "cannot tell the models apart" in done["verdict"]["why"]
         saved = json.loads((race_folder(home) / f"{race}.json").read_text())
         assert saved == report, "the report over HTTP is the one written to the data folder"
         asked = report["reference"]["transcript"]["events"][0]["messages"]
@@ -158,10 +160,20 @@ def test_a_race_started_over_http_finishes_and_is_listed(home, sim):
     ({"prompt": PROMPT}, "grade", "'grade' is required"),
     ({"grade": "general"}, "prompt", "'prompt' is required"),
     ({"grade": "general", "prompt": "   "}, "prompt", "'prompt' is required"),
-    ({"grade": "general", "prompt": PROMPT, "runs": 0}, "runs", "from 1 to 20"),
+    ({"grade": "general", "prompt": PROMPT, "runs": 0}, "runs", "from 1 to 100"),
     ({"grade": "general", "prompt": PROMPT, "runs": "2"}, "runs", "whole number"),
     ({"grade": "general", "prompt": PROMPT, "runs": True}, "runs", "whole number"),
-    ({"grade": "general", "prompt": PROMPT, "runs": 21}, "runs", "from 1 to 20"),
+    ({"grade": "general", "prompt": PROMPT, "runs": 101}, "runs", "from 1 to 100"),
+    ({"grade": "general", "prompt": PROMPT, "inputs": [PROMPT]}, "inputs", "not both"),
+    ({"grade": "general", "inputs": PROMPT}, "inputs", "non-empty list of texts"),
+    ({"grade": "general", "inputs": []}, "inputs", "non-empty list of texts"),
+    ({"grade": "general", "inputs": [PROMPT, 7]}, "inputs", "inputs[1] must be non-empty text"),
+    ({"grade": "general", "inputs": [PROMPT, "  "]}, "inputs", "inputs[1]"),
+    ({"grade": "general", "inputs": ["x"] * 1001}, "inputs", "over 1000"),
+    ({"grade": "general", "prompt": PROMPT, "margin": 0}, "margin", "points of 10"),
+    ({"grade": "general", "prompt": PROMPT, "margin": "1"}, "margin", "points of 10"),
+    ({"grade": "general", "inputs": ["x"] * 101, "runs": 100, "candidates": ["cheap-gen"]},
+     "runs", "is 10100 runs, over the 10000 one race may plan"),
     ({"grade": "general", "prompt": PROMPT, "candidates": "cheap-gen"}, "candidates",
      "list of model aliases"),
     ({"grade": "general", "prompt": PROMPT, "candidates": []}, "candidates", "leave it out"),
@@ -412,6 +424,19 @@ def test_the_cli_refuses_bad_races_in_one_line(home, tmp_path, capsys):
     failing.write_text("raise RuntimeError('no database')\n")
     cases.append((["--grade", "general", "--prompt", "x", "--tools", str(failing)],
                   "RuntimeError: no database"))
+    lines = tmp_path / "inputs.jsonl"
+    lines.write_text('"Where is order 1042?"\n{"question": "x"}\n')
+    cases.append((["--grade", "general", "--prompt", "x", "--inputs", str(lines)], "not both"))
+    cases.append((["--grade", "general", "--inputs", str(lines)], "line 2 is not an input"))
+    lines_bad = tmp_path / "bad.jsonl"
+    lines_bad.write_text('"fine"\nWhere is it?\n')
+    cases.append((["--grade", "general", "--inputs", str(lines_bad)], "line 2 is not JSON"))
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n\n")
+    cases.append((["--grade", "general", "--inputs", str(blank)], "holds no input"))
+    cases.append((["--grade", "general", "--inputs", str(tmp_path / "none.jsonl")],
+                  "cannot read"))
+    cases.append((["--grade", "general", "--prompt", "x", "--margin", "0"], "'margin'"))
     for args, words in cases:
         code, out, err = run(capsys, "race", *args, "--data", d)
         assert code == 1 and err.count("\n") == 1 and words in err, (args, err)
@@ -465,6 +490,71 @@ def test_the_cli_races_a_job_with_tools_from_a_file(pinned, sim, tmp_path, capsy
     assert cheap_row["accuracy"] == 4 and cheap_row["capped_from"] == 6
 
 
+# a judge that marks down an answer that does not help, by its text; slow-gen gives it
+DISCERNING = [{"contains": "I cannot help with orders", "answer": {
+    "accuracy": 1, "shown_work": 0, "reason": "it does not answer the question"}}]
+QUESTIONS = ["Where is order 1042?", "Has order 1043 shipped?", "When does order 1044 arrive?",
+             "Where is order 1045?", "Is order 1046 late?",
+             "Can order 1047 be sent to my office?"]
+INPUT_LINES = ['"Where is order 1042?"', '{"prompt": "Has order 1043 shipped?"}', "",
+               '"When does order 1044 arrive?"', '"Where is order 1045?"',
+               '{"prompt": "Is order 1046 late?"}', '"Can order 1047 be sent to my office?"']
+THREE = ["pinned-gen", "cheap-gen", "slow-gen"]
+
+
+def discerning(sim):
+    sim.script("judge-top", json=JUDGE_SAYS, json_rules=DISCERNING)
+    sim.script("slow-gen", answer="I cannot help with orders.")
+
+
+def test_the_cli_races_a_set_of_inputs_from_a_jsonl_file_to_a_verdict(pinned, sim, tmp_path,
+                                                                      capsys):
+    discerning(sim)
+    path = tmp_path / "inputs.jsonl"
+    path.write_text("\n".join(INPUT_LINES) + "\n")
+    code, out, err = run(capsys, "race", "--grade", "general", "--inputs", str(path),
+                         "--candidates", ",".join(THREE), "--data", str(pinned.root), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["inputs"] == QUESTIONS and report["task"] == QUESTIONS[0]
+    assert [(r["input"], r["succeeded"]) for r in report["references"]] == [
+        (i, True) for i in range(1, 7)]
+    assert sorted((r["model"], r["input"], r["run"]) for r in report["rows"]) == sorted(
+        (m, i, 1) for m in THREE for i in range(1, 7))
+    said = report["verdict"]
+    assert said["test"]["unit"] == "input" and said["test"]["margin"] == 1.0
+    assert said["model"] == "cheap-gen" and said["state"] == "named"
+    by = {c["model"]: c for c in said["candidates"]}
+    assert by["slow-gen"]["result"] == "worse", "the cheapest, but it does not help"
+    assert by["cheap-gen"]["measures"]["accuracy"]["n"] == 6, "an input is a unit"
+    assert by["cheap-gen"]["p_holm"] <= 0.05
+    # each judgement read one input, and the reference of that input
+    asked = [r["body"]["messages"][-1]["content"] for r in sim.requests
+             if r["model"] == "judge-top"]
+    assert len(asked) == 36, "18 runs, each judged in both orders"
+    for question in QUESTIONS:
+        assert sum(question in a for a in asked) == 6, question
+
+
+def test_a_race_over_http_takes_a_list_of_inputs(home, sim):
+    discerning(sim)
+    with gateway(home) as server:
+        status, started, _ = server.post("/bench/race", {
+            "grade": "general", "inputs": QUESTIONS, "runs": 2, "candidates": THREE,
+            "margin": 1.5})
+        assert status == 202, started
+        assert started["progress"]["runs"] == 3 * 6 * 2
+        done = finished(server, started["race"])
+    report = done["report"]
+    assert report["inputs"] == QUESTIONS and report["verdict"]["test"]["margin"] == 1.5
+    assert done["verdict"]["model"] == "cheap-gen"
+    assert done["progress"]["reference"] == "done"
+    assert done["progress"]["models"]["cheap-gen"] == {"runs": 12, "done": 12, "failed": 0,
+                                                       "judged": 12}
+    calls = read_jsonl(race_folder(home) / started["race"] / "calls.jsonl")
+    assert sorted(c["input"] for c in calls if c["role"] == "reference") == list(range(1, 7))
+
+
 def test_a_failed_reference_prints_the_report_then_exits_3(pinned, sim, capsys):
     sim.script("pinned-gen", fail="auth")
     code, out, err = run(capsys, "race", "--grade", "general", "--prompt", PROMPT,
@@ -515,7 +605,7 @@ def test_progress_is_shown_on_a_terminal_per_model(pinned):
 def test_the_order_agent_example_races_on_the_demo_roster_offline(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "order_agent.py"), "--runs",
-                           "2", "--data", str(tmp_path / "data")],
+                           "5", "--data", str(tmp_path / "data")],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -526,9 +616,12 @@ def test_the_order_agent_example_races_on_the_demo_roster_offline(tmp_path):
     report = json.loads(path.read_text())
     rows = {(r["model"], r["run"]): r for r in report["rows"]}
     assert set(rows) == {(m, n) for m in ("sim-flaky", "sim-steady", "sim-vision")
-                         for n in (1, 2)}
+                         for n in range(1, 6)}
     flaky = rows[("sim-flaky", 1)]
     assert flaky["tool_difference"]["skipped"] == [
         {"tool": "shipping_status", "arguments": {"order_id": "ord-1042"}}]
-    assert (flaky["accuracy"], flaky["score"]) == (4, 0.0)
+    assert (flaky["accuracy"], flaky["score"]) == (3, 0.0), "the judge marked it down"
+    said = {c["model"]: c for c in report["verdict"]["candidates"]}
+    assert said["sim-flaky"]["result"] == "worse" and said["sim-vision"]["result"] == "good_enough"
+    assert report["verdict"]["test"]["measures"] == ["accuracy", "score"], "the scorer took part"
     assert rows[("sim-vision", 1)]["score"] == 1.0 and rows[("sim-vision", 1)]["total"] == 9

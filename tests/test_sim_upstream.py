@@ -296,6 +296,28 @@ def test_drip_sends_slowly(sim):
     assert sim.wait_disconnects(1, timeout=PATIENCE)
 
 
+def test_a_rule_may_give_the_json_answer_by_what_was_asked(sim):
+    """A simulated judge that marks by what it read: a JSON rule answers a request that asks
+    for JSON; plain rules answer requests without response_format."""
+    sim.script("m", json={"mark": 7}, json_rules=[
+        {"contains": "no idea", "answer": {"mark": 1}},
+        {"contains": "broken", "answer": "not json {"}], rules=[
+        {"contains": "no idea", "answer": "plain"}])
+    wants = {"response_format": {"type": "json_object"}}
+
+    def said(text, **extra):
+        return json.loads(post(sim, ask(text=text, **extra))[2])["choices"][0]["message"][
+            "content"]
+    assert json.loads(said("I have no idea", **wants)) == {"mark": 1}
+    assert json.loads(said("It is shipped", **wants)) == {"mark": 7}
+    assert said("this is broken", **wants) == "not json {"
+    assert said("I have no idea") == "plain"
+    with pytest.raises(ValueError, match="'answer': object or text"):
+        sim.script("m", json_rules=[{"contains": "x", "answer": 3}])
+    with pytest.raises(ValueError, match="rules"):
+        sim.script("m", rules=[{"contains": "x", "answer": "a", "json": {}}])
+
+
 def test_script_validates_and_replaces(sim):
     with pytest.raises(ValueError, match="unknown behaviour"):
         sim.script("m", latencyy=1)

@@ -1,5 +1,5 @@
 """``panelist race``: race a plain chat job across its grade (the pinned model's reference
-run, every candidate, a blind judge), with progress on a terminal, then the report.
+run of each input, every candidate, a blind judge), with progress on a terminal, then the report.
 """
 
 from __future__ import annotations
@@ -23,10 +23,17 @@ def register(nouns, common) -> None:
     r.add_argument("--grade", required=True, metavar="G", help="the grade the job needs")
     r.add_argument("--prompt", default="", metavar="TEXT", help="what the job sends the model")
     r.add_argument("-f", "--file", metavar="FILE", help="append this file's text to the prompt")
+    r.add_argument("--inputs", metavar="FILE.jsonl",
+                   help="race several inputs instead of one prompt: one a line, each a JSON "
+                   'string or {"prompt": "..."}')
     r.add_argument("--system", metavar="TEXT", help="the job's system text")
     r.add_argument("--rubric", metavar="TEXT", help="what the judge checks, beyond the task")
     r.add_argument("--runs", type=int, default=1, metavar="N",
-                   help="runs per candidate (default 1; 2 or more give intervals)")
+                   help="runs per candidate and input (default 1, at most 100; the verdict "
+                   "says when more would settle it)")
+    r.add_argument("--margin", type=float, metavar="POINTS",
+                   help="how many points of 10 worse than the pinned model is still good "
+                   "enough (default 1)")
     r.add_argument("--candidates", metavar="a,b",
                    help="the models to race (default: every callable model of the grade)")
     r.add_argument("--judges", metavar="a,b,c",
@@ -45,16 +52,27 @@ def cmd_race(args, out: Out) -> int:
     from panelist.metrics.race import chatjob
     from panelist.metrics.race.benchmark import Benchmark
     from panelist.metrics.race.registry import Tracker
-    text = args.prompt
-    if args.file:
-        try:
-            text = (text + "\n\n" if text else "") + Path(args.file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}"
-                             ) from None
-    if not text.strip():
-        raise BadRequest("nothing to race: give --prompt TEXT or -f FILE")
-    body = {"grade": args.grade, "prompt": jsonwire.clean(text), "runs": args.runs}
+    if args.inputs:
+        if args.prompt or args.file:
+            raise BadRequest("give one input (--prompt TEXT, -f FILE) or several (--inputs "
+                             "FILE.jsonl), not both")
+        body = {"grade": args.grade, "inputs": chatjob.load_inputs(args.inputs)}
+    else:
+        text = args.prompt
+        if args.file:
+            try:
+                text = (text + "\n\n" if text else "") + \
+                    Path(args.file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadRequest(f"cannot read {args.file}: "
+                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+        if not text.strip():
+            raise BadRequest("nothing to race: give --prompt TEXT, -f FILE or --inputs "
+                             "FILE.jsonl")
+        body = {"grade": args.grade, "prompt": jsonwire.clean(text)}
+    body["runs"] = args.runs
+    if args.margin is not None:
+        body["margin"] = args.margin
     for key in ("system", "rubric"):
         if getattr(args, key):
             body[key] = getattr(args, key)
@@ -67,7 +85,7 @@ def cmd_race(args, out: Out) -> int:
     spec = chatjob.ChatSpec.parse(body)   # the same checks as over HTTP
     tools = chatjob.load_tools(args.tools) if args.tools else ()
     home = open_home(args.data)
-    tracker = Tracker(spec.runs)
+    tracker = Tracker(spec.runs * len(spec.texts), len(spec.texts))
     bench, plan = chatjob.benchmark(spec, home, tools=tools, done=tracker.done,
                                     judged=tracker.judged)
     race = bench.reserve()
@@ -124,7 +142,8 @@ class RaceProgress:
         head = [f"race {self.race} · grade {self.spec.grade} · "
                 f"{'judge' if len(judges) == 1 else 'judges'} {', '.join(judges)}",
                 f"  reference {self.plan.pinned}: {seen['reference']} · {total['done']}/"
-                f"{len(self.plan.candidates) * self.spec.runs} runs done, {total['judged']} "
+                f"{len(self.plan.candidates) * self.spec.runs * len(self.spec.texts)} runs "
+                f"done, {total['judged']} "
                 "judged"]
         width = max((len(a) for a in seen["models"]), default=0)
         rows = [f"  {alias.ljust(width)}  {c['done']}/{c['runs']} runs done"

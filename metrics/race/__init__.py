@@ -1,8 +1,10 @@
-"""The race: one job run on its grade's pinned model (the reference), raced on every model of
-that grade, each run judged blind against the reference (``benchmark``; what the judge reads:
-``transcript``, ``blind``, ``names``, ``tooldiff``; who judges and how: ``jury``, ``judge``), with
-cost (``costs``), time and quality side by side (``report``). ``chatjob``
-is the plain chat job; ``registry`` holds the races a server runs and every race on disk.
+"""The race: one job run on its grade's pinned model (the reference) for each of its inputs,
+raced on every model of that grade, each run judged blind against its input's reference
+(``benchmark``; what the judge reads: ``transcript``, ``blind``, ``names``, ``tooldiff``; who
+judges and how: ``jury``, ``judge``), with cost (``costs``), time and quality side by side
+(``report``) and a verdict that fails closed (``verdict``: a paired non-inferiority test).
+``chatjob`` is the plain chat job; ``registry`` holds the races a server runs and every race on
+disk.
 
 Imports ``metrics.seats``, ``metrics.roster``, ``metrics.store`` and reads ``metrics.ledger``.
 The names a job's own code uses (``Benchmark``, ``tool``) are importable from here, as the README

@@ -6,15 +6,19 @@ pinned to one model whose ``chat`` makes one call through the seats core (admiss
 and, given tools, runs the tool-call loop. ``Benchmark`` drives the race::
 
     bench = Benchmark(OrderAgent, runs=3, home=home)
-    bench.set_input("Where is order 42?")
+    bench.set_inputs(["Where is order 42?", "Has order 43 shipped?"])   # or set_input(x)
     bench.set_rubric("Names the order's status and its delivery date.")
-    answer = bench.run()          # what the reference run returned
-    bench.report().table()        # rows, means, intervals, verdict
+    answers = bench.run()         # what the reference runs returned, one per input
+    bench.report().table()        # rows, means, intervals, the verdict and its test
 
 Invariants:
 
-* ``run()`` returns exactly what the reference run returned. When the reference fails, the
-  report is still built, logged and saved, and then the job's own exception is raised.
+* The reference runs once per input, and every candidate ``runs`` times per input; each run is
+  judged against its own input's reference.
+* ``run()`` returns exactly what the reference run returned (``set_input``), or the list of
+  what each input's reference returned (``set_inputs``). When a reference fails, nothing is
+  raced, the report is still built, logged and saved, and then the job's own exception (the
+  first input's that failed) is raised.
 * The reference, the candidate runs and the judgements are jobs of the seats core's sets
   (``SeatJob``), and every model call a set of its own: the core runs them, under admission,
   by the race's deadline and its cancel. Every candidate run is a fresh ``factory()`` job
@@ -54,7 +58,8 @@ from panelist.metrics.errors import BadRequest, Cancelled, NotFound, PanelistErr
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.seatrecord import CallLog
 from panelist.metrics.store.jsonl import utc_iso
-from panelist.metrics.race.report import BenchmarkReport, judging_of, summarise, verdict
+from panelist.metrics.race import verdict
+from panelist.metrics.race.report import BenchmarkReport, judging_of, summarise
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster, RosterView
@@ -131,8 +136,10 @@ class ToolLoopTooLong(PanelistError):
 class Seat:
     """A job's handle on one model for one run; every call is recorded in its transcript."""
 
-    def __init__(self, race: "_Race", model: Model, role: str, run: int):
+    def __init__(self, race: "_Race", model: Model, role: str, run: int, input_: int = 1):
         self._race, self.model, self.role, self.run = race, model, role, run
+        self.input = input_   # which input (from 1) this run is of
+        self.label = race.label(role, model.alias, input_, run)
         self.transcript = Transcript()
         self.results: list[SeatResult] = []
         self.started = time.monotonic()
@@ -171,10 +178,11 @@ class Seat:
         with self._lock:
             n = len(self.results) + 1
         race = self._race
-        call = SeatCall(label=f"{self.role}.{self.model.alias}.run{self.run}.{n}",
+        call = SeatCall(label=f"{self.label}.{n}",
                         role=self.role, model=self.model, messages=list(history), params=body,
                         timeout=race.call_timeout, retries=1,
-                        meta={"race": race.id, "run": self.run, "model_call": n})
+                        meta={"race": race.id, "run": self.run, "input": self.input,
+                              "model_call": n})
         result, = race.seats.run([call], deadline=race.deadline, cancel=race.cancel,
                                  log=race.log)
         with self._lock:
@@ -253,8 +261,9 @@ class _Race:
     """What every seat of one race shares: the core, its log, deadline, cancel flag and costs."""
 
     def __init__(self, race_id: str, folder: Path, seats: Seats, call_timeout: float,
-                 timeout: float, cancel: threading.Event):
+                 timeout: float, cancel: threading.Event, inputs: int = 1):
         self.id, self.folder, self.seats = race_id, folder, seats
+        self.inputs = inputs
         self.log = CallLog(folder / "calls.jsonl")
         self.call_timeout = call_timeout
         self.deadline = time.monotonic() + timeout
@@ -273,6 +282,11 @@ class _Race:
         for call, result in zip(calls, results):
             self.spent(call.model, result)
         return results
+    def label(self, role: str, alias: str, input_: int, run: int) -> str:
+        """``<role>.<alias>.run<n>``, with ``.input<i>`` before the run when there are several
+        inputs (a race of one input keeps the labels it always had)."""
+        within = f".input{input_}" if self.inputs > 1 else ""
+        return f"{role}.{alias}{within}.run{run}"
 
 
 @dataclass
@@ -315,7 +329,9 @@ class Benchmark:
         self.admission = _admission(self.home) if admission == "home" else admission
         self.call_timeout, self.timeout, self.parallel = call_timeout, timeout, parallel
         self.metadata: dict = {}
-        self._input, self._has_input = None, False
+        self._inputs: list = []
+        self._listed = False   # set_inputs: run() returns a list
+        self._margin = verdict.MARGIN
         self._candidates: list[str] | None = None
         self._judges: list[str] | None = None
         self._orders = "both"
@@ -330,7 +346,23 @@ class Benchmark:
 
     # -- setters -----------------------------------------------------------------------------------
     def set_input(self, value) -> "Benchmark":
-        self._input, self._has_input = value, True
+        """Race the job on this one input; ``run()`` returns what its reference returned."""
+        self._inputs, self._listed = [value], False
+        return self
+
+    def set_inputs(self, values: list) -> "Benchmark":
+        """Race the job on each of these inputs (one input says little about a job); the
+        reference runs once per input and ``run()`` returns the list of what they returned."""
+        if not isinstance(values, (list, tuple)) or not values:
+            raise TypeError("set_inputs takes a non-empty list of the job's inputs, one per "
+                            "item (set_input(x) takes a single one)")
+        self._inputs, self._listed = list(values), True
+        return self
+
+    def set_margin(self, points: float) -> "Benchmark":
+        """How many points of 10 worse than the pinned model a model may be and still be good
+        enough (default 1): the verdict's non-inferiority margin."""
+        self._margin = verdict.check_margin(points)
         return self
 
     def set_candidates(self, aliases: list[str]) -> "Benchmark":
@@ -408,9 +440,11 @@ class Benchmark:
 
     # -- the race ----------------------------------------------------------------------------------
     def run(self):
-        """Run the reference, race the grade, judge each run; return the reference's output."""
-        if not self._has_input:
-            raise BadRequest("call set_input(x) before run(): the job needs its input")
+        """Run the reference on each input, race the grade, judge each run; return what the
+        reference returned (a list of what each input's returned, after ``set_inputs``)."""
+        if not self._inputs:
+            raise BadRequest("call set_input(x) or set_inputs([x, ...]) before run(): the job "
+                             "needs its input")
         job = self.factory()
         grade = getattr(job, "grade", None)
         if not isinstance(grade, str) or not grade:
@@ -437,29 +471,38 @@ class Benchmark:
         race_id, folder = reserved or _new_race(self.home.races)
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
-        race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel)
+        race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
+                     len(self._inputs))
         # the seed is the race's own: a rerun of one race's questions gets the same answers
         race.jury = jury.Jury(judges, folder, race_id, seed=int(race_id[-8:], 16) & 0x7FFFFFFF,
                               orders=self._orders, call_timeout=self.call_timeout)
         started, t0 = time.time(), time.monotonic()
         try:
-            # a set of one job, run in this thread
-            landed, = seats.run([SeatJob("reference", partial(self._one, race, pinned,
-                                                               "reference", 0, job))],
-                                deadline=race.deadline, cancel=race.cancel)
-            reference = self._run_of(race, landed, pinned, "reference", 0)
+            references = self._references(race, pinned, job)
+            failed = next((r for r in references if not r.succeeded), None)
             rows: list[dict] = []
-            if reference.succeeded:
-                rows = self._race(race, reference, candidates, judges, view)
-            report = self._report_of(race, grade, pinned, candidates, reference, rows,
+            if failed is None:
+                rows = self._race(race, references, candidates, judges, view)
+            report = self._report_of(race, grade, pinned, candidates, references, rows,
                                      started, time.monotonic() - t0, warnings)
         finally:
             race.log.close()
             seats.close()
         self._publish(report, folder)
-        if not reference.succeeded:
-            raise reference.exception
-        return reference.output
+        if failed is not None:
+            raise failed.exception
+        return [r.output for r in references] if self._listed else references[0].output
+
+    def _references(self, race: _Race, pinned: Model, job) -> list["_Run"]:
+        """The reference run of every input: a set of one runs in this thread."""
+        units = [SeatJob(race.label("reference", pinned.alias, i, 0),
+                         partial(self._one, race, pinned, "reference", 0, i,
+                                 job if i == 1 else None))
+                 for i in range(1, len(self._inputs) + 1)]
+        landed = race.seats.run(units, deadline=race.deadline, cancel=race.cancel,
+                                parallel=self.parallel if len(units) > 1 else None)
+        return [self._run_of(race, one, pinned, "reference", 0, i)
+                for i, one in enumerate(landed, 1)]
 
     def _model(self, view: RosterView, alias: str | None, what: str, fix: str) -> Model:
         if alias is None:
@@ -471,13 +514,14 @@ class Benchmark:
             raise NotFound(f"{what} is '{alias}', which is not on the roster; {fix}")
         return model
 
-    def _one(self, race: _Race, model: Model, role: str, run: int, job=None) -> _Run:
-        seat = Seat(race, model, role, run)
+    def _one(self, race: _Race, model: Model, role: str, run: int, input_: int,
+             job=None) -> _Run:
+        seat = Seat(race, model, role, run, input_)
         out = _Run(seat)
         try:
             if job is None:
                 job = self.factory()
-            out.output = job.run(self._input, seat)
+            out.output = job.run(self._inputs[input_ - 1], seat)
             seat.transcript.output = as_text(out.output)
         except Exception as exc:   # the job's own failure: a row for a candidate, raised for
             out.exception = exc    # the reference once the report is written
@@ -486,25 +530,29 @@ class Benchmark:
         out.row = self._row(out, model, run)
         return out
 
-    def _race(self, race: _Race, reference: _Run, candidates: list[Model], judges: list[Model],
-              view: RosterView) -> list[dict]:
-        """Every candidate run as a job of one set (``parallel`` at once), each judged, as it
-        lands, by a job of a second set (``JUDGES`` at once)."""
-        plan = [(m, n) for n in range(1, self.runs + 1) for m in candidates]
+    def _race(self, race: _Race, references: list[_Run], candidates: list[Model],
+              judges: list[Model], view: RosterView) -> list[dict]:
+        """Every candidate run (each input, ``runs`` times) as a job of one set (``parallel``
+        at once), each judged, as it lands, against its input's reference by a job of a second
+        set (``JUDGES`` at once)."""
+        plan = [(m, i, n) for i in range(1, len(self._inputs) + 1)
+                for n in range(1, self.runs + 1) for m in candidates]
         with self._progress_lock:
             self._progress["runs"] = len(plan)
-        task = as_text(self._input)
-        # every name the deployment knows a model by, on the roster or in the catalog
+        tasks = [as_text(x) for x in self._inputs]
+        # every name the deployment knows a model by, on the roster or in the catalog; what an
+        # input's job sent (its task, the rubric) is never masked in the runs of that input
         names = blind.Names.of([*view.models.values(), *candidates, *judges],
                                view.endpoints.values(), self._served_ids())
-        masker = blind.Masker(names, [task, self._rubric or "",
-                                      *reference.seat.transcript.sent()])
-        seen = blind.seen(reference.seat.transcript.render, masker)
+        maskers = [blind.Masker(names, [task, self._rubric or "", *ref.seat.transcript.sent()])
+                   for task, ref in zip(tasks, references)]
+        seen = [blind.seen(ref.seat.transcript.render, masker)
+                for ref, masker in zip(references, maskers)]
         rows: list[dict] = []
-        of = {f"candidate.{m.alias}.run{n}": (m, n) for m, n in plan}
+        of = {race.label("candidate", m.alias, i, n): (m, i, n) for m, i, n in plan}
         runs = race.seats.start(
-            [SeatJob(label, partial(self._one, race, m, "candidate", n))
-             for label, (m, n) in of.items()],
+            [SeatJob(label, partial(self._one, race, m, "candidate", n, i))
+             for label, (m, i, n) in of.items()],
             deadline=race.deadline, cancel=race.cancel, parallel=self.parallel)
         judging = race.seats.start([], deadline=race.deadline, cancel=race.cancel,
                                    parallel=JUDGES)
@@ -512,15 +560,16 @@ class Benchmark:
         # a run still going at the deadline (or the cancel) is the job's own code stuck (its
         # model calls end by then): it is given up as a row that says so, not waited for
         for landed in runs:
-            model, n = of[landed.label]
-            run = self._run_of(race, landed, model, "candidate", n)
+            model, i, n = of[landed.label]
+            run = self._run_of(race, landed, model, "candidate", n, i)
             rows.append(run.row)
             self._count("done")
             if run.succeeded:
                 label = f"judge.{run.row['label']}"
                 judged_rows[label] = run.row
-                judging.add(SeatJob(label, partial(self._judge, race, reference, seen, run,
-                                                   masker, task)))
+                judging.add(SeatJob(label, partial(self._judge, race, references[i - 1],
+                                                   seen[i - 1], run, maskers[i - 1],
+                                                   tasks[i - 1])))
         for landed in judging:
             if landed.exception is not None:   # a fault of the race's own code
                 raise landed.exception
@@ -530,10 +579,11 @@ class Benchmark:
             self._count("judged")
             if self._on_judged is not None:
                 self._on_judged(judged_rows[landed.label]["model"])
-        order = {(m.alias, n): i for i, (m, n) in enumerate(plan)}
-        return sorted(rows, key=lambda r: order[(r["model"], r["run"])])
+        order = {(m.alias, i, n): k for k, (m, i, n) in enumerate(plan)}
+        return sorted(rows, key=lambda r: order[(r["model"], r["input"], r["run"])])
 
-    def _run_of(self, race: _Race, landed: JobResult, model: Model, role: str, n: int) -> _Run:
+    def _run_of(self, race: _Race, landed: JobResult, model: Model, role: str, n: int,
+                input_: int) -> _Run:
         """The run a job of the core's ended with; a job given up or never begun is a failed
         row that says why."""
         if landed.status == "ok":
@@ -545,7 +595,7 @@ class Benchmark:
         else:
             exception = TimeoutError(f"the run {_ended_how(landed, self.timeout)}; its job is "
                                      "still working (a tool that never returns?)")
-        run = _Run(Seat(race, model, role, n), exception=exception)
+        run = _Run(Seat(race, model, role, n, input_), exception=exception)
         run.wall = time.monotonic() - (race.deadline - self.timeout) if landed.begun else 0.0
         run.row = self._row(run, model, n)
         return run
@@ -573,8 +623,9 @@ class Benchmark:
             except Exception as exc:   # a scorer's bug is the row's note, not the race's end
                 row["score_error"] = f"{type(exc).__name__}: {exc}"
         row.update(race.jury.judge(
-            race.ask, label=row["label"], run=run.seat.run, task=task, rubric=self._rubric,
-            reference=seen, candidate=blind.seen(run.seat.transcript.render, masker),
+            race.ask, label=row["label"], run=run.seat.run, input_=run.seat.input, task=task,
+            rubric=self._rubric, reference=seen, candidate=blind.seen(run.seat.transcript.render,
+                                                                      masker),
             diff=diff, difference=masker(tooldiff.describe(diff))))
         if row.get("voided"):
             row["reason"] = row["voided"]
@@ -589,8 +640,8 @@ class Benchmark:
         tokens_out = sum((r.tokens or {}).get("completion") or 0 for r in seat.results)
         error = None if run.succeeded else f"{type(run.exception).__name__}: {run.exception}"
         return {
-            "model": model.alias, "run": n, "role": seat.role,
-            "label": f"{seat.role}.{model.alias}.run{n}", "succeeded": run.succeeded,
+            "model": model.alias, "input": seat.input, "run": n, "role": seat.role,
+            "label": seat.label, "succeeded": run.succeeded,
             "error": error, "model_calls": len(seat.results),
             "tool_calls": len(seat.transcript.tool_calls()),
             "tokens_in": tokens_in, "tokens_out": tokens_out,
@@ -605,25 +656,30 @@ class Benchmark:
         }
 
     def _report_of(self, race: _Race, grade: str, pinned: Model, candidates: list[Model],
-                   reference: _Run, rows: list[dict], started: float, seconds: float,
+                   references: list[_Run], rows: list[dict], started: float, seconds: float,
                    warnings: list[str]) -> BenchmarkReport:
         models = [summarise(m.alias, [r for r in rows if r["model"] == m.alias], m.currency)
                   for m in candidates] if rows else []
-        if not reference.succeeded:
-            decided = {"model": None, "reference_interval": None,
-                       "why": f"the reference run failed ({reference.row['error']}): there is "
-                              "nothing to judge against"}
+        failed = next((r for r in references if not r.succeeded), None)
+        if failed is not None:
+            where = f" on input {failed.seat.input}" if len(references) > 1 else ""
+            decided = {"model": None, "state": "reference_failed",
+                       "why": f"the reference run failed{where} ({failed.row['error']}): there "
+                              "is nothing to judge against"}
         else:
-            decided = verdict(models, pinned.alias)
+            decided = verdict.decide(rows, models, pinned.alias, scored=self._scorer is not None,
+                                     margin=self._margin)
         return BenchmarkReport(
             race=race.id, grade=grade, pinned=pinned.alias, ceiling=race.jury.judges[0].alias,
             judges=[m.alias for m in race.jury.judges],
             judging=judging_of(rows, race.jury.public()), warnings=warnings,
             runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),
-            task=as_text(self._input), rubric=self._rubric,
-            candidates=[m.alias for m in candidates], reference=reference.row, rows=rows,
-            models=models, verdict=decided, costs=race.costs.public(),
-            judge_failures=sum(1 for r in rows if r.get("judge_error")),
+            task=as_text(self._inputs[0]), inputs=[as_text(x) for x in self._inputs],
+            rubric=self._rubric, candidates=[m.alias for m in candidates],
+            reference=(failed or references[0]).row, references=[r.row for r in references],
+            rows=rows, models=models, verdict=decided, costs=race.costs.public(),
+            judge_failures=sum(1 for r in rows if r["succeeded"] and r["accuracy"] is None
+                               and not r.get("voided")),
             voided=sum(1 for r in rows if r.get("voided")),
             calls_log=str(race.log.path))
 

@@ -1,9 +1,10 @@
 """The plain chat job a race can run without code: a system text and a prompt sent to one seat.
 
-``panelist race`` and ``POST /bench/race`` describe a race as a ``ChatSpec`` (grade, prompt,
-system, rubric, runs, candidates, judges, orders); ``benchmark`` checks it against the roster
-and the grades and returns a ``Benchmark`` ready to ``run()`` a ``ChatJob`` per run. The command
-line may also give the job tools, read from a Python file (``load_tools``).
+``panelist race`` and ``POST /bench/race`` describe a race as a ``ChatSpec`` (grade, one prompt
+or a list of inputs, system, rubric, runs, candidates, judges, orders, margin); ``benchmark``
+checks it against the roster and the grades and returns a ``Benchmark`` ready to ``run()`` a
+``ChatJob`` per run. The command line may also give the job tools, read from a Python file
+(``load_tools``), and its inputs from a JSONL file, one input a line (``load_inputs``).
 
 The tools file convention: a Python file that ends with a ``TOOLS`` list, each item either a
 function marked with ``@tool(schema)`` or a ``(function, schema)`` pair, where ``schema`` is the
@@ -22,8 +23,8 @@ JSON schema of the function's keyword arguments (or ``{"name", "description", "p
 Invariants: a spec is checked whole before anything runs, and every refusal names the field
 (``param``) and says what to send instead; a race is refused before it starts when its grade is
 on no model, has no pinned model (the reference), or there is no judge (the ceiling model, or
-the judges named), and when the judges named share a family with each other, a candidate or
-the reference.
+the judges named), when the judges named share a family with each other, a candidate or the
+reference, or when it would plan more than ``MAX_PLANNED`` runs (candidates × inputs × runs).
 """
 
 from __future__ import annotations
@@ -37,17 +38,21 @@ from typing import Callable
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.race import jury
+from panelist.metrics.race import jury, verdict
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools
 from panelist.metrics.roster.roster import Roster, RosterView
+from panelist.metrics.store import jsonwire
 
-MAX_RUNS = 20            # runs per candidate a request may ask for
+MAX_RUNS = 100           # runs per candidate and input a request may ask for
 MAX_CANDIDATES = 50
-MAX_PROMPT = 1_000_000   # characters; the gateway's body cap bounds it first over HTTP
+MAX_INPUTS = 1_000
+MAX_PLANNED = 10_000     # candidate runs one race may plan: candidates × inputs × runs
+MAX_PROMPT = 1_000_000   # characters of one input; the gateway's body cap bounds it first
 MAX_SYSTEM = 200_000
 MAX_RUBRIC = 20_000
 MAX_JUDGES = 9
-FIELDS = ("grade", "prompt", "system", "rubric", "runs", "candidates", "judges", "orders")
+FIELDS = ("grade", "prompt", "inputs", "system", "rubric", "runs", "candidates", "judges",
+          "orders", "margin")
 
 Done = Callable[[str, str, bool], None]   # (alias, role, succeeded) as each run of the job ends
 Judged = Callable[[str], None]            # (alias) as each candidate run's judging ends
@@ -63,6 +68,13 @@ class ChatSpec:
     candidates: tuple[str, ...] | None = None   # None: every callable model of the grade
     judges: tuple[str, ...] | None = None       # None: the ceiling model
     orders: str = "both"
+    inputs: tuple[str, ...] = ()                # several inputs; () races ``prompt`` alone
+    margin: float = verdict.MARGIN
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Every input the job runs on (``prompt`` alone, or each of ``inputs``)."""
+        return self.inputs or (self.prompt,)
 
     @classmethod
     def parse(cls, body) -> "ChatSpec":
@@ -82,9 +94,11 @@ class ChatSpec:
         if not isinstance(grade, str) or not grade.strip():
             raise BadRequest("'grade' is required: the grade of model the job needs, e.g. "
                              "general (`panelist grade list` shows them)", param="grade")
-        prompt = body.get("prompt")
+        inputs = _inputs(body)
+        prompt = inputs[0] if inputs else body.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
-            raise BadRequest("'prompt' is required: the text the job sends the model",
+            raise BadRequest("'prompt' is required: the text the job sends the model (or "
+                             "'inputs', a list of such texts, one job input each)",
                              param="prompt")
         if len(prompt) > MAX_PROMPT:
             raise BadRequest(f"'prompt' is {len(prompt)} characters, over {MAX_PROMPT}; race a "
@@ -94,7 +108,12 @@ class ChatSpec:
         runs = body.get("runs", 1)
         if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
             raise BadRequest(f"'runs' must be a whole number from 1 to {MAX_RUNS}: how many "
-                             "times each candidate runs the job", param="runs")
+                             "times each candidate runs the job on each input", param="runs")
+        try:
+            margin = verdict.check_margin(verdict.MARGIN if body.get("margin") is None
+                                          else body["margin"])
+        except ValueError as exc:
+            raise BadRequest(f"'margin': {exc}", param="margin") from None
         candidates = body.get("candidates")
         if candidates is not None:
             if not isinstance(candidates, list) or not candidates or \
@@ -119,7 +138,62 @@ class ChatSpec:
             raise BadRequest(f"'orders' must be one of {', '.join(jury.ORDERS)}: both judges "
                              "each run with the reference first and with it second, random "
                              "once in an order drawn per run", param="orders")
-        return cls(grade.strip(), prompt, system, rubric, runs, candidates, judges, orders)
+        return cls(grade.strip(), prompt, system, rubric, runs, candidates, judges, orders, inputs,
+                   margin)
+
+
+def _inputs(body: dict) -> tuple[str, ...]:
+    """The body's ``inputs``, checked (``()`` when it sends one ``prompt`` instead)."""
+    inputs = body.get("inputs")
+    if inputs is None:
+        return ()
+    if "prompt" in body:
+        raise BadRequest("send 'prompt' (one input) or 'inputs' (a list of them), not both",
+                         param="inputs")
+    if not isinstance(inputs, list) or not inputs:
+        raise BadRequest("'inputs' must be a non-empty list of texts, one job input each (or "
+                         "send a single 'prompt')", param="inputs")
+    if len(inputs) > MAX_INPUTS:
+        raise BadRequest(f"'inputs' holds {len(inputs)} inputs, over {MAX_INPUTS}; race a "
+                         "sample of them", param="inputs")
+    for i, text in enumerate(inputs):
+        if not isinstance(text, str) or not text.strip():
+            raise BadRequest(f"inputs[{i}] must be non-empty text: what the job sends the "
+                             "model", param="inputs")
+        if len(text) > MAX_PROMPT:
+            raise BadRequest(f"inputs[{i}] is {len(text)} characters, over {MAX_PROMPT}; race "
+                             "a shorter input", param="inputs")
+    return tuple(inputs)
+
+
+def load_inputs(path: str | Path) -> list[str]:
+    """A JSONL file's inputs: each line a JSON string (the text the job sends the model) or an
+    object ``{"prompt": "..."}``; blank lines are skipped. A bad line is refused by number."""
+    path = Path(path).expanduser()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}",
+                         param="inputs") from None
+    form = 'each line is a JSON string, the job\'s input, or {"prompt": "..."}'
+    inputs = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            value = jsonwire.loads(line, strict=True)
+        except ValueError as exc:
+            raise BadRequest(f"{path} line {n} is not JSON ({exc}); {form}",
+                             param="inputs") from None
+        if isinstance(value, dict) and set(value) == {"prompt"}:
+            value = value["prompt"]
+        if not isinstance(value, str) or not value.strip():
+            raise BadRequest(f"{path} line {n} is not an input: {form}, not empty",
+                             param="inputs")
+        inputs.append(jsonwire.clean(value))
+    if not inputs:
+        raise BadRequest(f"{path} holds no input; {form}", param="inputs")
+    return inputs
 
 
 def _text(body: dict, key: str, most: int) -> str | None:
@@ -220,6 +294,11 @@ def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
     if spec.judges is not None:   # refused here, before the race is named
         jury.check([view.models[a] for a in judges],
                    [view.models[a] for a in (pinned, *candidates)], chosen=True)
+    planned = len(candidates) * len(spec.texts) * spec.runs
+    if planned > MAX_PLANNED:
+        raise BadRequest(f"{len(candidates)} candidates × {len(spec.texts)} input(s) × "
+                         f"{spec.runs} runs is {planned} runs, over the {MAX_PLANNED} one race "
+                         "may plan; race fewer candidates, inputs or runs", param="runs")
     return Plan(pinned, judges[0], candidates, judges)
 
 
@@ -233,7 +312,11 @@ def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, to
     chosen = plan(spec, roster.view(), grades)
     bench = Benchmark(lambda: ChatJob(spec, tools, done), runs=spec.runs, home=home,
                       grades=grades, **kw)
-    bench.set_input(spec.prompt)
+    if spec.inputs:
+        bench.set_inputs(list(spec.inputs))
+    else:
+        bench.set_input(spec.prompt)
+    bench.set_margin(spec.margin)
     bench.set_candidates(chosen.candidates)
     bench.set_orders(spec.orders).on_judged(judged)
     if spec.judges is not None:

@@ -126,11 +126,13 @@ class Jury:
         return True
 
     def judge(self, ask: Ask, *, label: str, run: int, task: str, rubric: str | None,
-              reference: Seen, candidate: Seen, diff: dict, difference: str) -> dict:
+              reference: Seen, candidate: Seen, diff: dict, difference: str,
+              input_: int = 1) -> dict:
         """The row's judging fields for the run ``label``: ``judgements`` (one per judge and
         order, with its prompts), the pooled ``accuracy``, ``shown_work``, ``total``, and
         ``voided`` or ``judge_error`` when there is no score. ``difference``: ``diff`` as the
-        judge reads it (described and masked); ``diff`` caps each judgement."""
+        judge reads it (described and masked); ``diff`` caps each judgement; ``input_``: which
+        input the run is of (from 1)."""
         void = [f"the reference run names itself: “{x}”" for x in reference.names_itself] + \
             [f"the candidate run names itself: “{x}”" for x in candidate.names_itself]
         blind = {"masked": {"reference": reference.masked, "candidate": candidate.masked}}
@@ -158,7 +160,7 @@ class Jury:
                           f"{len(s['prompts']) + 1}",
                     role="judge", model=s["judge"], messages=s["messages"],
                     params=self._params(s["judge"]), timeout=self.call_timeout, retries=1,
-                    meta={"race": self.race, "run": run, "judged": label,
+                    meta={"race": self.race, "run": run, "input": input_, "judged": label,
                           "order": s["order"], "ask": s["asks"] + 1,
                           "prompt": f"judge/{name}"}))
             for s, call, result in zip(pending, calls, ask(calls)):

@@ -54,9 +54,13 @@ class Tracker:
     """Per-model progress of one race: runs ended (the job says so as each ends) and runs
     judged (the race says so as each run's judging ends: judged, void or failed)."""
 
-    def __init__(self, runs: int):
+    def __init__(self, runs: int, references: int = 1):
+        """``runs``: each model's runs (runs per input × inputs); ``references``: one per
+        input, and the reference is ``done`` once every one has ended, ``failed`` once one
+        failed."""
         self.runs = runs
         self.reference = "running"
+        self._references, self._ended = references, 0
         self.models: dict[str, dict] = {}
         self._lock = threading.Lock()
 
@@ -68,7 +72,11 @@ class Tracker:
     def done(self, alias: str, role: str, succeeded: bool) -> None:
         with self._lock:
             if role == "reference":
-                self.reference = "done" if succeeded else "failed"
+                self._ended += 1
+                if not succeeded:
+                    self.reference = "failed"
+                elif self.reference != "failed" and self._ended >= self._references:
+                    self.reference = "done"
                 return
             counts = self.models.setdefault(alias, _counts(self.runs))
             counts["done"] += 1
@@ -149,7 +157,7 @@ class Races:
                     code="too_many_races", headers={"Retry-After": "30"})
             self._starting += 1
         try:
-            tracker = Tracker(spec.runs)
+            tracker = Tracker(spec.runs * len(spec.texts), len(spec.texts))
             bench, plan = chatjob.benchmark(spec, self.home, grades=self.grades,
                                             upstream=self.upstream, admission=self.admission,
                                             done=tracker.done, judged=tracker.judged,
@@ -284,7 +292,8 @@ class Races:
                 "runs": spec.runs,
                 "candidates": list(plan.candidates), "started": utc_iso(entry.started),
                 "seconds": round(time.monotonic() - entry.t0, 3),
-                "progress": {"runs": len(plan.candidates) * spec.runs, "done": counts["done"],
+                "progress": {"runs": len(plan.candidates) * spec.runs * len(spec.texts),
+                             "done": counts["done"],
                              "judged": counts["judged"], **seen},
                 "verdict": None, "judge_failures": None, "error": entry.error}
 
@@ -338,7 +347,8 @@ def summary_of(report: dict) -> dict:
             "candidates": list(report.get("candidates") or ()),
             "started": report.get("started"), "seconds": report.get("seconds"),
             "progress": progress_of(report),
-            "verdict": {"model": verdict.get("model"), "why": verdict.get("why")},
+            "verdict": {"model": verdict.get("model"), "state": verdict.get("state"),
+                        "why": verdict.get("why")},
             "judge_failures": report.get("judge_failures"),
             "error": f"the reference run failed: {reference.get('error')}" if failed else None}
 

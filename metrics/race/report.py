@@ -1,17 +1,20 @@
-"""A race's report: a row per run, means per model, intervals, the verdict, and its table.
+"""A race's report: its inputs, a row per run, means per model, the verdict, and its table.
 
 Invariants:
 
-* A model's judge total is the mean over its judged runs; the 95% interval on it (Student's t on
-  the runs' totals, clipped to 0..10) is given only when at least two of its runs were judged.
-* The reference's interval is the pinned model's interval from its own raced runs (a single
-  judged run gives a point). A model is within it when its mean total is at or above the
-  interval's low end: scoring higher than the pinned model is never held against a model.
-* The verdict picks, among the models whose every run succeeded, that have at least one judged
-  run and are within the reference's interval, the one with the lowest mean cost per run. Costs
-  are compared only within one currency and an unknown cost is never taken as cheap; when the
-  qualifying models price in several currencies the verdict names the cheapest in each and picks
-  none.
+* A model's accuracy, shown work and total are means over its judged runs only, and the runs
+  that were not are counted beside them: ``judge_failures`` (the judge failed, or the race
+  ended first), ``voided`` (a run named a model, so it was not judged, to stay blind) and
+  ``score_errors`` (the scorer failed): a run is never dropped from a mean in silence.
+  ``accuracy_interval`` is the 95% interval on mean accuracy (Student's t, clipped to 0..7),
+  given only when at least two of the model's runs were judged.
+* The verdict is ``metrics.race.verdict``'s: a paired non-inferiority test on accuracy (and the
+  scorer's score) that fails closed; a voided run, like a judge failure, is no evidence either
+  way and keeps its candidate open. The table shows what it tested, its margin, each
+  candidate's p-values and what more evidence would settle an open one.
+* ``inputs`` holds every input's text and ``references`` one reference row per input; ``task``
+  is the first input's text and ``reference`` the first reference that failed, else the first
+  (what a reader of a race of one input knows).
 * ``judging`` says how the runs were judged (the judges, the orders, temperature and seed, the
   parameters an endpoint refused) and how far the judgements agree: ``position`` (the same
   judge's totals for one run with the reference shown first and with the candidate first) and
@@ -25,30 +28,24 @@ Invariants:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from panelist.metrics.race.judge import MAX_ACCURACY
+from panelist.metrics.race.verdict import points
+from panelist.metrics.stats import t_interval
 from panelist.metrics.store import atomic, jsonwire
-from panelist.metrics.stats import Z95
 
-TOTAL_MAX = 10
-# Student's t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+VERSION = 2   # 2: inputs and references, the verdict's test, judge failures per model
 
 
-def interval(values: list[float]) -> tuple[float, float] | None:
-    """The 95% interval on the mean of ``values``, or None with fewer than two."""
-    n = len(values)
-    if n < 2:
+def interval(values: list[float], top: float = MAX_ACCURACY) -> tuple[float, float] | None:
+    """The 95% interval on the mean of ``values``, clipped to 0..``top``; None with fewer
+    than two."""
+    found = t_interval(values)
+    if found is None:
         return None
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    t = _T975[n - 2] if n - 1 <= len(_T975) else Z95
-    half = t * sd / math.sqrt(n)
-    return round(max(0.0, mean - half), 3), round(min(float(TOTAL_MAX), mean + half), 3)
+    return round(max(0.0, found[0]), 3), round(min(float(top), found[1]), 3)
 
 
 def _mean(values) -> float | None:
@@ -57,58 +54,26 @@ def _mean(values) -> float | None:
 
 
 def summarise(alias: str, rows: list[dict], currency: str) -> dict:
-    """One model's line: its runs' means (failed runs count in ``runs``, not in the means)."""
+    """One model's line: its runs' means (failed runs count in ``runs``, not in the means; runs
+    not judged count in ``judge_failures`` or, named a model, ``voided``, never in the judge's
+    means)."""
     ok = [r for r in rows if r["succeeded"]]
-    totals = [r["total"] for r in rows if r["total"] is not None]
+    judged = [r for r in ok if r.get("accuracy") is not None]
+    voided = sum(bool(r.get("voided")) for r in ok)
     costs = [r["cost"] for r in ok]
     return {
-        "model": alias, "runs": len(rows), "succeeded": len(ok), "judged": len(totals),
+        "model": alias, "runs": len(rows), "succeeded": len(ok), "judged": len(judged),
+        "judge_failures": len(ok) - len(judged) - voided, "voided": voided,
+        "score_errors": sum(bool(r.get("score_error")) for r in ok),
         "wall": _mean(r["wall"] for r in ok), "first_answer": _mean(r["first_answer"] for r in ok),
         "tokens_in": _mean(r["tokens_in"] for r in ok),
         "tokens_out": _mean(r["tokens_out"] for r in ok),
         "cost": None if not ok or None in costs else _mean(costs), "currency": currency,
-        "score": _mean(r["score"] for r in ok), "accuracy": _mean(r["accuracy"] for r in rows),
-        "shown_work": _mean(r["shown_work"] for r in rows), "total": _mean(totals),
-        "interval": interval(totals),
+        "score": _mean(r["score"] for r in ok), "accuracy": _mean(r["accuracy"] for r in judged),
+        "shown_work": _mean(r["shown_work"] for r in judged),
+        "total": _mean(r["total"] for r in judged),
+        "accuracy_interval": interval([r["accuracy"] for r in judged]),
     }
-
-
-def verdict(models: list[dict], pinned: str) -> dict:
-    mine = next((m for m in models if m["model"] == pinned), None)
-    if mine is None or mine["total"] is None:
-        return {"model": None, "reference_interval": None,
-                "why": f"the pinned model {pinned} has no judged run in this race, so there is "
-                       "no interval to compare with; race it too (it is raced by default when "
-                       "it is of the grade)"}
-    ref = mine["interval"] or (mine["total"], mine["total"])
-    fit = [m for m in models if m["succeeded"] == m["runs"] and m["total"] is not None
-           and m["total"] >= ref[0]]
-    priced = [m for m in fit if m["cost"] is not None]
-    out = {"model": None, "reference_interval": list(ref),
-           "within": [m["model"] for m in fit]}
-    if not priced:
-        out["why"] = ("no model within the reference's interval has a known cost; add prices "
-                      "to the roster (price_in, price_out)" if fit else
-                      "no model whose runs all succeeded scored within the reference's interval")
-        return out
-    cheapest: dict[str, dict] = {}
-    for m in priced:
-        best = cheapest.get(m["currency"])
-        if best is None or m["cost"] < best["cost"]:
-            cheapest[m["currency"]] = m
-    if len(cheapest) > 1:
-        out["cheapest_by_currency"] = {c: m["model"] for c, m in sorted(cheapest.items())}
-        out["why"] = ("the models within the reference's interval are priced in different "
-                      "currencies, which are never compared: " +
-                      ", ".join(f"{m['model']} is cheapest in {c}"
-                                for c, m in sorted(cheapest.items())))
-        return out
-    (currency, best), = cheapest.items()
-    out["model"] = best["model"]
-    out["why"] = (f"{best['model']} is the cheapest model ({best['cost']:.6f} {currency} a run) "
-                  f"whose judge total ({best['total']:.2f}) is within the reference's interval "
-                  f"({ref[0]:.2f}–{ref[1]:.2f}) and whose runs all succeeded")
-    return out
 
 
 def judging_of(rows: list[dict], jury: dict) -> dict:
@@ -157,12 +122,15 @@ class BenchmarkReport:
     judging: dict = field(default_factory=dict)
     voided: int = 0
     warnings: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    references: list[dict] = field(default_factory=list)
 
     def public(self) -> dict:
-        return {"v": 1, "race": self.race, "grade": self.grade, "pinned": self.pinned,
+        return {"v": VERSION, "race": self.race, "grade": self.grade, "pinned": self.pinned,
                 "ceiling": self.ceiling, "runs": self.runs, "started": self.started,
-                "seconds": self.seconds, "task": self.task, "rubric": self.rubric,
-                "candidates": self.candidates, "reference": self.reference, "rows": self.rows,
+                "seconds": self.seconds, "task": self.task, "inputs": self.inputs,
+                "rubric": self.rubric, "candidates": self.candidates,
+                "reference": self.reference, "references": self.references, "rows": self.rows,
                 "models": self.models, "verdict": self.verdict, "costs": self.costs,
                 "judge_failures": self.judge_failures, "calls_log": self.calls_log,
                 "judges": self.judges, "judging": self.judging, "voided": self.voided,
@@ -174,39 +142,46 @@ class BenchmarkReport:
         atomic.write(path, jsonwire.dumps(self.public(), indent=1) + "\n", fsync=False)
 
     def table(self) -> str:
-        """The report as plain text: the reference, a row per run, a line per model, verdict."""
-        ref = self.reference
-        outcome = "succeeded" if ref.get("succeeded") else f"FAILED: {ref.get('error')}"
+        """The report as plain text: the references, a row per run, a line per model, how the
+        runs were judged, the verdict's test and the verdict."""
+        several = len(self.inputs) > 1
         judges = self.judges or [self.ceiling]
         lines = [f"race {self.race} · grade {self.grade} · reference {self.pinned} · "
                  f"{'judge' if len(judges) == 1 else 'judges'} {', '.join(judges)} · "
-                 f"{self.runs} run(s) per model · {self.seconds:.1f} s",
-                 *(f"WARNING: {w}" for w in self.warnings),
-                 f"reference: {outcome} · calls {ref.get('model_calls', 0)} · tools "
-                 f"{ref.get('tool_calls', 0)} · wall {_num(ref.get('wall'))} s · cost "
-                 f"{_cost(ref.get('cost'), ref.get('currency'))}"]
-        head = ("model", "run", "ok", "calls", "tools", "in", "out", "first s", "wall s", "cost",
-                "score", "acc", "work", "total", "reason")
-        body = [(r["model"], str(r["run"]), "yes" if r["succeeded"] else "no",
+                 f"{self.runs} run(s) per model"
+                 + (f" · {len(self.inputs)} input(s)" if several else "")
+                 + f" · {self.seconds:.1f} s",
+                 *(f"WARNING: {w}" for w in self.warnings)]
+        for ref in self.references or [self.reference]:
+            outcome = "succeeded" if ref.get("succeeded") else f"FAILED: {ref.get('error')}"
+            lines.append(("reference" + (f", input {ref.get('input')}" if several else ""))
+                         + f": {outcome} · calls {ref.get('model_calls', 0)} · tools "
+                         f"{ref.get('tool_calls', 0)} · wall {_num(ref.get('wall'))} s · cost "
+                         f"{_cost(ref.get('cost'), ref.get('currency'))}")
+        head = ("model", *(("input",) if several else ()), "run", "ok", "calls", "tools", "in",
+                "out", "first s", "wall s", "cost", "score", "acc", "work", "total", "reason")
+        body = [(r["model"], *((str(r.get("input")),) if several else ()), str(r["run"]),
+                 "yes" if r["succeeded"] else "no",
                  str(r["model_calls"]), str(r["tool_calls"]), _num(r["tokens_in"]),
                  _num(r["tokens_out"]), _num(r["first_answer"]), _num(r["wall"]),
                  _cost(r["cost"], r["currency"]), _num(r["score"]), _num(r["accuracy"]),
                  _num(r["shown_work"]), _num(r["total"]), _short(r["reason"]))
                 for r in self.rows]
         lines += _grid(head, body)
-        head = ("model", "runs", "ok", "judged", "wall s", "cost/run", "score", "acc", "work",
-                "total", "95% interval")
+        head = ("model", "runs", "ok", "judged", "judge failed", "void", "wall s", "cost/run",
+                "score", "acc", "95% acc interval", "work", "total")
         body = [(m["model"], str(m["runs"]), str(m["succeeded"]), str(m["judged"]),
-                 _num(m["wall"]), _cost(m["cost"], m["currency"]), _num(m["score"]),
-                 _num(m["accuracy"]), _num(m["shown_work"]), _num(m["total"]),
-                 _span(m["interval"]))
+                 str(m.get("judge_failures", 0)), str(m.get("voided", 0)), _num(m["wall"]),
+                 _cost(m["cost"], m["currency"]), _num(m["score"]), _num(m["accuracy"]),
+                 _span(m.get("accuracy_interval")), _num(m["shown_work"]), _num(m["total"]))
                 for m in self.models]
         lines += [""] + _grid(head, body)
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
+        lines += verdict_lines(self.verdict)
         spent = ", ".join(f"{v:.6f} {c}" for c, v in self.costs.get("by_currency", {}).items())
         unknown = self.costs.get("unknown_calls")
-        lines += ["", f"verdict: {self.verdict.get('model') or 'none'}: {self.verdict.get('why')}",
+        lines += [f"verdict: {self.verdict.get('model') or 'none'}: {self.verdict.get('why')}",
                   f"spent: {spent or 'nothing known'}"
                   + (f" (+{unknown} call(s) of unknown cost)" if unknown else "")
                   + (f" · judge failures: {self.judge_failures}" if self.judge_failures else "")]
@@ -232,6 +207,41 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
         lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
                      "reason)")
     return lines
+def verdict_lines(said: dict) -> list[str]:
+    """What the verdict tested, and a line per candidate and measure: its pairs, mean
+    difference, lower bound, p and Holm's p, and its result (with what more would settle it)."""
+    test, candidates = said.get("test"), said.get("candidates") or []
+    if not test or not candidates or said.get("state") == "cannot_discriminate":
+        return [""]
+    margin = test["margin"]
+    scales = {"accuracy": "accuracy (× 10/7)", "score": "code score (× 10)"}
+    tested = sum(c.get("p") is not None for c in candidates)
+    lines = ["", f"test: {test['method'].split(',')[0]} on "
+             + " and ".join(scales.get(m, m) for m in test["measures"])
+             + f", margin {points(margin)} of 10, alpha "
+             f"{test['alpha']:g}, Holm across {tested} candidate(s), a unit per {test['unit']}"]
+    head = ("model", "measure", "pairs", "mean diff", "lower", "p", "Holm p", "result")
+    body = []
+    for c in candidates:
+        result = c["result"].replace("_", " ")
+        if c.get("needed"):
+            result += f", needs about {c['needed']['more']} more {c['needed']['of'][:-1]}(s)"
+        elif c["result"] not in ("good_enough", "worse"):
+            result += f": {c['why']}"
+        measures = c.get("measures") or {"–": {}}
+        for name, t in measures.items():
+            body.append((c["model"], name, _num(t.get("n")), _signed(t.get("mean")),
+                         _signed(t.get("lower")), _p(t.get("p")), _p(c.get("p_holm")),
+                         result))
+    return lines + _grid(head, body) + [""]
+
+
+def _signed(v) -> str:
+    return "–" if v is None else f"{v:+.2f}"
+
+
+def _p(v) -> str:
+    return "–" if v is None else f"{v:.3g}"
 
 
 def _num(v) -> str:

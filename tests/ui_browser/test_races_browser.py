@@ -108,3 +108,53 @@ def test_a_race_that_ends_while_the_page_opens_is_listed_as_it_ended(demo, gated
     assert listed == ["running"], "the list was not read while the race ran"
     item = page.locator(f'.race-item[data-race="{race}"]')
     expect(item.get_by_test_id("race-status")).to_have_text(ended())
+
+
+class Ask:
+    grade = "general"
+
+    def run(self, question, seat):
+        return seat.chat([{"role": "user", "content": question}])
+
+
+def test_the_verdict_shows_what_it_tested_and_what_would_settle_it(dashboard, page, tmp_path):
+    """A race of two inputs on a judge that tells a useless answer apart: too little evidence
+    for the cheaper model that answers as the pinned one does, the useless one shown worse."""
+    from panelist.metrics.race.benchmark import Benchmark, GradeBook
+    from panelist.metrics.upstream.sim import SimUpstream
+    marks = {"accuracy": 7, "shown_work": 2, "reason": "as the reference"}
+    useless = {"accuracy": 1, "shown_work": 0, "reason": "it does not answer"}
+    with SimUpstream({"pin": {}, "cheap": {}, "bad": {"answer": "I cannot help."},
+                      "judge": {"json": marks, "json_rules": [{"contains": "I cannot help",
+                                                               "answer": useless}]}}) as sim:
+        home = open_home(tmp_path / "data")
+        roster = Roster(home)
+        roster.add_endpoint("sim", sim.url)
+        for alias, price in (("pin", 2.0), ("cheap", 0.5), ("bad", 0.1), ("judge", 5.0)):
+            roster.add_model(alias, "sim", family=alias, price_in=price, price_out=price,
+                             grade="strong" if alias == "judge" else "general")
+        bench = Benchmark(Ask, runs=2, home=home, admission=None, grades=GradeBook.plain(
+            {"general": "pin", "strong": "judge"}, "judge", roster))
+        bench.set_inputs(["Where is order 1?", "Where is order 2?"])
+        bench.set_candidates(["pin", "cheap", "bad"])
+        bench.run()
+    race = bench.report().race
+    page.goto(dashboard.url + f"/#/races?race={race}")
+
+    head = page.locator(".race-head")
+    expect(head).to_contain_text("Verdict: no model")
+    expect(head).to_contain_text("too little evidence to name a model")
+    more = bench.report().verdict["needed"]["more"]
+    expect(page.get_by_test_id("verdict-needed")).to_have_text(
+        f"To settle it: about {more} more input(s).")
+    tested = page.get_by_test_id("verdict-test")
+    expect(tested).to_contain_text("at most 1 point of 10 worse than the pinned model")
+    expect(tested).to_contain_text("a unit per input")
+    candidates = page.get_by_role("region", name="Candidates tested")
+    expect(candidates.locator('tr[data-id="cheap.accuracy"]')).to_contain_text("undecided")
+    expect(candidates.locator('tr[data-id="cheap.accuracy"]')).to_contain_text(
+        f"about {more} more input(s) would settle it")
+    expect(candidates.locator('tr[data-id="bad.accuracy"]')).to_contain_text("worse")
+    runs = page.get_by_role("region", name="Runs of this race")
+    expect(runs.locator("tbody tr")).to_have_count(2 + 3 * 2 * 2)
+    expect(runs.locator('tr[data-id="reference.pin.input2.run0"]')).to_contain_text("reference")

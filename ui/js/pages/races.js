@@ -1,7 +1,8 @@
-// Races: every race of this data folder, newest first, and one race in full: its verdict, a
-// line per model, cost against judge total as a chart, a row per run with its tool difference,
-// each run's transcript and its judgements, with the questions the judges were asked exactly as
-// sent (GET /api/races/<id>/judge/<file>, read on demand). A running race is polled (GET /api/races/<id> every 2 s) until it
+// Races: every race of this data folder, newest first, and one race in full: its verdict and
+// the test it rests on (a line per candidate: pairs, mean difference, p, Holm's p, what more
+// would settle it), a line per model, cost against accuracy as a chart, a row per run with its
+// tool difference, each run's transcript and its judgements, with the questions the judges were
+// asked exactly as sent (GET /api/races/<id>/judge/<file>, read on demand). A running race is polled (GET /api/races/<id> every 2 s) until it
 // ends; every read of the race also redraws its entry in the list, which was read before it (a
 // race may end in between). Everything a model, a tool or a caller wrote is shown as text,
 // never as markup.
@@ -17,7 +18,13 @@ import { button, emptyState, loading, notice, openDialog, pageHead } from "../ui
 export const title = "Races";
 const POLL_MS = 2000;
 const PAGE = 50;
+const ACCURACY_MAX = 7;
 const TOTAL_MAX = 10;
+const RESULT = {
+  good_enough: ["ok", "good enough"], worse: ["bad", "worse"], undecided: ["warn", "undecided"],
+  unjudged: ["warn", "not all judged"], unscored: ["warn", "not all scored"], failed: ["bad", "a run failed"],
+  untested: ["", "not tested"],
+};
 
 const STATUS = {
   running: ["accent", "running"], done: ["ok", "done"], failed: ["bad", "failed"],
@@ -145,7 +152,8 @@ function judgementsView(row, race, signal) {
 }
 
 function openTranscript(row, race) {
-  const who = row.role === "reference" ? `Reference · ${row.model}` : `${row.model} · run ${row.run}`;
+  const input = /\.input\d+\./.test(row.label || "") ? ` · input ${row.input}` : "";
+  const who = row.role === "reference" ? `Reference · ${row.model}${input}` : `${row.model}${input} · run ${row.run}`;
   openDialog({ title: `Transcript: ${who}`, sub: h("span", { class: "mono", text: row.label }), wide: true, label: "Close the transcript" },
     ({ onClose }) => {
       const lines = diffLines(row.tool_difference);
@@ -168,17 +176,27 @@ function openTranscript(row, race) {
 }
 
 // ------------------------------------------------------------------ the chart
-function fitsChart(m) {
-  return typeof m.cost === "number" && typeof m.total === "number";
+/** What the chart draws: mean accuracy (0–7) with the verdict's band, the pinned model's mean
+ *  accuracy down to the margin below it; a report written before the verdict's test draws the
+ *  judge total with the reference's interval. */
+function chartMeasure(report) {
+  if ((report.v || 1) >= 2) {
+    return { key: "accuracy", top: ACCURACY_MAX, label: "mean accuracy (0–7)", band: report.verdict ? report.verdict.band : null };
+  }
+  return { key: "total", top: TOTAL_MAX, label: "judge total (0–10)", band: report.verdict ? report.verdict.reference_interval : null };
 }
 
-/** Cost per run against judge total, a point per model, for one currency; the band is the
- *  reference's interval, which a model's total must reach to be in the verdict. */
-async function costScoreChart(container, models, currency, band) {
+function fitsChart(m, measure) {
+  return typeof m.cost === "number" && typeof m[measure.key] === "number";
+}
+
+/** Cost per run against the measure, a point per model, for one currency, with its band. */
+async function costScoreChart(container, models, currency, measure) {
   const uPlot = await loadUplot();
-  const shown = models.filter((m) => fitsChart(m) && m.currency === currency).sort((a, b) => a.cost - b.cost);
+  const band = measure.band;
+  const shown = models.filter((m) => fitsChart(m, measure) && m.currency === currency).sort((a, b) => a.cost - b.cost);
   const xs = shown.map((m) => m.cost);
-  const series = shown.map((m, i) => xs.map((_, j) => (i === j ? m.total : null)));
+  const series = shown.map((m, i) => xs.map((_, j) => (i === j ? m[measure.key] : null)));
   const muted = cssVar("--muted");
   const grid = cssVar("--chart-grid");
   const axis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "12px system-ui, sans-serif" };
@@ -188,10 +206,10 @@ async function costScoreChart(container, models, currency, band) {
     width: Math.max(320, container.clientWidth || 640),
     height: 280,
     cursor: { drag: { x: false, y: false } },
-    scales: { x: { time: false, range: () => [Math.min(...xs) > 0 ? 0 : -pad, hi + pad] }, y: { range: [0, TOTAL_MAX] } },
+    scales: { x: { time: false, range: () => [Math.min(...xs) > 0 ? 0 : -pad, hi + pad] }, y: { range: [0, measure.top] } },
     axes: [
       { ...axis, label: `cost per run (${currency})`, values: (u, splits) => splits.map((v) => (v < 0 ? "" : money(v, ""))) },
-      { ...axis, label: "judge total (0–10)", size: 50 },
+      { ...axis, label: measure.label, size: 50 },
     ],
     series: [{ label: "cost", value: (u, v) => (v == null ? "" : money(v, currency)) },
       ...shown.map((m, i) => {
@@ -205,7 +223,7 @@ async function costScoreChart(container, models, currency, band) {
     hooks: {
       drawClear: [(u) => {
         if (!Array.isArray(band)) return;
-        const top = u.valToPos(Math.min(TOTAL_MAX, band[1]), "y", true);
+        const top = u.valToPos(Math.min(measure.top, band[1]), "y", true);
         const bottom = u.valToPos(Math.max(0, band[0]), "y", true);
         const { ctx } = u;
         ctx.save();
@@ -227,7 +245,9 @@ async function costScoreChart(container, models, currency, band) {
 
 // ------------------------------------------------------------------ tables
 function runsTable(report) {
-  const rows = [{ ...report.reference, run: "ref" }, ...(report.rows || [])];
+  const references = report.references && report.references.length ? report.references : [report.reference];
+  const several = (report.inputs || []).length > 1;
+  const rows = [...references.map((r) => ({ ...r, run: "ref" })), ...(report.rows || [])];
   return dataTable({
     label: "Runs of this race",
     rows,
@@ -235,6 +255,7 @@ function runsTable(report) {
     filterHint: "Filter by model or reason",
     columns: [
       { key: "model", label: "Model", cell: (r) => h("span", null, h("strong", { class: "nowrap", text: r.model }), r.role === "reference" ? h("span", { class: "sub", text: "reference" }) : null) },
+      ...(several ? [{ key: "input", label: "Input", numeric: true, filter: false, value: (r) => r.input ?? 1, cell: (r) => String(r.input ?? 1) }] : []),
       { key: "run", label: "Run", numeric: true, filter: false, value: (r) => (r.role === "reference" ? 0 : r.run), cell: (r) => (r.role === "reference" ? "ref" : String(r.run)) },
       { key: "succeeded", label: "OK", filter: false, cell: (r) => (r.succeeded ? h("span", { class: "badge ok" }, "yes") : h("span", { class: "badge bad" }, "no")) },
       { key: "model_calls", label: "Calls", numeric: true, filter: false },
@@ -259,19 +280,71 @@ function modelsTable(report) {
     rows: report.models || [],
     rowId: (m) => m.model,
     short: true,
-    sort: { key: "total", dir: "desc" },
+    sort: { key: "accuracy", dir: "desc" },
     columns: [
       { key: "model", label: "Model", cell: (m) => h("span", null, h("strong", { class: "nowrap", text: m.model }), m.model === report.pinned ? h("span", { class: "sub", text: "pinned" }) : null) },
       { key: "runs", label: "Runs", numeric: true, filter: false, cell: (m) => `${m.succeeded} of ${m.runs} ok` },
+      { key: "judge_failures", label: "Judge failed", numeric: true, filter: false, value: (m) => m.judge_failures ?? 0, cell: (m) => (m.judge_failures ? h("span", { class: "badge warn" }, String(m.judge_failures)) : "0") },
+      { key: "voided", label: "Void", numeric: true, filter: false, value: (m) => m.voided ?? 0, cell: (m) => (m.voided ? h("span", { class: "badge warn", title: "runs that named a model, so were not judged" }, String(m.voided)) : "0") },
       { key: "wall", label: "Time", numeric: true, filter: false, cell: (m) => fmt.seconds(m.wall) },
       { key: "cost", label: "Cost per run", numeric: true, filter: false, cell: (m) => money(m.cost, m.currency) },
       { key: "score", label: "Code score", numeric: true, filter: false, cell: (m) => num(m.score) },
-      { key: "accuracy", label: "Accuracy", numeric: true, filter: false, cell: (m) => num(m.accuracy) },
-      { key: "shown_work", label: "Shown work", numeric: true, filter: false, cell: (m) => num(m.shown_work) },
-      { key: "total", label: "Total", numeric: true, filter: false, cell: (m) => h("strong", { text: num(m.total) }) },
-      { key: "interval", label: "95% interval", filter: false, sortable: false, cell: (m) => (Array.isArray(m.interval) ? `${num(m.interval[0])}–${num(m.interval[1])}` : fmt.DASH) },
+      { key: "accuracy", label: "Accuracy /7", numeric: true, filter: false, cell: (m) => h("strong", { text: num(m.accuracy) }) },
+      { key: "accuracy_interval", label: "95% interval", filter: false, sortable: false, cell: (m) => span(m.accuracy_interval ?? m.interval) },
+      { key: "shown_work", label: "Shown work /3", numeric: true, filter: false, cell: (m) => num(m.shown_work) },
+      { key: "total", label: "Total /10", numeric: true, filter: false, cell: (m) => num(m.total) },
     ],
   });
+}
+
+function span(pair) {
+  return Array.isArray(pair) ? `${num(pair[0])}–${num(pair[1])}` : fmt.DASH;
+}
+
+function signed(v) {
+  return typeof v === "number" && Number.isFinite(v) ? `${v >= 0 ? "+" : ""}${v.toFixed(2)}` : fmt.DASH;
+}
+
+function pValue(v) {
+  return typeof v === "number" && Number.isFinite(v) ? String(+v.toPrecision(3)) : fmt.DASH;
+}
+
+/** What the verdict tested and a line per candidate and measure. */
+function verdictTest(verdict) {
+  const test = verdict && verdict.test;
+  const candidates = (verdict && verdict.candidates) || [];
+  if (!test || !candidates.length) return null;
+  const measures = test.measures.map((m) => (m === "score" ? "code score (× 10)" : "accuracy (× 10/7)")).join(" and ");
+  const margin = `${test.margin} point${test.margin === 1 ? "" : "s"} of 10`;
+  const rows = candidates.flatMap((c) => {
+    const tests = Object.entries(c.measures || {});
+    return (tests.length ? tests : [["–", {}]]).map(([measure, t]) => ({ ...c, measure, t, id: `${c.model}.${measure}` }));
+  });
+  return h("section", { class: "section", "data-testid": "verdict-test" },
+    h("h2", { text: "The verdict's test" }),
+    h("p", { class: "muted" }, `A paired, one-sided non-inferiority t test on ${measures}: is each candidate at most ${margin} worse than the pinned model, `
+      + `over the same ${test.unit === "input" ? "inputs (a unit per input)" : "input (a run paired with the pinned model's run)"}? `
+      + `Alpha ${test.alpha}, Holm's correction across the candidates tested. Shown work is beside it, never tested.`),
+    dataTable({
+      label: "Candidates tested",
+      rows,
+      rowId: (r) => r.id,
+      short: true,
+      columns: [
+        { key: "model", label: "Model", cell: (r) => h("strong", { class: "nowrap", text: r.model }) },
+        { key: "measure", label: "Measure", filter: false },
+        { key: "n", label: "Pairs", numeric: true, filter: false, value: (r) => r.t.n ?? -1, cell: (r) => num(r.t.n, 0) },
+        { key: "mean", label: "Mean difference", numeric: true, filter: false, value: (r) => r.t.mean ?? -99, cell: (r) => signed(r.t.mean) },
+        { key: "lower", label: "Lower bound", numeric: true, filter: false, value: (r) => r.t.lower ?? -99, cell: (r) => signed(r.t.lower) },
+        { key: "p", label: "p", numeric: true, filter: false, value: (r) => r.t.p ?? 2, cell: (r) => pValue(r.t.p) },
+        { key: "p_holm", label: "Holm p", numeric: true, filter: false, value: (r) => r.p_holm ?? 2, cell: (r) => pValue(r.p_holm) },
+        { key: "result", label: "Result", cell: (r) => {
+          const [kind, word] = RESULT[r.result] || ["", r.result];
+          const more = r.needed ? ` · about ${r.needed.more} more ${r.needed.of.replace(/s$/, "")}(s) would settle it` : "";
+          return h("span", null, h("span", { class: ["badge", kind] }, word), h("span", { class: "sub", text: (r.needed ? more : r.why) || "" }));
+        } },
+      ],
+    }).el);
 }
 
 function progressCard(race) {
@@ -287,7 +360,7 @@ function progressCard(race) {
 
 // ------------------------------------------------------------------ one race
 function raceHead(race) {
-  const v = race.verdict;
+  const v = (race.report && race.report.verdict) || race.verdict;
   const facts = h("div", { class: "meta" },
     h("span", null, "Grade ", h("strong", { text: race.grade ?? fmt.DASH })),
     h("span", null, "Reference ", h("strong", { text: race.pinned ?? fmt.DASH })),
@@ -300,6 +373,7 @@ function raceHead(race) {
     facts,
     v ? notice(v.model ? "" : "warn", v.model ? `Verdict: ${v.model}` : "Verdict: no model", v.why || "") : null,
     ((race.report && race.report.warnings) || []).map((w) => notice("warn", "The judge may be biased", w)),
+    v && v.needed ? h("p", { class: "muted", "data-testid": "verdict-needed" }, `To settle it: about ${v.needed.more} more ${v.needed.of.replace(/s$/, "")}(s).`) : null,
     race.error ? notice("error", "What went wrong", race.error) : null);
 }
 
@@ -323,27 +397,32 @@ function showRace(slot, race, ctx, cleanups) {
   if (race.status === "running") parts.push(progressCard(race));
   const charts = [];
   if (report) {
-    parts.push(h("details", { class: "fold" }, h("summary", null, "The task and the rubric"),
+    const inputs = report.inputs && report.inputs.length ? report.inputs : [report.task || ""];
+    parts.push(h("details", { class: "fold" }, h("summary", null, inputs.length > 1 ? `The ${inputs.length} inputs and the rubric` : "The task and the rubric"),
       h("div", { class: "fold-body stack" },
-        h("pre", { class: "textblock", "data-testid": "race-task", text: report.task || "" }),
+        ...inputs.map((text, i) => h("pre", { class: "textblock", "data-testid": "race-task", "aria-label": inputs.length > 1 ? `Input ${i + 1}` : null, text })),
         h("pre", { class: "textblock", text: report.rubric || "No rubric beyond the task." }))));
     const models = report.models || [];
-    const currencies = [...new Set(models.filter(fitsChart).map((m) => m.currency))];
-    const band = report.verdict ? report.verdict.reference_interval : null;
-    const unpriced = models.filter((m) => !fitsChart(m)).map((m) => m.model);
+    const measure = chartMeasure(report);
+    const currencies = [...new Set(models.filter((m) => fitsChart(m, measure)).map((m) => m.currency))];
+    const unpriced = models.filter((m) => !fitsChart(m, measure)).map((m) => m.model);
     const chartCards = currencies.map((currency) => {
       const box = h("div", { class: "chart", "data-testid": "cost-score-chart" }, loading("Drawing…"));
       charts.push({ box, currency });
       return box;
     });
     parts.push(h("section", { class: "card chart-card" },
-      h("div", null, h("h2", { text: "Cost against judge total" }),
-        h("p", { class: "chart-note" }, "A point per model: its mean cost per run and mean judge total. The band is the reference's 95% interval; the verdict is the cheapest model whose runs all succeeded and whose total reaches it. Currencies are never compared.")),
-      chartCards.length ? chartCards : h("p", { class: "muted" }, "No model has both a cost and a judge total to draw."),
+      h("div", null, h("h2", { text: measure.key === "accuracy" ? "Cost against accuracy" : "Cost against judge total" }),
+        h("p", { class: "chart-note" }, measure.key === "accuracy"
+          ? "A point per model: its mean cost per run and mean accuracy. The band runs from the pinned model's mean accuracy down by the verdict's margin; the verdict itself is the test below, on each model's runs paired with the pinned model's. Currencies are never compared."
+          : "A point per model: its mean cost per run and mean judge total. The band is the reference's 95% interval. Currencies are never compared.")),
+      chartCards.length ? chartCards : h("p", { class: "muted" }, "No model has both a cost and a judged run to draw."),
       unpriced.length ? h("p", { class: "muted small" }, `Not drawn (no cost or no judged run): ${unpriced.join(", ")}.`) : null));
+    const tested = verdictTest(report.verdict);
+    if (tested) parts.push(tested);
     parts.push(h("section", { class: "section" }, h("h2", { text: "Models" }), modelsTable(report).el));
     parts.push(h("section", { class: "section" }, h("h2", { text: "Runs" }),
-      h("p", { class: "muted" }, "Every run, the reference first. Accuracy is capped at 4 when a run's tool calls differ from the reference's. A run's scores are the means of its judgements (every judge, each order); a run that names a model is void, never scored. Open a transcript to read what the run sent, each model call, each tool call, what it returned, and the questions its judges were asked."),
+      h("p", { class: "muted" }, "Every run, the reference first (one per input). Accuracy is capped at 4 when a run's tool calls differ from the reference's, and shown work never makes up for it: the verdict is decided on accuracy. A run's scores are the means of its judgements (every judge, each order); a run that names a model is void, never scored, and, like a judge failure, keeps its model undecided. Open a transcript to read what the run sent, each model call, each tool call, what it returned, and the questions its judges were asked."),
       judgingNote(report.judging, report.voided),
       runsTable(report).el));
   }
@@ -355,7 +434,7 @@ function showRace(slot, race, ctx, cleanups) {
     destroyers = [];
     for (const { box, currency } of charts) {
       try {
-        destroyers.push(await costScoreChart(box, report.models || [], currency, report.verdict ? report.verdict.reference_interval : null));
+        destroyers.push(await costScoreChart(box, report.models || [], currency, chartMeasure(report)));
       } catch (err) {
         replace(box, notice("error", "The chart could not be drawn", err.message));
       }
