@@ -101,11 +101,12 @@ def exchange(conn, method, path, body=None, headers=None):
 
 
 def gone(pid: int) -> bool:
+    """The process has ended (not running; an orphan awaiting its reaper counts as ended)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
         return True
-    return False
 
 
 def explorer(reply: dict) -> dict:
@@ -262,6 +263,20 @@ def test_a_worker_that_dies_is_reported_and_replaced(home):
         in group.err, group.err
     assert f"worker 1 is back (pid {c})" in group.err
     assert gone(a) and gone(c)
+
+
+def test_workers_stop_when_their_parent_is_killed(home):
+    group = Group(home.root)
+    try:
+        group.proc.kill()   # SIGKILL: the parent says nothing to anyone
+        group.proc.wait(PATIENCE)
+        assert wait_until(lambda: all(gone(pid) for pid in group.pids)), (
+            "a worker outlived its parent")
+    finally:
+        for pid in group.pids:
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+        group.stop()
 
 
 # -- what is refused -------------------------------------------------------------------------------

@@ -345,8 +345,11 @@ class Group:
                     pass
             elif obj is w.conn:
                 self._heard(w)
-            elif w.index in self._workers and self._ended(w, starting) == "give up":
-                outcome = "give up"
+            elif obj == w.process.sentinel and self._workers.get(w.index) is w:
+                # (its pipe may have been read to the end already, and the one that takes
+                # its place may hold its index by now)
+                if self._ended(w, starting) == "give up":
+                    outcome = "give up"
         return outcome
 
     def _heard(self, w: _Worker) -> None:
