@@ -212,10 +212,13 @@ def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_l
         group.proc.send_signal(signal.SIGTERM)
 
         def refused():
+            probe = http.client.HTTPConnection("127.0.0.1", group.port, timeout=1)
             try:
-                http.client.HTTPConnection("127.0.0.1", group.port, timeout=1).connect()
+                probe.connect()
             except ConnectionRefusedError:
                 return True
+            finally:
+                probe.close()
             return False
         assert wait_until(refused)   # no worker takes new connections any more
         assert group.proc.poll() is None   # yet the group waits for what it owes
@@ -234,6 +237,47 @@ def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_l
             conn.close()
         group.stop()
     assert "Traceback" not in group.err, group.err
+
+
+def test_one_process_too_answers_what_is_in_flight_before_sigterm_stops_it(home, gated):
+    move_to(home, gated, "fast", "mid", "slow")
+    set_limits(home, max_explorers=0)
+    group = Group(home.root, workers="1")
+    conns = [http.client.HTTPConnection("127.0.0.1", group.port, timeout=PATIENCE)
+             for _ in range(2)]
+    try:
+        replies: list = [None, None]
+
+        def ask(i):
+            replies[i] = exchange(conns[i], "POST", "/v1/chat/completions", CHAT)
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        assert wait_until(lambda: len(gated.arrived) == 6)
+        idle, _ = group.connect()   # kept, between requests
+        group.proc.send_signal(signal.SIGTERM)
+        assert wait_until(lambda: not http_alive(idle))   # hung up: nothing was asked of it
+        idle.close()
+        assert group.proc.poll() is None   # yet the panels in flight hold the process
+        gated.open("fast", "mid", "slow")
+        for t in threads:
+            t.join(PATIENCE)
+        assert [r[0] for r in replies] == [200, 200]
+        assert conns[0].headers_of_last["Connection"] == "close"
+        assert group.proc.wait(START) == 0
+        assert sorted(r["panel"] for r in logged(home)) == sorted(r[1]["bench"]["panel"]
+                                                                for r in replies)
+    finally:
+        for conn in conns:
+            conn.close()
+        group.stop()
+    assert "Traceback" not in group.err, group.err
+
+
+def http_alive(conn) -> bool:
+    """Whether a kept connection is still open at the server's end (no EOF waiting on it)."""
+    readable, _, _ = select.select([conn.sock], [], [], 0)
+    return not readable
 
 
 def test_a_worker_that_dies_is_reported_and_replaced(home):
