@@ -41,7 +41,8 @@ class Group:
             [sys.executable, str(ROOT / entry), "--data", str(data), "--port", "0",
              "--workers", workers, *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-            env=dict(clean, PYTHONUNBUFFERED="1", **(env or {})))
+            env=dict(clean, PYTHONUNBUFFERED="1", **(env or {})),
+            start_new_session=True)   # its own process group, as a terminal's job has
         self.err = ""
         ready, _, _ = select.select([self.proc.stdout], [], [], START)
         line = self.proc.stdout.readline() if ready else ""
@@ -54,8 +55,10 @@ class Group:
         self.pids = [int(p) for p in pids.group(1).split(", ")] if pids else []
 
     def stop(self, sig=signal.SIGTERM) -> int:
-        if self.proc.returncode is None:
+        """Signal it (unless it ended), wait for it, read what it said on stderr (once)."""
+        if self.proc.poll() is None:
             self.proc.send_signal(sig)
+        if self.proc.stderr is not None and not self.proc.stderr.closed:
             try:
                 _, self.err = self.proc.communicate(timeout=START)
             except subprocess.TimeoutExpired:
@@ -237,6 +240,19 @@ def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_l
             conn.close()
         group.stop()
     assert "Traceback" not in group.err, group.err
+
+
+def test_ctrl_c_to_the_whole_process_group_stops_every_worker_once(home):
+    """A terminal sends SIGINT to every process of the job: the workers leave it to the
+    parent, which stops them as for SIGTERM."""
+    with Group(home.root) as group:
+        conn, _ = group.connect()
+        conn.close()
+        os.killpg(group.proc.pid, signal.SIGINT)
+        assert group.proc.wait(START) == 0
+        assert wait_until(lambda: all(gone(pid) for pid in group.pids))
+        group.stop()
+    assert group.err == "", group.err   # no worker said anything, no traceback
 
 
 def test_one_process_too_answers_what_is_in_flight_before_sigterm_stops_it(home, gated):
