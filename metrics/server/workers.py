@@ -65,6 +65,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from panelist.metrics.errors import ConfigInvalid, PanelistError
+from panelist.metrics.home import open_home
+from panelist.metrics.server.guard import Settings
 
 DRAIN = 30.0           # seconds a stopping server lets the requests that began finish
 CLOSE_MARGIN = 30.0    # seconds past the drain a worker may take to close before it is killed
@@ -117,10 +119,8 @@ def check_reuse_port(count: int) -> None:
                             "several servers on their own ports behind a load balancer")
 
 
-def describe_end(code: int | None) -> str:
+def describe_end(code: int) -> str:
     """How a process ended, from its exit code (negative: the signal that killed it)."""
-    if code is None:
-        return "is still running"
     if code < 0:
         try:
             return f"was killed by {signal.Signals(-code).name}"
@@ -152,8 +152,6 @@ def _worker(make, root: str, host: str, port: int, role: Role, conn, sessions: s
     """One worker (the spawned process's target): build the server, say ready, serve until the
     parent (or SIGTERM) says stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent decides (see the module notes)
-    from panelist.metrics.home import open_home
-    from panelist.metrics.server.guard import Settings
     stop, hurry = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
