@@ -242,6 +242,48 @@ def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_l
     assert "Traceback" not in group.err, group.err
 
 
+def test_sigterm_under_load_loses_no_answered_panel_and_answers_every_logged_one(home):
+    """Clients ask back to back until the group stops: every panel answered is in the log and
+    every panel in the log was answered (a request either got its reply or never began)."""
+    group = Group(home.root)
+    answered: list[str] = []
+    lock = threading.Lock()
+
+    def client():
+        conn = http.client.HTTPConnection("127.0.0.1", group.port, timeout=PATIENCE)
+        try:
+            while True:
+                try:
+                    status, reply = exchange(conn, "POST", "/v1/chat/completions", CHAT)
+                except (OSError, http.client.HTTPException):
+                    conn.close()   # the worker hung up between requests: try a new one
+                    try:
+                        conn.connect()
+                    except OSError:
+                        return     # nobody listens any more
+                    continue
+                assert status == 200, reply
+                with lock:
+                    answered.append(reply["bench"]["panel"])
+        finally:
+            conn.close()
+    threads = [threading.Thread(target=client) for _ in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        assert wait_until(lambda: len(answered) >= 40)
+        group.proc.send_signal(signal.SIGTERM)
+        for t in threads:
+            t.join(START)
+        assert group.proc.wait(START) == 0
+    finally:
+        group.stop()
+    assert "Traceback" not in group.err, group.err
+    panels = [r["panel"] for r in logged(home)]
+    assert len(panels) == len(set(panels))
+    assert sorted(panels) == sorted(answered)
+
+
 def test_ctrl_c_to_the_whole_process_group_stops_every_worker_once(home):
     """A terminal sends SIGINT to every process of the job: the workers leave it to the
     parent, which stops them as for SIGTERM."""
