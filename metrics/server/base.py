@@ -46,7 +46,7 @@ from panelist.metrics.server.heads import Heads
 from panelist.metrics.server.memory import GRANT_FACTOR, InFlight, keep_heap_small
 from panelist.metrics.server.parts import Parts
 from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
-from panelist.metrics.server.workers import Role
+from panelist.metrics.server.workers import Role, check_reuse_port
 
 HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
 _DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}   # which kind of connection goes first for a newcomer
@@ -105,6 +105,7 @@ class Server(ThreadingHTTPServer):
         self.common_headers = dict(common_headers or {})
         self._admin_gate = admin_gate
         settings.check_bind(host)  # refused before the port is taken
+        check_reuse_port(role.count)
         super().__init__((host, port), Handler)
         self.host, self.port = self.server_address[:2]
         self.guard = Guard.for_server(settings, parts.home, port=self.port, bound=host,
@@ -259,17 +260,18 @@ class Server(ThreadingHTTPServer):
             pass
         self.server_close()
         self._heads.quiet_down()
-        with self._room:
-            for wire in self._wires.values():
-                if wire.phase == IDLE and not wire.dropped:
-                    wire.drop()
         end = time.monotonic() + timeout
         hurry = hurry or threading.Event()
-        while (self._wires or self._heads.busy) and time.monotonic() < end \
-                and not hurry.wait(0.02):
-            pass
-        with self._room:
-            return len(self._wires)
+        while True:
+            with self._room:
+                # again each time: a handler may have gone to wait for a next request just
+                # before it could see that the server drains
+                for wire in self._wires.values():
+                    if wire.phase == IDLE and not wire.dropped:
+                        wire.drop()
+                left = len(self._wires)
+            if not (left or self._heads.busy) or time.monotonic() >= end or hurry.wait(0.02):
+                return left
 
     def close(self) -> None:
         """Stop serving (if it ever started: ``shutdown`` would wait forever otherwise), hang up
