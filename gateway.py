@@ -1,7 +1,8 @@
 """The gateway: an OpenAI-compatible HTTP front for panels. An entry point: it builds a server
 from ``metrics.server`` and runs it.
 
-    python gateway.py [--host H] [--port P] [--demo] [--data DIR]   (same as `panelist gateway`)
+    python gateway.py [--host H] [--port P] [--workers N] [--demo] [--data DIR]
+                                                             (same as `panelist gateway`)
 
 Routes (``metrics.server.routes``): ``GET /v1/models``, ``POST /v1/chat/completions``
 (``stream: true`` for server-sent events), ``POST /v1/responses`` (OpenAI's Responses format),
@@ -29,6 +30,7 @@ from panelist.metrics.server.connection import (BODY_TIMEOUT, HEAD_TIMEOUT,  # n
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES, ROUTES_HELP  # noqa: E402
+from panelist.metrics.server.workers import Role  # noqa: E402
 
 
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
@@ -37,7 +39,7 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
                  body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
                  max_pending: int | None = None, max_in_flight: int | None = None,
-                 demo: bool = False) -> Server:
+                 demo: bool = False, role: Role = Role()) -> Server:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
@@ -46,7 +48,8 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost,
     ``max_in_flight`` (bytes; default: ``PANELIST_MAX_INFLIGHT_MB``) what their bodies may hold
     in memory; tests pass small ones. ``demo`` serves the demo roster now, as ``--demo`` does
-    (the data folder's one simulator, see ``metrics.upkeep.demohost``)."""
+    (the data folder's one simulator, see ``metrics.upkeep.demohost``). ``role``: which of
+    several workers on one port this is (``metrics.server.workers``)."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
@@ -57,7 +60,7 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                         keepalive=keepalive, client_timeout=client_timeout,
                         head_timeout=head_timeout, body_timeout=body_timeout,
                         max_connections=max_connections, max_pending=max_pending,
-                        max_in_flight=max_in_flight)
+                        max_in_flight=max_in_flight, role=role)
     except BaseException:
         if panels is None:   # ours to close; a caller's panels stay the caller's
             parts.close()

@@ -3,7 +3,8 @@ gateway's own routes, on one port (127.0.0.1:8122 by default). An entry point: i
 server from ``metrics.server`` (the gateway's routes plus ``metrics.server.dashboard``'s) and
 runs it.
 
-    python serve.py [--demo] [--host H] [--port P] [--data DIR]   (same as `panelist serve`)
+    python serve.py [--demo] [--host H] [--port P] [--workers N] [--data DIR]
+                                                             (same as `panelist serve`)
 
 ``/v1/`` and ``/bench/`` take gateway keys as on the gateway; ``/api/`` asks for the dashboard
 login when ``PANELIST_ADMIN_TOKEN`` is set, which ``PANELIST_REQUIRE_KEYS=1`` makes a must (the

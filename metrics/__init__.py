@@ -3,7 +3,8 @@
     server/    the only importer of http.server: connections, deadlines, routing, gates, the
                catch-all; the gateway's routes, streams, the dashboard, its API and the
                body each of its writes declares (bodies); Parts (a server's long-lived
-               pieces, built once); guard, keys, rate limits, sessions
+               pieces, built once); guard, keys, rate limits, sessions (and the table
+               workers share); workers (N processes on one port, and stopping one)
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
                error shapes

@@ -4,11 +4,16 @@ The servers themselves are lent by the entry point (``Runtime.make_gateway``,
 ``Runtime.make_dashboard``): the command line imports no server. With ``--demo`` the server
 serves the demo roster: the data folder's one simulated upstream, started by the server if no
 other process serves it, and taken over by it when that process ends
-(``metrics.upkeep.demohost``).
+(``metrics.upkeep.demohost``); with workers, by one of them for all. ``--workers N`` runs N
+processes on the port (``metrics.server.workers``).
+
+Stopping: the first Ctrl-C or SIGTERM lets every request that began be answered (at most
+``workers.DRAIN`` seconds), then closes; a second one ends that wait at once.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -16,6 +21,7 @@ import threading
 from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import open_home
+from panelist.metrics.server import workers
 
 
 def register(nouns, common) -> None:
@@ -24,6 +30,9 @@ def register(nouns, common) -> None:
         g = nouns.add_parser(noun, parents=[common], help=what)
         g.add_argument("--host", default="127.0.0.1")
         g.add_argument("--port", type=int, default=port)
+        g.add_argument("--workers", metavar="N", type=workers.worker_count, default=1,
+                       help="processes answering the port, sharing the data folder (default 1; "
+                       "auto: one per core)")
         g.add_argument("--demo", action="store_true",
                        help="start a simulated upstream with demo models and a demo collection")
 
@@ -37,8 +46,16 @@ def cmd_serve(args, out: Out) -> int:
 
 
 def _serve(args, out: Out, make) -> int:
-    """Run a server until SIGTERM or Ctrl-C; with ``--demo``, over the simulated roster."""
+    """Run a server (or a group of workers) until SIGTERM or Ctrl-C; with ``--demo``, over the
+    simulated roster."""
     home = open_home(args.data)
+    workers.check_reuse_port(args.workers)   # before anything starts
+    if args.workers == 1:
+        return _one(args, out, make, home)
+    return _group(args, out, make, home)
+
+
+def _one(args, out: Out, make, home) -> int:
     try:
         # a refused setting or port is refused before the demo starts; a server that fails to
         # start the demo closes itself, so no simulator outlives it
@@ -47,29 +64,49 @@ def _serve(args, out: Out, make) -> int:
     except OSError as exc:
         raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
                             "pick another --port or stop what holds it") from None
+    stop, hurry = threading.Event(), threading.Event()
 
     def on_signal(*_):
-        threading.Thread(target=server.shutdown, daemon=True).start()
-    signal.signal(signal.SIGTERM, on_signal)
+        (hurry if stop.is_set() else stop).set()   # asked again: the drain ends now
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _announce(args, out, home, server.url, [os.getpid()])
+        left = workers.serve_until(server, stop, hurry)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if left:
+        print(f"panelist: stopped with {left} request(s) still being answered", file=sys.stderr)
+    return 0
+
+
+def _group(args, out: Out, make, home) -> int:
+    group = workers.Group(make, home.root, args.host, args.port, args.workers,
+                          share_sessions=args.noun == "serve", demo=args.demo)
+    if not group.start():   # stopped before every worker listened
+        return 0
+    try:
+        _announce(args, out, home, group.url, group.pids)
+        return group.run()
+    finally:
+        group.close()
+
+
+def _announce(args, out: Out, home, url: str, pids: list[int]) -> None:
     dashboard = args.noun == "serve"
-    info = {"url": f"{server.url}/v1", "data": str(home.root), "demo": args.demo}
-    lines = [f"panelist gateway on {server.url}/v1 (data folder {home.root})"]
+    info = {"url": f"{url}/v1", "data": str(home.root), "demo": args.demo, "workers": pids}
+    several = f", {len(pids)} workers (pids {', '.join(map(str, pids))})" if len(pids) > 1 \
+        else ""
+    lines = [f"panelist gateway on {url}/v1 (data folder {home.root}{several})"]
     if dashboard:
-        info["dashboard"] = server.url + "/"
-        lines = [f"panelist dashboard on {server.url}/",
-                 f"OpenAI base URL: {server.url}/v1 (data folder {home.root})"]
+        info["dashboard"] = url + "/"
+        lines = [f"panelist dashboard on {url}/" + (f" ({several[2:]})" if several else ""),
+                 f"OpenAI base URL: {url}/v1 (data folder {home.root})"]
     if args.demo:
         lines.append("try: model 'bench/demo' (simulated models)"
                      + (", or the Ask page" if dashboard else ""))
     out.result(info, "\n".join(lines))
     sys.stdout.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
-    return 0
 
 
 COMMANDS = {"gateway": cmd_gateway, "serve": cmd_serve}

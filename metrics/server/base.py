@@ -21,6 +21,12 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
   thread ends, so the table counts exactly the threads that hold a connection. Only the heads
   thread adds to it (``admit``) and drops from it (``_drop``); phases move to BUSY under the
   same lock, so a connection is never dropped once it is being answered.
+
+Stopping (``drain``, then ``close``): the listener takes what the kernel already queued for it,
+then closes; connections that have sent nothing, or sit between requests, are hung up (nothing
+was asked of them); every request that began is answered, its reply saying ``Connection:
+close``. Only then do the parts close. A server that is one of several workers on a port
+(``Role``) binds with ``SO_REUSEPORT``, so the kernel spreads new connections among them.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from panelist.metrics.server.heads import Heads
 from panelist.metrics.server.memory import GRANT_FACTOR, InFlight, keep_heap_small
 from panelist.metrics.server.parts import Parts
 from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
+from panelist.metrics.server.workers import Role, check_reuse_port
 
 HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
 _DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}   # which kind of connection goes first for a newcomer
@@ -66,7 +73,7 @@ class Server(ThreadingHTTPServer):
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
                  body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
                  max_pending: int | None = None, max_body: int = MAX_BODY,
-                 max_in_flight: int | None = None):
+                 max_in_flight: int | None = None, role: Role = Role()):
         if max_connections < 1 or (max_pending is not None and max_pending < 1):
             raise ValueError("max_connections and max_pending must be at least 1")
         self.parts = parts
@@ -91,12 +98,17 @@ class Server(ThreadingHTTPServer):
         self._reserved = 0      # wires answering /health from the reserve
         self._heads = Heads(self)
         self._serving = False
+        self.draining = False   # stopping: each connection ends after the reply it is owed
         self.started = threading.Event()   # set once serving, its helper threads running
+        self.role = role
+        # several workers bind the one port; the kernel spreads connections among them
+        self.allow_reuse_port = role.count > 1
         self.routes = Routes(routes)
         self.routes_help = routes_help
         self.common_headers = dict(common_headers or {})
         self._admin_gate = admin_gate
         settings.check_bind(host)  # refused before the port is taken
+        check_reuse_port(role.count)
         super().__init__((host, port), Handler)
         self.host, self.port = self.server_address[:2]
         self.guard = Guard.for_server(settings, parts.home, port=self.port, bound=host,
@@ -122,7 +134,7 @@ class Server(ThreadingHTTPServer):
         self._serving = True   # before the loop starts, so close() knows to stop it
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
-        self.parts.start()
+        self.parts.start(schedule=self.role.runs_schedule)
         self.started.set()
         super().serve_forever(poll_interval)
 
@@ -248,6 +260,34 @@ class Server(ThreadingHTTPServer):
         finally:
             self._release(sock)
             self.shutdown_request(sock)
+
+    def drain(self, timeout: float, hurry: threading.Event | None = None) -> int:
+        """Stop taking connections and let every request that began be answered: at most
+        ``timeout`` seconds, or until ``hurry`` is set. Call it once ``serve_forever`` has
+        returned; ``close`` follows. Returns how many connections were still being answered
+        when the wait ended (0: nothing was cut)."""
+        self.draining = True
+        try:   # what the kernel queued for this listener is ours to answer, not to reset
+            self.socket.setblocking(False)
+            while True:
+                request, address = self.socket.accept()
+                self.process_request(request, address)
+        except OSError:   # nothing left to accept (or the listener is already closed)
+            pass
+        self.server_close()
+        self._heads.quiet_down()
+        end = time.monotonic() + timeout
+        hurry = hurry or threading.Event()
+        while True:
+            with self._room:
+                # again each time: a handler may have gone to wait for a next request just
+                # before it could see that the server drains
+                for wire in self._wires.values():
+                    if wire.phase == IDLE and not wire.dropped:
+                        wire.drop()
+                left = len(self._wires)
+            if not (left or self._heads.busy) or time.monotonic() >= end or hurry.wait(0.02):
+                return left
 
     def close(self) -> None:
         """Stop serving (if it ever started: ``shutdown`` would wait forever otherwise), hang up

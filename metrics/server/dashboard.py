@@ -66,7 +66,7 @@ class Dashboard:
 
     def __init__(self, settings: Settings, ui: Path = UI):
         require_login(settings)
-        self.sessions = Sessions(settings.admin_token)
+        self.sessions = Sessions(settings.admin_token, shared=settings.sessions)
         self.static = StaticFiles(ui)
         self._secure = (settings.public_url or "").startswith("https://")
 

@@ -143,6 +143,9 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     trusted_proxies: tuple = ()   # ip networks (strings are parsed when made)
     max_in_flight_mb: int = MAX_IN_FLIGHT // 2**20
+    # the file in which the workers of one group share the dashboard's sessions (never from
+    # the environment: the group makes it); None keeps them in this process's memory
+    sessions: str | None = None
 
     def __post_init__(self):
         if self.admin_token is not None and len(self.admin_token) < MIN_TOKEN:

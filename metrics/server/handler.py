@@ -66,7 +66,8 @@ class Handler(BaseHTTPRequestHandler):
     def handle(self):
         self.close_connection = True
         self.handle_one_request()
-        while not self.close_connection and not self.wire.reserve:   # the reserve: one request
+        while not self.close_connection and not self.wire.reserve \
+                and not self.server.draining:   # the reserve: one request; a drain: this one
             self.wire.await_request()
             self.server.idle_now()
             self.handle_one_request()
@@ -321,19 +322,23 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_common()
-        if self._unread_body or self.wire.reserve:   # the reserve answers one request each
-            self.send_header("Connection", "close")
+        if (self._unread_body or self.wire.reserve) and not self.server.draining:
+            self.send_header("Connection", "close")   # the reserve answers one request each
             self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
 
     def send_common(self) -> None:
-        """The headers every reply of this server carries (a dashboard's CSP), and CORS."""
+        """The headers every reply of this server carries (a dashboard's CSP), and CORS; while
+        the server drains, that this reply is the connection's last."""
         for k, v in self.server.common_headers.items():
             self.send_header(k, v)
         for k, v in self._cors.items():
             self.send_header(k, v)
+        if self.server.draining:
+            self.send_header("Connection", "close")
+            self.close_connection = True
 
     def read_json(self):
         """The body, parsed by ``jsonwire`` (lone surrogates made U+FFFD, nesting bounded), read

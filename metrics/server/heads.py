@@ -57,7 +57,10 @@ class Heads(threading.Thread):
       one is free, ahead of every head waiting in ``ready``;
     * a complete head of a write whose body the server's in-flight budget has no room for gets
       503 with Retry-After at once: it would only take a thread (and drop someone for it) to
-      be told so."""
+      be told so;
+    * once the server drains (``quiet_down``), a pending connection that has sent nothing is
+      closed without a word (nothing was asked of it), while heads that began still arrive and
+      go to a thread; ``busy`` says whether any connection is still here."""
 
     def __init__(self, server: "Server"):
         super().__init__(name="gateway-heads", daemon=True)
@@ -72,6 +75,7 @@ class Heads(threading.Thread):
         self._quiet: dict[socket.socket, _Pending] = {}     # the same, least recently heard first
         self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
         self._halt = False
+        self._quiet_down = False
 
     def add(self, sock: socket.socket, addr) -> None:
         """From the listener: a new connection to read a head from."""
@@ -88,6 +92,16 @@ class Heads(threading.Thread):
             self._wake_w.send(b"\0")
         except OSError:   # already awake (the buffer is full) or stopping
             pass
+
+    @property
+    def busy(self) -> bool:
+        """Whether connections are still being read here or wait for a thread."""
+        return bool(self._inbox or self._pending or self._ready)
+
+    def quiet_down(self) -> None:
+        """The server drains: close the connections that have sent nothing, now and from now."""
+        self._quiet_down = True
+        self.wake()
 
     def stop(self) -> None:
         self._halt = True
@@ -125,6 +139,9 @@ class Heads(threading.Thread):
                 self._read(key.fileobj)
         while self._inbox:
             self._take(*self._inbox.popleft())
+        if self._quiet_down:
+            for sock in [s for s, p in self._pending.items() if not p.buf]:
+                self._close(sock)
         self._expire()
         while self._ready and self.server.admit(*self._ready[0], waiting=len(self._ready)):
             self._ready.popleft()

@@ -49,8 +49,14 @@ class Parts:
         self._suite_report = None
         self._demo = None
 
-    def start(self) -> None:
-        self.schedule.start()
+    def start(self, *, schedule: bool = True) -> None:
+        """Start the background parts. ``schedule`` False (every worker of a group but the
+        first): the schedule thread stays off, as one thread per data folder is enough and
+        the due times are claimed under a lock anyway. The onboarding worker runs in every
+        process: an entry is woken where it was enqueued, and the queue's own lock lets only
+        one process work it at a time."""
+        if schedule:
+            self.schedule.start()
         self.onboarding.start()
         self.failures.start()
         from panelist.metrics.upkeep.demohost import served_here

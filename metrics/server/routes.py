@@ -11,6 +11,7 @@ panel in which no seat answered, or a fault while making the reply) carries
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
@@ -220,7 +221,9 @@ def get_races(h: Handler, _):
 
 
 def get_health(h: Handler, _):
-    h.send_json(200, {"ok": True, "time": time.time()})
+    # which process answered: one of several workers on the port tells itself apart
+    h.send_json(200, {"ok": True, "time": time.time(), "pid": os.getpid(),
+                      "worker": h.server.role.index})
 
 
 GATEWAY_ROUTES = (

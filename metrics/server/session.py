@@ -16,8 +16,11 @@ Invariants:
   token would tell a guesser which it was) waits its turn, one every ``PACE`` seconds, in the
   order they came, one waiting check per address. The right token is slowed, never refused,
   unless more than ``MAX_WAITING`` addresses are already waiting (429 with ``Retry-After``).
-* Sessions live in this process's memory: a restart logs everyone out, which is the safe way
-  round. The table is bounded; the oldest session goes first.
+* Sessions live in this process's memory, or (``shared``) in a file the workers of one group
+  share (``sessiontable``): either way a restart logs everyone out, which is the safe way
+  round. The table is bounded; the oldest session goes first. Failed logins are counted by
+  each process on its own: with N workers an address may fail up to N × ``MAX_FAILURES``
+  times a minute before every worker refuses it, and the global pace is each worker's.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import hmac
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 
 from panelist.metrics.errors import TooManyRequests, Unauthorized
+from panelist.metrics.server.sessiontable import MemoryTable, SharedTable
 
 COOKIE = "panelist_session"
 LIFETIME = 12 * 3600       # seconds a session lasts
@@ -51,12 +55,14 @@ class Sessions:
 
     def __init__(self, token: str | None, *, lifetime: float = LIFETIME,
                  global_failures: int = GLOBAL_FAILURES, pace: float = PACE,
-                 clock=time.monotonic, sleep=None):
-        """``clock`` and ``sleep`` are the time the pacing reads and waits on (a test's own)."""
+                 clock=time.monotonic, sleep=None, shared: str | None = None):
+        """``clock`` and ``sleep`` are the time the pacing reads and waits on (a test's own);
+        ``shared``: the file of the sessions every worker of a group sees."""
         self._token = _digest(token) if token else None
         self.lifetime = lifetime
         self._lock = threading.Lock()
-        self._live: OrderedDict[bytes, float] = OrderedDict()   # sha256(session id) -> ends
+        # sha256(session id) -> when it ends
+        self._live = SharedTable(shared, MAX_SESSIONS) if shared else MemoryTable(MAX_SESSIONS)
         self._failures: dict[str, deque] = {}
         self._recent: deque = deque()   # when each failed login of the last WINDOW was, all told
         self._global, self._pace = global_failures, pace
@@ -95,9 +101,7 @@ class Sessions:
         sid = secrets.token_urlsafe(32)
         with self._lock:
             self._failures.pop(address, None)
-            self._live[_digest(sid)] = now + self.lifetime
-            while len(self._live) > MAX_SESSIONS:
-                self._live.popitem(last=False)
+        self._live.add(_digest(sid), now + self.lifetime)
         return sid
 
     def _await_turn(self, address: str, now: float) -> float:
@@ -133,13 +137,12 @@ class Sessions:
             return False
         now = time.monotonic() if now is None else now
         key = _digest(sid)
-        with self._lock:
-            ends = self._live.get(key)
-            if ends is None:
-                return False
-            if ends <= now:
-                del self._live[key]
-                return False
+        ends = self._live.ends(key)
+        if ends is None:
+            return False
+        if ends <= now:
+            self._live.drop(key)
+            return False
         return True
 
     def check(self, sid: str | None) -> None:
@@ -150,8 +153,7 @@ class Sessions:
 
     def logout(self, sid: str | None) -> None:
         if sid:
-            with self._lock:
-                self._live.pop(_digest(sid), None)
+            self._live.drop(_digest(sid))
 
     def cookie(self, sid: str, *, secure: bool = False) -> str:
         flags = "; Secure" if secure else ""
