@@ -1,9 +1,10 @@
 """The domain, one subpackage per concept; arrows point down (``tests/test_layout.py``).
 
     server/    the only importer of http.server: connections, deadlines, routing, gates, the
-               catch-all; the gateway's routes, streams, the dashboard, its API and the
-               body each of its writes declares (bodies); Parts (a server's long-lived
-               pieces, built once); guard, keys, rate limits, sessions
+               catch-all; the gateway's routes, streams, the dashboard, its API, the
+               body each of its writes declares (bodies), the panels' filters (panelquery)
+               and the model page (modelpage); Parts (a server's long-lived pieces, built
+               once); guard, keys, rate limits, sessions
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: models, responses, messages, error shapes
     upkeep/    health probes, retirement, the schedule, onboarding (queue, worker, the calls
@@ -13,7 +14,8 @@
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
     ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold),
-               snapshot, queries; verdict rules, suite evidence
+               snapshot, queries; verdict rules, suite evidence; search (the panels' SQLite
+               FTS5 index, following the logs)
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call), proxy, admission (pacing per endpoint), sim (simulated provider)

@@ -1,8 +1,9 @@
 """The evidence: calls, seat outcomes and verdicts appended to JSONL and read back through an
 in-memory index. ``ledger`` (the writes and the facade callers use) stands on ``ids`` (panel ids,
 panels.idx), ``index`` (the pure fold of evidence records), ``snapshot`` (index.json) and
-``queries`` (the reads); beside them the verdict rules (``verdict``) and the review suite's record
-counted beside verdicts (``suiteevidence``).
+``queries`` (the reads); beside them the verdict rules (``verdict``), the review suite's record
+counted beside verdicts (``suiteevidence``) and the panels' search index (``search``: SQLite
+FTS5, following calls.jsonl and evidence.jsonl by byte offset).
 
 Imports ``metrics.store`` and ``metrics.errors``.
 """

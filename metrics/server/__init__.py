@@ -1,5 +1,6 @@
 """The HTTP side: the only package that imports ``http.server``. The dashboard's JSON API
-(``api``) and the one body each of its writes declares (``bodies``); who may call (``guard``,
+(``api``), the one body each of its writes declares (``bodies``), the panels' filters
+(``panelquery``) and the model page (``modelpage``); who may call (``guard``,
 gateway ``keys``, per-key ``ratelimit``, the dashboard's login ``session``); the server base
 both servers are composed from.
 

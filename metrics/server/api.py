@@ -34,6 +34,7 @@ from panelist.metrics.roster.collection import MAX_DESCRIPTION, MAX_TAGS, PREFIX
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
+from panelist.metrics.server import modelpage, panelquery
 from panelist.metrics.server.keys import MAX_RPM, Keys
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
@@ -160,6 +161,13 @@ def list_models(req: ApiRequest) -> dict:
                        states.get(a), now)
             for a, m in sorted(view.models.items())]
     return {"data": rows, "shapes": panels.ledger.shapes()}
+
+
+def get_model(req: ApiRequest) -> dict:
+    """The model page: its row, facts, stats per shape, latency, panels, failures, suite and
+    race results and alerts (``metrics.server.modelpage``)."""
+    alias = req.params["alias"]
+    return modelpage.page(req, _one_model(req, alias))
 
 
 def _one_model(req: ApiRequest, alias: str) -> dict:
@@ -419,8 +427,17 @@ def update_limits(req: ApiRequest) -> dict:
 
 # -- panels, calls and verdicts -------------------------------------------------------------------
 def list_panels(req: ApiRequest) -> dict:
+    """Finished panels newest first (``before``), or newer than a cursor (``after``); with any
+    filter (``q``, ``model``, ``collection``, ``key``, ``status``, ``since``, ``until``: see
+    ``metrics.server.panelquery``), only those that match, from the search index."""
     ledger = req.panels.ledger
+    panelquery.check_names(req.query)
     limit = _limit(req)
+    if "before" in req.query and "after" in req.query:
+        raise BadRequest("give 'before' (older panels) or 'after' (newer ones), not both",
+                         param="after")
+    if panelquery.wanted(req.query):
+        return panelquery.listing(req, limit, _seq)
     # cursors are panel ids; one may name no finished panel (the ledger reads only its number)
     if "after" in req.query:
         after = req.query["after"]
@@ -627,7 +644,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/demo", {"POST": load_demo}),
     ("/api/grades", {"GET": list_grades}),
     ("/api/models", {"GET": list_models, "POST": create_model}),
-    ("/api/models/{alias}", {"PUT": update_model, "DELETE": delete_model}),
+    ("/api/models/{alias}", {"GET": get_model, "PUT": update_model, "DELETE": delete_model}),
     ("/api/models/{alias}/catalog", {"GET": model_catalog}),
     ("/api/models/{alias}/probe", {"POST": probe_model}),
     ("/api/models/{alias}/retire", {"POST": retire_model}),

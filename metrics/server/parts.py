@@ -1,10 +1,12 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
-schedule, the dashboard's live suite report and the demo's simulated upstream.
+schedule, the panels' search index, the dashboard's live suite report and the demo's simulated
+upstream.
 
 Invariants: nothing runs until ``start`` (a server built and never served runs no job); ``close``
-stops the threads first (schedule, onboarding, races: each joined before the upstream and seats
-it uses close), then the panels, then the simulator; it always returns.
+stops the threads first (schedule, onboarding, races, the search index's builder: each joined
+before the upstream, seats and logs it uses close), then the panels, then the simulator; it
+always returns.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import threading
 
 from panelist.metrics.home import Home
+from panelist.metrics.ledger.search import SearchIndex
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
 from panelist.metrics.upkeep import onboarding_worker, schedule
@@ -38,6 +41,8 @@ class Parts:
         self.home = panels.home
         self.races = Races(panels.home, upstream=panels.upstream)
         self.onboarding = onboarding_worker.Service(panels)
+        # the panels' search index: opens nothing until the first filtered request
+        self.search = SearchIndex(panels.home.gateway_runs)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
                                            else schedule.settings(panels.home))
         self._lock = threading.Lock()
@@ -68,6 +73,7 @@ class Parts:
         self.schedule.close()
         self.onboarding.close()   # an entry it cut short resumes at the next start
         self.races.close()   # races cancelled and joined before their upstream closes
+        self.search.close()  # its builder joined before the logs' ledger closes
         self.panels.close()
         with self._lock:
             if self._sim is not None:
