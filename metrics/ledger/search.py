@@ -55,16 +55,17 @@ from panelist.metrics import errors
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.store import jsonl
 
-LAYOUT = "1"                    # the schema below; another value is rebuilt
+LAYOUT = "2"                    # the schema below; another value is rebuilt
 INLINE_BYTES = 4 << 20          # a backlog a request follows itself
 BATCH_PANELS = 2000             # calls.jsonl lines per background transaction
 BATCH_BYTES = 8 << 20           # evidence.jsonl bytes per background transaction
 MAX_TEXT = 1 << 20              # characters of a prompt (and of the answers) made searchable
 MAX_QUERY = 500                 # characters of a search text
 MAX_TERMS = 16                  # words and phrases of a search text
-RANGE_PROBE = 5_000             # panels a time range may hold and still bound the seq range
+BLOCK_BITS = 10                 # panels of a block whose start times are kept (1024)
 CHUNK = 500                     # panels inserted per statement batch
 BLOCK = 1 << 20                 # bytes of evidence.jsonl scanned at a time
+SETTLE_AFTER = 50_000           # panels a build folds before its text table is merged whole
 LOCK_RETRY = 0.5                # seconds between looks at a lock another process holds
 STATUSES = ("failed", "owed", "abandoned")
 FAILED = frozenset({"error", "empty"})
@@ -81,7 +82,6 @@ CREATE TABLE panels(seq INTEGER PRIMARY KEY, panel TEXT NOT NULL, started REAL,
     owed INTEGER NOT NULL, owes INTEGER NOT NULL);
 CREATE INDEX panels_collection ON panels(collection, seq);
 CREATE INDEX panels_key ON panels(key, seq);
-CREATE INDEX panels_started ON panels(started, seq);
 CREATE INDEX panels_failed ON panels(seq) WHERE failed = 1;
 CREATE INDEX panels_abandoned ON panels(seq) WHERE abandoned = 1;
 CREATE INDEX panels_owed ON panels(seq) WHERE owed > 0 AND owes = 1;
@@ -89,6 +89,7 @@ CREATE TABLE seats(alias TEXT NOT NULL, seq INTEGER NOT NULL, label TEXT NOT NUL
     status TEXT, seconds REAL, failed INTEGER NOT NULL,
     PRIMARY KEY(alias, seq, label)) WITHOUT ROWID;
 CREATE INDEX seats_failed ON seats(alias, seq) WHERE failed = 1;
+CREATE TABLE blocks(block INTEGER PRIMARY KEY, lo REAL NOT NULL, hi REAL NOT NULL);
 CREATE TABLE judged(seq INTEGER NOT NULL, label TEXT NOT NULL,
     PRIMARY KEY(seq, label)) WITHOUT ROWID;
 CREATE TABLE delivery(seq INTEGER PRIMARY KEY, awaits INTEGER NOT NULL DEFAULT 0,
@@ -96,7 +97,7 @@ CREATE TABLE delivery(seq INTEGER PRIMARY KEY, awaits INTEGER NOT NULL DEFAULT 0
 CREATE VIRTUAL TABLE panel_text USING fts5(prompt, answers, content='', columnsize=0,
     tokenize='unicode61 remove_diacritics 2');
 """
-TABLES = ("meta", "panels", "seats", "judged", "delivery", "panel_text")
+TABLES = ("meta", "panels", "seats", "blocks", "judged", "delivery", "panel_text")
 
 
 # ------------------------------------------------------------------------- what is asked
@@ -195,6 +196,7 @@ class SearchIndex:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._error: str | None = None      # why the last background build stopped
+        self._folded = 0                     # panels this process has folded in
         self._closed = False
 
     # ------------------------------------------------------------------ asking
@@ -354,8 +356,9 @@ class SearchIndex:
         process holds the lock, it looks again now and then (that process may die)."""
         try:
             with self._writing:
+                start = self._folded
                 while not self._stop.is_set():
-                    done = self._write(until_done=False, rebuild=rebuild)
+                    done = self._write(until_done=False, rebuild=rebuild, settle=start)
                     if done:
                         self._error = None
                         return
@@ -367,10 +370,14 @@ class SearchIndex:
             self._error = f"the search index could not be built ({exc})"
             print(f"panelist: {self._error}", file=sys.stderr)
 
-    def _write(self, *, until_done: bool, rebuild: bool = False) -> bool | None:
+    def _write(self, *, until_done: bool, rebuild: bool = False,
+               settle: int | None = None) -> bool | None:
         """One writer turn under ``search.lock`` (caller holds ``_writing``): one batch of both
         logs or, ``until_done``, all they hold. True when the index covers both whole, False
-        when a batch ended first, None when another process holds the lock."""
+        when a batch ended first, None when another process holds the lock. ``settle``: the
+        count of panels folded when a long build began; once it covers the logs, if it folded
+        ``SETTLE_AFTER`` or more, the text table's segments are merged into one, which makes
+        every later search deep into it several times faster."""
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             try:
@@ -382,6 +389,8 @@ class SearchIndex:
                 while True:
                     done = self._batch(db, None if until_done else self.batch_panels,
                                        None if until_done else self.batch_bytes)
+                    if done and settle is not None and self._folded - settle >= SETTLE_AFTER:
+                        db.execute("INSERT INTO panel_text(panel_text) VALUES ('optimize')")
                     if done or not until_done or self._stop.is_set():
                         return done
             finally:
@@ -439,6 +448,7 @@ class SearchIndex:
                 ("evidence_ino", files["evidence"][0]), ("evidence_offset", ev_end),
                 ("panels", int(meta.get("panels") or 0) + fold.panels)])
             db.execute("COMMIT")
+            self._folded += fold.panels
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -462,19 +472,18 @@ class SearchIndex:
 # ------------------------------------------------------------------------- the queries
 
 def _seq_range(db, f: Filters) -> tuple[int, int]:
-    """Seqs strictly between these hold every panel of the time range: found through the
-    started index when the range holds at most ``RANGE_PROBE`` panels (else any seq)."""
+    """Seqs strictly between these hold every panel of the time range: the blocks of
+    ``2**BLOCK_BITS`` seqs whose earliest and latest starts overlap it (one pass over a table
+    of a thousand rows at a million panels). Exact whatever the order of starts: a block
+    left out has no panel in the range."""
     if f.since is None and f.until is None:
         return -1, sys.maxsize
-    rows = db.execute("SELECT seq FROM panels WHERE started >= ? AND started <= ? LIMIT ?",
-                      (-1e300 if f.since is None else f.since,
-                       1e300 if f.until is None else f.until, RANGE_PROBE + 1)).fetchall()
-    if len(rows) > RANGE_PROBE:
-        return -1, sys.maxsize
-    if not rows:
-        return 0, 0   # nothing in the range
-    seqs = [r[0] for r in rows]
-    return min(seqs) - 1, max(seqs) + 1
+    first, last = db.execute("SELECT min(block), max(block) FROM blocks WHERE lo <= ? AND hi >= ?",
+                             (1e300 if f.until is None else f.until,
+                              -1e300 if f.since is None else f.since)).fetchone()
+    if first is None:
+        return 0, 0   # no panel in the range
+    return (first << BLOCK_BITS) - 1, (last + 1) << BLOCK_BITS
 
 
 def _select(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
@@ -493,14 +502,16 @@ def _select(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
         a = _structured(db, f, lo, cursor, 1)
         if not a:
             break
-        b = _texts(db, f.text, lo, a[0] + 1, 1)
+        cursor = a[0]
+        # one panel's terms are looked up far faster than the text's next match deep down
+        if db.execute("SELECT 1 FROM panel_text WHERE panel_text MATCH ? AND rowid = ?",
+                      (f.text.query, a[0])).fetchone():
+            found.append(a[0])
+            continue
+        b = _texts(db, f.text, lo, a[0], 1)
         if not b:
             break
-        if a[0] == b[0]:
-            found.append(a[0])
-            cursor = a[0]
-        else:
-            cursor = b[0] + 1   # nothing between b and a matches the text
+        cursor = b[0] + 1   # nothing between b and a matches the text
     return found
 
 
@@ -607,6 +618,14 @@ class _Fold:
         db.executemany("INSERT OR IGNORE INTO seats(alias, seq, label, status, seconds, failed) "
                        "VALUES (?, ?, ?, ?, ?, ?)", seat_rows)
         db.executemany("INSERT INTO panel_text(rowid, prompt, answers) VALUES (?, ?, ?)", texts)
+        spans: dict[int, list[float]] = {}
+        for row in rows:
+            if row[2] is not None:
+                span = spans.setdefault(row[0] >> BLOCK_BITS, [row[2], row[2]])
+                span[0], span[1] = min(span[0], row[2]), max(span[1], row[2])
+        db.executemany("INSERT INTO blocks(block, lo, hi) VALUES (?, ?, ?) ON CONFLICT(block) "
+                       "DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)",
+                       [(block, lo, hi) for block, (lo, hi) in spans.items()])
         self.panels += len(rows)
 
     def evidence(self, path: Path, offset: int, limit: int | None) -> tuple[int, bool]:
