@@ -14,8 +14,8 @@
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
     ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold),
-               snapshot, queries; verdict rules, suite evidence; search (the panels' SQLite
-               FTS5 index, following the logs)
+               snapshot, queries; verdict rules, suite evidence; search and searchfold (the
+               panels' SQLite FTS5 index, following the logs)
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call), proxy, admission (pacing per endpoint), sim (simulated provider)

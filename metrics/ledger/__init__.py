@@ -3,7 +3,8 @@ in-memory index. ``ledger`` (the writes and the facade callers use) stands on ``
 panels.idx), ``index`` (the pure fold of evidence records), ``snapshot`` (index.json) and
 ``queries`` (the reads); beside them the verdict rules (``verdict``), the review suite's record
 counted beside verdicts (``suiteevidence``) and the panels' search index (``search``: SQLite
-FTS5, following calls.jsonl and evidence.jsonl by byte offset).
+FTS5, following calls.jsonl and evidence.jsonl by byte offset; ``searchfold``: log lines into
+its rows).
 
 Imports ``metrics.store`` and ``metrics.errors``.
 """

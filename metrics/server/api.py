@@ -171,10 +171,20 @@ def get_model(req: ApiRequest) -> dict:
 
 
 def _one_model(req: ApiRequest, alias: str) -> dict:
-    for row in list_models(req)["data"]:
-        if row["alias"] == alias:
-            return row
-    raise NotFound(f"unknown model '{alias}'; see GET /api/models")
+    """One model's row of ``GET /api/models``, built alone (its stats summed over its shapes,
+    as the listing's are), so a model's page or an edit costs the same at 5 or 500 models."""
+    panels = req.panels
+    model = panels.roster.view().models.get(alias)
+    if model is None:
+        raise NotFound(f"unknown model '{alias}'; see GET /api/models")
+    shapes = panels.ledger.model_shapes(alias).values()
+    answered = [st["last_answer"] for st in shapes if st["last_answer"] is not None]
+    stats = {name: sum(st[name] for st in shapes) for name in ("seats", "useful", "not_useful")}
+    stats["last_answer"] = max(answered) if answered else None
+    state = panels.ledger.states([alias], "general").get(alias)
+    known = panels.known.view().models.get(alias, model)
+    return _model_row(model, known, panels.roster.versions()["models"].get(alias, ""), stats,
+                      state, time.time())
 
 
 MODEL_FACTS = dict(
