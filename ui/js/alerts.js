@@ -42,7 +42,7 @@ function unseen(alerts) {
 }
 
 // the kinds whose subject is a model on the roster: its name links to the model's page
-const MODEL_KINDS = new Set(["retired", "restored", "went_paid", "onboarded", "failing"]);
+const MODEL_KINDS = new Set(["retired", "restored", "went_paid", "onboarded"]);
 
 function subject(a) {
   const name = String(a.subject ?? "");
