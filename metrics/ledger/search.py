@@ -56,7 +56,7 @@ from panelist.metrics import errors
 from panelist.metrics.ledger.searchfold import BLOCK_BITS, MAX_TEXT, Fold
 
 LAYOUT = "2"                    # the schema below; another value is rebuilt
-INLINE_BYTES = 4 << 20          # a backlog a request follows itself
+INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 panels)
 BATCH_PANELS = 2000             # calls.jsonl lines per background transaction
 BATCH_BYTES = 8 << 20           # evidence.jsonl bytes per background transaction
 MAX_QUERY = 500                 # characters of a search text
