@@ -50,14 +50,15 @@ export function ago(epoch, now = Date.now() / 1000) {
   return day(epoch);
 }
 
-/** Epoch seconds in the future → "in 4 min". */
+/** Epoch seconds in the future → "in 40 s", "in 4 min", "in 3 h", "in 2 days". */
 export function until(epoch, now = Date.now() / 1000) {
   if (!isNum(epoch)) return DASH;
   const d = epoch - now;
   if (d <= 0) return "now";
   if (d < 60) return `in ${Math.ceil(d)} s`;
   if (d < 3600) return `in ${Math.ceil(d / 60)} min`;
-  return `at ${clock(epoch)}`;
+  if (d < 86400) return `in ${Math.round(d / 3600)} h`;
+  return `in ${Math.round(d / 86400)} days`;
 }
 
 export function seconds(v) {
