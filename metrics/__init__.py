@@ -2,9 +2,10 @@
 
     server/    the only importer of http.server: connections, deadlines, routing, gates, the
                catch-all; the gateway's routes, streams, the dashboard, its API and the
-               body each of its writes declares (bodies); Parts (a server's long-lived
-               pieces, built once); guard, keys, rate limits, sessions (and the table
-               workers share); workers (N processes on one port, and stopping one)
+               body each of its writes declares (bodies), the panels' filters (panelquery)
+               and the model page (modelpage); Parts (a server's long-lived pieces, built
+               once); guard, keys, rate limits, sessions (and the table workers share);
+               workers (N processes on one port, and stopping one)
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
                error shapes
@@ -17,7 +18,8 @@
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
     ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold;
                histogram, usage windows, outcomes), snapshot, queries; verdict rules, suite
-               evidence
+               evidence; search and searchfold (the panels' SQLite FTS5 index, following the
+               logs)
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim

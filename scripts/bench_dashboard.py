@@ -1,7 +1,7 @@
 """Time the dashboard's reads at 10,000 and at 1,000,000 panels.
 
     python scripts/bench_dashboard.py [--data DIR] [--panels-max N] [--quick] [--repeat R]
-                                      [--replay]
+                                      [--replay] [--rebuild-index]
 
 Fills a data folder (default ``runs/bench-dashboard`` of this checkout) with a roster of 500
 models on one endpoint, 50 collections and panels written by ``scripts/fill_ledger.py`` (three
@@ -9,7 +9,11 @@ seats each, a ``"seated"`` line per panel, failures of several kinds, verdicts o
 panels). At each size (10,000, then topped up to ``--panels-max``, 1,000,000 unless ``--quick``)
 a fresh process opens the ledger and times every query the dashboard makes (p50 / p95 over
 ``--repeat`` calls after one warm-up call), its open time and its RSS; ``--replay`` also times
-an open without the snapshot (a full replay). When ``serve.py`` offers
+an open without the snapshot (a full replay). Another fresh process brings the panels' search
+index (``runs/gateway/search.sqlite``) up to date, timing the build (from nothing when the
+index is missing, or with ``--rebuild-index``; otherwise the catch-up since the last run), its
+size and RSS, then times the searches and filters a Panels page and a model page make. When
+``serve.py`` offers
 ``make_dashboard(data_dir, host, port)``, another fresh process times the ``/api/`` routes over
 HTTP on a kept-alive connection; otherwise those rows say they were skipped.
 
@@ -36,6 +40,13 @@ SMALL = 10_000
 VERDICT_SHARE = 0.10
 ROUTES = ("/api/models", "/api/panels", "/api/evidence", "/api/collections", "/api/info",
           "/api/usage?window=day", "/api/usage?window=week")
+# filtered lists and a model page (fill_ledger's prompts draw on a few dozen words, so "cache" is
+# in every panel, the phrase in a few, and "zebra" in none)
+SEARCH_ROUTES = ("/api/panels?q=cache", "/api/panels?q=%22cache+is+cold%22",
+                 "/api/panels?q=zebra", "/api/panels?q=cache&collection=bench%2Fc07",
+                 "/api/panels?q=stale+value&model=sim-007", "/api/panels?model=sim-007",
+                 "/api/panels?status=failed&since=24h", "/api/panels?key=alice&status=owed",
+                 "/api/models/sim-007")
 
 
 def log(message: str) -> None:
@@ -181,6 +192,52 @@ def measure(data: Path, repeat: int, replay: bool) -> dict:
     return out
 
 
+# --------------------------------------------------------------------------- the search index
+
+def measure_search(data: Path, repeat: int, rebuild: bool) -> dict:
+    """Run in a fresh process: build (or catch up) the search index, then time its queries."""
+    from panelist.metrics.home import open_home
+    from panelist.metrics.ledger.search import Filters, SearchIndex, text_query
+
+    runs = open_home(data).gateway_runs
+    existed = (runs / "search.sqlite").exists() and not rebuild
+    if not existed:
+        for name in ("search.sqlite", "search.sqlite-wal", "search.sqlite-shm"):
+            (runs / name).unlink(missing_ok=True)
+    index = SearchIndex(runs, inline_bytes=0)   # every backlog in the background, as at start
+    held = index.state()["indexed"]   # 0 for no index, or one of another layout
+    t0 = time.perf_counter()
+    index.catch_up()
+    while index.building:
+        time.sleep(0.05)
+    out = {"built_from": f"an earlier run's index of {held:,} panels" if held else "nothing",
+           "build_s": round(time.perf_counter() - t0, 1), "state": index.state(),
+           "size_mb": round(sum((runs / n).stat().st_size for n in
+                                ("search.sqlite", "search.sqlite-wal")
+                                if (runs / n).exists()) / 1e6, 1),
+           "build_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    now = time.time()
+    filters = {
+        "q=cache (every panel)": Filters(text=text_query("cache")),
+        'q="cache is cold" (a phrase)': Filters(text=text_query('"cache is cold"')),
+        "q=zebra (no panel)": Filters(text=text_query("zebra")),
+        "q=cache + collection": Filters(text=text_query("cache"), collection="bench/c07"),
+        "q=stale value + model": Filters(text=text_query("stale value"), model="sim-007"),
+        "model": Filters(model="sim-007"),
+        "model + failed": Filters(model="sim-007", status="failed"),
+        "status=owed + key": Filters(status="owed", key="alice"),
+        "since 24h + failed": Filters(since=now - 86400, status="failed"),
+        "until 3 days ago": Filters(until=now - 3 * 86400),
+        "every filter": Filters(text=text_query("cache"), collection="bench/c07", key="alice",
+                                status="owed", since=now - 30 * 86400),
+    }
+    out["queries"] = {name: timed(lambda f=f: index.find(f, limit=50), repeat)
+                      for name, f in filters.items()}
+    out["queries"]["catch_up() (nothing new)"] = timed(index.catch_up, repeat)
+    index.close()
+    return out
+
+
 # --------------------------------------------------------------------------- the /api/ routes
 
 def time_http_routes(data: Path, repeat: int) -> dict:
@@ -218,7 +275,7 @@ def time_http_routes(data: Path, repeat: int) -> dict:
                 raise RuntimeError(f"GET {path}: {resp.status} {body[:300]!r}")
             return json.loads(body)
 
-        paths = list(ROUTES)
+        paths = list(ROUTES) + list(SEARCH_ROUTES)
         first = get("/api/panels")
         if first.get("next"):  # a page deep in the log as well as the newest
             paths.append(f"/api/panels?before={first['next']}")
@@ -233,15 +290,30 @@ def time_http_routes(data: Path, repeat: int) -> dict:
 
 # --------------------------------------------------------------------------- report
 
-def child(mode: str, data: Path, repeat: int, replay: bool) -> dict:
+def child(mode: str, data: Path, repeat: int, replay: bool, rebuild: bool = False) -> dict:
     args = [sys.executable, str(Path(__file__).resolve()), "--data", str(data), "--repeat",
             str(repeat), f"--{mode}"]
     if replay:
         args.append("--replay")
+    if rebuild:
+        args.append("--rebuild-index")
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"{mode} failed: {out.stderr[-3000:]}")
     return json.loads(out.stdout)
+
+
+def search_table(searches: dict[int, dict]) -> list[str]:
+    sizes = sorted(searches)
+    rows = ["", "Search index (p50 / p95 ms):"]
+    for n in sizes:
+        r = searches[n]
+        rows.append(f"  {n:>9,}  built from {r['built_from']} in {r['build_s']} s; "
+                    f"{r['size_mb']} MB; peak RSS {r['build_peak_rss_mb']} MB; "
+                    f"{r['state']['indexed']:,} panels indexed")
+        for name, t in r["queries"].items():
+            rows.append(f"  {n:>9,}  {name:40} {t['p50_ms']:>9.3f} {t['p95_ms']:>9.3f}")
+    return rows
 
 
 def table(results: dict[int, dict], https: dict[int, dict]) -> str:
@@ -284,6 +356,9 @@ def main(argv=None) -> int:
     ap.add_argument("--replay", action="store_true", help="also time an open without snapshot")
     ap.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--http", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--search", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rebuild-index", action="store_true",
+                    help="build the search index from nothing, even where one exists")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
     if args.measure:
@@ -292,6 +367,9 @@ def main(argv=None) -> int:
     if args.http:
         print(json.dumps(time_http_routes(args.data, args.repeat)))
         return 0
+    if args.search:
+        print(json.dumps(measure_search(args.data, args.repeat, args.rebuild_index)))
+        return 0
     if args.repeat < 1 or args.panels_max < SMALL:
         print(f"bench_dashboard: --repeat must be 1 or more and --panels-max at least {SMALL}",
               file=sys.stderr)
@@ -299,7 +377,7 @@ def main(argv=None) -> int:
 
     prepare_roster(args.data)
     sizes = [SMALL] if args.quick else [SMALL, args.panels_max]
-    results, https, fills = {}, {}, {}
+    results, https, fills, searches = {}, {}, {}, {}
     for size in sizes:
         if panels_in(args.data) > size:
             log(f"{args.data} already holds {panels_in(args.data):,} panels, more than {size:,}; "
@@ -308,13 +386,16 @@ def main(argv=None) -> int:
         fills[size] = top_up(args.data, size)
         log(f"measuring the ledger at {panels_in(args.data):,} panels ...")
         results[size] = child("measure", args.data, args.repeat, args.replay)
+        log(f"building the search index at {panels_in(args.data):,} panels ...")
+        searches[size] = child("search", args.data, args.repeat, False, args.rebuild_index)
         https[size] = child("http", args.data, args.repeat, False)
     if not results:
         return 1
     if args.json:
-        print(json.dumps({"fills": fills, "ledger": results, "http": https}))
+        print(json.dumps({"fills": fills, "ledger": results, "search": searches, "http": https}))
     else:
         print(table(results, https))
+        print("\n".join(search_table(searches)))
         for size, r in results.items():
             print(f"\n{size:,} panels: {json.dumps(r['sizes'])}; opened from snapshot: "
                   f"{r['from_snapshot']}")

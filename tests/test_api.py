@@ -1065,6 +1065,21 @@ def test_get_a_judge_prompt_a_race_kept(dash, home, sim):
         assert_error(status, body, 404, says="judge")
 
 
+@covers("GET", "/api/models/{alias}")
+def test_a_model_page_reads_one_model(dash, home):
+    """The model page's data (its parts are tested in test_model_page.py)."""
+    bench = ask(dash)
+    status, page, _ = dash.get("/api/models/fast")
+    assert status == 200, page
+    assert set(page) == {"alias", "model", "facts", "collections", "shapes", "latency",
+                         "panels", "failures", "suite", "races", "alerts", "index"}
+    assert set(page["model"]) == MODEL_KEYS and page["collections"] == ["trio"]
+    assert bench["panel"] in [p["panel"] for p in page["panels"]] or \
+        not page["index"]["complete"]
+    status, body, _ = dash.get("/api/models/nobody")
+    assert_error(status, body, 404, says="unknown model 'nobody'")
+
+
 @covers("GET", "/api/models/{alias}/catalog")
 def test_a_model_row_shows_what_the_catalog_fills_apart_from_what_is_typed(dash, home, sim):
     sim.script("x-one", window=9000, price=[0.5, 2], vision=True)

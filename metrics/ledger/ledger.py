@@ -191,6 +191,9 @@ class Ledger:
     def model_stats(self, shape: str | None = None) -> dict[str, dict]:
         return self._queries.model_stats(shape)
 
+    def model_shapes(self, alias: str) -> dict[str, dict]:
+        return self._queries.model_shapes(alias)
+
     def shapes(self) -> list[str]:
         return self._queries.shapes()
 
@@ -231,6 +234,9 @@ class Ledger:
     def panels_after(self, seq: int | None, limit: int = 50, *, wait: float = 600.0,
                      now: float | None = None) -> tuple[list[dict], int]:
         return self._queries.panels_after(seq, limit, wait=wait, now=now)
+
+    def panel_summaries(self, seqs: Iterable[int]) -> list[dict]:
+        return self._queries.summaries(seqs)
 
     # ----------------------------------------------------------------- writing
 

@@ -253,6 +253,21 @@ class Queries:
                     out[alias] = empty.view(u, n)  # judged, yet no seat line of its own here
         return out
 
+    def model_shapes(self, alias: str) -> dict[str, dict]:
+        """``{shape: row}`` of one model, rows as ``model_stats(shape)`` gives them, for every
+        shape it has a seat or a verdict in. O(models x shapes) key reads, one row built each."""
+        self._refresh()
+        out = {}
+        with self._lock:
+            ix = self._index
+            for (a, shape), st in ix.stats.items():
+                if a == alias:
+                    out[shape] = st.view(*ix.counts.get((a, shape), (0, 0)))
+            for (a, shape), (u, n) in ix.counts.items():
+                if a == alias and shape not in out and isinstance(shape, str):
+                    out[shape] = Stats().view(u, n)
+        return out
+
     def shapes(self) -> list[str]:
         """Every shape a seat, seating or verdict was logged for, sorted."""
         self._refresh()
@@ -489,6 +504,14 @@ class Queries:
         else:
             next_seq = pos - 1  # every slot up to here is finished or given up
         return self._summaries(found), next_seq
+
+    def summaries(self, seqs: Iterable[int]) -> list[dict]:
+        """The summaries (as ``panels_page`` gives them) of the finished panels with these
+        seqs, in that order; a seq with no finished panel is left out. One slot read each."""
+        self._refresh()  # for the seats' verdicts
+        found = [(seq, pointer) for seq in seqs
+                 if isinstance(seq, int) and seq >= 0 and (pointer := self._table.pointer(seq))]
+        return self._summaries(found)
 
     def _summaries(self, found: list[tuple[int, int]]) -> list[dict]:
         """The summaries of the panels at ``(seq, pointer)``, in that order."""

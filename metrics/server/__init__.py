@@ -1,8 +1,9 @@
 """The HTTP side: the only package that imports ``http.server``. The dashboard's JSON API
-(``api``) and the one body each of its writes declares (``bodies``); who may call (``guard``,
-gateway ``keys``, per-key ``ratelimit``, the dashboard's login ``session`` and where its
-sessions live, ``sessiontable``); the server base both servers are composed from, and
-``workers``: several processes of one server on one port, and how a server stops.
+(``api``), the one body each of its writes declares (``bodies``), the panels' filters
+(``panelquery``) and the model page (``modelpage``); who may call (``guard``, gateway ``keys``,
+per-key ``ratelimit``, the dashboard's login ``session`` and where its sessions live,
+``sessiontable``); the server base both servers are composed from, and ``workers``: several
+processes of one server on one port, and how a server stops.
 
 Nothing of the domain imports this package.
 """

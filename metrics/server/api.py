@@ -35,6 +35,7 @@ from panelist.metrics.roster.collection import MAX_DESCRIPTION, MAX_TAGS, PREFIX
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
+from panelist.metrics.server import modelpage, panelquery
 from panelist.metrics.server.keys import MAX_RPM, Keys
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
@@ -172,11 +173,28 @@ def list_models(req: ApiRequest) -> dict:
     return {"data": rows, "shapes": panels.ledger.shapes()}
 
 
+def get_model(req: ApiRequest) -> dict:
+    """The model page: its row, facts, stats per shape, latency, panels, failures, suite and
+    race results and alerts (``metrics.server.modelpage``)."""
+    alias = req.params["alias"]
+    return modelpage.page(req, _one_model(req, alias))
+
+
 def _one_model(req: ApiRequest, alias: str) -> dict:
-    for row in list_models(req)["data"]:
-        if row["alias"] == alias:
-            return row
-    raise NotFound(f"unknown model '{alias}'; see GET /api/models")
+    """One model's row of ``GET /api/models``, built alone (its stats summed over its shapes,
+    as the listing's are), so a model's page or an edit costs the same at 5 or 500 models."""
+    panels = req.panels
+    model = panels.roster.view().models.get(alias)
+    if model is None:
+        raise NotFound(f"unknown model '{alias}'; see GET /api/models")
+    shapes = panels.ledger.model_shapes(alias).values()
+    answered = [st["last_answer"] for st in shapes if st["last_answer"] is not None]
+    stats = {name: sum(st[name] for st in shapes) for name in ("seats", "useful", "not_useful")}
+    stats["last_answer"] = max(answered) if answered else None
+    state = panels.ledger.states([alias], "general").get(alias)
+    known = panels.known.view().models.get(alias, model)
+    return _model_row(model, known, panels.roster.versions()["models"].get(alias, ""), stats,
+                      state, time.time())
 
 
 MODEL_FACTS = dict(
@@ -429,8 +447,17 @@ def update_limits(req: ApiRequest) -> dict:
 
 # -- panels, calls and verdicts -------------------------------------------------------------------
 def list_panels(req: ApiRequest) -> dict:
+    """Finished panels newest first (``before``), or newer than a cursor (``after``); with any
+    filter (``q``, ``model``, ``collection``, ``key``, ``status``, ``since``, ``until``: see
+    ``metrics.server.panelquery``), only those that match, from the search index."""
     ledger = req.panels.ledger
+    panelquery.check_names(req.query)
     limit = _limit(req)
+    if "before" in req.query and "after" in req.query:
+        raise BadRequest("give 'before' (older panels) or 'after' (newer ones), not both",
+                         param="after")
+    if panelquery.wanted(req.query):
+        return panelquery.listing(req, limit, _seq)
     # cursors are panel ids; one may name no finished panel (the ledger reads only its number)
     if "after" in req.query:
         after = req.query["after"]
@@ -672,7 +699,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/demo", {"POST": load_demo}),
     ("/api/grades", {"GET": list_grades}),
     ("/api/models", {"GET": list_models, "POST": create_model}),
-    ("/api/models/{alias}", {"PUT": update_model, "DELETE": delete_model}),
+    ("/api/models/{alias}", {"GET": get_model, "PUT": update_model, "DELETE": delete_model}),
     ("/api/models/{alias}/catalog", {"GET": model_catalog}),
     ("/api/models/{alias}/probe", {"POST": probe_model}),
     ("/api/models/{alias}/retire", {"POST": retire_model}),

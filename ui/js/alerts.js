@@ -9,7 +9,7 @@
 
 import { api, isAbort } from "./api.js";
 import { h, replace } from "./dom.js";
-import { button } from "./ui.js";
+import { button, modelLink, timeAgo } from "./ui.js";
 
 const SEEN_KEY = "panelist.alertsSeen";
 const LIMIT = 20;
@@ -41,6 +41,15 @@ function unseen(alerts) {
   });
 }
 
+// the kinds whose subject is a model on the roster: its name links to the model's page
+const MODEL_KINDS = new Set(["retired", "restored", "went_paid", "onboarded"]);
+
+function subject(a) {
+  const name = String(a.subject ?? "");
+  return MODEL_KINDS.has(a.kind) || typeof a.alias === "string" ? modelLink(a.alias || name)
+    : h("strong", { text: name });
+}
+
 /** Read the recent alerts and show the unseen ones in `slot` (hidden when there are none). */
 export async function showAlerts(slot, signal) {
   let alerts;
@@ -66,8 +75,8 @@ export async function showAlerts(slot, signal) {
       h("p", { class: "notice-title",
         text: fresh.length === 1 ? "1 new alert" : `${fresh.length} new alerts` }),
       h("ul", { class: "alert-list" }, fresh.map((a) => h("li", { "data-kind": a.kind },
-        h("span", { class: "muted", text: `${a.ts} · ${a.kind} · ` }),
-        h("strong", { text: String(a.subject ?? "") }), ": ", String(a.message ?? ""))))),
+        h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `),
+        subject(a), ": ", String(a.message ?? ""))))),
     h("div", { class: "row" }, dismiss)));
   slot.hidden = false;
 }

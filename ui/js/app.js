@@ -1,4 +1,4 @@
-// The dashboard shell: hash routes (#/overview, #/panels, …), the header, the shared
+// The dashboard shell: hash routes (#/overview, #/panels?q=…, #/models/ALIAS, …), the header, the shared
 // /api/info, and a clean hand-over between pages (the old page's requests are aborted and its
 // timers stopped before the next page draws).
 
@@ -15,8 +15,9 @@ import * as discover from "./pages/discover.js";
 import * as collections from "./pages/collections.js";
 import * as endpoints from "./pages/endpoints.js";
 import * as settings from "./pages/settings.js";
+import * as models from "./pages/model.js";
 
-const PAGES = { overview, ask, panels, evidence, races, discover, collections, endpoints, settings };
+const PAGES = { overview, ask, panels, evidence, races, discover, collections, endpoints, settings, models };
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -28,10 +29,16 @@ let current = null;
 let infoPromise = null;
 let firstRoute = true;
 
+function decoded(part) {
+  try { return decodeURIComponent(part); } catch { return part; }
+}
+
+// "#/models/sim%2Fa?x=1" → page "models", path ["sim/a"], params x=1
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, "");
-  const [path, q = ""] = raw.split("?");
-  return { name: path || "overview", params: new URLSearchParams(q) };
+  const at = raw.indexOf("?");
+  const [name, ...path] = (at < 0 ? raw : raw.slice(0, at)).split("/");
+  return { name: name || "overview", path: path.map(decoded), params: new URLSearchParams(at < 0 ? "" : raw.slice(at + 1)) };
 }
 
 export function navigate(hash) {
@@ -69,7 +76,9 @@ async function route() {
       try { fn(); } catch { /* a cleanup never blocks the next page */ }
     }
   }
-  const { name, params } = parseHash();
+  // a link followed from a dialog (a model's name in a seat's) leaves the dialog's page behind
+  for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
+  const { name, path, params } = parseHash();
   const page = PAGES[name];
   const controller = new AbortController();
   const state = { controller, cleanups: [] };
@@ -91,6 +100,7 @@ async function route() {
   const ctx = {
     signal: controller.signal,
     params,
+    path,
     info: () => infoPromise,
     refreshInfo,
     navigate,

@@ -2,10 +2,6 @@
 
 export const DASH = "—";
 
-const dateTime = new Intl.DateTimeFormat(undefined, {
-  year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
-  second: "2-digit",
-});
 const timeOnly = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
 const dayOnly = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
@@ -14,9 +10,25 @@ function isNum(v) {
   return typeof v === "number" && Number.isFinite(v);
 }
 
-/** Epoch seconds → "Nov 30, 2026, 14:05:09". */
+/** Epoch seconds → "2026-11-30 14:05:09 UTC": the exact time every page shows on hover. */
 export function when(epoch) {
-  return isNum(epoch) ? dateTime.format(new Date(epoch * 1000)) : DASH;
+  return isNum(epoch) ? new Date(epoch * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC") : DASH;
+}
+
+/** Epoch seconds, or an ISO time as the logs write it, → epoch seconds; null for neither. */
+export function epochOf(value) {
+  if (isNum(value)) return value;
+  if (typeof value === "string" && value) {
+    const t = Date.parse(value);
+    return Number.isNaN(t) ? null : t / 1000;
+  }
+  return null;
+}
+
+/** The one way a time reads: "5 min ago" in the past, "in 4 min" ahead. */
+export function relative(epoch, now = Date.now() / 1000) {
+  if (!isNum(epoch)) return DASH;
+  return epoch > now + 1 ? until(epoch, now) : ago(epoch, now);
 }
 
 export function clock(epoch) {
@@ -38,14 +50,15 @@ export function ago(epoch, now = Date.now() / 1000) {
   return day(epoch);
 }
 
-/** Epoch seconds in the future → "in 4 min". */
+/** Epoch seconds in the future → "in 40 s", "in 4 min", "in 3 h", "in 2 days". */
 export function until(epoch, now = Date.now() / 1000) {
   if (!isNum(epoch)) return DASH;
   const d = epoch - now;
   if (d <= 0) return "now";
   if (d < 60) return `in ${Math.ceil(d)} s`;
   if (d < 3600) return `in ${Math.ceil(d / 60)} min`;
-  return `at ${clock(epoch)}`;
+  if (d < 86400) return `in ${Math.round(d / 3600)} h`;
+  return `in ${Math.round(d / 86400)} days`;
 }
 
 export function seconds(v) {

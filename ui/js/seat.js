@@ -4,7 +4,7 @@
 import { api, seg } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
-import { copyButton, loading, notice, openDialog, seatLabel, verdictMark, answered } from "./ui.js";
+import { copyButton, loading, modelLink, notice, openDialog, seatLabel, verdictMark, answered } from "./ui.js";
 import { verdictForm } from "./verdict.js";
 
 /** Open the call's dialog; onVerdict(verdict) when a verdict is saved. */
@@ -30,7 +30,7 @@ async function fill(body, call, signal, onVerdict) {
   }
   const mark = h("span", null, answered(c) || c.verdict ? verdictMark(c.verdict ? c.verdict.useful : null) : null);
   const facts = h("div", { class: "meta" },
-    h("span", null, "Model ", h("strong", { text: c.alias })),
+    h("span", null, "Model ", modelLink(c.alias)),
     h("span", null, "Seat ", h("strong", { text: seatLabel(c) })),
     h("span", null, "Status ", h("strong", { text: c.status })),
     h("span", null, "Time ", h("strong", { text: fmt.seconds(c.seconds) })),

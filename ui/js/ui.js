@@ -2,7 +2,7 @@
 // labelled fields, dialogs, copy buttons and small status marks.
 
 import { h, s, newId, replace } from "./dom.js";
-import { isAbort } from "./api.js";
+import { isAbort, seg } from "./api.js";
 import * as fmt from "./format.js";
 
 // ------------------------------------------------------------------ page structure
@@ -230,6 +230,30 @@ export function copyButton(getText, label = "Copy", name = null) {
   return btn;
 }
 
+// ------------------------------------------------------------------ times and names
+/**
+ * A time as every page shows it: relative ("5 min ago", "in 4 min"), the exact UTC time on
+ * hover. `value` is epoch seconds or an ISO time; without one, `never` (faint).
+ */
+export function timeAgo(value, { never = "never" } = {}) {
+  const epoch = fmt.epochOf(value);
+  if (epoch === null) return h("span", { class: "faint" }, never);
+  return h("time", { datetime: new Date(epoch * 1000).toISOString(), title: fmt.when(epoch) },
+    fmt.relative(epoch));
+}
+
+/** Where a model's page is. */
+export function modelHref(alias) {
+  return `#/models/${seg(alias)}`;
+}
+
+/** A model's name, as a link to its page (every model name the dashboard shows is one). */
+export function modelLink(alias, { strong = true, ...props } = {}) {
+  if (typeof alias !== "string" || !alias) return fmt.DASH;
+  const link = h("a", { class: "model-link", href: modelHref(alias), ...props }, alias);
+  return strong ? h("strong", null, link) : link;
+}
+
 // ------------------------------------------------------------------ marks
 const STATUS_WORDS = {
   answering: "answering", cooling: "cooling down", retired: "retired", untested: "untested",
@@ -248,7 +272,7 @@ export function modelStatus(model) {
   const st = model.status || "untested";
   let detail = null;
   if (st === "cooling" && model.cooling_until) {
-    detail = h("span", { class: "detail", title: fmt.when(model.cooling_until) }, `until ${fmt.clock(model.cooling_until)}`);
+    detail = h("span", { class: "detail" }, "until ", timeAgo(model.cooling_until));
   } else if (st === "failing") {
     detail = failingDetail(model);
   }

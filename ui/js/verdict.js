@@ -3,8 +3,7 @@
 
 import { api } from "./api.js";
 import { h, newId, replace } from "./dom.js";
-import * as fmt from "./format.js";
-import { button, field, lines, notice, radios } from "./ui.js";
+import { button, field, lines, notice, radios, timeAgo } from "./ui.js";
 
 export async function postVerdict(call, useful, { note = "", real = [], false: wrong = [] } = {}, signal) {
   return api.post("/api/verdict", { call, useful, note, real, false: wrong }, { signal });
@@ -27,7 +26,7 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
   const status = h("div", { "aria-live": "polite" });
   const save = button("Save verdict", null, { kind: "primary", type: "submit" });
   const when = current && current.ts
-    ? h("p", { class: "muted small" }, `Current verdict by ${current.by || "someone"}, ${fmt.ago(Date.parse(current.ts) / 1000)}.`)
+    ? h("p", { class: "muted small" }, `Current verdict by ${current.by || "someone"}, `, timeAgo(current.ts), ".")
     : null;
 
   const form = h("form", { class: "form", novalidate: true },

@@ -9,8 +9,8 @@ import * as fmt from "../format.js";
 import { openSeat } from "../seat.js";
 import { sseData } from "../sse.js";
 import {
-  button, copyButton, emptyState, field, input, linkButton, notice, pageHead, seatLabel, select,
-  verdictMark, answered } from "../ui.js";
+  button, copyButton, emptyState, field, input, linkButton, modelLink, notice, pageHead, seatLabel,
+  select, verdictMark, answered } from "../ui.js";
 import { quickVerdict } from "../verdict.js";
 
 export const title = "Ask";
@@ -30,7 +30,7 @@ function streamingCard(text) {
   const [, , seat, alias, call, status, secs, body] = m;
   return h("article", { class: "card answer-card", dataset: { call } },
     h("div", { class: "answer-head" },
-      h("div", null, h("div", { class: "answer-title" }, `${seatLabel({ call, seat })} · ${alias}`),
+      h("div", null, h("div", { class: "answer-title" }, `${seatLabel({ call, seat })} · `, modelLink(alias, { strong: false })),
         h("div", { class: "meta" }, h("span", { class: "mono", text: call }), h("span", { text: status }), h("span", { text: `${secs} s` })))),
     h("pre", { class: "textblock answer" }, body.trim()));
 }
@@ -62,7 +62,7 @@ function finalCard(seat, signal, heading = null, note = null) {
   const card = h("article", { class: "card answer-card", dataset: { call: seat.call, seat: seat.seat } },
     h("div", { class: "answer-head" },
       h("div", null,
-        h("div", { class: "answer-title" }, `${heading || seatLabel(seat)} · ${seat.alias}`),
+        h("div", { class: "answer-title" }, `${heading || seatLabel(seat)} · `, modelLink(seat.alias, { strong: false })),
         h("div", { class: "meta" },
           h("span", { class: "mono", text: seat.call }),
           h("span", { class: ["chip", chip] }, seat.status),
@@ -217,9 +217,10 @@ export async function render(root, ctx) {
             bench.shape ? ` · shape ${bench.shape}` : ""),
           bench.note ? h("p", { text: bench.note }) : null,
           (bench.skipped || []).length ? h("p", { class: "muted small" },
-            `Not seated: ${bench.skipped.map((x) => `${x.alias} (${x.why})`).join("; ")}`) : null,
+            "Not seated: ", bench.skipped.map((x, i) => [i ? "; " : "", modelLink(x.alias, { strong: false }), ` (${x.why})`])) : null,
           (bench.suggest || []).length ? h("p", { class: "small" },
-            `Suggestion: ${bench.suggest.map((x) => `${x.alias} looks more useful than ${x.instead_of}`).join("; ")}.`) : null),
+            "Suggestion: ", bench.suggest.map((x, i) => [i ? "; " : "", modelLink(x.alias, { strong: false }),
+              " looks more useful than ", modelLink(x.instead_of, { strong: false })]), ".") : null),
         linkButton("See it on Panels", "#/panels", "small")));
     } catch (err) {
       if (isAbort(err)) {

@@ -7,7 +7,7 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import {
   button, confirmAction, emptyState, field, input, linkButton, notice, numberOrNull, openDialog,
-  pageHead, radios, saveForm, sectionHead, select, toast, words,
+  modelHref, modelLink, pageHead, radios, saveForm, sectionHead, select, toast, words,
 } from "../ui.js";
 
 export const title = "Collections";
@@ -47,12 +47,12 @@ function collectionCard(c, limits, models, { onEdit, onDelete }) {
       c.members.map((alias) => {
         const m = byAlias.get(alias);
         const kind = !m ? "bad" : m.status === "answering" ? "ok" : m.status === "cooling" ? "warn" : "";
-        return h("span", { class: ["chip", kind], title: m ? `${alias}: ${m.status}` : `${alias} is not on the roster` },
+        return h("a", { class: ["chip", kind, "model-link"], href: modelHref(alias), title: m ? `${alias}: ${m.status}` : `${alias} is not on the roster` },
           h("span", { class: "dot", "aria-hidden": "true" }), alias);
       })),
     h("div", { class: "meta" },
       c.tags && c.tags.length ? h("span", null, "Tags ", h("strong", { text: c.tags.join(", ") })) : null,
-      c.merger ? h("span", null, "Merger ", h("strong", { text: c.merger })) : null));
+      c.merger ? h("span", null, "Merger ", modelLink(c.merger)) : null));
 }
 
 function memberPicker(models, chosen, onChange) {

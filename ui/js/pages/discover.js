@@ -14,15 +14,10 @@
 import { api, isAbort } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
-import { button, emptyState, notice, pageHead, sectionHead, toast } from "../ui.js";
+import { button, emptyState, modelLink, notice, pageHead, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Discover";
 const REFRESH_MS = 1500;   // how often the queue is read again while an entry is under way
-
-function epoch(iso) {
-  const t = Date.parse(iso || "");
-  return Number.isNaN(t) ? null : t / 1000;
-}
 
 function outcome(entry) {
   if (entry.status === "failed") {
@@ -39,11 +34,11 @@ function queueRow(entry) {
   const where = entry.step_status && entry.status === "running"
     ? `${entry.step} (${entry.step_status})` : entry.step;
   return h("tr", { dataset: { alias: entry.alias, status: entry.status } },
-    h("td", { class: "mono", text: entry.alias }),
+    h("td", { class: "mono" }, modelLink(entry.alias, { strong: false })),
     h("td", { text: entry.endpoint || fmt.DASH }),
     h("td", { text: where }),
     h("td", { text: entry.status }),
-    h("td", { text: fmt.ago(epoch(entry.updated)) }),
+    h("td", null, timeAgo(entry.updated)),
     h("td", { text: outcome(entry) }));
 }
 

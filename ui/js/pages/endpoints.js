@@ -6,8 +6,8 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import {
-  button, checkbox, confirmAction, emptyState, field, input, modelStatus, notice, numberOrNull,
-  openDialog, pageHead, saveForm, sectionHead, select, showError, toast,
+  button, checkbox, confirmAction, emptyState, field, input, modelLink, modelStatus, notice,
+  numberOrNull, openDialog, pageHead, saveForm, sectionHead, select, showError, timeAgo, toast,
 } from "../ui.js";
 
 export const title = "Endpoints & models";
@@ -166,7 +166,6 @@ function catalogFacts(facts) {
   const names = Object.keys(facts || {});
   if (!names.length) return notice("", "The catalog knows nothing more about this model",
     "Refresh the catalog (panelist catalog refresh) or import a file to fill it.");
-  const at = (iso) => fmt.when(Date.parse(iso) / 1000);
   return h("div", { class: "table-wrap", role: "region", "aria-label": "What the catalog knows", tabindex: "0" },
     h("table", null,
       h("caption", { text: "What the catalog knows (typed facts win; blank fields above use these)" }),
@@ -177,8 +176,8 @@ function catalogFacts(facts) {
         return h("tr", { dataset: { fact: name } },
           h("th", { scope: "row", text: FACT_LABELS[name] || name }),
           h("td", { class: "mono", text: factValue(f.value) }),
-          h("td", null, factSource(f), f.at ? h("span", { class: "sub", text: at(f.at) }) : null),
-          h("td", { text: learned ? `${factValue(learned.value)} (${learned.from}, ${at(learned.at)})` : "" }));
+          h("td", null, factSource(f), f.at ? h("span", { class: "sub" }, timeAgo(f.at)) : null),
+          h("td", null, learned ? [`${factValue(learned.value)} (${learned.from}, `, timeAgo(learned.at), ")"] : ""));
       }))));
 }
 
@@ -190,7 +189,7 @@ export function probeSaid(p) {
     : `${p.alias} did not answer: ${p.error_kind || p.status}${p.error ? ` (${p.error})` : ""}.${acted}`;
 }
 
-async function probeModel(m, btn, reload) {
+export async function probeModel(m, btn, reload) {
   btn.disabled = true;
   try {
     const done = await api.post(`/api/models/${seg(m.alias)}/probe`, {});
@@ -202,7 +201,7 @@ async function probeModel(m, btn, reload) {
   }
 }
 
-function modelDialog(model, endpoints, done) {
+export function modelDialog(model, endpoints, done) {
   const editing = Boolean(model);
   const m = model || { alias: "", endpoint: endpoints[0] ? endpoints[0].name : "", served: "", family: "", grade: "",
     context: null, max_output: null, vision: false, tools: false, price_in: null, price_out: null, currency: "USD" };
@@ -319,7 +318,7 @@ export async function render(root, ctx, { initial = true } = {}) {
     empty: "No model yet: use Find models on an endpoint, or Add a model.",
     rowId: (m) => m.alias,
     columns: [
-      { key: "alias", label: "Alias", cell: (m) => h("strong", { text: m.alias }) },
+      { key: "alias", label: "Alias", cell: (m) => modelLink(m.alias) },
       { key: "endpoint", label: "Endpoint" },
       { key: "served", label: "Served id", cell: (m) => h("span", { class: "mono", text: m.served }) },
       { key: "family", label: "Family" },

@@ -8,7 +8,7 @@ import * as fmt from "../format.js";
 import { failureChart, rateChart, seatsOverTime, timeChart } from "../charts.js";
 import { dataTable } from "../table.js";
 import { onThemeChange } from "../theme.js";
-import { emptyState, field, linkButton, loading, notice, pageHead, rateCell, select } from "../ui.js";
+import { emptyState, field, linkButton, loading, modelLink, notice, pageHead, rateCell, select } from "../ui.js";
 
 export const title = "Evidence";
 const CHART_ROWS = 25;
@@ -37,7 +37,7 @@ function suiteCard(rows) {
     sort: { key: "accuracy", dir: "desc" },
     filterHint: "Filter by model",
     columns: [
-      { key: "model", label: "Model", cell: (r) => h("strong", { text: r.model }) },
+      { key: "model", label: "Model", cell: (r) => modelLink(r.model) },
       ...SUITE_RATES.map(([key, label]) => ({
         key, label, filter: false, value: (r) => (r[key].n ? r[key].rate : -1), cell: rateOf(key),
       })),
@@ -109,7 +109,7 @@ export async function render(root, ctx) {
     sort: { key: "judged", dir: "desc" },
     filterHint: "Filter by model or shape",
     columns: [
-      { key: "alias", label: "Model", cell: (r) => h("strong", { text: r.alias }) },
+      { key: "alias", label: "Model", cell: (r) => modelLink(r.alias) },
       { key: "shape", label: "Shape" },
       { key: "judged", label: "Useful (95% interval)", value: (r) => r.useful + r.not_useful, filter: false,
         cell: (r) => rateCell(r.useful + r.not_useful ? r.useful / (r.useful + r.not_useful) : null, r.interval, r.useful, r.not_useful) },

@@ -8,7 +8,7 @@ import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
-import { button, emptyState, linkButton, modelStatus, pageHead, rateCell, sectionHead, toast } from "../ui.js";
+import { button, emptyState, linkButton, modelLink, modelStatus, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Overview";
 
@@ -62,7 +62,7 @@ const abilities = (m) => ["vision", "tools"].filter((t) => m[t] || (m.known || {
 
 const COLUMNS = [
   { key: "alias", label: "Model", value: (m) => m.alias, search: (m) => `${m.alias} ${m.endpoint} ${m.served}`,
-    cell: (m) => [h("strong", { text: m.alias }),
+    cell: (m) => [modelLink(m.alias),
       h("span", { class: "sub", title: `${m.endpoint}: ${m.served}` }, m.served && m.served !== m.alias ? `${m.endpoint} · ${m.served}` : m.endpoint)] },
   { key: "family", label: "Family" },
   { key: "grade", label: "Grade" },
@@ -80,7 +80,7 @@ const COLUMNS = [
   { key: "rate", label: "Useful", numeric: false, value: (m) => m.rate,
     cell: (m) => rateCell(m.rate, m.interval, m.useful, m.not_useful), filter: false },
   { key: "last_answer", label: "Last answer", value: (m) => m.last_answer,
-    cell: (m) => m.last_answer ? h("span", { title: fmt.when(m.last_answer) }, fmt.ago(m.last_answer)) : h("span", { class: "faint" }, "never"),
+    cell: (m) => timeAgo(m.last_answer),
     filter: false },
 ];
 

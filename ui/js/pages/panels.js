@@ -1,14 +1,18 @@
 // Panels: every panel the gateway ran, newest first, each seat a chip. New panels arrive by a
 // cursor poll (GET /api/panels?after=<latest> every 2 s, never a full refetch); older ones
-// page in by panel id (before=). A search box finds a panel or a call id. A panel whose reply
+// page in by panel id (before=). Filters (text in prompts and answers, model, collection, key,
+// status, time; panelfilters.js) live in the address and go with every request, the poll
+// included. A search box finds a panel or a call id. A panel whose reply
 // never reached its caller (the caller left, or it was never delivered) owes no verdict: its
 // answered seats say "not owed", and such panels are listed apart (the API's `apart`).
 
 import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
+import { describe, FILTERS, filterBar, filterQuery, filtering, filtersFrom, hashFor, indexNote,
+  matchLine } from "../panelfilters.js";
 import { openSeat } from "../seat.js";
-import { button, emptyState, failureBadge, input, linkButton, notice, pageHead, panelFailures, seatChip, seatLabel, answered } from "../ui.js";
+import { button, emptyState, failureBadge, input, linkButton, notice, pageHead, panelFailures, seatChip, seatLabel, timeAgo, answered } from "../ui.js";
 
 export const title = "Panels";
 const POLL_MS = 2000;
@@ -34,8 +38,37 @@ function notOwed(chip) {
   return chip;
 }
 
+// names the filters suggest; a page that cannot read them still filters by what is typed
+async function filterChoices(signal) {
+  const names = (path, pick) => api.get(path, { signal }).then((r) => (r.data || []).map(pick), () => []);
+  const [models, collections, keys] = await Promise.all([
+    names("/api/models", (m) => m.alias), names("/api/collections", (c) => c.id),
+    names("/api/keys", (k) => k.name)]);
+  return { models, collections, keys: ["local", ...keys] };
+}
+
+// the filter form and what the filters match, above the list
+function filterHead(ctx, filters, choices, error = null) {
+  const apply = (chosen) => ctx.navigate(hashFor(chosen));
+  return h("div", { class: "stack" },
+    filterBar(filters, { choices, error, onApply: apply }),
+    filtering(filters) && !error ? h("p", { class: "muted", "data-testid": "filter-summary" },
+      `Panels matching ${describe(filters)}, newest first.`) : null);
+}
+
 export async function render(root, ctx) {
-  const first = await api.get(`/api/panels${query({ limit: PAGE })}`, { signal: ctx.signal });
+  const filters = filtersFrom(ctx.params);
+  const filtered = filtering(filters);
+  const choices = filterChoices(ctx.signal);
+  let first;
+  try {
+    first = await api.get(`/api/panels${query({ limit: PAGE, ...filterQuery(filters) })}`, { signal: ctx.signal });
+  } catch (err) {
+    if (err.status !== 400 || !FILTERS.includes(err.param)) throw err;
+    replace(root, pageHead("Panels", "Every request the gateway ran, newest first."),
+      filterHead(ctx, filters, await choices, err));
+    return;
+  }
   let latest = first.latest || null;
   let next = first.next || null;
 
@@ -67,7 +100,7 @@ export async function render(root, ctx) {
         judged.set(seat.call, verdict ? Boolean(verdict.useful) : null);
         for (const el of root.querySelectorAll(`[data-panel="${CSS.escape(panelId)}"]`)) {
           const record = shownAs.get(el);
-          if (record) el.replaceWith(panelItem(record, el.classList.contains("found")));
+          if (record) el.replaceWith(withMatch(panelItem(record, el.classList.contains("found")), record));
         }
         ctx.refreshInfo().then((info) => { if (info && ctx.active) setOwed(info.counts.owed); }, () => {});
       },
@@ -92,7 +125,7 @@ export async function render(root, ctx) {
         h("div", { class: "panel-id", text: p.panel }),
         h("div", { class: "panel-meta" },
           h("span", null, h("strong", { text: p.collection })),
-          h("span", { title: fmt.when(p.started) }, fmt.ago(p.started))),
+          h("span", null, timeAgo(p.started))),
         h("div", { class: "panel-meta" },
           h("span", null, `asked by ${p.key || "local"}`),
           h("span", null, fmt.seconds(p.seconds)),
@@ -110,17 +143,30 @@ export async function render(root, ctx) {
     return el;
   }
 
+  // a text search's hit: where in the panel the text was found
+  function withMatch(item, p) {
+    const line = matchLine(p.match);
+    if (line) item.append(line);
+    return item;
+  }
+
   function add(panels, { atTop = false, fresh = false } = {}) {
     const frag = document.createDocumentFragment();
     for (const p of panels) {
       if (!p || typeof p.panel !== "string" || byId.has(p.panel)) continue; // seen, or no panel
       byId.set(p.panel, p);
-      const item = panelItem(p);
+      const item = withMatch(panelItem(p), p);
       if (fresh) item.classList.add("is-new");
       if (atTop) list.prepend(item);
       else frag.append(item);
     }
     if (!atTop) list.append(frag);
+    if (filtered) {
+      replace(emptySlot, byId.size ? null : emptyState("No panel matches these filters",
+        "Loosen a filter, or clear them to see every panel; a new panel that matches appears here by itself.",
+        linkButton("Clear filters", "#/panels")));
+      return;
+    }
     replace(emptySlot, byId.size ? null : emptyState("No panels yet",
       "A panel appears here the moment a collection is asked: on the Ask page, or from any OpenAI "
       + "client pointed at this server's /v1.", linkButton("Ask a collection", "#/ask", "primary")));
@@ -139,13 +185,13 @@ export async function render(root, ctx) {
 
   function showPaging() {
     more.hidden = !next;
-    moreNote.textContent = next || !byId.size ? "" : "That is every panel.";
+    moreNote.textContent = next || !byId.size ? "" : filtered ? "That is every panel that matches." : "That is every panel.";
   }
 
   async function loadOlder() {
     more.disabled = true;
     try {
-      const page = await api.get(`/api/panels${query({ before: next, limit: PAGE })}`, { signal: ctx.signal });
+      const page = await api.get(`/api/panels${query({ before: next, limit: PAGE, ...filterQuery(filters) })}`, { signal: ctx.signal });
       add(page.data || []);
       next = page.next || null;
       showPaging();
@@ -163,7 +209,8 @@ export async function render(root, ctx) {
     if (!ctx.active) return;
     if (!document.hidden) {
       try {
-        const url = latest ? `/api/panels${query({ after: latest })}` : `/api/panels${query({ limit: PAGE })}`;
+        const url = latest ? `/api/panels${query({ after: latest, ...filterQuery(filters) })}`
+          : `/api/panels${query({ limit: PAGE, ...filterQuery(filters) })}`;
         const page = await api.get(url, { signal: ctx.signal });
         const rows = page.data || [];
         if (latest) add(rows, { atTop: true, fresh: true }); // after= is oldest first
@@ -173,6 +220,11 @@ export async function render(root, ctx) {
         const cursor = latest ? page.next : null;
         latest = cursor || page.latest || (rows.length ? rows[latest ? rows.length - 1 : 0].panel : latest);
         if (typeof page.owed === "number") setOwed(page.owed);
+        // the index finished what the first page lacked: list again, now whole
+        if (first.index && !first.index.complete && page.index && page.index.complete) {
+          ctx.navigate(hashFor(filters));
+          return;
+        }
         live.classList.remove("paused");
         live.lastChild.textContent = "Live: new panels appear here by themselves";
       } catch (err) {
@@ -218,6 +270,8 @@ export async function render(root, ctx) {
   replace(root,
     pageHead("Panels", "Every request the gateway ran, newest first. Each chip is one seat: click it to "
       + "read the answer and say whether it was useful.", owedLine),
+    filterHead(ctx, filters, await choices),
+    indexNote(first.index),
     h("div", { class: "row spread" }, search, live),
     found,
     apartList,

@@ -13,7 +13,7 @@ import * as fmt from "../format.js";
 import { loadUplot, PALETTE } from "../charts.js";
 import { dataTable } from "../table.js";
 import { cssVar, onThemeChange } from "../theme.js";
-import { button, emptyState, loading, notice, openDialog, pageHead } from "../ui.js";
+import { button, emptyState, loading, modelLink, notice, openDialog, pageHead, timeAgo } from "../ui.js";
 
 export const title = "Races";
 const POLL_MS = 2000;
@@ -45,10 +45,6 @@ function money(v, currency) {
   return `${v === 0 ? "0" : v.toPrecision(3)} ${currency || ""}`.trim();
 }
 
-function started(iso) {
-  const t = Date.parse(iso || "");
-  return Number.isFinite(t) ? fmt.when(t / 1000) : fmt.DASH;
-}
 
 function asText(value) {
   if (typeof value === "string") return value;
@@ -254,7 +250,7 @@ function runsTable(report) {
     rowId: (r) => r.label,
     filterHint: "Filter by model or reason",
     columns: [
-      { key: "model", label: "Model", cell: (r) => h("span", null, h("strong", { class: "nowrap", text: r.model }), r.role === "reference" ? h("span", { class: "sub", text: "reference" }) : null) },
+      { key: "model", label: "Model", cell: (r) => h("span", null, modelLink(r.model, { class: "model-link nowrap" }), r.role === "reference" ? h("span", { class: "sub", text: "reference" }) : null) },
       ...(several ? [{ key: "input", label: "Input", numeric: true, filter: false, value: (r) => r.input ?? 1, cell: (r) => String(r.input ?? 1) }] : []),
       { key: "run", label: "Run", numeric: true, filter: false, value: (r) => (r.role === "reference" ? 0 : r.run), cell: (r) => (r.role === "reference" ? "ref" : String(r.run)) },
       { key: "succeeded", label: "OK", filter: false, cell: (r) => (r.succeeded ? h("span", { class: "badge ok" }, "yes") : h("span", { class: "badge bad" }, "no")) },
@@ -282,7 +278,7 @@ function modelsTable(report) {
     short: true,
     sort: { key: "accuracy", dir: "desc" },
     columns: [
-      { key: "model", label: "Model", cell: (m) => h("span", null, h("strong", { class: "nowrap", text: m.model }), m.model === report.pinned ? h("span", { class: "sub", text: "pinned" }) : null) },
+      { key: "model", label: "Model", cell: (m) => h("span", null, modelLink(m.model, { class: "model-link nowrap" }), m.model === report.pinned ? h("span", { class: "sub", text: "pinned" }) : null) },
       { key: "runs", label: "Runs", numeric: true, filter: false, cell: (m) => `${m.succeeded} of ${m.runs} ok` },
       { key: "judge_failures", label: "Judge failed", numeric: true, filter: false, value: (m) => m.judge_failures ?? 0, cell: (m) => (m.judge_failures ? h("span", { class: "badge warn" }, String(m.judge_failures)) : "0") },
       { key: "voided", label: "Void", numeric: true, filter: false, value: (m) => m.voided ?? 0, cell: (m) => (m.voided ? h("span", { class: "badge warn", title: "runs that named a model, so were not judged" }, String(m.voided)) : "0") },
@@ -354,7 +350,7 @@ function progressCard(race) {
     h("h2", { text: "Progress" }),
     h("p", { class: "muted" }, `Reference ${race.pinned}: ${p.reference || "running"} · ${fmt.count(p.done)} of ${fmt.count(p.runs)} runs done, ${fmt.count(p.judged)} judged`),
     models.length ? h("ul", { class: "progress-models" }, models.map(([alias, c]) => h("li", null,
-      h("strong", { text: alias }), ` ${c.done}/${c.runs} runs done${c.failed ? ` (${c.failed} failed)` : ""} · ${c.judged} judged`,
+      modelLink(alias), ` ${c.done}/${c.runs} runs done${c.failed ? ` (${c.failed} failed)` : ""} · ${c.judged} judged`,
       h("progress", { max: Math.max(1, c.runs), value: c.done, "aria-label": `${alias}: runs done` })))) : null);
 }
 
@@ -366,7 +362,7 @@ function raceHead(race) {
     h("span", null, "Reference ", h("strong", { text: race.pinned ?? fmt.DASH })),
     h("span", null, (race.judges || []).length > 1 ? "Judges " : "Judge ", h("strong", { text: (race.judges || []).length ? race.judges.join(", ") : (race.ceiling ?? fmt.DASH) })),
     h("span", null, "Runs per model ", h("strong", { text: race.runs ?? fmt.DASH })),
-    h("span", null, "Started ", h("strong", { text: started(race.started) })),
+    h("span", null, "Started ", h("strong", null, timeAgo(race.started, { never: fmt.DASH }))),
     h("span", null, "Took ", h("strong", { text: fmt.seconds(race.seconds) })));
   return h("section", { class: "card race-head" },
     h("div", { class: "row spread" }, h("h2", { class: "mono", text: race.race }), statusBadge(race.status)),
@@ -457,7 +453,7 @@ function raceLink(r, current) {
   h("span", { class: "row spread" }, h("span", { class: "mono", text: r.race }), statusBadge(r.status)),
   h("span", { class: "panel-meta" },
     h("span", null, `grade ${r.grade ?? fmt.DASH}`),
-    h("span", null, started(r.started))),
+    h("span", null, timeAgo(r.started, { never: fmt.DASH }))),
   h("span", { class: "panel-meta" }, v ? `verdict ${v}` : r.status === "running" ? "running…" : "no verdict"));
 }
 

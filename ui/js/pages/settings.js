@@ -7,16 +7,10 @@ import * as fmt from "../format.js";
 import { getTheme, setTheme, THEMES } from "../theme.js";
 import {
   button, confirmAction, copyButton, field, input, notice, numberOrNull, pageHead, sectionHead,
-  showError, toast, words,
+  showError, timeAgo, toast, words,
 } from "../ui.js";
 
 export const title = "Settings";
-
-function epochOf(v) {
-  if (typeof v === "number") return v;
-  if (typeof v === "string" && v) { const t = Date.parse(v); return Number.isNaN(t) ? null : t / 1000; }
-  return null;
-}
 
 function keysSection(keys, collections, reload, created) {
   const name = input({ maxlength: 48, placeholder: "ci-bot" });
@@ -65,8 +59,8 @@ function keysSection(keys, collections, reload, created) {
     h("td", { class: "mono", text: k.hint ? `…${k.hint}` : "" }),
     h("td", { text: k.collections && k.collections.length ? k.collections.join(", ") : "all" }),
     h("td", { class: "numeric", text: k.rpm ? fmt.count(k.rpm) : "no limit" }),
-    h("td", { title: fmt.when(epochOf(k.created)) }, fmt.ago(epochOf(k.created))),
-    h("td", { title: fmt.when(epochOf(k.last_used)) }, k.last_used ? fmt.ago(epochOf(k.last_used)) : h("span", { class: "faint" }, "never")),
+    h("td", null, timeAgo(k.created)),
+    h("td", null, timeAgo(k.last_used)),
     h("td", { class: "actions" }, button("Revoke", async () => {
       if (!await confirmAction(`Revoke ${k.name}?`, "Calls with this key are refused from now on. Its name cannot be used again.", "Revoke")) return;
       try {

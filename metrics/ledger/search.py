@@ -1,0 +1,582 @@
+"""The panels' search index (``SearchIndex``): which finished panels match a text, a model, a
+collection, a key, a status and a time range, answered from an SQLite database with an FTS5
+table that follows calls.jsonl and evidence.jsonl by byte offset, so a filtered page costs about
+the same at ten panels or a million, and no request rereads a log. How log lines become rows
+is ``searchfold``; this module holds the files, the one writer, the readers and the queries.
+
+Files, beside the logs it indexes (``runs_dir``, the ledger's folder)::
+
+    search.sqlite   (+ -wal, -shm) panels, their seats, verdicts and delivery, and the terms of
+                    every prompt and answer; derived, so safe to delete (it is rebuilt)
+    search.lock     an empty file whose ``flock`` the one writer holds
+
+What a status means (the same words the panels page uses):
+
+* ``failed``: a seat (the merger included) ended ``error`` or ``empty``; with a model, that
+  model's own seat did.
+* ``abandoned``: the caller left before the end (calls.jsonl says ``"abandoned": true``).
+* ``owed``: an answered seat has no verdict, and the caller had the panel's reply (a
+  ``"delivered"`` line, or its seating did not await delivery and it was not abandoned).
+
+Invariants:
+
+* It is "calls.jsonl (inode I) up to byte C and evidence.jsonl (inode J) up to byte E": both
+  offsets and inodes are written in the same transaction as the rows they cover, so a writer
+  killed mid-batch loses only that batch, which the next writer redoes. A log replaced (another
+  inode) or cut shorter than its offset, a database missing, unreadable or of another layout,
+  is rebuilt from offset 0.
+* Folding is order-free between the two logs: a verdict or a delivery line may come before its
+  panel's calls.jsonl line (a picked reply is delivered before the other seats end); it is kept
+  and counted when the panel line comes.
+* One writer at a time across threads and processes (``search.lock``'s ``flock`` and a thread
+  lock); readers never wait for it (WAL). A request never waits for a long catch-up: a backlog
+  up to ``inline_bytes`` is followed in the request, a longer one by a background thread in
+  batches committed one by one, while requests answer from what is indexed and say so
+  (``state``). ``close`` stops and joins that thread.
+* Only whole lines are read (``jsonl.lines``), and lines that do not parse are skipped.
+* The text table is contentless: it holds the terms of prompts and answers (the first
+  ``MAX_TEXT`` characters of each), never their text, which stays in calls.jsonl; the file is
+  still created 0600, like the logs, since terms are what was asked.
+* A user's text reaches FTS5 only as double-quoted runs of word characters (``text_query``),
+  so no query syntax of FTS5 can be typed: a search never fails on what was typed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import sqlite3
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from panelist.metrics import errors
+from panelist.metrics.ledger.searchfold import BLOCK_BITS, MAX_TEXT, Fold
+
+LAYOUT = "2"                    # the schema below; another value is rebuilt
+INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 panels)
+BATCH_PANELS = 2000             # calls.jsonl lines per background transaction
+BATCH_BYTES = 8 << 20           # evidence.jsonl bytes per background transaction
+MAX_QUERY = 500                 # characters of a search text
+MAX_TERMS = 16                  # words and phrases of a search text
+SETTLE_AFTER = 50_000           # panels a build folds before its text table is merged whole
+LOCK_RETRY = 0.5                # seconds between looks at a lock another process holds
+STATUSES = ("failed", "owed", "abandoned")
+_WORD = re.compile(r"\w+")
+_TERM = re.compile(r'"([^"]*)"?|([^\s"]+)')
+
+SCHEMA = """
+CREATE TABLE meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE panels(seq INTEGER PRIMARY KEY, panel TEXT NOT NULL, started REAL,
+    collection TEXT, key TEXT,
+    failed INTEGER NOT NULL, abandoned INTEGER NOT NULL, answered TEXT NOT NULL,
+    owed INTEGER NOT NULL, owes INTEGER NOT NULL);
+CREATE INDEX panels_collection ON panels(collection, seq);
+CREATE INDEX panels_key ON panels(key, seq);
+CREATE INDEX panels_failed ON panels(seq) WHERE failed = 1;
+CREATE INDEX panels_abandoned ON panels(seq) WHERE abandoned = 1;
+CREATE INDEX panels_owed ON panels(seq) WHERE owed > 0 AND owes = 1;
+CREATE TABLE seats(alias TEXT NOT NULL, seq INTEGER NOT NULL, label TEXT NOT NULL,
+    status TEXT, seconds REAL, failed INTEGER NOT NULL,
+    PRIMARY KEY(alias, seq, label)) WITHOUT ROWID;
+CREATE INDEX seats_failed ON seats(alias, seq) WHERE failed = 1;
+CREATE TABLE blocks(block INTEGER PRIMARY KEY, lo REAL NOT NULL, hi REAL NOT NULL);
+CREATE TABLE judged(seq INTEGER NOT NULL, label TEXT NOT NULL,
+    PRIMARY KEY(seq, label)) WITHOUT ROWID;
+CREATE TABLE delivery(seq INTEGER PRIMARY KEY, awaits INTEGER NOT NULL DEFAULT 0,
+    delivered INTEGER NOT NULL DEFAULT 0, abandoned INTEGER NOT NULL DEFAULT 0);
+CREATE VIRTUAL TABLE panel_text USING fts5(prompt, answers, content='', columnsize=0,
+    tokenize='unicode61 remove_diacritics 2');
+"""
+TABLES = ("meta", "panels", "seats", "blocks", "judged", "delivery", "panel_text")
+
+
+# ------------------------------------------------------------------------- what is asked
+
+@dataclass(frozen=True)
+class Text:
+    """A search text made safe: ``query`` for FTS5, ``terms`` (each a list of lower-case
+    words, the last maybe a prefix) for finding where it matched."""
+
+    query: str
+    terms: tuple[tuple[tuple[str, ...], bool], ...]   # (words, prefix)
+
+
+def text_query(text: str) -> Text:
+    """Plain words must all appear (any order, either in the prompt or in an answer);
+    ``"a phrase"`` must appear as written; ``word*`` matches words that start so. Case and
+    accents do not count, nor does punctuation, which separates words. Raises BadRequest
+    (``q``) for a text that is too long or holds no word."""
+    if len(text) > MAX_QUERY:
+        raise errors.BadRequest(f"'q' is {len(text)} characters; search for at most "
+                                f"{MAX_QUERY}", param="q")
+    terms = []
+    for m in _TERM.finditer(text):
+        phrase, word = m.group(1), m.group(2)
+        words = tuple(w.lower() for w in _WORD.findall(phrase if phrase is not None else word))
+        if words:
+            terms.append((words, phrase is None and word.endswith("*")))
+    if not terms:
+        raise errors.BadRequest("'q' holds no word to search for: give words, \"a phrase\" "
+                                "or a prefix such as pars*", param="q")
+    if len(terms) > MAX_TERMS:
+        raise errors.BadRequest(f"'q' holds {len(terms)} words and phrases; give at most "
+                                f"{MAX_TERMS}", param="q")
+    # only word characters, inside double quotes: FTS5 reads nothing else of what was typed
+    query = " ".join('"' + " ".join(words) + '"' + (" *" if prefix else "")
+                     for words, prefix in terms)
+    return Text(query, tuple(terms))
+
+
+def excerpt(text: Text, prompt, answers: list[tuple[str, str]], width: int = 160) -> dict | None:
+    """Where ``text`` matched a panel: ``{"in": "prompt" | "answer", "call", "text", "at":
+    [start, end]}`` (``at`` marks the match inside ``text``), or None if no term is found as
+    written (accents differ, say)."""
+    patterns = []
+    for words, prefix in text.terms:
+        body = r"\W+".join(re.escape(w) for w in words)
+        patterns.append(r"\b" + body + (r"\w*" if prefix else r"\b"))
+    rx = re.compile("|".join(patterns), re.IGNORECASE)
+    for where, call, body in [("prompt", None, prompt)] + [("answer", c, a) for c, a in answers]:
+        if not isinstance(body, str):
+            continue
+        m = rx.search(body, 0, MAX_TEXT)
+        if m is None:
+            continue
+        start = max(0, m.start() - width // 3)
+        end = min(len(body), max(m.end(), start + width))
+        cut = body[start:end]
+        lead = "…" if start else ""
+        return {"in": where, "call": call, "text": lead + cut + ("…" if end < len(body) else ""),
+                "at": [len(lead) + m.start() - start, len(lead) + m.end() - start]}
+    return None
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a page of panels must match; None is "any"."""
+
+    text: Text | None = None
+    model: str | None = None
+    collection: str | None = None
+    key: str | None = None
+    status: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+
+# ------------------------------------------------------------------------- the index
+
+class SearchIndex:
+    """One process's view of a runs folder's search index; threads may share it."""
+
+    def __init__(self, runs_dir: Path, *, inline_bytes: int = INLINE_BYTES,
+                 batch_panels: int = BATCH_PANELS, batch_bytes: int = BATCH_BYTES):
+        self.dir = Path(runs_dir)
+        self.path = self.dir / "search.sqlite"
+        self.calls_path = self.dir / "calls.jsonl"
+        self.evidence_path = self.dir / "evidence.jsonl"
+        self.lock_path = self.dir / "search.lock"
+        self.inline_bytes = inline_bytes
+        self.batch_panels = max(1, batch_panels)
+        self.batch_bytes = max(1, batch_bytes)
+        self._writing = threading.Lock()    # this process's one writer (with the flock)
+        self._pool_lock = threading.Lock()
+        self._pool: list[sqlite3.Connection] = []   # idle readers of the file ``_ino``
+        self._ino: int | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._error: str | None = None      # why the last background build stopped
+        self._folded = 0                     # panels this process has folded in
+        self._closed = False
+
+    # ------------------------------------------------------------------ asking
+
+    def catch_up(self) -> dict:
+        """Bring the index up to the logs' ends if that is quick, else have it brought up in
+        the background (or by the process that holds the lock); returns ``state``."""
+        behind = self._behind()
+        if behind and behind <= self.inline_bytes and not self._closed \
+                and self._writing.acquire(blocking=False):
+            try:
+                if self._write(until_done=True):
+                    behind = 0
+            finally:
+                self._writing.release()
+        elif behind:
+            self._background()
+        return self.state(behind)
+
+    def state(self, behind: int | None = None) -> dict:
+        """``{"complete", "indexed", "behind_bytes", "building", "error"}``: whether the index
+        covers both logs whole, how many panels it holds, how many log bytes it has still to
+        read, whether a build runs in this process, and why the last one failed."""
+        behind = self._behind() if behind is None else behind
+        meta = self._read(_meta, build=False) or {}
+        return {"complete": not behind, "indexed": int(meta.get("panels") or 0),
+                "behind_bytes": behind, "building": self.building, "error": self._error}
+
+    @property
+    def building(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    def find(self, f: Filters, *, before: int | None = None,
+             limit: int = 50) -> tuple[list[int], int | None]:
+        """The seqs of matching panels below ``before`` (None: from the newest), newest first,
+        at most ``limit``; and the seq to pass as ``before`` for the next page (None: none)."""
+        def run(db):
+            lo, hi = _seq_range(db, f)
+            if before is not None:
+                hi = min(hi, before)
+            rows = _select(db, f, lo, hi, limit + 1)
+            more = len(rows) > limit
+            rows = rows[:limit]
+            return rows, (rows[-1] if more and rows else None)
+        return self._read(run) or ([], None)
+
+    def among(self, f: Filters, seqs: list[int]) -> tuple[list[int], list[int]]:
+        """Of ``seqs`` (finished panels), those that match, in that order, and apart those the
+        index does not hold yet."""
+        if not seqs:
+            return [], []
+        lo, hi = min(seqs) - 1, max(seqs) + 1
+
+        def run(db):
+            held = {r[0] for r in db.execute("SELECT seq FROM panels WHERE seq > ? AND seq < ?",
+                                             (lo, hi))}
+            a, b = _seq_range(db, f)
+            found = set(_select(db, f, max(lo, a), min(hi, b), hi - lo))
+            return [s for s in seqs if s in found], [s for s in seqs if s not in held]
+        return self._read(run) or ([], list(seqs))
+
+    def model_seats(self, alias: str, *, failed: bool = False,
+                    limit: int = 50) -> list[dict]:
+        """The newest seats of one model, newest first: ``{"panel", "call", "status",
+        "seconds", "started"}``; only failed ones with ``failed``."""
+        sql = ("SELECT p.panel, s.label, s.status, s.seconds, p.started FROM seats s "
+               + ("INDEXED BY seats_failed " if failed else "")
+               + "CROSS JOIN panels p ON p.seq = s.seq WHERE s.alias = ? "
+               + ("AND s.failed = 1 " if failed else "")
+               + "ORDER BY s.seq DESC LIMIT ?")
+        rows = self._read(lambda db: db.execute(sql, (alias, limit)).fetchall()) or []
+        return [{"panel": r[0], "call": f"{r[0]}.{r[1]}", "status": r[2], "seconds": r[3],
+                 "started": r[4]} for r in rows]
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self, fn, *, build: bool = True):
+        """``fn(connection)`` on a reader of the current file; None when there is no index of
+        this layout yet (with ``build``, one is then built in the background)."""
+        db = self._reader()
+        if db is None:
+            if build:
+                self._background()
+            return None
+        try:
+            return fn(db)
+        except sqlite3.DatabaseError as exc:
+            if type(exc) is not sqlite3.DatabaseError:
+                raise   # a locked file or a wrong statement: no reason to rebuild
+            db.close()
+            db = None
+            self._error = f"the search index could not be read ({exc}); it is being rebuilt"
+            self._background(rebuild=True)
+            return None
+        finally:
+            if db is not None:
+                with self._pool_lock:
+                    if self._ino == _inode(self.path) and not self._closed:
+                        self._pool.append(db)
+                        db = None
+                if db is not None:
+                    db.close()
+
+    def _reader(self) -> sqlite3.Connection | None:
+        ino = _inode(self.path)
+        with self._pool_lock:
+            if ino != self._ino:   # deleted or replaced: the old readers read another file
+                for db in self._pool:
+                    db.close()
+                self._pool.clear()
+                self._ino = ino
+            if self._pool:
+                return self._pool.pop()
+        if ino is None:
+            return None
+        try:
+            # mode=rw: a reader never creates the file (only the writer does, 0600)
+            db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, check_same_thread=False,
+                                 timeout=10.0)
+            layout = _meta(db).get("layout")
+        except sqlite3.DatabaseError:
+            return None
+        if layout != LAYOUT:
+            db.close()
+            return None
+        return db
+
+    def _behind(self) -> int:
+        """Log bytes the index has not read (all of a log it holds an older file of)."""
+        meta = self._read(_meta, build=False) or {}
+        total = 0
+        for name, path in (("calls", self.calls_path), ("evidence", self.evidence_path)):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            offset = int(meta.get(f"{name}_offset") or 0)
+            if meta.get(f"{name}_ino") != st.st_ino or st.st_size < offset:
+                offset = 0
+            total += st.st_size - offset
+        return total
+
+    # ------------------------------------------------------------------ writing
+
+    def _background(self, rebuild: bool = False) -> None:
+        """Start the background writer unless it runs (or the index is closed)."""
+        with self._pool_lock:
+            if self._closed or self.building:
+                return
+            self._thread = threading.Thread(target=self._build, args=(rebuild,),
+                                            name=f"search-index-{self.dir.name}", daemon=True)
+            self._thread.start()
+
+    def _build(self, rebuild: bool) -> None:
+        """The background writer: a batch at a time until both logs are read; while another
+        process holds the lock, it looks again now and then (that process may die)."""
+        try:
+            with self._writing:
+                start = self._folded
+                while not self._stop.is_set():
+                    done = self._write(until_done=False, rebuild=rebuild, settle=start)
+                    if done:
+                        self._error = None
+                        return
+                    if done is None:
+                        self._stop.wait(LOCK_RETRY)
+                    else:
+                        rebuild = False
+        except (OSError, sqlite3.Error) as exc:
+            self._error = f"the search index could not be built ({exc})"
+            print(f"panelist: {self._error}", file=sys.stderr)
+
+    def _write(self, *, until_done: bool, rebuild: bool = False,
+               settle: int | None = None) -> bool | None:
+        """One writer turn under ``search.lock`` (caller holds ``_writing``): one batch of both
+        logs or, ``until_done``, all they hold. True when the index covers both whole, False
+        when a batch ended first, None when another process holds the lock. ``settle``: the
+        count of panels folded when a long build began; once it covers the logs, if it folded
+        ``SETTLE_AFTER`` or more, the text table's segments are merged into one, which makes
+        every later search deep into it several times faster."""
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            db = self._writer(rebuild)
+            try:
+                while True:
+                    done = self._batch(db, None if until_done else self.batch_panels,
+                                       None if until_done else self.batch_bytes)
+                    if done and settle is not None and self._folded - settle >= SETTLE_AFTER:
+                        db.execute("INSERT INTO panel_text(panel_text) VALUES ('optimize')")
+                    if done or not until_done or self._stop.is_set():
+                        return done
+            finally:
+                db.close()
+        finally:
+            os.close(fd)   # and with it the flock
+
+    def _writer(self, rebuild: bool) -> sqlite3.Connection:
+        """The writer's connection to a database of this layout (made, or made anew, as
+        needed); caller holds the flock."""
+        if rebuild or _inode(self.path) is None:
+            for suffix in ("", "-wal", "-shm"):
+                # a stale -wal beside a new file would be replayed into it
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
+                             isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")   # derived data: a lost batch is redone
+            if _meta(db).get("layout") != LAYOUT:
+                _reset(db)
+        except sqlite3.DatabaseError:
+            db.close()
+            if rebuild:
+                raise
+            return self._writer(rebuild=True)   # not a database of ours: made anew
+        return db
+
+    def _batch(self, db, panels: int | None, nbytes: int | None) -> bool:
+        """Fold the next lines of both logs in one transaction; True when both are read to
+        their last whole line."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            meta = _meta(db)
+            files = {}
+            for name, path in (("calls", self.calls_path), ("evidence", self.evidence_path)):
+                try:
+                    st = os.stat(path)
+                    files[name] = (st.st_ino, st.st_size)
+                except FileNotFoundError:
+                    files[name] = (None, 0)
+            if any(int(meta.get(f"{n}_offset") or 0) and (meta.get(f"{n}_ino") != ino
+                                                          or size < int(meta[f"{n}_offset"]))
+                   for n, (ino, size) in files.items()):
+                _reset(db)   # a log was replaced or cut: what is held is not in it
+                meta = {}
+            fold = Fold(db)
+            ev_end, ev_done = fold.evidence(self.evidence_path,
+                                            int(meta.get("evidence_offset") or 0), nbytes)
+            calls_end, calls_done = fold.calls(self.calls_path,
+                                               int(meta.get("calls_offset") or 0), panels)
+            db.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", [
+                ("calls_ino", files["calls"][0]), ("calls_offset", calls_end),
+                ("evidence_ino", files["evidence"][0]), ("evidence_offset", ev_end),
+                ("panels", int(meta.get("panels") or 0) + fold.panels)])
+            db.execute("COMMIT")
+            self._folded += fold.panels
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return calls_done and ev_done
+
+    def close(self) -> None:
+        """Stop the background writer (joined) and close every connection; always returns."""
+        with self._pool_lock:
+            self._closed = True
+            thread = self._thread
+        self._stop.set()
+        if thread is not None:
+            thread.join()
+        with self._pool_lock:
+            for db in self._pool:
+                db.close()
+            self._pool.clear()
+
+
+# ------------------------------------------------------------------------- the queries
+
+def _seq_range(db, f: Filters) -> tuple[int, int]:
+    """Seqs strictly between these hold every panel of the time range: the blocks of
+    ``2**BLOCK_BITS`` seqs whose earliest and latest starts overlap it (one pass over a table
+    of a thousand rows at a million panels). Exact whatever the order of starts: a block
+    left out has no panel in the range."""
+    if f.since is None and f.until is None:
+        return -1, sys.maxsize
+    first, last = db.execute("SELECT min(block), max(block) FROM blocks WHERE lo <= ? AND hi >= ?",
+                             (1e300 if f.until is None else f.until,
+                              -1e300 if f.since is None else f.since)).fetchone()
+    if first is None:
+        return 0, 0   # no panel in the range
+    return (first << BLOCK_BITS) - 1, (last + 1) << BLOCK_BITS
+
+
+def _select(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
+    """Matching seqs with ``lo < seq < hi``, newest first, at most ``limit``. Each source is
+    read in seq order, so a page stops at ``limit``: the panels (through the index of their
+    narrowest filter) or a model's seats; the text's matches; and, with both, the two walked
+    down together, each asked only for its next seq at or below the other's (a leapfrog), so a
+    rare filter or a rare word costs what it finds, not what the other matches."""
+    if f.text is None:
+        return _structured(db, f, lo, hi, limit)
+    if not _narrows(f):
+        return _texts(db, f.text, lo, hi, limit)
+    found: list[int] = []
+    cursor = hi
+    while len(found) < limit:
+        a = _structured(db, f, lo, cursor, 1)
+        if not a:
+            break
+        cursor = a[0]
+        # one panel's terms are looked up far faster than the text's next match deep down
+        if db.execute("SELECT 1 FROM panel_text WHERE panel_text MATCH ? AND rowid = ?",
+                      (f.text.query, a[0])).fetchone():
+            found.append(a[0])
+            continue
+        b = _texts(db, f.text, lo, a[0], 1)
+        if not b:
+            break
+        cursor = b[0] + 1   # nothing between b and a matches the text
+    return found
+
+
+def _narrows(f: Filters) -> bool:
+    return any(v is not None for v in (f.model, f.collection, f.key, f.status, f.since,
+                                        f.until))
+
+
+def _texts(db, text: Text, lo: int, hi: int, limit: int) -> list[int]:
+    return [r[0] for r in db.execute(
+        "SELECT rowid FROM panel_text WHERE panel_text MATCH ? AND rowid > ? AND rowid < ? "
+        "ORDER BY rowid DESC LIMIT ?", (text.query, lo, hi, limit))]
+
+
+def _structured(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
+    """Seqs matching every filter but the text, ``lo < seq < hi``, newest first."""
+    where, args = [], []
+    if f.collection is not None:
+        where.append("p.collection = ?")
+        args.append(f.collection)
+    if f.key is not None:
+        where.append("p.key = ?")
+        args.append(f.key)
+    if f.status == "abandoned":
+        where.append("p.abandoned = 1")
+    elif f.status == "owed":
+        where.append("p.owed > 0 AND p.owes = 1")
+    elif f.status == "failed" and f.model is None:
+        where.append("p.failed = 1")
+    # unary +: the time range is checked row by row, never a reason to leave seq order
+    if f.since is not None:
+        where.append("+p.started >= ?")
+        args.append(f.since)
+    if f.until is not None:
+        where.append("+p.started <= ?")
+        args.append(f.until)
+    if f.model is not None:
+        failed = " AND s.failed = 1" if f.status == "failed" else ""
+        sql = ("SELECT DISTINCT s.seq FROM seats s CROSS JOIN panels p ON p.seq = s.seq "
+               f"WHERE s.alias = ?{failed} AND s.seq > ? AND s.seq < ?")
+        head, order = [f.model, lo, hi], "s.seq"
+    else:
+        sql = "SELECT p.seq FROM panels p WHERE p.seq > ? AND p.seq < ?"
+        head, order = [lo, hi], "p.seq"
+    sql += "".join(" AND " + w for w in where) + f" ORDER BY {order} DESC LIMIT ?"
+    return [r[0] for r in db.execute(sql, head + args + [limit])]
+
+
+def _meta(db) -> dict:
+    try:
+        return dict(db.execute("SELECT name, value FROM meta"))
+    except sqlite3.OperationalError:
+        return {}   # no tables yet: a new file
+
+
+def _reset(db) -> None:
+    """Empty the index, in this layout (inside the caller's transaction, or its own)."""
+    own = not db.in_transaction
+    if own:
+        db.execute("BEGIN IMMEDIATE")
+    for name in TABLES:
+        db.execute(f"DROP TABLE IF EXISTS {name}")
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)
+    db.execute("INSERT INTO meta(name, value) VALUES ('layout', ?)", (LAYOUT,))
+    if own:
+        db.execute("COMMIT")
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
