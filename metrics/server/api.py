@@ -193,8 +193,9 @@ def _one_model(req: ApiRequest, alias: str) -> dict:
     stats["last_answer"] = max(answered) if answered else None
     state = panels.ledger.states([alias], "general").get(alias)
     known = panels.known.view().models.get(alias, model)
+    failing = panels.ledger.failing(*req.parts.failures.rule()).get(alias)
     return _model_row(model, known, panels.roster.versions()["models"].get(alias, ""), stats,
-                      state, time.time())
+                      state, time.time(), failing, panels.ledger.probes().get(alias))
 
 
 MODEL_FACTS = dict(
