@@ -80,7 +80,9 @@ def test_models_list_describes_each_collection(gateway, home):
     assert trio["description"] == "Three simulated reviewers"
     assert trio["tags"] == ["test", "code"] and trio["members"] == ["fast", "mid", "slow"]
     assert trio["shape"] == "general" and trio["explorers"] == 2
-    assert trio["together"] == {"context_window": 8_000, "capabilities": []}
+    # every member takes 8,000 tokens; up to 100,000 some member is still seated
+    assert trio["together"] == {"context_window": 8_000, "max_context_window": 100_000,
+                                "capabilities": []}
 
 
 @pytest.mark.parametrize("body, status, fragment", [

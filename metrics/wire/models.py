@@ -8,8 +8,10 @@ one mode the listing leaves out (the collection's own, suffixed) included, for
 Invariants:
 
 * Every entry says what a request to *its* id may carry: ``together`` is the smallest known
-  context window among the members (roster or learned, whichever is lower) and the
-  capabilities every member has that its reply mode takes. The ``all`` mode answers with every
+  context window among the members (roster or learned, whichever is lower: a prompt within it
+  reaches every member), the largest (``max_context_window``: a longer prompt seats no member,
+  a shorter one seats those it fits) and the capabilities every member has that its reply mode
+  takes. The ``all`` mode answers with every
   seat's section as markdown and refuses ``tools`` (and JSON response formats), so an ``all``
   id never lists ``tools``, whatever its members can do.
 * ``takes_tools`` (the same on every entry of a collection) names the listed ids of the
@@ -35,7 +37,8 @@ def together(c: Collection, roster: RosterView, states: dict, mode: str | None =
     caps = [cap for cap in CAPABILITIES if models and all(getattr(m, cap) for m in models)]
     if (mode or c.reply) not in ONE_ANSWER:
         caps = [cap for cap in caps if cap != "tools"]
-    return {"context_window": min(windows) if windows else None, "capabilities": caps}
+    return {"context_window": min(windows) if windows else None,
+            "max_context_window": max(windows) if windows else None, "capabilities": caps}
 
 
 def listed_ids(c: Collection) -> list[tuple[str, str]]:
