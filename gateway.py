@@ -24,7 +24,7 @@ if not __package__:
 
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
-from panelist.metrics.server.base import Server  # noqa: E402
+from panelist.metrics.server.base import Server, build  # noqa: E402
 from panelist.metrics.server.connection import (BODY_TIMEOUT, HEAD_TIMEOUT,  # noqa: E402
                                                 MAX_CONNECTIONS)
 from panelist.metrics.server.guard import Settings  # noqa: E402
@@ -54,24 +54,13 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     parts = Parts.of_home(home, panels, env)
-    try:
-        server = Server(parts, host, port, routes=GATEWAY_ROUTES,
-                        routes_help=f"the gateway serves {ROUTES_HELP}", settings=settings,
-                        keepalive=keepalive, client_timeout=client_timeout,
-                        head_timeout=head_timeout, body_timeout=body_timeout,
-                        max_connections=max_connections, max_pending=max_pending,
-                        max_in_flight=max_in_flight, role=role)
-    except BaseException:
-        if panels is None:   # ours to close; a caller's panels stay the caller's
-            parts.close()
-        raise
-    if demo:
-        try:
-            parts.start_demo()
-        except BaseException:
-            server.close()
-            raise
-    return server
+    # ours to close when building fails; a caller's panels stay the caller's
+    return build(parts, host, port, own_parts=panels is None, demo=demo,
+                 routes=GATEWAY_ROUTES, routes_help=f"the gateway serves {ROUTES_HELP}",
+                 settings=settings, keepalive=keepalive, client_timeout=client_timeout,
+                 head_timeout=head_timeout, body_timeout=body_timeout,
+                 max_connections=max_connections, max_pending=max_pending,
+                 max_in_flight=max_in_flight, role=role)
 
 
 if __name__ == "__main__":

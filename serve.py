@@ -23,7 +23,7 @@ if not __package__:
 
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
-from panelist.metrics.server.base import Server  # noqa: E402
+from panelist.metrics.server.base import Server, build  # noqa: E402
 from panelist.metrics.server.dashboard import (ROUTES_HELP, SECURITY_HEADERS,  # noqa: E402
                                                UI, Dashboard)
 from panelist.metrics.server.guard import Settings  # noqa: E402
@@ -45,21 +45,11 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     dashboard = Dashboard(settings, ui)   # refuses settings that leave it open; holds nothing
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     parts = Parts.of_home(home, panels, env)
-    try:
-        server = Server(parts, host, port, routes=[*GATEWAY_ROUTES, *dashboard.routes()],
-                        routes_help=ROUTES_HELP, settings=settings,
-                        admin_gate=dashboard.check_admin, common_headers=SECURITY_HEADERS, **kw)
-    except BaseException:
-        if panels is None:   # ours to close; a caller's panels stay the caller's
-            parts.close()
-        raise
-    if demo:
-        try:
-            parts.start_demo()
-        except BaseException:
-            server.close()
-            raise
-    return server
+    # ours to close when building fails; a caller's panels stay the caller's
+    return build(parts, host, port, own_parts=panels is None, demo=demo,
+                 routes=[*GATEWAY_ROUTES, *dashboard.routes()], routes_help=ROUTES_HELP,
+                 settings=settings, admin_gate=dashboard.check_admin,
+                 common_headers=SECURITY_HEADERS, **kw)
 
 
 if __name__ == "__main__":

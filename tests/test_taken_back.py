@@ -9,10 +9,9 @@ import time
 
 import pytest
 
-from conftest import PATIENCE, Gateway, serving_threads, wait_until
-from panelist.gateway import make_gateway
+from conftest import serving_threads, wait_until
 from test_gateway_head import BODY, replies
-from test_slow_clients import one_reply, only_408, until_closed
+from test_slow_clients import one_reply, only_408, start, until_closed  # noqa: F401
 
 NEWCOMERS = 24
 
@@ -25,29 +24,6 @@ def busy():
     sys.setswitchinterval(1e-6)
     yield
     sys.setswitchinterval(before)
-
-
-@pytest.fixture()
-def start(home):
-    """``start(**limits)``: a gateway with those limits; closed, with every socket, at the end."""
-    servers, sockets = [], []
-
-    def start_gateway(**limits):
-        gw = Gateway(make_gateway(home, env={}, **limits))
-        servers.append(gw.server)
-        return gw
-
-    def connect(gw):
-        s = socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE)
-        sockets.append(s)
-        return s
-
-    start_gateway.connect = connect
-    yield start_gateway
-    for s in sockets:
-        s.close()
-    for server in servers:
-        server.close()
 
 
 def trickler(start, gw) -> socket.socket:

@@ -107,7 +107,7 @@ class Fold:
         with f:
             fd = f.fileno()
             # only up to the last newline found first: what follows may be cut and rewritten
-            end = _whole_end(fd, os.fstat(fd).st_size, offset)
+            end = jsonl.complete_end(fd, os.fstat(fd).st_size, offset)
             first = offset
             while offset < end:
                 if limit is not None and offset - first >= limit:
@@ -198,18 +198,6 @@ def _panel_rows(seq: int, record: dict, judged, delivery) -> tuple[tuple, list, 
             mine,
             (seq, prompt[:MAX_TEXT] if isinstance(prompt, str) else "",
              "\n".join(answers)[:MAX_TEXT]))
-
-
-def _whole_end(fd: int, size: int, floor: int) -> int:
-    """Just past the last newline among bytes ``floor`` to ``size`` (``floor`` if none)."""
-    pos = size
-    while pos > floor:
-        step = min(BLOCK, pos - floor)
-        pos -= step
-        i = os.pread(fd, step, pos).rfind(b"\n")
-        if i >= 0:
-            return pos + i + 1
-    return floor
 
 
 def _text(value) -> str | None:

@@ -40,20 +40,20 @@ def _row() -> list:
 def _add(rows: dict, alias: str, outcome: int, bucket, prompt, completion) -> None:
     row = rows.get(alias)
     if row is None:
-        row = rows[alias] = [0, 0, 0, 0, 0, 0, {}]
-    row[0] += 1
-    if outcome == 1:
-        row[2] += 1
-    elif outcome == 0:
-        row[1] += 1
+        row = rows[alias] = _row()
+    row[SEATS] += 1
+    if outcome == FAILURE:
+        row[FAILED] += 1
+    elif outcome == ANSWER:
+        row[ANSWERED_N] += 1
         if bucket is not None:
-            hist = row[6]
+            hist = row[HIST]
             hist[bucket] = hist.get(bucket, 0) + 1
     if prompt is not None:
-        row[3] += prompt
-        row[4] += completion
-    elif outcome == 0:
-        row[5] += 1
+        row[PROMPT] += prompt
+        row[COMPLETION] += completion
+    elif outcome == ANSWER:
+        row[UNCOUNTED] += 1
 
 
 def _merge(into: dict, rows: dict) -> None:
@@ -122,23 +122,7 @@ class Usage:
             per = tier.slots.get(n)
             if per is None:
                 per = tier.slots[n] = {}
-            # _add, written out (0: ANSWER, 1: FAILURE): a replay folds millions
-            row = per.get(alias)
-            if row is None:
-                row = per[alias] = [0, 0, 0, 0, 0, 0, {}]
-            row[0] += 1
-            if outcome == 1:
-                row[2] += 1
-            elif outcome == 0:
-                row[1] += 1
-                if bucket is not None:
-                    hist = row[6]
-                    hist[bucket] = hist.get(bucket, 0) + 1
-            if prompt is not None:
-                row[3] += prompt
-                row[4] += completion
-            elif outcome == 0:
-                row[5] += 1
+            _add(per, alias, outcome, bucket, prompt, completion)
             closed = tier.closed
             if closed is not None and closed[0] <= n <= closed[1]:
                 # a seat of a panel that started before the slot turned: counted in the sum too

@@ -314,6 +314,26 @@ def _asking(wire: Wire) -> bool:
         return False
 
 
+def build(parts: Parts, host: str, port: int, *, own_parts: bool, demo: bool = False,
+          **kw) -> Server:
+    """A ``Server`` over ``parts`` (``kw`` as ``Server`` takes them), serving the demo roster now
+    when ``demo``. If building fails, ``parts`` are closed when they are ours (``own_parts``), the
+    server when the demo fails to start: nothing outlives a refused start."""
+    try:
+        server = Server(parts, host, port, **kw)
+    except BaseException:
+        if own_parts:
+            parts.close()
+        raise
+    if demo:
+        try:
+            parts.start_demo()
+        except BaseException:
+            server.close()
+            raise
+    return server
+
+
 def _fit_descriptors(server: "Server") -> None:
     """Make room in the process's file-descriptor limit for every connection the limits allow:
     raise the soft limit toward the hard one, and if that is not enough, allow fewer pending

@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.plaintext import visible
@@ -56,7 +57,7 @@ def got(value) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
-class Field:
+class Field(ABC):
     """One field of a body. ``json``: the JSON types it takes (null aside); ``hint``: what the
     field is for, said in every refusal of it."""
 
@@ -66,13 +67,13 @@ class Field:
         self.required = required
         self.hint = hint
 
+    @abstractmethod
     def what(self) -> str:
         """What to send, e.g. ``a whole number from 1 to 1000000``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def problem(self, value) -> str | None:
         """What is wrong with a value that is not null (``got …``), or None when it fits."""
-        raise NotImplementedError
 
 
 class Text(Field):

@@ -79,7 +79,7 @@ def write_held(fd: int, data: bytes) -> int:
     as for a crash."""
     end = os.fstat(fd).st_size
     if end and os.pread(fd, 1, end - 1) != b"\n":
-        end = _complete_end(fd, end)
+        end = complete_end(fd, end)
         os.ftruncate(fd, end)
     view = memoryview(data)
     try:
@@ -87,7 +87,7 @@ def write_held(fd: int, data: bytes) -> int:
             view = view[os.write(fd, view):]
     except BaseException:
         try:   # from the file, not from ``view``: an interrupt may land before it is updated
-            os.ftruncate(fd, _complete_end(fd, os.fstat(fd).st_size, end))
+            os.ftruncate(fd, complete_end(fd, os.fstat(fd).st_size, end))
         except OSError:
             pass   # the next append cuts it off instead
         raise
@@ -162,7 +162,7 @@ def _whole_lines(f, offset: int):
     size = os.fstat(fd).st_size
     if size <= offset:
         return
-    end = size if os.pread(fd, 1, size - 1) == b"\n" else _complete_end(fd, size, offset)
+    end = size if os.pread(fd, 1, size - 1) == b"\n" else complete_end(fd, size, offset)
     f.seek(offset)
     pos = offset
     for line in f:
@@ -208,7 +208,7 @@ def backward(path: Path, *, within: int | None = None):
     except FileNotFoundError:
         return
     with f:
-        pos = _complete_end(f.fileno(), os.fstat(f.fileno()).st_size)
+        pos = complete_end(f.fileno(), os.fstat(f.fileno()).st_size)
         floor = 0 if within is None else max(0, pos - within)
         rest = b""  # the start of a line whose beginning lies in an earlier block
         while pos > floor:
@@ -223,7 +223,7 @@ def backward(path: Path, *, within: int | None = None):
                     yield record
 
 
-def _complete_end(fd: int, size: int, floor: int = 0) -> int:
+def complete_end(fd: int, size: int, floor: int = 0) -> int:
     """The offset just past the last newline among the bytes ``floor`` to ``size`` of ``fd``
     (``floor`` if there is none): what follows it is unfinished or torn."""
     pos = size
