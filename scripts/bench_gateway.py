@@ -119,6 +119,14 @@ def seats_of(data: bytes) -> tuple[list[dict], float]:
     return reply["bench"]["seats"], reply["bench"]["seconds"]
 
 
+def outcome_of(status: int, data: bytes) -> str:
+    """How one panel request ended, as the throughput runs count it: ``ok``, ``seat`` (a seat
+    did not answer), ``http N`` or ``connection``."""
+    if status != 200:
+        return f"http {status}" if status else "connection"
+    return "seat" if any(s["status"] != "ok" for s in seats_of(data)[0]) else "ok"
+
+
 class Bench:
     def __init__(self, args):
         self.args = args
@@ -382,12 +390,7 @@ class Bench:
             end = t_stop[0]
             while time.perf_counter() < end:
                 status, data, secs = client.panel()
-                outcome = "ok"
-                if status != 200:
-                    outcome = f"http {status}" if status else "connection"
-                elif any(s["status"] != "ok" for s in seats_of(data)[0]):
-                    outcome = "seat"
-                out.append((time.perf_counter(), secs, outcome))
+                out.append((time.perf_counter(), secs, outcome_of(status, data)))
             client.close()
 
         threads = [threading.Thread(target=work, args=(c, o), daemon=True)

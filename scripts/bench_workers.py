@@ -48,7 +48,7 @@ import time  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.bench_gateway import MEMBERS, request_body, seats_of  # noqa: E402
+from panelist.scripts.bench_gateway import MEMBERS, outcome_of, request_body  # noqa: E402
 from panelist.scripts.benchkit import (Child, Client, host_header, log, pct,  # noqa: E402
                                        proc_cpu, self_cpu, url_of)
 
@@ -136,12 +136,7 @@ class Bench:
             start.wait()
             while time.perf_counter() < window[1]:
                 status, data, secs = client.panel()
-                outcome = "ok"
-                if status != 200:
-                    outcome = f"http {status}" if status else "connection"
-                elif any(s["status"] != "ok" for s in seats_of(data)[0]):
-                    outcome = "seat"
-                out.append((time.perf_counter(), secs, outcome))
+                out.append((time.perf_counter(), secs, outcome_of(status, data)))
             client.close()
 
         threads = [threading.Thread(target=work, args=(c, o), daemon=True)
