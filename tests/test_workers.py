@@ -247,6 +247,7 @@ def test_sigterm_under_load_loses_no_answered_panel_and_answers_every_logged_one
     every panel in the log was answered (a request either got its reply or never began)."""
     group = Group(home.root)
     answered: list[str] = []
+    refused: list[tuple[int, dict]] = []   # replies that were not answers: checked below
     lock = threading.Lock()
 
     def client():
@@ -262,7 +263,11 @@ def test_sigterm_under_load_loses_no_answered_panel_and_answers_every_logged_one
                     except OSError:
                         return     # nobody listens any more
                     continue
-                assert status == 200, reply
+                if status != 200:   # an assertion here would fail only this thread
+                    with lock:
+                        refused.append((status, reply))
+                    conn.close()
+                    continue
                 with lock:
                     answered.append(reply["bench"]["panel"])
         finally:
@@ -279,6 +284,8 @@ def test_sigterm_under_load_loses_no_answered_panel_and_answers_every_logged_one
     finally:
         group.stop()
     assert "Traceback" not in group.err, group.err
+    # a request refused while its head was still arriving never began: a 408, never a failure
+    assert all(status == 408 for status, _ in refused), refused
     panels = [r["panel"] for r in logged(home)]
     assert len(panels) == len(set(panels))
     assert sorted(panels) == sorted(answered)
