@@ -134,11 +134,13 @@ def abandon(dash, sim, home) -> str:
         assert wait_until(lambda: sim.count("slow") >= 1)
     assert sim.wait_disconnects(1, timeout=PATIENCE)
     calls = home.gateway_runs / "calls.jsonl"
-    assert wait_until(lambda: any(json.loads(line).get("abandoned")
-                                  for line in calls.read_text().splitlines()))
+
+    def abandoned():   # whole lines only: the gateway may be writing the next one right now
+        return [r["panel"] for r in map(json.loads, calls.read_text().split("\n")[:-1])
+                if r.get("abandoned")]
+    assert wait_until(abandoned)
     sim.script("slow", latency=0.05)
-    return next(json.loads(line)["panel"] for line in calls.read_text().splitlines()
-                if json.loads(line).get("abandoned"))
+    return abandoned()[0]
 
 
 # -- each filter, alone and together ------------------------------------------------------------
