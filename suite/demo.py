@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 
 from panelist.suite import excerpt
-from panelist.suite.tasks import Task
+from panelist.suite.tasks import Task, bug_of, control_of
 
 MODELS = ("sim-careful", "sim-steady", "sim-swift", "sim-flaky")
 LATENCY = {"sim-careful": 0.4, "sim-steady": 0.2, "sim-swift": 0.05, "sim-flaky": 0.1}
@@ -39,8 +39,7 @@ def marker(task: Task, known: dict[str, Task]) -> str | None:
     """Text that occurs in this task's prompt and in no other task's of its pair."""
     if task.kind == "claim":
         return task.prompt.strip()
-    bug = task if task.kind == "bug" else known.get(task.pair)
-    control = known.get(task.id + "-control") if task.kind == "bug" else task
+    bug, control = bug_of(task, known), control_of(task, known)
     if bug is None or control is None or not bug.files or not control.files:
         return None
     bug_lines = excerpt.file_lines(bug.files[0].text)
@@ -59,8 +58,8 @@ def answer(model: str, task: Task, known: dict[str, Task], hedge: bool = False) 
     note = f"(simulated answer of {model}; no model was consulted)"
     if hedge:
         return f"VERDICT: TRUE\nOn reflection it could go either way.\nVERDICT: FALSE\n{note}"
-    bug = task if task.kind == "bug" else known.get(task.pair)
-    spot = bug.answer[0] if bug is not None and bug.kind == "bug" else 1
+    bug = bug_of(task, known)
+    spot = bug.answer[0] if bug is not None else 1
     if model == "sim-swift":
         verdict = "VERDICT: TRUE" if task.kind == "claim" else "NO FAULT"
         return f"{verdict}\n{note}"

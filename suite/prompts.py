@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from panelist.suite import excerpt
-from panelist.suite.tasks import Task
+from panelist.suite.tasks import Task, bug_of
 
 REVIEW = (
     "Review the code above. It may contain one fault (a statement that makes it behave wrongly) "
@@ -31,14 +31,12 @@ CLAIM = (
 
 
 def focus_of(task: Task, tasks: dict[str, Task]) -> tuple[int, ...]:
-    """The lines an excerpt must hold: a bug's key, or for a control its bug's key."""
-    if task.kind == "bug":
-        return task.answer
-    if task.kind == "control":
-        bug = tasks.get(task.pair)
-        if bug is not None and bug.kind == "bug":
-            return bug.answer
-    return ()
+    """The lines an excerpt must hold: a bug's key, for a control its bug's key, for a claim
+    its focus."""
+    if task.kind == "claim":
+        return task.focus
+    bug = bug_of(task, tasks)
+    return bug.answer if bug is not None else ()
 
 
 def text(task: Task, epoch: int, focus: tuple[int, ...] = ()) -> str:

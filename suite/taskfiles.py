@@ -1,7 +1,8 @@
 """The files a suite task may read: where they are looked up, and how they are read.
 
 A task names files in three ways: its own ``task.json``, the paths in ``attach``, and ``repo``
-(the folder those paths are under instead of ``fixtures/``). Task folders come from anywhere (a
+(the repository those paths are under instead of ``fixtures/``: a name looked up among the
+repositories named on the command line, falling back to ``fixtures/``; see ``source``). Task folders come from anywhere (a
 pack someone shared, a tool that writes the common field set), and what they name is sent to
 every model asked, so each file is confined:
 
@@ -68,6 +69,7 @@ class Source:
     base: Path
     field: str     # "attach" (the task's fixtures/) or "repo"
     label: str
+    missing: str = ""   # what a file that is not there should say, when it needs more
 
 
 def repositories(paths: Iterable[str | os.PathLike] | None) -> tuple[Path, ...]:
@@ -91,20 +93,40 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
-    """Where ``folder``'s task finds its attached files: its ``fixtures/`` or, when the task
-    gives ``repo``, that folder (relative to the task, ``~`` expanded), which must lie inside
-    the task's folder or one of ``repos`` (the repositories named on the command line)."""
+    """Where ``folder``'s task finds its attached files.
+
+    Without ``repo``: its ``fixtures/``. With one, ``repo`` is first a repository's name: the
+    repository named on the command line (``repos``) whose path ends in it (``cpython``,
+    ``python/cpython``), else whose folder is called as its last part. A name that matches
+    none is a folder of the task's own, if there is one, else the task's ``fixtures/`` (a
+    task shipped with copies of its files runs without the repository). Only a ``repo``
+    written as a path (absolute, ``~``, ``.`` or ``..``) is a path: it must lie inside the
+    task's folder or one of ``repos``."""
     home = _real(folder)
     if repo is None:
-        base = _real(folder / "fixtures")
-        if not _inside(base, home):
-            raise Refused("attach", "fixtures/ is a link out of the task's folder; make it a "
-                          "folder of its own and copy the files in")
-        return Source(base, "attach", "fixtures/")
+        return _fixtures(folder, home)
     if not isinstance(repo, str) or not repo.strip() or "\0" in repo:
-        raise Refused("repo", "a folder path (absolute, or relative to the task)")
+        raise Refused("repo", "a repository's name (one named with --repo), or a folder path")
+    repos = tuple(map(_real, repos))
+    if not _path_like(repo):
+        named = _named(repo, repos)
+        if len(named) > 1:
+            raise Refused("repo", f"{repo!r} names {len(named)} of the repositories given with "
+                          f"--repo ({', '.join(map(str, named))}); name only the one meant")
+        if named:
+            return Source(named[0], "repo", f"the repository {repo!r}")
+        own = _real(folder / repo)
+        if own.is_dir() and _inside(own, home):
+            return Source(own, "repo", "the repo")
+        found = _fixtures(folder, home)
+        given = ", ".join(p.name for p in repos) or "none"
+        return Source(found.base, "attach", "fixtures/",
+                      missing=f"the task's repo {repo!r} is none of the repositories named "
+                      f"with --repo ({given}), so its files are looked for in fixtures/: run "
+                      f"with --repo PATH (a repository called {repo.rstrip('/').split('/')[-1]!r}), "
+                      "or copy the file into fixtures/")
     base = _real(folder / Path(repo).expanduser())
-    if not any(_inside(base, root) for root in (home, *map(_real, repos))):
+    if not any(_inside(base, root) for root in (home, *repos)):
         raise Refused("repo", f"{repo!r} is outside the task's folder and every repository "
                       "named on the command line; if the task is meant to read it, run with "
                       f"--repo {base}, or copy the files into the task's fixtures/")
@@ -112,6 +134,30 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
         raise Refused("repo", f"{repo!r} is not a folder; point it at the repository the "
                       "attached files are in")
     return Source(base, "repo", "the repo")
+
+
+def _fixtures(folder: Path, home: Path) -> Source:
+    base = _real(folder / "fixtures")
+    if not _inside(base, home):
+        raise Refused("attach", "fixtures/ is a link out of the task's folder; make it a "
+                      "folder of its own and copy the files in")
+    return Source(base, "attach", "fixtures/")
+
+
+def _path_like(repo: str) -> bool:
+    """Whether ``repo`` is written as a path rather than as a repository's name."""
+    return Path(repo).is_absolute() or repo.startswith("~") or "\\" in repo \
+        or any(part in (".", "..") for part in repo.split("/"))
+
+
+def _named(repo: str, repos: tuple[Path, ...]) -> list[Path]:
+    """The repositories the name ``repo`` picks: those whose path ends in it, else those whose
+    folder is called as its last part (an ``owner/name`` key and a clone called ``name``)."""
+    parts = tuple(p for p in repo.split("/") if p)
+    if not parts:
+        return []
+    ends = [r for r in repos if r.parts[-len(parts):] == parts]
+    return ends or [r for r in repos if r.name == parts[-1]]
 
 
 def attached(src: Source, name: str, budget: int = MAX_TOTAL) -> bytes:
@@ -136,7 +182,8 @@ def attached(src: Source, name: str, budget: int = MAX_TOTAL) -> bytes:
         raise Refused("attach", f"{name!r} takes the task's attached files past "
                       f"{MAX_TOTAL:,} bytes together; attach fewer or smaller files") from None
     except Unreadable as exc:
-        raise Refused("attach", f"{name!r} under {src.label} {exc.reason}; {exc.fix}") from None
+        fix = src.missing if src.missing and not os.path.lexists(target) else exc.fix
+        raise Refused("attach", f"{name!r} under {src.label} {exc.reason}; {fix}") from None
 
 
 def task_json(folder: Path) -> bytes:

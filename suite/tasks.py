@@ -7,19 +7,27 @@ A task is one of three kinds:
   the first attached file (any of them is a right answer).
 * ``control``: the same code untouched; it has no key (only ``NO FAULT`` is right). A control
   is paired with the bug whose id it extends by ``-control`` (``bisect-insort`` and
-  ``bisect-insort-control``); precision and recall are counted over such pairs.
+  ``bisect-insort-control``), or whose ``-bug`` it replaces (``bisect-insort-bug`` and
+  ``bisect-insort-control``); precision, recall and pairs are counted over such pairs, and a
+  bug without a control is named in ``notices``.
 
 Fields of ``task.json`` (our own set): ``id`` (the folder's name), ``title``, ``kind``,
 ``prompt``, ``attach`` (paths under ``fixtures/``, or under ``repo`` when given, which must lie in
 the task's folder or a repository named with ``--repo``; each is appended to the prompt under a
 ``===== FILE: <path> =====`` header), ``answer``, ``why`` (never sent),
-provenance ``source``, ``license``, ``created``, and ``draft`` (drafts run only when named).
+provenance ``source``, ``license``, ``created``, ``draft`` (drafts run only when named), and for
+a claim ``focus``: the lines of the first attached file the claim is decided by (``142``,
+``"120-134"``, or a list of them), which every excerpt of a long file holds. Without ``focus`` a
+claim's focus is the lines its ``why`` cites in that file (``line 142``, ``lines 120-134``,
+``L142``, ``m.py:142``), if any.
 
 The common field set other tools write is read too and mapped onto the kinds: ``shape``
 (``claim``, or ``bug`` / ``review`` / ``fault``), ``must_find`` and ``must_not_claim`` clauses
 (a string, ``{"any_of": [...]}``, ``{"regex": ..., "label": ...}``), ``score_in:
-"first_line"``, ``min_answer_chars``, ``repo`` + ``attach``, and the ``-control`` id suffix.
-Whatever cannot be mapped is refused with a message naming the field.
+"first_line"``, ``min_answer_chars``, ``repo`` + ``attach`` (``repo`` is a repository's name,
+looked up among those named with ``--repo``; see ``taskfiles.source``), and the ``-bug`` and
+``-control`` id suffixes. Whatever cannot be mapped is refused, every such field of a task in
+one message, so one round of edits makes the task load.
 
 Invariants: a loaded ``Task`` is whole and valid (files read, key checked against its kind); its
 ``hash`` changes whenever anything a model sees or the key changes (so a rerun redoes edited
@@ -32,19 +40,21 @@ from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
 from panelist.suite import taskfiles
-from panelist.suite.excerpt import file_lines
+from panelist.suite.excerpt import LONG, WINDOW, file_lines
 
 STARTER = Path(__file__).resolve().parent / "tasks"   # the pack that ships with the project
 KINDS = ("claim", "bug", "control")
 CONTROL_SUFFIX = "-control"
+BUG_SUFFIX = "-bug"
 OWN_FIELDS = ("id", "title", "kind", "prompt", "attach", "answer", "why", "source", "license",
-              "created", "draft")
+              "created", "draft", "focus")
 COMMON_FIELDS = ("shape", "must_find", "must_not_claim", "score_in", "min_answer_chars", "repo")
 CLAIM_SHAPES = ("claim",)
 BUG_SHAPES = ("bug", "review", "fault")
@@ -52,12 +62,48 @@ ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 
 
 class TaskInvalid(BadRequest):
-    """Raised when a task folder cannot be loaded; the message names the folder and field."""
+    """Raised when a task folder cannot be loaded; the message names the folder and every field
+    that kept it out (``problems``: (field, message) each; ``field`` is the first)."""
 
-    def __init__(self, where: Path | str, fieldname: str, message: str):
-        super().__init__(f"task {where}: field '{fieldname}': {message}", param=fieldname)
+    def __init__(self, where: Path | str, fieldname: str, message: str,
+                 more: tuple[tuple[str, str], ...] = ()):
+        self.problems = ((fieldname, message), *more)
+        if more:
+            said = "; ".join(f"field '{f}': {m}" for f, m in self.problems)
+            text = f"task {where}: {len(self.problems)} fields cannot be loaded: {said}"
+        else:
+            text = f"task {where}: field '{fieldname}': {message}"
+        super().__init__(text, param=fieldname)
         self.field = fieldname
+        self.fields = tuple(dict.fromkeys(f for f, _ in self.problems))
         self.folder = Path(where)
+
+
+class _Problems:
+    """What keeps one task out, gathered over every field before the loader gives up."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.found: list[tuple[str, str]] = []
+
+    def add(self, fieldname: str, message: str) -> None:
+        self.found.append((fieldname, message))
+
+    @contextmanager
+    def check(self):
+        """Run one independent check: a refusal is noted and the loader goes on."""
+        try:
+            yield
+        except TaskInvalid as exc:
+            self.found.extend(exc.problems)
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+    def raise_any(self) -> None:
+        if self.found:
+            (first, said), *more = self.found
+            raise TaskInvalid(self.folder, first, said, tuple(more))
 
 
 @dataclass(frozen=True)
@@ -66,6 +112,17 @@ class Attached:
 
     path: str
     text: str
+
+
+def pair_of(tid: str, kind: str) -> str:
+    """The bug/control pair a task of this id and kind belongs to: ``x``, ``x-bug`` and
+    ``x-control`` are all the pair ``x`` (``x-bug-control`` too); a claim is its own."""
+    if kind == "control" and tid.endswith(CONTROL_SUFFIX):
+        tid = tid[:-len(CONTROL_SUFFIX)]
+        kind = "bug"
+    if kind == "bug" and tid.endswith(BUG_SUFFIX):
+        tid = tid[:-len(BUG_SUFFIX)]
+    return tid
 
 
 @dataclass(frozen=True)
@@ -82,28 +139,36 @@ class Task:
     created: str = ""
     draft: bool = False
     min_answer_chars: int = 0         # from the common field set; 0 means no floor
+    focus: tuple[int, ...] = ()       # a claim's deciding lines in its first file
     folder: Path | None = field(default=None, compare=False)
 
     @property
     def pair(self) -> str:
-        """The bug/control pair this task belongs to: the id without ``-control``."""
-        return self.id[:-len(CONTROL_SUFFIX)] if self.kind == "control" else self.id
+        """The bug/control pair this task belongs to (``pair_of``)."""
+        return pair_of(self.id, self.kind)
+
+    @property
+    def long(self) -> bool:
+        """Whether a prompt shows an excerpt of the first file rather than all of it."""
+        return bool(self.files) and len(file_lines(self.files[0].text)) > LONG
 
     @property
     def hash(self) -> str:
         """A digest of everything a model sees and of the key."""
         files = [[f.path, hashlib.sha256(f.text.encode()).hexdigest()] for f in self.files]
         answer = list(self.answer) if isinstance(self.answer, tuple) else self.answer
-        blob = jsonwire.dumps({"kind": self.kind, "prompt": self.prompt, "files": files,
-                               "answer": answer, "min": self.min_answer_chars},
-                              sort_keys=True, separators=(",", ":"))
+        doc = {"kind": self.kind, "prompt": self.prompt, "files": files, "answer": answer,
+               "min": self.min_answer_chars}
+        if self.focus and self.long:   # only then does it move what the model sees
+            doc["focus"] = list(self.focus)
+        blob = jsonwire.dumps(doc, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def load_task(folder: str | Path, repos=()) -> Task:
-    """The task in ``folder`` (which holds ``task.json``); raises ``TaskInvalid`` saying why.
-    ``repos``: the repositories named on the command line, which a task's ``repo`` may point
-    into (``taskfiles.repositories``)."""
+    """The task in ``folder`` (which holds ``task.json``); raises ``TaskInvalid`` naming every
+    field that cannot be loaded. ``repos``: the repositories named on the command line, which
+    a task's ``repo`` names (``taskfiles.source``)."""
     folder = Path(folder)
     try:
         raw = taskfiles.task_json(folder)
@@ -118,80 +183,102 @@ def load_task(folder: str | Path, repos=()) -> Task:
         raise TaskInvalid(folder, "task.json", f"not valid JSON ({exc}); fix the file") from None
     if not isinstance(data, dict):
         raise TaskInvalid(folder, "task.json", "must hold one JSON object")
-    unknown = sorted(set(data) - set(OWN_FIELDS) - set(COMMON_FIELDS))
-    if unknown:
-        raise TaskInvalid(folder, unknown[0], "not a task field; use only: "
-                          + ", ".join(OWN_FIELDS + COMMON_FIELDS))
-    return _build(folder, data, tuple(repos))
+    problems = _Problems(folder)
+    for name in sorted(set(data) - set(OWN_FIELDS) - set(COMMON_FIELDS)):
+        problems.add(name, "not a task field; use only: " + ", ".join(OWN_FIELDS + COMMON_FIELDS)
+                     if not problems else "not a task field either")
+    task = _build(folder, data, tuple(repos), problems)
+    problems.raise_any()
+    return task
 
 
-def _build(folder: Path, data: dict, repos: tuple[Path, ...]) -> Task:
+def _build(folder: Path, data: dict, repos: tuple[Path, ...], problems: _Problems) -> Task | None:
+    """The task ``data`` describes, or None; every problem found is added to ``problems``."""
     def text(name: str, required: bool = False) -> str:
         value = data.get(name, "")
         if value is None:
             value = ""
         if not isinstance(value, str):
-            raise TaskInvalid(folder, name, f"must be a string, not {type(value).__name__}")
+            problems.add(name, f"must be a string, not {type(value).__name__}")
+            return ""
         if required and not value.strip():
-            raise TaskInvalid(folder, name, "is required and may not be empty")
+            problems.add(name, "is required and may not be empty")
         return value
 
     tid = text("id", required=True)
-    if not ID_RE.match(tid):
-        raise TaskInvalid(folder, "id", f"{tid!r} is not a task id: use lower-case letters, "
-                          "digits, '.', '_' and '-' (up to 120), starting with a letter or digit")
-    if tid != folder.name:
-        raise TaskInvalid(folder, "id", f"{tid!r} differs from its folder's name "
-                          f"{folder.name!r}; make them the same")
+    if tid and not ID_RE.match(tid):
+        problems.add("id", f"{tid!r} is not a task id: use lower-case letters, digits, '.', '_' "
+                     "and '-' (up to 120), starting with a letter or digit")
+    elif tid and tid != folder.name:
+        problems.add("id", f"{tid!r} differs from its folder's name {folder.name!r}; make them "
+                     "the same")
     draft = data.get("draft", False)
     if not isinstance(draft, bool):
-        raise TaskInvalid(folder, "draft", "must be true or false")
+        problems.add("draft", "must be true or false")
     min_chars = data.get("min_answer_chars", 0)
     if isinstance(min_chars, bool) or not isinstance(min_chars, int) or min_chars < 0:
-        raise TaskInvalid(folder, "min_answer_chars", "must be a whole number of characters, "
-                          "0 or more")
+        problems.add("min_answer_chars", "must be a whole number of characters, 0 or more")
     score_in = data.get("score_in", "first_line")
     if score_in != "first_line":
-        raise TaskInvalid(folder, "score_in", f"{score_in!r} cannot be mapped: the suite scores "
-                          "the answer's first line only; use \"first_line\" or leave it out")
+        problems.add("score_in", f"{score_in!r} cannot be mapped: the suite scores the answer's "
+                     "first line only; use \"first_line\" or leave it out")
+    title, prompt, why = text("title"), text("prompt", True), text("why")
+    source, license, created = text("source"), text("license"), text("created")
 
+    files = None
+    with problems.check():
+        files = _attached(folder, data, repos)
+    kind = answer = None
+    with problems.check():
+        kind, answer = _key(folder, tid, data,
+                            len(file_lines(files[0].text)) if files else None)
+    if kind == "control" and not tid.endswith(CONTROL_SUFFIX):
+        problems.add("id", f"a control's id ends in '{CONTROL_SUFFIX}' after its bug's id; "
+                     f"rename it {tid + CONTROL_SUFFIX!r}")
+    if kind is not None and kind != "control" and tid.endswith(CONTROL_SUFFIX):
+        problems.add("kind", f"an id ending in '{CONTROL_SUFFIX}' names a control; make the kind "
+                     "'control' or rename the task")
+
+    if files is not None and kind in ("bug", "control") and not files:
+        problems.add("attach", f"a {kind} task needs the code to review: attach at least one "
+                     "file")
+    if files and kind == "bug" and answer:
+        lines = len(file_lines(files[0].text))
+        beyond = [n for n in answer if n > lines]
+        if beyond:
+            problems.add("answer" if "kind" in data else "must_find",
+                         f"line {beyond[0]} is past the end of {files[0].path} ({lines} lines); "
+                         "the key's lines are in the first attached file")
+    focus: tuple[int, ...] = ()
+    if "focus" in data and kind is not None and kind != "claim":
+        problems.add("focus", f"only a claim names its focus: a {kind}'s excerpt holds its "
+                     "bug's faulty lines; drop 'focus'")
+    elif kind == "claim" and files is not None:
+        with problems.check():
+            focus = _focus(folder, data.get("focus"), why, files)
+    if problems:
+        return None
+    return Task(id=tid, title=title or tid, kind=kind, prompt=prompt, files=files, answer=answer,
+                why=why, source=source, license=license, created=created, draft=draft,
+                min_answer_chars=min_chars, focus=focus, folder=folder)
+
+
+def _key(folder: Path, tid: str, data: dict, total: int | None):
+    """``(kind, answer)``: from ``kind`` and ``answer``, or from the common field set."""
     if "kind" in data:
-        for name in ("shape", "must_find", "must_not_claim"):
-            if name in data:
-                raise TaskInvalid(folder, name, "a task with 'kind' gives its key in 'answer'; "
-                                  f"drop '{name}' or drop 'kind' and 'answer'")
+        clash = [n for n in ("shape", "must_find", "must_not_claim") if n in data]
+        if clash:
+            raise TaskInvalid(folder, clash[0], "a task with 'kind' gives its key in 'answer'; "
+                              f"drop '{clash[0]}' or drop 'kind' and 'answer'")
         kind = data["kind"]
         if kind not in KINDS:
             raise TaskInvalid(folder, "kind", f"{kind!r} is not a kind; use one of "
                               + ", ".join(KINDS))
-        answer = _own_answer(folder, kind, data.get("answer"))
-    else:
-        if "answer" in data:
-            raise TaskInvalid(folder, "answer", "give 'kind' with 'answer' (or 'shape' with "
-                              "'must_find' / 'must_not_claim' instead of both)")
-        kind, answer = _common_key(folder, tid, data)
-    if kind == "control" and not tid.endswith(CONTROL_SUFFIX):
-        raise TaskInvalid(folder, "id", f"a control's id ends in '{CONTROL_SUFFIX}' after its "
-                          f"bug's id; rename it {tid + CONTROL_SUFFIX!r}")
-    if kind != "control" and tid.endswith(CONTROL_SUFFIX):
-        raise TaskInvalid(folder, "kind", f"an id ending in '{CONTROL_SUFFIX}' names a control; "
-                          f"make the kind 'control' or rename the task")
-
-    files = _attached(folder, data, repos)
-    if kind in ("bug", "control") and not files:
-        raise TaskInvalid(folder, "attach", f"a {kind} task needs the code to review: attach "
-                          "at least one file")
-    if kind == "bug":
-        lines = len(file_lines(files[0].text))
-        beyond = [n for n in answer if n > lines]
-        if beyond:
-            raise TaskInvalid(folder, "answer", f"line {beyond[0]} is past the end of "
-                              f"{files[0].path} ({lines} lines); the key's lines are in the "
-                              "first attached file")
-    return Task(id=tid, title=text("title") or tid, kind=kind, prompt=text("prompt", True),
-                files=files, answer=answer, why=text("why"), source=text("source"),
-                license=text("license"), created=text("created"), draft=draft,
-                min_answer_chars=min_chars, folder=folder)
+        return kind, _own_answer(folder, kind, data.get("answer"))
+    if "answer" in data:
+        raise TaskInvalid(folder, "answer", "give 'kind' with 'answer' (or 'shape' with "
+                          "'must_find' / 'must_not_claim' instead of both)")
+    return _common_key(folder, tid, data, total)
 
 
 def _own_answer(folder: Path, kind: str, answer):
@@ -217,18 +304,80 @@ def _lines(folder: Path, name: str, value) -> tuple[int, ...]:
     return tuple(sorted(set(value)))
 
 
+# -- a claim's focus ---------------------------------------------------------------------------
+
+_FOCUS = re.compile(r"^\s*(?:lines?\s*)?(\d{1,7})(?:\s*[-–]\s*(\d{1,7}))?\s*$", re.I)
+# where a why cites a line: "line 142", "lines 120-134", "L142", "L120-L134", "m.py:142"
+_CITED = re.compile(r"(?:\blines?\s+|\bL|[\w.]:)(\d{1,7})(?:\s*[-–]\s*L?(\d{1,7}))?\b", re.I)
+
+
+def _focus(folder: Path, value, why: str, files: tuple[Attached, ...]) -> tuple[int, ...]:
+    """A claim's focus lines in its first file: ``value`` (a line, ``"a-b"``, or a list of
+    them), else the lines ``why`` cites there; () when it names none."""
+    total = len(file_lines(files[0].text)) if files else 0
+    if value is None:
+        cited = []
+        for m in _CITED.finditer(why):
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            cited.extend([lo, hi] if lo <= hi else [lo])
+        cited = sorted({n for n in cited if 1 <= n <= total})
+        # lines cited too far apart for one excerpt leave the claim without a focus
+        return tuple(cited) if cited and cited[-1] - cited[0] < WINDOW else ()
+    how = ("a line of the first attached file (142), a range (\"120-134\"), or a list of "
+           "them")
+    if not files:
+        raise TaskInvalid(folder, "focus", "names lines of the first attached file, and the "
+                          "task attaches none; attach the file or drop 'focus'")
+    lines: list[int] = []
+    for item in value if isinstance(value, list) and value else [value]:
+        if isinstance(item, int) and not isinstance(item, bool):
+            lo = hi = item
+        elif isinstance(item, str) and (m := _FOCUS.match(item)):
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        else:
+            raise TaskInvalid(folder, "focus", f"{item!r} is not {how}")
+        if lo < 1 or hi < lo:
+            raise TaskInvalid(folder, "focus", f"{item!r} is not {how}")
+        if hi > total:
+            raise TaskInvalid(folder, "focus", f"line {hi} is past the end of {files[0].path} "
+                              f"({total} lines)")
+        lines.extend(range(lo, hi + 1))
+    lines = sorted(set(lines))
+    if lines[-1] - lines[0] >= WINDOW:
+        raise TaskInvalid(folder, "focus", f"lines {lines[0]}-{lines[-1]} are more than an "
+                          f"excerpt shows ({WINDOW} lines); name the lines that decide the "
+                          "claim")
+    return tuple(lines)
+
+
 # -- the common field set ----------------------------------------------------------------------
 
 _VERDICT = re.compile(r"^\s*(?:verdict\s*:\s*)?(true|false)\s*$", re.I)
 _LINE_CLAUSE = re.compile(r"^\s*(?:fault\s*:\s*)?(?:lines?\s*)?(\d+)(?:\s*-\s*(\d+))?\s*$", re.I)
+MAX_KEY_SPAN = 200     # lines one clause may cover: a wider key would reward a vague answer
 
 
-def _clauses(folder: Path, name: str, value) -> list[str]:
-    """A clause list flattened to its strings; ``any_of`` alternatives are all kept."""
+@dataclass(frozen=True)
+class _Regex:
+    """A ``{"regex": ..., "label": ...}`` clause: mapped by the strict answers it accepts."""
+
+    pattern: re.Pattern
+    label: str
+
+    def accepts(self, answer: str) -> bool:
+        return self.pattern.search(answer) is not None
+
+    def __repr__(self) -> str:
+        return repr(self.label or self.pattern.pattern)
+
+
+def _clauses(folder: Path, name: str, value) -> list:
+    """A clause list flattened to its strings and regexes; ``any_of`` alternatives are all
+    kept."""
     if value is None:
         return []
     items = value if isinstance(value, list) else [value]
-    out: list[str] = []
+    out: list = []
     for item in items:
         if isinstance(item, str):
             out.append(item)
@@ -236,59 +385,112 @@ def _clauses(folder: Path, name: str, value) -> list[str]:
                 and isinstance(item["any_of"], list) \
                 and all(isinstance(s, str) for s in item["any_of"]) and item["any_of"]:
             out.extend(item["any_of"])
-        elif isinstance(item, dict) and "regex" in item:
-            raise TaskInvalid(folder, name, "a regex clause cannot be mapped: the suite scores "
-                              "one strict first line, never words; give the key as strings "
-                              "('line 42', 'VERDICT: TRUE')")
+        elif isinstance(item, dict) and "regex" in item and set(item) <= {"regex", "label"} \
+                and isinstance(item["regex"], str) and isinstance(item.get("label", ""), str):
+            try:
+                # digits either side are kept out, so "line 4" never accepts "line 41"
+                pattern = re.compile(rf"(?<!\d)(?:{item['regex']})(?!\d)", re.I)
+            except re.error as exc:
+                raise TaskInvalid(folder, name, f"{item['regex']!r} is not a regular "
+                                  f"expression ({exc}); fix it or give the key as a string "
+                                  "('line 42')") from None
+            out.append(_Regex(pattern, item.get("label", "")))
         else:
-            raise TaskInvalid(folder, name, "each clause is a string or {\"any_of\": [strings]}")
+            raise TaskInvalid(folder, name, "each clause is a string, {\"any_of\": [strings]} "
+                              "or {\"regex\": ..., \"label\": ...}")
     return out
 
 
-def _common_key(folder: Path, tid: str, data: dict):
-    find = _clauses(folder, "must_find", data.get("must_find"))
-    avoid = _clauses(folder, "must_not_claim", data.get("must_not_claim"))
+def _common_key(folder: Path, tid: str, data: dict, total: int | None):
+    """``(kind, answer)`` from the common field set; ``total``: the first attached file's
+    lines (None without one), over which a regex clause is matched."""
+    problems = _Problems(folder)
+    find: list = []
+    with problems.check():
+        find = _clauses(folder, "must_find", data.get("must_find"))
+    with problems.check():
+        _clauses(folder, "must_not_claim", data.get("must_not_claim"))
     shape = data.get("shape")
-    if tid.endswith(CONTROL_SUFFIX) and shape in (None, *BUG_SHAPES):
+    if shape is None and tid.endswith(BUG_SUFFIX):
+        shape = "bug"
+    control = tid.endswith(CONTROL_SUFFIX) and shape in (None, *BUG_SHAPES)
+    if not control and shape is None:
+        problems.add("shape", "say what the task is: 'kind' (claim, bug, control) with "
+                     "'answer', or 'shape' with must_find")
+    elif not control and shape not in CLAIM_SHAPES + BUG_SHAPES:
+        problems.add("shape", f"{shape!r} cannot be mapped; use one of "
+                     + ", ".join(CLAIM_SHAPES + BUG_SHAPES))
+    problems.raise_any()
+    avoid = _clauses(folder, "must_not_claim", data.get("must_not_claim"))
+    if control:
         if find:
             raise TaskInvalid(folder, "must_find", "a control (its id ends in "
                               f"'{CONTROL_SUFFIX}') has nothing to find; leave must_find out")
         return "control", None
     if shape in CLAIM_SHAPES:
-        says = set()
-        for name, clauses, flip in (("must_find", find, False), ("must_not_claim", avoid, True)):
-            for clause in clauses:
-                m = _VERDICT.match(clause)
-                if not m:
-                    raise TaskInvalid(folder, name, f"{clause!r} cannot be mapped: a claim's "
-                                      "clause is 'VERDICT: TRUE' or 'VERDICT: FALSE'")
-                says.add((m.group(1).lower() == "true") != flip)
-        if len(says) != 1:
-            raise TaskInvalid(folder, "must_find", "a claim needs one key: must_find "
-                              "'VERDICT: TRUE' or 'VERDICT: FALSE' (or must_not_claim the "
-                              "other), not " + ("both" if says else "neither"))
-        return "claim", says.pop()
-    if shape in BUG_SHAPES:
-        lines: list[int] = []
-        for clause in find:
-            m = _LINE_CLAUSE.match(clause)
+        return "claim", _claim_key(folder, find, avoid)
+    return "bug", _bug_key(folder, find, total)
+
+
+def _claim_key(folder: Path, find: list, avoid: list) -> bool:
+    says = set()
+    for name, clauses, flip in (("must_find", find, False), ("must_not_claim", avoid, True)):
+        for clause in clauses:
+            if isinstance(clause, _Regex):
+                accepted = {key for key in (True, False)
+                            if clause.accepts(f"VERDICT: {str(key).upper()}")}
+                if len(accepted) != 1:
+                    raise TaskInvalid(folder, name, f"the regex {clause!r} accepts "
+                                      f"{'both verdicts' if accepted else 'neither verdict'} "
+                                      "('VERDICT: TRUE', 'VERDICT: FALSE'); give the key as "
+                                      "'VERDICT: TRUE' or 'VERDICT: FALSE'")
+                says.add(accepted.pop() != flip)
+                continue
+            m = _VERDICT.match(clause)
             if not m:
-                raise TaskInvalid(folder, "must_find", f"{clause!r} cannot be mapped: a bug's "
-                                  "clause names its faulty line ('line 42', 'lines 42-43')")
-            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-            if hi < lo or hi - lo > 200:
-                raise TaskInvalid(folder, "must_find", f"{clause!r} is not a range of lines")
-            lines.extend(range(lo, hi + 1))
-        if not lines:
-            raise TaskInvalid(folder, "must_find", "a bug task needs its faulty line in "
-                              "must_find ('line 42'); a task without one is a control: give "
-                              f"it an id ending in '{CONTROL_SUFFIX}'")
-        return "bug", _lines(folder, "must_find", lines)
-    if shape is None:
-        raise TaskInvalid(folder, "shape", "say what the task is: 'kind' (claim, bug, control) "
-                          "with 'answer', or 'shape' with must_find")
-    raise TaskInvalid(folder, "shape", f"{shape!r} cannot be mapped; use one of "
-                      + ", ".join(CLAIM_SHAPES + BUG_SHAPES))
+                raise TaskInvalid(folder, name, f"{clause!r} cannot be mapped: a claim's "
+                                  "clause is 'VERDICT: TRUE' or 'VERDICT: FALSE'")
+            says.add((m.group(1).lower() == "true") != flip)
+    if len(says) != 1:
+        raise TaskInvalid(folder, "must_find", "a claim needs one key: must_find "
+                          "'VERDICT: TRUE' or 'VERDICT: FALSE' (or must_not_claim the "
+                          "other), not " + ("both" if says else "neither"))
+    return says.pop()
+
+
+def _bug_key(folder: Path, find: list, total: int | None) -> tuple[int, ...]:
+    lines: list[int] = []
+    for clause in find:
+        if isinstance(clause, _Regex):
+            if total is None:
+                raise TaskInvalid(folder, "must_find", f"the regex {clause!r} is matched "
+                                  "against the lines of the first attached file, and there is "
+                                  "none; attach it")
+            hit = [n for n in range(1, total + 1) if clause.accepts(f"FAULT: line {n}")]
+            if not hit:
+                raise TaskInvalid(folder, "must_find", f"the regex {clause!r} accepts no "
+                                  "answer 'FAULT: line N' for a line of the file; the suite "
+                                  "scores that strict first line, never words: give the "
+                                  "faulty line ('line 42')")
+            if hit[-1] - hit[0] > MAX_KEY_SPAN:
+                raise TaskInvalid(folder, "must_find", f"the regex {clause!r} accepts lines "
+                                  f"{hit[0]} to {hit[-1]}; name the faulty statement's lines "
+                                  "('lines 42-43')")
+            lines.extend(hit)
+            continue
+        m = _LINE_CLAUSE.match(clause)
+        if not m:
+            raise TaskInvalid(folder, "must_find", f"{clause!r} cannot be mapped: a bug's "
+                              "clause names its faulty line ('line 42', 'lines 42-43')")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo or hi - lo > MAX_KEY_SPAN:
+            raise TaskInvalid(folder, "must_find", f"{clause!r} is not a range of lines")
+        lines.extend(range(lo, hi + 1))
+    if not lines:
+        raise TaskInvalid(folder, "must_find", "a bug task needs its faulty line in "
+                          "must_find ('line 42'); a task without one is a control: give "
+                          f"it an id ending in '{CONTROL_SUFFIX}'")
+    return _lines(folder, "must_find", lines)
 
 
 # -- attached files ----------------------------------------------------------------------------
@@ -335,20 +537,87 @@ def scan(*folders: Path, repos=()) -> tuple[list[Task], list[TaskInvalid]]:
     problems: list[TaskInvalid] = []
     for root in folders:
         root = Path(root)
-        if not root.is_dir():
-            continue
-        for sub in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            subs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError:
+            continue   # no such root (no grown tasks yet), or one that cannot be listed
+        for sub in subs:
             try:
                 task = load_task(sub, repos)
             except TaskInvalid as exc:
                 problems.append(exc)
+                continue
+            except (OSError, ValueError, RecursionError) as exc:
+                # whatever else goes wrong in one folder is that folder's problem only
+                problems.append(TaskInvalid(sub, "task.json", f"cannot be loaded ({exc}); "
+                                            "fix or remove the folder"))
                 continue
             if task.id in tasks:
                 problems.append(TaskInvalid(sub, "id", f"{task.id!r} is also in "
                                             f"{tasks[task.id].folder}; rename one"))
                 continue
             tasks[task.id] = task
-    return sorted(tasks.values(), key=lambda t: t.id), problems
+    found = sorted(tasks.values(), key=lambda t: t.id)
+    bugs: dict[str, Task] = {}
+    kept = []
+    for task in found:   # "x" and "x-bug" would both claim the control "x-control"
+        other = bugs.get(task.pair) if task.kind == "bug" else None
+        if other is not None:
+            problems.append(TaskInvalid(task.folder or task.id, "id", f"{task.id!r} and "
+                                        f"{other.id!r} are both bugs of the pair {task.pair!r} "
+                                        f"(its control is {task.pair + CONTROL_SUFFIX!r}); "
+                                        "rename one"))
+            continue
+        if task.kind == "bug":
+            bugs[task.pair] = task
+        kept.append(task)
+    return kept, problems
+
+
+def bug_of(task: Task, known: dict[str, Task]) -> Task | None:
+    """The bug of ``task``'s pair among ``known`` (by id): the task itself for a bug."""
+    if task.kind == "bug":
+        return task
+    if task.kind != "control":
+        return None
+    for tid in (task.pair, task.pair + BUG_SUFFIX):
+        bug = known.get(tid)
+        if bug is not None and bug.kind == "bug" and bug.pair == task.pair:
+            return bug
+    return None
+
+
+def control_of(task: Task, known: dict[str, Task]) -> Task | None:
+    """The control of ``task``'s pair among ``known`` (by id): the task itself for a control."""
+    if task.kind == "control":
+        return task
+    if task.kind != "bug":
+        return None
+    for tid in (task.pair + CONTROL_SUFFIX, task.id + CONTROL_SUFFIX):
+        control = known.get(tid)
+        if control is not None and control.kind == "control" and control.pair == task.pair:
+            return control
+    return None
+
+
+def notices(tasks: list[Task]) -> list[str]:
+    """What loads but would mislead a report, one sentence each: a bug without a control
+    (its pair cannot be scored, nor precision and recall counted on it), and a claim about a
+    long file that names no focus (its excerpt may miss what decides it)."""
+    known = {t.id: t for t in tasks}
+    out = []
+    for task in tasks:
+        if task.kind == "bug" and control_of(task, known) is None:
+            out.append(f"bug {task.id} has no control: pairs, precision and recall leave it "
+                       f"out; add {task.pair + CONTROL_SUFFIX!r} (the same files untouched)")
+        elif task.kind == "control" and bug_of(task, known) is None:
+            out.append(f"control {task.id} has no bug: pairs, precision and recall leave it "
+                       f"out; add its bug {task.pair!r} or {task.pair + BUG_SUFFIX!r}")
+        elif task.kind == "claim" and task.long and not task.focus:
+            out.append(f"claim {task.id} is about a file over {LONG} lines and names no "
+                       f"focus: its excerpt of {WINDOW} lines may miss what decides it; give "
+                       "'focus' (the deciding lines, e.g. \"120-134\")")
+    return out
 
 
 def select(tasks: list[Task], ids: list[str] | None = None,

@@ -180,6 +180,10 @@ COMMON = [
     ({"shape": "claim", "must_find": ["VERDICT: TRUE"]}, "claim", True),
     ({"shape": "claim", "must_not_claim": "VERDICT: TRUE"}, "claim", False),
     ({"shape": "claim", "must_find": "false", "score_in": "first_line"}, "claim", False),
+    # a regex clause is mapped by the strict answers it accepts, digits either side kept out
+    ({"shape": "review", "must_find": [{"regex": "line\\s+2", "label": "the line"}]}, "bug",
+     (2,)),
+    ({"shape": "claim", "must_not_claim": [{"regex": "\\btrue\\b"}]}, "claim", False),
 ]
 
 
@@ -219,8 +223,10 @@ REFUSED = [
     ({"kind": "claim", "answer": True, "draft": "no"}, "draft"),
     ({"kind": "claim", "answer": True, "prompt": " "}, "prompt"),
     ({"kind": "claim", "answer": True, "id": "other"}, "id"),
-    ({"shape": "review", "must_find": [{"regex": "line\\s+2", "label": "the line"}]},
-     "must_find"),
+    ({"shape": "review", "must_find": [{"regex": "off.by.one", "label": "the slip"}]},
+     "must_find"),   # a regex about words accepts no strict answer
+    ({"shape": "review", "must_find": [{"regex": "line (", "label": "broken"}]}, "must_find"),
+    ({"shape": "claim", "must_find": [{"regex": "verdict", "label": "either"}]}, "must_find"),
     ({"shape": "review", "must_find": ["the subtraction"]}, "must_find"),
     ({"shape": "review"}, "must_find"),
     ({"shape": "claim", "must_find": ["VERDICT: TRUE", "VERDICT: FALSE"]}, "must_find"),
