@@ -26,7 +26,7 @@ from panelist.suite import report
 
 # the fields ``report.model_row`` and ``report_of`` read
 FIELDS = ("task", "task_hash", "alias", "epoch", "pair", "task_kind", "right", "failure", "flag",
-          "verdict", "tokens", "seconds", "waited")
+          "verdict", "key", "tokens", "seconds", "waited")
 
 
 class LiveReport:

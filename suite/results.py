@@ -4,7 +4,9 @@ A sample is one task asked of one model in one epoch. Its line is the call's sea
 (``metrics/seatrecord.py``: the model's alias, served id and endpoint, status, error, the answer
 as given, tokens, seconds, time waiting for admission, attempts; role ``suite``) with the
 suite's own fields: the task (id, hash, kind, pair), the epoch, the parameters sent, the
-prompt's digest, what the strict parser read in the answer and the score. Lines of earlier
+prompt's digest, what the strict parser read in the answer and the score, and the task's ``key``
+(a claim's true or false, a bug's lines, none for a control: the report counts true and false
+claims apart by it). Lines of earlier
 versions (``model`` for the alias, ``raw`` for the answer) are read in this shape (``read``).
 
 Invariants:
@@ -70,7 +72,8 @@ def record(result: SeatResult, task: Task) -> dict:
         task_kind=task.kind, pair=task.pair, epoch=meta.get("epoch", 1),
         params=meta.get("params", {}), params_key=meta.get("params_key", ""),
         prompt_hash=meta.get("prompt_hash", ""), outcome=outcome, failure=failure,
-        verdict=verdict, lines=lines, flag=flag, right=right, score=int(right))
+        verdict=verdict, lines=lines, flag=flag, right=right, score=int(right),
+        key=list(task.answer) if isinstance(task.answer, tuple) else task.answer)
 
 
 class SampleLog:

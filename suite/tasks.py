@@ -600,23 +600,27 @@ def control_of(task: Task, known: dict[str, Task]) -> Task | None:
     return None
 
 
-def notices(tasks: list[Task]) -> list[str]:
-    """What loads but would mislead a report, one sentence each: a bug without a control
-    (its pair cannot be scored, nor precision and recall counted on it), and a claim about a
-    long file that names no focus (its excerpt may miss what decides it)."""
+def notices(tasks: list[Task]) -> list[dict]:
+    """What loads but would mislead a report, ``{"task": id, "message": ...}`` each: a bug
+    without a control or a control without its bug (that pair cannot be scored, nor precision
+    and recall counted on it), and a claim about a long file that names no focus (its excerpt
+    may miss what decides it)."""
     known = {t.id: t for t in tasks}
     out = []
     for task in tasks:
         if task.kind == "bug" and control_of(task, known) is None:
-            out.append(f"bug {task.id} has no control: pairs, precision and recall leave it "
-                       f"out; add {task.pair + CONTROL_SUFFIX!r} (the same files untouched)")
+            said = (f"bug {task.id} has no control: pairs, precision and recall leave it out; "
+                    f"add {task.pair + CONTROL_SUFFIX!r} (the same files untouched)")
         elif task.kind == "control" and bug_of(task, known) is None:
-            out.append(f"control {task.id} has no bug: pairs, precision and recall leave it "
-                       f"out; add its bug {task.pair!r} or {task.pair + BUG_SUFFIX!r}")
+            said = (f"control {task.id} has no bug: pairs, precision and recall leave it out; "
+                    f"add its bug {task.pair!r} or {task.pair + BUG_SUFFIX!r}")
         elif task.kind == "claim" and task.long and not task.focus:
-            out.append(f"claim {task.id} is about a file over {LONG} lines and names no "
-                       f"focus: its excerpt of {WINDOW} lines may miss what decides it; give "
-                       "'focus' (the deciding lines, e.g. \"120-134\")")
+            said = (f"claim {task.id} is about a file over {LONG} lines and names no focus: "
+                    f"its excerpt of {WINDOW} lines may miss what decides it; give 'focus' "
+                    "(the deciding lines, e.g. \"120-134\")")
+        else:
+            continue
+        out.append({"task": task.id, "message": said})
     return out
 
 

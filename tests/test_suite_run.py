@@ -25,7 +25,7 @@ FOUR = ["std-bisect-left", "std-bisect-left-control", "claim-wilson-all-useful",
 # the seat record (metrics/seatrecord.py) and the suite's own fields
 SAMPLE_FIELDS = set(seatrecord.FIELDS) | {
     "run", "task", "task_hash", "task_kind", "pair", "epoch", "params", "params_key",
-    "prompt_hash", "outcome", "failure", "verdict", "lines", "flag", "right", "score"}
+    "prompt_hash", "outcome", "failure", "verdict", "lines", "flag", "right", "score", "key"}
 
 
 def oracle_rules():

@@ -53,19 +53,29 @@ def _suite_tasks(home, args):
 
 
 def cmd_suite_list(args, out: Out) -> int:
-    _, found, problems = _suite_tasks(open_home(args.data), args)
+    tasks, found, problems = _suite_tasks(open_home(args.data), args)
+    notices = tasks.notices(found)
     rows = [{"id": t.id, "kind": t.kind, "pair": t.pair if t.kind != "claim" else "",
              "files": ", ".join(f.path for f in t.files), "draft": "draft" if t.draft else "",
              "title": t.title, "folder": str(t.folder)} for t in found]
     if out.as_json:
         out.result({"data": rows, "problems": [
             {"task": p.folder.name, "folder": str(p.folder), "field": p.field,
-             "error": p.message} for p in problems]})
+             "fields": list(p.fields), "error": p.message} for p in problems],
+            "warnings": notices})
     else:
         out.table(rows, ["id", "kind", "files", "draft", "title"])
         for p in problems:
             print(f"broken: {p.message}", file=sys.stderr)
+        _warn(notices)
     return 0
+
+
+def _warn(notices: list) -> None:
+    """Each warning on stderr: a task's notice (``tasks.notices``) or a report's sentence."""
+    for said in notices:
+        print(f"warning: {said['message'] if isinstance(said, dict) else said}",
+              file=sys.stderr)
 
 
 def cmd_suite_run(args, out: Out) -> int:
@@ -81,6 +91,11 @@ def cmd_suite_run(args, out: Out) -> int:
     for p in problems if not args.task else ():
         print(f"skipped: {p.message}", file=sys.stderr)
     chosen = tasks.select(found, args.task)
+    chosen_ids = {t.id for t in chosen}
+    # a half of a pair left out of this run is not a warning: the report pairs what was asked
+    notices = [n for n in tasks.notices(found) if n["task"] in chosen_ids]
+    if not out.as_json:
+        _warn(notices)
     aliases = args.model
     host = scripted = None
     endpoints = {}
@@ -124,13 +139,14 @@ def cmd_suite_run(args, out: Out) -> int:
             host.close()
     doc = report.load(home)
     if out.as_json:
-        out.result({"run": summary, "report": doc})
+        out.result({"run": summary, "report": doc, "warnings": notices})
     else:
         said = (f"run {summary['run']}: {summary['asked']} asked, {summary['skipped']} already "
                 f"done, {summary['failed']} failed on the way to the model (a rerun asks them "
                 f"again); samples in {summary['samples']}")
         print(said)
         _suite_table(out, doc)
+        _warn(doc.get("warnings", []))
     if summary["interrupted"]:
         print("panelist: interrupted; every finished sample is kept: run the same command "
               "again to finish", file=sys.stderr)
@@ -147,9 +163,12 @@ def cmd_suite_report(args, out: Out) -> int:
         print("no suite results yet: run 'panelist suite run' (or 'panelist suite run --demo')")
     else:
         _suite_table(out, doc)
-        print("rates: mean over epochs (95% interval over tasks); pairs: bug and control both "
-              "right; failed: no answer in time, or empty (scored 0); unfinished: not scored "
-              "yet (limits, errors), a rerun asks again")
+        print("rates: mean over epochs (95% interval over tasks); headline first, which no "
+              "constant answer can game: pairs (the bug found and its control judged clean) "
+              "and balanced (claim accuracy on true and on false claims, averaged); then "
+              "accuracy, where always NO FAULT scores 50%; failed: no answer in time, or empty "
+              "(scored 0); unfinished: not scored yet (limits, errors), a rerun asks again")
+        _warn(doc.get("warnings", []))
     return 0
 
 

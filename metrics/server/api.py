@@ -591,7 +591,8 @@ def usage(req: ApiRequest) -> dict:
 def suite(req: ApiRequest) -> dict:
     # followed from where the last request stopped reading: no rescan of the samples per change
     doc = req.parts.suite_report().doc()
-    return {"data": doc["models"], "tasks": doc["tasks"], "built": doc["built"]}
+    return {"data": doc["models"], "tasks": doc["tasks"], "built": doc["built"],
+            "headline": doc.get("headline", []), "warnings": doc.get("warnings", [])}
 
 
 # -- keys -----------------------------------------------------------------------------------------

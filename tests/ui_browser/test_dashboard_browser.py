@@ -372,6 +372,12 @@ def test_evidence_shows_each_models_suite_record(dashboard, page, tmp_path, caps
     table = card.get_by_role("region", name="Review suite per model")
     for model in demo.MODELS:
         expect(table.locator("tr", has_text=model)).to_be_visible()
+    # the headline columns come first: pairs, then balanced claims, then plain accuracy
+    headers = table.locator("th")
+    expect(headers.nth(1)).to_contain_text("Pairs")
+    expect(headers.nth(2)).to_contain_text("Balanced claims")
+    expect(headers.nth(3)).to_contain_text("Accuracy")
     swift = table.locator("tr", has_text="sim-swift").locator("td")
-    expect(swift.nth(2)).to_contain_text("0%")   # pairs: always NO FAULT never gets a pair right
-    expect(swift.nth(7)).to_have_text("3")       # samples
+    expect(swift.nth(1)).to_contain_text("0%")   # pairs: always NO FAULT never gets a pair right
+    expect(swift.nth(2)).to_have_text("–")       # one claim, so one key: nothing to balance
+    expect(swift.nth(8)).to_have_text("3")       # samples

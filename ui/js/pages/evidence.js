@@ -19,13 +19,14 @@ function chartCard(heading, note, body, legend = null) {
     legend, body);
 }
 
+// the headline first: no constant answer scores above 50% on pairs or balanced claims
 const SUITE_RATES = [
-  ["accuracy", "Accuracy"], ["pairs", "Pairs"], ["precision", "Precision"], ["recall", "Recall"],
-  ["claims", "Claims"], ["unparseable", "Unparseable"],
+  ["pairs", "Pairs"], ["balanced", "Balanced claims"], ["accuracy", "Accuracy"],
+  ["precision", "Precision"], ["recall", "Recall"], ["claims", "Claims"], ["unparseable", "Unparseable"],
 ];
 
 // each model's suite record: rates over its latest samples, each with its 95% interval
-function suiteCard(rows) {
+function suiteCard(rows, warnings = []) {
   if (!rows.length) return null;
   const rateOf = (name) => (r) => (r[name].n
     ? rateCell(r[name].rate, r[name].interval, r[name].hits, r[name].n - r[name].hits)
@@ -34,7 +35,7 @@ function suiteCard(rows) {
     label: "Review suite per model",
     rows,
     short: true,
-    sort: { key: "accuracy", dir: "desc" },
+    sort: { key: "pairs", dir: "desc" },
     filterHint: "Filter by model",
     columns: [
       { key: "model", label: "Model", cell: (r) => modelLink(r.model) },
@@ -51,7 +52,11 @@ function suiteCard(rows) {
   return h("section", { class: "card", "data-testid": "suite-card" },
     h("h2", { text: "Review suite" }),
     h("p", { class: "chart-note" }, "Scored on review tasks with a strict answer form (panelist suite run). "
-      + "Pairs: a seeded bug and its untouched control both right. Unparseable: answers not in the form asked (lower is better)."),
+      + "Pairs: a seeded bug found and its untouched control judged clean. Balanced claims: the mean of the "
+      + "right verdicts on true and on false claims. Neither can be gamed by always giving one answer; "
+      + "accuracy can (always NO FAULT scores 50%). Unparseable: answers not in the form asked (lower is better)."),
+    // a bug without its control leaves pairs, precision and recall at "–": say why
+    warnings.map((said) => notice("warn", "Unpaired tasks", said)),
     table.el);
 }
 
@@ -62,7 +67,7 @@ export async function render(root, ctx) {
     api.get("/api/models", { signal: ctx.signal }),
     api.get("/api/suite", { signal: ctx.signal }),
   ]);
-  const suiteSection = suiteCard(suite.data || []);
+  const suiteSection = suiteCard(suite.data || [], suite.warnings || []);
   const rows = ev.data || [];
   const shapes = [...new Set([...(models.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
   const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);
