@@ -23,7 +23,9 @@ claim's focus is the lines its ``why`` cites in that file (``line 142``, ``lines
 
 The common field set other tools write is read too and mapped onto the kinds: ``shape``
 (``claim``, or ``bug`` / ``review`` / ``fault``), ``must_find`` and ``must_not_claim`` clauses
-(a string, ``{"any_of": [...]}``, ``{"regex": ..., "label": ...}``), ``score_in:
+(a string, ``{"any_of": [...]}``, ``{"regex": ..., "label": ...}``: a regex is mapped by the
+strict answers it accepts, ``FAULT: line N`` for the file's lines or one of the verdicts),
+``score_in:
 "first_line"``, ``min_answer_chars``, ``repo`` + ``attach`` (``repo`` is a repository's name,
 looked up among those named with ``--repo``; see ``taskfiles.source``), and the ``-bug`` and
 ``-control`` id suffixes. Whatever cannot be mapped is refused, every such field of a task in
@@ -31,7 +33,8 @@ one message, so one round of edits makes the task load.
 
 Invariants: a loaded ``Task`` is whole and valid (files read, key checked against its kind); its
 ``hash`` changes whenever anything a model sees or the key changes (so a rerun redoes edited
-tasks), and never when ``why``, ``title`` or provenance change; a task reads only regular files
+tasks), and never when ``title`` or provenance change, nor ``why`` unless the lines it cites
+move a long claim's excerpt; a task reads only regular files
 inside its own folder or a repository named on the command line, within the size caps
 (``taskfiles``), and a task that names anything else does not load.
 """

@@ -381,3 +381,17 @@ def test_evidence_shows_each_models_suite_record(dashboard, page, tmp_path, caps
     expect(swift.nth(1)).to_contain_text("0%")   # pairs: always NO FAULT never gets a pair right
     expect(swift.nth(2)).to_have_text("–")       # one claim, so one key: nothing to balance
     expect(swift.nth(8)).to_have_text("3")       # samples
+
+
+def test_the_suite_card_says_why_a_lone_bug_has_no_pairs(dashboard, page, tmp_path, capsys):
+    from panelist.metrics.offload import main
+    assert main(["suite", "run", "--demo", "--data", str(tmp_path / "data"), "--task",
+                 "std-bisect-left", "--json"]) == 0   # the bug without its control
+    capsys.readouterr()
+    page.goto(dashboard.url + "/#/evidence")
+    card = page.get_by_test_id("suite-card")
+    warning = card.get_by_role("status").filter(has_text="Unpaired tasks")
+    expect(warning).to_contain_text("std-bisect-left")
+    swift = card.get_by_role("region", name="Review suite per model").locator(
+        "tr", has_text="sim-swift").locator("td")
+    expect(swift.nth(1)).to_have_text("–")   # pairs: nothing to count, and the card says why

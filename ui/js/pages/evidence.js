@@ -28,7 +28,9 @@ const SUITE_RATES = [
 // each model's suite record: rates over its latest samples, each with its 95% interval
 function suiteCard(rows, warnings = []) {
   if (!rows.length) return null;
-  const rateOf = (name) => (r) => (r[name].n
+  // balanced claims has samples but no rate until claims of both keys were asked
+  const counted = (r, name) => Boolean(r[name] && r[name].n && r[name].rate !== null);
+  const rateOf = (name) => (r) => (counted(r, name)
     ? rateCell(r[name].rate, r[name].interval, r[name].hits, r[name].n - r[name].hits)
     : h("span", { class: "faint" }, "–"));
   const table = dataTable({
@@ -40,7 +42,7 @@ function suiteCard(rows, warnings = []) {
     columns: [
       { key: "model", label: "Model", cell: (r) => modelLink(r.model) },
       ...SUITE_RATES.map(([key, label]) => ({
-        key, label, filter: false, value: (r) => (r[key].n ? r[key].rate : -1), cell: rateOf(key),
+        key, label, filter: false, value: (r) => (counted(r, key) ? r[key].rate : -1), cell: rateOf(key),
       })),
       { key: "samples", label: "Samples", numeric: true, filter: false, cell: (r) => {
         // failed: no answer in time, or an empty one (scored 0), by kind
