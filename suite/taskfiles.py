@@ -2,9 +2,9 @@
 
 A task names files in three ways: its own ``task.json``, the paths in ``attach``, and ``repo``
 (the repository those paths are under instead of ``fixtures/``: a name looked up among the
-repositories named on the command line, falling back to ``fixtures/``; see ``source``). Task folders come from anywhere (a
-pack someone shared, a tool that writes the common field set), and what they name is sent to
-every model asked, so each file is confined:
+repositories named on the command line, falling back to ``fixtures/``; see ``source``). Task
+folders come from anywhere (a pack someone shared, a tool that writes the common field set),
+and what they name is sent to every model asked, so each file is confined:
 
 * It resolves, symlinks followed, inside one of the *roots*: the task's own folder, or a
   repository the user named on the command line (``--repo``). A path, ``~``, an absolute path or
@@ -120,10 +120,11 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
             return Source(own, "repo", "the repo")
         found = _fixtures(folder, home)
         given = ", ".join(p.name for p in repos) or "none"
+        called = repo.rstrip("/").split("/")[-1]
         return Source(found.base, "attach", "fixtures/",
                       missing=f"the task's repo {repo!r} is none of the repositories named "
                       f"with --repo ({given}), so its files are looked for in fixtures/: run "
-                      f"with --repo PATH (a repository called {repo.rstrip('/').split('/')[-1]!r}), "
+                      f"with --repo PATH (a repository called {called!r}), "
                       "or copy the file into fixtures/")
     base = _real(folder / Path(repo).expanduser())
     if not any(_inside(base, root) for root in (home, *repos)):

@@ -21,15 +21,14 @@ a claim ``focus``: the lines of the first attached file the claim is decided by 
 claim's focus is the lines its ``why`` cites in that file (``line 142``, ``lines 120-134``,
 ``L142``, ``m.py:142``), if any.
 
-The common field set other tools write is read too and mapped onto the kinds: ``shape``
-(``claim``, or ``bug`` / ``review`` / ``fault``), ``must_find`` and ``must_not_claim`` clauses
-(a string, ``{"any_of": [...]}``, ``{"regex": ..., "label": ...}``: a regex is mapped by the
-strict answers it accepts, ``FAULT: line N`` for the file's lines or one of the verdicts),
-``score_in:
-"first_line"``, ``min_answer_chars``, ``repo`` + ``attach`` (``repo`` is a repository's name,
-looked up among those named with ``--repo``; see ``taskfiles.source``), and the ``-bug`` and
-``-control`` id suffixes. Whatever cannot be mapped is refused, every such field of a task in
-one message, so one round of edits makes the task load.
+The common field set other tools write is read too and mapped onto the kinds (``fieldset``):
+``shape`` (``claim``, or ``bug`` / ``review`` / ``fault``), ``must_find`` and
+``must_not_claim`` clauses (a string, ``{"any_of": [...]}``, ``{"regex": ..., "label": ...}``:
+a regex is mapped by the strict answers it accepts), ``score_in: "first_line"``,
+``min_answer_chars``, ``repo`` + ``attach`` (``repo`` is a repository's name, looked up among
+those named with ``--repo``; see ``taskfiles.source``), and the ``-bug`` and ``-control`` id
+suffixes. Whatever cannot be mapped is refused, every such field of a task in one message, so
+one round of edits makes the task load.
 
 Invariants: a loaded ``Task`` is whole and valid (files read, key checked against its kind); its
 ``hash`` changes whenever anything a model sees or the key changes (so a rerun redoes edited
@@ -49,7 +48,7 @@ from pathlib import Path
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
-from panelist.suite import taskfiles
+from panelist.suite import fieldset, taskfiles
 from panelist.suite.excerpt import LONG, WINDOW, file_lines
 
 STARTER = Path(__file__).resolve().parent / "tasks"   # the pack that ships with the project
@@ -58,9 +57,7 @@ CONTROL_SUFFIX = "-control"
 BUG_SUFFIX = "-bug"
 OWN_FIELDS = ("id", "title", "kind", "prompt", "attach", "answer", "why", "source", "license",
               "created", "draft", "focus")
-COMMON_FIELDS = ("shape", "must_find", "must_not_claim", "score_in", "min_answer_chars", "repo")
-CLAIM_SHAPES = ("claim",)
-BUG_SHAPES = ("bug", "review", "fault")
+COMMON_FIELDS = fieldset.FIELDS
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 
 
@@ -281,7 +278,13 @@ def _key(folder: Path, tid: str, data: dict, total: int | None):
     if "answer" in data:
         raise TaskInvalid(folder, "answer", "give 'kind' with 'answer' (or 'shape' with "
                           "'must_find' / 'must_not_claim' instead of both)")
-    return _common_key(folder, tid, data, total)
+    try:
+        kind, answer = fieldset.key(data, total, control=tid.endswith(CONTROL_SUFFIX),
+                                    bug=tid.endswith(BUG_SUFFIX))
+    except fieldset.Unmapped as exc:
+        (first, said), *more = exc.problems
+        raise TaskInvalid(folder, first, said, tuple(more)) from None
+    return kind, (_lines(folder, "must_find", list(answer)) if kind == "bug" else answer)
 
 
 def _own_answer(folder: Path, kind: str, answer):
@@ -351,149 +354,6 @@ def _focus(folder: Path, value, why: str, files: tuple[Attached, ...]) -> tuple[
                           f"excerpt shows ({WINDOW} lines); name the lines that decide the "
                           "claim")
     return tuple(lines)
-
-
-# -- the common field set ----------------------------------------------------------------------
-
-_VERDICT = re.compile(r"^\s*(?:verdict\s*:\s*)?(true|false)\s*$", re.I)
-_LINE_CLAUSE = re.compile(r"^\s*(?:fault\s*:\s*)?(?:lines?\s*)?(\d+)(?:\s*-\s*(\d+))?\s*$", re.I)
-MAX_KEY_SPAN = 200     # lines one clause may cover: a wider key would reward a vague answer
-
-
-@dataclass(frozen=True)
-class _Regex:
-    """A ``{"regex": ..., "label": ...}`` clause: mapped by the strict answers it accepts."""
-
-    pattern: re.Pattern
-    label: str
-
-    def accepts(self, answer: str) -> bool:
-        return self.pattern.search(answer) is not None
-
-    def __repr__(self) -> str:
-        return repr(self.label or self.pattern.pattern)
-
-
-def _clauses(folder: Path, name: str, value) -> list:
-    """A clause list flattened to its strings and regexes; ``any_of`` alternatives are all
-    kept."""
-    if value is None:
-        return []
-    items = value if isinstance(value, list) else [value]
-    out: list = []
-    for item in items:
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict) and set(item) == {"any_of"} \
-                and isinstance(item["any_of"], list) \
-                and all(isinstance(s, str) for s in item["any_of"]) and item["any_of"]:
-            out.extend(item["any_of"])
-        elif isinstance(item, dict) and "regex" in item and set(item) <= {"regex", "label"} \
-                and isinstance(item["regex"], str) and isinstance(item.get("label", ""), str):
-            try:
-                # digits either side are kept out, so "line 4" never accepts "line 41"
-                pattern = re.compile(rf"(?<!\d)(?:{item['regex']})(?!\d)", re.I)
-            except re.error as exc:
-                raise TaskInvalid(folder, name, f"{item['regex']!r} is not a regular "
-                                  f"expression ({exc}); fix it or give the key as a string "
-                                  "('line 42')") from None
-            out.append(_Regex(pattern, item.get("label", "")))
-        else:
-            raise TaskInvalid(folder, name, "each clause is a string, {\"any_of\": [strings]} "
-                              "or {\"regex\": ..., \"label\": ...}")
-    return out
-
-
-def _common_key(folder: Path, tid: str, data: dict, total: int | None):
-    """``(kind, answer)`` from the common field set; ``total``: the first attached file's
-    lines (None without one), over which a regex clause is matched."""
-    problems = _Problems(folder)
-    find: list = []
-    with problems.check():
-        find = _clauses(folder, "must_find", data.get("must_find"))
-    with problems.check():
-        _clauses(folder, "must_not_claim", data.get("must_not_claim"))
-    shape = data.get("shape")
-    if shape is None and tid.endswith(BUG_SUFFIX):
-        shape = "bug"
-    control = tid.endswith(CONTROL_SUFFIX) and shape in (None, *BUG_SHAPES)
-    if not control and shape is None:
-        problems.add("shape", "say what the task is: 'kind' (claim, bug, control) with "
-                     "'answer', or 'shape' with must_find")
-    elif not control and shape not in CLAIM_SHAPES + BUG_SHAPES:
-        problems.add("shape", f"{shape!r} cannot be mapped; use one of "
-                     + ", ".join(CLAIM_SHAPES + BUG_SHAPES))
-    problems.raise_any()
-    avoid = _clauses(folder, "must_not_claim", data.get("must_not_claim"))
-    if control:
-        if find:
-            raise TaskInvalid(folder, "must_find", "a control (its id ends in "
-                              f"'{CONTROL_SUFFIX}') has nothing to find; leave must_find out")
-        return "control", None
-    if shape in CLAIM_SHAPES:
-        return "claim", _claim_key(folder, find, avoid)
-    return "bug", _bug_key(folder, find, total)
-
-
-def _claim_key(folder: Path, find: list, avoid: list) -> bool:
-    says = set()
-    for name, clauses, flip in (("must_find", find, False), ("must_not_claim", avoid, True)):
-        for clause in clauses:
-            if isinstance(clause, _Regex):
-                accepted = {key for key in (True, False)
-                            if clause.accepts(f"VERDICT: {str(key).upper()}")}
-                if len(accepted) != 1:
-                    raise TaskInvalid(folder, name, f"the regex {clause!r} accepts "
-                                      f"{'both verdicts' if accepted else 'neither verdict'} "
-                                      "('VERDICT: TRUE', 'VERDICT: FALSE'); give the key as "
-                                      "'VERDICT: TRUE' or 'VERDICT: FALSE'")
-                says.add(accepted.pop() != flip)
-                continue
-            m = _VERDICT.match(clause)
-            if not m:
-                raise TaskInvalid(folder, name, f"{clause!r} cannot be mapped: a claim's "
-                                  "clause is 'VERDICT: TRUE' or 'VERDICT: FALSE'")
-            says.add((m.group(1).lower() == "true") != flip)
-    if len(says) != 1:
-        raise TaskInvalid(folder, "must_find", "a claim needs one key: must_find "
-                          "'VERDICT: TRUE' or 'VERDICT: FALSE' (or must_not_claim the "
-                          "other), not " + ("both" if says else "neither"))
-    return says.pop()
-
-
-def _bug_key(folder: Path, find: list, total: int | None) -> tuple[int, ...]:
-    lines: list[int] = []
-    for clause in find:
-        if isinstance(clause, _Regex):
-            if total is None:
-                raise TaskInvalid(folder, "must_find", f"the regex {clause!r} is matched "
-                                  "against the lines of the first attached file, and there is "
-                                  "none; attach it")
-            hit = [n for n in range(1, total + 1) if clause.accepts(f"FAULT: line {n}")]
-            if not hit:
-                raise TaskInvalid(folder, "must_find", f"the regex {clause!r} accepts no "
-                                  "answer 'FAULT: line N' for a line of the file; the suite "
-                                  "scores that strict first line, never words: give the "
-                                  "faulty line ('line 42')")
-            if hit[-1] - hit[0] > MAX_KEY_SPAN:
-                raise TaskInvalid(folder, "must_find", f"the regex {clause!r} accepts lines "
-                                  f"{hit[0]} to {hit[-1]}; name the faulty statement's lines "
-                                  "('lines 42-43')")
-            lines.extend(hit)
-            continue
-        m = _LINE_CLAUSE.match(clause)
-        if not m:
-            raise TaskInvalid(folder, "must_find", f"{clause!r} cannot be mapped: a bug's "
-                              "clause names its faulty line ('line 42', 'lines 42-43')")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hi < lo or hi - lo > MAX_KEY_SPAN:
-            raise TaskInvalid(folder, "must_find", f"{clause!r} is not a range of lines")
-        lines.extend(range(lo, hi + 1))
-    if not lines:
-        raise TaskInvalid(folder, "must_find", "a bug task needs its faulty line in "
-                          "must_find ('line 42'); a task without one is a control: give "
-                          f"it an id ending in '{CONTROL_SUFFIX}'")
-    return _lines(folder, "must_find", lines)
 
 
 # -- attached files ----------------------------------------------------------------------------
