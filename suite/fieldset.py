@@ -150,8 +150,8 @@ def _bug_key(find: list, total: int | None) -> list[int]:
         if isinstance(clause, _Regex):
             if total is None:
                 raise Unmapped("must_find", f"the regex {clause!r} is matched "
-                               "against the lines of the first attached file, and there is "
-                               "none; attach it")
+                               "against the lines of the first attached file, and none was "
+                               "read; attach it (see 'attach')")
             hit = [n for n in range(1, total + 1) if clause.accepts(f"FAULT: line {n}")]
             if not hit:
                 raise Unmapped("must_find", f"the regex {clause!r} accepts no "
