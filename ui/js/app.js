@@ -5,6 +5,7 @@
 import { api, isAbort } from "./api.js";
 import { replace } from "./dom.js";
 import { showAlerts } from "./alerts.js";
+import { navMenu } from "./menu.js";
 import { errorState, loading, emptyState, linkButton, toast } from "./ui.js";
 import * as overview from "./pages/overview.js";
 import * as ask from "./pages/ask.js";
@@ -24,6 +25,7 @@ const nav = document.getElementById("nav");
 const owedBadge = document.getElementById("owed-count");
 const logout = document.getElementById("logout");
 const alertsBanner = document.getElementById("alerts-banner");
+const menu = navMenu(document.querySelector(".app-header"), document.getElementById("nav-toggle"), nav);
 
 let current = null;
 let infoPromise = null;
@@ -78,6 +80,7 @@ async function route() {
   }
   // a link followed from a dialog (a model's name in a seat's) leaves the dialog's page behind
   for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
+  menu.close();
   const { name, path, params } = parseHash();
   const page = PAGES[name];
   const controller = new AbortController();

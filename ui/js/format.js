@@ -78,6 +78,16 @@ export function count(v) {
   return isNum(v) ? integer.format(v) : DASH;
 }
 
+/** A count short enough for an axis: 950 → "950", 1200 → "1.2k", 45000 → "45k", 1.5e6 → "1.5M". */
+export function compact(v) {
+  if (!isNum(v)) return DASH;
+  const a = Math.abs(v);
+  const short = (x, unit) => `${+(x.toFixed(x < 10 ? 1 : 0))}${unit}`;
+  if (a >= 1_000_000) return `${v < 0 ? "-" : ""}${short(a / 1_000_000, "M")}`;
+  if (a >= 1000) return `${v < 0 ? "-" : ""}${short(a / 1000, "k")}`;
+  return String(+v.toFixed(a < 10 && !Number.isInteger(v) ? 2 : 0));
+}
+
 export function percent(v) {
   return isNum(v) ? `${Math.round(v * 100)}%` : DASH;
 }
