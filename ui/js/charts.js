@@ -41,7 +41,8 @@ export function rateChart(rows, { withShape = false, width = 760 } = {}) {
   const height = top + judged.length * rowH + 6;
   const x = (v) => labelW + v * plotW;
   const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Useful rate per model with 95% intervals" });
-  for (const t of [0, 0.25, 0.5, 0.75, 1]) {
+  // quarters where they fit, halves on a narrow screen
+  for (const t of plotW < 240 ? [0, 0.5, 1] : [0, 0.25, 0.5, 0.75, 1]) {
     svg.append(s("line", { class: "gridline", x1: x(t), x2: x(t), y1: top - 6, y2: height - 4 }),
       s("text", { class: "muted", x: x(t), y: 12, "text-anchor": "middle", text: `${t * 100}%` }));
   }
