@@ -97,7 +97,13 @@ class Dashboard:
         h.send_cached(*self.static.get(relative))
 
     def get_page(self, h: Handler, params: dict) -> None:
-        self.send_file(h, PAGES[urlsplit(h.path).path.rstrip("/") or "/"])
+        page = PAGES[urlsplit(h.path).path.rstrip("/") or "/"]
+        # without a live session the dashboard would only draw a refused call: send the
+        # browser to the login page at once (it keeps the #fragment, the page to come back to)
+        if page == "index.html" and not self.sessions.valid(Sessions.from_cookie(h.headers.get("Cookie"))):
+            h.send_json(303, {"login": "/login"}, {"Location": "/login", "Cache-Control": "no-store"})
+            return
+        self.send_file(h, page)
 
     def get_asset(self, h: Handler, params: dict) -> None:
         folder = urlsplit(h.path).path.split("/")[1]

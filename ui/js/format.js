@@ -138,6 +138,13 @@ export function money(amount, currency = "") {
   return `${text} ${currency}`.trim();
 }
 
+/** A message ended as a sentence, so another can follow it ("…was started. Check…"). Its
+ *  start is left as it is: a server's message may open with a code such as "auth:". */
+export function sentence(text) {
+  const t = String(text ?? "").trim();
+  return !t || /[.!?…]$/.test(t) ? t : `${t}.`;
+}
+
 export function plural(n, one, many = `${one}s`) {
   return `${count(n)} ${n === 1 ? one : many}`;
 }

@@ -190,7 +190,7 @@ function limitsForm(limits, done) {
   const save = button("Save limits", null, { kind: "primary", type: "submit" });
   const form = h("form", { class: "card form", novalidate: true, "aria-label": "Gateway limits" },
     h("div", { class: "form-grid" }, LIMIT_FIELDS.map(([key, label, hint, step]) => {
-      inputs[key] = input({ type: "number", min: 0, step, value: limits[key], inputmode: "decimal" });
+      inputs[key] = input({ type: "number", name: key, min: 0, step, value: limits[key], inputmode: "decimal" });
       return field(label, inputs[key], { hint });
     })),
     status,

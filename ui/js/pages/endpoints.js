@@ -6,8 +6,8 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import {
-  button, checkbox, confirmAction, emptyState, field, input, modelLink, modelStatus, notice,
-  numberOrNull, openDialog, pageHead, saveForm, sectionHead, select, showError, timeAgo, toast,
+  button, checkbox, clearFieldErrors, confirmAction, emptyState, field, input, modelLink, modelStatus, notice,
+  numberOrNull, openDialog, pageHead, saveForm, sectionHead, select, showError, showFieldError, timeAgo, toast,
 } from "../ui.js";
 
 export const title = "Endpoints & models";
@@ -27,15 +27,19 @@ function testLine(result) {
     return notice("ok", `Answered${result.status ? ` ${result.status}` : ""} in ${fmt.seconds(result.seconds)}.`,
       `The endpoint works; save it to use it.${listed}`);
   }
-  return notice("error", `Test failed${result.status ? ` (${result.status})` : ""} after ${fmt.seconds(result.seconds)}`,
-    result.error || "No answer.");
+  // no status: nothing answered (a refused connection, a name that does not resolve), so how
+  // long it took says nothing unless the wait ran out
+  const title = result.status
+    ? `Test failed (${result.status}) after ${fmt.seconds(result.seconds)}`
+    : result.seconds >= 1 ? `Test failed: no answer within ${fmt.seconds(result.seconds)}` : "Test failed: no answer";
+  return notice("error", title, fmt.sentence(result.error || "The endpoint did not answer."));
 }
 
 // ------------------------------------------------------------------ add an endpoint
 function addEndpointForm(onSaved, onCancel) {
-  const name = input({ required: true, maxlength: 48, placeholder: "ollama" });
-  const base = input({ type: "url", required: true, placeholder: "http://127.0.0.1:11434/v1" });
-  const keyEnv = input({ placeholder: "PANELIST_KEY_<NAME>" });
+  const name = input({ name: "name", required: true, maxlength: 48, placeholder: "ollama" });
+  const base = input({ name: "base_url", type: "url", required: true, placeholder: "http://127.0.0.1:11434/v1" });
+  const keyEnv = input({ name: "key_env", placeholder: "PANELIST_KEY_<NAME>" });
   const result = h("div", { "aria-live": "polite" });
   const test = button("Test", null, { type: "submit" });
   const save = button("Save endpoint", null, { kind: "primary", disabled: true });
@@ -69,6 +73,7 @@ function addEndpointForm(onSaved, onCancel) {
     if (!f.base_url) { replace(result, notice("error", "Type the endpoint's base URL first.")); base.focus(); return; }
     test.disabled = true;
     save.disabled = true;
+    clearFieldErrors(form);
     replace(result, h("p", { class: "muted" }, "Testing…"));
     try {
       const r = await api.post("/api/endpoints/test", { base_url: f.base_url, ...(f.key_env ? { key_env: f.key_env } : {}) });
@@ -77,7 +82,9 @@ function addEndpointForm(onSaved, onCancel) {
       save.disabled = !(r.ok && f.name);
       if (r.ok && !f.name) result.append(notice("", "Give it a name to save it."));
     } catch (err) {
-      replace(result, notice("error", "Test could not run", err.message));
+      clearFieldErrors(form);
+      replace(result, notice("error", "Test could not run",
+        showFieldError(form, err) ? "Fix the marked field and test again." : err.message));
     } finally {
       test.disabled = false;
     }
@@ -206,17 +213,17 @@ export function modelDialog(model, endpoints, done) {
   const m = model || { alias: "", endpoint: endpoints[0] ? endpoints[0].name : "", served: "", family: "", grade: "",
     context: null, max_output: null, vision: false, tools: false, price_in: null, price_out: null, currency: "USD" };
   openDialog({ title: editing ? `Edit ${m.alias}` : "Add a model", sub: editing ? "The facts the gateway seats it by." : null, wide: true }, ({ close }) => {
-    const alias = input({ value: m.alias, disabled: editing, maxlength: 96 });
+    const alias = input({ name: "alias", value: m.alias, disabled: editing, maxlength: 96 });
     const endpoint = select(endpoints.map((e) => [e.name, e.name]), m.endpoint);
-    const served = input({ value: m.served || "", placeholder: "the id the endpoint knows (default: the alias)" });
-    const family = input({ value: m.family || "", placeholder: "default: the alias" });
+    const served = input({ name: "served", value: m.served || "", placeholder: "the id the endpoint knows (default: the alias)" });
+    const family = input({ name: "family", value: m.family || "", placeholder: "default: the alias" });
     const gradeList = h("datalist", { id: "grade-options" }, ["light", "general", "strong"].map((g) => h("option", { value: g })));
-    const grade = input({ value: m.grade || "", list: "grade-options" });
-    const context = input({ type: "number", min: 1, step: 1, value: m.context ?? "", inputmode: "numeric" });
-    const maxOut = input({ type: "number", min: 1, step: 1, value: m.max_output ?? "", inputmode: "numeric" });
-    const priceIn = input({ type: "number", min: 0, step: "any", value: m.price_in ?? "", inputmode: "decimal" });
-    const priceOut = input({ type: "number", min: 0, step: "any", value: m.price_out ?? "", inputmode: "decimal" });
-    const currency = input({ value: m.currency || "USD", maxlength: 3 });
+    const grade = input({ name: "grade", value: m.grade || "", list: "grade-options" });
+    const context = input({ name: "context", type: "number", min: 1, step: 1, value: m.context ?? "", inputmode: "numeric" });
+    const maxOut = input({ name: "max_output", type: "number", min: 1, step: 1, value: m.max_output ?? "", inputmode: "numeric" });
+    const priceIn = input({ name: "price_in", type: "number", min: 0, step: "any", value: m.price_in ?? "", inputmode: "decimal" });
+    const priceOut = input({ name: "price_out", type: "number", min: 0, step: "any", value: m.price_out ?? "", inputmode: "decimal" });
+    const currency = input({ name: "currency", value: m.currency || "USD", maxlength: 3 });
     const vision = checkbox("Takes images (vision)", { checked: m.vision });
     const tools = checkbox("Calls tools", { checked: m.tools });
     const status = h("div");
