@@ -30,12 +30,21 @@ function sumLine(members, limits) {
 // how a card names each reply mode (collection.REPLIES)
 const REPLY_BADGE = { all: "every answer", merged: "one merged reply", pick: "one picked answer" };
 
+/** The Ask page with this collection chosen. */
+export function askLink(c) {
+  const id = c.id || `bench/${c.name}`;
+  const a = linkButton("Ask", `#/ask?collection=${encodeURIComponent(id)}`, "small primary");
+  a.setAttribute("aria-label", `Ask ${id}`);
+  return a;
+}
+
 function collectionCard(c, limits, models, { onEdit, onDelete }) {
   const byAlias = new Map(models.map((m) => [m.alias, m]));
   return h("article", { class: "card collection-card", dataset: { collection: c.name } },
     h("div", { class: "card-head" },
       h("h2", { class: "card-title mono", text: c.id || `bench/${c.name}` }),
       h("div", { class: "actions-row" },
+        askLink(c),
         button("Edit", () => onEdit(c), { small: true, "aria-label": `Edit ${c.name}` }),
         button("Delete", () => onDelete(c), { small: true, kind: "danger", "aria-label": `Delete ${c.name}` }))),
     h("div", { class: "row" },
@@ -229,6 +238,8 @@ export async function render(root, ctx) {
   const create = button("New collection", () => editCollection(null, limits, roster, shapes, reload), { kind: "primary" });
   if (!roster.length) create.disabled = true;
   const list = cols.data || [];
+  // #/collections?new=1 (the next step after the first models) opens the form at once
+  const opening = ctx.params.get("new") === "1" && roster.length && !list.length;
   replace(root,
     pageHead("Collections", "A collection is a named panel of models that callers ask for as bench/<name>. "
       + "Each request seats its members plus explorer seats that rotate in other models.", create),
@@ -243,4 +254,8 @@ export async function render(root, ctx) {
       sectionHead("Gateway limits", `Every panel: ${limits.max_calls} calls at most, up to ${limits.max_explorers} of them explorers. `
         + `${fmt.seconds(limits.seat_timeout)} per seat, ${fmt.seconds(limits.panel_timeout)} per panel.`),
       limitsForm(limits, reload)));
+  if (opening) {
+    history.replaceState(null, "", "#/collections");
+    editCollection(null, limits, roster, shapes, reload);
+  }
 }

@@ -6,7 +6,7 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import {
-  button, checkbox, clearFieldErrors, confirmAction, emptyState, field, input, modelLink, modelStatus, notice,
+  button, checkbox, clearFieldErrors, confirmAction, emptyState, field, input, linkButton, modelLink, modelStatus, notice,
   numberOrNull, openDialog, pageHead, saveForm, sectionHead, select, showError, showFieldError, timeAgo, toast,
 } from "../ui.js";
 
@@ -116,11 +116,29 @@ function discoverPanel(endpoint, onAdded) {
     const rows = r.data || [];
     const missing = rows.filter((x) => !x.on_roster);
     if (!rows.length) { replace(body, h("p", { class: "muted" }, "It lists no model.")); return; }
+    // once a model is in, the next step of the first run: a collection to ask
+    const next = h("div");
+    const showNext = () => {
+      if (next.firstChild) return;
+      replace(next, notice("ok", "Next: make a collection of them",
+        "A collection is a named panel of models; ask it on the Ask page, or from any OpenAI client.",
+        linkButton("Make a collection", "#/collections?new=1", "primary small")));
+    };
+    // one summary for the lot: a toast per model would bury the page
     const addAll = missing.length > 1 ? button(`Add all ${missing.length}`, async () => {
       addAll.disabled = true;
+      let added = 0;
+      let failed = 0;
       for (const b of body.querySelectorAll("button[data-add]")) {
-        if (!b.disabled) await b.__add();
+        if (b.disabled) continue;
+        if (await b.__add({ quiet: true })) added += 1; else failed += 1;
       }
+      if (added) { onAdded(); showNext(); }
+      toast(failed
+        ? `Added ${fmt.plural(added, "model")} from ${endpoint}; ${fmt.count(failed)} could not be added (the reason is in its row).`
+        : `Added ${fmt.plural(added, "model")} from ${endpoint}, with what it reports of each (window, vision, price).`,
+      { kind: failed ? "error" : "", timeout: failed ? 12000 : 6000 });
+      addAll.disabled = failed === 0;
     }, { small: true }) : null;
     replace(body,
       h("div", { class: "row spread" },
@@ -132,21 +150,30 @@ function discoverPanel(endpoint, onAdded) {
           const alias = aliasFor(x.served);
           const cell = h("td", { class: "actions" });
           const add = button("Add", () => add.__add(), { small: true, kind: "primary", "aria-label": `Add ${x.served}`, "data-add": "" });
-          add.__add = async () => {
+          // added as Discover adds it, so the window, vision and price the endpoint reports
+          // come along into the catalog
+          add.__add = async ({ quiet = false } = {}) => {
             add.disabled = true;
             try {
-              await api.post("/api/models", { alias, endpoint, served: x.served });
+              const done = await api.post("/api/discover/add", { endpoint, served: x.served });
+              const as = done.added && done.added[0] ? done.added[0].alias : alias;
               replace(cell, h("span", { class: "badge ok" }, "added"));
-              toast(`Added ${alias} to the roster.`);
-              onAdded();
+              if (!quiet) {
+                toast(`Added ${as} to the roster.`);
+                onAdded();
+                showNext();
+              }
+              return true;
             } catch (err) {
               add.disabled = false;
               replace(cell, add, h("span", { class: "sub text-bad", text: err.message }));
+              return false;
             }
           };
           replace(cell, x.on_roster ? h("span", { class: "badge" }, "on the roster") : add);
           return h("tr", null, h("td", { class: "mono", text: x.served }), h("td", { class: "mono muted", text: x.on_roster ? "" : alias }), cell);
-        })))));
+        })))),
+      next);
   }, (err) => replace(body, notice("error", `Could not list ${endpoint}'s models`, err.message)));
   return card;
 }
@@ -305,9 +332,18 @@ export async function render(root, ctx, { initial = true } = {}) {
     h("td", { class: "actions" },
       button("Find models", () => replace(discoverSlot, discoverPanel(e.name, refreshModels)), { small: true, "aria-label": `Find models on ${e.name}` }),
       button("Remove", async () => {
-        if (!await confirmAction(`Remove endpoint ${e.name}?`, (e.models || []).length
-          ? `Its ${fmt.plural(e.models.length, "model")} must be removed first; the server will say which.`
-          : "It serves no model on the roster.", "Remove")) return;
+        // an endpoint with models cannot go: say which ones to remove, with no button that
+        // would only be refused
+        if ((e.models || []).length) {
+          openDialog({ title: `Endpoint ${e.name} still has models` }, ({ close }) => ({
+            body: h("div", { class: "stack" },
+              h("p", { text: `Remove its ${fmt.plural(e.models.length, "model")} from the roster first (each model's Remove, below), then remove the endpoint.` }),
+              h("ul", { class: "tags" }, e.models.map((alias) => h("li", null, modelLink(alias, { strong: false, class: "chip model-link" }))))),
+            foot: [button("Close", close, { kind: "primary" })],
+          }));
+          return;
+        }
+        if (!await confirmAction(`Remove endpoint ${e.name}?`, "It serves no model on the roster.", "Remove")) return;
         try {
           await api.del(`/api/endpoints/${seg(e.name)}`);
           toast(`Removed endpoint ${e.name}.`);
