@@ -122,3 +122,14 @@ def test_too_many_wrong_logins_say_when_to_try_again_once(dashboard_factory, con
     expect(alert).to_contain_text("too many failed logins")
     said = alert.text_content().lower()
     assert said.count("try again in") == 1, said
+
+
+def test_discover_never_says_nothing_is_new_while_an_endpoint_was_not_read(
+        dashboard_factory, home, page):
+    Roster(home).add_endpoint("gone", "http://127.0.0.1:9/v1", by="test")   # nothing listens
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/discover")
+    expect(page.get_by_text("gone was not read")).to_be_visible()
+    expect(page.get_by_role("heading", name="Nothing new from the endpoints that answered")).to_be_visible()
+    expect(page.get_by_role("heading", name="Nothing new to add")).to_have_count(0)
+    expect(page.locator("#main")).to_contain_text("could not be read, so what it serves is not known yet")
