@@ -133,3 +133,26 @@ def test_discover_never_says_nothing_is_new_while_an_endpoint_was_not_read(
     expect(page.get_by_role("heading", name="Nothing new from the endpoints that answered")).to_be_visible()
     expect(page.get_by_role("heading", name="Nothing new to add")).to_have_count(0)
     expect(page.locator("#main")).to_contain_text("could not be read, so what it serves is not known yet")
+
+
+def test_removing_an_endpoint_with_models_explains_instead_of_offering_a_refused_remove(demo, page):
+    page.goto(demo.url + "/#/endpoints")
+    page.get_by_role("button", name="Remove demo", exact=True).click()
+    dialog = page.get_by_role("dialog", name="Endpoint demo still has models")
+    expect(dialog).to_contain_text("Remove its 5 models from the roster first")
+    expect(dialog.get_by_role("link", name="sim-steady")).to_be_visible()
+    expect(dialog.get_by_role("button", name="Remove")).to_have_count(0)
+    dialog.get_by_role("button", name="Close").last.click()
+    expect(dialog).to_have_count(0)
+    assert demo.get("/api/endpoints")[1]["data"][0]["name"] == "demo"
+
+
+def test_a_missing_name_is_said_beside_the_name_field(demo, page):
+    page.goto(demo.url + "/#/collections")
+    page.get_by_role("button", name="New collection").first.click()
+    dialog = page.get_by_role("dialog", name="New collection")
+    dialog.get_by_role("button", name="Create collection").click()
+    name = dialog.get_by_label("Name", exact=True)
+    expect(name).to_have_attribute("aria-invalid", "true")
+    expect(name.locator("xpath=..").locator(".field-error")).to_have_text("Give the collection a name.")
+    expect(name).to_be_focused()

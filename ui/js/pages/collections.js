@@ -6,8 +6,8 @@ import { api, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import {
-  button, confirmAction, emptyState, field, input, linkButton, notice, numberOrNull, openDialog,
-  modelHref, modelLink, pageHead, radios, saveForm, sectionHead, select, toast, words,
+  button, clearFieldErrors, confirmAction, emptyState, field, input, linkButton, notice, numberOrNull, openDialog,
+  modelHref, modelLink, pageHead, radios, saveForm, sectionHead, select, showFieldError, toast, words,
 } from "../ui.js";
 
 export const title = "Collections";
@@ -121,8 +121,8 @@ function editCollection(existing, limits, models, shapes, done) {
     sub: "A collection is a named panel: its members sit in every panel, explorers rotate in.",
     wide: true,
   }, ({ close }) => {
-    const name = input({ value: c.name, disabled: editing, required: true, pattern: "[a-z0-9-]{1,64}", maxlength: 64 });
-    const description = h("textarea", { rows: 2, maxlength: 300, value: c.description || "" });
+    const name = input({ name: "name", value: c.name, disabled: editing, required: true, pattern: "[a-z0-9-]{1,64}", maxlength: 64 });
+    const description = h("textarea", { name: "description", rows: 2, maxlength: 300, value: c.description || "" });
     const counter = h("div", { class: "counter" });
     const showCount = () => {
       counter.textContent = `${description.value.length} / 300`;
@@ -130,9 +130,9 @@ function editCollection(existing, limits, models, shapes, done) {
     };
     description.addEventListener("input", showCount);
     showCount();
-    const tags = input({ value: (c.tags || []).join(", ") });
+    const tags = input({ name: "tags", value: (c.tags || []).join(", ") });
     const shapeList = h("datalist", { id: "shape-options" }, shapes.map((sh) => h("option", { value: sh })));
-    const shape = input({ value: c.shape || "", list: "shape-options", placeholder: "automatic" });
+    const shape = input({ name: "shape", value: c.shape || "", list: "shape-options", placeholder: "automatic" });
     const reply = radios("Reply", "reply", [["all", "Every answer, labelled"], ["merged", "One merged answer"],
       ["pick", "One seat's answer, verbatim (pick)"]], c.reply || "all");
     const merger = select([["", "Automatic (most useful member)"], ...models.map((m) => [m.alias, m.alias])], c.merger || "");
@@ -170,7 +170,8 @@ function editCollection(existing, limits, models, shapes, done) {
         tags: words(tags.value), shape: shape.value.trim(), reply: reply.value() || "all",
         merger: merger.value,
       };
-      if (!body.name) { replace(status, notice("error", "Give the collection a name.")); name.focus(); return; }
+      clearFieldErrors(form);
+      if (!body.name) { showFieldError(form, { param: "name", message: "Give the collection a name." }); return; }
       if (!body.members.length) { replace(status, notice("error", "Pick at least one member.")); return; }
       await saveForm({
         save, status, close, done,

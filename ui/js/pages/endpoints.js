@@ -70,7 +70,7 @@ function addEndpointForm(onSaved, onCancel) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const f = fields();
-    if (!f.base_url) { replace(result, notice("error", "Type the endpoint's base URL first.")); base.focus(); return; }
+    if (!f.base_url) { clearFieldErrors(form); replace(result); showFieldError(form, { param: "base_url", message: "Type the endpoint's base URL first." }); return; }
     test.disabled = true;
     save.disabled = true;
     clearFieldErrors(form);
@@ -285,7 +285,8 @@ export function modelDialog(model, endpoints, done) {
         price_in: numberOrNull(priceIn.value), price_out: numberOrNull(priceOut.value),
         currency: currency.value.trim().toUpperCase() || "USD",
       };
-      if (!body.alias) { replace(status, notice("error", "Give the model an alias.")); alias.focus(); return; }
+      clearFieldErrors(form);
+      if (!body.alias) { showFieldError(form, { param: "alias", message: "Give the model an alias." }); return; }
       await saveForm({
         save, status, close, done,
         send: () => (editing
