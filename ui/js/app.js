@@ -2,7 +2,7 @@
 // /api/info, and a clean hand-over between pages (the old page's requests are aborted and its
 // timers stopped before the next page draws).
 
-import { api, isAbort } from "./api.js";
+import { api, isAbort, toLogin } from "./api.js";
 import { replace } from "./dom.js";
 import { showAlerts } from "./alerts.js";
 import { navMenu } from "./menu.js";
@@ -145,5 +145,10 @@ window.addEventListener("unhandledrejection", (event) => {
   }
 });
 if (!location.hash) history.replaceState(null, "", "#/overview");
-route();
+// a visit without a session goes to the login page before any call the server would refuse
+// (each refusal would be an error in the console); a failed look leaves it to the first call
+fetch("/api/session", { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } })
+  .then((r) => (r.ok ? r.json() : null))
+  .catch(() => null)
+  .then((s) => { if (s && s.token_required && !s.logged_in) toLogin(); else route(); });
 

@@ -15,13 +15,6 @@ function say(kind, text) {
     h("p", { class: "grow", text })));
 }
 
-// the server sends a visit without a session here with its #fragment kept: remember it as
-// the page to come back to, and show the login page's own address
-if (location.hash && location.hash !== "#") {
-  try { sessionStorage.setItem(NEXT_KEY, location.hash); } catch { /* no storage: back to the overview */ }
-  history.replaceState(null, "", "/login");
-}
-
 function destination() {
   let next = "";
   try {

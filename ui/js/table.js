@@ -47,7 +47,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
     label ? h("caption", { class: "visually-hidden", text: label }) : null,
     h("thead", null, h("tr", null, heads)), tbody);
   const hint = h("p", { class: "scroll-hint muted small", hidden: true },
-    "More columns to the right: scroll the table sideways (Shift + wheel, or the arrow keys once it has the focus).");
+    "More columns to the right: scroll the table sideways (swipe, Shift + wheel, or the arrow keys once it has the focus).");
   const wrap = h("div", { class: ["table-wrap", short && "short"], tabindex: "0", role: "region", "aria-label": label || "table" }, table);
   const el = h("div", { class: "data-table" },
     h("div", { class: "table-tools" },
