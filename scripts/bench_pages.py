@@ -16,6 +16,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import statistics  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -44,7 +45,9 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=ARGS, headless=True)
             context = browser.new_context()
-            print(f"pages of {args.data} ({args.repeat} loads each), ms from goto to data shown")
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"pages of {args.data} ({args.repeat} loads each), ms from goto to data shown; "
+                  f"load average {load} on {os.cpu_count()} cores")
             print(f"{'page':<16}{'p50':>10}{'worst':>10}")
             for name in PAGES:
                 times = []

@@ -133,3 +133,16 @@ def test_the_race_scatter_starts_at_zero_and_spreads_points_that_coincide(demo, 
             overlap = min(a["right"], b["right"]) - max(a["x"], b["x"]) > 0 and \
                 min(a["bottom"], b["bottom"]) - max(a["y"], b["y"]) > 1
             assert not overlap, (a, b)
+
+
+def test_at_390_px_the_pages_of_500_models_do_not_scroll_sideways(busy, page):
+    page.set_viewport_size({"width": 390, "height": 844})
+    wide = {}
+    for name in ("overview", "panels", "evidence", "endpoints", "collections", "models/sim-001"):
+        page.goto(f"{busy.url}/#/{name}")
+        expect(page.locator("#main .loading")).to_have_count(0)
+        expect(page.locator("#main h1").first).to_be_visible()
+        over = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        if over > 0:
+            wide[name] = over
+    assert not wide, wide
