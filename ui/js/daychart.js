@@ -38,8 +38,8 @@ export function seatsPerDay(buckets, { width = 760, top = 7 } = {}) {
   const { start, days, shown, others } = daySeries(buckets, top);
   if (!shown.length) return null;
   const stackMax = Math.max(...Array.from({ length: days }, (_, i) => shown.reduce((acc, x) => acc + x.counts[i], 0)));
-  const left = ticks(stackMax);
-  const right = others ? ticks(Math.max(...others.counts)) : null;
+  const left = ticks(stackMax, 4, { whole: true });
+  const right = others ? ticks(Math.max(...others.counts), 4, { whole: true }) : null;
   const tickW = (list) => 10 + 7 * Math.max(...list.map((v) => fmt.compact(v).length));
   const padL = tickW(left);
   const padR = right ? tickW(right) : 12;
