@@ -16,12 +16,14 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import statistics  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ("overview", "panels", "evidence", "collections", "endpoints", "settings", "ask")
+PAGES = ("overview", "panels", "evidence", "races", "discover", "collections", "endpoints",
+         "settings", "ask", "models/sim-000")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync",
         "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost"]
@@ -43,8 +45,10 @@ def main() -> int:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=ARGS, headless=True)
             context = browser.new_context()
-            print(f"pages of {args.data} ({args.repeat} loads each), ms from goto to data shown")
-            print(f"{'page':<14}{'p50':>10}{'worst':>10}")
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+            print(f"pages of {args.data} ({args.repeat} loads each), ms from goto to data shown; "
+                  f"load average {load} on {os.cpu_count()} cores")
+            print(f"{'page':<16}{'p50':>10}{'worst':>10}")
             for name in PAGES:
                 times = []
                 for _ in range(args.repeat):
@@ -56,7 +60,7 @@ def main() -> int:
                     expect(main_area.locator("h1, h2").first).to_be_visible(timeout=60_000)
                     times.append((time.perf_counter() - t0) * 1000)
                     page.close()
-                print(f"{name:<14}{statistics.median(times):>10.0f}{max(times):>10.0f}")
+                print(f"{name:<16}{statistics.median(times):>10.0f}{max(times):>10.0f}")
             browser.close()
     finally:
         server.close()

@@ -109,11 +109,13 @@ class Busy:
 
 
 def fill(runs: Path, panels: int, verdicts: int, seed: int, *, models: int = 0,
-         collections: int = 0) -> dict:
+         collections: int = 0, every: float = 0.5) -> dict:
+    """Write the panels as if one started every ``every`` seconds until now (a larger gap
+    spreads a few panels over many days, as the per-day charts need)."""
     rng = random.Random(seed)
     busy = Busy(models, max(1, collections)) if models else None
     ledger = Ledger(runs)
-    start_clock = time.time() - panels * 0.5  # as if one panel every half second until now
+    start_clock = time.time() - panels * every
     written_calls: list[str] = []
     # verdicts go to calls drawn from a pool about 4x their number, spread over the whole run,
     # so most are first verdicts on old calls and some repeat or replace an earlier one
@@ -122,7 +124,7 @@ def fill(runs: Path, panels: int, verdicts: int, seed: int, *, models: int = 0,
     done = 0
     while done < panels:
         count = min(BATCH, panels - done)
-        started = [start_clock + (done + i) * 0.5 for i in range(count)]
+        started = [start_clock + (done + i) * every for i in range(count)]
         ids = ledger.new_panels(count, started[0])
         seat_recs, panel_recs, seatings = [], [], []
         for pid, t in zip(ids, started):

@@ -38,6 +38,21 @@ def test_limits_come_from_gateway_json(home):
     assert c.explorers(cols.limits()) == 0
 
 
+@pytest.mark.parametrize("limit, value", [("max_explorers", -1), ("max_calls", 0),
+                                          ("seat_timeout", -5)])
+def test_a_refused_limit_names_the_limit_not_a_file(home, limit, value):
+    cols = Collections(home)
+    with pytest.raises(ConfigInvalid) as refused:
+        cols.set_limits({limit: value})
+    assert refused.value.param == limit
+    assert refused.value.message.startswith(f"{limit} must be") and str(value) in refused.value.message
+    assert ".json" not in refused.value.message
+    # read from the file, the same value names the file it is in
+    home.file("gateway.json").write_text(json.dumps({limit: value}))
+    with pytest.raises(ConfigInvalid, match=f"^gateway.json: {limit} must be"):
+        Collections(home).limits()
+
+
 @pytest.mark.parametrize("kw, fragment", [
     (dict(name="Bad_Name", members=["a"]), "lower-case"),
     (dict(name="x", members=[]), "at least one member"),

@@ -481,3 +481,11 @@ def test_a_served_id_no_alias_can_hold_is_onboarded_under_the_alias_it_was_given
     assert Roster(home).view().models["vendor-model-v2"].served == "vendor model v2"
     assert [p["status"] for p in probes(home, "vendor-model-v2")] == ["ok"]
     assert len(samples(home, "vendor-model-v2")) == 1
+
+
+def test_a_model_onboarded_with_no_task_right_is_said_to_be_so():
+    from panelist.metrics.upkeep.onboarding_queue import describe
+    nothing = describe({"tasks": 3, "scored": 3, "right": 0, "accuracy": 0.0, "unparseable": 0.0})
+    assert "0% (0/3)" in nothing and "no task answered right" in nothing
+    some = describe({"tasks": 3, "scored": 3, "right": 2, "accuracy": 2 / 3, "unparseable": 0.0})
+    assert "no task answered right" not in some

@@ -227,3 +227,13 @@ def test_no_judged_run_of_the_pinned_model_names_no_model():
     said = decide(rows("cheap", [7, 6, 7]), MODELS, "pinned")
     assert said["model"] is None and said["state"] == "no_reference"
     assert "race it too" in said["why"]
+
+
+@pytest.mark.parametrize("cost, said", [(0.0, "(0 USD a run)"), (0.000123456, "(0.000123 USD a run)"),
+                                        (0.25, "(0.25 USD a run)")])
+def test_the_named_models_cost_reads_as_people_write_it(cost, said):
+    # the same marks on both: the cheaper one is good enough, and its cost is in the reason
+    same = [6, 6, 7, 6, 5, 6, 7, 6, 6, 6] * 3
+    out = decide(rows("pinned", same) + rows("cheap", same), priced(pinned=1.0, cheap=cost), "pinned")
+    assert out["model"] == "cheap", out
+    assert said in out["why"] and "0.000000" not in out["why"], out["why"]

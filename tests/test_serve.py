@@ -320,6 +320,17 @@ def test_the_login_page_and_static_files_are_open_with_a_token_set(locked, path)
     assert_secured(headers, path)
 
 
+def test_the_session_route_says_whether_to_log_in_and_nothing_more(locked, dash):
+    status, headers, data = fetch(locked, "GET", "/api/session")
+    assert status == 200 and json.loads(data) == {"token_required": True, "logged_in": False}
+    assert headers.get("Cache-Control") == "no-store"
+    cookie = login(locked)
+    status, _, data = fetch(locked, "GET", "/api/session", headers={"Cookie": cookie})
+    assert json.loads(data) == {"token_required": True, "logged_in": True}
+    status, _, data = fetch(dash, "GET", "/api/session")   # no token: open to local callers
+    assert status == 200 and json.loads(data) == {"token_required": False, "logged_in": True}
+
+
 def test_with_a_token_set_an_unknown_path_says_nothing(locked):
     for path in ("/nowhere", "/api/nowhere"):
         status, _, data = fetch(locked, "GET", path)

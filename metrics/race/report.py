@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from panelist.metrics.race.judge import MAX_ACCURACY
-from panelist.metrics.race.verdict import points
+from panelist.metrics.race.verdict import cost_text, points
 from panelist.metrics.stats import t_interval
 from panelist.metrics.store import atomic, jsonwire
 
@@ -179,7 +179,7 @@ class BenchmarkReport:
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
         lines += verdict_lines(self.verdict)
-        spent = ", ".join(f"{v:.6f} {c}" for c, v in self.costs.get("by_currency", {}).items())
+        spent = ", ".join(cost_text(v, c) for c, v in self.costs.get("by_currency", {}).items())
         unknown = self.costs.get("unknown_calls")
         lines += [f"verdict: {self.verdict.get('model') or 'none'}: {self.verdict.get('why')}",
                   f"spent: {spent or 'nothing known'}"
@@ -257,7 +257,7 @@ def _span(pair) -> str:
 
 
 def _cost(v, currency) -> str:
-    return "–" if v is None else f"{v:.6f} {currency}"
+    return "–" if v is None else cost_text(v, currency)
 
 
 def _short(text, n: int = 60) -> str:

@@ -57,6 +57,18 @@ METHOD = "paired one-sided non-inferiority t test, Holm across candidates"
 OPEN = ("undecided", "unjudged", "unscored")
 
 
+
+def cost_text(v: float, currency: str) -> str:
+    """A cost as people read it: 0 → "0 USD", 0.0001234 → "0.000123 USD", 12.5 → "12.50 USD"
+    (six fixed decimals read "0.000000" for a free model and hide a small one's digits)."""
+    if v == 0:
+        text = "0"
+    elif abs(v) < 1:
+        text = f"{v:.3g}" if abs(v) >= 1e-4 else f"{v:.2e}"
+    else:
+        text = f"{v:.2f}"
+    return f"{text} {currency}".strip()
+
 def check_margin(margin) -> float:
     """``margin`` as a float, or ValueError saying what to give."""
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or \
@@ -263,7 +275,7 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
     else:
         out.update(model=pick["model"], state="named",
                    why=f"{pick['model']} is the cheapest model shown good enough "
-                       f"({pick['cost']:.6f} {pick['currency']} a run): {pick['why']}"
+                       f"({cost_text(pick['cost'], pick['currency'])} a run): {pick['why']}"
                        + (f"; a cheaper one may be too: {_blocked(blocking)}"
                           if blocking else ""))
     return _noted(out, notes)

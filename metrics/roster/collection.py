@@ -87,18 +87,24 @@ def _parse_limits(doc: dict) -> Limits:
     return check_limits({k: v for k, v in doc.items() if k in Limits.__dataclass_fields__})
 
 
-def check_limits(values: dict) -> Limits:
+def check_limits(values: dict, where: str = "gateway.json") -> Limits:
+    """``values`` as Limits, or a refusal naming the limit (and ``where`` it was read, for a
+    file; a write names the limit only, since the caller typed a value, not a file)."""
     limits = Limits(**values)
+    at = f"{where}: " if where else ""
+
+    def refuse(name, rule):
+        raise ConfigInvalid(f"{at}{name} must be {rule}; got {getattr(limits, name)!r}", param=name)
     for name in ("max_explorers", "max_calls"):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ConfigInvalid(f"gateway.json: {name} must be a whole number of 0 or more")
+            refuse(name, "a whole number of 0 or more")
     if limits.max_calls < 1:
-        raise ConfigInvalid("gateway.json: max_calls must be at least 1")
+        refuse("max_calls", "at least 1")
     for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown", "decider_budget"):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise ConfigInvalid(f"gateway.json: {name} must be a number of seconds above 0")
+            refuse(name, "a number of seconds above 0")
     return limits
 
 
@@ -196,7 +202,7 @@ class Collections:
             old = _stored_limits(doc)
             configfile.check_version("the gateway limits", old, version)
             new = dict(old, **values)
-            result.append(check_limits(new))
+            result.append(check_limits(new, where=""))
             if new == old:
                 return None
             doc.update(new)

@@ -82,7 +82,8 @@ class Dashboard:
                    Route("/api/login", {"POST": self.post_login}, gate=OPEN,
                          max_body=LOGIN_BODY),
                    Route("/api/logout", {"POST": self.post_logout}, gate=OPEN,
-                         max_body=LOGIN_BODY)]
+                         max_body=LOGIN_BODY),
+                   Route("/api/session", {"GET": self.get_session}, gate=OPEN)]
         routes += [Route(pattern, {m: self.api_action(fn) for m, fn in actions.items()},
                          gate=ADMIN, max_body=API_BODY) for pattern, actions in api.ROUTES]
         for route in routes:   # no write takes a body nobody described
@@ -98,6 +99,13 @@ class Dashboard:
 
     def get_page(self, h: Handler, params: dict) -> None:
         self.send_file(h, PAGES[urlsplit(h.path).path.rstrip("/") or "/"])
+
+    def get_session(self, h: Handler, params: dict) -> None:
+        """Whether this browser must log in first: asked before any gated call, so a visit
+        without a session goes to the login page without a refused request on the way."""
+        live = self.sessions.valid(Sessions.from_cookie(h.headers.get("Cookie")))
+        h.send_json(200, {"token_required": self.sessions.required, "logged_in": live},
+                    {"Cache-Control": "no-store"})
 
     def get_asset(self, h: Handler, params: dict) -> None:
         folder = urlsplit(h.path).path.split("/")[1]

@@ -291,6 +291,9 @@ def describe(result: dict) -> str:
             f"{result.get('scored', 0)}), unparseable {pct(result.get('unparseable'))}")
     if result.get("unparseable") == 1:
         said += " (no answer could be read: check the model follows the task's answer form)"
+    elif result.get("scored") and not result.get("right"):
+        # onboarded means it answers, not that it is good: say so where "ready" would mislead
+        said += " (no task answered right: read its answers before putting it in a collection)"
     if result.get("unfinished"):
         cut = result.get("interrupted") or 0
         why = (f" ({cut} cut short: sent as the process working the queue stopped, so their "

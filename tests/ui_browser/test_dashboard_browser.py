@@ -258,14 +258,20 @@ def test_login_and_logout_with_the_admin_token(dashboard_factory, context):
     token = "correct-horse-battery-staple"
     dash = dashboard_factory(env={"PANELIST_ADMIN_TOKEN": token})
     ctx, watch = context
-    watch.allow(r"status of 401")   # the page's first call without a session, and the wrong token
     page = ctx.new_page()
     page.goto(dash.url + "/#/settings")
     expect(page).to_have_url(re.compile(r"/login$"))
+    expect(page.get_by_label("Admin token")).to_be_visible()
+    # the visit without a session went straight to the login: no refused call on the way
+    assert watch.unexpected() == []
 
+    watch.allow(r"status of 401")   # the wrong token, refused on purpose
     page.get_by_label("Admin token").fill("not-the-token-at-all")
     page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("alert")).to_be_visible()
+    alert = page.get_by_role("alert")
+    expect(alert).to_be_visible()
+    # the server's reason and the page's advice read as two sentences
+    expect(alert).to_contain_text("was started. Check the token and try again.")
     expect(page).to_have_url(re.compile(r"/login$"))
 
     page.get_by_label("Admin token").fill(token)

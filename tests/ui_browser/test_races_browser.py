@@ -45,7 +45,11 @@ def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, p
             expect(runs.locator(f'tr[data-id="candidate.{alias}.run{n}"]')).to_contain_text(alias)
     models = page.get_by_role("region", name="Models of this race")
     expect(models.locator("tbody tr")).to_have_count(len(CANDIDATES))
-    expect(page.get_by_test_id("cost-score-chart").locator("canvas")).to_have_count(1)
+    chart = page.get_by_test_id("cost-score-chart")
+    expect(chart.locator("svg")).to_have_count(1)
+    for alias in CANDIDATES:   # a point per model, named beside it
+        expect(chart.locator(f'circle.point[data-name="{alias}"]')).to_have_count(1)
+        expect(chart.locator("text.point-label", has_text=alias)).to_have_count(1)
     expect(page.get_by_test_id("judging")).to_contain_text("in both orders")
 
     runs.get_by_role("button", name="Transcript of candidate.sim-vision.run1").click()

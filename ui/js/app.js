@@ -2,9 +2,10 @@
 // /api/info, and a clean hand-over between pages (the old page's requests are aborted and its
 // timers stopped before the next page draws).
 
-import { api, isAbort } from "./api.js";
+import { api, isAbort, toLogin } from "./api.js";
 import { replace } from "./dom.js";
 import { showAlerts } from "./alerts.js";
+import { navMenu } from "./menu.js";
 import { errorState, loading, emptyState, linkButton, toast } from "./ui.js";
 import * as overview from "./pages/overview.js";
 import * as ask from "./pages/ask.js";
@@ -24,6 +25,7 @@ const nav = document.getElementById("nav");
 const owedBadge = document.getElementById("owed-count");
 const logout = document.getElementById("logout");
 const alertsBanner = document.getElementById("alerts-banner");
+const menu = navMenu(document.querySelector(".app-header"), document.getElementById("nav-toggle"), nav);
 
 let current = null;
 let infoPromise = null;
@@ -78,6 +80,7 @@ async function route() {
   }
   // a link followed from a dialog (a model's name in a seat's) leaves the dialog's page behind
   for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
+  menu.close();
   const { name, path, params } = parseHash();
   const page = PAGES[name];
   const controller = new AbortController();
@@ -142,5 +145,10 @@ window.addEventListener("unhandledrejection", (event) => {
   }
 });
 if (!location.hash) history.replaceState(null, "", "#/overview");
-route();
+// a visit without a session goes to the login page before any call the server would refuse
+// (each refusal would be an error in the console); a failed look leaves it to the first call
+fetch("/api/session", { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } })
+  .then((r) => (r.ok ? r.json() : null))
+  .catch(() => null)
+  .then((s) => { if (s && s.token_required && !s.logged_in) toLogin(); else route(); });
 

@@ -1,10 +1,10 @@
-// Charts. Time series are drawn by uPlot (vendored, loaded on first use); per-model comparisons
-// are small SVG charts drawn here from attributes only (no inline style, as the CSP requires).
+// Charts. Per-model comparisons are small SVG charts drawn here from attributes only (no inline
+// style, as the CSP requires); seats per day are in daychart.js, the race's scatter in scatter.js.
+// uPlot (vendored) is loaded on first use for a chart that needs its cursor and zoom.
 // Colours come from the theme's CSS custom properties, so both themes read well.
 
 import { h, s } from "./dom.js";
 import * as fmt from "./format.js";
-import { cssVar } from "./theme.js";
 
 let uplotLoading = null;
 
@@ -23,54 +23,6 @@ export function loadUplot() {
   return uplotLoading;
 }
 
-export const PALETTE = ["--chart-1", "--chart-2", "--chart-3", "--chart-4", "--chart-5", "--chart-6", "--chart-7", "--chart-8"];
-
-/** Seats per day, one line per model (the busiest few, the rest summed). */
-export async function seatsOverTime(container, buckets, { top = 7 } = {}) {
-  const uPlot = await loadUplot();
-  const series = Object.entries(buckets.series || {})
-    .map(([alias, counts]) => ({ alias, counts, total: counts.reduce((a, b) => a + b, 0) }))
-    .filter((x) => x.total > 0)
-    .sort((a, b) => b.total - a.total);
-  const n = Math.max(0, ...series.map((x) => x.counts.length));
-  const start = buckets.start || 0;
-  const step = 86400;
-  const xs = Array.from({ length: n }, (_, i) => start + i * step);
-  const shown = series.slice(0, top);
-  const rest = series.slice(top);
-  if (rest.length) {
-    const sum = xs.map((_, i) => rest.reduce((acc, x) => acc + (x.counts[i] || 0), 0));
-    shown.push({ alias: `${rest.length} others`, counts: sum, total: 0 });
-  }
-  const muted = cssVar("--muted");
-  const grid = cssVar("--chart-grid");
-  const axis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "12px system-ui, sans-serif" };
-  const opts = {
-    width: Math.max(320, container.clientWidth || 800),
-    height: 260,
-    cursor: { drag: { x: false, y: false } },
-    scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(1, hi)] } },
-    axes: [axis, { ...axis, size: 44, values: (u, splits) => splits.map((v) => (Number.isInteger(v) ? fmt.count(v) : "")) }],
-    series: [{ label: "Day", value: (u, v) => (v == null ? "" : fmt.day(v)) },
-      ...shown.map((x, i) => ({
-        label: x.alias,
-        stroke: cssVar(PALETTE[i % PALETTE.length]),
-        width: 2,
-        points: { show: n <= 31, size: 5 },
-        value: (u, v) => (v == null ? "" : fmt.count(v)),
-      }))],
-  };
-  const data = [xs, ...shown.map((x) => x.counts.concat(new Array(Math.max(0, n - x.counts.length)).fill(0)))];
-  container.replaceChildren();
-  const plot = new uPlot(opts, data, container);
-  const resize = new ResizeObserver(() => {
-    const w = Math.max(320, container.clientWidth);
-    if (w && Math.abs(w - plot.width) > 4) plot.setSize({ width: w, height: 260 });
-  });
-  resize.observe(container);
-  return () => { resize.disconnect(); plot.destroy(); };
-}
-
 function labelFor(row, withShape) {
   return withShape && row.shape ? `${row.alias} · ${row.shape}` : row.alias;
 }
@@ -82,14 +34,15 @@ export function rateChart(rows, { withShape = false, width = 760 } = {}) {
     .sort((a, b) => b.rate - a.rate || b.n - a.n);
   if (!judged.length) return null;
   const rowH = 26;
-  const labelW = Math.min(260, Math.max(120, 8 * Math.max(...judged.map((r) => labelFor(r, withShape).length))));
+  const labelW = Math.min(260, width * 0.4, Math.max(120, 8 * Math.max(...judged.map((r) => labelFor(r, withShape).length))));
   const rightW = 110;
   const plotW = width - labelW - rightW;
   const top = 22;
   const height = top + judged.length * rowH + 6;
   const x = (v) => labelW + v * plotW;
   const svg = s("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Useful rate per model with 95% intervals" });
-  for (const t of [0, 0.25, 0.5, 0.75, 1]) {
+  // quarters where they fit, halves on a narrow screen
+  for (const t of plotW < 240 ? [0, 0.5, 1] : [0, 0.25, 0.5, 0.75, 1]) {
     svg.append(s("line", { class: "gridline", x1: x(t), x2: x(t), y1: top - 6, y2: height - 4 }),
       s("text", { class: "muted", x: x(t), y: 12, "text-anchor": "middle", text: `${t * 100}%` }));
   }
@@ -113,7 +66,7 @@ export function timeChart(rows, { withShape = false, width = 760 } = {}) {
   const timed = rows.filter((r) => typeof r.p50 === "number").sort((a, b) => a.p50 - b.p50);
   if (!timed.length) return null;
   const rowH = 26;
-  const labelW = Math.min(260, Math.max(120, 8 * Math.max(...timed.map((r) => labelFor(r, withShape).length))));
+  const labelW = Math.min(260, width * 0.4, Math.max(120, 8 * Math.max(...timed.map((r) => labelFor(r, withShape).length))));
   const rightW = 130;
   const plotW = width - labelW - rightW;
   const top = 22;

@@ -78,6 +78,16 @@ export function count(v) {
   return isNum(v) ? integer.format(v) : DASH;
 }
 
+/** A count short enough for an axis: 950 → "950", 1200 → "1.2k", 45000 → "45k", 1.5e6 → "1.5M". */
+export function compact(v) {
+  if (!isNum(v)) return DASH;
+  const a = Math.abs(v);
+  const short = (x, unit) => `${+(x.toFixed(x < 10 ? 1 : 0))}${unit}`;
+  if (a >= 1_000_000) return `${v < 0 ? "-" : ""}${short(a / 1_000_000, "M")}`;
+  if (a >= 1000) return `${v < 0 ? "-" : ""}${short(a / 1000, "k")}`;
+  return String(+v.toFixed(a < 10 && !Number.isInteger(v) ? 2 : 0));
+}
+
 export function percent(v) {
   return isNum(v) ? `${Math.round(v * 100)}%` : DASH;
 }
@@ -126,6 +136,13 @@ export function money(amount, currency = "") {
   if (!isNum(amount)) return DASH;
   const text = amount === 0 ? "0" : Math.abs(amount) < 1 ? small.format(amount) : cents.format(amount);
   return `${text} ${currency}`.trim();
+}
+
+/** A message ended as a sentence, so another can follow it ("…was started. Check…"). Its
+ *  start is left as it is: a server's message may open with a code such as "auth:". */
+export function sentence(text) {
+  const t = String(text ?? "").trim();
+  return !t || /[.!?…]$/.test(t) ? t : `${t}.`;
 }
 
 export function plural(n, one, many = `${one}s`) {

@@ -3,6 +3,7 @@
 
 import { errorFrom, NEXT_KEY } from "./api.js";
 import { h, replace } from "./dom.js";
+import { sentence } from "./format.js";
 
 const form = document.getElementById("login-form");
 const token = document.getElementById("token");
@@ -45,13 +46,14 @@ form.addEventListener("submit", async (event) => {
     });
     if (!response.ok) {
       const err = errorFrom(response, await response.text().catch(() => ""));
+      // the server's message may already say when to try again: never say it twice
       if (response.status === 429) {
-        const wait = err.retryAfter ? ` Try again in ${err.retryAfter} s.` : "";
-        say("error", `${err.message}${wait}`);
+        const wait = err.retryAfter && !/try again/i.test(err.message) ? ` Try again in ${err.retryAfter} s.` : "";
+        say("error", `${sentence(err.message)}${wait}`);
       } else if (response.status === 401) {
-        say("error", `${err.message} Check the token and try again.`);
+        say("error", `${sentence(err.message)} Check the token and try again.`);
       } else {
-        say("error", err.message);
+        say("error", sentence(err.message));
       }
       token.setAttribute("aria-invalid", "true");
       token.select();

@@ -46,11 +46,26 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
   const table = h("table", null,
     label ? h("caption", { class: "visually-hidden", text: label }) : null,
     h("thead", null, h("tr", null, heads)), tbody);
+  const hint = h("p", { class: "scroll-hint muted small", hidden: true },
+    "More columns to the right: scroll the table sideways (swipe, Shift + wheel, or the arrow keys once it has the focus).");
+  const wrap = h("div", { class: ["table-wrap", short && "short"], tabindex: "0", role: "region", "aria-label": label || "table" }, table);
   const el = h("div", { class: "data-table" },
     h("div", { class: "table-tools" },
       h("div", { class: "row" }, h("label", { for: filterId, class: "visually-hidden", text: filterLabel }), filter),
       shown),
-    h("div", { class: ["table-wrap", short && "short"], tabindex: "0", role: "region", "aria-label": label || "table" }, table));
+    hint, wrap);
+
+  // a table wider than its box says so, and shades the edge that hides columns, until the
+  // last column has been scrolled into view
+  function showOverflow() {
+    const hidden = wrap.scrollWidth - wrap.clientWidth;
+    const more = hidden > 1 && wrap.scrollLeft < hidden - 1;
+    hint.hidden = !(hidden > 1);
+    wrap.classList.toggle("more-right", more);
+    wrap.classList.toggle("more-left", hidden > 1 && wrap.scrollLeft > 1);
+  }
+  wrap.addEventListener("scroll", showOverflow, { passive: true });
+  if (typeof ResizeObserver === "function") new ResizeObserver(showOverflow).observe(wrap);
 
   let timer = null;
   filter.addEventListener("input", () => {
@@ -107,6 +122,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
         h("td", { colspan: columns.length }, data.length ? "No row matches the filter." : empty)));
     }
     drawMore();
+    showOverflow();
     shown.textContent = data.length === list.length
       ? `${fmt.count(data.length)} ${data.length === 1 ? "row" : "rows"}`
       : `${fmt.count(list.length)} of ${fmt.count(data.length)} shown`;
@@ -120,7 +136,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
   const sentinel = h("tr", { class: "table-more" }, h("td", { colspan: columns.length }, moreButton));
   const observer = typeof IntersectionObserver === "function"
     ? new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) drawMore(); },
-      { root: el.querySelector(".table-wrap"), rootMargin: "400px" })
+      { root: wrap, rootMargin: "400px" })
     : null;
 
   function rowFor(row) {

@@ -59,6 +59,12 @@ export function notice(kind, title, body, ...actions) {
 /** Show a failed write inside `slot`; a 409 stale gets the words people need and a Reload. */
 export function showError(slot, err, reload) {
   if (isAbort(err)) return;
+  const form = slot.closest("form");
+  if (form) clearFieldErrors(form);
+  if (form && !(err && err.stale) && showFieldError(form, err)) {
+    replace(slot, notice("error", "Not saved", "Fix the marked field and save again."));
+    return;
+  }
   if (err && err.stale) {
     replace(slot, notice("error", "Changed by someone else — reload",
       `${err.message} Your edits here are not saved.`,
@@ -85,6 +91,42 @@ export async function saveForm({ save, status, send, close = () => {}, done, sai
     showError(status, err, () => { close(); done(); });
   } finally {
     save.disabled = false;
+  }
+}
+
+/**
+ * A refusal that names its field (the server's `param`, a control's `name`) shown beside that
+ * field: the message names the field by its label, the control is marked invalid, described by
+ * the message and focused. False when no field of `form` matches.
+ */
+export function showFieldError(form, err) {
+  const param = err && err.param;
+  const control = param ? form.querySelector(`[name="${CSS.escape(param)}"]`) : null;
+  if (!control) return false;
+  const box = control.closest(".field") || control.parentElement;
+  const label = box.querySelector("label");
+  const name = label ? label.textContent.trim() : param;
+  const text = fmt.sentence(String(err.message || "").replace(`'${param}'`, name));
+  const id = `${control.id || newId("field")}-error`;
+  box.append(h("span", { class: "field-error", id, role: "alert", text }));
+  control.setAttribute("aria-invalid", "true");
+  const prior = control.getAttribute("aria-describedby");
+  control.setAttribute("aria-describedby", prior ? `${prior} ${id}` : id);
+  control.focus();
+  return true;
+}
+
+/** Take back what showFieldError marked in `form`. */
+export function clearFieldErrors(form) {
+  for (const el of form.querySelectorAll(".field > .field-error[role=alert]")) {
+    const control = form.querySelector(`[aria-describedby~="${CSS.escape(el.id)}"]`);
+    if (control) {
+      const rest = control.getAttribute("aria-describedby").split(" ").filter((x) => x !== el.id);
+      if (rest.length) control.setAttribute("aria-describedby", rest.join(" "));
+      else control.removeAttribute("aria-describedby");
+      control.removeAttribute("aria-invalid");
+    }
+    el.remove();
   }
 }
 

@@ -6,8 +6,8 @@ import { api, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import {
-  button, confirmAction, emptyState, field, input, linkButton, notice, numberOrNull, openDialog,
-  modelHref, modelLink, pageHead, radios, saveForm, sectionHead, select, toast, words,
+  button, clearFieldErrors, confirmAction, emptyState, field, input, linkButton, notice, numberOrNull, openDialog,
+  modelHref, modelLink, pageHead, radios, saveForm, sectionHead, select, showFieldError, toast, words,
 } from "../ui.js";
 
 export const title = "Collections";
@@ -30,12 +30,21 @@ function sumLine(members, limits) {
 // how a card names each reply mode (collection.REPLIES)
 const REPLY_BADGE = { all: "every answer", merged: "one merged reply", pick: "one picked answer" };
 
+/** The Ask page with this collection chosen. */
+export function askLink(c) {
+  const id = c.id || `bench/${c.name}`;
+  const a = linkButton("Ask", `#/ask?collection=${encodeURIComponent(id)}`, "small primary");
+  a.setAttribute("aria-label", `Ask ${id}`);
+  return a;
+}
+
 function collectionCard(c, limits, models, { onEdit, onDelete }) {
   const byAlias = new Map(models.map((m) => [m.alias, m]));
   return h("article", { class: "card collection-card", dataset: { collection: c.name } },
     h("div", { class: "card-head" },
       h("h2", { class: "card-title mono", text: c.id || `bench/${c.name}` }),
       h("div", { class: "actions-row" },
+        askLink(c),
         button("Edit", () => onEdit(c), { small: true, "aria-label": `Edit ${c.name}` }),
         button("Delete", () => onDelete(c), { small: true, kind: "danger", "aria-label": `Delete ${c.name}` }))),
     h("div", { class: "row" },
@@ -112,8 +121,8 @@ function editCollection(existing, limits, models, shapes, done) {
     sub: "A collection is a named panel: its members sit in every panel, explorers rotate in.",
     wide: true,
   }, ({ close }) => {
-    const name = input({ value: c.name, disabled: editing, required: true, pattern: "[a-z0-9-]{1,64}", maxlength: 64 });
-    const description = h("textarea", { rows: 2, maxlength: 300, value: c.description || "" });
+    const name = input({ name: "name", value: c.name, disabled: editing, required: true, pattern: "[a-z0-9-]{1,64}", maxlength: 64 });
+    const description = h("textarea", { name: "description", rows: 2, maxlength: 300, value: c.description || "" });
     const counter = h("div", { class: "counter" });
     const showCount = () => {
       counter.textContent = `${description.value.length} / 300`;
@@ -121,9 +130,9 @@ function editCollection(existing, limits, models, shapes, done) {
     };
     description.addEventListener("input", showCount);
     showCount();
-    const tags = input({ value: (c.tags || []).join(", ") });
+    const tags = input({ name: "tags", value: (c.tags || []).join(", ") });
     const shapeList = h("datalist", { id: "shape-options" }, shapes.map((sh) => h("option", { value: sh })));
-    const shape = input({ value: c.shape || "", list: "shape-options", placeholder: "automatic" });
+    const shape = input({ name: "shape", value: c.shape || "", list: "shape-options", placeholder: "automatic" });
     const reply = radios("Reply", "reply", [["all", "Every answer, labelled"], ["merged", "One merged answer"],
       ["pick", "One seat's answer, verbatim (pick)"]], c.reply || "all");
     const merger = select([["", "Automatic (most useful member)"], ...models.map((m) => [m.alias, m.alias])], c.merger || "");
@@ -161,7 +170,8 @@ function editCollection(existing, limits, models, shapes, done) {
         tags: words(tags.value), shape: shape.value.trim(), reply: reply.value() || "all",
         merger: merger.value,
       };
-      if (!body.name) { replace(status, notice("error", "Give the collection a name.")); name.focus(); return; }
+      clearFieldErrors(form);
+      if (!body.name) { showFieldError(form, { param: "name", message: "Give the collection a name." }); return; }
       if (!body.members.length) { replace(status, notice("error", "Pick at least one member.")); return; }
       await saveForm({
         save, status, close, done,
@@ -190,7 +200,7 @@ function limitsForm(limits, done) {
   const save = button("Save limits", null, { kind: "primary", type: "submit" });
   const form = h("form", { class: "card form", novalidate: true, "aria-label": "Gateway limits" },
     h("div", { class: "form-grid" }, LIMIT_FIELDS.map(([key, label, hint, step]) => {
-      inputs[key] = input({ type: "number", min: 0, step, value: limits[key], inputmode: "decimal" });
+      inputs[key] = input({ type: "number", name: key, min: 0, step, value: limits[key], inputmode: "decimal" });
       return field(label, inputs[key], { hint });
     })),
     status,
@@ -229,6 +239,8 @@ export async function render(root, ctx) {
   const create = button("New collection", () => editCollection(null, limits, roster, shapes, reload), { kind: "primary" });
   if (!roster.length) create.disabled = true;
   const list = cols.data || [];
+  // #/collections?new=1 (the next step after the first models) opens the form at once
+  const opening = ctx.params.get("new") === "1" && roster.length && !list.length;
   replace(root,
     pageHead("Collections", "A collection is a named panel of models that callers ask for as bench/<name>. "
       + "Each request seats its members plus explorer seats that rotate in other models.", create),
@@ -243,4 +255,8 @@ export async function render(root, ctx) {
       sectionHead("Gateway limits", `Every panel: ${limits.max_calls} calls at most, up to ${limits.max_explorers} of them explorers. `
         + `${fmt.seconds(limits.seat_timeout)} per seat, ${fmt.seconds(limits.panel_timeout)} per panel.`),
       limitsForm(limits, reload)));
+  if (opening) {
+    history.replaceState(null, "", "#/collections");
+    editCollection(null, limits, roster, shapes, reload);
+  }
 }

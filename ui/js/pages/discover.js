@@ -25,19 +25,28 @@ function outcome(entry) {
   }
   const r = entry.result;
   if (!r) return fmt.DASH;
-  if (r.suite === "skipped") return "ready (no suite tasks to run)";
-  return `accuracy ${fmt.percent(r.accuracy)} (${r.right}/${r.scored}), ` +
-    `unparseable ${fmt.percent(r.unparseable)}`;
+  if (r.suite === "skipped") return "onboarded (no suite tasks to run)";
+  const figures = `accuracy ${fmt.percent(r.accuracy)} (${r.right}/${r.scored}), unparseable ${fmt.percent(r.unparseable)}`;
+  // it answers, but answered no suite task right: on the roster, not one to trust yet
+  return r.scored && !r.right ? `${figures}: no suite answer was right; read its answers before putting it in a collection` : figures;
+}
+
+// "ready" is the queue's last step; said of a model that got nothing right it would read as
+// a recommendation, so the page says what happened instead
+function statusWord(entry) {
+  if (entry.status !== "ready") return entry.status;
+  const r = entry.result || {};
+  return r.suite !== "skipped" && r.scored && !r.right ? "onboarded, 0 right" : "onboarded";
 }
 
 function queueRow(entry) {
   const where = entry.step_status && entry.status === "running"
-    ? `${entry.step} (${entry.step_status})` : entry.step;
+    ? `${entry.step} (${entry.step_status})` : entry.step === "ready" ? "done" : entry.step;
   return h("tr", { dataset: { alias: entry.alias, status: entry.status } },
     h("td", { class: "mono" }, modelLink(entry.alias, { strong: false })),
     h("td", { text: entry.endpoint || fmt.DASH }),
     h("td", { text: where }),
-    h("td", { text: entry.status }),
+    h("td", { class: statusWord(entry) === "onboarded, 0 right" ? "text-bad" : null, text: statusWord(entry) }),
     h("td", null, timeAgo(entry.updated)),
     h("td", { text: outcome(entry) }));
 }
@@ -143,7 +152,7 @@ export async function render(main, ctx) {
     } else {
       const who = found.worker ? `Worked by process ${found.worker.pid}.` : null;
       replace(queue, sectionHead("Onboarding",
-        "Register → probe → quick suite run → ready, newest first." + (who ? ` ${who}` : "")),
+        "Register → probe → quick suite run, newest first." + (who ? ` ${who}` : "")),
       h("div", { class: "table-wrap", role: "region", "aria-label": "Onboarding queue entries",
         tabindex: "0" },
       h("table", null,
@@ -186,8 +195,11 @@ export async function render(main, ctx) {
     if (!ctx.active || mine !== listReads) return;
     const failed = (found.failed || []).map((f) => notice("error", `${f.endpoint} was not read`, f.error));
     if (!found.models.length) {
-      replace(body, failed, emptyState("Nothing new to add",
-        "Every model your endpoints list is on the roster already."));
+      // an endpoint that could not be read may serve new models: never claim there are none
+      replace(body, failed, failed.length
+        ? emptyState("Nothing new from the endpoints that answered",
+          `Every model they list is on the roster already. ${failed.length === 1 ? "The endpoint above" : "The endpoints above"} could not be read, so what ${failed.length === 1 ? "it serves" : "they serve"} is not known yet: fix ${failed.length === 1 ? "it" : "them"} on Endpoints & models, then press Refresh catalog.`)
+        : emptyState("Nothing new to add", "Every model your endpoints list is on the roster already."));
       return;
     }
     const table = h("table", null,

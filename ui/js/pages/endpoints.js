@@ -6,8 +6,8 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import {
-  button, checkbox, confirmAction, emptyState, field, input, modelLink, modelStatus, notice,
-  numberOrNull, openDialog, pageHead, saveForm, sectionHead, select, showError, timeAgo, toast,
+  button, checkbox, clearFieldErrors, confirmAction, emptyState, field, input, linkButton, modelLink, modelStatus, notice,
+  numberOrNull, openDialog, pageHead, saveForm, sectionHead, select, showError, showFieldError, timeAgo, toast,
 } from "../ui.js";
 
 export const title = "Endpoints & models";
@@ -27,15 +27,19 @@ function testLine(result) {
     return notice("ok", `Answered${result.status ? ` ${result.status}` : ""} in ${fmt.seconds(result.seconds)}.`,
       `The endpoint works; save it to use it.${listed}`);
   }
-  return notice("error", `Test failed${result.status ? ` (${result.status})` : ""} after ${fmt.seconds(result.seconds)}`,
-    result.error || "No answer.");
+  // no status: nothing answered (a refused connection, a name that does not resolve), so how
+  // long it took says nothing unless the wait ran out
+  const title = result.status
+    ? `Test failed (${result.status}) after ${fmt.seconds(result.seconds)}`
+    : result.seconds >= 1 ? `Test failed: no answer within ${fmt.seconds(result.seconds)}` : "Test failed: no answer";
+  return notice("error", title, fmt.sentence(result.error || "The endpoint did not answer."));
 }
 
 // ------------------------------------------------------------------ add an endpoint
 function addEndpointForm(onSaved, onCancel) {
-  const name = input({ required: true, maxlength: 48, placeholder: "ollama" });
-  const base = input({ type: "url", required: true, placeholder: "http://127.0.0.1:11434/v1" });
-  const keyEnv = input({ placeholder: "PANELIST_KEY_<NAME>" });
+  const name = input({ name: "name", required: true, maxlength: 48, placeholder: "ollama" });
+  const base = input({ name: "base_url", type: "url", required: true, placeholder: "http://127.0.0.1:11434/v1" });
+  const keyEnv = input({ name: "key_env", placeholder: "PANELIST_KEY_<NAME>" });
   const result = h("div", { "aria-live": "polite" });
   const test = button("Test", null, { type: "submit" });
   const save = button("Save endpoint", null, { kind: "primary", disabled: true });
@@ -66,9 +70,10 @@ function addEndpointForm(onSaved, onCancel) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const f = fields();
-    if (!f.base_url) { replace(result, notice("error", "Type the endpoint's base URL first.")); base.focus(); return; }
+    if (!f.base_url) { clearFieldErrors(form); replace(result); showFieldError(form, { param: "base_url", message: "Type the endpoint's base URL first." }); return; }
     test.disabled = true;
     save.disabled = true;
+    clearFieldErrors(form);
     replace(result, h("p", { class: "muted" }, "Testing…"));
     try {
       const r = await api.post("/api/endpoints/test", { base_url: f.base_url, ...(f.key_env ? { key_env: f.key_env } : {}) });
@@ -77,7 +82,9 @@ function addEndpointForm(onSaved, onCancel) {
       save.disabled = !(r.ok && f.name);
       if (r.ok && !f.name) result.append(notice("", "Give it a name to save it."));
     } catch (err) {
-      replace(result, notice("error", "Test could not run", err.message));
+      clearFieldErrors(form);
+      replace(result, notice("error", "Test could not run",
+        showFieldError(form, err) ? "Fix the marked field and test again." : err.message));
     } finally {
       test.disabled = false;
     }
@@ -109,11 +116,29 @@ function discoverPanel(endpoint, onAdded) {
     const rows = r.data || [];
     const missing = rows.filter((x) => !x.on_roster);
     if (!rows.length) { replace(body, h("p", { class: "muted" }, "It lists no model.")); return; }
+    // once a model is in, the next step of the first run: a collection to ask
+    const next = h("div");
+    const showNext = () => {
+      if (next.firstChild) return;
+      replace(next, notice("ok", "Next: make a collection of them",
+        "A collection is a named panel of models; ask it on the Ask page, or from any OpenAI client.",
+        linkButton("Make a collection", "#/collections?new=1", "primary small")));
+    };
+    // one summary for the lot: a toast per model would bury the page
     const addAll = missing.length > 1 ? button(`Add all ${missing.length}`, async () => {
       addAll.disabled = true;
+      let added = 0;
+      let failed = 0;
       for (const b of body.querySelectorAll("button[data-add]")) {
-        if (!b.disabled) await b.__add();
+        if (b.disabled) continue;
+        if (await b.__add({ quiet: true })) added += 1; else failed += 1;
       }
+      if (added) { onAdded(); showNext(); }
+      toast(failed
+        ? `Added ${fmt.plural(added, "model")} from ${endpoint}; ${fmt.count(failed)} could not be added (the reason is in its row).`
+        : `Added ${fmt.plural(added, "model")} from ${endpoint}, with what it reports of each (window, vision, price).`,
+      { kind: failed ? "error" : "", timeout: failed ? 12000 : 6000 });
+      addAll.disabled = failed === 0;
     }, { small: true }) : null;
     replace(body,
       h("div", { class: "row spread" },
@@ -125,21 +150,30 @@ function discoverPanel(endpoint, onAdded) {
           const alias = aliasFor(x.served);
           const cell = h("td", { class: "actions" });
           const add = button("Add", () => add.__add(), { small: true, kind: "primary", "aria-label": `Add ${x.served}`, "data-add": "" });
-          add.__add = async () => {
+          // added as Discover adds it, so the window, vision and price the endpoint reports
+          // come along into the catalog
+          add.__add = async ({ quiet = false } = {}) => {
             add.disabled = true;
             try {
-              await api.post("/api/models", { alias, endpoint, served: x.served });
+              const done = await api.post("/api/discover/add", { endpoint, served: x.served });
+              const as = done.added && done.added[0] ? done.added[0].alias : alias;
               replace(cell, h("span", { class: "badge ok" }, "added"));
-              toast(`Added ${alias} to the roster.`);
-              onAdded();
+              if (!quiet) {
+                toast(`Added ${as} to the roster.`);
+                onAdded();
+                showNext();
+              }
+              return true;
             } catch (err) {
               add.disabled = false;
               replace(cell, add, h("span", { class: "sub text-bad", text: err.message }));
+              return false;
             }
           };
           replace(cell, x.on_roster ? h("span", { class: "badge" }, "on the roster") : add);
           return h("tr", null, h("td", { class: "mono", text: x.served }), h("td", { class: "mono muted", text: x.on_roster ? "" : alias }), cell);
-        })))));
+        })))),
+      next);
   }, (err) => replace(body, notice("error", `Could not list ${endpoint}'s models`, err.message)));
   return card;
 }
@@ -206,17 +240,17 @@ export function modelDialog(model, endpoints, done) {
   const m = model || { alias: "", endpoint: endpoints[0] ? endpoints[0].name : "", served: "", family: "", grade: "",
     context: null, max_output: null, vision: false, tools: false, price_in: null, price_out: null, currency: "USD" };
   openDialog({ title: editing ? `Edit ${m.alias}` : "Add a model", sub: editing ? "The facts the gateway seats it by." : null, wide: true }, ({ close }) => {
-    const alias = input({ value: m.alias, disabled: editing, maxlength: 96 });
+    const alias = input({ name: "alias", value: m.alias, disabled: editing, maxlength: 96 });
     const endpoint = select(endpoints.map((e) => [e.name, e.name]), m.endpoint);
-    const served = input({ value: m.served || "", placeholder: "the id the endpoint knows (default: the alias)" });
-    const family = input({ value: m.family || "", placeholder: "default: the alias" });
+    const served = input({ name: "served", value: m.served || "", placeholder: "the id the endpoint knows (default: the alias)" });
+    const family = input({ name: "family", value: m.family || "", placeholder: "default: the alias" });
     const gradeList = h("datalist", { id: "grade-options" }, ["light", "general", "strong"].map((g) => h("option", { value: g })));
-    const grade = input({ value: m.grade || "", list: "grade-options" });
-    const context = input({ type: "number", min: 1, step: 1, value: m.context ?? "", inputmode: "numeric" });
-    const maxOut = input({ type: "number", min: 1, step: 1, value: m.max_output ?? "", inputmode: "numeric" });
-    const priceIn = input({ type: "number", min: 0, step: "any", value: m.price_in ?? "", inputmode: "decimal" });
-    const priceOut = input({ type: "number", min: 0, step: "any", value: m.price_out ?? "", inputmode: "decimal" });
-    const currency = input({ value: m.currency || "USD", maxlength: 3 });
+    const grade = input({ name: "grade", value: m.grade || "", list: "grade-options" });
+    const context = input({ name: "context", type: "number", min: 1, step: 1, value: m.context ?? "", inputmode: "numeric" });
+    const maxOut = input({ name: "max_output", type: "number", min: 1, step: 1, value: m.max_output ?? "", inputmode: "numeric" });
+    const priceIn = input({ name: "price_in", type: "number", min: 0, step: "any", value: m.price_in ?? "", inputmode: "decimal" });
+    const priceOut = input({ name: "price_out", type: "number", min: 0, step: "any", value: m.price_out ?? "", inputmode: "decimal" });
+    const currency = input({ name: "currency", value: m.currency || "USD", maxlength: 3 });
     const vision = checkbox("Takes images (vision)", { checked: m.vision });
     const tools = checkbox("Calls tools", { checked: m.tools });
     const status = h("div");
@@ -251,7 +285,8 @@ export function modelDialog(model, endpoints, done) {
         price_in: numberOrNull(priceIn.value), price_out: numberOrNull(priceOut.value),
         currency: currency.value.trim().toUpperCase() || "USD",
       };
-      if (!body.alias) { replace(status, notice("error", "Give the model an alias.")); alias.focus(); return; }
+      clearFieldErrors(form);
+      if (!body.alias) { showFieldError(form, { param: "alias", message: "Give the model an alias." }); return; }
       await saveForm({
         save, status, close, done,
         send: () => (editing
@@ -298,9 +333,18 @@ export async function render(root, ctx, { initial = true } = {}) {
     h("td", { class: "actions" },
       button("Find models", () => replace(discoverSlot, discoverPanel(e.name, refreshModels)), { small: true, "aria-label": `Find models on ${e.name}` }),
       button("Remove", async () => {
-        if (!await confirmAction(`Remove endpoint ${e.name}?`, (e.models || []).length
-          ? `Its ${fmt.plural(e.models.length, "model")} must be removed first; the server will say which.`
-          : "It serves no model on the roster.", "Remove")) return;
+        // an endpoint with models cannot go: say which ones to remove, with no button that
+        // would only be refused
+        if ((e.models || []).length) {
+          openDialog({ title: `Endpoint ${e.name} still has models` }, ({ close }) => ({
+            body: h("div", { class: "stack" },
+              h("p", { text: `Remove its ${fmt.plural(e.models.length, "model")} from the roster first (each model's Remove, below), then remove the endpoint.` }),
+              h("ul", { class: "tags" }, e.models.map((alias) => h("li", null, modelLink(alias, { strong: false, class: "chip model-link" }))))),
+            foot: [button("Close", close, { kind: "primary" })],
+          }));
+          return;
+        }
+        if (!await confirmAction(`Remove endpoint ${e.name}?`, "It serves no model on the roster.", "Remove")) return;
         try {
           await api.del(`/api/endpoints/${seg(e.name)}`);
           toast(`Removed endpoint ${e.name}.`);

@@ -5,9 +5,9 @@
 import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
-import { failureChart, rateChart, seatsOverTime, timeChart } from "../charts.js";
+import { failureChart, rateChart, timeChart } from "../charts.js";
+import { seatsPerDay } from "../daychart.js";
 import { dataTable } from "../table.js";
-import { onThemeChange } from "../theme.js";
 import { emptyState, field, linkButton, loading, modelLink, notice, pageHead, rateCell, select } from "../ui.js";
 
 export const title = "Evidence";
@@ -95,8 +95,9 @@ export async function render(root, ctx) {
 
   const timeSlot = h("div", { class: "chart", "data-testid": "seats-chart" }, loading("Drawing…"));
   // drawn at the width they will be shown at, so their text stays the page's size
-  const full = Math.max(480, Math.round((root.clientWidth || 1100) - 50));
-  const half = Math.max(360, Math.round(full / 2 - 40));
+  const full = Math.max(300, Math.round((root.clientWidth || 1100) - 50));
+  // the two half-width cards sit side by side only on a wide screen (.grid.halves)
+  const half = full < 880 ? full : Math.round(full / 2 - 40);
   const rate = rateChart(byJudged, { withShape, width: full });
   const times = timeChart(bySeats, { withShape, width: half });
   const fails = failureChart(rows, { width: half });
@@ -141,7 +142,7 @@ export async function render(root, ctx) {
       chartCard("Useful answers, with 95% intervals",
         more(judged.length, "verdicts") || "The dot is the share of answers judged useful; the line is where the true rate likely lies. Few verdicts make a wide line.",
         rate || notice("", "No verdict yet", "Open a seat on Panels and say whether its answer was useful.")),
-      chartCard("Seats per day, last 30 days", "How often each model sat in a panel.", timeSlot),
+      chartCard("Seats per day, last 30 days", "How often each model sat in a panel: the busiest stacked, the rest summed as one line on the right-hand axis.", timeSlot),
       h("div", { class: "grid halves" },
         chartCard("Answer time", more(rows.length, "seats") || "Solid: half the answers came within this time (p50). Light: 95% did (p95).",
           times || notice("", "No answer timed yet")),
@@ -149,18 +150,17 @@ export async function render(root, ctx) {
           fails || h("p", { class: "muted" }, "No failure recorded.")))),
     h("div", { class: "stack" }, fold, suiteSection));
 
-  let destroy = null;
-  const draw = async () => {
-    if (destroy) { destroy(); destroy = null; }
-    try {
-      const hasSeries = Object.values((ev.buckets || {}).series || {}).some((c) => c.some((n) => n > 0));
-      if (!hasSeries) { replace(timeSlot, h("p", { class: "muted" }, "No seat in the last 30 days.")); return; }
-      destroy = await seatsOverTime(timeSlot, ev.buckets);
-    } catch (err) {
-      replace(timeSlot, notice("error", "The chart could not be drawn", err.message));
-    }
+  // drawn at the slot's own width (and again when it changes much), so the labels stay legible
+  let drawnAt = 0;
+  const draw = () => {
+    const w = Math.round(timeSlot.clientWidth);
+    if (!w || Math.abs(w - drawnAt) < 24) return;
+    drawnAt = w;
+    const chart = seatsPerDay(ev.buckets || {}, { width: Math.max(280, w) });
+    replace(timeSlot, chart || h("p", { class: "muted" }, "No seat in the last 30 days."));
   };
-  await draw();
-  ctx.onCleanup(onThemeChange(draw));
-  ctx.onCleanup(() => { if (destroy) destroy(); });
+  draw();
+  const resize = new ResizeObserver(draw);
+  resize.observe(timeSlot);
+  ctx.onCleanup(() => resize.disconnect());
 }

@@ -8,7 +8,7 @@ import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
-import { button, emptyState, linkButton, modelLink, modelStatus, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
+import { button, emptyState, linkButton, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Overview";
 
@@ -175,6 +175,21 @@ function gradesSection(grades) {
     unordered);
 }
 
+// The first run's steps go on past the first endpoint: until a collection has been asked,
+// the overview says which step is next, with its button.
+function nextStep(c) {
+  if (!c.models) return null;   // the models section says how to add them
+  if (!c.collections) {
+    return notice("", "Next: make a collection", "A collection is a named panel of models, such as \"reviewers\": pick two to four of yours.",
+      linkButton("Make a collection", "#/collections?new=1", "primary small"));
+  }
+  if (!c.panels) {
+    return notice("", "Next: ask your collection", "Ask it one question on the Ask page and compare the answers side by side.",
+      linkButton("Ask a collection", "#/ask", "primary small"));
+  }
+  return null;
+}
+
 export async function render(root, ctx) {
   const window = WINDOWS.some(([w]) => w === ctx.params.get("window")) ? ctx.params.get("window") : DEFAULT_WINDOW;
   const [info, models, grades, usage] = await Promise.all([
@@ -200,6 +215,7 @@ export async function render(root, ctx) {
     pageHead("Overview", "Every model on the roster: whether it answers, what it costs, how often its "
       + "answers were useful. Click a column to sort it.",
     linkButton("Ask a collection", "#/ask", "primary")),
+    h("div", { "data-testid": "next-step" }, nextStep(c)),
     h("div", { class: "stats" },
       stat("models", fmt.count(c.models), { href: "#/endpoints" }),
       stat("answering now", fmt.count(answering)),

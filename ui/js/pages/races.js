@@ -10,9 +10,8 @@
 import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
-import { loadUplot, PALETTE } from "../charts.js";
+import { scatter } from "../scatter.js";
 import { dataTable } from "../table.js";
-import { cssVar, onThemeChange } from "../theme.js";
 import { button, emptyState, loading, modelLink, notice, openDialog, pageHead, timeAgo } from "../ui.js";
 
 export const title = "Races";
@@ -187,56 +186,17 @@ function fitsChart(m, measure) {
 }
 
 /** Cost per run against the measure, a point per model, for one currency, with its band. */
-async function costScoreChart(container, models, currency, measure) {
-  const uPlot = await loadUplot();
-  const band = measure.band;
+function costScoreChart(models, currency, measure, width) {
   const shown = models.filter((m) => fitsChart(m, measure) && m.currency === currency).sort((a, b) => a.cost - b.cost);
-  const xs = shown.map((m) => m.cost);
-  const series = shown.map((m, i) => xs.map((_, j) => (i === j ? m[measure.key] : null)));
-  const muted = cssVar("--muted");
-  const grid = cssVar("--chart-grid");
-  const axis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: "12px system-ui, sans-serif" };
-  const hi = Math.max(...xs, 0);
-  const pad = hi > 0 ? hi * 0.15 : 1;
-  const opts = {
-    width: Math.max(320, container.clientWidth || 640),
-    height: 280,
-    cursor: { drag: { x: false, y: false } },
-    scales: { x: { time: false, range: () => [Math.min(...xs) > 0 ? 0 : -pad, hi + pad] }, y: { range: [0, measure.top] } },
-    axes: [
-      { ...axis, label: `cost per run (${currency})`, values: (u, splits) => splits.map((v) => (v < 0 ? "" : money(v, ""))) },
-      { ...axis, label: measure.label, size: 50 },
-    ],
-    series: [{ label: "cost", value: (u, v) => (v == null ? "" : money(v, currency)) },
-      ...shown.map((m, i) => {
-        const colour = cssVar(PALETTE[i % PALETTE.length]);
-        return {
-          label: m.model, stroke: colour, fill: colour, width: 0, paths: () => null,
-          points: { show: true, size: 11, fill: colour, stroke: colour },
-          value: (u, v) => (v == null ? "" : num(v)),
-        };
-      })],
-    hooks: {
-      drawClear: [(u) => {
-        if (!Array.isArray(band)) return;
-        const top = u.valToPos(Math.min(measure.top, band[1]), "y", true);
-        const bottom = u.valToPos(Math.max(0, band[0]), "y", true);
-        const { ctx } = u;
-        ctx.save();
-        ctx.fillStyle = cssVar("--accent-soft") || "rgba(45, 91, 208, 0.12)";
-        ctx.fillRect(u.bbox.left, top, u.bbox.width, Math.max(2, bottom - top));
-        ctx.restore();
-      }],
-    },
-  };
-  container.replaceChildren();
-  const plot = new uPlot(opts, [xs, ...series], container);
-  const resize = new ResizeObserver(() => {
-    const w = Math.max(320, container.clientWidth);
-    if (w && Math.abs(w - plot.width) > 4) plot.setSize({ width: w, height: 280 });
+  return scatter(shown.map((m) => ({
+    name: m.model, x: m.cost, y: m[measure.key],
+    title: `${m.model}: ${money(m.cost, currency)} a run, ${measure.label} ${num(m[measure.key])}`,
+  })), {
+    width, yTop: measure.top, band: measure.band,
+    xLabel: `cost per run (${currency})`, yLabel: measure.label,
+    xFormat: (v) => money(v, ""), yFormat: (v) => num(v, 1),
+    label: `Cost per run in ${currency} against ${measure.label}, a point per model`,
   });
-  resize.observe(container);
-  return () => { resize.disconnect(); plot.destroy(); };
 }
 
 // ------------------------------------------------------------------ tables
@@ -424,23 +384,26 @@ function showRace(slot, race, ctx, cleanups) {
   }
   replace(slot, ...parts);
 
-  let destroyers = [];
-  const draw = async () => {
-    destroyers.forEach((fn) => fn());
-    destroyers = [];
+  // drawn at each box's own width (and again when it changes much), so the labels stay legible
+  const drawnAt = new Map();
+  const draw = () => {
     for (const { box, currency } of charts) {
+      const w = Math.round(box.clientWidth);
+      if (!w || Math.abs(w - (drawnAt.get(box) || 0)) < 24) continue;
+      drawnAt.set(box, w);
       try {
-        destroyers.push(await costScoreChart(box, report.models || [], currency, chartMeasure(report)));
+        replace(box, costScoreChart(report.models || [], currency, chartMeasure(report), Math.max(280, w)));
       } catch (err) {
         replace(box, notice("error", "The chart could not be drawn", err.message));
       }
     }
   };
   if (charts.length) {
+    const resize = new ResizeObserver(draw);
+    for (const { box } of charts) resize.observe(box);
     draw();
-    cleanups.push(onThemeChange(draw));
+    cleanups.push(() => resize.disconnect());
   }
-  cleanups.push(() => destroyers.forEach((fn) => fn()));
 }
 
 // ------------------------------------------------------------------ the page
