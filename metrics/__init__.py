@@ -25,7 +25,8 @@
     upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim
                (simulated provider; simanswers, what it answers; simstream, its streams)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
-               one atomic write): storage with no domain words
+               one atomic write), pg (PostgreSQL connections) and pgschema (its tables):
+               storage with no domain words
 
 Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
 alert log), ``stats`` (intervals, Student's t, Holm), ``plaintext`` (printable free text); ``offload`` is the
