@@ -45,7 +45,8 @@ class Parts:
         self.races = Races(panels.home, upstream=panels.upstream)
         self.onboarding = onboarding_worker.Service(panels)
         # the panels' search index: opens nothing until the first filtered request
-        self.search = SearchIndex(panels.home.gateway_runs)
+        self.search = SearchIndex(panels.home.gateway_runs) if not panels.home.database else \
+            _database_search(panels.home)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
                                            else schedule.settings(panels.home))
         self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
@@ -120,3 +121,9 @@ def _config_mirror(home: Home):
     except DatabaseUnreachable:
         pass
     return mirror
+
+
+def _database_search(home: Home):
+    """The search index of a ledger in a database: local, fed from its tables."""
+    from panelist.metrics.ledger.pgsearch import DatabaseSearchIndex
+    return DatabaseSearchIndex(home.gateway_runs, home.database)
