@@ -137,6 +137,17 @@ class Ledger:
             state = self._capture()
         self._logs.save_snapshot(state)
 
+    def evidence_end(self) -> tuple:
+        """``(which log, position past its last record)``: evidence.jsonl's inode and size, or
+        the database and its last evidence id. A follower keeps both, and starts over at 0
+        when the first changes."""
+        return self._logs.end()
+
+    def evidence_after(self, pos: int):
+        """A follower of the evidence records after ``pos`` (as ``evidence_end`` counts):
+        ``read()`` yields ``(pos, record)`` in order, ``offset`` is where it got to."""
+        return self._logs.reader(pos)
+
     # ----------------------------------------------------------------- reads (queries.py)
 
     def states(self, aliases: Iterable[str], shape: str,

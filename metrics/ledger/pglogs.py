@@ -159,6 +159,15 @@ class DatabaseLogs:
         found = dict(rows)
         return [found.get(p) for p in positions]
 
+    def end(self) -> tuple[str, int]:
+        """``(this database, the last evidence id)``."""
+        top = self.db.execute("SELECT greatest((SELECT coalesce(max(id), 0) FROM evidence), "
+                              "(SELECT coalesce(max(id), 0) FROM verdicts))")[0][0]
+        return self.identity, top
+
+    def reader(self, pos: int) -> "Reader":
+        return Reader(self.db, pos)
+
     @contextmanager
     def exclusive(self):
         """The append lock held in one transaction on one connection, released at its end."""
@@ -264,6 +273,23 @@ class DatabaseLogs:
     def close(self) -> None:
         self._listener.close()
         self.db.close()
+
+
+class Reader:
+    """Follows the evidence tables from an id, as ``jsonl.Tail`` follows a file."""
+
+    def __init__(self, db, offset: int):
+        self.db = db
+        self.offset = offset
+
+    def read(self):
+        while True:
+            rows = self.db.execute(_FOLLOW, {"after": self.offset, "limit": BATCH})
+            for pos, record in rows:
+                self.offset = pos
+                yield pos, record
+            if len(rows) < BATCH:
+                return
 
 
 def _quiet_rollback(conn) -> None:
