@@ -2,8 +2,10 @@
 an in-memory index that follows the logs' tails so that every lookup costs the same at any log size.
 
 ``Ledger`` is what callers use: it writes every record and answers every read, through its
-parts: ``ids`` (panel ids and panels.idx), ``index`` (the pure fold of evidence records),
-``snapshot`` (index.json) and ``queries`` (the reads). Files in ``runs_dir``::
+parts: ``logs`` (where the records live: the files below, or with ``database`` the tables of
+``pglogs``, behind one surface), ``ids`` (panel ids and panels.idx), ``index`` (the pure fold
+of evidence records, the same whichever holds them), ``snapshot`` (index.json) and ``queries``
+(the reads). Files in ``runs_dir``::
 
     calls.jsonl     one line per finished panel: the record given to ``record_panel`` (+ v, ts)
     evidence.jsonl  one line per seat answer, verdict, cooldown and learned window, and one
