@@ -81,6 +81,8 @@ class Database:
         self.url = check_url(url)
         self.shown = redact(url)
         self._pg = driver()
+        # a connection refused, reset or closed under us: the server is (for now) out of reach
+        self._lost = (self._pg.OperationalError, self._pg.InterfaceError)
         self._application = application
         self._idle: list = []
         self._lock = threading.Lock()
@@ -155,14 +157,13 @@ class Database:
         return self.run(body, retry=retry, transaction=True)
 
     def run(self, body, *, retry: bool = True, transaction: bool = True):
-        pg = self._pg
         for attempt in range(2):
             conn, fresh = self._take()
             try:
                 if transaction:
                     conn.execute("BEGIN")
                 result = body(conn)
-            except pg.OperationalError as exc:
+            except self._lost as exc:
                 self._broken(conn)
                 if fresh or attempt or not retry:
                     raise self.unreachable(exc) from None
@@ -173,7 +174,7 @@ class Database:
             if transaction:
                 try:
                     conn.execute("COMMIT")
-                except pg.OperationalError as exc:
+                except self._lost as exc:
                     self._broken(conn)
                     raise self.unreachable(exc) from None
                 except BaseException:
@@ -208,7 +209,7 @@ class Database:
         failure to reach the server inside becomes ``DatabaseUnreachable``."""
         try:
             yield
-        except self._pg.OperationalError as exc:
+        except self._lost as exc:
             raise self.unreachable(exc) from None
 
     def listener(self, channel: str, on_notify, on_reconnect) -> "Listener":
