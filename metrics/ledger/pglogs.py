@@ -206,7 +206,8 @@ class DatabaseLogs:
             return [r[0] for r in conn.execute(
                 "SELECT nextval('panel_ids') FROM generate_series(1, %s)", (count,))]
         # a sequence is never rolled back: a retry may skip seqs, never repeat one
-        seqs = sorted(self.db.transaction(take))
+        seqs = [self.db.execute("SELECT nextval('panel_ids')")[0][0]] if count == 1 else \
+            sorted(self.db.transaction(take))
         with self._lock:
             self._known = max(self._known, seqs[-1] + 1)
         return [f"p{day}-{seq}" for seq in seqs]
