@@ -79,7 +79,7 @@ class Ledger:
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
-            self._logs = DatabaseLogs(database)
+            self._logs = DatabaseLogs(database, self.snapshot_path)
         else:
             self._logs = FileLogs(self.dir)
         # where the records live: the redacted database URL, or None for the runs folder

@@ -19,8 +19,10 @@ Invariants:
   before the ledger catches up until its record is committed, as the flock does for files.
 * Anything that cannot reach the database raises ``errors.DatabaseUnreachable`` (503 with
   Retry-After); nothing is half-written, and the next call after the server is back succeeds.
-* No snapshot: an instance folds the tables from the first id at start (the index is bounded,
-  so memory is too; the time grows with the evidence).
+* Each instance keeps its own snapshot of the index (index.json in its runs folder) for this
+  database and the last id folded, so a restart folds only what came after; a snapshot of
+  another database, or past the last id it holds (a database restored from an older backup),
+  is not loaded, and the tables are folded from the first id.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import threading
 import time
 from array import array
 from contextlib import contextmanager
+from pathlib import Path
 
+from panelist.metrics.ledger import snapshot
 from panelist.metrics.ledger.index import Index
 from panelist.metrics.store import jsonwire, pg, pgschema
 
@@ -67,9 +71,9 @@ def _no_nul(value):
 class DatabaseLogs:
     """One process's view of the ledger's tables; many threads and instances share them."""
 
-    snapshots = False
+    snapshots = True
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, snapshot_path: Path | None = None):
         self.db = pg.Database(url, application="panelist-ledger")
         self.shown = self.db.shown
         try:
@@ -96,6 +100,7 @@ class DatabaseLogs:
         self._seen = 0             # _news when the last follow began
         self._listener = self.db.listener(pgschema.CHANNEL, self._heard, self._heard).start()
         self._held = threading.local()   # the decision section's connection, in its thread
+        self._snapshot = snapshot_path
 
     def _heard(self, *_):
         with self._lock:
@@ -104,10 +109,17 @@ class DatabaseLogs:
     # ----------------------------------------------------------------- evidence
 
     def load_snapshot(self, index: Index) -> bool:
-        return False
+        """The instance's own snapshot (index.json in its runs folder), if it is one of this
+        database up to an id the database holds."""
+        if self._snapshot is None:
+            return False
+        top = self.end()[1]
+        return snapshot.load_if(self._snapshot, index, lambda ino, offset:
+                                ino == self.identity and 0 <= offset <= top)
 
     def save_snapshot(self, state: dict) -> None:
-        pass
+        if self._snapshot is not None:
+            snapshot.save(self._snapshot, state)
 
     def follow(self, index: Index, now: float, force: bool = False) -> int:
         if index.ino != self.identity:
