@@ -90,16 +90,16 @@ class Database:
 
     # ----------------------------------------------------------------- connections
 
-    def connect(self):
-        """A new autocommit connection (retried ``ATTEMPTS`` times), the caller's to close."""
+    def connect(self, attempts: int = ATTEMPTS):
+        """A new autocommit connection (tried ``attempts`` times), the caller's to close."""
         pause = BACKOFF
-        for attempt in range(ATTEMPTS):
+        for attempt in range(attempts):
             try:
                 return self._pg.connect(self.url, autocommit=True,
                                         connect_timeout=CONNECT_TIMEOUT,
                                         application_name=self._application)
             except self._pg.OperationalError as exc:
-                if attempt == ATTEMPTS - 1:
+                if attempt == attempts - 1:
                     raise self.unreachable(exc) from None
                 time.sleep(pause)
                 pause *= 2
@@ -262,7 +262,8 @@ class Listener:
         pause = BACKOFF
         while not self._stop.is_set():
             try:
-                conn = self._db.connect()
+                # one try a turn: the loop is the retry, and close() never waits for more
+                conn = self._db.connect(attempts=1)
             except errors.DatabaseUnreachable:
                 self._stop.wait(pause)
                 pause = min(pause * 2, 2.0)
