@@ -183,24 +183,14 @@ class DatabaseLogs:
     @contextmanager
     def exclusive(self):
         """The append lock held in one transaction on one connection, released at its end."""
-        conn = self.db.connect()
-        try:
-            with self.db.reaching():
-                conn.execute("BEGIN")
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
+        with self.db.begin() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
             self._held.conn = conn
             try:
                 yield
-            except BaseException:
-                _quiet_rollback(conn)
-                raise
             finally:
                 self._held.conn = None
-            with self.db.reaching():
-                conn.execute("COMMIT")
-            self._heard()
-        finally:
-            conn.close()
+        self._heard()
 
     def write_held(self, record: dict) -> None:
         with self.db.reaching():
@@ -303,10 +293,3 @@ class Reader:
                 yield pos, record
             if len(rows) < BATCH:
                 return
-
-
-def _quiet_rollback(conn) -> None:
-    try:
-        conn.execute("ROLLBACK")
-    except Exception:
-        pass

@@ -194,6 +194,40 @@ class Database:
             self._broken(conn)
 
     @contextmanager
+    def begin(self):
+        """One transaction on a pooled connection, held while the block runs (statements of
+        the caller's between them, e.g. a lock taken, then other work, then a write):
+        committed when the block ends, rolled back when it raises. A failure to reach the
+        server inside becomes ``DatabaseUnreachable``."""
+        conn, fresh = self._take()
+        try:
+            conn.execute("BEGIN")
+        except self._lost as exc:
+            self._broken(conn)
+            if fresh:
+                raise self.unreachable(exc) from None
+            conn = self.connect()   # a pooled one had died while idle: nothing was sent
+            try:
+                conn.execute("BEGIN")
+            except self._lost as exc2:
+                self._broken(conn)
+                raise self.unreachable(exc2) from None
+        try:
+            yield conn
+        except self._lost as exc:
+            self._broken(conn)
+            raise self.unreachable(exc) from None
+        except BaseException:
+            self._rollback(conn)
+            raise
+        try:
+            conn.execute("COMMIT")
+        except self._lost as exc:
+            self._broken(conn)
+            raise self.unreachable(exc) from None
+        self._give(conn)
+
+    @contextmanager
     def session(self):
         """One connection held for a while (a lock held across statements); closed after,
         never returned to the pool, so no session state outlives it."""
