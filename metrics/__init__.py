@@ -16,16 +16,18 @@
     panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
-    ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold;
+    ledger/    the evidence: ledger (writes, the facade), logs (JSONL) or pglogs (PostgreSQL)
+               beneath it, pgcopy (db import / export), ids, index (the pure fold;
                histogram, usage windows, outcomes), snapshot, queries; verdict rules, suite
                evidence; search and searchfold (the panels' SQLite FTS5 index, following the
-               logs)
+               logs; pgsearch, the same fed from the database)
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim
                (simulated provider; simanswers, what it answers; simstream, its streams)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
-               one atomic write): storage with no domain words
+               one atomic write), pg (PostgreSQL connections) and pgschema (its tables):
+               storage with no domain words
 
 Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
 alert log), ``stats`` (intervals, Student's t, Holm), ``plaintext`` (printable free text); ``offload`` is the

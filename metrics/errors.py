@@ -14,6 +14,8 @@
     ├── UnsupportedMediaType (415)       a request body that is not JSON
     ├── TooManyRequests (429)            a gateway key past its requests a minute
     ├── Unavailable (503)                no seat could be filled, or every seat was rate limited
+    │   └── DatabaseUnreachable (503)    the database the ledger lives in does not answer;
+    │                                    carries Retry-After
     ├── AllSeatsFailed (502)             no seat (nor merger) gave an answer the caller can use
     ├── GatewayUnreachable (502)         `--url` or MCP: no working gateway at that URL
     └── UpstreamError (502)              one upstream call failed; a seat's error, not a reply
@@ -146,6 +148,18 @@ class Unavailable(PanelistError):
     """Raised when a panel cannot seat anyone, or when every seat it asked was rate limited
     (then with ``Retry-After``: when the soonest of their rests ends), or when the server holds
     as many request bodies in memory as it may (with ``Retry-After``)."""
+
+
+class DatabaseUnreachable(Unavailable):
+    """Raised when the database (``PANELIST_DATABASE_URL``) cannot be connected to or drops
+    the connection: nothing of the request was written, and a retry after ``retry_after``
+    seconds may succeed once it is back."""
+
+    def __init__(self, message: str, retry_after: float = 2.0, **kw):
+        kw.setdefault("headers", {"Retry-After": str(max(1, math.ceil(retry_after)))})
+        kw.setdefault("code", "database_unreachable")
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
 
 
 class AllSeatsFailed(PanelistError):

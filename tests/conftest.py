@@ -82,6 +82,42 @@ def no_proxy_from_the_shell(monkeypatch):
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A real PostgreSQL cluster for the session (``pgcluster``): skipped where the binaries
+    or the driver are absent, a failure then under ``PANELIST_REQUIRE_POSTGRES=1``."""
+    import pgcluster
+    required = os.environ.get("PANELIST_REQUIRE_POSTGRES") == "1"
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        if required:
+            pytest.fail("psycopg is not installed: pip install 'panelist[postgres]'")
+        pytest.skip("psycopg is not installed (pip install 'panelist[postgres]')")
+    if pgcluster.binaries() is None:
+        if required:
+            pytest.fail("PostgreSQL's binaries are missing: apt-get install postgresql")
+        pytest.skip("PostgreSQL's binaries are missing (apt-get install postgresql)")
+    cluster = pgcluster.start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture()
+def pg_url(pg_cluster):
+    """A fresh, empty database for one test, dropped after it (the cluster started again
+    first if the test stopped it)."""
+    url = pg_cluster.create_database()
+    try:
+        yield url
+    finally:
+        if pg_cluster.proc is None:
+            pg_cluster.start()
+        pg_cluster.drop_database(url)
+
+
 @pytest.fixture()
 def sim():
     with SimUpstream({k: dict(v) for k, v in TEST_MODELS.items()}) as s:

@@ -1,6 +1,7 @@
 """Storage with no domain words: JSON at our edges (``jsonwire``), append-only JSONL logs and
 their readers, tail and backward (``jsonl``), the one atomic file write (``atomic``) and config
-files written with it under a lock (``configfile``).
+files written with it under a lock (``configfile``); PostgreSQL connections (``pg``: a pool,
+retries, LISTEN) and the versioned schema (``pgschema``), loaded only when a database URL is set.
 
 Imports nothing of ours but ``metrics.errors``.
 """

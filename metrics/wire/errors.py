@@ -36,6 +36,7 @@ TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
     e.UnsupportedMediaType: (415, "invalid_request_error"),
     e.TooManyRequests: (429, "rate_limit_error"),
     e.Unavailable: (503, "service_unavailable"),
+    e.DatabaseUnreachable: (503, "service_unavailable"),
     e.AllSeatsFailed: (502, "upstream_error"),
     e.GatewayUnreachable: (502, "api_connection_error"),
     # one upstream call failed, and reached a caller whole (a Discover, a probe): it is our

@@ -1,0 +1,327 @@
+"""PostgreSQL connections: one ``Database`` per URL, a small pool of connections, statements and
+transactions with retry where a retry is safe, and ``Listener`` for ``LISTEN``/``NOTIFY``. No
+domain words: the tables are ``pgschema``'s, their meaning the ledger's.
+
+The driver (psycopg 3, the ``panelist[postgres]`` extra) is imported when a ``Database`` is
+made, never before: without a database URL nothing here is loaded, and the default install
+stays standard-library only.
+
+Invariants:
+
+* A failure to reach the server (refused, reset, closed, timed out) is raised as one error,
+  ``errors.DatabaseUnreachable`` (503 with ``Retry-After``), whose message never holds the
+  URL's password; every other database error is a bug of ours or a broken schema and goes up
+  as it is.
+* A statement or transaction is retried once on a fresh connection only when the failure came
+  before anything could have been committed (a pooled connection that died while idle, e.g.
+  across a server restart); a failure during ``COMMIT`` is never retried, since the commit
+  may have landed.
+* After a connection failure every idle connection is dropped: they all went to the same
+  server, so the next caller connects anew instead of meeting another dead one. Connecting is
+  tried ``ATTEMPTS`` times with a growing pause, and each try is bounded by ``CONNECT_TIMEOUT``.
+* Connections are in autocommit mode: one statement is one transaction unless ``transaction``
+  brackets several.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+from panelist.metrics import errors
+
+INSTALL_HINT = "pip install 'panelist[postgres]'"
+ATTEMPTS = 3              # connection tries before a caller is told the database is unreachable
+BACKOFF = 0.1             # seconds before the second try, doubled after each
+CONNECT_TIMEOUT = 3       # seconds for one try (libpq's connect_timeout is whole seconds)
+RETRY_AFTER = 2.0         # what a caller is told to wait when the database is unreachable
+MAX_IDLE = 16             # connections kept open between uses
+
+
+def driver():
+    """The psycopg module, or a ConfigInvalid saying how to install it."""
+    try:
+        import psycopg
+    except ImportError:
+        raise errors.ConfigInvalid(
+            "a database URL is set (PANELIST_DATABASE_URL or --database) but the PostgreSQL "
+            f"driver is not installed; run: {INSTALL_HINT}") from None
+    return psycopg
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a malformed database URL)"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")
+    user = parts.username or ""
+    host = netloc[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def check_url(url: str) -> str:
+    """``url`` if it names PostgreSQL, else a ConfigInvalid saying what one looks like."""
+    if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
+        shown = redact(url) if isinstance(url, str) else repr(url)
+        raise errors.ConfigInvalid(
+            f"not a PostgreSQL URL: {shown}; use postgresql://USER@HOST:PORT/DATABASE")
+    return url
+
+
+class Database:
+    """One database's connections, shared by the threads of one process."""
+
+    def __init__(self, url: str, *, application: str = "panelist"):
+        self.url = check_url(url)
+        self.shown = redact(url)
+        self._pg = driver()
+        # a connection refused, reset or closed under us: the server is (for now) out of reach
+        self._lost = (self._pg.OperationalError, self._pg.InterfaceError)
+        self._application = application
+        self._idle: list = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ----------------------------------------------------------------- connections
+
+    def connect(self, attempts: int = ATTEMPTS):
+        """A new autocommit connection (tried ``attempts`` times), the caller's to close."""
+        pause = BACKOFF
+        for attempt in range(attempts):
+            try:
+                return self._pg.connect(self.url, autocommit=True,
+                                        connect_timeout=CONNECT_TIMEOUT,
+                                        application_name=self._application)
+            except self._pg.OperationalError as exc:
+                if attempt == attempts - 1:
+                    raise self.unreachable(exc) from None
+                time.sleep(pause)
+                pause *= 2
+        raise AssertionError("unreachable")
+
+    def unreachable(self, exc: Exception) -> errors.DatabaseUnreachable:
+        """The error a caller sees for ``exc``, a failure to reach the server."""
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # libpq names the host and port, never the password; the URL is shown redacted
+        return errors.DatabaseUnreachable(
+            f"the database is unreachable ({self.shown}: {reason[:200]}); nothing was written, "
+            f"retry in a few seconds", retry_after=RETRY_AFTER)
+
+    def _take(self):
+        """``(connection, fresh)``: an idle one if any, else a new one."""
+        with self._lock:
+            if self._closed:
+                raise errors.DatabaseUnreachable("the database connection is closed (the "
+                                                 "server is stopping)", retry_after=RETRY_AFTER)
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None and not conn.closed:
+            return conn, False
+        return self.connect(), True
+
+    def _give(self, conn) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < MAX_IDLE and not conn.closed:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _broken(self, conn) -> None:
+        """Close ``conn`` and every idle connection: they all went to the server that failed."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for c in [conn, *idle]:
+            try:
+                c.close()
+            except Exception:
+                pass
+
+    # ----------------------------------------------------------------- statements
+
+    def execute(self, sql: str, params=(), *, retry: bool = True) -> list[tuple]:
+        """Run one statement (its own transaction) and return its rows ([] for none).
+        ``retry``: try once more on a fresh connection when a pooled one had died; only for
+        statements that are safe to run twice or that cannot have committed."""
+        return self.run(lambda conn: _rows(conn.execute(sql, params)), retry=retry,
+                        transaction=False)
+
+    def transaction(self, body, *, retry: bool = True):
+        """``body(conn)`` inside one transaction; its result. Nothing is committed when it
+        raises. Retried (once, fresh connection) when a pooled connection failed before
+        ``COMMIT`` was sent; never when ``COMMIT`` itself failed."""
+        return self.run(body, retry=retry, transaction=True)
+
+    def run(self, body, *, retry: bool = True, transaction: bool = True):
+        for attempt in range(2):
+            conn, fresh = self._take()
+            try:
+                if transaction:
+                    conn.execute("BEGIN")
+                result = body(conn)
+            except self._lost as exc:
+                self._broken(conn)
+                if fresh or attempt or not retry:
+                    raise self.unreachable(exc) from None
+                continue
+            except BaseException:
+                self._rollback(conn)
+                raise
+            if transaction:
+                try:
+                    conn.execute("COMMIT")
+                except self._lost as exc:
+                    self._broken(conn)
+                    raise self.unreachable(exc) from None
+                except BaseException:
+                    self._rollback(conn)
+                    raise
+            self._give(conn)
+            return result
+        raise AssertionError("unreachable")
+
+    def _rollback(self, conn) -> None:
+        try:
+            if not conn.closed and conn.info.transaction_status != \
+                    self._pg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+            self._give(conn)
+        except Exception:
+            self._broken(conn)
+
+    @contextmanager
+    def begin(self):
+        """One transaction on a pooled connection, held while the block runs (statements of
+        the caller's between them, e.g. a lock taken, then other work, then a write):
+        committed when the block ends, rolled back when it raises. A failure to reach the
+        server inside becomes ``DatabaseUnreachable``."""
+        conn, fresh = self._take()
+        try:
+            conn.execute("BEGIN")
+        except self._lost as exc:
+            self._broken(conn)
+            if fresh:
+                raise self.unreachable(exc) from None
+            conn = self.connect()   # a pooled one had died while idle: nothing was sent
+            try:
+                conn.execute("BEGIN")
+            except self._lost as exc2:
+                self._broken(conn)
+                raise self.unreachable(exc2) from None
+        try:
+            yield conn
+        except self._lost as exc:
+            self._broken(conn)
+            raise self.unreachable(exc) from None
+        except BaseException:
+            self._rollback(conn)
+            raise
+        try:
+            conn.execute("COMMIT")
+        except self._lost as exc:
+            self._broken(conn)
+            raise self.unreachable(exc) from None
+        self._give(conn)
+
+    @contextmanager
+    def session(self):
+        """One connection held for a while (a lock held across statements); closed after,
+        never returned to the pool, so no session state outlives it."""
+        conn = self.connect()
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def reaching(self):
+        """Statements on a connection of the caller's own (``connect``, ``session``): a
+        failure to reach the server inside becomes ``DatabaseUnreachable``."""
+        try:
+            yield
+        except self._lost as exc:
+            raise self.unreachable(exc) from None
+
+    def listener(self, channel: str, on_notify, on_reconnect) -> "Listener":
+        return Listener(self, channel, on_notify, on_reconnect)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _rows(cursor) -> list[tuple]:
+    return cursor.fetchall() if cursor.description is not None else []
+
+
+class Listener:
+    """A thread that ``LISTEN``s on one channel: ``on_notify(payload)`` for each notification,
+    ``on_reconnect()`` each time it has (re)connected, since notifications sent while it was
+    away are lost and the caller must look for itself. ``listening`` is True only while the
+    connection is up; a caller that cannot be sure it heard everything treats every read as
+    possibly stale while it is False."""
+
+    POLL = 0.25    # seconds between looks at the stop flag while waiting for notifications
+
+    def __init__(self, db: Database, channel: str, on_notify, on_reconnect):
+        if not channel.isidentifier():
+            raise ValueError(f"not a channel name: {channel!r}")
+        self._db = db
+        self._channel = channel
+        self._on_notify = on_notify
+        self._on_reconnect = on_reconnect
+        self._stop = threading.Event()
+        self.listening = False
+        self._thread = threading.Thread(target=self._run, name=f"listen-{channel}", daemon=True)
+        self._conn = None
+
+    def start(self) -> "Listener":
+        self._thread.start()
+        return self
+
+    def wait_listening(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while not self.listening and time.monotonic() < end and not self._stop.is_set():
+            time.sleep(0.01)
+        return self.listening
+
+    def _run(self) -> None:
+        pause = BACKOFF
+        while not self._stop.is_set():
+            try:
+                # one try a turn: the loop is the retry, and close() never waits for more
+                conn = self._db.connect(attempts=1)
+            except errors.DatabaseUnreachable:
+                self._stop.wait(pause)
+                pause = min(pause * 2, 2.0)
+                continue
+            pause = BACKOFF
+            self._conn = conn
+            try:
+                conn.execute(f"LISTEN {self._channel}")
+                self.listening = True
+                self._on_reconnect()
+                while not self._stop.is_set():
+                    for note in conn.notifies(timeout=self.POLL):
+                        self._on_notify(note.payload)
+            except Exception:
+                pass   # the connection failed: reconnect, and the caller looks for itself
+            finally:
+                self.listening = False
+                self._conn = None
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
