@@ -9,6 +9,9 @@ Invariants:
 
 * At most ``max_running`` races run at once in one registry; one more is refused (429) before
   anything is named or asked. A refused spec names no race and leaves no folder.
+* One job runs once at a time: a race of the same grade, inputs, system text and rubric as a
+  race still running here is refused (409 ``race_running``, naming that race), so a second
+  click or a retried request never doubles the calls.
 * ``close`` refuses new races, cancels the running ones (calls waiting or in flight end as
   cancelled, each race still writes its report) and joins their threads; it always returns.
 * A race id is only ever looked up on disk once it matches ``RACE_ID``, and a kept judge prompt
@@ -32,7 +35,8 @@ from dataclasses import dataclass, field
 
 from panelist.metrics.race import chatjob
 from panelist.metrics.store import jsonwire
-from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
+from panelist.metrics.errors import (BadRequest, Conflict, Forbidden, NotFound, TooManyRequests,
+                                     Unavailable)
 from panelist.metrics.home import Home
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
@@ -138,6 +142,7 @@ class Races:
         self._entries: dict[str, _Entry] = {}
         self._summaries: dict[str, tuple[tuple, dict]] = {}   # race -> (report's stat, summary)
         self._starting = 0
+        self._pending: list[tuple] = []   # the jobs of races being prepared
         self._closed = False
         self._lock = threading.Lock()
 
@@ -155,6 +160,14 @@ class Races:
                     f"{running} races are running, the most this server runs at once; start "
                     "this one when one of them has ended (GET /bench/races)",
                     code="too_many_races", headers={"Retry-After": "30"})
+            job = _job(spec)
+            same = next((e.race for e in self._entries.values()
+                         if e.status == "running" and _job(e.spec) == job), None)
+            if same is not None or job in self._pending:
+                raise Conflict(f"this job is already being raced{f' as {same}' if same else ''}"
+                               "; watch it there, or start it again once it has ended",
+                               code="race_running", param="prompt")
+            self._pending.append(job)
             self._starting += 1
         try:
             tracker = Tracker(spec.runs * len(spec.texts), len(spec.texts))
@@ -178,6 +191,7 @@ class Races:
         finally:
             with self._lock:
                 self._starting -= 1
+                self._pending.remove(job)
         return self.get(race)
 
     def _run(self, entry: _Entry) -> None:
@@ -332,6 +346,12 @@ class Races:
         except (OSError, ValueError):
             return None
         return report if isinstance(report, dict) and report.get("race") == race else None
+
+
+def _job(spec: chatjob.ChatSpec) -> tuple:
+    """What makes two races the same job: the grade and what the model is sent and judged by
+    (runs, candidates and judges only say how thoroughly it is raced)."""
+    return (spec.grade.strip(), spec.texts, spec.system, spec.rubric)
 
 
 def summary_of(report: dict) -> dict:
