@@ -1,6 +1,7 @@
 // Evidence: per model and shape, how often answers were useful (with a 95% Wilson interval),
 // false claims, seats over time, answer times and failures: charts first, the full table
-// folded underneath. Below them, each model's record on the review suite (panelist suite run).
+// folded underneath. Below them, each model's record on the review suite, and Run the suite
+// (suiterun.js) with the progress of the run there is.
 
 import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -8,6 +9,7 @@ import * as fmt from "../format.js";
 import { failureChart, rateChart, seatsOverTime, timeChart } from "../charts.js";
 import { dataTable } from "../table.js";
 import { onThemeChange } from "../theme.js";
+import { suiteRunPanel } from "../suiterun.js";
 import { emptyState, field, linkButton, loading, modelLink, notice, pageHead, rateCell, select } from "../ui.js";
 
 export const title = "Evidence";
@@ -25,8 +27,14 @@ const SUITE_RATES = [
 ];
 
 // each model's suite record: rates over its latest samples, each with its 95% interval
-function suiteCard(rows) {
-  if (!rows.length) return null;
+function suiteCard(rows, runPanel) {
+  const about = "Scored on review tasks with a strict answer form. "
+    + "Pairs: a seeded bug and its untouched control both right. Unparseable: answers not in the form asked (lower is better).";
+  if (!rows.length) {
+    return h("section", { class: "card", "data-testid": "suite-card" },
+      h("h2", { text: "Review suite" }),
+      h("p", { class: "chart-note" }, `No model has been scored yet. ${about}`), runPanel);
+  }
   const rateOf = (name) => (r) => (r[name].n
     ? rateCell(r[name].rate, r[name].interval, r[name].hits, r[name].n - r[name].hits)
     : h("span", { class: "faint" }, "–"));
@@ -50,9 +58,7 @@ function suiteCard(rows) {
   });
   return h("section", { class: "card", "data-testid": "suite-card" },
     h("h2", { text: "Review suite" }),
-    h("p", { class: "chart-note" }, "Scored on review tasks with a strict answer form (panelist suite run). "
-      + "Pairs: a seeded bug and its untouched control both right. Unparseable: answers not in the form asked (lower is better)."),
-    table.el);
+    h("p", { class: "chart-note" }, about), runPanel, table.el);
 }
 
 export async function render(root, ctx) {
@@ -62,7 +68,8 @@ export async function render(root, ctx) {
     api.get("/api/models", { signal: ctx.signal }),
     api.get("/api/suite", { signal: ctx.signal }),
   ]);
-  const suiteSection = suiteCard(suite.data || []);
+  // a run that ends while the page is open shows its results: the page is read again
+  const suiteSection = suiteCard(suite.data || [], suiteRunPanel(ctx, { onEnded: () => ctx.navigate(location.hash) }));
   const rows = ev.data || [];
   const shapes = [...new Set([...(models.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
   const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);
