@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from panelist.metrics.errors import BadRequest
-from panelist.metrics.race import chatjob
+from panelist.metrics.race import chatjob, verdict
 from panelist.metrics.roster.grades import MAX_GRADE, MAX_GRADES, Grades
 from panelist.metrics.server.api import NAME, VERSION, Accepted, ApiRequest
 from panelist.metrics.server.bodies import Body, Flag, Number, OneOf, Strings, Text, Whole, takes
@@ -85,8 +85,8 @@ ALIASES = "model aliases, or one comma-separated string"
             system=Text(chatjob.MAX_SYSTEM, hint="the job's system text"),
             rubric=Text(chatjob.MAX_RUBRIC, hint="what the judge checks, beyond the task"),
             runs=Whole(1, chatjob.MAX_RUNS, hint="runs per candidate"),
-            margin=Number(0, 10, hint="points of 10 worse than the pinned model still good "
-                                      "enough"),
+            margin=Number(0, verdict.MAX_MARGIN, above=True,
+                          hint="points of 10 worse than the pinned model still good enough"),
             candidates=Strings(chatjob.MAX_CANDIDATES, NAME, comma=True,
                                hint=f"{ALIASES}; leave it out for every model of the grade"),
             judges=Strings(chatjob.MAX_JUDGES, NAME, comma=True,
