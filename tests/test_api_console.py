@@ -263,6 +263,44 @@ def test_a_second_suite_run_while_one_runs_is_refused(home, gated):
         assert _suite_ended(dash)["status"] == "done"
 
 
+def test_one_suite_run_per_data_folder_seen_alike_by_every_server_on_it(home, gated):
+    """Two dashboards on one data folder (as two workers are): a run started on one is refused
+    on the other, whose state reads the same run, to its end."""
+    roster = Roster(home)
+    roster.add_endpoint("gated", gated.url)
+    roster.add_model("g-fast", "gated", served="fast", family="fast")
+    with Gateway(make_dashboard(home, env={})) as one, \
+            Gateway(make_dashboard(home, env={})) as other:
+        status, first, _ = one.post("/api/suite/run", {"models": ["g-fast"], "tasks": TASKS})
+        assert status == 202, first
+        status, body, _ = other.post("/api/suite/run", {"models": ["g-fast"]})
+        assert_error(status, body, 409, code="suite_running")
+        assert gated.wait_arrived("fast")
+        status, seen, _ = other.get("/api/suite/run")
+        assert seen["status"] == "running" and seen["started"] == first["started"]
+        gated.open("fast")
+        done = _suite_ended(other)
+        assert done["status"] == "done" and done["summary"]["asked"] == 2
+        assert done["progress"] == {"done": 2, "planned": 2}
+        assert _suite_ended(one) == done
+
+
+def test_a_run_whose_process_went_reads_interrupted(home, dash):
+    path = home.suite_samples.with_name("dashboard-run.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"status": "running", "started": "2026-01-01T00:00:00Z",
+                                "models": ["fast"], "tasks": TASKS, "done": {"fast": 1},
+                                "totals": {"fast": 2}, "summary": None, "error": None}))
+    status, state, _ = dash.get("/api/suite/run")
+    assert status == 200 and state["status"] == "interrupted"
+    assert "stopped before it ended" in state["error"]
+    assert state["progress"] == {"done": 1, "planned": 2}
+    # nobody holds the run: a new one may start
+    status, started, _ = dash.post("/api/suite/run", {"models": ["fast"], "tasks": TASKS[:1]})
+    assert status == 202, started
+    assert _suite_ended(dash)["status"] == "done"
+
+
 def test_suite_refusals_name_the_field(dash):
     for body, status_, param, says in (
             ({"epochs": 0}, 400, "epochs", "from 1 to 100"),

@@ -102,6 +102,11 @@ def test_run_the_suite_on_the_demo_and_see_progress_reach_done(demo, page):
         models.get_by_label(alias).uncheck()
     expect(dialog.get_by_label("Simulated answers", exact=False)).to_be_checked()
     dialog.get_by_test_id("suite-start").click()
+    expect(page.get_by_test_id("suite-run")).to_be_visible()
+    # the run is the server's: leaving the page stops nothing, and coming back shows it
+    page.goto(demo.url + "/#/overview")
+    expect(page.locator("section#grades")).to_be_visible()
+    page.goto(demo.url + "/#/evidence")
     run = page.get_by_test_id("suite-run")
     expect(run).to_have_attribute("data-status", "done", timeout=90_000)
     # the page read itself again: the two models' scores are in the table
