@@ -190,6 +190,29 @@ def test_a_race_of_a_job_already_running_is_refused(home, gated):
         assert _finished(dash, again["race"])["status"] == "done"
 
 
+def test_a_job_racing_on_another_server_of_the_data_folder_is_refused(home, gated):
+    roster = Roster(home)
+    roster.add_endpoint("gated", gated.url)
+    for alias, grade in (("fast", "general"), ("mid", "strong")):
+        roster.add_model(f"g-{alias}", "gated", served=alias, family=alias, grade=grade)
+    Grades(home).pin("general", "g-fast")
+    Grades(home).pin("strong", "g-mid")
+    job = {"grade": "general", "prompt": "Review this"}
+    with Gateway(make_dashboard(home, env={})) as one, \
+            Gateway(make_dashboard(home, env={})) as other:
+        status, first, _ = one.post("/api/races", job)
+        assert status == 202, first
+        before = sorted(p.name for p in home.races.iterdir())
+        status, body, _ = other.post("/api/races", job)
+        assert_error(status, body, 409, code="race_running", says="another process")
+        assert sorted(p.name for p in home.races.iterdir()) == before   # nothing named
+        gated.open("fast", "mid")
+        assert _finished(one, first["race"])["status"] == "done"
+        status, again, _ = other.post("/api/races", job)
+        assert status == 202, again
+        assert _finished(other, again["race"])["status"] == "done"
+
+
 def test_race_refusals_name_the_field(dash, home):
     _graded(home)
     for body, param, says in (
@@ -286,7 +309,7 @@ def test_one_suite_run_per_data_folder_seen_alike_by_every_server_on_it(home, ga
 
 
 def test_a_run_whose_process_went_reads_interrupted(home, dash):
-    path = home.suite_samples.with_name("dashboard-run.json")
+    path = home.suite_run_state
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"status": "running", "started": "2026-01-01T00:00:00Z",
                                 "models": ["fast"], "tasks": TASKS, "done": {"fast": 1},

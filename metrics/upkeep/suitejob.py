@@ -124,8 +124,8 @@ class SuiteRuns:
 
     def __init__(self, home: Home):
         self.home = home
-        self.path = home.suite_samples.with_name("dashboard-run.json")   # the state, for all
-        self._owner_path = home.suite_samples.with_name("dashboard-run.lock")
+        self.path = home.suite_run_state   # the state, for every process on the data folder
+        self._owner_path = home.suite_run_state.with_suffix(".lock")
         self._owner_fd: int | None = None   # its flock held while a run of ours is under way
         self._state: dict | None = None
         self._job: SuiteJob | None = None
