@@ -13,7 +13,7 @@ const NONE = "";
 function pinPicker(g, onPin) {
   const options = [[NONE, "not pinned"], ...g.models.map((a) => [a, a])];
   if (g.pinned && !g.models.includes(g.pinned)) options.push([g.pinned, g.pinned]);
-  const picker = select(options, g.pinned || NONE, { "aria-label": `Model pinned for ${g.grade}`, class: "small" });
+  const picker = select(options, g.pinned || NONE, { "aria-label": `Model pinned for ${g.grade}`, class: "fit" });
   picker.addEventListener("change", () => onPin(g.grade, picker.value || null));
   return picker;
 }
@@ -23,7 +23,7 @@ function ceilingPicker(grades, onCeiling) {
   const ceiling = grades.ceiling || {};
   const options = [[NONE, "the strongest grade's pin"], ...models.map((a) => [a, a])];
   if (ceiling.set && ceiling.alias && !models.includes(ceiling.alias)) options.push([ceiling.alias, ceiling.alias]);
-  const picker = select(options, ceiling.set ? ceiling.alias : NONE, { id: "ceiling-picker" });
+  const picker = select(options, ceiling.set ? ceiling.alias : NONE, { id: "ceiling-picker", class: "fit" });
   picker.addEventListener("change", () => onCeiling(picker.value || null));
   return picker;
 }
@@ -94,9 +94,9 @@ export function gradesSection(initial, ctx) {
           h("thead", null, h("tr", null, ["#", "Grade", "Pinned model", "Models of the grade", "Order"].map((t, i) => h("th", { scope: "col", class: i === 0 ? "numeric" : null }, t)))),
           h("tbody", null, rows)))
         : notice("", "No grade yet", "Give a model a grade on Endpoints & models; its grade then shows here to add."),
+      h("p", { class: "muted small", id: "ceiling", text: note }),
       h("div", { class: "row" },
-        h("p", { class: "muted small", id: "ceiling", text: note }),
-        h("label", { for: "ceiling-picker", class: "small", text: "Ceiling" }), ceilingPicker(grades, setCeiling)),
+        h("label", { for: "ceiling-picker", text: "Ceiling" }), ceilingPicker(grades, setCeiling)),
       unordered);
   }
   draw();
