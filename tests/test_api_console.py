@@ -395,7 +395,8 @@ def test_catalog_import_refusals_name_the_field(dash, home):
             ({"name": "a.json"}, "text", "'text' is required"),
             ({"name": "a.json", "text": "{nope"}, "text", "not valid JSON"),
             ({"name": "a.json", "text": "[1, 2]"}, "text", "models.dev layout"),
-            ({"name": "a.json", "text": {"prov": {}}}, "text", "got an object")):
+            ({"name": "a.json", "text": {"prov": {}}}, "text", "got an object"),
+            ({"name": "a\u001b[31m.json", "text": "{}"}, "name", "control characters")):
         status, reply, _ = dash.post("/api/catalog/import", body)
         assert_error(status, reply, 400, param=param, says=says)
     assert changes(home) == before

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from panelist.metrics.errors import BadRequest
+from panelist.metrics.plaintext import first_control
 from panelist.metrics.race import chatjob, verdict
 from panelist.metrics.roster.grades import MAX_GRADE, MAX_GRADES, Grades
 from panelist.metrics.server.api import NAME, VERSION, Accepted, ApiRequest
@@ -155,6 +156,9 @@ def catalog_import(req: ApiRequest) -> dict:
     does with a path."""
     from panelist.metrics.roster.catalog import Catalog, parse_import
     name = req.body["name"].replace("/", "_").replace("\\", "_")
+    if first_control(name):   # it lands in the change log and the catalog as the facts' source
+        raise BadRequest("'name' must be a file name without control characters",
+                         param="name")
     try:
         known = parse_import(req.body["text"], name)
     except BadRequest as exc:
