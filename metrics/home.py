@@ -17,7 +17,9 @@ path of the data folder)::
                                    rate/ (``rate_counters``)
     DATA/runs/admission/           admission's in-flight counts and pauses (``admission_state``)
     DATA/runs/races/               one folder and one report per race (``races``)
-    DATA/runs/suite/               suite samples and report (``suite_runs``, ``suite_samples``)
+    DATA/runs/race-jobs/           a lock per job being raced (``race_jobs``)
+    DATA/runs/suite/               suite samples and report (``suite_runs``, ``suite_samples``),
+                                   the dashboard's suite run (``suite_run_state``) and its lock
     DATA/runs/alerts.jsonl         alerts (``alerts_log``)
     DATA/runs/demo-sim.json        the demo's simulated upstream: its URL and the pid serving
                                    it (``demo_sim``); demo-sim.lock, demo-sim.owner beside it
@@ -89,6 +91,14 @@ class Home:
     @property
     def suite_runs(self) -> Path:
         return self.runs / "suite"
+
+    @property
+    def race_jobs(self) -> Path:
+        return self.runs / "race-jobs"
+
+    @property
+    def suite_run_state(self) -> Path:
+        return self.suite_runs / "dashboard-run.json"
 
     @property
     def suite_samples(self) -> Path:

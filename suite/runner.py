@@ -79,6 +79,15 @@ def resolve_models(roster: Roster, aliases: list[str] | None) -> list[Model]:
     return [view.models[a] for a in dict.fromkeys(aliases)]
 
 
+def check(tasks: list[Task], epochs) -> None:
+    """Refuse a run with no task, or epochs out of bounds, before anything is asked."""
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_EPOCHS:
+        raise BadRequest(f"--epochs must be a whole number from 1 to {MAX_EPOCHS}",
+                         param="epochs")
+    if not tasks:
+        raise BadRequest("no task to run; see 'panelist suite list'", param="task")
+
+
 class SuiteRun:
     """One invocation of the suite over a data folder; ``run()`` it once."""
 
@@ -92,11 +101,7 @@ class SuiteRun:
         when only the control runs). ``admission``: ``"home"``, an admission object, or None.
         ``endpoints``: by name, where this run calls instead of the roster's endpoint of that
         name (the demo's scripted answers); never written anywhere."""
-        if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= \
-                MAX_EPOCHS:
-            raise BadRequest(f"--epochs must be a whole number from 1 to {MAX_EPOCHS}")
-        if not tasks:
-            raise BadRequest("no task to run; see 'panelist suite list'")
+        check(tasks, epochs)
         self.home, self.tasks, self.models, self.epochs = home, tasks, models, epochs
         self.params = dict(params or {})
         self.known = dict(known or {}) | {t.id: t for t in tasks}
@@ -190,4 +195,4 @@ class SuiteRun:
         self.cancel.set()
 
 
-__all__ = ["SuiteRun", "Sample", "resolve_models", "admission_of"]
+__all__ = ["SuiteRun", "Sample", "check", "resolve_models", "admission_of"]

@@ -1,6 +1,7 @@
 """The dashboard's JSON API, route by route, over a real dashboard server and real sockets.
 
-Every ``(method, pattern)`` of ``metrics.server.api.ROUTES`` has a success test (marked with
+Every ``(method, pattern)`` of the dashboard's ``/api/`` (``metrics.server.api.ROUTES`` and
+``metrics.server.console.ROUTES``) has a success test (marked with
 ``@covers``; ``test_every_route_has_a_success_test`` fails for a route without one) and meets
 the refusals that apply to it: 401 without the login, 403 from a foreign origin, 405 for a
 method it does not take, 415 for a write that is not JSON, and the 400 / 404 / 409 of its own
@@ -14,19 +15,19 @@ import socket
 import pytest
 
 from conftest import DASHBOARD_TOKEN as TOKEN, Gateway, read_jsonl, wait_until
-from panelist.metrics.server import api
 from panelist.metrics.server.guard import WRITES
 from panelist.metrics.home import open_home
 from panelist.metrics.upstream.sim import SimUpstream
 from panelist.serve import make_dashboard
-from apikit import (ROUTE_TABLE, COVERED, MODEL_KEYS, assert_error, ask, changes, concrete,
+from apikit import (API_ROUTES, ROUTE_TABLE, COVERED, MODEL_KEYS, assert_error, ask, changes, concrete,
                     covers, new_changes, stored, version_of)
 
 # -- every route: covered, gated, screened, typed ------------------------------------------------
 def test_every_route_has_a_success_test():
-    import test_api_records  # noqa: F401  (its success tests mark their routes as they load)
+    import test_api_console  # noqa: F401  (their success tests mark their routes as they load)
+    import test_api_records  # noqa: F401
     missing = sorted(ROUTE_TABLE - COVERED)
-    assert not missing, f"routes of metrics.server.api.ROUTES without a success test: {missing}"
+    assert not missing, f"/api/ routes without a success test: {missing}"
 
 
 @pytest.mark.parametrize("method,pattern", sorted(ROUTE_TABLE))
@@ -48,7 +49,7 @@ def test_every_route_refuses_a_foreign_origin(dash, home, method, pattern):
     assert changes(home) == before
 
 
-@pytest.mark.parametrize("pattern,actions", api.ROUTES, ids=[p for p, _ in api.ROUTES])
+@pytest.mark.parametrize("pattern,actions", API_ROUTES, ids=[p for p, _ in API_ROUTES])
 def test_every_route_refuses_a_method_it_does_not_take(dash, pattern, actions):
     wrong = next(m for m in ("GET", "POST", "PUT", "DELETE", "PATCH") if m not in actions)
     status, reply, headers = dash.request(wrong, concrete(pattern),

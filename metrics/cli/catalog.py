@@ -37,6 +37,7 @@ def cmd_catalog(args, out: Out) -> int:
     if args.verb == "import":
         done = catalog.import_file(args.file)
         lines = [f"{m['alias']}: filled {', '.join(m['facts']) or 'nothing (all typed)'}"
+                 + (f"; kept as its endpoint states {', '.join(m['kept'])}" if m["kept"] else "")
                  for m in done["matched"]]
         if done["unmatched"]:
             lines.append(f"not in the file: {', '.join(done['unmatched'])}")

@@ -8,7 +8,6 @@ import sys
 
 from panelist.metrics.cli.main import Out
 from panelist.metrics.home import open_home
-from panelist.metrics.roster.roster import Roster
 from panelist.suite import mine as suite_mine
 from panelist.suite import seed as suite_seed
 
@@ -79,45 +78,19 @@ def _warn(notices: list) -> None:
 
 
 def cmd_suite_run(args, out: Out) -> int:
+    from panelist.metrics.upkeep.suitejob import SuiteJob
     from panelist.suite import report
     from panelist.suite.progress import Bar
-    from panelist.suite.runner import SuiteRun, resolve_models
     home = open_home(args.data)
-    tasks, found, problems = _suite_tasks(home, args)
-    known = {t.id: t for t in found}
-    for p in problems:
-        if p.folder.name in (args.task or ()) and p.folder.name not in known:
-            raise p   # a task asked for by name that cannot run: say why, not "unknown"
-    for p in problems if not args.task else ():
-        print(f"skipped: {p.message}", file=sys.stderr)
-    chosen = tasks.select(found, args.task)
-    chosen_ids = {t.id for t in chosen}
-    # a half of a pair left out of this run is not a warning: the report pairs what was asked
-    notices = [n for n in tasks.notices(found) if n["task"] in chosen_ids]
+    simulator = args.runtime.need("simulator", "start the simulated demo models") \
+        if args.demo else None
+    job = SuiteJob(home, models=args.model, task_ids=args.task, epochs=args.epochs,
+                   demo=args.demo, repos=args.repo, simulator=simulator)
+    for said in job.skipped:
+        print(f"skipped: {said}", file=sys.stderr)
+    notices = job.notices
     if not out.as_json:
         _warn(notices)
-    aliases = args.model
-    host = scripted = None
-    endpoints = {}
-    if args.demo:
-        from dataclasses import replace
-        from panelist.metrics.roster import demo as demo_roster
-        from panelist.metrics.upkeep.demohost import DemoHost
-        from panelist.suite import demo
-        simulator = args.runtime.need("simulator", "start the simulated demo models")
-        # the demo roster as any demo process finds it (a running demo server's simulator is
-        # left serving its URL); the scripted answers come from a simulator of this run's
-        # own, reached through an endpoint that lives in this process only
-        host = DemoHost(home, watch=False)
-        try:
-            host.start()
-            scripted = simulator(demo.behaviours(list(known.values()), known)).start()
-        except BaseException:
-            host.close()
-            raise
-        listed = Roster(home).view().endpoints[demo_roster.ENDPOINT]
-        endpoints = {listed.name: replace(listed, base_url=scripted.url)}
-        aliases = aliases or list(demo.MODELS)
     bar = None
 
     def progress(done: dict, totals: dict) -> None:
@@ -126,17 +99,10 @@ def cmd_suite_run(args, out: Out) -> int:
             bar = Bar(sys.stderr, totals)
         bar.update(done, force=sum(done.values()) == sum(totals.values()))
     try:
-        models = resolve_models(Roster(home), aliases)
-        run = SuiteRun(home, chosen, models, epochs=args.epochs, known=known,
-                       endpoints=endpoints)
-        summary = run.run(progress=None if out.as_json else progress)
+        summary = job.run(progress=None if out.as_json else progress)
     finally:
         if bar is not None:
             bar.close()
-        if scripted is not None:
-            scripted.stop()
-        if host is not None:
-            host.close()
     doc = report.load(home)
     if out.as_json:
         out.result({"run": summary, "report": doc, "warnings": notices})

@@ -9,6 +9,12 @@ Invariants:
 
 * At most ``max_running`` races run at once in one registry; one more is refused (429) before
   anything is named or asked. A refused spec names no race and leaves no folder.
+* One job runs once at a time: a race of the same grade, inputs, system text and rubric as a
+  race still running is refused (409 ``race_running``, naming that race when it runs here), so
+  a second click or a retried request never doubles the calls. Across processes on one data
+  folder (workers) the running race holds an exclusive ``flock`` on
+  ``runs/race-jobs/<digest of the job>.lock``, taken once the spec is checked and before the
+  race is named, and dropped when its report is written.
 * ``close`` refuses new races, cancels the running ones (calls waiting or in flight end as
   cancelled, each race still writes its report) and joins their threads; it always returns.
 * A race id is only ever looked up on disk once it matches ``RACE_ID``, and a kept judge prompt
@@ -25,6 +31,9 @@ Invariants:
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
 import re
 import threading
 import time
@@ -32,7 +41,8 @@ from dataclasses import dataclass, field
 
 from panelist.metrics.race import chatjob
 from panelist.metrics.store import jsonwire
-from panelist.metrics.errors import BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable
+from panelist.metrics.errors import (BadRequest, Conflict, Forbidden, NotFound, TooManyRequests,
+                                     Unavailable)
 from panelist.metrics.home import Home
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
@@ -122,6 +132,7 @@ class _Entry:
     status: str = "running"
     error: str | None = None
     cancelled: bool = False
+    job_lock: int | None = None   # the fd whose flock says this job is being raced
     t0: float = field(default_factory=time.monotonic)
 
 
@@ -135,9 +146,11 @@ class Races:
         self.home, self.upstream, self.grades = home, upstream, grades
         self.admission, self.max_running, self._bench = admission, max_running, bench
         self.folder = home.races
+        self.jobs = home.race_jobs
         self._entries: dict[str, _Entry] = {}
         self._summaries: dict[str, tuple[tuple, dict]] = {}   # race -> (report's stat, summary)
         self._starting = 0
+        self._pending: list[tuple] = []   # the jobs of races being prepared
         self._closed = False
         self._lock = threading.Lock()
 
@@ -155,6 +168,14 @@ class Races:
                     f"{running} races are running, the most this server runs at once; start "
                     "this one when one of them has ended (GET /bench/races)",
                     code="too_many_races", headers={"Retry-After": "30"})
+            job = _job(spec)
+            same = next((e.race for e in self._entries.values()
+                         if e.status == "running" and _job(e.spec) == job), None)
+            if same is not None or job in self._pending:
+                raise Conflict(f"this job is already being raced{f' as {same}' if same else ''}"
+                               "; watch it there, or start it again once it has ended",
+                               code="race_running", param="prompt")
+            self._pending.append(job)
             self._starting += 1
         try:
             tracker = Tracker(spec.runs * len(spec.texts), len(spec.texts))
@@ -162,9 +183,14 @@ class Races:
                                             upstream=self.upstream, admission=self.admission,
                                             done=tracker.done, judged=tracker.judged,
                                             **self._bench)
-            race = bench.reserve()
+            held = self._hold_job(job)
+            try:
+                race = bench.reserve()
+            except BaseException:
+                os.close(held)
+                raise
             tracker.expect(plan.candidates)
-            entry = _Entry(race, spec, plan, bench, tracker, time.time())
+            entry = _Entry(race, spec, plan, bench, tracker, time.time(), job_lock=held)
             entry.thread = threading.Thread(target=self._run, args=(entry,), daemon=True,
                                             name=f"race-{race}")
             with self._lock:
@@ -173,11 +199,13 @@ class Races:
                     entry.status, entry.cancelled = "cancelled", True
                     entry.error = "the server stopped before the race began"
                     entry.bench = None
+                    _let_go(entry)
                 else:
                     entry.thread.start()
         finally:
             with self._lock:
                 self._starting -= 1
+                self._pending.remove(job)
         return self.get(race)
 
     def _run(self, entry: _Entry) -> None:
@@ -191,9 +219,26 @@ class Races:
             entry.error = error if not entry.cancelled else \
                 "the server stopped; the report holds what had ended"
             entry.bench = None   # the report is on disk now; the runs' memory can go
+            _let_go(entry)
             ended = [e for e in self._entries.values() if e.status != "running"]
             for old in ended[:max(0, len(ended) - KEEP)]:
                 del self._entries[old.race]
+
+    def _hold_job(self, job: tuple) -> int:
+        """Take the data folder's lock of ``job`` without waiting (the fd holding it): another
+        process on the data folder (a worker, ``panelist race`` through a server) racing the
+        same job holds it, and this race is refused."""
+        digest = hashlib.sha256(jsonwire.dumps(list(job)).encode()).hexdigest()[:24]
+        self.jobs.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.jobs / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise Conflict("this job is already being raced by another process on this data "
+                           "folder; watch it on the Races page, or start it again once it has "
+                           "ended", code="race_running", param="prompt") from None
+        return fd
 
     def close(self, timeout: float = JOIN) -> None:
         """Refuse new races, cancel the running ones and join their threads."""
@@ -332,6 +377,19 @@ class Races:
         except (OSError, ValueError):
             return None
         return report if isinstance(report, dict) and report.get("race") == race else None
+
+
+def _let_go(entry: _Entry) -> None:
+    """Drop the job's lock (closing the fd drops its flock); called under the registry's lock."""
+    if entry.job_lock is not None:
+        os.close(entry.job_lock)
+        entry.job_lock = None
+
+
+def _job(spec: chatjob.ChatSpec) -> tuple:
+    """What makes two races the same job: the grade and what the model is sent and judged by
+    (runs, candidates and judges only say how thoroughly it is raced)."""
+    return (spec.grade.strip(), spec.texts, spec.system, spec.rubric)
 
 
 def summary_of(report: dict) -> dict:

@@ -146,11 +146,23 @@ def load_import(path: str | Path) -> dict[str, dict]:
         if p.stat().st_size > MAX_IMPORT_BYTES:
             raise ConfigInvalid(f"{p} is larger than {MAX_IMPORT_BYTES // 2**20} MiB; import a "
                                 "smaller catalog file")
-        doc = jsonwire.loads(p.read_bytes())
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise NotFound(f"no catalog file {p}; give the path of a models.dev-layout JSON file")
     except IsADirectoryError:
         raise ConfigInvalid(f"{p} is a folder; give the path of a models.dev-layout JSON file")
+    return parse_import(raw, str(p))
+
+
+def parse_import(raw: bytes | str, name: str) -> dict[str, dict]:
+    """``load_import`` of a file's contents already read (an upload); ``name`` says which file
+    in a refusal."""
+    p = name
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ConfigInvalid(f"{p} is larger than {MAX_IMPORT_BYTES // 2**20} MiB; import a "
+                            "smaller catalog file")
+    try:
+        doc = jsonwire.loads(raw.encode("utf-8") if isinstance(raw, str) else raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigInvalid(f"{p} is not valid JSON ({exc}); check the file") from exc
     if not isinstance(doc, dict) or not any(
@@ -259,24 +271,32 @@ class Catalog:
         return bool(changed)
 
     def store(self, updates: list[tuple[str, str, dict, str, str]], what: str, *,
-              typed_free: set | None = None) -> list[dict]:
+              typed_free: set | None = None, outcome: dict | None = None) -> list[dict]:
         """Store ``(endpoint, served, facts, source, origin)`` under the lock; returns the price
         changes from 0 to above 0 it made, for the caller to alert. ``typed_free``: the
-        ``(endpoint, served, fact)`` prices typed as 0, the price before when none is stored."""
+        ``(endpoint, served, fact)`` prices typed as 0, the price before when none is stored.
+        ``outcome``: filled with ``{(endpoint, served): {fact: added | changed | same | kept}}``
+        (kept: an endpoint's fact an import left as it was)."""
         typed_free = typed_free or set()
         now = configfile.now_iso()
         paid: list[dict] = []
 
         def change(doc):
             changed = 0
+            said = {} if outcome is None else outcome
+            said.clear()   # a retried change starts again from the file as it is now
             for endpoint, served, facts, source, origin in updates:
                 entry = _entry(doc, endpoint, served)
+                mine = said.setdefault((endpoint, served), {})
                 for name, value in facts.items():
                     old = entry.get(name) if isinstance(entry.get(name), dict) else None
                     if source == IMPORTED and old and old.get("source") != IMPORTED:
-                        continue   # an import fills gaps; it never overrides an endpoint
-                    if old and old.get("value") == value and old.get("source") == source:
+                        mine[name] = "kept"   # an import fills gaps; it never overrides one
                         continue
+                    if old and old.get("value") == value and old.get("source") == source:
+                        mine[name] = "same"
+                        continue
+                    mine[name] = "changed" if old else "added"
                     was = old.get("value") if old else (
                         0 if (endpoint, served, name) in typed_free else None)
                     if (source == ENDPOINT and name in ("price_in", "price_out")
@@ -291,7 +311,14 @@ class Catalog:
 
     def import_file(self, path: str | Path) -> dict:
         """Fill the missing facts of roster models whose served id the file knows."""
-        known = load_import(path)
+        return self.import_known(load_import(path), Path(path).name, str(path))
+
+    def import_known(self, known: dict[str, dict], name: str, file: str | None = None) -> dict:
+        """``import_file`` of a catalog already read (``load_import``, ``parse_import``): per
+        roster model the file knows, the facts it filled (``facts``), and of those which were
+        ``added``, ``changed`` or left ``same``; the facts ``kept`` as an endpoint stated them
+        and those ``typed`` on the roster (neither is ever overwritten); ``unmatched``: the
+        roster models the file does not know."""
         view = self.roster.view()
         updates, matched = [], []
         for alias, m in sorted(view.models.items()):
@@ -300,11 +327,19 @@ class Catalog:
                 continue
             typed = typed_facts(view, alias)
             fill = {k: v for k, v in facts.items() if k not in typed}
-            matched.append({"alias": alias, "served": m.served, "facts": sorted(fill)})
-            updates.append((m.endpoint, m.served, fill, IMPORTED, Path(path).name))
-        self.store(updates, f"catalog import {Path(path).name}")
+            matched.append({"alias": alias, "served": m.served, "endpoint": m.endpoint,
+                            "facts": sorted(fill),
+                            "typed": sorted(k for k in facts if k in typed)})
+            updates.append((m.endpoint, m.served, fill, IMPORTED, name))
+        outcome: dict = {}
+        self.store(updates, f"catalog import {name}", outcome=outcome)
+        for row in matched:
+            said = outcome.get((row.pop("endpoint"), row["served"]), {})
+            for what in ("added", "changed", "same", "kept"):
+                row[what] = sorted(k for k, v in said.items() if v == what)
+            row["facts"] = sorted(set(row["facts"]) - set(row["kept"]))
         unmatched = sorted(a for a in view.models if a not in {x["alias"] for x in matched})
-        return {"file": str(path), "matched": matched, "unmatched": unmatched}
+        return {"file": file or name, "matched": matched, "unmatched": unmatched}
 
     def listing(self, upstream, endpoint: str) -> list[dict]:
         """The entries of one endpoint's ``GET /models``."""

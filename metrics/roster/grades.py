@@ -9,7 +9,8 @@ pinned model of the strongest grade that has a pin.
 Invariants, checked on every write (a write is atomic, under a lock, and logged in
 ``config/changes.jsonl`` like all config): the order names each grade once; a pin names a grade of
 the order and a model of the roster that is of that grade and not retired; the ceiling names a
-model of the roster that is not retired. The roster can change afterwards (a pinned model
+model of the roster that is not retired. A write given the ``version`` a listing showed
+(``expect``) is refused (409 ``stale``) when the grades changed since. The roster can change afterwards (a pinned model
 retired, removed or re-graded): reads keep returning what is stored and ``listing`` says what is
 wrong with it, so nothing is changed behind the user's back.
 """
@@ -101,13 +102,14 @@ class Grades:
                            "models": self.candidates(grade, view)})
         ceiling = self.ceiling()
         used = {m.grade for m in view.models.values() if m.grade}
-        return {"grades": grades,
+        return {"grades": grades, "version": configfile.version_of(doc),
                 "ceiling": {"alias": ceiling, "set": bool(doc["ceiling"]),
                             "problem": _problem(view, ceiling) if ceiling else None},
                 "unordered": sorted(used - set(doc["order"]))}
 
     # -- writing -------------------------------------------------------------------------------
-    def pin(self, grade: str, alias: str | None, *, by: str | None = None) -> str | None:
+    def pin(self, grade: str, alias: str | None, *, by: str | None = None,
+            expect: str | None = None) -> str | None:
         """Pin ``alias`` for ``grade`` (None: unpin it); returns what was pinned before."""
         grade = check_grade(grade)
         _known(grade, self.order())
@@ -117,6 +119,7 @@ class Grades:
 
         def change(doc):
             current = _parse(doc)
+            configfile.check_version("the grades", current, expect)
             _known(grade, current["order"])   # the order may have changed meanwhile
             pins = dict(current["pins"])
             old = pins.get(grade)
@@ -132,13 +135,15 @@ class Grades:
         configfile.update(self.path, change, by=by)
         return before[0]
 
-    def set_ceiling(self, alias: str | None, *, by: str | None = None) -> None:
+    def set_ceiling(self, alias: str | None, *, by: str | None = None,
+                    expect: str | None = None) -> None:
         """Name the ceiling (None: back to the strongest grade's pin)."""
         if alias is not None:
             self._check_model(alias, None)
 
         def change(doc):
             current = _parse(doc)
+            configfile.check_version("the grades", current, expect)
             old = current["ceiling"]
             if old == alias:
                 return None
@@ -146,7 +151,8 @@ class Grades:
             return "grade ceiling", old, alias
         configfile.update(self.path, change, by=by)
 
-    def set_order(self, grades: list[str], *, by: str | None = None) -> list[str]:
+    def set_order(self, grades: list[str], *, by: str | None = None,
+                  expect: str | None = None) -> list[str]:
         """Set the grades, weakest first; pins of grades left out are dropped (returned)."""
         grades = [check_grade(g) for g in grades]
         if not grades:
@@ -162,6 +168,7 @@ class Grades:
 
         def change(doc):
             current = _parse(doc)
+            configfile.check_version("the grades", current, expect)
             if current["order"] == grades:
                 return None
             pins = {g: a for g, a in current["pins"].items() if g in grades}

@@ -7,6 +7,8 @@ Invariants:
 * Every route passes a gate: ``/api/`` asks for the dashboard login when ``PANELIST_ADMIN_TOKEN``
   is set; only the pages, the static files, ``/api/login`` and ``/api/logout`` are open (they
   hold no data). A gateway key never opens the dashboard.
+* The ``/api/`` routes are ``metrics.server.api``'s and ``metrics.server.console``'s; each
+  takes at most ``API_BODY`` bytes but a handler that says more (``max_body``: an upload).
 * Every ``/api/`` write declares its body (``metrics.server.bodies``) and is refused when the
   server is built if it does not; the body is checked against it before the action runs.
 * When gateway keys are required (``PANELIST_REQUIRE_KEYS=1``) the dashboard is never open: it
@@ -22,7 +24,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.server import api, bodies
+from panelist.metrics.server import api, bodies, console
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.handler import Handler
@@ -43,6 +45,15 @@ LOGIN_BODY = 4 * 1024        # a token in JSON: anything longer is not a login
 API_BODY = 1024 * 1024       # the dashboard's writes: names, settings, a model's facts
 LOGIN = Body(token=Text(required=True, hint="the value of PANELIST_ADMIN_TOKEN where the server "
                                             "was started"))
+
+
+def api_routes() -> dict[str, dict]:
+    """The ``/api/`` routes by pattern: ``api``'s and the console's (``console``), a pattern
+    both list answering the methods of each."""
+    merged: dict[str, dict] = {}
+    for pattern, actions in api.ROUTES + console.ROUTES:
+        merged.setdefault(pattern, {}).update(actions)
+    return merged
 
 
 def read_body(h: Handler, body: Body) -> dict:
@@ -85,7 +96,10 @@ class Dashboard:
                          max_body=LOGIN_BODY),
                    Route("/api/session", {"GET": self.get_session}, gate=OPEN)]
         routes += [Route(pattern, {m: self.api_action(fn) for m, fn in actions.items()},
-                         gate=ADMIN, max_body=API_BODY) for pattern, actions in api.ROUTES]
+                         gate=ADMIN,
+                         max_body=max(getattr(fn, "max_body", API_BODY) for fn in
+                                      actions.values()))
+                   for pattern, actions in api_routes().items()]
         for route in routes:   # no write takes a body nobody described
             for method, action in route.actions.items():
                 if method in WRITES and route.pattern.startswith("/api/") and \

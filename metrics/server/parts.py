@@ -1,16 +1,16 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
 schedule, the watch that alerts failing models (``failing``), the panels' search index, with a
-database the mirror of the config files (``store.pgconfig``), the dashboard's live suite report
-and its part in serving the demo (``demohost``: the data folder's one simulator, run here or
-found in another process).
+database the mirror of the config files (``store.pgconfig``), the dashboard's live suite report,
+the suite run its dashboard starts (``suite_runs``) and its part in serving the demo
+(``demohost``: the data folder's one simulator, run here or found in another process).
 
 Invariants: nothing runs until ``start`` (a server built and never served runs no job) but the
 demo when asked for at build (``start_demo``); ``start`` keeps serving a demo the roster uses
 (the demo endpoint is the data folder's demo simulator). ``close`` stops the threads first
-(the failing watch, schedule, onboarding, races, the search index's builder: each joined before
-the ledger, upstream, seats and logs it uses close), then the panels, then the demo; it always
-returns.
+(the failing watch, schedule, onboarding, races, the suite run, the search index's builder: each
+joined before the ledger, upstream, seats and logs it uses close), then the panels, then the
+demo; it always returns.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from panelist.metrics.ledger.search import SearchIndex
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
 from panelist.metrics.upkeep import failing, onboarding_worker, schedule
+from panelist.metrics.upkeep.suitejob import SuiteRuns
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
 
@@ -44,6 +45,7 @@ class Parts:
         self.panels = panels
         self.home = panels.home
         self.races = Races(panels.home, upstream=panels.upstream)
+        self.suite_runs = SuiteRuns(panels.home)   # starts nothing until asked
         self.onboarding = onboarding_worker.Service(panels)
         # the panels' search index: opens nothing until the first filtered request
         self.search = SearchIndex(panels.home.gateway_runs) if not panels.home.database else \
@@ -99,6 +101,7 @@ class Parts:
         self.schedule.close()
         self.onboarding.close()   # an entry it cut short resumes at the next start
         self.races.close()   # races cancelled and joined before their upstream closes
+        self.suite_runs.close()   # stopped as Ctrl-C would: every finished sample is kept
         self.search.close()  # its builder joined before the logs' ledger closes
         self.panels.close()
         with self._lock:

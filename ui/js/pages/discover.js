@@ -4,7 +4,8 @@
 // quick suite run → ready (`panelist model onboard`). The onboarding queue is shown above the
 // list, read again after every Onboard and then while anything in it is queued or running. A
 // refusal shows the server's own message beside the list. Names and ids come from endpoints, so
-// they reach the page as text only.
+// they reach the page as text only. Import a catalog file uploads one for the catalog, as
+// `panelist catalog import` reads it, and says what it added, changed and kept per model.
 //
 // What the page shows converges to the server's state whatever order the answers come in: only
 // the newest read of the queue (and of the list) is drawn, and the list is read again whenever
@@ -86,6 +87,51 @@ function row(model, onAdd, onOnboard) {
     h("td", null, h("div", { class: "row" }, add, onboard)));
 }
 
+// What an import did to each model the file knows, and the roster models it does not know.
+function importReport(done) {
+  const matched = done.matched || [];
+  const said = (m) => [
+    m.added.length ? `added ${m.added.join(", ")}` : null,
+    m.changed.length ? `changed ${m.changed.join(", ")}` : null,
+    m.kept.length ? `kept as its endpoint states ${m.kept.join(", ")}` : null,
+    m.typed.length ? `left as typed on the roster ${m.typed.join(", ")}` : null,
+  ].filter(Boolean).join("; ") || "nothing new";
+  return h("div", { class: "notice", role: "status", "data-testid": "import-report" },
+    h("div", { class: "grow" },
+      h("p", { class: "notice-title", text: `Imported ${done.file}: ${fmt.plural(matched.length, "model")} of the roster found in it` }),
+      matched.length ? h("ul", null, matched.map((m) => h("li", { dataset: { alias: m.alias } },
+        modelLink(m.alias, { strong: false }), `: ${said(m)}`))) : null,
+      (done.unmatched || []).length
+        ? h("p", { class: "muted small", text: `Not in the file: ${done.unmatched.join(", ")}.` }) : null));
+}
+
+// Import a catalog file (the models.dev layout, as `catalog import` reads it): its facts fill
+// what the roster leaves unset, never what an endpoint states or a person typed.
+function catalogImport(ctx, status) {
+  const picker = h("input", { type: "file", accept: ".json,application/json", class: "visually-hidden",
+    "aria-label": "Catalog file", "data-testid": "catalog-file", tabindex: "-1" });
+  const open = button("Import a catalog file", () => picker.click(), {
+    title: "A models.dev-layout JSON file: windows, prices and abilities by model id",
+  });
+  picker.addEventListener("change", async () => {
+    const file = picker.files && picker.files[0];
+    if (!file) return;
+    open.disabled = true;
+    replace(status);
+    try {
+      const done = await api.post("/api/catalog/import", { name: file.name, text: await file.text() },
+        { signal: ctx.signal });
+      replace(status, importReport(done));
+    } catch (err) {
+      if (ctx.active && !isAbort(err)) replace(status, notice("error", `${file.name} was not imported`, err.message));
+    } finally {
+      open.disabled = false;
+      picker.value = "";
+    }
+  });
+  return h("span", { class: "row" }, open, picker);
+}
+
 export async function render(main, ctx) {
   const status = h("div", { "data-testid": "discover-status" });
   const queue = h("section", { "aria-label": "Onboarding queue" });
@@ -93,8 +139,9 @@ export async function render(main, ctx) {
   const refresh = button("Refresh catalog", () => refreshCatalog(), {
     title: "Read every endpoint's model list into the catalog (windows, prices, abilities)",
   });
+  const importer = catalogImport(ctx, status);
   replace(main, pageHead("Discover",
-    "Models your endpoints serve that are not on the roster yet. Free ones come first.", refresh),
+    "Models your endpoints serve that are not on the roster yet. Free ones come first.", refresh, importer),
   status, queue, body);
 
   async function refreshCatalog() {

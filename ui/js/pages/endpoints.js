@@ -199,7 +199,7 @@ function factSource(f) {
 function catalogFacts(facts) {
   const names = Object.keys(facts || {});
   if (!names.length) return notice("", "The catalog knows nothing more about this model",
-    "Refresh the catalog (panelist catalog refresh) or import a file to fill it.");
+    "Fill it with Refresh catalog or Import a catalog file, both on Discover.");
   return h("div", { class: "table-wrap", role: "region", "aria-label": "What the catalog knows", tabindex: "0" },
     h("table", null,
       h("caption", { text: "What the catalog knows (typed facts win; blank fields above use these)" }),

@@ -1,6 +1,7 @@
 // Evidence: per model and shape, how often answers were useful (with a 95% Wilson interval),
 // false claims, seats over time, answer times and failures: charts first, the full table
-// folded underneath. Below them, each model's record on the review suite (panelist suite run).
+// folded underneath. Below them, each model's record on the review suite, and Run the suite
+// (suiterun.js) with the progress of the run there is.
 
 import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -8,6 +9,7 @@ import * as fmt from "../format.js";
 import { failureChart, rateChart, timeChart } from "../charts.js";
 import { seatsPerDay } from "../daychart.js";
 import { dataTable } from "../table.js";
+import { suiteRunPanel } from "../suiterun.js";
 import { emptyState, field, linkButton, loading, modelLink, notice, pageHead, rateCell, select } from "../ui.js";
 
 export const title = "Evidence";
@@ -26,8 +28,16 @@ const SUITE_RATES = [
 ];
 
 // each model's suite record: rates over its latest samples, each with its 95% interval
-function suiteCard(rows, warnings = []) {
-  if (!rows.length) return null;
+function suiteCard(rows, warnings, runPanel) {
+  const about = "Scored on review tasks with a strict answer form. "
+    + "Pairs: a seeded bug found and its untouched control judged clean. Balanced claims: the mean of the "
+    + "right verdicts on true and on false claims. Neither can be gamed by always giving one answer; "
+    + "accuracy can (always NO FAULT scores 50%). Unparseable: answers not in the form asked (lower is better).";
+  if (!rows.length) {
+    return h("section", { class: "card", "data-testid": "suite-card" },
+      h("h2", { text: "Review suite" }),
+      h("p", { class: "chart-note" }, `No model has been scored yet. ${about}`), runPanel);
+  }
   // balanced claims has samples but no rate until claims of both keys were asked
   const counted = (r, name) => Boolean(r[name] && r[name].n && r[name].rate !== null);
   const rateOf = (name) => (r) => (counted(r, name)
@@ -53,13 +63,10 @@ function suiteCard(rows, warnings = []) {
   });
   return h("section", { class: "card", "data-testid": "suite-card" },
     h("h2", { text: "Review suite" }),
-    h("p", { class: "chart-note" }, "Scored on review tasks with a strict answer form (panelist suite run). "
-      + "Pairs: a seeded bug found and its untouched control judged clean. Balanced claims: the mean of the "
-      + "right verdicts on true and on false claims. Neither can be gamed by always giving one answer; "
-      + "accuracy can (always NO FAULT scores 50%). Unparseable: answers not in the form asked (lower is better)."),
+    h("p", { class: "chart-note" }, about),
     // a bug without its control leaves pairs, precision and recall at "–": say why
     warnings.map((said) => notice("warn", "Unpaired tasks", said)),
-    table.el);
+    runPanel, table.el);
 }
 
 export async function render(root, ctx) {
@@ -69,7 +76,9 @@ export async function render(root, ctx) {
     api.get("/api/models", { signal: ctx.signal }),
     api.get("/api/suite", { signal: ctx.signal }),
   ]);
-  const suiteSection = suiteCard(suite.data || [], suite.warnings || []);
+  // a run that ends while the page is open shows its results: the page is read again
+  const suiteSection = suiteCard(suite.data || [], suite.warnings || [],
+    suiteRunPanel(ctx, { onEnded: () => ctx.navigate(location.hash) }));
   const rows = ev.data || [];
   const shapes = [...new Set([...(models.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
   const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);

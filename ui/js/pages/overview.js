@@ -1,13 +1,14 @@
 // Overview: every model on the roster with its status and evidence, readable at 500 models;
 // over a chosen window (the last hour, day or week: #/overview?window=hour), each model's
 // seats, error rate, answer times and spend, from GET /api/usage; and the grades (weakest
-// first) with the model each is pinned to.
+// first) with the model each is pinned to, editable there (grades.js).
 // With no endpoint yet it is the first-run page instead: three steps and two buttons.
 
 import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
+import { gradesSection } from "../grades.js";
 import { button, emptyState, linkButton, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Overview";
@@ -146,35 +147,6 @@ function usageSection(usage, models) {
       linkButton("Ask a collection", "#/ask", "primary")));
 }
 
-// One row per grade, weakest first: its pinned model (and what is wrong with it) and its models.
-function gradesSection(grades) {
-  const rows = (grades.grades || []).map((g) => h("tr", { "data-grade": g.grade },
-    h("td", { class: "numeric" }, String(g.rank)),
-    h("th", { scope: "row", text: g.grade }),
-    h("td", null, g.pinned
-      ? h("span", { class: "row" }, h("strong", { class: "mono", text: g.pinned }),
-        g.pinned === grades.ceiling?.alias ? h("span", { class: "badge accent", text: "ceiling" }) : null,
-        g.problem ? h("span", { class: "badge warn", text: g.problem }) : null)
-      : h("span", { class: "faint", text: "not pinned" })),
-    h("td", null, g.models.length ? g.models.join(", ") : h("span", { class: "faint", text: "no model" }))));
-  const ceiling = grades.ceiling || {};
-  const note = ceiling.alias
-    ? `Ceiling (the strongest model, a race's judge): ${ceiling.alias}${ceiling.set ? ", set by hand" : ", the strongest pinned grade's model"}${ceiling.problem ? ` (${ceiling.problem})` : ""}.`
-    : "No ceiling yet: pin a model for a grade (panelist grade pin GRADE ALIAS).";
-  const unordered = (grades.unordered || []).length
-    ? h("p", { class: "muted small", text: `Grades models use that the order leaves out: ${grades.unordered.join(", ")}.` })
-    : null;
-  return h("section", { class: "section", id: "grades" },
-    sectionHead("Grades", "Weakest first, each with the model the deployment uses for it (panelist grade pin)."),
-    rows.length
-      ? h("div", { class: "table-wrap" }, h("table", null,
-        h("thead", null, h("tr", null, ["#", "Grade", "Pinned model", "Models of the grade"].map((t, i) => h("th", { scope: "col", class: i === 0 ? "numeric" : null }, t)))),
-        h("tbody", null, rows)))
-      : emptyState("No grade yet", "Set the grades, weakest first, with panelist grade order light,general,strong."),
-    h("p", { class: "muted small", id: "ceiling", text: note }),
-    unordered);
-}
-
 // The first run's steps go on past the first endpoint: until a collection has been asked,
 // the overview says which step is next, with its button.
 function nextStep(c) {
@@ -230,5 +202,5 @@ export async function render(root, ctx) {
       rows.length ? table.el : emptyState("No model on the roster yet",
         "Endpoints are set up, but no model is added. Find what an endpoint serves and add it in one click.",
         linkButton("Endpoints & models", "#/endpoints", "primary"))),
-    gradesSection(grades));
+    gradesSection(grades, ctx));
 }

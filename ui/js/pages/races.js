@@ -4,7 +4,7 @@
 // tool difference, each run's transcript and its judgements, with the questions the judges were
 // asked exactly as sent (GET /api/races/<id>/judge/<file>, read on demand). A running race is polled (GET /api/races/<id> every 2 s) until it
 // ends; every read of the race also redraws its entry in the list, which was read before it (a
-// race may end in between). Everything a model, a tool or a caller wrote is shown as text,
+// race may end in between). Start a race opens a form (racestart.js). Everything a model, a tool or a caller wrote is shown as text,
 // never as markup.
 
 import { api, query, seg } from "../api.js";
@@ -13,6 +13,7 @@ import * as fmt from "../format.js";
 import { scatter } from "../scatter.js";
 import { dataTable } from "../table.js";
 import { button, emptyState, loading, modelLink, notice, openDialog, pageHead, timeAgo } from "../ui.js";
+import { startRaceButton } from "../racestart.js";
 
 export const title = "Races";
 const POLL_MS = 2000;
@@ -423,13 +424,14 @@ function raceLink(r, current) {
 export async function render(root, ctx) {
   const listing = await api.get(`/api/races${query({ limit: PAGE })}`, { signal: ctx.signal });
   const races = listing.data || [];
+  const started = (race) => ctx.navigate(`#/races${query({ race: race.race })}`);
   const head = pageHead("Races", "A race runs a job on the grade's pinned model (the reference), then on every "
     + "candidate of that grade, and has the ceiling model judge each run blind against the reference. "
-    + "Here: what each run cost, how it scored, what it called and what it said.");
+    + "Here: what each run cost, how it scored, what it called and what it said.", startRaceButton(ctx, started));
   if (!races.length) {
     replace(root, head, emptyState("No race yet",
-      "Start one from a terminal with panelist race --grade general --prompt \"…\", over HTTP with "
-      + "POST /bench/race, or from Python with metrics.race.benchmark.Benchmark. It shows here as it runs."));
+      "Press Start a race to race a prompt across a grade. A race started elsewhere (the command line, "
+      + "POST /bench/race) shows here too, as it runs.", startRaceButton(ctx, started)));
     return;
   }
   const wanted = ctx.params.get("race") || races[0].race;
