@@ -1,0 +1,53 @@
+"""``panelist ratings``: each model's rating per shape, from the verdicts' pairs, the suite and
+the races (``ledger.ratings``), with its 95% interval; read from the data folder's index, never
+by rereading its logs.
+"""
+
+from __future__ import annotations
+
+from panelist.metrics.cli.main import Out
+from panelist.metrics.errors import BadRequest
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.collection import SHAPE
+
+
+def register(nouns, common) -> None:
+    r = nouns.add_parser("ratings", parents=[common],
+                         help="each model's rating per shape, with its interval")
+    r.add_argument("--shape", metavar="S", help="only this shape (default: every shape rated)")
+
+
+def check_shape(shape: str) -> str:
+    if not SHAPE.fullmatch(shape):
+        raise BadRequest(f"--shape '{shape}' is not a shape; use lower-case letters, digits "
+                         "and '-', e.g. general or review")
+    return shape
+
+
+def cmd_ratings(args, out: Out) -> int:
+    from panelist.metrics.ledger.ledger import Ledger
+    from panelist.metrics.ledger.ratings import Ratings
+    home = open_home(args.data)
+    with Ledger(home.gateway_runs) as ledger:
+        book = Ratings.of_home(home, ledger)
+        shapes = [check_shape(args.shape)] if args.shape else book.shapes()
+        found = [book.of(s).public() for s in shapes]
+    if out.as_json:
+        out.result({"shapes": found})
+        return 0
+    if not found:
+        print("no ratings yet: judge two or more answers of one panel (one useful, one not), "
+              "or run the suite or a race")
+        return 0
+    for i, rated in enumerate(found):
+        if i:
+            print()
+        print(f"{rated['shape']}: {rated['comparisons']} comparisons ("
+              + ", ".join(f"{n} from {k}" for k, n in rated["sources"].items()) + ")")
+        out.table([dict(r, interval="{:.2f}-{:.2f}".format(*r["interval"]),
+                        rating=f"{r['rating']:.2f}") for r in rated["models"]],
+                  ["alias", "rating", "interval", "wins", "losses"])
+    return 0
+
+
+COMMANDS = {"ratings": cmd_ratings}
