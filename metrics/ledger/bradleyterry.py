@@ -1,9 +1,9 @@
 """Bradley–Terry strengths from win counts, with bootstrap standard errors.
 
 Model: the chance that ``i`` is judged better than ``j`` is ``p_i / (p_i + p_j)``, that is
-``σ(θ_i - θ_j)`` for log-strengths ``θ = log p`` (Bradley and Terry, 1952). ``fit`` finds them by
-Newton's method on the log-likelihood (a handful of steps: the players of one shape are few, and
-a minorise–maximise iteration, Hunter 2004, crawls when counts are large).
+``σ(θ_i - θ_j)`` for log-strengths ``θ = log p`` (Bradley and Terry, 1952). ``fit`` finds them
+by Newton's method on the log-likelihood, each step solved by conjugate gradients over the
+pairs compared (a minorise–maximise iteration, Hunter 2004, crawls when counts are large).
 
 A prior keeps every strength finite and the fit defined on any graph of comparisons: each
 player is given ``PRIOR`` win and ``PRIOR`` loss against a fixed average player of strength 1.
@@ -11,12 +11,12 @@ That also anchors the scale (no renormalising), and pulls a lightly compared pla
 the average, which is what keeps a few lucky verdicts from reading as a clear difference.
 
 ``bootstrap`` plays every pair's comparisons again at the fitted chances (a parametric
-bootstrap, which needs no list of the comparisons), refits each redraw (one Newton step from the
-full fit) and returns the standard deviation of each log-strength over ``draws`` refits. It is seeded: the same counts
-and seed give the same errors in every process.
+bootstrap, which needs no list of the comparisons), refits each redraw (one Newton step from
+the full fit) and returns the standard deviation of each log-strength over ``draws`` refits.
+It is seeded: the same counts and seed give the same errors in every process.
 
-Invariants: strengths are positive; ``log_strengths`` of a player with no comparisons is 0 (the
-average); more comparisons at the same rate never widen an error, up to bootstrap noise.
+Invariants: a player with no comparisons has log-strength 0 (the average) and is not listed;
+more comparisons at the same rate never widen an error, up to bootstrap noise.
 Standard library only.
 """
 

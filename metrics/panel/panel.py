@@ -69,14 +69,11 @@ from panelist.metrics.roster.roster import Model, Roster
 from panelist.metrics.panel.seating import (NEEDS, Seat, Seating, SeatsInFlight, seat_panel,
                                             window_of)
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
-from panelist.metrics.panel.suggest import suggestions
+from panelist.metrics.panel.suggest import for_reply
 from panelist.metrics.ledger.ratings import Ratings
 
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
 SAID = 240  # characters of each failed seat's error a panel's own error repeats (error.seats: all)
-# seconds a reply's suggestion may lag the newest verdicts when the ratings are slow to fit
-# (a large roster), so a stream of verdicts does not refit them at every seating
-SUGGEST_AGE = 10.0
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
 
@@ -166,8 +163,7 @@ class Panels:
         view = self.known.view()
         limits = self.collections.limits()
         # before the seating lock: a refit must not hold up other seatings
-        suggest = suggestions(req.collection, view,
-                              self.ratings.of(req.shape, max_age=SUGGEST_AGE), req.shape)
+        suggest = for_reply(req.collection, view, self.ratings, req.shape)
         with self._seating:
             now = time.time()
             states = self.ledger.states(view.models.keys(), req.shape, now)

@@ -17,11 +17,14 @@ changed: a person decides, with ``panelist collection save``.
 
 from __future__ import annotations
 
-from panelist.metrics.ledger.ratings import Rated, ShapeRatings, z_for
+from panelist.metrics.ledger.ratings import Rated, Ratings, ShapeRatings, z_for
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.roster.roster import RosterView
 
 CANDIDATES_SHOWN = 5  # non-members listed as evidence when there is no suggestion
+# seconds a reply's suggestion may lag the newest verdicts when the ratings are slow to fit
+# (a large roster), so a stream of verdicts does not refit them at every seating
+REPLY_AGE = 10.0
 
 
 def _rounded(interval: tuple[float, float]) -> list[float]:
@@ -64,6 +67,11 @@ def suggestions(collection: Collection, roster: RosterView, ratings: ShapeRating
                     "member_rating": member.public()["rating"],
                     "member_interval": _rounded(mb), "compared": len(candidates)})
     return out
+
+
+def for_reply(collection: Collection, roster: RosterView, book: Ratings, shape: str) -> list:
+    """A reply's ``bench.suggest``: ``suggestions`` over the data folder's ratings."""
+    return suggestions(collection, roster, book.of(shape, max_age=REPLY_AGE), shape)
 
 
 def _row(seat: str, r: Rated, bounds) -> dict:
