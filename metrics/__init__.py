@@ -17,9 +17,9 @@
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
     ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold;
-               histogram, usage windows, outcomes), snapshot, queries; verdict rules, suite
-               evidence; search and searchfold (the panels' SQLite FTS5 index, following the
-               logs)
+               histogram, usage windows, outcomes, pairs), snapshot, queries; verdict rules,
+               suite and race evidence, ratings (bradleyterry: the fit); search and
+               searchfold (the panels' SQLite FTS5 index, following the logs)
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim

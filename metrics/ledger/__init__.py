@@ -1,9 +1,12 @@
 """The evidence: calls, seat outcomes and verdicts appended to JSONL and read back through an
 in-memory index. ``ledger`` (the writes and the facade callers use) stands on ``ids`` (panel ids,
 panels.idx), ``index`` (the pure fold of evidence records, with its parts ``histogram`` (answer
-times), ``usage`` (the recent windows) and ``outcomes`` (each model's latest calls)),
+times), ``usage`` (the recent windows), ``outcomes`` (each model's latest calls) and ``pairs``
+(who was judged better on one panel)),
 ``snapshot`` (index.json) and ``queries`` (the reads); beside them the verdict rules
-(``verdict``), the review suite's record counted beside verdicts (``suiteevidence``) and the
+(``verdict``), the review suite's record counted beside verdicts (``suiteevidence``), the
+races' totals as comparisons (``raceevidence``), the ratings fitted from all three
+(``ratings``, on ``bradleyterry``: the fit and its bootstrap) and the
 panels' search index (``search``: SQLite FTS5, following calls.jsonl and evidence.jsonl by byte
 offset; ``searchfold``: log lines into its rows).
 
