@@ -153,6 +153,11 @@ def test_suite_units_and_race_inputs_are_comparisons(home):
         rated = book.of("general")
         assert rated.sources == {"verdicts": 0, "races": 2}
         assert [r.alias for r in rated.models][-1] == "mid"
+        # a race that ends later counts at the next look
+        (home.races / "r20260103-0000abcd.json").write_text(json.dumps({"rows": [
+            {"model": "mid", "input": 0, "total": 9}, {"model": "fast", "input": 0, "total": 3}]}))
+        assert book.sources("general")["races"] == {("fast", "mid"): 1, ("slow", "mid"): 1,
+                                                    ("mid", "fast"): 1}
 
 
 def run(capsys, *argv):

@@ -7,8 +7,9 @@ wins one comparison, an equal mean is a tie and counts nowhere. Runs that failed
 or that the judge failed on carry no total and do not count. A race names no shape, so its
 comparisons count for ``general`` only (``SHAPE``).
 
-Cost: a report is read once and then again only when its size or mtime changed; a look costs
-one directory listing and a ``stat`` per report, never a read of a race's calls log. A report
+Cost: a look at an unchanged folder costs one ``stat`` (a report is written whole by a rename,
+which moves the folder's mtime); otherwise a listing and a ``stat`` per report, and a report is
+read again only when its size or mtime changed; never a read of a race's calls log. A report
 that cannot be read counts nothing.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from pathlib import Path
 
 from panelist.metrics.store import jsonwire
@@ -55,9 +57,23 @@ class RaceEvidence:
         self.folder = Path(folder)
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[tuple, dict]] = {}   # file name -> (stamp, comparisons)
+        self._folder_stamp: tuple | None = None
+        self._sum: dict[tuple[str, str], int] = {}
 
     def pairs(self) -> dict[tuple[str, str], int]:
         """``{(better, worse): inputs}`` summed over every race."""
+        try:
+            st = os.stat(self.folder)
+            stamp = (st.st_mtime_ns, st.st_ino)
+        except (FileNotFoundError, NotADirectoryError):
+            stamp = None
+        with self._lock:
+            # a report is written whole by a rename into the folder, which moves the folder's
+            # mtime: an unchanged folder has unchanged reports. Not within a second of a change,
+            # though: another rename in the same clock tick would leave the same mtime
+            if stamp is not None and stamp == self._folder_stamp \
+                    and time.time_ns() - stamp[0] > 1_000_000_000:
+                return self._sum
         try:
             names = [n for n in os.listdir(self.folder) if _REPORT.fullmatch(n)]
         except (FileNotFoundError, NotADirectoryError):
@@ -83,4 +99,5 @@ class RaceEvidence:
             for _, found in seen.values():
                 for pair, n in found.items():
                     out[pair] = out.get(pair, 0) + n
+            self._folder_stamp, self._sum = stamp, out
             return out
