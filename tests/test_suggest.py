@@ -154,16 +154,24 @@ def run(capsys, *argv):
 
 
 def test_the_reply_and_the_command_line_suggest_the_same(gateway, home, capsys):
-    """One rule for both: suite results, race totals and verdicts count alike in each."""
+    """One rule for both: race totals and verdicts count alike in each."""
     d = str(home.root)
+    home.races.mkdir(parents=True, exist_ok=True)
+    rows = [{"model": m, "input": i, "total": t} for i in range(6)
+            for m, t in (("x-two", 8), ("slow", 4), ("mid", 6))]
+    (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
     body = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]}
+    won = 12   # the race: x-two above slow and mid on each of six inputs
     for rounds in (4, 30):
+        won += rounds
         judge_pairs(home.gateway_runs, "x-two", "slow", rounds)
         judge_pairs(home.gateway_runs, "x-one", "fast", 2, ties=3)
         status, reply, _ = gateway.post("/v1/chat/completions", body)
         assert status == 200
         code, out, _ = run(capsys, "collection", "suggest", "trio", "--json", "--data", d)
         assert code == 0 and json.loads(out)["suggest"] == reply["bench"]["suggest"]
+        rows = {r["alias"]: r for r in json.loads(out)["evidence"]}
+        assert (rows["x-two"]["wins"], rows["x-two"]["losses"]) == (won, 0)
     assert [s["alias"] for s in reply["bench"]["suggest"]] == ["x-two"]
 
 

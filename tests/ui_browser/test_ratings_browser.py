@@ -51,7 +51,8 @@ def test_the_evidence_page_shows_ratings_with_intervals_per_shape(demo, page):
     first = table.locator(f'tr[data-id="{best}"]')
     expect(first).to_contain_text(f"{pct(top['rating'])}%")
     lo, hi = top["interval"]
-    expect(first.locator(".interval")).to_have_attribute("title", f"95% interval {pct(lo)}–{pct(hi)}%")
+    expect(first.locator(".interval")).to_have_attribute(
+        "title", f"95% interval {pct(lo)}–{pct(hi)}%")
     expect(first.locator("td").nth(2)).to_have_text(str(top["wins"]))
 
     # a shape without comparisons shows no ratings card
