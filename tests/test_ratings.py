@@ -9,6 +9,7 @@ from panelist.metrics.cli.main import main
 from panelist.metrics.ledger import bradleyterry, suiteevidence
 from panelist.metrics.ledger.index import Index
 from panelist.metrics.ledger.ledger import Ledger
+from panelist.metrics.ledger.pairsfile import PairsView
 from panelist.metrics.ledger.ratings import Ratings, rate
 
 
@@ -62,8 +63,21 @@ def test_the_pairs_are_kept_in_the_snapshot_and_follow_other_processes(tmp_path)
         assert reopened.pairs("general") == {("fast", "slow"): 1, ("fast", "mid"): 1}
         assert reopened.pairs("review") == {("slow", "mid"): 1}
         assert reopened.paired_shapes() == ["general", "review"]
+        # a reader of the saved pairs alone gives the same counts, verdicts after them too
+        judge_panel(reopened, [("slow", True), ("fast", False)])
+        light = PairsView(runs)
+        assert light.pairs("general") == reopened.pairs("general") == \
+            {("fast", "slow"): 1, ("fast", "mid"): 1, ("slow", "fast"): 1}
+        assert light.pairs("review") == {("slow", "mid"): 1}
+        assert light.paired_shapes() == ["general", "review"]
     finally:
         reopened.close()
+    # saved pairs of another evidence file are not taken: the verdicts are folded from the start
+    saved = json.loads((runs / "pairs.json").read_text())
+    (runs / "pairs.json").write_text(json.dumps(dict(saved, ino=saved["ino"] + 1, pairs={
+        "wins": [["general", "mid", "fast", 99]], "panels": []})))
+    assert PairsView(runs).pairs("general") == \
+        {("fast", "slow"): 1, ("fast", "mid"): 1, ("slow", "fast"): 1}
 
 
 def synthetic(strengths: dict[str, float], panels: int, seed: int) -> dict:

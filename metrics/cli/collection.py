@@ -57,15 +57,12 @@ def cmd_collection(args, out: Out) -> int:
 def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> int:
     """Print the suggestions for one collection, or "no suggestion" with the evidence."""
     from panelist.metrics.panel import suggest
-    from panelist.metrics.ledger.ledger import Ledger
-    from panelist.metrics.ledger.ratings import Ratings
-    from panelist.metrics.cli.ratings import check_shape
+    from panelist.metrics.cli.ratings import book_of, check_shape
     name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     collection, _ = collections.resolve(name)
     shape = check_shape(args.shape or collection.shape or "general")
     view = Roster(home).view()
-    with Ledger(home.gateway_runs) as ledger:
-        ratings = Ratings.of_home(home, ledger).of(shape)
+    ratings = book_of(home).of(shape)
     report = suggest.report(collection, view, ratings, shape)
     if out.as_json:
         out.result(report)

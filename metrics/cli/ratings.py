@@ -1,6 +1,6 @@
 """``panelist ratings``: each model's rating per shape, from the verdicts' pairs, the suite and
-the races (``ledger.ratings``), with its 95% interval; read from the data folder's index, never
-by rereading its logs.
+the races (``ledger.ratings``), with its 95% interval; read from the pairs saved with the
+ledger's snapshot and the verdicts after them, never by rereading the whole log.
 """
 
 from __future__ import annotations
@@ -24,14 +24,19 @@ def check_shape(shape: str) -> str:
     return shape
 
 
-def cmd_ratings(args, out: Out) -> int:
-    from panelist.metrics.ledger.ledger import Ledger
+def book_of(home):
+    """The data folder's ratings, over the saved pairs and the verdicts after them: the
+    ledger's whole index is not loaded (``ledger.pairsfile``)."""
+    from panelist.metrics.ledger.pairsfile import PairsView
     from panelist.metrics.ledger.ratings import Ratings
+    return Ratings.of_home(home, PairsView(home.gateway_runs))
+
+
+def cmd_ratings(args, out: Out) -> int:
     home = open_home(args.data)
-    with Ledger(home.gateway_runs) as ledger:
-        book = Ratings.of_home(home, ledger)
-        shapes = [check_shape(args.shape)] if args.shape else book.shapes()
-        found = [book.of(s).public() for s in shapes]
+    shape = check_shape(args.shape) if args.shape else None
+    book = book_of(home)
+    found = [book.of(s).public() for s in ([shape] if shape else book.shapes())]
     if out.as_json:
         out.result({"shapes": found})
         return 0

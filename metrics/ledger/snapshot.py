@@ -31,6 +31,7 @@ from panelist.metrics.ledger.histogram import HIST_BUCKETS
 from panelist.metrics.ledger.index import ANSWERED, AWAITING, DELIVERED, ABANDONED, Index, \
     Stats, intern
 from panelist.metrics.ledger.outcomes import Outcomes
+from panelist.metrics.ledger import pairsfile
 from panelist.metrics.ledger.pairs import Pairs
 from panelist.metrics.ledger.usage import Usage
 from panelist.metrics.store import atomic, jsonwire
@@ -103,8 +104,11 @@ def encode(state: dict) -> bytes:
 
 
 def save(path: Path, state: dict) -> None:
-    """Write a ``capture`` to ``path``, synced, this user's only."""
+    """Write a ``capture`` to ``path``, synced, this user's only; and its pairs beside it
+    (``pairsfile``), for readers that need only those."""
     atomic.write(path, encode(state), mode=0o600)
+    pairsfile.save(path.with_name(pairsfile.NAME), state["ino"], state["offset"],
+                   state["pairs"])
 
 
 def load(path: Path, index: Index, evidence_path: Path, evidence_fd: int) -> bool:
