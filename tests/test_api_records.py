@@ -179,6 +179,35 @@ def test_evidence(dash, home, sim):
     assert status == 200 and none["data"] == []
 
 
+@covers("GET", "/api/ratings")
+def test_ratings(dash, home):
+    status, empty, _ = dash.get("/api/ratings")
+    assert status == 200 and empty == {"data": [], "shapes": []}
+    for _ in range(3):
+        calls = {s["alias"]: s["call"] for s in ask(dash)["seats"]}
+        for alias, useful in (("fast", True), ("mid", True), ("slow", False)):
+            status, _, _ = dash.post("/api/verdict", {"call": calls[alias], "useful": useful})
+            assert status == 200
+    status, body, _ = dash.get("/api/ratings")
+    assert status == 200 and body["shapes"] == ["general"]
+    (general,) = body["data"]
+    assert general["shape"] == "general" and general["comparisons"] == 6
+    assert general["sources"] == {"verdicts": 6, "races": 0}
+    rows = {m["alias"]: m for m in general["models"]}
+    assert [m["alias"] for m in general["models"]][-1] == "slow"
+    assert (rows["fast"]["wins"], rows["fast"]["losses"]) == (3, 0)
+    assert (rows["slow"]["wins"], rows["slow"]["losses"]) == (0, 6)
+    assert rows["fast"]["rating"] == rows["mid"]["rating"] > rows["slow"]["rating"]
+    for m in general["models"]:
+        assert m["interval"][0] < m["rating"] < m["interval"][1]
+    status, same, _ = dash.get("/api/ratings?shape=general")
+    assert status == 200 and same == body
+    status, none, _ = dash.get("/api/ratings?shape=review")
+    assert status == 200 and none["data"][0]["models"] == [] and none["shapes"] == ["general"]
+    status, bad, _ = dash.get("/api/ratings?shape=Not%20a%20shape")
+    assert_error(status, bad, 400, param="shape", says="lower-case letters")
+
+
 @covers("GET", "/api/usage")
 def test_usage(dash, home, sim):
     sim.script("x-one", fail="server_error")

@@ -33,3 +33,25 @@ def test_a_restart_loads_its_snapshot_and_folds_only_what_came_after(tmp_path, p
         assert sorted(p["call"] for p in a.pending()) == [f"{first}.m2", f"{second}.m1",
                                                           f"{second}.m2"]
         assert a.states(["m1"], "code")["m1"].not_useful == 1
+
+
+def test_ratings_and_collection_suggest_read_the_database(home, pg_url, monkeypatch, capsys):
+    """With a database there is no evidence file beside the saved pairs: the command line's
+    ratings come from the verdicts another instance wrote to the database."""
+    import json
+
+    from panelist.metrics.cli.main import main
+    with Ledger(home.root / "elsewhere", database=pg_url) as other:
+        for i in range(6):
+            pid = other.new_panel()
+            for alias, useful in (("fast", True), ("slow", False)):
+                other.record_seat({"call": f"{pid}.{alias}", "panel": pid, "alias": alias,
+                                   "shape": "general", "status": "ok", "key": "local"})
+                other.record_verdict(f"{pid}.{alias}", useful=useful)
+    monkeypatch.setenv("PANELIST_DATABASE_URL", pg_url)
+    assert main(["--json", "ratings", "--data", str(home.root)]) == 0
+    (general,) = json.loads(capsys.readouterr().out)["shapes"]
+    assert [(m["alias"], m["wins"], m["losses"]) for m in general["models"]] == \
+        [("fast", 6, 0), ("slow", 0, 6)]
+    assert main(["--json", "collection", "suggest", "trio", "--data", str(home.root)]) == 0
+    assert "suggest" in json.loads(capsys.readouterr().out)

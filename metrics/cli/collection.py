@@ -1,11 +1,10 @@
 """``panelist collection``: named panels (save, list, rm) and what their verdicts suggest
-(suggest: a model clearly better than a member).
+(suggest: a model rated clearly above a member, by the same rule as a reply's ``bench.suggest``).
 """
 
 from __future__ import annotations
 
 from panelist.metrics.cli.main import Out
-from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.collection import REPLIES, Collections
 from panelist.metrics.roster.roster import Roster
@@ -58,36 +57,35 @@ def cmd_collection(args, out: Out) -> int:
 def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> int:
     """Print the suggestions for one collection, or "no suggestion" with the evidence."""
     from panelist.metrics.panel import suggest
-    from panelist.metrics.roster.collection import SHAPE
-    from panelist.metrics.ledger.ledger import Ledger
+    from panelist.metrics.cli.ratings import book_of, check_shape
     name = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     collection, _ = collections.resolve(name)
-    shape = args.shape or collection.shape or "general"
-    if not SHAPE.fullmatch(shape):
-        raise BadRequest(f"--shape '{shape}' is not a shape; use lower-case letters, digits "
-                         "and '-', e.g. general or review")
+    shape = check_shape(args.shape or collection.shape or "general")
     view = Roster(home).view()
-    with Ledger.of_home(home) as ledger:
-        states = ledger.states(view.models.keys(), shape)
-    report = suggest.report(collection, view, states, shape)
+    with book_of(home) as book:
+        ratings = book.of(shape)
+    report = suggest.report(collection, view, ratings, shape)
     if out.as_json:
         out.result(report)
         return 0
     for s in report["suggest"]:
         lo, hi = s["interval"]
         mlo, mhi = s["member_interval"]
-        print(f"{s['alias']} instead of {s['instead_of']} on {shape}: {s['useful']} of {s['of']} "
-              f"useful (95% interval {lo:.2f}-{hi:.2f}, the member's {mlo:.2f}-{mhi:.2f})")
+        print(f"{s['alias']} instead of {s['instead_of']} on {shape}: rated {s['rating']:.2f} "
+              f"({lo:.2f}-{hi:.2f}), the member {s['member_rating']:.2f} ({mlo:.2f}-{mhi:.2f}); "
+              f"intervals corrected for {s['compared']} candidate(s)")
     if report["suggest"]:
         print(f"to change {collection.model_id}: panelist collection save {collection.name} "
               "--members ...")
         return 0
-    print(f"no suggestion for {collection.model_id} on {shape}: no model's useful rate is "
-          "clearly above a member's (their 95% intervals overlap, or verdicts are missing)")
-    out.table([dict(r, interval="{:.2f}-{:.2f}".format(*r["interval"]))
-               for r in report["evidence"]], ["seat", "alias", "useful", "of", "interval"])
+    print(f"no suggestion for {collection.model_id} on {shape}: no model is rated clearly "
+          f"above a member (their intervals, corrected for {report['compared']} candidate(s), "
+          "overlap, or comparisons are missing)")
+    out.table([dict(r, interval="{:.2f}-{:.2f}".format(*r["interval"]),
+                    rating=f"{r['rating']:.2f}") for r in report["evidence"]],
+              ["seat", "alias", "rating", "interval", "wins", "losses"])
     if report["members_without_verdicts"]:
-        print(f"members without verdicts on {shape}: "
+        print(f"members without comparisons on {shape}: "
               + ", ".join(report["members_without_verdicts"]))
     return 0
 

@@ -30,6 +30,9 @@ Invariants:
   that verdict listed (capped at ``FALSE_CAP``), whether it was counted in a collection, and its
   usefulness: a replacing verdict uncounts all of its predecessor's in O(1), without reading the
   old line.
+* Per shape, the pairwise outcomes of the verdicts on one panel (``pairs``: a useful call's
+  model over a not-useful call's, among the most recent ``panels_kept`` judged panels), which
+  the ratings are fitted from without reading a log.
 * Seating is counted in turns: a shape's turn is how many ``"seated"`` lines it has, in log order
   (so every process counts the same turns), and each (alias, shape) keeps the turn of its last
   seat. Older seat lines (without a ``"seated"`` line) still set the seating time, not a turn.
@@ -66,6 +69,7 @@ from panelist.metrics import errors
 from panelist.metrics.ledger.histogram import HIST_BUCKETS, hist_bucket, hist_quantiles
 from panelist.metrics.ledger.ids import ID_MARGIN, panel_seq
 from panelist.metrics.ledger.outcomes import ERROR_CHARS, NOT_OUTCOMES, Outcomes
+from panelist.metrics.ledger.pairs import Pairs
 from panelist.metrics.ledger.usage import ANSWER, FAILURE, NEITHER, Usage
 
 KEEP_DAYS = 62            # days of per-day seat counts kept; buckets() serves up to 60
@@ -230,6 +234,7 @@ class Index:
         self._old_abandoned: frozenset[str] = frozenset()
         self.usage = Usage()              # seats per alias in the recent windows
         self.outcomes = Outcomes()        # each alias's latest outcomes and newest probe
+        self.pairs = Pairs(self.panels_kept)   # per shape, who was judged better on a panel
 
     def fold_all(self, records: Iterable[tuple[int, dict]], now: float,
                  abandoned: frozenset[str] = frozenset()) -> int:
@@ -552,6 +557,10 @@ class Index:
             self._collection(collection)[3 - useful] += 1
         self.verdicts[call] = (offset << V_OFFSET | claims << 2
                                 | (collection is not None) << 1 | useful)
+        if with_stats:
+            panel = rec.get("panel")
+            self.pairs.fold(panel if panel.__class__ is str else call.partition(".")[0],
+                            call, alias, shape, useful)
 
     def _pair(self, key: tuple[str, str]) -> tuple["Stats", "Stats"]:
         """The aggregates of (alias, shape) and of the alias over every shape, made if new."""

@@ -156,6 +156,12 @@ class Ledger:
                now: float | None = None) -> dict[str, ModelState]:
         return self._queries.states(aliases, shape, now)
 
+    def pairs(self, shape: str) -> dict[tuple[str, str], int]:
+        return self._queries.pairs(shape)
+
+    def paired_shapes(self) -> list[str]:
+        return self._queries.paired_shapes()
+
     def call(self, call_id: str) -> dict | None:
         return self._queries.call(call_id)
 

@@ -270,6 +270,19 @@ class Queries:
             found = {s for _, s in ix.stats} | {s for _, s in ix.counts} | set(ix.turns)
         return sorted(s for s in found if isinstance(s, str))
 
+    def pairs(self, shape: str) -> dict[tuple[str, str], int]:
+        """``{(better, worse): panels}`` for ``shape``: the panels where a call of ``better``
+        was judged useful and one of ``worse`` not (``pairs.py``)."""
+        self._refresh()
+        with self._lock:
+            return self._index.pairs.of(shape)
+
+    def paired_shapes(self) -> list[str]:
+        """The shapes with at least one pairwise outcome, sorted."""
+        self._refresh()
+        with self._lock:
+            return sorted(s for s, w in self._index.pairs.wins.items() if w)
+
     def collection_stats(self) -> dict[str, dict]:
         """Per collection model id (``bench/<name>``): ``{"panels", "seats", "useful",
         "not_useful"}``. Panels are ``"seated"`` lines naming the collection, seats are seat

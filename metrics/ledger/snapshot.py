@@ -8,7 +8,8 @@ unreadable, of another ``SNAPSHOT_VERSION``, of another file, or whose offset is
 end or not at a line boundary, and the ledger then replays the log into an empty index.
 Versions: 2 added the query aggregates and packed verdict entries, 3 delivery states and
 history, 4 histograms twice as fine (``histogram``: eight buckets a doubling), the recent
-windows (``usage``) and each model's outcomes (``outcomes``). An older snapshot is replayed,
+windows (``usage``) and each model's outcomes (``outcomes``), 5 the pairwise outcomes of
+verdicts on one panel (``pairs``). An older snapshot is replayed,
 never converted: its histograms cannot be split into finer buckets, and only a replay reads
 each seat's seconds again.
 
@@ -30,11 +31,13 @@ from panelist.metrics.ledger.histogram import HIST_BUCKETS
 from panelist.metrics.ledger.index import ANSWERED, AWAITING, DELIVERED, ABANDONED, Index, \
     Stats, intern
 from panelist.metrics.ledger.outcomes import Outcomes
+from panelist.metrics.ledger import pairsfile
+from panelist.metrics.ledger.pairs import Pairs
 from panelist.metrics.ledger.usage import Usage
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 
-SNAPSHOT_VERSION = 4       # see the module docstring
+SNAPSHOT_VERSION = 5       # see the module docstring
 _STATE_CODES = (-1, AWAITING, DELIVERED, ABANDONED)   # -1 stands for None in the snapshot
 
 
@@ -57,7 +60,8 @@ def capture(index: Index) -> dict:
             "panels": [(p, listed[0]) for p, listed in index.panels.items()],
             "tool_owner": list(index.tool_owner.items()),
             "delivered": list(index.delivered.items()),
-            "usage": index.usage.copy(), "outcomes": index.outcomes.copy()}
+            "usage": index.usage.copy(), "outcomes": index.outcomes.copy(),
+            "pairs": index.pairs.copy()}
 
 
 def encode(state: dict) -> bytes:
@@ -94,13 +98,17 @@ def encode(state: dict) -> bytes:
         "delivered": {"hashes": [h for h, _ in state["delivered"]],
                       "panels": [p for _, p in state["delivered"]]},
         "usage": state["usage"].encode(), "outcomes": state["outcomes"].encode(),
+        "pairs": state["pairs"].encode(),
     }
     return jsonwire.encode(data, separators=(",", ":"))
 
 
 def save(path: Path, state: dict) -> None:
-    """Write a ``capture`` to ``path``, synced, this user's only."""
+    """Write a ``capture`` to ``path``, synced, this user's only; and its pairs beside it
+    (``pairsfile``), for readers that need only those."""
     atomic.write(path, encode(state), mode=0o600)
+    pairsfile.save(path.with_name(pairsfile.NAME), state["ino"], state["offset"],
+                   state["pairs"])
 
 
 def load(path: Path, index: Index, evidence_path: Path, evidence_fd: int) -> bool:
@@ -176,6 +184,7 @@ def load_if(path: Path, index: Index, covers) -> bool:
         _load_history(index, data)
         index.usage = Usage.decode(data["usage"], HIST_BUCKETS, intern)
         index.outcomes = Outcomes.decode(data["outcomes"], intern)
+        index.pairs = Pairs.decode(data["pairs"], index.panels_kept, intern)
         # the owed counts are derived from the recent map and the verdicts: recount them
         index.recount_owed()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):

@@ -11,6 +11,8 @@ any other shape are never touched):
   halves were; epochs where one half is missing do not count for it. Only each task's latest
   version counts (the report's ``results.latest``: per task, model and epoch the last scored
   sample of the task's current hash); samples whose way to the model failed never count;
+* for the ratings (``ledger.ratings``), a unit (pair or claim) one model got right and another
+  wrong is a comparison the first won, in the ``review`` shape;
 * once a model has 20 real verdicts for the shape (``REAL_ENOUGH``), its suite part is dropped:
   the callers' own judgement is then evidence enough, and a benchmark should not outvote it.
 
@@ -53,6 +55,7 @@ class SuiteEvidence:
         # (task, hash, model, epoch) -> (pair, kind, right), the last scored line of each
         self._scored: dict[tuple, tuple] = {}
         self._record: dict[str, tuple[int, int]] = {}
+        self._pairs: dict[tuple[str, str], int] = {}
 
     def record(self) -> dict[str, tuple[int, int]]:
         """``{alias: (right, counted)}``: pairs and claims right, of those counted."""
@@ -62,6 +65,12 @@ class SuiteEvidence:
                 self._follow(stamp[0])
                 self._stamp = stamp
             return self._record
+
+    def pairs(self) -> dict[tuple[str, str], int]:
+        """``{(better, worse): units}`` of the latest samples (``comparisons``)."""
+        self.record()
+        with self._lock:
+            return self._pairs
 
     def _follow(self, size: int) -> None:
         if size < self._tail.offset:   # replaced or truncated: start over
@@ -78,11 +87,14 @@ class SuiteEvidence:
                 alias = s["alias"] if "alias" in s else s.get("model")
                 self._scored[(task, digest, alias, s.get("epoch", 1))] = \
                     (s.get("pair") or task, s.get("task_kind"), bool(s.get("right")))
-        self._record = summarise(self._version, self._scored)
+        found = units(self._version, self._scored)
+        self._pairs = comparisons(found)
+        self._record = tally(found)
 
 
-def summarise(version: dict[str, str], scored: dict[tuple, tuple]) -> dict:
-    """``{model: (right, counted)}`` by the module's rule from the latest scored samples."""
+def units(version: dict[str, str], scored: dict[tuple, tuple]) -> dict[tuple, dict[str, bool]]:
+    """``{unit: {model: right}}`` by the module's rule, a unit being a claim task
+    (``("claim", task)``) or a bug/control pair (``("pair", pair)``)."""
     claims: dict[tuple, list[int]] = {}       # (model, task) -> hit per epoch
     halves: dict[tuple, dict[str, bool]] = {}  # (model, pair, epoch) -> {kind: right}
     for (task, digest, model, epoch), (pair, kind, right) in scored.items():
@@ -96,10 +108,38 @@ def summarise(version: dict[str, str], scored: dict[tuple, tuple]) -> dict:
     for (model, pair, _), got in halves.items():
         if len(got) == 2:
             pairs.setdefault((model, pair), []).append(int(all(got.values())))
+    out: dict[tuple, dict[str, bool]] = {}
+    for tag, found in (("claim", claims), ("pair", pairs)):
+        for (model, unit), hits in found.items():
+            out.setdefault((tag, unit), {})[model] = 2 * sum(hits) >= len(hits)
+    return out
+
+
+def summarise(version: dict[str, str], scored: dict[tuple, tuple]) -> dict:
+    """``{model: (right, counted)}`` by the module's rule from the latest scored samples."""
+    return tally(units(version, scored))
+
+
+def tally(found: dict[tuple, dict[str, bool]]) -> dict[str, tuple[int, int]]:
+    """``{model: (right, counted)}`` of ``units``."""
     out: dict[str, tuple[int, int]] = {}
-    for (model, _), hits in list(claims.items()) + list(pairs.items()):
-        right, counted = out.get(model, (0, 0))
-        out[model] = (right + (2 * sum(hits) >= len(hits)), counted + 1)
+    for got in found.values():
+        for model, right in got.items():
+            r, counted = out.get(model, (0, 0))
+            out[model] = (r + right, counted + 1)
+    return out
+
+
+def comparisons(found: dict[tuple, dict[str, bool]]) -> dict[tuple[str, str], int]:
+    """``{(better, worse): units}``: the units one model got right and the other wrong (the
+    suite's part of the ratings, beside the verdicts' pairs)."""
+    out: dict[tuple[str, str], int] = {}
+    for got in found.values():
+        right = [m for m, r in got.items() if r]
+        wrong = [m for m, r in got.items() if not r]
+        for a in right:
+            for b in wrong:
+                out[(a, b)] = out.get((a, b), 0) + 1
     return out
 
 

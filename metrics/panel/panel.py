@@ -69,7 +69,8 @@ from panelist.metrics.roster.roster import Model, Roster
 from panelist.metrics.panel.seating import (NEEDS, Seat, Seating, SeatsInFlight, seat_panel,
                                             window_of)
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
-from panelist.metrics.panel.suggest import suggestions
+from panelist.metrics.panel.suggest import for_reply
+from panelist.metrics.ledger.ratings import Ratings
 
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
 SAID = 240  # characters of each failed seat's error a panel's own error repeats (error.seats: all)
@@ -102,6 +103,7 @@ class Panels:
         self.collections = Collections(home)
         self.ledger = ledger or Ledger.of_home(home)
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
+        self.ratings = Ratings.of_home(home, self.ledger, self.suite)   # for bench.suggest
         self.upstream = upstream or Upstream()
         self.admission = Admission(home)   # limits per endpoint, shared with other processes
         # the seats core asks the models; its threads are made only as seats need them and then
@@ -160,6 +162,8 @@ class Panels:
         The hold is released seat by seat by the ``PanelRun`` that ``start`` makes."""
         view = self.known.view()
         limits = self.collections.limits()
+        # before the seating lock: a refit must not hold up other seatings
+        suggest = for_reply(req.collection, view, self.ratings, req.shape)
         with self._seating:
             now = time.time()
             states = self.ledger.states(view.models.keys(), req.shape, now)
@@ -171,13 +175,13 @@ class Panels:
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias))
             self._refuse(req, states, seating)
             req.member_states = {a: states[a] for a in req.collection.members if a in states}
-            seating.suggest = suggestions(req.collection, view, states, req.shape)
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
             # its seats are owed verdicts once the reply is delivered (``PanelRun.delivered``)
             self.ledger.record_seated(seating.panel, req.shape, aliases, now,
                                       collection=req.collection.model_id, awaits_delivery=True)
             seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
+        seating.suggest = suggest
         return seating
 
     def _refuse(self, req: Request, states: dict, seating: Seating) -> None:

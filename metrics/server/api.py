@@ -31,7 +31,8 @@ from panelist.metrics.upkeep.failing import describe
 from panelist.metrics.upkeep.health import ask_endpoint
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.roster.collection import MAX_DESCRIPTION, MAX_TAGS, PREFIX, REPLIES, Limits
+from panelist.metrics.roster.collection import MAX_DESCRIPTION, MAX_TAGS, PREFIX, REPLIES, \
+    SHAPE, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
@@ -557,6 +558,19 @@ def evidence(req: ApiRequest) -> dict:
     return {"data": rows, "shapes": ledger.shapes(), "buckets": ledger.buckets(30)}
 
 
+def ratings(req: ApiRequest) -> dict:
+    """Each model's rating per shape (``ledger.ratings``), or one shape's with ``?shape=``;
+    refitted only when that shape's comparisons changed."""
+    book = req.panels.ratings
+    shapes = book.shapes()
+    shape = req.query.get("shape") or "all"
+    if shape != "all" and not SHAPE.fullmatch(shape):
+        raise BadRequest(f"shape '{shape[:NAME]}' is not a shape; use lower-case letters, digits "
+                         "and '-', e.g. general or review, or all", param="shape")
+    return {"data": [book.of(s).public() for s in (shapes if shape == "all" else [shape])],
+            "shapes": shapes}
+
+
 def usage(req: ApiRequest) -> dict:
     """Each model's seats, error rate, answer times and spend over a recent window
     (``Ledger.usage``), priced at the model's price now (typed, else the catalog's); a total
@@ -719,6 +733,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/find", {"GET": find}),
     ("/api/verdict", {"POST": post_verdict}),
     ("/api/evidence", {"GET": evidence}),
+    ("/api/ratings", {"GET": ratings}),
     ("/api/usage", {"GET": usage}),
     ("/api/suite", {"GET": suite}),
     ("/api/keys", {"GET": list_keys, "POST": create_key}),

@@ -1,7 +1,8 @@
 // Evidence: per model and shape, how often answers were useful (with a 95% Wilson interval),
 // false claims, seats over time, answer times and failures: charts first, the full table
-// folded underneath. Below them, each model's record on the review suite, and Run the suite
-// (suiterun.js) with the progress of the run there is.
+// folded underneath. Below them, each model's rating per shape (GET /api/ratings: the same
+// ratings panelist ratings prints and suggestions are made from), its record on the review
+// suite, and Run the suite (suiterun.js) with the progress of the run there is.
 
 import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -69,16 +70,49 @@ function suiteCard(rows, warnings, runPanel) {
     runPanel, table.el);
 }
 
+// each shape's ratings: the chance a model is judged better than an average one of the shape,
+// from verdicts on one panel, suite tasks and races, with its 95% interval
+function ratingsCard(doc) {
+  const shapes = (doc.data || []).filter((r) => r.models.length);
+  if (!shapes.length) return null;
+  const sources = (r) => Object.entries(r.sources).filter(([, n]) => n).map(([k, n]) => `${fmt.count(n)} from ${k}`).join(", ");
+  return h("section", { class: "card", "data-testid": "ratings-card" },
+    h("h2", { text: "Ratings" }),
+    h("p", { class: "chart-note" }, "The chance a model's answer is judged better than an average model's on the same shape of work, "
+      + "fitted from answers judged apart on one panel (one useful, the other not), suite tasks one got right and the other wrong, "
+      + "and race totals. The line is its 95% interval; a suggestion to change a collection needs intervals that stay apart "
+      + "even when corrected for every candidate."),
+    shapes.map((r) => h("div", { class: "stack", "data-shape": r.shape },
+      h("h3", { text: `${r.shape}: ${fmt.count(r.comparisons)} comparisons (${sources(r)})` }),
+      dataTable({
+        label: `Ratings on ${r.shape}`,
+        rows: r.models,
+        short: true,
+        rowId: (m) => m.alias,
+        sort: { key: "rating", dir: "desc" },
+        filterHint: "Filter by model",
+        columns: [
+          { key: "alias", label: "Model", cell: (m) => modelLink(m.alias) },
+          { key: "rating", label: "Rating (95% interval)", filter: false,
+            cell: (m) => rateCell(m.rating, m.interval, m.wins, m.losses) },
+          { key: "wins", label: "Won", numeric: true, filter: false },
+          { key: "losses", label: "Lost", numeric: true, filter: false },
+        ],
+      }).el)));
+}
+
 export async function render(root, ctx) {
   const shape = ctx.params.get("shape") || "all";
-  const [ev, models, suite] = await Promise.all([
+  const [ev, models, suite, ratings] = await Promise.all([
     api.get(`/api/evidence${query({ shape })}`, { signal: ctx.signal }),
     api.get("/api/models", { signal: ctx.signal }),
     api.get("/api/suite", { signal: ctx.signal }),
+    api.get(`/api/ratings${query({ shape })}`, { signal: ctx.signal }),
   ]);
   // a run that ends while the page is open shows its results: the page is read again
   const suiteSection = suiteCard(suite.data || [], suite.warnings || [],
     suiteRunPanel(ctx, { onEnded: () => ctx.navigate(location.hash) }));
+  const ratingsSection = ratingsCard(ratings);
   const rows = ev.data || [];
   const shapes = [...new Set([...(models.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
   const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);
@@ -92,7 +126,7 @@ export async function render(root, ctx) {
     replace(root, head, h("div", { class: "stack" }, emptyState("No evidence yet",
       "Evidence appears once panels have been asked and their answers judged.",
       linkButton("Ask a collection", "#/ask", "primary"), linkButton("Judge answers on Panels", "#/panels")),
-    suiteSection));
+    ratingsSection, suiteSection));
     return;
   }
 
@@ -157,7 +191,7 @@ export async function render(root, ctx) {
           times || notice("", "No answer timed yet")),
         chartCard("Failures by kind", "Seats that did not answer, by what went wrong.",
           fails || h("p", { class: "muted" }, "No failure recorded.")))),
-    h("div", { class: "stack" }, fold, suiteSection));
+    h("div", { class: "stack" }, fold, ratingsSection, suiteSection));
 
   // drawn at the slot's own width (and again when it changes much), so the labels stay legible
   let drawnAt = 0;

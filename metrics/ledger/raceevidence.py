@@ -1,0 +1,103 @@
+"""Race evidence: the judge's totals of the races a data folder holds, as comparisons for the
+ratings (``ratings.py``).
+
+The rule: in each race report (``runs/races/<race id>.json``), for each input, every two
+candidates with judged runs on it are compared by their mean total over those runs; the higher
+wins one comparison, an equal mean is a tie and counts nowhere. Runs that failed, were voided
+or that the judge failed on carry no total and do not count. A race names no shape, so its
+comparisons count for ``general`` only (``SHAPE``).
+
+Cost: a look at an unchanged folder costs one ``stat`` (a report is written whole by a rename,
+which moves the folder's mtime); otherwise a listing and a ``stat`` per report, and a report is
+read again only when its size or mtime changed; never a read of a race's calls log. A report
+that cannot be read counts nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+from panelist.metrics.store import jsonwire
+
+SHAPE = "general"
+_REPORT = re.compile(r"r\d{8}-[0-9a-f]{8}\.json")
+
+
+def comparisons(report: dict) -> dict[tuple[str, str], int]:
+    """``{(better, worse): inputs}`` of one race report, by the module's rule."""
+    totals: dict[tuple, list[float]] = {}   # (input, model) -> judged totals
+    rows = report.get("rows") if isinstance(report, dict) else None
+    for row in rows if isinstance(rows, list) else ():
+        if not isinstance(row, dict):
+            continue
+        model, total, where = row.get("model"), row.get("total"), row.get("input", 0)
+        if isinstance(model, str) and total.__class__ in (int, float) \
+                and isinstance(where, (int, str)):
+            totals.setdefault((where, model), []).append(float(total))
+    by_input: dict = {}
+    for (where, model), values in totals.items():
+        by_input.setdefault(where, []).append((model, sum(values) / len(values)))
+    out: dict[tuple[str, str], int] = {}
+    for means in by_input.values():
+        for a, ma in means:
+            for b, mb in means:
+                if ma > mb and a != b:
+                    out[(a, b)] = out.get((a, b), 0) + 1
+    return out
+
+
+class RaceEvidence:
+    """The comparisons of every race report in one folder, refreshed as reports change."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[tuple, dict]] = {}   # file name -> (stamp, comparisons)
+        self._folder_stamp: tuple | None = None
+        self._sum: dict[tuple[str, str], int] = {}
+
+    def pairs(self) -> dict[tuple[str, str], int]:
+        """``{(better, worse): inputs}`` summed over every race."""
+        try:
+            st = os.stat(self.folder)
+            stamp = (st.st_mtime_ns, st.st_ino)
+        except (FileNotFoundError, NotADirectoryError):
+            stamp = None
+        with self._lock:
+            # a report is written whole by a rename into the folder, which moves the folder's
+            # mtime: an unchanged folder has unchanged reports. Not within a second of a change,
+            # though: another rename in the same clock tick would leave the same mtime
+            if stamp is not None and stamp == self._folder_stamp \
+                    and time.time_ns() - stamp[0] > 1_000_000_000:
+                return self._sum
+        try:
+            names = [n for n in os.listdir(self.folder) if _REPORT.fullmatch(n)]
+        except (FileNotFoundError, NotADirectoryError):
+            names = []
+        with self._lock:
+            seen = {}
+            for name in sorted(names):
+                path = self.folder / name
+                try:
+                    st = path.stat()
+                except FileNotFoundError:
+                    continue
+                stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+                hit = self._seen.get(name)
+                if hit is None or hit[0] != stamp:
+                    try:
+                        hit = (stamp, comparisons(jsonwire.loads(path.read_bytes())))
+                    except (OSError, ValueError):
+                        hit = (stamp, {})
+                seen[name] = hit
+            self._seen = seen
+            out: dict[tuple[str, str], int] = {}
+            for _, found in seen.values():
+                for pair, n in found.items():
+                    out[pair] = out.get(pair, 0) + n
+            self._folder_stamp, self._sum = stamp, out
+            return out

@@ -1,0 +1,61 @@
+"""The Evidence page's ratings, in a real browser against a real dashboard server: each shape's
+models with their rating, interval and comparisons, the strongest first; the shape picker
+narrows them. The page is watched for console errors and CSP violations (conftest.py)."""
+
+from __future__ import annotations
+
+import math
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+    expect = None
+
+
+def pct(x: float) -> int:
+    return math.floor(x * 100 + 0.5)   # as the page's Math.round
+
+
+def judged_panels(dash, rounds):
+    """Ask the demo collection ``rounds`` times; judge its first seat useful and the others not."""
+    for _ in range(rounds):
+        status, body = dash.request("POST", "/v1/chat/completions", {
+            "model": "bench/demo", "messages": [{"role": "user", "content": "Review: x = 1"}]})
+        assert status == 200, body
+        seats = [s for s in body["bench"]["seats"] if s["status"] == "ok"]
+        assert len(seats) >= 2, body["bench"]
+        for i, seat in enumerate(seats):
+            status, _ = dash.post("/api/verdict", {"call": seat["call"], "useful": i == 0})
+            assert status == 200
+    return seats[0]["alias"]
+
+
+def test_the_evidence_page_shows_ratings_with_intervals_per_shape(demo, page):
+    best = judged_panels(demo, 4)
+    status, ratings = demo.get("/api/ratings")
+    assert status == 200 and ratings["shapes"] == ["general"]
+    (general,) = ratings["data"]
+    top = general["models"][0]
+    assert top["alias"] == best
+
+    page.goto(demo.url + "/#/evidence")
+    card = page.get_by_test_id("ratings-card")
+    expect(card.get_by_role("heading", name="Ratings", exact=True)).to_be_visible()
+    block = card.locator('[data-shape="general"]')
+    expect(block.get_by_role("heading")).to_contain_text(
+        f"general: {general['comparisons']} comparisons ({general['comparisons']} from verdicts)")
+    table = block.get_by_role("region", name="Ratings on general")
+    rows = table.locator("tbody tr")
+    expect(rows).to_have_count(len(general["models"]))
+    expect(rows.first).to_have_attribute("data-id", best)   # the strongest first
+    first = table.locator(f'tr[data-id="{best}"]')
+    expect(first).to_contain_text(f"{pct(top['rating'])}%")
+    lo, hi = top["interval"]
+    expect(first.locator(".interval")).to_have_attribute(
+        "title", f"95% interval {pct(lo)}–{pct(hi)}%")
+    expect(first.locator("td").nth(2)).to_have_text(str(top["wins"]))
+
+    # a shape without comparisons shows no ratings card
+    page.goto(demo.url + "/#/evidence?shape=review")
+    expect(page.get_by_text("No evidence yet")).to_be_visible()   # no verdict on review
+    expect(page.get_by_test_id("ratings-card")).to_have_count(0)
