@@ -6,7 +6,8 @@ Invariants:
 
 * Every route passes a gate: ``/api/`` asks for the dashboard login when ``PANELIST_ADMIN_TOKEN``
   is set; only the pages, the static files, ``/api/login`` and ``/api/logout`` are open (they
-  hold no data). A gateway key never opens the dashboard.
+  hold no data). A gateway key never opens the dashboard. ``/api/ask`` runs a panel for the
+  logged-in admin (``metrics.server.ask``) behind the same login.
 * Every ``/api/`` write declares its body (``metrics.server.bodies``) and is refused when the
   server is built if it does not; the body is checked against it before the action runs.
 * When gateway keys are required (``PANELIST_REQUIRE_KEYS=1``) the dashboard is never open: it
@@ -22,7 +23,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.server import api, bodies
+from panelist.metrics.server import api, ask, bodies
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.handler import Handler
@@ -82,7 +83,9 @@ class Dashboard:
                    Route("/api/login", {"POST": self.post_login}, gate=OPEN,
                          max_body=LOGIN_BODY),
                    Route("/api/logout", {"POST": self.post_logout}, gate=OPEN,
-                         max_body=LOGIN_BODY)]
+                         max_body=LOGIN_BODY),
+                   # a panel's body may be as large as /v1 takes: the server's cap
+                   Route("/api/ask", {"POST": ask.post_ask}, gate=ADMIN)]
         routes += [Route(pattern, {m: self.api_action(fn) for m, fn in actions.items()},
                          gate=ADMIN, max_body=API_BODY) for pattern, actions in api.ROUTES]
         for route in routes:   # no write takes a body nobody described
