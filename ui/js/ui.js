@@ -167,14 +167,43 @@ export function words(text) {
 }
 
 // ------------------------------------------------------------------ dialogs
+// what names an element across a redraw: a page that redraws while a dialog is open (a saved
+// verdict redraws its panel) replaces the opener with a twin carrying the same id or call
+function keyOf(el) {
+  if (!el || el === document.body || !(el instanceof Element)) return null;
+  if (el.id) return `#${CSS.escape(el.id)}`;
+  const holder = el.closest("[data-call], [data-panel]");
+  if (!holder) return null;
+  const attr = holder.dataset.call !== undefined ? "data-call" : "data-panel";
+  const base = `[${attr}="${CSS.escape(holder.getAttribute(attr))}"]`;
+  if (holder === el) return `${el.tagName.toLowerCase()}${base}`;
+  const label = el.getAttribute("aria-label") || el.textContent.trim();
+  return { base, tag: el.tagName.toLowerCase(), label };
+}
+
+function returnFocus(opener, key) {
+  let target = opener && opener.isConnected ? opener : null;
+  if (!target && typeof key === "string") target = document.querySelector(key);
+  if (!target && key && typeof key === "object") {
+    for (const holder of document.querySelectorAll(key.base)) {
+      target = [...holder.querySelectorAll(key.tag)].find((e) =>
+        (e.getAttribute("aria-label") || e.textContent.trim()) === key.label) || null;
+      if (target) break;
+    }
+  }
+  if (target && typeof target.focus === "function") target.focus();
+}
+
 /**
- * A modal <dialog>: Escape and the Close button close it, focus returns to what opened it.
+ * A modal <dialog>: Escape and the Close button close it, focus returns to what opened it (or,
+ * when the page redrew that meanwhile, to its twin in the new drawing).
  * `build({close})` returns {body, foot}; the dialog is removed from the page when closed.
  */
 export function openDialog({ title, sub = null, wide = false, label = null }, build) {
   const titleId = newId("dlg");
   const dialog = h("dialog", { class: wide ? "wide" : null, "aria-labelledby": titleId });
   const opener = document.activeElement;
+  const openerKey = keyOf(opener);
   let closed = false;
   const handlers = [];
   const close = () => {
@@ -186,7 +215,7 @@ export function openDialog({ title, sub = null, wide = false, label = null }, bu
     closed = true;
     handlers.forEach((fn) => fn());
     dialog.remove();
-    if (opener && opener.isConnected && typeof opener.focus === "function") opener.focus();
+    returnFocus(opener, openerKey);
   });
   const { body, foot } = build({ close, onClose: (fn) => handlers.push(fn), dialog });
   dialog.append(h("div", { class: "dialog-inner" },
