@@ -245,6 +245,22 @@ def test_focus_returns_to_the_seat_after_its_dialog_redrew_the_panel(dashboard_f
     expect(chip).to_be_focused()
 
 
+def test_focus_returns_to_the_opener_after_a_saved_edit_reloads_the_page(dashboard_factory, home, page):
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/collections")
+    edit = page.get_by_role("button", name="Edit trio")
+    edit.click()
+    dialog = page.get_by_role("dialog", name="Edit bench/trio")
+    dialog.get_by_label("Description").fill("Three reviewers, edited")
+    dialog.get_by_role("button", name="Save changes").click()
+    expect(dialog).to_have_count(0)
+    expect(page.locator('[data-collection="trio"]')).to_contain_text("Three reviewers, edited")
+    expect(edit).to_be_focused()   # the reloaded card's button, the opener's twin
+    page.get_by_role("button", name="Edit trio").click()
+    page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
+    expect(edit).to_be_focused()
+
+
 # ------------------------------------------------------------------ the admin's Ask
 def test_the_logged_in_admin_asks_without_a_gateway_key(dashboard_factory, home, context):
     dash = dashboard_factory(home, env={"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_REQUIRE_KEYS": "1"})

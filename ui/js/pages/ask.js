@@ -16,7 +16,7 @@ import { openSeat } from "../seat.js";
 import { sseData } from "../sse.js";
 import {
   button, copyButton, emptyState, field, linkButton, modelLink, notice, pageHead, seatLabel,
-  select, answered } from "../ui.js";
+  select, toast, answered } from "../ui.js";
 import { liveMark, quickVerdict } from "../verdict.js";
 import { current as verdictOf } from "../verdictstate.js";
 
@@ -65,7 +65,7 @@ function bodyOf(seat, ok) {
 function finalCard(seat, signal, heading = null, note = null) {
   const ok = answered(seat);
   const chip = ok ? "ok" : seat.status === "running" ? "" : seat.status === "empty" ? "warn" : "bad";
-  const card = h("article", { class: "card answer-card", dataset: { call: seat.call, seat: seat.seat } },
+  const card = h("article", { class: "card answer-card", tabindex: "-1", dataset: { call: seat.call, seat: seat.seat } },
     h("div", { class: "answer-head" },
       h("div", null,
         h("div", { class: "answer-title" }, `${heading || seatLabel(seat)} · `, modelLink(seat.alias, { strong: false })),
@@ -109,7 +109,7 @@ export async function render(root, ctx) {
   const askBtn = button("Ask", null, { kind: "primary large", type: "submit", "aria-keyshortcuts": "Control+Enter Meta+Enter" });
   const stopBtn = button("Stop", null, { hidden: true });
   const progress = h("div", { class: "progress-line", role: "status", "aria-live": "polite" });
-  const results = h("div", { class: "ask-results", "aria-label": "Answers", tabindex: "-1" });
+  const results = h("div", { class: "ask-results", "aria-label": "Answers" });
   const summary = h("div");
   const base = (info && info.gateway && info.gateway.base_url) || `${location.origin}/v1`;
 
@@ -172,7 +172,7 @@ export async function render(root, ctx) {
       const at = Math.max(0, cards.indexOf(currentCard()));
       const order = [...cards.slice(at + 1), ...cards.slice(0, at + 1)];
       const next = order.find((c) => !verdictOf(c.dataset.call)) || null;
-      if (!next) { replace(summary, notice("", "Every answer here has a verdict.")); return; }
+      if (!next) { toast("Every answer here has a verdict."); return; }
       if (view && view.index(next) >= 0) view.select(view.index(next));
       next.focus();
       next.scrollIntoView({ block: "nearest" });
