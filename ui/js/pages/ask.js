@@ -127,6 +127,13 @@ export async function render(root, ctx) {
   collection.addEventListener("change", () => { code.textContent = snippet(); });
   reply.addEventListener("change", () => { code.textContent = snippet(); });
 
+  // the answers come into view as they arrive (the form stays a scroll away), unless the
+  // person already scrolled to them or past them
+  const bringAnswersIntoView = () => {
+    const top = results.getBoundingClientRect().top;
+    if (top > window.innerHeight * 0.6) results.scrollIntoView({ block: "start", behavior: "smooth" });
+  };
+
   let running = null;
   ctx.onCleanup(() => { if (running) running.abort(); });
   stopBtn.addEventListener("click", () => { if (running) running.abort(); });
@@ -207,8 +214,7 @@ export async function render(root, ctx) {
     replace(results);
     replace(summary);
     view = null;
-    // what was asked comes into view, and the answers below it as they arrive
-    progress.scrollIntoView({ block: "start", behavior: "smooth" });
+
     const model = collection.value + reply.value;
     replace(progress, h("span", { class: "spinner", "aria-hidden": "true" }), `Asking ${model}: answers appear as each seat finishes…`);
     let content = "";
@@ -228,8 +234,10 @@ export async function render(root, ctx) {
         if (delta && typeof delta.content === "string" && delta.content) {
           content += delta.content;
           const parts = sectionsOf(content);
+          const first = !arrived;
           arrived = parts.length;
           replace(results, h("div", { class: "compare-grid" }, parts.map(streamingCard)));
+          if (first) bringAnswersIntoView();
           replace(progress, h("span", { class: "spinner", "aria-hidden": "true" }),
             `${arrived} ${arrived === 1 ? "answer" : "answers"} in, waiting for the rest…`);
         }
@@ -252,6 +260,7 @@ export async function render(root, ctx) {
         first ? h("h2", { class: "section", text: "Every seat's answer" }) : null,
         keysHint(),
         view.el);
+      bringAnswersIntoView();
       const okCount = seats.filter((s) => answered(s)).length;
       const behind = seats.filter((s) => s.status === "running").length;
       replace(progress, `Done: ${okCount} of ${seats.length} seats answered in ${fmt.seconds(bench.seconds)}`

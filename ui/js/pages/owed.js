@@ -47,8 +47,8 @@ export async function render(root, ctx) {
         on: { click: () => show(i) },
       },
       h("span", { class: "owed-alias", text: r.alias || "?" }),
-      h("span", { class: "muted small" }, `${r.collection || ""} · `, timeAgo(r.ts)),
-      liveMark(r.call, null)));
+      liveMark(r.call, null),
+      h("span", { class: "owed-meta muted small" }, `${r.collection || ""} · `, timeAgo(r.ts))));
   }
 
   function drawList() {
