@@ -33,6 +33,10 @@ export async function render(root, ctx) {
     ctx.setOwed(owed);
   }
 
+  function recount() {
+    ctx.refreshInfo().then((info) => { if (info && ctx.active) showCount(info.counts.owed); }, () => {});
+  }
+
   async function fetchRows() {
     const body = await api.get(`/api/owed${query({ limit: BATCH })}`, { signal: ctx.signal });
     showCount(body.owed || 0);
@@ -94,7 +98,8 @@ export async function render(root, ctx) {
       c.answer ? markdown(c.answer, { class: "markdown answer" }) : h("p", { class: "muted", text: "The answer was only tool calls." }),
       h("div", { class: "verdict-row", role: "group", "aria-label": `Verdict for ${c.call}` },
         yes, no, next,
-        button("Add a note or claims…", () => openSeat(c.call, { title: `${seatLabel(c)} · ${c.alias}` }), { kind: "ghost", small: true })),
+        button("Add a note or claims…", () => openSeat(c.call, {
+          title: `${seatLabel(c)} · ${c.alias}`, onVerdict: recount }), { kind: "ghost", small: true })),
       status));
   }
 
@@ -130,7 +135,7 @@ export async function render(root, ctx) {
     try {
       const result = await judge(r.call, useful, null, ctx.signal);
       status.textContent = savedWords(result);
-      ctx.refreshInfo().then((info) => { if (info && ctx.active) showCount(info.counts.owed); }, () => {});
+      recount();
       await advance();
     } catch (err) {
       if (!isAbort(err)) status.textContent = `Not saved: ${err.message}`;
