@@ -71,6 +71,7 @@ def test_a_key_is_stored_only_as_its_digest(home):
 
 @pytest.mark.parametrize("kw, fragment", [
     ({"name": "local"}, "not 'local'"),
+    ({"name": "dashboard"}, "or 'dashboard'"),
     ({"name": "Bad Name"}, "not valid"),
     ({"name": "ok", "rpm": 0}, "--rpm"),
     ({"name": "ok", "rpm": True}, "--rpm"),

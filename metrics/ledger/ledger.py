@@ -171,8 +171,9 @@ class Ledger:
     def recent_panels(self, n: int = 20) -> list[dict]:
         return self._queries.recent_panels(n)
 
-    def pending(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
-        return self._queries.pending(key=key, limit=limit)
+    def pending(self, *, key: str | None = None, limit: int = 50,
+                oldest: bool = False) -> list[dict]:
+        return self._queries.pending(key=key, limit=limit, oldest=oldest)
 
     def undelivered(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
         return self._queries.undelivered(key=key, limit=limit)

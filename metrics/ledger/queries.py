@@ -94,13 +94,15 @@ class Queries:
         """The last ``n`` finished panels, newest first, read backwards from calls.jsonl's end."""
         return self._logs.recent_panels(n)
 
-    def pending(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
+    def pending(self, *, key: str | None = None, limit: int = 50,
+                oldest: bool = False) -> list[dict]:
         """Recent seats that answered (ok or tool calls) and have no verdict yet, newest
-        first."""
+        first (``oldest``: oldest first, the order a queue of owed verdicts is worked in)."""
         self._refresh()
         offsets = []
         with self._lock:
-            for call, (offset, status, owner) in reversed(self._index.recent.items()):
+            recent = self._index.recent.items()
+            for call, (offset, status, owner) in (recent if oldest else reversed(recent)):
                 if len(offsets) >= limit:
                     break
                 if status in ANSWERED and call not in self._index.verdicts and \

@@ -529,6 +529,14 @@ def find(req: ApiRequest) -> dict:
     return {"panel": m.group(1), "call": q if m.group(2) else None}
 
 
+def list_owed(req: ApiRequest) -> dict:
+    """The seats owed a verdict, oldest first (the queue a person works through), and how many
+    are owed in all."""
+    ledger = req.panels.ledger
+    rows = ledger.pending(limit=_limit(req), oldest=True)
+    return {"data": [verdict.owed(r) for r in rows], "owed": ledger.owed_count()}
+
+
 @takes(Body(call=Text(verdict.MAX_CALL, hint="a seat's call id, or send panel and alias"),
             panel=Text(verdict.MAX_CALL, hint="a panel id, sent with alias"),
             alias=Text(verdict.MAX_CALL, hint="the model judged, or merger"),
@@ -732,6 +740,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/calls/{call}", {"GET": get_call}),
     ("/api/find", {"GET": find}),
     ("/api/verdict", {"POST": post_verdict}),
+    ("/api/owed", {"GET": list_owed}),
     ("/api/evidence", {"GET": evidence}),
     ("/api/ratings", {"GET": ratings}),
     ("/api/usage", {"GET": usage}),

@@ -204,6 +204,30 @@ class Strings(Field):
         return None
 
 
+class Items(Field):
+    """A list of at most ``max_items`` JSON objects, whose own fields the domain that reads them
+    checks (a chat request's messages and tools are checked whole by its parser)."""
+
+    json = ("array",)
+
+    def __init__(self, max_items: int, **kw):
+        super().__init__(**kw)
+        self.max_items = max_items
+
+    def what(self) -> str:
+        return f"a list of at most {self.max_items} JSON objects"
+
+    def problem(self, value) -> str | None:
+        if not isinstance(value, list):
+            return f"got {got(value)}"
+        if len(value) > self.max_items:
+            return f"got {len(value)} items"
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                return f"got a list holding {got(item)} (item {i + 1})"
+        return None
+
+
 class Body:
     """The fields a write takes, in the order they are checked."""
 

@@ -6,7 +6,8 @@ Invariants:
 
 * Every route passes a gate: ``/api/`` asks for the dashboard login when ``PANELIST_ADMIN_TOKEN``
   is set; only the pages, the static files, ``/api/login`` and ``/api/logout`` are open (they
-  hold no data). A gateway key never opens the dashboard.
+  hold no data). A gateway key never opens the dashboard. ``/api/ask`` runs a panel for the
+  logged-in admin (``metrics.server.ask``) behind the same login.
 * The ``/api/`` routes are ``metrics.server.api``'s and ``metrics.server.console``'s; each
   takes at most ``API_BODY`` bytes but a handler that says more (``max_body``: an upload).
 * Every ``/api/`` write declares its body (``metrics.server.bodies``) and is refused when the
@@ -24,7 +25,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.server import api, bodies, console
+from panelist.metrics.server import api, ask, bodies, console
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.handler import Handler
@@ -94,7 +95,9 @@ class Dashboard:
                          max_body=LOGIN_BODY),
                    Route("/api/logout", {"POST": self.post_logout}, gate=OPEN,
                          max_body=LOGIN_BODY),
-                   Route("/api/session", {"GET": self.get_session}, gate=OPEN)]
+                   Route("/api/session", {"GET": self.get_session}, gate=OPEN),
+                   # a panel's body may be as large as /v1 takes: the server's cap
+                   Route("/api/ask", {"POST": ask.post_ask}, gate=ADMIN)]
         routes += [Route(pattern, {m: self.api_action(fn) for m, fn in actions.items()},
                          gate=ADMIN,
                          max_body=max(getattr(fn, "max_body", API_BODY) for fn in

@@ -37,7 +37,8 @@ from panelist.metrics.home import Home
 PREFIX_KEY = "pk_"
 SHAPE = re.compile(r"pk_[A-Za-z0-9_-]{43}")   # token_urlsafe(32) is 43 characters
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-RESERVED = frozenset({"local"})
+DASHBOARD = "dashboard"   # the caller of the dashboard's Ask (metrics.server.ask)
+RESERVED = frozenset({"local", DASHBOARD})
 MAX_RPM = 1_000_000
 
 
@@ -124,7 +125,8 @@ class Keys:
         ``known``: the collection names that exist, to refuse a typo; None skips that check."""
         if not isinstance(name, str) or not NAME.fullmatch(name) or name in RESERVED:
             raise ConfigInvalid(f"key name '{name}' is not valid: use 1-64 lower-case letters, "
-                                "digits or '-' (not 'local'); it names the caller in the logs")
+                                "digits or '-' (not 'local' or 'dashboard'); it names the "
+                                "caller in the logs")
         cols = _collections(collections, known)
         if rpm is not None and (isinstance(rpm, bool) or not isinstance(rpm, int)
                                 or not 1 <= rpm <= MAX_RPM):

@@ -66,7 +66,11 @@ def get_model(h: Handler, params: dict):
 
 
 def post_chat(h: Handler, _):
-    body = h.read_json()
+    chat(h, h.read_json())
+
+
+def chat(h: Handler, body) -> None:
+    """Run a chat request's panel for ``h.caller`` and reply (a stream, or one reply)."""
     h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
     panels = h.server.panels
     req = panels.parse(body)   # the whole body is checked here, before anything is asked

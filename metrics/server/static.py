@@ -17,6 +17,7 @@ from panelist.metrics.errors import NotFound
 from panelist.metrics.plaintext import first_control
 
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+         ".mjs": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".json": "application/json",
          ".md": "text/plain; charset=utf-8", ".png": "image/png"}
 SHOWN = 120   # characters of a path a 404 repeats

@@ -17,8 +17,9 @@ import * as collections from "./pages/collections.js";
 import * as endpoints from "./pages/endpoints.js";
 import * as settings from "./pages/settings.js";
 import * as models from "./pages/model.js";
+import * as owed from "./pages/owed.js";
 
-const PAGES = { overview, ask, panels, evidence, races, discover, collections, endpoints, settings, models };
+const PAGES = { overview, ask, owed, panels, evidence, races, discover, collections, endpoints, settings, models };
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");

@@ -1,11 +1,13 @@
-// The seat dialog: one call's prompt and answer, shown as text (never as HTML), and its
-// verdict form.
+// The seat dialog: one call's prompt (as text) and answer (as sanitised Markdown, markdown.js),
+// and its verdict form, which shares the call's verdict state with every other view.
 
 import { api, seg } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as fmt from "./format.js";
-import { copyButton, loading, modelLink, notice, openDialog, seatLabel, verdictMark, answered } from "./ui.js";
-import { verdictForm } from "./verdict.js";
+import { markdown } from "./markdown.js";
+import { copyButton, loading, modelLink, notice, openDialog, seatLabel, answered } from "./ui.js";
+import { liveMark, verdictForm } from "./verdict.js";
+import { learn } from "./verdictstate.js";
 
 /** Open the call's dialog; onVerdict(verdict) when a verdict is saved. */
 export function openSeat(call, { title = null, onVerdict } = {}) {
@@ -28,7 +30,8 @@ async function fill(body, call, signal, onVerdict) {
     replace(body, notice("error", "This seat could not be loaded", err.message));
     return;
   }
-  const mark = h("span", null, answered(c) || c.verdict ? verdictMark(c.verdict ? c.verdict.useful : null) : null);
+  learn(c.call, c.verdict || null);
+  const mark = answered(c) || c.verdict ? liveMark(c.call) : null;
   const facts = h("div", { class: "meta" },
     h("span", null, "Model ", modelLink(c.alias)),
     h("span", null, "Seat ", h("strong", { text: seatLabel(c) })),
@@ -38,7 +41,7 @@ async function fill(body, call, signal, onVerdict) {
     mark,
     copyButton(() => c.call, "Copy call id"));
   const answer = c.answer
-    ? h("pre", { class: "textblock answer", "data-testid": "answer" }, c.answer)
+    ? markdown(c.answer, { class: "markdown answer", "data-testid": "answer" })
     : h("p", { class: "muted" }, answered(c) ? "The answer was empty." : "No answer.");
   replace(body,
     facts,
@@ -55,10 +58,7 @@ async function fill(body, call, signal, onVerdict) {
     answered(c) || c.verdict
       ? verdictForm(c.call, c.verdict, {
         signal,
-        onSaved: (result) => {
-          replace(mark, verdictMark(result.verdict ? result.verdict.useful : null));
-          if (onVerdict) onVerdict(result.verdict);
-        },
+        onSaved: (result) => { if (onVerdict) onVerdict(result.verdict); },
       })
       : h("p", { class: "muted" }, "Only answers take a verdict; this seat gave none."));
 }

@@ -209,14 +209,70 @@ export function words(text) {
 }
 
 // ------------------------------------------------------------------ dialogs
+// What finds an element again after a redraw: a page that redraws while a dialog is open (a
+// saved verdict redraws its panel) or just after it closed (a saved edit reloads the page)
+// replaces the opener with a twin. The twin has the opener's id, or sits in the element of the
+// same call or panel id with the same label, or is the same n-th element of that label.
+function finderOf(el) {
+  if (!el || el === document.body || !(el instanceof Element)) return null;
+  const tag = el.tagName.toLowerCase();
+  const label = (e) => e.getAttribute("aria-label") || e.textContent.trim();
+  const named = label(el);
+  const same = (root) => [...root.querySelectorAll(tag)].filter((e) => label(e) === named);
+  if (el.id) {
+    const id = `#${CSS.escape(el.id)}`;
+    return () => document.querySelector(id);
+  }
+  const holder = el.closest("[data-call], [data-panel]");
+  if (holder) {
+    const attr = holder.dataset.call !== undefined ? "data-call" : "data-panel";
+    const where = `[${attr}="${CSS.escape(holder.getAttribute(attr))}"]`;
+    // the opener is that element itself (a seat chip): its label may change with the verdict
+    if (holder === el) return () => document.querySelector(`${tag}${where}`);
+    return () => {
+      for (const box of document.querySelectorAll(where)) {
+        const twin = same(box)[0];
+        if (twin) return twin;
+      }
+      return null;
+    };
+  }
+  const nth = same(document).indexOf(el);
+  return nth < 0 ? null : () => same(document)[nth] || null;
+}
+
+const REDRAW_WAIT_MS = 10000;   // how long a closed dialog's opener is followed through redraws
+
+function returnFocus(opener, find) {
+  const target = opener && opener.isConnected ? opener : find && find();
+  if (!target || typeof target.focus !== "function") return;
+  target.focus();
+  if (!find) return;
+  // the page may redraw just after: follow the opener to its twin, unless the focus moved on
+  let held = target;
+  const watch = new MutationObserver(() => {
+    if (held.isConnected) return;
+    const active = document.activeElement;
+    if (active && active !== document.body && active.id !== "main") { watch.disconnect(); return; }
+    const twin = find();
+    if (twin && typeof twin.focus === "function") { twin.focus(); held = twin; }
+  });
+  watch.observe(document.body, { childList: true, subtree: true });
+  const stop = () => watch.disconnect();
+  setTimeout(stop, REDRAW_WAIT_MS);
+  window.addEventListener("hashchange", stop, { once: true });   // another page: its own focus
+}
+
 /**
- * A modal <dialog>: Escape and the Close button close it, focus returns to what opened it.
+ * A modal <dialog>: Escape and the Close button close it, focus returns to what opened it (or,
+ * when the page redrew that meanwhile, to its twin in the new drawing).
  * `build({close})` returns {body, foot}; the dialog is removed from the page when closed.
  */
 export function openDialog({ title, sub = null, wide = false, label = null }, build) {
   const titleId = newId("dlg");
   const dialog = h("dialog", { class: wide ? "wide" : null, "aria-labelledby": titleId });
   const opener = document.activeElement;
+  const findOpener = finderOf(opener);
   let closed = false;
   const handlers = [];
   const close = () => {
@@ -228,7 +284,7 @@ export function openDialog({ title, sub = null, wide = false, label = null }, bu
     closed = true;
     handlers.forEach((fn) => fn());
     dialog.remove();
-    if (opener && opener.isConnected && typeof opener.focus === "function") opener.focus();
+    returnFocus(opener, findOpener);
   });
   const { body, foot } = build({ close, onClose: (fn) => handlers.push(fn), dialog });
   dialog.append(h("div", { class: "dialog-inner" },

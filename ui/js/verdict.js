@@ -1,12 +1,18 @@
-// The verdict form: useful or not, a note, real and false claims one per line. It posts to
-// /api/verdict, which runs the same code as the gateway's /bench/verdict.
+// The verdict form: useful or not, a note, real and false claims one per line; the quick
+// buttons; the live mark. Each posts to /api/verdict (the same code as the gateway's
+// /bench/verdict) through the one verdict state (verdictstate.js), and each shows that state, so
+// every view of a call agrees.
 
-import { api } from "./api.js";
 import { h, newId, replace } from "./dom.js";
-import { button, field, lines, notice, radios, timeAgo } from "./ui.js";
+import { button, field, lines, notice, radios, timeAgo, verdictMark } from "./ui.js";
+import { judge, learn, watch } from "./verdictstate.js";
 
-export async function postVerdict(call, useful, { note = "", real = [], false: wrong = [] } = {}, signal) {
-  return api.post("/api/verdict", { call, useful, note, real, false: wrong }, { signal });
+/** A call's verdict mark (useful / not useful / owed) that follows the call's verdict state. */
+export function liveMark(call, initial = undefined) {
+  const slot = h("span", { class: "live-mark", dataset: { call } });
+  if (initial !== undefined) replace(slot, verdictMark(initial ? Boolean(initial.useful) : null));
+  watch(call, slot, (v) => replace(slot, verdictMark(v ? Boolean(v.useful) : null)));
+  return slot;
 }
 
 export function savedWords(result) {
@@ -16,6 +22,7 @@ export function savedWords(result) {
 
 /** The whole form, prefilled with the current verdict (or empty); onSaved(result) after a save. */
 export function verdictForm(call, current, { onSaved, signal } = {}) {
+  learn(call, current || null);
   const name = newId("useful");
   const choice = radios("Was this answer useful?", name,
     [["yes", "Useful"], ["no", "Not useful"]],
@@ -39,6 +46,8 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
       field("False claims", wrong, { hint: "One per line: what it asserted wrongly." })),
     status,
     h("div", { class: "form-actions" }, save));
+  // a verdict saved elsewhere (a quick button, a key) shows here at once
+  watch(call, form, (v) => { if (v) choice.set(v.useful ? "yes" : "no"); });
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -51,7 +60,7 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
     save.disabled = true;
     replace(status);
     try {
-      const result = await postVerdict(call, picked === "yes",
+      const result = await judge(call, picked === "yes",
         { note: note.value, real: lines(real.value), false: lines(wrong.value) }, signal);
       replace(status, notice("ok", savedWords(result)));
       if (onSaved) onSaved(result);
@@ -64,18 +73,17 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
   return form;
 }
 
-/** Two quick buttons (Useful / Not useful) for the Ask page; the full form is one click away. */
+/** Two quick buttons (Useful / Not useful, keys u and n where a page takes them), pressed as the
+ * call's verdict state says; the full form is one click away. */
 export function quickVerdict(call, { onSaved, signal, onMore } = {}) {
   const status = h("span", { class: "saved", "aria-live": "polite" });
-  const yes = button("Useful", () => send(true), { small: true, kind: "ok-choice", "aria-pressed": "false" });
-  const no = button("Not useful", () => send(false), { small: true, kind: "bad-choice", "aria-pressed": "false" });
+  const yes = button("Useful", () => send(true), { small: true, kind: "ok-choice", "aria-pressed": "false", "aria-keyshortcuts": "u" });
+  const no = button("Not useful", () => send(false), { small: true, kind: "bad-choice", "aria-pressed": "false", "aria-keyshortcuts": "n" });
   async function send(useful) {
     yes.disabled = true;
     no.disabled = true;
     try {
-      const result = await postVerdict(call, useful, {}, signal);
-      yes.setAttribute("aria-pressed", String(useful));
-      no.setAttribute("aria-pressed", String(!useful));
+      const result = await judge(call, useful, null, signal);
       status.textContent = savedWords(result);
       if (onSaved) onSaved(result);
     } catch (err) {
@@ -85,8 +93,13 @@ export function quickVerdict(call, { onSaved, signal, onMore } = {}) {
       no.disabled = false;
     }
   }
-  return h("div", { class: "verdict-row", role: "group", "aria-label": `Verdict for ${call}` },
+  const row = h("div", { class: "verdict-row", role: "group", "aria-label": `Verdict for ${call}` },
     h("span", { class: "muted small" }, "Verdict:"), yes, no,
     onMore ? button("Add a note or claims…", onMore, { small: true, kind: "ghost" }) : null,
     status);
+  watch(call, row, (v) => {
+    yes.setAttribute("aria-pressed", String(Boolean(v && v.useful === true)));
+    no.setAttribute("aria-pressed", String(Boolean(v && v.useful === false)));
+  });
+  return row;
 }

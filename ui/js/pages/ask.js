@@ -1,17 +1,24 @@
-// Ask: run a collection through this server's /v1/chat/completions with stream: true, show each
-// seat's section as it arrives, and once the final chunk brings `bench`, each seat's verdict
-// buttons. A person can use the gateway here without any client. A pick reply shows the picked
-// seat's answer first (its call named, its tool calls listed), then every seat as it stood.
+// Ask: a comparison flow. The question goes to this server's /api/ask (the panel run for the
+// dashboard's own session, so no gateway key is pasted here) with stream: true; each seat's
+// section shows as it arrives, and once the final chunk brings `bench`, the answers stand side
+// by side (tabs on a narrow screen, compare.js), rendered as sanitised Markdown, each with its
+// verdict buttons. Ctrl+Enter (Cmd+Enter) asks; u / n judge the current answer and j goes to the
+// next one owed a verdict. A pick reply shows the picked seat's answer first (its call named,
+// its tool calls listed), then every seat as it stood; both views of it share one verdict state.
 
 import { api, isAbort, send } from "../api.js";
+import { comparison } from "../compare.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
+import { judgingKeys, keysHint } from "../judgekeys.js";
+import { markdown } from "../markdown.js";
 import { openSeat } from "../seat.js";
 import { sseData } from "../sse.js";
 import {
-  button, copyButton, emptyState, field, input, linkButton, modelLink, notice, pageHead, seatLabel,
-  select, verdictMark, answered } from "../ui.js";
-import { quickVerdict } from "../verdict.js";
+  button, copyButton, emptyState, field, linkButton, modelLink, notice, pageHead, seatLabel,
+  select, toast, answered } from "../ui.js";
+import { liveMark, quickVerdict } from "../verdict.js";
+import { current as verdictOf } from "../verdictstate.js";
 
 export const title = "Ask";
 
@@ -32,7 +39,7 @@ function streamingCard(text) {
     h("div", { class: "answer-head" },
       h("div", null, h("div", { class: "answer-title" }, `${seatLabel({ call, seat })} · `, modelLink(alias, { strong: false })),
         h("div", { class: "meta" }, h("span", { class: "mono", text: call }), h("span", { text: status }), h("span", { text: `${secs} s` })))),
-    h("pre", { class: "textblock answer" }, body.trim()));
+    markdown(body.trim(), { class: "markdown answer" }));
 }
 
 // a seat's tool calls, each as name(arguments): what an agent would run next
@@ -47,7 +54,7 @@ function toolCallsBlock(calls) {
 }
 
 function bodyOf(seat, ok) {
-  if (seat.answer) return h("pre", { class: "textblock answer" }, seat.answer);
+  if (seat.answer) return markdown(seat.answer, { class: "markdown answer" });
   if (ok && (seat.tool_calls || []).length) return null;   // its tool calls are the answer
   if (seat.status === "running") {
     return h("p", { class: "muted" }, "Still answering behind the picked reply; its answer will be on Panels.");
@@ -58,8 +65,7 @@ function bodyOf(seat, ok) {
 function finalCard(seat, signal, heading = null, note = null) {
   const ok = answered(seat);
   const chip = ok ? "ok" : seat.status === "running" ? "" : seat.status === "empty" ? "warn" : "bad";
-  const mark = h("span");
-  const card = h("article", { class: "card answer-card", dataset: { call: seat.call, seat: seat.seat } },
+  const card = h("article", { class: "card answer-card", tabindex: "-1", dataset: { call: seat.call, seat: seat.seat } },
     h("div", { class: "answer-head" },
       h("div", null,
         h("div", { class: "answer-title" }, `${heading || seatLabel(seat)} · `, modelLink(seat.alias, { strong: false })),
@@ -67,14 +73,13 @@ function finalCard(seat, signal, heading = null, note = null) {
           h("span", { class: "mono", text: seat.call }),
           h("span", { class: ["chip", chip] }, seat.status),
           h("span", { text: fmt.seconds(seat.seconds) }))),
-      mark),
+      ok ? liveMark(seat.call) : null),
     note ? h("p", { class: "small pick-note", text: note }) : null,
     bodyOf(seat, ok),
     toolCallsBlock(seat.tool_calls),
     ok ? quickVerdict(seat.call, {
       signal,
-      onSaved: (r) => replace(mark, verdictMark(r.verdict ? r.verdict.useful : null)),
-      onMore: () => openSeat(seat.call, { title: `${seatLabel(seat)} · ${seat.alias}`, onVerdict: (v) => replace(mark, verdictMark(v ? v.useful : null)) }),
+      onMore: () => openSeat(seat.call, { title: `${seatLabel(seat)} · ${seat.alias}` }),
     }) : null);
   return card;
 }
@@ -101,10 +106,7 @@ export async function render(root, ctx) {
   const about = h("p", { class: "muted small" });
   // tools offered as an agent would offer them, so a pick reply can be tool calls
   const tools = h("textarea", { class: "mono", rows: 3, placeholder: '[{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}]' });
-  const keyBox = input({ type: "password", autocomplete: "off", placeholder: "pk_… made on Settings" });
-  const keyField = field("Gateway key", keyBox, { hint: "This server asks callers of /v1 for a gateway key. It is kept only while this page is open." });
-  keyField.hidden = !(info && info.auth && (info.auth.token_required || info.auth.keys_required));
-  const askBtn = button("Ask", null, { kind: "primary large", type: "submit" });
+  const askBtn = button("Ask", null, { kind: "primary large", type: "submit", "aria-keyshortcuts": "Control+Enter Meta+Enter" });
   const stopBtn = button("Stop", null, { hidden: true });
   const progress = h("div", { class: "progress-line", role: "status", "aria-live": "polite" });
   const results = h("div", { class: "ask-results", "aria-label": "Answers" });
@@ -125,6 +127,13 @@ export async function render(root, ctx) {
   collection.addEventListener("change", () => { code.textContent = snippet(); });
   reply.addEventListener("change", () => { code.textContent = snippet(); });
 
+  // the answers come into view as they arrive (the form stays a scroll away), unless the
+  // person already scrolled to them or past them
+  const bringAnswersIntoView = () => {
+    const top = results.getBoundingClientRect().top;
+    if (top > window.innerHeight * 0.6) results.scrollIntoView({ block: "start", behavior: "smooth" });
+  };
+
   let running = null;
   ctx.onCleanup(() => { if (running) running.abort(); });
   stopBtn.addEventListener("click", () => { if (running) running.abort(); });
@@ -132,12 +141,50 @@ export async function render(root, ctx) {
   const form = h("form", { class: "card form", novalidate: true, "aria-label": "Ask a collection" },
     h("div", { class: "form-grid" },
       field("Collection", collection),
-      field("Reply", reply, { hint: "Merged: one more call writes a single answer saying who said what. Pick: the answer of the member judged most useful, verbatim." }),
-      keyField),
+      field("Reply", reply, { hint: "Merged: one more call writes a single answer saying who said what. Pick: the answer of the member judged most useful, verbatim." })),
     about,
     field("Prompt", prompt, { wide: true }),
     field("Tools", tools, { wide: true, hint: "Optional: a JSON list of tools, as an agent sends them. Needs a pick or merged reply." }),
-    h("div", { class: "form-actions" }, progress, stopBtn, askBtn));
+    h("div", { class: "form-actions" }, progress, h("span", { class: "keys-hint small muted" }, h("kbd", { text: "Ctrl" }), "+", h("kbd", { text: "Enter" }), " asks"), stopBtn, askBtn));
+
+  // Ctrl+Enter (Cmd+Enter on a Mac) asks from anywhere in the form, the prompt included
+  form.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && !askBtn.disabled) {
+      event.preventDefault();
+      form.requestSubmit(askBtn);
+    }
+  });
+
+  // the judging keys act on the current answer: the one holding the focus, else the chosen tab
+  let view = null;   // the comparison of the last finished panel
+  const judgeable = () => [...results.querySelectorAll(".answer-card[data-call]")]
+    .filter((c) => c.querySelector(".verdict-row"));
+  const currentCard = () => {
+    const cards = judgeable();
+    const focused = document.activeElement && document.activeElement.closest
+      ? document.activeElement.closest(".answer-card") : null;
+    return cards.find((c) => c === focused) || cards.find((c) => c.classList.contains("is-current")) || cards[0] || null;
+  };
+  const press = (name) => () => {
+    const card = currentCard();
+    const btn = card && [...card.querySelectorAll(".verdict-row button")].find((b) => b.textContent === name);
+    if (btn && !btn.disabled) btn.click();
+  };
+  judgingKeys(ctx, {
+    u: press("Useful"),
+    n: press("Not useful"),
+    j: () => {
+      const cards = judgeable();
+      if (!cards.length) return;
+      const at = Math.max(0, cards.indexOf(currentCard()));
+      const order = [...cards.slice(at + 1), ...cards.slice(0, at + 1)];
+      const next = order.find((c) => !verdictOf(c.dataset.call)) || null;
+      if (!next) { toast("Every answer here has a verdict."); return; }
+      if (view && view.index(next) >= 0) view.select(view.index(next));
+      next.focus();
+      next.scrollIntoView({ block: "nearest" });
+    },
+  });
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -166,6 +213,8 @@ export async function render(root, ctx) {
     stopBtn.hidden = false;
     replace(results);
     replace(summary);
+    view = null;
+
     const model = collection.value + reply.value;
     replace(progress, h("span", { class: "spinner", "aria-hidden": "true" }), `Asking ${model}: answers appear as each seat finishes…`);
     let content = "";
@@ -173,10 +222,9 @@ export async function render(root, ctx) {
     let bench = null;
     const toolCalls = [];   // a picked answer's tool calls, as the stream sent them
     try {
-      const headers = keyBox.value.trim() ? { Authorization: `Bearer ${keyBox.value.trim()}` } : {};
-      const response = await send("POST", "/v1/chat/completions",
+      const response = await send("POST", "/api/ask",
         { model, stream: true, messages: [{ role: "user", content: text }], ...(offered ? { tools: offered } : {}) },
-        { signal: controller.signal, headers: { ...headers, Accept: "text/event-stream" } });
+        { signal: controller.signal, headers: { Accept: "text/event-stream" } });
       for await (const data of sseData(response)) {
         if (data === "[DONE]") break;
         let chunk;
@@ -186,8 +234,10 @@ export async function render(root, ctx) {
         if (delta && typeof delta.content === "string" && delta.content) {
           content += delta.content;
           const parts = sectionsOf(content);
+          const first = !arrived;
           arrived = parts.length;
-          replace(results, parts.map(streamingCard));
+          replace(results, h("div", { class: "compare-grid" }, parts.map(streamingCard)));
+          if (first) bringAnswersIntoView();
           replace(progress, h("span", { class: "spinner", "aria-hidden": "true" }),
             `${arrived} ${arrived === 1 ? "answer" : "answers"} in, waiting for the rest…`);
         }
@@ -203,10 +253,14 @@ export async function render(root, ctx) {
         : picked ? finalCard(picked, ctx.signal, "Picked answer",
           `The reply is ${seatLabel(picked)} ${picked.alias}'s answer, verbatim: call ${picked.call}.`)
           : null;
+      const cards = seats.map((s) => finalCard(s, ctx.signal));
+      view = comparison(cards, { label: "Seats' answers", names: seats.map((s) => `${seatLabel(s)} · ${s.alias}`) });
       replace(results,
         first,
         first ? h("h2", { class: "section", text: "Every seat's answer" }) : null,
-        seats.map((s) => finalCard(s, ctx.signal)));
+        keysHint(),
+        view.el);
+      bringAnswersIntoView();
       const okCount = seats.filter((s) => answered(s)).length;
       const behind = seats.filter((s) => s.status === "running").length;
       replace(progress, `Done: ${okCount} of ${seats.length} seats answered in ${fmt.seconds(bench.seconds)}`
@@ -227,7 +281,6 @@ export async function render(root, ctx) {
         if (ctx.active) replace(progress, "Stopped. Seats still running were cancelled.");
       } else {
         replace(progress);
-        if (err.status === 401) keyField.hidden = false;
         replace(summary, notice("error", "The collection could not answer", err.message));
       }
     } finally {

@@ -44,7 +44,7 @@ async function filterChoices(signal) {
   const [models, collections, keys] = await Promise.all([
     names("/api/models", (m) => m.alias), names("/api/collections", (c) => c.id),
     names("/api/keys", (k) => k.name)]);
-  return { models, collections, keys: ["local", ...keys] };
+  return { models, collections, keys: ["local", "dashboard", ...keys] };
 }
 
 // the filter form and what the filters match, above the list
