@@ -29,6 +29,7 @@ from panelist.metrics.server.connection import (BODY_TIMEOUT, HEAD_TIMEOUT,  # n
                                                 MAX_CONNECTIONS)
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
+from panelist.metrics.server.pool import IDLE_THREAD  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES, ROUTES_HELP  # noqa: E402
 from panelist.metrics.server.workers import Role  # noqa: E402
 
@@ -39,7 +40,8 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
                  body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
                  max_pending: int | None = None, max_in_flight: int | None = None,
-                 demo: bool = False, role: Role = Role()) -> Server:
+                 thread_idle: float = IDLE_THREAD, demo: bool = False,
+                 role: Role = Role()) -> Server:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
@@ -47,7 +49,8 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     raises ConfigInvalid before anything is opened. The timeouts, ``max_connections`` and
     ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost,
     ``max_in_flight`` (bytes; default: ``PANELIST_MAX_INFLIGHT_MB``) what their bodies may hold
-    in memory; tests pass small ones. ``demo`` serves the demo roster now, as ``--demo`` does
+    in memory, ``thread_idle`` how long a connection thread waits for its next connection
+    before it ends; tests pass small ones. ``demo`` serves the demo roster now, as ``--demo`` does
     (the data folder's one simulator, see ``metrics.upkeep.demohost``). ``role``: which of
     several workers on one port this is (``metrics.server.workers``)."""
     settings = settings or Settings.from_env(env)
@@ -60,7 +63,7 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  settings=settings, keepalive=keepalive, client_timeout=client_timeout,
                  head_timeout=head_timeout, body_timeout=body_timeout,
                  max_connections=max_connections, max_pending=max_pending,
-                 max_in_flight=max_in_flight, role=role)
+                 max_in_flight=max_in_flight, thread_idle=thread_idle, role=role)
 
 
 if __name__ == "__main__":

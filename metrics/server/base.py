@@ -17,10 +17,12 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
   long panels keep it out.
 * request bodies hold a share of one byte budget while they are read and answered
   (``metrics.server.memory``), so trickled or parallel big bodies cannot exhaust memory.
-* each handled socket has a ``Wire`` in ``_wires`` from just before its thread starts until the
-  thread ends, so the table counts exactly the threads that hold a connection. Only the heads
-  thread adds to it (``admit``) and drops from it (``_drop``); phases move to BUSY under the
-  same lock, so a connection is never dropped once it is being answered.
+* a connection given a thread is handed to the ``Pool`` of connection threads, kept from one
+  connection to the next, so admitting one never waits for a thread to start. Each handled
+  socket has a ``Wire`` in ``_wires`` from being handed over until its thread is done with it,
+  so the table counts exactly the connections that hold (or are about to hold) a thread. Only
+  the heads thread adds to it (``admit``) and drops from it (``_drop``); phases move to BUSY
+  under the same lock, so a connection is never dropped once it is being answered.
 
 Stopping (``drain``, then ``close``): the listener takes what the kernel already queued for it,
 then closes; connections that have sent nothing, or sit between requests, are hung up (nothing
@@ -47,6 +49,7 @@ from panelist.metrics.server.handler import Handler
 from panelist.metrics.server.heads import Heads
 from panelist.metrics.server.memory import GRANT_FACTOR, InFlight, keep_heap_small
 from panelist.metrics.server.parts import Parts
+from panelist.metrics.server.pool import IDLE_THREAD, Pool
 from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
 from panelist.metrics.server.workers import Role, check_reuse_port
 
@@ -73,7 +76,8 @@ class Server(ThreadingHTTPServer):
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
                  body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
                  max_pending: int | None = None, max_body: int = MAX_BODY,
-                 max_in_flight: int | None = None, role: Role = Role()):
+                 max_in_flight: int | None = None, thread_idle: float = IDLE_THREAD,
+                 role: Role = Role()):
         if max_connections < 1 or (max_pending is not None and max_pending < 1):
             raise ValueError("max_connections and max_pending must be at least 1")
         self.parts = parts
@@ -92,6 +96,9 @@ class Server(ThreadingHTTPServer):
         # connections still sending their first head, and complete ones waiting for a thread
         self.max_pending = max_pending or max_connections
         _fit_descriptors(self)
+        # a thread for every connection the limits let in, /health's reserve included
+        self._pool = Pool(self.max_connections + HEALTH_RESERVE, idle=thread_idle,
+                          name="gateway-conn")
         self._wires: dict[socket.socket, Wire] = {}
         self._room = threading.Lock()
         self._leaving = 0       # dropped wires whose threads have not ended yet
@@ -134,6 +141,7 @@ class Server(ThreadingHTTPServer):
         self._serving = True   # before the loop starts, so close() knows to stop it
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
+        self._pool.start()
         self.parts.start(schedule=self.role.runs_schedule)
         self.started.set()
         super().serve_forever(poll_interval)
@@ -163,12 +171,11 @@ class Server(ThreadingHTTPServer):
             wire = Wire(request, self.client_timeout, self.head_timeout, head, room=self._room)
             wire.reserve = reserve
             self._wires[request] = wire
-        try:
-            super().process_request(request, client_address)   # ThreadingMixIn: the thread
-        except Exception:
+        try:   # a thread of the pool, never one started here: the heads thread does not wait
+            self._pool.submit(self.process_request_thread, request, client_address)
+        except RuntimeError:   # closing: no thread will take it
             self._release(request)
             self.shutdown_request(request)
-            self.handle_error(request, client_address)
         return True
 
     def _drop(self, n: int) -> None:
@@ -296,6 +303,7 @@ class Server(ThreadingHTTPServer):
             self.shutdown()
         self.server_close()
         self._heads.stop()   # closes every connection still sending its first head
+        self._pool.close()   # idle threads end; busy ones once their connection is done
         with self._room:   # connections between requests end now, not after client_timeout
             for wire in self._wires.values():
                 if wire.phase != BUSY and not wire.dropped:
