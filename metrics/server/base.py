@@ -240,10 +240,11 @@ class Server(ThreadingHTTPServer):
         wire.no_deadline()
         return True
 
-    def begin_body(self, wire: Wire, grace: float) -> None:
-        """A route reads its body: the connection may be taken back until it has (``Late``)."""
+    def begin_body(self, wire: Wire, grace: float, left: int) -> None:
+        """A route reads its body, ``left`` bytes of it still to come from the socket: the
+        connection may be taken back until it has (``Late``)."""
         with self._room:
-            wire.expect_body(grace)
+            wire.expect_body(grace, left)
             wire.phase = BODY
 
     def end_body(self, wire: Wire) -> None:
