@@ -3,10 +3,12 @@ read, a body still arriving may be taken back for a newcomer, ``/health`` answer
 reserve while every thread is busy, and the bytes bodies hold in memory have one budget."""
 
 import json
+import socket
 
 import pytest
 
-from conftest import DASHBOARD_TOKEN, move_to, serving_threads, wait_until
+from conftest import DASHBOARD_TOKEN, PATIENCE, move_to, serving_threads, wait_until
+from panelist.metrics.server.connection import BODY as READING_BODY, BODY_WAKE
 from panelist.gateway import make_gateway
 from panelist.serve import make_dashboard
 from test_gateway_head import BODY, replies
@@ -51,6 +53,55 @@ def test_a_body_still_arriving_is_taken_back_for_a_newcomer(start):
     assert wait_until(lambda: serving_threads(gw.server) == 1)   # it holds the one thread
     assert gw.get("/v1/models")[0] == 200
     only_408(until_closed(slow), "needed this connection for another client while the body")
+
+
+def chat_of(size: int) -> bytes:
+    """A chat request of a little over ``size`` bytes."""
+    return json.dumps({"model": "bench/trio",
+                       "messages": [{"role": "user", "content": "y" * size}]}).encode()
+
+
+def reading_a_body(gw) -> bool:
+    return any(w.phase == READING_BODY for w in list(gw.server._wires.values()))
+
+
+def receive(s: socket.socket, n: int) -> list:
+    """The first ``n`` replies on ``s`` (a timeout fails the test)."""
+    data = b""
+    while len(replies(data)) < n:
+        chunk = s.recv(65536)
+        assert chunk, f"closed after {data[:200]!r}"
+        data += chunk
+    return replies(data)
+
+
+@pytest.mark.parametrize("first", [0, 3_000, BODY_WAKE + 4_000])   # body bytes with the head
+def test_a_body_sent_in_pieces_is_answered_as_its_last_piece_comes(start, first):
+    # the route waits for the rest of the body; a read that waited for more bytes than are
+    # still to come would wait until this deadline, far past the socket's PATIENCE
+    gw = start(body_timeout=300)
+    big = chat_of(3 * BODY_WAKE)
+    s = start.connect(gw)
+    s.settimeout(PATIENCE)
+    s.sendall(head(gw.server.port, "/v1/chat/completions", len(big)) + big[:first])
+    assert wait_until(lambda: reading_a_body(gw))
+    piece = BODY_WAKE // 3   # each under the bytes a read waits for, the last one shorter
+    for i in range(first, len(big), piece):
+        s.sendall(big[i:i + piece])
+    [(status, _, body)] = receive(s, 1)
+    assert status == 200 and json.loads(body)["bench"]["panel"]
+
+
+def test_requests_sent_together_on_one_connection_are_answered_in_turn(start):
+    gw = start(body_timeout=300)   # a body read ahead with the head above must not be awaited
+    port = gw.server.port
+    bodies = [chat_of(100), chat_of(BODY_WAKE + 100), BODY]
+    s = start.connect(gw)
+    s.settimeout(PATIENCE)
+    s.sendall(b"".join(head(port, "/v1/chat/completions", len(b)) + b for b in bodies))
+    got = receive(s, 3)
+    assert [r[0] for r in got] == [200, 200, 200]
+    assert len({json.loads(r[2])["bench"]["panel"] for r in got}) == 3
 
 
 def test_a_login_body_past_its_small_cap_is_refused_before_it_is_read(start):

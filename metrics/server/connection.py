@@ -207,11 +207,11 @@ class Wire(io.RawIOBase):
 
     def expect_body(self, grace: float, left: int) -> None:
         """A body is due: ``grace`` seconds plus one per ``MIN_BODY_RATE`` bytes received, of
-        which ``left`` bytes are still to come from the socket (the rest is in the reader's
+        which ``left`` bytes are still to come from this wire (the rest is in the reader's
         buffer). Its phase (BODY, under the server's lock) is the server's to set."""
         self.since = time.monotonic()
         self.deadline, self.per_byte, self.got = self.since + grace, 1 / MIN_BODY_RATE, 0
-        self.body_left = left
+        self.body_left = max(0, left - len(self._head))   # what ``Heads`` read is no socket's
 
     def stalled(self, now: float) -> bool:
         """A body that has come slower than ``MIN_BODY_RATE`` for more than ``STALL_GRACE``
