@@ -3,6 +3,7 @@ read, a body still arriving may be taken back for a newcomer, ``/health`` answer
 reserve while every thread is busy, and the bytes bodies hold in memory have one budget."""
 
 import json
+import select
 import socket
 
 import pytest
@@ -102,6 +103,33 @@ def test_requests_sent_together_on_one_connection_are_answered_in_turn(start):
     got = receive(s, 3)
     assert [r[0] for r in got] == [200, 200, 200]
     assert len({json.loads(r[2])["bench"]["panel"] for r in got}) == 3
+
+
+def test_a_small_body_still_coming_is_awaited_without_a_thread(start):
+    gw = start(max_connections=1, max_pending=8, body_hold=300, body_timeout=300)
+    port = gw.server.port
+    slow = start.connect(gw)
+    slow.sendall(head(port, "/v1/chat/completions", len(BODY)) + BODY[:5])
+    assert wait_until(lambda: gw.server._heads.holding == 1)
+    assert serving_threads(gw.server) == 0
+    # the one thread is free for others meanwhile, and nobody is taken back to make room
+    for _ in range(2):
+        assert gw.get("/v1/models")[0] == 200
+    assert select.select([slow], [], [], 0)[0] == []
+    slow.sendall(BODY[5:])   # the rest: on to a thread, and answered
+    [(status, _, body)] = one_reply(slow)
+    assert status == 200 and json.loads(body)["bench"]["panel"]
+
+
+def test_a_small_body_whose_client_awaits_100_continue_is_not_held(start):
+    gw = start(body_hold=300)
+    s = start.connect(gw)
+    s.settimeout(PATIENCE)
+    s.sendall(head(gw.server.port, "/v1/chat/completions", len(BODY), b"Expect: 100-continue\r\n"))
+    assert s.recv(100).startswith(b"HTTP/1.1 100")   # at once, not after the hold
+    s.sendall(BODY)
+    [(status, _, _)] = receive(s, 1)
+    assert status == 200
 
 
 def test_a_login_body_past_its_small_cap_is_refused_before_it_is_read(start):

@@ -42,7 +42,7 @@ from typing import Callable, Iterable
 
 from panelist.metrics.errors import NotFound
 from panelist.metrics.server.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
-                                                IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
+                                                BODY_HOLD, IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
                                                 close_quietly, ends_head, has_input)
 from panelist.metrics.server.guard import Guard, Settings
 from panelist.metrics.server.handler import Handler
@@ -74,7 +74,8 @@ class Server(ThreadingHTTPServer):
                  admin_gate: Callable[[Handler], None] = no_admin,
                  common_headers: dict[str, str] | None = None, keepalive: float = 10.0,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
-                 body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 body_timeout: float = BODY_TIMEOUT, body_hold: float = BODY_HOLD,
+                 max_connections: int = MAX_CONNECTIONS,
                  max_pending: int | None = None, max_body: int = MAX_BODY,
                  max_in_flight: int | None = None, thread_idle: float = IDLE_THREAD,
                  role: Role = Role()):
@@ -86,6 +87,7 @@ class Server(ThreadingHTTPServer):
         self.client_timeout = client_timeout
         self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
         self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
+        self.body_hold = body_hold   # seconds a small body is awaited before it takes a thread
         settings = settings or Settings()
         if max_in_flight is None:
             max_in_flight = settings.max_in_flight_mb * 2**20

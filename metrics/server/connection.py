@@ -35,6 +35,7 @@ MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
 MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
 MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeout is spent
 HEAD_TIMEOUT = 15.0
+BODY_HOLD = 1.0   # seconds a small body may be awaited before its request takes a thread
 BODY_TIMEOUT = 15.0
 STALL_GRACE = 1.0   # seconds a body may come slower than MIN_BODY_RATE before it counts as stalled
 MAX_CONNECTIONS = 512
