@@ -121,6 +121,31 @@ def test_a_small_body_still_coming_is_awaited_without_a_thread(start):
     assert status == 200 and json.loads(body)["bench"]["panel"]
 
 
+def test_a_request_sent_at_once_goes_before_bodies_that_did_not_come(start, home, gated):
+    move_to(home, gated, "fast", "mid", "slow")
+    gw = start(max_connections=1, max_pending=2, body_hold=0.1, body_timeout=300)
+    port = gw.server.port
+    panel = start.connect(gw)
+    panel.sendall(head(port, "/v1/chat/completions", len(BODY)) + BODY)
+    assert wait_until(lambda: gated.arrived.count("fast") == 1)   # the one thread holds it
+    slow = []
+    for _ in range(2):   # bodies that stop after five bytes: awaited, then queued for a thread
+        s = start.connect(gw)
+        s.sendall(head(port, "/v1/chat/completions", len(BODY)) + BODY[:5])
+        slow.append(s)
+    assert wait_until(lambda: len(gw.server._heads._late) == 2)
+    other = start.connect(gw)   # the queue is full: the slow body waiting longest makes room
+    other.sendall(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
+                  b"\r\n" % port)
+    [(status, headers, _)] = replies(until_closed(slow[0]))
+    assert status == 503 and headers["retry-after"] == "1"
+    gated.open("fast", "mid", "slow")
+    assert one_reply(panel)[0][0] == 200
+    # the request sent whole gets the thread first; the other slow body is still waited for
+    assert [r[0] for r in replies(until_closed(other))] == [200]
+    assert select.select([slow[1]], [], [], 0)[0] == []
+
+
 def test_a_small_body_whose_client_awaits_100_continue_is_not_held(start):
     gw = start(body_hold=300)
     s = start.connect(gw)

@@ -28,6 +28,7 @@ _HEALTH = re.compile(rb"(?:GET|HEAD) /health(?:[ ?]|/ )")
 _WRITE = re.compile(rb"(?:POST|PUT|PATCH|DELETE) ")
 _LENGTH = re.compile(rb"\ncontent-length:[ \t]*([0-9]{1,18})[ \t]*\r?\n", re.IGNORECASE)
 _EXPECT = re.compile(rb"\nexpect:", re.IGNORECASE)
+_FULL, _FULL_WHY = 503, "the server is at its connection limit; retry in a second"
 
 if TYPE_CHECKING:   # the server imports this module
     from panelist.metrics.server.base import Server
@@ -63,7 +64,9 @@ class Heads(threading.Thread):
       (``SO_RCVLOWAT``) lets the kernel gather it and wake this thread once, so a trickled body
       costs no thread in that time and no wake-up per piece. It counts as pending; making room,
       the one held longest goes on to a thread first. Its route's gate, cap and deadline then
-      apply as to any request (the gate's answer comes at most ``body_hold`` late);
+      apply as to any request (the gate's answer comes at most ``body_hold`` late). One whose
+      body did not come whole waits in ``late``, behind every request in ``ready``, and is the
+      one refused (503) when a request in ``ready`` needs its place;
     * a complete ``GET /health`` head goes to one of the server's reserve threads at once when
       one is free, ahead of every head waiting in ``ready``;
     * a complete head of a write whose body the server's in-flight budget has no room for gets
@@ -87,6 +90,7 @@ class Heads(threading.Thread):
         # complete heads whose bodies are awaited: (address, bytes read, when the wait ends)
         self._held: dict[socket.socket, tuple] = {}   # oldest first
         self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
+        self._late: deque = deque()    # the same, of requests whose bodies did not come whole
         self._halt = False
         self._quiet_down = False
 
@@ -103,7 +107,7 @@ class Heads(threading.Thread):
     @property
     def waiting(self) -> bool:
         """Whether complete heads wait for a handler thread."""
-        return bool(self._ready)
+        return bool(self._ready or self._late)
 
     def wake(self) -> None:
         try:
@@ -114,7 +118,7 @@ class Heads(threading.Thread):
     @property
     def busy(self) -> bool:
         """Whether connections are still being read here or wait for a thread."""
-        return bool(self._inbox or self._pending or self._held or self._ready)
+        return bool(self._inbox or self._pending or self._held or self._ready or self._late)
 
     def quiet_down(self) -> None:
         """The server drains: close the connections that have sent nothing, now and from now."""
@@ -141,7 +145,8 @@ class Heads(threading.Thread):
             self._close_all()
 
     def _turn(self) -> None:
-        timeout = 0.25 if self._ready else None   # besides the wake-ups, look again for a thread
+        # besides the wake-ups, look again for a thread
+        timeout = 0.25 if self._ready or self._late else None
         soonest = math.inf
         if self._pending:
             soonest = min(next(iter(self._pending.values())).deadline,
@@ -158,7 +163,7 @@ class Heads(threading.Thread):
                 except OSError:
                     pass
             elif key.fileobj in self._held:   # its body is in (or it ended): on to a thread
-                self._unhold(key.fileobj)
+                self._unhold(key.fileobj, came=True)
             else:
                 self._read(key.fileobj)
         while self._inbox:
@@ -169,17 +174,23 @@ class Heads(threading.Thread):
             while self._held:   # requests that began: answered, as every one is on a drain
                 self._unhold(next(iter(self._held)))
         self._expire()
-        while self._ready and self.server.admit(*self._ready[0], waiting=len(self._ready)):
+        waiting = len(self._ready) + len(self._late)
+        while self._ready and self.server.admit(*self._ready[0], waiting=waiting):
             self._ready.popleft()
+            waiting -= 1
+        while not self._ready and self._late and \
+                self.server.admit(*self._late[0], waiting=len(self._late)):
+            self._late.popleft()
 
     def _close_all(self) -> None:
-        for sock in [*self._pending, *self._held, *(r[0] for r in self._ready),
+        for sock in [*self._pending, *self._held, *(r[0] for r in (*self._ready, *self._late)),
                      *(i[0] for i in self._inbox)]:
             sock.close()
         self._pending.clear()
         self._held.clear()
         self._quiet.clear()
         self._ready.clear()
+        self._late.clear()
         self._sel.close()
         self._wake_r.close()
         self._wake_w.close()
@@ -243,12 +254,16 @@ class Heads(threading.Thread):
             return
         self._to_ready(sock, p.addr, bytes(p.buf))
 
-    def _to_ready(self, sock: socket.socket, addr, head: bytes) -> None:
-        if len(self._ready) >= self.server.max_pending:   # every handler busy, a queue behind
-            self._refuse(sock, 503, "the server is at its connection limit; retry in a second",
-                         retry_after=True)
-            return
-        self._ready.append((sock, addr, head))
+    def _to_ready(self, sock: socket.socket, addr, head: bytes, late: bool = False) -> None:
+        """Queue a request for a thread; ``late``: one whose body was awaited and did not come
+        whole, which waits behind every other (a request sent at once is answered at once, so
+        clients trickling bodies cannot make it queue behind them)."""
+        if len(self._ready) + len(self._late) >= self.server.max_pending:   # a queue behind
+            if late or not self._late:
+                self._refuse(sock, _FULL, _FULL_WHY, retry_after=True)
+                return
+            self._refuse(self._late.popleft()[0], _FULL, _FULL_WHY, retry_after=True)
+        (self._late if late else self._ready).append((sock, addr, head))
 
     def _hold(self, sock: socket.socket, left: int) -> bool:
         """Wait here for the ``left`` bytes of a body still to come; False where the system
@@ -261,15 +276,16 @@ class Heads(threading.Thread):
             return False
         return True
 
-    def _unhold(self, sock: socket.socket) -> None:
-        """A held request's body came, ended or was waited for long enough: to a thread."""
+    def _unhold(self, sock: socket.socket, came: bool = False) -> None:
+        """A held request's body came (``came``: the kernel woke us, the body whole or the
+        input ended), or was waited for long enough: to a thread."""
         addr, head, _ = self._held.pop(sock)
         try:
             self._sel.unregister(sock)
         except (KeyError, ValueError):
             pass
         if _lowat_back(sock):
-            self._to_ready(sock, addr, head)
+            self._to_ready(sock, addr, head, late=not came)
         else:
             close_quietly(sock)
 
