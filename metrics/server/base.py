@@ -21,8 +21,9 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
   connection to the next, so admitting one never waits for a thread to start. Each handled
   socket has a ``Wire`` in ``_wires`` from being handed over until its thread is done with it,
   so the table counts exactly the connections that hold (or are about to hold) a thread. Only
-  the heads thread adds to it (``admit``) and drops from it (``_drop``); phases move to BUSY
-  under the same lock, so a connection is never dropped once it is being answered.
+  the heads thread adds to it (``admit``) and drops from it (``_drop``), under the server's
+  lock; phases move without it (``begin_work``), so a connection being answered is dropped
+  only in the instant it turned busy, and then only its read side: its reply still goes out.
 
 Stopping (``drain``, then ``close``): the listener takes what the kernel already queued for it,
 then closes; connections that have sent nothing, or sit between requests, are hung up (nothing
@@ -233,27 +234,34 @@ class Server(ThreadingHTTPServer):
     def wire_of(self, request) -> Wire:
         return self._wires[request]
 
+    # The phase changes below take no lock: every request makes them, and a lock that hundreds
+    # of threads take several times a request each queued them all behind whichever holder the
+    # interpreter had paused. A wire's fields are each set whole; at worst ``_drop`` sees a
+    # phase an instant late (below, what that costs).
     def begin_work(self, wire: Wire) -> bool:
-        """Mark a connection busy now its head is read; False if it was dropped first."""
-        with self._room:
-            if wire.dropped:
-                return False
-            wire.phase = BUSY
+        """Mark a connection busy now its head is read; False if it was dropped first. A head
+        seen whole is never dropped; one that came in pieces may be in the very instant it
+        turns busy: its read side is then shut, so its reply goes out and the connection
+        closes (a body it still had to send gets 408)."""
+        if wire.dropped:
+            return False
+        wire.phase = BUSY
+        if wire.dropped:
+            return False
         wire.no_deadline()
         return True
 
     def begin_body(self, wire: Wire, grace: float, left: int) -> None:
         """A route reads its body, ``left`` bytes of it still to come from the socket: the
         connection may be taken back until it has (``Late``)."""
-        with self._room:
-            wire.expect_body(grace, left)
-            wire.phase = BODY
+        wire.expect_body(grace, left)
+        wire.phase = BODY   # last: whoever sees BODY sees its deadline set
 
     def end_body(self, wire: Wire) -> None:
         """The body was read (or its reading failed): the connection is busy again. If it was
-        taken back meanwhile, its reply still goes out and the connection then closes."""
-        with self._room:
-            wire.phase = BUSY
+        taken back meanwhile (or in the instant it turned busy), its reply still goes out and
+        the connection then closes."""
+        wire.phase = BUSY
         wire.no_deadline()
 
     def handle_error(self, request, client_address):

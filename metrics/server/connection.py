@@ -13,8 +13,9 @@ may cost.
   once per ``BODY_WAKE`` bytes (or at its deadline), never per piece.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
   ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
-  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one: a connection that
-  is only sending bytes holds no work worth protecting, one being answered does. Nor a HEAD one
+  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (but in the
+  instant one turns busy: ``Server.begin_work``): a connection that is only sending bytes
+  holds no work worth protecting, one being answered does. Nor a HEAD one
   whose head has arrived ``whole`` (it waits for nothing from its client and is BUSY in moments),
   nor an IDLE one whose next head is waiting whole. Bytes of a head are read under the server's
   lock, so the server sees them waiting or read, never in between.
