@@ -55,6 +55,9 @@ from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
 from panelist.metrics.server.workers import Role, check_reuse_port
 
 HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
+# connections handed to threads that have not yet run: past this many, the process is busy
+# and further ones wait in ``Heads`` (without a thread) rather than compete for the GIL
+ADMIT_AHEAD = 4
 _DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}   # which kind of connection goes first for a newcomer
 _PEEK = 8192   # bytes of an idle connection's input looked at for a whole head (a handler's read)
 
@@ -101,7 +104,8 @@ class Server(ThreadingHTTPServer):
         _fit_descriptors(self)
         # a thread for every connection the limits let in, /health's reserve included
         self._pool = Pool(self.max_connections + HEALTH_RESERVE, idle=thread_idle,
-                          name="gateway-conn")
+                          name="gateway-conn", busy_at=ADMIT_AHEAD,
+                          on_begun=lambda: self._heads.wake())
         self._wires: dict[socket.socket, Wire] = {}
         self._room = threading.Lock()
         self._leaving = 0       # dropped wires whose threads have not ended yet
@@ -180,6 +184,12 @@ class Server(ThreadingHTTPServer):
             self._release(request)
             self.shutdown_request(request)
         return True
+
+    @property
+    def saturated(self) -> bool:
+        """Whether connections already handed to threads are still waiting to run: giving
+        more now would only have more threads compete for the interpreter."""
+        return self._pool.busy
 
     def _drop(self, n: int) -> None:
         """Drop up to ``n`` connections, in this order: those whose next head has been arriving

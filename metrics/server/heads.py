@@ -56,8 +56,10 @@ class Heads(threading.Thread):
       came), or without a word once it sent nothing for ``client_timeout``;
     * a complete head (or one over the cap, or cut by the client's end of input: its handler
       then refuses or answers it) goes to a handler thread as soon as one of ``max_connections``
-      is free, waiting in ``ready`` meanwhile; past ``max_pending`` ready ones, a newly complete
-      head gets 503 with Retry-After;
+      is free and the server is not ``saturated`` (connections it handed to threads still
+      waiting to run: more would only compete for the interpreter lock), waiting in ``ready``
+      meanwhile; past ``max_pending`` ready ones, a newly complete head gets 503 with
+      Retry-After;
     * a complete head of a write with a body of at most ``SMALL_BODY`` bytes still to come (and
       no ``Expect``, whose client waits for a word first) waits here first, for the rest of its
       body or ``body_hold`` seconds, whichever comes first: the socket's low-water mark
@@ -175,11 +177,13 @@ class Heads(threading.Thread):
                 self._unhold(next(iter(self._held)))
         self._expire()
         waiting = len(self._ready) + len(self._late)
-        while self._ready and self.server.admit(*self._ready[0], waiting=waiting):
+        server = self.server
+        while self._ready and not server.saturated and \
+                server.admit(*self._ready[0], waiting=waiting):
             self._ready.popleft()
             waiting -= 1
-        while not self._ready and self._late and \
-                self.server.admit(*self._late[0], waiting=len(self._late)):
+        while not self._ready and self._late and not server.saturated and \
+                server.admit(*self._late[0], waiting=len(self._late)):
             self._late.popleft()
 
     def _close_all(self) -> None:

@@ -12,6 +12,10 @@ Invariants:
   the pool's own starter thread starts for it. ``submit`` never waits for a thread.
 * a thread idle for ``idle`` seconds ends (the most recently busy ones are handed work first, so
   the others are the ones that end): a pool busy once shrinks back when quiet.
+* ``unbegun`` counts the jobs handed in that no running thread has taken up yet: handed to a
+  thread not yet awake, or waiting. On a busy process it grows (each thread waits its turn for
+  the interpreter lock), so a caller can hold back work that would only make more threads
+  compete; ``on_begun`` is called each time it falls below ``busy_at``.
 * a job is run exactly once; a job's exception is the job's to handle (it is printed, and its
   thread goes on).
 * ``close``: no job is taken after it; threads idle now end now, busy ones once their job is
@@ -42,10 +46,13 @@ class _Slot:
 class Pool:
     """Threads running ``submit``-ted jobs, at most ``size`` at once."""
 
-    def __init__(self, size: int, idle: float = IDLE_THREAD, name: str = "handler"):
+    def __init__(self, size: int, idle: float = IDLE_THREAD, name: str = "handler", *,
+                 busy_at: int = 4, on_begun: Callable[[], None] = lambda: None):
         if size < 1:
             raise ValueError("a pool needs room for at least one thread")
         self.size, self.idle, self.name = size, idle, name
+        self.busy_at, self._on_begun = busy_at, on_begun
+        self._unbegun = 0
         self._lock = threading.Lock()
         self._wanted = threading.Condition(self._lock)   # the starter waits here for work
         self._jobs: deque = deque()   # waiting for a thread, oldest first
@@ -54,6 +61,11 @@ class Pool:
         self._made = 0      # threads ever started, for their names
         self._closed = False
         self._starter: threading.Thread | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether ``busy_at`` jobs or more are handed in and not yet taken up by a thread."""
+        return self._unbegun >= self.busy_at
 
     @property
     def threads(self) -> int:
@@ -75,6 +87,7 @@ class Pool:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the pool is closed")
+            self._unbegun += 1
             if self._idle:
                 slot = self._idle.pop()
                 slot.job = (fn, args)
@@ -106,6 +119,7 @@ class Pool:
             while True:
                 while self._jobs and self._threads < self.size:
                     job = self._jobs.popleft()
+                    self._took()
                     self._threads += 1
                     self._made += 1
                     thread = threading.Thread(target=self._work, args=(job,), daemon=True,
@@ -120,6 +134,7 @@ class Pool:
                         self._lock.acquire()
                     if not started:
                         self._threads -= 1
+                        self._unbegun += 1
                         self._jobs.appendleft(job)
                         if self._threads == 0 or self._closed:
                             # nobody else will take it: try again in a moment
@@ -129,6 +144,12 @@ class Pool:
                 if self._closed and not self._jobs:
                     return
                 self._wanted.wait()
+
+    def _took(self) -> None:
+        """A thread took up a job (called with the lock held)."""
+        self._unbegun -= 1
+        if self._unbegun == self.busy_at - 1:   # no longer busy: who held work back may go on
+            self._on_begun()
 
     def _work(self, job: tuple | None) -> None:
         slot = _Slot()
@@ -144,6 +165,7 @@ class Pool:
             with self._lock:
                 if self._jobs:
                     job = self._jobs.popleft()
+                    self._took()
                     continue
                 if self._closed:
                     self._threads -= 1
@@ -155,6 +177,7 @@ class Pool:
             with self._lock:
                 if slot.job is not None:   # handed a job (the event is set with it)
                     job = slot.job
+                    self._took()
                     continue
                 if slot in self._idle:   # no job came in time
                     self._idle.remove(slot)
