@@ -251,7 +251,7 @@ class Heads(threading.Thread):
         if size is not None and self._over_budget(size):   # told now, before it takes a thread
             self._refuse(sock, 503, self.server.in_flight.refusal(), retry_after=True)
             return
-        left = 0 if size is None else size - (len(p.buf) - end)   # body bytes still to come
+        left = 0 if size is None or not end else size - (len(p.buf) - end)   # still to come
         if 0 < left <= SMALL_BODY and not _EXPECT.search(p.buf, 0, end) and self._hold(sock, left):
             until = time.monotonic() + self.server.body_hold
             self._held[sock] = (p.addr, bytes(p.buf), until)
@@ -341,13 +341,13 @@ class Heads(threading.Thread):
 
 def _framing(buf: bytearray) -> tuple[int | None, int]:
     """A write's Content-Length, read from its head only (None for other requests or when it
-    has none), and where its body begins in ``buf``."""
+    has none), and where its body begins in ``buf`` (0 if the head has no end there)."""
     ends = [(i, n) for i, n in ((buf.find(b"\n\r\n"), 3), (buf.find(b"\n\n"), 2)) if i >= 0]
-    first, sep = min(ends) if ends else (len(buf), 0)
+    first, sep = min(ends) if ends else (len(buf), 0)   # no end: a head over its cap or cut
     if not _WRITE.match(buf):
         return None, first + sep
     found = _LENGTH.search(buf, 0, first + 1)
-    return (int(found[1]) if found else None), first + sep
+    return (int(found[1]) if found else None), (first + sep if sep else 0)
 
 
 def _lowat_back(sock: socket.socket) -> bool:
