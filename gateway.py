@@ -25,10 +25,11 @@ if not __package__:
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
 from panelist.metrics.server.base import Server, build  # noqa: E402
-from panelist.metrics.server.connection import (BODY_TIMEOUT, HEAD_TIMEOUT,  # noqa: E402
-                                                MAX_CONNECTIONS)
+from panelist.metrics.server.connection import (BODY_HOLD, BODY_TIMEOUT,  # noqa: E402
+                                                HEAD_TIMEOUT, MAX_CONNECTIONS)
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
+from panelist.metrics.server.pool import IDLE_THREAD  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES, ROUTES_HELP  # noqa: E402
 from panelist.metrics.server.workers import Role  # noqa: E402
 
@@ -37,18 +38,21 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
                  panels: Panels | None = None, keepalive: float = 10.0,
                  settings: Settings | None = None, env=None,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
-                 body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 max_pending: int | None = None, max_in_flight: int | None = None,
+                 body_timeout: float = BODY_TIMEOUT, body_hold: float = BODY_HOLD,
+                 max_connections: int = MAX_CONNECTIONS, max_pending: int | None = None,
+                 max_in_flight: int | None = None, thread_idle: float = IDLE_THREAD,
                  demo: bool = False, role: Role = Role()) -> Server:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
     environment, read now: a bad setting, or a non-loopback ``host`` without an admin token,
-    raises ConfigInvalid before anything is opened. The timeouts, ``max_connections`` and
+    raises ConfigInvalid before anything is opened. The timeouts, ``body_hold`` (seconds a
+    small body is awaited before its request takes a thread), ``max_connections`` and
     ``max_pending`` (default: as many as ``max_connections``) bound what connections may cost,
     ``max_in_flight`` (bytes; default: ``PANELIST_MAX_INFLIGHT_MB``) what their bodies may hold
-    in memory; tests pass small ones. ``demo`` serves the demo roster now, as ``--demo`` does
-    (the data folder's one simulator, see ``metrics.upkeep.demohost``). ``role``: which of
+    in memory, ``thread_idle`` how long a connection thread waits for its next connection
+    before it ends; tests pass small ones. ``demo`` serves the demo roster now, as ``--demo``
+    does (the data folder's one simulator, see ``metrics.upkeep.demohost``). ``role``: which of
     several workers on one port this is (``metrics.server.workers``)."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
@@ -58,9 +62,9 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     return build(parts, host, port, own_parts=panels is None, demo=demo,
                  routes=GATEWAY_ROUTES, routes_help=f"the gateway serves {ROUTES_HELP}",
                  settings=settings, keepalive=keepalive, client_timeout=client_timeout,
-                 head_timeout=head_timeout, body_timeout=body_timeout,
+                 head_timeout=head_timeout, body_timeout=body_timeout, body_hold=body_hold,
                  max_connections=max_connections, max_pending=max_pending,
-                 max_in_flight=max_in_flight, role=role)
+                 max_in_flight=max_in_flight, thread_idle=thread_idle, role=role)
 
 
 if __name__ == "__main__":

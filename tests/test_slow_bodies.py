@@ -3,10 +3,13 @@ read, a body still arriving may be taken back for a newcomer, ``/health`` answer
 reserve while every thread is busy, and the bytes bodies hold in memory have one budget."""
 
 import json
+import select
+import socket
 
 import pytest
 
-from conftest import DASHBOARD_TOKEN, move_to, serving_threads, wait_until
+from conftest import DASHBOARD_TOKEN, PATIENCE, move_to, serving_threads, wait_until
+from panelist.metrics.server.connection import BODY as READING_BODY, BODY_WAKE
 from panelist.gateway import make_gateway
 from panelist.serve import make_dashboard
 from test_gateway_head import BODY, replies
@@ -51,6 +54,107 @@ def test_a_body_still_arriving_is_taken_back_for_a_newcomer(start):
     assert wait_until(lambda: serving_threads(gw.server) == 1)   # it holds the one thread
     assert gw.get("/v1/models")[0] == 200
     only_408(until_closed(slow), "needed this connection for another client while the body")
+
+
+def chat_of(size: int) -> bytes:
+    """A chat request of a little over ``size`` bytes."""
+    return json.dumps({"model": "bench/trio",
+                       "messages": [{"role": "user", "content": "y" * size}]}).encode()
+
+
+def reading_a_body(gw) -> bool:
+    return any(w.phase == READING_BODY for w in list(gw.server._wires.values()))
+
+
+def receive(s: socket.socket, n: int) -> list:
+    """The first ``n`` replies on ``s`` (a timeout fails the test)."""
+    data = b""
+    while len(replies(data)) < n:
+        chunk = s.recv(65536)
+        assert chunk, f"closed after {data[:200]!r}"
+        data += chunk
+    return replies(data)
+
+
+@pytest.mark.parametrize("first", [0, 3_000, BODY_WAKE + 4_000])   # body bytes with the head
+def test_a_body_sent_in_pieces_is_answered_as_its_last_piece_comes(start, first):
+    # the route waits for the rest of the body; a read that waited for more bytes than are
+    # still to come would wait until this deadline, far past the socket's PATIENCE
+    gw = start(body_timeout=300)
+    big = chat_of(3 * BODY_WAKE)
+    s = start.connect(gw)
+    s.settimeout(PATIENCE)
+    s.sendall(head(gw.server.port, "/v1/chat/completions", len(big)) + big[:first])
+    assert wait_until(lambda: reading_a_body(gw))
+    piece = BODY_WAKE // 3   # each under the bytes a read waits for, the last one shorter
+    for i in range(first, len(big), piece):
+        s.sendall(big[i:i + piece])
+    [(status, _, body)] = receive(s, 1)
+    assert status == 200 and json.loads(body)["bench"]["panel"]
+
+
+def test_requests_sent_together_on_one_connection_are_answered_in_turn(start):
+    gw = start(body_timeout=300)   # a body read ahead with the head above must not be awaited
+    port = gw.server.port
+    bodies = [chat_of(100), chat_of(BODY_WAKE + 100), BODY]
+    s = start.connect(gw)
+    s.settimeout(PATIENCE)
+    s.sendall(b"".join(head(port, "/v1/chat/completions", len(b)) + b for b in bodies))
+    got = receive(s, 3)
+    assert [r[0] for r in got] == [200, 200, 200]
+    assert len({json.loads(r[2])["bench"]["panel"] for r in got}) == 3
+
+
+def test_a_small_body_still_coming_is_awaited_without_a_thread(start):
+    gw = start(max_connections=1, max_pending=8, body_hold=300, body_timeout=300)
+    port = gw.server.port
+    slow = start.connect(gw)
+    slow.sendall(head(port, "/v1/chat/completions", len(BODY)) + BODY[:5])
+    assert wait_until(lambda: gw.server._heads.holding == 1)
+    assert serving_threads(gw.server) == 0
+    # the one thread is free for others meanwhile, and nobody is taken back to make room
+    for _ in range(2):
+        assert gw.get("/v1/models")[0] == 200
+    assert select.select([slow], [], [], 0)[0] == []
+    slow.sendall(BODY[5:])   # the rest: on to a thread, and answered
+    [(status, _, body)] = one_reply(slow)
+    assert status == 200 and json.loads(body)["bench"]["panel"]
+
+
+def test_a_request_sent_at_once_goes_before_bodies_that_did_not_come(start, home, gated):
+    move_to(home, gated, "fast", "mid", "slow")
+    gw = start(max_connections=1, max_pending=2, body_hold=0.1, body_timeout=300)
+    port = gw.server.port
+    panel = start.connect(gw)
+    panel.sendall(head(port, "/v1/chat/completions", len(BODY)) + BODY)
+    assert wait_until(lambda: gated.arrived.count("fast") == 1)   # the one thread holds it
+    slow = []
+    for _ in range(2):   # bodies that stop after five bytes: awaited, then queued for a thread
+        s = start.connect(gw)
+        s.sendall(head(port, "/v1/chat/completions", len(BODY)) + BODY[:5])
+        slow.append(s)
+    assert wait_until(lambda: len(gw.server._heads._late) == 2)
+    other = start.connect(gw)   # the queue is full: the slow body waiting longest makes room
+    other.sendall(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
+                  b"\r\n" % port)
+    [(status, headers, _)] = replies(until_closed(slow[0]))
+    assert status == 503 and headers["retry-after"] == "1"
+    gated.open("fast", "mid", "slow")
+    assert one_reply(panel)[0][0] == 200
+    # the request sent whole gets the thread first; the other slow body is still waited for
+    assert [r[0] for r in replies(until_closed(other))] == [200]
+    assert select.select([slow[1]], [], [], 0)[0] == []
+
+
+def test_a_small_body_whose_client_awaits_100_continue_is_not_held(start):
+    gw = start(body_hold=300)
+    s = start.connect(gw)
+    s.settimeout(PATIENCE)
+    s.sendall(head(gw.server.port, "/v1/chat/completions", len(BODY), b"Expect: 100-continue\r\n"))
+    assert s.recv(100).startswith(b"HTTP/1.1 100")   # at once, not after the hold
+    s.sendall(BODY)
+    [(status, _, _)] = receive(s, 1)
+    assert status == 200
 
 
 def test_a_login_body_past_its_small_cap_is_refused_before_it_is_read(start):

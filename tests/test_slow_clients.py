@@ -15,6 +15,7 @@ import pytest
 
 from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
+from panelist.metrics.server.base import HEALTH_RESERVE
 from test_gateway_head import BODY, replies
 
 PATIENCE = 30   # seconds a test waits for something that should happen far sooner
@@ -131,14 +132,19 @@ def test_past_max_pending_the_slowest_heads_make_room(start):
 
 
 def test_slow_heads_never_hold_a_thread(start):
-    gw = start(max_connections=1, max_pending=50, head_timeout=300)
+    # connection threads are kept between connections, for thread_idle seconds
+    gw = start(max_connections=1, max_pending=50, head_timeout=300, thread_idle=0.2)
     before = threading.active_count()
     slow = [start.connect(gw) for _ in range(20)]
     for s in slow:
         s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+    most = before
     for _ in range(3):   # the one thread serves these in turn while twenty heads trickle
         assert gw.get("/health")[0] == 200
-    # the handler threads of those requests end; no thread stays for the twenty
+        most = max(most, threading.active_count())
+    # the one connection thread (and /health's reserve, while it is busy) at most, never one
+    # for each of the twenty; and they end once idle
+    assert most <= before + 1 + HEALTH_RESERVE
     end = time.monotonic() + PATIENCE
     while threading.active_count() > before and time.monotonic() < end:
         time.sleep(0.01)

@@ -17,10 +17,13 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
   long panels keep it out.
 * request bodies hold a share of one byte budget while they are read and answered
   (``metrics.server.memory``), so trickled or parallel big bodies cannot exhaust memory.
-* each handled socket has a ``Wire`` in ``_wires`` from just before its thread starts until the
-  thread ends, so the table counts exactly the threads that hold a connection. Only the heads
-  thread adds to it (``admit``) and drops from it (``_drop``); phases move to BUSY under the
-  same lock, so a connection is never dropped once it is being answered.
+* a connection given a thread is handed to the ``Pool`` of connection threads, kept from one
+  connection to the next, so admitting one never waits for a thread to start. Each handled
+  socket has a ``Wire`` in ``_wires`` from being handed over until its thread is done with it,
+  so the table counts exactly the connections that hold (or are about to hold) a thread. Only
+  the heads thread adds to it (``admit``) and drops from it (``_drop``), under the server's
+  lock; phases move without it (``begin_work``), so a connection being answered is dropped
+  only in the instant it turned busy, and then only its read side: its reply still goes out.
 
 Stopping (``drain``, then ``close``): the listener takes what the kernel already queued for it,
 then closes; connections that have sent nothing, or sit between requests, are hung up (nothing
@@ -40,17 +43,21 @@ from typing import Callable, Iterable
 
 from panelist.metrics.errors import NotFound
 from panelist.metrics.server.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
-                                                IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
+                                                BODY_HOLD, IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
                                                 close_quietly, ends_head, has_input)
 from panelist.metrics.server.guard import Guard, Settings
 from panelist.metrics.server.handler import Handler
 from panelist.metrics.server.heads import Heads
 from panelist.metrics.server.memory import GRANT_FACTOR, InFlight, keep_heap_small
 from panelist.metrics.server.parts import Parts
+from panelist.metrics.server.pool import IDLE_THREAD, Pool
 from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
 from panelist.metrics.server.workers import Role, check_reuse_port
 
 HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
+# connections handed to threads that have not yet run: past this many, the process is busy
+# and further ones wait in ``Heads`` (without a thread) rather than compete for the GIL
+ADMIT_AHEAD = 4
 _DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}   # which kind of connection goes first for a newcomer
 _PEEK = 8192   # bytes of an idle connection's input looked at for a whole head (a handler's read)
 
@@ -71,9 +78,11 @@ class Server(ThreadingHTTPServer):
                  admin_gate: Callable[[Handler], None] = no_admin,
                  common_headers: dict[str, str] | None = None, keepalive: float = 10.0,
                  client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
-                 body_timeout: float = BODY_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 body_timeout: float = BODY_TIMEOUT, body_hold: float = BODY_HOLD,
+                 max_connections: int = MAX_CONNECTIONS,
                  max_pending: int | None = None, max_body: int = MAX_BODY,
-                 max_in_flight: int | None = None, role: Role = Role()):
+                 max_in_flight: int | None = None, thread_idle: float = IDLE_THREAD,
+                 role: Role = Role()):
         if max_connections < 1 or (max_pending is not None and max_pending < 1):
             raise ValueError("max_connections and max_pending must be at least 1")
         self.parts = parts
@@ -82,6 +91,7 @@ class Server(ThreadingHTTPServer):
         self.client_timeout = client_timeout
         self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
         self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
+        self.body_hold = body_hold   # seconds a small body is awaited before it takes a thread
         settings = settings or Settings()
         if max_in_flight is None:
             max_in_flight = settings.max_in_flight_mb * 2**20
@@ -92,6 +102,10 @@ class Server(ThreadingHTTPServer):
         # connections still sending their first head, and complete ones waiting for a thread
         self.max_pending = max_pending or max_connections
         _fit_descriptors(self)
+        # a thread for every connection the limits let in, /health's reserve included
+        self._pool = Pool(self.max_connections + HEALTH_RESERVE, idle=thread_idle,
+                          name="gateway-conn", busy_at=ADMIT_AHEAD,
+                          on_begun=lambda: self._heads.wake())
         self._wires: dict[socket.socket, Wire] = {}
         self._room = threading.Lock()
         self._leaving = 0       # dropped wires whose threads have not ended yet
@@ -134,6 +148,7 @@ class Server(ThreadingHTTPServer):
         self._serving = True   # before the loop starts, so close() knows to stop it
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
+        self._pool.start()
         self.parts.start(schedule=self.role.runs_schedule)
         self.started.set()
         super().serve_forever(poll_interval)
@@ -163,13 +178,18 @@ class Server(ThreadingHTTPServer):
             wire = Wire(request, self.client_timeout, self.head_timeout, head, room=self._room)
             wire.reserve = reserve
             self._wires[request] = wire
-        try:
-            super().process_request(request, client_address)   # ThreadingMixIn: the thread
-        except Exception:
+        try:   # a thread of the pool, never one started here: the heads thread does not wait
+            self._pool.submit(self.process_request_thread, request, client_address)
+        except RuntimeError:   # closing: no thread will take it
             self._release(request)
             self.shutdown_request(request)
-            self.handle_error(request, client_address)
         return True
+
+    @property
+    def saturated(self) -> bool:
+        """Whether connections already handed to threads are still waiting to run: giving
+        more now would only have more threads compete for the interpreter."""
+        return self._pool.busy
 
     def _drop(self, n: int) -> None:
         """Drop up to ``n`` connections, in this order: those whose next head has been arriving
@@ -224,26 +244,34 @@ class Server(ThreadingHTTPServer):
     def wire_of(self, request) -> Wire:
         return self._wires[request]
 
+    # The phase changes below take no lock: every request makes them, and a lock that hundreds
+    # of threads take several times a request each queued them all behind whichever holder the
+    # interpreter had paused. A wire's fields are each set whole; at worst ``_drop`` sees a
+    # phase an instant late (below, what that costs).
     def begin_work(self, wire: Wire) -> bool:
-        """Mark a connection busy now its head is read; False if it was dropped first."""
-        with self._room:
-            if wire.dropped:
-                return False
-            wire.phase = BUSY
+        """Mark a connection busy now its head is read; False if it was dropped first. A head
+        seen whole is never dropped; one that came in pieces may be in the very instant it
+        turns busy: its read side is then shut, so its reply goes out and the connection
+        closes (a body it still had to send gets 408)."""
+        if wire.dropped:
+            return False
+        wire.phase = BUSY
+        if wire.dropped:
+            return False
         wire.no_deadline()
         return True
 
-    def begin_body(self, wire: Wire, grace: float) -> None:
-        """A route reads its body: the connection may be taken back until it has (``Late``)."""
-        with self._room:
-            wire.expect_body(grace)
-            wire.phase = BODY
+    def begin_body(self, wire: Wire, grace: float, left: int) -> None:
+        """A route reads its body, ``left`` bytes of it still to come from the socket: the
+        connection may be taken back until it has (``Late``)."""
+        wire.expect_body(grace, left)
+        wire.phase = BODY   # last: whoever sees BODY sees its deadline set
 
     def end_body(self, wire: Wire) -> None:
         """The body was read (or its reading failed): the connection is busy again. If it was
-        taken back meanwhile, its reply still goes out and the connection then closes."""
-        with self._room:
-            wire.phase = BUSY
+        taken back meanwhile (or in the instant it turned busy), its reply still goes out and
+        the connection then closes."""
+        wire.phase = BUSY
         wire.no_deadline()
 
     def handle_error(self, request, client_address):
@@ -296,6 +324,7 @@ class Server(ThreadingHTTPServer):
             self.shutdown()
         self.server_close()
         self._heads.stop()   # closes every connection still sending its first head
+        self._pool.close()   # idle threads end; busy ones once their connection is done
         with self._room:   # connections between requests end now, not after client_timeout
             for wire in self._wires.values():
                 if wire.phase != BUSY and not wire.dropped:

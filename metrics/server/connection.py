@@ -7,10 +7,15 @@ may cost.
   a body within ``body_timeout`` plus one second per ``MIN_BODY_RATE`` bytes. Deadlines are
   re-armed before every read, so trickled bytes never extend them. A late head or body gets 408,
   then the close.
+* a body being read costs its thread no wake-up per packet: the socket's low-water mark
+  (``SO_RCVLOWAT``, where the system has one) makes a read wait until the rest of the body, or
+  ``BODY_WAKE`` bytes of it, have come, so a body trickled in small pieces wakes its thread
+  once per ``BODY_WAKE`` bytes (or at its deadline), never per piece.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
   ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
-  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one: a connection that
-  is only sending bytes holds no work worth protecting, one being answered does. Nor a HEAD one
+  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (but in the
+  instant one turns busy: ``Server.begin_work``): a connection that is only sending bytes
+  holds no work worth protecting, one being answered does. Nor a HEAD one
   whose head has arrived ``whole`` (it waits for nothing from its client and is BUSY in moments),
   nor an IDLE one whose next head is waiting whole. Bytes of a head are read under the server's
   lock, so the server sees them waiting or read, never in between.
@@ -31,9 +36,13 @@ MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
 MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
 MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeout is spent
 HEAD_TIMEOUT = 15.0
+BODY_HOLD = 1.0   # seconds a small body may be awaited before its request takes a thread
 BODY_TIMEOUT = 15.0
 STALL_GRACE = 1.0   # seconds a body may come slower than MIN_BODY_RATE before it counts as stalled
 MAX_CONNECTIONS = 512
+# bytes of a body a read waits for at most: what STALL_GRACE lets a body lag at MIN_BODY_RATE,
+# so a body counted in such steps is never taken for a stalled one (``Wire.stalled``)
+BODY_WAKE = int(MIN_BODY_RATE * STALL_GRACE)
 IDLE, HEAD, BUSY, BODY = 0, 1, 2, 3   # a Wire's phase; the server may drop all but a BUSY one
 
 
@@ -96,6 +105,9 @@ class Wire(io.RawIOBase):
         self.deadline = self.since + head_timeout
         self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
         self.got = 0         # bytes received in this phase
+        self.delivered = 0   # bytes handed to the reader over the connection's life
+        self.body_left = 0   # bytes of the body being read still to come from the socket
+        self._lowat = 1      # the socket's SO_RCVLOWAT now (0: the system has none)
         self.dropped = False   # the server took this connection back (under its lock)
         self.reserve = False   # answers one /health request from the server's own reserve
         self.whole = ends_head(head)   # the head being read has all arrived (HEAD only)
@@ -112,6 +124,7 @@ class Wire(io.RawIOBase):
             n = min(len(buf), len(self._head))
             buf[:n] = self._head[:n]
             self._head = self._head[n:]
+            self.delivered += n
             return n
         left = self.deadline + self.got * self.per_byte - time.monotonic()
         if left <= 0 or self.dropped:
@@ -127,6 +140,7 @@ class Wire(io.RawIOBase):
         if not n and self.dropped:   # the server shut our read side: not the client's EOF
             raise Late("the connection was taken back for another client")
         self.got += n
+        self.delivered += n
         return n
 
     def _recv(self, buf, wait: float) -> int:
@@ -134,6 +148,8 @@ class Wire(io.RawIOBase):
         under the server's lock, with ``whole`` and the phase set before it is let go: choosing
         whom to take back under that lock, the server sees those bytes still waiting or read and
         accounted for, never read by a thread that has not yet run on to say so."""
+        if self.phase == BODY and self.body_left > 1:
+            return self._recv_body(buf)
         if self.phase not in (IDLE, HEAD):
             return self.sock.recv_into(buf)
         if not has_input(self.sock, wait):
@@ -147,6 +163,33 @@ class Wire(io.RawIOBase):
                 self.deadline = self.since + self.head_timeout
                 self.got = 0
         return n
+
+    def _recv_body(self, buf) -> int:
+        """One read of a body: woken once the rest of it (or ``BODY_WAKE`` bytes) is here, or
+        at the time the caller allowed (``TimeoutError``, unless some bytes came: those are
+        taken, so the deadline is judged on every byte that arrived)."""
+        self._set_lowat(min(self.body_left, BODY_WAKE, len(buf)))
+        try:
+            n = self.sock.recv_into(buf)
+        except TimeoutError:
+            if not self._lowat:
+                raise
+            self.sock.settimeout(0)   # what came short of the mark, without another wait
+            try:
+                n = self.sock.recv_into(buf)
+            except (BlockingIOError, InterruptedError):
+                raise TimeoutError("no bytes came in time") from None
+        self.body_left -= n
+        return n
+
+    def _set_lowat(self, n: int) -> None:
+        if self._lowat in (0, n):   # none to set, or set already
+            return
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, max(1, n))
+            self._lowat = max(1, n)
+        except (OSError, AttributeError):   # not on this system: a wake-up per packet, as ever
+            self._lowat = 0
 
     def write(self, data) -> int:
         if self._tight:
@@ -164,11 +207,13 @@ class Wire(io.RawIOBase):
         self.phase, self.since = IDLE, time.monotonic()
         self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
 
-    def expect_body(self, grace: float) -> None:
-        """A body is due: ``grace`` seconds plus one per ``MIN_BODY_RATE`` bytes received. Its
-        phase (BODY, under the server's lock) is the server's to set."""
+    def expect_body(self, grace: float, left: int) -> None:
+        """A body is due: ``grace`` seconds plus one per ``MIN_BODY_RATE`` bytes received, of
+        which ``left`` bytes are still to come from this wire (the rest is in the reader's
+        buffer). Its phase (BODY, under the server's lock) is the server's to set."""
         self.since = time.monotonic()
         self.deadline, self.per_byte, self.got = self.since + grace, 1 / MIN_BODY_RATE, 0
+        self.body_left = max(0, left - len(self._head))   # what ``Heads`` read is no socket's
 
     def stalled(self, now: float) -> bool:
         """A body that has come slower than ``MIN_BODY_RATE`` for more than ``STALL_GRACE``
@@ -177,6 +222,8 @@ class Wire(io.RawIOBase):
 
     def no_deadline(self) -> None:
         self.deadline, self.per_byte = math.inf, 0.0
+        self.body_left = 0
+        self._set_lowat(1)   # heads and the next request's first byte wake a read at once
 
     def drop(self) -> None:
         """Wake the handler's read with an end of input it will take as ``Late``. Called by the

@@ -59,6 +59,9 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile = io.BufferedReader(self.wire)
         self.wfile = self.wire
         self._expect_continue = False
+        # bytes taken from rfile over the connection's life: beside what the wire handed it,
+        # they say how much of a body the reader already holds
+        self._consumed = 0
 
     def log_message(self, format, *args):  # noqa: A002 - the call log is the record of use
         pass
@@ -79,6 +82,7 @@ class Handler(BaseHTTPRequestHandler):
         self.command, self.request_version = None, self.default_request_version
         try:
             self.raw_requestline = self.rfile.readline(65537)
+            self._consumed += len(self.raw_requestline)
             if len(self.raw_requestline) > 65536:
                 self.requestline = self.request_version = self.command = ""
                 self.send_error(414)
@@ -157,6 +161,7 @@ class Handler(BaseHTTPRequestHandler):
         room = MAX_HEAD - len(self.raw_requestline)
         for _ in range(MAX_HEADERS + 1):
             raw = readline(65537)   # a late head ends in handle_one_request
+            self._consumed += len(raw)
             if len(raw) > 65536:
                 self.send_error(431, "Line too long")
                 return False
@@ -365,9 +370,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response_only(100)
             self.end_headers()
         grace = self.server.body_timeout
-        self.server.begin_body(self.wire, grace)
+        held = self.wire.delivered - self._consumed   # read ahead with the head
+        self.server.begin_body(self.wire, grace, max(0, size - held))
         try:
             raw = self.rfile.read(size)
+            self._consumed += len(raw)
         except Late:
             if self.wire.dropped:
                 raise RequestTimeout("the server needed this connection for another client while "

@@ -1,7 +1,9 @@
 """New connections until their first request head has arrived, all on one thread (``Heads``).
 
 A connection that is slow or silent costs a socket and at most ``MAX_HEAD`` bytes here, never a
-thread, so trickling heads can use up neither the handler threads nor the listener.
+thread, so trickling heads can use up neither the handler threads nor the listener. Nor do the
+first moments of a small body that follows its head: it is awaited here, by the kernel, for up
+to the server's ``body_hold`` seconds before the request takes a thread.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from panelist.metrics.server.connection import MAX_HEAD, close_quietly
+from panelist.metrics.server.memory import SMALL_BODY
 from panelist.metrics.wire.errors import error_body
 
 _HEALTH = re.compile(rb"(?:GET|HEAD) /health(?:[ ?]|/ )")
 _WRITE = re.compile(rb"(?:POST|PUT|PATCH|DELETE) ")
 _LENGTH = re.compile(rb"\ncontent-length:[ \t]*([0-9]{1,18})[ \t]*\r?\n", re.IGNORECASE)
+_EXPECT = re.compile(rb"\nexpect:", re.IGNORECASE)
+_FULL, _FULL_WHY = 503, "the server is at its connection limit; retry in a second"
 
 if TYPE_CHECKING:   # the server imports this module
     from panelist.metrics.server.base import Server
@@ -51,8 +56,19 @@ class Heads(threading.Thread):
       came), or without a word once it sent nothing for ``client_timeout``;
     * a complete head (or one over the cap, or cut by the client's end of input: its handler
       then refuses or answers it) goes to a handler thread as soon as one of ``max_connections``
-      is free, waiting in ``ready`` meanwhile; past ``max_pending`` ready ones, a newly complete
-      head gets 503 with Retry-After;
+      is free and the server is not ``saturated`` (connections it handed to threads still
+      waiting to run: more would only compete for the interpreter lock), waiting in ``ready``
+      meanwhile; past ``max_pending`` ready ones, a newly complete head gets 503 with
+      Retry-After;
+    * a complete head of a write with a body of at most ``SMALL_BODY`` bytes still to come (and
+      no ``Expect``, whose client waits for a word first) waits here first, for the rest of its
+      body or ``body_hold`` seconds, whichever comes first: the socket's low-water mark
+      (``SO_RCVLOWAT``) lets the kernel gather it and wake this thread once, so a trickled body
+      costs no thread in that time and no wake-up per piece. It counts as pending; making room,
+      the one held longest goes on to a thread first. Its route's gate, cap and deadline then
+      apply as to any request (the gate's answer comes at most ``body_hold`` late). One whose
+      body did not come whole waits in ``late``, behind every request in ``ready``, and is the
+      one refused (503) when a request in ``ready`` needs its place;
     * a complete ``GET /health`` head goes to one of the server's reserve threads at once when
       one is free, ahead of every head waiting in ``ready``;
     * a complete head of a write whose body the server's in-flight budget has no room for gets
@@ -73,7 +89,10 @@ class Heads(threading.Thread):
         self._inbox: deque = deque()   # (socket, address) from the listener
         self._pending: dict[socket.socket, _Pending] = {}   # in accept order: oldest first
         self._quiet: dict[socket.socket, _Pending] = {}     # the same, least recently heard first
+        # complete heads whose bodies are awaited: (address, bytes read, when the wait ends)
+        self._held: dict[socket.socket, tuple] = {}   # oldest first
         self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
+        self._late: deque = deque()    # the same, of requests whose bodies did not come whole
         self._halt = False
         self._quiet_down = False
 
@@ -83,9 +102,14 @@ class Heads(threading.Thread):
         self.wake()
 
     @property
+    def holding(self) -> int:
+        """How many complete heads wait here for the rest of their bodies."""
+        return len(self._held)
+
+    @property
     def waiting(self) -> bool:
         """Whether complete heads wait for a handler thread."""
-        return bool(self._ready)
+        return bool(self._ready or self._late)
 
     def wake(self) -> None:
         try:
@@ -96,7 +120,7 @@ class Heads(threading.Thread):
     @property
     def busy(self) -> bool:
         """Whether connections are still being read here or wait for a thread."""
-        return bool(self._inbox or self._pending or self._ready)
+        return bool(self._inbox or self._pending or self._held or self._ready or self._late)
 
     def quiet_down(self) -> None:
         """The server drains: close the connections that have sent nothing, now and from now."""
@@ -123,10 +147,15 @@ class Heads(threading.Thread):
             self._close_all()
 
     def _turn(self) -> None:
-        timeout = 0.25 if self._ready else None   # besides the wake-ups, look again for a thread
+        # besides the wake-ups, look again for a thread
+        timeout = 0.25 if self._ready or self._late else None
+        soonest = math.inf
         if self._pending:
             soonest = min(next(iter(self._pending.values())).deadline,
                           next(iter(self._quiet.values())).quiet)
+        if self._held:
+            soonest = min(soonest, next(iter(self._held.values()))[2])
+        if soonest < math.inf:
             timeout = min(timeout or math.inf, max(0.0, soonest - time.monotonic()))
         for key, _ in self._sel.select(timeout):
             if key.fileobj is self._wake_r:
@@ -135,6 +164,8 @@ class Heads(threading.Thread):
                         pass
                 except OSError:
                     pass
+            elif key.fileobj in self._held:   # its body is in (or it ended): on to a thread
+                self._unhold(key.fileobj, came=True)
             else:
                 self._read(key.fileobj)
         while self._inbox:
@@ -142,22 +173,36 @@ class Heads(threading.Thread):
         if self._quiet_down:
             for sock in [s for s, p in self._pending.items() if not p.buf]:
                 self._close(sock)
+            while self._held:   # requests that began: answered, as every one is on a drain
+                self._unhold(next(iter(self._held)))
         self._expire()
-        while self._ready and self.server.admit(*self._ready[0], waiting=len(self._ready)):
+        waiting = len(self._ready) + len(self._late)
+        server = self.server
+        while self._ready and not server.saturated and \
+                server.admit(*self._ready[0], waiting=waiting):
             self._ready.popleft()
+            waiting -= 1
+        while not self._ready and self._late and not server.saturated and \
+                server.admit(*self._late[0], waiting=len(self._late)):
+            self._late.popleft()
 
     def _close_all(self) -> None:
-        for sock in [*self._pending, *(r[0] for r in self._ready), *(i[0] for i in self._inbox)]:
+        for sock in [*self._pending, *self._held, *(r[0] for r in (*self._ready, *self._late)),
+                     *(i[0] for i in self._inbox)]:
             sock.close()
         self._pending.clear()
+        self._held.clear()
         self._quiet.clear()
         self._ready.clear()
+        self._late.clear()
         self._sel.close()
         self._wake_r.close()
         self._wake_w.close()
 
     def _take(self, sock: socket.socket, addr) -> None:
-        if len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
+        if self._held and len(self._pending) + len(self._held) >= self.server.max_pending:
+            self._unhold(next(iter(self._held)))   # make room: its wait for a body ends early
+        elif len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
             oldest, p = next(iter(self._pending.items()))
             if p.buf:
                 self._refuse(oldest, 408, "the server needed this connection for another "
@@ -202,30 +247,62 @@ class Heads(threading.Thread):
         del self._quiet[sock]
         if _HEALTH.match(p.buf) and self.server.admit(sock, p.addr, bytes(p.buf), reserve=True):
             return
-        if self._over_budget(p.buf):   # told now, before it could take anyone's thread
+        size, end = _framing(p.buf)
+        if size is not None and self._over_budget(size):   # told now, before it takes a thread
             self._refuse(sock, 503, self.server.in_flight.refusal(), retry_after=True)
             return
-        if len(self._ready) >= self.server.max_pending:   # every handler busy, a queue behind
-            self._refuse(sock, 503, "the server is at its connection limit; retry in a second",
-                         retry_after=True)
+        left = 0 if size is None or not end else size - (len(p.buf) - end)   # still to come
+        if 0 < left <= SMALL_BODY and not _EXPECT.search(p.buf, 0, end) and self._hold(sock, left):
+            until = time.monotonic() + self.server.body_hold
+            self._held[sock] = (p.addr, bytes(p.buf), until)
             return
-        self._ready.append((sock, p.addr, bytes(p.buf)))
+        self._to_ready(sock, p.addr, bytes(p.buf))
 
-    def _over_budget(self, buf: bytearray) -> bool:
-        """Whether the head is a write whose body the in-flight budget has no room for now (and
+    def _to_ready(self, sock: socket.socket, addr, head: bytes, late: bool = False) -> None:
+        """Queue a request for a thread; ``late``: one whose body was awaited and did not come
+        whole, which waits behind every other (a request sent at once is answered at once, so
+        clients trickling bodies cannot make it queue behind them)."""
+        if len(self._ready) + len(self._late) >= self.server.max_pending:   # a queue behind
+            if late or not self._late:
+                self._refuse(sock, _FULL, _FULL_WHY, retry_after=True)
+                return
+            self._refuse(self._late.popleft()[0], _FULL, _FULL_WHY, retry_after=True)
+        (self._late if late else self._ready).append((sock, addr, head))
+
+    def _hold(self, sock: socket.socket, left: int) -> bool:
+        """Wait here for the ``left`` bytes of a body still to come; False where the system
+        cannot be told to wake us only once they are in."""
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, left)
+            self._sel.register(sock, selectors.EVENT_READ)
+        except (OSError, AttributeError, ValueError):
+            _lowat_back(sock)
+            return False
+        return True
+
+    def _unhold(self, sock: socket.socket, came: bool = False) -> None:
+        """A held request's body came (``came``: the kernel woke us, the body whole or the
+        input ended), or was waited for long enough: to a thread."""
+        addr, head, _ = self._held.pop(sock)
+        try:
+            self._sel.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        if _lowat_back(sock):
+            self._to_ready(sock, addr, head, late=not came)
+        else:
+            close_quietly(sock)
+
+    def _over_budget(self, size: int) -> bool:
+        """Whether a write's body of ``size`` bytes has no room in the in-flight budget now (and
         one day could have: a body past the caps is its handler's to refuse, with 413)."""
-        if not _WRITE.match(buf):
-            return False
-        ends = [i for i in (buf.find(b"\n\r\n"), buf.find(b"\n\n")) if i >= 0]
-        found = _LENGTH.search(buf, 0, min(ends) + 1 if ends else len(buf))   # the head's only
-        if found is None:
-            return False
-        size = int(found[1])
         budget = self.server.in_flight
         return size <= self.server.max_body and not budget.fits(budget.cost(size))
 
     def _expire(self) -> None:
         now = time.monotonic()
+        while self._held and next(iter(self._held.values()))[2] <= now:
+            self._unhold(next(iter(self._held)))
         while self._quiet:   # silent for client_timeout: most likely gone, as in a handler
             sock, p = next(iter(self._quiet.items()))
             if p.quiet > now:
@@ -260,3 +337,25 @@ class Heads(threading.Thread):
             del self._quiet[sock]
             self._sel.unregister(sock)
         close_quietly(sock)
+
+
+def _framing(buf: bytearray) -> tuple[int | None, int]:
+    """A write's Content-Length, read from its head only (None for other requests or when it
+    has none), and where its body begins in ``buf`` (0 if the head has no end there)."""
+    ends = [(i, n) for i, n in ((buf.find(b"\n\r\n"), 3), (buf.find(b"\n\n"), 2)) if i >= 0]
+    first, sep = min(ends) if ends else (len(buf), 0)   # no end: a head over its cap or cut
+    if not _WRITE.match(buf):
+        return None, first + sep
+    found = _LENGTH.search(buf, 0, first + 1)
+    return (int(found[1]) if found else None), (first + sep if sep else 0)
+
+
+def _lowat_back(sock: socket.socket) -> bool:
+    """Let a read on ``sock`` wake at its first byte again; False if the socket is gone."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+    except AttributeError:   # never set on this system
+        pass
+    except OSError:
+        return False
+    return True
