@@ -1,27 +1,9 @@
 // Charts. Per-model comparisons are small SVG charts drawn here from attributes only (no inline
 // style, as the CSP requires); seats per day are in daychart.js, the race's scatter in scatter.js.
-// uPlot (vendored) is loaded on first use for a chart that needs its cursor and zoom.
 // Colours come from the theme's CSS custom properties, so both themes read well.
 
 import { h, s } from "./dom.js";
 import * as fmt from "./format.js";
-
-let uplotLoading = null;
-
-/** Load uPlot once, as a plain script from this server. */
-export function loadUplot() {
-  if (window.uPlot) return Promise.resolve(window.uPlot);
-  if (!uplotLoading) {
-    uplotLoading = new Promise((resolve, reject) => {
-      const tag = document.createElement("script");
-      tag.src = "/vendor/uplot/uPlot.iife.min.js";
-      tag.addEventListener("load", () => resolve(window.uPlot));
-      tag.addEventListener("error", () => { uplotLoading = null; reject(new Error("The chart library could not be loaded; reload the page.")); });
-      document.head.append(tag);
-    });
-  }
-  return uplotLoading;
-}
 
 function labelFor(row, withShape) {
   return withShape && row.shape ? `${row.alias} · ${row.shape}` : row.alias;
