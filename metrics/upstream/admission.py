@@ -24,6 +24,12 @@ endpoint, the model) has a folder ``runs/admission/<endpoint>/`` (a model's:
   earlier one never shortens it. A pause applies to an endpoint that has a limit of its own; an
   unmanaged endpoint is rested per model by the gateway's cooldown instead.
 
+These files are ``admitfiles.FileStore``, the default. A data folder with a database
+(``Admission.of_home``) keeps the same state in it instead (``admitdb.DatabaseStore``: advisory
+locks for slots, locked rows for rate logs and pauses, the database's clock), so the limits hold
+across instances on several machines; the rules above are the same, and a database that cannot
+be reached admits nothing (``errors.DatabaseUnreachable``; ``has_room`` says no room).
+
 Nothing else is written: no prompt, no key, no header. Clocks: wall-clock (``time.time``) for
 what processes share, ``time.monotonic`` for a caller's own wait.
 
@@ -32,7 +38,8 @@ served, and only the first in line tries; the others sleep on a condition. Betwe
 there is no order: whoever finds a free slot first takes it. The first in line sleeps until the
 pause ends or the rate window lets the next call in (both are known times), and for a slot,
 sleeps on the condition, which a slot released in this process signals at once; a slot released
-by another process is noticed by polling with a backoff from 2 ms doubling to 50 ms.
+by another process is noticed by polling with the store's backoff (files: from 2 ms
+doubling to 50 ms; a database: from 10 ms to 100 ms).
 A ``cancel`` event ends a wait with ``errors.Cancelled``: a sleep until a known time waits on the
 event itself, and a sleep on the condition lasts at most ``TICK`` when one is given. A wait that
 cannot succeed in time (the pause or the rate window ends after it) fails at once with
@@ -283,8 +290,11 @@ class Admission:
                         line.cond.wait(min(poll, left))
                     poll = min(poll * 2, poll_max)
                     continue
-                at = time.time()
-                later, rpm = self._rate(scopes, at, record=True)
+                try:
+                    later, rpm, at = self._rate(scopes, time.time(), record=True)
+                except BaseException:   # the shared log could not be read: the slots go back
+                    self._give(endpoint, taken)
+                    raise
                 if later > 0:
                     self._give(endpoint, taken)
                     if later > left:
@@ -333,13 +343,14 @@ class Admission:
                 line.cond.notify_all()
 
     def _rate(self, scopes: list[_Scope], at: float, *,
-              record: bool) -> tuple[float, _Scope | None]:
-        """Seconds until every rpm scope has room for one more call at ``at`` (0: room now) and
-        the scope that waits longest; with ``record``, a call that fits is written to every
-        scope's log in the same step."""
+              record: bool) -> tuple[float, _Scope | None, float]:
+        """Seconds until every rpm scope has room for one more call at ``at`` (0: room now),
+        the scope that waits longest, and the time judged (``at``, or the shared clock of the
+        store); with ``record``, a call that fits is written to every scope's log in the same
+        step, at that time."""
         limited = [s for s in scopes if s.limits.rpm is not None]
         if not limited:
-            return 0.0, None
+            return 0.0, None, at
         # a call reaches the provider a little after it is admitted, by a delay that varies
         # (a connection, a busy CPU); the margin keeps the provider's own count of any window
         # within rpm too, not only ours

@@ -168,7 +168,7 @@ class FileStore:
 
     def rate(self, scopes, at: float, span: float, *, record: bool):
         """``(seconds until every scope has room at ``at`` (0: now), the scope waiting
-        longest)``; with ``record``, a call that fits is written to every log in the same step.
+        longest, ``at``)``; with ``record``, a call that fits is written to every log in the same step.
         ``scopes``: objects with ``.limits.rpm`` and ``.state`` (this store's ``Files``)."""
         with contextlib.ExitStack() as stack:
             rings = []
@@ -181,11 +181,11 @@ class FileStore:
             later, scope = max(((oldest + span - at, s) for s, _, oldest in rings),
                                key=lambda pair: pair[0])
             if later > 0:
-                return later, scope
+                return later, scope, at
             if record:
                 for s, place, _ in rings:
                     s.state.record(place, at)
-            return 0.0, None
+            return 0.0, None, at
 
     def recent(self, state: Files, since: float) -> int:
         with state.rate_lock:
