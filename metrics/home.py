@@ -48,6 +48,9 @@ def default_dir() -> Path:
 @dataclass(frozen=True)
 class Home:
     root: Path
+    # where the ledger lives instead of runs/gateway: a PostgreSQL URL shared by several
+    # instances (``PANELIST_DATABASE_URL`` or ``--database``), None for the embedded JSONL
+    database: str | None = None
 
     @property
     def config(self) -> Path:
@@ -118,10 +121,11 @@ class Home:
         return self.root / "suite" / "tasks"
 
 
-def open_home(data: str | os.PathLike | None = None) -> Home:
-    """The data folder, created and seeded from the checkout's defaults on first use."""
+def open_home(data: str | os.PathLike | None = None, *, database: str | None = None) -> Home:
+    """The data folder, created and seeded from the checkout's defaults on first use;
+    ``database`` (else ``PANELIST_DATABASE_URL``, if set) is where its ledger lives."""
     root = Path(data).expanduser() if data else default_dir()
-    home = Home(root.resolve())
+    home = Home(root.resolve(), database or os.environ.get("PANELIST_DATABASE_URL") or None)
     home.config.mkdir(parents=True, exist_ok=True)
     home.gateway_runs.mkdir(parents=True, exist_ok=True)
     for src in DEFAULTS.glob("*.json"):

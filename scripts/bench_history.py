@@ -29,7 +29,8 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 from panelist.metrics.panel import history  # noqa: E402
-from panelist.metrics.ledger.ledger import Ledger, abandoned_in  # noqa: E402
+from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
+from panelist.metrics.ledger.logs import abandoned_in  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIASES = ("sim-a", "sim-b", "sim-c")

@@ -67,7 +67,7 @@ def cmd_collection_suggest(args, out: Out, home, collections: Collections) -> in
         raise BadRequest(f"--shape '{shape}' is not a shape; use lower-case letters, digits "
                          "and '-', e.g. general or review")
     view = Roster(home).view()
-    with Ledger(home.gateway_runs) as ledger:
+    with Ledger.of_home(home) as ledger:
         states = ledger.states(view.models.keys(), shape)
     report = suggest.report(collection, view, states, shape)
     if out.as_json:

@@ -103,7 +103,7 @@ def restore_model(home, roster: Roster, alias: str, out: Out) -> int:
         raise PanelistError(f"unknown model '{alias}'; see `panelist model list`")
     alerts = Alerts(home)
     try:
-        with Ledger(home.gateway_runs) as ledger:
+        with Ledger.of_home(home) as ledger:
             unretired, left = retirement.restore(roster, ledger, alias, by="cli", alerts=alerts)
     finally:
         alerts.close()

@@ -22,6 +22,7 @@ from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import open_home
 from panelist.metrics.server import workers
+from panelist.metrics.store.pg import check_url, redact
 
 
 def register(nouns, common) -> None:
@@ -35,6 +36,10 @@ def register(nouns, common) -> None:
                        "auto: one per core)")
         g.add_argument("--demo", action="store_true",
                        help="start a simulated upstream with demo models and a demo collection")
+        g.add_argument("--database", metavar="URL", default=None,
+                       help="keep the ledger in PostgreSQL (postgresql://USER@HOST:PORT/DB), "
+                       "shared by every instance given the same URL (default: "
+                       "$PANELIST_DATABASE_URL, else the data folder's JSONL logs)")
 
 
 def cmd_gateway(args, out: Out) -> int:
@@ -48,7 +53,11 @@ def cmd_serve(args, out: Out) -> int:
 def _serve(args, out: Out, make) -> int:
     """Run a server (or a group of workers) until SIGTERM or Ctrl-C; with ``--demo``, over the
     simulated roster."""
-    home = open_home(args.data)
+    if args.database:
+        check_url(args.database)
+        # the workers are spawned processes: they open the data folder from the environment
+        os.environ["PANELIST_DATABASE_URL"] = args.database
+    home = open_home(args.data, database=args.database)
     workers.check_reuse_port(args.workers)   # before anything starts
     if args.workers == 1:
         return _one(args, out, make, home)
@@ -94,7 +103,8 @@ def _group(args, out: Out, make, home) -> int:
 
 def _announce(args, out: Out, home, url: str, pids: list[int]) -> None:
     dashboard = args.noun == "serve"
-    info = {"url": f"{url}/v1", "data": str(home.root), "demo": args.demo, "workers": pids}
+    info = {"url": f"{url}/v1", "data": str(home.root), "demo": args.demo, "workers": pids,
+            "database": redact(home.database) if home.database else None}
     several = f", {len(pids)} workers (pids {', '.join(map(str, pids))})" if len(pids) > 1 \
         else ""
     lines = [f"panelist gateway on {url}/v1 (data folder {home.root}{several})"]
@@ -102,6 +112,8 @@ def _announce(args, out: Out, home, url: str, pids: list[int]) -> None:
         info["dashboard"] = url + "/"
         lines = [f"panelist dashboard on {url}/" + (f" ({several[2:]})" if several else ""),
                  f"OpenAI base URL: {url}/v1 (data folder {home.root})"]
+    if home.database:
+        lines.append(f"ledger in {redact(home.database)}")
     if args.demo:
         lines.append("try: model 'bench/demo' (simulated models)"
                      + (", or the Ask page" if dashboard else ""))

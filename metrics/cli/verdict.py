@@ -58,7 +58,7 @@ def cmd_verdict(args, out: Out) -> int:
         result = gateway.post("/bench/verdict", {k: x for k, x in v.items() if x is not None})
     else:
         from panelist.metrics.ledger.ledger import Ledger
-        with Ledger(open_home(args.data).gateway_runs) as ledger:
+        with Ledger.of_home(open_home(args.data)) as ledger:
             result = ledger.record_verdict(verdict_rules.call_of(v, ledger), useful=v["useful"],
                                            note=v["note"], real=v["real"], false=v["false"],
                                            by="cli")
@@ -76,7 +76,7 @@ def cmd_pending(args, out: Out) -> int:
         owed, left = found["data"], found.get("abandoned", [])
     else:
         from panelist.metrics.ledger.ledger import Ledger
-        with Ledger(open_home(args.data).gateway_runs) as ledger:
+        with Ledger.of_home(open_home(args.data)) as ledger:
             owed = [verdict_rules.owed(r) for r in ledger.pending(limit=args.limit)]
             left = [verdict_rules.not_owed(p) for p in ledger.undelivered(limit=args.limit)]
     if args.abandoned:

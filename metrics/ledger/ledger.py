@@ -43,8 +43,6 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
 import time
 from contextlib import contextmanager
@@ -53,33 +51,20 @@ from typing import Iterable
 
 from panelist.metrics import errors
 from panelist.metrics.ledger import snapshot
-from panelist.metrics.ledger.ids import ID_HELP, LOGGED_PANEL_ID, PanelTable, panel_seq
+from panelist.metrics.ledger.ids import ID_HELP, panel_seq
 from panelist.metrics.ledger.index import RECENT_HISTORY, V_OFFSET, Index, ModelState, \
     reply_hash
+from panelist.metrics.ledger.logs import FileLogs
 from panelist.metrics.ledger.queries import Queries, verdict_view
-from panelist.metrics.store import jsonl
-from panelist.metrics.store.jsonl import SCHEMA, Appender, Tail, utc_iso
-
-_ABANDONED_FLAG = b'"abandoned":true'
-
-
-def abandoned_in(calls_path: Path) -> frozenset[str]:
-    """The panels whose calls.jsonl line says the caller left (one pass over the file)."""
-    found = set()
-    for _, line in jsonl.lines(calls_path):
-        # inside a JSON string a quote is escaped, so only the record's own field matches
-        if _ABANDONED_FLAG in line:
-            m = LOGGED_PANEL_ID.search(line)
-            if m:
-                found.add(m.group(1).decode())
-    return frozenset(found)
+from panelist.metrics.store.jsonl import SCHEMA, utc_iso
 
 
 class Ledger:
     """One process's view of a runs folder; many threads and processes may share the folder."""
 
     def __init__(self, runs_dir: Path, *, snapshot_every: int = 50_000,
-                 recent_calls: int = 100_000, recent_history: int = RECENT_HISTORY):
+                 recent_calls: int = 100_000, recent_history: int = RECENT_HISTORY,
+                 database: str | None = None):
         self.dir = Path(runs_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.calls_path = self.dir / "calls.jsonl"
@@ -90,13 +75,13 @@ class Ledger:
 
         self._lock = threading.Lock()      # the index and the tail reader
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
-        self._evidence = Appender(self.evidence_path)
-        self._calls = Appender(self.calls_path)
-        # A second descriptor on evidence.jsonl, used only to hold its flock while deciding a
-        # verdict or window and to write that decision: a flock on another open file description
-        # also holds off this process's own Appender, so nothing can slip in between.
-        self._guard = os.open(self.evidence_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        self._table = PanelTable(self.idx_path, self.calls_path, self.evidence_path)
+        if database:
+            from panelist.metrics.ledger.pglogs import DatabaseLogs
+            self._logs = DatabaseLogs(database)
+        else:
+            self._logs = FileLogs(self.dir)
+        # where the records live: the redacted database URL, or None for the runs folder
+        self.database = self._logs.shown if database else None
         self._closed = False
 
         self._index = Index(recent_calls=recent_calls, recent_history=recent_history)
@@ -104,45 +89,39 @@ class Ledger:
         self.panels_kept = self._index.panels_kept
         self.recent_history = self._index.recent_history
         self._unsaved = 0  # records folded since the last snapshot
-        self._queries = Queries(self._index, self._lock, self.refresh, self._table,
-                                evidence_path=self.evidence_path, calls_path=self.calls_path)
-        self.from_snapshot = snapshot.load(self.snapshot_path, self._index, self.evidence_path,
-                                           self._guard)
-        with self._lock:
-            self.replayed = self._follow()  # records read at start: 0 after a clean close
-        if not self.from_snapshot or self.replayed:
-            self._write_snapshot()
+        self._queries = Queries(self._index, self._lock, self.refresh, self._logs)
+        try:
+            self.from_snapshot = self._logs.snapshots and self._logs.load_snapshot(self._index)
+            with self._lock:
+                self.replayed = self._follow()  # records read at start: 0 after a clean close
+            if self._logs.snapshots and (not self.from_snapshot or self.replayed):
+                self._write_snapshot()
+        except BaseException:
+            self._logs.close()
+            raise
+
+    @classmethod
+    def of_home(cls, home, **kw) -> "Ledger":
+        """The ledger of a data folder: in its database when it names one, else in its
+        runs folder."""
+        return cls(home.gateway_runs, database=home.database, **kw)
 
     # ----------------------------------------------------------------- following the tail
 
     def refresh(self) -> None:
-        """Follow evidence.jsonl's tail (other processes' appends and our own)."""
+        """Follow the evidence (other processes' appends and our own)."""
         with self._lock:
             self._follow()
             # taken in the same locked section, so only one of several racing threads saves it
-            state = self._capture() if self._unsaved >= self.snapshot_every else None
+            state = self._capture() if self._unsaved >= self.snapshot_every \
+                and self._logs.snapshots else None
         if state is not None:
-            snapshot.save(self.snapshot_path, state)
+            self._logs.save_snapshot(state)
 
-    def _follow(self) -> int:
-        """Fold what was appended since the last look; caller holds ``_lock``. Returns the count."""
-        index = self._index
-        try:
-            st = os.stat(self.evidence_path)
-        except FileNotFoundError:
-            return 0
-        if st.st_ino != index.ino or st.st_size < index.offset:
-            index.reset(st.st_ino)  # another file now: what we counted is not in it
-        if st.st_size == index.offset:
-            return 0
-        # a replay from the start: panels abandoned before "abandoned" lines were written are
-        # known only from calls.jsonl (read once, here)
-        abandoned = abandoned_in(self.calls_path) if index.offset == 0 else frozenset()
-        tail = Tail(self.evidence_path, index.offset)
-        try:
-            n = index.fold_all(tail.read(), time.time(), abandoned)
-        finally:
-            index.offset = tail.offset
+    def _follow(self, force: bool = False) -> int:
+        """Fold what was appended since the last look; caller holds ``_lock``. Returns the
+        count. ``force``: look even where the logs were told of nothing new (a decision)."""
+        n = self._logs.follow(self._index, time.time(), force)
         self._unsaved += n
         return n
 
@@ -156,7 +135,7 @@ class Ledger:
             if self._index.ino is None:
                 return
             state = self._capture()
-        snapshot.save(self.snapshot_path, state)
+        self._logs.save_snapshot(state)
 
     # ----------------------------------------------------------------- reads (queries.py)
 
@@ -242,11 +221,11 @@ class Ledger:
 
     def new_panel(self, now: float | None = None) -> str:
         """Reserve the next panel id (a panels.idx slot)."""
-        return self._table.reserve(1, now)[0]
+        return self._logs.reserve(1, now)[0]
 
     def new_panels(self, count: int, now: float | None = None) -> list[str]:
         """Reserve ``count`` consecutive panel ids at once (one lock, one write)."""
-        return self._table.reserve(count, now)
+        return self._logs.reserve(count, now)
 
     def seat_record(self, rec: dict, now: float | None = None) -> dict:
         """The evidence line ``record_seat`` writes for ``rec``."""
@@ -262,7 +241,7 @@ class Ledger:
 
     def record_seat(self, rec: dict) -> None:
         """Append one seat's outcome to evidence.jsonl."""
-        self._evidence.append(self.seat_record(rec))
+        self._logs.append(self.seat_record(rec))
 
     def seated_record(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
                       collection: str | None = None, awaits_delivery: bool = False) -> dict:
@@ -289,7 +268,7 @@ class Ledger:
         ``collection`` (its model id, ``bench/<name>``) counts the panel in ``collection_stats``.
         ``awaits_delivery``: the caller will call ``record_delivered`` when its client has the
         reply, and until then the panel's seats are owed no verdict."""
-        self._evidence.append(self.seated_record(panel, shape, aliases, seated, collection,
+        self._logs.append(self.seated_record(panel, shape, aliases, seated, collection,
                                                  awaits_delivery))
 
     def record_delivered(self, panel: str, content: str | None,
@@ -301,7 +280,7 @@ class Ledger:
         if panel_seq(panel) is None:
             raise errors.BadRequest(f"not a panel id: {panel!r}")
         ids = [t for t in tool_call_ids if isinstance(t, str) and t]
-        self._evidence.append({"v": SCHEMA, "kind": "delivered", "ts": utc_iso(time.time()),
+        self._logs.append({"v": SCHEMA, "kind": "delivered", "ts": utc_iso(time.time()),
                                "panel": panel, "hash": reply_hash(content), "tool_calls": ids})
 
     @staticmethod
@@ -315,14 +294,14 @@ class Ledger:
         lines = [self.seated_record(**s) for s in seatings]
         lines.extend(self.seat_record(r, now) for r in recs)
         if lines:
-            self._evidence.append(*lines)
+            self._logs.append(*lines)
 
     def panel_record(self, rec: dict, now: float | None = None) -> tuple[int, dict]:
         """``(seq, line)`` for the calls.jsonl line ``record_panel`` writes for ``rec``."""
         seq = panel_seq(rec.get("panel"))
         if seq is None:
             raise errors.BadRequest(f"not a panel id: {rec.get('panel')!r}; use new_panel()")
-        if not self._table.reserved(seq):
+        if not self._logs.reserved(seq):
             raise errors.BadRequest(f"panel '{rec['panel']}' was not reserved with new_panel()")
         record = {"v": SCHEMA, "ts": utc_iso(time.time() if now is None else now)}
         record.update(rec)
@@ -333,9 +312,8 @@ class Ledger:
         A panel the caller left (``"abandoned": true``) also gets an ``"abandoned"`` evidence
         line, written first, so no reader counts its seats as owed in between."""
         seq, record = self.panel_record(rec)
-        if record.get("abandoned") is True:
-            self._evidence.append(self._abandoned_line(record["panel"]))
-        self._table.point([(seq, self._calls.append(record))])
+        left = [self._abandoned_line(record["panel"])] if record.get("abandoned") is True else []
+        self._logs.append_panels([(seq, record)], left)
 
     def record_panels(self, recs: list[dict], now: float | None = None) -> None:
         """Append many finished panels in one locked write (bulk loaders); same lines."""
@@ -344,20 +322,13 @@ class Ledger:
         pairs = [self.panel_record(r, now) for r in recs]
         left = [self._abandoned_line(record["panel"]) for _, record in pairs
                 if record.get("abandoned") is True]
-        if left:
-            self._evidence.append(*left)
-        offset = self._calls.append(*(record for _, record in pairs))
-        lines = []
-        for seq, record in pairs:
-            lines.append((seq, offset))
-            offset += len(jsonl.dumps(record))
-        self._table.point(lines)
+        self._logs.append_panels(pairs, left)
 
     def cool_down(self, alias: str, seconds: float, reason: str = "") -> None:
         """Keep ``alias`` out of panels for ``seconds`` from now (after a rate limit); 0 ends
         a cooldown."""
         now = time.time()
-        self._evidence.append({"v": SCHEMA, "kind": "cooldown", "ts": utc_iso(now),
+        self._logs.append({"v": SCHEMA, "kind": "cooldown", "ts": utc_iso(now),
                                "alias": alias, "until": now + max(0.0, seconds),
                                "seconds": seconds, "reason": reason})
 
@@ -367,7 +338,7 @@ class Ledger:
         and probe (``outcomes``): probes are no seats, so they never count in stats or seating."""
         record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time())}
         record.update((k, v) for k, v in rec.items() if k not in record)
-        self._evidence.append(record)
+        self._logs.append(record)
         return record
 
     def learn_window(self, alias: str, tokens: int) -> bool:
@@ -402,7 +373,7 @@ class Ledger:
             with self._lock:
                 prev = self._index.verdicts.get(call)
             if prev is not None and bool(prev & 1) == useful:
-                line = jsonl.read_line(self.evidence_path, prev >> V_OFFSET)
+                line = self._logs.evidence_at(prev >> V_OFFSET)
                 if line is not None and [line.get(k) for k in ("note", "real", "false")] \
                         == [note, real, false]:
                     return {"call": call, "written": False, "replaced": False,
@@ -418,20 +389,17 @@ class Ledger:
 
     @contextmanager
     def _exclusive(self):
-        """Hold evidence.jsonl's flock with the index caught up: decide, then ``_write_held``."""
+        """Hold off every other writer with the index caught up: decide, then
+        ``_write_held``."""
         with self._decide:
-            fcntl.flock(self._guard, fcntl.LOCK_EX)
-            try:
+            with self._logs.exclusive():
                 with self._lock:
-                    self._follow()
+                    self._follow(force=True)
                 yield
-            finally:
-                fcntl.flock(self._guard, fcntl.LOCK_UN)
 
-    def _write_held(self, record: dict) -> int:
-        """Append one record through the guard descriptor, whose flock the caller holds (a
-        torn tail is cut off first, as every append does)."""
-        return jsonl.write_held(self._guard, jsonl.dumps(record))
+    def _write_held(self, record: dict) -> None:
+        """Write one decision inside ``_exclusive``."""
+        self._logs.write_held(record)
 
     def close(self) -> None:
         """Write the snapshot (if anything new was folded) and close the files."""
@@ -441,12 +409,9 @@ class Ledger:
         with self._lock:
             self._follow()
             unsaved = self._unsaved
-        if unsaved:
+        if unsaved and self._logs.snapshots:
             self._write_snapshot()
-        self._evidence.close()
-        self._calls.close()
-        os.close(self._guard)
-        self._table.close()
+        self._logs.close()
 
     def __enter__(self) -> "Ledger":
         return self

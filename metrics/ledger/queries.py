@@ -14,19 +14,16 @@ prompts and answers); the index is only read while the lock is held.
 from __future__ import annotations
 
 import time
-from itertools import islice
-from pathlib import Path
 from threading import Lock
 from typing import Callable, Iterable
 
 from panelist.metrics import errors
-from panelist.metrics.ledger.ids import PanelTable, panel_seq, slots
+from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.ledger import usage as windows
 from panelist.metrics.ledger.histogram import sparse_quantiles
 from panelist.metrics.ledger.index import ABANDONED, ANSWERED, KEEP_DAYS, V_OFFSET, Index, \
     ModelState, Stats, reply_hash
 from panelist.metrics.ledger.outcomes import KEPT
-from panelist.metrics.store import jsonl
 
 SCAN_SLOTS = 4096         # panels.idx slots read at a time when paging
 MAX_SCAN = 1 << 20        # slots one page may pass over (in-flight or never-logged ones)
@@ -44,14 +41,11 @@ def verdict_view(record: dict) -> dict:
 class Queries:
     """The reads of one ledger, over its index, lock and panel table."""
 
-    def __init__(self, index: Index, lock: Lock, refresh: Callable[[], None], table: PanelTable,
-                 *, evidence_path: Path, calls_path: Path):
+    def __init__(self, index: Index, lock: Lock, refresh: Callable[[], None], logs):
         self._index = index
         self._lock = lock
         self._refresh = refresh   # the ledger's: follow the tail, save a snapshot when due
-        self._table = table
-        self._evidence_path = evidence_path
-        self._calls_path = calls_path
+        self._logs = logs         # where the records are read back (``logs``, ``pglogs``)
         self._usage_seen: tuple | None = None   # (what it was asked, its answer), reused
 
     def states(self, aliases: Iterable[str], shape: str,
@@ -90,15 +84,15 @@ class Queries:
         seq = panel_seq(panel_id)
         if seq is None:
             return None
-        pointer = self._table.pointer(seq)
+        pointer = self._logs.pointer(seq)
         if not pointer:
             return None  # never reserved (None), or reserved and still in flight (0)
-        record = jsonl.read_line(self._calls_path, pointer - 1)
+        record = self._logs.panel_at(pointer)
         return record if record is not None and record.get("panel") == panel_id else None
 
     def recent_panels(self, n: int = 20) -> list[dict]:
         """The last ``n`` finished panels, newest first, read backwards from calls.jsonl's end."""
-        return list(islice(jsonl.backward(self._calls_path), max(0, n)))
+        return self._logs.recent_panels(n)
 
     def pending(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
         """Recent seats that answered (ok or tool calls) and have no verdict yet, newest
@@ -112,7 +106,7 @@ class Queries:
                 if status in ANSWERED and call not in self._index.verdicts and \
                         (key is None or owner == key) and self._index.owing(call):
                     offsets.append(offset)
-        return [r for r in jsonl.read_lines(self._evidence_path, offsets) if r is not None]
+        return [r for r in self._logs.evidence_many(offsets) if r is not None]
 
     def undelivered(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
         """Recent finished panels whose reply never reached the caller, newest first, each with
@@ -136,16 +130,16 @@ class Queries:
                         offsets.append(entry[0])
                 if offsets and (state == ABANDONED or self._finished(panel)):
                     found.append((panel, state, offsets))
-        path = self._evidence_path
+        logs = self._logs
         return [{"panel": panel,
                  "reason": "abandoned" if state == ABANDONED else "undelivered",
-                 "calls": [r for r in jsonl.read_lines(path, offsets) if r is not None]}
+                 "calls": [r for r in logs.evidence_many(offsets) if r is not None]}
                 for panel, state, offsets in found]
 
     def _finished(self, panel_id: str) -> bool:
         """Whether the panel has its calls.jsonl line (one ``pread`` of its slot)."""
         seq = panel_seq(panel_id)
-        return seq is not None and bool(self._table.pointer(seq))
+        return seq is not None and bool(self._logs.pointer(seq))
 
     def delivered_panel(self, content) -> str | None:
         """The panel whose delivered reply had this text (see ``reply_hash``), among the last
@@ -189,7 +183,7 @@ class Queries:
             with self._lock:
                 listed = self._index.panels.get(panel_id)
                 offsets = [self._index.recent[c][0] for c in listed[1:]] if listed else []
-            seats = [r for r in jsonl.read_lines(self._evidence_path, offsets)
+            seats = [r for r in self._logs.evidence_many(offsets)
                      if r is not None and (key is None or r.get("key") == key)]
         if not seats:
             raise errors.NotFound(f"unknown panel '{panel_id}', or none of its seats has "
@@ -425,7 +419,7 @@ class Queries:
                                        or not isinstance(before_seq, int)):
             raise errors.BadRequest("'before' must be a panel id or seq")
         self._refresh()  # for the seats' verdicts
-        fd, count = self._table.now()
+        fd, count = self._logs.count()
         pos = count if before_seq is None else max(0, min(before_seq, count))
         found: list[tuple[int, int]] = []
         next_seq = None
@@ -436,7 +430,7 @@ class Queries:
                 break
             n = min(SCAN_SLOTS, pos)
             pos -= n
-            block = slots(fd, pos, n)
+            block = self._logs.slots(fd, pos, n)
             scanned += n
             for i in range(len(block) - 1, -1, -1):
                 if block[i]:
@@ -475,7 +469,7 @@ class Queries:
             raise errors.BadRequest("'after' must be a panel id or seq")
         now = time.time() if now is None else now
         self._refresh()
-        fd, count = self._table.now()
+        fd, count = self._logs.count()
         start = 0 if seq is None else max(0, seq + 1)
         with self._lock:
             seatings, top_seating = dict(self._index.seatings), self._index.top_seating
@@ -484,7 +478,7 @@ class Queries:
         pos = start
         while pos < count and len(found) < limit and pos - start < MAX_SCAN:
             n = min(SCAN_SLOTS, count - pos)
-            block = slots(fd, pos, n)
+            block = self._logs.slots(fd, pos, n)
             for i, pointer in enumerate(block):
                 if pointer:
                     found.append((pos + i, pointer))
@@ -510,12 +504,12 @@ class Queries:
         seqs, in that order; a seq with no finished panel is left out. One slot read each."""
         self._refresh()  # for the seats' verdicts
         found = [(seq, pointer) for seq in seqs
-                 if isinstance(seq, int) and seq >= 0 and (pointer := self._table.pointer(seq))]
+                 if isinstance(seq, int) and seq >= 0 and (pointer := self._logs.pointer(seq))]
         return self._summaries(found)
 
     def _summaries(self, found: list[tuple[int, int]]) -> list[dict]:
         """The summaries of the panels at ``(seq, pointer)``, in that order."""
-        records = jsonl.read_lines(self._calls_path, [pointer - 1 for _, pointer in found])
+        records = self._logs.panels_at([pointer for _, pointer in found])
         out = []
         for (seq, _), record in zip(found, records):
             if record is not None and panel_seq(record.get("panel")) == seq:
@@ -531,7 +525,7 @@ class Queries:
         with self._lock:
             hit = self._index.recent.get(call_id)
         if hit is not None:
-            record = jsonl.read_line(self._evidence_path, hit[0])
+            record = self._logs.evidence_at(hit[0])
             if record is not None and record.get("call") == call_id:
                 return record
         if not isinstance(call_id, str):
@@ -551,7 +545,7 @@ class Queries:
         return None
 
     def _verdict_at(self, offset: int) -> dict | None:
-        record = jsonl.read_line(self._evidence_path, offset)
+        record = self._logs.evidence_at(offset)
         return verdict_view(record) if record is not None else None
 
 

@@ -100,7 +100,7 @@ class Panels:
         self.known = KnownRoster(self.roster, home)   # the roster with the catalog's facts
         self.learned = LearnedFacts(home, background=True)   # seats never wait on its disk
         self.collections = Collections(home)
-        self.ledger = ledger or Ledger(home.gateway_runs)
+        self.ledger = ledger or Ledger.of_home(home)
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
         self.upstream = upstream or Upstream()
         self.admission = Admission.of_home(home)   # limits per endpoint, shared with other processes

@@ -202,9 +202,14 @@ class Database:
         finally:
             conn.close()
 
-    def is_unreachable(self, exc: BaseException) -> bool:
-        """Whether ``exc`` (raised by the driver) is a failure to reach the server."""
-        return isinstance(exc, self._pg.OperationalError)
+    @contextmanager
+    def reaching(self):
+        """Statements on a connection of the caller's own (``connect``, ``session``): a
+        failure to reach the server inside becomes ``DatabaseUnreachable``."""
+        try:
+            yield
+        except self._pg.OperationalError as exc:
+            raise self.unreachable(exc) from None
 
     def listener(self, channel: str, on_notify, on_reconnect) -> "Listener":
         return Listener(self, channel, on_notify, on_reconnect)

@@ -139,7 +139,7 @@ class Health:
         self.home = home
         self.roster = Roster(home)
         self._own_ledger = ledger is None
-        self.ledger = ledger if ledger is not None else Ledger(home.gateway_runs)
+        self.ledger = ledger if ledger is not None else Ledger.of_home(home)
         self.alerts = Alerts(home)
         self.state_path = home.health_state
         self._own_seats = seats is None

@@ -1,0 +1,270 @@
+"""The ledger's records on PostgreSQL (``DatabaseLogs``): the surface of ``logs.FileLogs`` over
+the tables of ``store.pgschema``, so that several instances on several hosts share one ledger.
+
+A record's position is its row id: evidence ids (``evidence`` and ``verdicts``) come from one
+sequence, and a panel's pointer is its ``panels`` row id. The index (``index.py``) is fed the
+same records, in id order, as it is fed evidence.jsonl's lines in byte order.
+
+Invariants:
+
+* Following never rescans: it reads ``id > last`` from both evidence tables (by their primary
+  keys) and only when something may be new: a ``NOTIFY`` arrived (``pgschema.CHANNEL``), this
+  instance wrote, the decision section asks (``force``), or the listener is not connected (then
+  every follow looks, so nothing is missed while notifications cannot arrive).
+* Ids become visible in id order (``panelist_append`` holds the append lock until commit), so
+  following by id never passes over a late row.
+* A finished panel is one transaction: its ``"abandoned"`` evidence and its ``panels`` row land
+  together or not at all.
+* A decision (``exclusive`` + ``write_held``) holds the append lock in one transaction from
+  before the ledger catches up until its record is committed, as the flock does for files.
+* Anything that cannot reach the database raises ``errors.DatabaseUnreachable`` (503 with
+  Retry-After); nothing is half-written, and the next call after the server is back succeeds.
+* No snapshot: an instance folds the tables from the first id at start (the index is bounded,
+  so memory is too; the time grows with the evidence).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from array import array
+from contextlib import contextmanager
+
+from panelist.metrics.ledger.index import Index
+from panelist.metrics.store import jsonwire, pg, pgschema
+
+BATCH = 5000                  # evidence rows read per statement while following
+_FOLLOW = ("SELECT id, record FROM evidence WHERE id > %(after)s "
+           "UNION ALL SELECT id, record FROM verdicts WHERE id > %(after)s "
+           "ORDER BY id LIMIT %(limit)s")
+_AT = ("SELECT id, record FROM evidence WHERE id = ANY(%(ids)s) "
+       "UNION ALL SELECT id, record FROM verdicts WHERE id = ANY(%(ids)s)")
+_COUNT = "SELECT CASE WHEN is_called THEN last_value + 1 ELSE 0 END FROM panel_ids"
+_PUT_PANEL = ("INSERT INTO panels (seq, panel, record) VALUES (%s, %s, %s::jsonb) "
+              "ON CONFLICT (seq) DO UPDATE SET panel = EXCLUDED.panel, "
+              "record = EXCLUDED.record, ts = now()")
+
+
+def to_json(value) -> str:
+    """JSON text for a ``jsonb`` parameter. JSONB cannot hold U+0000, so that one character
+    becomes U+FFFD (a record is never refused for it); every other character is kept."""
+    text = jsonwire.dumps(value, separators=(",", ":"))
+    if "\\u0000" in text:
+        text = jsonwire.dumps(_no_nul(value), separators=(",", ":"))
+    return text
+
+
+def _no_nul(value):
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_no_nul(v) for v in value]
+    return value
+
+
+class DatabaseLogs:
+    """One process's view of the ledger's tables; many threads and instances share them."""
+
+    snapshots = False
+
+    def __init__(self, url: str):
+        self.db = pg.Database(url, application="panelist-ledger")
+        self.shown = self.db.shown
+        try:
+            version = self.db.execute("SELECT max(version) FROM panelist_schema")[0][0] \
+                if self.db.execute("SELECT to_regclass('panelist_schema') IS NOT NULL")[0][0] \
+                else None
+        except BaseException:
+            self.db.close()
+            raise
+        if version != pgschema.VERSION:
+            # an older schema is brought up to date here; `panelist db init` does the same
+            try:
+                pgschema.migrate(self.db)
+            except BaseException:
+                self.db.close()
+                raise
+        # the database and its evidence table stand for a file's inode: a database made anew is
+        # another one, whose records the index never counted
+        self.identity = self.db.execute(
+            "SELECT current_database() || '/' || 'evidence'::regclass::oid::text")[0][0]
+        self._known = 0            # panel seqs known to be handed out (the counter only grows)
+        self._lock = threading.Lock()
+        self._news = 1             # bumped for each notification, reconnect and own write
+        self._seen = 0             # _news when the last follow began
+        self._listener = self.db.listener(pgschema.CHANNEL, self._heard, self._heard).start()
+        self._held = threading.local()   # the decision section's connection, in its thread
+
+    def _heard(self, *_):
+        with self._lock:
+            self._news += 1
+
+    # ----------------------------------------------------------------- evidence
+
+    def load_snapshot(self, index: Index) -> bool:
+        return False
+
+    def save_snapshot(self, state: dict) -> None:
+        pass
+
+    def follow(self, index: Index, now: float, force: bool = False) -> int:
+        if index.ino != self.identity:
+            index.reset(self.identity)
+        with self._lock:
+            news = self._news
+        if not force and news == self._seen and self._listener.listening:
+            return 0
+        self._seen = news
+        abandoned = self._abandoned() if index.offset == 0 else frozenset()
+        total = 0
+        while True:
+            rows = self.db.execute(_FOLLOW, {"after": index.offset, "limit": BATCH})
+            if not rows:
+                return total
+            try:
+                total += index.fold_all(rows, now, abandoned)
+            finally:
+                index.offset = rows[-1][0]
+            if len(rows) < BATCH:
+                return total
+
+    def _abandoned(self) -> frozenset[str]:
+        """Panels whose record says the caller left: imported ones may predate their
+        ``"abandoned"`` evidence (read once, for a replay from the first id)."""
+        rows = self.db.execute("SELECT panel FROM panels WHERE record @> '{\"abandoned\": true}'")
+        return frozenset(r[0] for r in rows)
+
+    def append(self, *records: dict) -> None:
+        if not records:
+            return
+        self.db.execute("SELECT panelist_append(%s::jsonb)", (to_json(list(records)),),
+                        retry=False)
+        self._heard()
+
+    def evidence_at(self, pos: int) -> dict | None:
+        return self.evidence_many([pos])[0]
+
+    def evidence_many(self, positions: list[int]) -> list[dict | None]:
+        if not positions:
+            return []
+        conn = getattr(self._held, "conn", None)
+        params = {"ids": list(positions)}
+        if conn is None:
+            rows = self.db.execute(_AT, params)
+        else:
+            with self.db.reaching():
+                rows = conn.execute(_AT, params).fetchall()
+        found = dict(rows)
+        return [found.get(p) for p in positions]
+
+    @contextmanager
+    def exclusive(self):
+        """The append lock held in one transaction on one connection, released at its end."""
+        conn = self.db.connect()
+        try:
+            with self.db.reaching():
+                conn.execute("BEGIN")
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
+            self._held.conn = conn
+            try:
+                yield
+            except BaseException:
+                _quiet_rollback(conn)
+                raise
+            finally:
+                self._held.conn = None
+            with self.db.reaching():
+                conn.execute("COMMIT")
+            self._heard()
+        finally:
+            conn.close()
+
+    def write_held(self, record: dict) -> None:
+        with self.db.reaching():
+            self._held.conn.execute("SELECT panelist_append(%s::jsonb)", (to_json([record]),))
+
+    # ----------------------------------------------------------------- panels
+
+    def reserve(self, count: int, now: float | None = None) -> list[str]:
+        now = time.time() if now is None else now
+        day = time.strftime("%Y%m%d", time.gmtime(now))
+
+        def take(conn):
+            if count > 1:   # consecutive seqs: every multi-seq reservation takes turns
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK + 1,))
+            return [r[0] for r in conn.execute(
+                "SELECT nextval('panel_ids') FROM generate_series(1, %s)", (count,))]
+        # a sequence is never rolled back: a retry may skip seqs, never repeat one
+        seqs = sorted(self.db.transaction(take))
+        with self._lock:
+            self._known = max(self._known, seqs[-1] + 1)
+        return [f"p{day}-{seq}" for seq in seqs]
+
+    def reserved(self, seq: int) -> bool:
+        if seq < self._known:
+            return True
+        count = self.db.execute(_COUNT)[0][0]
+        with self._lock:
+            self._known = max(self._known, count)
+        return seq < count
+
+    def append_panels(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
+        def put(conn):
+            if abandoned:
+                conn.execute("SELECT panelist_append(%s::jsonb)", (to_json(abandoned),))
+            with conn.cursor() as cur:
+                cur.executemany(_PUT_PANEL, [(seq, record.get("panel"), to_json(record))
+                                             for seq, record in pairs])
+        if pairs:
+            self.db.transaction(put, retry=False)
+            if abandoned:
+                self._heard()
+
+    def pointer(self, seq: int) -> int | None:
+        rows = self.db.execute("SELECT id FROM panels WHERE seq = %s", (seq,))
+        if rows:
+            return rows[0][0]
+        return 0 if self.reserved(seq) else None
+
+    def count(self):
+        return None, self.db.execute(_COUNT)[0][0]
+
+    def slots(self, handle, first: int, n: int):
+        rows = self.db.execute("SELECT seq, id FROM panels WHERE seq >= %s AND seq < %s",
+                               (first, first + n))
+        count = self.db.execute(_COUNT)[0][0]
+        out = array("Q", bytes(8 * max(0, min(n, count - first))))
+        for seq, pointer in rows:
+            if seq - first < len(out):
+                out[seq - first] = pointer
+        return out
+
+    def panel_at(self, pointer: int) -> dict | None:
+        rows = self.db.execute("SELECT record FROM panels WHERE id = %s", (pointer,))
+        return rows[0][0] if rows else None
+
+    def panels_at(self, pointers: list[int]) -> list[dict | None]:
+        if not pointers:
+            return []
+        found = dict(self.db.execute("SELECT id, record FROM panels WHERE id = ANY(%s)",
+                                     (list(pointers),)))
+        return [found.get(p) for p in pointers]
+
+    def recent_panels(self, n: int) -> list[dict]:
+        if n <= 0:
+            return []
+        return [r[0] for r in self.db.execute(
+            "SELECT record FROM panels ORDER BY id DESC LIMIT %s", (n,))]
+
+    def close(self) -> None:
+        self._listener.close()
+        self.db.close()
+
+
+def _quiet_rollback(conn) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except Exception:
+        pass
