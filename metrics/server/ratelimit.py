@@ -103,7 +103,7 @@ class RateCounter:
 def of_home(home):
     """The counter every process on ``home`` shares: its database's when it has one (so a
     key's rpm holds across every instance on it), else its data folder's files."""
-    url = getattr(home, "database", None)
+    url = home.database
     if not url:
         return RateCounter(home.rate_counters)
     from panelist.metrics.server.ratedb import DatabaseRateCounter

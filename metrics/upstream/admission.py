@@ -121,7 +121,7 @@ class Admission:
     def of_home(cls, home: Home, *, window: float = WINDOW) -> "Admission":
         """The admission every process on ``home`` shares: through its database when it has
         one (so limits hold across every instance on it), else through its files."""
-        url = getattr(home, "database", None)
+        url = home.database
         if not url:
             return cls(home, window=window)
         from panelist.metrics.upstream.admitdb import DatabaseStore

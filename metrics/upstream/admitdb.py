@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
+from urllib.parse import quote
 
 from panelist.metrics.errors import DatabaseUnreachable
 from panelist.metrics.store import jsonwire, pg, pgschema
@@ -88,8 +89,10 @@ class DatabaseStore:
 
     @staticmethod
     def _key(kind: str, name: str, endpoint: str) -> str:
-        # a NUL never appears in a roster name, so two scopes never share a key
-        return f"endpoint\0{name}" if kind == "endpoint" else f"model\0{endpoint}\0{name}"
+        # names %-quoted, so two scopes never share a key (as the files' folders are named)
+        if kind == "endpoint":
+            return "endpoint/" + quote(name, safe="")
+        return f"model/{quote(endpoint, safe='')}/{quote(name, safe='')}"
 
     def scope(self, kind: str, name: str, endpoint: str) -> Slots:
         key = self._key(kind, name, endpoint)
@@ -120,13 +123,20 @@ class DatabaseStore:
     def take(self, key: str, n: int) -> int | None:
         scope_id = self._id(key)
         with self._slot_lock:
-            conn = self._session()
             mine = [i for (k, i) in self._held if k == key]
-            try:
-                row = conn.execute("SELECT panelist_take_slot(%s, %s, %s)",
-                                   (scope_id, n, mine)).fetchone()
-            except self._operational as exc:
-                raise self._lost(exc) from None
+            for attempt in range(2):
+                fresh = self._conn is None or self._conn.closed
+                conn = self._session()
+                try:
+                    row = conn.execute("SELECT panelist_take_slot(%s, %s, %s)",
+                                       (scope_id, n, mine)).fetchone()
+                    break
+                except self._operational as exc:
+                    # a connection that died while idle (a server restart) held nothing: one
+                    # more try on a new one; a new one failing means the server is away
+                    lost = self._lost(exc)
+                    if fresh or attempt:
+                        raise lost from None
             i = int(row[0])
             if i < 0:
                 return None
