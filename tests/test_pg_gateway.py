@@ -164,3 +164,21 @@ def test_records_written_while_an_instance_was_away_are_seen(pair, pg_cluster, t
         ledger_c = c.server.parts.panels.ledger
         assert ledger_c.verdict_of(later["bench"]["seats"][0]["call"])["useful"] is True
         assert ledger_c.verdict_of(call)["useful"] is False
+
+
+def test_config_edits_on_one_instance_reach_the_other(pair):
+    a, b, home_a, home_b = pair
+    roster_a = Roster(home_a)
+    Collections(home_a).save(roster_a.view(), "pair", ["fast", "x-one"],
+                             description="made on A")
+    # B serves the collection made through A, without anyone touching B's files
+    assert wait_until(lambda: "pair" in Collections(home_b).all())
+    status, body, _ = b.post("/v1/chat/completions", {"model": "bench/pair", "messages": [
+        {"role": "user", "content": "Review: y = 2"}]})
+    assert status == 200 and {s["alias"] for s in body["bench"]["seats"]} >= {"fast", "x-one"}
+    # and an edit through B comes back to A
+    Collections(home_b).remove("pair")
+    assert wait_until(lambda: "pair" not in Collections(home_a).all())
+    status, body, _ = a.post("/v1/chat/completions", {"model": "bench/pair", "messages": [
+        {"role": "user", "content": "Review: y = 2"}]})
+    assert status == 404

@@ -212,6 +212,9 @@ class DatabaseLogs:
 
     def append_panels(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
         def put(conn):
+            # under the append lock, so panel ids too become visible in id order (the search
+            # index follows them by id)
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
             if abandoned:
                 conn.execute("SELECT panelist_append(%s::jsonb)", (to_json(abandoned),))
             with conn.cursor() as cur:

@@ -57,6 +57,17 @@ class Fold:
             self._panels(records[i:i + CHUNK])
         return offset, done or _at_end(path, offset)
 
+    def panel_records(self, records: list[tuple[int, dict]]) -> None:
+        """Fold panels given as ``(seq, record)`` (from the database instead of calls.jsonl)."""
+        for i in range(0, len(records), CHUNK):
+            self._panels(records[i:i + CHUNK])
+
+    def evidence_record(self, record: dict) -> None:
+        """Fold one evidence record (from the database); kinds that do not matter here are
+        passed over."""
+        if record.get("kind") in ("verdict", "delivered", "abandoned", "seated"):
+            self._evidence(record)
+
     def _panels(self, records: list[tuple[int, dict]]) -> None:
         """Insert a chunk of panels, with what evidence said of them before they came."""
         db = self.db

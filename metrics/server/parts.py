@@ -1,7 +1,7 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
-schedule, the watch that alerts failing models (``failing``), the panels' search index, the
-dashboard's live suite report and its part in serving the demo (``demohost``: the data folder's
+schedule, the watch that alerts failing models (``failing``), the panels' search index, with a
+database the mirror of the config files (``store.pgconfig``), the dashboard's live suite report and its part in serving the demo (``demohost``: the data folder's
 one simulator, run here or found in another process).
 
 Invariants: nothing runs until ``start`` (a server built and never served runs no job) but the
@@ -45,10 +45,12 @@ class Parts:
         self.races = Races(panels.home, upstream=panels.upstream)
         self.onboarding = onboarding_worker.Service(panels)
         # the panels' search index: opens nothing until the first filtered request
-        self.search = SearchIndex(panels.home.gateway_runs)
+        self.search = SearchIndex(panels.home.gateway_runs) if not panels.home.database else \
+            _database_search(panels.home)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
                                            else schedule.settings(panels.home))
         self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
+        self.config_mirror = _config_mirror(panels.home)
         self._lock = threading.Lock()
         self._suite_report = None
         self._demo = None
@@ -59,6 +61,8 @@ class Parts:
         the due times are claimed under a lock anyway. The onboarding worker runs in every
         process: an entry is woken where it was enqueued, and the queue's own lock lets only
         one process work it at a time."""
+        if self.config_mirror is not None:
+            self.config_mirror.start()
         if schedule:
             self.schedule.start()
         self.onboarding.start()
@@ -87,6 +91,9 @@ class Parts:
         return host.start(install)
 
     def close(self) -> None:
+        if self.config_mirror is not None:
+            self.config_mirror.close()
+            self.config_mirror.db.close()
         self.failures.close()
         self.schedule.close()
         self.onboarding.close()   # an entry it cut short resumes at the next start
@@ -97,3 +104,26 @@ class Parts:
             host, self._demo = self._demo, None
         if host is not None:
             host.close()
+
+
+def _config_mirror(home: Home):
+    """With a database, the mirror of the config files, in step with it before the first
+    request (``store.pgconfig``); None without one. An unreachable database leaves the files
+    serving as they are until the mirror reaches it."""
+    if not home.database:
+        return None
+    from panelist.metrics.errors import DatabaseUnreachable
+    from panelist.metrics.store.pg import Database
+    from panelist.metrics.store.pgconfig import ConfigMirror
+    mirror = ConfigMirror(Database(home.database, application="panelist-config"), home.config)
+    try:
+        mirror.sync()
+    except DatabaseUnreachable:
+        pass
+    return mirror
+
+
+def _database_search(home: Home):
+    """The search index of a ledger in a database: local, fed from its tables."""
+    from panelist.metrics.ledger.pgsearch import DatabaseSearchIndex
+    return DatabaseSearchIndex(home.gateway_runs, home.database)
