@@ -205,11 +205,13 @@ def test_an_unreachable_database_admits_nothing_then_recovers(instances, pg_clus
     pg_cluster.stop()
     try:
         assert not a.has_room("ep", "m")
-        with pytest.raises(DatabaseUnreachable) as down:
+        with pytest.raises(AtLimit) as down:   # what a seat reports: kind at_limit
             with a.slot("ep", "m", wait=0):
                 pass
-        assert "the database is unreachable" in down.value.message
+        assert down.value.message.startswith("endpoint 'ep' admits no call while its limits "
+                                             "cannot be counted: the database is unreachable")
         assert down.value.headers["Retry-After"] == "2"
+        assert a.pause("ep", 5, "429") is False   # not recorded, and nothing is admitted anyway
     finally:
         pg_cluster.start()
     with a.slot("ep", "m", wait=PATIENCE):

@@ -28,7 +28,7 @@ These files are ``admitfiles.FileStore``, the default. A data folder with a data
 (``Admission.of_home``) keeps the same state in it instead (``admitdb.DatabaseStore``: advisory
 locks for slots, locked rows for rate logs and pauses, the database's clock), so the limits hold
 across instances on several machines; the rules above are the same, and a database that cannot
-be reached admits nothing (``errors.DatabaseUnreachable``; ``has_room`` says no room).
+be reached admits nothing (``slot`` raises ``AtLimit`` saying so; ``has_room`` says no room).
 
 Nothing else is written: no prompt, no key, no header. Clocks: wall-clock (``time.time``) for
 what processes share, ``time.monotonic`` for a caller's own wait.
@@ -137,13 +137,18 @@ class Admission:
         """Hold one slot for a call of ``model`` (a roster alias) on ``endpoint`` while the block
         runs, admitted within ``wait`` seconds; yields an ``Admitted``. Raises ``AtLimit`` when
         no slot came in time (at once when none can: a pause or rate window ending later) and
-        ``Cancelled`` when ``cancel`` was set while waiting."""
+        ``Cancelled`` when ``cancel`` was set while waiting. A store that cannot be reached
+        (a database down) admits nothing: ``AtLimit`` too, saying so."""
         t0 = time.monotonic()
         scopes = self._scopes(endpoint, model)
         if not scopes:
             yield Admitted(endpoint, model, time.time(), 0.0)
             return
-        taken, at = self._admit(endpoint, model, t0 + max(0.0, wait), cancel)
+        try:
+            taken, at = self._admit(endpoint, model, t0 + max(0.0, wait), cancel)
+        except DatabaseUnreachable as exc:
+            raise AtLimit(f"{scopes[0].label} admits no call while its limits cannot be "
+                          f"counted: {exc.message}", exc.retry_after) from None
         try:
             yield Admitted(endpoint, model, at, time.monotonic() - t0)
         finally:
@@ -172,10 +177,14 @@ class Admission:
     def pause(self, endpoint: str, seconds: float, why: str) -> bool:
         """Admit no call to ``endpoint`` for ``seconds`` (a learned Retry-After), in every
         process; ``why`` is kept beside it. False (nothing recorded) when the endpoint has no
-        limit of its own."""
+        limit of its own, or its store cannot be reached (then no call is admitted anyway, and
+        the caller keeps the upstream's own error rather than this one)."""
         if seconds <= 0 or endpoint not in self.roster.view().endpoint_limits:
             return False
-        self.store.pause(endpoint, time.time() + seconds, seconds, why)
+        try:
+            self.store.pause(endpoint, time.time() + seconds, seconds, why)
+        except DatabaseUnreachable:
+            return False
         return True
 
     def resume(self, endpoint: str) -> bool:
