@@ -3,6 +3,7 @@ endpoint's admission (``admitdb``: slots, rate log, pause). Each "instance" has 
 folder, so nothing but the database can hold them together; a real cluster (``pgcluster``), real
 gateways on port 0 and the simulated upstream, which counts the calls it works on at once."""
 
+import json
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATIENCE, TEST_MODELS, Gateway, wait_until
+from conftest import PATIENCE, TEST_MODELS, Gateway, set_limits, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.errors import AtLimit, DatabaseUnreachable
 from panelist.metrics.home import open_home
@@ -26,14 +27,16 @@ from panelist.metrics.upstream.admitdb import DatabaseStore
 WORKER = Path(__file__).resolve().parent / "admission_worker.py"
 
 
-def make_home(path, url, upstream="http://127.0.0.1:9/v1"):
-    """A data folder on the database with endpoint ``ep`` (models ``m``, ``n``) and the test
-    models on ``sim``."""
+def make_home(path, url, upstream=None):
+    """A data folder on the database: endpoint ``ep`` (models ``m``, ``n``, never called), or
+    with ``upstream`` the test models on endpoint ``sim`` there."""
     home = open_home(path, database=url)
     roster = Roster(home)
-    roster.add_endpoint("ep", "http://127.0.0.1:9/v1")
-    roster.add_model("m", "ep")
-    roster.add_model("n", "ep")
+    if upstream is None:
+        roster.add_endpoint("ep", "http://127.0.0.1:9/v1")
+        roster.add_model("m", "ep")
+        roster.add_model("n", "ep")
+        return home
     roster.add_endpoint("sim", upstream)
     for alias in TEST_MODELS:
         roster.add_model(alias, "sim", family=alias, context=100_000)
@@ -45,6 +48,21 @@ def make_home(path, url, upstream="http://127.0.0.1:9/v1"):
 def limit(homes, kind="endpoint", name="ep", **limits):
     for home in homes:   # every host is configured alike
         Roster(home).set_limits(kind, name, limits)
+
+
+def configure(homes, limits=None, **gateway):
+    """Edit the first instance's roster limits of ``sim`` (and its gateway.json) and wait until
+    the others have the edit, which reaches them through the database."""
+    first, others = homes[0], homes[1:]
+    if limits:
+        Roster(first).set_limits("endpoint", "sim", limits)
+    if gateway:
+        set_limits(first, **gateway)
+    want = Roster(first).view().endpoint_limits.get("sim")
+    for home in others:
+        assert wait_until(lambda: Roster(home).view().endpoint_limits.get("sim") == want and all(
+            json.loads(home.file("gateway.json").read_text()).get(k) == v
+            for k, v in gateway.items())), "the edit never reached the other instance"
 
 
 @pytest.fixture()
@@ -291,7 +309,7 @@ def test_two_gateways_never_send_more_at_once_than_the_endpoint_takes(gateways, 
     for alias in TEST_MODELS:   # calls that last, so that they overlap
         sim.script(alias, latency=0.05)
     a, b, home_a, home_b = gateways()
-    limit([home_a, home_b], name="sim", max_concurrent=2)
+    configure([home_a, home_b], {"max_concurrent": 2})
     results, lock = [], threading.Lock()
 
     def client(gw, i):
@@ -339,3 +357,22 @@ def test_a_gateway_answers_503_while_its_database_is_down(gateways, pg_cluster):
     finally:
         pg_cluster.start()
     assert wait_until(lambda: a.get("/v1/models", headers=auth)[0] == 200)
+
+
+def test_two_gateways_send_no_more_a_minute_than_the_endpoint_takes(gateways, sim):
+    a, b, home_a, home_b = gateways()
+    # a seat's wait ends long before the minute does
+    configure([home_a, home_b], {"rpm": 3}, seat_timeout=2)
+    statuses, errors = [], []
+    for i, gw in enumerate((a, b, a, b)):
+        status, body, _ = gw.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
+            {"role": "user", "content": f"Review #{i}: x = 1"}]})
+        statuses.append(status)
+        seats = body["bench"]["seats"] if status == 200 else body["error"]["seats"]
+        errors += [s["error"] for s in seats if s["status"] != "ok"]
+    # three calls reach the provider in the minute, whichever instance sent them; every other
+    # member fails at its limit, and every request is answered
+    assert len(sim.requests) == 3
+    assert statuses[0] == 200 and set(statuses) <= {200, 502}
+    assert errors and all(e.startswith("at_limit: endpoint 'sim' is at its limit of 3 call(s) "
+                                       "a minute") for e in errors), errors
