@@ -17,10 +17,11 @@
     panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
                decider, history, suggest, prompt, jsonshape
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
-    ledger/    the JSONL evidence: ledger (writes, the facade), ids, index (the pure fold;
+    ledger/    the evidence: ledger (writes, the facade), logs (JSONL) or pglogs (PostgreSQL)
+               beneath it, pgcopy (db import / export), ids, index (the pure fold;
                histogram, usage windows, outcomes), snapshot, queries; verdict rules, suite
                evidence; search and searchfold (the panels' SQLite FTS5 index, following the
-               logs)
+               logs; pgsearch, the same fed from the database)
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
     upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint; its

@@ -101,3 +101,20 @@ def test_import_is_resumable_and_export_round_trips(gateway, home, pg_url, tmp_p
     # and refuses to mix into logs already there
     code, _, err = run(capsys, "db", "export", "--to", str(out_dir), "--database", pg_url)
     assert code == 1 and "already holds records" in err
+
+
+def test_gateway_refuses_a_url_that_is_not_postgresql(capsys, tmp_path):
+    from panelist.gateway import make_gateway
+    from panelist.metrics.cli.main import Runtime
+    code = main(["gateway", "--data", str(tmp_path), "--port", "0",
+                 "--database", "mysql://someone:pw@db/x"], Runtime(make_gateway=make_gateway))
+    err = capsys.readouterr().err
+    assert code == 1 and "not a PostgreSQL URL" in err and "postgresql://USER@HOST" in err
+    assert "pw@" not in err
+
+
+def test_a_database_without_the_driver_says_how_to_install_it(capsys, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "psycopg", None)   # as if the extra were not installed
+    code, _, err = run(capsys, "db", "init", "--database", "postgresql://u@127.0.0.1:1/x")
+    assert code == 1 and "pip install 'panelist[postgres]'" in err

@@ -54,6 +54,17 @@ def test_a_pool_recovers_after_the_server_restarts(pg_cluster, pg_url):
         pg_cluster.start()
         # the idle connection died with the old server: a fresh one answers
         assert db.execute("SELECT 2") == [(2,)]
+        # a held transaction too, after another restart: committed only when the block ends
+        pgschema.migrate(db)
+        pg_cluster.stop()
+        pg_cluster.start()
+        with db.begin() as conn:
+            conn.execute("INSERT INTO config (name, version, body) VALUES ('x', 1, '{}')")
+        with pytest.raises(ValueError):
+            with db.begin() as conn:
+                conn.execute("INSERT INTO config (name, version, body) VALUES ('x', 2, '{}')")
+                raise ValueError("changed my mind")
+        assert db.execute("SELECT version FROM config WHERE name = 'x'") == [(1,)]
     finally:
         db.close()
 

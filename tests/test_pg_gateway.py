@@ -51,6 +51,17 @@ def explorers(body) -> list[str]:
     return [s["alias"] for s in body["bench"]["seats"] if s["seat"].startswith("explorer")]
 
 
+def in_step(x, y):
+    """Wait until instance ``y`` has folded every seating and verdict ``x`` has."""
+    lx, ly = x.server.parts.panels.ledger, y.server.parts.panels.ledger
+
+    def view(ledger):
+        return {shape: {a: (st.last_seated, st.useful, st.not_useful)
+                        for a, st in ledger.states(TEST_MODELS, shape).items()}
+                for shape in lx.shapes()}
+    assert wait_until(lambda: view(lx) == view(ly)), "the other instance never caught up"
+
+
 def count(url, sql):
     db = pg.Database(url)
     try:
@@ -90,7 +101,12 @@ def test_a_verdict_on_one_instance_moves_seating_on_the_other(pair):
     a, b, home_a, home_b = pair
     for home in (home_a, home_b):
         set_limits(home, max_explorers=1)
-    seen = [explorers(ask(gw)[1]) for gw in (a, b, a)]
+    seen = []
+    for gw, other in ((a, b), (b, a), (a, b)):
+        seen.append(explorers(ask(gw)[1]))
+        # the other instance hears of it within a second: the next seating waits for that,
+        # as a caller's next panel would come later than that anyway
+        in_step(gw, other)
     # seating on each instance counts the other's seats: three panels, three explorers
     assert sorted(x for s in seen for x in s) == ["x-one", "x-three", "x-two"]
     for home in (home_a, home_b):

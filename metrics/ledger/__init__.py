@@ -2,10 +2,12 @@
 in-memory index. ``ledger`` (the writes and the facade callers use) stands on ``ids`` (panel ids,
 panels.idx), ``index`` (the pure fold of evidence records, with its parts ``histogram`` (answer
 times), ``usage`` (the recent windows) and ``outcomes`` (each model's latest calls)),
-``snapshot`` (index.json) and ``queries`` (the reads); beside them the verdict rules
-(``verdict``), the review suite's record counted beside verdicts (``suiteevidence``) and the
-panels' search index (``search``: SQLite FTS5, following calls.jsonl and evidence.jsonl by byte
-offset; ``searchfold``: log lines into its rows).
+``snapshot`` (index.json) and ``queries`` (the reads), over ``logs`` (the JSONL files) or
+``pglogs`` (the same in PostgreSQL; ``pgcopy`` moves a folder's logs in and out); beside them
+the verdict rules (``verdict``), the review suite's record counted beside verdicts
+(``suiteevidence``) and the panels' search index (``search``: SQLite FTS5, following
+calls.jsonl and evidence.jsonl by byte offset; ``searchfold``: log lines into its rows;
+``pgsearch``: the same index following the database's tables by id).
 
 Imports ``metrics.store`` and ``metrics.errors``.
 """

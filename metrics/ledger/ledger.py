@@ -2,8 +2,10 @@
 an in-memory index that follows the logs' tails so that every lookup costs the same at any log size.
 
 ``Ledger`` is what callers use: it writes every record and answers every read, through its
-parts: ``ids`` (panel ids and panels.idx), ``index`` (the pure fold of evidence records),
-``snapshot`` (index.json) and ``queries`` (the reads). Files in ``runs_dir``::
+parts: ``logs`` (where the records live: the files below, or with ``database`` the tables of
+``pglogs``, behind one surface), ``ids`` (panel ids and panels.idx), ``index`` (the pure fold
+of evidence records, the same whichever holds them), ``snapshot`` (index.json) and ``queries``
+(the reads). Files in ``runs_dir``::
 
     calls.jsonl     one line per finished panel: the record given to ``record_panel`` (+ v, ts)
     evidence.jsonl  one line per seat answer, verdict, cooldown and learned window, and one
@@ -77,7 +79,7 @@ class Ledger:
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
-            self._logs = DatabaseLogs(database)
+            self._logs = DatabaseLogs(database, self.snapshot_path)
         else:
             self._logs = FileLogs(self.dir)
         # where the records live: the redacted database URL, or None for the runs folder
@@ -136,6 +138,17 @@ class Ledger:
                 return
             state = self._capture()
         self._logs.save_snapshot(state)
+
+    def evidence_end(self) -> tuple:
+        """``(which log, position past its last record)``: evidence.jsonl's inode and size, or
+        the database and its last evidence id. A follower keeps both, and starts over at 0
+        when the first changes."""
+        return self._logs.end()
+
+    def evidence_after(self, pos: int):
+        """A follower of the evidence records after ``pos`` (as ``evidence_end`` counts):
+        ``read()`` yields ``(pos, record)`` in order, ``offset`` is where it got to."""
+        return self._logs.reader(pos)
 
     # ----------------------------------------------------------------- reads (queries.py)
 

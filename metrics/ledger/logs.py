@@ -102,6 +102,19 @@ class FileLogs:
     def evidence_many(self, positions: list[int]) -> list[dict | None]:
         return jsonl.read_lines(self.evidence_path, positions)
 
+    def end(self) -> tuple[int | None, int]:
+        """``(inode, size)`` of evidence.jsonl: which log, and the position after its end."""
+        try:
+            st = os.stat(self.evidence_path)
+        except FileNotFoundError:
+            return None, 0
+        return st.st_ino, st.st_size
+
+    def reader(self, pos: int) -> Tail:
+        """A follower of the evidence from ``pos``: ``read()`` yields ``(pos, record)``, and
+        ``offset`` is where it got to."""
+        return Tail(self.evidence_path, pos)
+
     @contextmanager
     def exclusive(self):
         """Hold evidence.jsonl's flock: no other writer appends until it is released."""

@@ -19,8 +19,10 @@ Invariants:
   before the ledger catches up until its record is committed, as the flock does for files.
 * Anything that cannot reach the database raises ``errors.DatabaseUnreachable`` (503 with
   Retry-After); nothing is half-written, and the next call after the server is back succeeds.
-* No snapshot: an instance folds the tables from the first id at start (the index is bounded,
-  so memory is too; the time grows with the evidence).
+* Each instance keeps its own snapshot of the index (index.json in its runs folder) for this
+  database and the last id folded, so a restart folds only what came after; a snapshot of
+  another database, or past the last id it holds (a database restored from an older backup),
+  is not loaded, and the tables are folded from the first id.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import threading
 import time
 from array import array
 from contextlib import contextmanager
+from pathlib import Path
 
+from panelist.metrics.ledger import snapshot
 from panelist.metrics.ledger.index import Index
 from panelist.metrics.store import jsonwire, pg, pgschema
 
@@ -67,9 +71,9 @@ def _no_nul(value):
 class DatabaseLogs:
     """One process's view of the ledger's tables; many threads and instances share them."""
 
-    snapshots = False
+    snapshots = True
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, snapshot_path: Path | None = None):
         self.db = pg.Database(url, application="panelist-ledger")
         self.shown = self.db.shown
         try:
@@ -96,6 +100,7 @@ class DatabaseLogs:
         self._seen = 0             # _news when the last follow began
         self._listener = self.db.listener(pgschema.CHANNEL, self._heard, self._heard).start()
         self._held = threading.local()   # the decision section's connection, in its thread
+        self._snapshot = snapshot_path
 
     def _heard(self, *_):
         with self._lock:
@@ -104,10 +109,17 @@ class DatabaseLogs:
     # ----------------------------------------------------------------- evidence
 
     def load_snapshot(self, index: Index) -> bool:
-        return False
+        """The instance's own snapshot (index.json in its runs folder), if it is one of this
+        database up to an id the database holds."""
+        if self._snapshot is None:
+            return False
+        top = self.end()[1]
+        return snapshot.load_if(self._snapshot, index, lambda ino, offset:
+                                ino == self.identity and 0 <= offset <= top)
 
     def save_snapshot(self, state: dict) -> None:
-        pass
+        if self._snapshot is not None:
+            snapshot.save(self._snapshot, state)
 
     def follow(self, index: Index, now: float, force: bool = False) -> int:
         if index.ino != self.identity:
@@ -159,27 +171,26 @@ class DatabaseLogs:
         found = dict(rows)
         return [found.get(p) for p in positions]
 
+    def end(self) -> tuple[str, int]:
+        """``(this database, the last evidence id)``."""
+        top = self.db.execute("SELECT greatest((SELECT coalesce(max(id), 0) FROM evidence), "
+                              "(SELECT coalesce(max(id), 0) FROM verdicts))")[0][0]
+        return self.identity, top
+
+    def reader(self, pos: int) -> "Reader":
+        return Reader(self.db, pos)
+
     @contextmanager
     def exclusive(self):
         """The append lock held in one transaction on one connection, released at its end."""
-        conn = self.db.connect()
-        try:
-            with self.db.reaching():
-                conn.execute("BEGIN")
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
+        with self.db.begin() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
             self._held.conn = conn
             try:
                 yield
-            except BaseException:
-                _quiet_rollback(conn)
-                raise
             finally:
                 self._held.conn = None
-            with self.db.reaching():
-                conn.execute("COMMIT")
-            self._heard()
-        finally:
-            conn.close()
+        self._heard()
 
     def write_held(self, record: dict) -> None:
         with self.db.reaching():
@@ -197,7 +208,8 @@ class DatabaseLogs:
             return [r[0] for r in conn.execute(
                 "SELECT nextval('panel_ids') FROM generate_series(1, %s)", (count,))]
         # a sequence is never rolled back: a retry may skip seqs, never repeat one
-        seqs = sorted(self.db.transaction(take))
+        seqs = [self.db.execute("SELECT nextval('panel_ids')")[0][0]] if count == 1 else \
+            sorted(self.db.transaction(take))
         with self._lock:
             self._known = max(self._known, seqs[-1] + 1)
         return [f"p{day}-{seq}" for seq in seqs]
@@ -266,8 +278,18 @@ class DatabaseLogs:
         self.db.close()
 
 
-def _quiet_rollback(conn) -> None:
-    try:
-        conn.execute("ROLLBACK")
-    except Exception:
-        pass
+class Reader:
+    """Follows the evidence tables from an id, as ``jsonl.Tail`` follows a file."""
+
+    def __init__(self, db, offset: int):
+        self.db = db
+        self.offset = offset
+
+    def read(self):
+        while True:
+            rows = self.db.execute(_FOLLOW, {"after": self.offset, "limit": BATCH})
+            for pos, record in rows:
+                self.offset = pos
+                yield pos, record
+            if len(rows) < BATCH:
+                return

@@ -108,17 +108,31 @@ def load(path: Path, index: Index, evidence_path: Path, evidence_fd: int) -> boo
     ``evidence_path`` (``evidence_fd``: a descriptor open on it); False, with the index left
     empty, if not."""
     try:
-        data = json.loads(path.read_bytes())
         st = os.stat(evidence_path)
+    except OSError:
+        return False
+
+    def covers(ino, offset) -> bool:
+        if ino != st.st_ino or not 0 <= offset <= st.st_size:
+            return False
+        # at a line boundary, or not a snapshot of this file
+        return not offset or os.pread(evidence_fd, 1, offset - 1) == b"\n"
+    return load_if(path, index, covers)
+
+
+def load_if(path: Path, index: Index, covers) -> bool:
+    """Fill ``index`` from the snapshot at ``path`` if ``covers(ino, offset)`` says it is one
+    of the evidence the caller follows (for a database: its identity and an id it holds);
+    False, with the index left empty, if not."""
+    try:
+        data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return False
     try:
         ino, offset = data["ino"], data["offset"]
-        if (data.get("v") != SNAPSHOT_VERSION or ino != st.st_ino
-                or not isinstance(offset, int) or not 0 <= offset <= st.st_size):
+        if data.get("v") != SNAPSHOT_VERSION or not isinstance(offset, int) \
+                or not covers(ino, offset):
             return False
-        if offset and os.pread(evidence_fd, 1, offset - 1) != b"\n":
-            return False  # not a line boundary: not a snapshot of this file
         index.reset(ino, offset)
         for a, s, t in data["last_seated"]:
             index.last_seated[(intern(a), intern(s))] = float(t)

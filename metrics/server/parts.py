@@ -1,8 +1,9 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
 schedule, the watch that alerts failing models (``failing``), the panels' search index, with a
-database the mirror of the config files (``store.pgconfig``), the dashboard's live suite report and its part in serving the demo (``demohost``: the data folder's
-one simulator, run here or found in another process).
+database the mirror of the config files (``store.pgconfig``), the dashboard's live suite report
+and its part in serving the demo (``demohost``: the data folder's one simulator, run here or
+found in another process).
 
 Invariants: nothing runs until ``start`` (a server built and never served runs no job) but the
 demo when asked for at build (``start_demo``); ``start`` keeps serving a demo the roster uses

@@ -81,6 +81,8 @@ class Database:
         self.url = check_url(url)
         self.shown = redact(url)
         self._pg = driver()
+        # a connection refused, reset or closed under us: the server is (for now) out of reach
+        self._lost = (self._pg.OperationalError, self._pg.InterfaceError)
         self._application = application
         self._idle: list = []
         self._lock = threading.Lock()
@@ -88,16 +90,16 @@ class Database:
 
     # ----------------------------------------------------------------- connections
 
-    def connect(self):
-        """A new autocommit connection (retried ``ATTEMPTS`` times), the caller's to close."""
+    def connect(self, attempts: int = ATTEMPTS):
+        """A new autocommit connection (tried ``attempts`` times), the caller's to close."""
         pause = BACKOFF
-        for attempt in range(ATTEMPTS):
+        for attempt in range(attempts):
             try:
                 return self._pg.connect(self.url, autocommit=True,
                                         connect_timeout=CONNECT_TIMEOUT,
                                         application_name=self._application)
             except self._pg.OperationalError as exc:
-                if attempt == ATTEMPTS - 1:
+                if attempt == attempts - 1:
                     raise self.unreachable(exc) from None
                 time.sleep(pause)
                 pause *= 2
@@ -155,14 +157,13 @@ class Database:
         return self.run(body, retry=retry, transaction=True)
 
     def run(self, body, *, retry: bool = True, transaction: bool = True):
-        pg = self._pg
         for attempt in range(2):
             conn, fresh = self._take()
             try:
                 if transaction:
                     conn.execute("BEGIN")
                 result = body(conn)
-            except pg.OperationalError as exc:
+            except self._lost as exc:
                 self._broken(conn)
                 if fresh or attempt or not retry:
                     raise self.unreachable(exc) from None
@@ -173,7 +174,7 @@ class Database:
             if transaction:
                 try:
                     conn.execute("COMMIT")
-                except pg.OperationalError as exc:
+                except self._lost as exc:
                     self._broken(conn)
                     raise self.unreachable(exc) from None
                 except BaseException:
@@ -193,6 +194,40 @@ class Database:
             self._broken(conn)
 
     @contextmanager
+    def begin(self):
+        """One transaction on a pooled connection, held while the block runs (statements of
+        the caller's between them, e.g. a lock taken, then other work, then a write):
+        committed when the block ends, rolled back when it raises. A failure to reach the
+        server inside becomes ``DatabaseUnreachable``."""
+        conn, fresh = self._take()
+        try:
+            conn.execute("BEGIN")
+        except self._lost as exc:
+            self._broken(conn)
+            if fresh:
+                raise self.unreachable(exc) from None
+            conn = self.connect()   # a pooled one had died while idle: nothing was sent
+            try:
+                conn.execute("BEGIN")
+            except self._lost as exc2:
+                self._broken(conn)
+                raise self.unreachable(exc2) from None
+        try:
+            yield conn
+        except self._lost as exc:
+            self._broken(conn)
+            raise self.unreachable(exc) from None
+        except BaseException:
+            self._rollback(conn)
+            raise
+        try:
+            conn.execute("COMMIT")
+        except self._lost as exc:
+            self._broken(conn)
+            raise self.unreachable(exc) from None
+        self._give(conn)
+
+    @contextmanager
     def session(self):
         """One connection held for a while (a lock held across statements); closed after,
         never returned to the pool, so no session state outlives it."""
@@ -208,7 +243,7 @@ class Database:
         failure to reach the server inside becomes ``DatabaseUnreachable``."""
         try:
             yield
-        except self._pg.OperationalError as exc:
+        except self._lost as exc:
             raise self.unreachable(exc) from None
 
     def listener(self, channel: str, on_notify, on_reconnect) -> "Listener":
@@ -261,7 +296,8 @@ class Listener:
         pause = BACKOFF
         while not self._stop.is_set():
             try:
-                conn = self._db.connect()
+                # one try a turn: the loop is the retry, and close() never waits for more
+                conn = self._db.connect(attempts=1)
             except errors.DatabaseUnreachable:
                 self._stop.wait(pause)
                 pause = min(pause * 2, 2.0)

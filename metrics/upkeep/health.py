@@ -26,7 +26,6 @@ Invariants:
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,7 +212,7 @@ class Health:
             state["retired"] = {a: why for a, why in state["retired"].items()
                                 if a in views and views[a].retired}
             actions: dict[str, str] = {}
-            tail = jsonl.Tail(self.ledger.evidence_path, state["offset"])
+            tail = self.ledger.evidence_after(state["offset"])
             for _, rec in tail.read():
                 self._count(rec, state, limit, actions)
             state["offset"] = tail.offset
@@ -274,11 +273,7 @@ class Health:
         return configfile.flocked(self.state_path.with_name("health.lock"))
 
     def _load(self) -> dict:
-        try:
-            st = os.stat(self.ledger.evidence_path)
-            ino, size = st.st_ino, st.st_size
-        except FileNotFoundError:
-            ino, size = None, 0
+        ino, size = self.ledger.evidence_end()
         fresh = {"ino": ino, "offset": size, "runs": {}, "retired": {}}
         try:
             data = jsonwire.loads(self.state_path.read_bytes())

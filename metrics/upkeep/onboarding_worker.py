@@ -186,13 +186,9 @@ class Worker:
                       admission=admission, thread_name="probe")
         health = Health(self.home, seats=seats, ledger=self.ledger)
         try:
-            evidence = Path(health.ledger.evidence_path)
-            found = self._probed(eid, alias, evidence)
+            found = self._probed(eid, alias, health.ledger)
             if found is None:
-                try:
-                    offset = os.path.getsize(evidence)
-                except FileNotFoundError:
-                    offset = 0
+                offset = health.ledger.evidence_end()[1]
                 self._mark(eid, "probe", "started", evidence_offset=offset)
                 try:
                     probes = health.probe([alias], timeout=PROBE_TIMEOUT, wait=PROBE_TIMEOUT,
@@ -217,7 +213,7 @@ class Worker:
         self._mark(eid, "probe", "failed", error=(found.get("error") or kind)[:500],
                    error_kind=kind, hint=hint(kind, alias))
 
-    def _probed(self, eid: str, alias: str, evidence: Path) -> dict | None:
+    def _probed(self, eid: str, alias: str, ledger) -> dict | None:
         """How the probe a start of this step sent before ended, or None when none was sent.
 
         Its evidence line (a killed worker's, after the byte offset its ``started`` line kept)
@@ -226,7 +222,7 @@ class Worker:
         entry = self.queue.entry(eid)
         kept = entry["detail"].get("probe", {}).get("evidence_offset")
         if isinstance(kept, int):
-            for _, rec in jsonl.Tail(evidence, kept).read():
+            for _, rec in ledger.evidence_after(kept).read():
                 if rec.get("kind") == "probe" and rec.get("alias") == alias:
                     return rec
         onboarding_calls.settle(self.queue, eid)
