@@ -285,7 +285,7 @@ def test_an_unreachable_database_refuses_the_count(counters, pg_cluster):
         assert down.value.headers["Retry-After"] == "2"
     finally:
         pg_cluster.start()
-    assert counters[1].admit("k", 10) is None
+    assert counters[0].admit("k", 10) is None and counters[1].admit("k", 10) is None
 
 
 # -- two gateways on one database -------------------------------------------------------------
@@ -356,7 +356,8 @@ def test_a_gateway_answers_503_while_its_database_is_down(gateways, pg_cluster):
         assert "the database is unreachable" in body["error"]["message"]
     finally:
         pg_cluster.start()
-    assert wait_until(lambda: a.get("/v1/models", headers=auth)[0] == 200)
+    # the first request after the restart is served: a dead pooled connection is replaced
+    assert a.get("/v1/models", headers=auth)[0] == 200
 
 
 def test_two_gateways_send_no_more_a_minute_than_the_endpoint_takes(gateways, sim):

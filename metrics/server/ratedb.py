@@ -37,9 +37,10 @@ class DatabaseRateCounter:
                 if not self._ready:
                     pgschema.migrate(self.db)
                     self._ready = True
-        # counting is not safe to run twice: a retry could count one request as two
+        # a pooled connection found dead (the server restarted) is retried on a new one: at
+        # worst a request that did count is counted twice, which only ever refuses sooner
         rows = self.db.execute("SELECT panelist_rate_admit(%s, %s, %s, %s)",
-                               (name, limit, WINDOW, now), retry=False)
+                               (name, limit, WINDOW, now))
         admitted, before, current, elapsed = rows[0][0]
         if admitted:
             return None

@@ -16,6 +16,9 @@ Invariants:
   the last id in the same transaction (delivered at commit).
 * Panel seqs come from ``panel_ids`` (from 0, as a data folder counts them): no two instances
   ever get the same one.
+* Version 2 holds the limits every instance shares (``rate_counts``, ``admission_*`` and their
+  functions, read by ``server.ratedb`` and ``upstream.admitdb``): rows overwritten in place,
+  each judged and changed in one statement under its row lock.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """

@@ -172,9 +172,10 @@ class DatabaseStore:
         self._migrated()
         keys = [s.state.key for s in scopes]
         rpms = [int(s.limits.rpm) for s in scopes]
-        # judging without recording changes nothing, so it is safe to run twice
+        # retried on a new connection when a pooled one was found dead: at worst an admission
+        # is logged twice, which only ever holds the next call back longer
         rows = self.db.execute("SELECT panelist_admission_rate(%s, %s, %s, %s)",
-                               (keys, rpms, span, record), retry=not record)
+                               (keys, rpms, span, record))
         later, worst, judged = rows[0][0]
         if later > 0:
             return float(later), scopes[int(worst) - 1], float(judged)
