@@ -158,8 +158,7 @@ class RoundRobin:
                 if resp.will_close:
                     self._drop(inst)
                 return resp.status, data, i
-            except (ConnectionRefusedError, ConnectionResetError, BrokenPipeError,
-                    http.client.RemoteDisconnected, OSError) as exc:
+            except (OSError, http.client.HTTPException) as exc:   # refused, reset, cut short
                 self._drop(inst)
                 # refused, or a kept connection found dead before anything was sent: the
                 # request never arrived, so it goes to the next instance
