@@ -4,8 +4,9 @@
                catch-all; the gateway's routes, streams, the dashboard, its API and the
                body each of its writes declares (bodies), the panels' filters (panelquery)
                and the model page (modelpage); Parts (a server's long-lived pieces, built
-               once); guard, keys, rate limits, sessions (and the table workers share);
-               workers (N processes on one port, and stopping one)
+               once); guard, keys, rate limits (ratelimit; ratedb, on PostgreSQL), sessions
+               (and the table workers share); workers (N processes on one port, and
+               stopping one)
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
                error shapes
@@ -24,7 +25,8 @@
                same fed from the database)
     roster/    roster, keyenv (which variables an endpoint key is read from), collection,
                grades, catalog, learned, known, discover, demo
-    upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint), sim
+    upstream/  client (one call, streamed or not), proxy, admission (pacing per endpoint; its
+               shared state in the data folder, admitfiles, or in PostgreSQL, admitdb), sim
                (simulated provider; simanswers, what it answers; simstream, its streams)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
                one atomic write), pg (PostgreSQL connections) and pgschema (its tables):

@@ -59,7 +59,7 @@ def admission_of(home: Home):
         from panelist.metrics.upstream.admission import Admission
     except ImportError:
         return None
-    return Admission(home)
+    return Admission.of_home(home)
 
 
 def resolve_models(roster: Roster, aliases: list[str] | None) -> list[Model]:

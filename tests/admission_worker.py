@@ -1,7 +1,8 @@
 """Another process on the same data folder, for the admission tests (and the routine both sides run).
 
-    python tests/admission_worker.py hold DATA ENDPOINT MODEL
-        takes one slot, prints "held", and keeps it until killed or its stdin closes
+    python tests/admission_worker.py hold DATA ENDPOINT MODEL [DATABASE_URL]
+        takes one slot (through the database when a URL is given), prints "held", and keeps
+        it until killed or its stdin closes
     python tests/admission_worker.py calls DATA ENDPOINT MODEL N WINDOW OUT TAG [WORK]
         makes N calls at once through admission (see ``calls``) and exits 0
 
@@ -79,8 +80,8 @@ def calls(data: str, endpoint: str, model: str, n: int, window: float, out: Path
         raise errors[0]
 
 
-def hold(data: str, endpoint: str, model: str) -> None:
-    admission = Admission(open_home(data))
+def hold(data: str, endpoint: str, model: str, database: str | None = None) -> None:
+    admission = Admission.of_home(open_home(data, database=database))
     with admission.slot(endpoint, model, wait=120):
         print("held", flush=True)
         sys.stdin.read()   # until the test closes our stdin, or kills us
@@ -89,7 +90,7 @@ def hold(data: str, endpoint: str, model: str) -> None:
 if __name__ == "__main__":
     mode, data, endpoint, model, *rest = sys.argv[1:]
     if mode == "hold":
-        hold(data, endpoint, model)
+        hold(data, endpoint, model, *rest)
     else:
         n, window, out, tag, *work = rest
         calls(data, endpoint, model, int(n), float(window), Path(out), tag,

@@ -31,7 +31,7 @@ def cmd_limit(args, out: Out, home, kind: str, name: str) -> int:
         roster.set_limits(kind, name, changes, clear=args.clear, by="cli")
     else:
         roster.limits(kind, name)   # NotFound for a name the roster does not hold
-    admission = Admission(home)
+    admission = Admission.of_home(home)
     try:
         if args.clear and kind == "endpoint":
             admission.resume(name)

@@ -105,7 +105,7 @@ class Panels:
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
         self.ratings = Ratings.of_home(home, self.ledger, self.suite)   # for bench.suggest
         self.upstream = upstream or Upstream()
-        self.admission = Admission(home)   # limits per endpoint, shared with other processes
+        self.admission = Admission.of_home(home)   # limits per endpoint, shared with other processes
         # the seats core asks the models; its threads are made only as seats need them and then
         # reused, so an idle gateway is small
         self.seats = Seats(self.roster, self.upstream, admission=self.admission,

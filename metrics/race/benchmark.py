@@ -704,7 +704,7 @@ def _admission(home: Home):
         from panelist.metrics.upstream.admission import Admission
     except ImportError:   # admission not installed in this build: no limits
         return None
-    return Admission(home)
+    return Admission.of_home(home)
 
 
 def _new_race(root: Path) -> tuple[str, Path]:

@@ -58,6 +58,7 @@ from panelist.metrics.errors import (BadRequest, ConfigInvalid, Forbidden, Panel
 from panelist.metrics.home import Home
 from panelist.metrics.server.connection import too_large
 from panelist.metrics.server.memory import MAX_IN_FLIGHT
+from panelist.metrics.server import ratelimit
 from panelist.metrics.server.ratelimit import RateCounter
 
 MIN_TOKEN = 16
@@ -307,7 +308,7 @@ class Guard:
     def for_server(cls, settings: Settings, home: Home, *, port: int, bound: str,
                    max_body: int) -> "Guard":
         return cls(settings, port=port, bound=bound, keys=keystore.Keys(home),
-                   rates=RateCounter(home.rate_counters), max_body=max_body)
+                   rates=ratelimit.of_home(home), max_body=max_body)
 
     def close(self) -> None:
         if self.rates is not None:

@@ -98,3 +98,13 @@ class RateCounter:
             fds, self._fds = self._fds, {}
         for fd, _ in fds.values():
             os.close(fd)
+
+
+def of_home(home):
+    """The counter every process on ``home`` shares: its database's when it has one (so a
+    key's rpm holds across every instance on it), else its data folder's files."""
+    url = home.database
+    if not url:
+        return RateCounter(home.rate_counters)
+    from panelist.metrics.server.ratedb import DatabaseRateCounter
+    return DatabaseRateCounter(url)

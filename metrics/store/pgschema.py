@@ -16,6 +16,9 @@ Invariants:
   the last id in the same transaction (delivered at commit).
 * Panel seqs come from ``panel_ids`` (from 0, as a data folder counts them): no two instances
   ever get the same one.
+* Version 2 holds the limits every instance shares (``rate_counts``, ``admission_*`` and their
+  functions, read by ``server.ratedb`` and ``upstream.admitdb``): rows overwritten in place,
+  each judged and changed in one statement under its row lock.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -105,8 +108,112 @@ _V1 = [
         END $$""",
 ]
 
+# the limits every instance shares: a key's requests a minute (``rate_counts``, the sliding
+# estimate of server.ratelimit), and admission's rate logs and pauses per scope; its slots are
+# session advisory locks on (``admission_scopes.id``, slot), two-int keys that never meet the
+# one-bigint keys above
+_V2_LIMITS = [
+    """CREATE TABLE IF NOT EXISTS rate_counts (
+        key text PRIMARY KEY,
+        minute bigint NOT NULL,
+        current bigint NOT NULL,
+        before bigint NOT NULL)""",
+    # {admitted 1|0, before, current (this one included when admitted), seconds into the minute}
+    """CREATE OR REPLACE FUNCTION panelist_rate_admit(k text, lim bigint, win float8, at float8)
+        RETURNS float8[] LANGUAGE plpgsql AS $$
+        DECLARE
+            t float8 := coalesce(at, extract(epoch FROM clock_timestamp()));
+            m bigint := floor(t / win)::bigint;
+            el float8 := t - floor(t / win) * win;
+            r rate_counts;
+            cur bigint := 0;
+            bef bigint := 0;
+        BEGIN
+            INSERT INTO rate_counts VALUES (k, m, 0, 0) ON CONFLICT (key) DO NOTHING;
+            SELECT * INTO r FROM rate_counts WHERE key = k FOR UPDATE;
+            IF r.minute = m THEN
+                cur := r.current;
+                bef := r.before;
+            ELSIF r.minute = m - 1 THEN
+                bef := r.current;
+            END IF;
+            IF bef * (1 - el / win) + cur + 1 > lim THEN
+                RETURN ARRAY[0, bef, cur, el];
+            END IF;
+            UPDATE rate_counts SET minute = m, current = cur + 1, before = bef WHERE key = k;
+            RETURN ARRAY[1, bef, cur + 1, el];
+        END $$""",
+    """CREATE TABLE IF NOT EXISTS admission_scopes (
+        scope text PRIMARY KEY,
+        id integer GENERATED ALWAYS AS IDENTITY UNIQUE)""",
+    # admission times (the database's clock, epoch seconds) within the last span, oldest first
+    """CREATE TABLE IF NOT EXISTS admission_rates (
+        scope text PRIMARY KEY,
+        times float8[] NOT NULL DEFAULT '{}')""",
+    """CREATE TABLE IF NOT EXISTS admission_pauses (
+        endpoint text PRIMARY KEY,
+        until float8 NOT NULL,
+        seconds float8 NOT NULL,
+        why text NOT NULL,
+        ts timestamptz NOT NULL DEFAULT now())""",
+    # {seconds until every scope has room (0: now), which scope waits longest (1-based, 0:
+    # none), the time judged}; the rows are locked in the order given (a model's before its
+    # endpoint's, so no two callers wait on each other)
+    """CREATE OR REPLACE FUNCTION panelist_admission_rate(scopes text[], rpms int[],
+            span float8, rec boolean) RETURNS float8[] LANGUAGE plpgsql AS $$
+        DECLARE
+            t float8;
+            i int;
+            n int;
+            kept float8[];
+            w float8;
+            later float8 := 0;
+            worst int := 0;
+        BEGIN
+            INSERT INTO admission_rates (scope) SELECT unnest(scopes) ON CONFLICT DO NOTHING;
+            FOR i IN 1 .. array_length(scopes, 1) LOOP
+                PERFORM 1 FROM admission_rates WHERE scope = scopes[i] FOR UPDATE;
+            END LOOP;
+            t := extract(epoch FROM clock_timestamp());
+            FOR i IN 1 .. array_length(scopes, 1) LOOP
+                SELECT array(SELECT x FROM unnest(times) x WHERE x > t - span ORDER BY x)
+                    INTO kept FROM admission_rates WHERE scope = scopes[i];
+                n := coalesce(array_length(kept, 1), 0);
+                IF n >= rpms[i] THEN
+                    w := kept[n - rpms[i] + 1] + span - t;
+                    IF w > later THEN
+                        later := w;
+                        worst := i;
+                    END IF;
+                END IF;
+            END LOOP;
+            IF later <= 0 AND rec THEN
+                FOR i IN 1 .. array_length(scopes, 1) LOOP
+                    UPDATE admission_rates SET times = array(
+                        SELECT x FROM unnest(times) x WHERE x > t - span ORDER BY x) || t
+                        WHERE scope = scopes[i];
+                END LOOP;
+            END IF;
+            RETURN ARRAY[later, worst, t];
+        END $$""",
+    # the first free slot below n not in skip (this session's own), locked for the session;
+    # -1 when every one is held
+    """CREATE OR REPLACE FUNCTION panelist_take_slot(scope_id int, n int, skip int[])
+            RETURNS int LANGUAGE plpgsql AS $$
+        DECLARE
+            i int;
+        BEGIN
+            FOR i IN 0 .. n - 1 LOOP
+                IF NOT (i = ANY(skip)) AND pg_try_advisory_lock(scope_id, i) THEN
+                    RETURN i;
+                END IF;
+            END LOOP;
+            RETURN -1;
+        END $$""",
+]
+
 # (version, statements): append a new version, never edit an applied one
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS)]
 VERSION = MIGRATIONS[-1][0]
 
 

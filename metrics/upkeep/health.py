@@ -144,7 +144,7 @@ class Health:
         self._own_seats = seats is None
         if seats is None:
             from panelist.metrics.upstream.admission import Admission
-            self._admission = admission if admission is not None else Admission(home)
+            self._admission = admission if admission is not None else Admission.of_home(home)
             seats = Seats(self.roster, admission=self._admission, thread_name="probe")
         else:
             self._admission = None

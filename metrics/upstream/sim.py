@@ -141,6 +141,12 @@ class SimUpstream:
         self._released: dict[str, threading.Event] = {}
         self._holding = threading.Condition(threading.Lock())
         self.held: dict[str, int] = {}   # requests each model holds right now (hold_after)
+        # requests of each model being worked on now, and the most ever at once: from arrival
+        # to the first byte of the answer, a span inside any caller's wait for it
+        self.running: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.in_flight = 0        # the same over every model
+        self.peak_in_flight = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         for name, behaviour in (DEMO_MODELS if models is None else models).items():
@@ -268,6 +274,10 @@ class SimUpstream:
                 del self.requests[:-self.keep_requests]
             key = model if isinstance(model, str) else repr(model)
             n = self._counts[key] = self._counts.get(key, 0) + 1
+            self.running[key] = self.running.get(key, 0) + 1
+            self.peak[key] = max(self.peak.get(key, 0), self.running[key])
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             behaviour = self._models.get(key)
             delay = 0.0
             if behaviour is not None:
@@ -275,6 +285,11 @@ class SimUpstream:
                 if behaviour.get("jitter"):
                     delay = max(0.0, delay + self._rng.uniform(-1, 1) * behaviour["jitter"])
             return behaviour, n, delay, next(self._ids)
+
+    def _answering(self, key: str) -> None:
+        with self._lock:
+            self.running[key] -= 1
+            self.in_flight -= 1
 
     def _connected(self, conn: socket.socket) -> None:
         with self._lock:
@@ -402,10 +417,21 @@ class _Handler(BaseHTTPRequestHandler):
                                "invalid_request_error", None)
         model = body.get("model")
         behaviour, n, delay, seq = self.sim._arrive(model, body, dict(self.headers))
-        if behaviour is None:
-            return self._error(404, f"The model `{model}` does not exist or you do not have access "
-                               "to it. (simulated)", "invalid_request_error", "model_not_found")
-        self._chat(model, body, behaviour, n, delay, seq)
+        self._working = model if isinstance(model, str) else repr(model)
+        try:
+            if behaviour is None:
+                return self._error(404, f"The model `{model}` does not exist or you do not have "
+                                   "access to it. (simulated)", "invalid_request_error",
+                                   "model_not_found")
+            self._chat(model, body, behaviour, n, delay, seq)
+        finally:
+            self._answered()
+
+    def _answered(self) -> None:
+        """The request's answer begins: it leaves ``running``, once."""
+        working, self._working = getattr(self, "_working", None), None
+        if working is not None:
+            self.sim._answering(working)
 
     def _chat(self, model: str, body: dict, b: dict, n: int, delay: float, seq: int) -> None:
         messages = body.get("messages") if isinstance(body.get("messages"), list) else []
@@ -567,6 +593,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _head(self, status: int, length: int, ctype: str, extra: tuple = ()) -> bytes:
         # one write per answer: building it by hand skips send_header's buffering and Date
+        self._answered()
         lines = [f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}", f"Content-Type: {ctype}",
                  f"Content-Length: {length}", *extra]
         if self.close_connection:
@@ -587,6 +614,7 @@ class _Handler(BaseHTTPRequestHandler):
         lines = ["HTTP/1.1 200 OK", "Content-Type: text/event-stream", "Cache-Control: no-cache",
                  "Transfer-Encoding: chunked"] + (["Connection: close"] if self.close_connection
                                                   else [])
+        self._answered()
         self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         for i, data in enumerate(events):
             if reset and i == len(events) // 2:
