@@ -3,7 +3,8 @@ import``) and ``export_folder`` (``panelist db export``).
 
 What moves (``SOURCES``): the ledger's evidence.jsonl (into ``evidence`` and ``verdicts``) and
 calls.jsonl (``panels``), every race's calls.jsonl (``races``), the suite's samples.jsonl
-(``suite_samples``) and config/changes.jsonl (``config_changes``).
+(``suite_samples``) and config/changes.jsonl (``config_changes``); an export also writes each
+race's report (``race_reports``) as runs/races/<id>.json.
 
 Invariants:
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from panelist.metrics import errors
 from panelist.metrics.ledger.ids import panel_seq
-from panelist.metrics.store import jsonl, pgschema
+from panelist.metrics.store import atomic, jsonl, jsonwire, pgschema
 from panelist.metrics.ledger.pglogs import to_json
 
 BATCH = 2000   # lines per transaction
@@ -172,7 +173,23 @@ def export_folder(db, folder: Path, *, report=None) -> list[dict]:
         if path.exists() and path.stat().st_size:
             raise errors.Conflict(f"{path} already holds records; export into an empty "
                                   "folder (nothing is mixed into existing logs)")
+    reports = [(race, doc) for race, doc in db.execute(
+        "SELECT race, report FROM race_reports WHERE report IS NOT NULL ORDER BY race")
+        if race and "/" not in race and not race.startswith(".")]
+    for race, _ in reports:
+        path = folder / "runs" / "races" / f"{race}.json"
+        if path.exists():
+            raise errors.Conflict(f"{path} already exists; export into an empty folder "
+                                  "(nothing is mixed into existing logs)")
     out = []
+    for race, doc in reports:
+        path = folder / "runs" / "races" / f"{race}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write(path, jsonwire.dumps(doc, indent=1) + "\n", fsync=False)
+        result = {"source": f"race_reports/{race}", "path": str(path), "records": 1}
+        out.append(result)
+        if report is not None:
+            report(result)
     for name, (sql, rel) in targets.items():
         params = (name.partition("/")[2],) if name.startswith("races/") else ()
         path = folder / rel

@@ -26,7 +26,7 @@ Invariants:
   ``JUDGES`` judgements; a failed run is a row saying why, and the race goes on.
 * Every model and judge call is in ``runs/races/<race id>/calls.jsonl`` with the race id, the
   run and the role (reference / candidate / judge); the report is ``runs/races/<race id>.json``
-  and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
+  (and a ``race_reports`` row when the data folder names a database: ``race.reports``) and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
 * A candidate run still going at the race's deadline, or past its cancel, plus the core's grace
   (its job's own code stuck: model calls end by then) is a failed row that says so, and the
   race ends without waiting for it; a run the cancel kept from beginning is a row that says so.
@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Callable
 
 from panelist.metrics.race import blind, jury, tooldiff
+from panelist.metrics.race import reports as race_reports
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.race.costs import Costs, call_cost
@@ -469,6 +470,8 @@ class Benchmark:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
         race_id, folder = reserved or _new_race(self.home.races)
+        with race_reports.of_home(self.home) as store:
+            store.named(race_id)   # other hosts on the database list it from now on
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
@@ -685,7 +688,8 @@ class Benchmark:
 
     def _publish(self, report: BenchmarkReport, folder: Path) -> None:
         self._report = report
-        report.save(folder.with_suffix(".json"))
+        with race_reports.of_home(self.home) as store:
+            store.save(folder.name, report.public())
         log.info("race %s\n%s", report.race, report.table())
         self.metadata[self.REPORT] = report
         if self.parent is not None:

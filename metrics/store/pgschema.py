@@ -16,6 +16,9 @@ Invariants:
   the last id in the same transaction (delivered at commit).
 * Panel seqs come from ``panel_ids`` (from 0, as a data folder counts them): no two instances
   ever get the same one.
+* Suite samples become visible in id order: each insert holds ``SAMPLES_LOCK`` (a transaction
+  advisory lock) until it commits. A race's report is one row of ``race_reports``, written
+  when the race is named and again, whole, when it ends.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 SCHEMA_LOCK = 0x70616E01     # advisory lock keys: "pan" + a number, ours alone
 APPEND_LOCK = 0x70616E02
+SAMPLES_LOCK = 0x70616E03    # held by each suite sample's insert until it commits
 CHANNEL = "panelist_evidence"
 CONFIG_CHANNEL = "panelist_config"
 
@@ -105,8 +109,19 @@ _V1 = [
         END $$""",
 ]
 
+_V2 = [
+    # one row per race, made when the race is named (report NULL until it ends): every host
+    # lists and reads the races any host ran
+    """CREATE TABLE IF NOT EXISTS race_reports (
+        race text PRIMARY KEY,
+        started timestamptz NOT NULL DEFAULT now(),
+        ended timestamptz,
+        report jsonb)""",
+    """CREATE INDEX IF NOT EXISTS race_reports_started ON race_reports (started, race)""",
+]
+
 # (version, statements): append a new version, never edit an applied one
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]
 VERSION = MIGRATIONS[-1][0]
 
 
