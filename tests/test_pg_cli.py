@@ -19,11 +19,11 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 def test_db_init_twice_prints_the_version(pg_url, capsys):
     code, out, _ = run(capsys, "db", "init", "--database", pg_url)
-    assert code == 0 and "schema version 1" in out and "applied 1" in out
+    assert code == 0 and "schema version 2" in out and "applied 1, 2" in out
     code, out, _ = run(capsys, "db", "init", "--database", pg_url)
-    assert code == 0 and "schema version 1" in out and "already up to date" in out
+    assert code == 0 and "schema version 2" in out and "already up to date" in out
     code, out, _ = run(capsys, "--json", "db", "init", "--database", pg_url)
-    assert code == 0 and json.loads(out)["version"] == 1 and json.loads(out)["applied"] == []
+    assert code == 0 and json.loads(out)["version"] == 2 and json.loads(out)["applied"] == []
 
 
 def test_db_needs_a_database(capsys, monkeypatch):
