@@ -49,6 +49,9 @@ def test_a_race_run_on_one_host_is_listed_and_read_on_the_other(tmp_path, sim, p
     finally:
         db.close()
     assert written[f"race_reports/{race}"]["records"] == 1
+    # every call A logged in its race folder is in the database too
+    calls_a = list(jsonl.Tail(homes[0].races / race / "calls.jsonl").read())
+    assert calls_a and written[f"races/{race}"]["records"] == len(calls_a)
     exported = jsonwire.loads((tmp_path / "exported" / "runs" / "races" / f"{race}.json")
                               .read_bytes())
     assert exported == on_a["report"]
@@ -89,3 +92,26 @@ def test_suite_samples_written_by_one_host_count_on_the_other(tmp_path, sim, pg_
     assert written["suite_samples"]["records"] == 4
     lines = list(jsonl.Tail(tmp_path / "exported" / "runs" / "suite" / "samples.jsonl").read())
     assert sorted({r["alias"] for _, r in lines}) == ["fast", "mid"]
+
+
+def test_a_folders_races_imported_are_read_from_the_database(tmp_path, sim, pg_url, capsys):
+    alone = make_home(tmp_path / "alone", sim, None)   # no database: the race stays in files
+    graded(alone)
+    with Gateway(make_gateway(alone, env={})) as gw:
+        status, started, _ = gw.post("/bench/race", {"grade": "general", "runs": 1,
+                                                     "prompt": "Review: def g(): return 2"})
+        assert status == 202, started
+        race = started["race"]
+        assert wait_until(lambda: gw.get(f"/bench/race/{race}")[1]["status"] == "done")
+        local = gw.get(f"/bench/race/{race}")[1]
+    code = main(["db", "import", "--from", str(alone.root), "--database", pg_url])
+    out, err = capsys.readouterr()
+    assert code == 0, (out, err)
+    assert "race_reports: 1 record(s) in the file, 1 imported: ok" in out, out
+    host = make_home(tmp_path / "host", sim, pg_url)
+    graded(host)
+    with Gateway(make_gateway(host, env={})) as gw:
+        status, listed, _ = gw.get("/bench/races")
+        assert status == 200 and [r["race"] for r in listed["data"]] == [race]
+        status, got, _ = gw.get(f"/bench/race/{race}")
+        assert status == 200 and got["report"] == local["report"]

@@ -3,8 +3,8 @@ import``) and ``export_folder`` (``panelist db export``).
 
 What moves (``SOURCES``): the ledger's evidence.jsonl (into ``evidence`` and ``verdicts``) and
 calls.jsonl (``panels``), every race's calls.jsonl (``races``), the suite's samples.jsonl
-(``suite_samples``) and config/changes.jsonl (``config_changes``); an export also writes each
-race's report (``race_reports``) as runs/races/<id>.json.
+(``suite_samples``) and config/changes.jsonl (``config_changes``); each race's report,
+runs/races/<id>.json, is its ``race_reports`` row both ways.
 
 Invariants:
 
@@ -94,7 +94,7 @@ def import_folder(db, folder: Path, *, batch: int = BATCH, report=None) -> list[
                               "(the one with config/ and runs/ in it)")
     pgschema.migrate(db)
     found = sources(folder)
-    if not found:
+    if not found and not _race_reports(folder):
         raise errors.NotFound(f"no logs in {folder} (looked for runs/gateway/evidence.jsonl, "
                               "calls.jsonl, races, suite samples and config changes)")
     out = []
@@ -128,7 +128,44 @@ def import_folder(db, folder: Path, *, batch: int = BATCH, report=None) -> list[
         out.append(result)
         if report is not None:
             report(result)
+    reports = _race_reports(folder)
+    if reports:
+        result = _import_reports(db, reports)
+        out.append(result)
+        if report is not None:
+            report(result)
     return out
+
+
+def _race_reports(folder: Path) -> dict[str, dict]:
+    """The readable race reports of a data folder (runs/races/<id>.json) by race id."""
+    found = {}
+    races = folder / "runs" / "races"
+    for path in sorted(races.glob("r*.json")) if races.is_dir() else ():
+        try:
+            doc = jsonwire.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("race") == path.stem:
+            found[path.stem] = doc
+    return found
+
+
+def _import_reports(db, reports: dict[str, dict]) -> dict:
+    """Each report as its race's ``race_reports`` row (a race the database already has a
+    report of keeps it: an import run again changes nothing), checked by counts."""
+    def body(conn):
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO race_reports (race, ended, report) VALUES (%s, now(), %s::jsonb) "
+                "ON CONFLICT (race) DO UPDATE SET ended = coalesce(race_reports.ended, now()), "
+                "report = coalesce(race_reports.report, EXCLUDED.report)",
+                [(race, to_json(doc)) for race, doc in reports.items()])
+    db.transaction(body, retry=False)
+    held = db.execute("SELECT count(*) FROM race_reports WHERE race = ANY(%s) AND report IS "
+                      "NOT NULL", (list(reports),))[0][0]
+    return {"source": "race_reports", "in_file": len(reports), "imported": held, "skipped": 0,
+            "ok": held == len(reports)}
 
 
 def _commit(db, name: str, records: list[dict], end: int, done: int) -> int:

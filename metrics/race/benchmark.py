@@ -262,10 +262,11 @@ class _Race:
     """What every seat of one race shares: the core, its log, deadline, cancel flag and costs."""
 
     def __init__(self, race_id: str, folder: Path, seats: Seats, call_timeout: float,
-                 timeout: float, cancel: threading.Event, inputs: int = 1):
+                 timeout: float, cancel: threading.Event, inputs: int = 1,
+                 log: CallLog | None = None):
         self.id, self.folder, self.seats = race_id, folder, seats
         self.inputs = inputs
-        self.log = CallLog(folder / "calls.jsonl")
+        self.log = log if log is not None else CallLog(folder / "calls.jsonl")
         self.call_timeout = call_timeout
         self.deadline = time.monotonic() + timeout
         self.cancel = cancel
@@ -470,12 +471,20 @@ class Benchmark:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
         race_id, folder = reserved or _new_race(self.home.races)
-        with race_reports.of_home(self.home) as store:
+        store = race_reports.of_home(self.home)
+        try:
             store.named(race_id)   # other hosts on the database list it from now on
+            return self._run_named(store, race_id, folder, job, grade, view, pinned, judges,
+                                   candidates, warnings)
+        finally:
+            store.close()
+
+    def _run_named(self, store, race_id, folder, job, grade, view, pinned, judges, candidates,
+                   warnings):
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
-                     len(self._inputs))
+                     len(self._inputs), log=store.call_log(race_id, folder / "calls.jsonl"))
         # the seed is the race's own: a rerun of one race's questions gets the same answers
         race.jury = jury.Jury(judges, folder, race_id, seed=int(race_id[-8:], 16) & 0x7FFFFFFF,
                               orders=self._orders, call_timeout=self.call_timeout)
@@ -491,7 +500,7 @@ class Benchmark:
         finally:
             race.log.close()
             seats.close()
-        self._publish(report, folder)
+        self._publish(report, folder, store)
         if failed is not None:
             raise failed.exception
         return [r.output for r in references] if self._listed else references[0].output
@@ -686,10 +695,9 @@ class Benchmark:
             voided=sum(1 for r in rows if r.get("voided")),
             calls_log=str(race.log.path))
 
-    def _publish(self, report: BenchmarkReport, folder: Path) -> None:
+    def _publish(self, report: BenchmarkReport, folder: Path, store) -> None:
         self._report = report
-        with race_reports.of_home(self.home) as store:
-            store.save(folder.name, report.public())
+        store.save(folder.name, report.public())
         log.info("race %s\n%s", report.race, report.table())
         self.metadata[self.REPORT] = report
         if self.parent is not None:

@@ -4,14 +4,15 @@ per race) beside the file, chosen by ``of_home``. The race (``benchmark.py``) wr
 this surface and the registry (``registry.py``) reads through it, so every host on one
 database lists and reads the races any host ran.
 
+* ``call_log(race, path)`` logs its calls (calls.jsonl; with a database each is also a row of
+  ``races``);
 * ``named(race)`` says a race began (a row with no report yet; files need nothing, the race's
   folder says it);
 * ``save(race, doc)`` writes its report whole;
 * ``ids()`` are the races known here; ``stored(race)`` is ``(stamp, report or None, started)``
   or None for a race with no trace, the stamp changing whenever the report does.
 
-What stays in the race's folder on the host that ran it, database or not: calls.jsonl, the
-judge prompts (``judge/``) and transcripts. The report holds what the listing, the report page
+What stays only in the race's folder on the host that ran it, database or not: the judge prompts (``judge/``) and transcripts. The report holds what the listing, the report page
 and the verdict read.
 """
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from panelist.metrics import seatrecord
+from panelist.metrics.seatrecord import CallLog
 from panelist.metrics.store import atomic, jsonwire
 
 
@@ -30,6 +33,10 @@ class FileReports:
 
     def named(self, race: str) -> None:
         pass   # the race's folder, made when it was named, says it began
+
+    def call_log(self, race: str, path: Path) -> CallLog:
+        """Where the race's model and judge calls are logged (its calls.jsonl)."""
+        return CallLog(path)
 
     def save(self, race: str, doc: dict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -88,6 +95,9 @@ class DatabaseReports(FileReports):
         self.db.execute("INSERT INTO race_reports (race) VALUES (%s) ON CONFLICT DO NOTHING",
                         (race,))
 
+    def call_log(self, race: str, path: Path) -> CallLog:
+        return _TableCallLog(path, self.db, race)
+
     def save(self, race: str, doc: dict) -> None:
         from panelist.metrics.ledger.pglogs import to_json
         super().save(race, doc)
@@ -111,6 +121,23 @@ class DatabaseReports(FileReports):
 
     def close(self) -> None:
         self.db.close()
+
+
+class _TableCallLog(CallLog):
+    """The race's calls.jsonl, each line also a row of ``races`` (what ``db export`` writes
+    back as the race's calls.jsonl)."""
+
+    def __init__(self, path: Path, db, race: str):
+        super().__init__(path)
+        self.db, self.race = db, race
+
+    def write(self, result) -> None:
+        from panelist.metrics.ledger.pglogs import to_json
+        record = seatrecord.line(result, self.kind, **result.meta)
+        self._appender.append(record)
+        # not retried: a lost COMMIT must not log the call twice
+        self.db.execute("INSERT INTO races (race, record) VALUES (%s, %s::jsonb)",
+                        (self.race, to_json(record)), retry=False)
 
 
 def of_home(home) -> FileReports:
