@@ -303,8 +303,9 @@ class Races:
         try:
             record = jsonwire.loads((self.folder / race / "judge" / name).read_bytes())
         except FileNotFoundError:
-            raise NotFound(f"race {race} kept no judge prompt {name}; its report's judgements "
-                           "name the ones it kept") from None
+            raise NotFound(f"race {race} kept no judge prompt {name} here; its report's "
+                           "judgements name the ones it kept, and they stay in the data folder "
+                           "of the host that ran the race") from None
         except (OSError, ValueError) as exc:
             raise NotFound(f"the judge prompt {race}/judge/{name} cannot be read ({exc})"
                            ) from None
