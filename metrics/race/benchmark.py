@@ -26,7 +26,8 @@ Invariants:
   ``JUDGES`` judgements; a failed run is a row saying why, and the race goes on.
 * Every model and judge call is in ``runs/races/<race id>/calls.jsonl`` with the race id, the
   run and the role (reference / candidate / judge); the report is ``runs/races/<race id>.json``
-  (and a ``race_reports`` row when the data folder names a database: ``race.reports``) and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
+  (and a ``race_reports`` row when the data folder names a database: ``race.reports``) and
+  ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
 * A candidate run still going at the race's deadline, or past its cancel, plus the core's grace
   (its job's own code stuck: model calls end by then) is a failed row that says so, and the
   race ends without waiting for it; a run the cancel kept from beginning is a row that says so.

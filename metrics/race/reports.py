@@ -12,8 +12,9 @@ database lists and reads the races any host ran.
 * ``ids()`` are the races known here; ``stored(race)`` is ``(stamp, report or None, started)``
   or None for a race with no trace, the stamp changing whenever the report does.
 
-What stays only in the race's folder on the host that ran it, database or not: the judge prompts (``judge/``) and transcripts. The report holds what the listing, the report page
-and the verdict read.
+What stays only in the race's folder on the host that ran it, database or not: the judge
+prompts (``judge/``). The report (rows, transcripts, the verdict) holds what the listing, the
+report page and the verdict read.
 """
 
 from __future__ import annotations
