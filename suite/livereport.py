@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 
 from panelist.metrics import seatrecord
-from panelist.metrics.store import jsonl
+from panelist.metrics.ledger import samples as sample_store
 from panelist.suite import report
 
 # the fields ``report.model_row`` and ``report_of`` read
@@ -32,13 +32,15 @@ FIELDS = ("task", "task_hash", "alias", "epoch", "pair", "task_kind", "right", "
 class LiveReport:
     """The report of one samples file, current as of the last ``doc()``."""
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, source):
+        """``source``: the samples (``ledger.samples``), or the path of a samples file."""
+        self.samples = sample_store.FileSamples(Path(source)) \
+            if isinstance(source, (str, Path)) else source
         self._lock = threading.Lock()
         self._start()
 
     def _start(self) -> None:
-        self._tail = jsonl.Tail(self.path)
+        self._tail = self.samples.reader()
         self._stamp: tuple[int, int] | None = None
         self._version: dict[str, str] = {}          # task -> its latest version (hash)
         self._scored: dict[tuple, dict] = {}        # (task, hash, model, epoch) -> slim sample
@@ -46,7 +48,7 @@ class LiveReport:
         self._doc: dict | None = None
 
     def doc(self) -> dict:
-        stamp = jsonl.stamp(self.path)
+        stamp = self.samples.stamp()
         with self._lock:
             if stamp == self._stamp and self._doc is not None:
                 return self._doc
@@ -79,3 +81,6 @@ class LiveReport:
             kinds = unfinished.setdefault(model, {})
             kinds[kind] = kinds.get(kind, 0) + 1
         return report.report_of(kept, unfinished)
+
+    def close(self) -> None:
+        self.samples.close()

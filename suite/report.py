@@ -37,6 +37,7 @@ from pathlib import Path
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.home import Home
+from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics import seatrecord
 from panelist.metrics.stats import wilson_rate
 from panelist.suite import results
@@ -174,15 +175,16 @@ def report_of(kept: list[dict], unfinished: dict[str, dict[str, int]]) -> dict:
 
 
 def load(home: Home) -> dict:
-    """The report of the data folder's samples, rebuilt only when the samples file changed
-    since ``report.json`` was written (its size and mtime are kept in it)."""
+    """The report of the data folder's samples, rebuilt only when the samples changed since
+    ``report.json`` was written (their stamp is kept in it: the file's size and mtime, or the
+    table's last id)."""
     folder = home.suite_runs
-    path = home.suite_samples
-    try:
-        st = path.stat()
-        stamp = [st.st_size, st.st_mtime_ns]
-    except FileNotFoundError:
-        stamp = [0, 0]
+    with sample_store.of_home(home) as store:
+        return _load(folder, store)
+
+
+def _load(folder: Path, store) -> dict:
+    stamp = list(store.stamp())
     saved = folder / REPORT_FILE
     try:
         doc = jsonwire.loads(saved.read_bytes())
@@ -190,7 +192,7 @@ def load(home: Home) -> dict:
             return doc
     except (OSError, ValueError):
         pass
-    doc = dict(summarise(results.read(path)), samples=stamp)
+    doc = dict(summarise(results.read(store)), samples=stamp)
     if stamp != [0, 0]:
         _write(saved, doc)
     return doc

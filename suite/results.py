@@ -1,4 +1,6 @@
-"""The suite's results: ``runs/suite/samples.jsonl`` in the data folder, one line per sample.
+"""The suite's results: ``runs/suite/samples.jsonl`` in the data folder, one line per sample
+(the ``suite_samples`` table instead when the data folder names a database:
+``ledger.samples``).
 
 A sample is one task asked of one model in one epoch. Its line is the call's seat record
 (``metrics/seatrecord.py``: the model's alias, served id and endpoint, status, error, the answer
@@ -31,7 +33,8 @@ import hashlib
 from pathlib import Path
 
 from panelist.metrics import seatrecord
-from panelist.metrics.store import jsonl, jsonwire
+from panelist.metrics.ledger import samples as sample_store
+from panelist.metrics.store import jsonwire
 from panelist.metrics.seats import SeatResult
 from panelist.suite import answers
 from panelist.suite.tasks import Task
@@ -79,26 +82,32 @@ def record(result: SeatResult, task: Task) -> dict:
 class SampleLog:
     """The seats core's call log for a suite run: each result scored and appended as a sample."""
 
-    def __init__(self, path: Path, tasks: dict[str, Task]):
-        self.path = Path(path)
+    def __init__(self, store, tasks: dict[str, Task]):
+        """``store``: where samples go (``ledger.samples``; a path stands for its file)."""
+        self._owned = isinstance(store, (str, Path))   # a store given is its giver's to close
+        self.store = _store(store)
         self.tasks = tasks
-        self._appender = jsonl.Appender(self.path)
         self.written: list[dict] = []     # this run's lines, in the order they landed
 
     def write(self, result: SeatResult) -> None:
         line = record(result, self.tasks[result.meta["task"]])
-        self._appender.append(line)
+        self.store.append(line)
         self.written.append(line)
 
     def close(self) -> None:
-        self._appender.close()
+        if self._owned:
+            self.store.close()
 
 
-def read(path: Path) -> list[dict]:
-    """Every sample line (a torn last line is skipped), those of earlier versions in this
-    version's shape (``seatrecord.read``: ``alias`` for ``model``, ``answer`` for ``raw``)."""
-    return [seatrecord.read(r) for _, r in jsonl.Tail(Path(path)).read()
-            if r.get("kind") == "sample"]
+def _store(source):
+    return sample_store.FileSamples(Path(source)) if isinstance(source, (str, Path)) else source
+
+
+def read(source) -> list[dict]:
+    """Every sample (a torn last line is skipped) of ``source`` (``ledger.samples``, or the
+    path of a samples file), those of earlier versions in this version's shape
+    (``seatrecord.read``: ``alias`` for ``model``, ``answer`` for ``raw``)."""
+    return [seatrecord.read(r) for r in _store(source).read_all() if r.get("kind") == "sample"]
 
 
 def done_keys(samples: list[dict]) -> set[tuple]:

@@ -27,6 +27,7 @@ from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
+from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Endpoint, Model, Roster
 from panelist.metrics.seats import SeatCall, Seats
@@ -110,13 +111,14 @@ class SuiteRun:
         self.admission = admission_of(home) if admission == "home" else admission
         self.parallel, self.call_timeout = parallel, call_timeout
         self.admit_wait, self.retries = admit_wait, retries
-        self.path = home.suite_samples
+        self.path = home.suite_samples   # where samples go without a database
         self.run_id = f"s{time.strftime('%Y%m%d', time.gmtime())}-{secrets.token_hex(4)}"
         self.cancel = CancelFlag()
 
     def plan(self) -> tuple[list[Sample], int]:
         """The samples still to ask, in asking order, and how many are already done."""
-        done = results.done_keys(results.read(self.path))
+        with sample_store.of_home(self.home) as store:
+            done = results.done_keys(results.read(store))
         pkey = results.params_key(self.params)
         todo, skipped = [], 0
         for epoch in range(1, self.epochs + 1):
@@ -155,7 +157,8 @@ class SuiteRun:
         ``stop()``) ends the run early: calls in flight are cut, what finished is kept, and the
         summary says ``interrupted``."""
         todo, skipped = self.plan()
-        log = results.SampleLog(self.path, self.known)
+        store = sample_store.of_home(self.home)
+        log = results.SampleLog(store, self.known)
         seats = Seats(Roster(self.home), self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name="suite")
         interrupted = False
@@ -183,12 +186,13 @@ class SuiteRun:
         finally:
             seats.close()
             log.close()
+            store.close()
         written = log.written
         return {"run": self.run_id, "planned": len(todo), "skipped": skipped,
                 "asked": len(written),
                 "scored": sum(1 for r in written if r["outcome"] == "scored"),
                 "failed": sum(1 for r in written if r["outcome"] == "failed"),
-                "interrupted": interrupted, "samples": str(self.path)}
+                "interrupted": interrupted, "samples": store.where}
 
     def stop(self) -> None:
         """End the run from another thread, as Ctrl-C would."""

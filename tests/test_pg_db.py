@@ -17,7 +17,7 @@ def test_migrate_is_idempotent_and_versioned(pg_url):
         tables = {r[0] for r in db.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
         assert {"evidence", "verdicts", "panels", "races", "suite_samples", "config_changes",
-                "config", "panelist_schema"} <= tables
+                "config", "panelist_schema", "race_reports"} <= tables
         # ids of evidence come in commit order, through the one function
         first = db.execute("SELECT panelist_append(%s::jsonb)",
                            ('[{"kind":"seat","call":"p1-0.a"},{"kind":"verdict","call":"x"}]',))

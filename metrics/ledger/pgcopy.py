@@ -3,7 +3,8 @@ import``) and ``export_folder`` (``panelist db export``).
 
 What moves (``SOURCES``): the ledger's evidence.jsonl (into ``evidence`` and ``verdicts``) and
 calls.jsonl (``panels``), every race's calls.jsonl (``races``), the suite's samples.jsonl
-(``suite_samples``) and config/changes.jsonl (``config_changes``).
+(``suite_samples``) and config/changes.jsonl (``config_changes``); each race's report,
+runs/races/<id>.json, is its ``race_reports`` row both ways.
 
 Invariants:
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from panelist.metrics import errors
 from panelist.metrics.ledger.ids import panel_seq
-from panelist.metrics.store import jsonl, pgschema
+from panelist.metrics.store import atomic, jsonl, jsonwire, pgschema
 from panelist.metrics.ledger.pglogs import to_json
 
 BATCH = 2000   # lines per transaction
@@ -93,7 +94,7 @@ def import_folder(db, folder: Path, *, batch: int = BATCH, report=None) -> list[
                               "(the one with config/ and runs/ in it)")
     pgschema.migrate(db)
     found = sources(folder)
-    if not found:
+    if not found and not _race_reports(folder):
         raise errors.NotFound(f"no logs in {folder} (looked for runs/gateway/evidence.jsonl, "
                               "calls.jsonl, races, suite samples and config changes)")
     out = []
@@ -127,7 +128,44 @@ def import_folder(db, folder: Path, *, batch: int = BATCH, report=None) -> list[
         out.append(result)
         if report is not None:
             report(result)
+    reports = _race_reports(folder)
+    if reports:
+        result = _import_reports(db, reports)
+        out.append(result)
+        if report is not None:
+            report(result)
     return out
+
+
+def _race_reports(folder: Path) -> dict[str, dict]:
+    """The readable race reports of a data folder (runs/races/<id>.json) by race id."""
+    found = {}
+    races = folder / "runs" / "races"
+    for path in sorted(races.glob("r*.json")) if races.is_dir() else ():
+        try:
+            doc = jsonwire.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("race") == path.stem:
+            found[path.stem] = doc
+    return found
+
+
+def _import_reports(db, reports: dict[str, dict]) -> dict:
+    """Each report as its race's ``race_reports`` row (a race the database already has a
+    report of keeps it: an import run again changes nothing), checked by counts."""
+    def body(conn):
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO race_reports (race, ended, report) VALUES (%s, now(), %s::jsonb) "
+                "ON CONFLICT (race) DO UPDATE SET ended = coalesce(race_reports.ended, now()), "
+                "report = coalesce(race_reports.report, EXCLUDED.report)",
+                [(race, to_json(doc)) for race, doc in reports.items()])
+    db.transaction(body, retry=False)
+    held = db.execute("SELECT count(*) FROM race_reports WHERE race = ANY(%s) AND report IS "
+                      "NOT NULL", (list(reports),))[0][0]
+    return {"source": "race_reports", "in_file": len(reports), "imported": held, "skipped": 0,
+            "ok": held == len(reports)}
 
 
 def _commit(db, name: str, records: list[dict], end: int, done: int) -> int:
@@ -172,7 +210,23 @@ def export_folder(db, folder: Path, *, report=None) -> list[dict]:
         if path.exists() and path.stat().st_size:
             raise errors.Conflict(f"{path} already holds records; export into an empty "
                                   "folder (nothing is mixed into existing logs)")
+    reports = [(race, doc) for race, doc in db.execute(
+        "SELECT race, report FROM race_reports WHERE report IS NOT NULL ORDER BY race")
+        if race and "/" not in race and not race.startswith(".")]
+    for race, _ in reports:
+        path = folder / "runs" / "races" / f"{race}.json"
+        if path.exists():
+            raise errors.Conflict(f"{path} already exists; export into an empty folder "
+                                  "(nothing is mixed into existing logs)")
     out = []
+    for race, doc in reports:
+        path = folder / "runs" / "races" / f"{race}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write(path, jsonwire.dumps(doc, indent=1) + "\n", fsync=False)
+        result = {"source": f"race_reports/{race}", "path": str(path), "records": 1}
+        out.append(result)
+        if report is not None:
+            report(result)
     for name, (sql, rel) in targets.items():
         params = (name.partition("/")[2],) if name.startswith("races/") else ()
         path = folder / rel

@@ -3,8 +3,9 @@
 The rule, for the ``review`` shape only (a collection whose shape is ``review``; requests of
 any other shape are never touched):
 
-* each model's record in ``runs/suite/samples.jsonl`` adds to the verdict counts seating reads
-  (``Ledger.states``): ``useful += pairs right + claims right`` and
+* each model's record in ``runs/suite/samples.jsonl`` (or, with a database, the
+  ``suite_samples`` table every host writes: ``ledger.samples``) adds to the verdict counts
+  seating reads (``Ledger.states``): ``useful += pairs right + claims right`` and
   ``not_useful += (pairs + claims) - (pairs right + claims right)``;
 * a bug/control pair, or a claim task, counts once however many epochs asked it: right when its
   mean over epochs, rounded, is 1 (a half rounds up). A pair is right in an epoch when both its
@@ -22,7 +23,8 @@ of the rotation (``panel.seating``) still hold, since weights stay between 1 and
 
 Cost: seating stays O(1) in the size of the suite log. The samples file is followed from its
 last read offset (``jsonl.Tail``) and summed up again only when its size or mtime changed; a
-request costs one ``stat`` and a dict lookup per model. A ``Panels`` owns one ``SuiteEvidence``
+request costs one ``stat`` and a dict lookup per model; with a database, one ``max(id)`` a
+second at most, then only the rows past the last one read. A ``Panels`` owns one ``SuiteEvidence``
 for its data folder (``of_home``).
 """
 
@@ -32,7 +34,7 @@ import dataclasses
 import threading
 from pathlib import Path
 
-from panelist.metrics.store import jsonl
+from panelist.metrics.ledger import samples
 from panelist.metrics.home import Home
 
 SHAPE = "review"
@@ -44,13 +46,15 @@ class SuiteEvidence:
 
     @classmethod
     def of_home(cls, home: Home) -> "SuiteEvidence":
-        return cls(home.suite_samples)
+        return cls(samples.of_home(home))
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, source):
+        """``source``: the samples (``ledger.samples``), or the path of a samples file."""
+        self.samples = samples.FileSamples(Path(source)) \
+            if isinstance(source, (str, Path)) else source
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._tail = jsonl.Tail(self.path)
+        self._tail = self.samples.reader()
         self._version: dict[str, str] = {}   # task -> hash of its latest line
         # (task, hash, model, epoch) -> (pair, kind, right), the last scored line of each
         self._scored: dict[tuple, tuple] = {}
@@ -59,7 +63,8 @@ class SuiteEvidence:
 
     def record(self) -> dict[str, tuple[int, int]]:
         """``{alias: (right, counted)}``: pairs and claims right, of those counted."""
-        stamp = jsonl.stamp(self.path)
+        # a database's stamp is asked at most once a second: seating reads this per request
+        stamp = self.samples.stamp(max_age=samples.STAMP_AGE)
         with self._lock:
             if stamp != self._stamp:
                 self._follow(stamp[0])
@@ -74,7 +79,7 @@ class SuiteEvidence:
 
     def _follow(self, size: int) -> None:
         if size < self._tail.offset:   # replaced or truncated: start over
-            self._tail = jsonl.Tail(self.path)
+            self._tail = self.samples.reader()
             self._version.clear()
             self._scored.clear()
         for _, s in self._tail.read():
@@ -90,6 +95,9 @@ class SuiteEvidence:
         found = units(self._version, self._scored)
         self._pairs = comparisons(found)
         self._record = tally(found)
+
+    def close(self) -> None:
+        self.samples.close()
 
 
 def units(version: dict[str, str], scored: dict[tuple, tuple]) -> dict[tuple, dict[str, bool]]:

@@ -133,6 +133,7 @@ class Panels:
         self.learned.close()   # what the last seats taught is written before the process ends
         self.upstream.close()
         self.ledger.close()
+        self.suite.close()
         self.admission.close()
 
     def running_behind(self, run: "PanelRun", behind: bool) -> None:

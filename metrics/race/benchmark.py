@@ -26,7 +26,8 @@ Invariants:
   ``JUDGES`` judgements; a failed run is a row saying why, and the race goes on.
 * Every model and judge call is in ``runs/races/<race id>/calls.jsonl`` with the race id, the
   run and the role (reference / candidate / judge); the report is ``runs/races/<race id>.json``
-  and ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
+  (and a ``race_reports`` row when the data folder names a database: ``race.reports``) and
+  ``metadata[Benchmark.REPORT]`` (the parent's, when one was given, and the benchmark's own).
 * A candidate run still going at the race's deadline, or past its cancel, plus the core's grace
   (its job's own code stuck: model calls end by then) is a failed row that says so, and the
   race ends without waiting for it; a run the cancel kept from beginning is a row that says so.
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Callable
 
 from panelist.metrics.race import blind, jury, tooldiff
+from panelist.metrics.race import reports as race_reports
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.race.costs import Costs, call_cost
@@ -261,10 +263,11 @@ class _Race:
     """What every seat of one race shares: the core, its log, deadline, cancel flag and costs."""
 
     def __init__(self, race_id: str, folder: Path, seats: Seats, call_timeout: float,
-                 timeout: float, cancel: threading.Event, inputs: int = 1):
+                 timeout: float, cancel: threading.Event, inputs: int = 1,
+                 log: CallLog | None = None):
         self.id, self.folder, self.seats = race_id, folder, seats
         self.inputs = inputs
-        self.log = CallLog(folder / "calls.jsonl")
+        self.log = log if log is not None else CallLog(folder / "calls.jsonl")
         self.call_timeout = call_timeout
         self.deadline = time.monotonic() + timeout
         self.cancel = cancel
@@ -469,10 +472,20 @@ class Benchmark:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
         race_id, folder = reserved or _new_race(self.home.races)
+        store = race_reports.of_home(self.home)
+        try:
+            store.named(race_id)   # other hosts on the database list it from now on
+            return self._run_named(store, race_id, folder, job, grade, view, pinned, judges,
+                                   candidates, warnings)
+        finally:
+            store.close()
+
+    def _run_named(self, store, race_id, folder, job, grade, view, pinned, judges, candidates,
+                   warnings):
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
-                     len(self._inputs))
+                     len(self._inputs), log=store.call_log(race_id, folder / "calls.jsonl"))
         # the seed is the race's own: a rerun of one race's questions gets the same answers
         race.jury = jury.Jury(judges, folder, race_id, seed=int(race_id[-8:], 16) & 0x7FFFFFFF,
                               orders=self._orders, call_timeout=self.call_timeout)
@@ -488,7 +501,7 @@ class Benchmark:
         finally:
             race.log.close()
             seats.close()
-        self._publish(report, folder)
+        self._publish(report, folder, store)
         if failed is not None:
             raise failed.exception
         return [r.output for r in references] if self._listed else references[0].output
@@ -683,9 +696,9 @@ class Benchmark:
             voided=sum(1 for r in rows if r.get("voided")),
             calls_log=str(race.log.path))
 
-    def _publish(self, report: BenchmarkReport, folder: Path) -> None:
+    def _publish(self, report: BenchmarkReport, folder: Path, store) -> None:
         self._report = report
-        report.save(folder.with_suffix(".json"))
+        store.save(folder.name, report.public())
         log.info("race %s\n%s", report.race, report.table())
         self.metadata[self.REPORT] = report
         if self.parent is not None:

@@ -2,8 +2,10 @@
 
 ``POST /bench/race`` hands a ``ChatSpec`` to ``Races.start``, which checks it, names the race and
 runs it on a thread of its own; ``get`` gives a race's progress and, once it ended, its report;
-``listing`` lists races newest first. A race that ended is read from ``runs/races/<id>.json``, so
-what a server shows survives its restart (and races run by ``panelist race`` show too).
+``listing`` lists races newest first. A race that ended is read from ``runs/races/<id>.json``
+(from the ``race_reports`` table when the data folder names a database: ``race.reports``), so
+what a server shows survives its restart, and races run by ``panelist race`` or by another host
+on the same database show too.
 
 Invariants:
 
@@ -40,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 
 from panelist.metrics.race import chatjob
+from panelist.metrics.race import reports as race_reports
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import (BadRequest, Conflict, Forbidden, NotFound, TooManyRequests,
                                      Unavailable)
@@ -146,6 +149,7 @@ class Races:
         self.home, self.upstream, self.grades = home, upstream, grades
         self.admission, self.max_running, self._bench = admission, max_running, bench
         self.folder = home.races
+        self.reports = race_reports.of_home(home)   # in the database, when there is one
         self.jobs = home.race_jobs
         self._entries: dict[str, _Entry] = {}
         self._summaries: dict[str, tuple[tuple, dict]] = {}   # race -> (report's stat, summary)
@@ -253,6 +257,7 @@ class Races:
         for entry in running:
             if entry.thread is not None and entry.thread.ident is not None:
                 entry.thread.join(max(0.0, end - time.monotonic()))
+        self.reports.close()
 
     def running(self) -> int:
         with self._lock:
@@ -298,20 +303,16 @@ class Races:
         try:
             record = jsonwire.loads((self.folder / race / "judge" / name).read_bytes())
         except FileNotFoundError:
-            raise NotFound(f"race {race} kept no judge prompt {name}; its report's judgements "
-                           "name the ones it kept") from None
+            raise NotFound(f"race {race} kept no judge prompt {name} here; its report's "
+                           "judgements name the ones it kept, and they stay in the data folder "
+                           "of the host that ran the race") from None
         except (OSError, ValueError) as exc:
             raise NotFound(f"the judge prompt {race}/judge/{name} cannot be read ({exc})"
                            ) from None
         return record
 
     def _on_disk(self) -> list[str]:
-        try:
-            names = [p.name for p in self.folder.iterdir()]
-        except FileNotFoundError:
-            return []
-        return [n.removesuffix(".json") for n in names
-                if RACE_ID.fullmatch(n.removesuffix(".json"))]
+        return [n for n in self.reports.ids() if RACE_ID.fullmatch(n)]
 
     def _summary(self, race: str) -> dict | None:
         if not isinstance(race, str) or not RACE_ID.fullmatch(race):
@@ -343,40 +344,37 @@ class Races:
                 "verdict": None, "judge_failures": None, "error": entry.error}
 
     def _stored(self, race: str) -> dict | None:
-        """A race's summary from its report (cached while the file is unchanged), from its
-        folder alone (unfinished), or None when the data folder has no trace of it."""
-        path = self.folder / f"{race}.json"
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            try:
-                started = (self.folder / race).stat().st_mtime
-            except FileNotFoundError:
-                return None
+        """A race's summary from its report (cached while the report is unchanged), from its
+        trace alone (unfinished), or None when nothing knows of it."""
+        found = self.reports.stored(race)
+        if found is None:
+            return None
+        stamp, doc, started = found
+        if doc is None:
             return _blank(race, "unfinished", utc_iso(started),
                           "no report yet: the race is running in another process, or its "
                           "process stopped before it ended")
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         with self._lock:
             hit = self._summaries.get(race)
-        if hit is not None and hit[0] == stamp:
+        if hit is not None and stamp is not None and hit[0] == stamp:
             return hit[1]
-        report = self._report(race)
+        report = _checked(race, doc)
         if report is None:
-            return _blank(race, "unreadable", utc_iso(st.st_mtime),
-                          f"the report {path} cannot be read; it may have been edited or cut "
-                          "short")
+            return _blank(race, "unreadable", utc_iso(started),
+                          f"the report of race {race} cannot be read; it may have been edited "
+                          "or cut short")
         summary = summary_of(report)
         with self._lock:
             self._summaries[race] = (stamp, summary)
         return summary
 
     def _report(self, race: str) -> dict | None:
-        try:
-            report = jsonwire.loads((self.folder / f"{race}.json").read_bytes())
-        except (OSError, ValueError):
-            return None
-        return report if isinstance(report, dict) and report.get("race") == race else None
+        found = self.reports.stored(race)
+        return _checked(race, found[1]) if found is not None else None
+
+
+def _checked(race: str, report) -> dict | None:
+    return report if isinstance(report, dict) and report.get("race") == race else None
 
 
 def _let_go(entry: _Entry) -> None:

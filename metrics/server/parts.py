@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 
 from panelist.metrics.home import Home
+from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.ledger.search import SearchIndex
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
@@ -79,7 +80,7 @@ class Parts:
         from panelist.suite.livereport import LiveReport
         with self._lock:
             if self._suite_report is None:
-                self._suite_report = LiveReport(self.home.suite_samples)
+                self._suite_report = LiveReport(sample_store.of_home(self.home))
             return self._suite_report
 
     def start_demo(self, install: bool = True) -> str:
@@ -106,6 +107,9 @@ class Parts:
         self.panels.close()
         with self._lock:
             host, self._demo = self._demo, None
+            report, self._suite_report = self._suite_report, None
+        if report is not None:
+            report.close()
         if host is not None:
             host.close()
 

@@ -19,6 +19,9 @@ Invariants:
 * Version 2 holds the limits every instance shares (``rate_counts``, ``admission_*`` and their
   functions, read by ``server.ratedb`` and ``upstream.admitdb``): rows overwritten in place,
   each judged and changed in one statement under its row lock.
+* Suite samples become visible in id order: each insert holds ``SAMPLES_LOCK`` (a transaction
+  advisory lock) until it commits. Version 3 holds the races' reports: one row of
+  ``race_reports`` per race, written when the race is named and again, whole, when it ends.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 SCHEMA_LOCK = 0x70616E01     # advisory lock keys: "pan" + a number, ours alone
 APPEND_LOCK = 0x70616E02
+SAMPLES_LOCK = 0x70616E03    # held by each suite sample's insert until it commits
 CHANNEL = "panelist_evidence"
 CONFIG_CHANNEL = "panelist_config"
 
@@ -212,8 +216,19 @@ _V2_LIMITS = [
         END $$""",
 ]
 
+_V3_RACES = [
+    # one row per race, made when the race is named (report NULL until it ends): every host
+    # lists and reads the races any host ran
+    """CREATE TABLE IF NOT EXISTS race_reports (
+        race text PRIMARY KEY,
+        started timestamptz NOT NULL DEFAULT now(),
+        ended timestamptz,
+        report jsonb)""",
+    """CREATE INDEX IF NOT EXISTS race_reports_started ON race_reports (started, race)""",
+]
+
 # (version, statements): append a new version, never edit an applied one
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES)]
 VERSION = MIGRATIONS[-1][0]
 
 

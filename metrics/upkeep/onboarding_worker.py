@@ -330,11 +330,14 @@ def figures(home: Home, alias: str, tasks: list, cut: set[str] = frozenset()) ->
     """What the quick run found for ``alias`` on ``tasks`` (epoch 1, default parameters);
     ``interrupted``: of the tasks not scored, those whose prompts ``cut`` names (sent, their
     answer never read)."""
+    from panelist.metrics.ledger import samples as sample_store
     from panelist.suite import results
     ids = {t.id for t in tasks}
     pkey = results.params_key({})
+    with sample_store.of_home(home) as store:
+        found = results.read(store)
     rows = [s for s in results.latest(
-        [s for s in results.read(home.suite_samples)
+        [s for s in found
          if s.get("alias") == alias and s.get("task") in ids and s.get("epoch") == 1
          and s.get("params_key") == pkey])]
     right = sum(1 for s in rows if s.get("right"))
