@@ -19,6 +19,8 @@ Invariants:
 * Version 2 holds the limits every instance shares (``rate_counts``, ``admission_*`` and their
   functions, read by ``server.ratedb`` and ``upstream.admitdb``): rows overwritten in place,
   each judged and changed in one statement under its row lock.
+* Version 3: ``panelist_put_panels`` writes finished panels (and their ``"abandoned"``
+  evidence) in one statement under ``APPEND_LOCK``, so panel ids too become visible in id order.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -212,8 +214,28 @@ _V2_LIMITS = [
         END $$""",
 ]
 
+# finished panels in one statement, so a panel's write is one round trip and one commit instead
+# of BEGIN, lock, evidence, rows and COMMIT each waiting for the server: ``pairs`` is
+# [[seq, panel, record], ...] in the order their ids are to be given, ``abandoned`` the
+# evidence written first (``[]`` for none); both under the append lock, as panelist_append
+_V3_PANELS = [
+    f"""CREATE OR REPLACE FUNCTION panelist_put_panels(pairs jsonb, abandoned jsonb)
+        RETURNS void LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({APPEND_LOCK});
+            IF jsonb_array_length(abandoned) > 0 THEN
+                PERFORM panelist_append(abandoned);
+            END IF;
+            INSERT INTO panels (seq, panel, record)
+                SELECT (p->>0)::bigint, p->>1, p->2
+                FROM jsonb_array_elements(pairs) WITH ORDINALITY AS t(p, n) ORDER BY n
+                ON CONFLICT (seq) DO UPDATE SET panel = EXCLUDED.panel,
+                    record = EXCLUDED.record, ts = now();
+        END $$""",
+]
+
 # (version, statements): append a new version, never edit an applied one
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_PANELS)]
 VERSION = MIGRATIONS[-1][0]
 
 
