@@ -578,13 +578,32 @@ class Bench:
         self.use("zero")
         self.start_gateway()
         log(f"step 2: added latency, 0 ms seats ({a.panels} panels)")
+        before = self.transactions()
         r["added_zero"] = self.sequential(a.panels, warmup=a.warmup)
+        if before is not None:
+            done = a.panels + a.warmup
+            r["added_zero"]["transactions_per_panel"] = round(
+                (self.transactions() - before) / done, 2)
         r["throughput"] = []
         for c in (1, 32):
             log(f"step 3: throughput at concurrency {c} ({a.duration:g} s)")
             r["throughput"].append(self.throughput(c, a.duration, a.tp_warmup))
         r["memory"] = self.stop_gateway()
         return r
+
+    def transactions(self) -> int | None:
+        """Transactions committed in the database so far (each statement outside a
+        transaction is one, so this counts the ledger's and limits' writes and reads); the
+        server publishes its counts lazily, so this waits for them first."""
+        if not self.database:
+            return None
+        import psycopg
+        time.sleep(1.5)   # the server publishes its counts about once a second
+        with psycopg.connect(self.database, autocommit=True) as conn:
+            # the instance's own background reads (the listener's reconnects, config) land
+            # in the count too, a few in a run of hundreds of panels
+            return conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                                "WHERE datname = current_database()").fetchone()[0]
 
     def profile(self, out_dir: Path) -> dict:
         """py-spy on the gateway during a 0 ms, concurrency-1 run; collapsed stacks to out_dir."""

@@ -270,4 +270,8 @@ def ledger_report(results: dict) -> str:
         lines.append(f"{name:<9}  {r['added_zero']['wall_ms']['p50']:>30.2f}  "
                      f"{c1['panels_per_s']:>12.0f}  {c32['panels_per_s']:>13.0f}  "
                      f"{c32['gateway_cpu_ms_per_panel']:>25.2f}  {failed}")
+    for name, r in results.items():
+        if "transactions_per_panel" in r["added_zero"]:
+            lines.append(f"{name}: {r['added_zero']['transactions_per_panel']:g} database "
+                         f"statements or transactions per panel (c=1, counted by the server)")
     return "\n".join(lines)
