@@ -34,6 +34,11 @@ Steps:
 
 ``--only pick`` runs step 9 alone (with step 2's 0 ms all-mode figure beside it).
 
+``--only ledger`` compares the two ledgers on one machine: ms per panel (step 2, 0 ms seats, c=1)
+and panels/s at c=1 and c=32, first with the JSONL files, then with the ledger in PostgreSQL
+(``--database URL``, or without it a throwaway cluster from ``tests/pgcluster.py``). A database
+URL given without ``--only ledger`` runs every step against that database.
+
 Requests carry ``Host: 127.0.0.1:PORT`` (a loopback name with the port) and, on POST,
 ``Content-Type: application/json``, as the gateway's guard requires.
 
@@ -66,8 +71,9 @@ import time  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.bench_gateway_report import (MERGER, direct_report, pick_report,  # noqa: E402
-                                                   report, top_frames)
+from panelist.scripts.bench_gateway_report import (MERGER, direct_report,  # noqa: E402
+                                                   ledger_report, pick_report, report,
+                                                   top_frames)
 from panelist.scripts.benchkit import (Child, Client, log, pct,  # noqa: E402
                                        proc_cpu, proc_mem, self_cpu, url_of)
 
@@ -133,7 +139,9 @@ class Bench:
         ROOT.joinpath("runs").mkdir(exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix="bench-", dir=ROOT / "runs"))
         self.data = self.work / "data"
-        self.home = open_home(self.data)
+        self.database = getattr(args, "database_url", None)
+        self.home = open_home(self.data, database=self.database) if self.database else \
+            open_home(self.data)
         self.body = request_body()
         self.merged_body = request_body(MERGED, bench={"reply": "merged"})
         self.pick_body = request_body(f"{COLLECTION}:pick")
@@ -179,8 +187,9 @@ class Bench:
     def start_gateway(self) -> dict:
         """Spawn the gateway, ask one panel; the times to its URL line and to that answer."""
         gc.collect()
+        db = ["--database", self.database] if self.database else []
         self.gateway = Child("gateway", [PY, str(self.args.gateway), "--data", str(self.data),
-                                         "--port", "0"], self.work)
+                                         "--port", "0", *db], self.work)
         self.addr = url_of(self.gateway.first_line)
         client = Client(*self.addr, self.body)
         deadline = time.perf_counter() + 120
@@ -562,6 +571,40 @@ class Bench:
         r["memory"] = self.stop_gateway()
         return r
 
+    def run_ledger(self) -> dict:
+        """``--only ledger``, one ledger: step 2 (0 ms seats), then throughput at c=1 and 32."""
+        a, r = self.args, self.results
+        self.setup()
+        self.use("zero")
+        self.start_gateway()
+        log(f"step 2: added latency, 0 ms seats ({a.panels} panels)")
+        before = self.transactions()
+        r["added_zero"] = self.sequential(a.panels, warmup=a.warmup)
+        if before is not None:
+            done = a.panels + a.warmup
+            r["added_zero"]["transactions_per_panel"] = round(
+                (self.transactions() - before) / done, 2)
+        r["throughput"] = []
+        for c in (1, 32):
+            log(f"step 3: throughput at concurrency {c} ({a.duration:g} s)")
+            r["throughput"].append(self.throughput(c, a.duration, a.tp_warmup))
+        r["memory"] = self.stop_gateway()
+        return r
+
+    def transactions(self) -> int | None:
+        """Transactions committed in the database so far (each statement outside a
+        transaction is one, so this counts the ledger's and limits' writes and reads); the
+        server publishes its counts lazily, so this waits for them first."""
+        if not self.database:
+            return None
+        import psycopg
+        time.sleep(1.5)   # the server publishes its counts about once a second
+        with psycopg.connect(self.database, autocommit=True) as conn:
+            # the instance's own background reads (the listener's reconnects, config) land
+            # in the count too, a few in a run of hundreds of panels
+            return conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                                "WHERE datname = current_database()").fetchone()[0]
+
     def profile(self, out_dir: Path) -> dict:
         """py-spy on the gateway during a 0 ms, concurrency-1 run; collapsed stacks to out_dir."""
         spy = shutil.which("py-spy")
@@ -607,9 +650,13 @@ def main(argv=None) -> int:
                     help="panels in the merged-mode added-latency run (step 8)")
     ap.add_argument("--pick-panels", type=int, default=300,
                     help="panels in the pick-mode run (step 9)")
-    ap.add_argument("--only", choices=("pick", "direct"),
+    ap.add_argument("--only", choices=("pick", "direct", "ledger"),
                     help="run one step alone: pick (step 9, beside step 2's 0 ms figure), "
-                    "direct (step 2b and throughput at c=8)")
+                    "direct (step 2b and throughput at c=8), ledger (files against the "
+                    "database: step 2 and throughput at c=1 and 32)")
+    ap.add_argument("--database", metavar="URL",
+                    help="keep the ledger in this PostgreSQL database (with --only ledger, "
+                    "without it: a throwaway cluster)")
     ap.add_argument("--streams", type=int, default=20,
                     help="streams for step 7 (each ~2 s: its slowest seat takes 2000 ms); 0 skips")
     ap.add_argument("--warmup", type=int, default=50, help="warm-up panels before each run")
@@ -626,6 +673,9 @@ def main(argv=None) -> int:
     top = min(args.panels_max, 100_000) if args.quick else args.panels_max
     args.sizes = sorted({s for s in (100_000, top) if 0 < s <= top})
 
+    if args.only == "ledger":
+        return compare_ledgers(args)
+    args.database_url = args.database
     bench = Bench(args)
     interrupted = False
     try:
@@ -649,6 +699,38 @@ def main(argv=None) -> int:
         print(direct_report(result))
     else:
         print(report(result, args))
+    return 0
+
+
+def compare_ledgers(args) -> int:
+    """``--only ledger``: the same steps on the files, then on the database."""
+    cluster = None
+    url = args.database
+    if url is None:
+        sys.path.insert(0, str(ROOT / "tests"))
+        import pgcluster
+        log("starting a throwaway PostgreSQL cluster")
+        cluster = pgcluster.start_cluster()
+    results = {}
+    try:
+        for name in ("files", "database"):
+            args.database_url = None if name == "files" else (url or cluster.create_database())
+            log(f"ledger: {name}")
+            bench = Bench(args)
+            try:
+                results[name] = bench.run_ledger()
+            finally:
+                bench.close()
+    except KeyboardInterrupt:
+        log("interrupted; processes stopped")
+        return 130
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    if args.json:
+        print(json.dumps(results, indent=1))
+    else:
+        print(ledger_report(results))
     return 0
 
 

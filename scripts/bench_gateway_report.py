@@ -258,3 +258,20 @@ def direct_report(r: dict) -> str:
              f"{t['panels_per_s']:.0f}/s, {t['failed']} failed", "", "")]
     width = max(len(row[0]) for row in rows)
     return "\n".join(f"{a:<{width}}  {b}  {c}  {d}".rstrip() for a, b, c, d in rows)
+
+
+def ledger_report(results: dict) -> str:
+    """``--only ledger``: one row per ledger."""
+    lines = [f"{'ledger':<9}  {'ms/panel p50 (c=1, 0 ms seats)':>30}  {'panels/s c=1':>12}  "
+             f"{'panels/s c=32':>13}  {'gateway CPU ms/panel c=32':>25}  failed"]
+    for name, r in results.items():
+        c1, c32 = r["throughput"]
+        failed = r["added_zero"]["failed"] + c1["failed"] + c32["failed"]
+        lines.append(f"{name:<9}  {r['added_zero']['wall_ms']['p50']:>30.2f}  "
+                     f"{c1['panels_per_s']:>12.0f}  {c32['panels_per_s']:>13.0f}  "
+                     f"{c32['gateway_cpu_ms_per_panel']:>25.2f}  {failed}")
+    for name, r in results.items():
+        if "transactions_per_panel" in r["added_zero"]:
+            lines.append(f"{name}: {r['added_zero']['transactions_per_panel']:g} database "
+                         f"statements or transactions per panel (c=1, counted by the server)")
+    return "\n".join(lines)

@@ -55,3 +55,30 @@ def test_ratings_and_collection_suggest_read_the_database(home, pg_url, monkeypa
         [("fast", 6, 0), ("slow", 0, 6)]
     assert main(["--json", "collection", "suggest", "trio", "--data", str(home.root)]) == 0
     assert "suggest" in json.loads(capsys.readouterr().out)
+
+
+def test_finished_panels_land_in_id_order_with_their_abandoned_evidence(tmp_path, pg_url):
+    """Several finished panels written at once, one the caller left: another instance finds
+    them newest first, and the left one's seat is no longer owed a verdict."""
+    with Ledger(tmp_path / "a", database=pg_url) as a, \
+            Ledger(tmp_path / "b", database=pg_url) as b:
+        # b has folded a first panel before the rest are written, so it follows them by id
+        # (not a replay from the first id, which reads the panels table for abandoned ones)
+        first = panel(a, ("m1",))
+        assert [p["call"] for p in b.pending()] == [f"{first}.m1"]
+        ids = a.new_panels(3)
+        for pid in ids:
+            a.record_seated(pid, "code", ["m1"], time.time())
+            a.record_seat({"call": f"{pid}.m1", "alias": "m1", "shape": "code",
+                           "status": "ok", "panel": pid, "seconds": 0.1})
+        a.record_panels([{"panel": pid, "shape": "code", "abandoned": pid == ids[1],
+                          "seats": [{"call": f"{pid}.m1", "alias": "m1", "status": "ok"}]}
+                         for pid in ids])
+        assert [p["panel"] for p in b.recent_panels(4)] == [*ids[::-1], first]
+        assert b.panel(ids[1])["abandoned"] is True
+        deadline = time.monotonic() + 30   # b folds a's evidence when NOTIFY wakes it
+        want = sorted([f"{first}.m1", f"{ids[0]}.m1", f"{ids[2]}.m1"])
+        while sorted(p["call"] for p in b.pending()) != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sorted(p["call"] for p in b.pending()) == want
+        assert [(u["panel"], u["reason"]) for u in b.undelivered()] == [(ids[1], "abandoned")]

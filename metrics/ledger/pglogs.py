@@ -44,9 +44,6 @@ _FOLLOW = ("SELECT id, record FROM evidence WHERE id > %(after)s "
 _AT = ("SELECT id, record FROM evidence WHERE id = ANY(%(ids)s) "
        "UNION ALL SELECT id, record FROM verdicts WHERE id = ANY(%(ids)s)")
 _COUNT = "SELECT CASE WHEN is_called THEN last_value + 1 ELSE 0 END FROM panel_ids"
-_PUT_PANEL = ("INSERT INTO panels (seq, panel, record) VALUES (%s, %s, %s::jsonb) "
-              "ON CONFLICT (seq) DO UPDATE SET panel = EXCLUDED.panel, "
-              "record = EXCLUDED.record, ts = now()")
 
 
 def to_json(value) -> str:
@@ -223,19 +220,15 @@ class DatabaseLogs:
         return seq < count
 
     def append_panels(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
-        def put(conn):
-            # under the append lock, so panel ids too become visible in id order (the search
-            # index follows them by id)
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
-            if abandoned:
-                conn.execute("SELECT panelist_append(%s::jsonb)", (to_json(abandoned),))
-            with conn.cursor() as cur:
-                cur.executemany(_PUT_PANEL, [(seq, record.get("panel"), to_json(record))
-                                             for seq, record in pairs])
-        if pairs:
-            self.db.transaction(put, retry=False)
-            if abandoned:
-                self._heard()
+        if not pairs:
+            return
+        # one statement, so one round trip and one commit (the append lock is taken inside,
+        # and panel ids become visible in id order for the search index that follows them)
+        rows = [[seq, record.get("panel"), record] for seq, record in pairs]
+        self.db.execute("SELECT panelist_put_panels(%s::jsonb, %s::jsonb)",
+                        (to_json(rows), to_json(abandoned)), retry=False)
+        if abandoned:
+            self._heard()
 
     def pointer(self, seq: int) -> int | None:
         rows = self.db.execute("SELECT id FROM panels WHERE seq = %s", (seq,))

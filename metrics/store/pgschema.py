@@ -22,6 +22,8 @@ Invariants:
 * Suite samples become visible in id order: each insert holds ``SAMPLES_LOCK`` (a transaction
   advisory lock) until it commits. Version 3 holds the races' reports: one row of
   ``race_reports`` per race, written when the race is named and again, whole, when it ends.
+* Version 4: ``panelist_put_panels`` writes finished panels (and their ``"abandoned"``
+  evidence) in one statement under ``APPEND_LOCK``, so panel ids too become visible in id order.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -227,8 +229,28 @@ _V3_RACES = [
     """CREATE INDEX IF NOT EXISTS race_reports_started ON race_reports (started, race)""",
 ]
 
+# finished panels in one statement, so a panel's write is one round trip and one commit instead
+# of BEGIN, lock, evidence, rows and COMMIT each waiting for the server: ``pairs`` is
+# [[seq, panel, record], ...] in the order their ids are to be given, ``abandoned`` the
+# evidence written first (``[]`` for none); both under the append lock, as panelist_append
+_V4_PANELS = [
+    f"""CREATE OR REPLACE FUNCTION panelist_put_panels(pairs jsonb, abandoned jsonb)
+        RETURNS void LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({APPEND_LOCK});
+            IF jsonb_array_length(abandoned) > 0 THEN
+                PERFORM panelist_append(abandoned);
+            END IF;
+            INSERT INTO panels (seq, panel, record)
+                SELECT (p->>0)::bigint, p->>1, p->2
+                FROM jsonb_array_elements(pairs) WITH ORDINALITY AS t(p, n) ORDER BY n
+                ON CONFLICT (seq) DO UPDATE SET panel = EXCLUDED.panel,
+                    record = EXCLUDED.record, ts = now();
+        END $$""",
+]
+
 # (version, statements): append a new version, never edit an applied one
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES), (4, _V4_PANELS)]
 VERSION = MIGRATIONS[-1][0]
 
 
