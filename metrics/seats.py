@@ -468,12 +468,14 @@ class Seats:
             if left <= 0:
                 raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
                                       "waited; give the set more time or lower the load")
-            streamed = {} if call.on_delta is None else {"on_delta": call.on_delta}
+            extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
+            if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
+                extra["meter"] = hooks.meter
             try:
                 return self.upstream.chat(endpoint.base_url, key, body,
                                           timeout=min(call.timeout, left), cancel=cancel,
                                           messages_json=hooks.encoded.of(call.messages),
-                                          meter=hooks.meter, **streamed)
+                                          **extra)
             except UpstreamError as exc:   # callers read the endpoint's name, never its URL
                 text = named(exc.message, endpoint.base_url, endpoint.name)
                 exc.message, exc.args = text, (text,)   # its class and fields stay as they were
