@@ -278,6 +278,14 @@ class Cancelled(UpstreamError):
     kind = "cancelled"
 
 
+class OutOfMemoryBudget(UpstreamError):
+    """Raised when a seat's answer would take the server past its memory budget for bytes in
+    flight (``PANELIST_MAX_INFLIGHT_MB``): the rest of the answer is not read. It says nothing
+    of the model."""
+
+    kind = "memory"
+
+
 class AtLimit(UpstreamError):
     """Raised when admission gives a call no slot within its wait: its endpoint (or model) is at
     its limit of calls at once or a minute, or paused after an upstream's Retry-After.

@@ -253,6 +253,7 @@ class _Hooks:
     on_end: OnEnd | None = None
     max_pause: float | None = None
     encoded: "_Encoded" = field(default_factory=lambda: _Encoded())
+    meter: object = None   # the memory budget large answers are charged to (Upstream.chat)
 
 
 class _Encoded:
@@ -322,7 +323,7 @@ class Seats:
               deadline: float | None = None, cancel: threading.Event | None = None,
               log=None, learn: Learn | None = None, scrub: Scrub | None = None,
               on_end: OnEnd | None = None, max_pause: float | None = None,
-              parallel: int | None = None, grace: float = GRACE) -> "SeatSet":
+              parallel: int | None = None, grace: float = GRACE, meter=None) -> "SeatSet":
         """Start every unit (call or job) at once, or ``parallel`` at a time per lane; iterate
         the set (or its ``progress``) for results as they land.
 
@@ -333,20 +334,23 @@ class Seats:
         cleans an error's text before anyone sees it (the gateway hides image URLs an upstream
         may echo); ``on_end(result)`` runs on the unit's thread once a call is logged and before
         its result is handed over; ``max_pause`` caps the pause a stated Retry-After puts on an
-        endpoint."""
+        endpoint. ``meter``: anything with ``take(n) -> bool`` and ``give(n)``, charged the
+        bytes of each large answer as they arrive; the caller gives them back when it no longer
+        holds the answers (a call past it ends with kind ``memory``)."""
         return SeatSet(self, list(units), _deadline(timeout, deadline),
                        cancel if cancel is not None else CancelFlag(),
-                       _Hooks(_writer(log), learn, scrub, on_end, max_pause), parallel, grace)
+                       _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter),
+                       parallel, grace)
 
     def run(self, units: Iterable[Unit], *, timeout: float | None = None,
             deadline: float | None = None, cancel: threading.Event | None = None, log=None,
             learn: Learn | None = None, scrub: Scrub | None = None,
             on_end: OnEnd | None = None, max_pause: float | None = None,
-            parallel: int | None = None, grace: float = GRACE) -> list[Result]:
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[Result]:
         """``start`` and wait: every result, in the order the units were given. A set of one
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
-        hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause)
+        hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter)
         if len(units) != 1 or parallel is not None:
             return SeatSet(self, units, _deadline(timeout, deadline),
                            cancel if cancel is not None else CancelFlag(), hooks, parallel,
@@ -402,7 +406,7 @@ class Seats:
         while True:
             result.attempts += 1
             try:
-                answer = self._attempt(call, result, deadline, cancel, hooks.encoded, cap)
+                answer = self._attempt(call, result, deadline, cancel, hooks, cap)
             except TRANSIENT as exc:
                 pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
                 if learn is not None:
@@ -436,7 +440,7 @@ class Seats:
             return
 
     def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                 encoded: _Encoded, cap: int | None):
+                 hooks: _Hooks, cap: int | None):
         model = call.model
         endpoint = call.endpoint
         if endpoint is None:
@@ -464,11 +468,14 @@ class Seats:
             if left <= 0:
                 raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
                                       "waited; give the set more time or lower the load")
-            streamed = {} if call.on_delta is None else {"on_delta": call.on_delta}
+            extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
+            if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
+                extra["meter"] = hooks.meter
             try:
                 return self.upstream.chat(endpoint.base_url, key, body,
                                           timeout=min(call.timeout, left), cancel=cancel,
-                                          messages_json=encoded.of(call.messages), **streamed)
+                                          messages_json=hooks.encoded.of(call.messages),
+                                          **extra)
             except UpstreamError as exc:   # callers read the endpoint's name, never its URL
                 text = named(exc.message, endpoint.base_url, endpoint.name)
                 exc.message, exc.args = text, (text,)   # its class and fields stay as they were

@@ -53,12 +53,13 @@ def test_the_statuses_callers_know_are_kept():
                 errors.PayloadTooLarge: 413, errors.UnsupportedMediaType: 415,
                 errors.TooManyRequests: 429, errors.Unavailable: 503,
                 errors.AllSeatsFailed: 502, errors.AtLimit: 503, errors.KeyRefused: 400,
-                errors.PromptTooLong: 400}
+                errors.PromptTooLong: 400, errors.OutOfMemoryBudget: 503}
     for cls, status in expected.items():
         assert status_of(make(cls)) == status, cls.__name__
-    # calls not made for a reason of ours: no slot, or a key variable our setting refuses
+    # calls not made (or not read) for a reason of ours: no slot, a key variable our setting
+    # refuses, no room in the memory budget
     for cls in UPSTREAM:
-        if cls not in (errors.AtLimit, errors.KeyRefused):
+        if cls not in (errors.AtLimit, errors.KeyRefused, errors.OutOfMemoryBudget):
             assert status_of(make(cls)) == 502, cls.__name__
 
 

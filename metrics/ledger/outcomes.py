@@ -8,8 +8,9 @@ Invariants:
 
 * Per alias, the outcomes of its last ``KEPT`` calls (gateway seats and health probes, in log
   order) are the bits of one int, the newest lowest, 1 for a failure, under a marker bit, so the
-  int also says how many are known. A seat that ended ``cancelled`` or ``at_limit`` (the model
-  was no longer needed, or never asked) is no outcome; neither is an endpoint Test (role
+  int also says how many are known. A seat that ended ``cancelled``, ``at_limit`` or ``memory`` (the
+  model was no longer needed, never asked, or its answer did not fit the server's memory
+  budget) is no outcome; neither is an endpoint Test (role
   ``test``: its model is on no roster).
 * Per alias, the kind of its newest failure, and its newest probe: ``(ts, status, failure kind,
   error cut to ERROR_CHARS, seconds)``.
@@ -23,7 +24,7 @@ KEPT = 64             # outcomes kept per alias: the most ``failing_of`` may be
 ERROR_CHARS = 300
 _TOP = 1 << KEPT
 _MASK = _TOP - 1
-NOT_OUTCOMES = frozenset({"cancelled", "at_limit"})   # failure kinds that say nothing of a model
+NOT_OUTCOMES = frozenset({"cancelled", "at_limit", "memory"})   # failure kinds that say nothing of a model
 
 
 class Outcomes:

@@ -324,8 +324,8 @@ class Queries:
         Returns ``{"window", "since", "until", "models": {alias: {"seats", "answered",
         "failed", "error_rate", "p50", "p95", "prompt_tokens", "completion_tokens",
         "uncounted"}}}``: ``since`` is the window's first slot's start and ``until`` is ``now``
-        (epoch seconds); ``failed`` counts the model's failures (not ``cancelled`` or
-        ``at_limit`` seats, which are in ``seats`` only); ``error_rate`` is ``failed / (answered
+        (epoch seconds); ``failed`` counts the model's failures (not ``cancelled``,
+        ``at_limit`` or ``memory`` seats, which are in ``seats`` only); ``error_rate`` is ``failed / (answered
         + failed)``, None without either; ``p50`` / ``p95`` are answered seats' seconds (within
         4.4%), None without an answer; the token counts are of seats that reported them whole,
         ``uncounted`` the answered seats that did not. A model with no seat in the window is

@@ -11,8 +11,8 @@ Invariants:
   cover from its first slot's start (``since``) to now: "hour" is the last 55 to 60 minutes,
   "week" today and the six UTC days before it. A seat counts by its panel's start.
 * Each slot holds, per alias: seats, answered (``ok``, ``tool_calls``), failed (a failure of the
-  model: any other status but ``cancelled`` and ``at_limit``, where the model was not asked or
-  no longer needed), prompt and completion tokens (of seats that reported whole counts), answers
+  model: any other status but ``cancelled``, ``at_limit`` and ``memory``, where the model was not
+  asked, no longer needed, or its answer found no room in the server's memory budget), prompt and completion tokens (of seats that reported whole counts), answers
   without token counts, and a sparse histogram of answered seats' seconds (``histogram``).
 * Each window also keeps the sum of its closed slots (all but the one holding now), made when
   a slot turns and kept up as seats come in late (a panel started before the turn), so a

@@ -58,6 +58,7 @@ from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
+from panelist.metrics.panel.held import Held
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PromptTooLong, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
@@ -248,13 +249,13 @@ class Panels:
                 return None
         return run.finish(results, verdict_url=verdict_url)
 
-    def start(self, req: Request, seating: Seating, *, key: str,
-              live: Live | None = None) -> "PanelRun":
-        """Ask every seat of a seated panel. Use the run as a context manager (``with
-        panels.start(...) as run:``): leaving the block settles it (``PanelRun.settle``), so its
-        line is written however the caller's part ends. ``live``: a stream's, which follows the
-        answer that will be the reply when that is known before it is written (``live.py``)."""
-        return PanelRun(self, req, seating, key, live)
+    def start(self, req: Request, seating: Seating, *, key: str, live: Live | None = None,
+              budget=None) -> "PanelRun":
+        """Ask every seat of a seated panel; leaving ``with panels.start(...) as run:`` settles
+        it (``PanelRun.settle``): its line is written however the caller's part ends. ``live``: a
+        stream's, following the answer that will be the reply (``live.py``). ``budget``: the
+        server's memory budget (``InFlight``), charged its large answers (``held.py``)."""
+        return PanelRun(self, req, seating, key, live, budget)
 
     def learn(self, model: Model, exc: UpstreamError) -> None:
         """The seats core's hook for a seat's failure: a rate limit rests the model, a stated
@@ -291,9 +292,9 @@ class PanelRun:
     """One panel in flight: its seats, a set of the seats core, handed over as they finish."""
 
     def __init__(self, panels: Panels, req: Request, seating: Seating, key: str,
-                 live: Live | None = None):
+                 live: Live | None = None, budget=None):
         self.panels, self.req, self.seating, self.key = panels, req, seating, key
-        self.live = live
+        self.live, self.held = live, Held(budget)   # the answers' share of the memory budget
         try:
             limits = panels.collections.limits()
             self.started = seating.at or time.time()
@@ -330,12 +331,12 @@ class PanelRun:
             self.seats = panels.seats.start(
                 calls, timeout=limits.panel_timeout, cancel=self.cancel, log=self._log,
                 learn=panels.learn, scrub=self._scrub, on_end=self._ended,
-                max_pause=self._max_pause)
+                max_pause=self._max_pause, meter=self.held)
             self.deadline = self.seats.deadline
             # each seat, filled in as it ends; until then as seated (status "error", no answer)
             self.results = self.seats.results
         except BaseException:
-            self._release()  # a panel that never ran holds no seat
+            self._release(whole=True)  # a panel that never ran holds no seat, and no memory
             raise
 
     def _call(self, seat: Seat, messages: list[dict], params: dict) -> SeatCall:
@@ -359,9 +360,10 @@ class PanelRun:
         if last:   # the caller has its picked reply; the panel is whole only now
             self.record(self.results)
 
-    def _release(self) -> None:
+    def _release(self, whole: bool = False) -> None:
         if self.seating.hold is not None:
             self.seating.hold.release_all()
+        self.held.release() if whole else self.held.end("record")
 
     # -- the guarantee: a panel whose seats were asked is recorded --------------------------------
     def __enter__(self) -> "PanelRun":
@@ -369,6 +371,7 @@ class PanelRun:
 
     def __exit__(self, *exc) -> None:
         self.settle()
+        self.held.end("caller")   # the reply is written (or never will be)
 
     def settle(self) -> None:
         """The caller is done with the run, however that went (a reply, an error, a fault while
@@ -566,7 +569,7 @@ class PanelRun:
             self.merger, = panels.seats.run(
                 [self.live.follow(call) if followed else call], deadline=self.deadline,
                 cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
-                max_pause=self._max_pause)
+                max_pause=self._max_pause, meter=self.held)
         finally:
             if followed:
                 self.live.end()

@@ -7,6 +7,9 @@ Invariants:
   size (the body as read and parsed, and the one encoding of its messages that every seat of
   its panel shares); the grant is held until the request is answered. Smaller bodies need no
   grant: the connection cap bounds them (``max_connections × SMALL_BODY``).
+* the seats' large answers draw from the same budget as they arrive (``upstream/http11``,
+  ``panel/held``): held until the panel's reply is written and its line logged; a seat whose
+  answer finds no room fails with kind ``memory``. Answers up to ``SMALL_BODY`` are not charged.
 * past the budget a request gets 503 with ``Retry-After`` before any of its body is read (as
   soon as its head has arrived, without a thread: ``Heads`` asks ``fits`` first); a body that
   could never fit gets 413.
@@ -44,7 +47,7 @@ class InFlight:
 
     def refusal(self) -> str:
         """What a request past the budget is told (with 503 and ``Retry-After: 1``)."""
-        return (f"the server is holding as many request bodies in memory as it may "
+        return (f"the server is holding as many request bodies and answers in memory as it may "
                 f"({self.limit // 2**20} MB, PANELIST_MAX_INFLIGHT_MB); retry in a second, or "
                 "send images as https:// URLs")
 

@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
-from panelist.metrics.errors import BadRequest, NotFound, PanelistError
+from panelist.metrics.errors import BadRequest, NotFound, PanelistError, Unavailable
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel.live import Live
 from panelist.metrics.race import registry
@@ -74,9 +74,11 @@ def chat(h: Handler, body) -> None:
     h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
     panels = h.server.panels
     req = panels.parse(body)   # the whole body is checked here, before anything is asked
+    room(h)
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
     live = Live() if req.stream else None
-    with answering(h, panels.start(req, seating, key=h.caller.name, live=live)) as run:
+    run = panels.start(req, seating, key=h.caller.name, live=live, budget=h.server.in_flight)
+    with answering(h, run):
         if req.stream:
             stream_panel(h, run, ChatEvents(run.panel, run.req.asked, int(run.started)))
             return
@@ -87,6 +89,14 @@ def chat(h: Handler, body) -> None:
         # written before the reply goes out, so a caller that has it finds it owed a verdict
         run.delivered_reply(reply)
         h.send_json(200, reply, {PANEL_HEADER: run.panel})
+
+
+def room(h: Handler) -> None:
+    """503 before any seat is asked when the memory budget is wholly taken (by large bodies and
+    the answers panels hold): the seats' answers would have no room either."""
+    budget = h.server.in_flight
+    if not budget.fits(1):
+        raise Unavailable(budget.refusal(), headers={"Retry-After": "1"})
 
 
 @contextmanager
@@ -117,8 +127,10 @@ def open_panel(h: Handler, chat: dict, stream: bool):
     h.caller.check_model(chat.get("model"))  # 403
     panels = h.server.panels
     req = panels.parse(chat)
+    room(h)
     seating = panels.seat(req)  # every refusal happens here, before anything is sent
-    return panels.start(req, seating, key=h.caller.name, live=Live() if stream else None)
+    return panels.start(req, seating, key=h.caller.name, live=Live() if stream else None,
+                        budget=h.server.in_flight)
 
 
 def post_responses(h: Handler, _):

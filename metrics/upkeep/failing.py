@@ -5,7 +5,8 @@ A model is failing when ``failing_after`` (N) of its last ``failing_of`` (M) cal
 (``config/gateway.json``; 3 of 5 by default, M at most ``outcomes.KEPT``), counting its gateway
 seats and its health probes in log order, or when its newest call was a failed probe (asked on
 purpose, its failure is news at once); it has recovered when neither holds. Calls that ended
-``cancelled`` or ``at_limit`` (no longer needed, or never asked) do not count. The mark is read
+``cancelled``, ``at_limit`` or ``memory`` (no longer needed, never asked, or no room for the
+answer in the server's memory budget) do not count. The mark is read
 from the ledger's index (``Ledger.failing``), so ``GET /api/models`` shows it as soon as the
 seat is logged; ``rule`` is the one reading of the setting.
 

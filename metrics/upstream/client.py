@@ -134,12 +134,15 @@ class Upstream:
     # -- the call ---------------------------------------------------------------------------------
     def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
              cancel: threading.Event | None = None, messages_json: bytes | None = None,
-             on_delta: Callable[[str], None] | None = None) -> Answer:
+             on_delta: Callable[[str], None] | None = None, meter=None) -> Answer:
         """POST ``body`` (with ``"stream": false``) to ``{base_url}/chat/completions``.
         ``messages_json``: ``body["messages"]`` already encoded (``encode_messages``), shared
         by every seat of a panel instead of encoded, and held, once per seat. ``on_delta``:
         stream the call (``"stream": true``, usage asked for) and hand it each piece of the
-        answer's text as it arrives; the whole answer is returned all the same."""
+        answer's text as it arrives; the whole answer is returned all the same. ``meter``: the
+        memory budget a large answer is charged to as it arrives (``Transport.exchange``); past
+        it the call fails with ``OutOfMemoryBudget``. What it took stays taken for the caller to
+        give back; when the call fails it has already gone back."""
         started = time.monotonic()
         target = self._target(base_url)
         wire = {"stream": False} if on_delta is None else \
@@ -156,7 +159,7 @@ class Upstream:
         reader = None if on_delta is None else Streamed(on_delta, target.label, secrets)
         response, data = self._call(target, target.head if reader is None else target.streaming,
                                     payload, api_key, started, timeout, cancel,
-                                    None if reader is None else reader.read)
+                                    None if reader is None else reader.read, meter)
         if not 200 <= response.status <= 299:
             raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
         if data is reader:   # read as it arrived
@@ -197,7 +200,7 @@ class Upstream:
         return target
 
     def _call(self, target: _Target, head: bytes, payload: bytes | None, api_key: str | None,
-              started: float, timeout: float, cancel, stream=None) -> tuple:
+              started: float, timeout: float, cancel, stream=None, meter=None) -> tuple:
         """One request with its checks and deadline: ``(response, body)``; ``stream`` reads a
         2xx body as it arrives (``Transport.exchange``)."""
         if self.transport.closed:
@@ -228,7 +231,8 @@ class Upstream:
             request = b"%s%sContent-Length: %d\r\n\r\n%s" % (head, auth, len(payload), payload)
 
         return self.transport.exchange(target.origin, request, deadline=started + timeout,
-                                       timeout=timeout, cancel=cancel, stream=stream)
+                                       timeout=timeout, cancel=cancel, stream=stream,
+                                       meter=meter)
 
 
 def _secrets(target: _Target, api_key: str | None) -> tuple:

@@ -19,6 +19,11 @@ Invariants:
   is ``Cut``.
 - A connection is reusable only when the body's end is known (length or chunked) and was read,
   the reply is HTTP/1.1 without ``Connection: close``, and no byte arrived past the answer's end.
+- With a ``meter`` (anything with ``take(n) -> bool``, the server's memory budget), a body
+  over ``CHARGE_FROM`` bytes is charged to it as it is read: its length before any byte when
+  that is known, else each piece as it arrives; ``charged`` says how much. When ``take`` says
+  no, ``OverBudget`` is raised and nothing more is read. Smaller bodies are not charged: the
+  seats at once bound them, and a lock per answer would slow the common case.
 - Nothing here knows JSON, OpenAI or our errors: the transport translates these exceptions.
 """
 
@@ -32,6 +37,7 @@ MAX_ANSWER_BYTES = 32 * 1024 * 1024   # a reply larger than this is refused, not
 # http.client's limits: a longer status, header, chunk-size or trailer line is refused, and so are
 # more header (or trailer) lines than MAX_HEADERS
 MAX_LINE = 65536
+CHARGE_FROM = 64 * 1024   # a body this size or smaller is not charged to the meter
 MAX_HEADERS = 100
 _RECV = 65536        # bytes asked of the socket at once
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
@@ -55,6 +61,10 @@ class TooBig(Exception):
     """Raised when an answer's body would exceed MAX_ANSWER_BYTES."""
 
 
+class OverBudget(Exception):
+    """Raised when the meter had no room for more of an answer's body."""
+
+
 class Reply:
     """A final response's head: status, and header fields by lower-cased name (repeated fields
     joined with ", ", RFC 9110 §5.3)."""
@@ -70,10 +80,12 @@ class Reply:
 class Wire:
     """Buffered reading of one response from a socket: ``head()`` then ``body(reply)``."""
 
-    __slots__ = ("sock", "buf", "pos", "got", "to_close", "keep")
+    __slots__ = ("sock", "buf", "pos", "got", "to_close", "keep", "meter", "charged")
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, meter=None):
         self.sock = sock
+        self.meter = meter
+        self.charged = 0   # bytes of the body taken from the meter
         self.buf = b""    # received and not yet consumed from self.pos on
         self.pos = 0
         self.got = False  # whether any byte arrived at all
@@ -154,6 +166,7 @@ class Wire:
                 return b"".join(parts)
             parts.append(chunk)
             size += len(chunk)
+            self._charge(size)
         raise TooBig
 
     def head(self) -> Reply:
@@ -206,6 +219,7 @@ class Wire:
             # a Content-Length beside Transfer-Encoding is ignored, the connection not reused
             keep = keep and "content-length" not in headers
         elif framing is not None:
+            self._charge(framing)
             data = self.exact(framing)
         else:   # a response without chunked last, or without a length: up to the close
             return self.rest(), False
@@ -233,6 +247,7 @@ class Wire:
                 size += len(chunk)
                 if size > MAX_ANSWER_BYTES:
                     raise TooBig
+                self._charge(size)
                 yield chunk
         if framing == "chunked":
             size = 0
@@ -240,15 +255,26 @@ class Wire:
                 size += n
                 if size > MAX_ANSWER_BYTES:
                     raise TooBig
+                self._charge(size)
                 yield from self._exactly(n)
                 if self.line():
                     raise NotHTTP("a chunk longer than its size")
             self._trailers()
             keep = "content-length" not in headers
         else:
+            self._charge(framing)
             yield from self._exactly(framing)
             keep = True
         self.keep = keep and not reply.will_close and self.pos == len(self.buf)
+
+    def _charge(self, size: int) -> None:
+        """The body has reached ``size`` bytes (or will: its length): take what is not charged
+        yet from the meter."""
+        if self.meter is None or size <= CHARGE_FROM or size <= self.charged:
+            return
+        if not self.meter.take(size - self.charged):
+            raise OverBudget
+        self.charged = size
 
     def _exactly(self, n: int) -> Iterator[bytes]:
         while n > 0:
@@ -264,6 +290,7 @@ class Wire:
             size += n
             if size > MAX_ANSWER_BYTES:
                 raise TooBig
+            self._charge(size)
             parts.append(self.exact(n))
             if self.line():
                 raise NotHTTP("a chunk longer than its size")

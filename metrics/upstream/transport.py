@@ -43,10 +43,10 @@ import time
 from urllib.parse import quote, urlsplit
 
 from panelist import __version__
-from panelist.metrics.errors import (AuthFailed, Cancelled, UpstreamBadReply, UpstreamError,
-                                     UpstreamTimeout, UpstreamUnreachable)
+from panelist.metrics.errors import (AuthFailed, Cancelled, OutOfMemoryBudget, UpstreamBadReply,
+                                     UpstreamError, UpstreamTimeout, UpstreamUnreachable)
 from panelist.metrics.upstream import http11
-from panelist.metrics.upstream.http11 import Closed, Cut, NotHTTP, Reply, TooBig, Wire
+from panelist.metrics.upstream.http11 import Closed, Cut, NotHTTP, OverBudget, Reply, TooBig, Wire
 from panelist.metrics.upstream.proxy import Proxy, environment_proxies, proxy_for
 
 USER_AGENT = f"panelist/{__version__}"
@@ -160,35 +160,40 @@ class Transport:
         return Origin(base_url, self.proxies)
 
     def exchange(self, origin: Origin, request: bytes | tuple, *, deadline: float, timeout: float,
-                 cancel: threading.Event | None, stream=None) -> tuple[Reply, object]:
+                 cancel: threading.Event | None, stream=None,
+                 meter=None) -> tuple[Reply, object]:
         """Send ``request`` (its whole bytes, or its parts in order: a big body shared by several
         requests goes out without being copied into each) by ``deadline`` (``time.monotonic()``; ``timeout``
         is what messages name); the final response's head and its whole body. ``stream(reply,
         pieces)``: reads a 2xx body instead, from an iterator of its bytes as they arrive, within
         the same deadline and cancel; what it returns takes the body's place. It must read the
-        pieces to their end for the connection to be reused."""
+        pieces to their end for the connection to be reused. ``meter``: the memory budget a
+        large answer is charged to as it arrives (``http11.Wire``); what an answer took stays
+        taken once it is returned (its holder gives it back), and goes back at once when the
+        call fails."""
         call = _Call(deadline, cancel)
         self._enter(call)
         try:
-            return self._exchange(origin, request, call, timeout, stream)
+            return self._exchange(origin, request, call, timeout, stream, meter)
         finally:
             with self._lock:
                 self._inflight.discard(call)
 
     # -- one exchange ----------------------------------------------------------------------------
     def _exchange(self, origin: Origin, request: bytes | tuple, call: _Call,
-                  timeout: float, stream=None) -> tuple[Reply, object]:
+                  timeout: float, stream=None, meter=None) -> tuple[Reply, object]:
         """Send the request, read the whole response; the one place socket errors are caught."""
         sock = self._take(origin.key)
         while True:
             reused, keep, sent, reading = sock is not None, False, False, False
+            wire, answered = None, False
             try:
                 if sock is None:
                     sock = self._connect(origin, call)
                 else:
                     sock.settimeout(max(call.deadline - time.monotonic(), 0.001))
                     call.sock = sock
-                wire = Wire(sock)
+                wire = Wire(sock, meter)
                 try:
                     if isinstance(request, tuple):
                         for part in request:
@@ -214,9 +219,12 @@ class Transport:
                 if wire.to_close and call.reason is not None:
                     # a body read up to the close also ends when the watchdog shuts the socket
                     raise ConnectionAbortedError("shut down by the watchdog")
+                answered = True
                 return reply, data
             except TooBig:
                 raise _too_big(origin.label) from None
+            except OverBudget:
+                raise _over_budget(origin.label) from None
             except _ProxyRefused as exc:
                 raise proxy_refusal(origin.proxy, f"({exc.status})",
                                     origin.authority.decode(), exc.status) from None
@@ -225,6 +233,8 @@ class Transport:
             finally:
                 if sock is not None:
                     self._give_back(origin.key, sock, call, keep)
+                if not answered and wire is not None and wire.charged:
+                    meter.give(wire.charged)   # a failed answer holds nothing
 
     def _failure(self, exc: BaseException, origin: Origin, call: _Call, timeout: float,
                  reading: bool) -> UpstreamError:
@@ -420,6 +430,13 @@ def named(text: str, base_url: str, name: str) -> str:
 def _seconds(timeout: float) -> str:
     """A time limit as a person reads it: ``1 s`` for what the clock left at 0.99978."""
     return f"{round(timeout, 1) if timeout >= 0.1 else round(timeout, 3):g} s"
+
+
+def _over_budget(label: str) -> OutOfMemoryBudget:
+    return OutOfMemoryBudget(f"the answer of {label} was not read to its end: the server's "
+                             "memory budget for bytes in flight is used up "
+                             "(PANELIST_MAX_INFLIGHT_MB); raise PANELIST_MAX_INFLIGHT_MB or ask "
+                             "again when fewer large requests run")
 
 
 def _too_big(label: str) -> UpstreamBadReply:

@@ -55,6 +55,7 @@ TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
     e.EmptyAnswer: (502, "upstream_error"),
     e.Cancelled: (502, "upstream_error"),
     e.AtLimit: (503, "service_unavailable"),
+    e.OutOfMemoryBudget: (503, "service_unavailable"),   # room comes back as panels end
     # our own setting refused the call before it was made: the fix is the user's, not a retry
     e.KeyRefused: (400, "invalid_request_error"),
 }
