@@ -14,9 +14,9 @@
                worker, the calls it records before sending), the demo's one simulator
     race/      benchmark (one race), blind (masking; names: the built-in table), jury, judge,
                tooldiff, transcript, report, verdict, costs, chatjob, registry
-    panel/     request (a body checked whole), panel (run and assemble), seating, pick, merge,
-               decider, history, suggest, prompt, jsonshape, held (what a panel's answers
-               hold of the server's memory budget)
+    panel/     request (a body checked whole), panel (run and assemble), sections (its text),
+               seating, pick, merge, decider, history, suggest, prompt, jsonshape, held (what
+               a panel's answers hold of the server's memory budget)
     seats.py   the seats core: calls at once, deadlines, cancellation, admission
     ledger/    the evidence: ledger (writes, the facade), logs (JSONL) or pglogs (PostgreSQL)
                beneath it, pgcopy (db import / export), ids, index (the pure fold;

@@ -97,7 +97,7 @@ def test_a_seat_that_calls_a_tool_is_status_tool_calls_shown_and_logged(sim, gat
 
 
 def test_the_markdown_section_of_a_tool_calling_seat_names_the_call():
-    from panelist.metrics.panel.panel import SeatResult, section
+    from panelist.metrics.panel.sections import SeatResult, section
     seat = SeatResult(call="p1.member1", seat="member", alias="fast", served="fast",
                       status="tool_calls", answer="Checking.",
                       tool_calls=[{"id": "c1", "type": "function",

@@ -59,7 +59,7 @@ def cmd_ask(args, out: Out) -> int:
     except PanelistError as exc:   # the panel ran and no seat answered: every seat's error
         if exc.code not in NO_ANSWER_CODES:
             raise
-        from panelist.metrics.panel.panel import markdown_of
+        from panelist.metrics.panel.sections import markdown_of
         if out.as_json:
             print(jsonwire.dumps(body_of(exc)))
         else:

@@ -59,6 +59,7 @@ from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.panel.held import Held
+from panelist.metrics.panel.sections import markdown, tokens_of, verdict_hint
 from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
                                      PromptTooLong, RateLimited, Unavailable, UpstreamError)
 from panelist.metrics.home import Home
@@ -760,42 +761,3 @@ class PanelRun:
             line["merger"] = bare(self.merger)
         return line
 
-
-def tokens_of(seats: list[SeatResult]) -> dict:
-    """The tokens of ``seats`` added up, in OpenAI's ``usage`` shape."""
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    for r in seats:
-        for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
-                             ("total_tokens", "total")):
-            usage[mine] += (r.tokens or {}).get(theirs) or 0
-    return usage
-
-
-def verdict_hint(url: str | None) -> str:
-    cli = "panelist verdict <call> --useful|--not-useful [--note TEXT]"
-    if url:
-        return (f'POST {url}/bench/verdict {{"call": "<call>", "useful": true|false, '
-                f'"note": "...", "real": [...], "false": [...]}} or {cli}')
-    return cli
-
-
-def section(r: SeatResult, n: int) -> str:
-    head = (f"## Seat {n}: {r.seat} · {r.alias}\n\n"
-            f"call `{r.call}` · {r.status} · {r.seconds:.2f} s\n\n")
-    if r.answered:
-        text = r.answer.strip()
-        calls = "\n".join(f"- tool call `{c['function']['name']}` "
-                          f"`{c['function']['arguments']}`" for c in r.tool_calls)
-        return head + "\n\n".join(p for p in (text, calls) if p) + "\n"
-    return head + f"> {r.status}: {r.reason or 'no answer'}\n"
-
-
-def markdown(seats: list[SeatResult]) -> str:
-    return "\n".join(section(r, i) for i, r in enumerate(seats, 1))
-
-
-def markdown_of(seats: list[dict]) -> str:
-    """``markdown`` of seats given as their public dicts (as an error body carries them)."""
-    names = set(SeatResult.__dataclass_fields__)
-    return markdown([SeatResult(**dict({k: v for k, v in s.items() if k in names}, served=""))
-                     for s in seats if isinstance(s, dict)])

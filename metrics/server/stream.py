@@ -31,7 +31,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.panel.live import END
-from panelist.metrics.panel.panel import section
+from panelist.metrics.panel.sections import section
 from panelist.metrics.seats import GRACE
 from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.wire.errors import body_of, status_of
