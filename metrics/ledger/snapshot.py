@@ -10,7 +10,8 @@ Versions: 2 added the query aggregates and packed verdict entries, 3 delivery st
 history, 4 histograms twice as fine (``histogram``: eight buckets a doubling), the recent
 windows (``usage``) and each model's outcomes (``outcomes``), 5 the pairwise outcomes of
 verdicts on one panel (``pairs``), 6 the queue of owed calls in the order each became owed
-(``owed``; the counts are still derived). An older snapshot is replayed,
+(``owed``: their places in the recent columns; the counts are still derived). An older
+snapshot is replayed,
 never converted: its histograms cannot be split into finer buckets, and only a replay reads
 each seat's seconds again.
 
@@ -100,9 +101,16 @@ def encode(state: dict) -> bytes:
                       "panels": [p for _, p in state["delivered"]]},
         "usage": state["usage"].encode(), "outcomes": state["outcomes"].encode(),
         "pairs": state["pairs"].encode(),
-        "owed": state["owed"],   # the queue's order; the entries themselves are derived
+        # the queue's order, as places in the recent columns (the entries themselves are derived)
+        "owed": _places(recent, state["owed"]),
     }
     return jsonwire.encode(data, separators=(",", ":"))
+
+
+def _places(recent: list, calls: list) -> list[int]:
+    """Where each of ``calls`` stands in the recent map's columns."""
+    place = {call: i for i, (call, _) in enumerate(recent)}
+    return [place[c] for c in calls if c in place]
 
 
 def save(path: Path, state: dict) -> None:
@@ -188,10 +196,8 @@ def load_if(path: Path, index: Index, covers) -> bool:
         index.outcomes = Outcomes.decode(data["outcomes"], intern)
         index.pairs = Pairs.decode(data["pairs"], index.panels_kept, intern)
         # the owed counts are derived from the recent map and the verdicts: recount them
-        order = data["owed"]
-        if not isinstance(order, list):
-            raise ValueError("the owed queue is not a list")
-        index.recount_owed(order)
+        calls = recent["calls"]
+        index.recount_owed([calls[i] for i in data["owed"]])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         index.reset(None)
         return False
