@@ -11,9 +11,8 @@ history, 4 histograms twice as fine (``histogram``: eight buckets a doubling), t
 windows (``usage``) and each model's outcomes (``outcomes``), 5 the pairwise outcomes of
 verdicts on one panel (``pairs``), 6 the queue of owed calls in the order each became owed
 (``owed``: their places in the recent columns; the counts are still derived). An older
-snapshot is replayed,
-never converted: its histograms cannot be split into finer buckets, and only a replay reads
-each seat's seconds again.
+snapshot is replayed, never converted: its histograms cannot be split into finer buckets, and
+only a replay reads each seat's seconds again.
 
 Invariants: ``load`` fills the index wholly or leaves it empty (reset), never half; what a
 snapshot does not hold is derived on load (each panel's answered calls and the owed counts, from
