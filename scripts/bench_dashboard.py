@@ -17,6 +17,10 @@ size and RSS, then times the searches and filters a Panels page and a model page
 ``make_dashboard(data_dir, host, port)``, another fresh process times the ``/api/`` routes over
 HTTP on a kept-alive connection; otherwise those rows say they were skipped.
 
+``--owed`` times only the queue of owed verdicts instead: in a fresh temporary folder per size
+(1,000 and 100,000 seats, the recent map's bound), each seat its own panel, the oldest 90%
+judged, it prints the p50 / p95 of ``GET /api/owed`` (the 50 oldest owed) over HTTP.
+
 The folder is kept and topped up on the next run (delete it to start over). Figures, not
 assertions: targets belong to the closing note of the work, not to this script.
 """
@@ -288,6 +292,69 @@ def time_http_routes(data: Path, repeat: int) -> dict:
     return {"routes": routes, "build_s": round(built_s, 3), "rss_mb": rss_mb()}
 
 
+OWED_SIZES = (1_000, 100_000)
+OWED_JUDGED = 0.9
+
+
+def time_owed_queue(seats: int, repeat: int) -> dict:
+    """Fill a temporary folder with ``seats`` one-seat panels, judge the oldest 90%, and time
+    ``GET /api/owed`` over HTTP: the figure should not grow with the judged seats before the
+    first owed one."""
+    import http.client
+    import tempfile
+    import threading
+    from urllib.parse import urlsplit
+
+    from panelist.metrics.ledger.ledger import Ledger
+    from panelist.serve import make_dashboard
+
+    with tempfile.TemporaryDirectory(prefix="bench-owed-") as tmp:
+        data = Path(tmp)
+        calls = []
+        t0 = time.perf_counter()
+        with Ledger(data / "runs" / "gateway") as ledger:
+            start = time.time() - seats
+            for first in range(0, seats, 5000):
+                recs, seatings = [], []
+                for i in range(first, min(seats, first + 5000)):
+                    pid = ledger.new_panel(start + i)
+                    seatings.append({"panel": pid, "shape": "general", "aliases": ["sim-a"],
+                                     "seated": start + i})
+                    calls.append(f"{pid}.member1")
+                    recs.append({"call": calls[-1], "panel": pid, "alias": "sim-a",
+                                 "seat": "member", "shape": "general", "seated": start + i,
+                                 "status": "ok", "seconds": 1.0, "tokens": {}, "error": "",
+                                 "key": "alice"})
+                ledger.record_seats(recs, seatings=seatings)
+            for call in calls[:int(seats * OWED_JUDGED)]:
+                ledger.record_verdict(call, useful=True, by="bench")
+        fill_s = time.perf_counter() - t0
+        server = make_dashboard(data, "127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            parts = urlsplit(server.url)
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+
+            def get() -> dict:
+                conn.request("GET", "/api/owed?limit=50", headers={"Accept": "application/json"})
+                resp = conn.getresponse()
+                body = resp.read()
+                if resp.status != 200:
+                    raise RuntimeError(f"GET /api/owed: {resp.status} {body[:300]!r}")
+                return json.loads(body)
+
+            first = get()["data"][0]["call"]
+            if first != calls[int(seats * OWED_JUDGED)]:
+                raise RuntimeError(f"/api/owed led with {first}, not the oldest owed call")
+            figures = timed(get, repeat)
+            conn.close()
+        finally:
+            server.close()
+            thread.join(timeout=10)
+    return dict(figures, seats=seats, judged=int(seats * OWED_JUDGED), fill_s=round(fill_s, 1))
+
+
 # --------------------------------------------------------------------------- report
 
 def child(mode: str, data: Path, repeat: int, replay: bool, rebuild: bool = False) -> dict:
@@ -360,7 +427,18 @@ def main(argv=None) -> int:
     ap.add_argument("--rebuild-index", action="store_true",
                     help="build the search index from nothing, even where one exists")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--owed", action="store_true",
+                    help="time only GET /api/owed, with the oldest 90%% of seats judged")
     args = ap.parse_args(argv)
+    if args.owed:
+        print("GET /api/owed?limit=50 over HTTP, the oldest 90% of seats judged (ms):")
+        print(f"  {'seats':>9}  {'judged':>9}  {'p50':>9}  {'p95':>9}")
+        for n in OWED_SIZES:
+            log(f"filling {n:,} seats and judging the oldest {OWED_JUDGED:.0%} ...")
+            t = time_owed_queue(n, args.repeat)
+            print(f"  {n:>9,}  {t['judged']:>9,}  {t['p50_ms']:>9.3f}  {t['p95_ms']:>9.3f}",
+                  flush=True)
+        return 0
     if args.measure:
         print(json.dumps(measure(args.data, args.repeat, args.replay)))
         return 0

@@ -41,6 +41,32 @@ def test_owed_lists_seats_awaiting_a_verdict_oldest_first(dash, home):
     assert_error(status, body, 400, param="limit")
 
 
+def test_owed_leads_with_the_oldest_owed_after_many_judged_and_drops_abandoned(dash, home):
+    from test_ledger_queries import ok, panel
+    ledger = dash.server.parts.panels.ledger
+    calls = []
+    for _ in range(40):
+        calls += panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")])[1]
+    for call in calls[:72]:                     # the oldest 90% judged, as a person would
+        status, _, _ = dash.post("/api/verdict", {"call": call, "useful": True})
+        assert status == 200
+    status, body, _ = dash.get("/api/owed?limit=3")
+    assert status == 200 and [r["call"] for r in body["data"]] == calls[72:75]
+    assert body["owed"] == 8
+    # a panel whose caller left owes nothing: its seat leaves the queue when it is marked so
+    pid, left = panel(ledger, [ok("member1", "sim-a")], finish=False)
+    status, body, _ = dash.get("/api/owed?limit=200")
+    assert [r["call"] for r in body["data"]] == calls[72:] + left
+    ledger.record_panel({"panel": pid, "collection": "bench/c", "shape": "general",
+                         "key": "k1", "started": 0.0, "seconds": 1.0, "reply": "all",
+                         "seats": [], "skipped": [], "abandoned": True})
+    status, body, _ = dash.get("/api/owed?limit=200")
+    assert [r["call"] for r in body["data"]] == calls[72:] and body["owed"] == 8
+    dash.post("/api/verdict", {"call": calls[72], "useful": False})
+    status, body, _ = dash.get("/api/owed?limit=1")
+    assert [r["call"] for r in body["data"]] == [calls[73]] and body["owed"] == 7
+
+
 def test_ask_runs_a_panel_as_the_dashboard_and_logs_it_so(dash, home):
     status, body, headers = dash.post("/api/ask", CHAT)
     assert status == 200, body

@@ -78,6 +78,7 @@ def everything(ledger, now=T0):
             "by_shape": {s: ledger.model_stats(s) for s in ledger.shapes()},
             "collections": ledger.collection_stats(), "buckets": ledger.buckets(60, now=now),
             "owed": ledger.owed_count(), "owed_k2": ledger.owed_count("k2"),
+            "queue": [r["call"] for r in ledger.pending(limit=10_000, oldest=True)],
             "page": page, "next": nxt, "after": after, "cursor": cursor,
             "latest": ledger.latest_panel(), "failing": ledger.failing(1, 3),
             "probes": ledger.probes(),
@@ -326,6 +327,51 @@ def test_owed_count_matches_pending_through_verdicts_and_eviction(runs):
     (runs / "index.json").unlink()
     with Ledger(runs, recent_calls=8) as replayed:
         assert (replayed.owed_count(), replayed.owed_count("k2")) == before
+
+
+def test_the_owed_queue_leads_with_the_oldest_owed_past_many_judged(runs):
+    with Ledger(runs) as ledger:
+        def queue(limit=10_000, key=None):
+            return [r["call"] for r in ledger.pending(limit=limit, oldest=True, key=key)]
+
+        calls = []
+        for i in range(60):
+            calls += panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")],
+                           key=f"k{1 + i % 2}")[1]
+        for call in calls[:108]:            # the oldest 90% judged
+            ledger.record_verdict(call, useful=True)
+        assert queue(limit=3) == calls[108:111]
+        assert queue() == calls[108:] and ledger.owed_count() == 12
+        # panel i has calls 2i and 2i+1, and the odd panels are k2's
+        assert queue(key="k2") == [c for i, c in enumerate(calls) if i >= 108 and i // 2 % 2]
+        # judged: off the queue; the next oldest leads
+        ledger.record_verdict(calls[108], useful=False)
+        assert queue(limit=1) == [calls[109]]
+        # a panel that waits for its delivery joins the queue when delivered, behind the
+        # panels delivered before it
+        pid = ledger.new_panel(T0)
+        ledger.record_seated(pid, "general", ["sim-a"], T0, awaits_delivery=True)
+        late = seat(ledger, pid, "member1", "sim-a")
+        after, = panel(ledger, [ok("member1", "sim-c")])[1]
+        assert queue()[-1] == after and late not in queue()
+        ledger.record_delivered(pid, "the reply")
+        assert queue()[-2:] == [after, late]
+        # an abandoned panel's seats leave it
+        left = panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")],
+                     abandoned=True)[1]
+        assert not set(left) & set(queue())
+        kept = queue()
+        assert len(kept) == ledger.owed_count() == 13
+    with Ledger(runs) as reopened:        # the snapshot keeps the queue's order
+        assert reopened.from_snapshot and [
+            r["call"] for r in reopened.pending(limit=10_000, oldest=True)] == kept
+    snapshot = json.loads((runs / "index.json").read_text())
+    assert [snapshot["recent"]["calls"][i] for i in snapshot["owed"]] == kept
+    snapshot["v"] = 5                     # before the queue was kept: replayed
+    (runs / "index.json").write_text(json.dumps(snapshot))
+    with Ledger(runs) as old:
+        assert not old.from_snapshot
+        assert [r["call"] for r in old.pending(limit=10_000, oldest=True)] == kept
 
 
 def test_verdict_of(runs):

@@ -23,9 +23,10 @@ Invariants:
   naming it), seats and verdict counts; seats per alias per UTC day for the last ``KEEP_DAYS``
   days (older days are dropped as newer ones arrive); the last ``SEATINGS_KEPT`` seatings (panel
   seq -> start) so a poll can wait for a panel still in flight; and the count of recent ok seats
-  still owed a verdict, per key. The owed count covers exactly the recent map: a seat leaving it
-  (eviction) or getting its first verdict stops counting; ``recount_owed`` rebuilds it from the
-  recent map.
+  still owed a verdict, per key, with those calls queued in the order each became owed
+  (``owed_calls``). The owed count covers exactly the recent map: a seat leaving it (eviction),
+  getting its first verdict or its panel abandoned stops counting and leaves the queue;
+  ``recount_owed`` rebuilds both from the recent map.
 * A judged call's entry packs, in one int, its verdict line's offset, the number of false claims
   that verdict listed (capped at ``FALSE_CAP``), whether it was counted in a collection, and its
   usefulness: a replacing verdict uncounts all of its predecessor's in O(1), without reading the
@@ -220,6 +221,11 @@ class Index:
         self.top_seating = -1                          # highest seq a "seated" line named
         self.owed = 0                                  # recent ok seats without a verdict
         self.owed_by_key: dict = {}                    # the same per key (None: no key)
+        # the owed calls themselves, in the order each became owed (its seat line, or its
+        # panel's delivery): the queue's oldest are read without passing judged calls. An
+        # OrderedDict, as a plain dict's iteration still steps over the slots its removals
+        # at the front leave until it is resized
+        self.owed_calls: OrderedDict[str, None] = OrderedDict()
         self.key_last: dict[str, float] = {}           # key name -> newest panel start
         self.late_day = 0                              # set by each fold_all
         # panel -> [delivery state, its answered calls in the recent map...]; oldest first
@@ -255,11 +261,19 @@ class Index:
             self._old_abandoned = frozenset()
         return n
 
-    def recount_owed(self) -> None:
-        """Count the owed verdicts again from the recent map (after a snapshot is loaded)."""
-        self.owed, self.owed_by_key = 0, {}
+    def recount_owed(self, order: Iterable[str] = ()) -> None:
+        """Count the owed verdicts again from the recent map (after a snapshot is loaded);
+        ``order``: the owed calls as they were queued, which the queue keeps (calls owed but
+        not named there follow, in the recent map's order)."""
+        self.owed, self.owed_by_key, self.owed_calls = 0, {}, OrderedDict()
         for call, entry in self.recent.items():
             self._owe(call, entry, +1)
+        owed = self.owed_calls
+        queued = OrderedDict((c, None) for c in order if c in owed)
+        for call in owed:
+            if call not in queued:
+                queued[call] = None
+        self.owed_calls = queued
 
     def fold(self, offset: int, rec: dict) -> None:
         """Fold one evidence record, the line at byte ``offset``; unknown kinds change nothing."""
@@ -401,6 +415,10 @@ class Index:
         """Count a recent-map entry in (+1) or out of (-1) the verdicts owed."""
         if entry[1] in ANSWERED and call not in self.verdicts and self.owing(call):
             self.owed += step
+            if step > 0:
+                self.owed_calls[call] = None
+            else:
+                self.owed_calls.pop(call, None)
             n = self.owed_by_key.get(entry[2], 0) + step
             if n:
                 self.owed_by_key[entry[2]] = n

@@ -97,17 +97,27 @@ class Queries:
     def pending(self, *, key: str | None = None, limit: int = 50,
                 oldest: bool = False) -> list[dict]:
         """Recent seats that answered (ok or tool calls) and have no verdict yet, newest
-        first (``oldest``: oldest first, the order a queue of owed verdicts is worked in)."""
+        first (``oldest``: oldest first, the order a queue of owed verdicts is worked in: the
+        order each became owed, its seat line or its panel's delivery)."""
         self._refresh()
         offsets = []
         with self._lock:
-            recent = self._index.recent.items()
-            for call, (offset, status, owner) in (recent if oldest else reversed(recent)):
-                if len(offsets) >= limit:
-                    break
-                if status in ANSWERED and call not in self._index.verdicts and \
-                        (key is None or owner == key) and self._index.owing(call):
-                    offsets.append(offset)
+            if oldest:
+                # the queue holds only owed calls: no judged one is passed on the way
+                recent = self._index.recent
+                for call in self._index.owed_calls:
+                    if len(offsets) >= limit:
+                        break
+                    entry = recent[call]
+                    if key is None or entry[2] == key:
+                        offsets.append(entry[0])
+            else:
+                for call, (offset, status, owner) in reversed(self._index.recent.items()):
+                    if len(offsets) >= limit:
+                        break
+                    if status in ANSWERED and call not in self._index.verdicts and \
+                            (key is None or owner == key) and self._index.owing(call):
+                        offsets.append(offset)
         return [r for r in self._logs.evidence_many(offsets) if r is not None]
 
     def undelivered(self, *, key: str | None = None, limit: int = 50) -> list[dict]:

@@ -9,9 +9,10 @@ end or not at a line boundary, and the ledger then replays the log into an empty
 Versions: 2 added the query aggregates and packed verdict entries, 3 delivery states and
 history, 4 histograms twice as fine (``histogram``: eight buckets a doubling), the recent
 windows (``usage``) and each model's outcomes (``outcomes``), 5 the pairwise outcomes of
-verdicts on one panel (``pairs``). An older snapshot is replayed,
-never converted: its histograms cannot be split into finer buckets, and only a replay reads
-each seat's seconds again.
+verdicts on one panel (``pairs``), 6 the queue of owed calls in the order each became owed
+(``owed``: their places in the recent columns; the counts are still derived). An older
+snapshot is replayed, never converted: its histograms cannot be split into finer buckets, and
+only a replay reads each seat's seconds again.
 
 Invariants: ``load`` fills the index wholly or leaves it empty (reset), never half; what a
 snapshot does not hold is derived on load (each panel's answered calls and the owed counts, from
@@ -37,7 +38,7 @@ from panelist.metrics.ledger.usage import Usage
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 
-SNAPSHOT_VERSION = 5       # see the module docstring
+SNAPSHOT_VERSION = 6       # see the module docstring
 _STATE_CODES = (-1, AWAITING, DELIVERED, ABANDONED)   # -1 stands for None in the snapshot
 
 
@@ -61,7 +62,7 @@ def capture(index: Index) -> dict:
             "tool_owner": list(index.tool_owner.items()),
             "delivered": list(index.delivered.items()),
             "usage": index.usage.copy(), "outcomes": index.outcomes.copy(),
-            "pairs": index.pairs.copy()}
+            "pairs": index.pairs.copy(), "owed": list(index.owed_calls)}
 
 
 def encode(state: dict) -> bytes:
@@ -99,8 +100,16 @@ def encode(state: dict) -> bytes:
                       "panels": [p for _, p in state["delivered"]]},
         "usage": state["usage"].encode(), "outcomes": state["outcomes"].encode(),
         "pairs": state["pairs"].encode(),
+        # the queue's order, as places in the recent columns (the entries themselves are derived)
+        "owed": _places(recent, state["owed"]),
     }
     return jsonwire.encode(data, separators=(",", ":"))
+
+
+def _places(recent: list, calls: list) -> list[int]:
+    """Where each of ``calls`` stands in the recent map's columns."""
+    place = {call: i for i, (call, _) in enumerate(recent)}
+    return [place[c] for c in calls if c in place]
 
 
 def save(path: Path, state: dict) -> None:
@@ -186,7 +195,8 @@ def load_if(path: Path, index: Index, covers) -> bool:
         index.outcomes = Outcomes.decode(data["outcomes"], intern)
         index.pairs = Pairs.decode(data["pairs"], index.panels_kept, intern)
         # the owed counts are derived from the recent map and the verdicts: recount them
-        index.recount_owed()
+        calls = recent["calls"]
+        index.recount_owed([calls[i] for i in data["owed"]])
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         index.reset(None)
         return False

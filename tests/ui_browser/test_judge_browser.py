@@ -285,3 +285,47 @@ def test_the_logged_in_admin_asks_without_a_gateway_key(dashboard_factory, home,
     assert status == 401
     assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == 1
     assert json.dumps(line).count(TOKEN) == 0
+
+
+def test_a_verdict_given_elsewhere_shows_on_the_panels_chip_and_in_the_open_dialog(
+        dashboard_factory, home, page):
+    dash = dashboard_factory(home)
+    bench = chat(dash, "Review x = 1")
+    first, second = [s["call"] for s in bench["seats"] if s["status"] == "ok"][:2]
+    page.goto(dash.url + "/#/panels")
+    chip = page.locator(f'.seat-chip[data-call="{first}"]')
+    expect(chip.locator(".verdict-mark")).to_have_text("owed")
+    chip.click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_test_id("answer")).to_be_visible()
+    line = dialog.get_by_test_id("verdict-by")
+    expect(line).to_be_hidden()
+
+    # another view (the owed queue's keys, Ask's buttons) judges through the one verdict store
+    def judge_elsewhere(call, useful):
+        page.evaluate("([call, useful]) => import('/js/verdictstate.js')"
+                      ".then((m) => m.judge(call, useful))", [call, useful])
+
+    judge_elsewhere(first, False)
+    expect(line).to_be_visible()
+    expect(line).to_contain_text("Current verdict by")
+    expect(dialog.get_by_label("Not useful")).to_be_checked()
+    expect(chip.locator(".verdict-mark")).to_have_text("✗ not useful")   # behind the dialog
+
+    # the dialog's own save changes the chip too, and the line stays with it
+    dialog.get_by_label("Useful", exact=True).check()
+    dialog.get_by_role("button", name="Save verdict").click()
+    expect(dialog.get_by_text("Verdict changed.")).to_be_visible()
+    expect(chip.locator(".verdict-mark")).to_have_text("✓ useful")
+    expect(line).to_contain_text("Current verdict by")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+
+    # with no dialog open, a verdict on another seat redraws its chip and the panel's count
+    other = page.locator(f'.seat-chip[data-call="{second}"]')
+    expect(other.locator(".verdict-mark")).to_have_text("owed")
+    judge_elsewhere(second, True)
+    expect(other.locator(".verdict-mark")).to_have_text("✓ useful")
+    assert verdict_of(dash, first)["useful"] is True
+    assert verdict_of(dash, second)["useful"] is True
+    assert first not in owed_calls(dash) and second not in owed_calls(dash)

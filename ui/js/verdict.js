@@ -32,9 +32,13 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
   const wrong = h("textarea", { rows: 3, value: current ? (current.false || []).join("\n") : "" });
   const status = h("div", { "aria-live": "polite" });
   const save = button("Save verdict", null, { kind: "primary", type: "submit" });
-  const when = current && current.ts
-    ? h("p", { class: "muted small" }, `Current verdict by ${current.by || "someone"}, `, timeAgo(current.ts), ".")
-    : null;
+  // who gave the verdict now in force, kept up with the call's state (a save here or elsewhere)
+  const when = h("p", { class: "muted small", "data-testid": "verdict-by" });
+  const showWhen = (v) => {
+    when.hidden = !(v && v.ts);
+    if (when.hidden) replace(when);
+    else replace(when, `Current verdict by ${v.by || "someone"}, `, timeAgo(v.ts), ".");
+  };
 
   const form = h("form", { class: "form", novalidate: true },
     h("h3", { text: "Verdict" }),
@@ -47,7 +51,10 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
     status,
     h("div", { class: "form-actions" }, save));
   // a verdict saved elsewhere (a quick button, a key) shows here at once
-  watch(call, form, (v) => { if (v) choice.set(v.useful ? "yes" : "no"); });
+  watch(call, form, (v) => {
+    showWhen(v);
+    if (v) choice.set(v.useful ? "yes" : "no");
+  });
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -1,5 +1,5 @@
 // One verdict state per call id, for every view of the dashboard: the quick buttons, the marks,
-// the seat dialog's form and the owed queue all read and write it here, so a verdict saved in one
+// the Panels page's seat chips, the seat dialog's form and the owed queue all read and write it here, so a verdict saved in one
 // place shows the same everywhere at once (the badge and the pressed button never disagree).
 //
 // Invariants: the state of a call is `undefined` (not known here), `null` (no verdict) or the

@@ -4,7 +4,8 @@
 // status, time; panelfilters.js) live in the address and go with every request, the poll
 // included. A search box finds a panel or a call id. A panel whose reply
 // never reached its caller (the caller left, or it was never delivered) owes no verdict: its
-// answered seats say "not owed", and such panels are listed apart (the API's `apart`).
+// answered seats say "not owed", and such panels are listed apart (the API's `apart`). Each chip
+// follows its call's verdict state (verdictstate.js), so a verdict given in any view shows here.
 
 import { api, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -12,6 +13,7 @@ import * as fmt from "../format.js";
 import { describe, FILTERS, filterBar, filterQuery, filtering, filtersFrom, hashFor, indexNote,
   matchLine } from "../panelfilters.js";
 import { openSeat } from "../seat.js";
+import { watch } from "../verdictstate.js";
 import { button, emptyState, failureBadge, input, linkButton, notice, pageHead, panelFailures, seatChip, seatLabel, timeAgo, answered } from "../ui.js";
 
 export const title = "Panels";
@@ -93,18 +95,19 @@ export async function render(root, ctx) {
     ctx.setOwed(owed);
   }
 
-  function openChip(panelId) {
-    return (seat) => openSeat(seat.call, {
-      title: `${seatLabel(seat)} · ${seat.alias}`,
-      onVerdict: (verdict) => {
-        judged.set(seat.call, verdict ? Boolean(verdict.useful) : null);
-        for (const el of root.querySelectorAll(`[data-panel="${CSS.escape(panelId)}"]`)) {
-          const record = shownAs.get(el);
-          if (record) el.replaceWith(withMatch(panelItem(record, el.classList.contains("found")), record));
-        }
-        ctx.refreshInfo().then((info) => { if (info && ctx.active) setOwed(info.counts.owed); }, () => {});
-      },
-    });
+  function openChip(seat) {
+    openSeat(seat.call, { title: `${seatLabel(seat)} · ${seat.alias}` });
+  }
+
+  // a verdict that changed, from any view (this page's dialog, the owed queue, Ask): the panel
+  // is drawn again with it, and the owed count asked for again
+  function verdictChanged(panelId, call, value) {
+    judged.set(call, value);
+    for (const el of root.querySelectorAll(`[data-panel="${CSS.escape(panelId)}"]`)) {
+      const record = shownAs.get(el);
+      if (record) el.replaceWith(withMatch(panelItem(record, el.classList.contains("found")), record));
+    }
+    ctx.refreshInfo().then((info) => { if (info && ctx.active) setOwed(info.counts.owed); }, () => {});
   }
 
   function seatView(s, seatName = s.seat) {
@@ -117,7 +120,14 @@ export async function render(root, ctx) {
     const gone = p.abandoned ? "abandoned" : apart.get(p.panel) || null;
     const owed = gone ? 0 : owedIn({ seats });
     const chip = (s) => {
-      const el = seatChip(s, openChip(p.panel));
+      const el = seatChip(s, openChip);
+      // the listing is as new as the store's state at this point: only later changes redraw
+      let ready = false;
+      watch(s.call, el, (v) => {
+        const value = v ? Boolean(v.useful) : null;
+        if (ready && value !== s.verdict) verdictChanged(p.panel, s.call, value);
+      });
+      ready = true;
       return gone ? notOwed(el) : el;
     };
     const el = h("article", { class: ["panel-item", isFound && "found", panelFailures([...seats, merger]).none && "all-failed"], role: "listitem", dataset: { panel: p.panel } },
@@ -258,7 +268,7 @@ export async function render(root, ctx) {
       const wanted = hit.call || (text !== hit.panel ? text : null);
       if (wanted) {
         const seatRec = [...(record.seats || []), record.merger].find((s) => s && s.call === wanted);
-        if (seatRec) openChip(record.panel)(seatRec);
+        if (seatRec) openChip(seatRec);
       }
     } catch (err) {
       if (err.name === "AbortError") return;
