@@ -22,8 +22,8 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ("overview", "panels", "evidence", "races", "discover", "collections", "endpoints",
-         "settings", "ask", "models/sim-000")
+PAGES = ("overview", "ask", "owed", "panels", "evidence", "races", "discover", "collections",
+         "endpoints", "settings")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync",
         "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost"]
@@ -37,7 +37,16 @@ def main() -> int:
     args = ap.parse_args()
     from playwright.sync_api import expect, sync_playwright
 
+    from panelist.metrics.home import open_home
+    from panelist.metrics.roster.roster import Roster
     from panelist.serve import make_dashboard
+    models = list(Roster(open_home(args.data)).view().models)
+    if not models:
+        print(f"{args.data} has no model on its roster: fill it first, e.g. "
+              f"python scripts/fill_ledger.py {args.data} --models 500 --panels 300000",
+              file=sys.stderr)
+        return 2
+    pages = PAGES + (f"models/{models[0]}",)   # the model page of one model it has
     server = make_dashboard(args.data, env={})
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -46,10 +55,11 @@ def main() -> int:
             browser = p.chromium.launch(executable_path=args.chromium, args=ARGS, headless=True)
             context = browser.new_context()
             load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-            print(f"pages of {args.data} ({args.repeat} loads each), ms from goto to data shown; "
+            print(f"pages of {args.data} ({len(models)} models; {args.repeat} loads each), ms from "
+                  "goto to data shown; "
                   f"load average {load} on {os.cpu_count()} cores")
             print(f"{'page':<16}{'p50':>10}{'worst':>10}")
-            for name in PAGES:
+            for name in pages:
                 times = []
                 for _ in range(args.repeat):
                     page = context.new_page()
