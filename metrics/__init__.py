@@ -30,8 +30,8 @@
                shared state in the data folder, admitfiles, or in PostgreSQL, admitdb), sim
                (simulated provider; simanswers, what it answers; simstream, its streams)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
-               one atomic write), pg (PostgreSQL connections) and pgschema (its tables):
-               storage with no domain words
+               one atomic write), flock (a job held by one process), pg (PostgreSQL
+               connections) and pgschema (its tables): storage with no domain words
 
 Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
 alert log), ``stats`` (intervals, Student's t, Holm), ``plaintext`` (printable free text); ``offload`` is the

@@ -69,9 +69,7 @@ class Ledger:
                  database: str | None = None):
         self.dir = Path(runs_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.calls_path = self.dir / "calls.jsonl"
-        self.evidence_path = self.dir / "evidence.jsonl"
-        self.idx_path = self.dir / "panels.idx"
+        # the snapshot is this instance's own, beside its runs folder, on either home
         self.snapshot_path = self.dir / "index.json"
         self.snapshot_every = max(1, int(snapshot_every))
 
@@ -82,6 +80,9 @@ class Ledger:
             self._logs = DatabaseLogs(database, self.snapshot_path)
         else:
             self._logs = FileLogs(self.dir)
+            # where the files are is the logs' to say, named here for readers of the folder
+            self.calls_path = self._logs.calls_path
+            self.evidence_path = self._logs.evidence_path
         # where the records live: the redacted database URL, or None for the runs folder
         self.database = self._logs.shown if database else None
         self._closed = False

@@ -33,7 +33,6 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -43,7 +42,7 @@ from dataclasses import dataclass, field
 
 from panelist.metrics.race import chatjob
 from panelist.metrics.race import reports as race_reports
-from panelist.metrics.store import jsonwire
+from panelist.metrics.store import flock, jsonwire
 from panelist.metrics.errors import (BadRequest, Conflict, Forbidden, NotFound, TooManyRequests,
                                      Unavailable)
 from panelist.metrics.home import Home
@@ -233,15 +232,11 @@ class Races:
         process on the data folder (a worker, ``panelist race`` through a server) racing the
         same job holds it, and this race is refused."""
         digest = hashlib.sha256(jsonwire.dumps(list(job)).encode()).hexdigest()[:24]
-        self.jobs.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.jobs / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = flock.try_hold(self.jobs / f"{digest}.lock")
+        if fd is None:
             raise Conflict("this job is already being raced by another process on this data "
                            "folder; watch it on the Races page, or start it again once it has "
-                           "ended", code="race_running", param="prompt") from None
+                           "ended", code="race_running", param="prompt")
         return fd
 
     def close(self, timeout: float = JOIN) -> None:

@@ -27,7 +27,6 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 import threading
@@ -39,7 +38,7 @@ from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import Home
 from panelist.metrics.roster import demo
 from panelist.metrics.roster.roster import Roster
-from panelist.metrics.store import configfile, jsonwire
+from panelist.metrics.store import configfile, flock, jsonwire
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
 
 WATCH = 0.25            # seconds between a watching host's looks at the owner lock
@@ -137,14 +136,8 @@ class DemoHost:
             self.url = url
 
     def _take_lock(self) -> bool:
-        fd = os.open(self._owner_path, os.O_RDWR | os.O_CREAT, 0o600)   # not inherited
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        self._owner_fd = fd
-        return True
+        self._owner_fd = flock.try_hold(self._owner_path)
+        return self._owner_fd is not None
 
     def _ports(self, record: dict | None) -> list[int]:
         """The ports to try, in order: the recorded URL's, the roster's loopback demo URL's,

@@ -25,7 +25,6 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import time
@@ -35,7 +34,7 @@ from typing import Callable
 from panelist.metrics.errors import ConfigInvalid, Conflict, Unavailable
 from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import Roster
-from panelist.metrics.store import configfile
+from panelist.metrics.store import configfile, flock
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
 from panelist.suite import demo as demo_tasks
 from panelist.suite import taskfiles, tasks
@@ -175,15 +174,8 @@ class SuiteRuns:
     def _own(self) -> bool:
         """Take the data folder's suite-run lock without waiting; False when another process
         (another worker) runs one."""
-        self._owner_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._owner_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        self._owner_fd = fd
-        return True
+        self._owner_fd = flock.try_hold(self._owner_path)
+        return self._owner_fd is not None
 
     def _let_go(self) -> None:
         if self._owner_fd is not None:
