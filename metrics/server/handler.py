@@ -16,6 +16,7 @@ import json
 import re
 import socket
 import sys
+import time
 import traceback
 import uuid
 from http.server import BaseHTTPRequestHandler
@@ -36,6 +37,7 @@ _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
 _FIELD_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")   # a token (RFC 9110 §5.1)
 # two of these make a request ambiguous: which host, where the body ends (RFC 9112 §3.2, §6.3)
 _ONCE = frozenset({"host", "content-length", "transfer-encoding"})
+_DATE = [(0, "")]   # (second, its Date header): shared by every handler thread
 
 if TYPE_CHECKING:   # the server imports this module
     from panelist.metrics.server.base import Server
@@ -330,9 +332,22 @@ class Handler(BaseHTTPRequestHandler):
         if (self._unread_body or self.wire.reserve) and not self.server.draining:
             self.send_header("Connection", "close")   # the reserve answers one request each
             self.close_connection = True
-        self.end_headers()
+        # the blank line and the body go out with the head in one write: one segment for a
+        # small reply, so the caller wakes once
+        self._headers_buffer.append(b"\r\n")
         if self.command != "HEAD":
-            self.wfile.write(data)
+            self._headers_buffer.append(data)
+        self.flush_headers()
+
+    def date_time_string(self, timestamp=None):
+        """The Date header, formatted once a second rather than once a reply."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        cached = _DATE[0]
+        if cached[0] != now:
+            cached = _DATE[0] = (now, super().date_time_string(now))
+        return cached[1]
 
     def send_common(self) -> None:
         """The headers every reply of this server carries (a dashboard's CSP), and CORS; while

@@ -119,6 +119,12 @@ def answering(h: Handler, run):
                           f"answers are logged (GET /bench/panels/{run.panel})")["error"]
             raise PanelistError(error["message"], code=error["code"],
                                 headers={PANEL_HEADER: run.panel}) from exc
+    # The caller has its answer: fold this panel's own lines now, off its time, so that the
+    # next request's seating has nothing of them left to read.
+    try:
+        h.server.panels.ledger.refresh()
+    except PanelistError:
+        pass   # an unreachable database: the next request's own read meets it and says so
 
 
 # -- other wire formats: thin adapters over the same panel ---------------------------------------
