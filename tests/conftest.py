@@ -217,7 +217,7 @@ DASHBOARD_TOKEN = "dashboard-admin-token-0123456789"
 def dash(home):
     """A dashboard server (its API, pages and the gateway's routes) over ``home``, open locally."""
     from panelist.serve import make_dashboard
-    with Gateway(make_dashboard(home, env={})) as server:
+    with Gateway(make_dashboard(home, env={"PANELIST_LOGIN_PAUSE": "0"})) as server:
         yield server
 
 
@@ -225,7 +225,9 @@ def dash(home):
 def locked(home):
     """The same with ``PANELIST_ADMIN_TOKEN`` set to ``DASHBOARD_TOKEN``: a login is needed."""
     from panelist.serve import make_dashboard
-    with Gateway(make_dashboard(home, env={"PANELIST_ADMIN_TOKEN": DASHBOARD_TOKEN})) as server:
+    # refused logins answered at once: the pause before them has tests of its own
+    env = {"PANELIST_ADMIN_TOKEN": DASHBOARD_TOKEN, "PANELIST_LOGIN_PAUSE": "0"}
+    with Gateway(make_dashboard(home, env=env)) as server:
         yield server
 
 

@@ -84,7 +84,8 @@ def test_an_address_has_one_check_waiting_at_a_time():
 
 
 def test_behind_a_trusted_proxy_each_client_is_throttled_on_its_own(home):
-    env = {"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_TRUSTED_PROXIES": "127.0.0.1"}
+    env = {"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_TRUSTED_PROXIES": "127.0.0.1",
+           "PANELIST_LOGIN_PAUSE": "0"}
     with Gateway(make_dashboard(home, env=env)) as dash:
         guesser = {"X-Forwarded-For": "198.51.100.7"}
         for _ in range(5):
@@ -99,7 +100,8 @@ def test_behind_a_trusted_proxy_each_client_is_throttled_on_its_own(home):
 
 
 def test_a_forwarded_address_from_an_untrusted_peer_is_ignored(home):
-    with Gateway(make_dashboard(home, env={"PANELIST_ADMIN_TOKEN": TOKEN})) as dash:
+    env = {"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_LOGIN_PAUSE": "0"}
+    with Gateway(make_dashboard(home, env=env)) as dash:
         for i in range(5):   # a guesser cannot dodge the limit by naming other addresses
             status, _, _ = fetch(dash, "POST", "/api/login", {"token": "wrong"},
                                  {"X-Forwarded-For": f"198.51.100.{i}"})

@@ -111,6 +111,7 @@ class Server(ThreadingHTTPServer):
         self._leaving = 0       # dropped wires whose threads have not ended yet
         self._reserved = 0      # wires answering /health from the reserve
         self._heads = Heads(self)
+        self._answering_later: set = set()   # connections whose answer the heads thread sends
         self._serving = False
         self.draining = False   # stopping: each connection ends after the reply it is owed
         self.started = threading.Event()   # set once serving, its helper threads running
@@ -233,7 +234,25 @@ class Server(ThreadingHTTPServer):
         self._heads.wake()   # a thread is free: a waiting head may have it
 
     def shutdown_request(self, request) -> None:
+        if request in self._answering_later:   # the heads thread sends its answer, then closes
+            self._answering_later.discard(request)
+            return
         close_quietly(request)
+
+    @property
+    def answers_waiting(self) -> int:
+        """Answers the heads thread holds to send later (refusals a route pauses)."""
+        return self._heads.answers_waiting
+
+    def answer_later(self, request, data: bytes, pause: float) -> bool:
+        """Have the heads thread send ``data``, a whole reply, on ``request`` in ``pause``
+        seconds and then close it; the handler's thread is free meanwhile. False (the caller
+        sends it now) while the server drains or when the heads thread holds as many as it
+        may."""
+        if self.draining or not self._heads.answer_later(request, data, pause):
+            return False
+        self._answering_later.add(request)
+        return True
 
     def idle_now(self) -> None:
         """A handler waits for its connection's next request: a complete head waiting for a

@@ -81,6 +81,7 @@ class Dashboard:
         self.sessions = Sessions(settings.admin_token, shared=settings.sessions)
         self.static = StaticFiles(ui)
         self._secure = (settings.public_url or "").startswith("https://")
+        self._login_pause = settings.login_pause
 
     def check_admin(self, h: Handler) -> None:
         """The admin gate: a live session cookie, when an admin token is set."""
@@ -92,7 +93,7 @@ class Dashboard:
                    for folder in ("css", "js", "vendor")]
         routes += [Route("/favicon.svg", {"GET": self.get_favicon}, gate=OPEN),
                    Route("/api/login", {"POST": self.post_login}, gate=OPEN,
-                         max_body=LOGIN_BODY),
+                         max_body=LOGIN_BODY, refusal_pause=self._login_pause),
                    Route("/api/logout", {"POST": self.post_logout}, gate=OPEN,
                          max_body=LOGIN_BODY),
                    Route("/api/session", {"GET": self.get_session}, gate=OPEN),

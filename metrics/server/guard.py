@@ -62,6 +62,11 @@ from panelist.metrics.server import ratelimit
 from panelist.metrics.server.ratelimit import RateCounter
 
 MIN_TOKEN = 16
+# A refused login is answered after this pause (login.defs' FAIL_DELAY is 3 s): a client that
+# waits for its answer tries at most once per pause per connection, and while it waits it holds
+# no thread (``Route.refusal_pause``).
+LOGIN_PAUSE = 2.0
+MAX_LOGIN_PAUSE = 30.0
 GATED = ("/v1/", "/bench/")           # gateway routes: keys and CORS apply here
 OPEN_PATHS = frozenset({"/health"})   # answered for any Host and Origin: reveals nothing
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -126,6 +131,19 @@ def _megabytes(value: str | None) -> int:
     return int(value)
 
 
+def _seconds(value: str | None, default: float, name: str) -> float:
+    if value is None or not value.strip():
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_LOGIN_PAUSE:   # NaN fails both comparisons
+        raise ConfigInvalid(f"{name} must be a number of seconds from 0 to "
+                            f"{MAX_LOGIN_PAUSE:g} (not '{value.strip()}')")
+    return seconds
+
+
 def _address(value: str):
     try:
         return ipaddress.ip_address(value.strip().removeprefix("[").removesuffix("]"))
@@ -144,6 +162,8 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     trusted_proxies: tuple = ()   # ip networks (strings are parsed when made)
     max_in_flight_mb: int = MAX_IN_FLIGHT // 2**20
+    # seconds a refused login waits before it is answered (0: at once)
+    login_pause: float = LOGIN_PAUSE
     # the file in which the workers of one group share the dashboard's sessions (never from
     # the environment: the group makes it); None keeps them in this process's memory
     sessions: str | None = None
@@ -167,6 +187,11 @@ class Settings:
             raise ConfigInvalid("PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, "
                                 f"at least 1 (not {self.max_in_flight_mb!r})")
 
+        if isinstance(self.login_pause, bool) or not isinstance(self.login_pause, (int, float)) \
+                or not 0 <= self.login_pause <= MAX_LOGIN_PAUSE:
+            raise ConfigInvalid(f"PANELIST_LOGIN_PAUSE must be a number of seconds from 0 to "
+                                f"{MAX_LOGIN_PAUSE:g} (not {self.login_pause!r})")
+
     def _public(self):
         parts = urlsplit(self.public_url or "")
         if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
@@ -186,7 +211,9 @@ class Settings:
                    allowed_hosts=tuple(_split(env.get("PANELIST_ALLOWED_HOSTS"))),
                    allowed_origins=tuple(_split(env.get("PANELIST_ALLOWED_ORIGINS"))),
                    trusted_proxies=tuple(_split(env.get("PANELIST_TRUSTED_PROXIES"))),
-                   max_in_flight_mb=_megabytes(env.get("PANELIST_MAX_INFLIGHT_MB")))
+                   max_in_flight_mb=_megabytes(env.get("PANELIST_MAX_INFLIGHT_MB")),
+                   login_pause=_seconds(env.get("PANELIST_LOGIN_PAUSE"), LOGIN_PAUSE,
+                                        "PANELIST_LOGIN_PAUSE"))
 
     @property
     def keys_required(self) -> bool:

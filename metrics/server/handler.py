@@ -270,6 +270,8 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing ---------------------------------------------------------------------------
     def _dispatch(self, method: str) -> None:
         self._sent = False
+        self._pause = 0.0   # the route's refusal_pause, once the route is known
+        self._after: list = []   # after_reply's work
         self._cors: dict = {}
         self.caller = LOCAL
         self._granted = 0   # bytes of the server's in-flight budget this request holds
@@ -286,6 +288,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.send_preflight(allow)
                     return
             route, params = self.server.routes.match(path)
+            self._pause = route.refusal_pause if route is not None else 0.0
             # every route passes its gate; a path no route serves passes the gate its prefix
             # would have, so a 404 never tells a caller without a key what exists
             self.server.admit_caller(self, route.gate if route else gate_of(path), path)
@@ -310,17 +313,30 @@ class Handler(BaseHTTPRequestHandler):
             if self._granted:
                 self.server.in_flight.give(self._granted)
                 self._granted = 0
+            while self._after:
+                self._after.pop(0)()
+
+    def after_reply(self, fn) -> None:
+        """Run ``fn()`` once this request is answered and its share of the memory budget is
+        back: work its caller need not wait for. ``fn`` handles its own errors."""
+        self._after.append(fn)
 
     def _fail(self, status: int, body: dict, headers: dict) -> None:
         if self._sent:  # the reply already started: nothing more can be said on this connection
             self.close_connection = True
             return
+        later = self._pause > 0 and 400 <= status < 500
+        if later:
+            self.close_connection = True   # the connection ends with this answer
         try:
-            self.send_json(status, shaped(self.path, status, body), headers)
+            self.send_json(status, shaped(self.path, status, body), headers, later=later)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
 
-    def send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+    def send_json(self, status: int, payload: dict, headers: dict | None = None, *,
+                  later: bool = False) -> None:
+        """``later``: the reply is handed whole to the server, which sends it after the
+        route's ``refusal_pause`` and then closes the connection (``Server.answer_later``)."""
         data = jsonwire.encode(payload)
         self._sent = True
         self.send_response(status)
@@ -329,7 +345,7 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_common()
-        if (self._unread_body or self.wire.reserve) and not self.server.draining:
+        if (later or self._unread_body or self.wire.reserve) and not self.server.draining:
             self.send_header("Connection", "close")   # the reserve answers one request each
             self.close_connection = True
         # the blank line and the body go out with the head in one write: one segment for a
@@ -337,6 +353,10 @@ class Handler(BaseHTTPRequestHandler):
         self._headers_buffer.append(b"\r\n")
         if self.command != "HEAD":
             self._headers_buffer.append(data)
+        if later and self.server.answer_later(self.connection, b"".join(self._headers_buffer),
+                                              self._pause):
+            self._headers_buffer = []
+            return
         self.flush_headers()
 
     def date_time_string(self, timestamp=None):

@@ -8,6 +8,7 @@ to the server's ``body_hold`` seconds before the request takes a thread.
 
 from __future__ import annotations
 
+import heapq
 import math
 import selectors
 import socket
@@ -93,6 +94,11 @@ class Heads(threading.Thread):
         self._held: dict[socket.socket, tuple] = {}   # oldest first
         self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
         self._late: deque = deque()    # the same, of requests whose bodies did not come whole
+        # answers a handler left to send later (``answer_later``): from handler threads, then
+        # (when, order, socket, bytes) in time order, here alone
+        self._later_in: deque = deque()
+        self._later: list = []
+        self._later_made = 0
         self._halt = False
         self._quiet_down = False
 
@@ -107,9 +113,24 @@ class Heads(threading.Thread):
         return len(self._held)
 
     @property
+    def answers_waiting(self) -> int:
+        """How many answers wait here to be sent later (``answer_later``)."""
+        return len(self._later) + len(self._later_in)
+
+    @property
     def waiting(self) -> bool:
         """Whether complete heads wait for a handler thread."""
         return bool(self._ready or self._late)
+
+    def answer_later(self, sock: socket.socket, data: bytes, pause: float) -> bool:
+        """From a handler's thread: send ``data`` on ``sock`` ``pause`` seconds from now, then
+        close it. False when this thread is not running or already holds ``max_pending``
+        answers (the caller sends it now)."""
+        if self._halt or not self.is_alive() or self.answers_waiting >= self.server.max_pending:
+            return False
+        self._later_in.append((time.monotonic() + pause, sock, data))
+        self.wake()
+        return True
 
     def wake(self) -> None:
         try:
@@ -119,8 +140,10 @@ class Heads(threading.Thread):
 
     @property
     def busy(self) -> bool:
-        """Whether connections are still being read here or wait for a thread."""
-        return bool(self._inbox or self._pending or self._held or self._ready or self._late)
+        """Whether connections are still being read here, wait for a thread or for an answer
+        left to send later."""
+        return bool(self._inbox or self._pending or self._held or self._ready or self._late
+                    or self._later or self._later_in)
 
     def quiet_down(self) -> None:
         """The server drains: close the connections that have sent nothing, now and from now."""
@@ -155,6 +178,8 @@ class Heads(threading.Thread):
                           next(iter(self._quiet.values())).quiet)
         if self._held:
             soonest = min(soonest, next(iter(self._held.values()))[2])
+        if self._later:
+            soonest = min(soonest, self._later[0][0])
         if soonest < math.inf:
             timeout = min(timeout or math.inf, max(0.0, soonest - time.monotonic()))
         for key, _ in self._sel.select(timeout):
@@ -170,7 +195,12 @@ class Heads(threading.Thread):
                 self._read(key.fileobj)
         while self._inbox:
             self._take(*self._inbox.popleft())
+        while self._later_in:
+            at, sock, data = self._later_in.popleft()
+            self._later_made += 1
+            heapq.heappush(self._later, (at, self._later_made, sock, data))
         if self._quiet_down:
+            self._send_later(math.inf)   # a drain sends what is owed now
             for sock in [s for s, p in self._pending.items() if not p.buf]:
                 self._close(sock)
             while self._held:   # requests that began: answered, as every one is on a drain
@@ -186,7 +216,23 @@ class Heads(threading.Thread):
                 server.admit(*self._late[0], waiting=len(self._late)):
             self._late.popleft()
 
+    def _send_later(self, now: float) -> None:
+        """Send the answers due by ``now`` and close their connections."""
+        while self._later and self._later[0][0] <= now:
+            _, _, sock, data = heapq.heappop(self._later)
+            try:
+                sock.setblocking(False)
+                sock.send(data)   # a small answer on a connection that sent nothing since
+            except OSError:
+                pass   # the client left while it waited: nobody to tell
+            close_quietly(sock)
+
     def _close_all(self) -> None:
+        while self._later_in:
+            at, sock, data = self._later_in.popleft()
+            self._later_made += 1
+            heapq.heappush(self._later, (at, self._later_made, sock, data))
+        self._send_later(math.inf)   # stopping: what is owed goes now
         for sock in [*self._pending, *self._held, *(r[0] for r in (*self._ready, *self._late)),
                      *(i[0] for i in self._inbox)]:
             sock.close()
@@ -301,6 +347,7 @@ class Heads(threading.Thread):
 
     def _expire(self) -> None:
         now = time.monotonic()
+        self._send_later(now)
         while self._held and next(iter(self._held.values()))[2] <= now:
             self._unhold(next(iter(self._held)))
         while self._quiet:   # silent for client_timeout: most likely gone, as in a handler

@@ -119,10 +119,14 @@ def answering(h: Handler, run):
                           f"answers are logged (GET /bench/panels/{run.panel})")["error"]
             raise PanelistError(error["message"], code=error["code"],
                                 headers={PANEL_HEADER: run.panel}) from exc
-    # The caller has its answer: fold this panel's own lines now, off its time, so that the
-    # next request's seating has nothing of them left to read.
+    # Once the caller has its answer, this panel's own lines are folded, off its time, so that
+    # the next request's seating has nothing of them left to read.
+    h.after_reply(lambda: _fold_own(h.server.panels.ledger))
+
+
+def _fold_own(ledger) -> None:
     try:
-        h.server.panels.ledger.refresh()
+        ledger.refresh()
     except PanelistError:
         pass   # an unreachable database: the next request's own read meets it and says so
 

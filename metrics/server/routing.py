@@ -23,15 +23,20 @@ class Route:
     ``keys`` (gateway keys, when keys are required), ``admin`` (the dashboard's login, when an
     admin token is set) or ``open`` (answered for anyone; only what reveals nothing).
     ``max_body``: the most body bytes its requests may send (None: the server's cap), refused
-    before any of the body is read."""
+    before any of the body is read. ``refusal_pause``: seconds a refusal (a 4xx) on this route
+    waits before it is sent, the connection held meanwhile by the heads thread rather than a
+    handler thread (``Server.answer_later``): a client that waits for its answer before it
+    tries again can only try so often, and costs nothing while it waits."""
 
-    __slots__ = ("pattern", "actions", "gate", "max_body", "_regex")
+    __slots__ = ("pattern", "actions", "gate", "max_body", "refusal_pause", "_regex")
 
-    def __init__(self, pattern: str, actions: dict, *, gate: str, max_body: int | None = None):
+    def __init__(self, pattern: str, actions: dict, *, gate: str, max_body: int | None = None,
+                 refusal_pause: float = 0.0):
         if gate not in (OPEN, KEYS, ADMIN):
             raise ValueError(f"unknown gate {gate!r} for {pattern}")
         self.pattern, self.actions, self.gate = pattern, actions, gate
         self.max_body = max_body
+        self.refusal_pause = refusal_pause
         regex = re.escape(pattern.removesuffix("*"))
         regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", regex)
         self._regex = re.compile(regex + ("(?P<rest>.*)" if pattern.endswith("*") else ""))
