@@ -4,6 +4,7 @@ gates, the gateway's routes on its port, and a close that always returns."""
 import http.client
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -102,6 +103,27 @@ def test_static_content_types(dash):
     _, _, index = fetch(dash, "GET", "/")
     _, _, login_page = fetch(dash, "GET", "/login")
     assert b"<html" in index and b"login-form" in login_page
+
+
+def test_every_module_the_page_preloads_is_served_and_imported_by_the_shell(dash):
+    """index.html fetches the shell's modules at once (modulepreload) instead of one import
+    level at a time: each one it names must exist and be one the shell imports statically."""
+    _, _, index = fetch(dash, "GET", "/")
+    preloads = re.findall(r'<link rel="modulepreload" href="([^"]+)">', index.decode())
+    assert preloads
+    imported, todo = set(), ["/js/app.js"]
+    while todo:
+        path = todo.pop()
+        status, _, text = fetch(dash, "GET", path)
+        assert status == 200, path
+        for spec in re.findall(r'^import [^;]*? from "([^"]+)";', text.decode(), re.M | re.S):
+            target = os.path.normpath(os.path.join(os.path.dirname(path), spec))
+            if target not in imported:
+                imported.add(target)
+                todo.append(target)
+    assert set(preloads) <= imported, set(preloads) - imported
+    for path in preloads:
+        assert fetch(dash, "GET", path)[0] == 200, path
 
 
 @pytest.mark.parametrize("path", ["/nothing", "/settings", "/js/nothing.js", "/css/",

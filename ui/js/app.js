@@ -7,19 +7,22 @@ import { replace } from "./dom.js";
 import { showAlerts } from "./alerts.js";
 import { navMenu } from "./menu.js";
 import { errorState, loading, emptyState, linkButton, toast } from "./ui.js";
-import * as overview from "./pages/overview.js";
-import * as ask from "./pages/ask.js";
-import * as panels from "./pages/panels.js";
-import * as evidence from "./pages/evidence.js";
-import * as races from "./pages/races.js";
-import * as discover from "./pages/discover.js";
-import * as collections from "./pages/collections.js";
-import * as endpoints from "./pages/endpoints.js";
-import * as settings from "./pages/settings.js";
-import * as models from "./pages/model.js";
-import * as owed from "./pages/owed.js";
 
-const PAGES = { overview, ask, owed, panels, evidence, races, discover, collections, endpoints, settings, models };
+// Each page's module is fetched the first time it is shown, so a visit loads and compiles only
+// the code of the page it opens (the Ask page's Markdown renderer is most of the rest).
+const PAGES = {
+  overview: () => import("./pages/overview.js"),
+  ask: () => import("./pages/ask.js"),
+  owed: () => import("./pages/owed.js"),
+  panels: () => import("./pages/panels.js"),
+  evidence: () => import("./pages/evidence.js"),
+  races: () => import("./pages/races.js"),
+  discover: () => import("./pages/discover.js"),
+  collections: () => import("./pages/collections.js"),
+  endpoints: () => import("./pages/endpoints.js"),
+  settings: () => import("./pages/settings.js"),
+  models: () => import("./pages/model.js"),
+};
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -83,7 +86,7 @@ async function route() {
   for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
   menu.close();
   const { name, path, params } = parseHash();
-  const page = PAGES[name];
+  const load = PAGES[name];
   const controller = new AbortController();
   const state = { controller, cleanups: [] };
   current = state;
@@ -93,14 +96,22 @@ async function route() {
   }
   refreshInfo();
   showAlerts(alertsBanner, controller.signal);
-  if (!page) {
+  if (!load) {
     document.title = "Not found · Panelist";
     replace(main, emptyState("No such page", `There is no page "${name}".`,
       linkButton("Go to the overview", "#/overview", "primary")));
     return;
   }
-  document.title = `${page.title} · Panelist`;
   replace(main, loading());
+  let page;
+  try {
+    page = await load();
+  } catch (err) {
+    if (current === state) replace(main, errorState(err, () => route()));
+    return;
+  }
+  if (current !== state) return;
+  document.title = `${page.title} · Panelist`;
   const ctx = {
     signal: controller.signal,
     params,
@@ -146,6 +157,9 @@ window.addEventListener("unhandledrejection", (event) => {
   }
 });
 if (!location.hash) history.replaceState(null, "", "#/overview");
+// the page's code is fetched while the session is asked about, not after
+const first = PAGES[parseHash().name];
+if (first) first().catch(() => { /* route() shows the failure */ });
 // a visit without a session goes to the login page before any call the server would refuse
 // (each refusal would be an error in the console); a failed look leaves it to the first call
 fetch("/api/session", { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } })

@@ -6,6 +6,9 @@
 import { h, newId, replace } from "./dom.js";
 import * as fmt from "./format.js";
 
+// rows drawn at first: more than the tallest box (70% of the window) shows, and the next
+// chunk comes when they scroll near, so only what is near the view is laid out
+const FIRST = 40;
 const CHUNK = 100;
 
 // one collator for every comparison: localeCompare with options builds a new one per call
@@ -121,7 +124,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
       tbody.append(h("tr", { class: "table-empty" },
         h("td", { colspan: columns.length }, data.length ? "No row matches the filter." : empty)));
     }
-    drawMore();
+    drawMore(FIRST);
     showOverflow();
     shown.textContent = data.length === list.length
       ? `${fmt.count(data.length)} ${data.length === 1 ? "row" : "rows"}`
@@ -149,9 +152,9 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
     return tr;
   }
 
-  function drawMore() {
+  function drawMore(size = CHUNK) {
     const frag = document.createDocumentFragment();
-    const end = Math.min(current.length, drawn + CHUNK);
+    const end = Math.min(current.length, drawn + size);
     for (let i = drawn; i < end; i += 1) frag.append(rowFor(current[i]));
     drawn = end;
     sentinel.remove();

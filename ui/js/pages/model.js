@@ -6,12 +6,15 @@
 import { api, seg } from "../api.js";
 import { h, replace, s } from "../dom.js";
 import * as fmt from "../format.js";
-import { openSeat } from "../seat.js";
 import {
   button, emptyState, linkButton, modelLink, modelStatus, notice, pageHead, rateCell,
   sectionHead, timeAgo, toast,
 } from "../ui.js";
 import { modelDialog, probeModel } from "./endpoints.js";
+
+// the seat dialog (and the Markdown renderer it brings) is fetched on the first Open, so the
+// page's own data is asked for without waiting on it
+const openSeat = (...args) => import("../seat.js").then((m) => m.openSeat(...args));
 
 export const title = "Model";
 
@@ -52,12 +55,18 @@ export function latencyChart(points, width = 760) {
   const top = Math.max(0.001, quantile(secs.slice().sort((a, b) => a - b), 0.99) * 1.1);
   const x = (t) => L + (t1 > t0 ? ((t - t0) / (t1 - t0)) * (W - L - 8) : (W - L - 8) / 2);
   const y = (v) => H - B - (Math.min(v, top) / top) * (H - B - 8);
-  const marks = points.filter((p) => typeof p[0] === "number" && typeof p[1] === "number").map(([t, v, status]) => {
-    const ok = status === "ok" || status === "tool_calls";
-    return ok
-      ? s("circle", { class: "point", cx: x(t).toFixed(1), cy: y(v).toFixed(1), r: 2.5 })
-      : s("path", { class: "fail", d: `M${(x(t) - 3).toFixed(1)} ${(y(v) - 3).toFixed(1)} l6 6 m0 -6 l-6 6` });
-  });
+  // all dots in one path and all crosses in another: 500 seats are two elements, not 500
+  let dots = "";
+  let crosses = "";
+  for (const [t, v, status] of points) {
+    if (typeof t !== "number" || typeof v !== "number") continue;
+    const px = x(t);
+    const py = y(v);
+    if (status === "ok" || status === "tool_calls") dots += `M${(px - 2.5).toFixed(1)} ${py.toFixed(1)}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0 -5 0`;
+    else crosses += `M${(px - 3).toFixed(1)} ${(py - 3).toFixed(1)}l6 6m0 -6l-6 6`;
+  }
+  const marks = [dots ? s("path", { class: "point", d: dots }) : null,
+    crosses ? s("path", { class: "fail", d: crosses }) : null];
   const grid = [0, top / 2, top].map((v) => [
     s("line", { class: "grid", x1: L, x2: W - 4, y1: y(v).toFixed(1), y2: y(v).toFixed(1) }),
     s("text", { class: "axis", x: L - 6, y: (y(v) + 4).toFixed(1), "text-anchor": "end" }, fmt.seconds(v))]);

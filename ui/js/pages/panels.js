@@ -12,9 +12,12 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { describe, FILTERS, filterBar, filterQuery, filtering, filtersFrom, hashFor, indexNote,
   matchLine } from "../panelfilters.js";
-import { openSeat } from "../seat.js";
 import { watch } from "../verdictstate.js";
 import { button, emptyState, failureBadge, input, linkButton, notice, pageHead, panelFailures, seatChip, seatLabel, timeAgo, answered } from "../ui.js";
+
+// the seat dialog (and the Markdown renderer it brings) is fetched on the first Open, so the
+// page's own data is asked for without waiting on it
+const openSeat = (...args) => import("../seat.js").then((m) => m.openSeat(...args));
 
 export const title = "Panels";
 const POLL_MS = 2000;
