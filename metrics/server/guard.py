@@ -132,16 +132,14 @@ def _megabytes(value: str | None) -> int:
 
 
 def _seconds(value: str | None, default: float, name: str) -> float:
+    """A number of seconds from the environment; its range is the setting's to check."""
     if value is None or not value.strip():
         return default
     try:
-        seconds = float(value)
+        return float(value)
     except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds <= MAX_LOGIN_PAUSE:   # NaN fails both comparisons
-        raise ConfigInvalid(f"{name} must be a number of seconds from 0 to "
-                            f"{MAX_LOGIN_PAUSE:g} (not '{value.strip()}')")
-    return seconds
+        raise ConfigInvalid(f"{name} must be a number of seconds (not '{value.strip()}')") \
+            from None
 
 
 def _address(value: str):
@@ -186,7 +184,7 @@ class Settings:
                 or self.max_in_flight_mb < 1:
             raise ConfigInvalid("PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, "
                                 f"at least 1 (not {self.max_in_flight_mb!r})")
-
+        # NaN fails both comparisons
         if isinstance(self.login_pause, bool) or not isinstance(self.login_pause, (int, float)) \
                 or not 0 <= self.login_pause <= MAX_LOGIN_PAUSE:
             raise ConfigInvalid(f"PANELIST_LOGIN_PAUSE must be a number of seconds from 0 to "

@@ -326,8 +326,6 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         later = self._pause > 0 and 400 <= status < 500
-        if later:
-            self.close_connection = True   # the connection ends with this answer
         try:
             self.send_json(status, shaped(self.path, status, body), headers, later=later)
         except (ConnectionError, TimeoutError):

@@ -195,10 +195,7 @@ class Heads(threading.Thread):
                 self._read(key.fileobj)
         while self._inbox:
             self._take(*self._inbox.popleft())
-        while self._later_in:
-            at, sock, data = self._later_in.popleft()
-            self._later_made += 1
-            heapq.heappush(self._later, (at, self._later_made, sock, data))
+        self._take_later()
         if self._quiet_down:
             self._send_later(math.inf)   # a drain sends what is owed now
             for sock in [s for s, p in self._pending.items() if not p.buf]:
@@ -216,6 +213,13 @@ class Heads(threading.Thread):
                 server.admit(*self._late[0], waiting=len(self._late)):
             self._late.popleft()
 
+    def _take_later(self) -> None:
+        """Move the answers handed in by handler threads into the time-ordered heap."""
+        while self._later_in:
+            at, sock, data = self._later_in.popleft()
+            self._later_made += 1
+            heapq.heappush(self._later, (at, self._later_made, sock, data))
+
     def _send_later(self, now: float) -> None:
         """Send the answers due by ``now`` and close their connections."""
         while self._later and self._later[0][0] <= now:
@@ -228,10 +232,7 @@ class Heads(threading.Thread):
             close_quietly(sock)
 
     def _close_all(self) -> None:
-        while self._later_in:
-            at, sock, data = self._later_in.popleft()
-            self._later_made += 1
-            heapq.heappush(self._later, (at, self._later_made, sock, data))
+        self._take_later()
         self._send_later(math.inf)   # stopping: what is owed goes now
         for sock in [*self._pending, *self._held, *(r[0] for r in (*self._ready, *self._late)),
                      *(i[0] for i in self._inbox)]:

@@ -6,6 +6,10 @@ import { isAbort, seg } from "./api.js";
 import * as fmt from "./format.js";
 
 // ------------------------------------------------------------------ page structure
+// The seat dialog (and the Markdown renderer it brings) is fetched on its first Open, so a
+// page that only links to it asks for its own data without waiting on that code.
+export const openSeatLater = (...args) => import("./seat.js").then((m) => m.openSeat(...args));
+
 export function pageHead(title, lede, ...actions) {
   return h("header", { class: "page-head" },
     h("div", null, h("h1", { text: title }), lede ? h("p", { class: "lede" }, lede) : null),

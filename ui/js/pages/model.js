@@ -7,14 +7,10 @@ import { api, seg } from "../api.js";
 import { h, replace, s } from "../dom.js";
 import * as fmt from "../format.js";
 import {
-  button, emptyState, linkButton, modelLink, modelStatus, notice, pageHead, rateCell,
-  sectionHead, timeAgo, toast,
+  button, emptyState, linkButton, modelLink, modelStatus, notice, openSeatLater, pageHead,
+  rateCell, sectionHead, timeAgo, toast,
 } from "../ui.js";
 import { modelDialog, probeModel } from "./endpoints.js";
-
-// the seat dialog (and the Markdown renderer it brings) is fetched on the first Open, so the
-// page's own data is asked for without waiting on it
-const openSeat = (...args) => import("../seat.js").then((m) => m.openSeat(...args));
 
 export const title = "Model";
 
@@ -130,7 +126,7 @@ function panelsTable(panels, alias) {
         h("td", { text: p.collection || fmt.DASH }),
         h("td", null, seat ? h("span", { class: ["chip", `status-${seat.status}`] }, seat.status) : fmt.DASH),
         h("td", { class: "numeric", text: seat ? fmt.seconds(seat.seconds) : fmt.DASH }),
-        h("td", { class: "actions" }, seat ? button("Open", () => openSeat(seat.call, { title: `${p.panel} · ${alias}` }), { small: true, "aria-label": `Open ${seat.call}` }) : null));
+        h("td", { class: "actions" }, seat ? button("Open", () => openSeatLater(seat.call, { title: `${p.panel} · ${alias}` }), { small: true, "aria-label": `Open ${seat.call}` }) : null));
     }));
 }
 
@@ -142,7 +138,7 @@ function failuresTable(rows, alias) {
       h("td", { class: "mono", text: f.panel }),
       h("td", null, h("span", { class: "badge bad", text: f.kind || f.status })),
       h("td", { class: "reason", text: f.error || fmt.DASH }),
-      h("td", { class: "actions" }, button("Open", () => openSeat(f.call, { title: `${f.panel} · ${alias}` }), { small: true, "aria-label": `Open ${f.call}` })))));
+      h("td", { class: "actions" }, button("Open", () => openSeatLater(f.call, { title: `${f.panel} · ${alias}` }), { small: true, "aria-label": `Open ${f.call}` })))));
 }
 
 function factsList(facts) {

@@ -13,11 +13,7 @@ import * as fmt from "../format.js";
 import { describe, FILTERS, filterBar, filterQuery, filtering, filtersFrom, hashFor, indexNote,
   matchLine } from "../panelfilters.js";
 import { watch } from "../verdictstate.js";
-import { button, emptyState, failureBadge, input, linkButton, notice, pageHead, panelFailures, seatChip, seatLabel, timeAgo, answered } from "../ui.js";
-
-// the seat dialog (and the Markdown renderer it brings) is fetched on the first Open, so the
-// page's own data is asked for without waiting on it
-const openSeat = (...args) => import("../seat.js").then((m) => m.openSeat(...args));
+import { button, emptyState, failureBadge, input, linkButton, notice, openSeatLater, pageHead, panelFailures, seatChip, seatLabel, timeAgo, answered } from "../ui.js";
 
 export const title = "Panels";
 const POLL_MS = 2000;
@@ -99,7 +95,7 @@ export async function render(root, ctx) {
   }
 
   function openChip(seat) {
-    openSeat(seat.call, { title: `${seatLabel(seat)} · ${seat.alias}` });
+    openSeatLater(seat.call, { title: `${seatLabel(seat)} · ${seat.alias}` });
   }
 
   // a verdict that changed, from any view (this page's dialog, the owed queue, Ask): the panel
