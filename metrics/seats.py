@@ -33,6 +33,12 @@ Invariants:
 * Setting the set's cancel flag stops every unit: calls waiting for admission stop waiting,
   those in flight have their connection cut, those held back by ``parallel`` are never begun:
   never sent and never logged (they are handed over as cancelled).
+* A set started ``here`` (the gateway's panels) costs no thread: its calls are sent by the
+  starting thread and their answers read, as they come, by the thread that iterates it (one
+  poll of their connections; ``on_end`` runs there). Nothing else differs: a call that must
+  wait (no admission slot at once, a retry's backoff) goes on on a thread of the core, and a
+  caller that stops iterating early hands the rest to the core with ``let_go``. A set of
+  streamed calls, of jobs, or with ``parallel``, is not run here.
 * A call given ``on_delta`` is streamed: the listener hears each piece of the answer's text as
   it arrives (on the call's thread), and the result is the whole answer all the same.
 * ``parallel`` holds at most that many units of a set at once per lane, in the order given: a
@@ -58,190 +64,29 @@ Invariants:
 from __future__ import annotations
 
 import math
-import queue
 import threading
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Protocol, Union
+from typing import Iterable
 
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Upstream, encode_messages
 from panelist.metrics.upstream.transport import CancelFlag, named
-from panelist.metrics.errors import (Cancelled, EmptyAnswer, OutputCapExceeded, RateLimited,
-                                     UpstreamError, UpstreamServerError, UpstreamTimeout,
-                                     UpstreamUnreachable)
+from panelist.metrics.errors import (AtLimit, Cancelled, OutputCapExceeded, RateLimited,
+                                     UpstreamError, UpstreamTimeout)
+# what callers are given and hand back lives in seatcalls; it is named here for them too
+from panelist.metrics.seatcalls import (ANSWERED, BUDGETS, GRACE, MAX_BACKOFF,
+                                        STATUSES, TRANSIENT, Admission, CallFailed, CallSink,
+                                        JobResult, Learn, OnEnd, Result, Scrub, SeatCall,
+                                        SeatJob, SeatResult, Tries, Unit, Write, answered,
+                                        failed, own_deadline, run_job)
+from panelist.metrics.seatset import SeatSet
+
+__all__ = ["ANSWERED", "GRACE", "STATUSES", "Admission", "CallFailed", "CallSink", "JobResult",
+           "Result", "SeatCall", "SeatJob", "SeatResult", "SeatSet", "Seats", "Unit", "clamp"]
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
-
-STATUSES = ("ok", "tool_calls", "empty", "error", "cancelled")
-ANSWERED = frozenset({"ok", "tool_calls"})
-TRANSIENT = (RateLimited, UpstreamServerError, UpstreamUnreachable)
-BACKOFF = 1.0          # seconds before a retry when the upstream named no wait (doubles)
-MAX_BACKOFF = 30.0
-GRACE = 2.0            # seconds past a set's deadline (or cancel) before a stuck unit is given up
-BUDGETS = ("max_tokens", "max_completion_tokens")   # the output budgets of a chat body
-
-
-@dataclass(frozen=True)
-class SeatCall:
-    """One model call a caller wants made."""
-
-    label: str                 # unique within its set: a call id, "run3.candidate", …
-    role: str                  # one of ``seatrecord.ROLES``: member, candidate, judge, probe, …
-    model: Model
-    messages: list
-    params: dict = field(default_factory=dict)   # everything else in the body (tools, …)
-    timeout: float = 120.0     # seconds the model may take once the call is admitted
-    wait: float | None = None  # seconds it may wait for admission (None: up to the deadline)
-    # True: ``timeout`` runs from the call's start and covers its wait for admission too (the
-    # gateway's seat deadline); False: it starts once the call is admitted
-    wait_in_timeout: bool = False
-    retries: int = 0           # further attempts after a transient failure
-    meta: dict = field(default_factory=dict)     # the caller's fields, logged with the result
-    # where to send it when its endpoint is not on the roster (yet): the dashboard's Test of an
-    # endpoint being added; None: the roster's endpoint of ``model``, looked up at call time
-    endpoint: Endpoint | None = None
-    # hears each piece of the answer's text as it arrives (the call is then streamed upstream,
-    # and tried once: a second try would repeat what the listener already has)
-    on_delta: Callable[[str], None] | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class SeatJob:
-    """Work of a caller run as one unit of a set: code that makes its own calls (``Seats.run``)
-    between other steps. ``work()``'s return is its ``JobResult.value``; what it raises, its
-    ``exception``."""
-
-    label: str
-    work: Callable[[], object]
-    lane: str = ""             # jobs of one lane share the set's ``parallel``
-
-
-@dataclass
-class SeatResult:
-    """How one call ended. ``call`` is its call id (the ``SeatCall``'s label), ``seat`` its role
-    and ``answer`` its text; ``label``, ``role`` and ``text`` read the same fields under the
-    ``SeatCall``'s names. ``error`` is the message alone, ``error_kind`` its kind; ``reason``
-    joins them as one line."""
-
-    call: str
-    seat: str
-    alias: str
-    served: str
-    endpoint: str = ""
-    status: str = "error"       # one of STATUSES
-    answer: str = ""
-    tool_calls: list = field(default_factory=list)
-    finish_reason: str = ""
-    tokens: dict = field(default_factory=dict)   # {"prompt", "completion", "total"}
-    seconds: float = 0.0        # from the call's start to its end, waiting included
-    waited: float = 0.0         # of which waiting for admission
-    error_kind: str = ""        # the client's kind (rate_limit, timeout, …), at_limit, internal
-    error: str = ""
-    attempts: int = 0
-    # an output budget sent lower than asked: {"param", "asked", "sent"} (see ``clamp``)
-    clamped: dict | None = None
-    meta: dict = field(default_factory=dict)
-    # the error the call ended with, for a caller that raises it again (the endpoint Test)
-    raised: BaseException | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, call: SeatCall) -> "SeatResult":
-        m = call.model
-        return cls(call=call.label, seat=call.role, alias=m.alias, served=m.served,
-                   endpoint=m.endpoint, meta=dict(call.meta) if call.meta else {})
-
-    @property
-    def label(self) -> str:
-        return self.call
-
-    @property
-    def role(self) -> str:
-        return self.seat
-
-    @property
-    def text(self) -> str:
-        return self.answer
-
-    @property
-    def answered(self) -> bool:
-        return self.status in ANSWERED
-
-    @property
-    def reason(self) -> str:
-        """The error as one line: ``kind: message`` (an empty answer's message says so itself,
-        and an error given without a kind, as a seat read back from a reply, is kept whole)."""
-        if self.error_kind and self.status != "empty":
-            return f"{self.error_kind}: {self.error}"
-        return self.error
-
-    def check(self) -> "SeatResult":
-        """This result if answered; else raise ``CallFailed`` saying why."""
-        if not self.answered:
-            raise CallFailed(self)
-        return self
-
-
-@dataclass
-class JobResult:
-    """How one ``SeatJob`` ended: ``ok`` (``value`` is what it returned), ``error`` (it raised
-    ``exception``, or was given up at the set's deadline: ``error_kind`` ``timeout``) or
-    ``cancelled`` (never begun, or given up after the set's cancel)."""
-
-    label: str
-    status: str = "error"
-    value: object = None
-    exception: BaseException | None = None
-    error_kind: str = ""        # raised | timeout | cancelled
-    error: str = ""
-    seconds: float = 0.0
-    begun: bool = False         # its work was started (a job never begun did nothing)
-
-    @property
-    def answered(self) -> bool:
-        return self.status == "ok"
-
-
-Unit = Union[SeatCall, SeatJob]
-Result = Union[SeatResult, JobResult]
-
-
-class CallFailed(UpstreamError):
-    """Raised by ``SeatResult.check`` when a call gave no answer; carries the result."""
-
-    def __init__(self, result: SeatResult):
-        kind = result.error_kind or result.status
-        super().__init__(f"{result.role} call {result.label} to {result.alias} failed "
-                         f"({kind}): {result.error or 'no answer'}")
-        self.result = result
-        self.kind = kind
-
-
-class CallSink(Protocol):
-    """Where results are logged: ``seatrecord.CallLog``, the suite's samples, the gateway's
-    ledger behind an adapter (or any callable taking the result)."""
-
-    def write(self, result: SeatResult) -> None: ...
-
-
-class Admission(Protocol):
-    """What the core needs of ``metrics.upstream.admission.Admission``: slots and pauses.
-    ``slot`` raises ``AtLimit`` when no slot comes within ``wait``, ``Cancelled`` when ``cancel``
-    is set meanwhile: nothing else."""
-
-    def slot(self, endpoint: str, model: str, *, wait: float,
-             cancel: threading.Event | None = None): ...
-
-    def pause(self, endpoint: str, seconds: float, why: str) -> None: ...
-
-
-Learn = Callable[[Model, UpstreamError], None]
-Scrub = Callable[[str], str]
-OnEnd = Callable[[Result], None]
-Write = Callable[[SeatResult], None]
-
 
 @dataclass(frozen=True)
 class _Hooks:
@@ -310,6 +155,13 @@ class Seats:
         if self._own_upstream:
             self.upstream.close()
 
+    @property
+    def sends(self) -> bool:
+        """Whether calls can be sent and their answers read apart (``Upstream.send_chat``), as
+        a here-set does; an upstream of another kind makes every call on a thread."""
+        return hasattr(self.upstream, "send_chat") and \
+            hasattr(getattr(self.upstream, "transport", None), "begin")
+
     def submit(self, fn, *args, **kw):
         """Run ``fn`` on the core's threads (a caller's follow-up, such as a merge); a Future."""
         with self._pool_lock:
@@ -323,7 +175,8 @@ class Seats:
               deadline: float | None = None, cancel: threading.Event | None = None,
               log=None, learn: Learn | None = None, scrub: Scrub | None = None,
               on_end: OnEnd | None = None, max_pause: float | None = None,
-              parallel: int | None = None, grace: float = GRACE, meter=None) -> "SeatSet":
+              parallel: int | None = None, grace: float = GRACE, meter=None,
+              here: bool = False) -> "SeatSet":
         """Start every unit (call or job) at once, or ``parallel`` at a time per lane; iterate
         the set (or its ``progress``) for results as they land.
 
@@ -336,11 +189,19 @@ class Seats:
         its result is handed over; ``max_pause`` caps the pause a stated Retry-After puts on an
         endpoint. ``meter``: anything with ``take(n) -> bool`` and ``give(n)``, charged the
         bytes of each large answer as they arrive; the caller gives them back when it no longer
-        holds the answers (a call past it ends with kind ``memory``)."""
+        holds the answers (a call past it ends with kind ``memory``).
+
+        ``here``: this thread sends every call now, and the thread that iterates the set reads
+        the answers as they come, in one poll of their connections, with no thread of the
+        core's (``on_end`` then runs on the iterating thread). That costs a panel far less than
+        a thread per call, but its answers are read only while the set is iterated: a caller
+        that stops early (a picked reply) calls ``let_go``. A call that must wait (for
+        admission, or to be tried again) goes on on a thread of the core; a set of streamed
+        calls, of jobs, or with ``parallel`` runs on them all along."""
         return SeatSet(self, list(units), _deadline(timeout, deadline),
                        cancel if cancel is not None else CancelFlag(),
                        _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter),
-                       parallel, grace)
+                       parallel, grace, here)
 
     def run(self, units: Iterable[Unit], *, timeout: float | None = None,
             deadline: float | None = None, cancel: threading.Event | None = None, log=None,
@@ -366,7 +227,7 @@ class Seats:
         if isinstance(unit, SeatCall):
             self._ask(unit, result, deadline, cancel, hooks)
         else:
-            _work(unit, result, cancel)
+            run_job(unit, result, cancel)
         if hooks.on_end is not None:
             hooks.on_end(result)
 
@@ -374,20 +235,27 @@ class Seats:
     def _ask(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
              hooks: _Hooks) -> None:
         """Make one call in this thread by its deadline (see the module docstring)."""
-        learn = hooks.learn if hooks.learn is not None else self.learn
         t0 = time.monotonic()
-        deadline = min(deadline, _own_deadline(call, t0, deadline))
+        deadline = min(deadline, own_deadline(call, t0, deadline))
         try:
-            self._attempts(call, result, deadline, cancel, learn, hooks)
-        except EmptyAnswer as exc:
-            result.status, result.error_kind, result.error = "empty", exc.kind, exc.message
-            result.raised = exc
-        except UpstreamError as exc:
-            result.status = "cancelled" if exc.kind == "cancelled" else "error"
-            result.error_kind, result.error, result.raised = exc.kind, exc.message, exc
-        except Exception as exc:  # a bug in one call must not fail its set
-            result.status, result.error_kind = "error", "internal"
-            result.error, result.raised = f"{type(exc).__name__}: {exc}", exc
+            self._attempts(call, result, deadline, cancel, hooks, Tries(call))
+        except Exception as exc:   # a bug in one call must not fail its set
+            failed(result, exc)
+        self._logged(result, t0, hooks)
+
+    def _resume(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
+                hooks: _Hooks, tries: "Tries", delay: float) -> None:
+        """Go on with a call whose attempt, made by a set's own thread, asks for another."""
+        try:
+            _hold(call, delay, cancel)
+            self._attempts(call, result, deadline, cancel, hooks, tries)
+        except Exception as exc:
+            failed(result, exc)
+        self._logged(result, t0, hooks)
+        if hooks.on_end is not None:
+            hooks.on_end(result)
+
+    def _logged(self, result: SeatResult, t0: float, hooks: _Hooks) -> None:
         result.seconds = round(time.monotonic() - t0, 3)
         result.waited = round(result.waited, 3)
         if hooks.scrub is not None and result.error:
@@ -399,48 +267,50 @@ class Seats:
                 result.meta.setdefault("log_error", f"{type(exc).__name__}: {exc}")
 
     def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                  learn: Learn | None, hooks: _Hooks) -> None:
-        backoff = BACKOFF
-        cap = call.model.max_output
-        corrected = 0   # attempts sent again within a cap a refusal stated: not retries
+                  hooks: _Hooks, tries: "Tries") -> None:
         while True:
             result.attempts += 1
             try:
-                answer = self._attempt(call, result, deadline, cancel, hooks, cap)
-            except TRANSIENT as exc:
-                pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
-                if learn is not None:
-                    learn(call.model, exc)
-                # a streamed call is never tried again: its pieces may have gone out
-                if result.attempts - corrected > call.retries or call.on_delta is not None:
-                    raise
-                delay = pause if pause is not None else backoff
-                backoff = min(backoff * 2, MAX_BACKOFF)
-                if time.monotonic() + delay >= deadline:
-                    raise   # no room left to try again
-                if pause is None or self.admission is None:
-                    # with admission, the pause itself holds the next attempt back
-                    waiter = cancel if cancel is not None else threading.Event()
-                    if waiter.wait(delay):
-                        raise Cancelled(f"call {call.label} cancelled while waiting to retry")
-                continue
+                answer = self._attempt(call, result, deadline, cancel, hooks, tries.cap)
             except UpstreamError as exc:
-                if learn is not None:
-                    learn(call.model, exc)
-                stated = exc.max_output if isinstance(exc, OutputCapExceeded) else None
-                if stated and (cap is None or stated < cap) and \
-                        clamp(call.params, stated)[1] is not None and \
-                        time.monotonic() < deadline:
-                    cap, corrected = stated, corrected + 1
-                    continue
-                raise
-            result.status = "tool_calls" if answer.tool_calls else "ok"
-            result.answer, result.tokens = answer.text, answer.tokens or {}
-            result.tool_calls, result.finish_reason = answer.tool_calls, answer.finish_reason
+                delay = self._again(call, result, exc, tries, deadline, hooks)
+                if delay is None:
+                    raise
+                _hold(call, delay, cancel)
+                continue
+            answered(result, answer)
             return
 
-    def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                 hooks: _Hooks, cap: int | None):
+    def _again(self, call: SeatCall, result: SeatResult, exc: UpstreamError, tries: "Tries",
+               deadline: float, hooks: _Hooks) -> float | None:
+        """An attempt failed with ``exc``: the seconds to wait before the next one, or None when
+        there is none (the failure is the call's)."""
+        learn = hooks.learn if hooks.learn is not None else self.learn
+        if isinstance(exc, TRANSIENT):
+            pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
+            if learn is not None:
+                learn(call.model, exc)
+            # a streamed call is never tried again: its pieces may have gone out
+            if result.attempts - tries.corrected > call.retries or call.on_delta is not None:
+                return None
+            delay = pause if pause is not None else tries.backoff
+            tries.backoff = min(tries.backoff * 2, MAX_BACKOFF)
+            if time.monotonic() + delay >= deadline:
+                return None   # no room left to try again
+            # with admission, the pause itself holds the next attempt back
+            return delay if pause is None or self.admission is None else 0.0
+        if learn is not None:
+            learn(call.model, exc)
+        stated = exc.max_output if isinstance(exc, OutputCapExceeded) else None
+        if stated and (tries.cap is None or stated < tries.cap) and \
+                clamp(call.params, stated)[1] is not None and time.monotonic() < deadline:
+            tries.cap, tries.corrected = stated, tries.corrected + 1
+            return 0.0
+        return None
+
+    def _prepared(self, call: SeatCall, result: SeatResult, cancel,
+                  cap: int | None) -> tuple[Endpoint, str | None, dict]:
+        """An attempt's endpoint, key and body, checked before any slot or byte is taken."""
         model = call.model
         endpoint = call.endpoint
         if endpoint is None:
@@ -453,7 +323,12 @@ class Seats:
         if cancel is not None and cancel.is_set():
             raise Cancelled(f"call {call.label} not made: its set was cancelled")
         params, result.clamped = clamp(call.params, cap)
-        body = dict(params, model=model.served, messages=call.messages)
+        return endpoint, key, dict(params, model=model.served, messages=call.messages)
+
+    def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
+                 hooks: _Hooks, cap: int | None):
+        model = call.model
+        endpoint, key, body = self._prepared(call, result, cancel, cap)
         with ExitStack() as held:
             if self.admission is not None:
                 left = deadline - time.monotonic()
@@ -464,10 +339,7 @@ class Seats:
                                                            cancel=cancel))
                 finally:
                     result.waited += time.monotonic() - w0
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
-                                      "waited; give the set more time or lower the load")
+            left = _left(call, deadline)
             extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
             if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
                 extra["meter"] = hooks.meter
@@ -476,10 +348,36 @@ class Seats:
                                           timeout=min(call.timeout, left), cancel=cancel,
                                           messages_json=hooks.encoded.of(call.messages),
                                           **extra)
-            except UpstreamError as exc:   # callers read the endpoint's name, never its URL
-                text = named(exc.message, endpoint.base_url, endpoint.name)
-                exc.message, exc.args = text, (text,)   # its class and fields stay as they were
+            except UpstreamError as exc:
+                _named(exc, endpoint)
                 raise
+
+    def _sent(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
+              hooks: _Hooks, cap: int | None) -> "_Sent | None":
+        """``_attempt``'s first half for a set that reads its answers in one thread: the call
+        sent, holding its slot; None when admission has no slot at once (a thread of the core
+        then waits for one)."""
+        model = call.model
+        endpoint, key, body = self._prepared(call, result, cancel, cap)
+        slot = None
+        if self.admission is not None:
+            slot = self.admission.slot(endpoint.name, model.alias, wait=0.0, cancel=cancel)
+            try:
+                slot.__enter__()
+            except AtLimit:
+                return None
+        try:
+            timeout = min(call.timeout, _left(call, deadline))
+            return _Sent(self.upstream.send_chat(
+                endpoint.base_url, key, body, timeout=timeout, cancel=cancel,
+                messages_json=hooks.encoded.of(call.messages), meter=hooks.meter),
+                endpoint, slot)
+        except BaseException as exc:
+            if slot is not None:
+                slot.__exit__(None, None, None)
+            if isinstance(exc, UpstreamError):
+                _named(exc, endpoint)
+            raise
 
     def _pause(self, model: Model, exc: UpstreamError, cap: float | None) -> float | None:
         """A stated Retry-After: the endpoint pauses for everyone; returns the seconds."""
@@ -506,179 +404,57 @@ def clamp(params: dict, cap: int | None) -> tuple[dict, dict | None]:
                                                      "asked": params[over[0]], "sent": cap}
 
 
+class _Sent:
+    """A call sent by a set's own thread: its answer to read, the slot it holds till then."""
+
+    __slots__ = ("chat", "endpoint", "slot", "index", "t0", "deadline", "tries")
+
+    def __init__(self, chat, endpoint: Endpoint, slot):
+        self.chat, self.endpoint, self.slot = chat, endpoint, slot
+
+    def answer(self):
+        try:
+            return self.chat.answer()
+        except UpstreamError as exc:
+            _named(exc, self.endpoint)
+            raise
+        finally:
+            self._free()
+
+    def drop(self) -> None:
+        self.chat.drop()
+        self._free()
+
+    def _free(self) -> None:
+        if self.slot is not None:
+            slot, self.slot = self.slot, None
+            slot.__exit__(None, None, None)
+
+
+def _named(exc: UpstreamError, endpoint: Endpoint) -> None:
+    """Make ``exc`` name the endpoint, never its URL: callers read the endpoint's name."""
+    text = named(exc.message, endpoint.base_url, endpoint.name)
+    exc.message, exc.args = text, (text,)   # its class and fields stay as they were
+
+
+def _left(call: SeatCall, deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
+                              "waited; give the set more time or lower the load")
+    return left
+
+
+def _hold(call: SeatCall, delay: float, cancel) -> None:
+    """Wait ``delay`` seconds before a call's next attempt, unless its set is cancelled."""
+    if delay > 0:
+        waiter = cancel if cancel is not None else threading.Event()
+        if waiter.wait(delay):
+            raise Cancelled(f"call {call.label} cancelled while waiting to retry")
+
+
 def _deadline(timeout: float | None, deadline: float | None) -> float:
     out = math.inf if deadline is None else deadline
     if timeout is not None:
         out = min(out, time.monotonic() + timeout)
     return out
-
-
-def _own_deadline(call: SeatCall, t0: float, deadline: float) -> float:
-    """The latest a call may end by its own limits, from its start ``t0``."""
-    if call.wait_in_timeout:
-        return t0 + call.timeout
-    if call.wait is not None:
-        return t0 + call.wait + call.timeout
-    if deadline == math.inf:   # no wait of its own and no set deadline: it waits its timeout
-        return t0 + 2 * call.timeout
-    return math.inf
-
-
-def _work(job: SeatJob, result: JobResult, cancel) -> None:
-    t0 = time.monotonic()
-    if cancel is not None and cancel.is_set():
-        result.status, result.error_kind = "cancelled", "cancelled"
-        result.error = f"{job.label} not begun: its set was cancelled"
-        return
-    result.begun = True
-    try:
-        result.value = job.work()
-        result.status = "ok"
-    except Exception as exc:   # the job's own failure is its result, never its set's
-        result.status, result.error_kind, result.exception = "error", "raised", exc
-        result.error = f"{type(exc).__name__}: {exc}"
-    result.seconds = round(time.monotonic() - t0, 3)
-
-
-class SeatSet:
-    """A set of units in flight; results are handed over in the order they finish. Iterating
-    the set yields each result as it lands (``progress`` also yields None every tick)."""
-
-    def __init__(self, seats: Seats, units: list[Unit], deadline: float,
-                 cancel: threading.Event, hooks: _Hooks, parallel: int | None = None,
-                 grace: float = GRACE):
-        labels = [u.label for u in units]
-        if len(set(labels)) != len(labels):
-            raise ValueError("every call of a set needs its own label; "
-                             f"repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
-        if parallel is not None and parallel < 1:
-            raise ValueError(f"parallel must be at least 1, not {parallel!r}")
-        self._seats, self._hooks = seats, hooks
-        self.deadline, self.cancel, self.grace = deadline, cancel, grace
-        self._parallel = parallel
-        self.units: list[Unit] = []
-        # one result per unit from the start, each filled in place as its unit ends
-        self.results: list[Result] = []
-        self._labels: set[str] = set()
-        self._finished: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self._unreported: set[int] = set()
-        self._lock = threading.Lock()   # guards the lanes and the units' list
-        self._running: dict[str, int] = {}
-        self._held: dict[str, deque[int]] = {}
-        self._cancelled_at: float | None = None
-        for unit in units:
-            self.add(unit)
-
-    def add(self, unit: Unit) -> Result:
-        """One more unit, started as the set's ``parallel`` allows; its result (filled in place).
-        The set's iteration then waits for it too."""
-        result = SeatResult.of(unit) if isinstance(unit, SeatCall) else JobResult(unit.label)
-        lane = unit.model.endpoint if isinstance(unit, SeatCall) else unit.lane
-        with self._lock:
-            if unit.label in self._labels:
-                raise ValueError(f"every call of a set needs its own label; repeated: "
-                                 f"{unit.label!r}")
-            self._labels.add(unit.label)
-            i = len(self.units)
-            self.units.append(unit)
-            self.results.append(result)
-            self._unreported.add(i)
-            now = self._parallel is None or self._running.get(lane, 0) < self._parallel
-            if now:
-                self._running[lane] = self._running.get(lane, 0) + 1
-            else:
-                self._held.setdefault(lane, deque()).append(i)
-        if now:
-            self._seats.submit(self._run, i, lane)
-        return result
-
-    def _run(self, i: int | None, lane: str) -> None:
-        # a lane's slot drains its lane on this thread: the next unit held back starts here
-        while i is not None:
-            try:
-                self._seats._perform(self.units[i], self.results[i], self.deadline, self.cancel,
-                                     self._hooks)   # never raises but for a broken on_end
-            finally:   # handed over whatever happened, so nobody waits for the deadline
-                self._finished.put(i)
-                i = self._next(lane)
-
-    def _next(self, lane: str) -> int | None:
-        """A unit of ``lane`` ended: the next one held back, to begin now (none once the set is
-        cancelled: those are dropped)."""
-        if self._parallel is None:
-            return None
-        with self._lock:
-            held = self._held.get(lane)
-            if held and not self.cancel.is_set():
-                return held.popleft()
-            self._running[lane] -= 1
-        if self.cancel.is_set():
-            self._drop_held()
-        return None
-
-    def _drop_held(self) -> None:
-        """The set was cancelled: units held back are never begun (nor sent, nor logged)."""
-        with self._lock:
-            dropped = [i for held in self._held.values() for i in held]
-            for held in self._held.values():
-                held.clear()
-        for i in dropped:
-            result = self.results[i]
-            result.status, result.error_kind = "cancelled", "cancelled"
-            result.error = f"{self.units[i].label} not begun: its set was cancelled"
-            self._finished.put(i)
-
-    @property
-    def settled(self) -> bool:
-        """Whether every result has been handed over (or given up by ``progress``)."""
-        return not self._unreported
-
-    def __iter__(self) -> Iterator[Result]:
-        return (r for r in self.progress() if r is not None)
-
-    def progress(self, tick: float = 0.25) -> Iterator[Result | None]:
-        """Yield each result once, as its unit finishes, and None every ``tick`` seconds while
-        units still run (so the caller can check on its client or its cancel). A unit stuck past
-        the deadline, or past the set's cancel, plus the grace is given up (a timeout, or
-        cancelled); a call of it is logged by its own thread if it ever ends. Called again, it
-        yields only what it has not yielded yet."""
-        while self._unreported:
-            end = self.deadline
-            if self.cancel.is_set():
-                if self._cancelled_at is None:
-                    self._cancelled_at = time.monotonic()
-                    self._drop_held()
-                end = min(end, self._cancelled_at)
-            left = end + self.grace - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                i = self._finished.get(timeout=min(tick, left))
-            except queue.Empty:
-                yield None
-                continue
-            if i in self._unreported:
-                self._unreported.discard(i)
-                yield self.results[i]
-        for i in sorted(self._unreported):
-            self._unreported.discard(i)
-            yield self._given_up(self.results[i])
-
-    def _given_up(self, result: Result) -> Result:
-        if self._cancelled_at is not None:
-            result.status, result.error_kind = "cancelled", "cancelled"
-            result.error = f"it did not stop within {self.grace:g} s of its set's cancel"
-        else:
-            result.status, result.error_kind = "error", "timeout"
-            result.error = "the call did not finish by its set's deadline"
-        return result
-
-    def wait(self) -> list[Result]:
-        """Every result, in the order the units were given."""
-        for _ in self.progress():
-            pass
-        return list(self.results)
-
-    def abandon(self) -> None:
-        """Stop every unit still waiting or running; they end as ``cancelled``."""
-        self.cancel.set()

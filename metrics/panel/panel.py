@@ -332,7 +332,7 @@ class PanelRun:
             self.seats = panels.seats.start(
                 calls, timeout=limits.panel_timeout, cancel=self.cancel, log=self._log,
                 learn=panels.learn, scrub=self._scrub, on_end=self._ended,
-                max_pause=self._max_pause, meter=self.held)
+                max_pause=self._max_pause, meter=self.held, here=live is None)
             self.deadline = self.seats.deadline
             # each seat, filled in as it ends; until then as seated (status "error", no answer)
             self.results = self.seats.results
@@ -472,6 +472,7 @@ class PanelRun:
         if now:
             self.record(self.results)
         else:
+            self.seats.let_go()   # the seats still running are read on the core's threads
             self.panels.running_behind(self, True)
             if self._recorded:   # the last seat ended meanwhile and recorded it
                 self.panels.running_behind(self, False)

@@ -48,7 +48,8 @@ from panelist.metrics.plaintext import clip
 from panelist.metrics.store import jsonwire
 from panelist.metrics.upstream.http11 import Reply
 from panelist.metrics.upstream.proxy import Proxy
-from panelist.metrics.upstream.transport import USER_AGENT, Origin, Transport, proxy_refusal
+from panelist.metrics.upstream.transport import (USER_AGENT, Origin, Sent, Transport,
+                                                proxy_refusal)
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      ModelNotFound, OutputCapExceeded, PaymentRequired,
                                      RateLimited, UpstreamBadReply, UpstreamError,
@@ -143,36 +144,48 @@ class Upstream:
         memory budget a large answer is charged to as it arrives (``Transport.exchange``); past
         it the call fails with ``OutOfMemoryBudget``. What it took stays taken for the caller to
         give back; when the call fails it has already gone back."""
+        if on_delta is None:
+            return self.send_chat(base_url, api_key, body, timeout=timeout, cancel=cancel,
+                                  messages_json=messages_json, meter=meter).answer()
         started = time.monotonic()
         target = self._target(base_url)
-        wire = {"stream": False} if on_delta is None else \
-            {"stream": True, "stream_options": {"include_usage": True}}
-        if messages_json is None:
-            payload = json.dumps({**body, **wire}).encode()
-        else:
-            rest = {k: v for k, v in body.items() if k != "messages"}
-            opening = json.dumps({**rest, **wire}).encode()[:-1]   # without its "}"
-            payload = (opening + b', "messages": ', messages_json, b"}")
-            if len(messages_json) < SHARED_BODY:   # a copy costs less than a second send
-                payload = b"".join(payload)
         secrets = _secrets(target, api_key)
-        reader = None if on_delta is None else Streamed(on_delta, target.label, secrets)
-        response, data = self._call(target, target.head if reader is None else target.streaming,
-                                    payload, api_key, started, timeout, cancel,
-                                    None if reader is None else reader.read, meter)
+        reader = Streamed(on_delta, target.label, secrets)
+        request = self._request(target, target.streaming,
+                                _payload(body, messages_json, _STREAMED), api_key, timeout,
+                                cancel)
+        response, data = self.transport.exchange(
+            target.origin, request, deadline=started + timeout, timeout=timeout, cancel=cancel,
+            stream=reader.read, meter=meter)
         if not 200 <= response.status <= 299:
             raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
         if data is reader:   # read as it arrived
             return reader.answer(response, time.monotonic() - started)
         return _answer(response, data, target.label, secrets, time.monotonic() - started)
 
+    def send_chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
+                  cancel: threading.Event | None = None, messages_json: bytes | None = None,
+                  meter=None) -> "SentChat":
+        """``chat``'s first half, for a caller that waits on several calls in one thread: the
+        request is sent; ``SentChat.answer`` reads and returns the ``Answer`` (raising what
+        ``chat`` raises), ``fileno`` says when some of it has come."""
+        started = time.monotonic()
+        target = self._target(base_url)
+        request = self._request(target, target.head, _payload(body, messages_json, _PLAIN),
+                                api_key, timeout, cancel)
+        sent = self.transport.begin(target.origin, request, deadline=started + timeout,
+                                    timeout=timeout, cancel=cancel, meter=meter)
+        return SentChat(target, sent, _secrets(target, api_key), started)
+
     def models(self, base_url: str, api_key: str | None, *, timeout: float) -> list[dict]:
         """``GET {base_url}/models``: the entries of the endpoint's model list (each has an
         ``id``; many providers add ``context_length``, pricing and the like), as sent."""
         started = time.monotonic()
         target = self._target(base_url)
-        response, data = self._call(target, target.listing, None, api_key, started, timeout,
-                                    None)
+        request = self._request(target, target.listing, None, api_key, timeout, None)
+        response, data = self.transport.exchange(target.origin, request,
+                                                 deadline=started + timeout, timeout=timeout,
+                                                 cancel=None)
         if not 200 <= response.status <= 299:
             raise _refusal(response.status, response, data, target.label,
                            _secrets(target, api_key), target.proxy)
@@ -199,10 +212,9 @@ class Upstream:
             self._targets[base_url] = target
         return target
 
-    def _call(self, target: _Target, head: bytes, payload: bytes | None, api_key: str | None,
-              started: float, timeout: float, cancel, stream=None, meter=None) -> tuple:
-        """One request with its checks and deadline: ``(response, body)``; ``stream`` reads a
-        2xx body as it arrives (``Transport.exchange``)."""
+    def _request(self, target: _Target, head: bytes, payload: bytes | tuple | None,
+                 api_key: str | None, timeout: float, cancel) -> bytes | tuple:
+        """One request's bytes (its parts, for a shared body), once its checks pass."""
         if self.transport.closed:
             raise Cancelled(f"call to {target.label} not made: this Upstream is closed; "
                             "build a new one")
@@ -229,10 +241,50 @@ class Upstream:
                        closing)
         else:
             request = b"%s%sContent-Length: %d\r\n\r\n%s" % (head, auth, len(payload), payload)
+        return request
 
-        return self.transport.exchange(target.origin, request, deadline=started + timeout,
-                                       timeout=timeout, cancel=cancel, stream=stream,
-                                       meter=meter)
+
+class SentChat:
+    """A chat call sent, its answer not read yet (``Upstream.send_chat``)."""
+
+    __slots__ = ("target", "sent", "secrets", "started")
+
+    def __init__(self, target: _Target, sent: Sent, secrets: tuple, started: float):
+        self.target, self.sent, self.secrets, self.started = target, sent, secrets, started
+
+    def fileno(self) -> int:
+        return self.sent.fileno()
+
+    def answer(self) -> Answer:
+        """Read the answer; raises what ``Upstream.chat`` raises."""
+        target = self.target
+        response, data = self.sent.end()
+        if not 200 <= response.status <= 299:
+            raise _refusal(response.status, response, data, target.label, self.secrets,
+                           target.proxy)
+        return _answer(response, data, target.label, self.secrets,
+                       time.monotonic() - self.started)
+
+    def drop(self) -> None:
+        """Give the answer up unread (its connection is closed)."""
+        self.sent.drop()
+
+
+_PLAIN = {"stream": False}
+_STREAMED = {"stream": True, "stream_options": {"include_usage": True}}
+
+
+def _payload(body: dict, messages_json: bytes | None, wire: dict) -> bytes | tuple:
+    """A chat body's bytes; given its messages already encoded, their JSON is spliced in (and
+    a large one is left as a part of its own, sent without a copy)."""
+    if messages_json is None:
+        return json.dumps({**body, **wire}).encode()
+    rest = {k: v for k, v in body.items() if k != "messages"}
+    opening = json.dumps({**rest, **wire}).encode()[:-1]   # without its "}"
+    payload = (opening + b', "messages": ', messages_json, b"}")
+    if len(messages_json) < SHARED_BODY:   # a copy costs less than a second send
+        return b"".join(payload)
+    return payload
 
 
 def _secrets(target: _Target, api_key: str | None) -> tuple:

@@ -86,6 +86,37 @@ class _Call:
         self.reason: str | None = None           # _CANCEL or _DEADLINE once the call is doomed
 
 
+class Sent:
+    """A request sent whose answer is not read yet (``Transport.begin``): ``end`` reads it,
+    once; ``drop`` gives it up unread. ``fileno`` is its connection's, for a poll."""
+
+    __slots__ = ("transport", "origin", "request", "call", "timeout", "meter", "sock", "reused")
+
+    def __init__(self, transport: "Transport", origin: "Origin", request, call: _Call,
+                 timeout: float, meter):
+        self.transport, self.origin, self.request, self.call = transport, origin, request, call
+        self.timeout, self.meter = timeout, meter
+        self.sock: socket.socket | None = None
+        self.reused = False
+
+    def fileno(self) -> int:
+        return self.sock.fileno() if self.sock is not None else -1
+
+    def end(self, stream=None) -> tuple[Reply, object]:
+        """The final response's head and body (``stream``: as ``Transport.exchange``'s)."""
+        try:
+            return self.transport._receive(self, stream)
+        finally:
+            self.transport._leave(self.call)
+
+    def drop(self) -> None:
+        """Give the answer up unread: the connection is closed, never reused."""
+        if self.sock is not None:
+            self.transport._give_back(self.origin.key, self.sock, self.call, False)
+            self.sock = None
+        self.transport._leave(self.call)
+
+
 class Origin:
     """A parsed base URL: where to connect (``dial``: the proxy's address when there is one), its
     pool key, its name in messages, and how a request names its target (``target``)."""
@@ -171,44 +202,72 @@ class Transport:
         large answer is charged to as it arrives (``http11.Wire``); what an answer took stays
         taken once it is returned (its holder gives it back), and goes back at once when the
         call fails."""
+        return self.begin(origin, request, deadline=deadline, timeout=timeout, cancel=cancel,
+                          meter=meter).end(stream)
+
+    def begin(self, origin: Origin, request: bytes | tuple, *, deadline: float, timeout: float,
+              cancel: threading.Event | None, meter=None) -> "Sent":
+        """``exchange`` in two halves: this one connects and sends ``request``; the ``Sent`` it
+        returns reads the answer (``end``), and its ``fileno`` lets one thread wait on several
+        answers at once. The deadline and ``cancel`` hold in between as during ``exchange``: the
+        watchdog shuts the socket down, which a poll sees as readable."""
         call = _Call(deadline, cancel)
         self._enter(call)
+        sent = Sent(self, origin, request, call, timeout, meter)
         try:
-            return self._exchange(origin, request, call, timeout, stream, meter)
-        finally:
-            with self._lock:
-                self._inflight.discard(call)
+            self._send(sent, self._take(origin.key))
+        except BaseException:
+            sent.drop()
+            raise
+        return sent
 
-    # -- one exchange ----------------------------------------------------------------------------
-    def _exchange(self, origin: Origin, request: bytes | tuple, call: _Call,
-                  timeout: float, stream=None, meter=None) -> tuple[Reply, object]:
-        """Send the request, read the whole response; the one place socket errors are caught."""
-        sock = self._take(origin.key)
+    def _leave(self, call: _Call) -> None:
+        with self._lock:
+            self._inflight.discard(call)
+
+    # -- one exchange: the only place socket errors are caught -----------------------------------
+    def _send(self, sent: "Sent", sock: socket.socket | None) -> None:
+        """Send the request on ``sock`` (a pooled connection) or a fresh one; a pooled one found
+        dead while sending (the server's idle timer won the race) is replaced once."""
+        origin, call, request = sent.origin, sent.call, sent.request
         while True:
-            reused, keep, sent, reading = sock is not None, False, False, False
-            wire, answered = None, False
+            sent.reused = sock is not None
             try:
                 if sock is None:
                     sock = self._connect(origin, call)
                 else:
                     sock.settimeout(max(call.deadline - time.monotonic(), 0.001))
                     call.sock = sock
-                wire = Wire(sock, meter)
+                sent.sock = sock
+                if isinstance(request, tuple):
+                    for part in request:
+                        sock.sendall(part)
+                else:
+                    sock.sendall(request)
+                return
+            except _STALE as exc:
+                if sent.reused and call.reason is None:
+                    self._give_back(origin.key, sock, call, False)
+                    sock = sent.sock = None
+                    continue   # once: a fresh connection is never retried
+                raise self._lost(sent, exc, False) from exc
+            except (_ProxyRefused, OSError, ValueError) as exc:
+                raise self._lost(sent, exc, False) from \
+                    (None if isinstance(exc, _ProxyRefused) else exc)
+
+    def _receive(self, sent: "Sent", stream=None) -> tuple[Reply, object]:
+        """Read the final response to a sent request (see ``exchange``); the connection goes
+        back to the pool only when it may carry another request."""
+        origin, call, meter = sent.origin, sent.call, sent.meter
+        while True:
+            keep, reading, answered, again = False, False, False, False
+            wire = Wire(sent.sock, meter)
+            try:
                 try:
-                    if isinstance(request, tuple):
-                        for part in request:
-                            sock.sendall(part)
-                    else:
-                        sock.sendall(request)
-                    sent = True
                     reply = wire.head()
-                except _STALE as exc:
+                except Closed:
                     # the server had closed a reused connection before reading this request
-                    stale = sent if isinstance(exc, Closed) else not sent
-                    if reused and stale and call.reason is None:
-                        self._give_back(origin.key, sock, call, False)
-                        sock = None
-                        continue   # once: a fresh connection is never retried
+                    again = sent.reused and call.reason is None
                     raise
                 reading = True
                 if stream is not None and 200 <= reply.status <= 299:
@@ -221,20 +280,35 @@ class Transport:
                     raise ConnectionAbortedError("shut down by the watchdog")
                 answered = True
                 return reply, data
-            except TooBig:
-                raise _too_big(origin.label) from None
-            except OverBudget:
-                raise _over_budget(origin.label) from None
-            except _ProxyRefused as exc:
-                raise proxy_refusal(origin.proxy, f"({exc.status})",
-                                    origin.authority.decode(), exc.status) from None
+            except (TooBig, OverBudget) as exc:
+                raise self._lost(sent, exc, reading) from None
             except (OSError, ValueError) as exc:
-                raise self._failure(exc, origin, call, timeout, reading) from exc
+                if not again:
+                    raise self._lost(sent, exc, reading) from exc
             finally:
-                if sock is not None:
-                    self._give_back(origin.key, sock, call, keep)
-                if not answered and wire is not None and wire.charged:
+                if sent.sock is not None and not again:
+                    self._give_back(origin.key, sent.sock, call, keep)
+                    sent.sock = None
+                if not answered and wire.charged:
                     meter.give(wire.charged)   # a failed answer holds nothing
+            self._give_back(origin.key, sent.sock, call, False)
+            sent.sock = None
+            self._send(sent, None)   # once, and on a fresh connection
+
+    def _lost(self, sent: "Sent", exc: BaseException, reading: bool) -> UpstreamError:
+        """The error an exchange that failed with ``exc`` raises; its connection is closed."""
+        if sent.sock is not None:
+            self._give_back(sent.origin.key, sent.sock, sent.call, False)
+            sent.sock = None
+        origin = sent.origin
+        if isinstance(exc, TooBig):
+            return _too_big(origin.label)
+        if isinstance(exc, OverBudget):
+            return _over_budget(origin.label)
+        if isinstance(exc, _ProxyRefused):
+            return proxy_refusal(origin.proxy, f"({exc.status})", origin.authority.decode(),
+                                 exc.status)
+        return self._failure(exc, origin, sent.call, sent.timeout, reading)
 
     def _failure(self, exc: BaseException, origin: Origin, call: _Call, timeout: float,
                  reading: bool) -> UpstreamError:
