@@ -38,7 +38,8 @@ Invariants:
   poll of their connections; ``on_end`` runs there). Nothing else differs: a call that must
   wait (no admission slot at once, a retry's backoff) goes on on a thread of the core, and a
   caller that stops iterating early hands the rest to the core with ``let_go``. A set of
-  streamed calls, of jobs, or with ``parallel``, is not run here.
+  streamed calls, of jobs, with ``parallel``, or with a prompt over 64 KiB (whose uploads
+  must not wait for each other) is not run here.
 * A call given ``on_delta`` is streamed: the listener hears each piece of the answer's text as
   it arrives (on the call's thread), and the result is the whole answer all the same.
 * ``parallel`` holds at most that many units of a set at once per lane, in the order given: a

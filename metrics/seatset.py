@@ -19,6 +19,10 @@ if TYPE_CHECKING:   # the core makes sets; a set only calls back into it
     from panelist.metrics.seats import Seats, _Hooks, _Sent
 
 ASIDE_TICK = 0.02      # how often a here-set polling its calls looks at those put aside
+# A here-set sends its calls one after another: a prompt up to this size leaves at once (the
+# socket takes it whole), a larger one could hold the next seat's upload back, so it goes on
+# threads that send in parallel.
+HERE_MAX_PROMPT = 64 * 1024
 
 
 class SeatSet:
@@ -49,7 +53,8 @@ class SeatSet:
         self._cancelled_at: float | None = None
         # ``here``: calls sent by this thread, read by whichever thread iterates the set
         self._here = here and parallel is None and seats.sends and all(
-            isinstance(u, SeatCall) and u.on_delta is None for u in units)
+            isinstance(u, SeatCall) and u.on_delta is None and
+            len(hooks.encoded.of(u.messages)) <= HERE_MAX_PROMPT for u in units)
         self._sent: dict[int, _Sent] = {}   # file descriptor -> call in flight
         self._landed: deque[int] = deque()   # ended in the iterating thread, to hand over
         self._aside = 0                      # of a here-set, units on the core's threads

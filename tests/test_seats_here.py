@@ -152,3 +152,14 @@ def test_a_streamed_call_keeps_a_here_set_on_the_cores_threads(sim, roster, core
     assert [r.status for r in results] == ["ok", "ok"]
     assert "".join(pieces) == results[0].text
     assert threading.current_thread() not in {t for _, t in threads}
+
+
+def test_a_large_prompt_keeps_a_here_set_on_the_cores_threads(sim, roster, core):
+    big = [{"role": "user", "content": "x" * (100 * 1024)}]
+    threads = []
+    results = core.start([call(roster, "a", "fast", messages=big),
+                          call(roster, "b", "mid", messages=big)], timeout=30, here=True,
+                         on_end=ends_on(threads)).wait()
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert threading.current_thread() not in {t for _, t in threads}, \
+        "the uploads went out in parallel, each on its own thread"
