@@ -1,7 +1,7 @@
 """What the seats core is given and hands back: a ``SeatCall`` (one model call) or a ``SeatJob``
 (a caller's work run as a unit of a set), and how each ended (``SeatResult``, ``JobResult``), with
 the small rules both the core (``seats.py``) and its sets (``seatset.py``) apply to them: how a
-failure becomes a result, a call's own deadline, where its attempts stand."""
+failure becomes a result, a call's own deadline, where its attempts stand, how it is logged."""
 
 from __future__ import annotations
 
@@ -237,3 +237,28 @@ def run_job(job: SeatJob, result: JobResult, cancel) -> None:
         result.status, result.error_kind, result.exception = "error", "raised", exc
         result.error = f"{type(exc).__name__}: {exc}"
     result.seconds = round(time.monotonic() - t0, 3)
+
+
+def closed(result: SeatResult, t0: float, hooks) -> None:
+    """A call's result as it is logged: its time, and its error scrubbed."""
+    result.seconds = round(time.monotonic() - t0, 3)
+    result.waited = round(result.waited, 3)
+    if hooks.scrub is not None and result.error:
+        result.error = hooks.scrub(result.error)
+
+
+def log_results(hooks, results: list[SeatResult]) -> None:
+    """Log ``results`` (in one write when the log can, and there are several). A full disk or
+    a broken sink loses the line, not the answer: the result says so."""
+    if hooks.write_all is not None and len(results) > 1:
+        try:
+            hooks.write_all(results)
+        except Exception as exc:
+            for result in results:
+                result.meta.setdefault("log_error", f"{type(exc).__name__}: {exc}")
+        return
+    for result in results if hooks.write is not None else ():
+        try:
+            hooks.write(result)
+        except Exception as exc:
+            result.meta.setdefault("log_error", f"{type(exc).__name__}: {exc}")

@@ -70,7 +70,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Upstream, encode_messages
@@ -82,7 +82,7 @@ from panelist.metrics.seatcalls import (ANSWERED, BUDGETS, GRACE, MAX_BACKOFF,
                                         STATUSES, TRANSIENT, Admission, CallFailed, CallSink,
                                         JobResult, Learn, OnEnd, Result, Scrub, SeatCall,
                                         SeatJob, SeatResult, Tries, Unit, Write, answered,
-                                        failed, own_deadline, run_job)
+                                        closed, failed, log_results, own_deadline, run_job)
 from panelist.metrics.seatset import SeatSet
 
 __all__ = ["ANSWERED", "GRACE", "STATUSES", "Admission", "CallFailed", "CallSink", "JobResult",
@@ -100,6 +100,9 @@ class _Hooks:
     max_pause: float | None = None
     encoded: "_Encoded" = field(default_factory=lambda: _Encoded())
     meter: object = None   # the memory budget large answers are charged to (Upstream.chat)
+    # the log's ``write_all(results)``, when it has one: a here-set's answers that came together
+    # are logged in one write
+    write_all: Callable[[list], None] | None = None
 
 
 class _Encoded:
@@ -201,7 +204,8 @@ class Seats:
         calls, of jobs, or with ``parallel`` runs on them all along."""
         return SeatSet(self, list(units), _deadline(timeout, deadline),
                        cancel if cancel is not None else CancelFlag(),
-                       _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter),
+                       _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
+                              write_all=getattr(log, "write_all", None)),
                        parallel, grace, here)
 
     def run(self, units: Iterable[Unit], *, timeout: float | None = None,
@@ -212,7 +216,8 @@ class Seats:
         """``start`` and wait: every result, in the order the units were given. A set of one
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
-        hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter)
+        hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
+                              write_all=getattr(log, "write_all", None))
         if len(units) != 1 or parallel is not None:
             return SeatSet(self, units, _deadline(timeout, deadline),
                            cancel if cancel is not None else CancelFlag(), hooks, parallel,
@@ -257,15 +262,8 @@ class Seats:
             hooks.on_end(result)
 
     def _logged(self, result: SeatResult, t0: float, hooks: _Hooks) -> None:
-        result.seconds = round(time.monotonic() - t0, 3)
-        result.waited = round(result.waited, 3)
-        if hooks.scrub is not None and result.error:
-            result.error = hooks.scrub(result.error)
-        if hooks.write is not None:
-            try:
-                hooks.write(result)
-            except Exception as exc:   # a full disk or a broken sink loses the line, not the answer
-                result.meta.setdefault("log_error", f"{type(exc).__name__}: {exc}")
+        closed(result, t0, hooks)
+        log_results(hooks, [result])
 
     def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
                   hooks: _Hooks, tries: "Tries") -> None:

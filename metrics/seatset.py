@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Iterator
 
 from panelist.metrics.errors import UpstreamError
 from panelist.metrics.seatcalls import (GRACE, JobResult, Result, SeatCall, SeatResult, Tries,
-                                        Unit, answered, failed, own_deadline)
+                                        Unit, answered, closed, failed, log_results,
+                                        own_deadline)
 
 if TYPE_CHECKING:   # the core makes sets; a set only calls back into it
     from panelist.metrics.seats import Seats, _Hooks, _Sent
@@ -108,18 +109,18 @@ class SeatSet:
         sent.index, sent.t0, sent.deadline, sent.tries = i, t0, deadline, tries
         self._sent[sent.chat.fileno()] = sent
 
-    def _read(self, sent: _Sent) -> None:
+    def _read(self, sent: _Sent, ended: list) -> None:
         i = sent.index
         try:
             answer = sent.answer()
         except Exception as exc:
-            self._failed(i, sent.t0, sent.deadline, sent.tries, exc)
+            self._failed(i, sent.t0, sent.deadline, sent.tries, exc, ended)
             return
         answered(self.results[i], answer)
-        self._end(i, sent.t0)
+        ended.append((i, sent.t0))
 
-    def _failed(self, i: int, t0: float, deadline: float, tries: Tries,
-                exc: Exception) -> None:
+    def _failed(self, i: int, t0: float, deadline: float, tries: Tries, exc: Exception,
+                ended: list | None = None) -> None:
         call, result, seats = self.units[i], self.results[i], self._seats
         if isinstance(exc, UpstreamError):
             delay = seats._again(call, result, exc, tries, deadline, self._hooks)
@@ -128,14 +129,21 @@ class SeatSet:
                                 self._hooks, tries, delay, i=i)
                 return
         failed(result, exc)
-        self._end(i, t0)
+        if ended is None:
+            self._end([(i, t0)])
+        else:
+            ended.append((i, t0))
 
-    def _end(self, i: int, t0: float) -> None:
-        result = self.results[i]
-        self._seats._logged(result, t0, self._hooks)
-        if self._hooks.on_end is not None:
-            self._hooks.on_end(result)
-        self._landed.append(i)
+    def _end(self, ended: list[tuple[int, float]]) -> None:
+        """Calls that ended in this thread: logged (together), then handed over."""
+        hooks, results = self._hooks, [self.results[i] for i, _ in ended]
+        for result, (_, t0) in zip(results, ended):
+            closed(result, t0, hooks)
+        log_results(hooks, results)
+        for result, (i, _) in zip(results, ended):
+            if hooks.on_end is not None:
+                hooks.on_end(result)
+            self._landed.append(i)
 
     def _put_aside(self, fn, *args, i: int) -> None:
         """Finish a unit of a here-set on a thread of the core (``fn`` logs it and runs the
@@ -282,11 +290,16 @@ class SeatSet:
             # for admission)
             wait = min(tick, left, ASIDE_TICK if self._aside else tick)
             ready = poller.poll(max(wait, 0.0) * 1000)
-            for fd, _ in ready:
-                sent = self._sent.pop(fd, None)
-                if sent is not None:
-                    poller.unregister(fd)
-                    self._read(sent)
+            ended: list[tuple[int, float]] = []
+            while ready:   # and what came meanwhile: answers that land together log together
+                for fd, _ in ready:
+                    sent = self._sent.pop(fd, None)
+                    if sent is not None:
+                        poller.unregister(fd)
+                        self._read(sent, ended)
+                ready = poller.poll(0) if self._sent else []
+            if ended:
+                self._end(ended)
             now = time.monotonic()
             if now - last >= tick:
                 last = now
@@ -295,7 +308,7 @@ class SeatSet:
             del self._sent[fd]
             sent.drop()
             self._given_up(self.results[sent.index])
-            self._end(sent.index, sent.t0)
+            self._end([(sent.index, sent.t0)])
         for i in sorted(self._unreported):
             self._unreported.discard(i)
             result = self.results[i]

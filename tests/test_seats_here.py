@@ -163,3 +163,28 @@ def test_a_large_prompt_keeps_a_here_set_on_the_cores_threads(sim, roster, core)
     assert [r.status for r in results] == ["ok", "ok"]
     assert threading.current_thread() not in {t for _, t in threads}, \
         "the uploads went out in parallel, each on its own thread"
+
+
+class BatchLog:
+    """A log that takes several results in one write, as the gateway's does."""
+
+    def __init__(self):
+        self.writes: list[list[str]] = []
+
+    def write(self, result):
+        self.writes.append([result.call])
+
+    def write_all(self, results):
+        self.writes.append([r.call for r in results])
+
+
+def test_answers_that_land_together_are_logged_once_each_before_they_end(sim, roster, core):
+    log = BatchLog()
+    logged_at_end = {}
+    on_end = (lambda r: logged_at_end.__setitem__(
+        r.call, any(r.call in w for w in log.writes)))
+    results = core.start([call(roster, c, "fast") for c in "abcdef"], timeout=30, log=log,
+                         on_end=on_end, here=True).wait()
+    assert [r.status for r in results] == ["ok"] * 6
+    assert sorted(c for w in log.writes for c in w) == list("abcdef"), "each once"
+    assert logged_at_end == dict.fromkeys("abcdef", True), "logged before it was handed over"

@@ -310,8 +310,9 @@ class Ledger:
 
     def record_seats(self, recs: list[dict], now: float | None = None, *,
                      seatings: Iterable[dict] = ()) -> None:
-        """Append many seat records in one locked write (bulk loaders), after the ``"seated"``
-        lines of ``seatings`` (dicts of ``seated_record``'s arguments), as a gateway writes them."""
+        """Append many seat records in one locked write (bulk loaders; a panel's seats that
+        ended together), after the ``"seated"`` lines of ``seatings`` (dicts of
+        ``seated_record``'s arguments), as a gateway writes them."""
         lines = [self.seated_record(**s) for s in seatings]
         lines.extend(self.seat_record(r, now) for r in recs)
         if lines:

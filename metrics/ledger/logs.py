@@ -141,11 +141,12 @@ class FileLogs:
         """Log finished panels ``(seq, record)``, the ``abandoned`` evidence lines first."""
         if abandoned:
             self._evidence.append(*abandoned)
-        offset = self._calls.append(*(record for _, record in pairs))
+        encoded = [jsonl.dumps(record) for _, record in pairs]
+        offset = self._calls.write_lines(encoded)
         lines = []
-        for seq, record in pairs:
+        for (seq, _), line in zip(pairs, encoded):
             lines.append((seq, offset))
-            offset += len(jsonl.dumps(record))
+            offset += len(line)
         self._table.point(lines)
 
     def pointer(self, seq: int) -> int | None:

@@ -282,11 +282,18 @@ class SeatEvidence:
         self.run = run
 
     def write(self, result: SeatResult) -> None:
+        self.run.panels.ledger.record_seat(self._record(result))
+
+    def write_all(self, results: list[SeatResult]) -> None:
+        """Seats that ended together, in one write."""
+        self.run.panels.ledger.record_seats([self._record(r) for r in results])
+
+    def _record(self, result: SeatResult) -> dict:
         run = self.run
         rec = seatrecord.fields(result, answer=False)
         rec.update(panel=run.panel, shape=run.req.shape, seated=run.started, key=run.key,
                    collection=run.req.collection.model_id)
-        run.panels.ledger.record_seat(rec)
+        return rec
 
 
 class PanelRun:

@@ -51,7 +51,11 @@ class Appender:
 
     def append(self, *records: dict) -> int:
         """Write the records as one block; returns the byte offset where the first one starts."""
-        data = b"".join(dumps(r) for r in records)
+        return self.write_lines([dumps(r) for r in records])
+
+    def write_lines(self, lines: list[bytes]) -> int:
+        """``append`` of records already encoded by ``dumps``."""
+        data = b"".join(lines)
         with self._lock:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
