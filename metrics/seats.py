@@ -201,7 +201,7 @@ class Seats:
         a thread per call, but its answers are read only while the set is iterated: a caller
         that stops early (a picked reply) calls ``let_go``. A call that must wait (for
         admission, or to be tried again) goes on on a thread of the core; a set of streamed
-        calls, of jobs, or with ``parallel`` runs on them all along."""
+        calls, of jobs, with ``parallel`` or with a prompt over 64 KiB runs on them all along."""
         return SeatSet(self, list(units), _deadline(timeout, deadline),
                        cancel if cancel is not None else CancelFlag(),
                        _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
@@ -217,7 +217,7 @@ class Seats:
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
         hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
-                              write_all=getattr(log, "write_all", None))
+                       write_all=getattr(log, "write_all", None))
         if len(units) != 1 or parallel is not None:
             return SeatSet(self, units, _deadline(timeout, deadline),
                            cancel if cancel is not None else CancelFlag(), hooks, parallel,
