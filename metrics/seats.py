@@ -124,6 +124,11 @@ class _Encoded:
         return data
 
 
+def _hooks(log, learn, scrub, on_end, max_pause, meter) -> _Hooks:
+    return _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
+                  write_all=getattr(log, "write_all", None))
+
+
 def _writer(log) -> Write | None:
     if log is None:
         return None
@@ -204,9 +209,8 @@ class Seats:
         calls, of jobs, with ``parallel`` or with a prompt over 64 KiB runs on them all along."""
         return SeatSet(self, list(units), _deadline(timeout, deadline),
                        cancel if cancel is not None else CancelFlag(),
-                       _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
-                              write_all=getattr(log, "write_all", None)),
-                       parallel, grace, here)
+                       _hooks(log, learn, scrub, on_end, max_pause, meter), parallel, grace,
+                       here)
 
     def run(self, units: Iterable[Unit], *, timeout: float | None = None,
             deadline: float | None = None, cancel: threading.Event | None = None, log=None,
@@ -216,8 +220,7 @@ class Seats:
         """``start`` and wait: every result, in the order the units were given. A set of one
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
-        hooks = _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
-                       write_all=getattr(log, "write_all", None))
+        hooks = _hooks(log, learn, scrub, on_end, max_pause, meter)
         if len(units) != 1 or parallel is not None:
             return SeatSet(self, units, _deadline(timeout, deadline),
                            cancel if cancel is not None else CancelFlag(), hooks, parallel,

@@ -220,13 +220,7 @@ class SeatSet:
 
     def _progress(self, tick: float) -> Iterator[Result | None]:
         while self._unreported:
-            end = self.deadline
-            if self.cancel.is_set():
-                if self._cancelled_at is None:
-                    self._cancelled_at = time.monotonic()
-                    self._drop_held()
-                end = min(end, self._cancelled_at)
-            left = end + self.grace - time.monotonic()
+            left = self._left()
             if left <= 0:
                 break
             try:
@@ -264,28 +258,12 @@ class SeatSet:
                 if i in self._unreported:
                     self._unreported.discard(i)
                     yield self.results[i]
-            if not self._unreported:
-                break
-            end = self.deadline
-            if self.cancel.is_set():
-                if self._cancelled_at is None:
-                    self._cancelled_at = time.monotonic()
-                end = min(end, self._cancelled_at)
-            now = time.monotonic()
-            left = end + self.grace - now
+            if not self._sent:   # what is left runs on the core's threads
+                yield from self._progress(tick)
+                return
+            left = self._left()
             if left <= 0:
                 break
-            if not self._sent:   # what is left runs on the core's threads
-                try:
-                    i = self._finished.get(timeout=min(tick, left))
-                except queue.Empty:
-                    yield None
-                    continue
-                self._aside -= 1
-                if i in self._unreported:
-                    self._unreported.discard(i)
-                    yield self.results[i]
-                continue
             # with units aside too, look at their queue now and then (rare: a retry, a wait
             # for admission)
             wait = min(tick, left, ASIDE_TICK if self._aside else tick)
@@ -314,6 +292,17 @@ class SeatSet:
             result = self.results[i]
             yield result if i in self._landed else self._given_up(result)
         self._landed.clear()
+
+    def _left(self) -> float:
+        """Seconds until units still running are given up: the deadline, or the cancel (seen
+        now for the first time: units held back are dropped), plus the grace."""
+        end = self.deadline
+        if self.cancel.is_set():
+            if self._cancelled_at is None:
+                self._cancelled_at = time.monotonic()
+                self._drop_held()
+            end = min(end, self._cancelled_at)
+        return end + self.grace - time.monotonic()
 
     def _given_up(self, result: Result) -> Result:
         if self._cancelled_at is not None:
