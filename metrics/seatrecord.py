@@ -67,11 +67,9 @@ def line(result: "SeatResult", kind: str, *, answer: bool | str = True,
     if clash:
         raise ValueError(f"{', '.join(sorted(clash))}: a caller's field cannot replace a seat "
                          "field; name it otherwise")
-    record = {"v": jsonl.SCHEMA, "kind": kind,
-              "ts": jsonl.utc_iso(time.time() if now is None else now)}
-    record.update(fields(result, answer=answer))
-    record.update(own)
-    return record
+    return {"v": jsonl.SCHEMA, "kind": kind,
+            "ts": jsonl.utc_iso(time.time() if now is None else now),
+            **fields(result, answer=answer), **own}
 
 
 def read(record: dict) -> dict:

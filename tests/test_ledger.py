@@ -499,6 +499,30 @@ def test_bulk_path_writes_the_same_lines(tmp_path):
         assert {**bulk.panel(pids[1]), "ts": ""} == {**one.panel(pids[1]), "ts": ""}
 
 
+
+def test_a_panel_s_whole_seat_lines_land_as_made_and_bad_ones_are_refused(runs):
+    from panelist.metrics import seatrecord
+    from panelist.metrics.seats import SeatResult
+    with Ledger(runs) as ledger:
+        pid = ledger.new_panel(T0)
+        result = SeatResult(call=f"{pid}.member1", seat="member", alias="sim-a",
+                            served="sim-a", status="ok", seconds=0.5, tokens={"total": 7})
+        made = seatrecord.line(result, "seat", answer=False, panel=pid, shape="general",
+                               seated=T0, key="k1", collection="bench/x")
+        ledger.record_seat_lines([made])
+        (written,) = kinds(runs / "evidence.jsonl", "seat")
+        assert written == made   # the line as made: no field dropped, none added
+        assert ledger.call(f"{pid}.member1")["alias"] == "sim-a"
+        assert ledger.states(["sim-a"], "general")["sim-a"].last_seated == T0
+        for broken, why in (({**made, "kind": "probe"}, "kind 'seat'"),
+                            ({k: v for k, v in made.items() if k != "seated"}, "'seated'"),
+                            ({**made, "alias": ""}, "'alias'"),
+                            ({**made, "shape": None}, "'shape'")):
+            with pytest.raises(errors.BadRequest, match=why):
+                ledger.record_seat_lines([made, broken])
+        # a refused batch writes nothing of itself, not even its good lines
+        assert len(kinds(runs / "evidence.jsonl", "seat")) == 1
+
 def test_many_threads(runs):
     with Ledger(runs, snapshot_every=50) as ledger:  # snapshots get written while threads work
         st = work_in_threads(ledger)

@@ -64,3 +64,23 @@ def test_nesting_past_the_bound_is_refused_not_a_recursion_error():
         with pytest.raises(jsonwire.JSONRefused, match="nests deeper"):
             jsonwire.loads(b"[" * depth + b"]" * depth)
     assert jsonwire.loads(b"[" * jsonwire.MAX_DEPTH + b"]" * jsonwire.MAX_DEPTH) is not None
+
+
+def test_each_set_of_options_is_encoded_with_its_own_options():
+    # the encoders are kept per set of options: one set's must never serve another's
+    value = {"b": [1, {"é": None}], "a": "x"}
+    for kw in ({}, {"indent": 1}, {"separators": (",", ":")}, {"sort_keys": True},
+               {"ensure_ascii": True}, {"indent": 1}, {}, {"sort_keys": True, "indent": 2}):
+        want = json.dumps(value, **{"ensure_ascii": False, **kw})
+        assert jsonwire.dumps(value, **kw) == want, kw
+    assert jsonwire.dumps({"s": "odd \ud800"}, separators=(",", ":")) == '{"s":"odd \ufffd"}'
+
+
+def test_a_line_s_timestamp_is_its_own_second_and_millisecond():
+    import time
+    from panelist.metrics.store.jsonl import utc_iso
+    # the formatted second is kept between lines: a new second, or an older one, is its own
+    for t in (1796239927.998, 1796239927.999, 1796239928.0, 1796239928.5, 1796239927.001,
+              0.25, 1796239999.0):
+        s, ms = divmod(int(t * 1000), 1000)
+        assert utc_iso(t) == time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{ms:03d}Z"

@@ -254,8 +254,11 @@ class Ledger:
             if not isinstance(rec.get(field), str) or not rec[field]:
                 raise errors.BadRequest(f"a seat record needs '{field}' (a non-empty string)")
         now = time.time() if now is None else now
-        record = {"v": SCHEMA, "kind": "seat", "ts": utc_iso(now)}
-        record.update((k, v) for k, v in rec.items() if k not in record)
+        ts = utc_iso(now)
+        record = {"v": SCHEMA, "kind": "seat", "ts": ts}
+        record.update(rec)
+        # the head is ours whatever ``rec`` holds; set again, the keys keep their places
+        record["v"], record["kind"], record["ts"] = SCHEMA, "seat", ts
         if not isinstance(record.get("seated"), (int, float)):
             record["seated"] = now
         return record
@@ -263,6 +266,20 @@ class Ledger:
     def record_seat(self, rec: dict) -> None:
         """Append one seat's outcome to evidence.jsonl."""
         self._logs.append(self.seat_record(rec))
+
+    def record_seat_lines(self, lines: list[dict]) -> None:
+        """Append whole seat lines (``seatrecord.line`` of kind ``"seat"`` with the panel's
+        ``panel``, ``shape`` and ``seated``), as a gateway's panel makes them, in one write."""
+        for line in lines:
+            if line.get("kind") != "seat" or line.get("v") != SCHEMA or \
+                    not isinstance(line.get("seated"), (int, float)):
+                raise errors.BadRequest("a seat line is a seatrecord.line of kind 'seat' "
+                                        "with its panel's 'seated'; use record_seat for a record")
+            for field in ("call", "alias", "shape"):
+                if not isinstance(line.get(field), str) or not line[field]:
+                    raise errors.BadRequest(f"a seat line needs '{field}' (a non-empty string)")
+        if lines:
+            self._logs.append(*lines)
 
     def seated_record(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
                       collection: str | None = None, awaits_delivery: bool = False) -> dict:

@@ -282,18 +282,17 @@ class SeatEvidence:
         self.run = run
 
     def write(self, result: SeatResult) -> None:
-        self.run.panels.ledger.record_seat(self._record(result))
+        self.run.panels.ledger.record_seat_lines([self._line(result)])
 
     def write_all(self, results: list[SeatResult]) -> None:
         """Seats that ended together, in one write."""
-        self.run.panels.ledger.record_seats([self._record(r) for r in results])
+        self.run.panels.ledger.record_seat_lines([self._line(r) for r in results])
 
-    def _record(self, result: SeatResult) -> dict:
+    def _line(self, result: SeatResult) -> dict:
         run = self.run
-        rec = seatrecord.fields(result, answer=False)
-        rec.update(panel=run.panel, shape=run.req.shape, seated=run.started, key=run.key,
-                   collection=run.req.collection.model_id)
-        return rec
+        return seatrecord.line(result, "seat", answer=False, panel=run.panel,
+                               shape=run.req.shape, seated=run.started, key=run.key,
+                               collection=run.req.collection.model_id)
 
 
 class PanelRun:

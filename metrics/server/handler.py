@@ -337,25 +337,33 @@ class Handler(BaseHTTPRequestHandler):
         route's ``refusal_pause`` and then closes the connection (``Server.answer_later``)."""
         data = jsonwire.encode(payload)
         self._sent = True
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        # the head is made in one piece (send_header's per-line buffering costs more than the
+        # rest of a small reply's head): the same lines send_response and send_header write
+        phrase = self.responses[status][0] if status in self.responses else ""
+        head = [f"{self.protocol_version} {status} {phrase}\r\nServer: {self.version_string()}"
+                f"\r\nDate: {self.date_time_string()}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(data)}\r\n"]
         for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_common()
-        if (later or self._unread_body or self.wire.reserve) and not self.server.draining:
-            self.send_header("Connection", "close")   # the reserve answers one request each
+            head.append(f"{k}: {v}\r\n")
+            if k.lower() == "connection":
+                self.close_connection = v.lower() == "close" or (
+                    self.close_connection and v.lower() != "keep-alive")
+        for k, v in self.server.common_headers.items():
+            head.append(f"{k}: {v}\r\n")
+        for k, v in self._cors.items():
+            head.append(f"{k}: {v}\r\n")
+        if self.server.draining or (later or self._unread_body or self.wire.reserve):
+            head.append("Connection: close\r\n")   # the reserve answers one request each
             self.close_connection = True
         # the blank line and the body go out with the head in one write: one segment for a
         # small reply, so the caller wakes once
-        self._headers_buffer.append(b"\r\n")
+        head.append("\r\n")
+        reply = "".join(head).encode("latin-1")
         if self.command != "HEAD":
-            self._headers_buffer.append(data)
-        if later and self.server.answer_later(self.connection, b"".join(self._headers_buffer),
-                                              self._pause):
-            self._headers_buffer = []
+            reply += data
+        if later and self.server.answer_later(self.connection, reply, self._pause):
             return
-        self.flush_headers()
+        self.wfile.write(reply)
 
     def date_time_string(self, timestamp=None):
         """The Date header, formatted once a second rather than once a reply."""

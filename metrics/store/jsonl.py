@@ -98,10 +98,16 @@ def write_held(fd: int, data: bytes) -> int:
     return end
 
 
+_SECOND = [(-1, "")]   # (second, its formatted date and time): lines come many to a second
+
+
 def utc_iso(t: float) -> str:
     """``2025-01-31T12:00:00.123Z``: the timestamp form of every JSONL line."""
     s, ms = divmod(int(t * 1000), 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{ms:03d}Z"
+    cached = _SECOND[0]
+    if cached[0] != s:
+        cached = _SECOND[0] = (s, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)))
+    return f"{cached[1]}.{ms:03d}Z"
 
 
 def utc_second(t: float) -> str:

@@ -106,10 +106,24 @@ def loads(data: bytes | str, *, strict: bool = False, unique: bool = False):
     return value
 
 
+# json.dumps builds a new encoder for every call that passes an option; a log line or a reply is
+# encoded with one of a few option sets, so each set's encoder is built once and kept
+_ENCODERS: dict[tuple, json.JSONEncoder] = {}
+
+
 def dumps(value, **kw) -> str:
     """``json.dumps`` (``ensure_ascii=False`` unless given) whose result always encodes to UTF-8."""
     kw.setdefault("ensure_ascii", False)
-    text = json.dumps(value, **kw)
+    key = tuple(sorted(kw.items()))
+    try:
+        encoder = _ENCODERS[key]
+    except KeyError:
+        encoder = json.JSONEncoder(**kw)
+        if len(_ENCODERS) < 64:   # the option sets are a handful; this only bounds a misuse
+            _ENCODERS[key] = encoder
+    except TypeError:   # an option that cannot be a key (a ``default`` closure is fine; a list)
+        encoder = json.JSONEncoder(**kw)
+    text = encoder.encode(value)
     return clean(text) if _LONE.search(text) else text
 
 
