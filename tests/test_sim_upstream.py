@@ -419,3 +419,38 @@ def test_tools_and_structured_output_can_be_refused_and_are_listed():
     assert listed["plain"]["top_provider"] == {"max_completion_tokens": 512}
     assert {"tools", "response_format"} <= set(listed["able"]["supported_parameters"])
     assert "supported_parameters" not in listed["quiet"]   # nothing scripted: nothing stated
+
+
+def raw_exchange(sim, data: bytes) -> bytes:
+    """Send ``data`` on a fresh connection and read until the simulator closes it."""
+    with socket.create_connection(("127.0.0.1", sim.port), timeout=PATIENCE) as s:
+        s.sendall(data)
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    return got
+
+
+def test_request_heads_are_read_as_http_server_reads_them(sim):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    # field names in any case, the first of a repeated one; HTTP/1.0 closes after its answer
+    head = (b"POST /v1/chat/completions HTTP/1.0\r\ncontent-LENGTH: %d\r\n"
+            b"X-Seen: first\r\nx-seen: second\r\nAuthorization:  Bearer k \r\n\r\n" % len(body))
+    reply = raw_exchange(sim, head + body)
+    assert reply.startswith(b"HTTP/1.1 200 ") and b'"object": "chat.completion"' in reply
+    seen = sim.requests[-1]["headers"]
+    assert seen["X-Seen"] == "first" and "x-seen" not in seen
+    assert seen["Authorization"] == "Bearer k" and seen["content-LENGTH"] == str(len(body))
+    # a client that asks first hears 100 Continue, then the answer
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\nExpect: 100-continue"
+            b"\r\nConnection: close\r\n\r\n" % len(body))
+    reply = raw_exchange(sim, head + body)
+    assert reply.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ")
+    # what http.server refuses is refused with its statuses (before a version is known, as
+    # http.server does, without a status line: the error page says which)
+    for request, status in ((b"GET /v1/models HTTP/1.x\r\n\r\n", b"400"),
+                            (b"GET /v1/models HTTP/2.0\r\n\r\n", b"505"),
+                            (b"GET /v1/models\r\n\r\n", b"400"),
+                            (b"GET /v1/models HTTP/1.1\r\n" + b"X-A: b\r\n" * 101 + b"\r\n",
+                             b"431")):
+        assert b"Error code: " + status in raw_exchange(sim, request), request
