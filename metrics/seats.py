@@ -105,6 +105,28 @@ class _Hooks:
     write_all: Callable[[list], None] | None = None
 
 
+class _Looked:
+    """The roster and the endpoints' keys as the calls a here-set sends at once find them: one
+    look for all of them (a retry, later, looks again)."""
+
+    def __init__(self, roster):
+        self.roster = roster
+        self._view: RosterView | None = None
+        self._keys: dict[str, str | None] = {}
+
+    def view(self) -> RosterView:
+        # looked at by the first call that needs it, so a roster that cannot be read fails
+        # each call as it would on its own
+        if self._view is None:
+            self._view = self.roster.view()
+        return self._view
+
+    def key(self, endpoint: Endpoint) -> str | None:
+        if endpoint.name not in self._keys:   # a refusal is not kept: each call meets it
+            self._keys[endpoint.name] = self.roster.api_key(endpoint)
+        return self._keys[endpoint.name]
+
+
 class _Encoded:
     """The messages of a set's calls, each distinct list encoded once: the seats of a panel
     share one list, so a 20 MB prompt is held once for all of them, not once per seat."""
@@ -170,6 +192,10 @@ class Seats:
         a here-set does; an upstream of another kind makes every call on a thread."""
         return hasattr(self.upstream, "send_chat") and \
             hasattr(getattr(self.upstream, "transport", None), "begin")
+
+    def looked(self) -> _Looked:
+        """One look at the roster and keys for calls sent together (``_sent``)."""
+        return _Looked(self.roster)
 
     def submit(self, fn, *args, **kw):
         """Run ``fn`` on the core's threads (a caller's follow-up, such as a merge); a Future."""
@@ -310,18 +336,20 @@ class Seats:
             return 0.0
         return None
 
-    def _prepared(self, call: SeatCall, result: SeatResult, cancel,
-                  cap: int | None) -> tuple[Endpoint, str | None, dict]:
-        """An attempt's endpoint, key and body, checked before any slot or byte is taken."""
+    def _prepared(self, call: SeatCall, result: SeatResult, cancel, cap: int | None,
+                  looked: "_Looked | None" = None) -> tuple[Endpoint, str | None, dict]:
+        """An attempt's endpoint, key and body, checked before any slot or byte is taken.
+        ``looked``: the roster and keys as the calls sent together found them."""
         model = call.model
         endpoint = call.endpoint
         if endpoint is None:
-            view: RosterView = self.roster.view()
+            view: RosterView = self.roster.view() if looked is None else looked.view()
             endpoint = view.endpoints.get(model.endpoint)
         if endpoint is None:
             raise UpstreamError(f"endpoint '{model.endpoint}' of {model.alias} is gone from the "
                                 "roster; add the endpoint back, or use another model")
-        key = self.roster.api_key(endpoint)   # KeyRefused before any slot or byte is taken
+        # KeyRefused before any slot or byte is taken
+        key = self.roster.api_key(endpoint) if looked is None else looked.key(endpoint)
         if cancel is not None and cancel.is_set():
             raise Cancelled(f"call {call.label} not made: its set was cancelled")
         params, result.clamped = clamp(call.params, cap)
@@ -355,12 +383,12 @@ class Seats:
                 raise
 
     def _sent(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-              hooks: _Hooks, cap: int | None) -> "_Sent | None":
+              hooks: _Hooks, cap: int | None, looked: "_Looked | None" = None) -> "_Sent | None":
         """``_attempt``'s first half for a set that reads its answers in one thread: the call
         sent, holding its slot; None when admission has no slot at once (a thread of the core
         then waits for one)."""
         model = call.model
-        endpoint, key, body = self._prepared(call, result, cancel, cap)
+        endpoint, key, body = self._prepared(call, result, cancel, cap, looked)
         slot = None
         if self.admission is not None:
             slot = self.admission.slot(endpoint.name, model.alias, wait=0.0, cancel=cancel)

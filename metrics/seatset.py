@@ -17,7 +17,7 @@ from panelist.metrics.seatcalls import (GRACE, JobResult, Result, SeatCall, Seat
                                         own_deadline)
 
 if TYPE_CHECKING:   # the core makes sets; a set only calls back into it
-    from panelist.metrics.seats import Seats, _Hooks, _Sent
+    from panelist.metrics.seats import Seats, _Hooks, _Looked, _Sent
 
 ASIDE_TICK = 0.02      # how often a here-set polling its calls looks at those put aside
 # A here-set sends its calls one after another: a prompt up to this size leaves at once (the
@@ -62,8 +62,9 @@ class SeatSet:
         for unit in units:
             self.add(unit, start=not self._here)
         if self._here:
+            looked = seats.looked()
             for i in range(len(self.units)):
-                self._send(i)
+                self._send(i, looked)
 
     def add(self, unit: Unit, start: bool = True) -> Result:
         """One more unit, started as the set's ``parallel`` allows; its result (filled in place).
@@ -91,14 +92,14 @@ class SeatSet:
         return result
 
     # -- a here-set: one thread sends every call, then reads the answers as they come -------------
-    def _send(self, i: int) -> None:
+    def _send(self, i: int, looked: _Looked) -> None:
         call, result, seats, hooks = self.units[i], self.results[i], self._seats, self._hooks
         t0 = time.monotonic()
         deadline = min(self.deadline, own_deadline(call, t0, self.deadline))
         tries = Tries(call)
         result.attempts += 1
         try:
-            sent = seats._sent(call, result, deadline, self.cancel, hooks, tries.cap)
+            sent = seats._sent(call, result, deadline, self.cancel, hooks, tries.cap, looked)
         except Exception as exc:
             self._failed(i, t0, deadline, tries, exc)
             return
