@@ -147,6 +147,18 @@ def test_the_reply_suggests_a_clearly_better_model(gateway, home):
     assert s["interval"][0] > s["member_interval"][1]
 
 
+def test_the_reply_s_suggestions_follow_an_edit_of_the_collection(gateway, home):
+    from panelist.metrics.roster.collection import Collections
+    from panelist.metrics.roster.roster import Roster
+    body = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]}
+    judge_pairs(home.gateway_runs, "x-two", "slow", 30)
+    status, reply, _ = gateway.post("/v1/chat/completions", body)
+    assert status == 200 and [s["alias"] for s in reply["bench"]["suggest"]] == ["x-two"]
+    # the same evidence, the same roster: once x-two sits instead of slow, nothing is suggested
+    Collections(home).save(Roster(home).view(), "trio", ["fast", "mid", "x-two"], by="test")
+    status, reply, _ = gateway.post("/v1/chat/completions", body)
+    assert status == 200 and reply["bench"]["suggest"] == []
+
 def run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()

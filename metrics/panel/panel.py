@@ -71,7 +71,7 @@ from panelist.metrics.roster.roster import Model, Roster
 from panelist.metrics.panel.seating import (NEEDS, Seat, Seating, SeatsInFlight, seat_panel,
                                             window_of)
 from panelist.metrics.seats import SeatCall, SeatResult, Seats
-from panelist.metrics.panel.suggest import for_reply
+from panelist.metrics.panel.suggest import ReplySuggestions
 from panelist.metrics.ledger.ratings import Ratings
 
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
@@ -106,6 +106,7 @@ class Panels:
         self.ledger = ledger or Ledger.of_home(home)
         self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
         self.ratings = Ratings.of_home(home, self.ledger, self.suite)   # for bench.suggest
+        self.suggest = ReplySuggestions(self.ratings)
         self.upstream = upstream or Upstream()
         self.admission = Admission.of_home(home)   # limits per endpoint, shared with other processes
         # the seats core asks the models; its threads are made only as seats need them and then
@@ -166,7 +167,7 @@ class Panels:
         view = self.known.view()
         limits = self.collections.limits()
         # before the seating lock: a refit must not hold up other seatings
-        suggest = for_reply(req.collection, view, self.ratings, req.shape)
+        suggest = self.suggest.of(req.collection, view, req.shape)
         with self._seating:
             now = time.time()
             states = self.ledger.states(view.models.keys(), req.shape, now)

@@ -69,9 +69,24 @@ def suggestions(collection: Collection, roster: RosterView, ratings: ShapeRating
     return out
 
 
-def for_reply(collection: Collection, roster: RosterView, book: Ratings, shape: str) -> list:
-    """A reply's ``bench.suggest``: ``suggestions`` over the data folder's ratings."""
-    return suggestions(collection, roster, book.of(shape, max_age=REPLY_AGE), shape)
+class ReplySuggestions:
+    """A reply's ``bench.suggest``: ``suggestions`` over the data folder's ratings, worked out
+    again only when what it reads changed: a collection, a roster view and a shape's fit stay the same objects until their
+    file or the counts behind them change (``configfile.Cached``, ``Ratings.of``). The list
+    handed out is shared: a reply only reads it."""
+
+    def __init__(self, book: Ratings):
+        self.book = book
+        self._last: tuple = (None, None, None, None, [])
+
+    def of(self, collection: Collection, roster: RosterView, shape: str) -> list:
+        fit = self.book.of(shape, max_age=REPLY_AGE)
+        last = self._last
+        if last[0] is collection and last[1] is roster and last[2] is fit and last[3] == shape:
+            return last[4]
+        found = suggestions(collection, roster, fit, shape)
+        self._last = (collection, roster, fit, shape, found)   # one tuple: swapped whole
+        return found
 
 
 def _row(seat: str, r: Rated, bounds) -> dict:
