@@ -97,7 +97,8 @@ def loads(data: bytes | str, *, strict: bool = False, unique: bool = False):
         raise JSONRefused(str(exc)) from None
     if not isinstance(value, (dict, list)):
         return clean(value) if isinstance(value, str) else value
-    if not isinstance(data, bytes) or _ESCAPE.search(data) or _RAW.search(data) or \
+    if not isinstance(data, bytes) or _ESCAPE.search(data) or \
+            (not data.isascii() and _RAW.search(data)) or \
             json.detect_encoding(data) not in ("utf-8", "utf-8-sig"):   # UTF-16/32: walk it all
         return clean_data(value)   # walks and checks depth at once
     # nesting cannot exceed the brackets opened: most bodies open too few to need the walk
@@ -124,7 +125,8 @@ def dumps(value, **kw) -> str:
     except TypeError:   # an option that cannot be a key (a ``default`` closure is fine; a list)
         encoder = json.JSONEncoder(**kw)
     text = encoder.encode(value)
-    return clean(text) if _LONE.search(text) else text
+    # an ASCII text (known at once, without a scan) holds no surrogate
+    return clean(text) if not text.isascii() and _LONE.search(text) else text
 
 
 def encode(value, **kw) -> bytes:
