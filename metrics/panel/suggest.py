@@ -71,9 +71,9 @@ def suggestions(collection: Collection, roster: RosterView, ratings: ShapeRating
 
 class ReplySuggestions:
     """A reply's ``bench.suggest``: ``suggestions`` over the data folder's ratings, worked out
-    again only when what it reads changed: a collection, a roster view and a shape's fit stay the same objects until their
-    file or the counts behind them change (``configfile.Cached``, ``Ratings.of``). The list
-    handed out is shared: a reply only reads it."""
+    again only when what it reads changed. A collection, a roster view and a shape's fit stay
+    the same objects until their file or the counts behind them change (``configfile.Cached``,
+    ``Ratings.of``). The list handed out is shared: a reply only reads it."""
 
     def __init__(self, book: Ratings):
         self.book = book

@@ -122,7 +122,7 @@ def dumps(value, **kw) -> str:
         encoder = json.JSONEncoder(**kw)
         if len(_ENCODERS) < 64:   # the option sets are a handful; this only bounds a misuse
             _ENCODERS[key] = encoder
-    except TypeError:   # an option that cannot be a key (a ``default`` closure is fine; a list)
+    except TypeError:   # an option whose value cannot be part of a key (a list): not kept
         encoder = json.JSONEncoder(**kw)
     text = encoder.encode(value)
     # an ASCII text (known at once, without a scan) holds no surrogate
