@@ -523,6 +523,41 @@ def test_a_panel_s_whole_seat_lines_land_as_made_and_bad_ones_are_refused(runs):
         # a refused batch writes nothing of itself, not even its good lines
         assert len(kinds(runs / "evidence.jsonl", "seat")) == 1
 
+
+def test_a_live_ledger_answers_as_a_replay_of_the_file_does(runs):
+    """A gateway's seated, seat and delivered lines, with another writer's lines and other kinds
+    between them, folded as they come: every query answers as a ledger that read the whole
+    file at once does."""
+    def view(ledger):
+        return (ledger.states(["sim-a", "sim-b"], "general"), ledger.pending(limit=100),
+                ledger.owed_count(), ledger.model_stats(), ledger.collection_stats(),
+                ledger.delivered_panel("the reply"), ledger.tool_call_owner("t-1"),
+                ledger.usage("day", now=t0 + 100), ledger.buckets(now=t0 + 100))
+
+    t0 = time.time() - 60   # recent: the usage windows count these seats
+    with Ledger(runs) as mine, Ledger(runs) as other:
+        for i in range(6):
+            pid = mine.new_panel(t0 + i)
+            mine.record_seated(pid, "general", ["sim-a", "sim-b"], t0 + i,
+                               collection="bench/x", awaits_delivery=True)
+            if i % 2:   # another process's line between two of ours
+                seat(other, other.new_panel(t0 + i), "member1", "sim-b", seated=t0 + i)
+            if i == 3:   # another kind between two panels
+                mine.cool_down("sim-b", 60, "rate limited")
+            lines = [{"v": 1, "kind": "seat", "ts": "", "call": f"{pid}.member{n}",
+                      "role": "member", "alias": alias, "status": "ok",
+                      "tool_calls": [{"id": f"t-{i}"}], "tokens": {"prompt": 3, "completion": 4},
+                      "seconds": 0.5, "panel": pid, "shape": "general", "seated": t0 + i,
+                      "key": "k1", "collection": "bench/x"}
+                     for n, alias in ((1, "sim-a"), (2, "sim-b"))]
+            mine.record_seat_lines(lines)
+            mine.record_delivered(pid, "the reply", [f"t-{i}"])
+            mine.refresh()
+        with Ledger(runs) as fresh:   # replays the file
+            assert view(mine) == view(fresh)
+        # 12 delivered seats of ours, 3 of the other writer (no seating: owed at once)
+        assert mine.owed_count() == 15 and mine.states(["sim-b"], "general")["sim-b"].cooling_until
+
 def test_many_threads(runs):
     with Ledger(runs, snapshot_every=50) as ledger:  # snapshots get written while threads work
         st = work_in_threads(ledger)
