@@ -499,7 +499,6 @@ def test_bulk_path_writes_the_same_lines(tmp_path):
         assert {**bulk.panel(pids[1]), "ts": ""} == {**one.panel(pids[1]), "ts": ""}
 
 
-
 def test_a_panel_s_whole_seat_lines_land_as_made_and_bad_ones_are_refused(runs):
     from panelist.metrics import seatrecord
     from panelist.metrics.seats import SeatResult
@@ -531,7 +530,6 @@ def test_a_live_ledger_answers_as_a_replay_of_the_file_does(runs):
     def view(ledger):
         return (ledger.states(["sim-a", "sim-b"], "general"), ledger.pending(limit=100),
                 ledger.owed_count(), ledger.model_stats(), ledger.collection_stats(),
-                ledger.delivered_panel("the reply"), ledger.tool_call_owner("t-1"),
                 ledger.usage("day", now=t0 + 100), ledger.buckets(now=t0 + 100))
 
     t0 = time.time() - 60   # recent: the usage windows count these seats
@@ -557,6 +555,7 @@ def test_a_live_ledger_answers_as_a_replay_of_the_file_does(runs):
             assert view(mine) == view(fresh)
         # 12 delivered seats of ours, 3 of the other writer (no seating: owed at once)
         assert mine.owed_count() == 15 and mine.states(["sim-b"], "general")["sim-b"].cooling_until
+
 
 def test_many_threads(runs):
     with Ledger(runs, snapshot_every=50) as ledger:  # snapshots get written while threads work
