@@ -271,26 +271,24 @@ class Seats:
              hooks: _Hooks) -> None:
         """Make one call in this thread by its deadline (see the module docstring)."""
         t0 = time.monotonic()
-        deadline = min(deadline, own_deadline(call, t0, deadline))
-        try:
-            self._attempts(call, result, deadline, cancel, hooks, Tries(call))
-        except Exception as exc:   # a bug in one call must not fail its set
-            failed(result, exc)
-        self._logged(result, t0, hooks)
+        self._carry(call, result, t0, min(deadline, own_deadline(call, t0, deadline)), cancel,
+                    hooks, Tries(call), 0.0)
 
     def _resume(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
                 hooks: _Hooks, tries: "Tries", delay: float) -> None:
         """Go on with a call whose attempt, made by a set's own thread, asks for another."""
-        try:
-            _hold(call, delay, cancel)
-            self._attempts(call, result, deadline, cancel, hooks, tries)
-        except Exception as exc:
-            failed(result, exc)
-        self._logged(result, t0, hooks)
+        self._carry(call, result, t0, deadline, cancel, hooks, tries, delay)
         if hooks.on_end is not None:
             hooks.on_end(result)
 
-    def _logged(self, result: SeatResult, t0: float, hooks: _Hooks) -> None:
+    def _carry(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
+               hooks: _Hooks, tries: "Tries", delay: float) -> None:
+        """A call's attempts from here (after ``delay``) to its end, which is logged."""
+        try:
+            _hold(call, delay, cancel)
+            self._attempts(call, result, deadline, cancel, hooks, tries)
+        except Exception as exc:   # a bug in one call must not fail its set
+            failed(result, exc)
         closed(result, t0, hooks)
         log_results(hooks, [result])
 

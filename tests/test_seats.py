@@ -115,20 +115,21 @@ def test_every_outcome_is_a_structured_result_logged_with_its_role(sim, roster, 
         assert "messages" not in line, "the log never keeps what was asked"
 
 
+def landing_order(gated, run, order) -> list[str]:
+    """Let the held upstreams answer one at a time in ``order``, taking the set's next result
+    after each: the aliases in the order their results were handed over."""
+    progress, landed = run.progress(tick=0.05), []
+    for alias in order:
+        gated.open(alias)
+        landed.append(next(r for r in progress if r is not None).alias)
+    return landed
+
 def test_results_are_yielded_as_they_finish(gated, home, roster, core):
     move_to(home, gated, "fast", "mid", "slow")
     run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid"),
                       call(roster, "third", "slow")], timeout=60)
-    finished = []
-    progress = run.progress(tick=0.05)
     assert gated.wait_arrived("fast", "mid", "slow"), "every call is made at once"
-    for alias in ("slow", "fast", "mid"):
-        gated.open(alias)
-        for result in progress:
-            if result is not None:
-                finished.append(result.alias)
-                break
-    assert finished == ["slow", "fast", "mid"]
+    assert landing_order(gated, run, ("slow", "fast", "mid")) == ["slow", "fast", "mid"]
     assert [r.alias for r in run.wait()] == ["fast", "mid", "slow"]
 
 

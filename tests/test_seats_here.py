@@ -11,7 +11,7 @@ from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seatrecord import CallLog
 from panelist.metrics.seats import Seats
 from panelist.metrics.upstream.transport import CancelFlag
-from test_seats import TOOLS, CountingAdmission, call
+from test_seats import TOOLS, CountingAdmission, call, landing_order
 
 
 @pytest.fixture()
@@ -61,15 +61,7 @@ def test_a_here_set_hands_over_answers_as_they_come(gated, home, roster, core):
     run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid"),
                       call(roster, "third", "slow")], timeout=60, here=True)
     assert gated.wait_arrived("fast", "mid", "slow"), "every call was sent at the start"
-    progress = run.progress(tick=0.05)
-    finished = []
-    for alias in ("slow", "fast", "mid"):
-        gated.open(alias)
-        for result in progress:
-            if result is not None:
-                finished.append(result.alias)
-                break
-    assert finished == ["slow", "fast", "mid"]
+    assert landing_order(gated, run, ("slow", "fast", "mid")) == ["slow", "fast", "mid"]
     assert [r.status for r in run.wait()] == ["ok", "ok", "ok"]
 
 

@@ -250,9 +250,7 @@ class Ledger:
 
     def seat_record(self, rec: dict, now: float | None = None) -> dict:
         """The evidence line ``record_seat`` writes for ``rec``."""
-        for field in ("call", "alias", "shape"):
-            if not isinstance(rec.get(field), str) or not rec[field]:
-                raise errors.BadRequest(f"a seat record needs '{field}' (a non-empty string)")
+        _needs_names(rec, "record")
         now = time.time() if now is None else now
         ts = utc_iso(now)
         record = {"v": SCHEMA, "kind": "seat", "ts": ts}
@@ -275,9 +273,7 @@ class Ledger:
                     not isinstance(line.get("seated"), (int, float)):
                 raise errors.BadRequest("a seat line is a seatrecord.line of kind 'seat' "
                                         "with its panel's 'seated'; use record_seat for a record")
-            for field in ("call", "alias", "shape"):
-                if not isinstance(line.get(field), str) or not line[field]:
-                    raise errors.BadRequest(f"a seat line needs '{field}' (a non-empty string)")
+            _needs_names(line, "line")
         if lines:
             self._logs.append(*lines)
 
@@ -457,3 +453,10 @@ class Ledger:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _needs_names(seat: dict, what: str) -> None:
+    """A seat's call, alias and shape: what the index files it under."""
+    for field in ("call", "alias", "shape"):
+        if not isinstance(seat.get(field), str) or not seat[field]:
+            raise errors.BadRequest(f"a seat {what} needs '{field}' (a non-empty string)")

@@ -283,7 +283,7 @@ class SeatEvidence:
         self.run = run
 
     def write(self, result: SeatResult) -> None:
-        self.run.panels.ledger.record_seat_lines([self._line(result)])
+        self.write_all([result])
 
     def write_all(self, results: list[SeatResult]) -> None:
         """Seats that ended together, in one write."""

@@ -144,24 +144,10 @@ class Upstream:
         memory budget a large answer is charged to as it arrives (``Transport.exchange``); past
         it the call fails with ``OutOfMemoryBudget``. What it took stays taken for the caller to
         give back; when the call fails it has already gone back."""
-        if on_delta is None:
-            return self.send_chat(base_url, api_key, body, timeout=timeout, cancel=cancel,
-                                  messages_json=messages_json, meter=meter).answer()
-        started = time.monotonic()
-        target = self._target(base_url)
-        secrets = _secrets(target, api_key)
-        reader = Streamed(on_delta, target.label, secrets)
-        request = self._request(target, target.streaming,
-                                _payload(body, messages_json, _STREAMED), api_key, timeout,
-                                cancel)
-        response, data = self.transport.exchange(
-            target.origin, request, deadline=started + timeout, timeout=timeout, cancel=cancel,
-            stream=reader.read, meter=meter)
-        if not 200 <= response.status <= 299:
-            raise _refusal(response.status, response, data, target.label, secrets, target.proxy)
-        if data is reader:   # read as it arrived
-            return reader.answer(response, time.monotonic() - started)
-        return _answer(response, data, target.label, secrets, time.monotonic() - started)
+        sent = self._begin(base_url, api_key, body, timeout, cancel, messages_json, meter,
+                           streamed=on_delta is not None)
+        return sent.answer(None if on_delta is None else
+                           Streamed(on_delta, sent.target.label, sent.secrets))
 
     def send_chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
                   cancel: threading.Event | None = None, messages_json: bytes | None = None,
@@ -169,10 +155,16 @@ class Upstream:
         """``chat``'s first half, for a caller that waits on several calls in one thread: the
         request is sent; ``SentChat.answer`` reads and returns the ``Answer`` (raising what
         ``chat`` raises), ``fileno`` says when some of it has come."""
+        return self._begin(base_url, api_key, body, timeout, cancel, messages_json, meter,
+                           streamed=False)
+
+    def _begin(self, base_url: str, api_key: str | None, body: dict, timeout: float, cancel,
+               messages_json: bytes | None, meter, *, streamed: bool) -> "SentChat":
         started = time.monotonic()
         target = self._target(base_url)
-        request = self._request(target, target.head, _payload(body, messages_json, _PLAIN),
-                                api_key, timeout, cancel)
+        head, wire = (target.streaming, _STREAMED) if streamed else (target.head, _PLAIN)
+        request = self._request(target, head, _payload(body, messages_json, wire), api_key,
+                                timeout, cancel)
         sent = self.transport.begin(target.origin, request, deadline=started + timeout,
                                     timeout=timeout, cancel=cancel, meter=meter)
         return SentChat(target, sent, _secrets(target, api_key), started)
@@ -255,13 +247,16 @@ class SentChat:
     def fileno(self) -> int:
         return self.sent.fileno()
 
-    def answer(self) -> Answer:
-        """Read the answer; raises what ``Upstream.chat`` raises."""
+    def answer(self, reader: "Streamed | None" = None) -> Answer:
+        """Read the answer; raises what ``Upstream.chat`` raises. ``reader``: a streamed call's,
+        which reads a 2xx body as it arrives."""
         target = self.target
-        response, data = self.sent.end()
+        response, data = self.sent.end(None if reader is None else reader.read)
         if not 200 <= response.status <= 299:
             raise _refusal(response.status, response, data, target.label, self.secrets,
                            target.proxy)
+        if reader is not None and data is reader:   # read as it arrived
+            return reader.answer(response, time.monotonic() - self.started)
         return _answer(response, data, target.label, self.secrets,
                        time.monotonic() - self.started)
 
