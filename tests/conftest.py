@@ -28,6 +28,7 @@ from panelist.gateway import make_gateway  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
+from panelist.metrics.seats import Seats  # noqa: E402
 from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
 # A small roster the end-to-end tests share: three members of different speed, and explorer
@@ -152,6 +153,19 @@ def home(tmp_path, sim):
     Collections(home).save(roster.view(), "trio", ["fast", "mid", "slow"],
                            description="Three simulated reviewers", tags=["test", "code"])
     return home
+
+
+@pytest.fixture()
+def roster(home):
+    return Roster(home)
+
+
+@pytest.fixture()
+def core(roster):
+    """The seats core of ``home``'s roster, closed after the test."""
+    seats = Seats(roster)
+    yield seats
+    seats.close()
 
 
 class Client:

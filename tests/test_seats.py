@@ -11,7 +11,6 @@ from conftest import move_to, read_jsonl, wait_until
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import AtLimit, Cancelled
-from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seatrecord import CallLog
 from panelist.metrics.seats import CallFailed, JobResult, SeatCall, SeatJob, Seats
 
@@ -60,18 +59,6 @@ class CountingAdmission:
         with self._cond:
             self.pauses.append((endpoint, seconds, why))
             self.paused_until = time.monotonic() + seconds
-
-
-@pytest.fixture()
-def roster(home):
-    return Roster(home)
-
-
-@pytest.fixture()
-def core(roster):
-    seats = Seats(roster)
-    yield seats
-    seats.close()
 
 
 def call(roster, label, alias, role="member", **kw):
@@ -123,6 +110,7 @@ def landing_order(gated, run, order) -> list[str]:
         gated.open(alias)
         landed.append(next(r for r in progress if r is not None).alias)
     return landed
+
 
 def test_results_are_yielded_as_they_finish(gated, home, roster, core):
     move_to(home, gated, "fast", "mid", "slow")

@@ -4,26 +4,11 @@ cancellation, admission and retries as a set run on the core's threads."""
 
 import threading
 
-import pytest
-
 from conftest import move_to, read_jsonl, wait_until
-from panelist.metrics.roster.roster import Roster
 from panelist.metrics.seatrecord import CallLog
 from panelist.metrics.seats import Seats
 from panelist.metrics.upstream.transport import CancelFlag
 from test_seats import TOOLS, CountingAdmission, call, landing_order
-
-
-@pytest.fixture()
-def roster(home):
-    return Roster(home)
-
-
-@pytest.fixture()
-def core(roster):
-    seats = Seats(roster)
-    yield seats
-    seats.close()
 
 
 def ends_on(threads):
