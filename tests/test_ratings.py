@@ -174,6 +174,20 @@ def test_suite_units_and_race_inputs_are_comparisons(home):
                                                     ("mid", "fast"): 1}
 
 
+def test_races_count_once_their_folder_is_made(home):
+    # before any race the folder is not there: that is looked up once per look, and the first
+    # report written counts at the next look
+    assert not home.races.exists()
+    with Ledger(home.gateway_runs) as ledger:
+        book = Ratings.of_home(home, ledger)
+        assert book.sources("general")["races"] == {}
+        assert book.sources("general")["races"] == {}
+        home.races.mkdir(parents=True)
+        (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": [
+            {"model": "fast", "input": 0, "total": 9}, {"model": "slow", "input": 0, "total": 3}]}))
+        assert book.sources("general")["races"] == {("fast", "slow"): 1}
+
+
 def run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()

@@ -47,6 +47,8 @@ def test_any_text_round_trips_through_the_boundary(tmp_path_factory, key, value)
     assert k == jsonwire.clean(key) and v == [jsonwire.clean(value), {"n": jsonwire.clean(value)}]
     text = jsonwire.dumps(data)
     text.encode("utf-8")   # never raises
+    assert jsonwire.encode({key: value}) == json.dumps(
+        {jsonwire.clean(key): jsonwire.clean(value)}, ensure_ascii=False).encode()
     path = tmp_path_factory.mktemp("log") / "x.jsonl"
     log = Appender(path)
     try:

@@ -71,6 +71,8 @@ class PanelTable:
         self._evidence_path = Path(evidence_path)
         self._lock = threading.Lock()  # flock does not exclude threads sharing a descriptor
         self._fd = self._open()
+        self._ino = os.fstat(self._fd).st_ino   # a descriptor's file never changes
+        self._handed = 0   # slots this descriptor's file is known to hold (it only grows)
         self._retired: list[int] = []
 
     def reserve(self, count: int, now: float | None = None) -> list[str]:
@@ -84,6 +86,7 @@ class PanelTable:
                 # round up: a slot half-written by a crash is never handed out again
                 first = -(-os.fstat(idx).st_size // SLOT)
                 os.pwrite(idx, bytes(SLOT * count), first * SLOT)
+                self._handed = first + count
             finally:
                 fcntl.flock(idx, fcntl.LOCK_UN)
         return [f"p{day}-{seq}" for seq in range(first, first + count)]
@@ -91,7 +94,10 @@ class PanelTable:
     def reserved(self, seq: int) -> bool:
         """Whether slot ``seq`` was handed out."""
         with self._lock:
-            size = os.fstat(self._current()).st_size
+            fd = self._current()
+            if seq < self._handed:
+                return True
+            size = os.fstat(fd).st_size
         return (seq + 1) * SLOT <= size
 
     def point(self, pairs: list[tuple[int, int]]) -> None:
@@ -137,12 +143,13 @@ class PanelTable:
         """Our descriptor, reopened if the file at the path was deleted or replaced (one
         ``stat``); caller holds ``_lock``."""
         try:
-            same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+            same = os.stat(self.path).st_ino == self._ino
         except FileNotFoundError:
             same = False
         if not same:
             self._retired.append(self._fd)
             self._fd = self._open()
+            self._ino, self._handed = os.fstat(self._fd).st_ino, 0
         return self._fd
 
     def _rebuild(self, fd: int) -> None:

@@ -50,6 +50,9 @@ def comparisons(report: dict) -> dict[tuple[str, str], int]:
     return out
 
 
+_MISSING = ("no folder",)   # the stamp of a folder not made yet: no race has been run
+
+
 class RaceEvidence:
     """The comparisons of every race report in one folder, refreshed as reports change."""
 
@@ -64,15 +67,15 @@ class RaceEvidence:
         """``{(better, worse): inputs}`` summed over every race."""
         try:
             st = os.stat(self.folder)
-            stamp = (st.st_mtime_ns, st.st_ino)
+            folder = (st.st_mtime_ns, st.st_ino)
         except (FileNotFoundError, NotADirectoryError):
-            stamp = None
+            folder = _MISSING
         with self._lock:
             # a report is written whole by a rename into the folder, which moves the folder's
             # mtime: an unchanged folder has unchanged reports. Not within a second of a change,
             # though: another rename in the same clock tick would leave the same mtime
-            if stamp is not None and stamp == self._folder_stamp \
-                    and time.time_ns() - stamp[0] > 1_000_000_000:
+            if folder == self._folder_stamp and (
+                    folder is _MISSING or time.time_ns() - folder[0] > 1_000_000_000):
                 return self._sum
         try:
             names = [n for n in os.listdir(self.folder) if _REPORT.fullmatch(n)]
@@ -99,5 +102,5 @@ class RaceEvidence:
             for _, found in seen.values():
                 for pair, n in found.items():
                     out[pair] = out.get(pair, 0) + n
-            self._folder_stamp, self._sum = stamp, out
+            self._folder_stamp, self._sum = folder, out
             return out

@@ -36,7 +36,7 @@ BLOCK = 64 * 1024   # read size when walking a file backwards
 
 def dumps(record: dict) -> bytes:
     # jsonwire: a stray surrogate becomes U+FFFD instead of costing the whole record
-    return (jsonwire.dumps(record, separators=(",", ":")) + "\n").encode()
+    return jsonwire.encode(record, separators=(",", ":")) + b"\n"
 
 
 class Appender:
@@ -48,6 +48,7 @@ class Appender:
         self._lock = threading.Lock()
         # read-write so the torn-line check can pread the last byte without another open
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        self._end: int | None = None   # where our last append ended, in a newline
 
     def append(self, *records: dict) -> int:
         """Write the records as one block; returns the byte offset where the first one starts."""
@@ -59,7 +60,10 @@ class Appender:
         with self._lock:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                return write_held(self._fd, data)
+                self._end, end = None, self._end
+                start = write_held(self._fd, data, end)
+                self._end = start + len(data)
+                return start
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
@@ -67,9 +71,11 @@ class Appender:
         os.close(self._fd)
 
 
-def write_held(fd: int, data: bytes) -> int:
+def write_held(fd: int, data: bytes, whole_at: int | None = None) -> int:
     """Append ``data`` (whole lines) to ``fd``, opened ``O_RDWR | O_APPEND``, whose exclusive
-    ``flock`` the caller holds; returns the offset where ``data`` starts.
+    ``flock`` the caller holds; returns the offset where ``data`` starts. ``whole_at``: where
+    the caller's own last append ended; a file still that size ends in its newline (bytes
+    before a file's last newline never change), so its last byte need not be read.
 
     Why one ``write()`` can tear: write(2) on a regular file copies the buffer into the page
     cache a chunk at a time (a folio, 2 MiB on ext4) and checks for a fatal signal between
@@ -82,7 +88,7 @@ def write_held(fd: int, data: bytes) -> int:
     EFBIG, an interrupt) takes its own torn line back at once; whole lines of the block stay,
     as for a crash."""
     end = os.fstat(fd).st_size
-    if end and os.pread(fd, 1, end - 1) != b"\n":
+    if end and end != whole_at and os.pread(fd, 1, end - 1) != b"\n":
         end = complete_end(fd, end)
         os.ftruncate(fd, end)
     view = memoryview(data)

@@ -112,8 +112,8 @@ def loads(data: bytes | str, *, strict: bool = False, unique: bool = False):
 _ENCODERS: dict[tuple, json.JSONEncoder] = {}
 
 
-def dumps(value, **kw) -> str:
-    """``json.dumps`` (``ensure_ascii=False`` unless given) whose result always encodes to UTF-8."""
+def _text(value, kw: dict) -> str:
+    """The encoder's text for ``value``; lone surrogates may still be in it."""
     kw.setdefault("ensure_ascii", False)
     key = tuple(sorted(kw.items()))
     try:
@@ -124,11 +124,21 @@ def dumps(value, **kw) -> str:
             _ENCODERS[key] = encoder
     except TypeError:   # an option whose value cannot be part of a key (a list): not kept
         encoder = json.JSONEncoder(**kw)
-    text = encoder.encode(value)
+    return encoder.encode(value)
+
+
+def dumps(value, **kw) -> str:
+    """``json.dumps`` (``ensure_ascii=False`` unless given) whose result always encodes to UTF-8."""
+    text = _text(value, kw)
     # an ASCII text (known at once, without a scan) holds no surrogate
     return clean(text) if not text.isascii() and _LONE.search(text) else text
 
 
 def encode(value, **kw) -> bytes:
     """``dumps`` as UTF-8 bytes."""
-    return dumps(value, **kw).encode()
+    text = _text(value, kw)
+    try:
+        # the encoding is needed anyway, and fails exactly when a lone surrogate is there
+        return text.encode()
+    except UnicodeEncodeError:
+        return clean(text).encode()

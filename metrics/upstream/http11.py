@@ -173,19 +173,16 @@ class Wire:
         """Status line and header fields of the final response; 1xx interim ones are skipped
         (RFC 9110 §15.2: a client must accept any number of them before the final one)."""
         while True:
-            line = self.line()
-            version, _, rest = line.partition(b" ")
-            code = rest.lstrip(b" ")[:3]
-            if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or \
-                    not code.isdigit() or rest.lstrip(b" ")[3:4] not in (b"", b" "):
-                raise NotHTTP("a status line that is not HTTP/1.x")
-            status = int(code)
+            lines = self._whole_head()
+            if lines is None:   # judged by its first line before the rest is waited for
+                version, status = _status_line(self.line())
+                lines = self._field_lines()
+            else:
+                version, status = _status_line(lines[0])
+                del lines[0]
             headers: dict[str, str] = {}
             name = None
-            for _ in range(MAX_HEADERS + 1):
-                line = self.line()
-                if not line:
-                    break
+            for line in lines:
                 if line[0] in (32, 9):   # obs-fold (RFC 9112 §5.2): a continuation, joined by SP
                     if name is not None:
                         headers[name] += " " + line.strip(b" \t").decode("latin-1")
@@ -196,8 +193,6 @@ class Wire:
                 name = field.strip(b" \t").lower().decode("latin-1")
                 text = value.strip(b" \t").decode("latin-1")
                 headers[name] = headers[name] + ", " + text if name in headers else text
-            else:
-                raise NotHTTP(f"more than {MAX_HEADERS} header lines")
             if 100 <= status <= 199 and status != 101:
                 continue
             # HTTP/1.0 keep-alive is not worth its rules: such a connection is simply not reused
@@ -206,6 +201,32 @@ class Wire:
                 tokens = headers["connection"].lower().split(",")
                 will_close = "close" in [t.strip() for t in tokens]
             return Reply(status, headers, will_close)
+
+    def _whole_head(self) -> list[bytes] | None:
+        """The usual head, all received and its lines ended by CRLF alone, split at once (as
+        ``line`` would split it); None for any other, which is read line by line."""
+        buf, pos = self.buf, self.pos
+        if pos == len(buf):
+            if not self._fill():
+                raise self._ended()
+            buf, pos = self.buf, self.pos
+        end = buf.find(b"\r\n\r\n", pos, pos + MAX_LINE)
+        if end <= pos or buf.count(b"\n", pos, end) != buf.count(b"\r\n", pos, end):
+            return None
+        lines = buf[pos:end].split(b"\r\n")
+        if len(lines) > MAX_HEADERS + 1:
+            return None
+        self.pos = end + 4
+        return lines
+
+    def _field_lines(self) -> list[bytes]:
+        lines = []
+        for _ in range(MAX_HEADERS + 1):
+            line = self.line()
+            if not line:
+                return lines
+            lines.append(line)
+        raise NotHTTP(f"more than {MAX_HEADERS} header lines")
 
     def body(self, reply: Reply) -> tuple[bytes, bool]:
         """The body (RFC 9112 §6.3), and whether the connection may carry another request."""
@@ -308,6 +329,16 @@ class Wire:
             if not self.line():
                 return
         raise NotHTTP(f"more than {MAX_HEADERS} trailer lines")
+
+
+def _status_line(line: bytes) -> tuple[bytes, int]:
+    """The version and status of a status line."""
+    version, _, rest = line.partition(b" ")
+    code = rest.lstrip(b" ")[:3]
+    if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or \
+            not code.isdigit() or rest.lstrip(b" ")[3:4] not in (b"", b" "):
+        raise NotHTTP("a status line that is not HTTP/1.x")
+    return version, int(code)
 
 
 def _framing(headers: dict[str, str]) -> int | str | None:
