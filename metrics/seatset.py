@@ -11,6 +11,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Iterator
 
+from panelist.metrics.upstream import spin
 from panelist.metrics.errors import UpstreamError
 from panelist.metrics.seatcalls import (GRACE, JobResult, Result, SeatCall, SeatResult, Tries,
                                         Unit, answered, closed, failed, log_results,
@@ -268,7 +269,9 @@ class SeatSet:
             # with units aside too, look at their queue now and then (rare: a retry, a wait
             # for admission)
             wait = min(tick, left, ASIDE_TICK if self._aside else tick)
-            ready = poller.poll(max(wait, 0.0) * 1000)
+            # answers from a near upstream are due at once: looked for before sleeping
+            ready = poller.poll(0) or spin.soon(poller, wait) or \
+                poller.poll(max(wait, 0.0) * 1000)
             ended: list[tuple[int, float]] = []
             while ready:   # and what came meanwhile: answers that land together log together
                 for fd, _ in ready:

@@ -469,6 +469,7 @@ class Bench:
         gc.collect()
         times = {"direct": [], "panel": []}
         failed = 0
+        gw0 = proc_cpu(self.gateway.pid)
         for _ in range(n):
             for name, client in (("direct", direct), ("panel", panel)):
                 status, _, secs = client.panel()
@@ -476,6 +477,9 @@ class Bench:
                     failed += 1
                     continue
                 times[name].append(secs * 1000)
+        # what the gateway spent per pair: the panel, the work after its reply, and any look
+        # for the next request while the direct call ran (metrics.upstream.spin)
+        gateway_cpu = (proc_cpu(self.gateway.pid) - gw0) * 1000 / n
         direct.close()
         panel.close()
         p50 = {k: pct(v, 50) for k, v in times.items()}
@@ -485,7 +489,8 @@ class Bench:
                 "direct_ms_p95": ms(pct(times["direct"], 95)),
                 "panel_ms_p95": ms(pct(times["panel"], 95)),
                 "added_ms_p50": ms(None if None in p50.values()
-                                   else p50["panel"] - p50["direct"])}
+                                   else p50["panel"] - p50["direct"]),
+                "gateway_cpu_ms_per_panel": ms(gateway_cpu)}
 
     # -- the run ---------------------------------------------------------------------------------
     def run(self) -> dict:

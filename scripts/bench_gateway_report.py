@@ -246,7 +246,8 @@ def pick_report(r: dict) -> str:
 def direct_row(d: dict) -> tuple[str, str, str, str]:
     return (f"2b a panel over one direct upstream call, 0 ms ({d['pairs']} pairs, c=1)",
             f"+{d['added_ms_p50']:.2f} ms (panel p50 {d['panel_ms_p50']:.2f}, direct p50 "
-            f"{d['direct_ms_p50']:.2f}), {d['failed']} failed",
+            f"{d['direct_ms_p50']:.2f}; gateway CPU {d['gateway_cpu_ms_per_panel']:.2f} ms/panel), "
+            f"{d['failed']} failed",
             f"<= {TARGETS['direct_added_p50_ms']:g} ms",
             verdict(d["added_ms_p50"] <= TARGETS["direct_added_p50_ms"] and not d["failed"]))
 

@@ -166,8 +166,6 @@ class Panels:
         The hold is released seat by seat by the ``PanelRun`` that ``start`` makes."""
         view = self.known.view()
         limits = self.collections.limits()
-        # before the seating lock: a refit must not hold up other seatings
-        suggest = self.suggest.of(req.collection, view, req.shape)
         with self._seating:
             now = time.time()
             states = self.ledger.states(view.models.keys(), req.shape, now)
@@ -185,7 +183,7 @@ class Panels:
             self.ledger.record_seated(seating.panel, req.shape, aliases, now,
                                       collection=req.collection.model_id, awaits_delivery=True)
             seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
-        seating.suggest = suggest
+        seating.roster = view
         return seating
 
     def _refuse(self, req: Request, states: dict, seating: Seating) -> None:
@@ -238,6 +236,7 @@ class Panels:
         """Wait for every seat (and the merge) of a started panel, or in pick mode for the
         picked seat only; see ``ask``. Raises ``AllSeatsFailed`` / ``Unavailable`` when no
         seat gave a usable answer."""
+        run.suggestions()   # while the seats answer: nothing sent waits for it
         if run.req.reply_mode == "pick":
             if run.wait_pick(alive) is None:
                 return None
@@ -320,6 +319,7 @@ class PanelRun:
             # asked for, a tool call when tool_choice forces one
             self.demand = pick.Demand(req.response_format, req.params.get("tool_choice"))
             self.done: list[SeatResult] = []   # pick mode: seats handed over, in finish order
+            self._suggest: list | None = None
             self._recorded = False
             self.logged = threading.Event()   # set once the panel's line is written
             self._lock = threading.Lock()   # guards _recorded, _left and _detached
@@ -660,8 +660,18 @@ class PanelRun:
             bench["disagreement"] = self.disagreement
         if self.live is not None and (why := self.live.buffered(self.req.reply_mode, self.answer)):
             bench["buffered"] = why
-        bench["suggest"] = self.seating.suggest
+        bench["suggest"] = self.suggestions()
         return bench
+
+    def suggestions(self) -> list:
+        """``bench.suggest`` (``suggest.ReplySuggestions``), worked out once, after the seats
+        were asked, over the roster they were seated from."""
+        if self._suggest is None:
+            panels = self.panels
+            self._suggest = panels.suggest.of(self.req.collection,
+                                              self.seating.roster or panels.known.view(),
+                                              self.req.shape)
+        return self._suggest
 
     def picked(self) -> dict:
         a = self.answer

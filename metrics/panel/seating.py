@@ -100,7 +100,7 @@ class Seating:
     panel: str | None = None        # the panel id reserved for it
     at: float | None = None         # epoch seconds: when it was seated, the panel's start
     hold: "Hold | None" = None      # its seats in flight, released as they end
-    suggest: list[dict] = field(default_factory=list)
+    roster: RosterView | None = None   # the roster as it was seated from
 
     def skip(self, seat: str, alias: str, why: str) -> None:
         self.skipped.append({"seat": seat, "alias": alias, "why": why})

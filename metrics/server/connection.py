@@ -30,6 +30,8 @@ import socket
 import threading
 import time
 
+from panelist.metrics.upstream import spin
+
 MAX_BODY = 20 * 1024 * 1024   # the tightest whole-request cap among the big providers (Gemini's)
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
 MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
@@ -112,6 +114,8 @@ class Wire(io.RawIOBase):
         self.reserve = False   # answers one /health request from the server's own reserve
         self.whole = ends_head(head)   # the head being read has all arrived (HEAD only)
         self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
+        self.replied = False   # a reply went out, and no wait for the next request since
+        self._poll = None
 
     def readable(self) -> bool:
         return True
@@ -152,7 +156,11 @@ class Wire(io.RawIOBase):
             return self._recv_body(buf)
         if self.phase not in (IDLE, HEAD):
             return self.sock.recv_into(buf)
-        if not has_input(self.sock, wait):
+        looked = False
+        if self.phase == IDLE and self.replied:   # once per reply: a client in a loop sends
+            self.replied = False                   # its next request at once
+            looked = bool(spin.soon(self._poller(), wait))
+        if not looked and not has_input(self.sock, wait):
             raise TimeoutError("no bytes came in time")
         with self.room:   # taken back meanwhile, it still reads what came: a 408 follows
             n = self.sock.recv_into(buf)
@@ -196,7 +204,14 @@ class Wire(io.RawIOBase):
             self.sock.settimeout(self.stall)
             self._tight = False
         self.sock.sendall(data)
+        self.replied = True
         return len(data)
+
+    def _poller(self):
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self.sock, select.POLLIN)
+        return self._poll
 
     def fileno(self) -> int:
         return self.sock.fileno()

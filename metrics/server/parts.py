@@ -15,8 +15,10 @@ demo; it always returns.
 
 from __future__ import annotations
 
+import os
 import threading
 
+from panelist.metrics.upstream import spin
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.ledger.search import SearchIndex
@@ -35,7 +37,8 @@ class Parts:
     def of_home(cls, home: Home, panels: Panels | None = None, env=None) -> "Parts":
         """The parts of a server over ``home``: a broken schedule is refused before the panels
         open; the upstream's proxies come from ``env`` when given (as the server's settings
-        do), else from the process environment."""
+        do), else from the process environment, as ``PANELIST_SPIN_US`` is (``spin``)."""
+        spin.configure(os.environ if env is None else env)
         jobs = schedule.settings(home)
         if panels is None:
             panels = Panels(home) if env is None else \

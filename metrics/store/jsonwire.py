@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import re
+from json import encoder as _stock
+from typing import Callable
 
 MAX_DEPTH = 64   # containers inside containers: a chat request needs five or six
 _LONE = re.compile("[\ud800-\udfff]")
@@ -107,9 +109,10 @@ def loads(data: bytes | str, *, strict: bool = False, unique: bool = False):
     return value
 
 
-# json.dumps builds a new encoder for every call that passes an option; a log line or a reply is
-# encoded with one of a few option sets, so each set's encoder is built once and kept
-_ENCODERS: dict[tuple, json.JSONEncoder] = {}
+# json.dumps builds a new encoder for every call that passes an option, and JSONEncoder.encode
+# a new C encoder for every call; a log line or a reply is encoded with one of a few option
+# sets, so each set's encoder is built once and kept
+_ENCODERS: dict[tuple, Callable[[object], str]] = {}
 
 
 def _text(value, kw: dict) -> str:
@@ -117,14 +120,32 @@ def _text(value, kw: dict) -> str:
     kw.setdefault("ensure_ascii", False)
     key = tuple(sorted(kw.items()))
     try:
-        encoder = _ENCODERS[key]
+        encode = _ENCODERS[key]
     except KeyError:
-        encoder = json.JSONEncoder(**kw)
+        encode = _encoder(kw)
         if len(_ENCODERS) < 64:   # the option sets are a handful; this only bounds a misuse
-            _ENCODERS[key] = encoder
+            _ENCODERS[key] = encode
     except TypeError:   # an option whose value cannot be part of a key (a list): not kept
-        encoder = json.JSONEncoder(**kw)
-    return encoder.encode(value)
+        encode = _encoder(kw)
+    return encode(value)
+
+
+def _encoder(kw: dict) -> Callable[[object], str]:
+    """``JSONEncoder(**kw).encode``, with its C encoder made once. That one is kept without
+    the circular-reference check, whose table a failed call could leave filled: what we
+    encode is parsed JSON and trees of our own, and a cycle still fails (RecursionError)."""
+    encoder = json.JSONEncoder(**kw)
+    make = _stock.c_make_encoder
+    if make is None or encoder.indent is not None:
+        return encoder.encode
+    strings = _stock.encode_basestring_ascii if encoder.ensure_ascii else \
+        _stock.encode_basestring
+    whole = make(None, encoder.default, strings, None, encoder.key_separator,
+                 encoder.item_separator, encoder.sort_keys, encoder.skipkeys, encoder.allow_nan)
+
+    def encode(value) -> str:
+        return strings(value) if isinstance(value, str) else "".join(whole(value, 0))
+    return encode
 
 
 def dumps(value, **kw) -> str:
