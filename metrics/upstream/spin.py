@@ -9,6 +9,8 @@ then sleeps.
 
 Invariants:
 
+* a thread looks only while nothing else of its process is being worked on (``working``
+  counts what is): under load a look would only take turns from threads with work to do;
 * one thread of a process looks at a time (the others sleep at once), so looking costs the
   process at most one thread's share of a core while it lasts;
 * each look is a ``poll`` that gives the GIL back, so the other threads run meanwhile;
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 
 from panelist.metrics.errors import ConfigInvalid
 
@@ -26,6 +29,8 @@ DEFAULT_US = 200
 MAX_US = 10_000   # past this a look costs more than any wake-up it saves
 _TOKEN = threading.Lock()   # held by the one thread looking now
 _limit = [DEFAULT_US / 1e6]   # seconds a look may last
+_busy = [0]   # requests this process is working on now (``working``)
+_count = threading.Lock()
 
 
 def configure(env) -> None:
@@ -49,12 +54,24 @@ def limit() -> float:
     return _limit[0]
 
 
-def soon(poller, wait: float) -> list:
+@contextmanager
+def working():
+    """Count a request as being worked on while the block runs."""
+    with _count:
+        _busy[0] += 1
+    try:
+        yield
+    finally:
+        with _count:
+            _busy[0] -= 1
+
+
+def soon(poller, wait: float, *, mine: int = 0) -> list:
     """``poller.poll(0)`` again and again for at most ``limit()`` seconds (and at most
-    ``wait``): what became ready, or ``[]`` when nothing did, looking is off, or another thread
-    is looking."""
+    ``wait``): what became ready, or ``[]`` when nothing did, looking is off, another thread is
+    looking, or more requests than the caller's own ``mine`` are being worked on."""
     most = min(_limit[0], wait)
-    if most <= 0 or not _TOKEN.acquire(blocking=False):
+    if most <= 0 or _busy[0] > mine or not _TOKEN.acquire(blocking=False):
         return []
     try:
         until = time.perf_counter() + most
