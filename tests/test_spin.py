@@ -71,6 +71,17 @@ def test_one_thread_looks_at_a_time(pair):
     assert spin.soon(poller, 1.0) != []
 
 
+def test_no_look_while_other_requests_are_worked_on(pair):
+    a, b, poller = pair
+    b.sendall(b"x")
+    with spin.working():   # a request of this process is being answered
+        assert spin.soon(poller, 1.0) == []             # a kept connection waits asleep
+        assert spin.soon(poller, 1.0, mine=1) != []     # that request's own seats may look
+        with spin.working():
+            assert spin.soon(poller, 1.0, mine=1) == []   # another one is worked on too
+    assert spin.soon(poller, 1.0) != []
+
+
 @pytest.mark.parametrize("us", ["0", "200"])
 def test_panels_on_a_kept_connection_are_answered_alike_with_looking_off_and_on(home, us):
     with Gateway(make_gateway(home, env={"PANELIST_SPIN_US": us})) as gw:
