@@ -11,11 +11,11 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Iterator
 
-from panelist.metrics.upstream import spin
 from panelist.metrics.errors import UpstreamError
 from panelist.metrics.seatcalls import (GRACE, JobResult, Result, SeatCall, SeatResult, Tries,
                                         Unit, answered, closed, failed, log_results,
                                         own_deadline)
+from panelist.metrics.upstream import spin
 
 if TYPE_CHECKING:   # the core makes sets; a set only calls back into it
     from panelist.metrics.seats import Seats, _Hooks, _Looked, _Sent

@@ -11,6 +11,8 @@ may cost.
   (``SO_RCVLOWAT``, where the system has one) makes a read wait until the rest of the body, or
   ``BODY_WAKE`` bytes of it, have come, so a body trickled in small pieces wakes its thread
   once per ``BODY_WAKE`` bytes (or at its deadline), never per piece.
+* right after a reply, the next request on a kept connection is looked for before its thread
+  sleeps (``upstream.spin``): a client in a loop sends it at once.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
   ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
   may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (but in the

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import threading
 
-from panelist.metrics.upstream import spin
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.ledger.search import SearchIndex
@@ -26,6 +25,7 @@ from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
 from panelist.metrics.upkeep import failing, onboarding_worker, schedule
 from panelist.metrics.upkeep.suitejob import SuiteRuns
+from panelist.metrics.upstream import spin
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
 

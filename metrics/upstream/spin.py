@@ -34,7 +34,8 @@ _count = threading.Lock()
 
 
 def configure(env) -> None:
-    """Take ``PANELIST_SPIN_US`` from ``env`` (a mapping); unset keeps the default."""
+    """Take ``PANELIST_SPIN_US`` from ``env`` (a mapping); unset or empty: the default. A bad
+    value raises ``ConfigInvalid`` and changes nothing."""
     raw = env.get("PANELIST_SPIN_US")
     if raw is None or raw == "":
         _limit[0] = DEFAULT_US / 1e6
