@@ -271,8 +271,7 @@ class SeatSet:
             wait = min(tick, left, ASIDE_TICK if self._aside else tick)
             # answers from a near upstream are due at once: looked for before sleeping (the
             # request they answer may be being worked on)
-            ready = poller.poll(0) or spin.soon(poller, wait, mine=1) or \
-                poller.poll(max(wait, 0.0) * 1000)
+            ready = spin.soon(poller, wait, mine=1) or poller.poll(max(wait, 0.0) * 1000)
             ended: list[tuple[int, float]] = []
             while ready:   # and what came meanwhile: answers that land together log together
                 for fd, _ in ready:

@@ -159,6 +159,7 @@ def test_the_reply_s_suggestions_follow_an_edit_of_the_collection(gateway, home)
     status, reply, _ = gateway.post("/v1/chat/completions", body)
     assert status == 200 and reply["bench"]["suggest"] == []
 
+
 def run(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()

@@ -161,7 +161,7 @@ class Wire(io.RawIOBase):
         looked = False
         if self.phase == IDLE and self.replied:   # once per reply: a client in a loop sends
             self.replied = False                   # its next request at once
-            looked = bool(spin.soon(self._poller(), wait))
+            looked = bool(spin.soon(self._poller(), wait)) if hasattr(select, "poll") else False
         if not looked and not has_input(self.sock, wait):
             raise TimeoutError("no bytes came in time")
         with self.room:   # taken back meanwhile, it still reads what came: a 408 follows
