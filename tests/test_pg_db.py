@@ -29,19 +29,28 @@ def test_migrate_is_idempotent_and_versioned(pg_url):
         db.close()
 
 
-def test_unreachable_is_a_503_without_the_password(pg_cluster):
+@pytest.mark.parametrize("named", ["postgresql://someone:s3cret-word@127.0.0.1:{port}/nothing",
+                                   "postgresql://someone@127.0.0.1:{port}/nothing"
+                                   "?password=s3cret-word"])
+def test_unreachable_is_a_503_that_names_nothing_of_the_database(pg_cluster, caplog, named):
     port = __import__("pgcluster").free_port()   # nothing listens there
-    db = pg.Database(f"postgresql://someone:s3cret-word@127.0.0.1:{port}/nothing")
+    db = pg.Database(named.format(port=port))
     try:
-        with pytest.raises(errors.DatabaseUnreachable) as caught:
-            db.execute("SELECT 1")
+        with caplog.at_level("WARNING", logger="panelist.database"):
+            with pytest.raises(errors.DatabaseUnreachable) as caught:
+                db.execute("SELECT 1")
     finally:
         db.close()
     exc = caught.value
     assert status_of(exc) == 503
     assert exc.headers["Retry-After"] == "2"
     assert "database is unreachable" in exc.message
-    assert "s3cret-word" not in exc.message and "someone:***@" in exc.message
+    # a caller learns neither where the database is nor who connects to it
+    for private in ("s3cret-word", "someone", "127.0.0.1", str(port)):
+        assert private not in exc.message
+    # the operator's log says where, without the password
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "127.0.0.1" in logged and "***" in logged and "s3cret-word" not in logged
 
 
 def test_a_pool_recovers_after_the_server_restarts(pg_cluster, pg_url):

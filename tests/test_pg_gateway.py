@@ -138,6 +138,8 @@ def test_unreachable_database_is_a_503_then_recovers(pair, pg_cluster, pg_url):
     status, body, headers = ask(a)
     assert status == 503, body
     assert "database is unreachable" in body["error"]["message"]
+    assert "127.0.0.1" not in body["error"]["message"] and "postgres" not in \
+        body["error"]["message"]
     assert int(headers["Retry-After"]) >= 1
     status, body, headers = b.post("/bench/verdict", {"call": "p20200101-1.member1",
                                                       "useful": True})

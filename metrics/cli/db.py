@@ -11,6 +11,7 @@ import os
 
 from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import BadRequest, PanelistError
+from panelist.metrics.store.pg import Database, check_argument, check_url
 
 
 def register(nouns, common) -> None:
@@ -34,11 +35,12 @@ def register(nouns, common) -> None:
 
 
 def _database(args):
+    if args.database:
+        check_argument(check_url(args.database))
     url = args.database or os.environ.get("PANELIST_DATABASE_URL")
     if not url:
         raise BadRequest("no database named: give --database postgresql://USER@HOST:PORT/DB "
                          "or set PANELIST_DATABASE_URL")
-    from panelist.metrics.store.pg import Database
     return Database(url, application="panelist-db")
 
 

@@ -22,7 +22,7 @@ from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import open_home
 from panelist.metrics.server import workers
-from panelist.metrics.store.pg import check_url, redact
+from panelist.metrics.store.pg import check_argument, check_url, redact
 
 
 def register(nouns, common) -> None:
@@ -54,7 +54,7 @@ def _serve(args, out: Out, make) -> int:
     """Run a server (or a group of workers) until SIGTERM or Ctrl-C; with ``--demo``, over the
     simulated roster."""
     if args.database:
-        check_url(args.database)
+        check_argument(check_url(args.database))
         # the workers are spawned processes: they open the data folder from the environment
         os.environ["PANELIST_DATABASE_URL"] = args.database
     home = open_home(args.data, database=args.database)

@@ -9,9 +9,14 @@ stays standard-library only.
 Invariants:
 
 * A failure to reach the server (refused, reset, closed, timed out) is raised as one error,
-  ``errors.DatabaseUnreachable`` (503 with ``Retry-After``), whose message never holds the
-  URL's password; every other database error is a bug of ours or a broken schema and goes up
-  as it is.
+  ``errors.DatabaseUnreachable`` (503 with ``Retry-After``), whose message says only that the
+  database is unreachable: a caller of the gateway learns neither the host, the port, the user
+  nor the password. The operator's detail (the URL without its secrets, libpq's reason) goes
+  to the ``panelist.database`` log, at most once per ``QUIET`` seconds for one reason.
+* ``redact`` takes the secrets out of every form a database may be named in: a URL's
+  ``user:password@``, its ``?password=`` and ``?sslpassword=`` parameters, and a libpq
+  keyword string's ``password=…`` (quoted or not); whatever cannot be parsed is not shown.
+* Every other database error is a bug of ours or a broken schema and goes up as it is.
 * A statement or transaction is retried once on a fresh connection only when the failure came
   before anything could have been committed (a pooled connection that died while idle, e.g.
   across a server restart); a failure during ``COMMIT`` is never retried, since the commit
@@ -25,10 +30,12 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import time
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from panelist.metrics import errors
 
@@ -38,6 +45,15 @@ BACKOFF = 0.1             # seconds before the second try, doubled after each
 CONNECT_TIMEOUT = 3       # seconds for one try (libpq's connect_timeout is whole seconds)
 RETRY_AFTER = 2.0         # what a caller is told to wait when the database is unreachable
 MAX_IDLE = 16             # connections kept open between uses
+QUIET = 10.0              # seconds between two log lines of one unreachable reason
+SECRET_PARAMS = ("password", "sslpassword")   # URL parameters and keywords libpq reads secrets from
+HIDDEN = "***"
+
+log = logging.getLogger("panelist.database")
+# libpq's keyword form: ``password=s3cret`` or ``password='with \' quote'``
+_KEYWORD_SECRET = re.compile(
+    r"\b(" + "|".join(SECRET_PARAMS) + r")\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")   # a URL, as opposed to a keyword string
 
 
 def driver():
@@ -52,17 +68,43 @@ def driver():
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """``url`` with every secret it may carry replaced by ``***``, for messages and logs."""
+    if not _URL.match(url):
+        # a libpq keyword string (``host=db password=…``), or no database name at all
+        return _KEYWORD_SECRET.sub(lambda m: f"{m.group(1)}={HIDDEN}", url)
     try:
         parts = urlsplit(url)
+        password = parts.password
+        query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
         return "(a malformed database URL)"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")
-    user = parts.username or ""
-    host = netloc[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    netloc = parts.netloc
+    if password is not None:
+        netloc = f"{parts.username or ''}:{HIDDEN}@{netloc.rpartition('@')[2]}"
+    if any(k.lower() in SECRET_PARAMS for k, _ in query):
+        query = [(k, HIDDEN if k.lower() in SECRET_PARAMS else v) for k, v in query]
+        return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query, safe="*")))
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def secrets_of(url: str) -> list[str]:
+    """The secret values ``url`` carries (to scrub them from text a driver wrote)."""
+    if not _URL.match(url):
+        found = [m.group(2).strip("'") for m in _KEYWORD_SECRET.finditer(url)]
+    else:
+        try:
+            parts = urlsplit(url)
+            found = [parts.password or ""] + [
+                v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                if k.lower() in SECRET_PARAMS]
+        except ValueError:
+            return []
+    return [s for s in found if s]
+
+
+def has_secret(url: str) -> bool:
+    """Whether ``url`` carries a password in any form."""
+    return bool(secrets_of(url))
 
 
 def check_url(url: str) -> str:
@@ -74,12 +116,25 @@ def check_url(url: str) -> str:
     return url
 
 
+def check_argument(url: str) -> str:
+    """``url`` as given on a command line, refused when it carries a password: every user of
+    the machine can read a process's arguments (``ps``), so a secret there is already out."""
+    if has_secret(url):
+        raise errors.ConfigInvalid(
+            "--database carries a password, which any user of this machine can read in the "
+            "process list; give the URL without it and the password in PGPASSWORD or "
+            "~/.pgpass, or the whole URL in PANELIST_DATABASE_URL")
+    return url
+
+
 class Database:
     """One database's connections, shared by the threads of one process."""
 
     def __init__(self, url: str, *, application: str = "panelist"):
         self.url = check_url(url)
         self.shown = redact(url)
+        self._secrets = secrets_of(url)
+        self._logged: dict[str, float] = {}   # reason -> when it was last logged
         self._pg = driver()
         # a connection refused, reset or closed under us: the server is (for now) out of reach
         self._lost = (self._pg.OperationalError, self._pg.InterfaceError)
@@ -106,12 +161,22 @@ class Database:
         raise AssertionError("unreachable")
 
     def unreachable(self, exc: Exception) -> errors.DatabaseUnreachable:
-        """The error a caller sees for ``exc``, a failure to reach the server."""
+        """The error a caller sees for ``exc``, a failure to reach the server: it says no more
+        than that (where the database is, and who connects to it, is the operator's business,
+        logged here)."""
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        # libpq names the host and port, never the password; the URL is shown redacted
+        for secret in self._secrets:
+            reason = reason.replace(secret, HIDDEN)
+        now = time.monotonic()
+        with self._lock:
+            loud = now - self._logged.get(reason, -QUIET) >= QUIET
+            if loud:
+                self._logged[reason] = now
+        if loud:
+            log.warning("the database %s is unreachable: %s", self.shown, reason[:300])
         return errors.DatabaseUnreachable(
-            f"the database is unreachable ({self.shown}: {reason[:200]}); nothing was written, "
-            f"retry in a few seconds", retry_after=RETRY_AFTER)
+            "the database is unreachable; nothing was written, retry in a few seconds",
+            retry_after=RETRY_AFTER)
 
     def _take(self):
         """``(connection, fresh)``: an idle one if any, else a new one."""
