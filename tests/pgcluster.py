@@ -110,6 +110,32 @@ class Cluster:
                 break
             time.sleep(0.05)
 
+    def processes(self) -> list[int]:
+        """The postmaster's PID and its children's (every backend and helper process)."""
+        try:
+            top = int((self.data / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return []
+        found = [top]
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = (entry / "stat").read_text().rpartition(")")[2].split()
+                except OSError:
+                    continue
+                if fields and int(fields[1]) == top:
+                    found.append(int(entry.name))
+        return found
+
+    def freeze(self) -> None:
+        """Stop every process of the server (SIGSTOP): connections stay open, nothing answers."""
+        for pid in self.processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in self.processes():
+            os.kill(pid, signal.SIGCONT)
+
     def url(self, db: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
 

@@ -12,6 +12,7 @@ import os
 from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import BadRequest, PanelistError
 from panelist.metrics.store.pg import Database, check_argument, check_url
+from panelist.metrics.store.pgbounds import Bounds
 
 
 def register(nouns, common) -> None:
@@ -41,7 +42,9 @@ def _database(args):
     if not url:
         raise BadRequest("no database named: give --database postgresql://USER@HOST:PORT/DB "
                          "or set PANELIST_DATABASE_URL")
-    return Database(url, application="panelist-db")
+    # an import or export moves whole logs in batches: its statements may take minutes, where
+    # a server's must not (an environment's own bound still wins)
+    return Database(url, application="panelist-db", bounds=Bounds.of_env(statement=600.0))
 
 
 def cmd_db(args, out: Out) -> int:

@@ -23,7 +23,13 @@ Invariants:
   may have landed.
 * After a connection failure every idle connection is dropped: they all went to the same
   server, so the next caller connects anew instead of meeting another dead one. Connecting is
-  tried ``ATTEMPTS`` times with a growing pause, and each try is bounded by ``CONNECT_TIMEOUT``.
+  tried ``ATTEMPTS`` times with a growing pause.
+* Every wait is bounded (``pgbounds``): each try to connect, each statement and lock wait on
+  the server, a transaction left idle, a silent connection; and, by this process's own watch,
+  each statement or transaction of the pool (``run``, ``begin``), for a server that cannot
+  enforce its bounds. A statement or lock wait over its bound, or a watched use cut, is a
+  ``DatabaseUnreachable`` at once, never retried (the server was there and too slow: a second
+  try would double the wait).
 * Connections are in autocommit mode: one statement is one transaction unless ``transaction``
   brackets several.
 """
@@ -38,11 +44,11 @@ from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from panelist.metrics import errors
+from panelist.metrics.store.pgbounds import Bounds, Watch
 
 INSTALL_HINT = "pip install 'panelist[postgres]'"
 ATTEMPTS = 3              # connection tries before a caller is told the database is unreachable
 BACKOFF = 0.1             # seconds before the second try, doubled after each
-CONNECT_TIMEOUT = 3       # seconds for one try (libpq's connect_timeout is whole seconds)
 RETRY_AFTER = 2.0         # what a caller is told to wait when the database is unreachable
 MAX_IDLE = 16             # connections kept open between uses
 QUIET = 10.0              # seconds between two log lines of one unreachable reason
@@ -130,14 +136,19 @@ def check_argument(url: str) -> str:
 class Database:
     """One database's connections, shared by the threads of one process."""
 
-    def __init__(self, url: str, *, application: str = "panelist"):
+    def __init__(self, url: str, *, application: str = "panelist",
+                 bounds: Bounds | None = None):
         self.url = check_url(url)
+        self.bounds = bounds or Bounds.of_env()
+        self._watch = Watch()
         self.shown = redact(url)
         self._secrets = secrets_of(url)
         self._logged: dict[str, float] = {}   # reason -> when it was last logged
         self._pg = driver()
         # a connection refused, reset or closed under us: the server is (for now) out of reach
         self._lost = (self._pg.OperationalError, self._pg.InterfaceError)
+        # the server's own bounds (statement_timeout, lock_timeout): it is there, and too slow
+        self._slow = (self._pg.errors.QueryCanceled, self._pg.errors.LockNotAvailable)
         self._application = application
         self._idle: list = []
         self._lock = threading.Lock()
@@ -151,8 +162,8 @@ class Database:
         for attempt in range(attempts):
             try:
                 return self._pg.connect(self.url, autocommit=True,
-                                        connect_timeout=CONNECT_TIMEOUT,
-                                        application_name=self._application)
+                                        application_name=self._application,
+                                        **self.bounds.connect_options())
             except self._pg.OperationalError as exc:
                 if attempt == attempts - 1:
                     raise self.unreachable(exc) from None
@@ -160,11 +171,30 @@ class Database:
                 pause *= 2
         raise AssertionError("unreachable")
 
-    def unreachable(self, exc: Exception) -> errors.DatabaseUnreachable:
-        """The error a caller sees for ``exc``, a failure to reach the server: it says no more
-        than that (where the database is, and who connects to it, is the operator's business,
-        logged here)."""
+    def unreachable(self, exc: Exception, *, cut: bool = False) -> errors.DatabaseUnreachable:
+        """The error a caller sees for ``exc``, a failure to reach the server (``cut``: the
+        watch ended a use that outlived its bound): it says no more than that (where the
+        database is, and who connects to it, is the operator's business, logged here)."""
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if cut:
+            reason = f"no answer within {self.bounds.wait:g} s ({reason})"
+        self._log(reason)
+        said = (f"the database did not answer within {self.bounds.wait:g} s" if cut
+                else "the database is unreachable")
+        return errors.DatabaseUnreachable(
+            f"{said}; nothing was written, retry in a few seconds", retry_after=RETRY_AFTER)
+
+    def too_slow(self, exc: Exception) -> errors.DatabaseUnreachable:
+        """The error a caller sees when the server ended a statement at its own bound."""
+        what = "a lock" if isinstance(exc, self._pg.errors.LockNotAvailable) else "a statement"
+        bound = self.bounds.lock if what == "a lock" else self.bounds.statement
+        self._log(f"{what} waited over {bound:g} s: "
+                  f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+        return errors.DatabaseUnreachable(
+            f"the database did not finish in time ({what} waited over {bound:g} s); nothing "
+            "was written, retry in a few seconds", retry_after=RETRY_AFTER)
+
+    def _log(self, reason: str) -> None:
         for secret in self._secrets:
             reason = reason.replace(secret, HIDDEN)
         now = time.monotonic()
@@ -174,9 +204,6 @@ class Database:
                 self._logged[reason] = now
         if loud:
             log.warning("the database %s is unreachable: %s", self.shown, reason[:300])
-        return errors.DatabaseUnreachable(
-            "the database is unreachable; nothing was written, retry in a few seconds",
-            retry_after=RETRY_AFTER)
 
     def _take(self):
         """``(connection, fresh)``: an idle one if any, else a new one."""
@@ -224,30 +251,40 @@ class Database:
     def run(self, body, *, retry: bool = True, transaction: bool = True):
         for attempt in range(2):
             conn, fresh = self._take()
+            self._watch.start(conn, self.bounds.wait)
+            committing = False
             try:
                 if transaction:
                     conn.execute("BEGIN")
                 result = body(conn)
+                if transaction:
+                    committing = True
+                    conn.execute("COMMIT")
+            except self._slow as exc:
+                self._watch.stop(conn)
+                self._rollback(conn)
+                raise self.too_slow(exc) from None
             except self._lost as exc:
+                cut = self._watch.stop(conn)
                 self._broken(conn)
-                if fresh or attempt or not retry:
-                    raise self.unreachable(exc) from None
+                # a failure during COMMIT is never retried: the commit may have landed
+                if cut or committing or fresh or attempt or not retry:
+                    raise self.unreachable(exc, cut=cut) from None
                 continue
             except BaseException:
+                self._watch.stop(conn)
                 self._rollback(conn)
                 raise
-            if transaction:
-                try:
-                    conn.execute("COMMIT")
-                except self._lost as exc:
-                    self._broken(conn)
-                    raise self.unreachable(exc) from None
-                except BaseException:
-                    self._rollback(conn)
-                    raise
-            self._give(conn)
+            self._release(conn)
             return result
         raise AssertionError("unreachable")
+
+    def _release(self, conn) -> None:
+        """Back to the pool after a use that ended well, unless the watch cut it just then."""
+        if self._watch.stop(conn):
+            conn.close()
+        else:
+            self._give(conn)
 
     def _rollback(self, conn) -> None:
         try:
@@ -263,34 +300,40 @@ class Database:
         """One transaction on a pooled connection, held while the block runs (statements of
         the caller's between them, e.g. a lock taken, then other work, then a write):
         committed when the block ends, rolled back when it raises. A failure to reach the
-        server inside becomes ``DatabaseUnreachable``."""
+        server inside, or the block outliving its bound, becomes ``DatabaseUnreachable``."""
         conn, fresh = self._take()
+        self._watch.start(conn, self.bounds.wait)
         try:
             conn.execute("BEGIN")
         except self._lost as exc:
+            cut = self._watch.stop(conn)
             self._broken(conn)
-            if fresh:
-                raise self.unreachable(exc) from None
+            if fresh or cut:
+                raise self.unreachable(exc, cut=cut) from None
             conn = self.connect()   # a pooled one had died while idle: nothing was sent
+            self._watch.start(conn, self.bounds.wait)
             try:
                 conn.execute("BEGIN")
             except self._lost as exc2:
+                cut = self._watch.stop(conn)
                 self._broken(conn)
-                raise self.unreachable(exc2) from None
+                raise self.unreachable(exc2, cut=cut) from None
         try:
             yield conn
+            conn.execute("COMMIT")
+        except self._slow as exc:
+            self._watch.stop(conn)
+            self._rollback(conn)
+            raise self.too_slow(exc) from None
         except self._lost as exc:
+            cut = self._watch.stop(conn)
             self._broken(conn)
-            raise self.unreachable(exc) from None
+            raise self.unreachable(exc, cut=cut) from None
         except BaseException:
+            self._watch.stop(conn)
             self._rollback(conn)
             raise
-        try:
-            conn.execute("COMMIT")
-        except self._lost as exc:
-            self._broken(conn)
-            raise self.unreachable(exc) from None
-        self._give(conn)
+        self._release(conn)
 
     @contextmanager
     def session(self):
@@ -308,6 +351,8 @@ class Database:
         failure to reach the server inside becomes ``DatabaseUnreachable``."""
         try:
             yield
+        except self._slow as exc:
+            raise self.too_slow(exc) from None
         except self._lost as exc:
             raise self.unreachable(exc) from None
 
@@ -320,6 +365,7 @@ class Database:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+        self._watch.close()
 
 
 def _rows(cursor) -> list[tuple]:
