@@ -18,6 +18,9 @@ Invariants:
   no step compares the secret itself, so response times say nothing about a guess.
 * The file is re-read only when it changes (one ``stat`` per lookup), so a key created or revoked
   by another process counts at once, without a restart.
+* A revocation is final: a name under ``revoked`` is refused even if an entry under ``keys``
+  still names it (a file merged or edited by hand), and ``merge`` (how instances on one
+  database combine two edits of the file) keeps every revocation either side made.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from panelist.metrics.store import configfile
+from panelist.metrics.store import configfile, configmerge
 from panelist.metrics.roster.collection import NAME as COLLECTION_NAME
 from panelist.metrics.roster.collection import PREFIX
 from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound
@@ -67,10 +70,12 @@ class Key:
 
 
 def _parse(doc: dict) -> dict[str, Key]:
-    """keys.json -> {digest: Key}; entries without a usable digest are left out, never guessed."""
+    """keys.json -> {digest: Key}; entries without a usable digest are left out, never guessed,
+    and so is every revoked name."""
     out = {}
+    revoked = doc.get("revoked") if isinstance(doc.get("revoked"), dict) else {}
     for name, k in (doc.get("keys") or {}).items():
-        if not isinstance(k, dict) or not isinstance(k.get("digest"), str):
+        if not isinstance(k, dict) or not isinstance(k.get("digest"), str) or name in revoked:
             continue
         cols = k.get("collections")
         out[k["digest"]] = Key(name=name, digest=k["digest"], hint=str(k.get("hint", "")),
@@ -78,6 +83,28 @@ def _parse(doc: dict) -> dict[str, Key]:
                                rpm=k.get("rpm") if isinstance(k.get("rpm"), int) else None,
                                created=str(k.get("created", "")))
     return out
+
+
+def merge(base: dict | None, ours: dict, theirs: dict) -> dict:
+    """Two edits of keys.json combined (``store.pgconfig``): every revocation either side made
+    stands, every key either side made is kept unless revoked, and other changes merge three
+    ways from ``base`` (None when unknown: keys are only ever added or revoked, so a union
+    loses nothing and brings nothing revoked back). A name minted on both sides as different
+    keys raises ``configmerge.Clash``."""
+    revoked: dict = {}
+    for doc in (theirs, ours):
+        for name, entry in (doc.get("revoked") or {}).items():
+            revoked.setdefault(name, entry)
+
+    def rest(doc):
+        # a revoked key is out of every side first, so no edit of it can clash with its end
+        out = {k: v for k, v in (doc or {}).items() if k != "revoked"}
+        out["keys"] = {n: k for n, k in (out.get("keys") or {}).items() if n not in revoked}
+        return out
+    merged = configmerge.merge(rest(base), rest(ours), rest(theirs))
+    if revoked:
+        merged["revoked"] = revoked
+    return merged
 
 
 def _collections(value, known) -> list[str] | None:

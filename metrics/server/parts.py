@@ -126,7 +126,9 @@ def _config_mirror(home: Home):
     from panelist.metrics.errors import DatabaseUnreachable
     from panelist.metrics.store.pg import Database
     from panelist.metrics.store.pgconfig import ConfigMirror
-    mirror = ConfigMirror(Database(home.database, application="panelist-config"), home.config)
+    from panelist.metrics.server import keys
+    mirror = ConfigMirror(Database(home.database, application="panelist-config"), home.config,
+                          merges={"keys.json": keys.merge})
     try:
         mirror.sync()
     except DatabaseUnreachable:
