@@ -144,7 +144,16 @@ def test_unreachable_database_is_a_503_then_recovers(pair, pg_cluster, pg_url):
     status, body, headers = b.post("/bench/verdict", {"call": "p20200101-1.member1",
                                                       "useful": True})
     assert status == 503 and "database is unreachable" in body["error"]["message"]
+    # alive, not ready: a balancer sends its traffic elsewhere until the database is back
+    assert a.get("/health")[0] == 200
+    status, body, headers = a.get("/ready")
+    assert status == 503 and body["ready"] is False and headers["Retry-After"] == "2"
+    assert body["checks"]["ledger"]["ok"] is False
+    assert "database is unreachable" in body["checks"]["ledger"]["why"]
+    assert "127.0.0.1" not in str(body)
     pg_cluster.start()
+    assert wait_until(lambda: a.get("/ready")[0] == 200)
+    assert a.get("/ready")[1]["checks"]["config"]["ok"] is True
     # the same instances answer again, without a restart
     assert wait_until(lambda: ask(a)[0] == 200)
     status, body, _ = ask(b)

@@ -121,6 +121,12 @@ class Ledger:
         if state is not None:
             self._logs.save_snapshot(state)
 
+    def catch_up(self) -> int:
+        """Fold whatever is new, looking even where no news was heard (a database's tables are
+        read, so an unreachable one raises ``DatabaseUnreachable``); the records folded."""
+        with self._lock:
+            return self._follow(force=True)
+
     def _follow(self, force: bool = False) -> int:
         """Fold what was appended since the last look; caller holds ``_lock``. Returns the
         count. ``force``: look even where the logs were told of nothing new (a decision)."""
@@ -214,6 +220,9 @@ class Ledger:
 
     def owed_count(self, key: str | None = None) -> int:
         return self._queries.owed_count(key)
+
+    def seat_totals(self) -> dict:
+        return self._queries.seat_totals()
 
     def keys_last_used(self) -> dict[str, float]:
         return self._queries.keys_last_used()

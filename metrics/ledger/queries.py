@@ -396,6 +396,15 @@ class Queries:
         with self._lock:
             return self._index.owed if key is None else self._index.owed_by_key.get(key, 0)
 
+    def seat_totals(self) -> dict[str, tuple[int, int, dict[str, int], list[int] | None]]:
+        """Per alias, over every shape: ``(seats, answered, {failure kind: seats}, the dense
+        answer-time histogram or None)``, copied out of the index (``GET /metrics``)."""
+        self._refresh()
+        with self._lock:
+            return {a: (st.seats, st.ok, dict(st.failures),
+                        None if st.hist is None else list(st.hist))
+                    for a, st in self._index.alias_stats.items() if isinstance(a, str)}
+
     def keys_last_used(self) -> dict[str, float]:
         """When each caller (a gateway key's name, or ``local``) last started a panel, in epoch
         seconds, from its seats' lines."""

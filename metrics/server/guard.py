@@ -43,6 +43,7 @@ token is only compared, and refusals never echo what was presented.
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import os
 import re
@@ -68,7 +69,8 @@ MIN_TOKEN = 16
 LOGIN_PAUSE = 2.0
 MAX_LOGIN_PAUSE = 30.0
 GATED = ("/v1/", "/bench/")           # gateway routes: keys and CORS apply here
-OPEN_PATHS = frozenset({"/health"})   # answered for any Host and Origin: reveals nothing
+# answered for any Host and Origin (probes use any address): they reveal nothing
+OPEN_PATHS = frozenset({"/health", "/ready"})
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")   # RFC 9110 §5.6.2 token: a plain header name
 MAX_REQUESTED_HEADERS = 64
@@ -410,6 +412,20 @@ class Guard:
 
     def _trusted(self, ip) -> bool:
         return ip is not None and any(ip in net for net in self.settings.trusted_proxies)
+
+    def check_admin_bearer(self, headers) -> None:
+        """A route a machine reads (``/metrics``): open where no admin token is set (the
+        server then listens on loopback only), else only with ``Authorization: Bearer`` and
+        the admin token itself (401, which never echoes what was presented)."""
+        token = self.settings.admin_token
+        if token is None:
+            return
+        scheme, _, presented = (headers.get("Authorization") or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+                presented.strip().encode(), token.encode()):
+            raise Unauthorized("this route needs the admin token: send 'Authorization: Bearer "
+                               "<PANELIST_ADMIN_TOKEN>'", code="admin_token_required",
+                               headers=CHALLENGE)
 
     # 4: the caller
     def identify(self, path: str, headers) -> Caller:

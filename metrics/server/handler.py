@@ -337,13 +337,18 @@ class Handler(BaseHTTPRequestHandler):
                   later: bool = False) -> None:
         """``later``: the reply is handed whole to the server, which sends it after the
         route's ``refusal_pause`` and then closes the connection (``Server.answer_later``)."""
-        data = jsonwire.encode(payload)
+        self.send_bytes(status, jsonwire.encode(payload), "application/json", headers,
+                        later=later)
+
+    def send_bytes(self, status: int, data: bytes, content_type: str,
+                   headers: dict | None = None, *, later: bool = False) -> None:
+        """One whole reply of ``data`` as ``content_type`` (``send_json``'s ``later``)."""
         self._sent = True
         # the head is made in one piece (send_header's per-line buffering costs more than the
         # rest of a small reply's head): the same lines send_response and send_header write
         phrase = self.responses[status][0] if status in self.responses else ""
         head = [f"{self.protocol_version} {status} {phrase}\r\nServer: {self.version_string()}"
-                f"\r\nDate: {self.date_time_string()}\r\nContent-Type: application/json\r\n"
+                f"\r\nDate: {self.date_time_string()}\r\nContent-Type: {content_type}\r\n"
                 f"Content-Length: {len(data)}\r\n"]
         for k, v in (headers or {}).items():
             head.append(f"{k}: {v}\r\n")

@@ -1,5 +1,6 @@
 """The gateway's routes: ``/v1`` (OpenAI's chat, Responses and Anthropic's Messages formats, the
-collections as models), ``/bench`` (verdicts, what is owed, panels, races) and ``/health``.
+collections as models), ``/bench`` (verdicts, what is owed, panels, races), ``/health`` (alive), ``/ready`` (able to
+serve now: ``readiness``) and ``/metrics`` (the Prometheus text format: ``exposition``).
 
 Thin: each action parses its body through ``metrics.wire`` or ``metrics.panel``, calls the
 domain and replies. Every refusal of a panel (its body checked whole included) happens before
@@ -20,6 +21,7 @@ from panelist.metrics.errors import BadRequest, NotFound, PanelistError, Unavail
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel.live import Live
 from panelist.metrics.race import registry
+from panelist.metrics.server import exposition, readiness
 from panelist.metrics.server.handler import Handler, fault
 from panelist.metrics.server.routing import KEYS, OPEN, Route
 from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel
@@ -246,6 +248,20 @@ def get_races(h: Handler, _):
     h.send_json(200, h.server.parts.races.listing(query.get("limit"), query.get("before")))
 
 
+def get_ready(h: Handler, _):
+    status, body, headers = readiness.readiness(h.server.parts)
+    h.send_json(status, body, headers)
+
+
+def get_metrics(h: Handler, _):
+    """Open where the server needs no admin token (it then listens on loopback only); with one,
+    the token itself, as ``Authorization: Bearer``, as a scraper sends it."""
+    h.server.guard.check_admin_bearer(h.headers)
+    lag = h.server.panels.ledger.catch_up()
+    text = exposition.render(h.server.panels.ledger, worker=h.server.role.index, lag=lag)
+    h.send_bytes(200, text.encode(), exposition.CONTENT_TYPE)
+
+
 def get_health(h: Handler, _):
     # which process answered: one of several workers on the port tells itself apart
     h.send_json(200, {"ok": True, "time": time.time(), "pid": os.getpid(),
@@ -261,6 +277,8 @@ GATEWAY_ROUTES = (
     Route("/bench/pending", {"GET": get_pending}, gate=KEYS),
     Route("/bench/panels/{panel}", {"GET": get_panel}, gate=KEYS),
     Route("/health", {"GET": get_health}, gate=OPEN),
+    Route("/ready", {"GET": get_ready}, gate=OPEN),
+    Route("/metrics", {"GET": get_metrics}, gate=OPEN),
     Route("/v1/responses", {"POST": post_responses}, gate=KEYS),
     Route("/v1/messages", {"POST": post_messages}, gate=KEYS),
     Route("/v1/messages/count_tokens", {"POST": post_count_tokens}, gate=KEYS),

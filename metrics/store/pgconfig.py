@@ -91,6 +91,7 @@ class ConfigMirror:
         self._listener = db.listener(pgschema.CONFIG_CHANNEL, self._woken, self._woken)
         self._thread = threading.Thread(target=self._run, name="config-mirror", daemon=True)
         self.syncs = 0                          # completed syncs (tests wait on it)
+        self.synced_at: float | None = None     # monotonic time of the last completed sync
 
     def _woken(self, *_):
         self._wake.set()
@@ -119,6 +120,7 @@ class ConfigMirror:
             for name in self.names:
                 self._one(name, latest.get(name))
             self.syncs += 1
+            self.synced_at = time.monotonic()
 
     def _one(self, name: str, latest) -> None:
         path = self.folder / name
