@@ -42,7 +42,8 @@ def shown(task, epoch: int) -> list[int]:
 ])
 def test_every_excerpt_holds_the_focus_lines_at_a_random_offset(tmp_path, doc, focus):
     task = load_task(write(tmp_path, "c", doc))
-    assert set(focus) <= set(range(task.focus[0], task.focus[-1] + 1))
+    (own,) = task.focus   # one entry per attached file
+    assert set(focus) <= set(range(own[0], own[-1] + 1))
     starts = set()
     for epoch in EPOCHS:
         lines = shown(task, epoch)
@@ -94,6 +95,6 @@ def test_a_long_claim_without_focus_is_warned_about(tmp_path):
     bare = load_task(write(tmp_path, "bare", {"why": "It is assigned where it is defined."}))
     far = load_task(write(tmp_path, "far", {"why": "line 10 and line 800 both matter"}))
     short = load_task(write(tmp_path, "short", {}, "x = 1\n" * 40))
-    assert bare.focus == () and far.focus == ()   # lines too far apart for one excerpt
+    assert bare.focus == ((),) and far.focus == ((),)   # lines too far apart for one excerpt
     said = {n["task"]: n["message"] for n in notices([bare, far, short])}
     assert set(said) == {"bare", "far"} and "focus" in said["bare"]
