@@ -8,8 +8,6 @@ import importlib.util
 import json
 from pathlib import Path
 
-import pytest
-
 from conftest import read_jsonl
 from panelist.metrics.offload import main
 from panelist.suite import answers, demo, prompts
