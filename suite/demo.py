@@ -40,16 +40,16 @@ def marker(task: Task, known: dict[str, Task]) -> str | None:
     if task.kind == "claim":
         return task.prompt.strip()
     bug, control = bug_of(task, known), control_of(task, known)
-    if bug is None or control is None or not bug.files or not control.files:
+    if bug is None or control is None or bool(bug.files) != bool(control.files):
         return None
-    bug_lines = excerpt.file_lines(bug.files[0].text)
-    ctl_lines = excerpt.file_lines(control.files[0].text)
+    bug_lines, ctl_lines = bug.code, control.code   # a prompt's own code: as it shows them
     for n in bug.answer:
-        theirs = bug_lines[n - 1] if n <= len(bug_lines) else None
-        ours = ctl_lines[n - 1] if n <= len(ctl_lines) else None
+        theirs, ours = bug_lines.get(n), ctl_lines.get(n)
         if theirs != ours:
             mine = theirs if task.kind == "bug" else ours
-            return f"\n{excerpt.numbered_line(n, mine)}\n" if mine is not None else None
+            if mine is None:
+                return None
+            return f"\n{excerpt.numbered_line(n, mine) if task.files else mine}\n"
     return None
 
 

@@ -6,10 +6,10 @@ itself, whether the model saw the whole file or an excerpt.
 
 A file longer than ``LONG`` lines is shown as an excerpt of ``WINDOW`` lines. Invariants:
 
-* The excerpt holds the focus lines (a bug's faulty statement; for its control, the same lines
-  of the bug, so both halves of a pair show the same window in the same epoch; for a claim, the
-  lines that decide it), as long as they span at most ``WINDOW`` lines (the loader refuses a
-  wider focus).
+* Each long file's excerpt holds that file's own focus lines (``focus``; in a bug's first file
+  its faulty statement; for its control, the same lines of the bug, so both halves of a pair
+  show the same window in the same epoch; for a claim, the lines that decide it), as long as
+  they span at most ``WINDOW`` lines (the loader refuses a wider focus).
 * Where the focus sits inside the window is random, drawn from a generator seeded by the pair,
   the epoch and the path: the same sample always gets the same prompt (a rerun is comparable,
   a resumed run asks what it would have asked), while across tasks and epochs the fault is

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 
 from panelist.suite import excerpt
-from panelist.suite.tasks import Task, bug_of
+from panelist.suite.focus import Focus
+from panelist.suite.tasks import Task, focus_of as _focus_of
 
 REVIEW = (
     "Review the code above. It may contain one fault (a statement that makes it behave wrongly) "
@@ -30,25 +31,24 @@ CLAIM = (
     "Give nothing else on that line; explain on the lines after it if you wish.")
 
 
-def focus_of(task: Task, tasks: dict[str, Task]) -> tuple[int, ...]:
-    """The lines an excerpt must hold: a bug's key, for a control its bug's key, for a claim
-    its focus."""
-    if task.kind == "claim":
-        return task.focus
-    bug = bug_of(task, tasks)
-    return bug.answer if bug is not None else ()
+def focus_of(task: Task, tasks: dict[str, Task]) -> Focus:
+    """The lines each attached file's excerpt must hold (``tasks.focus_of``)."""
+    return _focus_of(task, tasks)
 
 
-def text(task: Task, epoch: int, focus: tuple[int, ...] = ()) -> str:
-    """The user message: the task's prompt, its files, then the answer form."""
-    files = [excerpt.render(f.path, f.text, focus=focus if i == 0 else (),
+def text(task: Task, epoch: int, focus: Focus = ()) -> str:
+    """The user message: the task's prompt, its files (each long one excerpted around its own
+    focus lines), then the answer form."""
+    if focus and not isinstance(focus[0], tuple):
+        focus = (tuple(focus),)   # a bare tuple of lines is the first file's, as it once was
+    files = [excerpt.render(f.path, f.text, focus=focus[i] if i < len(focus) else (),
                             seed=f"{task.pair}|{epoch}|{f.path}")
              for i, f in enumerate(task.files)]
     rule = CLAIM if task.kind == "claim" else REVIEW
     return "\n".join([task.prompt.strip(), "", *files, rule])
 
 
-def messages(task: Task, epoch: int, focus: tuple[int, ...] = ()) -> list[dict]:
+def messages(task: Task, epoch: int, focus: Focus = ()) -> list[dict]:
     return [{"role": "user", "content": text(task, epoch, focus)}]
 
 

@@ -2,7 +2,10 @@
 
 A task names files in three ways: its own ``task.json``, the paths in ``attach``, and ``repo``
 (the repository those paths are under instead of ``fixtures/``: a name looked up among the
-repositories named on the command line, falling back to ``fixtures/``; see ``source``). Task
+repositories named on the command line, falling back to ``fixtures/``; see ``source``). An
+attached path that is not where the task's own folder would have it (``snapshot/route.py``
+under ``fixtures/``) is read from the task's copy of it, ``fixtures/<its file name>``, if there
+is one; a repository named on the command line is never second-guessed that way. Task
 folders come from anywhere (a pack someone shared, a tool that writes the common field set),
 and what they name is sent to every model asked, so each file is confined:
 
@@ -70,6 +73,16 @@ class Source:
     field: str     # "attach" (the task's fixtures/) or "repo"
     label: str
     missing: str = ""   # what a file that is not there should say, when it needs more
+    copies: Path | None = None   # the task's fixtures/, where a missing file's copy may be
+
+
+@dataclass(frozen=True)
+class Read:
+    """An attached file's bytes, and ``copy``: the copy read instead (``fixtures/route.py``)
+    when the path the task names is not there, else ""."""
+
+    blob: bytes
+    copy: str = ""
 
 
 def repositories(paths: Iterable[str | os.PathLike] | None) -> tuple[Path, ...]:
@@ -117,11 +130,11 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
             return Source(named[0], "repo", f"the repository {repo!r}")
         own = _real(folder / repo)
         if own.is_dir() and _inside(own, home):
-            return Source(own, "repo", "the repo")
+            return Source(own, "repo", "the repo", copies=_copies(folder, home))
         found = _fixtures(folder, home)
         given = ", ".join(p.name for p in repos) or "none"
         called = repo.rstrip("/").split("/")[-1]
-        return Source(found.base, "attach", "fixtures/",
+        return Source(found.base, "attach", "fixtures/", copies=found.copies,
                       missing=f"the task's repo {repo!r} is none of the repositories named "
                       f"with --repo ({given}), so its files are looked for in fixtures/: run "
                       f"with --repo PATH (a repository called {called!r}), "
@@ -134,7 +147,8 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
     if not base.is_dir():
         raise Refused("repo", f"{repo!r} is not a folder; point it at the repository the "
                       "attached files are in")
-    return Source(base, "repo", "the repo")
+    named = any(_inside(base, root) for root in repos)
+    return Source(base, "repo", "the repo", copies=None if named else _copies(folder, home))
 
 
 def _fixtures(folder: Path, home: Path) -> Source:
@@ -142,7 +156,14 @@ def _fixtures(folder: Path, home: Path) -> Source:
     if not _inside(base, home):
         raise Refused("attach", "fixtures/ is a link out of the task's folder; make it a "
                       "folder of its own and copy the files in")
-    return Source(base, "attach", "fixtures/")
+    return Source(base, "attach", "fixtures/", copies=base)
+
+
+def _copies(folder: Path, home: Path) -> Path | None:
+    """The task's fixtures/, where copies of its files are looked for; None when it leads out
+    of the task's folder (then no copy is read from it)."""
+    base = _real(folder / "fixtures")
+    return base if _inside(base, home) else None
 
 
 def _path_like(repo: str) -> bool:
@@ -161,9 +182,10 @@ def _named(repo: str, repos: tuple[Path, ...]) -> list[Path]:
     return ends or [r for r in repos if r.name == parts[-1]]
 
 
-def attached(src: Source, name: str, budget: int = MAX_TOTAL) -> bytes:
-    """The bytes of the attached path ``name`` under ``src``; ``budget`` is what is left of
-    the task's ``MAX_TOTAL``."""
+def attached(src: Source, name: str, budget: int = MAX_TOTAL) -> Read:
+    """The bytes of the attached path ``name`` under ``src`` (or of its copy in the task's
+    ``fixtures/``, when ``name`` is not there and ``src`` allows copies); ``budget`` is what
+    is left of the task's ``MAX_TOTAL``."""
     if "\0" in name:
         raise Refused("attach", f"{name!r} holds a NUL character; give a file's path")
     lexical = Path(os.path.normpath(src.base / name))
@@ -173,9 +195,17 @@ def attached(src: Source, name: str, budget: int = MAX_TOTAL) -> bytes:
     if not _inside(target, src.base):
         raise Refused("attach", f"{name!r} is a link out of {src.label}; attach a copy of "
                       "the file instead")
+    copy = ""
+    if src.copies is not None and not os.path.lexists(src.base / name):
+        spare = src.copies / Path(name).name
+        if spare != lexical and os.path.lexists(spare):
+            copy, target = f"fixtures/{Path(name).name}", _real(spare)
+            if not _inside(target, src.copies):
+                raise Refused("attach", f"{name!r} is read from its copy {copy}, which is a "
+                              "link out of fixtures/; make the copy a file of its own")
     cap = min(MAX_FILE, max(budget, 0))
     try:
-        return read(target, cap)
+        return Read(read(target, cap), copy)
     except TooLarge:
         if cap == MAX_FILE:
             raise Refused("attach", f"{name!r} is over {MAX_FILE:,} bytes, the most one "
@@ -184,7 +214,11 @@ def attached(src: Source, name: str, budget: int = MAX_TOTAL) -> bytes:
                       f"{MAX_TOTAL:,} bytes together; attach fewer or smaller files") from None
     except Unreadable as exc:
         fix = src.missing if src.missing and not os.path.lexists(target) else exc.fix
-        raise Refused("attach", f"{name!r} under {src.label} {exc.reason}; {fix}") from None
+        if src.copies is not None and not copy and not os.path.lexists(target) \
+                and Path(name).name != name:
+            fix += f", or put a copy of it in fixtures/{Path(name).name}"
+        where = f"(read from its copy {copy})" if copy else f"under {src.label}"
+        raise Refused("attach", f"{name!r} {where} {exc.reason}; {fix}") from None
 
 
 def task_json(folder: Path) -> bytes:

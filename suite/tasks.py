@@ -14,26 +14,30 @@ A task is one of three kinds:
 Fields of ``task.json`` (our own set): ``id`` (the folder's name), ``title``, ``kind``,
 ``prompt``, ``attach`` (paths under ``fixtures/``, or under ``repo`` when given, which must lie in
 the task's folder or a repository named with ``--repo``; each is appended to the prompt under a
-``===== FILE: <path> =====`` header), ``answer``, ``why`` (never sent),
-provenance ``source``, ``license``, ``created``, ``draft`` (drafts run only when named), and for
-a claim ``focus``: the lines of the first attached file the claim is decided by (``142``,
-``"120-134"``, or a list of them), which every excerpt of a long file holds. Without ``focus`` a
-claim's focus is the lines its ``why`` cites in that file (``line 142``, ``lines 120-134``,
-``L142``, ``m.py:142``), if any.
+``===== FILE: <path> =====`` header; a path not there is read from the task's copy
+``fixtures/<its file name>`` if it has one, see ``taskfiles``), ``answer``, ``why`` (never
+sent), provenance ``source``, ``license``, ``created`` (a date, ``2025-06-06``, with a time if
+wished: ``2025-06-06 10:19:55``), ``draft`` (drafts run only when named), and ``focus``: the
+lines each long attached file's excerpt must hold (``focus``: a line, a range or a list for the
+first file, ``{"path": "120-134"}`` per file; without it a claim's focus is the lines its ``why``
+cites). A bug or control may carry its code in the prompt instead of attaching it, each line
+numbered as in its file (``  12| code``, see ``embedded``); the prompt is then sent as written
+and the key's lines are those numbers.
 
 The common field set other tools write is read too and mapped onto the kinds (``fieldset``):
-``shape`` (``claim``, or ``bug`` / ``review`` / ``fault``), ``must_find`` and
-``must_not_claim`` clauses (a string, ``{"any_of": [...]}``, ``{"regex": ..., "label": ...}``:
-a regex is mapped by the strict answers it accepts), ``score_in: "first_line"``,
-``min_answer_chars``, ``repo`` + ``attach`` (``repo`` is a repository's name, looked up among
-those named with ``--repo``; see ``taskfiles.source``), and the ``-bug`` and ``-control`` id
-suffixes. Whatever cannot be mapped is refused, every such field of a task in one message, so
-one round of edits makes the task load.
+``shape`` (``claim``, or ``bug`` / ``review`` / ``fault`` / ``seeded`` / ``rebench``),
+``must_find`` and ``must_not_claim`` clauses (a string, ``{"any_of": [...]}``,
+``{"regex": ..., "label": ...}``: a regex is mapped by the strict answers it accepts),
+``score_in: "first_line"``, ``min_answer_chars``, ``repo`` + ``attach`` (``repo`` is a
+repository's name, looked up among those named with ``--repo``; see ``taskfiles.source``),
+provenance ``upstream`` and ``source_url``, and the ``-bug`` and ``-control`` id suffixes.
+Whatever cannot be mapped is refused, every such field of a task in one message, so one round
+of edits makes the task load.
 
-Invariants: a loaded ``Task`` is whole and valid (files read, key checked against its kind); its
-``hash`` changes whenever anything a model sees or the key changes (so a rerun redoes edited
-tasks), and never when ``title`` or provenance change, nor ``why`` unless the lines it cites
-move a long claim's excerpt; a task reads only regular files
+Invariants: a loaded ``Task`` is whole and valid (files read, key checked against its kind and
+against the lines the task shows); its ``hash`` changes whenever anything a model sees or the
+key changes (so a rerun redoes edited tasks), and never when ``title`` or provenance change, nor
+``why`` unless the lines it cites move a long file's excerpt; a task reads only regular files
 inside its own folder or a repository named on the command line, within the size caps
 (``taskfiles``), and a task that names anything else does not load.
 """
@@ -44,11 +48,12 @@ import hashlib
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
-from panelist.suite import fieldset, taskfiles
+from panelist.suite import embedded, fieldset, focus as focuses, taskfiles
 from panelist.suite.excerpt import LONG, WINDOW, file_lines
 
 STARTER = Path(__file__).resolve().parent / "tasks"   # the pack that ships with the project
@@ -139,7 +144,9 @@ class Task:
     created: str = ""
     draft: bool = False
     min_answer_chars: int = 0         # from the common field set; 0 means no floor
-    focus: tuple[int, ...] = ()       # a claim's deciding lines in its first file
+    focus: focuses.Focus = ()         # its own focus lines, one entry per attached file
+    upstream: str = ""                # provenance from the common field set, never sent
+    source_url: str = ""
     folder: Path | None = field(default=None, compare=False)
 
     @property
@@ -148,9 +155,22 @@ class Task:
         return pair_of(self.id, self.kind)
 
     @property
+    def long_files(self) -> tuple[int, ...]:
+        """The attached files (by position) a prompt shows as an excerpt, not whole."""
+        return tuple(i for i, f in enumerate(self.files) if len(file_lines(f.text)) > LONG)
+
+    @property
     def long(self) -> bool:
-        """Whether a prompt shows an excerpt of the first file rather than all of it."""
-        return bool(self.files) and len(file_lines(self.files[0].text)) > LONG
+        """Whether a prompt shows an excerpt of some attached file rather than all of it."""
+        return bool(self.long_files)
+
+    @property
+    def code(self) -> dict[int, str]:
+        """The lines the key is read against, by number: the first attached file's, else the
+        code the prompt carries (as the prompt shows it); empty without code."""
+        if self.files:
+            return dict(enumerate(file_lines(self.files[0].text), 1))
+        return embedded.numbered(self.prompt)
 
     @property
     def hash(self) -> str:
@@ -159,8 +179,14 @@ class Task:
         answer = list(self.answer) if isinstance(self.answer, tuple) else self.answer
         doc = {"kind": self.kind, "prompt": self.prompt, "files": files, "answer": answer,
                "min": self.min_answer_chars}
-        if self.focus and self.long:   # only then does it move what the model sees
-            doc["focus"] = list(self.focus)
+        # a focus counts only where it moves what the model sees: a long file's excerpt (the
+        # first file's under "focus", as before focus was per file, so those hashes hold)
+        shown = {i: self.focus[i] for i in self.long_files
+                 if i < len(self.focus) and self.focus[i]}
+        if 0 in shown:
+            doc["focus"] = list(shown.pop(0))
+        if shown:
+            doc["focus_files"] = {self.files[i].path: list(v) for i, v in shown.items()}
         blob = jsonwire.dumps(doc, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -224,14 +250,20 @@ def _build(folder: Path, data: dict, repos: tuple[Path, ...], problems: _Problem
                      "first line only; use \"first_line\" or leave it out")
     title, prompt, why = text("title"), text("prompt", True), text("why")
     source, license, created = text("source"), text("license"), text("created")
+    upstream, source_url = text("upstream"), text("source_url")
+    if created.strip() and not _when(created):
+        problems.add("created", f"{created!r} is not a date: write 2025-06-06, with a time if "
+                     "wished (2025-06-06 10:19:55)")
 
     files = None
     with problems.check():
         files = _attached(folder, data, repos)
+    # the line numbers the task shows of its code: its first file's, or its prompt's own
+    shown = (range(1, len(file_lines(files[0].text)) + 1) if files
+             else sorted(embedded.numbered(prompt)) or None)
     kind = answer = None
     with problems.check():
-        kind, answer = _key(folder, tid, data,
-                            len(file_lines(files[0].text)) if files else None)
+        kind, answer = _key(folder, tid, data, shown)
     if kind == "control" and not tid.endswith(CONTROL_SUFFIX):
         problems.add("id", f"a control's id ends in '{CONTROL_SUFFIX}' after its bug's id; "
                      f"rename it {tid + CONTROL_SUFFIX!r}")
@@ -239,31 +271,50 @@ def _build(folder: Path, data: dict, repos: tuple[Path, ...], problems: _Problem
         problems.add("kind", f"an id ending in '{CONTROL_SUFFIX}' names a control; make the kind "
                      "'control' or rename the task")
 
-    if files is not None and kind in ("bug", "control") and not files:
+    if files is not None and kind in ("bug", "control") and not shown:
         problems.add("attach", f"a {kind} task needs the code to review: attach at least one "
-                     "file")
-    if files and kind == "bug" and answer:
-        lines = len(file_lines(files[0].text))
-        beyond = [n for n in answer if n > lines]
-        if beyond:
+                     "file, or number the code's lines in the prompt ('  12| code')")
+    if shown and kind == "bug" and answer:
+        beyond = [n for n in answer if n not in shown]
+        if beyond and files:
             problems.add("answer" if "kind" in data else "must_find",
-                         f"line {beyond[0]} is past the end of {files[0].path} ({lines} lines); "
-                         "the key's lines are in the first attached file")
-    focus: tuple[int, ...] = ()
-    if "focus" in data and kind is not None and kind != "claim":
-        problems.add("focus", f"only a claim names its focus: a {kind}'s excerpt holds its "
-                     "bug's faulty lines; drop 'focus'")
-    elif kind == "claim" and files is not None:
-        with problems.check():
-            focus = _focus(folder, data.get("focus"), why, files)
+                         f"line {beyond[0]} is past the end of {files[0].path} "
+                         f"({len(shown)} lines); the key's lines are in the first attached "
+                         "file")
+        elif beyond:
+            problems.add("answer" if "kind" in data else "must_find",
+                         f"line {beyond[0]} is not among the lines the prompt numbers "
+                         f"({shown[0]}-{shown[-1]}); the key names lines of the code shown")
+    focus: focuses.Focus = ()
+    if files is not None and kind is not None:
+        paths, texts = [f.path for f in files], [f.text for f in files]
+        try:
+            if data.get("focus") is not None:
+                focus = focuses.given(data["focus"], paths, texts, kind=kind)
+            elif kind == "claim":
+                focus = focuses.cited(why, paths, texts)
+            else:
+                focus = focuses.none(paths)
+        except focuses.Refused as exc:
+            problems.add("focus", str(exc))
     if problems:
         return None
     return Task(id=tid, title=title or tid, kind=kind, prompt=prompt, files=files, answer=answer,
                 why=why, source=source, license=license, created=created, draft=draft,
-                min_answer_chars=min_chars, focus=focus, folder=folder)
+                min_answer_chars=min_chars, focus=focus, upstream=upstream,
+                source_url=source_url, folder=folder)
 
 
-def _key(folder: Path, tid: str, data: dict, total: int | None):
+def _when(text: str) -> bool:
+    """Whether ``text`` is a date, or a date and time (``2025-06-06 10:19:55``, ISO 8601)."""
+    try:
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _key(folder: Path, tid: str, data: dict, shown):
     """``(kind, answer)``: from ``kind`` and ``answer``, or from the common field set."""
     if "kind" in data:
         clash = [n for n in ("shape", "must_find", "must_not_claim") if n in data]
@@ -279,7 +330,7 @@ def _key(folder: Path, tid: str, data: dict, total: int | None):
         raise TaskInvalid(folder, "answer", "give 'kind' with 'answer' (or 'shape' with "
                           "'must_find' / 'must_not_claim' instead of both)")
     try:
-        kind, answer = fieldset.key(data, total, control=tid.endswith(CONTROL_SUFFIX),
+        kind, answer = fieldset.key(data, shown, control=tid.endswith(CONTROL_SUFFIX),
                                     bug=tid.endswith(BUG_SUFFIX))
     except fieldset.Unmapped as exc:
         (first, said), *more = exc.problems
@@ -310,52 +361,6 @@ def _lines(folder: Path, name: str, value) -> tuple[int, ...]:
     return tuple(sorted(set(value)))
 
 
-# -- a claim's focus ---------------------------------------------------------------------------
-
-_FOCUS = re.compile(r"^\s*(?:lines?\s*)?(\d{1,7})(?:\s*[-–]\s*(\d{1,7}))?\s*$", re.I)
-# where a why cites a line: "line 142", "lines 120-134", "L142", "L120-L134", "m.py:142"
-_CITED = re.compile(r"(?:\blines?\s+|\bL|[\w.]:)(\d{1,7})(?:\s*[-–]\s*L?(\d{1,7}))?\b", re.I)
-
-
-def _focus(folder: Path, value, why: str, files: tuple[Attached, ...]) -> tuple[int, ...]:
-    """A claim's focus lines in its first file: ``value`` (a line, ``"a-b"``, or a list of
-    them), else the lines ``why`` cites there; () when it names none."""
-    total = len(file_lines(files[0].text)) if files else 0
-    if value is None:
-        cited = []
-        for m in _CITED.finditer(why):
-            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-            cited.extend([lo, hi] if lo <= hi else [lo])
-        cited = sorted({n for n in cited if 1 <= n <= total})
-        # lines cited too far apart for one excerpt leave the claim without a focus
-        return tuple(cited) if cited and cited[-1] - cited[0] < WINDOW else ()
-    how = ("a line of the first attached file (142), a range (\"120-134\"), or a list of "
-           "them")
-    if not files:
-        raise TaskInvalid(folder, "focus", "names lines of the first attached file, and the "
-                          "task attaches none; attach the file or drop 'focus'")
-    lines: list[int] = []
-    for item in value if isinstance(value, list) and value else [value]:
-        if isinstance(item, int) and not isinstance(item, bool):
-            lo = hi = item
-        elif isinstance(item, str) and (m := _FOCUS.match(item)):
-            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        else:
-            raise TaskInvalid(folder, "focus", f"{item!r} is not {how}")
-        if lo < 1 or hi < lo:
-            raise TaskInvalid(folder, "focus", f"{item!r} is not {how}")
-        if hi > total:
-            raise TaskInvalid(folder, "focus", f"line {hi} is past the end of {files[0].path} "
-                              f"({total} lines)")
-        lines.extend(range(lo, hi + 1))
-    lines = sorted(set(lines))
-    if lines[-1] - lines[0] >= WINDOW:
-        raise TaskInvalid(folder, "focus", f"lines {lines[0]}-{lines[-1]} are more than an "
-                          f"excerpt shows ({WINDOW} lines); name the lines that decide the "
-                          "claim")
-    return tuple(lines)
-
-
 # -- attached files ----------------------------------------------------------------------------
 
 def _attached(folder: Path, data: dict, repos: tuple[Path, ...]) -> tuple[Attached, ...]:
@@ -365,14 +370,18 @@ def _attached(folder: Path, data: dict, repos: tuple[Path, ...]) -> tuple[Attach
     if not isinstance(attach, list) or not all(isinstance(a, str) and a for a in attach):
         raise TaskInvalid(folder, "attach", "a list of file paths")
     out = []
+    copied: dict[str, str] = {}   # a copy in fixtures/ -> the attached path read from it
     try:
         source = taskfiles.source(folder, data.get("repo"), repos)
         budget = taskfiles.MAX_TOTAL
         for name in attach:
-            blob = taskfiles.attached(source, name, budget)
-            budget -= len(blob)
+            got = taskfiles.attached(source, name, budget)
+            if got.copy and copied.setdefault(got.copy, name) != name:
+                raise TaskInvalid(folder, "attach", f"{copied[got.copy]!r} and {name!r} would "
+                                  f"both be read from {got.copy}; give each its own file")
+            budget -= len(got.blob)
             try:
-                text = blob.decode("utf-8")
+                text = got.blob.decode("utf-8")
             except UnicodeDecodeError:
                 raise TaskInvalid(folder, "attach", f"{name!r} is not UTF-8 text") from None
             out.append(Attached(path=name, text=text))
@@ -390,6 +399,23 @@ def roots(home=None) -> list[Path]:
     if home is not None:
         found.append(home.grown_tasks)
     return found
+
+
+def given_roots(paths) -> list[Path]:
+    """The task folders a user named (``--tasks FOLDER``), each a folder of task folders
+    (``FOLDER/<id>/task.json``), checked; these are read instead of ``roots``."""
+    found = []
+    for raw in paths or ():
+        path = Path(raw).expanduser()
+        if not path.is_dir():
+            raise BadRequest(f"--tasks {raw} is not a folder; name the folder that holds the "
+                             "task folders (each with its task.json)", param="tasks")
+        if (path / "task.json").exists():
+            raise BadRequest(f"--tasks {raw} is one task's folder; name the folder that holds "
+                             f"it ({path.resolve().parent}), and --task {path.name} to ask "
+                             "only this one", param="tasks")
+        found.append(path)
+    return list(dict.fromkeys(found))
 
 
 def scan(*folders: Path, repos=()) -> tuple[list[Task], list[TaskInvalid]]:
@@ -463,27 +489,54 @@ def control_of(task: Task, known: dict[str, Task]) -> Task | None:
     return None
 
 
+def focus_of(task: Task, known: dict[str, Task]) -> focuses.Focus:
+    """The lines each attached file's excerpt must hold, one entry per file: a claim's own
+    focus; for a bug its key in the first file and its own focus in the others; for a control
+    its bug's (file by file, by path; its first file's is the bug's key, whatever the path),
+    so both halves of a pair show the same windows."""
+    if task.kind == "claim":
+        return task.focus
+    bug = bug_of(task, known)
+    if bug is None or not task.files:
+        return focuses.none([f.path for f in task.files])
+    own = (bug.answer or (), *bug.focus[1:])
+    if task.kind == "bug":
+        return own
+    by_path = {f.path: lines for f, lines in zip(bug.files[1:], own[1:])}
+    return (bug.answer or (), *(by_path.get(f.path, ()) for f in task.files[1:]))
+
+
 def notices(tasks: list[Task]) -> list[dict]:
     """What loads but would mislead a report, ``{"task": id, "message": ...}`` each: a bug
     without a control or a control without its bug (that pair cannot be scored, nor precision
-    and recall counted on it), and a claim about a long file that names no focus (its excerpt
-    may miss what decides it)."""
+    and recall counted on it), and each attached file over ``LONG`` lines without focus lines
+    (its excerpt may miss what decides the task), named."""
     known = {t.id: t for t in tasks}
     out = []
     for task in tasks:
         if task.kind == "bug" and control_of(task, known) is None:
-            said = (f"bug {task.id} has no control: pairs, precision and recall leave it out; "
-                    f"add {task.pair + CONTROL_SUFFIX!r} (the same files untouched)")
+            out.append({"task": task.id, "message": (
+                f"bug {task.id} has no control: pairs, precision and recall leave it out; "
+                f"add {task.pair + CONTROL_SUFFIX!r} (the same files untouched)")})
         elif task.kind == "control" and bug_of(task, known) is None:
-            said = (f"control {task.id} has no bug: pairs, precision and recall leave it out; "
-                    f"add its bug {task.pair!r} or {task.pair + BUG_SUFFIX!r}")
-        elif task.kind == "claim" and task.long and not task.focus:
-            said = (f"claim {task.id} is about a file over {LONG} lines and names no focus: "
-                    f"its excerpt of {WINDOW} lines may miss what decides it; give 'focus' "
-                    "(the deciding lines, e.g. \"120-134\")")
-        else:
-            continue
-        out.append({"task": task.id, "message": said})
+            out.append({"task": task.id, "message": (
+                f"control {task.id} has no bug: pairs, precision and recall leave it out; "
+                f"add its bug {task.pair!r} or {task.pair + BUG_SUFFIX!r}")})
+            continue   # without its bug, no focus to follow: that is the news
+        focus = focus_of(task, known)
+        for i in task.long_files:
+            if i < len(focus) and focus[i]:
+                continue
+            path = task.files[i].path
+            name = path.rsplit("/", 1)[-1]
+            first = i == 0 and task.kind == "claim"
+            example = "\"120-134\"" if first and len(task.files) == 1 \
+                else f"{{\"{path}\": \"120-134\"}}"
+            cite = "'line 142'" if first and len(task.files) == 1 else f"'{name}:142'"
+            out.append({"task": task.id, "message": (
+                f"{task.kind} {task.id}: {path} is over {LONG} lines and has no focus lines: "
+                f"its excerpt of {WINDOW} lines may miss what decides the task; give 'focus' "
+                f"(the deciding lines: {example}), or cite them in 'why' ({cite})")})
     return out
 
 

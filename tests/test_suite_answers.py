@@ -104,7 +104,7 @@ def test_always_no_fault_and_always_fault_both_score_poorly():
     lazy = _samples("lazy", lambda t, k: "VERDICT: TRUE" if t.kind == "claim" else "NO FAULT")
     # the worst cheat: it claims a fault on the very lines a bug would be, on every control too
     eager = _samples("eager", lambda t, k: "VERDICT: FALSE" if t.kind == "claim" else
-                     f"FAULT: line {prompts.focus_of(t, k)[0]}")
+                     f"FAULT: line {prompts.focus_of(t, k)[0][0]}")
     oracle = _samples("oracle", _oracle)
     rows = {r["model"]: r for r in report.summarise(lazy + eager + oracle)["models"]}
     for name in ("lazy", "eager"):

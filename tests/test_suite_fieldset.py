@@ -151,7 +151,7 @@ def test_x_bug_pairs_with_x_control_and_a_lone_bug_is_warned_about(tmp_path):
     assert problems == []
     by = {t.id: t for t in found}
     assert by["a-bug"].pair == by["a-control"].pair == "a"
-    assert prompts.focus_of(by["a-control"], by) == (2,)   # the control's excerpt follows its bug
+    assert prompts.focus_of(by["a-control"], by) == ((2,),)   # the control's follows its bug
     (said,) = notices(found)
     assert said["task"] == "b-bug" and "no control" in said["message"] \
         and "'b-control'" in said["message"]

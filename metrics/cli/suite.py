@@ -28,7 +28,7 @@ def register(nouns, common) -> None:
     _repo_argument(a)
     su.add_parser("report", parents=[common], help="each model's rates with 95%% intervals")
     _repo_argument(su.add_parser("list", parents=[common],
-                                 help="the tasks, and any task folder that is broken"))
+                                 help="the tasks, and any task folder that does not load"))
     suite_seed.add_arguments(su.add_parser("seed", parents=[common], help=suite_seed.HELP))
     suite_mine.add_arguments(su.add_parser("mine", parents=[common], help=suite_mine.HELP))
 
@@ -37,6 +37,10 @@ def _repo_argument(parser) -> None:
     parser.add_argument("--repo", action="extend", nargs="+", metavar="PATH",
                         help="a repository tasks may read from (a task's 'repo' must lie in "
                         "its own folder or in one of these)")
+    parser.add_argument("--tasks", action="extend", nargs="+", metavar="FOLDER",
+                        help="read the task folders in FOLDER (FOLDER/<id>/task.json, such as "
+                        "another tool's pack) instead of the starter pack and the data "
+                        "folder's")
 
 
 def cmd_suite(args, out: Out) -> int:
@@ -47,7 +51,8 @@ def _suite_tasks(home, args):
     """Every task the suite finds, and every task folder that does not load."""
     from panelist.suite import taskfiles, tasks
     repos = taskfiles.repositories(args.repo)
-    found, problems = tasks.scan(*tasks.roots(home), repos=repos)
+    roots = tasks.given_roots(args.tasks) or tasks.roots(home)
+    found, problems = tasks.scan(*roots, repos=repos)
     return tasks, found, problems
 
 
@@ -55,12 +60,15 @@ def cmd_suite_list(args, out: Out) -> int:
     tasks, found, problems = _suite_tasks(open_home(args.data), args)
     notices = tasks.notices(found)
     rows = [{"id": t.id, "kind": t.kind, "pair": t.pair if t.kind != "claim" else "",
-             "files": ", ".join(f.path for f in t.files), "draft": "draft" if t.draft else "",
+             "files": ", ".join(f.path for f in t.files) or ("(in its prompt)" * bool(t.code)),
+             "draft": "draft" if t.draft else "",
              "title": t.title, "folder": str(t.folder)} for t in found]
     if out.as_json:
+        # a task that does not load: where it is, and what to fix (every field at fault)
         out.result({"data": rows, "problems": [
-            {"task": p.folder.name, "folder": str(p.folder), "field": p.field,
-             "fields": list(p.fields), "error": p.message} for p in problems],
+            {"task": p.folder.name, "path": str(p.folder), "folder": str(p.folder),
+             "field": p.field, "fields": list(p.fields), "message": p.message,
+             "error": p.message} for p in problems],
             "warnings": notices})
     else:
         out.table(rows, ["id", "kind", "files", "draft", "title"])
@@ -85,7 +93,8 @@ def cmd_suite_run(args, out: Out) -> int:
     simulator = args.runtime.need("simulator", "start the simulated demo models") \
         if args.demo else None
     job = SuiteJob(home, models=args.model, task_ids=args.task, epochs=args.epochs,
-                   demo=args.demo, repos=args.repo, simulator=simulator)
+                   demo=args.demo, repos=args.repo, task_roots=args.tasks,
+                   simulator=simulator)
     for said in job.skipped:
         print(f"skipped: {said}", file=sys.stderr)
     notices = job.notices

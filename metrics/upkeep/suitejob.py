@@ -56,14 +56,17 @@ class SuiteJob:
 
     def __init__(self, home: Home, *, models: list[str] | None = None,
                  task_ids: list[str] | None = None, epochs: int = 1, demo: bool = False,
-                 repos=None, simulator: Callable | None = None):
+                 repos=None, task_roots=None, simulator: Callable | None = None):
         """``models``: roster aliases (default: every model not retired; the demo's four with
         ``demo``); ``task_ids``: the tasks to ask (default: every task but drafts); ``repos``:
-        folders a task's ``repo`` may lie in; ``simulator(models)``: an unstarted simulated
-        upstream for the demo's scripted answers."""
+        folders a task's ``repo`` may lie in; ``task_roots``: folders of task folders to read
+        instead of the starter pack and the data folder's (``tasks.given_roots``);
+        ``simulator(models)``: an unstarted simulated upstream for the demo's scripted
+        answers."""
         self.home, self.epochs, self.demo = home, epochs, demo
         self._simulator = simulator or _simulator
-        found, problems = tasks.scan(*tasks.roots(home), repos=taskfiles.repositories(repos))
+        roots = tasks.given_roots(task_roots) or tasks.roots(home)
+        found, problems = tasks.scan(*roots, repos=taskfiles.repositories(repos))
         self.known = {t.id: t for t in found}
         for p in problems:
             if p.folder.name in (task_ids or ()) and p.folder.name not in self.known:
