@@ -484,9 +484,10 @@ def test_the_cli_races_a_job_with_tools_from_a_file(pinned, sim, tmp_path, capsy
                     ("shipping_status", '{"eta": "Monday", "order_id": "o-1042"}')]
     pinned_row, cheap_row = report["rows"]
     assert pinned_row["tool_difference"] == {"skipped": [], "different": [], "extra": [],
-                                             "equivalent": [], "unused": []}
+                                             "new_tool": [], "equivalent": [], "unused": [],
+                                             "allowed": []}
     assert cheap_row["tool_difference"]["skipped"] == [
-        {"tool": "shipping_status", "arguments": {"order_id": "o-1042"}}]
+        {"tool": "shipping_status", "arguments": {"order_id": "o-1042"}, "reference_call": 2}]
     assert cheap_row["accuracy"] == 4 and cheap_row["capped_from"] == 6
 
 
@@ -619,7 +620,8 @@ def test_the_order_agent_example_races_on_the_demo_roster_offline(tmp_path):
                          for n in range(1, 6)}
     flaky = rows[("sim-flaky", 1)]
     assert flaky["tool_difference"]["skipped"] == [
-        {"tool": "shipping_status", "arguments": {"order_id": "ord-1042"}}]
+        {"tool": "shipping_status", "arguments": {"order_id": "ord-1042"},
+         "reference_call": 2}]
     assert (flaky["accuracy"], flaky["score"]) == (3, 0.0), "the judge marked it down"
     said = {c["model"]: c for c in report["verdict"]["candidates"]}
     assert said["sim-flaky"]["result"] == "worse" and said["sim-vision"]["result"] == "good_enough"
