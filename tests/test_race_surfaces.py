@@ -188,6 +188,10 @@ def test_a_race_started_over_http_finishes_and_is_listed(home, sim):
      "name judges of other families"),
     ({"grade": "general", "prompt": PROMPT, "orders": "reversed"}, "orders",
      "one of both, random"),
+    ({"grade": "general", "prompt": PROMPT, "allow_extra_tools": "yes"}, "allow_extra_tools",
+     "or a list of tool names"),
+    ({"grade": "general", "prompt": PROMPT, "allow_extra_tools": ["ok", "not ok"]},
+     "allow_extra_tools", "or a list of tool names"),
 ])
 def test_a_bad_race_request_is_a_400_naming_the_field(home, body, param, words):
     with gateway(home) as server:
@@ -554,6 +558,17 @@ def test_a_race_over_http_takes_a_list_of_inputs(home, sim):
                                                        "judged": 12}
     calls = read_jsonl(race_folder(home) / started["race"] / "calls.jsonl")
     assert sorted(c["input"] for c in calls if c["role"] == "reference") == list(range(1, 7))
+
+
+def test_a_race_over_http_says_which_extra_tool_calls_it_allows(home, sim):
+    with gateway(home) as server:
+        status, started, _ = server.post("/bench/race", {
+            "grade": "general", "prompt": PROMPT, "candidates": ["cheap-gen"],
+            "allow_extra_tools": ["find_order", "find_order", "shipping_status"]})
+        assert status == 202, started
+        report = finished(server, started["race"])["report"]
+    assert report["allow_extra_tools"] == ["find_order", "shipping_status"]
+    assert report["rows"][0]["flags"] == [], "a plain answer holds nothing addressed to a judge"
 
 
 def test_a_failed_reference_prints_the_report_then_exits_3(pinned, sim, capsys):
