@@ -186,7 +186,8 @@ class BenchmarkReport:
                  _span(m.get("accuracy_interval")), _num(m["shown_work"]), _num(m["total"]))
                 for m in self.models]
         lines += [""] + _grid(head, body)
-        lines += _tool_lines(self.rows, self.allow_extra_tools, several)
+        lines += _tool_lines(self.rows, self.references or [self.reference],
+                             self.allow_extra_tools, several)
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
         lines += verdict_lines(self.verdict)
@@ -218,14 +219,19 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
         lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
                      "reason)")
     return lines
+
+
 def _run_name(row: dict, several: bool) -> str:
-    return (f"{row['model']}" + (f" input {row.get('input')}" if several else "")
-            + f" run {row['run']}")
+    where = f" input {row.get('input')}" if several else ""
+    if row.get("role") == "reference":
+        return f"reference {row['model']}{where}"
+    return f"{row['model']}{where} run {row['run']}"
 
 
-def _tool_lines(rows: list[dict], allow, several: bool) -> list[str]:
+def _tool_lines(rows: list[dict], references: list[dict], allow, several: bool) -> list[str]:
     """A line per run whose tool calls differ from its reference's, then a line per flag (text
-    addressed to the judge); names the runs chose are shown quoted, escaped for a terminal."""
+    addressed to the judge) of the references and the runs; names the runs chose are shown
+    quoted, escaped for a terminal."""
     lines = []
     if allow is not None:
         lines.append(f"extra tool calls allowed: {tooldiff.allow_text(allow)}")
@@ -235,7 +241,7 @@ def _tool_lines(rows: list[dict], allow, several: bool) -> list[str]:
             capped = (f"; accuracy capped at {_num(r['accuracy'])} from {_num(r['capped_from'])}"
                       if r.get("capped_from") is not None else "")
             lines.append(f"tools: {_run_name(r, several)}: {visible(said)}{capped}")
-    for r in rows:
+    for r in [*references, *rows]:
         for f in r.get("flags") or ():
             lines.append(f"FLAG: {_run_name(r, several)}, {f['where']}: "
                          f"{run_flags.describe(f['what'])}: “{visible(f['excerpt'])}”")
