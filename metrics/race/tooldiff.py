@@ -279,8 +279,13 @@ def differs(diff: dict | None) -> bool:
 
 
 # -- the difference as the judge reads it ----------------------------------------------------------
+PLACES = 10   # argument places one line of the judge's block lists before counting the rest
+
+
 def _places(places: list[int], of: int) -> str:
-    said = [str(p) for p in places]
+    said = [str(p) for p in places[:PLACES]]
+    if len(places) > PLACES:
+        said.append(f"{len(places) - PLACES} more")
     listed = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
     return f"argument{'s' if len(said) > 1 else ''} {listed} of {of}"
 
