@@ -119,7 +119,8 @@ def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_
     assert saved["reference"]["output"] == as_text(answer)
     assert [(r["model"], r["run"]) for r in saved["rows"]] == [("cheap-two", 1)]
     assert saved["rows"][0]["tool_difference"] == {"skipped": [], "different": [], "extra": [],
-                                                   "equivalent": [], "unused": []}
+                                                   "new_tool": [], "equivalent": [],
+                                                   "unused": [], "allowed": []}
     assert saved["rows"][0]["accuracy"] == 7 and saved["rows"][0]["total"] == 10
 
 
@@ -128,14 +129,15 @@ def test_a_candidate_that_skips_a_tool_is_told_to_the_judge_and_capped(race_home
     bench.run()
     row, = bench.report().rows
     assert row["tool_difference"]["skipped"] == [{"tool": "lookup_order",
-                                                  "arguments": {"number": "42"}}]
+                                                  "arguments": {"number": "42"},
+                                                  "reference_call": 1}]
     assert row["accuracy"] <= 4 and row["capped_from"] == 7, "code caps what the judge gave"
     assert "capped at 4 from 7" in row["reason"]
     assert row["total"] == row["accuracy"] + row["shown_work"]
     both = judge_requests(upstreams)
     assert len(both) == 2, "judged with the reference first, and again with it second"
     for asked in both:
-        assert "skipped: lookup_order" in asked["messages"][-1]["content"]
+        assert "reference call 1 (lookup_order) was skipped" in asked["messages"][-1]["content"]
         assert asked["response_format"]["type"] == "json_schema"
         assert set(asked["response_format"]["json_schema"]["schema"]["required"]) == {
             "accuracy", "shown_work", "reason"}
@@ -579,10 +581,15 @@ def test_the_tool_difference_names_skipped_different_and_extra_calls():
            {"tool": "lookup", "arguments": {"n": 1}, "returned": "a1"},
            {"tool": "refund", "arguments": {}, "returned": "refund-7731"}]
     diff = tool_difference(ref, run, output="refunded as refund-7731")
-    assert diff == {"skipped": [{"tool": "lookup", "arguments": {"n": 2}}],
-                    "different": [{"tool": "ship", "reference": {"n": 1}, "run": {"n": 9}}],
-                    "extra": [{"tool": "refund", "arguments": {}}],
-                    "equivalent": [], "unused": []}
+    # refund is a tool the reference never called: counted as such, whatever its result did
+    assert diff == {"skipped": [{"tool": "lookup", "arguments": {"n": 2}, "reference_call": 3}],
+                    "different": [{"tool": "ship", "reference": {"n": 1}, "run": {"n": 9},
+                                   "call": 1, "reference_call": 2,
+                                   "gaps": {"of": 1, "changed": [1], "added": [],
+                                            "of_reference": 1, "missing": []}}],
+                    "extra": [], "new_tool": [{"tool": "refund", "arguments": {}, "call": 3}],
+                    "equivalent": [], "unused": [], "allowed": []}
+    assert differs(diff)
     same = tool_difference(ref, list(reversed(ref)))
     assert not differs(same), "order is not compared; arguments are, as data"
 

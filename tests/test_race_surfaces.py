@@ -188,6 +188,10 @@ def test_a_race_started_over_http_finishes_and_is_listed(home, sim):
      "name judges of other families"),
     ({"grade": "general", "prompt": PROMPT, "orders": "reversed"}, "orders",
      "one of both, random"),
+    ({"grade": "general", "prompt": PROMPT, "allow_extra_tools": "yes"}, "allow_extra_tools",
+     "or a list of tool names"),
+    ({"grade": "general", "prompt": PROMPT, "allow_extra_tools": ["ok", "not ok"]},
+     "allow_extra_tools", "or a list of tool names"),
 ])
 def test_a_bad_race_request_is_a_400_naming_the_field(home, body, param, words):
     with gateway(home) as server:
@@ -484,9 +488,10 @@ def test_the_cli_races_a_job_with_tools_from_a_file(pinned, sim, tmp_path, capsy
                     ("shipping_status", '{"eta": "Monday", "order_id": "o-1042"}')]
     pinned_row, cheap_row = report["rows"]
     assert pinned_row["tool_difference"] == {"skipped": [], "different": [], "extra": [],
-                                             "equivalent": [], "unused": []}
+                                             "new_tool": [], "equivalent": [], "unused": [],
+                                             "allowed": []}
     assert cheap_row["tool_difference"]["skipped"] == [
-        {"tool": "shipping_status", "arguments": {"order_id": "o-1042"}}]
+        {"tool": "shipping_status", "arguments": {"order_id": "o-1042"}, "reference_call": 2}]
     assert cheap_row["accuracy"] == 4 and cheap_row["capped_from"] == 6
 
 
@@ -555,6 +560,17 @@ def test_a_race_over_http_takes_a_list_of_inputs(home, sim):
     assert sorted(c["input"] for c in calls if c["role"] == "reference") == list(range(1, 7))
 
 
+def test_a_race_over_http_says_which_extra_tool_calls_it_allows(home, sim):
+    with gateway(home) as server:
+        status, started, _ = server.post("/bench/race", {
+            "grade": "general", "prompt": PROMPT, "candidates": ["cheap-gen"],
+            "allow_extra_tools": ["find_order", "find_order", "shipping_status"]})
+        assert status == 202, started
+        report = finished(server, started["race"])["report"]
+    assert report["allow_extra_tools"] == ["find_order", "shipping_status"]
+    assert report["rows"][0]["flags"] == [], "a plain answer holds nothing addressed to a judge"
+
+
 def test_a_failed_reference_prints_the_report_then_exits_3(pinned, sim, capsys):
     sim.script("pinned-gen", fail="auth")
     code, out, err = run(capsys, "race", "--grade", "general", "--prompt", PROMPT,
@@ -619,7 +635,8 @@ def test_the_order_agent_example_races_on_the_demo_roster_offline(tmp_path):
                          for n in range(1, 6)}
     flaky = rows[("sim-flaky", 1)]
     assert flaky["tool_difference"]["skipped"] == [
-        {"tool": "shipping_status", "arguments": {"order_id": "ord-1042"}}]
+        {"tool": "shipping_status", "arguments": {"order_id": "ord-1042"},
+         "reference_call": 2}]
     assert (flaky["accuracy"], flaky["score"]) == (3, 0.0), "the judge marked it down"
     said = {c["model"]: c for c in report["verdict"]["candidates"]}
     assert said["sim-flaky"]["result"] == "worse" and said["sim-vision"]["result"] == "good_enough"

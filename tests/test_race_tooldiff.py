@@ -53,7 +53,8 @@ def test_a_call_with_other_arguments_and_the_very_same_result_is_noted_not_count
                            [call({"n": 42, "verbose": True},
                                  '{"status": "shipped", "order": 42}')])
     assert diff["equivalent"] == [{"tool": "lookup", "reference": {"n": 42},
-                                   "run": {"n": 42, "verbose": True}}]
+                                   "run": {"n": 42, "verbose": True}, "call": 1,
+                                   "reference_call": 1}]
     assert not differs(diff)
 
 
@@ -62,10 +63,11 @@ def test_an_extra_call_counts_only_when_its_result_shows_in_what_the_run_did_aft
     run = [call({"n": 42}, '{"order": 42, "status": "shipped"}'),
            call({"n": 43}, '{"order": 43, "status": "lost"}')]
     unused = tool_difference(ref, run, output="Order 42 has shipped.")
-    assert unused["unused"] == [{"tool": "lookup", "arguments": {"n": 43}}]
+    assert unused["unused"] == [{"tool": "lookup", "arguments": {"n": 43}, "call": 2}]
     assert unused["extra"] == [] and not differs(unused)
     used = tool_difference(ref, run, output="Order 42 shipped; order 43 is lost.")
-    assert used["extra"] == [{"tool": "lookup", "arguments": {"n": 43}}] and differs(used)
+    assert used["extra"] == [{"tool": "lookup", "arguments": {"n": 43}, "call": 2}] and \
+        differs(used)
     # a result the run fed into a later call was used, whatever the output says
     chained = run + [call({"n": 1, "note": "lost"}, "ok", "report")]
     assert tool_difference(ref, chained, output="Done.")["extra"][0]["arguments"] == {"n": 43}
@@ -138,9 +140,11 @@ def test_other_arguments_with_the_same_result_and_an_unused_extra_are_reported_n
     rows, judged = raced
     assert rows["verbose"]["tool_difference"]["equivalent"] and rows["verbose"]["accuracy"] == 7
     idle = rows["idle-extra"]
-    assert idle["tool_difference"]["unused"] == [{"tool": "lookup", "arguments": {"n": 43}}]
+    assert idle["tool_difference"]["unused"] == [{"tool": "lookup", "arguments": {"n": 43},
+                                                  "call": 2}]
     assert idle["tool_difference"]["extra"] == [] and idle["accuracy"] == 7
     assert any("its result does not show in the candidate's output" in text for text in judged)
     used = rows["used-extra"]
-    assert used["tool_difference"]["extra"] == [{"tool": "lookup", "arguments": {"n": 43}}]
+    assert used["tool_difference"]["extra"] == [{"tool": "lookup", "arguments": {"n": 43},
+                                                 "call": 2}]
     assert used["accuracy"] == 4 and used["capped_from"] == 7

@@ -44,6 +44,9 @@ def register(nouns, common) -> None:
                    "second (both, default), or once in an order drawn per run (random)")
     r.add_argument("--tools", metavar="tools.py",
                    help="a Python file whose TOOLS list the job offers the model")
+    r.add_argument("--allow-extra-tools", nargs="?", const=True, default=None, metavar="a,b",
+                   help="calls to these tools (alone: to any tool) that the reference did not "
+                   "call do not count against accuracy (default: every such call counts)")
 
 
 def cmd_race(args, out: Out) -> int:
@@ -82,6 +85,9 @@ def cmd_race(args, out: Out) -> int:
         body["judges"] = [a.strip() for a in args.judges.split(",") if a.strip()]
     if args.orders != "both":
         body["orders"] = args.orders
+    if args.allow_extra_tools is not None:
+        body["allow_extra_tools"] = True if args.allow_extra_tools is True else \
+            [a.strip() for a in args.allow_extra_tools.split(",") if a.strip()]
     spec = chatjob.ChatSpec.parse(body)   # the same checks as over HTTP
     tools = chatjob.load_tools(args.tools) if args.tools else ()
     home = open_home(args.data)

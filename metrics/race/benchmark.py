@@ -36,6 +36,12 @@ Invariants:
   (``set_orders``), each prompt kept in the race's folder (``race.jury``).
 * A tool is called with its arguments coerced to its schema where that loses nothing
   (``tooldiff.coerce``: ``"42"`` for an ``integer`` is 42); the transcript keeps both.
+* A run's tool calls are compared with its reference's in code (``tooldiff``); a call to a tool
+  the reference did not call counts against accuracy unless ``set_allow_extra_tools`` allows
+  it. The judge reads that difference in code's words only (``tooldiff.describe``): what a run
+  chose to write stays in its own block.
+* Every run's row carries ``flags``: text in it addressed to the judge (``flags``), for a
+  person to read; a flag never voids or rescores a run.
 * Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
   model's currency, never summed across currencies.
 """
@@ -51,7 +57,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics.race import blind, jury, tooldiff
+from panelist.metrics.race import blind, flags, jury, tooldiff
 from panelist.metrics.race import reports as race_reports
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
@@ -340,6 +346,7 @@ class Benchmark:
         self._orders = "both"
         self._on_judged: Callable[[str], None] | None = None
         self._rubric: str | None = None
+        self._allow = None   # tooldiff.check_allow: extra tool calls that do not count
         self._scorer = None
         self._report: BenchmarkReport | None = None
         self._cancel = CancelFlag()
@@ -400,6 +407,13 @@ class Benchmark:
         if not isinstance(text, str):
             raise TypeError("the rubric is plain text")
         self._rubric = text
+        return self
+
+    def set_allow_extra_tools(self, allow) -> "Benchmark":
+        """Which calls to a tool the reference did not call do not count against accuracy:
+        ``True`` (any), a list of tool names, or ``None`` (none: the default, since code cannot
+        tell a harmless call from one that deletes an order)."""
+        self._allow = tooldiff.check_allow(allow)
         return self
 
     def set_scorer(self, fn: Callable[[object, object], float | None]) -> "Benchmark":
@@ -622,7 +636,7 @@ class Benchmark:
         row = run.row
         diff = tooldiff.tool_difference(reference.seat.transcript.tool_calls(),
                                         run.seat.transcript.tool_calls(),
-                                        run.seat.transcript.output, task)
+                                        run.seat.transcript.output, task, self._allow)
         row["tool_difference"] = diff
         if self._scorer is not None:
             try:
@@ -639,7 +653,7 @@ class Benchmark:
             race.ask, label=row["label"], run=run.seat.run, input_=run.seat.input, task=task,
             rubric=self._rubric, reference=seen, candidate=blind.seen(run.seat.transcript.render,
                                                                       masker),
-            diff=diff, difference=masker(tooldiff.describe(diff))))
+            diff=diff, difference=masker(tooldiff.describe(diff, self._allow))))
         if row.get("voided"):
             row["reason"] = row["voided"]
 
@@ -665,6 +679,8 @@ class Benchmark:
             "currency": model.currency, "score": None, "accuracy": None, "shown_work": None,
             "total": None, "reason": error or "", "judge_error": None, "tool_difference": None,
             "voided": None, "judgements": [],
+            "flags": flags.scan(seat.transcript, [as_text(self._inputs[seat.input - 1]),
+                                                  self._rubric or "", *seat.transcript.sent()]),
             "output": seat.transcript.output, "transcript": seat.transcript.public(),
         }
 
@@ -689,6 +705,8 @@ class Benchmark:
             runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),
             task=as_text(self._inputs[0]), inputs=[as_text(x) for x in self._inputs],
             rubric=self._rubric, candidates=[m.alias for m in candidates],
+            allow_extra_tools=list(self._allow) if isinstance(self._allow, tuple)
+            else self._allow,
             reference=(failed or references[0]).row, references=[r.row for r in references],
             rows=rows, models=models, verdict=decided, costs=race.costs.public(),
             judge_failures=sum(1 for r in rows if r["succeeded"] and r["accuracy"] is None

@@ -1,7 +1,8 @@
 """The plain chat job a race can run without code: a system text and a prompt sent to one seat.
 
 ``panelist race`` and ``POST /bench/race`` describe a race as a ``ChatSpec`` (grade, one prompt
-or a list of inputs, system, rubric, runs, candidates, judges, orders, margin); ``benchmark``
+or a list of inputs, system, rubric, runs, candidates, judges, orders, margin,
+allow_extra_tools); ``benchmark``
 checks it against the roster and the grades and returns a ``Benchmark`` ready to ``run()`` a
 ``ChatJob`` per run. The command line may also give the job tools, read from a Python file
 (``load_tools``), and its inputs from a JSONL file, one input a line (``load_inputs``).
@@ -38,7 +39,7 @@ from typing import Callable
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.race import jury, verdict
+from panelist.metrics.race import jury, tooldiff, verdict
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools
 from panelist.metrics.roster.roster import Roster, RosterView
 from panelist.metrics.store import jsonwire
@@ -52,7 +53,7 @@ MAX_SYSTEM = 200_000
 MAX_RUBRIC = 20_000
 MAX_JUDGES = 9
 FIELDS = ("grade", "prompt", "inputs", "system", "rubric", "runs", "candidates", "judges",
-          "orders", "margin")
+          "orders", "margin", "allow_extra_tools")
 
 Done = Callable[[str, str, bool], None]   # (alias, role, succeeded) as each run of the job ends
 Judged = Callable[[str], None]            # (alias) as each candidate run's judging ends
@@ -70,6 +71,8 @@ class ChatSpec:
     orders: str = "both"
     inputs: tuple[str, ...] = ()                # several inputs; () races ``prompt`` alone
     margin: float = verdict.MARGIN
+    # extra calls to tools the reference did not call that do not count: True, names or None
+    allow_extra_tools: bool | tuple[str, ...] | None = None
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -138,8 +141,12 @@ class ChatSpec:
             raise BadRequest(f"'orders' must be one of {', '.join(jury.ORDERS)}: both judges "
                              "each run with the reference first and with it second, random "
                              "once in an order drawn per run", param="orders")
+        try:
+            allow = tooldiff.check_allow(body.get("allow_extra_tools"))
+        except ValueError as exc:
+            raise BadRequest(str(exc), param="allow_extra_tools") from None
         return cls(grade.strip(), prompt, system, rubric, runs, candidates, judges, orders, inputs,
-                   margin)
+                   margin, allow)
 
 
 def _inputs(body: dict) -> tuple[str, ...]:
@@ -323,6 +330,7 @@ def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, to
         bench.set_judges(list(spec.judges))
     if spec.rubric:
         bench.set_rubric(spec.rubric)
+    bench.set_allow_extra_tools(spec.allow_extra_tools)
     return bench, chosen
 
 

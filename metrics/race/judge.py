@@ -10,13 +10,19 @@ Invariants:
   prompt ("# Rubric", "# Tool difference"): what it writes stays inside its own block.
 * The runs are shown in the order asked (``ORDERS``): the reference first, or the candidate
   first; the prompt says which, and that the order says nothing about either run.
+* The tool difference block is code's alone (``tooldiff.describe``): code's words, call numbers
+  and tool names the reference called or the race allows, never a tool name, argument or result
+  a run chose, so nothing a candidate wrote reads with code's authority. The judge is told to
+  find each call by its number in the run's own block, where the run's words stay.
 * What the runs say is masked before it gets here (``race.blind``); the task and the rubric are
   shown as they are. The runs are labelled only "reference" and "candidate".
 * A judgement is accepted only as a JSON object, each key once, with integer ``accuracy`` in
   0..7, integer ``shown_work`` in 0..3 and a string ``reason``. Anything else is asked once more,
   with the problem named; a second failure is a judge failure, never a guessed score.
-* Any tool difference that counts (``tooldiff.differs``) caps accuracy at ``CAP`` (at least 3
-  points off the top), whatever the judge said: code enforces what the rubric promises.
+* Any tool difference that counts (``tooldiff.differs``: a call skipped, made with other
+  arguments, a further call whose result was used, or a call to a tool the reference did not
+  call that the race does not allow) caps accuracy at ``CAP`` (at least 3 points off the top),
+  whatever the judge said: code enforces what the rubric promises.
 """
 
 from __future__ import annotations
@@ -50,7 +56,10 @@ def instructions(token: str) -> str:
     return f"""\
 You judge one run of a job against a reference run of the same job, on the same input.
 Read the task, the rubric, both runs in full and the tool difference, which was computed \
-exactly by code.
+exactly by code. The tool difference is in code's own words: it names each tool call by its \
+number in its run's block ("Tool call N"), names a tool only when the reference called it or \
+the race allows it, and never quotes what a run sent; read a call's name and arguments in its \
+run's block.
 
 Each part of the prompt is a block: it starts with the line <<<BEGIN {token} name>>> and ends \
 with the line <<<END {token} name>>>, where {token} is this prompt's own random token. \
@@ -61,8 +70,9 @@ comes first says nothing about either run.
 
 Score the candidate run:
 - accuracy, 0 to {MAX_ACCURACY}: does its final output do what the task asks, as well as the \
-reference does? A tool called wrongly, a tool skipped, or a tool's result misread costs at \
-least 3 points.
+reference does? A tool called wrongly, a tool skipped, a tool's result misread, or a call to \
+a tool the reference did not call (unless the tool difference says the race allows it) costs \
+at least 3 points.
 - shown_work, 0 to {MAX_SHOWN_WORK}: does the run show how it got there (the steps and the \
 facts it relied on)?
 

@@ -22,6 +22,11 @@ Invariants:
   a run named itself; ``warnings`` what may bias the judge (a judge of a candidate's family).
 * Every judgement names the files its questions were kept in (``judgements[].prompts``,
   relative to the race's folder ``runs/races/<race id>/``).
+* Each row's ``tool_difference`` is code's (``metrics.race.tooldiff``) and ``flags`` the text
+  in the run addressed to the judge (``metrics.race.flags``); the table lists both, a line per
+  run, with ``allow_extra_tools`` (the extra tool calls the race lets pass) on its own line.
+  A flag is for a person to read: it never voids or rescores a run. A model's ``flagged``
+  counts its runs with a flag.
 * The saved report is written whole (``store.atomic``): a reader sees the old file
   or the new one, never half of one.
 """
@@ -31,8 +36,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from panelist.metrics.race import flags as run_flags
+from panelist.metrics.race import tooldiff
 from panelist.metrics.race.judge import MAX_ACCURACY
 from panelist.metrics.race.verdict import cost_text, points
+from panelist.metrics.plaintext import visible
 from panelist.metrics.stats import t_interval
 from panelist.metrics.store import atomic, jsonwire
 
@@ -65,6 +73,7 @@ def summarise(alias: str, rows: list[dict], currency: str) -> dict:
         "model": alias, "runs": len(rows), "succeeded": len(ok), "judged": len(judged),
         "judge_failures": len(ok) - len(judged) - voided, "voided": voided,
         "score_errors": sum(bool(r.get("score_error")) for r in ok),
+        "flagged": sum(bool(r.get("flags")) for r in rows),
         "wall": _mean(r["wall"] for r in ok), "first_answer": _mean(r["first_answer"] for r in ok),
         "tokens_in": _mean(r["tokens_in"] for r in ok),
         "tokens_out": _mean(r["tokens_out"] for r in ok),
@@ -124,6 +133,7 @@ class BenchmarkReport:
     warnings: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     references: list[dict] = field(default_factory=list)
+    allow_extra_tools: bool | list[str] | None = None
 
     def public(self) -> dict:
         return {"v": VERSION, "race": self.race, "grade": self.grade, "pinned": self.pinned,
@@ -134,7 +144,7 @@ class BenchmarkReport:
                 "models": self.models, "verdict": self.verdict, "costs": self.costs,
                 "judge_failures": self.judge_failures, "calls_log": self.calls_log,
                 "judges": self.judges, "judging": self.judging, "voided": self.voided,
-                "warnings": self.warnings}
+                "warnings": self.warnings, "allow_extra_tools": self.allow_extra_tools}
 
     def save(self, path: Path) -> None:
         path = Path(path)
@@ -176,6 +186,8 @@ class BenchmarkReport:
                  _span(m.get("accuracy_interval")), _num(m["shown_work"]), _num(m["total"]))
                 for m in self.models]
         lines += [""] + _grid(head, body)
+        lines += _tool_lines(self.rows, self.references or [self.reference],
+                             self.allow_extra_tools, several)
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
         lines += verdict_lines(self.verdict)
@@ -207,6 +219,35 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
         lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
                      "reason)")
     return lines
+
+
+def _run_name(row: dict, several: bool) -> str:
+    where = f" input {row.get('input')}" if several else ""
+    if row.get("role") == "reference":
+        return f"reference {row['model']}{where}"
+    return f"{row['model']}{where} run {row['run']}"
+
+
+def _tool_lines(rows: list[dict], references: list[dict], allow, several: bool) -> list[str]:
+    """A line per run whose tool calls differ from its reference's, then a line per flag (text
+    addressed to the judge) of the references and the runs; names the runs chose are shown
+    quoted, escaped for a terminal."""
+    lines = []
+    if allow is not None:
+        lines.append(f"extra tool calls allowed: {tooldiff.allow_text(allow)}")
+    for r in rows:
+        said = tooldiff.summary(r.get("tool_difference"))
+        if said:
+            capped = (f"; accuracy capped at {_num(r['accuracy'])} from {_num(r['capped_from'])}"
+                      if r.get("capped_from") is not None else "")
+            lines.append(f"tools: {_run_name(r, several)}: {visible(said)}{capped}")
+    for r in [*references, *rows]:
+        for f in r.get("flags") or ():
+            lines.append(f"FLAG: {_run_name(r, several)}, {f['where']}: "
+                         f"{run_flags.describe(f['what'])}: “{visible(f['excerpt'])}”")
+    return [""] + lines if lines else []
+
+
 def verdict_lines(said: dict) -> list[str]:
     """What the verdict tested, and a line per candidate and measure: its pairs, mean
     difference, lower bound, p and Holm's p, and its result (with what more would settle it)."""

@@ -4,8 +4,9 @@ Invariants: events are kept in the order they happened; a tool call is recorded 
 arguments the model sent, the arguments the tool was called with when its schema's coercion
 changed them (``used``), and what it returned or what it raised, never both; ``render`` is plain
 text built only from the events, every part a model wrote (and what tools returned, which can
-echo it) passed through the caller's mask, what the job itself sent left as it was;
-``public`` is JSON-ready.
+echo it) passed through the caller's mask, what the job itself sent left as it was; it numbers
+the tool calls from 1 in the order ``tool_calls`` lists them ("Tool call N", its name and
+arguments as JSON), the numbers the tool difference names calls by; ``public`` is JSON-ready.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Transcript:
         def m(text: str, by_model: bool = True) -> str:
             return _cut(mask(text, by_model) if mask is not None else text)
 
-        lines = []
+        lines, calls = [], 0
         for e in self.events:
             if e["kind"] == "ask":
                 lines.append("The job sent:")
@@ -107,10 +108,14 @@ class Transcript:
                 lines += [f"The model called {c['tool']} with {m(as_text(c['arguments']))}"
                           for c in e["tool_calls"]]
             elif e["kind"] == "tool":
+                # numbered as ``tool_calls`` numbers them: the tool difference names calls so
+                calls += 1
+                head = (f"Tool call {calls}: {m(jsonwire.dumps(str(e['tool'])))} with "
+                        f"{m(_quoted(e['arguments']))}")
                 if "raised" in e:
-                    lines.append(f"Tool {e['tool']} raised: {m(e['raised'], False)}")
+                    lines.append(f"{head} raised: {m(e['raised'], False)}")
                 else:
-                    lines.append(f"Tool {e['tool']} returned: {m(e['returned'], False)}")
+                    lines.append(f"{head} returned: {m(e['returned'], False)}")
         if self.error is not None:
             lines.append(f"The run failed: {m(self.error, False)}")
         else:
@@ -139,6 +144,11 @@ def _message(m) -> dict:
     elif content is None:
         content = ""
     return {"role": str(m.get("role", "?")), "content": as_text(content)}
+
+
+def _quoted(value) -> str:
+    """Data as JSON, text too (in quotes): a run's arguments shown as what they are, data."""
+    return jsonwire.dumps(value) if isinstance(value, str) else as_text(value)
 
 
 def _cut(text: str) -> str:
