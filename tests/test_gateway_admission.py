@@ -154,3 +154,17 @@ def test_a_retry_after_leaves_an_unlimited_endpoint_to_the_model_cooldown(gatewa
                                           "messages": [{"role": "user", "content": "x"}]})
     assert outside.has_room("sim", "fast")
     assert not (home.root / "runs" / "admission").exists()
+
+
+def test_every_seat_at_its_endpoints_limit_is_a_503_that_says_when(gateway, pair, gated,
+                                                                    outside):
+    Roster(pair).set_limits("endpoint", "gated", {"max_concurrent": 1, "rpm": 1})
+    set_limits(pair, max_explorers=0, seat_timeout=1)
+    with outside.slot("gated", "fast", wait=0):   # the minute's one call, made elsewhere
+        pass
+    status, body, headers = gateway.post("/v1/chat/completions", ASK)
+    assert status == 503, body
+    assert body["error"]["code"] == "all_seats_at_limit"
+    assert "at its endpoint's limit" in body["error"]["message"]
+    assert 1 <= int(headers["Retry-After"]) <= 62   # when the minute's call leaves the window
+    assert gated.arrived == []

@@ -60,8 +60,9 @@ from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.panel.held import Held
 from panelist.metrics.panel.sections import markdown, tokens_of, verdict_hint
-from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong, PanelistError,
-                                     PromptTooLong, RateLimited, Unavailable, UpstreamError)
+from panelist.metrics.errors import (AllSeatsFailed, AtLimit, BadRequest, ContextTooLong,
+                                     PanelistError, PromptTooLong, RateLimited, Unavailable,
+                                     UpstreamError)
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.ledger.ledger import Ledger
@@ -492,13 +493,21 @@ class PanelRun:
         # each seat's error shortened with what to do kept whole (``shorten``)
         said = "; ".join(f"{pick.label(r)} {r.alias}: {shorten(r.reason or r.status, SAID)}"
                          for r in self.in_seat_order(results) if not r.answered)
-        if results and all(r.reason.startswith("rate_limit:") for r in results):
-            wait = self._soonest_rest([r.alias for r in results])
+        limited = [r for r in results if r.reason.startswith("rate_limit:")]
+        full = [r for r in results if isinstance(r.raised, AtLimit)]
+        if results and len(limited) + len(full) == len(results):
+            # nothing failed but room: the caller is told when there will be some
+            waits = [r.raised.retry_after for r in full]
+            if limited:
+                waits.append(self._soonest_rest([r.alias for r in limited]))
+            wait = max(1, math.ceil(min(waits)))
+            what = "rate limited" if not full else \
+                "at its endpoint's limit" if not limited else "rate limited or at its limit"
             return Unavailable(
-                f"every seat of {name} was rate limited ({said}); try again in {wait} s "
+                f"every seat of {name} was {what} ({said}); try again in {wait} s "
                 "(Retry-After), or ask a collection whose models have room",
-                code="all_seats_rate_limited", headers={"Retry-After": str(wait)},
-                details={"seats": seats})
+                code="all_seats_rate_limited" if not full else "all_seats_at_limit",
+                headers={"Retry-After": str(wait)}, details={"seats": seats})
         if results and all(r.error_kind == ContextTooLong.kind for r in results):
             # every seat said the prompt is too long: the caller's to trim, not a failure of ours
             stated = {r.alias: getattr(r.raised, "window", None)
