@@ -66,18 +66,19 @@ class Ledger:
 
     def __init__(self, runs_dir: Path, *, snapshot_every: int = 50_000,
                  recent_calls: int = 100_000, recent_history: int = RECENT_HISTORY,
-                 database: str | None = None):
+                 database: str | None = None, clock=time.time):
         self.dir = Path(runs_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         # the snapshot is this instance's own, beside its runs folder, on either home
         self.snapshot_path = self.dir / "index.json"
         self.snapshot_every = max(1, int(snapshot_every))
 
+        self._clock = clock                # this host's epoch seconds (a cooldown's start)
         self._lock = threading.Lock()      # the index and the tail reader
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
-            self._logs = DatabaseLogs(database, self.snapshot_path)
+            self._logs = DatabaseLogs(database, self.snapshot_path, clock=clock)
         else:
             self._logs = FileLogs(self.dir)
             # where the files are is the logs' to say, named here for readers of the folder
@@ -371,10 +372,13 @@ class Ledger:
     def cool_down(self, alias: str, seconds: float, reason: str = "") -> None:
         """Keep ``alias`` out of panels for ``seconds`` from now (after a rate limit); 0 ends
         a cooldown."""
-        now = time.time()
-        self._logs.append({"v": SCHEMA, "kind": "cooldown", "ts": utc_iso(now),
-                               "alias": alias, "until": now + max(0.0, seconds),
-                               "seconds": seconds, "reason": reason})
+        now = self._clock()
+        record = {"v": SCHEMA, "kind": "cooldown", "ts": utc_iso(now), "alias": alias,
+                  "until": self._logs.shared_time(now) + max(0.0, seconds),
+                  "seconds": seconds, "reason": reason}
+        if self.database:
+            record["clock"] = "database"   # every host reads it back onto its own clock
+        self._logs.append(record)
 
     def record_probe(self, rec: dict) -> dict:
         """Append one probe's (or endpoint test's) seat record (``metrics/seatrecord.py``) as a

@@ -68,6 +68,11 @@ class FileLogs:
 
     # ----------------------------------------------------------------- evidence
 
+    def shared_time(self, local: float) -> float:
+        """``local`` (this host's epoch seconds) on the clock every writer of these logs
+        shares: one host's, so its own."""
+        return local
+
     def load_snapshot(self, index: Index) -> bool:
         return snapshot.load(self.snapshot_path, index, self.evidence_path, self._guard)
 

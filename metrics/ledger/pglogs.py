@@ -19,6 +19,10 @@ Invariants:
   before the ledger catches up until its record is committed, as the flock does for files.
 * Anything that cannot reach the database raises ``errors.DatabaseUnreachable`` (503 with
   Retry-After); nothing is half-written, and the next call after the server is back succeeds.
+* A time another instance must read alike (a cooldown's end) is written on the database's
+  clock (``shared_time``) and read back onto this host's (``follow``), by the offset between
+  the two, measured by a query at most every ``CLOCK_EVERY`` seconds (within half its round
+  trip): hosts whose clocks disagree still rest a model for the time its upstream asked.
 * Each instance keeps its own snapshot of the index (index.json in its runs folder) for this
   database and the last id folded, so a restart folds only what came after; a snapshot of
   another database, or past the last id it holds (a database restored from an older backup),
@@ -38,6 +42,7 @@ from panelist.metrics.ledger.index import Index
 from panelist.metrics.store import jsonwire, pg, pgschema
 
 BATCH = 5000                  # evidence rows read per statement while following
+CLOCK_EVERY = 60.0            # seconds between two measures of this host's clock's offset
 _FOLLOW = ("SELECT id, record FROM evidence WHERE id > %(after)s "
            "UNION ALL SELECT id, record FROM verdicts WHERE id > %(after)s "
            "ORDER BY id LIMIT %(limit)s")
@@ -70,7 +75,7 @@ class DatabaseLogs:
 
     snapshots = True
 
-    def __init__(self, url: str, snapshot_path: Path | None = None):
+    def __init__(self, url: str, snapshot_path: Path | None = None, *, clock=time.time):
         self.db = pg.Database(url, application="panelist-ledger")
         self.shown = self.db.shown
         try:
@@ -98,6 +103,26 @@ class DatabaseLogs:
         self._listener = self.db.listener(pgschema.CHANNEL, self._heard, self._heard).start()
         self._held = threading.local()   # the decision section's connection, in its thread
         self._snapshot = snapshot_path
+        self._clock = clock            # this host's epoch seconds
+        self._offset: tuple[float, float] | None = None   # (measured at, database - here)
+
+    def clock_offset(self) -> float:
+        """The database's clock minus this host's, in seconds (measured again after
+        ``CLOCK_EVERY`` seconds)."""
+        now = time.monotonic()
+        with self._lock:
+            known = self._offset
+        if known is not None and now - known[0] < CLOCK_EVERY:
+            return known[1]
+        before = self._clock()
+        there = float(self.db.execute("SELECT extract(epoch FROM clock_timestamp())")[0][0])
+        offset = there - (before + self._clock()) / 2
+        with self._lock:
+            self._offset = (now, offset)
+        return offset
+
+    def shared_time(self, local: float) -> float:
+        return local + self.clock_offset()
 
     def _heard(self, *_):
         with self._lock:
@@ -132,12 +157,22 @@ class DatabaseLogs:
             rows = self.db.execute(_FOLLOW, {"after": index.offset, "limit": BATCH})
             if not rows:
                 return total
+            if any(r[1].get("kind") == "cooldown" for r in rows):
+                rows = self._local_times(rows)
             try:
                 total += index.fold_all(rows, now, abandoned)
             finally:
                 index.offset = rows[-1][0]
             if len(rows) < BATCH:
                 return total
+
+    def _local_times(self, rows: list) -> list:
+        """``rows`` with each cooldown's end moved from the database's clock onto this host's
+        (a record of an older version, written on its host's clock, is taken as it is)."""
+        offset = self.clock_offset()
+        return [(i, {**r, "until": r["until"] - offset})
+                if r.get("kind") == "cooldown" and r.get("clock") == "database"
+                and isinstance(r.get("until"), (int, float)) else (i, r) for i, r in rows]
 
     def _abandoned(self) -> frozenset[str]:
         """Panels whose record says the caller left: imported ones may predate their
