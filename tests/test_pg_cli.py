@@ -118,3 +118,46 @@ def test_a_database_without_the_driver_says_how_to_install_it(capsys, monkeypatc
     monkeypatch.setitem(sys.modules, "psycopg", None)   # as if the extra were not installed
     code, _, err = run(capsys, "db", "init", "--database", "postgresql://u@127.0.0.1:1/x")
     assert code == 1 and "pip install 'panelist[postgres]'" in err
+
+
+def _held(url) -> tuple:
+    db = pg.Database(url)
+    try:
+        return db.execute("SELECT (SELECT count(*) FROM evidence) + (SELECT count(*) FROM "
+                          "verdicts), (SELECT count(*) FROM panels), (SELECT count(*) FROM "
+                          "imported)")[0]
+    finally:
+        db.close()
+
+
+def test_import_refuses_another_folder_before_writing_anything(gateway, home, pg_url,
+                                                                 tmp_path, capsys):
+    filled(gateway)
+    gateway.close()
+    code, out, _ = run(capsys, "db", "import", "--from", str(home.root), "--database", pg_url)
+    assert code == 0, out
+    before = _held(pg_url)
+    # another host's folder: its own logs, from their first line on
+    other = tmp_path / "other"
+    shutil.copytree(home.root, other)
+    for name in ("evidence.jsonl", "calls.jsonl"):
+        path = other / "runs" / "gateway" / name
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(b"".join(lines[1:] + lines[:1]))
+    code, _, err = run(capsys, "db", "import", "--from", str(other), "--database", pg_url)
+    assert code == 1 and "another data folder" in err and "nothing was written" in err
+    assert _held(pg_url) == before
+
+
+def test_import_refuses_a_database_instances_wrote_to(gateway, home, pg_url, tmp_path,
+                                                      capsys):
+    filled(gateway)
+    gateway.close()
+    with Ledger(tmp_path / "instance", database=pg_url) as ledger:   # a live instance's panel
+        pid = ledger.new_panel()
+        ledger.record_seated(pid, "code", ["m1"], 0.0)
+        ledger.record_panel({"panel": pid, "shape": "code", "seats": []})
+    before = _held(pg_url)
+    code, _, err = run(capsys, "db", "import", "--from", str(home.root), "--database", pg_url)
+    assert code == 1 and "written by running instances" in err and "nothing was written" in err
+    assert _held(pg_url) == before

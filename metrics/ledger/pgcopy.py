@@ -14,6 +14,11 @@ Invariants:
   skipped as every reader skips it, and counted.
 * An import is verified by counts: for each source, the records in the file against the
   records the database holds as imported from it; ``ok`` only when they agree.
+* An import never mixes: before anything is written it is refused, whole, when the database
+  holds a source read from another file (another folder's logs: their panel ids and offsets
+  mean nothing here), or ledger records an import did not bring (instances have written
+  there: a folder's panels would take ids they use). Each source's file is known by a hash of
+  its first line (``origin``), which an append-only log keeps.
 * The panel counter is moved past every seq the imported logs name, so no instance hands out
   an id the folder already used.
 * An export writes only into empty places (it refuses to mix with logs already there) and
@@ -23,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from panelist.metrics import errors
@@ -97,6 +103,8 @@ def import_folder(db, folder: Path, *, batch: int = BATCH, report=None) -> list[
     if not found and not _race_reports(folder):
         raise errors.NotFound(f"no logs in {folder} (looked for runs/gateway/evidence.jsonl, "
                               "calls.jsonl, races, suite samples and config changes)")
+    origins = {name: origin_of(path) for name, path in found}
+    _refuse_mixing(db, folder, found, origins)
     out = []
     for name, path in found:
         row = db.execute("SELECT byte_offset, records FROM imported WHERE source = %s",
@@ -119,10 +127,10 @@ def import_folder(db, folder: Path, *, batch: int = BATCH, report=None) -> list[
             in_file += 1
             pending.append(record)
             if len(pending) >= batch:
-                done = _commit(db, name, pending, end, done)
+                done = _commit(db, name, pending, end, done, origins[name])
                 pending = []
         if pending or end > offset:
-            done = _commit(db, name, pending, end, done)
+            done = _commit(db, name, pending, end, done, origins[name])
         result = {"source": name, "in_file": in_file, "imported": done, "skipped": skipped,
                   "ok": in_file == done}
         out.append(result)
@@ -135,6 +143,47 @@ def import_folder(db, folder: Path, *, batch: int = BATCH, report=None) -> list[
         if report is not None:
             report(result)
     return out
+
+
+def origin_of(path: Path) -> str | None:
+    """What a log file is known by: a hash of its first line (None: no whole line yet)."""
+    with open(path, "rb") as f:
+        first = f.readline(1 << 20)
+    if not first.endswith(b"\n"):
+        return None
+    return hashlib.sha256(first).hexdigest()[:32]
+
+
+_LEDGER_COUNTS = {
+    "evidence": "SELECT (SELECT count(*) FROM evidence) + (SELECT count(*) FROM verdicts)",
+    "panels": "SELECT count(*) FROM panels"}
+
+
+def _refuse_mixing(db, folder: Path, found, origins: dict) -> None:
+    """Refuse the import, before anything is written, when it would mix with records that
+    are not an earlier import of the same files (see the module's invariants)."""
+    done = {source: (offset, records, origin) for source, offset, records, origin in
+            db.execute("SELECT source, byte_offset, records, origin FROM imported")}
+    fresh = "import it into a fresh database (`panelist db init --database` a new one)"
+    for name, _ in found:
+        before = done.get(name)
+        # an import from before origins were kept cannot be told apart: it is let go on
+        if before is not None and before[0] > 0 and before[2] not in (None, origins[name]):
+            raise errors.Conflict(
+                f"the database already holds {name} imported from another data folder than "
+                f"{folder}; nothing was written: two folders' panels would share ids, so "
+                f"{fresh}", code="import_mixes")
+    for name, sql in _LEDGER_COUNTS.items():
+        path = dict(found).get(name)
+        if path is None or path.stat().st_size <= (done[name][0] if name in done else 0):
+            continue   # nothing of it left to write: checking counts mixes nothing
+        held = db.execute(sql)[0][0]
+        brought = done[name][1] if name in done else 0
+        if held > brought:
+            raise errors.Conflict(
+                f"the database holds {held - brought} {name} record(s) written by running "
+                f"instances, not by an import; nothing was written: the folder's panels would "
+                f"take ids they use, so {fresh}", code="import_mixes")
 
 
 def _race_reports(folder: Path) -> dict[str, dict]:
@@ -168,16 +217,18 @@ def _import_reports(db, reports: dict[str, dict]) -> dict:
             "ok": held == len(reports)}
 
 
-def _commit(db, name: str, records: list[dict], end: int, done: int) -> int:
+def _commit(db, name: str, records: list[dict], end: int, done: int,
+            origin: str | None) -> int:
     def body(conn):
         top = _insert(conn, name, records) if records else -1
         if top >= 0:
             # the counter moves past every seq the folder used (never back)
             conn.execute("SELECT setval('panel_ids', greatest(%s, (SELECT CASE WHEN is_called "
                          "THEN last_value ELSE -1 END FROM panel_ids)))", (top,))
-        conn.execute("INSERT INTO imported (source, byte_offset, records) VALUES (%s, %s, %s) "
-                     "ON CONFLICT (source) DO UPDATE SET byte_offset = EXCLUDED.byte_offset, "
-                     "records = EXCLUDED.records", (name, end, done + len(records)))
+        conn.execute("INSERT INTO imported (source, byte_offset, records, origin) "
+                     "VALUES (%s, %s, %s, %s) ON CONFLICT (source) DO UPDATE SET "
+                     "byte_offset = EXCLUDED.byte_offset, records = EXCLUDED.records, "
+                     "origin = EXCLUDED.origin", (name, end, done + len(records), origin))
     db.transaction(body, retry=False)
     return done + len(records)
 

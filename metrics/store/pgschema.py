@@ -249,8 +249,13 @@ _V4_PANELS = [
         END $$""",
 ]
 
+# which file each source of `panelist db import` was read from (a hash of its first line: the
+# logs are append-only), so an import of another folder is refused instead of resumed
+_V5_IMPORT_ORIGIN = ["ALTER TABLE imported ADD COLUMN IF NOT EXISTS origin text"]
+
 # (version, statements): append a new version, never edit an applied one
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES), (4, _V4_PANELS)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES), (4, _V4_PANELS),
+                                           (5, _V5_IMPORT_ORIGIN)]
 VERSION = MIGRATIONS[-1][0]
 
 
