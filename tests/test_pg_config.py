@@ -141,3 +141,13 @@ def test_one_value_edited_two_ways_is_set_aside_by_name(hosts, capsys):
     assert "collections.json" in err and "collections/shared/members" in err and str(aside[0]) in err
     for h in (a, b):
         assert list(Collections(h.home).all()["shared"].members) == ["m1", "m3"]
+
+
+def test_a_config_file_deleted_on_one_host_is_written_back(hosts):
+    a, b = hosts
+    Collections(a.home).save(Roster(a.home).view(), "kept", ["m1", "m2"])
+    in_step(a, b)
+    (b.home.config / "collections.json").unlink()
+    in_step(a, b)
+    for h in (a, b):
+        assert "kept" in Collections(h.home).all()

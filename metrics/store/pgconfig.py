@@ -25,6 +25,8 @@ Invariants:
   an old copy: it is merged and pushed, never overwritten. An unedited file takes the
   database's version; so does the file of an instance joining (no such record), except where
   its merge needs no base (keys.json, whose keys are never deleted, only revoked).
+* A file deleted on one instance is written back from the database's version: deleting is no
+  edit that could reach the others (they would all lose the file).
 * Unreachable database: the files keep serving as they are; the mirror retries and catches up
   (in both directions) once it is back.
 """
@@ -131,8 +133,12 @@ class ConfigMirror:
             if latest is not None and latest[0] > self._base[name]:
                 self._take(name, path, latest)
             return
-        if stamp is None and latest is None:
-            return   # neither here nor there yet
+        if stamp is None:
+            # deleted here (or never made): a file is removed by no edit a host could mean for
+            # every other, so the database's version is written back
+            if latest is not None:
+                self._take(name, path, latest, force=True)
+            return
         doc = self._read(path)
         if doc is None:
             if not known and latest is not None:
