@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from conftest import PATIENCE, TEST_MODELS, Gateway, set_limits, wait_until
+from conftest import PATIENCE, TEST_MODELS, Gateway, move_to, set_limits, wait_until
+from gated import GatedUpstream
 from panelist.gateway import make_gateway
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.collection import Collections
@@ -209,3 +210,36 @@ def test_config_edits_on_one_instance_reach_the_other(pair):
     status, body, _ = a.post("/v1/chat/completions", {"model": "bench/pair", "messages": [
         {"role": "user", "content": "Review: y = 2"}]})
     assert status == 404
+
+
+def test_a_seat_line_lost_to_a_cut_database_is_written_with_its_panel(
+        tmp_path, sim, pg_cluster, pg_url, caplog):
+    home = make_home(tmp_path / "solo", sim, pg_url)
+    gated = GatedUpstream(["fast", "mid"])
+    try:
+        move_to(home, gated, "fast", "mid")
+        Collections(home).save(Roster(home).view(), "pair", ["fast", "mid"])
+        set_limits(home, max_explorers=0)
+        with Gateway(make_gateway(home, env={})) as gw:
+            box = {}
+            asking = threading.Thread(target=lambda: box.setdefault("reply", gw.post(
+                "/v1/chat/completions", {"model": "bench/pair", "messages": [
+                    {"role": "user", "content": "Review: y = 2"}]})))
+            asking.start()
+            assert gated.wait_arrived("fast", "mid")
+            pg_cluster.stop()
+            with caplog.at_level("WARNING", logger="panelist.database"):
+                gated.open("fast")   # its line meets the database gone
+                assert wait_until(lambda: "unreachable" in caplog.text)
+            pg_cluster.start()
+            gated.open("mid")
+            asking.join()
+            status, body, _ = box["reply"]
+            assert status == 200, body
+            panel = body["bench"]["panel"]
+            calls = sorted(s["call"] for s in body["bench"]["seats"])
+        stored = count(pg_url, "SELECT count(*) FROM evidence WHERE record->>'kind' = 'seat' "
+                       f"AND record->>'panel' = '{panel}'")
+        assert stored == len(calls) == 2
+    finally:
+        gated.close()

@@ -352,12 +352,16 @@ class Ledger:
         record.update(rec)
         return seq, record
 
-    def record_panel(self, rec: dict) -> None:
+    def record_panel(self, rec: dict, *, evidence: list[dict] = ()) -> None:
         """Append a finished panel to calls.jsonl and point its panels.idx slot at the line.
-        A panel the caller left (``"abandoned": true``) also gets an ``"abandoned"`` evidence
+        ``evidence``: seat lines (as ``record_seat_lines`` takes them) whose own write failed,
+        written with the panel, before it, in one write (one transaction in a database). A
+        panel the caller left (``"abandoned": true``) also gets an ``"abandoned"`` evidence
         line, written first, so no reader counts its seats as owed in between."""
         seq, record = self.panel_record(rec)
-        left = [self._abandoned_line(record["panel"])] if record.get("abandoned") is True else []
+        left = list(evidence)
+        if record.get("abandoned") is True:
+            left.append(self._abandoned_line(record["panel"]))
         self._logs.append_panels([(seq, record)], left)
 
     def record_panels(self, recs: list[dict], now: float | None = None) -> None:

@@ -143,7 +143,8 @@ class FileLogs:
         return self._table.reserved(seq)
 
     def append_panels(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
-        """Log finished panels ``(seq, record)``, the ``abandoned`` evidence lines first."""
+        """Log finished panels ``(seq, record)``, the evidence lines ``abandoned`` first (a
+        panel's abandoned mark, and seat lines whose own write had failed)."""
         if abandoned:
             self._evidence.append(*abandoned)
         encoded = [jsonl.dumps(record) for _, record in pairs]

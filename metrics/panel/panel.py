@@ -287,9 +287,9 @@ class SeatEvidence:
 
     def write_all(self, results: list[SeatResult]) -> None:
         """Seats that ended together, in one write."""
-        self.run.panels.ledger.record_seat_lines([self._line(r) for r in results])
+        self.run.panels.ledger.record_seat_lines([self.line(r) for r in results])
 
-    def _line(self, result: SeatResult) -> dict:
+    def line(self, result: SeatResult) -> dict:
         run = self.run
         return seatrecord.line(result, "seat", answer=False, panel=run.panel,
                                shape=run.req.shape, seated=run.started, key=run.key,
@@ -741,11 +741,15 @@ class PanelRun:
         try:
             self.panels.running_behind(self, False)
             self._release()  # done or given up: a seat that never reported counts no longer
+            # a seat whose line could not be written (a database cut off as it ended) has it
+            # written now, in the panel's own transaction: a panel stored is every seat stored
+            missed = [r for r in (*results, self.merger)
+                      if r is not None and r.meta.pop("log_error", None) is not None]
             try:
                 line = self._line(results)
             except Exception as exc:
                 line = self._bare_line(results, exc)
-            self.panels.ledger.record_panel(line)
+            self.panels.ledger.record_panel(line, evidence=[self._log.line(r) for r in missed])
         finally:
             self.logged.set()
 
