@@ -671,6 +671,7 @@ class Benchmark:
     def _report_of(self, race: _Race, grade: str, pinned: Model, candidates: list[Model],
                    references: list[_Run], rows: list[dict], started: float, seconds: float,
                    warnings: list[str]) -> BenchmarkReport:
+        jury.even(rows)   # runs missing a judgement, scored as the runs judged in full are
         models = [summarise(m.alias, [r for r in rows if r["model"] == m.alias], m.currency)
                   for m in candidates] if rows else []
         failed = next((r for r in references if not r.succeeded), None)
