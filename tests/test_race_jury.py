@@ -201,16 +201,21 @@ def test_judges_of_one_family_or_of_a_candidates_family_are_refused(home, sim, t
     assert sim.requests == []
 
 
-def test_a_ceiling_judge_of_a_candidates_family_is_a_loud_warning(home, sim, caplog):
+def test_a_ceiling_judge_of_a_candidates_family_gives_way_to_the_strongest_other(home, sim,
+                                                                                 caplog):
     bench = bench_of(home, ceiling="judge-c")
     with caplog.at_level(logging.WARNING, logger="panelist.race"):
         bench.run()
     report = bench.report()
     warning, = report.warnings
-    assert "the judge judge-c is of family 'cfam', as cheap-gen is" in warning
+    assert "the ceiling model judge-c is of family 'cfam', as cheap-gen is, so judge-a " \
+           "(family 'afam') judges the race in its place" == warning
     assert f"WARNING: {warning}" in report.table().splitlines()[1]
     assert "judge-c is of family 'cfam'" in caplog.text
     assert report.public()["warnings"] == [warning]
+    assert report.judges == ["judge-a"] and asked(sim, "judge-c") == []
+    row, = report.rows
+    assert {j["judge"] for j in row["judgements"]} == {"judge-a"} and row["total"] == 10
 
 
 def test_every_judge_prompt_is_kept_exactly_as_sent_beside_its_answer(home, sim):

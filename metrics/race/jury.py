@@ -4,8 +4,12 @@ drawn per run), each prompt kept as it was sent, the judgements pooled.
 Invariants:
 
 * Judges are of distinct families. A judge named by the caller (``--judges``) of a family a
-  candidate or the reference is also of is refused before anything runs; the default judge (the
-  ceiling model) of such a family is a loud warning, in the log and in the report.
+  candidate or the reference is also of is refused before anything runs. A model never judges
+  its own family's runs: the default judge (the ceiling model) of such a family gives way to the
+  strongest model the roster can call of a family no raced model is of (``default_judge``), or,
+  when there is none, judges the others and leaves the runs of its own family unjudged, saying
+  why; either is a warning, in the log and in the report. A family is the roster's (typed, or
+  derived from the model's id: ``roster.family``).
 * A run that names itself, or a reference that does (``blind.Seen.names_itself``), is never
   judged: its judgement is void, and the row says why. No judge is asked.
 * Each judge is asked with temperature 0 and the race's seed; a parameter the judge's endpoint
@@ -80,6 +84,32 @@ def check(judges: list[Model], sides: list[Model], *, chosen: bool) -> list[str]
     return warnings
 
 
+def default_judge(ceiling: Model, sides: list[Model],
+                  strongest: list[Model]) -> tuple[Model, dict[str, str], list[str]]:
+    """The judge of a race that names none: ``(judge, barred, notes)``. The ceiling model,
+    unless it is of a family a raced model (``sides``: the reference and the candidates) is of:
+    a model never judges its own family's runs. Then the first of ``strongest`` (the models the
+    roster can call, strongest first) of a family no raced model is of judges instead. When
+    there is none, the ceiling judges the others, and ``barred`` maps its family to the reason
+    the runs of that family are not judged."""
+    raced = {m.family for m in sides}
+    if ceiling.family not in raced:
+        return ceiling, {}, []
+    own = ", ".join(dict.fromkeys(m.alias for m in sides if m.family == ceiling.family))
+    said = f"the ceiling model {ceiling.alias} is of family '{ceiling.family}', as {own} is"
+    for m in strongest:
+        if m.family not in raced:
+            note = f"{said}, so {m.alias} (family '{m.family}') judges the race in its place"
+            log.warning("race judge: %s", note)
+            return m, {}, [note]
+    why = (f"not judged: {said}, and no model the roster can call is of a family no raced "
+           "model is of; name judges of other families with --judges a,b,c")
+    note = (f"{said}, and no model of another family can judge: the runs of {own} are not "
+            "judged; name judges of other families with --judges a,b,c")
+    log.warning("race judge: %s", note)
+    return ceiling, {ceiling.family: why}, [note]
+
+
 def _mean(values: list) -> float | int | None:
     if not values:
         return None
@@ -138,6 +168,7 @@ class Jury:
         self.folder = folder / "judge"
         self.call_timeout = call_timeout
         self.refused: dict[str, list[str]] = {}   # judge alias -> parameters it refused
+        self.barred: dict[str, str] = {}   # a family no judge may judge -> why (default_judge)
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
 
