@@ -8,6 +8,7 @@ import pytest
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
+from panelist.metrics.race.chatjob import ChatSpec, plan
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.upstream.sim import SimUpstream
 
@@ -120,3 +121,17 @@ def test_the_ceiling_of_a_candidates_derived_family_gives_way(untyped, sim):
     assert report.judges == ["sonnet"]
     assert judged_by(sim, "openai/gpt-4o") == 0
     assert all(r["total"] == 10 for r in report.rows)
+
+
+def test_a_race_asked_for_over_http_plans_the_judge_it_will_seat(tmp_path, sim):
+    home = home_of(tmp_path, sim, {
+        "pinned-gen": ("pfam", "general"), "cheap-gen": ("cfam", "general"),
+        "top": ("tfam", "strong"), "next": ("nfam", "strong")})
+    grades = GradeBook.plain({"general": "pinned-gen"}, "top", Roster(home))
+    view = Roster(home).view()
+    raced = plan(ChatSpec.parse({"grade": "general", "prompt": "x",
+                                 "candidates": ["cheap-gen", "top"]}), view, grades)
+    assert raced.judges == ["next"] and raced.ceiling == "next"
+    kept = plan(ChatSpec.parse({"grade": "general", "prompt": "x",
+                                "candidates": ["cheap-gen"]}), view, grades)
+    assert kept.judges == ["top"]

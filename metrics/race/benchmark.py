@@ -261,6 +261,19 @@ class GradeBook:
         return cls.of(Grades(home), roster)
 
 
+def strongest(grades: GradeBook, view: RosterView) -> list[Model]:
+    """The models the roster can call, strongest first: by grade, strongest grade first (the
+    grades' order), its pinned model before the others (by alias)."""
+    out: dict[str, Model] = {}
+    for grade in reversed(list(grades.order())):
+        pinned = grades.pinned(grade)
+        for alias in [getattr(pinned, "alias", pinned), *sorted(roster_candidates(view, grade))]:
+            m = view.models.get(alias) if alias else None
+            if m is not None and not m.retired and m.endpoint in view.endpoints:
+                out.setdefault(m.alias, m)
+    return list(out.values())
+
+
 def roster_candidates(view: RosterView, grade: str) -> list[str]:
     """Every callable model of ``grade``: of that grade, not retired, its endpoint present."""
     return [m.alias for m in view.models.values()
@@ -474,8 +487,10 @@ class Benchmark:
             ceiling = self._model(view, self.grades.ceiling(), "the ceiling model (the judge)",
                                   "set one with `panelist grade ceiling ALIAS`, or name judges")
             judge, barred, warnings = jury.default_judge(ceiling, [pinned, *candidates],
-                                                         self._strongest(view))
+                                                         strongest(self.grades, view))
             judges = [judge]
+            for w in warnings:
+                log.warning("race judge: %s", w)
         else:
             judges = [self._model(view, a, f"judge '{a}'", "see `panelist model list`")
                       for a in self._judges]
@@ -529,18 +544,6 @@ class Benchmark:
                                 parallel=self.parallel if len(units) > 1 else None)
         return [self._run_of(race, one, pinned, "reference", 0, i)
                 for i, one in enumerate(landed, 1)]
-
-    def _strongest(self, view: RosterView) -> list[Model]:
-        """The models the roster can call, strongest first: by grade, strongest grade first
-        (the grades' order), its pinned model before the others (by alias)."""
-        out: dict[str, Model] = {}
-        for grade in reversed(list(self.grades.order())):
-            pinned = self.grades.pinned(grade)
-            for alias in [pinned, *sorted(roster_candidates(view, grade))]:
-                m = view.models.get(alias) if alias else None
-                if m is not None and not m.retired and m.endpoint in view.endpoints:
-                    out.setdefault(m.alias, m)
-        return list(out.values())
 
     def _model(self, view: RosterView, alias: str | None, what: str, fix: str) -> Model:
         if alias is None:

@@ -99,15 +99,13 @@ def default_judge(ceiling: Model, sides: list[Model],
     said = f"the ceiling model {ceiling.alias} is of family '{ceiling.family}', as {own} is"
     for m in strongest:
         if m.family not in raced:
-            note = f"{said}, so {m.alias} (family '{m.family}') judges the race in its place"
-            log.warning("race judge: %s", note)
-            return m, {}, [note]
+            return m, {}, [f"{said}, so {m.alias} (family '{m.family}') judges the race in "
+                           "its place"]
     why = (f"not judged: {said}, and no model the roster can call is of a family no raced "
            "model is of; name judges of other families with --judges a,b,c")
-    note = (f"{said}, and no model of another family can judge: the runs of {own} are not "
-            "judged; name judges of other families with --judges a,b,c")
-    log.warning("race judge: %s", note)
-    return ceiling, {ceiling.family: why}, [note]
+    return ceiling, {ceiling.family: why}, [
+        f"{said}, and no model of another family can judge: the runs of {own} are not judged; "
+        "name judges of other families with --judges a,b,c"]
 
 
 def _mean(values: list) -> float | int | None:
