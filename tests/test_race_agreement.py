@@ -180,5 +180,6 @@ def test_the_report_carries_alpha_with_its_interval_and_says_what_it_means():
     report = BenchmarkReport(race="r1", grade="general", pinned="p", ceiling="judge-a", runs=1,
                              started="", judges=["judge-a", "judge-b"], judging=judging)
     assert f"jury agreement on accuracy: {alpha['meaning']}" in report.table()
+    assert f"jury α assumes: {agreement.ASSUMES}" in report.table()
     # a single judge has no jury to agree within
     assert "alpha" not in judging_of(rows, dict(jury, judges=["judge-a"]))

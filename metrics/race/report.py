@@ -212,6 +212,7 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
     if alpha:
         lines.append(f"jury agreement on accuracy: {alpha['meaning']} (Krippendorff's α, "
                      f"{alpha['units']} judged prompt(s) of {alpha['runs']} run(s))")
+        lines.append(f"jury α assumes: {alpha['assumes']}")
         if alpha.get("offsets"):
             lines.append("jury offsets (a judge's mean accuracy minus the jury's on the same "
                          "runs): " + ", ".join(f"{j} {o['offset']:+.2f}"
