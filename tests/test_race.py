@@ -393,14 +393,14 @@ def test_a_failing_reference_raises_the_jobs_exception_after_the_report(race_hom
     assert sim_c.count(served_c) == 0, "nothing raced against a reference that failed"
 
 
-def test_a_judge_answer_that_is_not_json_is_asked_once_more_then_a_judge_failure(
+def test_a_judge_answer_that_is_not_json_is_asked_again_then_a_judge_failure(
         race_home, upstreams):
     sim, served = sim_of(upstreams, "judge-top")
     sim.script(served, json="this is not JSON {")
     bench = bench_of(race_home, candidates=["cheap-two"])
     bench.run()
     row, = bench.report().rows
-    assert sim.count(served) == 4, "each order asked once more, never a third time"
+    assert sim.count(served) == 6, "each order tried three times in all, never a fourth"
     assert row["accuracy"] is None and row["total"] is None
     assert "judge failure" in row["judge_error"] and "not a JSON object" in row["judge_error"]
     assert bench.report().judge_failures == 1

@@ -147,7 +147,7 @@ def test_a_randomised_order_is_drawn_per_run_and_recorded(home, sim):
         "position"]
 
 
-def test_a_jury_pools_its_judges_totals_and_reports_agreement(home, sim):
+def test_a_jury_pools_its_judges_totals_and_reports_alpha(home, sim):
     sim.script("judge-b", json=LOW)
     bench = bench_of(home, ceiling=None, judges=["judge-a", "judge-b"])
     bench.run()
@@ -160,10 +160,20 @@ def test_a_jury_pools_its_judges_totals_and_reports_agreement(home, sim):
     assert row["total"] == 7.5, "the mean of every judgement"
     assert row["jury"] == {"judge-a": 10, "judge-b": 5}
     assert report.judges == ["judge-a", "judge-b"]
-    assert report.judging["agreement"] == {"runs": 1, "within_1": 0, "mean_spread": 5}
+    # one judge marks 7 and the other 4 on the same prompts: they disagree systematically
+    alpha = report.judging["alpha"]
+    assert "agreement" not in report.judging, "the spread of totals is no longer reported"
+    assert alpha["value"] == -0.5 and alpha["interval"] == [-0.5, -0.5]
+    assert alpha["units"] == 2 and alpha["runs"] == 1
+    assert alpha["offsets"] == {"judge-a": {"offset": 1.5, "units": 2},
+                                "judge-b": {"offset": -1.5, "units": 2}}
+    assert report.public()["judging"]["alpha"] == alpha
     table = report.table()
     assert "judges judge-a, judge-b" in table.splitlines()[0]
-    assert "jury: within 1 point on 0 of 1 run(s) (mean spread 5.00)" in table
+    assert ("jury agreement on accuracy: α -0.50 [-0.50, -0.50]: the judges disagree "
+            "systematically") in table
+    assert "jury offsets (a judge's mean accuracy minus the jury's on the same runs): " \
+           "judge-a +1.50, judge-b -1.50" in table
 
 
 def test_judges_of_one_family_or_of_a_candidates_family_are_refused(home, sim, tmp_path,
@@ -191,16 +201,21 @@ def test_judges_of_one_family_or_of_a_candidates_family_are_refused(home, sim, t
     assert sim.requests == []
 
 
-def test_a_ceiling_judge_of_a_candidates_family_is_a_loud_warning(home, sim, caplog):
+def test_a_ceiling_judge_of_a_candidates_family_gives_way_to_the_strongest_other(home, sim,
+                                                                                 caplog):
     bench = bench_of(home, ceiling="judge-c")
     with caplog.at_level(logging.WARNING, logger="panelist.race"):
         bench.run()
     report = bench.report()
     warning, = report.warnings
-    assert "the judge judge-c is of family 'cfam', as cheap-gen is" in warning
+    assert "the ceiling model judge-c is of family 'cfam', as cheap-gen is, so judge-a " \
+           "(family 'afam') judges the race in its place" == warning
     assert f"WARNING: {warning}" in report.table().splitlines()[1]
     assert "judge-c is of family 'cfam'" in caplog.text
     assert report.public()["warnings"] == [warning]
+    assert report.judges == ["judge-a"] and asked(sim, "judge-c") == []
+    row, = report.rows
+    assert {j["judge"] for j in row["judgements"]} == {"judge-a"} and row["total"] == 10
 
 
 def test_every_judge_prompt_is_kept_exactly_as_sent_beside_its_answer(home, sim):

@@ -21,7 +21,8 @@ def register(nouns, common) -> None:
     a.add_argument("alias")
     a.add_argument("--endpoint", required=True, metavar="NAME")
     a.add_argument("--served", metavar="ID", help="the id the endpoint knows (default: alias)")
-    a.add_argument("--family", metavar="F")
+    a.add_argument("--family", metavar="F", help="the model's line (default: the one its "
+                   "served id names, e.g. gpt for gpt-4o-mini)")
     a.add_argument("--grade", metavar="G")
     a.add_argument("--context", type=int, metavar="N")
     a.add_argument("--max-output", type=int, metavar="N")

@@ -33,7 +33,9 @@ Invariants:
   race ends without waiting for it; a run the cancel kept from beginning is a row that says so.
 * A run that fails is never judged; a run that succeeds is judged as soon as it lands, blind
   (``race.blind``), by the ceiling model or the judges named (``set_judges``), in both orders
-  (``set_orders``), each prompt kept in the race's folder (``race.jury``).
+  (``set_orders``), each prompt kept in the race's folder (``race.jury``). No model judges its
+  own family's runs: a ceiling of a raced model's family gives way to the strongest model of
+  another (``jury.default_judge``), or leaves its own family's runs unjudged, saying why.
 * A tool is called with its arguments coerced to its schema where that loses nothing
   (``tooldiff.coerce``: ``"42"`` for an ``integer`` is 42); the transcript keeps both.
 * A run's tool calls are compared with its reference's in code (``tooldiff``); a call to a tool
@@ -81,6 +83,7 @@ CALL_TIMEOUT = 120.0    # seconds one model call may take once admitted
 RACE_TIMEOUT = 3600.0   # seconds the whole race (waits for admission included) may take
 PARALLEL = 32           # runs in flight at once in this process (admission paces the calls)
 JUDGES = 4              # judgements in flight at once
+DEFAULT_ORDER = ("light", "general", "strong")   # grades weakest first, as ``roster.grades``'
 
 
 # -- tools -----------------------------------------------------------------------------------------
@@ -233,21 +236,27 @@ class GradeBook:
     pinned: Callable[[str], str | None]
     ceiling: Callable[[], str | None]
     candidates: Callable[[str], list[str]]
+    # the grades, weakest first (who judges when the ceiling may not: the strongest other)
+    order: Callable[[], list[str]] = lambda: list(DEFAULT_ORDER)
 
     @classmethod
     def of(cls, grades, roster: Roster) -> "GradeBook":
         """Over a ``Grades(home)`` (``.pinned(grade)``, ``.ceiling()``,
         ``.candidates(grade, roster_view)``)."""
         return cls(grades.pinned, grades.ceiling,
-                   lambda grade: list(grades.candidates(grade, roster.view())))
+                   lambda grade: list(grades.candidates(grade, roster.view())),
+                   getattr(grades, "order", lambda: list(DEFAULT_ORDER)))
 
     @classmethod
     def plain(cls, pinned: dict[str, str], ceiling: str | None, roster: Roster,
-              candidates: dict[str, list[str]] | None = None) -> "GradeBook":
-        """From plain values; candidates default to the roster's (see ``roster_candidates``)."""
+              candidates: dict[str, list[str]] | None = None,
+              order: list[str] | None = None) -> "GradeBook":
+        """From plain values; candidates default to the roster's (see ``roster_candidates``),
+        the grades' order to ``DEFAULT_ORDER``."""
+        order = list(order or DEFAULT_ORDER)
         return cls(pinned.get, lambda: ceiling,
                    (lambda g: list(candidates.get(g, []))) if candidates is not None
-                   else (lambda g: roster_candidates(roster.view(), g)))
+                   else (lambda g: roster_candidates(roster.view(), g)), lambda: order)
 
     @classmethod
     def of_home(cls, home: Home, roster: Roster) -> "GradeBook":
@@ -256,6 +265,19 @@ class GradeBook:
         except ImportError:   # grades not installed in this build: the roster's grades alone
             return cls.plain({}, None, roster)
         return cls.of(Grades(home), roster)
+
+
+def strongest(grades: GradeBook, view: RosterView) -> list[Model]:
+    """The models the roster can call, strongest first: by grade, strongest grade first (the
+    grades' order), its pinned model before the others (by alias)."""
+    out: dict[str, Model] = {}
+    for grade in reversed(list(grades.order())):
+        pinned = grades.pinned(grade)
+        for alias in [getattr(pinned, "alias", pinned), *sorted(roster_candidates(view, grade))]:
+            m = view.models.get(alias) if alias else None
+            if m is not None and not m.retired and m.endpoint in view.endpoints:
+                out.setdefault(m.alias, m)
+    return list(out.values())
 
 
 def roster_candidates(view: RosterView, grade: str) -> list[str]:
@@ -470,18 +492,23 @@ class Benchmark:
         view = KnownRoster(self.roster, self.home).view()   # catalog prices count for costs
         pinned = self._model(view, self.grades.pinned(grade), f"the model pinned for grade "
                              f"'{grade}'", f"pin one with `panelist grade pin {grade} ALIAS`")
-        if self._judges is None:
-            judges = [self._model(view, self.grades.ceiling(), "the ceiling model (the judge)",
-                                  "set one with `panelist grade ceiling ALIAS`, or name "
-                                  "judges")]
-        else:
-            judges = [self._model(view, a, f"judge '{a}'", "see `panelist model list`")
-                      for a in self._judges]
         aliases = self._candidates if self._candidates is not None else \
             list(self.grades.candidates(grade))
         candidates = [self._model(view, a, f"candidate '{a}'", "see `panelist model list`")
                       for a in aliases]
-        warnings = jury.check(judges, [pinned, *candidates], chosen=self._judges is not None)
+        barred: dict[str, str] = {}
+        if self._judges is None:
+            ceiling = self._model(view, self.grades.ceiling(), "the ceiling model (the judge)",
+                                  "set one with `panelist grade ceiling ALIAS`, or name judges")
+            judge, barred, warnings = jury.default_judge(ceiling, [pinned, *candidates],
+                                                         strongest(self.grades, view))
+            judges = [judge]
+            for w in warnings:
+                log.warning("race judge: %s", w)
+        else:
+            judges = [self._model(view, a, f"judge '{a}'", "see `panelist model list`")
+                      for a in self._judges]
+            warnings = jury.check(judges, [pinned, *candidates], chosen=True)
         with self._progress_lock:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
@@ -490,12 +517,12 @@ class Benchmark:
         try:
             store.named(race_id)   # other hosts on the database list it from now on
             return self._run_named(store, race_id, folder, job, grade, view, pinned, judges,
-                                   candidates, warnings)
+                                   candidates, warnings, barred)
         finally:
             store.close()
 
     def _run_named(self, store, race_id, folder, job, grade, view, pinned, judges, candidates,
-                   warnings):
+                   warnings, barred=None):
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
@@ -503,6 +530,7 @@ class Benchmark:
         # the seed is the race's own: a rerun of one race's questions gets the same answers
         race.jury = jury.Jury(judges, folder, race_id, seed=int(race_id[-8:], 16) & 0x7FFFFFFF,
                               orders=self._orders, call_timeout=self.call_timeout)
+        race.jury.barred = dict(barred or {})   # family -> why its runs are not judged
         started, t0 = time.time(), time.monotonic()
         try:
             references = self._references(race, pinned, job)
@@ -634,6 +662,10 @@ class Benchmark:
     def _judge(self, race: _Race, reference: _Run, seen: blind.Seen, run: _Run,
                masker: blind.Masker, task: str) -> None:
         row = run.row
+        barred = race.jury.barred.get(run.seat.model.family)
+        if barred:   # no model of another family can judge it: it is never its own judge's
+            row.update(judge_error=barred, reason=barred)
+            return
         diff = tooldiff.tool_difference(reference.seat.transcript.tool_calls(),
                                         run.seat.transcript.tool_calls(),
                                         run.seat.transcript.output, task, self._allow)
@@ -687,6 +719,7 @@ class Benchmark:
     def _report_of(self, race: _Race, grade: str, pinned: Model, candidates: list[Model],
                    references: list[_Run], rows: list[dict], started: float, seconds: float,
                    warnings: list[str]) -> BenchmarkReport:
+        jury.even(rows)   # runs missing a judgement, scored as the runs judged in full are
         models = [summarise(m.alias, [r for r in rows if r["model"] == m.alias], m.currency)
                   for m in candidates] if rows else []
         failed = next((r for r in references if not r.succeeded), None)

@@ -40,7 +40,7 @@ from typing import Callable
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.race import jury, tooldiff, verdict
-from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools
+from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools, strongest
 from panelist.metrics.roster.roster import Roster, RosterView
 from panelist.metrics.store import jsonwire
 
@@ -248,6 +248,10 @@ class Plan:
     judges: list[str]
 
 
+def _alias(model) -> str:
+    return getattr(model, "alias", model)
+
+
 def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
     """Check a spec against the roster and the grades; refusals say what to do."""
     grade = spec.grade
@@ -301,6 +305,10 @@ def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
     if spec.judges is not None:   # refused here, before the race is named
         jury.check([view.models[a] for a in judges],
                    [view.models[a] for a in (pinned, *candidates)], chosen=True)
+    else:   # the judge the race will seat: the ceiling gives way when of a raced model's family
+        sides = [view.models[a] for a in (pinned, *map(_alias, candidates)) if a in view.models]
+        judges = [jury.default_judge(view.models[judges[0]], sides,
+                                     strongest(grades, view))[0].alias]
     planned = len(candidates) * len(spec.texts) * spec.runs
     if planned > MAX_PLANNED:
         raise BadRequest(f"{len(candidates)} candidates × {len(spec.texts)} input(s) × "

@@ -17,8 +17,9 @@ Invariants:
 * What the runs say is masked before it gets here (``race.blind``); the task and the rubric are
   shown as they are. The runs are labelled only "reference" and "candidate".
 * A judgement is accepted only as a JSON object, each key once, with integer ``accuracy`` in
-  0..7, integer ``shown_work`` in 0..3 and a string ``reason``. Anything else is asked once more,
-  with the problem named; a second failure is a judge failure, never a guessed score.
+  0..7, integer ``shown_work`` in 0..3 and a string ``reason``. Anything else is asked again,
+  with the problem named, within ``ASKS`` tries in all (``race.jury`` counts a call's retries
+  among them); what is still unusable then is a judge failure, never a guessed score.
 * Any tool difference that counts (``tooldiff.differs``: a call skipped, made with other
   arguments, a further call whose result was used, or a call to a tool the reference did not
   call that the race does not allow) caps accuracy at ``CAP`` (at least 3 points off the top),
@@ -35,7 +36,7 @@ from panelist.metrics.race.tooldiff import differs
 
 MAX_ACCURACY, MAX_SHOWN_WORK = 7, 3
 CAP = 4            # the most accuracy a run with any tool difference can keep
-ASKS = 2           # a judge is asked at most twice for one judgement
+ASKS = 3           # tries of one judgement in all: a call's retries and the asks again
 ORDERS = ("reference_first", "candidate_first")
 
 SCHEMA = {

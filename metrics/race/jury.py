@@ -4,8 +4,12 @@ drawn per run), each prompt kept as it was sent, the judgements pooled.
 Invariants:
 
 * Judges are of distinct families. A judge named by the caller (``--judges``) of a family a
-  candidate or the reference is also of is refused before anything runs; the default judge (the
-  ceiling model) of such a family is a loud warning, in the log and in the report.
+  candidate or the reference is also of is refused before anything runs. A model never judges
+  its own family's runs: the default judge (the ceiling model) of such a family gives way to the
+  strongest model the roster can call of a family no raced model is of (``default_judge``), or,
+  when there is none, judges the others and leaves the runs of its own family unjudged, saying
+  why; either is a warning, in the log and in the report. A family is the roster's (typed, or
+  derived from the model's id: ``roster.family``).
 * A run that names itself, or a reference that does (``blind.Seen.names_itself``), is never
   judged: its judgement is void, and the row says why. No judge is asked.
 * Each judge is asked with temperature 0 and the race's seed; a parameter the judge's endpoint
@@ -15,9 +19,17 @@ Invariants:
   the seats core sent it (model, parameters, messages; the client adds ``"stream": false``),
   beside the answer it got; its ``calls.jsonl`` line names the file (``prompt``), and so does
   the row's judgement.
-* A run's scores are the means over all its judgements (every judge, every order), each capped
-  for the tool difference first. When any judgement failed the run has no score, and
-  ``judge_error`` says which failed and why: a failure is never dropped from a mean.
+* A judgement is tried at most ``judge.ASKS`` times in all. A call that fails in a way that may
+  pass (a rate limit, a server error, a dropped connection) is tried again by the seats core,
+  with its backoff, after a stated Retry-After, and only while the race's deadline leaves room;
+  an unusable answer is asked again with the problem named. A call that still fails is not
+  asked again. Every try is in ``calls.jsonl`` (``attempts``) and its kept question, and a
+  judgement that never came back is logged.
+* A run's scores are the means over the judgements that came back (every judge, every order),
+  each capped for the tool difference first. A judgement that did not come back (its judge
+  failed) is named in ``missing`` and left out, never guessed; once the race is over ``even``
+  takes out the missing judges' offsets, so the run is scored as if judged in full. Only when
+  no judgement came back has the run no score, and ``judge_error`` says which failed and why.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from typing import Callable
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.race import judge
 from panelist.metrics.race.blind import Seen
+from panelist.metrics.race.tooldiff import differs
 from panelist.metrics.roster.roster import Model
 from panelist.metrics.seats import SeatCall, SeatResult
 from panelist.metrics.store import atomic, jsonwire
@@ -71,11 +84,72 @@ def check(judges: list[Model], sides: list[Model], *, chosen: bool) -> list[str]
     return warnings
 
 
+def default_judge(ceiling: Model, sides: list[Model],
+                  strongest: list[Model]) -> tuple[Model, dict[str, str], list[str]]:
+    """The judge of a race that names none: ``(judge, barred, notes)``. The ceiling model,
+    unless it is of a family a raced model (``sides``: the reference and the candidates) is of:
+    a model never judges its own family's runs. Then the first of ``strongest`` (the models the
+    roster can call, strongest first) of a family no raced model is of judges instead. When
+    there is none, the ceiling judges the others, and ``barred`` maps its family to the reason
+    the runs of that family are not judged."""
+    raced = {m.family for m in sides}
+    if ceiling.family not in raced:
+        return ceiling, {}, []
+    own = ", ".join(dict.fromkeys(m.alias for m in sides if m.family == ceiling.family))
+    said = f"the ceiling model {ceiling.alias} is of family '{ceiling.family}', as {own} is"
+    for m in strongest:
+        if m.family not in raced:
+            return m, {}, [f"{said}, so {m.alias} (family '{m.family}') judges the race in "
+                           "its place"]
+    why = (f"not judged: {said}, and no model the roster can call is of a family no raced "
+           "model is of; name judges of other families with --judges a,b,c")
+    return ceiling, {ceiling.family: why}, [
+        f"{said}, and no model of another family can judge: the runs of {own} are not judged; "
+        "name judges of other families with --judges a,b,c"]
+
+
 def _mean(values: list) -> float | int | None:
     if not values:
         return None
     mean = round(sum(values) / len(values), 3)
     return int(mean) if float(mean).is_integer() else mean
+
+
+def even(rows: list[dict]) -> int:
+    """Score each run a judgement is missing from as the runs judged in full are: each
+    judgement it has, less its judge's (and order's) mean offset from the full runs' pooled
+    score, then pooled; clipped to the marks a run may have (the cap included). Without it a
+    run that lost its strictest judge would score as if judged leniently, and the verdict's
+    pairs would compare runs judged by different juries. The plain mean is kept in
+    ``evened_from``; a run whose judges were never all seen together keeps the plain mean.
+    Returns how many runs were evened."""
+    full = [r for r in rows if r.get("accuracy") is not None and r.get("judgements")
+            and not r.get("missing")]
+    gaps: dict[tuple[str, str, str], list[float]] = {}
+    for r in full:
+        for measure in ("accuracy", "shown_work"):
+            mean = sum(j[measure] for j in r["judgements"]) / len(r["judgements"])
+            for j in r["judgements"]:
+                gaps.setdefault((j["judge"], j["order"], measure), []).append(j[measure] - mean)
+    offset = {k: sum(v) / len(v) for k, v in gaps.items()}
+    evened = 0
+    for r in rows:
+        if not r.get("missing") or r.get("accuracy") is None or r.get("evened_from"):
+            continue
+        answered = [j for j in r["judgements"] if not j.get("error")]
+        if any((j["judge"], j["order"], "accuracy") not in offset for j in answered):
+            continue
+        top = {"accuracy": judge.CAP if differs(r.get("tool_difference") or {})
+               else judge.MAX_ACCURACY, "shown_work": judge.MAX_SHOWN_WORK}
+        was = {m: r[m] for m in ("accuracy", "shown_work", "total")}
+        for measure in ("accuracy", "shown_work"):
+            value = _mean([j[measure] - offset[(j["judge"], j["order"], measure)]
+                           for j in answered])
+            r[measure] = min(max(value, 0), top[measure])
+        r["total"] = _mean([r["accuracy"] + r["shown_work"]])
+        r["evened_from"] = was
+        evened += 1
+    return evened
 
 
 class Jury:
@@ -92,6 +166,7 @@ class Jury:
         self.folder = folder / "judge"
         self.call_timeout = call_timeout
         self.refused: dict[str, list[str]] = {}   # judge alias -> parameters it refused
+        self.barred: dict[str, str] = {}   # a family no judge may judge -> why (default_judge)
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -143,23 +218,28 @@ class Jury:
         for model in self.judges:
             for order in self.orders_of(label):
                 states.append({"judge": model, "order": order, "asks": 0, "problem": "",
+                               "done": False,
                                "prompts": [], "verdict": None,
                                "messages": judge.messages(task, rubric, reference.text,
                                                           candidate.text, difference,
                                                           order)})
         while True:
-            pending = [s for s in states if s["verdict"] is None and s["asks"] < judge.ASKS]
+            pending = [s for s in states if s["verdict"] is None and not s["done"]
+                       and s["asks"] < judge.ASKS]
             if not pending:
                 break
             calls = []
             for s in pending:
                 name = f"{next(self._seq):05d}.json"
                 s["sending"] = name
+                # the seats core tries a transient failure again (its backoff, a stated
+                # Retry-After, the race's deadline) within what is left of the judgement's tries
                 calls.append(SeatCall(
                     label=f"judge.{label}.{s['judge'].alias}.{s['order']}."
                           f"{len(s['prompts']) + 1}",
                     role="judge", model=s["judge"], messages=s["messages"],
-                    params=self._params(s["judge"]), timeout=self.call_timeout, retries=1,
+                    params=self._params(s["judge"]), timeout=self.call_timeout,
+                    retries=judge.ASKS - s["asks"] - 1,
                     meta={"race": self.race, "run": run, "input": input_, "judged": label,
                           "order": s["order"], "ask": s["asks"] + 1,
                           "prompt": f"judge/{name}"}))
@@ -168,16 +248,26 @@ class Jury:
                 s["prompts"].append(f"judge/{s['sending']}")
                 if self._refusal(s["judge"], result, call.params):
                     continue
-                s["asks"] += 1
+                s["asks"] += max(1, result.attempts)
                 if not result.answered:
-                    s["problem"] = (f"the judge's call failed ({result.error_kind}: "
-                                    f"{result.error})")
+                    # the core has tried it again as far as trying could help: a call that
+                    # failed is not asked once more
+                    s["done"] = True
+                    s["problem"] = (f"the judge's call failed after {max(1, result.attempts)} "
+                                    f"attempt(s) ({result.error_kind}: {result.error})")
                     continue
+                if result.attempts > 1:
+                    log.info("race judge %s answered on %s after %d attempts", s["judge"].alias,
+                             label, result.attempts)
                 parsed, s["problem"] = judge.parse(result.text)
                 if parsed is not None:
                     s["verdict"] = judge.Judgement(**parsed, asks=s["asks"]).cap(diff)
                 else:
                     s["messages"] = judge.again(s["messages"], result.text, s["problem"])
+        for s in states:
+            if s["verdict"] is None:
+                log.warning("race judge %s (%s) gave no judgement of %s after %d attempt(s): %s",
+                            s["judge"].alias, s["order"], label, s["asks"], s["problem"])
         return self._pooled(states, blind)
 
     def _keep(self, name: str, call: SeatCall, result: SeatResult, label: str,
@@ -185,7 +275,7 @@ class Jury:
         """The question exactly as sent, beside its answer."""
         record = {"v": 1, "ts": utc_iso(time.time()), "race": self.race, "judged": label,
                   "judge": call.model.alias, "order": state["order"],
-                  "ask": call.meta["ask"], "call": result.call,
+                  "ask": call.meta["ask"], "call": result.call, "attempts": result.attempts,
                   "request": dict(call.params, model=call.model.served,
                                   messages=call.messages),
                   "status": result.status, "answer": result.text if result.answered else None,
@@ -197,7 +287,8 @@ class Jury:
         judgements = []
         for s in states:
             v: judge.Judgement = s["verdict"] or judge.Judgement(
-                error=f"judge failure after {judge.ASKS} asks: {s['problem']}", asks=s["asks"])
+                error=f"judge failure after {s['asks']} attempt(s): {s['problem']}",
+                asks=s["asks"])
             judgements.append({
                 "judge": s["judge"].alias, "order": s["order"], "accuracy": v.accuracy,
                 "shown_work": v.shown_work, "total": v.total, "capped_from": v.said,
@@ -206,21 +297,29 @@ class Jury:
         out = {"judgements": judgements, "blind": blind,
                "judge_asks": sum(j["asks"] for j in judgements)}
         failed = [j for j in judgements if j["error"]]
-        if failed:
-            out["judge_error"] = "; ".join(f"{j['judge']} ({j['order'].replace('_', ' ')}): "
-                                           f"{j['error']}" for j in failed)
+        answered = [j for j in judgements if not j["error"]]
+        said = "; ".join(f"{j['judge']} ({j['order'].replace('_', ' ')}): {j['error']}"
+                         for j in failed)
+        if not answered:
+            out["judge_error"] = said
             out["reason"] = out["judge_error"]
         else:
-            out.update(accuracy=_mean([j["accuracy"] for j in judgements]),
-                       shown_work=_mean([j["shown_work"] for j in judgements]),
-                       total=_mean([j["total"] for j in judgements]),
-                       reason=" | ".join(dict.fromkeys(j["reason"] for j in judgements)))
-            said = [j["capped_from"] for j in judgements if j["capped_from"] is not None]
-            if said:
+            # a judgement that did not come back is left out, never guessed: the run is scored
+            # by those that did (``even`` then takes out the missing judges' offsets)
+            out.update(accuracy=_mean([j["accuracy"] for j in answered]),
+                       shown_work=_mean([j["shown_work"] for j in answered]),
+                       total=_mean([j["total"] for j in answered]),
+                       reason=" | ".join(dict.fromkeys(j["reason"] for j in answered)))
+            capped = [j["capped_from"] for j in answered if j["capped_from"] is not None]
+            if capped:
                 out["capped_from"] = _mean([j["capped_from"] if j["capped_from"] is not None
-                                            else j["accuracy"] for j in judgements])
+                                            else j["accuracy"] for j in answered])
                 out["reason"] += (f" [accuracy capped at {judge.CAP} from {out['capped_from']}: "
                                   "the tool calls differ from the reference's]")
+            if failed:
+                out["missing"] = [{"judge": j["judge"], "order": j["order"], "error": j["error"]}
+                                  for j in failed]
+                out["reason"] += f" [judged without {said}]"
         by_judge: dict[str, dict] = {}
         for j in judgements:
             if j["total"] is not None:

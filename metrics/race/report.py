@@ -17,9 +17,12 @@ Invariants:
   (what a reader of a race of one input knows).
 * ``judging`` says how the runs were judged (the judges, the orders, temperature and seed, the
   parameters an endpoint refused) and how far the judgements agree: ``position`` (the same
-  judge's totals for one run with the reference shown first and with the candidate first) and
-  ``agreement`` (the judges' totals for one run). ``voided`` counts the runs not judged because
-  a run named itself; ``warnings`` what may bias the judge (a judge of a candidate's family).
+  judge's totals for one run with the reference shown first and with the candidate first) and,
+  with several judges, ``alpha`` (``race.agreement``: Krippendorff's α on accuracy, its
+  interval, each judge's mean offset, and what it means in words). ``missing`` counts the
+  judgements that did not come back, by judge, and the runs scored without them.
+  ``voided`` counts the runs not judged because a run named itself; ``warnings`` what may bias
+  the judge (a judge of a candidate's family).
 * Every judgement names the files its questions were kept in (``judgements[].prompts``,
   relative to the race's folder ``runs/races/<race id>/``).
 * Each row's ``tool_difference`` is code's (``metrics.race.tooldiff``) and ``flags`` the text
@@ -38,6 +41,7 @@ from pathlib import Path
 
 from panelist.metrics.race import flags as run_flags
 from panelist.metrics.race import tooldiff
+from panelist.metrics.race import agreement
 from panelist.metrics.race.judge import MAX_ACCURACY
 from panelist.metrics.race.verdict import cost_text, points
 from panelist.metrics.plaintext import visible
@@ -89,9 +93,6 @@ def judging_of(rows: list[dict], jury: dict) -> dict:
     """How the rows were judged (``jury``: ``Jury.public()``) and how far judgements agree."""
     pairs = [t for r in rows for t in ((r.get("position") or {}).get("by_judge") or {}).values()]
     gaps = [abs(t["reference_first"] - t["candidate_first"]) for t in pairs]
-    panels = [list(r["jury"].values()) for r in rows
-              if len(r.get("jury") or {}) > 1 and None not in r["jury"].values()]
-    spreads = [max(t) - min(t) for t in panels]
     out = dict(jury)
     if jury.get("orders") == "both":
         out["position"] = {"judgements": len(pairs), "disagree": sum(g > 0 for g in gaps),
@@ -103,8 +104,16 @@ def judging_of(rows: list[dict], jury: dict) -> dict:
         out["position"] = {o: {"judgements": len(v), "mean_total": _mean(v)}
                            for o, v in by.items()}
     if len(jury.get("judges") or ()) > 1:
-        out["agreement"] = {"runs": len(spreads), "within_1": sum(x <= 1 for x in spreads),
-                            "mean_spread": _mean(spreads)}
+        out["alpha"] = agreement.jury_agreement(rows, jury["judges"])
+    missing = [m for r in rows for m in r.get("missing") or ()]
+    if missing:
+        by: dict[str, int] = {}
+        for m in missing:
+            by[m["judge"]] = by.get(m["judge"], 0) + 1
+        out["missing"] = {"judgements": len(missing),
+                          "runs": sum(bool(r.get("missing")) for r in rows),
+                          "evened": sum(bool(r.get("evened_from")) for r in rows),
+                          "by_judge": dict(sorted(by.items()))}
     return out
 
 
@@ -211,10 +220,21 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
         lines.append("position (one order drawn a run): mean total " + ", ".join(
             f"{_num(v['mean_total'])} with the {o.replace('_', ' ')} ({v['judgements']})"
             for o, v in position.items()))
-    agreement = judging.get("agreement")
-    if agreement and agreement["runs"]:
-        lines.append(f"jury: within 1 point on {agreement['within_1']} of {agreement['runs']} "
-                     f"run(s) (mean spread {_num(agreement['mean_spread'])})")
+    alpha = judging.get("alpha")
+    if alpha:
+        lines.append(f"jury agreement on accuracy: {alpha['meaning']} (Krippendorff's α, "
+                     f"{alpha['units']} judged prompt(s) of {alpha['runs']} run(s))")
+        lines.append(f"jury α assumes: {alpha['assumes']}")
+        if alpha.get("offsets"):
+            lines.append("jury offsets (a judge's mean accuracy minus the jury's on the same "
+                         "runs): " + ", ".join(f"{j} {o['offset']:+.2f}"
+                                               for j, o in alpha["offsets"].items()))
+    missing = judging.get("missing")
+    if missing:
+        lines.append(f"missing judgements: {missing['judgements']} on {missing['runs']} run(s) ("
+                     + ", ".join(f"{j} {n}" for j, n in missing["by_judge"].items())
+                     + "); those runs are scored by the judgements that came back, less the "
+                     f"missing judges' offsets ({missing['evened']} evened)")
     if voided:
         lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
                      "reason)")

@@ -32,10 +32,10 @@ from panelist.metrics.store import configfile, jsonwire
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound, PanelistError
 from panelist.metrics.home import Home
-from panelist.metrics.roster.roster import CURRENCY, Roster, RosterView
+from panelist.metrics.roster.roster import ALIAS, CURRENCY, Roster, RosterView
 
 FACTS = ("context", "max_output", "vision", "tools", "structured_output", "price_in",
-         "price_out", "currency", "rpm", "max_concurrent")
+         "price_out", "currency", "rpm", "max_concurrent", "family")
 TYPED, ENDPOINT, IMPORTED, LEARNED = "typed", "endpoint", "imported", "learned"
 LEARNED_FACTS = ("context", "max_output", "retry_after")
 LOWERING = ("context", "max_output")   # learned facts that only ever go down
@@ -72,6 +72,9 @@ def _clean(facts: dict) -> dict:
             out[name] = round(v, 6)
     if isinstance(facts.get("currency"), str) and CURRENCY.fullmatch(facts["currency"]):
         out["currency"] = facts["currency"]
+    family = facts.get("family")
+    if isinstance(family, str) and ALIAS.fullmatch(family.strip()):
+        out["family"] = family.strip().lower()
     return out
 
 
@@ -116,7 +119,7 @@ def from_models_dev(model: dict) -> dict:
     facts = {"context": limit.get("context"), "max_output": limit.get("output"),
              "price_in": cost.get("input"), "price_out": cost.get("output"),
              "tools": model.get("tool_call"),
-             "structured_output": model.get("structured_output")}
+             "structured_output": model.get("structured_output"), "family": model.get("family")}
     if isinstance(modalities.get("input"), list):
         facts["vision"] = "image" in modalities["input"]
     if _money(cost.get("input")) is not None or _money(cost.get("output")) is not None:
@@ -130,6 +133,8 @@ def typed_facts(view: RosterView, alias: str) -> dict:
     facts = {k: getattr(m, k) for k in ("context", "max_output", "price_in", "price_out")
              if getattr(m, k) is not None}
     facts.update({k: True for k in ("vision", "tools") if getattr(m, k)})
+    if m.family_typed:
+        facts["family"] = m.family
     if "price_in" in facts or "price_out" in facts:
         facts["currency"] = m.currency
     limits = view.model_limits.get(alias)

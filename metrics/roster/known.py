@@ -1,7 +1,7 @@
 """The roster as seating sees it: what the user typed, with the gaps filled from the catalog.
 
-A model's unset context window, output limit and prices, and its vision and tools flags when
-not ticked, come from the catalog (an endpoint's listing, an imported file), so a model added by
+A model's unset context window, output limit and prices, its vision and tools flags when
+not ticked, and its family when none is typed, come from the catalog (an endpoint's listing, an imported file), so a model added by
 ``discover`` is refused for a prompt it cannot hold and sits for images its listing says it
 sees, without anyone typing that. What the catalog says a model lacks (tools, structured
 output) fills ``Model.lacks``, so seating leaves it out of requests that need it. Readers only:
@@ -31,6 +31,7 @@ from panelist.metrics.store import configfile
 from panelist.metrics.roster.catalog import stored_entry, stored_learned
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.home import Home
+from panelist.metrics.roster.family import stem
 from panelist.metrics.roster.roster import Model, Roster, RosterView
 
 
@@ -67,6 +68,10 @@ def filled(model: Model, stored: dict) -> Model:
                       if facts.get(cap) is False and not getattr(model, cap, False))
     if lacks:
         fill["lacks"] = lacks
+    # the catalog's family read by the one rule: a listing's "gpt-mini" (a size class) is "gpt"
+    if not model.family_typed and facts.get("family") and \
+            stem(facts["family"]) != model.family:
+        fill["family"] = stem(facts["family"])
     if model.price_in is None and model.price_out is None and \
             "price_in" in facts and "price_out" in facts:
         fill.update(price_in=facts["price_in"], price_out=facts["price_out"],

@@ -13,6 +13,11 @@ the data folder. They are stored in the endpoint's or model's own entry and surv
 it (``endpoint add`` / ``model add`` replace what they describe, not its limits). A hand-edited
 value that is not a whole number of 1 or more is ignored on read, as if absent.
 
+A model's family is what it is typed as; when none is typed, nothing is stored and the family is
+the lineage its served id names (``family.stem``: ``gpt-4o-mini`` is ``gpt``), or the catalog's
+family for it when the catalog knows one (``known.KnownRoster``). A model stored before families
+were derived keeps the family it was stored with (its alias, then the default).
+
 At most one model is the decider (``decider: true``, the model that labels the prompts of an
 ``auto`` collection): marking one clears the mark on every other in the same write. The mark is
 stored and shown (``public``) only when set, so a roster without a decider reads as before.
@@ -29,6 +34,7 @@ from panelist.metrics.store import configfile
 from panelist.metrics.errors import ConfigInvalid, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import first_control
+from panelist.metrics.roster.family import stem
 from panelist.metrics.roster.keyenv import ENV_VAR, KeyEnvs, default_key_env
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")
@@ -64,12 +70,15 @@ class Model:
     # capabilities the catalog states it lacks (``tools``, ``structured_output``): never typed
     # nor stored here, only filled in by ``known.KnownRoster`` where nothing typed says yes
     lacks: frozenset[str] = frozenset()
+    # False: no family was typed, ``family`` is the one its id names (``family.stem``) and the
+    # catalog's may replace it; never stored
+    family_typed: bool = True
 
     def public(self) -> dict:
         """The model's typed fields; ``decider`` only on the decider (see the module's
         docstring)."""
         out = asdict(self)
-        del out["lacks"]
+        del out["lacks"], out["family_typed"]
         if not self.decider:
             del out["decider"]
         return out
@@ -122,9 +131,11 @@ def _parse(doc: dict) -> RosterView:
     for alias, m in (doc.get("models") or {}).items():
         if m.get("endpoint") not in endpoints:
             continue  # a hand-edited file may point nowhere; such a model cannot be seated
-        models[alias] = Model(alias=alias, **{k: v for k, v in m.items()
-                                              if k in Model.__dataclass_fields__
-                                              and k not in ("alias", "lacks")})
+        fields = {k: v for k, v in m.items() if k in Model.__dataclass_fields__
+                  and k not in ("alias", "lacks", "family_typed")}
+        if not fields.get("family"):   # none typed: the family its id names
+            fields.update(family=stem(fields.get("served") or alias), family_typed=False)
+        models[alias] = Model(alias=alias, **fields)
         if limits := _read_limits(m):
             model_limits[alias] = limits
     return RosterView(endpoints, models, endpoint_limits, model_limits)
@@ -210,7 +221,8 @@ def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | No
     served = served or alias
     if not served.strip() or len(served) > 200:
         raise ConfigInvalid("served id must be 1-200 characters: the model id the endpoint knows")
-    family = (family or alias).lower()
+    typed = bool(family)
+    family = (family or stem(served)).lower()
     if not ALIAS.fullmatch(family):
         raise ConfigInvalid(f"family '{family}' is not valid: use letters, digits or . _ : / -")
     currency = (currency or "USD").upper()
@@ -221,6 +233,7 @@ def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | No
         if not isinstance(value, bool):
             raise ConfigInvalid(f"{flag} must be true or false, got {value!r}")
     return Model(alias=alias, endpoint=endpoint, served=served, family=family,
+                 family_typed=typed,
                  grade=(grade or "").strip(), context=_positive_int("context window", context),
                  max_output=_positive_int("max output", max_output), vision=vision, tools=tools,
                  price_in=_price("price in", price_in), price_out=_price("price out", price_out),
@@ -298,7 +311,8 @@ class Roster:
                   expect: str | None = None, **fields) -> Model:
         """Create or replace a model. ``expect``: see ``configfile.check_version``."""
         model = check_model(self.view(), alias, endpoint, **fields)
-        new = {k: v for k, v in model.public().items() if k != "alias"}
+        new = {k: v for k, v in model.public().items() if k != "alias"
+               and (k != "family" or model.family_typed)}   # a family none typed is derived
 
         def change(doc):
             if endpoint not in (doc.get("endpoints") or {}):

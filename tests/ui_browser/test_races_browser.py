@@ -166,3 +166,20 @@ def test_the_verdict_shows_what_it_tested_and_what_would_settle_it(dashboard, pa
     runs = page.get_by_role("region", name="Runs of this race")
     expect(runs.locator("tbody tr")).to_have_count(2 + 3 * 2 * 2)
     expect(runs.locator('tr[data-id="reference.pin.input2.run0"]')).to_contain_text("reference")
+
+
+def test_a_jurys_agreement_is_shown_as_krippendorffs_alpha(demo, page):
+    status, started = demo.post("/bench/race", {
+        "grade": "general", "prompt": "Where is my order?", "runs": 2,
+        "candidates": ["sim-steady", "sim-vision"], "judges": ["sim-careful", "sim-swift"]})
+    assert status == 202, started
+    race = started["race"]
+    assert wait_until(lambda: demo.get(f"/api/races/{race}")[1]["status"] != "running", 60)
+    alpha = demo.get(f"/api/races/{race}")[1]["report"]["judging"]["alpha"]
+    page.goto(demo.url + "/#/races")
+    page.locator(f'.race-item[data-race="{race}"]').click()
+    note = page.get_by_test_id("judging")
+    expect(note).to_contain_text(f"Jury agreement on accuracy (Krippendorff's α over "
+                                 f"{alpha['units']} judged prompts of {alpha['runs']} runs): "
+                                 f"{alpha['meaning']}.")
+    expect(note).not_to_contain_text("within 1 point")

@@ -243,7 +243,7 @@ export function modelDialog(model, endpoints, done) {
     const alias = input({ name: "alias", value: m.alias, disabled: editing, maxlength: 96 });
     const endpoint = select(endpoints.map((e) => [e.name, e.name]), m.endpoint);
     const served = input({ name: "served", value: m.served || "", placeholder: "the id the endpoint knows (default: the alias)" });
-    const family = input({ name: "family", value: m.family || "", placeholder: "default: the alias" });
+    const family = input({ name: "family", value: m.family || "", placeholder: "default: the line its id names (gpt-4o-mini: gpt)" });
     const gradeList = h("datalist", { id: "grade-options" }, ["light", "general", "strong"].map((g) => h("option", { value: g })));
     const grade = input({ name: "grade", value: m.grade || "", list: "grade-options" });
     const context = input({ name: "context", type: "number", min: 1, step: 1, value: m.context ?? "", inputmode: "numeric" });

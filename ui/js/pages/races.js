@@ -339,8 +339,10 @@ function judgingNote(judging, voided) {
   const said = [`Judged at temperature ${judging.temperature}, seed ${judging.seed}, ${judging.orders === "random" ? "in one order drawn per run" : "in both orders"}.`];
   const p = judging.position || {};
   if (typeof p.judgements === "number" && p.judgements) said.push(`The orders disagree on ${p.disagree} of ${p.judgements} judgement pairs (mean difference ${num(p.mean_difference)}).`);
-  const a = judging.agreement;
-  if (a && a.runs) said.push(`The judges agree within 1 point on ${a.within_1} of ${a.runs} runs (mean spread ${num(a.mean_spread)}).`);
+  const a = judging.alpha;
+  if (a && a.meaning) said.push(`Jury agreement on accuracy (Krippendorff's α over ${a.units} judged prompts of ${a.runs} runs): ${a.meaning}.`);
+  const gone = judging.missing;
+  if (gone) said.push(`${gone.judgements} judgement(s) did not come back, on ${gone.runs} run(s): those runs are scored by the judges that answered.`);
   const refused = Object.entries(judging.refused || {});
   if (refused.length) said.push(`Not taken by the endpoint: ${refused.map(([j, ps]) => `${j} (${ps.join(", ")})`).join("; ")}.`);
   if (voided) said.push(`${voided} run(s) named a model and were not judged.`);
