@@ -320,6 +320,7 @@ class JudgeCheck:
         started, t0 = time.time(), time.monotonic()
         deadline = t0 + CHECK_TIMEOUT
         costs, spent = Costs(), 0.0
+        self._priced = [0.0, 0.0]   # estimated and spent, over the calls whose cost is known
         said: dict[str, list[agreement.Decisions]] = {m.alias: [] for m in plan.judges}
         done: list[_Questions] = []
         asked = failed = 0
@@ -332,14 +333,16 @@ class JudgeCheck:
                     break
                 batch = plan.panels[at:at + PANELS_AT_ONCE]
                 if plan.budget is not None:
-                    while batch and spent + sum(plan.cost_of(batch).values()) > plan.budget:
+                    while batch and spent + self._scaled(sum(plan.cost_of(batch).values())) \
+                            > plan.budget:
                         batch = batch[:-1]
                     if not batch:
                         stopped = (f"the budget of {cost_text(plan.budget, plan._currency())} "
                                    f"was reached after {len(done)} of {len(plan.panels)} panels")
                         break
+                left = None if plan.budget is None else plan.budget - spent
                 answers, n_asked, n_failed, cost = self._ask(seats, log, plan.judges, batch,
-                                                             check, deadline, costs)
+                                                             check, deadline, costs, left)
                 asked, failed, spent = asked + n_asked, failed + n_failed, spent + cost
                 for alias, decisions in answers.items():
                     said[alias] += decisions
@@ -355,10 +358,17 @@ class JudgeCheck:
         checks.save(self.home.judge_checks, report)
         return report
 
+    def _scaled(self, estimate: float) -> float:
+        """``estimate`` corrected by what the calls so far cost against their estimates (never
+        below it): a judge that writes more than expected is caught before the next batch."""
+        guessed, paid = self._priced
+        return estimate * max(1.0, paid / guessed) if guessed > 0 else estimate
+
     def _ask(self, seats: Seats, log: CallLog, judges: list[Model], batch: list[_Questions],
-             check: str, deadline: float, costs: Costs):
-        """Every question of ``batch`` to every judge, re-asked once when unreadable:
-        ``({alias: [Decisions per panel]}, asked, failed, spent)``."""
+             check: str, deadline: float, costs: Costs, left: float | None):
+        """Every question of ``batch`` to every judge, re-asked once when unreadable while
+        ``left`` (the budget left, None: no budget) allows: ``({alias: [Decisions per panel]},
+        asked, failed, spent)``."""
         states = []
         for m in judges:
             for k, q in enumerate(batch):
@@ -377,6 +387,9 @@ class JudgeCheck:
                        and s["asks"] < ASKS]
             if not pending:
                 break
+            if left is not None and spent > 0 and spent + self._scaled(sum(
+                    _cost(s) for s in pending)) > left:
+                break   # no room to ask again: those questions fail, and the budget holds
             calls = [SeatCall(
                 label=f"judge.{q_label(batch[s['panel']], s)}.{s['judge'].alias}.{s['asks'] + 1}",
                 role="judge", model=s["judge"], messages=s["messages"],
@@ -392,9 +405,11 @@ class JudgeCheck:
                 s["asks"] += 1
                 asked += 1
                 cost = call_cost(s["judge"], result.tokens)
-                if cost is None and result.status != "cancelled":
-                    cost = call_cost(s["judge"], {"prompt": s["estimate"],
-                                                  "completion": checkprompt.OUT_TOKENS})
+                if cost is not None:
+                    self._priced[0] += _cost(s) or 0.0
+                    self._priced[1] += cost
+                elif result.status != "cancelled":
+                    cost = _cost(s)
                 costs.add(s["judge"].currency, cost)
                 spent += cost or 0.0
                 if not result.answered:
@@ -404,6 +419,7 @@ class JudgeCheck:
                 if value is None:
                     s["messages"] = checkprompt.again(s["messages"], result.text, problem,
                                                       s["kind"])
+                    s["estimate"] = _tokens(s["messages"])
                 else:
                     s["value"] = value
         out = {m.alias: [agreement.Decisions([None] * len(q.marks),
@@ -457,6 +473,12 @@ class JudgeCheck:
                 "stopped": stopped, "questions": {"asked": asked, "failed": failed},
                 "sampled": [q.sampled.panel for q in done], "results": results,
                 "calls_log": calls_log}
+
+
+def _cost(state: dict) -> float | None:
+    """What one question is expected to cost its judge."""
+    return call_cost(state["judge"], {"prompt": state["estimate"],
+                                      "completion": checkprompt.OUT_TOKENS})
 
 
 def q_label(q: _Questions, s: dict) -> str:
