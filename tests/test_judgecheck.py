@@ -268,3 +268,81 @@ def test_one_check_is_read_whole(dash, home, sim):
     assert_error(status, body, 404, says="unknown judge check")
     status, body, _ = dash.get("/api/judge/checks/..%2Fsecrets")
     assert_error(status, body, 404)
+
+
+# -- a race's jury weighted by measured agreement --------------------------------------------------
+TOP = {"accuracy": 7, "shown_work": 3, "reason": "as good as the reference"}
+LOW = {"accuracy": 3, "shown_work": 1, "reason": "weaker than the reference"}
+
+
+@pytest.fixture()
+def race_home(tmp_path):
+    """Two judges with checks of their own (one that agrees with people, one constant) and a
+    grade to race, on one simulator: the check's questions get the judge scripts, the race's
+    the fixed judgements."""
+    with SimUpstream({"pinned-gen": {}, "cheap-gen": {},
+                      "judge-a": {"judge": {"mode": "truth", "agree": 0.95}, "json": TOP},
+                      "judge-b": {"judge": {"mode": "useful"}, "json": LOW},
+                      "judge-c": {"json": TOP}}) as s:
+        home = open_home(tmp_path / "data")
+        roster = Roster(home)
+        roster.add_endpoint("sims", s.url)
+        for alias, family, grade in (("pinned-gen", "pfam", "general"),
+                                     ("cheap-gen", "cfam", "general"),
+                                     ("judge-a", "afam", "strong"), ("judge-b", "bfam", "strong"),
+                                     ("judge-c", "jcfam", "strong")):
+            roster.add_model(alias, "sims", family=family, grade=grade, price_in=1.0,
+                             price_out=2.0)
+        from panelist.metrics.roster.grades import Grades
+        Grades(home).pin("general", "pinned-gen", by="test")
+        with Ledger.of_home(home) as ledger:
+            fill_judged(ledger, 40, seed=9)
+        yield home
+
+
+def race(home, capsys, *extra):
+    code = main(["race", "--data", str(home.root), "--grade", "general", "--prompt",
+                 "Where is order 42?", "--candidates", "cheap-gen", "--runs", "2", "--json",
+                 *extra])
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def test_a_race_weights_its_jury_by_agreement_with_people(race_home, capsys):
+    code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-b",
+                          "--jury-weights", "agreement")
+    assert code == 1 and "judge-a, judge-b has none" in err and "panelist judge check" in err
+    check = JudgeCheck(race_home, judges=["judge-a", "judge-b"], sample=40, admission=None)
+    report = check.run(check.plan())
+    kappa = {r["judge"]: r["figures"]["kappa"]["value"] for r in report["results"]
+             if r["shape"] == "general"}
+    assert kappa["judge-a"] > 0.7 and kappa["judge-b"] == 0
+
+    code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-b")
+    plain = json.loads(out)
+    assert [r["accuracy"] for r in plain["rows"]] == [5, 5], "equal weights: (7 + 3) / 2"
+    assert set(plain["judging"]["people"]) == {"judge-a", "judge-b"}
+    assert "weights" not in plain["judging"]
+
+    code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-b",
+                          "--jury-weights", "agreement")
+    assert code == 0, err
+    weighted = json.loads(out)
+    # the constant judge's κ is 0: it counts for nothing, and the runs score as judge-a says
+    assert [r["accuracy"] for r in weighted["rows"]] == [7, 7]
+    assert [r["total"] for r in weighted["rows"]] == [10, 10]
+    people = weighted["judging"]["people"]
+    assert people["judge-a"]["kappa"] == kappa["judge-a"] and \
+        people["judge-a"]["shape"] == "general"
+    assert weighted["judging"]["weights"] == {"judge-a": round(kappa["judge-a"], 4),
+                                              "judge-b": 0.0}
+    code = main(["race", "--data", str(race_home.root), "--grade", "general", "--prompt",
+                 "Where is order 43?", "--candidates", "cheap-gen", "--judges",
+                 "judge-a,judge-b", "--jury-weights", "agreement"])
+    text = capsys.readouterr().out
+    assert f"against people: judge-a κ {kappa['judge-a']:.2f}" in text
+    assert "weighted by its κ against people" in text
+    # a judge never checked refuses the race before anything runs
+    code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-c",
+                          "--jury-weights", "agreement")
+    assert code == 1 and "judge-c has none" in err

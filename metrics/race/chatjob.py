@@ -38,7 +38,7 @@ from typing import Callable
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.race import jury, verdict
+from panelist.metrics.race import checks, jury, verdict
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools
 from panelist.metrics.roster.roster import Roster, RosterView
 from panelist.metrics.store import jsonwire
@@ -52,7 +52,7 @@ MAX_SYSTEM = 200_000
 MAX_RUBRIC = 20_000
 MAX_JUDGES = 9
 FIELDS = ("grade", "prompt", "inputs", "system", "rubric", "runs", "candidates", "judges",
-          "orders", "margin")
+          "orders", "margin", "jury_weights")
 
 Done = Callable[[str, str, bool], None]   # (alias, role, succeeded) as each run of the job ends
 Judged = Callable[[str], None]            # (alias) as each candidate run's judging ends
@@ -70,6 +70,7 @@ class ChatSpec:
     orders: str = "both"
     inputs: tuple[str, ...] = ()                # several inputs; () races ``prompt`` alone
     margin: float = verdict.MARGIN
+    jury_weights: str | None = None             # "agreement": by each judge's judge check
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -138,8 +139,13 @@ class ChatSpec:
             raise BadRequest(f"'orders' must be one of {', '.join(jury.ORDERS)}: both judges "
                              "each run with the reference first and with it second, random "
                              "once in an order drawn per run", param="orders")
+        weights = body.get("jury_weights")
+        if weights is not None and weights not in checks.WEIGHTS:
+            raise BadRequest("'jury_weights' must be \"agreement\" (each judge counts by its "
+                             "measured agreement with people, from `panelist judge check`), or "
+                             "left out for equal weights", param="jury_weights")
         return cls(grade.strip(), prompt, system, rubric, runs, candidates, judges, orders, inputs,
-                   margin)
+                   margin, weights)
 
 
 def _inputs(body: dict) -> tuple[str, ...]:
@@ -323,6 +329,9 @@ def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, to
         bench.set_judges(list(spec.judges))
     if spec.rubric:
         bench.set_rubric(spec.rubric)
+    if spec.jury_weights:   # refused here, before the race is named, when a judge has no check
+        checks.weights(home.judge_checks, chosen.judges, checks.RACE_SHAPE)
+        bench.set_jury_weights(spec.jury_weights)
     return bench, chosen
 
 

@@ -37,6 +37,7 @@ CHECK_ID = re.compile(r"j\d{8}-[0-9a-f]{8}")
 LATEST = "latest.json"
 VERSION = 1
 WEIGHTS = ("agreement",)   # how a race may weight its jury
+RACE_SHAPE = "general"     # a race names no shape: its evidence counts as general work
 
 EXPLAIN = {
     "kappa": "Cohen's κ: how often the judge's useful / not marks match the people's, beyond "
@@ -203,3 +204,35 @@ def reweigh(row: dict, by: dict[str, float]) -> dict:
         out[key] = round(sum(by.get(j["judge"], 0.0) * j[key] for j in judged) / total, 3)
     out["weighted"] = {a: round(w, 4) for a, w in by.items()}
     return out
+
+
+def with_people(judging: dict, root: Path, weights: dict[str, float] | None) -> dict:
+    """A race report's ``judging`` with how its judges scored against people (``people``: each
+    checked judge's ``scored`` figures; left out when none was checked) and the weights its
+    jury was pooled with (``weights``, when asked for)."""
+    people = scored(root, list(judging.get("judges") or ()), RACE_SHAPE)
+    if people:
+        judging["people"] = people
+    if weights:
+        judging["weights"] = {a: round(w, 4) for a, w in weights.items()}
+    return judging
+
+
+def people_lines(judging: dict) -> list[str]:
+    """The report's lines on its judges against people, and its weights."""
+    lines = []
+    for alias, s in (judging.get("people") or {}).items():
+        def fig(v, iv):
+            if v is None:
+                return "–"
+            return f"{v:.2f}" + (f" ({iv[0]:.2f} to {iv[1]:.2f})" if iv else "")
+        weight = (judging.get("weights") or {}).get(alias)
+        lines.append(f"against people: {alias} κ {fig(s['kappa'], s['kappa_interval'])}, pair "
+                     f"accuracy {fig(s['accuracy'], s['accuracy_interval'])} (judge check "
+                     f"{s['check']}, shape {s['shape']})"
+                     + (f"; weight {weight:.2f}" if weight is not None else "")
+                     + "".join(f"; {f}" for f in s["findings"][:1]))
+    if judging.get("weights"):
+        lines.append("jury: each judge's accuracy, shown work and total weighted by its κ "
+                     "against people (floored at 0)")
+    return lines

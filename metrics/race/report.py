@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from panelist.metrics.race.checks import people_lines
 from panelist.metrics.race.judge import MAX_ACCURACY
 from panelist.metrics.race.verdict import cost_text, points
 from panelist.metrics.stats import t_interval
@@ -206,6 +207,7 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
     if voided:
         lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
                      "reason)")
+    lines += people_lines(judging)   # the judges against people (race.checks)
     return lines
 def verdict_lines(said: dict) -> list[str]:
     """What the verdict tested, and a line per candidate and measure: its pairs, mean
