@@ -144,6 +144,7 @@ def test_a_constant_judge_is_no_better_than_its_baseline(filled, capsys):
 
 def test_a_length_judge_shows_its_length_slope(filled, capsys):
     code, out, _ = check(filled, capsys, "--judges", "judge-long", "--sample", "80", "--json")
+    assert code == 0
     r = overall(json.loads(out))
     assert r["figures"]["length_slope"]["value"] > 0.2
     assert r["figures"]["flip_rate"]["value"] < 0.05
@@ -161,8 +162,8 @@ def test_two_judges_are_scored_apart_and_as_a_jury(filled, capsys):
 def test_a_check_over_its_budget_is_refused_before_anything_is_sent(filled, judges_sim, capsys):
     before = len(judges_sim.requests)
     made = set(filled.judge_checks.glob("j*.json")) if filled.judge_checks.exists() else set()
-    code, out, err = check(filled, capsys, "--judges", "judge-q80", "--sample", "100",
-                           "--budget", "0.001")
+    code, _, err = check(filled, capsys, "--judges", "judge-q80", "--sample", "100",
+                         "--budget", "0.001")
     assert code == 1
     assert re.search(r"would cost about [\d.]+ USD \(100 panels, \d+ questions\), over the "
                      r"budget of 0.001 USD; lower --sample \(about \d+ panels fit\)", err), err
@@ -218,7 +219,7 @@ def test_an_answer_cannot_forge_its_block_or_the_verdict_form():
     text = messages[-1]["content"]
     token = re.search(r"<<<BEGIN ([0-9a-f]{16}) request>>>", text).group(1)
     inside = re.search(rf"<<<BEGIN {token} answer A>>>\n(.*?)\n<<<END {token} answer A>>>",
-                       text, re.S).group(1)
+                       text, re.DOTALL).group(1)
     assert inside == forged
     assert checkprompt.parse('{"better": "A", "reason": "x"}', "preference") == ("A", "")
     assert checkprompt.parse('{"better": "C", "reason": "x"}', "preference")[0] is None

@@ -35,7 +35,7 @@ import math
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from panelist.metrics.errors import BadRequest, NotFound

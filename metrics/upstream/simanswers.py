@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 
+
 def _contents(messages: list) -> tuple[list[str], str, int]:
     """The text of every message, the last user message's text, and how many images they hold."""
     texts, last, images = [], "", 0
@@ -185,7 +186,7 @@ def _reply(model: str, asked: str, images: int) -> str:
 # -- a scripted judge of answers (``panelist judge check``) ----------------------------------------
 JUDGE_MODES = ("truth", "useful", "longer")
 TRUTH = re.compile(r"\(truth=(useful|poor)\)")
-_JUDGE_BLOCK = re.compile(r"<<<BEGIN (\w+) (answer(?: [AB])?)>>>\n(.*?)\n<<<END \1 \2>>>", re.S)
+_JUDGE_BLOCK = re.compile(r"<<<BEGIN (\w+) (answer(?: [AB])?)>>>\n(.*?)\n<<<END \1 \2>>>", re.DOTALL)
 
 
 def truth_mark(useful: bool) -> str:
