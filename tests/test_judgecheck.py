@@ -347,3 +347,32 @@ def test_a_race_weights_its_jury_by_agreement_with_people(race_home, capsys):
     code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-c",
                           "--jury-weights", "agreement")
     assert code == 1 and "judge-c has none" in err
+
+
+def test_kappa_and_pair_figures_match_a_hand_count():
+    # person: useful, useful, not, not; judge: useful, not, not, not. Agreement 3/4; the judge
+    # says useful 1/4 of the time, the person 1/2: chance 1/4·1/2 + 3/4·1/2 = 1/2, κ = 0.5
+    answers = [agreement.Answer(True, 100), agreement.Answer(True, 400),
+               agreement.Answer(False, 200), agreement.Answer(False, 100)]
+    panel = agreement.Panel("general", answers, agreement.separated(answers))
+    assert [(p.good, p.bad) for p in panel.pairs] == [(0, 2), (0, 3), (1, 2), (1, 3)]
+    said = agreement.Decisions([True, False, False, False], [
+        {"good_first": "good", "bad_first": "good"},   # right both times
+        {"good_first": "good", "bad_first": "bad"},    # flips: half right
+        {"good_first": "bad", "bad_first": "bad"},     # wrong both times
+        {"good_first": None, "bad_first": "good"}])    # one order failed: right once
+    figures = agreement.figures(agreement.row(panel, said))
+    assert figures["kappa"] == 0.5 and figures["agreement"] == 0.75
+    assert figures["accuracy"] == (1 + 0.5 + 0 + 1) / 4
+    assert figures["flip_rate"] == 1 / 3   # of the three pairs asked in both orders
+    scored = agreement.score([panel], [said], seed=1)
+    assert scored["figures"]["kappa"] == {"value": 0.5, "interval": None}, \
+        "one panel: no interval"
+    assert scored["baselines"]["constant"]["kappa"]["value"] == 0
+
+
+def test_the_simulated_judge_refuses_a_script_it_cannot_play():
+    with pytest.raises(ValueError, match="judge for 'j' must be"):
+        SimUpstream({"j": {"judge": {"mode": "clever"}}})
+    with pytest.raises(ValueError, match="judge for 'j' must be"):
+        SimUpstream({"j": {"judge": {"mode": "truth", "agree": 2}}})
