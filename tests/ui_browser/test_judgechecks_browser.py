@@ -49,3 +49,18 @@ def test_the_evidence_page_shows_each_judge_against_people(dashboard, page, tmp_
     assert overall["findings"][0].startswith("no better than the constant baseline")
     card.get_by_text("What the figures mean").click()
     expect(card.get_by_text("Cohen's κ")).to_be_visible()
+
+
+def test_a_race_weighted_by_agreement_needs_its_judges_checked(demo, page, watch):
+    watch.allow("status of 400")   # the refused start below, on purpose
+    page.goto(demo.url + "/#/races")
+    page.get_by_test_id("start-race").first.click()
+    form = page.get_by_test_id("race-form")
+    form.get_by_label("Grade").select_option("general")
+    form.get_by_label("Prompt").fill("Where is my order?")
+    form.get_by_label("Judges' weights").select_option("agreement")
+    page.get_by_role("dialog").get_by_role("button", name="Start").click()
+    expect(form.locator('[data-field="jury_weights"] .field-error')).to_contain_text(
+        "needs a judge check of every judge")
+    _, races = demo.get("/api/races")
+    assert races["data"] == [], "refused before any race was named"
