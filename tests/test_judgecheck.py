@@ -376,3 +376,23 @@ def test_the_simulated_judge_refuses_a_script_it_cannot_play():
         SimUpstream({"j": {"judge": {"mode": "clever"}}})
     with pytest.raises(ValueError, match="judge for 'j' must be"):
         SimUpstream({"j": {"judge": {"mode": "truth", "agree": 2}}})
+
+
+def test_the_ledger_lists_the_panels_with_two_judged_answers(tmp_path):
+    from test_ledger_queries import ok, panel
+    with Ledger(tmp_path / "runs") as ledger:
+        one, calls1 = panel(ledger, [ok("member1", "a"), ok("member2", "b")], shape="review")
+        two, calls2 = panel(ledger, [ok("member1", "a"), ok("member2", "b"), ok("member3", "c")])
+        three, calls3 = panel(ledger, [ok("member1", "a"), ok("member2", "b")])
+        ledger.record_verdict(calls1[0], useful=True)
+        ledger.record_verdict(calls1[1], useful=False)
+        ledger.record_verdict(calls2[0], useful=False)
+        ledger.record_verdict(calls2[2], useful=True)
+        ledger.record_verdict(calls3[0], useful=True)   # one judged answer: not a judged panel
+        assert ledger.judged_panels() == [
+            (one, "review", [(calls1[0], "a", True), (calls1[1], "b", False)]),
+            (two, "general", [(calls2[0], "a", False), (calls2[2], "c", True)])]
+        ledger.record_verdict(calls2[0], useful=True)   # the last verdict wins
+        assert ledger.judged_panels("general") == [
+            (two, "general", [(calls2[0], "a", True), (calls2[2], "c", True)])]
+        assert ledger.judged_panels("vision") == []
