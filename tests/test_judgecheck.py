@@ -396,3 +396,12 @@ def test_the_ledger_lists_the_panels_with_two_judged_answers(tmp_path):
         assert ledger.judged_panels("general") == [
             (two, "general", [(calls2[0], "a", True), (calls2[2], "c", True)])]
         assert ledger.judged_panels("vision") == []
+
+
+def test_the_sample_reads_one_panel_line_per_panel_sampled(filled):
+    plan = JudgeCheck(filled, judges=["judge-q80"], sample=25, seed=8, admission=None).plan()
+    assert len(plan.panels) == 25 and plan.read == 25 and plan.available == PANELS
+    again = JudgeCheck(filled, judges=["judge-q80"], sample=25, seed=8, admission=None).plan()
+    assert [q.sampled.panel for q in again.panels] == [q.sampled.panel for q in plan.panels]
+    other = JudgeCheck(filled, judges=["judge-q80"], sample=25, seed=9, admission=None).plan()
+    assert [q.sampled.panel for q in other.panels] != [q.sampled.panel for q in plan.panels]
