@@ -13,7 +13,8 @@
     upkeep/    health probes, retirement, failing models, the schedule, onboarding (queue,
                worker, the calls it records before sending), the demo's one simulator
     race/      benchmark (one race), blind (masking; names: the built-in table), jury, judge,
-               tooldiff, transcript, report, verdict, costs, chatjob, registry
+               tooldiff, transcript, report, verdict, costs, chatjob, registry; judgecheck
+               (a judge against people's verdicts: checkprompt, agreement, checks)
     panel/     request (a body checked whole), panel (run and assemble), sections (its text),
                seating, pick, merge, decider, history, suggest, prompt, jsonshape, held (what
                a panel's answers hold of the server's memory budget)

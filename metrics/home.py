@@ -18,6 +18,8 @@ path of the data folder)::
     DATA/runs/admission/           admission's in-flight counts and pauses (``admission_state``)
     DATA/runs/races/               one folder and one report per race (``races``)
     DATA/runs/race-jobs/           a lock per job being raced (``race_jobs``)
+    DATA/runs/judgecheck/          one report per judge check, and the latest per judge and
+                                   shape (``judge_checks``)
     DATA/runs/suite/               suite samples and report (``suite_runs``, ``suite_samples``),
                                    the dashboard's suite run (``suite_run_state``) and its lock
     DATA/runs/alerts.jsonl         alerts (``alerts_log``)
@@ -87,6 +89,11 @@ class Home:
     @property
     def races(self) -> Path:
         return self.runs / "races"
+
+    @property
+    def judge_checks(self) -> Path:
+        """``panelist judge check``'s reports (``race.judgecheck``)."""
+        return self.runs / "judgecheck"
 
     @property
     def suite_runs(self) -> Path:

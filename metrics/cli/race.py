@@ -42,6 +42,9 @@ def register(nouns, common) -> None:
     r.add_argument("--orders", choices=("both", "random"), default="both",
                    help="judge each run with the reference shown first and again with it "
                    "second (both, default), or once in an order drawn per run (random)")
+    r.add_argument("--jury-weights", choices=("agreement",),
+                   help="agreement: each judge counts by its κ against people in its latest "
+                   "`panelist judge check` (a judge never checked refuses the race)")
     r.add_argument("--tools", metavar="tools.py",
                    help="a Python file whose TOOLS list the job offers the model")
     r.add_argument("--allow-extra-tools", nargs="?", const=True, default=None, metavar="a,b",
@@ -88,6 +91,8 @@ def cmd_race(args, out: Out) -> int:
     if args.allow_extra_tools is not None:
         body["allow_extra_tools"] = True if args.allow_extra_tools is True else \
             [a.strip() for a in args.allow_extra_tools.split(",") if a.strip()]
+    if args.jury_weights:
+        body["jury_weights"] = args.jury_weights
     spec = chatjob.ChatSpec.parse(body)   # the same checks as over HTTP
     tools = chatjob.load_tools(args.tools) if args.tools else ()
     home = open_home(args.data)

@@ -170,6 +170,9 @@ class Ledger:
     def paired_shapes(self) -> list[str]:
         return self._queries.paired_shapes()
 
+    def judged_panels(self, shape: str | None = None) -> list[tuple[str, str, list]]:
+        return self._queries.judged_panels(shape)
+
     def call(self, call_id: str) -> dict | None:
         return self._queries.call(call_id)
 

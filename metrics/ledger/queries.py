@@ -289,6 +289,20 @@ class Queries:
         with self._lock:
             return self._index.pairs.of(shape)
 
+    def judged_panels(self, shape: str | None = None) -> list[tuple[str, str, list]]:
+        """``[(panel, shape, [(call, alias, useful), ...])]``: the panels (of ``shape``, when
+        given) whose current verdicts judge two answers or more, among the most recent
+        ``panels_kept`` judged panels the index holds (``pairs.py``), oldest first. Read from
+        memory: O(judged panels kept), no log is read."""
+        self._refresh()
+        out = []
+        with self._lock:
+            for panel, entry in self._index.pairs.panels.items():
+                if len(entry) >= 7 and (shape is None or entry[0] == shape):
+                    out.append((panel, entry[0], [tuple(entry[i:i + 3])
+                                                  for i in range(1, len(entry), 3)]))
+        return out
+
     def paired_shapes(self) -> list[str]:
         """The shapes with at least one pairwise outcome, sorted."""
         self._refresh()

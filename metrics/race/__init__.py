@@ -4,7 +4,8 @@ raced on every model of that grade, each run judged blind against its input's re
 judges and how: ``jury``, ``judge``), with cost (``costs``), time and quality side by side
 (``report``) and a verdict that fails closed (``verdict``: a paired non-inferiority test).
 ``chatjob`` is the plain chat job; ``registry`` holds the races a server runs and every race on
-disk.
+disk. ``judgecheck`` checks a judge against the verdicts people gave (its questions:
+``checkprompt``; its figures: ``agreement``; its reports and a race's jury weights: ``checks``).
 
 Imports ``metrics.seats``, ``metrics.roster``, ``metrics.store`` and reads ``metrics.ledger``.
 The names a job's own code uses (``Benchmark``, ``tool``) are importable from here, as the README

@@ -59,7 +59,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics.race import blind, flags, jury, tooldiff
+from panelist.metrics.race import blind, checks, flags, jury, tooldiff
 from panelist.metrics.race import reports as race_reports
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
@@ -301,6 +301,7 @@ class _Race:
         self.cancel = cancel
         self.costs = Costs()
         self.jury: jury.Jury | None = None
+        self.weights: dict[str, float] | None = None   # judge -> weight (set_jury_weights)
         self._lock = threading.Lock()
 
     def spent(self, model: Model, result: SeatResult) -> None:
@@ -366,6 +367,7 @@ class Benchmark:
         self._candidates: list[str] | None = None
         self._judges: list[str] | None = None
         self._orders = "both"
+        self._jury_weights: str | None = None
         self._on_judged: Callable[[str], None] | None = None
         self._rubric: str | None = None
         self._allow = None   # tooldiff.check_allow: extra tool calls that do not count
@@ -418,6 +420,16 @@ class Benchmark:
         if orders not in jury.ORDERS:
             raise ValueError(f"orders must be one of {', '.join(jury.ORDERS)}, not {orders!r}")
         self._orders = orders
+        return self
+
+    def set_jury_weights(self, how: str | None) -> "Benchmark":
+        """``"agreement"``: each judge counts in a run's pooled scores by its κ against people
+        in its latest judge check of general work (else of every shape), floored at 0
+        (``race.checks``); a judge never checked refuses the race. None: equal weights."""
+        if how is not None and how not in checks.WEIGHTS:
+            raise ValueError(f"jury weights must be one of {', '.join(checks.WEIGHTS)} or None, "
+                             f"not {how!r}")
+        self._jury_weights = how
         return self
 
     def on_judged(self, fn: Callable[[str], None] | None) -> "Benchmark":
@@ -509,6 +521,8 @@ class Benchmark:
             judges = [self._model(view, a, f"judge '{a}'", "see `panelist model list`")
                       for a in self._judges]
             warnings = jury.check(judges, [pinned, *candidates], chosen=True)
+        weights = checks.weights(self.home.judge_checks, [m.alias for m in judges],
+                                 checks.RACE_SHAPE) if self._jury_weights else None
         with self._progress_lock:
             self._progress = {"runs": 0, "done": 0, "judged": 0}
             reserved, self._reserved = self._reserved, None
@@ -517,12 +531,12 @@ class Benchmark:
         try:
             store.named(race_id)   # other hosts on the database list it from now on
             return self._run_named(store, race_id, folder, job, grade, view, pinned, judges,
-                                   candidates, warnings, barred)
+                                   candidates, warnings, barred, weights)
         finally:
             store.close()
 
     def _run_named(self, store, race_id, folder, job, grade, view, pinned, judges, candidates,
-                   warnings, barred=None):
+                   warnings, barred=None, weights=None):
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
         race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
@@ -531,6 +545,7 @@ class Benchmark:
         race.jury = jury.Jury(judges, folder, race_id, seed=int(race_id[-8:], 16) & 0x7FFFFFFF,
                               orders=self._orders, call_timeout=self.call_timeout)
         race.jury.barred = dict(barred or {})   # family -> why its runs are not judged
+        race.weights = weights
         started, t0 = time.time(), time.monotonic()
         try:
             references = self._references(race, pinned, job)
@@ -686,6 +701,8 @@ class Benchmark:
             rubric=self._rubric, reference=seen, candidate=blind.seen(run.seat.transcript.render,
                                                                       masker),
             diff=diff, difference=masker(tooldiff.describe(diff, self._allow))))
+        if race.weights:   # the jury weighted by measured agreement (race.checks)
+            row.update(checks.reweigh(row, race.weights))
         if row.get("voided"):
             row["reason"] = row["voided"]
 
@@ -734,7 +751,9 @@ class Benchmark:
         return BenchmarkReport(
             race=race.id, grade=grade, pinned=pinned.alias, ceiling=race.jury.judges[0].alias,
             judges=[m.alias for m in race.jury.judges],
-            judging=judging_of(rows, race.jury.public()), warnings=warnings,
+            judging=checks.with_people(judging_of(rows, race.jury.public()),
+                                       self.home.judge_checks, race.weights),
+            warnings=warnings,
             runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),
             task=as_text(self._inputs[0]), inputs=[as_text(x) for x in self._inputs],
             rubric=self._rubric, candidates=[m.alias for m in candidates],

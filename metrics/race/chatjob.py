@@ -39,7 +39,7 @@ from typing import Callable
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.race import jury, tooldiff, verdict
+from panelist.metrics.race import checks, jury, tooldiff, verdict
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools, strongest
 from panelist.metrics.roster.roster import Roster, RosterView
 from panelist.metrics.store import jsonwire
@@ -53,7 +53,7 @@ MAX_SYSTEM = 200_000
 MAX_RUBRIC = 20_000
 MAX_JUDGES = 9
 FIELDS = ("grade", "prompt", "inputs", "system", "rubric", "runs", "candidates", "judges",
-          "orders", "margin", "allow_extra_tools")
+          "orders", "margin", "allow_extra_tools", "jury_weights")
 
 Done = Callable[[str, str, bool], None]   # (alias, role, succeeded) as each run of the job ends
 Judged = Callable[[str], None]            # (alias) as each candidate run's judging ends
@@ -73,6 +73,7 @@ class ChatSpec:
     margin: float = verdict.MARGIN
     # extra calls to tools the reference did not call that do not count: True, names or None
     allow_extra_tools: bool | tuple[str, ...] | None = None
+    jury_weights: str | None = None             # "agreement": by each judge's judge check
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -145,8 +146,13 @@ class ChatSpec:
             allow = tooldiff.check_allow(body.get("allow_extra_tools"))
         except ValueError as exc:
             raise BadRequest(str(exc), param="allow_extra_tools") from None
+        weights = body.get("jury_weights")
+        if weights is not None and weights not in checks.WEIGHTS:
+            raise BadRequest("'jury_weights' must be \"agreement\" (each judge counts by its "
+                             "measured agreement with people, from `panelist judge check`), or "
+                             "left out for equal weights", param="jury_weights")
         return cls(grade.strip(), prompt, system, rubric, runs, candidates, judges, orders, inputs,
-                   margin, allow)
+                   margin, allow, weights)
 
 
 def _inputs(body: dict) -> tuple[str, ...]:
@@ -339,6 +345,9 @@ def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, to
     if spec.rubric:
         bench.set_rubric(spec.rubric)
     bench.set_allow_extra_tools(spec.allow_extra_tools)
+    if spec.jury_weights:   # refused here, before the race is named, when a judge has no check
+        checks.weights(home.judge_checks, chosen.judges, checks.RACE_SHAPE)
+        bench.set_jury_weights(spec.jury_weights)
     return bench, chosen
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from panelist.metrics.race import flags as run_flags
 from panelist.metrics.race import tooldiff
 from panelist.metrics.race import agreement
+from panelist.metrics.race.checks import people_lines
 from panelist.metrics.race.judge import MAX_ACCURACY
 from panelist.metrics.race.verdict import cost_text, points
 from panelist.metrics.plaintext import visible
@@ -238,6 +239,7 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
     if voided:
         lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
                      "reason)")
+    lines += people_lines(judging)   # the judges against people (race.checks)
     return lines
 
 

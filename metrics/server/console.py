@@ -92,7 +92,9 @@ ALIASES = "model aliases, or one comma-separated string"
                                hint=f"{ALIASES}; leave it out for every model of the grade"),
             judges=Strings(chatjob.MAX_JUDGES, NAME, comma=True,
                            hint=f"{ALIASES} of distinct families; leave it out for the ceiling"),
-            orders=OneOf("both", "random", hint="judge each run in both orders, or one drawn")))
+            orders=OneOf("both", "random", hint="judge each run in both orders, or one drawn"),
+            jury_weights=OneOf("agreement", hint="weight each judge by its κ against people "
+                                                 "(its latest judge check)")))
 def start_race(req: ApiRequest) -> dict:
     """Start a race in the server's background, as ``panelist race`` runs one: 202, then
     ``GET /api/races/{race}`` follows its progress."""

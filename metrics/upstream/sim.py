@@ -42,10 +42,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from panelist.metrics.upstream import simstream
-from panelist.metrics.upstream.simanswers import (_after_tools, _contents, _json_answer,
-                                                  _last_role, _reply, _ruled, _tool_calls,
-                                                  _tool_history_error, _unsupported,
-                                                  _wants_json)
+from panelist.metrics.upstream.simanswers import (JUDGE_MODES, _after_tools, _contents,
+                                                  _json_answer, _last_role, _reply, _ruled,
+                                                  _tool_calls, _tool_history_error,
+                                                  _unsupported, _wants_json, judged)
 
 DEMO_MODELS: dict[str, dict] = {
     "sim-swift": {"latency": 0.05, "window": 32_000},
@@ -104,6 +104,10 @@ BEHAVIOUR = {
     "json_rules": "as 'rules', for requests that ask for JSON: the first rule whose text occurs "
                   "in the last user message gives the JSON answer (an object, or a string sent "
                   "as it is), before 'json'",
+    "judge": "a scripted judge of answers, for `panelist judge check`: {'mode': 'truth' (agree "
+             "with each answer's hidden (truth=useful|poor) mark with probability 'agree'), "
+             "'useful' (every answer useful, the first of two preferred) or 'longer' (useful "
+             "from 'long' characters, the longer preferred), 'agree', 'long', 'seed'}",
     "refuse_params": "body keys the model refuses with a 400 naming the key, as reasoning "
                      "models refuse 'temperature': a list such as ['temperature', 'seed']",
 }
@@ -230,6 +234,16 @@ class SimUpstream:
                 and isinstance(r["answer"], (str, dict)) for r in json_rules):
             raise ValueError(f"json_rules for {model!r} must be a list of "
                              "{'contains': non-empty text, 'answer': object or text}")
+        judge = behaviour.get("judge")
+        if judge is not None and not (
+                isinstance(judge, dict) and judge.get("mode", "truth") in JUDGE_MODES
+                and set(judge) <= {"mode", "agree", "long", "seed"}
+                and type(judge.get("agree", 1.0)) in (int, float)
+                and 0 <= judge.get("agree", 1.0) <= 1
+                and type(judge.get("long", 1)) is int):
+            raise ValueError(f"judge for {model!r} must be {{'mode': one of "
+                             f"{', '.join(JUDGE_MODES)}, 'agree': 0..1, 'long': characters, "
+                             "'seed': any}")
         refuse = behaviour.get("refuse_params", [])
         if not isinstance(refuse, list) or not all(isinstance(k, str) for k in refuse):
             raise ValueError(f"refuse_params for {model!r} must be a list of body keys")
@@ -589,10 +603,13 @@ class _Handler(BaseHTTPRequestHandler):
                               b"JSON</body></html>", "text/html")
         calls = [] if fail == "empty" else _tool_calls(b, body, messages, seq)
         ruled = _ruled(b, asked)
+        verdict = judged(b["judge"], body, messages) if b.get("judge") is not None else None
         if fail == "empty":
             text = ""
         elif calls:
             text = b.get("answer") or ""
+        elif verdict is not None:
+            text = verdict
         elif _wants_json(body):
             text = _json_answer(b, body, n, asked)
         elif ruled is not None:

@@ -4,7 +4,10 @@ request and a behaviour only: no sockets, no state."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+
 
 def _contents(messages: list) -> tuple[list[str], str, int]:
     """The text of every message, the last user message's text, and how many images they hold."""
@@ -178,3 +181,72 @@ def _reply(model: str, asked: str, images: int) -> str:
     seen = f" I was shown {images} image{'s' if images != 1 else ''}." if images else ""
     return (f"[simulated {model}] {said}{seen} This is a scripted reply from a simulated model; "
             "no language model read your prompt.")
+
+
+# -- a scripted judge of answers (``panelist judge check``) ----------------------------------------
+JUDGE_MODES = ("truth", "useful", "longer")
+TRUTH = re.compile(r"\(truth=(useful|poor)\)")
+_JUDGE_BLOCK = re.compile(r"<<<BEGIN (\w+) (answer(?: [AB])?)>>>\n(.*?)\n<<<END \1 \2>>>", re.DOTALL)
+
+
+def truth_mark(useful: bool) -> str:
+    """The mark a simulated answer carries of its hidden quality, which a ``truth`` judge reads
+    (people's verdicts in a simulated ledger are drawn from the same mark)."""
+    return f"(truth={'useful' if useful else 'poor'})"
+
+
+def _truth(text: str) -> bool | None:
+    found = TRUTH.search(text)
+    return None if found is None else found.group(1) == "useful"
+
+
+def _draw(seed, *parts: str) -> float:
+    """A number in [0, 1) fixed by the seed and the texts: the same question gets the same
+    answer however many threads ask, and a question in the other order is a fresh draw."""
+    digest = hashlib.blake2b("\x00".join((str(seed), *parts)).encode("utf-8", "replace"),
+                             digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2 ** 64
+
+
+def judged(script: dict, body: dict, messages: list) -> str | None:
+    """The scripted judge's JSON answer to a judge check's question, or None when the request
+    is no such question (its ``response_format`` names ``usefulness`` or ``preference``).
+
+    ``mode``: ``truth`` agrees with each answer's hidden mark (``truth_mark``) with probability
+    ``agree`` (a pair whose marks are alike is a coin toss); ``useful`` calls every answer
+    useful and prefers whichever it is shown first; ``longer`` calls an answer useful when it is
+    at least ``long`` characters (default 200) and prefers the longer of two (the first when
+    they are as long)."""
+    fmt = body.get("response_format")
+    name = ((fmt or {}).get("json_schema") or {}).get("name") if isinstance(fmt, dict) else None
+    if name not in ("usefulness", "preference"):
+        return None
+    texts, _, _ = _contents(messages)
+    blocks = {m.group(2): m.group(3) for text in texts for m in _JUDGE_BLOCK.finditer(text)}
+    mode, seed = script.get("mode", "truth"), script.get("seed", 0)
+    agree = script.get("agree", 1.0)
+    if name == "usefulness":
+        answer = blocks.get("answer", "")
+        if mode == "useful":
+            useful = True
+        elif mode == "longer":
+            useful = len(answer) >= script.get("long", 200)
+        else:
+            truth = _truth(answer)
+            useful = (_draw(seed, "mark", answer) < 0.5) if truth is None else \
+                truth == (_draw(seed, "mark", answer) < agree)
+        return json.dumps({"useful": useful, "reason": "scripted"})
+    a, b = blocks.get("answer A", ""), blocks.get("answer B", "")
+    if mode == "useful":
+        better = "A"
+    elif mode == "longer":
+        better = "B" if len(b) > len(a) else "A"
+    else:
+        ta, tb = _truth(a), _truth(b)
+        draw = _draw(seed, "pair", a, b)
+        if ta is None or tb is None or ta == tb:
+            better = "A" if draw < 0.5 else "B"
+        else:
+            right = "A" if ta else "B"
+            better = right if draw < agree else ("B" if right == "A" else "A")
+    return json.dumps({"better": better, "reason": "scripted"})

@@ -1,5 +1,6 @@
 // Start a race from the page, with the options `panelist race` takes that fit a form: the grade,
-// the prompt (and a system text and rubric), runs per candidate, the judges and the candidates.
+// the prompt (and a system text and rubric), runs per candidate, the judges, the candidates and
+// how the judges are weighted (equally, or by their agreement with people: a judge check).
 // POST /api/races starts it in the server's background, so closing the page stops nothing; the
 // page then opens the race, whose progress it follows until it ends. A refusal is shown beside
 // the field it names (the server's `param`), else under the form.
@@ -49,6 +50,8 @@ function raceForm(grades, close, onStarted, ctx) {
       { hint: "Comma-separated, of distinct families; blank: the ceiling model." }),
     candidates: checked("Candidates", input({ name: "candidates" }),
       { hint: "Comma-separated; blank: every model of the grade." }),
+    jury_weights: checked("Judges' weights", select([["", "Equal"], ["agreement", "By agreement with people"]], "", { name: "jury_weights" }),
+      { hint: "By agreement: each judge counts by its κ against people in its latest judge check (Evidence)." }),
   };
   for (const [name, f] of Object.entries(fields)) f.el.dataset.field = name;
   const status = h("div", { "aria-live": "polite" });
@@ -64,6 +67,7 @@ function raceForm(grades, close, onStarted, ctx) {
     for (const name of ["system", "rubric"]) if (text(name)) body[name] = text(name);
     if (text("runs")) body.runs = Number(text("runs"));
     for (const name of ["judges", "candidates"]) if (text(name)) body[name] = words(text(name));
+    if (text("jury_weights")) body.jury_weights = text("jury_weights");
     start.disabled = true;
     try {
       const race = await api.post("/api/races", body, { signal: ctx.signal });

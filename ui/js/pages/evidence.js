@@ -2,7 +2,8 @@
 // false claims, seats over time, answer times and failures: charts first, the full table
 // folded underneath. Below them, each model's rating per shape (GET /api/ratings: the same
 // ratings panelist ratings prints and suggestions are made from), its record on the review
-// suite, and Run the suite (suiterun.js) with the progress of the run there is.
+// suite, and Run the suite (suiterun.js) with the progress of the run there is; then how each
+// judge scored against people (judgechecks.js, GET /api/judge/checks).
 
 import { api, query } from "../api.js";
 import { h, replace } from "../dom.js";
@@ -11,6 +12,7 @@ import { failureChart, rateChart, timeChart } from "../charts.js";
 import { seatsPerDay } from "../daychart.js";
 import { dataTable } from "../table.js";
 import { suiteRunPanel } from "../suiterun.js";
+import { judgeChecksCard } from "../judgechecks.js";
 import { emptyState, field, linkButton, loading, modelLink, notice, pageHead, rateCell, select } from "../ui.js";
 
 export const title = "Evidence";
@@ -103,12 +105,14 @@ function ratingsCard(doc) {
 
 export async function render(root, ctx) {
   const shape = ctx.params.get("shape") || "all";
-  const [ev, models, suite, ratings] = await Promise.all([
+  const [ev, models, suite, ratings, judgeChecks] = await Promise.all([
     api.get(`/api/evidence${query({ shape })}`, { signal: ctx.signal }),
     api.get("/api/models", { signal: ctx.signal }),
     api.get("/api/suite", { signal: ctx.signal }),
     api.get(`/api/ratings${query({ shape })}`, { signal: ctx.signal }),
+    api.get("/api/judge/checks", { signal: ctx.signal }),
   ]);
+  const judgeSection = judgeChecksCard(judgeChecks);
   // a run that ends while the page is open shows its results: the page is read again
   const suiteSection = suiteCard(suite.data || [], suite.warnings || [],
     suiteRunPanel(ctx, { onEnded: () => ctx.navigate(location.hash) }));
@@ -126,7 +130,7 @@ export async function render(root, ctx) {
     replace(root, head, h("div", { class: "stack" }, emptyState("No evidence yet",
       "Evidence appears once panels have been asked and their answers judged.",
       linkButton("Ask a collection", "#/ask", "primary"), linkButton("Judge answers on Panels", "#/panels")),
-    ratingsSection, suiteSection));
+    ratingsSection, suiteSection, judgeSection));
     return;
   }
 
@@ -191,7 +195,7 @@ export async function render(root, ctx) {
           times || notice("", "No answer timed yet")),
         chartCard("Failures by kind", "Seats that did not answer, by what went wrong.",
           fails || h("p", { class: "muted" }, "No failure recorded.")))),
-    h("div", { class: "stack" }, fold, ratingsSection, suiteSection));
+    h("div", { class: "stack" }, fold, ratingsSection, suiteSection, judgeSection));
 
   // drawn at the slot's own width (and again when it changes much), so the labels stay legible
   let drawnAt = 0;
