@@ -37,6 +37,8 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -51,6 +53,7 @@ PLACEHOLDER = {MODEL: "[model]", VENDOR: "[vendor]", ENDPOINT: "[endpoint]"}
 LINK = "[link]"
 _RANK = {ENDPOINT: 0, MODEL: 1, VENDOR: 2}   # which placeholder a token naming several takes
 
+REACH = 256                                  # how far a name's token is looked for
 _WORD = re.compile(r"[^\W\d_]+|\d+")
 _JOINERS = "._:/@+~%=&?#-"                   # what joins a name's parts inside one token
 _EDGE = "._:/@~%=&?#-"                       # what a token does not end on ("R+" keeps its +)
@@ -59,7 +62,7 @@ _TAIL = re.compile(r"(?:[ \t]?-?(?:[a-z]?\d+(?:\.\d+)*(?:[a-z]{1,2})?|\d+x\d+[a-
                    + "|".join(sorted(builtin.TIERS)) + r")(?!\w))+", re.I)
 
 
-_CAMEL = re.compile(r"(?<=[^\W\d_])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])")
+_CAMEL_IN = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])")   # joints of CamelCase
 _SEP = frozenset(" \t\r\n-_.*`~/:")   # what may split a name's letters (see the docstring)
 
 
@@ -79,11 +82,6 @@ def flat(k: tuple) -> str:
     return "".join(k)
 
 
-def _lower(word: str) -> str:
-    low = word.lower()
-    return low if len(low) == len(word) else "".join(c.lower()[:1] or c for c in word)
-
-
 def _joined(text: str, end: int, start: int) -> bool:
     """Whether the words ending at ``end`` and starting at ``start`` are parts of one name:
     nothing between them, one space, or up to three joiners (``://``)."""
@@ -93,6 +91,18 @@ def _joined(text: str, end: int, start: int) -> bool:
 
 def _in_token(c: str) -> bool:
     return c.isalnum() or c == "_" or c in _JOINERS
+
+
+def _token(text: str, start: int, end: int) -> tuple[int, int]:
+    """The token ``text[start:end]`` stands in, at most ``REACH`` characters either side: a
+    name inside one huge token (a blob) costs no more than inside a word."""
+    a, b = start, end
+    low, high = max(0, start - REACH), min(len(text), end + REACH)
+    while a > low and _in_token(text[a - 1]):
+        a -= 1
+    while b < high and _in_token(text[b]):
+        b += 1
+    return a, b
 
 
 @dataclass(frozen=True)
@@ -185,11 +195,11 @@ class Names:
         """``(start, end, what, key)`` of every name in the folded ``text`` (not those whose
         ``flat`` is in ``exempt``), each span grown to the token it stands in and the
         versions after it; by words, then by letters."""
-        found = self._word_spans(text, exempt)
-        return found + self._letter_spans(text, exempt)
-
-    def _word_spans(self, text: str, exempt: frozenset) -> list[tuple]:
         words = [(m.start(), m.end(), m.group().casefold()) for m in _WORD.finditer(text)]
+        found = self._word_spans(text, exempt, words)
+        return found + self._letter_spans(text, exempt, words)
+
+    def _word_spans(self, text: str, exempt: frozenset, words: list[tuple]) -> list[tuple]:
         found: list[tuple] = []
         i, n = 0, len(words)
         while i < n:
@@ -221,44 +231,30 @@ class Names:
             i += size
         return found
 
-    def _letter_spans(self, text: str, exempt: frozenset) -> list[tuple]:
-        """Names whose letters stand in a row, split or joined (see the module's docstring)."""
-        where: list[int] = []     # the position in ``text`` of each letter or digit
-        chunks: list[str] = []
-        starts: list[int] = []    # indexes into ``where`` where a word (or a CamelCase part)
-        ends: set[int] = set()    # begins, and where one ends
-        for m in _WORD.finditer(text):
-            a, b = m.span()
-            w, k = m.group(), len(where)
-            starts.append(k)
-            if not (w.islower() or w.isupper() or w.isdigit()):
-                for c in _CAMEL.finditer(w):
-                    starts.append(k + c.start())
-                    ends.add(k + c.start() - 1)
-            where.extend(range(a, b))
-            chunks.append(_lower(w))
-            ends.add(len(where) - 1)
-        letters = "".join(chunks)
+    def _letter_spans(self, text: str, exempt: frozenset, words: list[tuple]) -> list[tuple]:
+        """Names whose letters stand in a row, split or joined (see the module's docstring).
+        ``words``: ``(start, end, casefolded)`` of each word of ``text``."""
+        letters = _Letters(text, words)
         found: list[tuple] = []
-        n, done = len(letters), -1
-        for k in starts:
+        chars, ends, n, done = letters.chars, letters.ends, len(letters.chars), -1
+        for k in letters.starts:
             if k <= done:
                 continue
             node, j, best = self._trie, k, None
             while j < n:
-                node = node.get(letters[j])
+                node = node.get(chars[j])
                 if node is None:
                     break
                 name_key = node.get(None)
                 if name_key is not None and j in ends:
                     name = self._names[name_key]
-                    if name.after is None and _split_ok(text, where, k, j, name_key):
+                    if name.after is None and _split_ok(text, letters, k, j, name_key):
                         best = j, name_key, name
                 j += 1
             if best is None:
                 continue
             j, name_key, name = best
-            span = where[k], where[j] + 1
+            span = letters.at(k), letters.at(j) + 1
             if flat(name_key) not in exempt or self._versioned(text, *span):
                 found.append((*self._grown(text, *span), name.what, name_key))
                 done = j
@@ -268,11 +264,7 @@ class Names:
     def _versioned(text: str, start: int, end: int) -> bool:
         """Whether the token a name stands in gives it a version or a tier (``swift-mini-v2``,
         ``swift-2``): then it names a model, even where the task uses the word."""
-        a, b = start, end
-        while a > 0 and _in_token(text[a - 1]):
-            a -= 1
-        while b < len(text) and _in_token(text[b]):
-            b += 1
+        a, b = _token(text, start, end)
         rest = _WORD.findall(text[a:start] + " " + text[end:b])
         return any(w.isdigit() or w.casefold() in builtin.TIERS for w in rest)
 
@@ -301,11 +293,7 @@ class Names:
 
     @staticmethod
     def _grown(text: str, start: int, end: int) -> tuple[int, int]:
-        a, b = start, end
-        while a > 0 and _in_token(text[a - 1]):
-            a -= 1
-        while b < len(text) and _in_token(text[b]):
-            b += 1
+        a, b = _token(text, start, end)
         while a < start and text[a] in _EDGE:
             a += 1
         while b > end and text[b - 1] in _EDGE:
@@ -436,14 +424,53 @@ def own_of(model: Model) -> selfname.Own:
     return selfname.Own(model.alias, kinds, shown, plain)
 
 
-def _split_ok(text: str, where: list[int], k: int, j: int, name_key: tuple) -> bool:
-    """Whether the letters ``where[k..j]`` are one name however they are split."""
+class _Letters:
+    """The letters and digits of a text in a row (``chars``, casefolded), where words and
+    CamelCase parts begin (``starts``) and end (``ends``), as indexes into ``chars``; ``at``
+    maps one back to its position in the text."""
+
+    def __init__(self, text: str, words: list[tuple]):
+        self._begin = [a for a, _, _ in words]
+        self._offset = list(itertools.accumulate((b - a for a, b, _ in words), initial=0))
+        chars = "".join(w for _, _, w in words)
+        if len(chars) != self._offset[-1]:   # a letter whose casefold is longer ("ß")
+            chars = "".join(c.casefold()[:1] or c for a, b, _ in words for c in text[a:b])
+        self.chars = chars
+        joints = [self._index(m.start()) for m in _CAMEL_IN.finditer(text)]
+        self.starts = sorted([*self._offset[:-1], *joints])
+        self.ends = {o - 1 for o in self._offset[1:]} | {j - 1 for j in joints}
+
+    def _index(self, position: int) -> int:
+        i = bisect.bisect_right(self._begin, position) - 1
+        return self._offset[i] + position - self._begin[i]
+
+    def at(self, k: int) -> int:
+        i = bisect.bisect_right(self._offset, k) - 1
+        return self._begin[i] + k - self._offset[i]
+
+    def positions(self, k: int, j: int) -> list[int]:
+        """Where letters ``k..j`` stand in the text."""
+        i = bisect.bisect_right(self._offset, k) - 1
+        out: list[int] = []
+        while k <= j:
+            end = min(self._offset[i + 1], j + 1)
+            base = self._begin[i] - self._offset[i]
+            out.extend(range(base + k, base + end))
+            k, i = end, i + 1
+        return out
+
+
+def _split_ok(text: str, letters: _Letters, k: int, j: int, name_key: tuple) -> bool:
+    """Whether the letters ``k..j`` are one name however they are split."""
+    where = letters.positions(k, j)
+    if where[-1] - where[0] == j - k:
+        return True   # nothing between its letters
     joints, at = set(), 0
     for w in name_key[:-1]:
         at += len(w)
         joints.add(at)   # after which of its letters the name's own parts meet
     spaced, pieces, piece = False, [], 1
-    for t in range(k, j):
+    for t in range(j - k):
         gap = text[where[t] + 1:where[t + 1]]
         if not gap:
             piece += 1
@@ -452,7 +479,7 @@ def _split_ok(text: str, where: list[int], k: int, j: int, name_key: tuple) -> b
             return False
         if "." in gap and (" " in gap or "\n" in gap):
             return False   # the end of a sentence, not a name
-        if t - k + 1 not in joints and (" " in gap or "\t" in gap or "\n" in gap):
+        if t + 1 not in joints and (" " in gap or "\t" in gap or "\n" in gap):
             spaced = True
         pieces.append(piece)
         piece = 1

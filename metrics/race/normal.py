@@ -89,6 +89,31 @@ class Folded:
         return self.lo[start], self.hi[end - 1]
 
 
+_PLAIN = re.compile(r"[\x00-\x24\x26-\x7f]+")
+
+
+def _odd(text: str, i: int, out: list, lo: list, hi: list, cache: dict) -> int:
+    """Fold the character at ``i`` (or the ``%XX`` escape there); where the next one is."""
+    c = text[i]
+    if c == "%" and i + 2 < len(text) and text[i + 1] in _HEX and text[i + 2] in _HEX \
+            and 0x20 <= int(text[i + 1:i + 3], 16) < 0x7f:
+        out.append(chr(int(text[i + 1:i + 3], 16)))
+        lo.append(i)
+        hi.append(i + 3)
+        return i + 3
+    folded = cache.get(c)
+    if folded is None:
+        folded = cache[c] = c if c == "%" else _fold_char(c)
+    if not folded:
+        if hi:   # a dropped character goes with the one before it
+            hi[-1] = i + 1
+    for d in folded:
+        out.append(d)
+        lo.append(i)
+        hi.append(i + 1)
+    return i + 1
+
+
 def fold(text: str) -> Folded:
     """``text`` as masking reads it (see the module's docstring)."""
     if text.isascii() and "%" not in text:
@@ -99,32 +124,15 @@ def fold(text: str) -> Folded:
     hi: list[int] = []
     i, n = 0, len(text)
     while i < n:
-        c = text[i]
-        if c == "%" and i + 2 < n and text[i + 1] in _HEX and text[i + 2] in _HEX \
-                and 0x20 <= int(text[i + 1:i + 3], 16) < 0x7f:
-            out.append(chr(int(text[i + 1:i + 3], 16)))
-            lo.append(i)
-            hi.append(i + 3)
-            i += 3
+        m = _PLAIN.match(text, i)   # a run of ASCII without "%" folds to itself, at once
+        if m is None:
+            i = _odd(text, i, out, lo, hi, cache)
             continue
-        if c < "\x80":
-            out.append(c)
-            lo.append(i)
-            hi.append(i + 1)
-            i += 1
-            continue
-        folded = cache.get(c)
-        if folded is None:
-            folded = cache[c] = _fold_char(c)
-        if not folded:
-            if hi:   # a dropped character goes with the one before it
-                hi[-1] = i + 1
-        else:
-            for d in folded:
-                out.append(d)
-                lo.append(i)
-                hi.append(i + 1)
-        i += 1
+        a, b = m.span()
+        out.append(text[a:b])
+        lo.extend(range(a, b))
+        hi.extend(range(a + 1, b + 1))
+        i = b
     return Folded("".join(out), lo, hi)
 
 
