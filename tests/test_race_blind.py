@@ -11,6 +11,7 @@ from panelist.metrics.cli.main import main
 from panelist.metrics.home import open_home
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, tool
 from panelist.metrics.race.blind import Masker, Names, own_of
+from panelist.metrics.race.registry import summary_of
 from panelist.metrics.roster.roster import Endpoint, Model, Roster
 from panelist.metrics.upstream.sim import SimUpstream
 
@@ -260,6 +261,8 @@ def test_a_run_that_names_itself_is_voided_and_its_judge_never_asked(blind_home,
     assert {e["name"] for e in talker["void_evidence"]} == {"talker-9", "vendory"}
     void, = report.public()["voids"]
     assert void["label"] == talker["label"] and void["evidence"] == talker["void_evidence"]
+    listed = summary_of(report.public())   # the race listing counts the voids to confirm
+    assert listed["voided"] == 1 and listed["voids_to_confirm"][0]["label"] == talker["label"]
     table = report.table()
     assert "voids to confirm" in table and f"{talker['label']}: the candidate run wrote its " \
         "served id 'talker-9' as “T\u0430lk\\u00adER-9” (read “TalkER-9”)" in table

@@ -246,3 +246,10 @@ def test_ordinary_words_and_encodings_that_name_nobody_survive():
     said = ("Use base64 such as aGVsbG8gd29ybGQ= or a URL like /a%20b; two llamas, a "
             "supernova, breakfast, the command line, O(1), and ThisIsNotAName.")
     assert masker()(said) == said
+
+
+def test_masking_replaces_the_original_characters_and_leaves_the_rest_as_written():
+    said = "Before Z\u0435p\u200bhyr\u2011Mini, after.\nGPT\u20114o\u00a0and caf\u00e9 stay."
+    assert masker()(said) == "Before [model], after.\n[model]\u00a0and caf\u00e9 stay."
+    text, count = masker().mask("see zephyr%2Dmini and " + b64("made by aurora"))
+    assert (text, count) == ("see [model] and [vendor]", 2)

@@ -60,10 +60,8 @@ _EDGE = "._:/@~%=&?#-"                       # what a token does not end on ("R+
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://|^www\.|^(?:[\w-]+\.)+[a-z]{2,}(?:[/:?#]|$)", re.I)
 _TAIL = re.compile(r"(?:[ \t]?-?(?:[a-z]?\d+(?:\.\d+)*(?:[a-z]{1,2})?|\d+x\d+[a-z]|"
                    + "|".join(sorted(builtin.TIERS)) + r")(?!\w))+", re.I)
-
-
-_CAMEL_IN = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])")   # joints of CamelCase
-_SEP = frozenset(" \t\r\n-_.*`~/:")   # what may split a name's letters (see the docstring)
+_CAMEL_IN = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])")   # CamelCase joints
+_SEP = frozenset(" \t\r\n-_.*`~/:")         # what may split a name's letters (see above)
 
 
 def normal(text: str) -> str:
@@ -352,6 +350,7 @@ class Masker:
 
     @staticmethod
     def masked(text: str, hits: list[Hit]) -> tuple[str, int]:
+        """``text`` with every hit's characters replaced (overlapping hits as one)."""
         merged: list[list] = []
         for h in hits:
             if merged and h.start <= merged[-1][1]:
