@@ -244,7 +244,8 @@ def test_the_tasks_own_words_are_never_masked_and_never_void():
 
 def test_ordinary_words_and_encodings_that_name_nobody_survive():
     said = ("Use base64 such as aGVsbG8gd29ybGQ= or a URL like /a%20b; two llamas, a "
-            "supernova, breakfast, the command line, O(1), and ThisIsNotAName.")
+            "supernova, breakfast, the command line, O(1), and ThisIsNotAName; Tom &amp; "
+            "Jerry, AT&T, C:\\new\\tmp and \\u00e9t\u00e9.")
     assert masker()(said) == said
 
 
@@ -253,3 +254,15 @@ def test_masking_replaces_the_original_characters_and_leaves_the_rest_as_written
     assert masker()(said) == "Before [model], after.\n[model]\u00a0and caf\u00e9 stay."
     text, count = masker().mask("see zephyr%2Dmini and " + b64("made by aurora"))
     assert (text, count) == ("see [model] and [vendor]", 2)
+
+
+@pytest.mark.parametrize("written", ["Zeph&shy;yr-Mini", "Zephyr&#45;Mini", "Z&#x65;phyr-Mini",
+                                     "Z\\u0065phyr-Mini", "Zephyr\\nMini", "Zeph\\u00adyr Mini",
+                                     "Zephyr\u202e-Mini", "Z\u200be\u200bp\u200bh\u200by\u200br"])
+def test_escaped_forms_of_a_name_are_read_as_the_name(written):
+    said = f"I'm {written}, here to help."
+    masked = masker()(said)
+    assert masked == "I'm [model], here to help.", masked
+    found = masker().itself(said, own_of(ZEPHYR))
+    assert found and found[0]["written"] == written.replace("\u202e", "\\u202e") \
+        .replace("\u200b", "\\u200b")

@@ -5,7 +5,9 @@ combining marks (accents, variation selectors) dropped, invisible characters (so
 zero-width space, joiners, word joiner, byte-order mark, tag characters, fillers) dropped,
 look-alike letters of other scripts (Cyrillic ``е``, Greek ``Ζ``) read as the Latin letters
 they mimic, every dash as ``-``, every space as `` ``, and a ``%XX`` escape of a printable
-ASCII character as that character (``zephyr%2Dmini`` reads ``zephyr-mini``).
+ASCII character as that character (``zephyr%2Dmini`` reads ``zephyr-mini``), and an HTML
+character reference or a backslash escape as the character it stands for (``Zeph&shy;yr``,
+``Z\\u0065phyr``).
 
 Invariants:
 
@@ -14,7 +16,7 @@ Invariants:
   original that produced it, and that slice covers every character dropped inside it or
   right after its last character: masking the original slice leaves no piece of the name
   (an invisible character, an accent, an escape) behind.
-* Linear in the length of the text; ASCII text without ``%`` is its own fold.
+* Linear in the length of the text; ASCII text without ``%``, ``&`` or ``\\`` is its own fold.
 
 ``forms(original)`` names the disguises a slice of original text wears, for a person reading
 why a run was voided. ``base64_text(token)`` is the text a plausible base64 token encodes.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -89,11 +92,28 @@ class Folded:
         return self.lo[start], self.hi[end - 1]
 
 
-_PLAIN = re.compile(r"[\x00-\x24\x26-\x7f]+")
+_PLAIN = re.compile(r"[\x00-\x24\x27-\x5b\x5d-\x7f]+")   # ASCII but "%", "&" and "\\"
+# an HTML character reference, or a backslash escape of a character (as JSON and Python write)
+_ESCAPE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+                     r"|\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|[ntr])")
+_CONTROL = {"n": "\n", "t": "\t", "r": "\r"}   # what JSON writes a newline in a string as
+
+
+def _unescape(escape: str) -> str | None:
+    """The characters an escape stands for, or None for one that stands for nothing."""
+    if escape[0] == "&":
+        said = html.unescape(escape)
+        return None if said == escape else said
+    if escape[1] in _CONTROL:
+        return _CONTROL[escape[1]]
+    try:
+        return chr(int(escape[2:], 16))
+    except (ValueError, OverflowError):
+        return None
 
 
 def _odd(text: str, i: int, out: list, lo: list, hi: list, cache: dict) -> int:
-    """Fold the character at ``i`` (or the ``%XX`` escape there); where the next one is."""
+    """Fold the character at ``i`` (or the escape there); where the next one is."""
     c = text[i]
     if c == "%" and i + 2 < len(text) and text[i + 1] in _HEX and text[i + 2] in _HEX \
             and 0x20 <= int(text[i + 1:i + 3], 16) < 0x7f:
@@ -101,9 +121,21 @@ def _odd(text: str, i: int, out: list, lo: list, hi: list, cache: dict) -> int:
         lo.append(i)
         hi.append(i + 3)
         return i + 3
+    escape = _ESCAPE.match(text, i) if c in "&\\" else None
+    if escape is not None:
+        said = _unescape(escape.group())
+        if said is not None:
+            folded = "".join(d if d < "\x80" else _fold_char(d) for d in said)
+            if not folded and hi:
+                hi[-1] = escape.end()
+            for d in folded:
+                out.append(d)
+                lo.append(i)
+                hi.append(escape.end())
+            return escape.end()
     folded = cache.get(c)
     if folded is None:
-        folded = cache[c] = c if c == "%" else _fold_char(c)
+        folded = cache[c] = c if c < "\x80" else _fold_char(c)
     if not folded:
         if hi:   # a dropped character goes with the one before it
             hi[-1] = i + 1
@@ -116,7 +148,7 @@ def _odd(text: str, i: int, out: list, lo: list, hi: list, cache: dict) -> int:
 
 def fold(text: str) -> Folded:
     """``text`` as masking reads it (see the module's docstring)."""
-    if text.isascii() and "%" not in text:
+    if text.isascii() and "%" not in text and "&" not in text and "\\" not in text:
         return Folded(text)
     cache: dict[str, str] = {}
     out: list[str] = []
@@ -155,6 +187,8 @@ def forms(original: str, folded: str = "") -> list[str]:
             found.append("accented letters")
     if re.search(r"%[0-9A-Fa-f]{2}", original):
         found.append("percent-encoded")
+    if _ESCAPE.search(original):
+        found.append("escaped (HTML or backslash)")
     plain = folded or original
     if "\n" in plain:
         found.append("split by a newline")
