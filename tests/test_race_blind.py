@@ -119,7 +119,9 @@ SELF = [(CLAUDE, "I'm Claude, made by Anthropic."), (GPT, "As GPT-4o, I cannot d
         (ZORBLAX, "As an AI language model developed by Zorblax Labs, I cannot say."),
         (CLAUDE, "This is Claude speaking."), (ROSTER[0], "you're chatting with cheap-two"),
         (GPT, "I'm ChatGPT, a large language model."), (GPT_MINI, "As a model made by OpenAI, "
-                                                              "I keep answers short.")]
+                                                              "I keep answers short."),
+        (CLAUDE, "Anthropic trained me to be careful."), (GEMINI, "I'm from Google."),
+        (QUUX, "My underlying model is quux-1.")]
 
 
 def all_names():

@@ -14,7 +14,8 @@ The rule, meant to void self-identification and nothing else:
 * The own name must stand where a text says who its writer is or who made it: "I'm X",
   "I am an X model", "my name is X", "call me X", "As X, I …", "As an X model, I …", "X here",
   "This is X speaking", "I was trained by X", "I'm a language model developed by X", "As a
-  model made by X", "my creators at X", "I'm based on X", "you're chatting with X". A
+  model made by X", "my creators at X", "I'm based on X", "you're chatting with X", "X
+  trained me", "I'm from X", "my underlying model is X". A
   third-person mention of its own model ("GPT-4o's main advantage is …" written by
   ``gpt-4o``) is masked and not voided: it is how an answer about models reads, and the judge
   never sees the name.
@@ -77,6 +78,11 @@ _PATTERNS = [re.compile(p, re.I) for p in (
     # "I'm based on X", "I'm a version of X"
     rf"(?:\bI\s+am|\bI['’]m)\s+(?:based\s+on|built\s+on|powered\s+by|running\s+on|"
     rf"an?\s+version\s+of|an?\s+instance\s+of|an?\s+variant\s+of|one\s+of)\s+{_SW}",
+    # "OpenAI trained me", "I'm from X", "my underlying model is X"
+    rf"{_SW}\s+(?:has\s+|have\s+|originally\s+)?(?:created|built|developed|trained|designed|"
+    rf"programmed|fine-?tuned)\s+me\b",   # not "made me": "X made me rethink" is an idiom
+    rf"(?:\bI\s+am|\bI['’]m|\bI\s+come)\s+from\s+{_SW}",
+    rf"\bmy\s+(?:underlying\s+|base\s+)?model(?:['’]s\s+name)?\s+is\s+(?:called\s+)?{_SW}",
     # a sign-off: "Regards, X"
     rf"\b(?:regards|sincerely|cheers|yours)\s*,\s*{_SW}\s*$",
 )]
