@@ -336,7 +336,8 @@ class Races:
                 "progress": {"runs": len(plan.candidates) * spec.runs * len(spec.texts),
                              "done": counts["done"],
                              "judged": counts["judged"], **seen},
-                "verdict": None, "judge_failures": None, "error": entry.error}
+                "verdict": None, "judge_failures": None, "voided": None,
+                "voids_to_confirm": [], "error": entry.error}
 
     def _stored(self, race: str) -> dict | None:
         """A race's summary from its report (cached while the report is unchanged), from its
