@@ -205,6 +205,9 @@ def test_a_run_mentioning_its_own_model_in_the_third_person_is_masked_not_voided
     text = "GPT-4o's main advantage is speed; OpenAI released it in 2024."
     assert masker().itself(text, own_of(GPT)) == []
     assert masker()(text) == "[model]'s main advantage is speed; [vendor] released it in 2024."
+    # the answers above, written by a Claude model, speak of Claude and Anthropic in the third
+    # person: none is its writer saying who it is
+    assert [t for t in ABOUT_OTHERS if masker().itself(t, own_of(CLAUDE))] == []
 
 
 ORDINARY = [

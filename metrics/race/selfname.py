@@ -14,7 +14,7 @@ The rule, meant to void self-identification and nothing else:
 * The own name must stand where a text says who its writer is or who made it: "I'm X",
   "I am an X model", "my name is X", "call me X", "As X, I …", "As an X model, I …", "X here",
   "This is X speaking", "I was trained by X", "I'm a language model developed by X", "As a
-  model made by X", "my creators at X", "I'm based on X", "you're chatting with X", "X
+  model made by X, I …", "my creators at X", "I'm based on X", "you're chatting with X", "X
   trained me", "I'm from X", "my underlying model is X". A
   third-person mention of its own model ("GPT-4o's main advantage is …" written by
   ``gpt-4o``) is masked and not voided: it is how an answer about models reads, and the judge
@@ -64,8 +64,9 @@ _PATTERNS = [re.compile(p, re.I) for p in (
     # "I'm Y, made by X", "I'm Y, an assistant built by X"
     rf"(?:\bI\s+am|\bI['’]m)\s+\[\w+\]\s*,\s*(?:an?\s+(?:[\w-]+\s+){{0,3}}?{_AI}\s+)?{_MADE}"
     rf"\s+(?:by|at)\s+{_SW}",
-    # "As a model made by X"
-    rf"\bas\s+an?\s+(?:[\w-]+\s+){{0,2}}?{_AI}\b[^.!?\n]{{0,40}}?\b{_MADE}\s+by\s+{_SW}",
+    # "As a model made by X, I …" (not "As a model made by X, Y refuses …": that is Y)
+    rf"\bas\s+an?\s+(?:[\w-]+\s+){{0,2}}?{_AI}\b[^.!?\n]{{0,40}}?\b{_MADE}\s+by\s+{_SW}"
+    rf"(?:\s+[\w-]+){{0,3}}?\s*,\s*(?:I|I['’]m|I['’]ve|my|me)\b",
     # "my creators at X"
     rf"\bmy\s+(?:creators?|makers?|developers?|trainers?|parent\s+company)\s*(?:,|:|at|is|are)?"
     rf"\s*{_SW}",
