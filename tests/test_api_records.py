@@ -383,8 +383,9 @@ def test_list_races(dash, home):
     (row,) = listed["data"]
     assert set(row) == {"race", "status", "grade", "pinned", "ceiling", "judges", "runs",
                         "candidates", "started", "seconds", "progress", "verdict",
-                        "judge_failures", "error"}
+                        "judge_failures", "voided", "voids_to_confirm", "error"}
     assert row["judges"] == ["mid"]
+    assert (row["voided"], row["voids_to_confirm"]) == (0, [])
     assert (row["status"], row["pinned"], row["ceiling"]) == ("done", "fast", "mid")
     status, rest, _ = dash.get(f"/api/races?before={second}")
     assert [r["race"] for r in rest["data"]] == [first]

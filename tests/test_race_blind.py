@@ -10,7 +10,8 @@ import pytest
 from panelist.metrics.cli.main import main
 from panelist.metrics.home import open_home
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, tool
-from panelist.metrics.race.blind import Masker, Names, names_itself
+from panelist.metrics.race.blind import Masker, Names, own_of
+from panelist.metrics.race.registry import summary_of
 from panelist.metrics.roster.roster import Endpoint, Model, Roster
 from panelist.metrics.upstream.sim import SimUpstream
 
@@ -86,7 +87,8 @@ ORDINARY = ["A swift answer: order 42 shipped.", "I had breakfast.", "Use the co
 @pytest.mark.parametrize("said", ORDINARY)
 def test_ordinary_words_survive_the_masking(said):
     assert masker()(said) == said
-    assert names_itself(masker()(said)) == []
+    for writer in ROSTER:
+        assert masker().itself(said, own_of(writer)) == []
 
 
 def test_a_name_the_task_uses_is_a_word_of_the_task_and_is_not_masked():
@@ -101,17 +103,55 @@ def test_a_name_the_task_uses_is_a_word_of_the_task_and_is_not_masked():
     assert masker()("[simulated sim-swift]") == "[simulated [model]]"
 
 
-SELF = ["I'm Claude, made by Anthropic.", "As GPT-4o, I cannot do that.",
-        "I am an AI model made by Google.", "I was trained by OpenAI.", "gpt-4o-mini here",
-        "I am Zorblax-7, at your service.", "I'm Quux, an AI assistant.",
-        "As an AI language model developed by Zorblax Labs, I cannot say.",
-        "My creators built me for this.", "This is Claude speaking.",
-        "you're chatting with cheap-two"]
+CLAUDE = Model("claude-h", "alpha", "anthropic/claude-3-haiku", "claude")
+GPT = Model("gpt-4o", "alpha", "openai/gpt-4o", "gpt")
+GPT_MINI = Model("gpt-4o-mini", "alpha", "openai/gpt-4o-mini", "gpt")
+GEMINI = Model("gem-pro", "alpha", "google/gemini-1.5-pro", "gemini")
+ZORBLAX = Model("zorblax-7", "alpha", "zorblax-labs/zb-7", "zorblax")
+QUUX = Model("quux", "alpha", "vendorq/quux-1", "quuxfam")
+WRITERS = [CLAUDE, GPT, GPT_MINI, GEMINI, ZORBLAX, QUUX, *ROSTER]
+
+# (who wrote it, where it says who it is or who made it: its own name or its vendor's)
+SELF = [(CLAUDE, "I'm Claude, made by Anthropic."), (GPT, "As GPT-4o, I cannot do that."),
+        (GEMINI, "I am an AI model made by Google."), (GPT, "I was trained by OpenAI."),
+        (GPT_MINI, "gpt-4o-mini here"), (ZORBLAX, "I am Zorblax-7, at your service."),
+        (QUUX, "I'm Quux, an AI assistant."),
+        (ZORBLAX, "As an AI language model developed by Zorblax Labs, I cannot say."),
+        (CLAUDE, "This is Claude speaking."), (ROSTER[0], "you're chatting with cheap-two"),
+        (GPT, "I'm ChatGPT, a large language model."), (GPT_MINI, "As a model made by OpenAI, "
+                                                              "I keep answers short."),
+        (CLAUDE, "Anthropic trained me to be careful."), (GEMINI, "I'm from Google."),
+        (QUUX, "My underlying model is quux-1.")]
 
 
-@pytest.mark.parametrize("said", SELF)
-def test_a_run_that_says_who_it_is_is_found_masked_or_not(said):
-    assert names_itself(masker()(said)), said
+def all_names():
+    return Masker(Names.of([*ROSTER, *WRITERS], ENDPOINTS, LISTED), [TASK])
+
+
+@pytest.mark.parametrize("writer, said", SELF, ids=[s for _, s in SELF])
+def test_a_run_that_says_who_it_is_is_found_and_its_text_masked(writer, said):
+    found = all_names().itself(said, own_of(writer))
+    assert found, said
+    assert found[0]["as"] in ("alias", "served id", "family", "vendor", "its vendor's model")
+    masked = all_names()(said)
+    assert "[model]" in masked or "[vendor]" in masked
+
+
+@pytest.mark.parametrize("writer, said", SELF, ids=[s for _, s in SELF])
+def test_the_same_words_from_another_model_name_nobody_it_is_and_are_only_masked(writer, said):
+    # "I'm Claude" written by some other model says nothing true about its writer, and the
+    # judge reads "[model]": masked, never voided
+    others = [w for w in WRITERS if w.family != writer.family and
+              not {"openai"} <= {writer.served.split("/")[0], w.served.split("/")[0]}]
+    for other in others:
+        assert all_names().itself(said, own_of(other)) == [], (other.alias, said)
+
+
+@pytest.mark.parametrize("said", ["My creators built me for this.", "I was trained on data.",
+                                  "I am an AI assistant.", "As an AI language model, I can't."])
+def test_a_run_that_names_nobody_is_never_void(said):
+    for writer in WRITERS:
+        assert all_names().itself(said, own_of(writer)) == []
 
 
 def test_the_masked_count_is_reported():
@@ -165,10 +205,10 @@ def blind_home(tmp_path, blind_sim):
     # a model the endpoint lists and the catalog knows, though it is on no roster
     blind_sim.script("vendorq/hidden-large-x1", window=8000)
     assert main(["catalog", "refresh", "--data", str(home.root)]) == 0
-    # names itself outright
+    # names itself outright, its served id in look-alike letters with a soft hyphen
     blind_sim.script("vendory/talker-9",
                      tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}],
-                     answer="I'm Claude, made by Anthropic. Order 42 has shipped.")
+                     answer="I'm T\u0430lk\u00adER-9, made by VendorY. Order 42 has shipped.")
     blind_sim.script("vendorj/judge-ultra",
                      json={"accuracy": 7, "shown_work": 2, "reason": "same facts"})
     return home
@@ -212,7 +252,22 @@ def test_a_run_that_names_itself_is_voided_and_its_judge_never_asked(blind_home,
     talker, swift = report.rows
     assert talker["voided"] and talker["total"] is None and talker["accuracy"] is None
     assert "the candidate run names itself" in talker["voided"]
-    assert "I'm [model], made by [vendor]" in talker["reason"]
+    assert "talker-9 (its served id)" in talker["reason"]
+    # for a person to confirm: which name, in which form, and where
+    first, *_ = talker["void_evidence"]
+    assert first["run"] == "candidate" and first["name"] == "talker-9"
+    assert first["as"] == "served id" and first["read"] == "TalkER-9"
+    assert first["written"] == "T\u0430lk\\u00adER-9"
+    assert "look-alike letters" in first["forms"] and "invisible characters" in first["forms"]
+    assert first["excerpt"].startswith("I'm T\u0430lk\\u00adER-9, made by VendorY.")
+    assert {e["name"] for e in talker["void_evidence"]} == {"talker-9", "vendory"}
+    void, = report.public()["voids"]
+    assert void["label"] == talker["label"] and void["evidence"] == talker["void_evidence"]
+    listed = summary_of(report.public())   # the race listing counts the voids to confirm
+    assert listed["voided"] == 1 and listed["voids_to_confirm"][0]["label"] == talker["label"]
+    table = report.table()
+    assert "voids to confirm" in table and f"{talker['label']}: the candidate run wrote its " \
+        "served id 'talker-9' as “T\u0430lk\\u00adER-9” (read “TalkER-9”)" in table
     assert talker["judgements"] == [] and talker["judge_error"] is None
     assert swift["total"] == 9
     assert len(judge_bodies(blind_sim)) == 2, "only the blind run was judged"
@@ -235,8 +290,25 @@ def test_a_void_run_is_no_evidence_and_keeps_its_model_open_in_the_verdict(blind
 def test_a_reference_that_names_itself_voids_every_judgement(blind_home, blind_sim):
     blind_sim.script("vendorx/pinned-large-v3",
                      tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}],
-                     answer="As an AI language model developed by Zorblax Labs, I say: shipped.")
+                     answer="As an AI language model developed by VendorX, I say: shipped.")
     report = race(blind_home, ["sim-swift"])
     row, = report.rows
     assert "the reference run names itself" in row["voided"]
+    assert row["void_evidence"][0]["run"] == "reference"
+    assert row["void_evidence"][0]["as"] == "vendor"
     assert judge_bodies(blind_sim) == []
+
+
+def test_a_run_about_other_models_is_judged_not_voided(blind_home, blind_sim):
+    # an answer about AI models names nobody it is: masked for the judge, and judged
+    blind_sim.script("vendory/talker-9",
+                     tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}],
+                     answer="This is Claude's main advantage over GPT-4o: order 42 has "
+                            "shipped. As Gemini, made by Google, would say, I checked.")
+    report = race(blind_home, ["talker"])
+    row, = report.rows
+    assert row["voided"] is None and row["total"] == 9
+    assert report.voided == 0 and report.public()["voids"] == []
+    user = judge_bodies(blind_sim)[0]["messages"][-1]["content"]
+    assert "This is [model]'s main advantage over [model]" in user
+    assert "As [model], made by [vendor], would say" in user

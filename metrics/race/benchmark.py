@@ -616,7 +616,7 @@ class Benchmark:
                                view.endpoints.values(), self._served_ids())
         maskers = [blind.Masker(names, [task, self._rubric or "", *ref.seat.transcript.sent()])
                    for task, ref in zip(tasks, references)]
-        seen = [blind.seen(ref.seat.transcript.render, masker)
+        seen = [blind.seen(ref.seat.transcript.render, masker, ref.seat.model)
                 for ref, masker in zip(references, maskers)]
         rows: list[dict] = []
         of = {race.label("candidate", m.alias, i, n): (m, i, n) for m, i, n in plan}
@@ -699,7 +699,7 @@ class Benchmark:
         row.update(race.jury.judge(
             race.ask, label=row["label"], run=run.seat.run, input_=run.seat.input, task=task,
             rubric=self._rubric, reference=seen, candidate=blind.seen(run.seat.transcript.render,
-                                                                      masker),
+                                                                      masker, run.seat.model),
             diff=diff, difference=masker(tooldiff.describe(diff, self._allow))))
         if race.weights:   # the jury weighted by measured agreement (race.checks)
             row.update(checks.reweigh(row, race.weights))

@@ -10,8 +10,10 @@ Invariants:
   when there is none, judges the others and leaves the runs of its own family unjudged, saying
   why; either is a warning, in the log and in the report. A family is the roster's (typed, or
   derived from the model's id: ``roster.family``).
-* A run that names itself, or a reference that does (``blind.Seen.names_itself``), is never
-  judged: its judgement is void, and the row says why. No judge is asked.
+* A run that names itself, or a reference that does (``blind.Seen.names_itself``: its own
+  alias, served id, family or vendor, said of itself), is never judged: its judgement is void,
+  the row says why, and ``void_evidence`` holds each place (which name, as read and as written,
+  its disguises, an excerpt) for a person to confirm. No judge is asked.
 * Each judge is asked with temperature 0 and the race's seed; a parameter the judge's endpoint
   refuses (a 400 naming it) is dropped for that judge for the rest of the race, and the
   question is sent again without it (that resend is not one of the ``judge.ASKS``).
@@ -212,8 +214,11 @@ class Jury:
             [f"the candidate run names itself: “{x}”" for x in candidate.names_itself]
         blind = {"masked": {"reference": reference.masked, "candidate": candidate.masked}}
         if void:
+            evidence = [dict(e, run="reference") for e in reference.evidence] + \
+                [dict(e, run="candidate") for e in candidate.evidence]
             return {"voided": "not judged, so as to stay blind: " + "; ".join(void),
-                    "blind": blind, "judgements": [], "judge_asks": 0}
+                    "void_evidence": evidence, "blind": blind, "judgements": [],
+                    "judge_asks": 0}
         states = []
         for model in self.judges:
             for order in self.orders_of(label):

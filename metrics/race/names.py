@@ -13,6 +13,8 @@ to call itself or its maker by. Each is a word, or words joined as a served id j
 * ``DOMAINS``: vendors' sites whose words are none of the above (``x.ai``).
 * ``TIERS``: words that name a size or edition; after a masked name they go with it
   ("Gemini 1.5 Pro" is one mask, never "[model] 1.5 Pro").
+* ``MAKERS``: who makes a well-known model, by the model's name: a run of ``gpt-4o`` that says
+  "made by OpenAI", or "I'm ChatGPT", names itself by its vendor (``race.selfname``).
 """
 
 from __future__ import annotations
@@ -70,3 +72,23 @@ TIERS = frozenset((
 ))
 # words before a vendor's name that make it the vendor's: "made by Meta", "a model from Amazon"
 ORIGIN = frozenset(("by", "from", "at"))
+
+# a well-known model's name -> its vendor's names (the first is how a report spells the vendor)
+MAKERS = {
+    "claude": ("anthropic",), "gpt": ("openai",), "chatgpt": ("openai",), "dall-e": ("openai",),
+    "codex": ("openai",), "o1": ("openai",), "o3": ("openai",), "o4": ("openai",),
+    "gemini": ("google", "deepmind", "google deepmind"), "gemma": ("google", "deepmind"),
+    "bard": ("google",), "palm": ("google",), "llama": ("meta", "meta ai"),
+    "mistral": ("mistral ai", "mistralai"), "mixtral": ("mistral ai", "mistralai"),
+    "codestral": ("mistral ai", "mistralai"), "ministral": ("mistral ai", "mistralai"),
+    "pixtral": ("mistral ai", "mistralai"), "magistral": ("mistral ai", "mistralai"),
+    "devstral": ("mistral ai", "mistralai"), "qwen": ("alibaba", "alibaba cloud"),
+    "qwq": ("alibaba", "alibaba cloud"), "tongyi": ("alibaba", "alibaba cloud"),
+    "qianwen": ("alibaba", "alibaba cloud"), "deepseek": ("deepseek",), "grok": ("xai", "x.ai"),
+    "phi": ("microsoft",), "copilot": ("microsoft",), "command": ("cohere",),
+    "kimi": ("moonshot", "moonshotai"), "ernie": ("baidu",), "hunyuan": ("tencent",),
+    "doubao": ("bytedance",), "glm": ("zhipu", "zhipuai"), "chatglm": ("zhipu", "zhipuai"),
+    "nemotron": ("nvidia",), "jamba": ("ai21",), "nova": ("amazon",), "titan": ("amazon",),
+    "olmo": ("allenai",), "granite": ("ibm",), "dbrx": ("databricks",), "sonar": ("perplexity",),
+    "starcoder": ("huggingface", "hugging face"),
+}

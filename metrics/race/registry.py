@@ -336,7 +336,8 @@ class Races:
                 "progress": {"runs": len(plan.candidates) * spec.runs * len(spec.texts),
                              "done": counts["done"],
                              "judged": counts["judged"], **seen},
-                "verdict": None, "judge_failures": None, "error": entry.error}
+                "verdict": None, "judge_failures": None, "voided": None,
+                "voids_to_confirm": [], "error": entry.error}
 
     def _stored(self, race: str) -> dict | None:
         """A race's summary from its report (cached while the report is unchanged), from its
@@ -401,13 +402,18 @@ def summary_of(report: dict) -> dict:
             "verdict": {"model": verdict.get("model"), "state": verdict.get("state"),
                         "why": verdict.get("why")},
             "judge_failures": report.get("judge_failures"),
+            "voided": report.get("voided"),
+            "voids_to_confirm": [{"model": v.get("model"), "label": v.get("label"),
+                                  "voided": v.get("voided")}
+                                 for v in report.get("voids") or ()],
             "error": f"the reference run failed: {reference.get('error')}" if failed else None}
 
 
 def _blank(race: str, status: str, started: str, error: str) -> dict:
     return {"race": race, "status": status, "grade": None, "pinned": None, "ceiling": None,
             "judges": [], "runs": None, "candidates": [], "started": started, "seconds": None,
-            "progress": None, "verdict": None, "judge_failures": None, "error": error}
+            "progress": None, "verdict": None, "judge_failures": None, "voided": None,
+            "voids_to_confirm": [], "error": error}
 
 
 def _page(limit) -> int:

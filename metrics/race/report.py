@@ -4,7 +4,7 @@ Invariants:
 
 * A model's accuracy, shown work and total are means over its judged runs only, and the runs
   that were not are counted beside them: ``judge_failures`` (the judge failed, or the race
-  ended first), ``voided`` (a run named a model, so it was not judged, to stay blind) and
+  ended first), ``voided`` (a run named itself, so it was not judged, to stay blind) and
   ``score_errors`` (the scorer failed): a run is never dropped from a mean in silence.
   ``accuracy_interval`` is the 95% interval on mean accuracy (Student's t, clipped to 0..7),
   given only when at least two of the model's runs were judged.
@@ -23,6 +23,9 @@ Invariants:
   judgements that did not come back, by judge, and the runs scored without them.
   ``voided`` counts the runs not judged because a run named itself; ``warnings`` what may bias
   the judge (a judge of a candidate's family).
+* ``voids`` lists every voided run for a person to confirm: its model, label, input and run,
+  and each place it named itself (``void_evidence``: which name, as read and as written, its
+  disguises, an excerpt); the table prints them under "voids to confirm".
 * Every judgement names the files its questions were kept in (``judgements[].prompts``,
   relative to the race's folder ``runs/races/<race id>/``).
 * Each row's ``tool_difference`` is code's (``metrics.race.tooldiff``) and ``flags`` the text
@@ -68,7 +71,7 @@ def _mean(values) -> float | None:
 
 def summarise(alias: str, rows: list[dict], currency: str) -> dict:
     """One model's line: its runs' means (failed runs count in ``runs``, not in the means; runs
-    not judged count in ``judge_failures`` or, named a model, ``voided``, never in the judge's
+    not judged count in ``judge_failures`` or, named itself, ``voided``, never in the judge's
     means)."""
     ok = [r for r in rows if r["succeeded"]]
     judged = [r for r in ok if r.get("accuracy") is not None]
@@ -88,6 +91,14 @@ def summarise(alias: str, rows: list[dict], currency: str) -> dict:
         "total": _mean(r["total"] for r in judged),
         "accuracy_interval": interval([r["accuracy"] for r in judged]),
     }
+
+
+def voids_of(rows: list[dict]) -> list[dict]:
+    """The voided runs, with why, for a person to confirm."""
+    return [{"model": r["model"], "label": r.get("label"), "input": r.get("input"),
+             "run": r.get("run"), "voided": r["voided"],
+             "evidence": list(r.get("void_evidence") or ())}
+            for r in rows if r.get("voided")]
 
 
 def judging_of(rows: list[dict], jury: dict) -> dict:
@@ -154,7 +165,8 @@ class BenchmarkReport:
                 "models": self.models, "verdict": self.verdict, "costs": self.costs,
                 "judge_failures": self.judge_failures, "calls_log": self.calls_log,
                 "judges": self.judges, "judging": self.judging, "voided": self.voided,
-                "warnings": self.warnings, "allow_extra_tools": self.allow_extra_tools}
+                "voids": voids_of(self.rows), "warnings": self.warnings,
+                "allow_extra_tools": self.allow_extra_tools}
 
     def save(self, path: Path) -> None:
         path = Path(path)
@@ -200,6 +212,7 @@ class BenchmarkReport:
                              self.allow_extra_tools, several)
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
+        lines += _void_lines(voids_of(self.rows))
         lines += verdict_lines(self.verdict)
         spent = ", ".join(cost_text(v, c) for c, v in self.costs.get("by_currency", {}).items())
         unknown = self.costs.get("unknown_calls")
@@ -237,9 +250,26 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
                      + "); those runs are scored by the judgements that came back, less the "
                      f"missing judges' offsets ({missing['evened']} evened)")
     if voided:
-        lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
-                     "reason)")
+        lines.append(f"voided: {voided} run(s) named themselves, so were not judged (see "
+                     "the voids to confirm)")
     lines += people_lines(judging)   # the judges against people (race.checks)
+    return lines
+
+
+def _void_lines(voids: list[dict]) -> list[str]:
+    """Each void, for a person to confirm the run really named itself."""
+    if not voids:
+        return []
+    lines = ["voids to confirm (a run that named its own model, vendor or family):"]
+    for v in voids:
+        for e in v["evidence"] or [{}]:
+            if not e:
+                lines.append(f"  {v['label']}: {_short(v['voided'], 160)}")
+                continue
+            how = f" [{', '.join(e['forms'])}]" if e.get("forms") else ""
+            lines.append(f"  {v['label']}: the {e.get('run', 'candidate')} run wrote its "
+                         f"{e['as']} {e['name']!r} as “{e['written']}” (read “{e['read']}”)"
+                         f"{how}: “{_short(e['excerpt'], 120)}”")
     return lines
 
 
