@@ -219,13 +219,20 @@ def verdict_lines(said: dict) -> list[str]:
     lines = ["", f"test: {test['method'].split(',')[0]} on "
              + " and ".join(scales.get(m, m) for m in test["measures"])
              + f", margin {points(margin)} of 10, alpha "
-             f"{test['alpha']:g}, Holm across {tested} candidate(s), a unit per {test['unit']}"]
+             f"{test['alpha']:g}, Holm across {tested} candidate(s), a unit per {test['unit']}"
+             + (f"; look {test['look']} of {test['looks']} of this job, tested at "
+                f"{test['level']:.2%} (alpha spent over the looks)" if test.get("look") else "")]
     head = ("model", "measure", "pairs", "mean diff", "lower", "p", "Holm p", "result")
     body = []
     for c in candidates:
         result = c["result"].replace("_", " ")
-        if c.get("needed"):
-            result += f", needs about {c['needed']['more']} more {c['needed']['of'][:-1]}(s)"
+        needed = c.get("needed")
+        if needed and "low" in needed:
+            result += (f", needs {needed['low']} to {needed['high']} more "
+                       f"{needed['of'][:-1]}(s)" + (" (spread assumed, not yet measured)"
+                                                    if needed.get("assumed") else ""))
+        elif needed:   # a report written before the advice was a range
+            result += f", needs about {needed['more']} more {needed['of'][:-1]}(s)"
         elif c["result"] not in ("good_enough", "worse"):
             result += f": {c['why']}"
         measures = c.get("measures") or {"–": {}}
