@@ -51,7 +51,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics.race import blind, jury, tooldiff
+from panelist.metrics.race import blind, jobs, jury, tooldiff
 from panelist.metrics.race import reports as race_reports
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
@@ -346,6 +346,7 @@ class Benchmark:
         self._progress = {"runs": 0, "done": 0, "judged": 0}
         self._progress_lock = threading.Lock()
         self._reserved: tuple[str, Path] | None = None
+        self._earlier = jobs.Earlier(None)   # the job's earlier looks (none: a first race)
 
     # -- setters -----------------------------------------------------------------------------------
     def set_input(self, value) -> "Benchmark":
@@ -390,6 +391,19 @@ class Benchmark:
             raise ValueError(f"orders must be one of {', '.join(jury.ORDERS)}, not {orders!r}")
         self._orders = orders
         return self
+
+    def set_looks(self, earlier: "jobs.Earlier") -> "Benchmark":
+        """Race this as a look of a job (``metrics.race.jobs``): its report holds the earlier
+        looks' rows beside its own, and its verdict is tested at this look's share."""
+        if not isinstance(earlier, jobs.Earlier):
+            raise TypeError("set_looks takes a jobs.Earlier")
+        self._earlier = earlier
+        return self
+
+    @property
+    def earlier(self) -> "jobs.Earlier":
+        """The job this race is a look of, and what it carries from the earlier looks."""
+        return self._earlier
 
     def on_judged(self, fn: Callable[[str], None] | None) -> "Benchmark":
         """``fn(alias)`` hears each candidate run's judging end (judged, void or failed)."""
@@ -671,6 +685,8 @@ class Benchmark:
     def _report_of(self, race: _Race, grade: str, pinned: Model, candidates: list[Model],
                    references: list[_Run], rows: list[dict], started: float, seconds: float,
                    warnings: list[str]) -> BenchmarkReport:
+        earlier = self._earlier
+        rows = earlier.rows + earlier.number(rows, race.id)   # every look's runs, in order
         models = [summarise(m.alias, [r for r in rows if r["model"] == m.alias], m.currency)
                   for m in candidates] if rows else []
         failed = next((r for r in references if not r.succeeded), None)
@@ -681,11 +697,17 @@ class Benchmark:
                               "is nothing to judge against"}
         else:
             decided = verdict.decide(rows, models, pinned.alias, scored=self._scorer is not None,
-                                     margin=self._margin)
+                                     margin=self._margin, look=earlier.look)
         return BenchmarkReport(
             race=race.id, grade=grade, pinned=pinned.alias, ceiling=race.jury.judges[0].alias,
             judges=[m.alias for m in race.jury.judges],
-            judging=judging_of(rows, race.jury.public()), warnings=warnings,
+            judging=judging_of(rows, race.jury.public()), warnings=warnings + earlier.warnings,
+            job=earlier.job or jobs.key(
+                grade, pinned.alias, [as_text(x) for x in self._inputs], None, self._rubric,
+                [m.alias for m in candidates], [m.alias for m in race.jury.judges],
+                self._orders, self._margin, code=True),
+            looks=earlier.looks + [earlier.entry(race.id, self.runs,
+                                                                  utc_iso(started), decided)],
             runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),
             task=as_text(self._inputs[0]), inputs=[as_text(x) for x in self._inputs],
             rubric=self._rubric, candidates=[m.alias for m in candidates],

@@ -22,6 +22,10 @@ Invariants:
   a run named itself; ``warnings`` what may bias the judge (a judge of a candidate's family).
 * Every judgement names the files its questions were kept in (``judgements[].prompts``,
   relative to the race's folder ``runs/races/<race id>/``).
+* ``job`` is what the race asked and how it was judged (``metrics.race.jobs``; None for a race
+  run by code) and ``looks`` a line per race of that job so far, this one last: raced again,
+  ``rows`` hold every look's runs (each marked with its ``look`` and ``race``) and the verdict
+  is on all of them, at this look's share of the error.
 * The saved report is written whole (``store.atomic``): a reader sees the old file
   or the new one, never half of one.
 """
@@ -124,6 +128,8 @@ class BenchmarkReport:
     warnings: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     references: list[dict] = field(default_factory=list)
+    job: dict | None = None
+    looks: list[dict] = field(default_factory=list)
 
     def public(self) -> dict:
         return {"v": VERSION, "race": self.race, "grade": self.grade, "pinned": self.pinned,
@@ -134,7 +140,7 @@ class BenchmarkReport:
                 "models": self.models, "verdict": self.verdict, "costs": self.costs,
                 "judge_failures": self.judge_failures, "calls_log": self.calls_log,
                 "judges": self.judges, "judging": self.judging, "voided": self.voided,
-                "warnings": self.warnings}
+                "warnings": self.warnings, "job": self.job, "looks": self.looks}
 
     def save(self, path: Path) -> None:
         path = Path(path)
@@ -176,6 +182,7 @@ class BenchmarkReport:
                  _span(m.get("accuracy_interval")), _num(m["shown_work"]), _num(m["total"]))
                 for m in self.models]
         lines += [""] + _grid(head, body)
+        lines += looks_lines(self.looks)
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
         lines += verdict_lines(self.verdict)
@@ -207,6 +214,21 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
         lines.append(f"voided: {voided} run(s) named a model, so were not judged (see their "
                      "reason)")
     return lines
+def looks_lines(looks: list[dict]) -> list[str]:
+    """A line per look of the job, when it has been raced more than once: the race, the runs it
+    added, the level it was tested at and the verdict it gave then."""
+    if len(looks) < 2:
+        return []
+    lines = ["", f"looks: this job has been raced {len(looks)} times; the verdict is on the runs "
+             "of every look, each look tested at its share of the error"]
+    for look in looks:
+        level = "–" if look.get("level") is None else f"{look['level']:.2%}"
+        lines.append(f"  look {look['look']}: race {look['race']} added {look['runs']} run(s) "
+                     f"· tested at {level} · {look.get('state') or '–'}"
+                     + (f" ({look['model']})" if look.get("model") else ""))
+    return lines
+
+
 def verdict_lines(said: dict) -> list[str]:
     """What the verdict tested, and a line per candidate and measure: its pairs, mean
     difference, lower bound, p and Holm's p, and its result (with what more would settle it)."""
