@@ -259,6 +259,7 @@ def test_race_routes_take_gateway_keys_and_refuse_keys_limited_to_collections(ho
     wide, _ = Keys(home).create("wide")
     routes = (("POST", "/bench/race"), ("GET", "/bench/races"),
               ("GET", "/bench/race/r20260101-0a1b2c3d"),
+              ("POST", "/bench/race/r20260101-0a1b2c3d/again"),
               ("GET", "/bench/race/r20260101-0a1b2c3d/judge/00001.json"))
     body = {"grade": "general", "prompt": PROMPT, "candidates": ["cheap-gen"]}
     with gateway(home, env={"PANELIST_REQUIRE_KEYS": "1"}) as server:
