@@ -38,6 +38,7 @@ def test_race_again_adds_a_look_to_the_same_job_and_the_report_shows_each(home):
         done = finished(server, second["race"])
         report = done["report"]
         assert done["look"] == 2 and report["job"] == one["job"], "the same job"
+        assert done["progress"]["done"] == 4, "its progress counts the runs this look ran"
         # every look's runs, the new look's numbered after the first's
         assert sorted((r["model"], r["run"], r["look"], r["race"]) for r in report["rows"]) == \
             sorted([(m, n, 1, first["race"]) for m in CANDIDATES for n in (1, 2)]

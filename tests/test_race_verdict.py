@@ -153,6 +153,18 @@ def test_a_measured_spread_gives_a_range_from_its_interval_and_its_high_end_sett
     assert more["model"] == "cheap" and more["test"]["look"] == 2
 
 
+def test_after_the_fifth_look_the_verdict_names_no_model_and_says_the_looks_are_spent():
+    pinned, cheap = [6, 7] * 4, [7, 6] * 4
+    race = rows("pinned", pinned) + rows("cheap", cheap)
+    fifth = decide(race, MODELS, "pinned", look=5)
+    assert fifth["test"]["level"] == pytest.approx(sequential.levels(verdict.ALPHA)[-1],
+                                                   abs=1e-6)
+    assert fifth["model"] is None and fifth["needed"] is None
+    assert "the job's 5 planned looks are spent" in fifth["why"]
+    first = decide(race, MODELS, "pinned")
+    assert first["needed"] is not None and first["test"]["look"] == 1
+
+
 def test_the_advice_range_holds_the_runs_truly_needed_in_most_reruns():
     """Reruns of one 5-run race of three candidates: each rerun's range is planned from its own
     spread; most ranges hold the runs a known spread needs, and none runs to the hundreds."""

@@ -36,6 +36,9 @@ Invariants:
   (``set_orders``), each prompt kept in the race's folder (``race.jury``).
 * A tool is called with its arguments coerced to its schema where that loses nothing
   (``tooldiff.coerce``: ``"42"`` for an ``integer`` is 42); the transcript keeps both.
+* A race may be a look of a job raced again (``set_looks``, ``metrics.race.jobs``): its rows are
+  numbered after the earlier looks' runs, the report holds every look's rows and the verdict
+  is tested on all of them at the look's share of the error (``metrics.race.sequential``).
 * Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
   model's currency, never summed across currencies.
 """

@@ -37,6 +37,7 @@ from panelist.metrics.store import atomic, jsonwire
 # the fields of a race's body that make its job, as the body spells them
 BODY_FIELDS = ("grade", "inputs", "system", "rubric", "candidates", "judges", "orders",
                "margin")
+LONG = ("inputs", "system", "rubric")   # texts a refusal names rather than quotes
 
 
 def key_of(spec, plan, tools: list[str] | tuple = ()) -> dict:
@@ -148,11 +149,11 @@ def check(earlier: Earlier, job: dict) -> None:
     if earlier.job is None or earlier.job == job:
         return
     changed = [k for k in job if job.get(k) != earlier.job.get(k)]
-    raise Conflict(f"the job changed since its last look ({', '.join(changed)}: "
-                   + "; ".join(f"{k} was {earlier.job.get(k)!r}, is now {job.get(k)!r}"
-                               for k in changed if k in ("pinned", "candidates", "judges"))
-                   + "): a changed job is a new job; start it with a new race",
-                   code="job_changed", param=changed[0] if changed else None)
+    said = [f"{k} was {earlier.job.get(k)!r}, is now {job.get(k)!r}" if k not in LONG else
+            f"{k} differs" for k in changed]
+    raise Conflict(f"the job changed since its last look ({'; '.join(said)}): a changed job "
+                   "is a new job; start it with a new race", code="job_changed",
+                   param=changed[0] if changed else None)
 
 
 # -- the job's record ------------------------------------------------------------------------------

@@ -108,16 +108,19 @@ class Tracker:
 
 
 def progress_of(report: dict) -> dict:
-    """The progress a finished race reached, from its report."""
+    """The progress a finished race reached, from its report (its own runs: a race of a job
+    raced again also holds the earlier looks' rows)."""
     models = {a: _counts(0) for a in report.get("candidates") or ()}
-    for row in report.get("rows") or ():
+    mine = [r for r in report.get("rows") or () if r.get("race", report.get("race"))
+            == report.get("race")]
+    for row in mine:
         counts = models.setdefault(row.get("model"), _counts(0))
         counts["runs"] += 1
         counts["done"] += 1
         counts["failed"] += not row.get("succeeded")
         counts["judged"] += row.get("total") is not None or bool(row.get("judge_error")) \
             or bool(row.get("voided"))
-    rows = report.get("rows") or ()
+    rows = mine
     return {"runs": len(rows), "done": len(rows),
             "judged": sum(c["judged"] for c in models.values()),
             "reference": "done" if (report.get("reference") or {}).get("succeeded") else "failed",

@@ -30,7 +30,7 @@ Assumptions, and why the rule holds without more:
   same job starts a new budget, and the race's report warns of it.
 
 The cost: the first look tests at 1.48% rather than 5%, so a race of one look needs more runs
-to name a model (about 1.45 times as many at 80% power); ``scripts/bench_race.py --sequential``
+to name a model (about 1.5 times as many at 80% power); ``scripts/bench_race.py --sequential``
 prints the power by look.
 
 **The advice.** An undecided candidate's "more runs" is a range, never one number: the units
