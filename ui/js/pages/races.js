@@ -371,7 +371,7 @@ function raceHead(race) {
     h("div", { class: "row spread" }, h("h2", { class: "mono", text: race.race }), statusBadge(race.status)),
     facts,
     v ? notice(v.model ? "" : "warn", v.model ? `Verdict: ${v.model}` : "Verdict: no model", v.why || "") : null,
-    ((race.report && race.report.warnings) || []).map((w) => notice("warn", "The judge may be biased", w)),
+    ((race.report && race.report.warnings) || []).map((w) => notice("warn", /was raced before/.test(w) ? "This job was raced before" : "The judge may be biased", w)),
     v && v.needed ? h("p", { class: "muted", "data-testid": "verdict-needed" }, `To settle it: ${adviceText(v.needed)}`
       + (v.needed.assumed != null ? ` (assumes a spread of ${v.needed.assumed} points, not yet measured).` : ".")) : null,
     race.error ? notice("error", "What went wrong", race.error) : null);
