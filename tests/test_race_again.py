@@ -9,15 +9,17 @@ import json
 
 import pytest
 
-from conftest import Gateway
-from panelist.gateway import make_gateway
+import test_race_surfaces as surfaces
 from panelist.metrics.errors import Conflict
 from panelist.metrics.race import jobs, sequential
 from panelist.metrics.race import registry as race_registry
 from panelist.metrics.race.benchmark import GradeBook
 from panelist.metrics.roster.roster import Roster
-from test_race_surfaces import (CANDIDATES, PROMPT, THREE, dashboard, discerning,  # noqa: F401
-                                finished, gateway, home, pinned, race_folder, run, sim)
+from test_race_surfaces import (CANDIDATES, PROMPT, THREE, dashboard, discerning, finished,
+                                gateway, race_folder, run)
+
+# the surfaces' fixtures: a simulated upstream, a data folder on it, its grades pinned
+sim, home, pinned = surfaces.sim, surfaces.home, surfaces.pinned
 
 BODY = {"grade": "general", "prompt": PROMPT, "runs": 2, "candidates": CANDIDATES}
 
@@ -115,7 +117,7 @@ def test_the_dashboard_races_again_through_its_api(home):
         report = finished(server, again["race"])["report"]
         assert [lk["runs"] for lk in report["looks"]] == [1, 2]
         status, reply, _ = server.post("/api/races/r20260101-0a1b2c3d/again", {})
-        assert status == 404
+        assert status == 404 and "unknown race" in reply["error"]["message"]
 
 
 def test_the_cli_races_a_job_again_and_its_table_shows_each_look(pinned, sim, capsys):
@@ -145,9 +147,11 @@ def test_a_new_race_of_a_job_raced_before_warns_that_it_starts_the_budget_over(p
     argv = ["race", "--grade", "general", "--prompt", PROMPT, "--runs", "1", "--candidates",
             ",".join(CANDIDATES), "--data", str(pinned.root), "--json"]
     code, out, _ = run(capsys, *argv)
+    assert code == 0
     first = json.loads(out)
     assert not any("raced before" in w for w in first["warnings"])
     code, out, _ = run(capsys, *argv)
+    assert code == 0
     second = json.loads(out)
     assert any(f"race {first['race']}, look 1" in w and "--again" in w
                for w in second["warnings"])

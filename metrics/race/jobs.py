@@ -192,10 +192,11 @@ def fresh(folder, job: dict) -> list[str]:
     found = record(folder, digest(job))
     if found is None:
         return []
-    return [f"this job was raced before (race {found.get('race')}, look {found.get('look')}): "
+    said = (f"this job was raced before (race {found.get('race')}, look {found.get('look')}): "
             "a new race starts its error budget over, so racing anew until a model is named "
             "breaks the 5% promise; race that one again instead (panelist race --again "
-            f"{found.get('race')})"]
+            f"{found.get('race')})")
+    return [said]
 
 
 def missing(race: str) -> NotFound:
