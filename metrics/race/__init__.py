@@ -2,9 +2,10 @@
 raced on every model of that grade, each run judged blind against its input's reference
 (``benchmark``; what the judge reads: ``transcript``, ``blind``, ``names``, ``tooldiff``; who
 judges and how: ``jury``, ``judge``), with cost (``costs``), time and quality side by side
-(``report``) and a verdict that fails closed (``verdict``: a paired non-inferiority test).
-``chatjob`` is the plain chat job; ``registry`` holds the races a server runs and every race on
-disk.
+(``report``) and a verdict that fails closed (``verdict``: a paired non-inferiority test, its
+error spread over a job's looks by ``sequential``, which also advises how many more runs).
+``chatjob`` is the plain chat job; ``jobs`` what makes races one job and carries a job raced
+again; ``registry`` holds the races a server runs and every race on disk.
 
 Imports ``metrics.seats``, ``metrics.roster``, ``metrics.store`` and reads ``metrics.ledger``.
 The names a job's own code uses (``Benchmark``, ``tool``) are importable from here, as the README
