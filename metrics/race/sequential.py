@@ -35,21 +35,21 @@ prints the power by look.
 
 **The advice.** An undecided candidate's "more runs" is a range, never one number: the units
 (runs with one input, inputs with several) the next look's test needs to show a candidate as
-good as the pinned model good enough with probability ``power`` (0.8), if the differences' spread is
-at the low or the high end of its two-sided ``SPREAD_LEVEL`` interval (chi-square on the
-degrees of freedom it was measured with). The spread is pooled over the candidates tested on
-that measure (assumed alike), so a race of several candidates measures it better than any one
-of them; their differences share the pinned model's runs, so the pooled degrees of freedom
-somewhat overstate what was measured. The distance to the margin is the margin itself (the
-candidate as good as the pinned model), not the observed mean, which a few runs measure too loosely to plan by
-(planned from it, two reruns of one 2-run race asked for 3 and 916 more). The spread planned
-from is the spread seen tempered by an assumed ``ASSUMED_SPREAD`` points counted as
-``PRIOR_DF`` degrees of freedom (a conjugate prior on the variance: the variances averaged by
-their degrees of freedom, and the interval taken on their sum), so three runs of one candidate
-do not swing the advice tenfold from one rerun to the next; the more units are seen, the less
-the assumption weighs. With fewer than ``SPREAD_UNITS`` units (under two degrees of freedom)
-the spread is not measured at all: the advice then rests on the assumed spread alone, and says
-so ("assumes a spread of 2 points, not yet measured").
+good as the pinned model good enough with probability ``power`` (0.8), if the differences'
+spread is at the low or the high end of its two-sided ``SPREAD_LEVEL`` interval (chi-square on
+the degrees of freedom it was measured with). The spread is pooled over the candidates tested on
+that measure (assumed alike), so a race of several candidates measures it better than any one of
+them; their differences share the pinned model's runs, so the pooled degrees of freedom somewhat
+overstate what was measured. The distance to the margin is the margin itself (the candidate as
+good as the pinned model), not the observed mean, which a few runs measure too loosely to plan
+by (planned from it, two reruns of one 2-run race asked for 3 and 916 more). The spread planned
+from is the spread seen tempered by an assumed ``ASSUMED_SPREAD`` points counted as ``PRIOR_DF``
+degrees of freedom (a conjugate prior on the variance: the variances averaged by their degrees
+of freedom, and the interval taken on their sum), so three runs of one candidate do not swing
+the advice tenfold from one rerun to the next; the more units are seen, the less the assumption
+weighs. With fewer than ``SPREAD_UNITS`` units (under two degrees of freedom) the spread is not
+measured at all: the advice then rests on the assumed spread alone, and says so ("assumes a
+spread of 2 points, not yet measured").
 """
 
 from __future__ import annotations
