@@ -17,7 +17,7 @@ path of the data folder)::
                                    rate/ (``rate_counters``)
     DATA/runs/admission/           admission's in-flight counts and pauses (``admission_state``)
     DATA/runs/races/               one folder and one report per race (``races``)
-    DATA/runs/race-jobs/           a lock per job being raced (``race_jobs``)
+    DATA/runs/race-jobs/           a lock per job being raced, a record of its looks (``race_jobs``)
     DATA/runs/judgecheck/          one report per judge check, and the latest per judge and
                                    shape (``judge_checks``)
     DATA/runs/suite/               suite samples and report (``suite_runs``, ``suite_samples``),

@@ -165,6 +165,28 @@ def test_starting_a_race_runs_it_in_the_background_to_its_report(dash, home):
     assert [r["race"] for r in listed["data"]] == [started["race"]]
 
 
+@covers("POST", "/api/races/{race}/again")
+def test_racing_a_race_again_adds_a_look_to_its_job(dash, home):
+    _graded(home)
+    status, started, _ = dash.post("/api/races", {
+        "grade": "general", "prompt": "Review: def add(a, b): return a - b", "runs": 1,
+        "judges": "mid"})
+    assert status == 202, started
+    _finished(dash, started["race"])
+    status, again, _ = dash.post(f"/api/races/{started['race']}/again", {"runs": 2})
+    assert status == 202, again
+    assert again["look"] == 2 and again["runs"] == 2 and again["race"] != started["race"]
+    done = _finished(dash, again["race"])
+    assert [lk["race"] for lk in done["report"]["looks"]] == [started["race"], again["race"]]
+    assert len(done["report"]["rows"]) == 2 * 3, "two candidates, one run and then two"
+    status, body, _ = dash.post(f"/api/races/{again['race']}/again", {"runs": "two"})
+    assert_error(status, body, 400, param="runs", says="whole number")
+    status, body, _ = dash.post(f"/api/races/{started['race']}/again", {})
+    assert_error(status, body, 409, says="not the latest look")
+    status, body, _ = dash.post("/api/races/r20260101-0a1b2c3d/again", {})
+    assert_error(status, body, 404, says="unknown race")
+
+
 def test_a_race_of_a_job_already_running_is_refused(home, gated):
     roster = Roster(home)
     roster.add_endpoint("gated", gated.url)

@@ -382,9 +382,9 @@ def test_list_races(dash, home):
     assert listed["next"] == second and listed["running"] == 0
     (row,) = listed["data"]
     assert set(row) == {"race", "status", "grade", "pinned", "ceiling", "judges", "runs",
-                        "candidates", "started", "seconds", "progress", "verdict",
+                        "look", "candidates", "started", "seconds", "progress", "verdict",
                         "judge_failures", "voided", "voids_to_confirm", "error"}
-    assert row["judges"] == ["mid"]
+    assert row["judges"] == ["mid"] and row["look"] == 1, "a first race: its job's first look"
     assert (row["voided"], row["voids_to_confirm"]) == (0, [])
     assert (row["status"], row["pinned"], row["ceiling"]) == ("done", "fast", "mid")
     status, rest, _ = dash.get(f"/api/races?before={second}")

@@ -4,11 +4,14 @@ is truly worse is almost never named, at any number of runs; a truly equal one i
 evidence suffices; too little evidence, a judge that cannot tell models apart, failed or unjudged
 runs name no model and say why."""
 
+import math
 import random
+import statistics
 
 import pytest
 
-from panelist.metrics.race import verdict
+from panelist.metrics.race import sequential, verdict
+from panelist.metrics.stats import paired_sample_size
 from panelist.metrics.race.verdict import STEP, decide
 
 RACES = 2000
@@ -116,21 +119,76 @@ def test_a_judge_that_marks_every_run_alike_cannot_discriminate():
     assert decide(capped, MODELS, "pinned")["state"] == "cannot_discriminate"
 
 
-def test_too_little_evidence_says_how_much_more_and_names_no_model():
+def test_too_little_evidence_says_how_much_more_as_a_range_on_an_assumed_spread():
+    """Two runs measure no spread: the advice is a range planned on an assumed spread, and says
+    so in words and in the JSON."""
     race = rows("pinned", [6, 7]) + rows("cheap", [6, 6])
     said = decide(race, MODELS, "pinned")
     assert said["model"] is None and said["state"] == "insufficient"
-    assert said["needed"]["of"] == "runs" and said["needed"]["more"] >= 1
-    assert f"about {said['needed']['more']} more run(s)" in said["why"]
+    needed = said["needed"]
+    assert needed["of"] == "runs" and "more" not in needed, "a range, never one number"
+    assert 1 <= needed["low"] < needed["high"]
+    assert needed["assumed"] == sequential.ASSUMED_SPREAD
+    assert f"{needed['low']} to {needed['high']} more run(s)" in said["why"]
+    assert "assumes a spread of 2 points, not yet measured" in said["why"]
     assert said["why"].startswith("too little evidence to name a model")
     cheap, = said["candidates"]
-    assert cheap["result"] == "undecided" and cheap["needed"] == said["needed"]
+    assert cheap["result"] == "undecided" and cheap["needed"] == needed
+    # the next look's level, split over the candidates, is what the advice plans for
+    assert needed["level"] == pytest.approx(sequential.level(2, verdict.ALPHA), abs=1e-6)
 
-    # as many more runs as it said, with the spread it saw, settle it
-    more = said["needed"]["total"]
-    settled = decide(rows("pinned", ([6, 7] * more)[:more]) + rows("cheap", [6] * more),
-                     MODELS, "pinned")
-    assert settled["model"] == "cheap" and settled["state"] == "named"
+
+def test_a_measured_spread_gives_a_range_from_its_interval_and_its_high_end_settles_it():
+    pinned, cheap = [6, 7] * 3, [7, 6] * 3   # as good as the pinned model; differences ±1 mark
+    said = decide(rows("pinned", pinned) + rows("cheap", cheap), MODELS, "pinned")
+    needed = said["needed"]
+    assert needed["assumed"] is None and "not yet measured" not in said["why"]
+    low, high = needed["spreads"]
+    assert low < said["candidates"][0]["measures"]["accuracy"]["spread"] < high
+    assert f"if its spread is between {low:.2f} and {high:.2f} points" in said["why"]
+    # racing again up to the high end's total, with the spread it saw, names it at look 2
+    total = needed["totals"][1]
+    more = decide(rows("pinned", ([6, 7] * total)[:total]) +
+                  rows("cheap", ([7, 6] * total)[:total]), MODELS, "pinned", look=2)
+    assert more["model"] == "cheap" and more["test"]["look"] == 2
+
+
+def test_after_the_fifth_look_the_verdict_names_no_model_and_says_the_looks_are_spent():
+    pinned, cheap = [6, 7] * 4, [7, 6] * 4
+    race = rows("pinned", pinned) + rows("cheap", cheap)
+    fifth = decide(race, MODELS, "pinned", look=5)
+    assert fifth["test"]["level"] == pytest.approx(sequential.levels(verdict.ALPHA)[-1],
+                                                   abs=1e-6)
+    assert fifth["model"] is None and fifth["needed"] is None
+    assert "the job's 5 planned looks are spent" in fifth["why"]
+    first = decide(race, MODELS, "pinned")
+    assert first["needed"] is not None and first["test"]["look"] == 1
+
+
+def test_the_advice_range_holds_the_runs_truly_needed_in_most_reruns():
+    """Reruns of one 5-run race of three candidates: each rerun's range is planned from its own
+    spread; most ranges hold the runs a known spread needs, and none runs to the hundreds."""
+    rng = random.Random(31)
+    # the spread the test works with, were it known: of two runs' differences, rounding added
+    diffs = [(mark(rng, REF_MEAN, REF_SD) - mark(rng, REF_MEAN, REF_SD)) * STEP
+             for _ in range(20_000)]
+    truth = math.hypot(statistics.stdev(diffs), verdict.ROUNDING)
+    held, highs = 0, []
+    reruns = 200
+    for _ in range(reruns):
+        race = rows("pinned", [mark(rng, REF_MEAN, REF_SD) for _ in range(5)])
+        for alias in ("a", "b", "c"):
+            race += rows(alias, [mark(rng, REF_MEAN, REF_SD) for _ in range(5)])
+        said = decide(race, priced(pinned=1.0, a=0.1, b=0.2, c=0.3), "pinned")
+        needed = said["needed"]
+        if needed is None:
+            continue
+        wanted = paired_sample_size(truth, 1.0, alpha=needed["level"], power=verdict.POWER)
+        held += needed["totals"][0] <= wanted <= needed["totals"][1]
+        highs.append(needed["high"])
+    assert held / reruns >= 0.6, f"the range held the runs needed in {held} of {reruns} reruns"
+    highs.sort()
+    assert highs[len(highs) // 2] < 150 and highs[-1] / highs[len(highs) // 2] < 4
 
 
 def test_with_several_inputs_an_input_is_the_unit_and_more_inputs_are_asked_for():

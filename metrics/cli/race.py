@@ -13,6 +13,7 @@ from panelist.metrics.cli.main import NO_ANSWER, Out
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
 from panelist.metrics.plaintext import visible
+from panelist.metrics.race import jobs
 from panelist.metrics.store import jsonwire
 
 
@@ -20,7 +21,11 @@ def register(nouns, common) -> None:
     r = nouns.add_parser("race", parents=[common],
                          help="race a chat job across its grade: the pinned model's reference "
                          "run, every candidate, a blind judge, the report")
-    r.add_argument("--grade", required=True, metavar="G", help="the grade the job needs")
+    r.add_argument("--grade", metavar="G", help="the grade the job needs")
+    r.add_argument("--again", metavar="RACE",
+                   help="race that race's job again as its next look: the same job, --runs "
+                   "more runs (default: as many as that race ran), the verdict on every look's "
+                   "runs at this look's share of the error")
     r.add_argument("--prompt", default="", metavar="TEXT", help="what the job sends the model")
     r.add_argument("-f", "--file", metavar="FILE", help="append this file's text to the prompt")
     r.add_argument("--inputs", metavar="FILE.jsonl",
@@ -28,9 +33,9 @@ def register(nouns, common) -> None:
                    'string or {"prompt": "..."}')
     r.add_argument("--system", metavar="TEXT", help="the job's system text")
     r.add_argument("--rubric", metavar="TEXT", help="what the judge checks, beyond the task")
-    r.add_argument("--runs", type=int, default=1, metavar="N",
-                   help="runs per candidate and input (default 1, at most 100; the verdict "
-                   "says when more would settle it)")
+    r.add_argument("--runs", type=int, metavar="N",
+                   help="runs per candidate and input (default 3, the fewest that measure a "
+                   "spread; at most 100; the verdict says how many more would settle it)")
     r.add_argument("--margin", type=float, metavar="POINTS",
                    help="how many points of 10 worse than the pinned model is still good "
                    "enough (default 1)")
@@ -58,48 +63,18 @@ def cmd_race(args, out: Out) -> int:
     from panelist.metrics.race import chatjob
     from panelist.metrics.race.benchmark import Benchmark
     from panelist.metrics.race.registry import Tracker
-    if args.inputs:
-        if args.prompt or args.file:
-            raise BadRequest("give one input (--prompt TEXT, -f FILE) or several (--inputs "
-                             "FILE.jsonl), not both")
-        body = {"grade": args.grade, "inputs": chatjob.load_inputs(args.inputs)}
-    else:
-        text = args.prompt
-        if args.file:
-            try:
-                text = (text + "\n\n" if text else "") + \
-                    Path(args.file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise BadRequest(f"cannot read {args.file}: "
-                                 f"{getattr(exc, 'strerror', None) or exc}") from None
-        if not text.strip():
-            raise BadRequest("nothing to race: give --prompt TEXT, -f FILE or --inputs "
-                             "FILE.jsonl")
-        body = {"grade": args.grade, "prompt": jsonwire.clean(text)}
-    body["runs"] = args.runs
-    if args.margin is not None:
-        body["margin"] = args.margin
-    for key in ("system", "rubric"):
-        if getattr(args, key):
-            body[key] = getattr(args, key)
-    if args.candidates is not None:
-        body["candidates"] = [a.strip() for a in args.candidates.split(",") if a.strip()]
-    if args.judges is not None:
-        body["judges"] = [a.strip() for a in args.judges.split(",") if a.strip()]
-    if args.orders != "both":
-        body["orders"] = args.orders
-    if args.allow_extra_tools is not None:
-        body["allow_extra_tools"] = True if args.allow_extra_tools is True else \
-            [a.strip() for a in args.allow_extra_tools.split(",") if a.strip()]
-    if args.jury_weights:
-        body["jury_weights"] = args.jury_weights
-    spec = chatjob.ChatSpec.parse(body)   # the same checks as over HTTP
-    tools = chatjob.load_tools(args.tools) if args.tools else ()
     home = open_home(args.data)
+    earlier = None
+    if args.again:
+        spec, earlier = _again(args, home)
+    else:
+        spec = chatjob.ChatSpec.parse(_body(args))   # the same checks as over HTTP
+    tools = chatjob.load_tools(args.tools) if args.tools else ()
     tracker = Tracker(spec.runs * len(spec.texts), len(spec.texts))
     bench, plan = chatjob.benchmark(spec, home, tools=tools, done=tracker.done,
-                                    judged=tracker.judged)
+                                    judged=tracker.judged, earlier=earlier)
     race = bench.reserve()
+    jobs.note(home.race_jobs, bench.earlier, race)
     tracker.expect(plan.candidates)
     failed: list[BaseException] = []
 
@@ -135,6 +110,84 @@ def cmd_race(args, out: Out) -> int:
               f"({report.reference.get('error')}); nothing was judged", file=sys.stderr)
         return NO_ANSWER
     return 0
+
+
+def _again(args, home):
+    """The spec and earlier looks of ``--again RACE``: the race's job, ``--runs`` more runs;
+    an option that would change the job is refused (a changed job is a new job)."""
+    from panelist.metrics.race import chatjob, reports
+    from panelist.metrics.race.registry import RACE_ID
+    race = args.again
+    changed = [f"--{k}" for k in ("grade", "prompt", "file", "inputs", "system", "rubric",
+                                  "margin", "candidates", "judges")
+               if getattr(args, k) not in (None, "")] + (
+        ["--allow-extra-tools"] if args.allow_extra_tools is not None else []) + (
+        ["--jury-weights"] if args.jury_weights else []) + (
+        ["--orders"] if args.orders != "both" else [])
+    if changed:
+        raise BadRequest(f"--again races the job of race {race} as it was; {', '.join(changed)} "
+                         "would change it (a changed job is a new job: race it without "
+                         "--again); give only --runs, and --tools when the job had tools")
+    found = None
+    if RACE_ID.fullmatch(race):
+        with reports.of_home(home) as store:
+            found = store.stored(race)
+    if found is None:
+        raise jobs.missing(race)
+    report = found[1]
+    if not isinstance(report, dict) or report.get("race") != race:
+        raise BadRequest(f"race {race} has no readable report yet (still running, or its "
+                         "process stopped first); race it again once it has ended")
+    earlier = jobs.after(report)
+    jobs.latest_check(home.race_jobs, report)
+    body = jobs.body_of(earlier.job, {} if args.runs is None else {"runs": args.runs})
+    body.setdefault("runs", report.get("runs") or chatjob.DEFAULT_RUNS)
+    return chatjob.ChatSpec.parse(body), earlier
+
+
+def _body(args) -> dict:
+    """The race body the options describe."""
+    from panelist.metrics.race import chatjob
+    if not args.grade:
+        raise BadRequest("--grade is required: the grade of model the job needs (or race a "
+                         "race's job again with --again RACE)")
+    if args.inputs:
+        if args.prompt or args.file:
+            raise BadRequest("give one input (--prompt TEXT, -f FILE) or several (--inputs "
+                             "FILE.jsonl), not both")
+        body = {"grade": args.grade, "inputs": chatjob.load_inputs(args.inputs)}
+    else:
+        text = args.prompt
+        if args.file:
+            try:
+                text = (text + "\n\n" if text else "") + \
+                    Path(args.file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadRequest(f"cannot read {args.file}: "
+                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+        if not text.strip():
+            raise BadRequest("nothing to race: give --prompt TEXT, -f FILE or --inputs "
+                             "FILE.jsonl")
+        body = {"grade": args.grade, "prompt": jsonwire.clean(text)}
+    if args.runs is not None:
+        body["runs"] = args.runs
+    if args.margin is not None:
+        body["margin"] = args.margin
+    for key in ("system", "rubric"):
+        if getattr(args, key):
+            body[key] = getattr(args, key)
+    if args.candidates is not None:
+        body["candidates"] = [a.strip() for a in args.candidates.split(",") if a.strip()]
+    if args.judges is not None:
+        body["judges"] = [a.strip() for a in args.judges.split(",") if a.strip()]
+    if args.orders != "both":
+        body["orders"] = args.orders
+    if args.allow_extra_tools is not None:
+        body["allow_extra_tools"] = True if args.allow_extra_tools is True else \
+            [a.strip() for a in args.allow_extra_tools.split(",") if a.strip()]
+    if args.jury_weights:
+        body["jury_weights"] = args.jury_weights
+    return body
 
 
 class RaceProgress:

@@ -44,6 +44,9 @@ Invariants:
   chose to write stays in its own block.
 * Every run's row carries ``flags``: text in it addressed to the judge (``flags``), for a
   person to read; a flag never voids or rescores a run.
+* A race may be a look of a job raced again (``set_looks``, ``metrics.race.jobs``): its rows are
+  numbered after the earlier looks' runs, the report holds every look's rows and the verdict
+  is tested on all of them at the look's share of the error (``metrics.race.sequential``).
 * Costs are the roster's prices (or, where none is typed, the catalog's) × tokens, in each
   model's currency, never summed across currencies.
 """
@@ -59,11 +62,13 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from panelist.metrics.race import blind, checks, flags, jury, tooldiff
+from panelist.metrics.race import blind, checks, flags, jobs, jury, tooldiff
 from panelist.metrics.race import reports as race_reports
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.race.costs import Costs, call_cost
+# the grades a race reads, named here too: jobs import them with Benchmark
+from panelist.metrics.race.gradebook import GradeBook, roster_candidates, strongest  # noqa: F401
 from panelist.metrics.errors import BadRequest, Cancelled, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
 from panelist.metrics.seatrecord import CallLog
@@ -83,7 +88,6 @@ CALL_TIMEOUT = 120.0    # seconds one model call may take once admitted
 RACE_TIMEOUT = 3600.0   # seconds the whole race (waits for admission included) may take
 PARALLEL = 32           # runs in flight at once in this process (admission paces the calls)
 JUDGES = 4              # judgements in flight at once
-DEFAULT_ORDER = ("light", "general", "strong")   # grades weakest first, as ``roster.grades``'
 
 
 # -- tools -----------------------------------------------------------------------------------------
@@ -227,65 +231,6 @@ class Seat:
         return f"error: {why}"
 
 
-# -- grades ----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class GradeBook:
-    """What a race needs to know of grades, shaped as ``metrics.roster.grades.Grades`` offers it:
-    the pinned alias of a grade, the ceiling alias, and the callable candidates of a grade."""
-
-    pinned: Callable[[str], str | None]
-    ceiling: Callable[[], str | None]
-    candidates: Callable[[str], list[str]]
-    # the grades, weakest first (who judges when the ceiling may not: the strongest other)
-    order: Callable[[], list[str]] = lambda: list(DEFAULT_ORDER)
-
-    @classmethod
-    def of(cls, grades, roster: Roster) -> "GradeBook":
-        """Over a ``Grades(home)`` (``.pinned(grade)``, ``.ceiling()``,
-        ``.candidates(grade, roster_view)``)."""
-        return cls(grades.pinned, grades.ceiling,
-                   lambda grade: list(grades.candidates(grade, roster.view())),
-                   getattr(grades, "order", lambda: list(DEFAULT_ORDER)))
-
-    @classmethod
-    def plain(cls, pinned: dict[str, str], ceiling: str | None, roster: Roster,
-              candidates: dict[str, list[str]] | None = None,
-              order: list[str] | None = None) -> "GradeBook":
-        """From plain values; candidates default to the roster's (see ``roster_candidates``),
-        the grades' order to ``DEFAULT_ORDER``."""
-        order = list(order or DEFAULT_ORDER)
-        return cls(pinned.get, lambda: ceiling,
-                   (lambda g: list(candidates.get(g, []))) if candidates is not None
-                   else (lambda g: roster_candidates(roster.view(), g)), lambda: order)
-
-    @classmethod
-    def of_home(cls, home: Home, roster: Roster) -> "GradeBook":
-        try:
-            from panelist.metrics.roster.grades import Grades
-        except ImportError:   # grades not installed in this build: the roster's grades alone
-            return cls.plain({}, None, roster)
-        return cls.of(Grades(home), roster)
-
-
-def strongest(grades: GradeBook, view: RosterView) -> list[Model]:
-    """The models the roster can call, strongest first: by grade, strongest grade first (the
-    grades' order), its pinned model before the others (by alias)."""
-    out: dict[str, Model] = {}
-    for grade in reversed(list(grades.order())):
-        pinned = grades.pinned(grade)
-        for alias in [getattr(pinned, "alias", pinned), *sorted(roster_candidates(view, grade))]:
-            m = view.models.get(alias) if alias else None
-            if m is not None and not m.retired and m.endpoint in view.endpoints:
-                out.setdefault(m.alias, m)
-    return list(out.values())
-
-
-def roster_candidates(view: RosterView, grade: str) -> list[str]:
-    """Every callable model of ``grade``: of that grade, not retired, its endpoint present."""
-    return [m.alias for m in view.models.values()
-            if m.grade == grade and not m.retired and m.endpoint in view.endpoints]
-
-
 # -- one race in flight ----------------------------------------------------------------------------
 class _Race:
     """What every seat of one race shares: the core, its log, deadline, cancel flag and costs."""
@@ -377,6 +322,7 @@ class Benchmark:
         self._progress = {"runs": 0, "done": 0, "judged": 0}
         self._progress_lock = threading.Lock()
         self._reserved: tuple[str, Path] | None = None
+        self._earlier = jobs.Earlier(None)   # the job's earlier looks (none: a first race)
 
     # -- setters -----------------------------------------------------------------------------------
     def set_input(self, value) -> "Benchmark":
@@ -431,6 +377,19 @@ class Benchmark:
                              f"not {how!r}")
         self._jury_weights = how
         return self
+
+    def set_looks(self, earlier: "jobs.Earlier") -> "Benchmark":
+        """Race this as a look of a job (``metrics.race.jobs``): its report holds the earlier
+        looks' rows beside its own, and its verdict is tested at this look's share."""
+        if not isinstance(earlier, jobs.Earlier):
+            raise TypeError("set_looks takes a jobs.Earlier")
+        self._earlier = earlier
+        return self
+
+    @property
+    def earlier(self) -> "jobs.Earlier":
+        """The job this race is a look of, and what it carries from the earlier looks."""
+        return self._earlier
 
     def on_judged(self, fn: Callable[[str], None] | None) -> "Benchmark":
         """``fn(alias)`` hears each candidate run's judging end (judged, void or failed)."""
@@ -736,6 +695,8 @@ class Benchmark:
     def _report_of(self, race: _Race, grade: str, pinned: Model, candidates: list[Model],
                    references: list[_Run], rows: list[dict], started: float, seconds: float,
                    warnings: list[str]) -> BenchmarkReport:
+        earlier = self._earlier
+        rows = earlier.rows + earlier.number(rows, race.id)   # every look's runs, in order
         jury.even(rows)   # runs missing a judgement, scored as the runs judged in full are
         models = [summarise(m.alias, [r for r in rows if r["model"] == m.alias], m.currency)
                   for m in candidates] if rows else []
@@ -747,13 +708,22 @@ class Benchmark:
                               "is nothing to judge against"}
         else:
             decided = verdict.decide(rows, models, pinned.alias, scored=self._scorer is not None,
-                                     margin=self._margin)
+                                     margin=self._margin, look=earlier.look)
         return BenchmarkReport(
             race=race.id, grade=grade, pinned=pinned.alias, ceiling=race.jury.judges[0].alias,
             judges=[m.alias for m in race.jury.judges],
             judging=checks.with_people(judging_of(rows, race.jury.public()),
                                        self.home.judge_checks, race.weights),
-            warnings=warnings,
+            warnings=warnings + earlier.warnings,
+            job=earlier.job or jobs.key(
+                grade, pinned.alias, [as_text(x) for x in self._inputs], None, self._rubric,
+                [m.alias for m in candidates], [m.alias for m in race.jury.judges],
+                self._orders, self._margin, code=True,
+                allow_extra_tools=sorted(self._allow) if isinstance(self._allow, (tuple, list,
+                                                                                  set))
+                else self._allow, jury_weights=self._jury_weights),
+            looks=earlier.looks + [earlier.entry(race.id, self.runs,
+                                                                  utc_iso(started), decided)],
             runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),
             task=as_text(self._inputs[0]), inputs=[as_text(x) for x in self._inputs],
             rubric=self._rubric, candidates=[m.alias for m in candidates],

@@ -39,12 +39,16 @@ from typing import Callable
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
-from panelist.metrics.race import checks, jury, tooldiff, verdict
+from panelist.metrics.race import checks, jobs, jury, sequential, tooldiff, verdict
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools, strongest
 from panelist.metrics.roster.roster import Roster, RosterView
 from panelist.metrics.store import jsonwire
 
 MAX_RUNS = 100           # runs per candidate and input a request may ask for
+# runs per candidate and input when none is asked for: the fewest that measure the spread of a
+# difference (two degrees of freedom, ``sequential.SPREAD_UNITS``), so a first race's advice
+# rests on a spread it saw rather than one assumed
+DEFAULT_RUNS = sequential.SPREAD_UNITS
 MAX_CANDIDATES = 50
 MAX_INPUTS = 1_000
 MAX_PLANNED = 10_000     # candidate runs one race may plan: candidates × inputs × runs
@@ -65,7 +69,7 @@ class ChatSpec:
     prompt: str
     system: str | None = None
     rubric: str | None = None
-    runs: int = 1
+    runs: int = DEFAULT_RUNS
     candidates: tuple[str, ...] | None = None   # None: every callable model of the grade
     judges: tuple[str, ...] | None = None       # None: the ceiling model
     orders: str = "both"
@@ -109,7 +113,7 @@ class ChatSpec:
                              "shorter input", param="prompt")
         system = _text(body, "system", MAX_SYSTEM)
         rubric = _text(body, "rubric", MAX_RUBRIC)
-        runs = body.get("runs", 1)
+        runs = body.get("runs", DEFAULT_RUNS)
         if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= MAX_RUNS:
             raise BadRequest(f"'runs' must be a whole number from 1 to {MAX_RUNS}: how many "
                              "times each candidate runs the job on each input", param="runs")
@@ -325,12 +329,18 @@ def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
 
 def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, tools=(),
               done: Done | None = None, judged: Judged | None = None,
-              **kw) -> tuple[Benchmark, Plan]:
-    """A ``Benchmark`` of ``ChatJob``s for ``spec``, checked and ready to ``run()``; ``kw`` goes
-    to ``Benchmark`` (upstream, admission, timeouts)."""
+              earlier: jobs.Earlier | None = None, **kw) -> tuple[Benchmark, Plan]:
+    """A ``Benchmark`` of ``ChatJob``s for ``spec``, checked and ready to ``run()``, as a look of
+    its job (``earlier``: the job's earlier looks, when it is raced again; refused with 409
+    when the job changed since); ``kw`` goes to ``Benchmark`` (upstream, admission,
+    timeouts)."""
     roster = Roster(home)
     grades = grades or GradeBook.of_home(home, roster)
     chosen = plan(spec, roster.view(), grades)
+    job = jobs.key_of(spec, chosen, list(_tools(tools)))
+    if earlier is None:
+        earlier = jobs.Earlier(job, warnings=jobs.fresh(home.race_jobs, job))
+    jobs.check(earlier, job)
     bench = Benchmark(lambda: ChatJob(spec, tools, done), runs=spec.runs, home=home,
                       grades=grades, **kw)
     if spec.inputs:
@@ -338,6 +348,7 @@ def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, to
     else:
         bench.set_input(spec.prompt)
     bench.set_margin(spec.margin)
+    bench.set_looks(earlier)
     bench.set_candidates(chosen.candidates)
     bench.set_orders(spec.orders).on_judged(judged)
     if spec.judges is not None:

@@ -17,6 +17,9 @@ Invariants:
   folder (workers) the running race holds an exclusive ``flock`` on
   ``runs/race-jobs/<digest of the job>.lock``, taken once the spec is checked and before the
   race is named, and dropped when its report is written.
+* A race that ended may be raced again (``again``): its job's next look, named only when the
+  race is its job's latest look (the job's record, read again under the job's lock), holding
+  every earlier look's runs (``metrics.race.jobs``).
 * ``close`` refuses new races, cancels the running ones (calls waiting or in flight end as
   cancelled, each race still writes its report) and joins their threads; it always returns.
 * A race id is only ever looked up on disk once it matches ``RACE_ID``, and a kept judge prompt
@@ -40,7 +43,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from panelist.metrics.race import chatjob
+from panelist.metrics.race import chatjob, jobs
 from panelist.metrics.race import reports as race_reports
 from panelist.metrics.store import flock, jsonwire
 from panelist.metrics.errors import (BadRequest, Conflict, Forbidden, NotFound, TooManyRequests,
@@ -105,16 +108,19 @@ class Tracker:
 
 
 def progress_of(report: dict) -> dict:
-    """The progress a finished race reached, from its report."""
+    """The progress a finished race reached, from its report (its own runs: a race of a job
+    raced again also holds the earlier looks' rows)."""
     models = {a: _counts(0) for a in report.get("candidates") or ()}
-    for row in report.get("rows") or ():
+    mine = [r for r in report.get("rows") or () if r.get("race", report.get("race"))
+            == report.get("race")]
+    for row in mine:
         counts = models.setdefault(row.get("model"), _counts(0))
         counts["runs"] += 1
         counts["done"] += 1
         counts["failed"] += not row.get("succeeded")
         counts["judged"] += row.get("total") is not None or bool(row.get("judge_error")) \
             or bool(row.get("voided"))
-    rows = report.get("rows") or ()
+    rows = mine
     return {"runs": len(rows), "done": len(rows),
             "judged": sum(c["judged"] for c in models.values()),
             "reference": "done" if (report.get("reference") or {}).get("succeeded") else "failed",
@@ -135,6 +141,7 @@ class _Entry:
     error: str | None = None
     cancelled: bool = False
     job_lock: int | None = None   # the fd whose flock says this job is being raced
+    look: int = 1                 # which look of its job the race is
     t0: float = field(default_factory=time.monotonic)
 
 
@@ -161,7 +168,30 @@ class Races:
     def start(self, body) -> dict:
         """Check ``body`` (a ``ChatSpec``), name the race and run it in the background; the
         race as ``get`` gives it."""
-        spec = chatjob.ChatSpec.parse(body)
+        return self._launch(chatjob.ChatSpec.parse(body))
+
+    def again(self, race: str, body=None) -> dict:
+        """Race ``race``'s job again as its next look (``metrics.race.jobs``): the same job,
+        ``body``'s ``runs`` more runs (default: as many as that race ran), judged with every
+        earlier look's runs. 404 for an unknown race; 409 while it runs, when it is not its
+        job's latest look, when its job's looks are spent or when the job changed."""
+        summary = self._summary(race)
+        if summary is None:
+            raise jobs.missing(race)
+        if summary["status"] in ("running", "unfinished"):
+            raise Conflict(f"race {race} has not ended ({summary['status']}); race it again "
+                           "once it has", code="race_running")
+        report = self._report(race)
+        if report is None:
+            raise Conflict(f"the report of race {race} cannot be read, so its runs cannot be "
+                           "carried on; start a new race of the job", code="not_a_job")
+        earlier = jobs.after(report)
+        jobs.latest_check(self.jobs, report)
+        body = jobs.body_of(earlier.job, body)
+        body.setdefault("runs", report.get("runs") or chatjob.DEFAULT_RUNS)
+        return self._launch(chatjob.ChatSpec.parse(body), earlier)
+
+    def _launch(self, spec: chatjob.ChatSpec, earlier: jobs.Earlier | None = None) -> dict:
         with self._lock:
             if self._closed:
                 raise Unavailable("the server is stopping; start the race again once it is back")
@@ -185,15 +215,20 @@ class Races:
             bench, plan = chatjob.benchmark(spec, self.home, grades=self.grades,
                                             upstream=self.upstream, admission=self.admission,
                                             done=tracker.done, judged=tracker.judged,
-                                            **self._bench)
+                                            earlier=earlier, **self._bench)
             held = self._hold_job(job)
             try:
+                if earlier is not None:   # under the job's lock: no other look began meanwhile
+                    jobs.latest_check(self.jobs, {"race": earlier.looks[-1]["race"],
+                                                  "job": earlier.job})
                 race = bench.reserve()
+                jobs.note(self.jobs, bench.earlier, race)
             except BaseException:
                 os.close(held)
                 raise
             tracker.expect(plan.candidates)
-            entry = _Entry(race, spec, plan, bench, tracker, time.time(), job_lock=held)
+            entry = _Entry(race, spec, plan, bench, tracker, time.time(), job_lock=held,
+                           look=bench.earlier.look)
             entry.thread = threading.Thread(target=self._run, args=(entry,), daemon=True,
                                             name=f"race-{race}")
             with self._lock:
@@ -330,7 +365,7 @@ class Races:
         seen = entry.tracker.snapshot()
         return {"race": entry.race, "status": entry.status, "grade": spec.grade,
                 "pinned": plan.pinned, "ceiling": plan.ceiling, "judges": list(plan.judges),
-                "runs": spec.runs,
+                "runs": spec.runs, "look": entry.look,
                 "candidates": list(plan.candidates), "started": utc_iso(entry.started),
                 "seconds": round(time.monotonic() - entry.t0, 3),
                 "progress": {"runs": len(plan.candidates) * spec.runs * len(spec.texts),
@@ -396,6 +431,7 @@ def summary_of(report: dict) -> dict:
             "ceiling": report.get("ceiling"),
             "judges": list(report.get("judges") or [report.get("ceiling")]),
             "runs": report.get("runs"),
+            "look": len(report.get("looks") or ()) if report.get("job") else None,
             "candidates": list(report.get("candidates") or ()),
             "started": report.get("started"), "seconds": report.get("seconds"),
             "progress": progress_of(report),
@@ -411,9 +447,9 @@ def summary_of(report: dict) -> dict:
 
 def _blank(race: str, status: str, started: str, error: str) -> dict:
     return {"race": race, "status": status, "grade": None, "pinned": None, "ceiling": None,
-            "judges": [], "runs": None, "candidates": [], "started": started, "seconds": None,
-            "progress": None, "verdict": None, "judge_failures": None, "voided": None,
-            "voids_to_confirm": [], "error": error}
+            "judges": [], "runs": None, "look": None, "candidates": [], "started": started,
+            "seconds": None, "progress": None, "verdict": None, "judge_failures": None,
+            "voided": None, "voids_to_confirm": [], "error": error}
 
 
 def _page(limit) -> int:

@@ -33,6 +33,10 @@ Invariants:
   run, with ``allow_extra_tools`` (the extra tool calls the race lets pass) on its own line.
   A flag is for a person to read: it never voids or rescores a run. A model's ``flagged``
   counts its runs with a flag.
+* ``job`` is what the race asked and how it was judged (``metrics.race.jobs``; None for a race
+  run by code) and ``looks`` a line per race of that job so far, this one last: raced again,
+  ``rows`` hold every look's runs (each marked with its ``look`` and ``race``) and the verdict
+  is on all of them, at this look's share of the error.
 * The saved report is written whole (``store.atomic``): a reader sees the old file
   or the new one, never half of one.
 """
@@ -155,6 +159,8 @@ class BenchmarkReport:
     inputs: list[str] = field(default_factory=list)
     references: list[dict] = field(default_factory=list)
     allow_extra_tools: bool | list[str] | None = None
+    job: dict | None = None
+    looks: list[dict] = field(default_factory=list)
 
     def public(self) -> dict:
         return {"v": VERSION, "race": self.race, "grade": self.grade, "pinned": self.pinned,
@@ -166,7 +172,8 @@ class BenchmarkReport:
                 "judge_failures": self.judge_failures, "calls_log": self.calls_log,
                 "judges": self.judges, "judging": self.judging, "voided": self.voided,
                 "voids": voids_of(self.rows), "warnings": self.warnings,
-                "allow_extra_tools": self.allow_extra_tools}
+                "allow_extra_tools": self.allow_extra_tools, "job": self.job,
+                "looks": self.looks}
 
     def save(self, path: Path) -> None:
         path = Path(path)
@@ -210,6 +217,7 @@ class BenchmarkReport:
         lines += [""] + _grid(head, body)
         lines += _tool_lines(self.rows, self.references or [self.reference],
                              self.allow_extra_tools, several)
+        lines += looks_lines(self.looks)
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
         lines += _void_lines(voids_of(self.rows))
@@ -300,6 +308,21 @@ def _tool_lines(rows: list[dict], references: list[dict], allow, several: bool) 
     return [""] + lines if lines else []
 
 
+def looks_lines(looks: list[dict]) -> list[str]:
+    """A line per look of the job, when it has been raced more than once: the race, the runs it
+    added, the level it was tested at and the verdict it gave then."""
+    if len(looks) < 2:
+        return []
+    lines = ["", f"looks: this job has been raced {len(looks)} times; the verdict is on the runs "
+             "of every look, each look tested at its share of the error"]
+    for look in looks:
+        level = "–" if look.get("level") is None else f"{look['level']:.2%}"
+        lines.append(f"  look {look['look']}: race {look['race']} added {look['runs']} run(s) "
+                     f"· tested at {level} · {look.get('state') or '–'}"
+                     + (f" ({look['model']})" if look.get("model") else ""))
+    return lines
+
+
 def verdict_lines(said: dict) -> list[str]:
     """What the verdict tested, and a line per candidate and measure: its pairs, mean
     difference, lower bound, p and Holm's p, and its result (with what more would settle it)."""
@@ -312,13 +335,20 @@ def verdict_lines(said: dict) -> list[str]:
     lines = ["", f"test: {test['method'].split(',')[0]} on "
              + " and ".join(scales.get(m, m) for m in test["measures"])
              + f", margin {points(margin)} of 10, alpha "
-             f"{test['alpha']:g}, Holm across {tested} candidate(s), a unit per {test['unit']}"]
+             f"{test['alpha']:g}, Holm across {tested} candidate(s), a unit per {test['unit']}"
+             + (f"; look {test['look']} of {test['looks']} of this job, tested at "
+                f"{test['level']:.2%} (alpha spent over the looks)" if test.get("look") else "")]
     head = ("model", "measure", "pairs", "mean diff", "lower", "p", "Holm p", "result")
     body = []
     for c in candidates:
         result = c["result"].replace("_", " ")
-        if c.get("needed"):
-            result += f", needs about {c['needed']['more']} more {c['needed']['of'][:-1]}(s)"
+        needed = c.get("needed")
+        if needed and "low" in needed:
+            result += (f", needs {needed['low']} to {needed['high']} more "
+                       f"{needed['of'][:-1]}(s)" + (" (spread assumed, not yet measured)"
+                                                    if needed.get("assumed") else ""))
+        elif needed:   # a report written before the advice was a range
+            result += f", needs about {needed['more']} more {needed['of'][:-1]}(s)"
         elif c["result"] not in ("good_enough", "worse"):
             result += f": {c['why']}"
         measures = c.get("measures") or {"–": {}}

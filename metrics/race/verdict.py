@@ -19,11 +19,18 @@ A candidate is **good enough** when a paired, one-sided non-inferiority test sho
   margin (on simulated races, about 4% where 5% is allowed, from 2 to 30 runs).
 * **Several candidates.** Holm's correction across the candidates tested: the chance that any
   model not good enough is called good enough stays at most ``alpha``.
+* **Looks.** A job raced again is tested again on all its runs so far; look ``k`` of a job
+  tests at its share of ``alpha`` (``metrics.race.sequential``: alpha spent over 5 planned
+  looks, 1.48% at the first), so racing again until a model is named names one not good
+  enough at most ``alpha`` of the time over every look. Holm's adjusted p is compared with
+  that share.
 * **Worse** is a candidate whose one-sided upper bound (at ``1 - alpha``) on some measure lies
   below ``-margin``. Neither good enough nor worse is **undecided**, and the verdict says how
-  many more units would settle it: the sample size of a one-sided paired t test at level
-  ``alpha / k`` (``k`` candidates tested, Holm's first step) and ``power``, from the observed
-  spread and distance to the margin (``stats.paired_sample_size``).
+  many more units would settle it, as a range (``sequential.advice``): what the next look's
+  test (its share over ``k`` candidates, Holm's first step) needs at ``power`` to show a model
+  as good as the pinned model good enough, with the spread at either end of its interval
+  (pooled over the candidates); when too few units measured a spread, an assumed spread, and
+  the verdict says so.
 
 The choice, failing closed:
 
@@ -43,8 +50,9 @@ from __future__ import annotations
 
 import math
 
+from panelist.metrics.race import sequential
 from panelist.metrics.race.judge import MAX_ACCURACY
-from panelist.metrics.stats import MOST_PAIRS, holm, paired_sample_size, t_quantile, t_sf
+from panelist.metrics.stats import MOST_PAIRS, holm, t_quantile, t_sf
 
 SCALE = 10.0                      # every measure is tested in points of 10
 MARGIN = 1.0                      # how much worse than the pinned model is still good enough
@@ -53,7 +61,8 @@ POWER = 0.8
 STEP = SCALE / MAX_ACCURACY       # one accuracy mark, in points of 10
 ROUNDING = STEP / math.sqrt(6)    # the spread a difference of two whole marks has from rounding
 MAX_MARGIN = 5.0
-METHOD = "paired one-sided non-inferiority t test, Holm across candidates"
+METHOD = ("paired one-sided non-inferiority t test, Holm across candidates, "
+          + sequential.SPENDING)
 OPEN = ("undecided", "unjudged", "unscored")
 
 
@@ -140,12 +149,15 @@ def _plural(n: int, word: str) -> str:
 
 
 def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = False,
-           margin: float = MARGIN, alpha: float = ALPHA, power: float = POWER) -> dict:
+           margin: float = MARGIN, alpha: float = ALPHA, power: float = POWER,
+           look: int = 1) -> dict:
     """The verdict on a race's candidate ``rows`` (each ``model``, ``input``, ``run``,
     ``succeeded``, ``accuracy``, ``capped_from``, ``score``, ``score_error``), ``models`` (each
     ``model``, ``cost``, ``currency``) and the ``pinned`` alias; ``scored``: the race has a
-    scorer. See the module docstring."""
+    scorer; ``look``: which look of its job this is (1 for a first race). See the module
+    docstring."""
     margin = check_margin(margin)
+    share = sequential.level(look, alpha)
     units = "input" if len({r.get("input", 1) for r in rows}) > 1 else "run"
     ref_rows = [r for r in rows if r["model"] == pinned]
     ref_scored = scored and any(r.get("score") is not None for r in ref_rows)
@@ -153,7 +165,9 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
     out = {"model": None, "state": "", "why": "", "good_enough": [], "candidates": [],
            "needed": None, "band": None,
            "test": {"method": METHOD, "measures": measures, "margin": margin, "alpha": alpha,
-                    "power": power, "unit": units, "scale": SCALE, "rounding": round(ROUNDING, 6)}}
+                    "power": power, "unit": units, "scale": SCALE, "rounding": round(ROUNDING, 6),
+                    "look": look, "looks": sequential.LOOKS, "level": round(share, 6),
+                    "levels": [round(x, 6) for x in sequential.levels(alpha)]}}
     notes = []
     if scored and not ref_scored:
         notes.append("the scorer compared none of the pinned model's runs, so the verdict rests "
@@ -219,10 +233,13 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
                 differences(theirs, ref_rows, measure, units), margin, alpha)
         entry["p"] = max(t["p"] for t in entry["measures"].values())
     tested = [entry for entry, _ in tested]
+    spreads = {m: sequential.pooled([(e["measures"][m]["spread"], e["measures"][m]["n"])
+                                     for e in tested]) for m in measures}
+    after = sequential.level(look + 1, alpha) / len(tested) if tested else 0.0
     for entry, adjusted in zip(tested, holm([e["p"] for e in tested])):
         entry["p_holm"] = adjusted
         tests = entry["measures"].values()
-        if adjusted <= alpha:
+        if share > 0 and adjusted <= share:
             entry["result"] = "good_enough"
             entry["why"] = _shown(entry, margin)
         elif any(t["upper"] is not None and t["upper"] < -margin for t in tests):
@@ -230,8 +247,8 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
             entry["why"] = f"shown more than {points(margin)} worse than {pinned}"
         else:
             entry["result"] = "undecided"
-            entry["needed"] = _needed(entry, margin, alpha / len(tested), power, units)
-            entry["why"] = _open_why(entry, units, margin)
+            entry["needed"] = _needed(entry, spreads, margin, after, power, units)
+            entry["why"] = _open_why(entry, units, margin, look)
     good = [e for e in entries if e["result"] == "good_enough"]
     out["good_enough"] = [e["model"] for e in good]
     ref_cost, ref_currency = cost.get(pinned, (None, None))
@@ -292,48 +309,49 @@ def _shown(entry: dict, margin: float) -> str:
             f"difference {'; '.join(parts)}; p {entry['p']:.3g}, Holm p {entry['p_holm']:.3g})")
 
 
-def _needed(entry: dict, margin: float, alpha: float, power: float, units: str) -> dict | None:
-    """How many more units settle an undecided candidate: the most any of its measures needs."""
-    most = 0
-    for t in entry["measures"].values():
+def _needed(entry: dict, spreads: dict, margin: float, alpha: float, power: float,
+            units: str) -> dict | None:
+    """How many more units the next look needs to settle an undecided candidate, as a range:
+    the most any of its measures needs (``sequential.advice``)."""
+    found = None
+    for measure, t in entry["measures"].items():
         if t["mean"] is None:
             return None
-        n = paired_sample_size(t["spread"], t["mean"] + margin, alpha=alpha, power=power)
-        if n is None:
+        spread, df = spreads[measure]
+        said = sequential.advice(spread, df, t["n"], margin, alpha, power, ROUNDING)
+        if said is None:
             return None
-        most = max(most, n)
-    have = max(t["n"] for t in entry["measures"].values())
-    return {"more": max(1, most - have), "total": max(most, have + 1), "of": units + "s"}
+        if found is None or said["high"] > found["high"]:
+            found = said
+    return dict(found, of=units + "s") if found else None
 
 
-def _open_why(entry: dict, units: str, margin: float) -> str:
+def _open_why(entry: dict, units: str, margin: float, look: int) -> str:
     needed = entry["needed"]
     have = max(t["n"] for t in entry["measures"].values())
     unpaired = [m for m, t in entry["measures"].items() if t["n"] == 0]
     if unpaired:
         return (f"undecided: none of its {units}s has a {' or '.join(unpaired)} to pair with "
                 "the pinned model's (the scorer returned None for them)")
-    if needed is None and any(abs(t["mean"] + margin) < 1e-9
-                              for t in entry["measures"].values()):
-        return (f"undecided after {_plural(have, units)}: its observed difference sits on the "
-                "margin, so more of the same would not settle it")
+    if needed is None and look >= sequential.LOOKS:
+        return (f"undecided after {_plural(have, units)} over {look} looks: the job's "
+                f"{sequential.LOOKS} planned looks are spent, so racing it again can name "
+                "no model; a new job (another margin, rubric or inputs) starts afresh")
     if needed is None:
-        return (f"undecided after {_plural(have, units)}: it is so close to the margin that "
+        return (f"undecided after {_plural(have, units)}: even as good as the pinned model, "
                 f"more than {MOST_PAIRS} {units}s would be needed to settle it")
-    return f"undecided after {_plural(have, units)}: {_more(needed)} would settle it"
+    return f"undecided after {_plural(have, units)}: {_more(needed)}"
 
 
 def _more(needed: dict) -> str:
-    if needed["of"] == "runs":
-        return f"about {needed['more']} more run(s) of it and of the pinned model"
-    return f"about {needed['more']} more input(s), each raced as many times"
+    return sequential.advice_text(needed, needed["of"])
 
 
 def _most(blocking: list[dict]) -> dict | None:
     known = [e["needed"] for e in blocking if e["needed"] is not None]
     if not known:
         return None
-    return max(known, key=lambda n: n["more"])
+    return max(known, key=lambda n: n["high"])
 
 
 def _blocked(blocking: list[dict]) -> str:

@@ -107,6 +107,14 @@ def start_race(req: ApiRequest) -> dict:
     return Accepted(req.parts.races.start(body))
 
 
+@takes(Body(runs=Whole(1, chatjob.MAX_RUNS, hint="runs per candidate this look adds; leave it "
+                                               "out for as many as the race ran")))
+def race_again(req: ApiRequest) -> dict:
+    """Race a race's job again as its next look (``panelist race --again``): 202, then
+    ``GET /api/races/{race}`` follows the new race."""
+    return Accepted(req.parts.races.again(req.params["race"], dict(req.body)))
+
+
 # -- the suite ------------------------------------------------------------------------------------
 @takes(Body(models=Strings(1000, NAME, comma=True, required=True,
                            hint="the models to score (the page names them, so a body with "
@@ -175,6 +183,7 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/grades/pin", {"PUT": put_pin}),
     ("/api/grades/ceiling", {"PUT": put_ceiling}),
     ("/api/races", {"POST": start_race}),
+    ("/api/races/{race}/again", {"POST": race_again}),
     ("/api/suite/run", {"GET": suite_run, "POST": start_suite}),
     ("/api/suite/tasks", {"GET": suite_tasks}),
     ("/api/catalog/import", {"POST": catalog_import}),

@@ -232,6 +232,14 @@ def post_race(h: Handler, _):
     h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
 
 
+def post_race_again(h: Handler, params: dict):
+    """Race a race's job again as its next look: 202 as a new race is, 404 for an unknown race,
+    409 while it runs or when its job changed, moved on or spent its looks."""
+    registry.admit(h.caller)
+    race = h.server.parts.races.again(params["race"], h.read_json())
+    h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
+
+
 def get_race(h: Handler, params: dict):
     registry.admit(h.caller)
     h.send_json(200, h.server.parts.races.get(params["race"]))
@@ -284,6 +292,7 @@ GATEWAY_ROUTES = (
     Route("/v1/messages/count_tokens", {"POST": post_count_tokens}, gate=KEYS),
     Route("/bench/race", {"POST": post_race}, gate=KEYS),
     Route("/bench/race/{race}", {"GET": get_race}, gate=KEYS),
+    Route("/bench/race/{race}/again", {"POST": post_race_again}, gate=KEYS),
     Route("/bench/race/{race}/judge/{name}", {"GET": get_race_prompt}, gate=KEYS),
     Route("/bench/races", {"GET": get_races}, gate=KEYS),
 )

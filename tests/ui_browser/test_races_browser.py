@@ -73,6 +73,33 @@ def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, p
     expect(dialog).to_have_count(0)
 
 
+def test_race_again_adds_a_look_and_the_new_race_shows_both(demo, page, watch):
+    watch.allow("status of 409")   # the refused race again at the end, on purpose
+    first = finished_demo_race(demo)
+    page.goto(demo.url + f"/#/races?race={first}")
+    card = page.get_by_test_id("race-again-card")
+    expect(card).to_contain_text("Race this job again")
+    expect(card).to_contain_text("adds 2 run(s) a model")
+    card.get_by_role("button", name="Race again").click()
+    # the new race opens; once it has ended, it lists both looks and holds both looks' runs
+    expect(page.locator(".race-head h2")).not_to_have_text(first)
+    second = page.locator(".race-head h2").text_content()
+    assert wait_until(lambda: demo.get(f"/api/races/{second}")[1]["status"] != "running", 60)
+    page.goto(demo.url + f"/#/races?race={second}")
+    looks = page.get_by_test_id("race-looks")
+    expect(looks.locator("li")).to_have_count(2)
+    expect(looks.locator("li").first).to_contain_text(f"Race {first}: added 2 run(s) a model, "
+                                                      "tested at 1.48%")
+    expect(page.get_by_test_id("race-again-card")).to_contain_text("Look 2 of this job")
+    runs = page.get_by_role("region", name="Runs of this race")
+    expect(runs.locator("tbody tr")).to_have_count(1 + 4 * len(CANDIDATES))
+    expect(runs.locator(f'tr[data-id="{first}.candidate.sim-vision.run1"]')).to_have_count(1)
+    # the first race is no longer its job's latest look: racing it again is refused, and said
+    page.goto(demo.url + f"/#/races?race={first}")
+    page.get_by_test_id("race-again-card").get_by_role("button", name="Race again").click()
+    expect(page.get_by_test_id("race-again-card")).to_contain_text("not the latest look")
+
+
 def test_races_page_without_a_race_says_how_to_start_one(dashboard, page):
     page.goto(dashboard.url + "/#/races")
     expect(page.get_by_role("heading", name="No race yet")).to_be_visible()
@@ -152,16 +179,18 @@ def test_the_verdict_shows_what_it_tested_and_what_would_settle_it(dashboard, pa
     head = page.locator(".race-head")
     expect(head).to_contain_text("Verdict: no model")
     expect(head).to_contain_text("too little evidence to name a model")
-    more = bench.report().verdict["needed"]["more"]
-    expect(page.get_by_test_id("verdict-needed")).to_have_text(
-        f"To settle it: about {more} more input(s).")
+    needed = bench.report().verdict["needed"]
+    more = f"{needed['low']} to {needed['high']} more input(s)"
+    # two candidates on two inputs measure a spread (two degrees of freedom, pooled)
+    assert needed["assumed"] is None and needed["low"] < needed["high"]
+    expect(page.get_by_test_id("verdict-needed")).to_have_text(f"To settle it: {more}.")
     tested = page.get_by_test_id("verdict-test")
     expect(tested).to_contain_text("at most 1 point of 10 worse than the pinned model")
     expect(tested).to_contain_text("a unit per input")
     candidates = page.get_by_role("region", name="Candidates tested")
     expect(candidates.locator('tr[data-id="cheap.accuracy"]')).to_contain_text("undecided")
     expect(candidates.locator('tr[data-id="cheap.accuracy"]')).to_contain_text(
-        f"about {more} more input(s) would settle it")
+        f"{more} would settle it")
     expect(candidates.locator('tr[data-id="bad.accuracy"]')).to_contain_text("worse")
     runs = page.get_by_role("region", name="Runs of this race")
     expect(runs.locator("tbody tr")).to_have_count(2 + 3 * 2 * 2)

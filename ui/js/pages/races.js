@@ -7,12 +7,12 @@
 // race may end in between). Start a race opens a form (racestart.js). Everything a model, a tool or a caller wrote is shown as text,
 // never as markup.
 
-import { api, query, seg } from "../api.js";
+import { api, isAbort, query, seg } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { scatter } from "../scatter.js";
 import { dataTable } from "../table.js";
-import { button, emptyState, loading, modelLink, notice, openDialog, pageHead, timeAgo } from "../ui.js";
+import { button, emptyState, loading, modelLink, notice, openDialog, pageHead, timeAgo, toast } from "../ui.js";
 import { startRaceButton } from "../racestart.js";
 
 export const title = "Races";
@@ -208,11 +208,13 @@ function runsTable(report) {
   return dataTable({
     label: "Runs of this race",
     rows,
-    rowId: (r) => r.label,
+    // a job raced again holds every look's runs; an earlier look's labels are its own race's
+    rowId: (r) => (r.race && r.race !== report.race ? `${r.race}.${r.label}` : r.label),
     filterHint: "Filter by model or reason",
     columns: [
       { key: "model", label: "Model", cell: (r) => h("span", null, modelLink(r.model, { class: "model-link nowrap" }), r.role === "reference" ? h("span", { class: "sub", text: "reference" }) : null) },
       ...(several ? [{ key: "input", label: "Input", numeric: true, filter: false, value: (r) => r.input ?? 1, cell: (r) => String(r.input ?? 1) }] : []),
+      ...((report.looks || []).length > 1 ? [{ key: "look", label: "Look", numeric: true, filter: false, value: (r) => r.look ?? 0, cell: (r) => (r.role === "reference" ? fmt.DASH : String(r.look ?? 1)) }] : []),
       { key: "run", label: "Run", numeric: true, filter: false, value: (r) => (r.role === "reference" ? 0 : r.run), cell: (r) => (r.role === "reference" ? "ref" : String(r.run)) },
       { key: "succeeded", label: "OK", filter: false, cell: (r) => (r.succeeded ? h("span", { class: "badge ok" }, "yes") : h("span", { class: "badge bad" }, "no")) },
       { key: "model_calls", label: "Calls", numeric: true, filter: false },
@@ -226,7 +228,7 @@ function runsTable(report) {
       { key: "total", label: "Total /10", numeric: true, filter: false, cell: (r) => (r.voided ? h("span", { class: "badge warn", title: r.voided }, "void") : r.total == null ? fmt.DASH : h("strong", { text: num(r.total) })) },
       { key: "tool_difference", label: "Tools vs reference", filter: false, sortable: false, cell: diffCell },
       { key: "reason", label: "Reason", cell: (r) => h("span", { class: "reason", text: r.reason || r.error || "" }) },
-      { key: "transcript", label: "Transcript", sortable: false, filter: false, cell: (r) => button("Open", () => openTranscript(r, report.race), { small: true, "aria-label": `Transcript of ${r.label}` }) },
+      { key: "transcript", label: "Transcript", sortable: false, filter: false, cell: (r) => button("Open", () => openTranscript(r, r.race || report.race), { small: true, "aria-label": `Transcript of ${r.label}` }) },
     ],
   });
 }
@@ -266,6 +268,44 @@ function pValue(v) {
   return typeof v === "number" && Number.isFinite(v) ? String(+v.toPrecision(3)) : fmt.DASH;
 }
 
+/** "12 to 40 more runs": the advice is a range (a report written before it was one: "about N"). */
+function adviceText(needed) {
+  const what = needed.of.replace(/s$/, "");
+  if (needed.low == null) return `about ${needed.more} more ${what}(s)`;
+  return `${needed.low === needed.high ? needed.low : `${needed.low} to ${needed.high}`} more ${what}(s)`;
+}
+
+/** Race again: the job's next look. The server refuses what may not be raced again (409) and says
+ *  why; the new race opens once it is accepted. */
+function againCard(race, ctx) {
+  const report = race.report;
+  const job = report && report.job;
+  if (!job || job.code || ["running", "unfinished", "unreadable"].includes(race.status)) return null;
+  const looks = report.looks || [];
+  const slot = h("div", { "aria-live": "polite" });
+  const again = button("Race again", async () => {
+    again.disabled = true;
+    replace(slot);
+    try {
+      const next = await api.post(`/api/races/${seg(race.race)}/again`, {}, { signal: ctx.signal });
+      toast(`Race ${next.race} started: look ${next.look} of this job.`);
+      ctx.navigate(`#/races${query({ race: next.race })}`);
+    } catch (err) {
+      if (!isAbort(err)) replace(slot, notice("error", "Not raced again", err.message));
+    } finally {
+      again.disabled = false;
+    }
+  }, { kind: "primary", "data-testid": "race-again" });
+  const lines = looks.length > 1 ? h("ol", { class: "small", "data-testid": "race-looks" }, looks.map((l) => h("li", null,
+    `Race ${l.race}: added ${l.runs} run(s) a model, tested at ${typeof l.level === "number" ? `${(l.level * 100).toFixed(2)}%` : fmt.DASH}`
+    + ` · ${l.model ? `named ${l.model}` : (l.state || fmt.DASH).replace(/_/g, " ")}`))) : null;
+  return h("section", { class: "card", "data-testid": "race-again-card" },
+    h("h2", { text: looks.length > 1 ? `Look ${looks.length} of this job` : "Race this job again" }),
+    h("p", { class: "muted" }, `Racing again adds ${race.runs ?? "as many"} run(s) a model to this job's evidence, and the verdict is taken on every look's runs. `
+      + "Each look is tested at its share of the 5% error (1.48% at the first, down to 0.68% at the fifth), so racing again until a model is named still names one that is not good enough at most 5% of the time. A job has at most 5 looks."),
+    lines, h("div", { class: "row" }, again), slot);
+}
+
 /** What the verdict tested and a line per candidate and measure. */
 function verdictTest(verdict) {
   const test = verdict && verdict.test;
@@ -281,7 +321,9 @@ function verdictTest(verdict) {
     h("h2", { text: "The verdict's test" }),
     h("p", { class: "muted" }, `A paired, one-sided non-inferiority t test on ${measures}: is each candidate at most ${margin} worse than the pinned model, `
       + `over the same ${test.unit === "input" ? "inputs (a unit per input)" : "input (a run paired with the pinned model's run)"}? `
-      + `Alpha ${test.alpha}, Holm's correction across the candidates tested. Shown work is beside it, never tested.`),
+      + `Alpha ${test.alpha}, Holm's correction across the candidates tested`
+      + (test.look ? `; look ${test.look} of ${test.looks} of this job, tested at ${(test.level * 100).toFixed(2)}% (alpha spent over the looks)` : "")
+      + ". Shown work is beside it, never tested."),
     dataTable({
       label: "Candidates tested",
       rows,
@@ -297,7 +339,7 @@ function verdictTest(verdict) {
         { key: "p_holm", label: "Holm p", numeric: true, filter: false, value: (r) => r.p_holm ?? 2, cell: (r) => pValue(r.p_holm) },
         { key: "result", label: "Result", cell: (r) => {
           const [kind, word] = RESULT[r.result] || ["", r.result];
-          const more = r.needed ? ` · about ${r.needed.more} more ${r.needed.of.replace(/s$/, "")}(s) would settle it` : "";
+          const more = r.needed ? ` · ${adviceText(r.needed)} would settle it` : "";
           return h("span", null, h("span", { class: ["badge", kind] }, word), h("span", { class: "sub", text: (r.needed ? more : r.why) || "" }));
         } },
       ],
@@ -329,8 +371,9 @@ function raceHead(race) {
     h("div", { class: "row spread" }, h("h2", { class: "mono", text: race.race }), statusBadge(race.status)),
     facts,
     v ? notice(v.model ? "" : "warn", v.model ? `Verdict: ${v.model}` : "Verdict: no model", v.why || "") : null,
-    ((race.report && race.report.warnings) || []).map((w) => notice("warn", "The judge may be biased", w)),
-    v && v.needed ? h("p", { class: "muted", "data-testid": "verdict-needed" }, `To settle it: about ${v.needed.more} more ${v.needed.of.replace(/s$/, "")}(s).`) : null,
+    ((race.report && race.report.warnings) || []).map((w) => notice("warn", /was raced before/.test(w) ? "This job was raced before" : "The judge may be biased", w)),
+    v && v.needed ? h("p", { class: "muted", "data-testid": "verdict-needed" }, `To settle it: ${adviceText(v.needed)}`
+      + (v.needed.assumed != null ? ` (assumes a spread of ${v.needed.assumed} points, not yet measured).` : ".")) : null,
     race.error ? notice("error", "What went wrong", race.error) : null);
 }
 
@@ -379,6 +422,8 @@ function showRace(slot, race, ctx, cleanups) {
       unpriced.length ? h("p", { class: "muted small" }, `Not drawn (no cost or no judged run): ${unpriced.join(", ")}.`) : null));
     const tested = verdictTest(report.verdict);
     if (tested) parts.push(tested);
+    const again = againCard(race, ctx);
+    if (again) parts.push(again);
     parts.push(h("section", { class: "section" }, h("h2", { text: "Models" }), modelsTable(report).el));
     parts.push(h("section", { class: "section" }, h("h2", { text: "Runs" }),
       h("p", { class: "muted" }, "Every run, the reference first (one per input). Accuracy is capped at 4 when a run's tool calls differ from the reference's, and shown work never makes up for it: the verdict is decided on accuracy. A run's scores are the means of its judgements (every judge, each order); a run that names a model is void, never scored, and, like a judge failure, keeps its model undecided. Open a transcript to read what the run sent, each model call, each tool call, what it returned, and the questions its judges were asked."),
