@@ -24,13 +24,10 @@ from __future__ import annotations
 
 import math
 import operator
-import random
 
 PRIOR = 1.0        # virtual wins and losses against an average player (strength 1)
 TOLERANCE = 1e-7   # largest Newton step of a log-strength at which the fit stops
 MAX_ITERATIONS = 100
-NORMAL_FROM = 30   # comparisons of a pair from which its redraw is taken as normal
-TAU = 2 * math.pi
 MAX_STEP = 3.0     # the largest change of a log-strength one Newton step may make
 
 
@@ -178,62 +175,68 @@ def fit(comparisons: Comparisons) -> list[float]:
     return theta
 
 
-def _binomial(rng: random.Random, n: float, s: float) -> float:
-    """A binomial variate of ``n`` trials at chance ``s``: counted when few, else normal with
-    the same mean and variance (not rounded: only its spread matters here)."""
-    if n < NORMAL_FROM:
-        # by inversion: walk the distribution from 0 wins until it passes one uniform
-        n, q = int(n), 1.0 - s
-        if q <= 0.0:
-            return n
-        u, k = rng.random(), 0
-        chance = cumulative = q ** n
-        ratio = s / q
-        while u > cumulative and k < n:
-            chance *= (n - k) / (k + 1) * ratio
-            k += 1
-            cumulative += chance
-        return k
-    z = math.sqrt(-2.0 * math.log(1.0 - rng.random())) * math.cos(TAU * rng.random())
-    return min(n, max(0.0, n * s + math.sqrt(n * s * (1.0 - s)) * z))
+def errors(comparisons: Comparisons, theta: list[float],
+           clusters: dict[tuple, float]) -> tuple[list[float], list[float]]:
+    """Each player's standard error of log-strength, and the number of clusters it is in.
 
+    ``clusters`` counts units of evidence by pattern: ``{((better, worse), ...): units}``, a
+    unit being what was sampled (a panel, a race input, a suite task), the pattern all the
+    pairs it made. The pairs of one unit share its prompt, its judge and its moment, so they
+    are not independent; the units are taken to be. The error is the larger of two estimates:
 
-def bootstrap(comparisons: Comparisons, theta: list[float], *, draws: int = 200,
-              seed: int = 0) -> list[float]:
-    """Each player's standard error of log-strength over ``draws`` parametric bootstrap
-    redraws: every pair's comparisons are played again at the fitted chance (so a pair with
-    no loss yet can lose in a redraw; a redraw of the observed counts could not, and would
-    call three wins of three certain). Each redraw is refitted by one Newton step from the
-    full fit ``theta`` with the full fit's information (a linearised bootstrap: first-order
-    exact, and one inverse serves every draw, so a draw costs O(cells + players²))."""
-    n, cells = len(comparisons.players), comparisons.cells
-    if n == 0 or draws < 2:
-        return [0.0] * n
-    rng = random.Random(seed)
-    inverse = _inverse(_information(n, cells, theta))
-    prior = [PRIOR * (1.0 - 2.0 * _sigmoid(t)) for t in theta]
-    played = [(i, j, a + b, _sigmoid(theta[i] - theta[j])) for i, j, a, b in cells]
-    small = [c for c in played if c[2] < NORMAL_FROM]
-    # the many-comparison pairs of a big ledger: a normal draw each, spread precomputed
-    large = [(i, j, m * s, math.sqrt(m * s * (1.0 - s)))
-             for i, j, m, s in played if m >= NORMAL_FROM]
-    uniform, log, sqrt, cos = rng.random, math.log, math.sqrt, math.cos
-    sums, squares = [0.0] * n, [0.0] * n
-    for _ in range(draws):
-        g = list(prior)
-        for i, j, m, s in small:
-            d = _binomial(rng, m, s) - m * s
-            g[i] += d
-            g[j] -= d
-        for i, j, mean, spread in large:
-            d = spread * sqrt(-2.0 * log(1.0 - uniform())) * cos(TAU * uniform())
-            g[i] += d
-            g[j] -= d
-        for k, x in enumerate(_times(inverse, g)):
-            sums[k] += x
-            squares[k] += x * x
-    return [math.sqrt(max(0.0, (sq - s * s / draws) / (draws - 1)))
-            for s, sq in zip(sums, squares)]
+    * **cluster-robust** (a sandwich): ``I⁻¹ M I⁻¹`` with ``I`` the information (prior
+      included) and ``M = Σ units g gᵀ``, ``g`` a unit's score (its pairs' residuals summed)
+      at ``theta``. It is right whatever the pairs of a unit have in common, but from few
+      units it runs small, so each player's part is scaled by ``G / (G - 1)``, ``G`` the units
+      it is in;
+    * **model-based**: ``I⁻¹ L I⁻¹``, ``L`` the information of the pairs alone, the variance
+      if every pair were its own unit (what the counts alone would say). The robust estimate
+      is noisy where a player is in few units; the larger of the two never falls below what
+      independent pairs would give.
+
+    Both leave out the direction the prior alone pins (every strength up or down together),
+    as the fit does: the strengths are read against the average player the prior anchors.
+    Cost: one inverse of the information (players³), then O(pattern pairs + players ×
+    the pairs of players that share a unit)."""
+    n = len(comparisons.players)
+    if n == 0:
+        return [], []
+    at = {a: i for i, a in enumerate(comparisons.players)}
+    inverse = _inverse(_information(n, comparisons.cells, theta))
+    prior = []
+    for t in theta:
+        s = _sigmoid(t)
+        prior.append(2.0 * PRIOR * s * (1.0 - s))
+    model = [row[i] - sum(x * x * d for x, d in zip(row, prior))
+             for i, row in enumerate(inverse)]
+    residual: dict[tuple[str, str], tuple[int, int, float]] = {}
+    outer: dict[tuple[int, int], float] = {}
+    seen = [0.0] * n
+    for key, units in clusters.items():
+        g: dict[int, float] = {}
+        for pair in key:
+            found = residual.get(pair)
+            if found is None:
+                i, j = at[pair[0]], at[pair[1]]
+                found = residual[pair] = (i, j, 1.0 - _sigmoid(theta[i] - theta[j]))
+            i, j, r = found
+            g[i] = g.get(i, 0.0) + r
+            g[j] = g.get(j, 0.0) - r
+        items = list(g.items())
+        for j, gj in items:
+            seen[j] += units
+            for k, gk in items:
+                outer[(j, k)] = outer.get((j, k), 0.0) + units * gj * gk
+    robust = [0.0] * n
+    for (j, k), m in outer.items():
+        robust = [x + m * a * b for x, a, b in zip(robust, inverse[j], inverse[k])]
+    out = []
+    for i in range(n):
+        v = max(0.0, model[i])
+        if seen[i] >= 2:
+            v = max(v, robust[i] * seen[i] / (seen[i] - 1.0))
+        out.append(math.sqrt(v))
+    return out, seen
 
 
 def chance(theta: float) -> float:

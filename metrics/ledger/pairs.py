@@ -1,16 +1,25 @@
 """Pairwise outcomes of verdicts: per shape, how often one model's answer was judged useful and
-another's not useful on the same panel (the comparisons the ratings are fitted from).
+another's not useful on the same panel (the comparisons the ratings are fitted from), and the
+pattern of those outcomes each panel made (what the ratings' intervals are estimated from).
 
 Invariants:
 
 * ``wins[shape][(a, b)]`` is the number of panels of that shape where a call of ``a`` has a
   current useful verdict and a call of ``b`` a current not-useful one; a pair judged alike (both
   useful, or both not) is a tie and counts nowhere; two seats of one model never compare.
+* ``patterns[shape][key]`` is how many panels of that shape made exactly the outcomes ``key``
+  (``pattern``: the sorted tuple of a panel's ``(better, worse)`` pairs, a pair repeated when
+  two seats of one model made it). A panel is one unit of evidence, its pairs are not
+  independent (one useful answer on a four-seat panel beats up to three), so the ratings need
+  each panel's pairs together; two panels with the same outcomes need only a count. A panel
+  that made no pair is in no pattern. Summing each pattern's pairs times its count gives
+  ``wins`` exactly, always.
 * The current verdicts of the most recent ``kept`` panels with a verdict are held (panel ->
   ``[shape, call, alias, useful, call, alias, useful, ...]``), so a replacing verdict uncounts
-  its predecessor's pairs in O(seats). A verdict on a panel that has left the map still counts
-  with its model's useful counts (``Index.counts``) but changes no pair: the pairs a panel
-  made stay as they were when it left.
+  its predecessor's pairs and moves the panel from its old pattern to its new one in O(seats²).
+  A verdict on a panel that has left the map still counts with its model's useful counts
+  (``Index.counts``) but changes no pair and no pattern: what a panel made stays as it was when
+  it left, and a later verdict on it starts a new entry, counted as a panel of its own.
 * A panel has one shape, its first verdict's; a verdict naming another is foreign and skipped.
 """
 
@@ -19,14 +28,31 @@ from __future__ import annotations
 from collections import OrderedDict
 
 
-class Pairs:
-    """The pairwise counts, fed verdict by verdict in log order by ``Index``."""
+def pattern(entry: list) -> tuple:
+    """The sorted ``(better, worse)`` pairs of one panel entry (``[shape, call, alias, useful,
+    ...]``): the key its outcomes are counted under."""
+    found = []
+    for i in range(2, len(entry), 3):
+        if not entry[i + 1]:
+            continue
+        alias = entry[i]
+        for j in range(2, len(entry), 3):
+            if not entry[j + 1] and entry[j] != alias:
+                found.append((alias, entry[j]))
+    found.sort()
+    return tuple(found)
 
-    __slots__ = ("kept", "wins", "panels")
+
+class Pairs:
+    """The pairwise counts and panel patterns, fed verdict by verdict in log order by
+    ``Index``."""
+
+    __slots__ = ("kept", "wins", "patterns", "panels")
 
     def __init__(self, kept: int):
         self.kept = max(1, int(kept))
         self.wins: dict[str, dict[tuple[str, str], int]] = {}
+        self.patterns: dict[str, dict[tuple, int]] = {}
         self.panels: OrderedDict[str, list] = OrderedDict()
 
     def fold(self, panel: str, call: str, alias: str, shape: str, useful: bool) -> None:
@@ -44,12 +70,32 @@ class Pairs:
             if entry[i] == call:
                 if entry[i + 1] == alias and entry[i + 2] == useful:
                     return
+                before = pattern(entry)
                 self._count(entry, i, -1)
                 entry[i + 1], entry[i + 2] = alias, useful
                 self._count(entry, i, +1)
+                self._move(shape, before, pattern(entry))
                 return
+        before = pattern(entry) if len(entry) > 4 else ()
         entry += (call, alias, useful)
         self._count(entry, len(entry) - 3, +1)
+        self._move(shape, before, pattern(entry))
+
+    def _move(self, shape: str, before: tuple, after: tuple) -> None:
+        """One panel's outcomes went from ``before`` to ``after``."""
+        if before == after:
+            return
+        counts = self.patterns.get(shape)
+        if counts is None:
+            counts = self.patterns[shape] = {}
+        if before:
+            n = counts[before] - 1
+            if n:
+                counts[before] = n
+            else:
+                del counts[before]
+        if after:
+            counts[after] = counts.get(after, 0) + 1
 
     def _count(self, entry: list, i: int, step: int) -> None:
         alias, useful = entry[i + 1], entry[i + 2]
@@ -71,14 +117,22 @@ class Pairs:
         """A copy of one shape's counts."""
         return dict(self.wins.get(shape, ()))
 
+    def patterns_of(self, shape: str) -> dict[tuple, int]:
+        """A copy of one shape's pattern counts (``{pattern: panels}``)."""
+        return dict(self.patterns.get(shape, ()))
+
     def copy(self) -> "Pairs":
         other = Pairs(self.kept)
         other.wins = {s: dict(w) for s, w in self.wins.items()}
+        other.patterns = {s: dict(c) for s, c in self.patterns.items()}
         other.panels = OrderedDict((p, list(e)) for p, e in self.panels.items())
         return other
 
     def encode(self) -> dict:
+        # a pattern is written flat: [shape, panels, better, worse, better, worse, ...]
         return {"wins": [[s, a, b, n] for s, w in self.wins.items() for (a, b), n in w.items()],
+                "patterns": [[s, n, *(x for pair in key for x in pair)]
+                             for s, c in self.patterns.items() for key, n in c.items()],
                 "panels": [[p, *e] for p, e in self.panels.items()]}
 
     @classmethod
@@ -88,6 +142,12 @@ class Pairs:
             if not (isinstance(n, int) and n > 0):
                 raise ValueError("a pair count is not a positive whole number")
             pairs.wins.setdefault(intern(s), {})[(intern(a), intern(b))] = n
+        for s, n, *flat in data["patterns"]:
+            if not (isinstance(n, int) and n > 0) or not flat or len(flat) % 2:
+                raise ValueError("a pattern is not a positive count of (better, worse) pairs")
+            key = tuple(sorted((intern(flat[k]), intern(flat[k + 1]))
+                               for k in range(0, len(flat), 2)))
+            pairs.patterns.setdefault(intern(s), {})[key] = n
         for p, shape, *rest in data["panels"]:
             if len(rest) % 3:
                 raise ValueError("a panel's verdicts are not (call, alias, useful) triples")

@@ -22,7 +22,7 @@ from panelist.metrics.ledger.pairs import Pairs
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import Tail, utc_iso
 
-VERSION = 1
+VERSION = 2   # 2 added the patterns of panel outcomes: a version 1 file is replayed
 NAME = "pairs.json"
 
 
@@ -56,7 +56,7 @@ def _load(path: Path, evidence: Path, kept: int) -> tuple[Pairs, int]:
 
 class PairsView:
     """The pairwise counts of one ledger folder, read without opening the ledger: the saved
-    pairs, then the verdict lines after them. Offers the two reads ``Ratings`` needs."""
+    pairs, then the verdict lines after them. Offers the three reads ``Ratings`` needs."""
 
     def __init__(self, runs_dir: Path, *, kept: int = 100_000):
         runs_dir = Path(runs_dir)
@@ -74,6 +74,9 @@ class PairsView:
 
     def pairs(self, shape: str) -> dict[tuple[str, str], int]:
         return self._pairs.of(shape)
+
+    def patterns(self, shape: str) -> dict[tuple, int]:
+        return self._pairs.patterns_of(shape)
 
     def paired_shapes(self) -> list[str]:
         return sorted(s for s, w in self._pairs.wins.items() if w)

@@ -289,6 +289,13 @@ class Queries:
         with self._lock:
             return self._index.pairs.of(shape)
 
+    def patterns(self, shape: str) -> dict[tuple, int]:
+        """``{pattern: panels}`` for ``shape``: how many panels made exactly each sorted tuple
+        of ``(better, worse)`` pairs (``pairs.py``), what the ratings' intervals need."""
+        self._refresh()
+        with self._lock:
+            return self._index.pairs.patterns_of(shape)
+
     def paired_shapes(self) -> list[str]:
         """The shapes with at least one pairwise outcome, sorted."""
         self._refresh()
