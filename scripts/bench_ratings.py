@@ -170,9 +170,9 @@ def main(argv=None) -> int:
     ap.add_argument("--models", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--trials", type=int, default=1000,
+    ap.add_argument("--trials", type=int, default=500,
                     help="simulated data sets per coverage scenario (0: no simulation)")
-    ap.add_argument("--suggest-trials", type=int, default=200,
+    ap.add_argument("--suggest-trials", type=int, default=100,
                     help="simulated collections per cell of the suggestion grid")
     args = ap.parse_args(argv)
     out = {}

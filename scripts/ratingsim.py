@@ -24,10 +24,12 @@ The figures (``run``):
   (1 is honest, below 1 too narrow); ``as_independent_pairs``: the coverage of the same data
   when every pair counts as its own unit, as the ratings counted before they kept patterns.
 * ``false_suggestions``: collections of 3 members, every model equally good (useful half the
-  time), each panel the 3 members and the next candidate in turn: the share of collections
-  where ``panel.suggest`` proposed any swap. Target at most 5%.
-* ``power``: the same, but one candidate useful 0.8 of the time: the share of collections
-  where it was suggested. Target at least 90% at 500 panels.
+  time on a prompt of average difficulty; prompts vary, sd 1.0 in log-odds, which ties the
+  pairs of a panel together), each panel the 3 members and the next candidate in turn: the
+  share of collections where ``panel.suggest`` proposed any swap. Target at most 5%.
+* ``power``: one candidate useful 0.8 of the time, every other model 0.5 (prompts alike, so
+  those are its rates): the share of collections where it was suggested. Target at least 90%
+  at 500 panels.
 
 The coverage worlds fold every verdict through the index's own ``Pairs``; the suggestion grid
 (millions of panels) builds each panel's pattern with the same ``pairs.pattern`` directly.
@@ -154,16 +156,19 @@ def _view(aliases) -> RosterView:
                       {a: Model(alias=a, endpoint="e", served=a, family=a) for a in aliases})
 
 
-def collection_trial(rng, candidates: int, panel_count: int, rates: dict) -> list[dict]:
+def collection_trial(rng, candidates: int, panel_count: int, rates: dict,
+                     difficulty: float = 0.0) -> list[dict]:
     """One collection's suggestions after ``panel_count`` panels of the members and the next
-    candidate in turn, each answer useful at its model's rate (0.5 unless ``rates`` says)."""
+    candidate in turn, each answer useful at its model's rate (0.5 unless ``rates`` says) on a
+    prompt of average difficulty (sd ``difficulty`` in log-odds)."""
     others = [f"c{i:02d}" for i in range(candidates)]
     logit = {a: math.log(r / (1 - r)) for a, r in rates.items()}
     found: dict[tuple, int] = {}
     for p in range(panel_count):
         entry = ["general"]
+        d = rng.gauss(0.0, difficulty) if difficulty else 0.0
         for s, alias in enumerate((*MEMBERS, others[p % candidates])):
-            entry += (s, alias, _useful(rng, logit.get(alias, 0.0)))
+            entry += (s, alias, _useful(rng, logit.get(alias, 0.0) + d))
         key = pattern(entry)
         if key:
             found[key] = found.get(key, 0) + 1
@@ -181,7 +186,7 @@ def run(trials: int, suggest_trials: int, seed: int = 1) -> dict:
     if suggest_trials > 0:
         for candidates in (5, 20, 50):
             for panel_count in (200, 2000, 5000):
-                hits = sum(bool(collection_trial(rng, candidates, panel_count, {}))
+                hits = sum(bool(collection_trial(rng, candidates, panel_count, {}, 1.0))
                            for _ in range(suggest_trials))
                 out["false_suggestions"][f"{candidates} candidates, {panel_count} panels"] = \
                     round(hits / suggest_trials, 4)

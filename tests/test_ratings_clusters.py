@@ -183,3 +183,26 @@ def test_clustered_intervals_hold_the_truth_about_95_percent_of_the_time():
     # seeded and small: the real figures come from scripts/bench_ratings.py
     assert 0.91 <= coverage(120, as_pairs=False) <= 0.99
     assert coverage(120, as_pairs=True) < 0.90   # the pairs counted as independent
+
+
+def test_a_fit_is_kept_while_the_patterns_stand_and_redone_when_one_moves(home):
+    from panelist.metrics.ledger.ratings import Ratings
+    with Ledger(home.gateway_runs) as ledger:
+        calls = []
+        for seats in four_seat_panels()[:12]:
+            panel = ledger.new_panel()
+            for i, (alias, useful) in enumerate(seats):
+                call = f"{panel}.member{i + 1}"
+                calls.append(call)
+                ledger.record_seat({"call": call, "panel": panel, "alias": alias,
+                                    "shape": "general", "status": "ok", "key": "local"})
+                ledger.record_verdict(call, useful=useful)
+        book = Ratings.of_home(home, ledger)
+        first = book.of("general")
+        assert book.of("general") is first   # nothing changed: the same fit
+        ledger.record_verdict(calls[0], useful=True)   # the same verdict again: no change
+        assert book.of("general") is first
+        ledger.record_verdict(calls[1], useful=True)   # b too was useful on the first panel
+        second = book.of("general")
+        assert second is not first and second.of("b").wins == first.of("b").wins + 2
+        assert second.public()["clusters"] == {"verdicts": 12, "races": 0}

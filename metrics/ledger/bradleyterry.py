@@ -201,7 +201,6 @@ def errors(comparisons: Comparisons, theta: list[float],
     n = len(comparisons.players)
     if n == 0:
         return [], []
-    at = {a: i for i, a in enumerate(comparisons.players)}
     inverse = _inverse(_information(n, comparisons.cells, theta))
     prior = []
     for t in theta:
@@ -209,27 +208,34 @@ def errors(comparisons: Comparisons, theta: list[float],
         prior.append(2.0 * PRIOR * s * (1.0 - s))
     model = [row[i] - sum(x * x * d for x, d in zip(row, prior))
              for i, row in enumerate(inverse)]
+    names = comparisons.players
     residual: dict[tuple[str, str], tuple[int, int, float]] = {}
-    outer: dict[tuple[int, int], float] = {}
+    for i, j, _, _ in comparisons.cells:
+        r = _sigmoid(theta[i] - theta[j])
+        residual[(names[i], names[j])] = (i, j, 1.0 - r)
+        residual[(names[j], names[i])] = (j, i, r)
+    outer = [0.0] * (n * n)   # M, row by row
     seen = [0.0] * n
     for key, units in clusters.items():
         g: dict[int, float] = {}
         for pair in key:
             found = residual.get(pair)
-            if found is None:
-                i, j = at[pair[0]], at[pair[1]]
-                found = residual[pair] = (i, j, 1.0 - _sigmoid(theta[i] - theta[j]))
+            if found is None:   # a model "compared" with itself: no comparison
+                continue
             i, j, r = found
             g[i] = g.get(i, 0.0) + r
             g[j] = g.get(j, 0.0) - r
-        items = list(g.items())
-        for j, gj in items:
+        for j, gj in g.items():
             seen[j] += units
-            for k, gk in items:
-                outer[(j, k)] = outer.get((j, k), 0.0) + units * gj * gk
+            row, w = j * n, units * gj
+            for k, gk in g.items():
+                outer[row + k] += w * gk
     robust = [0.0] * n
-    for (j, k), m in outer.items():
-        robust = [x + m * a * b for x, a, b in zip(robust, inverse[j], inverse[k])]
+    for j in range(n):
+        for k in range(n):
+            m = outer[j * n + k]
+            if m:
+                robust = [x + m * a * b for x, a, b in zip(robust, inverse[j], inverse[k])]
     out = []
     for i in range(n):
         v = max(0.0, model[i])

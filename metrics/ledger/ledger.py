@@ -163,6 +163,9 @@ class Ledger:
     def patterns(self, shape: str) -> dict[tuple, int]:
         return self._queries.patterns(shape)
 
+    def patterns_stamp(self, shape: str) -> int:
+        return self._queries.patterns_stamp(shape)
+
     def paired_shapes(self) -> list[str]:
         return self._queries.paired_shapes()
 

@@ -21,11 +21,16 @@ Invariants:
   (``Index.counts``) but changes no pair and no pattern: what a panel made stays as it was when
   it left, and a later verdict on it starts a new entry, counted as a panel of its own.
 * A panel has one shape, its first verdict's; a verdict naming another is foreign and skipped.
+* ``stamp(shape)`` changes whenever that shape's counts do (a number no other change in this
+  process was given, so a reader that kept a fit can tell in O(1) it is still current).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
+
+_STAMPS = itertools.count(1)   # shared by every Pairs of the process: a stamp is never reused
 
 
 def pattern(entry: list) -> tuple:
@@ -47,13 +52,18 @@ class Pairs:
     """The pairwise counts and panel patterns, fed verdict by verdict in log order by
     ``Index``."""
 
-    __slots__ = ("kept", "wins", "patterns", "panels")
+    __slots__ = ("kept", "wins", "patterns", "panels", "stamps")
 
     def __init__(self, kept: int):
         self.kept = max(1, int(kept))
         self.wins: dict[str, dict[tuple[str, str], int]] = {}
         self.patterns: dict[str, dict[tuple, int]] = {}
         self.panels: OrderedDict[str, list] = OrderedDict()
+        self.stamps: dict[str, int] = {}
+
+    def stamp(self, shape: str) -> int:
+        """A number that changes whenever ``shape``'s counts do (0: never counted here)."""
+        return self.stamps.get(shape, 0)
 
     def fold(self, panel: str, call: str, alias: str, shape: str, useful: bool) -> None:
         """Count a call's current verdict on ``panel``."""
@@ -85,15 +95,16 @@ class Pairs:
         """One panel's outcomes went from ``before`` to ``after``."""
         if before == after:
             return
+        self.stamps[shape] = next(_STAMPS)
         counts = self.patterns.get(shape)
         if counts is None:
             counts = self.patterns[shape] = {}
         if before:
-            n = counts[before] - 1
-            if n:
+            n = counts.get(before, 0) - 1
+            if n > 0:
                 counts[before] = n
-            else:
-                del counts[before]
+            else:   # (a pattern missing here could only come of a hand-edited snapshot)
+                counts.pop(before, None)
         if after:
             counts[after] = counts.get(after, 0) + 1
 
@@ -126,6 +137,7 @@ class Pairs:
         other.wins = {s: dict(w) for s, w in self.wins.items()}
         other.patterns = {s: dict(c) for s, c in self.patterns.items()}
         other.panels = OrderedDict((p, list(e)) for p, e in self.panels.items())
+        other.stamps = dict(self.stamps)
         return other
 
     def encode(self) -> dict:
@@ -142,12 +154,18 @@ class Pairs:
             if not (isinstance(n, int) and n > 0):
                 raise ValueError("a pair count is not a positive whole number")
             pairs.wins.setdefault(intern(s), {})[(intern(a), intern(b))] = n
-        for s, n, *flat in data["patterns"]:
-            if not (isinstance(n, int) and n > 0) or not flat or len(flat) % 2:
+        names: dict = {}   # one copy of each name, looked up once (a file has many patterns)
+        for row in data["patterns"]:
+            n = row[1]
+            if not (n.__class__ is int and n > 0) or len(row) < 4 or len(row) % 2:
                 raise ValueError("a pattern is not a positive count of (better, worse) pairs")
-            key = tuple(sorted((intern(flat[k]), intern(flat[k + 1]))
-                               for k in range(0, len(flat), 2)))
-            pairs.patterns.setdefault(intern(s), {})[key] = n
+            # written sorted (``encode`` of canonical keys): read as they stand
+            flat = iter([names.get(x) or names.setdefault(x, intern(x)) for x in row[2:]])
+            shape = row[0]
+            counts = pairs.patterns.get(shape)
+            if counts is None:
+                counts = pairs.patterns[intern(shape)] = {}
+            counts[tuple(zip(flat, flat))] = n
         for p, shape, *rest in data["panels"]:
             if len(rest) % 3:
                 raise ValueError("a panel's verdicts are not (call, alias, useful) triples")
@@ -157,4 +175,5 @@ class Pairs:
             pairs.panels[p] = entry
         while len(pairs.panels) > pairs.kept:
             pairs.panels.popitem(last=False)
+        pairs.stamps = {shape: next(_STAMPS) for shape in pairs.patterns}
         return pairs

@@ -296,6 +296,12 @@ class Queries:
         with self._lock:
             return self._index.pairs.patterns_of(shape)
 
+    def patterns_stamp(self, shape: str) -> int:
+        """A number that changes whenever ``patterns(shape)`` does (``Pairs.stamp``)."""
+        self._refresh()
+        with self._lock:
+            return self._index.pairs.stamp(shape)
+
     def paired_shapes(self) -> list[str]:
         """The shapes with at least one pairwise outcome, sorted."""
         self._refresh()

@@ -33,10 +33,10 @@ the same figures in every process.
 ``bounds`` widens the interval for a family of comparisons (Bonferroni), which is how a
 suggestion (``panel.suggest``) stays rare among many equally good models.
 
-Cost: nothing here reads a log. A look gathers the pattern counts (O(patterns)); a shape is
-refitted only when its counts changed (and, where fitting is slow and the caller allows it,
-``max_age`` seconds passed since its last fit), so a look at unchanged evidence costs a
-comparison of counts.
+Cost: nothing here reads a log. A look compares the sources' stamps (the ledger's changes with
+every pattern count, ``Pairs.stamp``); a shape is refitted, from copies of its pattern counts
+(O(patterns)), only when they changed (and, where fitting is slow and the caller allows it,
+``max_age`` seconds passed since its last fit), so a look at unchanged evidence costs O(1).
 """
 
 from __future__ import annotations
@@ -113,34 +113,37 @@ class ShapeRatings:
 def units_of(found: dict) -> dict[tuple, int]:
     """One source's ``{pattern: units}``. Plain pair counts (``{(better, worse): n}``, keys of
     two names) are taken as ``n`` units of one pair each: independent comparisons."""
-    out: dict[tuple, int] = {}
-    for key, n in found.items():
-        if key and isinstance(key[0], str):
-            key = (key,)
-        out[key] = out.get(key, 0) + n
-    return out
+    first = next(iter(found), None)
+    if first is None or not isinstance(first[0], str):
+        return found
+    return {(pair,): n for pair, n in found.items()}
 
 
 def rate(shape: str, sources: dict[str, dict]) -> ShapeRatings:
     """Fit the ratings of ``shape`` from ``{source name: {pattern: units}}`` (``units_of``:
     plain pair counts are accepted too, each pair its own unit)."""
     wins: dict[tuple[str, str], float] = {}
-    clusters: dict[tuple, int] = {}
+    given = {name: units_of(found) for name, found in sources.items()}
     comparisons_of, units = {}, {}
-    for name, found in sources.items():
+    for name, found in given.items():
         made = 0
-        found = units_of(found)
         for key, n in found.items():
-            clusters[key] = clusters.get(key, 0) + n
             made += n * len(key)
             for pair in key:
                 wins[pair] = wins.get(pair, 0) + n
         comparisons_of[name] = made
         units[name] = sum(found.values())
+    clusters = [found for found in given.values() if found]
+    if len(clusters) == 1:
+        clusters = clusters[0]
+    else:   # a pattern two sources both saw is counted for each
+        merged: dict[tuple, int] = {}
+        for found in clusters:
+            for key, n in found.items():
+                merged[key] = merged.get(key, 0) + n
+        clusters = merged
     comparisons = bradleyterry.Comparisons(wins)
     theta = bradleyterry.fit(comparisons)
-    # pairs of a model with itself were never compared (``Comparisons`` drops them)
-    clusters = {k: n for k, n in clusters.items() if all(a != b for a, b in k)}
     se, seen = bradleyterry.errors(comparisons, theta, clusters)
     totals = comparisons.totals()
     models = [Rated(a, t, s, w, l, c) for a, t, s, (w, l), c
@@ -156,6 +159,10 @@ def slow(fitted: ShapeRatings) -> bool:
     return len(fitted.models) ** 2 + fitted.pairs > SLOW_WORK
 
 
+def _same(kept: tuple, now: tuple) -> bool:
+    return kept[0] == now[0] and all(a is b or a == b for a, b in zip(kept[1:], now[1:]))
+
+
 class Ratings:
     """The ratings of one data folder, over its ledger, suite samples and race reports; one
     fit per shape is kept and reused while its counts are unchanged."""
@@ -166,7 +173,7 @@ class Ratings:
         self.suite = suite
         self.races = races
         self._lock = threading.Lock()
-        self._fits: dict[str, tuple[dict, float, ShapeRatings]] = {}   # (counts, when, fit)
+        self._fits: dict[str, tuple[tuple, float, ShapeRatings]] = {}   # (stamp, when, fit)
 
     @classmethod
     def of_home(cls, home: Home, ledger, suite=None) -> "Ratings":
@@ -191,19 +198,26 @@ class Ratings:
             found.add(raceevidence.SHAPE)
         return sorted(found)
 
+    def _stamp(self, shape: str) -> tuple:
+        """What tells whether ``shape``'s sources changed: the ledger's stamp (O(1)), and
+        the suite's and races' patterns themselves (a few hundred units at most)."""
+        return (self.ledger.patterns_stamp(shape),
+                self.suite.patterns() if shape == suiteevidence.SHAPE else None,
+                self.races.patterns() if shape == raceevidence.SHAPE else None)
+
     def of(self, shape: str, *, max_age: float = 0.0) -> ShapeRatings:
         """The ratings of ``shape``, refitted when its counts changed. A caller may allow a
-        fit up to ``max_age`` seconds old when fitting is slow (the last fit took more than
-        ``QUICK_FIT`` seconds: a large roster), so a stream of verdicts does not make every
-        gateway seating refit; a quick fit is always redone."""
-        sources = self.sources(shape)
+        fit up to ``max_age`` seconds old when fitting is slow (``slow``: a large roster), so
+        a stream of verdicts does not make every gateway seating refit; a quick fit is always
+        redone. A look at unchanged counts compares stamps, not the counts."""
+        stamp = self._stamp(shape)   # before the sources: a change between them refits later
         with self._lock:
             hit = self._fits.get(shape)
-            if hit is not None and (hit[0] == sources or (
+            if hit is not None and (_same(hit[0], stamp) or (
                     slow(hit[2]) and time.monotonic() - hit[1] < max_age)):
                 return hit[2]
-            fitted = rate(shape, sources)
-            self._fits[shape] = (sources, time.monotonic(), fitted)
+            fitted = rate(shape, self.sources(shape))
+            self._fits[shape] = (stamp, time.monotonic(), fitted)
             return fitted
 
     def all(self) -> list[ShapeRatings]:
