@@ -1,4 +1,4 @@
-"""Bradley–Terry strengths from win counts, with bootstrap standard errors.
+"""Bradley–Terry strengths from win counts, with standard errors counted in units of evidence.
 
 Model: the chance that ``i`` is judged better than ``j`` is ``p_i / (p_i + p_j)``, that is
 ``σ(θ_i - θ_j)`` for log-strengths ``θ = log p`` (Bradley and Terry, 1952). ``fit`` finds them
@@ -10,13 +10,19 @@ player is given ``PRIOR`` win and ``PRIOR`` loss against a fixed average player 
 That also anchors the scale (no renormalising), and pulls a lightly compared player towards
 the average, which is what keeps a few lucky verdicts from reading as a clear difference.
 
-``bootstrap`` plays every pair's comparisons again at the fitted chances (a parametric
-bootstrap, which needs no list of the comparisons), refits each redraw (one Newton step from
-the full fit) and returns the standard deviation of each log-strength over ``draws`` refits.
-It is seeded: the same counts and seed give the same errors in every process.
+The prior's anchor is where "average" is: at the fit, the data's gradient sums to zero over
+the players, so what is left, the prior's, does too: ``Σ tanh(θ_i / 2) = 0``. A strength is
+read against that player, and a simulation that checks the errors must shift its true
+strengths to the same anchor.
+
+``errors`` gives each log-strength's standard error from the units of evidence the pairs came
+in (a panel, a race input, a suite task), by a cluster-robust sandwich with a small-sample
+scaling, never below the error the same pairs would have if each were independent (its
+docstring says why). It is a formula, not a redraw: the same counts give the same errors in
+every process, with no seed.
 
 Invariants: a player with no comparisons has log-strength 0 (the average) and is not listed;
-more comparisons at the same rate never widen an error, up to bootstrap noise.
+counting a unit's pairs together never narrows an error below counting them apart.
 Standard library only.
 """
 
