@@ -43,7 +43,7 @@ import statistics
 import time
 
 from panelist.metrics.ledger import raceevidence
-from panelist.metrics.ledger.pairs import Pairs, pattern
+from panelist.metrics.ledger.pairs import Pairs, pairs_of, pattern
 from panelist.metrics.ledger.ratings import rate
 from panelist.metrics.panel.suggest import suggestions
 from panelist.metrics.roster.collection import Collection
@@ -137,7 +137,7 @@ def coverage(truth, make, trials: int, rng: random.Random) -> dict:
             held[r.alias] += abs(r.theta - true[r.alias]) <= Z * r.se
             errors[r.alias].append(r.theta - true[r.alias])
             ses[r.alias].append(r.se)
-        apart = rate("general", {"verdicts": raceevidence.pairs_of(found)})
+        apart = rate("general", {"verdicts": pairs_of(found)})
         for r in apart.models:
             pairs_seen += 1
             pairs_held += abs(r.theta - true[r.alias]) <= Z * r.se

@@ -8,9 +8,8 @@ import random
 
 from panelist.metrics.ledger.index import Index
 from panelist.metrics.ledger.ledger import Ledger
-from panelist.metrics.ledger.pairs import Pairs
+from panelist.metrics.ledger.pairs import Pairs, pairs_of
 from panelist.metrics.ledger.pairsfile import PairsView
-from panelist.metrics.ledger.raceevidence import pairs_of
 from panelist.metrics.ledger.ratings import rate
 
 

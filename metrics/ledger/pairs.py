@@ -48,6 +48,15 @@ def pattern(entry: list) -> tuple:
     return tuple(found)
 
 
+def pairs_of(patterns: dict[tuple, int]) -> dict[tuple[str, str], int]:
+    """``{(better, worse): count}`` summed over ``{pattern: units}``."""
+    out: dict[tuple[str, str], int] = {}
+    for key, n in patterns.items():
+        for pair in key:
+            out[pair] = out.get(pair, 0) + n
+    return out
+
+
 class Pairs:
     """The pairwise counts and panel patterns, fed verdict by verdict in log order by
     ``Index``."""

@@ -29,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from panelist.metrics.ledger.pairs import pairs_of
 from panelist.metrics.store import jsonwire
 
 SHAPE = "general"
@@ -56,15 +57,6 @@ def patterns(report: dict) -> dict[tuple, int]:
         key = tuple(sorted((a, b) for a, ma in means for b, mb in means if ma > mb))
         if key:
             out[key] = out.get(key, 0) + 1
-    return out
-
-
-def pairs_of(found: dict[tuple, int]) -> dict[tuple[str, str], int]:
-    """``{(better, worse): count}`` summed over ``{pattern: units}``."""
-    out: dict[tuple[str, str], int] = {}
-    for key, n in found.items():
-        for pair in key:
-            out[pair] = out.get(pair, 0) + n
     return out
 
 

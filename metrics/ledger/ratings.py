@@ -25,8 +25,9 @@ the same first-order answer from the units' scores, and a unit's score depends o
 multiset of pairs it made, so the sources keep **counts per pattern** (``{pattern: units}``)
 instead of a list of units: the work grows with the patterns seen, not the verdicts, and
 nothing reads a log on a request. Where a model is in few units the robust estimate is noisy
-and runs small, so each model's part is scaled by ``G / (G - 1)`` and never taken below the
-model-based error of independent pairs (``bradleyterry.errors``); ``scripts/bench_ratings.py``
+and runs small, so each model's part is widened for the ``G`` units it is in (``G / (G - 1)``
+and Student's t at ``G - 1`` degrees of freedom) and never taken below the model-based error
+of independent pairs (``bradleyterry.errors``); ``scripts/bench_ratings.py``
 checks the coverage this gives by simulation. The fit is deterministic: the same counts give
 the same figures in every process.
 
