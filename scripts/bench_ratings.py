@@ -154,7 +154,7 @@ def timing(args) -> dict:
         "in_process": {"ledger_open_s": round(open_s, 3), "fit_all_shapes_s": round(first_s, 3),
                        "look_again_s": round(again_s, 4)},
         "shapes": {r.shape: {"models": len(r.models), "comparisons": sum(r.sources.values()),
-                             "panels": sum(r.units.values()),
+                             "panels": sum(r.clusters.values()),
                              "spearman_vs_hidden": spearman([m.alias for m in r.models],
                                                             strength)}
                    for r in fitted},

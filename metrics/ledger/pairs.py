@@ -18,8 +18,9 @@ Invariants:
   ``[shape, call, alias, useful, call, alias, useful, ...]``), so a replacing verdict uncounts
   its predecessor's pairs and moves the panel from its old pattern to its new one in O(seats²).
   A verdict on a panel that has left the map still counts with its model's useful counts
-  (``Index.counts``) but changes no pair and no pattern: what a panel made stays as it was when
-  it left, and a later verdict on it starts a new entry, counted as a panel of its own.
+  (``Index.counts``) but changes none of the pairs or the pattern that panel made: they stay as
+  they were when it left. The verdict starts a new entry, which makes pairs (and a pattern, a
+  panel of its own) only with later verdicts on the same panel.
 * A panel has one shape, its first verdict's; a verdict naming another is foreign and skipped.
 * ``stamp(shape)`` changes whenever that shape's counts do (a number no other change in this
   process was given, so a reader that kept a fit can tell in O(1) it is still current).

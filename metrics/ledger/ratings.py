@@ -97,7 +97,7 @@ class ShapeRatings:
     models: list[Rated] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)   # "verdicts"/"suite"/"races" -> n
     pairs: int = 0   # pairs of models compared at least once
-    units: dict[str, int] = field(default_factory=dict)   # per source, its units of evidence
+    clusters: dict[str, int] = field(default_factory=dict)   # per source, its units of evidence
 
     def of(self, alias: str) -> Rated | None:
         return next((r for r in self.models if r.alias == alias), None)
@@ -107,7 +107,7 @@ class ShapeRatings:
 
     def public(self) -> dict:
         return {"shape": self.shape, "comparisons": sum(self.sources.values()),
-                "sources": dict(self.sources), "clusters": dict(self.units),
+                "sources": dict(self.sources), "clusters": dict(self.clusters),
                 "models": [r.public() for r in self.models]}
 
 
@@ -115,7 +115,7 @@ def units_of(found: dict) -> dict[tuple, int]:
     """One source's ``{pattern: units}``. Plain pair counts (``{(better, worse): n}``, keys of
     two names) are taken as ``n`` units of one pair each: independent comparisons."""
     first = next(iter(found), None)
-    if first is None or not isinstance(first[0], str):
+    if not first or not isinstance(first[0], str):
         return found
     return {(pair,): n for pair, n in found.items()}
 
