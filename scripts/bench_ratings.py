@@ -1,6 +1,12 @@
-"""Time ``panelist ratings`` over a ledger of about a million verdicts.
+"""Time ``panelist ratings`` over a ledger of about a million verdicts, and check by simulation
+that its intervals and suggestions mean what they say.
 
     python scripts/bench_ratings.py [--data DIR] [--verdicts N] [--models K] [--repeat R]
+                                    [--trials T] [--suggest-trials S]
+
+``--verdicts 0`` skips the timing, ``--trials 0`` the simulation (``ratingsim``: coverage of
+the 95% intervals, swaps suggested among equal models, power for a better one; its docstring
+says what each figure means). ``--trials 100 --suggest-trials 40`` is a quick run.
 
 Fills a fresh folder (default ``runs/bench-ratings`` of this checkout, emptied first) with
 three-seat panels of K models over four shapes, every seat judged, until N verdicts: each
@@ -40,6 +46,7 @@ from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
 from panelist.metrics.ledger.ratings import Ratings  # noqa: E402
 from panelist.metrics.store.jsonl import SCHEMA, Appender, utc_iso  # noqa: E402
+from panelist.scripts import ratingsim  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 6000
@@ -99,14 +106,8 @@ def spearman(fitted: list[str], strength: dict[str, float]) -> float | None:
     return round(1 - 6 * d2 / (n * (n * n - 1)), 3)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=ROOT / "runs" / "bench-ratings")
-    ap.add_argument("--verdicts", type=int, default=1_000_000)
-    ap.add_argument("--models", type=int, default=30)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args(argv)
+def timing(args) -> dict:
+    """The fill, the fold and ``panelist ratings`` timed (the module docstring)."""
     shutil.rmtree(args.data, ignore_errors=True)
     home = open_home(args.data)
     runs = home.gateway_runs
@@ -140,7 +141,7 @@ def main(argv=None) -> int:
         verdict_count = ledger.verdict_count()
     finally:
         ledger.close()
-    print(json.dumps({
+    return {
         "verdicts": verdict_count, "fill_s": round(fill_s, 2),
         "evidence_mb": round((runs / "evidence.jsonl").stat().st_size / 2**20, 1),
         "fold_and_snapshot_s": round(fold_s, 2),
@@ -153,11 +154,33 @@ def main(argv=None) -> int:
         "in_process": {"ledger_open_s": round(open_s, 3), "fit_all_shapes_s": round(first_s, 3),
                        "look_again_s": round(again_s, 4)},
         "shapes": {r.shape: {"models": len(r.models), "comparisons": sum(r.sources.values()),
+                             "panels": sum(r.clusters.values()),
                              "spearman_vs_hidden": spearman([m.alias for m in r.models],
                                                             strength)}
                    for r in fitted},
         "cli_shapes": [s["shape"] for s in shown["shapes"]],
-    }, indent=2))
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=ROOT / "runs" / "bench-ratings")
+    ap.add_argument("--verdicts", type=int, default=1_000_000,
+                    help="verdicts to time over (0: no timing)")
+    ap.add_argument("--models", type=int, default=30)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--trials", type=int, default=500,
+                    help="simulated data sets per coverage scenario (0: no simulation)")
+    ap.add_argument("--suggest-trials", type=int, default=100,
+                    help="simulated collections per cell of the suggestion grid")
+    args = ap.parse_args(argv)
+    out = {}
+    if args.verdicts > 0:
+        out["timing"] = timing(args)
+    if args.trials > 0:
+        out["simulation"] = ratingsim.run(args.trials, args.suggest_trials, args.seed)
+    print(json.dumps(out, indent=2))
     return 0
 
 

@@ -36,6 +36,39 @@ def test_a_restart_loads_its_snapshot_and_folds_only_what_came_after(tmp_path, p
         assert a.states(["m1"], "code")["m1"].not_useful == 1
 
 
+def judge_all(ledger, seatings) -> list[str]:
+    """Seat and judge ``[(alias, useful), ...]`` per panel; the panels' ids."""
+    ids = []
+    for seats in seatings:
+        pid = ledger.new_panel()
+        ids.append(pid)
+        for alias, useful in seats:
+            ledger.record_seat({"call": f"{pid}.{alias}", "panel": pid, "alias": alias,
+                                "shape": "general", "status": "ok", "key": "local"})
+            ledger.record_verdict(f"{pid}.{alias}", useful=useful)
+    return ids
+
+
+def test_the_patterns_of_panel_outcomes_are_the_same_on_the_database_and_on_files(
+        tmp_path, pg_url):
+    seatings = [[("fast", True), ("mid", False), ("slow", False)]] * 4 \
+        + [[("mid", True), ("slow", False), ("fast", True)]] * 2 + [[("fast", True)]]
+    found = {}
+    for name, database in (("files", None), ("db", pg_url)):
+        with Ledger(tmp_path / name, database=database) as ledger:
+            first = judge_all(ledger, seatings)[0]
+            # a replaced verdict moves its panel to another pattern, on both
+            ledger.record_verdict(f"{first}.mid", useful=True)
+            found[name] = (ledger.pairs("general"), ledger.patterns("general"))
+    assert found["db"] == found["files"]
+    assert found["db"][1] == {(("fast", "mid"), ("fast", "slow")): 3,
+                              (("fast", "slow"), ("mid", "slow")): 3}
+    with Ledger(tmp_path / "db", database=pg_url) as again:   # from its snapshot
+        assert again.from_snapshot and again.patterns("general") == found["db"][1]
+    with Ledger(tmp_path / "other", database=pg_url) as other:   # another instance
+        assert other.patterns("general") == found["db"][1]
+
+
 def test_ratings_and_collection_suggest_read_the_database(home, pg_url, monkeypatch, capsys):
     """With a database there is no evidence file beside the saved pairs: the command line's
     ratings come from the verdicts another instance wrote to the database."""
@@ -54,6 +87,8 @@ def test_ratings_and_collection_suggest_read_the_database(home, pg_url, monkeypa
     (general,) = json.loads(capsys.readouterr().out)["shapes"]
     assert [(m["alias"], m["wins"], m["losses"]) for m in general["models"]] == \
         [("fast", 6, 0), ("slow", 0, 6)]
+    assert general["clusters"] == {"verdicts": 6, "races": 0}   # six panels
+    assert [m["clusters"] for m in general["models"]] == [6, 6]
     assert main(["--json", "collection", "suggest", "trio", "--data", str(home.root)]) == 0
     assert "suggest" in json.loads(capsys.readouterr().out)
 

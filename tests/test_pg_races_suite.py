@@ -5,6 +5,7 @@ from conftest import Gateway, wait_until
 from test_pg_gateway import make_home
 from panelist.gateway import make_gateway
 from panelist.metrics.cli.main import main
+from panelist.metrics.ledger.pairs import pairs_of
 from panelist.metrics.ledger.pgcopy import export_folder
 from panelist.metrics.ledger.suiteevidence import SuiteEvidence
 from panelist.metrics.roster.grades import Grades
@@ -76,6 +77,9 @@ def test_suite_samples_written_by_one_host_count_on_the_other(tmp_path, sim, pg_
         # seating on B counts them (each claim task is one counted item per model)
         assert wait_until(lambda: sorted(evidence_b.record()) == ["fast", "mid"])
         assert [evidence_b.record()[m][1] for m in ("fast", "mid")] == [2, 2]
+        # the ratings' units come from the same rows: each task's pairs counted together
+        assert pairs_of(evidence_b.patterns()) == evidence_b.pairs()
+        assert sum(evidence_b.patterns().values()) <= len(TASKS)
         # a rerun on B skips what A asked
         code = main(["suite", "run", "--model", "fast", "--task", TASKS[0], "--json",
                      "--data", str(homes[1].root)])

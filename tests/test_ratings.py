@@ -6,7 +6,7 @@ import math
 import random
 
 from panelist.metrics.cli.main import main
-from panelist.metrics.ledger import bradleyterry, suiteevidence
+from panelist.metrics.ledger import bradleyterry, raceevidence, suiteevidence
 from panelist.metrics.ledger.index import Index
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.ledger.pairsfile import PairsView
@@ -146,32 +146,67 @@ def test_no_comparison_no_rating():
 
 def test_suite_units_and_race_inputs_are_comparisons(home):
     found = {("claim", "t1"): {"fast": True, "slow": False, "mid": False},
-             ("pair", "p1"): {"fast": False, "slow": True}}
+             ("pair", "p1"): {"fast": False, "slow": True},
+             ("pair", "p2"): {"fast": True, "slow": True}}   # separates nobody
     assert suiteevidence.comparisons(found) == {("fast", "slow"): 1, ("fast", "mid"): 1,
                                                 ("slow", "fast"): 1}
+    # each unit is one unit of evidence: its pairs are counted together
+    assert suiteevidence.patterns(found) == {(("fast", "mid"), ("fast", "slow")): 1,
+                                             (("slow", "fast"),): 1}
     home.races.mkdir(parents=True, exist_ok=True)
-    rows = [{"model": "fast", "input": 0, "total": 9}, {"model": "fast", "input": 0, "total": 7},
-            {"model": "mid", "input": 0, "total": 6}, {"model": "slow", "input": 0, "total": 8},
-            {"model": "mid", "input": 1, "total": 5}, {"model": "slow", "input": 1, "total": 5},
-            {"model": "slow", "input": 1, "total": None}]   # a run the judge failed on
+    rows = [{"model": "fast", "input": 0, "accuracy": 7, "total": 9},
+            {"model": "fast", "input": 0, "accuracy": 5, "total": 7},
+            {"model": "mid", "input": 0, "accuracy": 4, "total": 9},
+            {"model": "slow", "input": 0, "accuracy": 6, "total": 8},
+            {"model": "mid", "input": 1, "accuracy": 5, "total": 5},
+            {"model": "slow", "input": 1, "accuracy": 5, "total": 6},
+            {"model": "slow", "input": 1, "accuracy": None, "total": None}]   # judge failed
     (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
     (home.races / "r20260102-0000abcd.json").write_text("{not json")   # counts nothing
     with Ledger(home.gateway_runs) as ledger:
         book = Ratings.of_home(home, ledger)
         sources = book.sources("general")
-        # by mean totals: on input 0 fast (8) and slow (8) tie, both above mid (6); on
-        # input 1 mid and slow tie (the unjudged run does not count)
-        assert sources["races"] == {("fast", "mid"): 1, ("slow", "mid"): 1}
+        # by mean accuracy: on input 0 fast (6) and slow (6) tie, both above mid (4); on
+        # input 1 mid and slow tie (the unjudged run does not count). Input 0 is one unit
+        assert sources["races"] == {(("fast", "mid"), ("slow", "mid")): 1}
+        assert book.races.pairs() == {("fast", "mid"): 1, ("slow", "mid"): 1}
         assert "races" not in book.sources("review") and "suite" in book.sources("review")
         assert book.shapes() == ["general"]
         rated = book.of("general")
         assert rated.sources == {"verdicts": 0, "races": 2}
+        assert rated.public()["clusters"] == {"verdicts": 0, "races": 1}
         assert [r.alias for r in rated.models][-1] == "mid"
+        assert rated.of("mid").clusters == rated.of("fast").clusters == 1
         # a race that ends later counts at the next look
         (home.races / "r20260103-0000abcd.json").write_text(json.dumps({"rows": [
-            {"model": "mid", "input": 0, "total": 9}, {"model": "fast", "input": 0, "total": 3}]}))
-        assert book.sources("general")["races"] == {("fast", "mid"): 1, ("slow", "mid"): 1,
-                                                    ("mid", "fast"): 1}
+            {"model": "mid", "input": 0, "accuracy": 7},
+            {"model": "fast", "input": 0, "accuracy": 3}]}))
+        assert book.sources("general")["races"] == {(("fast", "mid"), ("slow", "mid")): 1,
+                                                    (("mid", "fast"),): 1}
+        assert book.races.pairs() == {("fast", "mid"): 1, ("slow", "mid"): 1,
+                                      ("mid", "fast"): 1}
+
+
+def test_race_inputs_are_rated_on_accuracy_after_the_cap_never_on_totals(home):
+    # on every input "capped" had its accuracy capped at 4 and wrote 3 points of shown work
+    # (a total of 7); "right" was marked 6 for accuracy and showed nothing (a total of 6)
+    home.races.mkdir(parents=True)
+    rows = []
+    for i in range(8):
+        rows += [{"model": "capped", "input": i, "accuracy": 4, "capped_from": 7,
+                  "shown_work": 3, "total": 7},
+                 {"model": "right", "input": i, "accuracy": 6, "capped_from": None,
+                  "shown_work": 0, "total": 6}]
+    (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
+    with Ledger(home.gateway_runs) as ledger:
+        book = Ratings.of_home(home, ledger)
+        assert book.races.pairs() == {("right", "capped"): 8}
+        rated = book.of("general")
+        assert [r.alias for r in rated.models] == ["right", "capped"]
+        assert rated.of("right").wins == 8 and rated.of("capped").losses == 8
+    # a row that carries only a total (no accuracy) is not a comparison
+    assert raceevidence.comparisons({"rows": [{"model": "a", "input": 0, "total": 9},
+                                              {"model": "b", "input": 0, "total": 2}]}) == {}
 
 
 def test_races_count_once_their_folder_is_made(home):
@@ -184,8 +219,9 @@ def test_races_count_once_their_folder_is_made(home):
         assert book.sources("general")["races"] == {}
         home.races.mkdir(parents=True)
         (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": [
-            {"model": "fast", "input": 0, "total": 9}, {"model": "slow", "input": 0, "total": 3}]}))
-        assert book.sources("general")["races"] == {("fast", "slow"): 1}
+            {"model": "fast", "input": 0, "accuracy": 7},
+            {"model": "slow", "input": 0, "accuracy": 3}]}))
+        assert book.sources("general")["races"] == {(("fast", "slow"),): 1}
 
 
 def run(capsys, *argv):
@@ -218,7 +254,8 @@ def test_ratings_on_the_command_line(home, capsys):
     assert [(m["alias"], m["wins"], m["losses"]) for m in review["models"]] == \
         [("x-one", 1, 0), ("slow", 0, 1)]
     for m in review["models"]:
-        assert set(m) == {"alias", "rating", "interval", "strength", "se", "wins", "losses"}
+        assert set(m) == {"alias", "rating", "interval", "strength", "se", "wins", "losses",
+                          "clusters"}
         assert m["interval"][0] < m["rating"] < m["interval"][1]
     code, out, _ = run(capsys, "ratings", "--shape", "vision", "--json", "--data", d)
     assert code == 0 and json.loads(out)["shapes"][0]["models"] == []

@@ -167,11 +167,11 @@ def run(capsys, *argv):
 
 
 def test_the_reply_and_the_command_line_suggest_the_same(gateway, home, capsys):
-    """One rule for both: race totals and verdicts count alike in each."""
+    """One rule for both: race accuracy marks and verdicts count alike in each."""
     d = str(home.root)
     home.races.mkdir(parents=True, exist_ok=True)
-    rows = [{"model": m, "input": i, "total": t} for i in range(6)
-            for m, t in (("x-two", 8), ("slow", 4), ("mid", 6))]
+    rows = [{"model": m, "input": i, "accuracy": a, "total": a + 1} for i in range(6)
+            for m, a in (("x-two", 7), ("slow", 3), ("mid", 5))]
     (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
     body = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]}
     won = 12   # the race: x-two above slow and mid on each of six inputs

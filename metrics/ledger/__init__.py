@@ -6,9 +6,9 @@ times), ``usage`` (the recent windows), ``outcomes`` (each model's latest calls)
 ``snapshot`` (index.json) and ``queries`` (the reads), over ``logs`` (the JSONL files) or
 ``pglogs`` (the same in PostgreSQL; ``pgcopy`` moves a folder's logs in and out); beside them
 the verdict rules (``verdict``), the review suite's record counted beside verdicts
-(``suiteevidence``), the races' totals as comparisons (``raceevidence``), the ratings fitted
-from all three (``ratings``, on ``bradleyterry``: the fit and its bootstrap) and the panels'
-search index (``search``: SQLite FTS5, following calls.jsonl and evidence.jsonl by byte
+(``suiteevidence``), the races' accuracy marks as comparisons (``raceevidence``), the ratings
+fitted from all three (``ratings``, on ``bradleyterry``: the fit and its clustered errors) and
+the panels' search index (``search``: SQLite FTS5, following calls.jsonl and evidence.jsonl by byte
 offset; ``searchfold``: log lines into its rows; ``pgsearch``: the same index following the
 database's tables by id).
 

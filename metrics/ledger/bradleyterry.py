@@ -1,4 +1,4 @@
-"""Bradley–Terry strengths from win counts, with bootstrap standard errors.
+"""Bradley–Terry strengths from win counts, with standard errors counted in units of evidence.
 
 Model: the chance that ``i`` is judged better than ``j`` is ``p_i / (p_i + p_j)``, that is
 ``σ(θ_i - θ_j)`` for log-strengths ``θ = log p`` (Bradley and Terry, 1952). ``fit`` finds them
@@ -10,13 +10,19 @@ player is given ``PRIOR`` win and ``PRIOR`` loss against a fixed average player 
 That also anchors the scale (no renormalising), and pulls a lightly compared player towards
 the average, which is what keeps a few lucky verdicts from reading as a clear difference.
 
-``bootstrap`` plays every pair's comparisons again at the fitted chances (a parametric
-bootstrap, which needs no list of the comparisons), refits each redraw (one Newton step from
-the full fit) and returns the standard deviation of each log-strength over ``draws`` refits.
-It is seeded: the same counts and seed give the same errors in every process.
+The prior's anchor is where "average" is: at the fit, the data's gradient sums to zero over
+the players, so what is left, the prior's, does too: ``Σ tanh(θ_i / 2) = 0``. A strength is
+read against that player, and a simulation that checks the errors must shift its true
+strengths to the same anchor.
+
+``errors`` gives each log-strength's standard error from the units of evidence the pairs came
+in (a panel, a race input, a suite task), by a cluster-robust sandwich with a small-sample
+scaling, never below the error the same pairs would have if each were independent (its
+docstring says why). It is a formula, not a redraw: the same counts give the same errors in
+every process, with no seed.
 
 Invariants: a player with no comparisons has log-strength 0 (the average) and is not listed;
-more comparisons at the same rate never widen an error, up to bootstrap noise.
+counting a unit's pairs together never narrows an error below counting them apart.
 Standard library only.
 """
 
@@ -24,13 +30,13 @@ from __future__ import annotations
 
 import math
 import operator
-import random
+
+from panelist.metrics.stats import Z95, t_quantile
 
 PRIOR = 1.0        # virtual wins and losses against an average player (strength 1)
 TOLERANCE = 1e-7   # largest Newton step of a log-strength at which the fit stops
 MAX_ITERATIONS = 100
-NORMAL_FROM = 30   # comparisons of a pair from which its redraw is taken as normal
-TAU = 2 * math.pi
+FEW_UNITS = 1000   # units from which an estimated variance is taken as known
 MAX_STEP = 3.0     # the largest change of a log-strength one Newton step may make
 
 
@@ -178,62 +184,90 @@ def fit(comparisons: Comparisons) -> list[float]:
     return theta
 
 
-def _binomial(rng: random.Random, n: float, s: float) -> float:
-    """A binomial variate of ``n`` trials at chance ``s``: counted when few, else normal with
-    the same mean and variance (not rounded: only its spread matters here)."""
-    if n < NORMAL_FROM:
-        # by inversion: walk the distribution from 0 wins until it passes one uniform
-        n, q = int(n), 1.0 - s
-        if q <= 0.0:
-            return n
-        u, k = rng.random(), 0
-        chance = cumulative = q ** n
-        ratio = s / q
-        while u > cumulative and k < n:
-            chance *= (n - k) / (k + 1) * ratio
-            k += 1
-            cumulative += chance
-        return k
-    z = math.sqrt(-2.0 * math.log(1.0 - rng.random())) * math.cos(TAU * rng.random())
-    return min(n, max(0.0, n * s + math.sqrt(n * s * (1.0 - s)) * z))
+def errors(comparisons: Comparisons, theta: list[float],
+           clusters: dict[tuple, float]) -> tuple[list[float], list[float]]:
+    """Each player's standard error of log-strength, and the number of clusters it is in.
+
+    ``clusters`` counts units of evidence by pattern: ``{((better, worse), ...): units}``, a
+    unit being what was sampled (a panel, a race input, a suite task), the pattern all the
+    pairs it made. The pairs of one unit share its prompt, its judge and its moment, so they
+    are not independent; the units are taken to be. The error is the larger of two estimates:
+
+    * **cluster-robust** (a sandwich): ``I⁻¹ M I⁻¹`` with ``I`` the information (prior
+      included) and ``M = Σ units g gᵀ``, ``g`` a unit's score (its pairs' residuals summed)
+      at ``theta``. It is right whatever the pairs of a unit have in common, but from few
+      units it runs small and is itself uncertain, so each player's part is scaled by
+      ``G / (G - 1)``, ``G`` the units it is in, and by ``(t / z)²``, Student's t at ``G - 1``
+      degrees of freedom over the normal at 95% (``_few``): a model seen in 18 panels gets an
+      interval about 8% wider, one in 200 panels under 1% (in simulation, without this a
+      lightly seated explorer's interval held the truth 94% of the time, with it 96%);
+    * **model-based**: ``I⁻¹ L I⁻¹``, ``L`` the information of the pairs alone, the variance
+      if every pair were its own unit (what the counts alone would say). The robust estimate
+      is noisy where a player is in few units; the larger of the two never falls below what
+      independent pairs would give.
+
+    Both leave out the direction the prior alone pins (every strength up or down together),
+    as the fit does: the strengths are read against the average player the prior anchors.
+    Cost: one inverse of the information (players³), then O(pattern pairs + players ×
+    the pairs of players that share a unit)."""
+    n = len(comparisons.players)
+    if n == 0:
+        return [], []
+    inverse = _inverse(_information(n, comparisons.cells, theta))
+    prior = []
+    for t in theta:
+        s = _sigmoid(t)
+        prior.append(2.0 * PRIOR * s * (1.0 - s))
+    model = [row[i] - sum(x * x * d for x, d in zip(row, prior))
+             for i, row in enumerate(inverse)]
+    names = comparisons.players
+    residual: dict[tuple[str, str], tuple[int, int, float]] = {}
+    for i, j, _, _ in comparisons.cells:
+        r = _sigmoid(theta[i] - theta[j])
+        residual[(names[i], names[j])] = (i, j, 1.0 - r)
+        residual[(names[j], names[i])] = (j, i, r)
+    outer = [0.0] * (n * n)   # M, row by row
+    seen = [0.0] * n
+    for key, units in clusters.items():
+        g: dict[int, float] = {}
+        for pair in key:
+            found = residual.get(pair)
+            if found is None:   # a model "compared" with itself: no comparison
+                continue
+            i, j, r = found
+            g[i] = g.get(i, 0.0) + r
+            g[j] = g.get(j, 0.0) - r
+        for j, gj in g.items():
+            seen[j] += units
+            row, w = j * n, units * gj
+            for k, gk in g.items():
+                outer[row + k] += w * gk
+    robust = [0.0] * n
+    for j in range(n):
+        for k in range(n):
+            m = outer[j * n + k]
+            if m:
+                robust = [x + m * a * b for x, a, b in zip(robust, inverse[j], inverse[k])]
+    out = []
+    for i in range(n):
+        v = max(0.0, model[i])
+        if seen[i] >= 2:
+            v = max(v, robust[i] * seen[i] / (seen[i] - 1.0) * _few(seen[i]))
+        out.append(math.sqrt(v))
+    return out, seen
 
 
-def bootstrap(comparisons: Comparisons, theta: list[float], *, draws: int = 200,
-              seed: int = 0) -> list[float]:
-    """Each player's standard error of log-strength over ``draws`` parametric bootstrap
-    redraws: every pair's comparisons are played again at the fitted chance (so a pair with
-    no loss yet can lose in a redraw; a redraw of the observed counts could not, and would
-    call three wins of three certain). Each redraw is refitted by one Newton step from the
-    full fit ``theta`` with the full fit's information (a linearised bootstrap: first-order
-    exact, and one inverse serves every draw, so a draw costs O(cells + players²))."""
-    n, cells = len(comparisons.players), comparisons.cells
-    if n == 0 or draws < 2:
-        return [0.0] * n
-    rng = random.Random(seed)
-    inverse = _inverse(_information(n, cells, theta))
-    prior = [PRIOR * (1.0 - 2.0 * _sigmoid(t)) for t in theta]
-    played = [(i, j, a + b, _sigmoid(theta[i] - theta[j])) for i, j, a, b in cells]
-    small = [c for c in played if c[2] < NORMAL_FROM]
-    # the many-comparison pairs of a big ledger: a normal draw each, spread precomputed
-    large = [(i, j, m * s, math.sqrt(m * s * (1.0 - s)))
-             for i, j, m, s in played if m >= NORMAL_FROM]
-    uniform, log, sqrt, cos = rng.random, math.log, math.sqrt, math.cos
-    sums, squares = [0.0] * n, [0.0] * n
-    for _ in range(draws):
-        g = list(prior)
-        for i, j, m, s in small:
-            d = _binomial(rng, m, s) - m * s
-            g[i] += d
-            g[j] -= d
-        for i, j, mean, spread in large:
-            d = spread * sqrt(-2.0 * log(1.0 - uniform())) * cos(TAU * uniform())
-            g[i] += d
-            g[j] -= d
-        for k, x in enumerate(_times(inverse, g)):
-            sums[k] += x
-            squares[k] += x * x
-    return [math.sqrt(max(0.0, (sq - s * s / draws) / (draws - 1)))
-            for s, sq in zip(sums, squares)]
+def _few(units: float) -> float:
+    """The widening a variance estimated from ``units`` units owes for being an estimate:
+    (Student's t at ``units - 1`` degrees of freedom over the normal, at 95%)²."""
+    key = min(int(units), FEW_UNITS)
+    found = _FEW.get(key)
+    if found is None:
+        found = _FEW[key] = (t_quantile(0.975, key - 1) / Z95) ** 2 if key < FEW_UNITS else 1.0
+    return found
+
+
+_FEW: dict[int, float] = {}
 
 
 def chance(theta: float) -> float:

@@ -167,6 +167,12 @@ class Ledger:
     def pairs(self, shape: str) -> dict[tuple[str, str], int]:
         return self._queries.pairs(shape)
 
+    def patterns(self, shape: str) -> dict[tuple, int]:
+        return self._queries.patterns(shape)
+
+    def patterns_stamp(self, shape: str) -> int:
+        return self._queries.patterns_stamp(shape)
+
     def paired_shapes(self) -> list[str]:
         return self._queries.paired_shapes()
 

@@ -12,6 +12,7 @@ verdict lines.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import time
@@ -22,7 +23,7 @@ from panelist.metrics.ledger.pairs import Pairs
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import Tail, utc_iso
 
-VERSION = 1
+VERSION = 2   # 2 added the patterns of panel outcomes: a version 1 file is replayed
 NAME = "pairs.json"
 
 
@@ -36,7 +37,19 @@ def save(path: Path, ino: int, offset: int, pairs: Pairs) -> None:
 
 def _load(path: Path, evidence: Path, kept: int) -> tuple[Pairs, int]:
     """The saved pairs and their offset if they are of ``evidence`` (kept to the bound the
-    ledger that saved them had); else empty, from 0, kept to ``kept``."""
+    ledger that saved them had); else empty, from 0, kept to ``kept``. The cyclic collector
+    is paused meanwhile: the file makes some hundreds of thousands of tuples and lists, none in
+    a cycle, and collections triggered by their count alone cost about a fifth of the load."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _decode(path, evidence, kept)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _decode(path: Path, evidence: Path, kept: int) -> tuple[Pairs, int]:
     try:
         data = json.loads(path.read_bytes())
         st = os.stat(evidence)
@@ -56,7 +69,7 @@ def _load(path: Path, evidence: Path, kept: int) -> tuple[Pairs, int]:
 
 class PairsView:
     """The pairwise counts of one ledger folder, read without opening the ledger: the saved
-    pairs, then the verdict lines after them. Offers the two reads ``Ratings`` needs."""
+    pairs, then the verdict lines after them. Offers the reads ``Ratings`` needs."""
 
     def __init__(self, runs_dir: Path, *, kept: int = 100_000):
         runs_dir = Path(runs_dir)
@@ -74,6 +87,12 @@ class PairsView:
 
     def pairs(self, shape: str) -> dict[tuple[str, str], int]:
         return self._pairs.of(shape)
+
+    def patterns(self, shape: str) -> dict[tuple, int]:
+        return self._pairs.patterns_of(shape)
+
+    def patterns_stamp(self, shape: str) -> int:
+        return self._pairs.stamp(shape)
 
     def paired_shapes(self) -> list[str]:
         return sorted(s for s, w in self._pairs.wins.items() if w)

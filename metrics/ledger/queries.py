@@ -303,6 +303,19 @@ class Queries:
                                                   for i in range(1, len(entry), 3)]))
         return out
 
+    def patterns(self, shape: str) -> dict[tuple, int]:
+        """``{pattern: panels}`` for ``shape``: how many panels made exactly each sorted tuple
+        of ``(better, worse)`` pairs (``pairs.py``), what the ratings' intervals need."""
+        self._refresh()
+        with self._lock:
+            return self._index.pairs.patterns_of(shape)
+
+    def patterns_stamp(self, shape: str) -> int:
+        """A number that changes whenever ``patterns(shape)`` does (``Pairs.stamp``)."""
+        self._refresh()
+        with self._lock:
+            return self._index.pairs.stamp(shape)
+
     def paired_shapes(self) -> list[str]:
         """The shapes with at least one pairwise outcome, sorted."""
         self._refresh()

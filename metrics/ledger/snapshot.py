@@ -10,7 +10,10 @@ Versions: 2 added the query aggregates and packed verdict entries, 3 delivery st
 history, 4 histograms twice as fine (``histogram``: eight buckets a doubling), the recent
 windows (``usage``) and each model's outcomes (``outcomes``), 5 the pairwise outcomes of
 verdicts on one panel (``pairs``), 6 the queue of owed calls in the order each became owed
-(``owed``: their places in the recent columns; the counts are still derived). An older
+(``owed``: their places in the recent columns; the counts are still derived), 7 each shape's
+patterns of panel outcomes beside its pairs (``pairs``: what the ratings' intervals need; an
+older snapshot has only the pairs, and the patterns of panels long gone cannot be rebuilt from
+them, so it is replayed like any older one). An older
 snapshot is replayed, never converted: its histograms cannot be split into finer buckets, and
 only a replay reads each seat's seconds again.
 
@@ -38,7 +41,7 @@ from panelist.metrics.ledger.usage import Usage
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 
-SNAPSHOT_VERSION = 6       # see the module docstring
+SNAPSHOT_VERSION = 7       # see the module docstring
 _STATE_CODES = (-1, AWAITING, DELIVERED, ABANDONED)   # -1 stands for None in the snapshot
 
 

@@ -13,7 +13,9 @@ any other shape are never touched):
   version counts (the report's ``results.latest``: per task, model and epoch the last scored
   sample of the task's current hash); samples whose way to the model failed never count;
 * for the ratings (``ledger.ratings``), a unit (pair or claim) one model got right and another
-  wrong is a comparison the first won, in the ``review`` shape;
+  wrong is a comparison the first won, in the ``review`` shape; a unit is also the ratings'
+  unit of evidence (``patterns``: every comparison one task made is counted together, since
+  a task that is easy for one model tends to be easy for the others);
 * once a model has 20 real verdicts for the shape (``REAL_ENOUGH``), its suite part is dropped:
   the callers' own judgement is then evidence enough, and a benchmark should not outvote it.
 
@@ -60,6 +62,7 @@ class SuiteEvidence:
         self._scored: dict[tuple, tuple] = {}
         self._record: dict[str, tuple[int, int]] = {}
         self._pairs: dict[tuple[str, str], int] = {}
+        self._patterns: dict[tuple, int] = {}
 
     def record(self) -> dict[str, tuple[int, int]]:
         """``{alias: (right, counted)}``: pairs and claims right, of those counted."""
@@ -76,6 +79,13 @@ class SuiteEvidence:
         self.record()
         with self._lock:
             return self._pairs
+
+    def patterns(self) -> dict[tuple, int]:
+        """``{pattern: units}``: how many units made exactly each sorted tuple of
+        ``(better, worse)`` pairs (``patterns``)."""
+        self.record()
+        with self._lock:
+            return self._patterns
 
     def _follow(self, size: int) -> None:
         if size < self._tail.offset:   # replaced or truncated: start over
@@ -94,6 +104,7 @@ class SuiteEvidence:
                     (s.get("pair") or task, s.get("task_kind"), bool(s.get("right")))
         found = units(self._version, self._scored)
         self._pairs = comparisons(found)
+        self._patterns = patterns(found)
         self._record = tally(found)
 
     def close(self) -> None:
@@ -148,6 +159,19 @@ def comparisons(found: dict[tuple, dict[str, bool]]) -> dict[tuple[str, str], in
         for a in right:
             for b in wrong:
                 out[(a, b)] = out.get((a, b), 0) + 1
+    return out
+
+
+def patterns(found: dict[tuple, dict[str, bool]]) -> dict[tuple, int]:
+    """``{pattern: units}``: the sorted ``(better, worse)`` pairs each unit made, counted
+    (a unit that separated no two models makes none)."""
+    out: dict[tuple, int] = {}
+    for got in found.values():
+        right = [m for m, r in got.items() if r]
+        wrong = [m for m, r in got.items() if not r]
+        key = tuple(sorted((a, b) for a in right for b in wrong))
+        if key:
+            out[key] = out.get(key, 0) + 1
     return out
 
 

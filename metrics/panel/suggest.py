@@ -2,11 +2,12 @@
 of work. The one rule behind a reply's ``bench.suggest`` and ``panelist collection suggest``.
 
 The ratings are ``ledger.ratings``' (a Bradley–Terry fit over verdict pairs, suite units and
-race inputs). "Clearly" means the two intervals do not overlap after a Bonferroni correction
-for the number of candidates compared: with ``m`` rated non-members each interval is taken at
-``1 - 0.05 / m``, so among many equally good models a suggestion stays rare (at most about one
-in twenty families of comparisons), while a truly better one is suggested once its comparisons
-narrow the intervals. A model without comparisons, or a member without any, is never part of
+race inputs, its intervals counted in the panels, tasks and inputs the pairs came from, so a
+panel's several pairs are not taken for independent evidence). "Clearly" means the two
+intervals do not overlap after a Bonferroni correction for the number of candidates compared:
+with ``m`` rated non-members each interval is taken at ``1 - 0.05 / m``, so among many equally
+good models a suggestion stays rare (at most about one in twenty families of comparisons),
+while a truly better one is suggested once its comparisons narrow the intervals. A model without comparisons, or a member without any, is never part of
 a suggestion: nothing is known.
 
 Invariants: each member is named at most once and each model suggested at most once, pairing
