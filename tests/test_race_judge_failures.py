@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import read_jsonl
-from panelist.metrics.home import open_home
+from racekit import Chat, home_of
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.upstream.sim import SimUpstream
@@ -29,19 +29,7 @@ def sim():
 
 @pytest.fixture()
 def home(tmp_path, sim):
-    home = open_home(tmp_path / "data")
-    roster = Roster(home)
-    roster.add_endpoint("sims", sim.url)
-    for alias, (family, grade) in MODELS.items():
-        roster.add_model(alias, "sims", family=family, grade=grade, price_in=1.0, price_out=2.0)
-    return home
-
-
-class Chat:
-    grade = "general"
-
-    def run(self, prompt, seat):
-        return seat.chat([{"role": "user", "content": prompt}])
+    return home_of(tmp_path, sim, MODELS)
 
 
 def bench_of(home, *, runs=1, judges=("judge-a",), candidates=("cheap-gen",), orders="both",

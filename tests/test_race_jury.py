@@ -9,9 +9,9 @@ import re
 import pytest
 
 from conftest import read_jsonl
+from racekit import Chat, home_of
 from panelist.metrics.cli.main import main
 from panelist.metrics.errors import BadRequest
-from panelist.metrics.home import open_home
 from panelist.metrics.race import judge
 from panelist.metrics.race import registry as race_registry
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
@@ -37,19 +37,7 @@ def sim():
 
 @pytest.fixture()
 def home(tmp_path, sim):
-    home = open_home(tmp_path / "data")
-    roster = Roster(home)
-    roster.add_endpoint("sims", sim.url)
-    for alias, (family, grade) in MODELS.items():
-        roster.add_model(alias, "sims", family=family, grade=grade, price_in=1.0, price_out=2.0)
-    return home
-
-
-class Chat:
-    grade = "general"
-
-    def run(self, prompt, seat):
-        return seat.chat([{"role": "user", "content": prompt}])
+    return home_of(tmp_path, sim, MODELS)
 
 
 def bench_of(home, *, runs=1, ceiling="judge-a", judges=None, orders=None):

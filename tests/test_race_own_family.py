@@ -5,6 +5,9 @@ the one the model's id names, so ``gpt-4o`` may not judge ``gpt-4o-mini``."""
 
 import pytest
 
+import racekit
+from racekit import Chat
+
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
@@ -15,13 +18,6 @@ from panelist.metrics.upstream.sim import SimUpstream
 TOP = {"accuracy": 7, "shown_work": 3, "reason": "as good as the reference"}
 
 
-class Chat:
-    grade = "general"
-
-    def run(self, prompt, seat):
-        return seat.chat([{"role": "user", "content": prompt}])
-
-
 @pytest.fixture()
 def sim():
     with SimUpstream({}) as s:
@@ -29,15 +25,8 @@ def sim():
 
 
 def home_of(tmp_path, sim, models: dict[str, tuple[str | None, str]]):
-    """A data folder whose roster holds ``models``: alias -> (family or None, grade); each is
-    served under its alias and answers a judge's question with ``TOP``."""
-    home = open_home(tmp_path / "data")
-    roster = Roster(home)
-    roster.add_endpoint("sims", sim.url)
-    for alias, (family, grade) in models.items():
-        roster.add_model(alias, "sims", family=family, grade=grade, price_in=1.0, price_out=2.0)
-        sim.script(alias, json=TOP)
-    return home
+    """``racekit.home_of``, each model answering a judge's question with ``TOP``."""
+    return racekit.home_of(tmp_path, sim, models, answer=TOP)
 
 
 def bench_of(home, ceiling, candidates, judges=None, pinned="pinned-gen"):
