@@ -135,6 +135,10 @@ class Cluster:
     def thaw(self) -> None:
         for pid in self.processes():
             os.kill(pid, signal.SIGCONT)
+        if self.proc is not None:
+            # runuser stops itself when the server it started stops (as su does, for job
+            # control), and would sit stopped until the next shutdown waits it out
+            os.kill(self.proc.pid, signal.SIGCONT)
 
     def url(self, db: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
