@@ -151,3 +151,19 @@ def test_a_config_file_deleted_on_one_host_is_written_back(hosts):
     in_step(a, b)
     for h in (a, b):
         assert "kept" in Collections(h.home).all()
+
+
+def test_an_edit_from_a_version_the_database_lacks_is_set_aside(hosts, capsys):
+    a, b = hosts
+    a.stop()
+    Collections(a.home).save(Roster(a.home).view(), "offline", ["m1", "m2"])
+    # as if the database had been replaced by one that never held the version A last saw
+    state = a.home.config / ".mirror.json"
+    doc = json.loads(state.read_text())
+    doc["in_step"]["collections.json"]["version"] = 999
+    state.write_text(json.dumps(doc))
+    a.start()
+    aside = list(a.home.config.glob("collections.conflict-*.json"))
+    assert len(aside) == 1 and "offline" in json.loads(aside[0].read_text())["collections"]
+    assert "does not hold" in capsys.readouterr().err
+    assert "offline" not in Collections(a.home).all()

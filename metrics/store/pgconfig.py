@@ -154,6 +154,10 @@ class ConfigMirror:
             if base is None:
                 self._take(name, path, latest)
                 return
+            if base < 0:   # edited here from a version this database does not hold
+                self._aside(name, path, doc, latest, "edited from a version this database "
+                            "does not hold")
+                return
         if latest is None or latest[0] == base:
             if self._insert(name, base + 1, doc):
                 self._settle(name, base + 1, doc, stamp)
@@ -166,7 +170,8 @@ class ConfigMirror:
         """At start, the version an edit of the file was made from: the version it was last in
         step with, when it was edited while this instance was stopped (or could not reach the
         database); 0 (merged with no base) when the file's merge allows that; None when the
-        database's version is simply taken (an instance joining, an unedited file)."""
+        database's version is simply taken (an instance joining, an unedited file); -1 when
+        it was edited from a version the database does not hold."""
         saved = self._saved.get(name)
         if saved is not None and saved["digest"] == _digest(doc):
             return None if latest is not None else 0   # unedited since it was in step
@@ -174,7 +179,11 @@ class ConfigMirror:
             return saved["version"]
         if latest is None:
             return 0
-        return 0 if name in self._merges else None
+        if name in self._merges:
+            return 0
+        # edited since it was in step with a version another database held (a restored or
+        # replaced one): kept aside, never overwritten in silence (-1); joining: taken (None)
+        return -1 if saved is not None else None
 
     def _merge(self, name: str, path: Path, base, doc, latest, stamp) -> None:
         merge = self._merges.get(name, _plain)
