@@ -101,6 +101,9 @@ def test_import_refuses_a_missing_or_foreign_file_with_what_to_do(data, capsys, 
     (tmp_path / "bad.json").write_text("{not json")
     code, _, err = run(capsys, "catalog", "import", str(tmp_path / "bad.json"), "--data", d)
     assert code == 1 and "not valid JSON" in err
+    # a file that never ends is refused after a bounded read
+    code, _, err = run(capsys, "catalog", "import", "/dev/zero", "--data", d)
+    assert code == 1 and "(or never ends)" in err
     assert not (data.config / "catalog.json").exists()
 
 

@@ -74,6 +74,12 @@ def test_ask_exits_non_zero_when_no_seat_answered(home, sim, capsys, tmp_path):
     assert "system: be brief" in read_jsonl(home.gateway_runs / "calls.jsonl")[0]["prompt"]
 
 
+def test_ask_refuses_a_prompt_file_that_never_ends(home, capsys):
+    code, out, err = run(capsys, "ask", "bench/trio", "-f", "/dev/zero", "--data",
+                         str(home.root))
+    assert code == 1 and "/dev/zero is larger than 16 MiB (or never ends)" in err and not out
+
+
 def test_ask_and_verdict_against_a_running_gateway(gateway, home, capsys):
     code, out, err = run(capsys, "ask", "trio", "hello", "--url", gateway.url + "/v1", "--json")
     assert code == 0

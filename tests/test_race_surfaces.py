@@ -443,6 +443,13 @@ def test_the_cli_refuses_bad_races_in_one_line(home, tmp_path, capsys):
     cases.append((["--grade", "general", "--inputs", str(tmp_path / "none.jsonl")],
                   "cannot read"))
     cases.append((["--grade", "general", "--prompt", "x", "--margin", "0"], "'margin'"))
+    # a file that never ends is refused after a bounded read, never read until memory runs out
+    cases.append((["--grade", "general", "-f", "/dev/zero"], "larger than 16 MiB (or never ends)"))
+    cases.append((["--grade", "general", "--inputs", "/dev/zero"], "larger than 16 MiB"))
+    cases.append((["--grade", "general", "-f", str(tmp_path)], "is a folder"))
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("caf\xe9".encode("latin-1"))
+    cases.append((["--grade", "general", "-f", str(latin)], "is not UTF-8 text"))
     for args, words in cases:
         code, out, err = run(capsys, "race", *args, "--data", d)
         assert code == 1 and err.count("\n") == 1 and words in err, (args, err)

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from panelist.metrics.cli import remote
 from panelist.metrics.cli.main import NO_ANSWER, Out
 from panelist.metrics.errors import BadRequest, PanelistError
 from panelist.metrics.home import open_home
 from panelist.metrics.ledger.index import ANSWERED
-from panelist.metrics.store import jsonwire
+from panelist.metrics.store import jsonwire, readfile
 from panelist.metrics.wire.errors import body_of
 
 # the error codes of a panel that ran and gave no answer: ``ask`` exits NO_ANSWER on them
@@ -35,10 +34,8 @@ def register(nouns, common) -> None:
 def cmd_ask(args, out: Out) -> int:
     text = args.prompt
     if args.file:
-        try:
-            text = (text + "\n\n" if text else "") + Path(args.file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BadRequest(f"cannot read {args.file}: {exc.strerror}") from None
+        text = (text + "\n\n" if text else "") + readfile.read_text(args.file,
+                                                                     what="prompt file")
     if not text.strip():
         raise BadRequest("nothing to ask: give a prompt or -f FILE")
     messages = ([{"role": "system", "content": args.system}] if args.system else []) + \

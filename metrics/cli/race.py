@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from pathlib import Path
 
 from panelist.metrics.cli.main import NO_ANSWER, Out
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
 from panelist.metrics.plaintext import visible
 from panelist.metrics.race import jobs
-from panelist.metrics.store import jsonwire
+from panelist.metrics.store import jsonwire, readfile
 
 
 def register(nouns, common) -> None:
@@ -159,12 +158,8 @@ def _body(args) -> dict:
     else:
         text = args.prompt
         if args.file:
-            try:
-                text = (text + "\n\n" if text else "") + \
-                    Path(args.file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise BadRequest(f"cannot read {args.file}: "
-                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+            text = (text + "\n\n" if text else "") + readfile.read_text(args.file,
+                                                                         what="prompt file")
         if not text.strip():
             raise BadRequest("nothing to race: give --prompt TEXT, -f FILE or --inputs "
                              "FILE.jsonl")

@@ -42,7 +42,7 @@ from panelist.metrics.home import Home
 from panelist.metrics.race import checks, jobs, jury, sequential, tooldiff, verdict
 from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools, strongest
 from panelist.metrics.roster.roster import Roster, RosterView
-from panelist.metrics.store import jsonwire
+from panelist.metrics.store import jsonwire, readfile
 
 MAX_RUNS = 100           # runs per candidate and input a request may ask for
 # runs per candidate and input when none is asked for: the fewest that measure the spread of a
@@ -187,11 +187,7 @@ def load_inputs(path: str | Path) -> list[str]:
     """A JSONL file's inputs: each line a JSON string (the text the job sends the model) or an
     object ``{"prompt": "..."}``; blank lines are skipped. A bad line is refused by number."""
     path = Path(path).expanduser()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}",
-                         param="inputs") from None
+    lines = readfile.read_text(path, what="JSONL file of inputs", param="inputs").splitlines()
     form = 'each line is a JSON string, the job\'s input, or {"prompt": "..."}'
     inputs = []
     for n, line in enumerate(lines, 1):

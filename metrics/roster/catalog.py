@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from panelist.metrics.store import configfile, jsonwire
+from panelist.metrics.store import configfile, jsonwire, readfile
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.errors import ConfigInvalid, NotFound, PanelistError
 from panelist.metrics.home import Home
@@ -147,15 +147,10 @@ def load_import(path: str | Path) -> dict[str, dict]:
     """``{model id: facts}`` from a models.dev-layout file (providers → models); a model is
     also known as ``provider/model``, the way aggregators serve it."""
     p = Path(path)
-    try:
-        if p.stat().st_size > MAX_IMPORT_BYTES:
-            raise ConfigInvalid(f"{p} is larger than {MAX_IMPORT_BYTES // 2**20} MiB; import a "
-                                "smaller catalog file")
-        raw = p.read_bytes()
-    except FileNotFoundError:
+    if not p.exists():
         raise NotFound(f"no catalog file {p}; give the path of a models.dev-layout JSON file")
-    except IsADirectoryError:
-        raise ConfigInvalid(f"{p} is a folder; give the path of a models.dev-layout JSON file")
+    raw = readfile.read_bytes(p, limit=MAX_IMPORT_BYTES,
+                              what="models.dev-layout JSON file (a catalog)")
     return parse_import(raw, str(p))
 
 
