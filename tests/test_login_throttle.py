@@ -52,13 +52,48 @@ def test_many_addresses_share_one_budget_then_every_check_waits_its_turn():
     # past it, each check of each new address waits for the one before: one every 0.5 s
     assert [guess(s, f"10.0.1.{i}") for i in range(4)] == ["wrong"] * 4
     assert clock.waits == [0.5, 0.5, 0.5]   # the first paced check had nobody before it
-    # the right token waits its turn like a guess (a faster answer would give it away) and
-    # gets in; it is never refused
+    # the right token is checked first and gets in at once: guessing never slows the admin
     assert guess(s, "192.0.2.1", TOKEN) == "in"
-    assert clock.waits[-1] == 0.5
+    assert clock.waits == [0.5, 0.5, 0.5]
     # once the failures are a minute old, checks run at once again
     clock.now += WINDOW + 1
-    assert guess(s, "10.0.2.1") == "wrong" and len(clock.waits) == 4
+    assert guess(s, "10.0.2.1") == "wrong" and len(clock.waits) == 3
+
+
+def test_the_right_token_gets_in_from_an_address_guessers_locked_out():
+    clock = Clock()
+    s = sessions(clock)
+    nat = "198.51.100.7"   # the admin and a guesser behind one address
+    assert [guess(s, nat) for _ in range(6)] == ["wrong"] * 5 + ["throttled"]
+    assert guess(s, nat, TOKEN) == "in"
+    # and its failures are forgiven: the address is checked afresh
+    assert guess(s, nat) == "wrong"
+
+
+def test_the_right_token_gets_in_while_every_waiting_place_is_taken():
+    clock = Clock()
+    held_now = threading.Semaphore(0)
+    release = threading.Event()
+
+    def held(seconds):   # every paced wrong answer waits here until the test lets them go
+        held_now.release()
+        release.wait(30)
+        clock.sleep(seconds)
+
+    s = Sessions(TOKEN, global_failures=1, pace=0.5, clock=clock, sleep=held)
+    assert guess(s, "10.0.0.1") == "wrong"
+    # the first paced check has nobody before it; the 64 after it wait their turns
+    waiting = [threading.Thread(target=guess, args=(s, f"10.9.0.{i}")) for i in range(65)]
+    for t in waiting:
+        t.start()
+    try:
+        assert all(held_now.acquire(timeout=30) for _ in range(64))
+        assert guess(s, "10.8.0.1") == "throttled"   # no place left for a wrong one to wait
+        assert guess(s, "192.0.2.9", TOKEN) == "in"
+    finally:
+        release.set()
+        for t in waiting:
+            t.join(30)
 
 
 def test_an_address_has_one_check_waiting_at_a_time():

@@ -7,15 +7,21 @@ Invariants:
 * A login gives a random session id, sent as an ``HttpOnly; SameSite=Strict`` cookie with an
   expiry; the server keeps only its SHA-256 and when it ends. A gateway key never opens a
   session, and a session never calls ``/v1`` as a key.
-* Failed logins are counted per client address over a sliding minute; past ``MAX_FAILURES`` the
-  address is refused (429 with ``Retry-After``) until the minute has passed, whatever it sends.
-  The address is the peer's, or the client's that a trusted proxy forwarded
+* The right token always gets in, at once: it is checked first, at one fixed cost (a digest
+  and a constant-time compare), before any throttle, so guessers, however many and from
+  whatever address (the admin's own, behind one NAT), cannot lock the admin out. What keeps a
+  guesser out is the token itself: at least ``guard.MIN_TOKEN`` characters, and random ones (a
+  right answer comes back sooner than a paced wrong one, which tells a guesser nothing its
+  200 would not).
+* Failed logins are counted per client address over a sliding minute; past ``MAX_FAILURES`` a
+  wrong token from that address is refused (429 with ``Retry-After``) until the minute has
+  passed. The address is the peer's, or the client's that a trusted proxy forwarded
   (``Guard.client_address``), so one proxy in front does not lock everyone out.
 * Guessing from many addresses is slowed by one budget for them all: once ``GLOBAL_FAILURES``
-  logins failed within the minute, every check (right or wrong: a faster answer to the right
-  token would tell a guesser which it was) waits its turn, one every ``PACE`` seconds, in the
-  order they came, one waiting check per address. The right token is slowed, never refused,
-  unless more than ``MAX_WAITING`` addresses are already waiting (429 with ``Retry-After``).
+  logins failed within the minute, the answer to every wrong token waits its turn, one every
+  ``PACE`` seconds, in the order they came, one waiting per address, and more than
+  ``MAX_WAITING`` addresses waiting are refused (429 with ``Retry-After``): the load guessing
+  can put on the server is bounded, and the right token passes them all.
 * Sessions live in this process's memory, or (``shared``) in a file the workers of one group
   share (``sessiontable``): either way a restart logs everyone out, which is the safe way
   round. The table is bounded; the oldest session goes first. Failed logins are counted by
@@ -78,6 +84,13 @@ class Sessions:
     def login(self, presented, address: str, now: float | None = None) -> str:
         """A new session id for the right token; 401 for a wrong one, 429 past the limit."""
         now = self._clock() if now is None else now
+        if isinstance(presented, str) and self._token is not None and \
+                hmac.compare_digest(_digest(presented), self._token):
+            sid = secrets.token_urlsafe(32)
+            with self._lock:
+                self._failures.pop(address, None)
+            self._live.add(_digest(sid), now + self.lifetime)
+            return sid
         with self._lock:
             tries = self._failures.get(address)
             if tries is not None:
@@ -89,20 +102,13 @@ class Sessions:
                                           f"in {wait} s", code="login_throttled",
                                           headers={"Retry-After": str(wait)})
         now = self._await_turn(address, now)
-        if not isinstance(presented, str) or self._token is None or \
-                not hmac.compare_digest(_digest(presented), self._token):
-            with self._lock:
-                if len(self._failures) >= MAX_ADDRESSES and address not in self._failures:
-                    self._failures.pop(next(iter(self._failures)))
-                self._failures.setdefault(address, deque()).append(now)
-                self._recent.append(now)
-            raise Unauthorized("wrong admin token; it is the value of PANELIST_ADMIN_TOKEN where "
-                               "the server was started", code="wrong_token")
-        sid = secrets.token_urlsafe(32)
         with self._lock:
-            self._failures.pop(address, None)
-        self._live.add(_digest(sid), now + self.lifetime)
-        return sid
+            if len(self._failures) >= MAX_ADDRESSES and address not in self._failures:
+                self._failures.pop(next(iter(self._failures)))
+            self._failures.setdefault(address, deque()).append(now)
+            self._recent.append(now)
+        raise Unauthorized("wrong admin token; it is the value of PANELIST_ADMIN_TOKEN where "
+                           "the server was started", code="wrong_token")
 
     def _await_turn(self, address: str, now: float) -> float:
         """Wait until this check may run (at once unless the global budget is spent); the time
