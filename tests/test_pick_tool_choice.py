@@ -95,6 +95,18 @@ def test_none_passes_over_a_seat_that_called_a_tool_anyway(gateway, sim):
     assert "member1 fast: called a tool, though tool_choice is \"none\"" in body["bench"]["note"]
 
 
+def test_every_seat_calling_a_tool_despite_none_is_a_502_that_says_so(gateway, sim):
+    for alias in EVERY_SEAT:
+        sim.script(alias, tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}])
+    status, body, headers = gateway.post("/v1/chat/completions", {
+        "model": "bench/trio:pick", "messages": ASK, "tools": [LOOKUP], "tool_choice": "none"})
+    assert status == 502, body
+    error = body["error"]
+    assert error["code"] == "tool_called" and "response_format" not in error["message"]
+    assert 'called a tool, though tool_choice is "none"' in error["message"]
+    assert headers["X-Panelist-Panel"]
+
+
 @pytest.mark.parametrize("mode", ["pick", "merged"])
 def test_no_seat_calling_the_forced_tool_is_a_502_saying_so(gateway, sim, mode):
     status, body, headers = gateway.post("/v1/chat/completions", {
