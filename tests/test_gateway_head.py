@@ -211,3 +211,14 @@ def test_headers_that_end_with_the_connection_still_get_an_answer(gateway):
     port = gateway.server.port
     [(status, _, _)] = exchange(gateway, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port)
     assert status == 200
+
+
+def test_the_server_header_is_the_name_alone(gateway):
+    with socket.create_connection(("127.0.0.1", gateway.server.port), timeout=30) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n"
+                  % gateway.server.port)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head = data.partition(b"\r\n\r\n")[0].decode("latin-1")
+    assert "\r\nServer: panelist\r\n" in head + "\r\n"

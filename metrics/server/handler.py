@@ -50,6 +50,10 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
     server: "Server"
 
+    def version_string(self) -> str:
+        # http.server joins the two with a space, which an empty sys_version leaves trailing
+        return self.server_version
+
     def setup(self):
         # StreamRequestHandler's, with the connection's Wire as both files
         self.connection = self.request
