@@ -204,6 +204,21 @@ def test_a_prompt_over_a_members_window_leaves_that_member_out(gateway, home, si
     assert why.startswith("context window 100 tokens")
 
 
+def test_tool_definitions_count_against_a_members_window(gateway, home, sim):
+    Roster(home).add_model("mid", "sim", family="mid", context=4000)
+    big = [{"type": "function", "function": {
+        "name": f"tool_{i}", "description": "d" * 1000,
+        "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
+        for i in range(22)]   # about 22k characters of schema around a two-word prompt
+    status, body, _ = gateway.post("/v1/chat/completions", {
+        "model": "bench/trio:pick", "messages": [{"role": "user", "content": "hi there"}],
+        "tools": big})
+    assert status == 200, body
+    assert "mid" not in [s["alias"] for s in body["bench"]["seats"]] and sim.count("mid") == 0
+    (why,) = [s["why"] for s in body["bench"]["skipped"] if s["alias"] == "mid"]
+    assert why.startswith("context window 4000 tokens")
+
+
 def test_a_learned_window_only_lowers(gateway, home, sim):
     sim.script("fast", window=50)
     status, body, _ = ask(gateway, content="y" * 400)

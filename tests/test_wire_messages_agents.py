@@ -194,6 +194,24 @@ def test_count_tokens_answers_the_gateways_own_estimate(client, gateway, home, s
     assert 2500 < beta.input_tokens < 2600
 
 
+def test_count_tokens_counts_tool_definitions_and_tool_calls(client, gateway):
+    plain = client.messages.count_tokens(model="bench/trio:pick", messages=ASK).input_tokens
+    tools = [{"name": f"tool_{i}", "description": "d" * 1000,
+              "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}}}
+             for i in range(22)]
+    with_tools = client.messages.count_tokens(model="bench/trio:pick", messages=ASK,
+                                              tools=tools).input_tokens
+    assert with_tools - plain > 5000   # 22k characters of schema are read by the model
+    # a tool call's arguments and its result are read too
+    turn = [*ASK, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "tool_1", "input": {"x": "y" * 4000}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "z" * 4000}]}]
+    after = client.messages.count_tokens(model="bench/trio:pick", messages=turn,
+                                         tools=tools[:1]).input_tokens
+    assert after > 2000
+
+
 def test_count_tokens_refusals_are_anthropic_shaped(client, gateway, home, sim):
     with pytest.raises(anthropic.NotFoundError) as caught:
         client.messages.count_tokens(model="bench/none", messages=ASK)

@@ -573,7 +573,7 @@ class PanelRun:
         # the conversation as the caller was answered, not every earlier panel's markdown
         messages = merge.merger_input(self.history.for_seat(None), ordered, self.req.images,
                                       response_format=fmt, tools=tools)
-        size = prompt.estimate_tokens(messages)
+        size = prompt.estimate_tokens(messages, tools=tools, response_format=fmt)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
         suiteevidence.adjust(panels.suite, states, self.req.shape)
         model, why = merge.choose(self.req.collection, view, states, size, time.time())

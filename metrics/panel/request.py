@@ -124,7 +124,9 @@ def parse_request(body, collections: Collections) -> Request:
                    reply_mode=reply_mode,
                    messages=messages,
                    params={k: v for k, v in body.items() if k not in OWN_FIELDS},
-                   shape=shape, shape_by=shape_by, estimate=prompt.estimate_tokens(messages),
+                   shape=shape, shape_by=shape_by,
+                   estimate=prompt.estimate_tokens(messages, tools=body.get("tools"),
+                                                   response_format=body.get("response_format")),
                    stream=body.get("stream") is True, nominees=tuple(nominees), images=images,
                    model=body["model"])
 

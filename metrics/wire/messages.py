@@ -90,7 +90,9 @@ def count_tokens(body) -> tuple[object, int]:
                          "messages)")
     _refuse_unheld(body)
     chat = _translate(body)
-    return chat["model"], prompt.estimate_tokens(prompt.check_messages(chat["messages"]))
+    return chat["model"], prompt.estimate_tokens(prompt.check_messages(chat["messages"]),
+                                                 tools=chat.get("tools"),
+                                                 response_format=chat.get("response_format"))
 
 
 def _refuse_unheld(body: dict) -> None:
