@@ -276,6 +276,15 @@ def test_pending_over_http_follows_another_process(gateway, home):
         assert sorted(o["call"] for o in body["data"]) == calls and body["abandoned"] == []
 
 
+def test_pending_names_the_seat_each_call_sat_in(gateway, home):
+    status, reply, _ = gateway.post("/v1/chat/completions", chat())
+    assert status == 200
+    seated = {s["call"]: s["seat"] for s in reply["bench"]["seats"] if s["status"] == "ok"}
+    status, body, _ = gateway.get("/bench/pending")
+    assert {o["call"]: o["seat"] for o in body["data"]} == seated
+    assert set(seated.values()) <= {"member", "explorer"} and None not in seated.values()
+
+
 def test_verdict_by_panel_and_alias_over_http(gateway, home):
     status, reply, _ = gateway.post("/v1/chat/completions", chat())
     assert status == 200

@@ -102,8 +102,12 @@ def check(body) -> dict:
 
 
 def owed(seat: dict) -> dict:
-    """What a caller needs to know of a call that awaits its verdict."""
-    return {k: seat.get(k) for k in OWED_FIELDS}
+    """What a caller needs to know of a call that awaits its verdict; ``seat`` is the seat it
+    sat in (member, explorer, nominee, merger), which a seat line names its ``role``."""
+    out = {k: seat.get(k) for k in OWED_FIELDS}
+    if out["seat"] is None:
+        out["seat"] = seat.get("role")
+    return out
 
 
 def not_owed(panel: dict) -> dict:
