@@ -518,11 +518,9 @@ class PanelRun:
                           for a, w in stated.items()))
         if any(r.answered for r in results) and self.demand.tool == "none" and \
                 not jsonshape.wants_json(self.demand.fmt):
-            return AllSeatsFailed(
-                f'every seat of {name} that answered called a tool, though tool_choice is '
-                f'"none" ({self.note or "each answer was a tool call"}); try again, leave the '
-                'tools out of a request that must not call them, or ask a collection whose '
-                'models follow tool_choice', seats, code="tool_called")
+            return AllSeatsFailed(f'every answer of {name} called a tool, though tool_choice '
+                                  f'is "none" ({self.note or "each was a tool call"}); try again, '
+                                  'or leave the tools out', seats, code="tool_called")
         if any(r.answered for r in results) and self.demand.forced:
             return AllSeatsFailed(
                 f"no answer from {name} was {self.demand.wanted()}: "
