@@ -719,9 +719,7 @@ class Benchmark:
                 grade, pinned.alias, [as_text(x) for x in self._inputs], None, self._rubric,
                 [m.alias for m in candidates], [m.alias for m in race.jury.judges],
                 self._orders, self._margin, code=True,
-                allow_extra_tools=sorted(self._allow) if isinstance(self._allow, (tuple, list,
-                                                                                  set))
-                else self._allow, jury_weights=self._jury_weights),
+                allow_extra_tools=self._allow, jury_weights=self._jury_weights),
             looks=earlier.looks + [earlier.entry(race.id, self.runs,
                                                                   utc_iso(started), decided)],
             runs=self.runs, started=utc_iso(started), seconds=round(seconds, 3),

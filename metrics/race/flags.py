@@ -10,10 +10,9 @@ Invariants:
 * What is read: every answer a model gave (``model call N``), the job's final output
   (``output``), and each tool call's name and arguments (``tool call N``, numbered as the runs'
   blocks number them). What tools returned and what the job sent are not the run's words.
-* Before matching, text is normalised (``normalise``): compatibility forms folded (NFKC),
-  invisible characters (format characters such as zero-width spaces and soft hyphens) and
-  combining accents removed, a small table of Cyrillic and Greek letters that look Latin read
-  as the Latin letter. Matching ignores case.
+* Before matching, text is read as the blinding reads names (``normal.fold``): compatibility
+  forms folded (NFKC), invisible characters and combining accents removed, letters of other
+  scripts that look Latin read as the Latin letter, escapes decoded. Matching ignores case.
 * The patterns (``PATTERNS``) are few, each named for what it catches: text addressed to an
   evaluator, text posing as a system or developer message, a request to ignore instructions,
   and a score dictated to the judge. A match whose text the task itself holds (the job's input,
@@ -26,26 +25,13 @@ Invariants:
 from __future__ import annotations
 
 import re
-import unicodedata
 
+from panelist.metrics.race import normal
 from panelist.metrics.race.transcript import Transcript, as_text
 
 MOST = 20        # flags one run can carry
 AROUND = 40      # characters of context on each side of a match in an excerpt
 EXCERPT = 120    # the most characters an excerpt keeps
-
-# Letters of other scripts drawn like Latin ones: "ѕуѕtеm" is read as "system".
-_LOOKALIKE = str.maketrans({
-    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
-    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w",
-    "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
-    "Т": "T", "Х": "X", "Ѕ": "S", "І": "I", "Ј": "J",
-    "α": "a", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
-    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
-    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
-})
-# Filler characters that print as nothing but are not format characters.
-_BLANKS = dict.fromkeys(map(ord, "\u115f\u1160\u3164\uffa0\u2800"), None)
 
 _WHO = r"(?:evaluator|judge|grader|assessor|scorer|rater|marker)s?"
 _EVALUATOR = r"(?:evaluator|grader|assessor|scorer|rater)s?"
@@ -89,11 +75,9 @@ _COMPILED = {what: [re.compile(p, re.IGNORECASE | re.MULTILINE) for p in found]
 
 
 def normalise(text: str) -> str:
-    """``text`` as the patterns read it (see the module docstring); case is kept, for
-    excerpts."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if unicodedata.category(c) not in ("Mn", "Me", "Cf"))
-    return unicodedata.normalize("NFKC", text.translate(_LOOKALIKE).translate(_BLANKS))
+    """``text`` as the patterns read it: as the blinding reads names (``normal.fold``); case is
+    kept, for excerpts."""
+    return normal.fold(text).text
 
 
 def describe(what: str) -> str:

@@ -42,11 +42,9 @@ LONG = ("inputs", "system", "rubric")   # texts a refusal names rather than quot
 
 def key_of(spec, plan, tools: list[str] | tuple = ()) -> dict:
     """The job a ``ChatSpec`` raced by ``plan`` (a ``chatjob.Plan``) asks."""
-    allow = spec.allow_extra_tools
     return key(spec.grade, plan.pinned, list(spec.texts), spec.system, spec.rubric,
                plan.candidates, plan.judges, spec.orders, spec.margin, tools,
-               allow_extra_tools=sorted(allow) if isinstance(allow, tuple) else allow,
-               jury_weights=spec.jury_weights)
+               allow_extra_tools=spec.allow_extra_tools, jury_weights=spec.jury_weights)
 
 
 def key(grade: str, pinned: str, inputs: list[str], system: str | None, rubric: str | None,
@@ -58,7 +56,9 @@ def key(grade: str, pinned: str, inputs: list[str], system: str | None, rubric: 
     return {"grade": grade, "pinned": pinned, "inputs": list(inputs), "system": system,
             "rubric": rubric, "candidates": list(candidates), "judges": list(judges),
             "orders": orders, "margin": margin, "tools": sorted(tools), "code": code,
-            "allow_extra_tools": allow_extra_tools, "jury_weights": jury_weights}
+            "allow_extra_tools": sorted(allow_extra_tools)
+            if isinstance(allow_extra_tools, (tuple, list, set)) else allow_extra_tools,
+            "jury_weights": jury_weights}
 
 
 def digest(job: dict) -> str:
