@@ -4,6 +4,7 @@ folder, so nothing but the database can hold them together; a real cluster (``pg
 gateways on port 0 and the simulated upstream, which counts the calls it works on at once."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -189,16 +190,20 @@ def test_a_pause_learned_on_one_instance_holds_the_others(instances):
         pass
 
 
-def run_worker(*args):
+def run_worker(*args, lease=None):
+    """The admission worker in a process of its own; ``lease``: its slots' lease period."""
+    env = dict(os.environ)
+    if lease is not None:
+        env["PANELIST_LEASE_SECONDS"] = str(lease)
     return subprocess.Popen([sys.executable, str(WORKER), *map(str, args)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
 
 def test_a_killed_instance_gives_its_slot_back(instances, pg_url, tmp_path):
     homes, (mine,) = instances(1)
     other_home = make_home(tmp_path / "other", pg_url)
     limit(homes + [other_home], max_concurrent=1)
-    other = run_worker("hold", other_home.root, "ep", "m", pg_url)
+    other = run_worker("hold", other_home.root, "ep", "m", pg_url, lease=1)
     try:
         assert other.stdout.readline().strip() == "held"
         assert not mine.has_room("ep", "m")
@@ -210,7 +215,7 @@ def test_a_killed_instance_gives_its_slot_back(instances, pg_url, tmp_path):
         other.wait(PATIENCE)
         other.stdin.close()
         other.stdout.close()
-    # its connection ended with it, and the server let its lock go
+    # nobody renews its lease any more: the slot comes free one lease period (1 s) later
     with mine.slot("ep", "m", wait=PATIENCE) as admitted:
         assert admitted.endpoint == "ep"
 

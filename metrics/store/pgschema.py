@@ -24,6 +24,12 @@ Invariants:
   ``race_reports`` per race, written when the race is named and again, whole, when it ends.
 * Version 4: ``panelist_put_panels`` writes finished panels (and their ``"abandoned"``
   evidence) in one statement under ``APPEND_LOCK``, so panel ids too become visible in id order.
+* Version 6: leases, rows held until an expiry on the database's clock (``clock_timestamp()``)
+  and renewed by their holder: a concurrency slot is a row of ``admission_leases`` (no longer a
+  session advisory lock: ``panelist_take_slot`` is left for instances not yet upgraded, whose
+  slots the new ones do not see, so every instance of a database is upgraded together), the
+  instance that runs the jobs holds the row ``leader`` of ``leases``, the jobs' next times are
+  ``schedule_book`` and the dashboard's logins ``dashboard_sessions``.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -253,9 +259,82 @@ _V4_PANELS = [
 # logs are append-only), so an import of another folder is refused instead of resumed
 _V5_IMPORT_ORIGIN = ["ALTER TABLE imported ADD COLUMN IF NOT EXISTS origin text"]
 
+# leases: rows held until an expiry on the database's clock and renewed by their holder, for what
+# must outlive a connection (a session advisory lock ends with its connection, even while the
+# process that held it still works, and lasts forever on a frozen one). ``admission_leases``:
+# one row per call in flight in a limited scope (``token`` its handle); ``leases``: one row per
+# named role (the instance that runs the jobs); ``schedule_book``: the jobs' next times, the
+# same for whichever instance leads; ``dashboard_sessions``: the dashboard's logins, as the
+# SHA-256 of the cookie's value
+_V6_LEASES = [
+    """CREATE SEQUENCE IF NOT EXISTS lease_tokens""",
+    """CREATE TABLE IF NOT EXISTS admission_leases (
+        token bigint PRIMARY KEY,
+        scope integer NOT NULL,
+        holder text NOT NULL,
+        taken timestamptz NOT NULL DEFAULT clock_timestamp(),
+        until timestamptz NOT NULL)""",
+    """CREATE INDEX IF NOT EXISTS admission_leases_scope ON admission_leases (scope, until)""",
+    # a lease for a call in a scope of n slots: its token, or -1 when n leases are live. Takes
+    # of one scope queue on its row of admission_scopes for the statement, so two never both
+    # see the last free slot; a lease past its expiry is counted as free, and removed
+    """CREATE OR REPLACE FUNCTION panelist_take_lease(scope_id int, n int, who text,
+            ttl float8) RETURNS bigint LANGUAGE plpgsql AS $$
+        DECLARE
+            live int;
+            tok bigint;
+        BEGIN
+            PERFORM 1 FROM admission_scopes WHERE id = scope_id FOR UPDATE;
+            DELETE FROM admission_leases WHERE scope = scope_id AND until <= clock_timestamp();
+            SELECT count(*) INTO live FROM admission_leases WHERE scope = scope_id;
+            IF live >= n THEN
+                RETURN -1;
+            END IF;
+            tok := nextval('lease_tokens');
+            INSERT INTO admission_leases (token, scope, holder, until)
+                VALUES (tok, scope_id, who, clock_timestamp() + make_interval(secs => ttl));
+            RETURN tok;
+        END $$""",
+    # every lease of one holder moved to now + ttl; a lease that is gone (it expired and a take
+    # removed it) is put back, whatever the count, since its call still runs: the tokens put
+    # back. A lease is only ever removed by its holder's give or once it has expired
+    """CREATE OR REPLACE FUNCTION panelist_renew_leases(tokens bigint[], scopes int[],
+            who text, ttl float8) RETURNS bigint[] LANGUAGE plpgsql AS $$
+        DECLARE
+            back bigint[];
+        BEGIN
+            WITH kept AS (
+                UPDATE admission_leases SET until = clock_timestamp() + make_interval(secs => ttl)
+                    WHERE token = ANY(tokens) RETURNING token),
+            gone AS (
+                INSERT INTO admission_leases (token, scope, holder, until)
+                    SELECT t, s, who, clock_timestamp() + make_interval(secs => ttl)
+                    FROM unnest(tokens, scopes) AS x(t, s)
+                    WHERE t NOT IN (SELECT token FROM kept)
+                    ON CONFLICT (token) DO NOTHING RETURNING token)
+            SELECT coalesce(array_agg(token), '{}') INTO back FROM gone;
+            RETURN back;
+        END $$""",
+    """CREATE TABLE IF NOT EXISTS leases (
+        name text PRIMARY KEY,
+        holder text NOT NULL,
+        term bigint NOT NULL,
+        since timestamptz NOT NULL DEFAULT clock_timestamp(),
+        until timestamptz NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS schedule_book (
+        job text PRIMARY KEY,
+        next float8 NOT NULL,
+        last float8 NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS dashboard_sessions (
+        digest bytea PRIMARY KEY,
+        made timestamptz NOT NULL DEFAULT clock_timestamp(),
+        until timestamptz NOT NULL)""",
+    """CREATE INDEX IF NOT EXISTS dashboard_sessions_made ON dashboard_sessions (made)""",
+]
+
 # (version, statements): append a new version, never edit an applied one
 MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES), (4, _V4_PANELS),
-                                           (5, _V5_IMPORT_ORIGIN)]
+                                           (5, _V5_IMPORT_ORIGIN), (6, _V6_LEASES)]
 VERSION = MIGRATIONS[-1][0]
 
 

@@ -25,8 +25,8 @@ endpoint, the model) has a folder ``runs/admission/<endpoint>/`` (a model's:
   unmanaged endpoint is rested per model by the gateway's cooldown instead.
 
 These files are ``admitfiles.FileStore``, the default. A data folder with a database
-(``Admission.of_home``) keeps the same state in it instead (``admitdb.DatabaseStore``: advisory
-locks for slots, locked rows for rate logs and pauses, the database's clock), so the limits hold
+(``Admission.of_home``) keeps the same state in it instead (``admitdb.DatabaseStore``: renewed
+leases for slots, locked rows for rate logs and pauses, the database's clock), so the limits hold
 across instances on several machines; the rules above are the same, and a database that cannot
 be reached admits nothing (``slot`` raises ``AtLimit`` saying so; ``has_room`` says no room).
 

@@ -2,12 +2,25 @@
 machines sharing one database: the same slots, rate logs and pauses as ``admitfiles``, held so
 that the limits count every call of every instance.
 
-* A slot is a session advisory lock on (the scope's id in ``admission_scopes``, the slot's
-  index), taken with ``pg_try_advisory_lock`` on one connection this process keeps for its
-  slots. A lock belongs to the session: an instance that dies (even by SIGKILL) ends its
-  connection and the server frees its slots, as the kernel frees a dead process's ``flock``.
-  Session locks stack within one session, so this process keeps which slots it holds and never
-  asks for one of them again.
+* A slot is a lease (``store.pglease``): a row of ``admission_leases`` for each call in flight
+  in a scope, with an expiry on the database's clock that a thread of this process renews every
+  third of the lease period while the call runs. ``panelist_take_lease`` admits a call only
+  while fewer than ``max_concurrent`` leases of its scope are live, and counts a lease past its
+  expiry as free (its holder died, froze or lost the network for a whole period). The slot's
+  handle (what ``take`` returns and ``give`` takes back) is the lease's token.
+* A lease does not depend on a connection: a connection cut or terminated under a running call
+  leaves its lease in place (the next renewal comes on a new connection), so the slot is never
+  handed out while the call still runs. An instance killed outright stops renewing: its slots
+  come free one lease period later.
+* A lease lost while its call still ran (the holder frozen or cut off longer than a period, and
+  the lease taken as lapsed) is put back by the holder's next renewal, whatever the count: the
+  call goes on (it may already be answered upstream, and cutting it would waste what it cost),
+  and its slot is counted as occupied until the call ends, so that no new call is admitted in
+  its place until the count is under the limit again. The call is never admitted a second time
+  (no second slot, no second mark in the rate log). ``reinstated`` counts such leases.
+* ``give`` removes only the lease with its own token (never one another holder took), and a
+  lease it could not remove (the database unreachable) lapses one period later: a slot is at
+  worst held too long, never handed out twice.
 * A scope's rate log is its row of ``admission_rates``, locked (``FOR UPDATE``, the model's
   row before the endpoint's) for the one statement that judges a call and records it: the
   ``rpm``-th latest admission must lie a span before now, exactly as in the files.
@@ -16,20 +29,22 @@ that the limits count every call of every instance.
 * Every time that several instances compare is the database's clock (``clock_timestamp()``),
   the one clock that hosts with drifting clocks share.
 * If the database cannot be reached, every call raises ``errors.DatabaseUnreachable`` (503 with
-  Retry-After): no call is admitted that the shared counts did not admit. If the slot
-  connection breaks while calls hold slots, the server has freed them; those calls run on, and
-  their slots are not given back twice.
+  Retry-After): no call is admitted that the shared counts did not admit. Calls already running
+  keep their leases as long as a renewal gets through within the period.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from urllib.parse import quote
 
 from panelist.metrics.errors import DatabaseUnreachable
-from panelist.metrics.store import jsonwire, pg, pgschema
+from panelist.metrics.store import jsonwire, pg, pglease, pgschema
 from panelist.metrics.upstream.admitfiles import MAX_WHY
+
+log = logging.getLogger("panelist.admission")
 
 
 class Slots:
@@ -56,17 +71,21 @@ class DatabaseStore:
     # than between the processes of one machine, since each look is a round trip
     poll = (0.01, 0.1)
 
-    def __init__(self, url: str, *, application: str = "panelist-admission"):
+    def __init__(self, url: str, *, application: str = "panelist-admission",
+                 lease: float | None = None):
+        """``lease``: the seconds a slot's lease lasts unless renewed (default: the
+        environment's ``PANELIST_LEASE_SECONDS``, else ``pglease.PERIOD``)."""
         self.db = pg.Database(url, application=application)
-        self._operational = pg.driver().OperationalError
+        self.lease = pglease.period_of_env() if lease is None else float(lease)
+        self.holder = pglease.holder_name("admission")
         self._lock = threading.Lock()          # the scopes' ids, the schema check
         self._ids: dict[str, int] = {}
         self._scopes: dict[str, Slots] = {}
         self._ready = False
-        self._slot_lock = threading.Lock()     # the slot connection and what it holds
-        self._conn = None
-        self._generation = 0
-        self._held: dict[tuple[str, int], int] = {}   # (scope, slot) -> the connection's generation
+        self._held_lock = threading.Lock()     # the leases this process holds
+        self._held: dict[int, int] = {}        # token -> the scope's id
+        self.reinstated = 0                    # leases put back after they lapsed mid-call
+        self.renewer = pglease.Renewer(self._renew, self.lease, "admission-leases")
 
     # -- the schema and the scopes' ids ---------------------------------------------------------
     def _migrated(self) -> None:
@@ -102,67 +121,60 @@ class DatabaseStore:
                 got = self._scopes.setdefault(key, Slots(self, key))
         return got
 
-    # -- slots ----------------------------------------------------------------------------------
-    def _session(self):
-        """The slot connection, opened when there is none (under ``_slot_lock``)."""
-        if self._conn is None or self._conn.closed:
-            self._conn = self.db.connect()
-            self._generation += 1
-        return self._conn
-
-    def _lost(self, exc: Exception) -> DatabaseUnreachable:
-        """The slot connection failed: the server freed every lock it held."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
-        return self.db.unreachable(exc)
-
+    # -- slots: leases --------------------------------------------------------------------------
     def take(self, key: str, n: int) -> int | None:
+        """A lease on one of the scope's ``n`` slots (its token), or None when ``n`` are live.
+        Retried once on a fresh connection: a take whose answer was lost holds a slot nobody
+        renews, which comes free one period later (too careful, never over the limit)."""
         scope_id = self._id(key)
-        with self._slot_lock:
-            mine = [i for (k, i) in self._held if k == key]
-            for attempt in range(2):
-                fresh = self._conn is None or self._conn.closed
-                conn = self._session()
-                try:
-                    row = conn.execute("SELECT panelist_take_slot(%s, %s, %s)",
-                                       (scope_id, n, mine)).fetchone()
-                    break
-                except self._operational as exc:
-                    # a connection that died while idle (a server restart) held nothing: one
-                    # more try on a new one; a new one failing means the server is away
-                    lost = self._lost(exc)
-                    if fresh or attempt:
-                        raise lost from None
-            i = int(row[0])
-            if i < 0:
-                return None
-            self._held[(key, i)] = self._generation
-            return i
+        rows = self.db.execute("SELECT panelist_take_lease(%s, %s, %s, %s)",
+                               (scope_id, n, self.holder, self.lease))
+        token = int(rows[0][0])
+        if token < 0:
+            return None
+        with self._held_lock:
+            self._held[token] = scope_id
+        self.renewer.start()
+        return token
 
-    def give(self, key: str, i: int) -> None:
-        """Free a slot; never raises (it runs as a call ends, whatever ended it)."""
-        scope_id = self._ids.get(key)
-        with self._slot_lock:
-            generation = self._held.pop((key, i), None)
-            if generation is None or scope_id is None or generation != self._generation \
-                    or self._conn is None:
-                return   # its connection is gone, and the lock with it
-            try:
-                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (scope_id, i))
-            except self._operational as exc:
-                self._lost(exc)
+    def give(self, key: str, token: int) -> None:
+        """End a call's lease; never raises (it runs as a call ends, whatever ended it)."""
+        with self._held_lock:
+            if self._held.pop(token, None) is None:
+                return
+        try:
+            self.db.execute("DELETE FROM admission_leases WHERE token = %s", (token,))
+        except DatabaseUnreachable:
+            pass   # no longer renewed: it lapses one period from its last renewal
+
+    def _renew(self) -> None:
+        """Every lease of a call still running, moved one period on; one lost meanwhile is put
+        back (see the module's invariants)."""
+        with self._held_lock:
+            held = dict(self._held)
+        if not held:
+            return
+        rows = self.db.execute("SELECT panelist_renew_leases(%s, %s, %s, %s)",
+                               (list(held), list(held.values()), self.holder, self.lease))
+        back = [int(t) for t in rows[0][0] or ()]
+        with self._held_lock:
+            # a call that ended while the renewal ran was given back before it: its lease, put
+            # back by the renewal, goes again
+            ended = [t for t in back if t not in self._held]
+            self.reinstated += len(back) - len(ended)
+        if len(back) > len(ended):
+            log.warning("%d admission lease(s) lapsed while their calls ran (this process was "
+                        "frozen or cut off from the database for over %g s); they are counted "
+                        "again until those calls end", len(back) - len(ended), self.lease)
+        if ended:
+            self.db.execute("DELETE FROM admission_leases WHERE token = ANY(%s)", (ended,))
 
     def in_use(self, key: str, n: int) -> int:
-        """Slots below ``n`` held now, by any instance."""
+        """Calls of the scope holding a live lease now, on any instance (a lease put back after
+        it lapsed counts too, so this may exceed ``n`` for a while)."""
         rows = self.db.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND objsubid = 2 AND classid = %s::oid AND objid < %s::oid",
-            (self._id(key), n))
+            "SELECT count(*) FROM admission_leases WHERE scope = %s "
+            "AND until > clock_timestamp()", (self._id(key),))
         return int(rows[0][0])
 
     # -- rate logs ------------------------------------------------------------------------------
@@ -218,12 +230,9 @@ class DatabaseStore:
         return float(rows[0][0]), rows[0][1]
 
     def close(self) -> None:
-        with self._slot_lock:
-            conn, self._conn = self._conn, None
+        """Stop renewing; the leases of calls still running lapse one period later (a server
+        closes its calls before its admission)."""
+        self.renewer.close()
+        with self._held_lock:
             self._held.clear()
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
         self.db.close()
