@@ -30,11 +30,21 @@ def cmd_schedule(args, out: Out) -> int:
                    f"{done['every']} s; a running server takes it up within "
                    f"{schedule.SETTINGS_EVERY:g} s")
         return 0
-    book = schedule.Book(home)
-    rows = []
-    for job, s in schedule.settings(home).items():
-        due = book.next_due(job, s["every"])
-        rows.append(dict(s, job=job, next=jsonl.utc_second(due) if due else "due now"))
+    db = None
+    if home.database:   # the cluster's book, the one its leader claims from
+        from panelist.metrics.store import pg, pgschema
+        db = pg.Database(home.database, application="panelist-cli")
+    try:
+        if db is not None:
+            pgschema.migrate(db)
+        book = schedule.book_of(home, db)
+        rows = []
+        for job, s in schedule.settings(home).items():
+            due = book.next_due(job, s["every"])
+            rows.append(dict(s, job=job, next=jsonl.utc_second(due) if due else "due now"))
+    finally:
+        if db is not None:
+            db.close()
     out.table(rows, ["job", "mode", "every", "next"])
     return 0
 

@@ -1,7 +1,8 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
-schedule, the watch that alerts failing models (``failing``), the panels' search index, with a
-database the mirror of the config files (``store.pgconfig``), the dashboard's live suite report,
+schedule and (with a database) whether this instance leads and so runs it (``upkeep.leader``),
+the watch that alerts failing models (``failing``), the panels' search index, with a database
+the mirror of the config files (``store.pgconfig``), the dashboard's live suite report,
 the suite run its dashboard starts (``suite_runs``) and its part in serving the demo
 (``demohost``: the data folder's one simulator, run here or found in another process).
 
@@ -24,6 +25,7 @@ from panelist.metrics.ledger.search import SearchIndex
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
 from panelist.metrics.upkeep import failing, onboarding_worker, schedule
+from panelist.metrics.upkeep.leader import Leader
 from panelist.metrics.upkeep.suitejob import SuiteRuns
 from panelist.metrics.upstream import spin
 from panelist.metrics.upstream.client import Upstream
@@ -54,8 +56,11 @@ class Parts:
         # the panels' search index: opens nothing until the first filtered request
         self.search = SearchIndex(panels.home.gateway_runs) if not panels.home.database else \
             _database_search(panels.home)
+        # with a database, the one instance holding the lease runs the schedule
+        self.leader = Leader.of_home(panels.home)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
-                                           else schedule.settings(panels.home))
+                                           else schedule.settings(panels.home),
+                                           leader=self.leader)
         self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
         self.config_mirror = _config_mirror(panels.home)
         self._lock = threading.Lock()
@@ -71,6 +76,7 @@ class Parts:
         if self.config_mirror is not None:
             self.config_mirror.start()
         if schedule:
+            self.leader.start()
             self.schedule.start()
         self.onboarding.start()
         self.failures.start()
@@ -103,6 +109,7 @@ class Parts:
             self.config_mirror.db.close()
         self.failures.close()
         self.schedule.close()
+        self.leader.close()   # after its jobs: another instance takes over at once
         self.onboarding.close()   # an entry it cut short resumes at the next start
         self.races.close()   # races cancelled and joined before their upstream closes
         self.suite_runs.close()   # stopped as Ctrl-C would: every finished sample is kept

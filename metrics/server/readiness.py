@@ -11,6 +11,9 @@ Checks, each ``{"ok": bool, ...}`` under ``checks``:
 * ``config`` (with a database): the config mirror completed a sync within ``CONFIG_FRESH``
   seconds, so this instance serves the roster, collections and keys every other one does.
 
+``jobs`` says whether this instance runs the cluster's jobs (``{"leader": bool}``, with a database
+the lease's ``term``: ``upkeep.leader``); it is no check, every instance serves alike.
+
 Invariants: 200 with ``"ready": true`` only when every check passed, else 503 with
 ``Retry-After``; a check's message never names where the database is or who connects to it
 (``DatabaseUnreachable``'s message is already so). O(new records): nothing is rescanned.
@@ -44,5 +47,7 @@ def readiness(parts) -> tuple[int, dict, dict]:
             checks["config"]["why"] = ("the config files have not been in step with the "
                                        f"database for over {CONFIG_FRESH:g} s")
     ready = all(c["ok"] for c in checks.values())
-    return (200 if ready else 503), {"ready": ready, "checks": checks}, \
+    # not a check: an instance that does not lead serves as well as the one that does
+    body = {"ready": ready, "checks": checks, "jobs": parts.leader.status()}
+    return (200 if ready else 503), body, \
         ({} if ready else {"Retry-After": RETRY_AFTER})

@@ -96,8 +96,10 @@ class Lease:
         never raises."""
         self._until = 0.0
         try:
-            self.db.execute("DELETE FROM leases WHERE name = %s AND holder = %s",
-                            (self.name, self.holder), retry=False)
+            # ended, not removed: the next holder's term still counts on from this one
+            self.db.execute("UPDATE leases SET until = clock_timestamp() "
+                            "WHERE name = %s AND holder = %s", (self.name, self.holder),
+                            retry=False)
         except DatabaseUnreachable:
             pass   # it lapses by itself
 

@@ -19,6 +19,11 @@ Invariants:
   server runs keeps the last good settings and says so once, as a ``schedule`` alert; a server
   refuses to start on one. ``close`` sets the Event and joins the thread.
 - A job that fails is logged and waits for its next time: the thread never dies of it.
+- With a database, only the instance that leads (``upkeep.leader``) claims and runs jobs, and
+  the next run times are the database's ``schedule_book`` (``DatabaseBook``), claimed by one
+  statement each: whichever instance leads, or takes over, sees the same due times, so a run is
+  neither repeated nor skipped across a change of leader. The settings and the run log stay
+  the leading instance's own (``config/schedule.json``, ``runs/schedule.jsonl``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import time
 
 from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.errors import BadRequest, ConfigInvalid
+from panelist.metrics.errors import BadRequest, ConfigInvalid, PanelistError
 from panelist.metrics.home import Home
 
 JOBS = ("probe", "catalog_refresh")
@@ -153,6 +158,39 @@ class Book:
         return entry["next"]
 
 
+class DatabaseBook:
+    """The next run times of a cluster's jobs, in the database's ``schedule_book``: the same
+    claims as ``Book``, each one statement, so two instances never claim one due time."""
+
+    def __init__(self, db):
+        self.db = db   # a pg.Database whose schema is migrated (the leader's)
+
+    def load(self) -> dict:
+        return {job: {"next": nxt, "last": last} for job, nxt, last in self.db.execute(
+            "SELECT job, next, last FROM schedule_book") if job in JOBS}
+
+    def claim(self, job: str, every: int, now: float) -> bool:
+        return bool(self.db.execute(
+            "INSERT INTO schedule_book AS b (job, next, last) VALUES (%s, %s, %s) "
+            "ON CONFLICT (job) DO UPDATE SET next = EXCLUDED.next, last = EXCLUDED.last "
+            "WHERE NOT (b.next > %s AND b.last + %s > %s) RETURNING 1",
+            (job, now + every, now, now, every, now), retry=False))
+
+    def next_due(self, job: str, every: int | None = None) -> float:
+        entry = self.load().get(job)
+        if not entry:
+            return 0.0
+        if every is not None:
+            return min(entry["next"], entry["last"] + every)
+        return entry["next"]
+
+
+def book_of(home: Home, db=None):
+    """Where ``home``'s next run times are kept: ``db``'s book (a database's data folder),
+    else the folder's own."""
+    return DatabaseBook(db) if db is not None else Book(home)
+
+
 class Clock:
     """Real time, which a server's scheduler runs on. A test gives the scheduler an object with
     the same two methods whose time it moves itself, so no test waits on real time."""
@@ -171,14 +209,17 @@ class Scheduler:
     """Runs the jobs of one server's data folder on a thread; ``close`` stops and joins it."""
 
     def __init__(self, home: Home, panels=None, *, jobs: dict[str, dict] | None = None,
-                 clock: Clock | None = None):
+                 clock: Clock | None = None, leader=None):
+        """``leader``: an ``upkeep.leader.Leader`` (with a database, only the instance that
+        leads runs jobs, from the database's book); None runs every due job here."""
         self.home = home
+        self.leader = leader
         self.panels = panels
         self._clock = clock if clock is not None else Clock()
         self._settings = configfile.Cached(home.file("schedule.json"), _checked)
         self.jobs = jobs if jobs is not None else self._settings.get()
         self._broken: str | None = None
-        self.book = Book(home)
+        self.book = book_of(home, leader.db if leader is not None else None)
         self._stop = threading.Event()
         self.passes = 0          # loop passes done; a test waits on it instead of on time
         self._pass = threading.Condition()
@@ -223,10 +264,11 @@ class Scheduler:
         clock = self._clock
         while not self._stop.is_set():
             self._follow_settings()
+            leads = self.leader is None or self.leader.leads()
             for job, s in self.active.items():
-                if self._stop.is_set():
+                if self._stop.is_set() or not leads:
                     break
-                if self.book.claim(job, s["every"], clock.now()):
+                if self._claim(job, s["every"], clock.now()):
                     self._run(job, s["mode"])
             # the pass's time is read before the pass is counted, so time that moves on after
             # a watcher saw the count is never lost to a wait measured from later
@@ -234,9 +276,21 @@ class Scheduler:
             with self._pass:
                 self.passes += 1
                 self._pass.notify_all()
-            nearest = min((self.book.next_due(j, s["every"]) for j, s in self.active.items()),
-                          default=now + SETTINGS_EVERY)
+            nearest = self._nearest(now) if leads else now + SETTINGS_EVERY
             clock.wait(self._stop, min(now + SETTINGS_EVERY, max(now, nearest)))
+
+    def _claim(self, job: str, every: int, now: float) -> bool:
+        try:
+            return self.book.claim(job, every, now)
+        except PanelistError:   # the database's book out of reach: no run, the next pass asks
+            return False
+
+    def _nearest(self, now: float) -> float:
+        try:
+            return min((self.book.next_due(j, s["every"]) for j, s in self.active.items()),
+                       default=now + SETTINGS_EVERY)
+        except PanelistError:
+            return now + SETTINGS_EVERY
 
     def _run(self, job: str, mode: str) -> None:
         dry = mode == "log-only"
@@ -248,7 +302,7 @@ class Scheduler:
             outcome, said = {"status": "failed", "error": message[:500]}, None
         line = {"v": jsonl.SCHEMA, "ts": jsonl.utc_second(self._clock.now()), "job": job,
                 "mode": mode, **outcome}
-        appender = jsonl.Appender(self.book.log_path)
+        appender = jsonl.Appender(self.home.schedule_log)
         try:
             appender.append(line)
         finally:
