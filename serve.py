@@ -25,7 +25,7 @@ from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
 from panelist.metrics.server.base import Server, build  # noqa: E402
 from panelist.metrics.server.dashboard import (ROUTES_HELP, SECURITY_HEADERS,  # noqa: E402
-                                               UI, Dashboard)
+                                               UI, Dashboard, require_login)
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES  # noqa: E402
@@ -42,9 +42,11 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     server base's connection limits."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
-    dashboard = Dashboard(settings, ui)   # refuses settings that leave it open; holds nothing
+    require_login(settings)   # settings that leave it open are refused before anything opens
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     parts = Parts.of_home(home, panels, env)
+    # holds nothing of its own: with a database its logins are the parts' table
+    dashboard = Dashboard(settings, ui, sessions=parts.sessions)
     # ours to close when building fails; a caller's panels stay the caller's
     return build(parts, host, port, own_parts=panels is None, demo=demo,
                  routes=[*GATEWAY_ROUTES, *dashboard.routes()], routes_help=ROUTES_HELP,

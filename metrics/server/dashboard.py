@@ -77,9 +77,11 @@ def require_login(settings: Settings) -> None:
 class Dashboard:
     """The dashboard's sessions and files, and the routes that use them."""
 
-    def __init__(self, settings: Settings, ui: Path = UI):
+    def __init__(self, settings: Settings, ui: Path = UI, *, sessions=None):
+        """``sessions``: where the logins are kept when not in this process or its group (the
+        server's parts' ``sessions``: with a database, its table)."""
         require_login(settings)
-        self.sessions = Sessions(settings.admin_token, shared=settings.sessions)
+        self.sessions = Sessions(settings.admin_token, shared=settings.sessions, table=sessions)
         self.static = StaticFiles(ui)
         self._secure = (settings.public_url or "").startswith("https://")
         self._login_pause = settings.login_pause

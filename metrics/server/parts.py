@@ -2,7 +2,8 @@
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
 schedule and (with a database) whether this instance leads and so runs it (``upkeep.leader``),
 the watch that alerts failing models (``failing``), the panels' search index, with a database
-the mirror of the config files (``store.pgconfig``), the dashboard's live suite report,
+the mirror of the config files (``store.pgconfig``) and the dashboard's logins
+(``server.sessiontable``), the dashboard's live suite report,
 the suite run its dashboard starts (``suite_runs``) and its part in serving the demo
 (``demohost``: the data folder's one simulator, run here or found in another process).
 
@@ -63,6 +64,8 @@ class Parts:
                                            leader=self.leader)
         self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
         self.config_mirror = _config_mirror(panels.home)
+        # with a database, the dashboard's logins, shared by every instance (None: its own)
+        self.sessions = _session_table(panels.home)
         self._lock = threading.Lock()
         self._suite_report = None
         self._demo = None
@@ -107,6 +110,8 @@ class Parts:
         if self.config_mirror is not None:
             self.config_mirror.close()
             self.config_mirror.db.close()
+        if self.sessions is not None:
+            self.sessions.close()
         self.failures.close()
         self.schedule.close()
         self.leader.close()   # after its jobs: another instance takes over at once
@@ -141,6 +146,17 @@ def _config_mirror(home: Home):
     except DatabaseUnreachable:
         pass
     return mirror
+
+
+def _session_table(home: Home):
+    """The dashboard's logins in the database (``server.sessiontable``), or None without one;
+    nothing connects until the first login or check."""
+    if not home.database:
+        return None
+    from panelist.metrics.server.session import MAX_SESSIONS
+    from panelist.metrics.server.sessiontable import DatabaseTable
+    from panelist.metrics.store.pg import Database
+    return DatabaseTable(Database(home.database, application="panelist-sessions"), MAX_SESSIONS)
 
 
 def _database_search(home: Home):

@@ -24,7 +24,8 @@ Invariants:
   can put on the server is bounded, and the right token passes them all.
 * Sessions live in this process's memory, or (``shared``) in a file the workers of one group
   share (``sessiontable``): either way a restart logs everyone out, which is the safe way
-  round. The table is bounded; the oldest session goes first. Failed logins are counted by
+  round. With a database (``table``: ``sessiontable.DatabaseTable``) they live in it, so a
+  browser may be sent to any instance, and a logout or an expiry holds on all of them. The table is bounded; the oldest session goes first. Failed logins are counted by
   each process on its own: with N workers an address may fail up to N × ``MAX_FAILURES``
   times a minute before every worker refuses it, and the global pace is each worker's.
 """
@@ -61,14 +62,16 @@ class Sessions:
 
     def __init__(self, token: str | None, *, lifetime: float = LIFETIME,
                  global_failures: int = GLOBAL_FAILURES, pace: float = PACE,
-                 clock=time.monotonic, sleep=None, shared: str | None = None):
+                 clock=time.monotonic, sleep=None, shared: str | None = None, table=None):
         """``clock`` and ``sleep`` are the time the pacing reads and waits on (a test's own);
-        ``shared``: the file of the sessions every worker of a group sees."""
+        ``shared``: the file of the sessions every worker of a group sees; ``table``: where
+        the sessions are kept instead (a database's, every instance's)."""
         self._token = _digest(token) if token else None
         self.lifetime = lifetime
         self._lock = threading.Lock()
         # sha256(session id) -> when it ends
-        self._live = SharedTable(shared, MAX_SESSIONS) if shared else MemoryTable(MAX_SESSIONS)
+        self._live = table if table is not None else \
+            SharedTable(shared, MAX_SESSIONS) if shared else MemoryTable(MAX_SESSIONS)
         self._failures: dict[str, deque] = {}
         self._recent: deque = deque()   # when each failed login of the last WINDOW was, all told
         self._global, self._pace = global_failures, pace

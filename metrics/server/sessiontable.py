@@ -1,6 +1,7 @@
-"""Where the dashboard's live sessions are kept: in this process's memory (``MemoryTable``), or
-in a file the workers of one group share (``SharedTable``), so that a login made through one
-worker holds on every other and a logout through any of them ends it everywhere.
+"""Where the dashboard's live sessions are kept: in this process's memory (``MemoryTable``), in
+a file the workers of one group share (``SharedTable``), or, for a data folder with a database,
+in the database every instance shares (``DatabaseTable``), so that a login made through one
+worker or instance holds on every other and a logout through any of them ends it everywhere.
 
 A table maps the SHA-256 digest of a session id to when the session ends, in
 ``time.monotonic()`` seconds (one clock for every process on a machine: Linux's
@@ -14,6 +15,14 @@ made under an exclusive ``flock`` on a fresh read of the file and bumps the gene
 lookup reads the generation under a shared ``flock`` and re-reads the records only when it
 moved, so a check costs one lock and an 8-byte read. A thread lock keeps this process's threads
 apart, which a ``flock`` does not.
+
+The database's table (``dashboard_sessions``: the digest, when it was made, when it ends on the
+database's clock) is read on every check, one indexed row, so a logout on one instance refuses
+the cookie on every other at once. The ends a caller gives and gets back are still this
+process's ``time.monotonic()``: they are turned into seconds left at the boundary, and the end is
+kept on the database's clock, the one every host shares. Unlike the memory and the file, the
+database keeps its sessions across a restart of the instances (they end when they expire or
+are logged out); a database out of reach refuses every check (``DatabaseUnreachable``: 503).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import fcntl
 import os
 import struct
 import threading
+import time
 from collections import OrderedDict
 from contextlib import contextmanager
 
@@ -110,3 +120,51 @@ class SharedTable:
 
     def drop(self, digest: bytes) -> None:
         self._change(lambda live: live.pop(digest, None))
+
+
+class DatabaseTable:
+    """The sessions of every instance on one database (a ``pg.Database``)."""
+
+    def __init__(self, db, limit: int):
+        self.db = db
+        self.limit = limit
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def _migrated(self) -> None:
+        if not self._ready:
+            with self._lock:
+                if not self._ready:
+                    from panelist.metrics.store import pgschema
+                    pgschema.migrate(self.db)
+                    self._ready = True
+
+    def add(self, digest: bytes, ends: float) -> None:
+        self._migrated()
+        left = max(0.0, ends - time.monotonic())
+
+        def put(conn):
+            conn.execute(
+                "INSERT INTO dashboard_sessions (digest, until) "
+                "VALUES (%s, clock_timestamp() + make_interval(secs => %s)) "
+                "ON CONFLICT (digest) DO UPDATE SET until = EXCLUDED.until", (digest, left))
+            # the ended ones, and past the limit the oldest
+            conn.execute(
+                "DELETE FROM dashboard_sessions WHERE until <= clock_timestamp() OR digest IN "
+                "(SELECT digest FROM dashboard_sessions ORDER BY made DESC OFFSET %s)",
+                (self.limit,))
+        self.db.transaction(put)
+
+    def ends(self, digest: bytes) -> float | None:
+        self._migrated()
+        rows = self.db.execute(
+            "SELECT extract(epoch FROM until - clock_timestamp()) FROM dashboard_sessions "
+            "WHERE digest = %s", (digest,))
+        return None if not rows else time.monotonic() + float(rows[0][0])
+
+    def drop(self, digest: bytes) -> None:
+        self._migrated()
+        self.db.execute("DELETE FROM dashboard_sessions WHERE digest = %s", (digest,))
+
+    def close(self) -> None:
+        self.db.close()
