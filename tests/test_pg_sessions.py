@@ -98,3 +98,18 @@ def test_the_table_keeps_at_most_its_limit_the_oldest_leaving_first(pg_url):
         assert all(table.ends(bytes([i]) * 32) > time.monotonic() for i in (2, 3, 4))
     finally:
         table.close()
+
+
+def test_the_dashboard_answers_503_while_its_database_is_down(two, pg_cluster):
+    a, _ = two
+    cookie = login(a)
+    pg_cluster.stop()
+    try:
+        status, body, headers = a.get("/api/models", headers={"Cookie": cookie})
+        assert status == 503 and headers["Retry-After"] == "2"
+        assert "the database is unreachable" in body["error"]["message"]
+        assert a.get("/health")[0] == 200
+    finally:
+        pg_cluster.start()
+    # the session outlived the outage
+    assert a.get("/api/models", headers={"Cookie": cookie})[0] == 200
