@@ -46,6 +46,7 @@ def leader_row(url):
     return row
 
 
+@pytest.mark.slow
 def test_one_of_two_instances_runs_a_job_and_a_clean_stop_hands_it_over(
         tmp_path, pg_url, sim, monkeypatch):
     monkeypatch.setenv("PANELIST_LEASE_SECONDS", "1")
@@ -81,6 +82,7 @@ def test_one_of_two_instances_runs_a_job_and_a_clean_stop_hands_it_over(
             gw.close()
 
 
+@pytest.mark.slow
 def test_a_frozen_leader_is_replaced_within_a_lease_period(tmp_path, pg_url, sim, monkeypatch):
     homes = [make_home(tmp_path / n, pg_url, sim.url, 1) for n in ("a", "b")]
     env = {"PANELIST_DATABASE_URL": pg_url, "PANELIST_LEASE_SECONDS": "1"}

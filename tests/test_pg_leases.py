@@ -3,8 +3,8 @@ database's clock, renewed while its call runs. It outlives its connection (cut o
 the slot stays taken while the call runs, and the upstream never sees more calls than the
 limit), it ends for a holder that stops renewing (a frozen process's slot is taken over after
 one lease period), and a lease lost that way is counted again, never twice, once its holder
-wakes. A real cluster (``pgcluster``), the simulated upstream, which counts the calls it works
-on at once, and holders in other processes (``admission_worker.py``)."""
+wakes. A real cluster (``pgcluster``), gateways called in process, the simulated upstream, which
+counts the calls it works on at once, and holders in other processes (``admission_worker.py``)."""
 
 import os
 import signal
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATIENCE, TEST_MODELS, Gateway, set_limits, wait_until
+from conftest import PATIENCE, TEST_MODELS, set_limits, wait_until
+from inprocess import call
 from panelist.gateway import make_gateway
 from panelist.metrics.errors import AtLimit, ConfigInvalid
 from panelist.metrics.home import open_home
@@ -67,19 +68,30 @@ def live_leases(url: str) -> int:
                             "WHERE until > clock_timestamp()").fetchone()[0]
 
 
+class Instance:
+    """A gateway built and never served, its routes called in process (``inprocess``)."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def post(self, path, body):
+        status, head, reply = call(self.server, "POST", path, body)
+        return status, reply, head
+
+
 @pytest.fixture()
 def two(tmp_path, sim, pg_url):
     """Two gateways on one database and the one simulated upstream, the endpoint taking two
     calls at once: ``(a, b, home_a, home_b)``."""
     homes = [make_home(tmp_path / name, pg_url, sim.url) for name in ("a", "b")]
     limit(homes, max_concurrent=2)
-    made = [Gateway(make_gateway(home, env={})) for home in homes]
+    made = [make_gateway(home, env={}) for home in homes]
     try:
-        yield made[0], made[1], homes[0], homes[1]
+        yield Instance(made[0]), Instance(made[1]), homes[0], homes[1]
     finally:
         sim.release("fast")
-        for gw in made:
-            gw.close()
+        for server in made:
+            server.close()
 
 
 def in_thread(fn, *args):
@@ -150,6 +162,7 @@ def mine(tmp_path, pg_url):
         adm.close()
 
 
+@pytest.mark.slow
 def test_a_frozen_holder_loses_its_slot_after_a_lease_period_and_is_counted_again(
         tmp_path, pg_url, mine):
     theirs_home, my_home = (make_home(tmp_path / n, pg_url) for n in ("theirs", "mine"))

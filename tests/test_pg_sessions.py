@@ -1,14 +1,15 @@
 """Dashboard logins on a database are every instance's (``server.sessiontable.DatabaseTable``):
 a cookie from one instance opens another, a logout on any ends it everywhere, an expired
 session is refused everywhere, and the database keeps only a digest of each cookie. Two
-dashboards in process, each on its own data folder, on one real cluster (``pgcluster``)."""
+dashboards called in process, each on its own data folder, on one real cluster (``pgcluster``)."""
 
 import hashlib
 import time
 
 import pytest
 
-from conftest import DASHBOARD_TOKEN, Gateway, wait_until
+from conftest import DASHBOARD_TOKEN, wait_until
+from inprocess import call
 from panelist.metrics.home import open_home
 from panelist.metrics.server.session import MAX_SESSIONS, Sessions
 from panelist.metrics.server.sessiontable import DatabaseTable
@@ -18,15 +19,30 @@ from panelist.serve import make_dashboard
 ENV = {"PANELIST_ADMIN_TOKEN": DASHBOARD_TOKEN, "PANELIST_LOGIN_PAUSE": "0"}
 
 
+class Dashboard:
+    """A dashboard built and never served, its routes called in process (``inprocess``)."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def get(self, path, headers=None):
+        status, head, body = call(self.server, "GET", path, headers=headers)
+        return status, body, head
+
+    def post(self, path, body=None, headers=None):
+        status, head, reply = call(self.server, "POST", path, body, headers=headers)
+        return status, reply, head
+
+
 @pytest.fixture()
 def two(tmp_path, pg_url):
-    made = [Gateway(make_dashboard(open_home(tmp_path / n, database=pg_url), env=ENV))
+    made = [make_dashboard(open_home(tmp_path / n, database=pg_url), env=ENV)
             for n in ("a", "b")]
     try:
-        yield made
+        yield [Dashboard(server) for server in made]
     finally:
-        for dash in made:
-            dash.close()
+        for server in made:
+            server.close()
 
 
 def login(dash) -> str:
