@@ -9,7 +9,6 @@ import signal
 import time
 
 import pytest
-
 from conftest import PATIENCE, TEST_MODELS, Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.home import open_home

@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import PATIENCE, TEST_MODELS, set_limits, wait_until
 from inprocess import call
 from panelist.gateway import make_gateway
@@ -170,9 +169,8 @@ def test_a_frozen_holder_loses_its_slot_after_a_lease_period_and_is_counted_agai
     me = mine(my_home)
     other = hold(theirs_home, pg_url, lease=1)
     try:
-        with pytest.raises(AtLimit):
-            with me.slot("sim", "fast", wait=0):
-                pass
+        with pytest.raises(AtLimit), me.slot("sim", "fast", wait=0):
+            pass
         os.kill(other.pid, signal.SIGSTOP)   # frozen: its connection stays open, nothing renews
         # one lease period after its last renewal the slot is free again; until then it waits
         with me.slot("sim", "fast", wait=PATIENCE):
@@ -186,9 +184,8 @@ def test_a_frozen_holder_loses_its_slot_after_a_lease_period_and_is_counted_agai
         # this call ended: the woken holder's call alone holds the endpoint's one slot, and no
         # other call goes until it ends
         assert me.status("endpoint", "sim")["running"] == 1
-        with pytest.raises(AtLimit):
-            with me.slot("sim", "fast", wait=0):
-                pass
+        with pytest.raises(AtLimit), me.slot("sim", "fast", wait=0):
+            pass
     finally:
         end(other)
     # killed, it renews no more: its slot comes free one period later

@@ -7,7 +7,6 @@ import hashlib
 import time
 
 import pytest
-
 from conftest import DASHBOARD_TOKEN, wait_until
 from inprocess import call
 from panelist.metrics.home import open_home

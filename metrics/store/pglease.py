@@ -128,7 +128,7 @@ class Renewer:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._started = False
 
-    def start(self) -> "Renewer":
+    def start(self) -> Renewer:
         with self._turn:
             if not self._started and not self._stop.is_set():
                 self._started = True

@@ -49,10 +49,10 @@ class Leader:
         self._migrated = False
 
     @classmethod
-    def of_home(cls, home: Home) -> "Leader":
+    def of_home(cls, home: Home) -> Leader:
         return cls(home.database)
 
-    def start(self) -> "Leader":
+    def start(self) -> Leader:
         if self.lease is not None:
             self.renewer.start()
         return self
