@@ -10,8 +10,9 @@
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
                error shapes
-    upkeep/    health probes, retirement, failing models, the schedule, onboarding (queue,
-               worker, the calls it records before sending), the demo's one simulator
+    upkeep/    health probes, retirement, failing models, the schedule and (on a database)
+               its leader, onboarding (queue, worker, the calls it records before sending),
+               the demo's one simulator
     race/      benchmark (one race), blind (masking; names: the built-in table), jury, judge,
                tooldiff, transcript, report, verdict, costs, chatjob, registry; judgecheck
                (a judge against people's verdicts: checkprompt, agreement, checks)
@@ -34,7 +35,8 @@
                (simulated provider; simanswers, what it answers; simstream, its streams)
     store/     jsonwire, jsonl (appends, tail and backward readers), configfile, atomic (the
                one atomic write), flock (a job held by one process), pg (PostgreSQL
-               connections) and pgschema (its tables): storage with no domain words
+               connections), pgschema (its tables) and pglease (rows held until an expiry,
+               renewed): storage with no domain words
 
 Shared nouns on top: ``errors`` (the error tree), ``home`` (the data folder), ``alerts`` (the
 alert log), ``stats`` (intervals, Student's t, Holm), ``plaintext`` (printable free text); ``offload`` is the
