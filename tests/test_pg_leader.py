@@ -117,3 +117,24 @@ def test_without_a_database_every_server_runs_its_own_jobs():
     alone = Leader(None)
     assert alone.start().leads() and alone.status() == {"leader": True}
     alone.close()
+
+
+def test_a_claim_lands_only_while_its_claimer_holds_the_lease(pg_url):
+    from panelist.metrics.store import pg, pglease, pgschema
+    db = pg.Database(pg_url)
+    try:
+        pgschema.migrate(db)
+        lease = pglease.Lease(db, "leader", "me", 60)
+        mine, theirs = schedule.DatabaseBook(db, "me"), schedule.DatabaseBook(db, "them")
+        assert not mine.claim("probe", 60, 1000.0)   # nobody leads: nothing is claimed
+        assert lease.renew() and lease.held()
+        assert mine.claim("probe", 60, 1000.0)
+        assert not mine.claim("probe", 60, 1001.0)   # claimed: due again at 1060
+        assert not theirs.claim("probe", 60, 5000.0)   # due, but the lease is not theirs
+        assert mine.next_due("probe", 60) == 1060.0
+        lease.release()
+        assert not lease.held() and not mine.claim("probe", 60, 5000.0)
+        assert pglease.Lease(db, "leader", "them", 60).renew()   # the next term is theirs
+        assert theirs.claim("probe", 60, 5000.0)
+    finally:
+        db.close()

@@ -22,7 +22,9 @@ Invariants:
 - With a database, only the instance that leads (``upkeep.leader``) claims and runs jobs, and
   the next run times are the database's ``schedule_book`` (``DatabaseBook``), claimed by one
   statement each: whichever instance leads, or takes over, sees the same due times, so a run is
-  neither repeated nor skipped across a change of leader. The settings and the run log stay
+  neither repeated nor skipped across a change of leader. A claim lands only while the
+  claimer's leader lease is live on the database's clock (fenced), so an instance that froze
+  after it saw itself lead claims nothing once another took over. The settings and the run log stay
   the leading instance's own (``config/schedule.json``, ``runs/schedule.jsonl``).
 """
 
@@ -160,21 +162,29 @@ class Book:
 
 class DatabaseBook:
     """The next run times of a cluster's jobs, in the database's ``schedule_book``: the same
-    claims as ``Book``, each one statement, so two instances never claim one due time."""
+    claims as ``Book``, each one statement, so two instances never claim one due time. With
+    ``holder`` (the leader lease's), a claim lands only while that holder's lease is live on
+    the database's clock: an instance frozen between seeing itself lead and claiming cannot
+    claim once another has taken over."""
 
-    def __init__(self, db):
+    def __init__(self, db, holder: str | None = None):
         self.db = db   # a pg.Database whose schema is migrated (the leader's)
+        self.holder = holder
 
     def load(self) -> dict:
         return {job: {"next": nxt, "last": last} for job, nxt, last in self.db.execute(
             "SELECT job, next, last FROM schedule_book") if job in JOBS}
 
     def claim(self, job: str, every: int, now: float) -> bool:
+        # retry=False: a claim that landed and whose answer was lost must not be claimed again
+        # (the second would find the job not due, and its run would be lost)
         return bool(self.db.execute(
-            "INSERT INTO schedule_book AS b (job, next, last) VALUES (%s, %s, %s) "
+            "INSERT INTO schedule_book AS b (job, next, last) "
+            "SELECT %s, %s, %s WHERE %s::text IS NULL OR EXISTS (SELECT 1 FROM leases "
+            "WHERE name = 'leader' AND holder = %s AND until > clock_timestamp()) "
             "ON CONFLICT (job) DO UPDATE SET next = EXCLUDED.next, last = EXCLUDED.last "
             "WHERE NOT (b.next > %s AND b.last + %s > %s) RETURNING 1",
-            (job, now + every, now, now, every, now), retry=False))
+            (job, now + every, now, self.holder, self.holder, now, every, now), retry=False))
 
     def next_due(self, job: str, every: int | None = None) -> float:
         entry = self.load().get(job)
@@ -185,10 +195,10 @@ class DatabaseBook:
         return entry["next"]
 
 
-def book_of(home: Home, db=None):
-    """Where ``home``'s next run times are kept: ``db``'s book (a database's data folder),
-    else the folder's own."""
-    return DatabaseBook(db) if db is not None else Book(home)
+def book_of(home: Home, db=None, holder: str | None = None):
+    """Where ``home``'s next run times are kept: ``db``'s book (a database's data folder; its
+    claims fenced by the leader lease of ``holder``), else the folder's own."""
+    return DatabaseBook(db, holder) if db is not None else Book(home)
 
 
 class Clock:
@@ -219,7 +229,8 @@ class Scheduler:
         self._settings = configfile.Cached(home.file("schedule.json"), _checked)
         self.jobs = jobs if jobs is not None else self._settings.get()
         self._broken: str | None = None
-        self.book = book_of(home, leader.db if leader is not None else None)
+        self.book = book_of(home, leader.db, leader.lease.holder) \
+            if leader is not None and leader.db is not None else Book(home)
         self._stop = threading.Event()
         self.passes = 0          # loop passes done; a test waits on it instead of on time
         self._pass = threading.Condition()
@@ -266,7 +277,8 @@ class Scheduler:
             self._follow_settings()
             leads = self.leader is None or self.leader.leads()
             for job, s in self.active.items():
-                if self._stop.is_set() or not leads:
+                # asked again before each claim: a job run may outlast the lease
+                if self._stop.is_set() or not (self.leader is None or self.leader.leads()):
                     break
                 if self._claim(job, s["every"], clock.now()):
                     self._run(job, s["mode"])
