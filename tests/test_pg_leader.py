@@ -48,7 +48,7 @@ def leader_row(url):
 @pytest.mark.slow
 def test_one_of_two_instances_runs_a_job_and_a_clean_stop_hands_it_over(
         tmp_path, pg_url, sim, monkeypatch):
-    monkeypatch.setenv("PANELIST_LEASE_SECONDS", "1")
+    monkeypatch.setenv("PANELIST_LEASE_SECONDS", "3")
     homes = [make_home(tmp_path / n, pg_url, sim.url, HOUR) for n in ("a", "b")]
     gws = [Gateway(make_gateway(home, env={})) for home in homes]
     try:
@@ -84,13 +84,13 @@ def test_one_of_two_instances_runs_a_job_and_a_clean_stop_hands_it_over(
 @pytest.mark.slow
 def test_a_frozen_leader_is_replaced_within_a_lease_period(tmp_path, pg_url, sim, monkeypatch):
     homes = [make_home(tmp_path / n, pg_url, sim.url, 1) for n in ("a", "b")]
-    env = {"PANELIST_DATABASE_URL": pg_url, "PANELIST_LEASE_SECONDS": "1"}
+    env = {"PANELIST_DATABASE_URL": pg_url, "PANELIST_LEASE_SECONDS": "3"}
     with Process(homes[0].root, env=env) as first:
         try:
             # the first instance leads alone, and runs its job every second
             assert wait_until(lambda: leader_row(pg_url) is not None), "it never led"
             assert wait_until(lambda: len(runs(homes[0])) >= 2), "its job never ran"
-            monkeypatch.setenv("PANELIST_LEASE_SECONDS", "1")
+            monkeypatch.setenv("PANELIST_LEASE_SECONDS", "3")
             with Gateway(make_gateway(homes[1], env={})) as second:
                 parts = second.server.parts
                 done = parts.schedule.passes

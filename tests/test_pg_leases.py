@@ -167,7 +167,7 @@ def test_a_frozen_holder_loses_its_slot_after_a_lease_period_and_is_counted_agai
     theirs_home, my_home = (make_home(tmp_path / n, pg_url) for n in ("theirs", "mine"))
     limit([theirs_home, my_home], max_concurrent=1)
     me = mine(my_home)
-    other = hold(theirs_home, pg_url, lease=1)
+    other = hold(theirs_home, pg_url, lease=3)
     try:
         with pytest.raises(AtLimit), me.slot("sim", "fast", wait=0):
             pass

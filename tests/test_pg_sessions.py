@@ -89,15 +89,18 @@ def test_a_wrong_cookie_opens_neither(two):
 def test_an_expired_session_is_refused_on_every_instance(pg_url):
     tables = [DatabaseTable(Database(pg_url), MAX_SESSIONS) for _ in range(2)]
     try:
+        long = Sessions(DASHBOARD_TOKEN, table=tables[0])
         short = Sessions(DASHBOARD_TOKEN, lifetime=0.5, table=tables[0])
         other = Sessions(DASHBOARD_TOKEN, table=tables[1])
+        kept = long.login(DASHBOARD_TOKEN, "127.0.0.1")
         sid = short.login(DASHBOARD_TOKEN, "127.0.0.1")
-        assert other.valid(sid)
-        # the end is the database's: each instance reads what is left of it
-        left = tables[1].ends(hashlib.sha256(sid.encode()).digest()) - time.monotonic()
-        assert 0 < left <= 0.5
+        # the end is the database's: each instance reads what is left of it, never more than
+        # the lifetime the login gave
+        ends = tables[1].ends(hashlib.sha256(sid.encode()).digest())
+        assert ends is None or ends - time.monotonic() <= 0.5
         assert wait_until(lambda: not other.valid(sid)), "the session never ended"
-        assert not short.valid(sid) and rows(pg_url) == []
+        assert other.valid(kept)   # a session still in its lifetime holds on the other
+        assert not short.valid(sid) and len(rows(pg_url)) == 1
     finally:
         for table in tables:
             table.close()
