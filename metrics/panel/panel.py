@@ -8,7 +8,7 @@ record, ``seatrecord``, with the panel's fields), ``Panels.learn`` (cooldowns, l
 windows), a scrub for image traces, and ``on_end`` (release the seat's in-flight hold; in pick
 mode the last seat records the panel). The merger is a set of one more call (``Seats.run``),
 on the finishing thread. Seats and the merger are ``seats.SeatResult``s; ``public`` is how a
-panel's reply shows one.
+panel's reply shows one (``sections``).
 
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
@@ -59,7 +59,8 @@ from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.panel.held import Held
-from panelist.metrics.panel.sections import markdown, tokens_of, verdict_hint
+from panelist.metrics.panel.sections import markdown, public, verdict_hint
+from panelist.metrics.panel.usage import tokens_of
 from panelist.metrics.errors import (AllSeatsFailed, AtLimit, BadRequest, ContextTooLong,
                                      PanelistError, PromptTooLong, RateLimited, Unavailable,
                                      UpstreamError)
@@ -78,20 +79,6 @@ from panelist.metrics.ledger.ratings import Ratings
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
 SAID = 240  # characters of each failed seat's error a panel's own error repeats (error.seats: all)
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
-
-
-def public(r: SeatResult) -> dict:
-    """A seat as the panel shows it (``bench.seats``, ``calls.jsonl``, an error's seats): its
-    error as one line, ``kind: message``; ``tool_calls`` only when it made some, ``clamped``
-    only when its output budget was lowered."""
-    out = {"call": r.call, "seat": r.seat, "alias": r.alias, "status": r.status,
-           "seconds": r.seconds, "answer": r.answer, "error": r.reason, "tokens": r.tokens,
-           "tool_calls": r.tool_calls, "finish_reason": r.finish_reason}
-    if not r.tool_calls:   # a plain answer's record stays as it always was
-        del out["tool_calls"]
-    if r.clamped:   # the caller's budget was lowered for this seat: the caller is told
-        out["clamped"] = r.clamped
-    return out
 
 
 class Panels:
@@ -311,6 +298,7 @@ class PanelRun:
             # earlier Panelist replies in the history, found once, shown to each seat its own way
             self.history = history.Conversation(req.messages, panels.ledger)
             self.merger: SeatResult | None = None
+            self.merge_size = 0   # the merger's input, estimated in tokens
             # the one seat (or the merger) whose answer is the reply; None: every answer
             self.answer: SeatResult | None = None
             self.note = ""
@@ -571,7 +559,8 @@ class PanelRun:
         # the conversation as the caller was answered, not every earlier panel's markdown
         messages = merge.merger_input(self.history.for_seat(None), ordered, self.req.images,
                                       response_format=fmt, tools=tools)
-        size = prompt.estimate_tokens(messages, tools=tools, response_format=fmt)
+        size = self.merge_size = prompt.estimate_tokens(messages, tools=tools,
+                                                        response_format=fmt)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
         suiteevidence.adjust(panels.suite, states, self.req.shape)
         model, why = merge.choose(self.req.collection, view, states, size, time.time())
@@ -693,18 +682,21 @@ class PanelRun:
 
     def usage(self, results: list[SeatResult]) -> dict:
         """Tokens of what was asked: every seat and the merger; in pick mode the picked seat's
-        alone (the answer the caller got, as one model's reply would count it)."""
-        if self.req.reply_mode == "pick" and self.answer:
-            return tokens_of([self.answer])
-        return tokens_of(results + ([self.merger] if self.merger else []))
+        alone (the answer the caller got, as one model's reply would count it). An uncounted
+        answer is estimated (``usage.py``)."""
+        seats = [self.answer] if self.req.reply_mode == "pick" and self.answer else \
+            results + ([self.merger] if self.merger else [])
+        return tokens_of(seats, self._read)
+
+    def _read(self, r: SeatResult) -> int:   # the estimate of what a seat read
+        return self.merge_size if r is self.merger else self.req.estimate
 
     def usage_total(self, results: list[SeatResult]) -> dict:
         """``bench.usage_total``: the tokens of every seat in ``results`` and the merger, what
         the panel was billed in every mode; ``seats_running`` (only when some are) counts the
         seats still working behind a picked reply, whose tokens are not known yet."""
-        total = tokens_of(list(results) + ([self.merger] if self.merger else []))
-        running = len(self.results) - len({r.call for r in results})
-        if running:
+        total = tokens_of(list(results) + ([self.merger] if self.merger else []), self._read)
+        if running := len(self.results) - len({r.call for r in results}):
             total["seats_running"] = running
         return total
 
