@@ -314,7 +314,7 @@ class PanelRun:
             self._lock = threading.Lock()   # guards _recorded, _left and _detached
             self._detached = False   # pick mode: the reply is out; the last seat records
             self._closing = False    # cut short by the server closing, not by the caller
-            self.seat_timeout = limits.seat_timeout
+            self.seat_timeout, self.stall_timeout = limits.seat_timeout, limits.stall_timeout
             calls = [self._call(s, self.history.for_seat(s.model.alias), req.params)
                      for s in seating.seats]
             if live is not None:
@@ -453,11 +453,12 @@ class PanelRun:
         followed = [r for r in self.results + [self.merger] if r and r.call == live.call]
         if not followed or followed[0].answered:
             return None
-        said = f"{live.seat} broke off mid-answer ({followed[0].reason})"
+        said = f"{live.seat} broke off mid-answer ({followed[0].reason})" if not live.stalled \
+            else f"{live.seat} stalled mid-answer (no token within its {live.stalled:g} s limit)"
         self.note = "; ".join(filter(None, [self.note, said]))
         return AllSeatsFailed(f"{said} after its first tokens were sent; ask again (every seat "
                               f"is in GET /bench/panels/{self.panel})", [public(followed[0])],
-                              code="answer_broke_off")
+                              code="answer_stalled" if live.stalled else "answer_broke_off")
 
     def _detach(self) -> None:
         """The reply is going out before every seat ended: the last seat to end records the

@@ -164,6 +164,8 @@ class Settings:
     max_in_flight_mb: int = MAX_IN_FLIGHT // 2**20
     # seconds a refused login waits before it is answered (0: at once)
     login_pause: float = LOGIN_PAUSE
+    # seconds a streamed answer may pause between tokens (None: gateway.json's stall_timeout)
+    stall_timeout: float | None = None
     # the file in which the workers of one group share the dashboard's sessions (never from
     # the environment: the group makes it); None keeps them in this process's memory
     sessions: str | None = None
@@ -191,6 +193,10 @@ class Settings:
                 or not 0 <= self.login_pause <= MAX_LOGIN_PAUSE:
             raise ConfigInvalid(f"PANELIST_LOGIN_PAUSE must be a number of seconds from 0 to "
                                 f"{MAX_LOGIN_PAUSE:g} (not {self.login_pause!r})")
+        if self.stall_timeout is not None and not 0 < self.stall_timeout <= 86_400:
+            raise ConfigInvalid("PANELIST_STALL_TIMEOUT must be a number of seconds above 0 "
+                                f"and at most 86400 (not {self.stall_timeout!r}); unset it to "
+                                "use gateway.json's stall_timeout")
 
     def _public(self):
         parts = urlsplit(self.public_url or "")
@@ -213,7 +219,9 @@ class Settings:
                    trusted_proxies=tuple(_split(env.get("PANELIST_TRUSTED_PROXIES"))),
                    max_in_flight_mb=_megabytes(env.get("PANELIST_MAX_INFLIGHT_MB")),
                    login_pause=_seconds(env.get("PANELIST_LOGIN_PAUSE"), LOGIN_PAUSE,
-                                        "PANELIST_LOGIN_PAUSE"))
+                                        "PANELIST_LOGIN_PAUSE"),
+                   stall_timeout=_seconds(env.get("PANELIST_STALL_TIMEOUT"), None,
+                                          "PANELIST_STALL_TIMEOUT"))
 
     @property
     def keys_required(self) -> bool:

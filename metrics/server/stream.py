@@ -14,7 +14,8 @@ however long its seats take. Then, by reply mode:
   sent piece by piece as its upstream writes it, the rest (tool calls, ``bench``) at its end;
   a first choice that fails before its first piece fails over and that answer is sent whole,
   one that fails after it ends the stream with an error (no other answer can follow those
-  pieces). Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
+  pieces), and so does one that stalls after it: no piece for the stall limit
+  (``stall_timeout`` in gateway.json, or ``PANELIST_STALL_TIMEOUT``) cuts that call alone. Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
 
 A panel that fails after the stream opened (no seat answered, a fault) ends with the format's
 error event, carrying the body a reply would have had. A caller that leaves gives its panel up:
@@ -147,7 +148,8 @@ def one_answer(out: Out, run) -> dict | None:
     if run.req.reply_mode == "pick":
         if live is not None and live.call is not None:
             # the first choice's pieces, until it ended (its deadline bounds the wait)
-            if not pump(out, live, lambda: time.monotonic() > run.deadline + GRACE):
+            if not pump(out, live, lambda: time.monotonic() > run.deadline + GRACE,
+                        stall_of(out.h, run)):
                 run.give_up([])
                 return None
             broken = run.broke_off()
@@ -158,7 +160,7 @@ def one_answer(out: Out, run) -> dict | None:
     if results is None:
         return None
     merging = run.finish_later(results, verdict_url=out.h.base_url())
-    if live is not None and not pump(out, live, merging.done):
+    if live is not None and not pump(out, live, merging.done, stall_of(out.h, run)):
         return cut_merge(run, merging)
     reply = merged(out, run, merging)
     if reply is not None and (broken := run.broke_off()) is not None:
@@ -166,9 +168,18 @@ def one_answer(out: Out, run) -> dict | None:
     return reply
 
 
-def pump(out: Out, live, done) -> bool:
+def stall_of(h: Handler, run) -> float:
+    """Seconds a streamed answer may pause between tokens: the server's setting
+    (``PANELIST_STALL_TIMEOUT``), else the panel's limit (gateway.json's ``stall_timeout``)."""
+    return h.server.stall_timeout or run.stall_timeout
+
+
+def pump(out: Out, live, done, stall: float) -> bool:
     """Send the followed answer's pieces as they come, until its end (or ``done()`` with none
-    waiting), the stream kept alive meanwhile; False when the caller left."""
+    waiting), the stream kept alive meanwhile; False when the caller left. Once a piece went
+    out, ``stall`` seconds without the next cut the followed call (``Live.stall``): it then
+    ends, and the stream with the error ``PanelRun.broke_off`` makes of it."""
+    last = time.monotonic()
     try:
         while True:
             piece = live.next(out.tick)
@@ -176,9 +187,12 @@ def pump(out: Out, live, done) -> bool:
                 return True
             if piece is not None:
                 out.send(out.events.text(piece))
+                last = time.monotonic()
             elif done():
                 return True
             else:
+                if live.started and not live.stalled and time.monotonic() - last >= stall:
+                    live.stall(stall)
                 out.still_there()
     except OSError:
         return False

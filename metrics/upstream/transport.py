@@ -73,6 +73,18 @@ class CancelFlag(threading.Event):
             wake()
 
 
+def joined(flag: threading.Event, own: threading.Event) -> CancelFlag:
+    """A flag set as soon as either is: a call that its set may cancel and that may be cut on
+    its own (``own``, a ``CancelFlag``; a plain ``flag`` is joined the same way)."""
+    both = CancelFlag()
+    for parent in (flag, own):
+        if isinstance(parent, CancelFlag):
+            parent._wakers.append(both.set)
+    if flag.is_set() or own.is_set():
+        both.set()
+    return both
+
+
 class _Call:
     """One call in flight, as the watchdog sees it."""
 
