@@ -638,18 +638,18 @@ class PanelRun:
 
     def bench(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
         """Every seat: those in ``results`` as they ended, the others (still working behind a
-        picked reply) as ``running``."""
-        ended = {r.call for r in results}
+        picked reply) as ``running``, with the seconds they have run so far."""
+        ended, now = {r.call for r in results}, round(time.monotonic() - self._t0, 3)
         bench = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "shape_by": self.req.shape_by,
             "reply": self.req.reply_mode,
             "seats": [public(r) if r.call in ended else
-                      {"call": r.call, "seat": r.seat, "alias": r.alias, "status": "running"}
+                      {"call": r.call, "seat": r.seat, "alias": r.alias, "status": "running",
+                       "seconds": now}
                       for r in self.results],
             "skipped": self.seating.skipped,
-            "seconds": round(time.monotonic() - self._t0, 3),
-            "verdict": verdict_hint(verdict_url),
+            "seconds": now, "verdict": verdict_hint(verdict_url),
             "usage_total": self.usage_total(results),
         }
         if self.req.decider is not None:
