@@ -24,13 +24,15 @@ Invariants, in the order a request meets them:
 2. **Origin**: a request carrying an ``Origin`` that is neither the server's own nor allowed, or
    marked ``Sec-Fetch-Site: cross-site`` without an allowed origin, gets 403. Only a plain GET/HEAD
    navigation (a followed link) may come cross-site, as the Fetch Metadata isolation policy does.
-3. **CORS** is answered on gateway routes (``/v1/…``, ``/bench/…``) only, for allowed origins only:
+3. **CORS** is answered on gateway routes (``/v1/…``, ``/bench/…``, Google's ``/v1beta/…`` and
+   Ollama's ``/api/chat`` and its siblings) only, for allowed origins only:
    the origin is echoed with ``Vary: Origin``; never ``*``, never credentials (keys travel in a
    header, not a cookie). A preflight is answered before any key is asked for, since browsers send
    none with it.
 4. **Caller**: without ``PANELIST_ADMIN_TOKEN`` or ``PANELIST_REQUIRE_KEYS`` every caller is
    ``local`` and any bearer is ignored. Otherwise every gateway route needs a gateway key (as
-   ``Authorization: Bearer``, or ``x-api-key`` as Anthropic's clients send it): missing,
+   ``Authorization: Bearer``, or ``x-api-key`` as Anthropic's clients send it, or
+   ``x-goog-api-key`` as Google's do): missing,
    malformed or unknown gets 401 with ``WWW-Authenticate: Bearer`` and a message saying which; a
    key past its requests a minute gets 429 with ``Retry-After``. The admin token is never a key.
 5. **Body**: a POST (or other write) must be ``Content-Type: application/json`` (415), which also
@@ -61,6 +63,7 @@ from panelist.metrics.server.connection import too_large
 from panelist.metrics.server.memory import MAX_IN_FLIGHT
 from panelist.metrics.server import ratelimit
 from panelist.metrics.server.ratelimit import RateCounter
+from panelist.metrics.wire.errors import GEMINI_PREFIX, OLLAMA_PATHS
 
 MIN_TOKEN = 16
 # A refused login is answered after this pause (login.defs' FAIL_DELAY is 3 s): a client that
@@ -68,7 +71,7 @@ MIN_TOKEN = 16
 # no thread (``Route.refusal_pause``).
 LOGIN_PAUSE = 2.0
 MAX_LOGIN_PAUSE = 30.0
-GATED = ("/v1/", "/bench/")           # gateway routes: keys and CORS apply here
+GATED = ("/v1/", "/bench/", GEMINI_PREFIX)   # gateway routes: keys and CORS apply here
 # answered for any Host and Origin (probes use any address): they reveal nothing
 OPEN_PATHS = frozenset({"/health", "/ready"})
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -351,7 +354,8 @@ class Guard:
 
     @staticmethod
     def gated(path: str) -> bool:
-        return path.startswith(GATED) or path in ("/v1", "/bench")
+        return path.startswith(GATED) or path in ("/v1", "/bench", "/v1beta") \
+            or path in OLLAMA_PATHS
 
     # 1-3: host, origin, the CORS headers every reply to this request carries
     def screen(self, method: str, path: str, headers) -> dict[str, str]:
@@ -441,9 +445,10 @@ class Guard:
         if not self.settings.keys_required or not self.gated(path):
             return LOCAL
         auth, header = headers.get("Authorization"), "Authorization"
-        if (auth is None or not auth.strip()) and (headers.get("x-api-key") or "").strip():
-            # where Anthropic's clients send their key: the same key, in another header
-            auth, header = "Bearer " + headers.get("x-api-key").strip(), "x-api-key"
+        for other in ("x-api-key", "x-goog-api-key"):
+            if (auth is None or not auth.strip()) and (headers.get(other) or "").strip():
+                # where Anthropic's and Google's clients send their key: the same key
+                auth, header = "Bearer " + headers.get(other).strip(), other
         if auth is None or not auth.strip():
             raise Unauthorized("missing gateway key: send 'Authorization: Bearer pk_…' or "
                                "'x-api-key: pk_…' (make one with `panelist key create NAME`)",
@@ -452,7 +457,7 @@ class Guard:
         secret = secret.strip()
         # each refusal names the header the key came in, and the form that header takes
         if scheme.lower() != "bearer" or not keystore.well_formed(secret):
-            form = "x-api-key: pk_" if header == "x-api-key" else "Authorization: Bearer pk_"
+            form = f"{header}: pk_" if header != "Authorization" else "Authorization: Bearer pk_"
             raise Unauthorized(f"malformed gateway key in '{header}': expected '{form}' "
                                "followed by 43 letters, digits, '-' or '_'",
                                code="malformed_key", headers=CHALLENGE_INVALID)

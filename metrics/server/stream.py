@@ -15,13 +15,15 @@ however long its seats take. Then, by reply mode:
   a first choice that fails before its first piece fails over and that answer is sent whole,
   one that fails after it ends the stream with an error (no other answer can follow those
   pieces), and so does one that stalls after it: no piece for the stall limit
-  (``stall_timeout`` in gateway.json, or ``PANELIST_STALL_TIMEOUT``) cuts that call alone. Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
+  (``stall_timeout`` in gateway.json, or ``PANELIST_STALL_TIMEOUT``) cuts that call alone.
+  Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
 
 A panel that fails after the stream opened (no seat answered, a fault) ends with the format's
 error event, carrying the body a reply would have had. A caller that leaves gives its panel up:
 the seats still running (and a merge under way) are cut and the panel is logged abandoned.
-The events themselves are the format's (``metrics.wire.chat``, ``responses``, ``messages``:
-``Events``); this module only decides when each goes out.
+The events themselves are the format's (``metrics.wire.chat``, ``responses``, ``messages``,
+``gemini``, ``ollama``: ``Events``; an ``Events`` with ``ndjson`` set is sent as one JSON object
+a line, under its own ``content_type``); this module only decides when each goes out.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from panelist.metrics.errors import PanelistError
+from panelist.metrics.store import jsonwire
 from panelist.metrics.panel.live import END
 from panelist.metrics.panel.sections import section
 from panelist.metrics.seats import GRACE
@@ -63,12 +66,16 @@ class Out:
         self.quiet_since = time.monotonic()
 
     def open(self) -> None:
-        self.h.start_events({PANEL_HEADER: self.run.panel})
+        kind = getattr(self.events, "content_type", None)
+        self.h.start_events({PANEL_HEADER: self.run.panel}, *([kind] if kind else []))
         self.send(self.events.opening())
 
     def send(self, items) -> None:
+        lines = getattr(self.events, "ndjson", False)   # one JSON object a line, no SSE
         for name, data in items:
-            if name is None:   # an SSE comment
+            if lines:
+                self.h.send_chunk(jsonwire.dumps(data) + "\n")
+            elif name is None:   # an SSE comment
                 self.h.send_chunk(f"{data}\n\n")
             else:
                 self.h.send_event(data, event=name)
