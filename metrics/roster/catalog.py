@@ -6,8 +6,8 @@ Stored in ``config/catalog.json`` as ``{"endpoints": {endpoint: {served id: {fac
 each other's facts. Facts: ``FACTS``; sources: ``typed`` (the roster, never stored here),
 ``endpoint`` (its ``GET /models``), ``imported`` (a models.dev-layout file), ``learned`` (an
 upstream's failure: the window a context-length error states, the cap a refused output budget
-states, the wait a rate limit's Retry-After asks, ``tools: false`` from a refusal of tools). Learned facts sit beside the others, under
-the model's ``"learned"`` key.
+states, the wait a rate limit's Retry-After asks, ``tools: false`` from a refusal of tools).
+Learned facts sit beside the others, under the model's ``"learned"`` key.
 
 Invariants:
 - A fact typed on the roster wins over anything here; ``facts()`` shows it with source ``typed``.
