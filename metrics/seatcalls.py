@@ -48,7 +48,8 @@ class SeatCall:
     # and tried once: a second try would repeat what the listener already has)
     on_delta: Callable[[str], None] | None = field(default=None, compare=False)
     # cuts this call alone, as its set's cancel cuts them all (a stream's stalled answer); a
-    # ``transport.CancelFlag``, so the cut is at once
+    # ``transport.CancelFlag``, heard in a set whose own cancel is one too (the core makes one
+    # when given none; a panel's is one)
     stop: threading.Event | None = field(default=None, compare=False)
 
 

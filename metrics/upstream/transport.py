@@ -74,8 +74,9 @@ class CancelFlag(threading.Event):
 
 
 def joined(flag: threading.Event, own: threading.Event) -> CancelFlag:
-    """A flag set as soon as either is: a call that its set may cancel and that may be cut on
-    its own (``own``, a ``CancelFlag``; a plain ``flag`` is joined the same way)."""
+    """A flag set as soon as either is, for a call its set may cancel and that may be cut on
+    its own. Only a ``CancelFlag`` parent is followed from then on (it wakes its wakers); one
+    already set counts, a plain ``Event`` set later is not heard."""
     both = CancelFlag()
     for parent in (flag, own):
         if isinstance(parent, CancelFlag):
