@@ -8,9 +8,10 @@ Routes (``metrics.server.routes``): ``GET /v1/models``, ``POST /v1/chat/completi
 (``stream: true`` for server-sent events), ``POST /v1/responses`` (OpenAI's Responses format),
 ``POST /v1/messages`` (Anthropic's Messages format), ``POST /bench/verdict``, ``GET
 /bench/pending``, ``GET /bench/panels/<panel id>``, the races under ``/bench/race``, ``GET
-/health``. Every error is OpenAI's error shape (Anthropic's on ``/v1/messages``) with the right
-status; anything unexpected is a 500 carrying a request id, with the traceback on stderr. What a
-connection may cost is bounded as ``metrics.server.base`` describes.
+/health``, and Ollama's and Gemini's routes (``metrics.server.clientapis``). Every error
+is OpenAI's error shape (Anthropic's on ``/v1/messages``, Ollama's and Google's on theirs)
+with the right status; anything unexpected is a 500 carrying a request id, with the traceback
+on stderr. What a connection may cost is bounded as ``metrics.server.base`` describes.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from panelist.metrics.server.connection import (BODY_HOLD, BODY_TIMEOUT,  # noqa
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
 from panelist.metrics.server.pool import IDLE_THREAD  # noqa: E402
+from panelist.metrics.server import clientapis  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES, ROUTES_HELP  # noqa: E402
 from panelist.metrics.server.workers import Role  # noqa: E402
 
@@ -60,7 +62,8 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     parts = Parts.of_home(home, panels, env)
     # ours to close when building fails; a caller's panels stay the caller's
     return build(parts, host, port, own_parts=panels is None, demo=demo,
-                 routes=GATEWAY_ROUTES, routes_help=f"the gateway serves {ROUTES_HELP}",
+                 routes=(*GATEWAY_ROUTES, *clientapis.ROUTES),
+                 routes_help=f"the gateway serves {ROUTES_HELP}, {clientapis.ROUTES_HELP}",
                  settings=settings, keepalive=keepalive, client_timeout=client_timeout,
                  head_timeout=head_timeout, body_timeout=body_timeout, body_hold=body_hold,
                  max_connections=max_connections, max_pending=max_pending,

@@ -6,7 +6,9 @@ runs it.
     python serve.py [--demo] [--host H] [--port P] [--workers N] [--data DIR]
                                                              (same as `panelist serve`)
 
-``/v1/`` and ``/bench/`` take gateway keys as on the gateway; ``/api/`` asks for the dashboard
+``/v1/`` and ``/bench/`` take gateway keys as on the gateway, and so do Ollama's and Gemini's
+routes (``/api/chat``, ``/api/generate``, ``/api/tags``, ``/api/show``, ``/api/version`` and
+``/v1beta/``: ``metrics.server.clientapis``); the rest of ``/api/`` asks for the dashboard
 login when ``PANELIST_ADMIN_TOKEN`` is set, which ``PANELIST_REQUIRE_KEYS=1`` makes a must (the
 server refuses to start without it); only the pages, the static files, ``/api/login``,
 ``/api/logout`` and ``/health`` are open.
@@ -28,6 +30,7 @@ from panelist.metrics.server.dashboard import (ROUTES_HELP, SECURITY_HEADERS,  #
                                                UI, Dashboard, require_login)
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
+from panelist.metrics.server import clientapis  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES  # noqa: E402
 
 
@@ -49,7 +52,8 @@ def make_dashboard(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     dashboard = Dashboard(settings, ui, sessions=parts.sessions)
     # ours to close when building fails; a caller's panels stay the caller's
     return build(parts, host, port, own_parts=panels is None, demo=demo,
-                 routes=[*GATEWAY_ROUTES, *dashboard.routes()], routes_help=ROUTES_HELP,
+                 routes=[*GATEWAY_ROUTES, *clientapis.ROUTES, *dashboard.routes()],
+                 routes_help=ROUTES_HELP,
                  settings=settings, admin_gate=dashboard.check_admin,
                  common_headers=SECURITY_HEADERS, **kw)
 

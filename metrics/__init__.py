@@ -1,15 +1,16 @@
 """The domain, one subpackage per concept; arrows point down (``tests/test_layout.py``).
 
     server/    the only importer of http.server: connections, deadlines, routing, gates, the
-               catch-all; the gateway's routes, streams, the dashboard, its API and the
-               body each of its writes declares (bodies), the panels' filters (panelquery)
+               catch-all; the gateway's routes (Ollama's and Gemini's: clientapis), streams,
+               the dashboard, its API and the body each of its writes declares (bodies),
+               the panels' filters (panelquery)
                and the model page (modelpage); Parts (a server's long-lived pieces, built
                once); guard, keys, rate limits (ratelimit; ratedb, on PostgreSQL), sessions
                (and the table workers share); workers (N processes on one port, and
                stopping one)
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
-               error shapes
+               ollama, gemini, error shapes
     upkeep/    health probes, retirement, failing models, the schedule and (on a database)
                its leader, onboarding (queue, worker, the calls it records before sending),
                the demo's one simulator

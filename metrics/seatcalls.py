@@ -47,6 +47,10 @@ class SeatCall:
     # hears each piece of the answer's text as it arrives (the call is then streamed upstream,
     # and tried once: a second try would repeat what the listener already has)
     on_delta: Callable[[str], None] | None = field(default=None, compare=False)
+    # cuts this call alone, as its set's cancel cuts them all (a stream's stalled answer); a
+    # ``transport.CancelFlag``, heard in a set whose own cancel is one too (the core makes one
+    # when given none; a panel's is one)
+    stop: threading.Event | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

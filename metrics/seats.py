@@ -41,7 +41,8 @@ Invariants:
   streamed calls, of jobs, with ``parallel``, or with a prompt over 64 KiB (whose uploads
   must not wait for each other) is not run here.
 * A call given ``on_delta`` is streamed: the listener hears each piece of the answer's text as
-  it arrives (on the call's thread), and the result is the whole answer all the same.
+  it arrives (on the call's thread), and the result is the whole answer all the same. A call
+  given ``stop`` is cut when that flag is set, as the set's cancel cuts every call.
 * ``parallel`` holds at most that many units of a set at once per lane, in the order given: a
   call's lane is its model's endpoint (a slow or limited endpoint never holds back another), a
   job's the one it names (by default one lane for every job of the set). Without it, every
@@ -74,7 +75,7 @@ from typing import Callable, Iterable
 
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Upstream, encode_messages
-from panelist.metrics.upstream.transport import CancelFlag, named
+from panelist.metrics.upstream.transport import CancelFlag, joined, named
 from panelist.metrics.errors import (AtLimit, Cancelled, OutputCapExceeded, RateLimited,
                                      UpstreamError, UpstreamTimeout)
 # what callers are given and hand back lives in seatcalls; it is named here for them too
@@ -271,6 +272,8 @@ class Seats:
              hooks: _Hooks) -> None:
         """Make one call in this thread by its deadline (see the module docstring)."""
         t0 = time.monotonic()
+        if call.stop is not None:
+            cancel = joined(cancel if cancel is not None else CancelFlag(), call.stop)
         self._carry(call, result, t0, min(deadline, own_deadline(call, t0, deadline)), cancel,
                     hooks, Tries(call), 0.0)
 

@@ -55,7 +55,7 @@ class SeatSet:
         self._cancelled_at: float | None = None
         # ``here``: calls sent by this thread, read by whichever thread iterates the set
         self._here = here and parallel is None and seats.sends and all(
-            isinstance(u, SeatCall) and u.on_delta is None and
+            isinstance(u, SeatCall) and u.on_delta is None and u.stop is None and
             len(hooks.encoded.of(u.messages)) <= HERE_MAX_PROMPT for u in units)
         self._sent: dict[int, _Sent] = {}   # file descriptor -> call in flight
         self._landed: deque[int] = deque()   # ended in the iterating thread, to hand over

@@ -511,7 +511,8 @@ def test_list_collections(dash, home):
     assert trio["version"] == version_of(stored(home, "collections.json")["collections"]["trio"])
     limits = body["limits"]
     assert set(limits) == {"max_explorers", "max_calls", "seat_timeout", "panel_timeout",
-                           "cooldown", "max_cooldown", "decider_budget", "version"}
+                           "cooldown", "max_cooldown", "decider_budget", "stall_timeout",
+                           "version"}
     assert (limits["max_explorers"], limits["max_calls"]) == (2, 5)
 
 

@@ -184,3 +184,35 @@ def test_what_a_server_learned_is_written_before_it_closes(home, sim, capsys):
         assert status == 200, body
     # closed: whatever was still queued for the catalog was written first
     assert facts(capsys, home, "mid")["retry_after"]["value"] == 9
+
+
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
+    "type": "object", "properties": {"number": {"type": "string"}}}}}]
+
+
+def test_a_refusal_of_tools_is_learned_and_the_model_is_not_seated_for_tools_again(
+        gateway, home, sim, capsys):
+    sim.script("fast", tools=False)   # a 400 "… does not support tools", as Ollama words it
+    with_tools = {"model": "bench/trio:pick", "tools": TOOLS,
+                  "messages": [{"role": "user", "content": "Where is order 7?"}]}
+    status, body, _ = gateway.post("/v1/chat/completions", with_tools)
+    assert status == 200, body
+    fast = {s["alias"]: s for s in body["bench"]["seats"]}["fast"]
+    assert fast["status"] == "error" and "does not support tools" in fast["error"]
+    known = learned(capsys, home, "fast", "tools")
+    assert known["tools"]["value"] is False and known["tools"]["source"] == "learned"
+    assert known["tools"]["from"] == "tools refusal (400)" and known["tools"]["at"]
+    assert "tools" not in facts(capsys, home, "mid")   # the others said nothing of the kind
+    code, out, err = cli(capsys, "catalog", "show", "fast", "--data", str(home.root))
+    assert [line.split()[:3] for line in out.splitlines() if line.startswith("tools")] == \
+        [["tools", "False", "learned"]]
+    status, body, _ = gateway.post("/v1/chat/completions", with_tools)
+    assert status == 200, body
+    assert "fast" not in {s["alias"] for s in body["bench"]["seats"]}
+    skipped = {s["alias"]: s for s in body["bench"]["skipped"]}
+    assert "tools" in skipped["fast"]["why"]
+    asked = sum(1 for r in sim.requests if r["model"] == "fast")
+    # a request without tools still seats it
+    status, body, _ = ask(gateway, "bench/trio", "Review: x = 1/0")
+    assert status == 200 and "fast" in {s["alias"] for s in body["bench"]["seats"]}
+    assert sum(1 for r in sim.requests if r["model"] == "fast") == asked + 1

@@ -320,3 +320,67 @@ def test_a_caller_that_leaves_mid_answer_cancels_the_panel(gateway, home, sim, m
     cut = record["merger"] if mode == "merged" else next(s for s in record["seats"]
                                                            if s["alias"] == held)
     assert cut["status"] == "cancelled"
+
+
+STALLED = {
+    "chat": ("/v1/chat/completions", {"messages": ASK}),
+    "responses": ("/v1/responses", {"input": "Review: x = 1/0"}),
+    "messages": ("/v1/messages", {"max_tokens": 300, "messages": ASK}),
+}
+
+
+def stalled_error(fmt: str, events: list) -> tuple[str, str]:
+    """The code and message of the error a stream of ``fmt`` ended with."""
+    data = [d for n, d in events if isinstance(d, dict)]
+    if fmt == "responses":
+        (failed,) = [d for n, d in events if n == "error"]
+        return failed["code"], failed["message"]
+    if fmt == "messages":
+        (failed,) = [d for n, d in events if n == "error"]
+        return failed["error"]["type"], failed["error"]["message"]
+    return data[-1]["error"]["code"], data[-1]["error"]["message"]
+
+
+@pytest.mark.parametrize("fmt", list(STALLED))
+def test_a_first_choice_that_stalls_mid_answer_ends_the_stream_at_the_stall_limit(home, sim,
+                                                                                 fmt):
+    from conftest import Gateway
+    from panelist.gateway import make_gateway
+    sim.script("fast", hold_stream=True)   # its first piece, then nothing until released
+    path, body = STALLED[fmt]
+    with Gateway(make_gateway(home, env={"PANELIST_STALL_TIMEOUT": "0.2"})) as gateway:
+        with RawStream(gateway.server, path, dict(body, model="bench/trio:pick",
+                                                  stream=True)) as stream:
+            panel = stream.headers["x-panelist-panel"]
+            events = stream.rest()   # ends though fast is still held
+        assert sim.wait_disconnects(1, PATIENCE)   # the stalled call alone was cut
+        code, message = stalled_error(fmt, events)
+        assert "member1 fast stalled mid-answer" in message and "0.2 s" in message
+        if fmt != "messages":
+            assert code == "answer_stalled"
+        record = panel_logged(home, panel)
+    seats = {s["alias"]: s for s in record["seats"]}
+    assert seats["fast"]["status"] == "cancelled"
+    assert seats["mid"]["status"] == seats["slow"]["status"] == "ok"   # the others went on
+    assert "stalled" in record["note"] and not record["abandoned"]
+    sim.release("fast")
+
+
+def test_the_stall_limit_is_a_gateway_limit_too(gateway, home, sim):
+    Collections(home).set_limits({"stall_timeout": 0.2})
+    sim.script("fast", hold_stream=True)
+    with chat_stream(gateway) as stream:
+        events = stream.rest()
+    assert events[-2][1]["error"]["code"] == "answer_stalled"
+    assert "0.2 s" in events[-2][1]["error"]["message"]
+    sim.release("fast")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+def test_a_stall_limit_that_is_not_a_positive_number_is_refused_at_start(home, value):
+    from panelist.gateway import make_gateway
+    from panelist.metrics.errors import ConfigInvalid
+    with pytest.raises(ConfigInvalid, match="PANELIST_STALL_TIMEOUT"):
+        make_gateway(home, env={"PANELIST_STALL_TIMEOUT": value})
+    with pytest.raises(ConfigInvalid, match="stall_timeout"):
+        Collections(home).set_limits({"stall_timeout": 0})

@@ -273,7 +273,8 @@ def seat_lines(bench: dict) -> str:
 
 def _seat_line(s: dict) -> str:
     line = (f"- call {s.get('call')} · {s.get('alias')} ({s.get('seat')}) · "
-            f"{s.get('status')} · {float(s.get('seconds') or 0):.2f} s")
+            f"{s.get('status')} · {float(s.get('seconds') or 0):.2f} s"
+            + (" so far" if s.get("status") == "running" else ""))
     return line + (f" · {s['error']}" if s.get("error") else "")
 
 

@@ -10,7 +10,9 @@ here, in order, until the stream takes them (``next``), and ``END`` follows its 
 Invariants: at most one call of a panel is followed; pieces are taken in the order they came;
 ``started`` is True once any piece came, and from then on no other answer may follow them (a
 followed call that fails after that breaks the reply off, ``PanelRun.broke_off``); ``END`` is put
-once, after the followed call ended. ``buffered`` says why a streamed reply was sent whole.
+once, after the followed call ended. ``buffered`` says why a streamed reply was sent whole. A
+followed call that stalls after its first piece (``stall``: no piece for the stall limit) is cut
+by its own ``stop`` flag, not the panel's: the other seats go on, and it ends as cancelled.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import queue
 
 from panelist.metrics.panel import pick
 from panelist.metrics.seats import SeatCall, SeatResult
+from panelist.metrics.upstream.transport import CancelFlag
 
 END = object()   # after the followed call's last piece
 
@@ -32,6 +35,8 @@ class Live:
         self.seat = ""                 # its seat and alias in words ("member1 fast")
         self.why = ""                  # why no answer of this request may be followed
         self.started = False           # a piece of it came
+        self.stalled = 0.0             # the stall limit it was cut at (0: not cut)
+        self.stop = CancelFlag()       # cuts the followed call alone
         self._pieces: queue.SimpleQueue = queue.SimpleQueue()
 
     def plan(self, req, calls: list[SeatCall]) -> list[SeatCall]:
@@ -53,7 +58,12 @@ class Live:
     def follow(self, call: SeatCall) -> SeatCall:
         self.call = call.label
         self.seat = f"{pick.label(SeatResult.of(call))} {call.model.alias}"
-        return dataclasses.replace(call, on_delta=self._hear)
+        return dataclasses.replace(call, on_delta=self._hear, stop=self.stop)
+
+    def stall(self, seconds: float) -> None:
+        """The followed call sent no piece for ``seconds`` after its first: cut it."""
+        self.stalled = seconds
+        self.stop.set()
 
     def _hear(self, piece: str) -> None:   # on the call's thread
         self.started = True

@@ -8,7 +8,7 @@ record, ``seatrecord``, with the panel's fields), ``Panels.learn`` (cooldowns, l
 windows), a scrub for image traces, and ``on_end`` (release the seat's in-flight hold; in pick
 mode the last seat records the panel). The merger is a set of one more call (``Seats.run``),
 on the finishing thread. Seats and the merger are ``seats.SeatResult``s; ``public`` is how a
-panel's reply shows one.
+panel's reply shows one (``sections``).
 
 Invariants: every seat runs in parallel under its own deadline, and the whole panel (merge
 included) under the panel deadline; a seat that fails, comes back empty, runs out of time or is
@@ -59,7 +59,8 @@ from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
 from panelist.metrics.panel.held import Held
-from panelist.metrics.panel.sections import markdown, tokens_of, verdict_hint
+from panelist.metrics.panel.sections import markdown, public, verdict_hint
+from panelist.metrics.panel.usage import tokens_of
 from panelist.metrics.errors import (AllSeatsFailed, AtLimit, BadRequest, ContextTooLong,
                                      PanelistError, PromptTooLong, RateLimited, Unavailable,
                                      UpstreamError)
@@ -78,20 +79,6 @@ from panelist.metrics.ledger.ratings import Ratings
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
 SAID = 240  # characters of each failed seat's error a panel's own error repeats (error.seats: all)
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
-
-
-def public(r: SeatResult) -> dict:
-    """A seat as the panel shows it (``bench.seats``, ``calls.jsonl``, an error's seats): its
-    error as one line, ``kind: message``; ``tool_calls`` only when it made some, ``clamped``
-    only when its output budget was lowered."""
-    out = {"call": r.call, "seat": r.seat, "alias": r.alias, "status": r.status,
-           "seconds": r.seconds, "answer": r.answer, "error": r.reason, "tokens": r.tokens,
-           "tool_calls": r.tool_calls, "finish_reason": r.finish_reason}
-    if not r.tool_calls:   # a plain answer's record stays as it always was
-        del out["tool_calls"]
-    if r.clamped:   # the caller's budget was lowered for this seat: the caller is told
-        out["clamped"] = r.clamped
-    return out
 
 
 class Panels:
@@ -311,6 +298,7 @@ class PanelRun:
             # earlier Panelist replies in the history, found once, shown to each seat its own way
             self.history = history.Conversation(req.messages, panels.ledger)
             self.merger: SeatResult | None = None
+            self.merge_size = 0   # the merger's input, estimated in tokens
             # the one seat (or the merger) whose answer is the reply; None: every answer
             self.answer: SeatResult | None = None
             self.note = ""
@@ -326,7 +314,7 @@ class PanelRun:
             self._lock = threading.Lock()   # guards _recorded, _left and _detached
             self._detached = False   # pick mode: the reply is out; the last seat records
             self._closing = False    # cut short by the server closing, not by the caller
-            self.seat_timeout = limits.seat_timeout
+            self.seat_timeout, self.stall_timeout = limits.seat_timeout, limits.stall_timeout
             calls = [self._call(s, self.history.for_seat(s.model.alias), req.params)
                      for s in seating.seats]
             if live is not None:
@@ -465,11 +453,12 @@ class PanelRun:
         followed = [r for r in self.results + [self.merger] if r and r.call == live.call]
         if not followed or followed[0].answered:
             return None
-        said = f"{live.seat} broke off mid-answer ({followed[0].reason})"
+        said = f"{live.seat} broke off mid-answer ({followed[0].reason})" if not live.stalled \
+            else f"{live.seat} stalled mid-answer (no token within its {live.stalled:g} s limit)"
         self.note = "; ".join(filter(None, [self.note, said]))
         return AllSeatsFailed(f"{said} after its first tokens were sent; ask again (every seat "
                               f"is in GET /bench/panels/{self.panel})", [public(followed[0])],
-                              code="answer_broke_off")
+                              code="answer_stalled" if live.stalled else "answer_broke_off")
 
     def _detach(self) -> None:
         """The reply is going out before every seat ended: the last seat to end records the
@@ -571,7 +560,8 @@ class PanelRun:
         # the conversation as the caller was answered, not every earlier panel's markdown
         messages = merge.merger_input(self.history.for_seat(None), ordered, self.req.images,
                                       response_format=fmt, tools=tools)
-        size = prompt.estimate_tokens(messages, tools=tools, response_format=fmt)
+        size = self.merge_size = prompt.estimate_tokens(messages, tools=tools,
+                                                        response_format=fmt)
         states = panels.ledger.states(view.models.keys(), self.req.shape)
         suiteevidence.adjust(panels.suite, states, self.req.shape)
         model, why = merge.choose(self.req.collection, view, states, size, time.time())
@@ -648,18 +638,18 @@ class PanelRun:
 
     def bench(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
         """Every seat: those in ``results`` as they ended, the others (still working behind a
-        picked reply) as ``running``."""
-        ended = {r.call for r in results}
+        picked reply) as ``running``, with the seconds they have run so far."""
+        ended, now = {r.call for r in results}, round(time.monotonic() - self._t0, 3)
         bench = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "shape_by": self.req.shape_by,
             "reply": self.req.reply_mode,
             "seats": [public(r) if r.call in ended else
-                      {"call": r.call, "seat": r.seat, "alias": r.alias, "status": "running"}
+                      {"call": r.call, "seat": r.seat, "alias": r.alias, "status": "running",
+                       "seconds": now}
                       for r in self.results],
             "skipped": self.seating.skipped,
-            "seconds": round(time.monotonic() - self._t0, 3),
-            "verdict": verdict_hint(verdict_url),
+            "seconds": now, "verdict": verdict_hint(verdict_url),
             "usage_total": self.usage_total(results),
         }
         if self.req.decider is not None:
@@ -693,18 +683,21 @@ class PanelRun:
 
     def usage(self, results: list[SeatResult]) -> dict:
         """Tokens of what was asked: every seat and the merger; in pick mode the picked seat's
-        alone (the answer the caller got, as one model's reply would count it)."""
-        if self.req.reply_mode == "pick" and self.answer:
-            return tokens_of([self.answer])
-        return tokens_of(results + ([self.merger] if self.merger else []))
+        alone (the answer the caller got, as one model's reply would count it). An uncounted
+        answer is estimated (``usage.py``)."""
+        seats = [self.answer] if self.req.reply_mode == "pick" and self.answer else \
+            results + ([self.merger] if self.merger else [])
+        return tokens_of(seats, self._read)
+
+    def _read(self, r: SeatResult) -> int:   # the estimate of what a seat read
+        return self.merge_size if r is self.merger else self.req.estimate
 
     def usage_total(self, results: list[SeatResult]) -> dict:
         """``bench.usage_total``: the tokens of every seat in ``results`` and the merger, what
         the panel was billed in every mode; ``seats_running`` (only when some are) counts the
         seats still working behind a picked reply, whose tokens are not known yet."""
-        total = tokens_of(list(results) + ([self.merger] if self.merger else []))
-        running = len(self.results) - len({r.call for r in results})
-        if running:
+        total = tokens_of(list(results) + ([self.merger] if self.merger else []), self._read)
+        if running := len(self.results) - len({r.call for r in results}):
             total["seats_running"] = running
         return total
 

@@ -53,8 +53,11 @@ nominee or an explorer sits only when its endpoint has room now (``room``, from
 ``upstream.admission``), else it is listed as "endpoint at its limit". Room is asked only of a
 model about to take a seat, so a long roster costs nothing more.
 
-Every model left out of the panel is listed in ``skipped`` with why. When a model is clearly
-more useful than a member, the reply says so (``suggest``) rather than seating it forever.
+Every model left out of the panel is listed in ``skipped`` with why: each member and nominee,
+and, when the collection has explorer seats, each roster model that did not take one (with no
+explorer seats, the rest of the roster was never a candidate and is not listed). When a model
+is clearly more useful than a member, the reply says so (``suggest``) rather than seating it
+forever.
 
 ``SeatsInFlight`` is the gateway's memory of seats asked and not yet answered. Invariants: a
 hold is taken in the same locked step that picks the panel (so two threads never pick the same
@@ -271,6 +274,8 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             families.add(model.family)
             seating.seats.append(Seat("nominee", len(chosen), model))
     nominated = set(nominees)
+    if explorers == 0:   # no seat to fill: the rest of the roster was never a candidate, and
+        return seating   # listing each model as skipped would only bury the skips that matter
 
     candidates = []
     for alias, model in roster.models.items():
@@ -304,9 +309,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         seating.seats.append(Seat("explorer", i, model))
     for rank, model in enumerate(candidates, 1):
         if model.alias not in taken:
-            if explorers == 0:
-                why = "no explorer seats on this collection"
-            elif model.alias in at_limit:
+            if model.alias in at_limit:
                 why = AT_LIMIT
             elif model.alias in busy:
                 why = "still answering another panel's seat; explorer seats went to others"

@@ -1,21 +1,25 @@
-"""A panel's answers as the text of one reply: a section per seat (its seat, model, call id,
-status and answer or why it has none), the tokens of several seats added up, and the hint that
-says how to give a verdict. The reply in ``all`` mode, the CLI's ``ask`` and a stream's
-sections share it."""
+"""A panel's seats as a reply shows them: each seat's public fields (``public``), its section of
+the text (its seat, model, call id, status and answer or why it has none), and the hint that says
+how to give a verdict. The reply in ``all`` mode, the CLI's ``ask`` and a stream's sections share
+it."""
 
 from __future__ import annotations
 
 from panelist.metrics.seats import SeatResult
 
 
-def tokens_of(seats: list[SeatResult]) -> dict:
-    """The tokens of ``seats`` added up, in OpenAI's ``usage`` shape."""
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    for r in seats:
-        for mine, theirs in (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
-                             ("total_tokens", "total")):
-            usage[mine] += (r.tokens or {}).get(theirs) or 0
-    return usage
+def public(r: SeatResult) -> dict:
+    """A seat as the panel shows it (``bench.seats``, ``calls.jsonl``, an error's seats): its
+    error as one line, ``kind: message``; ``tool_calls`` only when it made some, ``clamped``
+    only when its output budget was lowered."""
+    out = {"call": r.call, "seat": r.seat, "alias": r.alias, "status": r.status,
+           "seconds": r.seconds, "answer": r.answer, "error": r.reason, "tokens": r.tokens,
+           "tool_calls": r.tool_calls, "finish_reason": r.finish_reason}
+    if not r.tool_calls:   # a plain answer's record stays as it always was
+        del out["tool_calls"]
+    if r.clamped:   # the caller's budget was lowered for this seat: the caller is told
+        out["clamped"] = r.clamped
+    return out
 
 
 def verdict_hint(url: str | None) -> str:

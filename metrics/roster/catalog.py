@@ -6,8 +6,8 @@ Stored in ``config/catalog.json`` as ``{"endpoints": {endpoint: {served id: {fac
 each other's facts. Facts: ``FACTS``; sources: ``typed`` (the roster, never stored here),
 ``endpoint`` (its ``GET /models``), ``imported`` (a models.dev-layout file), ``learned`` (an
 upstream's failure: the window a context-length error states, the cap a refused output budget
-states, the wait a rate limit's Retry-After asks). Learned facts sit beside the others, under
-the model's ``"learned"`` key.
+states, the wait a rate limit's Retry-After asks, ``tools: false`` from a refusal of tools).
+Learned facts sit beside the others, under the model's ``"learned"`` key.
 
 Invariants:
 - A fact typed on the roster wins over anything here; ``facts()`` shows it with source ``typed``.
@@ -37,7 +37,7 @@ from panelist.metrics.roster.roster import ALIAS, CURRENCY, Roster, RosterView
 FACTS = ("context", "max_output", "vision", "tools", "structured_output", "price_in",
          "price_out", "currency", "rpm", "max_concurrent", "family")
 TYPED, ENDPOINT, IMPORTED, LEARNED = "typed", "endpoint", "imported", "learned"
-LEARNED_FACTS = ("context", "max_output", "retry_after")
+LEARNED_FACTS = ("context", "max_output", "retry_after", "tools")
 LOWERING = ("context", "max_output")   # learned facts that only ever go down
 LISTING_TIMEOUT = 20.0
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
@@ -45,6 +45,11 @@ MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 def _count(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def _learnable(fact: str, value) -> bool:
+    """A learned tools fact is only ever ``False`` (a refusal); the others are counts."""
+    return value is False if fact == "tools" else _count(value) is not None
 
 
 def _money(v) -> float | None:
@@ -201,7 +206,7 @@ def stored_learned(stored: dict, endpoint: str, served: str) -> dict:
     if not isinstance(learned, dict):
         return {}
     return {k: v for k, v in learned.items()
-            if k in LEARNED_FACTS and isinstance(v, dict) and _count(v.get("value")) is not None}
+            if k in LEARNED_FACTS and isinstance(v, dict) and _learnable(k, v.get("value"))}
 
 
 def _entry(doc: dict, endpoint: str, served: str) -> dict:
@@ -249,10 +254,11 @@ class Catalog:
                 known[name] = dict(fact, source=LEARNED)
         return {k: known[k] for k in dict.fromkeys(FACTS + LEARNED_FACTS) if k in known}
 
-    def learn(self, endpoint: str, served: str, fact: str, value: int, origin: str) -> bool:
+    def learn(self, endpoint: str, served: str, fact: str, value: int | bool,
+              origin: str) -> bool:
         """Keep what an upstream's failure taught about a model; True if the catalog changed.
         A window or a max output is kept only when lower than the one learned before."""
-        if fact not in LEARNED_FACTS or _count(value) is None:
+        if fact not in LEARNED_FACTS or not _learnable(fact, value):
             raise ValueError(f"not a learned fact: {fact}={value!r}")
         changed = []
 

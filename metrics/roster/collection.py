@@ -43,6 +43,9 @@ class Limits:
     cooldown: float = 60.0        # seconds a rate-limited model rests when the upstream names none
     max_cooldown: float = 3600.0  # the longest rest an upstream's Retry-After can impose
     decider_budget: float = 2.0   # seconds the decision model may take to label an `auto` panel
+    # seconds a streamed answer may pause between tokens once its first went out; past it the
+    # stream ends with an error (PANELIST_STALL_TIMEOUT, when set, overrides it)
+    stall_timeout: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,8 @@ def check_limits(values: dict, where: str = "gateway.json") -> Limits:
             refuse(name, "a whole number of 0 or more")
     if limits.max_calls < 1:
         refuse("max_calls", "at least 1")
-    for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown", "decider_budget"):
+    for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown", "decider_budget",
+                 "stall_timeout"):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             refuse(name, "a number of seconds above 0")

@@ -13,7 +13,8 @@ Invariants:
   window (from a context-length error) lowers a catalog one, never a typed one: the gateway's
   own learned windows already lower any window at seating (``seating.window_of``). A learned
   max output (from a refused output budget) lowers any, a typed one too: the endpoint refused
-  above it, and the seats core clamps budgets to ``max_output`` alone.
+  above it, and the seats core clamps budgets to ``max_output`` alone. A learned refusal of
+  tools outweighs a listing that says tools, never a ticked tools flag.
 - Prices are taken as a pair with their currency, never one typed and one listed.
 - A catalog that cannot be read (a broken hand edit) fills nothing: seating goes on with what was
   typed, and stderr says so once per state of the file, never per request.
@@ -62,10 +63,10 @@ def filled(model: Model, stored: dict) -> Model:
     if caps and min(caps) != model.max_output:
         fill["max_output"] = min(caps)
     for flag in ("vision", "tools"):
-        if not getattr(model, flag) and facts.get(flag) is True:
+        if not getattr(model, flag) and facts.get(flag) is True and learned.get(flag) is not False:
             fill[flag] = True
-    lacks = frozenset(cap for cap in LACKABLE
-                      if facts.get(cap) is False and not getattr(model, cap, False))
+    lacks = frozenset(cap for cap in LACKABLE if False in (facts.get(cap), learned.get(cap))
+                      and not getattr(model, cap, False))
     if lacks:
         fill["lacks"] = lacks
     # the catalog's family read by the one rule: a listing's "gpt-mini" (a size class) is "gpt"

@@ -5,7 +5,9 @@ races, suite runs, probes and the decider alike). A context-length error that st
 a refused output budget that states the model's cap, and a rate limit that states a
 Retry-After become ``learned`` facts of the model's endpoint and served id (``Catalog.learn``),
 where ``panelist catalog show`` lists them; seating reads the window and the seats core the
-cap (``KnownRoster``).
+cap (``KnownRoster``). So does a 400 that says the model does not support tools
+(``TOOLS_REFUSED``): ``tools: false``, after which seating leaves the model out of requests
+that offer tools.
 
 Invariants:
 - Never slows a seat in a server: there (``background=True``) facts are handed to one writer
@@ -23,17 +25,26 @@ from __future__ import annotations
 
 import math
 import queue
+import re
 import sys
 import threading
 import time
 
 from panelist.metrics.roster.catalog import Catalog
-from panelist.metrics.errors import ContextTooLong, OutputCapExceeded, RateLimited
+from panelist.metrics.errors import (ContextTooLong, OutputCapExceeded, RateLimited,
+                                     UpstreamBadReply)
 from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import Model
 
 RETRY_EVERY = 60.0
 JOIN = 30.0   # seconds a closing server waits for the queued facts to be written
+# How providers word a refusal of tools (Ollama, llama.cpp and LiteLLM-fronted servers, vLLM
+# without a tool parser, OpenRouter with no endpoint that takes them), read only from a 400.
+TOOLS_REFUSED = re.compile(
+    r"does(?: not|n't) support (?:tools|tool use|tool calling|function calling)"
+    r"|(?:tools|tool use|tool calling|function calling) (?:is |are )?not supported"
+    r"|no endpoints found that support tool use"
+    r"|tool choice requires --enable-auto-tool-choice", re.I)
 
 
 class LearnedFacts:
@@ -55,12 +66,19 @@ class LearnedFacts:
         elif isinstance(exc, RateLimited) and exc.retry_after:
             fact, value, origin = "retry_after", max(1, math.ceil(exc.retry_after)), \
                 "429 Retry-After"
+        elif isinstance(exc, UpstreamBadReply) and exc.upstream_status == 400 and \
+                TOOLS_REFUSED.search(exc.message):
+            fact, value, origin = "tools", False, "tools refusal (400)"
         else:
             return
         key = (model.endpoint, model.served)
         now = time.monotonic()
         with self._lock:
-            if fact != "retry_after":
+            if fact == "tools":   # once per process: the catalog keeps it from then on
+                if key + (fact,) in self._lowest:
+                    return
+                self._lowest[key + (fact,)] = 0
+            elif fact != "retry_after":
                 if self._lowest.get(key + (fact,), value + 1) <= value:
                     return
                 self._lowest[key + (fact,)] = value
@@ -81,7 +99,8 @@ class LearnedFacts:
         while (item := self._queue.get()) is not None:
             self._write(*item)
 
-    def _write(self, endpoint: str, served: str, fact: str, value: int, origin: str) -> None:
+    def _write(self, endpoint: str, served: str, fact: str, value: int | bool,
+               origin: str) -> None:
         try:
             self.catalog.learn(endpoint, served, fact, value, origin)
         except Exception as exc2:   # noqa: BLE001 - a fact not kept must never fail a call

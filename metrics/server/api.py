@@ -439,7 +439,7 @@ SECONDS = 86_400   # a day: longer than any seat, panel or rest should take
             max_calls=Whole(1, 1000, hint="members plus explorers never exceed it"),
             **{name: Number(0, SECONDS, above=True, hint="seconds")
                for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown",
-                            "decider_budget")}))
+                            "decider_budget", "stall_timeout")}))
 def update_limits(req: ApiRequest) -> dict:
     body = dict(req.body)
     version = body.pop("version")

@@ -93,6 +93,8 @@ class Server(ThreadingHTTPServer):
         self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
         self.body_hold = body_hold   # seconds a small body is awaited before it takes a thread
         settings = settings or Settings()
+        # seconds a streamed answer may pause between tokens (None: gateway.json's limit)
+        self.stall_timeout = settings.stall_timeout
         if max_in_flight is None:
             max_in_flight = settings.max_in_flight_mb * 2**20
         self.max_body = min(max_body, max_in_flight // GRANT_FACTOR)

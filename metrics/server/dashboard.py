@@ -42,7 +42,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 PAGES = {"/": "index.html", "/index.html": "index.html", "/login": "login.html"}
-ROUTES_HELP = "the dashboard serves /, /api/… and the gateway's /v1/… and /bench/…"
+ROUTES_HELP = ("the dashboard serves /, /api/… and the gateway's /v1/…, /bench/…, Ollama's "
+               "/api/chat, /api/generate, /api/tags, /api/show and Gemini's /v1beta/…")
 LOGIN_BODY = 4 * 1024        # a token in JSON: anything longer is not a login
 API_BODY = 1024 * 1024       # the dashboard's writes: names, settings, a model's facts
 LOGIN = Body(token=Text(required=True, hint="the value of PANELIST_ADMIN_TOKEN where the server "

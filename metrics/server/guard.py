@@ -24,13 +24,15 @@ Invariants, in the order a request meets them:
 2. **Origin**: a request carrying an ``Origin`` that is neither the server's own nor allowed, or
    marked ``Sec-Fetch-Site: cross-site`` without an allowed origin, gets 403. Only a plain GET/HEAD
    navigation (a followed link) may come cross-site, as the Fetch Metadata isolation policy does.
-3. **CORS** is answered on gateway routes (``/v1/…``, ``/bench/…``) only, for allowed origins only:
+3. **CORS** is answered on gateway routes (``/v1/…``, ``/bench/…``, Google's ``/v1beta/…`` and
+   Ollama's ``/api/chat`` and its siblings) only, for allowed origins only:
    the origin is echoed with ``Vary: Origin``; never ``*``, never credentials (keys travel in a
    header, not a cookie). A preflight is answered before any key is asked for, since browsers send
    none with it.
 4. **Caller**: without ``PANELIST_ADMIN_TOKEN`` or ``PANELIST_REQUIRE_KEYS`` every caller is
    ``local`` and any bearer is ignored. Otherwise every gateway route needs a gateway key (as
-   ``Authorization: Bearer``, or ``x-api-key`` as Anthropic's clients send it): missing,
+   ``Authorization: Bearer``, or ``x-api-key`` as Anthropic's clients send it, or
+   ``x-goog-api-key`` as Google's do): missing,
    malformed or unknown gets 401 with ``WWW-Authenticate: Bearer`` and a message saying which; a
    key past its requests a minute gets 429 with ``Retry-After``. The admin token is never a key.
 5. **Body**: a POST (or other write) must be ``Content-Type: application/json`` (415), which also
@@ -61,6 +63,7 @@ from panelist.metrics.server.connection import too_large
 from panelist.metrics.server.memory import MAX_IN_FLIGHT
 from panelist.metrics.server import ratelimit
 from panelist.metrics.server.ratelimit import RateCounter
+from panelist.metrics.wire.errors import GEMINI_PREFIX, OLLAMA_PATHS
 
 MIN_TOKEN = 16
 # A refused login is answered after this pause (login.defs' FAIL_DELAY is 3 s): a client that
@@ -68,7 +71,7 @@ MIN_TOKEN = 16
 # no thread (``Route.refusal_pause``).
 LOGIN_PAUSE = 2.0
 MAX_LOGIN_PAUSE = 30.0
-GATED = ("/v1/", "/bench/")           # gateway routes: keys and CORS apply here
+GATED = ("/v1/", "/bench/", GEMINI_PREFIX)   # gateway routes: keys and CORS apply here
 # answered for any Host and Origin (probes use any address): they reveal nothing
 OPEN_PATHS = frozenset({"/health", "/ready"})
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -164,6 +167,8 @@ class Settings:
     max_in_flight_mb: int = MAX_IN_FLIGHT // 2**20
     # seconds a refused login waits before it is answered (0: at once)
     login_pause: float = LOGIN_PAUSE
+    # seconds a streamed answer may pause between tokens (None: gateway.json's stall_timeout)
+    stall_timeout: float | None = None
     # the file in which the workers of one group share the dashboard's sessions (never from
     # the environment: the group makes it); None keeps them in this process's memory
     sessions: str | None = None
@@ -191,6 +196,10 @@ class Settings:
                 or not 0 <= self.login_pause <= MAX_LOGIN_PAUSE:
             raise ConfigInvalid(f"PANELIST_LOGIN_PAUSE must be a number of seconds from 0 to "
                                 f"{MAX_LOGIN_PAUSE:g} (not {self.login_pause!r})")
+        if self.stall_timeout is not None and not 0 < self.stall_timeout <= 86_400:
+            raise ConfigInvalid("PANELIST_STALL_TIMEOUT must be a number of seconds above 0 "
+                                f"and at most 86400 (not {self.stall_timeout!r}); unset it to "
+                                "use gateway.json's stall_timeout")
 
     def _public(self):
         parts = urlsplit(self.public_url or "")
@@ -213,7 +222,9 @@ class Settings:
                    trusted_proxies=tuple(_split(env.get("PANELIST_TRUSTED_PROXIES"))),
                    max_in_flight_mb=_megabytes(env.get("PANELIST_MAX_INFLIGHT_MB")),
                    login_pause=_seconds(env.get("PANELIST_LOGIN_PAUSE"), LOGIN_PAUSE,
-                                        "PANELIST_LOGIN_PAUSE"))
+                                        "PANELIST_LOGIN_PAUSE"),
+                   stall_timeout=_seconds(env.get("PANELIST_STALL_TIMEOUT"), None,
+                                          "PANELIST_STALL_TIMEOUT"))
 
     @property
     def keys_required(self) -> bool:
@@ -343,7 +354,8 @@ class Guard:
 
     @staticmethod
     def gated(path: str) -> bool:
-        return path.startswith(GATED) or path in ("/v1", "/bench")
+        return path.startswith(GATED) or path in ("/v1", "/bench", "/v1beta") \
+            or path in OLLAMA_PATHS
 
     # 1-3: host, origin, the CORS headers every reply to this request carries
     def screen(self, method: str, path: str, headers) -> dict[str, str]:
@@ -433,9 +445,10 @@ class Guard:
         if not self.settings.keys_required or not self.gated(path):
             return LOCAL
         auth, header = headers.get("Authorization"), "Authorization"
-        if (auth is None or not auth.strip()) and (headers.get("x-api-key") or "").strip():
-            # where Anthropic's clients send their key: the same key, in another header
-            auth, header = "Bearer " + headers.get("x-api-key").strip(), "x-api-key"
+        for other in ("x-api-key", "x-goog-api-key"):
+            if (auth is None or not auth.strip()) and (headers.get(other) or "").strip():
+                # where Anthropic's and Google's clients send their key: the same key
+                auth, header = "Bearer " + headers.get(other).strip(), other
         if auth is None or not auth.strip():
             raise Unauthorized("missing gateway key: send 'Authorization: Bearer pk_…' or "
                                "'x-api-key: pk_…' (make one with `panelist key create NAME`)",
@@ -444,7 +457,7 @@ class Guard:
         secret = secret.strip()
         # each refusal names the header the key came in, and the form that header takes
         if scheme.lower() != "bearer" or not keystore.well_formed(secret):
-            form = "x-api-key: pk_" if header == "x-api-key" else "Authorization: Bearer pk_"
+            form = f"{header}: pk_" if header != "Authorization" else "Authorization: Bearer pk_"
             raise Unauthorized(f"malformed gateway key in '{header}': expected '{form}' "
                                "followed by 43 letters, digits, '-' or '_'",
                                code="malformed_key", headers=CHALLENGE_INVALID)

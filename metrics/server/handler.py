@@ -502,10 +502,11 @@ class Handler(BaseHTTPRequestHandler):
         return f"http://{host}"
 
     # -- SSE --------------------------------------------------------------------------------
-    def start_events(self, headers: dict | None = None) -> None:
+    def start_events(self, headers: dict | None = None,
+                     content_type: str = "text/event-stream; charset=utf-8") -> None:
         self._sent = True
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         for k, v in (headers or {}).items():

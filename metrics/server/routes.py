@@ -36,7 +36,7 @@ ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
 COUNT_HEADER = "X-Panelist-Token-Count"
 
 
-def _models_of(h: Handler) -> tuple:
+def models_of(h: Handler) -> tuple:
     """What describing this caller's collections takes: (collections, roster view, limits,
     the members' ledger states)."""
     panels = h.server.panels
@@ -48,7 +48,7 @@ def _models_of(h: Handler) -> tuple:
 
 def get_models_listing(h: Handler) -> dict:
     """The collections this caller may use, each in every reply mode."""
-    return models.models_list(*_models_of(h))
+    return models.models_list(*models_of(h))
 
 
 def get_models(h: Handler, _):
@@ -59,7 +59,7 @@ def get_model(h: Handler, params: dict):
     """One collection in one reply mode, as ``GET /v1/models`` lists it
     (``client.models.retrieve``)."""
     wanted = params["rest"]
-    mine, view, limits, states = _models_of(h)
+    mine, view, limits, states = models_of(h)
     found = models.one_model(wanted, mine, view, limits, states)
     if found is None:
         raise NotFound(f"no model '{wanted}' here; {models.unknown_hint(mine)}", param="model",

@@ -14,13 +14,16 @@ however long its seats take. Then, by reply mode:
   sent piece by piece as its upstream writes it, the rest (tool calls, ``bench``) at its end;
   a first choice that fails before its first piece fails over and that answer is sent whole,
   one that fails after it ends the stream with an error (no other answer can follow those
-  pieces). Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
+  pieces), and so does one that stalls after it: no piece for the stall limit
+  (``stall_timeout`` in gateway.json, or ``PANELIST_STALL_TIMEOUT``) cuts that call alone.
+  Otherwise the answer is sent whole once known, and ``bench.buffered`` says why.
 
 A panel that fails after the stream opened (no seat answered, a fault) ends with the format's
 error event, carrying the body a reply would have had. A caller that leaves gives its panel up:
 the seats still running (and a merge under way) are cut and the panel is logged abandoned.
-The events themselves are the format's (``metrics.wire.chat``, ``responses``, ``messages``:
-``Events``); this module only decides when each goes out.
+The events themselves are the format's (``metrics.wire.chat``, ``responses``, ``messages``,
+``gemini``, ``ollama``: ``Events``; an ``Events`` with ``ndjson`` set is sent as one JSON object
+a line, under its own ``content_type``); this module only decides when each goes out.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from panelist.metrics.errors import PanelistError
+from panelist.metrics.store import jsonwire
 from panelist.metrics.panel.live import END
 from panelist.metrics.panel.sections import section
 from panelist.metrics.seats import GRACE
@@ -62,12 +66,16 @@ class Out:
         self.quiet_since = time.monotonic()
 
     def open(self) -> None:
-        self.h.start_events({PANEL_HEADER: self.run.panel})
+        kind = getattr(self.events, "content_type", None)
+        self.h.start_events({PANEL_HEADER: self.run.panel}, *([kind] if kind else []))
         self.send(self.events.opening())
 
     def send(self, items) -> None:
+        lines = getattr(self.events, "ndjson", False)   # one JSON object a line, no SSE
         for name, data in items:
-            if name is None:   # an SSE comment
+            if lines:
+                self.h.send_chunk(jsonwire.dumps(data) + "\n")
+            elif name is None:   # an SSE comment
                 self.h.send_chunk(f"{data}\n\n")
             else:
                 self.h.send_event(data, event=name)
@@ -147,7 +155,8 @@ def one_answer(out: Out, run) -> dict | None:
     if run.req.reply_mode == "pick":
         if live is not None and live.call is not None:
             # the first choice's pieces, until it ended (its deadline bounds the wait)
-            if not pump(out, live, lambda: time.monotonic() > run.deadline + GRACE):
+            if not pump(out, live, lambda: time.monotonic() > run.deadline + GRACE,
+                        stall_of(out.h, run)):
                 run.give_up([])
                 return None
             broken = run.broke_off()
@@ -158,7 +167,7 @@ def one_answer(out: Out, run) -> dict | None:
     if results is None:
         return None
     merging = run.finish_later(results, verdict_url=out.h.base_url())
-    if live is not None and not pump(out, live, merging.done):
+    if live is not None and not pump(out, live, merging.done, stall_of(out.h, run)):
         return cut_merge(run, merging)
     reply = merged(out, run, merging)
     if reply is not None and (broken := run.broke_off()) is not None:
@@ -166,9 +175,18 @@ def one_answer(out: Out, run) -> dict | None:
     return reply
 
 
-def pump(out: Out, live, done) -> bool:
+def stall_of(h: Handler, run) -> float:
+    """Seconds a streamed answer may pause between tokens: the server's setting
+    (``PANELIST_STALL_TIMEOUT``), else the panel's limit (gateway.json's ``stall_timeout``)."""
+    return h.server.stall_timeout or run.stall_timeout
+
+
+def pump(out: Out, live, done, stall: float) -> bool:
     """Send the followed answer's pieces as they come, until its end (or ``done()`` with none
-    waiting), the stream kept alive meanwhile; False when the caller left."""
+    waiting), the stream kept alive meanwhile; False when the caller left. Once a piece went
+    out, ``stall`` seconds without the next cut the followed call (``Live.stall``): it then
+    ends, and the stream with the error ``PanelRun.broke_off`` makes of it."""
+    last = time.monotonic()
     try:
         while True:
             piece = live.next(out.tick)
@@ -176,9 +194,12 @@ def pump(out: Out, live, done) -> bool:
                 return True
             if piece is not None:
                 out.send(out.events.text(piece))
+                last = time.monotonic()
             elif done():
                 return True
             else:
+                if live.started and not live.stalled and time.monotonic() - last >= stall:
+                    live.stall(stall)
                 out.still_there()
     except OSError:
         return False

@@ -85,6 +85,7 @@ BEHAVIOUR = {
     "close": "answer with 'Connection: close' and close the connection",
     "drip": "seconds between the answer's bytes (streamed: between its events): a server that "
             "sends slowly but never stops",
+    "stream_usage": "false: a streamed answer carries no usage, even when asked for",
     "hold_stream": "true: a streamed answer sends its first piece, then waits until the test "
                    "calls release(model) (or the client goes) before the rest; counted in held",
     "tool_calls": "calls to make when the request offers tools and its last message is not a "
@@ -206,8 +207,9 @@ class SimUpstream:
         for key in ("latency", "jitter", "drip"):
             if not isinstance(behaviour.get(key, 0), (int, float)) or behaviour.get(key, 0) < 0:
                 raise ValueError(f"{key} for {model!r} must be a number of seconds >= 0")
-        if not isinstance(behaviour.get("hold_stream", False), bool):
-            raise ValueError(f"hold_stream for {model!r} must be true or false")
+        for key in ("hold_stream", "stream_usage"):
+            if not isinstance(behaviour.get(key, False), bool):
+                raise ValueError(f"{key} for {model!r} must be true or false")
         price = behaviour.get("price")
         if price is not None and not (
                 isinstance(price, (list, tuple)) and len(price) == 2
@@ -634,7 +636,8 @@ class _Handler(BaseHTTPRequestHandler):
                       "total_tokens": estimate + math.ceil(len(text) / 4)}}
         if body.get("stream") is True:
             options = body.get("stream_options")
-            usage = isinstance(options, dict) and options.get("include_usage") is True
+            usage = isinstance(options, dict) and options.get("include_usage") is True \
+                and b.get("stream_usage", True)
             return self._stream(simstream.events(completion, usage), b, model, fail == "reset")
         if fail == "reset":
             return self._reset(json.dumps(completion).encode())

@@ -73,6 +73,19 @@ class CancelFlag(threading.Event):
             wake()
 
 
+def joined(flag: threading.Event, own: threading.Event) -> CancelFlag:
+    """A flag set as soon as either is, for a call its set may cancel and that may be cut on
+    its own. Only a ``CancelFlag`` parent is followed from then on (it wakes its wakers); one
+    already set counts, a plain ``Event`` set later is not heard."""
+    both = CancelFlag()
+    for parent in (flag, own):
+        if isinstance(parent, CancelFlag):
+            parent._wakers.append(both.set)
+    if flag.is_set() or own.is_set():
+        both.set()
+    return both
+
+
 class _Call:
     """One call in flight, as the watchdog sees it."""
 

@@ -1,6 +1,6 @@
 """The error table: each class of ``metrics.errors`` and the HTTP status a caller of ours gets for
 it, with the body it reads (OpenAI's error shape; Anthropic's on /v1/messages and the routes under
-it, whose clients read only that).
+it, Ollama's on its routes, Google's under /v1beta/: each format's clients read only their own).
 
 Invariants:
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from panelist.metrics import errors as e
 from panelist.metrics.store import jsonwire
-from panelist.metrics.wire import messages
+from panelist.metrics.wire import gemini, messages, ollama
 
 # class -> (HTTP status, OpenAI's error type)
 TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
@@ -90,12 +90,22 @@ def error_body(message: str) -> bytes:
     return jsonwire.encode(refusal(message))
 
 
+# Ollama's routes (``metrics.wire.ollama``), beside the dashboard's own /api/ routes
+OLLAMA_PATHS = ("/api/chat", "/api/generate", "/api/tags", "/api/show", "/api/version")
+GEMINI_PREFIX = "/v1beta/"
+
+
 def shaped(path: str, status: int, body: dict) -> dict:
     """An OpenAI error body in the wire format of the route asked: Anthropic's on /v1/messages
-    and under it (count_tokens; its clients read only that shape), OpenAI's everywhere else."""
+    and under it (count_tokens; its clients read only that shape), Ollama's on its routes,
+    Google's under /v1beta/, OpenAI's everywhere else."""
     path = path.partition("?")[0].rstrip("/")
     if path == "/v1/messages" or path.startswith("/v1/messages/"):
         return _anthropic_words(messages.from_openai(status, body))
+    if path in OLLAMA_PATHS:
+        return ollama.error_body(body["error"]["message"])
+    if path.startswith(GEMINI_PREFIX) or path == GEMINI_PREFIX.rstrip("/"):
+        return gemini.error_body(status, body["error"]["message"])
     return body
 
 

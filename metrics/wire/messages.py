@@ -411,7 +411,8 @@ def from_chat(reply: dict, panel: str) -> dict:
             STOP_REASONS.get(choice.get("finish_reason"), "end_turn"),
             "stop_sequence": None,
             "usage": {"input_tokens": usage.get("prompt_tokens") or 0,
-                      "output_tokens": usage.get("completion_tokens") or 0},
+                      "output_tokens": usage.get("completion_tokens") or 0,
+                      **({"estimated": True} if usage.get("estimated") else {})},
             "bench": reply.get("bench")}
 
 

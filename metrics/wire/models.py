@@ -14,6 +14,8 @@ Invariants:
   takes. The ``all`` mode answers with every
   seat's section as markdown and refuses ``tools`` (and JSON response formats), so an ``all``
   id never lists ``tools``, whatever its members can do.
+* ``max_input_tokens`` (what Anthropic's ``models.retrieve`` reads) is ``together``'s
+  ``context_window``.
 * ``takes_tools`` (the same on every entry of a collection) names the listed ids of the
   collection whose reply mode takes tools and JSON response formats: a client that reads one
   entry learns where to send an agent.
@@ -49,12 +51,17 @@ def listed_ids(c: Collection) -> list[tuple[str, str]]:
 
 def entry(c: Collection, mode: str, model_id: str, roster: RosterView, limits: Limits,
           states: dict) -> dict:
-    """``c`` as the id ``model_id`` (which asks for reply ``mode``) describes it."""
+    """``c`` as the id ``model_id`` (which asks for reply ``mode``) describes it; in OpenAI's
+    shape, with the fields Anthropic's clients read beside it (``type``, ``display_name``,
+    ``created_at``, ``max_input_tokens``: the window every member takes)."""
+    shared = together(c, roster, states, mode)
     return {
         "id": model_id, "object": "model", "created": 0, "owned_by": "panelist",
+        "type": "model", "display_name": model_id, "created_at": "1970-01-01T00:00:00Z",
+        "max_input_tokens": shared["context_window"],
         "description": c.description, "tags": list(c.tags), "members": list(c.members),
         "shape": c.shape or "general", "explorers": c.explorers(limits), "reply": mode,
-        "merger": c.merger or None, "together": together(c, roster, states, mode),
+        "merger": c.merger or None, "together": shared,
         "takes_tools": [i for i, m in listed_ids(c) if m in ONE_ANSWER],
     }
 

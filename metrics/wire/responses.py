@@ -341,7 +341,8 @@ def from_chat(reply: dict, body: dict, panel: str) -> dict:
         incomplete_details={"reason": cut} if cut else None, output=output,
         usage={"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
                "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
-               "total_tokens": tokens_in + tokens_out},
+               "total_tokens": tokens_in + tokens_out,
+               **({"estimated": True} if usage.get("estimated") else {})},
         bench=reply.get("bench"))
     return response
 
