@@ -374,7 +374,7 @@ class Queries:
         first = int(now // windows.WINDOWS[window][0])
         self._refresh()
         with self._lock:
-            asked = (window, first, self._index.ino, self._index.offset)
+            asked = (window, first, self._index.ino, self._index.offset, len(self._index.past))
             seen = self._usage_seen
             if seen is not None and seen[0] == asked:
                 models = seen[1]
