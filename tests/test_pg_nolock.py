@@ -155,11 +155,13 @@ def test_a_database_of_the_locked_schema_is_upgraded_in_place(tmp_path, pg_url):
         assert samples.read_all() == [{"kind": "sample"}]
 
 
-def test_a_panel_write_past_its_bound_is_a_503_that_leaves_nothing(tmp_path, pg_url,
-                                                                   monkeypatch):
-    """A panel write that cannot finish in its bound is refused whole: here a row lock on its
-    seq (another writer's open insert) outlasts the lock bound."""
+def test_a_panel_write_past_its_bound_is_a_503_that_leaves_nothing_half_written(
+        tmp_path, pg_url, monkeypatch):
+    """A panel write that cannot finish in its bound (here a row lock on its seq, another
+    writer's open insert, outlasts the lock bound at every try) is refused whole, and kept: it
+    lands whole, once, when the way is clear."""
     monkeypatch.setenv("PANELIST_DB_LOCK_TIMEOUT", "0.3")
+    monkeypatch.setenv("PANELIST_DB_STATEMENT_TIMEOUT", "1")
     with Ledger(tmp_path / "a", database=pg_url) as a:
         pid = a.new_panel()
         seq = int(pid.rsplit("-", 1)[1])
@@ -171,9 +173,17 @@ def test_a_panel_write_past_its_bound_is_a_503_that_leaves_nothing(tmp_path, pg_
             with pytest.raises(DatabaseUnreachable) as caught:
                 a.record_panel({"panel": pid, "shape": "code", "seats": []},
                                evidence=[seat_line(a, pid, "lost")])
-            assert "lock" in caught.value.message
+            assert f"GET /bench/panels/{pid}" in caught.value.message
+            with raw(pg_url) as conn:
+                assert conn.execute("SELECT count(*) FROM evidence WHERE panel = %s",
+                                    (pid,)).fetchone()[0] == 0
         finally:
             other.close()
+        assert a.panel(pid)["seats"] == []   # kept on this instance meanwhile
+        a.record_seat({"call": "x", "alias": "other", "shape": "code", "status": "ok",
+                       "panel": pid})   # any write sends what was kept first
         with raw(pg_url) as conn:
-            assert conn.execute("SELECT count(*) FROM evidence WHERE panel = %s",
-                                (pid,)).fetchone()[0] == 0
+            assert conn.execute("SELECT count(*) FROM panels WHERE panel = %s",
+                                (pid,)).fetchone()[0] == 1
+            assert conn.execute("SELECT count(*) FROM evidence WHERE panel = %s AND "
+                                "record->>'alias' = 'lost'", (pid,)).fetchone()[0] == 1

@@ -78,7 +78,8 @@ class Ledger:
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
-            self._logs = DatabaseLogs(database, self.snapshot_path, clock=clock)
+            self._logs = DatabaseLogs(database, self.snapshot_path, clock=clock,
+                                      outbox=self.dir / "outbox")
         else:
             self._logs = FileLogs(self.dir)
             # where the files are is the logs' to say, named here for readers of the folder

@@ -156,6 +156,10 @@ class FileLogs:
             offset += len(line)
         self._table.point(lines)
 
+    def kept(self, seq: int) -> dict | None:
+        """A panel kept for a later write: never, on files (their writes do not blink)."""
+        return None
+
     def pointer(self, seq: int) -> int | None:
         return self._table.pointer(seq)
 

@@ -24,6 +24,11 @@ Invariants:
   record is committed: two decisions on one key take turns, decisions on others never wait.
 * Anything that cannot reach the database raises ``errors.DatabaseUnreachable`` (503 with
   Retry-After); nothing is half-written, and the next call after the server is back succeeds.
+* A finished panel's write (its seats were asked and paid) is tried again for up to the
+  statement bound; if it still cannot land it is kept in the runs folder's ``Outbox`` and the
+  error names the panel, which ``kept`` serves meanwhile. Kept writes are sent at start,
+  before every write and at most every ``SEND_EVERY`` seconds of following; a write landing
+  twice stores it once, so nothing is lost and nothing doubled.
 * A time another instance must read alike (a cooldown's end) is written on the database's
   clock (``shared_time``) and read back onto this host's (``follow``), by the offset between
   the two, measured by a query at most every ``CLOCK_EVERY`` seconds (within half its round
@@ -42,11 +47,14 @@ from array import array
 from contextlib import contextmanager
 from pathlib import Path
 
+from panelist.metrics import errors
 from panelist.metrics.ledger import snapshot
 from panelist.metrics.ledger.index import Index
+from panelist.metrics.ledger.outbox import Outbox
 from panelist.metrics.store import jsonwire, pg, pgfollow, pgschema
 
 BATCH = 5000                  # evidence rows read per statement while following
+SEND_EVERY = 1.0              # seconds between two tries of the outbox while following
 CLOCK_EVERY = 60.0            # seconds between two measures of this host's clock's offset
 _FOLLOW = pgfollow.query(pgfollow.part("evidence", "record", fresh=True),
                          pgfollow.part("verdicts", "record", fresh=True))
@@ -80,7 +88,8 @@ class DatabaseLogs:
 
     snapshots = True
 
-    def __init__(self, url: str, snapshot_path: Path | None = None, *, clock=time.time):
+    def __init__(self, url: str, snapshot_path: Path | None = None, *, clock=time.time,
+                 outbox: Path | None = None):
         self.db = pg.Database(url, application="panelist-ledger")
         self.shown = self.db.shown
         try:
@@ -116,6 +125,9 @@ class DatabaseLogs:
         self._snapshot = snapshot_path
         self._clock = clock            # this host's epoch seconds
         self._offset: tuple[float, float] | None = None   # (measured at, database - here)
+        self.outbox = Outbox(outbox) if outbox is not None else None
+        self._sent_at = 0.0            # when following last tried the outbox
+        self.send_kept()
 
     def clock_offset(self) -> float:
         """The database's clock minus this host's, in seconds (measured again after
@@ -162,6 +174,9 @@ class DatabaseLogs:
         if not force and news == self._seen and self._listener.listening:
             return 0
         self._seen = news
+        if self.outbox is not None and self.outbox.pending() \
+                and time.monotonic() - self._sent_at >= SEND_EVERY:
+            self.send_kept()
         abandoned = self._abandoned() if index.offset == 0 else frozenset()
         total = 0
         for rows, cursor in pgfollow.fresh(self.db, _FOLLOW, index.offset, index.past, BATCH):
@@ -195,6 +210,7 @@ class DatabaseLogs:
     def append(self, *records: dict) -> None:
         if not records:
             return
+        self.send_kept()
         self.db.execute("SELECT panelist_append(%s::jsonb)", (to_json(list(records)),),
                         retry=False)
         self._heard()
@@ -271,11 +287,55 @@ class DatabaseLogs:
             return
         # one statement, so one round trip and one commit; a panel stored already (a retry
         # after a lost COMMIT) is left alone with its evidence
+        self.send_kept()
+        try:
+            self._put_again(pairs, abandoned)
+        except errors.DatabaseUnreachable:
+            if self.outbox is None:
+                raise
+            self.outbox.keep(pairs, abandoned)
+            names = ", ".join(str(r.get("panel")) for _, r in pairs)
+            raise errors.DatabaseUnreachable(
+                f"the database is unreachable; the answers of panel {names} are kept on this "
+                f"instance and stored once the database is back (nothing is lost or written "
+                f"twice): read them with GET /bench/panels/{names.split(', ')[0]}",
+                retry_after=pg.RETRY_AFTER) from None
+
+    def _put(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
         rows = [[seq, record.get("panel"), record] for seq, record in pairs]
+        # safe to send twice: a seq stored already is left alone with its evidence
         self.db.execute("SELECT panelist_put_panels(%s::jsonb, %s::jsonb)",
-                        (to_json(rows), to_json(abandoned)), retry=False)
-        if abandoned:
-            self._heard()
+                        (to_json(rows), to_json(abandoned)))
+        self._heard()
+
+    def _put_again(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
+        """``_put``, tried again after a failure until the statement bound has passed."""
+        deadline = time.monotonic() + self.db.bounds.statement
+        pause = 0.1
+        while True:
+            try:
+                return self._put(pairs, abandoned)
+            except errors.DatabaseUnreachable:
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
+
+    def send_kept(self) -> int:
+        """Send the outbox's kept writes; how many landed (0 when the database is still away:
+        they stay kept)."""
+        if self.outbox is None or not self.outbox.pending():
+            return 0
+        self._sent_at = time.monotonic()
+        try:
+            return self.outbox.send(self._put)
+        except errors.DatabaseUnreachable:
+            return 0
+
+    def kept(self, seq: int) -> dict | None:
+        if self.outbox is None or not self.outbox.pending():
+            return None
+        return self.outbox.find(seq)
 
     def pointer(self, seq: int) -> int | None:
         rows = self.db.execute("SELECT id FROM panels WHERE seq = %s", (seq,))
