@@ -392,9 +392,13 @@ class Bench:
         def ask() -> None:
             while not stop.is_set():
                 sent = time.monotonic()
-                status, _, i = rr.send("POST", "/v1/chat/completions", body)
+                status, data, i = rr.send("POST", "/v1/chat/completions", body)
                 self.timings.append((sent, time.monotonic(), i, status))
                 outcomes[status] += 1
+                if status == 200:   # counted with the answered panels, seat rows and all
+                    bench = json.loads(data)["bench"]
+                    self.probed.append(bench["panel"])
+                    self.seats[bench["panel"]] = len(bench["seats"])
 
         askers = [threading.Thread(target=ask, daemon=True) for _ in range(SLOT_ASKERS)]
         for t in askers:

@@ -9,6 +9,7 @@ from conftest import Gateway
 from panelist.gateway import make_gateway
 from panelist.metrics.errors import DatabaseUnreachable
 from panelist.metrics.ledger.ledger import Ledger
+from panelist.metrics.ledger import pglogs
 from panelist.metrics.ledger.pglogs import to_json
 from panelist.metrics.ledger.samples import DatabaseSamples
 from panelist.metrics.store import pgschema
@@ -60,34 +61,43 @@ def test_an_open_write_holds_up_no_other_instance(tmp_path, sim, pg_url):
             held.close()
 
 
-def test_a_row_committed_after_a_later_one_is_followed_once(tmp_path, pg_url):
+@pytest.mark.parametrize("batch", [1, 5000])   # one row a read, or all of them
+def test_a_row_committed_after_a_later_one_is_followed_once(tmp_path, pg_url, monkeypatch,
+                                                            batch):
+    monkeypatch.setattr(pglogs, "BATCH", batch)
     with Ledger(tmp_path / "writer", database=pg_url) as writer, \
             Ledger(tmp_path / "follower", database=pg_url) as follower:
         pid = writer.new_panel()
+        for n in range(3):
+            writer.record_seat_lines([seat_line(writer, f"{pid}x{n}", "before")])
+        reader = follower.evidence_after(0)
+        assert [r["alias"] for _, r in reader.read()] == ["before"] * 3
         first = open_write(pg_url, [seat_line(writer, pid, "early")])    # the lower id
         try:
-            second = open_write(pg_url, [seat_line(writer, pid, "late")])
+            second = open_write(pg_url, [seat_line(writer, pid, "late"),
+                                         seat_line(writer, pid, "later")])
             second.execute("COMMIT")
             second.close()
-            reader = follower.evidence_after(0)
             assert [r["alias"] for _, r in reader.read()] == []   # the earlier one is open
             follower.catch_up()
-            assert set(follower.model_stats("code")) == {"late"}
+            assert set(follower.model_stats("code")) == {"before", "late", "later"}
             first.execute("COMMIT")
         finally:
             first.close()
         follower.catch_up()
         follower.catch_up()
         stats = follower.model_stats("code")
-        assert {a: s["seats"] for a, s in stats.items()} == {"early": 1, "late": 1}
+        assert {a: s["seats"] for a, s in stats.items()} == \
+            {"before": 3, "early": 1, "late": 1, "later": 1}
         read = [(pos, r["alias"]) for pos, r in reader.read()]
-        assert [a for _, a in read] == ["early", "late"] and read[0][0] < read[1][0]
+        assert [a for _, a in read] == ["early", "late", "later"]
+        assert read[0][0] < read[1][0] < read[2][0]
         assert list(reader.read()) == []
     # a restart from the follower's snapshot folds neither again
     with Ledger(tmp_path / "follower", database=pg_url) as again:
         assert again.from_snapshot and again.replayed == 0
         assert {a: s["seats"] for a, s in again.model_stats("code").items()} == \
-            {"early": 1, "late": 1}
+            {"before": 3, "early": 1, "late": 1, "later": 1}
 
 
 def test_a_sample_committed_late_is_read_once(pg_url):

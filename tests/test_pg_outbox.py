@@ -115,10 +115,12 @@ def test_a_panel_the_database_cannot_take_is_kept_named_and_stored_once_later(
                 panel = events[0]["id"][len("chatcmpl-"):]
                 message = events[-1]["error"]["message"]
             else:
-                status, body, _ = box["result"]
+                status, body, headers = box["result"]
                 assert status == 503, body
+                assert headers["Retry-After"]
                 message = body["error"]["message"]
-                panel = message.split("panel ", 1)[1].split(" ", 1)[0]
+                panel = headers["X-Panelist-Panel"]
+                assert f"the answers of panel {panel} are kept" in message
             assert panel.startswith("p") and f"GET /bench/panels/{panel}" in message
             assert "nothing was written" not in message
             outbox = home.gateway_runs / "outbox"

@@ -169,28 +169,28 @@ class DatabaseLogs:
     def follow(self, index: Index, now: float, force: bool = False) -> int:
         if index.ino != self.identity:
             index.reset(self.identity)
+        if self.outbox is not None and self.outbox.pending() \
+                and time.monotonic() - self._sent_at >= SEND_EVERY:
+            self.send_kept()
         with self._lock:
             news = self._news
         if not force and news == self._seen and self._listener.listening:
             return 0
         self._seen = news
-        if self.outbox is not None and self.outbox.pending() \
-                and time.monotonic() - self._sent_at >= SEND_EVERY:
-            self.send_kept()
         abandoned = self._abandoned() if index.offset == 0 else frozenset()
         total = 0
         for rows, cursor in pgfollow.fresh(self.db, _FOLLOW, index.offset, index.past, BATCH):
-            if rows:
-                pairs = [(i, r) for _, i, r in rows]
-                if any(r.get("kind") == "cooldown" for _, r in pairs):
-                    pairs = self._local_times(pairs)
-                try:
+            try:
+                if rows:
+                    pairs = [(i, r) for _, i, r in rows]
+                    if any(r.get("kind") == "cooldown" for _, r in pairs):
+                        pairs = self._local_times(pairs)
                     total += index.fold_all(pairs, now, abandoned)
-                finally:
-                    index.past.update((x, i) for x, i, _ in rows)
-            if cursor != index.offset:
-                index.offset = cursor
-                index.past = pgfollow.prune(index.past, cursor)
+            finally:   # a batch is taken whole, as a file's lines are, even if a fold failed
+                index.past.update((x, i) for x, i, _ in rows)
+                if cursor != index.offset:
+                    index.offset = cursor
+                    index.past = pgfollow.prune(index.past, cursor)
         return total
 
     def _local_times(self, rows: list) -> list:

@@ -115,14 +115,17 @@ def page(db, sql: str, after: int, limit: int | None, params: dict | None = None
 def fresh(db, sql: str, after: int, seen: set, limit: int, params: dict | None = None) \
         -> Iterator[tuple[list[tuple], int]]:
     """Batches ``(rows, cursor)`` of every row with ``xid >= after`` visible now and not in
-    ``seen`` (a set of ``(xid, id)``, which the caller adds each batch's rows to). With the
-    last batch ``cursor`` is the horizon taken before the read: the caller moves to it and keeps
-    only the seen rows at or past it (``prune``); before it, ``after``."""
+    ``seen`` (a set of ``(xid, id)``). Once a batch is taken, ``cursor`` is a horizon every row
+    below which has been read: the horizon taken before the read, with the last batch; before
+    it, the lower of that and the batch's last transaction (rows come in ``(xid, id)`` order,
+    and every final row is visible to the read). The caller adds the batch's rows to ``seen``,
+    moves to ``cursor`` and keeps only the seen rows at or past it (``prune``): ``seen`` stays
+    as small as the rows of the transactions still open, even in a read from the start."""
     top = max(after, horizon(db))
     ids = sorted(i for _, i in seen)
     for rows, last in _batches(db, sql, {**(params or {}), "lo": after, "hi": FAR,
                                          "seen": ids}, limit):
-        yield rows, (top if last else after)
+        yield rows, (top if last else max(after, min(top, rows[-1][0])))
 
 
 def prune(seen: set, cursor: int) -> set:
