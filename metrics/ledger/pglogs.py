@@ -3,7 +3,8 @@ the tables of ``store.pgschema``, so that several instances on several hosts sha
 
 A record's position is its row id: evidence ids (``evidence`` and ``verdicts``) come from one
 sequence, and a panel's pointer is its ``panels`` row id. The index (``index.py``) is fed the
-same records, in id order, as it is fed evidence.jsonl's lines in byte order.
+same records as it is fed evidence.jsonl's lines, in the order their transactions first wrote (by
+id within one), which for two records of one decision's key is the order they were written.
 
 Invariants:
 
