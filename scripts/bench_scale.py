@@ -3,7 +3,7 @@ figures; it asserts nothing.
 
     python scripts/bench_scale.py [--instances 4] [--panels 20000] [--concurrency 32]
                                   [--kill-every 5] [--baseline-panels 3000] [--rpm 60]
-                                  [--database URL] [--keep] [--json]
+                                  [--chaos] [--stop-for 2] [--database URL] [--keep] [--json]
 
 Each instance is its own process (``gateway.py --data DIR --database URL --port P``, keys
 required), with its own data folder, as a host would have; one simulated upstream
@@ -20,10 +20,20 @@ folder, a free port) and removed at the end.
    one instance, seen owed on another, its verdicts given through the first, then the time
    until the other no longer owes them), and a key limited to ``--rpm`` requests a minute asks
    without pause, spread over the instances.
+3. ``--chaos``: the faults take turns instead of kills alone: SIGKILL of an instance (started
+   again), SIGSTOP of one for ``--stop-for`` seconds (then SIGCONT: a host that stalls while it
+   may hold a transaction open), and a cut of about half of the instances' database connections
+   (``pg_terminate_backend``). Beside the load, four threads ask a collection of one model
+   served by an in-process simulated upstream and limited to ``SLOT_LIMIT`` calls at once.
 
 Printed: duplicate panel ids (answered twice, or twice in the table), lost records (answered
-panels and verdicts missing from the database; panels cut by a kill and written anyway are
-counted apart, they are not lost), the limited key's admitted requests per minute against its
+panels, their seat rows and verdicts missing from the database; panels cut by a kill and
+written anyway are counted apart, they are not lost), the database's time per panel (sampled
+active backend time, and its CPU when the cluster is local) and the share of
+``pg_stat_activity`` samples in which a backend waited on a lock (``pgactivity``: target 5% or
+less), for each phase; requests that waited longer than the documented database bound
+(``pgbounds``: statement + grace) plus 1 s, not counting those sent to an instance while it
+was stopped; the most calls of the limited model in flight at once beyond its limit, the limited key's admitted requests per minute against its
 rpm, verdict-to-seating p50/p95, panels/s of each phase and their ratio, and the CPU used by
 each kind of process, the database's included, as a share of the machine: when PostgreSQL and
 the instances share a few cores, the ratio is bound by the cores, not by the design.
@@ -56,6 +66,9 @@ from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.metrics.server.keys import Keys  # noqa: E402
 from panelist.metrics.store import pg  # noqa: E402
+from panelist.metrics.store.pgbounds import Bounds  # noqa: E402
+from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
+from panelist.scripts.pgactivity import Sampler  # noqa: E402
 from panelist.scripts.bench_gateway import MEMBERS, request_body  # noqa: E402
 from panelist.scripts.benchkit import (TICKS, Child, host_header, log, pct,  # noqa: E402
                                        proc_cpu, self_cpu, url_of)
@@ -64,6 +77,11 @@ PY = sys.executable
 GATEWAY = ROOT / "gateway.py"
 SIM = ROOT / "scripts" / "sim_upstream.py"
 CONFIG = ("roster.json", "collections.json", "keys.json", "gateway.json")
+SLOT_LIMIT = 2          # calls at once allowed to the chaos run's limited model
+SLOT_ASKERS = 4         # threads asking it, so that its limit is always pressed
+CUT = ("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+       "WHERE datname = current_database() AND application_name LIKE 'panelist%%' "
+       "AND pid <> pg_backend_pid() AND random() < 0.5")
 
 
 class Instance:
@@ -88,6 +106,11 @@ class Instance:
             return self.cpu_gone + (proc_cpu(self.child.pid) if self.child else 0.0)
         except OSError:
             return self.cpu_gone
+
+    def pause(self, on: bool) -> None:
+        """SIGSTOP (``on``) or SIGCONT the instance's process."""
+        if self.child is not None:
+            self.child.proc.send_signal(signal.SIGSTOP if on else signal.SIGCONT)
 
     def kill(self) -> None:
         child, self.child = self.child, None
@@ -212,6 +235,11 @@ class Bench:
         self.body = request_body()
         self.probed: list[str] = []           # the seating probe's panels and verdicts
         self.probed_verdicts: list[str] = []
+        self.slot_sim: SimUpstream | None = None
+        self.sampler: Sampler | None = None
+        self.stopped: list[tuple[int, float, float]] = []   # (instance, from, to): SIGSTOPped
+        self.timings: list[tuple[float, float, int, int]] = []   # (sent, answered, inst, status)
+        self.seats: dict[str, int] = {}       # answered panel -> seats in its reply
 
     # -- setup --------------------------------------------------------------------------------
     def database(self) -> str:
@@ -240,6 +268,13 @@ class Bench:
             roster.add_model(m, "sim", family=f"fam{i}", context=128_000, by="bench")
         Collections(first).save(roster.view(), "trio", list(MEMBERS),
                                 description="benchmark trio", by="bench")
+        if self.args.chaos:
+            self.slot_sim = SimUpstream({"slotted": {"latency": 0.2}}).start()
+            roster.add_endpoint("slots", self.slot_sim.url, by="bench")
+            roster.add_model("slotted", "slots", family="fam-slot", context=128_000, by="bench")
+            roster.set_limits("model", "slotted", {"max_concurrent": SLOT_LIMIT}, by="bench")
+            Collections(first).save(roster.view(), "slotted", ["slotted"],
+                                    description="one model with a slot limit", by="bench")
         keys = Keys(first)
         self.load_key, _ = keys.create("load", by="bench")
         self.probe_key, _ = keys.create("probe", by="bench")
@@ -259,6 +294,8 @@ class Bench:
             inst.stop()
         if self.sim is not None:
             self.sim.stop()
+        if self.slot_sim is not None:
+            self.slot_sim.stop()
         if self.cluster is not None:
             self.cluster.close()
         if not self.args.keep:
@@ -276,7 +313,10 @@ class Bench:
 
         def work() -> None:
             while next(left) < panels:
+                sent = time.monotonic()
                 status, data, i = rr.send("POST", "/v1/chat/completions", self.body)
+                with lock:
+                    self.timings.append((sent, time.monotonic(), i, status))
                 if status != 200:
                     with lock:
                         outcomes["cut by a kill" if status == 0 else f"http {status}"] += 1
@@ -284,6 +324,7 @@ class Bench:
                 bench = json.loads(data)["bench"]
                 with lock:
                     answered.append(bench["panel"])
+                    self.seats[bench["panel"]] = len(bench["seats"])
                     outcomes["ok"] += 1
                 if not verdicts:
                     continue
@@ -309,14 +350,61 @@ class Bench:
         return {"answered": answered, "verdicts": verdicts_ok, "outcomes": dict(outcomes),
                 "seconds": seconds, "panels_per_s": len(answered) / seconds}
 
-    def killer(self, stop: threading.Event, kills: list) -> None:
+    def killer(self, stop: threading.Event, kills: list, faults: collections.Counter) -> None:
+        """A fault every ``--kill-every`` seconds: kills alone, or with ``--chaos`` a kill, a
+        stop and a cut of connections in turn."""
         rng = random.Random(7)
-        while not stop.wait(self.args.kill_every):
-            inst = rng.choice(self.instances)
-            inst.kill()
-            t0 = time.perf_counter()
-            inst.start()
-            kills.append((inst.name, time.perf_counter() - t0))
+        turns = itertools.cycle(("kill", "stop", "cut") if self.args.chaos else ("kill",))
+        admin = pg.Database(self.url)
+        try:
+            while not stop.wait(self.args.kill_every):
+                fault = next(turns)
+                n = rng.randrange(len(self.instances))
+                inst = self.instances[n]
+                if fault == "kill":
+                    inst.kill()
+                    t0 = time.perf_counter()
+                    inst.start()
+                    kills.append((inst.name, time.perf_counter() - t0))
+                elif fault == "stop":
+                    t0 = time.monotonic()
+                    inst.pause(True)
+                    try:
+                        stop.wait(self.args.stop_for)
+                    finally:
+                        inst.pause(False)
+                        self.stopped.append((n, t0, time.monotonic()))
+                else:
+                    try:
+                        faults["connections cut"] += admin.execute(CUT)[0][0]
+                    except Exception:
+                        faults["cut refused"] += 1
+                faults[fault] += 1
+        finally:
+            admin.close()
+
+    def slot_probe(self, stop: threading.Event, outcomes: collections.Counter) -> None:
+        """Ask the limited model's collection without pause, from ``SLOT_ASKERS`` threads."""
+        rr = RoundRobin(self.instances, self.probe_key)
+        body = json.dumps({"model": "bench/slotted", "messages": [
+            {"role": "user", "content": "Review: x = 1"}]}).encode()
+
+        def ask() -> None:
+            while not stop.is_set():
+                sent = time.monotonic()
+                status, data, i = rr.send("POST", "/v1/chat/completions", body)
+                self.timings.append((sent, time.monotonic(), i, status))
+                outcomes[status] += 1
+                if status == 200:   # counted with the answered panels, seat rows and all
+                    bench = json.loads(data)["bench"]
+                    self.probed.append(bench["panel"])
+                    self.seats[bench["panel"]] = len(bench["seats"])
+
+        askers = [threading.Thread(target=ask, daemon=True) for _ in range(SLOT_ASKERS)]
+        for t in askers:
+            t.start()
+        for t in askers:
+            t.join()
 
     def rate_probe(self, stop: threading.Event, seen: list) -> None:
         rr = RoundRobin(self.instances, self.limited_key)
@@ -389,18 +477,29 @@ class Bench:
         self.setup()
         first = self.instances[0]
         first.start()
+        self.sampler = Sampler(pg.Database(self.url), a.sample_every).start()
         log(f"baseline: 1 instance, {a.baseline_panels} panels at c={a.concurrency}")
+        self.sampler.phase("baseline")
+        cpu_b0 = cluster_cpu(self.postmaster)
         base = self.load([first], a.baseline_panels, verdicts=True)
+        self.sampler.phase(None)
+        base["database_cpu"] = _less(cluster_cpu(self.postmaster), cpu_b0)
+        self.timings.clear()
         for inst in self.instances[1:]:
             inst.start()
         log(f"scale: {a.instances} instances, {a.panels} panels at c={a.concurrency}, a kill "
             f"every {a.kill_every:g} s")
         stop = threading.Event()
         kills, rates, lags, misses = [], [], [], []
-        helpers = [threading.Thread(target=self.killer, args=(stop, kills), daemon=True),
+        faults, slots = collections.Counter(), collections.Counter()
+        helpers = [threading.Thread(target=self.killer, args=(stop, kills, faults), daemon=True),
                    threading.Thread(target=self.rate_probe, args=(stop, rates), daemon=True),
                    threading.Thread(target=self.seating_probe, args=(stop, lags, misses),
                                     daemon=True)]
+        if a.chaos:
+            helpers.append(threading.Thread(target=self.slot_probe, args=(stop, slots),
+                                            daemon=True))
+        self.sampler.phase("scale")
         cpu0, t0 = self.cpu(), time.perf_counter()
         for t in helpers:
             t.start()
@@ -409,7 +508,47 @@ class Bench:
         for t in helpers:
             t.join()
         cpu1, wall = self.cpu(), time.perf_counter() - t0
-        return self.figures(base, scale, kills, rates, lags, misses, cpu0, cpu1, wall)
+        self.sampler.stop()
+        scale["database_cpu"] = _less(cpu1["database"], cpu0["database"])
+        result = self.figures(base, scale, kills, rates, lags, misses, cpu0, cpu1, wall)
+        result.update(self.chaos_figures(base, scale, faults, slots))
+        return result
+
+    def chaos_figures(self, base, scale, faults, slots) -> dict:
+        """The database's time per panel and its lock waits, per phase; the waits over the
+        bound; the slot limit's excess; seat rows lost."""
+        bound = Bounds.of_env().wait
+
+        def stopped_during(i, sent, got) -> bool:
+            return any(n == i and start < got and sent < end for n, start, end in self.stopped)
+
+        over = [got - sent for sent, got, i, _ in self.timings
+                if got - sent > bound + 1 and not stopped_during(i, sent, got)]
+        phases = {}
+        for name, phase in (("baseline", base), ("scale", scale)):
+            tally = self.sampler.tallies.get(name)
+            n = len(phase["answered"]) or 1
+            figures = tally.figures() if tally else {}
+            phases[name] = dict(figures, panels_per_s=round(phase["panels_per_s"], 1),
+                                active_ms_per_panel=round(1000 * tally.active_s / n, 2)
+                                if tally else None,
+                                cpu_ms_per_panel=round(1000 * phase["database_cpu"] / n, 2)
+                                if phase["database_cpu"] is not None else None)
+        db = pg.Database(self.url)
+        try:
+            rows = dict(db.execute("SELECT panel, count(*) FROM evidence WHERE kind = 'seat' "
+                                   "GROUP BY panel"))
+        finally:
+            db.close()
+        lost_seats = sum(max(0, n - rows.get(p, 0)) for p, n in self.seats.items())
+        peak = self.slot_sim.peak.get("slotted", 0) if self.slot_sim else None
+        return {"database": phases, "bound_s": bound,
+                "waited_over_bound": {"n": len(over), "worst_s": round(max(over, default=0), 1),
+                                      "timed": len(self.timings)},
+                "faults": dict(faults), "lost_seat_rows": lost_seats,
+                "slots": {"limit": SLOT_LIMIT, "peak": peak,
+                          "over": max(0, peak - SLOT_LIMIT) if peak is not None else None,
+                          "asked": dict(slots)} if self.args.chaos else None}
 
     def figures(self, base, scale, kills, rates, lags, misses, cpu0, cpu1, wall) -> dict:
         a = self.args
@@ -457,6 +596,10 @@ class Bench:
         }
 
 
+def _less(a, b):
+    return a - b if a is not None and b is not None else None
+
+
 def report(r: dict) -> str:
     rate = r["rate"]
     lines = [
@@ -481,6 +624,23 @@ def report(r: dict) -> str:
             f"{k} {v}%" if v is not None else f"{k} n/a (an external database)"
             for k, v in r["cpu_share_of_machine_pct"].items()),
     ]
+    for name, d in r["database"].items():
+        lines.append(
+            f"database, {name} at {d['panels_per_s']} panels/s: active backend time "
+            f"{d['active_ms_per_panel']} ms a panel, CPU "
+            f"{d['cpu_ms_per_panel'] if d['cpu_ms_per_panel'] is not None else 'n/a'} ms a "
+            f"panel; a backend waited on a lock in {d.get('lock_share_pct')}% of "
+            f"{d.get('samples')} samples ({d.get('backend_lock_share_pct')}% of active "
+            f"backends seen; kinds {d.get('lock_kinds')})")
+    w = r["waited_over_bound"]
+    lines.append(f"requests that waited over the database bound + 1 s ({r['bound_s']:g} + 1 s), "
+                 f"instances stopped meanwhile aside: {w['n']} of {w['timed']} (worst "
+                 f"{w['worst_s']} s); seat rows lost: {r['lost_seat_rows']}; faults "
+                 f"{r['faults']}")
+    if r["slots"] is not None:
+        s = r["slots"]
+        lines.append(f"calls over a slot limit: {s['over']} (most in flight at once {s['peak']}"
+                     f", limit {s['limit']}; asked {s['asked']})")
     if (r["cpu_share_of_machine_pct"]["anyone else"] or 0) > 20:
         lines.append("note: other processes kept the machine busy during the run (\"anyone "
                      "else\" above): the panels/s and latencies are theirs to share, not this "
@@ -503,6 +663,12 @@ def main(argv=None) -> int:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--kill-every", type=float, default=5.0, help="seconds between kills")
     p.add_argument("--rpm", type=int, default=60, help="the limited key's requests a minute")
+    p.add_argument("--chaos", action="store_true",
+                   help="SIGSTOP and connection cuts in turn with the kills; a slot-limited model")
+    p.add_argument("--stop-for", type=float, default=2.0,
+                   help="seconds a stopped instance stays stopped (--chaos)")
+    p.add_argument("--sample-every", type=float, default=0.05,
+                   help="seconds between two samples of pg_stat_activity")
     p.add_argument("--database", metavar="URL", help="an existing database (default: a "
                    "throwaway cluster of the distribution's PostgreSQL)")
     p.add_argument("--keep", action="store_true", help="keep the work folder under runs/")

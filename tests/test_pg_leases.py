@@ -247,11 +247,12 @@ def test_a_database_of_the_version_before_is_upgraded_in_place(pg_url, monkeypat
     from panelist.metrics.store import pg, pgschema
     db = pg.Database(pg_url)
     try:
-        before = [(v, s) for v, s in pgschema.MIGRATIONS if v < pgschema.VERSION]
+        before = [(v, s) for v, s in pgschema.MIGRATIONS if v < 6]   # the schema before leases
         monkeypatch.setattr(pgschema, "MIGRATIONS", before)
         assert pgschema.migrate(db) == (before[-1][0], [v for v, _ in before])
         monkeypatch.undo()
-        assert pgschema.migrate(db) == (pgschema.VERSION, [pgschema.VERSION])
+        assert pgschema.migrate(db) == (pgschema.VERSION,
+                                        [v for v, _ in pgschema.MIGRATIONS if v >= 6])
     finally:
         db.close()
     store = DatabaseStore(pg_url)   # a slot is taken and given on the upgraded tables

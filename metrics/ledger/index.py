@@ -9,7 +9,9 @@ The fields are public to those three; no other module touches them.
 Invariants:
 
 * The index is always "evidence.jsonl (inode ``ino``) up to byte offset ``offset``": every record
-  before ``offset`` was folded exactly once, and ``reset`` empties it for a replay.
+  before ``offset`` was folded exactly once, and ``reset`` empties it for a replay. On a
+  database ``offset`` is a transaction horizon and ``past`` holds the ``(xid, id)`` of the rows
+  folded beyond it (``store.pgfollow``); on files ``past`` stays empty.
 * It holds aggregates, never every call: per (alias, shape) the most recent seating time and the
   useful / not-useful counts; per alias the cooldown and the learned window; the current
   verdict of each judged call (its line's offset and usefulness); and a bounded map of the most
@@ -197,6 +199,7 @@ class Index:
         """Empty the index, to cover file ``ino`` from ``offset`` (0: a replay)."""
         self.ino = ino
         self.offset = offset
+        self.past: set[tuple[int, int]] = set()
         self.last_seated: dict[tuple[str, str], float] = {}
         self.turns: dict[str, int] = {}                # shape -> "seated" lines folded
         self.turn_of: dict[tuple[str, str], int] = {}  # (alias, shape) -> its last seat's turn

@@ -78,7 +78,8 @@ class Ledger:
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
-            self._logs = DatabaseLogs(database, self.snapshot_path, clock=clock)
+            self._logs = DatabaseLogs(database, self.snapshot_path, clock=clock,
+                                      outbox=self.dir / "outbox")
         else:
             self._logs = FileLogs(self.dir)
             # where the files are is the logs' to say, named here for readers of the folder
@@ -406,7 +407,7 @@ class Ledger:
         """Record a context window an upstream stated, if lower than the one known; True if so."""
         if not isinstance(tokens, int) or tokens <= 0:
             raise errors.BadRequest(f"a context window is a positive integer, not {tokens!r}")
-        with self._exclusive():
+        with self._exclusive("window " + alias):
             with self._lock:
                 known = self._index.window.get(alias)
             if known is not None and known <= tokens:
@@ -427,7 +428,7 @@ class Ledger:
             raise errors.BadRequest("'useful' must be true or false")
         real, false = [str(c) for c in real], [str(c) for c in false]
         note = "" if note is None else str(note)
-        with self._exclusive():
+        with self._exclusive("verdict " + call):
             seat = self._queries.seat(call)
             if seat is None:
                 raise errors.NotFound(f"unknown call id '{call}'; {ID_HELP}")
@@ -449,11 +450,11 @@ class Ledger:
                 "verdict": verdict_view(record)}
 
     @contextmanager
-    def _exclusive(self):
-        """Hold off every other writer with the index caught up: decide, then
+    def _exclusive(self, key: str):
+        """Hold off every other decision on ``key`` with the index caught up: decide, then
         ``_write_held``."""
         with self._decide:
-            with self._logs.exclusive():
+            with self._logs.exclusive(key):
                 with self._lock:
                     self._follow(force=True)
                 yield

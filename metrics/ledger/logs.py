@@ -121,8 +121,9 @@ class FileLogs:
         return Tail(self.evidence_path, pos)
 
     @contextmanager
-    def exclusive(self):
-        """Hold evidence.jsonl's flock: no other writer appends until it is released."""
+    def exclusive(self, key: str = ""):
+        """Hold evidence.jsonl's flock: no other writer appends until it is released (one lock
+        for every ``key``: a file takes one writer at a time anyway)."""
         fcntl.flock(self._guard, fcntl.LOCK_EX)
         try:
             yield
@@ -154,6 +155,10 @@ class FileLogs:
             lines.append((seq, offset))
             offset += len(line)
         self._table.point(lines)
+
+    def kept(self, seq: int) -> dict | None:
+        """A panel kept for a later write: never, on files (their writes do not blink)."""
+        return None
 
     def pointer(self, seq: int) -> int | None:
         return self._table.pointer(seq)

@@ -3,22 +3,33 @@ the tables of ``store.pgschema``, so that several instances on several hosts sha
 
 A record's position is its row id: evidence ids (``evidence`` and ``verdicts``) come from one
 sequence, and a panel's pointer is its ``panels`` row id. The index (``index.py``) is fed the
-same records, in id order, as it is fed evidence.jsonl's lines in byte order.
+same records as it is fed evidence.jsonl's lines, in the order their transactions first wrote (by
+id within one), which for two records of one decision's key is the order they were written.
 
 Invariants:
 
-* Following never rescans: it reads ``id > last`` from both evidence tables (by their primary
-  keys) and only when something may be new: a ``NOTIFY`` arrived (``pgschema.CHANNEL``), this
-  instance wrote, the decision section asks (``force``), or the listener is not connected (then
-  every follow looks, so nothing is missed while notifications cannot arrive).
-* Ids become visible in id order (``panelist_append`` holds the append lock until commit), so
-  following by id never passes over a late row.
-* A finished panel is one transaction: its ``"abandoned"`` evidence and its ``panels`` row land
-  together or not at all.
-* A decision (``exclusive`` + ``write_held``) holds the append lock in one transaction from
-  before the ledger catches up until its record is committed, as the flock does for files.
+* No write waits for another instance: nothing on the write path takes a lock that a writer
+  elsewhere holds (``pgschema`` version 6).
+* Following never rescans and never passes over a row committed late: the index follows both
+  evidence tables by transaction (``pgfollow.fresh``): its ``offset`` is a transaction horizon
+  (every row below it folded) and its ``past`` the ``(xid, id)`` of the rows folded at or
+  beyond it; so it folds each row once, as soon as it is committed. It reads only when
+  something may be new: a ``NOTIFY`` arrived (``pgschema.CHANNEL``), this instance wrote, the
+  decision section asks (``force``), or the listener is not connected (then every follow looks,
+  so nothing is missed while notifications cannot arrive).
+* ``Reader`` (and ``end``) count final rows only (``pgfollow.final``): a position is a horizon.
+* A finished panel is one statement: its evidence and its ``panels`` row land together or not
+  at all, and once only (a panel whose seq is stored is not written again).
+* A decision (``exclusive(key)`` + ``write_held``) holds a transaction advisory lock on its own
+  key (one call's verdict, one model's window) from before the ledger catches up until its
+  record is committed: two decisions on one key take turns, decisions on others never wait.
 * Anything that cannot reach the database raises ``errors.DatabaseUnreachable`` (503 with
   Retry-After); nothing is half-written, and the next call after the server is back succeeds.
+* A finished panel's write (its seats were asked and paid) is tried again for up to the
+  statement bound; if it still cannot land it is kept in the runs folder's ``Outbox`` and the
+  error names the panel, which ``kept`` serves meanwhile. Kept writes are sent at start,
+  before every write and at most every ``SEND_EVERY`` seconds of following; a write landing
+  twice stores it once, so nothing is lost and nothing doubled.
 * A time another instance must read alike (a cooldown's end) is written on the database's
   clock (``shared_time``) and read back onto this host's (``follow``), by the offset between
   the two, measured by a query at most every ``CLOCK_EVERY`` seconds (within half its round
@@ -37,15 +48,18 @@ from array import array
 from contextlib import contextmanager
 from pathlib import Path
 
+from panelist.metrics import errors
 from panelist.metrics.ledger import snapshot
 from panelist.metrics.ledger.index import Index
-from panelist.metrics.store import jsonwire, pg, pgschema
+from panelist.metrics.ledger.outbox import Outbox
+from panelist.metrics.store import jsonwire, pg, pgfollow, pgschema
 
 BATCH = 5000                  # evidence rows read per statement while following
+SEND_EVERY = 1.0              # seconds between two tries of the outbox while following
 CLOCK_EVERY = 60.0            # seconds between two measures of this host's clock's offset
-_FOLLOW = ("SELECT id, record FROM evidence WHERE id > %(after)s "
-           "UNION ALL SELECT id, record FROM verdicts WHERE id > %(after)s "
-           "ORDER BY id LIMIT %(limit)s")
+_FOLLOW = pgfollow.query(pgfollow.part("evidence", "record", fresh=True),
+                         pgfollow.part("verdicts", "record", fresh=True))
+_FINAL = pgfollow.query(pgfollow.part("evidence", "record"), pgfollow.part("verdicts", "record"))
 _AT = ("SELECT id, record FROM evidence WHERE id = ANY(%(ids)s) "
        "UNION ALL SELECT id, record FROM verdicts WHERE id = ANY(%(ids)s)")
 _COUNT = "SELECT CASE WHEN is_called THEN last_value + 1 ELSE 0 END FROM panel_ids"
@@ -75,7 +89,8 @@ class DatabaseLogs:
 
     snapshots = True
 
-    def __init__(self, url: str, snapshot_path: Path | None = None, *, clock=time.time):
+    def __init__(self, url: str, snapshot_path: Path | None = None, *, clock=time.time,
+                 outbox: Path | None = None):
         self.db = pg.Database(url, application="panelist-ledger")
         self.shown = self.db.shown
         try:
@@ -93,9 +108,15 @@ class DatabaseLogs:
                 self.db.close()
                 raise
         # the database and its evidence table stand for a file's inode: a database made anew is
-        # another one, whose records the index never counted
+        # another one, whose records the index never counted ("/xid": positions are
+        # transaction horizons, so a snapshot that counted row ids is not loaded)
         self.identity = self.db.execute(
-            "SELECT current_database() || '/' || 'evidence'::regclass::oid::text")[0][0]
+            "SELECT current_database() || '/' || 'evidence'::regclass::oid::text || '/xid'")[0][0]
+        try:
+            self.db.run(lambda conn: pgfollow.settle(conn, pgschema.FOLLOWED))
+        except BaseException:
+            self.db.close()
+            raise
         self._known = 0            # panel seqs known to be handed out (the counter only grows)
         self._lock = threading.Lock()
         self._news = 1             # bumped for each notification, reconnect and own write
@@ -105,6 +126,9 @@ class DatabaseLogs:
         self._snapshot = snapshot_path
         self._clock = clock            # this host's epoch seconds
         self._offset: tuple[float, float] | None = None   # (measured at, database - here)
+        self.outbox = Outbox(outbox) if outbox is not None else None
+        self._sent_at = 0.0            # when following last tried the outbox
+        self.send_kept()
 
     def clock_offset(self) -> float:
         """The database's clock minus this host's, in seconds (measured again after
@@ -146,6 +170,9 @@ class DatabaseLogs:
     def follow(self, index: Index, now: float, force: bool = False) -> int:
         if index.ino != self.identity:
             index.reset(self.identity)
+        if self.outbox is not None and self.outbox.pending() \
+                and time.monotonic() - self._sent_at >= SEND_EVERY:
+            self.send_kept()
         with self._lock:
             news = self._news
         if not force and news == self._seen and self._listener.listening:
@@ -153,18 +180,19 @@ class DatabaseLogs:
         self._seen = news
         abandoned = self._abandoned() if index.offset == 0 else frozenset()
         total = 0
-        while True:
-            rows = self.db.execute(_FOLLOW, {"after": index.offset, "limit": BATCH})
-            if not rows:
-                return total
-            if any(r[1].get("kind") == "cooldown" for r in rows):
-                rows = self._local_times(rows)
+        for rows, cursor in pgfollow.fresh(self.db, _FOLLOW, index.offset, index.past, BATCH):
             try:
-                total += index.fold_all(rows, now, abandoned)
-            finally:
-                index.offset = rows[-1][0]
-            if len(rows) < BATCH:
-                return total
+                if rows:
+                    pairs = [(i, r) for _, i, r in rows]
+                    if any(r.get("kind") == "cooldown" for _, r in pairs):
+                        pairs = self._local_times(pairs)
+                    total += index.fold_all(pairs, now, abandoned)
+            finally:   # a batch is taken whole, as a file's lines are, even if a fold failed
+                index.past.update((x, i) for x, i, _ in rows)
+                if cursor != index.offset:
+                    index.offset = cursor
+                    index.past = pgfollow.prune(index.past, cursor)
+        return total
 
     def _local_times(self, rows: list) -> list:
         """``rows`` with each cooldown's end moved from the database's clock onto this host's
@@ -183,6 +211,7 @@ class DatabaseLogs:
     def append(self, *records: dict) -> None:
         if not records:
             return
+        self.send_kept()
         self.db.execute("SELECT panelist_append(%s::jsonb)", (to_json(list(records)),),
                         retry=False)
         self._heard()
@@ -204,19 +233,19 @@ class DatabaseLogs:
         return [found.get(p) for p in positions]
 
     def end(self) -> tuple[str, int]:
-        """``(this database, the last evidence id)``."""
-        top = self.db.execute("SELECT greatest((SELECT coalesce(max(id), 0) FROM evidence), "
-                              "(SELECT coalesce(max(id), 0) FROM verdicts))")[0][0]
-        return self.identity, top
+        """``(this database, the horizon)``: a ``reader`` from it reads what is final after."""
+        return self.identity, pgfollow.horizon(self.db)
 
     def reader(self, pos: int) -> "Reader":
         return Reader(self.db, pos)
 
     @contextmanager
-    def exclusive(self):
-        """The append lock held in one transaction on one connection, released at its end."""
+    def exclusive(self, key: str):
+        """A lock on ``key`` held in one transaction on one connection, released at its end
+        (a 64-bit hash of the key: two keys may share a lock, and then merely take turns)."""
         with self.db.begin() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                         ("panelist decision " + key,))
             self._held.conn = conn
             try:
                 yield
@@ -257,13 +286,57 @@ class DatabaseLogs:
     def append_panels(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
         if not pairs:
             return
-        # one statement, so one round trip and one commit (the append lock is taken inside,
-        # and panel ids become visible in id order for the search index that follows them)
+        # one statement, so one round trip and one commit; a panel stored already (a retry
+        # after a lost COMMIT) is left alone with its evidence
+        self.send_kept()
+        try:
+            self._put_again(pairs, abandoned)
+        except errors.DatabaseUnreachable:
+            if self.outbox is None:
+                raise
+            self.outbox.keep(pairs, abandoned)
+            names = ", ".join(str(r.get("panel")) for _, r in pairs)
+            raise errors.DatabaseUnreachable(
+                f"the database is unreachable; the answers of panel {names} are kept on this "
+                f"instance and stored once the database is back (nothing is lost or written "
+                f"twice): read them with GET /bench/panels/{names.split(', ')[0]}",
+                retry_after=pg.RETRY_AFTER) from None
+
+    def _put(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
         rows = [[seq, record.get("panel"), record] for seq, record in pairs]
+        # safe to send twice: a seq stored already is left alone with its evidence
         self.db.execute("SELECT panelist_put_panels(%s::jsonb, %s::jsonb)",
-                        (to_json(rows), to_json(abandoned)), retry=False)
-        if abandoned:
-            self._heard()
+                        (to_json(rows), to_json(abandoned)))
+        self._heard()
+
+    def _put_again(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
+        """``_put``, tried again after a failure until the statement bound has passed."""
+        deadline = time.monotonic() + self.db.bounds.statement
+        pause = 0.1
+        while True:
+            try:
+                return self._put(pairs, abandoned)
+            except errors.DatabaseUnreachable:
+                if time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
+
+    def send_kept(self) -> int:
+        """Send the outbox's kept writes; how many landed (0 when the database is still away:
+        they stay kept)."""
+        if self.outbox is None or not self.outbox.pending():
+            return 0
+        self._sent_at = time.monotonic()
+        try:
+            return self.outbox.send(self._put)
+        except errors.DatabaseUnreachable:
+            return 0
+
+    def kept(self, seq: int) -> dict | None:
+        if self.outbox is None or not self.outbox.pending():
+            return None
+        return self.outbox.find(seq)
 
     def pointer(self, seq: int) -> int | None:
         rows = self.db.execute("SELECT id FROM panels WHERE seq = %s", (seq,))
@@ -307,17 +380,15 @@ class DatabaseLogs:
 
 
 class Reader:
-    """Follows the evidence tables from an id, as ``jsonl.Tail`` follows a file."""
+    """Follows the evidence tables from a horizon, as ``jsonl.Tail`` follows a file: ``read``
+    yields the final rows (``pgfollow.final``), ``offset`` is the horizon it got to."""
 
     def __init__(self, db, offset: int):
         self.db = db
         self.offset = offset
 
     def read(self):
-        while True:
-            rows = self.db.execute(_FOLLOW, {"after": self.offset, "limit": BATCH})
-            for pos, record in rows:
-                self.offset = pos
+        for rows, cursor in pgfollow.final(self.db, _FINAL, self.offset, BATCH):
+            for _, pos, record in rows:
                 yield pos, record
-            if len(rows) < BATCH:
-                return
+            self.offset = cursor

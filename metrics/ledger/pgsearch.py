@@ -4,13 +4,15 @@ following the database's ``panels`` and evidence tables by id instead of the two
 offset, so the panels page's filters answer the same on an instance whose ledger is in a
 database.
 
-Invariants: the index is "the database D up to panel id C and evidence id E", both ids and D
+Invariants: the index is "the database D up to panel horizon C and evidence horizon E" (every
+row written by a transaction below the horizon is in it, ``store.pgfollow``), both and D
 written in the same transaction as the rows they cover (as the byte offsets and inodes are for
-the logs); an index of another database is rebuilt. Ids become visible in id order (both
-tables are written under the append lock, ``pgschema``), so following by id passes over none.
-A batch reads only up to the highest ids it saw when it began. ``behind_bytes`` counts rows
-behind, at ``ROW_BYTES`` each: an estimate, so that a backlog of a few hundred panels is
-still followed in the request and a longer one in the background.
+the logs); an index of another database, or of row ids (before ``pgschema`` version 6), is
+rebuilt. Following by transaction passes over no row committed late, and no writer waits for
+it. A batch reads whole transactions only, up to the horizon it saw when it began.
+``behind_bytes`` counts rows behind (up to ``BEHIND_CAP``), at ``ROW_BYTES`` each: an
+estimate, so that a backlog of a few hundred panels is still followed in the request and a
+longer one in the background.
 """
 
 from __future__ import annotations
@@ -20,19 +22,19 @@ from pathlib import Path
 from panelist.metrics import errors
 from panelist.metrics.ledger.search import SearchIndex, _meta, _reset
 from panelist.metrics.ledger.searchfold import Fold
-from panelist.metrics.store import pg
+from panelist.metrics.store import pg, pgfollow
 
 ROW_BYTES = 2048
-_TOPS = ("SELECT (SELECT coalesce(max(id), 0) FROM panels), "
-         "greatest((SELECT coalesce(max(id), 0) FROM evidence), "
-         "(SELECT coalesce(max(id), 0) FROM verdicts)), "
-         "current_database() || '/' || 'evidence'::regclass::oid::text")
-_EVIDENCE = ("SELECT id, record FROM evidence WHERE id > %(lo)s AND id <= %(hi)s "
-             "AND kind IN ('delivered', 'abandoned', 'seated') "
-             "UNION ALL SELECT id, record FROM verdicts WHERE id > %(lo)s AND id <= %(hi)s "
-             "ORDER BY id LIMIT %(n)s")
-_PANELS = ("SELECT id, seq, record FROM panels WHERE id > %(lo)s AND id <= %(hi)s "
-           "ORDER BY id LIMIT %(n)s")
+BEHIND_CAP = 100_000   # rows counted behind at most: past it, the backlog is long anyway
+_SOURCE = "SELECT current_database() || '/' || 'evidence'::regclass::oid::text || '/xid'"
+_BEHIND = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM panels WHERE xid >= %(c)s::text::xid8 "
+           "LIMIT %(cap)s) p), (SELECT count(*) FROM (SELECT 1 FROM evidence "
+           "WHERE xid >= %(e)s::text::xid8 LIMIT %(cap)s) e) + (SELECT count(*) FROM "
+           "(SELECT 1 FROM verdicts WHERE xid >= %(e)s::text::xid8 LIMIT %(cap)s) v)")
+_EVIDENCE = pgfollow.query(
+    pgfollow.part("evidence", "record", "kind IN ('delivered', 'abandoned', 'seated')"),
+    pgfollow.part("verdicts", "record"))
+_PANELS = pgfollow.query(pgfollow.part("panels", "seq, record"))
 
 
 class DatabaseSearchIndex(SearchIndex):
@@ -42,19 +44,17 @@ class DatabaseSearchIndex(SearchIndex):
         super().__init__(runs_dir, **kw)
         self.db = pg.Database(database, application="panelist-search")
 
-    def _tops(self) -> tuple[int, int, str]:
-        return tuple(self.db.execute(_TOPS)[0])
-
     def _behind(self) -> int:
         meta = self._read(_meta, build=False) or {}
-        panels, evidence, source = self._tops()
-        if meta.get("source") != source:
-            return (panels + evidence) * ROW_BYTES if panels or evidence else 0
-        return (max(0, panels - int(meta.get("calls_offset") or 0))
-                + max(0, evidence - int(meta.get("evidence_offset") or 0))) * ROW_BYTES
+        if meta.get("source") != self.db.execute(_SOURCE)[0][0]:
+            meta = {}
+        panels, evidence = self.db.execute(_BEHIND, {
+            "c": int(meta.get("calls_offset") or 0), "e": int(meta.get("evidence_offset") or 0),
+            "cap": BEHIND_CAP})[0]
+        return (panels + evidence) * ROW_BYTES
 
     def _batch(self, db, panels: int | None, nbytes: int | None) -> bool:
-        top_panels, top_evidence, source = self._tops()
+        source = self.db.execute(_SOURCE)[0][0]
         db.execute("BEGIN IMMEDIATE")
         try:
             meta = _meta(db)
@@ -64,18 +64,14 @@ class DatabaseSearchIndex(SearchIndex):
             fold = Fold(db)
             ev_from = int(meta.get("evidence_offset") or 0)
             n = (nbytes // ROW_BYTES + 1) if nbytes is not None else None
-            rows = self.db.execute(_EVIDENCE, {"lo": ev_from, "hi": top_evidence, "n": n})
-            for _, record in rows:
+            rows, ev_end, ev_done = pgfollow.page(self.db, _EVIDENCE, ev_from, n)
+            for _, _, record in rows:
                 if isinstance(record, dict):
                     fold.evidence_record(record)
-            ev_done = n is None or len(rows) < n
-            ev_end = top_evidence if ev_done else rows[-1][0]
             calls_from = int(meta.get("calls_offset") or 0)
-            rows = self.db.execute(_PANELS, {"lo": calls_from, "hi": top_panels, "n": panels})
-            fold.panel_records([(seq, record) for _, seq, record in rows
+            rows, calls_end, calls_done = pgfollow.page(self.db, _PANELS, calls_from, panels)
+            fold.panel_records([(seq, record) for _, _, seq, record in rows
                                 if isinstance(record, dict)])
-            calls_done = panels is None or len(rows) < panels
-            calls_end = top_panels if calls_done else rows[-1][0]
             db.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", [
                 ("source", source), ("calls_offset", max(calls_from, calls_end)),
                 ("evidence_offset", max(ev_from, ev_end)),

@@ -84,10 +84,13 @@ class Queries:
         seq = panel_seq(panel_id)
         if seq is None:
             return None
-        pointer = self._logs.pointer(seq)
-        if not pointer:
-            return None  # never reserved (None), or reserved and still in flight (0)
-        record = self._logs.panel_at(pointer)
+        # kept on this instance while its database is away: read without the database
+        record = self._logs.kept(seq)
+        if record is None:
+            pointer = self._logs.pointer(seq)
+            if not pointer:
+                return None  # never reserved (None), or reserved and still in flight (0)
+            record = self._logs.panel_at(pointer)
         return record if record is not None and record.get("panel") == panel_id else None
 
     def recent_panels(self, n: int = 20) -> list[dict]:
@@ -374,7 +377,7 @@ class Queries:
         first = int(now // windows.WINDOWS[window][0])
         self._refresh()
         with self._lock:
-            asked = (window, first, self._index.ino, self._index.offset)
+            asked = (window, first, self._index.ino, self._index.offset, len(self._index.past))
             seen = self._usage_seen
             if seen is not None and seen[0] == asked:
                 models = seen[1]

@@ -11,9 +11,10 @@ every host on one database counts the samples any host wrote:
   last sample, so a reader whose offset is past it knows the samples were replaced;
 * ``read_all()`` is every record in the order written.
 
-Invariants: a sample's position is its byte offset (file) or row id (table). Rows become
-visible in id order (each insert holds ``pgschema.SAMPLES_LOCK`` until it commits), so following
-``id > offset`` never passes over a sample committed late.
+Invariants: a reader's position is a byte offset (file) or a transaction horizon (table:
+every sample written by a transaction below it has been read, ``store.pgfollow``), so a sample
+committed late is never passed over, and an insert waits for no other. A table's stamp is the
+horizon (its second item).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from panelist.metrics.store import jsonl, pgschema
+from panelist.metrics.store import jsonl, pgfollow, pgschema
 
 STAMP_AGE = 1.0   # seconds a database stamp is reused by readers that ask per request
 
@@ -65,8 +66,12 @@ class FileSamples:
         self.close()
 
 
+_FINAL = pgfollow.query(pgfollow.part("suite_samples", "record"))
+
+
 class _TableTail:
-    """Follows ``suite_samples`` by id, as ``jsonl.Tail`` follows the file by offset."""
+    """Follows ``suite_samples`` by transaction, as ``jsonl.Tail`` follows the file by
+    offset."""
 
     BATCH = 5000
 
@@ -74,15 +79,11 @@ class _TableTail:
         self.db, self.offset = db, offset
 
     def read(self):
-        while True:
-            rows = self.db.execute("SELECT id, record FROM suite_samples WHERE id > %s "
-                                   "ORDER BY id LIMIT %s", (self.offset, self.BATCH))
-            for row_id, record in rows:
-                self.offset = row_id
+        for rows, cursor in pgfollow.final(self.db, _FINAL, self.offset, self.BATCH):
+            for _, row_id, record in rows:
                 if isinstance(record, dict):
                     yield row_id, record
-            if len(rows) < self.BATCH:
-                return
+            self.offset = cursor
 
 
 class DatabaseSamples:
@@ -106,12 +107,9 @@ class DatabaseSamples:
         from panelist.metrics.ledger.pglogs import to_json
         self._migrated()
 
-        def body(conn):
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.SAMPLES_LOCK,))
-            conn.execute("INSERT INTO suite_samples (record) VALUES (%s::jsonb)",
-                         (to_json(record),))
         # not retried: a lost COMMIT must not write the sample twice
-        self.db.transaction(body, retry=False)
+        self.db.execute("INSERT INTO suite_samples (record) VALUES (%s::jsonb)",
+                        (to_json(record),), retry=False)
         self._stamp = None
 
     def reader(self, pos: int = 0) -> _TableTail:
@@ -119,15 +117,16 @@ class DatabaseSamples:
         return _TableTail(self.db, pos)
 
     def stamp(self, max_age: float = 0.0) -> tuple:
-        """``(last id, 0)``; ``max_age``: a stamp this young is reused (a per-request reader
+        """``(FAR, horizon)``: the table is never replaced under a reader (``FAR`` is past
+        every position), and the horizon moves whenever a sample may have become final;
+        ``max_age``: a stamp this young is reused (a per-request reader
         then asks the database at most once in that time)."""
         held = self._stamp
         now = time.monotonic()
         if held is not None and max_age and now - held[0] < max_age:
             return held[1]
         self._migrated()
-        top = self.db.execute("SELECT coalesce(max(id), 0) FROM suite_samples")[0][0]
-        stamp = (int(top), 0)
+        stamp = (pgfollow.FAR, pgfollow.horizon(self.db))
         self._stamp = (now, stamp)
         return stamp
 

@@ -48,7 +48,7 @@ _STATE_CODES = (-1, AWAITING, DELIVERED, ABANDONED)   # -1 stands for None in th
 def capture(index: Index) -> dict:
     """Copies of the index, cheap enough to take under the ledger's lock (which the caller
     holds); encoding them, the slow part, happens after the lock is released (``save``)."""
-    return {"ino": index.ino, "offset": index.offset,
+    return {"ino": index.ino, "offset": index.offset, "past": sorted(index.past),
             "last_seated": dict(index.last_seated),
             "turns": dict(index.turns), "turn_of": dict(index.turn_of),
             "counts": {k: tuple(v) for k, v in index.counts.items()},
@@ -74,7 +74,7 @@ def encode(state: dict) -> bytes:
     tag_of: dict[tuple, int] = {}  # (status, key) -> a small int
     data = {
         "v": SNAPSHOT_VERSION, "ts": utc_iso(time.time()),
-        "ino": state["ino"], "offset": state["offset"],
+        "ino": state["ino"], "offset": state["offset"], "past": state["past"],
         "last_seated": [[a, s, t] for (a, s), t in state["last_seated"].items()],
         "turns": {"shapes": state["turns"],
                   "seats": [[a, s, n] for (a, s), n in state["turn_of"].items()]},
@@ -154,6 +154,7 @@ def load_if(path: Path, index: Index, covers) -> bool:
                 or not covers(ino, offset):
             return False
         index.reset(ino, offset)
+        index.past = {(int(x), int(i)) for x, i in data.get("past", ())}
         for a, s, t in data["last_seated"]:
             index.last_seated[(intern(a), intern(s))] = float(t)
         # a snapshot without turns predates "seated" lines: KeyError, so it is replayed

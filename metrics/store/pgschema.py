@@ -10,26 +10,30 @@ Invariants:
   line would be) plus the columns reads need, each indexed: a read costs the same at any
   table size.
 * Evidence (``evidence`` and ``verdicts``) takes its ids from one sequence, ``evidence_ids``,
-  and only through ``panelist_append``, which holds ``APPEND_LOCK`` (a transaction advisory
-  lock) until its transaction commits: ids become visible in id order, so a reader that
-  follows ``id > last`` never passes over a row committed late. It notifies ``CHANNEL`` with
-  the last id in the same transaction (delivered at commit).
+  through ``panelist_append``, which notifies ``CHANNEL`` with the last id in the same
+  transaction (delivered at commit).
 * Panel seqs come from ``panel_ids`` (from 0, as a data folder counts them): no two instances
   ever get the same one.
 * Version 2 holds the limits every instance shares (``rate_counts``, ``admission_*`` and their
   functions, read by ``server.ratedb`` and ``upstream.admitdb``): rows overwritten in place,
   each judged and changed in one statement under its row lock.
-* Suite samples become visible in id order: each insert holds ``SAMPLES_LOCK`` (a transaction
-  advisory lock) until it commits. Version 3 holds the races' reports: one row of
-  ``race_reports`` per race, written when the race is named and again, whole, when it ends.
-* Version 4: ``panelist_put_panels`` writes finished panels (and their ``"abandoned"``
-  evidence) in one statement under ``APPEND_LOCK``, so panel ids too become visible in id order.
+* Version 3 holds the races' reports: one row of ``race_reports`` per race, written when the
+  race is named and again, whole, when it ends.
+* Version 4: ``panelist_put_panels`` writes finished panels (and their evidence) in one
+  statement.
 * Version 6: leases, rows held until an expiry on the database's clock (``clock_timestamp()``)
   and renewed by their holder: a concurrency slot is a row of ``admission_leases`` (no longer a
   session advisory lock: ``panelist_take_slot`` is left for instances not yet upgraded, whose
   slots the new ones do not see, so every instance of a database is upgraded together), the
   instance that runs the jobs holds the row ``leader`` of ``leases``, the jobs' next times are
   ``schedule_book`` and the dashboard's logins ``dashboard_sessions``.
+* Version 7: no write takes a lock another instance waits on. Versions 1 to 6 made ids visible
+  in id order by holding one advisory lock (``APPEND_LOCK``, ``SAMPLES_LOCK``) from each write
+  to its commit, so that a follower reading ``id > last`` never passed over a row committed
+  late; one stalled writer then stalled every instance. Now each followed table (``FOLLOWED``)
+  keeps the id of the transaction that wrote each row (``xid``), and followers read by
+  transaction (``pgfollow`` shows why that misses nothing). A panel whose seq is already stored
+  is not written again, nor its evidence: a write sent twice lands once.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -37,8 +41,7 @@ Invariants:
 from __future__ import annotations
 
 SCHEMA_LOCK = 0x70616E01     # advisory lock keys: "pan" + a number, ours alone
-APPEND_LOCK = 0x70616E02
-SAMPLES_LOCK = 0x70616E03    # held by each suite sample's insert until it commits
+APPEND_LOCK = 0x70616E02     # versions 1-5 only; + 1 still orders a reservation of many seqs
 CHANNEL = "panelist_evidence"
 CONFIG_CHANNEL = "panelist_config"
 
@@ -332,9 +335,65 @@ _V6_LEASES = [
     """CREATE INDEX IF NOT EXISTS dashboard_sessions_made ON dashboard_sessions (made)""",
 ]
 
+# no lock on the write path: every followed table keeps the id of the transaction that wrote
+# each row, and followers read by transaction (``pgfollow``) instead of by id. Rows already
+# there get 1 (final, read first, in id order) without rewriting the table; new rows their
+# writer's. ``panelist_append`` and ``panelist_put_panels`` lose the append lock; a panel
+# already stored (its seq taken) is left as it is with its evidence unwritten, so a write
+# retried after a lost COMMIT, or sent again from an outbox, lands once
+FOLLOWED = ("evidence", "verdicts", "panels", "suite_samples")
+_V7_XIDS = [stmt for table in FOLLOWED for stmt in (
+    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS xid xid8 NOT NULL DEFAULT '1'",
+    f"ALTER TABLE {table} ALTER COLUMN xid SET DEFAULT pg_current_xact_id()",
+    f"CREATE INDEX IF NOT EXISTS {table}_xid ON {table} (xid, id)")] + [
+    f"""CREATE OR REPLACE FUNCTION panelist_append(recs jsonb) RETURNS bigint
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r jsonb;
+            i bigint;
+            first bigint;
+        BEGIN
+            FOR r IN SELECT value FROM jsonb_array_elements(recs) LOOP
+                i := nextval('evidence_ids');
+                IF first IS NULL THEN
+                    first := i;
+                END IF;
+                IF r->>'kind' = 'verdict' THEN
+                    INSERT INTO verdicts (id, call, record) VALUES (i, r->>'call', r);
+                ELSE
+                    INSERT INTO evidence (id, kind, panel, record)
+                        VALUES (i, coalesce(r->>'kind', ''), r->>'panel', r);
+                END IF;
+            END LOOP;
+            IF i IS NOT NULL THEN
+                PERFORM pg_notify('{CHANNEL}', i::text);
+            END IF;
+            RETURN first;
+        END $$""",
+    # the panels newly stored; evidence of a panel already stored is not written again
+    """CREATE OR REPLACE FUNCTION panelist_put_panels(pairs jsonb, abandoned jsonb)
+        RETURNS void LANGUAGE plpgsql AS $$
+        DECLARE
+            fresh text[];
+            keep jsonb;
+        BEGIN
+            WITH put AS (
+                INSERT INTO panels (seq, panel, record)
+                    SELECT (p->>0)::bigint, p->>1, p->2
+                    FROM jsonb_array_elements(pairs) WITH ORDINALITY AS t(p, n) ORDER BY n
+                    ON CONFLICT (seq) DO NOTHING RETURNING panel)
+            SELECT coalesce(array_agg(panel), '{}') INTO fresh FROM put;
+            SELECT coalesce(jsonb_agg(e ORDER BY n), '[]') INTO keep
+                FROM jsonb_array_elements(abandoned) WITH ORDINALITY AS t(e, n)
+                WHERE e->>'panel' IS NULL OR e->>'panel' = ANY(fresh);
+            IF jsonb_array_length(keep) > 0 THEN
+                PERFORM panelist_append(keep);
+            END IF;
+        END $$"""]
+
 # (version, statements): append a new version, never edit an applied one
 MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES), (4, _V4_PANELS),
-                                           (5, _V5_IMPORT_ORIGIN), (6, _V6_LEASES)]
+                                           (5, _V5_IMPORT_ORIGIN), (6, _V6_LEASES), (7, _V7_XIDS)]
 VERSION = MIGRATIONS[-1][0]
 
 
