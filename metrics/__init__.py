@@ -18,8 +18,9 @@
     panel/     request (a body checked whole), panel (run and assemble), sections (its text),
                seating, pick, merge, decider, history, suggest, prompt, jsonshape, held (what
                a panel's answers hold of the server's memory budget)
-    seats.py   the seats core: calls at once, deadlines, cancellation, admission; seatcalls
-               (what it is given and hands back), seatset (a set in flight: on the core's
+    seats/     the seats core: calls at once, deadlines, cancellation, admission; calls
+               (what it is given and hands back), core (Seats), record (the one line shape
+               of a model call), seatset (a set in flight: on the core's
                threads, or sent and read by its caller's thread alone)
     ledger/    the evidence: ledger (writes, the facade), logs (JSONL) or pglogs (PostgreSQL)
                beneath it, pgcopy (db import / export), ids, index (the pure fold;

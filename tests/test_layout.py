@@ -77,9 +77,7 @@ def layer(name: str) -> str | None:
     if parts[0] == "suite":
         return "suite"
     if parts[0] == "metrics" and len(parts) > 1:
-        # the seats core, and the one record shape every model call is written in
-        return "seats" if parts[1] in ("seats", "seatcalls", "seatset",
-                                       "seatrecord") else parts[1]
+        return parts[1]
     return None
 
 
@@ -106,8 +104,8 @@ def test_arrows_point_down():
 
 
 def test_the_seats_core_never_imports_the_ledger():
-    for name in ("seats.py", "seatcalls.py", "seatset.py", "seatrecord.py"):
-        assert not [t for t in imports(ROOT / "metrics" / name) if layer(t) == "ledger"], name
+    for path in sorted((ROOT / "metrics" / "seats").glob("*.py")):
+        assert not [t for t in imports(path) if layer(t) == "ledger"], path.name
 
 
 def test_only_the_server_package_imports_http_server():
@@ -153,3 +151,16 @@ def test_every_package_folder_installs():
         if rel.parts:
             folders.add("panelist." + ".".join(rel.parts))
     assert folders <= listed, f"not in pyproject.toml's packages: {sorted(folders - listed)}"
+
+
+def test_the_seats_core_calls_no_private_name_across_its_modules():
+    """The seats core's modules work together through public names only: a private attribute
+    is read on ``self`` or ``cls`` alone, never on another module's object."""
+    wrong = []
+    for path in sorted((ROOT / "metrics" / "seats").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and \
+                    not node.attr.startswith("__"):
+                if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    wrong.append(f"{path.name}:{node.lineno} .{node.attr}")
+    assert not wrong, wrong

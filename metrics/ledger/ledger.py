@@ -394,7 +394,7 @@ class Ledger:
         self._logs.append(record)
 
     def record_probe(self, rec: dict) -> dict:
-        """Append one probe's (or endpoint test's) seat record (``metrics/seatrecord.py``) as a
+        """Append one probe's (or endpoint test's) seat record (``metrics/seats/record.py``) as a
         ``"probe"`` line. The index folds a probe line only as its model's newest outcome
         and probe (``outcomes``): probes are no seats, so they never count in stats or seating."""
         record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time())}
