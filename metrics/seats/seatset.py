@@ -20,7 +20,6 @@ from panelist.metrics.errors import UpstreamError
 from panelist.metrics.seats.calls import (GRACE, JobResult, Result, SeatCall, SeatResult, Tries,
                                         Unit, answered, closed, failed, log_results,
                                         own_deadline)
-from panelist.metrics.upstream import spin
 
 if TYPE_CHECKING:   # the core makes sets; a set only calls back into it
     from panelist.metrics.seats.core import Hooks, RosterSnapshot, Seats, SentCall
@@ -275,9 +274,7 @@ class SeatSet:
             # with offloaded units too, look at their queue now and then (rare: a retry, a wait
             # for admission)
             wait = min(tick, left, OFFLOAD_TICK if self._offloaded else tick)
-            # answers from a near upstream are due at once: looked for before sleeping (the
-            # request they answer may be being worked on)
-            ready = spin.soon(poller, wait, mine=1) or poller.poll(max(wait, 0.0) * 1000)
+            ready = poller.poll(max(wait, 0.0) * 1000)
             ended: list[tuple[int, float]] = []
             while ready:   # and what came meanwhile: answers that land together log together
                 for fd, _ in ready:

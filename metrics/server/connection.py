@@ -11,8 +11,6 @@ may cost.
   (``SO_RCVLOWAT``, where the system has one) makes a read wait until the rest of the body, or
   ``BODY_WAKE`` bytes of it, have come, so a body trickled in small pieces wakes its thread
   once per ``BODY_WAKE`` bytes (or at its deadline), never per piece.
-* right after a reply, the next request on a kept connection is looked for before its thread
-  sleeps (``upstream.spin``): a client in a loop sends it at once.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
   ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
   may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (but in the
@@ -32,7 +30,6 @@ import socket
 import threading
 import time
 
-from panelist.metrics.upstream import spin
 
 MAX_BODY = 20 * 1024 * 1024   # the tightest whole-request cap among the big providers (Gemini's)
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
@@ -116,8 +113,6 @@ class Wire(io.RawIOBase):
         self.reserve = False   # answers one /health request from the server's own reserve
         self.whole = ends_head(head)   # the head being read has all arrived (HEAD only)
         self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
-        self.replied = False   # a reply went out, and no wait for the next request since
-        self._poll = None
 
     def readable(self) -> bool:
         return True
@@ -158,11 +153,7 @@ class Wire(io.RawIOBase):
             return self._recv_body(buf)
         if self.phase not in (IDLE, HEAD):
             return self.sock.recv_into(buf)
-        looked = False
-        if self.phase == IDLE and self.replied:   # once per reply: a client in a loop sends
-            self.replied = False                   # its next request at once
-            looked = bool(spin.soon(self._poller(), wait)) if hasattr(select, "poll") else False
-        if not looked and not has_input(self.sock, wait):
+        if not has_input(self.sock, wait):
             raise TimeoutError("no bytes came in time")
         with self.room:   # taken back meanwhile, it still reads what came: a 408 follows
             n = self.sock.recv_into(buf)
@@ -206,14 +197,7 @@ class Wire(io.RawIOBase):
             self.sock.settimeout(self.stall)
             self._tight = False
         self.sock.sendall(data)
-        self.replied = True
         return len(data)
-
-    def _poller(self):
-        if self._poll is None:
-            self._poll = select.poll()
-            self._poll.register(self.sock, select.POLLIN)
-        return self._poll
 
     def fileno(self) -> int:
         return self.sock.fileno()

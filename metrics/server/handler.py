@@ -31,7 +31,6 @@ from panelist.metrics.server.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGT
 from panelist.metrics.server.guard import LOCAL
 from panelist.metrics.server.routing import gate_of
 from panelist.metrics.store import jsonwire
-from panelist.metrics.upstream import spin
 from panelist.metrics.wire.errors import body_of, refusal, shaped, status_of
 
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
@@ -105,8 +104,7 @@ class Handler(BaseHTTPRequestHandler):
             if method is None:
                 self.send_error(501, f"Unsupported method ({self.command!r})")
                 return
-            with spin.working():
-                method()
+            method()
         except Late:
             self.close_connection = True
             if self.raw_requestline or self.wire.got:   # a request began: say why it ends here

@@ -15,7 +15,6 @@ demo; it always returns.
 
 from __future__ import annotations
 
-import os
 import threading
 
 from panelist.metrics.home import Home
@@ -25,7 +24,6 @@ from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
 from panelist.metrics.upkeep import failing, onboarding_worker, schedule
 from panelist.metrics.upkeep.suitejob import SuiteRuns
-from panelist.metrics.upstream import spin
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
 
@@ -37,8 +35,7 @@ class Parts:
     def of_home(cls, home: Home, panels: Panels | None = None, env=None) -> "Parts":
         """The parts of a server over ``home``: a broken schedule is refused before the panels
         open; the upstream's proxies come from ``env`` when given (as the server's settings
-        do), else from the process environment, as ``PANELIST_SPIN_US`` is (``spin``)."""
-        spin.configure(os.environ if env is None else env)
+        do), else from the process environment."""
         jobs = schedule.settings(home)
         if panels is None:
             panels = Panels(home) if env is None else \
