@@ -1,12 +1,13 @@
 """The domain, one subpackage per concept; arrows point down (``tests/test_layout.py``).
 
-    server/    the only importer of http.server: connections, deadlines, routing, gates, the
-               catch-all; the gateway's routes, streams, the dashboard, its API and the
-               body each of its writes declares (bodies), the panels' filters (panelquery)
-               and the model page (modelpage); Parts (a server's long-lived pieces, built
-               once); guard, keys, rate limits (ratelimit; ratedb, on PostgreSQL), sessions
-               (and the table workers share); workers (N processes on one port, and
-               stopping one)
+    server/    the only importer of http.server: its front end (front/: the listener,
+               connections and their deadlines, handler threads, workers: N processes on
+               one port, and stopping one); routing, gates, the catch-all; the gateway's
+               routes, streams, the dashboard, its API and the body each of its writes
+               declares (bodies), the panels' filters (panelquery) and the model page
+               (modelpage); Parts (a server's long-lived pieces, built once); guard, keys,
+               rate limits (ratelimit; ratedb, on PostgreSQL), sessions (and the table
+               workers share)
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
                error shapes

@@ -24,12 +24,15 @@ may cost.
 from __future__ import annotations
 
 import io
+import logging
 import math
 import select
 import socket
 import threading
 import time
 
+# DEBUG records of a connection's phases (off unless the logging setup turns them on)
+log = logging.getLogger("panelist.server.connection")
 
 MAX_BODY = 20 * 1024 * 1024   # the tightest whole-request cap among the big providers (Gemini's)
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
@@ -45,6 +48,7 @@ MAX_CONNECTIONS = 512
 # so a body counted in such steps is never taken for a stalled one (``Wire.stalled``)
 BODY_WAKE = int(MIN_BODY_RATE * STALL_GRACE)
 IDLE, HEAD, BUSY, BODY = 0, 1, 2, 3   # a Wire's phase; the server may drop all but a BUSY one
+PHASES = ("IDLE", "HEAD", "BUSY", "BODY")   # their names, for the log
 
 
 class RequestHeaders:
@@ -98,6 +102,11 @@ class Wire(io.RawIOBase):
         super().__init__()
         self.sock = sock
         self.room = room or threading.Lock()
+        # guards ``phase`` and ``dropped`` together: the connection's own thread moves the phase,
+        # the server's heads thread drops it, and neither may act on a state the other is
+        # changing. One lock per connection, so requests never queue behind each other on it;
+        # taken after ``room`` where both are held.
+        self.state = threading.Lock()
         self.stall = stall   # seconds one read or write may block, and the wait for a next request
         self.head_timeout = head_timeout
         self._head = memoryview(head)   # what ``Heads`` read before this connection had a thread
@@ -160,9 +169,11 @@ class Wire(io.RawIOBase):
             if n:
                 self.whole = ends_head(buf[:n])
             if n and self.phase == IDLE:   # a next request begins: its head is now due
-                self.phase, self.since = HEAD, time.monotonic()
+                with self.state:
+                    self.phase, self.since = HEAD, time.monotonic()
                 self.deadline = self.since + self.head_timeout
                 self.got = 0
+                log.debug("connection %d: a next request's head begins", self.sock.fileno())
         return n
 
     def _recv_body(self, buf) -> int:
@@ -205,7 +216,9 @@ class Wire(io.RawIOBase):
     def await_request(self) -> None:
         """Between requests on a kept connection: wait up to ``stall`` for the next one."""
         self.whole = False
-        self.phase, self.since = IDLE, time.monotonic()
+        with self.state:
+            self.phase, self.since = IDLE, time.monotonic()
+        log.debug("connection %d: idle, waiting for its next request", self.sock.fileno())
         self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
 
     def expect_body(self, grace: float, left: int) -> None:
@@ -226,14 +239,31 @@ class Wire(io.RawIOBase):
         self.body_left = 0
         self._set_lowat(1)   # heads and the next request's first byte wake a read at once
 
-    def drop(self) -> None:
+    def drop(self) -> bool:
         """Wake the handler's read with an end of input it will take as ``Late``. Called by the
-        server, under its lock, only for an IDLE or HEAD wire: a busy one is never cut."""
-        self.dropped = True
+        server, under its lock, for an IDLE, HEAD or BODY wire: one that turned busy meanwhile
+        is never cut (False)."""
+        with self.state:
+            if self.phase == BUSY or self.dropped:
+                return False
+            self.dropped = True
+        log.debug("connection %d: taken back in phase %s", self.sock.fileno(),
+                  PHASES[self.phase])
         try:
             self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
         except OSError:
             pass
+        return True
+
+    def turn(self, phase: str) -> bool:
+        """Move to ``phase`` (BUSY or BODY) unless the server took this connection back first
+        (False). Under ``state``, so ``drop`` sees either the old phase or the new one, never a
+        connection dropped just after it turned busy."""
+        with self.state:
+            if self.dropped:
+                return False
+            self.phase = phase
+        return True
 
 
 def too_large(size: int, cap: int) -> str:

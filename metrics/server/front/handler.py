@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout, Unavailable)
-from panelist.metrics.server.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGTH_DIGITS,
+from panelist.metrics.server.front.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGTH_DIGITS,
                                                 MIN_BODY_RATE, Late, RequestHeaders,
                                                 has_input, too_large)
 from panelist.metrics.server.guard import LOCAL
@@ -40,7 +40,7 @@ _ONCE = frozenset({"host", "content-length", "transfer-encoding"})
 _DATE = [(0, "")]   # (second, its Date header): shared by every handler thread
 
 if TYPE_CHECKING:   # the server imports this module
-    from panelist.metrics.server.base import Server
+    from panelist.metrics.server.front.base import Server
 
 
 class Handler(BaseHTTPRequestHandler):
