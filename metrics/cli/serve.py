@@ -55,8 +55,6 @@ def _serve(args, out: Out, make) -> int:
     simulated roster."""
     if args.database:
         check_argument(check_url(args.database))
-        # the workers are spawned processes: they open the data folder from the environment
-        os.environ["PANELIST_DATABASE_URL"] = args.database
     home = open_home(args.data, database=args.database)
     workers.check_reuse_port(args.workers)   # before anything starts
     if args.workers == 1:
@@ -91,7 +89,8 @@ def _one(args, out: Out, make, home) -> int:
 
 def _group(args, out: Out, make, home) -> int:
     group = workers.Group(make, home.root, args.host, args.port, args.workers,
-                          share_sessions=args.noun == "serve", demo=args.demo)
+                          share_sessions=args.noun == "serve", demo=args.demo,
+                          database=home.database)
     if not group.start():   # stopped before every worker listened
         return 0
     try:
