@@ -20,7 +20,6 @@ ANSWERED = frozenset({"ok", "tool_calls"})
 TRANSIENT = (RateLimited, UpstreamServerError, UpstreamUnreachable)
 BACKOFF = 1.0          # seconds before a retry when the upstream named no wait (doubles)
 MAX_BACKOFF = 30.0
-ASIDE_TICK = 0.02      # how often a here-set polling its calls looks at those put aside
 GRACE = 2.0            # seconds past a set's deadline (or cancel) before a stuck unit is given up
 BUDGETS = ("max_tokens", "max_completion_tokens")   # the output budgets of a chat body
 

@@ -29,7 +29,9 @@ from panelist.metrics.upstream.proxy import environment_proxies
 
 
 class Parts:
-    """One server's domain: what its routes and the API reach through ``h.server.parts``."""
+    """One server's domain: what its routes and the API reach through ``h.server.parts``.
+    A *part* is a long-lived object a server builds once and closes once (a service container,
+    in other frameworks' words); nothing hangs attributes on it from outside."""
 
     @classmethod
     def of_home(cls, home: Home, panels: Panels | None = None, env=None) -> "Parts":

@@ -22,8 +22,8 @@ What a connection may cost is bounded (``metrics.server.front.connection`` holds
   socket has a ``Wire`` in ``_wires`` from being handed over until its thread is done with it,
   so the table counts exactly the connections that hold (or are about to hold) a thread. Only
   the heads thread adds to it (``admit``) and drops from it (``_drop``), under the server's
-  lock; phases move without it (``begin_work``), so a connection being answered is dropped
-  only in the instant it turned busy, and then only its read side: its reply still goes out.
+  lock; phases move under each connection's own lock (``begin_work``, ``Wire.turn``), so a
+  connection being answered is never dropped, and one dropped first never turns busy.
 
 Stopping (``drain``, then ``close``): the listener takes what the kernel already queued for it,
 then closes; connections that have sent nothing, or sit between requests, are hung up (nothing
@@ -282,8 +282,8 @@ class Server(ThreadingHTTPServer):
 
     def end_body(self, wire: Wire) -> None:
         """The body was read (or its reading failed): the connection is busy again. If it was
-        taken back meanwhile (or in the instant it turned busy), its reply still goes out and
-        the connection then closes."""
+        taken back while its body came, its reply still goes out and the connection then
+        closes."""
         with wire.state:
             wire.phase = BUSY
         wire.no_deadline()

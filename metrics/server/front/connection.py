@@ -12,9 +12,11 @@ may cost.
   ``BODY_WAKE`` bytes of it, have come, so a body trickled in small pieces wakes its thread
   once per ``BODY_WAKE`` bytes (or at its deadline), never per piece.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
-  ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
-  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (but in the
-  instant one turns busy: ``Server.begin_work``): a connection that is only sending bytes
+  ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. To *take
+  back* a connection is to shut its read side so that its thread ends it (``Wire.drop``) and
+  serves a request waiting for a thread instead (connection reclaiming). The server
+  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (the phase
+  and the mark change together under ``Wire.state``): a connection that is only sending bytes
   holds no work worth protecting, one being answered does. Nor a HEAD one
   whose head has arrived ``whole`` (it waits for nothing from its client and is BUSY in moments),
   nor an IDLE one whose next head is waiting whole. Bytes of a head are read under the server's
