@@ -40,6 +40,11 @@ Invariants:
   caller that stops iterating early hands the rest to the core with ``let_go``. A set of
   streamed calls, of jobs, with ``parallel``, or with a prompt over 64 KiB (whose uploads
   must not wait for each other) is never polled.
+* A call's admission slot is given back when the upstream is done with the call
+  (``SlotRelease``): at once after its answer; for a call cut before it (its deadline, its
+  set's cancel), once the upstream has ended the call (``metrics.upstream.settle``), not when
+  the seat gave up, so an endpoint's ``max_concurrent`` holds at the upstream. A retry takes a
+  slot of the same limit again, within the call's same deadline.
 * A call given ``on_delta`` is streamed: the listener hears each piece of the answer's text as
   it arrives (on the call's thread), and the result is the whole answer all the same.
 * ``parallel`` holds at most that many units of a set at once per lane, in the order given: a
@@ -68,7 +73,6 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -302,8 +306,8 @@ class Seats:
             answered(result, answer)
             return
 
-    def retry_delay(self, call: SeatCall, result: SeatResult, exc: UpstreamError, tries: "Tries",
-               deadline: float, hooks: Hooks) -> float | None:
+    def retry_delay(self, call: SeatCall, result: SeatResult, exc: UpstreamError,
+                    tries: "Tries", deadline: float, hooks: Hooks) -> float | None:
         """An attempt failed with ``exc``: the seconds to wait before the next one, or None when
         there is none (the failure is the call's)."""
         learn = hooks.learn if hooks.learn is not None else self.learn
@@ -352,54 +356,63 @@ class Seats:
                  hooks: Hooks, cap: int | None):
         model = call.model
         endpoint, key, body = self._prepared(call, result, cancel, cap)
-        with ExitStack() as slot_scope:
-            if self.admission is not None:
-                left = deadline - time.monotonic()
-                wait = max(0.0, left if call.wait is None else min(call.wait, left))
-                w0 = time.monotonic()
-                try:   # no slot within the wait is AtLimit; a cancelled wait is Cancelled
-                    slot_scope.enter_context(self.admission.slot(endpoint.name, model.alias, wait=wait,
-                                                           cancel=cancel))
-                finally:
-                    result.waited += time.monotonic() - w0
+        extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
+        if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
+            extra["meter"] = hooks.meter
+        if self.admission is not None:
+            left = deadline - time.monotonic()
+            wait = max(0.0, left if call.wait is None else min(call.wait, left))
+            w0 = time.monotonic()
+            slot = self.admission.slot(endpoint.name, model.alias, wait=wait, cancel=cancel)
+            try:   # no slot within the wait is AtLimit; a cancelled wait is Cancelled
+                slot.__enter__()
+            finally:
+                result.waited += time.monotonic() - w0
+            # the upstream gives the slot back once it is done with the call (SlotRelease)
+            extra["on_release"] = release = SlotRelease(slot)
+        try:
             left = _left(call, deadline)
-            extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
-            if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
-                extra["meter"] = hooks.meter
-            try:
-                return self.upstream.chat(endpoint.base_url, key, body,
-                                          timeout=min(call.timeout, left), cancel=cancel,
-                                          messages_json=hooks.encoded.of(call.messages),
-                                          **extra)
-            except UpstreamError as exc:
-                _named(exc, endpoint)
-                raise
+        except BaseException:
+            if self.admission is not None:
+                release()   # nothing was sent
+            raise
+        try:
+            return self.upstream.chat(endpoint.base_url, key, body,
+                                      timeout=min(call.timeout, left), cancel=cancel,
+                                      messages_json=hooks.encoded.of(call.messages), **extra)
+        except UpstreamError as exc:
+            _named(exc, endpoint)
+            raise
 
     def send(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-              hooks: Hooks, cap: int | None, snapshot: "RosterSnapshot | None" = None) -> "SentCall | None":
+             hooks: Hooks, cap: int | None,
+             snapshot: "RosterSnapshot | None" = None) -> "SentCall | None":
         """``_attempt``'s first half for a set that reads its answers in one thread: the call
         sent, holding its slot; None when admission has no slot at once (a thread of the core
         then waits for one)."""
         model = call.model
         endpoint, key, body = self._prepared(call, result, cancel, cap, snapshot)
-        slot = None
+        release = None
         if self.admission is not None:
             slot = self.admission.slot(endpoint.name, model.alias, wait=0.0, cancel=cancel)
             try:
                 slot.__enter__()
             except AtLimit:
                 return None
+            release = SlotRelease(slot)   # given back by the upstream once done with the call
         try:
             timeout = min(call.timeout, _left(call, deadline))
+        except BaseException:
+            if release is not None:
+                release()   # nothing was sent
+            raise
+        try:
             return SentCall(self.upstream.send_chat(
                 endpoint.base_url, key, body, timeout=timeout, cancel=cancel,
-                messages_json=hooks.encoded.of(call.messages), meter=hooks.meter),
-                endpoint, slot)
-        except BaseException as exc:
-            if slot is not None:
-                slot.__exit__(None, None, None)
-            if isinstance(exc, UpstreamError):
-                _named(exc, endpoint)
+                messages_json=hooks.encoded.of(call.messages), meter=hooks.meter,
+                on_release=release), endpoint)
+        except UpstreamError as exc:
+            _named(exc, endpoint)
             raise
 
     def _pause(self, model: Model, exc: UpstreamError, cap: float | None) -> float | None:
@@ -428,12 +441,13 @@ def clamp(params: dict, cap: int | None) -> tuple[dict, dict | None]:
 
 
 class SentCall:
-    """A call sent by a set's own thread: its answer to read, the slot it holds till then."""
+    """A call sent by a set's own thread: its answer to read. Its slot, if any, is the
+    upstream's to give back (``SlotRelease``), once it is done with the call."""
 
-    __slots__ = ("chat", "endpoint", "slot", "index", "t0", "deadline", "tries")
+    __slots__ = ("chat", "endpoint", "index", "t0", "deadline", "tries")
 
-    def __init__(self, chat, endpoint: Endpoint, slot):
-        self.chat, self.endpoint, self.slot = chat, endpoint, slot
+    def __init__(self, chat, endpoint: Endpoint):
+        self.chat, self.endpoint = chat, endpoint
 
     def answer(self):
         try:
@@ -441,16 +455,27 @@ class SentCall:
         except UpstreamError as exc:
             _named(exc, self.endpoint)
             raise
-        finally:
-            self._free()
 
     def drop(self) -> None:
         self.chat.drop()
-        self._free()
 
-    def _free(self) -> None:
-        if self.slot is not None:
-            slot, self.slot = self.slot, None
+
+class SlotRelease:
+    """Gives an admission slot back, once, from whichever thread calls it first: the upstream
+    calls it when it is done with the call (``Upstream.chat``'s ``on_release``), which for a
+    call cut before its answer is when the upstream ended it, not when the seat gave up. So a
+    slot counts every call the upstream is still working on, and the upstream never sees more
+    calls at once than ``max_concurrent``."""
+
+    __slots__ = ("_slot", "_lock")
+
+    def __init__(self, slot):
+        self._slot, self._lock = slot, threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            slot, self._slot = self._slot, None
+        if slot is not None:
             slot.__exit__(None, None, None)
 
 

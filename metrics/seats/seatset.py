@@ -97,7 +97,7 @@ class SeatSet:
             self._seats.submit(self._run, i, lane)
         return result
 
-    # -- a polled set: one thread sends every call, then reads the answers as they come -------------
+    # -- a polled set: one thread sends every call, then reads the answers as they come ---------
     def _send(self, i: int, snapshot: RosterSnapshot) -> None:
         call, result, seats, hooks = self.units[i], self.results[i], self._seats, self._hooks
         t0 = time.monotonic()
