@@ -103,6 +103,7 @@ class Wire(io.RawIOBase):
         None), held while the bytes of a head are read."""
         super().__init__()
         self.sock = sock
+        self.fd = sock.fileno()   # named in the DEBUG log; read once, as every record needs it
         self.room = room or threading.Lock()
         # guards ``phase`` and ``dropped`` together: the connection's own thread moves the phase,
         # the server's heads thread drops it, and neither may act on a state the other is
@@ -175,7 +176,7 @@ class Wire(io.RawIOBase):
                     self.phase, self.since = HEAD, time.monotonic()
                 self.deadline = self.since + self.head_timeout
                 self.got = 0
-                log.debug("connection %d: a next request's head begins", self.sock.fileno())
+                log.debug("connection %d: a next request's head begins", self.fd)
         return n
 
     def _recv_body(self, buf) -> int:
@@ -220,7 +221,7 @@ class Wire(io.RawIOBase):
         self.whole = False
         with self.state:
             self.phase, self.since = IDLE, time.monotonic()
-        log.debug("connection %d: idle, waiting for its next request", self.sock.fileno())
+        log.debug("connection %d: idle, waiting for its next request", self.fd)
         self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
 
     def expect_body(self, grace: float, left: int) -> None:
@@ -249,7 +250,7 @@ class Wire(io.RawIOBase):
             if self.phase == BUSY or self.dropped:
                 return False
             self.dropped = True
-        log.debug("connection %d: taken back in phase %s", self.sock.fileno(),
+        log.debug("connection %d: taken back in phase %s", self.fd,
                   PHASES[self.phase])
         try:
             self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
