@@ -11,7 +11,7 @@ Routes (``metrics.server.routes``): ``GET /v1/models``, ``POST /v1/chat/completi
 /health``, and Ollama's and Gemini's routes (``metrics.server.clientapis``). Every error
 is OpenAI's error shape (Anthropic's on ``/v1/messages``, Ollama's and Google's on theirs)
 with the right status; anything unexpected is a 500 carrying a request id, with the traceback
-on stderr. What a connection may cost is bounded as ``metrics.server.base`` describes.
+on stderr. What a connection may cost is bounded as ``metrics.server.front.base`` describes.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ if not __package__:
 
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
-from panelist.metrics.server.base import Server, build  # noqa: E402
-from panelist.metrics.server.connection import (BODY_HOLD, BODY_TIMEOUT,  # noqa: E402
+from panelist.metrics.server.front.base import Server, build  # noqa: E402
+from panelist.metrics.server.front.connection import (BODY_HOLD, BODY_TIMEOUT,  # noqa: E402
                                                 HEAD_TIMEOUT, MAX_CONNECTIONS)
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
-from panelist.metrics.server.pool import IDLE_THREAD  # noqa: E402
+from panelist.metrics.server.front.pool import IDLE_THREAD  # noqa: E402
 from panelist.metrics.server import clientapis  # noqa: E402
 from panelist.metrics.server.routes import GATEWAY_ROUTES, ROUTES_HELP  # noqa: E402
-from panelist.metrics.server.workers import Role  # noqa: E402
+from panelist.metrics.server.front.workers import Role  # noqa: E402
 
 
 def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
@@ -55,7 +55,7 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     in memory, ``thread_idle`` how long a connection thread waits for its next connection
     before it ends; tests pass small ones. ``demo`` serves the demo roster now, as ``--demo``
     does (the data folder's one simulator, see ``metrics.upkeep.demohost``). ``role``: which of
-    several workers on one port this is (``metrics.server.workers``)."""
+    several workers on one port this is (``metrics.server.front.workers``)."""
     settings = settings or Settings.from_env(env)
     settings.check_bind(host)
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)

@@ -25,7 +25,7 @@ if not __package__:
 
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
-from panelist.metrics.server.base import Server, build  # noqa: E402
+from panelist.metrics.server.front.base import Server, build  # noqa: E402
 from panelist.metrics.server.dashboard import (ROUTES_HELP, SECURITY_HEADERS,  # noqa: E402
                                                UI, Dashboard, require_login)
 from panelist.metrics.server.guard import Settings  # noqa: E402

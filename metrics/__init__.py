@@ -1,13 +1,13 @@
 """The domain, one subpackage per concept; arrows point down (``tests/test_layout.py``).
 
-    server/    the only importer of http.server: connections, deadlines, routing, gates, the
-               catch-all; the gateway's routes (Ollama's and Gemini's: clientapis), streams,
-               the dashboard, its API and the body each of its writes declares (bodies),
-               the panels' filters (panelquery)
-               and the model page (modelpage); Parts (a server's long-lived pieces, built
-               once); guard, keys, rate limits (ratelimit; ratedb, on PostgreSQL), sessions
-               (and the table workers share); workers (N processes on one port, and
-               stopping one)
+    server/    the only importer of http.server: its front end (front/: the listener,
+               connections and their deadlines, handler threads, workers: N processes on
+               one port, and stopping one); routing, gates, the catch-all; the gateway's
+               routes (Ollama's and Gemini's: clientapis), streams, the dashboard, its API
+               and the body each of its writes declares (bodies), the panels' filters
+               (panelquery) and the model page (modelpage); Parts (a server's long-lived pieces, built once); guard, keys,
+               rate limits (ratelimit; ratedb, on PostgreSQL), sessions (and the table
+               workers share)
     cli/       ``panelist noun verb`` (main), the MCP server
     wire/      formats <-> one panel request: chat (its stream), models, responses, messages,
                ollama, gemini, error shapes
@@ -20,8 +20,9 @@
     panel/     request (a body checked whole), panel (run and assemble), sections (its text),
                seating, pick, merge, decider, history, suggest, prompt, jsonshape, held (what
                a panel's answers hold of the server's memory budget)
-    seats.py   the seats core: calls at once, deadlines, cancellation, admission; seatcalls
-               (what it is given and hands back), seatset (a set in flight: on the core's
+    seats/     the seats core: calls at once, deadlines, cancellation, admission; calls
+               (what it is given and hands back), core (Seats), record (the one line shape
+               of a model call), seatset (a set in flight: on the core's
                threads, or sent and read by its caller's thread alone)
     ledger/    the evidence: ledger (writes, the facade), logs (JSONL) or pglogs (PostgreSQL)
                beneath it, pgcopy (db import / export), ids, index (the pure fold;

@@ -51,12 +51,6 @@ def wilson_rate(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     return low, high
 
 
-def clearly_above(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """True when interval ``a`` lies wholly above ``b``: the two do not overlap."""
-    return a[0] > b[1]
-
-
-
 # -- Student's t -----------------------------------------------------------------------------------
 _TINY = 1e-300
 _EPS = 1e-15

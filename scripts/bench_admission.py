@@ -18,6 +18,14 @@ end. From those logs:
 3. **Cost** of one uncontended ``slot()`` (and ``has_room``) in µs, for an unlimited endpoint (no
    file touched), one with ``max_concurrent``, and one with both limits.
 
+4. **Seats that time out** (``max_concurrent`` 2, one process): gateway-like panels of two
+   seats from ``--clients`` threads, back to back, through the seats core, against a model that
+   works through its whole time even when the caller has gone (the simulator's ``deaf``), with
+   seat timeouts longer than the model's time (the panels queue for slots, so late seats run
+   out of time) and shorter than it. The upstream counts the calls it works on itself: its
+   peak against the cap, its calls, and the seats answered, timed out and refused at the limit.
+   ``--only seats`` runs this step alone.
+
 ``--quick`` shortens the window to 10 s (rpm 60 a window, 3 windows) and the second run to 8 s, so
 everything ends in about a minute. The window is a parameter of ``Admission`` for this and the
 tests; every process on a folder must use the same. Figures vary with the machine and its load.
@@ -194,6 +202,61 @@ def cost_run(folder: Path, rounds: int) -> dict:
     return out
 
 
+def seats_run(folder: Path, *, model_time: float, seat_timeout: float, clients: int,
+              seconds: float) -> dict:
+    """Step 4: panels of two seats back to back from ``clients`` threads for ``seconds``."""
+    from panelist.metrics.seats import SeatCall, Seats
+    with SimUpstream({MODEL: {"latency": model_time, "deaf": True}}) as sim:
+        home = open_home(folder / f"seats-{model_time:g}-{seat_timeout:g}")
+        roster = Roster(home)
+        roster.add_endpoint("sim", sim.url)
+        roster.add_model(MODEL, "sim")
+        roster.set_limits("endpoint", "sim", {"max_concurrent": 2})
+        admission = Admission(home)
+        seats = Seats(roster, admission=admission)
+        model = roster.view().models[MODEL]
+        outcomes, lock = [], threading.Lock()
+        until = time.monotonic() + seconds
+
+        def client(c: int) -> None:
+            n = 0
+            while time.monotonic() < until:
+                calls = [SeatCall(label=f"{c}.{n}.{k}", role="member", model=model,
+                                  messages=[{"role": "user", "content": "review this"}],
+                                  timeout=seat_timeout, wait_in_timeout=True) for k in range(2)]
+                done = seats.start(calls, timeout=seat_timeout, poll=True).wait()
+                with lock:
+                    outcomes.extend(r.status if r.answered else r.error_kind for r in done)
+                n += 1
+
+        threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        end = time.monotonic() + model_time + 5   # what the upstream still works on, to its end
+        while sim.in_flight and time.monotonic() < end:
+            time.sleep(0.05)
+        seats.close()
+        admission.close()
+        return {"model_s": model_time, "seat_timeout_s": seat_timeout, "cap": 2,
+                "clients": clients, "seconds": seconds, "upstream_peak": sim.peak_in_flight,
+                "upstream_calls": len(sim.requests), "seats": len(outcomes),
+                "answered": sum(o in ("ok", "tool_calls") for o in outcomes),
+                "timed_out": outcomes.count("timeout"), "at_limit": outcomes.count("at_limit")}
+
+
+def report_seats(runs: list[dict]) -> None:
+    print("4. seats that time out: max_concurrent 2, a model that works to its end whoever "
+          "waits, panels of two seats back to back")
+    for s in runs:
+        print(f"   model {s['model_s']} s, seat timeout {s['seat_timeout_s']} s, {s['clients']} "
+              f"clients, {s['seconds']:g} s: upstream peak {s['upstream_peak']} at once (cap "
+              f"{s['cap']}); {s['upstream_calls']} upstream calls for {s['seats']} seats: "
+              f"{s['answered']} answered, {s['timed_out']} timed out, {s['at_limit']} refused "
+              "at the limit")
+
+
 def report(r: dict) -> None:
     a, b, c = r["rate"], r["concurrency"], r["cost"]
     print(f"python {r['python']} on {r['machine']}; {PROCESSES} processes on one data folder, "
@@ -234,8 +297,17 @@ def main(argv=None) -> int:
     p.add_argument("--windows", type=int, help="windows the rpm run lasts (default 2)")
     p.add_argument("--workers", type=int, default=8, help="threads per process (default 8)")
     p.add_argument("--rounds", type=int, default=5000, help="calls timed for the cost figures")
+    p.add_argument("--clients", type=int, default=8, help="panel threads in step 4 (default 8)")
+    p.add_argument("--only", choices=("seats",), help="run step 4 alone")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    seconds = 4.0 if args.quick else 10.0
+    if args.only == "seats":
+        with tempfile.TemporaryDirectory(prefix="panelist-bench-admission-") as tmp:
+            runs = [seats_run(Path(tmp), model_time=m, seat_timeout=t, clients=args.clients,
+                              seconds=seconds) for m, t in ((0.6, 1.0), (0.6, 0.3))]
+        print(json.dumps({"seats": runs}, indent=2)) if args.json else report_seats(runs)
+        return 0
     window = args.window or (10.0 if args.quick else 60.0)
     windows = args.windows or (3 if args.quick else 2)
     rpm = 60 if args.quick else 120
@@ -251,11 +323,16 @@ def main(argv=None) -> int:
                                    workers=args.workers),
                   "concurrency": concurrency_run(folder, sim, seconds=8.0 if args.quick else 20.0,
                                                  workers=args.workers),
-                  "cost": cost_run(folder, args.rounds)}
+                  "cost": cost_run(folder, args.rounds),
+                  "seats": [seats_run(folder, model_time=m, seat_timeout=t,
+                                      clients=args.clients, seconds=seconds)
+                            for m, t in ((0.6, 1.0), (0.6, 0.3))]}
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         report(result)
+        print()
+        report_seats(result["seats"])
     return 0
 
 

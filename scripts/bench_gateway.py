@@ -477,8 +477,7 @@ class Bench:
                     failed += 1
                     continue
                 times[name].append(secs * 1000)
-        # what the gateway spent per pair: the panel, the work after its reply, and any look
-        # for the next request while the direct call ran (metrics.upstream.spin)
+        # what the gateway spent per pair: the panel and the work after its reply
         gateway_cpu = (proc_cpu(self.gateway.pid) - gw0) * 1000 / n
         direct.close()
         panel.close()

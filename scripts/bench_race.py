@@ -53,7 +53,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 
-from panelist.metrics import seatrecord  # noqa: E402
+from panelist.metrics.seats import record as seatrecord  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.race import sequential, verdict  # noqa: E402
 from panelist.metrics.race.benchmark import Benchmark, GradeBook  # noqa: E402

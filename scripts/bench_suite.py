@@ -148,7 +148,7 @@ def bench_report(n: int) -> dict:
 
     def line() -> str:
         task = f"t{rng.randrange(40)}"
-        # the sample's seat record (metrics/seatrecord.py) in part, and the suite's fields
+        # the sample's seat record (metrics/seats/record.py) in part, and the suite's fields
         return json.dumps({"kind": "sample", "call": f"{task}|m|1", "role": "suite",
                            "task": task, "task_hash": "h", "task_kind": "claim", "pair": task,
                            "alias": f"m{rng.randrange(5)}", "epoch": rng.randint(1, 3),

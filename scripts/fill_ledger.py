@@ -31,7 +31,7 @@ import random  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
 
-from panelist.metrics import seatrecord  # noqa: E402
+from panelist.metrics.seats import record as seatrecord  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.seats import SeatResult  # noqa: E402
 from panelist.metrics.ledger.ledger import Ledger  # noqa: E402

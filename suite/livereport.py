@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.ledger import samples as sample_store
 from panelist.suite import report
 

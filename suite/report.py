@@ -38,7 +38,7 @@ from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import samples as sample_store
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.stats import wilson_rate
 from panelist.suite import results
 from panelist.suite.tasks import pair_of

@@ -3,7 +3,7 @@
 ``ledger.samples``).
 
 A sample is one task asked of one model in one epoch. Its line is the call's seat record
-(``metrics/seatrecord.py``: the model's alias, served id and endpoint, status, error, the answer
+(``metrics/seats/record.py``: the model's alias, served id and endpoint, status, error, the answer
 as given, tokens, seconds, time waiting for admission, attempts; role ``suite``) with the
 suite's own fields: the task (id, hash, kind, pair), the epoch, the parameters sent, the
 prompt's digest, what the strict parser read in the answer and the score, and the task's ``key``
@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.store import jsonwire
 from panelist.metrics.seats import SeatResult

@@ -500,7 +500,7 @@ def test_bulk_path_writes_the_same_lines(tmp_path):
 
 
 def test_a_panel_s_whole_seat_lines_land_as_made_and_bad_ones_are_refused(runs):
-    from panelist.metrics import seatrecord
+    from panelist.metrics.seats import record as seatrecord
     from panelist.metrics.seats import SeatResult
     with Ledger(runs) as ledger:
         pid = ledger.new_panel(T0)

@@ -5,13 +5,13 @@ ledger's fields, the in-flight hold released before a seat is handed over)."""
 import json
 
 from conftest import read_jsonl
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.roster.roster import Roster
 
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x"}]}
-# the seat record (metrics/seatrecord.py) and the panel's own fields
+# the seat record (metrics/seats/record.py) and the panel's own fields
 SEAT_FIELDS = set(seatrecord.FIELDS) | {"panel", "shape", "seated", "key", "collection"}
 
 

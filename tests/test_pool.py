@@ -4,7 +4,7 @@ arrival when all are busy; idle threads end; ``busy`` says when handed jobs wait
 import threading
 
 from conftest import wait_until
-from panelist.metrics.server.pool import Pool
+from panelist.metrics.server.front.pool import Pool
 
 
 def pool_threads(name: str) -> list:

@@ -1,5 +1,5 @@
 """One seat record: a panel's seat, a race's call, a suite sample, a probe and an endpoint Test
-are each written as the same fields with a role (``metrics/seatrecord.py``), and readers take the
+are each written as the same fields with a role (``metrics/seats/record.py``), and readers take the
 shapes earlier versions wrote."""
 
 import json
@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from conftest import read_jsonl, wait_until
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.benchmark import Benchmark, GradeBook
 from panelist.metrics.race.chatjob import ChatJob, ChatSpec

@@ -11,7 +11,7 @@ from conftest import move_to, read_jsonl, wait_until
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import AtLimit, Cancelled
-from panelist.metrics.seatrecord import CallLog
+from panelist.metrics.seats.record import CallLog
 from panelist.metrics.seats import CallFailed, JobResult, SeatCall, SeatJob, Seats
 
 ASK = [{"role": "user", "content": "Say something short."}]

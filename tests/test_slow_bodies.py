@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from conftest import DASHBOARD_TOKEN, PATIENCE, move_to, serving_threads, wait_until
-from panelist.metrics.server.connection import BODY as READING_BODY, BODY_WAKE
+from panelist.metrics.server.front.connection import BODY as READING_BODY, BODY_WAKE
 from panelist.gateway import make_gateway
 from panelist.serve import make_dashboard
 from test_gateway_head import BODY, replies

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import Gateway, read_jsonl
 from panelist.gateway import make_gateway
-from panelist.metrics.server.base import HEALTH_RESERVE
+from panelist.metrics.server.front.base import HEALTH_RESERVE
 from test_gateway_head import BODY, replies
 
 PATIENCE = 30   # seconds a test waits for something that should happen far sooner

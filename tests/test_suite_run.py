@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import PATIENCE, read_jsonl, wait_until
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.offload import main
 from panelist.metrics.roster.roster import Roster
 from panelist.suite import answers, demo, report
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACK = {t.id: t for t in scan(STARTER)[0]}
 FOUR = ["std-bisect-left", "std-bisect-left-control", "claim-wilson-all-useful",
         "claim-costs-no-tokens"]
-# the seat record (metrics/seatrecord.py) and the suite's own fields
+# the seat record (metrics/seats/record.py) and the suite's own fields
 SAMPLE_FIELDS = set(seatrecord.FIELDS) | {
     "run", "task", "task_hash", "task_kind", "pair", "epoch", "params", "params_key",
     "prompt_hash", "outcome", "failure", "verdict", "lines", "flag", "right", "score", "key"}

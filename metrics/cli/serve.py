@@ -5,7 +5,7 @@ The servers themselves are lent by the entry point (``Runtime.make_gateway``,
 serves the demo roster: the data folder's one simulated upstream, started by the server if no
 other process serves it, and taken over by it when that process ends
 (``metrics.upkeep.demohost``); with workers, by one of them for all. ``--workers N`` runs N
-processes on the port (``metrics.server.workers``).
+processes on the port (``metrics.server.front.workers``).
 
 Stopping: the first Ctrl-C or SIGTERM lets every request that began be answered (at most
 ``workers.DRAIN`` seconds), then closes; a second one ends that wait at once.
@@ -21,7 +21,7 @@ import threading
 from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import PanelistError
 from panelist.metrics.home import open_home
-from panelist.metrics.server import workers
+from panelist.metrics.server.front import workers
 from panelist.metrics.store.pg import check_argument, check_url, redact
 
 
@@ -55,8 +55,6 @@ def _serve(args, out: Out, make) -> int:
     simulated roster."""
     if args.database:
         check_argument(check_url(args.database))
-        # the workers are spawned processes: they open the data folder from the environment
-        os.environ["PANELIST_DATABASE_URL"] = args.database
     home = open_home(args.data, database=args.database)
     workers.check_reuse_port(args.workers)   # before anything starts
     if args.workers == 1:
@@ -91,7 +89,8 @@ def _one(args, out: Out, make, home) -> int:
 
 def _group(args, out: Out, make, home) -> int:
     group = workers.Group(make, home.root, args.host, args.port, args.workers,
-                          share_sessions=args.noun == "serve", demo=args.demo)
+                          share_sessions=args.noun == "serve", demo=args.demo,
+                          database=home.database)
     if not group.start():   # stopped before every worker listened
         return 0
     try:

@@ -122,10 +122,6 @@ def _inverse(m: list[list[float]]) -> list[list[float]]:
     return [r[n:] for r in rows]
 
 
-def _times(matrix: list[list[float]], v: list[float]) -> list[float]:
-    return [sum(map(operator.mul, row, v)) for row in matrix]
-
-
 def _newton_step(n: int, cells, theta: list[float], g: list[float]) -> list[float]:
     """``x`` with ``I x = g`` for the information ``I`` at ``theta``, by conjugate gradients
     over the pairs (O(pairs) a round; no n×n matrix is made, which matters for a large roster

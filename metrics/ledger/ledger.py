@@ -53,6 +53,7 @@ from typing import Iterable
 
 from panelist.metrics import errors
 from panelist.metrics.ledger import snapshot
+from panelist.metrics.ledger.backend import Logs
 from panelist.metrics.ledger.ids import ID_HELP, panel_seq
 from panelist.metrics.ledger.index import RECENT_HISTORY, V_OFFSET, Index, ModelState, \
     reply_hash
@@ -76,6 +77,7 @@ class Ledger:
         self._clock = clock                # this host's epoch seconds (a cooldown's start)
         self._lock = threading.Lock()      # the index and the tail reader
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
+        self._logs: Logs   # the records' home: the files or the database, one surface
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
             self._logs = DatabaseLogs(database, self.snapshot_path, clock=clock,
@@ -395,7 +397,7 @@ class Ledger:
         self._logs.append(record)
 
     def record_probe(self, rec: dict) -> dict:
-        """Append one probe's (or endpoint test's) seat record (``metrics/seatrecord.py``) as a
+        """Append one probe's (or endpoint test's) seat record (``metrics/seats/record.py``) as a
         ``"probe"`` line. The index folds a probe line only as its model's newest outcome
         and probe (``outcomes``): probes are no seats, so they never count in stats or seating."""
         record = {"v": SCHEMA, "kind": "probe", "ts": utc_iso(time.time())}

@@ -19,7 +19,9 @@ ENDS = ("caller", "record")   # both must have happened before the answers are l
 
 
 class Held:
-    """The bytes of one panel's large answers, taken from ``budget`` (``take``/``give``)."""
+    """The bytes of one panel's large answers, taken from ``budget`` (``take``/``give``).
+    *Held* means reserved from the server's memory budget (``PANELIST_MAX_INFLIGHT_MB``) and
+    not yet given back: a lease on bytes, released once the panel no longer needs them."""
 
     def __init__(self, budget=None):
         self.budget = budget

@@ -2,7 +2,7 @@
 
 The split: this module holds what makes a panel a panel (seating the checked request of
 ``request.py``, history per seat, pick / merge / all, the reply, the panel's records); the
-seats core (``seats.py``) makes the calls. A ``PanelRun`` hands its seats to ``Seats.start``
+seats core (``metrics.seats``) makes the calls. A ``PanelRun`` hands its seats to ``Seats.start``
 as ``SeatCall``s and gives it the panel's own hooks: ``SeatEvidence`` as the log (each seat's
 record, ``seatrecord``, with the panel's fields), ``Panels.learn`` (cooldowns, learned
 windows), a scrub for image traces, and ``on_end`` (release the seat's in-flight hold; in pick
@@ -48,7 +48,7 @@ import threading
 import time
 from typing import Callable, Iterator
 
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
 from panelist.metrics.panel.live import Live
 from panelist.metrics.panel.request import Request, parse_request
@@ -328,7 +328,7 @@ class PanelRun:
             self.seats = panels.seats.start(
                 calls, timeout=limits.panel_timeout, cancel=self.cancel, log=self._log,
                 learn=panels.learn, scrub=self._scrub, on_end=self._ended,
-                max_pause=self._max_pause, meter=self.held, here=live is None)
+                max_pause=self._max_pause, meter=self.held, poll=live is None)
             self.deadline = self.seats.deadline
             # each seat, filled in as it ends; until then as seated (status "error", no answer)
             self.results = self.seats.results

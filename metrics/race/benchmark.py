@@ -71,7 +71,7 @@ from panelist.metrics.race.costs import Costs, call_cost
 from panelist.metrics.race.gradebook import GradeBook, roster_candidates, strongest  # noqa: F401
 from panelist.metrics.errors import BadRequest, Cancelled, NotFound, PanelistError
 from panelist.metrics.home import Home, open_home
-from panelist.metrics.seatrecord import CallLog
+from panelist.metrics.seats.record import CallLog
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race import verdict
 from panelist.metrics.race.report import BenchmarkReport, judging_of, summarise

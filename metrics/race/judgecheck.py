@@ -47,7 +47,7 @@ from panelist.metrics.race.verdict import cost_text
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster
-from panelist.metrics.seatrecord import CallLog
+from panelist.metrics.seats.record import CallLog
 from panelist.metrics.seats import SeatCall, Seats
 from panelist.metrics.store.jsonl import utc_iso
 

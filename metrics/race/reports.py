@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from panelist.metrics import seatrecord
-from panelist.metrics.seatrecord import CallLog
+from panelist.metrics.seats import record as seatrecord
+from panelist.metrics.seats.record import CallLog
 from panelist.metrics.store import atomic, jsonwire
 
 

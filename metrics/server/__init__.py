@@ -3,9 +3,9 @@
 (``panelquery``) and the model page (``modelpage``); the routes of Ollama's and Gemini's clients
 (``clientapis``); who may call (``guard``, gateway ``keys``,
 per-key ``ratelimit``, the dashboard's login ``session`` and where its sessions live,
-``sessiontable``); the server base both servers are composed from, the ``pool`` of threads
-that answer its connections, and ``workers``: several
-processes of one server on one port, and how a server stops.
+``sessiontable``); the routes of both servers. The HTTP front end they stand on (the server
+base, connections, the ``pool`` of threads that answer them, ``workers``: several processes of
+one server on one port) is the subpackage ``front``, with a diagram of a connection's life.
 
 Nothing of the domain imports this package.
 """

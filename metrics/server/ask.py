@@ -20,7 +20,7 @@ from __future__ import annotations
 from panelist.metrics.server import routes
 from panelist.metrics.server.bodies import ABSENT, Body, Flag, Items, Text, takes
 from panelist.metrics.server.guard import Caller
-from panelist.metrics.server.handler import Handler
+from panelist.metrics.server.front.handler import Handler
 from panelist.metrics.server.keys import DASHBOARD
 
 ADMIN = Caller(DASHBOARD)   # every collection, no rate limit: the admin owns the server

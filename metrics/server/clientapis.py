@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import BadRequest, MethodNotAllowed, NotFound
 from panelist.metrics.panel import prompt
-from panelist.metrics.server.handler import Handler
+from panelist.metrics.server.front.handler import Handler
 from panelist.metrics.server.routes import (COUNT_HEADER, answering, models_of, open_panel)
 from panelist.metrics.server.routing import KEYS, Route
 from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel

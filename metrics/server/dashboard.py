@@ -29,7 +29,7 @@ from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.server import api, ask, bodies, console, judgechecks
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
-from panelist.metrics.server.handler import Handler
+from panelist.metrics.server.front.handler import Handler
 from panelist.metrics.server.routing import ADMIN, OPEN, Route
 from panelist.metrics.server.session import Sessions
 from panelist.metrics.server.static import StaticFiles

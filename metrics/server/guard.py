@@ -59,8 +59,8 @@ from panelist.metrics.errors import (BadRequest, ConfigInvalid, Forbidden, Panel
                                      PayloadTooLarge, TooManyRequests, Unauthorized,
                                      UnsupportedMediaType)
 from panelist.metrics.home import Home
-from panelist.metrics.server.connection import too_large
-from panelist.metrics.server.memory import MAX_IN_FLIGHT
+from panelist.metrics.server.front.connection import too_large
+from panelist.metrics.server.front.memory import MAX_IN_FLIGHT
 from panelist.metrics.server import ratelimit
 from panelist.metrics.server.ratelimit import RateCounter
 from panelist.metrics.wire.errors import GEMINI_PREFIX, OLLAMA_PATHS

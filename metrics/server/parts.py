@@ -17,7 +17,6 @@ demo; it always returns.
 
 from __future__ import annotations
 
-import os
 import threading
 
 from panelist.metrics.home import Home
@@ -28,20 +27,20 @@ from panelist.metrics.race.registry import Races
 from panelist.metrics.upkeep import failing, onboarding_worker, schedule
 from panelist.metrics.upkeep.leader import Leader
 from panelist.metrics.upkeep.suitejob import SuiteRuns
-from panelist.metrics.upstream import spin
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
 
 
 class Parts:
-    """One server's domain: what its routes and the API reach through ``h.server.parts``."""
+    """One server's domain: what its routes and the API reach through ``h.server.parts``.
+    A *part* is a long-lived object a server builds once and closes once (a service container,
+    in other frameworks' words); nothing hangs attributes on it from outside."""
 
     @classmethod
     def of_home(cls, home: Home, panels: Panels | None = None, env=None) -> "Parts":
         """The parts of a server over ``home``: a broken schedule is refused before the panels
         open; the upstream's proxies come from ``env`` when given (as the server's settings
-        do), else from the process environment, as ``PANELIST_SPIN_US`` is (``spin``)."""
-        spin.configure(os.environ if env is None else env)
+        do), else from the process environment."""
         jobs = schedule.settings(home)
         if panels is None:
             panels = Panels(home) if env is None else \

@@ -22,7 +22,7 @@ from panelist.metrics.ledger import verdict
 from panelist.metrics.panel.live import Live
 from panelist.metrics.race import registry
 from panelist.metrics.server import exposition, readiness
-from panelist.metrics.server.handler import Handler, fault
+from panelist.metrics.server.front.handler import Handler, fault
 from panelist.metrics.server.routing import KEYS, OPEN, Route
 from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel
 from panelist.metrics.wire import messages, models, responses

@@ -37,7 +37,7 @@ from panelist.metrics.store import jsonwire
 from panelist.metrics.panel.live import END
 from panelist.metrics.panel.sections import section
 from panelist.metrics.seats import GRACE
-from panelist.metrics.server.handler import Handler, fault
+from panelist.metrics.server.front.handler import Handler, fault
 from panelist.metrics.wire.errors import body_of, status_of
 
 PANEL_HEADER = "X-Panelist-Panel"   # on every reply of a seated panel: its id, to judge it by

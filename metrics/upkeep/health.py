@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from panelist.metrics import seatrecord
+from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.upkeep import retirement
 from panelist.metrics.store import configfile, jsonl, jsonwire
 from panelist.metrics.alerts import Alerts

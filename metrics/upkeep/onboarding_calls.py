@@ -48,17 +48,23 @@ class Asking:
         self.tasks_of = tasks_of
 
     def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
-             cancel=None, messages_json: bytes | None = None):
+             cancel=None, messages_json: bytes | None = None, on_release=None):
+        """``Upstream.chat``'s, recorded around the call; ``on_release`` runs once, always."""
         call = new_id()
         intent = {"entry": self.eid, "alias": self.alias, "event": "asking", "call": call,
                   "for": self.purpose}
         if self.tasks_of is not None:
             intent["tasks"] = self.tasks_of(body)
-        self.queue.append(intent, sync=True)   # raises before sending when it cannot be kept
+        try:   # raises before sending when it cannot be kept
+            self.queue.append(intent, sync=True)
+        except BaseException:
+            if on_release is not None:   # nothing was sent
+                on_release()
+            raise
         t0 = time.monotonic()
         try:
             answer = self.upstream.chat(base_url, api_key, body, timeout=timeout, cancel=cancel,
-                                        messages_json=messages_json)
+                                        messages_json=messages_json, on_release=on_release)
         except UpstreamError as exc:
             self._ended(call, t0, "failed", exc.kind)
             raise

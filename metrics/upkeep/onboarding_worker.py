@@ -118,7 +118,18 @@ class Worker:
         if self.on_step is not None:
             self.on_step(public(entry) | {"detail": entry["detail"].get(step, {})})
 
+    def _steps(self) -> dict:
+        """Each step of ``STEPS`` by name, and the method that runs it (a step added there
+        without one here fails every entry's work at once, not halfway)."""
+        steps = {"register": self._register, "probe": self._probe, "suite": self._suite,
+                 "ready": self._ready}
+        if set(steps) != set(STEPS):
+            raise RuntimeError(f"the onboarding steps {STEPS} and their methods "
+                               f"{tuple(steps)} differ")
+        return steps
+
     def _work(self, eid: str) -> None:
+        steps = self._steps()
         for step in STEPS:
             if self._stop.is_set():
                 return
@@ -127,7 +138,7 @@ class Worker:
                 return
             if entry["steps"].get(step) in FINISHED:
                 continue
-            getattr(self, f"_{step}")(eid, entry)
+            steps[step](eid, entry)
             if self.queue.entry(eid)["steps"].get(step) not in FINISHED:
                 return   # failed, or cut short: it is taken up again later
 

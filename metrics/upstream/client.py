@@ -48,6 +48,7 @@ from panelist.metrics.plaintext import clip
 from panelist.metrics.store import jsonwire
 from panelist.metrics.upstream.http11 import Reply
 from panelist.metrics.upstream.proxy import Proxy
+from panelist.metrics.upstream.settle import Release
 from panelist.metrics.upstream.transport import (USER_AGENT, Origin, Sent, Transport,
                                                 proxy_refusal)
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
@@ -135,7 +136,8 @@ class Upstream:
     # -- the call ---------------------------------------------------------------------------------
     def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
              cancel: threading.Event | None = None, messages_json: bytes | None = None,
-             on_delta: Callable[[str], None] | None = None, meter=None) -> Answer:
+             on_delta: Callable[[str], None] | None = None, meter=None,
+             on_release: Callable[[], None] | None = None) -> Answer:
         """POST ``body`` (with ``"stream": false``) to ``{base_url}/chat/completions``.
         ``messages_json``: ``body["messages"]`` already encoded (``encode_messages``), shared
         by every seat of a panel instead of encoded, and held, once per seat. ``on_delta``:
@@ -143,30 +145,40 @@ class Upstream:
         answer's text as it arrives; the whole answer is returned all the same. ``meter``: the
         memory budget a large answer is charged to as it arrives (``Transport.exchange``); past
         it the call fails with ``OutOfMemoryBudget``. What it took stays taken for the caller to
-        give back; when the call fails it has already gone back."""
+        give back; when the call fails it has already gone back. ``on_release``: run once, when
+        the upstream is done with the call: at once after an answer, later for a call cut
+        before its answer came, once the upstream ended it (``metrics.upstream.settle``);
+        always, whether this returns or raises."""
         sent = self._begin(base_url, api_key, body, timeout, cancel, messages_json, meter,
-                           streamed=on_delta is not None)
+                           streamed=on_delta is not None, on_release=on_release)
         return sent.answer(None if on_delta is None else
                            Streamed(on_delta, sent.target.label, sent.secrets))
 
     def send_chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
                   cancel: threading.Event | None = None, messages_json: bytes | None = None,
-                  meter=None) -> "SentChat":
+                  meter=None, on_release: Callable[[], None] | None = None) -> "SentChat":
         """``chat``'s first half, for a caller that waits on several calls in one thread: the
         request is sent; ``SentChat.answer`` reads and returns the ``Answer`` (raising what
         ``chat`` raises), ``fileno`` says when some of it has come."""
         return self._begin(base_url, api_key, body, timeout, cancel, messages_json, meter,
-                           streamed=False)
+                           streamed=False, on_release=on_release)
 
     def _begin(self, base_url: str, api_key: str | None, body: dict, timeout: float, cancel,
-               messages_json: bytes | None, meter, *, streamed: bool) -> "SentChat":
+               messages_json: bytes | None, meter, *, streamed: bool,
+               on_release: Callable[[], None] | None = None) -> "SentChat":
         started = time.monotonic()
-        target = self._target(base_url)
-        head, wire = (target.streaming, _STREAMED) if streamed else (target.head, _PLAIN)
-        request = self._request(target, head, _payload(body, messages_json, wire), api_key,
-                                timeout, cancel)
+        release = None if on_release is None else Release(on_release)
+        try:
+            target = self._target(base_url)
+            head, wire = (target.streaming, _STREAMED) if streamed else (target.head, _PLAIN)
+            request = self._request(target, head, _payload(body, messages_json, wire), api_key,
+                                    timeout, cancel)
+        except BaseException:
+            if release is not None:   # nothing was sent: the upstream has nothing to end
+                release.done()
+            raise
         sent = self.transport.begin(target.origin, request, deadline=started + timeout,
-                                    timeout=timeout, cancel=cancel, meter=meter)
+                                    timeout=timeout, cancel=cancel, meter=meter, release=release)
         return SentChat(target, sent, _secrets(target, api_key), started)
 
     def models(self, base_url: str, api_key: str | None, *, timeout: float) -> list[dict]:

@@ -83,6 +83,9 @@ BEHAVIOUR = {
     "price": "[in, out] in USD per million tokens: listed by GET /models as per-token "
              "'pricing' (as aggregators list it); the calls themselves are not billed",
     "close": "answer with 'Connection: close' and close the connection",
+    "deaf": "true: work through the whole latency (or hold, with hold_after) even when the "
+            "client has gone, as a provider that finishes generating does; counted in running "
+            "until then, never in disconnects",
     "drip": "seconds between the answer's bytes (streamed: between its events): a server that "
             "sends slowly but never stops",
     "stream_usage": "false: a streamed answer carries no usage, even when asked for",
@@ -546,11 +549,12 @@ class _Handler(BaseHTTPRequestHandler):
             released = self.sim._release_event(model)
             self.sim._hold(model, 1)
             try:
-                if not self._wait(None, until=released):
+                if not (self._work(None, released) if b.get("deaf") else
+                        self._wait(None, until=released)):
                     return
             finally:
                 self.sim._hold(model, -1)
-        if delay and not self._wait(delay):
+        if delay and not (self._work(delay) if b.get("deaf") else self._wait(delay)):
             return
         auth = self.headers.get("Authorization")
         if fail == "auth" or "require_key" in b and auth != f"Bearer {b['require_key']}":
@@ -673,6 +677,20 @@ class _Handler(BaseHTTPRequestHandler):
                         self.sim._client_gone()
                     return False
                 time.sleep(left)   # the client sent more already; wait without spinning on it
+        self.close_connection = True
+        return False
+
+    def _work(self, seconds: float | None, until: threading.Event | None = None) -> bool:
+        """Take ``seconds`` (None: until ``until`` is set) whatever the client does (a ``deaf``
+        model); False if the server stops meanwhile."""
+        end = None if seconds is None else time.monotonic() + seconds
+        while not self.sim._stopping.is_set():
+            if until is not None and until.is_set():
+                return True
+            left = _POLL if end is None else min(end - time.monotonic(), _POLL)
+            if left <= 0:
+                return True
+            (until or self.sim._stopping).wait(left)
         self.close_connection = True
         return False
 

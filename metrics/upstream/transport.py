@@ -23,6 +23,12 @@ Invariants:
 - A pooled connection is idle, fully read and owned by nobody; a connection that errored, was
   shut down by the watchdog, was answered by HTTP/1.0 or with ``Connection: close``, sent a body
   delimited by its close, or sent bytes past the end of its answer never returns to the pool.
+- A connection cut before its answer came (deadline, cancel, an answer too big, one given up
+  unread) settles before it is let go, when its call carries a ``Release``: it is kept, shut,
+  until the upstream ends the call or ``settle.SETTLE`` passed (``metrics.upstream.settle``),
+  and only then is the release run, so a caller counting calls on the upstream counts this one
+  as long as the upstream works on it. A call's release runs exactly once, when its exchange
+  has ended and its connection has been pooled, closed or settled.
 - A request is sent again only when a *reused* connection proves dead before any byte of the
   answer (the server's idle timer won the race), and then only once, on a fresh connection.
 - Proxies (``metrics.upstream.proxy``) are read from the environment when a ``Transport`` is
@@ -48,6 +54,7 @@ from panelist.metrics.errors import (AuthFailed, Cancelled, OutOfMemoryBudget, U
 from panelist.metrics.upstream import http11
 from panelist.metrics.upstream.http11 import Closed, Cut, NotHTTP, OverBudget, Reply, TooBig, Wire
 from panelist.metrics.upstream.proxy import Proxy, environment_proxies, proxy_for
+from panelist.metrics.upstream.settle import Release, Settler
 
 USER_AGENT = f"panelist/{__version__}"
 TICK = 0.02          # how often the watchdog polls a plain Event or retries a shutdown
@@ -89,11 +96,14 @@ def joined(flag: threading.Event, own: threading.Event) -> CancelFlag:
 class _Call:
     """One call in flight, as the watchdog sees it."""
 
-    __slots__ = ("deadline", "cancel", "sock", "shut", "reason")
+    __slots__ = ("deadline", "cancel", "sock", "shut", "reason", "release", "working")
 
-    def __init__(self, deadline: float, cancel: threading.Event | None):
+    def __init__(self, deadline: float, cancel: threading.Event | None,
+                 release: Release | None = None):
         self.deadline = deadline
         self.cancel = cancel
+        self.release = release   # let go of once the exchange ended and its connection settled
+        self.working = False     # the request went out whole and its answer has not all come
         self.sock: socket.socket | None = None   # what the watchdog would shut down now
         self.shut: socket.socket | None = None   # what it did shut down, so it does so once
         self.reason: str | None = None           # _CANCEL or _DEADLINE once the call is doomed
@@ -194,6 +204,7 @@ class Transport:
         self._watchdog: threading.Thread | None = None
         self._closed = False
         self._tls = tls
+        self._settler = Settler()
 
     @property
     def closed(self) -> bool:
@@ -219,12 +230,15 @@ class Transport:
                           meter=meter).end(stream)
 
     def begin(self, origin: Origin, request: bytes | tuple, *, deadline: float, timeout: float,
-              cancel: threading.Event | None, meter=None) -> "Sent":
+              cancel: threading.Event | None, meter=None,
+              release: Release | None = None) -> "Sent":
         """``exchange`` in two halves: this one connects and sends ``request``; the ``Sent`` it
         returns reads the answer (``end``), and its ``fileno`` lets one thread wait on several
         answers at once. The deadline and ``cancel`` hold in between as during ``exchange``: the
-        watchdog shuts the socket down, which a poll sees as readable."""
-        call = _Call(deadline, cancel)
+        watchdog shuts the socket down, which a poll sees as readable. ``release``: let go of
+        once the exchange has ended and its connection has been pooled, closed or has settled
+        (see the module docstring), whatever happens."""
+        call = _Call(deadline, cancel, release)
         self._enter(call)
         sent = Sent(self, origin, request, call, timeout, meter)
         try:
@@ -237,6 +251,9 @@ class Transport:
     def _leave(self, call: _Call) -> None:
         with self._lock:
             self._inflight.discard(call)
+            release, call.release = call.release, None   # the exchange lets go of it once
+        if release is not None:
+            release.done()
 
     # -- one exchange: the only place socket errors are caught -----------------------------------
     def _send(self, sent: "Sent", sock: socket.socket | None) -> None:
@@ -257,6 +274,7 @@ class Transport:
                         sock.sendall(part)
                 else:
                     sock.sendall(request)
+                call.working = True
                 return
             except _STALE as exc:
                 if sent.reused and call.reason is None:
@@ -299,6 +317,8 @@ class Transport:
                 if not again:
                     raise self._lost(sent, exc, reading) from exc
             finally:
+                if answered:
+                    call.working = False
                 if sent.sock is not None and not again:
                     self._give_back(origin.key, sent.sock, call, keep)
                     sent.sock = None
@@ -417,7 +437,11 @@ class Transport:
                 if len(idle) < self.max_idle_per_host:
                     idle.append(sock)
                     return
-        sock.close()
+            release = call.release if call.working else None
+        if release is not None:   # cut mid-call: kept until the upstream ends it
+            self._settler.add(sock, release)
+        else:
+            sock.close()
 
     # -- the watchdog -----------------------------------------------------------------------------
     def _enter(self, call: _Call) -> None:
@@ -480,6 +504,7 @@ class Transport:
             idle = [sock for socks in self._idle.values() for sock in socks]
             self._idle.clear()
             self._wake.notify()   # the watchdog cancels what is in flight, then exits
+        self._settler.close()
         for sock in idle:
             sock.close()
 

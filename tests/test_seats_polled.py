@@ -1,11 +1,13 @@
-"""A here-set of the seats core: the calling thread sends every call and the iterating thread
+"""A polled set of the seats core (``Seats.start(poll=True)``): the calling thread sends every call and the iterating thread
 reads the answers as they come (the gateway's panels), with the same outcomes, deadlines,
 cancellation, admission and retries as a set run on the core's threads."""
 
 import threading
 
+import pytest
+
 from conftest import move_to, read_jsonl, wait_until
-from panelist.metrics.seatrecord import CallLog
+from panelist.metrics.seats.record import CallLog
 from panelist.metrics.seats import Seats
 from panelist.metrics.upstream.transport import CancelFlag
 from test_seats import TOOLS, CountingAdmission, call, landing_order
@@ -16,7 +18,7 @@ def ends_on(threads):
     return lambda result: threads.append((result.call, threading.current_thread()))
 
 
-def test_a_here_set_answers_every_outcome_on_the_iterating_thread(sim, roster, core, tmp_path):
+def test_a_polled_set_answers_every_outcome_on_the_iterating_thread(sim, roster, core, tmp_path):
     sim.script("mid", tool_calls=[{"name": "lookup_order", "arguments": {"number": "7"}}])
     sim.script("slow", fail="empty")
     sim.script("x-one", fail="auth")
@@ -27,7 +29,7 @@ def test_a_here_set_answers_every_outcome_on_the_iterating_thread(sim, roster, c
         call(roster, "b", "mid", params={"tools": TOOLS}),
         call(roster, "c", "slow"),
         call(roster, "d", "x-one"),
-    ], timeout=30, log=log, on_end=ends_on(threads), here=True).wait()
+    ], timeout=30, log=log, on_end=ends_on(threads), poll=True).wait()
     log.close()
     assert [r.status for r in results] == ["ok", "tool_calls", "empty", "error"]
     assert results[0].text.startswith("[simulated fast]") and results[0].attempts == 1
@@ -41,19 +43,19 @@ def test_a_here_set_answers_every_outcome_on_the_iterating_thread(sim, roster, c
         ["a", "b", "c", "d"]
 
 
-def test_a_here_set_hands_over_answers_as_they_come(gated, home, roster, core):
+def test_a_polled_set_hands_over_answers_as_they_come(gated, home, roster, core):
     move_to(home, gated, "fast", "mid", "slow")
     run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid"),
-                      call(roster, "third", "slow")], timeout=60, here=True)
+                      call(roster, "third", "slow")], timeout=60, poll=True)
     assert gated.wait_arrived("fast", "mid", "slow"), "every call was sent at the start"
     assert landing_order(gated, run, ("slow", "fast", "mid")) == ["slow", "fast", "mid"]
     assert [r.status for r in run.wait()] == ["ok", "ok", "ok"]
 
 
-def test_a_here_set_keeps_each_deadline_and_yields_ticks_meanwhile(sim, roster, core):
+def test_a_polled_set_keeps_each_deadline_and_yields_ticks_meanwhile(sim, roster, core):
     sim.script("slow", fail="hang")
     run = core.start([call(roster, "a", "fast"), call(roster, "b", "slow", timeout=0.5)],
-                     timeout=30, here=True)
+                     timeout=30, poll=True)
     seen = list(run.progress(tick=0.05))
     assert None in seen, "the caller is given ticks to look at its client"
     a, b = run.results
@@ -61,12 +63,12 @@ def test_a_here_set_keeps_each_deadline_and_yields_ticks_meanwhile(sim, roster, 
     assert b.status == "error" and b.error_kind == "timeout"
 
 
-def test_a_here_set_is_cut_by_its_cancel(sim, roster, core):
+def test_a_polled_set_is_cut_by_its_cancel(sim, roster, core):
     sim.script("slow", fail="hang")
     sim.script("mid", fail="hang")
     flag = CancelFlag()
     run = core.start([call(roster, "a", "slow"), call(roster, "b", "mid")], timeout=60,
-                     cancel=flag, here=True)
+                     cancel=flag, poll=True)
     assert wait_until(lambda: sim.count("slow") and sim.count("mid"))
     run.abandon()
     assert [r.status for r in run.wait()] == ["cancelled", "cancelled"]
@@ -80,7 +82,7 @@ def test_calls_without_a_slot_at_once_wait_on_the_cores_threads(sim, roster):
     threads = []
     try:
         results = seats.start([call(roster, f"c{i}", "fast") for i in range(4)], timeout=60,
-                              on_end=ends_on(threads), here=True).wait()
+                              on_end=ends_on(threads), poll=True).wait()
     finally:
         seats.close()
     assert [r.status for r in results] == ["ok"] * 4
@@ -94,7 +96,7 @@ def test_a_call_tried_again_goes_on_on_a_thread_of_the_core(sim, roster, core):
     sim.script("mid", fail="server_error")
     assert core.run([call(roster, "warm", "fast")], timeout=30)[0].status == "ok"
     results = core.start([call(roster, "a", "fast", retries=1), call(roster, "b", "mid")],
-                         timeout=30, here=True).wait()
+                         timeout=30, poll=True).wait()
     again, once = results
     assert again.status == "ok" and again.attempts == 2 and sim.count("fast") == 3
     assert once.status == "error" and once.error_kind == "server_error" and once.attempts == 1
@@ -106,7 +108,7 @@ def test_let_go_leaves_the_rest_to_the_core_and_every_call_is_logged(gated, home
     log = CallLog(tmp_path / "calls.jsonl")
     ended = threading.Event()
     run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid")],
-                     timeout=60, log=log, here=True,
+                     timeout=60, log=log, poll=True,
                      on_end=lambda r: ended.set() if r.call == "second" else None)
     gated.open("fast")
     first = next(r for r in run.progress(tick=0.05) if r is not None)
@@ -120,22 +122,22 @@ def test_let_go_leaves_the_rest_to_the_core_and_every_call_is_logged(gated, home
         ["first", "second"]
 
 
-def test_a_streamed_call_keeps_a_here_set_on_the_cores_threads(sim, roster, core):
+def test_a_streamed_call_keeps_a_polled_set_on_the_cores_threads(sim, roster, core):
     pieces = []
     streamed = call(roster, "s", "fast", on_delta=pieces.append)
     threads = []
-    results = core.start([streamed, call(roster, "p", "mid")], timeout=30, here=True,
+    results = core.start([streamed, call(roster, "p", "mid")], timeout=30, poll=True,
                          on_end=ends_on(threads)).wait()
     assert [r.status for r in results] == ["ok", "ok"]
     assert "".join(pieces) == results[0].text
     assert threading.current_thread() not in {t for _, t in threads}
 
 
-def test_a_large_prompt_keeps_a_here_set_on_the_cores_threads(sim, roster, core):
+def test_a_large_prompt_keeps_a_polled_set_on_the_cores_threads(sim, roster, core):
     big = [{"role": "user", "content": "x" * (100 * 1024)}]
     threads = []
     results = core.start([call(roster, "a", "fast", messages=big),
-                          call(roster, "b", "mid", messages=big)], timeout=30, here=True,
+                          call(roster, "b", "mid", messages=big)], timeout=30, poll=True,
                          on_end=ends_on(threads)).wait()
     assert [r.status for r in results] == ["ok", "ok"]
     assert threading.current_thread() not in {t for _, t in threads}, \
@@ -161,7 +163,29 @@ def test_answers_that_land_together_are_logged_once_each_before_they_end(sim, ro
     on_end = (lambda r: logged_at_end.__setitem__(
         r.call, any(r.call in w for w in log.writes)))
     results = core.start([call(roster, c, "fast") for c in "abcdef"], timeout=30, log=log,
-                         on_end=on_end, here=True).wait()
+                         on_end=on_end, poll=True).wait()
     assert [r.status for r in results] == ["ok"] * 6
     assert sorted(c for w in log.writes for c in w) == list("abcdef"), "each once"
     assert logged_at_end == dict.fromkeys("abcdef", True), "logged before it was handed over"
+
+
+class Chatting:
+    """An upstream of another kind than ``Upstream``: it answers whole calls and nothing else."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def chat(self, base_url, key, body, **kw):
+        self.calls += 1
+        raise AssertionError("a refused set must send nothing")
+
+
+def test_a_polled_set_refuses_an_upstream_that_cannot_send_apart(roster):
+    upstream = Chatting()
+    seats = Seats(roster, upstream)
+    try:
+        with pytest.raises(TypeError, match="start the set without poll=True"):
+            seats.start([call(roster, "a", "fast")], timeout=30, poll=True)
+    finally:
+        seats.close()
+    assert upstream.calls == 0, "the other path was not taken instead"

@@ -11,12 +11,12 @@ may cost.
   (``SO_RCVLOWAT``, where the system has one) makes a read wait until the rest of the body, or
   ``BODY_WAKE`` bytes of it, have come, so a body trickled in small pieces wakes its thread
   once per ``BODY_WAKE`` bytes (or at its deadline), never per piece.
-* right after a reply, the next request on a kept connection is looked for before its thread
-  sleeps (``upstream.spin``): a client in a loop sends it at once.
 * a ``Wire`` is in one phase at a time: ``IDLE`` between requests, ``HEAD`` while a head arrives,
-  ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. The server
-  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (but in the
-  instant one turns busy: ``Server.begin_work``): a connection that is only sending bytes
+  ``BODY`` while its route reads the body, ``BUSY`` otherwise once its head was read. To *take
+  back* a connection is to shut its read side so that its thread ends it (``Wire.drop``) and
+  serves a request waiting for a thread instead (connection reclaiming). The server
+  may take back a HEAD, BODY or IDLE one for another client, never a BUSY one (the phase
+  and the mark change together under ``Wire.state``): a connection that is only sending bytes
   holds no work worth protecting, one being answered does. Nor a HEAD one
   whose head has arrived ``whole`` (it waits for nothing from its client and is BUSY in moments),
   nor an IDLE one whose next head is waiting whole. Bytes of a head are read under the server's
@@ -26,13 +26,15 @@ may cost.
 from __future__ import annotations
 
 import io
+import logging
 import math
 import select
 import socket
 import threading
 import time
 
-from panelist.metrics.upstream import spin
+# DEBUG records of a connection's phases (off unless the logging setup turns them on)
+log = logging.getLogger("panelist.server.connection")
 
 MAX_BODY = 20 * 1024 * 1024   # the tightest whole-request cap among the big providers (Gemini's)
 MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
@@ -48,6 +50,7 @@ MAX_CONNECTIONS = 512
 # so a body counted in such steps is never taken for a stalled one (``Wire.stalled``)
 BODY_WAKE = int(MIN_BODY_RATE * STALL_GRACE)
 IDLE, HEAD, BUSY, BODY = 0, 1, 2, 3   # a Wire's phase; the server may drop all but a BUSY one
+PHASES = ("IDLE", "HEAD", "BUSY", "BODY")   # their names, for the log
 
 
 class RequestHeaders:
@@ -100,7 +103,13 @@ class Wire(io.RawIOBase):
         None), held while the bytes of a head are read."""
         super().__init__()
         self.sock = sock
+        self.fd = sock.fileno()   # named in the DEBUG log; read once, as every record needs it
         self.room = room or threading.Lock()
+        # guards ``phase`` and ``dropped`` together: the connection's own thread moves the phase,
+        # the server's heads thread drops it, and neither may act on a state the other is
+        # changing. One lock per connection, so requests never queue behind each other on it;
+        # taken after ``room`` where both are held.
+        self.state = threading.Lock()
         self.stall = stall   # seconds one read or write may block, and the wait for a next request
         self.head_timeout = head_timeout
         self._head = memoryview(head)   # what ``Heads`` read before this connection had a thread
@@ -116,8 +125,6 @@ class Wire(io.RawIOBase):
         self.reserve = False   # answers one /health request from the server's own reserve
         self.whole = ends_head(head)   # the head being read has all arrived (HEAD only)
         self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
-        self.replied = False   # a reply went out, and no wait for the next request since
-        self._poll = None
 
     def readable(self) -> bool:
         return True
@@ -158,20 +165,18 @@ class Wire(io.RawIOBase):
             return self._recv_body(buf)
         if self.phase not in (IDLE, HEAD):
             return self.sock.recv_into(buf)
-        looked = False
-        if self.phase == IDLE and self.replied:   # once per reply: a client in a loop sends
-            self.replied = False                   # its next request at once
-            looked = bool(spin.soon(self._poller(), wait)) if hasattr(select, "poll") else False
-        if not looked and not has_input(self.sock, wait):
+        if not has_input(self.sock, wait):
             raise TimeoutError("no bytes came in time")
         with self.room:   # taken back meanwhile, it still reads what came: a 408 follows
             n = self.sock.recv_into(buf)
             if n:
                 self.whole = ends_head(buf[:n])
             if n and self.phase == IDLE:   # a next request begins: its head is now due
-                self.phase, self.since = HEAD, time.monotonic()
+                with self.state:
+                    self.phase, self.since = HEAD, time.monotonic()
                 self.deadline = self.since + self.head_timeout
                 self.got = 0
+                log.debug("connection %d: a next request's head begins", self.fd)
         return n
 
     def _recv_body(self, buf) -> int:
@@ -206,14 +211,7 @@ class Wire(io.RawIOBase):
             self.sock.settimeout(self.stall)
             self._tight = False
         self.sock.sendall(data)
-        self.replied = True
         return len(data)
-
-    def _poller(self):
-        if self._poll is None:
-            self._poll = select.poll()
-            self._poll.register(self.sock, select.POLLIN)
-        return self._poll
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -221,7 +219,9 @@ class Wire(io.RawIOBase):
     def await_request(self) -> None:
         """Between requests on a kept connection: wait up to ``stall`` for the next one."""
         self.whole = False
-        self.phase, self.since = IDLE, time.monotonic()
+        with self.state:
+            self.phase, self.since = IDLE, time.monotonic()
+        log.debug("connection %d: idle, waiting for its next request", self.fd)
         self.deadline, self.per_byte, self.got = self.since + self.stall, 0.0, 0
 
     def expect_body(self, grace: float, left: int) -> None:
@@ -242,14 +242,31 @@ class Wire(io.RawIOBase):
         self.body_left = 0
         self._set_lowat(1)   # heads and the next request's first byte wake a read at once
 
-    def drop(self) -> None:
+    def drop(self) -> bool:
         """Wake the handler's read with an end of input it will take as ``Late``. Called by the
-        server, under its lock, only for an IDLE or HEAD wire: a busy one is never cut."""
-        self.dropped = True
+        server, under its lock, for an IDLE, HEAD or BODY wire: one that turned busy meanwhile
+        is never cut (False)."""
+        with self.state:
+            if self.phase == BUSY or self.dropped:
+                return False
+            self.dropped = True
+        log.debug("connection %d: taken back in phase %s", self.fd,
+                  PHASES[self.phase])
         try:
             self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
         except OSError:
             pass
+        return True
+
+    def turn(self, phase: str) -> bool:
+        """Move to ``phase`` (BUSY or BODY) unless the server took this connection back first
+        (False). Under ``state``, so ``drop`` sees either the old phase or the new one, never a
+        connection dropped just after it turned busy."""
+        with self.state:
+            if self.dropped:
+                return False
+            self.phase = phase
+        return True
 
 
 def too_large(size: int, cap: int) -> str:

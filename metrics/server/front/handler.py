@@ -25,13 +25,12 @@ from urllib.parse import urlsplit
 
 from panelist.metrics.errors import (BadRequest, MethodNotAllowed, NotFound, PanelistError,
                                      PayloadTooLarge, RequestTimeout, Unavailable)
-from panelist.metrics.server.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGTH_DIGITS,
+from panelist.metrics.server.front.connection import (MAX_HEAD, MAX_HEADERS, MAX_LENGTH_DIGITS,
                                                 MIN_BODY_RATE, Late, RequestHeaders,
                                                 has_input, too_large)
 from panelist.metrics.server.guard import LOCAL
 from panelist.metrics.server.routing import gate_of
 from panelist.metrics.store import jsonwire
-from panelist.metrics.upstream import spin
 from panelist.metrics.wire.errors import body_of, refusal, shaped, status_of
 
 _VERSION = re.compile(r"HTTP/([0-9]{1,10})\.([0-9]{1,10})")
@@ -41,7 +40,7 @@ _ONCE = frozenset({"host", "content-length", "transfer-encoding"})
 _DATE = [(0, "")]   # (second, its Date header): shared by every handler thread
 
 if TYPE_CHECKING:   # the server imports this module
-    from panelist.metrics.server.base import Server
+    from panelist.metrics.server.front.base import Server
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -105,8 +104,7 @@ class Handler(BaseHTTPRequestHandler):
             if method is None:
                 self.send_error(501, f"Unsupported method ({self.command!r})")
                 return
-            with spin.working():
-                method()
+            method()
         except Late:
             self.close_connection = True
             if self.raw_requestline or self.wire.got:   # a request began: say why it ends here

@@ -9,6 +9,7 @@ to the server's ``body_hold`` seconds before the request takes a thread.
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import selectors
 import socket
@@ -21,8 +22,8 @@ from collections import deque
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
-from panelist.metrics.server.connection import MAX_HEAD, close_quietly
-from panelist.metrics.server.memory import SMALL_BODY
+from panelist.metrics.server.front.connection import MAX_HEAD, close_quietly
+from panelist.metrics.server.front.memory import SMALL_BODY
 from panelist.metrics.wire.errors import error_body
 
 _HEALTH = re.compile(rb"(?:GET|HEAD) /health(?:[ ?]|/ )")
@@ -30,9 +31,11 @@ _WRITE = re.compile(rb"(?:POST|PUT|PATCH|DELETE) ")
 _LENGTH = re.compile(rb"\ncontent-length:[ \t]*([0-9]{1,18})[ \t]*\r?\n", re.IGNORECASE)
 _EXPECT = re.compile(rb"\nexpect:", re.IGNORECASE)
 _FULL, _FULL_WHY = 503, "the server is at its connection limit; retry in a second"
+# DEBUG records of connections before they have a thread (off unless logging turns them on)
+log = logging.getLogger("panelist.server.heads")
 
 if TYPE_CHECKING:   # the server imports this module
-    from panelist.metrics.server.base import Server
+    from panelist.metrics.server.front.base import Server
 
 
 class _Pending:
@@ -247,6 +250,7 @@ class Heads(threading.Thread):
         self._wake_w.close()
 
     def _take(self, sock: socket.socket, addr) -> None:
+        log.debug("connection %d: accepted, its first head awaited", sock.fileno())
         if self._held and len(self._pending) + len(self._held) >= self.server.max_pending:
             self._unhold(next(iter(self._held)))   # make room: its wait for a body ends early
         elif len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
@@ -315,6 +319,8 @@ class Heads(threading.Thread):
                 return
             self._refuse(self._late.popleft()[0], _FULL, _FULL_WHY, retry_after=True)
         (self._late if late else self._ready).append((sock, addr, head))
+        log.debug("connection %d: head complete, queued for a thread%s", sock.fileno(),
+                  " (behind the others: its body was late)" if late else "")
 
     def _hold(self, sock: socket.socket, left: int) -> bool:
         """Wait here for the ``left`` bytes of a body still to come; False where the system
@@ -369,6 +375,7 @@ class Heads(threading.Thread):
 
     def _refuse(self, sock: socket.socket, status: int, message: str,
                 retry_after: bool = False) -> None:
+        log.debug("connection %d: refused with %d before it had a thread", sock.fileno(), status)
         body = error_body(message)
         common = "".join(f"{k}: {v}\r\n" for k, v in self.server.common_headers.items())
         head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: "

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from panelist.metrics.store import jsonl
 
 if TYPE_CHECKING:
-    from panelist.metrics.seats import SeatResult
+    from panelist.metrics.seats.calls import SeatResult
 
 # who asked: a gateway seat, a race's runs and judge, the suite, the health probe, a Test
 ROLES = ("member", "explorer", "nominee", "merger", "decider", "reference", "candidate", "judge",

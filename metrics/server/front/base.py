@@ -2,7 +2,7 @@
 deadlines, routing through a route table, each route's gate and the catch-all. A server is
 *built* (routes registered, its parts handed in), never subclassed, so a test can run two.
 
-What a connection may cost is bounded (``metrics.server.connection`` holds the rules):
+What a connection may cost is bounded (``metrics.server.front.connection`` holds the rules):
 
 * a new connection gets a thread only once its first head has arrived: until then ``Heads``
   holds it on one thread, at most ``max_pending`` of them (a newcomer past that closes the one
@@ -16,14 +16,14 @@ What a connection may cost is bounded (``metrics.server.connection`` holds the r
   threads of its own, one request per connection, so neither slow clients nor a pool busy with
   long panels keep it out.
 * request bodies hold a share of one byte budget while they are read and answered
-  (``metrics.server.memory``), so trickled or parallel big bodies cannot exhaust memory.
+  (``metrics.server.front.memory``), so trickled or parallel big bodies cannot exhaust memory.
 * a connection given a thread is handed to the ``Pool`` of connection threads, kept from one
   connection to the next, so admitting one never waits for a thread to start. Each handled
   socket has a ``Wire`` in ``_wires`` from being handed over until its thread is done with it,
   so the table counts exactly the connections that hold (or are about to hold) a thread. Only
   the heads thread adds to it (``admit``) and drops from it (``_drop``), under the server's
-  lock; phases move without it (``begin_work``), so a connection being answered is dropped
-  only in the instant it turned busy, and then only its read side: its reply still goes out.
+  lock; phases move under each connection's own lock (``begin_work``, ``Wire.turn``), so a
+  connection being answered is never dropped, and one dropped first never turns busy.
 
 Stopping (``drain``, then ``close``): the listener takes what the kernel already queued for it,
 then closes; connections that have sent nothing, or sit between requests, are hung up (nothing
@@ -42,17 +42,17 @@ from http.server import ThreadingHTTPServer
 from typing import Callable, Iterable
 
 from panelist.metrics.errors import NotFound
-from panelist.metrics.server.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
+from panelist.metrics.server.front.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
                                                 BODY_HOLD, IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
                                                 close_quietly, ends_head, has_input)
 from panelist.metrics.server.guard import Guard, Settings
-from panelist.metrics.server.handler import Handler
-from panelist.metrics.server.heads import Heads
-from panelist.metrics.server.memory import GRANT_FACTOR, InFlight, keep_heap_small
+from panelist.metrics.server.front.handler import Handler
+from panelist.metrics.server.front.heads import Heads
+from panelist.metrics.server.front.memory import GRANT_FACTOR, InFlight, keep_heap_small
 from panelist.metrics.server.parts import Parts
-from panelist.metrics.server.pool import IDLE_THREAD, Pool
+from panelist.metrics.server.front.pool import IDLE_THREAD, Pool
 from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
-from panelist.metrics.server.workers import Role, check_reuse_port
+from panelist.metrics.server.front.workers import Role, check_reuse_port
 
 HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
 # connections handed to threads that have not yet run: past this many, the process is busy
@@ -216,9 +216,9 @@ class Server(ThreadingHTTPServer):
                 return
             if victim.phase == IDLE and _asking(victim):
                 continue
-            victim.drop()
-            self._leaving += 1
-            n -= 1
+            if victim.drop():   # False: it turned busy meanwhile, and is kept
+                self._leaving += 1
+                n -= 1
 
     def process_request_thread(self, request, client_address):
         try:
@@ -265,19 +265,13 @@ class Server(ThreadingHTTPServer):
     def wire_of(self, request) -> Wire:
         return self._wires[request]
 
-    # The phase changes below take no lock: every request makes them, and a lock that hundreds
-    # of threads take several times a request each queued them all behind whichever holder the
-    # interpreter had paused. A wire's fields are each set whole; at worst ``_drop`` sees a
-    # phase an instant late (below, what that costs).
+    # The phase changes below take the connection's own lock (``Wire.state``), never the
+    # server's: every request makes them, and one lock that hundreds of threads take several
+    # times a request each queued them all behind whichever holder the interpreter had paused.
     def begin_work(self, wire: Wire) -> bool:
-        """Mark a connection busy now its head is read; False if it was dropped first. A head
-        seen whole is never dropped; one that came in pieces may be in the very instant it
-        turns busy: its read side is then shut, so its reply goes out and the connection
-        closes (a body it still had to send gets 408)."""
-        if wire.dropped:
-            return False
-        wire.phase = BUSY
-        if wire.dropped:
+        """Mark a connection busy now its head is read; False if it was taken back first (its
+        read side is then shut, so a reply still goes out and the connection closes)."""
+        if not wire.turn(BUSY):
             return False
         wire.no_deadline()
         return True
@@ -286,13 +280,14 @@ class Server(ThreadingHTTPServer):
         """A route reads its body, ``left`` bytes of it still to come from the socket: the
         connection may be taken back until it has (``Late``)."""
         wire.expect_body(grace, left)
-        wire.phase = BODY   # last: whoever sees BODY sees its deadline set
+        wire.turn(BODY)   # last: whoever sees BODY sees its deadline set
 
     def end_body(self, wire: Wire) -> None:
         """The body was read (or its reading failed): the connection is busy again. If it was
-        taken back meanwhile (or in the instant it turned busy), its reply still goes out and
-        the connection then closes."""
-        wire.phase = BUSY
+        taken back while its body came, its reply still goes out and the connection then
+        closes."""
+        with wire.state:
+            wire.phase = BUSY
         wire.no_deadline()
 
     def handle_error(self, request, client_address):

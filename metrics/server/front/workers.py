@@ -148,9 +148,10 @@ def serve_until(server, stop: threading.Event, hurry: threading.Event,
 
 
 def _worker(make, root: str, host: str, port: int, role: Role, conn, sessions: str | None,
-            drain: float, demo: bool = False) -> int:
+            drain: float, demo: bool = False, database: str | None = None) -> int:
     """One worker (the spawned process's target): build the server, say ready, serve until the
-    parent (or SIGTERM) says stop."""
+    parent (or SIGTERM) says stop. ``database``: the ledger's database, as the parent opened
+    the data folder with it (handed down, never through the environment)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent decides (see the module notes)
     stop, hurry = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -161,7 +162,8 @@ def _worker(make, root: str, host: str, port: int, role: Role, conn, sessions: s
         # the demo's simulator is the data folder's one (metrics.upkeep.demohost): the first
         # worker to need it starts it, the others find it
         extra = {"demo": True} if demo else {}
-        server = make(open_home(root), host, port, settings=settings, role=role, **extra)
+        server = make(open_home(root, database=database), host, port, settings=settings,
+                      role=role, **extra)
     except PanelistError as exc:
         conn.send(("failed", exc.message))
         return 1
@@ -209,9 +211,10 @@ class Group:
 
     def __init__(self, make, root, host: str, port: int, count: int, *,
                  share_sessions: bool = False, drain: float = DRAIN, err=None,
-                 demo: bool = False):
+                 demo: bool = False, database: str | None = None):
         check_reuse_port(count)
         self.demo = demo
+        self.database = database   # the ledger's, handed to each worker as it is spawned
         self.make = make
         self.root = str(root)
         self.host = host
@@ -302,7 +305,7 @@ class Group:
         process = self._ctx.Process(
             target=_run_worker, name=f"panelist-worker-{index}", daemon=True,
             args=(self.make, self.root, self.host, self.port, Role(index, self.count), theirs,
-                  self.sessions, self.drain, self.demo))
+                  self.sessions, self.drain, self.demo, self.database))
         # the child starts with SIGINT ignored (an ignored signal stays so across exec), so a
         # Ctrl-C during its start cannot interrupt it: stopping is the parent's to decide
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -1,6 +1,6 @@
 """What the seats core is given and hands back: a ``SeatCall`` (one model call) or a ``SeatJob``
 (a caller's work run as a unit of a set), and how each ended (``SeatResult``, ``JobResult``), with
-the small rules both the core (``seats.py``) and its sets (``seatset.py``) apply to them: how a
+the small rules both the core (``core.py``) and its sets (``seatset.py``) apply to them: how a
 failure becomes a result, a call's own deadline, where its attempts stand, how it is logged."""
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ ANSWERED = frozenset({"ok", "tool_calls"})
 TRANSIENT = (RateLimited, UpstreamServerError, UpstreamUnreachable)
 BACKOFF = 1.0          # seconds before a retry when the upstream named no wait (doubles)
 MAX_BACKOFF = 30.0
-ASIDE_TICK = 0.02      # how often a here-set polling its calls looks at those put aside
 GRACE = 2.0            # seconds past a set's deadline (or cancel) before a stuck unit is given up
 BUDGETS = ("max_tokens", "max_completion_tokens")   # the output budgets of a chat body
 
@@ -30,7 +29,7 @@ class SeatCall:
     """One model call a caller wants made."""
 
     label: str                 # unique within its set: a call id, "run3.candidate", …
-    role: str                  # one of ``seatrecord.ROLES``: member, candidate, judge, probe, …
+    role: str                  # one of ``record.ROLES``: member, candidate, judge, probe, …
     model: Model
     messages: list
     params: dict = field(default_factory=dict)   # everything else in the body (tools, …)
@@ -165,7 +164,7 @@ class CallFailed(UpstreamError):
 
 
 class CallSink(Protocol):
-    """Where results are logged: ``seatrecord.CallLog``, the suite's samples, the gateway's
+    """Where results are logged: ``record.CallLog``, the suite's samples, the gateway's
     ledger behind an adapter (or any callable taking the result)."""
 
     def write(self, result: SeatResult) -> None: ...

@@ -1,6 +1,11 @@
 """A set of the seats core in flight (``Seats.start``): its units run on the core's threads, or,
-for a set started ``here``, are sent by the starting thread and read by the iterating one; its
-results are handed over as they land. The rules are the core's (``seats.py``)."""
+for a polled set (started with ``poll=True``), are sent by the starting thread and read by the
+iterating one in one ``poll()`` loop; its results are handed over as they land. The rules are the
+core's (``core.py``).
+
+A polled set hands a call it cannot finish in its loop (no admission slot at once, a retry's
+backoff) to a thread of the core: such a call is *offloaded*, and the loop looks at the queue of
+offloaded calls every ``OFFLOAD_TICK`` seconds beside its poll."""
 
 from __future__ import annotations
 
@@ -12,19 +17,18 @@ from collections import deque
 from typing import TYPE_CHECKING, Iterator
 
 from panelist.metrics.errors import UpstreamError
-from panelist.metrics.seatcalls import (GRACE, JobResult, Result, SeatCall, SeatResult, Tries,
+from panelist.metrics.seats.calls import (GRACE, JobResult, Result, SeatCall, SeatResult, Tries,
                                         Unit, answered, closed, failed, log_results,
                                         own_deadline)
-from panelist.metrics.upstream import spin
 
 if TYPE_CHECKING:   # the core makes sets; a set only calls back into it
-    from panelist.metrics.seats import Seats, _Hooks, _Looked, _Sent
+    from panelist.metrics.seats.core import Hooks, RosterSnapshot, Seats, SentCall
 
-ASIDE_TICK = 0.02      # how often a here-set polling its calls looks at those put aside
-# A here-set sends its calls one after another: a prompt up to this size leaves at once (the
+OFFLOAD_TICK = 0.02      # how often a polled set looks for its offloaded calls that ended
+# A polled set sends its calls one after another: a prompt up to this size leaves at once (the
 # socket takes it whole), a larger one could hold the next seat's upload back, so it goes on
 # threads that send in parallel.
-HERE_MAX_PROMPT = 64 * 1024
+POLL_MAX_PROMPT = 64 * 1024
 
 
 class SeatSet:
@@ -32,8 +36,8 @@ class SeatSet:
     the set yields each result as it lands (``progress`` also yields None every tick)."""
 
     def __init__(self, seats: Seats, units: list[Unit], deadline: float,
-                 cancel: threading.Event, hooks: _Hooks, parallel: int | None = None,
-                 grace: float = GRACE, here: bool = False):
+                 cancel: threading.Event, hooks: Hooks, parallel: int | None = None,
+                 grace: float = GRACE, poll: bool = False):
         labels = [u.label for u in units]
         if len(set(labels)) != len(labels):
             raise ValueError("every call of a set needs its own label; "
@@ -53,19 +57,20 @@ class SeatSet:
         self._running: dict[str, int] = {}
         self._held: dict[str, deque[int]] = {}
         self._cancelled_at: float | None = None
-        # ``here``: calls sent by this thread, read by whichever thread iterates the set
-        self._here = here and parallel is None and seats.sends and all(
+        # ``poll``: calls sent by this thread, read by whichever thread iterates the set; the
+        # rules below (documented in core.py) send the rest to the core's threads
+        self._polled = poll and parallel is None and all(
             isinstance(u, SeatCall) and u.on_delta is None and u.stop is None and
-            len(hooks.encoded.of(u.messages)) <= HERE_MAX_PROMPT for u in units)
-        self._sent: dict[int, _Sent] = {}   # file descriptor -> call in flight
+            len(hooks.encoded.of(u.messages)) <= POLL_MAX_PROMPT for u in units)
+        self._sent: dict[int, SentCall] = {}   # file descriptor -> call in flight
         self._landed: deque[int] = deque()   # ended in the iterating thread, to hand over
-        self._aside = 0                      # of a here-set, units on the core's threads
+        self._offloaded = 0                      # of a polled set, units on the core's threads
         for unit in units:
-            self.add(unit, start=not self._here)
-        if self._here:
-            looked = seats.looked()
+            self.add(unit, start=not self._polled)
+        if self._polled:
+            snapshot = seats.snapshot()
             for i in range(len(self.units)):
-                self._send(i, looked)
+                self._send(i, snapshot)
 
     def add(self, unit: Unit, start: bool = True) -> Result:
         """One more unit, started as the set's ``parallel`` allows; its result (filled in place).
@@ -87,31 +92,31 @@ class SeatSet:
             else:
                 self._held.setdefault(lane, deque()).append(i)
         if now and start:
-            if self._here:
-                self._aside += 1
+            if self._polled:
+                self._offloaded += 1
             self._seats.submit(self._run, i, lane)
         return result
 
-    # -- a here-set: one thread sends every call, then reads the answers as they come -------------
-    def _send(self, i: int, looked: _Looked) -> None:
+    # -- a polled set: one thread sends every call, then reads the answers as they come ---------
+    def _send(self, i: int, snapshot: RosterSnapshot) -> None:
         call, result, seats, hooks = self.units[i], self.results[i], self._seats, self._hooks
         t0 = time.monotonic()
         deadline = min(self.deadline, own_deadline(call, t0, self.deadline))
         tries = Tries(call)
         result.attempts += 1
         try:
-            sent = seats._sent(call, result, deadline, self.cancel, hooks, tries.cap, looked)
+            sent = seats.send(call, result, deadline, self.cancel, hooks, tries.cap, snapshot)
         except Exception as exc:
             self._failed(i, t0, deadline, tries, exc)
             return
         if sent is None:   # no slot at once: a thread of the core waits for one
             result.attempts -= 1
-            self._put_aside(seats._perform, call, result, self.deadline, self.cancel, hooks, i=i)
+            self._offload(seats.perform, call, result, self.deadline, self.cancel, hooks, i=i)
             return
         sent.index, sent.t0, sent.deadline, sent.tries = i, t0, deadline, tries
         self._sent[sent.chat.fileno()] = sent
 
-    def _read(self, sent: _Sent, ended: list) -> None:
+    def _read(self, sent: SentCall, ended: list) -> None:
         i = sent.index
         try:
             answer = sent.answer()
@@ -125,9 +130,9 @@ class SeatSet:
                 ended: list | None = None) -> None:
         call, result, seats = self.units[i], self.results[i], self._seats
         if isinstance(exc, UpstreamError):
-            delay = seats._again(call, result, exc, tries, deadline, self._hooks)
+            delay = seats.retry_delay(call, result, exc, tries, deadline, self._hooks)
             if delay is not None:   # tried again on a thread of the core (it may wait first)
-                self._put_aside(seats._resume, call, result, t0, deadline, self.cancel,
+                self._offload(seats.resume, call, result, t0, deadline, self.cancel,
                                 self._hooks, tries, delay, i=i)
                 return
         failed(result, exc)
@@ -147,10 +152,10 @@ class SeatSet:
                 hooks.on_end(result)
             self._landed.append(i)
 
-    def _put_aside(self, fn, *args, i: int) -> None:
-        """Finish a unit of a here-set on a thread of the core (``fn`` logs it and runs the
+    def _offload(self, fn, *args, i: int) -> None:
+        """Finish a unit of a polled set on a thread of the core (``fn`` logs it and runs the
         set's ``on_end``)."""
-        self._aside += 1
+        self._offloaded += 1
 
         def run():
             try:
@@ -163,14 +168,14 @@ class SeatSet:
         """The iterating thread is done with the set before every unit ended (a picked reply
         went out): a thread of the core reads the answers still to come, so each is logged and
         ends as it would have. No-op for a set whose calls run on the core's threads."""
-        if self._here and self._unreported:
+        if self._polled and self._unreported:
             self._seats.submit(self.wait)
 
     def _run(self, i: int | None, lane: str) -> None:
         # a lane's slot drains its lane on this thread: the next unit held back starts here
         while i is not None:
             try:
-                self._seats._perform(self.units[i], self.results[i], self.deadline, self.cancel,
+                self._seats.perform(self.units[i], self.results[i], self.deadline, self.cancel,
                                      self._hooks)   # never raises but for a broken on_end
             finally:   # handed over whatever happened, so nobody waits for the deadline
                 self._finished.put(i)
@@ -216,8 +221,8 @@ class SeatSet:
         the deadline, or past the set's cancel, plus the grace is given up (a timeout, or
         cancelled); a call of it is logged by its own thread if it ever ends. Called again, it
         yields only what it has not yielded yet."""
-        if self._here:
-            return self._progress_here(tick)
+        if self._polled:
+            return self._progress_polled(tick)
         return self._progress(tick)
 
     def _progress(self, tick: float) -> Iterator[Result | None]:
@@ -237,7 +242,7 @@ class SeatSet:
             self._unreported.discard(i)
             yield self._given_up(self.results[i])
 
-    def _progress_here(self, tick: float) -> Iterator[Result | None]:
+    def _progress_polled(self, tick: float) -> Iterator[Result | None]:
         # One poll over the calls' connections: the deadline and a cancel need no polling of
         # their own, since the transport's watchdog shuts a doomed call's socket, which wakes the
         # poll and ends the call with the error it is due.
@@ -251,12 +256,12 @@ class SeatSet:
                 if i in self._unreported:
                     self._unreported.discard(i)
                     yield self.results[i]
-            while True:   # those put aside that ended
+            while True:   # offloaded units that ended
                 try:
                     i = self._finished.get_nowait()
                 except queue.Empty:
                     break
-                self._aside -= 1
+                self._offloaded -= 1
                 if i in self._unreported:
                     self._unreported.discard(i)
                     yield self.results[i]
@@ -266,12 +271,10 @@ class SeatSet:
             left = self._left()
             if left <= 0:
                 break
-            # with units aside too, look at their queue now and then (rare: a retry, a wait
+            # with offloaded units too, look at their queue now and then (rare: a retry, a wait
             # for admission)
-            wait = min(tick, left, ASIDE_TICK if self._aside else tick)
-            # answers from a near upstream are due at once: looked for before sleeping (the
-            # request they answer may be being worked on)
-            ready = spin.soon(poller, wait, mine=1) or poller.poll(max(wait, 0.0) * 1000)
+            wait = min(tick, left, OFFLOAD_TICK if self._offloaded else tick)
+            ready = poller.poll(max(wait, 0.0) * 1000)
             ended: list[tuple[int, float]] = []
             while ready:   # and what came meanwhile: answers that land together log together
                 for fd, _ in ready:

@@ -1,4 +1,4 @@
-"""The seats core: the one fan-out. A set of model calls runs at once; each ends as a result.
+"""The seats core's engine (``Seats``): a set of model calls runs at once; each ends as a result.
 
 Every caller that asks models describes its work as ``SeatCall``s (a label, a role, the roster
 ``Model``, messages, params) and hands them to ``Seats.start`` (results as they land) or
@@ -8,7 +8,7 @@ dashboard's endpoint Test. Work that makes calls of its own between other code (
 the job's code and its tool loop; a judgement asked again when unusable) is a ``SeatJob`` of a
 set, and its calls are sets of their own. The core never writes a log of its own choosing: the
 caller hands it the log to write (``log``: an object with ``write(result)`` or a callable), and
-builds its lines with ``metrics.seatrecord``. What is the caller's stays the caller's: the panel
+builds its lines with ``metrics.seats.record``. What is the caller's stays the caller's: the panel
 keeps seating, the reply and its records, and plugs in ``learn`` (cooldowns), ``scrub`` (image
 traces) and ``on_end`` (in-flight holds, the last seat of a picked panel).
 
@@ -33,13 +33,18 @@ Invariants:
 * Setting the set's cancel flag stops every unit: calls waiting for admission stop waiting,
   those in flight have their connection cut, those held back by ``parallel`` are never begun:
   never sent and never logged (they are handed over as cancelled).
-* A set started ``here`` (the gateway's panels) costs no thread: its calls are sent by the
+* A polled set (``poll=True``: the gateway's panels) costs no thread: its calls are sent by the
   starting thread and their answers read, as they come, by the thread that iterates it (one
   poll of their connections; ``on_end`` runs there). Nothing else differs: a call that must
   wait (no admission slot at once, a retry's backoff) goes on on a thread of the core, and a
   caller that stops iterating early hands the rest to the core with ``let_go``. A set of
   streamed calls, of jobs, with ``parallel``, or with a prompt over 64 KiB (whose uploads
-  must not wait for each other) is not run here.
+  must not wait for each other) is never polled.
+* A call's admission slot is given back when the upstream is done with the call
+  (``SlotRelease``): at once after its answer; for a call cut before it (its deadline, its
+  set's cancel), once the upstream has ended the call (``metrics.upstream.settle``), not when
+  the seat gave up, so an endpoint's ``max_concurrent`` holds at the upstream. A retry takes a
+  slot of the same limit again, within the call's same deadline.
 * A call given ``on_delta`` is streamed: the listener hears each piece of the answer's text as
   it arrives (on the call's thread), and the result is the whole answer all the same. A call
   given ``stop`` is cut when that flag is set, as the set's cancel cuts every call.
@@ -69,7 +74,6 @@ import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -78,20 +82,16 @@ from panelist.metrics.upstream.client import Upstream, encode_messages
 from panelist.metrics.upstream.transport import CancelFlag, joined, named
 from panelist.metrics.errors import (AtLimit, Cancelled, OutputCapExceeded, RateLimited,
                                      UpstreamError, UpstreamTimeout)
-# what callers are given and hand back lives in seatcalls; it is named here for them too
-from panelist.metrics.seatcalls import (ANSWERED, BUDGETS, GRACE, MAX_BACKOFF,
-                                        STATUSES, TRANSIENT, Admission, CallFailed, CallSink,
-                                        JobResult, Learn, OnEnd, Result, Scrub, SeatCall,
-                                        SeatJob, SeatResult, Tries, Unit, Write, answered,
-                                        closed, failed, log_results, own_deadline, run_job)
-from panelist.metrics.seatset import SeatSet
-
-__all__ = ["ANSWERED", "GRACE", "STATUSES", "Admission", "CallFailed", "CallSink", "JobResult",
-           "Result", "SeatCall", "SeatJob", "SeatResult", "SeatSet", "Seats", "Unit", "clamp"]
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
+from panelist.metrics.seats.calls import (BUDGETS, GRACE, MAX_BACKOFF, TRANSIENT, JobResult,
+                                          Learn, OnEnd, Result, Scrub, SeatCall, SeatResult,
+                                          Tries, Unit, Write, answered, closed, failed,
+                                          log_results, own_deadline, run_job)
+from panelist.metrics.seats.seatset import SeatSet
+
 
 @dataclass(frozen=True)
-class _Hooks:
+class Hooks:
     """What a set's calls share besides their deadline and cancel flag."""
 
     write: Write | None = None
@@ -99,16 +99,16 @@ class _Hooks:
     scrub: Scrub | None = None
     on_end: OnEnd | None = None
     max_pause: float | None = None
-    encoded: "_Encoded" = field(default_factory=lambda: _Encoded())
+    encoded: "EncodedMessages" = field(default_factory=lambda: EncodedMessages())
     meter: object = None   # the memory budget large answers are charged to (Upstream.chat)
-    # the log's ``write_all(results)``, when it has one: a here-set's answers that came together
-    # are logged in one write
+    # the log's ``write_all(results)``, when it has one: a polled set's answers that came
+    # together are logged in one write
     write_all: Callable[[list], None] | None = None
 
 
-class _Looked:
-    """The roster and the endpoints' keys as the calls a here-set sends at once find them: one
-    look for all of them (a retry, later, looks again)."""
+class RosterSnapshot:
+    """The roster and the endpoints' keys read once for the calls a polled set sends together
+    (a retry, later, reads them again)."""
 
     def __init__(self, roster):
         self.roster = roster
@@ -128,7 +128,7 @@ class _Looked:
         return self._keys[endpoint.name]
 
 
-class _Encoded:
+class EncodedMessages:
     """The messages of a set's calls, each distinct list encoded once: the seats of a panel
     share one list, so a 20 MB prompt is held once for all of them, not once per seat."""
 
@@ -147,8 +147,8 @@ class _Encoded:
         return data
 
 
-def _hooks(log, learn, scrub, on_end, max_pause, meter) -> _Hooks:
-    return _Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
+def _hooks(log, learn, scrub, on_end, max_pause, meter) -> Hooks:
+    return Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
                   write_all=getattr(log, "write_all", None))
 
 
@@ -187,16 +187,9 @@ class Seats:
         if self._own_upstream:
             self.upstream.close()
 
-    @property
-    def sends(self) -> bool:
-        """Whether calls can be sent and their answers read apart (``Upstream.send_chat``), as
-        a here-set does; an upstream of another kind makes every call on a thread."""
-        return hasattr(self.upstream, "send_chat") and \
-            hasattr(getattr(self.upstream, "transport", None), "begin")
-
-    def looked(self) -> _Looked:
-        """One look at the roster and keys for calls sent together (``_sent``)."""
-        return _Looked(self.roster)
+    def snapshot(self) -> RosterSnapshot:
+        """One read of the roster and keys for calls sent together (``send``)."""
+        return RosterSnapshot(self.roster)
 
     def submit(self, fn, *args, **kw):
         """Run ``fn`` on the core's threads (a caller's follow-up, such as a merge); a Future."""
@@ -212,7 +205,7 @@ class Seats:
               log=None, learn: Learn | None = None, scrub: Scrub | None = None,
               on_end: OnEnd | None = None, max_pause: float | None = None,
               parallel: int | None = None, grace: float = GRACE, meter=None,
-              here: bool = False) -> "SeatSet":
+              poll: bool = False) -> "SeatSet":
         """Start every unit (call or job) at once, or ``parallel`` at a time per lane; iterate
         the set (or its ``progress``) for results as they land.
 
@@ -227,17 +220,23 @@ class Seats:
         bytes of each large answer as they arrive; the caller gives them back when it no longer
         holds the answers (a call past it ends with kind ``memory``).
 
-        ``here``: this thread sends every call now, and the thread that iterates the set reads
+        ``poll``: this thread sends every call now, and the thread that iterates the set reads
         the answers as they come, in one poll of their connections, with no thread of the
         core's (``on_end`` then runs on the iterating thread). That costs a panel far less than
         a thread per call, but its answers are read only while the set is iterated: a caller
         that stops early (a picked reply) calls ``let_go``. A call that must wait (for
         admission, or to be tried again) goes on on a thread of the core; a set of streamed
-        calls, of jobs, with ``parallel`` or with a prompt over 64 KiB runs on them all along."""
+        calls, of jobs, with ``parallel`` or with a prompt over 64 KiB runs on them all along.
+        A polled set needs this core's upstream to be an ``Upstream`` (its ``send_chat``); any
+        other kind is refused here rather than run another way unseen."""
+        if poll and not isinstance(self.upstream, Upstream):
+            raise TypeError(f"a polled set sends its calls with Upstream.send_chat, and this "
+                            f"core's upstream is a {type(self.upstream).__name__}; start the "
+                            "set without poll=True")
         return SeatSet(self, list(units), _deadline(timeout, deadline),
                        cancel if cancel is not None else CancelFlag(),
                        _hooks(log, learn, scrub, on_end, max_pause, meter), parallel, grace,
-                       here)
+                       poll)
 
     def run(self, units: Iterable[Unit], *, timeout: float | None = None,
             deadline: float | None = None, cancel: threading.Event | None = None, log=None,
@@ -254,11 +253,11 @@ class Seats:
                            grace).wait()
         unit = units[0]
         result = SeatResult.of(unit) if isinstance(unit, SeatCall) else JobResult(unit.label)
-        self._perform(unit, result, _deadline(timeout, deadline), cancel, hooks)
+        self.perform(unit, result, _deadline(timeout, deadline), cancel, hooks)
         return [result]
 
-    def _perform(self, unit: Unit, result: Result, deadline: float, cancel,
-                 hooks: _Hooks) -> None:
+    def perform(self, unit: Unit, result: Result, deadline: float, cancel,
+                 hooks: Hooks) -> None:
         """Run one unit to its end, filling ``result`` in place; never raises."""
         if isinstance(unit, SeatCall):
             self._ask(unit, result, deadline, cancel, hooks)
@@ -269,7 +268,7 @@ class Seats:
 
     # -- one call ----------------------------------------------------------------------------------
     def _ask(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-             hooks: _Hooks) -> None:
+             hooks: Hooks) -> None:
         """Make one call in this thread by its deadline (see the module docstring)."""
         t0 = time.monotonic()
         if call.stop is not None:
@@ -277,15 +276,15 @@ class Seats:
         self._carry(call, result, t0, min(deadline, own_deadline(call, t0, deadline)), cancel,
                     hooks, Tries(call), 0.0)
 
-    def _resume(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
-                hooks: _Hooks, tries: "Tries", delay: float) -> None:
+    def resume(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
+                hooks: Hooks, tries: "Tries", delay: float) -> None:
         """Go on with a call whose attempt, made by a set's own thread, asks for another."""
         self._carry(call, result, t0, deadline, cancel, hooks, tries, delay)
         if hooks.on_end is not None:
             hooks.on_end(result)
 
     def _carry(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
-               hooks: _Hooks, tries: "Tries", delay: float) -> None:
+               hooks: Hooks, tries: "Tries", delay: float) -> None:
         """A call's attempts from here (after ``delay``) to its end, which is logged."""
         try:
             _hold(call, delay, cancel)
@@ -296,13 +295,13 @@ class Seats:
         log_results(hooks, [result])
 
     def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                  hooks: _Hooks, tries: "Tries") -> None:
+                  hooks: Hooks, tries: "Tries") -> None:
         while True:
             result.attempts += 1
             try:
                 answer = self._attempt(call, result, deadline, cancel, hooks, tries.cap)
             except UpstreamError as exc:
-                delay = self._again(call, result, exc, tries, deadline, hooks)
+                delay = self.retry_delay(call, result, exc, tries, deadline, hooks)
                 if delay is None:
                     raise
                 _hold(call, delay, cancel)
@@ -310,8 +309,8 @@ class Seats:
             answered(result, answer)
             return
 
-    def _again(self, call: SeatCall, result: SeatResult, exc: UpstreamError, tries: "Tries",
-               deadline: float, hooks: _Hooks) -> float | None:
+    def retry_delay(self, call: SeatCall, result: SeatResult, exc: UpstreamError,
+                    tries: "Tries", deadline: float, hooks: Hooks) -> float | None:
         """An attempt failed with ``exc``: the seconds to wait before the next one, or None when
         there is none (the failure is the call's)."""
         learn = hooks.learn if hooks.learn is not None else self.learn
@@ -338,76 +337,85 @@ class Seats:
         return None
 
     def _prepared(self, call: SeatCall, result: SeatResult, cancel, cap: int | None,
-                  looked: "_Looked | None" = None) -> tuple[Endpoint, str | None, dict]:
+                  snapshot: "RosterSnapshot | None" = None) -> tuple[Endpoint, str | None, dict]:
         """An attempt's endpoint, key and body, checked before any slot or byte is taken.
-        ``looked``: the roster and keys as the calls sent together found them."""
+        ``snapshot``: the roster and keys as read once for the calls sent together."""
         model = call.model
         endpoint = call.endpoint
         if endpoint is None:
-            view: RosterView = self.roster.view() if looked is None else looked.view()
+            view: RosterView = self.roster.view() if snapshot is None else snapshot.view()
             endpoint = view.endpoints.get(model.endpoint)
         if endpoint is None:
             raise UpstreamError(f"endpoint '{model.endpoint}' of {model.alias} is gone from the "
                                 "roster; add the endpoint back, or use another model")
         # KeyRefused before any slot or byte is taken
-        key = self.roster.api_key(endpoint) if looked is None else looked.key(endpoint)
+        key = self.roster.api_key(endpoint) if snapshot is None else snapshot.key(endpoint)
         if cancel is not None and cancel.is_set():
             raise Cancelled(f"call {call.label} not made: its set was cancelled")
         params, result.clamped = clamp(call.params, cap)
         return endpoint, key, dict(params, model=model.served, messages=call.messages)
 
     def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                 hooks: _Hooks, cap: int | None):
+                 hooks: Hooks, cap: int | None):
         model = call.model
         endpoint, key, body = self._prepared(call, result, cancel, cap)
-        with ExitStack() as held:
-            if self.admission is not None:
-                left = deadline - time.monotonic()
-                wait = max(0.0, left if call.wait is None else min(call.wait, left))
-                w0 = time.monotonic()
-                try:   # no slot within the wait is AtLimit; a cancelled wait is Cancelled
-                    held.enter_context(self.admission.slot(endpoint.name, model.alias, wait=wait,
-                                                           cancel=cancel))
-                finally:
-                    result.waited += time.monotonic() - w0
+        extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
+        if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
+            extra["meter"] = hooks.meter
+        if self.admission is not None:
+            left = deadline - time.monotonic()
+            wait = max(0.0, left if call.wait is None else min(call.wait, left))
+            w0 = time.monotonic()
+            slot = self.admission.slot(endpoint.name, model.alias, wait=wait, cancel=cancel)
+            try:   # no slot within the wait is AtLimit; a cancelled wait is Cancelled
+                slot.__enter__()
+            finally:
+                result.waited += time.monotonic() - w0
+            # the upstream gives the slot back once it is done with the call (SlotRelease)
+            extra["on_release"] = release = SlotRelease(slot)
+        try:
             left = _left(call, deadline)
-            extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
-            if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
-                extra["meter"] = hooks.meter
-            try:
-                return self.upstream.chat(endpoint.base_url, key, body,
-                                          timeout=min(call.timeout, left), cancel=cancel,
-                                          messages_json=hooks.encoded.of(call.messages),
-                                          **extra)
-            except UpstreamError as exc:
-                _named(exc, endpoint)
-                raise
+        except BaseException:
+            if self.admission is not None:
+                release()   # nothing was sent
+            raise
+        try:
+            return self.upstream.chat(endpoint.base_url, key, body,
+                                      timeout=min(call.timeout, left), cancel=cancel,
+                                      messages_json=hooks.encoded.of(call.messages), **extra)
+        except UpstreamError as exc:
+            _named(exc, endpoint)
+            raise
 
-    def _sent(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-              hooks: _Hooks, cap: int | None, looked: "_Looked | None" = None) -> "_Sent | None":
+    def send(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
+             hooks: Hooks, cap: int | None,
+             snapshot: "RosterSnapshot | None" = None) -> "SentCall | None":
         """``_attempt``'s first half for a set that reads its answers in one thread: the call
         sent, holding its slot; None when admission has no slot at once (a thread of the core
         then waits for one)."""
         model = call.model
-        endpoint, key, body = self._prepared(call, result, cancel, cap, looked)
-        slot = None
+        endpoint, key, body = self._prepared(call, result, cancel, cap, snapshot)
+        release = None
         if self.admission is not None:
             slot = self.admission.slot(endpoint.name, model.alias, wait=0.0, cancel=cancel)
             try:
                 slot.__enter__()
             except AtLimit:
                 return None
+            release = SlotRelease(slot)   # given back by the upstream once done with the call
         try:
             timeout = min(call.timeout, _left(call, deadline))
-            return _Sent(self.upstream.send_chat(
+        except BaseException:
+            if release is not None:
+                release()   # nothing was sent
+            raise
+        try:
+            return SentCall(self.upstream.send_chat(
                 endpoint.base_url, key, body, timeout=timeout, cancel=cancel,
-                messages_json=hooks.encoded.of(call.messages), meter=hooks.meter),
-                endpoint, slot)
-        except BaseException as exc:
-            if slot is not None:
-                slot.__exit__(None, None, None)
-            if isinstance(exc, UpstreamError):
-                _named(exc, endpoint)
+                messages_json=hooks.encoded.of(call.messages), meter=hooks.meter,
+                on_release=release), endpoint)
+        except UpstreamError as exc:
+            _named(exc, endpoint)
             raise
 
     def _pause(self, model: Model, exc: UpstreamError, cap: float | None) -> float | None:
@@ -435,13 +443,14 @@ def clamp(params: dict, cap: int | None) -> tuple[dict, dict | None]:
                                                      "asked": params[over[0]], "sent": cap}
 
 
-class _Sent:
-    """A call sent by a set's own thread: its answer to read, the slot it holds till then."""
+class SentCall:
+    """A call sent by a set's own thread: its answer to read. Its slot, if any, is the
+    upstream's to give back (``SlotRelease``), once it is done with the call."""
 
-    __slots__ = ("chat", "endpoint", "slot", "index", "t0", "deadline", "tries")
+    __slots__ = ("chat", "endpoint", "index", "t0", "deadline", "tries")
 
-    def __init__(self, chat, endpoint: Endpoint, slot):
-        self.chat, self.endpoint, self.slot = chat, endpoint, slot
+    def __init__(self, chat, endpoint: Endpoint):
+        self.chat, self.endpoint = chat, endpoint
 
     def answer(self):
         try:
@@ -449,16 +458,27 @@ class _Sent:
         except UpstreamError as exc:
             _named(exc, self.endpoint)
             raise
-        finally:
-            self._free()
 
     def drop(self) -> None:
         self.chat.drop()
-        self._free()
 
-    def _free(self) -> None:
-        if self.slot is not None:
-            slot, self.slot = self.slot, None
+
+class SlotRelease:
+    """Gives an admission slot back, once, from whichever thread calls it first: the upstream
+    calls it when it is done with the call (``Upstream.chat``'s ``on_release``), which for a
+    call cut before its answer is when the upstream ended it, not when the seat gave up. So a
+    slot counts every call the upstream is still working on, and the upstream never sees more
+    calls at once than ``max_concurrent``."""
+
+    __slots__ = ("_slot", "_lock")
+
+    def __init__(self, slot):
+        self._slot, self._lock = slot, threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            slot, self._slot = self._slot, None
+        if slot is not None:
             slot.__exit__(None, None, None)
 
 
