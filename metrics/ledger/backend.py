@@ -59,8 +59,9 @@ class Logs(Protocol):
 
     def reader(self, pos: int) -> Follower: ...
 
-    def exclusive(self) -> AbstractContextManager:
-        """Hold off every other writer while a decision (a verdict, a window) is made."""
+    def exclusive(self, key: str) -> AbstractContextManager:
+        """Hold off every other writer deciding about ``key`` (a call's verdict, a model's
+        window) while the decision is made."""
         ...
 
     def write_held(self, record: dict) -> None:

@@ -121,7 +121,7 @@ class FileLogs:
         return Tail(self.evidence_path, pos)
 
     @contextmanager
-    def exclusive(self, key: str = ""):
+    def exclusive(self, key: str):
         """Hold evidence.jsonl's flock: no other writer appends until it is released (one lock
         for every ``key``: a file takes one writer at a time anyway)."""
         fcntl.flock(self._guard, fcntl.LOCK_EX)

@@ -41,7 +41,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from panelist.metrics.upstream import simstream
+from panelist.metrics.upstream import simanswers, simstream
 from panelist.metrics.upstream.simanswers import (JUDGE_MODES, _after_tools, _contents,
                                                   _json_answer, _last_role, _reply, _ruled,
                                                   _tool_calls, _tool_history_error,
@@ -328,7 +328,8 @@ class SimUpstream:
     def _listing(self) -> dict:
         with self._lock:
             models = copy.deepcopy(self._models)
-        return {"object": "list", "data": [_listed(name, b) for name, b in models.items()]}
+        return {"object": "list",
+                "data": [simanswers.listed(name, b) for name, b in models.items()]}
 
 
 def _readable(sock: socket.socket, timeout: float) -> bool:
@@ -339,31 +340,6 @@ def _readable(sock: socket.socket, timeout: float) -> bool:
         waiting.register(sock, select.POLLIN)
         return bool(waiting.poll(max(0, math.ceil(timeout * 1000))))
     return bool(select.select([sock], [], [], timeout)[0])
-
-
-def _listed(name: str, b: dict) -> dict:
-    """One model's entry in ``GET /models``: what the behaviour scripts, in the fields many
-    providers use (``context_length``, per-token ``pricing``, input modalities)."""
-    entry = {"id": name, "object": "model", "created": 0, "owned_by": "panelist-simulation"}
-    if b.get("window"):
-        entry["context_length"] = b["window"]
-    if b.get("price") is not None:
-        entry["pricing"] = {"prompt": f"{b['price'][0] / 1e6:.12g}",
-                            "completion": f"{b['price'][1] / 1e6:.12g}"}
-    if b.get("vision") is not None:
-        entry["architecture"] = {"input_modalities": ["text", "image"] if b["vision"]
-                                 else ["text"]}
-    if b.get("max_output"):
-        entry["top_provider"] = {"max_completion_tokens": b["max_output"]}
-    if b.get("tools") is not None or b.get("structured_output") is not None:
-        # as aggregators list them: a model states every parameter it takes
-        params = ["max_tokens", "temperature", "stop"]
-        if b.get("tools") is not False:
-            params += ["tools", "tool_choice"]
-        if b.get("structured_output") is not False:
-            params += ["response_format", "structured_outputs"]
-        entry["supported_parameters"] = params
-    return entry
 
 
 class _Server(ThreadingHTTPServer):

@@ -250,3 +250,29 @@ def judged(script: dict, body: dict, messages: list) -> str | None:
             right = "A" if ta else "B"
             better = right if draw < agree else ("B" if right == "A" else "A")
     return json.dumps({"better": better, "reason": "scripted"})
+
+
+def listed(name: str, b: dict) -> dict:
+    """One model's entry in ``GET /models``: what the behaviour scripts, in the fields many
+    providers use (``context_length``, per-token ``pricing``, input modalities)."""
+    entry = {"id": name, "object": "model", "created": 0, "owned_by": "panelist-simulation"}
+    if b.get("window"):
+        entry["context_length"] = b["window"]
+    if b.get("price") is not None:
+        entry["pricing"] = {"prompt": f"{b['price'][0] / 1e6:.12g}",
+                            "completion": f"{b['price'][1] / 1e6:.12g}"}
+    if b.get("vision") is not None:
+        entry["architecture"] = {"input_modalities": ["text", "image"] if b["vision"]
+                                 else ["text"]}
+    if b.get("max_output"):
+        entry["top_provider"] = {"max_completion_tokens": b["max_output"]}
+    if b.get("tools") is not None or b.get("structured_output") is not None:
+        # as aggregators list them: a model states every parameter it takes
+        params = ["max_tokens", "temperature", "stop"]
+        if b.get("tools") is not False:
+            params += ["tools", "tool_choice"]
+        if b.get("structured_output") is not False:
+            params += ["response_format", "structured_outputs"]
+        entry["supported_parameters"] = params
+    return entry
+
