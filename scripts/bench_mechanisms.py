@@ -7,7 +7,7 @@ the same work, on the same bytes, in this process. It prints figures; it asserts
    completion body) read from a socket pair by ``upstream.http11.Wire`` (head, then body) and by
    ``http.client.HTTPResponse`` (``begin`` then ``read``).
 2. **Request head**: one gateway request head (a POST with nine header fields) parsed by the
-   server's ``Handler.parse_request`` and by ``http.server.BaseHTTPRequestHandler``'s, each
+   server's ``Handler.parse_request`` and by the one it overrides (``http.server``'s), each
    reading from an in-memory file, with nothing sent back.
 3. **JSON encoding**: one seat's evidence line (a dict of about twenty fields) encoded by
    ``store.jsonwire.dumps`` (one encoder kept per set of options) and by ``json.dumps`` with the
@@ -34,7 +34,6 @@ import io  # noqa: E402
 import json  # noqa: E402
 import socket  # noqa: E402
 import time  # noqa: E402
-from http.server import BaseHTTPRequestHandler  # noqa: E402
 from typing import Callable  # noqa: E402
 
 from panelist.metrics.server.handler import Handler  # noqa: E402
@@ -113,9 +112,14 @@ class _OurHead(_Quiet):
     parse_request = Handler.parse_request
 
 
+# http.server's own parser, reached through the class ours overrides (only the server package
+# imports http.server)
+_STDLIB = next(c for c in Handler.__mro__[1:] if "parse_request" in vars(c))
+
+
 class _StdlibHead(_Quiet):
-    parse_request = BaseHTTPRequestHandler.parse_request
-    MessageClass = BaseHTTPRequestHandler.MessageClass
+    parse_request = _STDLIB.parse_request
+    MessageClass = _STDLIB.MessageClass
 
 
 def heads(rounds: int) -> tuple[float, float]:
