@@ -1,7 +1,8 @@
 """The data folder: everything that is the user's (config and logs), outside the checkout.
 
 Resolved from ``--data DIR``, else ``PANELIST_HOME``, else ``$XDG_DATA_HOME/panelist`` (by default
-``~/.local/share/panelist``). First use copies the checkout's ``config/`` defaults in; files that
+``~/.local/share/panelist``); a server started with ``--demo`` and no ``--data`` uses the folder
+beside that one whose name ends in ``-demo`` (``demo_dir``). First use copies the checkout's ``config/`` defaults in; files that
 already exist are never overwritten, so the repo's defaults never clobber the user's edits and
 running from a checkout never touches tracked files. API keys are never stored here: an endpoint
 names the environment variable that holds its key.
@@ -47,6 +48,13 @@ def default_dir() -> Path:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(xdg).expanduser() / "panelist"
+
+
+def demo_dir() -> Path:
+    """The demo's own data folder, beside the default one (``panelist-demo``): ``--demo``
+    without ``--data`` keeps its simulated roster and panels out of the user's folder."""
+    default = default_dir()
+    return default.with_name(default.name + "-demo")
 
 
 @dataclass(frozen=True)

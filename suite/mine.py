@@ -1,12 +1,12 @@
 """``panelist suite mine``: draft claim tasks from the claims verdicts found real or false.
 
-A verdict lists the claims of an answer that the judge checked against the real work: ``real``
-ones and ``false`` ones (README, "Verdicts"). Each becomes a claim task whose prompt states the
-claim and whose key is ``true`` (found real) or ``false`` (found false). The code the claim was
-about comes from the request the panel answered: every file in its logged prompt under a
-``===== FILE: <path> =====`` header becomes a fixture (a file shown with the suite's numbered
-margin, from line 1 on, is stored without it); a prompt without such headers is attached whole
-as ``request.txt``.
+A verdict lists the claims of an answer that the judge checked against the real work: ``real`` ones
+and ``false`` ones (docs/guide.md, "A first panel and its verdicts"). Each becomes a claim task
+whose prompt states the claim and whose key is ``true`` (found real) or ``false`` (found false).
+The code the claim was about comes from the request the panel answered: every file in its logged
+prompt under a ``===== FILE: <path> =====`` header becomes a fixture (a file shown with the suite's
+numbered margin, from line 1 on, is stored without it); a prompt without such headers is attached
+whole as ``request.txt``.
 
 How the logs are read: evidence.jsonl is streamed once, line by line, remembering for each
 judged call only the byte offset of its latest verdict line (the last verdict wins); then each

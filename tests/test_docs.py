@@ -1,10 +1,15 @@
 """The docs a person reads: every relative link in them leads somewhere (the file, and the
-heading an anchor names), and the README's test command is the one CI runs."""
+heading an anchor names), the README's test command is the one CI runs, the README stays a
+front door (at most 250 lines) whose first client code asks the port the demo serves on, and
+the reference pages name every route and every command the code has."""
 
+import argparse
 import re
 from pathlib import Path
 
 import pytest
+
+from panelist.metrics.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted([*ROOT.glob("*.md"), *ROOT.glob("docs/*.md"), *ROOT.glob("*/README.md")])
@@ -44,3 +49,45 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert ci[-1].strip() == command, (ci[-1], command)
     assert "python serve.py --demo" in blocks[0]
+
+
+def test_the_readme_is_a_front_door():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move detail into docs/"
+
+
+def test_the_readmes_first_client_code_asks_the_port_the_demo_serves_on():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = re.findall(r"```python\n(.*?)```", readme, flags=re.S)[0]
+    port = re.search(r"base_url=\"http://127\.0\.0\.1:(\d+)/v1\"", first)
+    assert port, first
+    # `python serve.py --demo` is `panelist serve --demo`: the port its parser defaults to
+    assert int(port[1]) == build_parser().parse_args(["serve", "--demo"]).port
+
+
+def _subcommands(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return {}
+
+
+def test_the_cli_reference_has_a_section_for_every_command():
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    missing = []
+    for noun, parser in _subcommands(build_parser()).items():
+        for path in [noun, *(f"{noun} {verb}" for verb in _subcommands(parser))]:
+            if f"`panelist {path}`" not in page:
+                missing.append(path)
+    assert not missing, f"docs/cli.md lacks (python scripts/cli_reference.py): {missing}"
+
+
+def test_the_http_reference_lists_every_route():
+    from panelist.metrics.server.dashboard import UI, Dashboard
+    from panelist.metrics.server.guard import Settings
+    from panelist.metrics.server.routes import GATEWAY_ROUTES
+    page = (ROOT / "docs" / "http-api.md").read_text(encoding="utf-8")
+    routes = [*GATEWAY_ROUTES, *Dashboard(Settings.from_env({}), UI).routes()]
+    missing = [f"{method} {route.pattern}" for route in routes for method in route.actions
+               if f"| {method} | `{route.pattern}` |" not in page]
+    assert not missing, f"docs/http-api.md lacks: {missing}"

@@ -24,9 +24,10 @@ NO_ANSWER_CODES = ("all_seats_failed", "all_seats_rate_limited", "no_valid_json"
 def register(nouns, common) -> None:
     a = nouns.add_parser("ask", parents=[common], help="ask a collection (answers on stdout)")
     a.add_argument("name", help="collection, e.g. demo or bench/demo")
-    a.add_argument("prompt", nargs="?", default="")
+    a.add_argument("prompt", nargs="?", default="",
+                   help="the prompt (-f appends a file's text)")
     a.add_argument("-f", "--file", metavar="FILE", help="append this file's text to the prompt")
-    a.add_argument("--system", metavar="TEXT")
+    a.add_argument("--system", metavar="TEXT", help="the system message")
     a.add_argument("--url", metavar="URL", help="ask a running gateway instead "
                    "(its key, if it needs one, from $PANELIST_KEY)")
 

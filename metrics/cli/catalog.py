@@ -17,13 +17,14 @@ def register(nouns, common) -> None:
     ca = nouns.add_parser("catalog", help="what is known about each model, and from where"
                           ).add_subparsers(dest="verb", metavar="VERB", required=True)
     ca.add_parser("import", parents=[common], help="fill missing facts of roster models from a "
-                  "models.dev-layout JSON file").add_argument("file")
+                  "models.dev-layout JSON file").add_argument("file", help="the file to read")
     ca.add_parser("refresh", parents=[common], help="read each endpoint's model list").add_argument(
         "--endpoint", metavar="NAME", help="only this endpoint")
     ca.add_parser("show", parents=[common], help="a model's facts and their sources"
-                  ).add_argument("alias")
+                  ).add_argument("alias", help="the model whose facts to show")
     a = nouns.add_parser("alerts", parents=[common], help="recent roster alerts, newest first")
-    a.add_argument("--limit", type=int, default=50, metavar="N")
+    a.add_argument("--limit", type=int, default=50, metavar="N",
+                   help="at most this many, newest first (default 50)")
     a = nouns.add_parser("discover", parents=[common],
                          help="models the endpoints serve that are not on the roster, free first")
     a.add_argument("--endpoint", metavar="NAME", help="only this endpoint")

@@ -13,19 +13,28 @@ from panelist.metrics.roster.roster import Roster
 def register(nouns, common) -> None:
     co = nouns.add_parser("collection", help="named panels").add_subparsers(
         dest="verb", metavar="VERB", required=True)
-    a = co.add_parser("save", parents=[common])
-    a.add_argument("name")
-    a.add_argument("--members", required=True, metavar="a,b,c")
-    a.add_argument("--description", default="", metavar="TEXT")
-    a.add_argument("--tags", default="", metavar="a,b")
-    a.add_argument("--shape", default="", metavar="S")
-    a.add_argument("--reply", default="all", choices=REPLIES)
-    a.add_argument("--merger", default="", metavar="ALIAS")
-    co.add_parser("list", parents=[common])
-    co.add_parser("rm", parents=[common]).add_argument("name")
+    a = co.add_parser("save", parents=[common], help="make (or replace) a collection")
+    a.add_argument("name", help="callers ask for it as the model bench/NAME")
+    a.add_argument("--members", required=True, metavar="a,b,c",
+                   help="the models that sit in every panel, by alias")
+    a.add_argument("--description", default="", metavar="TEXT",
+                   help="what it is for (shown to callers who name no collection)")
+    a.add_argument("--tags", default="", metavar="a,b", help="words to find it by")
+    a.add_argument("--shape", default="", metavar="S",
+                   help="the kind of work its verdicts count for (auto: the decider labels "
+                   "each prompt; none: general, or vision for a request with images)")
+    a.add_argument("--reply", default="all", choices=REPLIES,
+                   help="every answer (all, the default), one merged answer, or one picked "
+                   "seat's answer (pick: what agents and structured output want)")
+    a.add_argument("--merger", default="", metavar="ALIAS",
+                   help="the model that writes merged replies (default: the best-judged "
+                   "member)")
+    co.add_parser("list", parents=[common], help="the collections")
+    co.add_parser("rm", parents=[common], help="remove a collection").add_argument(
+        "name", help="the collection to remove")
     a = co.add_parser("suggest", parents=[common],
                       help="models whose verdicts are clearly better than a member's")
-    a.add_argument("name")
+    a.add_argument("name", help="the collection to look at")
     a.add_argument("--shape", metavar="S",
                    help="the shape of work to compare on (default: the collection's, "
                    "else general)")

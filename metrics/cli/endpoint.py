@@ -11,13 +11,15 @@ from panelist.metrics.roster.roster import Roster
 def register(nouns, common) -> None:
     ep = nouns.add_parser("endpoint", help="where models are served").add_subparsers(
         dest="verb", metavar="VERB", required=True)
-    a = ep.add_parser("add", parents=[common])
-    a.add_argument("name")
-    a.add_argument("base_url")
+    a = ep.add_parser("add", parents=[common], help="add (or change) an endpoint")
+    a.add_argument("name", help="what models and limits call it by")
+    a.add_argument("base_url", help="its OpenAI-compatible base URL, e.g. "
+                   "http://127.0.0.1:11434/v1")
     a.add_argument("--key-env", metavar="VAR",
                    help="environment variable holding the key (default PANELIST_KEY_<NAME>)")
-    ep.add_parser("list", parents=[common])
-    ep.add_parser("rm", parents=[common]).add_argument("name")
+    ep.add_parser("list", parents=[common], help="the endpoints and whether their keys are set")
+    ep.add_parser("rm", parents=[common], help="remove an endpoint no model uses").add_argument(
+        "name", help="the endpoint to remove")
     limit.add_parser(ep, common, "name", "endpoint")
 
 

@@ -15,15 +15,15 @@ def register(nouns, common) -> None:
                           "models").add_subparsers(dest="verb", metavar="VERB", required=True)
     gr.add_parser("list", parents=[common], help="the grades, their pins and the ceiling")
     a = gr.add_parser("pin", parents=[common], help="the model the deployment uses for a grade")
-    a.add_argument("grade")
-    a.add_argument("alias", nargs="?")
+    a.add_argument("grade", help="the grade to pin")
+    a.add_argument("alias", nargs="?", help="the model of that grade to pin")
     a.add_argument("--clear", action="store_true", help="unpin the grade")
     a = gr.add_parser("ceiling", parents=[common],
                       help="the strongest model (default: the strongest grade's pin)")
-    a.add_argument("alias", nargs="?")
+    a.add_argument("alias", nargs="?", help="the model to name the ceiling")
     a.add_argument("--clear", action="store_true", help="back to the strongest grade's pin")
     gr.add_parser("order", parents=[common], help="set the grades, weakest first").add_argument(
-        "grades", metavar="a,b,c")
+        "grades", metavar="a,b,c", help="every grade, weakest first")
 
 
 def cmd_grade(args, out: Out) -> int:

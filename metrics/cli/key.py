@@ -18,8 +18,9 @@ def register(nouns, common) -> None:
     a.add_argument("name", help="names the caller on every call it makes")
     a.add_argument("--collections", metavar="a,b", help="the only collections it may call")
     a.add_argument("--rpm", type=int, metavar="N", help="requests a minute it may make")
-    ke.add_parser("list", parents=[common])
-    ke.add_parser("revoke", parents=[common]).add_argument("name")
+    ke.add_parser("list", parents=[common], help="the keys, never their secrets")
+    ke.add_parser("revoke", parents=[common], help="stop a key for good (its name is never "
+                  "reused)").add_argument("name", help="the key to revoke")
 
 
 def cmd_key(args, out: Out) -> int:

@@ -13,7 +13,7 @@ def add_parser(verbs, common, name: str, kind: str) -> None:
     a = verbs.add_parser("limit", parents=[common],
                          help=f"calls a{'n' if kind == 'endpoint' else ''} {kind} takes at once "
                          "and a minute, across every process (no option: show them)")
-    a.add_argument(name)
+    a.add_argument(name, help=f"the {kind} whose limits to set or show")
     a.add_argument("--rpm", type=int, metavar="N", help="calls that may start in any 60 s")
     a.add_argument("--max-concurrent", type=int, metavar="N", help="calls running at once")
     a.add_argument("--clear", action="store_true",

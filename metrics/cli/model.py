@@ -17,32 +17,37 @@ from panelist.metrics.roster.roster import Roster
 def register(nouns, common) -> None:
     mo = nouns.add_parser("model", help="models a seat can be").add_subparsers(
         dest="verb", metavar="VERB", required=True)
-    a = mo.add_parser("add", parents=[common])
-    a.add_argument("alias")
-    a.add_argument("--endpoint", required=True, metavar="NAME")
+    a = mo.add_parser("add", parents=[common], help="register a model on an endpoint")
+    a.add_argument("alias", help="the name panels and collections call it by")
+    a.add_argument("--endpoint", required=True, metavar="NAME",
+                   help="the endpoint that serves it (panelist endpoint list)")
     a.add_argument("--served", metavar="ID", help="the id the endpoint knows (default: alias)")
     a.add_argument("--family", metavar="F", help="the model's line (default: the one its "
                    "served id names, e.g. gpt for gpt-4o-mini)")
-    a.add_argument("--grade", metavar="G")
-    a.add_argument("--context", type=int, metavar="N")
-    a.add_argument("--max-output", type=int, metavar="N")
-    a.add_argument("--vision", action="store_true")
-    a.add_argument("--tools", action="store_true")
+    a.add_argument("--grade", metavar="G", help="its quality tier (panelist grade list)")
+    a.add_argument("--context", type=int, metavar="N",
+                   help="its context window in tokens (default: the catalog's, if any)")
+    a.add_argument("--max-output", type=int, metavar="N",
+                   help="the most tokens it may write in one answer")
+    a.add_argument("--vision", action="store_true", help="it takes images")
+    a.add_argument("--tools", action="store_true", help="it calls tools")
     a.add_argument("--price-in", type=float, metavar="X", help="per million input tokens")
     a.add_argument("--price-out", type=float, metavar="Y", help="per million output tokens")
-    a.add_argument("--currency", metavar="CUR")
+    a.add_argument("--currency", metavar="CUR", help="the currency of its prices (default USD)")
     a.add_argument("--decider", action="store_true",
                    help="this model labels the prompts of shape-auto collections (one at a time)")
     mo.add_parser("decider", parents=[common], help="make one model the decider (labels the "
-                  "prompts of shape-auto collections)").add_argument("alias")
-    mo.add_parser("list", parents=[common])
-    mo.add_parser("rm", parents=[common]).add_argument("alias")
+                  "prompts of shape-auto collections)").add_argument("alias", help="the model to mark")
+    mo.add_parser("list", parents=[common], help="the models on the roster")
+    mo.add_parser("rm", parents=[common], help="remove a model no collection uses").add_argument(
+        "alias", help="the model to remove")
     a = mo.add_parser("retire", parents=[common],
                       help="keep a model out of every panel until it is restored")
-    a.add_argument("alias")
+    a.add_argument("alias", help="the model to retire")
     a.add_argument("--reason", default="", metavar="TEXT", help="why, for the alert")
     mo.add_parser("restore", parents=[common],
-                  help="end a model's cooldown and retirement").add_argument("alias")
+                  help="end a model's cooldown and retirement").add_argument(
+                      "alias", help="the model to restore")
     limit.add_parser(mo, common, "alias", "model")
     onboard.add_parser(mo, common)
 

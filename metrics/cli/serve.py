@@ -4,8 +4,9 @@ The servers themselves are lent by the entry point (``Runtime.make_gateway``,
 ``Runtime.make_dashboard``): the command line imports no server. With ``--demo`` the server
 serves the demo roster: the data folder's one simulated upstream, started by the server if no
 other process serves it, and taken over by it when that process ends
-(``metrics.upkeep.demohost``); with workers, by one of them for all. ``--workers N`` runs N
-processes on the port (``metrics.server.front.workers``).
+(``metrics.upkeep.demohost``); with workers, by one of them for all. Without ``--data`` the
+demo runs in its own data folder (``home.demo_dir``), never in the user's default one.
+``--workers N`` runs N processes on the port (``metrics.server.front.workers``).
 
 Stopping: the first Ctrl-C or SIGTERM lets every request that began be answered (at most
 ``workers.DRAIN`` seconds), then closes; a second one ends that wait at once.
@@ -20,7 +21,7 @@ import threading
 
 from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import PanelistError
-from panelist.metrics.home import open_home
+from panelist.metrics.home import demo_dir, open_home
 from panelist.metrics.server.front import workers
 from panelist.metrics.store.pg import check_argument, check_url, redact
 
@@ -29,13 +30,17 @@ def register(nouns, common) -> None:
     for noun, port, what in (("gateway", 8123, "run the gateway"),
                              ("serve", 8122, "run the dashboard (and the gateway's routes)")):
         g = nouns.add_parser(noun, parents=[common], help=what)
-        g.add_argument("--host", default="127.0.0.1")
-        g.add_argument("--port", type=int, default=port)
+        g.add_argument("--host", default="127.0.0.1",
+                       help="the address to listen on (default 127.0.0.1; any other needs "
+                       "PANELIST_ADMIN_TOKEN)")
+        g.add_argument("--port", type=int, default=port, help=f"the port (default {port})")
         g.add_argument("--workers", metavar="N", type=workers.worker_count, default=1,
                        help="processes answering the port, sharing the data folder (default 1; "
                        "auto: one per core)")
         g.add_argument("--demo", action="store_true",
-                       help="start a simulated upstream with demo models and a demo collection")
+                       help="serve simulated demo models and a demo collection, in the "
+                       "demo's own data folder (beside the default one, named panelist-demo) "
+                       "unless --data names one")
         g.add_argument("--database", metavar="URL", default=None,
                        help="keep the ledger in PostgreSQL (postgresql://USER@HOST:PORT/DB), "
                        "shared by every instance given the same URL (default: "
@@ -55,7 +60,10 @@ def _serve(args, out: Out, make) -> int:
     simulated roster."""
     if args.database:
         check_argument(check_url(args.database))
-    home = open_home(args.data, database=args.database)
+    # the demo's simulated models and panels stay out of the user's own folder: a first real
+    # collection would otherwise seat demo models as explorers
+    data = args.data or (demo_dir() if args.demo else None)
+    home = open_home(data, database=args.database)
     workers.check_reuse_port(args.workers)   # before anything starts
     if args.workers == 1:
         return _one(args, out, make, home)
@@ -114,6 +122,9 @@ def _announce(args, out: Out, home, url: str, pids: list[int]) -> None:
     if home.database:
         lines.append(f"ledger in {redact(home.database)}")
     if args.demo:
+        if not args.data:
+            lines.append(f"the demo keeps its own data folder ({home.root}); --data DIR "
+                         "names another")
         lines.append("try: model 'bench/demo' (simulated models)"
                      + (", or the Ask page" if dashboard else ""))
     out.result(info, "\n".join(lines))

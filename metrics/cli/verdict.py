@@ -25,17 +25,23 @@ def register(nouns, common) -> None:
     v.add_argument("--alias", metavar="A",
                    help="with --panel: the model whose answer you judge, or 'merger'")
     which = v.add_mutually_exclusive_group(required=True)
-    which.add_argument("--useful", dest="useful", action="store_true", default=None)
-    which.add_argument("--not-useful", dest="useful", action="store_false")
-    v.add_argument("--note", default="", metavar="TEXT")
-    v.add_argument("--real", action="append", default=[], metavar="CLAIM")
-    v.add_argument("--false", action="append", default=[], metavar="CLAIM")
+    which.add_argument("--useful", dest="useful", action="store_true", default=None,
+                       help="the answer helped with the real work")
+    which.add_argument("--not-useful", dest="useful", action="store_false",
+                       help="it did not")
+    v.add_argument("--note", default="", metavar="TEXT",
+                   help="why, in a few words (up to 4,000 characters)")
+    v.add_argument("--real", action="append", default=[], metavar="CLAIM",
+                   help="a claim of the answer that held up (repeatable)")
+    v.add_argument("--false", action="append", default=[], metavar="CLAIM",
+                   help="a claim of the answer that was wrong (repeatable)")
     v.add_argument("--url", metavar="URL", help="send it to a running gateway "
                    "instead (its key, if it needs one, from $PANELIST_KEY)")
 
     pe = nouns.add_parser("pending", parents=[common],
                           help="calls that answered and await a verdict")
-    pe.add_argument("--limit", type=int, default=50, metavar="N")
+    pe.add_argument("--limit", type=int, default=50, metavar="N",
+                    help="at most this many (default 50)")
     pe.add_argument("--abandoned", action="store_true",
                     help="list instead the panels whose reply never reached the caller "
                     "(their answers are owed no verdict)")

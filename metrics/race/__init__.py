@@ -13,7 +13,7 @@ and a run that names itself is found by ``selfname``; ``flags`` marks text addre
 judge.
 
 Imports ``metrics.seats``, ``metrics.roster``, ``metrics.store`` and reads ``metrics.ledger``.
-The names a job's own code uses (``Benchmark``, ``tool``) are importable from here, as the README
+The names a job's own code uses (``Benchmark``, ``tool``) are importable from here, as docs/race.md
 shows: ``from panelist.metrics.race import Benchmark, tool``.
 """
 
