@@ -132,6 +132,7 @@ class ConfigMirror:
         self._instance = instance or uuid.uuid4().hex[:12]
         self._changes_at = changes_at if changes_at is not None else _size(self.folder / CHANGES)
         self._lock = threading.Lock()          # one sync at a time
+        self._migrated = False
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._listener = db.listener(pgschema.CONFIG_CHANNEL, self._woken, self._woken)
@@ -164,6 +165,10 @@ class ConfigMirror:
             self._sync()
 
     def _sync(self) -> None:
+        if not self._migrated:   # an instance started before its database: not made yet
+            if self.db.run(pgschema.current, transaction=False) != pgschema.VERSION:
+                pgschema.migrate(self.db)
+            self._migrated = True
         latest = {name: (version, body) for name, version, body
                   in self.db.execute(_LATEST, (list(self.names),))}
         for name in self.names:
