@@ -65,3 +65,50 @@ def test_an_instance_starts_without_its_database_and_serves_once_it_is_back(
             db.close()
     finally:
         gw.close()
+
+
+def test_a_keys_rpm_holds_on_three_instances_while_connections_are_cut(tmp_path, sim, pg_url):
+    from panelist.metrics.server.keys import Keys
+    homes = [make_home(tmp_path / f"host{i}", sim, pg_url) for i in range(3)]
+    gws = []
+    try:
+        for home in homes:
+            gws.append(Gateway(make_gateway(home, env={"PANELIST_REQUIRE_KEYS": "1"})))
+        limit = 6
+        secret, _ = Keys(homes[0]).create("app", rpm=limit)
+        for home in homes[1:]:
+            assert wait_until(lambda: Keys(home).find(secret) is not None)
+        auth = {"Authorization": f"Bearer {secret}"}
+        cutter = pg.Database(pg_url)
+        answers, lock = [], threading.Lock()
+
+        cutting = threading.Lock()
+
+        def cut_every_connection():
+            with cutting:   # one cut at a time, so no cut ends the cutter's own connection
+                cutter.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                               "datname = current_database() AND pid <> pg_backend_pid()")
+
+        def client(gw):
+            for _ in range(6):
+                status, _, headers = gw.get("/v1/models", headers=auth)
+                with lock:
+                    answers.append((status, headers.get("Retry-After")))
+                    cut = len(answers) % 4 == 0
+                if cut:   # every fourth answer, every instance loses its connections
+                    cut_every_connection()
+
+        threads = [threading.Thread(target=client, args=(gw,)) for gw in gws for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        cutter.close()
+        statuses = [s for s, _ in answers]
+        assert len(statuses) == 54 and set(statuses) <= {200, 429, 503}, statuses
+        assert statuses.count(200) <= limit, statuses
+        assert statuses.count(429) > 0
+        assert all(int(after) >= 1 for s, after in answers if s != 200)
+    finally:
+        for gw in gws:
+            gw.close()
