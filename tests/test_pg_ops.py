@@ -112,3 +112,88 @@ def test_a_keys_rpm_holds_on_three_instances_while_connections_are_cut(tmp_path,
     finally:
         for gw in gws:
             gw.close()
+
+
+def test_the_pool_caps_connections_in_use_and_the_next_use_gets_a_503(pg_url):
+    db = pg.Database(pg_url, application="test-pool", pool=2, bounds=Bounds(connect=1))
+    watcher = pg.Database(pg_url, application="test-pool-watch")
+    held, release = threading.Barrier(3), threading.Event()
+    errors = []
+
+    def hold():
+        try:
+            with db.begin() as conn:
+                conn.execute("SELECT 1")
+                held.wait()
+                release.wait()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=hold) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        held.wait()
+        # both connections in use: the third use waits for one, then is refused
+        with pytest.raises(DatabaseUnreachable) as refused:
+            db.execute("SELECT 1")
+        assert "connections of this instance stayed busy" in refused.value.message
+        assert refused.value.headers["Retry-After"]
+        opened = watcher.execute("SELECT count(*) FROM pg_stat_activity "
+                                 "WHERE application_name = 'test-pool'")[0][0]
+        assert opened == 2
+    finally:
+        release.set()
+        for t in threads:
+            t.join()
+    assert errors == []
+    assert db.execute("SELECT 1") == [(1,)]
+    # a read inside a thread's own transaction rides on its connection's place
+    with db.begin() as conn, db.begin() as again:
+        assert conn.execute("SELECT 2").fetchone() == (2,)
+        assert again.execute("SELECT 3").fetchone() == (3,)
+        assert db.execute("SELECT 4") == [(4,)]
+    db.close()
+    watcher.close()
+
+
+def test_metrics_count_database_errors_and_answer_while_it_is_down(tmp_path, sim, pg_cluster,
+                                                                    pg_url):
+    from prometheus_client.parser import text_string_to_metric_families
+    home = make_home(tmp_path / "a", sim, pg_url)
+
+    def scrape(gw):
+        status, text = gw.request_text("/metrics")
+        assert status == 200, text
+        return {f.name: f for f in text_string_to_metric_families(text)}
+
+    def value(fams, family, name, **labels):
+        (found,) = [s.value for s in fams[family].samples if s.name == name and
+                    all(s.labels.get(k) == v for k, v in labels.items())]
+        return found
+
+    with Gateway(make_gateway(home, env={})) as gw:
+        gw.request_text = lambda path: _text(gw, path)
+        assert ask(gw)[0] == 200
+        fams = scrape(gw)
+        assert value(fams, "panelist_db_uses", "panelist_db_uses_total") > 0
+        assert value(fams, "panelist_db_seconds", "panelist_db_seconds_total") > 0
+        assert value(fams, "panelist_admission_refusals", "panelist_admission_refusals_total",
+                     model="fast") == 0
+        before = value(fams, "panelist_db_errors", "panelist_db_errors_total", kind="unreachable")
+        pg_cluster.stop()
+        try:
+            assert ask(gw)[0] == 503
+            fams = scrape(gw)
+        finally:
+            pg_cluster.start()
+        assert value(fams, "panelist_db_errors", "panelist_db_errors_total",
+                     kind="unreachable") > before
+        assert "panelist_seats" not in fams   # the ledger's figures wait for the database
+        assert value(fams, "panelist_worker_info", "panelist_worker_info") == 1
+
+
+def _text(gw, path):
+    import urllib.request
+    with urllib.request.urlopen(gw.url + path, timeout=30) as resp:
+        return resp.status, resp.read().decode()
