@@ -219,7 +219,7 @@ def test_no_60_seconds_hold_more_than_the_limit_across_a_minute_edge(rates):
     # the whole limit in the last second of one minute...
     assert [rates.admit("k", 20, now=t0 + 59 + i / 40) for i in range(20)] == [None] * 20
     # ...leaves no room in the next minute until those are 60 s old
-    later = [t0 + 60 + s for s in range(0, 59)]
+    later = [t0 + 60 + s for s in range(59)]
     assert all(rates.admit("k", 20, now=t) is not None for t in later)
     assert rates.admit("k", 20, now=t0 + 119.01) is None
 

@@ -144,7 +144,7 @@ def test_collections_made_at_once_on_two_instances_all_survive(dashes):
     assert [s for s, _ in answers] == [200] * 12, answers
     want = {f"{tag}{i}" for i in range(6) for tag in ("on-a-", "on-b-")}
     for home in (home_a, home_b):
-        assert wait_until(lambda: want <= set(Collections(home).all())), \
+        assert wait_until(lambda home=home: want <= set(Collections(home).all())), \
             sorted(set(Collections(home).all()))
         assert not list(home.config.glob("*.conflict-*"))
 

@@ -77,7 +77,7 @@ def test_a_keys_rpm_holds_on_three_instances_while_connections_are_cut(tmp_path,
         limit = 6
         secret, _ = Keys(homes[0]).create("app", rpm=limit)
         for home in homes[1:]:
-            assert wait_until(lambda: Keys(home).find(secret) is not None)
+            assert wait_until(lambda home=home: Keys(home).find(secret) is not None)
         auth = {"Authorization": f"Bearer {secret}"}
         cutter = pg.Database(pg_url)
         answers, lock = [], threading.Lock()

@@ -192,7 +192,10 @@ class ConfigMirror:
             for name in self.names:
                 if _stamp(self.folder / name) != before[name]:
                     self._publish(name, self.folder / name)
-            self._copy_changes()
+            try:
+                self._copy_changes()
+            except errors.DatabaseUnreachable:
+                pass   # the edit is stored; its history line is copied at the next turn
 
     def _publish(self, name: str, path: Path) -> None:
         stamp = _stamp(path)
