@@ -197,3 +197,22 @@ def _text(gw, path):
     import urllib.request
     with urllib.request.urlopen(gw.url + path, timeout=30) as resp:
         return resp.status, resp.read().decode()
+
+
+def test_a_dashboard_starts_without_its_database_and_serves_its_pages(tmp_path, sim,
+                                                                      pg_cluster, pg_url):
+    import urllib.request
+    from panelist.serve import make_dashboard
+    home = make_home(tmp_path / "a", sim, pg_url)
+    pg_cluster.stop()
+    try:
+        with Gateway(make_dashboard(home, env={"PANELIST_LOGIN_PAUSE": "0"})) as dash:
+            with urllib.request.urlopen(dash.url + "/", timeout=30) as resp:
+                assert resp.status == 200 and b"<html" in resp.read().lower()
+            assert dash.get("/ready")[0] == 503
+            status, body, headers = dash.post("/api/collections", {
+                "name": "offline", "members": ["fast", "mid"]})
+            assert status == 503 and headers["Retry-After"], body
+            assert "offline" not in Collections(home).all()
+    finally:
+        pg_cluster.start()
