@@ -14,7 +14,7 @@ from panelist.metrics.cli.main import main
 from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound, Unauthorized
 from panelist.metrics.server.guard import Guard, Settings
 from panelist.metrics.server.keys import SHAPE, Keys
-from panelist.metrics.server.ratelimit import RateCounter, wait_for
+from panelist.metrics.server.ratelimit import RateCounter
 
 ADMIN = "admin-token-for-tests-0042"
 
@@ -204,14 +204,34 @@ def test_the_sliding_minute(rates):
     t0 = 6_000_000 * 60.0   # the start of a minute
     assert [rates.admit("k", 3, now=t0 + i) for i in range(3)] == [None] * 3
     wait = rates.admit("k", 3, now=t0 + 10)
-    # nothing more fits until the next minute; then the three decay over its first 20 s
-    assert wait == pytest.approx(50 + 20)
-    assert rates.admit("k", 3, now=t0 + 10) == pytest.approx(50 + 20)   # refusals do not count
-    assert rates.admit("k", 3, now=t0 + 60 + 19) is not None
-    assert rates.admit("k", 3, now=t0 + 60 + 20.5) is None
+    # nothing more fits until the first of the three is 60 s old
+    assert wait == pytest.approx(50)
+    assert rates.admit("k", 3, now=t0 + 10) == pytest.approx(50)   # refusals do not count
+    assert rates.admit("k", 3, now=t0 + 59.5) == pytest.approx(0.5)
+    assert rates.admit("k", 3, now=t0 + 60) is None
+    assert rates.admit("k", 3, now=t0 + 60.5) == pytest.approx(0.5)   # the second is next
     assert rates.admit("k", 3, now=t0 + 600) is None   # long idle: a fresh start
     assert RateCounter.retry_after(0.2) == "1" and RateCounter.retry_after(70) == "70"
-    assert wait_for(1, 0, 1, 0.0) == pytest.approx(120)   # one a minute: the minute after next
+
+
+def test_no_60_seconds_hold_more_than_the_limit_across_a_minute_edge(rates):
+    t0 = 6_000_000 * 60.0
+    # the whole limit in the last second of one minute...
+    assert [rates.admit("k", 20, now=t0 + 59 + i / 40) for i in range(20)] == [None] * 20
+    # ...leaves no room in the next minute until those are 60 s old
+    later = [t0 + 60 + s for s in range(59)]
+    assert all(rates.admit("k", 20, now=t) is not None for t in later)
+    assert rates.admit("k", 20, now=t0 + 119.01) is None
+
+
+def test_a_changed_limit_keeps_the_admissions_of_the_window(rates):
+    t0 = 6_000_000 * 60.0
+    assert [rates.admit("k", 5, now=t0 + i) for i in range(5)] == [None] * 5
+    # lowered to 3: the newest three of the window are kept, so nothing fits until t0+2 ages
+    assert rates.admit("k", 3, now=t0 + 10) == pytest.approx(52)
+    # raised to 6: the five of the window count, one more fits
+    assert rates.admit("k", 6, now=t0 + 10) is None
+    assert rates.admit("k", 6, now=t0 + 11) == pytest.approx(49)
 
 
 def test_the_count_is_shared_by_counters_on_one_folder(tmp_path, rates):

@@ -72,6 +72,29 @@ def test_metrics_follow_the_panels_and_verdicts(gateway):
     assert sample(fams, "panelist_verdicts", "panelist_verdicts",
                   model=useful["alias"], useful="true") == 1
     assert sample(fams, "panelist_verdicts_owed", "panelist_verdicts_owed") == len(seats) - 1
+    for alias in seats:   # none of them found its endpoint full
+        assert sample(fams, "panelist_admission_refusals", "panelist_admission_refusals_total",
+                      model=alias) == 0
+    # no database: no database figures
+    assert not [name for name in fams if name.startswith("panelist_db_")]
+
+
+def test_metrics_count_seats_refused_at_an_endpoints_limit(gateway, home):
+    from conftest import set_limits
+    from panelist.metrics.roster.roster import Roster
+    Roster(home).set_limits("endpoint", "sim", {"max_concurrent": 1, "rpm": 1})
+    set_limits(home, seat_timeout=1, max_explorers=0)
+    status, body, _ = gateway.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
+        {"role": "user", "content": "Review: x = 1"}]})
+    assert status == 200, body
+    refused = [s["alias"] for s in body["bench"]["seats"] if s["status"] != "ok"]
+    assert len(refused) == 2
+    fams = families(scrape(gateway)[1])
+    for s in body["bench"]["seats"]:
+        assert sample(fams, "panelist_admission_refusals", "panelist_admission_refusals_total",
+                      model=s["alias"]) == (1 if s["alias"] in refused else 0)
+    assert sample(fams, "panelist_admission_waiting", "panelist_admission_waiting",
+                  endpoint="sim") == 0
 
 
 def test_metrics_need_the_admin_token_once_one_is_set(home):

@@ -80,8 +80,13 @@ class Ledger:
         self._logs: Logs   # the records' home: the files or the database, one surface
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
-            self._logs = DatabaseLogs(database, self.snapshot_path, clock=clock,
-                                      outbox=self.dir / "outbox")
+            from panelist.metrics.store.pg import redact
+            from panelist.metrics.store.pgdeferred import deferred
+            # a database out of reach at start defers the logs until it answers (pgdeferred)
+            self._logs = deferred(lambda: DatabaseLogs(database, self.snapshot_path,
+                                                       clock=clock,
+                                                       outbox=self.dir / "outbox"),
+                                  shown=redact(database), snapshots=True)
         else:
             self._logs = FileLogs(self.dir)
             # where the files are is the logs' to say, named here for readers of the folder
@@ -103,6 +108,12 @@ class Ledger:
                 self.replayed = self._follow()  # records read at start: 0 after a clean close
             if self._logs.snapshots and (not self.from_snapshot or self.replayed):
                 self._write_snapshot()
+        except errors.DatabaseUnreachable:
+            if getattr(self._logs, "built", True):
+                self._logs.close()
+                raise
+            # started without its database: the index is read whole at the first follow
+            self.from_snapshot, self.replayed = False, 0
         except BaseException:
             self._logs.close()
             raise
@@ -471,7 +482,10 @@ class Ledger:
             return
         self._closed = True
         with self._lock:
-            self._follow()
+            try:
+                self._follow()
+            except errors.DatabaseUnreachable:
+                pass   # nothing more can be read; what was folded is saved below
             unsaved = self._unsaved
         if unsaved and self._logs.snapshots:
             self._write_snapshot()

@@ -56,7 +56,7 @@ class SuiteEvidence:
             if isinstance(source, (str, Path)) else source
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._tail = self.samples.reader()
+        self._tail = None   # opened at the first read: a database may be out of reach at start
         self._version: dict[str, str] = {}   # task -> hash of its latest line
         # (task, hash, model, epoch) -> (pair, kind, right), the last scored line of each
         self._scored: dict[tuple, tuple] = {}
@@ -88,6 +88,8 @@ class SuiteEvidence:
             return self._patterns
 
     def _follow(self, size: int) -> None:
+        if self._tail is None:
+            self._tail = self.samples.reader()
         if size < self._tail.offset:   # replaced or truncated: start over
             self._tail = self.samples.reader()
             self._version.clear()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from panelist.metrics.errors import DatabaseUnreachable
 from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.seats.record import CallLog
 from panelist.metrics.store import atomic, jsonwire
@@ -82,17 +83,26 @@ class DatabaseReports(FileReports):
 
     def __init__(self, folder: Path, url: str):
         super().__init__(folder)
-        from panelist.metrics.store import pg, pgschema
+        from panelist.metrics.store import pg
         self.db = pg.Database(url, application="panelist-races")
+        self._ready = False
         try:
-            have = self.db.run(pgschema.current, transaction=False)
-            if have != pgschema.VERSION:
-                pgschema.migrate(self.db)
+            self._migrated()
+        except DatabaseUnreachable:
+            pass   # out of reach at start: brought up to date at the first use
         except BaseException:
             self.db.close()
             raise
 
+    def _migrated(self) -> None:
+        from panelist.metrics.store import pgschema
+        if not self._ready:
+            if self.db.run(pgschema.current, transaction=False) != pgschema.VERSION:
+                pgschema.migrate(self.db)
+            self._ready = True
+
     def named(self, race: str) -> None:
+        self._migrated()
         self.db.execute("INSERT INTO race_reports (race) VALUES (%s) ON CONFLICT DO NOTHING",
                         (race,))
 
@@ -102,16 +112,19 @@ class DatabaseReports(FileReports):
     def save(self, race: str, doc: dict) -> None:
         from panelist.metrics.ledger.pglogs import to_json
         super().save(race, doc)
+        self._migrated()
         # the same whole report each time: safe to run twice
         self.db.execute("INSERT INTO race_reports (race, ended, report) VALUES "
                         "(%s, now(), %s::jsonb) ON CONFLICT (race) DO UPDATE SET "
                         "ended = now(), report = EXCLUDED.report", (race, to_json(doc)))
 
     def ids(self) -> list[str]:
+        self._migrated()
         return [r[0] for r in self.db.execute("SELECT race FROM race_reports")] + \
             super().ids()
 
     def stored(self, race: str):
+        self._migrated()
         rows = self.db.execute("SELECT extract(epoch FROM started), "
                                "extract(epoch FROM ended), report FROM race_reports "
                                "WHERE race = %s", (race,))

@@ -11,6 +11,9 @@ Invariants:
 * Every write goes through the same validation as the CLI (``Roster``, ``Collections``,
   ``Keys``, ``verdict.check``) and is logged in ``config/changes.jsonl`` (or the evidence log)
   with ``who`` as its author.
+* With a database, a handler marked ``edits_config`` is answered only once its edit is in the
+  database (``store.pgconfig.ConfigMirror.editing``): merged with another instance's, or
+  refused with 409 when both changed the same value, or 503 when the database is out of reach.
 * Every editable object is read with a ``version`` (``configfile.version_of`` its stored value);
   an edit must send it back and is refused with 409 ``stale`` when the object changed meanwhile.
   Creating a name that exists is 409 ``exists``.
@@ -41,6 +44,14 @@ from panelist.metrics.server.keys import MAX_RPM, Keys
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
 from panelist.metrics.stats import wilson
+
+
+def edits_config(fn):
+    """Marks a handler that edits the config files: with a database, the dashboard runs it
+    under the config mirror's ``editing``, so its edit lands in the database (or is refused)
+    before the reply."""
+    fn.edits_config = True
+    return fn
 
 
 PAGE, MAX_PAGE = 50, 200
@@ -105,6 +116,7 @@ def info(req: ApiRequest) -> dict:
     }
 
 
+@edits_config
 @takes(NOTHING)
 def load_demo(req: ApiRequest) -> dict:
     from panelist.metrics.roster import demo
@@ -225,12 +237,14 @@ def _save_model(req: ApiRequest, alias: str, expect: str) -> dict:
     return _one_model(req, alias)
 
 
+@edits_config
 @takes(Body(alias=Text(NAME, nonempty=True, required=True, hint=ALIAS), version=Text(VERSION),
             **MODEL_FACTS))
 def create_model(req: ApiRequest) -> dict:
     return _save_model(req, req.body["alias"], "")
 
 
+@edits_config
 @takes(Body(version=VERSIONED, alias=Text(NAME, hint=ALIAS), **MODEL_FACTS))
 def update_model(req: ApiRequest) -> dict:
     return _save_model(req, req.params["alias"], req.body["version"])
@@ -258,6 +272,7 @@ def probe_model(req: ApiRequest) -> dict:
     return {"probe": probe.public(), "model": _one_model(req, alias)}
 
 
+@edits_config
 @takes(NOTHING)
 def retire_model(req: ApiRequest) -> dict:
     alerts = Alerts(req.panels.home)
@@ -268,6 +283,7 @@ def retire_model(req: ApiRequest) -> dict:
     return _one_model(req, req.params["alias"])
 
 
+@edits_config
 @takes(NOTHING)
 def restore_model(req: ApiRequest) -> dict:
     alias = req.params["alias"]
@@ -279,6 +295,7 @@ def restore_model(req: ApiRequest) -> dict:
     return _one_model(req, alias)
 
 
+@edits_config
 @takes(NOTHING)
 def delete_model(req: ApiRequest) -> dict:
     alias = req.params["alias"]
@@ -341,6 +358,7 @@ def test_endpoint(req: ApiRequest) -> dict:
             "models": listed}
 
 
+@edits_config
 @takes(Body(name=Text(NAME, nonempty=True, required=True, hint=ENDPOINT_NAME), **ENDPOINT,
             tested=Flag(required=True,
                         hint="true once POST /api/endpoints/test passed for this endpoint")))
@@ -354,6 +372,7 @@ def create_endpoint(req: ApiRequest) -> dict:
     return next(r for r in list_endpoints(req)["data"] if r["name"] == ep.name)
 
 
+@edits_config
 @takes(NOTHING)
 def delete_endpoint(req: ApiRequest) -> dict:
     name = req.params["name"]
@@ -414,17 +433,20 @@ def _save_collection(req: ApiRequest, name: str, expect: str) -> dict:
     return next(r for r in list_collections(req)["data"] if r["name"] == c.name)
 
 
+@edits_config
 @takes(Body(name=Text(NAME, nonempty=True, required=True, hint=COLLECTION_NAME),
             version=Text(VERSION), **COLLECTION))
 def create_collection(req: ApiRequest) -> dict:
     return _save_collection(req, req.body["name"].removeprefix(PREFIX), "")
 
 
+@edits_config
 @takes(Body(version=VERSIONED, name=Text(NAME, hint=COLLECTION_NAME), **COLLECTION))
 def update_collection(req: ApiRequest) -> dict:
     return _save_collection(req, req.params["name"], req.body["version"])
 
 
+@edits_config
 @takes(NOTHING)
 def delete_collection(req: ApiRequest) -> dict:
     req.panels.collections.remove(req.params["name"], by=req.who)
@@ -434,6 +456,7 @@ def delete_collection(req: ApiRequest) -> dict:
 SECONDS = 86_400   # a day: longer than any seat, panel or rest should take
 
 
+@edits_config
 @takes(Body(version=VERSIONED,
             max_explorers=Whole(0, 1000, hint="explorer seats added to each panel"),
             max_calls=Whole(1, 1000, hint="members plus explorers never exceed it"),
@@ -624,6 +647,7 @@ def list_keys(req: ApiRequest) -> dict:
                      for k in Keys(req.panels.home).all()]}
 
 
+@edits_config
 @takes(Body(name=Text(NAME, nonempty=True, required=True,
                       hint="who or what uses the key: lower-case letters, digits or '-'"),
             collections=Strings(1000, NAME, comma=True,
@@ -637,6 +661,7 @@ def create_key(req: ApiRequest) -> dict:
     return dict(key.public(), key=secret, last_used=None)
 
 
+@edits_config
 @takes(NOTHING)
 def revoke_key(req: ApiRequest) -> dict:
     Keys(req.panels.home).revoke(req.params["name"], by=req.who)
@@ -674,6 +699,7 @@ def catalog_refresh(req: ApiRequest) -> dict:
     return Catalog(req.panels.home).refresh(req.panels.upstream)
 
 
+@edits_config
 @takes(Body(endpoint=Text(NAME, nonempty=True, required=True, hint="from GET /api/discover"),
             served=Text(NAME, nonempty=True, required=True, hint="from GET /api/discover")))
 def discover_add(req: ApiRequest) -> dict:
@@ -715,7 +741,11 @@ def post_onboarding(req: ApiRequest) -> dict:
 
 
 def list_alerts(req: ApiRequest) -> dict:
-    return {"data": Alerts(req.panels.home).recent(_limit(req))}
+    """The newest alerts, with one for each config edit set aside (``readiness``)."""
+    from panelist.metrics.server.readiness import conflict_alerts
+    found = conflict_alerts(req.panels.home.config) + Alerts(req.panels.home).recent(_limit(req))
+    found.sort(key=lambda a: str(a.get("ts", "")), reverse=True)   # newest first, as the log
+    return {"data": found[:_limit(req)]}
 
 
 ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [

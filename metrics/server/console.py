@@ -20,7 +20,7 @@ from panelist.metrics.errors import BadRequest
 from panelist.metrics.plaintext import first_control
 from panelist.metrics.race import chatjob, verdict
 from panelist.metrics.roster.grades import MAX_GRADE, MAX_GRADES, Grades
-from panelist.metrics.server.api import NAME, VERSION, Accepted, ApiRequest
+from panelist.metrics.server.api import NAME, VERSION, Accepted, ApiRequest, edits_config
 from panelist.metrics.server.bodies import Body, Flag, Number, OneOf, Strings, Text, Whole, takes
 from panelist.metrics.upkeep.suitejob import MAX_EPOCHS
 
@@ -42,6 +42,7 @@ def _one_of(body: dict, what: str) -> str | None:
 
 
 # -- grades ---------------------------------------------------------------------------------------
+@edits_config
 @takes(Body(version=GRADES,
             order=Strings(MAX_GRADES, MAX_GRADE, required=True, comma=True,
                           hint="every grade once, weakest first, e.g. light,general,strong")))
@@ -54,6 +55,7 @@ def put_order(req: ApiRequest) -> dict:
     return dict(_grades(req), unpinned=dropped)
 
 
+@edits_config
 @takes(Body(version=GRADES,
             grade=Text(MAX_GRADE, nonempty=True, required=True, hint="a grade of the order"),
             alias=Text(NAME, nonempty=True, hint="a model of that grade; or send clear"),
@@ -66,6 +68,7 @@ def put_pin(req: ApiRequest) -> dict:
     return dict(_grades(req), was=was)
 
 
+@edits_config
 @takes(Body(version=GRADES,
             alias=Text(NAME, nonempty=True, hint="the strongest model, a race's judge"),
             clear=Flag(hint="back to the strongest grade's pin")))

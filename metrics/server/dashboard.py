@@ -11,6 +11,8 @@ Invariants:
 * The ``/api/`` routes are ``metrics.server.api``'s, ``metrics.server.console``'s and
   ``metrics.server.judgechecks``'s; each
   takes at most ``API_BODY`` bytes but a handler that says more (``max_body``: an upload).
+* With a database, a handler that edits the config (``api.edits_config``) runs under the config
+  mirror's ``editing``: its 200 comes only once the edit is in the database.
 * Every ``/api/`` write declares its body (``metrics.server.bodies``) and is refused when the
   server is built if it does not; the body is checked against it before the action runs.
 * When gateway keys are required (``PANELIST_REQUIRE_KEYS=1``) the dashboard is never open: it
@@ -149,7 +151,12 @@ class Dashboard:
             req = api.ApiRequest(method=h.command, params=params, query=query, body=body,
                                  parts=server.parts, who="dashboard", base_url=h.base_url(),
                                  token_required=self.sessions.required)
-            result = fn(req)
+            mirror = server.parts.config_mirror
+            if mirror is not None and getattr(fn, "edits_config", False):
+                with mirror.editing():   # in the database before it is answered
+                    result = fn(req)
+            else:
+                result = fn(req)
             h.send_json(getattr(result, "status", 200), result)   # api.Accepted is 202
         if declared is not None:
             takes(declared)(action)

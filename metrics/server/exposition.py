@@ -15,10 +15,22 @@ What is exposed, and where it comes from:
 * ``panelist_index_lag_records`` (gauge): records this instance had not folded yet when the
   scrape came (each scrape folds them first).
 * ``panelist_worker_info{pid,worker}`` (gauge, always 1): which process answered.
+* While the database is out of reach, the ledger's figures are left out (they cannot be
+  brought up to date); the process's own below still answer.
+* ``panelist_admission_refusals_total{model}`` (counter): seats that found no room within their
+  wait at their endpoint's or model's limits (``at_limit``; the ledger's, as the seats).
+* ``panelist_admission_waiting{endpoint}`` (gauge): this process's calls queued for a slot now.
+* With a database, this process's use of it (``store.pgstats``): ``panelist_db_errors_total
+  {kind}`` (``unreachable``, ``too_slow``, ``pool_full``), ``panelist_db_uses_total`` and
+  ``panelist_db_seconds_total`` (statements and transactions, and the time from asking for a
+  connection to the end of each), ``panelist_db_pool_waits_total`` and
+  ``panelist_db_pool_wait_seconds_total`` (uses that found every connection busy, and how
+  long they waited), ``panelist_db_connections_in_use`` (gauge).
 
 The figures are the ledger's: every instance and worker sharing a data folder or a database
 folds the same records, so each answers with the same totals (a scrape that reaches any worker
-of a port reads one consistent series), from the index, never a log: O(models).
+of a port reads one consistent series), from the index, never a log: O(models); but the
+admission queue and the database figures, which are this process's own (``pid``).
 """
 
 from __future__ import annotations
@@ -57,8 +69,24 @@ class _Family:
                           f"{_number(value)}")
 
 
-def render(ledger, *, worker: int, lag: int) -> str:
-    """The text of one scrape over ``ledger``."""
+def render(ledger, *, worker: int, lag: int, waiting: dict | None = None,
+           database: dict | None = None) -> str:
+    """The text of one scrape over ``ledger`` (None while its database is out of reach: the
+    process's own figures only); ``waiting``: calls queued per endpoint; ``database``:
+    ``pgstats.Stats.snapshot()`` when the server has a database."""
+    info = _Family("panelist_worker_info", "gauge", "The process that answered this scrape.")
+    info.add(1, pid=os.getpid(), worker=worker)
+    queued = _Family("panelist_admission_waiting", "gauge",
+                     "Calls of this process waiting for an endpoint's slot now.")
+    for endpoint in sorted(waiting or {}):
+        queued.add(waiting[endpoint], endpoint=endpoint)
+    families = (_ledger(ledger, lag) if ledger is not None else []) + [info, queued]
+    if database is not None:
+        families += _database(database)
+    return "\n".join(line for family in families for line in family.lines) + "\n"
+
+
+def _ledger(ledger, lag: int) -> list[_Family]:
     totals = ledger.seat_totals()
     stats = ledger.model_stats()
     seats = _Family("panelist_seats_total", "counter",
@@ -95,7 +123,31 @@ def render(ledger, *, worker: int, lag: int) -> str:
     behind = _Family("panelist_index_lag_records", "gauge",
                      "Records this instance had not folded when the scrape came.")
     behind.add(lag)
-    info = _Family("panelist_worker_info", "gauge", "The process that answered this scrape.")
-    info.add(1, pid=os.getpid(), worker=worker)
-    return "\n".join(line for family in (seats, seconds, verdicts, owed, behind, info)
-                     for line in family.lines) + "\n"
+    refused = _Family("panelist_admission_refusals_total", "counter",
+                      "Seats that found no room at their endpoint's or model's limits in time.")
+    for alias in sorted(totals):
+        refused.add(totals[alias][2].get("at_limit", 0), model=alias)
+    return [seats, seconds, verdicts, owed, behind, refused]
+
+
+def _database(stats: dict) -> list[_Family]:
+    errors = _Family("panelist_db_errors_total", "counter",
+                     "Database uses of this process that failed, by kind.")
+    for kind in ("unreachable", "too_slow", "pool_full"):
+        errors.add(stats["errors"].get(kind, 0), kind=kind)
+    uses = _Family("panelist_db_uses_total", "counter",
+                   "Statements and transactions this process ran on its database.")
+    uses.add(stats["uses"])
+    spent = _Family("panelist_db_seconds_total", "counter",
+                    "Seconds those took, from asking for a connection to their end.")
+    spent.add(round(stats["seconds"], 6))
+    waits = _Family("panelist_db_pool_waits_total", "counter",
+                    "Uses that found every pooled connection busy and waited.")
+    waits.add(stats["pool_waits"])
+    waited = _Family("panelist_db_pool_wait_seconds_total", "counter",
+                     "Seconds those waited for a free connection.")
+    waited.add(round(stats["pool_wait_seconds"], 6))
+    busy = _Family("panelist_db_connections_in_use", "gauge",
+                   "Database uses of this process running now.")
+    busy.add(stats["in_use"])
+    return [errors, uses, spent, waits, waited, busy]

@@ -1,12 +1,12 @@
 """Requests a minute per gateway key, counted once across every instance on one database
-(``DatabaseRateCounter``): the same sliding estimate as ``ratelimit``, each key's two minutes
-held in its row of ``rate_counts``.
+(``DatabaseRateCounter``): as ``ratelimit`` counts them, at most the limit in any 60 s, each
+key's admission times of the last 60 s held in its row of ``rate_log``.
 
 Invariants:
 
-* One check is one statement (``panelist_rate_admit``): the key's row is locked, judged and,
+* One check is one statement (``panelist_rate_take``): the key's row is locked, judged and,
   when the request fits, counted before the lock is let go, so two instances never both take
-  the last place of a minute.
+  the last place of a window.
 * Minutes are the database's clock, the one every host shares, unless a caller names the time.
 * A check that cannot reach the database raises ``errors.DatabaseUnreachable`` (503 with
   Retry-After): a request is never let through uncounted.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 
-from panelist.metrics.server.ratelimit import WINDOW, RateCounter, wait_for
+from panelist.metrics.server.ratelimit import WINDOW, RateCounter
 from panelist.metrics.store import pg, pgschema
 
 
@@ -39,12 +39,10 @@ class DatabaseRateCounter:
                     self._ready = True
         # a pooled connection found dead (the server restarted) is retried on a new one: at
         # worst a request that did count is counted twice, which only ever refuses sooner
-        rows = self.db.execute("SELECT panelist_rate_admit(%s, %s, %s, %s)",
+        rows = self.db.execute("SELECT panelist_rate_take(%s, %s, %s, %s)",
                                (name, limit, WINDOW, now))
-        admitted, before, current, elapsed = rows[0][0]
-        if admitted:
-            return None
-        return wait_for(limit, int(before), int(current), float(elapsed))
+        wait = float(rows[0][0])
+        return None if wait <= 0 else wait
 
     def close(self) -> None:
         self.db.close()

@@ -1,19 +1,26 @@
 """Requests a minute per gateway key, counted once across every process on one data folder.
 
-Each limited key has a 24-byte file ``DATA/runs/gateway/rate/<key name>``: the number of the
-current minute since the epoch, the requests admitted in it and in the minute before. The count
-a request is judged by is the sliding-window estimate ``before × (the share of the last 60 s that
-lies in the minute before) + now`` (the usual O(1) stand-in for a log of every request's time).
+A key's limit of ``n`` requests a minute holds over *every* 60 s, not only over clock minutes:
+a request is admitted only if fewer than ``n`` were admitted in the 60 s before it. Each limited
+key has a file ``DATA/runs/gateway/rate/<key name>`` holding a ring of its last admission times
+(a header: a mark, the ring's size, the slot of the oldest; then the times, 0 for none yet):
+the ``n``-th newest is the only one the check needs, since ``n`` admissions within 60 s means
+that one is within 60 s.
 
 Invariants:
 
-* A request is admitted only if the estimate, itself included, stays within the limit; a refused
-  request is not counted, so a caller that waits out ``Retry-After`` gets in.
-* Each check is one ``flock``, one ``pread`` and one ``pwrite`` on a descriptor kept open, so two
+* At most ``n`` requests of a key are admitted in any 60 s (an estimate from two clock minutes,
+  which let up to twice the limit through across a minute's edge, is not used). A refused
+  request is not counted, and its ``Retry-After`` is when the oldest of the last ``n`` leaves
+  the window: a caller that waits it out gets in.
+* Each check is one ``flock``, two ``pread`` and two ``pwrite`` on a descriptor kept open, so two
   gateway processes on one data folder count each request exactly once and a check costs a few
-  microseconds whatever the traffic. A thread lock covers the threads of one process, which a
-  ``flock`` on a shared descriptor would not hold apart.
-* Minutes are wall-clock (``time.time``), the one clock every process on the machine shares.
+  microseconds whatever the limit; only a raised limit rewrites the ring (once). The ring may
+  be larger than the limit (a limit lowered): the check reads the limit-th newest time. A thread lock
+  covers the threads of one process, which a ``flock`` on a shared descriptor would not hold
+  apart.
+* Times are wall-clock (``time.time``), the one clock every process on the machine shares. A
+  file without the mark (an older layout) starts empty.
 """
 
 from __future__ import annotations
@@ -26,25 +33,10 @@ import threading
 import time
 from pathlib import Path
 
-_SLOT = struct.Struct("<qqq")   # minute, admitted this minute, admitted the minute before
+_HEAD = struct.Struct("<8sqq")   # mark, ring size n, slot of the oldest time
+_TIME = struct.Struct("<d")
+MARK = b"pnlring1"
 WINDOW = 60.0
-
-
-def estimate(before: int, now: int, elapsed: float) -> float:
-    """Requests in the last minute, estimated ``elapsed`` seconds into the current one."""
-    return before * (1.0 - elapsed / WINDOW) + now
-
-
-def wait_for(limit: int, before: int, now: int, elapsed: float) -> float:
-    """Seconds until one more request fits under ``limit`` if nothing else is admitted."""
-    room = limit - 1   # the estimate must drop to this for one more request to fit
-    if now <= room and before > 0:
-        at = WINDOW * (1.0 - (room - now) / before)   # when, within this minute, it gets there
-        if at < WINDOW:
-            return max(0.0, at - elapsed)
-    # not within this minute: the current minute becomes "before" and decays from the next
-    later = WINDOW * (1.0 - room / now) if now > room else 0.0
-    return WINDOW - elapsed + later
 
 
 class RateCounter:
@@ -69,21 +61,23 @@ class RateCounter:
     def admit(self, name: str, limit: int, now: float | None = None) -> float | None:
         """Count one request for ``name``: None if admitted, else the seconds to wait."""
         t = time.time() if now is None else now
-        minute = int(t // WINDOW)
-        elapsed = t - minute * WINDOW
         fd, lock = self._fd(name)
         with lock:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                raw = os.pread(fd, _SLOT.size, 0)
-                stored, current, before = _SLOT.unpack(raw) if len(raw) == _SLOT.size else (0, 0, 0)
-                if stored == minute - 1:
-                    current, before = 0, current
-                elif stored != minute:
-                    current, before = 0, 0
-                if estimate(before, current, elapsed) + 1 > limit:
-                    return wait_for(limit, before, current, elapsed)
-                os.pwrite(fd, _SLOT.pack(minute, current + 1, before), 0)
+                raw = os.pread(fd, _HEAD.size, 0)
+                mark, size, head = _HEAD.unpack(raw) if len(raw) == _HEAD.size else (b"", 0, 0)
+                kept = mark == MARK and 0 <= head < size
+                if not kept or size < limit:   # new, an older layout, or a raised limit
+                    size, head = _grow(fd, limit, t, kept, size)
+                # the limit-th newest admission: under the limit in the window iff it is older
+                at = _HEAD.size + (head - limit) % size * _TIME.size
+                raw = os.pread(fd, _TIME.size, at)
+                nth = _TIME.unpack(raw)[0] if len(raw) == _TIME.size else 0.0
+                if nth > t - WINDOW:
+                    return nth + WINDOW - t
+                os.pwrite(fd, _TIME.pack(t), _HEAD.size + head * _TIME.size)
+                os.pwrite(fd, _HEAD.pack(MARK, size, (head + 1) % size), 0)
                 return None
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -98,6 +92,22 @@ class RateCounter:
             fds, self._fds = self._fds, {}
         for fd, _ in fds.values():
             os.close(fd)
+
+
+def _grow(fd: int, limit: int, t: float, kept: bool, size: int) -> tuple[int, int]:
+    """Write the ring anew with room for ``limit`` times (a new key, a raised limit, an older
+    layout), keeping the admissions of the last 60 s; ``(size, slot of the oldest)``. A lowered
+    limit keeps the ring as it is: the check reads the limit-th newest time whatever the size."""
+    times = []
+    if kept:
+        raw = os.pread(fd, size * _TIME.size, _HEAD.size)
+        times = sorted(x for (x,) in _TIME.iter_unpack(raw[:len(raw) // 8 * 8])
+                       if x > t - WINDOW)
+    ring = times + [0.0] * (limit - len(times))
+    head = len(times) % limit
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, _HEAD.pack(MARK, limit, head) + b"".join(_TIME.pack(x) for x in ring), 0)
+    return limit, head
 
 
 def of_home(home):

@@ -9,7 +9,9 @@ Checks, each ``{"ok": bool, ...}`` under ``checks``:
 * ``ledger``: the ledger follows its records: what is new is folded (``folded``: how many were
   behind), which with a database also shows the database answers within its bounds.
 * ``config`` (with a database): the config mirror completed a sync within ``CONFIG_FRESH``
-  seconds, so this instance serves the roster, collections and keys every other one does.
+  seconds, so this instance serves the roster, collections and keys every other one does;
+  ``conflicts`` names the config edits set aside (``NAME.conflict-TIME.json`` in the config
+  folder) for a person to merge by hand.
 
 ``jobs`` says whether this instance runs the cluster's jobs (``{"leader": bool}``, with a database
 the lease's ``term``: ``upkeep.leader``); it is no check, every instance serves alike.
@@ -24,6 +26,8 @@ from __future__ import annotations
 import time
 
 from panelist.metrics.errors import PanelistError
+from panelist.metrics.store.jsonl import utc_second
+from panelist.metrics.store.pgconfig import conflicts
 
 CONFIG_FRESH = 5.0   # seconds: the mirror syncs every half second while the database answers
 RETRY_AFTER = "2"
@@ -46,8 +50,28 @@ def readiness(parts) -> tuple[int, dict, dict]:
         if not fresh:
             checks["config"]["why"] = ("the config files have not been in step with the "
                                        f"database for over {CONFIG_FRESH:g} s")
+        # edits set aside are named (they do not make the instance unready: it serves what
+        # the database holds); each stays listed until someone merges and removes the file
+        checks["config"]["conflicts"] = conflicts(mirror.folder)
     ready = all(c["ok"] for c in checks.values())
     # not a check: an instance that does not lead serves as well as the one that does
     body = {"ready": ready, "checks": checks, "jobs": parts.leader.status()}
     return (200 if ready else 503), body, \
         ({} if ready else {"Retry-After": RETRY_AFTER})
+
+
+def conflict_alerts(folder) -> list[dict]:
+    """One alert (as ``alerts.jsonl`` holds them) per conflict file in the config ``folder``,
+    dated by the file: it stays listed until someone merges it by hand and removes it."""
+    kept = []
+    for name in conflicts(folder):
+        try:
+            made = utc_second((folder / name).stat().st_mtime)
+        except FileNotFoundError:
+            continue   # removed just now
+        kept.append({"ts": made, "kind": "config_conflict", "subject": name,
+                     "message": f"an edit of the config was set aside in config/{name}: it "
+                                "changed what another instance changed at the same time, or "
+                                "was saved from an older copy; merge what you want of it by "
+                                "hand, then remove the file"})
+    return kept

@@ -17,7 +17,8 @@ import time
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
-from panelist.metrics.errors import BadRequest, NotFound, PanelistError, Unavailable
+from panelist.metrics.errors import BadRequest, DatabaseUnreachable, NotFound, PanelistError, \
+    Unavailable
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel.live import Live
 from panelist.metrics.race import registry
@@ -265,8 +266,20 @@ def get_metrics(h: Handler, _):
     """Open where the server needs no admin token (it then listens on loopback only); with one,
     the token itself, as ``Authorization: Bearer``, as a scraper sends it."""
     h.server.guard.check_admin_bearer(h.headers)
-    lag = h.server.panels.ledger.catch_up()
-    text = exposition.render(h.server.panels.ledger, worker=h.server.role.index, lag=lag)
+    panels = h.server.panels
+    ledger = panels.ledger
+    try:
+        lag = ledger.catch_up()
+        ledger.seat_totals()   # the index answers (a database may have dropped just now)
+    except DatabaseUnreachable:
+        ledger, lag = None, 0   # the process's own figures still answer
+    database = None
+    if panels.home.database:
+        from panelist.metrics.store.pgstats import STATS
+        database = STATS.snapshot()
+    waiting = {e: panels.admission.waiting(e) for e in panels.roster.view().endpoint_limits}
+    text = exposition.render(ledger, worker=h.server.role.index, lag=lag,
+                             waiting=waiting, database=database)
     h.send_bytes(200, text.encode(), exposition.CONTENT_TYPE)
 
 

@@ -3,7 +3,8 @@
 Writers take an exclusive ``flock`` on a sibling ``.lock`` file, read the current document,
 apply their change and replace it whole (``atomic.write``), so two ``collection save`` at once
 never lose an update and a reader never sees half a file. Every change is appended to
-``changes.jsonl`` with who, when, the old and the new value.
+``changes.jsonl`` with who, when, the old and the new value, and the digest of the document
+written (``version_of``).
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def update(path: Path, change: Callable[[dict], tuple[str, object, object] | Non
         write_atomic(path, doc)
         log = Appender(path.with_name("changes.jsonl"))
         try:
+            # the digest of what was written tells a mirror this edit from a hand edit
             log.append({"v": SCHEMA, "ts": now_iso(), "by": by or who(), "file": path.name,
-                        "what": what, "old": old, "new": new})
+                        "what": what, "old": old, "new": new, "digest": version_of(doc)})
         finally:
             log.close()
 

@@ -7,6 +7,9 @@ agree; two objects changed on both sides are merged key by key; anything else is
 at that key's path. A key one side removed and the other left alone is removed. Lists and
 scalars are whole values: two different edits of one list clash.
 
+``distance(a, b)`` counts the values two documents differ in (to tell which of several versions
+an edit was most likely made from).
+
 Invariants: the result holds every change either side made, or the merge raises; neither input
 is changed; ``merge(b, x, b) == x`` and ``merge(b, b, x) == x``.
 """
@@ -42,3 +45,13 @@ def merge(base, ours, theirs, path: tuple[str, ...] = ()):
                 out[key] = value
         return out
     raise Clash(path)
+
+
+def distance(a, b) -> int:
+    """How many values two documents differ in: objects compared key by key, anything else
+    (a list, a scalar, a key one lacks) counting one."""
+    if a == b:
+        return 0
+    if isinstance(a, dict) and isinstance(b, dict):
+        return sum(distance(a.get(k, ABSENT), b.get(k, ABSENT)) for k in {*a, *b})
+    return 1

@@ -32,6 +32,13 @@ Invariants:
   try would double the wait).
 * Connections are in autocommit mode: one statement is one transaction unless ``transaction``
   brackets several.
+* The pool caps the connections *in use*, not only the idle ones: at most ``pool`` uses
+  (``PANELIST_DB_POOL``, default ``POOL``) of one ``Database`` run at once; one more waits for
+  a free connection at most the connect bound, then is a ``DatabaseUnreachable`` saying the
+  connections stayed busy (503, nothing written). A thread's nested use (a read inside its own
+  transaction) rides on the permit it holds, so it can never wait on itself. ``session`` and
+  ``Listener`` connections are outside the cap (see the connection budget in docs/cluster.md).
+* Every use, error and wait for a connection is counted in ``pgstats.STATS`` for ``/metrics``.
 """
 
 from __future__ import annotations
@@ -45,12 +52,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from panelist.metrics import errors
 from panelist.metrics.store.pgbounds import Bounds, Watch
+from panelist.metrics.store.pgstats import STATS
 
 INSTALL_HINT = "pip install 'panelist[postgres]'"
 ATTEMPTS = 3              # connection tries before a caller is told the database is unreachable
 BACKOFF = 0.1             # seconds before the second try, doubled after each
 RETRY_AFTER = 2.0         # what a caller is told to wait when the database is unreachable
-MAX_IDLE = 16             # connections kept open between uses
+POOL = 5                  # connections of one Database in use at once (PANELIST_DB_POOL)
+MAX_POOL = 1000
 QUIET = 10.0              # seconds between two log lines of one unreachable reason
 SECRET_PARAMS = ("password", "sslpassword")   # URL parameters and keywords libpq reads secrets from
 HIDDEN = "***"
@@ -113,6 +122,19 @@ def has_secret(url: str) -> bool:
     return bool(secrets_of(url))
 
 
+def pool_size(env=None) -> int:
+    """The cap on connections in use per ``Database``: ``PANELIST_DB_POOL``, else ``POOL``; a
+    bad value is refused by name."""
+    import os
+    raw = ((os.environ if env is None else env).get("PANELIST_DB_POOL") or "").strip()
+    if not raw:
+        return POOL
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_POOL:
+        raise errors.ConfigInvalid(f"PANELIST_DB_POOL must be a whole number of connections "
+                                   f"from 1 to {MAX_POOL}; got {raw!r}")
+    return int(raw)
+
+
 def check_url(url: str) -> str:
     """``url`` if it names PostgreSQL, else a ConfigInvalid saying what one looks like."""
     if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
@@ -137,9 +159,12 @@ class Database:
     """One database's connections, shared by the threads of one process."""
 
     def __init__(self, url: str, *, application: str = "panelist",
-                 bounds: Bounds | None = None):
+                 bounds: Bounds | None = None, pool: int | None = None):
         self.url = check_url(url)
         self.bounds = bounds or Bounds.of_env()
+        self.pool = pool or pool_size()
+        self._permits = threading.BoundedSemaphore(self.pool)
+        self._depth = threading.local()   # this thread's uses in progress (nested ones ride free)
         self._watch = Watch()
         self.shown = redact(url)
         self._secrets = secrets_of(url)
@@ -179,6 +204,7 @@ class Database:
         if cut:
             reason = f"no answer within {self.bounds.wait:g} s ({reason})"
         self._log(reason)
+        STATS.error("unreachable")
         said = (f"the database did not answer within {self.bounds.wait:g} s" if cut
                 else "the database is unreachable")
         return errors.DatabaseUnreachable(
@@ -188,6 +214,7 @@ class Database:
         """The error a caller sees when the server ended a statement at its own bound."""
         what = "a lock" if isinstance(exc, self._pg.errors.LockNotAvailable) else "a statement"
         bound = self.bounds.lock if what == "a lock" else self.bounds.statement
+        STATS.error("too_slow")
         self._log(f"{what} waited over {bound:g} s: "
                   f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
         return errors.DatabaseUnreachable(
@@ -218,7 +245,7 @@ class Database:
 
     def _give(self, conn) -> None:
         with self._lock:
-            if not self._closed and len(self._idle) < MAX_IDLE and not conn.closed:
+            if not self._closed and len(self._idle) < self.pool and not conn.closed:
                 self._idle.append(conn)
                 return
         conn.close()
@@ -248,7 +275,37 @@ class Database:
         ``COMMIT`` was sent; never when ``COMMIT`` itself failed."""
         return self.run(body, retry=retry, transaction=True)
 
+    @contextmanager
+    def _permit(self):
+        """One of the ``pool`` uses at once, waited for at most the connect bound (a thread
+        already in a use takes none: its nested use cannot wait on itself)."""
+        depth = getattr(self._depth, "n", 0)
+        t0 = time.monotonic()
+        if depth == 0 and not self._permits.acquire(blocking=False):
+            got = self._permits.acquire(timeout=self.bounds.connect)
+            STATS.pool_wait(time.monotonic() - t0, got)
+            if not got:
+                STATS.error("pool_full")
+                raise errors.DatabaseUnreachable(
+                    f"all {self.pool} database connections of this instance stayed busy for "
+                    f"{self.bounds.connect:g} s; nothing was written, retry in a few seconds",
+                    retry_after=RETRY_AFTER)
+        self._depth.n = depth + 1
+        STATS.taken(1)
+        try:
+            yield
+        finally:
+            STATS.taken(-1)
+            self._depth.n = depth
+            if depth == 0:
+                self._permits.release()
+            STATS.used(time.monotonic() - t0)
+
     def run(self, body, *, retry: bool = True, transaction: bool = True):
+        with self._permit():
+            return self._run(body, retry, transaction)
+
+    def _run(self, body, retry: bool, transaction: bool):
         for attempt in range(2):
             conn, fresh = self._take()
             self._watch.start(conn, self.bounds.wait)
@@ -301,6 +358,11 @@ class Database:
         the caller's between them, e.g. a lock taken, then other work, then a write):
         committed when the block ends, rolled back when it raises. A failure to reach the
         server inside, or the block outliving its bound, becomes ``DatabaseUnreachable``."""
+        with self._permit(), self._begin() as conn:
+            yield conn
+
+    @contextmanager
+    def _begin(self):
         conn, fresh = self._take()
         self._watch.start(conn, self.bounds.wait)
         try:

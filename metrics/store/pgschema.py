@@ -34,6 +34,8 @@ Invariants:
   keeps the id of the transaction that wrote each row (``xid``), and followers read by
   transaction (``pgfollow`` shows why that misses nothing). A panel whose seq is already stored
   is not written again, nor its evidence: a write sent twice lands once.
+* Version 8: a key's requests a minute are counted exactly over every 60 s (``rate_log``,
+  ``panelist_rate_take``); ``rate_counts`` and ``panelist_rate_admit`` are no longer used.
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -391,9 +393,37 @@ _V7_XIDS = [stmt for table in FOLLOWED for stmt in (
             END IF;
         END $$"""]
 
+# a key's requests a minute, exact over every 60 s: the admission times of the last window,
+# oldest first, never more than the limit (``server.ratedb``); returns 0 when admitted, else the
+# seconds until the oldest leaves the window. Replaces the two-minute estimate of rate_counts
+_V8_RATE_LOG = [
+    """CREATE TABLE IF NOT EXISTS rate_log (
+        key text PRIMARY KEY,
+        times float8[] NOT NULL DEFAULT '{}')""",
+    """CREATE OR REPLACE FUNCTION panelist_rate_take(k text, lim bigint, win float8, at float8)
+        RETURNS float8 LANGUAGE plpgsql AS $$
+        DECLARE
+            t float8 := coalesce(at, extract(epoch FROM clock_timestamp()));
+            kept float8[];
+            n int;
+        BEGIN
+            INSERT INTO rate_log (key) VALUES (k) ON CONFLICT (key) DO NOTHING;
+            PERFORM 1 FROM rate_log WHERE key = k FOR UPDATE;
+            SELECT array(SELECT x FROM unnest(times) x WHERE x > t - win ORDER BY x)
+                INTO kept FROM rate_log WHERE key = k;
+            n := coalesce(array_length(kept, 1), 0);
+            IF n >= lim THEN
+                RETURN kept[n - lim + 1] + win - t;
+            END IF;
+            UPDATE rate_log SET times = kept || t WHERE key = k;
+            RETURN 0;
+        END $$""",
+]
+
 # (version, statements): append a new version, never edit an applied one
 MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES), (4, _V4_PANELS),
-                                           (5, _V5_IMPORT_ORIGIN), (6, _V6_LEASES), (7, _V7_XIDS)]
+                                           (5, _V5_IMPORT_ORIGIN), (6, _V6_LEASES), (7, _V7_XIDS),
+                                           (8, _V8_RATE_LOG)]
 VERSION = MIGRATIONS[-1][0]
 
 
