@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from apikit import assert_error, covers
 from conftest import wait_until
 from panelist.metrics.roster.roster import Roster
@@ -81,7 +80,7 @@ def test_a_waiting_sign_in_can_be_cancelled_and_stores_nothing(dash, home, provi
 
 def test_a_refused_exchange_is_read_back_as_failed(dash, home, provider):
     provider.fail = (500, b'{"error": {"message": "database down"}}')
-    status, started, _ = dash.post("/api/endpoints/connect",
+    _status, started, _ = dash.post("/api/endpoints/connect",
                                    {"name": "router", "provider": "sim-auth"})
     sign_in(started["auth_url"])
     done = settled(dash, started["id"])

@@ -14,7 +14,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-
 from panelist.metrics.cli.main import main
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.roster import Roster
@@ -129,7 +128,7 @@ def test_signing_in_again_updates_the_endpoint_and_keeps_its_key_variable(
     assert main(["endpoint", "add", "or1", "http://127.0.0.1:9/v1", "--key-env",
                  "PANELIST_KEY_MINE", "--data", str(data)]) == 0
     capsys.readouterr()
-    code, out, err, _ = connect(monkeypatch, capsys, data)
+    code, _out, err, _ = connect(monkeypatch, capsys, data)
     assert code == 0, err
     ep = Roster(open_home(data)).view().endpoints["or1"]
     assert (ep.base_url, ep.key_env) == ("https://models.example/api/v1", "PANELIST_KEY_MINE")
@@ -152,7 +151,7 @@ def test_a_request_for_another_path_is_refused_and_the_listener_keeps_waiting(
     def favicon(url):
         callback = parse_qs(urlsplit(url).query)["callback_url"][0]
         return get(callback.replace("/callback", "/favicon.ico").split("?")[0])
-    code, out, err, browser = connect(monkeypatch, capsys, data,
+    code, _out, err, browser = connect(monkeypatch, capsys, data,
                                       browser=Browser(before=favicon))
     assert code == 0, err
     assert browser.pages[0][0] == 404 and browser.pages[1][0] == 200
@@ -163,7 +162,7 @@ def test_a_callback_with_a_wrong_state_ends_the_sign_in_and_stores_nothing(
         monkeypatch, capsys, data, provider):
     def forge(location):
         return location.replace("state=", "state=forged")
-    code, out, err, browser = connect(monkeypatch, capsys, data, browser=Browser(tamper=forge))
+    code, _out, err, browser = connect(monkeypatch, capsys, data, browser=Browser(tamper=forge))
     assert code == 1
     assert "state this sign-in did not send" in err and "run the command again" in err
     assert browser.pages[0][0] == 400
@@ -177,7 +176,7 @@ def test_a_code_issued_for_another_challenge_fails_the_verifier_check(
         code = parse_qs(urlsplit(location).query)["code"][0]
         provider.codes[code] = "x" * 43
         return location
-    code, out, err, _ = connect(monkeypatch, capsys, data, browser=Browser(tamper=swap))
+    code, _out, err, _ = connect(monkeypatch, capsys, data, browser=Browser(tamper=swap))
     assert code == 1
     assert "sim refused the sign-in code (HTTP 403: code_verifier does not match" in err
     assert "nothing was stored" in err
@@ -194,14 +193,14 @@ def test_a_replayed_code_is_refused_and_stores_nothing(monkeypatch, capsys, data
     def replay(location):
         fresh = parse_qs(urlsplit(location).query)["code"][0]
         return location.replace(f"code={fresh}", f"code={old_code}")
-    code, out, err, _ = connect(monkeypatch, capsys, data, browser=Browser(tamper=replay))
+    code, _out, err, _ = connect(monkeypatch, capsys, data, browser=Browser(tamper=replay))
     assert code == 1
     assert "HTTP 400: this code was already exchanged" in err
     assert_nothing_stored(data, provider)
 
 
 def test_no_callback_before_the_timeout_is_a_clear_error(monkeypatch, capsys, data, provider):
-    code, out, err, browser = connect(monkeypatch, capsys, data, "--no-browser",
+    code, _out, err, browser = connect(monkeypatch, capsys, data, "--no-browser",
                                       "--timeout", "0.2")
     assert code == 1
     assert browser.urls == []            # --no-browser: printed, not opened
@@ -221,7 +220,7 @@ def test_no_callback_before_the_timeout_is_a_clear_error(monkeypatch, capsys, da
 def test_a_provider_error_is_named_and_stores_nothing(monkeypatch, capsys, data, provider,
                                                       status, body, says):
     provider.fail = (status, body)
-    code, out, err, _ = connect(monkeypatch, capsys, data)
+    code, _out, err, _ = connect(monkeypatch, capsys, data)
     assert code == 1
     assert says in err and "nothing was stored" in err, err
     assert_nothing_stored(data, provider)
@@ -231,7 +230,7 @@ def test_the_provider_saying_no_ends_the_sign_in(monkeypatch, capsys, data, prov
     def deny(location):
         fresh = parse_qs(urlsplit(location).query)["code"][0]
         return location.replace(f"code={fresh}", "error=access_denied")
-    code, out, err, _ = connect(monkeypatch, capsys, data, browser=Browser(tamper=deny))
+    code, _out, err, _ = connect(monkeypatch, capsys, data, browser=Browser(tamper=deny))
     assert code == 1 and "sim did not sign you in: it answered 'access_denied'" in err
     assert provider.exchanges == []
     assert_nothing_stored(data, provider)
@@ -243,7 +242,7 @@ def test_the_listener_binds_loopback_only_and_a_taken_port_is_a_clear_error(
     first = Listener(0)
     try:
         assert first._sock.getsockname()[0] == "127.0.0.1"
-        code, out, err, _ = connect(monkeypatch, capsys, data, "--port", str(first.port))
+        code, _out, err, _ = connect(monkeypatch, capsys, data, "--port", str(first.port))
         assert code == 1
         assert f"cannot listen on 127.0.0.1:{first.port}" in err and "--port" in err
     finally:

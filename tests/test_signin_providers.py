@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from panelist.metrics.errors import ConfigInvalid, KeyRefused, NotFound
 from panelist.metrics.home import DEFAULTS, open_home
 from panelist.metrics.roster.keystore import KeyStore

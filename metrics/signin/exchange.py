@@ -11,13 +11,18 @@ whole.
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 from urllib.parse import urlencode
 
-from panelist.metrics.errors import AuthFailed, UpstreamBadReply, UpstreamError, \
-    UpstreamServerError, UpstreamTimeout, UpstreamUnreachable
+from panelist.metrics.errors import (
+    AuthFailed,
+    UpstreamBadReply,
+    UpstreamError,
+    UpstreamServerError,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
 from panelist.metrics.plaintext import visible
 
 MAX_REPLY = 64 * 1024
@@ -85,7 +90,7 @@ def exchange(provider, code: str, verifier: str, *, timeout: float = 30.0) -> st
         cls = AuthFailed if status in (400, 401, 403) else \
             UpstreamServerError if status >= 500 else UpstreamError
         raise cls(message, upstream_status=status) from None
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise UpstreamTimeout(f"{name}'s exchange URL did not answer in {timeout:g} s; "
                               f"{again}") from None
     except (urllib.error.URLError, OSError) as exc:

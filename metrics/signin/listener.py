@@ -21,8 +21,13 @@ import socket
 import time
 from urllib.parse import parse_qs, urlsplit
 
-from panelist.metrics.errors import BadRequest, Cancelled, Forbidden, UpstreamError, \
-    UpstreamTimeout
+from panelist.metrics.errors import (
+    BadRequest,
+    Cancelled,
+    Forbidden,
+    UpstreamError,
+    UpstreamTimeout,
+)
 from panelist.metrics.plaintext import visible
 
 PATH = "/callback"
@@ -90,7 +95,7 @@ class Listener:
             self._sock.settimeout(left)
             try:
                 conn, _ = self._sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError as exc:
                 if self._closed:
@@ -127,7 +132,7 @@ class Listener:
         if got != [state]:
             _respond(conn, "400 Bad Request", "This sign-in was not started here, or is "
                      "stale; nothing was stored. Start the sign-in again.")
-            raise Forbidden(f"the sign-in callback carried a state this sign-in did not send "
+            raise Forbidden("the sign-in callback carried a state this sign-in did not send "
                             "(a stale browser tab, or a link someone else made); nothing was "
                             "stored; run the command again and use the URL it prints",
                             param="state")

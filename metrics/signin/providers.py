@@ -93,7 +93,7 @@ def _provider(name: str, entry) -> Provider:
         raise ConfigInvalid(f"{where}: \"fields.state\" must name a parameter or be null")
     unknown = set(fields) - set(FIELDS) - {"state"}
     if unknown:
-        raise ConfigInvalid(f"{where}: unknown field {sorted(unknown)[0]!r} in \"fields\"; "
+        raise ConfigInvalid(f"{where}: unknown field {min(unknown)!r} in \"fields\"; "
                             f"known: {', '.join(FIELDS)}, state")
     params = entry.get("params", {})
     if not isinstance(params, dict) or not all(
@@ -102,7 +102,7 @@ def _provider(name: str, entry) -> Provider:
         raise ConfigInvalid(f"{where}: \"params\" must map parameter names to strings")
     ours = {fields[f] for f in ("callback", "challenge", "method")} | {state}
     if ours & set(params):
-        raise ConfigInvalid(f"{where}: \"params\" must not set {sorted(ours & set(params))[0]!r}"
+        raise ConfigInvalid(f"{where}: \"params\" must not set {min(ours & set(params))!r}"
                             ", which sign-in fills in itself")
     return Provider(name, entry["auth_url"], entry["exchange_url"],
                     entry["base_url"].rstrip("/"), body, dict(fields, state=state), dict(params))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import traceback
 from collections import OrderedDict
 
 from panelist.metrics.errors import Cancelled, Conflict, NotFound, PanelistError
@@ -39,7 +40,8 @@ class _Job:
         except PanelistError as exc:
             self.error = exc.message
             self.state = "cancelled" if isinstance(exc, Cancelled) else "failed"
-        except Exception as exc:   # a thread's failure must still be readable by its id
+        except Exception as exc:   # noqa: BLE001 - a thread's failure must be readable by its id
+            traceback.print_exc()
             self.error = f"the sign-in failed unexpectedly ({type(exc).__name__}); nothing " \
                          "was stored; start it again"
             self.state = "failed"
