@@ -105,3 +105,24 @@ def test_the_key_file_lives_outside_the_data_folder_and_a_broken_one_never_shows
     with pytest.raises(ConfigInvalid) as err:
         KeyStore().get("PANELIST_KEY_OR")
     assert "sk-half" not in err.value.message and str(path) in err.value.message
+
+
+def test_a_key_file_inside_the_data_folder_is_refused_before_anything_listens(tmp_path,
+                                                                              monkeypatch):
+    from panelist.metrics.signin.flow import SignIn
+    home = open_home(tmp_path / "data")
+    monkeypatch.setenv("PANELIST_KEY_FILE", str(home.config / "keys.secret.json"))
+    with pytest.raises(ConfigInvalid) as err:
+        SignIn(home, "or", "openrouter")
+    assert "inside the data folder" in err.value.message
+    assert "PANELIST_KEY_FILE" in err.value.message
+
+
+def test_a_key_stored_by_another_process_counts_at_once(tmp_path, monkeypatch):
+    monkeypatch.delenv("PANELIST_KEY_OR", raising=False)
+    reader = KeyStore()
+    assert reader.get("PANELIST_KEY_OR") is None
+    KeyStore().put("PANELIST_KEY_OR", "sk-one")
+    assert reader.get("PANELIST_KEY_OR") == "sk-one"
+    KeyStore().put("PANELIST_KEY_OR", "sk-two-longer")
+    assert reader.get("PANELIST_KEY_OR") == "sk-two-longer"

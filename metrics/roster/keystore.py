@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 from panelist.metrics.errors import ConfigInvalid
@@ -51,6 +52,15 @@ class KeyStore:
 
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path is not None else default_path()
+        self._lock = threading.Lock()
+        self._seen: tuple[tuple | None, dict[str, str]] = (None, {})
+
+    def _stamp(self) -> tuple | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
 
     def _read(self) -> dict[str, str]:
         try:
@@ -67,7 +77,18 @@ class KeyStore:
         return _keys(doc, self.path)
 
     def get(self, variable: str) -> str | None:
-        return self._read().get(variable) or None
+        """The stored value of ``variable``; the file is read again only when it changed (one
+        ``stat`` a call otherwise), so a key stored by another process counts at once."""
+        stamp = self._stamp()
+        with self._lock:
+            seen_stamp, keys = self._seen
+        if stamp is None:
+            return None
+        if stamp != seen_stamp:
+            keys = self._read()
+            with self._lock:
+                self._seen = (stamp, keys)
+        return keys.get(variable) or None
 
     def put(self, variable: str, key: str) -> None:
         """Store ``key`` as the value of ``variable``, replacing any stored before."""

@@ -17,7 +17,7 @@ import os
 import time
 from urllib.parse import urlencode
 
-from panelist.metrics.errors import BadRequest
+from panelist.metrics.errors import BadRequest, ConfigInvalid
 from panelist.metrics.home import Home
 from panelist.metrics.roster.keystore import KeyStore
 from panelist.metrics.roster.roster import Roster
@@ -37,7 +37,7 @@ class SignIn:
                  timeout: float = DEFAULT_TIMEOUT, store: KeyStore | None = None,
                  by: str | None = None):
         if not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
-            raise BadRequest(f"timeout {timeout!r} is not valid: give seconds between 1 and "
+            raise BadRequest(f"timeout {timeout!r} is not valid: give seconds above 0, at most "
                              f"{MAX_TIMEOUT:g}", param="timeout")
         self.provider = Providers(home).get(provider)
         self.roster = Roster(home)
@@ -46,6 +46,12 @@ class SignIn:
         self.endpoint = self.roster.check_endpoint(name, self.provider.base_url,
                                                    old.key_env if old else None)
         self.store = store or self.roster.key_envs.store
+        if self.store.path.resolve().is_relative_to(home.root.resolve()):
+            # the data folder is shared, copied and backed up with the logs: never a key's home
+            raise ConfigInvalid(f"the key file {self.store.path} is inside the data folder "
+                                f"{home.root}, where keys are never kept; set PANELIST_KEY_FILE "
+                                "to a path outside it (or unset it for ~/.config/panelist/)",
+                                param="key_file")
         self.by = by
         self.timeout = float(timeout)
         self._verifier = pkce.new_verifier()
