@@ -2,7 +2,7 @@
 
 The provider serves, on 127.0.0.1 port 0, ``GET /auth`` (the page a user signs in on: it issues
 a code bound to the request's S256 challenge and redirects to the callback URL with the code
-appended, as OpenRouter does) and ``POST /keys`` (the exchange: it refuses a code it did not
+appended, as OpenRouter does) and ``POST /keys`` (the exchange, JSON or form-encoded: it refuses a code it did not
 issue or already exchanged, and a verifier whose S256 digest is not the code's challenge, then
 answers ``{"key": …}``). ``fail`` scripts an exchange failure: ``(status, body bytes)``.
 """
@@ -26,6 +26,7 @@ class FakeProvider:
         self.used: set[str] = set()
         self.issued: list[str] = []         # keys handed out
         self.exchanges: list[dict] = []     # bodies the exchange received
+        self.callbacks: list[str] = []      # callback URLs the auth page was given
         self.fail: tuple[int, bytes] | None = None
         provider = self
 
@@ -41,15 +42,23 @@ class FakeProvider:
                     return
                 code = secrets.token_urlsafe(16)
                 provider.codes[code] = q["code_challenge"]
+                provider.callbacks.append(q["callback_url"])
                 callback = q["callback_url"]
                 sep = "&" if "?" in callback else "?"
+                back = {"code": code}
+                if "state" in q:   # a provider that hands its state parameter back
+                    back["state"] = q["state"]
                 self.send_response(302)
-                self.send_header("Location", f"{callback}{sep}{urlencode({'code': code})}")
+                self.send_header("Location", f"{callback}{sep}{urlencode(back)}")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers["Content-Type"] == "application/x-www-form-urlencoded":
+                    body = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                else:
+                    body = json.loads(raw)
                 provider.exchanges.append(body)
                 status, reply = provider.answer(body)
                 self.send_response(status)

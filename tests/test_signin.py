@@ -248,3 +248,16 @@ def test_the_listener_binds_loopback_only_and_a_taken_port_is_a_clear_error(
     finally:
         first.close()
     assert_nothing_stored(data, provider)
+
+
+def test_a_provider_with_its_own_state_parameter_and_a_form_exchange(monkeypatch, capsys,
+                                                                     data, provider):
+    entry = provider.entry(exchange_body="form")
+    entry["fields"]["state"] = "state"
+    (data / "config" / "providers.json").write_text(json.dumps(
+        {"v": 1, "providers": {"sim": entry}}))
+    code, _out, err, _ = connect(monkeypatch, capsys, data)
+    assert code == 0, err
+    assert "?" not in provider.callbacks[0]        # the state went as the provider's parameter
+    assert provider.exchanges[0]["code_challenge_method"] == "S256"
+    assert json.loads(key_file().read_text())["keys"]["PANELIST_KEY_OR1"] == provider.issued[0]
