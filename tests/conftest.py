@@ -83,6 +83,14 @@ def no_proxy_from_the_shell(monkeypatch):
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def no_stored_keys_of_the_user(monkeypatch, tmp_path_factory):
+    """Keys sign-in stored for the user running the tests (``roster.keystore``) are never read:
+    every test starts with a key file of its own, empty."""
+    monkeypatch.setenv("PANELIST_KEY_FILE",
+                       str(tmp_path_factory.mktemp("keys") / "endpoint-keys.json"))
+
+
 @pytest.fixture(scope="session")
 def pg_cluster():
     """A real PostgreSQL cluster for the session (``pgcluster``): skipped where the binaries

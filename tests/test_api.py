@@ -27,6 +27,7 @@ def test_every_route_has_a_success_test():
     import test_api_console  # noqa: F401  (their success tests mark their routes as they load)
     import test_api_judge  # noqa: F401
     import test_api_records  # noqa: F401
+    import test_api_signin  # noqa: F401
     import test_judgecheck  # noqa: F401
     missing = sorted(ROUTE_TABLE - COVERED)
     assert not missing, f"/api/ routes without a success test: {missing}"

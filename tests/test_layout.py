@@ -29,10 +29,12 @@ ALLOWED = {
     "race": {"seats", "roster", "store", "ledger", "upstream"},
     "suite": {"seats", "roster", "store", "ledger", "upstream"},
     "upkeep": {"roster", "seats", "ledger", "suite", "upstream", "store"},
+    # provider sign-in: creates an endpoint and stores the key it buys
+    "signin": {"roster", "store"},
     "server": {"store", "upstream", "roster", "ledger", "seats", "panel", "wire", "race",
-               "suite", "upkeep"},
+               "suite", "upkeep", "signin"},
     "cli": {"store", "upstream", "roster", "ledger", "seats", "panel", "wire", "race", "suite",
-            "upkeep", "server"},
+            "upkeep", "server", "signin"},
 }
 # Exceptions, each with its reason:
 EXCEPTIONS = {

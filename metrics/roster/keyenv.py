@@ -10,6 +10,9 @@ meant for endpoint keys, never any secret the process happens to hold:
   Nothing in Panelist writes that file, so no API call or command can widen what is read;
 * never ``PANELIST_ADMIN_TOKEN``, listed or not.
 
+When the variable is unset or empty, the value sign-in stored for it (``keystore``, a file
+outside the data folder) is read instead, under the same rules.
+
 ``KeyEnvs.problem`` says why a name may not be read; ``check`` refuses it when an endpoint is
 saved or tested (``ConfigInvalid``: 400, param ``key_env``); ``read`` is the one place an
 endpoint's key is read, and refuses (``KeyRefused``, before any call is made and without reading
@@ -25,6 +28,7 @@ import re
 
 from panelist.metrics.errors import ConfigInvalid, KeyRefused
 from panelist.metrics.home import Home
+from panelist.metrics.roster.keystore import KeyStore
 from panelist.metrics.store import configfile
 
 PREFIX = "PANELIST_KEY_"
@@ -52,9 +56,10 @@ def _allowed(doc: dict) -> frozenset[str]:
 class KeyEnvs:
     """The key variables endpoints of one data folder may read (see the module docstring)."""
 
-    def __init__(self, home: Home):
+    def __init__(self, home: Home, store: KeyStore | None = None):
         self.path = home.file(FILE)
         self._allowed = configfile.Cached(self.path, _allowed)
+        self.store = store or KeyStore()
 
     def problem(self, name: str, endpoint: str) -> str | None:
         """Why ``endpoint`` may not read its key from variable ``name``; None when it may."""
@@ -83,10 +88,11 @@ class KeyEnvs:
             raise ConfigInvalid(problem, param="key_env")
 
     def read(self, endpoint) -> str | None:
-        """The key of ``endpoint`` (a ``roster.Endpoint``): its variable's value, None when unset
-        or empty (the endpoint is called without a key); ``KeyRefused`` when it may not be read."""
+        """The key of ``endpoint`` (a ``roster.Endpoint``): its variable's value, else the value
+        sign-in stored for that variable (``keystore``), None when neither is set (the endpoint is
+        called without a key); ``KeyRefused`` when it may not be read."""
         problem = self.problem(endpoint.key_env, endpoint.name)
         if problem is not None:
             raise KeyRefused(f"endpoint '{endpoint.name}': {problem}; no call was made",
                              param="key_env")
-        return os.environ.get(endpoint.key_env) or None
+        return os.environ.get(endpoint.key_env) or self.store.get(endpoint.key_env)

@@ -8,8 +8,8 @@ Invariants:
   is set; only the pages, the static files, ``/api/login`` and ``/api/logout`` are open (they
   hold no data). A gateway key never opens the dashboard. ``/api/ask`` runs a panel for the
   logged-in admin (``metrics.server.ask``) behind the same login.
-* The ``/api/`` routes are ``metrics.server.api``'s, ``metrics.server.console``'s and
-  ``metrics.server.judgechecks``'s; each
+* The ``/api/`` routes are ``metrics.server.api``'s, ``metrics.server.console``'s,
+  ``metrics.server.judgechecks``'s and ``metrics.server.signins``'s; each
   takes at most ``API_BODY`` bytes but a handler that says more (``max_body``: an upload).
 * With a database, a handler that edits the config (``api.edits_config``) runs under the config
   mirror's ``editing``: its 200 comes only once the edit is in the database.
@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.server import api, ask, bodies, console, judgechecks
+from panelist.metrics.server import api, ask, bodies, console, judgechecks, signins
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.front.handler import Handler
@@ -53,10 +53,11 @@ LOGIN = Body(token=Text(required=True, hint="the value of PANELIST_ADMIN_TOKEN w
 
 
 def api_routes() -> dict[str, dict]:
-    """The ``/api/`` routes by pattern: ``api``'s, the console's (``console``) and the judge
-    checks' (``judgechecks``), a pattern two list answering the methods of each."""
+    """The ``/api/`` routes by pattern: ``api``'s, the console's (``console``), the judge
+    checks' (``judgechecks``) and the provider sign-ins' (``signins``), a pattern two list
+    answering the methods of each."""
     merged: dict[str, dict] = {}
-    for pattern, actions in api.ROUTES + console.ROUTES + judgechecks.ROUTES:
+    for pattern, actions in api.ROUTES + console.ROUTES + judgechecks.ROUTES + signins.ROUTES:
         merged.setdefault(pattern, {}).update(actions)
     return merged
 

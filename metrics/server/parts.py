@@ -3,7 +3,8 @@ collections, ledger, upstream, admission, seats), the races it runs, the onboard
 schedule and (with a database) whether this instance leads and so runs it (``upkeep.leader``),
 the watch that alerts failing models (``failing``), the panels' search index, with a database
 the mirror of the config files (``store.pgconfig``) and the dashboard's logins
-(``server.sessiontable``), the dashboard's live suite report,
+(``server.sessiontable``), the dashboard's live suite report, its provider sign-ins
+(``signin.registry``),
 the suite run its dashboard starts (``suite_runs``) and its part in serving the demo
 (``demohost``: the data folder's one simulator, run here or found in another process).
 
@@ -24,6 +25,7 @@ from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.ledger.search import SearchIndex
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
+from panelist.metrics.signin.registry import SignIns
 from panelist.metrics.upkeep import failing, onboarding_worker, schedule
 from panelist.metrics.upkeep.leader import Leader
 from panelist.metrics.upkeep.suitejob import SuiteRuns
@@ -65,6 +67,7 @@ class Parts:
         self.config_mirror = _config_mirror(panels.home)
         # with a database, the dashboard's logins, shared by every instance (None: its own)
         self.sessions = _session_table(panels.home)
+        self.signins = SignIns(panels.home)   # the dashboard's provider sign-ins; none at first
         self._lock = threading.Lock()
         self._suite_report = None
         self._demo = None
@@ -117,6 +120,7 @@ class Parts:
         self.onboarding.close()   # an entry it cut short resumes at the next start
         self.races.close()   # races cancelled and joined before their upstream closes
         self.suite_runs.close()   # stopped as Ctrl-C would: every finished sample is kept
+        self.signins.close()   # a waiting sign-in is cancelled: nothing is stored
         self.search.close()  # its builder joined before the logs' ledger closes
         self.panels.close()
         with self._lock:

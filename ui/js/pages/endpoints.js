@@ -2,6 +2,7 @@
 // serves and add a model in one click, edit a model's facts, retire or restore it.
 
 import { api, seg } from "../api.js";
+import { connectDialog } from "../connect.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
@@ -416,6 +417,7 @@ export async function render(root, ctx, { initial = true } = {}) {
     pageHead("Endpoints & models", "Endpoints are where models are served; models are what a seat can be. "
       + "Add an endpoint, then add what it serves.",
     button("Add an endpoint", showAdd, { kind: endpoints.length ? "" : "primary" }),
+    button("Connect a provider", () => connectDialog(() => reload()), { title: "Sign in to a provider; the key it issues is stored for the endpoint" }),
     button("Add a model", () => modelDialog(null, endpoints, reload), { kind: endpoints.length ? "primary" : "", disabled: !endpoints.length })),
     formSlot,
     h("section", { class: "section" },
