@@ -296,7 +296,7 @@ def test_the_index_follows_panels_a_gateway_process_writes_after_it_was_built(da
         assert wait_until(lambda: found(dash, "status=owed") == [first])
     state = listing(dash, "q=parser")["index"]
     assert state == {"complete": True, "indexed": 2, "behind_bytes": 0, "building": False,
-                     "error": None}
+                     "error": None, "rebuilding": False, "set_aside": None}
 
 
 def ask_seats(dash, panel):
@@ -322,6 +322,26 @@ def test_the_index_is_rebuilt_when_deleted_and_is_private(dash, panels, home):
         (runs / name).unlink(missing_ok=True)
     (runs / "search.sqlite").write_bytes(b"not a database at all" * 100)
     assert found(dash, "q=cache") == [panels["cache"]]
+
+
+def test_a_damaged_index_answers_200_is_set_aside_and_rebuilt(dash, keyed, folder, panels,
+                                                              home):
+    runs = home.gateway_runs
+    assert found(dash, "q=cache") == [panels["cache"]]
+    path = runs / "search.sqlite"
+    size = path.stat().st_size
+    with open(path, "r+b") as f:   # every page but the header's, scribbled over
+        f.seek(4096)
+        f.write(bytes((i * 151 + 7) % 256 for i in range(size - 4096)))
+    # the gateway goes on writing, so the index has pages to read and write again
+    again = ask(keyed, "bench/duo", "Check the cache once more", folder["alice"])["panel"]
+    status, body, _ = dash.get("/api/panels?q=cache")
+    assert status == 200, body
+    assert body["index"]["rebuilding"] or body["index"]["set_aside"], body["index"]
+    assert found(dash, "q=cache") == [again, panels["cache"]]
+    state = listing(dash, "q=cache")["index"]
+    assert state["rebuilding"] is False and state["set_aside"].startswith("search.sqlite.damaged")
+    assert (runs / state["set_aside"]).stat().st_size == size
 
 
 def test_the_index_is_rebuilt_when_its_log_is_replaced(dash, panels, home):

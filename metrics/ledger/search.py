@@ -23,8 +23,15 @@ Invariants:
 * It is "calls.jsonl (inode I) up to byte C and evidence.jsonl (inode J) up to byte E": both
   offsets and inodes are written in the same transaction as the rows they cover, so a writer
   killed mid-batch loses only that batch, which the next writer redoes. A log replaced (another
-  inode) or cut shorter than its offset, a database missing, unreadable or of another layout,
-  is rebuilt from offset 0.
+  inode) or cut shorter than its offset, a database missing or of another layout, is rebuilt
+  from offset 0.
+* A damaged file is never served from and never deleted: one that fails ``PRAGMA
+  quick_check`` when this process first opens it, or raises ``sqlite3.DatabaseError`` (the
+  class SQLite's "malformed" and "not a database" are) while it is read or written, is renamed
+  ``search.sqlite.damaged-<UTC time>`` (its -wal and -shm beside it, same suffix), under the
+  writer's lock and only if it is still the file found damaged, and a new one is built in the
+  background. Meanwhile requests answer from what the new file holds so far, and ``state``
+  says ``rebuilding`` and names the file set aside.
 * Folding is order-free between the two logs: a verdict or a delivery line may come before its
   panel's calls.jsonl line (a picked reply is delivered before the other seats end); it is kept
   and counted when the panel line comes.
@@ -49,6 +56,7 @@ import re
 import sqlite3
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,6 +197,10 @@ class SearchIndex:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._error: str | None = None      # why the last background build stopped
+        self._checked: int | None = None    # the inode quick_check last passed
+        self._damaged: int | None = None    # the inode found damaged, until it is set aside
+        self._rebuilding = False            # from a damaged file, until the new one is whole
+        self._set_aside: str | None = None  # the name the damaged file was given
         self._folded = 0                     # panels this process has folded in
         self._closed = False
 
@@ -203,6 +215,10 @@ class SearchIndex:
             try:
                 if self._write(until_done=True):
                     behind = 0
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:
+                    raise   # a locked file or a wrong statement: no reason to rebuild
+                self._found_damaged(_inode(self.path), exc)
             finally:
                 self._writing.release()
         elif behind:
@@ -210,13 +226,17 @@ class SearchIndex:
         return self.state(behind)
 
     def state(self, behind: int | None = None) -> dict:
-        """``{"complete", "indexed", "behind_bytes", "building", "error"}``: whether the index
-        covers both logs whole, how many panels it holds, how many log bytes it has still to
-        read, whether a build runs in this process, and why the last one failed."""
+        """``{"complete", "indexed", "behind_bytes", "building", "error", "rebuilding",
+        "set_aside"}``: whether the index covers both logs whole, how many panels it holds, how
+        many log bytes it has still to read, whether a build runs in this process, why the last
+        one failed, whether it is being built anew because its file was found damaged (answers
+        hold only what the new one holds so far), and the name that file was set aside as."""
         behind = self._behind() if behind is None else behind
         meta = self._read(_meta, build=False) or {}
+        rebuilding = self._rebuilding and (self.building or self._damaged is not None)
         return {"complete": not behind, "indexed": int(meta.get("panels") or 0),
-                "behind_bytes": behind, "building": self.building, "error": self._error}
+                "behind_bytes": behind, "building": self.building, "error": self._error,
+                "rebuilding": rebuilding, "set_aside": self._set_aside}
 
     @property
     def building(self) -> bool:
@@ -270,7 +290,7 @@ class SearchIndex:
     def _read(self, fn, *, build: bool = True):
         """``fn(connection)`` on a reader of the current file; None when there is no index of
         this layout yet (with ``build``, one is then built in the background)."""
-        db = self._reader()
+        db, ino = self._reader()
         if db is None:
             if build:
                 self._background()
@@ -282,8 +302,7 @@ class SearchIndex:
                 raise   # a locked file or a wrong statement: no reason to rebuild
             db.close()
             db = None
-            self._error = f"the search index could not be read ({exc}); it is being rebuilt"
-            self._background(rebuild=True)
+            self._found_damaged(ino, exc)
             return None
         finally:
             if db is not None:
@@ -294,7 +313,9 @@ class SearchIndex:
                 if db is not None:
                     db.close()
 
-    def _reader(self) -> sqlite3.Connection | None:
+    def _reader(self) -> tuple[sqlite3.Connection | None, int | None]:
+        """A reader of the current file and that file's inode; (None, inode) when there is
+        no index of this layout to read (none yet, or one found damaged)."""
         ino = _inode(self.path)
         with self._pool_lock:
             if ino != self._ino:   # deleted or replaced: the old readers read another file
@@ -303,20 +324,43 @@ class SearchIndex:
                 self._pool.clear()
                 self._ino = ino
             if self._pool:
-                return self._pool.pop()
-        if ino is None:
-            return None
+                return self._pool.pop(), ino
+        if ino is None or ino == self._damaged:
+            return None, ino
         try:
             # mode=rw: a reader never creates the file (only the writer does, 0600)
             db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, check_same_thread=False,
                                  timeout=10.0)
-            layout = _meta(db).get("layout")
         except sqlite3.DatabaseError:
-            return None
+            return None, ino
+        try:
+            layout = _meta(db).get("layout")
+            if layout == LAYOUT and ino != self._checked:
+                # once per file and process: a page damaged where no query of the moment
+                # looks would otherwise give wrong answers in silence
+                problems = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+                if problems != ["ok"]:
+                    raise sqlite3.DatabaseError("; ".join(map(str, problems)))
+                self._checked = ino
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            if type(exc) is sqlite3.DatabaseError:
+                self._found_damaged(ino, exc)
+            return None, ino
         if layout != LAYOUT:
             db.close()
-            return None
-        return db
+            return None, ino
+        return db, ino
+
+    def _found_damaged(self, ino: int | None, exc: Exception) -> None:
+        """The file ``ino`` cannot be trusted: have it set aside and a new one built."""
+        if ino is None:
+            return
+        self._damaged, self._rebuilding = ino, True
+        self._error = (f"the search index was found damaged ({exc}); it is set aside and "
+                       "built anew, and answers hold what is rebuilt so far")
+        print(f"panelist: {self._error}", file=sys.stderr)
+        self._background(rebuild=True)
 
     def _behind(self) -> int:
         """Log bytes the index has not read (all of a log it holds an older file of)."""
@@ -350,10 +394,19 @@ class SearchIndex:
         try:
             with self._writing:
                 start = self._folded
+                set_aside = False   # at most once a build: a file that keeps failing stops it
                 while not self._stop.is_set():
-                    done = self._write(until_done=False, rebuild=rebuild, settle=start)
+                    try:
+                        done = self._write(until_done=False, rebuild=rebuild, settle=start)
+                    except sqlite3.DatabaseError as exc:
+                        if type(exc) is not sqlite3.DatabaseError or set_aside:
+                            raise
+                        self._damaged, self._rebuilding = _inode(self.path), True
+                        rebuild = set_aside = True
+                        continue
                     if done:
                         self._error = None
+                        self._rebuilding = False
                         return
                     if done is None:
                         self._stop.wait(LOCK_RETRY)
@@ -394,11 +447,19 @@ class SearchIndex:
     def _writer(self, rebuild: bool) -> sqlite3.Connection:
         """The writer's connection to a database of this layout (made, or made anew, as
         needed); caller holds the flock."""
-        if rebuild or _inode(self.path) is None:
-            for suffix in ("", "-wal", "-shm"):
+        ino = _inode(self.path)
+        if rebuild and ino is not None and ino == self._damaged:
+            self._set_aside = self._put_aside()
+            ino = None
+        elif rebuild and ino is not None:
+            # another process set the damaged file aside and began a new one: build on it
+            rebuild = False
+        if ino is None:
+            for suffix in ("-wal", "-shm"):
                 # a stale -wal beside a new file would be replayed into it
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        self._damaged = None
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
                              isolation_level=None)
         try:
@@ -410,8 +471,25 @@ class SearchIndex:
             db.close()
             if rebuild:
                 raise
-            return self._writer(rebuild=True)   # not a database of ours: made anew
+            # not a database (or a damaged one): set aside, never deleted, and made anew
+            self._damaged, self._rebuilding = _inode(self.path), True
+            return self._writer(rebuild=True)
         return db
+
+    def _put_aside(self) -> str:
+        """Rename the damaged file (and its -wal and -shm) out of the way, keeping them as
+        evidence; the name it now has. Caller holds the flock."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        name = f"{self.path.name}.damaged-{stamp}"
+        n = 1
+        while (self.dir / name).exists():
+            n += 1
+            name = f"{self.path.name}.damaged-{stamp}-{n}"
+        for suffix in ("-wal", "-shm", ""):   # the main file last: its name is the sign
+            side = Path(f"{self.path}{suffix}")
+            if side.exists():
+                os.replace(side, self.dir / f"{name}{suffix}")
+        return name
 
     def _batch(self, db, panels: int | None, nbytes: int | None) -> bool:
         """Fold the next lines of both logs in one transaction; True when both are read to
