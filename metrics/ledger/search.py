@@ -2,7 +2,8 @@
 collection, a key, a status and a time range, answered from an SQLite database with an FTS5
 table that follows calls.jsonl and evidence.jsonl by byte offset, so a filtered page costs about
 the same at ten panels or a million, and no request rereads a log. How log lines become rows
-is ``searchfold``; this module holds the files, the one writer, the readers and the queries.
+is ``searchfold``; how a search walks the tables, within a budget that bounds its cost, is
+``searchplan``; this module holds the files, the one writer and the readers.
 
 Files, beside the logs it indexes (``runs_dir``, the ledger's folder)::
 
@@ -59,9 +60,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from panelist.metrics import errors
-from panelist.metrics.ledger.searchfold import BLOCK_BITS, MAX_TEXT, Fold
+from panelist.metrics.ledger import searchplan
+from panelist.metrics.ledger.searchfold import MAX_TEXT, Fold
+from panelist.metrics.ledger.searchplan import Budget
 
 LAYOUT = "2"                    # the schema below; another value is rebuilt
 INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 panels)
@@ -162,6 +166,16 @@ def excerpt(text: Text, prompt, answers: list[tuple[str, str]], width: int = 160
     return None
 
 
+class Found(NamedTuple):
+    """A page of matching panels' seqs, newest first; the ``before`` of the next page (None:
+    no more); whether the search stopped at its budget before it had looked at every panel
+    (more may match from ``next`` down)."""
+
+    seqs: list[int]
+    next: int | None
+    partial: bool
+
+
 @dataclass(frozen=True)
 class Filters:
     """What a page of panels must match; None is "any"."""
@@ -181,7 +195,9 @@ class SearchIndex:
     """One process's view of a runs folder's search index; threads may share it."""
 
     def __init__(self, runs_dir: Path, *, inline_bytes: int = INLINE_BYTES,
-                 batch_panels: int = BATCH_PANELS, batch_bytes: int = BATCH_BYTES):
+                 batch_panels: int = BATCH_PANELS, batch_bytes: int = BATCH_BYTES,
+                 budget_rows: int = searchplan.ROWS,
+                 budget_seconds: float = searchplan.SECONDS):
         self.dir = Path(runs_dir)
         self.path = self.dir / "search.sqlite"
         self.calls_path = self.dir / "calls.jsonl"
@@ -190,6 +206,7 @@ class SearchIndex:
         self.inline_bytes = inline_bytes
         self.batch_panels = max(1, batch_panels)
         self.batch_bytes = max(1, batch_bytes)
+        self.budget_rows, self.budget_seconds = budget_rows, budget_seconds
         self._writing = threading.Lock()    # this process's one writer (with the flock)
         self._pool_lock = threading.Lock()
         self._pool: list[sqlite3.Connection] = []   # idle readers of the file ``_ino``
@@ -243,19 +260,29 @@ class SearchIndex:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
-    def find(self, f: Filters, *, before: int | None = None,
-             limit: int = 50) -> tuple[list[int], int | None]:
+    def find(self, f: Filters, *, before: int | None = None, limit: int = 50) -> Found:
         """The seqs of matching panels below ``before`` (None: from the newest), newest first,
-        at most ``limit``; and the seq to pass as ``before`` for the next page (None: none)."""
+        at most ``limit``; the seq to pass as ``before`` for the next page (None: none); and
+        whether the search's budget (``searchplan``) ran out first, so that more may match
+        below what was found (then ``next`` continues from where the walk had got to)."""
         def run(db):
-            lo, hi = _seq_range(db, f)
+            lo, hi = searchplan.seq_range(db, f)
             if before is not None:
                 hi = min(hi, before)
-            rows = _select(db, f, lo, hi, limit + 1)
-            more = len(rows) > limit
-            rows = rows[:limit]
-            return rows, (rows[-1] if more and rows else None)
-        return self._read(run) or ([], None)
+            walk = searchplan.select(db, f, lo, hi, limit + 1, self.budget())
+            rows = walk.found[:limit]
+            if len(walk.found) > limit:
+                return Found(rows, rows[-1], walk.partial)
+            if walk.partial:
+                reached = walk.reached if walk.reached is not None and walk.reached < hi \
+                    else None
+                return Found(rows, reached, True)
+            return Found(rows, None, False)
+        return self._read(run) or Found([], None, False)
+
+    def budget(self) -> Budget:
+        """A new search's budget (``searchplan``)."""
+        return Budget(self.budget_rows, self.budget_seconds)
 
     def among(self, f: Filters, seqs: list[int]) -> tuple[list[int], list[int]]:
         """Of ``seqs`` (finished panels), those that match, in that order, and apart those the
@@ -267,8 +294,10 @@ class SearchIndex:
         def run(db):
             held = {r[0] for r in db.execute("SELECT seq FROM panels WHERE seq > ? AND seq < ?",
                                              (lo, hi))}
-            a, b = _seq_range(db, f)
-            found = set(_select(db, f, max(lo, a), min(hi, b), hi - lo))
+            a, b = searchplan.seq_range(db, f)
+            # bounded by the page of seqs asked about; the budget holds it all the same
+            found = set(searchplan.select(db, f, max(lo, a), min(hi, b), hi - lo,
+                                          self.budget()).found)
             return [s for s in seqs if s in found], [s for s in seqs if s not in held]
         return self._read(run) or ([], list(seqs))
 
@@ -538,97 +567,6 @@ class SearchIndex:
             for db in self._pool:
                 db.close()
             self._pool.clear()
-
-
-# ------------------------------------------------------------------------- the queries
-
-def _seq_range(db, f: Filters) -> tuple[int, int]:
-    """Seqs strictly between these hold every panel of the time range: the blocks of
-    ``2**BLOCK_BITS`` seqs whose earliest and latest starts overlap it (one pass over a table
-    of a thousand rows at a million panels). Exact whatever the order of starts: a block
-    left out has no panel in the range."""
-    if f.since is None and f.until is None:
-        return -1, sys.maxsize
-    first, last = db.execute("SELECT min(block), max(block) FROM blocks WHERE lo <= ? AND hi >= ?",
-                             (1e300 if f.until is None else f.until,
-                              -1e300 if f.since is None else f.since)).fetchone()
-    if first is None:
-        return 0, 0   # no panel in the range
-    return (first << BLOCK_BITS) - 1, (last + 1) << BLOCK_BITS
-
-
-def _select(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
-    """Matching seqs with ``lo < seq < hi``, newest first, at most ``limit``. Each source is
-    read in seq order, so a page stops at ``limit``: the panels (through the index of their
-    narrowest filter) or a model's seats; the text's matches; and, with both, the two walked
-    down together, each asked only for its next seq at or below the other's (a leapfrog), so a
-    rare filter or a rare word costs what it finds, not what the other matches."""
-    if f.text is None:
-        return _structured(db, f, lo, hi, limit)
-    if not _narrows(f):
-        return _texts(db, f.text, lo, hi, limit)
-    found: list[int] = []
-    cursor = hi
-    while len(found) < limit:
-        a = _structured(db, f, lo, cursor, 1)
-        if not a:
-            break
-        cursor = a[0]
-        # one panel's terms are looked up far faster than the text's next match deep down
-        if db.execute("SELECT 1 FROM panel_text WHERE panel_text MATCH ? AND rowid = ?",
-                      (f.text.query, a[0])).fetchone():
-            found.append(a[0])
-            continue
-        b = _texts(db, f.text, lo, a[0], 1)
-        if not b:
-            break
-        cursor = b[0] + 1   # nothing between b and a matches the text
-    return found
-
-
-def _narrows(f: Filters) -> bool:
-    return any(v is not None for v in (f.model, f.collection, f.key, f.status, f.since,
-                                        f.until))
-
-
-def _texts(db, text: Text, lo: int, hi: int, limit: int) -> list[int]:
-    return [r[0] for r in db.execute(
-        "SELECT rowid FROM panel_text WHERE panel_text MATCH ? AND rowid > ? AND rowid < ? "
-        "ORDER BY rowid DESC LIMIT ?", (text.query, lo, hi, limit))]
-
-
-def _structured(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
-    """Seqs matching every filter but the text, ``lo < seq < hi``, newest first."""
-    where, args = [], []
-    if f.collection is not None:
-        where.append("p.collection = ?")
-        args.append(f.collection)
-    if f.key is not None:
-        where.append("p.key = ?")
-        args.append(f.key)
-    if f.status == "abandoned":
-        where.append("p.abandoned = 1")
-    elif f.status == "owed":
-        where.append("p.owed > 0 AND p.owes = 1")
-    elif f.status == "failed" and f.model is None:
-        where.append("p.failed = 1")
-    # unary +: the time range is checked row by row, never a reason to leave seq order
-    if f.since is not None:
-        where.append("+p.started >= ?")
-        args.append(f.since)
-    if f.until is not None:
-        where.append("+p.started <= ?")
-        args.append(f.until)
-    if f.model is not None:
-        failed = " AND s.failed = 1" if f.status == "failed" else ""
-        sql = ("SELECT DISTINCT s.seq FROM seats s CROSS JOIN panels p ON p.seq = s.seq "
-               f"WHERE s.alias = ?{failed} AND s.seq > ? AND s.seq < ?")
-        head, order = [f.model, lo, hi], "s.seq"
-    else:
-        sql = "SELECT p.seq FROM panels p WHERE p.seq > ? AND p.seq < ?"
-        head, order = [lo, hi], "p.seq"
-    sql += "".join(" AND " + w for w in where) + f" ORDER BY {order} DESC LIMIT ?"
-    return [r[0] for r in db.execute(sql, head + args + [limit])]
 
 
 def _meta(db) -> dict:
