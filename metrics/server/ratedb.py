@@ -30,8 +30,12 @@ class DatabaseRateCounter:
         self._lock = threading.Lock()
         self._ready = False
 
-    def admit(self, name: str, limit: int, now: float | None = None) -> float | None:
-        """Count one request for ``name``: None if admitted, else the seconds to wait."""
+    def admit(self, name: str, limit: int, now: float | None = None,
+              cost: int = 1) -> float | None:
+        """Count ``cost`` requests for ``name`` (``cost <= limit``): None if admitted, else the
+        seconds to wait. The first statement admits only when all ``cost`` fit; the rest are
+        counted one statement each (so another instance may slip one in between: at worst the
+        key is refused a little sooner, never let past its limit by more than that)."""
         if not self._ready:
             with self._lock:
                 if not self._ready:
@@ -40,11 +44,14 @@ class DatabaseRateCounter:
         # a pooled connection found dead (the server restarted) is retried on a new one: at
         # worst a request that did count is counted twice, which only ever refuses sooner
         rows = self.db.execute("SELECT panelist_rate_admit(%s, %s, %s, %s)",
-                               (name, limit, WINDOW, now))
+                               (name, limit - cost + 1, WINDOW, now))
         admitted, before, current, elapsed = rows[0][0]
         if admitted:
+            for _ in range(cost - 1):
+                self.db.execute("SELECT panelist_rate_admit(%s, %s, %s, %s)",
+                                (name, 2**62, WINDOW, now))
             return None
-        return wait_for(limit, int(before), int(current), float(elapsed))
+        return wait_for(limit, int(before), int(current), float(elapsed), cost)
 
     def close(self) -> None:
         self.db.close()

@@ -8,7 +8,8 @@ lies in the minute before) + now`` (the usual O(1) stand-in for a log of every r
 Invariants:
 
 * A request is admitted only if the estimate, itself included, stays within the limit; a refused
-  request is not counted, so a caller that waits out ``Retry-After`` gets in.
+  request is not counted, so a caller that waits out ``Retry-After`` gets in. A request that
+  fans out to many upstream calls is admitted as that many at once (``cost``), all or none.
 * Each check is one ``flock``, one ``pread`` and one ``pwrite`` on a descriptor kept open, so two
   gateway processes on one data folder count each request exactly once and a check costs a few
   microseconds whatever the traffic. A thread lock covers the threads of one process, which a
@@ -35,9 +36,10 @@ def estimate(before: int, now: int, elapsed: float) -> float:
     return before * (1.0 - elapsed / WINDOW) + now
 
 
-def wait_for(limit: int, before: int, now: int, elapsed: float) -> float:
-    """Seconds until one more request fits under ``limit`` if nothing else is admitted."""
-    room = limit - 1   # the estimate must drop to this for one more request to fit
+def wait_for(limit: int, before: int, now: int, elapsed: float, cost: int = 1) -> float:
+    """Seconds until ``cost`` more requests fit under ``limit`` (``cost <= limit``) if nothing
+    else is admitted."""
+    room = limit - cost   # the estimate must drop to this for them to fit
     if now <= room and before > 0:
         at = WINDOW * (1.0 - (room - now) / before)   # when, within this minute, it gets there
         if at < WINDOW:
@@ -66,8 +68,11 @@ class RateCounter:
                     got = self._fds[name] = (fd, threading.Lock())
         return got
 
-    def admit(self, name: str, limit: int, now: float | None = None) -> float | None:
-        """Count one request for ``name``: None if admitted, else the seconds to wait."""
+    def admit(self, name: str, limit: int, now: float | None = None,
+              cost: int = 1) -> float | None:
+        """Count ``cost`` requests for ``name`` at once (a request that fans out counts as the
+        upstream calls it plans; ``cost <= limit``): None if admitted, else the seconds to
+        wait."""
         t = time.time() if now is None else now
         minute = int(t // WINDOW)
         elapsed = t - minute * WINDOW
@@ -81,9 +86,9 @@ class RateCounter:
                     current, before = 0, current
                 elif stored != minute:
                     current, before = 0, 0
-                if estimate(before, current, elapsed) + 1 > limit:
-                    return wait_for(limit, before, current, elapsed)
-                os.pwrite(fd, _SLOT.pack(minute, current + 1, before), 0)
+                if estimate(before, current, elapsed) + cost > limit:
+                    return wait_for(limit, before, current, elapsed, cost)
+                os.pwrite(fd, _SLOT.pack(minute, current + cost, before), 0)
                 return None
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
