@@ -3,7 +3,6 @@ enough for every copy a panel holds of it at once (the parsed text, the seats' o
 the prompt as logged and its log line), so that the budget bounds the server's memory rather
 than a part of it. Measured peaks are printed by ``scripts/bench_memory.py``."""
 
-import json
 import threading
 
 from conftest import Gateway, set_limits, wait_until

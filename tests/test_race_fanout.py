@@ -10,8 +10,10 @@ import json
 from conftest import wait_until
 from panelist.metrics.cli.main import main
 from panelist.metrics.server.keys import Keys
-from test_race_surfaces import (CANDIDATES, PROMPT, gateway, home,  # noqa: F401
-                                race_folder, sim)
+import test_race_surfaces as surfaces
+from test_race_surfaces import CANDIDATES, PROMPT, gateway, race_folder
+
+home, sim = surfaces.home, surfaces.sim   # the race tests' data folder and simulated models
 
 BODY = {"grade": "general", "prompt": PROMPT, "runs": 2, "candidates": CANDIDATES}
 # one reference + 2 candidates × 2 runs + each of those 4 runs judged in both orders by one judge
