@@ -98,7 +98,7 @@ def test_key_command_shows_the_key_once(home, capsys):
     assert main(["key", "list", "--data", d, "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)
     assert listed == {"name": "ci", "hint": secret[-4:], "collections": ["trio"], "rpm": 10,
-                      "created": listed["created"]}
+                      "races": True, "created": listed["created"]}
     assert main(["key", "list", "--data", d]) == 0
     out = capsys.readouterr().out
     assert "…" + secret[-4:] in out and secret not in out

@@ -20,6 +20,7 @@ from conftest import PATIENCE, Client, Gateway, set_limits, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.roster.roster import Roster
+from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.server.keys import Keys
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,7 +297,7 @@ def test_the_index_follows_panels_a_gateway_process_writes_after_it_was_built(da
         assert wait_until(lambda: found(dash, "status=owed") == [first])
     state = listing(dash, "q=parser")["index"]
     assert state == {"complete": True, "indexed": 2, "behind_bytes": 0, "building": False,
-                     "error": None}
+                     "error": None, "rebuilding": False, "set_aside": None}
 
 
 def ask_seats(dash, panel):
@@ -322,6 +323,51 @@ def test_the_index_is_rebuilt_when_deleted_and_is_private(dash, panels, home):
         (runs / name).unlink(missing_ok=True)
     (runs / "search.sqlite").write_bytes(b"not a database at all" * 100)
     assert found(dash, "q=cache") == [panels["cache"]]
+
+
+def test_a_damaged_index_answers_200_is_set_aside_and_rebuilt(dash, keyed, folder, panels,
+                                                              home):
+    runs = home.gateway_runs
+    assert found(dash, "q=cache") == [panels["cache"]]
+    path = runs / "search.sqlite"
+    size = path.stat().st_size
+    with open(path, "r+b") as f:   # every page but the header's, scribbled over
+        f.seek(4096)
+        f.write(bytes((i * 151 + 7) % 256 for i in range(size - 4096)))
+    # the gateway goes on writing, so the index has pages to read and write again
+    again = ask(keyed, "bench/duo", "Check the cache once more", folder["alice"])["panel"]
+    status, body, _ = dash.get("/api/panels?q=cache")
+    assert status == 200, body
+    assert body["index"]["rebuilding"] or body["index"]["set_aside"], body["index"]
+    assert found(dash, "q=cache") == [again, panels["cache"]]
+    state = listing(dash, "q=cache")["index"]
+    assert state["rebuilding"] is False and state["set_aside"].startswith("search.sqlite.damaged")
+    assert (runs / state["set_aside"]).stat().st_size == size
+
+
+def test_a_search_past_its_budget_answers_what_it_found_with_partial(dash, panels, home):
+    """A budget made tiny (PANELIST_SEARCH_ROWS=1) runs out at once: 200 and ``partial``,
+    with a ``next`` from which paging on finds what the default budget finds at once."""
+    from panelist.serve import make_dashboard
+    query = "/api/panels?q=review&collection=trio"
+    want = found(dash, query.split("?")[1])
+    assert want == [panels["parser"]]
+    status, body, _ = dash.get(query)
+    assert status == 200 and body["partial"] is False, body
+    env = {"PANELIST_LOGIN_PAUSE": "0", "PANELIST_SEARCH_ROWS": "1"}
+    with Gateway(make_dashboard(home, env=env)) as small:
+        status, body, _ = small.get(query)
+        assert status == 200, body
+        assert body["partial"] is True and body["next"] is not None
+        got, pages = [p["panel"] for p in body["data"]], 1
+        while body["next"] is not None and pages < 100:   # paging on finds what was left
+            status, body, _ = small.get(f"{query}&before={body['next']}")
+            assert status == 200, body
+            got += [p["panel"] for p in body["data"]]
+            pages += 1
+        assert got == want and body["next"] is None
+    with pytest.raises(ConfigInvalid, match="PANELIST_SEARCH_ROWS"):
+        make_dashboard(home, env={"PANELIST_SEARCH_ROWS": "lots"})
 
 
 def test_the_index_is_rebuilt_when_its_log_is_replaced(dash, panels, home):

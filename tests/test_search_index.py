@@ -118,13 +118,14 @@ def test_every_combination_of_filters_gives_what_a_scan_gives(runs, index):
             want = scanned(records, judged, f, text)
             got, cursor = [], None
             while True:   # every page, by cursor
-                page, cursor = index.find(f, before=cursor, limit=37)
+                page, cursor, partial = index.find(f, before=cursor, limit=37)
+                assert not partial
                 got += [r["panel"] for r in records if int(r["panel"].rsplit("-", 1)[1]) in page]
                 if cursor is None:
                     break
             assert sorted(got, key=lambda p: -int(p.rsplit("-", 1)[1])) == want, (text, combo)
             # and in seq order, newest first, each page
-            page, _ = index.find(f, limit=1000)
+            page = index.find(f, limit=1000).seqs
             assert page == sorted(page, reverse=True)
 
 
@@ -137,7 +138,7 @@ def test_time_ranges_are_exact_whatever_the_order_of_the_starts(runs, index):
     for since, until in ((T0 + 10, T0 + 20), (T0 + 5000, None), (None, T0 + 3), (T0 + 11_000, None),
                          (T0 + 9_990, T0 + 10_000)):
         f = Filters(since=since, until=until)
-        page, _ = index.find(f, limit=1000)
+        page = index.find(f, limit=1000).seqs
         want = scanned(records, set(), f)
         assert [int(p.rsplit("-", 1)[1]) for p in want][:1000] == page
 
@@ -188,3 +189,103 @@ def test_a_torn_last_line_waits_until_it_is_whole(runs, index):
     with open(calls, "ab") as f:
         f.write(whole[40:])
     assert wait_until(lambda: index.catch_up()["indexed"] == 3)
+
+
+# -- a damaged file ------------------------------------------------------------------------------
+def _scribble(path, rng, *, where: str):
+    """Damage the index file as a failing disk or a stray write would, header left intact."""
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        if where == "middle":       # random bytes over pages in the middle
+            for _ in range(20):
+                f.seek(rng.randrange(4096, size - 512))
+                f.write(rng.randbytes(512))
+        elif where == "zeros":      # whole pages of zeros
+            f.seek(4096 * 3)
+            f.write(bytes(4096 * 8))
+        elif where == "tail":       # the last pages overwritten
+            f.seek(size - 4096 * 4)
+            f.write(rng.randbytes(4096 * 4))
+
+
+FILTERS = [Filters(text=text_query("parser")), Filters(key="alice", status="failed"),
+           Filters(text=text_query("cache lock"), collection="bench/b"), Filters(model="m-c")]
+
+
+@pytest.mark.parametrize("where", ["middle", "zeros", "tail"])
+def test_a_damaged_file_is_set_aside_searches_answer_and_the_rebuild_answers_the_same(
+        runs, where):
+    with Ledger(runs) as ledger:
+        fill(ledger, 3000, random.Random(11))
+    first = SearchIndex(runs)
+    try:
+        assert caught_up(first)
+        before = [first.find(f, limit=40) for f in FILTERS]
+    finally:
+        first.close()
+    path = runs / "search.sqlite"
+    _scribble(path, random.Random(5), where=where)
+    damaged = path.read_bytes()
+
+    index = SearchIndex(runs)   # a restart: the damage is found on open, or on the first read
+    try:
+        with Ledger(runs) as ledger:   # and the gateway goes on writing
+            fill(ledger, 1, random.Random(12))
+        for f in FILTERS:
+            state = index.catch_up()   # never raises: answers from what is rebuilt so far
+            index.find(f, limit=40)
+        assert state["rebuilding"] or state["set_aside"], state
+        assert caught_up(index)
+        state = index.state()
+        assert state["rebuilding"] is False and state["indexed"] == 3001
+        aside = runs / state["set_aside"]
+        assert state["set_aside"].startswith("search.sqlite.damaged-")
+        assert aside.read_bytes() == damaged   # kept as it was found, never deleted
+        # the same as before, below the panel written since
+        assert [index.find(f, before=3000, limit=40) for f in FILTERS] == before
+    finally:
+        index.close()
+
+
+def test_a_file_that_is_not_a_database_is_set_aside_too(runs, index):
+    with Ledger(runs) as ledger:
+        fill(ledger, 20, random.Random(3))
+    runs.mkdir(parents=True, exist_ok=True)
+    (runs / "search.sqlite").write_bytes(b"not a database at all\n" * 400)
+    assert caught_up(index)
+    state = index.state()
+    assert state["indexed"] == 20 and state["set_aside"]
+    assert (runs / state["set_aside"]).read_bytes() == b"not a database at all\n" * 400
+
+
+# -- the budget --------------------------------------------------------------------------------
+def test_a_search_whose_budget_runs_out_says_partial_and_paging_on_passes_over_nothing(runs):
+    rng = random.Random(21)
+    with Ledger(runs) as ledger:
+        records = fill(ledger, 3000, rng)
+    # a text and a filter that each match many panels and rarely the same one: a long walk
+    f = Filters(text=text_query("newline ordering eviction"), key="bob", status="abandoned")
+    whole = SearchIndex(runs)
+    try:
+        assert caught_up(whole)
+        want = whole.find(f, limit=100_000)
+        assert not want.partial
+    finally:
+        whole.close()
+    assert want.seqs == [int(p.rsplit("-", 1)[1])
+                         for p in scanned(records, set(), f, "newline ordering eviction")]
+    small = SearchIndex(runs, budget_rows=50)
+    try:
+        first = small.find(f, limit=100_000)
+        assert first.partial and first.next is not None
+        got, page, pages = [], first, 1
+        while True:
+            got += page.seqs
+            if page.next is None:
+                break
+            page = small.find(f, before=page.next, limit=100_000)
+            pages += 1
+            assert pages < 10_000
+        assert got == want.seqs and pages > 1
+    finally:
+        small.close()

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import DASHBOARD_TOKEN, PATIENCE, move_to, serving_threads, wait_until
 from panelist.metrics.server.front.connection import BODY as READING_BODY, BODY_WAKE
+from panelist.metrics.server.front.memory import GRANT_FACTOR
 from panelist.gateway import make_gateway
 from panelist.serve import make_dashboard
 from test_gateway_head import BODY, replies
@@ -194,7 +195,8 @@ def test_a_body_is_never_read_before_the_gate_passed(start):
 
 
 def test_past_the_memory_budget_a_big_body_waits_its_turn(start, home):
-    gw = start(max_in_flight=1_000_000)   # grants of twice a body's size, out of 1 MB
+    # grants of GRANT_FACTOR times a body's size: room for one body of 300 KB, not two
+    gw = start(max_in_flight=GRANT_FACTOR * 300_000 * 3 // 2)
     port = gw.server.port
     messages = [{"role": "user", "content": "y" * 300_000}]
     big = json.dumps({"model": "bench/trio", "messages": messages}).encode()

@@ -18,6 +18,8 @@ def register(nouns, common) -> None:
     a.add_argument("name", help="names the caller on every call it makes")
     a.add_argument("--collections", metavar="a,b", help="the only collections it may call")
     a.add_argument("--rpm", type=int, metavar="N", help="requests a minute it may make")
+    a.add_argument("--no-races", dest="races", action="store_false",
+                   help="it may not start races (each makes many upstream calls)")
     ke.add_parser("list", parents=[common], help="the keys, never their secrets")
     ke.add_parser("revoke", parents=[common], help="stop a key for good (its name is never "
                   "reused)").add_argument("name", help="the key to revoke")
@@ -29,7 +31,7 @@ def cmd_key(args, out: Out) -> int:
     keys = Keys(home)
     if args.verb == "create":
         secret, key = keys.create(args.name, collections=args.collections, rpm=args.rpm,
-                                  known=Collections(home).all().keys())
+                                  known=Collections(home).all().keys(), races=args.races)
         # the one time the key exists outside the caller's hands: it is stored only as a digest.
         # Alone on stdout, so `KEY=$(panelist key create app)` captures just the key.
         out.result(dict(key.public(), key=secret), secret)
@@ -45,7 +47,7 @@ def cmd_key(args, out: Out) -> int:
             rows = [dict(r, hint="…" + r["hint"], collections=",".join(r["collections"] or
                                                                         ["(all)"]))
                     for r in rows]
-        out.table(rows, ["name", "hint", "collections", "rpm", "created"])
+        out.table(rows, ["name", "hint", "collections", "rpm", "races", "created"])
     return 0
 
 

@@ -9,7 +9,8 @@ the verdict rules (``verdict``), the review suite's record counted beside verdic
 (``suiteevidence``), the races' accuracy marks as comparisons (``raceevidence``), the ratings
 fitted from all three (``ratings``, on ``bradleyterry``: the fit and its clustered errors) and
 the panels' search index (``search``: SQLite FTS5, following calls.jsonl and evidence.jsonl by byte
-offset; ``searchfold``: log lines into its rows; ``pgsearch``: the same index following the
+offset; ``searchfold``: log lines into its rows; ``searchplan``: its queries and their
+budget; ``pgsearch``: the same index following the
 database's tables by id).
 
 Imports ``metrics.store`` and ``metrics.errors``.

@@ -2,7 +2,8 @@
 collection, a key, a status and a time range, answered from an SQLite database with an FTS5
 table that follows calls.jsonl and evidence.jsonl by byte offset, so a filtered page costs about
 the same at ten panels or a million, and no request rereads a log. How log lines become rows
-is ``searchfold``; this module holds the files, the one writer, the readers and the queries.
+is ``searchfold``; how a search walks the tables, within a budget that bounds its cost, is
+``searchplan``; this module holds the files, the one writer and the readers.
 
 Files, beside the logs it indexes (``runs_dir``, the ledger's folder)::
 
@@ -23,8 +24,15 @@ Invariants:
 * It is "calls.jsonl (inode I) up to byte C and evidence.jsonl (inode J) up to byte E": both
   offsets and inodes are written in the same transaction as the rows they cover, so a writer
   killed mid-batch loses only that batch, which the next writer redoes. A log replaced (another
-  inode) or cut shorter than its offset, a database missing, unreadable or of another layout,
-  is rebuilt from offset 0.
+  inode) or cut shorter than its offset, a database missing or of another layout, is rebuilt
+  from offset 0.
+* A damaged file is never served from and never deleted: one that fails ``PRAGMA
+  quick_check`` when this process first opens it, or raises ``sqlite3.DatabaseError`` (the
+  class SQLite's "malformed" and "not a database" are) while it is read or written, is renamed
+  ``search.sqlite.damaged-<UTC time>`` (its -wal and -shm beside it, same suffix), under the
+  writer's lock and only if it is still the file found damaged, and a new one is built in the
+  background. Meanwhile requests answer from what the new file holds so far, and ``state``
+  says ``rebuilding`` and names the file set aside.
 * Folding is order-free between the two logs: a verdict or a delivery line may come before its
   panel's calls.jsonl line (a picked reply is delivered before the other seats end); it is kept
   and counted when the panel line comes.
@@ -49,11 +57,15 @@ import re
 import sqlite3
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from panelist.metrics import errors
-from panelist.metrics.ledger.searchfold import BLOCK_BITS, MAX_TEXT, Fold
+from panelist.metrics.ledger import searchplan
+from panelist.metrics.ledger.searchfold import MAX_TEXT, Fold
+from panelist.metrics.ledger.searchplan import Budget
 
 LAYOUT = "2"                    # the schema below; another value is rebuilt
 INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 panels)
@@ -154,6 +166,16 @@ def excerpt(text: Text, prompt, answers: list[tuple[str, str]], width: int = 160
     return None
 
 
+class Found(NamedTuple):
+    """A page of matching panels' seqs, newest first; the ``before`` of the next page (None:
+    no more); whether the search stopped at its budget before it had looked at every panel
+    (more may match from ``next`` down)."""
+
+    seqs: list[int]
+    next: int | None
+    partial: bool
+
+
 @dataclass(frozen=True)
 class Filters:
     """What a page of panels must match; None is "any"."""
@@ -173,7 +195,9 @@ class SearchIndex:
     """One process's view of a runs folder's search index; threads may share it."""
 
     def __init__(self, runs_dir: Path, *, inline_bytes: int = INLINE_BYTES,
-                 batch_panels: int = BATCH_PANELS, batch_bytes: int = BATCH_BYTES):
+                 batch_panels: int = BATCH_PANELS, batch_bytes: int = BATCH_BYTES,
+                 budget_rows: int = searchplan.ROWS,
+                 budget_seconds: float = searchplan.SECONDS):
         self.dir = Path(runs_dir)
         self.path = self.dir / "search.sqlite"
         self.calls_path = self.dir / "calls.jsonl"
@@ -182,6 +206,7 @@ class SearchIndex:
         self.inline_bytes = inline_bytes
         self.batch_panels = max(1, batch_panels)
         self.batch_bytes = max(1, batch_bytes)
+        self.budget_rows, self.budget_seconds = budget_rows, budget_seconds
         self._writing = threading.Lock()    # this process's one writer (with the flock)
         self._pool_lock = threading.Lock()
         self._pool: list[sqlite3.Connection] = []   # idle readers of the file ``_ino``
@@ -189,6 +214,10 @@ class SearchIndex:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._error: str | None = None      # why the last background build stopped
+        self._checked: int | None = None    # the inode quick_check last passed
+        self._damaged: int | None = None    # the inode found damaged, until it is set aside
+        self._rebuilding = False            # from a damaged file, until the new one is whole
+        self._set_aside: str | None = None  # the name the damaged file was given
         self._folded = 0                     # panels this process has folded in
         self._closed = False
 
@@ -203,6 +232,10 @@ class SearchIndex:
             try:
                 if self._write(until_done=True):
                     behind = 0
+            except sqlite3.DatabaseError as exc:
+                if type(exc) is not sqlite3.DatabaseError:
+                    raise   # a locked file or a wrong statement: no reason to rebuild
+                self._found_damaged(_inode(self.path), exc)
             finally:
                 self._writing.release()
         elif behind:
@@ -210,32 +243,46 @@ class SearchIndex:
         return self.state(behind)
 
     def state(self, behind: int | None = None) -> dict:
-        """``{"complete", "indexed", "behind_bytes", "building", "error"}``: whether the index
-        covers both logs whole, how many panels it holds, how many log bytes it has still to
-        read, whether a build runs in this process, and why the last one failed."""
+        """``{"complete", "indexed", "behind_bytes", "building", "error", "rebuilding",
+        "set_aside"}``: whether the index covers both logs whole, how many panels it holds, how
+        many log bytes it has still to read, whether a build runs in this process, why the last
+        one failed, whether it is being built anew because its file was found damaged (answers
+        hold only what the new one holds so far), and the name that file was set aside as."""
         behind = self._behind() if behind is None else behind
         meta = self._read(_meta, build=False) or {}
+        rebuilding = self._rebuilding and (self.building or self._damaged is not None)
         return {"complete": not behind, "indexed": int(meta.get("panels") or 0),
-                "behind_bytes": behind, "building": self.building, "error": self._error}
+                "behind_bytes": behind, "building": self.building, "error": self._error,
+                "rebuilding": rebuilding, "set_aside": self._set_aside}
 
     @property
     def building(self) -> bool:
         thread = self._thread
         return thread is not None and thread.is_alive()
 
-    def find(self, f: Filters, *, before: int | None = None,
-             limit: int = 50) -> tuple[list[int], int | None]:
+    def find(self, f: Filters, *, before: int | None = None, limit: int = 50) -> Found:
         """The seqs of matching panels below ``before`` (None: from the newest), newest first,
-        at most ``limit``; and the seq to pass as ``before`` for the next page (None: none)."""
+        at most ``limit``; the seq to pass as ``before`` for the next page (None: none); and
+        whether the search's budget (``searchplan``) ran out first, so that more may match
+        below what was found (then ``next`` continues from where the walk had got to)."""
         def run(db):
-            lo, hi = _seq_range(db, f)
+            lo, hi = searchplan.seq_range(db, f)
             if before is not None:
                 hi = min(hi, before)
-            rows = _select(db, f, lo, hi, limit + 1)
-            more = len(rows) > limit
-            rows = rows[:limit]
-            return rows, (rows[-1] if more and rows else None)
-        return self._read(run) or ([], None)
+            walk = searchplan.select(db, f, lo, hi, limit + 1, self.budget())
+            rows = walk.found[:limit]
+            if len(walk.found) > limit:
+                return Found(rows, rows[-1], walk.partial)
+            if walk.partial:
+                reached = walk.reached if walk.reached is not None and walk.reached < hi \
+                    else None
+                return Found(rows, reached, True)
+            return Found(rows, None, False)
+        return self._read(run) or Found([], None, False)
+
+    def budget(self) -> Budget:
+        """A new search's budget (``searchplan``)."""
+        return Budget(self.budget_rows, self.budget_seconds)
 
     def among(self, f: Filters, seqs: list[int]) -> tuple[list[int], list[int]]:
         """Of ``seqs`` (finished panels), those that match, in that order, and apart those the
@@ -247,8 +294,10 @@ class SearchIndex:
         def run(db):
             held = {r[0] for r in db.execute("SELECT seq FROM panels WHERE seq > ? AND seq < ?",
                                              (lo, hi))}
-            a, b = _seq_range(db, f)
-            found = set(_select(db, f, max(lo, a), min(hi, b), hi - lo))
+            a, b = searchplan.seq_range(db, f)
+            # bounded by the page of seqs asked about; the budget holds it all the same
+            found = set(searchplan.select(db, f, max(lo, a), min(hi, b), hi - lo,
+                                          self.budget()).found)
             return [s for s in seqs if s in found], [s for s in seqs if s not in held]
         return self._read(run) or ([], list(seqs))
 
@@ -270,7 +319,7 @@ class SearchIndex:
     def _read(self, fn, *, build: bool = True):
         """``fn(connection)`` on a reader of the current file; None when there is no index of
         this layout yet (with ``build``, one is then built in the background)."""
-        db = self._reader()
+        db, ino = self._reader()
         if db is None:
             if build:
                 self._background()
@@ -282,8 +331,7 @@ class SearchIndex:
                 raise   # a locked file or a wrong statement: no reason to rebuild
             db.close()
             db = None
-            self._error = f"the search index could not be read ({exc}); it is being rebuilt"
-            self._background(rebuild=True)
+            self._found_damaged(ino, exc)
             return None
         finally:
             if db is not None:
@@ -294,7 +342,9 @@ class SearchIndex:
                 if db is not None:
                     db.close()
 
-    def _reader(self) -> sqlite3.Connection | None:
+    def _reader(self) -> tuple[sqlite3.Connection | None, int | None]:
+        """A reader of the current file and that file's inode; (None, inode) when there is
+        no index of this layout to read (none yet, or one found damaged)."""
         ino = _inode(self.path)
         with self._pool_lock:
             if ino != self._ino:   # deleted or replaced: the old readers read another file
@@ -303,20 +353,43 @@ class SearchIndex:
                 self._pool.clear()
                 self._ino = ino
             if self._pool:
-                return self._pool.pop()
-        if ino is None:
-            return None
+                return self._pool.pop(), ino
+        if ino is None or ino == self._damaged:
+            return None, ino
         try:
             # mode=rw: a reader never creates the file (only the writer does, 0600)
             db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, check_same_thread=False,
                                  timeout=10.0)
-            layout = _meta(db).get("layout")
         except sqlite3.DatabaseError:
-            return None
+            return None, ino
+        try:
+            layout = _meta(db).get("layout")
+            if layout == LAYOUT and ino != self._checked:
+                # once per file and process: a page damaged where no query of the moment
+                # looks would otherwise give wrong answers in silence
+                problems = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+                if problems != ["ok"]:
+                    raise sqlite3.DatabaseError("; ".join(map(str, problems)))
+                self._checked = ino
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            if type(exc) is sqlite3.DatabaseError:
+                self._found_damaged(ino, exc)
+            return None, ino
         if layout != LAYOUT:
             db.close()
-            return None
-        return db
+            return None, ino
+        return db, ino
+
+    def _found_damaged(self, ino: int | None, exc: Exception) -> None:
+        """The file ``ino`` cannot be trusted: have it set aside and a new one built."""
+        if ino is None:
+            return
+        self._damaged, self._rebuilding = ino, True
+        self._error = (f"the search index was found damaged ({exc}); it is set aside and "
+                       "built anew, and answers hold what is rebuilt so far")
+        print(f"panelist: {self._error}", file=sys.stderr)
+        self._background(rebuild=True)
 
     def _behind(self) -> int:
         """Log bytes the index has not read (all of a log it holds an older file of)."""
@@ -350,10 +423,19 @@ class SearchIndex:
         try:
             with self._writing:
                 start = self._folded
+                set_aside = False   # at most once a build: a file that keeps failing stops it
                 while not self._stop.is_set():
-                    done = self._write(until_done=False, rebuild=rebuild, settle=start)
+                    try:
+                        done = self._write(until_done=False, rebuild=rebuild, settle=start)
+                    except sqlite3.DatabaseError as exc:
+                        if type(exc) is not sqlite3.DatabaseError or set_aside:
+                            raise
+                        self._damaged, self._rebuilding = _inode(self.path), True
+                        rebuild = set_aside = True
+                        continue
                     if done:
                         self._error = None
+                        self._rebuilding = False
                         return
                     if done is None:
                         self._stop.wait(LOCK_RETRY)
@@ -394,11 +476,19 @@ class SearchIndex:
     def _writer(self, rebuild: bool) -> sqlite3.Connection:
         """The writer's connection to a database of this layout (made, or made anew, as
         needed); caller holds the flock."""
-        if rebuild or _inode(self.path) is None:
-            for suffix in ("", "-wal", "-shm"):
+        ino = _inode(self.path)
+        if rebuild and ino is not None and ino == self._damaged:
+            self._set_aside = self._put_aside()
+            ino = None
+        elif rebuild and ino is not None:
+            # another process set the damaged file aside and began a new one: build on it
+            rebuild = False
+        if ino is None:
+            for suffix in ("-wal", "-shm"):
                 # a stale -wal beside a new file would be replayed into it
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        self._damaged = None
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
                              isolation_level=None)
         try:
@@ -410,8 +500,25 @@ class SearchIndex:
             db.close()
             if rebuild:
                 raise
-            return self._writer(rebuild=True)   # not a database of ours: made anew
+            # not a database (or a damaged one): set aside, never deleted, and made anew
+            self._damaged, self._rebuilding = _inode(self.path), True
+            return self._writer(rebuild=True)
         return db
+
+    def _put_aside(self) -> str:
+        """Rename the damaged file (and its -wal and -shm) out of the way, keeping them as
+        evidence; the name it now has. Caller holds the flock."""
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        name = f"{self.path.name}.damaged-{stamp}"
+        n = 1
+        while (self.dir / name).exists():
+            n += 1
+            name = f"{self.path.name}.damaged-{stamp}-{n}"
+        for suffix in ("-wal", "-shm", ""):   # the main file last: its name is the sign
+            side = Path(f"{self.path}{suffix}")
+            if side.exists():
+                os.replace(side, self.dir / f"{name}{suffix}")
+        return name
 
     def _batch(self, db, panels: int | None, nbytes: int | None) -> bool:
         """Fold the next lines of both logs in one transaction; True when both are read to
@@ -460,97 +567,6 @@ class SearchIndex:
             for db in self._pool:
                 db.close()
             self._pool.clear()
-
-
-# ------------------------------------------------------------------------- the queries
-
-def _seq_range(db, f: Filters) -> tuple[int, int]:
-    """Seqs strictly between these hold every panel of the time range: the blocks of
-    ``2**BLOCK_BITS`` seqs whose earliest and latest starts overlap it (one pass over a table
-    of a thousand rows at a million panels). Exact whatever the order of starts: a block
-    left out has no panel in the range."""
-    if f.since is None and f.until is None:
-        return -1, sys.maxsize
-    first, last = db.execute("SELECT min(block), max(block) FROM blocks WHERE lo <= ? AND hi >= ?",
-                             (1e300 if f.until is None else f.until,
-                              -1e300 if f.since is None else f.since)).fetchone()
-    if first is None:
-        return 0, 0   # no panel in the range
-    return (first << BLOCK_BITS) - 1, (last + 1) << BLOCK_BITS
-
-
-def _select(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
-    """Matching seqs with ``lo < seq < hi``, newest first, at most ``limit``. Each source is
-    read in seq order, so a page stops at ``limit``: the panels (through the index of their
-    narrowest filter) or a model's seats; the text's matches; and, with both, the two walked
-    down together, each asked only for its next seq at or below the other's (a leapfrog), so a
-    rare filter or a rare word costs what it finds, not what the other matches."""
-    if f.text is None:
-        return _structured(db, f, lo, hi, limit)
-    if not _narrows(f):
-        return _texts(db, f.text, lo, hi, limit)
-    found: list[int] = []
-    cursor = hi
-    while len(found) < limit:
-        a = _structured(db, f, lo, cursor, 1)
-        if not a:
-            break
-        cursor = a[0]
-        # one panel's terms are looked up far faster than the text's next match deep down
-        if db.execute("SELECT 1 FROM panel_text WHERE panel_text MATCH ? AND rowid = ?",
-                      (f.text.query, a[0])).fetchone():
-            found.append(a[0])
-            continue
-        b = _texts(db, f.text, lo, a[0], 1)
-        if not b:
-            break
-        cursor = b[0] + 1   # nothing between b and a matches the text
-    return found
-
-
-def _narrows(f: Filters) -> bool:
-    return any(v is not None for v in (f.model, f.collection, f.key, f.status, f.since,
-                                        f.until))
-
-
-def _texts(db, text: Text, lo: int, hi: int, limit: int) -> list[int]:
-    return [r[0] for r in db.execute(
-        "SELECT rowid FROM panel_text WHERE panel_text MATCH ? AND rowid > ? AND rowid < ? "
-        "ORDER BY rowid DESC LIMIT ?", (text.query, lo, hi, limit))]
-
-
-def _structured(db, f: Filters, lo: int, hi: int, limit: int) -> list[int]:
-    """Seqs matching every filter but the text, ``lo < seq < hi``, newest first."""
-    where, args = [], []
-    if f.collection is not None:
-        where.append("p.collection = ?")
-        args.append(f.collection)
-    if f.key is not None:
-        where.append("p.key = ?")
-        args.append(f.key)
-    if f.status == "abandoned":
-        where.append("p.abandoned = 1")
-    elif f.status == "owed":
-        where.append("p.owed > 0 AND p.owes = 1")
-    elif f.status == "failed" and f.model is None:
-        where.append("p.failed = 1")
-    # unary +: the time range is checked row by row, never a reason to leave seq order
-    if f.since is not None:
-        where.append("+p.started >= ?")
-        args.append(f.since)
-    if f.until is not None:
-        where.append("+p.started <= ?")
-        args.append(f.until)
-    if f.model is not None:
-        failed = " AND s.failed = 1" if f.status == "failed" else ""
-        sql = ("SELECT DISTINCT s.seq FROM seats s CROSS JOIN panels p ON p.seq = s.seq "
-               f"WHERE s.alias = ?{failed} AND s.seq > ? AND s.seq < ?")
-        head, order = [f.model, lo, hi], "s.seq"
-    else:
-        sql = "SELECT p.seq FROM panels p WHERE p.seq > ? AND p.seq < ?"
-        head, order = [lo, hi], "p.seq"
-    sql += "".join(" AND " + w for w in where) + f" ORDER BY {order} DESC LIMIT ?"
-    return [r[0] for r in db.execute(sql, head + args + [limit])]
 
 
 def _meta(db) -> dict:

@@ -739,6 +739,7 @@ class PanelRun:
         try:
             self.panels.running_behind(self, False)
             self._release()  # done or given up: a seat that never reported counts no longer
+            self.seats.drop_encodings()   # the seats' request bodies: not part of the line
             # a seat whose line could not be written (a database cut off as it ended) has it
             # written now, in the panel's own transaction: a panel stored is every seat stored
             missed = [r for r in (*results, self.merger)

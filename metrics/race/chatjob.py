@@ -252,6 +252,7 @@ class Plan:
     ceiling: str        # the (first) judge
     candidates: list[str]
     judges: list[str]
+    judged: int = 0     # candidates whose runs the jury may judge (the others' family is barred)
 
 
 def _alias(model) -> str:
@@ -308,19 +309,23 @@ def plan(spec: ChatSpec, view: RosterView, grades: GradeBook) -> Plan:
             raise BadRequest(f"grade '{grade}' has no callable model to race (every one is "
                              "retired, or its endpoint is gone); name 'candidates'",
                              param="candidates")
+    barred: dict = {}
     if spec.judges is not None:   # refused here, before the race is named
         jury.check([view.models[a] for a in judges],
                    [view.models[a] for a in (pinned, *candidates)], chosen=True)
     else:   # the judge the race will seat: the ceiling gives way when of a raced model's family
         sides = [view.models[a] for a in (pinned, *map(_alias, candidates)) if a in view.models]
-        judges = [jury.default_judge(view.models[judges[0]], sides,
-                                     strongest(grades, view))[0].alias]
+        seated, barred, _ = jury.default_judge(view.models[judges[0]], sides,
+                                               strongest(grades, view))
+        judges = [seated.alias]
     planned = len(candidates) * len(spec.texts) * spec.runs
     if planned > MAX_PLANNED:
         raise BadRequest(f"{len(candidates)} candidates × {len(spec.texts)} input(s) × "
                          f"{spec.runs} runs is {planned} runs, over the {MAX_PLANNED} one race "
                          "may plan; race fewer candidates, inputs or runs", param="runs")
-    return Plan(pinned, judges[0], candidates, judges)
+    judged = sum(1 for a in map(_alias, candidates)
+                 if a not in view.models or view.models[a].family not in barred)
+    return Plan(pinned, judges[0], candidates, judges, judged)
 
 
 def benchmark(spec: ChatSpec, home: Home, *, grades: GradeBook | None = None, tools=(),

@@ -43,7 +43,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from panelist.metrics.race import chatjob, jobs
+from panelist.metrics.race import callcount, chatjob, jobs
 from panelist.metrics.race import reports as race_reports
 from panelist.metrics.store import flock, jsonwire
 from panelist.metrics.errors import (BadRequest, Conflict, Forbidden, NotFound, TooManyRequests,
@@ -165,12 +165,14 @@ class Races:
         self._lock = threading.Lock()
 
     # -- starting and stopping -----------------------------------------------------------------
-    def start(self, body) -> dict:
+    def start(self, body, admit=None) -> dict:
         """Check ``body`` (a ``ChatSpec``), name the race and run it in the background; the
-        race as ``get`` gives it."""
-        return self._launch(chatjob.ChatSpec.parse(body))
+        race as ``get`` gives it, with ``calls``: the upstream calls it plans and may make at
+        most (``callcount``). ``admit(calls)``, when given, judges that count before the race
+        is named; what it raises refuses the race."""
+        return self._launch(chatjob.ChatSpec.parse(body), admit=admit)
 
-    def again(self, race: str, body=None) -> dict:
+    def again(self, race: str, body=None, admit=None) -> dict:
         """Race ``race``'s job again as its next look (``metrics.race.jobs``): the same job,
         ``body``'s ``runs`` more runs (default: as many as that race ran), judged with every
         earlier look's runs. 404 for an unknown race; 409 while it runs, when it is not its
@@ -189,9 +191,10 @@ class Races:
         jobs.latest_check(self.jobs, report)
         body = jobs.body_of(earlier.job, body)
         body.setdefault("runs", report.get("runs") or chatjob.DEFAULT_RUNS)
-        return self._launch(chatjob.ChatSpec.parse(body), earlier)
+        return self._launch(chatjob.ChatSpec.parse(body), earlier, admit=admit)
 
-    def _launch(self, spec: chatjob.ChatSpec, earlier: jobs.Earlier | None = None) -> dict:
+    def _launch(self, spec: chatjob.ChatSpec, earlier: jobs.Earlier | None = None,
+                admit=None) -> dict:
         with self._lock:
             if self._closed:
                 raise Unavailable("the server is stopping; start the race again once it is back")
@@ -216,6 +219,9 @@ class Races:
                                             upstream=self.upstream, admission=self.admission,
                                             done=tracker.done, judged=tracker.judged,
                                             earlier=earlier, **self._bench)
+            calls = callcount.of_race(spec, plan)
+            if admit is not None:
+                admit(calls)   # the cap and the key's limit, before the race is named
             held = self._hold_job(job)
             try:
                 if earlier is not None:   # under the job's lock: no other look began meanwhile
@@ -244,7 +250,7 @@ class Races:
             with self._lock:
                 self._starting -= 1
                 self._pending.remove(job)
-        return self.get(race)
+        return dict(self.get(race), calls=calls.public())
 
     def _run(self, entry: _Entry) -> None:
         status, error = "done", None

@@ -146,6 +146,11 @@ class EncodedMessages:
             self._done[id(messages)] = (messages, data)
         return data
 
+    def clear(self) -> None:
+        """Let the encodings go (a call made later encodes its messages again)."""
+        with self._lock:
+            self._done.clear()
+
 
 def _hooks(log, learn, scrub, on_end, max_pause, meter) -> Hooks:
     return Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,

@@ -164,6 +164,11 @@ class SeatSet:
                 self._finished.put(i)
         self._seats.submit(run)
 
+    def drop_encodings(self) -> None:
+        """The set's caller is done with its calls' request bodies (a panel being logged):
+        their one shared encoding is let go now, not when the set itself goes."""
+        self._hooks.encoded.clear()
+
     def let_go(self) -> None:
         """The iterating thread is done with the set before every unit ended (a picked reply
         went out): a thread of the core reads the answers still to come, so each is logged and

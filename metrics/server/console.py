@@ -20,6 +20,7 @@ from panelist.metrics.errors import BadRequest
 from panelist.metrics.plaintext import first_control
 from panelist.metrics.race import chatjob, verdict
 from panelist.metrics.roster.grades import MAX_GRADE, MAX_GRADES, Grades
+from panelist.metrics.server import fanout
 from panelist.metrics.server.api import NAME, VERSION, Accepted, ApiRequest, edits_config
 from panelist.metrics.server.bodies import Body, Flag, Number, OneOf, Strings, Text, Whole, takes
 from panelist.metrics.upkeep.suitejob import MAX_EPOCHS
@@ -107,7 +108,8 @@ def start_race(req: ApiRequest) -> dict:
             body[key] = [a.strip() for a in body[key].split(",") if a.strip()]
         if key in body and not body[key]:
             del body[key]   # an empty field means the default, as the CLI's left-out option
-    return Accepted(req.parts.races.start(body))
+    return Accepted(req.parts.races.start(body, admit=lambda calls: fanout.within_cap(
+        req.parts.limits, calls)))
 
 
 @takes(Body(runs=Whole(1, chatjob.MAX_RUNS, hint="runs per candidate this look adds; leave it "
@@ -115,7 +117,9 @@ def start_race(req: ApiRequest) -> dict:
 def race_again(req: ApiRequest) -> dict:
     """Race a race's job again as its next look (``panelist race --again``): 202, then
     ``GET /api/races/{race}`` follows the new race."""
-    return Accepted(req.parts.races.again(req.params["race"], dict(req.body)))
+    return Accepted(req.parts.races.again(req.params["race"], dict(req.body),
+                                          admit=lambda calls: fanout.within_cap(
+                                              req.parts.limits, calls)))
 
 
 # -- the suite ------------------------------------------------------------------------------------
@@ -141,7 +145,9 @@ def start_suite(req: ApiRequest) -> dict:
                          "lists them)", param="models")
     return Accepted(req.parts.suite_runs.start(models=models, task_ids=listed("tasks"),
                                                epochs=body.get("epochs", 1),
-                                               demo=body.get("demo", False)))
+                                               demo=body.get("demo", False),
+                                               admit=lambda calls: fanout.within_cap(
+                                                   req.parts.limits, calls, "suite run")))
 
 
 def suite_run(req: ApiRequest) -> dict:

@@ -292,6 +292,7 @@ class Caller:
     keyed: bool = False
     collections: frozenset[str] | None = None   # None: every collection
     rpm: int | None = None
+    races: bool = True   # False: a key made with --no-races
 
     @property
     def scope(self) -> str | None:
@@ -473,7 +474,8 @@ class Guard:
                 raise TooManyRequests(f"key '{key.name}' is over its {key.rpm} requests a "
                                       f"minute; retry in {after} s", code="rate_limit_exceeded",
                                       headers={"Retry-After": after})
-        return Caller(key.name, keyed=True, collections=key.collections, rpm=key.rpm)
+        return Caller(key.name, keyed=True, collections=key.collections, rpm=key.rpm,
+                      races=key.races)
 
     # 5: the body
     def check_body(self, method: str, headers, cap: int | None = None) -> None:

@@ -1,7 +1,7 @@
 """Gateway keys: the secrets callers present when the gateway requires keys.
 
-``config/keys.json`` holds ``{"v": 1, "keys": {name: {digest, hint, collections, rpm, created}},
-"revoked": {name: {hint, created, revoked}}}``.
+``config/keys.json`` holds ``{"v": 1, "keys": {name: {digest, hint, collections, rpm, races,
+created}}, "revoked": {name: {hint, created, revoked}}}``.
 
 Invariants:
 
@@ -13,7 +13,8 @@ Invariants:
   revoked: the logs record calls, panels and verdicts by name, and a key judges and reads only
   its own, so a new key under an old name would inherit what the old key did.
 * ``collections`` is None (every collection) or the non-empty set the key may call; ``rpm`` is None
-  (no limit) or the requests a minute it may make.
+  (no limit) or the requests a minute it may make; ``races`` is False for a key that may not
+  start races (``--no-races``): a key made before the field existed may (it is absent).
 * A presented key is hashed and found by its digest, then confirmed with ``hmac.compare_digest``:
   no step compares the secret itself, so response times say nothing about a guess.
 * The file is re-read only when it changes (one ``stat`` per lookup), so a key created or revoked
@@ -61,12 +62,13 @@ class Key:
     collections: frozenset[str] | None = None
     rpm: int | None = None
     created: str = ""
+    races: bool = True
 
     def public(self) -> dict:
         """What may be shown or logged: everything but the digest."""
         return {"name": self.name, "hint": self.hint,
                 "collections": sorted(self.collections) if self.collections is not None else None,
-                "rpm": self.rpm, "created": self.created}
+                "rpm": self.rpm, "races": self.races, "created": self.created}
 
 
 def _parse(doc: dict) -> dict[str, Key]:
@@ -81,7 +83,8 @@ def _parse(doc: dict) -> dict[str, Key]:
         out[k["digest"]] = Key(name=name, digest=k["digest"], hint=str(k.get("hint", "")),
                                collections=frozenset(cols) if isinstance(cols, list) else None,
                                rpm=k.get("rpm") if isinstance(k.get("rpm"), int) else None,
-                               created=str(k.get("created", "")))
+                               created=str(k.get("created", "")),
+                               races=k.get("races") is not False)
     return out
 
 
@@ -146,7 +149,7 @@ class Keys:
         return sorted(self._cache.get().values(), key=lambda k: k.name)
 
     def create(self, name: str, *, collections=None, rpm: int | None = None, known=None,
-               by: str | None = None) -> tuple[str, Key]:
+               by: str | None = None, races: bool = True) -> tuple[str, Key]:
         """Make a key; returns ``(secret, key)``. The secret exists only in this return value.
 
         ``known``: the collection names that exist, to refuse a typo; None skips that check."""
@@ -161,6 +164,8 @@ class Keys:
         secret = PREFIX_KEY + secrets.token_urlsafe(32)
         entry = {"digest": digest(secret), "hint": secret[-4:], "collections": cols, "rpm": rpm,
                  "created": configfile.now_iso()}
+        if not races:
+            entry["races"] = False
 
         def change(doc):
             keys = doc.setdefault("keys", {})

@@ -38,7 +38,7 @@ def page(req, row: dict) -> dict:
     ledger = panels.ledger
     index = req.parts.search
     state = index.catch_up()
-    seqs, _ = index.find(Filters(model=alias), limit=RECENT)
+    seqs = index.find(Filters(model=alias), limit=RECENT).seqs
     return {"alias": alias, "model": row,
             "facts": Catalog(panels.home).facts(alias),
             "collections": panels.collections.using(alias),

@@ -21,7 +21,9 @@ Parameters (every one optional; an empty value is no filter; any other name is r
   holds below a panel the index does not hold yet, so that panel is not passed over.
 
 Invariants: a refusal is a 400 naming its parameter; a reply says how complete the index was
-(``index``), since a request never waits for a long rebuild; no reply holds a prompt or answer
+(``index``), since a request never waits for a long rebuild, and whether the search stopped at
+its budget (``partial``: more may match from ``next`` on, which continues below where it had
+looked); no reply holds a prompt or answer
 except ``match``, the few words around where the text was found.
 """
 
@@ -135,14 +137,15 @@ def listing(req, limit: int, cursor) -> dict:
         keep = set(s for s in matched if s <= last)
         data = [p for p, s in zip(data, seqs) if s in keep]
         nxt = f"p00000000-{last}" if last >= 0 else None
+        partial = False   # a poll looks at one page of panels only
     else:
         before = cursor(query["before"], "before") if query.get("before") else None
-        seqs, next_seq = index.find(f, before=before, limit=limit)
+        seqs, next_seq, partial = index.find(f, before=before, limit=limit)
         data = ledger.panel_summaries(seqs)
         nxt = None if next_seq is None else f"p00000000-{next_seq}"
     if f.text is not None:
         data = [dict(p, match=_match(ledger, f.text, p["panel"])) for p in data]
-    return {"data": data, "next": nxt, "latest": ledger.latest_panel(),
+    return {"data": data, "next": nxt, "partial": partial, "latest": ledger.latest_panel(),
             "owed": ledger.owed_count(), "index": state, "filters": echo(f, query)}
 
 

@@ -25,6 +25,7 @@ from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.ledger.search import SearchIndex
 from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
+from panelist.metrics.server.limits import Limits
 from panelist.metrics.signin.registry import SignIns
 from panelist.metrics.upkeep import failing, onboarding_worker, schedule
 from panelist.metrics.upkeep.leader import Leader
@@ -47,17 +48,19 @@ class Parts:
         if panels is None:
             panels = Panels(home) if env is None else \
                 Panels(home, upstream=Upstream(proxies=environment_proxies(env)))
-        return cls(panels, jobs=jobs)
+        return cls(panels, jobs=jobs, limits=Limits.from_env(env))
 
-    def __init__(self, panels: Panels, *, jobs=None):
+    def __init__(self, panels: Panels, *, jobs=None, limits: Limits | None = None):
         self.panels = panels
         self.home = panels.home
+        self.limits = limits = limits or Limits()
         self.races = Races(panels.home, upstream=panels.upstream)
         self.suite_runs = SuiteRuns(panels.home)   # starts nothing until asked
         self.onboarding = onboarding_worker.Service(panels)
         # the panels' search index: opens nothing until the first filtered request
-        self.search = SearchIndex(panels.home.gateway_runs) if not panels.home.database else \
-            _database_search(panels.home)
+        budget = {"budget_rows": limits.search_rows, "budget_seconds": limits.search_seconds}
+        self.search = SearchIndex(panels.home.gateway_runs, **budget) \
+            if not panels.home.database else _database_search(panels.home, **budget)
         # with a database, the one instance holding the lease runs the schedule
         self.leader = Leader.of_home(panels.home)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
@@ -162,7 +165,7 @@ def _session_table(home: Home):
     return DatabaseTable(Database(home.database, application="panelist-sessions"), MAX_SESSIONS)
 
 
-def _database_search(home: Home):
+def _database_search(home: Home, **budget):
     """The search index of a ledger in a database: local, fed from its tables."""
     from panelist.metrics.ledger.pgsearch import DatabaseSearchIndex
-    return DatabaseSearchIndex(home.gateway_runs, home.database)
+    return DatabaseSearchIndex(home.gateway_runs, home.database, **budget)

@@ -12,7 +12,8 @@ Invariants:
 * At most ``n`` requests of a key are admitted in any 60 s (an estimate from two clock minutes,
   which let up to twice the limit through across a minute's edge, is not used). A refused
   request is not counted, and its ``Retry-After`` is when the oldest of the last ``n`` leaves
-  the window: a caller that waits it out gets in.
+  the window: a caller that waits it out gets in. A request that fans out to many upstream
+  calls is admitted as that many at once (``cost``), all or none.
 * Each check is one ``flock``, two ``pread`` and two ``pwrite`` on a descriptor kept open, so two
   gateway processes on one data folder count each request exactly once and a check costs a few
   microseconds whatever the limit; only a raised limit rewrites the ring (once). The ring may
@@ -58,8 +59,11 @@ class RateCounter:
                     got = self._fds[name] = (fd, threading.Lock())
         return got
 
-    def admit(self, name: str, limit: int, now: float | None = None) -> float | None:
-        """Count one request for ``name``: None if admitted, else the seconds to wait."""
+    def admit(self, name: str, limit: int, now: float | None = None,
+              cost: int = 1) -> float | None:
+        """Count ``cost`` requests for ``name`` at once (a request that fans out counts as the
+        upstream calls it plans; ``cost <= limit``): None if admitted, else the seconds to
+        wait."""
         t = time.time() if now is None else now
         fd, lock = self._fd(name)
         with lock:
@@ -70,14 +74,16 @@ class RateCounter:
                 kept = mark == MARK and 0 <= head < size
                 if not kept or size < limit:   # new, an older layout, or a raised limit
                     size, head = _grow(fd, limit, t, kept, size)
-                # the limit-th newest admission: under the limit in the window iff it is older
-                at = _HEAD.size + (head - limit) % size * _TIME.size
+                # ``cost`` more fit iff the (limit - cost + 1)-th newest admission is out of the
+                # window (for one request: the limit-th newest)
+                at = _HEAD.size + (head - (limit - cost + 1)) % size * _TIME.size
                 raw = os.pread(fd, _TIME.size, at)
                 nth = _TIME.unpack(raw)[0] if len(raw) == _TIME.size else 0.0
                 if nth > t - WINDOW:
                     return nth + WINDOW - t
-                os.pwrite(fd, _TIME.pack(t), _HEAD.size + head * _TIME.size)
-                os.pwrite(fd, _HEAD.pack(MARK, size, (head + 1) % size), 0)
+                for i in range(cost):
+                    os.pwrite(fd, _TIME.pack(t), _HEAD.size + (head + i) % size * _TIME.size)
+                os.pwrite(fd, _HEAD.pack(MARK, size, (head + cost) % size), 0)
                 return None
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)

@@ -22,7 +22,7 @@ from panelist.metrics.errors import BadRequest, DatabaseUnreachable, NotFound, P
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel.live import Live
 from panelist.metrics.race import registry
-from panelist.metrics.server import exposition, readiness
+from panelist.metrics.server import exposition, fanout, readiness
 from panelist.metrics.server.front.handler import Handler, fault
 from panelist.metrics.server.routing import KEYS, OPEN, Route
 from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel
@@ -229,7 +229,7 @@ def get_panel(h: Handler, params: dict):
 
 def post_race(h: Handler, _):
     registry.admit(h.caller)
-    race = h.server.parts.races.start(h.read_json())
+    race = h.server.parts.races.start(h.read_json(), admit=lambda calls: fanout.admit(h, calls))
     h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
 
 
@@ -237,7 +237,8 @@ def post_race_again(h: Handler, params: dict):
     """Race a race's job again as its next look: 202 as a new race is, 404 for an unknown race,
     409 while it runs or when its job changed, moved on or spent its looks."""
     registry.admit(h.caller)
-    race = h.server.parts.races.again(params["race"], h.read_json())
+    race = h.server.parts.races.again(params["race"], h.read_json(),
+                                      admit=lambda calls: fanout.admit(h, calls))
     h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
 
 

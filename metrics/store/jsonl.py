@@ -56,7 +56,7 @@ class Appender:
 
     def write_lines(self, lines: list[bytes]) -> int:
         """``append`` of records already encoded by ``dumps``."""
-        data = b"".join(lines)
+        data = lines[0] if len(lines) == 1 else b"".join(lines)   # one line: never copied
         with self._lock:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:

@@ -400,8 +400,11 @@ _V8_RATE_LOG = [
     """CREATE TABLE IF NOT EXISTS rate_log (
         key text PRIMARY KEY,
         times float8[] NOT NULL DEFAULT '{}')""",
-    """CREATE OR REPLACE FUNCTION panelist_rate_take(k text, lim bigint, win float8, at float8)
-        RETURNS float8 LANGUAGE plpgsql AS $$
+    # ``cost`` requests at once (a request that fans out counts its planned upstream calls):
+    # all are admitted when they fit, else none, and the wait is until enough of the oldest
+    # leave the window (``cost <= lim``, checked by the caller)
+    """CREATE OR REPLACE FUNCTION panelist_rate_take(k text, lim bigint, cost bigint, win float8,
+            at float8) RETURNS float8 LANGUAGE plpgsql AS $$
         DECLARE
             t float8 := coalesce(at, extract(epoch FROM clock_timestamp()));
             kept float8[];
@@ -412,10 +415,10 @@ _V8_RATE_LOG = [
             SELECT array(SELECT x FROM unnest(times) x WHERE x > t - win ORDER BY x)
                 INTO kept FROM rate_log WHERE key = k;
             n := coalesce(array_length(kept, 1), 0);
-            IF n >= lim THEN
-                RETURN kept[n - lim + 1] + win - t;
+            IF n + cost > lim THEN
+                RETURN kept[n + cost - lim] + win - t;
             END IF;
-            UPDATE rate_log SET times = kept || t WHERE key = k;
+            UPDATE rate_log SET times = kept || array_fill(t, ARRAY[cost::int]) WHERE key = k;
             RETURN 0;
         END $$""",
 ]

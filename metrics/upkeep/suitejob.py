@@ -12,6 +12,10 @@ Invariants:
 * ``--demo`` answers come from a simulator of the job's own, reached through an endpoint that
   lives in the job only; the data folder's demo endpoint is never rewired (``upkeep.demohost``).
   ``run`` stops that simulator and lets go of the demo, however it ends.
+* A job says before it runs how many upstream calls it makes (``calls``): one a sample
+  (tasks × models × epochs; fewer when samples of an earlier run are kept), each tried at most
+  ``RETRIES`` times more and corrected once to a stated output cap (``at_most``). ``SuiteRuns``
+  hands that count to its caller's ``admit`` before anything runs, and states it (``calls``).
 * ``SuiteRuns`` runs one job at a time per data folder: the process running one holds an
   exclusive ``flock`` on ``runs/suite/dashboard-run.lock`` (the kernel drops it however the
   process ends), and another start, in any process, is refused (409 ``suite_running``). The
@@ -28,7 +32,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from panelist.metrics.errors import ConfigInvalid, Conflict, Unavailable
@@ -38,12 +42,24 @@ from panelist.metrics.store import configfile, flock
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
 from panelist.suite import demo as demo_tasks
 from panelist.suite import taskfiles, tasks
-from panelist.suite.runner import MAX_EPOCHS, SuiteRun, check, resolve_models
+from panelist.suite.runner import MAX_EPOCHS, RETRIES, SuiteRun, check, resolve_models
 
 JOIN = 60.0          # seconds ``close`` waits for a stopped run to log what was in flight
 WRITE_EVERY = 0.5    # seconds between writes of a running run's state
 
 __all__ = ["SuiteJob", "SuiteRuns", "MAX_EPOCHS"]
+
+
+@dataclass(frozen=True)
+class SuiteCalls:
+    """The upstream calls a suite run makes: ``planned`` (one a sample, each answered at once)
+    and ``at_most`` (every retry and correction used)."""
+
+    planned: int
+    at_most: int
+
+    def public(self) -> dict:
+        return {"planned": self.planned, "at_most": self.at_most}
 
 
 def _simulator(models):
@@ -84,6 +100,12 @@ class SuiteJob:
         self._run: SuiteRun | None = None
         self._stopped = False
         self._lock = threading.Lock()
+
+    def calls(self) -> SuiteCalls:
+        """The upstream calls this job makes if no sample of it is kept from an earlier run."""
+        models = len(self.aliases) if self.demo else len(self.models)
+        planned = len(self.tasks) * models * self.epochs
+        return SuiteCalls(planned, planned * (1 + RETRIES + 1))
 
     def run(self, progress=None) -> dict:
         """Ask every sample not yet done (``SuiteRun.run``); its summary."""
@@ -140,8 +162,11 @@ class SuiteRuns:
         self._closed = False
         self._lock = threading.Lock()
 
-    def start(self, *, models=None, task_ids=None, epochs: int = 1, demo: bool = False) -> dict:
-        """Check the job and run it on a thread of its own; the state ``get`` gives."""
+    def start(self, *, models=None, task_ids=None, epochs: int = 1, demo: bool = False,
+              admit=None) -> dict:
+        """Check the job and run it on a thread of its own; the state ``get`` gives, with the
+        calls it makes (``calls``). ``admit(calls)``, when given, judges that count before
+        anything runs; what it raises refuses the run."""
         with self._lock:
             if self._closed:
                 raise Unavailable("the server is stopping; run the suite again once it is "
@@ -152,6 +177,8 @@ class SuiteRuns:
         try:
             job = SuiteJob(self.home, models=models, task_ids=task_ids, epochs=epochs,
                            demo=demo)
+            if admit is not None:
+                admit(job.calls())
         except BaseException:
             with self._lock:
                 self._let_go()
@@ -160,7 +187,7 @@ class SuiteRuns:
                  "models": job.aliases if demo else [m.alias for m in job.models],
                  "tasks": [t.id for t in job.tasks], "epochs": epochs,
                  "skipped": job.skipped, "warnings": job.notices, "done": {}, "totals": {},
-                 "summary": None, "error": None}
+                 "calls": job.calls().public(), "summary": None, "error": None}
         thread = threading.Thread(target=self._work, args=(job, state), daemon=True,
                                   name="suite-run")
         with self._lock:

@@ -3,10 +3,13 @@ to the system (``keep_heap_small``).
 
 Invariants:
 
-* a request body over ``SMALL_BODY`` bytes is read only once ``InFlight`` granted it twice its
-  size (the body as read and parsed, and the one encoding of its messages that every seat of
-  its panel shares); the grant is held until the request is answered. Smaller bodies need no
-  grant: the connection cap bounds them (``max_connections × SMALL_BODY``).
+* a request body over ``SMALL_BODY`` bytes is read only once ``InFlight`` granted it
+  ``GRANT_FACTOR`` (5) times its size: what a panel holds of it at its peak, measured by
+  ``scripts/bench_memory.py`` (the parsed text, the one encoding of its messages every seat
+  shares, and when the panel is logged the prompt as written and its line as text and bytes).
+  The grant is held until the request is answered and goes back only after a collection has
+  freed the run's objects (they form cycles). Smaller bodies need no grant: the connection
+  cap bounds them (``max_connections × SMALL_BODY``).
 * the seats' large answers draw from the same budget as they arrive (``upstream/http11``,
   ``panel/held``): held until the panel's reply is written and its line logged; a seat whose
   answer finds no room fails with kind ``memory``. Answers up to ``SMALL_BODY`` are not charged.
@@ -23,7 +26,7 @@ import threading
 
 SMALL_BODY = 64 * 1024
 MAX_IN_FLIGHT = 128 * 1024 * 1024   # bytes the grants may add up to (PANELIST_MAX_INFLIGHT_MB)
-GRANT_FACTOR = 2
+GRANT_FACTOR = 5
 
 
 class InFlight:
