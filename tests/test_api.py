@@ -116,6 +116,7 @@ def test_info(dash, home):
     assert info["counts"]["owed"] == sum(s["status"] == "ok" for s in bench["seats"]) - 1
 
 
+@pytest.mark.slow
 def test_info_on_a_new_data_folder_is_a_first_run(tmp_path):
     with Gateway(make_dashboard(open_home(tmp_path / "new"), env={})) as fresh:
         status, info, _ = fresh.get("/api/info")

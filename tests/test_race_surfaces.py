@@ -628,6 +628,7 @@ def test_progress_is_shown_on_a_terminal_per_model(pinned):
 
 
 # -- the example -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_order_agent_example_races_on_the_demo_roster_offline(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "order_agent.py"), "--runs",

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics import seatrecord
 from panelist.metrics.offload import main
@@ -178,6 +180,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
     assert all(s["outcome"] == "scored" for s in rerun)
 
 
+@pytest.mark.slow
 def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, capsys):
     subset = ["std-bisect-left", "std-bisect-left-control", "std-string-capwords",
               "std-string-capwords-control", "claim-costs-no-tokens", "claim-wilson-all-useful"]
