@@ -29,6 +29,7 @@ from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.metrics.seats import Seats  # noqa: E402
+from panelist.metrics.server.memory import keep_heap_small  # noqa: E402
 from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
 # A small roster the end-to-end tests share: three members of different speed, and explorer
@@ -122,6 +123,9 @@ class _WireWatch:
 
 
 _wire = _WireWatch()
+# a server's first build in a process looks up libc (ctypes runs ldconfig): done here, before any
+# test is watched, so the guard does not depend on which test builds a server first
+keep_heap_small()
 
 
 @pytest.hookimpl(wrapper=True)
