@@ -407,8 +407,8 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_the_cli_refuses_bad_races_in_one_line(home, tmp_path, capsys):
-    d = str(home.root)
+def test_the_cli_refuses_bad_races_in_one_line(folder, tmp_path, capsys):
+    d = str(folder.root)
     cases = [
         (["--grade", "general"], "nothing to race"),
         (["--grade", "general", "--prompt", "x", "--runs", "0"], "'runs'"),

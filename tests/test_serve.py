@@ -385,8 +385,8 @@ def test_a_panel_asked_on_the_dashboard_port_is_served_back(dash):
 
 # -- building and closing ------------------------------------------------------------------------
 @pytest.mark.parametrize("build", [make_gateway, make_dashboard])
-def test_close_returns_on_a_server_never_served(home, build):
-    server = build(home, env={})
+def test_close_returns_on_a_server_never_served(folder, build):
+    server = build(folder, env={})
     closer = threading.Thread(target=server.close, daemon=True)
     closer.start()
     closer.join(PATIENCE)

@@ -42,10 +42,10 @@ def test_the_setting_is_microseconds_and_zero_turns_it_off():
 
 
 @pytest.mark.parametrize("value", ["-1", "fast", "1.5", str(spin.MAX_US + 1)])
-def test_a_bad_setting_is_refused_before_a_gateway_opens(home, value):
+def test_a_bad_setting_is_refused_before_a_gateway_opens(folder, value):
     with pytest.raises(ConfigInvalid, match="PANELIST_SPIN_US must be a whole number of "
                                             "microseconds from 0 to 10000"):
-        make_gateway(home, env={"PANELIST_SPIN_US": value})
+        make_gateway(folder, env={"PANELIST_SPIN_US": value})
     assert spin.limit() == spin.DEFAULT_US / 1e6   # the refused value was not taken
 
 

@@ -209,15 +209,15 @@ def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, cap
     assert code == 0 and "sim-careful" in out and "PAIRS" in out and "%" in out
 
 
-def test_cli_refuses_unknown_models_tasks_and_epochs(home, capsys):
-    d = str(home.root)
+def test_cli_refuses_unknown_models_tasks_and_epochs(folder, capsys):
+    d = str(folder.root)
     for argv, says in ((["--model", "nobody"], "not on the roster"),
                        (["--task", "no-such-task"], "panelist suite list"),
                        (["--epochs", "0"], "--epochs")):
         assert main(["suite", "run", "--data", d, *argv]) == 1
         _, err = capsys.readouterr()
         assert says in err
-    assert not home.suite_samples.exists()
+    assert not folder.suite_samples.exists()
     assert main(["suite", "list", "--data", d, "--json"]) == 0
     listed = json.loads(capsys.readouterr()[0])
     assert {r["id"] for r in listed["data"]} == set(PACK) and listed["problems"] == []
