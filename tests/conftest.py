@@ -335,6 +335,19 @@ def dash(home):
 
 
 @pytest.fixture()
+def api(folder):
+    """The same dashboard over ``folder``, built and never served: each request runs through its
+    whole handler in process (``inprocess.Caller``, with ``dash``'s ``get``/``post``)."""
+    from inprocess import Caller
+    from panelist.serve import make_dashboard
+    server = make_dashboard(folder, env={"PANELIST_LOGIN_PAUSE": "0"})
+    try:
+        yield Caller(server)
+    finally:
+        server.close()
+
+
+@pytest.fixture()
 def locked(home):
     """The same with ``PANELIST_ADMIN_TOKEN`` set to ``DASHBOARD_TOKEN``: a login is needed."""
     from panelist.serve import make_dashboard
