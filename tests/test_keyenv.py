@@ -123,20 +123,20 @@ def hand_edit_endpoint(home, name, url, key_env) -> None:
 
 
 # -- the dashboard's Test -------------------------------------------------------------------------
-def test_a_test_never_sends_a_variable_not_meant_for_endpoint_keys(dash, home, listener, secrets):
+def test_a_test_never_sends_a_variable_not_meant_for_endpoint_keys(api, folder, listener, secrets):
     for name in REFUSED:
         for extra in ({}, {"model": "m1"}):
-            status, body, _ = dash.post("/api/endpoints/test", {
+            status, body, _ = api.post("/api/endpoints/test", {
                 "name": "listener", "base_url": listener.url, "key_env": name, **extra})
             assert_refused(status, body, name)
-    status, body, _ = dash.post("/api/endpoints/test", {
+    status, body, _ = api.post("/api/endpoints/test", {
         "base_url": listener.url, "key_env": "AWS_SECRET_ACCESS_KEY"})
     assert_refused(status, body, "AWS_SECRET_ACCESS_KEY",
                    says=("PANELIST_KEY_", "by hand"))
     assert listener.seen == []
     # the admin token is never read, even when the user lists it by hand
-    allow(home, "PANELIST_ADMIN_TOKEN")
-    status, body, _ = dash.post("/api/endpoints/test", {
+    allow(folder, "PANELIST_ADMIN_TOKEN")
+    status, body, _ = api.post("/api/endpoints/test", {
         "base_url": listener.url, "key_env": "PANELIST_ADMIN_TOKEN", "model": "m1"})
     assert_refused(status, body, "PANELIST_ADMIN_TOKEN", says=("admin token", "never"))
     assert listener.seen == []
