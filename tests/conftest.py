@@ -29,6 +29,7 @@ from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
 from panelist.metrics.seats import Seats  # noqa: E402
+from panelist.metrics.server.front.memory import keep_heap_small  # noqa: E402
 from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
 # A small roster the end-to-end tests share: three members of different speed, and explorer
@@ -72,6 +73,87 @@ def serving_threads(server) -> int:
 
 
 _HANDLER_INIT = socketserver.BaseRequestHandler.__init__.__code__
+
+
+# Fixtures that start a server, a process, a browser or a database: a test that uses one,
+# directly or through another fixture (``home`` starts a simulator), is marked ``slow`` at
+# collection. A test that starts one in its own body says so with ``@pytest.mark.slow`` (or a
+# module's ``pytestmark``); ``wire_guard`` fails one that does not.
+SLOW_FIXTURES = frozenset({"sim", "gated", "pg_cluster", "browser"})
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = pytest.mark.slow
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(slow)
+
+
+class _WireWatch:
+    """What a test not marked slow did on the wire: TCP connections made and processes started,
+    as the interpreter's audit events report them (``sys.addaudithook``; a hook stays for the
+    process's life, so it only looks while ``on``)."""
+
+    PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn",
+                                "os.posix_spawnp", "os.system", "os.exec"})
+
+    def __init__(self):
+        self.on = False
+        self.seen: list[str] = []
+        sys.addaudithook(self.audit)
+
+    def audit(self, event: str, args) -> None:
+        if not self.on:
+            return
+        if event == "socket.connect":
+            sock, address = args[0], args[1]
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and \
+                    sock.type == socket.SOCK_STREAM:
+                self.seen.append(f"a TCP connection to {address}")
+        elif event in self.PROCESS_EVENTS:
+            self.seen.append(f"a process ({event})")
+
+    def start(self) -> None:
+        self.seen.clear()
+        self.on = True
+
+    def stop(self) -> list[str]:
+        self.on = False
+        return list(self.seen)
+
+
+_wire = _WireWatch()
+# a server's first build in a process looks up libc (ctypes runs ldconfig): done here, before any
+# test is watched, so the guard does not depend on which test builds a server first
+keep_heap_small()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test without the ``slow`` mark runs in process: a TCP connection or a process started
+    during its setup or body fails it, naming what it did and what to do."""
+    result = yield
+    if item.get_closest_marker("slow") is None:
+        seen = _wire.stop()
+        if seen:
+            raise AssertionError(
+                f"this test is not marked slow but made {'; '.join(dict.fromkeys(seen))}: "
+                "run it in process (the `folder` fixture, tests/inprocess.py, "
+                "tests/transport_fake.py), or mark it @pytest.mark.slow if the wire is what "
+                "it tests")
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("slow") is None:
+        _wire.start()
+    return (yield)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    _wire.stop()   # a setup that failed never reached the check: stop looking all the same
 
 
 @pytest.fixture(autouse=True)
@@ -151,16 +233,33 @@ def move_to(home, upstream, *aliases) -> None:
         roster.add_model(alias, "gated", family=alias, context=100_000)
 
 
-@pytest.fixture()
-def home(tmp_path, sim):
-    home = open_home(tmp_path / "data")
+# Where ``folder``'s models say they are served: nothing listens there, and a test not marked
+# slow that calls it fails at once (the connection attempt alone fails it)
+UNSERVED = "http://127.0.0.1:9/v1"
+
+
+def _fill(home, url: str):
+    """``TEST_MODELS`` on an endpoint ``sim`` at ``url``, and the collection ``trio``."""
     roster = Roster(home)
-    roster.add_endpoint("sim", sim.url)
+    roster.add_endpoint("sim", url)
     for alias in TEST_MODELS:
         roster.add_model(alias, "sim", family=alias, context=100_000)
     Collections(home).save(roster.view(), "trio", ["fast", "mid", "slow"],
                            description="Three simulated reviewers", tags=["test", "code"])
     return home
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    """A data folder with ``home``'s roster and collection that starts nothing: for tests of
+    what is read and written there (ledger, roster, records, routes called in process)."""
+    return _fill(open_home(tmp_path / "data"), UNSERVED)
+
+
+@pytest.fixture()
+def home(tmp_path, sim):
+    """The same data folder, its models served by a simulated upstream (``sim``)."""
+    return _fill(open_home(tmp_path / "data"), sim.url)
 
 
 @pytest.fixture()
@@ -241,6 +340,19 @@ def dash(home):
     from panelist.serve import make_dashboard
     with Gateway(make_dashboard(home, env={"PANELIST_LOGIN_PAUSE": "0"})) as server:
         yield server
+
+
+@pytest.fixture()
+def api(folder):
+    """The same dashboard over ``folder``, built and never served: each request runs through its
+    whole handler in process (``inprocess.Caller``, with ``dash``'s ``get``/``post``)."""
+    from inprocess import Caller
+    from panelist.serve import make_dashboard
+    server = make_dashboard(folder, env={"PANELIST_LOGIN_PAUSE": "0"})
+    try:
+        yield Caller(server)
+    finally:
+        server.close()
 
 
 @pytest.fixture()

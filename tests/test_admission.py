@@ -100,6 +100,7 @@ def started(out):
     return out.exists() and out.stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_max_concurrent_is_held_across_two_processes(folder, tmp_path):
     limit(folder, max_concurrent=2)
     out = tmp_path / "calls.jsonl"
@@ -114,6 +115,7 @@ def test_max_concurrent_is_held_across_two_processes(folder, tmp_path):
     assert max(r["running"] for r in records) <= 2
 
 
+@pytest.mark.slow
 def test_a_killed_process_gives_its_slot_back(folder, admissions):
     limit(folder, max_concurrent=1)
     mine = admissions()
@@ -176,6 +178,7 @@ def test_an_unlimited_endpoint_touches_no_file(folder, admissions):
 
 
 # -- calls a minute -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_rpm_is_never_exceeded_in_any_window_across_two_processes(folder, tmp_path):
     limit(folder, rpm=3)
     window = 1.0

@@ -43,19 +43,19 @@ def test_every_route_wants_the_login_when_a_token_is_set(locked, home, method, p
 
 
 @pytest.mark.parametrize("method,pattern", sorted(ROUTE_TABLE))
-def test_every_route_refuses_a_foreign_origin(dash, home, method, pattern):
-    before = changes(home)
+def test_every_route_refuses_a_foreign_origin(api, folder, method, pattern):
+    before = changes(folder)
     body = {} if method in WRITES else None
-    status, reply, _ = dash.request(method, concrete(pattern), body,
+    status, reply, _ = api.request(method, concrete(pattern), body,
                                     headers={"Origin": "https://evil.example"})
     assert_error(status, reply, 403, says="evil.example")
-    assert changes(home) == before
+    assert changes(folder) == before
 
 
 @pytest.mark.parametrize("pattern,actions", API_ROUTES, ids=[p for p, _ in API_ROUTES])
-def test_every_route_refuses_a_method_it_does_not_take(dash, pattern, actions):
+def test_every_route_refuses_a_method_it_does_not_take(api, pattern, actions):
     wrong = next(m for m in ("GET", "POST", "PUT", "DELETE", "PATCH") if m not in actions)
-    status, reply, headers = dash.request(wrong, concrete(pattern),
+    status, reply, headers = api.request(wrong, concrete(pattern),
                                           {} if wrong in WRITES else None)
     allowed = ", ".join(sorted(actions))
     assert_error(status, reply, 405, says=allowed)
@@ -63,12 +63,12 @@ def test_every_route_refuses_a_method_it_does_not_take(dash, pattern, actions):
 
 
 @pytest.mark.parametrize("method,pattern", sorted(r for r in ROUTE_TABLE if r[0] in WRITES))
-def test_every_write_wants_json(dash, home, method, pattern):
-    before = changes(home)
-    status, reply, _ = dash.request(method, concrete(pattern), raw=b"name=x",
+def test_every_write_wants_json(api, folder, method, pattern):
+    before = changes(folder)
+    status, reply, _ = api.request(method, concrete(pattern), raw=b"name=x",
                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert_error(status, reply, 415, says="application/json")
-    assert changes(home) == before
+    assert changes(folder) == before
 
 
 def test_an_unknown_api_route_is_a_404(dash, locked):
@@ -79,13 +79,13 @@ def test_an_unknown_api_route_is_a_404(dash, locked):
     assert_error(status, reply, 401, code="login_required")
 
 
-def test_a_body_that_is_not_json_or_not_an_object_is_a_400(dash, home):
-    before = changes(home)
-    status, reply, _ = dash.post("/api/models", raw=b"{nope")
+def test_a_body_that_is_not_json_or_not_an_object_is_a_400(api, folder):
+    before = changes(folder)
+    status, reply, _ = api.post("/api/models", raw=b"{nope")
     assert_error(status, reply, 400, says="not valid JSON")
-    status, reply, _ = dash.post("/api/models", ["alias", "x"])
+    status, reply, _ = api.post("/api/models", ["alias", "x"])
     assert_error(status, reply, 400, says="JSON object")
-    assert changes(home) == before
+    assert changes(folder) == before
 
 
 def test_the_login_opens_every_route(locked, home):
@@ -117,6 +117,7 @@ def test_info(dash, home):
     assert info["counts"]["owed"] == sum(s["status"] == "ok" for s in bench["seats"]) - 1
 
 
+@pytest.mark.slow
 def test_info_on_a_new_data_folder_is_a_first_run(tmp_path):
     with Gateway(make_dashboard(open_home(tmp_path / "new"), env={})) as fresh:
         status, info, _ = fresh.get("/api/info")
@@ -176,9 +177,9 @@ def test_list_models(dash, home):
 
 
 @covers("POST", "/api/models")
-def test_create_model(dash, home):
-    n = len(changes(home))
-    status, row, _ = dash.post("/api/models", {
+def test_create_model(api, folder):
+    n = len(changes(folder))
+    status, row, _ = api.post("/api/models", {
         "alias": "newbie", "endpoint": "sim", "served": "fast", "family": "new",
         "context": 32_000, "vision": True, "price_in": 0.5, "price_out": 1.5})
     assert status == 200, row
@@ -186,79 +187,79 @@ def test_create_model(dash, home):
     assert (row["alias"], row["served"], row["context"], row["vision"]) == \
         ("newbie", "fast", 32_000, True)
     assert row["status"] == "untested"
-    assert row["version"] == version_of(stored(home, "roster.json")["models"]["newbie"])
-    (change,) = new_changes(home, n)
+    assert row["version"] == version_of(stored(folder, "roster.json")["models"]["newbie"])
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "model newbie"
     assert change["old"] is None and change["new"]["served"] == "fast"
-    _, body, _ = dash.get("/api/models")
+    _, body, _ = api.get("/api/models")
     assert "newbie" in [r["alias"] for r in body["data"]]
 
 
-def test_create_model_refusals(dash, home):
-    n = len(changes(home))
-    status, body, _ = dash.post("/api/models", {"alias": "fast", "endpoint": "sim"})
+def test_create_model_refusals(api, folder):
+    n = len(changes(folder))
+    status, body, _ = api.post("/api/models", {"alias": "fast", "endpoint": "sim"})
     assert_error(status, body, 409, code="exists", says="fast")
-    status, body, _ = dash.post("/api/models", {"endpoint": "sim"})
+    status, body, _ = api.post("/api/models", {"endpoint": "sim"})
     assert_error(status, body, 400, param="alias", says="'alias'")
-    status, body, _ = dash.post("/api/models", {"alias": "a"})
+    status, body, _ = api.post("/api/models", {"alias": "a"})
     assert_error(status, body, 400, param="endpoint", says="'endpoint'")
-    status, body, _ = dash.post("/api/models", {"alias": "a", "endpoint": "sim", "colour": 1})
+    status, body, _ = api.post("/api/models", {"alias": "a", "endpoint": "sim", "colour": 1})
     assert_error(status, body, 400, param="colour", says="colour")
-    status, body, _ = dash.post("/api/models", {"alias": "a", "endpoint": "sim",
+    status, body, _ = api.post("/api/models", {"alias": "a", "endpoint": "sim",
                                                 "context": "big"})
     assert_error(status, body, 400, says="context")
-    status, body, _ = dash.post("/api/models", {"alias": "a", "endpoint": "nowhere"})
+    status, body, _ = api.post("/api/models", {"alias": "a", "endpoint": "nowhere"})
     assert_error(status, body, 400, says="nowhere")
-    assert changes(home)[n:] == []
+    assert changes(folder)[n:] == []
 
 
 @covers("PUT", "/api/models/{alias}")
-def test_update_model(dash, home):
-    _, body, _ = dash.get("/api/models")
+def test_update_model(api, folder):
+    _, body, _ = api.get("/api/models")
     mid = next(r for r in body["data"] if r["alias"] == "mid")
-    n = len(changes(home))
-    status, row, _ = dash.request("PUT", "/api/models/mid", {
+    n = len(changes(folder))
+    status, row, _ = api.request("PUT", "/api/models/mid", {
         "endpoint": "sim", "family": "mid", "context": 50_000, "grade": "strong",
         "version": mid["version"]})
     assert status == 200, row
     assert (row["context"], row["grade"], row["window"]) == (50_000, "strong", 50_000)
     assert row["version"] != mid["version"]
-    assert row["version"] == version_of(stored(home, "roster.json")["models"]["mid"])
-    (change,) = new_changes(home, n)
+    assert row["version"] == version_of(stored(folder, "roster.json")["models"]["mid"])
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "model mid"
     assert change["old"]["context"] == 100_000 and change["new"]["context"] == 50_000
     # the version read before that edit is stale now
-    status, body, _ = dash.request("PUT", "/api/models/mid", {
+    status, body, _ = api.request("PUT", "/api/models/mid", {
         "endpoint": "sim", "context": 1_000, "version": mid["version"]})
     assert_error(status, body, 409, code="stale", says="reload")
-    assert stored(home, "roster.json")["models"]["mid"]["context"] == 50_000
-    status, body, _ = dash.request("PUT", "/api/models/mid", {"endpoint": "sim"})
+    assert stored(folder, "roster.json")["models"]["mid"]["context"] == 50_000
+    status, body, _ = api.request("PUT", "/api/models/mid", {"endpoint": "sim"})
     assert_error(status, body, 400, param="version", says="'version'")
     # a model removed meanwhile cannot be edited back into being
-    status, body, _ = dash.request("PUT", "/api/models/ghost", {
+    status, body, _ = api.request("PUT", "/api/models/ghost", {
         "endpoint": "sim", "version": mid["version"]})
     assert_error(status, body, 409, code="stale", says="ghost")
-    assert "ghost" not in stored(home, "roster.json")["models"]
-    assert len(changes(home)) == n + 1
+    assert "ghost" not in stored(folder, "roster.json")["models"]
+    assert len(changes(folder)) == n + 1
 
 
 @covers("POST", "/api/models/{alias}/retire")
-def test_retire_model(dash, home):
-    n = len(changes(home))
-    status, row, _ = dash.post("/api/models/x-two/retire")
+def test_retire_model(api, folder):
+    n = len(changes(folder))
+    status, row, _ = api.post("/api/models/x-two/retire")
     assert status == 200 and row["alias"] == "x-two"
     assert row["retired"] is True and row["status"] == "retired"
-    (change,) = new_changes(home, n)
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["new"]["retired"] is True
-    (alert,) = read_jsonl(home.root / "runs" / "alerts.jsonl")
+    (alert,) = read_jsonl(folder.root / "runs" / "alerts.jsonl")
     assert (alert["kind"], alert["subject"], alert["by"]) == ("retired", "x-two", "dashboard")
-    dash.post("/api/models/x-two/retire")   # retired already: no second alert
-    assert len(read_jsonl(home.root / "runs" / "alerts.jsonl")) == 1
+    api.post("/api/models/x-two/retire")   # retired already: no second alert
+    assert len(read_jsonl(folder.root / "runs" / "alerts.jsonl")) == 1
     # an edit of its facts keeps it retired
-    status, row, _ = dash.request("PUT", "/api/models/x-two", {
+    status, row, _ = api.request("PUT", "/api/models/x-two", {
         "endpoint": "sim", "family": "x-two", "context": 90_000, "version": row["version"]})
     assert status == 200 and row["retired"] is True and row["context"] == 90_000
-    status, body, _ = dash.post("/api/models/ghost/retire")
+    status, body, _ = api.post("/api/models/ghost/retire")
     assert_error(status, body, 404, says="ghost")
 
 
@@ -290,17 +291,17 @@ def test_restore_ends_retirement_and_cooldown(dash, home, sim):
 
 
 @covers("DELETE", "/api/models/{alias}")
-def test_delete_model(dash, home):
-    n = len(changes(home))
-    status, body, _ = dash.request("DELETE", "/api/models/fast")
+def test_delete_model(api, folder):
+    n = len(changes(folder))
+    status, body, _ = api.request("DELETE", "/api/models/fast")
     assert_error(status, body, 409, code="in_use", says="trio")
-    status, body, _ = dash.request("DELETE", "/api/models/x-three")
+    status, body, _ = api.request("DELETE", "/api/models/x-three")
     assert (status, body) == (200, {"removed": "x-three"})
-    assert "x-three" not in stored(home, "roster.json")["models"]
-    (change,) = new_changes(home, n)
+    assert "x-three" not in stored(folder, "roster.json")["models"]
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "model x-three"
     assert change["new"] is None and change["old"]["endpoint"] == "sim"
-    status, body, _ = dash.request("DELETE", "/api/models/x-three")
+    status, body, _ = api.request("DELETE", "/api/models/x-three")
     assert_error(status, body, 404, says="x-three")
 
 
@@ -482,34 +483,34 @@ def test_onboarding_enqueues_and_the_servers_worker_takes_it_to_ready(dash, home
 
 
 @covers("GET", "/api/alerts")
-def test_alerts_newest_first(dash, home):
+def test_alerts_newest_first(api, folder):
     from panelist.metrics.alerts import Alerts
-    status, body, _ = dash.get("/api/alerts")
+    status, body, _ = api.get("/api/alerts")
     assert (status, body) == (200, {"data": []})
-    book = Alerts(home)
+    book = Alerts(folder)
     book.raise_alert("retired", "fast", "fast retired after 3 hard failures")
     book.raise_alert("restored", "fast", "fast answers again")
     book.close()
-    status, body, _ = dash.get("/api/alerts")
+    status, body, _ = api.get("/api/alerts")
     assert status == 200, body
     assert [a["kind"] for a in body["data"]] == ["restored", "retired"]
-    status, body, _ = dash.get("/api/alerts?limit=1")
+    status, body, _ = api.get("/api/alerts?limit=1")
     assert [a["kind"] for a in body["data"]] == ["restored"]
-    status, body, _ = dash.get("/api/alerts?limit=0")
+    status, body, _ = api.get("/api/alerts?limit=0")
     assert_error(status, body, 400, param="limit")
 
 
 # -- collections and limits ----------------------------------------------------------------------
 @covers("GET", "/api/collections")
-def test_list_collections(dash, home):
-    status, body, _ = dash.get("/api/collections")
+def test_list_collections(api, folder):
+    status, body, _ = api.get("/api/collections")
     assert status == 200 and set(body) == {"data", "limits"}
     (trio,) = body["data"]
     assert trio["name"] == "trio" and trio["id"] == "bench/trio"
     assert trio["members"] == ["fast", "mid", "slow"] and trio["tags"] == ["test", "code"]
     assert trio["description"] == "Three simulated reviewers"
     assert (trio["explorers"], trio["calls"]) == (2, 5)
-    assert trio["version"] == version_of(stored(home, "collections.json")["collections"]["trio"])
+    assert trio["version"] == version_of(stored(folder, "collections.json")["collections"]["trio"])
     limits = body["limits"]
     assert set(limits) == {"max_explorers", "max_calls", "seat_timeout", "panel_timeout",
                            "cooldown", "max_cooldown", "decider_budget", "stall_timeout",
@@ -518,110 +519,110 @@ def test_list_collections(dash, home):
 
 
 @covers("POST", "/api/collections")
-def test_create_collection(dash, home):
-    n = len(changes(home))
-    status, row, _ = dash.post("/api/collections", {
+def test_create_collection(api, folder):
+    n = len(changes(folder))
+    status, row, _ = api.post("/api/collections", {
         "name": "pair", "members": ["fast", "mid"], "description": "Two of them",
         "tags": ["duo"], "shape": "review", "reply": "merged", "merger": "slow"})
     assert status == 200, row
     assert row["id"] == "bench/pair" and row["members"] == ["fast", "mid"]
     assert (row["shape"], row["reply"], row["merger"]) == ("review", "merged", "slow")
-    assert row["version"] == version_of(stored(home, "collections.json")["collections"]["pair"])
-    (change,) = new_changes(home, n)
+    assert row["version"] == version_of(stored(folder, "collections.json")["collections"]["pair"])
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "collection pair"
     assert change["old"] is None and change["new"]["members"] == ["fast", "mid"]
-    _, models, _ = dash.get("/v1/models")
+    _, models, _ = api.get("/v1/models")
     assert "bench/pair" in [m["id"] for m in models["data"]]
 
 
-def test_create_collection_refusals(dash, home):
-    n = len(changes(home))
-    status, body, _ = dash.post("/api/collections", {"name": "trio", "members": ["fast"]})
+def test_create_collection_refusals(api, folder):
+    n = len(changes(folder))
+    status, body, _ = api.post("/api/collections", {"name": "trio", "members": ["fast"]})
     assert_error(status, body, 409, code="exists", says="trio")
-    status, body, _ = dash.post("/api/collections", {"members": ["fast"]})
+    status, body, _ = api.post("/api/collections", {"members": ["fast"]})
     assert_error(status, body, 400, param="name", says="'name'")
-    status, body, _ = dash.post("/api/collections", {"name": "x", "members": ["nobody"]})
+    status, body, _ = api.post("/api/collections", {"name": "x", "members": ["nobody"]})
     assert_error(status, body, 400, says="nobody")
-    status, body, _ = dash.post("/api/collections", {"name": "x", "members": []})
+    status, body, _ = api.post("/api/collections", {"name": "x", "members": []})
     assert_error(status, body, 400, says="member")
-    status, body, _ = dash.post("/api/collections", {"name": "x", "members": ["fast"],
+    status, body, _ = api.post("/api/collections", {"name": "x", "members": ["fast"],
                                                      "reply": "some"})
     assert_error(status, body, 400, says="reply")
-    status, body, _ = dash.post("/api/collections", {"name": "x", "members": ["fast"],
+    status, body, _ = api.post("/api/collections", {"name": "x", "members": ["fast"],
                                                      "owner": "me"})
     assert_error(status, body, 400, param="owner")
-    assert new_changes(home, n) == []
+    assert new_changes(folder, n) == []
 
 
 @covers("PUT", "/api/collections/{name}")
-def test_update_collection(dash, home):
-    _, body, _ = dash.get("/api/collections")
+def test_update_collection(api, folder):
+    _, body, _ = api.get("/api/collections")
     version = body["data"][0]["version"]
-    n = len(changes(home))
-    status, row, _ = dash.request("PUT", "/api/collections/trio", {
+    n = len(changes(folder))
+    status, row, _ = api.request("PUT", "/api/collections/trio", {
         "members": ["fast", "slow"], "description": "Two now", "version": version})
     assert status == 200, row
     assert row["members"] == ["fast", "slow"] and row["description"] == "Two now"
     assert row["version"] != version
-    (change,) = new_changes(home, n)
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "collection trio"
     assert change["old"]["members"] == ["fast", "mid", "slow"]
-    status, body, _ = dash.request("PUT", "/api/collections/trio", {
+    status, body, _ = api.request("PUT", "/api/collections/trio", {
         "members": ["mid"], "version": version})
     assert_error(status, body, 409, code="stale", says="reload")
-    status, body, _ = dash.request("PUT", "/api/collections/trio", {"members": ["mid"]})
+    status, body, _ = api.request("PUT", "/api/collections/trio", {"members": ["mid"]})
     assert_error(status, body, 400, param="version")
-    status, body, _ = dash.request("PUT", "/api/collections/trio", {
+    status, body, _ = api.request("PUT", "/api/collections/trio", {
         "members": ["ghost"], "version": row["version"]})
     assert_error(status, body, 400, says="ghost")
-    assert stored(home, "collections.json")["collections"]["trio"]["members"] == ["fast", "slow"]
-    assert len(changes(home)) == n + 1
+    assert stored(folder, "collections.json")["collections"]["trio"]["members"] == ["fast", "slow"]
+    assert len(changes(folder)) == n + 1
 
 
 @covers("DELETE", "/api/collections/{name}")
-def test_delete_collection(dash, home):
-    n = len(changes(home))
-    status, body, _ = dash.request("DELETE", "/api/collections/trio")
+def test_delete_collection(api, folder):
+    n = len(changes(folder))
+    status, body, _ = api.request("DELETE", "/api/collections/trio")
     assert (status, body) == (200, {"removed": "trio"})
-    (change,) = new_changes(home, n)
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "collection trio"
     assert change["new"] is None
-    status, body, _ = dash.request("DELETE", "/api/collections/trio")
+    status, body, _ = api.request("DELETE", "/api/collections/trio")
     assert_error(status, body, 404, says="trio")
     # its members are free to go now
-    status, _, _ = dash.request("DELETE", "/api/models/fast")
+    status, _, _ = api.request("DELETE", "/api/models/fast")
     assert status == 200
 
 
 @covers("PUT", "/api/limits")
-def test_update_limits(dash, home):
-    _, body, _ = dash.get("/api/collections")
+def test_update_limits(api, folder):
+    _, body, _ = api.get("/api/collections")
     version = body["limits"]["version"]
-    n = len(changes(home))
-    status, limits, _ = dash.request("PUT", "/api/limits", {"max_explorers": 1,
+    n = len(changes(folder))
+    status, limits, _ = api.request("PUT", "/api/limits", {"max_explorers": 1,
                                                             "seat_timeout": 30,
                                                             "version": version})
     assert status == 200, limits
     assert (limits["max_explorers"], limits["seat_timeout"]) == (1, 30)
     assert limits["version"] != version
-    assert stored(home, "gateway.json")["max_explorers"] == 1
-    (change,) = new_changes(home, n)
+    assert stored(folder, "gateway.json")["max_explorers"] == 1
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "limits"
     assert change["new"]["max_explorers"] == 1
-    _, body, _ = dash.get("/api/collections")
+    _, body, _ = api.get("/api/collections")
     assert body["data"][0]["explorers"] == 1 and body["limits"]["version"] == limits["version"]
-    status, body, _ = dash.request("PUT", "/api/limits", {"max_explorers": 0,
+    status, body, _ = api.request("PUT", "/api/limits", {"max_explorers": 0,
                                                           "version": version})
     assert_error(status, body, 409, code="stale", says="reload")
-    status, body, _ = dash.request("PUT", "/api/limits", {"max_explorers": 0})
+    status, body, _ = api.request("PUT", "/api/limits", {"max_explorers": 0})
     assert_error(status, body, 400, param="version")
-    status, body, _ = dash.request("PUT", "/api/limits", {"max_calls": 0,
+    status, body, _ = api.request("PUT", "/api/limits", {"max_calls": 0,
                                                           "version": limits["version"]})
     assert_error(status, body, 400, says="max_calls")
-    status, body, _ = dash.request("PUT", "/api/limits", {"warp": 9,
+    status, body, _ = api.request("PUT", "/api/limits", {"warp": 9,
                                                           "version": limits["version"]})
     assert_error(status, body, 400, says="warp")
-    assert stored(home, "gateway.json")["max_explorers"] == 1
-    assert len(changes(home)) == n + 1
+    assert stored(folder, "gateway.json")["max_explorers"] == 1
+    assert len(changes(folder)) == n + 1
 
 

@@ -37,101 +37,101 @@ def _cli_grades(home, capsys) -> dict:
 
 # -- grades ---------------------------------------------------------------------------------------
 @covers("PUT", "/api/grades/order")
-def test_reordering_the_grades_is_what_the_cli_lists(dash, home, capsys):
-    _graded(home)
-    before = len(changes(home))
-    status, body, _ = dash.request("PUT", "/api/grades/order", {
-        "version": _version(dash), "order": ["light", "strong", "general"]})
+def test_reordering_the_grades_is_what_the_cli_lists(api, folder, capsys):
+    _graded(folder)
+    before = len(changes(folder))
+    status, body, _ = api.request("PUT", "/api/grades/order", {
+        "version": _version(api), "order": ["light", "strong", "general"]})
     assert status == 200, body
     assert [g["grade"] for g in body["grades"]] == ["light", "strong", "general"]
     assert body["unpinned"] == []
-    listed = _cli_grades(home, capsys)
+    listed = _cli_grades(folder, capsys)
     assert [g["grade"] for g in listed["grades"]] == ["light", "strong", "general"]
     # the ceiling follows the strongest pinned grade, now general
     assert listed["ceiling"]["alias"] == "fast"
-    [change] = new_changes(home, before)
+    [change] = new_changes(folder, before)
     assert change["by"] == "dashboard" and change["what"] == "grade order"
     # a grade left out drops its pin, and says so
-    status, body, _ = dash.request("PUT", "/api/grades/order", {
+    status, body, _ = api.request("PUT", "/api/grades/order", {
         "version": body["version"], "order": "light,general"})
     assert status == 200 and body["unpinned"] == ["strong"]
 
 
-def test_grade_order_refusals_name_the_field(dash, home):
-    _graded(home)
-    version = _version(dash)
-    before = changes(home)
-    status, body, _ = dash.request("PUT", "/api/grades/order", {"version": version})
+def test_grade_order_refusals_name_the_field(api, folder):
+    _graded(folder)
+    version = _version(api)
+    before = changes(folder)
+    status, body, _ = api.request("PUT", "/api/grades/order", {"version": version})
     assert_error(status, body, 400, param="order", says="'order' is required")
-    status, body, _ = dash.request("PUT", "/api/grades/order", {"version": version,
+    status, body, _ = api.request("PUT", "/api/grades/order", {"version": version,
                                                                "order": ["a", "a"]})
     assert_error(status, body, 400, param="order", says="named twice")
-    status, body, _ = dash.request("PUT", "/api/grades/order", {"order": ["a"]})
+    status, body, _ = api.request("PUT", "/api/grades/order", {"order": ["a"]})
     assert_error(status, body, 400, param="version")
     # a listing read before another change is stale
-    Grades(home).set_order(["light", "general", "strong", "extra"])
-    status, body, _ = dash.request("PUT", "/api/grades/order", {"version": version,
+    Grades(folder).set_order(["light", "general", "strong", "extra"])
+    status, body, _ = api.request("PUT", "/api/grades/order", {"version": version,
                                                                "order": ["general"]})
     assert_error(status, body, 409, code="stale", says="reload")
-    assert len(changes(home)) == len(before) + 1   # only the CLI-side change above
+    assert len(changes(folder)) == len(before) + 1   # only the CLI-side change above
 
 
 @covers("PUT", "/api/grades/pin")
-def test_pinning_a_model_to_a_grade(dash, home, capsys):
-    _graded(home)
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {
-        "version": _version(dash), "grade": "general", "alias": "x-one"})
+def test_pinning_a_model_to_a_grade(api, folder, capsys):
+    _graded(folder)
+    status, body, _ = api.request("PUT", "/api/grades/pin", {
+        "version": _version(api), "grade": "general", "alias": "x-one"})
     assert status == 200, body
     assert body["was"] == "fast"
     general = next(g for g in body["grades"] if g["grade"] == "general")
     assert general["pinned"] == "x-one"
-    listed = _cli_grades(home, capsys)
+    listed = _cli_grades(folder, capsys)
     assert next(g for g in listed["grades"] if g["grade"] == "general")["pinned"] == "x-one"
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {
+    status, body, _ = api.request("PUT", "/api/grades/pin", {
         "version": body["version"], "grade": "general", "clear": True})
     assert status == 200 and body["was"] == "x-one"
     assert next(g for g in body["grades"] if g["grade"] == "general")["pinned"] is None
 
 
-def test_pin_refusals_name_the_field(dash, home):
-    _graded(home)
-    version = _version(dash)
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {"version": version,
+def test_pin_refusals_name_the_field(api, folder):
+    _graded(folder)
+    version = _version(api)
+    status, body, _ = api.request("PUT", "/api/grades/pin", {"version": version,
                                                              "alias": "fast"})
     assert_error(status, body, 400, param="grade", says="'grade' is required")
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {"version": version,
+    status, body, _ = api.request("PUT", "/api/grades/pin", {"version": version,
                                                              "grade": "general"})
     assert_error(status, body, 400, param="alias", says="not both")
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {
+    status, body, _ = api.request("PUT", "/api/grades/pin", {
         "version": version, "grade": "general", "alias": "mid"})
     assert_error(status, body, 400, param="alias", says="of grade 'strong'")
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {
+    status, body, _ = api.request("PUT", "/api/grades/pin", {
         "version": version, "grade": "nope", "alias": "fast"})
     assert_error(status, body, 400, param="grade", says="unknown grade 'nope'")
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {
+    status, body, _ = api.request("PUT", "/api/grades/pin", {
         "version": version, "grade": "general", "alias": "ghost"})
     assert_error(status, body, 404, param="alias", says="unknown model 'ghost'")
-    status, body, _ = dash.request("PUT", "/api/grades/pin", {
+    status, body, _ = api.request("PUT", "/api/grades/pin", {
         "version": version, "grade": "general", "alias": "fast", "pin": True})
     assert_error(status, body, 400, param="pin", says="unknown field")
 
 
 @covers("PUT", "/api/grades/ceiling")
-def test_setting_and_clearing_the_ceiling(dash, home, capsys):
-    _graded(home)
-    status, body, _ = dash.request("PUT", "/api/grades/ceiling", {
-        "version": _version(dash), "alias": "x-one"})
+def test_setting_and_clearing_the_ceiling(api, folder, capsys):
+    _graded(folder)
+    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
+        "version": _version(api), "alias": "x-one"})
     assert status == 200, body
     assert body["ceiling"] == {"alias": "x-one", "set": True, "problem": None}
-    assert _cli_grades(home, capsys)["ceiling"]["alias"] == "x-one"
-    status, body, _ = dash.request("PUT", "/api/grades/ceiling", {
+    assert _cli_grades(folder, capsys)["ceiling"]["alias"] == "x-one"
+    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
         "version": body["version"], "clear": True})
     assert status == 200 and body["ceiling"] == {"alias": "mid", "set": False, "problem": None}
-    status, body, _ = dash.request("PUT", "/api/grades/ceiling", {
+    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
         "version": body["version"], "alias": "x-one", "clear": True})
     assert_error(status, body, 400, param="alias", says="not both")
-    status, body, _ = dash.request("PUT", "/api/grades/ceiling", {
-        "version": body["version"] if "version" in body else _version(dash), "alias": 7})
+    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
+        "version": body["version"] if "version" in body else _version(api), "alias": 7})
     assert_error(status, body, 400, param="alias", says="got a number")
 
 
@@ -235,8 +235,8 @@ def test_a_job_racing_on_another_server_of_the_data_folder_is_refused(home, gate
         assert _finished(other, again["race"])["status"] == "done"
 
 
-def test_race_refusals_name_the_field(dash, home):
-    _graded(home)
+def test_race_refusals_name_the_field(api, folder):
+    _graded(folder)
     for body, param, says in (
             ({"prompt": "x"}, "grade", "'grade' is required"),
             ({"grade": "general"}, "prompt", "'prompt' is required"),
@@ -246,10 +246,10 @@ def test_race_refusals_name_the_field(dash, home):
             ({"grade": "general", "prompt": "x", "tools": []}, "tools", "unknown field"),
             ({"grade": "nope", "prompt": "x"}, None, "nope"),
             ({"grade": "general", "prompt": "x", "judges": ["ghost"]}, None, "ghost")):
-        status, reply, _ = dash.post("/api/races", body)
+        status, reply, _ = api.post("/api/races", body)
         assert status in (400, 404), (body, reply)
         assert_error(status, reply, status, param=param, says=says)
-    assert not home.races.exists() or not list(home.races.iterdir())
+    assert not folder.races.exists() or not list(folder.races.iterdir())
 
 
 # -- the suite ------------------------------------------------------------------------------------
@@ -290,8 +290,8 @@ def test_running_the_suite_asks_each_task_of_each_model(dash, home, capsys):
 
 
 @covers("GET", "/api/suite/run")
-def test_the_suite_run_state_before_any_run(dash):
-    status, body, _ = dash.get("/api/suite/run")
+def test_the_suite_run_state_before_any_run(api):
+    status, body, _ = api.get("/api/suite/run")
     assert status == 200 and body == {"status": "none"}
 
 
@@ -346,7 +346,7 @@ def test_a_run_whose_process_went_reads_interrupted(home, dash):
     assert _suite_ended(dash)["status"] == "done"
 
 
-def test_suite_refusals_name_the_field(dash):
+def test_suite_refusals_name_the_field(api):
     for body, status_, param, says in (
             ({"epochs": 0}, 400, "epochs", "from 1 to 100"),
             ({"models": 3}, 400, "models", "got a number"),
@@ -357,15 +357,15 @@ def test_suite_refusals_name_the_field(dash):
             ({"models": " , ", "tasks": TASKS}, 400, "models", "at least one model"),
             ({"models": ["fast"], "tasks": ["no-such-task"]}, 400, None,
              "unknown task 'no-such-task'")):
-        status, reply, _ = dash.post("/api/suite/run", body)
+        status, reply, _ = api.post("/api/suite/run", body)
         assert_error(status, reply, status_, param=param, says=says)
-    status, state, _ = dash.get("/api/suite/run")
+    status, state, _ = api.get("/api/suite/run")
     assert state == {"status": "none"}   # nothing refused was started
 
 
 @covers("GET", "/api/suite/tasks")
-def test_the_suite_tasks_a_run_can_ask(dash):
-    status, body, _ = dash.get("/api/suite/tasks")
+def test_the_suite_tasks_a_run_can_ask(api):
+    status, body, _ = api.get("/api/suite/tasks")
     assert status == 200 and body["problems"] == []
     ids = [t["id"] for t in body["data"]]
     assert set(TASKS) <= set(ids) and ids == sorted(ids)
@@ -380,9 +380,9 @@ CATALOG = {"prov": {"models": {
 
 
 @covers("POST", "/api/catalog/import")
-def test_importing_a_catalog_file_fills_what_the_roster_lacks(dash, home, capsys):
-    before = len(changes(home))
-    status, body, _ = dash.post("/api/catalog/import", {"name": "models.json",
+def test_importing_a_catalog_file_fills_what_the_roster_lacks(api, folder, capsys):
+    before = len(changes(folder))
+    status, body, _ = api.post("/api/catalog/import", {"name": "models.json",
                                                         "text": json.dumps(CATALOG)})
     assert status == 200, body
     fast = next(m for m in body["matched"] if m["alias"] == "fast")
@@ -392,26 +392,26 @@ def test_importing_a_catalog_file_fills_what_the_roster_lacks(dash, home, capsys
                              "vision"]
     assert fast["changed"] == [] and fast["kept"] == []
     assert "slow" in body["unmatched"]
-    [change] = new_changes(home, before)
+    [change] = new_changes(folder, before)
     assert change["what"] == "catalog import models.json"
     capsys.readouterr()
-    assert main(["catalog", "show", "fast", "--json", "--data", str(home.root)]) == 0
+    assert main(["catalog", "show", "fast", "--json", "--data", str(folder.root)]) == 0
     facts = json.loads(capsys.readouterr().out)["facts"]
     assert facts["price_in"]["value"] == 0.5 and facts["price_in"]["source"] == "imported"
     assert facts["price_in"]["from"] == "models.json"
     # the same file again changes nothing; a new price is a change
-    status, body, _ = dash.post("/api/catalog/import", {"name": "models.json",
+    status, body, _ = api.post("/api/catalog/import", {"name": "models.json",
                                                         "text": json.dumps(CATALOG)})
     fast = next(m for m in body["matched"] if m["alias"] == "fast")
     assert fast["added"] == [] and fast["changed"] == [] and "price_in" in fast["same"]
     CATALOG["prov"]["models"]["fast"]["cost"]["input"] = 0.75
-    status, body, _ = dash.post("/api/catalog/import", {"name": "models.json",
+    status, body, _ = api.post("/api/catalog/import", {"name": "models.json",
                                                         "text": json.dumps(CATALOG)})
     assert next(m for m in body["matched"] if m["alias"] == "fast")["changed"] == ["price_in"]
 
 
-def test_catalog_import_refusals_name_the_field(dash, home):
-    before = changes(home)
+def test_catalog_import_refusals_name_the_field(api, folder):
+    before = changes(folder)
     for body, param, says in (
             ({"text": "{}"}, "name", "'name' is required"),
             ({"name": "a.json"}, "text", "'text' is required"),
@@ -419,6 +419,6 @@ def test_catalog_import_refusals_name_the_field(dash, home):
             ({"name": "a.json", "text": "[1, 2]"}, "text", "models.dev layout"),
             ({"name": "a.json", "text": {"prov": {}}}, "text", "got an object"),
             ({"name": "a\u001b[31m.json", "text": "{}"}, "name", "control characters")):
-        status, reply, _ = dash.post("/api/catalog/import", body)
+        status, reply, _ = api.post("/api/catalog/import", body)
         assert_error(status, reply, 400, param=param, says=says)
-    assert changes(home) == before
+    assert changes(folder) == before

@@ -41,29 +41,29 @@ def test_owed_lists_seats_awaiting_a_verdict_oldest_first(dash, home):
     assert_error(status, body, 400, param="limit")
 
 
-def test_owed_leads_with_the_oldest_owed_after_many_judged_and_drops_abandoned(dash, home):
+def test_owed_leads_with_the_oldest_owed_after_many_judged_and_drops_abandoned(api, folder):
     from test_ledger_queries import ok, panel
-    ledger = dash.server.parts.panels.ledger
+    ledger = api.server.parts.panels.ledger
     calls = []
     for _ in range(40):
         calls += panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")])[1]
     for call in calls[:72]:                     # the oldest 90% judged, as a person would
-        status, _, _ = dash.post("/api/verdict", {"call": call, "useful": True})
+        status, _, _ = api.post("/api/verdict", {"call": call, "useful": True})
         assert status == 200
-    status, body, _ = dash.get("/api/owed?limit=3")
+    status, body, _ = api.get("/api/owed?limit=3")
     assert status == 200 and [r["call"] for r in body["data"]] == calls[72:75]
     assert body["owed"] == 8
     # a panel whose caller left owes nothing: its seat leaves the queue when it is marked so
     pid, left = panel(ledger, [ok("member1", "sim-a")], finish=False)
-    status, body, _ = dash.get("/api/owed?limit=200")
+    status, body, _ = api.get("/api/owed?limit=200")
     assert [r["call"] for r in body["data"]] == calls[72:] + left
     ledger.record_panel({"panel": pid, "collection": "bench/c", "shape": "general",
                          "key": "k1", "started": 0.0, "seconds": 1.0, "reply": "all",
                          "seats": [], "skipped": [], "abandoned": True})
-    status, body, _ = dash.get("/api/owed?limit=200")
+    status, body, _ = api.get("/api/owed?limit=200")
     assert [r["call"] for r in body["data"]] == calls[72:] and body["owed"] == 8
-    dash.post("/api/verdict", {"call": calls[72], "useful": False})
-    status, body, _ = dash.get("/api/owed?limit=1")
+    api.post("/api/verdict", {"call": calls[72], "useful": False})
+    status, body, _ = api.get("/api/owed?limit=1")
     assert [r["call"] for r in body["data"]] == [calls[73]] and body["owed"] == 7
 
 
@@ -94,16 +94,16 @@ def test_ask_streams_as_v1_does(dash, home):
     assert [s["alias"] for s in bench["seats"]][:3] == ["fast", "mid", "slow"]
 
 
-def test_ask_refuses_a_bad_body_before_any_seat_is_asked(dash, home):
-    status, body, _ = dash.post("/api/ask", {"messages": CHAT["messages"]})
+def test_ask_refuses_a_bad_body_before_any_seat_is_asked(api, folder):
+    status, body, _ = api.post("/api/ask", {"messages": CHAT["messages"]})
     assert_error(status, body, 400, param="model", says="'model' is required")
-    status, body, _ = dash.post("/api/ask", dict(CHAT, messages="hi"))
+    status, body, _ = api.post("/api/ask", dict(CHAT, messages="hi"))
     assert_error(status, body, 400, param="messages", says="a list")
-    status, body, _ = dash.post("/api/ask", dict(CHAT, temperature=2))
+    status, body, _ = api.post("/api/ask", dict(CHAT, temperature=2))
     assert_error(status, body, 400, param="temperature")
-    status, body, _ = dash.post("/api/ask", dict(CHAT, model="bench/nope"))
+    status, body, _ = api.post("/api/ask", dict(CHAT, model="bench/nope"))
     assert status == 404 and "bench/trio" in body["error"]["message"]
-    calls = home.gateway_runs / "calls.jsonl"
+    calls = folder.gateway_runs / "calls.jsonl"
     assert not calls.exists() or read_jsonl(calls) == []
 
 

@@ -54,10 +54,10 @@ def test_panels_pages_and_polls(dash, home):
     assert [p["panel"] for p in poll["data"]] == ids + [newer]
 
 
-def test_panels_refusals(dash):
+def test_panels_refusals(api):
     for query, param in (("limit=0", "limit"), ("limit=201", "limit"), ("limit=x", "limit"),
                          ("before=yesterday", "before"), ("after=p1", "after")):
-        status, body, _ = dash.get(f"/api/panels?{query}")
+        status, body, _ = api.get(f"/api/panels?{query}")
         assert_error(status, body, 400, param=param, says=f"'{param}'")
 
 
@@ -254,11 +254,11 @@ def test_suite_results(dash, home, sim):
 
 # -- keys ----------------------------------------------------------------------------------------
 @covers("GET", "/api/keys")
-def test_list_keys(dash):
-    status, body, _ = dash.get("/api/keys")
+def test_list_keys(api):
+    status, body, _ = api.get("/api/keys")
     assert (status, body) == (200, {"data": []})
-    dash.post("/api/keys", {"name": "ci", "collections": ["trio"], "rpm": 60})
-    status, body, _ = dash.get("/api/keys")
+    api.post("/api/keys", {"name": "ci", "collections": ["trio"], "rpm": 60})
+    status, body, _ = api.get("/api/keys")
     (key,) = body["data"]
     assert set(key) == {"name", "hint", "collections", "rpm", "created", "last_used"}
     assert (key["name"], key["collections"], key["rpm"], key["last_used"]) == \
@@ -266,48 +266,48 @@ def test_list_keys(dash):
 
 
 @covers("POST", "/api/keys")
-def test_create_key_shows_it_once_and_never_stores_it(dash, home):
-    n = len(changes(home))
-    status, body, _ = dash.post("/api/keys", {"name": "laptop"})
+def test_create_key_shows_it_once_and_never_stores_it(api, folder):
+    n = len(changes(folder))
+    status, body, _ = api.post("/api/keys", {"name": "laptop"})
     assert status == 200, body
     secret = body["key"]
     assert re.fullmatch(r"pk_[A-Za-z0-9_-]{43}", secret)
     assert body["name"] == "laptop" and body["hint"] == secret[-4:]
     assert body["collections"] is None and body["rpm"] is None
-    (change,) = new_changes(home, n)
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "key laptop"
-    _, listed, _ = dash.get("/api/keys")
+    _, listed, _ = api.get("/api/keys")
     assert secret not in json.dumps(listed) and "key" not in listed["data"][0]
-    leaks = [str(p) for p in home.root.rglob("*") if p.is_file()
+    leaks = [str(p) for p in folder.root.rglob("*") if p.is_file()
              if secret.encode() in p.read_bytes()]
     assert leaks == [], f"the key was written to {leaks}"
-    status, body, _ = dash.post("/api/keys", {"name": "laptop"})
+    status, body, _ = api.post("/api/keys", {"name": "laptop"})
     assert_error(status, body, 409, code="exists", says="laptop")
-    status, body, _ = dash.post("/api/keys", {"name": "Bad Name"})
+    status, body, _ = api.post("/api/keys", {"name": "Bad Name"})
     assert_error(status, body, 400, says="key name")
-    status, body, _ = dash.post("/api/keys", {"name": "k2", "collections": ["nope"]})
+    status, body, _ = api.post("/api/keys", {"name": "k2", "collections": ["nope"]})
     assert_error(status, body, 400, says="nope")
-    status, body, _ = dash.post("/api/keys", {"name": "k2", "rpm": 0})
+    status, body, _ = api.post("/api/keys", {"name": "k2", "rpm": 0})
     assert_error(status, body, 400, says="rpm")
-    status, body, _ = dash.post("/api/keys", {"name": "k2", "scope": "all"})
+    status, body, _ = api.post("/api/keys", {"name": "k2", "scope": "all"})
     assert_error(status, body, 400, param="scope")
-    assert len(changes(home)) == n + 1
+    assert len(changes(folder)) == n + 1
 
 
 @covers("DELETE", "/api/keys/{name}")
-def test_revoke_key(dash, home):
-    dash.post("/api/keys", {"name": "old"})
-    n = len(changes(home))
-    status, body, _ = dash.request("DELETE", "/api/keys/old")
+def test_revoke_key(api, folder):
+    api.post("/api/keys", {"name": "old"})
+    n = len(changes(folder))
+    status, body, _ = api.request("DELETE", "/api/keys/old")
     assert (status, body) == (200, {"revoked": "old"})
-    (change,) = new_changes(home, n)
+    (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "key old" and change["new"] is None
-    _, listed, _ = dash.get("/api/keys")
+    _, listed, _ = api.get("/api/keys")
     assert listed["data"] == []
-    status, body, _ = dash.request("DELETE", "/api/keys/old")
+    status, body, _ = api.request("DELETE", "/api/keys/old")
     assert_error(status, body, 404, says="old")
     # a revoked name is never handed out again
-    status, body, _ = dash.post("/api/keys", {"name": "old"})
+    status, body, _ = api.post("/api/keys", {"name": "old"})
     assert_error(status, body, 409, code="exists", says="old")
 
 
@@ -340,11 +340,11 @@ def test_a_key_that_made_a_call_shows_when(home):
 
 # -- grades -------------------------------------------------------------------------------------
 @covers("GET", "/api/grades")
-def test_api_grades_lists_them_for_the_overview(dash, home):
-    roster = Roster(home)
+def test_api_grades_lists_them_for_the_overview(api, folder):
+    roster = Roster(folder)
     roster.add_model("big", "sim", family="big", grade="strong")
-    Grades(home).pin("strong", "big")
-    status, body, _ = dash.get("/api/grades")
+    Grades(folder).pin("strong", "big")
+    status, body, _ = api.get("/api/grades")
     assert status == 200
     assert [g["grade"] for g in body["grades"]] == ["light", "general", "strong"]
     (strong,) = [g for g in body["grades"] if g["grade"] == "strong"]

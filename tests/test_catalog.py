@@ -107,6 +107,7 @@ def test_import_refuses_a_missing_or_foreign_file_with_what_to_do(data, capsys, 
     assert not (data.config / "catalog.json").exists()
 
 
+@pytest.mark.slow
 def test_refresh_reads_each_endpoints_listing_and_reports_one_it_cannot_read(data, capsys):
     roster = Roster(data)
     roster.add_endpoint("gone", closed_port_url())
@@ -141,6 +142,7 @@ def test_refresh_reads_each_endpoints_listing_and_reports_one_it_cannot_read(dat
     assert again["max_output"] == dict(again["max_output"], value=8192, source="imported")
 
 
+@pytest.mark.slow
 def test_a_price_rising_from_zero_raises_one_went_paid_alert(data, upstream, capsys):
     roster = Roster(data)
     roster.add_model("free", "sim", served="m-free")
@@ -174,6 +176,7 @@ def test_a_price_rising_from_zero_raises_one_went_paid_alert(data, upstream, cap
     assert show(capsys, data, "typed-free")["price_in"]["source"] == "typed"
 
 
+@pytest.mark.slow
 def test_discover_lists_only_models_not_on_the_roster_free_first(data, capsys):
     Roster(data).add_model("held-under-another-name", "sim", served="m-held")
     d = str(data.root)
@@ -197,6 +200,7 @@ def test_discover_lists_only_models_not_on_the_roster_free_first(data, capsys):
     assert not (data.config / "catalog.json").exists()   # listing writes nothing
 
 
+@pytest.mark.slow
 def test_discover_add_registers_the_models_with_their_listed_facts(data, upstream, capsys):
     Roster(data).add_model("held", "sim", served="m-held")
     d = str(data.root)
@@ -226,6 +230,7 @@ def test_discover_add_registers_the_models_with_their_listed_facts(data, upstrea
     assert Roster(data).view().models["m-open"].endpoint == "twin"
 
 
+@pytest.mark.slow
 def test_a_hand_edited_catalog_with_junk_entries_is_read_and_repaired(data, capsys):
     Roster(data).add_model("paid", "sim", served="m-paid")
     (data.config / "catalog.json").write_text(json.dumps(
@@ -241,6 +246,7 @@ def test_a_hand_edited_catalog_with_junk_entries_is_read_and_repaired(data, caps
     assert catalog_file(data)["endpoints"]["sim"]["m-free"]["price_in"]["value"] == 0
 
 
+@pytest.mark.slow
 def test_discover_marks_a_model_the_roster_serves_from_another_endpoint(data, upstream,
                                                                          capsys):
     with SimUpstream({"m-open": {"window": 16000}}) as mirror:
@@ -258,6 +264,7 @@ def test_discover_marks_a_model_the_roster_serves_from_another_endpoint(data, up
         assert line.split()[-1] == "open-here"
 
 
+@pytest.mark.slow
 def test_discover_add_picks_an_alias_that_is_free_and_valid(data, upstream, capsys):
     upstream.script("vendor model v2", window=4000)   # a served id no alias can hold as it is
     with SimUpstream({"m-open": {"window": 16000}}) as mirror:

@@ -70,6 +70,7 @@ def untyped(tmp_path, listed, capsys):
     return home
 
 
+@pytest.mark.slow
 def test_a_window_only_the_listing_states_refuses_a_prompt_too_big_before_asking(
         untyped, listed):
     path = untyped.file("gateway.json")   # no explorer seat: only the member could sit
@@ -84,6 +85,7 @@ def test_a_window_only_the_listing_states_refuses_a_prompt_too_big_before_asking
         assert status == 200 and listing["together"]["context_window"] == 2000
 
 
+@pytest.mark.slow
 def test_a_model_whose_listing_says_it_sees_sits_for_images(untyped, listed):
     content = [{"type": "text", "text": "What is this chair?"},
                {"type": "image_url", "image_url": {"url": DATA_URL}}]
@@ -96,6 +98,7 @@ def test_a_model_whose_listing_says_it_sees_sits_for_images(untyped, listed):
     assert listed.count("eye") == 1 and listed.count("blind") == 0
 
 
+@pytest.mark.slow
 def test_a_typed_fact_still_wins_over_the_listing(untyped, listed):
     Roster(untyped).add_model("small", "sim", family="small", context=50_000)
     with Gateway(make_gateway(untyped, env={})) as gw:

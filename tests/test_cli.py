@@ -74,9 +74,9 @@ def test_ask_exits_non_zero_when_no_seat_answered(home, sim, capsys, tmp_path):
     assert "system: be brief" in read_jsonl(home.gateway_runs / "calls.jsonl")[0]["prompt"]
 
 
-def test_ask_refuses_a_prompt_file_that_never_ends(home, capsys):
+def test_ask_refuses_a_prompt_file_that_never_ends(folder, capsys):
     code, out, err = run(capsys, "ask", "bench/trio", "-f", "/dev/zero", "--data",
-                         str(home.root))
+                         str(folder.root))
     assert code == 1 and "/dev/zero is larger than 16 MiB (or never ends)" in err and not out
 
 

@@ -230,6 +230,7 @@ def test_an_error_read_from_a_reply_carries_the_upstreams_own_status(upstream, s
     assert caught.value.upstream_status == status
 
 
+@pytest.mark.slow
 def test_an_error_without_a_reply_has_no_upstream_status(upstream):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -294,6 +295,7 @@ def test_a_lone_surrogate_in_an_error_message_becomes_a_replacement_character(up
     json.dumps(body_of(caught.value), ensure_ascii=False).encode()
 
 
+@pytest.mark.slow
 def test_surrogates_sent_raw_or_as_utf16_become_replacement_characters(upstream, raw):
     # Bytes ED A0 80 encode U+D800 the way UTF-8 forbids; JSON's decoder lets them through.
     cesu = COMPLETION.replace(b'"raw answer"', b'"raw \xed\xa0\x80 answer"').replace(
@@ -309,6 +311,7 @@ def test_surrogates_sent_raw_or_as_utf16_become_replacement_characters(upstream,
     (b"200 OK", UpstreamBadReply), (b"400 Bad Request", UpstreamBadReply),
     (b"500 Internal Server Error", UpstreamServerError),
 ])
+@pytest.mark.slow
 def test_json_nested_too_deep_is_refused_not_a_crash(upstream, raw, status, error):
     deep = b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     server = raw(plain(body=deep, status=status))
@@ -330,6 +333,7 @@ def test_reset_mid_answer_is_unreachable(upstream, sim):
         chat(upstream, sim)
 
 
+@pytest.mark.slow
 def test_connection_refused_is_unreachable(upstream):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -403,6 +407,7 @@ def test_cancel_from_another_thread(upstream, sim, flag):
     assert sim.connections == 2
 
 
+@pytest.mark.slow
 def test_cancel_aborts_a_stalled_connect(upstream):
     # a listener whose backlog is full drops new SYNs, so connect() blocks
     with socket.socket() as listener:
@@ -430,6 +435,7 @@ def test_already_cancelled_or_expired_calls_are_not_made(upstream, sim):
     assert sim.count("m") == 0
 
 
+@pytest.mark.slow
 def test_idle_connection_closed_by_the_server_is_retried_once(upstream):
     with SimUpstream({"m": {}}, keepalive=0.1) as sim:
         chat(upstream, sim)
@@ -590,6 +596,7 @@ def raw_chat(upstream, server, timeout=5.0):
     return upstream.chat(server.url, KEY, ask("raw"), timeout=timeout)
 
 
+@pytest.mark.slow
 def test_a_chunked_reply_with_extensions_and_a_trailer(upstream, raw):
     server = raw(chunked(), (chunked(pieces=(1, 2, 3)), False, 5), chunked(trailer=b""))
     for _ in range(3):
@@ -598,6 +605,7 @@ def test_a_chunked_reply_with_extensions_and_a_trailer(upstream, raw):
     assert server.connections == 1   # read to its last chunk and trailer: the connection is reused
 
 
+@pytest.mark.slow
 def test_interim_1xx_replies_are_skipped(upstream, raw):
     interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\n"
     server = raw(interim + plain(), (interim + chunked(), False, 3))
@@ -606,6 +614,7 @@ def test_interim_1xx_replies_are_skipped(upstream, raw):
     assert server.connections == 1
 
 
+@pytest.mark.slow
 def test_a_reply_without_length_is_read_until_close_and_not_reused(upstream, raw):
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
     server = raw((head + COMPLETION, True, 0), (head + COMPLETION, True, 11))
@@ -621,6 +630,7 @@ def test_a_reply_without_length_is_read_until_close_and_not_reused(upstream, raw
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
     b"%x\r\n%s\r\n0\r\n\r\n" % (len(COMPLETION), COMPLETION),
 ])
+@pytest.mark.slow
 def test_connections_that_cannot_be_trusted_are_not_reused(upstream, raw, reply):
     server = raw(reply, plain())
     assert raw_chat(upstream, server).text == "raw answer"
@@ -628,6 +638,7 @@ def test_connections_that_cannot_be_trusted_are_not_reused(upstream, raw, reply)
     assert server.connections == 2
 
 
+@pytest.mark.slow
 def test_lenient_where_servers_differ(upstream, raw):
     bare_lf = (b"HTTP/1.1 200\nCONTENT-length:   %d  \nX-Folded: a\n  b\nnot a field\n\n%s"
                % (len(COMPLETION), COMPLETION))
@@ -637,6 +648,7 @@ def test_lenient_where_servers_differ(upstream, raw):
     assert raw_chat(upstream, server).text == "raw answer"
 
 
+@pytest.mark.slow
 def test_retry_after_is_read_from_a_raw_reply(upstream, raw):
     body = b'{"error": {"message": "slow down", "type": "requests"}}'
     server = raw(b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 7\r\nContent-Length: %d\r\n\r\n%s"
@@ -662,6 +674,7 @@ def test_retry_after_is_read_from_a_raw_reply(upstream, raw):
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T: 1\r\n" * 101 + b"\r\n",
      "trailer"),
 ])
+@pytest.mark.slow
 def test_garbage_and_oversized_heads_are_bad_replies(upstream, raw, reply, words):
     server = raw((reply, True, 0))
     with pytest.raises(UpstreamBadReply, match=words) as caught:
@@ -674,6 +687,7 @@ def test_garbage_and_oversized_heads_are_bad_replies(upstream, raw, reply, words
     chunked(body=b"x" * 2000, pieces=(999, 999)),
     (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 2000, True, 0),
 ])
+@pytest.mark.slow
 def test_an_answer_over_the_cap_is_refused(upstream, raw, reply, monkeypatch):
     monkeypatch.setattr("panelist.metrics.upstream.http11.MAX_ANSWER_BYTES", 1000)
     with pytest.raises(UpstreamBadReply, match="sent an answer over"):
@@ -685,11 +699,13 @@ def test_an_answer_over_the_cap_is_refused(upstream, raw, reply, monkeypatch):
     chunked()[:-30],
     b"HTTP/1.1 200 OK\r\nContent-Ty",
 ])
+@pytest.mark.slow
 def test_a_reply_cut_short_is_unreachable(upstream, raw, reply):
     with pytest.raises(UpstreamUnreachable, match="closed the connection mid-answer"):
         raw_chat(upstream, raw((reply, True, 0)))
 
 
+@pytest.mark.slow
 def test_a_close_before_any_byte_on_a_fresh_connection_is_not_retried(upstream, raw):
     server = raw((b"", True, 0), plain())
     with pytest.raises(UpstreamUnreachable, match="before answering"):
@@ -697,6 +713,7 @@ def test_a_close_before_any_byte_on_a_fresh_connection_is_not_retried(upstream, 
     assert len(server.requests) == 1
 
 
+@pytest.mark.slow
 def test_a_body_up_to_the_close_still_ends_at_the_deadline(upstream, raw):
     release = threading.Event()
 

@@ -225,6 +225,7 @@ STREAM = sse(chunk({"role": "assistant", "content": ""}), chunk({"content": "raw
                                                  "total_tokens": 5}}, b"[DONE]")
 
 
+@pytest.mark.slow
 def test_a_chunked_stream_in_odd_pieces_is_read_and_its_connection_reused(upstream, raw):
     reply = chunked(STREAM, pieces=(5, 1, 60, 3)).replace(b"application/json",
                                                           b"text/event-stream")
@@ -237,6 +238,7 @@ def test_a_chunked_stream_in_odd_pieces_is_read_and_its_connection_reused(upstre
     assert server.connections == 1   # read to its trailer: the connection carried both
 
 
+@pytest.mark.slow
 def test_a_stream_framed_by_the_close_is_read_and_not_reused(upstream, raw):
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
     server = raw((head + STREAM, True, 9), (head + STREAM, True, 0))

@@ -53,27 +53,27 @@ def test_max_cooldown_is_a_setting(gateway, home, sim):
     assert cool["seconds"] == 5
 
 
-def test_restore_brings_back_a_retired_model(home, capsys):
-    roster = Roster(home)
+def test_restore_brings_back_a_retired_model(folder, capsys):
+    roster = Roster(folder)
     roster.add_model("x-one", "sim", family="x-one", context=100_000, retired=True)
     assert roster.view().models["x-one"].retired
-    code = main(["model", "restore", "x-one", "--data", str(home.root), "--json"])
+    code = main(["model", "restore", "x-one", "--data", str(folder.root), "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result == {"alias": "x-one", "cooldown_cleared": False,
                                     "unretired": True}
-    assert not Roster(home).view().models["x-one"].retired
-    change = read_jsonl(home.root / "config" / "changes.jsonl")[-1]
+    assert not Roster(folder).view().models["x-one"].retired
+    change = read_jsonl(folder.root / "config" / "changes.jsonl")[-1]
     assert change["what"] == "model x-one" and change["by"] == "cli"
     assert change["old"]["retired"] is True and change["new"]["retired"] is False
 
 
-def test_restore_of_a_model_in_service_changes_nothing(home, capsys):
-    evidence = home.gateway_runs / "evidence.jsonl"
+def test_restore_of_a_model_in_service_changes_nothing(folder, capsys):
+    evidence = folder.gateway_runs / "evidence.jsonl"
     before = evidence.read_bytes() if evidence.exists() else b""
-    assert main(["model", "restore", "fast", "--data", str(home.root)]) == 0
+    assert main(["model", "restore", "fast", "--data", str(folder.root)]) == 0
     assert "nothing to do" in capsys.readouterr().out
     assert (evidence.read_bytes() if evidence.exists() else b"") == before
-    assert main(["model", "restore", "nobody", "--data", str(home.root)]) == 1
+    assert main(["model", "restore", "nobody", "--data", str(folder.root)]) == 1
     assert "unknown model 'nobody'" in capsys.readouterr().err
 
 

@@ -180,7 +180,7 @@ def test_one_decider_at_a_time(tmp_path, capsys):
     assert code != 0 and "unknown model 'nobody'" in err
 
 
-def test_decider_budget_must_be_positive(home):
+def test_decider_budget_must_be_positive(folder):
     from panelist.metrics.errors import ConfigInvalid
     with pytest.raises(ConfigInvalid, match="decider_budget"):
-        Collections(home).set_limits({"decider_budget": 0})
+        Collections(folder).set_limits({"decider_budget": 0})

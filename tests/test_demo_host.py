@@ -16,6 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from conftest import PATIENCE, Gateway, wait_until
 from panelist.metrics.offload import main
 from panelist.metrics.home import open_home
@@ -23,6 +25,9 @@ from panelist.metrics.upkeep.demohost import DemoHost
 from panelist.serve import make_dashboard
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# every test here starts demo servers or the command in processes of their own
+pytestmark = pytest.mark.slow
 OFFLOAD = str(ROOT / "metrics" / "offload.py")
 TASKS = ["claim-costs-no-tokens", "claim-wilson-all-useful"]
 

@@ -92,9 +92,9 @@ def test_a_failed_probe_shows_as_failed_until_the_model_answers(dash, sim):
                       ["failing", "recovered"])
 
 
-def test_seats_cut_short_are_no_failures_of_the_model(dash, home):
+def test_seats_cut_short_are_no_failures_of_the_model(api, folder):
     from panelist.metrics.ledger.ledger import Ledger
-    with Ledger(home.gateway_runs) as ledger:
+    with Ledger(folder.gateway_runs) as ledger:
         for i in range(5):
             pid = ledger.new_panel()
             ledger.record_seat({"call": f"{pid}.member1", "panel": pid, "alias": "mid",
@@ -103,5 +103,5 @@ def test_seats_cut_short_are_no_failures_of_the_model(dash, home):
             ledger.record_seat({"call": f"{pid}.member2", "panel": pid, "alias": "mid",
                                 "shape": "general", "status": "error",
                                 "error": "at_limit: no slot within 1 s", "seconds": 1.0})
-    mid = model(dash, "mid")
+    mid = model(api, "mid")
     assert mid["status"] != "failing" and mid["failing"] is None, json.dumps(mid)

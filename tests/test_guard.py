@@ -68,18 +68,18 @@ def test_settings_come_from_the_environment():
     ({"PANELIST_ALLOWED_HOSTS": "*"}, "'*' is never allowed"),
     ({"PANELIST_PUBLIC_URL": "panel.example"}, "PANELIST_PUBLIC_URL"),
 ])
-def test_bad_settings_stop_the_server_at_start(home, env, fragment):
+def test_bad_settings_stop_the_server_at_start(folder, env, fragment):
     with pytest.raises(ConfigInvalid, match=fragment):
-        make_gateway(home, env=env)
+        make_gateway(folder, env=env)
 
 
-def test_only_loopback_without_an_admin_token(home):
+def test_only_loopback_without_an_admin_token(folder):
     with pytest.raises(ConfigInvalid, match="PANELIST_ADMIN_TOKEN") as refused:
-        make_gateway(home, "0.0.0.0", env={})
+        make_gateway(folder, "0.0.0.0", env={})
     assert "refusing to listen on '0.0.0.0'" in str(refused.value)
     with pytest.raises(ConfigInvalid, match="shorter than 16"):  # too short even on loopback
-        make_gateway(home, env={"PANELIST_ADMIN_TOKEN": "x" * 15})
-    server = make_gateway(home, "0.0.0.0", env={"PANELIST_ADMIN_TOKEN": TOKEN})
+        make_gateway(folder, env={"PANELIST_ADMIN_TOKEN": "x" * 15})
+    server = make_gateway(folder, "0.0.0.0", env={"PANELIST_ADMIN_TOKEN": TOKEN})
     try:
         assert server.guard.settings.keys_required
     finally:  # built, never served: nothing to shut down

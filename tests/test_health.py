@@ -167,18 +167,18 @@ def test_each_line_is_counted_once_across_sweeps(home, sim):
         health.close()
 
 
-def test_bad_input_says_what_to_do(capsys, home):
-    code = main(["probe", "nobody", "--data", str(home.root)])
+def test_bad_input_says_what_to_do(capsys, folder):
+    code = main(["probe", "nobody", "--data", str(folder.root)])
     _, err = capsys.readouterr()
     assert code == 1 and "unknown model(s) nobody" in err and "panelist model list" in err
-    set_retire_after(home, 0)
-    code = main(["probe", "fast", "--data", str(home.root)])
+    set_retire_after(folder, 0)
+    code = main(["probe", "fast", "--data", str(folder.root)])
     _, err = capsys.readouterr()
     assert code == 1 and "retire_after must be a whole number of 1 or more" in err
-    code = main(["probe", "--timeout", "0", "--data", str(home.root)])
+    code = main(["probe", "--timeout", "0", "--data", str(folder.root)])
     _, err = capsys.readouterr()
     assert code == 1 and "--timeout" in err
-    assert evidence(home, "probe") == []
+    assert evidence(folder, "probe") == []
 
 
 def test_retire_and_restore_by_hand_are_alerts_too(capsys, home, gateway):

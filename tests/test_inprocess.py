@@ -42,8 +42,8 @@ def test_refusals_come_from_the_same_gate_and_catch_all(built):
     assert status == 405 and headers["Allow"] == "GET"
 
 
-def test_the_dashboards_api_answers_in_process(home):
-    server = make_dashboard(home, env={})
+def test_the_dashboards_api_answers_in_process(folder):
+    server = make_dashboard(folder, env={})
     try:
         status, headers, reply = call(server, "GET", "/api/collections")
         assert status == 200

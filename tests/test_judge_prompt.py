@@ -246,8 +246,8 @@ def test_allowing_any_extra_tool_lets_every_such_call_pass(home):
 
 
 @pytest.mark.parametrize("allow", ["delete_order", 1, ["ok", 7], ["two words"], [""]])
-def test_a_bad_allow_list_is_refused_saying_what_to_give(home, allow):
-    bench = Benchmark(OrderJob, home=home, admission=None)
+def test_a_bad_allow_list_is_refused_saying_what_to_give(folder, allow):
+    bench = Benchmark(OrderJob, home=folder, admission=None)
     with pytest.raises(ValueError, match="true .* or a list of tool names"):
         bench.set_allow_extra_tools(allow)
     with pytest.raises(BadRequest, match="list of tool names") as refused:

@@ -72,6 +72,7 @@ def true_kappa(home, report, q):
     return (q - chance) / (1 - chance)
 
 
+@pytest.mark.slow
 def test_a_scripted_judge_scores_its_known_agreement(filled, judges_sim, capsys):
     code, out, err = check(filled, capsys, "--judges", "judge-q80", "--sample", "150",
                            "--seed", "5", "--json")
@@ -105,6 +106,7 @@ def test_a_scripted_judge_scores_its_known_agreement(filled, judges_sim, capsys)
         assert body["response_format"]["json_schema"]["name"] in ("usefulness", "preference")
 
 
+@pytest.mark.slow
 def test_the_report_is_saved_and_its_json_has_every_figure(filled, capsys):
     code, out, _ = check(filled, capsys, "--judges", "judge-q80", "--sample", "30",
                          "--shape", "review", "--json")
@@ -131,6 +133,7 @@ def test_the_report_is_saved_and_its_json_has_every_figure(filled, capsys):
         next(e for e in latest if (e["judge"], e["shape"]) == ("judge-q80", "review")).items()
 
 
+@pytest.mark.slow
 def test_a_constant_judge_is_no_better_than_its_baseline(filled, capsys):
     code, out, _ = check(filled, capsys, "--judges", "judge-const", "--sample", "80")
     assert code == 0
@@ -142,6 +145,7 @@ def test_a_constant_judge_is_no_better_than_its_baseline(filled, capsys):
     assert any(f.startswith("no better than the constant baseline") for f in r["findings"])
 
 
+@pytest.mark.slow
 def test_a_length_judge_shows_its_length_slope(filled, capsys):
     code, out, _ = check(filled, capsys, "--judges", "judge-long", "--sample", "80", "--json")
     assert code == 0
@@ -151,6 +155,7 @@ def test_a_length_judge_shows_its_length_slope(filled, capsys):
     assert any("length-only baseline" in f for f in r["findings"])
 
 
+@pytest.mark.slow
 def test_two_judges_are_scored_apart_and_as_a_jury(filled, capsys):
     code, out, err = check(filled, capsys, "--judges", "judge-q80,judge-const", "--sample",
                            "20", "--shape", "general", "--json")
@@ -173,6 +178,7 @@ def test_a_check_over_its_budget_is_refused_before_anything_is_sent(filled, judg
     assert code == 1 and "--budget must be an amount above 0" in err
 
 
+@pytest.mark.slow
 def test_asking_stops_once_the_budget_is_spent(filled, judges_sim, capsys):
     # a judge that never answers in the form asked is asked everything twice: twice the
     # estimate, so the budget runs out halfway
@@ -309,6 +315,7 @@ def race(home, capsys, *extra):
     return code, got.out, got.err
 
 
+@pytest.mark.slow
 def test_a_race_weights_its_jury_by_agreement_with_people(race_home, capsys):
     code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-b",
                           "--jury-weights", "agreement")

@@ -123,20 +123,20 @@ def hand_edit_endpoint(home, name, url, key_env) -> None:
 
 
 # -- the dashboard's Test -------------------------------------------------------------------------
-def test_a_test_never_sends_a_variable_not_meant_for_endpoint_keys(dash, home, listener, secrets):
+def test_a_test_never_sends_a_variable_not_meant_for_endpoint_keys(api, folder, listener, secrets):
     for name in REFUSED:
         for extra in ({}, {"model": "m1"}):
-            status, body, _ = dash.post("/api/endpoints/test", {
+            status, body, _ = api.post("/api/endpoints/test", {
                 "name": "listener", "base_url": listener.url, "key_env": name, **extra})
             assert_refused(status, body, name)
-    status, body, _ = dash.post("/api/endpoints/test", {
+    status, body, _ = api.post("/api/endpoints/test", {
         "base_url": listener.url, "key_env": "AWS_SECRET_ACCESS_KEY"})
     assert_refused(status, body, "AWS_SECRET_ACCESS_KEY",
                    says=("PANELIST_KEY_", "by hand"))
     assert listener.seen == []
     # the admin token is never read, even when the user lists it by hand
-    allow(home, "PANELIST_ADMIN_TOKEN")
-    status, body, _ = dash.post("/api/endpoints/test", {
+    allow(folder, "PANELIST_ADMIN_TOKEN")
+    status, body, _ = api.post("/api/endpoints/test", {
         "base_url": listener.url, "key_env": "PANELIST_ADMIN_TOKEN", "model": "m1"})
     assert_refused(status, body, "PANELIST_ADMIN_TOKEN", says=("admin token", "never"))
     assert listener.seen == []
@@ -261,17 +261,17 @@ def test_a_saved_endpoint_named_by_hand_is_sent_its_key(dash, home, listener, se
 
 
 # -- the command line and the file ----------------------------------------------------------------
-def test_endpoint_add_refuses_a_variable_not_meant_for_endpoint_keys(home, capsys, listener):
-    d = str(home.root)
-    roster = home.file("roster.json").read_bytes()
+def test_endpoint_add_refuses_a_variable_not_meant_for_endpoint_keys(folder, capsys, listener):
+    d = str(folder.root)
+    roster = folder.file("roster.json").read_bytes()
     for name in ("AWS_SECRET_ACCESS_KEY", "PANELIST_ADMIN_TOKEN"):
         code = main(["endpoint", "add", "cloud", listener.url, "--key-env", name, "--data", d])
         out, err = capsys.readouterr()
         assert code == 1 and out == "", out
         assert err.startswith("panelist: error: ") and err.count("\n") == 1, err
         assert name in err and "key_envs.json" in err, err
-    assert home.file("roster.json").read_bytes() == roster
-    allow(home, "OPENAI_API_KEY")
+    assert folder.file("roster.json").read_bytes() == roster
+    allow(folder, "OPENAI_API_KEY")
     code = main(["endpoint", "add", "cloud", listener.url, "--key-env", "OPENAI_API_KEY",
                  "--data", d, "--json"])
     out, err = capsys.readouterr()
@@ -294,6 +294,6 @@ def test_a_broken_list_refuses_every_name_it_would_allow_and_says_why(dash, home
     assert listener.headers == [f"Bearer {OWN}"] * 3
 
 
-def test_a_new_data_folder_starts_with_an_empty_list_nothing_writes(home):
-    doc = json.loads(home.file("key_envs.json").read_text())
+def test_a_new_data_folder_starts_with_an_empty_list_nothing_writes(folder):
+    doc = json.loads(folder.file("key_envs.json").read_text())
     assert doc["allowed"] == []

@@ -45,23 +45,23 @@ def bearer(secret):
 
 
 # -- the store ------------------------------------------------------------------------------------
-def test_a_key_is_stored_only_as_its_digest(home):
-    keys = Keys(home)
+def test_a_key_is_stored_only_as_its_digest(folder):
+    keys = Keys(folder)
     secret, key = keys.create("app", collections="bench/trio", rpm=30)
     assert SHAPE.fullmatch(secret) and secret.startswith("pk_")
     assert key.collections == {"trio"} and key.rpm == 30 and key.hint == secret[-4:]
     assert "digest" not in key.public()
-    stored = json.loads(home.file("keys.json").read_text())["keys"]["app"]
+    stored = json.loads(folder.file("keys.json").read_text())["keys"]["app"]
     assert stored["digest"] == hashlib.sha256(secret.encode()).hexdigest()
     assert stored["hint"] == secret[-4:] and stored["collections"] == ["trio"]
-    change = read_jsonl(home.file("changes.jsonl"))[-1]
+    change = read_jsonl(folder.file("changes.jsonl"))[-1]
     assert change["what"] == "key app" and "digest" not in change["new"]
-    for f in home.root.rglob("*"):
+    for f in folder.root.rglob("*"):
         if f.is_file():
             assert secret.encode() not in f.read_bytes(), f
     assert keys.find(secret) == key
     assert keys.find(secret[:-1] + ("A" if secret[-1] != "A" else "B")) is None
-    other = Keys(home)   # as another process would: sees a revoke without a restart
+    other = Keys(folder)   # as another process would: sees a revoke without a restart
     assert other.find(secret) is not None
     keys.revoke("app")
     assert other.find(secret) is None
@@ -78,19 +78,19 @@ def test_a_key_is_stored_only_as_its_digest(home):
     ({"name": "ok", "collections": ""}, "at least one collection"),
     ({"name": "ok", "collections": ["nope"], "known": ["trio"]}, "unknown collection"),
 ])
-def test_key_create_refuses_bad_input(home, kw, fragment):
+def test_key_create_refuses_bad_input(folder, kw, fragment):
     with pytest.raises(ConfigInvalid, match=fragment):
-        Keys(home).create(**kw)
+        Keys(folder).create(**kw)
 
 
-def test_key_names_are_unique(home):
-    Keys(home).create("app")
+def test_key_names_are_unique(folder):
+    Keys(folder).create("app")
     with pytest.raises(Conflict, match="exists; revoke it first"):
-        Keys(home).create("app")
+        Keys(folder).create("app")
 
 
-def test_key_command_shows_the_key_once(home, capsys):
-    d = str(home.root)
+def test_key_command_shows_the_key_once(folder, capsys):
+    d = str(folder.root)
     assert main(["key", "create", "ci", "--collections", "trio", "--rpm", "10", "--data", d]) == 0
     out, err = capsys.readouterr()
     secret = out.strip()
@@ -271,13 +271,13 @@ def test_the_rate_check_keeps_one_descriptor_per_key(rates):
     assert open_in(rates.folder) == 0
 
 
-def test_the_keys_file_is_reread_only_when_it_changes(home):
+def test_the_keys_file_is_reread_only_when_it_changes(folder):
     """Each lookup costs one stat: the file is parsed again only when its inode, size or mtime
     changes, so a key made or revoked elsewhere counts at once and no request pays a parse."""
-    keys = Keys(home)
+    keys = Keys(folder)
     secret, _ = keys.create("app")
     assert keys.find(secret).name == "app"
-    path = home.file("keys.json")
+    path = folder.file("keys.json")
     stamp = os.stat(path)
     original = path.read_bytes()
     # the same size and mtime with other bytes: a lookup that parsed the file again would fail
@@ -285,17 +285,17 @@ def test_the_keys_file_is_reread_only_when_it_changes(home):
     os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
     assert [keys.find(secret).name for _ in range(3)] == ["app"] * 3
     # a real change (here: revoked by another process) is seen by the next lookup
-    other = Keys(home)
+    other = Keys(folder)
     path.write_bytes(original)
     other.revoke("app")
     assert keys.find(secret) is None
 
 
-def test_guard_checks_answer_alike_every_time(home):
+def test_guard_checks_answer_alike_every_time(folder):
     """The guard on every request: the same headers get the same caller, request after request,
     and a near-miss key is refused as unknown each time (lookups are by digest)."""
-    secret, _ = Keys(home).create("app", rpm=10**6)
-    guard = Guard.for_server(Settings(require_keys=True), home, port=8123, bound="127.0.0.1",
+    secret, _ = Keys(folder).create("app", rpm=10**6)
+    guard = Guard.for_server(Settings(require_keys=True), folder, port=8123, bound="127.0.0.1",
                              max_body=1)
     try:
         headers = {"Host": "127.0.0.1:8123", "Authorization": f"Bearer {secret}",

@@ -233,6 +233,7 @@ def start_together(procs: list, ready: list[Path], go: Path) -> list[str]:
     return [finish(p) for p in procs]
 
 
+@pytest.mark.slow
 def test_two_processes_append_concurrently(runs, tmp_path):
     runs.mkdir(parents=True)
     go = tmp_path / "go"
@@ -283,6 +284,7 @@ print(json.dumps(result))
 """
 
 
+@pytest.mark.slow
 def test_same_verdict_from_two_processes_written_once(runs, tmp_path):
     with Ledger(runs) as ledger:
         calls = [panel(ledger)[1][0] for _ in range(3)]

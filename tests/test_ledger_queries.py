@@ -625,6 +625,7 @@ with Ledger(Path(sys.argv[2]), snapshot_every=30) as ledger:
 """
 
 
+@pytest.mark.slow
 def test_another_process_writes_and_this_ledger_follows(runs):
     with Ledger(runs) as ledger:
         busy_folder(ledger)

@@ -102,6 +102,7 @@ with Ledger(sys.argv[1]) as ledger:
 """
 
 
+@pytest.mark.slow
 def test_another_process_sees_a_seating_at_its_next_look(runs):
     with Ledger(runs) as ledger:
         seated(ledger, "general", "m", "y")

@@ -69,6 +69,6 @@ def test_a_client_that_leaves_while_it_waits_costs_nothing_more(start):
 
 
 @pytest.mark.parametrize("value", ["-1", "31", "soon", "nan"])
-def test_a_login_pause_out_of_range_stops_the_server(home, value):
+def test_a_login_pause_out_of_range_stops_the_server(folder, value):
     with pytest.raises(ConfigInvalid, match="PANELIST_LOGIN_PAUSE"):
-        make_dashboard(home, env={"PANELIST_LOGIN_PAUSE": value})
+        make_dashboard(folder, env={"PANELIST_LOGIN_PAUSE": value})

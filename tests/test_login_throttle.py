@@ -146,7 +146,7 @@ def test_a_forwarded_address_from_an_untrusted_peer_is_ignored(home):
         assert status == 429
 
 
-def test_a_trusted_proxy_setting_that_is_no_address_stops_the_server(home):
+def test_a_trusted_proxy_setting_that_is_no_address_stops_the_server(folder):
     with pytest.raises(ConfigInvalid, match="PANELIST_TRUSTED_PROXIES"):
-        make_dashboard(home, env={"PANELIST_ADMIN_TOKEN": TOKEN,
+        make_dashboard(folder, env={"PANELIST_ADMIN_TOKEN": TOKEN,
                                   "PANELIST_TRUSTED_PROXIES": "proxy.internal"})

@@ -90,6 +90,7 @@ def test_a_refused_budget_is_learned_then_clamped_before_asking(gateway, pair, s
     assert (first["attempts"], second["attempts"]) == (2, 1)
 
 
+@pytest.mark.slow
 def test_a_listed_max_output_clamps_a_messages_request(tmp_path):
     """The Messages API requires ``max_tokens``, and agents send large ones: a model whose
     endpoint lists a lower cap is asked within it (nothing typed on the roster)."""
@@ -122,6 +123,7 @@ def test_a_listed_max_output_clamps_a_messages_request(tmp_path):
     ("`max_tokens` must be less than or equal to `32768`, the maximum value for `max_tokens` is "
      "less than the `context_window` for this model", 32768),
 ])
+@pytest.mark.slow
 def test_a_refusal_that_states_the_cap_is_read_as_one(said, cap):
     with SimUpstream({"m": {"max_output": 10, "message": said}}) as sim:
         upstream = Upstream()

@@ -28,6 +28,9 @@ from panelist.metrics.cli import mcp as mcp_server
 from panelist.metrics.server.keys import Keys
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# every test here runs the MCP server as a process, or a gateway it calls
+pytestmark = pytest.mark.slow
 SERVER = [sys.executable, str(ROOT / "metrics" / "offload.py"), "mcp"]
 
 

@@ -62,13 +62,13 @@ def test_a_model_page_holds_what_is_known_of_the_model(dash, home, sim):
     assert [a["kind"] for a in page["alerts"]] == ["retired"]
 
 
-def test_a_model_page_for_a_model_with_no_history(dash):
-    page = model_page(dash, "x-three")
+def test_a_model_page_for_a_model_with_no_history(api):
+    page = model_page(api, "x-three")
     assert page["shapes"] == [] and page["latency"] == [] and page["panels"] == []
     assert page["failures"] == [] and page["collections"] == []
     assert page["model"]["status"] == "untested"
 
 
-def test_an_unknown_model_has_no_page(dash):
-    status, body, _ = dash.get("/api/models/nobody")
+def test_an_unknown_model_has_no_page(api):
+    status, body, _ = api.get("/api/models/nobody")
     assert status == 404 and "unknown model 'nobody'" in body["error"]["message"], body

@@ -33,9 +33,9 @@ def run(capsys, *argv):
     lambda home: Roster(home).add_endpoint("e", "http://127.0.0.1:9/v1\x1b[31m"),
 ], ids=["key", "collection", "tag", "shape", "alias", "family", "currency", "endpoint",
         "key-env", "base-url"])
-def test_a_trailing_newline_or_control_character_is_refused(home, make):
+def test_a_trailing_newline_or_control_character_is_refused(folder, make):
     with pytest.raises(ConfigInvalid):
-        make(home)
+        make(folder)
 
 
 def test_a_model_name_with_a_newline_is_not_a_collection(gateway):
@@ -60,29 +60,29 @@ def test_collection_save_with_the_prefix_stores_the_name(gateway, home, capsys):
     assert code == 0 and "pair" not in configfile.read(home.file("collections.json"))["collections"]
 
 
-def test_descriptions_with_control_characters_are_refused(home, capsys):
+def test_descriptions_with_control_characters_are_refused(folder, capsys):
     code, _, err = run(capsys, "collection", "save", "pair", "--members", "fast,mid",
-                       "--description", "fine\x1b[2J\x1b[31mowned", "--data", str(home.root))
+                       "--description", "fine\x1b[2J\x1b[31mowned", "--data", str(folder.root))
     assert code == 1 and "control character (U+001B)" in err
 
 
-def test_collection_list_never_prints_an_escape_from_a_hand_edited_file(home, capsys):
-    path = home.file("collections.json")
+def test_collection_list_never_prints_an_escape_from_a_hand_edited_file(folder, capsys):
+    path = folder.file("collections.json")
     doc = configfile.read(path)
     doc["collections"]["trio"]["description"] = "three\x1b[2Jreviewers"
     configfile.write_atomic(path, doc)
-    code, out, _ = run(capsys, "collection", "list", "--data", str(home.root))
+    code, out, _ = run(capsys, "collection", "list", "--data", str(folder.root))
     assert code == 0 and "\x1b" not in out and "three\\x1b[2Jreviewers" in out
 
 
-def test_a_revoked_key_name_is_never_given_to_another_key(home, capsys):
-    d = str(home.root)
+def test_a_revoked_key_name_is_never_given_to_another_key(folder, capsys):
+    d = str(folder.root)
     assert run(capsys, "key", "create", "alice", "--data", d)[0] == 0
     assert run(capsys, "key", "revoke", "alice", "--data", d)[0] == 0
     code, out, err = run(capsys, "key", "create", "alice", "--data", d)
     assert code == 1 and "never reused" in err and "alice-2" in err and out == ""
     code, out, _ = run(capsys, "key", "create", "alice-2", "--data", d, "--json")
     assert code == 0 and json.loads(out)["name"] == "alice-2"
-    changes = read_jsonl(home.root / "config" / "changes.jsonl")
+    changes = read_jsonl(folder.root / "config" / "changes.jsonl")
     assert [c["what"] for c in changes if c["file"] == "keys.json"] == \
         ["key alice", "key alice", "key alice-2"]

@@ -451,11 +451,11 @@ def test_a_server_picks_up_what_was_queued_while_it_was_down(home, sim):
     assert {r["pid"] for r in log(home) if "step" in r} == {os.getpid()}
 
 
-def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(home):
+def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(folder):
     results, start = [], threading.Barrier(8)
 
     def enqueue():
-        queue = onboarding_queue.Queue(home)
+        queue = onboarding_queue.Queue(folder)
         try:
             start.wait()
             results.append(queue.enqueue(None, ["fast"])[0])
@@ -468,7 +468,7 @@ def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(home):
         t.join()
     assert len({e["id"] for e in results}) == 1
     assert sum(e["new"] for e in results) == 1
-    assert len([r for r in log(home) if r.get("event") == "queued"]) == 1
+    assert len([r for r in log(folder) if r.get("event") == "queued"]) == 1
 
 
 def test_a_served_id_no_alias_can_hold_is_onboarded_under_the_alias_it_was_given(capsys, home,

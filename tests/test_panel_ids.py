@@ -83,8 +83,8 @@ def test_ids_that_are_no_panel_of_ours_are_not_found(gateway):
     assert status == 400 and body["error"]["param"] == "call"
 
 
-def test_the_cli_says_one_line_for_such_ids(home, capsys):
+def test_the_cli_says_one_line_for_such_ids(folder, capsys):
     for seq in ("9" * 19, "9" * 5000):
-        code = main(["verdict", f"p20260101-{seq}.member1", "--useful", "--data", str(home.root)])
+        code = main(["verdict", f"p20260101-{seq}.member1", "--useful", "--data", str(folder.root)])
         err = capsys.readouterr().err
         assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err[:300]

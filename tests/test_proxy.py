@@ -380,6 +380,7 @@ def test_a_proxy_url_we_cannot_use_refuses_the_call_without_echoing_it(sim, clie
 
 
 # -- https upstreams: CONNECT, then TLS inside the tunnel ------------------------------------------
+@pytest.mark.slow
 def test_a_refused_connect_names_the_proxy_and_the_upstream(proxies, clients):
     proxy = proxies(refuse=403)
     client = clients(proxies={"https": proxy.url(CREDENTIALS)})
@@ -396,6 +397,7 @@ def test_a_refused_connect_names_the_proxy_and_the_upstream(proxies, clients):
     assert "authorization" not in connect["headers"], "the API key is only sent inside the tunnel"
 
 
+@pytest.mark.slow
 def test_a_connect_refused_for_credentials_is_an_auth_failure(proxies, clients):
     proxy = proxies(refuse=407)
     with pytest.raises(AuthFailed, match=f"proxy 127.0.0.1:{proxy.port} refused the credentials"):
@@ -404,6 +406,7 @@ def test_a_connect_refused_for_credentials_is_an_auth_failure(proxies, clients):
     assert proxy.seen[0]["target"] == "origin.example:443"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", ["deadline", "cancel"])
 def test_a_stalled_connect_ends_at_the_deadline_or_the_cancel(proxies, clients, ending):
     proxy = proxies(stall=True)
@@ -429,6 +432,7 @@ def test_a_stalled_connect_ends_at_the_deadline_or_the_cancel(proxies, clients, 
             canceller.join(timeout=20)
 
 
+@pytest.mark.slow
 def test_the_tunnel_carries_bytes_both_ways(proxies):
     with socket.create_server(("127.0.0.1", 0)) as listener:
         def echo():
@@ -526,6 +530,7 @@ def origin(tmp_path):
     server.close()
 
 
+@pytest.mark.slow
 def test_an_https_upstream_through_a_tunnel_gets_tls_with_its_own_name(origin, proxies, clients):
     proxy = proxies(hosts={"origin.example": "127.0.0.1"})
     trust = ssl.create_default_context(cafile=str(origin.cert))
@@ -540,6 +545,7 @@ def test_an_https_upstream_through_a_tunnel_gets_tls_with_its_own_name(origin, p
     assert origin.names == ["origin.example"], "TLS named the upstream, not the proxy"
 
 
+@pytest.mark.slow
 def test_an_https_upstream_whose_certificate_is_not_trusted_fails_tls(origin, proxies, clients):
     proxy = proxies(hosts={"origin.example": "127.0.0.1"})
     client = clients(proxies={"https": proxy.url()}, tls=ssl.create_default_context())
@@ -547,6 +553,7 @@ def test_an_https_upstream_whose_certificate_is_not_trusted_fails_tls(origin, pr
         client.chat(f"https://origin.example:{origin.port}/v1", KEY, ask(), timeout=10)
 
 
+@pytest.mark.slow
 def test_no_proxy_reaches_an_https_upstream_directly(origin, proxies, clients):
     proxy = proxies()
     trust = ssl.create_default_context(cafile=str(origin.cert))

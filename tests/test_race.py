@@ -100,6 +100,7 @@ def judge_requests(upstreams):
     return [r["body"] for r in sim.requests if r["model"] == served]
 
 
+@pytest.mark.slow
 def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_home):
     class Parent:
         metadata = {}
@@ -124,6 +125,7 @@ def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_
     assert saved["rows"][0]["accuracy"] == 7 and saved["rows"][0]["total"] == 10
 
 
+@pytest.mark.slow
 def test_a_candidate_that_skips_a_tool_is_told_to_the_judge_and_capped(race_home, upstreams):
     bench = bench_of(race_home, candidates=["skipper"])
     bench.run()
@@ -144,6 +146,7 @@ def test_a_candidate_that_skips_a_tool_is_told_to_the_judge_and_capped(race_home
         assert asked["temperature"] == 0 and isinstance(asked["seed"], int)
 
 
+@pytest.mark.slow
 def test_no_model_or_endpoint_identifier_reaches_the_judge(race_home, upstreams):
     bench = bench_of(race_home, candidates=["cheap-two", "skipper", "euro-four"])
     bench.run()
@@ -165,6 +168,7 @@ def test_no_model_or_endpoint_identifier_reaches_the_judge(race_home, upstreams)
     assert "shipped" in asked[0]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_costs_come_from_prices_per_currency(race_home):
     bench = bench_of(race_home, candidates=["cheap-two", "euro-four"])
     bench.run()
@@ -201,6 +205,7 @@ def discerning(upstreams):
         {"contains": "no language model read your prompt", "answer": SKIPPER_SAYS}])
 
 
+@pytest.mark.slow
 def test_a_judge_that_marks_every_run_alike_names_no_model(race_home):
     bench = bench_of(race_home, runs=3, candidates=["pinned-one", "cheap-two"])
     bench.run()
@@ -210,6 +215,7 @@ def test_a_judge_that_marks_every_run_alike_names_no_model(race_home):
     assert "cannot tell the models apart" in report.table()
 
 
+@pytest.mark.slow
 def test_the_verdict_names_the_cheapest_model_shown_good_enough(race_home, upstreams):
     discerning(upstreams)
     # six runs: the first look of a job tests at 1.48% (alpha spent over five looks), and two
@@ -234,6 +240,7 @@ def test_the_verdict_names_the_cheapest_model_shown_good_enough(race_home, upstr
     assert "skipper" in table.split("verdict: ")[0].split("test: ")[1], "a line per candidate"
 
 
+@pytest.mark.slow
 def test_too_few_runs_say_how_many_more_would_settle_it_and_name_no_model(race_home,
                                                                          upstreams):
     discerning(upstreams)
@@ -253,6 +260,7 @@ def test_too_few_runs_say_how_many_more_would_settle_it_and_name_no_model(race_h
     assert "look 1 of 5 of this job, tested at 1.48%" in table
 
 
+@pytest.mark.slow
 def test_the_margin_is_the_races_own(race_home, upstreams):
     discerning(upstreams)
     bench = bench_of(race_home, runs=2, candidates=["pinned-one", "skipper"])
@@ -273,6 +281,7 @@ class AskJob:
 QUESTIONS = ["Where is order 42?", "Has order 43 shipped yet?", "When does order 44 arrive?"]
 
 
+@pytest.mark.slow
 def test_a_race_takes_a_list_of_inputs_each_judged_against_its_own_reference(race_home,
                                                                             upstreams):
     bench = Benchmark(AskJob, runs=2, home=race_home, grades=grades(race_home), admission=None)
@@ -308,6 +317,7 @@ def test_a_race_takes_a_list_of_inputs_each_judged_against_its_own_reference(rac
     assert any(line.split()[:3] == ["model", "input", "run"] for line in table.splitlines())
 
 
+@pytest.mark.slow
 def test_a_reference_that_fails_on_one_input_stops_the_race_after_the_report(race_home):
     class FailsOnTheSecond(AskJob):
         def run(self, question, seat):
@@ -334,6 +344,7 @@ def test_inputs_are_a_list(race_home):
             bench.set_inputs(bad)
 
 
+@pytest.mark.slow
 def test_judge_failures_are_counted_per_model_and_shown(race_home, upstreams):
     sim, served = sim_of(upstreams, "judge-top")
     sim.script(served, json=JUDGE_SAYS, json_rules=[   # the skipper's runs, asked again
@@ -354,6 +365,7 @@ def test_judge_failures_are_counted_per_model_and_shown(race_home, upstreams):
     assert "judge failed" in models_head
 
 
+@pytest.mark.slow
 def test_a_failing_candidate_is_a_row_that_says_why(race_home, upstreams):
     sim, served = sim_of(upstreams, "cheap-two")
     sim.script(served, fail="auth")
@@ -381,6 +393,7 @@ class StrictJob(OrderJob):
             raise OrderMissing(f"could not look up the order: {exc.kind}") from exc
 
 
+@pytest.mark.slow
 def test_a_failing_reference_raises_the_jobs_exception_after_the_report(race_home, upstreams,
                                                                         caplog):
     sim, served = sim_of(upstreams, "pinned-one")
@@ -401,6 +414,7 @@ def test_a_failing_reference_raises_the_jobs_exception_after_the_report(race_hom
     assert sim_c.count(served_c) == 0, "nothing raced against a reference that failed"
 
 
+@pytest.mark.slow
 def test_a_judge_answer_that_is_not_json_is_asked_again_then_a_judge_failure(
         race_home, upstreams):
     sim, served = sim_of(upstreams, "judge-top")
@@ -417,6 +431,7 @@ def test_a_judge_answer_that_is_not_json_is_asked_again_then_a_judge_failure(
         assert "cannot be used" in again["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_a_judge_answer_out_of_range_then_valid_is_taken_on_the_second_ask(race_home,
                                                                            upstreams):
     sim, served = sim_of(upstreams, "judge-top")
@@ -432,6 +447,7 @@ def test_a_judge_answer_out_of_range_then_valid_is_taken_on_the_second_ask(race_
     assert "'accuracy' is 9" in judge_requests(upstreams)[2]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_runs_times_candidates_rows_and_the_call_log(race_home):
     bench = bench_of(race_home, runs=2)   # default candidates: every callable model of the grade
     bench.run()
@@ -461,6 +477,7 @@ def progress_done(bench):
     return bench.progress()
 
 
+@pytest.mark.slow
 def test_tool_calls_are_recorded_with_what_they_returned_or_raised(race_home, upstreams):
     def broken(number):
         raise KeyError(f"no order {number}")
@@ -483,6 +500,7 @@ def test_tool_calls_are_recorded_with_what_they_returned_or_raised(race_home, up
     assert told["role"] == "tool" and told["content"].startswith("error: KeyError")
 
 
+@pytest.mark.slow
 def test_the_scorer_runs_beside_the_judge(race_home):
     seen = []
 
@@ -505,6 +523,7 @@ def test_the_scorer_runs_beside_the_judge(race_home):
     assert row["total"] == 10, "the judge still ran"
 
 
+@pytest.mark.slow
 def test_candidates_are_paced_by_admission(race_home):
     admission = CountingAdmission(limit=1)
     bench = Benchmark(OrderJob, runs=2, home=race_home, grades=grades(race_home),
@@ -517,6 +536,7 @@ def test_candidates_are_paced_by_admission(race_home):
     assert admission.slots == 2 + 8 + 8
 
 
+@pytest.mark.slow
 def test_grades_are_read_through_the_grades_interface(race_home):
     class Grades:   # the shape metrics.roster.grades.Grades offers
         def pinned(self, grade):
@@ -560,6 +580,7 @@ def test_refusals_say_what_to_do(race_home):
         Benchmark(OrderJob, parent=object(), home=race_home)
 
 
+@pytest.mark.slow
 def test_a_job_may_call_its_seat_from_threads(race_home):
     class TwoAtOnce(OrderJob):
         def run(self, question, seat):
@@ -611,6 +632,7 @@ def test_masking_replaces_whole_identifiers_only():
     assert said == "[model] said breakfast; [model] at [endpoint] via [endpoint]"
 
 
+@pytest.mark.slow
 def test_a_price_only_the_catalog_knows_still_costs_the_run(race_home, upstreams):
     served, family, endpoint, grade, p_in, p_out, _ = MODELS["cheap-two"]
     Roster(race_home).add_model("cheap-two", endpoint, served=served, family=family,
@@ -625,6 +647,7 @@ def test_a_price_only_the_catalog_knows_still_costs_the_run(race_home, upstreams
                                         / 1e6)
 
 
+@pytest.mark.slow
 def test_a_run_whose_job_is_stuck_is_a_row_that_says_so_and_the_race_ends(race_home):
     entered, stuck = threading.Event(), threading.Event()
 

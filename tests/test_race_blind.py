@@ -226,6 +226,7 @@ def judge_bodies(sim):
     return [r["body"] for r in sim.requests if r["model"] == "vendorj/judge-ultra"]
 
 
+@pytest.mark.slow
 def test_names_in_answers_and_tool_arguments_never_reach_the_judge_and_the_task_is_untouched(
         blind_home, blind_sim):
     report = race(blind_home, ["sim-swift"])
@@ -247,6 +248,7 @@ def test_names_in_answers_and_tool_arguments_never_reach_the_judge_and_the_task_
     assert row["blind"]["masked"]["candidate"] >= 3
 
 
+@pytest.mark.slow
 def test_a_run_that_names_itself_is_voided_and_its_judge_never_asked(blind_home, blind_sim):
     report = race(blind_home, ["talker", "sim-swift"])
     talker, swift = report.rows
@@ -277,6 +279,7 @@ def test_a_run_that_names_itself_is_voided_and_its_judge_never_asked(blind_home,
     assert by["talker"]["voided"] == 1 and by["talker"]["judge_failures"] == 0
 
 
+@pytest.mark.slow
 def test_a_void_run_is_no_evidence_and_keeps_its_model_open_in_the_verdict(blind_home,
                                                                            blind_sim):
     report = race(blind_home, ["pinned-one", "talker"])
@@ -287,6 +290,7 @@ def test_a_void_run_is_no_evidence_and_keeps_its_model_open_in_the_verdict(blind
     assert report.judge_failures == 0 and report.voided == 1
 
 
+@pytest.mark.slow
 def test_a_reference_that_names_itself_voids_every_judgement(blind_home, blind_sim):
     blind_sim.script("vendorx/pinned-large-v3",
                      tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}],
@@ -299,6 +303,7 @@ def test_a_reference_that_names_itself_voids_every_judgement(blind_home, blind_s
     assert judge_bodies(blind_sim) == []
 
 
+@pytest.mark.slow
 def test_a_run_about_other_models_is_judged_not_voided(blind_home, blind_sim):
     # an answer about AI models names nobody it is: masked for the judge, and judged
     blind_sim.script("vendory/talker-9",

@@ -407,8 +407,8 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_the_cli_refuses_bad_races_in_one_line(home, tmp_path, capsys):
-    d = str(home.root)
+def test_the_cli_refuses_bad_races_in_one_line(folder, tmp_path, capsys):
+    d = str(folder.root)
     cases = [
         (["--grade", "general"], "nothing to race"),
         (["--grade", "general", "--prompt", "x", "--runs", "0"], "'runs'"),
@@ -628,6 +628,7 @@ def test_progress_is_shown_on_a_terminal_per_model(pinned):
 
 
 # -- the example -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_order_agent_example_races_on_the_demo_roster_offline(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "order_agent.py"), "--runs",

@@ -125,6 +125,7 @@ def raced(tmp_path):
         yield {r["model"]: r for r in bench.report().rows}, judged
 
 
+@pytest.mark.slow
 def test_a_tool_called_with_the_same_value_as_text_is_no_difference(raced):
     rows, _ = raced
     row = rows["as-text"]
@@ -135,6 +136,7 @@ def test_a_tool_called_with_the_same_value_as_text_is_no_difference(raced):
     assert row["accuracy"] == 7 and "capped_from" not in row
 
 
+@pytest.mark.slow
 def test_other_arguments_with_the_same_result_and_an_unused_extra_are_reported_not_capped(
         raced):
     rows, judged = raced

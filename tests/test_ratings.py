@@ -144,7 +144,7 @@ def test_no_comparison_no_rating():
     assert rate("general", {"verdicts": ix.pairs.of("general")}).models == []
 
 
-def test_suite_units_and_race_inputs_are_comparisons(home):
+def test_suite_units_and_race_inputs_are_comparisons(folder):
     found = {("claim", "t1"): {"fast": True, "slow": False, "mid": False},
              ("pair", "p1"): {"fast": False, "slow": True},
              ("pair", "p2"): {"fast": True, "slow": True}}   # separates nobody
@@ -153,7 +153,7 @@ def test_suite_units_and_race_inputs_are_comparisons(home):
     # each unit is one unit of evidence: its pairs are counted together
     assert suiteevidence.patterns(found) == {(("fast", "mid"), ("fast", "slow")): 1,
                                              (("slow", "fast"),): 1}
-    home.races.mkdir(parents=True, exist_ok=True)
+    folder.races.mkdir(parents=True, exist_ok=True)
     rows = [{"model": "fast", "input": 0, "accuracy": 7, "total": 9},
             {"model": "fast", "input": 0, "accuracy": 5, "total": 7},
             {"model": "mid", "input": 0, "accuracy": 4, "total": 9},
@@ -161,10 +161,10 @@ def test_suite_units_and_race_inputs_are_comparisons(home):
             {"model": "mid", "input": 1, "accuracy": 5, "total": 5},
             {"model": "slow", "input": 1, "accuracy": 5, "total": 6},
             {"model": "slow", "input": 1, "accuracy": None, "total": None}]   # judge failed
-    (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
-    (home.races / "r20260102-0000abcd.json").write_text("{not json")   # counts nothing
-    with Ledger(home.gateway_runs) as ledger:
-        book = Ratings.of_home(home, ledger)
+    (folder.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
+    (folder.races / "r20260102-0000abcd.json").write_text("{not json")   # counts nothing
+    with Ledger(folder.gateway_runs) as ledger:
+        book = Ratings.of_home(folder, ledger)
         sources = book.sources("general")
         # by mean accuracy: on input 0 fast (6) and slow (6) tie, both above mid (4); on
         # input 1 mid and slow tie (the unjudged run does not count). Input 0 is one unit
@@ -178,7 +178,7 @@ def test_suite_units_and_race_inputs_are_comparisons(home):
         assert [r.alias for r in rated.models][-1] == "mid"
         assert rated.of("mid").clusters == rated.of("fast").clusters == 1
         # a race that ends later counts at the next look
-        (home.races / "r20260103-0000abcd.json").write_text(json.dumps({"rows": [
+        (folder.races / "r20260103-0000abcd.json").write_text(json.dumps({"rows": [
             {"model": "mid", "input": 0, "accuracy": 7},
             {"model": "fast", "input": 0, "accuracy": 3}]}))
         assert book.sources("general")["races"] == {(("fast", "mid"), ("slow", "mid")): 1,
@@ -187,19 +187,19 @@ def test_suite_units_and_race_inputs_are_comparisons(home):
                                       ("mid", "fast"): 1}
 
 
-def test_race_inputs_are_rated_on_accuracy_after_the_cap_never_on_totals(home):
+def test_race_inputs_are_rated_on_accuracy_after_the_cap_never_on_totals(folder):
     # on every input "capped" had its accuracy capped at 4 and wrote 3 points of shown work
     # (a total of 7); "right" was marked 6 for accuracy and showed nothing (a total of 6)
-    home.races.mkdir(parents=True)
+    folder.races.mkdir(parents=True)
     rows = []
     for i in range(8):
         rows += [{"model": "capped", "input": i, "accuracy": 4, "capped_from": 7,
                   "shown_work": 3, "total": 7},
                  {"model": "right", "input": i, "accuracy": 6, "capped_from": None,
                   "shown_work": 0, "total": 6}]
-    (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
-    with Ledger(home.gateway_runs) as ledger:
-        book = Ratings.of_home(home, ledger)
+    (folder.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
+    with Ledger(folder.gateway_runs) as ledger:
+        book = Ratings.of_home(folder, ledger)
         assert book.races.pairs() == {("right", "capped"): 8}
         rated = book.of("general")
         assert [r.alias for r in rated.models] == ["right", "capped"]
@@ -209,16 +209,16 @@ def test_race_inputs_are_rated_on_accuracy_after_the_cap_never_on_totals(home):
                                               {"model": "b", "input": 0, "total": 2}]}) == {}
 
 
-def test_races_count_once_their_folder_is_made(home):
+def test_races_count_once_their_folder_is_made(folder):
     # before any race the folder is not there: that is looked up once per look, and the first
     # report written counts at the next look
-    assert not home.races.exists()
-    with Ledger(home.gateway_runs) as ledger:
-        book = Ratings.of_home(home, ledger)
+    assert not folder.races.exists()
+    with Ledger(folder.gateway_runs) as ledger:
+        book = Ratings.of_home(folder, ledger)
         assert book.sources("general")["races"] == {}
         assert book.sources("general")["races"] == {}
-        home.races.mkdir(parents=True)
-        (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": [
+        folder.races.mkdir(parents=True)
+        (folder.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": [
             {"model": "fast", "input": 0, "accuracy": 7},
             {"model": "slow", "input": 0, "accuracy": 3}]}))
         assert book.sources("general")["races"] == {(("fast", "slow"),): 1}
@@ -230,11 +230,11 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_ratings_on_the_command_line(home, capsys):
-    d = str(home.root)
+def test_ratings_on_the_command_line(folder, capsys):
+    d = str(folder.root)
     code, out, _ = run(capsys, "ratings", "--data", d)
     assert code == 0 and out.startswith("no ratings yet")
-    with Ledger(home.gateway_runs) as ledger:
+    with Ledger(folder.gateway_runs) as ledger:
         for i in range(12):
             judge_panel(ledger, [("fast", True), ("mid", i % 3 == 0), ("slow", False)])
         judge_panel(ledger, [("x-one", True), ("slow", False)], shape="review")

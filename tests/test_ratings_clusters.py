@@ -184,9 +184,9 @@ def test_clustered_intervals_hold_the_truth_about_95_percent_of_the_time():
     assert coverage(120, as_pairs=True) < 0.90   # the pairs counted as independent
 
 
-def test_a_fit_is_kept_while_the_patterns_stand_and_redone_when_one_moves(home):
+def test_a_fit_is_kept_while_the_patterns_stand_and_redone_when_one_moves(folder):
     from panelist.metrics.ledger.ratings import Ratings
-    with Ledger(home.gateway_runs) as ledger:
+    with Ledger(folder.gateway_runs) as ledger:
         calls = []
         for seats in four_seat_panels()[:12]:
             panel = ledger.new_panel()
@@ -196,7 +196,7 @@ def test_a_fit_is_kept_while_the_patterns_stand_and_redone_when_one_moves(home):
                 ledger.record_seat({"call": call, "panel": panel, "alias": alias,
                                     "shape": "general", "status": "ok", "key": "local"})
                 ledger.record_verdict(call, useful=useful)
-        book = Ratings.of_home(home, ledger)
+        book = Ratings.of_home(folder, ledger)
         first = book.of("general")
         assert book.of("general") is first   # nothing changed: the same fit
         ledger.record_verdict(calls[0], useful=True)   # the same verdict again: no change

@@ -114,6 +114,7 @@ def test_ask_url_and_mcp_reach_a_loopback_gateway_past_a_dead_proxy(gateway, hom
     assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == 2
 
 
+@pytest.mark.slow
 def test_a_host_that_is_not_loopback_goes_through_the_proxy(capsys, monkeypatch):
     pending = {"data": [{"call": "p20260101-1.member1", "alias": "fast",
                          "collection": "bench/trio", "ts": "2026-01-01T00:00:00Z"}],
@@ -170,6 +171,7 @@ def test_ask_url_and_mcp_read_the_same_key_variable(home, capsys, monkeypatch):
     assert [c["key"] for c in read_jsonl(home.gateway_runs / "calls.jsonl")] == ["agent"] * 2
 
 
+@pytest.mark.slow
 def test_no_gateway_at_the_url_says_how_to_start_one(capsys, dead_proxy):
     port = free_port()
     for argv in (["pending"], ["ask", "trio", "hi"],

@@ -114,32 +114,32 @@ def test_off_runs_nothing(capsys, home, sim, explicit):
     assert sim.count("fast") == 0
 
 
-def test_two_claims_of_one_due_time_give_one_run(home):
-    a, b = Book(home), Book(home)
+def test_two_claims_of_one_due_time_give_one_run(folder):
+    a, b = Book(folder), Book(folder)
     assert a.claim("probe", HOUR, 1000.0) is True
     assert b.claim("probe", HOUR, 1000.0) is False
     assert b.claim("probe", HOUR, 1000.0 + HOUR) is True
 
 
-def test_show_and_bad_settings_say_what_to_do(capsys, home):
-    code, out, err = run(capsys, home, "schedule", "set", "probe", "--mode", "sometimes")
+def test_show_and_bad_settings_say_what_to_do(capsys, folder):
+    code, out, err = run(capsys, folder, "schedule", "set", "probe", "--mode", "sometimes")
     assert code != 0 and "--mode must be one of off, log-only, run" in err
-    code, out, err = run(capsys, home, "schedule", "set", "probe", "--every", "0")
+    code, out, err = run(capsys, folder, "schedule", "set", "probe", "--every", "0")
     assert code != 0 and "--every" in err
-    code, out, err = run(capsys, home, "schedule", "set", "nightly", "--mode", "run")
+    code, out, err = run(capsys, folder, "schedule", "set", "nightly", "--mode", "run")
     assert code != 0 and "unknown job 'nightly'" in err
-    set_job(capsys, home, "probe", "log-only", 600)
-    code, out, err = run(capsys, home, "schedule", "show", "--json")
+    set_job(capsys, folder, "probe", "log-only", 600)
+    code, out, err = run(capsys, folder, "schedule", "show", "--json")
     assert code == 0, err
     rows = {r["job"]: r for r in json.loads(out)}
     assert rows["probe"] == {"job": "probe", "mode": "log-only", "every": 600,
                              "next": "due now"}
     assert rows["catalog_refresh"]["mode"] == "off"
     # a hand-edited file is refused when the server starts, naming the field
-    home.file("schedule.json").write_text(json.dumps(
+    folder.file("schedule.json").write_text(json.dumps(
         {"jobs": {"probe": {"mode": "run", "every": "hourly"}}}))
     with pytest.raises(ConfigInvalid, match="jobs.probe.every"):
-        make_gateway(home, env={})
+        make_gateway(folder, env={})
     assert not schedule_threads()
 
 

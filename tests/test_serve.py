@@ -293,6 +293,7 @@ def test_with_keys_required_and_an_admin_token_the_dashboard_asks_for_the_login(
         assert status == 401 and error_of(data)["code"] == "missing_key"
 
 
+@pytest.mark.slow
 def test_panelist_serve_with_keys_required_and_no_admin_token_exits_saying_why(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
     env.update(REQUIRE)
@@ -384,8 +385,8 @@ def test_a_panel_asked_on_the_dashboard_port_is_served_back(dash):
 
 # -- building and closing ------------------------------------------------------------------------
 @pytest.mark.parametrize("build", [make_gateway, make_dashboard])
-def test_close_returns_on_a_server_never_served(home, build):
-    server = build(home, env={})
+def test_close_returns_on_a_server_never_served(folder, build):
+    server = build(folder, env={})
     closer = threading.Thread(target=server.close, daemon=True)
     closer.start()
     closer.join(PATIENCE)
@@ -394,6 +395,7 @@ def test_close_returns_on_a_server_never_served(home, build):
         s.bind((server.host, server.port))
 
 
+@pytest.mark.slow
 def test_close_of_an_unserved_demo_dashboard_stops_its_simulator(tmp_path):
     server = make_dashboard(open_home(tmp_path / "data"), env={}, demo=True)
     closer = threading.Thread(target=server.close, daemon=True)
@@ -416,6 +418,7 @@ def test_a_route_needs_a_known_gate():
         Route("/x", {})   # no default: every route says who may pass
 
 
+@pytest.mark.slow
 def test_demo_start_serves_the_demo_collection_through_v1(tmp_path):
     home = open_home(tmp_path / "data")
     with Gateway(make_dashboard(home, env={}, demo=True)) as gw:

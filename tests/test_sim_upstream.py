@@ -18,6 +18,9 @@ from panelist.metrics.upstream.sim import DEMO_MODELS, SimUpstream
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# the simulator is a server: every test here talks to it over a socket
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def sim():

@@ -234,10 +234,10 @@ def test_a_body_that_is_not_utf8_is_refused(start, encoding):
     assert status == 400 and "UTF-8" in body["error"]["message"]
 
 
-def test_a_bad_memory_budget_setting_stops_the_server_at_start(home):
+def test_a_bad_memory_budget_setting_stops_the_server_at_start(folder):
     from panelist.metrics.errors import ConfigInvalid
     with pytest.raises(ConfigInvalid, match="PANELIST_MAX_INFLIGHT_MB"):
-        make_gateway(home, env={"PANELIST_MAX_INFLIGHT_MB": "-5"})
+        make_gateway(folder, env={"PANELIST_MAX_INFLIGHT_MB": "-5"})
 
 
 def test_a_big_prompt_reaches_every_seat_whole(start, sim):

@@ -221,6 +221,7 @@ def test_with_every_thread_busy_and_the_queue_full_a_newcomer_gets_503(start, si
     assert status == 200 and json.loads(body)["bench"]["panel"]
 
 
+@pytest.mark.slow
 def test_the_limits_fit_the_descriptors_the_process_may_open(tmp_path):
     # a process that may open only 1,024 files cannot hold 512 pending and 512 served
     # connections with their seats' upstream sockets: the gateway takes fewer, and says so in

@@ -188,9 +188,9 @@ def test_the_reply_and_the_command_line_suggest_the_same(gateway, home, capsys):
     assert [s["alias"] for s in reply["bench"]["suggest"]] == ["x-two"]
 
 
-def test_collection_suggest_on_the_command_line(home, capsys):
-    d = str(home.root)
-    judge_pairs(home.gateway_runs, "x-two", "slow", 4, ties=2)
+def test_collection_suggest_on_the_command_line(folder, capsys):
+    d = str(folder.root)
+    judge_pairs(folder.gateway_runs, "x-two", "slow", 4, ties=2)
     code, out, _ = run(capsys, "collection", "suggest", "trio", "--data", d)
     assert code == 0 and out.startswith("no suggestion for bench/trio on general")
     assert "corrected for 1 candidate(s)" in out
@@ -203,7 +203,7 @@ def test_collection_suggest_on_the_command_line(home, capsys):
     assert code == 0 and report["suggest"] == [] and report["shape"] == "general"
     assert [(r["seat"], r["alias"], r["wins"], r["losses"]) for r in report["evidence"]] == \
         [("member", "slow", 0, 4), ("candidate", "x-two", 4, 0)]
-    judge_pairs(home.gateway_runs, "x-two", "slow", 30)
+    judge_pairs(folder.gateway_runs, "x-two", "slow", 30)
     code, out, _ = run(capsys, "collection", "suggest", "trio", "--data", d)
     assert code == 0 and out.startswith("x-two instead of slow on general: rated 0.")
     assert "panelist collection save trio" in out

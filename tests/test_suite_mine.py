@@ -126,8 +126,8 @@ def test_the_command_mines_the_data_folder(gateway, home, capsys):
     assert len(list((home.root / "suite" / "tasks").iterdir())) == 1
 
 
-def test_no_verdicts_mine_nothing(home, tmp_path):
-    report = mine.mine(home, tmp_path / "tasks")
+def test_no_verdicts_mine_nothing(folder, tmp_path):
+    report = mine.mine(folder, tmp_path / "tasks")
     assert (report["verdicts"], report["claims"], report["written"]) == (0, 0, 0)
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import PATIENCE, read_jsonl, wait_until
 from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.offload import main
@@ -178,6 +180,7 @@ def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
     assert all(s["outcome"] == "scored" for s in rerun)
 
 
+@pytest.mark.slow
 def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, capsys):
     subset = ["std-bisect-left", "std-bisect-left-control", "std-string-capwords",
               "std-string-capwords-control", "claim-costs-no-tokens", "claim-wilson-all-useful"]
@@ -206,15 +209,15 @@ def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, cap
     assert code == 0 and "sim-careful" in out and "PAIRS" in out and "%" in out
 
 
-def test_cli_refuses_unknown_models_tasks_and_epochs(home, capsys):
-    d = str(home.root)
+def test_cli_refuses_unknown_models_tasks_and_epochs(folder, capsys):
+    d = str(folder.root)
     for argv, says in ((["--model", "nobody"], "not on the roster"),
                        (["--task", "no-such-task"], "panelist suite list"),
                        (["--epochs", "0"], "--epochs")):
         assert main(["suite", "run", "--data", d, *argv]) == 1
         _, err = capsys.readouterr()
         assert says in err
-    assert not home.suite_samples.exists()
+    assert not folder.suite_samples.exists()
     assert main(["suite", "list", "--data", d, "--json"]) == 0
     listed = json.loads(capsys.readouterr()[0])
     assert {r["id"] for r in listed["data"]} == set(PACK) and listed["problems"] == []

@@ -234,6 +234,7 @@ def test_walk_leaves_out_tests_hidden_folders_and_venvs(tmp_path):
     assert not seeding.has_tests(plain)
 
 
+@pytest.mark.slow
 def test_a_mutant_the_tests_miss_is_dropped_and_one_they_catch_is_kept(tmp_path):
     repo = write_tree(tmp_path / "repo", TESTED_REPO)
     before = snapshot(repo)
@@ -309,6 +310,7 @@ def test_hard_takes_each_functions_subtlest_slip(tmp_path):
     assert {t["level"] for t in report["tasks"]} == {2, 3}
 
 
+@pytest.mark.slow
 def test_tests_that_fail_untouched_stop_seeding_and_say_what_to_do(tmp_path):
     repo = write_tree(tmp_path / "repo", dict(TESTED_REPO, **{
         "tests/test_broken.py": "def test_broken():\n    assert False\n"}))
@@ -354,6 +356,7 @@ def parser():
     return p
 
 
+@pytest.mark.slow
 def test_the_command_writes_to_the_data_folder_and_reports(tmp_path, capsys):
     repo = write_tree(tmp_path / "repo", TESTED_REPO)
     data = tmp_path / "data"

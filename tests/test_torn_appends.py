@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import PATIENCE
 from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.store import jsonl
@@ -57,6 +59,7 @@ def whole_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in data.split(b"\n")[:-1]]
 
 
+@pytest.mark.slow
 def test_a_write_cut_short_by_a_signal_is_never_read_and_the_next_append_cuts_it_off(tmp_path):
     path = tmp_path / "log.jsonl"
     log = Appender(path)
@@ -87,6 +90,7 @@ def test_a_write_cut_short_by_a_signal_is_never_read_and_the_next_append_cuts_it
         log.close()
 
 
+@pytest.mark.slow
 def test_a_write_that_fails_midway_takes_back_its_torn_line_at_once(tmp_path):
     path = tmp_path / "log.jsonl"
     log = Appender(path)
@@ -151,6 +155,7 @@ ledger.record_verdict(sys.argv[3], useful=True, note="n" * %d)
 """ % BIG
 
 
+@pytest.mark.slow
 def test_the_ledger_index_follows_on_past_a_verdict_torn_by_a_crash(tmp_path):
     runs = tmp_path / "runs"
     with Ledger(runs) as ledger:
@@ -202,6 +207,7 @@ while True:
 """ % BIG
 
 
+@pytest.mark.slow
 def test_a_panel_line_torn_by_sigkill_is_never_served_and_the_next_panel_is_whole(tmp_path):
     runs = tmp_path / "runs"
     calls = runs / "calls.jsonl"

@@ -35,14 +35,14 @@ def rows(dash, window="hour") -> dict:
     return {r["alias"]: r for r in body["data"]}
 
 
-def test_answer_times_a_tenth_apart_read_apart(dash, home):
+def test_answer_times_a_tenth_apart_read_apart(api, folder):
     # 2.45 s and 2.75 s fall in one bucket of four a doubling (both read 2.66 s there)
-    write_seats(home, "fast", [2.45] * 20)
-    write_seats(home, "mid", [2.75] * 20)
-    status, body, _ = dash.get("/api/evidence")
+    write_seats(folder, "fast", [2.45] * 20)
+    write_seats(folder, "mid", [2.75] * 20)
+    status, body, _ = api.get("/api/evidence")
     assert status == 200
     evidence = {r["alias"]: r for r in body["data"]}
-    for figures in (evidence, rows(dash)):
+    for figures in (evidence, rows(api)):
         fast, mid = figures["fast"], figures["mid"]
         assert fast["p50"] < mid["p50"], (fast, mid)
         assert abs(fast["p50"] - 2.45) <= RESOLUTION * 2.45 + 0.001
@@ -98,18 +98,18 @@ def test_error_rate_answer_times_and_spend_per_model(dash, home, sim):
     assert body["since"] <= time.time() - 55 * 60 and body["until"] >= body["since"]
 
 
-def test_a_window_holds_only_its_own_seats(dash, home):
+def test_a_window_holds_only_its_own_seats(api, folder):
     now = time.time()
-    write_seats(home, "fast", [1.0], seated=now - 2 * 3600)   # two hours ago
-    write_seats(home, "fast", [1.0], seated=now - 3 * 86400)  # three days ago
-    write_seats(home, "mid", [1.0, 1.0], seated=now - 60, status="error")
-    assert "fast" not in rows(dash, "hour") and rows(dash, "hour")["mid"]["failed"] == 2
-    assert rows(dash, "day")["fast"]["seats"] == 1
-    assert rows(dash, "week")["fast"]["seats"] == 2
-    assert rows(dash, "week")["mid"]["error_rate"] == 1.0
+    write_seats(folder, "fast", [1.0], seated=now - 2 * 3600)   # two hours ago
+    write_seats(folder, "fast", [1.0], seated=now - 3 * 86400)  # three days ago
+    write_seats(folder, "mid", [1.0, 1.0], seated=now - 60, status="error")
+    assert "fast" not in rows(api, "hour") and rows(api, "hour")["mid"]["failed"] == 2
+    assert rows(api, "day")["fast"]["seats"] == 1
+    assert rows(api, "week")["fast"]["seats"] == 2
+    assert rows(api, "week")["mid"]["error_rate"] == 1.0
 
 
-def test_an_unknown_window_is_refused_with_the_ones_there_are(dash):
-    status, body, _ = dash.get("/api/usage?window=month")
+def test_an_unknown_window_is_refused_with_the_ones_there_are(api):
+    status, body, _ = api.get("/api/usage?window=month")
     assert status == 400 and body["error"]["param"] == "window"
     assert "hour, day, week" in body["error"]["message"]

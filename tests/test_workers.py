@@ -399,6 +399,7 @@ def test_a_worker_count_that_is_not_one_is_refused_saying_what_to_give(tmp_path,
         in err, err
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_bad_worker_count_before_starting_anything(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--workers", "many",
                            "--port", "0", "--data", str(tmp_path / "d")],
@@ -417,6 +418,7 @@ runpy.run_path("gateway.py", run_name="__main__")
 """
 
 
+@pytest.mark.slow
 def test_several_workers_without_so_reuseport_are_refused_and_one_still_runs(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
     done = subprocess.run([sys.executable, "-c", NO_REUSE_PORT, "--workers", "2", "--port", "0",
@@ -450,6 +452,7 @@ def test_a_port_already_taken_is_refused_before_any_worker_starts(home):
 
 
 # -- the dashboard with workers --------------------------------------------------------------------
+@pytest.mark.slow
 def test_serve_demo_with_workers_answers_on_each_and_a_login_holds_on_every_worker(tmp_path):
     secret, _ = Keys(open_home(tmp_path / "d")).create("robot")
     bearer = {"Authorization": f"Bearer {secret}"}
