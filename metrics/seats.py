@@ -70,7 +70,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, overload
 
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Upstream, encode_messages
@@ -238,11 +238,33 @@ class Seats:
                        _hooks(log, learn, scrub, on_end, max_pause, meter), parallel, grace,
                        here)
 
+    # a unit's result is of its kind: calls give SeatResults, jobs JobResults
+    @overload
+    def run(self, units: Iterable[SeatCall], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[SeatResult]: ...
+
+    @overload
+    def run(self, units: Iterable[SeatJob], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[JobResult]: ...
+
+    @overload
     def run(self, units: Iterable[Unit], *, timeout: float | None = None,
             deadline: float | None = None, cancel: threading.Event | None = None, log=None,
             learn: Learn | None = None, scrub: Scrub | None = None,
             on_end: OnEnd | None = None, max_pause: float | None = None,
-            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[Result]:
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[Result]: ...
+
+    def run(self, units: Iterable[Unit], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list:
         """``start`` and wait: every result, in the order the units were given. A set of one
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
