@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import samples as sample_store
@@ -28,6 +29,9 @@ from panelist.metrics.upkeep.suitejob import SuiteRuns
 from panelist.metrics.upstream import spin
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
+
+if TYPE_CHECKING:   # imported when a demo is first asked for
+    from panelist.metrics.upkeep.demohost import DemoHost
 
 
 class Parts:
@@ -60,7 +64,7 @@ class Parts:
         self.config_mirror = _config_mirror(panels.home)
         self._lock = threading.Lock()
         self._suite_report = None
-        self._demo = None
+        self._demo: DemoHost | None = None
 
     def start(self, *, schedule: bool = True) -> None:
         """Start the background parts. ``schedule`` False (every worker of a group but the
@@ -139,4 +143,5 @@ def _config_mirror(home: Home):
 def _database_search(home: Home):
     """The search index of a ledger in a database: local, fed from its tables."""
     from panelist.metrics.ledger.pgsearch import DatabaseSearchIndex
+    assert home.database is not None  # asked only for a ledger in a database
     return DatabaseSearchIndex(home.gateway_runs, home.database)
