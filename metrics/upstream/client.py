@@ -425,7 +425,9 @@ class Streamed:
             return False
         if isinstance(choice.get("finish_reason"), str):
             self._finish = choice["finish_reason"]
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = {}
         text = _text(delta.get("content"))
         if text:
             self._hear(text)
@@ -495,7 +497,9 @@ def _tool_calls(raw, label: str, up: dict | None = None) -> list[dict]:
     calls = []
     for i, call in enumerate(raw):
         fn = call.get("function") if isinstance(call, dict) else None
-        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(fn, dict):
+            fn = {}
+        name = fn.get("name")
         if not isinstance(name, str) or not name:
             raise UpstreamBadReply(f"{label} answered with tool call {i} without a function "
                                    "name; check that the endpoint serves OpenAI chat "
