@@ -224,6 +224,7 @@ class Upstream:
             auth = b"Authorization: Bearer " + api_key.encode() + b"\r\n"
         # One write per request: head and body in one segment, so the server never waits for a
         # second packet (TCP_NODELAY is set) and the call costs a single send.
+        request: bytes | tuple[bytes, bytes, bytes]
         if payload is None:
             request = b"%s%s\r\n" % (head, auth)
         elif isinstance(payload, tuple):   # a shared body: its parts go out as they are
@@ -320,12 +321,14 @@ def _answer(response: Reply, data: bytes, label: str, secrets: tuple,
                           advice="try again later or seat another model")
     choices = reply.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    message = choice.get("message") if isinstance(choice, dict) else None
-    if not isinstance(message, dict):
+    if not isinstance(choice, dict):
+        choice = {}
+    said = choice.get("message")
+    if not isinstance(said, dict):
         raise UpstreamBadReply(f"{label} answered {response.status} without choices[0].message; "
                                "check that the endpoint serves OpenAI chat completions", **up)
-    return _finished(_text(message.get("content")),
-                     _tool_calls(message.get("tool_calls"), label, up), choice.get("finish_reason"),
+    return _finished(_text(said.get("content")),
+                     _tool_calls(said.get("tool_calls"), label, up), choice.get("finish_reason"),
                      reply.get("usage"), reply.get("model"), label, secrets, seconds, up)
 
 
@@ -370,7 +373,9 @@ class Streamed:
         self.reply = reply
         if "text/event-stream" not in reply.headers.get("content-type", "").lower():
             return b"".join(pieces)   # answered whole, stream or not: read as such
-        done, lines, partial = False, [], []
+        done = False
+        lines: list[bytes] = []
+        partial: list[bytes] = []
         for piece in pieces:   # read to the end, [DONE] or not: the connection is then reusable
             if b"\n" not in piece:
                 partial.append(piece)
@@ -447,7 +452,9 @@ class Streamed:
         slot = self._calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
         if isinstance(call.get("id"), str) and call["id"]:
             slot["id"] = call["id"]
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            fn = {}
         if isinstance(fn.get("name"), str):
             slot["name"] += fn["name"]
         args = fn.get("arguments")
