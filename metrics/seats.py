@@ -458,6 +458,12 @@ class _Sent:
     """A call sent by a set's own thread: its answer to read, the slot it holds till then."""
 
     __slots__ = ("chat", "endpoint", "slot", "index", "t0", "deadline", "tries")
+    # set by the set that sent it (SeatSet._send): its unit's place, when it was sent, by
+    # when it must end, and the tries it has left
+    index: int
+    t0: float
+    deadline: float
+    tries: Tries
 
     def __init__(self, chat, endpoint: Endpoint, slot):
         self.chat, self.endpoint, self.slot = chat, endpoint, slot
