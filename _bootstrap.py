@@ -18,6 +18,8 @@ def register() -> None:
         return
     spec = importlib.util.spec_from_file_location(
         "panelist", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the checkout at {ROOT} as the package panelist")
     module = importlib.util.module_from_spec(spec)
     sys.modules["panelist"] = module
     spec.loader.exec_module(module)

@@ -45,6 +45,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from typing import Any  # noqa: E402
 
 from panelist.metrics.upstream.admission import Admission  # noqa: E402
 from panelist.metrics.upstream.client import Upstream  # noqa: E402
@@ -177,7 +178,7 @@ def cost_run(folder: Path, rounds: int) -> dict:
     roster.set_limits("endpoint", "slots", {"max_concurrent": 4})
     roster.set_limits("endpoint", "both", {"max_concurrent": 4, "rpm": 10**6})
     admission = Admission(home)
-    out = {}
+    out: dict[str, Any] = {}
     try:
         for name in ("open", "slots", "both"):
             model = f"m-{name}"

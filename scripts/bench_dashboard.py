@@ -37,6 +37,10 @@ import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+if TYPE_CHECKING:
+    import http.client
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS, COLLECTIONS = 500, 50
@@ -160,6 +164,8 @@ def measure(data: Path, repeat: int, replay: bool) -> dict:
 
     latest = ledger.latest_panel()
     top = panel_seq(latest)
+    if top is None:
+        raise RuntimeError(f"the ledger's latest panel is {latest!r}, not a panel id")
     middle = top // 2
     judged = next((s["call"] for p in ledger.panels_page(None, 200)[0] for s in p["seats"]
                    if s["verdict"] is not None), None)
@@ -214,7 +220,7 @@ def measure_search(data: Path, repeat: int, rebuild: bool) -> dict:
     index.catch_up()
     while index.building:
         time.sleep(0.05)
-    out = {"built_from": f"an earlier run's index of {held:,} panels" if held else "nothing",
+    out: dict[str, Any] = {"built_from": f"an earlier run's index of {held:,} panels" if held else "nothing",
            "build_s": round(time.perf_counter() - t0, 1), "state": index.state(),
            "size_mb": round(sum((runs / n).stat().st_size for n in
                                 ("search.sqlite", "search.sqlite-wal")
@@ -244,6 +250,16 @@ def measure_search(data: Path, repeat: int, rebuild: bool) -> dict:
 
 # --------------------------------------------------------------------------- the /api/ routes
 
+def connect(url: str) -> "http.client.HTTPConnection":
+    """A connection to the dashboard that printed ``url``."""
+    import http.client
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    if parts.hostname is None:
+        raise ValueError(f"no host in the dashboard's URL {url!r}")
+    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+
+
 def time_http_routes(data: Path, repeat: int) -> dict:
     """Time ``GET`` of each dashboard route over HTTP, in a fresh process, once ``serve.py``
     exposes ``make_dashboard(data_dir, host, port)``; until then, say they were skipped.
@@ -257,9 +273,7 @@ def time_http_routes(data: Path, repeat: int) -> dict:
     make_dashboard = getattr(serve, "make_dashboard", None)
     if make_dashboard is None:
         return {"skipped": "serve.py has no make_dashboard(data_dir, host, port) yet"}
-    import http.client
     import threading
-    from urllib.parse import urlsplit
 
     t0 = time.perf_counter()
     server = make_dashboard(data, "127.0.0.1", 0)
@@ -268,8 +282,7 @@ def time_http_routes(data: Path, repeat: int) -> dict:
     thread.start()
     try:
         url = getattr(server, "url", None) or "http://%s:%d" % server.server_address[:2]
-        parts = urlsplit(url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        conn = connect(url)
 
         def get(path: str) -> dict:
             conn.request("GET", path, headers={"Accept": "application/json"})
@@ -300,10 +313,8 @@ def time_owed_queue(seats: int, repeat: int) -> dict:
     """Fill a temporary folder with ``seats`` one-seat panels, judge the oldest 90%, and time
     ``GET /api/owed`` over HTTP: the figure should not grow with the judged seats before the
     first owed one."""
-    import http.client
     import tempfile
     import threading
-    from urllib.parse import urlsplit
 
     from panelist.metrics.ledger.ledger import Ledger
     from panelist.serve import make_dashboard
@@ -333,8 +344,7 @@ def time_owed_queue(seats: int, repeat: int) -> dict:
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
-            parts = urlsplit(server.url)
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+            conn = connect(server.url)
 
             def get() -> dict:
                 conn.request("GET", "/api/owed?limit=50", headers={"Accept": "application/json"})

@@ -149,6 +149,7 @@ class Bench:
         self.sims: dict[str, Child] = {}
         self.gateway: Child | None = None
         self.addr: tuple[str, int] | None = None
+        self.upstream_profile = ""  # the sims profile use() last pointed the roster at
         self.results: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                           "platform": platform.platform()},
                               "prompt_chars": len(SYSTEM) + len(PROMPT),
@@ -182,36 +183,52 @@ class Bench:
         """Point the roster's endpoint at the upstream with these seat latencies (the gateway
         sees the edit on its next request: the roster is re-read when the file changes)."""
         Roster(self.home).add_endpoint("sim", self.sims[profile].first_line, by="bench")
-        self.profile = profile
+        self.upstream_profile = profile
 
     def start_gateway(self) -> dict:
         """Spawn the gateway, ask one panel; the times to its URL line and to that answer."""
         gc.collect()
         db = ["--database", self.database] if self.database else []
-        self.gateway = Child("gateway", [PY, str(self.args.gateway), "--data", str(self.data),
-                                         "--port", "0", *db], self.work)
-        self.addr = url_of(self.gateway.first_line)
-        client = Client(*self.addr, self.body)
+        gateway = self.gateway = Child("gateway", [PY, str(self.args.gateway), "--data",
+                                                   str(self.data), "--port", "0", *db], self.work)
+        addr = self.addr = url_of(gateway.first_line)
+        client = Client(*addr, self.body)
         deadline = time.perf_counter() + 120
         while True:
             status, data, _ = client.panel()
             if status == 200:
                 break
-            if time.perf_counter() > deadline or self.gateway.proc.poll() is not None:
+            if time.perf_counter() > deadline or gateway.proc.poll() is not None:
                 raise RuntimeError(f"the gateway gave no panel ({status}: {data[:300]!r}); "
-                                   f"stderr:\n{self.gateway.stderr_tail()}")
+                                   f"stderr:\n{gateway.stderr_tail()}")
             time.sleep(0.01)
         t_ok = time.perf_counter()
         client.close()
-        return {"to_url_s": round(self.gateway.t_line - self.gateway.t_spawn, 3),
-                "to_first_panel_s": round(t_ok - self.gateway.t_spawn, 3)}
+        return {"to_url_s": round(gateway.t_line - gateway.t_spawn, 3),
+                "to_first_panel_s": round(t_ok - gateway.t_spawn, 3)}
+
+    @property
+    def running(self) -> Child:
+        """The gateway between start_gateway and stop_gateway (measuring outside that is a
+        mistake in the steps' order)."""
+        if self.gateway is None:
+            raise RuntimeError("no gateway is running")
+        return self.gateway
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """(host, port) the running gateway listens on."""
+        if self.addr is None:
+            raise RuntimeError("no gateway has been started")
+        return self.addr
 
     def stop_gateway(self) -> dict:
-        mem = proc_mem(self.gateway.pid)
+        gateway = self.running
+        mem = proc_mem(gateway.pid)
         t0 = time.perf_counter()
-        rc = self.gateway.stop()
+        rc = gateway.stop()
         if rc not in (0, -signal.SIGTERM):
-            log(f"gateway exited {rc}; stderr:\n{self.gateway.stderr_tail()}")
+            log(f"gateway exited {rc}; stderr:\n{gateway.stderr_tail()}")
         self.gateway = None
         return dict(mem, stop_s=round(time.perf_counter() - t0, 2))
 
@@ -240,13 +257,14 @@ class Bench:
         """n panels one after another on one connection; wall time and added latency. Merged
         (step 8): the merged collection, and the merger's own seconds count as upstream time
         too (it runs after the seats); a reply without a merger that answered is a failure."""
-        client = Client(*self.addr, self.merged_body if merged else self.body)
+        client = Client(*self.address, self.merged_body if merged else self.body)
         for _ in range(warmup):
             client.panel()
         gc.collect()
         wall, added, inside, outside, slowest, failed = [], [], [], [], [], 0
-        merger_s, notes = [], collections.Counter()
-        cpu0, gw0 = self_cpu(), proc_cpu(self.gateway.pid)
+        merger_s: list[float] = []
+        notes: collections.Counter[str] = collections.Counter()
+        cpu0, gw0 = self_cpu(), proc_cpu(self.running.pid)
         t0 = time.perf_counter()
         for _ in range(n):
             status, data, secs = client.panel()
@@ -288,7 +306,7 @@ class Bench:
             # minus the slowest seat, and the client's time minus bench.seconds (HTTP in and
             # out, parsing, seating, writing the panel line, encoding the reply)
             "inside_ms_p50": ms(pct(inside, 50)), "outside_ms_p50": ms(pct(outside, 50)),
-            "gateway_cpu_ms_per_panel": ms((proc_cpu(self.gateway.pid) - gw0) * 1000 / done),
+            "gateway_cpu_ms_per_panel": ms((proc_cpu(self.running.pid) - gw0) * 1000 / done),
             "client_cpu_ms_per_panel": ms((self_cpu() - cpu0) * 1000 / done),
             "elapsed_s": round(elapsed, 2),
         }
@@ -302,12 +320,13 @@ class Bench:
         minus the picked seat's own ``seconds``, and the seats still running behind each reply.
         A reply that picked another seat than the first member, or with no seat running behind
         it, counts as failed (the figure would not be what it says)."""
-        client = Client(*self.addr, self.pick_body)
+        client = Client(*self.address, self.pick_body)
         for _ in range(warmup):
             client.panel()
         gc.collect()
-        added, inside, picked_s, behind, failures = [], [], [], [], collections.Counter()
-        gw0 = proc_cpu(self.gateway.pid)
+        added, inside, picked_s, behind = [], [], [], []
+        failures: collections.Counter[str] = collections.Counter()
+        gw0 = proc_cpu(self.running.pid)
         for _ in range(n):
             status, data, secs = client.panel()
             if status != 200:
@@ -339,14 +358,14 @@ class Bench:
             "picked_seat_ms_p50": ms(pct(picked_s, 50)),
             "running_behind_p50": pct(behind, 50),
             # includes the slower seats finishing behind earlier replies and their logging
-            "gateway_cpu_ms_per_panel": ms((proc_cpu(self.gateway.pid) - gw0) * 1000 / done),
+            "gateway_cpu_ms_per_panel": ms((proc_cpu(self.running.pid) - gw0) * 1000 / done),
         }
 
     def streams(self, n: int, warmup: int) -> dict:
         """Step 7: n streams one after another on one keep-alive connection (each runs to
         [DONE], so ~2 s apiece); when the first seat's text arrives, against that seat's own
         ``seconds``."""
-        client = Client(*self.addr, self.stream_body)
+        client = Client(*self.address, self.stream_body)
         for _ in range(warmup):
             client.stream()
         gc.collect()
@@ -388,7 +407,7 @@ class Bench:
     def throughput(self, concurrency: int, duration: float, warmup: float) -> dict:
         """``concurrency`` threads asking back to back for warmup + duration seconds; only the
         panels finished inside the measured window count."""
-        clients = [Client(*self.addr, self.body) for _ in range(concurrency)]
+        clients = [Client(*self.address, self.body) for _ in range(concurrency)]
         start = threading.Event()
         t_begin = [0.0]
         t_stop = [0.0]
@@ -412,7 +431,7 @@ class Bench:
         t_stop[0] = t_begin[0] + duration
         start.set()
         time.sleep(max(0.0, t_begin[0] - time.perf_counter()))
-        pids = {"gateway": self.gateway.pid, "upstream": self.sims[self.profile].pid}
+        pids = {"gateway": self.running.pid, "upstream": self.sims[self.upstream_profile].pid}
         cpu0 = {k: proc_cpu(p) for k, p in pids.items()}
         me0 = self_cpu()
         time.sleep(max(0.0, t_stop[0] - time.perf_counter()))
@@ -462,14 +481,14 @@ class Bench:
         the gateway adds: p50 of the panel minus p50 of the direct call."""
         sim = url_of(self.sims["zero"].first_line)
         direct = Client(*sim, request_body_for_model(MEMBERS[0]))
-        panel = Client(*self.addr, self.body)
+        panel = Client(*self.address, self.body)
         for _ in range(warmup):
             direct.panel()
             panel.panel()
         gc.collect()
-        times = {"direct": [], "panel": []}
+        times: dict[str, list[float]] = {"direct": [], "panel": []}
         failed = 0
-        gw0 = proc_cpu(self.gateway.pid)
+        gw0 = proc_cpu(self.running.pid)
         for _ in range(n):
             for name, client in (("direct", direct), ("panel", panel)):
                 status, _, secs = client.panel()
@@ -478,7 +497,7 @@ class Bench:
                     continue
                 times[name].append(secs * 1000)
         # what the gateway spent per pair: the panel and the work after its reply
-        gateway_cpu = (proc_cpu(self.gateway.pid) - gw0) * 1000 / n
+        gateway_cpu = (proc_cpu(self.running.pid) - gw0) * 1000 / n
         direct.close()
         panel.close()
         p50 = {k: pct(v, 50) for k, v in times.items()}
@@ -586,8 +605,9 @@ class Bench:
         r["added_zero"] = self.sequential(a.panels, warmup=a.warmup)
         if before is not None:
             done = a.panels + a.warmup
-            r["added_zero"]["transactions_per_panel"] = round(
-                (self.transactions() - before) / done, 2)
+            after = self.transactions()
+            assert after is not None  # the same database that counted ``before``
+            r["added_zero"]["transactions_per_panel"] = round((after - before) / done, 2)
         r["throughput"] = []
         for c in (1, 32):
             log(f"step 3: throughput at concurrency {c} ({a.duration:g} s)")
@@ -606,8 +626,10 @@ class Bench:
         with psycopg.connect(self.database, autocommit=True) as conn:
             # the instance's own background reads (the listener's reconnects, config) land
             # in the count too, a few in a run of hundreds of panels
-            return conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
-                                "WHERE datname = current_database()").fetchone()[0]
+            row = conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                               "WHERE datname = current_database()").fetchone()
+            assert row is not None  # the current database always has its row
+            return row[0]
 
     def profile(self, out_dir: Path) -> dict:
         """py-spy on the gateway during a 0 ms, concurrency-1 run; collapsed stacks to out_dir."""
@@ -624,12 +646,12 @@ class Bench:
             path = out_dir / f"gateway-{mode}.txt"
             spy_proc = subprocess.Popen(
                 [spy, "record", "--format", "raw", "--rate", "1000", "--threads",
-                 "--duration", str(int(self.args.duration)), "--pid", str(self.gateway.pid),
+                 "--duration", str(int(self.args.duration)), "--pid", str(self.running.pid),
                  "--output", str(path), *extra],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             time.sleep(1.0)   # py-spy attaches
             t_end = time.perf_counter() + self.args.duration - 1.5
-            client = Client(*self.addr, self.body)
+            client = Client(*self.address, self.body)
             n = 0
             while time.perf_counter() < t_end:
                 client.panel()
@@ -718,7 +740,13 @@ def compare_ledgers(args) -> int:
     results = {}
     try:
         for name in ("files", "database"):
-            args.database_url = None if name == "files" else (url or cluster.create_database())
+            if name == "files":
+                args.database_url = None
+            elif url:
+                args.database_url = url
+            else:
+                assert cluster is not None  # started above, as no --database was given
+                args.database_url = cluster.create_database()
             log(f"ledger: {name}")
             bench = Bench(args)
             try:

@@ -27,12 +27,14 @@ TARGETS = {  # what the figures are held against (printed beside them, never ass
 
 def top_frames(path: Path, n: int = 25) -> dict:
     """Self and inclusive sample counts per function from py-spy's collapsed stacks."""
-    own, incl, total = collections.Counter(), collections.Counter(), 0
+    own: collections.Counter[str] = collections.Counter()
+    incl: collections.Counter[str] = collections.Counter()
+    total = 0
     for line in path.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
+        stack, _, count_text = line.rpartition(" ")
         if not stack:
             continue
-        count = int(count)
+        count = int(count_text)
         total += count
         frames = [re.sub(r" \((.*/)?([^/]+):\d+\)$", r" (\2)", f) for f in stack.split(";")]
         own[frames[-1]] += count

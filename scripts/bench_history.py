@@ -27,6 +27,7 @@ import resource  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from typing import Any  # noqa: E402
 
 from panelist.metrics.panel import history  # noqa: E402
 from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
@@ -45,7 +46,7 @@ def tool(tid: str) -> dict:
 
 def fill(ledger: Ledger, start: int, count: int) -> list[tuple[str, list[dict]]]:
     """``count`` panels; returns (panel, delivered tool calls) of the last ten."""
-    last = []
+    last: list[tuple[str, list[dict]]] = []
     now = time.time()
     for first in range(start, start + count, BATCH):
         n = min(BATCH, start + count - first)
@@ -81,7 +82,7 @@ def fill(ledger: Ledger, start: int, count: int) -> list[tuple[str, list[dict]]]
 
 
 def conversation(turns: list[tuple[str, list[dict]]]) -> list[dict]:
-    messages = [{"role": "user", "content": "go"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for _, calls in turns:
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
         messages.append({"role": "tool", "tool_call_id": calls[0]["id"], "content": "found"})

@@ -23,8 +23,9 @@ import argparse  # noqa: E402
 import random  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from typing import Any  # noqa: E402
 
-from panelist.metrics.home import open_home  # noqa: E402
+from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
 from panelist.metrics.upstream.simanswers import truth_mark  # noqa: E402
 
@@ -80,7 +81,7 @@ def fill_judged(ledger: Ledger, panels: int, seed: int, *,
     return {"panels": panels, "verdicts": judged}
 
 
-def setup(root: Path, panels: int, seed: int, sim_url: str, judges: dict) -> object:
+def setup(root: Path, panels: int, seed: int, sim_url: str, judges: dict) -> Home:
     """A data folder with the simulated panels and ``judges`` (alias -> family) on ``sim_url``,
     each priced at 1 / 2 USD per million tokens."""
     from panelist.metrics.roster.roster import Roster
@@ -103,7 +104,7 @@ def main(argv=None) -> int:
     p.add_argument("--sample", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
-    scripts = {"judge-q90": ("q90fam", {"mode": "truth", "agree": 0.9}),
+    scripts: dict[str, tuple[str, dict[str, Any]]] = {"judge-q90": ("q90fam", {"mode": "truth", "agree": 0.9}),
                "judge-q75": ("q75fam", {"mode": "truth", "agree": 0.75}),
                "judge-q60": ("q60fam", {"mode": "truth", "agree": 0.6}),
                "judge-const": ("constfam", {"mode": "useful"}),
@@ -121,9 +122,12 @@ def main(argv=None) -> int:
                                admission=None)
             report = check.run(check.plan())
             r = next(x for x in report["results"] if x["shape"] == "all")
-            q = script.get("agree")
-            expect = {"truth": (2 * q - 1, q, 2 * q * (1 - q)) if q is not None else None,
-                      "useful": (0.0, 0.5, 1.0), "longer": (None, None, 0.0)}[script["mode"]]
+            expect: tuple[float | None, float | None, float]
+            if script["mode"] == "truth":
+                q = script["agree"]
+                expect = (2 * q - 1, q, 2 * q * (1 - q))
+            else:
+                expect = {"useful": (0.0, 0.5, 1.0), "longer": (None, None, 0.0)}[script["mode"]]
             k, a, f = (r["figures"][x] for x in ("kappa", "accuracy", "flip_rate"))
 
             def shown(fig):

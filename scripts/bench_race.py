@@ -241,6 +241,7 @@ def main(argv=None) -> int:
     sim = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "sim_upstream.py"),
                             "--models", str(spec)], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
+    assert sim.stdout is not None  # stdout=PIPE above
     try:
         url = sim.stdout.readline().strip()
         home = open_home(work / "data")

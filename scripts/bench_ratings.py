@@ -41,6 +41,7 @@ import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
+from typing import Any  # noqa: E402
 
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
@@ -119,7 +120,8 @@ def timing(args) -> dict:
 
     cmd = [sys.executable, str(ROOT / "metrics" / "offload.py"), "ratings", "--json",
            "--data", str(args.data)]
-    walls, cpus, shown = [], [], None
+    walls, cpus = [], []
+    shown: Any = None
     for _ in range(max(1, args.repeat)):
         t0, c0 = time.perf_counter(), children_cpu()
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)

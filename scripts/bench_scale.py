@@ -114,13 +114,15 @@ class Instance:
 
     def kill(self) -> None:
         child, self.child = self.child, None
+        if child is None:
+            raise RuntimeError(f"{self.name} is not running")
         try:
             self.cpu_gone += proc_cpu(child.pid)
         except OSError:
             pass
         child.proc.send_signal(signal.SIGKILL)
         child.proc.wait()
-        child.proc.stdout.close()
+        child.stdout.close()
 
     def stop(self) -> None:
         if self.child is not None:
@@ -308,7 +310,8 @@ class Bench:
         """``panels`` panels at the concurrency over ``instances``; what was answered."""
         rr = RoundRobin(instances, self.load_key)
         left = itertools.count()
-        answered, verdicts_ok, outcomes = [], [], collections.Counter()
+        answered, verdicts_ok = [], []
+        outcomes: collections.Counter[str] = collections.Counter()
         lock = threading.Lock()
 
         def work() -> None:
@@ -468,6 +471,8 @@ class Bench:
 
     # -- the run ------------------------------------------------------------------------------
     def cpu(self) -> dict:
+        if self.sim is None:
+            raise RuntimeError("setup() starts the simulated upstream first")
         return {"gateways": sum(i.cpu() for i in self.instances), "sim": proc_cpu(self.sim.pid),
                 "client": self_cpu(), "database": cluster_cpu(self.postmaster),
                 "machine busy": machine_cpu()}
@@ -490,8 +495,12 @@ class Bench:
         log(f"scale: {a.instances} instances, {a.panels} panels at c={a.concurrency}, a kill "
             f"every {a.kill_every:g} s")
         stop = threading.Event()
-        kills, rates, lags, misses = [], [], [], []
-        faults, slots = collections.Counter(), collections.Counter()
+        kills: list[tuple[str, float]] = []
+        rates: list[tuple[float, int]] = []
+        lags: list[float] = []
+        misses: list[str] = []
+        faults: collections.Counter = collections.Counter()
+        slots: collections.Counter = collections.Counter()
         helpers = [threading.Thread(target=self.killer, args=(stop, kills, faults), daemon=True),
                    threading.Thread(target=self.rate_probe, args=(stop, rates), daemon=True),
                    threading.Thread(target=self.seating_probe, args=(stop, lags, misses),

@@ -27,6 +27,7 @@ import platform  # noqa: E402
 import statistics  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from typing import Any  # noqa: E402
 
 from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     if args.requests < 8:
         parser.error("--requests must be at least 8")
     with SimUpstream({"m": {}}) as sim:
-        figures = {"sequential_rps": round(sequential(sim, args.requests)),
+        figures: dict[str, Any] = {"sequential_rps": round(sequential(sim, args.requests)),
                    "concurrent_8_rps": round(concurrent(sim, args.requests)),
                    "latency_50ms_late": lateness(sim)}
     machine = {"python": platform.python_version(), "cpus": os.cpu_count(),

@@ -69,6 +69,7 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from collections import Counter  # noqa: E402
+from typing import IO, Any, cast  # noqa: E402
 
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
@@ -125,7 +126,7 @@ def attack(host: str, port: int, mode: str, n: int, interval: float, ramp: float
     blanks = b" " * chunk   # JSON whitespace: a body that is no request and no guess
     socks: list[socket.socket | None] = [None] * n
     sent = [0] * n          # bytes sent after the head on the current connection; -1: no head yet
-    stats = {"opened": 0, "closed_by_server": 0, "replies": {}, "connect_failed": 0,
+    stats: dict[str, Any] = {"opened": 0, "closed_by_server": 0, "replies": {}, "connect_failed": 0,
              "send_failed": 0, "bodies_sent_whole": 0, "body_mb_sent": 0.0}
     body_bytes = 0
     t0 = time.monotonic()
@@ -190,7 +191,8 @@ def attack(host: str, port: int, mode: str, n: int, interval: float, ramp: float
         wait = max(0.0, min(due[0][0] - time.monotonic(), 0.1))
         for key_, _ in sel.select(timeout=wait):   # the server answered (408, 503...) or closed
             try:
-                data = key_.fileobj.recv(65536)
+                # only act()'s sockets are ever registered
+                data = cast(socket.socket, key_.fileobj).recv(65536)
             except OSError:
                 data = b""
             if data.startswith(b"HTTP/1."):   # what the server said before it closed
@@ -229,12 +231,14 @@ class Attacker:
              "--rate", str(args.rate)],
             stdout=subprocess.PIPE, stderr=open(workdir / "attacker.stderr", "ab"),
             stdin=subprocess.DEVNULL, text=True, env=env)
+        assert self.proc.stdout is not None  # stdout=PIPE above
+        self.lines: IO[str] = self.proc.stdout
         self.status: dict = {}
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self.lines:
             try:
                 self.status = json.loads(line)
             except ValueError:
@@ -311,7 +315,7 @@ class Probes:
     given, a login with it every ``LOGIN_EVERY`` s, each on a fresh connection in a thread of
     its own, so a probe left waiting never delays the next one. Answered: a 200."""
 
-    def __init__(self, addr, token: str | None):
+    def __init__(self, addr: tuple[str, int], token: str | None):
         self.addr, self.token = addr, token
         self.got: dict[str, list] = {"health": [], "logins": []}   # (ms, outcome)
         self._lock = threading.Lock()
@@ -441,7 +445,9 @@ class Bench:
 
     # one measure each: (milliseconds, failures)
     def kept(self, seconds: float) -> tuple[list[float], Counter]:
-        client, ms, failed = self.client(), [], Counter()
+        client = self.client()
+        ms: list[float] = []
+        failed: Counter[str] = Counter()
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             status, data, secs = client.panel()
@@ -456,11 +462,13 @@ class Bench:
               limit: int = 10_000) -> tuple[list[float], Counter]:
         """Requests each on a new connection (connect included in the time); the times of those
         answered 200, and what the others got."""
-        ms, failed = [], Counter()
+        ms: list[float] = []
+        failed: Counter[str] = Counter()
         body = self.body if path != "/health" else None
         headers = {"Host": host_header(*self.addr)}
         if body is not None:
-            headers.update(self.auth, **{"Content-Type": "application/json"})
+            headers.update(self.auth)
+            headers["Content-Type"] = "application/json"
         end = time.perf_counter() + seconds
         while time.perf_counter() < end and len(ms) + failed.total() < limit:
             t0 = time.perf_counter()
@@ -480,12 +488,14 @@ class Bench:
         return ms, failed
 
     def phase(self, name: str, seconds: float) -> dict:
+        if self.server is None:
+            raise RuntimeError("start() starts the server first")
         pid = self.server.pid
         sampler = Sampler(pid)
         probes = Probes(self.addr, self.token)
         overflows = listen_overflows()
         cpu0, t0 = proc_cpu(pid), time.perf_counter()
-        out = {}
+        out: dict[str, Any] = {}
         for label, (ms, failed) in (("panels_kept_ms", self.kept(seconds)),
                                     ("panels_fresh_ms", self.fresh(seconds))):
             out[label] = dict(stat(ms), failed=sum(failed.values()), failures=dict(failed))
@@ -556,7 +566,7 @@ def targets(r: dict) -> dict:
                                   and health["answered"] == health["attempts"]},
         "panel_p50_within_2x_of_quiet": {
             "kept_ratio": kept, "fresh_ratio": fresh,
-            "met": None not in (kept, fresh) and max(kept, fresh) <= TARGET_RATIO},
+            "met": kept is not None and fresh is not None and max(kept, fresh) <= TARGET_RATIO},
         "rss_at_most_150_mb": {"peak_VmRSS_mb": rss, "VmHWM_mb": d["VmHWM"],
                                "met": max(rss, d["VmHWM"]) <= TARGET_RSS_MB},
     }

@@ -39,6 +39,7 @@ import shutil  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime  # noqa: E402
+from typing import Any  # noqa: E402
 
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
@@ -194,7 +195,7 @@ def main(argv=None) -> int:
                         help="lines in the samples file of step 3")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    figures = {"cpus": os.cpu_count(), "scorer": bench_scorer(args.answers)}
+    figures: dict[str, Any] = {"cpus": os.cpu_count(), "scorer": bench_scorer(args.answers)}
     s = figures["scorer"]
     if not args.json:
         print(f"scorer: {s['answers']:,} answers in {s['seconds']:.2f} s "

@@ -97,9 +97,12 @@ class Bench:
         return host, port, [self.gateway.pid, *pids]
 
     def stop(self) -> None:
-        rc = self.gateway.stop()
+        gateway = self.gateway
+        if gateway is None:
+            raise RuntimeError("no gateway is running")
+        rc = gateway.stop()
         if rc != 0:
-            log(f"gateway exited {rc}; stderr:\n{self.gateway.stderr_tail()}")
+            log(f"gateway exited {rc}; stderr:\n{gateway.stderr_tail()}")
         self.gateway = None
 
     def close(self) -> None:
@@ -121,7 +124,10 @@ class Bench:
     def throughput(self, host: str, port: int, pids: list[int], workers: int) -> dict:
         a = self.args
         clients = [Client(host, port, self.body) for _ in range(a.concurrency)]
-        landed = collections.Counter()
+        if self.sim is None:
+            raise RuntimeError("setup() starts the simulated upstream first")
+        sim = self.sim
+        landed: collections.Counter[int] = collections.Counter()
         for c in clients:   # which worker each kept connection landed on
             c.conn = http.client.HTTPConnection(host, port, timeout=120)
             c.conn.request("GET", "/health", headers={"Host": host_header(host, port)})
@@ -149,10 +155,10 @@ class Bench:
         start.set()
         time.sleep(max(0.0, window[0] - time.perf_counter()))
         gw0 = {p: proc_cpu(p) for p in pids}
-        sim0, me0 = proc_cpu(self.sim.pid), self_cpu()
+        sim0, me0 = proc_cpu(sim.pid), self_cpu()
         time.sleep(max(0.0, window[1] - time.perf_counter()))
         gw1 = {p: proc_cpu(p) for p in pids}
-        sim1, me1 = proc_cpu(self.sim.pid), self_cpu()
+        sim1, me1 = proc_cpu(sim.pid), self_cpu()
         for t in threads:
             t.join(timeout=180)
         rows = [r for out in done for r in out]

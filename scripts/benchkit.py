@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -69,13 +70,15 @@ class Child:
         with open(self.stderr_path, "ab") as err:
             self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
                                          stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
+        assert self.proc.stdout is not None  # stdout=PIPE above
+        self.stdout: IO[bytes] = self.proc.stdout
         self.pid = self.proc.pid
         self.first_line = self._first_line(timeout=300)
         self.t_line = time.perf_counter()
 
     def _first_line(self, timeout: float) -> str:
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline().decode() if ready else ""
+        ready, _, _ = select.select([self.stdout], [], [], timeout)
+        line = self.stdout.readline().decode() if ready else ""
         if not line:
             self.stop()
             raise RuntimeError(f"{self.name} printed nothing; its stderr ({self.stderr_path}):\n"
@@ -96,7 +99,7 @@ class Child:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.proc.stdout.close()
+        self.stdout.close()
         return self.proc.returncode
 
 
@@ -146,7 +149,7 @@ class Client:
         sent: ``head`` (status line and headers), ``role`` (the role-only first chunk),
         ``first_text`` (the first chunk whose delta.content holds a seat section), ``end``
         (``[DONE]``); ``bench`` from the final chunk; ``error`` when something went wrong."""
-        out = {"status": 0, "head": None, "role": None, "first_text": None, "end": None,
+        out: dict[str, Any] = {"status": 0, "head": None, "role": None, "first_text": None, "end": None,
                "texts": 0, "bench": None, "error": ""}
         t0 = time.perf_counter()
         try:

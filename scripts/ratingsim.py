@@ -41,6 +41,7 @@ import math
 import random
 import statistics
 import time
+from typing import Any
 
 from panelist.metrics.ledger import raceevidence
 from panelist.metrics.ledger.pairs import Pairs, pairs_of, pattern
@@ -125,8 +126,8 @@ def coverage(truth, make, trials: int, rng: random.Random) -> dict:
     """The coverage figures of one world over ``trials`` data sets (the module docstring)."""
     held = {a: 0 for a in truth}
     seen = {a: 0 for a in truth}
-    errors = {a: [] for a in truth}
-    ses = {a: [] for a in truth}
+    errors: dict[str, list[float]] = {a: [] for a in truth}
+    ses: dict[str, list[float]] = {a: [] for a in truth}
     pairs_held = pairs_seen = 0
     for _ in range(trials):
         found = make(rng)
@@ -165,7 +166,7 @@ def collection_trial(rng, candidates: int, panel_count: int, rates: dict,
     logit = {a: math.log(r / (1 - r)) for a, r in rates.items()}
     found: dict[tuple, int] = {}
     for p in range(panel_count):
-        entry = ["general"]
+        entry: list[Any] = ["general"]
         d = rng.gauss(0.0, difficulty) if difficulty else 0.0
         for s, alias in enumerate((*MEMBERS, others[p % candidates])):
             entry += (s, alias, _useful(rng, logit.get(alias, 0.0) + d))
@@ -179,7 +180,7 @@ def collection_trial(rng, candidates: int, panel_count: int, rates: dict,
 def run(trials: int, suggest_trials: int, seed: int = 1) -> dict:
     """Every figure of the module docstring, seeded."""
     t0 = time.perf_counter()
-    out = {"coverage": {}, "false_suggestions": {}, "power": {}}
+    out: dict[str, Any] = {"coverage": {}, "false_suggestions": {}, "power": {}}
     rng = random.Random(seed)
     for name, truth, make in _scenarios():
         out["coverage"][name] = coverage(truth, make, trials, rng)

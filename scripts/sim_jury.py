@@ -25,6 +25,7 @@ if not __package__:
 
 import argparse  # noqa: E402
 import random  # noqa: E402
+from typing import Any  # noqa: E402
 
 from panelist.metrics.race import agreement, jury  # noqa: E402
 
@@ -90,7 +91,7 @@ def part_evening(seed: int, runs: int = 2000) -> None:
     rows, truth = [], []
     for n in range(runs):
         q = rng.randint(1, 6)
-        judgements = []
+        judgements: list[dict[str, Any]] = []
         for o in ORDERS:
             for j, off in offsets.items():
                 v = clip(q + off + rng.gauss(0, 0.5))
@@ -100,7 +101,7 @@ def part_evening(seed: int, runs: int = 2000) -> None:
                                    else None, "full": v})
         truth.append(sum(j["full"] for j in judgements) / len(judgements))
         kept = [j for j in judgements if not j["error"]]
-        row = {"label": f"run{n}", "judgements": judgements, "tool_difference": None,
+        row: dict[str, Any] = {"label": f"run{n}", "judgements": judgements, "tool_difference": None,
                "accuracy": sum(j["accuracy"] for j in kept) / len(kept) if kept else None,
                "shown_work": 2 if kept else None, "total": None}
         if kept and len(kept) < len(judgements):

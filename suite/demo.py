@@ -43,7 +43,7 @@ def marker(task: Task, known: dict[str, Task]) -> str | None:
     if bug is None or control is None or bool(bug.files) != bool(control.files):
         return None
     bug_lines, ctl_lines = bug.code, control.code   # a prompt's own code: as it shows them
-    for n in bug.answer:
+    for n in bug.lines:
         theirs, ours = bug_lines.get(n), ctl_lines.get(n)
         if theirs != ours:
             mine = theirs if task.kind == "bug" else ours
@@ -59,7 +59,7 @@ def answer(model: str, task: Task, known: dict[str, Task], hedge: bool = False) 
     if hedge:
         return f"VERDICT: TRUE\nOn reflection it could go either way.\nVERDICT: FALSE\n{note}"
     bug = bug_of(task, known)
-    spot = bug.answer[0] if bug is not None else 1
+    spot = bug.lines[0] if bug is not None else 1
     if model == "sim-swift":
         verdict = "VERDICT: TRUE" if task.kind == "claim" else "NO FAULT"
         return f"{verdict}\n{note}"

@@ -93,7 +93,7 @@ def given(value, paths: list[str], texts: list[str], *, kind: str) -> Focus:
         raise Refused("only a claim names the focus of its first file: a bug's excerpt there "
                       "holds its faulty lines; drop it, or name other attached files' focus as "
                       f"{{\"{paths[-1]}\": \"120-134\"}}")
-    out = [()] * len(paths)
+    out: list[tuple[int, ...]] = [()] * len(paths)
     for i, lines in per_file.items():
         out[i] = _lines(lines, paths[i], len(file_lines(texts[i])))
     return tuple(out)

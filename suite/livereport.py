@@ -42,7 +42,8 @@ class LiveReport:
     def _start(self) -> None:
         self._tail = self.samples.reader()
         self._stamp: tuple[int, int] | None = None
-        self._version: dict[str, str] = {}          # task -> its latest version (hash)
+        # task -> its latest version (hash); a sample line may lack either field
+        self._version: dict[str | None, str | None] = {}
         self._scored: dict[tuple, dict] = {}        # (task, hash, model, epoch) -> slim sample
         self._failed: dict[tuple, str] = {}         # the same key -> its last failure kind
         self._doc: dict | None = None

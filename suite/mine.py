@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import re
 import sys
+from typing import Any
 from pathlib import Path
 
 from panelist.metrics.store import jsonl
@@ -163,7 +164,7 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
     tasks: [ids]}``."""
     from panelist.metrics.ledger.ledger import Ledger
     created = created or drafts.today()
-    report = {"out": str(root), "verdicts": 0, "claims": 0, "written": 0, "present": 0,
+    report: dict[str, Any] = {"out": str(root), "verdicts": 0, "claims": 0, "written": 0, "present": 0,
               "updated": 0, "reviewed": [], "missing": 0, "too_large": 0, "tasks": []}
     evidence = home.gateway_runs / "evidence.jsonl"
     latest = latest_verdicts(evidence)
@@ -192,8 +193,8 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
                     or sum(map(len, fixtures.values())) > MAX_TOTAL:
                 report["too_large"] += len(claims)
                 continue
-            for claim, real in claims:
-                task = claim_task(verdict, claim, real, fixtures, license=license,
+            for claim, is_real in claims:
+                task = claim_task(verdict, claim, is_real, fixtures, license=license,
                                   created=created)
                 _put(root, task, fixtures, report)
     return report

@@ -32,7 +32,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, cast
 
 # callees whose two arguments can be swapped without any change
 SYMMETRIC = frozenset({"max", "min", "print", "hypot", "gcd", "lcm", "isclose", "dist"})
@@ -115,7 +115,7 @@ def functions(path: str, source: bytes, tree: ast.Module | None = None) -> list[
                 name = prefix + child.name
                 found = _Scan(path, name, source, starts, child).mutants()
                 if found:
-                    out.append(Function(path, name, child.lineno, child.end_lineno, found))
+                    out.append(Function(path, name, child.lineno, child.end_lineno or child.lineno, found))
                 visit(child, name + ".")
             elif isinstance(child, ast.ClassDef):
                 visit(child, prefix + child.name + ".")
@@ -167,8 +167,10 @@ class _Scan:
         return self.starts[lineno - 1] + col
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.at(node.lineno, node.col_offset),
-                self.at(node.end_lineno, node.end_col_offset))
+        placed = cast(ast.expr, node)   # every node walked here (expr, stmt, arg) has a place
+        return (self.at(placed.lineno, placed.col_offset),
+                self.at(placed.end_lineno or placed.lineno,
+                        placed.end_col_offset or placed.col_offset))
 
     def text(self, node: ast.AST) -> bytes:
         a, b = self.span(node)
@@ -195,11 +197,11 @@ class _Scan:
                      if isinstance(v, ast.AST)]
             if any(isinstance(v, list) and v and isinstance(v[0], ast.stmt)
                    for _, v in ast.iter_fields(stmt)):
-                ends = [n.end_lineno for o in owned for n in ast.walk(o)
-                        if getattr(n, "end_lineno", None)]
+                ends = [end for o in owned for n in ast.walk(o)
+                        if (end := getattr(n, "end_lineno", None))]
                 lines = tuple(range(stmt.lineno, max([stmt.lineno, *ends]) + 1))
             else:
-                lines = tuple(range(stmt.lineno, stmt.end_lineno + 1))
+                lines = tuple(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
             for node in owned:
                 for child, parent in _walk(node, stmt, self.parents):
                     self._node(child, parent, stmt, lines)
@@ -335,13 +337,13 @@ class _Scan:
                 or not isinstance(stmt.value, ast.Call) or _callee(stmt.value) in QUIET:
             return
         start, end = self.span(stmt)
+        last = stmt.end_lineno or stmt.lineno
         line_start = self.starts[stmt.lineno - 1]
-        line_end = self.starts[stmt.end_lineno] if stmt.end_lineno < len(self.starts) \
-            else len(self.src)
+        line_end = self.starts[last] if last < len(self.starts) else len(self.src)
         if self.src[line_start:start].strip() or \
                 _COMMENT.sub(b"", self.src[end:line_end]).strip():
             return   # shares a line with other code (`a(); b()` or a `;` after it)
-        gone = stmt.end_lineno - stmt.lineno + 1
+        gone = last - stmt.lineno + 1
         above = stmt.lineno - 1
         while above > header_end and not _code(self._line(above)):
             above -= 1
@@ -421,9 +423,9 @@ def _walk(root: ast.AST, parent: ast.AST,
                     if not isinstance(child, ast.stmt))
 
 
-def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
+def _own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
     """Every node of a function's body, nested functions and classes left out."""
-    todo = list(func.body)
+    todo: list[ast.AST] = list(func.body)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -432,7 +434,7 @@ def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
         todo.extend(ast.iter_child_nodes(node))
 
 
-def _counts(node: ast.AST, parent: ast.AST) -> bool:
+def _counts(node: ast.AST, parent: ast.AST | None) -> bool:
     """Whether an integer here is a count or a bound, where one more or less is a real slip."""
     if isinstance(parent, ast.Slice):
         return node is not parent.step

@@ -48,7 +48,9 @@ def params_key(params: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def sample_key(task: str, task_hash: str, model: str, epoch: int, params: str) -> tuple:
+def sample_key(task: str | None, task_hash: str | None, model: str | None, epoch: int | None,
+               params: str | None) -> tuple:
+    """What a sample is done under; a line read back may lack a field (None in its place)."""
     return (task, task_hash, model, epoch, params)
 
 
@@ -118,7 +120,7 @@ def done_keys(samples: list[dict]) -> set[tuple]:
 def latest(samples: list[dict]) -> list[dict]:
     """What the report counts: per task its latest version's samples, per (task, model, epoch)
     the last scored line (a rerun of a sample replaces it)."""
-    version: dict[str, str] = {}
+    version: dict[str | None, str | None] = {}   # a line may lack either field
     for s in samples:
         version[s.get("task")] = s.get("task_hash")
     keep: dict[tuple, dict] = {}

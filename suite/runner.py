@@ -22,6 +22,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
+from typing import cast
 
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
@@ -30,7 +31,7 @@ from panelist.metrics.home import Home
 from panelist.metrics.ledger import samples as sample_store
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Endpoint, Model, Roster
-from panelist.metrics.seats import SeatCall, Seats
+from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.suite import prompts, results
 from panelist.suite.tasks import Task
 
@@ -173,7 +174,9 @@ class SuiteRun:
             try:
                 for result in asked.progress(TICK):
                     if result is not None:
-                        counts[result.alias] = counts.get(result.alias, 0) + 1
+                        # every unit _calls gives is a SeatCall, so every result a SeatResult
+                        alias = cast(SeatResult, result).alias
+                        counts[alias] = counts.get(alias, 0) + 1
                     if progress is not None:
                         progress(dict(counts), totals)
                     if self.cancel.is_set():

@@ -36,6 +36,7 @@ import random
 import shutil
 import signal
 import subprocess
+from typing import Any
 import sys
 import tempfile
 import time
@@ -340,7 +341,7 @@ def seed(repo: str | os.PathLike, root: Path, *, count: int = 10, seed: int = 0,
                          "environments")
     rng = random.Random(seed)
     order = _order(found, rng, hard)
-    report = {"repo": str(repo), "out": str(root), "count": count, "hard": hard, "seed": seed,
+    report: dict[str, Any] = {"repo": str(repo), "out": str(root), "count": count, "hard": hard, "seed": seed,
               "tests": "off", "files": len(sources), "functions": len(found), "tested": 0,
               "dropped": 0, "kept": 0, "written": 0, "present": 0, "tasks": []}
     tests = None
@@ -367,7 +368,7 @@ def seed(repo: str | os.PathLike, root: Path, *, count: int = 10, seed: int = 0,
                 mutated = mutants.check(mutant, source, trees[c.fn.path])
                 if mutated is not None:
                     break
-            if mutant is None:
+            if mutant is None or mutated is None:
                 continue
             bug, control = tasks_for(repo, mutant, source, license=license, created=created)
             present = drafts.exists(root, bug["id"]) and drafts.exists(root, control["id"])
@@ -381,8 +382,8 @@ def seed(repo: str | os.PathLike, root: Path, *, count: int = 10, seed: int = 0,
                     continue
             used[mutant.operator] += 1
             report["kept"] += 1
-            wrote = drafts.write(root, bug, {mutant.path: mutated})
-            wrote = drafts.write(root, control, {mutant.path: source}) + wrote
+            wrote = int(drafts.write(root, bug, {mutant.path: mutated}))
+            wrote += drafts.write(root, control, {mutant.path: source})
             report["written"] += wrote > 0
             report["present"] += wrote == 0
             report["tasks"].append({"id": bug["id"], "control": control["id"],

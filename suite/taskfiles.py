@@ -147,8 +147,8 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
     if not base.is_dir():
         raise Refused("repo", f"{repo!r} is not a folder; point it at the repository the "
                       "attached files are in")
-    named = any(_inside(base, root) for root in repos)
-    return Source(base, "repo", "the repo", copies=None if named else _copies(folder, home))
+    within = any(_inside(base, root) for root in repos)
+    return Source(base, "repo", "the repo", copies=None if within else _copies(folder, home))
 
 
 def _fixtures(folder: Path, home: Path) -> Source:

@@ -50,6 +50,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any, cast
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
@@ -173,11 +174,16 @@ class Task:
         return embedded.numbered(self.prompt)
 
     @property
+    def lines(self) -> tuple[int, ...]:
+        """A bug's key, its faulty lines; empty for a claim or a control."""
+        return self.answer if isinstance(self.answer, tuple) else ()
+
+    @property
     def hash(self) -> str:
         """A digest of everything a model sees and of the key."""
         files = [[f.path, hashlib.sha256(f.text.encode()).hexdigest()] for f in self.files]
         answer = list(self.answer) if isinstance(self.answer, tuple) else self.answer
-        doc = {"kind": self.kind, "prompt": self.prompt, "files": files, "answer": answer,
+        doc: dict[str, Any] = {"kind": self.kind, "prompt": self.prompt, "files": files, "answer": answer,
                "min": self.min_answer_chars}
         # a focus counts only where it moves what the model sees: a long file's excerpt (the
         # first file's under "focus", as before focus was per file, so those hashes hold)
@@ -215,6 +221,7 @@ def load_task(folder: str | Path, repos=()) -> Task:
                      if not problems else "not a task field either")
     task = _build(folder, data, tuple(repos), problems)
     problems.raise_any()
+    assert task is not None  # _build gives None only with a problem, which raise_any raised
     return task
 
 
@@ -335,7 +342,9 @@ def _key(folder: Path, tid: str, data: dict, shown):
     except fieldset.Unmapped as exc:
         (first, said), *more = exc.problems
         raise TaskInvalid(folder, first, said, tuple(more)) from None
-    return kind, (_lines(folder, "must_find", list(answer)) if kind == "bug" else answer)
+    # key() gives a bug its lines as a list
+    return kind, (_lines(folder, "must_find", list(cast(list[int], answer))) if kind == "bug"
+                  else answer)
 
 
 def _own_answer(folder: Path, kind: str, answer):
@@ -499,11 +508,11 @@ def focus_of(task: Task, known: dict[str, Task]) -> focuses.Focus:
     bug = bug_of(task, known)
     if bug is None or not task.files:
         return focuses.none([f.path for f in task.files])
-    own = (bug.answer or (), *bug.focus[1:])
+    own = (bug.lines, *bug.focus[1:])
     if task.kind == "bug":
         return own
     by_path = {f.path: lines for f, lines in zip(bug.files[1:], own[1:])}
-    return (bug.answer or (), *(by_path.get(f.path, ()) for f in task.files[1:]))
+    return (bug.lines, *(by_path.get(f.path, ()) for f in task.files[1:]))
 
 
 def notices(tasks: list[Task]) -> list[dict]:

@@ -51,9 +51,11 @@ def cmd_ask(args, out: Out) -> int:
             from panelist.metrics.panel.panel import Panels
             panels = Panels(open_home(args.data))
             try:
-                reply = panels.ask(body)
+                answered = panels.ask(body)
             finally:
                 panels.close()
+            assert answered is not None  # None only when an ``alive`` check says the caller left
+            reply = answered
     except PanelistError as exc:   # the panel ran and no seat answered: every seat's error
         if exc.code not in NO_ANSWER_CODES:
             raise

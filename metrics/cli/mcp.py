@@ -41,7 +41,7 @@ import os
 import sys
 import threading
 import traceback
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import urlencode
 
 from panelist import __version__
@@ -134,7 +134,7 @@ def _schema(properties: dict, required: tuple = ()) -> dict:
 JUDGE = ('judge each call with the verdict tool: {"call": "<call id>", "useful": true|false, '
          '"note": "why"}')
 
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [
     {"name": "list_collections", "title": "List Panelist collections",
      "description": "The collections (named panels of models) the Panelist gateway serves: "
                     "name, description, members, shape and reply modes. Call it to choose a "
@@ -185,7 +185,7 @@ TOOLS = [
                    "description": f"how many to list, 1 to {MAX_PENDING} (default 20)"}}),
      "annotations": {"readOnlyHint": True, "openWorldHint": False}},
 ]
-TOOL_NAMES = tuple(t["name"] for t in TOOLS)
+TOOL_NAMES: tuple[str, ...] = tuple(t["name"] for t in TOOLS)
 
 
 def list_collections(gw: Remote, _args: dict) -> tuple[str, dict]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Mapping
 
 from panelist.metrics.stats import Z95, t_quantile
 
@@ -67,7 +68,7 @@ class Comparisons:
             out[i][1] += b
             out[j][0] += b
             out[j][1] += a
-        return [tuple(x) for x in out]
+        return [(x[0], x[1]) for x in out]
 
 
 def _sigmoid(x: float) -> float:
@@ -181,7 +182,7 @@ def fit(comparisons: Comparisons) -> list[float]:
 
 
 def errors(comparisons: Comparisons, theta: list[float],
-           clusters: dict[tuple, float]) -> tuple[list[float], list[float]]:
+           clusters: Mapping[tuple, float]) -> tuple[list[float], list[float]]:
     """Each player's standard error of log-strength, and the number of clusters it is in.
 
     ``clusters`` counts units of evidence by pattern: ``{((better, worse), ...): units}``, a

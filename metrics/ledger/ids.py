@@ -45,7 +45,7 @@ ID_HELP = ("call ids come from a panel's reply (each seat's 'call', e.g. p202501
            "or from the list of recent panels")
 
 
-def panel_seq(panel_id: str) -> int | None:
+def panel_seq(panel_id: str | None) -> int | None:
     """The panels.idx slot of a panel id, or None if it is not one."""
     m = _PANEL_ID.fullmatch(panel_id) if isinstance(panel_id, str) else None
     return int(m.group(2)) if m else None

@@ -49,7 +49,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from panelist.metrics import errors
 from panelist.metrics.ledger import snapshot
@@ -60,6 +60,9 @@ from panelist.metrics.ledger.index import RECENT_HISTORY, V_OFFSET, Index, Model
 from panelist.metrics.ledger.logs import FileLogs
 from panelist.metrics.ledger.queries import Queries, verdict_view
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
+
+if TYPE_CHECKING:   # imported where a database is used: psycopg is an optional extra
+    from panelist.metrics.ledger.pglogs import DatabaseLogs
 
 
 class Ledger:
@@ -78,6 +81,8 @@ class Ledger:
         self._lock = threading.Lock()      # the index and the tail reader
         self._decide = threading.Lock()    # one decide-then-append section per process at a time
         self._logs: Logs   # the records' home: the files or the database, one surface
+        # where the records live: the redacted database URL, or None for the runs folder
+        self.database: str | None = None
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
             from panelist.metrics.store.pg import redact
@@ -87,13 +92,12 @@ class Ledger:
                                                        clock=clock,
                                                        outbox=self.dir / "outbox"),
                                   shown=redact(database), snapshots=True)
+            self.database = redact(database)
         else:
-            self._logs = FileLogs(self.dir)
+            files = self._logs = FileLogs(self.dir)
             # where the files are is the logs' to say, named here for readers of the folder
-            self.calls_path = self._logs.calls_path
-            self.evidence_path = self._logs.evidence_path
-        # where the records live: the redacted database URL, or None for the runs folder
-        self.database = self._logs.shown if database else None
+            self.calls_path = files.calls_path
+            self.evidence_path = files.evidence_path
         self._closed = False
 
         self._index = Index(recent_calls=recent_calls, recent_history=recent_history)
@@ -339,7 +343,7 @@ class Ledger:
                                                  awaits_delivery))
 
     def record_delivered(self, panel: str, content: str | None,
-                         tool_call_ids: Iterable[str] = ()) -> None:
+                         tool_call_ids: Iterable[str | None] = ()) -> None:
         """Append one ``"delivered"`` line: the caller received this panel's reply, whose text
         was ``content`` (only its ``reply_hash`` is written) and whose tool calls had these ids.
         From then on its answered seats are owed verdicts, and ``delivered_panel`` finds the
@@ -375,7 +379,7 @@ class Ledger:
         record.update(rec)
         return seq, record
 
-    def record_panel(self, rec: dict, *, evidence: list[dict] = ()) -> None:
+    def record_panel(self, rec: dict, *, evidence: Iterable[dict] = ()) -> None:
         """Append a finished panel to calls.jsonl and point its panels.idx slot at the line.
         ``evidence``: seat lines (as ``record_seat_lines`` takes them) whose own write failed,
         written with the panel, before it, in one write (one transaction in a database). A

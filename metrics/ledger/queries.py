@@ -103,7 +103,7 @@ class Queries:
         first (``oldest``: oldest first, the order a queue of owed verdicts is worked in: the
         order each became owed, its seat line or its panel's delivery)."""
         self._refresh()
-        offsets = []
+        offsets: list[int] = []
         with self._lock:
             if oldest:
                 # the queue holds only owed calls: no judged one is passed on the way
@@ -639,7 +639,8 @@ def _summary(record: dict, judged: dict[str, bool]) -> dict:
     """A calls.jsonl panel line without prompt or answers, each seat with its verdict."""
     def seat(s: dict) -> dict:
         out = {k: s.get(k) for k in _SEAT_SUMMARY}
-        out["verdict"] = judged.get(s.get("call")) if isinstance(s.get("call"), str) else None
+        call = s.get("call")
+        out["verdict"] = judged.get(call) if isinstance(call, str) else None
         return out
 
     out = {k: record.get(k) for k in _PANEL_SUMMARY}

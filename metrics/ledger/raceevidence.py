@@ -89,7 +89,7 @@ class RaceEvidence:
         """``{pattern: inputs}`` summed over every race (``patterns``)."""
         try:
             st = os.stat(self.folder)
-            folder = (st.st_mtime_ns, st.st_ino)
+            folder: tuple = (st.st_mtime_ns, st.st_ino)
         except (FileNotFoundError, NotADirectoryError):
             folder = _MISSING
         with self._lock:

@@ -134,12 +134,12 @@ def rate(shape: str, sources: dict[str, dict]) -> ShapeRatings:
                 wins[pair] = wins.get(pair, 0) + n
         comparisons_of[name] = made
         units[name] = sum(found.values())
-    clusters = [found for found in given.values() if found]
-    if len(clusters) == 1:
-        clusters = clusters[0]
+    seen_by = [found for found in given.values() if found]   # each source's patterns
+    if len(seen_by) == 1:
+        clusters = seen_by[0]
     else:   # a pattern two sources both saw is counted for each
         merged: dict[tuple, int] = {}
-        for found in clusters:
+        for found in seen_by:
             for key, n in found.items():
                 merged[key] = merged.get(key, 0) + n
         clusters = merged

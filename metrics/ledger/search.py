@@ -142,16 +142,19 @@ def text_query(text: str) -> Text:
     return Text(query, tuple(terms))
 
 
-def excerpt(text: Text, prompt, answers: list[tuple[str, str]], width: int = 160) -> dict | None:
+def excerpt(text: Text, prompt, answers: list[tuple[str | None, str | None]],
+            width: int = 160) -> dict | None:
     """Where ``text`` matched a panel: ``{"in": "prompt" | "answer", "call", "text", "at":
     [start, end]}`` (``at`` marks the match inside ``text``), or None if no term is found as
-    written (accents differ, say)."""
+    written (accents differ, say). ``answers``: ``(call, text)`` as a panel line holds them (a
+    field may be missing)."""
     patterns = []
     for words, prefix in text.terms:
-        body = r"\W+".join(re.escape(w) for w in words)
-        patterns.append(r"\b" + body + (r"\w*" if prefix else r"\b"))
+        joined = r"\W+".join(re.escape(w) for w in words)
+        patterns.append(r"\b" + joined + (r"\w*" if prefix else r"\b"))
     rx = re.compile("|".join(patterns), re.IGNORECASE)
-    for where, call, body in [("prompt", None, prompt)] + [("answer", c, a) for c, a in answers]:
+    texts: list[tuple[str, str | None, object]] = [("prompt", None, prompt)]
+    for where, call, body in texts + [("answer", c, a) for c, a in answers]:
         if not isinstance(body, str):
             continue
         m = rx.search(body, 0, MAX_TEXT)
@@ -526,7 +529,7 @@ class SearchIndex:
         db.execute("BEGIN IMMEDIATE")
         try:
             meta = _meta(db)
-            files = {}
+            files: dict[str, tuple[int | None, int]] = {}   # (inode, size); no inode: no file
             for name, path in (("calls", self.calls_path), ("evidence", self.evidence_path)):
                 try:
                     st = os.stat(path)

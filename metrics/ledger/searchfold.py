@@ -38,7 +38,7 @@ class Fold:
     def calls(self, path: Path, offset: int, limit: int | None) -> tuple[int, bool]:
         """Fold calls.jsonl lines from ``offset``; returns (the offset reached, whether that is
         its last whole line)."""
-        records = []
+        records: list[tuple[int, dict]] = []
         lines = jsonl.lines(path, offset)
         done = True
         try:
@@ -46,7 +46,7 @@ class Fold:
                 offset = start + len(line)
                 record = jsonl.parse_line(line)
                 seq = panel_seq(record.get("panel")) if record is not None else None
-                if seq is not None:
+                if seq is not None and record is not None:
                     records.append((seq, record))
                 if limit is not None and len(records) >= limit:
                     done = False
@@ -145,7 +145,7 @@ class Fold:
                 self._evidence(record)
 
     def _evidence(self, record: dict) -> None:
-        kind = record.get("kind")
+        kind = record.get("kind", "")
         db = self.db
         if kind == "verdict":
             call = record.get("call")

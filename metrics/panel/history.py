@@ -63,7 +63,9 @@ def _calls(message: dict) -> list[dict]:
 
 def _signature(call: dict) -> tuple:
     """What a tool call asks for: its function and arguments (parsed when they are JSON)."""
-    fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+    fn = call.get("function")
+    if not isinstance(fn, dict):
+        fn = {}
     args = fn.get("arguments")
     try:
         args = json.dumps(json.loads(args), sort_keys=True) if isinstance(args, str) else args
@@ -150,7 +152,7 @@ def _fit(text: str, calls: list[dict], reply: dict, results: list[dict]) -> list
     kept, notes = [], []
     for result in results:
         tid = result.get("tool_call_id")
-        if tid in mine and tid not in used:
+        if isinstance(tid, str) and tid in mine and tid not in used:   # mine's ids are str
             used.add(tid)
             kept.append(result)
             continue

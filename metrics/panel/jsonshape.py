@@ -255,7 +255,9 @@ def _fit_object(value: dict, schema: dict, walk: _Walk, where: str, depth: int) 
         if missing:
             return f"{where}: missing required key{'s' if len(missing) > 1 else ''} " \
                    + ", ".join(missing[:5])
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        props = {}
     extra = schema.get("additionalProperties")
     for key, item in value.items():
         path = f"{where}.{key}"

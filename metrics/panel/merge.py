@@ -32,6 +32,7 @@ window minus its input estimate, when the window is known.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from panelist.metrics.panel import jsonshape, prompt
 from panelist.metrics.store import jsonwire
@@ -102,7 +103,8 @@ def conversation(messages: list[dict]) -> tuple[list[str], list[dict]]:
                       "function": {"name": c["function"]["name"],
                                    "arguments": c["function"].get("arguments") or "{}"}}
                      for c in m.get("tool_calls") or ()]
-            message = {"role": "assistant", "content": text or (None if calls else "")}
+            message: dict[str, Any] = {"role": "assistant",
+                                       "content": text or (None if calls else "")}
             out.append(message)
             if calls:
                 message["tool_calls"] = calls

@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
@@ -72,7 +72,7 @@ from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster
 from panelist.metrics.panel.seating import (NEEDS, Seat, Seating, SeatsInFlight, seat_panel,
                                             window_of)
-from panelist.metrics.seats import SeatCall, SeatResult, Seats
+from panelist.metrics.seats import Result, SeatCall, SeatResult, Seats
 from panelist.metrics.panel.suggest import ReplySuggestions
 from panelist.metrics.ledger.ratings import Ratings
 
@@ -331,7 +331,7 @@ class PanelRun:
                 max_pause=self._max_pause, meter=self.held, poll=live is None)
             self.deadline = self.seats.deadline
             # each seat, filled in as it ends; until then as seated (status "error", no answer)
-            self.results = self.seats.results
+            self.results = cast(list[SeatResult], self.seats.results)   # a set of SeatCalls
         except BaseException:
             self._release(whole=True)  # a panel that never ran holds no seat, and no memory
             raise
@@ -342,9 +342,10 @@ class PanelRun:
                         messages=messages, params=params, timeout=self.seat_timeout,
                         wait_in_timeout=True)
 
-    def _ended(self, result: SeatResult) -> None:
+    def _ended(self, ended: Result) -> None:
         """A seat's call ended (the core calls this on its thread, after the seat's evidence
         line and before handing the result over)."""
+        result = cast(SeatResult, ended)   # the set holds SeatCalls only
         # released before the result is handed over, so a caller that has every result
         # also finds the seat no longer in flight
         if self.seating.hold is not None:
@@ -397,7 +398,7 @@ class PanelRun:
         ``tick`` seconds while seats are still working, so the caller can check on its client.
         Called again (after ``abandon``), it yields only what it has not yielded yet."""
         # the client enforces each seat's deadline; the core's grace only guards a stuck thread
-        return self.seats.progress(tick)
+        return cast(Iterator[SeatResult | None], self.seats.progress(tick))   # of SeatCalls
 
     def abandon(self) -> None:
         """The caller left: stop every seat still running (their connections are closed)."""
@@ -486,7 +487,7 @@ class PanelRun:
         full = [r for r in results if isinstance(r.raised, AtLimit)]
         if results and len(limited) + len(full) == len(results):
             # nothing failed but room: the caller is told when there will be some
-            waits = [r.raised.retry_after for r in full]
+            waits = [r.raised.retry_after for r in full if isinstance(r.raised, AtLimit)]
             if limited:
                 waits.append(self._soonest_rest([r.alias for r in limited]))
             wait = max(1, math.ceil(min(waits)))
@@ -577,21 +578,21 @@ class PanelRun:
         params[budget_key] = merge.budget(ordered, window_of(model, states.get(model.alias)),
                                           size)
         call = self._call(Seat("merger", 1, model), messages, params)
-        followed = self.live is not None and self.live.may_follow()
+        live = self.live if self.live is not None and self.live.may_follow() else None
         try:
-            self.merger, = panels.seats.run(
-                [self.live.follow(call) if followed else call], deadline=self.deadline,
+            self.merger = merger = panels.seats.run(
+                [live.follow(call) if live is not None else call], deadline=self.deadline,
                 cancel=self.cancel, log=self._log, learn=panels.learn, scrub=self._scrub,
-                max_pause=self._max_pause, meter=self.held)
+                max_pause=self._max_pause, meter=self.held)[0]   # one unit, one result
         finally:
-            if followed:
-                self.live.end()
-        why = pick.problem(self.merger, self.demand)
-        if why is None:
-            self.answer = self.merger
-            self._disagreement(ordered)
+            if live is not None:
+                live.end()
+        problem = pick.problem(merger, self.demand)
+        if problem is None:
+            self.answer = merger
+            self._disagreement(merger, ordered)
             return
-        self.note = f"the merger {model.alias} failed ({why})"
+        self.note = f"the merger {model.alias} failed ({problem})"
         self._fall_back(results)
 
     def _fall_back(self, results: list[SeatResult]) -> None:
@@ -607,13 +608,13 @@ class PanelRun:
         self.answer = picker.picked
         self.note += (f"; here is {pick.label(picker.picked)} {picker.picked.alias}'s answer"
                       + (f" ({picker.note()})" if picker.passed else ""))
-        self._disagreement(self.in_seat_order(results))
+        self._disagreement(picker.picked, self.in_seat_order(results))
 
-    def _disagreement(self, ordered: list[SeatResult]) -> None:
+    def _disagreement(self, answer: SeatResult, ordered: list[SeatResult]) -> None:
         """A merged JSON reply settles every disagreement by majority: keep which seats it
-        overruled, and on which fields (``merge.disagreement``)."""
-        if jsonshape.wants_json(self.req.response_format) and not self.answer.tool_calls:
-            self.disagreement = merge.disagreement(self.answer, ordered)
+        overruled, and on which fields (``merge.disagreement``); ``answer``: the panel's."""
+        if jsonshape.wants_json(self.req.response_format) and not answer.tool_calls:
+            self.disagreement = merge.disagreement(answer, ordered)
 
     def in_seat_order(self, results: list[SeatResult]) -> list[SeatResult]:
         order = {r.call: i for i, r in enumerate(self.results)}
@@ -628,7 +629,7 @@ class PanelRun:
 
     def message(self, results: list[SeatResult]) -> tuple[dict, str]:
         """The reply's ``choices[0].message`` and ``finish_reason``."""
-        message = {"role": "assistant", "content": self.content(results)}
+        message: dict[str, Any] = {"role": "assistant", "content": self.content(results)}
         if self.answer is None:
             return message, "stop"
         if self.answer.tool_calls:
@@ -678,7 +679,7 @@ class PanelRun:
         return self._suggest
 
     def picked(self) -> dict:
-        a = self.answer
+        a = cast(SeatResult, self.answer)   # asked only once a seat's answer is picked
         return {"call": a.call, "seat": a.seat, "alias": a.alias}
 
     def usage(self, results: list[SeatResult]) -> dict:

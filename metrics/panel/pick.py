@@ -33,8 +33,13 @@ failover note.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from panelist.metrics.panel import jsonshape
 from panelist.metrics.plaintext import shorten
+
+if TYPE_CHECKING:
+    from panelist.metrics.seats import SeatResult
 
 
 def rate(state) -> float:
@@ -142,11 +147,11 @@ def problem(result, demand: Demand = ANY) -> str | None:
 class Picker:
     """Seats are offered as they finish; ``offer`` says when the pick is decided."""
 
-    def __init__(self, ordered: list, demand: Demand = ANY):
+    def __init__(self, ordered: list[SeatResult], demand: Demand = ANY):
         self.order = ordered
         self.demand = demand
-        self.picked = None
-        self.passed: list[tuple[object, str]] = []   # (seat, why) passed over, in order
+        self.picked: SeatResult | None = None
+        self.passed: list[tuple[SeatResult, str]] = []   # (seat, why) passed over, in order
         self._pos = 0
         self._done: set[str] = set()
 

@@ -227,9 +227,13 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         if found is None:
             return None
         if found[0] == "window":
-            seating.too_small[model.alias] = window_of(model, states.get(model.alias))
+            window = window_of(model, states.get(model.alias))
+            assert window is not None  # unfit refuses for the window only when one is known
+            seating.too_small[model.alias] = window
         elif found[0] == "capability":
-            seating.lacking[model.alias] = lacking(model, needs)
+            missing = lacking(model, needs)
+            assert missing is not None  # unfit refuses for a capability the model lacks
+            seating.lacking[model.alias] = missing
         return found[1]
 
     for alias in collection.members:

@@ -18,6 +18,8 @@ changed: a person decides, with ``panelist collection save``.
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from panelist.metrics.ledger.ratings import Rated, Ratings, ShapeRatings, z_for
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.roster.roster import RosterView
@@ -32,7 +34,7 @@ def _rounded(interval: tuple[float, float]) -> list[float]:
     return [round(interval[0], 3), round(interval[1], 3)]
 
 
-def _compared(r: Rated | None) -> bool:
+def _compared(r: Rated | None) -> TypeGuard[Rated]:
     return r is not None and r.wins + r.losses > 0
 
 

@@ -32,6 +32,7 @@ Invariants:
 from __future__ import annotations
 
 import random
+from typing import Any
 
 RESAMPLES = 1000
 SEED = 20260
@@ -91,7 +92,7 @@ def alpha_interval(clusters: list[list[list[float]]], *, resamples: int = RESAMP
     kept = [[_unit_sums([float(v) for v in u]) for u in c if len(u) >= 2] for c in clusters]
     kept = [c for c in kept if c]
     value = _alpha_of([u for c in kept for u in c])
-    out = {"value": None if value is None else round(value, 4), "interval": None,
+    out: dict[str, Any] = {"value": None if value is None else round(value, 4), "interval": None,
            "units": sum(len(c) for c in kept), "clusters": len(kept), "resamples": 0,
            "undefined": 0, "level": level, "method": "percentile bootstrap over runs"}
     if value is None:
@@ -150,9 +151,10 @@ def race_units(rows: list[dict]) -> list[list[dict[str, float]]]:
     for row in rows:
         by_order: dict[str, dict[str, float]] = {}
         for j in row.get("judgements") or ():
-            if j.get("error") or said(j) is None:
+            accuracy = said(j)
+            if j.get("error") or accuracy is None:
                 continue
-            by_order.setdefault(j["order"], {})[j["judge"]] = said(j)
+            by_order.setdefault(j["order"], {})[j["judge"]] = accuracy
         if by_order:
             clusters.append([by_order[o] for o in sorted(by_order)])
     return clusters

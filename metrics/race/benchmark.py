@@ -57,10 +57,10 @@ import logging
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 from panelist.metrics.race import blind, checks, flags, jobs, jury, tooldiff
 from panelist.metrics.race import reports as race_reports
@@ -245,7 +245,7 @@ class _Race:
         self.deadline = time.monotonic() + timeout
         self.cancel = cancel
         self.costs = Costs()
-        self.jury: jury.Jury | None = None
+        self.jury: jury.Jury   # set as the race starts (Benchmark._race), before any judging
         self.weights: dict[str, float] | None = None   # judge -> weight (set_jury_weights)
         self._lock = threading.Lock()
 
@@ -272,7 +272,7 @@ class _Run:
     output: object = None
     exception: BaseException | None = None
     wall: float = 0.0
-    row: dict | None = None
+    row: dict = field(default_factory=dict)   # filled by Benchmark._row as the run ends
 
     @property
     def succeeded(self) -> bool:
@@ -316,7 +316,7 @@ class Benchmark:
         self._on_judged: Callable[[str], None] | None = None
         self._rubric: str | None = None
         self._allow = None   # tooldiff.check_allow: extra tool calls that do not count
-        self._scorer = None
+        self._scorer: Callable[[object, object], float | None] | None = None
         self._report: BenchmarkReport | None = None
         self._cancel = CancelFlag()
         self._progress = {"runs": 0, "done": 0, "judged": 0}
@@ -590,7 +590,8 @@ class Benchmark:
         # model calls end by then): it is given up as a row that says so, not waited for
         for landed in runs:
             model, i, n = of[landed.label]
-            run = self._run_of(race, landed, model, "candidate", n, i)
+            # every unit of ``runs`` is a SeatJob, so every result a JobResult
+            run = self._run_of(race, cast(JobResult, landed), model, "candidate", n, i)
             rows.append(run.row)
             self._count("done")
             if run.succeeded:
@@ -599,7 +600,8 @@ class Benchmark:
                 judging.add(SeatJob(label, partial(self._judge, race, references[i - 1],
                                                    seen[i - 1], run, maskers[i - 1],
                                                    tasks[i - 1])))
-        for landed in judging:
+        for result in judging:
+            landed = cast(JobResult, result)   # ``judging`` is only ever given SeatJobs
             if landed.exception is not None:   # a fault of the race's own code
                 raise landed.exception
             if landed.status != "ok":
@@ -616,7 +618,7 @@ class Benchmark:
         """The run a job of the core's ended with; a job given up or never begun is a failed
         row that says why."""
         if landed.status == "ok":
-            return landed.value
+            return cast(_Run, landed.value)   # the value of a job of _one's
         if landed.exception is not None:   # ``_one`` keeps the job's own failure: this is ours
             raise landed.exception
         if landed.error_kind == "cancelled" and not landed.begun:
@@ -671,6 +673,7 @@ class Benchmark:
     def _row(self, run: _Run, model: Model, n: int) -> dict:
         seat = run.seat
         costs = [call_cost(model, r.tokens) for r in seat.results]
+        priced = [c for c in costs if c is not None]
         tokens_in = sum((r.tokens or {}).get("prompt") or 0 for r in seat.results)
         tokens_out = sum((r.tokens or {}).get("completion") or 0 for r in seat.results)
         error = None if run.succeeded else f"{type(run.exception).__name__}: {run.exception}"
@@ -683,7 +686,7 @@ class Benchmark:
             "first_answer": None if seat.first_answer is None
             else round(seat.first_answer - seat.started, 3),
             "wall": round(run.wall, 3),
-            "cost": None if not costs or None in costs else round(sum(costs), 8),
+            "cost": None if not costs or len(priced) < len(costs) else round(sum(priced), 8),
             "currency": model.currency, "score": None, "accuracy": None, "shown_work": None,
             "total": None, "reason": error or "", "judge_error": None, "tool_difference": None,
             "voided": None, "judgements": [],

@@ -41,7 +41,7 @@ import bisect
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, ItemsView, Iterable
 
 from panelist.metrics.race import names as builtin
 from panelist.metrics.race import selfname
@@ -164,6 +164,9 @@ class Names:
     def keys(self):
         return self._names.keys()
 
+    def items(self) -> ItemsView[tuple, _Name]:
+        return self._names.items()
+
     def add_served(self, served: str) -> None:
         """A served id (``vendor/name-x-v2``), its vendor parts, its model part, and each run of
         two or more of the model part's words with one that is no version or tier (``name-x``,
@@ -220,10 +223,11 @@ class Names:
             size, k, name = hit
             span = (start, words[i + size - 1][1])
             if name.after is not None:
-                span = self._context(text, words, i, size, name, found)
-                if span is None:
+                context = self._context(text, words, i, size, name, found)
+                if context is None:
                     i += 1
                     continue
+                span = context
             if flat(k) not in exempt or self._versioned(text, *span):
                 found.append((*self._grown(text, *span), name.what, k))
             i += size
@@ -235,6 +239,7 @@ class Names:
         letters = _Letters(text, words)
         found: list[tuple] = []
         chars, ends, n, done = letters.chars, letters.ends, len(letters.chars), -1
+        node: dict | None   # the trie's node of the letters read so far
         for k in letters.starts:
             if k <= done:
                 continue
@@ -398,8 +403,8 @@ def own_of(model: Model) -> selfname.Own:
             names.add_served(text)
         else:
             names.add(text, MODEL)
-        for k in names.keys():
-            kinds.setdefault(flat(k), "vendor" if names.get(k).what == VENDOR else kind)
+        for k, name in names.items():
+            kinds.setdefault(flat(k), "vendor" if name.what == VENDOR else kind)
             if len(k) == 1:
                 single.add(flat(k))
         shown.update({f: t for f, t in names.shown.items() if f not in shown})

@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from panelist.metrics.race import normal
 from panelist.metrics.race.transcript import Transcript, as_text
@@ -110,7 +111,7 @@ def find(text: str, where: str, exempt: str = "") -> list[dict]:
     return out
 
 
-def scan(transcript: Transcript, task_texts: list[str] = ()) -> list[dict]:
+def scan(transcript: Transcript, task_texts: Sequence[str] = ()) -> list[dict]:
     """Every flag of a run's ``transcript`` (module docstring); ``task_texts``: what the task
     holds (the input, the rubric, what the job sent)."""
     exempt = " ".join(" ".join(normalise(t or "").casefold().split()) for t in task_texts)

@@ -167,7 +167,10 @@ class Judgement:
 
     @property
     def total(self) -> int | None:
-        return None if self.accuracy is None else self.accuracy + self.shown_work
+        if self.accuracy is None:
+            return None
+        assert self.shown_work is not None  # a judgement gives both measures or neither
+        return self.accuracy + self.shown_work
 
     def cap(self, diff: dict) -> "Judgement":
         if self.accuracy is not None and differs(diff) and self.accuracy > CAP:

@@ -37,6 +37,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
@@ -155,7 +156,8 @@ def sample(ledger, shape: str | None, n: int, seed: int) -> tuple[list[Sampled],
     found = ledger.judged_panels(shape)
     order = list(found)
     random.Random(f"judge check {seed}").shuffle(order)
-    chosen, read = [], 0
+    chosen: list[Sampled] = []
+    read = 0
     for panel, shp, verdicts in order:
         if len(chosen) >= n:
             break
@@ -288,10 +290,10 @@ class JudgeCheck:
         plan = Plan(judges, self.shape, questions, available, read, estimate, unpriced,
                     self.budget, self.seed)
         if self.budget is not None:
-            self._check_budget(plan)
+            self._check_budget(plan, self.budget)
         return plan
 
-    def _check_budget(self, plan: Plan) -> None:
+    def _check_budget(self, plan: Plan, budget: float) -> None:
         if plan.unpriced:
             raise BadRequest(f"--budget cannot be kept: {', '.join(plan.unpriced)} has no "
                              "price; give it one (`panelist model add ALIAS --price-in X "
@@ -302,12 +304,12 @@ class JudgeCheck:
                              f"{' and '.join(currencies)}; check them one at a time",
                              param="budget")
         cost = sum(plan.estimate.values())
-        if cost > plan.budget:
+        if cost > budget:
             each = cost / max(1, len(plan.panels))
-            fit = int(plan.budget // each) if each else len(plan.panels)
+            fit = int(budget // each) if each else len(plan.panels)
             raise BadRequest(f"the check would cost about {cost_text(cost, currencies[0])} "
                              f"({len(plan.panels)} panels, {plan.questions} questions), over "
-                             f"the budget of {cost_text(plan.budget, currencies[0])}; lower "
+                             f"the budget of {cost_text(budget, currencies[0])}; lower "
                              f"--sample (about {fit} panels fit) or raise --budget",
                              param="budget")
 
@@ -370,7 +372,7 @@ class JudgeCheck:
         """Every question of ``batch`` to every judge, re-asked once when unreadable while
         ``left`` (the budget left, None: no budget) allows: ``({alias: [Decisions per panel]},
         asked, failed, spent)``."""
-        states = []
+        states: list[dict[str, Any]] = []   # one question to one judge: its asks so far
         for m in judges:
             for k, q in enumerate(batch):
                 for i, messages in enumerate(q.marks):
@@ -388,8 +390,9 @@ class JudgeCheck:
                        and s["asks"] < ASKS]
             if not pending:
                 break
+            # a budget needs every judge priced (_check_budget): no cost here is None
             if left is not None and spent > 0 and spent + self._scaled(sum(
-                    _cost(s) for s in pending)) > left:
+                    _cost(s) or 0.0 for s in pending)) > left:
                 break   # no room to ask again: those questions fail, and the budget holds
             calls = [SeatCall(
                 label=f"judge.{q_label(batch[s['panel']], s)}.{s['judge'].alias}.{s['asks'] + 1}",

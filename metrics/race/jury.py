@@ -42,7 +42,7 @@ import random
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.race import judge
@@ -147,6 +147,7 @@ def even(rows: list[dict]) -> int:
         for measure in ("accuracy", "shown_work"):
             value = _mean([j[measure] - offset[(j["judge"], j["order"], measure)]
                            for j in answered])
+            assert value is not None  # a run with an accuracy has an answered judgement
             r[measure] = min(max(value, 0), top[measure])
         r["total"] = _mean([r["accuracy"] + r["shown_work"]])
         r["evened_from"] = was
@@ -219,7 +220,7 @@ class Jury:
             return {"voided": "not judged, so as to stay blind: " + "; ".join(void),
                     "void_evidence": evidence, "blind": blind, "judgements": [],
                     "judge_asks": 0}
-        states = []
+        states: list[dict[str, Any]] = []   # one judge in one order: its asks so far
         for model in self.judges:
             for order in self.orders_of(label):
                 states.append({"judge": model, "order": order, "asks": 0, "problem": "",

@@ -87,7 +87,7 @@ class Folded:
 
     def origin(self, start: int, end: int) -> tuple[int, int]:
         """The original slice that folded ``text[start:end]`` came from."""
-        if self.lo is None or start >= end:
+        if self.lo is None or self.hi is None or start >= end:   # both None, or neither
             return start, end
         return self.lo[start], self.hi[end - 1]
 
@@ -125,10 +125,10 @@ def _odd(text: str, i: int, out: list, lo: list, hi: list, cache: dict) -> int:
     if escape is not None:
         said = _unescape(escape.group())
         if said is not None:
-            folded = "".join(d if d < "\x80" else _fold_char(d) for d in said)
-            if not folded and hi:
+            unescaped = "".join(d if d < "\x80" else _fold_char(d) for d in said)
+            if not unescaped and hi:
                 hi[-1] = escape.end()
-            for d in folded:
+            for d in unescaped:
                 out.append(d)
                 lo.append(i)
                 hi.append(escape.end())

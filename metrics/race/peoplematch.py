@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 DRAWS = 1000
 FIGURES = ("kappa", "accuracy", "flip_rate", "own_family_lift", "length_slope", "agreement")
@@ -194,7 +195,7 @@ def score(panels: list[Panel], judged: list[Decisions], *, seed: int = 0,
         return {f: {"value": _r(points[k][f]),
                     "interval": _interval([d[f] for d in drawn[k]])} for f in FIGURES}
 
-    versus = {}
+    versus: dict[str, Any] = {}
     for base in BASELINES:
         versus[base] = {}
         for f in ("kappa", "accuracy"):

@@ -189,6 +189,7 @@ class Races:
                            "carried on; start a new race of the job", code="not_a_job")
         earlier = jobs.after(report)
         jobs.latest_check(self.jobs, report)
+        assert earlier.job is not None  # after() refuses a report that kept no job
         body = jobs.body_of(earlier.job, body)
         body.setdefault("runs", report.get("runs") or chatjob.DEFAULT_RUNS)
         return self._launch(chatjob.ChatSpec.parse(body), earlier, admit=admit)
@@ -255,6 +256,7 @@ class Races:
     def _run(self, entry: _Entry) -> None:
         status, error = "done", None
         try:
+            assert entry.bench is not None  # the thread is started only with its bench
             entry.bench.run()
         except Exception as exc:   # the reference's own failure, or the race could not run
             status, error = "failed", f"{type(exc).__name__}: {exc}"

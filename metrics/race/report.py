@@ -114,11 +114,11 @@ def judging_of(rows: list[dict], jury: dict) -> dict:
         out["position"] = {"judgements": len(pairs), "disagree": sum(g > 0 for g in gaps),
                            "mean_difference": _mean(gaps)}
     else:   # one drawn order a run: compare the totals each order got
-        by = {o: [j["total"] for r in rows for j in r.get("judgements") or ()
-                  if j["order"] == o and j["total"] is not None]
-              for o in ("reference_first", "candidate_first")}
+        totals = {o: [j["total"] for r in rows for j in r.get("judgements") or ()
+                      if j["order"] == o and j["total"] is not None]
+                  for o in ("reference_first", "candidate_first")}
         out["position"] = {o: {"judgements": len(v), "mean_total": _mean(v)}
-                           for o, v in by.items()}
+                           for o, v in totals.items()}
     if len(jury.get("judges") or ()) > 1:
         out["alpha"] = agreement.jury_agreement(rows, jury["judges"])
     missing = [m for r in rows for m in r.get("missing") or ()]

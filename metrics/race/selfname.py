@@ -35,8 +35,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from panelist.metrics.race.normal import fold, forms
+
+if TYPE_CHECKING:   # blind imports this module
+    from panelist.metrics.race.blind import Hit
 
 SELF, WORD, OTHER = "[self]", "[selfword]", "[model]"
 
@@ -128,12 +132,14 @@ def _flat(k: tuple) -> str:
     return "".join(k)
 
 
-def evidence(text: str, hits: list, own: Own, names_shown: dict | None = None) -> list[dict]:
+def evidence(text: str, hits: list[Hit], own: Own, names_shown: dict | None = None) -> list[dict]:
     """Where ``text`` names its writer ``own`` (``hits``: ``blind.Hit`` of every name in it):
     ``{"name", "as", "read", "written", "forms", "excerpt"}`` per place."""
     if not any(_flat(h.key) in own.kinds for h in hits):
         return []
-    marked, places, at = [], [], 0   # the text with each name as a placeholder
+    marked: list[str] = []   # the text with each name as a placeholder
+    places: list[tuple[int, int, Hit | None, int, int]] = []
+    at = 0
     length = 0
     for group in _groups(hits):
         start, end = group[0].start, max(h.end for h in group)
@@ -175,7 +181,7 @@ def _groups(hits: list) -> list[list]:
     return groups
 
 
-def _mark(text: str, group: list, own: Own) -> tuple[str, object]:
+def _mark(text: str, group: list[Hit], own: Own) -> tuple[str, Hit | None]:
     """The placeholder for names overlapping in one place, and the own name among them."""
     for h in group:
         f = _flat(h.key)

@@ -256,7 +256,10 @@ def tool_difference(reference: list[dict], run: list[dict], output: str | None =
         known |= _values(call)
     task_text = (task or "").casefold()
     called = {c["tool"] for c in reference}
-    extra, unused, new_tool, allowed = [], [], [], []
+    extra: list[dict] = []
+    unused: list[dict] = []
+    new_tool: list[dict] = []
+    allowed: list[dict] = []
     for i in left:
         entry = {"tool": run[i]["tool"], "arguments": run[i]["arguments"], "call": i + 1}
         if run[i]["tool"] not in called:   # what the call did is not code's to know: it counts
@@ -275,7 +278,7 @@ def tool_difference(reference: list[dict], run: list[dict], output: str | None =
 
 def differs(diff: dict | None) -> bool:
     """Whether ``diff`` holds a difference that counts (caps accuracy)."""
-    return bool(diff) and any(diff.get(k) for k in COUNTED)
+    return diff is not None and any(diff.get(k) for k in COUNTED)
 
 
 # -- the difference as the judge reads it ----------------------------------------------------------

@@ -49,6 +49,7 @@ The choice, failing closed:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from panelist.metrics.race import sequential
 from panelist.metrics.race.judge import MAX_ACCURACY
@@ -102,9 +103,9 @@ def differences(mine: list[dict], pinned: list[dict], measure: str, unit: str) -
     """The unit differences (candidate minus pinned model) of one measure; a unit where either
     side has no value is left out (the caller counts why)."""
     if unit == "run":
-        ref = {r["run"]: _value(r, measure) for r in pinned}
+        ref = {r["run"]: w for r in pinned if (w := _value(r, measure)) is not None}
         return [v - ref[r["run"]] for r in mine
-                if (v := _value(r, measure)) is not None and ref.get(r["run"]) is not None]
+                if (v := _value(r, measure)) is not None and r["run"] in ref]
     out = []
     for i in sorted({r.get("input", 1) for r in mine}):
         a = [v for r in mine if r.get("input", 1) == i and (v := _value(r, measure)) is not None]
@@ -162,6 +163,7 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
     ref_rows = [r for r in rows if r["model"] == pinned]
     ref_scored = scored and any(r.get("score") is not None for r in ref_rows)
     measures = ["accuracy", "score"] if ref_scored else ["accuracy"]
+    out: dict[str, Any]
     out = {"model": None, "state": "", "why": "", "good_enough": [], "candidates": [],
            "needed": None, "band": None,
            "test": {"method": METHOD, "measures": measures, "margin": margin, "alpha": alpha,
@@ -232,11 +234,11 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
             entry["measures"][measure] = measure_test(
                 differences(theirs, ref_rows, measure, units), margin, alpha)
         entry["p"] = max(t["p"] for t in entry["measures"].values())
-    tested = [entry for entry, _ in tested]
+    tested_entries = [entry for entry, _ in tested]
     spreads = {m: sequential.pooled([(e["measures"][m]["spread"], e["measures"][m]["n"])
-                                     for e in tested]) for m in measures}
-    after = sequential.level(look + 1, alpha) / len(tested) if tested else 0.0
-    for entry, adjusted in zip(tested, holm([e["p"] for e in tested])):
+                                     for e in tested_entries]) for m in measures}
+    after = sequential.level(look + 1, alpha) / len(tested_entries) if tested_entries else 0.0
+    for entry, adjusted in zip(tested_entries, holm([e["p"] for e in tested_entries])):
         entry["p_holm"] = adjusted
         tests = entry["measures"].values()
         if share > 0 and adjusted <= share:
@@ -252,7 +254,7 @@ def decide(rows: list[dict], models: list[dict], pinned: str, *, scored: bool = 
     good = [e for e in entries if e["result"] == "good_enough"]
     out["good_enough"] = [e["model"] for e in good]
     ref_cost, ref_currency = cost.get(pinned, (None, None))
-    reference = {"model": pinned, "cost": ref_cost, "currency": ref_currency}
+    reference: dict[str, Any] = {"model": pinned, "cost": ref_cost, "currency": ref_currency}
     pick = reference
     priced = [e for e in [reference, *good] if e["cost"] is not None]
     if good and not priced:

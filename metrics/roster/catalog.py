@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from panelist.metrics.store import configfile, jsonwire, readfile
 from panelist.metrics.alerts import Alerts
@@ -65,7 +66,7 @@ def _money(v) -> float | None:
 
 def _clean(facts: dict) -> dict:
     """Only the facts with a value of the right kind; everything else is left unknown."""
-    out = {}
+    out: dict[str, Any] = {}
     for name in ("context", "max_output", "rpm", "max_concurrent"):
         if (v := _count(facts.get(name))) is not None:
             out[name] = v
@@ -73,8 +74,8 @@ def _clean(facts: dict) -> dict:
         if isinstance(facts.get(name), bool):
             out[name] = facts[name]
     for name in ("price_in", "price_out"):
-        if (v := _money(facts.get(name))) is not None:
-            out[name] = round(v, 6)
+        if (amount := _money(facts.get(name))) is not None:
+            out[name] = round(amount, 6)
     if isinstance(facts.get("currency"), str) and CURRENCY.fullmatch(facts["currency"]):
         out["currency"] = facts["currency"]
     family = facts.get("family")
@@ -116,11 +117,15 @@ def from_listing(entry: dict) -> dict:
     return _clean(facts)
 
 
+def _table(model: dict, name: str) -> dict:
+    """``model[name]`` when it is a JSON object, else an empty one."""
+    value = model.get(name)
+    return value if isinstance(value, dict) else {}
+
+
 def from_models_dev(model: dict) -> dict:
     """The facts of one model of a models.dev-layout file."""
-    limit = model.get("limit") if isinstance(model.get("limit"), dict) else {}
-    cost = model.get("cost") if isinstance(model.get("cost"), dict) else {}
-    modalities = model.get("modalities") if isinstance(model.get("modalities"), dict) else {}
+    limit, cost, modalities = (_table(model, k) for k in ("limit", "cost", "modalities"))
     facts = {"context": limit.get("context"), "max_output": limit.get("output"),
              "price_in": cost.get("input"), "price_out": cost.get("output"),
              "tools": model.get("tool_call"),

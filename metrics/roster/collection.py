@@ -267,9 +267,9 @@ def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
     tags = _words(tags, "tags")
     if len(tags) > MAX_TAGS:
         raise ConfigInvalid(f"at most {MAX_TAGS} tags, got {len(tags)}")
-    bad = [t for t in tags if not TAG.fullmatch(t)]
-    if bad:
-        raise ConfigInvalid(f"tag(s) {', '.join(bad)} not valid: use lower-case words "
+    bad_tags = [t for t in tags if not TAG.fullmatch(t)]
+    if bad_tags:
+        raise ConfigInvalid(f"tag(s) {', '.join(bad_tags)} not valid: use lower-case words "
                             "(letters, digits, '-')")
     if len(set(tags)) != len(tags):
         raise ConfigInvalid("tags must not repeat")

@@ -10,6 +10,8 @@ its model pinned (``PINS``) unless it has a pin already, so a race runs offline.
 
 from __future__ import annotations
 
+from typing import Any
+
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.roster.grades import Grades
 from panelist.metrics.home import Home
@@ -27,7 +29,7 @@ MODELS = {
 }
 # grade -> the model the demo deployment serves it with (the strongest's is the ceiling)
 PINS = {"light": "sim-swift", "general": "sim-steady", "strong": "sim-careful"}
-COLLECTION = {
+COLLECTION: dict[str, Any] = {   # Collections.save's arguments
     "name": "demo",
     "members": ["sim-swift", "sim-steady", "sim-careful"],
     "description": "Demo panel of simulated models: try any prompt; answers are canned.",

@@ -51,7 +51,9 @@ def stem(model_id: str) -> str:
     maker = _MAKER.fullmatch(first)
     if maker:
         first = maker.group(2)
-    letters = _LETTERS.match(first).group(0)
+    found = _LETTERS.match(first)
+    assert found is not None  # [a-z]* matches at the start of any string
+    letters = found.group(0)
     family = letters if len(letters) >= 2 else first
     family = LINES.get(family, LINES.get(first, family))
     if _VALID.fullmatch(family):

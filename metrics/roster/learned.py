@@ -96,7 +96,9 @@ class LearnedFacts:
         self._write(model.endpoint, model.served, fact, value, origin)
 
     def _write_queued(self) -> None:
-        while (item := self._queue.get()) is not None:
+        pending = self._queue
+        assert pending is not None  # the writer is started only beside a queue (background)
+        while (item := pending.get()) is not None:
             self._write(*item)
 
     def _write(self, endpoint: str, served: str, fact: str, value: int | bool,
@@ -116,5 +118,6 @@ class LearnedFacts:
             self._closed = True
             writer = self._writer
         if writer is not None:
+            assert self._queue is not None  # a writer exists only beside its queue
             self._queue.put(None)
             writer.join(timeout)

@@ -75,7 +75,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, overload
 
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Upstream, encode_messages
@@ -243,11 +243,33 @@ class Seats:
                        _hooks(log, learn, scrub, on_end, max_pause, meter), parallel, grace,
                        poll)
 
+    # a unit's result is of its kind: calls give SeatResults, jobs JobResults
+    @overload
+    def run(self, units: Iterable[SeatCall], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[SeatResult]: ...
+
+    @overload
+    def run(self, units: Iterable[SeatJob], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[JobResult]: ...
+
+    @overload
     def run(self, units: Iterable[Unit], *, timeout: float | None = None,
             deadline: float | None = None, cancel: threading.Event | None = None, log=None,
             learn: Learn | None = None, scrub: Scrub | None = None,
             on_end: OnEnd | None = None, max_pause: float | None = None,
-            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[Result]:
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[Result]: ...
+
+    def run(self, units: Iterable[Unit], *, timeout: float | None = None,
+            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
+            learn: Learn | None = None, scrub: Scrub | None = None,
+            on_end: OnEnd | None = None, max_pause: float | None = None,
+            parallel: int | None = None, grace: float = GRACE, meter=None) -> list:
         """``start`` and wait: every result, in the order the units were given. A set of one
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
@@ -453,6 +475,12 @@ class SentCall:
     upstream's to give back (``SlotRelease``), once it is done with the call."""
 
     __slots__ = ("chat", "endpoint", "index", "t0", "deadline", "tries")
+    # set by the set that sent it (SeatSet._send): its unit's place, when it was sent, by
+    # when it must end, and the tries it has left
+    index: int
+    t0: float
+    deadline: float
+    tries: Tries
 
     def __init__(self, chat, endpoint: Endpoint):
         self.chat, self.endpoint = chat, endpoint

@@ -26,7 +26,7 @@ import platform
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from panelist import __version__
 from panelist.metrics.upkeep import retirement
@@ -45,6 +45,9 @@ from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
 from panelist.metrics.stats import wilson
 
+if TYPE_CHECKING:   # parts imports the domains whose routes are here
+    from panelist.metrics.server.parts import Parts
+
 
 def edits_config(fn):
     """Marks a handler that edits the config files: with a database, the dashboard runs it
@@ -62,10 +65,10 @@ APART = 20            # panels never delivered that the first page of /api/panel
 @dataclass
 class ApiRequest:
     method: str
+    parts: Parts               # the server's Parts: its panels, races, onboarding, schedule
     params: dict = field(default_factory=dict)     # from the path pattern
     query: dict = field(default_factory=dict)      # one value per name
-    body: object = None
-    parts: object = None       # the server's Parts: its panels, races, onboarding, schedule
+    body: Any = None           # the parsed JSON body (None for a read)
     who: str = "dashboard"
     base_url: str = ""         # where this server is reached, for the /v1 hint
     token_required: bool = False   # the dashboard asks for the admin token (a login)
@@ -102,13 +105,13 @@ def info(req: ApiRequest) -> dict:
     panels = req.panels
     view = panels.roster.view()
     ledger = panels.ledger
-    latest = ledger.latest_panel()
+    seq = panel_seq(ledger.latest_panel())   # None while the ledger holds no panel
     return {
         "version": __version__, "python": platform.python_version(),
         "data_dir": str(panels.home.root),
         "counts": {"endpoints": len(view.endpoints), "models": len(view.models),
                    "collections": len(panels.collections.all()),
-                   "panels": (panel_seq(latest) + 1) if latest else 0,
+                   "panels": seq + 1 if seq is not None else 0,
                    "verdicts": ledger.verdict_count(), "owed": ledger.owed_count()},
         "first_run": not view.endpoints,
         "auth": {"token_required": req.token_required},
@@ -611,7 +614,8 @@ def usage(req: ApiRequest) -> dict:
     panels = req.panels
     doc = panels.ledger.usage(req.query.get("window") or "day")
     known = panels.known.view().models
-    rows, spent, unpriced = [], {}, []
+    rows, unpriced = [], []
+    spent: dict[str, float] = {}   # currency -> spent
     for alias, row in sorted(doc["models"].items()):
         model = known.get(alias)
         amount = None if model is None else call_cost(model, {

@@ -250,7 +250,7 @@ class Settings:
             ip = None
         if ip is not None and not ip.is_unspecified:   # an address literal cannot be rebound
             exact.add(f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}")
-        names = set()
+        names: set[str] = set()
         if self.public_url is not None:
             parts = self._public()
             name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname

@@ -31,6 +31,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from panelist.metrics.store import configfile, configmerge
 from panelist.metrics.roster.collection import NAME as COLLECTION_NAME
@@ -75,7 +76,9 @@ def _parse(doc: dict) -> dict[str, Key]:
     """keys.json -> {digest: Key}; entries without a usable digest are left out, never guessed,
     and so is every revoked name."""
     out = {}
-    revoked = doc.get("revoked") if isinstance(doc.get("revoked"), dict) else {}
+    revoked = doc.get("revoked")
+    if not isinstance(revoked, dict):
+        revoked = {}
     for name, k in (doc.get("keys") or {}).items():
         if not isinstance(k, dict) or not isinstance(k.get("digest"), str) or name in revoked:
             continue
@@ -162,8 +165,8 @@ class Keys:
                                 or not 1 <= rpm <= MAX_RPM):
             raise ConfigInvalid(f"--rpm must be a whole number from 1 to {MAX_RPM}")
         secret = PREFIX_KEY + secrets.token_urlsafe(32)
-        entry = {"digest": digest(secret), "hint": secret[-4:], "collections": cols, "rpm": rpm,
-                 "created": configfile.now_iso()}
+        entry: dict[str, Any] = {"digest": digest(secret), "hint": secret[-4:],
+                                 "collections": cols, "rpm": rpm, "created": configfile.now_iso()}
         if not races:
             entry["races"] = False
 

@@ -19,6 +19,7 @@ demo; it always returns.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import samples as sample_store
@@ -32,6 +33,9 @@ from panelist.metrics.upkeep.leader import Leader
 from panelist.metrics.upkeep.suitejob import SuiteRuns
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
+
+if TYPE_CHECKING:   # imported when a demo is first asked for
+    from panelist.metrics.upkeep.demohost import DemoHost
 
 
 class Parts:
@@ -73,7 +77,7 @@ class Parts:
         self.signins = SignIns(panels.home)   # the dashboard's provider sign-ins; none at first
         self._lock = threading.Lock()
         self._suite_report = None
-        self._demo = None
+        self._demo: DemoHost | None = None
 
     def start(self, *, schedule: bool = True) -> None:
         """Start the background parts. ``schedule`` False (every worker of a group but the
@@ -168,4 +172,5 @@ def _session_table(home: Home):
 def _database_search(home: Home, **budget):
     """The search index of a ledger in a database: local, fed from its tables."""
     from panelist.metrics.ledger.pgsearch import DatabaseSearchIndex
+    assert home.database is not None  # asked only for a ledger in a database
     return DatabaseSearchIndex(home.gateway_runs, home.database, **budget)

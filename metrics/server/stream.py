@@ -231,7 +231,8 @@ def merged(out: Out, run, merging) -> dict | None:
             try:
                 out.still_there()
             except OSError:
-                return cut_merge(run, merging)
+                cut_merge(run, merging)
+                return None
 
 
 def cut_merge(run, merging) -> None:

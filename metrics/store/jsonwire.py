@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from json import encoder as _stock
-from typing import Callable
+from typing import Any, Callable
 
 MAX_DEPTH = 64   # containers inside containers: a chat request needs five or six
 _LONE = re.compile("[\ud800-\udfff]")
@@ -86,7 +86,7 @@ def loads(data: bytes | str, *, strict: bool = False, unique: bool = False):
     ``Infinity``, which Python's decoder takes but no JSON peer we forward to would;
     ``unique`` refuses an object that names a key twice (which the decoder would let the last
     one win), where two readers could take two different values from one text."""
-    kw = {"parse_constant": _no_constant} if strict else {}
+    kw: dict[str, Any] = {"parse_constant": _no_constant} if strict else {}
     if unique:
         kw["object_pairs_hook"] = _unique
     try:
@@ -135,7 +135,7 @@ def _encoder(kw: dict) -> Callable[[object], str]:
     the circular-reference check, whose table a failed call could leave filled: what we
     encode is parsed JSON and trees of our own, and a cycle still fails (RecursionError)."""
     encoder = json.JSONEncoder(**kw)
-    make = _stock.c_make_encoder
+    make = _stock.c_make_encoder  # type: ignore[attr-defined]  # C accelerator; not in typeshed
     if make is None or encoder.indent is not None:
         return encoder.encode
     strings = _stock.encode_basestring_ascii if encoder.ensure_ascii else \

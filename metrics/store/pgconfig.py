@@ -298,10 +298,11 @@ class ConfigMirror:
                                 stale=True)
                     return
         else:
-            base = self._start_base(name, doc, latest)
-            if base is None:
+            started = self._start_base(name, doc, latest)
+            if started is None:
                 self._take(name, path, latest)
                 return
+            base = started
             if base < 0:   # edited here from a version this database does not hold
                 self._aside(name, path, doc, latest, "edited from a version this database "
                             "does not hold")

@@ -31,7 +31,7 @@ import os
 import sys
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlsplit
 
 from panelist.metrics.errors import PanelistError
@@ -41,12 +41,15 @@ from panelist.metrics.roster.roster import Roster
 from panelist.metrics.store import configfile, flock, jsonwire
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
 
+if TYPE_CHECKING:   # imported only when a demo is served
+    from panelist.metrics.upstream.sim import SimUpstream
+
 WATCH = 0.25            # seconds between a watching host's looks at the owner lock
 KEEP_REQUESTS = 1000    # a long demo keeps the simulator's memory flat
 LOOPBACK = ("127.0.0.1", "localhost")
 
 
-def _simulator(port: int):
+def _simulator(port: int) -> SimUpstream:
     from panelist.metrics.upstream.sim import SimUpstream
     return SimUpstream(port=port, keep_requests=KEEP_REQUESTS)
 
@@ -54,7 +57,7 @@ def _simulator(port: int):
 class DemoHost:
     """One process's part in serving a data folder's demo; ``close`` it when done."""
 
-    def __init__(self, home: Home, make_sim: Callable[[int], object] = _simulator, *,
+    def __init__(self, home: Home, make_sim: Callable[[int], SimUpstream] = _simulator, *,
                  watch: bool = True):
         """``make_sim(port)``: an unstarted simulated upstream on that port (0: any).
         ``watch``: take over when the owner goes (a server); a short command passes False."""
@@ -66,7 +69,7 @@ class DemoHost:
         self._decide = home.demo_sim.with_name("demo-sim.lock")
         self._owner_path = home.demo_sim.with_name("demo-sim.owner")
         self._owner_fd: int | None = None
-        self._sim = None
+        self._sim: SimUpstream | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -88,6 +91,7 @@ class DemoHost:
                 self._thread = threading.Thread(target=self._watching, name="demo-watch",
                                                 daemon=True)
                 self._thread.start()
+            assert self.url is not None  # _serve sets it or raises
             return self.url
 
     def close(self) -> None:
@@ -105,7 +109,8 @@ class DemoHost:
                     if record is not None and record.get("pid") == os.getpid():
                         self._write(record["url"], None)
             finally:
-                os.close(self._owner_fd)   # lets go of the owner lock
+                if self._owner_fd is not None:   # always: the simulator's owner holds the lock
+                    os.close(self._owner_fd)   # lets go of the owner lock
                 self._owner_fd = None
 
     # -- deciding ---------------------------------------------------------------------------------
@@ -115,13 +120,14 @@ class DemoHost:
             record = self._read()
             if self._sim is None and self._take_lock():
                 try:
-                    self._sim = self._bind(self._ports(record))
+                    sim = self._sim = self._bind(self._ports(record))
                 except BaseException:
-                    os.close(self._owner_fd)
+                    if self._owner_fd is not None:   # always: _take_lock just held it
+                        os.close(self._owner_fd)
                     self._owner_fd = None
                     raise
-                self._write(self._sim.url, os.getpid())
-                url = self._sim.url
+                self._write(sim.url, os.getpid())
+                url = sim.url
             elif self._sim is not None:
                 url = self._sim.url
             elif record is not None and isinstance(record.get("url"), str):
@@ -156,7 +162,7 @@ class DemoHost:
                 ports.append(port)
         return ports + [0]
 
-    def _bind(self, ports: list[int]):
+    def _bind(self, ports: list[int]) -> SimUpstream:
         for port in ports:
             try:
                 return self._make_sim(port).start()

@@ -28,7 +28,9 @@ import fcntl
 import os
 import threading
 import time
+from collections.abc import Set as AbstractSet
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from panelist.metrics.store import jsonl, jsonwire
 from panelist.metrics.alerts import Alerts
@@ -40,6 +42,9 @@ from panelist.metrics.upkeep.onboarding_calls import PROBE, SUITE, Asking
 from panelist.metrics.upkeep.onboarding_queue import (ENDED, FINISHED, STEPS, Queue, describe,
                                                       hint, public, spread)
 from panelist.metrics.roster.roster import Roster
+
+if TYPE_CHECKING:   # the suite is imported when a suite step runs
+    from panelist.suite.runner import SuiteRun
 
 PROBE_TIMEOUT = 30.0     # seconds the probe may take once admitted (and may wait for admission)
 RETRY = 5.0              # seconds the server's worker waits before looking again while another
@@ -61,7 +66,7 @@ class Worker:
         self.task_roots = task_roots
         self.on_step = on_step          # called with an entry after each of its transitions
         self._stop = threading.Event()
-        self._run = None                # the suite run in progress, to stop it
+        self._run: SuiteRun | None = None   # the suite run in progress, to stop it
         self._run_lock = threading.Lock()
 
     # -- the lock ----------------------------------------------------------------------------------
@@ -337,7 +342,8 @@ class Worker:
         self.queue.close()
 
 
-def figures(home: Home, alias: str, tasks: list, cut: set[str] = frozenset()) -> dict:
+def figures(home: Home, alias: str, tasks: list,
+            cut: AbstractSet[str] = frozenset()) -> dict:
     """What the quick run found for ``alias`` on ``tasks`` (epoch 1, default parameters);
     ``interrupted``: of the tasks not scored, those whose prompts ``cut`` names (sent, their
     answer never read)."""

@@ -241,8 +241,9 @@ class SuiteRuns:
         """The running or last run's state, whichever process runs it; ``status`` ``none``
         when none ran on this data folder."""
         with self._lock:
-            mine = self._state is not None and self._state["status"] == "running"
-            state = dict(self._state) if mine else None
+            current = self._state
+            mine = current is not None and current["status"] == "running"
+            state = dict(current) if current is not None and mine else None
         if state is None:
             try:
                 state = configfile.read(self.path) if self.path.exists() else None

@@ -96,7 +96,7 @@ class Files:
         admission, 0 if none).
         The ring grows to the largest rpm it has served and never shrinks, so a limit lowered and
         raised again still sees every call of the window."""
-        fd = self.rate_fd
+        fd = self.rate()
         raw = os.pread(fd, _HEAD.size, 0)
         capacity, head = _HEAD.unpack(raw) if len(raw) == _HEAD.size else (0, 0)
         if capacity < rpm or head >= capacity:
@@ -120,12 +120,12 @@ class Files:
         # the time first, the head after: a crash between leaves a time the next call overwrites,
         # of a call that was never made (its process died before making it)
         head, capacity = place
-        os.pwrite(self.rate_fd, _TIME.pack(at), _HEAD.size + head * _TIME.size)
-        os.pwrite(self.rate_fd, _HEAD.pack(capacity, (head + 1) % capacity), 0)
+        os.pwrite(self.rate(), _TIME.pack(at), _HEAD.size + head * _TIME.size)
+        os.pwrite(self.rate(), _HEAD.pack(capacity, (head + 1) % capacity), 0)
 
     def recent(self, since: float) -> int:
         """Admissions recorded after ``since`` (for a status line)."""
-        raw = os.pread(self.rate_fd, 1 << 24, _HEAD.size)
+        raw = os.pread(self.rate(), 1 << 24, _HEAD.size)
         raw = raw[:len(raw) - len(raw) % _TIME.size]
         return sum(1 for (t,) in _TIME.iter_unpack(raw) if t > since)
 
@@ -155,6 +155,7 @@ class FileStore:
     def _folder(self, kind: str, name: str, endpoint: str | None = None) -> Path:
         if kind == "endpoint":
             return self.root / name
+        assert endpoint is not None  # a model's folder is inside its endpoint's
         return self.root / endpoint / "models" / quote(name, safe="")
 
     def scope(self, kind: str, name: str, endpoint: str) -> Files:

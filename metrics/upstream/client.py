@@ -236,6 +236,7 @@ class Upstream:
             auth = b"Authorization: Bearer " + api_key.encode() + b"\r\n"
         # One write per request: head and body in one segment, so the server never waits for a
         # second packet (TCP_NODELAY is set) and the call costs a single send.
+        request: bytes | tuple[bytes, bytes, bytes]
         if payload is None:
             request = b"%s%s\r\n" % (head, auth)
         elif isinstance(payload, tuple):   # a shared body: its parts go out as they are
@@ -332,12 +333,14 @@ def _answer(response: Reply, data: bytes, label: str, secrets: tuple,
                           advice="try again later or seat another model")
     choices = reply.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    message = choice.get("message") if isinstance(choice, dict) else None
-    if not isinstance(message, dict):
+    if not isinstance(choice, dict):
+        choice = {}
+    said = choice.get("message")
+    if not isinstance(said, dict):
         raise UpstreamBadReply(f"{label} answered {response.status} without choices[0].message; "
                                "check that the endpoint serves OpenAI chat completions", **up)
-    return _finished(_text(message.get("content")),
-                     _tool_calls(message.get("tool_calls"), label, up), choice.get("finish_reason"),
+    return _finished(_text(said.get("content")),
+                     _tool_calls(said.get("tool_calls"), label, up), choice.get("finish_reason"),
                      reply.get("usage"), reply.get("model"), label, secrets, seconds, up)
 
 
@@ -382,7 +385,9 @@ class Streamed:
         self.reply = reply
         if "text/event-stream" not in reply.headers.get("content-type", "").lower():
             return b"".join(pieces)   # answered whole, stream or not: read as such
-        done, lines, partial = False, [], []
+        done = False
+        lines: list[bytes] = []
+        partial: list[bytes] = []
         for piece in pieces:   # read to the end, [DONE] or not: the connection is then reusable
             if b"\n" not in piece:
                 partial.append(piece)
@@ -437,7 +442,9 @@ class Streamed:
             return False
         if isinstance(choice.get("finish_reason"), str):
             self._finish = choice["finish_reason"]
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = {}
         text = _text(delta.get("content"))
         if text:
             self._hear(text)
@@ -457,7 +464,9 @@ class Streamed:
         slot = self._calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
         if isinstance(call.get("id"), str) and call["id"]:
             slot["id"] = call["id"]
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            fn = {}
         if isinstance(fn.get("name"), str):
             slot["name"] += fn["name"]
         args = fn.get("arguments")
@@ -507,7 +516,9 @@ def _tool_calls(raw, label: str, up: dict | None = None) -> list[dict]:
     calls = []
     for i, call in enumerate(raw):
         fn = call.get("function") if isinstance(call, dict) else None
-        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(fn, dict):
+            fn = {}
+        name = fn.get("name")
         if not isinstance(name, str) or not name:
             raise UpstreamBadReply(f"{label} answered with tool call {i} without a function "
                                    "name; check that the endpoint serves OpenAI chat "

@@ -220,7 +220,7 @@ class Wire:
         return lines
 
     def _field_lines(self) -> list[bytes]:
-        lines = []
+        lines: list[bytes] = []
         for _ in range(MAX_HEADERS + 1):
             line = self.line()
             if not line:
@@ -239,7 +239,7 @@ class Wire:
             data = self.chunked()
             # a Content-Length beside Transfer-Encoding is ignored, the connection not reused
             keep = keep and "content-length" not in headers
-        elif framing is not None:
+        elif isinstance(framing, int):   # _framing gives "chunked", a length or None
             self._charge(framing)
             data = self.exact(framing)
         else:   # a response without chunked last, or without a length: up to the close
@@ -283,6 +283,7 @@ class Wire:
             self._trailers()
             keep = "content-length" not in headers
         else:
+            assert isinstance(framing, int)  # _framing gives "chunked", a length or None
             self._charge(framing)
             yield from self._exactly(framing)
             keep = True

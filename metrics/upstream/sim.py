@@ -40,6 +40,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from panelist.metrics.upstream import simanswers, simstream
 from panelist.metrics.upstream.simanswers import (JUDGE_MODES, _after_tools, _contents,
@@ -506,7 +507,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.sim._answering(working)
 
     def _chat(self, model: str, body: dict, b: dict, n: int, delay: float, seq: int) -> None:
-        messages = body.get("messages") if isinstance(body.get("messages"), list) else []
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            messages = []
         refused = _tool_history_error(messages)
         if refused:
             return self._error(400, refused + " (simulated)", "invalid_request_error", None,
@@ -604,13 +607,14 @@ class _Handler(BaseHTTPRequestHandler):
             text = b.get("answer") or _reply(model, asked, images)
         if text and b.get("echo_auth_answer"):
             text += f" Called with Authorization: {auth or '(none)'}."
-        said = {"role": "assistant", "content": (text or None) if calls else text}
+        answer: dict[str, Any] = {"role": "assistant",
+                                  "content": (text or None) if calls else text}
         if calls:
-            said["tool_calls"] = calls
+            answer["tool_calls"] = calls
         completion = {
             "id": f"simcmpl-{seq:08x}", "object": "chat.completion", "created": int(time.time()),
             "model": model, "system_fingerprint": "simulated",
-            "choices": [{"index": 0, "message": said,
+            "choices": [{"index": 0, "message": answer,
                          "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {"prompt_tokens": estimate, "completion_tokens": math.ceil(len(text) / 4),
                       "total_tokens": estimate + math.ceil(len(text) / 4)}}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import Any
 
 
 def _contents(messages: list) -> tuple[list[str], str, int]:
@@ -60,6 +61,7 @@ def _tool_history_error(messages: list) -> str | None:
     if unanswered:
         return ("the last message calls tools: send the tool messages answering "
                 f"{', '.join(map(str, unanswered))} before asking again")
+    return None
 def _unsupported(model: str, body: dict, b: dict) -> tuple[str, str] | None:
     """``(param, message)`` when the request asks for what the model is scripted to lack: tools,
     a json_schema response format, or more completion tokens than its ``max_output``."""
@@ -151,7 +153,7 @@ def _from_schema(schema, model, depth: int, root=None):
         return None
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/") and isinstance(root, dict):
-        target = root
+        target: Any = root   # parsed JSON, walked down the reference
         for part in ref[2:].split("/"):
             target = target.get(part) if isinstance(target, dict) else None
         return _from_schema(target, model, depth + 1, root)
@@ -162,8 +164,8 @@ def _from_schema(schema, model, depth: int, root=None):
     for key in ("anyOf", "oneOf", "allOf"):
         if schema.get(key):
             return _from_schema(schema[key][0], model, depth + 1, root)
-    kind = schema.get("type")
-    kind = kind[0] if isinstance(kind, list) and kind else kind
+    given = schema.get("type")
+    kind: Any = given[0] if isinstance(given, list) and given else given   # parsed JSON
     if kind == "object" or "properties" in schema:
         props = schema.get("properties") or {}
         keys = schema.get("required") or list(props)

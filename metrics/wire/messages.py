@@ -35,6 +35,8 @@ Invariants:
 
 from __future__ import annotations
 
+from typing import Any
+
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.panel import jsonshape, prompt
@@ -262,7 +264,8 @@ def _assistant(blocks, called: dict[str, str]) -> list[dict]:
                           "function": {"name": block["name"], "arguments": jsonwire.dumps(args)}})
         elif kind not in SKIPPED_BLOCKS:
             raise _unsupported(kind, where, "text, tool_use or thinking")
-    message = {"role": "assistant", "content": "".join(texts) if texts or not calls else None}
+    message: dict[str, Any] = {"role": "assistant",
+                               "content": "".join(texts) if texts or not calls else None}
     if calls:
         message["tool_calls"] = calls
     return [message]
@@ -275,7 +278,9 @@ def _part(block: dict, where: str) -> dict:
             raise BadRequest(f"{where}.text must be a string", param=f"{where}.text")
         return {"type": "text", "text": block["text"]}
     source = block.get("source")
-    kind = source.get("type") if isinstance(source, dict) else None
+    if not isinstance(source, dict):
+        source = {}
+    kind = source.get("type")
     if kind == "base64":
         media, data = source.get("media_type"), source.get("data")
         if media not in IMAGE_TYPES or not isinstance(data, str):
@@ -381,7 +386,8 @@ def _tool_choice(choice) -> dict:
         if not isinstance(choice.get("name"), str):
             raise BadRequest("'tool_choice.name' must be the name of one of the tools",
                              param="tool_choice.name")
-        out = {"tool_choice": {"type": "function", "function": {"name": choice["name"]}}}
+        out: dict[str, Any] = {"tool_choice": {"type": "function",
+                                               "function": {"name": choice["name"]}}}
     elif isinstance(kind, str) and kind in ("auto", "any", "none"):
         out = {"tool_choice": "required" if kind == "any" else kind}
     else:

@@ -295,8 +295,9 @@ def _format(text) -> dict | None:
 
 
 # -- reply --------------------------------------------------------------------------------------
-def shell(body: dict, panel: str, model: str, created: int) -> dict:
-    """A response in progress: the request's settings echoed, no output yet."""
+def shell(body: dict, panel: str, model: str | None, created: int) -> dict:
+    """A response in progress: the request's settings echoed, no output yet (``model``: the
+    reply's, None when it named none)."""
     tools = [{"type": "function", **t["function"]} for t in _tools(body.get("tools") or [])]
     metadata = body.get("metadata")
     return {

@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from http.server import ThreadingHTTPServer
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
 from panelist.metrics.errors import NotFound
 from panelist.metrics.server.front.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
@@ -127,7 +127,8 @@ class Server(ThreadingHTTPServer):
         settings.check_bind(host)  # refused before the port is taken
         check_reuse_port(role.count)
         super().__init__((host, port), Handler)
-        self.host, self.port = self.server_address[:2]
+        # a TCP server's address is (host, port, ...) with a text host
+        self.host, self.port = cast(tuple[str, int], self.server_address[:2])
         self.guard = Guard.for_server(settings, parts.home, port=self.port, bound=host,
                                       max_body=self.max_body)
 

@@ -440,7 +440,9 @@ class Group:
         the port and the session table, restore the signal handlers."""
         self._stop_all()
         for w in list(self._workers.values()):
-            w.process.join(max(0.0, self._stop_by - time.monotonic()))
+            stop_by = self._stop_by   # read each time: a kill (a second signal) moves it
+            assert stop_by is not None  # set by _stop_all, never unset
+            w.process.join(max(0.0, stop_by - time.monotonic()))
             if w.process.is_alive():
                 self._say(f"worker {w.index} (pid {w.pid}) did not stop; killing it")
                 w.process.kill()
