@@ -49,7 +49,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from panelist.metrics import errors
 from panelist.metrics.ledger import snapshot
@@ -60,9 +60,6 @@ from panelist.metrics.ledger.index import RECENT_HISTORY, V_OFFSET, Index, Model
 from panelist.metrics.ledger.logs import FileLogs
 from panelist.metrics.ledger.queries import Queries, verdict_view
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
-
-if TYPE_CHECKING:   # imported where a database is used: psycopg is an optional extra
-    from panelist.metrics.ledger.pglogs import DatabaseLogs
 
 
 class Ledger:

@@ -84,7 +84,8 @@ from panelist.metrics.errors import (AtLimit, Cancelled, OutputCapExceeded, Rate
                                      UpstreamError, UpstreamTimeout)
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
 from panelist.metrics.seats.calls import (BUDGETS, GRACE, MAX_BACKOFF, TRANSIENT, JobResult,
-                                          Learn, OnEnd, Result, Scrub, SeatCall, SeatResult,
+                                          Learn, OnEnd, Result, Scrub, SeatCall, SeatJob,
+                                          SeatResult,
                                           Tries, Unit, Write, answered, closed, failed,
                                           log_results, own_deadline, run_job)
 from panelist.metrics.seats.seatset import SeatSet
