@@ -31,8 +31,8 @@ from panelist.metrics.upkeep.failing import describe
 from panelist.metrics.upkeep.health import ask_endpoint
 from panelist.metrics.ledger import verdict
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.roster.collection import MAX_DESCRIPTION, MAX_TAGS, PREFIX, REPLIES, \
-    SHAPE, Limits
+from panelist.metrics.roster.collection import EXPLORER_POLICIES, MAX_DESCRIPTION, MAX_TAGS, \
+    PREFIX, REPLIES, SHAPE, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
@@ -402,7 +402,8 @@ COLLECTION = dict(
     description=Text(MAX_DESCRIPTION, hint="what the collection is for"),
     tags=Strings(MAX_TAGS, NAME, comma=True, hint="lower-case words"),
     shape=Text(NAME, hint="one lower-case word such as review, or auto"),
-    reply=OneOf(*REPLIES), merger=Text(NAME, hint="the alias of the model that merges"))
+    reply=OneOf(*REPLIES), merger=Text(NAME, hint="the alias of the model that merges"),
+    explorer_policy=OneOf(*EXPLORER_POLICIES))
 COLLECTION_NAME = "what the collection is for, asked as bench/<name>"
 
 
