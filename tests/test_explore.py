@@ -121,3 +121,42 @@ def test_p_beats_reads_the_posteriors():
     assert explore.p_beats(State(30, 5), State(5, 30)) > 0.99
     assert explore.p_beats(State(5, 30), State(30, 5)) < 0.01
     assert abs(explore.p_beats(State(4, 4), State(4, 4)) - 0.5) < 1e-9
+
+
+def test_the_api_and_the_command_line_set_the_policy(tmp_path, capsys):
+    from inprocess import call
+    from panelist.metrics.cli.main import main
+    from panelist.serve import make_dashboard
+    home = folder(tmp_path / "data", "staleness")
+    server = make_dashboard(home, env={})
+    try:
+        status, _, row = call(server, "POST", "/api/collections", {
+            "name": "learner", "members": ["m1"], "explorer_policy": "thompson"})
+        assert status == 200 and row["explorer_policy"] == "thompson", row
+        status, _, body = call(server, "POST", "/api/collections", {
+            "name": "other", "members": ["m1"], "explorer_policy": "greedy"})
+        assert status == 400 and body["error"]["param"] == "explorer_policy", body
+    finally:
+        server.close()
+    assert main(["--data", str(home.root), "collection", "save", "duo", "--members", "m1,m2",
+                 "--explorer-policy", "thompson"]) == 0
+    capsys.readouterr()
+    assert Collections(home).all()["duo"].explorer_policy == "thompson"
+    assert Collections(home).all()["learner"].explorer_policy == "thompson"
+    with pytest.raises(SystemExit):
+        main(["--data", str(home.root), "collection", "save", "duo", "--members", "m1",
+              "--explorer-policy", "greedy"])
+    assert "invalid choice: 'greedy'" in capsys.readouterr().err
+
+
+def test_replay_prints_one_line_per_policy(capsys):
+    from panelist.metrics.cli.main import main
+    assert main(["replay", "--trials", "2", "--budget", "200", "--candidates", "6"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == \
+        ["staleness+oldest", "thompson+oldest", "thompson+value"]
+    for line in lines:
+        assert "verdicts_to_decision=" in line and " regret=" in line
+        assert " bound_broken=0/4 " in line, line
+    assert main(["replay", "--trials", "0"]) == 1
+    assert "--trials must be at least 1" in capsys.readouterr().err

@@ -13,14 +13,17 @@ replace, so verdicts land where they can change the collection's decision:
 - The member it would replace is the seated member with the lowest posterior mean; ``p`` in its
   ``why`` is the chance the candidate's rate is above that member's (normal approximation of the
   two posteriors).
-- The staleness bound is a hard floor: a candidate never seated for the shape, or one that has
-  waited ``floor_turns(K, E)`` turns, is *due* and sits before any drawn candidate, the longest
-  wait first. With K candidates and E explorer seats, a due candidate has at most K − 1 ahead
-  of it, each seated at most once before it (a candidate seated later waits less), E a panel; so
-  every candidate sits at least once in any ``bound(K, E)`` = 2⌊(K−1)/E⌋ + 1 consecutive panels
-  of the shape, no more than the staleness rotation's own bound, whatever the verdicts. The same
-  conditions as the rotation's bound apply: the candidate is eligible, has no seat in flight,
-  its endpoint has room and the families are distinct (``seating.py``).
+- The staleness bound is a hard floor. With K candidates and E explorer seats, no candidate may
+  wait more than ``bound(K, E)`` = ⌊2(K−1)/E⌋ + 1 panels of the shape from one seat to the
+  next, the rotation's own bound. Each candidate's deadline is the panel by which it must sit;
+  sorted by deadline, the k-th can wait ``slack`` more panels, in which E × slack seats go to
+  those before it. The fewest that must sit now for every other to still make its deadline
+  (``forced``) are *due* and sit first, earliest deadline first; the draws fill the seats left.
+  A model never seated for the shape is due at once, as under staleness. With every candidate
+  needing a seat only once per bound, K ≤ E·(bound − 1) leaves about E − K/bound seats a panel
+  to the draws (about half of them at K = 20, E = 2). The same conditions as the rotation's
+  bound apply: the candidate is eligible, has no seat in flight, its endpoint has room and the
+  families are distinct (``seating.py``).
 
 Invariants: the order depends only on the states, the members' states and the draws, so a seeded
 ``random.Random`` seats the same panels every run; a busy candidate (a seat in flight) comes after
@@ -35,14 +38,10 @@ import random
 STALENESS, THOMPSON = "staleness", "thompson"
 
 
-def floor_turns(candidates: int, explorers: int) -> int:
-    """Turns after which a candidate is due under ``thompson`` (see the module's bound)."""
-    return (max(candidates, 1) - 1) // max(explorers, 1) + 1
-
-
 def bound(candidates: int, explorers: int) -> int:
-    """The most panels from one explorer seat to the next, under either policy."""
-    return 2 * ((max(candidates, 1) - 1) // max(explorers, 1)) + 1
+    """The most panels from one explorer seat to the next, under either policy: the staleness
+    rotation's ⌊2(K−1)/E⌋ + 1 (``seating.py``)."""
+    return 2 * (max(candidates, 1) - 1) // max(explorers, 1) + 1
 
 
 def turns(state) -> int | None:
@@ -101,34 +100,47 @@ def stale_why(state, now: float) -> str:
     return f"stale {ago(now - state.last_seated)} ({t} panel{'s' if t != 1 else ''} of this shape)"
 
 
+def forced(slacks: list[int], explorers: int) -> int:
+    """How many of the candidates, sorted by ``slacks`` (panels each may still wait, fewest
+    first), must sit now so that every other one can still sit in time, ``explorers`` a panel:
+    the k-th can wait at most ``slack`` panels, by which time ``explorers × slack`` seats have
+    gone to those before it, so ``k − f ≤ explorers × slack`` for every k."""
+    need = 0
+    for k, slack in enumerate(slacks, 1):
+        need = max(need, k - explorers * max(slack, 0))
+    return need
+
+
 def thompson_order(candidates: list, states: dict, members: list[tuple[str, object]],
                    explorers: int, busy, rng: random.Random, now: float):
     """The candidates (``Model``s) in the order they take explorer seats, and ``why(alias)``
     for the ones seated (worded only when asked: a long roster seats few). ``members``:
     ``(seat label, state)`` of each seated member; ``busy``: aliases with a seat in flight."""
-    floor = floor_turns(len(candidates), explorers)
-    order, drawn = [], {}
-    for model in candidates:   # roster order: the draws are the same for the same seed
-        state = states.get(model.alias)
-        t = turns(state)
-        idle = model.alias not in busy
-        if t is None or t >= floor:
-            order.append(((not idle, 0, -(math.inf if t is None else t), model.alias), model))
-            continue
-        drawn[model.alias] = sample = rng.betavariate(*posterior(state))
-        order.append(((not idle, 1, -sample, model.alias), model))
-    # idle before busy; within each, due (longest wait first) before drawn (highest draw first)
-    order.sort(key=lambda pair: pair[0])
+    limit = bound(len(candidates), explorers)
+    idle, waiting = [], []
+    for model in candidates:
+        (waiting if model.alias in busy else idle).append(model)
+
+    def slack(model) -> int:
+        t = turns(states.get(model.alias))
+        return 0 if t is None else limit - t   # never seated: due now, as under staleness
+    # the earliest deadlines first; ties by the longer wait, then alias
+    idle.sort(key=lambda m: (slack(m), m.alias))
+    due = idle[:forced([slack(m) for m in idle], explorers)]
+    drawn = {}
+    for model in idle[len(due):] + waiting:   # in a fixed order: same seed, same draws
+        drawn[model.alias] = rng.betavariate(*posterior(states.get(model.alias)))
+    rest = sorted(idle[len(due):], key=lambda m: (-drawn[m.alias], m.alias))
+    waiting.sort(key=lambda m: (-drawn[m.alias], m.alias))
     target = weakest(members)
 
     def why(alias: str) -> str:
         state = states.get(alias)
         if alias not in drawn:
-            t = turns(state)
-            if t is None:
+            if turns(state) is None:
                 return "never seated for this shape"
-            return f"due: {stale_why(state, now)}, at the floor of {floor}"
+            return f"due: {stale_why(state, now)}, the most a model may wait is {limit}"
         if target is None:
             return f"drawn rate {drawn[alias]:.2f} (no member sat to compare)"
         return f"could beat {target[0]} (p={p_beats(state, target[1]):.2f})"
-    return [m for _, m in order], why
+    return due + rest + waiting, why
