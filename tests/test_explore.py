@@ -2,6 +2,7 @@
 verdicts, seats the same panels under the same seed, and every seat of a reply says why it sat.
 Nothing is asked of an upstream except in the reply test (the fake transport)."""
 
+import json
 import random
 
 import pytest
@@ -160,3 +161,61 @@ def test_replay_prints_one_line_per_policy(capsys):
         assert " bound_broken=0/4 " in line, line
     assert main(["replay", "--trials", "0"]) == 1
     assert "--trials must be at least 1" in capsys.readouterr().err
+
+
+def answered(ledger, alias, useful=None) -> str:
+    """One answered seat of ``alias`` on bench/duo, judged ``useful`` unless None (then owed)."""
+    panel = ledger.new_panel()
+    call = f"{panel}.{alias}"
+    ledger.record_seat({"call": call, "panel": panel, "alias": alias, "shape": "general",
+                        "status": "ok", "key": "local", "collection": "bench/duo",
+                        "seat": "member" if alias.startswith("m") else "explorer"})
+    if useful is not None:
+        ledger.record_verdict(call, useful=useful)
+    return call
+
+
+def test_value_order_ranks_a_verdict_that_can_decide_a_swap_first(tmp_path, capsys):
+    from inprocess import call
+    from panelist.metrics.cli.main import main
+    from panelist.metrics.ledger.ledger import Ledger
+    from panelist.serve import make_dashboard
+    home = folder(tmp_path / "data", "thompson")
+    with Ledger.of_home(home) as ledger:
+        # m2 is the weaker member; c0 has beaten it so far, c1 has never been useful
+        for i in range(10):
+            answered(ledger, "m1", useful=True)
+            answered(ledger, "m2", useful=i < 4)
+            answered(ledger, "c0", useful=i < 8)
+            answered(ledger, "c1", useful=False)
+        hopeless = answered(ledger, "c1")    # owed first: oldest first lists it first
+        deciding = answered(ledger, "c0")
+    server = make_dashboard(home, env={})
+    try:
+        status, _, oldest = call(server, "GET", "/api/owed")
+        assert status == 200 and oldest["order"] == "oldest"
+        assert [r["call"] for r in oldest["data"]] == [hopeless, deciding]
+        status, _, valued = call(server, "GET", "/api/owed?order=value")
+        assert status == 200 and valued["order"] == "value", valued
+        assert [r["call"] for r in valued["data"]] == [deciding, hopeless]
+        first, second = valued["data"]
+        assert first["value"] > second["value"]
+        assert first["reason"].startswith("could decide a swap for m2 (p=")
+        status, _, body = call(server, "GET", "/api/owed?order=loudest")
+        assert status == 400 and body["error"]["param"] == "order", body
+    finally:
+        server.close()
+    from panelist.gateway import make_gateway
+    gateway = make_gateway(home, env={})
+    try:
+        status, _, pending = call(gateway, "GET", "/bench/pending?order=value")
+        assert status == 200 and pending["order"] == "value", pending
+        assert [r["call"] for r in pending["data"]] == [deciding, hopeless]
+        status, _, pending = call(gateway, "GET", "/bench/pending")
+        assert pending["order"] == "newest"
+        assert [r["call"] for r in pending["data"]] == [deciding, hopeless]
+    finally:
+        gateway.close()
+    assert main(["--data", str(home.root), "--json", "pending", "--order", "value"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["call"] for r in listed] == [deciding, hopeless]

@@ -19,9 +19,12 @@ replace, so verdicts land where they can change the collection's decision:
   sorted by deadline, the k-th can wait ``slack`` more panels, in which E × slack seats go to
   those before it. The fewest that must sit now for every other to still make its deadline
   (``forced``) are *due* and sit first, earliest deadline first; the draws fill the seats left.
-  A model never seated for the shape is due at once, as under staleness. With every candidate
-  needing a seat only once per bound, K ≤ E·(bound − 1) leaves about E − K/bound seats a panel
-  to the draws (about half of them at K = 20, E = 2). The same conditions as the rotation's
+  A model never seated for the shape is due at once, as under staleness (a real deadline goes
+  first at a tie; the bound counts from a model's first seat). Seating the forced keeps every
+  deadline reachable: the rest lose one panel of slack and one fewer seat is needed before
+  each, and those seated come back with ``bound − 1`` panels of slack, which K ≤ E·bound
+  covers. Each candidate needs a seat only once per bound, which leaves about E − K/bound seats
+  a panel to the draws (about half of them at K = 20, E = 2). The same conditions as the rotation's
   bound apply: the candidate is eligible, has no seat in flight, its endpoint has room and the
   families are distinct (``seating.py``).
 
@@ -124,8 +127,8 @@ def thompson_order(candidates: list, states: dict, members: list[tuple[str, obje
     def slack(model) -> int:
         t = turns(states.get(model.alias))
         return 0 if t is None else limit - t   # never seated: due now, as under staleness
-    # the earliest deadlines first; ties by the longer wait, then alias
-    idle.sort(key=lambda m: (slack(m), m.alias))
+    # the earliest deadlines first; at a tie a model with a real deadline before one never seated
+    idle.sort(key=lambda m: (slack(m), turns(states.get(m.alias)) is None, m.alias))
     due = idle[:forced([slack(m) for m in idle], explorers)]
     drawn = {}
     for model in idle[len(due):] + waiting:   # in a fixed order: same seed, same draws
@@ -144,3 +147,32 @@ def thompson_order(candidates: list, states: dict, members: list[tuple[str, obje
             return f"drawn rate {drawn[alias]:.2f} (no member sat to compare)"
         return f"could beat {target[0]} (p={p_beats(state, target[1]):.2f})"
     return due + rest + waiting, why
+
+
+def _narrowing(state) -> float:
+    """The expected shrink of a posterior's sd from one more verdict."""
+    a, b = posterior(state)
+    mean = a / (a + b)
+    return _mean_var(a, b)[1] ** 0.5 - (mean * _mean_var(a + 1, b)[1] ** 0.5
+                                        + (1 - mean) * _mean_var(a, b + 1)[1] ** 0.5)
+
+
+def verdict_values(states: dict, members) -> dict[str, float]:
+    """How far one more verdict on each model (``states``: alias -> state, members included)
+    could move the collection's pending swap: for a candidate, the chance it beats the weakest
+    member (lowest posterior mean) times how much one verdict is expected to narrow its
+    posterior; for a member, the chance the leading candidate (highest mean) beats it, times the
+    same narrowing. A candidate that cannot win, a member nothing threatens, or a model judged
+    so often that one more verdict hardly narrows it, is worth little. O(models)."""
+    members = [a for a in members if a in states]
+    others = [a for a in states if a not in members]
+    out = {}
+    if not members or not others:
+        return {a: 0.0 for a in states}
+    weak = min(members, key=lambda a: (_mean_var(*posterior(states[a]))[0], a))
+    top = max(others, key=lambda a: (_mean_var(*posterior(states[a]))[0], a))
+    for alias in others:
+        out[alias] = p_beats(states[alias], states[weak]) * _narrowing(states[alias])
+    for alias in members:
+        out[alias] = p_beats(states[top], states[alias]) * _narrowing(states[alias])
+    return out

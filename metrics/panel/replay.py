@@ -97,34 +97,6 @@ def suggestion(counts: dict, members: tuple) -> tuple[str, str] | None:
     return None
 
 
-def values(counts: dict, members: tuple) -> dict[str, float]:
-    """How far one more verdict on each model could move a pending swap: for a candidate, the
-    chance it beats the weakest member (lowest posterior mean) times how much one verdict is
-    expected to narrow its posterior; for a member, the chance the leading candidate (highest
-    mean) beats it, times the same narrowing. A candidate that cannot win, a member nothing
-    threatens, or a model judged so often that one more verdict hardly narrows it, is worth
-    little."""
-    states = {a: _state(u, n) for a, (u, n) in counts.items()}
-    weak = min(members, key=lambda a: (explore._mean_var(*explore.posterior(states[a]))[0], a))
-
-    def narrowing(alias: str) -> float:
-        """The expected shrink of its posterior's sd from one more verdict."""
-        a, b = explore.posterior(states[alias])
-        sd = explore._mean_var(a, b)[1] ** 0.5
-        mean = a / (a + b)
-        return sd - (mean * explore._mean_var(a + 1, b)[1] ** 0.5
-                     + (1 - mean) * explore._mean_var(a, b + 1)[1] ** 0.5)
-    out = {}
-    for alias in counts:
-        if alias not in members:
-            out[alias] = explore.p_beats(states[alias], states[weak]) * narrowing(alias)
-    top = max((a for a in counts if a not in members),
-              key=lambda a: (explore._mean_var(*explore.posterior(states[a]))[0], a))
-    for alias in members:
-        out[alias] = explore.p_beats(states[top], states[alias]) * narrowing(alias)
-    return out
-
-
 def _state(useful: int, not_useful: int, last=None, waited=None) -> ModelState:
     return ModelState(last_seated=last, useful=useful, not_useful=not_useful,
                       cooling_until=0.0, window=None, waited=waited)
@@ -167,7 +139,8 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
             if not waiting:
                 break
             if order == "value":
-                worth = values(counts, collection.members)
+                worth = explore.verdict_values(
+                    {a: _state(u, n) for a, (u, n) in counts.items()}, collection.members)
                 alias = max(waiting, key=lambda a: (worth[a], -owed[a][0][0]))
             else:
                 alias = min(waiting, key=lambda a: owed[a][0][0])
@@ -212,8 +185,7 @@ def summary(trials: int, *, seed: int = 1, candidates: int = 20, edge: float = 0
 
 def line(row: dict) -> str:
     """A row as the one line ``panelist replay`` prints per policy."""
-    steps = f">{row['verdicts_to_decision']}" if row["censored"] else \
-        f"{row['verdicts_to_decision']:g}"
+    steps = f"{'>' if row['censored'] else ''}{row['verdicts_to_decision']:g}"
     return (f"{row['policy']}+{row['order']}: verdicts_to_decision={steps} "
             f"(right swap in {row['decided']}/{row['trials']}) regret={row['regret']} "
             f"bound_broken={row['bound_broken']}/{2 * row['trials']} "
