@@ -75,7 +75,9 @@ def cmd_verdict(args, out: Out) -> int:
 def cmd_pending(args, out: Out) -> int:
     if args.url:
         gateway = remote.connect(args.url, remote.CLI, os.environ)
-        found = gateway.get(f"/bench/pending?limit={args.limit}&order={args.order}")
+        # the gateway's default order is newest: a query that names none works with any version
+        asked = "" if args.order == "newest" else f"&order={args.order}"
+        found = gateway.get(f"/bench/pending?limit={args.limit}{asked}")
         owed, left = found["data"], found.get("abandoned", [])
     else:
         from panelist.metrics.ledger.ledger import Ledger
