@@ -19,7 +19,7 @@ def login(dash) -> dict:
 @covers("GET", "/api/owed")
 def test_owed_lists_seats_awaiting_a_verdict_oldest_first(dash, home):
     status, empty, _ = dash.get("/api/owed")
-    assert status == 200 and empty == {"data": [], "owed": 0}
+    assert status == 200 and empty == {"data": [], "owed": 0, "order": "oldest"}
     first, second = ask(dash, content="Review one"), ask(dash, content="Review two")
     answered = [s["call"] for b in (first, second) for s in b["seats"] if s["status"] == "ok"]
     status, body, _ = dash.get("/api/owed")

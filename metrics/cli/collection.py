@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from panelist.metrics.cli.main import Out
 from panelist.metrics.home import open_home
-from panelist.metrics.roster.collection import REPLIES, Collections
+from panelist.metrics.roster.collection import EXPLORER_POLICIES, REPLIES, Collections
 from panelist.metrics.roster.roster import Roster
 
 
@@ -29,6 +29,9 @@ def register(nouns, common) -> None:
     a.add_argument("--merger", default="", metavar="ALIAS",
                    help="the model that writes merged replies (default: the best-judged "
                    "member)")
+    a.add_argument("--explorer-policy", default="staleness", choices=EXPLORER_POLICIES,
+                   help="how explorer seats are chosen: staleness (rotate by wait, the "
+                   "default) or thompson (the candidates likeliest to beat a member)")
     co.add_parser("list", parents=[common], help="the collections")
     co.add_parser("rm", parents=[common], help="remove a collection").add_argument(
         "name", help="the collection to remove")
@@ -46,7 +49,8 @@ def cmd_collection(args, out: Out) -> int:
     if args.verb == "save":
         c = collections.save(Roster(home).view(), args.name, args.members,
                              description=args.description, tags=args.tags, shape=args.shape,
-                             reply=args.reply, merger=args.merger)
+                             reply=args.reply, merger=args.merger,
+                             explorer_policy=args.explorer_policy)
         n = c.explorers(collections.limits())
         out.result(c.public(), f"saved {c.model_id}: {', '.join(c.members)} + {n} explorer(s)")
     elif args.verb == "rm":
@@ -59,7 +63,8 @@ def cmd_collection(args, out: Out) -> int:
         out.table([dict(c.public(), id=c.model_id, explorers=c.explorers(limits),
                         members=",".join(c.members), tags=",".join(c.tags))
                    for c in collections.all().values()],
-                  ["id", "members", "explorers", "shape", "reply", "tags", "description"])
+                  ["id", "members", "explorers", "explorer_policy", "shape", "reply", "tags",
+                   "description"])
     return 0
 
 

@@ -39,7 +39,7 @@ NO_ANSWER = 3   # the exit status of a command whose panel (or reference run) ga
 # the modules of the nouns, in the order ``panelist --help`` lists their commands. Imported
 # when the parser is built, not before: each imports ``Out`` from here
 NOUNS = ("serve", "endpoint", "model", "probe", "grade", "collection", "ask", "verdict", "mcp",
-         "race", "judge", "suite", "ratings", "key", "catalog", "schedule", "db")
+         "race", "judge", "suite", "ratings", "replay", "key", "catalog", "schedule", "db")
 
 
 class Out:

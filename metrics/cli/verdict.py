@@ -45,6 +45,9 @@ def register(nouns, common) -> None:
     pe.add_argument("--abandoned", action="store_true",
                     help="list instead the panels whose reply never reached the caller "
                     "(their answers are owed no verdict)")
+    pe.add_argument("--order", choices=("newest", "oldest", "value"), default="newest",
+                    help="newest first (the default), oldest first, or by value: the "
+                    "verdicts that could most move a pending swap first, each with its reason")
     pe.add_argument("--url", metavar="URL", help="ask a running gateway instead "
                    "(its key, if it needs one, from $PANELIST_KEY)")
 
@@ -78,12 +81,19 @@ def cmd_verdict(args, out: Out) -> int:
 def cmd_pending(args, out: Out) -> int:
     if args.url:
         gateway = remote.connect(args.url, remote.CLI, os.environ)
-        found = gateway.get(f"/bench/pending?limit={args.limit}")
+        # the gateway's default order is newest: a query that names none works with any version
+        asked = "" if args.order == "newest" else f"&order={args.order}"
+        found = gateway.get(f"/bench/pending?limit={args.limit}{asked}")
         owed, left = found["data"], found.get("abandoned", [])
     else:
         from panelist.metrics.ledger.ledger import Ledger
-        with Ledger.of_home(open_home(args.data)) as ledger:
-            owed = [verdict_rules.owed(r) for r in ledger.pending(limit=args.limit)]
+        from panelist.metrics.panel import owedorder
+        from panelist.metrics.roster.collection import Collections
+        from panelist.metrics.roster.roster import Roster
+        home = open_home(args.data)
+        with Ledger.of_home(home) as ledger:
+            owed = owedorder.ordered(ledger, Collections(home), Roster(home).view(), args.order,
+                                     limit=args.limit)
             left = [verdict_rules.not_owed(p) for p in ledger.undelivered(limit=args.limit)]
     if args.abandoned:
         if out.as_json:
@@ -92,7 +102,8 @@ def cmd_pending(args, out: Out) -> int:
             out.table([dict(c, reason=p["reason"]) for p in left for c in p["calls"]],
                       ["panel", "reason", "call", "alias", "collection", "ts"])
         return 0
-    out.table(owed, ["call", "alias", "collection", "ts"])
+    out.table(owed, ["call", "alias", "collection", "ts"]
+              + (["reason"] if args.order == "value" else []))
     if left and not out.as_json:
         print(f"not owed: {len(left)} panel(s) whose reply never reached the caller; "
               "'panelist pending --abandoned' lists them", file=sys.stderr)

@@ -44,6 +44,7 @@ Requests are checked whole before seating (``request.py``).
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from typing import Any, Callable, Iterator, cast
@@ -103,6 +104,8 @@ class Panels:
                            max_workers=max_workers, thread_name="seat",
                            learn=self.learned.heard)   # for calls with no hook of their own
         self.in_flight = SeatsInFlight()
+        # a thompson collection's draws, taken under ``_seating`` only (a test seeds its own)
+        self.rng = random.Random()
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
@@ -162,7 +165,8 @@ class Panels:
                                  explorers=req.collection.explorers(limits),
                                  estimate=req.estimate, needs=req.needs,
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now,
-                                 room=lambda m: self.admission.has_room(m.endpoint, m.alias))
+                                 room=lambda m: self.admission.has_room(m.endpoint, m.alias),
+                                 rng=self.rng)
             self._refuse(req, states, seating)
             req.member_states = {a: states[a] for a in req.collection.members if a in states}
             aliases = [s.model.alias for s in seating.seats]
@@ -641,13 +645,16 @@ class PanelRun:
         """Every seat: those in ``results`` as they ended, the others (still working behind a
         picked reply) as ``running``, with the seconds they have run so far."""
         ended, now = {r.call for r in results}, round(time.monotonic() - self._t0, 3)
+        # why each seat sat, by call id (``Seat.why``)
+        whys = {f"{self.panel}.{s.label}": s.why for s in self.seating.seats}
         bench = {
             "panel": self.panel, "collection": self.req.collection.model_id,
             "shape": self.req.shape, "shape_by": self.req.shape_by,
             "reply": self.req.reply_mode,
-            "seats": [public(r) if r.call in ended else
-                      {"call": r.call, "seat": r.seat, "alias": r.alias, "status": "running",
-                       "seconds": now}
+            "seats": [dict(public(r) if r.call in ended else
+                           {"call": r.call, "seat": r.seat, "alias": r.alias,
+                            "status": "running", "seconds": now},
+                           why=whys.get(r.call) or r.seat)
                       for r in self.results],
             "skipped": self.seating.skipped,
             "seconds": now, "verdict": verdict_hint(verdict_url),
@@ -656,7 +663,7 @@ class PanelRun:
         if self.req.decider is not None:
             bench["decider"] = self.req.decider
         if self.merger is not None:
-            bench["merger"] = public(self.merger)
+            bench["merger"] = dict(public(self.merger), why="writes the merged reply")
         if self.answer is not None and self.answer is not self.merger:
             bench["picked"] = self.picked()
         if self.note:

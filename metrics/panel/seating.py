@@ -53,6 +53,10 @@ nominee or an explorer sits only when its endpoint has room now (``room``, from
 ``upstream.admission``), else it is listed as "endpoint at its limit". Room is asked only of a
 model about to take a seat, so a long roster costs nothing more.
 
+The collection's ``explorer_policy`` chooses how explorer seats are ordered: ``staleness``, the
+rule above, or ``thompson`` (``explore.py``: the candidates likeliest to beat a member, with this
+bound kept as a hard floor). Every seat says why it sat (``Seat.why``).
+
 Every model left out of the panel is listed in ``skipped`` with why: each member and nominee,
 and, when the collection has explorer seats, each roster model that did not take one (with no
 explorer seats, the rest of the roster was never a candidate and is not listed). When a model
@@ -68,6 +72,7 @@ a little after the panel's deadline.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import zlib
@@ -75,6 +80,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from panelist.metrics.panel import explore
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.roster.roster import Model, RosterView
 
@@ -84,6 +90,7 @@ class Seat:
     seat: str           # member | explorer | nominee | merger
     number: int         # 1-based within its kind
     model: Model
+    why: str = ""       # why it sat (``bench.seats[].why``): "member", "stale 3 d", …
 
     @property
     def label(self) -> str:
@@ -208,13 +215,16 @@ def why_not(model: Model, state, estimate: int, now: float, images: bool = False
 def seat_panel(collection: Collection, roster: RosterView, states: dict, *, explorers: int,
                estimate: int, images: bool = False, needs=frozenset(), nominees=(),
                busy=frozenset(), now: float | None = None,
-               room: Callable[[Model], bool] | None = None) -> Seating:
+               room: Callable[[Model], bool] | None = None,
+               rng: random.Random | None = None) -> Seating:
     """Seat the members, then nominees, then fill what is left of ``explorers`` explorer seats by
     the rotation. ``states`` maps every roster alias to its ledger state (last seat, turns
     waited, verdicts, cooldown, learned window) for the request's shape; ``busy`` holds the
     aliases with a seat in flight. Only models that can do what the request ``needs`` (keys
     of ``NEEDS``; ``images`` adds vision) sit (``lacking``).
-    ``room(model)``: whether its endpoint admits a call now (None: always)."""
+    ``room(model)``: whether its endpoint admits a call now (None: always). The collection's
+    ``explorer_policy`` orders the candidates (``explore.py``); ``rng`` makes the draws of
+    ``thompson`` (None: a fresh one)."""
     now = time.time() if now is None else now
     needs = set(needs) | ({"vision"} if images else set())
     seating = Seating(seats=[])
@@ -246,7 +256,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         if reason:
             seating.skip("member", alias, reason)
         else:
-            seating.seats.append(Seat("member", len(seating.seats) + 1, model))
+            seating.seats.append(Seat("member", len(seating.seats) + 1, model, "member"))
 
     def exclusion(model: Model) -> str | None:
         if model.family in member_families:
@@ -276,7 +286,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             chosen.append(model)
             taken.add(alias)
             families.add(model.family)
-            seating.seats.append(Seat("nominee", len(chosen), model))
+            seating.seats.append(Seat("nominee", len(chosen), model, "nominated by the request"))
     nominated = set(nominees)
     if explorers == 0:   # no seat to fill: the rest of the roster was never a candidate, and
         return seating   # listing each model as skipped would only bury the skips that matter
@@ -290,7 +300,18 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             seating.skip("explorer", alias, reason)
             continue
         candidates.append(model)
-    candidates.sort(key=lambda m: claim(states[m.alias], m.alias, m.alias in busy))
+    if collection.explorer_policy == explore.THOMPSON:
+        members = [(s.label, states.get(s.model.alias)) for s in seating.seats
+                   if s.seat == "member"]
+        candidates, why = explore.thompson_order(candidates, states, members, explorers, busy,
+                                                 rng or random.Random(), now)
+        lost = "explorer seats went to candidates due or likelier to beat a member"
+    else:
+        candidates.sort(key=lambda m: claim(states[m.alias], m.alias, m.alias in busy))
+
+        def why(alias: str) -> str:
+            return explore.stale_why(states.get(alias), now)
+        lost = "explorer seats went to models with older evidence"
 
     # first pass keeps explorer families distinct; the second fills what is left
     explorer_models: list[Model] = []
@@ -310,16 +331,16 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             explorer_models.append(model)
             families.add(model.family)
     for i, model in enumerate(explorer_models, 1):
-        seating.seats.append(Seat("explorer", i, model))
+        seating.seats.append(Seat("explorer", i, model, why(model.alias)))
     for rank, model in enumerate(candidates, 1):
         if model.alias not in taken:
             if model.alias in at_limit:
-                why = AT_LIMIT
+                reason = AT_LIMIT
             elif model.alias in busy:
-                why = "still answering another panel's seat; explorer seats went to others"
+                reason = "still answering another panel's seat; explorer seats went to others"
             else:
-                why = f"explorer seats went to models with older evidence (rank {rank})"
-            seating.skip("explorer", model.alias, why)
+                reason = f"{lost} (rank {rank})"
+            seating.skip("explorer", model.alias, reason)
     return seating
 
 

@@ -1,7 +1,7 @@
 """Collections (named panels) and the gateway's limits.
 
 ``config/collections.json`` holds ``{"collections": {name: {members, description, tags, shape,
-reply, merger}}}``; ``config/gateway.json`` holds the limits. A caller asks for a collection as
+reply, merger, explorer_policy}}}``; ``config/gateway.json`` holds the limits. A caller asks for a collection as
 the model ``bench/<name>``, optionally suffixed with a reply mode: ``:all`` (every answer,
 labelled), ``:merged`` (one answer a merger writes from them) or ``:pick`` (one seat's answer,
 verbatim, for agents and structured output). Explorer seats per panel:
@@ -30,6 +30,8 @@ SHAPE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 # a collection whose shape is AUTO has each prompt labelled by the roster's decider (decider.py)
 AUTO = "auto"
 REPLIES = ("all", "merged", "pick")   # the reply modes; the first is the default
+# how explorer seats are chosen (``seating.py``, ``explore.py``); the first is the default
+EXPLORER_POLICIES = ("staleness", "thompson")
 MAX_DESCRIPTION = 300
 MAX_TAGS = 8
 
@@ -57,6 +59,7 @@ class Collection:
     shape: str = ""
     reply: str = "all"
     merger: str = ""
+    explorer_policy: str = "staleness"
 
     @property
     def model_id(self) -> str:
@@ -77,7 +80,8 @@ def _parse_collections(doc: dict) -> dict[str, Collection]:
         out[name] = Collection(name=name, members=tuple(c.get("members") or ()),
                                description=c.get("description", ""),
                                tags=tuple(c.get("tags") or ()), shape=c.get("shape", ""),
-                               reply=c.get("reply", "all"), merger=c.get("merger", ""))
+                               reply=c.get("reply", "all"), merger=c.get("merger", ""),
+                               explorer_policy=c.get("explorer_policy") or "staleness")
     return out
 
 
@@ -175,10 +179,12 @@ class Collections:
 
     def save(self, roster: RosterView, name: str, members, *, description: str = "",
              tags=(), shape: str = "", reply: str = "all", merger: str = "",
-             by: str | None = None, expect: str | None = None) -> Collection:
+             explorer_policy: str = "staleness", by: str | None = None,
+             expect: str | None = None) -> Collection:
         """Create or replace a collection. ``expect``: see ``configfile.check_version``."""
         c = check_collection(roster, self.limits(), name, members, description=description,
-                             tags=tags, shape=shape, reply=reply, merger=merger)
+                             tags=tags, shape=shape, reply=reply, merger=merger,
+                             explorer_policy=explorer_policy)
         new = {k: v for k, v in c.public().items() if k != "name"}
 
         def change(doc):   # under c.name: "bench/x" was given as the model id of "x"
@@ -240,7 +246,7 @@ def _words(value, what: str) -> tuple[str, ...]:
 
 def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
                      description: str = "", tags=(), shape: str = "", reply: str = "all",
-                     merger: str = "") -> Collection:
+                     merger: str = "", explorer_policy: str = "staleness") -> Collection:
     if isinstance(name, str) and name.startswith(PREFIX):
         name = name[len(PREFIX):]
     if not isinstance(name, str) or not NAME.fullmatch(name):
@@ -282,5 +288,10 @@ def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
     merger = merger or ""
     if merger and merger not in roster.models:
         raise ConfigInvalid(f"unknown merger model '{merger}'; add it with `panelist model add`")
+    explorer_policy = explorer_policy or "staleness"
+    if explorer_policy not in EXPLORER_POLICIES:
+        raise ConfigInvalid(f"explorer_policy must be one of {', '.join(EXPLORER_POLICIES)}, "
+                            f"got {explorer_policy!r} (staleness rotates explorer seats by "
+                            "wait; thompson seats the candidates likeliest to beat a member)")
     return Collection(name=name, members=members, description=description.strip(), tags=tags,
-                      shape=shape, reply=reply, merger=merger)
+                      shape=shape, reply=reply, merger=merger, explorer_policy=explorer_policy)

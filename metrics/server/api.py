@@ -33,9 +33,10 @@ from panelist.metrics.upkeep import retirement
 from panelist.metrics.upkeep.failing import describe
 from panelist.metrics.upkeep.health import ask_endpoint
 from panelist.metrics.ledger import verdict
+from panelist.metrics.panel import owedorder
 from panelist.metrics.alerts import Alerts
-from panelist.metrics.roster.collection import MAX_DESCRIPTION, MAX_TAGS, PREFIX, REPLIES, \
-    SHAPE, Limits
+from panelist.metrics.roster.collection import EXPLORER_POLICIES, MAX_DESCRIPTION, MAX_TAGS, \
+    PREFIX, REPLIES, SHAPE, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
@@ -424,7 +425,8 @@ COLLECTION = dict(
     description=Text(MAX_DESCRIPTION, hint="what the collection is for"),
     tags=Strings(MAX_TAGS, NAME, comma=True, hint="lower-case words"),
     shape=Text(NAME, hint="one lower-case word such as review, or auto"),
-    reply=OneOf(*REPLIES), merger=Text(NAME, hint="the alias of the model that merges"))
+    reply=OneOf(*REPLIES), merger=Text(NAME, hint="the alias of the model that merges"),
+    explorer_policy=OneOf(*EXPLORER_POLICIES))
 COLLECTION_NAME = "what the collection is for, asked as bench/<name>"
 
 
@@ -556,11 +558,13 @@ def find(req: ApiRequest) -> dict:
 
 
 def list_owed(req: ApiRequest) -> dict:
-    """The seats owed a verdict, oldest first (the queue a person works through), and how many
-    are owed in all."""
-    ledger = req.panels.ledger
-    rows = ledger.pending(limit=_limit(req), oldest=True)
-    return {"data": [verdict.owed(r) for r in rows], "owed": ledger.owed_count()}
+    """The seats owed a verdict, oldest first (the queue a person works through) or by the value
+    of a verdict (``?order=value``: each with its ``reason``), and how many are owed in all."""
+    ledger, panels = req.panels.ledger, req.panels
+    order = owedorder.check(req.query.get("order"), "oldest")
+    rows = owedorder.ordered(ledger, panels.collections, panels.known.view(), order,
+                             limit=_limit(req))
+    return {"data": rows, "owed": ledger.owed_count(), "order": order}
 
 
 @takes(Body(call=Text(verdict.MAX_CALL, hint="a seat's call id, or send panel and alias"),

@@ -21,6 +21,7 @@ from panelist.metrics.errors import BadRequest, DatabaseUnreachable, NotFound, P
     Unavailable
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel.live import Live
+from panelist.metrics.panel import owedorder
 from panelist.metrics.race import registry
 from panelist.metrics.server import exposition, fanout, readiness
 from panelist.metrics.server.front.handler import Handler, fault
@@ -202,8 +203,9 @@ def post_verdict(h: Handler, _):
 
 
 def get_pending(h: Handler, _):
-    """Calls owed a verdict (``data``), and apart from them the panels whose reply never
-    reached the caller (``abandoned``): their seats are owed nothing."""
+    """Calls owed a verdict (``data``, newest first, or ``?order=oldest|value``, the reply
+    naming its ``order``), and apart from them the panels whose reply never reached the caller
+    (``abandoned``): their seats are owed nothing."""
     query = parse_qs(urlsplit(h.path).query)
     try:
         limit = int(query.get("limit", ["50"])[0])
@@ -211,10 +213,12 @@ def get_pending(h: Handler, _):
         raise BadRequest("'limit' must be a whole number", param="limit") from None
     if not 1 <= limit <= 500:
         raise BadRequest("'limit' must be between 1 and 500", param="limit")
-    ledger = h.server.panels.ledger
-    owed = ledger.pending(key=h.caller.scope, limit=limit)
-    left = ledger.undelivered(key=h.caller.scope, limit=limit)
-    h.send_json(200, {"object": "list", "data": [verdict.owed(r) for r in owed],
+    panels = h.server.panels
+    order = owedorder.check((query.get("order") or [None])[0], "newest")
+    owed = owedorder.ordered(panels.ledger, panels.collections, panels.known.view(), order,
+                             key=h.caller.scope, limit=limit)
+    left = panels.ledger.undelivered(key=h.caller.scope, limit=limit)
+    h.send_json(200, {"object": "list", "data": owed, "order": order,
                       "abandoned": [verdict.not_owed(p) for p in left]})
 
 

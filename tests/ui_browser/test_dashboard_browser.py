@@ -123,6 +123,14 @@ def test_collection_created_and_edited_from_the_form(demo, page, watch, tmp_path
     card = page.locator('[data-collection="reviewers"]')
     expect(card).to_contain_text("bench/reviewers")
     expect(card).to_contain_text("Find real bugs in a diff")
+    # a policy the form does not show is kept by an edit made in the form
+    _, cols = demo.get("/api/collections")
+    made = {c["name"]: c for c in cols["data"]}["reviewers"]
+    status, _ = demo.request("PUT", "/api/collections/reviewers", dict(
+        {k: made[k] for k in ("name", "members", "description", "tags", "shape", "reply", "merger")},
+        explorer_policy="thompson", version=made["version"]))
+    assert status == 200
+    page.reload()
 
     card.get_by_role("button", name="Edit reviewers").click()
     dialog = page.get_by_role("dialog", name="Edit bench/reviewers")
@@ -135,6 +143,7 @@ def test_collection_created_and_edited_from_the_form(demo, page, watch, tmp_path
     saved = {c["name"]: c for c in cols["data"]}["reviewers"]
     assert saved["members"] == ["sim-swift", "sim-steady", "sim-careful"]
     assert saved["tags"] == ["code", "review"]
+    assert saved["explorer_policy"] == "thompson"
     mine = [c for c in changes(tmp_path / "data") if c.get("by") == "dashboard"]
     assert len(mine) >= 2, mine
 

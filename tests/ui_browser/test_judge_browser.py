@@ -80,6 +80,24 @@ def test_the_owed_queue_is_judged_with_the_keyboard_oldest_first(dashboard_facto
     assert owed_calls(dash) == queue[2:]
 
 
+def test_the_owed_queue_can_be_worked_by_value(dashboard_factory, home, page):
+    dash = dashboard_factory(home)
+    chat(dash, "Review one")
+    chat(dash, "Review two")
+    status, valued = dash.get("/api/owed?order=value&limit=200")
+    assert status == 200 and valued["order"] == "value"
+    page.goto(dash.url + "/#/owed")
+    expect(page.get_by_role("list", name="Owed verdicts, oldest first").locator("li")).to_have_count(
+        len(valued["data"]))
+    page.get_by_role("button", name="By value").click()
+    items = page.get_by_role("list", name="Owed verdicts, by value").locator("li")
+    expect(items).to_have_count(len(valued["data"]))
+    for i, row in enumerate(valued["data"]):
+        expect(items.nth(i)).to_have_attribute("data-call", row["call"])
+        expect(items.nth(i)).to_contain_text(row["reason"])
+    expect(page.get_by_role("button", name="By value")).to_have_attribute("aria-pressed", "true")
+
+
 def test_the_queue_says_when_nothing_is_owed(dashboard_factory, home, page):
     dash = dashboard_factory(home)
     bench = chat(dash, "Review once")

@@ -169,6 +169,8 @@ function editCollection(existing, limits, models, shapes, done) {
         name: name.value.trim(), members: picker.value(), description: description.value.trim(),
         tags: words(tags.value), shape: shape.value.trim(), reply: reply.value() || "all",
         merger: merger.value,
+        // not on this form yet: kept as it is, so an edit does not reset it
+        explorer_policy: c.explorer_policy || "staleness",
       };
       clearFieldErrors(form);
       if (!body.name) { showFieldError(form, { param: "name", message: "Give the collection a name." }); return; }

@@ -1,5 +1,5 @@
-// Owed verdicts: the answers callers received that nobody has judged yet, oldest first
-// (GET /api/owed), worked through with the keyboard: u useful, n not useful (each records the
+// Owed verdicts: the answers callers received that nobody has judged yet, oldest first or by
+// the value of a verdict (GET /api/owed?order=oldest|value; by value each shows its reason), worked through with the keyboard: u useful, n not useful (each records the
 // verdict and moves on), j next without judging. The current answer shows beside the queue, its
 // prompt as text and its answer as sanitised Markdown; every mark shares the one verdict state.
 
@@ -18,6 +18,7 @@ const BATCH = 100;
 
 export async function render(root, ctx) {
   let rows = [];
+  let order = "oldest";
   const countLine = h("span", { class: "badge warn", "data-testid": "owed-total" });
   const list = h("ol", { class: "owed-list plain", "aria-label": "Owed verdicts, oldest first" });
   const detail = h("div", { class: "owed-detail" });
@@ -38,7 +39,7 @@ export async function render(root, ctx) {
   }
 
   async function fetchRows() {
-    const body = await api.get(`/api/owed${query({ limit: BATCH })}`, { signal: ctx.signal });
+    const body = await api.get(`/api/owed${query({ limit: BATCH, order })}`, { signal: ctx.signal });
     showCount(body.owed || 0);
     for (const r of body.data || []) learn(r.call, null);
     return body.data || [];
@@ -52,7 +53,8 @@ export async function render(root, ctx) {
       },
       h("span", { class: "owed-alias", text: r.alias || "?" }),
       liveMark(r.call, null),
-      h("span", { class: "owed-meta muted small" }, `${r.collection || ""} · `, timeAgo(r.ts))));
+      h("span", { class: "owed-meta muted small" }, `${r.collection || ""} · `, timeAgo(r.ts)),
+      r.reason ? h("span", { class: "owed-reason muted small", text: r.reason }) : null));
   }
 
   function drawList() {
@@ -156,8 +158,30 @@ export async function render(root, ctx) {
     j: () => { if (rows.length && !busy) advance(); },
   });
 
+  // oldest first, or the verdicts that could most move a pending swap first
+  const orders = [["oldest", "Oldest first"], ["value", "By value"]].map(([value, label]) =>
+    button(label, () => reorder(value), { small: true, kind: "ghost", "aria-pressed": String(value === order),
+      dataset: { order: value } }));
+  async function reorder(value) {
+    if (value === order || busy) return;
+    order = value;
+    for (const b of orders) b.setAttribute("aria-pressed", String(b.dataset.order === order));
+    list.setAttribute("aria-label", order === "value" ? "Owed verdicts, by value" : "Owed verdicts, oldest first");
+    try {
+      rows = await fetchRows();
+    } catch (err) {
+      if (!isAbort(err)) status.textContent = `Could not load: ${err.message}`;
+      return;
+    }
+    if (!rows.length) { finished(); return; }
+    at = -1;
+    drawList();
+    show(0);
+  }
   const head = pageHead("Owed verdicts", "Answers callers received that nobody has judged yet, oldest "
-    + "first. Judging them is what makes the useful rates, and so the seating, worth anything.", countLine);
+    + "first or by value (the verdicts that could decide a swap first). Judging them is what makes "
+    + "the useful rates, and so the seating, worth anything.", countLine,
+    h("span", { class: "owed-order", role: "group", "aria-label": "Order" }, orders));
   rows = await fetchRows();
   if (!rows.length) { finished(); return; }
   replace(root, head, keysHint(),

@@ -1,0 +1,178 @@
+"""Explorer policies: the order in which eligible candidates take a collection's explorer seats,
+and the one line that says why each seated explorer sat (``bench.seats[].why``).
+
+``staleness`` (the default) is the rotation of ``seating.claim``: the longest wait, weighted at
+most twice by verdicts. ``thompson`` seats the candidates likeliest to beat the member they would
+replace, so verdicts land where they can change the collection's decision:
+
+- Each model's useful rate for the shape has a Beta posterior, ``Beta(useful + 1,
+  not_useful + 1)``, from the ledger's per-model counts (nothing is read from logs; O(candidates)
+  per panel). One draw per candidate from an injectable ``random.Random`` ranks them, highest
+  first: a candidate with few verdicts has a wide posterior and is drawn high often enough to be
+  tried, one judged often sits as often as it stays likely to win.
+- The member it would replace is the seated member with the lowest posterior mean; ``p`` in its
+  ``why`` is the chance the candidate's rate is above that member's (normal approximation of the
+  two posteriors).
+- The staleness bound is a hard floor. With K candidates and E explorer seats, no candidate may
+  wait more than ``bound(K, E)`` = ⌊2(K−1)/E⌋ + 1 panels of the shape from one seat to the
+  next, the rotation's own bound. Each candidate's deadline is the panel by which it must sit;
+  sorted by deadline, the k-th can wait ``slack`` more panels, in which E × slack seats go to
+  those before it. The fewest that must sit now for every other to still make its deadline
+  (``forced``) are *due* and sit first, earliest deadline first; the draws fill the seats left.
+  A model never seated for the shape is due at once, as under staleness (a real deadline goes
+  first at a tie; the bound counts from a model's first seat). Seating the forced keeps every
+  deadline reachable: the rest lose one panel of slack and one fewer seat is needed before
+  each, and those seated come back with ``bound − 1`` panels of slack, which K ≤ E·bound
+  covers. Each candidate needs a seat only once per bound, which leaves about E − K/bound seats
+  a panel to the draws (about half of them at K = 20, E = 2). The same conditions as the rotation's
+  bound apply: the candidate is eligible, has no seat in flight, its endpoint has room and the
+  families are distinct (``seating.py``).
+
+Invariants: the order depends only on the states, the members' states and the draws, so a seeded
+``random.Random`` seats the same panels every run; a busy candidate (a seat in flight) comes after
+every idle one under both policies.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+STALENESS, THOMPSON = "staleness", "thompson"
+
+
+def bound(candidates: int, explorers: int) -> int:
+    """The most panels from one explorer seat to the next, under either policy: the staleness
+    rotation's ⌊2(K−1)/E⌋ + 1 (``seating.py``)."""
+    return 2 * (max(candidates, 1) - 1) // max(explorers, 1) + 1
+
+
+def turns(state) -> int | None:
+    """Turns since the last seat, counting that one (1: it sat in the latest), or None if it
+    never sat for the shape."""
+    if state is None or state.last_seated is None:
+        return None
+    return (state.waited or 0) + 1
+
+
+def posterior(state) -> tuple[float, float]:
+    """``(alpha, beta)`` of the useful rate's Beta posterior under a uniform prior."""
+    if state is None:
+        return 1.0, 1.0
+    return state.useful + 1.0, state.not_useful + 1.0
+
+
+def _mean_var(a: float, b: float) -> tuple[float, float]:
+    n = a + b
+    return a / n, a * b / (n * n * (n + 1))
+
+
+def p_beats(candidate, member) -> float:
+    """The chance the candidate's useful rate is above the member's, both posteriors taken as
+    normal (close enough to rank and to print with two decimals)."""
+    mc, vc = _mean_var(*posterior(candidate))
+    mm, vm = _mean_var(*posterior(member))
+    return 0.5 * (1.0 + math.erf((mc - mm) / math.sqrt(2.0 * (vc + vm))))
+
+
+def weakest(members: list[tuple[str, object]]) -> tuple[str, object] | None:
+    """Of ``(label, state)`` pairs, the member with the lowest posterior mean (first wins ties),
+    or None when no member sat."""
+    best = None
+    for label, state in members:
+        mean = _mean_var(*posterior(state))[0]
+        if best is None or mean < best[0]:
+            best = (mean, label, state)
+    return None if best is None else (best[1], best[2])
+
+
+def ago(seconds: float) -> str:
+    """A wait as a person reads it: ``40 s``, ``12 min``, ``5 h``, ``3 d``."""
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def stale_why(state, now: float) -> str:
+    """``why`` of an explorer the rotation seated."""
+    t = turns(state)
+    if t is None:
+        return "never seated for this shape"
+    return f"stale {ago(now - state.last_seated)} ({t} panel{'s' if t != 1 else ''} of this shape)"
+
+
+def forced(slacks: list[int], explorers: int) -> int:
+    """How many of the candidates, sorted by ``slacks`` (panels each may still wait, fewest
+    first), must sit now so that every other one can still sit in time, ``explorers`` a panel:
+    the k-th can wait at most ``slack`` panels, by which time ``explorers × slack`` seats have
+    gone to those before it, so ``k − f ≤ explorers × slack`` for every k."""
+    need = 0
+    for k, slack in enumerate(slacks, 1):
+        need = max(need, k - explorers * max(slack, 0))
+    return need
+
+
+def thompson_order(candidates: list, states: dict, members: list[tuple[str, object]],
+                   explorers: int, busy, rng: random.Random, now: float):
+    """The candidates (``Model``s) in the order they take explorer seats, and ``why(alias)``
+    for the ones seated (worded only when asked: a long roster seats few). ``members``:
+    ``(seat label, state)`` of each seated member; ``busy``: aliases with a seat in flight."""
+    limit = bound(len(candidates), explorers)
+    idle, waiting = [], []
+    for model in candidates:
+        (waiting if model.alias in busy else idle).append(model)
+
+    def slack(model) -> int:
+        t = turns(states.get(model.alias))
+        return 0 if t is None else limit - t   # never seated: due now, as under staleness
+    # the earliest deadlines first; at a tie a model with a real deadline before one never seated
+    idle.sort(key=lambda m: (slack(m), turns(states.get(m.alias)) is None, m.alias))
+    due = idle[:forced([slack(m) for m in idle], explorers)]
+    drawn = {}
+    for model in idle[len(due):] + waiting:   # in a fixed order: same seed, same draws
+        drawn[model.alias] = rng.betavariate(*posterior(states.get(model.alias)))
+    rest = sorted(idle[len(due):], key=lambda m: (-drawn[m.alias], m.alias))
+    waiting.sort(key=lambda m: (-drawn[m.alias], m.alias))
+    target = weakest(members)
+
+    def why(alias: str) -> str:
+        state = states.get(alias)
+        if alias not in drawn:
+            if turns(state) is None:
+                return "never seated for this shape"
+            return f"due: {stale_why(state, now)}, the most a model may wait is {limit}"
+        if target is None:
+            return f"drawn rate {drawn[alias]:.2f} (no member sat to compare)"
+        return f"could beat {target[0]} (p={p_beats(state, target[1]):.2f})"
+    return due + rest + waiting, why
+
+
+def _narrowing(state) -> float:
+    """The expected shrink of a posterior's sd from one more verdict."""
+    a, b = posterior(state)
+    mean = a / (a + b)
+    return _mean_var(a, b)[1] ** 0.5 - (mean * _mean_var(a + 1, b)[1] ** 0.5
+                                        + (1 - mean) * _mean_var(a, b + 1)[1] ** 0.5)
+
+
+def verdict_values(states: dict, members) -> dict[str, float]:
+    """How far one more verdict on each model (``states``: alias -> state, members included)
+    could move the collection's pending swap: for a candidate, the chance it beats the weakest
+    member (lowest posterior mean) times how much one verdict is expected to narrow its
+    posterior; for a member, the chance the leading candidate (highest mean) beats it, times the
+    same narrowing. A candidate that cannot win, a member nothing threatens, or a model judged
+    so often that one more verdict hardly narrows it, is worth little. O(models)."""
+    members = [a for a in members if a in states]
+    others = [a for a in states if a not in members]
+    out = {}
+    if not members or not others:
+        return {a: 0.0 for a in states}
+    weak = min(members, key=lambda a: (_mean_var(*posterior(states[a]))[0], a))
+    top = max(others, key=lambda a: (_mean_var(*posterior(states[a]))[0], a))
+    for alias in others:
+        out[alias] = p_beats(states[alias], states[weak]) * _narrowing(states[alias])
+    for alias in members:
+        out[alias] = p_beats(states[top], states[alias]) * _narrowing(states[alias])
+    return out
