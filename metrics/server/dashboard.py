@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.server import api, ask, bodies, console, judgechecks
+from panelist.metrics.server import api, ask, bodies, console, hookapi, judgechecks
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.front.handler import Handler
@@ -54,7 +54,7 @@ def api_routes() -> dict[str, dict]:
     """The ``/api/`` routes by pattern: ``api``'s, the console's (``console``) and the judge
     checks' (``judgechecks``), a pattern two list answering the methods of each."""
     merged: dict[str, dict] = {}
-    for pattern, actions in api.ROUTES + console.ROUTES + judgechecks.ROUTES:
+    for pattern, actions in api.ROUTES + console.ROUTES + judgechecks.ROUTES + hookapi.ROUTES:
         merged.setdefault(pattern, {}).update(actions)
     return merged
 
