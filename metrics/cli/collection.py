@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from panelist.metrics.cli import budget
 from panelist.metrics.cli.main import Out
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.collection import REPLIES, Collections
@@ -21,6 +22,7 @@ def register(nouns, common) -> None:
     a.add_argument("--shape", default="", metavar="S")
     a.add_argument("--reply", default="all", choices=REPLIES)
     a.add_argument("--merger", default="", metavar="ALIAS")
+    budget.add_options(a)
     co.add_parser("list", parents=[common])
     co.add_parser("rm", parents=[common]).add_argument("name")
     a = co.add_parser("suggest", parents=[common],
@@ -35,11 +37,15 @@ def cmd_collection(args, out: Out) -> int:
     home = open_home(args.data)
     collections = Collections(home)
     if args.verb == "save":
+        budget.check(args)
         c = collections.save(Roster(home).view(), args.name, args.members,
                              description=args.description, tags=args.tags, shape=args.shape,
                              reply=args.reply, merger=args.merger)
         n = c.explorers(collections.limits())
-        out.result(c.public(), f"saved {c.model_id}: {', '.join(c.members)} + {n} explorer(s)")
+        caps = budget.apply(home, "collection", c.name, args)
+        out.result(dict(c.public(), budget=caps or None),
+                   f"saved {c.model_id}: {', '.join(c.members)} + {n} explorer(s)"
+                   + (f"; budget {budget.said(caps)}" if caps else ""))
     elif args.verb == "rm":
         collections.remove(args.name)
         out.result({"removed": args.name}, f"removed collection {args.name}")

@@ -50,6 +50,7 @@ from typing import Callable, Iterator
 
 from panelist.metrics.seats import record as seatrecord
 from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
+from panelist.metrics.panel.budgets import Budgets
 from panelist.metrics.panel.live import Live
 from panelist.metrics.panel.request import Request, parse_request
 from panelist.metrics.ledger import suiteevidence
@@ -103,6 +104,7 @@ class Panels:
                            max_workers=max_workers, thread_name="seat",
                            learn=self.learned.heard)   # for calls with no hook of their own
         self.in_flight = SeatsInFlight()
+        self.budgets = Budgets(home)   # spend caps per key and collection, shared by workers
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
@@ -143,7 +145,7 @@ class Panels:
             req.prefer = history.sticky_alias(req.messages, self.ledger)
         return req
 
-    def seat(self, req: Request) -> Seating:
+    def seat(self, req: Request, key: str = "local") -> Seating:
         """Seat a panel, or refuse it (400 too big for every seat that could sit, 400 nobody can
         do what it needs: see its images, call its tools, follow its schema; 503 nobody at all)
         before anything is asked.
@@ -164,6 +166,7 @@ class Panels:
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now,
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias))
             self._refuse(req, states, seating)
+            self.budgets.check(key, req.collection.name, seating, req.estimate)   # 429, 403
             req.member_states = {a: states[a] for a in req.collection.members if a in states}
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
@@ -210,7 +213,7 @@ class Panels:
         in ``bench`` as it ended; a server, which lives on, answers earlier through
         ``complete``."""
         req = self.parse(body)
-        with self.start(req, self.seat(req), key=key) as run:
+        with self.start(req, self.seat(req, key), key=key) as run:
             reply = self.complete(run, verdict_url=verdict_url, alive=alive)
             if reply is not None:
                 run.delivered_reply(reply)   # the caller of ask is handed the reply
@@ -748,6 +751,9 @@ class PanelRun:
             except Exception as exc:
                 line = self._bare_line(results, exc)
             self.panels.ledger.record_panel(line, evidence=[self._log.line(r) for r in missed])
+            view = self.seating.roster or self.panels.known.view()
+            self.panels.budgets.charge(self.key, self.req.collection.name,
+                                       [*results, self.merger], view.models, self.req.estimate)
         finally:
             self.logged.set()
 
