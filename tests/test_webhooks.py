@@ -97,6 +97,10 @@ def test_an_alert_reaches_the_receiver_as_json_and_as_slack_text(home, receiver,
     assert "nothing sent yet" in out and "went_paid" in out
     code, out, _ = cli(capsys, home, "alerts", "webhook", "rm", "w2")
     assert code == 0
+    # the whole URL is in the config file alone, which only its owner may read
+    assert home.file("webhooks.json").stat().st_mode & 0o077 == 0
+    assert SECRET not in home.file("changes.jsonl").read_text()
+    assert SECRET not in (home.runs / "webhooks.json").read_text()
     code, out, _ = cli(capsys, home, "--json", "alerts", "webhook", "list")
     assert [h["id"] for h in json.loads(out)] == ["w1", "w3"]
     code, _, err = cli(capsys, home, "alerts", "webhook", "rm", "w2")

@@ -17,6 +17,8 @@ Invariants:
 * An unknown price is never taken as zero. Under a cap, a model with no price (or priced in
   another currency) does not sit unless its cap says ``allow_unpriced``: an unpriced explorer is
   left out, an unpriced member refuses the panel (403 ``budget_unpriced``).
+* Spend is added when the panel is recorded, so panels already running when a cap is reached
+  may pass it by what they cost (the check sees what ended, not what is in flight).
 * Spend is added when the panel is recorded: each seat's (and the merger's) tokens at its
   model's prices; a seat that answered without counts is charged by estimate (what it was sent,
   what it wrote), never nothing. An allowed unpriced model adds nothing it could name.
@@ -131,8 +133,8 @@ class Budgets:
 
     def set(self, kind: str, name: str, *, day=None, month=None, allow_unpriced=None,
             by: str | None = None) -> dict:
-        """Change ``name``'s caps (``kind``: key or collection); what is not given is kept, an
-        amount of -1… is refused; ``clear`` a period by passing ``"none"``."""
+        """Change ``name``'s caps (``kind``: key or collection): what is not given is kept, a
+        period given as ``"none"`` loses its cap, a negative amount is refused."""
         new: dict = {}
 
         def change(doc):

@@ -94,8 +94,7 @@ class Hooks:
                         created=configfile.now_iso())
             hooks.append(dict(made))
             return "webhook added", None, {"id": made["id"], "url": mask(url)}
-        configfile.update(self.path, change, by=by)
-        os.chmod(self.path, 0o600)
+        configfile.update(self.path, change, by=by, mode=0o600)   # the URLs hold secrets
         self._start_here()
         return made
 
@@ -119,7 +118,7 @@ class Hooks:
             found.append(True)
             doc["hooks"] = keep
             return "webhook removed", {"id": hook_id}, None
-        configfile.update(self.path, change, by=by)
+        configfile.update(self.path, change, by=by, mode=0o600)
         if not found:
             raise NotFound(f"no webhook '{hook_id}'; `panelist alerts webhook list` shows them")
 
