@@ -146,3 +146,27 @@ def test_spend_is_counted_once_across_writers(home):
     for t in threads:
         t.join()
     assert folders[0].spent("key-app") == {"day": 100.0, "month": 100.0}
+
+
+def test_the_api_lists_spend_against_caps_and_changes_them(home, built):
+    from panelist.serve import make_dashboard
+    price(home)
+    call(built, "POST", "/v1/chat/completions", ASK)   # uncapped: nothing is counted
+    dash = make_dashboard(home, env={"PANELIST_LOGIN_PAUSE": "0"})
+    try:
+        status, _, body = call(dash, "PUT", "/api/budgets/collection/trio", {"day": 1.0})
+        assert status == 200 and body["budget"]["day"]["cap"] == 1.0, body
+        assert body["budget"]["day"]["spent"] == 0 and body["near_cap"] is False
+        Budgets(home).spend.add("collection-trio", 0.9)
+        status, _, body = call(dash, "GET", "/api/budgets")
+        assert status == 200 and body["keys"] == []
+        [trio] = body["collections"]
+        assert trio["near_cap"] is True and trio["budget"]["day"]["spent"] == 0.9
+        status, _, body = call(dash, "PUT", "/api/budgets/collection/trio", {"remove": ["day"]})
+        assert status == 200 and body["budget"] is None, body
+        status, _, body = call(dash, "PUT", "/api/budgets/collection/none", {"day": 1})
+        assert status == 404 and "GET /api/budgets" in body["error"]["message"], body
+        status, _, body = call(dash, "PUT", "/api/budgets/collection/trio", {"day": -1})
+        assert status == 400 and "day" in body["error"]["message"], body
+    finally:
+        dash.close()

@@ -2,18 +2,17 @@
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
 schedule and (with a database) whether this instance leads and so runs it (``upkeep.leader``),
 the watch that alerts failing models (``failing``), the sender of alerts to webhooks
-(``webhooks``), the panels' search index, with a database
-the mirror of the config files (``store.pgconfig``) and the dashboard's logins
-(``server.sessiontable``), the dashboard's live suite report,
-the suite run its dashboard starts (``suite_runs``) and its part in serving the demo
+(``webhooks``), the panels' search index, with a database the mirror of the config files
+(``store.pgconfig``) and the dashboard's logins (``server.sessiontable``), the dashboard's live
+suite report, the suite run its dashboard starts (``suite_runs``) and its part in serving the demo
 (``demohost``: the data folder's one simulator, run here or found in another process).
 
 Invariants: nothing runs until ``start`` (a server built and never served runs no job) but the
 demo when asked for at build (``start_demo``); ``start`` keeps serving a demo the roster uses
 (the demo endpoint is the data folder's demo simulator). ``close`` stops the threads first
-(the failing watch, the webhook sender, schedule, onboarding, races, the suite run, the search index's builder: each
-joined before the ledger, upstream, seats and logs it uses close), then the panels, then the
-demo; it always returns.
+(the failing watch, the webhook sender, schedule, onboarding, races, the suite run, the
+search index's builder: each joined before the ledger, upstream, seats and logs it uses close),
+then the panels, then the demo; it always returns.
 """
 
 from __future__ import annotations

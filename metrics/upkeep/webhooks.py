@@ -66,8 +66,8 @@ def body_of(alert: dict, slack: bool) -> dict:
     """The JSON a hook receives for ``alert``."""
     if slack:
         return {"text": f"[{alert.get('kind')}] {alert.get('message')}"}
-    return {"kind": alert.get("kind"), "model": alert.get("subject"), "message": alert.get("message"),
-            "ts": alert.get("ts")}
+    return {"kind": alert.get("kind"), "model": alert.get("subject"),
+            "message": alert.get("message"), "ts": alert.get("ts")}
 
 
 class Hooks:
