@@ -104,7 +104,7 @@ class Panels:
                            max_workers=max_workers, thread_name="seat",
                            learn=self.learned.heard)   # for calls with no hook of their own
         self.in_flight = SeatsInFlight()
-        self.budgets = Budgets(home)   # spend caps per key and collection, across workers
+        self.budgets = Budgets(home)   # spend caps of keys and collections, every worker
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
