@@ -44,7 +44,8 @@ from pathlib import Path
 from panelist.metrics import errors
 from panelist.metrics.store import configfile, configmerge, jsonwire, pgschema
 
-NAMES = ("roster.json", "collections.json", "keys.json", "grades.json", "gateway.json")
+NAMES = ("roster.json", "collections.json", "keys.json", "grades.json", "gateway.json",
+         "budgets.json")
 POLL = 0.5   # seconds between looks at the files' stamps (files send no notifications)
 STATE = ".mirror.json"   # the versions the files were last in step with, kept for the next start
 
