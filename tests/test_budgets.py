@@ -78,7 +78,8 @@ def test_a_capped_key_is_refused_with_the_numbers_and_no_seat_is_asked(home, key
     assert err["code"] == "budget_exceeded"
     assert err["budget"]["cap"] == spent and err["budget"]["spent"] == pytest.approx(spent)
     assert err["budget"]["period"] == "day" and err["budget"]["resets"].endswith("T00:00:00Z")
-    assert "key 'app'" in err["message"] and err["budget"]["resets"] in err["message"]
+    assert "key 'app' is at its daily spend cap" in err["message"]
+    assert err["budget"]["resets"] in err["message"]
     assert int(headers["Retry-After"]) >= 1
     assert asked(sim) == before   # refused before any seat was asked
 
@@ -102,6 +103,9 @@ def test_explorers_are_dropped_first_near_a_collection_cap(home, built):
     status, _, reply = call(built, "POST", "/v1/chat/completions", ASK)
     assert status == 200, reply
     assert seats_of(reply) == ["member", "member", "member"]
+    held = [s["alias"] for s in reply["bench"]["skipped"]
+            if s["why"] == "held back: collection trio is near its daily spend cap"]
+    assert len(held) == 2   # the two explorers the collection would have seated
     assert budgets.report("collection", "trio")["day"]["spent"] > 0.95   # this panel counted
     budgets.spend.add("collection-trio", 0.1)
     status, _, reply = call(built, "POST", "/v1/chat/completions", ASK)
@@ -116,6 +120,7 @@ def test_an_unpriced_model_is_refused_under_a_cap_unless_allowed(home, built, si
     status, _, reply = call(built, "POST", "/v1/chat/completions", ASK)
     assert status == 403 and reply["error"]["code"] == "budget_unpriced", reply
     assert "fast" in reply["error"]["message"] and "--allow-unpriced" in reply["error"]["message"]
+    assert "daily" not in reply["error"]["message"]
     assert asked(sim) == 0
     code, out, _ = cli(capsys, home, "collection", "save", "trio", "--members", "fast,mid,slow",
                        "--allow-unpriced")

@@ -45,6 +45,7 @@ CURRENCY = "USD"
 WARN = 0.9        # the share of a cap past which explorers are not seated
 PER = 1_000_000   # roster prices are per million tokens
 PERIODS = ("day", "month")
+ADJECTIVE = {"day": "daily", "month": "monthly"}
 _SLOT = struct.Struct("<qdqd")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -184,13 +185,14 @@ class Budgets:
                 unpriced = [s for s in seating.seats if not priced(s.model)]
                 members = [s.model.alias for s in unpriced if s.seat != "explorer"]
                 if members:
+                    allow = f"panelist key budget {name} --allow-unpriced" if kind == "key" \
+                        else f"panelist collection save {name} --members … --allow-unpriced"
                     raise Forbidden(
                         f"{kind} '{name}' has a spend cap and {', '.join(members)} has no price "
                         f"in {CURRENCY}, so what it costs cannot be counted; give it prices "
-                        f"(`panelist model set`), or allow unpriced models under this cap "
-                        f"(`panelist {kind} budget {name} --allow-unpriced`)",
-                        code="budget_unpriced")
-                seating.seats = [s for s in seating.seats if s not in unpriced]
+                        f"(`panelist model add … --price-in P --price-out P`), or allow "
+                        f"unpriced models under this cap (`{allow}`)", code="budget_unpriced")
+                _drop(seating, unpriced, f"no price, under {kind} {name}'s spend cap")
             spent = self.spend.spent(f"{kind}-{name}", now)
             least = sum(estimate * s.model.price_in / PER for s in seating.seats
                         if priced(s.model))
@@ -200,7 +202,7 @@ class Budgets:
                     continue
                 if spent[period] >= limit or spent[period] + least > limit:
                     raise TooManyRequests(
-                        f"{kind} '{name}' is at its {period}ly spend cap: spent "
+                        f"{kind} '{name}' is at its {ADJECTIVE[period]} spend cap: spent "
                         f"{spent[period]:.4f} of {limit:.4f} {CURRENCY} (this panel would cost "
                         f"at least {least:.4f}); it resets at {resets(period, now)}",
                         code="budget_exceeded",
@@ -210,7 +212,8 @@ class Budgets:
                                             "currency": CURRENCY,
                                             "resets": resets(period, now)}})
                 if spent[period] + least >= WARN * limit:
-                    seating.seats = [s for s in seating.seats if s.seat != "explorer"]
+                    _drop(seating, [s for s in seating.seats if s.seat == "explorer"],
+                          f"held back: {kind} {name} is near its {ADJECTIVE[period]} spend cap")
 
     def charge(self, key: str, collection: str, results, models: dict, estimate: int) -> float:
         """Add what a recorded panel's seats cost to its key's and collection's spend; the
@@ -243,6 +246,13 @@ def cost(model, result, estimate: int) -> float:
         read = read if isinstance(read, int) else estimate
         wrote = wrote if isinstance(wrote, int) else math.ceil(len(result.answer or "") / 4)
     return (read * model.price_in + wrote * model.price_out) / PER
+
+
+def _drop(seating, seats: list, why: str) -> None:
+    """Give up ``seats`` (explorers) of a seating, each said in its skipped list."""
+    for s in seats:
+        seating.skip(s.seat, s.model.alias, why)
+    seating.seats = [s for s in seating.seats if s not in seats]
 
 
 def _until(period: str, t: float) -> int:
