@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from apikit import covers
 from conftest import TEST_MODELS
 from inprocess import call
 from panelist.gateway import make_gateway
@@ -153,6 +154,8 @@ def test_spend_is_counted_once_across_writers(home):
     assert folders[0].spent("key-app") == {"day": 100.0, "month": 100.0}
 
 
+@covers("GET", "/api/budgets")
+@covers("PUT", "/api/budgets/{kind}/{name}")
 def test_the_api_lists_spend_against_caps_and_changes_them(home, built):
     from panelist.serve import make_dashboard
     price(home)

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from apikit import covers
 from conftest import wait_until
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.cli.main import main
@@ -166,6 +167,10 @@ def test_a_slow_receiver_does_not_hold_up_a_panel(home, dash):
 
 
 @pytest.mark.slow
+@covers("GET", "/api/alerts/webhooks")
+@covers("POST", "/api/alerts/webhooks")
+@covers("POST", "/api/alerts/webhooks/test")
+@covers("DELETE", "/api/alerts/webhooks/{hook}")
 def test_the_api_adds_lists_tests_and_removes_without_showing_the_secret(dash, receiver):
     status, body, _ = dash.post("/api/alerts/webhooks", {"url": receiver.url,
                                                          "kinds": ["failing"], "slack": True})
