@@ -41,7 +41,8 @@ def cmd_webhook(args, out: Out) -> int:
         out.result({"id": made["id"], "url": webhooks.mask(made["url"]), "kinds": made["kinds"],
                     "slack": made["slack"]},
                    f"webhook {made['id']} added: {webhooks.mask(made['url'])} gets "
-                   f"{', '.join(made['kinds']) or 'every kind'} of alert")
+                   + (f"the alerts of kind {', '.join(made['kinds'])}" if made["kinds"]
+                      else "every alert"))
     elif args.hook_verb == "rm":
         hooks.remove(args.id)
         out.result({"removed": args.id}, f"webhook {args.id} removed")
