@@ -18,8 +18,9 @@
                tooldiff, transcript, report, verdict, costs, chatjob, registry; judgecheck
                (a judge against people's verdicts: checkprompt, agreement, checks)
     panel/     request (a body checked whole), panel (run and assemble), sections (its text),
-               seating, pick, merge, decider, history, suggest, prompt, jsonshape, held (what
-               a panel's answers hold of the server's memory budget)
+               seating, explore, pick, merge, failures, decider, history, suggest, prompt,
+               jsonshape, budgets, owedorder, usage, held (what a panel's answers hold of the
+               server's memory budget)
     seats/     the seats core: calls at once, deadlines, cancellation, admission; calls
                (what it is given and hands back), core (Seats), record (the one line shape
                of a model call), seatset (a set in flight: on the core's

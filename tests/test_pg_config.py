@@ -167,3 +167,11 @@ def test_an_edit_from_a_version_the_database_lacks_is_set_aside(hosts, capsys):
     assert len(aside) == 1 and "offline" in json.loads(aside[0].read_text())["collections"]
     assert "does not hold" in capsys.readouterr().err
     assert "offline" not in Collections(a.home).all()
+
+
+def test_spend_caps_set_on_one_instance_hold_on_the_other(hosts):
+    from panelist.metrics.panel.budgets import Budgets
+    a, b = hosts
+    Budgets(a.home).set("key", "app", day=5, month=60)
+    in_step(a, b)
+    assert Budgets(b.home).caps("key", "app") == {"day": 5.0, "month": 60.0}

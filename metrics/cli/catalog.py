@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from panelist.metrics.cli import webhook
 from panelist.metrics.cli.main import Out
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.home import open_home
@@ -25,6 +26,7 @@ def register(nouns, common) -> None:
     a = nouns.add_parser("alerts", parents=[common], help="recent roster alerts, newest first")
     a.add_argument("--limit", type=int, default=50, metavar="N",
                    help="at most this many, newest first (default 50)")
+    webhook.register(a, common)
     a = nouns.add_parser("discover", parents=[common],
                          help="models the endpoints serve that are not on the roster, free first")
     a.add_argument("--endpoint", metavar="NAME", help="only this endpoint")
@@ -73,6 +75,8 @@ def cmd_catalog(args, out: Out) -> int:
 
 def cmd_alerts(args, out: Out) -> int:
     from panelist.metrics.alerts import Alerts
+    if getattr(args, "hook_verb", None):
+        return webhook.cmd_webhook(args, out)
     if args.limit < 1:
         raise BadRequest("--limit must be 1 or more")
     book = Alerts(open_home(args.data))

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from panelist.metrics.cli import budget
 from panelist.metrics.cli.main import Out
 from panelist.metrics.home import open_home
 from panelist.metrics.roster.collection import EXPLORER_POLICIES, REPLIES, Collections
@@ -32,6 +33,7 @@ def register(nouns, common) -> None:
     a.add_argument("--explorer-policy", default="staleness", choices=EXPLORER_POLICIES,
                    help="how explorer seats are chosen: staleness (rotate by wait, the "
                    "default) or thompson (the candidates likeliest to beat a member)")
+    budget.add_options(a)
     co.add_parser("list", parents=[common], help="the collections")
     co.add_parser("rm", parents=[common], help="remove a collection").add_argument(
         "name", help="the collection to remove")
@@ -47,12 +49,16 @@ def cmd_collection(args, out: Out) -> int:
     home = open_home(args.data)
     collections = Collections(home)
     if args.verb == "save":
+        budget.check(args)
         c = collections.save(Roster(home).view(), args.name, args.members,
                              description=args.description, tags=args.tags, shape=args.shape,
                              reply=args.reply, merger=args.merger,
                              explorer_policy=args.explorer_policy)
         n = c.explorers(collections.limits())
-        out.result(c.public(), f"saved {c.model_id}: {', '.join(c.members)} + {n} explorer(s)")
+        caps = budget.apply(home, "collection", c.name, args)
+        out.result(dict(c.public(), budget=caps or None),
+                   f"saved {c.model_id}: {', '.join(c.members)} + {n} explorer(s)"
+                   + (f"; budget {budget.said(caps)}" if caps else ""))
     elif args.verb == "rm":
         collections.remove(args.name)
         out.result({"removed": args.name}, f"removed collection {args.name}")

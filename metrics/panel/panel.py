@@ -50,7 +50,8 @@ import time
 from typing import Any, Callable, Iterator, cast
 
 from panelist.metrics.seats import record as seatrecord
-from panelist.metrics.panel import history, jsonshape, merge, pick, prompt
+from panelist.metrics.panel import failures, history, jsonshape, merge, pick, prompt
+from panelist.metrics.panel.budgets import Budgets
 from panelist.metrics.panel.live import Live
 from panelist.metrics.panel.request import Request, parse_request
 from panelist.metrics.ledger import suiteevidence
@@ -62,7 +63,7 @@ from panelist.metrics.panel.decider import Decider
 from panelist.metrics.panel.held import Held
 from panelist.metrics.panel.sections import markdown, public, verdict_hint
 from panelist.metrics.panel.usage import tokens_of
-from panelist.metrics.errors import (AllSeatsFailed, AtLimit, BadRequest, ContextTooLong,
+from panelist.metrics.errors import (AllSeatsFailed, BadRequest, ContextTooLong,
                                      PanelistError, PromptTooLong, RateLimited, Unavailable,
                                      UpstreamError)
 from panelist.metrics.home import Home
@@ -78,7 +79,6 @@ from panelist.metrics.panel.suggest import ReplySuggestions
 from panelist.metrics.ledger.ratings import Ratings
 
 CLOSE_GRACE = 10.0  # seconds a closing server waits for cut seats to log their panels
-SAID = 240  # characters of each failed seat's error a panel's own error repeats (error.seats: all)
 HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat stops counting
 
 
@@ -106,6 +106,7 @@ class Panels:
         self.in_flight = SeatsInFlight()
         # a thompson collection's draws, taken under ``_seating`` only (a test seeds its own)
         self.rng = random.Random()
+        self.budgets = Budgets(home)   # spend caps of keys and collections, every worker
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
@@ -146,7 +147,7 @@ class Panels:
             req.prefer = history.sticky_alias(req.messages, self.ledger)
         return req
 
-    def seat(self, req: Request) -> Seating:
+    def seat(self, req: Request, key: str = "local") -> Seating:
         """Seat a panel, or refuse it (400 too big for every seat that could sit, 400 nobody can
         do what it needs: see its images, call its tools, follow its schema; 503 nobody at all)
         before anything is asked.
@@ -168,6 +169,7 @@ class Panels:
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias),
                                  rng=self.rng)
             self._refuse(req, states, seating)
+            self.budgets.check(key, req.collection.name, seating, req.estimate)   # 429, 403
             req.member_states = {a: states[a] for a in req.collection.members if a in states}
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
@@ -214,7 +216,7 @@ class Panels:
         in ``bench`` as it ended; a server, which lives on, answers earlier through
         ``complete``."""
         req = self.parse(body)
-        with self.start(req, self.seat(req), key=key) as run:
+        with self.start(req, self.seat(req, key), key=key) as run:
             reply = self.complete(run, verdict_url=verdict_url, alive=alive)
             if reply is not None:
                 run.delivered_reply(reply)   # the caller of ask is handed the reply
@@ -481,62 +483,8 @@ class PanelRun:
 
     # -- the end --------------------------------------------------------------------------------
     def failure(self, results: list[SeatResult]) -> PanelistError:
-        """The error for a panel none of whose answers can be the reply (every seat ended)."""
-        seats = [public(r) for r in self.in_seat_order(results)]
-        name = self.req.collection.model_id
-        # each seat's error shortened with what to do kept whole (``shorten``)
-        said = "; ".join(f"{pick.label(r)} {r.alias}: {shorten(r.reason or r.status, SAID)}"
-                         for r in self.in_seat_order(results) if not r.answered)
-        limited = [r for r in results if r.reason.startswith("rate_limit:")]
-        full = [r for r in results if isinstance(r.raised, AtLimit)]
-        if results and len(limited) + len(full) == len(results):
-            # nothing failed but room: the caller is told when there will be some
-            waits = [r.raised.retry_after for r in full if isinstance(r.raised, AtLimit)]
-            if limited:
-                waits.append(self._soonest_rest([r.alias for r in limited]))
-            wait = max(1, math.ceil(min(waits)))
-            what = "rate limited" if not full else \
-                "at its endpoint's limit" if not limited else "rate limited or at its limit"
-            return Unavailable(
-                f"every seat of {name} was {what} ({said}); try again in {wait} s "
-                "(Retry-After), or ask a collection whose models have room",
-                code="all_seats_rate_limited" if not full else "all_seats_at_limit",
-                headers={"Retry-After": str(wait)}, details={"seats": seats})
-        if results and all(r.error_kind == ContextTooLong.kind for r in results):
-            # every seat said the prompt is too long: the caller's to trim, not a failure of ours
-            stated = {r.alias: getattr(r.raised, "window", None)
-                      for r in self.in_seat_order(results)}
-            return PromptTooLong(
-                max(filter(None, stated.values()), default=None), self.req.estimate, name,
-                ", ".join(f"{a} (its window: {w} tokens)" if w else f"{a} (said so)"
-                          for a, w in stated.items()))
-        if any(r.answered for r in results) and self.demand.tool == "none" and \
-                not jsonshape.wants_json(self.demand.fmt):
-            return AllSeatsFailed(f'every answer of {name} called a tool, though tool_choice '
-                                  f'is "none" ({self.note or "each was a tool call"}); try again, '
-                                  'or leave the tools out', seats, code="tool_called")
-        if any(r.answered for r in results) and self.demand.forced:
-            return AllSeatsFailed(
-                f"no answer from {name} was {self.demand.wanted()}: "
-                f"{self.note or 'no seat called it'}; try again, or ask a collection whose "
-                "models call tools (together.capabilities lists tools)", seats,
-                code="no_tool_call")
-        if any(r.answered for r in results):
-            return AllSeatsFailed(
-                f"no answer from {name} was the JSON the response_format asks for "
-                f"({self.note or 'no seat answered with it'}); try again, loosen the schema, or "
-                "ask a collection whose models follow JSON schemas", seats, code="no_valid_json")
-        return AllSeatsFailed(
-            f"no seat of {name} answered ({said}); try again, or ask another collection; each "
-            f"seat's error is in error.seats and GET /bench/panels/{self.panel}", seats)
-
-    def _soonest_rest(self, aliases: list[str]) -> int:
-        """Seconds until the first of these rate-limited models may be asked again."""
-        now = time.time()
-        states = self.panels.ledger.states(aliases, self.req.shape, now)
-        ends = [st.cooling_until for st in states.values() if st.cooling_until > now]
-        soonest = min(ends) - now if ends else self.panels.collections.limits().cooldown
-        return max(1, math.ceil(soonest))
+        """The error for a panel none of whose answers can be the reply (``failures``)."""
+        return failures.of(self, results)
 
     def finish(self, results: list[SeatResult], *, verdict_url: str | None = None) -> dict:
         """Merge if asked, write the panel down, and return the OpenAI reply; raise (after
@@ -757,6 +705,9 @@ class PanelRun:
             except Exception as exc:
                 line = self._bare_line(results, exc)
             self.panels.ledger.record_panel(line, evidence=[self._log.line(r) for r in missed])
+            view = self.seating.roster or self.panels.known.view()
+            self.panels.budgets.charge(self.key, self.req.collection.name,
+                                       [*results, self.merger], view.models, self.req.estimate)
         finally:
             self.logged.set()
 

@@ -1,19 +1,19 @@
 """The long-lived parts of one server, built once per server (``Parts``): the panels (roster,
 collections, ledger, upstream, admission, seats), the races it runs, the onboarding worker, the
 schedule and (with a database) whether this instance leads and so runs it (``upkeep.leader``),
-the watch that alerts failing models (``failing``), the panels' search index, with a database
-the mirror of the config files (``store.pgconfig``) and the dashboard's logins
-(``server.sessiontable``), the dashboard's live suite report, its provider sign-ins
-(``signin.registry``),
-the suite run its dashboard starts (``suite_runs``) and its part in serving the demo
+the watch that alerts failing models (``failing``), the sender of alerts to webhooks
+(``webhooks``), the panels' search index, with a database the mirror of the config files
+(``store.pgconfig``) and the dashboard's logins (``server.sessiontable``), the dashboard's live
+suite report, its provider sign-ins (``signin.registry``), the suite run its dashboard starts
+(``suite_runs``) and its part in serving the demo
 (``demohost``: the data folder's one simulator, run here or found in another process).
 
 Invariants: nothing runs until ``start`` (a server built and never served runs no job) but the
 demo when asked for at build (``start_demo``); ``start`` keeps serving a demo the roster uses
 (the demo endpoint is the data folder's demo simulator). ``close`` stops the threads first
-(the failing watch, schedule, onboarding, races, the suite run, the search index's builder: each
-joined before the ledger, upstream, seats and logs it uses close), then the panels, then the
-demo; it always returns.
+(the failing watch, the webhook sender, schedule, onboarding, races, the suite run, the
+search index's builder: each joined before the ledger, upstream, seats and logs it uses close),
+then the panels, then the demo; it always returns.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from panelist.metrics.panel.panel import Panels
 from panelist.metrics.race.registry import Races
 from panelist.metrics.server.limits import Limits
 from panelist.metrics.signin.registry import SignIns
-from panelist.metrics.upkeep import failing, onboarding_worker, schedule
+from panelist.metrics.upkeep import failing, onboarding_worker, schedule, webhooks
 from panelist.metrics.upkeep.leader import Leader
 from panelist.metrics.upkeep.suitejob import SuiteRuns
 from panelist.metrics.upstream.client import Upstream
@@ -71,6 +71,7 @@ class Parts:
                                            else schedule.settings(panels.home),
                                            leader=self.leader)
         self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
+        self.webhooks = webhooks.Sender(panels.home)   # every process: alerts are claimed once
         self.config_mirror = _config_mirror(panels.home)
         # with a database, the dashboard's logins, shared by every instance (None: its own)
         self.sessions = _session_table(panels.home)
@@ -92,6 +93,7 @@ class Parts:
             self.schedule.start()
         self.onboarding.start()
         self.failures.start()
+        self.webhooks.start()
         from panelist.metrics.upkeep.demohost import served_here
         if served_here(self.home):   # its models would be refused once the last owner goes
             self.start_demo(install=False)
@@ -122,6 +124,7 @@ class Parts:
         if self.sessions is not None:
             self.sessions.close()
         self.failures.close()
+        self.webhooks.close()
         self.schedule.close()
         self.leader.close()   # after its jobs: another instance takes over at once
         self.onboarding.close()   # an entry it cut short resumes at the next start

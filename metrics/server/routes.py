@@ -79,7 +79,7 @@ def chat(h: Handler, body) -> None:
     panels = h.server.panels
     req = panels.parse(body)   # the whole body is checked here, before anything is asked
     room(h)
-    seating = panels.seat(req)  # every refusal happens here, before anything is sent
+    seating = panels.seat(req, h.caller.name)  # every refusal is here, before any call
     live = Live() if req.stream else None
     run = panels.start(req, seating, key=h.caller.name, live=live, budget=h.server.in_flight)
     with answering(h, run):
@@ -142,7 +142,7 @@ def open_panel(h: Handler, chat: dict, stream: bool):
     panels = h.server.panels
     req = panels.parse(chat)
     room(h)
-    seating = panels.seat(req)  # every refusal happens here, before anything is sent
+    seating = panels.seat(req, h.caller.name)  # every refusal is here, before any call
     return panels.start(req, seating, key=h.caller.name, live=Live() if stream else None,
                         budget=h.server.in_flight)
 

@@ -83,9 +83,10 @@ def _locked(path: Path):
     return flocked(path.with_name(path.name + ".lock"))
 
 
-def write_atomic(path: Path, doc: dict) -> None:
-    """Replace ``path`` with ``doc`` as indented JSON, synced to disk (``atomic.write``)."""
-    atomic.write(path, jsonwire.dumps(doc, indent=2, sort_keys=True) + "\n")
+def write_atomic(path: Path, doc: dict, mode: int = 0o666) -> None:
+    """Replace ``path`` with ``doc`` as indented JSON, synced to disk (``atomic.write``);
+    ``mode``: its permissions before the umask (``0o600``: a file holding secrets)."""
+    atomic.write(path, jsonwire.dumps(doc, indent=2, sort_keys=True) + "\n", mode=mode)
 
 
 def who() -> str:
@@ -96,7 +97,7 @@ def who() -> str:
 
 
 def update(path: Path, change: Callable[[dict], tuple[str, object, object] | None],
-           *, by: str | None = None) -> None:
+           *, by: str | None = None, mode: int = 0o666) -> None:
     """Apply ``change(doc)`` under the lock; it edits ``doc`` in place and returns
     ``(what, old, new)`` to log, or None when nothing changed (then nothing is written)."""
     with _locked(path):
@@ -106,7 +107,7 @@ def update(path: Path, change: Callable[[dict], tuple[str, object, object] | Non
             return
         what, old, new = done
         doc["v"] = SCHEMA
-        write_atomic(path, doc)
+        write_atomic(path, doc, mode)
         log = Appender(path.with_name("changes.jsonl"))
         try:
             # the digest of what was written tells a mirror this edit from a hand edit

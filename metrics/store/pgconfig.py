@@ -59,7 +59,8 @@ from pathlib import Path
 from panelist.metrics import errors
 from panelist.metrics.store import configfile, configmerge, jsonl, jsonwire, pgschema
 
-NAMES = ("roster.json", "collections.json", "keys.json", "grades.json", "gateway.json")
+NAMES = ("roster.json", "collections.json", "keys.json", "grades.json", "gateway.json",
+         "budgets.json")
 POLL = 0.5   # seconds between looks at the files' stamps (files send no notifications)
 STATE = ".mirror.json"   # the versions the files were last in step with, kept for the next start
 LOOKBACK = 20   # older versions a hand edit is compared with, to tell a stale buffer

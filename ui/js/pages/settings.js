@@ -1,10 +1,11 @@
-// Settings: gateway keys (made here, shown once, revoked here), the theme, and facts about this
-// server.
+// Settings: gateway keys (made here, shown once, revoked here), the webhooks alerts are sent to
+// (pages/webhooks.js), the theme, and facts about this server.
 
 import { api, seg } from "../api.js";
 import { h, newId, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { getTheme, setTheme, THEMES } from "../theme.js";
+import { webhooksSection } from "./webhooks.js";
 import {
   button, confirmAction, copyButton, field, input, notice, numberOrNull, pageHead, sectionHead,
   showError, timeAgo, toast, words,
@@ -120,10 +121,11 @@ function infoSection(info) {
 }
 
 export async function render(root, ctx) {
-  const [keys, cols, info] = await Promise.all([
+  const [keys, cols, info, hooks] = await Promise.all([
     api.get("/api/keys", { signal: ctx.signal }),
     api.get("/api/collections", { signal: ctx.signal }),
     ctx.info(),
+    api.get("/api/alerts/webhooks", { signal: ctx.signal }),
   ]);
   const keysSlot = h("div");
   const created = h("div", { "aria-live": "polite" }); // the one-time secret outlives list refreshes
@@ -137,7 +139,18 @@ export async function render(root, ctx) {
     }
   };
   replace(keysSlot, keysSection(keys.data || [], names, reloadKeys, created));
+  const hooksSlot = h("div");
+  const tested = h("div", { "aria-live": "polite" }); // a webhook test's outcome outlives reloads
+  const reloadHooks = async () => {
+    try {
+      const fresh = await api.get("/api/alerts/webhooks", { signal: ctx.signal });
+      replace(hooksSlot, webhooksSection(fresh.data || [], reloadHooks, tested));
+    } catch (err) {
+      if (err.name !== "AbortError") toast(err.message, { kind: "error" });
+    }
+  };
+  replace(hooksSlot, webhooksSection(hooks.data || [], reloadHooks, tested));
   replace(root,
-    pageHead("Settings", "Keys for apps that call the gateway, how this dashboard looks, and facts about this server."),
-    keysSlot, themeSection(), infoSection(info));
+    pageHead("Settings", "Keys for apps that call the gateway, where alerts are sent, how this dashboard looks, and facts about this server."),
+    keysSlot, hooksSlot, themeSection(), infoSection(info));
 }
