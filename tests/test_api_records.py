@@ -260,7 +260,8 @@ def test_list_keys(api):
     api.post("/api/keys", {"name": "ci", "collections": ["trio"], "rpm": 60})
     status, body, _ = api.get("/api/keys")
     (key,) = body["data"]
-    assert set(key) == {"name", "hint", "collections", "rpm", "created", "last_used"}
+    assert set(key) == {"name", "hint", "collections", "rpm", "races", "created", "last_used"}
+    assert key["races"] is True   # a key may start races unless made with --no-races
     assert (key["name"], key["collections"], key["rpm"], key["last_used"]) == \
         ("ci", ["trio"], 60, None)
 

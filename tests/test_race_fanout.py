@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import wait_until
 from panelist.metrics.cli.main import main
 from panelist.metrics.server.keys import Keys
@@ -112,6 +114,7 @@ def test_a_key_made_with_no_races_starts_none(home, sim, capsys):
 SUITE_TASKS = ["claim-wilson-no-verdicts", "claim-costs-no-tokens"]
 
 
+@pytest.mark.slow
 def test_a_suite_run_says_its_calls_first_and_is_refused_over_the_cap(tmp_path):
     from conftest import Gateway, TEST_MODELS
     from panelist.metrics.home import open_home

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import serving_threads, wait_until
+from panelist.metrics.server.front.memory import GRANT_FACTOR
 from test_gateway_head import BODY, replies
 from test_slow_clients import one_reply, only_408, start, until_closed  # noqa: F401
 
@@ -74,8 +75,9 @@ def test_past_the_memory_budget_a_big_body_takes_no_one_s_place(start):
     # the one thread holds a granted body still arriving; the budget has no room for another
     gw = start(max_connections=1, max_in_flight=1_000_000, body_timeout=300)
     port = gw.server.port
-    big = json.dumps({"model": "bench/trio",
-                      "messages": [{"role": "user", "content": "y" * 300_000}]}).encode()
+    # a body whose grant (GRANT_FACTOR times its size) fits the budget once, not twice
+    big = json.dumps({"model": "bench/trio", "messages": [
+        {"role": "user", "content": "y" * (3 * 1_000_000 // (4 * GRANT_FACTOR))}]}).encode()
     ask = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
            b"application/json\r\nContent-Length: %d\r\n" % (port, len(big)))
     first = start.connect(gw)

@@ -18,6 +18,9 @@ from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.upstream.settle import Release, Settler
 from panelist.metrics.upstream.sim import SimUpstream
 
+# the upstream counts its own connections: the wire is what is tested
+pytestmark = pytest.mark.slow
+
 CAP = 2
 MODEL_TIME = 0.4    # seconds the model takes, whoever is still listening
 SEAT_TIMEOUT = 0.15   # shorter than the model's time: every seat admitted times out
