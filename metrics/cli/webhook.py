@@ -13,12 +13,13 @@ def register(alerts_parser, common) -> None:
     wh = verbs.add_parser("webhook", help="where alerts are sent").add_subparsers(
         dest="hook_verb", metavar="VERB", required=True)
     a = wh.add_parser("add", parents=[common], help="POST each alert to URL")
-    a.add_argument("url")
+    a.add_argument("url", help="where alerts are POSTed (shown masked from then on)")
     a.add_argument("--kind", action="append", metavar="KIND", dest="kinds",
                    help="only alerts of this kind (repeat for more); default: every kind")
     a.add_argument("--slack", action="store_true", help="send a Slack-compatible {\"text\"} body")
     wh.add_parser("list", parents=[common], help="the webhooks and their latest delivery")
-    wh.add_parser("rm", parents=[common], help="stop sending to a webhook").add_argument("id")
+    wh.add_parser("rm", parents=[common], help="stop sending to a webhook").add_argument(
+        "id", help="the webhook's id, as `alerts webhook list` shows it")
     wh.add_parser("test", parents=[common], help="send a test alert now and wait").add_argument(
         "id", nargs="?", help="one webhook; default: every webhook")
 
