@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.store import jsonwire
+from panelist.metrics.wire.messages import tool_input
 
 MODES = {"AUTO": "auto", "VALIDATED": "auto", "ANY": "required", "NONE": "none"}
 FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS",
@@ -314,13 +315,8 @@ def _call_parts(message: dict) -> list[dict]:
     parts = []
     for call in message.get("tool_calls") or ():
         fn = call["function"]
-        try:
-            args = jsonwire.loads(fn.get("arguments") or "{}")
-        except ValueError:
-            args = None
-        if not isinstance(args, dict):
-            args = {"_unparsed_arguments": fn.get("arguments")}
-        parts.append({"functionCall": {"id": call["id"], "name": fn["name"], "args": args}})
+        parts.append({"functionCall": {"id": call["id"], "name": fn["name"],
+                                       "args": tool_input(fn.get("arguments"))}})
     return parts
 
 

@@ -409,7 +409,7 @@ def from_chat(reply: dict, panel: str) -> dict:
     text, calls = message.get("content"), message.get("tool_calls") or []
     content = [{"type": "text", "text": text or ""}] if text or not calls else []
     content += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-                 "input": _input(c["function"].get("arguments"))} for c in calls]
+                 "input": tool_input(c["function"].get("arguments"))} for c in calls]
     usage = reply.get("usage") or {}
     return {"id": f"msg_{panel}", "type": "message", "role": "assistant",
             "model": reply.get("model"), "content": content,
@@ -422,7 +422,9 @@ def from_chat(reply: dict, panel: str) -> dict:
             "bench": reply.get("bench")}
 
 
-def _input(arguments) -> dict:
+def tool_input(arguments) -> dict:
+    """A tool call's arguments (a JSON text) as the object formats other than OpenAI's carry
+    them; a text that is not a JSON object is kept under ``_unparsed_arguments``."""
     if not arguments:
         return {}
     try:

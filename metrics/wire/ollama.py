@@ -36,6 +36,7 @@ import hashlib
 
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.store import jsonwire
+from panelist.metrics.wire.messages import tool_input
 
 # the Ollama API level whose routes and fields are served here (what /api/version answers)
 API_VERSION = "0.9.0"
@@ -248,13 +249,8 @@ def tool_calls(message: dict) -> list[dict]:
     out = []
     for call in message.get("tool_calls") or ():
         fn = call["function"]
-        try:
-            args = jsonwire.loads(fn.get("arguments") or "{}")
-        except ValueError:
-            args = None
-        if not isinstance(args, dict):
-            args = {"_unparsed_arguments": fn.get("arguments")}
-        out.append({"function": {"name": fn["name"], "arguments": args}})
+        out.append({"function": {"name": fn["name"],
+                                 "arguments": tool_input(fn.get("arguments"))}})
     return out
 
 
