@@ -36,7 +36,7 @@ import socket  # noqa: E402
 import time  # noqa: E402
 from typing import Callable  # noqa: E402
 
-from panelist.metrics.server.handler import Handler  # noqa: E402
+from panelist.metrics.server.front.handler import Handler  # noqa: E402
 from panelist.metrics.store import jsonwire  # noqa: E402
 from panelist.metrics.upstream.http11 import Wire  # noqa: E402
 
