@@ -392,7 +392,6 @@ class Seats:
                  hooks: Hooks, cap: int | None):
         model = call.model
         endpoint, key, body = self._prepared(call, result, cancel, cap)
-        # only what is set: an upstream of another kind (onboarding's) takes fewer of them
         extra: dict[str, Any] = {} if call.on_delta is None else {"on_delta": call.on_delta}
         if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
             extra["meter"] = hooks.meter
