@@ -216,7 +216,8 @@ def seats_run(folder: Path, *, model_time: float, seat_timeout: float, clients: 
         admission = Admission(home)
         seats = Seats(roster, admission=admission)
         model = roster.view().models[MODEL]
-        outcomes, lock = [], threading.Lock()
+        outcomes: list[str] = []   # each seat's status, or its error's kind
+        lock = threading.Lock()
         until = time.monotonic() + seconds
 
         def client(c: int) -> None:
@@ -319,7 +320,7 @@ def main(argv=None) -> int:
         roster = Roster(home)
         roster.add_endpoint("sim", sim.url)
         roster.add_model(MODEL, "sim")
-        result = {"python": platform.python_version(), "machine": platform.machine(),
+        result: dict[str, Any] = {"python": platform.python_version(), "machine": platform.machine(),
                   "rate": rate_run(folder, sim, rpm=rpm, window=window, windows=windows,
                                    workers=args.workers),
                   "concurrency": concurrency_run(folder, sim, seconds=8.0 if args.quick else 20.0,

@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cap", type=int, default=MAX_REQUEST_CALLS)
     args = ap.parse_args(argv)
-    models = {a: {} for a in [*CANDIDATES, "pinned"]}
+    models: dict[str, dict] = {a: {} for a in [*CANDIDATES, "pinned"]}
     models["judge"] = {"json": JUDGE}
     with tempfile.TemporaryDirectory() as tmp, SimUpstream(models) as sim:
         home = open_home(Path(tmp) / "data")

@@ -34,9 +34,9 @@ import io  # noqa: E402
 import json  # noqa: E402
 import socket  # noqa: E402
 import time  # noqa: E402
-from typing import Callable  # noqa: E402
+from typing import Any, Callable  # noqa: E402
 
-from panelist.metrics.server.handler import Handler  # noqa: E402
+from panelist.metrics.server.front.handler import Handler  # noqa: E402
 from panelist.metrics.store import jsonwire  # noqa: E402
 from panelist.metrics.upstream.http11 import Wire  # noqa: E402
 
@@ -113,8 +113,8 @@ class _OurHead(_Quiet):
 
 
 # http.server's own parser, reached through the class ours overrides (only the server package
-# imports http.server)
-_STDLIB = next(c for c in Handler.__mro__[1:] if "parse_request" in vars(c))
+# imports http.server); found at run time, so its attributes are not known statically
+_STDLIB: Any = next(c for c in Handler.__mro__[1:] if "parse_request" in vars(c))
 
 
 class _StdlibHead(_Quiet):

@@ -63,7 +63,7 @@ class Sampler:
         self._thread.join()
 
 
-def panel(addr, body: bytes):
+def panel(addr: tuple[str, int], body: bytes):
     """One panel; on 503 with Retry-After, waits and asks again. Its final status (or the
     name of the error that ended it)."""
     while True:

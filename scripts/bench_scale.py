@@ -527,6 +527,7 @@ class Bench:
         """The database's time per panel and its lock waits, per phase; the waits over the
         bound; the slot limit's excess; seat rows lost."""
         bound = Bounds.of_env().wait
+        assert self.sampler is not None   # run() started it before any figures
 
         def stopped_during(i, sent, got) -> bool:
             return any(n == i and start < got and sent < end for n, start, end in self.stopped)

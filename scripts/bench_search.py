@@ -90,6 +90,7 @@ def timed(index, f, repeat: int) -> tuple[float, float, bool, int]:
         t0 = time.perf_counter()
         found = index.find(f, limit=50)
         times.append(time.perf_counter() - t0)
+    assert found is not None   # main() asks for at least one repeat
     return statistics.median(times), max(times), found.partial, len(found.seqs)
 
 
@@ -99,6 +100,8 @@ def main(argv=None) -> int:
     ap.add_argument("--folder", type=Path, default=ROOT / "runs" / "bench-search")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     build(args.folder, args.panels)
     db = sqlite3.connect(args.folder / "search.sqlite")
     t0 = time.perf_counter()
@@ -113,7 +116,8 @@ def main(argv=None) -> int:
         for name, spec in SEARCHES.items():
             spec = dict(spec)
             text = search.text_query(spec.pop("text"))
-            f = search.Filters(text=text, **spec)
+            f = search.Filters(text=text, key=spec.get("key"),
+                               collection=spec.get("collection"))
             w50, wmax, _, wn = timed(whole, f, args.repeat)
             b50, bmax, partial, bn = timed(bounded, f, args.repeat)
             print(f"{name:48} {w50:>9.3f} / {wmax:<8.3f} {b50:>10.3f} / {bmax:<8.3f} "

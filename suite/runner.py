@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import cast
 
-from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.upstream.client import Chats
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
@@ -95,7 +95,7 @@ class SuiteRun:
 
     def __init__(self, home: Home, tasks: list[Task], models: list[Model], *, epochs: int = 1,
                  params: dict | None = None, known: dict[str, Task] | None = None,
-                 upstream: Upstream | None = None, admission="home",
+                 upstream: Chats | None = None, admission="home",
                  parallel: int = PARALLEL, call_timeout: float = CALL_TIMEOUT,
                  admit_wait: float = ADMIT_WAIT, retries: int = RETRIES,
                  endpoints: dict[str, Endpoint] | None = None):

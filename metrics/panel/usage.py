@@ -51,7 +51,8 @@ def tokens_of(seats: list[SeatResult], read: Callable[[SeatResult], int] = lambd
             counts = {"prompt_tokens": prompt, "completion_tokens": completion,
                       "total_tokens": prompt + completion}
         for key in usage:
-            usage[key] += counts[key] if type(counts[key]) is int else 0
+            value = counts[key]
+            usage[key] += value if type(value) is int else 0
     if guessed:
         usage["estimated"] = True
     return usage

@@ -75,10 +75,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, overload
+from typing import Any, Callable, Iterable, overload
 
 from panelist.metrics.plaintext import shorten
-from panelist.metrics.upstream.client import Upstream, encode_messages
+from panelist.metrics.upstream.client import Chats, Upstream, encode_messages
 from panelist.metrics.upstream.transport import CancelFlag, joined, named
 from panelist.metrics.errors import (AtLimit, Cancelled, OutputCapExceeded, RateLimited,
                                      UpstreamError, UpstreamTimeout)
@@ -174,14 +174,16 @@ class Seats:
     an edit of the roster applies to the next call) and ``api_key(endpoint)``, the one read of
     an endpoint's key (``Roster.api_key``). ``admission``: None means no limits."""
 
-    def __init__(self, roster, upstream: Upstream | None = None, *, admission=None,
+    def __init__(self, roster, upstream: Chats | None = None, *, admission=None,
                  max_workers: int = 256, thread_name: str = "seats",
                  learn: Learn | None = None):
         """``learn``: hears the failures of calls given no ``learn`` of their own."""
         self.roster = roster
         self.learn = learn
-        self.upstream = upstream or Upstream()
-        self._own_upstream = upstream is None
+        self._own_upstream: Upstream | None = None   # one made here is this core's to close
+        if upstream is None:
+            upstream = self._own_upstream = Upstream()
+        self.upstream: Chats = upstream
         self.admission = admission
         self._max_workers, self._prefix = max_workers, thread_name
         self._pool: ThreadPoolExecutor | None = None
@@ -190,8 +192,8 @@ class Seats:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._own_upstream:
-            self.upstream.close()
+        if self._own_upstream is not None:
+            self._own_upstream.close()
 
     def snapshot(self) -> RosterSnapshot:
         """One read of the roster and keys for calls sent together (``send``)."""
@@ -287,9 +289,12 @@ class Seats:
     def perform(self, unit: Unit, result: Result, deadline: float, cancel,
                  hooks: Hooks) -> None:
         """Run one unit to its end, filling ``result`` in place; never raises."""
+        # a unit's result is made for its kind: SeatResult.of a call, a JobResult of a job
         if isinstance(unit, SeatCall):
+            assert isinstance(result, SeatResult)
             self._ask(unit, result, deadline, cancel, hooks)
         else:
+            assert isinstance(result, JobResult)
             run_job(unit, result, cancel)
         if hooks.on_end is not None:
             hooks.on_end(result)
@@ -387,7 +392,7 @@ class Seats:
                  hooks: Hooks, cap: int | None):
         model = call.model
         endpoint, key, body = self._prepared(call, result, cancel, cap)
-        extra = {} if call.on_delta is None else {"on_delta": call.on_delta}
+        extra: dict[str, Any] = {} if call.on_delta is None else {"on_delta": call.on_delta}
         if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
             extra["meter"] = hooks.meter
         if self.admission is not None:
@@ -438,6 +443,8 @@ class Seats:
                 release()   # nothing was sent
             raise
         try:
+            # a set is polled only with an Upstream (``start`` refuses it otherwise)
+            assert isinstance(self.upstream, Upstream)
             return SentCall(self.upstream.send_chat(
                 endpoint.base_url, key, body, timeout=timeout, cancel=cancel,
                 messages_json=hooks.encoded.of(call.messages), meter=hooks.meter,

@@ -98,8 +98,16 @@ class SeatSet:
         return result
 
     # -- a polled set: one thread sends every call, then reads the answers as they come ---------
+    def _polled_unit(self, i: int) -> tuple[SeatCall, SeatResult]:
+        """Unit ``i`` of a polled set and its result: a set is polled only when every unit is a
+        ``SeatCall`` (``__init__``), and a call's result is a ``SeatResult`` (``add``)."""
+        call, result = self.units[i], self.results[i]
+        assert isinstance(call, SeatCall) and isinstance(result, SeatResult)
+        return call, result
+
     def _send(self, i: int, snapshot: RosterSnapshot) -> None:
-        call, result, seats, hooks = self.units[i], self.results[i], self._seats, self._hooks
+        call, result = self._polled_unit(i)
+        seats, hooks = self._seats, self._hooks
         t0 = time.monotonic()
         deadline = min(self.deadline, own_deadline(call, t0, self.deadline))
         tries = Tries(call)
@@ -123,12 +131,12 @@ class SeatSet:
         except Exception as exc:
             self._failed(i, sent.t0, sent.deadline, sent.tries, exc, ended)
             return
-        answered(self.results[i], answer)
+        answered(self._polled_unit(i)[1], answer)
         ended.append((i, sent.t0))
 
     def _failed(self, i: int, t0: float, deadline: float, tries: Tries, exc: Exception,
                 ended: list | None = None) -> None:
-        call, result, seats = self.units[i], self.results[i], self._seats
+        (call, result), seats = self._polled_unit(i), self._seats
         if isinstance(exc, UpstreamError):
             delay = seats.retry_delay(call, result, exc, tries, deadline, self._hooks)
             if delay is not None:   # tried again on a thread of the core (it may wait first)
@@ -143,7 +151,7 @@ class SeatSet:
 
     def _end(self, ended: list[tuple[int, float]]) -> None:
         """Calls that ended in this thread: logged (together), then handed over."""
-        hooks, results = self._hooks, [self.results[i] for i, _ in ended]
+        hooks, results = self._hooks, [self._polled_unit(i)[1] for i, _ in ended]
         for result, (_, t0) in zip(results, ended):
             closed(result, t0, hooks)
         log_results(hooks, results)

@@ -78,8 +78,8 @@ def render(ledger, *, worker: int, lag: int, waiting: dict | None = None,
     info.add(1, pid=os.getpid(), worker=worker)
     queued = _Family("panelist_admission_waiting", "gauge",
                      "Calls of this process waiting for an endpoint's slot now.")
-    for endpoint in sorted(waiting or {}):
-        queued.add(waiting[endpoint], endpoint=endpoint)
+    for endpoint, count in sorted((waiting or {}).items()):
+        queued.add(count, endpoint=endpoint)
     families = (_ledger(ledger, lag) if ledger is not None else []) + [info, queued]
     if database is not None:
         families += _database(database)

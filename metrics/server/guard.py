@@ -50,7 +50,7 @@ import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, TypeVar
 from urllib.parse import urlsplit
 
 from panelist.metrics.server import keys as keystore
@@ -136,8 +136,12 @@ def _megabytes(value: str | None) -> int:
     return int(value)
 
 
-def _seconds(value: str | None, default: float, name: str) -> float:
-    """A number of seconds from the environment; its range is the setting's to check."""
+_Default = TypeVar("_Default", float, float | None)
+
+
+def _seconds(value: str | None, default: _Default, name: str) -> float | _Default:
+    """A number of seconds from the environment (``default`` when unset, None for a setting
+    that then falls back elsewhere); its range is the setting's to check."""
     if value is None or not value.strip():
         return default
     try:

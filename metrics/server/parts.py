@@ -62,9 +62,10 @@ class Parts:
         self.suite_runs = SuiteRuns(panels.home)   # starts nothing until asked
         self.onboarding = onboarding_worker.Service(panels)
         # the panels' search index: opens nothing until the first filtered request
-        budget = {"budget_rows": limits.search_rows, "budget_seconds": limits.search_seconds}
-        self.search = SearchIndex(panels.home.gateway_runs, **budget) \
-            if not panels.home.database else _database_search(panels.home, **budget)
+        rows, seconds = limits.search_rows, limits.search_seconds
+        self.search = SearchIndex(panels.home.gateway_runs, budget_rows=rows,
+                                  budget_seconds=seconds) \
+            if not panels.home.database else _database_search(panels.home, rows, seconds)
         # with a database, the one instance holding the lease runs the schedule
         self.leader = Leader.of_home(panels.home)
         self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
@@ -172,8 +173,9 @@ def _session_table(home: Home):
     return DatabaseTable(Database(home.database, application="panelist-sessions"), MAX_SESSIONS)
 
 
-def _database_search(home: Home, **budget):
+def _database_search(home: Home, rows: int, seconds: float):
     """The search index of a ledger in a database: local, fed from its tables."""
     from panelist.metrics.ledger.pgsearch import DatabaseSearchIndex
     assert home.database is not None  # asked only for a ledger in a database
-    return DatabaseSearchIndex(home.gateway_runs, home.database, **budget)
+    return DatabaseSearchIndex(home.gateway_runs, home.database, budget_rows=rows,
+                               budget_seconds=seconds)

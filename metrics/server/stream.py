@@ -168,7 +168,8 @@ def one_answer(out: Out, run) -> dict | None:
         return None
     merging = run.finish_later(results, verdict_url=out.h.base_url())
     if live is not None and not pump(out, live, merging.done, stall_of(out.h, run)):
-        return cut_merge(run, merging)
+        cut_merge(run, merging)
+        return None
     reply = merged(out, run, merging)
     if reply is not None and (broken := run.broke_off()) is not None:
         raise broken

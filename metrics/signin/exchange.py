@@ -45,8 +45,8 @@ def _said(raw: bytes, secrets: tuple[str, ...]) -> str:
         err = doc.get("error")
         if isinstance(err, dict):
             err = err.get("message") or err.get("code")
-        text = err if isinstance(err, str) else doc.get("message") \
-            if isinstance(doc.get("message"), str) else ""
+        message = doc.get("message")
+        text = err if isinstance(err, str) else message if isinstance(message, str) else ""
         desc = doc.get("error_description")
         if isinstance(desc, str):
             text = f"{text}: {desc}" if text else desc

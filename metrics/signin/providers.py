@@ -101,8 +101,8 @@ def _provider(name: str, entry) -> Provider:
             for k, v in params.items()):
         raise ConfigInvalid(f"{where}: \"params\" must map parameter names to strings")
     ours = {fields[f] for f in ("callback", "challenge", "method")} | {state}
-    if ours & set(params):
-        raise ConfigInvalid(f"{where}: \"params\" must not set {min(ours & set(params))!r}"
+    if set(params) & ours:
+        raise ConfigInvalid(f"{where}: \"params\" must not set {min(set(params) & ours)!r}"
                             ", which sign-in fills in itself")
     return Provider(name, entry["auth_url"], entry["exchange_url"],
                     entry["base_url"].rstrip("/"), body, dict(fields, state=state), dict(params))

@@ -14,6 +14,7 @@ import secrets
 import threading
 import traceback
 from collections import OrderedDict
+from typing import Any
 
 from panelist.metrics.errors import Cancelled, Conflict, NotFound, PanelistError
 from panelist.metrics.home import Home
@@ -47,7 +48,7 @@ class _Job:
             self.state = "failed"
 
     def public(self) -> dict:
-        shown = {"id": self.id, "endpoint": self.name, "provider": self.signin.provider.name,
+        shown: dict[str, Any] = {"id": self.id, "endpoint": self.name, "provider": self.signin.provider.name,
                  "state": self.state, "error": self.error, "result": self.result}
         if self.state == "waiting":
             shown.update(auth_url=self.signin.auth_url, port=self.signin.listener.port,

@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from panelist.metrics.home import Home
 from panelist.metrics.store import pglease
+
+if TYPE_CHECKING:   # psycopg is loaded only for a server with a database
+    from panelist.metrics.store import pg
 
 NAME = "leader"
 
@@ -36,8 +40,8 @@ class Leader:
     """This instance's part in leading: ``leads()`` says whether it runs the jobs now."""
 
     def __init__(self, url: str | None, *, period: float | None = None):
-        self.db = None
-        self.lease = None
+        self.db: pg.Database | None = None   # set together with the lease, or neither
+        self.lease: pglease.Lease | None = None
         self._changed = threading.Condition()
         self._leading = url is None
         if url is not None:
@@ -67,6 +71,7 @@ class Leader:
         return leading
 
     def _renew(self) -> None:
+        assert self.lease is not None   # the renewer is made, and runs, only with a lease
         if not self._migrated:
             from panelist.metrics.store import pgschema
             pgschema.migrate(self.db)
@@ -80,7 +85,8 @@ class Leader:
             self._leading = leading
             self._changed.notify_all()
         if leading:
-            log.info("this instance now runs the cluster's jobs (lease term %s)", self.lease.term)
+            term = self.lease.term if self.lease is not None else None
+            log.info("this instance now runs the cluster's jobs (lease term %s)", term)
         else:
             log.info("this instance no longer runs the cluster's jobs")
 
@@ -91,13 +97,13 @@ class Leader:
 
     def status(self) -> dict:
         """For ``/ready``: whether this instance leads, and (with a database) the lease's term."""
-        out = {"leader": self.leads()}
+        out: dict[str, bool | int | None] = {"leader": self.leads()}
         if self.lease is not None:
             out["term"] = self.lease.term if out["leader"] else None
         return out
 
     def close(self) -> None:
-        if self.lease is None:
+        if self.lease is None or self.db is None:   # both or neither
             return
         self.renewer.close()
         if self.lease.held():   # else it is another's, or lapses by itself

@@ -54,6 +54,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
 from panelist.metrics.errors import AtLimit, Cancelled, DatabaseUnreachable
 from panelist.metrics.home import Home
@@ -76,12 +77,22 @@ class Admitted:
     waited: float
 
 
+class Slots(Protocol):
+    """The store's handle on one scope's slots (``admitfiles.Files``, ``admitdb.Slots``)."""
+
+    def take(self, n: int) -> int | None: ...
+
+    def give(self, i: int) -> None: ...
+
+    def in_use(self, n: int) -> int: ...
+
+
 @dataclass(frozen=True)
 class _Scope:
     kind: str          # endpoint | model
     name: str
     limits: CallLimits
-    state: object      # the store's handle on the scope: take, give and in_use of its slots
+    state: Slots
 
     @property
     def label(self) -> str:
@@ -305,6 +316,8 @@ class Admission:
                     self._give(endpoint, taken)
                     raise
                 if later > 0:
+                    # a wait comes only from a scope with an rpm, which ``_rate`` names
+                    assert rpm is not None
                     self._give(endpoint, taken)
                     if later > left:
                         raise AtLimit(f"{rpm.label} is at its limit of {rpm.limits.rpm} call(s) "
@@ -320,9 +333,9 @@ class Admission:
                 line.queue.remove(me)
                 line.cond.notify_all()
 
-    def _take(self, scopes: list[_Scope]) -> tuple[list, _Scope | None]:
+    def _take(self, scopes: list[_Scope]) -> tuple[list[tuple[Slots, int]], _Scope | None]:
         """A slot in every scope that limits concurrency, or none and the scope that is full."""
-        taken = []
+        taken: list[tuple[Slots, int]] = []
         for s in scopes:
             n = s.limits.max_concurrent
             if n is None:

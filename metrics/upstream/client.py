@@ -41,7 +41,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 from email.utils import parsedate_to_datetime
 
 from panelist.metrics.plaintext import clip
@@ -114,6 +114,15 @@ class _Target:
         self.listing = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {USER_AGENT}"
                         "\r\nAccept: application/json\r\nAccept-Encoding: identity\r\n"
                         ).encode() + via
+
+
+class Chats(Protocol):
+    """What a caller of ``Upstream.chat`` needs: an ``Upstream``, or a stand-in that sends
+    through one (onboarding's ``Asking``, which records each call around it)."""
+
+    def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
+             cancel: threading.Event | None = None, messages_json: bytes | None = None,
+             on_release: Callable[[], None] | None = None) -> Answer: ...
 
 
 class Upstream:
@@ -190,6 +199,7 @@ class Upstream:
         response, data = self.transport.exchange(target.origin, request,
                                                  deadline=started + timeout, timeout=timeout,
                                                  cancel=None)
+        assert isinstance(data, bytes)   # read without a stream, a body is its bytes
         if not 200 <= response.status <= 299:
             raise _refusal(response.status, response, data, target.label,
                            _secrets(target, api_key), target.proxy)
@@ -265,11 +275,13 @@ class SentChat:
         which reads a 2xx body as it arrives."""
         target = self.target
         response, data = self.sent.end(None if reader is None else reader.read)
+        if reader is not None and data is reader:   # read as it arrived
+            return reader.answer(response, time.monotonic() - self.started)
+        # a stream reads only a 2xx body, and hands back a body it did not stream as its bytes
+        assert isinstance(data, bytes)
         if not 200 <= response.status <= 299:
             raise _refusal(response.status, response, data, target.label, self.secrets,
                            target.proxy)
-        if reader is not None and data is reader:   # read as it arrived
-            return reader.answer(response, time.monotonic() - self.started)
         return _answer(response, data, target.label, self.secrets,
                        time.monotonic() - self.started)
 
@@ -415,6 +427,7 @@ class Streamed:
         """One event's data; True once it is ``[DONE]``."""
         if data.strip() == b"[DONE]":
             return True
+        assert self.reply is not None   # set by read, which feeds the events
         status = self.reply.status
         try:
             chunk = jsonwire.loads(data)
@@ -455,6 +468,7 @@ class Streamed:
 
     def _call_piece(self, call) -> None:
         """A piece of a tool call: strings add up, by the call's ``index``, as OpenAI sends."""
+        assert self.reply is not None   # set by read, which feeds the events
         if not isinstance(call, dict):
             raise UpstreamBadReply(f"{self.label} streamed a tool call that is not an object; "
                                    "check that the endpoint serves OpenAI chat completions",

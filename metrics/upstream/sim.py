@@ -190,7 +190,8 @@ class SimUpstream:
                     conn.shutdown(socket.SHUT_RDWR)   # wakes handlers waiting for a next request
                 except OSError:
                     pass
-        self._thread.join(timeout=2)
+        if self._thread is not None:   # set with the server, in start()
+            self._thread.join(timeout=2)
 
     def __enter__(self) -> "SimUpstream":
         return self.start()
@@ -352,7 +353,8 @@ class _Server(ThreadingHTTPServer):
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks up the host's FQDN, which can stall on a slow resolver
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
+        host, port = self.socket.getsockname()[:2]   # (host, port), with more for IPv6
+        self.server_name, self.server_port = host, port
 
     def handle_error(self, request, client_address) -> None:
         if not isinstance(sys.exc_info()[1], OSError):   # a client going away is no news
@@ -394,12 +396,14 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "panelist-sim"
     disable_nagle_algorithm = True
     server: _Server
+    raw_requestline: bytes   # set by http.server's handle_one_request before parse_request
+    _working: str | None = None   # the model of a request not yet answered
 
     def parse_request(self) -> bool:
         """http.server's, with the header fields read by hand: its ``email`` parser cost more
         CPU than the rest of a simulated answer, and the simulator stands in for an upstream
         that answers at once. Refuses what http.server refuses, with the same statuses."""
-        self.command = None
+        self.command = ""   # none read yet (not HEAD, so an error has its body)
         self.request_version = self.default_request_version
         self.close_connection = True
         self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
@@ -435,7 +439,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.send_error(431, "Too many headers")
             return False
-        self.headers = fields
+        self.headers = fields   # type: ignore[assignment]  # read only through get and []
         connection = fields.get("Connection", "").lower()
         if connection == "close":
             self.close_connection = True
@@ -448,7 +452,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.sim = self.server.sim
-        self.timeout = self.sim.keepalive
+        # StreamRequestHandler.setup reads it from the instance: each simulator has its own
+        self.timeout = self.sim.keepalive   # type: ignore[misc]  # a class attribute in typeshed
         super().setup()
         self.sim._connected(self.connection)
 
@@ -490,19 +495,20 @@ class _Handler(BaseHTTPRequestHandler):
                                "invalid_request_error", None)
         model = body.get("model")
         behaviour, n, delay, seq = self.sim._arrive(model, body, dict(self.headers))
-        self._working = model if isinstance(model, str) else repr(model)
+        # the name its behaviour was looked up by (a model that is no string, by its repr)
+        name = self._working = model if isinstance(model, str) else repr(model)
         try:
             if behaviour is None:
                 return self._error(404, f"The model `{model}` does not exist or you do not have "
                                    "access to it. (simulated)", "invalid_request_error",
                                    "model_not_found")
-            self._chat(model, body, behaviour, n, delay, seq)
+            self._chat(name, body, behaviour, n, delay, seq)
         finally:
             self._answered()
 
     def _answered(self) -> None:
         """The request's answer begins: it leaves ``running``, once."""
-        working, self._working = getattr(self, "_working", None), None
+        working, self._working = self._working, None
         if working is not None:
             self.sim._answering(working)
 
@@ -523,7 +529,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fail is None and window and estimate > window:
             fail = "context_length"
         if fail == "hang":
-            return self._wait(None)
+            self._wait(None)
+            return
         if b.get("hold_after") and n > b["hold_after"]:
             released = self.sim._release_event(model)
             self.sim._hold(model, 1)
@@ -544,10 +551,10 @@ class _Handler(BaseHTTPRequestHandler):
         if images and not b.get("vision"):
             return self._error(400, f"{model} does not support image inputs (simulated); send "
                                "text only", "invalid_request_error", "image_not_supported")
-        refused = _unsupported(model, body, b)
-        if refused:
-            return self._error(400, refused[1] + " (simulated)", "invalid_request_error", None,
-                               param=refused[0])
+        unsupported = _unsupported(model, body, b)
+        if unsupported:
+            return self._error(400, unsupported[1] + " (simulated)", "invalid_request_error",
+                               None, param=unsupported[0])
         if b.get("close"):
             self.close_connection = True
         for key in b.get("refuse_params") or ():

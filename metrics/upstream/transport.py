@@ -277,7 +277,8 @@ class Transport:
                 call.working = True
                 return
             except _STALE as exc:
-                if sent.reused and call.reason is None:
+                # a reused connection is the pooled one this began with, never None
+                if sent.reused and sock is not None and call.reason is None:
                     self._give_back(origin.key, sock, call, False)
                     sock = sent.sock = None
                     continue   # once: a fresh connection is never retried
@@ -292,7 +293,9 @@ class Transport:
         origin, call, meter = sent.origin, sent.call, sent.meter
         while True:
             keep, reading, answered, again = False, False, False, False
-            wire = Wire(sent.sock, meter)
+            sock = sent.sock
+            assert sock is not None   # a request was sent on it; it goes back only below
+            wire = Wire(sock, meter)
             try:
                 try:
                     reply = wire.head()
@@ -324,7 +327,7 @@ class Transport:
                     sent.sock = None
                 if not answered and wire.charged:
                     meter.give(wire.charged)   # a failed answer holds nothing
-            self._give_back(origin.key, sent.sock, call, False)
+            self._give_back(origin.key, sock, call, False)   # again: still sent.sock
             sent.sock = None
             self._send(sent, None)   # once, and on a fresh connection
 
@@ -339,6 +342,7 @@ class Transport:
         if isinstance(exc, OverBudget):
             return _over_budget(origin.label)
         if isinstance(exc, _ProxyRefused):
+            assert origin.proxy is not None   # raised only by a proxy's answer to CONNECT
             return proxy_refusal(origin.proxy, f"({exc.status})", origin.authority.decode(),
                                  exc.status)
         return self._failure(exc, origin, sent.call, sent.timeout, reading)
@@ -376,7 +380,8 @@ class Transport:
         if isinstance(exc, ValueError):
             return UpstreamBadReply(f"{label} answered with something that is not HTTP/1.1 "
                                     f"({type(exc).__name__}); check the endpoint URL")
-        return UpstreamUnreachable(f"cannot reach {label} ({exc.strerror or exc}); check the "
+        detail = exc.strerror if isinstance(exc, OSError) else None
+        return UpstreamUnreachable(f"cannot reach {label} ({detail or exc}); check the "
                                    "endpoint URL and the network")
 
     # -- connections ------------------------------------------------------------------------------

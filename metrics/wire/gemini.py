@@ -126,7 +126,8 @@ def _contents(contents) -> list[dict]:
 
 
 def _model_turn(parts: list, i: int, where: str) -> tuple[dict, list[dict]]:
-    text, calls = [], []
+    text: list[str] = []
+    calls: list[dict] = []
     for n, part in enumerate(parts):
         at = f"{where}.parts[{n}]"
         if not isinstance(part, dict):

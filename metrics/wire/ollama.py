@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
+from typing import Any
 
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.store import jsonwire
@@ -114,7 +115,7 @@ def _check_body(body, what: str) -> None:
 
 def _common(body: dict, messages: list[dict]) -> dict:
     """The chat body's model, messages, options and format."""
-    chat = {"model": model_name(body["model"]), "messages": messages}
+    chat: dict[str, Any] = {"model": model_name(body["model"]), "messages": messages}
     options = body.get("options")
     if options is not None and not isinstance(options, dict):
         raise BadRequest("'options' must be an object such as {\"temperature\": 0.2}",

@@ -258,7 +258,7 @@ class Wire(io.RawIOBase):
             pass
         return True
 
-    def turn(self, phase: str) -> bool:
+    def turn(self, phase: int) -> bool:
         """Move to ``phase`` (BUSY or BODY) unless the server took this connection back first
         (False). Under ``state``, so ``drop`` sees either the old phase or the new one, never a
         connection dropped just after it turned busy."""

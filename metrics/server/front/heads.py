@@ -20,7 +20,7 @@ import traceback
 import re
 from collections import deque
 from http import HTTPStatus
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from panelist.metrics.server.front.connection import MAX_HEAD, close_quietly
 from panelist.metrics.server.front.memory import SMALL_BODY
@@ -95,8 +95,10 @@ class Heads(threading.Thread):
         self._quiet: dict[socket.socket, _Pending] = {}     # the same, least recently heard first
         # complete heads whose bodies are awaited: (address, bytes read, when the wait ends)
         self._held: dict[socket.socket, tuple] = {}   # oldest first
-        self._ready: deque = deque()   # (socket, address, head) waiting for a handler thread
-        self._late: deque = deque()    # the same, of requests whose bodies did not come whole
+        # (socket, address, head) waiting for a handler thread; in _late, of requests whose
+        # bodies did not come whole
+        self._ready: deque[tuple[socket.socket, Any, bytes]] = deque()
+        self._late: deque[tuple[socket.socket, Any, bytes]] = deque()
         # answers a handler left to send later (``answer_later``): from handler threads, then
         # (when, order, socket, bytes) in time order, here alone
         self._later_in: deque = deque()
@@ -194,8 +196,8 @@ class Heads(threading.Thread):
                     pass
             elif key.fileobj in self._held:   # its body is in (or it ended): on to a thread
                 self._unhold(key.fileobj, came=True)
-            else:
-                self._read(key.fileobj)
+            else:   # the selector holds only the wake socket and client sockets
+                self._read(cast(socket.socket, key.fileobj))
         while self._inbox:
             self._take(*self._inbox.popleft())
         self._take_later()
