@@ -61,9 +61,9 @@ def cmd_key(args, out: Out) -> int:
         caps = Budgets(home)
         rows = []
         for k in keys.all():
-            row, report = k.public(), caps.report("key", k.name)
-            if report:   # a key with no cap has no budget field, as before caps existed
-                row["budget"] = report
+            row, spent = k.public(), caps.report("key", k.name)
+            if spent:   # a key with no cap has no budget field, as before caps existed
+                row["budget"] = spent
             rows.append(row)
         if not out.as_json:
             rows = [dict(r, hint="…" + r["hint"], collections=",".join(r["collections"] or

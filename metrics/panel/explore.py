@@ -120,7 +120,8 @@ def thompson_order(candidates: list, states: dict, members: list[tuple[str, obje
     for the ones seated (worded only when asked: a long roster seats few). ``members``:
     ``(seat label, state)`` of each seated member; ``busy``: aliases with a seat in flight."""
     limit = bound(len(candidates), explorers)
-    idle, waiting = [], []
+    idle: list = []      # the candidates with no seat in flight, then those with one
+    waiting: list = []
     for model in candidates:
         (waiting if model.alias in busy else idle).append(model)
 

@@ -44,7 +44,8 @@ def ordered(ledger, collections, roster, order: str, *, key: str | None = None,
 def by_value(rows: list[dict], ledger, collections, roster) -> list[dict]:
     """``rows`` (owed items, oldest first, each with ``alias``, ``collection``, ``shape``) sorted
     by value, each given ``value`` and ``reason``."""
-    groups: dict[tuple, dict] = {}
+    # (collection, shape) -> the models' states and each one's verdict value
+    groups: dict[tuple, tuple[dict, dict[str, float]]] = {}
     known = collections.all()
     out = []
     for i, row in enumerate(rows):
@@ -62,7 +63,7 @@ def by_value(rows: list[dict], ledger, collections, roster) -> list[dict]:
             groups[key] = (states, explore.verdict_values(states, collection.members))
         states, values = groups[key]
         alias = row.get("alias")
-        value = values.get(alias, 0.0)
+        value = values.get(alias, 0.0) if isinstance(alias, str) else 0.0
         out.append((value, i, dict(row, value=round(value, 6),
                                    reason=_reason(alias, collection.members, states))))
     out.sort(key=lambda item: (-item[0], item[1]))

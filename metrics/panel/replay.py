@@ -90,9 +90,12 @@ def suggestion(counts: dict, members: tuple) -> tuple[str, str] | None:
     if not judged or not rated:
         return None
     z = z_for(len(judged))
-    weak = min(rated, key=lambda a: (interval(*counts[a], z)[1], a))
-    top = max(judged, key=lambda a: (interval(*counts[a], z)[0], a))
-    if interval(*counts[top], z)[0] > interval(*counts[weak], z)[1]:
+    def bounds(alias: str) -> tuple[float, float]:
+        useful, not_useful = counts[alias]
+        return interval(useful, not_useful, z)
+    weak = min(rated, key=lambda a: (bounds(a)[1], a))
+    top = max(judged, key=lambda a: (bounds(a)[0], a))
+    if bounds(top)[0] > bounds(weak)[1]:
         return top, weak
     return None
 
@@ -115,15 +118,16 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
     best = sum(sorted(truth.values(), reverse=True)[:SEATS])
     rng = random.Random(seed * 7919 + 1)
     counts = {a: [0, 0] for a in truth}
-    last, turn_of = {}, {}
+    last: dict[str, float] = {}
+    turn_of: dict[str, int] = {}
     # the owed answers per model, oldest first: (order owed, useful)
     owed: dict[str, deque] = {a: deque() for a in truth}
     given = panel = seq = 0
     regret, broken, at, decided = 0.0, False, None, False
     while given < budget:
         panel += 1
-        states = {a: _state(*counts[a], last.get(a), None if a not in last
-                            else panel - 1 - turn_of[a]) for a in truth}
+        states = {a: _state(counts[a][0], counts[a][1], last.get(a),
+                            None if a not in last else panel - 1 - turn_of[a]) for a in truth}
         seating = seat_panel(collection, roster, states, explorers=explorers, estimate=0,
                              now=float(panel), rng=rng)
         seated = [s.model.alias for s in seating.seats]
@@ -157,7 +161,7 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
     for alias in truth:
         if alias not in collection.members and panel + 1 - turn_of.get(alias, 0) > limit:
             broken = True
-    return Trial(verdicts_to_decision=at if decided else budget, decided=decided,
+    return Trial(verdicts_to_decision=at if decided and at is not None else budget, decided=decided,
                  regret=regret, bound_broken=broken, false_swap=equal and at is not None)
 
 

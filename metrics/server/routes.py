@@ -214,7 +214,8 @@ def get_pending(h: Handler, _):
     if not 1 <= limit <= 500:
         raise BadRequest("'limit' must be between 1 and 500", param="limit")
     panels = h.server.panels
-    order = owedorder.check((query.get("order") or [None])[0], "newest")
+    asked = query.get("order")
+    order = owedorder.check(asked[0] if asked else None, "newest")
     owed = owedorder.ordered(panels.ledger, panels.collections, panels.known.view(), order,
                              key=h.caller.scope, limit=limit)
     left = panels.ledger.undelivered(key=h.caller.scope, limit=limit)

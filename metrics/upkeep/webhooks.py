@@ -151,6 +151,8 @@ def post(url: str, body: dict, timeout: float = TIMEOUT) -> None:
     """One POST of ``body`` to ``url``; raises ``OSError`` with a reason that never holds the
     URL when the receiver cannot be reached or does not answer 2xx."""
     p = urllib.parse.urlsplit(url)
+    if not p.hostname:   # refused when the hook was added; a hand-edited file may still hold one
+        raise OSError("the webhook's URL names no host")
     conn_cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
     conn = conn_cls(p.hostname, p.port, timeout=timeout)
     path = (p.path or "/") + (f"?{p.query}" if p.query else "")
