@@ -138,8 +138,9 @@ class Panels:
             else:
                 self._behind.discard(run)
 
-    def parse(self, body) -> Request:
-        req = parse_request(body, self.collections)
+    def parse(self, body, **chosen) -> Request:
+        """``chosen``: the members and explorer seats a caller picked (``parse_request``)."""
+        req = parse_request(body, self.collections, **chosen)
         if req.collection.shape == AUTO and not req.images:   # images fix the shape: vision
             self.decider.label(req)
         if req.reply_mode == "pick" and req.prefer is None:
@@ -163,7 +164,8 @@ class Panels:
             states = self.ledger.states(view.models.keys(), req.shape, now)
             suiteevidence.adjust(self.suite, states, req.shape)   # the suite counts too
             seating = seat_panel(req.collection, view, states,
-                                 explorers=req.collection.explorers(limits),
+                                 explorers=req.collection.explorers(limits)
+                                 if req.explorers is None else req.explorers,
                                  estimate=req.estimate, needs=req.needs,
                                  nominees=req.nominees, busy=self.in_flight.busy(), now=now,
                                  room=lambda m: self.admission.has_room(m.endpoint, m.alias),

@@ -14,11 +14,14 @@ Invariants:
 * ``Request.params`` is the body without the panel's own fields (``OWN_FIELDS``).
 * ``Request.model`` is the ``model`` exactly as the caller sent it (``bench/x:pick``): every
   reply names it, in every format, so a caller reads back the id it asked for.
+* A request may choose its members (``members``: roster aliases the caller has checked) and its
+  explorer seats (``explorers``) in place of the collection's: the collection then lends the
+  panel only its name, reply mode, merger and shape, and exactly the chosen models sit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.panel import jsonshape, prompt
@@ -59,6 +62,7 @@ class Request:
     member_states: dict = field(default_factory=dict)
     decider: dict | None = None   # an ``auto`` shape's label and the decider's call (decider.py)
     model: str = ""   # the model as the caller named it, its reply mode suffix included
+    explorers: int | None = None   # explorer seats chosen by the caller (None: the collection's)
 
     @property
     def asked(self) -> str:
@@ -94,11 +98,16 @@ class Request:
         return self.tools or jsonshape.wants_json(self.response_format)
 
 
-def parse_request(body, collections: Collections) -> Request:
-    """Validate a chat-completions body; raise BadRequest / NotFound naming the field."""
+def parse_request(body, collections: Collections, *, members: tuple[str, ...] = (),
+                  explorers: int | None = None) -> Request:
+    """Validate a chat-completions body; raise BadRequest / NotFound naming the field.
+    ``members`` (aliases already checked against the roster) replace the collection's members
+    and ``explorers`` its explorer seats, for this request only."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object (an OpenAI chat completion request)")
     collection, mode = collections.resolve(body.get("model"))
+    if members:
+        collection = replace(collection, members=tuple(members))
     messages = prompt.check_messages(body.get("messages"))
     check_params(body)
     bench = body.get("bench") or {}
@@ -128,7 +137,7 @@ def parse_request(body, collections: Collections) -> Request:
                    estimate=prompt.estimate_tokens(messages, tools=body.get("tools"),
                                                    response_format=body.get("response_format")),
                    stream=body.get("stream") is True, nominees=tuple(nominees), images=images,
-                   model=body["model"])
+                   model=body["model"], explorers=explorers)
 
 
 def check_params(body: dict) -> None:

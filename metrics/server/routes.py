@@ -73,11 +73,12 @@ def post_chat(h: Handler, _):
     chat(h, h.read_json())
 
 
-def chat(h: Handler, body) -> None:
-    """Run a chat request's panel for ``h.caller`` and reply (a stream, or one reply)."""
+def chat(h: Handler, body, **chosen) -> None:
+    """Run a chat request's panel for ``h.caller`` and reply (a stream, or one reply);
+    ``chosen``: the members and explorer seats the caller picked (``Panels.parse``)."""
     h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
     panels = h.server.panels
-    req = panels.parse(body)   # the whole body is checked here, before anything is asked
+    req = panels.parse(body, **chosen)   # the whole body is checked here, before anything is asked
     room(h)
     seating = panels.seat(req, h.caller.name)  # every refusal is here, before any call
     live = Live() if req.stream else None

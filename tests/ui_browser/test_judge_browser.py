@@ -347,3 +347,14 @@ def test_a_verdict_given_elsewhere_shows_on_the_panels_chip_and_in_the_open_dial
     assert verdict_of(dash, first)["useful"] is True
     assert verdict_of(dash, second)["useful"] is True
     assert first not in owed_calls(dash) and second not in owed_calls(dash)
+
+
+def test_ask_compares_chosen_models_with_explorers_off(dashboard_factory, home, page):
+    dash = dashboard_factory(home)
+    page.goto(dash.url + "/#/ask")
+    page.get_by_label("Models", exact=True).fill("x-one, slow")
+    page.get_by_label("No explorers for this ask").check()
+    ask_on_the_page(page, "Review: x = 1")
+    expect(page.get_by_text("Done: 2 of 2 seats answered")).to_be_visible()
+    (panel,) = read_jsonl(home.gateway_runs / "calls.jsonl")
+    assert sorted(s["alias"] for s in panel["seats"]) == ["slow", "x-one"]

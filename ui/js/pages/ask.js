@@ -15,7 +15,7 @@ import { markdown } from "../markdown.js";
 import { openSeat } from "../seat.js";
 import { sseData } from "../sse.js";
 import {
-  button, copyButton, emptyState, field, linkButton, modelLink, notice, pageHead, seatLabel,
+  button, checkbox, copyButton, emptyState, field, input, linkButton, modelLink, notice, pageHead, seatLabel,
   select, toast, answered } from "../ui.js";
 import { liveMark, quickVerdict } from "../verdict.js";
 import { current as verdictOf } from "../verdictstate.js";
@@ -85,8 +85,9 @@ function finalCard(seat, signal, heading = null, note = null) {
 }
 
 export async function render(root, ctx) {
-  const [cols, info] = await Promise.all([
+  const [cols, info, roster] = await Promise.all([
     api.get("/api/collections", { signal: ctx.signal }), ctx.info(),
+    api.get("/api/models", { signal: ctx.signal }),
   ]);
   const list = cols.data || [];
   const head = pageHead("Ask", "Ask a collection one question: every seat answers, each answer is labelled "
@@ -104,6 +105,12 @@ export async function render(root, ctx) {
     [":pick", "One picked answer"]], "");
   const prompt = h("textarea", { class: "prompt", rows: 7, required: true, placeholder: "Paste a diff to review, a design question, anything you would ask one model." });
   const about = h("p", { class: "muted small" });
+  // 2 to 4 roster models asked in place of the collection's members (any models, typed as
+  // aliases: a list of every model would be hundreds of options on a large roster)
+  const aliases = h("datalist", { id: "ask-aliases" },
+    ...(roster.data || []).map((m) => h("option", { value: m.alias })));
+  const models = input({ list: "ask-aliases", placeholder: "e.g. fast, slow" });
+  const explorersOff = checkbox("No explorers for this ask");
   // tools offered as an agent would offer them, so a pick reply can be tool calls
   const tools = h("textarea", { class: "mono", rows: 3, placeholder: '[{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}]' });
   const askBtn = button("Ask", null, { kind: "primary large", type: "submit", "aria-keyshortcuts": "Control+Enter Meta+Enter" });
@@ -143,6 +150,10 @@ export async function render(root, ctx) {
       field("Collection", collection),
       field("Reply", reply, { hint: "Merged: one more call writes a single answer saying who said what. Pick: the answer of the member judged most useful, verbatim." })),
     about,
+    h("div", { class: "form-grid" },
+      field("Models", models, { hint: "Optional: 2 to 4 model aliases, comma-separated, asked instead of the collection's members. With no explorers too, exactly those models are asked." }),
+      h("div", { class: "field" }, explorersOff.el)),
+    aliases,
     field("Prompt", prompt, { wide: true }),
     field("Tools", tools, { wide: true, hint: "Optional: a JSON list of tools, as an agent sends them. Needs a pick or merged reply." }),
     h("div", { class: "form-actions" }, progress, h("span", { class: "keys-hint small muted" }, h("kbd", { text: "Ctrl" }), "+", h("kbd", { text: "Enter" }), " asks"), stopBtn, askBtn));
@@ -207,6 +218,9 @@ export async function render(root, ctx) {
       }
     }
     tools.removeAttribute("aria-invalid");
+    const chosen = models.value.split(",").map((a) => a.trim()).filter(Boolean);
+    const choice = { ...(chosen.length ? { models: chosen } : {}),
+      ...(explorersOff.box.checked ? { explorers: 0 } : {}) };
     const controller = new AbortController();
     running = controller;
     askBtn.disabled = true;
@@ -223,7 +237,7 @@ export async function render(root, ctx) {
     const toolCalls = [];   // a picked answer's tool calls, as the stream sent them
     try {
       const response = await send("POST", "/api/ask",
-        { model, stream: true, messages: [{ role: "user", content: text }], ...(offered ? { tools: offered } : {}) },
+        { model, stream: true, messages: [{ role: "user", content: text }], ...(offered ? { tools: offered } : {}), ...choice },
         { signal: controller.signal, headers: { Accept: "text/event-stream" } });
       for await (const data of sseData(response)) {
         if (data === "[DONE]") break;
