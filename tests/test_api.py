@@ -476,12 +476,26 @@ def test_onboarding_enqueues_and_the_servers_worker_takes_it_to_ready(dash, home
     # the whole way, refusals and kill -9 resumes are in test_onboarding.py
     status, body, _ = dash.post("/api/onboarding", {"aliases": ["fast"]})
     assert status == 202 and [e["alias"] for e in body["enqueued"]] == ["fast"], body
+    # said before it starts: a probe and six quick-run prompts, with every retry at most 27
+    assert body["calls"] == {"planned": 7, "at_most": 27}
 
     def ready():
         return dash.get("/api/onboarding")[1]["data"][0]["status"] == "ready"
     assert wait_until(ready)
     assert [r["step"] for r in read_jsonl(home.root / "runs" / "onboarding.jsonl")
             if r.get("status") == "done"] == ["register", "probe", "suite", "ready"]
+
+
+def test_onboarding_past_the_servers_call_cap_is_refused_before_anything_is_queued(api):
+    # 200 models could make 200 x (3 + 6 x 4) = 5,400 calls, over the default cap of 5,000
+    aliases = [f"m{i}" for i in range(200)]
+    status, body, _ = api.post("/api/onboarding", {"aliases": aliases})
+    assert status == 400, body
+    error = body["error"]
+    assert (error["code"], error["param"]) == ("too_many_calls", "aliases")
+    assert "5,400" in error["message"] and "5,000" in error["message"]
+    assert "onboard fewer models at once" in error["message"]
+    assert api.get("/api/onboarding")[1]["data"] == []
 
 
 @covers("GET", "/api/alerts")

@@ -32,6 +32,8 @@ from panelist import __version__
 from panelist.metrics.upkeep import retirement
 from panelist.metrics.upkeep.failing import describe
 from panelist.metrics.upkeep.health import ask_endpoint
+from panelist.metrics.upkeep.onboarding_queue import calls_of
+from panelist.metrics.upkeep.suitejob import SuiteCalls
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel import owedorder
 from panelist.metrics.alerts import Alerts
@@ -40,7 +42,7 @@ from panelist.metrics.roster.collection import EXPLORER_POLICIES, MAX_DESCRIPTIO
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
-from panelist.metrics.server import modelpage, panelquery
+from panelist.metrics.server import fanout, modelpage, panelquery
 from panelist.metrics.server.keys import MAX_RPM, Keys
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
@@ -741,11 +743,13 @@ def post_onboarding(req: ApiRequest) -> dict:
     """Enqueue models for onboarding, as ``panelist model onboard`` does; the server's worker
     takes them through register, probe, a quick suite run and ready."""
     body = req.body
-    endpoint = body.get("endpoint")
+    # said, and judged against the server's cap, before anything is queued
+    calls = SuiteCalls(*calls_of(len(body["aliases"])))
+    fanout.within_cap(req.parts.limits, calls, "onboarding")
     entries = req.parts.onboarding.worker.queue.enqueue(req.panels.upstream, body["aliases"],
-                                                        endpoint)
+                                                        body.get("endpoint"))
     req.parts.onboarding.wake()
-    return Accepted({"enqueued": entries})
+    return Accepted({"enqueued": entries, "calls": calls.public()})
 
 
 def list_alerts(req: ApiRequest) -> dict:

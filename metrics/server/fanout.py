@@ -1,7 +1,8 @@
 """What a request that fans out to many upstream calls may cost, judged once its calls are
 counted and before anything is named or asked: a race over a gateway key (``POST /bench/race``
 and ``/bench/race/{race}/again``: ``admit``), and a race or a suite run the dashboard starts
-(``/api/races``, ``/api/suite/run``: ``within_cap``, the signed-in person having no key).
+(``/api/races``, ``/api/suite/run``, ``/api/onboarding``: ``within_cap``, the signed-in
+person having no key).
 
 Invariants, in the order a request meets them:
 
@@ -23,7 +24,9 @@ from panelist.metrics.server.ratelimit import RateCounter
 
 
 FEWER = {"race": "race fewer candidates, inputs or runs",
-         "suite run": "score fewer models or tasks, or fewer epochs"}
+         "suite run": "score fewer models or tasks, or fewer epochs",
+         "onboarding": "onboard fewer models at once"}
+PARAM = {"race": "runs", "suite run": "models", "onboarding": "aliases"}
 
 
 def within_cap(limits, calls, what: str = "race") -> None:
@@ -33,7 +36,7 @@ def within_cap(limits, calls, what: str = "race") -> None:
         raise BadRequest(f"this {what} could make up to {calls.at_most:,} upstream calls "
                          f"({calls.planned:,} if every call answers at once), over the {cap:,} "
                          f"one request may make (PANELIST_MAX_REQUEST_CALLS); {FEWER[what]}",
-                         code="too_many_calls", param="runs" if what == "race" else "models")
+                         code="too_many_calls", param=PARAM[what])
 
 
 def admit(h, calls, what: str = "race") -> None:

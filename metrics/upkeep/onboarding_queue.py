@@ -40,6 +40,15 @@ ENDED = ("ready", "failed")
 FINISHED = ("done", "skipped")
 QUICK_TASKS = 6          # tasks in the quick suite run, spread over the starter pack
 MAX_TASKS = 100
+PROBE_ATTEMPTS = 3       # a probe's call: the first try, one retry, one correction to a cap
+TASK_ATTEMPTS = 4        # a quick-run prompt: the first try, two retries, one correction
+
+
+def calls_of(models: int, tasks: int = QUICK_TASKS) -> tuple[int, int]:
+    """``(planned, at_most)``: the upstream calls onboarding ``models`` makes, each answered at
+    once (a probe and ``tasks`` quick-run prompts a model), and with every retry used."""
+    return models * (1 + tasks), models * (PROBE_ATTEMPTS + tasks * TASK_ATTEMPTS)
+
 HINTS = {
     "auth": "the endpoint refused the key: set the endpoint's key (see `panelist endpoint "
             "list`), then run `panelist model onboard {alias}` again",
