@@ -245,21 +245,31 @@ class SuiteRuns:
             mine = current is not None and current["status"] == "running"
             state = dict(current) if current is not None and mine else None
         if state is None:
-            try:
-                state = configfile.read(self.path) if self.path.exists() else None
-            except ConfigInvalid:
-                state = None
+            state = self._stored()
+            # its owner writes its last state before letting go of the lock, so a run seen
+            # running whose lock is free is read once more: it may have ended in between
+            if state and state.get("status") == "running" and self._unowned():
+                state = self._stored()
+                if state and state.get("status") == "running":
+                    state.update(status="interrupted", error="the process running it stopped "
+                                 "before it ended; every finished sample is kept, and a new "
+                                 "run asks what is left")
             if not state or "status" not in state:
                 return {"status": "none"}
-            state.pop("v", None)
-            if state["status"] == "running" and self._unowned():
-                state.update(status="interrupted", error="the process running it stopped "
-                             "before it ended; every finished sample is kept, and a new run "
-                             "asks what is left")
         state["done"] = dict(state.get("done") or {})
         state["totals"] = totals = dict(state.get("totals") or {})
         state["progress"] = {"done": sum(state["done"].values()),
                              "planned": sum(totals.values()) if totals else None}
+        return state
+
+    def _stored(self) -> dict | None:
+        """The run's state as its owner last wrote it, or None."""
+        try:
+            state = configfile.read(self.path) if self.path.exists() else None
+        except ConfigInvalid:
+            return None
+        if state:
+            state.pop("v", None)
         return state
 
     def _unowned(self) -> bool:
