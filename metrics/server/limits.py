@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.ledger import searchplan
+from panelist.metrics.store import envsetting
 
 MAX_REQUEST_CALLS = 5_000
 
@@ -33,29 +33,9 @@ class Limits:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Limits":
         env = os.environ if env is None else env
-        return cls(search_rows=_whole(env, "PANELIST_SEARCH_ROWS", searchplan.ROWS),
-                   search_seconds=_positive(env, "PANELIST_SEARCH_SECONDS", searchplan.SECONDS),
-                   max_request_calls=_whole(env, "PANELIST_MAX_REQUEST_CALLS",
-                                            MAX_REQUEST_CALLS))
+        return cls(search_rows=envsetting.whole(env, "PANELIST_SEARCH_ROWS", searchplan.ROWS),
+                   search_seconds=envsetting.seconds(env, "PANELIST_SEARCH_SECONDS",
+                                                     searchplan.SECONDS),
+                   max_request_calls=envsetting.whole(env, "PANELIST_MAX_REQUEST_CALLS",
+                                                      MAX_REQUEST_CALLS))
 
-
-def _whole(env: Mapping[str, str], name: str, default: int) -> int:
-    value = (env.get(name) or "").strip()
-    if not value:
-        return default
-    if not (value.isascii() and value.isdigit()) or int(value) < 1:
-        raise ConfigInvalid(f"{name} must be a whole number, at least 1 (not '{value[:40]}')")
-    return int(value)
-
-
-def _positive(env: Mapping[str, str], name: str, default: float) -> float:
-    value = (env.get(name) or "").strip()
-    if not value:
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        number = float("nan")
-    if not number > 0 or number == float("inf"):   # NaN fails the comparison
-        raise ConfigInvalid(f"{name} must be a number of seconds above 0 (not '{value[:40]}')")
-    return number

@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from panelist.metrics import errors
+from panelist.metrics.store import envsetting
 from panelist.metrics.store.pgbounds import Bounds, Watch
 from panelist.metrics.store.pgstats import STATS
 
@@ -126,13 +127,8 @@ def pool_size(env=None) -> int:
     """The cap on connections in use per ``Database``: ``PANELIST_DB_POOL``, else ``POOL``; a
     bad value is refused by name."""
     import os
-    raw = ((os.environ if env is None else env).get("PANELIST_DB_POOL") or "").strip()
-    if not raw:
-        return POOL
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_POOL:
-        raise errors.ConfigInvalid(f"PANELIST_DB_POOL must be a whole number of connections "
-                                   f"from 1 to {MAX_POOL}; got {raw!r}")
-    return int(raw)
+    return envsetting.whole(os.environ if env is None else env, "PANELIST_DB_POOL", POOL,
+                            high=MAX_POOL, unit="connections")
 
 
 def check_url(url: str) -> str:

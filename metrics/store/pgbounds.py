@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from panelist.metrics.errors import ConfigInvalid
+from panelist.metrics.store import envsetting
 
 GRACE = 2.0    # seconds the watch allows past the server's own statement bound
 LINGER = 30.0  # seconds an idle watch thread waits for work before it ends
@@ -69,16 +69,9 @@ class Bounds:
         env = os.environ if env is None else env
         values = dict(defaults)
         for field, name in cls.VARIABLES.items():
-            raw = (env.get(name) or "").strip()
-            if not raw:
+            if not (env.get(name) or "").strip():
                 continue
-            try:
-                value = float(raw)
-            except ValueError:
-                value = float("nan")
-            if not (0 < value <= 86400):
-                raise ConfigInvalid(f"{name} must be a number of seconds from 0 to 86400 "
-                                    f"(not 0); got {raw!r}")
+            value = envsetting.seconds(env, name, 0.0, high=86400)
             values[field] = max(1, round(value)) if field in ("connect", "keepalive") else value
         return cls(**values)
 

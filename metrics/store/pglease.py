@@ -27,7 +27,8 @@ import socket
 import threading
 import time
 
-from panelist.metrics.errors import ConfigInvalid, DatabaseUnreachable
+from panelist.metrics.errors import DatabaseUnreachable
+from panelist.metrics.store import envsetting
 
 PERIOD = 10.0          # seconds a lease lasts unless renewed
 VARIABLE = "PANELIST_LEASE_SECONDS"
@@ -37,17 +38,8 @@ MIN_PERIOD = 0.5
 def period_of_env(env=None) -> float:
     """The lease period the environment sets, else ``PERIOD``; a bad value names the variable."""
     env = os.environ if env is None else env
-    raw = (env.get(VARIABLE) or "").strip()
-    if not raw:
-        return PERIOD
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not (MIN_PERIOD <= value <= 3600):
-        raise ConfigInvalid(f"{VARIABLE} must be a number of seconds from {MIN_PERIOD:g} to "
-                            f"3600; got {raw!r}")
-    return value
+    return envsetting.seconds(env, VARIABLE, PERIOD, low=MIN_PERIOD, high=3600,
+                              low_included=True)
 
 
 def holder_name(role: str) -> str:
