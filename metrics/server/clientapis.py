@@ -22,9 +22,8 @@ from urllib.parse import parse_qs, urlsplit
 from panelist.metrics.errors import BadRequest, MethodNotAllowed, NotFound
 from panelist.metrics.panel import prompt
 from panelist.metrics.server.front.handler import Handler
-from panelist.metrics.server.routes import (COUNT_HEADER, answering, models_of, open_panel)
+from panelist.metrics.server.routes import COUNT_HEADER, answer_translated, models_of
 from panelist.metrics.server.routing import KEYS, Route
-from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel
 from panelist.metrics.wire import gemini, models, ollama
 
 
@@ -45,33 +44,18 @@ def _entry(h: Handler, model_id, param: str = "model") -> dict:
     return found
 
 
-def _answer(h: Handler, chat: dict, stream: bool, events, whole) -> None:
-    """Run the panel ``chat`` asks for and answer: a stream of ``events``, or ``whole(reply,
-    panel)`` as one JSON reply."""
-    with answering(h, open_panel(h, chat, stream)) as run:
-        if stream:
-            stream_panel(h, run, events(run))
-            return
-        reply = answer_of(h, run, h.client_alive)
-        if reply is None:  # the caller left; the panel was cancelled and logged
-            h.close_connection = True
-            return
-        run.delivered_reply(reply)
-        h.send_json(200, whole(reply, run.panel), {PANEL_HEADER: run.panel})
-
-
 # -- Ollama -------------------------------------------------------------------------------------
 def post_ollama_chat(h: Handler, _):
     body = h.read_json()
     chat, stream = ollama.chat_to_chat(body)   # the whole body is checked, as post_chat's is
-    _answer(h, chat, stream, lambda run: ollama.Events(body["model"]),
+    answer_translated(h, chat, stream, lambda run: ollama.Events(body["model"]),
             lambda reply, panel: ollama.chat_reply(reply, body["model"]))
 
 
 def post_ollama_generate(h: Handler, _):
     body = h.read_json()
     chat, stream = ollama.generate_to_chat(body)
-    _answer(h, chat, stream, lambda run: ollama.Events(body["model"], generate=True),
+    answer_translated(h, chat, stream, lambda run: ollama.Events(body["model"], generate=True),
             lambda reply, panel: ollama.generate_reply(reply, body["model"]))
 
 
@@ -116,7 +100,7 @@ def post_gemini(h: Handler, params: dict):
     if stream and parse_qs(urlsplit(h.path).query).get("alt") != ["sse"]:
         raise BadRequest("streamGenerateContent is served as server-sent events: add ?alt=sse "
                          "(Google's clients do)", param="alt")
-    _answer(h, chat, stream, lambda run: gemini.Events(model, run.panel),
+    answer_translated(h, chat, stream, lambda run: gemini.Events(model, run.panel),
             lambda reply, panel: gemini.from_chat(reply, model, panel))
 
 

@@ -148,35 +148,36 @@ def open_panel(h: Handler, chat: dict, stream: bool):
                         budget=h.server.in_flight)
 
 
-def post_responses(h: Handler, _):
-    body = h.read_json()
-    chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
+def answer_translated(h: Handler, chat: dict, stream: bool, events, whole) -> None:
+    """Run the panel a request of another format asks for (``chat``, translated from it) and
+    answer in that format: a stream of ``events(run)``, or ``whole(reply, panel)`` as one JSON
+    reply."""
     with answering(h, open_panel(h, chat, stream)) as run:
         if stream:
-            stream_panel(h, run, responses.Events(body, run.panel, run.req.asked,
-                                                  int(run.started)))
+            stream_panel(h, run, events(run))
             return
         reply = answer_of(h, run, h.client_alive)
         if reply is None:  # the caller left; the panel was cancelled and logged
             h.close_connection = True
             return
         run.delivered_reply(reply)
-        h.send_json(200, responses.from_chat(reply, body, run.panel), {PANEL_HEADER: run.panel})
+        h.send_json(200, whole(reply, run.panel), {PANEL_HEADER: run.panel})
+
+
+def post_responses(h: Handler, _):
+    body = h.read_json()
+    chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
+    answer_translated(h, chat, stream,
+                      lambda run: responses.Events(body, run.panel, run.req.asked,
+                                                   int(run.started)),
+                      lambda reply, panel: responses.from_chat(reply, body, panel))
 
 
 def post_messages(h: Handler, _):
     body = h.read_json()
     chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
-    with answering(h, open_panel(h, chat, stream)) as run:
-        if stream:
-            stream_panel(h, run, messages.Events(run.panel, run.req.asked))
-            return
-        reply = answer_of(h, run, h.client_alive)
-        if reply is None:
-            h.close_connection = True
-            return
-        run.delivered_reply(reply)
-        h.send_json(200, messages.from_chat(reply, run.panel), {PANEL_HEADER: run.panel})
+    answer_translated(h, chat, stream, lambda run: messages.Events(run.panel, run.req.asked),
+                      messages.from_chat)
 
 
 def post_count_tokens(h: Handler, _):
