@@ -14,22 +14,12 @@ import threading
 
 import pytest
 
-from conftest import TEST_MODELS, Gateway, wait_until
-from panelist.metrics.home import open_home
+from conftest import Gateway, wait_until
 from panelist.metrics.roster.collection import Collections
-from panelist.metrics.roster.roster import Roster
 from panelist.metrics.server.keys import Keys
 from panelist.metrics.store import pg, pgschema
+from test_pg_gateway import make_home
 
-
-def make_home(path, sim, url):
-    home = open_home(path, database=url)
-    roster = Roster(home)
-    roster.add_endpoint("sim", sim.url)
-    for alias in TEST_MODELS:
-        roster.add_model(alias, "sim", family=alias, context=100_000)
-    Collections(home).save(roster.view(), "trio", ["fast", "mid", "slow"])
-    return home
 
 
 @pytest.fixture()
