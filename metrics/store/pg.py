@@ -455,12 +455,6 @@ class Listener:
         self._thread.start()
         return self
 
-    def wait_listening(self, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while not self.listening and time.monotonic() < end and not self._stop.is_set():
-            time.sleep(0.01)
-        return self.listening
-
     def _run(self) -> None:
         pause = BACKOFF
         while not self._stop.is_set():
