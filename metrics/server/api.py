@@ -22,28 +22,23 @@ Invariants:
 
 from __future__ import annotations
 
-import platform
 import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from panelist import __version__
 from panelist.metrics.upkeep import retirement
 from panelist.metrics.upkeep.failing import describe
 from panelist.metrics.upkeep.health import ask_endpoint
-from panelist.metrics.upkeep.onboarding_queue import calls_of
-from panelist.metrics.upkeep.suitejob import SuiteCalls
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel import owedorder
 from panelist.metrics.alerts import Alerts
 from panelist.metrics.roster.collection import EXPLORER_POLICIES, MAX_DESCRIPTION, MAX_TAGS, \
-    PREFIX, REPLIES, SHAPE, Limits
+    PREFIX, REPLIES, Limits
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
-from panelist.metrics.server import fanout, modelpage, panelquery
-from panelist.metrics.server.keys import MAX_RPM, Keys
+from panelist.metrics.server import modelpage, panelquery
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
 from panelist.metrics.stats import wilson
@@ -101,40 +96,6 @@ def _seq(value: str, param: str) -> int:
     if seq is None:
         raise BadRequest(f"'{param}' must be a panel id such as p20260101-7", param=param)
     return seq
-
-
-# -- info and the demo ----------------------------------------------------------------------------
-def info(req: ApiRequest) -> dict:
-    panels = req.panels
-    view = panels.roster.view()
-    ledger = panels.ledger
-    seq = panel_seq(ledger.latest_panel())   # None while the ledger holds no panel
-    return {
-        "version": __version__, "python": platform.python_version(),
-        "data_dir": str(panels.home.root),
-        "counts": {"endpoints": len(view.endpoints), "models": len(view.models),
-                   "collections": len(panels.collections.all()),
-                   "panels": seq + 1 if seq is not None else 0,
-                   "verdicts": ledger.verdict_count(), "owed": ledger.owed_count()},
-        "first_run": not view.endpoints,
-        "auth": {"token_required": req.token_required},
-        "gateway": {"base_url": f"{req.base_url}/v1"},
-    }
-
-
-@edits_config
-@takes(NOTHING)
-def load_demo(req: ApiRequest) -> dict:
-    from panelist.metrics.roster import demo
-    req.parts.start_demo()   # served by the data folder's one simulator, its roster installed
-    return {"loaded": True, "collection": PREFIX + demo.COLLECTION["name"]}
-
-
-# -- grades ---------------------------------------------------------------------------------------
-def list_grades(req: ApiRequest) -> dict:
-    """The grades weakest first, each with its pin and models, and the ceiling."""
-    from panelist.metrics.roster.grades import Grades
-    return Grades(req.panels.home).listing(req.panels.roster.view())
 
 
 # -- models ---------------------------------------------------------------------------------------
@@ -254,14 +215,6 @@ def create_model(req: ApiRequest) -> dict:
 @takes(Body(version=VERSIONED, alias=Text(NAME, hint=ALIAS), **MODEL_FACTS))
 def update_model(req: ApiRequest) -> dict:
     return _save_model(req, req.params["alias"], req.body["version"])
-
-
-def model_catalog(req: ApiRequest) -> dict:
-    """What the catalog knows of one model, each fact with its source and date, typed first;
-    a learned fact sits beside the one that wins (``panelist catalog show``)."""
-    from panelist.metrics.roster.catalog import Catalog
-    alias = req.params["alias"]
-    return {"alias": alias, "facts": Catalog(req.panels.home).facts(alias)}
 
 
 @takes(NOTHING)
@@ -388,18 +341,6 @@ def delete_endpoint(req: ApiRequest) -> dict:
                        "those models first", code="in_use")
     req.panels.roster.remove_endpoint(name, by=req.who)
     return {"removed": req.params["name"]}
-
-
-def discover(req: ApiRequest) -> dict:
-    view = req.panels.roster.view()
-    ep = view.endpoints.get(req.params["name"])
-    if ep is None:
-        raise NotFound(f"unknown endpoint '{req.params['name']}'; see GET /api/endpoints")
-    served = {m.served for m in view.models.values() if m.endpoint == ep.name}
-    listed = req.panels.upstream.models(ep.base_url, req.panels.roster.api_key(ep),
-                                        timeout=TEST_TIMEOUT)
-    return {"data": [{"served": e["id"], "on_roster": e["id"] in served}
-                     for e in sorted(listed, key=lambda e: e["id"])]}
 
 
 # -- collections and limits -----------------------------------------------------------------------
@@ -598,160 +539,13 @@ def evidence(req: ApiRequest) -> dict:
     return {"data": rows, "shapes": ledger.shapes(), "buckets": ledger.buckets(30)}
 
 
-def ratings(req: ApiRequest) -> dict:
-    """Each model's rating per shape (``ledger.ratings``), or one shape's with ``?shape=``;
-    refitted only when that shape's comparisons changed."""
-    book = req.panels.ratings
-    shapes = book.shapes()
-    shape = req.query.get("shape") or "all"
-    if shape != "all" and not SHAPE.fullmatch(shape):
-        raise BadRequest(f"shape '{shape[:NAME]}' is not a shape; use lower-case letters, digits "
-                         "and '-', e.g. general or review, or all", param="shape")
-    return {"data": [book.of(s).public() for s in (shapes if shape == "all" else [shape])],
-            "shapes": shapes}
-
-
-def usage(req: ApiRequest) -> dict:
-    """Each model's seats, error rate, answer times and spend over a recent window
-    (``Ledger.usage``), priced at the model's price now (typed, else the catalog's); a total
-    per currency, never across currencies."""
-    from panelist.metrics.ledger.usage import WINDOWS
-    from panelist.metrics.race.costs import call_cost
-    panels = req.panels
-    doc = panels.ledger.usage(req.query.get("window") or "day")
-    known = panels.known.view().models
-    rows, unpriced = [], []
-    spent: dict[str, float] = {}   # currency -> spent
-    for alias, row in sorted(doc["models"].items()):
-        model = known.get(alias)
-        amount = None if model is None else call_cost(model, {
-            "prompt": row["prompt_tokens"], "completion": row["completion_tokens"]})
-        if amount is None:
-            unpriced.append(alias)
-        else:
-            spent[model.currency] = spent.get(model.currency, 0.0) + amount
-        rows.append(dict(row, alias=alias, spend=None if amount is None else {
-            "amount": round(amount, 8), "currency": model.currency}))
-    answered = sum(r["answered"] for r in rows)
-    failed = sum(r["failed"] for r in rows)
-    return {"window": doc["window"], "windows": list(WINDOWS), "since": doc["since"],
-            "until": doc["until"], "data": rows,
-            "total": {"seats": sum(r["seats"] for r in rows), "answered": answered,
-                      "failed": failed, "error_rate": round(failed / (answered + failed), 4)
-                      if answered + failed else None,
-                      "spend": {c: round(v, 8) for c, v in sorted(spent.items())},
-                      "unpriced": unpriced, "uncounted": sum(r["uncounted"] for r in rows)}}
-
-
-def suite(req: ApiRequest) -> dict:
-    # followed from where the last request stopped reading: no rescan of the samples per change
-    doc = req.parts.suite_report().doc()
-    return {"data": doc["models"], "tasks": doc["tasks"], "built": doc["built"],
-            "headline": doc.get("headline", []), "warnings": doc.get("warnings", [])}
-
-
-# -- keys -----------------------------------------------------------------------------------------
-def list_keys(req: ApiRequest) -> dict:
-    last = req.panels.ledger.keys_last_used()
-    return {"data": [dict(k.public(), last_used=last.get(k.name))
-                     for k in Keys(req.panels.home).all()]}
-
-
-@edits_config
-@takes(Body(name=Text(NAME, nonempty=True, required=True,
-                      hint="who or what uses the key: lower-case letters, digits or '-'"),
-            collections=Strings(1000, NAME, comma=True,
-                                hint="the collections it may ask; leave it out for all"),
-            rpm=Whole(1, MAX_RPM, hint="requests a minute; leave it out for no limit")))
-def create_key(req: ApiRequest) -> dict:
-    body = req.body
-    secret, key = Keys(req.panels.home).create(
-        body.get("name"), collections=body.get("collections"), rpm=body.get("rpm"),
-        known=req.panels.collections.all().keys(), by=req.who)
-    return dict(key.public(), key=secret, last_used=None)
-
-
-@edits_config
-@takes(NOTHING)
-def revoke_key(req: ApiRequest) -> dict:
-    Keys(req.panels.home).revoke(req.params["name"], by=req.who)
-    return {"revoked": req.params["name"]}
-
-
-# -- races ----------------------------------------------------------------------------------------
-def list_races(req: ApiRequest) -> dict:
-    return req.parts.races.listing(req.query.get("limit"), req.query.get("before"))
-
-
-def get_race(req: ApiRequest) -> dict:
-    return req.parts.races.get(req.params["race"])
-
-
-def get_race_prompt(req: ApiRequest) -> dict:
-    return req.parts.races.prompt(req.params["race"], req.params["name"])
-
-
-# -- discover and alerts --------------------------------------------------------------------------
-def discover_all(req: ApiRequest) -> dict:
-    """What ``panelist discover`` lists: models served outside the roster, free first."""
-    from panelist.metrics.roster import discover as found
-    from panelist.metrics.roster.catalog import Catalog
-    endpoint = req.query.get("endpoint") or None
-    return found.find(Catalog(req.panels.home), req.panels.upstream, endpoint,
-                      free_only=req.query.get("free") in ("1", "true"))
-
-
-@takes(NOTHING)
-def catalog_refresh(req: ApiRequest) -> dict:
-    """Read every endpoint's listing into the catalog, as ``panelist catalog refresh`` does;
-    an endpoint that cannot be read is named in ``failed``."""
-    from panelist.metrics.roster.catalog import Catalog
-    return Catalog(req.panels.home).refresh(req.panels.upstream)
-
-
-@edits_config
-@takes(Body(endpoint=Text(NAME, nonempty=True, required=True, hint="from GET /api/discover"),
-            served=Text(NAME, nonempty=True, required=True, hint="from GET /api/discover")))
-def discover_add(req: ApiRequest) -> dict:
-    """Register one discovered model, as ``panelist discover --add`` does."""
-    from panelist.metrics.roster import discover as found
-    from panelist.metrics.roster.catalog import Catalog
-    body = req.body
-    added = found.add(Catalog(req.panels.home), req.panels.upstream, [body["served"]],
-                      body["endpoint"])
-    return {"added": added}
-
-
 class Accepted(dict):
     """A reply for work taken on and done later: sent with 202."""
 
     status = 202
 
 
-def list_onboarding(req: ApiRequest) -> dict:
-    """The onboarding queue, newest first, and who works it."""
-    queue = req.parts.onboarding.worker.queue
-    entries = queue.entries()
-    return {"data": entries[::-1][:_limit(req)], "worker": queue.holder()}
-
-
-@takes(Body(aliases=Strings(1000, NAME, required=True, hint="the models to onboard: roster "
-                                                            "aliases, or served ids from GET "
-                                                            "/api/discover"),
-            endpoint=Text(NAME, nonempty=True, hint="see GET /api/endpoints")))
-def post_onboarding(req: ApiRequest) -> dict:
-    """Enqueue models for onboarding, as ``panelist model onboard`` does; the server's worker
-    takes them through register, probe, a quick suite run and ready."""
-    body = req.body
-    # said, and judged against the server's cap, before anything is queued
-    calls = SuiteCalls(*calls_of(len(body["aliases"])))
-    fanout.within_cap(req.parts.limits, calls, "onboarding")
-    entries = req.parts.onboarding.worker.queue.enqueue(req.panels.upstream, body["aliases"],
-                                                        body.get("endpoint"))
-    req.parts.onboarding.wake()
-    return Accepted({"enqueued": entries, "calls": calls.public()})
-
-
+# -- alerts ---------------------------------------------------------------------------------------
 def list_alerts(req: ApiRequest) -> dict:
     """The newest alerts, with one for each config edit set aside (``readiness``)."""
     from panelist.metrics.server.readiness import conflict_alerts
@@ -761,19 +555,14 @@ def list_alerts(req: ApiRequest) -> dict:
 
 
 ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
-    ("/api/info", {"GET": info}),
-    ("/api/demo", {"POST": load_demo}),
-    ("/api/grades", {"GET": list_grades}),
     ("/api/models", {"GET": list_models, "POST": create_model}),
     ("/api/models/{alias}", {"GET": get_model, "PUT": update_model, "DELETE": delete_model}),
-    ("/api/models/{alias}/catalog", {"GET": model_catalog}),
     ("/api/models/{alias}/probe", {"POST": probe_model}),
     ("/api/models/{alias}/retire", {"POST": retire_model}),
     ("/api/models/{alias}/restore", {"POST": restore_model}),
     ("/api/endpoints", {"GET": list_endpoints, "POST": create_endpoint}),
     ("/api/endpoints/test", {"POST": test_endpoint}),
     ("/api/endpoints/{name}", {"DELETE": delete_endpoint}),
-    ("/api/endpoints/{name}/discover", {"GET": discover}),
     ("/api/collections", {"GET": list_collections, "POST": create_collection}),
     ("/api/collections/{name}", {"PUT": update_collection, "DELETE": delete_collection}),
     ("/api/limits", {"PUT": update_limits}),
@@ -784,17 +573,5 @@ ROUTES: list[tuple[str, dict[str, Callable[[ApiRequest], object]]]] = [
     ("/api/verdict", {"POST": post_verdict}),
     ("/api/owed", {"GET": list_owed}),
     ("/api/evidence", {"GET": evidence}),
-    ("/api/ratings", {"GET": ratings}),
-    ("/api/usage", {"GET": usage}),
-    ("/api/suite", {"GET": suite}),
-    ("/api/keys", {"GET": list_keys, "POST": create_key}),
-    ("/api/keys/{name}", {"DELETE": revoke_key}),
-    ("/api/races", {"GET": list_races}),
-    ("/api/races/{race}", {"GET": get_race}),
-    ("/api/races/{race}/judge/{name}", {"GET": get_race_prompt}),
-    ("/api/discover", {"GET": discover_all}),
-    ("/api/discover/add", {"POST": discover_add}),
-    ("/api/catalog/refresh", {"POST": catalog_refresh}),
     ("/api/alerts", {"GET": list_alerts}),
-    ("/api/onboarding", {"GET": list_onboarding, "POST": post_onboarding}),
 ]

@@ -28,8 +28,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.server import (api, ask, bodies, budgetapi, console, hookapi,
-                                     judgechecks, signins)
+from panelist.metrics.server import (api, ask, bodies, budgetapi, catalogapi, console,
+                                     hookapi, infoapi, judgechecks, keyapi, onboardapi, raceapi,
+                                     reportapi, signins)
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.front.handler import Handler
@@ -54,11 +55,16 @@ LOGIN = Body(token=Text(required=True, hint="the value of PANELIST_ADMIN_TOKEN w
 
 
 def api_routes() -> dict[str, dict]:
-    """The ``/api/`` routes by pattern: ``api``'s, the console's (``console``), the judge
-    checks' (``judgechecks``), the provider sign-ins' (``signins``), the webhooks' (``hookapi``)
-    and the spend caps' (``budgetapi``), a pattern two list answering the methods of each."""
+    """The ``/api/`` routes by pattern: ``api``'s, the front page's (``infoapi``), the keys'
+    (``keyapi``), the races' (``raceapi``), discovery and the catalog's (``catalogapi``),
+    onboarding's (``onboardapi``), the reports' (``reportapi``), the console's (``console``),
+    the judge checks' (``judgechecks``), the provider sign-ins' (``signins``), the webhooks'
+    (``hookapi``) and the spend caps' (``budgetapi``), a pattern two list answering the methods
+    of each."""
     merged: dict[str, dict] = {}
-    for pattern, actions in (api.ROUTES + console.ROUTES + judgechecks.ROUTES + signins.ROUTES
+    for pattern, actions in (api.ROUTES + infoapi.ROUTES + keyapi.ROUTES + raceapi.ROUTES
+                             + catalogapi.ROUTES + onboardapi.ROUTES + reportapi.ROUTES
+                             + console.ROUTES + judgechecks.ROUTES + signins.ROUTES
                              + hookapi.ROUTES + budgetapi.ROUTES):
         merged.setdefault(pattern, {}).update(actions)
     return merged
