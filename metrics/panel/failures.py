@@ -21,7 +21,7 @@ from panelist.metrics.plaintext import shorten
 from panelist.metrics.seats import SeatResult
 
 if TYPE_CHECKING:
-    from panelist.metrics.panel.panel import PanelRun
+    from panelist.metrics.panel.run import PanelRun
 
 SAID = 240  # characters of each failed seat's error a panel's own error repeats (error.seats: all)
 
