@@ -66,204 +66,28 @@ from panelist.metrics.race import blind, checks, flags, jobs, jury, tooldiff
 from panelist.metrics.race import reports as race_reports
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.transport import CancelFlag
-from panelist.metrics.race.costs import Costs, call_cost
+from panelist.metrics.race.costs import call_cost
 # the grades a race reads, named here too: jobs import them with Benchmark
 from panelist.metrics.race.gradebook import GradeBook, roster_candidates, strongest  # noqa: F401
-from panelist.metrics.errors import BadRequest, Cancelled, NotFound, PanelistError
+from panelist.metrics.errors import BadRequest, Cancelled, NotFound
 from panelist.metrics.home import Home, open_home
-from panelist.metrics.seats.record import CallLog
 from panelist.metrics.store.jsonl import utc_iso
 from panelist.metrics.race import verdict
 from panelist.metrics.race.report import BenchmarkReport, judging_of, summarise
 from panelist.metrics.roster.known import KnownRoster
 from panelist.metrics.roster.learned import LearnedFacts
 from panelist.metrics.roster.roster import Model, Roster, RosterView
-from panelist.metrics.seats import CallFailed, JobResult, SeatCall, SeatJob, SeatResult, Seats
-from panelist.metrics.race.transcript import Transcript, arguments_of, as_text
+from panelist.metrics.seats import CallFailed, JobResult, SeatJob, Seats
+from panelist.metrics.race.seat import RaceInFlight, Seat, ToolLoopTooLong, tool
+from panelist.metrics.race.settings import RaceSettings
+from panelist.metrics.race.transcript import as_text
 
 log = logging.getLogger("panelist.race")
 
-MAX_ROUNDS = 8          # model calls one ``chat`` may make while the model keeps calling tools
 CALL_TIMEOUT = 120.0    # seconds one model call may take once admitted
 RACE_TIMEOUT = 3600.0   # seconds the whole race (waits for admission included) may take
 PARALLEL = 32           # runs in flight at once in this process (admission paces the calls)
 JUDGES = 4              # judgements in flight at once
-
-
-# -- tools -----------------------------------------------------------------------------------------
-def tool(parameters: dict, *, name: str | None = None, description: str | None = None):
-    """Mark a function as a tool a seat may offer: ``parameters`` is the JSON schema of its
-    keyword arguments; the name defaults to the function's, the description to its docstring.
-
-        @tool({"type": "object", "properties": {"number": {"type": "string"}},
-               "required": ["number"]})
-        def lookup_order(number): ...
-    """
-    if not isinstance(parameters, dict):
-        raise TypeError("tool() takes the JSON schema of the tool's arguments, a dict such as "
-                        '{"type": "object", "properties": {...}}')
-
-    def mark(fn):
-        fn.tool_spec = {"name": name or fn.__name__,
-                        "description": description or (fn.__doc__ or "").strip(),
-                        "parameters": parameters}
-        return fn
-    return mark
-
-
-@dataclass(frozen=True)
-class _Tool:
-    name: str
-    fn: Callable
-    spec: dict
-
-    def offer(self) -> dict:
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.spec.get("description") or "",
-            "parameters": self.spec.get("parameters") or {"type": "object", "properties": {}}}}
-
-
-def _tools(tools) -> dict[str, _Tool]:
-    """Tools given as ``@tool`` functions or ``(function, schema)`` pairs, by name."""
-    out: dict[str, _Tool] = {}
-    for item in tools or ():
-        if isinstance(item, tuple) and len(item) == 2 and callable(item[0]):
-            fn, schema = item
-            spec = dict(schema) if "parameters" in schema else {"parameters": schema}
-            spec.setdefault("name", fn.__name__)
-            spec.setdefault("description", (fn.__doc__ or "").strip())
-        elif callable(item) and isinstance(getattr(item, "tool_spec", None), dict):
-            fn, spec = item, item.tool_spec
-        else:
-            raise TypeError(f"{item!r} is not a tool: mark a function with @tool(schema) or "
-                            "pass a (function, schema) pair")
-        if spec["name"] in out:
-            raise ValueError(f"two tools are named {spec['name']!r}; give one another name")
-        out[spec["name"]] = _Tool(spec["name"], fn, spec)
-    return out
-
-
-class ToolLoopTooLong(PanelistError):
-    """Raised when a model still calls tools after ``max_rounds`` calls of one ``chat``."""
-
-
-# -- the seat --------------------------------------------------------------------------------------
-class Seat:
-    """A job's handle on one model for one run; every call is recorded in its transcript."""
-
-    def __init__(self, race: "_Race", model: Model, role: str, run: int, input_: int = 1):
-        self._race, self.model, self.role, self.run = race, model, role, run
-        self.input = input_   # which input (from 1) this run is of
-        self.label = race.label(role, model.alias, input_, run)
-        self.transcript = Transcript()
-        self.results: list[SeatResult] = []
-        self.started = time.monotonic()
-        self.first_answer: float | None = None
-        self._lock = threading.Lock()
-
-    def chat(self, messages: list[dict], tools=None, *, max_rounds: int = MAX_ROUNDS,
-             **params) -> str:
-        """Ask the model; with ``tools``, answer its tool calls until it answers in text.
-
-        Returns the final answer's text. A call that fails raises ``CallFailed`` (the job fails
-        as it would in production); a model still calling tools after ``max_rounds`` calls
-        raises ``ToolLoopTooLong``."""
-        if not isinstance(messages, list) or not messages:
-            raise BadRequest("seat.chat needs a non-empty list of messages such as "
-                             '[{"role": "user", "content": "..."}]')
-        offered = _tools(tools)
-        body = dict(params)
-        if offered:
-            body["tools"] = [t.offer() for t in offered.values()]
-        history = list(messages)
-        self.transcript.asked(messages)
-        for _ in range(max_rounds):
-            result = self._call(history, body)
-            if not result.tool_calls or not offered:
-                return result.text
-            history.append({"role": "assistant", "content": result.text or None,
-                            "tool_calls": result.tool_calls})
-            for call in result.tool_calls:
-                history.append({"role": "tool", "tool_call_id": call["id"],
-                                "content": self._use(offered, call)})
-        raise ToolLoopTooLong(f"{self.role} run {self.run}: the model still called tools after "
-                              f"{max_rounds} calls; raise max_rounds or check the tools' answers")
-
-    def _call(self, history: list[dict], body: dict) -> SeatResult:
-        with self._lock:
-            n = len(self.results) + 1
-        race = self._race
-        call = SeatCall(label=f"{self.label}.{n}",
-                        role=self.role, model=self.model, messages=list(history), params=body,
-                        timeout=race.call_timeout, retries=1,
-                        meta={"race": race.id, "run": self.run, "input": self.input,
-                              "model_call": n})
-        result, = race.seats.run([call], deadline=race.deadline, cancel=race.cancel,
-                                 log=race.log)
-        with self._lock:
-            self.results.append(result)
-            if result.answered and self.first_answer is None:
-                self.first_answer = time.monotonic()
-        self.transcript.model(result, n)
-        race.spent(self.model, result)
-        return result.check()
-
-    def _use(self, offered: dict[str, _Tool], call: dict) -> str:
-        """Run one tool call; what it returned (or raised) is recorded and sent back."""
-        name = call["function"]["name"]
-        arguments = arguments_of(call["function"]["arguments"])
-        found = offered.get(name)
-        used = None
-        if found is None:
-            why = f"no tool named {name!r}; offered: {', '.join(offered)}"
-        elif not isinstance(arguments, dict):
-            why = "the arguments are not a JSON object"
-        else:
-            used = tooldiff.coerce(found.spec.get("parameters"), arguments)
-            try:
-                returned = as_text(found.fn(**used))
-            except Exception as exc:   # the tool's failure is the model's to read, and recorded
-                why = f"{type(exc).__name__}: {exc}"
-            else:
-                self.transcript.tool(name, arguments, returned=returned, used=used)
-                return returned
-        self.transcript.tool(name, arguments, raised=why, used=used)
-        return f"error: {why}"
-
-
-# -- one race in flight ----------------------------------------------------------------------------
-class _Race:
-    """What every seat of one race shares: the core, its log, deadline, cancel flag and costs."""
-
-    def __init__(self, race_id: str, folder: Path, seats: Seats, call_timeout: float,
-                 timeout: float, cancel: threading.Event, inputs: int = 1,
-                 log: CallLog | None = None):
-        self.id, self.folder, self.seats = race_id, folder, seats
-        self.inputs = inputs
-        self.log = log if log is not None else CallLog(folder / "calls.jsonl")
-        self.call_timeout = call_timeout
-        self.deadline = time.monotonic() + timeout
-        self.cancel = cancel
-        self.costs = Costs()
-        self.jury: jury.Jury   # set as the race starts (Benchmark._race), before any judging
-        self.weights: dict[str, float] | None = None   # judge -> weight (set_jury_weights)
-        self._lock = threading.Lock()
-
-    def spent(self, model: Model, result: SeatResult) -> None:
-        with self._lock:
-            self.costs.add_call(model, result.tokens)
-
-    def ask(self, calls: list[SeatCall]) -> list[SeatResult]:
-        """A set of calls at once, by the race's deadline and cancel, logged and costed."""
-        results = self.seats.run(calls, deadline=self.deadline, cancel=self.cancel, log=self.log)
-        for call, result in zip(calls, results):
-            self.spent(call.model, result)
-        return results
-    def label(self, role: str, alias: str, input_: int, run: int) -> str:
-        """``<role>.<alias>.run<n>``, with ``.input<i>`` before the run when there are several
-        inputs (a race of one input keeps the labels it always had)."""
-        within = f".input{input_}" if self.inputs > 1 else ""
-        return f"{role}.{alias}{within}.run{run}"
 
 
 @dataclass
@@ -279,8 +103,9 @@ class _Run:
         return self.exception is None
 
 
-class Benchmark:
-    """Races a job across its grade; see the module docstring."""
+class Benchmark(RaceSettings):
+    """Races a job across its grade, as its settings say (``RaceSettings``); see the module
+    docstring."""
 
     REPORT = "benchmark.report"
 
@@ -298,6 +123,7 @@ class Benchmark:
             raise ValueError(f"runs must be a whole number of at least 1, not {runs!r}")
         if parent is not None and not isinstance(getattr(parent, "metadata", None), dict):
             raise TypeError("parent must have a 'metadata' dict the report can be set on")
+        super().__init__()
         self.factory, self.runs, self.parent = factory, runs, parent
         self.home = home if isinstance(home, Home) else open_home(home)
         self.roster = Roster(self.home)
@@ -306,116 +132,11 @@ class Benchmark:
         self.admission = _admission(self.home) if admission == "home" else admission
         self.call_timeout, self.timeout, self.parallel = call_timeout, timeout, parallel
         self.metadata: dict = {}
-        self._inputs: list = []
-        self._listed = False   # set_inputs: run() returns a list
-        self._margin = verdict.MARGIN
-        self._candidates: list[str] | None = None
-        self._judges: list[str] | None = None
-        self._orders = "both"
-        self._jury_weights: str | None = None
-        self._on_judged: Callable[[str], None] | None = None
-        self._rubric: str | None = None
-        self._allow = None   # tooldiff.check_allow: extra tool calls that do not count
-        self._scorer: Callable[[object, object], float | None] | None = None
         self._report: BenchmarkReport | None = None
         self._cancel = CancelFlag()
         self._progress = {"runs": 0, "done": 0, "judged": 0}
         self._progress_lock = threading.Lock()
         self._reserved: tuple[str, Path] | None = None
-        self._earlier = jobs.Earlier(None)   # the job's earlier looks (none: a first race)
-
-    # -- setters -----------------------------------------------------------------------------------
-    def set_input(self, value) -> "Benchmark":
-        """Race the job on this one input; ``run()`` returns what its reference returned."""
-        self._inputs, self._listed = [value], False
-        return self
-
-    def set_inputs(self, values: list) -> "Benchmark":
-        """Race the job on each of these inputs (one input says little about a job); the
-        reference runs once per input and ``run()`` returns the list of what they returned."""
-        if not isinstance(values, (list, tuple)) or not values:
-            raise TypeError("set_inputs takes a non-empty list of the job's inputs, one per "
-                            "item (set_input(x) takes a single one)")
-        self._inputs, self._listed = list(values), True
-        return self
-
-    def set_margin(self, points: float) -> "Benchmark":
-        """How many points of 10 worse than the pinned model a model may be and still be good
-        enough (default 1): the verdict's non-inferiority margin."""
-        self._margin = verdict.check_margin(points)
-        return self
-
-    def set_candidates(self, aliases: list[str]) -> "Benchmark":
-        if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
-            raise TypeError("set_candidates takes a list of model aliases")
-        self._candidates = list(dict.fromkeys(aliases))
-        return self
-
-    def set_judges(self, aliases: list[str]) -> "Benchmark":
-        """Judge with these models instead of the ceiling model alone: a jury, of distinct
-        families, none of a candidate's or the reference's (refused otherwise, at ``run``)."""
-        if isinstance(aliases, str) or not aliases or \
-                not all(isinstance(a, str) for a in aliases):
-            raise TypeError("set_judges takes a non-empty list of model aliases")
-        self._judges = list(dict.fromkeys(aliases))
-        return self
-
-    def set_orders(self, orders: str) -> "Benchmark":
-        """``"both"`` (default): every run is judged with the reference shown first and again
-        with the candidate first; ``"random"``: once, in an order drawn per run (recorded)."""
-        if orders not in jury.ORDERS:
-            raise ValueError(f"orders must be one of {', '.join(jury.ORDERS)}, not {orders!r}")
-        self._orders = orders
-        return self
-
-    def set_jury_weights(self, how: str | None) -> "Benchmark":
-        """``"agreement"``: each judge counts in a run's pooled scores by its κ against people
-        in its latest judge check of general work (else of every shape), floored at 0
-        (``race.checks``); a judge never checked refuses the race. None: equal weights."""
-        if how is not None and how not in checks.WEIGHTS:
-            raise ValueError(f"jury weights must be one of {', '.join(checks.WEIGHTS)} or None, "
-                             f"not {how!r}")
-        self._jury_weights = how
-        return self
-
-    def set_looks(self, earlier: "jobs.Earlier") -> "Benchmark":
-        """Race this as a look of a job (``metrics.race.jobs``): its report holds the earlier
-        looks' rows beside its own, and its verdict is tested at this look's share."""
-        if not isinstance(earlier, jobs.Earlier):
-            raise TypeError("set_looks takes a jobs.Earlier")
-        self._earlier = earlier
-        return self
-
-    @property
-    def earlier(self) -> "jobs.Earlier":
-        """The job this race is a look of, and what it carries from the earlier looks."""
-        return self._earlier
-
-    def on_judged(self, fn: Callable[[str], None] | None) -> "Benchmark":
-        """``fn(alias)`` hears each candidate run's judging end (judged, void or failed)."""
-        self._on_judged = fn
-        return self
-
-    def set_rubric(self, text: str) -> "Benchmark":
-        if not isinstance(text, str):
-            raise TypeError("the rubric is plain text")
-        self._rubric = text
-        return self
-
-    def set_allow_extra_tools(self, allow) -> "Benchmark":
-        """Which calls to a tool the reference did not call do not count against accuracy:
-        ``True`` (any), a list of tool names, or ``None`` (none: the default, since code cannot
-        tell a harmless call from one that deletes an order)."""
-        self._allow = tooldiff.check_allow(allow)
-        return self
-
-    def set_scorer(self, fn: Callable[[object, object], float | None]) -> "Benchmark":
-        """``fn(reference_output, output) -> float in [0, 1]``, or None when the pair cannot be
-        compared; the judge runs beside it either way."""
-        if not callable(fn):
-            raise TypeError("the scorer is a callable fn(reference_output, output)")
-        self._scorer = fn
-        return self
 
     @classmethod
     def candidates(cls, grade: str, *, home: Home | str | None = None,
@@ -498,7 +219,7 @@ class Benchmark:
                    warnings, barred=None, weights=None):
         seats = Seats(self.roster, self.upstream, admission=self.admission,
                       learn=LearnedFacts(self.home).heard, thread_name=f"race-{race_id}")
-        race = _Race(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
+        race = RaceInFlight(race_id, folder, seats, self.call_timeout, self.timeout, self._cancel,
                      len(self._inputs), log=store.call_log(race_id, folder / "calls.jsonl"))
         # the seed is the race's own: a rerun of one race's questions gets the same answers
         race.jury = jury.Jury(judges, folder, race_id, seed=int(race_id[-8:], 16) & 0x7FFFFFFF,
@@ -522,7 +243,7 @@ class Benchmark:
             raise failed.exception
         return [r.output for r in references] if self._listed else references[0].output
 
-    def _references(self, race: _Race, pinned: Model, job) -> list["_Run"]:
+    def _references(self, race: RaceInFlight, pinned: Model, job) -> list["_Run"]:
         """The reference run of every input: a set of one runs in this thread."""
         units = [SeatJob(race.label("reference", pinned.alias, i, 0),
                          partial(self._one, race, pinned, "reference", 0, i,
@@ -543,7 +264,7 @@ class Benchmark:
             raise NotFound(f"{what} is '{alias}', which is not on the roster; {fix}")
         return model
 
-    def _one(self, race: _Race, model: Model, role: str, run: int, input_: int,
+    def _one(self, race: RaceInFlight, model: Model, role: str, run: int, input_: int,
              job=None) -> _Run:
         seat = Seat(race, model, role, run, input_)
         out = _Run(seat)
@@ -559,7 +280,7 @@ class Benchmark:
         out.row = self._row(out, model, run)
         return out
 
-    def _race(self, race: _Race, references: list[_Run], candidates: list[Model],
+    def _race(self, race: RaceInFlight, references: list[_Run], candidates: list[Model],
               judges: list[Model], view: RosterView) -> list[dict]:
         """Every candidate run (each input, ``runs`` times) as a job of one set (``parallel``
         at once), each judged, as it lands, against its input's reference by a job of a second
@@ -613,7 +334,7 @@ class Benchmark:
         order = {(m.alias, i, n): k for k, (m, i, n) in enumerate(plan)}
         return sorted(rows, key=lambda r: order[(r["model"], r["input"], r["run"])])
 
-    def _run_of(self, race: _Race, landed: JobResult, model: Model, role: str, n: int,
+    def _run_of(self, race: RaceInFlight, landed: JobResult, model: Model, role: str, n: int,
                 input_: int) -> _Run:
         """The run a job of the core's ended with; a job given up or never begun is a failed
         row that says why."""
@@ -635,7 +356,7 @@ class Benchmark:
         with self._progress_lock:
             self._progress[what] += 1
 
-    def _judge(self, race: _Race, reference: _Run, seen: blind.Seen, run: _Run,
+    def _judge(self, race: RaceInFlight, reference: _Run, seen: blind.Seen, run: _Run,
                masker: blind.Masker, task: str) -> None:
         row = run.row
         barred = race.jury.barred.get(run.seat.model.family)
@@ -695,7 +416,7 @@ class Benchmark:
             "output": seat.transcript.output, "transcript": seat.transcript.public(),
         }
 
-    def _report_of(self, race: _Race, grade: str, pinned: Model, candidates: list[Model],
+    def _report_of(self, race: RaceInFlight, grade: str, pinned: Model, candidates: list[Model],
                    references: list[_Run], rows: list[dict], started: float, seconds: float,
                    warnings: list[str]) -> BenchmarkReport:
         earlier = self._earlier

@@ -40,7 +40,8 @@ from typing import Callable
 from panelist.metrics.errors import BadRequest, NotFound
 from panelist.metrics.home import Home
 from panelist.metrics.race import checks, jobs, jury, sequential, tooldiff, verdict
-from panelist.metrics.race.benchmark import Benchmark, GradeBook, _tools, strongest
+from panelist.metrics.race.benchmark import Benchmark, GradeBook, strongest
+from panelist.metrics.race.seat import _tools
 from panelist.metrics.roster.roster import Roster, RosterView
 from panelist.metrics.store import jsonwire, readfile
 
