@@ -2,7 +2,7 @@
 
 ``Upstream`` speaks the protocol over a ``metrics.upstream.transport.Transport``: it writes the
 request, reads the reply's JSON (``Answer``: text, tool calls, usage, finish reason) and says
-what a refusal means (``metrics.errors``). A call is not streamed unless its caller listens
+what a refusal means (``metrics.errors``, as ``refusal.py`` reads it). A call is not streamed unless its caller listens
 (``on_delta``): it is then asked with ``stream: true``, each piece of the answer's text is handed
 on as it arrives (``Streamed``), and the same whole ``Answer`` is returned at the end.
 
@@ -34,7 +34,6 @@ Invariants:
 from __future__ import annotations
 
 import json
-import math
 import re
 import ssl
 import threading
@@ -42,43 +41,17 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
-from email.utils import parsedate_to_datetime
 
-from panelist.metrics.plaintext import clip
 from panelist.metrics.store import jsonwire
 from panelist.metrics.upstream.http11 import Reply
-from panelist.metrics.upstream.proxy import Proxy
+from panelist.metrics.upstream.refusal import (classified, error_parts, refusal, scrub, snippet,
+                                               trim)
 from panelist.metrics.upstream.settle import Release
-from panelist.metrics.upstream.transport import (USER_AGENT, Origin, Sent, Transport,
-                                                proxy_refusal)
-from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
-                                     ModelNotFound, OutputCapExceeded, PaymentRequired,
-                                     RateLimited, UpstreamBadReply, UpstreamError,
+from panelist.metrics.upstream.transport import USER_AGENT, Origin, Sent, Transport
+from panelist.metrics.errors import (AuthFailed, Cancelled, EmptyAnswer, UpstreamBadReply,
                                      UpstreamServerError, UpstreamTimeout)
 
-MESSAGE_CHARS = 300  # how much of an upstream's own message an error repeats
-
-_RATE = re.compile(r"rate.?limit|too many requests", re.I)
-_QUOTA = re.compile(r"insufficient.quota|exceeded your current quota", re.I)
-_TOO_LONG = re.compile(
-    r"context.length|context.window|maximum context|context.size|reduce the length|too many tokens"
-    r"|prompt is too long|input is too long|exceeds? the (?:available )?context|max_model_len",
-    re.I)
-# Each pattern's one group is the window the upstream states (OpenAI, vLLM, llama.cpp, Anthropic).
-_WINDOW = re.compile(
-    r"(?:maximum context length|context window|context length|context size|max_model_len|n_ctx)"
-    r"(?: is| of|:|=)?\s*(\d[\d,]*)"
-    r"|>\s*(\d[\d,]*)\s*(?:tokens?\s*)?maximum", re.I)
-# A refusal of the output budget that states the cap: the group that matched is the most
-# completion tokens the model may write (Anthropic, OpenAI, DeepSeek, Groq, in that order).
-# Read before the window, as some of them also name the context window.
-_OUTPUT_CAP = re.compile(
-    r"max_tokens:\s*\d[\d,]*\s*>\s*(\d[\d,]*)"
-    r"|supports at most (\d[\d,]*) completion tokens"
-    r"|valid range of max_tokens is \[\s*\d+\s*,\s*(\d[\d,]*)\s*\]"
-    r"|max_tokens`? must be (?:less than or equal to|<=|at most) `?(\d[\d,]*)", re.I)
 _TOKEN = re.compile(r"[\x21-\x7e]+")   # what a bearer token may be made of, as sent
-_TRY_AGAIN = re.compile(r"try again in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.I)
 
 
 @dataclass(slots=True)
@@ -201,7 +174,7 @@ class Upstream:
                                                  cancel=None)
         assert isinstance(data, bytes)   # read without a stream, a body is its bytes
         if not 200 <= response.status <= 299:
-            raise _refusal(response.status, response, data, target.label,
+            raise refusal(response.status, response, data, target.label,
                            _secrets(target, api_key), target.proxy)
         try:
             listing = jsonwire.loads(data)
@@ -280,7 +253,7 @@ class SentChat:
         # a stream reads only a 2xx body, and hands back a body it did not stream as its bytes
         assert isinstance(data, bytes)
         if not 200 <= response.status <= 299:
-            raise _refusal(response.status, response, data, target.label, self.secrets,
+            raise refusal(response.status, response, data, target.label, self.secrets,
                            target.proxy)
         return _answer(response, data, target.label, self.secrets,
                        time.monotonic() - self.started)
@@ -330,7 +303,7 @@ def _answer(response: Reply, data: bytes, label: str, secrets: tuple,
         why = str(exc) if isinstance(exc, jsonwire.JSONRefused) else "not UTF-8"
         raise UpstreamBadReply(
             f"{label} answered {response.status} with a body that is not JSON we can read ({why}; "
-            f"it starts: {_snippet(data, secrets)}); "
+            f"it starts: {snippet(data, secrets)}); "
             "check that the endpoint URL is OpenAI-compatible (it usually ends in /v1)",
             **up) from exc
     if not isinstance(reply, dict):
@@ -339,8 +312,8 @@ def _answer(response: Reply, data: bytes, label: str, secrets: tuple,
                                **up)
     error = reply.get("error")
     if error:
-        message, codes, error = _error_parts(reply, data, secrets)
-        raise _classified(response.status, message, codes, error, response, label,
+        message, codes, error = error_parts(reply, data, secrets)
+        raise classified(response.status, message, codes, error, response, label,
                           fallback=UpstreamServerError,
                           advice="try again later or seat another model")
     choices = reply.get("choices")
@@ -360,7 +333,7 @@ def _finished(text: str, calls: list, finish, usage, model, label: str, secrets:
               seconds: float, up: dict) -> Answer:
     """The ``Answer`` an answer's parts make, streamed or not; ``EmptyAnswer`` if it has neither
     text nor tool calls. Every field is scrubbed of ``secrets``."""
-    finish = _trim(_scrub(finish, secrets)) if isinstance(finish, str) else None
+    finish = trim(scrub(finish, secrets)) if isinstance(finish, str) else None
     if not text.strip() and not calls:
         why = f" (finish_reason {finish!r})" if finish else ""
         advice = ("raise max_tokens: the answer was cut off before any text" if finish == "length"
@@ -372,8 +345,8 @@ def _finished(text: str, calls: list, finish, usage, model, label: str, secrets:
               "total": _count(usage.get("total_tokens"))}
     model = model if isinstance(model, str) else ""
     if secrets:   # an upstream that echoes the key must not have it logged or served
-        text, model = _scrub(text, secrets), _scrub(model, secrets)
-        calls = jsonwire.loads(_scrub(jsonwire.dumps(calls), secrets)) if calls else calls
+        text, model = scrub(text, secrets), scrub(model, secrets)
+        calls = jsonwire.loads(scrub(jsonwire.dumps(calls), secrets)) if calls else calls
     finish = finish or ("tool_calls" if calls else "stop")
     return Answer(text, tokens, seconds, model, calls, finish)
 
@@ -434,15 +407,15 @@ class Streamed:
         except ValueError as exc:   # not JSON, not UTF-8, or nested too deep
             raise UpstreamBadReply(
                 f"{self.label} streamed an event that is not JSON we can read (it starts: "
-                f"{_snippet(data, self.secrets)}); check that the endpoint serves OpenAI chat "
+                f"{snippet(data, self.secrets)}); check that the endpoint serves OpenAI chat "
                 "completions", upstream_status=status) from exc
         if not isinstance(chunk, dict):
             raise UpstreamBadReply(f"{self.label} streamed an event that is not a JSON object; "
                                    "check that the endpoint serves OpenAI chat completions",
                                    upstream_status=status)
         if chunk.get("error"):
-            message, codes, error = _error_parts(chunk, data, self.secrets)
-            raise _classified(status, message, codes, error, self.reply, self.label,
+            message, codes, error = error_parts(chunk, data, self.secrets)
+            raise classified(status, message, codes, error, self.reply, self.label,
                               fallback=UpstreamServerError,
                               advice="try again later or seat another model")
         if isinstance(chunk.get("model"), str) and chunk["model"]:
@@ -488,7 +461,7 @@ class Streamed:
             slot["arguments"] += args if isinstance(args, str) else jsonwire.dumps(args)
 
     def _hear(self, text: str) -> None:
-        pending = _scrub(self._held + text, self.secrets)
+        pending = scrub(self._held + text, self.secrets)
         risky = _secret_start(pending, self.secrets)
         self._held = pending[len(pending) - risky:] if risky else ""
         if len(pending) > risky:
@@ -568,142 +541,3 @@ def _count(value) -> int | None:
     return value if type(value) is int else None
 
 
-# -- classifying a refusal ------------------------------------------------------------------------
-def _refusal(status: int, response: Reply | None, data: bytes, label: str,
-             secrets: tuple = (), proxy: Proxy | None = None) -> UpstreamError:
-    """The error a non-2xx reply means; it carries the reply's status as ``upstream_status``."""
-    message, codes, error = _error_parts(None, data, secrets)
-    said = f"({status}) {message}"
-    up = {"upstream_status": status}
-    if status == 407 and proxy is not None:   # only a proxy asks for proxy credentials
-        return proxy_refusal(proxy, said, label, status)
-    if status in (429, 403) and _QUOTA.search(codes):
-        return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
-                               "account's plan and credit for this model", **up)
-    if status == 429:
-        wait = _retry_after(response, message)
-        then = f"; retry after {wait:g} s" if wait is not None else "; retry later"
-        return RateLimited(f"{label} rate-limited the call {said}{then}, or lower this model's "
-                           "concurrency", retry_after=wait, **up)
-    if status == 402:
-        return PaymentRequired(f"{label} wants payment {said}; check the account's plan and "
-                               "credit for this model", **up)
-    if status in (401, 403):
-        return AuthFailed(f"{label} refused the API key {said}; check the endpoint's key (the "
-                          "environment variable it names)", **up)
-    if status in (400, 413):
-        return _classified(status, message, codes, error, response, label,
-                           fallback=UpstreamBadReply,
-                           advice="check the parameters passed on to this model")
-    if status in (404, 410):   # 410: the provider withdrew the model or the route
-        return ModelNotFound(f"{label} answered {said}; the served model id may be wrong or "
-                             "withdrawn (model not found), or the endpoint URL may lack its /v1 "
-                             "prefix", **up)
-    if 500 <= status <= 599:
-        return UpstreamServerError(f"{label} failed {said}; try again later or seat another "
-                                   "model", **up)
-    return UpstreamBadReply(f"{label} rejected the request {said}; check the parameters passed "
-                            "on to this model", **up)
-
-
-def _classified(status: int, message: str, codes: str, error: dict, response, label: str, *,
-                fallback: type[UpstreamError], advice: str) -> UpstreamError:
-    """An error body read for what it says: quota, rate limit or context length, else fallback."""
-    said = f"({status}) {message}"
-    if _QUOTA.search(codes):
-        return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
-                               "account's plan and credit for this model",
-                               upstream_status=status)
-    if 200 <= status <= 299 and _RATE.search(codes):
-        wait = _retry_after(response, message)
-        return RateLimited(f"{label} rate-limited the call {said}; retry later", retry_after=wait,
-                           upstream_status=status)
-    cap = _OUTPUT_CAP.search(codes)
-    if cap:
-        most = int(next(g for g in cap.groups() if g).replace(",", ""))
-        return OutputCapExceeded(f"{label} refused the output budget {said}; it writes at most "
-                                 f"{most} tokens an answer: ask for max_tokens {most} or less",
-                                 max_output=most, upstream_status=status)
-    if _TOO_LONG.search(codes):
-        window = _window(codes, error)
-        size = f" of {window} tokens" if window else ""
-        return ContextTooLong(f"{label} says the prompt exceeds its context window{size} {said}; "
-                              "shorten the prompt or seat a model with a larger window",
-                              window=window, upstream_status=status)
-    return fallback(f"{label} answered with an error {said}; {advice}", upstream_status=status)
-
-
-def _error_parts(reply, data: bytes, secrets: tuple) -> tuple[str, str, dict]:
-    """The upstream's message to show (scrubbed, trimmed); its code, type and whole message, to
-    match rules against; and its error object."""
-    if reply is None:
-        try:
-            reply = jsonwire.loads(data)
-        except ValueError:   # not JSON, not UTF-8, or nested too deep: shown as a snippet
-            reply = None
-    error = reply.get("error") if isinstance(reply, dict) else None
-    if isinstance(error, dict):
-        message = error.get("message")
-    elif isinstance(error, str):
-        message, error = error, {}
-    elif isinstance(reply, dict):   # vLLM and others put the fields at the top level
-        message, error = reply.get("message") or reply.get("detail"), reply
-    else:
-        message, error = None, {}
-    if not isinstance(message, str):
-        message = json.dumps(message) if message is not None else _snippet(data, secrets)
-    message = _scrub(message, secrets)
-    codes = " ".join(str(error.get(k) or "") for k in ("code", "type")) + " " + message
-    return _trim(message), codes, error
-
-
-def _window(text: str, error: dict) -> int | None:
-    if type(error.get("n_ctx")) is int:   # llama.cpp states the window as a field
-        return error["n_ctx"]
-    match = _WINDOW.search(text)
-    if match:
-        return int((match.group(1) or match.group(2)).replace(",", ""))
-    return None
-
-
-def _retry_after(response, message: str) -> float | None:
-    """Seconds to wait: Retry-After (seconds or HTTP-date, RFC 9110 §10.2.3), else the message."""
-    value = response.headers.get("retry-after") if response is not None else None
-    if value:
-        try:
-            seconds = float(value)
-        except ValueError:
-            try:
-                date = parsedate_to_datetime(value)
-                seconds = date.timestamp() - time.time()
-            except (TypeError, ValueError, IndexError, OverflowError):
-                seconds = math.nan
-        if math.isfinite(seconds):
-            return max(seconds, 0.0)
-    match = _TRY_AGAIN.search(message)
-    if match:
-        amount = float(match.group(1))
-        return amount / 1000 if match.group(2).lower() == "ms" else amount
-    return None
-
-
-def _snippet(data: bytes, secrets: tuple) -> str:
-    """The start of a body that is not an error object, whitespace folded, secrets scrubbed."""
-    for secret, hidden in secrets:   # in the bytes, before a cut could leave a piece behind
-        data = data.replace(secret.encode(), hidden.encode())
-    text = " ".join(data[:4 * MESSAGE_CHARS].decode("utf-8", "replace").split())
-    return _trim(text) or "an empty body"
-
-
-def _scrub(text: str, secrets: tuple) -> str:
-    """``text`` with each (secret, stand-in) pair replaced, the API key as "[api key]".
-    Always before trimming, so a cut can never leave part of a secret behind."""
-    for secret, hidden in secrets:
-        text = text.replace(secret, hidden)
-    return text
-
-
-def _trim(text: str) -> str:
-    """An upstream's words as an error repeats them: at most ``MESSAGE_CHARS``, cut after a
-    sentence or a word."""
-    return clip(text, MESSAGE_CHARS)
