@@ -42,7 +42,7 @@ EXCEPTIONS = {
     ("upstream.admission", "roster"),
 }
 # the simulated provider is a stand-in upstream for tests and the demo, never on a request path
-HTTP_SERVER_OK = {"server", "upstream.sim"}
+HTTP_SERVER_OK = {"server", "upstream.simhttp"}
 MAX_LINES = 800
 # they build the servers and lend them to the command line; nothing imports them
 ENTRY_POINTS = {"gateway", "serve", "metrics.offload"}
