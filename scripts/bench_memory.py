@@ -32,7 +32,7 @@ import time  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.bench_gateway import GATEWAY, PY, SIM  # noqa: E402
+from panelist.scripts.bench_gateway_rig import GATEWAY, PY, SIM  # noqa: E402
 from panelist.scripts.benchkit import Child, proc_mem, url_of  # noqa: E402
 
 MEMBERS = ("m1", "m2", "m3")

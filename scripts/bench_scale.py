@@ -50,13 +50,11 @@ if not __package__:
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
-import http.client  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -69,130 +67,17 @@ from panelist.metrics.store import pg  # noqa: E402
 from panelist.metrics.store.pgbounds import Bounds  # noqa: E402
 from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 from panelist.scripts.pgactivity import Sampler  # noqa: E402
-from panelist.scripts.bench_gateway import MEMBERS, request_body  # noqa: E402
-from panelist.scripts.benchkit import (TICKS, Child, host_header, log, pct,  # noqa: E402
-                                       proc_cpu, self_cpu, url_of)
+from panelist.scripts.bench_gateway_rig import MEMBERS, PY, SIM, request_body  # noqa: E402
+from panelist.scripts.bench_scale_cluster import Instance, RoundRobin  # noqa: E402
+from panelist.scripts.benchkit import (TICKS, Child, log, pct, proc_cpu,  # noqa: E402
+                                       self_cpu)
 
-PY = sys.executable
-GATEWAY = ROOT / "gateway.py"
-SIM = ROOT / "scripts" / "sim_upstream.py"
 CONFIG = ("roster.json", "collections.json", "keys.json", "gateway.json")
 SLOT_LIMIT = 2          # calls at once allowed to the chaos run's limited model
 SLOT_ASKERS = 4         # threads asking it, so that its limit is always pressed
 CUT = ("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
        "WHERE datname = current_database() AND application_name LIKE 'panelist%%' "
        "AND pid <> pg_backend_pid() AND random() < 0.5")
-
-
-class Instance:
-    """One gateway process on its own data folder; ``kill`` and ``start`` again on its port."""
-
-    def __init__(self, name: str, data: Path, work: Path, url: str, env: dict):
-        self.name, self.data, self.work, self.url, self.env = name, data, work, url, env
-        self.port = 0
-        self.child: Child | None = None
-        self.cpu_gone = 0.0   # CPU seconds of the processes killed so far
-        self.starts = 0
-
-    def start(self) -> None:
-        self.child = Child(self.name, [PY, str(GATEWAY), "--data", str(self.data), "--port",
-                                       str(self.port), "--database", self.url], self.work,
-                           env=self.env)
-        self.port = url_of(self.child.first_line)[1]
-        self.starts += 1
-
-    def cpu(self) -> float:
-        try:
-            return self.cpu_gone + (proc_cpu(self.child.pid) if self.child else 0.0)
-        except OSError:
-            return self.cpu_gone
-
-    def pause(self, on: bool) -> None:
-        """SIGSTOP (``on``) or SIGCONT the instance's process."""
-        if self.child is not None:
-            self.child.proc.send_signal(signal.SIGSTOP if on else signal.SIGCONT)
-
-    def kill(self) -> None:
-        child, self.child = self.child, None
-        if child is None:
-            raise RuntimeError(f"{self.name} is not running")
-        try:
-            self.cpu_gone += proc_cpu(child.pid)
-        except OSError:
-            pass
-        child.proc.send_signal(signal.SIGKILL)
-        child.proc.wait()
-        child.stdout.close()
-
-    def stop(self) -> None:
-        if self.child is not None:
-            self.child.stop()
-            self.child = None
-
-
-class RoundRobin:
-    """Requests spread over the instances in turn; one kept connection per thread and instance."""
-
-    def __init__(self, instances: list[Instance], key: str):
-        self.instances = instances
-        self.key = key
-        self.turn = itertools.count()
-        self.local = threading.local()
-
-    def _conn(self, inst: Instance) -> http.client.HTTPConnection:
-        conns = self.local.__dict__.setdefault("conns", {})
-        conn, starts = conns.get(inst.name, (None, 0))
-        if conn is not None and starts != inst.starts:   # kept from before a restart: dead
-            conn.close()
-            conn = None
-        if conn is None:
-            conn = http.client.HTTPConnection("127.0.0.1", inst.port, timeout=120)
-            conns[inst.name] = (conn, inst.starts)
-        return conn
-
-    def _drop(self, inst: Instance) -> None:
-        conn, _ = self.local.__dict__.get("conns", {}).pop(inst.name, (None, 0))
-        if conn is not None:
-            conn.close()
-
-    def send(self, method: str, path: str, body: bytes | None = None, *,
-             key: str | None = None, at: int | None = None):
-        """``(status, reply, instance index)``; status 0 when the request was cut (the
-        instance died with it). A refused connection (an instance down) moves the request to
-        the next instance; if every instance refuses, it waits a little and tries again."""
-        first = next(self.turn) if at is None else at
-        for attempt in itertools.count():
-            i = (first + attempt) % len(self.instances)
-            inst = self.instances[i]
-            if inst.port == 0 or inst.child is None:
-                if attempt and attempt % len(self.instances) == 0:
-                    time.sleep(0.05)
-                continue
-            headers = {"Host": host_header("127.0.0.1", inst.port),
-                       "Authorization": f"Bearer {key or self.key}"}
-            if body is not None:
-                headers.update({"Content-Type": "application/json",
-                                "Content-Length": str(len(body))})
-            conn = self._conn(inst)
-            sent = False
-            try:
-                conn.request(method, path, body, headers)
-                sent = True
-                resp = conn.getresponse()
-                data = resp.read()
-                if resp.will_close:
-                    self._drop(inst)
-                return resp.status, data, i
-            except (OSError, http.client.HTTPException) as exc:   # refused, reset, cut short
-                self._drop(inst)
-                # refused, or a kept connection found dead before anything was sent: the
-                # request never arrived, so it goes to the next instance
-                if isinstance(exc, ConnectionRefusedError) or not sent:
-                    if attempt and attempt % len(self.instances) == 0:
-                        time.sleep(0.05)
-                    continue
-                return 0, repr(exc).encode(), i
-        raise AssertionError("unreachable")
 
 
 def cluster_cpu(postmaster: int | None) -> float | None:

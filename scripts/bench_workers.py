@@ -48,7 +48,7 @@ import time  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 from panelist.metrics.roster.collection import Collections  # noqa: E402
 from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.bench_gateway import MEMBERS, outcome_of, request_body  # noqa: E402
+from panelist.scripts.bench_gateway_rig import MEMBERS, outcome_of, request_body  # noqa: E402
 from panelist.scripts.benchkit import (Child, Client, host_header, log, pct,  # noqa: E402
                                        proc_cpu, self_cpu, url_of)
 
