@@ -15,8 +15,7 @@ import pytest
 
 from conftest import wait_until
 from panelist import __version__
-from panelist.metrics.upstream.client import Answer, Upstream
-from panelist.metrics.upstream.refusal import refusal as _refusal
+from panelist.metrics.upstream.client import Answer, Upstream, _refusal
 from panelist.metrics.upstream.transport import CancelFlag
 from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
                                      ModelNotFound, PaymentRequired, RateLimited, UpstreamBadReply,

@@ -2,9 +2,10 @@
 
 ``Upstream`` speaks the protocol over a ``metrics.upstream.transport.Transport``: it writes the
 request, reads the reply's JSON (``Answer``: text, tool calls, usage, finish reason) and says
-what a refusal means (``metrics.errors``, as ``refusal.py`` reads it). A call is not streamed unless its caller listens
-(``on_delta``): it is then asked with ``stream: true``, each piece of the answer's text is handed
-on as it arrives (``Streamed``), and the same whole ``Answer`` is returned at the end.
+what a refusal means (``metrics.errors``, as ``refusal.py`` reads it). A call is not streamed
+unless its caller listens (``on_delta``): it is then asked with ``stream: true``, each piece of
+the answer's text is handed on as it arrives (``Streamed``), and the same whole ``Answer`` is
+returned at the end.
 
 Invariants:
 
@@ -44,8 +45,13 @@ from typing import Callable, Protocol
 
 from panelist.metrics.store import jsonwire
 from panelist.metrics.upstream.http11 import Reply
-from panelist.metrics.upstream.refusal import (classified, error_parts, refusal, scrub, snippet,
-                                               trim)
+# under the names this module calls them by (tests import ``_refusal`` from here)
+from panelist.metrics.upstream.refusal import classified as _classified
+from panelist.metrics.upstream.refusal import error_parts as _error_parts
+from panelist.metrics.upstream.refusal import refusal as _refusal
+from panelist.metrics.upstream.refusal import scrub as _scrub
+from panelist.metrics.upstream.refusal import snippet as _snippet
+from panelist.metrics.upstream.refusal import trim as _trim
 from panelist.metrics.upstream.settle import Release
 from panelist.metrics.upstream.transport import USER_AGENT, Origin, Sent, Transport
 from panelist.metrics.errors import (AuthFailed, Cancelled, EmptyAnswer, UpstreamBadReply,
@@ -174,7 +180,7 @@ class Upstream:
                                                  cancel=None)
         assert isinstance(data, bytes)   # read without a stream, a body is its bytes
         if not 200 <= response.status <= 299:
-            raise refusal(response.status, response, data, target.label,
+            raise _refusal(response.status, response, data, target.label,
                            _secrets(target, api_key), target.proxy)
         try:
             listing = jsonwire.loads(data)
@@ -253,7 +259,7 @@ class SentChat:
         # a stream reads only a 2xx body, and hands back a body it did not stream as its bytes
         assert isinstance(data, bytes)
         if not 200 <= response.status <= 299:
-            raise refusal(response.status, response, data, target.label, self.secrets,
+            raise _refusal(response.status, response, data, target.label, self.secrets,
                            target.proxy)
         return _answer(response, data, target.label, self.secrets,
                        time.monotonic() - self.started)
@@ -303,7 +309,7 @@ def _answer(response: Reply, data: bytes, label: str, secrets: tuple,
         why = str(exc) if isinstance(exc, jsonwire.JSONRefused) else "not UTF-8"
         raise UpstreamBadReply(
             f"{label} answered {response.status} with a body that is not JSON we can read ({why}; "
-            f"it starts: {snippet(data, secrets)}); "
+            f"it starts: {_snippet(data, secrets)}); "
             "check that the endpoint URL is OpenAI-compatible (it usually ends in /v1)",
             **up) from exc
     if not isinstance(reply, dict):
@@ -312,8 +318,8 @@ def _answer(response: Reply, data: bytes, label: str, secrets: tuple,
                                **up)
     error = reply.get("error")
     if error:
-        message, codes, error = error_parts(reply, data, secrets)
-        raise classified(response.status, message, codes, error, response, label,
+        message, codes, error = _error_parts(reply, data, secrets)
+        raise _classified(response.status, message, codes, error, response, label,
                           fallback=UpstreamServerError,
                           advice="try again later or seat another model")
     choices = reply.get("choices")
@@ -333,7 +339,7 @@ def _finished(text: str, calls: list, finish, usage, model, label: str, secrets:
               seconds: float, up: dict) -> Answer:
     """The ``Answer`` an answer's parts make, streamed or not; ``EmptyAnswer`` if it has neither
     text nor tool calls. Every field is scrubbed of ``secrets``."""
-    finish = trim(scrub(finish, secrets)) if isinstance(finish, str) else None
+    finish = _trim(_scrub(finish, secrets)) if isinstance(finish, str) else None
     if not text.strip() and not calls:
         why = f" (finish_reason {finish!r})" if finish else ""
         advice = ("raise max_tokens: the answer was cut off before any text" if finish == "length"
@@ -345,8 +351,8 @@ def _finished(text: str, calls: list, finish, usage, model, label: str, secrets:
               "total": _count(usage.get("total_tokens"))}
     model = model if isinstance(model, str) else ""
     if secrets:   # an upstream that echoes the key must not have it logged or served
-        text, model = scrub(text, secrets), scrub(model, secrets)
-        calls = jsonwire.loads(scrub(jsonwire.dumps(calls), secrets)) if calls else calls
+        text, model = _scrub(text, secrets), _scrub(model, secrets)
+        calls = jsonwire.loads(_scrub(jsonwire.dumps(calls), secrets)) if calls else calls
     finish = finish or ("tool_calls" if calls else "stop")
     return Answer(text, tokens, seconds, model, calls, finish)
 
@@ -407,15 +413,15 @@ class Streamed:
         except ValueError as exc:   # not JSON, not UTF-8, or nested too deep
             raise UpstreamBadReply(
                 f"{self.label} streamed an event that is not JSON we can read (it starts: "
-                f"{snippet(data, self.secrets)}); check that the endpoint serves OpenAI chat "
+                f"{_snippet(data, self.secrets)}); check that the endpoint serves OpenAI chat "
                 "completions", upstream_status=status) from exc
         if not isinstance(chunk, dict):
             raise UpstreamBadReply(f"{self.label} streamed an event that is not a JSON object; "
                                    "check that the endpoint serves OpenAI chat completions",
                                    upstream_status=status)
         if chunk.get("error"):
-            message, codes, error = error_parts(chunk, data, self.secrets)
-            raise classified(status, message, codes, error, self.reply, self.label,
+            message, codes, error = _error_parts(chunk, data, self.secrets)
+            raise _classified(status, message, codes, error, self.reply, self.label,
                               fallback=UpstreamServerError,
                               advice="try again later or seat another model")
         if isinstance(chunk.get("model"), str) and chunk["model"]:
@@ -461,7 +467,7 @@ class Streamed:
             slot["arguments"] += args if isinstance(args, str) else jsonwire.dumps(args)
 
     def _hear(self, text: str) -> None:
-        pending = scrub(self._held + text, self.secrets)
+        pending = _scrub(self._held + text, self.secrets)
         risky = _secret_start(pending, self.secrets)
         self._held = pending[len(pending) - risky:] if risky else ""
         if len(pending) > risky:
