@@ -1,7 +1,7 @@
 """The dashboard's JSON API, route by route, over a real dashboard server and real sockets.
 
-Every ``(method, pattern)`` of the dashboard's ``/api/`` (``metrics.server.api.ROUTES`` and
-``metrics.server.console.ROUTES``) has a success test (marked with
+Every ``(method, pattern)`` of the dashboard's ``/api/`` (``metrics.server.dashboard.api_routes``:
+``api``'s and each route module's) has a success test (marked with
 ``@covers``; ``test_every_route_has_a_success_test`` fails for a route without one) and meets
 the refusals that apply to it: 401 without the login, 403 from a foreign origin, 405 for a
 method it does not take, 415 for a write that is not JSON, and the 400 / 404 / 409 of its own
