@@ -180,3 +180,16 @@ class PanelTable:
         for seq, pointer in pointers.items():
             table[seq * SLOT:(seq + 1) * SLOT] = pointer.to_bytes(SLOT, "little")
         os.pwrite(fd, table, 0)
+
+
+def finished_count(idx_path: Path) -> int | None:
+    """How many panels panels.idx points at a calls.jsonl line (finished panels); None when
+    there is no panels.idx. Reads the whole file: for a caller that needs the count now and
+    then (a search index catching up), not on every request."""
+    try:
+        data = idx_path.read_bytes()
+    except FileNotFoundError:
+        return None
+    slots = array("Q")
+    slots.frombytes(data[: len(data) - len(data) % SLOT])
+    return len(slots) - slots.count(0)   # 0: in flight, or a slot skipped
