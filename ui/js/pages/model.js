@@ -12,6 +12,7 @@ import {
 } from "../ui.js";
 import { modelDialog, probeModel } from "./endpoints.js";
 import { indexBehind } from "../panelfilters.js";
+import { alertMessage } from "../alerts.js";
 
 export const title = "Model";
 
@@ -191,7 +192,7 @@ function racesBlock(races) {
 function alertsBlock(alerts) {
   if (!alerts.length) return h("p", { class: "muted" }, "No alert about it.");
   return h("ul", { class: "alert-list" }, alerts.map((a) => h("li", { dataset: { kind: a.kind } },
-    h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `), String(a.message ?? ""))));
+    h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `), alertMessage(a, { onItsPage: true }))));
 }
 
 function actions(m, reload, signal) {
