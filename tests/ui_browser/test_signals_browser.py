@@ -228,3 +228,20 @@ def test_models_not_seated_fold_into_a_count(crowded, dashboard_factory, page):
     expect(names).to_have_count(len(skipped))
     expect(names.first).to_be_visible()
     expect(fold.get_by_role("button", name="Hide")).to_have_attribute("aria-expanded", "true")
+
+
+def test_a_grade_change_leaves_the_focus_where_it_was(demo, page):
+    page.goto(demo.url + "/#/overview")
+    section = page.locator("section#grades")
+    expect(section.locator("tbody tr")).to_have_count(3)
+    pin = section.get_by_label("Model pinned for general")
+    pin.focus()   # as a person choosing from it with the keyboard or a pointer
+    pin.select_option("sim-flaky")
+    expect(pin).to_have_value("sim-flaky")
+    expect(pin).to_be_focused()  # the section was drawn anew; its picker has the focus back
+    up = section.get_by_role("button", name="Move general up (weaker)")
+    up.focus()
+    page.keyboard.press("Enter")
+    expect(section.locator("tbody tr").first).to_have_attribute("data-grade", "general")
+    # it cannot move further up: the focus goes to its Down, in the same row
+    expect(section.get_by_role("button", name="Move general down (stronger)")).to_be_focused()
