@@ -184,3 +184,27 @@ def test_the_model_page_lists_the_newest_failure_and_says_how_far_behind_it_is(f
     assert wait_until(lambda: api.get("/api/models/fast")[1]["index"]["complete"], PATIENCE)
     status, page, _ = api.get("/api/models/fast")
     assert page["index"]["behind_panels"] == 0 and page["failures"][0]["panel"] == newest
+
+
+def test_the_count_of_finished_panels_follows_panels_idx_as_it_changes(tmp_path):
+    """Slots fill in (0, then an offset), new ones are added, and the file is replaced: each
+    count equals a count of the whole file, though only what changed is read again."""
+    from array import array
+
+    from panelist.metrics.ledger.ids import FinishedCount
+
+    path = tmp_path / "panels.idx"
+    count = FinishedCount(path)
+    assert count() is None
+    rng = random.Random(7)
+    slots = array("Q", [0] * 10)
+    for _ in range(40):
+        for _ in range(rng.randrange(0, 30)):
+            slots.append(0 if rng.random() < 0.3 else rng.randrange(1, 1 << 40))
+        for i in rng.sample(range(len(slots)), min(len(slots), 5)):
+            slots[i] = slots[i] or rng.randrange(1, 1 << 40)  # a panel ends; never back to 0
+        path.write_bytes(slots.tobytes() + b"\0" * rng.randrange(0, 8))  # a half-made slot
+        assert count() == len(slots) - slots.count(0)
+    path.unlink()
+    path.write_bytes(array("Q", [5, 0, 7]).tobytes())  # another file: counted from the start
+    assert count() == 2

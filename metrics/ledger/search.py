@@ -72,7 +72,7 @@ from typing import NamedTuple
 from panelist.metrics import errors
 from panelist.metrics.ledger import searchplan
 from panelist.metrics.store import jsonl
-from panelist.metrics.ledger.ids import finished_count
+from panelist.metrics.ledger.ids import FinishedCount
 from panelist.metrics.ledger.searchfold import MAX_TEXT, Fold, line_start
 from panelist.metrics.ledger.searchplan import Budget
 
@@ -236,6 +236,8 @@ class SearchIndex:
         self._rebuilding = False            # from a damaged file, until the new one is whole
         self._set_aside: str | None = None  # the name the damaged file was given
         self._folded = 0                     # panels this process has folded in
+        self._finished = FinishedCount(self.dir / "panels.idx")
+        self._finished_lock = threading.Lock()
         self._closed = False
 
     # ------------------------------------------------------------------ asking
@@ -278,7 +280,8 @@ class SearchIndex:
 
     def _panels_behind(self, indexed: int) -> int | None:
         """Finished panels (panels.idx's slots that point at a line) the index does not hold."""
-        finished = finished_count(self.dir / "panels.idx")
+        with self._finished_lock:
+            finished = self._finished()
         return None if finished is None else max(0, finished - indexed)
 
     @property
