@@ -99,7 +99,7 @@ def test_after_a_restart_the_newest_failure_is_found_before_the_old_panels(runs)
         [newest] = write(ledger, 1, first=5000, failing=[0])
 
     held = Held()
-    index = SearchIndex(runs, inline_bytes=0, batch_panels=20, tail_bytes=4000, on_batch=held)
+    index = SearchIndex(runs, inline_bytes=0, batch_panels=20, tail_bytes=64_000, on_batch=held)
     try:
         state = index.catch_up()
         assert not state["complete"] and state["behind_panels"] == 301

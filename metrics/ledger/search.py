@@ -81,6 +81,7 @@ INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 
 BATCH_PANELS = 2000             # calls.jsonl lines per background transaction
 BATCH_BYTES = 8 << 20           # evidence.jsonl bytes per background transaction
 TAIL_BYTES = 4 << 20            # calls.jsonl bytes per window of a backlog indexed newest first
+FIRST_TAIL_SHIFT = 4            # the first window is tail_bytes >> this (256 KiB)
 MAX_QUERY = 500                 # characters of a search text
 MAX_TERMS = 16                  # words and phrases of a search text
 SETTLE_AFTER = 50_000           # panels a build folds before its text table is merged whole
@@ -600,9 +601,11 @@ class SearchIndex:
     def _calls_window(self, fold: Fold, meta: dict, size: int,
                       panels: int) -> tuple[int, tuple[int, int] | None, bool]:
         """One background batch of calls.jsonl, newest first: a backlog longer than
-        ``tail_bytes`` is read from its end back, a window of whole lines at a time, so the
-        newest panels are found while the oldest still wait; the index then holds the lines up
-        to the offset and those of the window (``tail_lo``, ``tail_hi``). When the windows
+        ``tail_bytes`` is read from its end back, a window of whole lines at a time (the first
+        a sixteenth of ``tail_bytes``, each after as large as all before, at most
+        ``tail_bytes``), so the newest panels are found while the oldest still wait; the index
+        then holds the lines up to the offset and those of the window (``tail_lo``,
+        ``tail_hi``). When the windows
         reach the offset, the offset jumps to the window's end and the lines appended since are
         read forward. Returns (the offset, the window or None, whether the log is read)."""
         offset = int(meta.get("calls_offset") or 0)
@@ -612,8 +615,11 @@ class SearchIndex:
             if end - offset > max(self.tail_bytes, self.inline_bytes):
                 tail = (end, end)   # an empty window at the end, to grow down from
         if tail is not None and tail[0] > offset:
-            lo = line_start(self.calls_path, max(offset, tail[0] - self.tail_bytes), offset,
-                            tail[0])
+            # the first windows are small, so the newest panels show within a moment; each
+            # then doubles what is held, up to tail_bytes
+            span = min(self.tail_bytes, max(self.tail_bytes >> FIRST_TAIL_SHIFT,
+                                            tail[1] - tail[0]))
+            lo = line_start(self.calls_path, max(offset, tail[0] - span), offset, tail[0])
             fold.calls(self.calls_path, lo, None, end=tail[0])
             return offset, (lo, tail[1]), False
         if tail is not None:
