@@ -235,7 +235,7 @@ def test_a_grade_change_leaves_the_focus_where_it_was(demo, page):
     section = page.locator("section#grades")
     expect(section.locator("tbody tr")).to_have_count(3)
     pin = section.get_by_label("Model pinned for general")
-    pin.focus()   # as a person choosing from it with the keyboard or a pointer
+    pin.focus()  # as a person choosing from it with the keyboard or a pointer
     pin.select_option("sim-flaky")
     expect(pin).to_have_value("sim-flaky")
     expect(pin).to_be_focused()  # the section was drawn anew; its picker has the focus back
@@ -245,3 +245,13 @@ def test_a_grade_change_leaves_the_focus_where_it_was(demo, page):
     expect(section.locator("tbody tr").first).to_have_attribute("data-grade", "general")
     # it cannot move further up: the focus goes to its Down, in the same row
     expect(section.get_by_role("button", name="Move general down (stronger)")).to_be_focused()
+
+
+def test_a_model_failing_its_probe_leads_to_its_page(broken, dashboard_factory, page):
+    dash = dashboard_factory(broken.root)
+    status, body = dash.post("/api/models/broken/probe")
+    assert status == 200, body
+    page.goto(dash.url + "/#/overview")
+    tile = page.locator(".stat", has_text="failing now")
+    expect(tile).to_contain_text("1")
+    expect(tile).to_have_attribute("href", "#/models/broken")  # a probe is no panel

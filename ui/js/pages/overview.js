@@ -10,7 +10,7 @@ import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import { gradesSection } from "../grades.js";
 import { failedSeats, modelPanels, OWED, WINDOW_SPAN } from "../signals.js";
-import { button, emptyState, linkButton, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
+import { button, emptyState, linkButton, modelHref, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Overview";
 
@@ -186,8 +186,11 @@ export async function render(root, ctx) {
   const cooling = rows.filter((m) => m.status === "cooling").length;
   const failing = rows.filter((m) => m.status === "failing");
   const failingNow = failing.length;
-  // one failing model: its failed seats; several: every failed panel of the last day
-  const failingHref = failingNow ? failedSeats(failingNow === 1 ? failing[0].alias : "", "24h") : null;
+  // one failing model: its failed seats (its page when a probe is what failed: probes are no
+  // panels); several: every failed panel of the last day
+  const one = failingNow === 1 ? failing[0] : null;
+  const failingHref = !failingNow ? null : one && one.failing && one.failing.probe ? modelHref(one.alias)
+    : failedSeats(one ? one.alias : "", "24h");
   const table = dataTable({
     columns: COLUMNS, rows, label: "Models on the roster",
     filterHint: "Filter by model, endpoint, family, grade, status…",
