@@ -71,10 +71,10 @@ from typing import NamedTuple
 
 from panelist.metrics import errors
 from panelist.metrics.ledger import searchplan
-from panelist.metrics.store import jsonl
 from panelist.metrics.ledger.ids import FinishedCount
 from panelist.metrics.ledger.searchfold import MAX_TEXT, Fold, line_start
 from panelist.metrics.ledger.searchplan import Budget
+from panelist.metrics.store import jsonl
 
 LAYOUT = "2"                    # the schema below; another value is rebuilt
 INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 panels)
@@ -432,7 +432,8 @@ class SearchIndex:
                 continue
             offset = int(meta.get(f"{name}_offset") or 0)
             ahead = _tail(meta) if name == "calls" else None
-            if meta.get(f"{name}_ino") != st.st_ino or st.st_size < max(offset, ahead[1] if ahead else 0):
+            held_to = max(offset, ahead[1] if ahead else 0)
+            if meta.get(f"{name}_ino") != st.st_ino or st.st_size < held_to:
                 offset, ahead = 0, None
             total += st.st_size - offset - (ahead[1] - ahead[0] if ahead else 0)
         return total
@@ -605,9 +606,8 @@ class SearchIndex:
         a sixteenth of ``tail_bytes``, each after as large as all before, at most
         ``tail_bytes``), so the newest panels are found while the oldest still wait; the index
         then holds the lines up to the offset and those of the window (``tail_lo``,
-        ``tail_hi``). When the windows
-        reach the offset, the offset jumps to the window's end and the lines appended since are
-        read forward. Returns (the offset, the window or None, whether the log is read)."""
+        ``tail_hi``). When the windows reach the offset, the offset jumps to the window's end
+        and the lines appended since are read forward. Returns (the offset, the window or None, whether the log is read)."""
         offset = int(meta.get("calls_offset") or 0)
         tail = _tail(meta)
         if tail is None:
