@@ -159,6 +159,7 @@ def test_a_price_rising_from_zero_raises_one_went_paid_alert(data, upstream, cap
     assert code == 0
     assert "alert: free on sim is no longer free (price out 2.5 per million tokens)" in out
     assert "alert: typed-free on sim is no longer free" in out
+    assert "Retire it, or set its price with Edit, on its model page" in out
     assert len(out.splitlines()) == 3   # one line for the endpoint, one per alert
     code, out, _ = run(capsys, "catalog", "refresh", "--data", d, "--json")
     assert code == 0 and json.loads(out)["went_paid"] == []   # raised once, not every refresh

@@ -68,6 +68,7 @@ def test_hard_failures_retire_and_a_probe_answer_restores(capsys, home, sim):
     [alert] = alerts(home)
     assert (alert["kind"], alert["subject"], alert["error_kind"]) == ("retired", "fast", "auth")
     assert "3 hard failures in a row" in alert["reason"]
+    assert "then Probe on its model page (or `panelist probe fast`)" in alert["message"]
     changes = read_jsonl(home.file("changes.jsonl"))
     assert changes[-1]["by"] == "health" and changes[-1]["new"]["retired"] is True
 
@@ -199,6 +200,6 @@ def test_retire_and_restore_by_hand_are_alerts_too(capsys, home, gateway):
     assert [(a["kind"], a["subject"], a["by"]) for a in said] == [
         ("retired", "mid", "cli"), ("restored", "mid", "cli")]
     assert said[0]["reason"] == "answers in the wrong language"
-    assert "panelist model restore mid" in said[0]["message"]
+    assert "Restore on its model page (or `panelist model restore mid`)" in said[0]["message"]
     assert main(["model", "retire", "nobody", "--data", d]) == 1
     assert "unknown model 'nobody'" in capsys.readouterr().err

@@ -264,6 +264,7 @@ def _assert_resumed(home, sim, before: int) -> None:
     assert steps(home, "fast").count(("suite", "started")) == 2   # cut short, then resumed
     [said] = alerts(home)
     assert f"{cut} cut short" in said["message"]
+    assert "Run the suite on the Evidence page" in said["message"]   # the button, first
 
 
 def test_onboarding_resumes_after_kill_9_from_the_cli(capsys, home, sim):

@@ -296,7 +296,8 @@ def test_the_index_follows_panels_a_gateway_process_writes_after_it_was_built(da
             assert status == 200, body
         assert wait_until(lambda: found(dash, "status=owed") == [first])
     state = listing(dash, "q=parser")["index"]
-    assert state == {"complete": True, "indexed": 2, "behind_bytes": 0, "building": False,
+    assert state == {"complete": True, "indexed": 2, "behind_bytes": 0, "behind_panels": 0,
+                     "building": False,
                      "error": None, "rebuilding": False, "set_aside": None}
 
 

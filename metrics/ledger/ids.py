@@ -180,3 +180,63 @@ class PanelTable:
         for seq, pointer in pointers.items():
             table[seq * SLOT:(seq + 1) * SLOT] = pointer.to_bytes(SLOT, "little")
         os.pwrite(fd, table, 0)
+
+
+
+class FinishedCount:
+    """How many panels panels.idx points at a calls.jsonl line (finished panels), counted
+    again at each call from what changed: the slots added since, and the runs of slots that
+    were still 0 (in flight, skipped or left by a crash). The first count reads the whole file;
+    later ones read the new slots and the zero runs only. None when there is no panels.idx.
+    Not thread-safe: its one caller holds a lock around it."""
+
+    def __init__(self, idx_path: Path):
+        self.path = Path(idx_path)
+        self._ino: int | None = None
+        self._upto = 0                       # slots read so far
+        self._count = 0                      # of them, those pointing at a line
+        self._zeros: list[tuple[int, int]] = []   # runs [start, end) of slots still 0
+
+    def __call__(self) -> int | None:
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if st.st_ino != self._ino or st.st_size < self._upto * SLOT:
+                self._ino, self._upto, self._count, self._zeros = st.st_ino, 0, 0, []
+            runs, self._zeros = self._zeros, []
+            end = st.st_size // SLOT
+            for start, stop in [*runs, (self._upto, end)]:
+                self._read(fd, start, stop)
+            self._upto = end
+            return self._count
+        finally:
+            os.close(fd)
+
+    def _read(self, fd: int, start: int, stop: int) -> None:
+        """Count the finished slots of [start, stop) and note the runs still 0."""
+        step = 1 << 16
+        for first in range(start, stop, step):
+            got = slots(fd, first, min(step, stop - first)).tolist()
+            zero = got.count(0)
+            self._count += len(got) - zero
+            if not zero:
+                continue
+            i = got.index(0)
+            while True:   # only the zeros are walked one by one: they are few
+                j = i + 1
+                while j < len(got) and got[j] == 0:
+                    j += 1
+                self._zeros.append((first + i, first + j))
+                if j >= len(got) or (i := _index(got, j)) < 0:
+                    break
+
+
+def _index(values: list, start: int) -> int:
+    """Where the next 0 of ``values`` is from ``start``, or -1."""
+    try:
+        return values.index(0, start)
+    except ValueError:
+        return -1

@@ -41,6 +41,13 @@ Invariants:
   up to ``inline_bytes`` is followed in the request, a longer one by a background thread in
   batches committed one by one, while requests answer from what is indexed and say so
   (``state``). ``close`` stops and joins that thread.
+* A background build reads a long backlog of calls.jsonl newest first: windows of whole
+  lines from the log's end back (``tail_lo``, ``tail_hi`` in ``meta``, beside the offset),
+  so after a restart the live incident is found before the panels of the day before; the
+  index is then "calls.jsonl up to C, and from ``tail_lo`` to ``tail_hi``". When the windows
+  reach C, C becomes ``tail_hi``. Folding is order-free between lines too (a panel is a row
+  keyed by its seq, and one already held is passed over), so the order changes no answer
+  once the build ends. ``state`` counts the finished panels not held yet (panels.idx).
 * Only whole lines are read (``jsonl.lines``), and lines that do not parse are skipped.
 * The text table is contentless: it holds the terms of prompts and answers (the first
   ``MAX_TEXT`` characters of each), never their text, which stays in calls.jsonl; the file is
@@ -64,13 +71,17 @@ from typing import NamedTuple
 
 from panelist.metrics import errors
 from panelist.metrics.ledger import searchplan
-from panelist.metrics.ledger.searchfold import MAX_TEXT, Fold
+from panelist.metrics.ledger.ids import FinishedCount
+from panelist.metrics.ledger.searchfold import MAX_TEXT, Fold, line_start
 from panelist.metrics.ledger.searchplan import Budget
+from panelist.metrics.store import jsonl
 
 LAYOUT = "2"                    # the schema below; another value is rebuilt
 INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 panels)
 BATCH_PANELS = 2000             # calls.jsonl lines per background transaction
 BATCH_BYTES = 8 << 20           # evidence.jsonl bytes per background transaction
+TAIL_BYTES = 4 << 20            # calls.jsonl bytes per window of a backlog indexed newest first
+FIRST_TAIL_SHIFT = 4            # the first window is tail_bytes >> this (256 KiB)
 MAX_QUERY = 500                 # characters of a search text
 MAX_TERMS = 16                  # words and phrases of a search text
 SETTLE_AFTER = 50_000           # panels a build folds before its text table is merged whole
@@ -199,8 +210,8 @@ class SearchIndex:
 
     def __init__(self, runs_dir: Path, *, inline_bytes: int = INLINE_BYTES,
                  batch_panels: int = BATCH_PANELS, batch_bytes: int = BATCH_BYTES,
-                 budget_rows: int = searchplan.ROWS,
-                 budget_seconds: float = searchplan.SECONDS):
+                 tail_bytes: int = TAIL_BYTES, budget_rows: int = searchplan.ROWS,
+                 budget_seconds: float = searchplan.SECONDS, on_batch=None):
         self.dir = Path(runs_dir)
         self.path = self.dir / "search.sqlite"
         self.calls_path = self.dir / "calls.jsonl"
@@ -209,6 +220,10 @@ class SearchIndex:
         self.inline_bytes = inline_bytes
         self.batch_panels = max(1, batch_panels)
         self.batch_bytes = max(1, batch_bytes)
+        self.tail_bytes = max(1, tail_bytes)
+        # called after each background batch is committed, the writer's lock still held: the
+        # build's progress, for whoever follows it (readers meanwhile see what is committed)
+        self.on_batch = on_batch
         self.budget_rows, self.budget_seconds = budget_rows, budget_seconds
         self._writing = threading.Lock()    # this process's one writer (with the flock)
         self._pool_lock = threading.Lock()
@@ -222,6 +237,8 @@ class SearchIndex:
         self._rebuilding = False            # from a damaged file, until the new one is whole
         self._set_aside: str | None = None  # the name the damaged file was given
         self._folded = 0                     # panels this process has folded in
+        self._finished = FinishedCount(self.dir / "panels.idx")
+        self._finished_lock = threading.Lock()
         self._closed = False
 
     # ------------------------------------------------------------------ asking
@@ -246,17 +263,27 @@ class SearchIndex:
         return self.state(behind)
 
     def state(self, behind: int | None = None) -> dict:
-        """``{"complete", "indexed", "behind_bytes", "building", "error", "rebuilding",
-        "set_aside"}``: whether the index covers both logs whole, how many panels it holds, how
-        many log bytes it has still to read, whether a build runs in this process, why the last
-        one failed, whether it is being built anew because its file was found damaged (answers
-        hold only what the new one holds so far), and the name that file was set aside as."""
+        """``{"complete", "indexed", "behind_bytes", "behind_panels", "building", "error",
+        "rebuilding", "set_aside"}``: whether the index covers both logs whole, how many panels
+        it holds, how many log bytes it has still to read, how many finished panels it does not
+        hold yet (None when that cannot be counted), whether a build runs in this process, why
+        the last one failed, whether it is being built anew because its file was found damaged
+        (answers hold only what the new one holds so far), and the name that file was set
+        aside as."""
         behind = self._behind() if behind is None else behind
         meta = self._read(_meta, build=False) or {}
         rebuilding = self._rebuilding and (self.building or self._damaged is not None)
-        return {"complete": not behind, "indexed": int(meta.get("panels") or 0),
-                "behind_bytes": behind, "building": self.building, "error": self._error,
+        indexed = int(meta.get("panels") or 0)
+        return {"complete": not behind, "indexed": indexed, "behind_bytes": behind,
+                "behind_panels": self._panels_behind(indexed) if behind else 0,
+                "building": self.building, "error": self._error,
                 "rebuilding": rebuilding, "set_aside": self._set_aside}
+
+    def _panels_behind(self, indexed: int) -> int | None:
+        """Finished panels (panels.idx's slots that point at a line) the index does not hold."""
+        with self._finished_lock:
+            finished = self._finished()
+        return None if finished is None else max(0, finished - indexed)
 
     @property
     def building(self) -> bool:
@@ -404,9 +431,11 @@ class SearchIndex:
             except FileNotFoundError:
                 continue
             offset = int(meta.get(f"{name}_offset") or 0)
-            if meta.get(f"{name}_ino") != st.st_ino or st.st_size < offset:
-                offset = 0
-            total += st.st_size - offset
+            ahead = _tail(meta) if name == "calls" else None
+            held_to = max(offset, ahead[1] if ahead else 0)
+            if meta.get(f"{name}_ino") != st.st_ino or st.st_size < held_to:
+                offset, ahead = 0, None
+            total += st.st_size - offset - (ahead[1] - ahead[0] if ahead else 0)
         return total
 
     # ------------------------------------------------------------------ writing
@@ -467,6 +496,8 @@ class SearchIndex:
                 while True:
                     done = self._batch(db, None if until_done else self.batch_panels,
                                        None if until_done else self.batch_bytes)
+                    if not until_done and self.on_batch is not None:
+                        self.on_batch()
                     if done and settle is not None and self._folded - settle >= SETTLE_AFTER:
                         db.execute("INSERT INTO panel_text(panel_text) VALUES ('optimize')")
                     if done or not until_done or self._stop.is_set():
@@ -536,18 +567,28 @@ class SearchIndex:
                     files[name] = (st.st_ino, st.st_size)
                 except FileNotFoundError:
                     files[name] = (None, 0)
-            if any(int(meta.get(f"{n}_offset") or 0) and (meta.get(f"{n}_ino") != ino
-                                                          or size < int(meta[f"{n}_offset"]))
+            ahead = _tail(meta)
+            marks = {n: int(meta.get(f"{n}_offset") or 0) for n in files}
+            marks["calls"] = max(marks["calls"], ahead[1] if ahead else 0)
+            if any(marks[n] and (meta.get(f"{n}_ino") != ino or size < marks[n])
                    for n, (ino, size) in files.items()):
                 _reset(db)   # a log was replaced or cut: what is held is not in it
-                meta = {}
+                meta, ahead = {}, None
             fold = Fold(db)
             ev_end, ev_done = fold.evidence(self.evidence_path,
                                             int(meta.get("evidence_offset") or 0), nbytes)
-            calls_end, calls_done = fold.calls(self.calls_path,
-                                               int(meta.get("calls_offset") or 0), panels)
+            if panels is None:   # all of it, in the request: no order to choose
+                start, tail = int(meta.get("calls_offset") or 0), None
+                if ahead is not None:   # a window a background build left: around it
+                    fold.calls(self.calls_path, start, None, end=ahead[0])
+                    start = ahead[1]
+                calls_end, calls_done = fold.calls(self.calls_path, start, None)
+            else:
+                calls_end, tail, calls_done = self._calls_window(fold, meta, files["calls"][1],
+                                                                 panels)
             db.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", [
                 ("calls_ino", files["calls"][0]), ("calls_offset", calls_end),
+                ("tail_lo", tail and tail[0]), ("tail_hi", tail and tail[1]),
                 ("evidence_ino", files["evidence"][0]), ("evidence_offset", ev_end),
                 ("panels", int(meta.get("panels") or 0) + fold.panels)])
             db.execute("COMMIT")
@@ -557,6 +598,34 @@ class SearchIndex:
                 db.execute("ROLLBACK")
             raise
         return calls_done and ev_done
+
+    def _calls_window(self, fold: Fold, meta: dict, size: int,
+                      panels: int) -> tuple[int, tuple[int, int] | None, bool]:
+        """One background batch of calls.jsonl, newest first: a backlog longer than
+        ``tail_bytes`` is read from its end back, a window of whole lines at a time (the first
+        a sixteenth of ``tail_bytes``, each after as large as all before, at most
+        ``tail_bytes``), so the newest panels are found while the oldest still wait; the index
+        then holds the lines up to the offset and those of the window (``tail_lo``,
+        ``tail_hi``). When the windows reach the offset, the offset jumps to the window's end
+        and the lines appended since are read forward. Returns (the offset, the window or None, whether the log is read)."""
+        offset = int(meta.get("calls_offset") or 0)
+        tail = _tail(meta)
+        if tail is None:
+            end = _complete_end(self.calls_path, offset, size)
+            if end - offset > max(self.tail_bytes, self.inline_bytes):
+                tail = (end, end)   # an empty window at the end, to grow down from
+        if tail is not None and tail[0] > offset:
+            # the first windows are small, so the newest panels show within a moment; each
+            # then doubles what is held, up to tail_bytes
+            span = min(self.tail_bytes, max(self.tail_bytes >> FIRST_TAIL_SHIFT,
+                                            tail[1] - tail[0]))
+            lo = line_start(self.calls_path, max(offset, tail[0] - span), offset, tail[0])
+            fold.calls(self.calls_path, lo, None, end=tail[0])
+            return offset, (lo, tail[1]), False
+        if tail is not None:
+            offset = tail[1]   # the windows met the offset: all below the window's end is held
+        end, done = fold.calls(self.calls_path, offset, panels)
+        return end, None, done
 
     def close(self) -> None:
         """Stop the background writer (joined) and close every connection; always returns."""
@@ -577,6 +646,24 @@ def _meta(db) -> dict:
         return dict(db.execute("SELECT name, value FROM meta"))
     except sqlite3.OperationalError:
         return {}   # no tables yet: a new file
+
+
+def _tail(meta: dict) -> tuple[int, int] | None:
+    """The window of calls.jsonl a background build holds beyond its offset, or None."""
+    lo, hi = meta.get("tail_lo"), meta.get("tail_hi")
+    return (int(lo), int(hi)) if lo is not None and hi is not None else None
+
+
+def _complete_end(path: Path, floor: int, size: int) -> int:
+    """Just past the last whole line of ``path`` (``floor`` for none, or no file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return floor
+    try:
+        return jsonl.complete_end(fd, size, floor) if size > floor else floor
+    finally:
+        os.close(fd)
 
 
 def _reset(db) -> None:

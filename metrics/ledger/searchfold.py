@@ -35,14 +35,18 @@ class Fold:
         self.db = db
         self.panels = 0
 
-    def calls(self, path: Path, offset: int, limit: int | None) -> tuple[int, bool]:
-        """Fold calls.jsonl lines from ``offset``; returns (the offset reached, whether that is
-        its last whole line)."""
+    def calls(self, path: Path, offset: int, limit: int | None,
+              end: int | None = None) -> tuple[int, bool]:
+        """Fold calls.jsonl lines from ``offset`` (those that start before ``end``, if given);
+        returns (the offset reached, whether that is its last whole line)."""
         records: list[tuple[int, dict]] = []
         lines = jsonl.lines(path, offset)
         done = True
         try:
             for start, line in lines:
+                if end is not None and start >= end:
+                    done = False
+                    break
                 offset = start + len(line)
                 record = jsonl.parse_line(line)
                 seq = panel_seq(record.get("panel")) if record is not None else None
@@ -209,6 +213,22 @@ def _panel_rows(seq: int, record: dict, judged, delivery) -> tuple[tuple, list, 
             mine,
             (seq, prompt[:MAX_TEXT] if isinstance(prompt, str) else "",
              "\n".join(answers)[:MAX_TEXT]))
+
+
+def line_start(path: Path, at: int, floor: int, ceiling: int) -> int:
+    """The first line start after ``at`` and before ``ceiling`` (``floor`` and ``ceiling``
+    are line starts, ``floor <= at``); looks further back, down to ``floor``, while the lines
+    there are longer than the span between. Used to cut a log's tail into windows of whole
+    lines that are indexed newest first."""
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        while at > floor:
+            data = os.pread(fd, ceiling - at + 1, at - 1)
+            i = data.find(b"\n")
+            if 0 <= i and at + i < ceiling:
+                return at + i
+            at = max(floor, at - max(1, ceiling - at))   # one line fills the span: go back
+    return floor
 
 
 def _text(value) -> str | None:

@@ -420,7 +420,7 @@ class Catalog:
                 raised.append(book.raise_alert(
                     "went_paid", subject,
                     f"{subject} on {endpoint} is no longer free ({said} per million tokens); "
-                    "retire it or update its price with `panelist model add`",
+                    "Retire it, or set its price with Edit, on its model page",
                     endpoint=endpoint, served=served, **prices))
         finally:
             book.close()

@@ -111,8 +111,8 @@ class Watch:
     def _raise(self, alias: str, mark: dict | None, n: int, m: int) -> dict:
         if mark is not None:
             record = self.alerts.raise_alert(
-                "failing", alias, f"{describe(alias, mark)}; read its failed seats on Panels, "
-                f"probe it (panelist probe {alias}) or retire it", failed=mark["failed"],
+                "failing", alias, f"{describe(alias, mark)}; its failed seats are listed on Panels, and "
+                "Probe or Retire on its model page act on it", failed=mark["failed"],
                 of=mark["of"], error_kind=mark["kind"], probe=mark["probe"])
         else:
             record = self.alerts.raise_alert(

@@ -248,7 +248,8 @@ class Health:
             changed = retirement.retire(
                 self.roster, self.alerts, alias, by=BY, reason=reason, error_kind=kind,
                 message=f"{alias} was retired: {reason}; fix its endpoint's key or served id, "
-                        f"then `panelist probe {alias}` restores it once it answers")
+                        f"then Probe on its model page (or `panelist probe {alias}`) "
+                        "restores it once it answers")
         except NotFound:
             return   # removed from the roster meanwhile
         if not changed:

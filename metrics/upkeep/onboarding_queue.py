@@ -307,6 +307,6 @@ def describe(result: dict) -> str:
         cut = result.get("interrupted") or 0
         why = (f" ({cut} cut short: sent as the process working the queue stopped, so their "
                "answers are unknown, and onboarding never sends a prompt twice)" if cut else "")
-        said += (f"; {result['unfinished']} task(s) not scored yet{why}: `panelist suite run "
-                 "--model ...` asks them")
+        said += (f"; {result['unfinished']} task(s) not scored yet{why}: Run the suite on the "
+                 "Evidence page (or `panelist suite run --model ...`) asks them")
     return said

@@ -24,7 +24,8 @@ def retire(roster: Roster, alerts: Alerts, alias: str, *, by: str, reason: str =
     if changed:
         why = f": {reason}" if reason else ""
         alerts.raise_alert("retired", alias, message or (
-            f"{alias} was retired by {by}{why}; `panelist model restore {alias}` puts it back"),
+            f"{alias} was retired by {by}{why}; Restore on its model page (or `panelist "
+            f"model restore {alias}`) puts it back"),
             reason=reason, by=by, **fields)
     return changed
 

@@ -9,7 +9,8 @@
 
 import { api, isAbort } from "./api.js";
 import { h, replace } from "./dom.js";
-import { button, modelLink, timeAgo } from "./ui.js";
+import { button, modelHref, modelLink, timeAgo } from "./ui.js";
+import { alertHref } from "./signals.js";
 
 const SEEN_KEY = "panelist.alertsSeen";
 const LIMIT = 20;
@@ -44,10 +45,22 @@ function unseen(alerts) {
 // the kinds whose subject is a model on the roster: its name links to the model's page
 const MODEL_KINDS = new Set(["retired", "restored", "went_paid", "onboarded"]);
 
+function aboutModel(a) {
+  return MODEL_KINDS.has(a.kind) || a.kind === "failing" || a.kind === "recovered" || typeof a.alias === "string";
+}
+
 function subject(a) {
   const name = String(a.subject ?? "");
-  return MODEL_KINDS.has(a.kind) || typeof a.alias === "string" ? modelLink(a.alias || name)
-    : h("strong", { text: name });
+  return aboutModel(a) ? modelLink(a.alias || name) : h("strong", { text: name });
+}
+
+/** An alert's message as a link to what explains it: a failing model's failed seats, else
+ *  the model's page (unless `onItsPage`); plain text when it is about no model. */
+export function alertMessage(a, { onItsPage = false } = {}) {
+  const text = String(a.message ?? "");
+  const name = String(a.alias || a.subject || "");
+  const href = alertHref(a) || (aboutModel(a) && name && !onItsPage ? modelHref(name) : null);
+  return href ? h("a", { href, class: "alert-link", "data-testid": "alert-link" }, text) : text;
 }
 
 /** Read the recent alerts and show the unseen ones in `slot` (hidden when there are none). */
@@ -76,7 +89,7 @@ export async function showAlerts(slot, signal) {
         text: fresh.length === 1 ? "1 new alert" : `${fresh.length} new alerts` }),
       h("ul", { class: "alert-list" }, fresh.map((a) => h("li", { "data-kind": a.kind },
         h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `),
-        subject(a), ": ", String(a.message ?? ""))))),
+        subject(a), ": ", alertMessage(a))))),
     h("div", { class: "row" }, dismiss)));
   slot.hidden = false;
 }

@@ -34,15 +34,32 @@ export function gradesSection(initial, ctx) {
   const status = h("div", { "aria-live": "polite", "data-testid": "grades-status" });
   let grades = initial;
 
+  // The section is drawn anew after each change: the control that had the focus gets it back
+  // (the same control of the same grade; an Up or Down that can no longer move, its sibling),
+  // so a keyboard user goes on where they were.
+  const keyOf = (el) => (el && section.contains(el) && el.matches("button, select")
+    ? el.getAttribute("aria-label") || el.id || el.textContent : null);
+  function refocus(key) {
+    if (!key || (document.activeElement && document.activeElement !== document.body
+      && !section.contains(document.activeElement))) return;
+    const same = [...section.querySelectorAll("button, select")].find((el) => keyOf(el) === key);
+    const target = same && same.disabled
+      ? [...same.parentElement.querySelectorAll("button, select")].find((el) => !el.disabled) : same;
+    if (target) target.focus();
+  }
+
   async function write(path, body, said) {
+    const key = keyOf(document.activeElement);
     section.querySelectorAll("button, select").forEach((el) => { el.disabled = true; });
     replace(status);
     try {
       grades = await api.put(path, { ...body, version: grades.version }, { signal: ctx.signal });
       draw();
+      refocus(key);
       toast(said(grades));
     } catch (err) {
       draw();
+      refocus(key);
       showError(status, err, async () => {
         grades = await api.get("/api/grades", { signal: ctx.signal });
         replace(status);

@@ -128,10 +128,16 @@ export function matchLine(match) {
     match.text.slice(0, start), h("mark", { text: match.text.slice(start, end) }), match.text.slice(end));
 }
 
+/** How far behind the search index is, in words ("1,204 panels behind"). */
+export function indexBehind(index) {
+  const n = index && index.behind_panels;
+  return Number.isInteger(n) ? `${fmt.plural(n, "panel")} behind` : "behind";
+}
+
 /** What the search index said, when it did not cover the logs whole. */
 export function indexNote(index) {
   if (!index || index.complete) return null;
   return h("p", { class: "notice", role: "status", "data-testid": "index-note" },
-    `The search index is catching up (${fmt.count(index.indexed)} panels so far${index.building ? ", building" : ""}): `
-    + "results may be missing panels it has not read yet. This list fills in by itself.");
+    `The search index is catching up: ${indexBehind(index)}, ${fmt.count(index.indexed)} panels read so far`
+    + `${index.building ? ", newest first" : ""}. Results may be missing panels it has not read yet. This list fills in by itself.`);
 }

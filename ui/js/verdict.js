@@ -15,6 +15,17 @@ export function liveMark(call, initial = undefined) {
   return slot;
 }
 
+// A button pressed while its request runs is marked busy, not disabled: a disabled button
+// loses the focus (to the page), and the next key would then act somewhere else.
+function busy(buttons, on) {
+  for (const b of buttons) {
+    if (on) b.setAttribute("aria-disabled", "true");
+    else b.removeAttribute("aria-disabled");
+  }
+}
+
+const isBusy = (b) => b.getAttribute("aria-disabled") === "true";
+
 export function savedWords(result) {
   if (!result.written) return "Same verdict as before: nothing new to record.";
   return result.replaced ? "Verdict changed." : "Verdict recorded.";
@@ -64,7 +75,8 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
       choice.inputs[0].focus();
       return;
     }
-    save.disabled = true;
+    if (isBusy(save)) return;
+    busy([save], true);
     replace(status);
     try {
       const result = await judge(call, picked === "yes",
@@ -74,7 +86,7 @@ export function verdictForm(call, current, { onSaved, signal } = {}) {
     } catch (err) {
       replace(status, notice("error", "Not saved", err.message));
     } finally {
-      save.disabled = false;
+      busy([save], false);
     }
   });
   return form;
@@ -87,8 +99,8 @@ export function quickVerdict(call, { onSaved, signal, onMore } = {}) {
   const yes = button("Useful", () => send(true), { small: true, kind: "ok-choice", "aria-pressed": "false", "aria-keyshortcuts": "u" });
   const no = button("Not useful", () => send(false), { small: true, kind: "bad-choice", "aria-pressed": "false", "aria-keyshortcuts": "n" });
   async function send(useful) {
-    yes.disabled = true;
-    no.disabled = true;
+    if (isBusy(yes)) return;
+    busy([yes, no], true);
     try {
       const result = await judge(call, useful, null, signal);
       status.textContent = savedWords(result);
@@ -96,8 +108,7 @@ export function quickVerdict(call, { onSaved, signal, onMore } = {}) {
     } catch (err) {
       status.textContent = `Not saved: ${err.message}`;
     } finally {
-      yes.disabled = false;
-      no.disabled = false;
+      busy([yes, no], false);
     }
   }
   const row = h("div", { class: "verdict-row", role: "group", "aria-label": `Verdict for ${call}` },

@@ -8,7 +8,7 @@
 
 import { api, isAbort, send } from "../api.js";
 import { comparison } from "../compare.js";
-import { h, replace } from "../dom.js";
+import { h, newId, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { judgingKeys, keysHint } from "../judgekeys.js";
 import { markdown } from "../markdown.js";
@@ -51,6 +51,26 @@ function toolCallsBlock(calls) {
       const fn = (c && c.function) || {};
       return h("pre", { class: "textblock mono tool-call", text: `${fn.name || "?"}(${fn.arguments || ""})` });
     }));
+}
+
+// the models a panel did not seat, folded to a count with a Show button past a few: on a large
+// roster almost every model is left out, and their names would push the answers off the page
+const NOT_SEATED_SHOWN = 3;
+
+function notSeated(skipped) {
+  if (!skipped.length) return null;
+  const names = (list) => list.map((x, i) => [i ? "; " : "", modelLink(x.alias, { strong: false }), ` (${x.why})`]);
+  if (skipped.length <= NOT_SEATED_SHOWN) {
+    return h("p", { class: "muted small", "data-testid": "not-seated" }, "Not seated: ", names(skipped));
+  }
+  const list = h("p", { class: "muted small", hidden: true, id: newId("not-seated") }, names(skipped));
+  const show = button("Show", () => {
+    list.hidden = !list.hidden;
+    show.textContent = list.hidden ? "Show" : "Hide";
+    show.setAttribute("aria-expanded", String(!list.hidden));
+  }, { small: true, kind: "ghost", "aria-expanded": "false", "aria-controls": list.id });
+  return h("div", { "data-testid": "not-seated" },
+    h("p", { class: "muted small row" }, `Not seated: ${fmt.plural(skipped.length, "model")}`, show), list);
 }
 
 function bodyOf(seat, ok) {
@@ -275,6 +295,13 @@ export async function render(root, ctx) {
         keysHint(),
         view.el);
       bringAnswersIntoView();
+      // the focus goes to the first answer, so u / n / j act at once, unless it was moved
+      // away from the form while the panel ran
+      const at = document.activeElement;
+      if (!at || at === document.body || form.contains(at)) {
+        const target = judgeable()[0] || results.querySelector(".answer-card[tabindex]");
+        if (target) target.focus({ preventScroll: true });
+      }
       const okCount = seats.filter((s) => answered(s)).length;
       const behind = seats.filter((s) => s.status === "running").length;
       replace(progress, `Done: ${okCount} of ${seats.length} seats answered in ${fmt.seconds(bench.seconds)}`
@@ -284,8 +311,7 @@ export async function render(root, ctx) {
           h("p", null, "Panel ", h("strong", { class: "mono", text: bench.panel }), ` · ${bench.collection}`,
             bench.shape ? ` · shape ${bench.shape}` : ""),
           bench.note ? h("p", { text: bench.note }) : null,
-          (bench.skipped || []).length ? h("p", { class: "muted small" },
-            "Not seated: ", bench.skipped.map((x, i) => [i ? "; " : "", modelLink(x.alias, { strong: false }), ` (${x.why})`])) : null,
+          notSeated(bench.skipped || []),
           (bench.suggest || []).length ? h("p", { class: "small" },
             "Suggestion: ", bench.suggest.map((x, i) => [i ? "; " : "", modelLink(x.alias, { strong: false }),
               " looks more useful than ", modelLink(x.instead_of, { strong: false })]), ".") : null),

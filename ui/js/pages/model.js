@@ -11,8 +11,20 @@ import {
   rateCell, sectionHead, timeAgo, toast,
 } from "../ui.js";
 import { modelDialog, probeModel } from "./endpoints.js";
+import { indexBehind } from "../panelfilters.js";
+import { alertMessage } from "../alerts.js";
 
 export const title = "Model";
+
+// the failures and panels below come from the search index; after a restart it reads the
+// newest panels first, so what is missing is the oldest
+function indexNotice(index) {
+  const note = notice("", `The search index is catching up: ${indexBehind(index)}`,
+    `Its failures and panels below come from the ${fmt.count(index.indexed)} panels read so far, `
+    + "the newest first; older ones appear as it reads on. Reload to see them.");
+  note.dataset.testid = "index-note";
+  return note;
+}
 
 const FACT_LABELS = {
   context: "Context window", max_output: "Most output tokens", vision: "Vision", tools: "Tools",
@@ -180,7 +192,7 @@ function racesBlock(races) {
 function alertsBlock(alerts) {
   if (!alerts.length) return h("p", { class: "muted" }, "No alert about it.");
   return h("ul", { class: "alert-list" }, alerts.map((a) => h("li", { dataset: { kind: a.kind } },
-    h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `), String(a.message ?? ""))));
+    h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `), alertMessage(a, { onItsPage: true }))));
 }
 
 function actions(m, reload, signal) {
@@ -234,8 +246,7 @@ export async function render(root, ctx) {
   const index = page.index || {};
   replace(root,
     pageHead(alias, `Served by ${served}.`, ...actions(m, reload, ctx.signal)),
-    index.complete === false ? notice("", "The search index is catching up",
-      `Its panels and failures below come from the ${fmt.count(index.indexed)} panels indexed so far.`) : null,
+    index.complete === false ? indexNotice(index) : null,
     h("div", { class: "stats", "data-testid": "model-stats" },
       h("div", { class: "stat" }, h("div", { class: "stat-value" }, modelStatus(m)), h("div", { class: "stat-label", text: "Status" })),
       h("div", { class: "stat" }, h("div", { class: "stat-value", text: fmt.count(m.seats) }), h("div", { class: "stat-label", text: "Seats" })),

@@ -9,7 +9,8 @@ import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import { gradesSection } from "../grades.js";
-import { button, emptyState, linkButton, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
+import { failedSeats, modelPanels, OWED, WINDOW_SPAN } from "../signals.js";
+import { button, emptyState, linkButton, modelHref, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Overview";
 
@@ -96,17 +97,23 @@ function spendCell(r) {
     fmt.money(r.spend.amount, r.spend.currency), r.uncounted ? h("span", { class: "faint" }, " +?") : null);
 }
 
-function errorCell(r) {
+// a row's failed seats in the window are a link to them on Panels
+function errorCell(r, span) {
   if (r.error_rate === null) return h("span", { class: "faint" }, "no answer yet");
-  return h("span", { class: r.failed ? "text-bad" : null, title: `${r.failed} failed, ${r.answered} answered` },
-    fmt.percent(r.error_rate), h("span", { class: "sub" }, `${fmt.count(r.failed)} of ${fmt.count(r.failed + r.answered)}`));
+  const props = { class: r.failed ? "text-bad" : null, title: `${r.failed} failed, ${r.answered} answered` };
+  const inner = [fmt.percent(r.error_rate), h("span", { class: "sub" }, `${fmt.count(r.failed)} of ${fmt.count(r.failed + r.answered)}`)];
+  return r.failed
+    ? h("a", { ...props, href: failedSeats(r.alias, span), "data-testid": "activity-failed" }, inner)
+    : h("span", props, inner);
 }
 
-const USAGE_COLUMNS = [
-  { key: "alias", label: "Model", cell: (r) => h("span", { class: "row" }, h("strong", { text: r.alias }),
+// each row leads to that model's panels in the window, its failures to its failed seats there
+const usageColumns = (span) => [
+  { key: "alias", label: "Model", cell: (r) => h("span", { class: "row" },
+    h("strong", null, h("a", { href: modelPanels(r.alias, span), "data-testid": "activity-link" }, r.alias)),
     r.status === "failing" ? h("span", { class: "badge bad", text: "failing" }) : null) },
   { key: "seats", label: "Seats", numeric: true, cell: (r) => fmt.count(r.seats) },
-  { key: "error_rate", label: "Error rate", numeric: true, value: (r) => r.error_rate, cell: errorCell, filter: false },
+  { key: "error_rate", label: "Error rate", numeric: true, value: (r) => r.error_rate, cell: (r) => errorCell(r, span), filter: false },
   { key: "p50", label: "Answer p50", numeric: true, cell: (r) => fmt.answerTime(r.p50), filter: false },
   { key: "p95", label: "Answer p95", numeric: true, cell: (r) => fmt.answerTime(r.p95), filter: false },
   { key: "spend", label: "Spend", numeric: true, value: (r) => (r.spend ? r.spend.amount : null), cell: spendCell, filter: false, className: "nowrap" },
@@ -131,16 +138,18 @@ function usageSection(usage, models) {
     if (a.classList.contains("primary")) a.setAttribute("aria-current", "true");
   }
   const unpriced = (total.unpriced || []).length;
+  const span = WINDOW_SPAN[usage.window] || "";
   const table = dataTable({
-    columns: USAGE_COLUMNS, rows, label: "Seats per model in the window", short: true,
+    columns: usageColumns(span), rows, label: "Seats per model in the window", short: true,
     sort: { key: "seats", dir: "desc" }, filterHint: "Filter by model",
     empty: "No seat in this window.", rowId: (r) => r.alias,
   });
   return h("section", { class: "section", id: "usage", "data-window": usage.window },
     sectionHead("Recent activity", `Since ${fmt.when(usage.since)}: each model's seats, how often they failed, how long answers took and what they cost, at each model's price now.`, picker),
     h("div", { class: "stats" },
-      stat("seats", fmt.count(total.seats)),
-      stat("error rate", fmt.percent(total.error_rate), { attention: total.failed > 0 }),
+      stat("seats", fmt.count(total.seats), { href: total.seats ? modelPanels("", span) : null }),
+      stat("error rate", fmt.percent(total.error_rate), { attention: total.failed > 0,
+        href: total.failed > 0 ? failedSeats("", span) : null }),
       spendStats(total),
       unpriced ? stat("models without a price", fmt.count(unpriced)) : null),
     rows.length ? table.el : emptyState("No seat in this window", "Pick a longer window, or ask a collection.",
@@ -175,7 +184,13 @@ export async function render(root, ctx) {
   const rows = models.data || [];
   const answering = rows.filter((m) => m.status === "answering").length;
   const cooling = rows.filter((m) => m.status === "cooling").length;
-  const failingNow = rows.filter((m) => m.status === "failing").length;
+  const failing = rows.filter((m) => m.status === "failing");
+  const failingNow = failing.length;
+  // one failing model: its failed seats (its page when a probe is what failed: probes are no
+  // panels); several: every failed panel of the last day
+  const one = failingNow === 1 ? failing[0] : null;
+  const failingHref = !failingNow ? null : one && one.failing && one.failing.probe ? modelHref(one.alias)
+    : failedSeats(one ? one.alias : "", "24h");
   const table = dataTable({
     columns: COLUMNS, rows, label: "Models on the roster",
     filterHint: "Filter by model, endpoint, family, grade, status…",
@@ -192,10 +207,10 @@ export async function render(root, ctx) {
       stat("models", fmt.count(c.models), { href: "#/endpoints" }),
       stat("answering now", fmt.count(answering)),
       stat("cooling down", fmt.count(cooling), { attention: cooling > 0 }),
-      stat("failing now", fmt.count(failingNow), { attention: failingNow > 0 }),
+      stat("failing now", fmt.count(failingNow), { attention: failingNow > 0, href: failingHref }),
       stat("collections", fmt.count(c.collections), { href: "#/collections" }),
       stat("panels asked", fmt.count(c.panels), { href: "#/panels" }),
-      stat("verdicts owed", fmt.count(c.owed), { attention: c.owed > 0, href: "#/panels" })),
+      stat("verdicts owed", fmt.count(c.owed), { attention: c.owed > 0, href: OWED })),
     usageSection(usage, rows),
     h("section", { class: "section" },
       sectionHead("Models", "Each model's status and evidence over all time."),
