@@ -244,6 +244,9 @@ class Ledger:
     def failing(self, failed: int, of: int) -> dict[str, dict]:
         return self._queries.failing(failed, of)
 
+    def answering(self) -> set[str]:
+        return self._queries.answering()
+
     def probes(self) -> dict[str, dict]:
         return self._queries.probes()
 

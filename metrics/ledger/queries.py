@@ -427,6 +427,13 @@ class Queries:
                                   "kind": outcomes.last_kind.get(alias)}
         return out
 
+    def answering(self) -> set[str]:
+        """The aliases whose newest call (a gateway seat or a probe) answered."""
+        self._refresh()
+        with self._lock:
+            return {a for a, v in self._index.outcomes.bits.items()
+                    if v > 1 and not v & 1 and isinstance(a, str)}
+
     def probes(self) -> dict[str, dict]:
         """Each probed model's newest probe: ``{alias: {"ts", "status", "error_kind", "error",
         "seconds"}}`` (``status`` ``ok`` when it answered)."""
