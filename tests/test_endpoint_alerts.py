@@ -69,3 +69,30 @@ def test_a_refused_key_on_every_model_asked_is_one_alert(api, folder):
     api.server.parts.failures.check()
     assert said(api) == [("endpoint_failing", "sim")]
     assert alerts(api)[0]["models"] == ["fast", "mid", "slow"]
+
+
+def test_the_endpoint_page_shows_its_models_limits_and_whole_failure(api, folder):
+    from panelist.metrics.roster.roster import Roster
+
+    Roster(folder).set_limits("endpoint", "sim", {"rpm": 60, "max_concurrent": 4}, by="test")
+    seats(folder, "fast", "ok")
+    status, body, _ = api.get("/api/endpoints/sim/health")
+    assert status == 200, body
+    assert body["failing"] is None and body["base_url"]
+    assert body["limits"]["rpm"] == 60 and body["limits"]["max_concurrent"] == 4
+    assert body["limits"]["running"] == 0 and body["limits"]["paused"] is None
+    rows = {m["alias"]: m for m in body["models"]}
+    assert set(rows) >= {"fast", "mid", "slow"}
+    assert rows["fast"]["seats"] == 3 and rows["fast"]["error_rate"] == 0
+    assert rows["mid"]["seats"] == 0 and rows["mid"]["p50"] is None
+
+    for alias in ("mid", "slow"):
+        seats(folder, alias, "error", "auth: (401) invalid api key", n=5)
+    seats(folder, "fast", "error", "auth: (401) invalid api key", n=5)
+    body = api.get("/api/endpoints/sim/health")[1]
+    assert body["failing"]["kind"] == "auth" and "its key is refused" in body["failing"]["why"]
+    assert body["failing"]["models"] == ["fast", "mid", "slow"]
+    assert {m["alias"]: m for m in body["models"]}["mid"]["failing"]["kind"] == "auth"
+
+    status, body, _ = api.get("/api/endpoints/nowhere/health")
+    assert status == 404 and "GET /api/endpoints" in body["error"]["message"]

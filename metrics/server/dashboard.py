@@ -28,8 +28,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
-from panelist.metrics.server import (api, ask, bodies, budgetapi, console, hookapi,
-                                     judgechecks, seriesapi, signins)
+from panelist.metrics.server import (api, ask, bodies, budgetapi, console, endpointapi,
+                                     hookapi, judgechecks, seriesapi, signins)
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.front.handler import Handler
@@ -56,11 +56,12 @@ LOGIN = Body(token=Text(required=True, hint="the value of PANELIST_ADMIN_TOKEN w
 def api_routes() -> dict[str, dict]:
     """The ``/api/`` routes by pattern: ``api``'s, the console's (``console``), the judge
     checks' (``judgechecks``), the provider sign-ins' (``signins``), the webhooks' (``hookapi``),
-    the spend caps' (``budgetapi``) and the time axis (``seriesapi``), a pattern two list
-    answering the methods of each."""
+    the spend caps' (``budgetapi``), the time axis (``seriesapi``) and an endpoint's health
+    (``endpointapi``), a pattern two list answering the methods of each."""
     merged: dict[str, dict] = {}
     for pattern, actions in (api.ROUTES + console.ROUTES + judgechecks.ROUTES + signins.ROUTES
-                             + hookapi.ROUTES + budgetapi.ROUTES + seriesapi.ROUTES):
+                             + hookapi.ROUTES + budgetapi.ROUTES + seriesapi.ROUTES
+                             + endpointapi.ROUTES):
         merged.setdefault(pattern, {}).update(actions)
     return merged
 
