@@ -46,6 +46,8 @@ const MODEL_KINDS = new Set(["retired", "restored", "went_paid", "onboarded"]);
 
 function subject(a) {
   const name = String(a.subject ?? "");
+  // an endpoint failing as a whole: its name opens its page
+  if (typeof a.endpoint === "string") return h("a", { href: `#/endpoints/${encodeURIComponent(a.endpoint)}` }, h("strong", { text: a.endpoint }));
   return MODEL_KINDS.has(a.kind) || typeof a.alias === "string" ? modelLink(a.alias || name)
     : h("strong", { text: name });
 }
