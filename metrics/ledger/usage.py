@@ -162,9 +162,13 @@ class Usage:
         """The rows of ``keys`` per slot of window ``name`` at ``now`` (each None when no key
         had a seat in it; the rows of several keys summed into a new one)."""
         _, _, slots = self.slots(name, now)
+        keys = list(keys)
+        wanted = set(keys)
         out: list[list | None] = []
         for per in slots:
-            found = [row for k in keys if (row := per.get(k)) is not None]
+            # whichever is smaller is walked: a slot's names, or the names asked for
+            found = [row for k, row in per.items() if k in wanted] if len(per) < len(keys) \
+                else [row for k in keys if (row := per.get(k)) is not None]
             if len(found) > 1:
                 summed: dict = {}
                 for row in found:
