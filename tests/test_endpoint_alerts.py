@@ -4,6 +4,7 @@ are alerted one by one again once it is not. In process: the seats are written t
 ledger's own write path, with the error texts a seat logs, and the server's watch looks."""
 
 from panelist.metrics.ledger.ledger import Ledger
+from apikit import covers
 
 
 def alerts(api) -> list[dict]:
@@ -71,6 +72,7 @@ def test_a_refused_key_on_every_model_asked_is_one_alert(api, folder):
     assert alerts(api)[0]["models"] == ["fast", "mid", "slow"]
 
 
+@covers("GET", "/api/endpoints/{name}/health")
 def test_the_endpoint_page_shows_its_models_limits_and_whole_failure(api, folder):
     from panelist.metrics.roster.roster import Roster
 

@@ -12,6 +12,7 @@ from panelist.metrics.roster.roster import Roster
 from panelist.metrics.server.keys import Keys
 from panelist.serve import make_dashboard
 from inprocess import Caller
+from apikit import covers
 
 HOUR = 3600.0
 
@@ -54,6 +55,7 @@ def start_of_hour(now: float) -> float:
     return now // HOUR * HOUR
 
 
+@covers("GET", "/api/series")
 def test_a_models_day_has_a_bucket_per_hour_with_its_own_quantiles(api, folder):
     now = time.time()
     this_hour = start_of_hour(now)
