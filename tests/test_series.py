@@ -17,7 +17,7 @@ from apikit import covers
 HOUR = 3600.0
 
 
-def write(home, alias, seconds, *, seated, status="ok", key="team-a"):
+def write(home, alias, seconds, *, seated, status="ok", key="team-a", endpoint="sim"):
     """One panel per entry of ``seconds`` for ``alias``, started at ``seated``."""
     with Ledger(home.gateway_runs) as ledger:
         pids = ledger.new_panels(len(seconds), seated)
@@ -35,6 +35,7 @@ def write(home, alias, seconds, *, seated, status="ok", key="team-a"):
                     "tokens": {},
                     "error": "" if status == "ok" else "timeout: slow",
                     "key": key,
+                    "endpoint": endpoint,
                 }
                 for pid, s in zip(pids, seconds)
             ],
@@ -92,21 +93,25 @@ def test_the_window_switch_changes_the_buckets(api, folder):
     assert sum(b["seats"] for b in hour["buckets"]) == week["buckets"][-1]["seats"] == 3
 
 
-def test_an_endpoint_sums_its_models_and_no_other(api, folder):
+def test_an_endpoint_counts_the_seats_served_through_it(api, folder):
     Roster(folder).add_endpoint("other", "http://127.0.0.1:9/v1")
     Roster(folder).add_model("elsewhere", "other", family="elsewhere", context=100_000)
     now = time.time() - 30
     write(folder, "fast", [1.0] * 4, seated=now)
     write(folder, "mid", [3.0] * 2, seated=now, status="error")
-    write(folder, "elsewhere", [1.0] * 5, seated=now)
+    write(folder, "elsewhere", [1.0] * 5, seated=now, endpoint="other")
     body = series(api, "endpoint=sim&window=hour")
     assert "fast" in body["models"] and "elsewhere" not in body["models"]
     total = body["total"]
     assert (total["seats"], total["failed"], total["answered"]) == (6, 2, 4)
     assert sum(b["seats"] for b in body["buckets"]) == 6
     assert series(api, "endpoint=other&window=hour")["total"]["seats"] == 5
-    # the endpoint's models' own series are untouched by the sum
     assert series(api, "model=fast&window=hour")["total"]["seats"] == 4
+    # seats a model made through another endpoint (before it moved) count for that endpoint
+    write(folder, "fast", [1.0] * 2, seated=now, endpoint="other")
+    assert series(api, "endpoint=other&window=hour")["total"]["seats"] == 7
+    assert series(api, "endpoint=sim&window=hour")["total"]["seats"] == 6
+    assert series(api, "model=fast&window=hour")["total"]["seats"] == 6
 
 
 def test_a_key_and_the_whole_gateway(api, folder):

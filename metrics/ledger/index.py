@@ -20,7 +20,8 @@ Invariants:
   claims, newest answer, failures by kind and a fixed log-spaced histogram of ok seats' seconds
   (``histogram``: quantiles within 4.4%, at the same cost at any log size); per alias its
   seats in the recent windows (``usage``: the last hour, day and week; ``scopes`` keeps the same
-  slots per gateway key and, under ``GATEWAY``, for every seat) and the outcomes of its
+  slots per gateway key as ``"key:NAME"``, per endpoint the seat record names as
+  ``"endpoint:NAME"`` and, under ``GATEWAY``, for every seat) and the outcomes of its
   latest calls and its newest probe (``outcomes``), the only use of ``"probe"`` lines (an
   endpoint Test's, role ``test``, change nothing); per collection its panels (``"seated"`` lines
   naming it), seats and verdict counts; seats per alias per UTC day for the last ``KEEP_DAYS``
@@ -86,7 +87,7 @@ V_OFFSET = 18
 AWAITING, DELIVERED, ABANDONED = 0, 1, 2
 # the seat statuses of an answer a caller can judge; every other status is a failure
 ANSWERED = frozenset({"ok", "tool_calls"})
-GATEWAY = ""               # the name the whole gateway's slots go by in ``scopes`` (no key's)
+GATEWAY = ""               # the whole gateway's name in ``scopes`` (others are "key:NAME" ...)
 _NUMBER = (int, float)   # tested by exact class, so a bool is no number
 _INF = math.inf
 
@@ -387,9 +388,11 @@ class Index:
             self.usage.fold(key[0], seated, outcome, bucket, prompt, completion)
             scopes = self.scopes
             scopes.fold(GATEWAY, seated, outcome, bucket, prompt, completion)
-            owner = rec.get("key")
-            if owner.__class__ is str and owner:
-                scopes.fold(intern(owner), seated, outcome, bucket, prompt, completion)
+            for kind in ("key", "endpoint"):
+                name = rec.get(kind)
+                if name.__class__ is str and name:
+                    scopes.fold(intern(f"{kind}:{name}"), seated, outcome, bucket, prompt,
+                                completion)
         collection = rec.get("collection")
         if collection.__class__ is str:
             row = self.collections.get(collection) or self._collection(collection)

@@ -238,8 +238,8 @@ class Ledger:
         return self._queries.usage(window, now)
 
     def series(self, window: str, *, aliases: list[str] | None = None, key: str | None = None,
-               now: float | None = None) -> dict:
-        return self._queries.series(window, aliases=aliases, key=key, now=now)
+               endpoint: str | None = None, now: float | None = None) -> dict:
+        return self._queries.series(window, aliases=aliases, key=key, endpoint=endpoint, now=now)
 
     def failing(self, failed: int, of: int) -> dict[str, dict]:
         return self._queries.failing(failed, of)

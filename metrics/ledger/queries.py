@@ -392,9 +392,10 @@ class Queries:
                 "models": {a: dict(v) for a, v in models.items()}}
 
     def series(self, window: str, *, aliases: list[str] | None = None, key: str | None = None,
-               now: float | None = None) -> dict:
-        """The time axis of window ``window`` (``ledger.series``): the seats of ``aliases``
-        summed, or else of gateway key ``key``, or else of the whole gateway."""
+               endpoint: str | None = None, now: float | None = None) -> dict:
+        """The time axis of window ``window`` (``series.view``): the seats of ``aliases``
+        summed, or else of gateway key ``key``, or else of the seats served through
+        ``endpoint``, or else of the whole gateway."""
         if window not in windows.WINDOWS:
             raise errors.BadRequest(f"'window' must be one of {', '.join(windows.WINDOWS)}, "
                                     f"not {window!r}", param="window")
@@ -403,8 +404,11 @@ class Queries:
         with self._lock:
             ix = self._index
             since, width, _ = ix.usage.slots(window, now)
+            scope = GATEWAY if key is None else f"key:{key}"
+            if endpoint is not None:
+                scope = f"endpoint:{endpoint}"
             rows = ix.usage.rows(window, now, aliases) if aliases is not None else \
-                ix.scopes.rows(window, now, [GATEWAY if key is None else key])
+                ix.scopes.rows(window, now, [scope])
             return timeaxis.view(window, since, width, rows, now)
 
     def failing(self, failed: int, of: int) -> dict[str, dict]:

@@ -1,6 +1,6 @@
 """A time axis over the index's window slots: seats, failures and answer-time quantiles per slot
-of the last hour, day or week, for one model, several (an endpoint's), one gateway key or the
-whole gateway.
+of the last hour, day or week, for one model (or several summed), one endpoint, one gateway key
+or the whole gateway.
 
 Pure reads of ``usage.Usage`` rows (``Usage.rows``), made under the ledger's lock by
 ``Queries.series``; nothing here opens a file or reads the clock.
@@ -16,7 +16,7 @@ Invariants:
 * ``p50`` / ``p95`` are nearest-rank quantiles of the bucket's answered seats' seconds, read from
   the log-spaced histograms (``histogram``: within 4.4%); None for a bucket without an answer,
   never 0.
-* The cost is O(buckets x names): no log is read.
+* The cost is O(buckets x names asked for): no log is read.
 """
 
 from __future__ import annotations

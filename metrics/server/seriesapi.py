@@ -1,12 +1,12 @@
 """``GET /api/series``: a time axis of seats, failures and answer times for one model, one
-endpoint (its models summed), one gateway key or the whole gateway, over the last hour, day or
-week (``ledger.series``).
+endpoint, one gateway key or the whole gateway, over the last hour, day or week
+(``ledger.series``).
 
 Invariants (beside ``metrics.server.api``'s): exactly one of ``model``, ``endpoint``, ``key`` or
 ``all`` names what is charted; a name the roster or the key list does not hold is 404. An
-endpoint's series sums its models as the roster lists them now (a model moved to another
-endpoint takes its history along). Served from the index's window slots: O(buckets x models of
-the endpoint), never a log read.
+endpoint's series counts the seats served through it, as each seat's record names its endpoint
+(a model moved to another endpoint leaves its history with the old one). Served from the
+index's window slots: O(buckets), never a log read.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def get_series(req: ApiRequest) -> dict:
         if name not in view.endpoints:
             raise NotFound(f"unknown endpoint {name!r}; see GET /api/endpoints for the names")
         models = sorted(a for a, m in view.models.items() if m.endpoint == name)
-        out = ledger.series(window, aliases=models)
+        out = ledger.series(window, endpoint=name)
     else:
         if (
             name not in {k.name for k in Keys(req.panels.home).all()}

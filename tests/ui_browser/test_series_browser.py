@@ -37,6 +37,7 @@ def seat(demo, *, seconds, status="ok", ago=0.0, key="team-a"):
                     "tokens": {},
                     "error": "" if status == "ok" else "timeout: slow",
                     "key": key,
+                    "endpoint": "demo",
                 }
             ],
             seatings=[{"panel": pid, "shape": "general", "aliases": [ALIAS], "seated": seated}],

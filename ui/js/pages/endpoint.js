@@ -93,7 +93,7 @@ export async function render(root, ctx) {
       stat("calls at once", lim.max_concurrent ? `${fmt.count(lim.running ?? 0)} of ${fmt.count(lim.max_concurrent)}` : "no limit"),
       stat("calls this minute", lim.rpm ? `${fmt.count(lim.admitted_last_window ?? 0)} of ${fmt.count(lim.rpm)}` : "no limit"),
       stat("paused", pause ? fmt.seconds(pause.seconds_left) : "no")),
-    seriesSection(`endpoint=${encodeURIComponent(name)}`, ctx, { lede: "Its models' seats added up: error rate, then answer times (p50 and p95 of answered seats), per time bucket." }),
+    seriesSection(`endpoint=${encodeURIComponent(name)}`, ctx, { lede: "The seats served through it: error rate, then answer times (p50 and p95 of answered seats), per time bucket." }),
     h("section", { class: "section" }, sectionHead("Its models", "Each one's last day: seats, error rate and answer times."),
       modelsTable(models)));
 }
