@@ -4,7 +4,9 @@
 ...}``, appended under the shared JSONL lock (``jsonl.Appender``), so the gateway, a probe and a
 CLI command can raise alerts on one data folder at once. Kinds in use: ``retired`` and
 ``restored`` (a model by health), ``went_paid`` (a price rose from zero), ``failing`` and
-``recovered`` (a model whose latest calls keep failing, and its return: ``upkeep.failing``).
+``recovered`` (a model whose latest calls keep failing, and its return: ``upkeep.failing``),
+``endpoint_failing`` and ``endpoint_recovered`` (every model of an endpoint failing with the
+same endpoint-level cause, said once for the endpoint: ``upkeep.failing``).
 An alert is never edited or removed; ``recent`` reads the newest from the file's end, so
 showing them costs the same however long the file grows.
 """

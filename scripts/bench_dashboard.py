@@ -47,7 +47,12 @@ MODELS, COLLECTIONS = 500, 50
 SMALL = 10_000
 VERDICT_SHARE = 0.10
 ROUTES = ("/api/models", "/api/panels", "/api/evidence", "/api/collections", "/api/info",
-          "/api/usage?window=day", "/api/usage?window=week")
+          "/api/usage?window=day", "/api/usage?window=week",
+          # the time axis: the whole gateway, one model, the one endpoint of all 500 models (the
+          # widest sum), a gateway key, and that endpoint's page
+          "/api/series?all=1&window=day", "/api/series?model=sim-007&window=week",
+          "/api/series?endpoint=sim&window=day", "/api/series?endpoint=sim&window=week",
+          "/api/series?key=alice&window=hour", "/api/endpoints/sim/health")
 # filtered lists and a model page (fill_ledger's prompts draw on a few dozen words, so "cache" is
 # in every panel, the phrase in a few, and "zebra" in none)
 SEARCH_ROUTES = ("/api/panels?q=cache", "/api/panels?q=%22cache+is+cold%22",

@@ -31,6 +31,8 @@ def test_every_route_has_a_success_test():
     import test_judgecheck  # noqa: F401
     import test_webhooks  # noqa: F401
     import test_budgets  # noqa: F401
+    import test_series  # noqa: F401
+    import test_endpoint_alerts  # noqa: F401
     missing = sorted(ROUTE_TABLE - COVERED)
     assert not missing, f"/api/ routes without a success test: {missing}"
 

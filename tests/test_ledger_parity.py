@@ -155,6 +155,24 @@ def test_counts_per_model_shape_collection_key_and_day(ledger):
         ledger.failing(2, 1)
 
 
+def test_the_time_axis_per_model_key_and_gateway_and_who_answers_now(ledger):
+    finished(ledger, ("fast", "mid", "slow"), key="k1", fast={"endpoint": "e1"},
+             mid={"endpoint": "e1"},
+             slow={"status": "error", "error": "auth: (401) invalid api key", "endpoint": "e2"})
+    finished(ledger, ("fast",), key="k2", fast={"endpoint": "e1"})
+
+    def seats(**asked) -> list[int]:
+        return [b["seats"] for b in ledger.series("day", **asked)["buckets"] if b["seats"]]
+
+    assert seats(aliases=["fast"]) == [2] and seats(aliases=["fast", "mid", "slow"]) == [4]
+    assert seats(key="k1") == [3] and seats(key="k2") == [1] and seats() == [4]
+    assert seats(endpoint="e1") == [3] and seats(endpoint="e2") == [1]
+    day = ledger.series("day", aliases=["fast", "slow"])
+    assert (day["total"]["answered"], day["total"]["failed"]) == (2, 1)
+    assert day["total"]["p50"] == pytest.approx(1.5, rel=0.05) and day["width"] == 3600
+    assert ledger.answering() == {"fast", "mid"}
+
+
 def test_cooldowns_windows_and_probes_reach_the_models_state(ledger):
     finished(ledger, ("fast", "mid", "slow"))
     ledger.cool_down("slow", 600, "rate limited")

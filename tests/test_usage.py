@@ -54,7 +54,7 @@ def test_a_snapshot_of_the_coarse_histograms_is_replayed_into_fine_ones(home):
     write_seats(home, "mid", [2.75] * 10)
     path = home.gateway_runs / "index.json"
     old = json.loads(path.read_text())
-    assert old["v"] == SNAPSHOT_VERSION == 7 and old["stats"]["aliases"]
+    assert old["v"] == SNAPSHOT_VERSION == 8 and old["stats"]["aliases"]
     old["v"] = 3   # as the last version wrote it: its buckets were twice as wide
     path.write_text(json.dumps(old))
     with Gateway(make_dashboard(home, env={})) as dash:

@@ -19,7 +19,9 @@ Invariants:
 * For the queries it also holds: per (alias, shape) and per alias the seats, ok seats, false
   claims, newest answer, failures by kind and a fixed log-spaced histogram of ok seats' seconds
   (``histogram``: quantiles within 4.4%, at the same cost at any log size); per alias its
-  seats in the recent windows (``usage``: the last hour, day and week) and the outcomes of its
+  seats in the recent windows (``usage``: the last hour, day and week; ``scopes`` keeps the same
+  slots per gateway key as ``"key:NAME"``, per endpoint the seat record names as
+  ``"endpoint:NAME"`` and, under ``GATEWAY``, for every seat) and the outcomes of its
   latest calls and its newest probe (``outcomes``), the only use of ``"probe"`` lines (an
   endpoint Test's, role ``test``, change nothing); per collection its panels (``"seated"`` lines
   naming it), seats and verdict counts; seats per alias per UTC day for the last ``KEEP_DAYS``
@@ -85,6 +87,7 @@ V_OFFSET = 18
 AWAITING, DELIVERED, ABANDONED = 0, 1, 2
 # the seat statuses of an answer a caller can judge; every other status is a failure
 ANSWERED = frozenset({"ok", "tool_calls"})
+GATEWAY = ""               # the whole gateway's name in ``scopes`` (others are "key:NAME" ...)
 _NUMBER = (int, float)   # tested by exact class, so a bool is no number
 _INF = math.inf
 
@@ -242,6 +245,7 @@ class Index:
         # panels calls.jsonl says were abandoned, known only while fold_all replays from 0
         self._old_abandoned: frozenset[str] = frozenset()
         self.usage = Usage()              # seats per alias in the recent windows
+        self.scopes = Usage()             # the same per gateway key, and GATEWAY's for all
         self.outcomes = Outcomes()        # each alias's latest outcomes and newest probe
         self.pairs = Pairs(self.panels_kept)   # per shape, who was judged better on a panel
 
@@ -254,6 +258,7 @@ class Index:
         # the day buckets forward and drop every real day
         self.late_day = int(now // 86400) + 1
         self.usage.advance(now)
+        self.scopes.advance(now)
         self._old_abandoned = abandoned
         n = 0
         try:
@@ -381,6 +386,13 @@ class Index:
                 if prompt.__class__ is not int or completion.__class__ is not int:
                     prompt = completion = None
             self.usage.fold(key[0], seated, outcome, bucket, prompt, completion)
+            scopes = self.scopes
+            scopes.fold(GATEWAY, seated, outcome, bucket, prompt, completion)
+            for kind in ("key", "endpoint"):
+                name = rec.get(kind)
+                if name.__class__ is str and name:
+                    scopes.fold(intern(f"{kind}:{name}"), seated, outcome, bucket, prompt,
+                                completion)
         collection = rec.get("collection")
         if collection.__class__ is str:
             row = self.collections.get(collection) or self._collection(collection)

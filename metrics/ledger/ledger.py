@@ -237,8 +237,15 @@ class Ledger:
     def usage(self, window: str, now: float | None = None) -> dict:
         return self._queries.usage(window, now)
 
+    def series(self, window: str, *, aliases: list[str] | None = None, key: str | None = None,
+               endpoint: str | None = None, now: float | None = None) -> dict:
+        return self._queries.series(window, aliases=aliases, key=key, endpoint=endpoint, now=now)
+
     def failing(self, failed: int, of: int) -> dict[str, dict]:
         return self._queries.failing(failed, of)
+
+    def answering(self) -> set[str]:
+        return self._queries.answering()
 
     def probes(self) -> dict[str, dict]:
         return self._queries.probes()

@@ -19,10 +19,11 @@ from typing import Callable, Iterable
 
 from panelist.metrics import errors
 from panelist.metrics.ledger.ids import panel_seq
+from panelist.metrics.ledger import series as timeaxis
 from panelist.metrics.ledger import usage as windows
 from panelist.metrics.ledger.histogram import sparse_quantiles
-from panelist.metrics.ledger.index import ABANDONED, ANSWERED, KEEP_DAYS, V_OFFSET, Index, \
-    ModelState, Stats, reply_hash
+from panelist.metrics.ledger.index import ABANDONED, ANSWERED, GATEWAY, KEEP_DAYS, V_OFFSET, \
+    Index, ModelState, Stats, reply_hash
 from panelist.metrics.ledger.outcomes import KEPT
 
 SCAN_SLOTS = 4096         # panels.idx slots read at a time when paging
@@ -390,6 +391,26 @@ class Queries:
         return {"window": window, "since": since, "until": now,
                 "models": {a: dict(v) for a, v in models.items()}}
 
+    def series(self, window: str, *, aliases: list[str] | None = None, key: str | None = None,
+               endpoint: str | None = None, now: float | None = None) -> dict:
+        """The time axis of window ``window`` (``series.view``): the seats of ``aliases``
+        summed, or else of gateway key ``key``, or else of the seats served through
+        ``endpoint``, or else of the whole gateway."""
+        if window not in windows.WINDOWS:
+            raise errors.BadRequest(f"'window' must be one of {', '.join(windows.WINDOWS)}, "
+                                    f"not {window!r}", param="window")
+        now = time.time() if now is None else now
+        self._refresh()
+        with self._lock:
+            ix = self._index
+            since, width, _ = ix.usage.slots(window, now)
+            scope = GATEWAY if key is None else f"key:{key}"
+            if endpoint is not None:
+                scope = f"endpoint:{endpoint}"
+            rows = ix.usage.rows(window, now, aliases) if aliases is not None else \
+                ix.scopes.rows(window, now, [scope])
+            return timeaxis.view(window, since, width, rows, now)
+
     def failing(self, failed: int, of: int) -> dict[str, dict]:
         """The models failing now: ``failed`` or more of their last ``of`` calls (gateway seats
         and probes; ``of`` at most ``outcomes.KEPT``) failed, or their newest call was a failed
@@ -409,6 +430,13 @@ class Queries:
                     out[alias] = {"failed": n, "of": known, "probe": probe,
                                   "kind": outcomes.last_kind.get(alias)}
         return out
+
+    def answering(self) -> set[str]:
+        """The aliases whose newest call (a gateway seat or a probe) answered."""
+        self._refresh()
+        with self._lock:
+            return {a for a, v in self._index.outcomes.bits.items()
+                    if v > 1 and not v & 1 and isinstance(a, str)}
 
     def probes(self) -> dict[str, dict]:
         """Each probed model's newest probe: ``{alias: {"ts", "status", "error_kind", "error",

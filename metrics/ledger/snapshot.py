@@ -13,7 +13,8 @@ verdicts on one panel (``pairs``), 6 the queue of owed calls in the order each b
 (``owed``: their places in the recent columns; the counts are still derived), 7 each shape's
 patterns of panel outcomes beside its pairs (``pairs``: what the ratings' intervals need; an
 older snapshot has only the pairs, and the patterns of panels long gone cannot be rebuilt from
-them, so it is replayed like any older one). An older
+them, so it is replayed like any older one), 8 the recent windows per gateway key and for the
+whole gateway (``scopes``: an older snapshot lacks them, and only a replay counts them). An older
 snapshot is replayed, never converted: its histograms cannot be split into finer buckets, and
 only a replay reads each seat's seconds again.
 
@@ -41,7 +42,7 @@ from panelist.metrics.ledger.usage import Usage
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import utc_iso
 
-SNAPSHOT_VERSION = 7       # see the module docstring
+SNAPSHOT_VERSION = 8       # see the module docstring
 _STATE_CODES = (-1, AWAITING, DELIVERED, ABANDONED)   # -1 stands for None in the snapshot
 
 
@@ -64,7 +65,8 @@ def capture(index: Index) -> dict:
             "panels": [(p, listed[0]) for p, listed in index.panels.items()],
             "tool_owner": list(index.tool_owner.items()),
             "delivered": list(index.delivered.items()),
-            "usage": index.usage.copy(), "outcomes": index.outcomes.copy(),
+            "usage": index.usage.copy(), "scopes": index.scopes.copy(),
+            "outcomes": index.outcomes.copy(),
             "pairs": index.pairs.copy(), "owed": list(index.owed_calls)}
 
 
@@ -101,7 +103,8 @@ def encode(state: dict) -> bytes:
                        "aliases": [o[1] for _, o in state["tool_owner"]]},
         "delivered": {"hashes": [h for h, _ in state["delivered"]],
                       "panels": [p for _, p in state["delivered"]]},
-        "usage": state["usage"].encode(), "outcomes": state["outcomes"].encode(),
+        "usage": state["usage"].encode(), "scopes": state["scopes"].encode(),
+        "outcomes": state["outcomes"].encode(),
         "pairs": state["pairs"].encode(),
         # the queue's order, as places in the recent columns (the entries themselves are derived)
         "owed": _places(recent, state["owed"]),
@@ -196,6 +199,7 @@ def load_if(path: Path, index: Index, covers) -> bool:
             (int(q), float(t)) for q, t in zip(flat[::2], flat[1::2], strict=True))
         _load_history(index, data)
         index.usage = Usage.decode(data["usage"], HIST_BUCKETS, intern)
+        index.scopes = Usage.decode(data["scopes"], HIST_BUCKETS, intern)
         index.outcomes = Outcomes.decode(data["outcomes"], intern)
         index.pairs = Pairs.decode(data["pairs"], index.panels_kept, intern)
         # the owed counts are derived from the recent map and the verdicts: recount them

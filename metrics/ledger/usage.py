@@ -33,6 +33,9 @@ SEATS, ANSWERED_N, FAILED, PROMPT, COMPLETION, UNCOUNTED, HIST = range(7)
 ANSWER, FAILURE, NEITHER = 0, 1, 2   # a seat's outcome, as ``fold`` takes it
 
 
+_NONE: dict = {}
+
+
 def _row() -> list:
     return [0, 0, 0, 0, 0, 0, {}]
 
@@ -56,7 +59,8 @@ def _add(rows: dict, alias: str, outcome: int, bucket, prompt, completion) -> No
         row[UNCOUNTED] += 1
 
 
-def _merge(into: dict, rows: dict) -> None:
+def merge(into: dict, rows: dict) -> None:
+    """Add each ``{alias: row}`` of ``rows`` into ``into``'s (a row new there is copied)."""
     for alias, row in rows.items():
         acc = into.get(alias)
         if acc is None:
@@ -137,12 +141,41 @@ class Usage:
         if closed is None or closed[0] != first or closed[1] != current - 1:
             rows: dict[str, list] = {}
             for n in range(first, current):
-                _merge(rows, tier.slots.get(n) or {})
+                merge(rows, tier.slots.get(n) or {})
             closed = tier.closed = (first, current - 1, rows)
         out: dict[str, list] = {}
-        _merge(out, closed[2])
-        _merge(out, tier.slots.get(current) or {})
+        merge(out, closed[2])
+        merge(out, tier.slots.get(current) or {})
         return float(first * tier.width), out
+
+    def slots(self, name: str, now: float) -> tuple[int, int, list[dict[str, list]]]:
+        """``(first slot's start, slot seconds, [{name: row} per slot])`` of window ``name`` at
+        ``now``, oldest first, the last the slot holding ``now``: O(its slots), summing
+        nothing."""
+        width, count = WINDOWS[name]
+        slots = self._by_width[width].slots
+        current = int(now // width)
+        return ((current - count + 1) * width, width,
+                [slots.get(n, _NONE) for n in range(current - count + 1, current + 1)])
+
+    def rows(self, name: str, now: float, keys) -> list[list | None]:
+        """The rows of ``keys`` per slot of window ``name`` at ``now`` (each None when no key
+        had a seat in it; the rows of several keys summed into a new one)."""
+        _, _, slots = self.slots(name, now)
+        keys = list(keys)
+        wanted = set(keys)
+        out: list[list | None] = []
+        for per in slots:
+            # whichever is smaller is walked: a slot's names, or the names asked for
+            found = [row for k, row in per.items() if k in wanted] if len(per) < len(keys) \
+                else [row for k in keys if (row := per.get(k)) is not None]
+            if len(found) > 1:
+                summed: dict = {}
+                for row in found:
+                    merge(summed, {"": row})   # the first is copied: no slot's row changes
+                found = [summed[""]]
+            out.append(found[0] if found else None)
+        return out
 
     # -- snapshots --------------------------------------------------------------------------------
     def encode(self) -> list:

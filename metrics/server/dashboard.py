@@ -29,8 +29,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from panelist.metrics.errors import ConfigInvalid
 from panelist.metrics.server import (api, ask, bodies, budgetapi, catalogapi, console,
-                                     hookapi, infoapi, judgechecks, keyapi, onboardapi, raceapi,
-                                     reportapi, signins)
+                                     endpointapi, hookapi, infoapi, judgechecks, keyapi, onboardapi, raceapi,
+                                     reportapi, seriesapi, signins)
 from panelist.metrics.server.bodies import NOTHING, Body, Text, takes
 from panelist.metrics.server.guard import MIN_TOKEN, WRITES, Settings
 from panelist.metrics.server.front.handler import Handler
@@ -59,13 +59,14 @@ def api_routes() -> dict[str, dict]:
     (``keyapi``), the races' (``raceapi``), discovery and the catalog's (``catalogapi``),
     onboarding's (``onboardapi``), the reports' (``reportapi``), the console's (``console``),
     the judge checks' (``judgechecks``), the provider sign-ins' (``signins``), the webhooks'
-    (``hookapi``) and the spend caps' (``budgetapi``), a pattern two list answering the methods
-    of each."""
+    (``hookapi``), the spend caps' (``budgetapi``), the time axis (``seriesapi``) and an
+    endpoint's health (``endpointapi``), a pattern two list answering the methods of each."""
     merged: dict[str, dict] = {}
     for pattern, actions in (api.ROUTES + infoapi.ROUTES + keyapi.ROUTES + raceapi.ROUTES
                              + catalogapi.ROUTES + onboardapi.ROUTES + reportapi.ROUTES
                              + console.ROUTES + judgechecks.ROUTES + signins.ROUTES
-                             + hookapi.ROUTES + budgetapi.ROUTES):
+                             + hookapi.ROUTES + budgetapi.ROUTES + seriesapi.ROUTES
+                             + endpointapi.ROUTES):
         merged.setdefault(pattern, {}).update(actions)
     return merged
 

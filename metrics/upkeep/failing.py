@@ -14,6 +14,14 @@ Alerts ``failing`` and ``recovered`` (subject: the alias; ``failed``, ``of``, ``
 are raised by the ``Watch`` a running gateway or dashboard keeps, every ``EVERY`` seconds: a
 seat logged with no server running is alerted by the next server to start.
 
+An endpoint failing as a whole is one alert, not one per model: ``endpoint_failing`` (subject:
+the endpoint; ``models``, ``error_kind``) when two or more of its models are failing, all with
+the same endpoint-level kind (``ENDPOINT_KINDS``: a refused key, an address that cannot be
+reached, DNS or TLS, a payment), and none of its models' newest call answered;
+``endpoint_recovered`` when that no longer holds. While it holds, its models raise no
+``failing`` or ``recovered`` of their own (a model alerted before its endpoint was seen failing
+keeps that alert, and its recovery is said once the endpoint's is).
+
 Invariants:
 
 * One alert per change, however many processes watch a data folder: the alert log itself is
@@ -41,6 +49,11 @@ FAILING_AFTER = 3
 FAILING_OF = 5
 EVERY = 1.0   # seconds between a watch's looks
 KINDS = ("failing", "recovered")
+ENDPOINT_ALERTS = ("endpoint_failing", "endpoint_recovered")
+# failure kinds that say the endpoint itself is wrong (its key, address, certificate, account),
+# whichever of its models is asked; "connection" covers DNS and TLS failures too
+ENDPOINT_KINDS = {"auth": "its key is refused", "connection": "it cannot be reached",
+                  "payment": "it asks for payment", "key_refused": "its key is refused"}
 
 
 def _rule_of(doc: dict) -> tuple[int, int]:
@@ -69,6 +82,31 @@ def describe(alias: str, mark: dict) -> str:
             f"newest failure: {mark['kind']})")
 
 
+def endpoints_down(models: dict, marks: dict, answering: set[str]) -> dict[str, dict]:
+    """The endpoints failing as a whole (see the module docstring), from the roster's
+    ``models`` (alias -> ``Model``), the failing marks and the aliases whose newest call
+    answered: ``{endpoint: {"kind", "models": [its failing aliases]}}``."""
+    served: dict[str, list[str]] = {}
+    for alias, model in models.items():
+        served.setdefault(model.endpoint, []).append(alias)
+    down = {}
+    for endpoint, aliases in served.items():
+        failing = sorted(a for a in aliases if a in marks)
+        kinds = {marks[a]["kind"] for a in failing}
+        if len(failing) >= 2 and len(kinds) == 1 and next(iter(kinds)) in ENDPOINT_KINDS \
+                and answering.isdisjoint(aliases):
+            down[endpoint] = {"kind": kinds.pop(), "models": failing}
+    return down
+
+
+def describe_endpoint(endpoint: str, down: dict) -> str:
+    """Why ``endpoint`` is failing as a whole, in words, from its ``endpoints_down`` entry."""
+    models = down["models"]
+    named = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+    return (f"endpoint {endpoint} is failing as a whole: {ENDPOINT_KINDS[down['kind']]} "
+            f"({down['kind']}) for every model of it asked lately ({named})")
+
+
 class Watch:
     """Raises the ``failing`` and ``recovered`` alerts of one data folder; ``start`` runs it
     on a thread (a server), ``check`` looks once; ``close`` it after."""
@@ -80,6 +118,7 @@ class Watch:
         self._decide = home.alerts_log.with_name("alerts-failing.lock")
         self._tail = jsonl.Tail(home.alerts_log)
         self._said: dict[str, str] = {}   # alias -> its newest failing / recovered alert
+        self._said_endpoint: dict[str, str] = {}   # endpoint -> its newest endpoint alert
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -93,20 +132,44 @@ class Watch:
         changed. Returns the alerts raised."""
         n, m = self.rule()
         marks = self.ledger.failing(n, m)
-        aliases = self.roster.view().models
+        view = self.roster.view()
+        aliases = view.models
+        down = endpoints_down(aliases, marks, self.ledger.answering()) if marks else {}
+        # a model of an endpoint failing as a whole is said with its endpoint, not alone
+        alone = [a for a, model in aliases.items() if model.endpoint not in down]
         with self._lock:
             self._follow()
-            if not self._changed(aliases, marks):
+            if not self._changed(alone, marks) and not self._endpoints_changed(view, down):
                 return []
             raised = []
             with configfile.flocked(self._decide):
                 self._follow()   # another process may have said it meanwhile
-                for alias in self._changed(aliases, marks):
+                for endpoint in self._endpoints_changed(view, down):
+                    raised.append(self._raise_endpoint(endpoint, down.get(endpoint)))
+                for alias in self._changed(alone, marks):
                     raised.append(self._raise(alias, marks.get(alias), n, m))
             return raised
 
     def _changed(self, aliases, marks: dict) -> list[str]:
         return [a for a in aliases if (a in marks) != (self._said.get(a) == "failing")]
+
+    def _endpoints_changed(self, view, down: dict) -> list[str]:
+        return [e for e in view.endpoints
+                if (e in down) != (self._said_endpoint.get(e) == "endpoint_failing")]
+
+    def _raise_endpoint(self, endpoint: str, down: dict | None) -> dict:
+        if down is not None:
+            record = self.alerts.raise_alert(
+                "endpoint_failing", endpoint, f"{describe_endpoint(endpoint, down)}; open the "
+                "endpoint's page and press Test to read its answer, then fix its key, address "
+                "or certificate", endpoint=endpoint, models=down["models"],
+                error_kind=down["kind"])
+        else:
+            record = self.alerts.raise_alert(
+                "endpoint_recovered", endpoint, f"endpoint {endpoint} is no longer failing as "
+                "a whole: its models are judged one by one again", endpoint=endpoint)
+        self._said_endpoint[endpoint] = record["kind"]
+        return record
 
     def _raise(self, alias: str, mark: dict | None, n: int, m: int) -> dict:
         if mark is not None:
@@ -123,8 +186,12 @@ class Watch:
 
     def _follow(self) -> None:
         for _, rec in self._tail.read():
-            if rec.get("kind") in KINDS and isinstance(rec.get("subject"), str):
+            if not isinstance(rec.get("subject"), str):
+                continue
+            if rec.get("kind") in KINDS:
                 self._said[rec["subject"]] = rec["kind"]
+            elif rec.get("kind") in ENDPOINT_ALERTS:
+                self._said_endpoint[rec["subject"]] = rec["kind"]
 
     # -- the thread -------------------------------------------------------------------------------
     def start(self) -> None:

@@ -51,6 +51,8 @@ function aboutModel(a) {
 
 function subject(a) {
   const name = String(a.subject ?? "");
+  // an endpoint failing as a whole: its name opens its page
+  if (typeof a.endpoint === "string") return h("a", { href: `#/endpoints/${encodeURIComponent(a.endpoint)}` }, h("strong", { text: a.endpoint }));
   return aboutModel(a) ? modelLink(a.alias || name) : h("strong", { text: name });
 }
 
@@ -59,7 +61,8 @@ function subject(a) {
 export function alertMessage(a, { onItsPage = false } = {}) {
   const text = String(a.message ?? "");
   const name = String(a.alias || a.subject || "");
-  const href = alertHref(a) || (aboutModel(a) && name && !onItsPage ? modelHref(name) : null);
+  const href = typeof a.endpoint === "string" ? `#/endpoints/${encodeURIComponent(a.endpoint)}`
+    : alertHref(a) || (aboutModel(a) && name && !onItsPage ? modelHref(name) : null);
   return href ? h("a", { href, class: "alert-link", "data-testid": "alert-link" }, text) : text;
 }
 

@@ -1,4 +1,5 @@
-// The dashboard shell: hash routes (#/overview, #/panels?q=…, #/models/ALIAS, …), the header, the shared
+// The dashboard shell: hash routes (#/overview, #/panels?q=…, #/models/ALIAS, #/endpoints/NAME,
+// #/keys/NAME, …), the header, the shared
 // /api/info, and a clean hand-over between pages (the old page's requests are aborted and its
 // timers stopped before the next page draws).
 
@@ -22,6 +23,7 @@ const PAGES = {
   endpoints: () => import("./pages/endpoints.js"),
   settings: () => import("./pages/settings.js"),
   models: () => import("./pages/model.js"),
+  keys: () => import("./pages/key.js"),
 };
 
 const main = document.getElementById("main");

@@ -302,6 +302,7 @@ export function modelDialog(model, endpoints, done) {
 
 // ------------------------------------------------------------------ the page
 export async function render(root, ctx, { initial = true } = {}) {
+  if (ctx.path[0]) return (await import("./endpoint.js")).render(root, ctx);   // #/endpoints/NAME
   const [eps, models] = await Promise.all([
     api.get("/api/endpoints", { signal: ctx.signal }),
     api.get("/api/models", { signal: ctx.signal }),
@@ -324,7 +325,7 @@ export async function render(root, ctx, { initial = true } = {}) {
   };
 
   const endpointRows = endpoints.map((e) => h("tr", { dataset: { endpoint: e.name } },
-    h("td", null, h("strong", { text: e.name })),
+    h("td", null, h("a", { href: `#/endpoints/${encodeURIComponent(e.name)}`, title: `Endpoint ${e.name}: its health, limits and models` }, h("strong", { text: e.name }))),
     h("td", { class: "mono", text: e.base_url }),
     h("td", null, h("span", { class: "mono", text: e.key_env }), " ",
       e.key_refused

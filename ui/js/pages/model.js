@@ -13,6 +13,7 @@ import {
 import { modelDialog, probeModel } from "./endpoints.js";
 import { indexBehind } from "../panelfilters.js";
 import { alertMessage } from "../alerts.js";
+import { seriesSection } from "../series.js";
 
 export const title = "Model";
 
@@ -261,6 +262,7 @@ export async function render(root, ctx) {
         ? page.collections.map((c, i) => [i ? ", " : "", h("a", { href: `#/panels?collection=${encodeURIComponent(c)}`, text: c })])
         : h("strong", { text: "none" }))),
     h("section", { class: "section" }, sectionHead("Verdicts and answer times per shape", "Useful rate with its 95% interval; answer-time percentiles of its answered seats."), shapesTable(page.shapes)),
+    seriesSection(`model=${encodeURIComponent(alias)}`, ctx),
     h("section", { class: "section" }, sectionHead("Latency", "The answer time of each of its latest seats."), latencySection(page.latency, ctx)),
     h("section", { class: "section" }, sectionHead("Recent failures", "Its newest seats that failed, and how.",
       linkButton("All its failures", `#/panels?model=${encodeURIComponent(alias)}&status=failed`, "small")), failuresTable(page.failures, alias)),

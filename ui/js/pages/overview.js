@@ -10,6 +10,7 @@ import * as fmt from "../format.js";
 import { dataTable } from "../table.js";
 import { gradesSection } from "../grades.js";
 import { failedSeats, modelPanels, OWED, WINDOW_SPAN } from "../signals.js";
+import { seriesSection } from "../series.js";
 import { button, emptyState, linkButton, modelHref, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Overview";
@@ -212,6 +213,7 @@ export async function render(root, ctx) {
       stat("panels asked", fmt.count(c.panels), { href: "#/panels" }),
       stat("verdicts owed", fmt.count(c.owed), { attention: c.owed > 0, href: OWED })),
     usageSection(usage, rows),
+    seriesSection("all=1", ctx, { title: "The gateway over time", window, lede: "Every seat: error rate, then answer times (p50 and p95 of answered seats), per time bucket." }),
     h("section", { class: "section" },
       sectionHead("Models", "Each model's status and evidence over all time."),
       rows.length ? table.el : emptyState("No model on the roster yet",

@@ -56,7 +56,7 @@ function keysSection(keys, collections, reload, created) {
   });
 
   const tbody = h("tbody", null, keys.length ? keys.map((k) => h("tr", { dataset: { key: k.name } },
-    h("td", null, h("strong", { text: k.name })),
+    h("td", null, h("a", { href: `#/keys/${encodeURIComponent(k.name)}`, title: `Key ${k.name} over time` }, h("strong", { text: k.name }))),
     h("td", { class: "mono", text: k.hint ? `…${k.hint}` : "" }),
     h("td", { text: k.collections && k.collections.length ? k.collections.join(", ") : "all" }),
     h("td", { class: "numeric", text: k.rpm ? fmt.count(k.rpm) : "no limit" }),
