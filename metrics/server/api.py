@@ -156,7 +156,7 @@ def _model_row(model: Model, known: Model, version: str, stats: dict, state,
         status = "cooling"
     elif failing is not None:
         status = "failing"
-    elif not stats.get("seats"):
+    elif not stats.get("seats") and not (probe and probe.get("status") == "ok"):
         status = "untested"
     else:
         status = "answering"
