@@ -573,7 +573,7 @@ def _refusal(status: int, response: Reply | None, data: bytes, label: str,
              secrets: tuple = (), proxy: Proxy | None = None) -> UpstreamError:
     """The error a non-2xx reply means; it carries the reply's status as ``upstream_status``."""
     message, codes, error = _error_parts(None, data, secrets)
-    said = f"({status}) {message}"
+    said = f"(HTTP {status}: {message})" if message else f"(HTTP {status})"
     up = {"upstream_status": status}
     if status == 407 and proxy is not None:   # only a proxy asks for proxy credentials
         return proxy_refusal(proxy, said, label, status)
@@ -609,7 +609,7 @@ def _refusal(status: int, response: Reply | None, data: bytes, label: str,
 def _classified(status: int, message: str, codes: str, error: dict, response, label: str, *,
                 fallback: type[UpstreamError], advice: str) -> UpstreamError:
     """An error body read for what it says: quota, rate limit or context length, else fallback."""
-    said = f"({status}) {message}"
+    said = f"(HTTP {status}: {message})" if message else f"(HTTP {status})"
     if _QUOTA.search(codes):
         return PaymentRequired(f"{label} refused for quota or billing {said}; check the "
                                "account's plan and credit for this model",
