@@ -17,7 +17,9 @@ const COLLATOR = new Intl.Collator(undefined, { numeric: true, sensitivity: "bas
 /**
  * columns: [{key, label, value(row) → sortable value, cell(row) → Node|string, numeric,
  *            sortable (default true), filter (default true), search(row) → text the filter
- *            matches (default: the value), className}]
+ *            matches (default: the value), className, title (the header's hover text: what
+ *            the column sorts by when that is not what it shows), firstSort ("asc" or "desc":
+ *            the way a first click sorts; default: numbers descending, the rest ascending)}]
  */
 export function dataTable({ columns, rows = [], label, empty = "Nothing here yet.",
   filterLabel = "Filter", filterHint = "", sort = null, short = false, rowId = null }) {
@@ -33,7 +35,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
   });
   const shown = h("span", { class: "muted small", "aria-live": "polite" });
   const heads = columns.map((col) => {
-    const th = h("th", { scope: "col", class: col.numeric ? "numeric" : null });
+    const th = h("th", { scope: "col", class: col.numeric ? "numeric" : null, title: col.title || null });
     if (col.sortable === false) {
       th.append(col.label);
     } else {
@@ -78,7 +80,11 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
 
   function setSort(key) {
     if (sortKey === key) sortDir = sortDir === "asc" ? "desc" : "asc";
-    else { sortKey = key; sortDir = columns.find((c) => c.key === key).numeric ? "desc" : "asc"; }
+    else {
+      const col = columns.find((c) => c.key === key);
+      sortKey = key;
+      sortDir = col.firstSort || (col.numeric ? "desc" : "asc");
+    }
     render();
   }
 
