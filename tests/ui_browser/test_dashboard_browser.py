@@ -74,7 +74,7 @@ def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashbo
         form.get_by_label("Base URL").fill(keyed.url)
         form.get_by_role("button", name="Test").click()
         expect(form.get_by_text(re.compile(r"Test failed \(401\) after"))).to_be_visible()
-        expect(form.get_by_text(re.compile(r"^auth: .*\(401\)"))).to_be_visible()
+        expect(form.get_by_text(re.compile(r"^auth: .*\(HTTP 401: "))).to_be_visible()
     expect(save).to_be_disabled()
     form.get_by_label("Base URL").fill(sim.url)
     expect(save).to_be_disabled()

@@ -50,6 +50,15 @@ function subject(a) {
     : h("strong", { text: name });
 }
 
+// a message that begins with its subject's name ("sim-321 is failing: …") names it once
+function subjectAndMessage(a) {
+  const name = MODEL_KINDS.has(a.kind) || typeof a.alias === "string"
+    ? String(a.alias || a.subject || "") : String(a.subject ?? "");
+  const message = String(a.message ?? "");
+  if (name && message.startsWith(`${name} `)) return [subject(a), message.slice(name.length)];
+  return [subject(a), ": ", message];
+}
+
 /** Read the recent alerts and show the unseen ones in `slot` (hidden when there are none). */
 export async function showAlerts(slot, signal) {
   let alerts;
@@ -76,7 +85,7 @@ export async function showAlerts(slot, signal) {
         text: fresh.length === 1 ? "1 new alert" : `${fresh.length} new alerts` }),
       h("ul", { class: "alert-list" }, fresh.map((a) => h("li", { "data-kind": a.kind },
         h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `),
-        subject(a), ": ", String(a.message ?? ""))))),
+        ...subjectAndMessage(a))))),
     h("div", { class: "row" }, dismiss)));
   slot.hidden = false;
 }

@@ -25,13 +25,13 @@ export function aliasFor(served) {
 function testLine(result) {
   if (result.ok) {
     const listed = Array.isArray(result.models) ? ` It lists ${fmt.plural(result.models.length, "model")}.` : "";
-    return notice("ok", `Answered${result.status ? ` ${result.status}` : ""} in ${fmt.seconds(result.seconds)}.`,
+    return notice("ok", `Answered${result.status ? ` ${result.status}` : ""} in ${fmt.answerTime(result.seconds)}.`,
       `The endpoint works; save it to use it.${listed}`);
   }
   // no status: nothing answered (a refused connection, a name that does not resolve), so how
   // long it took says nothing unless the wait ran out
   const title = result.status
-    ? `Test failed (${result.status}) after ${fmt.seconds(result.seconds)}`
+    ? `Test failed (${result.status}) after ${fmt.answerTime(result.seconds)}`
     : result.seconds >= 1 ? `Test failed: no answer within ${fmt.seconds(result.seconds)}` : "Test failed: no answer";
   return notice("error", title, fmt.sentence(result.error || "The endpoint did not answer."));
 }
@@ -141,10 +141,17 @@ function discoverPanel(endpoint, onAdded) {
       { kind: failed ? "error" : "", timeout: failed ? 12000 : 6000 });
       addAll.disabled = failed === 0;
     }, { small: true }) : null;
+    // the count follows each add, one by one or all at once
+    let notYet = missing.length;
+    const summary = h("p", { class: "muted small", "data-testid": "listed-summary" });
+    const sayLeft = () => {
+      summary.textContent = `${fmt.plural(rows.length, "model")} listed, `
+        + (notYet ? `${fmt.count(notYet)} not on the roster yet.` : "all on the roster.");
+      if (addAll && !notYet) addAll.remove();
+    };
+    sayLeft();
     replace(body,
-      h("div", { class: "row spread" },
-        h("p", { class: "muted small" }, `${fmt.plural(rows.length, "model")} listed, ${fmt.count(missing.length)} not on the roster yet.`),
-        addAll),
+      h("div", { class: "row spread" }, summary, addAll),
       h("div", { class: "table-wrap short" }, h("table", null,
         h("thead", null, h("tr", null, h("th", { scope: "col" }, "Served id"), h("th", { scope: "col" }, "Roster alias"), h("th", { scope: "col", class: "numeric" }, ""))),
         h("tbody", null, rows.map((x) => {
@@ -159,6 +166,8 @@ function discoverPanel(endpoint, onAdded) {
               const done = await api.post("/api/discover/add", { endpoint, served: x.served });
               const as = done.added && done.added[0] ? done.added[0].alias : alias;
               replace(cell, h("span", { class: "badge ok" }, "added"));
+              notYet -= 1;
+              sayLeft();
               if (!quiet) {
                 toast(`Added ${as} to the roster.`);
                 onAdded();
@@ -220,7 +229,7 @@ function catalogFacts(facts) {
 export function probeSaid(p) {
   const acted = p.action === "retired" ? " It is retired now." : p.action === "restored" ? " It is back in service." : "";
   return p.status === "ok"
-    ? `${p.alias} answered in ${fmt.seconds(p.seconds)}.${acted}`
+    ? `${p.alias} answered in ${fmt.answerTime(p.seconds)}.${acted}`
     : `${p.alias} did not answer: ${p.error_kind || p.status}${p.error ? ` (${p.error})` : ""}.${acted}`;
 }
 

@@ -1,0 +1,280 @@
+"""What an operator's trial of the dashboard found, each checked in a real browser: the model
+page's tiles keep their words apart and inside the tile, the Useful column sorts by what the
+interval can vouch for, the faint text reads in both themes, a refused login counts down and a
+suite figure that is a dash says why. The pages are watched for console errors and CSP
+violations (conftest.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+try:
+    from playwright.sync_api import expect
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+    expect = None
+
+from conftest import wait_until
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
+from panelist.metrics.upstream.sim import SimUpstream
+
+THEMES = ["light", "dark"]
+
+
+def ask_demo(dash, rounds: int, judge) -> None:
+    """Ask the demo collection ``rounds`` times; ``judge(round, alias)`` → True, False or None
+    (no verdict) for each answered seat."""
+    for i in range(rounds):
+        status, body = dash.post(
+            "/v1/chat/completions",
+            {"model": "bench/demo", "messages": [{"role": "user", "content": f"Review: x = {i}"}]},
+        )
+        assert status == 200, body
+        for seat in body["bench"]["seats"]:
+            useful = judge(i, seat["alias"]) if seat["status"] == "ok" else None
+            if useful is not None:
+                status, said = dash.post("/api/verdict", {"call": seat["call"], "useful": useful})
+                assert status == 200, said
+
+
+def inside(inner: dict, outer: dict) -> bool:
+    return (
+        inner["x"] >= outer["x"] - 0.5
+        and inner["y"] >= outer["y"] - 0.5
+        and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + 0.5
+        and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + 0.5
+    )
+
+
+@pytest.fixture()
+def failing(tmp_path):
+    """A data folder whose ``broken`` model always fails and ``fine`` answers: ``bench/pair``."""
+    with SimUpstream({"fine": {}, "broken": {"fail": "server_error"}}) as sim:
+        home = open_home(tmp_path / "data")
+        home.file("gateway.json").write_text('{"max_explorers": 0}')
+        roster = Roster(home)
+        roster.add_endpoint("sim", sim.url)
+        roster.add_model("fine", "sim", family="fine")
+        roster.add_model("broken", "sim", family="broken")
+        Collections(home).save(roster.view(), "pair", ["fine", "broken"])
+        yield home
+
+
+def test_the_model_pages_tiles_keep_their_words_apart_and_inside_the_tile(
+    failing, dashboard_factory, page
+):
+    dash = dashboard_factory(failing.root)
+    for i in range(5):
+        status, body = dash.post(
+            "/v1/chat/completions",
+            {"model": "bench/pair", "messages": [{"role": "user", "content": f"Review {i}"}]},
+        )
+        assert status == 200, body
+        fine = next(s for s in body["bench"]["seats"] if s["alias"] == "fine")
+        assert dash.post("/api/verdict", {"call": fine["call"], "useful": i < 3})[0] == 200
+    for alias, tile_text in (
+        ("broken", re.compile(r"failing\s*\n\s*5 of last 5 failed")),
+        ("fine", re.compile(r"60%\s+of 5\s*\n\s*\d+–\d+%")),
+    ):
+        page.goto(f"{dash.url}/#/models/{alias}")
+        stats = page.get_by_test_id("model-stats")
+        tile = stats.locator(".stat").filter(
+            has_text="Status" if alias == "broken" else "Useful rate"
+        )
+        expect(tile).to_have_count(1)
+        said = tile.locator(".stat-value").inner_text()  # as laid out: a line break between parts
+        assert tile_text.search(said), (alias, said)
+        for t in range(stats.locator(".stat").count()):
+            one = stats.locator(".stat").nth(t)
+            box = one.bounding_box()
+            for part in one.locator(".stat-value *, .stat-label").all():
+                assert inside(part.bounding_box(), box), (alias, t, part.inner_text())
+            # nothing cut off: no element of the tile is wider than the room it has
+            clipped = one.evaluate("""t => [...t.querySelectorAll('*')]
+                .filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflow !== 'visible')
+                .map(e => e.textContent)""")
+            assert clipped == [], (alias, clipped)
+
+
+def test_the_useful_column_sorts_by_the_low_end_of_its_interval(demo, page):
+    # sim-swift: 1 useful of 1 (100%, 21–100%); sim-steady: 9 of 10 (90%, 60–98%)
+    ask_demo(
+        demo,
+        10,
+        lambda i, alias: {"sim-swift": True if i == 0 else None, "sim-steady": i != 0}.get(alias),
+    )
+    page.goto(demo.url + "/#/overview")
+    table = page.get_by_role("region", name="Models on the roster")
+    head = table.locator("th", has_text="Useful")
+    expect(head).to_have_attribute("title", re.compile("low end of its 95% interval"))
+    head.get_by_role("button").click()
+    expect(head).to_have_attribute("aria-sort", "descending")
+    rows = table.locator("tbody tr[data-id]")
+    expect(rows.nth(0)).to_have_attribute("data-id", "sim-steady")
+    expect(rows.nth(1)).to_have_attribute("data-id", "sim-swift")
+
+
+def luminance(rgb: str) -> float:
+    parts = [float(x) for x in re.findall(r"[\d.]+", rgb)[:3]]
+    lin = [
+        c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in parts
+    ]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a: str, b: str) -> float:
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+@pytest.mark.parametrize("context", THEMES, indirect=True)
+def test_faint_text_reads_at_4_5_to_1_on_the_page_and_on_a_card(demo, page):
+    page.goto(demo.url + "/#/overview")
+    faint = page.locator(".faint").first
+    expect(faint).to_be_visible()
+    colour = faint.evaluate("e => getComputedStyle(e).color")
+    grounds = page.evaluate("""() => {
+        const card = document.querySelector('.card') || document.body;
+        return [getComputedStyle(document.body).backgroundColor, getComputedStyle(card).backgroundColor];
+    }""")
+    for ground in grounds:
+        assert contrast(colour, ground) >= 4.5, (colour, ground, contrast(colour, ground))
+
+
+def test_a_refused_login_counts_its_wait_down(dashboard_factory, context):
+    dash = dashboard_factory(env={"PANELIST_ADMIN_TOKEN": "correct-horse-battery-staple"})
+    ctx, watch = context
+    watch.allow(r"status of 4(01|29)")  # the wrong tokens, refused on purpose
+    page = ctx.new_page()
+    page.clock.install()
+    page.goto(dash.url + "/login")
+    alert = page.get_by_role("alert")
+    for i in range(6):
+        page.get_by_label("Admin token").fill(f"wrong-{i}")
+        page.get_by_role("button", name="Log in").click()
+        expect(alert).to_be_visible()
+        if "too many" in (alert.text_content() or ""):
+            break
+        page.evaluate("document.getElementById('login-message').replaceChildren()")
+    wait = page.get_by_test_id("login-wait")
+    expect(wait).to_have_text(re.compile(r"^Try again in \d+ s\.$"))
+    first = int(re.search(r"\d+", wait.inner_text()).group())
+    assert alert.inner_text().lower().count("try again") == 1
+    page.clock.run_for(2000)
+    expect(wait).to_have_text(f"Try again in {first - 2} s.")
+    page.clock.run_for(first * 1000)
+    expect(wait).to_have_text("You can try again now.")
+
+
+def test_a_logged_in_browser_sent_to_the_login_page_lands_on_the_dashboard(dashboard_factory, page):
+    token = "correct-horse-battery-staple"
+    dash = dashboard_factory(env={"PANELIST_ADMIN_TOKEN": token})
+    page.goto(dash.url + "/login")
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+    page.goto(dash.url + "/login")
+    expect(page).not_to_have_url(re.compile(r"/login$"))
+    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+    expect(page.get_by_label("Admin token")).to_have_count(0)
+
+
+def test_a_suite_figure_that_is_a_dash_says_why(failing, dashboard_factory, page):
+    dash = dashboard_factory(failing.root)
+    status, body = dash.post(
+        "/api/suite/run", {"models": ["broken"], "tasks": ["claim-costs-no-tokens"]}
+    )
+    assert status == 202, body
+    found = {}
+
+    def ended():
+        found["run"] = dash.get("/api/suite/run")[1]
+        return found["run"]["status"] != "running"
+
+    assert wait_until(ended), found
+    page.goto(dash.url + "/#/evidence")
+    row = page.get_by_test_id("suite-card").get_by_role("row").filter(has_text="broken")
+    expect(row.locator("[data-why]").first).to_contain_text(
+        re.compile(r"no answer: 1 server.error")
+    )
+    expect(row.locator("[data-why]").nth(1)).to_contain_text("no answer")
+
+
+def test_a_quick_endpoint_test_says_its_time_in_ms_and_add_all_empties_the_count(dashboard, page):
+    with SimUpstream({"m-one": {}, "m-two": {}, "m-three": {}}) as up:
+        page.goto(dashboard.url + "/#/endpoints?add=1")
+        form = page.get_by_role("form", name="Add an endpoint")
+        form.get_by_label("Name", exact=True).fill("local")
+        form.get_by_label("Base URL").fill(up.url)
+        form.get_by_role("button", name="Test").click()
+        answered = form.get_by_text(re.compile(r"^Answered 200 in"))
+        expect(answered).to_be_visible()
+        # a local answer takes milliseconds: never "0.00 s"
+        expect(answered).to_have_text(re.compile(r"^Answered 200 in (\d+ ms|\d+\.\d+ s)\.$"))
+        expect(answered).not_to_have_text(re.compile(r"in 0\.00 s"))
+        form.get_by_role("button", name="Save endpoint").click()
+
+        listing = page.locator('[data-discover="local"]')
+        summary = listing.get_by_test_id("listed-summary")
+        expect(summary).to_have_text("3 models listed, 3 not on the roster yet.")
+        listing.get_by_role("button", name="Add 2", exact=False).or_(
+            listing.get_by_role("button", name="Add m-two", exact=True)
+        ).first.click()
+        expect(summary).to_have_text("3 models listed, 2 not on the roster yet.")
+        listing.get_by_role("button", name="Add all 3").click()
+        expect(listing.get_by_text("added", exact=True)).to_have_count(3)
+        expect(summary).to_have_text("3 models listed, all on the roster.")
+        expect(listing.get_by_role("button", name=re.compile(r"^Add all"))).to_have_count(0)
+
+
+def test_a_field_error_goes_once_the_field_is_changed(demo, page):
+    page.goto(demo.url + "/#/collections")
+    page.get_by_role("button", name="New collection").first.click()
+    dialog = page.get_by_role("dialog", name="New collection")
+    dialog.get_by_role("button", name="Create collection").click()
+    name = dialog.get_by_label("Name", exact=True)
+    error = name.locator("xpath=..").locator(".field-error")
+    expect(error).to_have_text("Give the collection a name.")
+    expect(name).to_have_attribute("aria-invalid", "true")
+    name.press_sequentially("reviewers")
+    expect(error).to_have_count(0)
+    expect(name).not_to_have_attribute("aria-invalid", "true")
+    assert name.get_attribute("aria-describedby") in (
+        None,
+        "",
+    ) or "error" not in name.get_attribute("aria-describedby")
+
+
+def test_the_ask_page_sets_the_calls_sum_apart_from_the_description(demo, page):
+    page.goto(demo.url + "/#/ask?collection=bench/demo")
+    about = page.locator(".collection-about")
+    expect(about.locator(".calls-sum")).to_have_text(
+        re.compile(r"^Each question: 3 members \+ \d+ explorers = \d+ calls\.$")
+    )
+    said = about.inner_text()
+    assert re.match(r"^Demo panel of simulated models: .*canned\.\n", said), said
+
+
+def test_an_alert_about_a_model_names_it_once(failing, dashboard_factory, page):
+    dash = dashboard_factory(failing.root)
+    for i in range(3):
+        assert (
+            dash.post(
+                "/v1/chat/completions",
+                {"model": "bench/pair", "messages": [{"role": "user", "content": f"Review {i}"}]},
+            )[0]
+            == 200
+        )
+    assert wait_until(
+        lambda: any(a["kind"] == "failing" for a in dash.get("/api/alerts")[1]["data"])
+    )
+    page.goto(dash.url + "/#/overview")
+    item = page.locator('.alert-list li[data-kind="failing"]').first
+    expect(item).to_contain_text("broken is failing")
+    expect(item).not_to_contain_text("broken: broken")
+    expect(item).to_contain_text(re.compile(r"failing · broken is failing: "))
