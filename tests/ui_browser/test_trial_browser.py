@@ -7,6 +7,7 @@ violations (conftest.py)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -278,3 +279,32 @@ def test_an_alert_about_a_model_names_it_once(failing, dashboard_factory, page):
     expect(item).to_contain_text("broken is failing")
     expect(item).not_to_contain_text("broken: broken")
     expect(item).to_contain_text(re.compile(r"failing · broken is failing: "))
+
+
+def test_a_table_downloads_the_rows_it_shows_as_quoted_csv(tmp_path, dashboard_factory, page):
+    import csv
+
+    home = open_home(tmp_path / "data")
+    roster = Roster(home)
+    roster.add_endpoint("sim", "http://127.0.0.1:9/v1")
+    roster.add_model("quoted", "sim", served='a,"b"', family="q")
+    roster.add_model("sum", "sim", family="f")
+    roster.add_model("plain", "sim", family="p")
+    roster.add_model("other", "sim", family="o")
+    dash = dashboard_factory(home.root)
+    page.goto(dash.url + "/#/overview")
+    table = page.get_by_role("region", name="Models on the roster")
+    tools = page.locator(".data-table", has=table)
+    tools.get_by_label("Filter").fill("o")  # quoted, other: not plain, not sum
+    expect(tools.locator(".table-tools")).to_contain_text("2 of 4 shown")
+    with page.expect_download() as caught:
+        tools.get_by_role("button", name="Download CSV").click()
+    download = caught.value
+    assert download.suggested_filename == "models-on-the-roster.csv"
+    text = Path(download.path()).read_text(encoding="utf-8")
+    rows = list(csv.reader(text.splitlines()))
+    assert rows[0][:4] == ["Model", "Family", "Grade", "Status"], rows[0]
+    assert "Actions" not in rows[0]
+    assert [r[0] for r in rows[1:]] == ["other sim", 'quoted sim · a,"b"'], rows
+    assert '"quoted sim · a,""b"""' in text  # the quote doubled, the field quoted
+    assert rows[1][1] == "o" and rows[1][3] == "untested"

@@ -1,8 +1,9 @@
 // A table that stays readable at hundreds of rows: sticky header, a filter box, columns sorted
 // by clicking their header (aria-sort tells assistive technology which way), and a count of
-// what is shown. Rows are rebuilt in one fragment per change; filtering waits for typing to
-// pause.
+// what is shown, and Download CSV for the rows the filter keeps (csv.js). Rows are rebuilt in
+// one fragment per change; filtering waits for typing to pause.
 
+import { saveCsv } from "./csv.js";
 import { h, newId, replace } from "./dom.js";
 import * as fmt from "./format.js";
 
@@ -34,6 +35,10 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
     autocomplete: "off", spellcheck: "false",
   });
   const shown = h("span", { class: "muted small", "aria-live": "polite" });
+  const download = h("button", {
+    type: "button", class: "btn small", title: "The rows the filter keeps, in the order shown, as a CSV file",
+    on: { click: () => saveCsv(label || "table", columns, current) },
+  }, "Download CSV");
   const heads = columns.map((col) => {
     const th = h("th", { scope: "col", class: col.numeric ? "numeric" : null, title: col.title || null });
     if (col.sortable === false) {
@@ -57,7 +62,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
   const el = h("div", { class: "data-table" },
     h("div", { class: "table-tools" },
       h("div", { class: "row" }, h("label", { for: filterId, class: "visually-hidden", text: filterLabel }), filter),
-      shown),
+      h("div", { class: "row" }, shown, download)),
     hint, wrap);
 
   // a table wider than its box says so, and shades the edge that hides columns, until the
