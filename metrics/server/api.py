@@ -42,7 +42,7 @@ from panelist.metrics.roster.collection import EXPLORER_POLICIES, MAX_DESCRIPTIO
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
-from panelist.metrics.server import fanout, modelpage, panelquery
+from panelist.metrics.server import collectionuse, fanout, modelpage, panelquery
 from panelist.metrics.server.keys import MAX_RPM, Keys
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
@@ -418,7 +418,7 @@ def list_collections(req: ApiRequest) -> dict:
         rows.append(dict(c.public(), id=c.model_id, explorers=explorers,
                          calls=len(c.members) + explorers,
                          version=versions.get(name, "")))
-    return {"data": rows, "limits": _limits_view(req)}
+    return {"data": collectionuse.with_use(req, rows), "limits": _limits_view(req)}
 
 
 COLLECTION = dict(

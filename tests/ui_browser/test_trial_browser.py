@@ -308,3 +308,31 @@ def test_a_table_downloads_the_rows_it_shows_as_quoted_csv(tmp_path, dashboard_f
     assert [r[0] for r in rows[1:]] == ["other sim", 'quoted sim · a,"b"'], rows
     assert '"quoted sim · a,""b"""' in text  # the quote doubled, the field quoted
     assert rows[1][1] == "o" and rows[1][3] == "untested"
+
+
+def test_collections_show_their_use_and_a_filter_keeps_the_ones_asked_for(demo, page, tmp_path):
+    home = open_home(tmp_path / "data")
+    Collections(home).save(
+        Roster(home).view(), "pair", ["sim-steady", "sim-swift"], description="Two reviewers"
+    )
+    ask_demo(demo, 2, lambda i, alias: True if (i, alias) == (0, "sim-steady") else None)
+    status, capped = demo.request("PUT", "/api/budgets/collection/pair", {"day": 5})
+    assert status == 200, capped
+    page.goto(demo.url + "/#/collections")
+    used = page.locator('[data-collection="demo"]').get_by_test_id("collection-use")
+    expect(used).to_contain_text("Panels 2")
+    expect(used).to_contain_text(re.compile(r"Seats \d+"))
+    expect(used).to_contain_text("Useful 1 of 1")
+    expect(used).to_contain_text("Spend not counted: no cap")
+    pair = page.locator('[data-collection="pair"]').get_by_test_id("collection-use")
+    expect(pair).to_contain_text("Panels 0")
+    expect(pair).to_contain_text(re.compile(r"Spent today 0 USD of 5(\.00)? USD"))
+
+    box = page.get_by_label("Filter the collections")
+    box.fill("reviewers")
+    expect(page.locator('[data-collection="pair"]')).to_be_visible()
+    expect(page.locator('[data-collection="demo"]')).to_be_hidden()
+    expect(page.get_by_text("1 of 2 shown")).to_be_visible()
+    box.fill("sim-careful")  # a member of demo only
+    expect(page.locator('[data-collection="demo"]')).to_be_visible()
+    expect(page.locator('[data-collection="pair"]')).to_be_hidden()
