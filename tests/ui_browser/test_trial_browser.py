@@ -6,6 +6,7 @@ violations (conftest.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -336,3 +337,75 @@ def test_collections_show_their_use_and_a_filter_keeps_the_ones_asked_for(demo, 
     box.fill("sim-careful")  # a member of demo only
     expect(page.locator('[data-collection="demo"]')).to_be_visible()
     expect(page.locator('[data-collection="pair"]')).to_be_hidden()
+
+
+def test_a_key_capped_in_money_is_refused_with_the_numbers_and_its_seats_are_never_asked(
+    tmp_path, dashboard_factory, context, capsys
+):
+    from panelist.metrics.cli.main import main
+
+    token = "correct-horse-battery-staple"
+    ask = {"model": "bench/solo", "messages": [{"role": "user", "content": "Review: x = 1"}]}
+    with SimUpstream({"fine": {}}) as sim:
+        home = open_home(tmp_path / "data")
+        home.file("gateway.json").write_text('{"max_explorers": 0}')
+        roster = Roster(home)
+        roster.add_endpoint("sim", sim.url)
+        roster.add_model("fine", "sim", family="fine", price_in=1000.0, price_out=2000.0)
+        Collections(home).save(roster.view(), "solo", ["fine"])
+        data = ["--data", str(home.root)]
+        assert main(["key", "create", "app", "--budget-day", "5", *data]) == 0
+        secret = capsys.readouterr().out.strip()
+        dash = dashboard_factory(home.root, env={"PANELIST_ADMIN_TOKEN": token})
+        auth = {"Authorization": f"Bearer {secret}"}
+        status, body = dash.request("POST", "/v1/chat/completions", ask, auth)
+        assert status == 200, body
+        assert sim.count("fine") == 1
+        assert main(["--json", "key", "list", *data]) == 0
+        [row] = json.loads(capsys.readouterr().out)
+        spent = row["budget"]["day"]["spent"]
+        assert spent > 0
+        assert (
+            main(["key", "budget", "app", "--budget-day", str(spent), *data]) == 0
+        )  # now at its cap
+
+        ctx, watch = context
+        watch.allow(r"status of 429")  # the refusal, asked for on purpose
+        page = ctx.new_page()
+        page.goto(dash.url + "/login")
+        page.get_by_label("Admin token").fill(token)
+        page.get_by_role("button", name="Log in").click()
+        expect(page.get_by_role("button", name="Log out")).to_be_visible()
+        page.goto(dash.url + "/#/settings")
+        cell = page.locator('tr[data-key="app"]').get_by_test_id("key-spend")
+        figure = f"{spent:.2f}".rstrip("0").rstrip(".")
+        expect(cell.locator('[data-period="day"]')).to_contain_text(
+            re.compile(rf"^Today {re.escape(figure)}\d* USD of {re.escape(figure)}\d* USD")
+        )
+        expect(cell.locator('[data-period="day"]')).to_contain_text(
+            re.compile(r"resets \d{4}-\d\d-\d\d 00:00 UTC")
+        )
+        expect(cell.get_by_text("at its cap")).to_be_visible()
+
+        # the app's call, made from the page as a browser client would make it
+        refused = page.evaluate(
+            """async ([secret, ask]) => {
+                const r = await fetch('/v1/chat/completions', {method: 'POST',
+                    headers: {'Content-Type': 'application/json', Authorization: `Bearer ${secret}`},
+                    body: JSON.stringify(ask)});
+                return {status: r.status, retry: r.headers.get('Retry-After'), body: await r.json()};
+            }""",
+            [secret, ask],
+        )
+        assert refused["status"] == 429 and int(refused["retry"]) >= 1, refused
+        err = refused["body"]["error"]
+        assert err["code"] == "budget_exceeded"
+        said = err["budget"]
+        assert (
+            said["cap"] == spent
+            and said["spent"] == pytest.approx(spent)
+            and said["currency"] == "USD"
+        )
+        assert said["resets"].endswith("T00:00:00Z") and said["resets"] in err["message"]
+        assert "key 'app' is at its daily spend cap" in err["message"]
+        assert sim.count("fine") == 1  # refused before its seat was asked
