@@ -409,3 +409,22 @@ def test_a_key_capped_in_money_is_refused_with_the_numbers_and_its_seats_are_nev
         assert said["resets"].endswith("T00:00:00Z") and said["resets"] in err["message"]
         assert "key 'app' is at its daily spend cap" in err["message"]
         assert sim.count("fine") == 1  # refused before its seat was asked
+
+
+def test_a_roster_row_carries_two_buttons_and_the_rest_behind_more(demo, page):
+    page.goto(demo.url + "/#/endpoints")
+    table = page.get_by_role("region", name="Models on the roster")
+    row = table.locator('tr[data-id="sim-swift"]')
+    expect(row.get_by_role("button", name="Probe sim-swift")).to_be_visible()
+    expect(row.locator("td.actions button:visible")).to_have_count(2)
+    more = row.get_by_role("button", name="More for sim-swift")
+    expect(more).to_have_attribute("aria-expanded", "false")
+    more.click()
+    expect(more).to_have_attribute("aria-expanded", "true")
+    for name in ("Edit sim-swift", "Retire sim-swift", "Remove sim-swift"):
+        expect(row.get_by_role("button", name=name)).to_be_visible()
+    expect(row.get_by_role("button", name="Edit sim-swift")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(more).to_have_attribute("aria-expanded", "false")
+    expect(more).to_be_focused()
+    expect(row.locator("td.actions button:visible")).to_have_count(2)

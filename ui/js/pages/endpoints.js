@@ -5,6 +5,7 @@ import { api, seg } from "../api.js";
 import { connectDialog } from "../connect.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
+import { moreMenu } from "../rowmenu.js";
 import { dataTable } from "../table.js";
 import {
   button, checkbox, clearFieldErrors, confirmAction, emptyState, field, input, linkButton, modelLink, modelStatus, notice,
@@ -380,11 +381,13 @@ export async function render(root, ctx, { initial = true } = {}) {
       { key: "context", label: "Context", numeric: true, value: (m) => m.window ?? m.context ?? null, cell: (m) => fmt.tokens(m.window ?? m.context) },
       { key: "price", label: "Price", numeric: true, value: fmt.priceSum, cell: (m) => fmt.price(m) },
       { key: "status", label: "Status", cell: modelStatus },
+      // Probe at hand; the rest behind More: two buttons a row on a 500-row table, not four
       { key: "actions", label: "Actions", sortable: false, filter: false, className: "actions", cell: (m) => [
-        button("Edit", () => modelDialog(m, endpoints, reload), { small: true, "aria-label": `Edit ${m.alias}` }),
         button("Probe", (ev) => probeModel(m, ev.currentTarget, reload), {
           small: true, "aria-label": `Probe ${m.alias}`, title: "One tiny call: does it answer? (logged like any probe)" }),
-        m.retired || m.status === "cooling"
+        moreMenu(`More for ${m.alias}`, [
+          button("Edit", () => modelDialog(m, endpoints, reload), { small: true, "aria-label": `Edit ${m.alias}` }),
+          m.retired || m.status === "cooling"
           ? button("Restore", async () => {
             try { await api.post(`/api/models/${seg(m.alias)}/restore`, {}); toast(`${m.alias} is back in service.`); reload(); } catch (err) { toast(err.message, { kind: "error" }); }
           }, { small: true, "aria-label": `Restore ${m.alias}`, title: "End its cooldown or retirement" })
@@ -395,6 +398,7 @@ export async function render(root, ctx, { initial = true } = {}) {
           if (!await confirmAction(`Remove ${m.alias}?`, "It leaves the roster; its panels and verdicts stay in the logs. A collection that uses it must drop it first.", "Remove")) return;
           try { await api.del(`/api/models/${seg(m.alias)}`); toast(`Removed ${m.alias}.`); reload(); } catch (err) { toast(err.message, { kind: "error", timeout: 9000 }); }
         }, { small: true, kind: "danger", "aria-label": `Remove ${m.alias}` }),
+        ]),
       ] },
     ],
   });
