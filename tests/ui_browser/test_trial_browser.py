@@ -428,3 +428,67 @@ def test_a_roster_row_carries_two_buttons_and_the_rest_behind_more(demo, page):
     expect(more).to_have_attribute("aria-expanded", "false")
     expect(more).to_be_focused()
     expect(row.locator("td.actions button:visible")).to_have_count(2)
+
+
+@pytest.fixture()
+def graded(tmp_path):
+    """30 general models (g-00 … g-29, g-00 pinned), one strong (top, pinned), one light."""
+    from panelist.metrics.roster.grades import Grades
+
+    home = open_home(tmp_path / "data")
+    roster = Roster(home)
+    roster.add_endpoint("sim", "http://127.0.0.1:9/v1")
+    for i in range(30):
+        roster.add_model(f"g-{i:02d}", "sim", family=f"f{i}", grade="general")
+    roster.add_model("top", "sim", family="top", grade="strong")
+    roster.add_model("low", "sim", family="low", grade="light")
+    grades = Grades(home)
+    grades.pin("general", "g-00")
+    grades.pin("strong", "top")
+    return home
+
+
+def test_grades_at_scale_fold_filter_and_say_when_a_reorder_changes_the_judge(
+    graded, dashboard_factory, page
+):
+    dash = dashboard_factory(graded.root)
+    page.goto(dash.url + "/#/overview")
+    section = page.locator("section#grades")
+    general = section.locator('tr[data-grade="general"]')
+    # the 30 models are a count that unfolds, not a run-on list
+    fold = general.locator("details")
+    expect(fold.locator("summary")).to_have_text("30 models")
+    expect(fold.get_by_text("g-29", exact=False)).to_be_hidden()
+    fold.locator("summary").click()
+    expect(fold).to_contain_text("g-29")
+
+    # a pick among 30 is a box that filters, not a 31-option menu
+    pick = section.get_by_label("Model pinned for general")
+    assert pick.evaluate("e => e.tagName") == "INPUT"
+    pick.fill("no-such-model")
+    pick.press("Enter")
+    expect(general.locator(".field-error")).to_have_text(
+        "no-such-model is not one of these 30 models."
+    )
+    pick.fill("g-17")
+    pick.press("Enter")
+    expect(page.locator(".toasts")).to_contain_text("g-17 is pinned for general.")
+    expect(section.get_by_label("Model pinned for general")).to_have_value("g-17")
+
+    # moving strong below general would make general's pin the judge: asked, and Cancel keeps all
+    expect(section.locator("#ceiling")).to_contain_text("top")
+    section.get_by_role("button", name="Move strong up (weaker)").click()
+    ask = page.get_by_role("dialog", name="Change the race judge?")
+    expect(ask).to_contain_text("the ceiling, which judges races, becomes g-17 instead of top")
+    ask.get_by_role("button", name="Cancel").click()
+    expect(section.locator("tbody tr").nth(2)).to_have_attribute("data-grade", "strong")
+    section.get_by_role("button", name="Move strong up (weaker)").click()
+    page.get_by_role("dialog", name="Change the race judge?").get_by_role(
+        "button", name="Reorder"
+    ).click()
+    expect(page.locator(".toasts")).to_contain_text("The ceiling, which judges races, is now g-17.")
+    expect(section.locator("#ceiling")).to_contain_text("g-17")
+    # a move that leaves the judge alone is made at once
+    section.get_by_role("button", name="Move light down (stronger)").click()
+    expect(page.get_by_role("dialog")).to_have_count(0)
+    expect(section.locator("tbody tr").nth(0)).to_have_attribute("data-grade", "strong")
