@@ -358,7 +358,7 @@ def test_endpoint_test_names_the_upstreams_own_status_not_ours(dash, sim):
     status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "model": "mid"})
     assert status == 200 and body["ok"] is False, body
     assert body["status"] == 401, body   # what the upstream said, not the 502 a caller would get
-    assert body["error"].startswith("auth:") and "(401)" in body["error"], body
+    assert body["error"].startswith("auth:") and "(HTTP 401: " in body["error"], body
     sim.script("mid", fail="rate_limit")
     status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "model": "mid"})
     assert body["ok"] is False and body["status"] == 429, body

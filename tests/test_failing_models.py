@@ -108,3 +108,12 @@ def test_seats_cut_short_are_no_failures_of_the_model(api, folder):
                                 "error": "at_limit: no slot within 1 s", "seconds": 1.0})
     mid = model(api, "mid")
     assert mid["status"] != "failing" and mid["failing"] is None, json.dumps(mid)
+
+
+def test_a_model_that_answered_its_probe_is_answering_not_untested(dash):
+    fresh = model(dash, "fast")
+    assert fresh["seats"] == 0 and fresh["status"] == "untested", fresh
+    status, body, _ = dash.post("/api/models/fast/probe", {})
+    assert status == 200 and body["probe"]["status"] == "ok", body
+    assert body["model"]["status"] == "answering", body["model"]
+    assert model(dash, "fast")["status"] == "answering"

@@ -50,7 +50,7 @@ def test_a_refusing_seat_is_a_named_error_and_the_others_answer(folder):
     seats = {s["alias"]: s for s in reply["bench"]["seats"]}
     assert seats["a"]["status"] == seats["c"]["status"] == "ok"
     assert seats["b"]["status"] == "error" and seats["b"]["error"].startswith("auth: ")
-    assert "(401)" in seats["b"]["error"]
+    assert "(HTTP 401: " in seats["b"]["error"]
     assert "answer of a" in reply["choices"][0]["message"]["content"]
     assert sorted(r.model for r in transport.requests) == ["a", "b", "c"]
     (logged,) = [r for r in lines if r.get("panel") == reply["bench"]["panel"]]

@@ -346,6 +346,19 @@ def test_the_login_page_and_static_files_are_open_with_a_token_set(locked, path)
     assert_secured(headers, path)
 
 
+def test_the_login_page_sends_a_logged_in_browser_to_the_dashboard(locked):
+    status, _, data = fetch(locked, "GET", "/login")
+    assert status == 200 and b"login-form" in data
+    cookie = login(locked)
+    status, headers, data = fetch(locked, "GET", "/login", headers={"Cookie": cookie})
+    assert status == 303 and headers["Location"] == "/" and b"login-form" not in data
+    assert headers.get("Cache-Control") == "no-store"
+    # a session that has ended gets the form again
+    fetch(locked, "POST", "/api/logout", headers={"Cookie": cookie})
+    status, _, data = fetch(locked, "GET", "/login", headers={"Cookie": cookie})
+    assert status == 200 and b"login-form" in data
+
+
 def test_the_session_route_says_whether_to_log_in_and_nothing_more(locked, dash):
     status, headers, data = fetch(locked, "GET", "/api/session")
     assert status == 200 and json.loads(data) == {"token_required": True, "logged_in": False}

@@ -189,7 +189,7 @@ def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, cap
     out, _ = capsys.readouterr()
     assert code == 0
     body = json.loads(out)
-    assert body["run"]["scored"] == 24 and body["run"]["failed"] == 0
+    assert body["run"]["scored"] == len(subset) * len(demo.MODELS) and body["run"]["failed"] == 0
     lines = read_jsonl(tmp_path / "d" / "runs" / "suite" / "samples.jsonl")
     hedged = sorted(t for t in PACK if PACK[t].kind == "claim")[0]
     for s in lines:   # each answer is what the demo scripts for that model and task
@@ -207,6 +207,20 @@ def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, cap
     code = main(["suite", "report", "--data", data])
     out, _ = capsys.readouterr()
     assert code == 0 and "sim-careful" in out and "PAIRS" in out and "%" in out
+
+
+@pytest.mark.slow
+def test_every_model_of_the_demo_roster_answers_a_demo_run_sim_vision_too(tmp_path, capsys):
+    data = str(tmp_path / "d")
+    code = main(["suite", "run", "--demo", "--data", data, "--model", "sim-vision",
+                 "--task", "claim-costs-no-tokens", "claim-wilson-all-useful", "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0, out
+    body = json.loads(out)
+    assert body["run"]["scored"] == 2 and body["run"]["failed"] == 0, body["run"]
+    lines = read_jsonl(tmp_path / "d" / "runs" / "suite" / "samples.jsonl")
+    assert {s["alias"] for s in lines} == {"sim-vision"}
+    assert all("simulated answer of sim-vision" in s["answer"] for s in lines)
 
 
 def test_cli_refuses_unknown_models_tasks_and_epochs(folder, capsys):

@@ -38,7 +38,7 @@ from panelist.metrics.roster.collection import EXPLORER_POLICIES, MAX_DESCRIPTIO
 from panelist.metrics.errors import BadRequest, Conflict, NotFound, UpstreamError
 from panelist.metrics.server.bodies import (NOTHING, Body, Flag, Number, OneOf, Strings, Text,
                                             Whole, takes)
-from panelist.metrics.server import modelpage, panelquery
+from panelist.metrics.server import collectionuse, modelpage, panelquery
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.roster.roster import Model
 from panelist.metrics.stats import wilson
@@ -117,7 +117,7 @@ def _model_row(model: Model, known: Model, version: str, stats: dict, state,
         status = "cooling"
     elif failing is not None:
         status = "failing"
-    elif not stats.get("seats"):
+    elif not stats.get("seats") and not (probe and probe.get("status") == "ok"):
         status = "untested"
     else:
         status = "answering"
@@ -359,7 +359,7 @@ def list_collections(req: ApiRequest) -> dict:
         rows.append(dict(c.public(), id=c.model_id, explorers=explorers,
                          calls=len(c.members) + explorers,
                          version=versions.get(name, "")))
-    return {"data": rows, "limits": _limits_view(req)}
+    return {"data": collectionuse.with_use(req, rows), "limits": _limits_view(req)}
 
 
 COLLECTION = dict(

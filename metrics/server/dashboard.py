@@ -132,7 +132,13 @@ class Dashboard:
         h.send_cached(*self.static.get(relative))
 
     def get_page(self, h: Handler, params: dict) -> None:
-        self.send_file(h, PAGES[urlsplit(h.path).path.rstrip("/") or "/"])
+        path = urlsplit(h.path).path.rstrip("/") or "/"
+        # a browser already logged in has nothing to do on the form: to the dashboard
+        if PAGES[path] == "login.html" and self.sessions.required and \
+                self.sessions.valid(Sessions.from_cookie(h.headers.get("Cookie"))):
+            h.send_bytes(303, b"", "text/plain", {"Location": "/", "Cache-Control": "no-store"})
+            return
+        self.send_file(h, PAGES[path])
 
     def get_session(self, h: Handler, params: dict) -> None:
         """Whether this browser must log in first: asked before any gated call, so a visit

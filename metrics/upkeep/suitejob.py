@@ -73,7 +73,7 @@ class SuiteJob:
     def __init__(self, home: Home, *, models: list[str] | None = None,
                  task_ids: list[str] | None = None, epochs: int = 1, demo: bool = False,
                  repos=None, task_roots=None, simulator: Callable | None = None):
-        """``models``: roster aliases (default: every model not retired; the demo's four with
+        """``models``: roster aliases (default: every model not retired; the demo's five with
         ``demo``); ``task_ids``: the tasks to ask (default: every task but drafts); ``repos``:
         folders a task's ``repo`` may lie in; ``task_roots``: folders of task folders to read
         instead of the starter pack and the data folder's (``tasks.given_roots``);

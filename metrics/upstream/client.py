@@ -545,5 +545,3 @@ def _text(content) -> str:
 
 def _count(value) -> int | None:
     return value if type(value) is int else None
-
-

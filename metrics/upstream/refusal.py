@@ -77,7 +77,7 @@ def refusal(
 ) -> UpstreamError:
     """The error a non-2xx reply means; it carries the reply's status as ``upstream_status``."""
     message, codes, error = error_parts(None, data, secrets)
-    said = f"({status}) {message}"
+    said = f"(HTTP {status}: {message})" if message else f"(HTTP {status})"
     up = {"upstream_status": status}
     if status == 407 and proxy is not None:  # only a proxy asks for proxy credentials
         return proxy_refusal(proxy, said, label, status)
@@ -145,7 +145,7 @@ def classified(
     advice: str,
 ) -> UpstreamError:
     """An error body read for what it says: quota, rate limit or context length, else fallback."""
-    said = f"({status}) {message}"
+    said = f"(HTTP {status}: {message})" if message else f"(HTTP {status})"
     if _QUOTA.search(codes):
         return PaymentRequired(
             f"{label} refused for quota or billing {said}; check the "

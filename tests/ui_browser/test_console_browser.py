@@ -27,6 +27,11 @@ def test_grades_reorder_pin_and_ceiling_on_the_overview(demo, page, capsys):
     rows = section.locator("tbody tr")
     expect(rows).to_have_count(3)
     section.get_by_role("button", name="Move strong up (weaker)").click()
+    # the move changes the ceiling (a race's judge): asked first
+    ask = page.get_by_role("dialog", name="Change the race judge?")
+    expect(ask).to_contain_text("becomes sim-steady instead of sim-careful")
+    ask.get_by_role("button", name="Reorder").click()
+    expect(page.locator(".toasts")).to_contain_text("The ceiling, which judges races, is now sim-steady.")
     expect(rows.nth(1)).to_have_attribute("data-grade", "strong")
     expect(rows.nth(2)).to_have_attribute("data-grade", "general")
     listed = cli_grades(demo, capsys)

@@ -74,7 +74,7 @@ def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashbo
         form.get_by_label("Base URL").fill(keyed.url)
         form.get_by_role("button", name="Test").click()
         expect(form.get_by_text(re.compile(r"Test failed \(401\) after"))).to_be_visible()
-        expect(form.get_by_text(re.compile(r"^auth: .*\(401\)"))).to_be_visible()
+        expect(form.get_by_text(re.compile(r"^auth: .*\(HTTP 401: "))).to_be_visible()
     expect(save).to_be_disabled()
     form.get_by_label("Base URL").fill(sim.url)
     expect(save).to_be_disabled()
@@ -344,6 +344,7 @@ def test_model_facts_edited_then_retired_and_restored(demo, page, tmp_path):
     page.goto(demo.url + "/#/endpoints")
     table = page.get_by_role("region", name="Models on the roster")
     row = table.locator('tr[data-id="sim-swift"]')
+    row.get_by_role("button", name="More for sim-swift").click()
     row.get_by_role("button", name="Edit sim-swift").click()
     dialog = page.get_by_role("dialog", name="Edit sim-swift")
     dialog.get_by_label("Context window (tokens)").fill("64000")
@@ -352,10 +353,13 @@ def test_model_facts_edited_then_retired_and_restored(demo, page, tmp_path):
     expect(row).to_contain_text("64k")
     expect(row).to_contain_text("strong")
 
+    row.get_by_role("button", name="More for sim-swift").click()
     row.get_by_role("button", name="Retire sim-swift").click()
     expect(row).to_contain_text("retired")
     assert Roster(open_home(tmp_path / "data")).view().models["sim-swift"].retired is True
+    row.get_by_role("button", name="More for sim-swift").click()
     row.get_by_role("button", name="Restore sim-swift").click()
+    row.get_by_role("button", name="More for sim-swift").click()
     expect(row.get_by_role("button", name="Retire sim-swift")).to_be_visible()
     model = Roster(open_home(tmp_path / "data")).view().models["sim-swift"]
     assert (model.context, model.grade, model.retired) == (64000, "strong", False)
@@ -394,7 +398,8 @@ def test_evidence_shows_each_models_suite_record(dashboard, page, tmp_path, caps
     expect(headers.nth(3)).to_contain_text("Accuracy")
     swift = table.locator("tr", has_text="sim-swift").locator("td")
     expect(swift.nth(1)).to_contain_text("0%")   # pairs: always NO FAULT never gets a pair right
-    expect(swift.nth(2)).to_have_text("–")       # one claim, so one key: nothing to balance
+    # one claim, so one key: nothing to balance, and the dash says so
+    expect(swift.nth(2)).to_have_text("– needs true and false claims")
     expect(swift.nth(8)).to_have_text("3")       # samples
 
 
@@ -409,4 +414,5 @@ def test_the_suite_card_says_why_a_lone_bug_has_no_pairs(dashboard, page, tmp_pa
     expect(warning).to_contain_text("std-bisect-left")
     swift = card.get_by_role("region", name="Review suite per model").locator(
         "tr", has_text="sim-swift").locator("td")
-    expect(swift.nth(1)).to_have_text("–")   # pairs: nothing to count, and the card says why
+    # pairs: nothing to count, and the card and the dash say why
+    expect(swift.nth(1)).to_have_text("– no bug asked with its control")

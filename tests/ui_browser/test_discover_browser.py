@@ -160,6 +160,7 @@ def test_a_models_dialog_shows_what_the_catalog_knows_and_where_from(
     page.goto(dash.url + "/#/endpoints")
     row = page.get_by_role("region", name="Models on the roster").locator('tr[data-id="x-one"]')
     expect(row).to_contain_text("0.5 / 2 USD")   # no price typed: the listed one
+    row.get_by_role("button", name="More for x-one").click()
     row.get_by_role("button", name="Edit x-one").click()
     dialog = page.get_by_role("dialog", name="Edit x-one")
     known = dialog.get_by_role("region", name="What the catalog knows")

@@ -57,13 +57,24 @@ function subject(a) {
 }
 
 /** An alert's message as a link to what explains it: a failing model's failed seats, else
- *  the model's page (unless `onItsPage`); plain text when it is about no model. */
-export function alertMessage(a, { onItsPage = false } = {}) {
-  const text = String(a.message ?? "");
+ *  the model's page (unless `onItsPage`); plain text when it is about no model. `text` stands
+ *  in for the message's words when the subject already said its start. */
+export function alertMessage(a, { onItsPage = false, text = String(a.message ?? "") } = {}) {
   const name = String(a.alias || a.subject || "");
   const href = typeof a.endpoint === "string" ? `#/endpoints/${encodeURIComponent(a.endpoint)}`
     : alertHref(a) || (aboutModel(a) && name && !onItsPage ? modelHref(name) : null);
   return href ? h("a", { href, class: "alert-link", "data-testid": "alert-link" }, text) : text;
+}
+
+// a message that begins with its subject's name ("sim-321 is failing: …") names it once
+function subjectAndMessage(a) {
+  const name = typeof a.endpoint === "string" ? a.endpoint
+    : aboutModel(a) ? String(a.alias || a.subject || "") : String(a.subject ?? "");
+  const message = String(a.message ?? "");
+  if (name && message.startsWith(`${name} `)) {
+    return [subject(a), " ", alertMessage(a, { text: message.slice(name.length + 1) })];
+  }
+  return [subject(a), ": ", alertMessage(a)];
 }
 
 /** Read the recent alerts and show the unseen ones in `slot` (hidden when there are none). */
@@ -92,7 +103,7 @@ export async function showAlerts(slot, signal) {
         text: fresh.length === 1 ? "1 new alert" : `${fresh.length} new alerts` }),
       h("ul", { class: "alert-list" }, fresh.map((a) => h("li", { "data-kind": a.kind },
         h("span", { class: "muted" }, timeAgo(a.ts), ` · ${a.kind} · `),
-        subject(a), ": ", alertMessage(a))))),
+        ...subjectAndMessage(a))))),
     h("div", { class: "row" }, dismiss)));
   slot.hidden = false;
 }

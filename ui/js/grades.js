@@ -2,30 +2,72 @@
 // the model the deployment uses for it, name the ceiling (the strongest model, a race's judge),
 // add a grade models use that the order leaves out. Each change is one PUT carrying the version
 // the listing gave, so an edit made elsewhere meanwhile is refused (reload) instead of undone;
-// the section is drawn again from the listing the server answers with.
+// the section is drawn again from the listing the server answers with. At scale, a grade's
+// models fold into their count, a pick among many is a box that filters, and a reorder that
+// would change the ceiling (a race's judge) asks first and says so after.
 
 import { api } from "./api.js";
-import { h, replace } from "./dom.js";
-import { button, notice, sectionHead, select, showError, toast } from "./ui.js";
+import { h, newId, replace } from "./dom.js";
+import { button, confirmAction, notice, sectionHead, select, showError, toast } from "./ui.js";
 
 const NONE = "";
+// past this many models a menu is a wall to scroll: a box that filters as you type instead
+const MENU_MAX = 20;
+// past this many, a grade's models fold into their count
+const LIST_MAX = 8;
+
+// A choice among `models`: a menu while they are few, else a text box with the models as its
+// suggestions (the browser filters them as one types); a name that is none of them is refused
+// beside the box. `chosen(value or null)` is called with the pick; "" (none) is `blank`'s.
+function modelChoice(models, current, blank, attrs, chosen) {
+  if (models.length <= MENU_MAX) {
+    const options = [[NONE, blank], ...models.map((a) => [a, a])];
+    if (current && !models.includes(current)) options.push([current, current]);
+    const picker = select(options, current || NONE, { ...attrs, class: "fit" });
+    picker.addEventListener("change", () => chosen(picker.value || null));
+    return picker;
+  }
+  const listId = newId("models");
+  const box = h("input", { ...attrs, type: "search", list: listId, value: current || "", placeholder: `${blank} (type to find one of ${models.length})`, autocomplete: "off", class: "model-choice" });
+  const said = h("span", { class: "field-error", role: "alert", hidden: true });
+  box.addEventListener("change", () => {
+    const value = box.value.trim();
+    said.hidden = true;
+    if (value === (current || "")) return;
+    if (value && !models.includes(value)) {
+      said.textContent = `${value} is not one of these ${models.length} models.`;
+      said.hidden = false;
+      return;
+    }
+    chosen(value || null);
+  });
+  return h("span", { class: "row" }, box, h("datalist", { id: listId }, models.map((a) => h("option", { value: a }))), said);
+}
 
 function pinPicker(g, onPin) {
-  const options = [[NONE, "not pinned"], ...g.models.map((a) => [a, a])];
-  if (g.pinned && !g.models.includes(g.pinned)) options.push([g.pinned, g.pinned]);
-  const picker = select(options, g.pinned || NONE, { "aria-label": `Model pinned for ${g.grade}`, class: "fit" });
-  picker.addEventListener("change", () => onPin(g.grade, picker.value || null));
-  return picker;
+  return modelChoice(g.models, g.pinned, "not pinned", { "aria-label": `Model pinned for ${g.grade}` },
+    (alias) => onPin(g.grade, alias));
 }
 
 function ceilingPicker(grades, onCeiling) {
   const models = [...new Set(grades.grades.flatMap((g) => g.models))].sort();
   const ceiling = grades.ceiling || {};
-  const options = [[NONE, "the strongest grade's pin"], ...models.map((a) => [a, a])];
-  if (ceiling.set && ceiling.alias && !models.includes(ceiling.alias)) options.push([ceiling.alias, ceiling.alias]);
-  const picker = select(options, ceiling.set ? ceiling.alias : NONE, { id: "ceiling-picker", class: "fit" });
-  picker.addEventListener("change", () => onCeiling(picker.value || null));
-  return picker;
+  return modelChoice(models, ceiling.set ? ceiling.alias : null, "the strongest grade's pin", { id: "ceiling-picker" }, onCeiling);
+}
+
+// a grade's models: listed while few, else their count with the list folded under it
+function modelsOf(g) {
+  if (!g.models.length) return h("span", { class: "faint", text: "no model" });
+  if (g.models.length <= LIST_MAX) return g.models.join(", ");
+  return h("details", { class: "fold" }, h("summary", null, `${g.models.length} models`),
+    h("p", { class: "small", text: g.models.join(", ") }));
+}
+
+// the ceiling an order would give while none is set by hand: the strongest pinned grade's model
+function ceilingAfter(grades, order) {
+  const pins = new Map(grades.grades.map((g) => [g.grade, g.pinned]));
+  for (let i = order.length - 1; i >= 0; i -= 1) if (pins.get(order[i])) return pins.get(order[i]);
+  return null;
 }
 
 /** The grades section; `grades` is GET /api/grades. Its buttons write through the server. */
@@ -69,10 +111,18 @@ export function gradesSection(initial, ctx) {
   }
 
   const order = () => grades.grades.map((g) => g.grade);
-  const move = (i, by) => {
+  // a reorder that moves the ceiling changes a race's judge: asked first, and said after
+  const move = async (i, by) => {
     const next = order();
     [next[i], next[i + by]] = [next[i + by], next[i]];
-    write("/api/grades/order", { order: next }, () => `Grades, weakest first: ${next.join(", ")}.`);
+    const ceiling = grades.ceiling || {};
+    const judge = ceiling.set ? ceiling.alias : ceilingAfter(grades, next);
+    const changes = !ceiling.set && judge !== (ceiling.alias || null);
+    if (changes && !await confirmAction("Change the race judge?",
+      `With ${next.join(", ")} (weakest first), the ceiling, which judges races, becomes ${judge || "none"} instead of ${ceiling.alias || "none"}.`,
+      "Reorder")) return;
+    write("/api/grades/order", { order: next }, (now) => `Grades, weakest first: ${next.join(", ")}.`
+      + (changes ? ` The ceiling, which judges races, is now ${(now.ceiling || {}).alias || "none"}.` : ""));
   };
   const addGrade = (grade) => write("/api/grades/order", { order: [...order(), grade] },
     () => `Added ${grade} as the strongest grade; move it where it belongs.`);
@@ -90,7 +140,7 @@ export function gradesSection(initial, ctx) {
       h("td", null, h("span", { class: "row" }, pinPicker(g, pin),
         g.pinned && g.pinned === ceiling.alias ? h("span", { class: "badge accent", text: "ceiling" }) : null,
         g.problem ? h("span", { class: "badge warn", text: g.problem }) : null)),
-      h("td", null, g.models.length ? g.models.join(", ") : h("span", { class: "faint", text: "no model" })),
+      h("td", null, modelsOf(g)),
       h("td", null, h("span", { class: "row" },
         button("Up", () => move(i, -1), { small: true, disabled: i === 0, "aria-label": `Move ${g.grade} up (weaker)` }),
         button("Down", () => move(i, 1), { small: true, disabled: i === list.length - 1, "aria-label": `Move ${g.grade} down (stronger)` })))));

@@ -7,12 +7,35 @@ import { sentence } from "./format.js";
 
 const form = document.getElementById("login-form");
 const token = document.getElementById("token");
-const message = document.getElementById("login-message");
+const box = document.getElementById("login-message");
 const submit = document.getElementById("login-submit");
 
 function say(kind, text) {
-  replace(message, h("div", { class: ["notice", kind], role: kind === "error" ? "alert" : "status" },
+  clearInterval(ticking);
+  replace(box, h("div", { class: ["notice", kind], role: kind === "error" ? "alert" : "status" },
     h("p", { class: "grow", text })));
+}
+
+// A refusal for too many tries says when to try again, and that wait counts down each second
+// (the server's own "try again in N s" is taken out: the count replaces it).
+let ticking = null;
+
+function countDown(message, seconds) {
+  clearInterval(ticking);
+  const reason = sentence(message.replace(/[;:,]?\s*try again in \d+ s\.?$/i, ""));
+  const wait = Number.isFinite(seconds) && seconds > 0 ? seconds : null;
+  if (wait === null) { say("error", reason); return; }
+  const ends = Date.now() + wait * 1000;
+  const left = h("span", { "data-testid": "login-wait" });
+  const tick = () => {
+    const s = Math.max(0, Math.ceil((ends - Date.now()) / 1000));
+    left.textContent = s ? `Try again in ${s} s.` : "You can try again now.";
+    if (!s) clearInterval(ticking);
+  };
+  tick();
+  replace(box, h("div", { class: ["notice", "error"], role: "alert" },
+    h("p", { class: "grow" }, reason, " ", left)));
+  ticking = setInterval(tick, 1000);
 }
 
 function destination() {
@@ -48,8 +71,7 @@ form.addEventListener("submit", async (event) => {
       const err = errorFrom(response, await response.text().catch(() => ""));
       // the server's message may already say when to try again: never say it twice
       if (response.status === 429) {
-        const wait = err.retryAfter && !/try again/i.test(err.message) ? ` Try again in ${err.retryAfter} s.` : "";
-        say("error", `${sentence(err.message)}${wait}`);
+        countDown(err.message, Number.parseInt(err.retryAfter, 10));
       } else if (response.status === 401) {
         say("error", `${sentence(err.message)} Check the token and try again.`);
       } else {

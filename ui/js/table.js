@@ -1,8 +1,9 @@
 // A table that stays readable at hundreds of rows: sticky header, a filter box, columns sorted
 // by clicking their header (aria-sort tells assistive technology which way), and a count of
-// what is shown. Rows are rebuilt in one fragment per change; filtering waits for typing to
-// pause.
+// what is shown, and Download CSV for the rows the filter keeps (csv.js). Rows are rebuilt in
+// one fragment per change; filtering waits for typing to pause.
 
+import { saveCsv } from "./csv.js";
 import { h, newId, replace } from "./dom.js";
 import * as fmt from "./format.js";
 
@@ -17,7 +18,9 @@ const COLLATOR = new Intl.Collator(undefined, { numeric: true, sensitivity: "bas
 /**
  * columns: [{key, label, value(row) → sortable value, cell(row) → Node|string, numeric,
  *            sortable (default true), filter (default true), search(row) → text the filter
- *            matches (default: the value), className}]
+ *            matches (default: the value), className, title (the header's hover text: what
+ *            the column sorts by when that is not what it shows), firstSort ("asc" or "desc":
+ *            the way a first click sorts; default: numbers descending, the rest ascending)}]
  */
 export function dataTable({ columns, rows = [], label, empty = "Nothing here yet.",
   filterLabel = "Filter", filterHint = "", sort = null, short = false, rowId = null }) {
@@ -32,8 +35,12 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
     autocomplete: "off", spellcheck: "false",
   });
   const shown = h("span", { class: "muted small", "aria-live": "polite" });
+  const download = h("button", {
+    type: "button", class: "btn small", title: "The rows the filter keeps, in the order shown, as a CSV file",
+    on: { click: () => saveCsv(label || "table", columns, current) },
+  }, "Download CSV");
   const heads = columns.map((col) => {
-    const th = h("th", { scope: "col", class: col.numeric ? "numeric" : null });
+    const th = h("th", { scope: "col", class: col.numeric ? "numeric" : null, title: col.title || null });
     if (col.sortable === false) {
       th.append(col.label);
     } else {
@@ -55,7 +62,7 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
   const el = h("div", { class: "data-table" },
     h("div", { class: "table-tools" },
       h("div", { class: "row" }, h("label", { for: filterId, class: "visually-hidden", text: filterLabel }), filter),
-      shown),
+      h("div", { class: "row" }, shown, download)),
     hint, wrap);
 
   // a table wider than its box says so, and shades the edge that hides columns, until the
@@ -78,7 +85,11 @@ export function dataTable({ columns, rows = [], label, empty = "Nothing here yet
 
   function setSort(key) {
     if (sortKey === key) sortDir = sortDir === "asc" ? "desc" : "asc";
-    else { sortKey = key; sortDir = columns.find((c) => c.key === key).numeric ? "desc" : "asc"; }
+    else {
+      const col = columns.find((c) => c.key === key);
+      sortKey = key;
+      sortDir = col.firstSort || (col.numeric ? "desc" : "asc");
+    }
     render();
   }
 

@@ -116,21 +116,27 @@ export function showFieldError(form, err) {
   control.setAttribute("aria-invalid", "true");
   const prior = control.getAttribute("aria-describedby");
   control.setAttribute("aria-describedby", prior ? `${prior} ${id}` : id);
+  // the error goes as soon as the field is changed: red stays only on what is still wrong
+  control.addEventListener("input", () => takeBack(control, box.querySelector(`#${CSS.escape(id)}`)), { once: true });
   control.focus();
   return true;
+}
+
+function takeBack(control, error) {
+  if (!error) return;
+  const rest = (control.getAttribute("aria-describedby") || "").split(" ").filter((x) => x && x !== error.id);
+  if (rest.length) control.setAttribute("aria-describedby", rest.join(" "));
+  else control.removeAttribute("aria-describedby");
+  control.removeAttribute("aria-invalid");
+  error.remove();
 }
 
 /** Take back what showFieldError marked in `form`. */
 export function clearFieldErrors(form) {
   for (const el of form.querySelectorAll(".field > .field-error[role=alert]")) {
     const control = form.querySelector(`[aria-describedby~="${CSS.escape(el.id)}"]`);
-    if (control) {
-      const rest = control.getAttribute("aria-describedby").split(" ").filter((x) => x !== el.id);
-      if (rest.length) control.setAttribute("aria-describedby", rest.join(" "));
-      else control.removeAttribute("aria-describedby");
-      control.removeAttribute("aria-invalid");
-    }
-    el.remove();
+    if (control) takeBack(control, el);
+    else el.remove();
   }
 }
 

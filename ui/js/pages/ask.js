@@ -124,7 +124,7 @@ export async function render(root, ctx) {
   const reply = select([["", "As the collection says"], [":all", "Every answer"], [":merged", "One merged answer"],
     [":pick", "One picked answer"]], "");
   const prompt = h("textarea", { class: "prompt", rows: 7, required: true, placeholder: "Paste a diff to review, a design question, anything you would ask one model." });
-  const about = h("p", { class: "muted small" });
+  const about = h("p", { class: "muted small collection-about" });
   // 2 to 4 roster models asked in place of the collection's members (any models, typed as
   // aliases: a list of every model would be hundreds of options on a large roster)
   const aliases = h("datalist", { id: "ask-aliases" },
@@ -142,7 +142,9 @@ export async function render(root, ctx) {
 
   const showAbout = () => {
     const c = list.find((x) => (x.id || `bench/${x.name}`) === collection.value);
-    about.textContent = c ? `${c.description || "No description."} ${c.members.length} members + ${c.explorers ?? 0} explorers = ${c.calls ?? c.members.length} calls.` : "";
+    // the description and the sum on lines of their own: the sum is no part of its sentence
+    replace(about, ...(c ? [fmt.sentence(c.description || "No description"),
+      h("span", { class: "calls-sum", text: `Each question: ${c.members.length} members + ${c.explorers ?? 0} explorers = ${c.calls ?? c.members.length} calls.` })] : []));
   };
   collection.addEventListener("change", showAbout);
   showAbout();

@@ -1,4 +1,5 @@
-// Collections: each named panel with its members and make-up, the form to make or edit one
+// Collections: each named panel with its members, make-up and use (panels, seats, verdicts, and
+// spend against its caps: GET /api/collections' "use"), a filter over them, the form to make or edit one
 // (members picked from the roster with the live sum "N members + M explorers = K calls"), and
 // the gateway's limits. Edits send the version they read, so a concurrent change is a 409.
 
@@ -61,7 +62,49 @@ function collectionCard(c, limits, models, { onEdit, onDelete }) {
       })),
     h("div", { class: "meta" },
       c.tags && c.tags.length ? h("span", null, "Tags ", h("strong", { text: c.tags.join(", ") })) : null,
-      c.merger ? h("span", null, "Merger ", modelLink(c.merger)) : null));
+      c.merger ? h("span", null, "Merger ", modelLink(c.merger)) : null),
+    useLine(c.use));
+}
+
+// what the collection was used for: panels, seats and verdicts since the logs began, and
+// spend against its caps (counted only under a cap, so an uncapped one says so, not "0")
+function useLine(use) {
+  if (!use) return null;
+  const figure = (label, value) => h("span", null, `${label} `, h("strong", { text: value }));
+  const judged = use.useful + use.not_useful;
+  const spend = use.spend;
+  const capped = (p, label) => (spend && spend[p]
+    ? figure(label, `${fmt.money(spend[p].spent, spend.currency)} of ${fmt.money(spend[p].cap, spend.currency)}`)
+    : null);
+  return h("p", { class: "meta", "data-testid": "collection-use" },
+    figure("Panels", fmt.count(use.panels)),
+    figure("Seats", fmt.count(use.seats)),
+    figure("Useful", judged ? `${fmt.count(use.useful)} of ${fmt.count(judged)}` : "no verdicts"),
+    spend ? [capped("day", "Spent today"), capped("month", "this month")]
+      : h("span", { class: "muted", title: "Spend is counted for a collection with a spend cap (Settings, or panelist collection save … --budget-day)" }, "Spend not counted: no cap"));
+}
+
+// the cards a filter keeps: by name, description, tags and members
+function cardFilter(cards, list) {
+  const box = input({ type: "search", placeholder: "Filter by name, member or tag", "aria-label": "Filter the collections", autocomplete: "off" });
+  const shown = h("span", { class: "muted small", "aria-live": "polite" });
+  const texts = list.map((c) => [c.name, c.description, ...(c.tags || []), ...c.members].join(" ").toLowerCase());
+  const apply = () => {
+    const needle = box.value.trim().toLowerCase();
+    let kept = 0;
+    cards.forEach((card, i) => {
+      card.hidden = Boolean(needle) && !texts[i].includes(needle);
+      if (!card.hidden) kept += 1;
+    });
+    shown.textContent = kept === list.length ? fmt.plural(list.length, "collection") : `${fmt.count(kept)} of ${fmt.count(list.length)} shown`;
+  };
+  box.addEventListener("input", apply);
+  apply();
+  return h("div", { class: "table-tools" }, h("div", { class: "row" }, box), shown);
+}
+
+function cardGrid(cards, list) {
+  return h("div", { class: "stack" }, cardFilter(cards, list), h("div", { class: "grid cols-2" }, cards));
 }
 
 function memberPicker(models, chosen, onChange) {
@@ -247,7 +290,7 @@ export async function render(root, ctx) {
     pageHead("Collections", "A collection is a named panel of models that callers ask for as bench/<name>. "
       + "Each request seats its members plus explorer seats that rotate in other models.", create),
     list.length
-      ? h("div", { class: "grid cols-2" }, list.map((c) => collectionCard(c, limits, roster, { onEdit, onDelete })))
+      ? cardGrid(list.map((c) => collectionCard(c, limits, roster, { onEdit, onDelete })), list)
       : roster.length
         ? emptyState("No collection yet", "Make one: pick two to four models and say what the panel is for.",
           button("New collection", () => editCollection(null, limits, roster, shapes, reload), { kind: "primary" }))

@@ -5,6 +5,7 @@ import { api, seg } from "../api.js";
 import { connectDialog } from "../connect.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
+import { moreMenu } from "../rowmenu.js";
 import { dataTable } from "../table.js";
 import {
   button, checkbox, clearFieldErrors, confirmAction, emptyState, field, input, linkButton, modelLink, modelStatus, notice,
@@ -25,13 +26,13 @@ export function aliasFor(served) {
 function testLine(result) {
   if (result.ok) {
     const listed = Array.isArray(result.models) ? ` It lists ${fmt.plural(result.models.length, "model")}.` : "";
-    return notice("ok", `Answered${result.status ? ` ${result.status}` : ""} in ${fmt.seconds(result.seconds)}.`,
+    return notice("ok", `Answered${result.status ? ` ${result.status}` : ""} in ${fmt.answerTime(result.seconds)}.`,
       `The endpoint works; save it to use it.${listed}`);
   }
   // no status: nothing answered (a refused connection, a name that does not resolve), so how
   // long it took says nothing unless the wait ran out
   const title = result.status
-    ? `Test failed (${result.status}) after ${fmt.seconds(result.seconds)}`
+    ? `Test failed (${result.status}) after ${fmt.answerTime(result.seconds)}`
     : result.seconds >= 1 ? `Test failed: no answer within ${fmt.seconds(result.seconds)}` : "Test failed: no answer";
   return notice("error", title, fmt.sentence(result.error || "The endpoint did not answer."));
 }
@@ -141,10 +142,17 @@ function discoverPanel(endpoint, onAdded) {
       { kind: failed ? "error" : "", timeout: failed ? 12000 : 6000 });
       addAll.disabled = failed === 0;
     }, { small: true }) : null;
+    // the count follows each add, one by one or all at once
+    let notYet = missing.length;
+    const summary = h("p", { class: "muted small", "data-testid": "listed-summary" });
+    const sayLeft = () => {
+      summary.textContent = `${fmt.plural(rows.length, "model")} listed, `
+        + (notYet ? `${fmt.count(notYet)} not on the roster yet.` : "all on the roster.");
+      if (addAll && !notYet) addAll.remove();
+    };
+    sayLeft();
     replace(body,
-      h("div", { class: "row spread" },
-        h("p", { class: "muted small" }, `${fmt.plural(rows.length, "model")} listed, ${fmt.count(missing.length)} not on the roster yet.`),
-        addAll),
+      h("div", { class: "row spread" }, summary, addAll),
       h("div", { class: "table-wrap short" }, h("table", null,
         h("thead", null, h("tr", null, h("th", { scope: "col" }, "Served id"), h("th", { scope: "col" }, "Roster alias"), h("th", { scope: "col", class: "numeric" }, ""))),
         h("tbody", null, rows.map((x) => {
@@ -159,6 +167,8 @@ function discoverPanel(endpoint, onAdded) {
               const done = await api.post("/api/discover/add", { endpoint, served: x.served });
               const as = done.added && done.added[0] ? done.added[0].alias : alias;
               replace(cell, h("span", { class: "badge ok" }, "added"));
+              notYet -= 1;
+              sayLeft();
               if (!quiet) {
                 toast(`Added ${as} to the roster.`);
                 onAdded();
@@ -220,7 +230,7 @@ function catalogFacts(facts) {
 export function probeSaid(p) {
   const acted = p.action === "retired" ? " It is retired now." : p.action === "restored" ? " It is back in service." : "";
   return p.status === "ok"
-    ? `${p.alias} answered in ${fmt.seconds(p.seconds)}.${acted}`
+    ? `${p.alias} answered in ${fmt.answerTime(p.seconds)}.${acted}`
     : `${p.alias} did not answer: ${p.error_kind || p.status}${p.error ? ` (${p.error})` : ""}.${acted}`;
 }
 
@@ -372,11 +382,13 @@ export async function render(root, ctx, { initial = true } = {}) {
       { key: "context", label: "Context", numeric: true, value: (m) => m.window ?? m.context ?? null, cell: (m) => fmt.tokens(m.window ?? m.context) },
       { key: "price", label: "Price", numeric: true, value: fmt.priceSum, cell: (m) => fmt.price(m) },
       { key: "status", label: "Status", cell: modelStatus },
+      // Probe at hand; the rest behind More: two buttons a row on a 500-row table, not four
       { key: "actions", label: "Actions", sortable: false, filter: false, className: "actions", cell: (m) => [
-        button("Edit", () => modelDialog(m, endpoints, reload), { small: true, "aria-label": `Edit ${m.alias}` }),
         button("Probe", (ev) => probeModel(m, ev.currentTarget, reload), {
           small: true, "aria-label": `Probe ${m.alias}`, title: "One tiny call: does it answer? (logged like any probe)" }),
-        m.retired || m.status === "cooling"
+        moreMenu(`More for ${m.alias}`, [
+          button("Edit", () => modelDialog(m, endpoints, reload), { small: true, "aria-label": `Edit ${m.alias}` }),
+          m.retired || m.status === "cooling"
           ? button("Restore", async () => {
             try { await api.post(`/api/models/${seg(m.alias)}/restore`, {}); toast(`${m.alias} is back in service.`); reload(); } catch (err) { toast(err.message, { kind: "error" }); }
           }, { small: true, "aria-label": `Restore ${m.alias}`, title: "End its cooldown or retirement" })
@@ -387,6 +399,7 @@ export async function render(root, ctx, { initial = true } = {}) {
           if (!await confirmAction(`Remove ${m.alias}?`, "It leaves the roster; its panels and verdicts stay in the logs. A collection that uses it must drop it first.", "Remove")) return;
           try { await api.del(`/api/models/${seg(m.alias)}`); toast(`Removed ${m.alias}.`); reload(); } catch (err) { toast(err.message, { kind: "error", timeout: 9000 }); }
         }, { small: true, kind: "danger", "aria-label": `Remove ${m.alias}` }),
+        ]),
       ] },
     ],
   });

@@ -30,6 +30,24 @@ const SUITE_RATES = [
   ["precision", "Precision"], ["recall", "Recall"], ["claims", "Claims"], ["unparseable", "Unparseable"],
 ];
 
+// why a suite rate is a dash, in a few words: no task was answered (and how each failed: a
+// failure kept as a sample, or one still to be made good), no bug was asked with its control,
+// or the claims asked were all of one kind
+function noRateWhy(r, name) {
+  const kinds = {};
+  for (const part of [r.failures, r.unfinished]) {
+    for (const [k, n] of Object.entries(part || {})) kinds[k] = (kinds[k] || 0) + n;
+  }
+  const failed = Object.values(r.failures || {}).reduce((a, n) => a + n, 0);
+  if (Object.keys(kinds).length && failed >= (r.samples || 0)) {
+    return `no answer: ${Object.entries(kinds).map(([k, n]) => `${fmt.count(n)} ${k.replace(/_/g, " ")}`).join(", ")}`;
+  }
+  const rec = r[name] || {};
+  if (["pairs", "precision", "recall"].includes(name)) return rec.n ? "too few answers" : "no bug asked with its control";
+  if (name === "balanced") return rec.n ? "needs true and false claims" : "no claim asked";
+  return "not asked";
+}
+
 // each model's suite record: rates over its latest samples, each with its 95% interval
 function suiteCard(rows, warnings, runPanel) {
   const about = "Scored on review tasks with a strict answer form. "
@@ -45,7 +63,7 @@ function suiteCard(rows, warnings, runPanel) {
   const counted = (r, name) => Boolean(r[name] && r[name].n && r[name].rate !== null);
   const rateOf = (name) => (r) => (counted(r, name)
     ? rateCell(r[name].rate, r[name].interval, r[name].hits, r[name].n - r[name].hits)
-    : h("span", { class: "faint" }, "–"));
+    : h("span", { class: "faint", "data-why": "" }, "– ", h("span", { class: "small", text: noRateWhy(r, name) })));
   const table = dataTable({
     label: "Review suite per model",
     rows,

@@ -63,6 +63,11 @@ export function firstRun(root, ctx) {
 // the catalog's facts fill only what the roster leaves unset (the server sends them as `known`)
 const abilities = (m) => ["vision", "tools"].filter((t) => m[t] || (m.known || {})[t]);
 
+// a rate from one verdict must not outrank one from fifty: sorted by what its 95% interval
+// vouches for at least, and the header says so
+const USEFUL_SORT = "Sorted by the low end of its 95% interval: a rate from few verdicts ranks below a steady one";
+const usefulLow = (m) => ((m.useful || 0) + (m.not_useful || 0) && Array.isArray(m.interval) ? m.interval[0] : null);
+
 const COLUMNS = [
   { key: "alias", label: "Model", value: (m) => m.alias, search: (m) => `${m.alias} ${m.endpoint} ${m.served}`,
     cell: (m) => [modelLink(m.alias),
@@ -80,7 +85,7 @@ const COLUMNS = [
     } },
   { key: "price", label: "Price", value: fmt.priceSum, cell: (m) => fmt.price(m), numeric: true, className: "nowrap" },
   { key: "seats", label: "Seats", numeric: true, cell: (m) => fmt.count(m.seats) },
-  { key: "rate", label: "Useful", numeric: false, value: (m) => m.rate,
+  { key: "rate", label: "Useful", numeric: false, value: usefulLow, title: USEFUL_SORT, firstSort: "desc",
     cell: (m) => rateCell(m.rate, m.interval, m.useful, m.not_useful), filter: false },
   { key: "last_answer", label: "Last answer", value: (m) => m.last_answer,
     cell: (m) => timeAgo(m.last_answer),

@@ -13,7 +13,20 @@ import {
 
 export const title = "Settings";
 
-function keysSection(keys, collections, reload, created) {
+// a key's spend against its caps (GET /api/budgets): what was spent today and this month of
+// each cap, and when each period starts again
+function spendCell(report, near) {
+  if (!report) return h("span", { class: "muted" }, "no cap");
+  const line = (p, label) => (report[p]
+    ? h("span", { class: "sub", "data-period": p, title: `Starts again ${report[p].resets}` },
+      `${label} ${fmt.money(report[p].spent, report.currency)} of ${fmt.money(report[p].cap, report.currency)}`,
+      h("span", { class: "muted" }, ` · resets ${report[p].resets.replace("T", " ").replace(/:00Z$/, " UTC")}`))
+    : null);
+  return [near ? h("span", { class: "badge warn", title: "At 90% of a cap or past it: explorers are no longer seated, and a panel that would pass the cap is refused" }, "at its cap") : null,
+    line("day", "Today"), line("month", "This month")];
+}
+
+function keysSection(keys, collections, reload, created, budgets = {}) {
   const name = input({ maxlength: 48, placeholder: "ci-bot" });
   const cols = input({ placeholder: "all collections", list: "key-collections" });
   const rpm = input({ type: "number", min: 1, step: 1, placeholder: "no limit", inputmode: "numeric" });
@@ -62,6 +75,7 @@ function keysSection(keys, collections, reload, created) {
     h("td", { class: "numeric", text: k.rpm ? fmt.count(k.rpm) : "no limit" }),
     h("td", null, timeAgo(k.created)),
     h("td", null, timeAgo(k.last_used)),
+    h("td", { "data-testid": "key-spend" }, spendCell((budgets[k.name] || {}).budget, (budgets[k.name] || {}).near_cap)),
     h("td", { class: "actions" }, button("Revoke", async () => {
       if (!await confirmAction(`Revoke ${k.name}?`, "Calls with this key are refused from now on. Its name cannot be used again.", "Revoke")) return;
       try {
@@ -72,13 +86,13 @@ function keysSection(keys, collections, reload, created) {
         toast(err.message, { kind: "error" });
       }
     }, { small: true, kind: "danger", "aria-label": `Revoke ${k.name}` }))))
-    : h("tr", { class: "table-empty" }, h("td", { colspan: 7 }, "No key yet. Without PANELIST_ADMIN_TOKEN or PANELIST_REQUIRE_KEYS, callers on this machine need none.")));
+    : h("tr", { class: "table-empty" }, h("td", { colspan: 8 }, "No key yet. Without PANELIST_ADMIN_TOKEN or PANELIST_REQUIRE_KEYS, callers on this machine need none.")));
 
   return h("section", { class: "section" },
     sectionHead("Gateway keys", "Apps calling /v1 send a key as Authorization: Bearer <key>. Each key's name is written on every call it makes."),
     created,
     h("div", { class: "table-wrap" }, h("table", null,
-      h("thead", null, h("tr", null, ["Name", "Ends in", "Collections", "Requests a minute", "Created", "Last used", ""]
+      h("thead", null, h("tr", null, ["Name", "Ends in", "Collections", "Requests a minute", "Created", "Last used", "Spend cap", ""]
         .map((t, i) => h("th", { scope: "col", class: i === 3 ? "numeric" : null }, t)))),
       tbody)),
     h("div", { class: "section" }, form));
@@ -121,24 +135,29 @@ function infoSection(info) {
 }
 
 export async function render(root, ctx) {
-  const [keys, cols, info, hooks] = await Promise.all([
+  const spendOf = async () => {
+    const b = await api.get("/api/budgets", { signal: ctx.signal });
+    return Object.fromEntries((b.keys || []).map((row) => [row.name, row]));
+  };
+  const [keys, cols, info, hooks, budgets] = await Promise.all([
     api.get("/api/keys", { signal: ctx.signal }),
     api.get("/api/collections", { signal: ctx.signal }),
     ctx.info(),
     api.get("/api/alerts/webhooks", { signal: ctx.signal }),
+    spendOf(),
   ]);
   const keysSlot = h("div");
   const created = h("div", { "aria-live": "polite" }); // the one-time secret outlives list refreshes
   const names = (cols.data || []).map((c) => c.name);
   const reloadKeys = async () => {
     try {
-      const fresh = await api.get("/api/keys", { signal: ctx.signal });
-      replace(keysSlot, keysSection(fresh.data || [], names, reloadKeys, created));
+      const [fresh, spend] = await Promise.all([api.get("/api/keys", { signal: ctx.signal }), spendOf()]);
+      replace(keysSlot, keysSection(fresh.data || [], names, reloadKeys, created, spend));
     } catch (err) {
       if (err.name !== "AbortError") toast(err.message, { kind: "error" });
     }
   };
-  replace(keysSlot, keysSection(keys.data || [], names, reloadKeys, created));
+  replace(keysSlot, keysSection(keys.data || [], names, reloadKeys, created, budgets));
   const hooksSlot = h("div");
   const tested = h("div", { "aria-live": "polite" }); // a webhook test's outcome outlives reloads
   const reloadHooks = async () => {
