@@ -29,14 +29,13 @@ share of equal-scenario trials with any suggestion.
 from __future__ import annotations
 
 import random
-from hashlib import blake2b
 import statistics
 from collections import deque
 from dataclasses import dataclass
+from hashlib import blake2b
 
 from panelist.metrics.ledger.index import ModelState
-from panelist.metrics.ledger.ratings import z_for
-from panelist.metrics.panel import explore
+from panelist.metrics.panel import explore, stopping
 from panelist.metrics.panel.seating import seat_panel
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.roster.roster import Model, RosterView
@@ -46,6 +45,10 @@ WEAKEST = "m3"
 SEATS = 5   # members plus explorer seats: the best possible panel seats the five best models
 # (policy, verdict order) pairs compared, the first being today's default
 POLICIES = (("staleness", "oldest"), ("thompson", "oldest"), ("thompson", "value"))
+BUDGET = 20_000   # verdicts a trial may give (the default of both commands)
+# verdicts an equal-models trial may give: the rule's guarantee holds at any length, and these
+# trials, which rarely stop early, would otherwise take most of the run's time
+EQUAL_BUDGET = 5_000
 
 
 @dataclass
@@ -76,37 +79,33 @@ def rates(seed: int, candidates: int, edge: float, equal: bool) -> dict[str, flo
     return out
 
 
-def interval(useful: int, not_useful: int, z: float) -> tuple[float, float]:
-    a, b = useful + 1.0, not_useful + 1.0
-    n = a + b
-    mean, sd = a / n, (a * b / (n * n * (n + 1))) ** 0.5
-    return mean - z * sd, mean + z * sd
+class Decision:
+    """``stopping.swap`` kept up to date one verdict at a time: only the judged model's bound
+    is worked out again (members' high bounds, candidates' low ones, each kept only once the
+    model has a verdict), the same rule without its square roots for every model."""
 
+    def __init__(self, counts: dict, members, family: int):
+        self.counts, self.members, self.family = counts, members, family
+        self.highs: dict[str, tuple[float, str]] = {}
+        self.lows: dict[str, tuple[float, str]] = {}
 
-def suggestion(counts: dict, members: tuple) -> tuple[str, str] | None:
-    """``(candidate, member)`` the rule suggests, or None."""
-    judged = [a for a, (u, n) in counts.items() if a not in members and u + n]
-    rated = [a for a in members if sum(counts[a])]
-    if not judged or not rated:
-        return None
-    z = z_for(len(judged))
-    def bounds(alias: str) -> tuple[float, float]:
-        useful, not_useful = counts[alias]
-        return interval(useful, not_useful, z)
-    weak = min(rated, key=lambda a: (bounds(a)[1], a))
-    top = max(judged, key=lambda a: (bounds(a)[0], a))
-    if bounds(top)[0] > bounds(weak)[1]:
-        return top, weak
-    return None
-
-
-def _state(useful: int, not_useful: int, last=None, waited=None) -> ModelState:
-    return ModelState(last_seated=last, useful=useful, not_useful=not_useful,
-                      cooling_until=0.0, window=None, waited=waited)
+    def judged(self, alias: str) -> tuple[str, str] | None:
+        useful, not_useful = self.counts[alias]
+        low, high = stopping.rate_bounds(useful, not_useful, self.family)
+        if alias in self.members:
+            self.highs[alias] = (high, alias)
+        else:
+            self.lows[alias] = (low, alias)
+        if not self.highs or not self.lows:
+            return None
+        weak, top = min(self.highs.values()), max(self.lows.values())
+        return (top[1], weak[1]) if top[0] > weak[0] else None
 
 
 def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge: float = 0.15,
-              equal: bool = False, budget: int = 2000, per_panel: int = 2) -> Trial:
+              equal: bool = False, budget: int = BUDGET, per_panel: int = 2) -> Trial:
+    """One history: panels seated and verdicts given until the first suggestion (right or
+    not) or until ``budget`` verdicts are spent."""
     truth = rates(seed, candidates, edge, equal)
     models = {a: Model(alias=a, endpoint="sim", served=a, family=a, context=100_000)
               for a in truth}
@@ -118,23 +117,29 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
     best = sum(sorted(truth.values(), reverse=True)[:SEATS])
     rng = random.Random(seed * 7919 + 1)
     counts = {a: [0, 0] for a in truth}
-    last: dict[str, float] = {}
+    decision = Decision(counts, members, len(truth))
+    # the ledger's states, kept as the ledger's index keeps them: changed in place as panels
+    # are seated and verdicts given
+    states = {a: ModelState(last_seated=None, useful=0, not_useful=0, cooling_until=0.0,
+                            window=None) for a in truth}
     turn_of: dict[str, int] = {}
     # the owed answers per model, oldest first: (order owed, useful)
     owed: dict[str, deque] = {a: deque() for a in truth}
     given = panel = seq = 0
-    regret, broken, at, decided = 0.0, False, None, False
-    while given < budget:
+    regret, broken, found = 0.0, False, None
+    while given < budget and found is None:
         panel += 1
-        states = {a: _state(counts[a][0], counts[a][1], last.get(a),
-                            None if a not in last else panel - 1 - turn_of[a]) for a in truth}
         seating = seat_panel(collection, roster, states, explorers=explorers, estimate=0,
                              now=float(panel), rng=rng)
+        for state in states.values():
+            if state.waited is not None:
+                state.waited += 1
         seated = [s.model.alias for s in seating.seats]
         for alias in seated:
-            if alias not in collection.members and panel - turn_of.get(alias, 0) > limit:
+            if alias not in members and panel - turn_of.get(alias, 0) > limit:
                 broken = True
-            last[alias], turn_of[alias] = float(panel), panel
+            turn_of[alias] = panel
+            states[alias].last_seated, states[alias].waited = float(panel), 0
             seq += 1
             owed[alias].append((seq, _uniform(seed, panel, alias) < truth[alias]))
         regret += best - sum(truth[a] for a in seated)
@@ -143,54 +148,68 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
             if not waiting:
                 break
             if order == "value":
-                worth = explore.verdict_values(
-                    {a: _state(u, n) for a, (u, n) in counts.items()}, collection.members)
+                worth = explore.verdict_values(states, members)
                 alias = max(waiting, key=lambda a: (worth[a], -owed[a][0][0]))
             else:
                 alias = min(waiting, key=lambda a: owed[a][0][0])
             useful = owed[alias].popleft()[1]
             counts[alias][0 if useful else 1] += 1
+            states[alias].useful, states[alias].not_useful = counts[alias]
             given += 1
-            if at is None and (found := suggestion(counts, collection.members)) is not None:
-                at = given
-                decided = found == ("c00", WEAKEST) and not equal
-                if decided:   # the person takes the suggestion: the better model becomes a member
-                    collection = Collection(name="replay", members=("m1", "m2", "c00"),
-                                            explorer_policy=policy)
+            found = decision.judged(alias)
+            if found is not None:
+                break
     # a candidate unseated at the end has waited since its last seat (or since the start)
     for alias in truth:
-        if alias not in collection.members and panel + 1 - turn_of.get(alias, 0) > limit:
+        if alias not in members and panel + 1 - turn_of.get(alias, 0) > limit:
             broken = True
-    return Trial(verdicts_to_decision=at if decided and at is not None else budget, decided=decided,
-                 regret=regret, bound_broken=broken, false_swap=equal and at is not None)
+    decided = found == ("c00", WEAKEST) and not equal
+    return Trial(verdicts_to_decision=given if decided else budget, decided=decided,
+                 regret=regret, bound_broken=broken, false_swap=equal and found is not None)
 
 
 def summary(trials: int, *, seed: int = 1, candidates: int = 20, edge: float = 0.15,
-            budget: int = 2000, per_panel: int = 2) -> list[dict]:
+            budget: int = BUDGET, equal_budget: int = EQUAL_BUDGET,
+            per_panel: int = 2) -> list[dict]:
     """One row per policy: the medians and counts described in the module's docstring."""
     rows = []
     for policy, order in POLICIES:
         better = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge,
                             budget=budget, per_panel=per_panel) for t in range(trials)]
         equal = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge, equal=True,
-                           budget=budget, per_panel=per_panel) for t in range(trials)]
+                           budget=equal_budget, per_panel=per_panel) for t in range(trials)]
         steps = [t.verdicts_to_decision for t in better]
         median = statistics.median(steps)
         rows.append({"policy": policy, "order": order,
                      "verdicts_to_decision": median,
-                     "censored": median >= budget,
+                     # the median trial never decided: only "more than the budget" is known
+                     "censored": sorted(steps)[trials // 2] >= budget,
                      "decided": sum(t.decided for t in better),
                      "regret": round(statistics.median(t.regret for t in better), 1),
                      "bound_broken": sum(t.bound_broken for t in better + equal),
                      "false_swap": round(sum(t.false_swap for t in equal) / len(equal), 3),
-                     "trials": trials})
+                     "trials": trials, "budget": budget, "equal_budget": equal_budget})
     return rows
 
 
 def line(row: dict) -> str:
     """A row as the one line ``panelist replay`` prints per policy."""
-    steps = f"{'>' if row['censored'] else ''}{row['verdicts_to_decision']:g}"
+    steps = f">{row['budget']}" if row["censored"] else f"{row['verdicts_to_decision']:g}"
     return (f"{row['policy']}+{row['order']}: verdicts_to_decision={steps} "
             f"(right swap in {row['decided']}/{row['trials']}) regret={row['regret']} "
             f"bound_broken={row['bound_broken']}/{2 * row['trials']} "
             f"false_swap={row['false_swap']:.1%}")
+
+
+def ratio(rows: list[dict]) -> str:
+    """The last policy's median verdicts over the first's, the target being at most 1/3; a
+    bound when the first's median is censored, nothing when the last's is."""
+    first, last = rows[0], rows[-1]
+    name = f"{last['policy']}+{last['order']} / {first['policy']}+{first['order']}"
+    if last["censored"]:
+        return f"ratio {name}: unknown (its median trial never decided within the budget)"
+    if first["censored"]:
+        bound = last["verdicts_to_decision"] / first["budget"]
+        return (f"ratio {name}: < {bound:.3f} (the baseline's median trial never decided "
+                f"within {first['budget']} verdicts, so only a bound is known)")
+    return f"ratio {name}: {last['verdicts_to_decision'] / first['verdicts_to_decision']:.3f}"
