@@ -205,6 +205,9 @@ def test_value_order_ranks_a_verdict_that_can_decide_a_swap_first(tmp_path, caps
         first, second = valued["data"]
         assert first["value"] > second["value"]
         assert first["reason"].startswith("could decide a swap for m2 (p=")
+        # c1 matters only if it could overtake c0, the candidate the swap hinges on
+        assert second["reason"].startswith("could overtake c0 as the candidate for m2 (p="), \
+            second
         status, _, body = call(server, "GET", "/api/owed?order=loudest")
         assert status == 400 and body["error"]["param"] == "order", body
     finally:

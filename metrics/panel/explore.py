@@ -150,20 +150,13 @@ def thompson_order(candidates: list, states: dict, members: list[tuple[str, obje
     return due + rest + waiting, why
 
 
-def _narrowing(state) -> float:
-    """The expected shrink of a posterior's sd from one more verdict."""
-    a, b = posterior(state)
-    mean = a / (a + b)
-    return _mean_var(a, b)[1] ** 0.5 - (mean * _mean_var(a + 1, b)[1] ** 0.5
-                                        + (1 - mean) * _mean_var(a, b + 1)[1] ** 0.5)
-
-
 def _mean(state) -> float:
     return _mean_var(*posterior(state))[0]
 
 
 def _summary(state) -> tuple[float, float, float]:
-    """``(mean, variance, narrowing)`` of a posterior, as ``_mean_var`` and ``_narrowing``."""
+    """``(mean, variance, narrowing)`` of a model's posterior, the narrowing being how much one
+    more verdict is expected to shrink its sd."""
     a, b = posterior(state)
     n = a + b
     mean = a / n

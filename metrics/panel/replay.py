@@ -9,21 +9,26 @@ every candidate's rate equals the weakest member's, so any suggestion is a false
 panel seats the members and the explorers through ``seating.seat_panel`` (the gateway's own
 seating, with the policy's order), each seat's answer is useful with its model's true rate (the
 same draw for the same panel and model under every policy: the same prompts), and a person then
-gives ``per_panel`` verdicts from the owed queue, oldest first or by value, until ``budget``
-verdicts are spent. Verdicts feed the next panel's states at once.
+gives ``per_panel`` verdicts from the owed queue, oldest first or by value
+(``explore.verdict_values``), until the first suggestion or until ``budget`` verdicts are spent
+(``equal_budget`` among equal models). Verdicts feed the next panel's states at once.
 
-The decision, checked after each verdict, is the shape of ``suggest.py``'s rule on useful rates
-(not its Bradley–Terry fit): a candidate is suggested instead of the member with the lowest upper
-bound when its lower bound is above that bound, the bounds being each Beta posterior's mean ±
-z·sd with z Bonferroni-corrected for the candidates judged so far. ``right`` means the better
-candidate is suggested instead of the truly weakest member.
+The decision, checked after each verdict, is ``stopping.swap``: the gateway's stopping rule
+(``suggest.py`` widens its intervals the same way) on useful rates rather than on its
+Bradley–Terry ratings, since a simulated person judges single answers. A candidate is
+suggested instead of the member with the lowest high bound when its low bound is above that
+bound, the bounds holding at every look at once over all the models compared. ``right`` means
+the better candidate is suggested instead of the truly weakest member; a trial ends at its first
+suggestion, right or not.
 
-Figures per policy (medians over trials): ``verdicts_to_decision``, the verdicts given until the
-right suggestion (a trial that never gets there counts as the whole budget, marked ``>``);
-``regret``, useful answers lost over the trial's panels against seating the five truly best models
-every time (a panel's expected useful answers, summed); ``bound_broken``, trials in which any
-candidate waited more than ``explore.bound`` panels between explorer seats; ``false_swap``, the
-share of equal-scenario trials with any suggestion.
+Figures per policy: ``verdicts_to_decision``, the median verdicts given until the right
+suggestion, a trial that never gets there counting as the whole budget (``>budget`` when the
+median trial is one of those: only a bound is known); ``regret``, the median useful answers lost
+until the trial ends against seating the five truly best models every time (a panel's expected
+useful answers, summed), the cost of learning; ``bound_broken``, trials in which any candidate
+waited more than ``explore.bound`` panels between explorer seats; ``false_swap``, the share of
+equal-scenario trials with any suggestion. ``ratio`` divides the last policy's median by the
+first's, or bounds it when the first's is censored.
 """
 
 from __future__ import annotations
