@@ -43,19 +43,23 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    rows = replay.summary(args.trials, seed=args.seed, candidates=args.candidates,
-                          edge=args.edge, budget=args.budget,
-                          equal_budget=args.equal_budget, per_panel=args.per_panel)
+    options = dict(seed=args.seed, candidates=args.candidates, edge=args.edge,
+                   budget=args.budget, equal_budget=args.equal_budget, per_panel=args.per_panel)
+    if not args.json:
+        print(f"{args.trials} trials per policy and scenario, {args.candidates} candidates, "
+              f"one better by {args.edge}, up to {args.budget} verdicts ({args.equal_budget} "
+              f"among equal models), {args.per_panel} a panel", flush=True)
+    # the two ends of the ratio first, each line printed as soon as it is known
+    rows = []
+    for policy, order in (replay.POLICIES[0], replay.POLICIES[-1], *replay.POLICIES[1:-1]):
+        rows.append(replay.row(policy, order, args.trials, **options))
+        if not args.json:
+            print(replay.line(rows[-1]), flush=True)
     seconds = time.perf_counter() - t0
     if args.json:
         print(json.dumps({"rows": rows, "ratio": replay.ratio(rows),
                           "seconds": round(seconds, 1)}, indent=2))
     else:
-        print(f"{args.trials} trials per policy and scenario, {args.candidates} candidates, "
-              f"one better by {args.edge}, up to {args.budget} verdicts ({args.equal_budget} "
-              f"among equal models), {args.per_panel} a panel")
-        for row in rows:
-            print(replay.line(row))
         print(replay.ratio(rows))
         print(f"{seconds:.1f} s")
     return 0

@@ -24,9 +24,9 @@ def register(nouns, common) -> None:
     r.add_argument("--budget", type=int, default=20_000,
                    help="verdicts a trial may give before it counts as undecided "
                    "(default 20000)")
-    r.add_argument("--equal-budget", type=int, default=5_000,
+    r.add_argument("--equal-budget", type=int, default=3_000,
                    help="verdicts a trial among equal models may give, where any swap is "
-                   "false (default 5000)")
+                   "false (default 3000)")
     r.add_argument("--per-panel", type=int, default=2,
                    help="verdicts given after each panel (default 2)")
 

@@ -53,7 +53,7 @@ POLICIES = (("staleness", "oldest"), ("thompson", "oldest"), ("thompson", "value
 BUDGET = 20_000   # verdicts a trial may give (the default of both commands)
 # verdicts an equal-models trial may give: the rule's guarantee holds at any length, and these
 # trials, which rarely stop early, would otherwise take most of the run's time
-EQUAL_BUDGET = 5_000
+EQUAL_BUDGET = 3_000
 
 
 @dataclass
@@ -128,8 +128,10 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
     states = {a: ModelState(last_seated=None, useful=0, not_useful=0, cooling_until=0.0,
                             window=None) for a in truth}
     turn_of: dict[str, int] = {}
-    # the owed answers per model, oldest first: (order owed, useful)
+    # the owed answers per model, oldest first: (order owed, useful); oldest first over all
+    # models is the one queue ``queue`` of (alias, useful), in the order they became owed
     owed: dict[str, deque] = {a: deque() for a in truth}
+    queue: deque = deque()
     given = panel = seq = 0
     regret, broken, found = 0.0, False, None
     while given < budget and found is None:
@@ -146,18 +148,24 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
             turn_of[alias] = panel
             states[alias].last_seated, states[alias].waited = float(panel), 0
             seq += 1
-            owed[alias].append((seq, _uniform(seed, panel, alias) < truth[alias]))
+            useful = _uniform(seed, panel, alias) < truth[alias]
+            if order == "value":
+                owed[alias].append((seq, useful))
+            else:
+                queue.append((alias, useful))
         regret += best - sum(truth[a] for a in seated)
         for _ in range(min(per_panel, budget - given)):
-            waiting = [a for a in truth if owed[a]]
-            if not waiting:
-                break
             if order == "value":
+                waiting = [a for a in truth if owed[a]]
+                if not waiting:
+                    break
                 worth = explore.verdict_values(states, members)
                 alias = max(waiting, key=lambda a: (worth[a], -owed[a][0][0]))
+                useful = owed[alias].popleft()[1]
+            elif queue:
+                alias, useful = queue.popleft()
             else:
-                alias = min(waiting, key=lambda a: owed[a][0][0])
-            useful = owed[alias].popleft()[1]
+                break
             counts[alias][0 if useful else 1] += 1
             states[alias].useful, states[alias].not_useful = counts[alias]
             given += 1
@@ -173,28 +181,29 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
                  regret=regret, bound_broken=broken, false_swap=equal and found is not None)
 
 
-def summary(trials: int, *, seed: int = 1, candidates: int = 20, edge: float = 0.15,
-            budget: int = BUDGET, equal_budget: int = EQUAL_BUDGET,
-            per_panel: int = 2) -> list[dict]:
-    """One row per policy: the medians and counts described in the module's docstring."""
-    rows = []
-    for policy, order in POLICIES:
-        better = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge,
-                            budget=budget, per_panel=per_panel) for t in range(trials)]
-        equal = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge, equal=True,
-                           budget=equal_budget, per_panel=per_panel) for t in range(trials)]
-        steps = [t.verdicts_to_decision for t in better]
-        median = statistics.median(steps)
-        rows.append({"policy": policy, "order": order,
-                     "verdicts_to_decision": median,
-                     # the median trial never decided: only "more than the budget" is known
-                     "censored": sorted(steps)[trials // 2] >= budget,
-                     "decided": sum(t.decided for t in better),
-                     "regret": round(statistics.median(t.regret for t in better), 1),
-                     "bound_broken": sum(t.bound_broken for t in better + equal),
-                     "false_swap": round(sum(t.false_swap for t in equal) / len(equal), 3),
-                     "trials": trials, "budget": budget, "equal_budget": equal_budget})
-    return rows
+def row(policy: str, order: str, trials: int, *, seed: int = 1, candidates: int = 20,
+        edge: float = 0.15, budget: int = BUDGET, equal_budget: int = EQUAL_BUDGET,
+        per_panel: int = 2) -> dict:
+    """One policy's medians and counts, described in the module's docstring."""
+    better = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge,
+                        budget=budget, per_panel=per_panel) for t in range(trials)]
+    equal = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge, equal=True,
+                       budget=equal_budget, per_panel=per_panel) for t in range(trials)]
+    steps = [t.verdicts_to_decision for t in better]
+    return {"policy": policy, "order": order,
+            "verdicts_to_decision": statistics.median(steps),
+            # the median trial never decided: only "more than the budget" is known
+            "censored": sorted(steps)[trials // 2] >= budget,
+            "decided": sum(t.decided for t in better),
+            "regret": round(statistics.median(t.regret for t in better), 1),
+            "bound_broken": sum(t.bound_broken for t in better + equal),
+            "false_swap": round(sum(t.false_swap for t in equal) / len(equal), 3),
+            "trials": trials, "budget": budget, "equal_budget": equal_budget}
+
+
+def summary(trials: int, **options) -> list[dict]:
+    """One ``row`` per policy of ``POLICIES``, in that order."""
+    return [row(policy, order, trials, **options) for policy, order in POLICIES]
 
 
 def line(row: dict) -> str:
@@ -207,9 +216,10 @@ def line(row: dict) -> str:
 
 
 def ratio(rows: list[dict]) -> str:
-    """The last policy's median verdicts over the first's, the target being at most 1/3; a
-    bound when the first's median is censored, nothing when the last's is."""
-    first, last = rows[0], rows[-1]
+    """thompson+value's median verdicts over staleness+oldest's, the target being at most 1/3;
+    a bound when the baseline's median is censored, unknown when thompson+value's is."""
+    by = {(r["policy"], r["order"]): r for r in rows}
+    first, last = by[POLICIES[0]], by[POLICIES[-1]]
     name = f"{last['policy']}+{last['order']} / {first['policy']}+{first['order']}"
     if last["censored"]:
         return f"ratio {name}: unknown (its median trial never decided within the budget)"
