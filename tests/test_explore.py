@@ -152,13 +152,17 @@ def test_the_api_and_the_command_line_set_the_policy(tmp_path, capsys):
 
 def test_replay_prints_one_line_per_policy(capsys):
     from panelist.metrics.cli.main import main
-    assert main(["replay", "--trials", "2", "--budget", "200", "--candidates", "6"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    assert main(["replay", "--trials", "2", "--budget", "200", "--equal-budget", "200",
+                 "--candidates", "6"]) == 0
+    *lines, ratio = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == \
         ["staleness+oldest", "thompson+oldest", "thompson+value"]
     for line in lines:
         assert "verdicts_to_decision=" in line and " regret=" in line
         assert " bound_broken=0/4 " in line, line
+    # 200 verdicts decide nothing: every median is censored, so no ratio can be given
+    assert all("verdicts_to_decision=>200 " in line for line in lines), lines
+    assert ratio.startswith("ratio thompson+value / staleness+oldest: unknown"), ratio
     assert main(["replay", "--trials", "0"]) == 1
     assert "--trials must be at least 1" in capsys.readouterr().err
 
@@ -201,6 +205,9 @@ def test_value_order_ranks_a_verdict_that_can_decide_a_swap_first(tmp_path, caps
         first, second = valued["data"]
         assert first["value"] > second["value"]
         assert first["reason"].startswith("could decide a swap for m2 (p=")
+        # c1 matters only if it could overtake c0, the candidate the swap hinges on
+        assert second["reason"].startswith("could overtake c0 as the candidate for m2 (p="), \
+            second
         status, _, body = call(server, "GET", "/api/owed?order=loudest")
         assert status == 400 and body["error"]["param"] == "order", body
     finally:

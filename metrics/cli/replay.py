@@ -1,7 +1,8 @@
 """``panelist replay``: how fast each explorer policy and verdict order learns, replayed on a
 simulated roster whose true useful rates are known (``panel.replay``). It reads and writes no
-data folder; it prints one line per policy with ``verdicts_to_decision``, ``regret`` and
-``bound_broken`` (medians and counts over seeded trials).
+data folder; it prints one line per policy with ``verdicts_to_decision``, ``regret``,
+``bound_broken`` and ``false_swap`` (medians and counts over seeded trials), then the ratio of
+the last policy's median verdicts to the first's (a bound when the first's is censored).
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ def register(nouns, common) -> None:
     r.add_argument("--candidates", type=int, default=20, help="explorer candidates (default 20)")
     r.add_argument("--edge", type=float, default=0.15,
                    help="how much better the one better candidate is (default 0.15)")
-    r.add_argument("--budget", type=int, default=3000,
-                   help="verdicts given per trial (default 3000)")
+    r.add_argument("--budget", type=int, default=20_000,
+                   help="verdicts a trial may give before it counts as undecided "
+                   "(default 20000)")
+    r.add_argument("--equal-budget", type=int, default=3_000,
+                   help="verdicts a trial among equal models may give, where any swap is "
+                   "false (default 3000)")
     r.add_argument("--per-panel", type=int, default=2,
                    help="verdicts given after each panel (default 2)")
 
 
 def check(args) -> None:
-    for name, low in (("trials", 1), ("candidates", 2), ("budget", 1), ("per_panel", 1)):
+    for name, low in (("trials", 1), ("candidates", 2), ("budget", 1), ("equal_budget", 1),
+                      ("per_panel", 1)):
         if getattr(args, name) < low:
             raise BadRequest(f"--{name.replace('_', '-')} must be at least {low}; got "
                              f"{getattr(args, name)}")
@@ -40,8 +46,9 @@ def cmd_replay(args, out: Out) -> int:
     from panelist.metrics.panel import replay
     check(args)
     rows = replay.summary(args.trials, seed=args.seed, candidates=args.candidates,
-                          edge=args.edge, budget=args.budget, per_panel=args.per_panel)
-    out.result(rows, "\n".join(replay.line(r) for r in rows))
+                          edge=args.edge, budget=args.budget,
+                          equal_budget=args.equal_budget, per_panel=args.per_panel)
+    out.result(rows, "\n".join([*(replay.line(r) for r in rows), replay.ratio(rows)]))
     return 0
 
 

@@ -150,30 +150,74 @@ def thompson_order(candidates: list, states: dict, members: list[tuple[str, obje
     return due + rest + waiting, why
 
 
-def _narrowing(state) -> float:
-    """The expected shrink of a posterior's sd from one more verdict."""
+def _mean(state) -> float:
+    return _mean_var(*posterior(state))[0]
+
+
+def _summary(state) -> tuple[float, float, float]:
+    """``(mean, variance, narrowing)`` of a model's posterior, the narrowing being how much one
+    more verdict is expected to shrink its sd."""
     a, b = posterior(state)
-    mean = a / (a + b)
-    return _mean_var(a, b)[1] ** 0.5 - (mean * _mean_var(a + 1, b)[1] ** 0.5
-                                        + (1 - mean) * _mean_var(a, b + 1)[1] ** 0.5)
+    n = a + b
+    mean = a / n
+    sd = math.sqrt(a * b / (n * n * (n + 1)))
+    m = n + 1
+    after = (mean * math.sqrt((a + 1) * b / (m * m * (m + 1)))
+             + (1 - mean) * math.sqrt(a * (b + 1) / (m * m * (m + 1))))
+    return mean, sd * sd, sd - after
+
+
+def _beats(a: tuple, b: tuple) -> float:
+    """``p_beats`` from each posterior's ``(mean, variance)``."""
+    return 0.5 * (1.0 + math.erf((a[0] - b[0]) / math.sqrt(2.0 * (a[1] + b[1]))))
+
+
+def pending(states: dict, members) -> tuple[str, str] | None:
+    """``(candidate, member)`` of the swap a verdict could bring closer: the member with the
+    lowest posterior mean (the one a swap would replace) and the candidate with the highest
+    (the nearest to replacing it); None without both. Ties go to the first alias."""
+    seated = [a for a in members if a in states]
+    others = [a for a in states if a not in members]
+    if not seated or not others:
+        return None
+    weak = min(seated, key=lambda a: (_mean(states[a]), a))
+    top = min(others, key=lambda a: (-_mean(states[a]), a))
+    return top, weak
 
 
 def verdict_values(states: dict, members) -> dict[str, float]:
     """How far one more verdict on each model (``states``: alias -> state, members included)
-    could move the collection's pending swap: for a candidate, the chance it beats the weakest
-    member (lowest posterior mean) times how much one verdict is expected to narrow its
-    posterior; for a member, the chance the leading candidate (highest mean) beats it, times the
-    same narrowing. A candidate that cannot win, a member nothing threatens, or a model judged
-    so often that one more verdict hardly narrows it, is worth little. O(models)."""
-    members = [a for a in members if a in states]
-    others = [a for a in states if a not in members]
-    out = {}
-    if not members or not others:
+    could bring the collection's pending swap (``pending``) closer, as the chance that model is
+    the one the decision hinges on times how much one verdict is expected to narrow its
+    posterior:
+
+    - the leading candidate and the weakest member: the chance the candidate beats the member;
+    - another candidate: the chance it beats the stronger of those two (it matters only if it
+      could take the lead and still win);
+    - another member: the chance the leading candidate beats it and it is below the weakest
+      (it matters only if it is the one a swap should replace).
+
+    So verdicts go to the two models a swap is decided on, in proportion to how little each is
+    known, and to others only while they could still change which two those are. O(models)."""
+    # each posterior's (mean, variance, narrowing) in one pass: this runs before every verdict
+    # the replay gives, over the whole roster
+    known = {alias: _summary(state) for alias, state in states.items()}
+    seated = [a for a in members if a in states]
+    others = [a for a in states if a not in seated]
+    if not seated or not others:
         return {a: 0.0 for a in states}
-    weak = min(members, key=lambda a: (_mean_var(*posterior(states[a]))[0], a))
-    top = max(others, key=lambda a: (_mean_var(*posterior(states[a]))[0], a))
-    for alias in others:
-        out[alias] = p_beats(states[alias], states[weak]) * _narrowing(states[alias])
-    for alias in members:
-        out[alias] = p_beats(states[top], states[alias]) * _narrowing(states[alias])
+    weak = min(seated, key=lambda a: (known[a][0], a))
+    top = min(others, key=lambda a: (-known[a][0], a))
+    lead, low = known[top], known[weak]
+    hinge = _beats(lead, low)
+    rival = lead if lead[0] >= low[0] else low
+    out = {}
+    for alias, mvn in known.items():
+        if alias == top or alias == weak:
+            chance = hinge
+        elif alias in seated:
+            chance = _beats(lead, mvn) * _beats(low, mvn)
+        else:
+            chance = _beats(mvn, rival)
+        out[alias] = chance * mvn[2]
     return out

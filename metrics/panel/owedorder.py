@@ -1,9 +1,9 @@
 """The owed-verdict queue ordered by the value of each verdict, with the reason beside each item.
 
 ``ORDERS``: ``oldest`` (the order each answer became owed), ``newest``, or ``value``: how far a
-verdict on that answer could move its collection's pending swap (``explore.verdict_values``: a
-candidate likely to beat the weakest member, or a member a strong candidate threatens, the more
-so the fewer verdicts it has). Values are worked out per (collection, shape) from the ledger's
+verdict on that answer could move its collection's pending swap (``explore.verdict_values``:
+the leading candidate and the weakest member the swap is decided on, the one less known first;
+another model only while it could still become one of those two). Values are worked out per (collection, shape) from the ledger's
 per-model counts, nothing read from logs but the owed items themselves; the most valuable come
 first and equal values keep the oldest first. Only the ``WINDOW`` oldest owed answers are ranked,
 so a very long queue is ranked from its oldest part. A verdict given through any path changes the
@@ -73,15 +73,21 @@ def by_value(rows: list[dict], ledger, collections, roster) -> list[dict]:
 def _reason(alias, members, states) -> str:
     if alias not in states:
         return "not in the roster: no swap to decide"
-    seated = [a for a in members if a in states]
-    others = [a for a in states if a not in members]
-    if not seated or not others:
+    found = explore.pending(states, members)
+    if found is None:
         return "no candidate to compare with a member"
-    mean = lambda a: explore._mean_var(*explore.posterior(states[a]))[0]  # noqa: E731
-    if alias in members:
-        top = max(others, key=lambda a: (mean(a), a))
-        p = explore.p_beats(states[top], states[alias])
+    top, weak = found
+    if alias == weak:
+        p = explore.p_beats(states[top], states[weak])
         return f"member; {top} may beat it (p={p:.2f})"
-    weak = min(seated, key=lambda a: (mean(a), a))
-    p = explore.p_beats(states[alias], states[weak])
-    return f"could decide a swap for {weak} (p={p:.2f} it is better)"
+    if alias in members:
+        p = explore.p_beats(states[weak], states[alias])
+        return f"member; it matters if it is weaker than {weak} (p={p:.2f})"
+    if alias == top:
+        p = explore.p_beats(states[top], states[weak])
+        return f"could decide a swap for {weak} (p={p:.2f} it is better)"
+    if explore.p_beats(states[top], states[weak]) < 0.5:   # no candidate leads yet
+        p = explore.p_beats(states[alias], states[weak])
+        return f"could decide a swap for {weak} (p={p:.2f} it is better)"
+    p = explore.p_beats(states[alias], states[top])
+    return f"could overtake {top} as the candidate for {weak} (p={p:.2f})"

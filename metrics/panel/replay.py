@@ -9,34 +9,38 @@ every candidate's rate equals the weakest member's, so any suggestion is a false
 panel seats the members and the explorers through ``seating.seat_panel`` (the gateway's own
 seating, with the policy's order), each seat's answer is useful with its model's true rate (the
 same draw for the same panel and model under every policy: the same prompts), and a person then
-gives ``per_panel`` verdicts from the owed queue, oldest first or by value, until ``budget``
-verdicts are spent. Verdicts feed the next panel's states at once.
+gives ``per_panel`` verdicts from the owed queue, oldest first or by value
+(``explore.verdict_values``), until the first suggestion or until ``budget`` verdicts are spent
+(``equal_budget`` among equal models). Verdicts feed the next panel's states at once.
 
-The decision, checked after each verdict, is the shape of ``suggest.py``'s rule on useful rates
-(not its Bradley–Terry fit): a candidate is suggested instead of the member with the lowest upper
-bound when its lower bound is above that bound, the bounds being each Beta posterior's mean ±
-z·sd with z Bonferroni-corrected for the candidates judged so far. ``right`` means the better
-candidate is suggested instead of the truly weakest member.
+The decision, checked after each verdict, is ``stopping.swap``: the gateway's stopping rule
+(``suggest.py`` widens its intervals the same way) on useful rates rather than on its
+Bradley–Terry ratings, since a simulated person judges single answers. A candidate is
+suggested instead of the member with the lowest high bound when its low bound is above that
+bound, the bounds holding at every look at once over all the models compared. ``right`` means
+the better candidate is suggested instead of the truly weakest member; a trial ends at its first
+suggestion, right or not.
 
-Figures per policy (medians over trials): ``verdicts_to_decision``, the verdicts given until the
-right suggestion (a trial that never gets there counts as the whole budget, marked ``>``);
-``regret``, useful answers lost over the trial's panels against seating the five truly best models
-every time (a panel's expected useful answers, summed); ``bound_broken``, trials in which any
-candidate waited more than ``explore.bound`` panels between explorer seats; ``false_swap``, the
-share of equal-scenario trials with any suggestion.
+Figures per policy: ``verdicts_to_decision``, the median verdicts given until the right
+suggestion, a trial that never gets there counting as the whole budget (``>budget`` when the
+median trial is one of those: only a bound is known); ``regret``, the median useful answers lost
+until the trial ends against seating the five truly best models every time (a panel's expected
+useful answers, summed), the cost of learning; ``bound_broken``, trials in which any candidate
+waited more than ``explore.bound`` panels between explorer seats; ``false_swap``, the share of
+equal-scenario trials with any suggestion. ``ratio`` divides the last policy's median by the
+first's, or bounds it when the first's is censored.
 """
 
 from __future__ import annotations
 
 import random
-from hashlib import blake2b
 import statistics
 from collections import deque
 from dataclasses import dataclass
+from hashlib import blake2b
 
 from panelist.metrics.ledger.index import ModelState
-from panelist.metrics.ledger.ratings import z_for
-from panelist.metrics.panel import explore
+from panelist.metrics.panel import explore, stopping
 from panelist.metrics.panel.seating import seat_panel
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.roster.roster import Model, RosterView
@@ -46,6 +50,10 @@ WEAKEST = "m3"
 SEATS = 5   # members plus explorer seats: the best possible panel seats the five best models
 # (policy, verdict order) pairs compared, the first being today's default
 POLICIES = (("staleness", "oldest"), ("thompson", "oldest"), ("thompson", "value"))
+BUDGET = 20_000   # verdicts a trial may give (the default of both commands)
+# verdicts an equal-models trial may give: the rule's guarantee holds at any length, and these
+# trials, which rarely stop early, would otherwise take most of the run's time
+EQUAL_BUDGET = 3_000
 
 
 @dataclass
@@ -76,37 +84,33 @@ def rates(seed: int, candidates: int, edge: float, equal: bool) -> dict[str, flo
     return out
 
 
-def interval(useful: int, not_useful: int, z: float) -> tuple[float, float]:
-    a, b = useful + 1.0, not_useful + 1.0
-    n = a + b
-    mean, sd = a / n, (a * b / (n * n * (n + 1))) ** 0.5
-    return mean - z * sd, mean + z * sd
+class Decision:
+    """``stopping.swap`` kept up to date one verdict at a time: only the judged model's bound
+    is worked out again (members' high bounds, candidates' low ones, each kept only once the
+    model has a verdict), the same rule without its square roots for every model."""
 
+    def __init__(self, counts: dict, members, family: int):
+        self.counts, self.members, self.family = counts, members, family
+        self.highs: dict[str, tuple[float, str]] = {}
+        self.lows: dict[str, tuple[float, str]] = {}
 
-def suggestion(counts: dict, members: tuple) -> tuple[str, str] | None:
-    """``(candidate, member)`` the rule suggests, or None."""
-    judged = [a for a, (u, n) in counts.items() if a not in members and u + n]
-    rated = [a for a in members if sum(counts[a])]
-    if not judged or not rated:
-        return None
-    z = z_for(len(judged))
-    def bounds(alias: str) -> tuple[float, float]:
-        useful, not_useful = counts[alias]
-        return interval(useful, not_useful, z)
-    weak = min(rated, key=lambda a: (bounds(a)[1], a))
-    top = max(judged, key=lambda a: (bounds(a)[0], a))
-    if bounds(top)[0] > bounds(weak)[1]:
-        return top, weak
-    return None
-
-
-def _state(useful: int, not_useful: int, last=None, waited=None) -> ModelState:
-    return ModelState(last_seated=last, useful=useful, not_useful=not_useful,
-                      cooling_until=0.0, window=None, waited=waited)
+    def judged(self, alias: str) -> tuple[str, str] | None:
+        useful, not_useful = self.counts[alias]
+        low, high = stopping.rate_bounds(useful, not_useful, self.family)
+        if alias in self.members:
+            self.highs[alias] = (high, alias)
+        else:
+            self.lows[alias] = (low, alias)
+        if not self.highs or not self.lows:
+            return None
+        weak, top = min(self.highs.values()), max(self.lows.values())
+        return (top[1], weak[1]) if top[0] > weak[0] else None
 
 
 def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge: float = 0.15,
-              equal: bool = False, budget: int = 2000, per_panel: int = 2) -> Trial:
+              equal: bool = False, budget: int = BUDGET, per_panel: int = 2) -> Trial:
+    """One history: panels seated and verdicts given until the first suggestion (right or
+    not) or until ``budget`` verdicts are spent."""
     truth = rates(seed, candidates, edge, equal)
     models = {a: Model(alias=a, endpoint="sim", served=a, family=a, context=100_000)
               for a in truth}
@@ -118,79 +122,109 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
     best = sum(sorted(truth.values(), reverse=True)[:SEATS])
     rng = random.Random(seed * 7919 + 1)
     counts = {a: [0, 0] for a in truth}
-    last: dict[str, float] = {}
+    decision = Decision(counts, members, len(truth))
+    # the ledger's states, kept as the ledger's index keeps them: changed in place as panels
+    # are seated and verdicts given
+    states = {a: ModelState(last_seated=None, useful=0, not_useful=0, cooling_until=0.0,
+                            window=None) for a in truth}
     turn_of: dict[str, int] = {}
-    # the owed answers per model, oldest first: (order owed, useful)
+    # the owed answers per model, oldest first: (order owed, useful); oldest first over all
+    # models is the one queue ``queue`` of (alias, useful), in the order they became owed
     owed: dict[str, deque] = {a: deque() for a in truth}
+    queue: deque = deque()
     given = panel = seq = 0
-    regret, broken, at, decided = 0.0, False, None, False
-    while given < budget:
+    regret, broken, found = 0.0, False, None
+    while given < budget and found is None:
         panel += 1
-        states = {a: _state(counts[a][0], counts[a][1], last.get(a),
-                            None if a not in last else panel - 1 - turn_of[a]) for a in truth}
         seating = seat_panel(collection, roster, states, explorers=explorers, estimate=0,
                              now=float(panel), rng=rng)
+        for state in states.values():
+            if state.waited is not None:
+                state.waited += 1
         seated = [s.model.alias for s in seating.seats]
         for alias in seated:
-            if alias not in collection.members and panel - turn_of.get(alias, 0) > limit:
+            if alias not in members and panel - turn_of.get(alias, 0) > limit:
                 broken = True
-            last[alias], turn_of[alias] = float(panel), panel
+            turn_of[alias] = panel
+            states[alias].last_seated, states[alias].waited = float(panel), 0
             seq += 1
-            owed[alias].append((seq, _uniform(seed, panel, alias) < truth[alias]))
+            useful = _uniform(seed, panel, alias) < truth[alias]
+            if order == "value":
+                owed[alias].append((seq, useful))
+            else:
+                queue.append((alias, useful))
         regret += best - sum(truth[a] for a in seated)
         for _ in range(min(per_panel, budget - given)):
-            waiting = [a for a in truth if owed[a]]
-            if not waiting:
-                break
             if order == "value":
-                worth = explore.verdict_values(
-                    {a: _state(u, n) for a, (u, n) in counts.items()}, collection.members)
+                waiting = [a for a in truth if owed[a]]
+                if not waiting:
+                    break
+                worth = explore.verdict_values(states, members)
                 alias = max(waiting, key=lambda a: (worth[a], -owed[a][0][0]))
+                useful = owed[alias].popleft()[1]
+            elif queue:
+                alias, useful = queue.popleft()
             else:
-                alias = min(waiting, key=lambda a: owed[a][0][0])
-            useful = owed[alias].popleft()[1]
+                break
             counts[alias][0 if useful else 1] += 1
+            states[alias].useful, states[alias].not_useful = counts[alias]
             given += 1
-            if at is None and (found := suggestion(counts, collection.members)) is not None:
-                at = given
-                decided = found == ("c00", WEAKEST) and not equal
-                if decided:   # the person takes the suggestion: the better model becomes a member
-                    collection = Collection(name="replay", members=("m1", "m2", "c00"),
-                                            explorer_policy=policy)
+            found = decision.judged(alias)
+            if found is not None:
+                break
     # a candidate unseated at the end has waited since its last seat (or since the start)
     for alias in truth:
-        if alias not in collection.members and panel + 1 - turn_of.get(alias, 0) > limit:
+        if alias not in members and panel + 1 - turn_of.get(alias, 0) > limit:
             broken = True
-    return Trial(verdicts_to_decision=at if decided and at is not None else budget, decided=decided,
-                 regret=regret, bound_broken=broken, false_swap=equal and at is not None)
+    decided = found == ("c00", WEAKEST) and not equal
+    return Trial(verdicts_to_decision=given if decided else budget, decided=decided,
+                 regret=regret, bound_broken=broken, false_swap=equal and found is not None)
 
 
-def summary(trials: int, *, seed: int = 1, candidates: int = 20, edge: float = 0.15,
-            budget: int = 2000, per_panel: int = 2) -> list[dict]:
-    """One row per policy: the medians and counts described in the module's docstring."""
-    rows = []
-    for policy, order in POLICIES:
-        better = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge,
-                            budget=budget, per_panel=per_panel) for t in range(trials)]
-        equal = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge, equal=True,
-                           budget=budget, per_panel=per_panel) for t in range(trials)]
-        steps = [t.verdicts_to_decision for t in better]
-        median = statistics.median(steps)
-        rows.append({"policy": policy, "order": order,
-                     "verdicts_to_decision": median,
-                     "censored": median >= budget,
-                     "decided": sum(t.decided for t in better),
-                     "regret": round(statistics.median(t.regret for t in better), 1),
-                     "bound_broken": sum(t.bound_broken for t in better + equal),
-                     "false_swap": round(sum(t.false_swap for t in equal) / len(equal), 3),
-                     "trials": trials})
-    return rows
+def row(policy: str, order: str, trials: int, *, seed: int = 1, candidates: int = 20,
+        edge: float = 0.15, budget: int = BUDGET, equal_budget: int = EQUAL_BUDGET,
+        per_panel: int = 2) -> dict:
+    """One policy's medians and counts, described in the module's docstring."""
+    better = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge,
+                        budget=budget, per_panel=per_panel) for t in range(trials)]
+    equal = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge, equal=True,
+                       budget=equal_budget, per_panel=per_panel) for t in range(trials)]
+    steps = [t.verdicts_to_decision for t in better]
+    return {"policy": policy, "order": order,
+            "verdicts_to_decision": statistics.median(steps),
+            # the median trial never decided: only "more than the budget" is known
+            "censored": sorted(steps)[trials // 2] >= budget,
+            "decided": sum(t.decided for t in better),
+            "regret": round(statistics.median(t.regret for t in better), 1),
+            "bound_broken": sum(t.bound_broken for t in better + equal),
+            "false_swap": round(sum(t.false_swap for t in equal) / len(equal), 3),
+            "trials": trials, "budget": budget, "equal_budget": equal_budget}
+
+
+def summary(trials: int, **options) -> list[dict]:
+    """One ``row`` per policy of ``POLICIES``, in that order."""
+    return [row(policy, order, trials, **options) for policy, order in POLICIES]
 
 
 def line(row: dict) -> str:
     """A row as the one line ``panelist replay`` prints per policy."""
-    steps = f"{'>' if row['censored'] else ''}{row['verdicts_to_decision']:g}"
+    steps = f">{row['budget']}" if row["censored"] else f"{row['verdicts_to_decision']:g}"
     return (f"{row['policy']}+{row['order']}: verdicts_to_decision={steps} "
             f"(right swap in {row['decided']}/{row['trials']}) regret={row['regret']} "
             f"bound_broken={row['bound_broken']}/{2 * row['trials']} "
             f"false_swap={row['false_swap']:.1%}")
+
+
+def ratio(rows: list[dict]) -> str:
+    """thompson+value's median verdicts over staleness+oldest's, the target being at most 1/3;
+    a bound when the baseline's median is censored, unknown when thompson+value's is."""
+    by = {(r["policy"], r["order"]): r for r in rows}
+    first, last = by[POLICIES[0]], by[POLICIES[-1]]
+    name = f"{last['policy']}+{last['order']} / {first['policy']}+{first['order']}"
+    if last["censored"]:
+        return f"ratio {name}: unknown (its median trial never decided within the budget)"
+    if first["censored"]:
+        bound = last["verdicts_to_decision"] / first["budget"]
+        return (f"ratio {name}: < {bound:.3f} (the baseline's median trial never decided "
+                f"within {first['budget']} verdicts, so only a bound is known)")
+    return f"ratio {name}: {last['verdicts_to_decision'] / first['verdicts_to_decision']:.3f}"
