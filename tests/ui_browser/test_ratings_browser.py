@@ -59,3 +59,49 @@ def test_the_evidence_page_shows_ratings_with_intervals_per_shape(demo, page):
     page.goto(demo.url + "/#/evidence?shape=review")
     expect(page.get_by_text("No evidence yet")).to_be_visible()   # no verdict on review
     expect(page.get_by_test_id("ratings-card")).to_have_count(0)
+
+
+def judge_panel(ledger, shape, seats):
+    """One panel of ``shape`` whose seats (alias, useful) are all judged."""
+    panel = ledger.new_panel()
+    for i, (alias, useful) in enumerate(seats):
+        call = f"{panel}.member{i + 1}"
+        ledger.record_seat({"call": call, "panel": panel, "alias": alias, "shape": shape,
+                            "status": "ok", "key": "local"})
+        ledger.record_verdict(call, useful=useful)
+
+
+def test_the_ratings_of_several_shapes_open_the_one_with_most_comparisons_and_fold_the_rest(
+        tmp_path, dashboard_factory, page):
+    from panelist.metrics.home import open_home
+    from panelist.metrics.ledger.ledger import Ledger
+
+    data = tmp_path / "shapes"
+    with Ledger(open_home(data).gateway_runs) as ledger:
+        for _ in range(3):
+            judge_panel(ledger, "general", [("m-fast", True), ("m-mid", False), ("m-slow", False)])
+        judge_panel(ledger, "review", [("m-mid", True), ("m-slow", False)])
+    dash = dashboard_factory(data)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url.split("?")[0].removeprefix(dash.url)))
+
+    page.goto(dash.url + "/#/evidence")
+    card = page.get_by_test_id("ratings-card")
+    general = card.locator('[data-shape="general"]')
+    review = card.locator('[data-shape="review"]')
+    # the shape with the most comparisons is open, its models drawn, the strongest first
+    expect(general.locator("details")).to_have_attribute("open", "")
+    rows = general.get_by_role("region", name="Ratings on general").locator("tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.first).to_have_attribute("data-id", "m-fast")
+    # the other is folded, says what it holds, and is drawn only when opened
+    fold = review.locator("details")
+    expect(fold).not_to_have_attribute("open", "")
+    expect(fold.locator("summary")).to_have_text("Ratings of 2 models on review")
+    expect(review.get_by_role("region", name="Ratings on review")).to_have_count(0)
+    fold.locator("summary").click()
+    rows = review.get_by_role("region", name="Ratings on review").locator("tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_have_attribute("data-id", "m-mid")
+    # the shapes come with the evidence: the page does not read the whole roster
+    assert "/api/evidence" in asked and "/api/models" not in asked, asked
