@@ -105,3 +105,35 @@ def test_the_ratings_of_several_shapes_open_the_one_with_most_comparisons_and_fo
     expect(rows.first).to_have_attribute("data-id", "m-mid")
     # the shapes come with the evidence: the page does not read the whole roster
     assert "/api/evidence" in asked and "/api/models" not in asked, asked
+
+
+def test_the_evidence_page_is_drawn_while_its_ratings_are_still_being_fitted(
+        tmp_path, dashboard_factory, page, watch):
+    from panelist.metrics.home import open_home
+    from panelist.metrics.ledger.ledger import Ledger
+
+    data = tmp_path / "slow"
+    with Ledger(open_home(data).gateway_runs) as ledger:
+        judge_panel(ledger, "general", [("m-fast", True), ("m-slow", False)])
+    dash = dashboard_factory(data)
+    held = []   # the ratings' answer is held back, as a slow fit would
+
+    def hold(route):
+        held.append(route)
+    page.route("**/api/ratings*", hold)
+    page.goto(dash.url + "/#/evidence")
+    expect(page.get_by_role("heading", name="Useful answers, with 95% intervals")).to_be_visible()
+    slot = page.get_by_test_id("ratings-slot")
+    expect(slot).to_contain_text("Fitting the ratings…")
+    assert len(held) == 1
+    held[0].continue_()
+    page.unroute("**/api/ratings*", hold)
+    card = page.get_by_test_id("ratings-card")
+    expect(card.locator('[data-shape="general"] tbody tr').first).to_have_attribute("data-id", "m-fast")
+    expect(slot).not_to_contain_text("Fitting")
+
+    # ratings that cannot be read say so in their card; the rest of the page stays
+    watch.allow(r"status of 400")
+    page.goto(dash.url + "/#/evidence?shape=Not-A-Shape")
+    expect(slot.get_by_role("alert")).to_contain_text("is not a shape")
+    expect(page.get_by_role("heading", name="Evidence", level=1)).to_be_visible()

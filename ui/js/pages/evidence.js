@@ -5,7 +5,7 @@
 // suite, and Run the suite (suiterun.js) with the progress of the run there is; then how each
 // judge scored against people (judgechecks.js, GET /api/judge/checks).
 
-import { api, query } from "../api.js";
+import { api, isAbort, query } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { failureChart, rateChart, timeChart } from "../charts.js";
@@ -116,20 +116,38 @@ function ratingsCard(doc) {
       fold(r))));
 }
 
+// the ratings card once its answer comes (before or after the rest of the page is drawn);
+// until then a card that says it is on its way
+function ratingsSlot(answer) {
+  const slot = h("div", { "data-testid": "ratings-slot" }, h("section", { class: "card" },
+    h("h2", { text: "Ratings" }), loading("Fitting the ratings…")));
+  answer.then((doc) => {
+    const card = ratingsCard(doc);
+    replace(slot, card);
+    slot.hidden = !card;
+  }, (err) => {
+    if (isAbort(err)) return;
+    replace(slot, h("section", { class: "card" }, h("h2", { text: "Ratings" }),
+      notice("error", "The ratings could not be read", err.message)));
+  });
+  return slot;
+}
+
 export async function render(root, ctx) {
   const shape = ctx.params.get("shape") || "all";
+  // the ratings are not waited for: a shape whose comparisons changed is refitted when asked,
+  // which at hundreds of models takes seconds, so the rest of the page is drawn first
+  const ratingsSection = ratingsSlot(api.get(`/api/ratings${query({ shape })}`, { signal: ctx.signal }));
   // the shapes come with the evidence: the whole roster (GET /api/models) is not needed here
-  const [ev, suite, ratings, judgeChecks] = await Promise.all([
+  const [ev, suite, judgeChecks] = await Promise.all([
     api.get(`/api/evidence${query({ shape })}`, { signal: ctx.signal }),
     api.get("/api/suite", { signal: ctx.signal }),
-    api.get(`/api/ratings${query({ shape })}`, { signal: ctx.signal }),
     api.get("/api/judge/checks", { signal: ctx.signal }),
   ]);
   const judgeSection = judgeChecksCard(judgeChecks);
   // a run that ends while the page is open shows its results: the page is read again
   const suiteSection = suiteCard(suite.data || [], suite.warnings || [],
     suiteRunPanel(ctx, { onEnded: () => ctx.navigate(location.hash) }));
-  const ratingsSection = ratingsCard(ratings);
   const rows = ev.data || [];
   const shapes = [...new Set([...(ev.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
   const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);
