@@ -74,3 +74,14 @@ def test_model_round_trip_and_endpoint_in_use(tmp_path):
     with pytest.raises(NotFound):
         roster.remove_model("m")
     roster.remove_endpoint("e")
+
+
+def test_a_models_public_fields_are_what_it_was_typed_with_and_decider_only_when_set():
+    from panelist.metrics.roster.roster import Model
+    plain = Model("m", "local", "m-1", "fam", context=8000, price_in=0.5,
+                  lacks=frozenset({"tools"}), family_typed=False)
+    assert plain.public() == {
+        "alias": "m", "endpoint": "local", "served": "m-1", "family": "fam", "grade": "",
+        "context": 8000, "max_output": None, "vision": False, "tools": False, "price_in": 0.5,
+        "price_out": None, "currency": "USD", "retired": False}
+    assert Model("d", "local", "d-1", "fam", decider=True).public()["decider"] is True

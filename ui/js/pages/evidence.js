@@ -5,7 +5,7 @@
 // suite, and Run the suite (suiterun.js) with the progress of the run there is; then how each
 // judge scored against people (judgechecks.js, GET /api/judge/checks).
 
-import { api, query } from "../api.js";
+import { api, isAbort, query } from "../api.js";
 import { h, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { failureChart, rateChart, timeChart } from "../charts.js";
@@ -91,11 +91,38 @@ function suiteCard(rows, warnings, runPanel) {
 }
 
 // each shape's ratings: the chance a model is judged better than an average one of the shape,
-// from verdicts on one panel, suite tasks and races, with its 95% interval
+// from verdicts on one panel, suite tasks and races, with its 95% interval. Each shape's table
+// sits in a fold built when first opened: at hundreds of models, four tables drawn at once were
+// most of the page's elements. The shape with the most comparisons is open.
 function ratingsCard(doc) {
   const shapes = (doc.data || []).filter((r) => r.models.length);
   if (!shapes.length) return null;
   const sources = (r) => Object.entries(r.sources).filter(([, n]) => n).map(([k, n]) => `${fmt.count(n)} from ${k}`).join(", ");
+  const first = shapes.reduce((a, b) => (b.comparisons > a.comparisons ? b : a));
+  const table = (r) => dataTable({
+    label: `Ratings on ${r.shape}`,
+    rows: r.models,
+    short: true,
+    rowId: (m) => m.alias,
+    sort: { key: "rating", dir: "desc" },
+    filterHint: "Filter by model",
+    columns: [
+      { key: "alias", label: "Model", cell: (m) => modelLink(m.alias) },
+      { key: "rating", label: "Rating (95% interval)", filter: false,
+        cell: (m) => rateCell(m.rating, m.interval, m.wins, m.losses) },
+      { key: "wins", label: "Won", numeric: true, filter: false },
+      { key: "losses", label: "Lost", numeric: true, filter: false },
+    ],
+  }).el;
+  const fold = (r) => {
+    const body = h("div", { class: "fold-body" });
+    const open = r === first;
+    const el = h("details", { class: "fold", open },
+      h("summary", null, `Ratings of ${fmt.plural(r.models.length, "model")} on ${r.shape}`), body);
+    if (open) body.append(table(r));
+    else el.addEventListener("toggle", () => { if (el.open && !body.firstChild) body.append(table(r)); });
+    return el;
+  };
   return h("section", { class: "card", "data-testid": "ratings-card" },
     h("h2", { text: "Ratings" }),
     h("p", { class: "chart-note" }, "The chance a model's answer is judged better than an average model's on the same shape of work, "
@@ -104,39 +131,43 @@ function ratingsCard(doc) {
       + "even when corrected for every candidate."),
     shapes.map((r) => h("div", { class: "stack", "data-shape": r.shape },
       h("h3", { text: `${r.shape}: ${fmt.count(r.comparisons)} comparisons (${sources(r)})` }),
-      dataTable({
-        label: `Ratings on ${r.shape}`,
-        rows: r.models,
-        short: true,
-        rowId: (m) => m.alias,
-        sort: { key: "rating", dir: "desc" },
-        filterHint: "Filter by model",
-        columns: [
-          { key: "alias", label: "Model", cell: (m) => modelLink(m.alias) },
-          { key: "rating", label: "Rating (95% interval)", filter: false,
-            cell: (m) => rateCell(m.rating, m.interval, m.wins, m.losses) },
-          { key: "wins", label: "Won", numeric: true, filter: false },
-          { key: "losses", label: "Lost", numeric: true, filter: false },
-        ],
-      }).el)));
+      fold(r))));
+}
+
+// the ratings card once its answer comes (before or after the rest of the page is drawn);
+// until then a card that says it is on its way
+function ratingsSlot(answer) {
+  const slot = h("div", { "data-testid": "ratings-slot" }, h("section", { class: "card" },
+    h("h2", { text: "Ratings" }), loading("Fitting the ratings…")));
+  answer.then((doc) => {
+    const card = ratingsCard(doc);
+    replace(slot, card);
+    slot.hidden = !card;
+  }, (err) => {
+    if (isAbort(err)) return;
+    replace(slot, h("section", { class: "card" }, h("h2", { text: "Ratings" }),
+      notice("error", "The ratings could not be read", err.message)));
+  });
+  return slot;
 }
 
 export async function render(root, ctx) {
   const shape = ctx.params.get("shape") || "all";
-  const [ev, models, suite, ratings, judgeChecks] = await Promise.all([
+  // the ratings are not waited for: a shape whose comparisons changed is refitted when asked,
+  // which at hundreds of models takes seconds, so the rest of the page is drawn first
+  const ratingsSection = ratingsSlot(api.get(`/api/ratings${query({ shape })}`, { signal: ctx.signal }));
+  // the shapes come with the evidence: the whole roster (GET /api/models) is not needed here
+  const [ev, suite, judgeChecks] = await Promise.all([
     api.get(`/api/evidence${query({ shape })}`, { signal: ctx.signal }),
-    api.get("/api/models", { signal: ctx.signal }),
     api.get("/api/suite", { signal: ctx.signal }),
-    api.get(`/api/ratings${query({ shape })}`, { signal: ctx.signal }),
     api.get("/api/judge/checks", { signal: ctx.signal }),
   ]);
   const judgeSection = judgeChecksCard(judgeChecks);
   // a run that ends while the page is open shows its results: the page is read again
   const suiteSection = suiteCard(suite.data || [], suite.warnings || [],
     suiteRunPanel(ctx, { onEnded: () => ctx.navigate(location.hash) }));
-  const ratingsSection = ratingsCard(ratings);
   const rows = ev.data || [];
-  const shapes = [...new Set([...(models.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
+  const shapes = [...new Set([...(ev.shapes || []), ...rows.map((r) => r.shape).filter(Boolean)])].sort();
   const picker = select([["all", "All shapes"], ...shapes.map((x) => [x, x])], shape);
   picker.addEventListener("change", () => ctx.navigate(picker.value === "all" ? "#/evidence" : `#/evidence?shape=${encodeURIComponent(picker.value)}`));
   const withShape = new Set(rows.map((r) => r.shape)).size > 1;
