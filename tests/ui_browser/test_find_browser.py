@@ -121,6 +121,15 @@ def test_the_model_page_shows_the_model_and_acts_on_it(dashboard_factory, home, 
     expect(page.get_by_role("region", name="Evidence per shape").locator('tr[data-shape="general"]')).to_contain_text("server_error 1")
     expect(page.get_by_test_id("latency-summary")).to_contain_text("last 2 seats")
     expect(page.get_by_role("img", name=re.compile("Answer time of each of its last 2 seats"))).to_be_visible()
+    # the latency chart's answer-time axis reads in distinct round steps (the simulator answers
+    # in milliseconds: "0.00 s, 0.01 s, 0.01 s" said nothing), its time ends as short clock times
+    axis = page.locator("svg.latency-chart text.axis").evaluate_all(
+        "(els) => els.map((e) => e.lastChild.textContent)")
+    times, ends = axis[:-2], axis[-2:]
+    assert len(times) >= 3 and len(set(times)) == len(times), axis
+    assert times[0] == "0" and all(re.fullmatch(r"[\d.]+ m?s", t) for t in times[1:]), axis
+    assert all("UTC" not in t and re.search(r"\d:\d\d", t) for t in ends), axis
+    expect(page.get_by_test_id("latency-summary")).to_contain_text(re.compile(r"median \d+ ms"))
     failures = page.get_by_role("region", name="Its newest failures")
     expect(failures.locator("tr", has_text=made["lock"])).to_contain_text("server_error")
     panels = page.get_by_role("region", name="Its newest panels")

@@ -13,7 +13,8 @@ import {
 import { modelDialog, probeModel } from "./endpoints.js";
 import { indexBehind } from "../panelfilters.js";
 import { alertMessage } from "../alerts.js";
-import { seriesSection } from "../series.js";
+import { seriesSection, tickLabel } from "../series.js";
+import { ticks } from "../axes.js";
 
 export const title = "Model";
 
@@ -50,6 +51,12 @@ function quantile(sorted, q) {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : null;
 }
 
+// an axis step as short as it can say it exactly: "0", "0.5 ms", "250 ms", "1.5 s"
+function axisTime(v) {
+  if (v === 0) return "0";
+  return v < 1 ? `${+(v * 1000).toPrecision(3)} ms` : `${+v.toPrecision(3)} s`;
+}
+
 // answer seconds of its last seats, oldest left: answered ones as dots, failed ones as crosses;
 // drawn at the width it is shown at, so its labels read the same on a phone
 export function latencyChart(points, width = 760) {
@@ -61,7 +68,9 @@ export function latencyChart(points, width = 760) {
   const secs = points.map((p) => p[1]).filter((v) => typeof v === "number");
   const t0 = Math.min(...ts);
   const t1 = Math.max(...ts);
-  const top = Math.max(0.001, quantile(secs.slice().sort((a, b) => a - b), 0.99) * 1.1);
+  // round steps up to a little past the 99th percentile (slower outliers sit on the top line)
+  const steps = ticks(Math.max(0.001, quantile(secs.slice().sort((a, b) => a - b), 0.99) * 1.1), 3);
+  const top = steps[steps.length - 1];
   const x = (t) => L + (t1 > t0 ? ((t - t0) / (t1 - t0)) * (W - L - 8) : (W - L - 8) / 2);
   const y = (v) => H - B - (Math.min(v, top) / top) * (H - B - 8);
   // all dots in one path and all crosses in another: 500 seats are two elements, not 500
@@ -76,14 +85,16 @@ export function latencyChart(points, width = 760) {
   }
   const marks = [dots ? s("path", { class: "point", d: dots }) : null,
     crosses ? s("path", { class: "fail", d: crosses }) : null];
-  const grid = [0, top / 2, top].map((v) => [
+  const grid = steps.map((v) => [
     s("line", { class: "grid", x1: L, x2: W - 4, y1: y(v).toFixed(1), y2: y(v).toFixed(1) }),
-    s("text", { class: "axis", x: L - 6, y: (y(v) + 4).toFixed(1), "text-anchor": "end" }, fmt.seconds(v))]);
+    s("text", { class: "axis", x: L - 6, y: (y(v) + 4).toFixed(1), "text-anchor": "end" }, axisTime(v))]);
+  // the ends as short times ("14:05", or "Thu 3 14:05" past a day); the full time on hover
+  const end = (t) => (t1 - t0 >= 86400 ? `${tickLabel(t, 86400)} ${fmt.clock(t)}` : fmt.clock(t));
   return s("svg", { class: "latency-chart", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
     "aria-label": `Answer time of each of its last ${points.length} seats, oldest on the left` },
   grid,
-  s("text", { class: "axis", x: L, y: H - 6 }, fmt.when(t0)),
-  s("text", { class: "axis", x: W - 4, y: H - 6, "text-anchor": "end" }, fmt.when(t1)),
+  s("text", { class: "axis", x: L, y: H - 6 }, s("title", null, fmt.when(t0)), end(t0)),
+  s("text", { class: "axis", x: W - 4, y: H - 6, "text-anchor": "end" }, s("title", null, fmt.when(t1)), end(t1)),
   marks);
 }
 
@@ -105,8 +116,8 @@ function latencySection(points, ctx) {
   const failed = points.length - ok.length;
   return h("div", { class: "stack" },
     h("p", { class: "muted", "data-testid": "latency-summary" },
-      `Its last ${fmt.plural(points.length, "seat")}: median ${fmt.seconds(quantile(ok, 0.5))}, `
-      + `p95 ${fmt.seconds(quantile(ok, 0.95))}; ${fmt.count(failed)} did not answer.`),
+      `Its last ${fmt.plural(points.length, "seat")}: median ${fmt.answerTime(quantile(ok, 0.5))}, `
+      + `p95 ${fmt.answerTime(quantile(ok, 0.95))}; ${fmt.count(failed)} did not answer.`),
     box,
     h("p", { class: "legend" }, h("span", null, "● answered"), h("span", null, "✕ failed")));
 }
@@ -119,8 +130,8 @@ function shapesTable(rows) {
       h("td", { class: "numeric", text: fmt.count(r.seats) }),
       h("td", { class: "numeric", text: fmt.count(r.ok) }),
       h("td", null, rateCell(r.rate, r.interval, r.useful, r.not_useful)),
-      h("td", { class: "numeric", text: fmt.seconds(r.p50) }),
-      h("td", { class: "numeric", text: fmt.seconds(r.p95) }),
+      h("td", { class: "numeric", text: fmt.answerTime(r.p50) }),
+      h("td", { class: "numeric", text: fmt.answerTime(r.p95) }),
       h("td", { text: failuresText(r.failures) }))));
 }
 
@@ -138,7 +149,7 @@ function panelsTable(panels, alias) {
         h("td", null, timeAgo(p.started)),
         h("td", { text: p.collection || fmt.DASH }),
         h("td", null, seat ? h("span", { class: ["chip", `status-${seat.status}`] }, seat.status) : fmt.DASH),
-        h("td", { class: "numeric", text: seat ? fmt.seconds(seat.seconds) : fmt.DASH }),
+        h("td", { class: "numeric", text: seat ? fmt.answerTime(seat.seconds) : fmt.DASH }),
         h("td", { class: "actions" }, seat ? button("Open", () => openSeatLater(seat.call, { title: `${p.panel} · ${alias}` }), { small: true, "aria-label": `Open ${seat.call}` }) : null));
     }));
 }
