@@ -11,6 +11,7 @@ import { dataTable } from "../table.js";
 import { gradesSection } from "../grades.js";
 import { failedSeats, modelPanels, OWED, WINDOW_SPAN } from "../signals.js";
 import { seriesSection } from "../series.js";
+import { spendSection } from "../spend.js";
 import { button, emptyState, linkButton, modelHref, modelLink, modelStatus, notice, pageHead, rateCell, sectionHead, timeAgo, toast } from "../ui.js";
 
 export const title = "Overview";
@@ -179,9 +180,9 @@ function nextStep(c) {
 
 export async function render(root, ctx) {
   const window = WINDOWS.some(([w]) => w === ctx.params.get("window")) ? ctx.params.get("window") : DEFAULT_WINDOW;
-  const [info, models, grades, usage] = await Promise.all([
+  const [info, models, grades, usage, budgets] = await Promise.all([
     ctx.info(), api.get("/api/models", { signal: ctx.signal }), api.get("/api/grades", { signal: ctx.signal }),
-    api.get(`/api/usage${query({ window })}`, { signal: ctx.signal })]);
+    api.get(`/api/usage${query({ window })}`, { signal: ctx.signal }), api.get("/api/budgets", { signal: ctx.signal })]);
   if (info.first_run) {
     firstRun(root, ctx);
     return;
@@ -218,6 +219,7 @@ export async function render(root, ctx) {
       stat("panels asked", fmt.count(c.panels), { href: "#/panels" }),
       stat("verdicts owed", fmt.count(c.owed), { attention: c.owed > 0, href: OWED })),
     usageSection(usage, rows),
+    spendSection(budgets),
     seriesSection("all=1", ctx, { title: "The gateway over time", window, lede: "Every seat: error rate, then answer times (p50 and p95 of answered seats), per time bucket." }),
     h("section", { class: "section" },
       sectionHead("Models", "Each model's status and evidence over all time."),

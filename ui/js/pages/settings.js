@@ -6,25 +6,13 @@ import { h, newId, replace } from "../dom.js";
 import * as fmt from "../format.js";
 import { getTheme, setTheme, THEMES } from "../theme.js";
 import { webhooksSection } from "./webhooks.js";
+import { spendCell } from "../spend.js";
 import {
   button, confirmAction, copyButton, field, input, notice, numberOrNull, pageHead, sectionHead,
   showError, timeAgo, toast, words,
 } from "../ui.js";
 
 export const title = "Settings";
-
-// a key's spend against its caps (GET /api/budgets): what was spent today and this month of
-// each cap, and when each period starts again
-function spendCell(report, near) {
-  if (!report) return h("span", { class: "muted" }, "no cap");
-  const line = (p, label) => (report[p]
-    ? h("span", { class: "sub", "data-period": p, title: `Starts again ${report[p].resets}` },
-      `${label} ${fmt.money(report[p].spent, report.currency)} of ${fmt.money(report[p].cap, report.currency)}`,
-      h("span", { class: "muted" }, ` · resets ${report[p].resets.replace("T", " ").replace(/:00Z$/, " UTC")}`))
-    : null);
-  return [near ? h("span", { class: "badge warn", title: "At 90% of a cap or past it: explorers are no longer seated, and a panel that would pass the cap is refused" }, "at its cap") : null,
-    line("day", "Today"), line("month", "This month")];
-}
 
 function keysSection(keys, collections, reload, created, budgets = {}) {
   const name = input({ maxlength: 48, placeholder: "ci-bot" });
