@@ -4,9 +4,9 @@ that its intervals and suggestions mean what they say.
     python scripts/bench_ratings.py [--data DIR] [--verdicts N] [--models K] [--repeat R]
                                     [--trials T] [--suggest-trials S]
 
-``--verdicts 0`` skips the timing, ``--trials 0`` the simulation (``ratingsim``: coverage of
-the 95% intervals, swaps suggested among equal models, power for a better one; its docstring
-says what each figure means). ``--trials 100 --suggest-trials 40`` is a quick run.
+``--verdicts 0`` skips the timing, ``--trials 0`` the simulated coverage of the 95% intervals
+and ``--suggest-trials 0`` the simulated suggestions (swaps among equal models, power for a
+better one); ``ratingsim``'s docstring says what each figure means. ``--trials 100 --suggest-trials 40`` is a quick run.
 
 Fills a fresh folder (default ``runs/bench-ratings`` of this checkout, emptied first) with
 three-seat panels of K models over four shapes, every seat judged, until N verdicts: each
@@ -173,14 +173,14 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--trials", type=int, default=500,
-                    help="simulated data sets per coverage scenario (0: no simulation)")
+                    help="simulated data sets per coverage scenario (0: no coverage check)")
     ap.add_argument("--suggest-trials", type=int, default=100,
-                    help="simulated collections per cell of the suggestion grid")
+                    help="simulated collections per cell of the suggestion grid (0: none)")
     args = ap.parse_args(argv)
     out = {}
     if args.verdicts > 0:
         out["timing"] = timing(args)
-    if args.trials > 0:
+    if args.trials > 0 or args.suggest_trials > 0:   # --trials 0: the suggestion grid alone
         out["simulation"] = ratingsim.run(args.trials, args.suggest_trials, args.seed)
     print(json.dumps(out, indent=2))
     return 0

@@ -182,7 +182,7 @@ def run(trials: int, suggest_trials: int, seed: int = 1) -> dict:
     t0 = time.perf_counter()
     out: dict[str, Any] = {"coverage": {}, "false_suggestions": {}, "power": {}}
     rng = random.Random(seed)
-    for name, truth, make in _scenarios():
+    for name, truth, make in _scenarios() if trials > 0 else ():
         out["coverage"][name] = coverage(truth, make, trials, rng)
     if suggest_trials > 0:
         for candidates in (5, 20, 50):
