@@ -114,7 +114,8 @@ class Dashboard:
     def __init__(self, server):
         self.server = server
         self.url = server.url.rstrip("/")
-        self.thread = threading.Thread(target=server.serve_forever, daemon=True,
+        # a short poll: close() waits for the loop to see it, once per test
+        self.thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True,
                                        name="dashboard-under-test")
         self.thread.start()
 
