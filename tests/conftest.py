@@ -75,6 +75,18 @@ def serving_threads(server) -> int:
 _HANDLER_INIT = socketserver.BaseRequestHandler.__init__.__code__
 
 
+# Workers per core for ``-n auto`` (pyproject's addopts). The slow tests mostly wait (a process
+# starting, a server stopping, a deadline passing), so a worker per core leaves the cores idle
+# most of the run; two keep them busy. The cap bounds the browsers and database clusters a big
+# machine would start (one of each per worker).
+WORKERS_PER_CORE, MAX_WORKERS = 2, 8
+
+
+def pytest_xdist_auto_num_workers(config):
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_WORKERS, WORKERS_PER_CORE * (cores or 1)))
+
+
 # Fixtures that start a server, a process, a browser or a database: a test that uses one,
 # directly or through another fixture (``home`` starts a simulator), is marked ``slow`` at
 # collection. A test that starts one in its own body says so with ``@pytest.mark.slow`` (or a

@@ -42,7 +42,7 @@ def test_owed_lists_seats_awaiting_a_verdict_oldest_first(dash, home):
 
 
 def test_owed_leads_with_the_oldest_owed_after_many_judged_and_drops_abandoned(api, folder):
-    from test_ledger_queries import ok, panel
+    from ledgerkit import ok, panel
     ledger = api.server.parts.panels.ledger
     calls = []
     for _ in range(40):

@@ -1,5 +1,5 @@
-"""Upstream.chat against the simulated provider, over real sockets on 127.0.0.1; the response
-reader against raw bytes from a scripted socket server.
+"""Upstream.chat against the simulated provider, over real sockets on 127.0.0.1 (the response
+reader against raw bytes is ``test_client_raw.py``).
 
 Tests assert outcomes and order, never speed: a call cut by its deadline or a cancel is shown by
 its error class and by returning while the server would still be holding it."""
@@ -13,6 +13,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from clientkit import COMPLETION, KEY, ask, plain, raw_chat
+from clientkit import raw, upstream  # noqa: F401  (fixtures)
 from conftest import wait_until
 from panelist import __version__
 from panelist.metrics.upstream.client import Answer, Upstream, _refusal
@@ -23,24 +25,11 @@ from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, Empt
 from panelist.metrics.upstream.sim import SimUpstream
 from panelist.metrics.wire.errors import body_of
 
-KEY = "sk-test-5f3a9c1e7b"
-
 
 @pytest.fixture
 def sim():
     with SimUpstream({"m": {}}) as server:
         yield server
-
-
-@pytest.fixture
-def upstream():
-    client = Upstream(proxies={})   # direct, whatever proxy the shell running the tests names
-    yield client
-    client.close()
-
-
-def ask(model="m", text="Compare these two designs briefly"):
-    return {"model": model, "messages": [{"role": "user", "content": text}]}
 
 
 def chat(upstream, sim, model="m", *, key=KEY, timeout=5.0, **kw):
@@ -463,266 +452,3 @@ def test_close_ends_the_client(sim):
     client.close()
     with pytest.raises(Cancelled, match="closed"):
         chat(client, sim)
-
-
-# -- replies as raw bytes: the response reader against what real servers send ---------------------
-COMPLETION = (b'{"id": "c1", "model": "raw", "choices": [{"index": 0, "message": {"role": '
-              b'"assistant", "content": "raw answer"}, "finish_reason": "stop"}], "usage": '
-              b'{"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}')
-
-
-def plain(body=COMPLETION, extra=b"", status=b"200 OK"):
-    return b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s" \
-        % (status, len(body), extra, body)
-
-
-def chunked(body=COMPLETION, pieces=(7, 1, 40), trailer=b"X-Checksum: abc\r\n"):
-    """A chunked body cut into the given sizes (the rest last), with chunk extensions."""
-    out, at = [], 0
-    for n in (*pieces, len(body)):
-        piece = body[at:at + n]
-        at += len(piece)
-        if piece:
-            out.append(b"%x;name=value;flag\r\n%s\r\n" % (len(piece), piece))
-    head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n")
-    return head + b"".join(out) + b"0 ; last\r\n" + trailer + b"\r\n"
-
-
-class RawServer:
-    """Answers each request (read to the end of its Content-Length body) with the next scripted
-    reply: bytes sent as they are, in ``piece``-byte writes when given; then the connection is
-    closed if the reply says so (``close``) or kept for the next request."""
-
-    def __init__(self, *replies):
-        self.replies = list(replies)
-        self.connections = 0
-        self.requests = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d/v1" % self.listener.getsockname()[1]
-        self.conns = []
-        self.threads = []
-        self.lock = threading.Lock()
-        self.closing = False
-        self.acceptor = threading.Thread(target=self._accept, daemon=True)
-        self.acceptor.start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with self.lock:
-                if self.closing:
-                    conn.close()
-                    return
-                self.connections += 1
-                self.conns.append(conn)
-                thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-                self.threads.append(thread)
-            thread.start()
-
-    def _serve(self, conn):
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        data = b""
-        try:
-            while self.replies:
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                head, _, data = data.partition(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-                while len(data) < length:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    data += chunk
-                self.requests.append(data[:length])
-                data = data[length:]
-                reply = self.replies.pop(0)
-                if callable(reply):
-                    reply(conn)
-                    continue
-                reply, close, piece = reply if isinstance(reply, tuple) else (reply, False, 0)
-                for at in range(0, len(reply), piece or len(reply) or 1):
-                    conn.sendall(reply[at:at + (piece or len(reply))])
-                    if piece:
-                        time.sleep(0.001)
-                if close:
-                    conn.close()
-                    return
-        except OSError:
-            pass
-
-    def close(self):
-        """Stop accepting, end every connection, and wait for every thread. A bare close() would
-        leave the thread blocked in accept() and the port listening (Linux wakes accept() only on
-        shutdown), so a later test's fresh connection could land on this dead server."""
-        with self.lock:
-            self.closing = True
-        for sock in (self.listener, *self.conns):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass   # already closed by a reply, or never connected
-        self.acceptor.join(timeout=10)
-        for thread in self.threads:
-            thread.join(timeout=10)
-        self.listener.close()
-        for conn in self.conns:
-            conn.close()
-        alive = [t for t in (self.acceptor, *self.threads) if t.is_alive()]
-        assert not alive, f"{len(alive)} server threads still running after close"
-
-
-@pytest.fixture
-def raw():
-    servers = []
-
-    def start(*replies):
-        servers.append(RawServer(*replies))
-        return servers[-1]
-    yield start
-    for server in servers:
-        server.close()
-
-
-
-
-def raw_chat(upstream, server, timeout=5.0):
-    return upstream.chat(server.url, KEY, ask("raw"), timeout=timeout)
-
-
-@pytest.mark.slow
-def test_a_chunked_reply_with_extensions_and_a_trailer(upstream, raw):
-    server = raw(chunked(), (chunked(pieces=(1, 2, 3)), False, 5), chunked(trailer=b""))
-    for _ in range(3):
-        answer = raw_chat(upstream, server)
-        assert answer.text == "raw answer" and answer.tokens["total"] == 5
-    assert server.connections == 1   # read to its last chunk and trailer: the connection is reused
-
-
-@pytest.mark.slow
-def test_interim_1xx_replies_are_skipped(upstream, raw):
-    interim = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\n"
-    server = raw(interim + plain(), (interim + chunked(), False, 3))
-    assert raw_chat(upstream, server).text == "raw answer"
-    assert raw_chat(upstream, server).text == "raw answer"
-    assert server.connections == 1
-
-
-@pytest.mark.slow
-def test_a_reply_without_length_is_read_until_close_and_not_reused(upstream, raw):
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
-    server = raw((head + COMPLETION, True, 0), (head + COMPLETION, True, 11))
-    assert raw_chat(upstream, server).text == "raw answer"
-    assert raw_chat(upstream, server).text == "raw answer"
-    assert server.connections == 2
-
-
-@pytest.mark.parametrize("reply", [
-    b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(COMPLETION), COMPLETION),
-    plain(extra=b"Connection: keep-alive, Close\r\n"),
-    plain() + b"\r\n",   # a byte past the answer's end
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
-    b"%x\r\n%s\r\n0\r\n\r\n" % (len(COMPLETION), COMPLETION),
-])
-@pytest.mark.slow
-def test_connections_that_cannot_be_trusted_are_not_reused(upstream, raw, reply):
-    server = raw(reply, plain())
-    assert raw_chat(upstream, server).text == "raw answer"
-    assert raw_chat(upstream, server).text == "raw answer"
-    assert server.connections == 2
-
-
-@pytest.mark.slow
-def test_lenient_where_servers_differ(upstream, raw):
-    bare_lf = (b"HTTP/1.1 200\nCONTENT-length:   %d  \nX-Folded: a\n  b\nnot a field\n\n%s"
-               % (len(COMPLETION), COMPLETION))
-    twice = plain(extra=b"Content-Length: %d\r\n" % len(COMPLETION))
-    server = raw(bare_lf, twice)
-    assert raw_chat(upstream, server).text == "raw answer"
-    assert raw_chat(upstream, server).text == "raw answer"
-
-
-@pytest.mark.slow
-def test_retry_after_is_read_from_a_raw_reply(upstream, raw):
-    body = b'{"error": {"message": "slow down", "type": "requests"}}'
-    server = raw(b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 7\r\nContent-Length: %d\r\n\r\n%s"
-                 % (len(body), body))
-    with pytest.raises(RateLimited) as caught:
-        raw_chat(upstream, server)
-    assert caught.value.retry_after == 7
-
-
-@pytest.mark.parametrize("reply, words", [
-    (b"SSH-2.0-OpenSSH_9.6\r\n", "not HTTP/1.1"),
-    (b"HTTP/2 200\r\n\r\n", "not HTTP/1.1"),
-    (b"HTTP/1.1 2000 OK\r\n\r\n", "not HTTP/1.1"),
-    (b"HTTP/1.1 200 OK\r\nX-Big: " + b"x" * 70_000 + b"\r\n\r\n", "64 KiB"),
-    (b"HTTP/1.1 200 OK\r\n" + b"X-Many: 1\r\n" * 101 + b"\r\n", "more than 100 header lines"),
-    (b"x" * 200_000, "64 KiB"),   # no line end at all: refused after 64 KiB, not buffered on
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 12, 13\r\n\r\n", "Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Content-Length"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n",
-     "hexadecimal"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n",
-     "longer than its size"),
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T: 1\r\n" * 101 + b"\r\n",
-     "trailer"),
-])
-@pytest.mark.slow
-def test_garbage_and_oversized_heads_are_bad_replies(upstream, raw, reply, words):
-    server = raw((reply, True, 0))
-    with pytest.raises(UpstreamBadReply, match=words) as caught:
-        raw_chat(upstream, server, timeout=60)   # refused as read, not left to the deadline
-    assert "x" * 20 not in caught.value.message   # what the server sent is not repeated
-
-
-@pytest.mark.parametrize("reply", [
-    plain(body=b"x" * 2000),
-    chunked(body=b"x" * 2000, pieces=(999, 999)),
-    (b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 2000, True, 0),
-])
-@pytest.mark.slow
-def test_an_answer_over_the_cap_is_refused(upstream, raw, reply, monkeypatch):
-    monkeypatch.setattr("panelist.metrics.upstream.http11.MAX_ANSWER_BYTES", 1000)
-    with pytest.raises(UpstreamBadReply, match="sent an answer over"):
-        raw_chat(upstream, raw(reply))
-
-
-@pytest.mark.parametrize("reply", [
-    plain()[:-10],
-    chunked()[:-30],
-    b"HTTP/1.1 200 OK\r\nContent-Ty",
-])
-@pytest.mark.slow
-def test_a_reply_cut_short_is_unreachable(upstream, raw, reply):
-    with pytest.raises(UpstreamUnreachable, match="closed the connection mid-answer"):
-        raw_chat(upstream, raw((reply, True, 0)))
-
-
-@pytest.mark.slow
-def test_a_close_before_any_byte_on_a_fresh_connection_is_not_retried(upstream, raw):
-    server = raw((b"", True, 0), plain())
-    with pytest.raises(UpstreamUnreachable, match="before answering"):
-        raw_chat(upstream, server)
-    assert len(server.requests) == 1
-
-
-@pytest.mark.slow
-def test_a_body_up_to_the_close_still_ends_at_the_deadline(upstream, raw):
-    release = threading.Event()
-
-    def stall(conn):   # part of a body with no length, then nothing until the test lets go
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + COMPLETION[:20])
-        release.wait(30)
-    try:
-        with pytest.raises(UpstreamTimeout):
-            raw_chat(upstream, raw(stall), timeout=0.3)
-        assert not release.is_set()   # it returned while the server still held the connection
-    finally:
-        release.set()

@@ -18,7 +18,8 @@ from panelist.metrics.errors import (Cancelled, EmptyAnswer, RateLimited, Upstre
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.sim import SimUpstream
 from panelist.metrics.upstream.transport import CancelFlag
-from test_client import Background, RawServer, chunked
+from clientkit import RawServer, chunked
+from test_client import Background
 from transport_fake import FakeTransport, completion
 
 KEY = "sk-test-5f3a9c1e7b"

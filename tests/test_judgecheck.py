@@ -386,7 +386,7 @@ def test_the_simulated_judge_refuses_a_script_it_cannot_play():
 
 
 def test_the_ledger_lists_the_panels_with_two_judged_answers(tmp_path):
-    from test_ledger_queries import ok, panel
+    from ledgerkit import ok, panel
     with Ledger(tmp_path / "runs") as ledger:
         one, calls1 = panel(ledger, [ok("member1", "a"), ok("member2", "b")], shape="review")
         two, calls2 = panel(ledger, [ok("member1", "a"), ok("member2", "b"), ok("member3", "c")])

@@ -9,6 +9,7 @@ day it is written.
 """
 
 import ast
+import functools
 import tomllib
 from pathlib import Path
 
@@ -60,10 +61,17 @@ def modules():
         yield entry.removesuffix(".py"), ROOT / entry
 
 
+@functools.cache
+def tree(path: Path) -> ast.Module:
+    """``path`` parsed, once per run: the rules below each walk every module, and none changes a
+    tree it reads."""
+    return ast.parse(path.read_text())
+
+
 def imports(path: Path) -> list[str]:
     """Every module name ``path`` imports, absolute, without the ``panelist.`` prefix."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree(path)):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -160,7 +168,7 @@ def test_the_seats_core_calls_no_private_name_across_its_modules():
     is read on ``self`` or ``cls`` alone, never on another module's object."""
     wrong = []
     for path in sorted((ROOT / "metrics" / "seats").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree(path)):
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and \
                     not node.attr.startswith("__"):
                 if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
@@ -224,7 +232,7 @@ def changed_module_state(tree: ast.Module) -> set[str]:
 
 def test_no_module_level_state_changes_outside_the_declared_registries():
     wrong = sorted(f"{name}.{state}" for name, path in modules()
-                   for state in changed_module_state(ast.parse(path.read_text()))
+                   for state in changed_module_state(tree(path))
                    if (name, state) not in REGISTRIES)
     assert not wrong, ("module-level state a server should own and hand down (or declare it "
                        f"in REGISTRIES with its reason): {wrong}")

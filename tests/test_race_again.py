@@ -9,17 +9,15 @@ import json
 
 import pytest
 
-import test_race_surfaces as surfaces
 from panelist.metrics.errors import Conflict
 from panelist.metrics.race import jobs, sequential
 from panelist.metrics.race import registry as race_registry
 from panelist.metrics.race.benchmark import GradeBook
 from panelist.metrics.roster.roster import Roster
-from test_race_surfaces import (CANDIDATES, PROMPT, THREE, dashboard, discerning, finished,
-                                gateway, race_folder, run)
-
+from surfacekit import CANDIDATES, PROMPT, dashboard, finished, gateway, race_folder
 # the surfaces' fixtures: a simulated upstream, a data folder on it, its grades pinned
-sim, home, pinned = surfaces.sim, surfaces.home, surfaces.pinned
+from surfacekit import home, pinned, sim  # noqa: F401
+from test_race_cli import THREE, discerning, run
 
 BODY = {"grade": "general", "prompt": PROMPT, "runs": 2, "candidates": CANDIDATES}
 

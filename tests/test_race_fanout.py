@@ -12,10 +12,8 @@ import pytest
 from conftest import wait_until
 from panelist.metrics.cli.main import main
 from panelist.metrics.server.keys import Keys
-import test_race_surfaces as surfaces
-from test_race_surfaces import CANDIDATES, PROMPT, gateway, race_folder
-
-home, sim = surfaces.home, surfaces.sim   # the race tests' data folder and simulated models
+from surfacekit import CANDIDATES, PROMPT, gateway, race_folder
+from surfacekit import home, sim  # noqa: F401  (the race tests' data folder and simulated models)
 
 BODY = {"grade": "general", "prompt": PROMPT, "runs": 2, "candidates": CANDIDATES}
 # one reference + 2 candidates × 2 runs + each of those 4 runs judged in both orders by one judge

@@ -14,9 +14,11 @@ with apt. Without it, or without Playwright, the tests are skipped, unless
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import shutil
 import threading
 import urllib.error
 import urllib.request
@@ -112,7 +114,8 @@ class Dashboard:
     def __init__(self, server):
         self.server = server
         self.url = server.url.rstrip("/")
-        self.thread = threading.Thread(target=server.serve_forever, daemon=True,
+        # a short poll: close() waits for the loop to see it, once per test
+        self.thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True,
                                        name="dashboard-under-test")
         self.thread.start()
 
@@ -154,6 +157,33 @@ def dashboard_factory(tmp_path):
     yield make
     for dash in running:
         dash.close()
+
+
+@pytest.fixture(scope="session")
+def roster_of_500(tmp_path_factory):
+    """copy(dest) → ``dest``, a data folder holding ``bench_dashboard``'s 500 models and 50
+    collections and nothing else (no panels yet).
+
+    Writing that roster edits ``roster.json`` once per model, minutes of CPU on a loaded machine,
+    while each test only needs its own copy: it is written once for the whole run, under a lock
+    in the folder every xdist worker of this run shares, and copied for each test that asks."""
+    from panelist.scripts.bench_dashboard import prepare_roster
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent   # one folder per run (pytest-N), above each worker's own
+    template = base / "roster-of-500"
+    with open(base / "roster-of-500.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # the first worker writes it; the others wait
+        if not (template / "written").exists():
+            shutil.rmtree(template, ignore_errors=True)   # a run cut short mid-write
+            prepare_roster(template)
+            (template / "written").touch()
+
+    def copy(dest: Path) -> Path:
+        shutil.copytree(template, dest, ignore=shutil.ignore_patterns("written"))
+        return dest
+    return copy
 
 
 @pytest.fixture()

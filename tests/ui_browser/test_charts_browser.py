@@ -16,7 +16,6 @@ except ImportError:  # the browser fixture says why: a skip, or a failure under 
 
 from conftest import wait_until
 from panelist.metrics.home import open_home
-from panelist.scripts.bench_dashboard import prepare_roster
 from panelist.scripts.fill_ledger import fill
 
 SHORT_TICK = re.compile(r"^\d+(\.\d)?[kM]?$")   # "0", "250", "1.5k", "12k", "2M"
@@ -24,10 +23,9 @@ PANELS = 3000
 
 
 @pytest.fixture()
-def busy(tmp_path, dashboard_factory):
+def busy(tmp_path, dashboard_factory, roster_of_500):
     """A dashboard over 500 models whose 3,000 panels are spread over the last 21 days."""
-    data = tmp_path / "busy"
-    prepare_roster(data)
+    data = roster_of_500(tmp_path / "busy")
     fill(open_home(data).gateway_runs, PANELS, 300, 7, models=500, collections=50,
          every=21 * 86400 / PANELS)
     return dashboard_factory(data)

@@ -16,17 +16,15 @@ except ImportError:  # the browser fixture says why: a skip, or a failure under 
 
 from conftest import wait_until
 from panelist.metrics.home import open_home
-from panelist.scripts.bench_dashboard import prepare_roster
 from panelist.scripts.fill_ledger import fill
 
 MODELS = 500
 
 
 @pytest.fixture()
-def roster500(tmp_path, dashboard_factory):
+def roster500(tmp_path, dashboard_factory, roster_of_500):
     """A dashboard over 500 models and a few hundred panels."""
-    data = tmp_path / "roster500"
-    prepare_roster(data)
+    data = roster_of_500(tmp_path / "roster500")
     fill(open_home(data).gateway_runs, 600, 0, 7, models=MODELS, collections=50, every=60)
     return dashboard_factory(data)
 
