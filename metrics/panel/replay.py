@@ -13,9 +13,9 @@ gives ``per_panel`` verdicts from the owed queue, oldest first or by value
 (``explore.verdict_values``), until the first suggestion or until ``budget`` verdicts are spent
 (``equal_budget`` among equal models). Verdicts feed the next panel's states at once.
 
-The decision, checked after each verdict, is ``stopping.swap``: the gateway's stopping rule
-(``suggest.py`` widens its intervals the same way) on useful rates rather than on its
-Bradley–Terry ratings, since a simulated person judges single answers. A candidate is
+The decision, checked after each verdict, is ``stopping.swap``: the shape of ``suggest.py``'s
+rule, on useful rates rather than Bradley–Terry ratings since a simulated person judges single
+answers, and with bounds valid under repeated looks where ``suggest.py`` keeps a fixed level. A candidate is
 suggested instead of the member with the lowest high bound when its low bound is above that
 bound, the bounds holding at every look at once over all the models compared. ``right`` means
 the better candidate is suggested instead of the truly weakest member; a trial ends at its first

@@ -1,10 +1,12 @@
-"""The stopping rule behind every suggested swap: bounds that stay valid however often they are
-looked at.
+"""The stopping rule behind the replay's swap decision: bounds that stay valid however often
+they are looked at.
 
-A suggestion is checked again after every verdict (each reply's ``bench.suggest``, the replay
-after each verdict it gives). Bounds taken at a fixed normal quantile hold at any *one* look, but
-checked after every verdict a chance separation turns up sooner or later, and among equally good
-models a swap gets suggested far more often than the level promises (optional stopping). These
+The replay checks for a swap after every verdict and stops at the first. Bounds taken at a fixed
+normal quantile hold at any *one* look, but checked after every verdict a chance separation
+turns up sooner or later, and among equally good models a swap gets suggested far more often
+than the level promises (optional stopping). (A reply's ``bench.suggest`` keeps the fixed
+quantile, ``panel.suggest``: these bounds need about twice the evidence, and a suggestion only
+informs a person; docs/statistics.md gives the measured trade-off.) These
 bounds are a *confidence sequence*: with probability at least ``1 - alpha`` a model's bound
 holds its true rate at every count of evidence at once, so stopping at the first look where
 two bounds part keeps the error at ``alpha``.

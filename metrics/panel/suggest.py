@@ -4,14 +4,11 @@ of work. The one rule behind a reply's ``bench.suggest`` and ``panelist collecti
 The ratings are ``ledger.ratings``' (a Bradley–Terry fit over verdict pairs, suite units and
 race inputs, its intervals counted in the panels, tasks and inputs the pairs came from, so a
 panel's several pairs are not taken for independent evidence). "Clearly" means the two
-intervals do not overlap, each taken at ``stopping.anytime_z`` for its own units of evidence:
-a bound that holds at every count of evidence at once, split (Bonferroni) among the ``family``
-of rated candidates and members compared. The suggestion is looked at again with every reply,
-and a fixed quantile checked that often would, among many equally good models, find a chance
-separation sooner or later; with these bounds a false suggestion stays at most about one in
-twenty families of comparisons however often they are looked at, while a truly better model is
-suggested once its comparisons narrow the intervals. A model without comparisons, or a member
-without any, is never part of a suggestion: nothing is known.
+intervals do not overlap after a Bonferroni correction for the number of candidates compared:
+with ``m`` rated non-members each interval is taken at ``1 - 0.05 / m``, so among many equally
+good models a suggestion stays rare (at most about one in twenty families of comparisons),
+while a truly better one is suggested once its comparisons narrow the intervals. A model without comparisons, or a member without any, is never part of
+a suggestion: nothing is known.
 
 Invariants: each member is named at most once and each model suggested at most once, pairing
 the best-supported model (highest lower bound) with the weakest member (lowest upper bound)
@@ -23,8 +20,7 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from panelist.metrics.ledger.ratings import Rated, Ratings, ShapeRatings
-from panelist.metrics.panel.stopping import anytime_z
+from panelist.metrics.ledger.ratings import Rated, Ratings, ShapeRatings, z_for
 from panelist.metrics.roster.collection import Collection
 from panelist.metrics.roster.roster import RosterView
 
@@ -42,34 +38,28 @@ def _compared(r: Rated | None) -> TypeGuard[Rated]:
     return r is not None and r.wins + r.losses > 0
 
 
-def _units(r: Rated) -> float:
-    """The units of evidence a rating rests on (its comparisons when units were not counted)."""
-    return r.clusters or r.wins + r.losses
-
-
 def evidence(collection: Collection, roster: RosterView,
-             ratings: ShapeRatings) -> tuple[list, list, int]:
-    """``(members, candidates, family)``: the rated members, weakest first, and the rated
-    non-members that could be suggested, strongest first, as ``(Rated, interval)``, each
-    interval at ``anytime_z`` for its units of evidence over the ``family`` compared."""
+             ratings: ShapeRatings) -> tuple[list, list, float]:
+    """``(members, candidates, z)``: the rated members, weakest first, and the rated
+    non-members that could be suggested, strongest first, as ``(Rated, interval)`` at the
+    corrected quantile ``z``."""
     rated = ratings.by_alias()
     candidates = [rated[a] for a, m in roster.models.items()
                   if a not in collection.members and not m.retired and _compared(rated.get(a))]
-    seated = [r for a in collection.members if _compared(r := rated.get(a))]
-    family = len(candidates) + len(seated)
-    members = [(r, r.bounds(anytime_z(_units(r), family))) for r in seated]
-    found = [(r, r.bounds(anytime_z(_units(r), family))) for r in candidates]
+    z = z_for(len(candidates))
+    members = [(r, r.bounds(z)) for a in collection.members
+               if _compared(r := rated.get(a))]
+    found = [(r, r.bounds(z)) for r in candidates]
     members.sort(key=lambda x: (x[1][1], x[0].alias))
     found.sort(key=lambda x: (-x[1][0], -(x[0].wins + x[0].losses), x[0].alias))
-    return members, found, family
+    return members, found, z
 
 
 def suggestions(collection: Collection, roster: RosterView, ratings: ShapeRatings,
                 shape: str) -> list[dict]:
     """Each ``{"alias", "instead_of", "shape", "rating", "interval", "member_rating",
     "member_interval", "compared"}`` where ``alias`` is rated clearly above the member
-    ``instead_of`` on ``shape`` (``compared``: the rated candidates its bounds were widened
-    for, beside the rated members)."""
+    ``instead_of`` on ``shape`` (intervals corrected for ``compared`` candidates)."""
     members, candidates, _ = evidence(collection, roster, ratings)
     out = []
     for (member, mb), (cand, cb) in zip(members, candidates):
@@ -102,24 +92,22 @@ class ReplySuggestions:
         return found
 
 
-def _row(seat: str, r: Rated, bounds, family: int) -> dict:
+def _row(seat: str, r: Rated, bounds) -> dict:
     p = r.public()
     return {"seat": seat, "alias": r.alias, "rating": p["rating"], "wins": p["wins"],
-            "losses": p["losses"], "interval": _rounded(bounds),
-            "z": round(anytime_z(_units(r), family), 4)}
+            "losses": p["losses"], "interval": _rounded(bounds)}
 
 
 def report(collection: Collection, roster: RosterView, ratings: ShapeRatings,
            shape: str) -> dict:
     """The suggestions plus the evidence behind them (every rated member, and the strongest
-    rated non-members, with their intervals and each one's ``z``), for ``panelist collection
-    suggest``; ``family`` is how many rated models the bounds were split among."""
-    members, candidates, family = evidence(collection, roster, ratings)
-    rows = [_row("member", r, b, family) for r, b in members]
-    rows += [_row("candidate", r, b, family) for r, b in candidates[:CANDIDATES_SHOWN]]
+    rated non-members, with their corrected intervals), for ``panelist collection suggest``."""
+    members, candidates, z = evidence(collection, roster, ratings)
+    rows = [_row("member", r, b) for r, b in members]
+    rows += [_row("candidate", r, b) for r, b in candidates[:CANDIDATES_SHOWN]]
     rated = {r.alias for r, _ in members}
     return {"collection": collection.model_id, "shape": shape,
             "suggest": suggestions(collection, roster, ratings, shape),
-            "compared": len(candidates), "family": family,
+            "compared": len(candidates), "z": round(z, 4),
             "evidence": rows,
             "members_without_verdicts": [a for a in collection.members if a not in rated]}
