@@ -17,7 +17,8 @@ def register() -> None:
     if "panelist" in sys.modules:
         return
     spec = importlib.util.spec_from_file_location(
-        "panelist", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)])
+        "panelist", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the checkout at {ROOT} as the package panelist")
     module = importlib.util.module_from_spec(spec)

@@ -26,8 +26,12 @@ if not __package__:
 from panelist.metrics.home import Home, open_home  # noqa: E402
 from panelist.metrics.panel.panel import Panels  # noqa: E402
 from panelist.metrics.server.front.base import Server, build  # noqa: E402
-from panelist.metrics.server.front.connection import (BODY_HOLD, BODY_TIMEOUT,  # noqa: E402
-                                                HEAD_TIMEOUT, MAX_CONNECTIONS)
+from panelist.metrics.server.front.connection import (
+    BODY_HOLD,
+    BODY_TIMEOUT,  # noqa: E402
+    HEAD_TIMEOUT,
+    MAX_CONNECTIONS,
+)
 from panelist.metrics.server.guard import Settings  # noqa: E402
 from panelist.metrics.server.parts import Parts  # noqa: E402
 from panelist.metrics.server.front.pool import IDLE_THREAD  # noqa: E402
@@ -36,14 +40,26 @@ from panelist.metrics.server.routes import GATEWAY_ROUTES, ROUTES_HELP  # noqa: 
 from panelist.metrics.server.front.workers import Role  # noqa: E402
 
 
-def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
-                 panels: Panels | None = None, keepalive: float = 10.0,
-                 settings: Settings | None = None, env=None,
-                 client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
-                 body_timeout: float = BODY_TIMEOUT, body_hold: float = BODY_HOLD,
-                 max_connections: int = MAX_CONNECTIONS, max_pending: int | None = None,
-                 max_in_flight: int | None = None, thread_idle: float = IDLE_THREAD,
-                 demo: bool = False, role: Role = Role()) -> Server:
+def make_gateway(
+    data_dir,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    panels: Panels | None = None,
+    keepalive: float = 10.0,
+    settings: Settings | None = None,
+    env=None,
+    client_timeout: float = 60.0,
+    head_timeout: float = HEAD_TIMEOUT,
+    body_timeout: float = BODY_TIMEOUT,
+    body_hold: float = BODY_HOLD,
+    max_connections: int = MAX_CONNECTIONS,
+    max_pending: int | None = None,
+    max_in_flight: int | None = None,
+    thread_idle: float = IDLE_THREAD,
+    demo: bool = False,
+    role: Role = Role(),
+) -> Server:
     """Build (not start) a gateway over one data folder; call ``serve_forever`` to run it.
 
     Who may call comes from ``settings``, else from ``env`` (a mapping), else from the process
@@ -61,17 +77,32 @@ def make_gateway(data_dir, host: str = "127.0.0.1", port: int = 0, *,
     home = data_dir if isinstance(data_dir, Home) else open_home(data_dir)
     parts = Parts.of_home(home, panels, env)
     # ours to close when building fails; a caller's panels stay the caller's
-    return build(parts, host, port, own_parts=panels is None, demo=demo,
-                 routes=(*GATEWAY_ROUTES, *clientapis.ROUTES),
-                 routes_help=f"the gateway serves {ROUTES_HELP}, {clientapis.ROUTES_HELP}",
-                 settings=settings, keepalive=keepalive, client_timeout=client_timeout,
-                 head_timeout=head_timeout, body_timeout=body_timeout, body_hold=body_hold,
-                 max_connections=max_connections, max_pending=max_pending,
-                 max_in_flight=max_in_flight, thread_idle=thread_idle, role=role)
+    return build(
+        parts,
+        host,
+        port,
+        own_parts=panels is None,
+        demo=demo,
+        routes=(*GATEWAY_ROUTES, *clientapis.ROUTES),
+        routes_help=f"the gateway serves {ROUTES_HELP}, {clientapis.ROUTES_HELP}",
+        settings=settings,
+        keepalive=keepalive,
+        client_timeout=client_timeout,
+        head_timeout=head_timeout,
+        body_timeout=body_timeout,
+        body_hold=body_hold,
+        max_connections=max_connections,
+        max_pending=max_pending,
+        max_in_flight=max_in_flight,
+        thread_idle=thread_idle,
+        role=role,
+    )
 
 
 if __name__ == "__main__":
     from panelist.metrics.cli.main import Runtime, main
     from panelist.metrics.upstream.sim import SimUpstream
-    sys.exit(main(["gateway", *sys.argv[1:]], Runtime(make_gateway=make_gateway,
-                                                      simulator=SimUpstream)))
+
+    sys.exit(
+        main(["gateway", *sys.argv[1:]], Runtime(make_gateway=make_gateway, simulator=SimUpstream))
+    )

@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-if (CHECKOUT / "_bootstrap.py").is_file():   # in a checkout: this checkout is ``panelist``
+if (CHECKOUT / "_bootstrap.py").is_file():  # in a checkout: this checkout is ``panelist``
     sys.path.insert(0, str(CHECKOUT))
     import _bootstrap  # noqa: F401
 
@@ -49,15 +49,19 @@ from panelist.metrics.roster.roster import Roster
 from panelist.metrics.upstream.sim import DEMO_MODELS, SimUpstream
 
 # -- the job ---------------------------------------------------------------------------------------
-ORDERS = {"1042": {"order_id": "ord-1042", "placed": "2026-11-24",
-                   "items": ["kettle", "two mugs"]}}
-SHIPMENTS = {"ord-1042": {"carrier": "Parcelwise", "status": "in transit",
-                          "expected": "2026-12-03"}}
+ORDERS = {"1042": {"order_id": "ord-1042", "placed": "2026-11-24", "items": ["kettle", "two mugs"]}}
+SHIPMENTS = {
+    "ord-1042": {"carrier": "Parcelwise", "status": "in transit", "expected": "2026-12-03"}
+}
 
 
-@tool({"type": "object", "properties": {"number": {"type": "string",
-                                                   "description": "the number on the receipt"}},
-       "required": ["number"]})
+@tool(
+    {
+        "type": "object",
+        "properties": {"number": {"type": "string", "description": "the number on the receipt"}},
+        "required": ["number"],
+    }
+)
 def find_order(number):
     """Find an order by the number on the customer's receipt."""
     found = ORDERS.get(str(number).lstrip("#"))
@@ -66,8 +70,7 @@ def find_order(number):
     return found
 
 
-@tool({"type": "object", "properties": {"order_id": {"type": "string"}},
-       "required": ["order_id"]})
+@tool({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]})
 def shipping_status(order_id):
     """Where an order's parcel is and when it is expected."""
     found = SHIPMENTS.get(order_id)
@@ -78,18 +81,23 @@ def shipping_status(order_id):
 
 class OrderAgent:
     grade = "general"
-    system = ("You answer customers' questions about their orders. Look the order up with "
-              "find_order, then its parcel with shipping_status, and say what you found.")
+    system = (
+        "You answer customers' questions about their orders. Look the order up with "
+        "find_order, then its parcel with shipping_status, and say what you found."
+    )
 
     def run(self, question, seat):
-        return seat.chat([{"role": "system", "content": self.system},
-                          {"role": "user", "content": question}],
-                         tools=[find_order, shipping_status])
+        return seat.chat(
+            [{"role": "system", "content": self.system}, {"role": "user", "content": question}],
+            tools=[find_order, shipping_status],
+        )
 
 
 QUESTION = "Hi, where is my order #1042? When will it arrive?"
-RUBRIC = ("Gives the parcel's status and its expected delivery date as the tools reported them, "
-          "and nothing the tools did not say.")
+RUBRIC = (
+    "Gives the parcel's status and its expected delivery date as the tools reported them, "
+    "and nothing the tools did not say."
+)
 FACTS = ("in transit", "2026-12-03")
 
 
@@ -108,25 +116,46 @@ SHIPPING = {"name": "shipping_status", "arguments": {"order_id": "ord-1042"}}
 SCRIPT = {
     "sim-steady": {"tool_calls": [LOOKUP, SHIPPING]},
     "sim-vision": {"tool_calls": [LOOKUP, SHIPPING]},
-    "sim-flaky": {"tool_calls": [LOOKUP], "fail": None,   # no server errors: one outcome
-                  "answer": "[simulated sim-flaky] Order ord-1042 was placed on 2026-11-24; I "
-                            "did not look up its delivery."},
-    "sim-careful": {"json": {"accuracy": 7, "shown_work": 2,
-                             "reason": "Reports the order and its delivery as the tools gave "
-                                       "them, naming each lookup."},
-                    "json_rules": [{"contains": "I did not look up its delivery", "answer": {
-                        "accuracy": 3, "shown_work": 2,
-                        "reason": "Reports the order but leaves out its delivery, which the "
-                                  "reference gives."}}]},
+    "sim-flaky": {
+        "tool_calls": [LOOKUP],
+        "fail": None,  # no server errors: one outcome
+        "answer": "[simulated sim-flaky] Order ord-1042 was placed on 2026-11-24; I "
+        "did not look up its delivery.",
+    },
+    "sim-careful": {
+        "json": {
+            "accuracy": 7,
+            "shown_work": 2,
+            "reason": "Reports the order and its delivery as the tools gave "
+            "them, naming each lookup.",
+        },
+        "json_rules": [
+            {
+                "contains": "I did not look up its delivery",
+                "answer": {
+                    "accuracy": 3,
+                    "shown_work": 2,
+                    "reason": "Reports the order but leaves out its delivery, which the "
+                    "reference gives.",
+                },
+            }
+        ],
+    },
 }
 # made-up prices per million tokens (input, output), so the verdict has costs to weigh
-PRICES = {"sim-swift": (0.10, 0.40), "sim-steady": (3.00, 15.00), "sim-careful": (5.00, 25.00),
-          "sim-flaky": (0.15, 0.60), "sim-vision": (0.40, 1.60)}
+PRICES = {
+    "sim-swift": (0.10, 0.40),
+    "sim-steady": (3.00, 15.00),
+    "sim-careful": (5.00, 25.00),
+    "sim-flaky": (0.15, 0.60),
+    "sim-vision": (0.40, 1.60),
+}
 
 
 def simulated() -> SimUpstream:
-    models = {name: dict(behaviour, **SCRIPT.get(name, {}))
-              for name, behaviour in DEMO_MODELS.items()}
+    models = {
+        name: dict(behaviour, **SCRIPT.get(name, {})) for name, behaviour in DEMO_MODELS.items()
+    }
     return SimUpstream(models)
 
 
@@ -157,8 +186,9 @@ def race(data: Path, runs: int):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Race an order-lookup agent on the demo roster.")
     parser.add_argument("--runs", type=int, default=6, help="runs per model (default 6)")
-    parser.add_argument("--data", type=Path, help="keep the data folder here (default: a "
-                        "temporary one)")
+    parser.add_argument(
+        "--data", type=Path, help="keep the data folder here (default: a temporary one)"
+    )
     args = parser.parse_args(argv)
     if args.data is not None:
         answer, report = race(args.data, args.runs)

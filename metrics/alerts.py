@@ -19,7 +19,7 @@ from itertools import islice
 from panelist.metrics.store import jsonl
 from panelist.metrics.home import Home
 
-TAIL_BYTES = 256 * 1024   # how far back from the end ``recent`` reads
+TAIL_BYTES = 256 * 1024  # how far back from the end ``recent`` reads
 
 
 class Alerts:
@@ -31,8 +31,14 @@ class Alerts:
 
     def raise_alert(self, kind: str, subject: str, message: str, **fields) -> dict:
         """Append one alert; ``subject`` is what it is about (a model alias, an endpoint)."""
-        record = {"v": jsonl.SCHEMA, "ts": jsonl.utc_second(time.time()), "kind": kind,
-                  "subject": subject, "message": message, **fields}
+        record = {
+            "v": jsonl.SCHEMA,
+            "ts": jsonl.utc_second(time.time()),
+            "kind": kind,
+            "subject": subject,
+            "message": message,
+            **fields,
+        }
         if self._appender is None:
             self._appender = jsonl.Appender(self.path)
         self._appender.append(record)

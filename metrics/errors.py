@@ -55,8 +55,15 @@ import math
 class PanelistError(Exception):
     """Raised when something fails that no narrower class describes."""
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
-                 headers: dict[str, str] | None = None, details: dict | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+        details: dict | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.param = param
@@ -89,22 +96,29 @@ class PromptTooLong(BadRequest):
         super().__init__(
             f"{self.openai_head(window, estimate)} The prompt is too long for every seat of "
             f"{collection}: {seats}. Trim the conversation, or ask a collection whose models "
-            "have larger windows (GET /v1/models).", param="messages",
-            code="context_length_exceeded", details={"window": window, "estimate": estimate})
+            "have larger windows (GET /v1/models).",
+            param="messages",
+            code="context_length_exceeded",
+            details={"window": window, "estimate": estimate},
+        )
         self.window, self.estimate = window, estimate
 
     @staticmethod
     def openai_head(window: int | None, estimate: int) -> str:
         size = f"is {window} tokens" if window else "is less than that"
-        return (f"This model's maximum context length {size}. However, your messages resulted in "
-                f"{estimate} tokens (estimated: characters/4 + 10%). Please reduce the length of "
-                "the messages.")
+        return (
+            f"This model's maximum context length {size}. However, your messages resulted in "
+            f"{estimate} tokens (estimated: characters/4 + 10%). Please reduce the length of "
+            "the messages."
+        )
 
     @staticmethod
     def anthropic_head(window: int | None, estimate: int) -> str:
         most = f"{window} maximum" if window else "the context window"
-        return (f"prompt is too long: {estimate} tokens > {most} (estimated: characters/4 + "
-                "10%). Please reduce the length of the messages.")
+        return (
+            f"prompt is too long: {estimate} tokens > {most} (estimated: characters/4 + "
+            "10%). Please reduce the length of the messages."
+        )
 
 
 class Unauthorized(PanelistError):
@@ -166,8 +180,14 @@ class AllSeatsFailed(PanelistError):
     """Raised when no seat of a panel (nor its merger) gave an answer the caller can use; the
     panel is logged all the same. ``seats`` are the seats' public dicts, also in the body."""
 
-    def __init__(self, message: str, seats: list[dict], *, code: str = "all_seats_failed",
-                 headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        message: str,
+        seats: list[dict],
+        *,
+        code: str = "all_seats_failed",
+        headers: dict[str, str] | None = None,
+    ):
         # the openai and anthropic clients retry a 5xx on their own; a panel every seat of which
         # failed was already tried by every seat, and a silent retry starts (and bills) another
         headers = {"x-should-retry": "false", **(headers or {})}

@@ -19,16 +19,19 @@ from panelist.metrics.cli import main as cli  # noqa: E402
 
 def make_gateway(*args, **kw):
     from panelist.gateway import make_gateway
+
     return make_gateway(*args, **kw)
 
 
 def make_dashboard(*args, **kw):
     from panelist.serve import make_dashboard
+
     return make_dashboard(*args, **kw)
 
 
 def simulator(*args, **kw):
     from panelist.metrics.upstream.sim import SimUpstream
+
     return SimUpstream(*args, **kw)
 
 

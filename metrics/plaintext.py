@@ -41,10 +41,10 @@ def clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    room = max(limit - 1, 0)   # the ellipsis takes one
+    room = max(limit - 1, 0)  # the ellipsis takes one
     ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, room - 1)]
     if ends and ends[-1] >= room // 2:
-        return text[:ends[-1]] + " " + ELLIPSIS
+        return text[: ends[-1]] + " " + ELLIPSIS
     return _words(text, room) + ELLIPSIS
 
 

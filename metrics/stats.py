@@ -26,10 +26,16 @@ Z95 = 1.959963984540054  # two-sided 95%: the normal quantile at 0.975
 
 def wilson(useful: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The ``(low, high)`` bounds of the useful rate after ``useful`` of ``n`` useful verdicts."""
-    if isinstance(useful, bool) or isinstance(n, bool) or not isinstance(useful, int) \
-            or not isinstance(n, int) or not 0 <= useful <= n:
-        raise ValueError(f"wilson() needs whole counts with 0 <= useful <= n, not {useful!r} "
-                         f"of {n!r}")
+    if (
+        isinstance(useful, bool)
+        or isinstance(n, bool)
+        or not isinstance(useful, int)
+        or not isinstance(n, int)
+        or not 0 <= useful <= n
+    ):
+        raise ValueError(
+            f"wilson() needs whole counts with 0 <= useful <= n, not {useful!r} of {n!r}"
+        )
     if n == 0:
         return 0.0, 1.0
     return wilson_rate(useful / n, n, z)
@@ -54,7 +60,7 @@ def wilson_rate(p: float, n: int, z: float = Z95) -> tuple[float, float]:
 # -- Student's t -----------------------------------------------------------------------------------
 _TINY = 1e-300
 _EPS = 1e-15
-_TERMS = 10_000   # the continued fraction converges in about sqrt(max(a, b)) terms; a bound
+_TERMS = 10_000  # the continued fraction converges in about sqrt(max(a, b)) terms; a bound
 
 
 def _fraction(a: float, b: float, x: float) -> float:
@@ -65,8 +71,10 @@ def _fraction(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, _TERMS):
         m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for aa in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
             d = 1.0 + aa * d
             d = 1.0 / (d if abs(d) > _TINY else _TINY)
             c = 1.0 + aa / c
@@ -75,8 +83,7 @@ def _fraction(a: float, b: float, x: float) -> float:
             h *= step
         if abs(step - 1.0) < _EPS:
             return h
-    raise ArithmeticError(f"the incomplete beta fraction did not converge for a={a}, b={b}, "
-                          f"x={x}")
+    raise ArithmeticError(f"the incomplete beta fraction did not converge for a={a}, b={b}, x={x}")
 
 
 def _betainc(a: float, b: float, x: float, y: float) -> float:
@@ -85,9 +92,10 @@ def _betainc(a: float, b: float, x: float, y: float) -> float:
         return 0.0
     if y <= 0.0:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log(y))
-    if x < (a + 1.0) / (a + b + 2.0):   # where the fraction converges fast; else by symmetry
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):  # where the fraction converges fast; else by symmetry
         return front * _fraction(a, b, x) / a
     return 1.0 - front * _fraction(b, a, y) / b
 
@@ -135,17 +143,21 @@ def t_cdf(t: float, df: float) -> float:
 
 
 def _t_pdf(t: float, df: float) -> float:
-    return math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)
-                    - 0.5 * math.log(df * math.pi) - (df + 1) / 2 * math.log1p(t * t / df))
+    return math.exp(
+        math.lgamma((df + 1) / 2)
+        - math.lgamma(df / 2)
+        - 0.5 * math.log(df * math.pi)
+        - (df + 1) / 2 * math.log1p(t * t / df)
+    )
 
 
-@lru_cache(maxsize=4096)   # a pure function asked the same few (p, df) again and again
+@lru_cache(maxsize=4096)  # a pure function asked the same few (p, df) again and again
 def t_quantile(p: float, df: float) -> float:
     """The ``t`` with ``P(T <= t) = p``: exact for 1 and 2 degrees of freedom, otherwise
     Newton's method on the upper tail, kept inside a bracket that bisection narrows, from the
     Cornish-Fisher expansion of the normal quantile."""
     _check_df(df)
-    if not 0 < p < 1:   # nan fails this too
+    if not 0 < p < 1:  # nan fails this too
         raise ValueError(f"a quantile needs a probability between 0 and 1, not {p!r}")
     if p == 0.5:
         return 0.0
@@ -157,9 +169,9 @@ def t_quantile(p: float, df: float) -> float:
         return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
     q = 1.0 - p
     z = NormalDist().inv_cdf(p)
-    t = z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    t = z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
     lo, hi = 0.0, max(t, 1.0)
-    while _tail(hi, df) > q:   # the bracket: P(T > lo) > q >= P(T > hi)
+    while _tail(hi, df) > q:  # the bracket: P(T > lo) > q >= P(T > hi)
         lo, hi = hi, hi * 2
     t = min(max(t, lo), hi)
     for _ in range(200):
@@ -172,7 +184,7 @@ def t_quantile(p: float, df: float) -> float:
         if abs(step) <= 1e-14 * max(1.0, t):
             return t + step
         t = t + step
-        if not lo < t < hi:   # Newton left the bracket: bisect instead
+        if not lo < t < hi:  # Newton left the bracket: bisect instead
             t = (lo + hi) / 2
     return t
 
@@ -204,11 +216,12 @@ def holm(pvalues) -> list[float]:
     return adjusted
 
 
-MOST_PAIRS = 100_000   # past this, no race settles it: ``paired_sample_size`` says None
+MOST_PAIRS = 100_000  # past this, no race settles it: ``paired_sample_size`` says None
 
 
-def paired_sample_size(sd: float, distance: float, *, alpha: float = 0.05,
-                       power: float = 0.8, most: int = MOST_PAIRS) -> int | None:
+def paired_sample_size(
+    sd: float, distance: float, *, alpha: float = 0.05, power: float = 0.8, most: int = MOST_PAIRS
+) -> int | None:
     """How many pairs a one-sided paired t test at level ``alpha`` needs to settle, with
     probability ``power``, a mean difference ``distance`` away from the margin, when the
     differences spread by ``sd``: the smallest ``n >= 2`` with
@@ -221,11 +234,11 @@ def paired_sample_size(sd: float, distance: float, *, alpha: float = 0.05,
     if effect == 0:
         return None
     z = NormalDist().inv_cdf(1 - alpha) + NormalDist().inv_cdf(power)
-    low = (z / effect) ** 2   # the normal answer, never above the t answer
+    low = (z / effect) ** 2  # the normal answer, never above the t answer
     if low > most:
         return None
     n = max(2, math.ceil(low))
-    while n <= most:   # the condition only ever turns true as n grows: its first n
+    while n <= most:  # the condition only ever turns true as n grows: its first n
         if math.sqrt(n) * effect >= t_quantile(1 - alpha, n - 1) + t_quantile(power, n - 1):
             return n
         n += 1

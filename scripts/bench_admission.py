@@ -35,24 +35,25 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Any
 
-from panelist.metrics.upstream.admission import Admission  # noqa: E402
-from panelist.metrics.upstream.client import Upstream  # noqa: E402
-from panelist.metrics.errors import AtLimit  # noqa: E402
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
+from panelist.metrics.upstream.admission import Admission
+from panelist.metrics.upstream.client import Upstream
+from panelist.metrics.errors import AtLimit
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.roster import Roster
+from panelist.metrics.upstream.sim import SimUpstream
 
 MODEL = "m"
 PROCESSES = 2
@@ -74,10 +75,11 @@ def work(data: str, url: str, workers: int, until: float, window: float, out: st
                     upstream.chat(url, None, body, timeout=30)
                     ended = time.time()
             except AtLimit:
-                return   # the run is over before a slot came
+                return  # the run is over before a slot came
             with lock:
-                lines.append(json.dumps({"at": admitted.at, "end": ended,
-                                         "waited": admitted.waited}))
+                lines.append(
+                    json.dumps({"at": admitted.at, "end": ended, "waited": admitted.waited})
+                )
 
     threads = [threading.Thread(target=loop) for _ in range(workers)]
     for t in threads:
@@ -90,17 +92,31 @@ def work(data: str, url: str, workers: int, until: float, window: float, out: st
 
 
 # -- the runs -------------------------------------------------------------------------------------
-def run_processes(folder: Path, url: str, workers: int, seconds: float,
-                  window: float) -> list[dict]:
-    start = time.time() + 1.0   # both processes up before the first call
+def run_processes(
+    folder: Path, url: str, workers: int, seconds: float, window: float
+) -> list[dict]:
+    start = time.time() + 1.0  # both processes up before the first call
     until = start + seconds
     procs, outs = [], []
     for i in range(PROCESSES):
         out = folder / f"calls-{i}.jsonl"
         outs.append(out)
-        procs.append(subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(folder / "data"), url, str(workers),
-             repr(until), repr(window), str(out), repr(start)]))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    str(folder / "data"),
+                    url,
+                    str(workers),
+                    repr(until),
+                    repr(window),
+                    str(out),
+                    repr(start),
+                ]
+            )
+        )
     for p in procs:
         if p.wait() != 0:
             raise SystemExit("a worker process failed")
@@ -113,8 +129,9 @@ def run_processes(folder: Path, url: str, workers: int, seconds: float,
 
 
 def most_at_once(calls: list[dict]) -> int:
-    events = sorted([(c["at"], 1) for c in calls] + [(c["end"], -1) for c in calls],
-                    key=lambda e: (e[0], e[1]))   # an end before a start at the same instant
+    events = sorted(
+        [(c["at"], 1) for c in calls] + [(c["end"], -1) for c in calls], key=lambda e: (e[0], e[1])
+    )  # an end before a start at the same instant
     running = peak = 0
     for _, step in events:
         running += step
@@ -132,8 +149,9 @@ def window_counts(times: list[float], window: float) -> list[int]:
     return counts
 
 
-def rate_run(folder: Path, sim: SimUpstream, *, rpm: int, window: float, windows: int,
-             workers: int) -> dict:
+def rate_run(
+    folder: Path, sim: SimUpstream, *, rpm: int, window: float, windows: int, workers: int
+) -> dict:
     home = open_home(folder / "data")
     Roster(home).set_limits("endpoint", "sim", {"rpm": rpm, "max_concurrent": 4})
     sim.script(MODEL, latency=0.25)
@@ -142,14 +160,22 @@ def rate_run(folder: Path, sim: SimUpstream, *, rpm: int, window: float, windows
     counts = window_counts(times, window)
     # whole windows while work was queued: those that start at an admission and end in the run
     full = [n for t, n in zip(times, counts) if t + window <= times[-1]]
-    return {"rpm": rpm, "window_s": window, "max_concurrent": 4, "latency_s": 0.25,
-            "processes": PROCESSES, "workers": workers, "calls": len(calls),
-            "by_process": [sum(1 for c in calls if c["process"] == i) for i in range(PROCESSES)],
-            "max_in_a_window": max(counts), "windows_over": sum(1 for n in counts if n > rpm),
-            "calls_over": max(0, max(counts) - rpm),
-            "min_in_a_full_window": min(full) if full else None,
-            "cap_used": round(min(full) / rpm, 3) if full else None,
-            "most_at_once": most_at_once(calls)}
+    return {
+        "rpm": rpm,
+        "window_s": window,
+        "max_concurrent": 4,
+        "latency_s": 0.25,
+        "processes": PROCESSES,
+        "workers": workers,
+        "calls": len(calls),
+        "by_process": [sum(1 for c in calls if c["process"] == i) for i in range(PROCESSES)],
+        "max_in_a_window": max(counts),
+        "windows_over": sum(1 for n in counts if n > rpm),
+        "calls_over": max(0, max(counts) - rpm),
+        "min_in_a_full_window": min(full) if full else None,
+        "cap_used": round(min(full) / rpm, 3) if full else None,
+        "most_at_once": most_at_once(calls),
+    }
 
 
 def concurrency_run(folder: Path, sim: SimUpstream, *, seconds: float, workers: int) -> dict:
@@ -160,13 +186,20 @@ def concurrency_run(folder: Path, sim: SimUpstream, *, seconds: float, workers: 
     t0, t1 = calls[0]["at"], max(c["end"] for c in calls)
     busy = sum(c["end"] - c["at"] for c in calls) / (t1 - t0)
     waits = sorted(c["waited"] for c in calls)
-    return {"max_concurrent": 4, "latency_s": 0.2, "seconds": round(t1 - t0, 1),
-            "processes": PROCESSES, "workers": workers, "calls": len(calls),
-            "by_process": [sum(1 for c in calls if c["process"] == i) for i in range(PROCESSES)],
-            "mean_running": round(busy, 2), "cap_used": round(busy / 4, 3),
-            "most_at_once": most_at_once(calls),
-            "wait_p50_s": round(statistics.median(waits), 3),
-            "wait_p99_s": round(waits[int(len(waits) * 0.99) - 1], 3)}
+    return {
+        "max_concurrent": 4,
+        "latency_s": 0.2,
+        "seconds": round(t1 - t0, 1),
+        "processes": PROCESSES,
+        "workers": workers,
+        "calls": len(calls),
+        "by_process": [sum(1 for c in calls if c["process"] == i) for i in range(PROCESSES)],
+        "mean_running": round(busy, 2),
+        "cap_used": round(busy / 4, 3),
+        "most_at_once": most_at_once(calls),
+        "wait_p50_s": round(statistics.median(waits), 3),
+        "wait_p99_s": round(waits[int(len(waits) * 0.99) - 1], 3),
+    }
 
 
 def cost_run(folder: Path, rounds: int) -> dict:
@@ -193,20 +226,25 @@ def cost_run(folder: Path, rounds: int) -> dict:
                 t = time.perf_counter()
                 admission.has_room(name, model)
                 room.append(time.perf_counter() - t)
-            out[name] = {"slot_median_us": round(statistics.median(times) * 1e6, 1),
-                         "has_room_median_us": round(statistics.median(room) * 1e6, 1)}
+            out[name] = {
+                "slot_median_us": round(statistics.median(times) * 1e6, 1),
+                "has_room_median_us": round(statistics.median(room) * 1e6, 1),
+            }
         untouched = home.root / "runs" / "admission" / "open"
-        out["open"]["files"] = sorted(f.name for f in untouched.rglob("*")) \
-            if untouched.exists() else []
+        out["open"]["files"] = (
+            sorted(f.name for f in untouched.rglob("*")) if untouched.exists() else []
+        )
     finally:
         admission.close()
     return out
 
 
-def seats_run(folder: Path, *, model_time: float, seat_timeout: float, clients: int,
-              seconds: float) -> dict:
+def seats_run(
+    folder: Path, *, model_time: float, seat_timeout: float, clients: int, seconds: float
+) -> dict:
     """Step 4: panels of two seats back to back from ``clients`` threads for ``seconds``."""
     from panelist.metrics.seats import SeatCall, Seats
+
     with SimUpstream({MODEL: {"latency": model_time, "deaf": True}}) as sim:
         home = open_home(folder / f"seats-{model_time:g}-{seat_timeout:g}")
         roster = Roster(home)
@@ -216,16 +254,24 @@ def seats_run(folder: Path, *, model_time: float, seat_timeout: float, clients: 
         admission = Admission(home)
         seats = Seats(roster, admission=admission)
         model = roster.view().models[MODEL]
-        outcomes: list[str] = []   # each seat's status, or its error's kind
+        outcomes: list[str] = []  # each seat's status, or its error's kind
         lock = threading.Lock()
         until = time.monotonic() + seconds
 
         def client(c: int) -> None:
             n = 0
             while time.monotonic() < until:
-                calls = [SeatCall(label=f"{c}.{n}.{k}", role="member", model=model,
-                                  messages=[{"role": "user", "content": "review this"}],
-                                  timeout=seat_timeout, wait_in_timeout=True) for k in range(2)]
+                calls = [
+                    SeatCall(
+                        label=f"{c}.{n}.{k}",
+                        role="member",
+                        model=model,
+                        messages=[{"role": "user", "content": "review this"}],
+                        timeout=seat_timeout,
+                        wait_in_timeout=True,
+                    )
+                    for k in range(2)
+                ]
                 done = seats.start(calls, timeout=seat_timeout, poll=True).wait()
                 with lock:
                     outcomes.extend(r.status if r.answered else r.error_kind for r in done)
@@ -236,53 +282,81 @@ def seats_run(folder: Path, *, model_time: float, seat_timeout: float, clients: 
             t.start()
         for t in threads:
             t.join()
-        end = time.monotonic() + model_time + 5   # what the upstream still works on, to its end
+        end = time.monotonic() + model_time + 5  # what the upstream still works on, to its end
         while sim.in_flight and time.monotonic() < end:
             time.sleep(0.05)
         seats.close()
         admission.close()
-        return {"model_s": model_time, "seat_timeout_s": seat_timeout, "cap": 2,
-                "clients": clients, "seconds": seconds, "upstream_peak": sim.peak_in_flight,
-                "upstream_calls": len(sim.requests), "seats": len(outcomes),
-                "answered": sum(o in ("ok", "tool_calls") for o in outcomes),
-                "timed_out": outcomes.count("timeout"), "at_limit": outcomes.count("at_limit")}
+        return {
+            "model_s": model_time,
+            "seat_timeout_s": seat_timeout,
+            "cap": 2,
+            "clients": clients,
+            "seconds": seconds,
+            "upstream_peak": sim.peak_in_flight,
+            "upstream_calls": len(sim.requests),
+            "seats": len(outcomes),
+            "answered": sum(o in ("ok", "tool_calls") for o in outcomes),
+            "timed_out": outcomes.count("timeout"),
+            "at_limit": outcomes.count("at_limit"),
+        }
 
 
 def report_seats(runs: list[dict]) -> None:
-    print("4. seats that time out: max_concurrent 2, a model that works to its end whoever "
-          "waits, panels of two seats back to back")
+    print(
+        "4. seats that time out: max_concurrent 2, a model that works to its end whoever "
+        "waits, panels of two seats back to back"
+    )
     for s in runs:
-        print(f"   model {s['model_s']} s, seat timeout {s['seat_timeout_s']} s, {s['clients']} "
-              f"clients, {s['seconds']:g} s: upstream peak {s['upstream_peak']} at once (cap "
-              f"{s['cap']}); {s['upstream_calls']} upstream calls for {s['seats']} seats: "
-              f"{s['answered']} answered, {s['timed_out']} timed out, {s['at_limit']} refused "
-              "at the limit")
+        print(
+            f"   model {s['model_s']} s, seat timeout {s['seat_timeout_s']} s, {s['clients']} "
+            f"clients, {s['seconds']:g} s: upstream peak {s['upstream_peak']} at once (cap "
+            f"{s['cap']}); {s['upstream_calls']} upstream calls for {s['seats']} seats: "
+            f"{s['answered']} answered, {s['timed_out']} timed out, {s['at_limit']} refused "
+            "at the limit"
+        )
 
 
 def report(r: dict) -> None:
     a, b, c = r["rate"], r["concurrency"], r["cost"]
-    print(f"python {r['python']} on {r['machine']}; {PROCESSES} processes on one data folder, "
-          "simulated upstream\n")
-    print(f"1. calls a minute: rpm {a['rpm']} per {a['window_s']:g} s window, max_concurrent "
-          f"{a['max_concurrent']}, latency {a['latency_s']} s, {a['workers']} workers each")
+    print(
+        f"python {r['python']} on {r['machine']}; {PROCESSES} processes on one data folder, "
+        "simulated upstream\n"
+    )
+    print(
+        f"1. calls a minute: rpm {a['rpm']} per {a['window_s']:g} s window, max_concurrent "
+        f"{a['max_concurrent']}, latency {a['latency_s']} s, {a['workers']} workers each"
+    )
     print(f"   calls admitted: {a['calls']} (by process: {a['by_process']})")
-    print(f"   most in any window: {a['max_in_a_window']} of {a['rpm']}; windows over: "
-          f"{a['windows_over']}; calls over: {a['calls_over']}")
+    print(
+        f"   most in any window: {a['max_in_a_window']} of {a['rpm']}; windows over: "
+        f"{a['windows_over']}; calls over: {a['calls_over']}"
+    )
     if a["cap_used"] is not None:
-        print(f"   fewest in a whole window with work queued: {a['min_in_a_full_window']} "
-              f"({a['cap_used']:.0%} of the cap used)")
+        print(
+            f"   fewest in a whole window with work queued: {a['min_in_a_full_window']} "
+            f"({a['cap_used']:.0%} of the cap used)"
+        )
     print(f"   most running at once: {a['most_at_once']} (cap {a['max_concurrent']})\n")
-    print(f"2. calls at once: max_concurrent {b['max_concurrent']}, no rpm, latency "
-          f"{b['latency_s']} s, {b['seconds']} s, {b['workers']} workers each")
-    print(f"   calls: {b['calls']} (by process: {b['by_process']}); mean running "
-          f"{b['mean_running']} ({b['cap_used']:.0%} of the cap used); most at once "
-          f"{b['most_at_once']}")
+    print(
+        f"2. calls at once: max_concurrent {b['max_concurrent']}, no rpm, latency "
+        f"{b['latency_s']} s, {b['seconds']} s, {b['workers']} workers each"
+    )
+    print(
+        f"   calls: {b['calls']} (by process: {b['by_process']}); mean running "
+        f"{b['mean_running']} ({b['cap_used']:.0%} of the cap used); most at once "
+        f"{b['most_at_once']}"
+    )
     print(f"   wait for a slot: p50 {b['wait_p50_s']} s, p99 {b['wait_p99_s']} s\n")
     print("3. cost of one uncontended slot() / has_room() (median, µs)")
-    for name, label in (("open", "no limit"), ("slots", "max_concurrent"),
-                        ("both", "max_concurrent + rpm")):
-        print(f"   {label:22} {c[name]['slot_median_us']:8.1f} / "
-              f"{c[name]['has_room_median_us']:.1f}")
+    for name, label in (
+        ("open", "no limit"),
+        ("slots", "max_concurrent"),
+        ("both", "max_concurrent + rpm"),
+    ):
+        print(
+            f"   {label:22} {c[name]['slot_median_us']:8.1f} / {c[name]['has_room_median_us']:.1f}"
+        )
     print(f"   files an unlimited endpoint touched: {c['open']['files'] or 'none'}")
 
 
@@ -306,29 +380,43 @@ def main(argv=None) -> int:
     seconds = 4.0 if args.quick else 10.0
     if args.only == "seats":
         with tempfile.TemporaryDirectory(prefix="panelist-bench-admission-") as tmp:
-            runs = [seats_run(Path(tmp), model_time=m, seat_timeout=t, clients=args.clients,
-                              seconds=seconds) for m, t in ((0.6, 1.0), (0.6, 0.3))]
+            runs = [
+                seats_run(
+                    Path(tmp), model_time=m, seat_timeout=t, clients=args.clients, seconds=seconds
+                )
+                for m, t in ((0.6, 1.0), (0.6, 0.3))
+            ]
         print(json.dumps({"seats": runs}, indent=2)) if args.json else report_seats(runs)
         return 0
     window = args.window or (10.0 if args.quick else 60.0)
     windows = args.windows or (3 if args.quick else 2)
     rpm = 60 if args.quick else 120
-    with tempfile.TemporaryDirectory(prefix="panelist-bench-admission-") as tmp, \
-            SimUpstream({MODEL: {"latency": 0.25}}) as sim:
+    with (
+        tempfile.TemporaryDirectory(prefix="panelist-bench-admission-") as tmp,
+        SimUpstream({MODEL: {"latency": 0.25}}) as sim,
+    ):
         folder = Path(tmp)
         home = open_home(folder / "data")
         roster = Roster(home)
         roster.add_endpoint("sim", sim.url)
         roster.add_model(MODEL, "sim")
-        result: dict[str, Any] = {"python": platform.python_version(), "machine": platform.machine(),
-                  "rate": rate_run(folder, sim, rpm=rpm, window=window, windows=windows,
-                                   workers=args.workers),
-                  "concurrency": concurrency_run(folder, sim, seconds=8.0 if args.quick else 20.0,
-                                                 workers=args.workers),
-                  "cost": cost_run(folder, args.rounds),
-                  "seats": [seats_run(folder, model_time=m, seat_timeout=t,
-                                      clients=args.clients, seconds=seconds)
-                            for m, t in ((0.6, 1.0), (0.6, 0.3))]}
+        result: dict[str, Any] = {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "rate": rate_run(
+                folder, sim, rpm=rpm, window=window, windows=windows, workers=args.workers
+            ),
+            "concurrency": concurrency_run(
+                folder, sim, seconds=8.0 if args.quick else 20.0, workers=args.workers
+            ),
+            "cost": cost_run(folder, args.rounds),
+            "seats": [
+                seats_run(
+                    folder, model_time=m, seat_timeout=t, clients=args.clients, seconds=seconds
+                )
+                for m, t in ((0.6, 1.0), (0.6, 0.3))
+            ],
+        }
     if args.json:
         print(json.dumps(result, indent=2))
     else:

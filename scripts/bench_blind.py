@@ -28,11 +28,12 @@ import time
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-from panelist.metrics.race.blind import Masker, Names, own_of  # noqa: E402
-from panelist.metrics.race.normal import fold  # noqa: E402
-from panelist.metrics.roster.roster import Endpoint, Model  # noqa: E402
+from panelist.metrics.race.blind import Masker, Names, own_of
+from panelist.metrics.race.normal import fold
+from panelist.metrics.roster.roster import Endpoint, Model
 
 PIECES = [
     "The reviewer read the change twice and found an off-by-one in the loop. ",
@@ -75,33 +76,49 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(7)
     words = ["nova", "zeta", "orbit", "lumen", "quill", "ember", "delta", "sable", "onyx"]
-    roster = [Model("zephyr-mini", "alpha", "aurora/zephyr-mini-v2", "zephyr"),
-              Model("gpt-4o", "alpha", "openai/gpt-4o", "gpt")]
-    roster += [Model(f"{rng.choice(words)}-{i}", "alpha",
-                     f"vendor{i % 7}/{rng.choice(words)}-{rng.choice(words)}-{i}b",
-                     f"fam{i}") for i in range(38)]
-    served = [f"org{i % 50}/{rng.choice(words)}-{rng.choice(words)}-{i}-instruct"
-              for i in range(args.served)]
+    roster = [
+        Model("zephyr-mini", "alpha", "aurora/zephyr-mini-v2", "zephyr"),
+        Model("gpt-4o", "alpha", "openai/gpt-4o", "gpt"),
+    ]
+    roster += [
+        Model(
+            f"{rng.choice(words)}-{i}",
+            "alpha",
+            f"vendor{i % 7}/{rng.choice(words)}-{rng.choice(words)}-{i}b",
+            f"fam{i}",
+        )
+        for i in range(38)
+    ]
+    served = [
+        f"org{i % 50}/{rng.choice(words)}-{rng.choice(words)}-{i}-instruct"
+        for i in range(args.served)
+    ]
     t = time.perf_counter()
     names = Names.of(roster, [Endpoint("alpha", "http://10.0.0.7:8000/v1", "K")], served)
     built = (time.perf_counter() - t) * 1000
     masker = Masker(names, ["Review the loop below and list its bugs."])
     own = own_of(roster[0])
-    print(f"names: {len(roster)} roster models, {args.served} served ids listed, "
-          f"built in {built:.0f} ms")
+    print(
+        f"names: {len(roster)} roster models, {args.served} served ids listed, "
+        f"built in {built:.0f} ms"
+    )
     for kb in (args.kb, 2 * args.kb):
         text = answer(kb * 1000, seed=kb)
         fold_ms = best(lambda: fold(text), args.repeat)
         mask_ms = best(lambda: masker.mask(text), args.repeat)
         self_ms = best(lambda: masker.itself(text, own), args.repeat)
         masked, count = masker.mask(text)
-        print(f"{len(text.encode()) / 1000:.0f} KB answer: fold {fold_ms:.0f} ms · mask "
-              f"{mask_ms:.0f} ms ({count} names masked) · mask + itself {self_ms:.0f} ms "
-              f"(best of {args.repeat})")
+        print(
+            f"{len(text.encode()) / 1000:.0f} KB answer: fold {fold_ms:.0f} ms · mask "
+            f"{mask_ms:.0f} ms ({count} names masked) · mask + itself {self_ms:.0f} ms "
+            f"(best of {args.repeat})"
+        )
     blob = base64.b64encode(random.Random(3).randbytes(args.kb * 750)).decode()
     blob_ms = best(lambda: masker.mask(blob), args.repeat)
-    print(f"one {len(blob) / 1000:.0f} KB token (a base64 blob of random bytes): mask "
-          f"{blob_ms:.0f} ms ({masker.mask(blob)[1]} names masked)")
+    print(
+        f"one {len(blob) / 1000:.0f} KB token (a base64 blob of random bytes): mask "
+        f"{blob_ms:.0f} ms ({masker.mask(blob)[1]} names masked)"
+    )
     return 0
 
 

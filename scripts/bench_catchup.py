@@ -19,12 +19,12 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
-from array import array  # noqa: E402
+import argparse
+import json
+import time
+from array import array
 
-from panelist.metrics.ledger import search  # noqa: E402
+from panelist.metrics.ledger import search
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_750_000_000.0

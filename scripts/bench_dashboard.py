@@ -29,15 +29,16 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import resource  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-from typing import TYPE_CHECKING, Any  # noqa: E402
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import time
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import http.client
@@ -46,20 +47,36 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS, COLLECTIONS = 500, 50
 SMALL = 10_000
 VERDICT_SHARE = 0.10
-ROUTES = ("/api/models", "/api/panels", "/api/evidence", "/api/collections", "/api/info",
-          "/api/usage?window=day", "/api/usage?window=week",
-          # the time axis: the whole gateway, one model, the one endpoint of all 500 models (the
-          # widest sum), a gateway key, and that endpoint's page
-          "/api/series?all=1&window=day", "/api/series?model=sim-007&window=week",
-          "/api/series?endpoint=sim&window=day", "/api/series?endpoint=sim&window=week",
-          "/api/series?key=alice&window=hour", "/api/endpoints/sim/health")
+ROUTES = (
+    "/api/models",
+    "/api/panels",
+    "/api/evidence",
+    "/api/collections",
+    "/api/info",
+    "/api/usage?window=day",
+    "/api/usage?window=week",
+    # the time axis: the whole gateway, one model, the one endpoint of all 500 models (the
+    # widest sum), a gateway key, and that endpoint's page
+    "/api/series?all=1&window=day",
+    "/api/series?model=sim-007&window=week",
+    "/api/series?endpoint=sim&window=day",
+    "/api/series?endpoint=sim&window=week",
+    "/api/series?key=alice&window=hour",
+    "/api/endpoints/sim/health",
+)
 # filtered lists and a model page (fill_ledger's prompts draw on a few dozen words, so "cache" is
 # in every panel, the phrase in a few, and "zebra" in none)
-SEARCH_ROUTES = ("/api/panels?q=cache", "/api/panels?q=%22cache+is+cold%22",
-                 "/api/panels?q=zebra", "/api/panels?q=cache&collection=bench%2Fc07",
-                 "/api/panels?q=stale+value&model=sim-007", "/api/panels?model=sim-007",
-                 "/api/panels?status=failed&since=24h", "/api/panels?key=alice&status=owed",
-                 "/api/models/sim-007")
+SEARCH_ROUTES = (
+    "/api/panels?q=cache",
+    "/api/panels?q=%22cache+is+cold%22",
+    "/api/panels?q=zebra",
+    "/api/panels?q=cache&collection=bench%2Fc07",
+    "/api/panels?q=stale+value&model=sim-007",
+    "/api/panels?model=sim-007",
+    "/api/panels?status=failed&since=24h",
+    "/api/panels?key=alice&status=owed",
+    "/api/models/sim-007",
+)
 
 
 def log(message: str) -> None:
@@ -67,6 +84,7 @@ def log(message: str) -> None:
 
 
 # --------------------------------------------------------------------------- filling
+
 
 def prepare_roster(data: Path) -> None:
     """500 models and 50 collections (those fill_ledger's panels name), once per folder."""
@@ -87,13 +105,26 @@ def prepare_roster(data: Path) -> None:
         roster.add_endpoint("sim", "http://127.0.0.1:9/v1", by="bench")
     for i, alias in enumerate(busy.aliases):
         if alias not in view.models:
-            roster.add_model(alias, "sim", family=f"family-{i % 60}", grade=("a", "b", "c")[i % 3],
-                             context=32_000 * (1 + i % 4), by="bench")
+            roster.add_model(
+                alias,
+                "sim",
+                family=f"family-{i % 60}",
+                grade=("a", "b", "c")[i % 3],
+                context=32_000 * (1 + i % 4),
+                by="bench",
+            )
     view = roster.view()
     collections = Collections(home)
     for name, members, shape in busy.collections:
-        collections.save(view, name, members, description=f"benchmark collection {name}",
-                         tags=["bench"], shape=shape, by="bench")
+        collections.save(
+            view,
+            name,
+            members,
+            description=f"benchmark collection {name}",
+            tags=["bench"],
+            shape=shape,
+            by="bench",
+        )
 
 
 def panels_in(data: Path) -> int:
@@ -109,10 +140,24 @@ def top_up(data: Path, total: int) -> dict | None:
     log(f"filling {add:,} panels (fill_ledger.py) ...")
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "fill_ledger.py"), str(data), "--panels",
-         str(add), "--verdicts", str(int(add * VERDICT_SHARE)), "--models", str(MODELS),
-         "--collections", str(COLLECTIONS), "--seed", str(have + 1)],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "fill_ledger.py"),
+            str(data),
+            "--panels",
+            str(add),
+            "--verdicts",
+            str(int(add * VERDICT_SHARE)),
+            "--models",
+            str(MODELS),
+            "--collections",
+            str(COLLECTIONS),
+            "--seed",
+            str(have + 1),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"fill_ledger failed: {out.stderr[-2000:]}")
     report = json.loads(out.stdout)
@@ -122,6 +167,7 @@ def top_up(data: Path, total: int) -> dict | None:
 
 
 # --------------------------------------------------------------------------- measuring
+
 
 def rss_mb() -> float:
     """This process's resident set now, in MB (from /proc; the peak where /proc is absent)."""
@@ -142,8 +188,10 @@ def timed(fn, repeat: int) -> dict:
         fn()
         times.append((time.perf_counter() - t0) * 1000)
     times.sort()
-    return {"p50_ms": round(statistics.median(times), 3),
-            "p95_ms": round(times[min(len(times) - 1, int(len(times) * 0.95))], 3)}
+    return {
+        "p50_ms": round(statistics.median(times), 3),
+        "p95_ms": round(times[min(len(times) - 1, int(len(times) * 0.95))], 3),
+    }
 
 
 def measure(data: Path, repeat: int, replay: bool) -> dict:
@@ -172,8 +220,15 @@ def measure(data: Path, repeat: int, replay: bool) -> dict:
     if top is None:
         raise RuntimeError(f"the ledger's latest panel is {latest!r}, not a panel id")
     middle = top // 2
-    judged = next((s["call"] for p in ledger.panels_page(None, 200)[0] for s in p["seats"]
-                   if s["verdict"] is not None), None)
+    judged = next(
+        (
+            s["call"]
+            for p in ledger.panels_page(None, 200)[0]
+            for s in p["seats"]
+            if s["verdict"] is not None
+        ),
+        None,
+    )
     some_call = ledger.panels_page(None, 1)[0][0]["seats"][0]["call"]
     queries = {
         "model_stats()": lambda: ledger.model_stats(),
@@ -198,9 +253,12 @@ def measure(data: Path, repeat: int, replay: bool) -> dict:
         "verdict_of(unjudged)": lambda: ledger.verdict_of(some_call + "x"),
     }
     out["queries"] = {name: timed(fn, repeat) for name, fn in queries.items()}
-    out["sizes"] = {"models": len(ledger.model_stats()), "shapes": len(ledger.shapes()),
-                    "collections": len(ledger.collection_stats()),
-                    "owed": ledger.owed_count()}
+    out["sizes"] = {
+        "models": len(ledger.model_stats()),
+        "shapes": len(ledger.shapes()),
+        "collections": len(ledger.collection_stats()),
+        "owed": ledger.owed_count(),
+    }
     out["rss_after_mb"] = rss_mb()
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     ledger.close()
@@ -208,6 +266,7 @@ def measure(data: Path, repeat: int, replay: bool) -> dict:
 
 
 # --------------------------------------------------------------------------- the search index
+
 
 def measure_search(data: Path, repeat: int, rebuild: bool) -> dict:
     """Run in a fresh process: build (or catch up) the search index, then time its queries."""
@@ -219,18 +278,27 @@ def measure_search(data: Path, repeat: int, rebuild: bool) -> dict:
     if not existed:
         for name in ("search.sqlite", "search.sqlite-wal", "search.sqlite-shm"):
             (runs / name).unlink(missing_ok=True)
-    index = SearchIndex(runs, inline_bytes=0)   # every backlog in the background, as at start
-    held = index.state()["indexed"]   # 0 for no index, or one of another layout
+    index = SearchIndex(runs, inline_bytes=0)  # every backlog in the background, as at start
+    held = index.state()["indexed"]  # 0 for no index, or one of another layout
     t0 = time.perf_counter()
     index.catch_up()
     while index.building:
         time.sleep(0.05)
-    out: dict[str, Any] = {"built_from": f"an earlier run's index of {held:,} panels" if held else "nothing",
-           "build_s": round(time.perf_counter() - t0, 1), "state": index.state(),
-           "size_mb": round(sum((runs / n).stat().st_size for n in
-                                ("search.sqlite", "search.sqlite-wal")
-                                if (runs / n).exists()) / 1e6, 1),
-           "build_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    out: dict[str, Any] = {
+        "built_from": f"an earlier run's index of {held:,} panels" if held else "nothing",
+        "build_s": round(time.perf_counter() - t0, 1),
+        "state": index.state(),
+        "size_mb": round(
+            sum(
+                (runs / n).stat().st_size
+                for n in ("search.sqlite", "search.sqlite-wal")
+                if (runs / n).exists()
+            )
+            / 1e6,
+            1,
+        ),
+        "build_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
     now = time.time()
     filters = {
         "q=cache (every panel)": Filters(text=text_query("cache")),
@@ -243,11 +311,17 @@ def measure_search(data: Path, repeat: int, rebuild: bool) -> dict:
         "status=owed + key": Filters(status="owed", key="alice"),
         "since 24h + failed": Filters(since=now - 86400, status="failed"),
         "until 3 days ago": Filters(until=now - 3 * 86400),
-        "every filter": Filters(text=text_query("cache"), collection="bench/c07", key="alice",
-                                status="owed", since=now - 30 * 86400),
+        "every filter": Filters(
+            text=text_query("cache"),
+            collection="bench/c07",
+            key="alice",
+            status="owed",
+            since=now - 30 * 86400,
+        ),
     }
-    out["queries"] = {name: timed(lambda f=f: index.find(f, limit=50), repeat)
-                      for name, f in filters.items()}
+    out["queries"] = {
+        name: timed(lambda f=f: index.find(f, limit=50), repeat) for name, f in filters.items()
+    }
     out["queries"]["catch_up() (nothing new)"] = timed(index.catch_up, repeat)
     index.close()
     return out
@@ -255,10 +329,12 @@ def measure_search(data: Path, repeat: int, rebuild: bool) -> dict:
 
 # --------------------------------------------------------------------------- the /api/ routes
 
+
 def connect(url: str) -> "http.client.HTTPConnection":
     """A connection to the dashboard that printed ``url``."""
     import http.client
     from urllib.parse import urlsplit
+
     parts = urlsplit(url)
     if parts.hostname is None:
         raise ValueError(f"no host in the dashboard's URL {url!r}")
@@ -334,15 +410,32 @@ def time_owed_queue(seats: int, repeat: int) -> dict:
                 recs, seatings = [], []
                 for i in range(first, min(seats, first + 5000)):
                     pid = ledger.new_panel(start + i)
-                    seatings.append({"panel": pid, "shape": "general", "aliases": ["sim-a"],
-                                     "seated": start + i})
+                    seatings.append(
+                        {
+                            "panel": pid,
+                            "shape": "general",
+                            "aliases": ["sim-a"],
+                            "seated": start + i,
+                        }
+                    )
                     calls.append(f"{pid}.member1")
-                    recs.append({"call": calls[-1], "panel": pid, "alias": "sim-a",
-                                 "seat": "member", "shape": "general", "seated": start + i,
-                                 "status": "ok", "seconds": 1.0, "tokens": {}, "error": "",
-                                 "key": "alice"})
+                    recs.append(
+                        {
+                            "call": calls[-1],
+                            "panel": pid,
+                            "alias": "sim-a",
+                            "seat": "member",
+                            "shape": "general",
+                            "seated": start + i,
+                            "status": "ok",
+                            "seconds": 1.0,
+                            "tokens": {},
+                            "error": "",
+                            "key": "alice",
+                        }
+                    )
                 ledger.record_seats(recs, seatings=seatings)
-            for call in calls[:int(seats * OWED_JUDGED)]:
+            for call in calls[: int(seats * OWED_JUDGED)]:
                 ledger.record_verdict(call, useful=True, by="bench")
         fill_s = time.perf_counter() - t0
         server = make_dashboard(data, "127.0.0.1", 0)
@@ -372,9 +465,17 @@ def time_owed_queue(seats: int, repeat: int) -> dict:
 
 # --------------------------------------------------------------------------- report
 
+
 def child(mode: str, data: Path, repeat: int, replay: bool, rebuild: bool = False) -> dict:
-    args = [sys.executable, str(Path(__file__).resolve()), "--data", str(data), "--repeat",
-            str(repeat), f"--{mode}"]
+    args = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--data",
+        str(data),
+        "--repeat",
+        str(repeat),
+        f"--{mode}",
+    ]
     if replay:
         args.append("--replay")
     if rebuild:
@@ -390,9 +491,11 @@ def search_table(searches: dict[int, dict]) -> list[str]:
     rows = ["", "Search index (p50 / p95 ms):"]
     for n in sizes:
         r = searches[n]
-        rows.append(f"  {n:>9,}  built from {r['built_from']} in {r['build_s']} s; "
-                    f"{r['size_mb']} MB; peak RSS {r['build_peak_rss_mb']} MB; "
-                    f"{r['state']['indexed']:,} panels indexed")
+        rows.append(
+            f"  {n:>9,}  built from {r['built_from']} in {r['build_s']} s; "
+            f"{r['size_mb']} MB; peak RSS {r['build_peak_rss_mb']} MB; "
+            f"{r['state']['indexed']:,} panels indexed"
+        )
         for name, t in r["queries"].items():
             rows.append(f"  {n:>9,}  {name:40} {t['p50_ms']:>9.3f} {t['p95_ms']:>9.3f}")
     return rows
@@ -404,17 +507,25 @@ def table(results: dict[int, dict], https: dict[int, dict]) -> str:
     sub = f"{'(ms)':32}" + "".join(f"{'p50':>12}{'p95':>12}" for _ in sizes)
     rows = [head, sub]
     for name in results[sizes[0]]["queries"]:
-        rows.append(f"{name:32}" + "".join(
-            f"{results[n]['queries'][name]['p50_ms']:>12.3f}"
-            f"{results[n]['queries'][name]['p95_ms']:>12.3f}" for n in sizes))
-    for label, key, unit in (("open (from snapshot)", "open_s", "s"),
-                             ("open (full replay)", "replay_open_s", "s"),
-                             ("RSS after open", "rss_open_mb", "MB"),
-                             ("RSS after the queries", "rss_after_mb", "MB"),
-                             ("peak RSS", "peak_rss_mb", "MB")):
+        rows.append(
+            f"{name:32}"
+            + "".join(
+                f"{results[n]['queries'][name]['p50_ms']:>12.3f}"
+                f"{results[n]['queries'][name]['p95_ms']:>12.3f}"
+                for n in sizes
+            )
+        )
+    for label, key, unit in (
+        ("open (from snapshot)", "open_s", "s"),
+        ("open (full replay)", "replay_open_s", "s"),
+        ("RSS after open", "rss_open_mb", "MB"),
+        ("RSS after the queries", "rss_after_mb", "MB"),
+        ("peak RSS", "peak_rss_mb", "MB"),
+    ):
         if all(key in results[n] for n in sizes):
-            rows.append(f"{label:32}" + "".join(f"{f'{results[n][key]} {unit}':>24}"
-                                                for n in sizes))
+            rows.append(
+                f"{label:32}" + "".join(f"{f'{results[n][key]} {unit}':>24}" for n in sizes)
+            )
     rows.append("")
     rows.append("HTTP /api/ routes (p50 / p95 ms):")
     for n in sizes:
@@ -439,11 +550,17 @@ def main(argv=None) -> int:
     ap.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--http", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--search", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--rebuild-index", action="store_true",
-                    help="build the search index from nothing, even where one exists")
+    ap.add_argument(
+        "--rebuild-index",
+        action="store_true",
+        help="build the search index from nothing, even where one exists",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    ap.add_argument("--owed", action="store_true",
-                    help="time only GET /api/owed, with the oldest 90%% of seats judged")
+    ap.add_argument(
+        "--owed",
+        action="store_true",
+        help="time only GET /api/owed, with the oldest 90%% of seats judged",
+    )
     args = ap.parse_args(argv)
     if args.owed:
         print("GET /api/owed?limit=50 over HTTP, the oldest 90% of seats judged (ms):")
@@ -451,8 +568,10 @@ def main(argv=None) -> int:
         for n in OWED_SIZES:
             log(f"filling {n:,} seats and judging the oldest {OWED_JUDGED:.0%} ...")
             t = time_owed_queue(n, args.repeat)
-            print(f"  {n:>9,}  {t['judged']:>9,}  {t['p50_ms']:>9.3f}  {t['p95_ms']:>9.3f}",
-                  flush=True)
+            print(
+                f"  {n:>9,}  {t['judged']:>9,}  {t['p50_ms']:>9.3f}  {t['p95_ms']:>9.3f}",
+                flush=True,
+            )
         return 0
     if args.measure:
         print(json.dumps(measure(args.data, args.repeat, args.replay)))
@@ -464,8 +583,10 @@ def main(argv=None) -> int:
         print(json.dumps(measure_search(args.data, args.repeat, args.rebuild_index)))
         return 0
     if args.repeat < 1 or args.panels_max < SMALL:
-        print(f"bench_dashboard: --repeat must be 1 or more and --panels-max at least {SMALL}",
-              file=sys.stderr)
+        print(
+            f"bench_dashboard: --repeat must be 1 or more and --panels-max at least {SMALL}",
+            file=sys.stderr,
+        )
         return 2
 
     prepare_roster(args.data)
@@ -473,8 +594,10 @@ def main(argv=None) -> int:
     results, https, fills, searches = {}, {}, {}, {}
     for size in sizes:
         if panels_in(args.data) > size:
-            log(f"{args.data} already holds {panels_in(args.data):,} panels, more than {size:,}; "
-                "delete it to measure the smaller size")
+            log(
+                f"{args.data} already holds {panels_in(args.data):,} panels, more than {size:,}; "
+                "delete it to measure the smaller size"
+            )
             continue
         fills[size] = top_up(args.data, size)
         log(f"measuring the ledger at {panels_in(args.data):,} panels ...")
@@ -490,8 +613,10 @@ def main(argv=None) -> int:
         print(table(results, https))
         print("\n".join(search_table(searches)))
         for size, r in results.items():
-            print(f"\n{size:,} panels: {json.dumps(r['sizes'])}; opened from snapshot: "
-                  f"{r['from_snapshot']}")
+            print(
+                f"\n{size:,} panels: {json.dumps(r['sizes'])}; opened from snapshot: "
+                f"{r['from_snapshot']}"
+            )
     return 0
 
 

@@ -17,26 +17,27 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import http.client  # noqa: E402
-import json  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import argparse
+import http.client
+import json
+import tempfile
+import threading
+import time
 
-from panelist.gateway import make_gateway  # noqa: E402
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster.grades import Grades  # noqa: E402
-from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.metrics.server.keys import Keys  # noqa: E402
-from panelist.metrics.server.limits import MAX_REQUEST_CALLS  # noqa: E402
-from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
+from panelist.gateway import make_gateway
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.grades import Grades
+from panelist.metrics.roster.roster import Roster
+from panelist.metrics.server.keys import Keys
+from panelist.metrics.server.limits import MAX_REQUEST_CALLS
+from panelist.metrics.upstream.sim import SimUpstream
 
 CANDIDATES = [f"gen-{i}" for i in range(12)]
 JUDGE = {"accuracy": 6, "shown_work": 2, "reason": "the same facts as the reference"}
-SIZES = [(1, 1, 1), (2, 1, 3), (4, 3, 3), (12, 10, 5), (12, 40, 10)]   # candidates, inputs, runs
+SIZES = [(1, 1, 1), (2, 1, 3), (4, 3, 3), (12, 10, 5), (12, 40, 10)]  # candidates, inputs, runs
 KEY_RPM = 60
 
 
@@ -57,13 +58,21 @@ def counted(sim) -> int:
 
 
 def race(port, sim, key, candidates, inputs, runs) -> dict:
-    body = {"grade": "general", "runs": runs, "candidates": CANDIDATES[:candidates],
-            "inputs": [f"Where is order {1000 + i}?" for i in range(inputs)]}
+    body = {
+        "grade": "general",
+        "runs": runs,
+        "candidates": CANDIDATES[:candidates],
+        "inputs": [f"Where is order {1000 + i}?" for i in range(inputs)],
+    }
     before = counted(sim)
     status, reply = request(port, "POST", "/bench/race", body, key)
     error = reply.get("error") or {}
-    out = {"status": status, "calls": reply.get("calls"), "refused": error.get("code"),
-           "message": error.get("message")}
+    out = {
+        "status": status,
+        "calls": reply.get("calls"),
+        "refused": error.get("code"),
+        "message": error.get("message"),
+    }
     if status == 202:
         while True:
             _, now = request(port, "GET", f"/bench/race/{reply['race']}", key=key)
@@ -92,26 +101,36 @@ def main(argv=None) -> int:
         grades.pin("strong", "judge")
         wide, _ = Keys(home).create("wide")
         narrow, _ = Keys(home).create("narrow", rpm=KEY_RPM)
-        server = make_gateway(home, env={"PANELIST_REQUIRE_KEYS": "1",
-                                         "PANELIST_MAX_REQUEST_CALLS": str(args.cap)})
+        server = make_gateway(
+            home, env={"PANELIST_REQUIRE_KEYS": "1", "PANELIST_MAX_REQUEST_CALLS": str(args.cap)}
+        )
         thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
         thread.start()
         server.started.wait(30)
         try:
             port = server.port
-            print(f"cap: {args.cap:,} upstream calls a request (PANELIST_MAX_REQUEST_CALLS); "
-                  f"key 'narrow': {KEY_RPM} requests a minute\n")
-            print(f"{'candidates × inputs × runs':28} {'planned':>9} {'at most':>9} "
-                  f"{'counted':>9}  {'key without rpm':18} {f'key rpm {KEY_RPM}':18}")
+            print(
+                f"cap: {args.cap:,} upstream calls a request (PANELIST_MAX_REQUEST_CALLS); "
+                f"key 'narrow': {KEY_RPM} requests a minute\n"
+            )
+            print(
+                f"{'candidates × inputs × runs':28} {'planned':>9} {'at most':>9} "
+                f"{'counted':>9}  {'key without rpm':18} {f'key rpm {KEY_RPM}':18}"
+            )
             for c, i, r in SIZES:
                 a = race(port, sim, wide, c, i, r)
                 b = race(port, sim, narrow, c, i, r)
                 calls = a["calls"] or b["calls"] or {}
-                said = (f"{calls.get('planned', '-'):>9} {calls.get('at_most', '-'):>9}"
-                        if calls else f"{'-':>9} {'-':>9}")
-                print(f"{f'{c} × {i} × {r}':28} {said} {a['counted']:>9}  "
-                      f"{a['refused'] or 'admitted':18} {b['refused'] or 'admitted':18}",
-                      flush=True)
+                said = (
+                    f"{calls.get('planned', '-'):>9} {calls.get('at_most', '-'):>9}"
+                    if calls
+                    else f"{'-':>9} {'-':>9}"
+                )
+                print(
+                    f"{f'{c} × {i} × {r}':28} {said} {a['counted']:>9}  "
+                    f"{a['refused'] or 'admitted':18} {b['refused'] or 'admitted':18}",
+                    flush=True,
+                )
                 if not calls:
                     print(f"{'':28} refused: {a['message']}", flush=True)
                 time.sleep(0.1)

@@ -53,25 +53,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-import argparse  # noqa: E402
-import collections  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import argparse
+import collections
+import gc
+import json
+import shutil
+import subprocess
+import threading
+import time
 
-from panelist.scripts.bench_gateway_report import (MERGER, direct_report,  # noqa: E402
-                                                   ledger_report, pick_report, report,
-                                                   top_frames)
-from panelist.scripts.bench_gateway_rig import (GATEWAY, MEMBERS, PROFILES, PY,  # noqa: E402
-                                                Rig, outcome_of, request_body_for_model,
-                                                seats_of)
-from panelist.scripts.benchkit import (Client, log, pct, proc_cpu, self_cpu,  # noqa: E402
-                                       url_of)
+from panelist.scripts.bench_gateway_report import (
+    MERGER,
+    direct_report,
+    ledger_report,
+    pick_report,
+    report,
+    top_frames,
+)
+from panelist.scripts.bench_gateway_rig import (
+    GATEWAY,
+    MEMBERS,
+    PROFILES,
+    PY,
+    Rig,
+    outcome_of,
+    request_body_for_model,
+    seats_of,
+)
+from panelist.scripts.benchkit import Client, log, pct, proc_cpu, self_cpu, url_of
 
 FILL = ROOT / "scripts" / "fill_ledger.py"
 
@@ -107,8 +119,9 @@ class Bench(Rig):
                 merger = bench.get("merger") or {}
                 if merger.get("status") != "ok" or merger.get("alias") != MERGER:
                     failed += 1
-                    notes[bench.get("note") or f"merger {merger.get('alias')}: "
-                          f"{merger.get('status')}"] += 1
+                    notes[
+                        bench.get("note") or f"merger {merger.get('alias')}: {merger.get('status')}"
+                    ] += 1
                     continue
                 worst += merger["seconds"]
                 merger_s.append(merger["seconds"] * 1000)
@@ -123,23 +136,30 @@ class Bench(Rig):
         top = lambda v: ms(max(v, default=None))  # noqa: E731
         done = max(1, len(wall))
         out = {
-            "panels": len(wall), "failed": failed,
+            "panels": len(wall),
+            "failed": failed,
             "wall_ms": {"p50": ms(pct(wall, 50)), "p95": ms(pct(wall, 95)), "max": top(wall)},
             # merged: the slowest seat plus the merger
             "slowest_seat_ms": {"p50": ms(pct(slowest, 50)), "max": top(slowest)},
-            "added_ms": {"p50": ms(pct(added, 50)), "p95": ms(pct(added, 95)),
-                         "p99": ms(pct(added, 99)), "max": top(added)},
+            "added_ms": {
+                "p50": ms(pct(added, 50)),
+                "p95": ms(pct(added, 95)),
+                "p99": ms(pct(added, 99)),
+                "max": top(added),
+            },
             # bench.seconds (the gateway's own clock, from seating to the reply being built)
             # minus the slowest seat, and the client's time minus bench.seconds (HTTP in and
             # out, parsing, seating, writing the panel line, encoding the reply)
-            "inside_ms_p50": ms(pct(inside, 50)), "outside_ms_p50": ms(pct(outside, 50)),
+            "inside_ms_p50": ms(pct(inside, 50)),
+            "outside_ms_p50": ms(pct(outside, 50)),
             "gateway_cpu_ms_per_panel": ms((proc_cpu(self.running.pid) - gw0) * 1000 / done),
             "client_cpu_ms_per_panel": ms((self_cpu() - cpu0) * 1000 / done),
             "elapsed_s": round(elapsed, 2),
         }
         if merged:
-            out.update(merger_ms={"p50": ms(pct(merger_s, 50)), "max": top(merger_s)},
-                       failures=dict(notes))
+            out.update(
+                merger_ms={"p50": ms(pct(merger_s, 50)), "max": top(merger_s)}, failures=dict(notes)
+            )
         return out
 
     def picks(self, n: int, warmup: int) -> dict:
@@ -177,10 +197,16 @@ class Bench(Rig):
         done = max(1, len(added))
         ms = lambda v: None if v is None else round(v, 3)  # noqa: E731
         return {
-            "panels": len(added), "failed": sum(failures.values()), "failures": dict(failures),
+            "panels": len(added),
+            "failed": sum(failures.values()),
+            "failures": dict(failures),
             "seat_latencies_ms": [round(x * 1000) for x in PROFILES["pick"]],
-            "added_ms": {"p50": ms(pct(added, 50)), "p95": ms(pct(added, 95)),
-                         "p99": ms(pct(added, 99)), "max": ms(max(added, default=None))},
+            "added_ms": {
+                "p50": ms(pct(added, 50)),
+                "p95": ms(pct(added, 95)),
+                "p99": ms(pct(added, 99)),
+                "max": ms(max(added, default=None)),
+            },
             "inside_ms_p50": ms(pct(inside, 50)),
             "picked_seat_ms_p50": ms(pct(picked_s, 50)),
             "running_behind_p50": pct(behind, 50),
@@ -200,10 +226,19 @@ class Bench(Rig):
         for _ in range(n):
             s = client.stream()
             seats = (s["bench"] or {}).get("seats") or []
-            if s["error"] or s["first_text"] is None or s["role"] is None or len(seats) != 3 \
-                    or s["texts"] != 3 or any(x["status"] != "ok" for x in seats):
-                failures.append(s["error"] or f"status {s['status']}, {s['texts']} seat chunks, "
-                                f"seats {[x.get('status') for x in seats]}")
+            if (
+                s["error"]
+                or s["first_text"] is None
+                or s["role"] is None
+                or len(seats) != 3
+                or s["texts"] != 3
+                or any(x["status"] != "ok" for x in seats)
+            ):
+                failures.append(
+                    s["error"]
+                    or f"status {s['status']}, {s['texts']} seat chunks, "
+                    f"seats {[x.get('status') for x in seats]}"
+                )
                 continue
             quick = min(x["seconds"] for x in seats)
             first.append(s["first_text"] * 1000)
@@ -215,10 +250,15 @@ class Bench(Rig):
             end.append((s["end"] - max(x["seconds"] for x in seats)) * 1000)
         client.close()
         ms = lambda v: None if v is None else round(v, 3)  # noqa: E731
-        stat = lambda v: {"p50": ms(pct(v, 50)), "p95": ms(pct(v, 95)),  # noqa: E731
-                          "max": ms(max(v, default=None))}
+        stat = lambda v: {  # noqa: E731
+            "p50": ms(pct(v, 50)),
+            "p95": ms(pct(v, 95)),
+            "max": ms(max(v, default=None)),
+        }
         return {
-            "streams": len(first), "failed": len(failures), "failures": failures[:5],
+            "streams": len(first),
+            "failed": len(failures),
+            "failures": failures[:5],
             "seat_latencies_ms": [round(x * 1000) for x in PROFILES["stream"]],
             "first_text_ms": stat(first),
             # the first text's time minus the fastest seat's own seconds (bench.seats)
@@ -226,7 +266,9 @@ class Bench(Rig):
             "fastest_seat_ms": stat(fastest),
             # the head and the role chunk go out as soon as the panel is seated, before any
             # seat answers; role_to_text is the time between the role chunk and the first text
-            "head_ms": stat(head), "role_ms": stat(role), "role_to_text_ms": stat(after_role),
+            "head_ms": stat(head),
+            "role_ms": stat(role),
+            "role_to_text_ms": stat(after_role),
             # [DONE] minus the slowest seat's seconds (recording the panel, the final chunk)
             "done_after_slowest_ms": stat(end),
         }
@@ -238,7 +280,7 @@ class Bench(Rig):
         start = threading.Event()
         t_begin = [0.0]
         t_stop = [0.0]
-        done: list[list] = [[] for _ in clients]   # (t_finished, seconds, outcome) per thread
+        done: list[list] = [[] for _ in clients]  # (t_finished, seconds, outcome) per thread
 
         def work(client: Client, out: list) -> None:
             start.wait()
@@ -248,8 +290,9 @@ class Bench(Rig):
                 out.append((time.perf_counter(), secs, outcome_of(status, data)))
             client.close()
 
-        threads = [threading.Thread(target=work, args=(c, o), daemon=True)
-                   for c, o in zip(clients, done)]
+        threads = [
+            threading.Thread(target=work, args=(c, o), daemon=True) for c, o in zip(clients, done)
+        ]
         for t in threads:
             t.start()
         gc.collect()
@@ -275,17 +318,21 @@ class Bench(Rig):
         cpu = {k: round((cpu1[k] - cpu0[k]) / duration * 100, 1) for k in pids}
         cpu["load generator"] = round((me1 - me0) / duration * 100, 1)
         return {
-            "concurrency": concurrency, "duration_s": duration,
+            "concurrency": concurrency,
+            "duration_s": duration,
             "panels_per_s": round(len(ok) / duration, 1),
             "failed": sum(v for k, v in failures.items() if k != "seat"),
-            "seat_errors": failures.get("seat", 0), "failures": dict(failures),
+            "seat_errors": failures.get("seat", 0),
+            "failures": dict(failures),
             "requests": len(every),
-            "latency_ms": {"p50": round(pct(lat, 50) or 0, 2), "p95": round(pct(lat, 95) or 0, 2),
-                           "max": round(max(lat) if lat else 0, 2)},
+            "latency_ms": {
+                "p50": round(pct(lat, 50) or 0, 2),
+                "p95": round(pct(lat, 95) or 0, 2),
+                "max": round(max(lat) if lat else 0, 2),
+            },
             "cpu_pct_of_one_core": cpu,
             "gateway_cpu_ms_per_panel": round((cpu1["gateway"] - cpu0["gateway"]) * 1000 / n, 3),
-            "upstream_cpu_ms_per_panel": round((cpu1["upstream"] - cpu0["upstream"]) * 1000 / n,
-                                               3),
+            "upstream_cpu_ms_per_panel": round((cpu1["upstream"] - cpu0["upstream"]) * 1000 / n, 3),
         }
 
     def fill(self, total: int) -> dict:
@@ -295,12 +342,19 @@ class Bench(Rig):
             return {"added": 0}
         log(f"filling the logs with {total - have:,} panels (fill_ledger.py) ...")
         t0 = time.perf_counter()
-        out = subprocess.run([PY, str(FILL), str(self.data), "--panels", str(total - have)],
-                             capture_output=True, text=True, cwd=ROOT)
+        out = subprocess.run(
+            [PY, str(FILL), str(self.data), "--panels", str(total - have)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
         if out.returncode:
             raise RuntimeError(f"fill_ledger failed: {out.stderr[-2000:]}")
-        return dict(json.loads(out.stdout.strip().splitlines()[-1]), added=total - have,
-                    wall_s=round(time.perf_counter() - t0, 1))
+        return dict(
+            json.loads(out.stdout.strip().splitlines()[-1]),
+            added=total - have,
+            wall_s=round(time.perf_counter() - t0, 1),
+        )
 
     def versus_direct(self, n: int, warmup: int) -> dict:
         """Step 2b: a 3-seat panel against one direct call to the same 0 ms upstream, by the same
@@ -329,13 +383,16 @@ class Bench(Rig):
         panel.close()
         p50 = {k: pct(v, 50) for k, v in times.items()}
         ms = lambda v: None if v is None else round(v, 3)  # noqa: E731
-        return {"pairs": n, "failed": failed, "direct_ms_p50": ms(p50["direct"]),
-                "panel_ms_p50": ms(p50["panel"]),
-                "direct_ms_p95": ms(pct(times["direct"], 95)),
-                "panel_ms_p95": ms(pct(times["panel"], 95)),
-                "added_ms_p50": ms(None if None in p50.values()
-                                   else p50["panel"] - p50["direct"]),
-                "gateway_cpu_ms_per_panel": ms(gateway_cpu)}
+        return {
+            "pairs": n,
+            "failed": failed,
+            "direct_ms_p50": ms(p50["direct"]),
+            "panel_ms_p50": ms(p50["panel"]),
+            "direct_ms_p95": ms(pct(times["direct"], 95)),
+            "panel_ms_p95": ms(pct(times["panel"], 95)),
+            "added_ms_p50": ms(None if None in p50.values() else p50["panel"] - p50["direct"]),
+            "gateway_cpu_ms_per_panel": ms(gateway_cpu),
+        }
 
     # -- the run ---------------------------------------------------------------------------------
     def run(self) -> dict:
@@ -370,8 +427,10 @@ class Bench(Rig):
 
         if a.streams:
             self.use("stream")
-            log(f"step 7: first seat's text in a stream, seats 50/500/2000 ms ({a.streams} "
-                f"streams, ~{2 * (a.streams + 1)} s)")
+            log(
+                f"step 7: first seat's text in a stream, seats 50/500/2000 ms ({a.streams} "
+                f"streams, ~{2 * (a.streams + 1)} s)"
+            )
             r["stream_first_text"] = self.streams(a.streams, warmup=1)
 
         self.use("zero")
@@ -379,8 +438,14 @@ class Bench(Rig):
         for c in (1, 8, 32, 64):
             log(f"step 3: throughput at concurrency {c} ({a.duration:g} s)")
             r["throughput"].append(self.throughput(c, a.duration, a.tp_warmup))
-        r["sizes"] = [{"log_panels": self.log_panels(), "added": r["added_zero"],
-                       "memory": self.stop_gateway(), "bytes": self.log_bytes()}]
+        r["sizes"] = [
+            {
+                "log_panels": self.log_panels(),
+                "added": r["added_zero"],
+                "memory": self.stop_gateway(),
+                "bytes": self.log_bytes(),
+            }
+        ]
 
         for size in a.sizes:
             fill = self.fill(size)
@@ -390,8 +455,15 @@ class Bench(Rig):
             r["startup"].append(dict(start, log_panels=self.log_panels()))
             log(f"step 4: added latency, 0 ms seats ({a.panels} panels)")
             added = self.sequential(a.panels, warmup=a.warmup)
-            r["sizes"].append({"log_panels": self.log_panels(), "fill": fill, "added": added,
-                               "memory": self.stop_gateway(), "bytes": self.log_bytes()})
+            r["sizes"].append(
+                {
+                    "log_panels": self.log_panels(),
+                    "fill": fill,
+                    "added": added,
+                    "memory": self.stop_gateway(),
+                    "bytes": self.log_bytes(),
+                }
+            )
         return r
 
     def run_direct(self) -> dict:
@@ -449,12 +521,15 @@ class Bench(Rig):
         if not self.database:
             return None
         import psycopg
-        time.sleep(1.5)   # the server publishes its counts about once a second
+
+        time.sleep(1.5)  # the server publishes its counts about once a second
         with psycopg.connect(self.database, autocommit=True) as conn:
             # the instance's own background reads (the listener's reconnects, config) land
             # in the count too, a few in a run of hundreds of panels
-            row = conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
-                               "WHERE datname = current_database()").fetchone()
+            row = conn.execute(
+                "SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                "WHERE datname = current_database()"
+            ).fetchone()
             assert row is not None  # the current database always has its row
             return row[0]
 
@@ -472,11 +547,26 @@ class Bench(Rig):
         for mode, extra in (("wall", ["--idle"]), ("cpu", []), ("gil", ["--gil"])):
             path = out_dir / f"gateway-{mode}.txt"
             spy_proc = subprocess.Popen(
-                [spy, "record", "--format", "raw", "--rate", "1000", "--threads",
-                 "--duration", str(int(self.args.duration)), "--pid", str(self.running.pid),
-                 "--output", str(path), *extra],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(1.0)   # py-spy attaches
+                [
+                    spy,
+                    "record",
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "1000",
+                    "--threads",
+                    "--duration",
+                    str(int(self.args.duration)),
+                    "--pid",
+                    str(self.running.pid),
+                    "--output",
+                    str(path),
+                    *extra,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            time.sleep(1.0)  # py-spy attaches
             t_end = time.perf_counter() + self.args.duration - 1.5
             client = Client(*self.address, self.body)
             n = 0
@@ -495,33 +585,62 @@ class Bench(Rig):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="skip log steps above 100,000 panels")
-    ap.add_argument("--panels-max", type=int, default=1_000_000, metavar="N",
-                    help="largest log for steps 4-6 (default 1,000,000; 0 skips them)")
+    ap.add_argument(
+        "--panels-max",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="largest log for steps 4-6 (default 1,000,000; 0 skips them)",
+    )
     ap.add_argument("--panels", type=int, default=500, help="panels per added-latency run")
     ap.add_argument("--parallel-panels", type=int, default=20)
-    ap.add_argument("--merged-panels", type=int, default=300,
-                    help="panels in the merged-mode added-latency run (step 8)")
-    ap.add_argument("--pick-panels", type=int, default=300,
-                    help="panels in the pick-mode run (step 9)")
-    ap.add_argument("--only", choices=("pick", "direct", "ledger"),
-                    help="run one step alone: pick (step 9, beside step 2's 0 ms figure), "
-                    "direct (step 2b and throughput at c=8), ledger (files against the "
-                    "database: step 2 and throughput at c=1 and 32)")
-    ap.add_argument("--database", metavar="URL",
-                    help="keep the ledger in this PostgreSQL database (with --only ledger, "
-                    "without it: a throwaway cluster)")
-    ap.add_argument("--streams", type=int, default=20,
-                    help="streams for step 7 (each ~2 s: its slowest seat takes 2000 ms); 0 skips")
+    ap.add_argument(
+        "--merged-panels",
+        type=int,
+        default=300,
+        help="panels in the merged-mode added-latency run (step 8)",
+    )
+    ap.add_argument(
+        "--pick-panels", type=int, default=300, help="panels in the pick-mode run (step 9)"
+    )
+    ap.add_argument(
+        "--only",
+        choices=("pick", "direct", "ledger"),
+        help="run one step alone: pick (step 9, beside step 2's 0 ms figure), "
+        "direct (step 2b and throughput at c=8), ledger (files against the "
+        "database: step 2 and throughput at c=1 and 32)",
+    )
+    ap.add_argument(
+        "--database",
+        metavar="URL",
+        help="keep the ledger in this PostgreSQL database (with --only ledger, "
+        "without it: a throwaway cluster)",
+    )
+    ap.add_argument(
+        "--streams",
+        type=int,
+        default=20,
+        help="streams for step 7 (each ~2 s: its slowest seat takes 2000 ms); 0 skips",
+    )
     ap.add_argument("--warmup", type=int, default=50, help="warm-up panels before each run")
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per throughput run")
     ap.add_argument("--tp-warmup", type=float, default=1.0, help="warm-up seconds per run")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    ap.add_argument("--gateway", type=Path, default=GATEWAY, metavar="SCRIPT",
-                    help="gateway entry point to run (default: the checkout's gateway.py); "
-                    "for A/B runs of a patched copy")
+    ap.add_argument(
+        "--gateway",
+        type=Path,
+        default=GATEWAY,
+        metavar="SCRIPT",
+        help="gateway entry point to run (default: the checkout's gateway.py); "
+        "for A/B runs of a patched copy",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the data folder under runs/")
-    ap.add_argument("--profile", type=Path, metavar="DIR",
-                    help="only profile the gateway with py-spy (0 ms seats, c=1)")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="only profile the gateway with py-spy (0 ms seats, c=1)",
+    )
     args = ap.parse_args(argv)
     top = min(args.panels_max, 100_000) if args.quick else args.panels_max
     args.sizes = sorted({s for s in (100_000, top) if 0 < s <= top})
@@ -562,6 +681,7 @@ def compare_ledgers(args) -> int:
     if url is None:
         sys.path.insert(0, str(ROOT / "tests"))
         import pgcluster
+
         log("starting a throwaway PostgreSQL cluster")
         cluster = pgcluster.start_cluster()
     results = {}

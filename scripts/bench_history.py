@@ -19,19 +19,20 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import resource  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import resource
+import shutil
+import statistics
+import time
+from typing import Any
 
-from panelist.metrics.panel import history  # noqa: E402
-from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
-from panelist.metrics.ledger.logs import abandoned_in  # noqa: E402
+from panelist.metrics.panel import history
+from panelist.metrics.ledger.ledger import Ledger
+from panelist.metrics.ledger.logs import abandoned_in
 
 ROOT = Path(__file__).resolve().parent.parent
 ALIASES = ("sim-a", "sim-b", "sim-c")
@@ -40,8 +41,11 @@ PROSE = "the cache is cold so the caller sees a stale value; check the lock orde
 
 
 def tool(tid: str) -> dict:
-    return {"id": tid, "type": "function",
-            "function": {"name": "lookup", "arguments": json.dumps({"n": tid})}}
+    return {
+        "id": tid,
+        "type": "function",
+        "function": {"name": "lookup", "arguments": json.dumps({"n": tid})},
+    }
 
 
 def fill(ledger: Ledger, start: int, count: int) -> list[tuple[str, list[dict]]]:
@@ -53,24 +57,54 @@ def fill(ledger: Ledger, start: int, count: int) -> list[tuple[str, list[dict]]]
         pids = ledger.new_panels(n, now)
         seatings, seats, panels, after = [], [], [], []
         for i, pid in zip(range(first, first + n), pids):
-            seatings.append({"panel": pid, "shape": "general", "aliases": list(ALIASES),
-                             "seated": now, "collection": "bench/c", "awaits_delivery": True})
+            seatings.append(
+                {
+                    "panel": pid,
+                    "shape": "general",
+                    "aliases": list(ALIASES),
+                    "seated": now,
+                    "collection": "bench/c",
+                    "awaits_delivery": True,
+                }
+            )
             public = []
             for j, alias in enumerate(ALIASES):
                 calls = [tool(f"call_{i}_{j}")] if j == 0 else []
-                rec = {"call": f"{pid}.member{j + 1}", "panel": pid, "alias": alias,
-                       "seat": "member", "shape": "general", "seated": now,
-                       "status": "tool_calls" if calls else "ok", "seconds": 1.0 + j,
-                       "tokens": {}, "error": "", "key": "local", "collection": "bench/c"}
+                rec = {
+                    "call": f"{pid}.member{j + 1}",
+                    "panel": pid,
+                    "alias": alias,
+                    "seat": "member",
+                    "shape": "general",
+                    "seated": now,
+                    "status": "tool_calls" if calls else "ok",
+                    "seconds": 1.0 + j,
+                    "tokens": {},
+                    "error": "",
+                    "key": "local",
+                    "collection": "bench/c",
+                }
                 if calls:
                     rec["tool_calls"] = calls
                 seats.append(rec)
                 public.append(dict(rec, answer=f"{alias} on {i}: {PROSE}", served=alias))
             left = i % 10 == 9
-            panels.append({"panel": pid, "collection": "bench/c", "shape": "general",
-                           "key": "local", "started": now, "seconds": 3.0, "estimate": 200,
-                           "reply": "pick", "prompt": "user: " + PROSE, "seats": public,
-                           "skipped": [], "abandoned": left})
+            panels.append(
+                {
+                    "panel": pid,
+                    "collection": "bench/c",
+                    "shape": "general",
+                    "key": "local",
+                    "started": now,
+                    "seconds": 3.0,
+                    "estimate": 200,
+                    "reply": "pick",
+                    "prompt": "user: " + PROSE,
+                    "seats": public,
+                    "skipped": [],
+                    "abandoned": left,
+                }
+            )
             if not left:
                 after.append((pid, [f"call_{i}_0"]))
         ledger.record_seats(seats, now, seatings=seatings)
@@ -113,8 +147,10 @@ def main() -> int:
         with Ledger(runs) as ledger:
             t0 = time.perf_counter()
             turns = fill(ledger, filled, size - filled)
-            print(f"\n== {size:,} panels (filled {size - filled:,} in "
-                  f"{time.perf_counter() - t0:.1f} s)")
+            print(
+                f"\n== {size:,} panels (filled {size - filled:,} in "
+                f"{time.perf_counter() - t0:.1f} s)"
+            )
             filled = size
         t0 = time.perf_counter()
         Ledger(runs).close()
@@ -125,9 +161,11 @@ def main() -> int:
         (runs / "index.json").unlink()
         t0 = time.perf_counter()
         ledger = Ledger(runs)
-        print(f"open by replay                  {(time.perf_counter() - t0) * 1e3:9.1f} ms "
-              f"(of which the calls.jsonl scan {scan * 1e3:.1f} ms, "
-              f"{(runs / 'calls.jsonl').stat().st_size / 1e6:.0f} MB)")
+        print(
+            f"open by replay                  {(time.perf_counter() - t0) * 1e3:9.1f} ms "
+            f"(of which the calls.jsonl scan {scan * 1e3:.1f} ms, "
+            f"{(runs / 'calls.jsonl').stat().st_size / 1e6:.0f} MB)"
+        )
         try:
             messages = conversation(turns)
 
@@ -137,23 +175,37 @@ def main() -> int:
                     conv.for_seat(alias)
 
             print(f"history, 10 turns x 3 seats     {timed(three_seats, args.repeat)}")
-            print(f"sticky_alias                    "
-                  f"{timed(lambda: history.sticky_alias(messages, ledger), args.repeat)}")
+            print(
+                f"sticky_alias                    "
+                f"{timed(lambda: history.sticky_alias(messages, ledger), args.repeat)}"
+            )
             tid = turns[-1][1][0]["id"]
-            print(f"tool_call_owner                 "
-                  f"{timed(lambda: ledger.tool_call_owner(tid), args.repeat)}")
-            print(f"delivered_panel                 "
-                  f"{timed(lambda: ledger.delivered_panel('nothing like it'), args.repeat)}")
-            print(f"pending(limit=50)               "
-                  f"{timed(lambda: ledger.pending(limit=50), args.repeat)}")
-            print(f"undelivered(limit=50)           "
-                  f"{timed(lambda: ledger.undelivered(limit=50), args.repeat)}")
-            print(f"owed_count                      "
-                  f"{timed(ledger.owed_count, args.repeat)}   (owed {ledger.owed_count():,})")
+            print(
+                f"tool_call_owner                 "
+                f"{timed(lambda: ledger.tool_call_owner(tid), args.repeat)}"
+            )
+            print(
+                f"delivered_panel                 "
+                f"{timed(lambda: ledger.delivered_panel('nothing like it'), args.repeat)}"
+            )
+            print(
+                f"pending(limit=50)               "
+                f"{timed(lambda: ledger.pending(limit=50), args.repeat)}"
+            )
+            print(
+                f"undelivered(limit=50)           "
+                f"{timed(lambda: ledger.undelivered(limit=50), args.repeat)}"
+            )
+            print(
+                f"owed_count                      "
+                f"{timed(ledger.owed_count, args.repeat)}   (owed {ledger.owed_count():,})"
+            )
         finally:
             ledger.close()
-        print(f"peak RSS of this process        "
-              f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:9.1f} MB")
+        print(
+            f"peak RSS of this process        "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:9.1f} MB"
+        )
     return 0
 
 

@@ -17,23 +17,25 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import random  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import random
+import tempfile
+import time
+from typing import Any
 
-from panelist.metrics.home import Home, open_home  # noqa: E402
-from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
-from panelist.metrics.upstream.simanswers import truth_mark  # noqa: E402
+from panelist.metrics.home import Home, open_home
+from panelist.metrics.ledger.ledger import Ledger
+from panelist.metrics.upstream.simanswers import truth_mark
 
 # alias -> family of the simulated panels' models
-PANEL_MODELS = {"sim-ant": "antfam", "sim-bee": "beefam", "sim-cat": "catfam",
-                "sim-dog": "dogfam"}
-FILLER = ("The change keeps the cache warm and the writer holds its lock in one order; the "
-          "retry path reads the same value twice. ").split()
+PANEL_MODELS = {"sim-ant": "antfam", "sim-bee": "beefam", "sim-cat": "catfam", "sim-dog": "dogfam"}
+FILLER = (
+    "The change keeps the cache warm and the writer holds its lock in one order; the "
+    "retry path reads the same value twice. "
+).split()
 
 
 def answer_text(rng: random.Random, alias: str, useful: bool) -> str:
@@ -43,8 +45,9 @@ def answer_text(rng: random.Random, alias: str, useful: bool) -> str:
     return f"Review by a panel seat. {' '.join(words)} {truth_mark(useful)}"
 
 
-def fill_judged(ledger: Ledger, panels: int, seed: int, *,
-                shapes=("general", "review"), useful: float = 0.5) -> dict:
+def fill_judged(
+    ledger: Ledger, panels: int, seed: int, *, shapes=("general", "review"), useful: float = 0.5
+) -> dict:
     """Write ``panels`` finished panels of 2 to 4 answers each, every answer judged by a
     person whose verdict is its hidden quality (useful with probability ``useful``)."""
     rng = random.Random(seed)
@@ -62,19 +65,53 @@ def fill_judged(ledger: Ledger, panels: int, seed: int, *,
             call = f"{pid}.member{k}"
             good = rng.random() < useful
             truths.append((call, good))
-            ledger.record_seat({"call": call, "panel": pid, "alias": alias, "role": "member",
-                                "seat": "member", "shape": shape, "seated": seated,
-                                "status": "ok", "seconds": 1.0, "tokens": {}, "error": "",
-                                "key": "local", "collection": "bench/sim"})
-            seats.append({"call": call, "seat": "member", "role": "member", "alias": alias,
-                          "served": alias, "status": "ok", "seconds": 1.0,
-                          "answer": answer_text(rng, alias, good), "error": "",
-                          "tokens": {}})
-        ledger.record_panel({"panel": pid, "collection": "bench/sim", "shape": shape,
-                             "key": "local", "started": seated, "seconds": 1.0,
-                             "estimate": 40, "reply": "all",
-                             "prompt": f"user: review change {i} of the writer's lock",
-                             "seats": seats, "skipped": [], "abandoned": False})
+            ledger.record_seat(
+                {
+                    "call": call,
+                    "panel": pid,
+                    "alias": alias,
+                    "role": "member",
+                    "seat": "member",
+                    "shape": shape,
+                    "seated": seated,
+                    "status": "ok",
+                    "seconds": 1.0,
+                    "tokens": {},
+                    "error": "",
+                    "key": "local",
+                    "collection": "bench/sim",
+                }
+            )
+            seats.append(
+                {
+                    "call": call,
+                    "seat": "member",
+                    "role": "member",
+                    "alias": alias,
+                    "served": alias,
+                    "status": "ok",
+                    "seconds": 1.0,
+                    "answer": answer_text(rng, alias, good),
+                    "error": "",
+                    "tokens": {},
+                }
+            )
+        ledger.record_panel(
+            {
+                "panel": pid,
+                "collection": "bench/sim",
+                "shape": shape,
+                "key": "local",
+                "started": seated,
+                "seconds": 1.0,
+                "estimate": 40,
+                "reply": "all",
+                "prompt": f"user: review change {i} of the writer's lock",
+                "seats": seats,
+                "skipped": [],
+                "abandoned": False,
+            }
+        )
         for call, good in truths:
             ledger.record_verdict(call, useful=good, by="person")
             judged += 1
@@ -85,12 +122,12 @@ def setup(root: Path, panels: int, seed: int, sim_url: str, judges: dict) -> Hom
     """A data folder with the simulated panels and ``judges`` (alias -> family) on ``sim_url``,
     each priced at 1 / 2 USD per million tokens."""
     from panelist.metrics.roster.roster import Roster
+
     home = open_home(root)
     roster = Roster(home)
     roster.add_endpoint("sims", sim_url)
     for alias, family in {**PANEL_MODELS, **judges}.items():
-        roster.add_model(alias, "sims", family=family, grade="general", price_in=1.0,
-                         price_out=2.0)
+        roster.add_model(alias, "sims", family=family, grade="general", price_in=1.0, price_out=2.0)
     with Ledger.of_home(home) as ledger:
         fill_judged(ledger, panels, seed)
     return home
@@ -99,27 +136,42 @@ def setup(root: Path, panels: int, seed: int, sim_url: str, judges: dict) -> Hom
 def main(argv=None) -> int:
     from panelist.metrics.race.judgecheck import JudgeCheck
     from panelist.metrics.upstream.sim import SimUpstream
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--panels", type=int, default=400)
     p.add_argument("--sample", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
-    scripts: dict[str, tuple[str, dict[str, Any]]] = {"judge-q90": ("q90fam", {"mode": "truth", "agree": 0.9}),
-               "judge-q75": ("q75fam", {"mode": "truth", "agree": 0.75}),
-               "judge-q60": ("q60fam", {"mode": "truth", "agree": 0.6}),
-               "judge-const": ("constfam", {"mode": "useful"}),
-               "judge-long": ("longfam", {"mode": "longer", "long": 400})}
-    with SimUpstream({a: {"judge": dict(s, seed=args.seed)} for a, (_, s) in scripts.items()}) \
-            as sim, tempfile.TemporaryDirectory() as tmp:
-        home = setup(Path(tmp) / "data", args.panels, args.seed, sim.url,
-                     {a: f for a, (f, _) in scripts.items()})
+    scripts: dict[str, tuple[str, dict[str, Any]]] = {
+        "judge-q90": ("q90fam", {"mode": "truth", "agree": 0.9}),
+        "judge-q75": ("q75fam", {"mode": "truth", "agree": 0.75}),
+        "judge-q60": ("q60fam", {"mode": "truth", "agree": 0.6}),
+        "judge-const": ("constfam", {"mode": "useful"}),
+        "judge-long": ("longfam", {"mode": "longer", "long": 400}),
+    }
+    with (
+        SimUpstream(
+            {a: {"judge": dict(s, seed=args.seed)} for a, (_, s) in scripts.items()}
+        ) as sim,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        home = setup(
+            Path(tmp) / "data",
+            args.panels,
+            args.seed,
+            sim.url,
+            {a: f for a, (f, _) in scripts.items()},
+        )
         print(f"{args.panels} simulated panels, {args.sample} sampled, seed {args.seed}")
-        print(f"{'judge':12} {'kappa':>22} {'expected':>8} {'accuracy':>22} {'expected':>8} "
-              f"{'flips':>6} {'expected':>8}  findings")
+        print(
+            f"{'judge':12} {'kappa':>22} {'expected':>8} {'accuracy':>22} {'expected':>8} "
+            f"{'flips':>6} {'expected':>8}  findings"
+        )
         for alias, (_, script) in scripts.items():
             t0 = time.perf_counter()
-            check = JudgeCheck(home, judges=[alias], sample=args.sample, seed=args.seed,
-                               admission=None)
+            check = JudgeCheck(
+                home, judges=[alias], sample=args.sample, seed=args.seed, admission=None
+            )
             report = check.run(check.plan())
             r = next(x for x in report["results"] if x["shape"] == "all")
             expect: tuple[float | None, float | None, float]
@@ -136,9 +188,12 @@ def main(argv=None) -> int:
 
             def ex(v):
                 return "-" if v is None else f"{v:.3f}"
-            print(f"{alias:12} {shown(k):>22} {ex(expect[0]):>8} {shown(a):>22} "
-                  f"{ex(expect[1]):>8} {f['value']:>6.3f} {ex(expect[2]):>8}  "
-                  f"{'; '.join(r['findings']) or '-'}  [{time.perf_counter() - t0:.1f} s]")
+
+            print(
+                f"{alias:12} {shown(k):>22} {ex(expect[0]):>8} {shown(a):>22} "
+                f"{ex(expect[1]):>8} {f['value']:>6.3f} {ex(expect[2]):>8}  "
+                f"{'; '.join(r['findings']) or '-'}  [{time.perf_counter() - t0:.1f} s]"
+            )
     return 0
 
 

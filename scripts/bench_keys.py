@@ -19,21 +19,22 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
 
-from panelist.metrics.errors import PanelistError  # noqa: E402
-from panelist.metrics.server.guard import Guard, Settings  # noqa: E402
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.server.keys import Keys  # noqa: E402
-from panelist.metrics.server.ratelimit import RateCounter  # noqa: E402
+from panelist.metrics.errors import PanelistError
+from panelist.metrics.server.guard import Guard, Settings
+from panelist.metrics.home import open_home
+from panelist.metrics.server.keys import Keys
+from panelist.metrics.server.ratelimit import RateCounter
 
 PORT = 8123
 
@@ -49,8 +50,10 @@ def timed(call, rounds: int) -> dict:
             pass
         times.append(time.perf_counter() - t)
     times.sort()
-    return {"median_us": round(statistics.median(times) * 1e6, 2),
-            "p99_us": round(times[int(len(times) * 0.99) - 1] * 1e6, 2)}
+    return {
+        "median_us": round(statistics.median(times) * 1e6, 2),
+        "p99_us": round(times[int(len(times) * 0.99) - 1] * 1e6, 2),
+    }
 
 
 def measure(rounds: int) -> dict:
@@ -70,17 +73,23 @@ def measure(rounds: int) -> dict:
             figures["rate admit"] = timed(lambda: rates.admit("bench", 10**6), rounds)
         finally:
             rates.close()
-        guard = Guard.for_server(Settings(require_keys=True), home, port=PORT, bound="127.0.0.1",
-                                 max_body=20 * 2**20)
+        guard = Guard.for_server(
+            Settings(require_keys=True), home, port=PORT, bound="127.0.0.1", max_body=20 * 2**20
+        )
         try:
             for label, key in (("valid", secret), ("unknown", unknown), ("malformed", malformed)):
-                headers = {"Host": f"127.0.0.1:{PORT}", "Authorization": f"Bearer {key}",
-                           "Content-Type": "application/json", "Content-Length": "100"}
+                headers = {
+                    "Host": f"127.0.0.1:{PORT}",
+                    "Authorization": f"Bearer {key}",
+                    "Content-Type": "application/json",
+                    "Content-Length": "100",
+                }
 
                 def check(headers=headers):
                     guard.screen("POST", "/v1/chat/completions", headers)
                     guard.identify("/v1/chat/completions", headers)
                     guard.check_body("POST", headers)
+
                 figures[f"guard {label}"] = timed(check, rounds)
         finally:
             guard.close()
@@ -95,13 +104,18 @@ def main(argv=None) -> int:
     if args.rounds < 100:
         parser.error("--rounds must be at least 100, for a p99 to mean anything")
     figures = measure(args.rounds)
-    machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
-               "load": [round(x, 2) for x in os.getloadavg()]}
+    machine = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
     if args.json:
         print(json.dumps({"machine": machine, "rounds": args.rounds, "figures": figures}))
         return 0
-    print(f"python {machine['python']}, {machine['cpus']} CPUs, load {machine['load']}, "
-          f"{args.rounds} calls each")
+    print(
+        f"python {machine['python']}, {machine['cpus']} CPUs, load {machine['load']}, "
+        f"{args.rounds} calls each"
+    )
     for name, f in figures.items():
         print(f"  {name:<16} median {f['median_us']:8.2f} µs   p99 {f['p99_us']:8.2f} µs")
     return 0

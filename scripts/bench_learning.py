@@ -22,13 +22,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
+import argparse
+import json
+import time
 
-from panelist.metrics.panel import replay  # noqa: E402
+from panelist.metrics.panel import replay
 
 
 def main(argv=None) -> int:
@@ -43,12 +44,21 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    options = dict(seed=args.seed, candidates=args.candidates, edge=args.edge,
-                   budget=args.budget, equal_budget=args.equal_budget, per_panel=args.per_panel)
+    options = dict(
+        seed=args.seed,
+        candidates=args.candidates,
+        edge=args.edge,
+        budget=args.budget,
+        equal_budget=args.equal_budget,
+        per_panel=args.per_panel,
+    )
     if not args.json:
-        print(f"{args.trials} trials per policy and scenario, {args.candidates} candidates, "
-              f"one better by {args.edge}, up to {args.budget} verdicts ({args.equal_budget} "
-              f"among equal models), {args.per_panel} a panel", flush=True)
+        print(
+            f"{args.trials} trials per policy and scenario, {args.candidates} candidates, "
+            f"one better by {args.edge}, up to {args.budget} verdicts ({args.equal_budget} "
+            f"among equal models), {args.per_panel} a panel",
+            flush=True,
+        )
     # the two ends of the ratio first, each line printed as soon as it is known
     rows = []
     for policy, order in (replay.POLICIES[0], replay.POLICIES[-1], *replay.POLICIES[1:-1]):
@@ -57,8 +67,11 @@ def main(argv=None) -> int:
             print(replay.line(rows[-1]), flush=True)
     seconds = time.perf_counter() - t0
     if args.json:
-        print(json.dumps({"rows": rows, "ratio": replay.ratio(rows),
-                          "seconds": round(seconds, 1)}, indent=2))
+        print(
+            json.dumps(
+                {"rows": rows, "ratio": replay.ratio(rows), "seconds": round(seconds, 1)}, indent=2
+            )
+        )
     else:
         print(replay.ratio(rows))
         print(f"{seconds:.1f} s")

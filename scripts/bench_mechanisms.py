@@ -26,43 +26,74 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-import argparse  # noqa: E402
-import http.client  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import socket  # noqa: E402
-import time  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+import argparse
+import http.client
+import io
+import json
+import socket
+import time
+from typing import Any, Callable
 
-from panelist.metrics.server.front.handler import Handler  # noqa: E402
-from panelist.metrics.store import jsonwire  # noqa: E402
-from panelist.metrics.upstream.http11 import Wire  # noqa: E402
+from panelist.metrics.server.front.handler import Handler
+from panelist.metrics.store import jsonwire
+from panelist.metrics.upstream.http11 import Wire
 
 BATCH = 2000
-ANSWER = json.dumps({
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 1764720000, "model": "m",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": "The loop ends one early. " * 50}}],
-    "usage": {"prompt_tokens": 412, "completion_tokens": 230, "total_tokens": 642}}).encode()
-REPLY = (b"HTTP/1.1 200 OK\r\ndate: Thu, 03 Dec 2026 18:00:00 GMT\r\n"
-         b"content-type: application/json\r\ncontent-length: " + str(len(ANSWER)).encode() +
-         b"\r\nconnection: keep-alive\r\nx-request-id: req_0123456789abcdef\r\n"
-         b"openai-processing-ms: 412\r\ncache-control: no-cache\r\nserver: upstream\r\n\r\n"
-         + ANSWER)
-HEAD = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8123\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 640\r\nAccept: application/json\r\n"
-        b"User-Agent: OpenAI/Python 1.55.0\r\nAuthorization: Bearer pk_0123456789abcdef\r\n"
-        b"X-Stainless-Lang: python\r\nAccept-Encoding: gzip, deflate\r\n"
-        b"Connection: keep-alive\r\n\r\n")
-LINE = {"v": 1, "ts": "2026-12-03T18:00:00.123456Z", "type": "seat", "panel": "p20261203-42",
-        "call": "p20261203-42.member2", "seat": "member2", "role": "member", "alias": "steady",
-        "served": "vendor/steady-1", "endpoint": "cloud", "family": "steady",
-        "collection": "reviewers", "shape": "review", "status": "ok", "seconds": 1.234,
-        "error": None, "error_kind": None,
-        "tokens": {"prompt_tokens": 412, "completion_tokens": 230, "total_tokens": 642},
-        "key": "local", "finish_reason": "stop"}
+ANSWER = json.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1764720000,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "The loop ends one early. " * 50},
+            }
+        ],
+        "usage": {"prompt_tokens": 412, "completion_tokens": 230, "total_tokens": 642},
+    }
+).encode()
+REPLY = (
+    b"HTTP/1.1 200 OK\r\ndate: Thu, 03 Dec 2026 18:00:00 GMT\r\n"
+    b"content-type: application/json\r\ncontent-length: "
+    + str(len(ANSWER)).encode()
+    + b"\r\nconnection: keep-alive\r\nx-request-id: req_0123456789abcdef\r\n"
+    b"openai-processing-ms: 412\r\ncache-control: no-cache\r\nserver: upstream\r\n\r\n" + ANSWER
+)
+HEAD = (
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8123\r\n"
+    b"Content-Type: application/json\r\nContent-Length: 640\r\nAccept: application/json\r\n"
+    b"User-Agent: OpenAI/Python 1.55.0\r\nAuthorization: Bearer pk_0123456789abcdef\r\n"
+    b"X-Stainless-Lang: python\r\nAccept-Encoding: gzip, deflate\r\n"
+    b"Connection: keep-alive\r\n\r\n"
+)
+LINE = {
+    "v": 1,
+    "ts": "2026-12-03T18:00:00.123456Z",
+    "type": "seat",
+    "panel": "p20261203-42",
+    "call": "p20261203-42.member2",
+    "seat": "member2",
+    "role": "member",
+    "alias": "steady",
+    "served": "vendor/steady-1",
+    "endpoint": "cloud",
+    "family": "steady",
+    "collection": "reviewers",
+    "shape": "review",
+    "status": "ok",
+    "seconds": 1.234,
+    "error": None,
+    "error_kind": None,
+    "tokens": {"prompt_tokens": 412, "completion_tokens": 230, "total_tokens": 642},
+    "key": "local",
+    "finish_reason": "stop",
+}
 
 
 def per_op(step: Callable[[], object], rounds: int) -> float:
@@ -91,6 +122,7 @@ def readers(rounds: int) -> tuple[float, float]:
         reply = http.client.HTTPResponse(client)
         reply.begin()
         assert len(reply.read()) == len(ANSWER)
+
     try:
         return per_op(ours, rounds), per_op(stdlib, rounds)
     finally:
@@ -132,15 +164,20 @@ def heads(rounds: int) -> tuple[float, float]:
             h.rfile = io.BytesIO(rest + b"\r\n" if not rest.endswith(b"\r\n\r\n") else rest)
             h._consumed = 0
             assert h.parse_request()
+
         return step
+
     return per_op(run(_OurHead), rounds), per_op(run(_StdlibHead), rounds)
 
 
 def encoders(rounds: int) -> tuple[float, float]:
-    assert jsonwire.dumps(LINE, separators=(",", ":")) == \
-        json.dumps(LINE, ensure_ascii=False, separators=(",", ":"))
-    return (per_op(lambda: jsonwire.dumps(LINE, separators=(",", ":")), rounds),
-            per_op(lambda: json.dumps(LINE, ensure_ascii=False, separators=(",", ":")), rounds))
+    assert jsonwire.dumps(LINE, separators=(",", ":")) == json.dumps(
+        LINE, ensure_ascii=False, separators=(",", ":")
+    )
+    return (
+        per_op(lambda: jsonwire.dumps(LINE, separators=(",", ":")), rounds),
+        per_op(lambda: json.dumps(LINE, ensure_ascii=False, separators=(",", ":")), rounds),
+    )
 
 
 def main() -> None:
@@ -149,18 +186,25 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
     figures = {}
-    for name, measure in (("response reader", readers), ("request head", heads),
-                          ("JSON encoding", encoders)):
+    for name, measure in (
+        ("response reader", readers),
+        ("request head", heads),
+        ("JSON encoding", encoders),
+    ):
         ours, stdlib = measure(args.rounds)
-        figures[name] = {"ours_us": round(ours, 2), "stdlib_us": round(stdlib, 2),
-                         "stdlib_over_ours": round(stdlib / ours, 2)}
+        figures[name] = {
+            "ours_us": round(ours, 2),
+            "stdlib_us": round(stdlib, 2),
+            "stdlib_over_ours": round(stdlib / ours, 2),
+        }
     if args.json:
         print(json.dumps(figures, indent=2))
         return
     print(f"{'step':<18}{'ours µs':>10}{'stdlib µs':>12}{'stdlib / ours':>16}")
     for name, f in figures.items():
-        print(f"{name:<18}{f['ours_us']:>10.2f}{f['stdlib_us']:>12.2f}"
-              f"{f['stdlib_over_ours']:>15.2f}x")
+        print(
+            f"{name:<18}{f['ours_us']:>10.2f}{f['stdlib_us']:>12.2f}{f['stdlib_over_ours']:>15.2f}x"
+        )
 
 
 if __name__ == "__main__":

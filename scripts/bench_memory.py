@@ -19,24 +19,25 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import http.client  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import argparse
+import http.client
+import json
+import shutil
+import tempfile
+import threading
+import time
 
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster.collection import Collections  # noqa: E402
-from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.bench_gateway_rig import GATEWAY, PY, SIM  # noqa: E402
-from panelist.scripts.benchkit import Child, proc_mem, url_of  # noqa: E402
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
+from panelist.scripts.bench_gateway_rig import GATEWAY, PY, SIM
+from panelist.scripts.benchkit import Child, proc_mem, url_of
 
 MEMBERS = ("m1", "m2", "m3")
-WINDOW = 50_000_000   # tokens: no prompt of this script is refused for its length
+WINDOW = 50_000_000  # tokens: no prompt of this script is refused for its length
 
 
 class Sampler:
@@ -69,15 +70,14 @@ def panel(addr: tuple[str, int], body: bytes):
     while True:
         conn = http.client.HTTPConnection(*addr, timeout=300)
         try:
-            conn.request("POST", "/v1/chat/completions", body,
-                         {"Content-Type": "application/json"})
+            conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
             reply = conn.getresponse()
             reply.read()
             if reply.status != 503:
                 return reply.status
             time.sleep(float(reply.getheader("Retry-After") or 1))
         except (BrokenPipeError, ConnectionResetError):
-            time.sleep(1)   # refused (503) before the body was read: the reply cut the upload
+            time.sleep(1)  # refused (503) before the body was read: the reply cut the upload
         except OSError as exc:
             return type(exc).__name__
         finally:
@@ -104,36 +104,47 @@ def main(argv=None) -> int:
         roster.add_endpoint("sim", sim.first_line, by="bench")
         for i, m in enumerate(MEMBERS, 1):
             roster.add_model(m, "sim", family=f"fam{i}", context=WINDOW, by="bench")
-        Collections(home).save(roster.view(), "trio", list(MEMBERS), description="bench trio",
-                               by="bench")
+        Collections(home).save(
+            roster.view(), "trio", list(MEMBERS), description="bench trio", by="bench"
+        )
         env = {"PANELIST_MAX_INFLIGHT_MB": str(args.budget_mb), "PATH": "/usr/bin:/bin"}
-        gateway = Child("gateway", [PY, str(GATEWAY), "--data", str(home.root), "--port", "0"],
-                        work, env=env)
+        gateway = Child(
+            "gateway", [PY, str(GATEWAY), "--data", str(home.root), "--port", "0"], work, env=env
+        )
         addr = url_of(gateway.first_line)
-        size = args.prompt_mb * 1_000_000   # decimal MB: 20 MB stays under the 20 MiB body cap
-        text = ("lorem ipsum dolor sit amet " * (size // 27 + 1))
-        body = json.dumps({"model": "bench/trio", "messages": [
-            {"role": "user", "content": text[:size]}]}).encode()
+        size = args.prompt_mb * 1_000_000  # decimal MB: 20 MB stays under the 20 MiB body cap
+        text = "lorem ipsum dolor sit amet " * (size // 27 + 1)
+        body = json.dumps(
+            {"model": "bench/trio", "messages": [{"role": "user", "content": text[:size]}]}
+        ).encode()
         del text
-        small = json.dumps({"model": "bench/trio", "messages": [
-            {"role": "user", "content": "hello"}]}).encode()
+        small = json.dumps(
+            {"model": "bench/trio", "messages": [{"role": "user", "content": "hello"}]}
+        ).encode()
         assert panel(addr, small) == 200, "the gateway answered no small panel"
         sampler = Sampler(gateway.pid)
         target = args.budget_mb + 64
-        print(f"budget {args.budget_mb} MB (PANELIST_MAX_INFLIGHT_MB); target: peak RSS "
-              f"<= {target} MB; request body {len(body) / 1e6:.1f} MB (MB: 10^6 bytes; RSS "
-              "in MiB)")
+        print(
+            f"budget {args.budget_mb} MB (PANELIST_MAX_INFLIGHT_MB); target: peak RSS "
+            f"<= {target} MB; request body {len(body) / 1e6:.1f} MB (MB: 10^6 bytes; RSS "
+            "in MiB)"
+        )
         print(f"{'phase':34} {'statuses':>16} {'peak sampled':>13} {'VmHWM':>8} {'VmRSS':>8}")
         mem = proc_mem(gateway.pid)
-        print(f"{'started, one small panel':34} {'':>16} {'':>13} {mem['VmHWM']:>6.1f} MB "
-              f"{mem['VmRSS']:>6.1f} MB", flush=True)
+        print(
+            f"{'started, one small panel':34} {'':>16} {'':>13} {mem['VmHWM']:>6.1f} MB "
+            f"{mem['VmRSS']:>6.1f} MB",
+            flush=True,
+        )
 
         def phase(name, n_at_once):
             sampler.reset()
             statuses = []
             for _ in range(args.rounds):
-                threads = [threading.Thread(target=lambda: statuses.append(panel(addr, body)))
-                           for _ in range(n_at_once)]
+                threads = [
+                    threading.Thread(target=lambda: statuses.append(panel(addr, body)))
+                    for _ in range(n_at_once)
+                ]
                 for t in threads:
                     t.start()
                 for t in threads:
@@ -141,8 +152,12 @@ def main(argv=None) -> int:
             time.sleep(0.5)
             mem = proc_mem(gateway.pid)
             counts = ", ".join(f"{s}×{statuses.count(s)}" for s in sorted(set(statuses), key=str))
-            print(f"{name:34} {counts:>16} {sampler.peak:>10.1f} MB {mem['VmHWM']:>6.1f} MB "
-                  f"{mem['VmRSS']:>6.1f} MB", flush=True)
+            print(
+                f"{name:34} {counts:>16} {sampler.peak:>10.1f} MB {mem['VmHWM']:>6.1f} MB "
+                f"{mem['VmRSS']:>6.1f} MB",
+                flush=True,
+            )
+
         phase(f"{args.rounds} one after another", 1)
         phase(f"{args.rounds} rounds of {args.concurrent} at once", args.concurrent)
     finally:

@@ -14,20 +14,36 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import os  # noqa: E402
-import statistics  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import argparse
+import os
+import statistics
+import threading
+import time
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ("overview", "ask", "owed", "panels", "evidence", "races", "discover", "collections",
-         "endpoints", "settings")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync",
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost"]
+PAGES = (
+    "overview",
+    "ask",
+    "owed",
+    "panels",
+    "evidence",
+    "races",
+    "discover",
+    "collections",
+    "endpoints",
+    "settings",
+)
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
+]
 # The page has shown its data: no loading state left in the main area and a heading of it
 # visible; the value is the page's own clock then (ms since its navigation began).
 SHOWN = """() => {
@@ -50,13 +66,16 @@ def main() -> int:
     from panelist.metrics.home import open_home
     from panelist.metrics.roster.roster import Roster
     from panelist.serve import make_dashboard
+
     models = list(Roster(open_home(args.data)).view().models)
     if not models:
-        print(f"{args.data} has no model on its roster: fill it first, e.g. "
-              f"python scripts/fill_ledger.py {args.data} --models 500 --panels 300000",
-              file=sys.stderr)
+        print(
+            f"{args.data} has no model on its roster: fill it first, e.g. "
+            f"python scripts/fill_ledger.py {args.data} --models 500 --panels 300000",
+            file=sys.stderr,
+        )
         return 2
-    pages = PAGES + (f"models/{models[0]}",)   # the model page of one model it has
+    pages = PAGES + (f"models/{models[0]}",)  # the model page of one model it has
     server = make_dashboard(args.data, env={})
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -65,9 +84,11 @@ def main() -> int:
             browser = p.chromium.launch(executable_path=args.chromium, args=ARGS, headless=True)
             context = browser.new_context()
             load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-            print(f"pages of {args.data} ({len(models)} models; {args.repeat} loads each), ms from "
-                  "goto to data shown; "
-                  f"load average {load} on {os.cpu_count()} cores")
+            print(
+                f"pages of {args.data} ({len(models)} models; {args.repeat} loads each), ms from "
+                "goto to data shown; "
+                f"load average {load} on {os.cpu_count()} cores"
+            )
             print(f"{'page':<16}{'p50':>10}{'worst':>10}{'in page p50':>14}")
             for name in pages:
                 times, inside = [], []
@@ -81,8 +102,10 @@ def main() -> int:
                     times.append((time.perf_counter() - t0) * 1000)
                     inside.append(shown.json_value())
                     page.close()
-                print(f"{name:<16}{statistics.median(times):>10.0f}{max(times):>10.0f}"
-                      f"{statistics.median(inside):>14.0f}")
+                print(
+                    f"{name:<16}{statistics.median(times):>10.0f}{max(times):>10.0f}"
+                    f"{statistics.median(inside):>14.0f}"
+                )
             browser.close()
     finally:
         server.close()

@@ -42,22 +42,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections import defaultdict  # noqa: E402
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import defaultdict
 
-from panelist.metrics.seats import record as seatrecord  # noqa: E402
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.race import sequential, verdict  # noqa: E402
-from panelist.metrics.race.benchmark import Benchmark, GradeBook  # noqa: E402
-from panelist.metrics.roster.roster import Roster  # noqa: E402
+from panelist.metrics.seats import record as seatrecord
+from panelist.metrics.home import open_home
+from panelist.metrics.race import sequential, verdict
+from panelist.metrics.race.benchmark import Benchmark, GradeBook
+from panelist.metrics.roster.roster import Roster
 
 
 class Chat:
@@ -73,9 +74,11 @@ def quantile(values: list[float], q: float) -> float:
 
 
 # -- the sequential rule, simulated ---------------------------------------------------------------
-REF_MEAN, REF_SD = 5.5, 1.0     # the pinned model's accuracy marks (of 7)
-PRICED = [{"model": m, "cost": c, "currency": "USD"}
-          for m, c in (("pinned", 1.0), ("cheap", 0.1), ("b", 0.2), ("c", 0.3))]
+REF_MEAN, REF_SD = 5.5, 1.0  # the pinned model's accuracy marks (of 7)
+PRICED = [
+    {"model": m, "cost": c, "currency": "USD"}
+    for m, c in (("pinned", 1.0), ("cheap", 0.1), ("b", 0.2), ("c", 0.3))
+]
 
 
 def _mark(rng, mean=REF_MEAN, sd=REF_SD) -> int:
@@ -83,13 +86,25 @@ def _mark(rng, mean=REF_MEAN, sd=REF_SD) -> int:
 
 
 def _rows(model: str, marks: list[int], first: int) -> list[dict]:
-    return [{"model": model, "input": 1, "run": first + n, "succeeded": True, "accuracy": a,
-             "shown_work": 2, "capped_from": None, "total": a + 2, "score": None,
-             "score_error": None} for n, a in enumerate(marks, 1)]
+    return [
+        {
+            "model": model,
+            "input": 1,
+            "run": first + n,
+            "succeeded": True,
+            "accuracy": a,
+            "shown_work": 2,
+            "capped_from": None,
+            "total": a + 2,
+            "score": None,
+            "score_error": None,
+        }
+        for n, a in enumerate(marks, 1)
+    ]
 
 
 CANDIDATE = {
-    "margin": lambda rng: max(0, _mark(rng) - (rng.random() < 0.7)),   # 0.7 mark = 1 point
+    "margin": lambda rng: max(0, _mark(rng) - (rng.random() < 0.7)),  # 0.7 mark = 1 point
     "3 worse": lambda rng: _mark(rng, REF_MEAN - 3 * 7 / 10),
     "good": lambda rng: _mark(rng),
 }
@@ -101,13 +116,17 @@ def _job(rng, kind: str, runs: int, rule: str, looks: int = 5) -> int | None:
     each look adding the high end of the advice, at most 100 runs)."""
     race, done, add = [], 0, runs
     for look in range(1, looks + 1):
-        race += _rows("pinned", [_mark(rng) for _ in range(add)], done) + \
-            _rows("cheap", [CANDIDATE[kind](rng) for _ in range(add)], done)
+        race += _rows("pinned", [_mark(rng) for _ in range(add)], done) + _rows(
+            "cheap", [CANDIDATE[kind](rng) for _ in range(add)], done
+        )
         done += add
         if rule == "every5":
-            diffs = verdict.differences([r for r in race if r["model"] == "cheap"],
-                                        [r for r in race if r["model"] == "pinned"],
-                                        "accuracy", "run")
+            diffs = verdict.differences(
+                [r for r in race if r["model"] == "cheap"],
+                [r for r in race if r["model"] == "pinned"],
+                "accuracy",
+                "run",
+            )
             if verdict.measure_test(diffs, verdict.MARGIN, 0.05)["p"] <= 0.05:
                 return look
             continue
@@ -124,17 +143,21 @@ def _by_look(rng, kind: str, runs: int, rule: str, trials: int) -> list[float]:
     named = [0] * 6
     for _ in range(trials):
         named[_job(rng, kind, runs, rule) or 0] += 1
-    return [round(sum(named[1:k + 1]) / trials, 4) for k in range(1, 6)]
+    return [round(sum(named[1 : k + 1]) / trials, 4) for k in range(1, 6)]
 
 
 def _first_look_power_at(rng, runs: int, level: float, trials: int) -> float:
     named = 0
     for _ in range(trials):
-        race = _rows("pinned", [_mark(rng) for _ in range(runs)], 0) + \
-            _rows("cheap", [CANDIDATE["good"](rng) for _ in range(runs)], 0)
-        diffs = verdict.differences([r for r in race if r["model"] == "cheap"],
-                                    [r for r in race if r["model"] == "pinned"], "accuracy",
-                                    "run")
+        race = _rows("pinned", [_mark(rng) for _ in range(runs)], 0) + _rows(
+            "cheap", [CANDIDATE["good"](rng) for _ in range(runs)], 0
+        )
+        diffs = verdict.differences(
+            [r for r in race if r["model"] == "cheap"],
+            [r for r in race if r["model"] == "pinned"],
+            "accuracy",
+            "run",
+        )
         named += verdict.measure_test(diffs, verdict.MARGIN, level)["p"] <= level
     return round(named / trials, 4)
 
@@ -153,59 +176,81 @@ def _advice_spread(rng, runs: int, reruns: int) -> dict:
 
     def spread(values):
         return [quantile(values, q) for q in (0.1, 0.5, 0.9)] if values else None
-    return {"reruns": reruns, "advised": len(lows), "assumed": assumed,
-            "low_p10_p50_p90": spread(lows), "high_p10_p50_p90": spread(highs)}
+
+    return {
+        "reruns": reruns,
+        "advised": len(lows),
+        "assumed": assumed,
+        "low_p10_p50_p90": spread(lows),
+        "high_p10_p50_p90": spread(highs),
+    }
 
 
 def sequential_main(args) -> int:
     import random
+
     t0 = time.monotonic()
     rng = random.Random(args.seed)
     trials, runs = args.trials, args.look_runs
     figures = {
-        "trials": trials, "runs_a_look": runs, "looks": 5,
+        "trials": trials,
+        "runs_a_look": runs,
+        "looks": 5,
         "levels": [round(x, 5) for x in sequential.levels(verdict.ALPHA)],
         "margin_named_by_look": _by_look(rng, "margin", runs, "sequential", trials),
-        "margin_named_by_look_every_look_at_5pct": _by_look(rng, "margin", runs, "every5",
-                                                            trials),
-        "margin_named_by_look_following_the_advice": _by_look(rng, "margin", runs, "advised",
-                                                              trials),
+        "margin_named_by_look_every_look_at_5pct": _by_look(rng, "margin", runs, "every5", trials),
+        "margin_named_by_look_following_the_advice": _by_look(
+            rng, "margin", runs, "advised", trials
+        ),
         "three_worse_named_by_look_5": _by_look(rng, "3 worse", runs, "sequential", trials)[-1],
         "good_named_by_look": _by_look(rng, "good", runs, "sequential", trials),
         "good_named_by_look_10_runs_a_look": _by_look(rng, "good", 10, "sequential", trials),
-        "good_named_by_look_following_the_advice": _by_look(rng, "good", runs, "advised",
-                                                            trials),
+        "good_named_by_look_following_the_advice": _by_look(rng, "good", runs, "advised", trials),
         "good_first_look_10_runs_at_5pct": _first_look_power_at(rng, 10, 0.05, trials),
         "good_first_look_10_runs_at_rule": _first_look_power_at(
-            rng, 10, sequential.level(1, verdict.ALPHA), trials),
+            rng, 10, sequential.level(1, verdict.ALPHA), trials
+        ),
         "advice_across_reruns": _advice_spread(rng, runs, min(trials, 1000)),
     }
     figures["seconds"] = round(time.monotonic() - t0, 1)
     if args.json:
         print(json.dumps(figures, indent=1))
         return 0
-    pct = lambda xs: " → ".join(f"{x:.1%}" for x in xs)   # noqa: E731
-    print(f"{trials} simulated jobs a line, {runs} runs a look, up to 5 looks (levels "
-          + ", ".join(f"{x:.2%}" for x in figures["levels"]) + ")")
+    pct = lambda xs: " → ".join(f"{x:.1%}" for x in xs)  # noqa: E731
+    print(
+        f"{trials} simulated jobs a line, {runs} runs a look, up to 5 looks (levels "
+        + ", ".join(f"{x:.2%}" for x in figures["levels"])
+        + ")"
+    )
     print("a model exactly at the margin, raced again until named, named by look 1..5:")
     print(f"  the sequential rule:          {pct(figures['margin_named_by_look'])}")
-    print(f"  every look tested at 5%:      "
-          f"{pct(figures['margin_named_by_look_every_look_at_5pct'])}")
-    print(f"  the rule, adding the advice:  "
-          f"{pct(figures['margin_named_by_look_following_the_advice'])}")
+    print(
+        f"  every look tested at 5%:      {pct(figures['margin_named_by_look_every_look_at_5pct'])}"
+    )
+    print(
+        f"  the rule, adding the advice:  "
+        f"{pct(figures['margin_named_by_look_following_the_advice'])}"
+    )
     print(f"a model 3 points worse, named by look 5: {figures['three_worse_named_by_look_5']:.2%}")
-    print(f"a model as good as the pinned one (power), named by look 1..5: "
-          f"{pct(figures['good_named_by_look'])}")
+    print(
+        f"a model as good as the pinned one (power), named by look 1..5: "
+        f"{pct(figures['good_named_by_look'])}"
+    )
     print(f"  with 10 runs a look: {pct(figures['good_named_by_look_10_runs_a_look'])}")
-    print(f"  adding the advice's high end: "
-          f"{pct(figures['good_named_by_look_following_the_advice'])}")
-    print(f"  first look of 10 runs alone: {figures['good_first_look_10_runs_at_rule']:.1%} at "
-          f"the rule's 1.48%, {figures['good_first_look_10_runs_at_5pct']:.1%} were it tested "
-          "at 5%")
+    print(
+        f"  adding the advice's high end: {pct(figures['good_named_by_look_following_the_advice'])}"
+    )
+    print(
+        f"  first look of 10 runs alone: {figures['good_first_look_10_runs_at_rule']:.1%} at "
+        f"the rule's 1.48%, {figures['good_first_look_10_runs_at_5pct']:.1%} were it tested "
+        "at 5%"
+    )
     a = figures["advice_across_reruns"]
-    print(f"advice across {a['reruns']} reruns of one first race ({runs} runs, 3 candidates): "
-          f"advised in {a['advised']}, on an assumed spread in {a['assumed']}; more runs, low "
-          f"end p10/p50/p90 {a['low_p10_p50_p90']}, high end {a['high_p10_p50_p90']}")
+    print(
+        f"advice across {a['reruns']} reruns of one first race ({runs} runs, 3 candidates): "
+        f"advised in {a['advised']}, on an assumed spread in {a['assumed']}; more runs, low "
+        f"end p10/p50/p90 {a['low_p10_p50_p90']}, high end {a['high_p10_p50_p90']}"
+    )
     print(f"({figures['seconds']} s)")
     return 0
 
@@ -217,8 +262,11 @@ def main(argv=None) -> int:
     parser.add_argument("--inputs", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds a model takes")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--sequential", action="store_true",
-                        help="simulate jobs raced again on the verdict's rule instead")
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="simulate jobs raced again on the verdict's rule instead",
+    )
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--look-runs", type=int, default=3, help="runs a look adds")
     parser.add_argument("--seed", type=int, default=31)
@@ -228,19 +276,30 @@ def main(argv=None) -> int:
 
     names = [f"sim-c{i:02d}" for i in range(args.candidates)]
     models = {n: {"latency": args.latency} for n in names}
-    inputs = [f"Summarise the plot of short story {i + 1} about a lighthouse keeper."
-              for i in range(args.inputs)]
-    models["sim-judge"] = {"latency": args.latency,
-                           "json": {"accuracy": 6, "shown_work": 2, "reason": "close"},
-                           "json_rules": [{"contains": f"short story {i + 1} ", "answer": {
-                               "accuracy": 4 + i % 4, "shown_work": 2, "reason": "close"}}
-                               for i in range(1, args.inputs, 2)]}
+    inputs = [
+        f"Summarise the plot of short story {i + 1} about a lighthouse keeper."
+        for i in range(args.inputs)
+    ]
+    models["sim-judge"] = {
+        "latency": args.latency,
+        "json": {"accuracy": 6, "shown_work": 2, "reason": "close"},
+        "json_rules": [
+            {
+                "contains": f"short story {i + 1} ",
+                "answer": {"accuracy": 4 + i % 4, "shown_work": 2, "reason": "close"},
+            }
+            for i in range(1, args.inputs, 2)
+        ],
+    }
     work = Path(tempfile.mkdtemp(prefix="bench-race-"))
     spec = work / "models.json"
     spec.write_text(json.dumps(models))
-    sim = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "sim_upstream.py"),
-                            "--models", str(spec)], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
+    sim = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "sim_upstream.py"), "--models", str(spec)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert sim.stdout is not None  # stdout=PIPE above
     try:
         url = sim.stdout.readline().strip()
@@ -250,8 +309,7 @@ def main(argv=None) -> int:
         for n in names:
             roster.add_model(n, "sim", grade="general", price_in=1.0, price_out=2.0)
         roster.add_model("sim-judge", "sim", grade="strong", price_in=3.0, price_out=9.0)
-        grades = GradeBook.plain({"general": names[0], "strong": "sim-judge"}, "sim-judge",
-                                 roster)
+        grades = GradeBook.plain({"general": names[0], "strong": "sim-judge"}, "sim-judge", roster)
         bench = Benchmark(Chat, runs=args.runs, home=home, grades=grades, admission=None)
         bench.set_inputs(inputs) if args.inputs > 1 else bench.set_input(inputs[0])
         t0 = time.monotonic()
@@ -266,21 +324,31 @@ def main(argv=None) -> int:
                 calls += 1
                 if call["role"] == "candidate":
                     model_time[call["call"].rsplit(".", 1)[0]] += call["seconds"]
-        overhead = [max(0.0, row["wall"] - model_time[row["label"]]) * 1000
-                    for row in report.rows if row["succeeded"]]
+        overhead = [
+            max(0.0, row["wall"] - model_time[row["label"]]) * 1000
+            for row in report.rows
+            if row["succeeded"]
+        ]
         t1 = time.perf_counter()
         verdict.decide(report.rows, report.models, report.pinned)
         decided_ms = (time.perf_counter() - t1) * 1000
         figures = {
-            "candidates": args.candidates, "runs": args.runs, "inputs": args.inputs,
+            "candidates": args.candidates,
+            "runs": args.runs,
+            "inputs": args.inputs,
             "latency_s": args.latency,
-            "rows": len(report.rows), "failed": sum(not r["succeeded"] for r in report.rows),
-            "calls": calls, "race_wall_s": round(wall, 3),
-            "overhead_ms": {"mean": round(sum(overhead) / len(overhead), 3),
-                            "p50": round(quantile(overhead, 0.5), 3),
-                            "p95": round(quantile(overhead, 0.95), 3),
-                            "max": round(max(overhead), 3)},
-            "verdict_ms": round(decided_ms, 3), "verdict": report.verdict["state"],
+            "rows": len(report.rows),
+            "failed": sum(not r["succeeded"] for r in report.rows),
+            "calls": calls,
+            "race_wall_s": round(wall, 3),
+            "overhead_ms": {
+                "mean": round(sum(overhead) / len(overhead), 3),
+                "p50": round(quantile(overhead, 0.5), 3),
+                "p95": round(quantile(overhead, 0.95), 3),
+                "max": round(max(overhead), 3),
+            },
+            "verdict_ms": round(decided_ms, 3),
+            "verdict": report.verdict["state"],
             "cpus": os.cpu_count(),
         }
     finally:
@@ -291,15 +359,21 @@ def main(argv=None) -> int:
         print(json.dumps(figures, indent=1))
     else:
         o = figures["overhead_ms"]
-        print(f"race of {args.candidates} candidates × {args.inputs} input(s) × {args.runs} "
-              f"runs ({figures['rows']} rows, "
-              f"{figures['failed']} failed, {calls} calls) on {figures['cpus']} CPUs, "
-              f"model latency {args.latency * 1000:.0f} ms")
+        print(
+            f"race of {args.candidates} candidates × {args.inputs} input(s) × {args.runs} "
+            f"runs ({figures['rows']} rows, "
+            f"{figures['failed']} failed, {calls} calls) on {figures['cpus']} CPUs, "
+            f"model latency {args.latency * 1000:.0f} ms"
+        )
         print(f"race wall time: {figures['race_wall_s']:.2f} s")
-        print(f"overhead per run (wall minus model time): mean {o['mean']:.2f} ms · p50 "
-              f"{o['p50']:.2f} ms · p95 {o['p95']:.2f} ms · max {o['max']:.2f} ms")
-        print(f"the verdict ({figures['verdict']}, over {args.candidates - 1} candidates): "
-              f"{figures['verdict_ms']:.1f} ms once")
+        print(
+            f"overhead per run (wall minus model time): mean {o['mean']:.2f} ms · p50 "
+            f"{o['p50']:.2f} ms · p95 {o['p95']:.2f} ms · max {o['max']:.2f} ms"
+        )
+        print(
+            f"the verdict ({figures['verdict']}, over {args.candidates - 1} candidates): "
+            f"{figures['verdict_ms']:.1f} ms once"
+        )
     return 0
 
 

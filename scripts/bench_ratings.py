@@ -30,24 +30,25 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import random  # noqa: E402
-import resource  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import math
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import time
+from typing import Any
 
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.ledger.ledger import Ledger  # noqa: E402
-from panelist.metrics.ledger.ratings import Ratings  # noqa: E402
-from panelist.metrics.store.jsonl import SCHEMA, Appender, utc_iso  # noqa: E402
-from panelist.scripts import ratingsim  # noqa: E402
+from panelist.metrics.home import open_home
+from panelist.metrics.ledger.ledger import Ledger
+from panelist.metrics.ledger.ratings import Ratings
+from panelist.metrics.store.jsonl import SCHEMA, Appender, utc_iso
+from panelist.scripts import ratingsim
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 6000
@@ -62,7 +63,7 @@ def fill(runs: Path, verdicts: int, models: int, seed: int) -> tuple[dict, float
     aliases = [f"sim-{i:03d}" for i in range(models)]
     strength = {a: rng.gauss(0.3, 0.8) for a in aliases}
     t0 = time.perf_counter()
-    start = time.time() - verdicts   # as if one panel every three seconds until now
+    start = time.time() - verdicts  # as if one panel every three seconds until now
     out = Appender(runs / "evidence.jsonl")
     batch, written, n = [], 0, 0
     try:
@@ -71,17 +72,38 @@ def fill(runs: Path, verdicts: int, models: int, seed: int) -> tuple[dict, float
             seated = start + 3 * n
             ts = utc_iso(seated)
             n += 1
-            for label, alias in zip(("member1", "member2", "explorer1"),
-                                    rng.sample(aliases, 3)):
+            for label, alias in zip(("member1", "member2", "explorer1"), rng.sample(aliases, 3)):
                 call = f"{panel}.{label}"
                 common = {"call": call, "panel": panel, "alias": alias, "shape": shape}
-                batch.append({"v": SCHEMA, "kind": "seat", "ts": ts, **common, "seat": label[:-1],
-                              "status": "ok", "seconds": round(rng.uniform(0.5, 9.0), 3),
-                              "seated": seated, "key": "bench", "collection": "bench/c00"})
+                batch.append(
+                    {
+                        "v": SCHEMA,
+                        "kind": "seat",
+                        "ts": ts,
+                        **common,
+                        "seat": label[:-1],
+                        "status": "ok",
+                        "seconds": round(rng.uniform(0.5, 9.0), 3),
+                        "seated": seated,
+                        "key": "bench",
+                        "collection": "bench/c00",
+                    }
+                )
                 useful = rng.random() < 1 / (1 + math.exp(-strength[alias]))
-                batch.append({"v": SCHEMA, "kind": "verdict", "ts": ts, **common,
-                              "collection": "bench/c00", "useful": useful, "note": "",
-                              "real": [], "false": [], "by": "bench"})
+                batch.append(
+                    {
+                        "v": SCHEMA,
+                        "kind": "verdict",
+                        "ts": ts,
+                        **common,
+                        "collection": "bench/c00",
+                        "useful": useful,
+                        "note": "",
+                        "real": [],
+                        "false": [],
+                        "by": "bench",
+                    }
+                )
                 written += 1
             if len(batch) >= BATCH:
                 out.append(*batch)
@@ -115,11 +137,17 @@ def timing(args) -> dict:
     runs.mkdir(parents=True, exist_ok=True)
     strength, fill_s = fill(runs, args.verdicts, args.models, args.seed)
     t0 = time.perf_counter()
-    Ledger(runs).close()   # fold the verdicts once and save the snapshot
+    Ledger(runs).close()  # fold the verdicts once and save the snapshot
     fold_s = time.perf_counter() - t0
 
-    cmd = [sys.executable, str(ROOT / "metrics" / "offload.py"), "ratings", "--json",
-           "--data", str(args.data)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "metrics" / "offload.py"),
+        "ratings",
+        "--json",
+        "--data",
+        str(args.data),
+    ]
     walls, cpus = [], []
     shown: Any = None
     for _ in range(max(1, args.repeat)):
@@ -144,22 +172,32 @@ def timing(args) -> dict:
     finally:
         ledger.close()
     return {
-        "verdicts": verdict_count, "fill_s": round(fill_s, 2),
+        "verdicts": verdict_count,
+        "fill_s": round(fill_s, 2),
         "evidence_mb": round((runs / "evidence.jsonl").stat().st_size / 2**20, 1),
         "fold_and_snapshot_s": round(fold_s, 2),
-        "panelist_ratings_s": {"runs": [round(w, 3) for w in walls],
-                               "median": round(statistics.median(walls), 3),
-                               # CPU seconds of the process: what a loaded machine's wall
-                               # time hides
-                               "cpu_runs": [round(c, 3) for c in cpus],
-                               "target": 2.0},
-        "in_process": {"ledger_open_s": round(open_s, 3), "fit_all_shapes_s": round(first_s, 3),
-                       "look_again_s": round(again_s, 4)},
-        "shapes": {r.shape: {"models": len(r.models), "comparisons": sum(r.sources.values()),
-                             "panels": sum(r.clusters.values()),
-                             "spearman_vs_hidden": spearman([m.alias for m in r.models],
-                                                            strength)}
-                   for r in fitted},
+        "panelist_ratings_s": {
+            "runs": [round(w, 3) for w in walls],
+            "median": round(statistics.median(walls), 3),
+            # CPU seconds of the process: what a loaded machine's wall
+            # time hides
+            "cpu_runs": [round(c, 3) for c in cpus],
+            "target": 2.0,
+        },
+        "in_process": {
+            "ledger_open_s": round(open_s, 3),
+            "fit_all_shapes_s": round(first_s, 3),
+            "look_again_s": round(again_s, 4),
+        },
+        "shapes": {
+            r.shape: {
+                "models": len(r.models),
+                "comparisons": sum(r.sources.values()),
+                "panels": sum(r.clusters.values()),
+                "spearman_vs_hidden": spearman([m.alias for m in r.models], strength),
+            }
+            for r in fitted
+        },
         "cli_shapes": [s["shape"] for s in shown["shapes"]],
     }
 
@@ -167,20 +205,29 @@ def timing(args) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT / "runs" / "bench-ratings")
-    ap.add_argument("--verdicts", type=int, default=1_000_000,
-                    help="verdicts to time over (0: no timing)")
+    ap.add_argument(
+        "--verdicts", type=int, default=1_000_000, help="verdicts to time over (0: no timing)"
+    )
     ap.add_argument("--models", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--trials", type=int, default=500,
-                    help="simulated data sets per coverage scenario (0: no coverage check)")
-    ap.add_argument("--suggest-trials", type=int, default=100,
-                    help="simulated collections per cell of the suggestion grid (0: none)")
+    ap.add_argument(
+        "--trials",
+        type=int,
+        default=500,
+        help="simulated data sets per coverage scenario (0: no coverage check)",
+    )
+    ap.add_argument(
+        "--suggest-trials",
+        type=int,
+        default=100,
+        help="simulated collections per cell of the suggestion grid (0: none)",
+    )
     args = ap.parse_args(argv)
     out = {}
     if args.verdicts > 0:
         out["timing"] = timing(args)
-    if args.trials > 0 or args.suggest_trials > 0:   # --trials 0: the suggestion grid alone
+    if args.trials > 0 or args.suggest_trials > 0:  # --trials 0: the suggestion grid alone
         out["simulation"] = ratingsim.run(args.trials, args.suggest_trials, args.seed)
     print(json.dumps(out, indent=2))
     return 0

@@ -46,38 +46,40 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-import argparse  # noqa: E402
-import collections  # noqa: E402
-import itertools  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import argparse
+import collections
+import itertools
+import json
+import os
+import random
+import shutil
+import tempfile
+import threading
+import time
 
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster.collection import Collections  # noqa: E402
-from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.metrics.server.keys import Keys  # noqa: E402
-from panelist.metrics.store import pg  # noqa: E402
-from panelist.metrics.store.pgbounds import Bounds  # noqa: E402
-from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
-from panelist.scripts.pgactivity import Sampler  # noqa: E402
-from panelist.scripts.bench_gateway_rig import MEMBERS, PY, SIM, request_body  # noqa: E402
-from panelist.scripts.bench_scale_cluster import Instance, RoundRobin  # noqa: E402
-from panelist.scripts.benchkit import (TICKS, Child, log, pct, proc_cpu,  # noqa: E402
-                                       self_cpu)
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
+from panelist.metrics.server.keys import Keys
+from panelist.metrics.store import pg
+from panelist.metrics.store.pgbounds import Bounds
+from panelist.metrics.upstream.sim import SimUpstream
+from panelist.scripts.pgactivity import Sampler
+from panelist.scripts.bench_gateway_rig import MEMBERS, PY, SIM, request_body
+from panelist.scripts.bench_scale_cluster import Instance, RoundRobin
+from panelist.scripts.benchkit import TICKS, Child, log, pct, proc_cpu, self_cpu
 
 CONFIG = ("roster.json", "collections.json", "keys.json", "gateway.json")
-SLOT_LIMIT = 2          # calls at once allowed to the chaos run's limited model
-SLOT_ASKERS = 4         # threads asking it, so that its limit is always pressed
-CUT = ("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-       "WHERE datname = current_database() AND application_name LIKE 'panelist%%' "
-       "AND pid <> pg_backend_pid() AND random() < 0.5")
+SLOT_LIMIT = 2  # calls at once allowed to the chaos run's limited model
+SLOT_ASKERS = 4  # threads asking it, so that its limit is always pressed
+CUT = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND application_name LIKE 'panelist%%' "
+    "AND pid <> pg_backend_pid() AND random() < 0.5"
+)
 
 
 def cluster_cpu(postmaster: int | None) -> float | None:
@@ -106,7 +108,7 @@ def machine_cpu() -> float:
     else's included), from /proc/stat."""
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)   # idle and iowait
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
     return (sum(fields[:8]) - idle) / TICKS
 
 
@@ -120,13 +122,13 @@ class Bench:
         self.sim: Child | None = None
         self.instances: list[Instance] = []
         self.body = request_body()
-        self.probed: list[str] = []           # the seating probe's panels and verdicts
+        self.probed: list[str] = []  # the seating probe's panels and verdicts
         self.probed_verdicts: list[str] = []
         self.slot_sim: SimUpstream | None = None
         self.sampler: Sampler | None = None
-        self.stopped: list[tuple[int, float, float]] = []   # (instance, from, to): SIGSTOPped
-        self.timings: list[tuple[float, float, int, int]] = []   # (sent, answered, inst, status)
-        self.seats: dict[str, int] = {}       # answered panel -> seats in its reply
+        self.stopped: list[tuple[int, float, float]] = []  # (instance, from, to): SIGSTOPped
+        self.timings: list[tuple[float, float, int, int]] = []  # (sent, answered, inst, status)
+        self.seats: dict[str, int] = {}  # answered panel -> seats in its reply
 
     # -- setup --------------------------------------------------------------------------------
     def database(self) -> str:
@@ -134,6 +136,7 @@ class Bench:
             return pg.check_url(self.args.database)
         sys.path.insert(0, str(ROOT / "tests"))
         import pgcluster
+
         log("starting a throwaway PostgreSQL cluster")
         self.cluster = pgcluster.start_cluster()
         self.postmaster = int((self.cluster.data / "postmaster.pid").read_text().split()[0])
@@ -143,8 +146,7 @@ class Bench:
         self.url = self.database()
         models = self.work / "sim.json"
         models.write_text(json.dumps({m: {"latency": 0.0, "window": 128_000} for m in MEMBERS}))
-        self.sim = Child("sim", [PY, str(SIM), "--port", "0", "--models", str(models)],
-                         self.work)
+        self.sim = Child("sim", [PY, str(SIM), "--port", "0", "--models", str(models)], self.work)
         first = open_home(self.work / "host0", database=self.url)
         limits = first.file("gateway.json")
         doc = json.loads(limits.read_text())
@@ -153,15 +155,21 @@ class Bench:
         roster.add_endpoint("sim", self.sim.first_line, by="bench")
         for i, m in enumerate(MEMBERS, 1):
             roster.add_model(m, "sim", family=f"fam{i}", context=128_000, by="bench")
-        Collections(first).save(roster.view(), "trio", list(MEMBERS),
-                                description="benchmark trio", by="bench")
+        Collections(first).save(
+            roster.view(), "trio", list(MEMBERS), description="benchmark trio", by="bench"
+        )
         if self.args.chaos:
             self.slot_sim = SimUpstream({"slotted": {"latency": 0.2}}).start()
             roster.add_endpoint("slots", self.slot_sim.url, by="bench")
             roster.add_model("slotted", "slots", family="fam-slot", context=128_000, by="bench")
             roster.set_limits("model", "slotted", {"max_concurrent": SLOT_LIMIT}, by="bench")
-            Collections(first).save(roster.view(), "slotted", ["slotted"],
-                                    description="one model with a slot limit", by="bench")
+            Collections(first).save(
+                roster.view(),
+                "slotted",
+                ["slotted"],
+                description="one model with a slot limit",
+                by="bench",
+            )
         keys = Keys(first)
         self.load_key, _ = keys.create("load", by="bench")
         self.probe_key, _ = keys.create("probe", by="bench")
@@ -170,7 +178,7 @@ class Bench:
         env.pop("PANELIST_DATABASE_URL", None)
         for n in range(self.args.instances):
             data = self.work / f"host{n}"
-            if n:   # every host is configured alike
+            if n:  # every host is configured alike
                 other = open_home(data, database=self.url)
                 for name in CONFIG:
                     shutil.copy(first.file(name), other.file(name))
@@ -227,16 +235,20 @@ class Bench:
                         if os.environ.get("BENCH_DEBUG"):
                             log(f"verdict {status}: {data[:300]!r}")
 
-        threads = [threading.Thread(target=work, daemon=True)
-                   for _ in range(self.args.concurrency)]
+        threads = [threading.Thread(target=work, daemon=True) for _ in range(self.args.concurrency)]
         t0 = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         seconds = time.perf_counter() - t0
-        return {"answered": answered, "verdicts": verdicts_ok, "outcomes": dict(outcomes),
-                "seconds": seconds, "panels_per_s": len(answered) / seconds}
+        return {
+            "answered": answered,
+            "verdicts": verdicts_ok,
+            "outcomes": dict(outcomes),
+            "seconds": seconds,
+            "panels_per_s": len(answered) / seconds,
+        }
 
     def killer(self, stop: threading.Event, kills: list, faults: collections.Counter) -> None:
         """A fault every ``--kill-every`` seconds: kills alone, or with ``--chaos`` a kill, a
@@ -274,8 +286,9 @@ class Bench:
     def slot_probe(self, stop: threading.Event, outcomes: collections.Counter) -> None:
         """Ask the limited model's collection without pause, from ``SLOT_ASKERS`` threads."""
         rr = RoundRobin(self.instances, self.probe_key)
-        body = json.dumps({"model": "bench/slotted", "messages": [
-            {"role": "user", "content": "Review: x = 1"}]}).encode()
+        body = json.dumps(
+            {"model": "bench/slotted", "messages": [{"role": "user", "content": "Review: x = 1"}]}
+        ).encode()
 
         def ask() -> None:
             while not stop.is_set():
@@ -283,7 +296,7 @@ class Bench:
                 status, data, i = rr.send("POST", "/v1/chat/completions", body)
                 self.timings.append((sent, time.monotonic(), i, status))
                 outcomes[status] += 1
-                if status == 200:   # counted with the answered panels, seat rows and all
+                if status == 200:  # counted with the answered panels, seat rows and all
                     bench = json.loads(data)["bench"]
                     self.probed.append(bench["panel"])
                     self.seats[bench["panel"]] = len(bench["seats"])
@@ -334,7 +347,7 @@ class Bench:
                 continue
             seen = self._until(rr, b, lambda owed: not (calls & owed), stop)
             if stop.is_set():
-                return   # the run ended while this probe waited: no figure either way
+                return  # the run ended while this probe waited: no figure either way
             if self.instances[b].starts != starts:
                 misses.append("the other instance restarted meanwhile")
             elif seen:
@@ -358,9 +371,13 @@ class Bench:
     def cpu(self) -> dict:
         if self.sim is None:
             raise RuntimeError("setup() starts the simulated upstream first")
-        return {"gateways": sum(i.cpu() for i in self.instances), "sim": proc_cpu(self.sim.pid),
-                "client": self_cpu(), "database": cluster_cpu(self.postmaster),
-                "machine busy": machine_cpu()}
+        return {
+            "gateways": sum(i.cpu() for i in self.instances),
+            "sim": proc_cpu(self.sim.pid),
+            "client": self_cpu(),
+            "database": cluster_cpu(self.postmaster),
+            "machine busy": machine_cpu(),
+        }
 
     def run(self) -> dict:
         a = self.args
@@ -377,8 +394,10 @@ class Bench:
         self.timings.clear()
         for inst in self.instances[1:]:
             inst.start()
-        log(f"scale: {a.instances} instances, {a.panels} panels at c={a.concurrency}, a kill "
-            f"every {a.kill_every:g} s")
+        log(
+            f"scale: {a.instances} instances, {a.panels} panels at c={a.concurrency}, a kill "
+            f"every {a.kill_every:g} s"
+        )
         stop = threading.Event()
         kills: list[tuple[str, float]] = []
         rates: list[tuple[float, int]] = []
@@ -386,13 +405,15 @@ class Bench:
         misses: list[str] = []
         faults: collections.Counter = collections.Counter()
         slots: collections.Counter = collections.Counter()
-        helpers = [threading.Thread(target=self.killer, args=(stop, kills, faults), daemon=True),
-                   threading.Thread(target=self.rate_probe, args=(stop, rates), daemon=True),
-                   threading.Thread(target=self.seating_probe, args=(stop, lags, misses),
-                                    daemon=True)]
+        helpers = [
+            threading.Thread(target=self.killer, args=(stop, kills, faults), daemon=True),
+            threading.Thread(target=self.rate_probe, args=(stop, rates), daemon=True),
+            threading.Thread(target=self.seating_probe, args=(stop, lags, misses), daemon=True),
+        ]
         if a.chaos:
-            helpers.append(threading.Thread(target=self.slot_probe, args=(stop, slots),
-                                            daemon=True))
+            helpers.append(
+                threading.Thread(target=self.slot_probe, args=(stop, slots), daemon=True)
+            )
         self.sampler.phase("scale")
         cpu0, t0 = self.cpu(), time.perf_counter()
         for t in helpers:
@@ -412,38 +433,59 @@ class Bench:
         """The database's time per panel and its lock waits, per phase; the waits over the
         bound; the slot limit's excess; seat rows lost."""
         bound = Bounds.of_env().wait
-        assert self.sampler is not None   # run() started it before any figures
+        assert self.sampler is not None  # run() started it before any figures
 
         def stopped_during(i, sent, got) -> bool:
             return any(n == i and start < got and sent < end for n, start, end in self.stopped)
 
-        over = [got - sent for sent, got, i, _ in self.timings
-                if got - sent > bound + 1 and not stopped_during(i, sent, got)]
+        over = [
+            got - sent
+            for sent, got, i, _ in self.timings
+            if got - sent > bound + 1 and not stopped_during(i, sent, got)
+        ]
         phases = {}
         for name, phase in (("baseline", base), ("scale", scale)):
             tally = self.sampler.tallies.get(name)
             n = len(phase["answered"]) or 1
             figures = tally.figures() if tally else {}
-            phases[name] = dict(figures, panels_per_s=round(phase["panels_per_s"], 1),
-                                active_ms_per_panel=round(1000 * tally.active_s / n, 2)
-                                if tally else None,
-                                cpu_ms_per_panel=round(1000 * phase["database_cpu"] / n, 2)
-                                if phase["database_cpu"] is not None else None)
+            phases[name] = dict(
+                figures,
+                panels_per_s=round(phase["panels_per_s"], 1),
+                active_ms_per_panel=round(1000 * tally.active_s / n, 2) if tally else None,
+                cpu_ms_per_panel=round(1000 * phase["database_cpu"] / n, 2)
+                if phase["database_cpu"] is not None
+                else None,
+            )
         db = pg.Database(self.url)
         try:
-            rows = dict(db.execute("SELECT panel, count(*) FROM evidence WHERE kind = 'seat' "
-                                   "GROUP BY panel"))
+            rows = dict(
+                db.execute(
+                    "SELECT panel, count(*) FROM evidence WHERE kind = 'seat' GROUP BY panel"
+                )
+            )
         finally:
             db.close()
         lost_seats = sum(max(0, n - rows.get(p, 0)) for p, n in self.seats.items())
         peak = self.slot_sim.peak.get("slotted", 0) if self.slot_sim else None
-        return {"database": phases, "bound_s": bound,
-                "waited_over_bound": {"n": len(over), "worst_s": round(max(over, default=0), 1),
-                                      "timed": len(self.timings)},
-                "faults": dict(faults), "lost_seat_rows": lost_seats,
-                "slots": {"limit": SLOT_LIMIT, "peak": peak,
-                          "over": max(0, peak - SLOT_LIMIT) if peak is not None else None,
-                          "asked": dict(slots)} if self.args.chaos else None}
+        return {
+            "database": phases,
+            "bound_s": bound,
+            "waited_over_bound": {
+                "n": len(over),
+                "worst_s": round(max(over, default=0), 1),
+                "timed": len(self.timings),
+            },
+            "faults": dict(faults),
+            "lost_seat_rows": lost_seats,
+            "slots": {
+                "limit": SLOT_LIMIT,
+                "peak": peak,
+                "over": max(0, peak - SLOT_LIMIT) if peak is not None else None,
+                "asked": dict(slots),
+            }
+            if self.args.chaos
+            else None,
+        }
 
     def figures(self, base, scale, kills, rates, lags, misses, cpu0, cpu1, wall) -> dict:
         a = self.args
@@ -461,32 +503,54 @@ class Bench:
         used = {k: (cpu1[k] - cpu0[k]) if cpu0[k] is not None else None for k in cpu0}
         ours = sum(v for k, v in used.items() if k != "machine busy" and v is not None)
         used["anyone else"] = max(0.0, used["machine busy"] - ours)
-        share = {k: round(v / (wall * cores) * 100, 1) if v is not None else None
-                 for k, v in used.items()}
+        share = {
+            k: round(v / (wall * cores) * 100, 1) if v is not None else None
+            for k, v in used.items()
+        }
         return {
-            "instances": a.instances, "concurrency": a.concurrency, "cores": cores,
-            "baseline": {"panels": len(base["answered"]), "seconds": round(base["seconds"], 1),
-                         "panels_per_s": round(base["panels_per_s"], 1),
-                         "outcomes": base["outcomes"]},
-            "scale": {"panels": len(scale["answered"]), "seconds": round(scale["seconds"], 1),
-                      "panels_per_s": round(scale["panels_per_s"], 1),
-                      "outcomes": scale["outcomes"], "kills": len(kills),
-                      "restart_s_p50": round(pct([s for _, s in kills], 50) or 0, 2)},
+            "instances": a.instances,
+            "concurrency": a.concurrency,
+            "cores": cores,
+            "baseline": {
+                "panels": len(base["answered"]),
+                "seconds": round(base["seconds"], 1),
+                "panels_per_s": round(base["panels_per_s"], 1),
+                "outcomes": base["outcomes"],
+            },
+            "scale": {
+                "panels": len(scale["answered"]),
+                "seconds": round(scale["seconds"], 1),
+                "panels_per_s": round(scale["panels_per_s"], 1),
+                "outcomes": scale["outcomes"],
+                "kills": len(kills),
+                "restart_s_p50": round(pct([s for _, s in kills], 50) or 0, 2),
+            },
             "ratio": round(scale["panels_per_s"] / base["panels_per_s"], 2)
-            if base["panels_per_s"] else None,
-            "duplicate_panel_ids": {"answered": len(answered) - len(set(answered)),
-                                    "stored": len(stored) - len(stored_set)},
-            "lost": {"panels": len(set(answered) - stored_set),
-                     "verdicts": len(set(verdicts) - voted)},
+            if base["panels_per_s"]
+            else None,
+            "duplicate_panel_ids": {
+                "answered": len(answered) - len(set(answered)),
+                "stored": len(stored) - len(stored_set),
+            },
+            "lost": {
+                "panels": len(set(answered) - stored_set),
+                "verdicts": len(set(verdicts) - voted),
+            },
             "written_but_cut": len(stored_set - set(answered)),
-            "rate": {"rpm": a.rpm, "max_admitted_in_a_minute": max(per_minute.values(),
-                                                                    default=0),
-                     "minutes": len(per_minute), "asked": len(rates),
-                     "refused_429": sum(1 for _, s in rates if s == 429),
-                     "other": sum(1 for _, s in rates if s not in (200, 429))},
-            "verdict_to_seating_s": {"n": len(lags), "p50": round(pct(lags, 50) or 0, 3),
-                                     "p95": round(pct(lags, 95) or 0, 3),
-                                     "misses": collections.Counter(misses)},
+            "rate": {
+                "rpm": a.rpm,
+                "max_admitted_in_a_minute": max(per_minute.values(), default=0),
+                "minutes": len(per_minute),
+                "asked": len(rates),
+                "refused_429": sum(1 for _, s in rates if s == 429),
+                "other": sum(1 for _, s in rates if s not in (200, 429)),
+            },
+            "verdict_to_seating_s": {
+                "n": len(lags),
+                "p50": round(pct(lags, 50) or 0, 3),
+                "p95": round(pct(lags, 95) or 0, 3),
+                "misses": collections.Counter(misses),
+            },
             "cpu_share_of_machine_pct": share,
         }
 
@@ -515,9 +579,13 @@ def report(r: dict) -> str:
         f"verdict to seating across instances: p50 {r['verdict_to_seating_s']['p50']} s, p95 "
         f"{r['verdict_to_seating_s']['p95']} s over {r['verdict_to_seating_s']['n']} probes "
         f"(misses: {dict(r['verdict_to_seating_s']['misses'])})",
-        "CPU share of the machine (" + str(r["cores"]) + " cores): " + ", ".join(
+        "CPU share of the machine ("
+        + str(r["cores"])
+        + " cores): "
+        + ", ".join(
             f"{k} {v}%" if v is not None else f"{k} n/a (an external database)"
-            for k, v in r["cpu_share_of_machine_pct"].items()),
+            for k, v in r["cpu_share_of_machine_pct"].items()
+        ),
     ]
     for name, d in r["database"].items():
         lines.append(
@@ -526,26 +594,34 @@ def report(r: dict) -> str:
             f"{d['cpu_ms_per_panel'] if d['cpu_ms_per_panel'] is not None else 'n/a'} ms a "
             f"panel; a backend waited on a lock in {d.get('lock_share_pct')}% of "
             f"{d.get('samples')} samples ({d.get('backend_lock_share_pct')}% of active "
-            f"backends seen; kinds {d.get('lock_kinds')})")
+            f"backends seen; kinds {d.get('lock_kinds')})"
+        )
     w = r["waited_over_bound"]
-    lines.append(f"requests that waited over the database bound + 1 s ({r['bound_s']:g} + 1 s), "
-                 f"instances stopped meanwhile aside: {w['n']} of {w['timed']} (worst "
-                 f"{w['worst_s']} s); seat rows lost: {r['lost_seat_rows']}; faults "
-                 f"{r['faults']}")
+    lines.append(
+        f"requests that waited over the database bound + 1 s ({r['bound_s']:g} + 1 s), "
+        f"instances stopped meanwhile aside: {w['n']} of {w['timed']} (worst "
+        f"{w['worst_s']} s); seat rows lost: {r['lost_seat_rows']}; faults "
+        f"{r['faults']}"
+    )
     if r["slots"] is not None:
         s = r["slots"]
-        lines.append(f"calls over a slot limit: {s['over']} (most in flight at once {s['peak']}"
-                     f", limit {s['limit']}; asked {s['asked']})")
+        lines.append(
+            f"calls over a slot limit: {s['over']} (most in flight at once {s['peak']}"
+            f", limit {s['limit']}; asked {s['asked']})"
+        )
     if (r["cpu_share_of_machine_pct"]["anyone else"] or 0) > 20:
-        lines.append("note: other processes kept the machine busy during the run (\"anyone "
-                     "else\" above): the panels/s and latencies are theirs to share, not this "
-                     "design's bound")
+        lines.append(
+            'note: other processes kept the machine busy during the run ("anyone '
+            'else" above): the panels/s and latencies are theirs to share, not this '
+            "design's bound"
+        )
     if r["cores"] < 2 * r["instances"]:
         lines.append(
             f"note: {r['instances']} instances, their database, the upstream and this client "
             f"share {r['cores']} cores, so instances add no cores: the ratio to one instance is "
             "bound by the machine here (a 3x needs the instances on cores of their own, with "
-            "PostgreSQL's CPU share above as the bound that remains)")
+            "PostgreSQL's CPU share above as the bound that remains)"
+        )
     return "\n".join(lines)
 
 
@@ -553,19 +629,37 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--instances", type=int, default=4)
     p.add_argument("--panels", type=int, default=20_000)
-    p.add_argument("--baseline-panels", type=int, default=None,
-                   help="panels of the one-instance run (default: --panels / 5, at most 3000)")
+    p.add_argument(
+        "--baseline-panels",
+        type=int,
+        default=None,
+        help="panels of the one-instance run (default: --panels / 5, at most 3000)",
+    )
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--kill-every", type=float, default=5.0, help="seconds between kills")
     p.add_argument("--rpm", type=int, default=60, help="the limited key's requests a minute")
-    p.add_argument("--chaos", action="store_true",
-                   help="SIGSTOP and connection cuts in turn with the kills; a slot-limited model")
-    p.add_argument("--stop-for", type=float, default=2.0,
-                   help="seconds a stopped instance stays stopped (--chaos)")
-    p.add_argument("--sample-every", type=float, default=0.05,
-                   help="seconds between two samples of pg_stat_activity")
-    p.add_argument("--database", metavar="URL", help="an existing database (default: a "
-                   "throwaway cluster of the distribution's PostgreSQL)")
+    p.add_argument(
+        "--chaos",
+        action="store_true",
+        help="SIGSTOP and connection cuts in turn with the kills; a slot-limited model",
+    )
+    p.add_argument(
+        "--stop-for",
+        type=float,
+        default=2.0,
+        help="seconds a stopped instance stays stopped (--chaos)",
+    )
+    p.add_argument(
+        "--sample-every",
+        type=float,
+        default=0.05,
+        help="seconds between two samples of pg_stat_activity",
+    )
+    p.add_argument(
+        "--database",
+        metavar="URL",
+        help="an existing database (default: a throwaway cluster of the distribution's PostgreSQL)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the work folder under runs/")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)

@@ -23,15 +23,16 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import sqlite3  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
+import argparse
+import sqlite3
+import statistics
+import time
 
-from panelist.metrics.ledger import search, searchplan  # noqa: E402
-from panelist.metrics.ledger.searchfold import Fold  # noqa: E402
+from panelist.metrics.ledger import search, searchplan
+from panelist.metrics.ledger.searchfold import Fold
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 5_000
@@ -40,8 +41,9 @@ SEARCHES = {
     "q=harbour & key=alice (never together)": dict(text="harbour", key="alice"),
     "q=zanzibar & key=carol (never together)": dict(text="zanzibar", key="carol"),
     "q=harbour & collection=bench/c01 (never)": dict(text="harbour", collection="bench/c01"),
-    "q=zanzibar & key=carol & collection=bench/c00": dict(text="zanzibar", key="carol",
-                                                         collection="bench/c00"),
+    "q=zanzibar & key=carol & collection=bench/c00": dict(
+        text="zanzibar", key="carol", collection="bench/c00"
+    ),
     "q=zanzibar harbour (never both)": dict(text="zanzibar harbour"),
     "q=harbour & key=carol (every third panel)": dict(text="harbour", key="carol"),
 }
@@ -51,11 +53,22 @@ def record(seq: int) -> dict:
     pid = f"p00000000-{seq}"
     word = "harbour" if seq % 3 == 0 else "zanzibar"
     key = "carol" if seq % 3 == 0 else "alice" if seq % 2 else "bob"
-    return {"panel": pid, "collection": f"bench/c{seq % 48:02d}", "key": key,
-            "started": T0 + seq,
-            "prompt": f"user: review the cache of the {word} module, part {seq % 97}",
-            "seats": [{"call": f"{pid}.member1", "alias": f"sim-{seq % 7}", "status": "ok",
-                       "seconds": 0.5, "answer": f"the cache looks right ({seq % 13})"}]}
+    return {
+        "panel": pid,
+        "collection": f"bench/c{seq % 48:02d}",
+        "key": key,
+        "started": T0 + seq,
+        "prompt": f"user: review the cache of the {word} module, part {seq % 97}",
+        "seats": [
+            {
+                "call": f"{pid}.member1",
+                "alias": f"sim-{seq % 7}",
+                "status": "ok",
+                "seconds": 0.5,
+                "answer": f"the cache looks right ({seq % 13})",
+            }
+        ],
+    }
 
 
 def build(folder: Path, panels: int) -> None:
@@ -80,8 +93,9 @@ def build(folder: Path, panels: int) -> None:
     db.execute("INSERT INTO panel_text(panel_text) VALUES ('optimize')")
     db.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('panels', ?)", (panels,))
     db.close()
-    print(f"built an index of {panels:,} panels in {time.perf_counter() - t0:.1f} s",
-          file=sys.stderr)
+    print(
+        f"built an index of {panels:,} panels in {time.perf_counter() - t0:.1f} s", file=sys.stderr
+    )
 
 
 def timed(index, f, repeat: int) -> tuple[float, float, bool, int]:
@@ -90,7 +104,7 @@ def timed(index, f, repeat: int) -> tuple[float, float, bool, int]:
         t0 = time.perf_counter()
         found = index.find(f, limit=50)
         times.append(time.perf_counter() - t0)
-    assert found is not None   # main() asks for at least one repeat
+    assert found is not None  # main() asks for at least one repeat
     return statistics.median(times), max(times), found.partial, len(found.seqs)
 
 
@@ -110,23 +124,29 @@ def main(argv=None) -> int:
     db.close()
     whole = search.SearchIndex(args.folder, budget_rows=1 << 62, budget_seconds=1e9)
     bounded = search.SearchIndex(args.folder)
-    print(f"\n{'search (limit 50)':48} {'whole: p50 / max s':>20} "
-          f"{'budget: p50 / max s':>21}  partial  found")
+    print(
+        f"\n{'search (limit 50)':48} {'whole: p50 / max s':>20} "
+        f"{'budget: p50 / max s':>21}  partial  found"
+    )
     try:
         for name, spec in SEARCHES.items():
             spec = dict(spec)
             text = search.text_query(spec.pop("text"))
-            f = search.Filters(text=text, key=spec.get("key"),
-                               collection=spec.get("collection"))
+            f = search.Filters(text=text, key=spec.get("key"), collection=spec.get("collection"))
             w50, wmax, _, wn = timed(whole, f, args.repeat)
             b50, bmax, partial, bn = timed(bounded, f, args.repeat)
-            print(f"{name:48} {w50:>9.3f} / {wmax:<8.3f} {b50:>10.3f} / {bmax:<8.3f} "
-                  f" {str(partial):7}  {wn} / {bn}", flush=True)
+            print(
+                f"{name:48} {w50:>9.3f} / {wmax:<8.3f} {b50:>10.3f} / {bmax:<8.3f} "
+                f" {str(partial):7}  {wn} / {bn}",
+                flush=True,
+            )
     finally:
         whole.close()
         bounded.close()
-    print(f"\nbudget: {searchplan.ROWS:,} rows or {searchplan.SECONDS:g} s a search "
-          "(PANELIST_SEARCH_ROWS, PANELIST_SEARCH_SECONDS); 'whole' walks without one")
+    print(
+        f"\nbudget: {searchplan.ROWS:,} rows or {searchplan.SECONDS:g} s a search "
+        "(PANELIST_SEARCH_ROWS, PANELIST_SEARCH_SECONDS); 'whole' walks without one"
+    )
     return 0
 
 

@@ -17,19 +17,20 @@ import sys
 from pathlib import Path
 
 if not __package__:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent)); import _bootstrap  # noqa
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _bootstrap  # noqa
 
-import argparse  # noqa: E402
-import http.client  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import http.client
+import json
+import os
+import platform
+import statistics
+import threading
+import time
+from typing import Any
 
-from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
+from panelist.metrics.upstream.sim import SimUpstream
 
 BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Review this diff."}]})
 HEADERS = {"Content-Type": "application/json"}
@@ -63,10 +64,11 @@ def concurrent(sim: SimUpstream, n: int, threads: int = 8) -> float:
         try:
             for _ in range(each):
                 ask(conn)
-        except BaseException as exc:   # reported below, not lost with the thread
+        except BaseException as exc:  # reported below, not lost with the thread
             failures.append(exc)
         finally:
             conn.close()
+
     workers = [threading.Thread(target=work) for _ in range(threads)]
     t = time.perf_counter()
     for w in workers:
@@ -91,8 +93,10 @@ def lateness(sim: SimUpstream, latency: float = 0.05, n: int = 40) -> dict:
     finally:
         conn.close()
         sim.script("m")
-    return {"median_ms": round(statistics.median(late) * 1e3, 2),
-            "max_ms": round(max(late) * 1e3, 2)}
+    return {
+        "median_ms": round(statistics.median(late) * 1e3, 2),
+        "max_ms": round(max(late) * 1e3, 2),
+    }
 
 
 def main(argv=None) -> int:
@@ -103,11 +107,16 @@ def main(argv=None) -> int:
     if args.requests < 8:
         parser.error("--requests must be at least 8")
     with SimUpstream({"m": {}}) as sim:
-        figures: dict[str, Any] = {"sequential_rps": round(sequential(sim, args.requests)),
-                   "concurrent_8_rps": round(concurrent(sim, args.requests)),
-                   "latency_50ms_late": lateness(sim)}
-    machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
-               "load": [round(x, 2) for x in os.getloadavg()]}
+        figures: dict[str, Any] = {
+            "sequential_rps": round(sequential(sim, args.requests)),
+            "concurrent_8_rps": round(concurrent(sim, args.requests)),
+            "latency_50ms_late": lateness(sim),
+        }
+    machine = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
     if args.json:
         print(json.dumps({"machine": machine, "requests": args.requests, "figures": figures}))
         return 0

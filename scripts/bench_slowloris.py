@@ -50,46 +50,65 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-import argparse  # noqa: E402
-import http.client  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import resource  # noqa: E402
-import secrets  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from collections import Counter  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import http.client
+import json
+import os
+import resource
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from typing import Any
 
-from panelist.metrics.roster.collection import Collections  # noqa: E402
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.metrics.server.keys import Keys  # noqa: E402
-from panelist.scripts.bench_gateway_rig import (COLLECTION, GATEWAY, MEMBERS, PY,  # noqa: E402
-                                                SIM, request_body)
-from panelist.scripts.bench_slowloris_attack import (KEY_ENV, Attacker, attack,  # noqa: E402
-                                                    chunk_of, said)
-from panelist.scripts.benchkit import (Child, Client, host_header, log, pct,  # noqa: E402
-                                       proc_cpu, proc_mem, url_of)
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.roster import Roster
+from panelist.metrics.server.keys import Keys
+from panelist.scripts.bench_gateway_rig import COLLECTION, GATEWAY, MEMBERS, PY, SIM, request_body
+from panelist.scripts.bench_slowloris_attack import KEY_ENV, Attacker, attack, chunk_of, said
+from panelist.scripts.benchkit import (
+    Child,
+    Client,
+    host_header,
+    log,
+    pct,
+    proc_cpu,
+    proc_mem,
+    url_of,
+)
 
 SERVE = ROOT / "serve.py"
 KIB = 1024
 # each attack's defaults: connections, interval, ramp, body bytes, rate (bytes/s), server
 ATTACKS = {
-    "heads": dict(connections=2000, interval=2.0, ramp=4.0, body_bytes=0, rate=0,
-                  server="gateway"),
-    "bodies": dict(connections=2000, interval=1.0, ramp=4.0, body_bytes=1024 * KIB,
-                   rate=18 * KIB, server="gateway"),
-    "logins": dict(connections=560, interval=0.1, ramp=2.0, body_bytes=4 * KIB, rate=18 * KIB,
-                   server="dashboard"),
-    "login-heads": dict(connections=900, interval=1.0, ramp=20.0, body_bytes=4 * KIB, rate=0,
-                        server="dashboard"),
+    "heads": dict(connections=2000, interval=2.0, ramp=4.0, body_bytes=0, rate=0, server="gateway"),
+    "bodies": dict(
+        connections=2000,
+        interval=1.0,
+        ramp=4.0,
+        body_bytes=1024 * KIB,
+        rate=18 * KIB,
+        server="gateway",
+    ),
+    "logins": dict(
+        connections=560,
+        interval=0.1,
+        ramp=2.0,
+        body_bytes=4 * KIB,
+        rate=18 * KIB,
+        server="dashboard",
+    ),
+    "login-heads": dict(
+        connections=900, interval=1.0, ramp=20.0, body_bytes=4 * KIB, rate=0, server="dashboard"
+    ),
 }
-PROBE_TIMEOUT = 10.0   # seconds a probe may wait to connect, and then for its answer
+PROBE_TIMEOUT = 10.0  # seconds a probe may wait to connect, and then for its answer
 HEALTH_EVERY = 0.25
 LOGIN_EVERY = 1.0
 TARGET_RATIO = 2.0
@@ -118,8 +137,12 @@ def listen_overflows() -> int:
 
 def stat(values: list[float]) -> dict:
     r = lambda v: None if v is None else round(v, 2)  # noqa: E731
-    return {"n": len(values), "p50": r(pct(values, 50)), "p95": r(pct(values, 95)),
-            "max": r(max(values, default=None))}
+    return {
+        "n": len(values),
+        "p50": r(pct(values, 50)),
+        "p95": r(pct(values, 95)),
+        "max": r(max(values, default=None)),
+    }
 
 
 class Sampler:
@@ -152,7 +175,7 @@ class Probes:
 
     def __init__(self, addr: tuple[str, int], token: str | None):
         self.addr, self.token = addr, token
-        self.got: dict[str, list] = {"health": [], "logins": []}   # (ms, outcome)
+        self.got: dict[str, list] = {"health": [], "logins": []}  # (ms, outcome)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -182,8 +205,9 @@ class Probes:
         t0 = time.perf_counter()
         conn = http.client.HTTPConnection(*self.addr, timeout=PROBE_TIMEOUT)
         try:
-            conn.request("POST" if body else "GET", "/api/login" if body else "/health", body,
-                         headers)
+            conn.request(
+                "POST" if body else "GET", "/api/login" if body else "/health", body, headers
+            )
             resp = conn.getresponse()
             resp.read()
             outcome = str(resp.status)
@@ -206,8 +230,12 @@ class Probes:
             if what == "logins" and not self.token:
                 continue
             ok = [ms for ms, outcome in got if outcome == "200"]
-            out[what] = dict(stat(ok), attempts=len(got), answered=len(ok),
-                             failures=dict(Counter(o for _, o in got if o != "200")))
+            out[what] = dict(
+                stat(ok),
+                attempts=len(got),
+                answered=len(ok),
+                failures=dict(Counter(o for _, o in got if o != "200")),
+            )
         return out
 
 
@@ -221,7 +249,7 @@ class Bench:
         self.home = open_home(self.data)
         self.body = request_body()
         self.token = secrets.token_urlsafe(24) if self.dashboard else None
-        self.key: str | None = None     # this script's gateway key, on the dashboard
+        self.key: str | None = None  # this script's gateway key, on the dashboard
         self.attacker_key: str | None = None
         self.sim: Child | None = None
         self.server: Child | None = None
@@ -247,23 +275,29 @@ class Bench:
         roster.add_endpoint("sim", self.sim.first_line, by="bench")
         for i, m in enumerate(MEMBERS, 1):
             roster.add_model(m, "sim", family=f"fam{i}", context=128_000, by="bench")
-        Collections(self.home).save(roster.view(), COLLECTION, list(MEMBERS),
-                                    description="benchmark trio", by="bench")
+        Collections(self.home).save(
+            roster.view(), COLLECTION, list(MEMBERS), description="benchmark trio", by="bench"
+        )
         script, env = self.args.gateway, None
-        if self.dashboard:   # behind a login, so /v1 takes gateway keys
+        if self.dashboard:  # behind a login, so /v1 takes gateway keys
             keys = Keys(self.home)
             self.key, _ = keys.create("bench", by="bench")
             self.attacker_key, _ = keys.create("attacker", by="bench")
             script, env = self.args.serve, dict(os.environ, PANELIST_ADMIN_TOKEN=self.token)
-        self.server = Child(self.args.server, [PY, str(script), "--data", str(self.data),
-                                               "--port", "0"], self.work, env=env)
+        self.server = Child(
+            self.args.server,
+            [PY, str(script), "--data", str(self.data), "--port", "0"],
+            self.work,
+            env=env,
+        )
         self.addr = url_of(self.server.first_line)
         client = self.client()
         end = time.monotonic() + 120
         while client.panel()[0] != 200:
             if time.monotonic() > end or self.server.proc.poll() is not None:
-                raise RuntimeError(f"the {self.args.server} gave no panel; stderr:\n"
-                                   f"{self.server.stderr_tail()}")
+                raise RuntimeError(
+                    f"the {self.args.server} gave no panel; stderr:\n{self.server.stderr_tail()}"
+                )
             time.sleep(0.05)
         client.close()
 
@@ -293,8 +327,9 @@ class Bench:
         client.close()
         return ms, failed
 
-    def fresh(self, seconds: float, path: str = "/v1/chat/completions",
-              limit: int = 10_000) -> tuple[list[float], Counter]:
+    def fresh(
+        self, seconds: float, path: str = "/v1/chat/completions", limit: int = 10_000
+    ) -> tuple[list[float], Counter]:
         """Requests each on a new connection (connect included in the time); the times of those
         answered 200, and what the others got."""
         ms: list[float] = []
@@ -331,12 +366,17 @@ class Bench:
         overflows = listen_overflows()
         cpu0, t0 = proc_cpu(pid), time.perf_counter()
         out: dict[str, Any] = {}
-        for label, (ms, failed) in (("panels_kept_ms", self.kept(seconds)),
-                                    ("panels_fresh_ms", self.fresh(seconds))):
+        for label, (ms, failed) in (
+            ("panels_kept_ms", self.kept(seconds)),
+            ("panels_fresh_ms", self.fresh(seconds)),
+        ):
             out[label] = dict(stat(ms), failed=sum(failed.values()), failures=dict(failed))
         out.update(probes.stop())
-        out.update(sampler.stop(), listen_overflows=listen_overflows() - overflows,
-                   server_cpu_pct=round((proc_cpu(pid) - cpu0) / (time.perf_counter() - t0) * 100))
+        out.update(
+            sampler.stop(),
+            listen_overflows=listen_overflows() - overflows,
+            server_cpu_pct=round((proc_cpu(pid) - cpu0) / (time.perf_counter() - t0) * 100),
+        )
         out.update(proc_mem(pid), threads_now=proc_threads(pid))
         log(f"{name}: {json.dumps(out)}")
         return out
@@ -344,25 +384,43 @@ class Bench:
     def run(self) -> dict:
         a = self.args
         self.setup()
-        result = {"attack": a.attack, "server": a.server, "connections": a.connections,
-                  "interval_s": a.interval, "ramp_s": a.ramp, "line_bytes": a.line_bytes,
-                  "body_bytes": a.body_bytes, "rate_bps": a.rate, "chunk_bytes": chunk_of(a),
-                  "seconds": a.seconds, "nofile": a.nofile, "cpus": os.cpu_count()}
+        result = {
+            "attack": a.attack,
+            "server": a.server,
+            "connections": a.connections,
+            "interval_s": a.interval,
+            "ramp_s": a.ramp,
+            "line_bytes": a.line_bytes,
+            "body_bytes": a.body_bytes,
+            "rate_bps": a.rate,
+            "chunk_bytes": chunk_of(a),
+            "seconds": a.seconds,
+            "nofile": a.nofile,
+            "cpus": os.cpu_count(),
+        }
         result["before"] = self.phase("before", a.seconds)
-        self.attacker = Attacker(self.addr, a, self.work,
-                                 self.attacker_key if a.attack == "bodies" else None)
+        self.attacker = Attacker(
+            self.addr, a, self.work, self.attacker_key if a.attack == "bodies" else None
+        )
         end = time.monotonic() + a.ramp + 120
-        while (self.attacker.status.get("t", 0) < a.ramp + a.interval
-               and time.monotonic() < end and self.attacker.proc.poll() is None):
-            time.sleep(0.2)   # every connection opened and has sent at least once
+        while (
+            self.attacker.status.get("t", 0) < a.ramp + a.interval
+            and time.monotonic() < end
+            and self.attacker.proc.poll() is None
+        ):
+            time.sleep(0.2)  # every connection opened and has sent at least once
         log(f"attack under way: {self.attacker.status}")
         cpu0, t0 = proc_cpu(self.attacker.proc.pid), time.perf_counter()
         result["during"] = self.phase("during", a.seconds)
-        result["attacker"] = dict(self.attacker.status, cpu_pct=round(
-            (proc_cpu(self.attacker.proc.pid) - cpu0) / (time.perf_counter() - t0) * 100))
+        result["attacker"] = dict(
+            self.attacker.status,
+            cpu_pct=round(
+                (proc_cpu(self.attacker.proc.pid) - cpu0) / (time.perf_counter() - t0) * 100
+            ),
+        )
         self.attacker.stop()
         self.attacker = None
-        t0 = time.perf_counter()   # the first /health after every attacking socket closed at once
+        t0 = time.perf_counter()  # the first /health after every attacking socket closed at once
         first, failed = self.fresh(60, "/health", limit=1)
         result["first_health_after_ms"] = round(first[0], 2) if first else None
         result["first_health_failed"] = dict(failed)
@@ -386,14 +444,21 @@ def targets(r: dict) -> dict:
     fresh = ratio(d["panels_fresh_ms"], b["panels_fresh_ms"])
     rss = max(d["peak_VmRSS_mb"], d["VmRSS"])
     return {
-        "health_always_answers": {"answered": health["answered"], "attempts": health["attempts"],
-                                  "met": health["attempts"] > 0
-                                  and health["answered"] == health["attempts"]},
+        "health_always_answers": {
+            "answered": health["answered"],
+            "attempts": health["attempts"],
+            "met": health["attempts"] > 0 and health["answered"] == health["attempts"],
+        },
         "panel_p50_within_2x_of_quiet": {
-            "kept_ratio": kept, "fresh_ratio": fresh,
-            "met": kept is not None and fresh is not None and max(kept, fresh) <= TARGET_RATIO},
-        "rss_at_most_150_mb": {"peak_VmRSS_mb": rss, "VmHWM_mb": d["VmHWM"],
-                               "met": max(rss, d["VmHWM"]) <= TARGET_RSS_MB},
+            "kept_ratio": kept,
+            "fresh_ratio": fresh,
+            "met": kept is not None and fresh is not None and max(kept, fresh) <= TARGET_RATIO,
+        },
+        "rss_at_most_150_mb": {
+            "peak_VmRSS_mb": rss,
+            "VmHWM_mb": d["VmHWM"],
+            "met": max(rss, d["VmHWM"]) <= TARGET_RSS_MB,
+        },
     }
 
 
@@ -401,76 +466,109 @@ def describe(r: dict) -> str:
     """What the attacker did, in one sentence."""
     n, interval = f"{r['connections']:,} connections", f"{r['interval_s']:g} s"
     if r["attack"] == "heads":
-        what = ("a header byte" if r["line_bytes"] <= 1 else
-                f"a {r['line_bytes']:,}-byte header line")
+        what = (
+            "a header byte" if r["line_bytes"] <= 1 else f"a {r['line_bytes']:,}-byte header line"
+        )
         return f"Slowloris heads: {n}, each trickling {what} every {interval}"
     path = "/v1/chat/completions" if r["attack"] == "bodies" else "/api/login"
     claim = f"a whole head of POST {path} claiming {r['body_bytes']:,} body bytes"
     if r["attack"] == "login-heads":
-        return (f"Login heads: {n} opened over {r['ramp_s']:g} s "
-                f"({r['connections'] / r['ramp_s']:.0f} a second), each sending {claim}, then "
-                "nothing")
-    return (f"Slow bodies: {n}, each sending {claim}, then {r['chunk_bytes']:,} bytes of it "
-            f"every {interval} ({r['rate_bps']:,} B/s)")
+        return (
+            f"Login heads: {n} opened over {r['ramp_s']:g} s "
+            f"({r['connections'] / r['ramp_s']:.0f} a second), each sending {claim}, then "
+            "nothing"
+        )
+    return (
+        f"Slow bodies: {n}, each sending {claim}, then {r['chunk_bytes']:,} bytes of it "
+        f"every {interval} ({r['rate_bps']:,} B/s)"
+    )
 
 
 def report(r: dict) -> str:
     def fig(d: dict) -> str:
         why = ", ".join(f"{n} {got}" for got, n in sorted(d["failures"].items()))
-        return (f"p50 {d['p50']} ms, p95 {d['p95']} ms, max {d['max']} ms ({d['n']} ok"
-                + (f", {d['failed']} failed: {why})" if d["failed"] else ")"))
+        return f"p50 {d['p50']} ms, p95 {d['p95']} ms, max {d['max']} ms ({d['n']} ok" + (
+            f", {d['failed']} failed: {why})" if d["failed"] else ")"
+        )
 
     def probe(d: dict) -> str:
         missed = ", ".join(f"{n} {why}" for why, n in sorted(d["failures"].items()))
-        return (f"{d['answered']} of {d['attempts']} answered"
-                + (f" ({missed})" if missed else "")
-                + f"; p50 {d['p50']} ms, max {d['max']} ms")
+        return (
+            f"{d['answered']} of {d['attempts']} answered"
+            + (f" ({missed})" if missed else "")
+            + f"; p50 {d['p50']} ms, max {d['max']} ms"
+        )
 
     def met(ok) -> str:
         return "met" if ok else "MISSED"
 
     att = r.get("attacker", {})
-    server = "gateway.py" if r["server"] == "gateway" else "serve.py (dashboard, /v1 on the same port)"
-    lines = [f"{describe(r)}; against {server}; {r['cpus']} CPUs shared by the server, "
-             f"upstream, attacker and this client; RLIMIT_NOFILE {r['nofile']}.", ""]
+    server = (
+        "gateway.py" if r["server"] == "gateway" else "serve.py (dashboard, /v1 on the same port)"
+    )
+    lines = [
+        f"{describe(r)}; against {server}; {r['cpus']} CPUs shared by the server, "
+        f"upstream, attacker and this client; RLIMIT_NOFILE {r['nofile']}.",
+        "",
+    ]
     for name in ("before", "during", "after"):
         p = r[name]
-        lines += [f"{name}:" if name != "before" else "before (quiet):",
-                  f"  panels, one kept connection   {fig(p['panels_kept_ms'])}",
-                  f"  panels, a connection each     {fig(p['panels_fresh_ms'])}",
-                  f"  /health, a connection each    {probe(p['health'])}"]
+        lines += [
+            f"{name}:" if name != "before" else "before (quiet):",
+            f"  panels, one kept connection   {fig(p['panels_kept_ms'])}",
+            f"  panels, a connection each     {fig(p['panels_fresh_ms'])}",
+            f"  /health, a connection each    {probe(p['health'])}",
+        ]
         if "logins" in p:
             lines.append(f"  logins, right token           {probe(p['logins'])}")
-        lines += [f"  server memory                 VmHWM {p['VmHWM']} MB, VmRSS {p['VmRSS']} MB "
-                  f"(peak in this phase {p['peak_VmRSS_mb']} MB); threads peak "
-                  f"{p['peak_threads']}, now {p['threads_now']}; CPU {p['server_cpu_pct']}% "
-                  "of one core",
-                  f"  listen queue overflows        {p['listen_overflows']:,} (SYNs the kernel "
-                  "dropped: the client retries after 1 s)"]
+        lines += [
+            f"  server memory                 VmHWM {p['VmHWM']} MB, VmRSS {p['VmRSS']} MB "
+            f"(peak in this phase {p['peak_VmRSS_mb']} MB); threads peak "
+            f"{p['peak_threads']}, now {p['threads_now']}; CPU {p['server_cpu_pct']}% "
+            "of one core",
+            f"  listen queue overflows        {p['listen_overflows']:,} (SYNs the kernel "
+            "dropped: the client retries after 1 s)",
+        ]
         if name == "during":
-            body = (f", {att.get('bodies_sent_whole', 0):,} bodies sent whole, "
-                    f"{att.get('body_mb_sent', 0)} MB of bodies trickled"
-                    if r["attack"] != "heads" else "")
-            lines.append(f"  attacker                      {att.get('held', 0):,} sockets held "
-                         f"(accepted or in the listen queue) at the end; over the attack's "
-                         f"{att.get('t', 0)} s, {att.get('opened', 0):,} opened, "
-                         f"{att.get('closed_by_server', 0):,} closed by the server ("
-                         + (", ".join(f"{n:,} after a {code}" for code, n in
-                                      sorted(att.get("replies", {}).items())) or "no reply")
-                         + f"){body}; CPU {att.get('cpu_pct')}% of one core")
+            body = (
+                f", {att.get('bodies_sent_whole', 0):,} bodies sent whole, "
+                f"{att.get('body_mb_sent', 0)} MB of bodies trickled"
+                if r["attack"] != "heads"
+                else ""
+            )
+            lines.append(
+                f"  attacker                      {att.get('held', 0):,} sockets held "
+                f"(accepted or in the listen queue) at the end; over the attack's "
+                f"{att.get('t', 0)} s, {att.get('opened', 0):,} opened, "
+                f"{att.get('closed_by_server', 0):,} closed by the server ("
+                + (
+                    ", ".join(
+                        f"{n:,} after a {code}"
+                        for code, n in sorted(att.get("replies", {}).items())
+                    )
+                    or "no reply"
+                )
+                + f"){body}; CPU {att.get('cpu_pct')}% of one core"
+            )
         if name == "after":
-            lines.append(f"  first /health once the attacker's sockets closed: "
-                         f"{r['first_health_after_ms']} ms")
+            lines.append(
+                f"  first /health once the attacker's sockets closed: "
+                f"{r['first_health_after_ms']} ms"
+            )
     t = r["targets"]
-    h, p50, rss = (t["health_always_answers"], t["panel_p50_within_2x_of_quiet"],
-                   t["rss_at_most_150_mb"])
-    lines += ["targets, during the attack:",
-              f"  /health always answers        {h['answered']} of {h['attempts']}: "
-              f"{met(h['met'])}",
-              f"  panel p50 within 2x of quiet  kept connection {p50['kept_ratio']}x, a "
-              f"connection each {p50['fresh_ratio']}x: {met(p50['met'])}",
-              f"  RSS at most 150 MB            peak VmRSS {rss['peak_VmRSS_mb']} MB, VmHWM "
-              f"{rss['VmHWM_mb']} MB: {met(rss['met'])}"]
+    h, p50, rss = (
+        t["health_always_answers"],
+        t["panel_p50_within_2x_of_quiet"],
+        t["rss_at_most_150_mb"],
+    )
+    lines += [
+        "targets, during the attack:",
+        f"  /health always answers        {h['answered']} of {h['attempts']}: {met(h['met'])}",
+        f"  panel p50 within 2x of quiet  kept connection {p50['kept_ratio']}x, a "
+        f"connection each {p50['fresh_ratio']}x: {met(p50['met'])}",
+        f"  RSS at most 150 MB            peak VmRSS {rss['peak_VmRSS_mb']} MB, VmHWM "
+        f"{rss['VmHWM_mb']} MB: {met(rss['met'])}",
+    ]
     return "\n".join(lines)
 
 
@@ -484,33 +582,74 @@ def raise_nofile(need: int) -> int:
 
 def parse(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--attack", choices=sorted(ATTACKS), default="heads",
-                    help="what the attacker trickles (default heads)")
-    ap.add_argument("--connections", type=int,
-                    help="attacking connections (default 2000; logins 560, login-heads 900)")
-    ap.add_argument("--interval", type=float,
-                    help="seconds between one connection's sends (default 2; bodies and "
-                         "login-heads 1, logins 0.1)")
-    ap.add_argument("--ramp", type=float,
-                    help="seconds over which the attacker opens its connections (default 4; "
-                         "logins 2, login-heads 20)")
-    ap.add_argument("--line-bytes", type=int, default=1, metavar="N",
-                    help="heads: send a whole header line of N bytes per tick instead of one byte")
-    ap.add_argument("--body-bytes", type=int, metavar="N",
-                    help="the Content-Length the attacker claims (default 1 MiB; logins and "
-                         "login-heads 4 KiB, the login route's cap)")
-    ap.add_argument("--rate", type=int, metavar="B/S",
-                    help="body bytes a second each connection trickles (default 18 KiB; "
-                         "login-heads 0: none)")
-    ap.add_argument("--server", choices=("gateway", "dashboard"),
-                    help="the server attacked (default gateway; logins and login-heads: the "
-                         "dashboard, always)")
-    ap.add_argument("--seconds", type=float, default=10.0,
-                    help="seconds per panel measure (kept, then fresh), per phase")
-    ap.add_argument("--gateway", type=Path, default=GATEWAY, metavar="SCRIPT",
-                    help="gateway entry point to run (default: the checkout's gateway.py)")
-    ap.add_argument("--serve", type=Path, default=SERVE, metavar="SCRIPT",
-                    help="dashboard entry point to run (default: the checkout's serve.py)")
+    ap.add_argument(
+        "--attack",
+        choices=sorted(ATTACKS),
+        default="heads",
+        help="what the attacker trickles (default heads)",
+    )
+    ap.add_argument(
+        "--connections",
+        type=int,
+        help="attacking connections (default 2000; logins 560, login-heads 900)",
+    )
+    ap.add_argument(
+        "--interval",
+        type=float,
+        help="seconds between one connection's sends (default 2; bodies and "
+        "login-heads 1, logins 0.1)",
+    )
+    ap.add_argument(
+        "--ramp",
+        type=float,
+        help="seconds over which the attacker opens its connections (default 4; "
+        "logins 2, login-heads 20)",
+    )
+    ap.add_argument(
+        "--line-bytes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="heads: send a whole header line of N bytes per tick instead of one byte",
+    )
+    ap.add_argument(
+        "--body-bytes",
+        type=int,
+        metavar="N",
+        help="the Content-Length the attacker claims (default 1 MiB; logins and "
+        "login-heads 4 KiB, the login route's cap)",
+    )
+    ap.add_argument(
+        "--rate",
+        type=int,
+        metavar="B/S",
+        help="body bytes a second each connection trickles (default 18 KiB; login-heads 0: none)",
+    )
+    ap.add_argument(
+        "--server",
+        choices=("gateway", "dashboard"),
+        help="the server attacked (default gateway; logins and login-heads: the dashboard, always)",
+    )
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=10.0,
+        help="seconds per panel measure (kept, then fresh), per phase",
+    )
+    ap.add_argument(
+        "--gateway",
+        type=Path,
+        default=GATEWAY,
+        metavar="SCRIPT",
+        help="gateway entry point to run (default: the checkout's gateway.py)",
+    )
+    ap.add_argument(
+        "--serve",
+        type=Path,
+        default=SERVE,
+        metavar="SCRIPT",
+        help="dashboard entry point to run (default: the checkout's serve.py)",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the data folder under runs/")
     ap.add_argument("--attacker", metavar="HOST:PORT", help=argparse.SUPPRESS)
@@ -519,7 +658,7 @@ def parse(argv=None) -> argparse.Namespace:
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.attack in ("logins", "login-heads"):
-        args.server = "dashboard"   # the login route is the dashboard's
+        args.server = "dashboard"  # the login route is the dashboard's
     if args.attack == "login-heads":
         args.rate = 0
     return args
@@ -530,9 +669,18 @@ def main(argv=None) -> int:
     args.nofile = raise_nofile(args.connections + 1024)
     if args.attacker:
         host, _, port = args.attacker.rpartition(":")
-        return attack(host.strip("[]"), int(port), args.attack, args.connections,
-                      args.interval, args.ramp, line=args.line_bytes, length=args.body_bytes,
-                      chunk=chunk_of(args), key=os.environ.get(KEY_ENV))
+        return attack(
+            host.strip("[]"),
+            int(port),
+            args.attack,
+            args.connections,
+            args.interval,
+            args.ramp,
+            line=args.line_bytes,
+            length=args.body_bytes,
+            chunk=chunk_of(args),
+            key=os.environ.get(KEY_ENV),
+        )
     if args.nofile < args.connections + 64:
         log(f"RLIMIT_NOFILE is {args.nofile}: too few for {args.connections} connections")
         return 2

@@ -30,27 +30,36 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-import argparse  # noqa: E402
-import collections  # noqa: E402
-import gc  # noqa: E402
-import http.client  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import re  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import argparse
+import collections
+import gc
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import tempfile
+import threading
+import time
 
-from panelist.metrics.home import open_home  # noqa: E402
-from panelist.metrics.roster.collection import Collections  # noqa: E402
-from panelist.metrics.roster.roster import Roster  # noqa: E402
-from panelist.scripts.bench_gateway_rig import MEMBERS, outcome_of, request_body  # noqa: E402
-from panelist.scripts.benchkit import (Child, Client, host_header, log, pct,  # noqa: E402
-                                       proc_cpu, self_cpu, url_of)
+from panelist.metrics.home import open_home
+from panelist.metrics.roster.collection import Collections
+from panelist.metrics.roster.roster import Roster
+from panelist.scripts.bench_gateway_rig import MEMBERS, outcome_of, request_body
+from panelist.scripts.benchkit import (
+    Child,
+    Client,
+    host_header,
+    log,
+    pct,
+    proc_cpu,
+    self_cpu,
+    url_of,
+)
 
 PY = sys.executable
 GATEWAY = ROOT / "gateway.py"
@@ -75,21 +84,23 @@ class Bench:
         limits.write_text(json.dumps(doc, indent=2) + "\n")
         models = self.work / "sim.json"
         models.write_text(json.dumps({m: {"latency": 0.0, "window": 128_000} for m in MEMBERS}))
-        self.sim = Child("sim", [PY, str(SIM), "--port", "0", "--models", str(models)],
-                         self.work)
+        self.sim = Child("sim", [PY, str(SIM), "--port", "0", "--models", str(models)], self.work)
         roster = Roster(self.home)
         roster.add_endpoint("sim", self.sim.first_line, by="bench")
         for i, m in enumerate(MEMBERS, 1):
             roster.add_model(m, "sim", family=f"fam{i}", context=128_000, by="bench")
-        Collections(self.home).save(roster.view(), "trio", list(MEMBERS),
-                                    description="benchmark trio", by="bench")
+        Collections(self.home).save(
+            roster.view(), "trio", list(MEMBERS), description="benchmark trio", by="bench"
+        )
 
     def start(self, workers: int) -> tuple[str, int, list[int]]:
         """Start the gateway with ``workers`` processes; its address and every pid of it."""
         gc.collect()
-        self.gateway = Child(f"gateway-{workers}", [PY, str(GATEWAY), "--data", str(self.data),
-                                                    "--port", "0", "--workers", str(workers)],
-                             self.work)
+        self.gateway = Child(
+            f"gateway-{workers}",
+            [PY, str(GATEWAY), "--data", str(self.data), "--port", "0", "--workers", str(workers)],
+            self.work,
+        )
         host, port = url_of(self.gateway.first_line)
         found = re.search(r"pids ([\d, ]+)", self.gateway.first_line)
         pids = [int(p) for p in found.group(1).split(", ")] if found else []
@@ -128,11 +139,11 @@ class Bench:
             raise RuntimeError("setup() starts the simulated upstream first")
         sim = self.sim
         landed: collections.Counter[int] = collections.Counter()
-        for c in clients:   # which worker each kept connection landed on
+        for c in clients:  # which worker each kept connection landed on
             c.conn = http.client.HTTPConnection(host, port, timeout=120)
             c.conn.request("GET", "/health", headers={"Host": host_header(host, port)})
             landed[json.loads(c.conn.getresponse().read())["pid"]] += 1
-        for c in clients[:4]:   # every worker has answered a panel before the clock starts
+        for c in clients[:4]:  # every worker has answered a panel before the clock starts
             c.panel()
         start = threading.Event()
         window = [0.0, 0.0]
@@ -145,8 +156,9 @@ class Bench:
                 out.append((time.perf_counter(), secs, outcome_of(status, data)))
             client.close()
 
-        threads = [threading.Thread(target=work, args=(c, o), daemon=True)
-                   for c, o in zip(clients, done)]
+        threads = [
+            threading.Thread(target=work, args=(c, o), daemon=True) for c, o in zip(clients, done)
+        ]
         for t in threads:
             t.start()
         gc.collect()
@@ -167,22 +179,30 @@ class Bench:
         failures = collections.Counter(r[2] for r in rows if r[2] != "ok")
         gateway_cpu = sum(gw1[p] - gw0[p] for p in pids)
         lat = [r[1] * 1000 for r in ok]
-        per_process = {("parent" if workers > 1 and i == 0 else f"worker {i - (workers > 1)}"):
-                       round((gw1[p] - gw0[p]) / a.duration * 100, 1)
-                       for i, p in enumerate(pids)}
+        per_process = {
+            ("parent" if workers > 1 and i == 0 else f"worker {i - (workers > 1)}"): round(
+                (gw1[p] - gw0[p]) / a.duration * 100, 1
+            )
+            for i, p in enumerate(pids)
+        }
         return {
-            "workers": workers, "concurrency": a.concurrency, "duration_s": a.duration,
+            "workers": workers,
+            "concurrency": a.concurrency,
+            "duration_s": a.duration,
             "panels_per_s": round(len(ok) / a.duration, 1),
-            "failed": sum(failures.values()), "failures": dict(failures),
+            "failed": sum(failures.values()),
+            "failures": dict(failures),
             "connections_per_worker": sorted(landed.values(), reverse=True),
-            "latency_ms": {"p50": round(pct(lat, 50) or 0, 2),
-                           "p95": round(pct(lat, 95) or 0, 2)},
-            "cpu_pct_of_one_core": {"gateway": round(gateway_cpu / a.duration * 100, 1),
-                                    **{f"gateway {k}": v for k, v in per_process.items()},
-                                    "upstream": round((sim1 - sim0) / a.duration * 100, 1),
-                                    "load generator": round((me1 - me0) / a.duration * 100, 1)},
+            "latency_ms": {"p50": round(pct(lat, 50) or 0, 2), "p95": round(pct(lat, 95) or 0, 2)},
+            "cpu_pct_of_one_core": {
+                "gateway": round(gateway_cpu / a.duration * 100, 1),
+                **{f"gateway {k}": v for k, v in per_process.items()},
+                "upstream": round((sim1 - sim0) / a.duration * 100, 1),
+                "load generator": round((me1 - me0) / a.duration * 100, 1),
+            },
             "gateway_cpu_ms_per_panel": round(gateway_cpu * 1000 / max(1, len(ok)), 3),
-            "panels_per_s_per_gateway_core": round(len(ok) / gateway_cpu, 1) if gateway_cpu
+            "panels_per_s_per_gateway_core": round(len(ok) / gateway_cpu, 1)
+            if gateway_cpu
             else None,
         }
 
@@ -192,8 +212,10 @@ class Bench:
         runs = []
         for r in range(a.rounds):
             for workers in a.workers:
-                log(f"round {r + 1}/{a.rounds}: {workers} worker(s), c={a.concurrency}, "
-                    f"{a.duration:g} s")
+                log(
+                    f"round {r + 1}/{a.rounds}: {workers} worker(s), c={a.concurrency}, "
+                    f"{a.duration:g} s"
+                )
                 runs.append(self.run_one(workers))
         by = collections.defaultdict(list)
         for run in runs:
@@ -205,37 +227,57 @@ class Bench:
                 "panels_per_s": mean([x["panels_per_s"] for x in rs]),
                 "gateway_cpu_ms_per_panel": mean([x["gateway_cpu_ms_per_panel"] for x in rs]),
                 "panels_per_s_per_gateway_core": mean(
-                    [x["panels_per_s_per_gateway_core"] for x in rs
-                     if x["panels_per_s_per_gateway_core"] is not None]),
-                "failed": sum(x["failed"] for x in rs)}
+                    [
+                        x["panels_per_s_per_gateway_core"]
+                        for x in rs
+                        if x["panels_per_s_per_gateway_core"] is not None
+                    ]
+                ),
+                "failed": sum(x["failed"] for x in rs),
+            }
         base = summary.get(a.workers[0], {}).get("panels_per_s")
         for s in summary.values():
             s["ratio"] = round(s["panels_per_s"] / base, 3) if base else None
-        return {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                            "platform": platform.platform()},
-                "runs": runs, "summary": summary}
+        return {
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+            },
+            "runs": runs,
+            "summary": summary,
+        }
 
 
 def report(result: dict) -> str:
     m = result["machine"]
-    lines = [f"machine: {m['cpus']} CPUs, Python {m['python']}, {m['platform']}",
-             "every process (upstream, gateway, load generator) shares those CPUs", ""]
+    lines = [
+        f"machine: {m['cpus']} CPUs, Python {m['python']}, {m['platform']}",
+        "every process (upstream, gateway, load generator) shares those CPUs",
+        "",
+    ]
     for run in result["runs"]:
         cpu = ", ".join(f"{k} {v:g}%" for k, v in run["cpu_pct_of_one_core"].items())
-        lines.append(f"{run['workers']} worker(s), c={run['concurrency']}: "
-                     f"{run['panels_per_s']:.1f} panels/s, {run['failed']} failed, "
-                     f"p50 {run['latency_ms']['p50']:.2f} ms, p95 {run['latency_ms']['p95']:.2f} "
-                     f"ms; connections per worker {run['connections_per_worker']}")
-        lines.append(f"    gateway CPU {run['gateway_cpu_ms_per_panel']:.3f} ms/panel, "
-                     f"{run['panels_per_s_per_gateway_core']} panels/s per gateway core; "
-                     f"CPU (% of one core): {cpu}")
+        lines.append(
+            f"{run['workers']} worker(s), c={run['concurrency']}: "
+            f"{run['panels_per_s']:.1f} panels/s, {run['failed']} failed, "
+            f"p50 {run['latency_ms']['p50']:.2f} ms, p95 {run['latency_ms']['p95']:.2f} "
+            f"ms; connections per worker {run['connections_per_worker']}"
+        )
+        lines.append(
+            f"    gateway CPU {run['gateway_cpu_ms_per_panel']:.3f} ms/panel, "
+            f"{run['panels_per_s_per_gateway_core']} panels/s per gateway core; "
+            f"CPU (% of one core): {cpu}"
+        )
     lines.append("")
     for workers, s in result["summary"].items():
-        lines.append(f"{workers} worker(s), mean: {s['panels_per_s']:.1f} panels/s "
-                     f"({s['ratio']:.2f}x one worker), gateway CPU "
-                     f"{s['gateway_cpu_ms_per_panel']:.3f} ms/panel, "
-                     f"{s['panels_per_s_per_gateway_core']:.1f} panels/s per gateway core, "
-                     f"{s['failed']} failed")
+        lines.append(
+            f"{workers} worker(s), mean: {s['panels_per_s']:.1f} panels/s "
+            f"({s['ratio']:.2f}x one worker), gateway CPU "
+            f"{s['gateway_cpu_ms_per_panel']:.3f} ms/panel, "
+            f"{s['panels_per_s_per_gateway_core']:.1f} panels/s per gateway core, "
+            f"{s['failed']} failed"
+        )
     return "\n".join(lines)
 
 
@@ -251,8 +293,13 @@ def _counts(text: str) -> list[int]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", type=_counts, default=[1, 2], metavar="N,M",
-                    help="worker counts to compare; the first is the baseline (default 1,2)")
+    ap.add_argument(
+        "--workers",
+        type=_counts,
+        default=[1, 2],
+        metavar="N,M",
+        help="worker counts to compare; the first is the baseline (default 1,2)",
+    )
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per measured run")
     ap.add_argument("--warmup", type=float, default=2.0, help="seconds before each window")

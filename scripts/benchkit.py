@@ -68,8 +68,14 @@ class Child:
         self.stderr_path = workdir / f"{name}.stderr"
         self.t_spawn = time.perf_counter()
         with open(self.stderr_path, "ab") as err:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
-                                         stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                env=env,
+            )
         assert self.proc.stdout is not None  # stdout=PIPE above
         self.stdout: IO[bytes] = self.proc.stdout
         self.pid = self.proc.pid
@@ -81,8 +87,10 @@ class Child:
         line = self.stdout.readline().decode() if ready else ""
         if not line:
             self.stop()
-            raise RuntimeError(f"{self.name} printed nothing; its stderr ({self.stderr_path}):\n"
-                               + self.stderr_tail())
+            raise RuntimeError(
+                f"{self.name} printed nothing; its stderr ({self.stderr_path}):\n"
+                + self.stderr_tail()
+            )
         return line.strip()
 
     def stderr_tail(self, n: int = 20) -> str:
@@ -117,8 +125,11 @@ class Client:
     def __init__(self, host: str, port: int, body: bytes):
         self.host, self.port = host, port
         # the guard answers only a loopback Host that names the port, and JSON-typed POSTs
-        self.headers = {"Host": host_header(host, port), "Content-Type": "application/json",
-                        "Content-Length": str(len(body))}
+        self.headers = {
+            "Host": host_header(host, port),
+            "Content-Type": "application/json",
+            "Content-Length": str(len(body)),
+        }
         self.body = body
         self.conn: http.client.HTTPConnection | None = None
 
@@ -149,8 +160,16 @@ class Client:
         sent: ``head`` (status line and headers), ``role`` (the role-only first chunk),
         ``first_text`` (the first chunk whose delta.content holds a seat section), ``end``
         (``[DONE]``); ``bench`` from the final chunk; ``error`` when something went wrong."""
-        out: dict[str, Any] = {"status": 0, "head": None, "role": None, "first_text": None, "end": None,
-               "texts": 0, "bench": None, "error": ""}
+        out: dict[str, Any] = {
+            "status": 0,
+            "head": None,
+            "role": None,
+            "first_text": None,
+            "end": None,
+            "texts": 0,
+            "bench": None,
+            "error": "",
+        }
         t0 = time.perf_counter()
         try:
             resp = self._post()

@@ -14,9 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if not __package__:
-    sys.path.insert(0, str(ROOT)); import _bootstrap  # noqa: E401,E702,F401
+    sys.path.insert(0, str(ROOT))
+    import _bootstrap  # noqa: E401,E702,F401
 
-from panelist.metrics.cli.main import build_parser  # noqa: E402
+from panelist.metrics.cli.main import build_parser
 
 
 def _verbs(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -28,12 +29,14 @@ def _verbs(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser
 
 def reference() -> str:
     """The section's Markdown: a heading and a fenced ``--help`` per command."""
-    os.environ["COLUMNS"] = "100"   # argparse wraps to the terminal; the page is fixed
+    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal; the page is fixed
     parts = []
     for noun, parser in _verbs(build_parser()).items():
         parts.append(f"### `panelist {noun}`\n\n```\n{parser.format_help().rstrip()}\n```\n")
         for verb, sub in _verbs(parser).items():
-            parts.append(f"#### `panelist {noun} {verb}`\n\n```\n{sub.format_help().rstrip()}\n```\n")
+            parts.append(
+                f"#### `panelist {noun} {verb}`\n\n```\n{sub.format_help().rstrip()}\n```\n"
+            )
     return "\n".join(parts)
 
 

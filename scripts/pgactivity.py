@@ -22,27 +22,34 @@ import collections
 import threading
 import time
 
-QUERY = ("SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
-         "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-         "AND backend_type = 'client backend'")
+QUERY = (
+    "SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+    "AND backend_type = 'client backend'"
+)
 
 
 class Tally:
     def __init__(self):
         self.samples = 0
         self.with_lock_wait = 0
-        self.active = 0              # active backends over every sample
-        self.waiting = 0             # of them, waiting on a lock
+        self.active = 0  # active backends over every sample
+        self.waiting = 0  # of them, waiting on a lock
         self.kinds: collections.Counter = collections.Counter()
         self.active_s = 0.0
 
     def figures(self) -> dict:
-        return {"samples": self.samples,
-                "lock_share_pct": round(100 * self.with_lock_wait / self.samples, 1)
-                if self.samples else None,
-                "backend_lock_share_pct": round(100 * self.waiting / self.active, 1)
-                if self.active else None,
-                "lock_kinds": dict(self.kinds), "active_s": round(self.active_s, 2)}
+        return {
+            "samples": self.samples,
+            "lock_share_pct": round(100 * self.with_lock_wait / self.samples, 1)
+            if self.samples
+            else None,
+            "backend_lock_share_pct": round(100 * self.waiting / self.active, 1)
+            if self.active
+            else None,
+            "lock_kinds": dict(self.kinds),
+            "active_s": round(self.active_s, 2),
+        }
 
 
 class Sampler:
@@ -74,7 +81,7 @@ class Sampler:
             try:
                 rows = self.db.execute(QUERY)
             except Exception:
-                continue   # the database away for a moment: no sample then
+                continue  # the database away for a moment: no sample then
             now = time.monotonic()
             span, last = now - last, now
             with self._lock:

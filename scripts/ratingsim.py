@@ -91,8 +91,9 @@ def race_inputs(rng, truth, inputs: int, difficulty: float) -> dict[tuple, int]:
     for i in range(inputs):
         d = rng.gauss(0.0, difficulty)
         for alias, theta in truth.items():
-            rows.append({"model": alias, "input": i,
-                         "accuracy": 7 if _useful(rng, theta + d) else 2})
+            rows.append(
+                {"model": alias, "input": i, "accuracy": 7 if _useful(rng, theta + d) else 2}
+            )
     return raceevidence.patterns({"rows": rows})
 
 
@@ -106,19 +107,37 @@ def _scenarios():
     six = _spread(6, 1.0)
     names = sorted(eight)
     return [
-        ("independent pairs: 8 models, 800 two-seat panels", eight,
-         lambda rng: panels(rng, eight, [rng.sample(names, 2) for _ in range(800)], 0.0)),
-        ("gateway: 3 members + 1 of 5 explorers, 800 panels", eight,
-         lambda rng: panels(rng, eight, [members + [rng.choice(others)] for _ in range(800)],
-                            0.0)),
-        ("gateway with prompt difficulty (sd 1.5): 3 + 1 of 5, 800 panels", eight,
-         lambda rng: panels(rng, eight, [members + [rng.choice(others)] for _ in range(800)],
-                            1.5)),
-        ("gateway with prompt difficulty (sd 1.0): 3 + 1 of 17, 300 panels", twenty,
-         lambda rng: panels(rng, twenty, [few_members + [rng.choice(few_others)]
-                                          for _ in range(300)], 1.0)),
-        ("race inputs: 6 models, 120 inputs, input difficulty (sd 1.5)", six,
-         lambda rng: race_inputs(rng, six, 120, 1.5)),
+        (
+            "independent pairs: 8 models, 800 two-seat panels",
+            eight,
+            lambda rng: panels(rng, eight, [rng.sample(names, 2) for _ in range(800)], 0.0),
+        ),
+        (
+            "gateway: 3 members + 1 of 5 explorers, 800 panels",
+            eight,
+            lambda rng: panels(
+                rng, eight, [members + [rng.choice(others)] for _ in range(800)], 0.0
+            ),
+        ),
+        (
+            "gateway with prompt difficulty (sd 1.5): 3 + 1 of 5, 800 panels",
+            eight,
+            lambda rng: panels(
+                rng, eight, [members + [rng.choice(others)] for _ in range(800)], 1.5
+            ),
+        ),
+        (
+            "gateway with prompt difficulty (sd 1.0): 3 + 1 of 17, 300 panels",
+            twenty,
+            lambda rng: panels(
+                rng, twenty, [few_members + [rng.choice(few_others)] for _ in range(300)], 1.0
+            ),
+        ),
+        (
+            "race inputs: 6 models, 120 inputs, input difficulty (sd 1.5)",
+            six,
+            lambda rng: race_inputs(rng, six, 120, 1.5),
+        ),
     ]
 
 
@@ -143,22 +162,30 @@ def coverage(truth, make, trials: int, rng: random.Random) -> dict:
             pairs_seen += 1
             pairs_held += abs(r.theta - true[r.alias]) <= Z * r.se
     per = {a: held[a] / seen[a] for a in truth if seen[a]}
-    ratio = [statistics.fmean(ses[a]) / statistics.pstdev(errors[a])
-             for a in truth if len(errors[a]) > 2 and statistics.pstdev(errors[a]) > 0]
-    return {"coverage": round(sum(held.values()) / max(1, sum(seen.values())), 4),
-            "worst_model": round(min(per.values()), 4),
-            "se_over_sd": round(statistics.median(ratio), 3),
-            "as_independent_pairs": round(pairs_held / max(1, pairs_seen), 4),
-            "intervals": sum(seen.values())}
+    ratio = [
+        statistics.fmean(ses[a]) / statistics.pstdev(errors[a])
+        for a in truth
+        if len(errors[a]) > 2 and statistics.pstdev(errors[a]) > 0
+    ]
+    return {
+        "coverage": round(sum(held.values()) / max(1, sum(seen.values())), 4),
+        "worst_model": round(min(per.values()), 4),
+        "se_over_sd": round(statistics.median(ratio), 3),
+        "as_independent_pairs": round(pairs_held / max(1, pairs_seen), 4),
+        "intervals": sum(seen.values()),
+    }
 
 
 def _view(aliases) -> RosterView:
-    return RosterView({"e": Endpoint("e", "http://127.0.0.1:1/v1", "K")},
-                      {a: Model(alias=a, endpoint="e", served=a, family=a) for a in aliases})
+    return RosterView(
+        {"e": Endpoint("e", "http://127.0.0.1:1/v1", "K")},
+        {a: Model(alias=a, endpoint="e", served=a, family=a) for a in aliases},
+    )
 
 
-def collection_trial(rng, candidates: int, panel_count: int, rates: dict,
-                     difficulty: float = 0.0) -> list[dict]:
+def collection_trial(
+    rng, candidates: int, panel_count: int, rates: dict, difficulty: float = 0.0
+) -> list[dict]:
     """One collection's suggestions after ``panel_count`` panels of the members and the next
     candidate in turn, each answer useful at its model's rate (0.5 unless ``rates`` says) on a
     prompt of average difficulty (sd ``difficulty`` in log-odds)."""
@@ -187,18 +214,29 @@ def run(trials: int, suggest_trials: int, seed: int = 1) -> dict:
     if suggest_trials > 0:
         for candidates in (5, 20, 50):
             for panel_count in (200, 2000, 5000):
-                hits = sum(bool(collection_trial(rng, candidates, panel_count, {}, 1.0))
-                           for _ in range(suggest_trials))
-                out["false_suggestions"][f"{candidates} candidates, {panel_count} panels"] = \
-                    round(hits / suggest_trials, 4)
+                hits = sum(
+                    bool(collection_trial(rng, candidates, panel_count, {}, 1.0))
+                    for _ in range(suggest_trials)
+                )
+                out["false_suggestions"][f"{candidates} candidates, {panel_count} panels"] = round(
+                    hits / suggest_trials, 4
+                )
         for candidates, panel_count in ((5, 500), (20, 500), (20, 2000)):
-            hits = sum(any(s["alias"] == "c00" for s in
-                           collection_trial(rng, candidates, panel_count, {"c00": 0.8}))
-                       for _ in range(suggest_trials))
-            out["power"][f"0.8 vs 0.5, {candidates} candidates, {panel_count} panels"] = \
-                round(hits / suggest_trials, 4)
+            hits = sum(
+                any(
+                    s["alias"] == "c00"
+                    for s in collection_trial(rng, candidates, panel_count, {"c00": 0.8})
+                )
+                for _ in range(suggest_trials)
+            )
+            out["power"][f"0.8 vs 0.5, {candidates} candidates, {panel_count} panels"] = round(
+                hits / suggest_trials, 4
+            )
     out["trials"] = {"coverage": trials, "suggestions": suggest_trials}
-    out["targets"] = {"coverage": [0.93, 0.97], "false_suggestions": 0.05,
-                      "power_at_500_panels": 0.9}
+    out["targets"] = {
+        "coverage": [0.93, 0.97],
+        "false_suggestions": 0.05,
+        "power_at_500_panels": 0.9,
+    }
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out

@@ -1,6 +1,6 @@
 """Run the simulated OpenAI-compatible provider on its own (``metrics.upstream.sim``)::
 
-    python scripts/sim_upstream.py [--host H] [--port P] [--models FILE.json]
+python scripts/sim_upstream.py [--host H] [--port P] [--models FILE.json]
 """
 
 import sys
@@ -10,7 +10,7 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import _bootstrap  # noqa: F401
 
-from panelist.metrics.upstream.sim import main  # noqa: E402
+from panelist.metrics.upstream.sim import main
 
 if __name__ == "__main__":
     sys.exit(main())

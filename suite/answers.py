@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MAX_RANGE = 500          # lines one "lines a-b" may span before it is refused as unparseable
+MAX_RANGE = 500  # lines one "lines a-b" may span before it is refused as unparseable
 
 FLAGS = ("unparseable", "hedged", "open_reasoning", "wrong_form", "short")
 
@@ -64,7 +64,7 @@ class Scored:
     verdict: str | None
     lines: tuple[int, ...]
     right: bool
-    flag: str           # "" when the answer was read, else one of FLAGS
+    flag: str  # "" when the answer was read, else one of FLAGS
 
     @property
     def score(self) -> int:
@@ -104,7 +104,7 @@ def parse(text: str) -> Parsed:
     body = text or ""
     m = _REASONING.match(body)
     if m:
-        body = body[m.end():]
+        body = body[m.end() :]
     elif _OPEN_REASONING.match(body):
         return Parsed(None, flag="open_reasoning")
     lines = body.splitlines()
@@ -116,8 +116,8 @@ def parse(text: str) -> Parsed:
     first = _read_line(lines[i])
     if first is None:
         return Parsed(None, flag="unparseable")
-    for line in lines[i + 1:]:
-        low = line.lower()   # a cheap test first: most explanation lines name no verdict word
+    for line in lines[i + 1 :]:
+        low = line.lower()  # a cheap test first: most explanation lines name no verdict word
         if "fault" in low or "verdict" in low:
             said = _read_line(line)
             if said is not None and said != first:

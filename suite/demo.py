@@ -30,8 +30,13 @@ from panelist.suite import excerpt
 from panelist.suite.tasks import Task, bug_of, control_of
 
 MODELS = ("sim-careful", "sim-steady", "sim-swift", "sim-flaky", "sim-vision")
-LATENCY = {"sim-careful": 0.4, "sim-steady": 0.2, "sim-swift": 0.05, "sim-flaky": 0.1,
-           "sim-vision": 0.2}
+LATENCY = {
+    "sim-careful": 0.4,
+    "sim-steady": 0.2,
+    "sim-swift": 0.05,
+    "sim-flaky": 0.1,
+    "sim-vision": 0.2,
+}
 RIGHT_IN_TEN = {"sim-careful": 9, "sim-steady": 7, "sim-flaky": 6, "sim-vision": 8}
 
 
@@ -47,7 +52,7 @@ def marker(task: Task, known: dict[str, Task]) -> str | None:
     bug, control = bug_of(task, known), control_of(task, known)
     if bug is None or control is None or bool(bug.files) != bool(control.files):
         return None
-    bug_lines, ctl_lines = bug.code, control.code   # a prompt's own code: as it shows them
+    bug_lines, ctl_lines = bug.code, control.code  # a prompt's own code: as it shows them
     for n in bug.lines:
         theirs, ours = bug_lines.get(n), ctl_lines.get(n)
         if theirs != ours:
@@ -72,8 +77,11 @@ def answer(model: str, task: Task, known: dict[str, Task], hedge: bool = False) 
     if task.kind == "claim":
         verdict = f"VERDICT: {'TRUE' if task.answer == right else 'FALSE'}"
     elif task.kind == "bug":
-        verdict = f"FAULT: line {spot}" if right else (
-            "NO FAULT" if _luck(model, task) % 2 else f"FAULT: line {spot + 7}")
+        verdict = (
+            f"FAULT: line {spot}"
+            if right
+            else ("NO FAULT" if _luck(model, task) % 2 else f"FAULT: line {spot + 7}")
+        )
     else:
         verdict = "NO FAULT" if right else f"FAULT: line {spot}"
     if model == "sim-careful":
@@ -94,8 +102,14 @@ def rules(tasks: list[Task], known: dict[str, Task]) -> dict[str, list[dict]]:
     for task in tasks:
         text = marker(task, known)
         if text is None:
-            continue   # answered as the model answers anything: unparseable, and so flagged
+            continue  # answered as the model answers anything: unparseable, and so flagged
         for model in MODELS:
-            out[model].append({"contains": text, "answer": answer(
-                model, task, known, hedge=model == "sim-flaky" and task.id == hedged)})
+            out[model].append(
+                {
+                    "contains": text,
+                    "answer": answer(
+                        model, task, known, hedge=model == "sim-flaky" and task.id == hedged
+                    ),
+                }
+            )
     return out

@@ -23,8 +23,19 @@ from pathlib import Path, PurePosixPath
 from panelist.metrics.store import jsonwire
 from panelist.metrics.errors import BadRequest
 
-FIELDS = ("id", "title", "kind", "prompt", "attach", "answer", "why", "source", "license",
-          "created", "draft")
+FIELDS = (
+    "id",
+    "title",
+    "kind",
+    "prompt",
+    "attach",
+    "answer",
+    "why",
+    "source",
+    "license",
+    "created",
+    "draft",
+)
 
 
 def today() -> str:
@@ -41,8 +52,12 @@ def slug(text: str, limit: int = 40) -> str:
 def safe_path(name: str) -> str | None:
     """``name`` as a relative POSIX path that stays inside a folder, or None if it cannot."""
     parts = [p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", ".")]
-    if not parts or parts[0] == "/" or ".." in parts or any(
-            ":" in p or any(ord(c) < 32 for c in p) for p in parts):
+    if (
+        not parts
+        or parts[0] == "/"
+        or ".." in parts
+        or any(":" in p or any(ord(c) < 32 for c in p) for p in parts)
+    ):
         return None
     return "/".join(parts)
 
@@ -81,13 +96,14 @@ def write(root: Path, task: dict, fixtures: dict[str, bytes], *, replace: bool =
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{task['id']}.", dir=root))
     try:
-        tmp.chmod(0o755)   # mkdtemp's 0700 would make the task unreadable to anyone else
+        tmp.chmod(0o755)  # mkdtemp's 0700 would make the task unreadable to anyone else
         for name, data in fixtures.items():
             path = tmp / "fixtures" / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-        (tmp / "task.json").write_text(jsonwire.dumps(task, indent=2, ensure_ascii=False) + "\n",
-                                       encoding="utf-8")
+        (tmp / "task.json").write_text(
+            jsonwire.dumps(task, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{task['id']}.old.", dir=root))
             os.replace(target, old / "task")
@@ -97,7 +113,7 @@ def write(root: Path, task: dict, fixtures: dict[str, bytes], *, replace: bool =
             try:
                 os.rename(tmp, target)
             except OSError:
-                if target.exists():   # another writer finished the same task first
+                if target.exists():  # another writer finished the same task first
                     return False
                 raise
         return True

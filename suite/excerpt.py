@@ -23,10 +23,10 @@ from __future__ import annotations
 import hashlib
 import random
 
-LONG = 300        # lines a file may have and still be shown whole
-WINDOW = 160      # lines an excerpt shows
-MARGIN = 8        # lines kept between the focus and the window's edges, where the file allows
-GUTTER = 5        # digits of the line-number margin
+LONG = 300  # lines a file may have and still be shown whole
+WINDOW = 160  # lines an excerpt shows
+MARGIN = 8  # lines kept between the focus and the window's edges, where the file allows
+GUTTER = 5  # digits of the line-number margin
 
 
 def header(path: str) -> str:

@@ -27,8 +27,16 @@ from dataclasses import dataclass
 
 from typing import Sequence
 
-FIELDS = ("shape", "must_find", "must_not_claim", "score_in", "min_answer_chars", "repo",
-          "upstream", "source_url")
+FIELDS = (
+    "shape",
+    "must_find",
+    "must_not_claim",
+    "score_in",
+    "min_answer_chars",
+    "repo",
+    "upstream",
+    "source_url",
+)
 CLAIM_SHAPES = ("claim",)
 BUG_SHAPES = ("bug", "review", "fault", "seeded", "rebench")
 
@@ -36,7 +44,7 @@ _VERDICT = re.compile(r"^\s*(?:verdict\s*:\s*)?(true|false)\s*$", re.I)
 _LINE_CLAUSE = re.compile(r"^\s*(?:fault\s*:\s*)?(?:lines?\s*)?(\d+)(?:\s*-\s*(\d+))?\s*$", re.I)
 _NO_FAULT = re.compile(r"^\s*no\s+fault\s*$", re.I)
 NO_FAULT = "NO FAULT"
-MAX_KEY_SPAN = 200     # lines one clause may cover: a wider key would reward a vague answer
+MAX_KEY_SPAN = 200  # lines one clause may cover: a wider key would reward a vague answer
 
 
 class Unmapped(Exception):
@@ -71,28 +79,43 @@ def _clauses(name: str, value) -> list:
     for item in items:
         if isinstance(item, str):
             out.append(item)
-        elif isinstance(item, dict) and set(item) == {"any_of"} \
-                and isinstance(item["any_of"], list) \
-                and all(isinstance(s, str) for s in item["any_of"]) and item["any_of"]:
+        elif (
+            isinstance(item, dict)
+            and set(item) == {"any_of"}
+            and isinstance(item["any_of"], list)
+            and all(isinstance(s, str) for s in item["any_of"])
+            and item["any_of"]
+        ):
             out.extend(item["any_of"])
-        elif isinstance(item, dict) and "regex" in item and set(item) <= {"regex", "label"} \
-                and isinstance(item["regex"], str) and isinstance(item.get("label", ""), str):
+        elif (
+            isinstance(item, dict)
+            and "regex" in item
+            and set(item) <= {"regex", "label"}
+            and isinstance(item["regex"], str)
+            and isinstance(item.get("label", ""), str)
+        ):
             try:
                 # digits either side are kept out, so "line 4" never accepts "line 41"
                 pattern = re.compile(rf"(?<!\d)(?:{item['regex']})(?!\d)", re.I)
             except re.error as exc:
-                raise Unmapped(name, f"{item['regex']!r} is not a regular "
-                               f"expression ({exc}); fix it or give the key as a string "
-                               "('line 42')") from None
+                raise Unmapped(
+                    name,
+                    f"{item['regex']!r} is not a regular "
+                    f"expression ({exc}); fix it or give the key as a string "
+                    "('line 42')",
+                ) from None
             out.append(_Regex(pattern, item.get("label", "")))
         else:
-            raise Unmapped(name, "each clause is a string, {\"any_of\": [strings]} "
-                           "or {\"regex\": ..., \"label\": ...}")
+            raise Unmapped(
+                name,
+                'each clause is a string, {"any_of": [strings]} or {"regex": ..., "label": ...}',
+            )
     return out
 
 
-def key(data: dict, lines: Sequence[int] | None, *, control: bool = False,
-        bug: bool = False) -> tuple[str, bool | list[int] | None]:
+def key(
+    data: dict, lines: Sequence[int] | None, *, control: bool = False, bug: bool = False
+) -> tuple[str, bool | list[int] | None]:
     """``(kind, answer)`` of a task given in the common field set: a claim's true or false, a
     bug's lines, a control's None. ``lines``: the line numbers the task shows of its code (the
     first attached file's, or those its prompt carries), over which a regex clause is matched;
@@ -114,29 +137,47 @@ def key(data: dict, lines: Sequence[int] | None, *, control: bool = False,
         shape = "bug"
     control = control and shape in (None, *BUG_SHAPES)
     if not control and shape is None:
-        problems.append(("shape", "say what the task is: 'kind' (claim, bug, control) with "
-                         "'answer', or 'shape' with must_find"))
+        problems.append(
+            (
+                "shape",
+                "say what the task is: 'kind' (claim, bug, control) with "
+                "'answer', or 'shape' with must_find",
+            )
+        )
     elif not control and shape not in CLAIM_SHAPES + BUG_SHAPES:
-        problems.append(("shape", f"{shape!r} cannot be mapped; use one of "
-                         + ", ".join(CLAIM_SHAPES + BUG_SHAPES)))
+        problems.append(
+            (
+                "shape",
+                f"{shape!r} cannot be mapped; use one of " + ", ".join(CLAIM_SHAPES + BUG_SHAPES),
+            )
+        )
     if problems:
         raise Unmapped(*problems[0], more=problems[1:])
     if shape in CLAIM_SHAPES and not control:
         return "claim", _claim_key(find, avoid)
     found, clean = _fault_key("must_find", find, lines)
     if clean and found:
-        raise Unmapped("must_find", "names both a faulty line and NO FAULT; a bug's "
-                       "must_find names its faulty line, a control's says NO FAULT")
+        raise Unmapped(
+            "must_find",
+            "names both a faulty line and NO FAULT; a bug's "
+            "must_find names its faulty line, a control's says NO FAULT",
+        )
     if control or clean:
         if found:
-            raise Unmapped("must_find", "a control (its id ends in '-control') has no faulty "
-                           "line to find; leave must_find out, or give 'NO FAULT'")
+            raise Unmapped(
+                "must_find",
+                "a control (its id ends in '-control') has no faulty "
+                "line to find; leave must_find out, or give 'NO FAULT'",
+            )
         _agrees(avoid, lines, None)
         return "control", None
     if not found:
-        raise Unmapped("must_find", "a bug task needs its faulty line in must_find "
-                       "('line 42'); a task without one is a control: give it an id ending "
-                       "in '-control'")
+        raise Unmapped(
+            "must_find",
+            "a bug task needs its faulty line in must_find "
+            "('line 42'); a task without one is a control: give it an id ending "
+            "in '-control'",
+        )
     _agrees(avoid, lines, found)
     return "bug", found
 
@@ -146,24 +187,34 @@ def _claim_key(find: list, avoid: list) -> bool:
     for name, clauses, flip in (("must_find", find, False), ("must_not_claim", avoid, True)):
         for clause in clauses:
             if isinstance(clause, _Regex):
-                accepted = {key for key in (True, False)
-                            if clause.accepts(f"VERDICT: {str(key).upper()}")}
+                accepted = {
+                    key for key in (True, False) if clause.accepts(f"VERDICT: {str(key).upper()}")
+                }
                 if len(accepted) != 1:
-                    raise Unmapped(name, f"the regex {clause!r} accepts "
-                                   f"{'both verdicts' if accepted else 'neither verdict'} "
-                                   "('VERDICT: TRUE', 'VERDICT: FALSE'); give the key as "
-                                   "'VERDICT: TRUE' or 'VERDICT: FALSE'")
+                    raise Unmapped(
+                        name,
+                        f"the regex {clause!r} accepts "
+                        f"{'both verdicts' if accepted else 'neither verdict'} "
+                        "('VERDICT: TRUE', 'VERDICT: FALSE'); give the key as "
+                        "'VERDICT: TRUE' or 'VERDICT: FALSE'",
+                    )
                 says.add(accepted.pop() != flip)
                 continue
             m = _VERDICT.match(clause)
             if not m:
-                raise Unmapped(name, f"{clause!r} cannot be mapped: a claim's "
-                               "clause is 'VERDICT: TRUE' or 'VERDICT: FALSE'")
+                raise Unmapped(
+                    name,
+                    f"{clause!r} cannot be mapped: a claim's "
+                    "clause is 'VERDICT: TRUE' or 'VERDICT: FALSE'",
+                )
             says.add((m.group(1).lower() == "true") != flip)
     if len(says) != 1:
-        raise Unmapped("must_find", "a claim needs one key: must_find "
-                       "'VERDICT: TRUE' or 'VERDICT: FALSE' (or must_not_claim the "
-                       "other), not " + ("both" if says else "neither"))
+        raise Unmapped(
+            "must_find",
+            "a claim needs one key: must_find "
+            "'VERDICT: TRUE' or 'VERDICT: FALSE' (or must_not_claim the "
+            "other), not " + ("both" if says else "neither"),
+        )
     return says.pop()
 
 
@@ -179,25 +230,37 @@ def _fault_key(name: str, clauses: list, lines: Sequence[int] | None) -> tuple[l
                 if says_clean:
                     clean = True
                     continue
-                raise Unmapped(name, f"the regex {clause!r} is matched against the lines of "
-                               "the code the task shows, and it shows none; attach the file "
-                               "(see 'attach') or number the code's lines in the prompt "
-                               "('  12| code')")
+                raise Unmapped(
+                    name,
+                    f"the regex {clause!r} is matched against the lines of "
+                    "the code the task shows, and it shows none; attach the file "
+                    "(see 'attach') or number the code's lines in the prompt "
+                    "('  12| code')",
+                )
             hit = [n for n in lines if clause.accepts(f"FAULT: line {n}")]
             if says_clean and hit:
-                raise Unmapped(name, f"the regex {clause!r} accepts both NO FAULT and "
-                               f"'FAULT: line {hit[0]}'; make it name one answer")
+                raise Unmapped(
+                    name,
+                    f"the regex {clause!r} accepts both NO FAULT and "
+                    f"'FAULT: line {hit[0]}'; make it name one answer",
+                )
             if says_clean:
                 clean = True
                 continue
             if not hit:
-                raise Unmapped(name, f"the regex {clause!r} accepts no answer "
-                               "'FAULT: line N' for a line the task shows, nor NO FAULT; the "
-                               "suite scores that strict first line, never words: give the "
-                               "faulty line ('line 42')")
+                raise Unmapped(
+                    name,
+                    f"the regex {clause!r} accepts no answer "
+                    "'FAULT: line N' for a line the task shows, nor NO FAULT; the "
+                    "suite scores that strict first line, never words: give the "
+                    "faulty line ('line 42')",
+                )
             if hit[-1] - hit[0] > MAX_KEY_SPAN:
-                raise Unmapped(name, f"the regex {clause!r} accepts lines {hit[0]} to "
-                               f"{hit[-1]}; name the faulty statement's lines ('lines 42-43')")
+                raise Unmapped(
+                    name,
+                    f"the regex {clause!r} accepts lines {hit[0]} to "
+                    f"{hit[-1]}; name the faulty statement's lines ('lines 42-43')",
+                )
             found.extend(hit)
             continue
         if _NO_FAULT.match(clause):
@@ -205,9 +268,12 @@ def _fault_key(name: str, clauses: list, lines: Sequence[int] | None) -> tuple[l
             continue
         m = _LINE_CLAUSE.match(clause)
         if not m:
-            raise Unmapped(name, f"{clause!r} cannot be mapped: a bug's clause names its "
-                           "faulty line ('line 42', 'lines 42-43'), a control's says "
-                           "'NO FAULT'")
+            raise Unmapped(
+                name,
+                f"{clause!r} cannot be mapped: a bug's clause names its "
+                "faulty line ('line 42', 'lines 42-43'), a control's says "
+                "'NO FAULT'",
+            )
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if hi < lo or hi - lo > MAX_KEY_SPAN:
             raise Unmapped(name, f"{clause!r} is not a range of lines")
@@ -231,8 +297,14 @@ def _agrees(avoid: list, lines: Sequence[int] | None, key: list[int] | None) -> 
         else:
             continue
         if key is None and rejects_clean:
-            raise Unmapped("must_not_claim", f"{clause!r} rejects NO FAULT, the one right "
-                           "answer of a control; drop it, or make the task a bug")
+            raise Unmapped(
+                "must_not_claim",
+                f"{clause!r} rejects NO FAULT, the one right "
+                "answer of a control; drop it, or make the task a bug",
+            )
         if rejected:
-            raise Unmapped("must_not_claim", f"{clause!r} rejects 'FAULT: line "
-                           f"{rejected[0]}', a line must_find names; drop one of them")
+            raise Unmapped(
+                "must_not_claim",
+                f"{clause!r} rejects 'FAULT: line "
+                f"{rejected[0]}', a line must_find names; drop one of them",
+            )

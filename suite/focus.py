@@ -29,10 +29,15 @@ Focus = tuple[tuple[int, ...], ...]
 
 _LINES = re.compile(r"^\s*(?:lines?\s*)?(\d{1,7})(?:\s*[-–]\s*(\d{1,7}))?\s*$", re.I)
 # where a why cites a line: "line 142", "lines 120-134", "L142", "L120-L134", "m.py:142"
-_CITED = re.compile(r"(?:\blines?\s+|\bL|(?<![\w./-])([\w./-]*[\w.]):)(\d{1,7})"
-                    r"(?:\s*[-–]\s*L?(\d{1,7}))?\b", re.I)
-HOW = ("a line of the file (142), a range (\"120-134\"), or a list of them; per file, an object "
-       "keyed by the attached path: {\"route.py\": \"120-134\"}")
+_CITED = re.compile(
+    r"(?:\blines?\s+|\bL|(?<![\w./-])([\w./-]*[\w.]):)(\d{1,7})"
+    r"(?:\s*[-–]\s*L?(\d{1,7}))?\b",
+    re.I,
+)
+HOW = (
+    'a line of the file (142), a range ("120-134"), or a list of them; per file, an object '
+    'keyed by the attached path: {"route.py": "120-134"}'
+)
 
 
 class Refused(ValueError):
@@ -73,26 +78,35 @@ def cited(why: str, paths: list[str], texts: list[str]) -> Focus:
 def given(value, paths: list[str], texts: list[str], *, kind: str) -> Focus:
     """The focus a task's ``focus`` field names, per attached file; raises ``Refused``."""
     if kind == "control":
-        raise Refused("a control's excerpts follow its bug's (the same lines, so both halves of "
-                      "the pair show the same window); name the focus on the bug and drop it "
-                      "here")
+        raise Refused(
+            "a control's excerpts follow its bug's (the same lines, so both halves of "
+            "the pair show the same window); name the focus on the bug and drop it "
+            "here"
+        )
     if not paths:
-        raise Refused("names lines of the attached files, and the task attaches none; attach "
-                      "the file or drop 'focus'")
+        raise Refused(
+            "names lines of the attached files, and the task attaches none; attach "
+            "the file or drop 'focus'"
+        )
     per_file: dict[int, object] = {}
     if isinstance(value, dict) and value:
         for name, lines in value.items():
             i = index_of(name, paths)
             if i is None:
-                raise Refused(f"{name!r} is none of the attached files ("
-                              + ", ".join(paths) + "); key each focus by an attached path")
+                raise Refused(
+                    f"{name!r} is none of the attached files ("
+                    + ", ".join(paths)
+                    + "); key each focus by an attached path"
+                )
             per_file[i] = lines
     else:
         per_file[0] = value
     if kind == "bug" and 0 in per_file:
-        raise Refused("only a claim names the focus of its first file: a bug's excerpt there "
-                      "holds its faulty lines; drop it, or name other attached files' focus as "
-                      f"{{\"{paths[-1]}\": \"120-134\"}}")
+        raise Refused(
+            "only a claim names the focus of its first file: a bug's excerpt there "
+            "holds its faulty lines; drop it, or name other attached files' focus as "
+            f'{{"{paths[-1]}": "120-134"}}'
+        )
     out: list[tuple[int, ...]] = [()] * len(paths)
     for i, lines in per_file.items():
         out[i] = _lines(lines, paths[i], len(file_lines(texts[i])))
@@ -115,6 +129,8 @@ def _lines(value, path: str, total: int) -> tuple[int, ...]:
         lines.extend(range(lo, hi + 1))
     lines = sorted(set(lines))
     if lines[-1] - lines[0] >= WINDOW:
-        raise Refused(f"lines {lines[0]}-{lines[-1]} of {path} are more than an excerpt shows "
-                      f"({WINDOW} lines); name the lines that decide the task")
+        raise Refused(
+            f"lines {lines[0]}-{lines[-1]} of {path} are more than an excerpt shows "
+            f"({WINDOW} lines); name the lines that decide the task"
+        )
     return tuple(lines)

@@ -25,8 +25,22 @@ from panelist.metrics.ledger import samples as sample_store
 from panelist.suite import report
 
 # the fields ``report.model_row`` and ``report_of`` read
-FIELDS = ("task", "task_hash", "alias", "epoch", "pair", "task_kind", "right", "failure", "flag",
-          "verdict", "key", "tokens", "seconds", "waited")
+FIELDS = (
+    "task",
+    "task_hash",
+    "alias",
+    "epoch",
+    "pair",
+    "task_kind",
+    "right",
+    "failure",
+    "flag",
+    "verdict",
+    "key",
+    "tokens",
+    "seconds",
+    "waited",
+)
 
 
 class LiveReport:
@@ -34,8 +48,9 @@ class LiveReport:
 
     def __init__(self, source):
         """``source``: the samples (``ledger.samples``), or the path of a samples file."""
-        self.samples = sample_store.FileSamples(Path(source)) \
-            if isinstance(source, (str, Path)) else source
+        self.samples = (
+            sample_store.FileSamples(Path(source)) if isinstance(source, (str, Path)) else source
+        )
         self._lock = threading.Lock()
         self._start()
 
@@ -44,8 +59,8 @@ class LiveReport:
         self._stamp: tuple[int, int] | None = None
         # task -> its latest version (hash); a sample line may lack either field
         self._version: dict[str | None, str | None] = {}
-        self._scored: dict[tuple, dict] = {}        # (task, hash, model, epoch) -> slim sample
-        self._failed: dict[tuple, str] = {}         # the same key -> its last failure kind
+        self._scored: dict[tuple, dict] = {}  # (task, hash, model, epoch) -> slim sample
+        self._failed: dict[tuple, str] = {}  # the same key -> its last failure kind
         self._doc: dict | None = None
 
     def doc(self) -> dict:
@@ -53,7 +68,7 @@ class LiveReport:
         with self._lock:
             if stamp == self._stamp and self._doc is not None:
                 return self._doc
-            if stamp[0] < self._tail.offset:   # replaced or cut: start over
+            if stamp[0] < self._tail.offset:  # replaced or cut: start over
                 self._start()
             for _, s in self._tail.read():
                 self._fold(s)
@@ -64,7 +79,7 @@ class LiveReport:
     def _fold(self, s: dict) -> None:
         if s.get("kind") != "sample":
             return
-        s = seatrecord.read(s)   # a line of an earlier version, in this version's shape
+        s = seatrecord.read(s)  # a line of an earlier version, in this version's shape
         task = s.get("task")
         self._version[task] = s.get("task_hash")
         key = (task, s.get("task_hash"), s.get("alias"), s.get("epoch"))
@@ -75,8 +90,11 @@ class LiveReport:
             self._failed[key] = s.get("failure") or "error"
 
     def _report(self) -> dict:
-        kept = [s for (task, digest, _, _), s in self._scored.items()
-                if self._version.get(task) == digest]
+        kept = [
+            s
+            for (task, digest, _, _), s in self._scored.items()
+            if self._version.get(task) == digest
+        ]
         unfinished: dict[str, dict[str, int]] = {}
         for (_, _, model, _), kind in self._failed.items():
             kinds = unfinished.setdefault(model, {})

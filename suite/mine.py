@@ -36,15 +36,20 @@ from panelist.suite.taskfiles import MAX_FILE, MAX_TOTAL
 HELP = "turn the claims verdicts found real or false into draft claim tasks"
 LICENSE = "user's prompts"
 HEADER = re.compile(r"^===== FILE: (.+?) =====[ \t]*\r?$", re.M)
-NUMBERED = re.compile(r"^ *(\d+)\| ?(.*)$")      # the suite's margin: "  153| code"
+NUMBERED = re.compile(r"^ *(\d+)\| ?(.*)$")  # the suite's margin: "  153| code"
 REQUEST = "request.txt"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", metavar="DIR",
-                        help="write the tasks here (default: the data folder's suite/tasks)")
-    parser.add_argument("--license", metavar="TEXT", default=LICENSE,
-                        help=f"the code's license, recorded in each task (default: {LICENSE})")
+    parser.add_argument(
+        "--out", metavar="DIR", help="write the tasks here (default: the data folder's suite/tasks)"
+    )
+    parser.add_argument(
+        "--license",
+        metavar="TEXT",
+        default=LICENSE,
+        help=f"the code's license, recorded in each task (default: {LICENSE})",
+    )
 
 
 def run(args, out) -> int:
@@ -57,38 +62,51 @@ def run(args, out) -> int:
         return 0
     print(summary(report))
     for tid in report["reviewed"]:
-        print(f"left alone: {tid} was reviewed, and a newer verdict says the opposite; check "
-              "it again", file=sys.stderr)
+        print(
+            f"left alone: {tid} was reviewed, and a newer verdict says the opposite; check "
+            "it again",
+            file=sys.stderr,
+        )
     return 0
 
 
 def summary(report: dict) -> str:
-    text = (f"{report['claims']} claim(s) in {report['verdicts']} verdict(s) with claims: "
-            f"{report['written']} task(s) written, {report['present']} already there, "
-            f"{report['updated']} updated (a newer verdict changed the key) in {report['out']}")
+    text = (
+        f"{report['claims']} claim(s) in {report['verdicts']} verdict(s) with claims: "
+        f"{report['written']} task(s) written, {report['present']} already there, "
+        f"{report['updated']} updated (a newer verdict changed the key) in {report['out']}"
+    )
     if report["missing"]:
-        text += (f"\n{report['missing']} claim(s) skipped: their panel is not in calls.jsonl "
-                 "(still running, or the log was removed)")
+        text += (
+            f"\n{report['missing']} claim(s) skipped: their panel is not in calls.jsonl "
+            "(still running, or the log was removed)"
+        )
     if report["too_large"]:
-        text += (f"\n{report['too_large']} claim(s) skipped: a file of their request is over "
-                 f"{MAX_FILE:,} bytes, or its files are over {MAX_TOTAL:,} together (what the "
-                 "suite loads)")
+        text += (
+            f"\n{report['too_large']} claim(s) skipped: a file of their request is over "
+            f"{MAX_FILE:,} bytes, or its files are over {MAX_TOTAL:,} together (what the "
+            "suite loads)"
+        )
     if report["written"] or report["updated"]:
-        text += "\nevery task is a draft: review it, set \"draft\": false, and it runs by default"
+        text += '\nevery task is a draft: review it, set "draft": false, and it runs by default'
     return text
 
 
 # -- the logs ------------------------------------------------------------------------------------
 
+
 def latest_verdicts(path: Path) -> dict[str, int]:
     """Each judged call's latest verdict line, as its byte offset; read as a stream."""
     found: dict[str, int] = {}
-    for start, line in jsonl.lines(path):   # whole lines only: a torn one is left
-        if b'"verdict"' not in line:   # most lines are seats: skip them unparsed
+    for start, line in jsonl.lines(path):  # whole lines only: a torn one is left
+        if b'"verdict"' not in line:  # most lines are seats: skip them unparsed
             continue
-        record = jsonl.parse_line(line)   # None for a foreign line
-        if record is not None and record.get("kind") == "verdict" \
-                and isinstance(record.get("call"), str):
+        record = jsonl.parse_line(line)  # None for a foreign line
+        if (
+            record is not None
+            and record.get("kind") == "verdict"
+            and isinstance(record.get("call"), str)
+        ):
             found[record["call"]] = start
     return found
 
@@ -99,7 +117,7 @@ def files_in(prompt: str) -> list[tuple[str, str]]:
     heads = list(HEADER.finditer(prompt))
     out = []
     for head, after in zip(heads, heads[1:] + [None]):
-        body = prompt[head.end():after.start() if after else len(prompt)]
+        body = prompt[head.end() : after.start() if after else len(prompt)]
         body = body[1:] if body.startswith("\n") else body
         body = body.rstrip("\n")
         out.append((head.group(1).strip(), _unnumbered(body) + "\n" if body else ""))
@@ -136,26 +154,33 @@ def fixtures_of(prompt: str) -> dict[str, bytes]:
 
 # -- mining --------------------------------------------------------------------------------------
 
+
 def task_id(panel: str, call: str, claim: str) -> str:
     digest = hashlib.sha256(f"{call}\0{claim}".encode()).hexdigest()[:10]
     return f"mined-{drafts.slug(panel, 40)}-{digest}"
 
 
-def claim_task(verdict: dict, claim: str, real: bool, fixtures: dict[str, bytes], *,
-               license: str, created: str) -> dict:
+def claim_task(
+    verdict: dict, claim: str, real: bool, fixtures: dict[str, bytes], *, license: str, created: str
+) -> dict:
     call = verdict["call"]
     panel = verdict.get("panel") or call.split(".", 1)[0]
     note = (verdict.get("note") or "").strip()
     judged = f"{'found real' if real else 'found false'} by {verdict.get('by') or 'a judge'}"
-    return {"id": task_id(panel, call, claim),
-            "title": claim if len(claim) <= 80 else claim[:79] + "…",
-            "kind": "claim", "prompt": f"Claim: {claim}", "attach": list(fixtures),
-            "answer": real,
-            "why": f"The claim was {judged} in the verdict on {call}"
-                   + (f": {note}" if note else "."),
-            "source": f"verdict on call {call} (panel {panel}, model {verdict.get('alias')}, "
-                      f"{verdict.get('collection') or 'no collection'}, {verdict.get('ts')})",
-            "license": license, "created": created, "draft": True}
+    return {
+        "id": task_id(panel, call, claim),
+        "title": claim if len(claim) <= 80 else claim[:79] + "…",
+        "kind": "claim",
+        "prompt": f"Claim: {claim}",
+        "attach": list(fixtures),
+        "answer": real,
+        "why": f"The claim was {judged} in the verdict on {call}" + (f": {note}" if note else "."),
+        "source": f"verdict on call {call} (panel {panel}, model {verdict.get('alias')}, "
+        f"{verdict.get('collection') or 'no collection'}, {verdict.get('ts')})",
+        "license": license,
+        "created": created,
+        "draft": True,
+    }
 
 
 def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None) -> dict:
@@ -163,9 +188,20 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
     ``{out, verdicts, claims, written, present, updated, reviewed: [ids], missing, too_large,
     tasks: [ids]}``."""
     from panelist.metrics.ledger.ledger import Ledger
+
     created = created or drafts.today()
-    report: dict[str, Any] = {"out": str(root), "verdicts": 0, "claims": 0, "written": 0, "present": 0,
-              "updated": 0, "reviewed": [], "missing": 0, "too_large": 0, "tasks": []}
+    report: dict[str, Any] = {
+        "out": str(root),
+        "verdicts": 0,
+        "claims": 0,
+        "written": 0,
+        "present": 0,
+        "updated": 0,
+        "reviewed": [],
+        "missing": 0,
+        "too_large": 0,
+        "tasks": [],
+    }
     evidence = home.gateway_runs / "evidence.jsonl"
     latest = latest_verdicts(evidence)
     if not latest:
@@ -176,9 +212,10 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
             if verdict is None:
                 continue
             real, false = _claims(verdict.get("real")), _claims(verdict.get("false"))
-            both = set(real) & set(false)   # said real and false at once: no key to give
-            claims = [(c, True) for c in real if c not in both] + \
-                [(c, False) for c in false if c not in both]
+            both = set(real) & set(false)  # said real and false at once: no key to give
+            claims = [(c, True) for c in real if c not in both] + [
+                (c, False) for c in false if c not in both
+            ]
             if not claims:
                 continue
             report["verdicts"] += 1
@@ -189,13 +226,16 @@ def mine(home, root: Path, *, license: str = LICENSE, created: str | None = None
                 report["missing"] += len(claims)
                 continue
             fixtures = fixtures_of(prompt)
-            if any(len(b) > MAX_FILE for b in fixtures.values()) \
-                    or sum(map(len, fixtures.values())) > MAX_TOTAL:
+            if (
+                any(len(b) > MAX_FILE for b in fixtures.values())
+                or sum(map(len, fixtures.values())) > MAX_TOTAL
+            ):
                 report["too_large"] += len(claims)
                 continue
             for claim, is_real in claims:
-                task = claim_task(verdict, claim, is_real, fixtures, license=license,
-                                  created=created)
+                task = claim_task(
+                    verdict, claim, is_real, fixtures, license=license, created=created
+                )
                 _put(root, task, fixtures, report)
     return report
 

@@ -37,21 +37,66 @@ from typing import Iterator, cast
 # callees whose two arguments can be swapped without any change
 SYMMETRIC = frozenset({"max", "min", "print", "hypot", "gcd", "lcm", "isclose", "dist"})
 # logging and printing: leaving one out, or swapping its arguments, rarely changes behaviour
-QUIET = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical",
-                   "log", "trace", "pprint"})
+QUIET = frozenset(
+    {
+        "print",
+        "debug",
+        "info",
+        "warning",
+        "warn",
+        "error",
+        "exception",
+        "critical",
+        "log",
+        "trace",
+        "pprint",
+    }
+)
 # names people mix up; each pair is one "kind" when both are bound in the same function
-TWINS = (("i", "j"), ("j", "k"), ("x", "y"), ("a", "b"), ("m", "n"), ("start", "end"),
-         ("start", "stop"), ("begin", "end"), ("lo", "hi"), ("low", "high"), ("left", "right"),
-         ("first", "last"), ("head", "tail"), ("width", "height"), ("w", "h"), ("row", "col"),
-         ("rows", "cols"), ("src", "dst"), ("source", "target"), ("old", "new"),
-         ("prefix", "suffix"), ("lower", "upper"), ("minimum", "maximum"), ("before", "after"),
-         ("key", "default"), ("name", "value"), ("offset", "length"), ("pos", "end"),
-         ("index", "count"))
-_COMPARE = {ast.Lt: ("<", "<=", 3), ast.LtE: ("<=", "<", 3), ast.Gt: (">", ">=", 3),
-            ast.GtE: (">=", ">", 3), ast.Eq: ("==", "!=", 1), ast.NotEq: ("!=", "==", 1),
-            ast.In: ("in", "not in", 1), ast.NotIn: ("not in", "in", 1),
-            ast.Is: ("is", "is not", 1), ast.IsNot: ("is not", "is", 1)}
-_WORD = re.compile(rb"[^\s()\\]+")    # what is left of a gap between operands: the operator
+TWINS = (
+    ("i", "j"),
+    ("j", "k"),
+    ("x", "y"),
+    ("a", "b"),
+    ("m", "n"),
+    ("start", "end"),
+    ("start", "stop"),
+    ("begin", "end"),
+    ("lo", "hi"),
+    ("low", "high"),
+    ("left", "right"),
+    ("first", "last"),
+    ("head", "tail"),
+    ("width", "height"),
+    ("w", "h"),
+    ("row", "col"),
+    ("rows", "cols"),
+    ("src", "dst"),
+    ("source", "target"),
+    ("old", "new"),
+    ("prefix", "suffix"),
+    ("lower", "upper"),
+    ("minimum", "maximum"),
+    ("before", "after"),
+    ("key", "default"),
+    ("name", "value"),
+    ("offset", "length"),
+    ("pos", "end"),
+    ("index", "count"),
+)
+_COMPARE = {
+    ast.Lt: ("<", "<=", 3),
+    ast.LtE: ("<=", "<", 3),
+    ast.Gt: (">", ">=", 3),
+    ast.GtE: (">=", ">", 3),
+    ast.Eq: ("==", "!=", 1),
+    ast.NotEq: ("!=", "==", 1),
+    ast.In: ("in", "not in", 1),
+    ast.NotIn: ("not in", "in", 1),
+    ast.Is: ("is", "is not", 1),
+    ast.IsNot: ("is not", "is", 1),
+}
+_WORD = re.compile(rb"[^\s()\\]+")  # what is left of a gap between operands: the operator
 _COMMENT = re.compile(rb"#[^\n]*")
 _DECIMAL = re.compile(rb"[0-9]+")
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -59,18 +104,18 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 @dataclass(frozen=True)
 class Mutant:
-    path: str            # the file, relative to the repository
-    function: str        # its qualified name: Class.method, outer.inner
-    operator: str        # compare, off_by_one, swap_args, remove_call, not, bool, and_or, wrong_var
-    level: int           # subtlety, 1..3
-    start: int           # byte offsets of the edit in the original file
+    path: str  # the file, relative to the repository
+    function: str  # its qualified name: Class.method, outer.inner
+    operator: str  # compare, off_by_one, swap_args, remove_call, not, bool, and_or, wrong_var
+    level: int  # subtlety, 1..3
+    start: int  # byte offsets of the edit in the original file
     end: int
     new: bytes
-    lines: tuple[int, ...]   # the key: faulty lines in the mutated file
-    detail: str          # what changed, for the task's ``why``
+    lines: tuple[int, ...]  # the key: faulty lines in the mutated file
+    detail: str  # what changed, for the task's ``why``
 
     def apply(self, source: bytes) -> bytes:
-        return source[:self.start] + self.new + source[self.end:]
+        return source[: self.start] + self.new + source[self.end :]
 
 
 @dataclass
@@ -105,8 +150,9 @@ def functions(path: str, source: bytes, tree: ast.Module | None = None) -> list[
     if tree is None:
         return []
     # where each line starts, in bytes; the parser counts line 1 from after a byte-order mark
-    starts = [3 if source.startswith(codecs.BOM_UTF8) else 0] + \
-        [m.end() for m in re.finditer(rb"\n", source)]
+    starts = [3 if source.startswith(codecs.BOM_UTF8) else 0] + [
+        m.end() for m in re.finditer(rb"\n", source)
+    ]
     out: list[Function] = []
 
     def visit(node: ast.AST, prefix: str) -> None:
@@ -115,12 +161,15 @@ def functions(path: str, source: bytes, tree: ast.Module | None = None) -> list[
                 name = prefix + child.name
                 found = _Scan(path, name, source, starts, child).mutants()
                 if found:
-                    out.append(Function(path, name, child.lineno, child.end_lineno or child.lineno, found))
+                    out.append(
+                        Function(path, name, child.lineno, child.end_lineno or child.lineno, found)
+                    )
                 visit(child, name + ".")
             elif isinstance(child, ast.ClassDef):
                 visit(child, prefix + child.name + ".")
             elif isinstance(child, ast.stmt):
-                visit(child, prefix)   # functions defined under an if / try at any level
+                visit(child, prefix)  # functions defined under an if / try at any level
+
     visit(tree, "")
     return out
 
@@ -145,7 +194,7 @@ def check(mutant: Mutant, source: bytes, before: str | None = None) -> bytes | N
             return None
     except (SyntaxError, ValueError, RecursionError):
         return None
-    removed = source[mutant.start:mutant.end].count(b"\n") - mutant.new.count(b"\n")
+    removed = source[mutant.start : mutant.end].count(b"\n") - mutant.new.count(b"\n")
     if removed and mutant.operator != "remove_call":
         return None
     return mutated
@@ -154,11 +203,17 @@ def check(mutant: Mutant, source: bytes, before: str | None = None) -> bytes | N
 class _Scan:
     """The mutants of one function's body."""
 
-    def __init__(self, path: str, name: str, source: bytes, starts: list[int],
-                 func: ast.FunctionDef | ast.AsyncFunctionDef):
+    def __init__(
+        self,
+        path: str,
+        name: str,
+        source: bytes,
+        starts: list[int],
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+    ):
         self.path, self.name, self.src, self.starts, self.func = path, name, source, starts, func
         self.found: list[Mutant] = []
-        self.parents: dict[int, ast.AST] = {}   # id(node) -> its parent, for the nodes walked
+        self.parents: dict[int, ast.AST] = {}  # id(node) -> its parent, for the nodes walked
         self.bound = self._bound_names()
 
     # -- positions --------------------------------------------------------------------------
@@ -167,19 +222,39 @@ class _Scan:
         return self.starts[lineno - 1] + col
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        placed = cast(ast.expr, node)   # every node walked here (expr, stmt, arg) has a place
-        return (self.at(placed.lineno, placed.col_offset),
-                self.at(placed.end_lineno or placed.lineno,
-                        placed.end_col_offset or placed.col_offset))
+        placed = cast(ast.expr, node)  # every node walked here (expr, stmt, arg) has a place
+        return (
+            self.at(placed.lineno, placed.col_offset),
+            self.at(placed.end_lineno or placed.lineno, placed.end_col_offset or placed.col_offset),
+        )
 
     def text(self, node: ast.AST) -> bytes:
         a, b = self.span(node)
         return self.src[a:b]
 
-    def add(self, operator: str, level: int, start: int, end: int, new: bytes,
-            lines: tuple[int, ...], detail: str) -> None:
-        self.found.append(Mutant(self.path, self.name, operator, level, start, end, new,
-                                 tuple(sorted(set(lines))), detail))
+    def add(
+        self,
+        operator: str,
+        level: int,
+        start: int,
+        end: int,
+        new: bytes,
+        lines: tuple[int, ...],
+        detail: str,
+    ) -> None:
+        self.found.append(
+            Mutant(
+                self.path,
+                self.name,
+                operator,
+                level,
+                start,
+                end,
+                new,
+                tuple(sorted(set(lines))),
+                detail,
+            )
+        )
 
     # -- walking ----------------------------------------------------------------------------
 
@@ -190,15 +265,24 @@ class _Scan:
     def _block(self, body: list[ast.stmt], header_end: int) -> None:
         for i, stmt in enumerate(body):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue   # a nested function is a function of its own; a class is not ours
-            owned = [v for name, value in ast.iter_fields(stmt) if name not in _BLOCKS
-                     and name != "decorator_list"
-                     for v in (value if isinstance(value, list) else [value])
-                     if isinstance(v, ast.AST)]
-            if any(isinstance(v, list) and v and isinstance(v[0], ast.stmt)
-                   for _, v in ast.iter_fields(stmt)):
-                ends = [end for o in owned for n in ast.walk(o)
-                        if (end := getattr(n, "end_lineno", None))]
+                continue  # a nested function is a function of its own; a class is not ours
+            owned = [
+                v
+                for name, value in ast.iter_fields(stmt)
+                if name not in _BLOCKS and name != "decorator_list"
+                for v in (value if isinstance(value, list) else [value])
+                if isinstance(v, ast.AST)
+            ]
+            if any(
+                isinstance(v, list) and v and isinstance(v[0], ast.stmt)
+                for _, v in ast.iter_fields(stmt)
+            ):
+                ends = [
+                    end
+                    for o in owned
+                    for n in ast.walk(o)
+                    if (end := getattr(n, "end_lineno", None))
+                ]
                 lines = tuple(range(stmt.lineno, max([stmt.lineno, *ends]) + 1))
             else:
                 lines = tuple(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
@@ -236,11 +320,21 @@ class _Scan:
                     self._shift(bound, lines, "a slice bound")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             self._wrong_var(node, parent, lines)
-        if isinstance(stmt, ast.If) and node is stmt.test \
-                and isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+        if (
+            isinstance(stmt, ast.If)
+            and node is stmt.test
+            and isinstance(node, (ast.Name, ast.Attribute, ast.Call))
+        ):
             start, _ = self.span(node)
-            self.add("not", 1, start, start, b"not ", lines,
-                     f"the test `{_s(self.text(node))}` was negated")
+            self.add(
+                "not",
+                1,
+                start,
+                start,
+                b"not ",
+                lines,
+                f"the test `{_s(self.text(node))}` was negated",
+            )
 
     # -- operators --------------------------------------------------------------------------
 
@@ -259,8 +353,15 @@ class _Scan:
             old, new, level = _COMPARE[type(op)]
             found = self._operator_between(left, right)
             if found and found[2] == old.encode():
-                self.add("compare", level, found[0], found[1], new.encode(), lines,
-                         f"`{old}` became `{new}`")
+                self.add(
+                    "compare",
+                    level,
+                    found[0],
+                    found[1],
+                    new.encode(),
+                    lines,
+                    f"`{old}` became `{new}`",
+                )
             left = right
 
     def _and_or(self, node: ast.BoolOp, lines) -> None:
@@ -268,23 +369,38 @@ class _Scan:
         for left, right in zip(node.values, node.values[1:]):
             found = self._operator_between(left, right)
             if found and found[2] == old.encode():
-                self.add("and_or", 2, found[0], found[1], new.encode(), lines,
-                         f"`{old}` became `{new}`")
+                self.add(
+                    "and_or", 2, found[0], found[1], new.encode(), lines, f"`{old}` became `{new}`"
+                )
 
     def _drop_not(self, node: ast.UnaryOp, lines) -> None:
         start, _ = self.span(node)
         m = re.match(rb"not[ \t]*", self.src[start:])
-        if m and self.src[start + m.end():start + m.end() + 1] not in (b"\\", b"\n", b"\r"):
-            self.add("not", 1, start, start + m.end(), b"", lines,
-                     f"`not` was dropped from `{_s(self.text(node))}`")
+        if m and self.src[start + m.end() : start + m.end() + 1] not in (b"\\", b"\n", b"\r"):
+            self.add(
+                "not",
+                1,
+                start,
+                start + m.end(),
+                b"",
+                lines,
+                f"`not` was dropped from `{_s(self.text(node))}`",
+            )
 
     def _constant(self, node: ast.Constant, parent, lines) -> None:
         value = node.value
         if isinstance(value, bool):
             if isinstance(parent, (ast.Return, ast.keyword, ast.Assign)):
                 start, end = self.span(node)
-                self.add("bool", 1, start, end, str(not value).encode(), lines,
-                         f"`{value}` became `{not value}`")
+                self.add(
+                    "bool",
+                    1,
+                    start,
+                    end,
+                    str(not value).encode(),
+                    lines,
+                    f"`{value}` became `{not value}`",
+                )
             return
         if type(value) is not int or not _DECIMAL.fullmatch(self.text(node)):
             return
@@ -298,13 +414,24 @@ class _Scan:
             # `-0` or `x + 0` reads as a no-op a reviewer would spot without reading the logic
             if n < 0 or (n == 0 and (negated or isinstance(context, ast.BinOp))):
                 continue
-            self.add("off_by_one", 3, start, end, str(n).encode(), lines,
-                     f"`{'-' if negated else ''}{value}` became `{'-' if negated else ''}{n}`")
+            self.add(
+                "off_by_one",
+                3,
+                start,
+                end,
+                str(n).encode(),
+                lines,
+                f"`{'-' if negated else ''}{value}` became `{'-' if negated else ''}{n}`",
+            )
 
     def _bound(self, call: ast.Call, lines) -> None:
         """``range(n)`` → ``range(n + 1)``: the stop bound of a range shifted by one."""
-        if isinstance(call.func, ast.Name) and call.func.id == "range" \
-                and 1 <= len(call.args) <= 2 and not call.keywords:
+        if (
+            isinstance(call.func, ast.Name)
+            and call.func.id == "range"
+            and 1 <= len(call.args) <= 2
+            and not call.keywords
+        ):
             stop = call.args[-1]
             if isinstance(stop, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
                 self._shift(stop, lines, "a range's stop")
@@ -312,48 +439,76 @@ class _Scan:
     def _shift(self, node: ast.AST, lines, what: str) -> None:
         _, end = self.span(node)
         for op in (b" + 1", b" - 1"):
-            self.add("off_by_one", 3, end, end, op, lines,
-                     f"{what} `{_s(self.text(node))}` became `{_s(self.text(node) + op)}`")
+            self.add(
+                "off_by_one",
+                3,
+                end,
+                end,
+                op,
+                lines,
+                f"{what} `{_s(self.text(node))}` became `{_s(self.text(node) + op)}`",
+            )
 
     def _swap(self, call: ast.Call, lines) -> None:
         args = call.args
-        if len(args) < 2 or any(isinstance(a, ast.Starred) for a in args) \
-                or _callee(call) in SYMMETRIC or _callee(call) in QUIET:
+        if (
+            len(args) < 2
+            or any(isinstance(a, ast.Starred) for a in args)
+            or _callee(call) in SYMMETRIC
+            or _callee(call) in QUIET
+        ):
             return
         for a, b in zip(args, args[1:]):
             ta, tb = self.text(a), self.text(b)
             if ta == tb:
                 continue
             (s1, e1), (s2, e2) = self.span(a), self.span(b)
-            self.add("swap_args", 2, s1, e2, tb + self.src[e1:s2] + ta, lines,
-                     f"the arguments `{_s(ta)}` and `{_s(tb)}` of "
-                     f"`{_callee(call) or 'the call'}` were swapped")
+            self.add(
+                "swap_args",
+                2,
+                s1,
+                e2,
+                tb + self.src[e1:s2] + ta,
+                lines,
+                f"the arguments `{_s(ta)}` and `{_s(tb)}` of "
+                f"`{_callee(call) or 'the call'}` were swapped",
+            )
 
     def _removal(self, body: list[ast.stmt], i: int, header_end: int) -> None:
         """A call statement left out, when it stands on lines of its own beside others."""
         stmt = body[i]
         # only between two statements of a block, so the gap has a line on either side
-        if i + 1 >= len(body) or not isinstance(stmt, ast.Expr) \
-                or not isinstance(stmt.value, ast.Call) or _callee(stmt.value) in QUIET:
+        if (
+            i + 1 >= len(body)
+            or not isinstance(stmt, ast.Expr)
+            or not isinstance(stmt.value, ast.Call)
+            or _callee(stmt.value) in QUIET
+        ):
             return
         start, end = self.span(stmt)
         last = stmt.end_lineno or stmt.lineno
         line_start = self.starts[stmt.lineno - 1]
         line_end = self.starts[last] if last < len(self.starts) else len(self.src)
-        if self.src[line_start:start].strip() or \
-                _COMMENT.sub(b"", self.src[end:line_end]).strip():
-            return   # shares a line with other code (`a(); b()` or a `;` after it)
+        if self.src[line_start:start].strip() or _COMMENT.sub(b"", self.src[end:line_end]).strip():
+            return  # shares a line with other code (`a(); b()` or a `;` after it)
         gone = last - stmt.lineno + 1
         above = stmt.lineno - 1
         while above > header_end and not _code(self._line(above)):
             above -= 1
-        self.add("remove_call", 2, line_start, line_end, b"", (above, body[i + 1].lineno - gone),
-                 f"the call `{_s(self.text(stmt.value))}` (line {stmt.lineno} of the "
-                 "original) was left out")
+        self.add(
+            "remove_call",
+            2,
+            line_start,
+            line_end,
+            b"",
+            (above, body[i + 1].lineno - gone),
+            f"the call `{_s(self.text(stmt.value))}` (line {stmt.lineno} of the "
+            "original) was left out",
+        )
 
     def _line(self, lineno: int) -> bytes:
         end = self.starts[lineno] if lineno < len(self.starts) else len(self.src)
-        return self.src[self.starts[lineno - 1]:end]
+        return self.src[self.starts[lineno - 1] : end]
 
     def _wrong_var(self, node: ast.Name, parent, lines) -> None:
         if isinstance(parent, ast.Call) and parent.func is node:
@@ -362,8 +517,15 @@ class _Scan:
             first = self.bound[other]["first"]
             if first < node.lineno:
                 start, end = self.span(node)
-                self.add("wrong_var", 3, start, end, other.encode(), lines,
-                         f"`{node.id}` became `{other}`")
+                self.add(
+                    "wrong_var",
+                    3,
+                    start,
+                    end,
+                    other.encode(),
+                    lines,
+                    f"`{node.id}` became `{other}`",
+                )
 
     def _bound_names(self) -> dict[str, dict]:
         """The function's own names, each with the line it is first bound on and its twins:
@@ -407,8 +569,9 @@ class _Scan:
         return names
 
 
-def _walk(root: ast.AST, parent: ast.AST,
-          parents: dict[int, ast.AST]) -> Iterator[tuple[ast.AST, ast.AST]]:
+def _walk(
+    root: ast.AST, parent: ast.AST, parents: dict[int, ast.AST]
+) -> Iterator[tuple[ast.AST, ast.AST]]:
     """``(node, parent)`` under ``root`` in source order, f-strings left out; records each
     node's parent in ``parents`` (by id). A loop, not recursion: a long chain such as
     ``a + b + ... + z`` nests as deep as it is long."""
@@ -419,8 +582,11 @@ def _walk(root: ast.AST, parent: ast.AST,
             continue
         parents[id(node)] = parent
         yield node, parent
-        todo.extend((child, node) for child in reversed(list(ast.iter_child_nodes(node)))
-                    if not isinstance(child, ast.stmt))
+        todo.extend(
+            (child, node)
+            for child in reversed(list(ast.iter_child_nodes(node)))
+            if not isinstance(child, ast.stmt)
+        )
 
 
 def _own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
@@ -468,4 +634,4 @@ def _code(line: bytes) -> bool:
 def _s(text: bytes, limit: int = 60) -> str:
     """Source text for a message: one line, cut short."""
     s = " ".join(text.decode("utf-8", "replace").split())
-    return s if len(s) <= limit else s[:limit - 1] + "…"
+    return s if len(s) <= limit else s[: limit - 1] + "…"

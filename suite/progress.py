@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import time
 
-EVERY = 0.2   # seconds between redraws
+EVERY = 0.2  # seconds between redraws
 
 
 def _clock(seconds: float) -> str:
@@ -22,8 +22,9 @@ def _clock(seconds: float) -> str:
     return f"{seconds}s"
 
 
-def line(done: int, total: int, per_model: dict[str, list[int]], elapsed: float,
-         width: int = 100) -> str:
+def line(
+    done: int, total: int, per_model: dict[str, list[int]], elapsed: float, width: int = 100
+) -> str:
     """The bar's text: ``suite 12/40 [####----] a 6/20 b 6/20 · 1m05s left``."""
     bar_w = 16
     filled = bar_w * done // total if total else bar_w
@@ -56,8 +57,9 @@ class Bar:
         per = {m: [done_by_model.get(m, 0), t] for m, t in self.totals.items()}
         done = sum(d for d, _ in per.values())
         width = shutil.get_terminal_size((100, 20)).columns
-        self.stream.write("\r\x1b[2K" + line(done, sum(self.totals.values()), per,
-                                            now - self.t0, width))
+        self.stream.write(
+            "\r\x1b[2K" + line(done, sum(self.totals.values()), per, now - self.t0, width)
+        )
         self.stream.flush()
 
     def close(self) -> None:

@@ -20,7 +20,8 @@ REVIEW = (
     "FAULT: line N        (the faulty statement's line; a statement on several lines: "
     "FAULT: line N, M)\n"
     "NO FAULT\n"
-    "Give nothing else on that line; explain on the lines after it if you wish.")
+    "Give nothing else on that line; explain on the lines after it if you wish."
+)
 
 CLAIM = (
     "Is the claim above true of the code shown? The number at the left of each line is that "
@@ -28,7 +29,8 @@ CLAIM = (
     "Your first line must be exactly one of:\n"
     "VERDICT: TRUE\n"
     "VERDICT: FALSE\n"
-    "Give nothing else on that line; explain on the lines after it if you wish.")
+    "Give nothing else on that line; explain on the lines after it if you wish."
+)
 
 
 def focus_of(task: Task, tasks: dict[str, Task]) -> Focus:
@@ -40,10 +42,16 @@ def text(task: Task, epoch: int, focus: Focus = ()) -> str:
     """The user message: the task's prompt, its files (each long one excerpted around its own
     focus lines), then the answer form."""
     if focus and not isinstance(focus[0], tuple):
-        focus = (tuple(focus),)   # a bare tuple of lines is the first file's, as it once was
-    files = [excerpt.render(f.path, f.text, focus=focus[i] if i < len(focus) else (),
-                            seed=f"{task.pair}|{epoch}|{f.path}")
-             for i, f in enumerate(task.files)]
+        focus = (tuple(focus),)  # a bare tuple of lines is the first file's, as it once was
+    files = [
+        excerpt.render(
+            f.path,
+            f.text,
+            focus=focus[i] if i < len(focus) else (),
+            seed=f"{task.pair}|{epoch}|{f.path}",
+        )
+        for i, f in enumerate(task.files)
+    ]
     rule = CLAIM if task.kind == "claim" else REVIEW
     return "\n".join([task.prompt.strip(), "", *files, rule])
 

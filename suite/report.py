@@ -46,7 +46,7 @@ from panelist.suite.tasks import pair_of
 HEADLINE = ("pairs", "balanced")
 RATES = (*HEADLINE, "accuracy", "precision", "recall", "claims", "unparseable")
 REPORT_FILE = "report.json"
-VERSION = 2   # a report.json of another version is rebuilt, whatever its stamp says
+VERSION = 2  # a report.json of another version is rebuilt, whatever its stamp says
 
 
 def rate(units: list[tuple[str, int]]) -> dict:
@@ -58,23 +58,39 @@ def rate(units: list[tuple[str, int]]) -> dict:
     hits = sum(h for _, h in units)
     tasks = len({u for u, _ in units})
     low, high = wilson_rate(hits / n, tasks)
-    return {"rate": round(hits / n, 4), "interval": [round(low, 4), round(high, 4)],
-            "hits": hits, "n": n, "tasks": tasks}
+    return {
+        "rate": round(hits / n, 4),
+        "interval": [round(low, 4), round(high, 4)],
+        "hits": hits,
+        "n": n,
+        "tasks": tasks,
+    }
 
 
 def balanced(of_true: dict, of_false: dict) -> dict:
     """The mean of two rates (``rate``'s dicts), or None unless both were counted."""
     if not of_true["n"] or not of_false["n"]:
-        return {"rate": None, "interval": [0.0, 1.0], "hits": of_true["hits"] +
-                of_false["hits"], "n": of_true["n"] + of_false["n"],
-                "tasks": of_true["tasks"] + of_false["tasks"]}
+        return {
+            "rate": None,
+            "interval": [0.0, 1.0],
+            "hits": of_true["hits"] + of_false["hits"],
+            "n": of_true["n"] + of_false["n"],
+            "tasks": of_true["tasks"] + of_false["tasks"],
+        }
+
     def mean(a: float, b: float) -> float:
         return round((a + b) / 2, 4)
-    return {"rate": mean(of_true["rate"], of_false["rate"]),
-            "interval": [mean(of_true["interval"][0], of_false["interval"][0]),
-                         mean(of_true["interval"][1], of_false["interval"][1])],
-            "hits": of_true["hits"] + of_false["hits"], "n": of_true["n"] + of_false["n"],
-            "tasks": of_true["tasks"] + of_false["tasks"]}
+
+    return {
+        "rate": mean(of_true["rate"], of_false["rate"]),
+        "interval": [
+            mean(of_true["interval"][0], of_false["interval"][0]),
+            mean(of_true["interval"][1], of_false["interval"][1]),
+        ],
+        "hits": of_true["hits"] + of_false["hits"],
+        "n": of_true["n"] + of_false["n"],
+        "tasks": of_true["tasks"] + of_false["tasks"],
+    }
 
 
 def claim_key(s: dict) -> bool | None:
@@ -126,12 +142,18 @@ def model_row(model: str, samples: list[dict]) -> dict:
     for (pair, _), halves in pair_epochs.items():
         if len(halves) == 2:
             units["pairs"].append((pair, int(all(halves.values()))))
-    row = {"model": model, "samples": len(samples),
-           "tasks": len({s["task"] for s in samples}),
-           "epochs": len(by_epoch)}
+    row = {
+        "model": model,
+        "samples": len(samples),
+        "tasks": len({s["task"] for s in samples}),
+        "epochs": len(by_epoch),
+    }
     for name in RATES:
-        row[name] = balanced(rate(units["claims_true"]), rate(units["claims_false"])) \
-            if name == "balanced" else rate(units[name])
+        row[name] = (
+            balanced(rate(units["claims_true"]), rate(units["claims_false"]))
+            if name == "balanced"
+            else rate(units[name])
+        )
     row["by_epoch"] = {str(e): round(sum(h) / len(h), 4) for e, h in sorted(by_epoch.items())}
     row["failures"] = dict(failures)
     row["flags"] = dict(flags)
@@ -147,14 +169,16 @@ def warnings(rows: list[dict]) -> list[str]:
     unpaired = sorted({t for row in rows for t in row.get("unpaired", ())})
     if not unpaired:
         return []
-    return [f"no pair for {', '.join(unpaired)}: a bug counts in pairs, precision and recall "
-            "only beside its control (id + '-control', or '-bug' replaced by '-control'); "
-            "add the missing half or run it too"]
+    return [
+        f"no pair for {', '.join(unpaired)}: a bug counts in pairs, precision and recall "
+        "only beside its control (id + '-control', or '-bug' replaced by '-control'); "
+        "add the missing half or run it too"
+    ]
 
 
 def summarise(samples: list[dict]) -> dict:
     """The report of every model in ``samples`` (all lines of the samples file)."""
-    samples = [seatrecord.read(s) for s in samples]   # lines of any version, in one shape
+    samples = [seatrecord.read(s) for s in samples]  # lines of any version, in one shape
     return report_of(results.latest(samples), results.unfinished(samples))
 
 
@@ -169,9 +193,14 @@ def report_of(kept: list[dict], unfinished: dict[str, dict[str, int]]) -> dict:
         row = model_row(model, by_model.get(model, []))
         row["unfinished"] = unfinished.get(model, {})
         rows.append(row)
-    return {"v": VERSION, "built": utc_iso(time.time()), "models": rows,
-            "tasks": len({s["task"] for s in kept}), "headline": list(HEADLINE),
-            "warnings": warnings(rows)}
+    return {
+        "v": VERSION,
+        "built": utc_iso(time.time()),
+        "models": rows,
+        "tasks": len({s["task"] for s in kept}),
+        "headline": list(HEADLINE),
+        "warnings": warnings(rows),
+    }
 
 
 def load(home: Home) -> dict:
@@ -217,7 +246,13 @@ def table_rows(doc: dict) -> list[dict]:
     out = []
     for row in doc["models"]:
         failed = sum(row["failures"].values())
-        out.append({"model": row["model"], "samples": row["samples"],
-                    **{name: cell(row[name]) for name in RATES},
-                    "failed": failed or "", "unfinished": sum(row["unfinished"].values()) or ""})
+        out.append(
+            {
+                "model": row["model"],
+                "samples": row["samples"],
+                **{name: cell(row[name]) for name in RATES},
+                "failed": failed or "",
+                "unfinished": sum(row["unfinished"].values()) or "",
+            }
+        )
     return out

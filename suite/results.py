@@ -48,8 +48,13 @@ def params_key(params: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def sample_key(task: str | None, task_hash: str | None, model: str | None, epoch: int | None,
-               params: str | None) -> tuple:
+def sample_key(
+    task: str | None,
+    task_hash: str | None,
+    model: str | None,
+    epoch: int | None,
+    params: str | None,
+) -> tuple:
     """What a sample is done under; a line read back may lack a field (None in its place)."""
     return (task, task_hash, model, epoch, params)
 
@@ -73,12 +78,26 @@ def record(result: SeatResult, task: Task) -> dict:
         verdict, lines, right, flag = None, [], False, ""
     meta = result.meta
     return seatrecord.line(
-        result, "sample", run=meta.get("run", ""), task=task.id, task_hash=task.hash,
-        task_kind=task.kind, pair=task.pair, epoch=meta.get("epoch", 1),
-        params=meta.get("params", {}), params_key=meta.get("params_key", ""),
-        prompt_hash=meta.get("prompt_hash", ""), outcome=outcome, failure=failure,
-        verdict=verdict, lines=lines, flag=flag, right=right, score=int(right),
-        key=list(task.answer) if isinstance(task.answer, tuple) else task.answer)
+        result,
+        "sample",
+        run=meta.get("run", ""),
+        task=task.id,
+        task_hash=task.hash,
+        task_kind=task.kind,
+        pair=task.pair,
+        epoch=meta.get("epoch", 1),
+        params=meta.get("params", {}),
+        params_key=meta.get("params_key", ""),
+        prompt_hash=meta.get("prompt_hash", ""),
+        outcome=outcome,
+        failure=failure,
+        verdict=verdict,
+        lines=lines,
+        flag=flag,
+        right=right,
+        score=int(right),
+        key=list(task.answer) if isinstance(task.answer, tuple) else task.answer,
+    )
 
 
 class SampleLog:
@@ -86,10 +105,10 @@ class SampleLog:
 
     def __init__(self, store, tasks: dict[str, Task]):
         """``store``: where samples go (``ledger.samples``; a path stands for its file)."""
-        self._owned = isinstance(store, (str, Path))   # a store given is its giver's to close
+        self._owned = isinstance(store, (str, Path))  # a store given is its giver's to close
         self.store = _store(store)
         self.tasks = tasks
-        self.written: list[dict] = []     # this run's lines, in the order they landed
+        self.written: list[dict] = []  # this run's lines, in the order they landed
 
     def write(self, result: SeatResult) -> None:
         line = record(result, self.tasks[result.meta["task"]])
@@ -113,14 +132,19 @@ def read(source) -> list[dict]:
 
 
 def done_keys(samples: list[dict]) -> set[tuple]:
-    return {sample_key(s.get("task"), s.get("task_hash"), s.get("alias"), s.get("epoch"),
-                       s.get("params_key")) for s in samples if s.get("outcome") == "scored"}
+    return {
+        sample_key(
+            s.get("task"), s.get("task_hash"), s.get("alias"), s.get("epoch"), s.get("params_key")
+        )
+        for s in samples
+        if s.get("outcome") == "scored"
+    }
 
 
 def latest(samples: list[dict]) -> list[dict]:
     """What the report counts: per task its latest version's samples, per (task, model, epoch)
     the last scored line (a rerun of a sample replaces it)."""
-    version: dict[str | None, str | None] = {}   # a line may lack either field
+    version: dict[str | None, str | None] = {}  # a line may lack either field
     for s in samples:
         version[s.get("task")] = s.get("task_hash")
     keep: dict[tuple, dict] = {}
@@ -133,8 +157,11 @@ def latest(samples: list[dict]) -> list[dict]:
 
 def unfinished(samples: list[dict]) -> dict[str, dict[str, int]]:
     """Per model, failures of the way to it (by kind) not since made good by a scored line."""
-    scored = {(s.get("task"), s.get("task_hash"), s.get("alias"), s.get("epoch"))
-              for s in samples if s.get("outcome") == "scored"}
+    scored = {
+        (s.get("task"), s.get("task_hash"), s.get("alias"), s.get("epoch"))
+        for s in samples
+        if s.get("outcome") == "scored"
+    }
     out: dict[str, dict[str, int]] = {}
     seen = set()
     for s in reversed(samples):

@@ -35,11 +35,11 @@ from panelist.metrics.seats import SeatCall, SeatResult, Seats
 from panelist.suite import prompts, results
 from panelist.suite.tasks import Task
 
-PARALLEL = 8           # calls in flight per endpoint in this process (admission paces them)
-CALL_TIMEOUT = 180.0   # seconds a model may take once its call is admitted
-ADMIT_WAIT = 900.0     # seconds a call may wait for admission before it is left for a rerun
-RETRIES = 2            # further attempts after a rate limit, server error or lost connection
-TICK = 0.2             # seconds between looks at the progress while calls run
+PARALLEL = 8  # calls in flight per endpoint in this process (admission paces them)
+CALL_TIMEOUT = 180.0  # seconds a model may take once its call is admitted
+ADMIT_WAIT = 900.0  # seconds a call may wait for admission before it is left for a rerun
+RETRIES = 2  # further attempts after a rate limit, server error or lost connection
+TICK = 0.2  # seconds between looks at the progress while calls run
 MAX_EPOCHS = 100
 
 
@@ -70,22 +70,24 @@ def resolve_models(roster: Roster, aliases: list[str] | None) -> list[Model]:
     if not aliases:
         models = [m for m in view.models.values() if not m.retired]
         if not models:
-            raise NotFound("the roster has no model to run the suite on; add one with "
-                           "'panelist model add', or try 'panelist suite run --demo'")
+            raise NotFound(
+                "the roster has no model to run the suite on; add one with "
+                "'panelist model add', or try 'panelist suite run --demo'"
+            )
         return sorted(models, key=lambda m: m.alias)
     unknown = [a for a in aliases if a not in view.models]
     if unknown:
-        raise NotFound(f"model {unknown[0]!r} is not on the roster; use one of: "
-                       + (", ".join(sorted(view.models)) or "(none: add one with "
-                          "'panelist model add')"))
+        raise NotFound(
+            f"model {unknown[0]!r} is not on the roster; use one of: "
+            + (", ".join(sorted(view.models)) or "(none: add one with 'panelist model add')")
+        )
     return [view.models[a] for a in dict.fromkeys(aliases)]
 
 
 def check(tasks: list[Task], epochs) -> None:
     """Refuse a run with no task, or epochs out of bounds, before anything is asked."""
     if isinstance(epochs, bool) or not isinstance(epochs, int) or not 1 <= epochs <= MAX_EPOCHS:
-        raise BadRequest(f"--epochs must be a whole number from 1 to {MAX_EPOCHS}",
-                         param="epochs")
+        raise BadRequest(f"--epochs must be a whole number from 1 to {MAX_EPOCHS}", param="epochs")
     if not tasks:
         raise BadRequest("no task to run; see 'panelist suite list'", param="task")
 
@@ -93,12 +95,23 @@ def check(tasks: list[Task], epochs) -> None:
 class SuiteRun:
     """One invocation of the suite over a data folder; ``run()`` it once."""
 
-    def __init__(self, home: Home, tasks: list[Task], models: list[Model], *, epochs: int = 1,
-                 params: dict | None = None, known: dict[str, Task] | None = None,
-                 upstream: Chats | None = None, admission="home",
-                 parallel: int = PARALLEL, call_timeout: float = CALL_TIMEOUT,
-                 admit_wait: float = ADMIT_WAIT, retries: int = RETRIES,
-                 endpoints: dict[str, Endpoint] | None = None):
+    def __init__(
+        self,
+        home: Home,
+        tasks: list[Task],
+        models: list[Model],
+        *,
+        epochs: int = 1,
+        params: dict | None = None,
+        known: dict[str, Task] | None = None,
+        upstream: Chats | None = None,
+        admission="home",
+        parallel: int = PARALLEL,
+        call_timeout: float = CALL_TIMEOUT,
+        admit_wait: float = ADMIT_WAIT,
+        retries: int = RETRIES,
+        endpoints: dict[str, Endpoint] | None = None,
+    ):
         """``known``: every loaded task by id (a control's excerpt follows its bug's key even
         when only the control runs). ``admission``: ``"home"``, an admission object, or None.
         ``endpoints``: by name, where this run calls instead of the roster's endpoint of that
@@ -112,7 +125,7 @@ class SuiteRun:
         self.admission = admission_of(home) if admission == "home" else admission
         self.parallel, self.call_timeout = parallel, call_timeout
         self.admit_wait, self.retries = admit_wait, retries
-        self.path = home.suite_samples   # where samples go without a database
+        self.path = home.suite_samples  # where samples go without a database
         self.run_id = f"s{time.strftime('%Y%m%d', time.gmtime())}-{secrets.token_hex(4)}"
         self.cancel = CancelFlag()
 
@@ -144,12 +157,27 @@ class SuiteRun:
                 messages = prompts.messages(sample.task, sample.epoch, focus)
                 asked[key] = messages, prompts.digest(messages[0]["content"])
             messages, digest = asked[key]
-            calls.append(SeatCall(
-                label=sample.label, role="suite", model=sample.model, messages=messages,
-                endpoint=self.endpoints.get(sample.model.endpoint), params=self.params, timeout=self.call_timeout, wait=self.admit_wait,
-                retries=self.retries,
-                meta={"run": self.run_id, "task": sample.task.id, "epoch": sample.epoch,
-                      "params": self.params, "params_key": pkey, "prompt_hash": digest}))
+            calls.append(
+                SeatCall(
+                    label=sample.label,
+                    role="suite",
+                    model=sample.model,
+                    messages=messages,
+                    endpoint=self.endpoints.get(sample.model.endpoint),
+                    params=self.params,
+                    timeout=self.call_timeout,
+                    wait=self.admit_wait,
+                    retries=self.retries,
+                    meta={
+                        "run": self.run_id,
+                        "task": sample.task.id,
+                        "epoch": sample.epoch,
+                        "params": self.params,
+                        "params_key": pkey,
+                        "prompt_hash": digest,
+                    },
+                )
+            )
         return calls
 
     def run(self, *, progress=None) -> dict:
@@ -160,8 +188,13 @@ class SuiteRun:
         todo, skipped = self.plan()
         store = sample_store.of_home(self.home)
         log = results.SampleLog(store, self.known)
-        seats = Seats(Roster(self.home), self.upstream, admission=self.admission,
-                      learn=LearnedFacts(self.home).heard, thread_name="suite")
+        seats = Seats(
+            Roster(self.home),
+            self.upstream,
+            admission=self.admission,
+            learn=LearnedFacts(self.home).heard,
+            thread_name="suite",
+        )
         interrupted = False
         counts: dict[str, int] = {}
         totals: dict[str, int] = {}
@@ -169,8 +202,9 @@ class SuiteRun:
             totals[sample.model.alias] = totals.get(sample.model.alias, 0) + 1
         try:
             # each call ends by its own wait and timeout; ``parallel`` per endpoint at once
-            asked = seats.start(self._calls(todo), cancel=self.cancel, log=log,
-                                parallel=self.parallel)
+            asked = seats.start(
+                self._calls(todo), cancel=self.cancel, log=log, parallel=self.parallel
+            )
             try:
                 for result in asked.progress(TICK):
                     if result is not None:
@@ -191,11 +225,16 @@ class SuiteRun:
             log.close()
             store.close()
         written = log.written
-        return {"run": self.run_id, "planned": len(todo), "skipped": skipped,
-                "asked": len(written),
-                "scored": sum(1 for r in written if r["outcome"] == "scored"),
-                "failed": sum(1 for r in written if r["outcome"] == "failed"),
-                "interrupted": interrupted, "samples": store.where}
+        return {
+            "run": self.run_id,
+            "planned": len(todo),
+            "skipped": skipped,
+            "asked": len(written),
+            "scored": sum(1 for r in written if r["outcome"] == "scored"),
+            "failed": sum(1 for r in written if r["outcome"] == "failed"),
+            "interrupted": interrupted,
+            "samples": store.where,
+        }
 
     def stop(self) -> None:
         """End the run from another thread, as Ctrl-C would."""

@@ -33,12 +33,17 @@ from typing import Iterable
 
 from panelist.metrics.errors import BadRequest
 
-MAX_FILE = 1_000_000        # bytes one attached file may hold
-MAX_TOTAL = 2_000_000       # bytes one task's attached files may hold together
-MAX_TASK_JSON = 256_000     # bytes of task.json (its prompt included)
+MAX_FILE = 1_000_000  # bytes one attached file may hold
+MAX_TOTAL = 2_000_000  # bytes one task's attached files may hold together
+MAX_TASK_JSON = 256_000  # bytes of task.json (its prompt included)
 # a final symlink swapped in after the checks is not followed, and a fifo never blocks the open
-_OPEN = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
-    | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_OPEN = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 class Refused(Exception):
@@ -70,10 +75,10 @@ class Source:
     that chose it, and how a message names it."""
 
     base: Path
-    field: str     # "attach" (the task's fixtures/) or "repo"
+    field: str  # "attach" (the task's fixtures/) or "repo"
     label: str
-    missing: str = ""   # what a file that is not there should say, when it needs more
-    copies: Path | None = None   # the task's fixtures/, where a missing file's copy may be
+    missing: str = ""  # what a file that is not there should say, when it needs more
+    copies: Path | None = None  # the task's fixtures/, where a missing file's copy may be
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,9 @@ def repositories(paths: Iterable[str | os.PathLike] | None) -> tuple[Path, ...]:
     for raw in paths or ():
         path = Path(os.path.realpath(Path(raw).expanduser()))
         if not path.is_dir():
-            raise BadRequest(f"--repo {raw} is not a folder; name the repository a task's "
-                             "'repo' points into")
+            raise BadRequest(
+                f"--repo {raw} is not a folder; name the repository a task's 'repo' points into"
+            )
         found.append(path)
     return tuple(dict.fromkeys(found))
 
@@ -124,8 +130,11 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
     if not _path_like(repo):
         named = _named(repo, repos)
         if len(named) > 1:
-            raise Refused("repo", f"{repo!r} names {len(named)} of the repositories given with "
-                          f"--repo ({', '.join(map(str, named))}); name only the one meant")
+            raise Refused(
+                "repo",
+                f"{repo!r} names {len(named)} of the repositories given with "
+                f"--repo ({', '.join(map(str, named))}); name only the one meant",
+            )
         if named:
             return Source(named[0], "repo", f"the repository {repo!r}")
         own = _real(folder / repo)
@@ -134,19 +143,29 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
         found = _fixtures(folder, home)
         given = ", ".join(p.name for p in repos) or "none"
         called = repo.rstrip("/").split("/")[-1]
-        return Source(found.base, "attach", "fixtures/", copies=found.copies,
-                      missing=f"the task's repo {repo!r} is none of the repositories named "
-                      f"with --repo ({given}), so its files are looked for in fixtures/: run "
-                      f"with --repo PATH (a repository called {called!r}), "
-                      "or copy the file into fixtures/")
+        return Source(
+            found.base,
+            "attach",
+            "fixtures/",
+            copies=found.copies,
+            missing=f"the task's repo {repo!r} is none of the repositories named "
+            f"with --repo ({given}), so its files are looked for in fixtures/: run "
+            f"with --repo PATH (a repository called {called!r}), "
+            "or copy the file into fixtures/",
+        )
     base = _real(folder / Path(repo).expanduser())
     if not any(_inside(base, root) for root in (home, *repos)):
-        raise Refused("repo", f"{repo!r} is outside the task's folder and every repository "
-                      "named on the command line; if the task is meant to read it, run with "
-                      f"--repo {base}, or copy the files into the task's fixtures/")
+        raise Refused(
+            "repo",
+            f"{repo!r} is outside the task's folder and every repository "
+            "named on the command line; if the task is meant to read it, run with "
+            f"--repo {base}, or copy the files into the task's fixtures/",
+        )
     if not base.is_dir():
-        raise Refused("repo", f"{repo!r} is not a folder; point it at the repository the "
-                      "attached files are in")
+        raise Refused(
+            "repo",
+            f"{repo!r} is not a folder; point it at the repository the attached files are in",
+        )
     within = any(_inside(base, root) for root in repos)
     return Source(base, "repo", "the repo", copies=None if within else _copies(folder, home))
 
@@ -154,8 +173,11 @@ def source(folder: Path, repo, repos: Iterable[Path] = ()) -> Source:
 def _fixtures(folder: Path, home: Path) -> Source:
     base = _real(folder / "fixtures")
     if not _inside(base, home):
-        raise Refused("attach", "fixtures/ is a link out of the task's folder; make it a "
-                      "folder of its own and copy the files in")
+        raise Refused(
+            "attach",
+            "fixtures/ is a link out of the task's folder; make it a "
+            "folder of its own and copy the files in",
+        )
     return Source(base, "attach", "fixtures/", copies=base)
 
 
@@ -168,8 +190,12 @@ def _copies(folder: Path, home: Path) -> Path | None:
 
 def _path_like(repo: str) -> bool:
     """Whether ``repo`` is written as a path rather than as a repository's name."""
-    return Path(repo).is_absolute() or repo.startswith("~") or "\\" in repo \
+    return (
+        Path(repo).is_absolute()
+        or repo.startswith("~")
+        or "\\" in repo
         or any(part in (".", "..") for part in repo.split("/"))
+    )
 
 
 def _named(repo: str, repos: tuple[Path, ...]) -> list[Path]:
@@ -178,7 +204,7 @@ def _named(repo: str, repos: tuple[Path, ...]) -> list[Path]:
     parts = tuple(p for p in repo.split("/") if p)
     if not parts:
         return []
-    ends = [r for r in repos if r.parts[-len(parts):] == parts]
+    ends = [r for r in repos if r.parts[-len(parts) :] == parts]
     return ends or [r for r in repos if r.name == parts[-1]]
 
 
@@ -193,29 +219,43 @@ def attached(src: Source, name: str, budget: int = MAX_TOTAL) -> Read:
     if Path(name).is_absolute() or not _inside(lexical, src.base):
         raise Refused("attach", f"{name!r} leaves {src.label}; give a path inside it")
     if not _inside(target, src.base):
-        raise Refused("attach", f"{name!r} is a link out of {src.label}; attach a copy of "
-                      "the file instead")
+        raise Refused(
+            "attach", f"{name!r} is a link out of {src.label}; attach a copy of the file instead"
+        )
     copy = ""
     if src.copies is not None and not os.path.lexists(src.base / name):
         spare = src.copies / Path(name).name
         if spare != lexical and os.path.lexists(spare):
             copy, target = f"fixtures/{Path(name).name}", _real(spare)
             if not _inside(target, src.copies):
-                raise Refused("attach", f"{name!r} is read from its copy {copy}, which is a "
-                              "link out of fixtures/; make the copy a file of its own")
+                raise Refused(
+                    "attach",
+                    f"{name!r} is read from its copy {copy}, which is a "
+                    "link out of fixtures/; make the copy a file of its own",
+                )
     cap = min(MAX_FILE, max(budget, 0))
     try:
         return Read(read(target, cap), copy)
     except TooLarge:
         if cap == MAX_FILE:
-            raise Refused("attach", f"{name!r} is over {MAX_FILE:,} bytes, the most one "
-                          "attached file may hold; attach the module, not a bundle") from None
-        raise Refused("attach", f"{name!r} takes the task's attached files past "
-                      f"{MAX_TOTAL:,} bytes together; attach fewer or smaller files") from None
+            raise Refused(
+                "attach",
+                f"{name!r} is over {MAX_FILE:,} bytes, the most one "
+                "attached file may hold; attach the module, not a bundle",
+            ) from None
+        raise Refused(
+            "attach",
+            f"{name!r} takes the task's attached files past "
+            f"{MAX_TOTAL:,} bytes together; attach fewer or smaller files",
+        ) from None
     except Unreadable as exc:
         fix = src.missing if src.missing and not os.path.lexists(target) else exc.fix
-        if src.copies is not None and not copy and not os.path.lexists(target) \
-                and Path(name).name != name:
+        if (
+            src.copies is not None
+            and not copy
+            and not os.path.lexists(target)
+            and Path(name).name != name
+        ):
             fix += f", or put a copy of it in fixtures/{Path(name).name}"
         where = f"(read from its copy {copy})" if copy else f"under {src.label}"
         raise Refused("attach", f"{name!r} {where} {exc.reason}; {fix}") from None
@@ -227,15 +267,16 @@ def task_json(folder: Path) -> bytes:
     path = folder / "task.json"
     target = _real(path)
     if not _inside(target, _real(folder)):
-        raise Refused("task.json", "is a link out of the task's folder; make it a file of "
-                      "its own")
+        raise Refused("task.json", "is a link out of the task's folder; make it a file of its own")
     if not os.path.lexists(path):
         raise FileNotFoundError(path)
     try:
         return read(target, MAX_TASK_JSON)
     except TooLarge:
-        raise Refused("task.json", f"is over {MAX_TASK_JSON:,} bytes; keep the code in "
-                      "fixtures/, not in the prompt") from None
+        raise Refused(
+            "task.json",
+            f"is over {MAX_TASK_JSON:,} bytes; keep the code in fixtures/, not in the prompt",
+        ) from None
     except Unreadable as exc:
         raise Refused("task.json", f"{exc.reason}; write it as a plain file") from None
 
@@ -258,7 +299,7 @@ def read(path: Path, cap: int) -> bytes:
     except OSError as exc:
         raise Unreadable(f"cannot be read ({exc.strerror})", "make it readable") from None
     with os.fdopen(fd, "rb") as f:
-        _regular(os.fstat(fd))   # the same kind of file as was checked, not a swap
+        _regular(os.fstat(fd))  # the same kind of file as was checked, not a swap
         try:
             blob = f.read(cap + 1)
         except OSError as exc:
@@ -272,5 +313,6 @@ def _regular(st: os.stat_result) -> None:
     if stat.S_ISDIR(st.st_mode):
         raise Unreadable("is a folder, not a file", "attach the files in it one by one")
     if not stat.S_ISREG(st.st_mode):
-        raise Unreadable("is not a regular file (a device, fifo or socket)",
-                          "attach a copy of a file instead")
+        raise Unreadable(
+            "is not a regular file (a device, fifo or socket)", "attach a copy of a file instead"
+        )

@@ -57,12 +57,24 @@ from panelist.metrics.errors import BadRequest
 from panelist.suite import embedded, fieldset, focus as focuses, taskfiles
 from panelist.suite.excerpt import LONG, WINDOW, file_lines
 
-STARTER = Path(__file__).resolve().parent / "tasks"   # the pack that ships with the project
+STARTER = Path(__file__).resolve().parent / "tasks"  # the pack that ships with the project
 KINDS = ("claim", "bug", "control")
 CONTROL_SUFFIX = "-control"
 BUG_SUFFIX = "-bug"
-OWN_FIELDS = ("id", "title", "kind", "prompt", "attach", "answer", "why", "source", "license",
-              "created", "draft", "focus")
+OWN_FIELDS = (
+    "id",
+    "title",
+    "kind",
+    "prompt",
+    "attach",
+    "answer",
+    "why",
+    "source",
+    "license",
+    "created",
+    "draft",
+    "focus",
+)
 COMMON_FIELDS = fieldset.FIELDS
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,119}$")
 
@@ -71,8 +83,13 @@ class TaskInvalid(BadRequest):
     """Raised when a task folder cannot be loaded; the message names the folder and every field
     that kept it out (``problems``: (field, message) each; ``field`` is the first)."""
 
-    def __init__(self, where: Path | str, fieldname: str, message: str,
-                 more: tuple[tuple[str, str], ...] = ()):
+    def __init__(
+        self,
+        where: Path | str,
+        fieldname: str,
+        message: str,
+        more: tuple[tuple[str, str], ...] = (),
+    ):
         self.problems = ((fieldname, message), *more)
         if more:
             said = "; ".join(f"field '{f}': {m}" for f, m in self.problems)
@@ -124,10 +141,10 @@ def pair_of(tid: str, kind: str) -> str:
     """The bug/control pair a task of this id and kind belongs to: ``x``, ``x-bug`` and
     ``x-control`` are all the pair ``x`` (``x-bug-control`` too); a claim is its own."""
     if kind == "control" and tid.endswith(CONTROL_SUFFIX):
-        tid = tid[:-len(CONTROL_SUFFIX)]
+        tid = tid[: -len(CONTROL_SUFFIX)]
         kind = "bug"
     if kind == "bug" and tid.endswith(BUG_SUFFIX):
-        tid = tid[:-len(BUG_SUFFIX)]
+        tid = tid[: -len(BUG_SUFFIX)]
     return tid
 
 
@@ -135,18 +152,18 @@ def pair_of(tid: str, kind: str) -> str:
 class Task:
     id: str
     title: str
-    kind: str                         # claim | bug | control
+    kind: str  # claim | bug | control
     prompt: str
     files: tuple[Attached, ...]
-    answer: bool | tuple[int, ...] | None   # claim: bool; bug: faulty lines; control: None
+    answer: bool | tuple[int, ...] | None  # claim: bool; bug: faulty lines; control: None
     why: str = ""
     source: str = ""
     license: str = ""
     created: str = ""
     draft: bool = False
-    min_answer_chars: int = 0         # from the common field set; 0 means no floor
-    focus: focuses.Focus = ()         # its own focus lines, one entry per attached file
-    upstream: str = ""                # provenance from the common field set, never sent
+    min_answer_chars: int = 0  # from the common field set; 0 means no floor
+    focus: focuses.Focus = ()  # its own focus lines, one entry per attached file
+    upstream: str = ""  # provenance from the common field set, never sent
     source_url: str = ""
     folder: Path | None = field(default=None, compare=False)
 
@@ -183,12 +200,16 @@ class Task:
         """A digest of everything a model sees and of the key."""
         files = [[f.path, hashlib.sha256(f.text.encode()).hexdigest()] for f in self.files]
         answer = list(self.answer) if isinstance(self.answer, tuple) else self.answer
-        doc: dict[str, Any] = {"kind": self.kind, "prompt": self.prompt, "files": files, "answer": answer,
-               "min": self.min_answer_chars}
+        doc: dict[str, Any] = {
+            "kind": self.kind,
+            "prompt": self.prompt,
+            "files": files,
+            "answer": answer,
+            "min": self.min_answer_chars,
+        }
         # a focus counts only where it moves what the model sees: a long file's excerpt (the
         # first file's under "focus", as before focus was per file, so those hashes hold)
-        shown = {i: self.focus[i] for i in self.long_files
-                 if i < len(self.focus) and self.focus[i]}
+        shown = {i: self.focus[i] for i in self.long_files if i < len(self.focus) and self.focus[i]}
         if 0 in shown:
             doc["focus"] = list(shown.pop(0))
         if shown:
@@ -205,8 +226,9 @@ def load_task(folder: str | Path, repos=()) -> Task:
     try:
         raw = taskfiles.task_json(folder)
     except FileNotFoundError:
-        raise TaskInvalid(folder, "task.json", "no task.json in this folder; write one or "
-                          "remove the folder") from None
+        raise TaskInvalid(
+            folder, "task.json", "no task.json in this folder; write one or remove the folder"
+        ) from None
     except taskfiles.Refused as exc:
         raise TaskInvalid(folder, exc.field, exc.message) from None
     try:
@@ -217,8 +239,12 @@ def load_task(folder: str | Path, repos=()) -> Task:
         raise TaskInvalid(folder, "task.json", "must hold one JSON object")
     problems = _Problems(folder)
     for name in sorted(set(data) - set(OWN_FIELDS) - set(COMMON_FIELDS)):
-        problems.add(name, "not a task field; use only: " + ", ".join(OWN_FIELDS + COMMON_FIELDS)
-                     if not problems else "not a task field either")
+        problems.add(
+            name,
+            "not a task field; use only: " + ", ".join(OWN_FIELDS + COMMON_FIELDS)
+            if not problems
+            else "not a task field either",
+        )
     task = _build(folder, data, tuple(repos), problems)
     problems.raise_any()
     assert task is not None  # _build gives None only with a problem, which raise_any raised
@@ -227,6 +253,7 @@ def load_task(folder: str | Path, repos=()) -> Task:
 
 def _build(folder: Path, data: dict, repos: tuple[Path, ...], problems: _Problems) -> Task | None:
     """The task ``data`` describes, or None; every problem found is added to ``problems``."""
+
     def text(name: str, required: bool = False) -> str:
         value = data.get(name, "")
         if value is None:
@@ -240,11 +267,15 @@ def _build(folder: Path, data: dict, repos: tuple[Path, ...], problems: _Problem
 
     tid = text("id", required=True)
     if tid and not ID_RE.match(tid):
-        problems.add("id", f"{tid!r} is not a task id: use lower-case letters, digits, '.', '_' "
-                     "and '-' (up to 120), starting with a letter or digit")
+        problems.add(
+            "id",
+            f"{tid!r} is not a task id: use lower-case letters, digits, '.', '_' "
+            "and '-' (up to 120), starting with a letter or digit",
+        )
     elif tid and tid != folder.name:
-        problems.add("id", f"{tid!r} differs from its folder's name {folder.name!r}; make them "
-                     "the same")
+        problems.add(
+            "id", f"{tid!r} differs from its folder's name {folder.name!r}; make them the same"
+        )
     draft = data.get("draft", False)
     if not isinstance(draft, bool):
         problems.add("draft", "must be true or false")
@@ -253,45 +284,67 @@ def _build(folder: Path, data: dict, repos: tuple[Path, ...], problems: _Problem
         problems.add("min_answer_chars", "must be a whole number of characters, 0 or more")
     score_in = data.get("score_in", "first_line")
     if score_in != "first_line":
-        problems.add("score_in", f"{score_in!r} cannot be mapped: the suite scores the answer's "
-                     "first line only; use \"first_line\" or leave it out")
+        problems.add(
+            "score_in",
+            f"{score_in!r} cannot be mapped: the suite scores the answer's "
+            'first line only; use "first_line" or leave it out',
+        )
     title, prompt, why = text("title"), text("prompt", True), text("why")
     source, license, created = text("source"), text("license"), text("created")
     upstream, source_url = text("upstream"), text("source_url")
     if created.strip() and not _when(created):
-        problems.add("created", f"{created!r} is not a date: write 2025-06-06, with a time if "
-                     "wished (2025-06-06 10:19:55)")
+        problems.add(
+            "created",
+            f"{created!r} is not a date: write 2025-06-06, with a time if "
+            "wished (2025-06-06 10:19:55)",
+        )
 
     files = None
     with problems.check():
         files = _attached(folder, data, repos)
     # the line numbers the task shows of its code: its first file's, or its prompt's own
-    shown = (range(1, len(file_lines(files[0].text)) + 1) if files
-             else sorted(embedded.numbered(prompt)) or None)
+    shown = (
+        range(1, len(file_lines(files[0].text)) + 1)
+        if files
+        else sorted(embedded.numbered(prompt)) or None
+    )
     kind = answer = None
     with problems.check():
         kind, answer = _key(folder, tid, data, shown)
     if kind == "control" and not tid.endswith(CONTROL_SUFFIX):
-        problems.add("id", f"a control's id ends in '{CONTROL_SUFFIX}' after its bug's id; "
-                     f"rename it {tid + CONTROL_SUFFIX!r}")
+        problems.add(
+            "id",
+            f"a control's id ends in '{CONTROL_SUFFIX}' after its bug's id; "
+            f"rename it {tid + CONTROL_SUFFIX!r}",
+        )
     if kind is not None and kind != "control" and tid.endswith(CONTROL_SUFFIX):
-        problems.add("kind", f"an id ending in '{CONTROL_SUFFIX}' names a control; make the kind "
-                     "'control' or rename the task")
+        problems.add(
+            "kind",
+            f"an id ending in '{CONTROL_SUFFIX}' names a control; make the kind "
+            "'control' or rename the task",
+        )
 
     if files is not None and kind in ("bug", "control") and not shown:
-        problems.add("attach", f"a {kind} task needs the code to review: attach at least one "
-                     "file, or number the code's lines in the prompt ('  12| code')")
+        problems.add(
+            "attach",
+            f"a {kind} task needs the code to review: attach at least one "
+            "file, or number the code's lines in the prompt ('  12| code')",
+        )
     if shown and kind == "bug" and answer:
         beyond = [n for n in answer if n not in shown]
         if beyond and files:
-            problems.add("answer" if "kind" in data else "must_find",
-                         f"line {beyond[0]} is past the end of {files[0].path} "
-                         f"({len(shown)} lines); the key's lines are in the first attached "
-                         "file")
+            problems.add(
+                "answer" if "kind" in data else "must_find",
+                f"line {beyond[0]} is past the end of {files[0].path} "
+                f"({len(shown)} lines); the key's lines are in the first attached "
+                "file",
+            )
         elif beyond:
-            problems.add("answer" if "kind" in data else "must_find",
-                         f"line {beyond[0]} is not among the lines the prompt numbers "
-                         f"({shown[0]}-{shown[-1]}); the key names lines of the code shown")
+            problems.add(
+                "answer" if "kind" in data else "must_find",
+                f"line {beyond[0]} is not among the lines the prompt numbers "
+                f"({shown[0]}-{shown[-1]}); the key names lines of the code shown",
+            )
     focus: focuses.Focus = ()
     if files is not None and kind is not None:
         paths, texts = [f.path for f in files], [f.text for f in files]
@@ -306,10 +359,24 @@ def _build(folder: Path, data: dict, repos: tuple[Path, ...], problems: _Problem
             problems.add("focus", str(exc))
     if problems:
         return None
-    return Task(id=tid, title=title or tid, kind=kind, prompt=prompt, files=files, answer=answer,
-                why=why, source=source, license=license, created=created, draft=draft,
-                min_answer_chars=min_chars, focus=focus, upstream=upstream,
-                source_url=source_url, folder=folder)
+    return Task(
+        id=tid,
+        title=title or tid,
+        kind=kind,
+        prompt=prompt,
+        files=files,
+        answer=answer,
+        why=why,
+        source=source,
+        license=license,
+        created=created,
+        draft=draft,
+        min_answer_chars=min_chars,
+        focus=focus,
+        upstream=upstream,
+        source_url=source_url,
+        folder=folder,
+    )
 
 
 def _when(text: str) -> bool:
@@ -326,25 +393,36 @@ def _key(folder: Path, tid: str, data: dict, shown):
     if "kind" in data:
         clash = [n for n in ("shape", "must_find", "must_not_claim") if n in data]
         if clash:
-            raise TaskInvalid(folder, clash[0], "a task with 'kind' gives its key in 'answer'; "
-                              f"drop '{clash[0]}' or drop 'kind' and 'answer'")
+            raise TaskInvalid(
+                folder,
+                clash[0],
+                "a task with 'kind' gives its key in 'answer'; "
+                f"drop '{clash[0]}' or drop 'kind' and 'answer'",
+            )
         kind = data["kind"]
         if kind not in KINDS:
-            raise TaskInvalid(folder, "kind", f"{kind!r} is not a kind; use one of "
-                              + ", ".join(KINDS))
+            raise TaskInvalid(
+                folder, "kind", f"{kind!r} is not a kind; use one of " + ", ".join(KINDS)
+            )
         return kind, _own_answer(folder, kind, data.get("answer"))
     if "answer" in data:
-        raise TaskInvalid(folder, "answer", "give 'kind' with 'answer' (or 'shape' with "
-                          "'must_find' / 'must_not_claim' instead of both)")
+        raise TaskInvalid(
+            folder,
+            "answer",
+            "give 'kind' with 'answer' (or 'shape' with "
+            "'must_find' / 'must_not_claim' instead of both)",
+        )
     try:
-        kind, answer = fieldset.key(data, shown, control=tid.endswith(CONTROL_SUFFIX),
-                                    bug=tid.endswith(BUG_SUFFIX))
+        kind, answer = fieldset.key(
+            data, shown, control=tid.endswith(CONTROL_SUFFIX), bug=tid.endswith(BUG_SUFFIX)
+        )
     except fieldset.Unmapped as exc:
         (first, said), *more = exc.problems
         raise TaskInvalid(folder, first, said, tuple(more)) from None
     # key() gives a bug its lines as a list
-    return kind, (_lines(folder, "must_find", list(cast(list[int], answer))) if kind == "bug"
-                  else answer)
+    return kind, (
+        _lines(folder, "must_find", list(cast(list[int], answer))) if kind == "bug" else answer
+    )
 
 
 def _own_answer(folder: Path, kind: str, answer):
@@ -354,8 +432,11 @@ def _own_answer(folder: Path, kind: str, answer):
         return answer
     if kind == "control":
         if answer is not None:
-            raise TaskInvalid(folder, "answer", "a control has no key: leave 'answer' out or "
-                              "null (only NO FAULT is right)")
+            raise TaskInvalid(
+                folder,
+                "answer",
+                "a control has no key: leave 'answer' out or null (only NO FAULT is right)",
+            )
         return None
     return _lines(folder, "answer", answer)
 
@@ -363,14 +444,22 @@ def _own_answer(folder: Path, kind: str, answer):
 def _lines(folder: Path, name: str, value) -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
-    if not isinstance(value, list) or not value or not all(
-            isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value):
-        raise TaskInvalid(folder, name, "a bug's key is a list of line numbers (1 or more), "
-                          "e.g. [41, 42] for a statement on two lines")
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value)
+    ):
+        raise TaskInvalid(
+            folder,
+            name,
+            "a bug's key is a list of line numbers (1 or more), "
+            "e.g. [41, 42] for a statement on two lines",
+        )
     return tuple(sorted(set(value)))
 
 
 # -- attached files ----------------------------------------------------------------------------
+
 
 def _attached(folder: Path, data: dict, repos: tuple[Path, ...]) -> tuple[Attached, ...]:
     attach = data.get("attach", [])
@@ -379,15 +468,19 @@ def _attached(folder: Path, data: dict, repos: tuple[Path, ...]) -> tuple[Attach
     if not isinstance(attach, list) or not all(isinstance(a, str) and a for a in attach):
         raise TaskInvalid(folder, "attach", "a list of file paths")
     out = []
-    copied: dict[str, str] = {}   # a copy in fixtures/ -> the attached path read from it
+    copied: dict[str, str] = {}  # a copy in fixtures/ -> the attached path read from it
     try:
         source = taskfiles.source(folder, data.get("repo"), repos)
         budget = taskfiles.MAX_TOTAL
         for name in attach:
             got = taskfiles.attached(source, name, budget)
             if got.copy and copied.setdefault(got.copy, name) != name:
-                raise TaskInvalid(folder, "attach", f"{copied[got.copy]!r} and {name!r} would "
-                                  f"both be read from {got.copy}; give each its own file")
+                raise TaskInvalid(
+                    folder,
+                    "attach",
+                    f"{copied[got.copy]!r} and {name!r} would "
+                    f"both be read from {got.copy}; give each its own file",
+                )
             budget -= len(got.blob)
             try:
                 text = got.blob.decode("utf-8")
@@ -400,6 +493,7 @@ def _attached(folder: Path, data: dict, repos: tuple[Path, ...]) -> tuple[Attach
 
 
 # -- many tasks --------------------------------------------------------------------------------
+
 
 def roots(home=None) -> list[Path]:
     """Where tasks are looked for: the starter pack, then the data folder's ``suite/tasks``
@@ -417,12 +511,18 @@ def given_roots(paths) -> list[Path]:
     for raw in paths or ():
         path = Path(raw).expanduser()
         if not path.is_dir():
-            raise BadRequest(f"--tasks {raw} is not a folder; name the folder that holds the "
-                             "task folders (each with its task.json)", param="tasks")
+            raise BadRequest(
+                f"--tasks {raw} is not a folder; name the folder that holds the "
+                "task folders (each with its task.json)",
+                param="tasks",
+            )
         if (path / "task.json").exists():
-            raise BadRequest(f"--tasks {raw} is one task's folder; name the folder that holds "
-                             f"it ({path.resolve().parent}), and --task {path.name} to ask "
-                             "only this one", param="tasks")
+            raise BadRequest(
+                f"--tasks {raw} is one task's folder; name the folder that holds "
+                f"it ({path.resolve().parent}), and --task {path.name} to ask "
+                "only this one",
+                param="tasks",
+            )
         found.append(path)
     return list(dict.fromkeys(found))
 
@@ -438,7 +538,7 @@ def scan(*folders: Path, repos=()) -> tuple[list[Task], list[TaskInvalid]]:
         try:
             subs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
         except OSError:
-            continue   # no such root (no grown tasks yet), or one that cannot be listed
+            continue  # no such root (no grown tasks yet), or one that cannot be listed
         for sub in subs:
             try:
                 task = load_task(sub, repos)
@@ -447,24 +547,36 @@ def scan(*folders: Path, repos=()) -> tuple[list[Task], list[TaskInvalid]]:
                 continue
             except (OSError, ValueError, RecursionError) as exc:
                 # whatever else goes wrong in one folder is that folder's problem only
-                problems.append(TaskInvalid(sub, "task.json", f"cannot be loaded ({exc}); "
-                                            "fix or remove the folder"))
+                problems.append(
+                    TaskInvalid(
+                        sub, "task.json", f"cannot be loaded ({exc}); fix or remove the folder"
+                    )
+                )
                 continue
             if task.id in tasks:
-                problems.append(TaskInvalid(sub, "id", f"{task.id!r} is also in "
-                                            f"{tasks[task.id].folder}; rename one"))
+                problems.append(
+                    TaskInvalid(
+                        sub, "id", f"{task.id!r} is also in {tasks[task.id].folder}; rename one"
+                    )
+                )
                 continue
             tasks[task.id] = task
     found = sorted(tasks.values(), key=lambda t: t.id)
     bugs: dict[str, Task] = {}
     kept = []
-    for task in found:   # "x" and "x-bug" would both claim the control "x-control"
+    for task in found:  # "x" and "x-bug" would both claim the control "x-control"
         other = bugs.get(task.pair) if task.kind == "bug" else None
         if other is not None:
-            problems.append(TaskInvalid(task.folder or task.id, "id", f"{task.id!r} and "
-                                        f"{other.id!r} are both bugs of the pair {task.pair!r} "
-                                        f"(its control is {task.pair + CONTROL_SUFFIX!r}); "
-                                        "rename one"))
+            problems.append(
+                TaskInvalid(
+                    task.folder or task.id,
+                    "id",
+                    f"{task.id!r} and "
+                    f"{other.id!r} are both bugs of the pair {task.pair!r} "
+                    f"(its control is {task.pair + CONTROL_SUFFIX!r}); "
+                    "rename one",
+                )
+            )
             continue
         if task.kind == "bug":
             bugs[task.pair] = task
@@ -524,14 +636,26 @@ def notices(tasks: list[Task]) -> list[dict]:
     out = []
     for task in tasks:
         if task.kind == "bug" and control_of(task, known) is None:
-            out.append({"task": task.id, "message": (
-                f"bug {task.id} has no control: pairs, precision and recall leave it out; "
-                f"add {task.pair + CONTROL_SUFFIX!r} (the same files untouched)")})
+            out.append(
+                {
+                    "task": task.id,
+                    "message": (
+                        f"bug {task.id} has no control: pairs, precision and recall leave it out; "
+                        f"add {task.pair + CONTROL_SUFFIX!r} (the same files untouched)"
+                    ),
+                }
+            )
         elif task.kind == "control" and bug_of(task, known) is None:
-            out.append({"task": task.id, "message": (
-                f"control {task.id} has no bug: pairs, precision and recall leave it out; "
-                f"add its bug {task.pair!r} or {task.pair + BUG_SUFFIX!r}")})
-            continue   # without its bug, no focus to follow: that is the news
+            out.append(
+                {
+                    "task": task.id,
+                    "message": (
+                        f"control {task.id} has no bug: pairs, precision and recall leave it out; "
+                        f"add its bug {task.pair!r} or {task.pair + BUG_SUFFIX!r}"
+                    ),
+                }
+            )
+            continue  # without its bug, no focus to follow: that is the news
         focus = focus_of(task, known)
         for i in task.long_files:
             if i < len(focus) and focus[i]:
@@ -539,32 +663,38 @@ def notices(tasks: list[Task]) -> list[dict]:
             path = task.files[i].path
             name = path.rsplit("/", 1)[-1]
             first = i == 0 and task.kind == "claim"
-            example = "\"120-134\"" if first and len(task.files) == 1 \
-                else f"{{\"{path}\": \"120-134\"}}"
+            example = '"120-134"' if first and len(task.files) == 1 else f'{{"{path}": "120-134"}}'
             cite = "'line 142'" if first and len(task.files) == 1 else f"'{name}:142'"
-            out.append({"task": task.id, "message": (
-                f"{task.kind} {task.id}: {path} is over {LONG} lines and has no focus lines: "
-                f"its excerpt of {WINDOW} lines may miss what decides the task; give 'focus' "
-                f"(the deciding lines: {example}), or cite them in 'why' ({cite})")})
+            out.append(
+                {
+                    "task": task.id,
+                    "message": (
+                        f"{task.kind} {task.id}: {path} is over {LONG} lines and has no focus lines: "
+                        f"its excerpt of {WINDOW} lines may miss what decides the task; give 'focus' "
+                        f"(the deciding lines: {example}), or cite them in 'why' ({cite})"
+                    ),
+                }
+            )
     return out
 
 
-def select(tasks: list[Task], ids: list[str] | None = None,
-           drafts: bool = False) -> list[Task]:
+def select(tasks: list[Task], ids: list[str] | None = None, drafts: bool = False) -> list[Task]:
     """Exactly the tasks named by ``ids`` (drafts too), in that order; without ids, every task
     that is not a draft. An unknown id is refused, so a run never silently skips a task."""
     if ids:
         by_id = {t.id: t for t in tasks}
         unknown = [i for i in ids if i not in by_id]
         if unknown:
-            raise BadRequest(f"unknown task {unknown[0]!r}; see 'panelist suite list' for the "
-                             "task ids")
+            raise BadRequest(
+                f"unknown task {unknown[0]!r}; see 'panelist suite list' for the task ids"
+            )
         return [by_id[i] for i in dict.fromkeys(ids)]
     return [t for t in tasks if drafts or not t.draft]
 
 
-def load_tasks(*folders: Path, ids: list[str] | None = None,
-               drafts: bool = False, repos=()) -> list[Task]:
+def load_tasks(
+    *folders: Path, ids: list[str] | None = None, drafts: bool = False, repos=()
+) -> list[Task]:
     """``select`` over every task under ``folders`` (default: the starter pack); raises
     ``TaskInvalid`` for the first folder that fails to load."""
     tasks, problems = scan(*(folders or (STARTER,)), repos=repos)

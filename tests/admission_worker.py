@@ -27,7 +27,7 @@ import _bootstrap  # noqa: E402,F401
 from panelist.metrics.upstream.admission import Admission  # noqa: E402
 from panelist.metrics.home import open_home  # noqa: E402
 
-WORK = 0.02   # seconds a call holds its slot by default: its "model call"
+WORK = 0.02  # seconds a call holds its slot by default: its "model call"
 
 
 def bump(path: Path, delta: int) -> int:
@@ -52,8 +52,16 @@ def append(path: Path, record: dict) -> None:
         os.close(fd)
 
 
-def calls(data: str, endpoint: str, model: str, n: int, window: float, out: Path,
-          tag: str, work: float = WORK) -> None:
+def calls(
+    data: str,
+    endpoint: str,
+    model: str,
+    n: int,
+    window: float,
+    out: Path,
+    tag: str,
+    work: float = WORK,
+) -> None:
     """``n`` threads, each making one call through admission with a generous wait."""
     out = Path(out)
     counter = out.with_name(out.name + ".running")
@@ -67,7 +75,7 @@ def calls(data: str, endpoint: str, model: str, n: int, window: float, out: Path
                 append(out, {"tag": tag, "at": admitted.at, "running": running})
                 time.sleep(work)
                 bump(counter, -1)
-        except Exception as exc:   # reported by the caller, which counts the records
+        except Exception as exc:  # reported by the caller, which counts the records
             errors.append(exc)
 
     threads = [threading.Thread(target=one) for _ in range(n)]
@@ -84,7 +92,7 @@ def hold(data: str, endpoint: str, model: str, database: str | None = None) -> N
     admission = Admission.of_home(open_home(data, database=database))
     with admission.slot(endpoint, model, wait=120):
         print("held", flush=True)
-        sys.stdin.read()   # until the test closes our stdin, or kills us
+        sys.stdin.read()  # until the test closes our stdin, or kills us
 
 
 if __name__ == "__main__":
@@ -93,5 +101,13 @@ if __name__ == "__main__":
         hold(data, endpoint, model, *rest)
     else:
         n, window, out, tag, *work = rest
-        calls(data, endpoint, model, int(n), float(window), Path(out), tag,
-              float(work[0]) if work else WORK)
+        calls(
+            data,
+            endpoint,
+            model,
+            int(n),
+            float(window),
+            Path(out),
+            tag,
+            float(work[0]) if work else WORK,
+        )

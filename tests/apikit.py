@@ -13,12 +13,46 @@ from panelist.metrics.server.dashboard import api_routes
 API_ROUTES = sorted(api_routes().items())
 ROUTE_TABLE = {(method, pattern) for pattern, actions in API_ROUTES for method in actions}
 COVERED: set[tuple[str, str]] = set()
-MODEL_KEYS = {"alias", "endpoint", "served", "family", "grade", "context", "max_output",
-              "vision", "tools", "price_in", "price_out", "currency", "retired", "version",
-              "status", "cooling_until", "window", "seats", "useful", "not_useful", "rate",
-              "interval", "last_answer", "known", "failing", "probe"}
-PANEL_KEYS = {"panel", "collection", "key", "started", "seconds", "shape", "reply", "seats",
-              "merger", "abandoned"}
+MODEL_KEYS = {
+    "alias",
+    "endpoint",
+    "served",
+    "family",
+    "grade",
+    "context",
+    "max_output",
+    "vision",
+    "tools",
+    "price_in",
+    "price_out",
+    "currency",
+    "retired",
+    "version",
+    "status",
+    "cooling_until",
+    "window",
+    "seats",
+    "useful",
+    "not_useful",
+    "rate",
+    "interval",
+    "last_answer",
+    "known",
+    "failing",
+    "probe",
+}
+PANEL_KEYS = {
+    "panel",
+    "collection",
+    "key",
+    "started",
+    "seconds",
+    "shape",
+    "reply",
+    "seats",
+    "merger",
+    "abandoned",
+}
 SEAT_KEYS = {"call", "seat", "alias", "status", "seconds", "verdict"}
 
 
@@ -29,6 +63,7 @@ def covers(method: str, pattern: str):
     def mark(fn):
         COVERED.add((method, pattern))
         return fn
+
     return mark
 
 
@@ -63,14 +98,17 @@ def assert_error(status, body, expect: int, *, code=None, param=None, says=()):
         assert err["code"] == code, body
     if param is not None:
         assert err["param"] == param, body
-    for fragment in ([says] if isinstance(says, str) else says):
+    for fragment in [says] if isinstance(says, str) else says:
         assert fragment in err["message"], body
 
 
-def ask(client, collection="bench/trio", content="Review: def add(a, b): return a - b",
-        headers=None):
-    status, body, _ = client.post("/v1/chat/completions", {
-        "model": collection, "messages": [{"role": "user", "content": content}]},
-        headers=headers)
+def ask(
+    client, collection="bench/trio", content="Review: def add(a, b): return a - b", headers=None
+):
+    status, body, _ = client.post(
+        "/v1/chat/completions",
+        {"model": collection, "messages": [{"role": "user", "content": content}]},
+        headers=headers,
+    )
     assert status == 200, body
     return body["bench"]

@@ -36,8 +36,12 @@ from panelist.metrics.upstream.sim import SimUpstream  # noqa: E402
 # candidates of distinct families. Tests that need one seat to finish before another hold it at
 # a gate (the ``gated`` fixture) instead of relying on these latencies.
 TEST_MODELS = {
-    "fast": {"latency": 0.0}, "mid": {"latency": 0.02}, "slow": {"latency": 0.05},
-    "x-one": {"latency": 0.0}, "x-two": {"latency": 0.0}, "x-three": {"latency": 0.0},
+    "fast": {"latency": 0.0},
+    "mid": {"latency": 0.02},
+    "slow": {"latency": 0.05},
+    "x-one": {"latency": 0.0},
+    "x-two": {"latency": 0.0},
+    "x-three": {"latency": 0.0},
 }
 
 # How long a wait on a condition may take before the test gives up. Only a broken behaviour
@@ -106,8 +110,17 @@ class _WireWatch:
     as the interpreter's audit events report them (``sys.addaudithook``; a hook stays for the
     process's life, so it only looks while ``on``)."""
 
-    PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn",
-                                "os.posix_spawnp", "os.system", "os.exec"})
+    PROCESS_EVENTS = frozenset(
+        {
+            "subprocess.Popen",
+            "os.fork",
+            "os.forkpty",
+            "os.posix_spawn",
+            "os.posix_spawnp",
+            "os.system",
+            "os.exec",
+        }
+    )
 
     def __init__(self):
         self.on = False
@@ -119,8 +132,7 @@ class _WireWatch:
             return
         if event == "socket.connect":
             sock, address = args[0], args[1]
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and \
-                    sock.type == socket.SOCK_STREAM:
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
                 self.seen.append(f"a TCP connection to {address}")
         elif event in self.PROCESS_EVENTS:
             self.seen.append(f"a process ({event})")
@@ -152,7 +164,8 @@ def pytest_runtest_call(item):
                 f"this test is not marked slow but made {'; '.join(dict.fromkeys(seen))}: "
                 "run it in process (the `folder` fixture, tests/inprocess.py, "
                 "tests/transport_fake.py), or mark it @pytest.mark.slow if the wire is what "
-                "it tests")
+                "it tests"
+            )
     return result
 
 
@@ -165,7 +178,7 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item):
-    _wire.stop()   # a setup that failed never reached the check: stop looking all the same
+    _wire.stop()  # a setup that failed never reached the check: stop looking all the same
 
 
 @pytest.fixture(autouse=True)
@@ -181,8 +194,9 @@ def no_proxy_from_the_shell(monkeypatch):
 def no_stored_keys_of_the_user(monkeypatch, tmp_path_factory):
     """Keys sign-in stored for the user running the tests (``roster.keystore``) are never read:
     every test starts with a key file of its own, empty."""
-    monkeypatch.setenv("PANELIST_KEY_FILE",
-                       str(tmp_path_factory.mktemp("keys") / "endpoint-keys.json"))
+    monkeypatch.setenv(
+        "PANELIST_KEY_FILE", str(tmp_path_factory.mktemp("keys") / "endpoint-keys.json")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -190,6 +204,7 @@ def pg_cluster():
     """A real PostgreSQL cluster for the session (``pgcluster``): skipped where the binaries
     or the driver are absent, a failure then under ``PANELIST_REQUIRE_POSTGRES=1``."""
     import pgcluster
+
     required = os.environ.get("PANELIST_REQUIRE_POSTGRES") == "1"
     try:
         import psycopg  # noqa: F401
@@ -256,8 +271,13 @@ def _fill(home, url: str):
     roster.add_endpoint("sim", url)
     for alias in TEST_MODELS:
         roster.add_model(alias, "sim", family=alias, context=100_000)
-    Collections(home).save(roster.view(), "trio", ["fast", "mid", "slow"],
-                           description="Three simulated reviewers", tags=["test", "code"])
+    Collections(home).save(
+        roster.view(),
+        "trio",
+        ["fast", "mid", "slow"],
+        description="Three simulated reviewers",
+        tags=["test", "code"],
+    )
     return home
 
 
@@ -318,8 +338,9 @@ class Gateway(Client):
     def __init__(self, server):
         super().__init__(server.url)
         self.server = server
-        self.thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True,
-                                       name=f"gateway-{server.port}")
+        self.thread = threading.Thread(
+            target=server.serve_forever, args=(0.05,), daemon=True, name=f"gateway-{server.port}"
+        )
         self.thread.start()
         # its own threads (heads, schedule) run before a test counts threads or connects
         assert server.started.wait(PATIENCE), "the gateway did not start serving"
@@ -334,7 +355,8 @@ class Gateway(Client):
         assert not thread.is_alive(), "the gateway's serve_forever did not return after close()"
         assert wait_until(lambda: serving_threads(self.server) == 0), (
             f"{serving_threads(self.server)} connection(s) to the gateway still being served "
-            "after the test: close every client (openai.OpenAI, sockets) the test opened")
+            "after the test: close every client (openai.OpenAI, sockets) the test opened"
+        )
 
     def __enter__(self) -> "Gateway":
         return self
@@ -350,6 +372,7 @@ DASHBOARD_TOKEN = "dashboard-admin-token-0123456789"
 def dash(home):
     """A dashboard server (its API, pages and the gateway's routes) over ``home``, open locally."""
     from panelist.serve import make_dashboard
+
     with Gateway(make_dashboard(home, env={"PANELIST_LOGIN_PAUSE": "0"})) as server:
         yield server
 
@@ -360,6 +383,7 @@ def api(folder):
     whole handler in process (``inprocess.Caller``, with ``dash``'s ``get``/``post``)."""
     from inprocess import Caller
     from panelist.serve import make_dashboard
+
     server = make_dashboard(folder, env={"PANELIST_LOGIN_PAUSE": "0"})
     try:
         yield Caller(server)
@@ -371,6 +395,7 @@ def api(folder):
 def locked(home):
     """The same with ``PANELIST_ADMIN_TOKEN`` set to ``DASHBOARD_TOKEN``: a login is needed."""
     from panelist.serve import make_dashboard
+
     # refused logins answered at once: the pause before them has tests of its own
     env = {"PANELIST_ADMIN_TOKEN": DASHBOARD_TOKEN, "PANELIST_LOGIN_PAUSE": "0"}
     with Gateway(make_dashboard(home, env=env)) as server:
@@ -399,25 +424,31 @@ def logged(home) -> list[dict]:
 
 def seat_bodies(sim, prompt: str) -> list[dict]:
     """The chat bodies the seats were sent for a prompt (the merger's is not among them)."""
-    return [r["body"] for r in sim.requests
-            if any(m.get("content") == prompt for m in r["body"]["messages"]
-                   if isinstance(m, dict))]
+    return [
+        r["body"]
+        for r in sim.requests
+        if any(m.get("content") == prompt for m in r["body"]["messages"] if isinstance(m, dict))
+    ]
 
 
 def openai_client(gateway):
     """The openai package pointed at a gateway, without its own retries."""
     import openai
-    return openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                         timeout=PATIENCE)
+
+    return openai.OpenAI(
+        base_url=gateway.url + "/v1", api_key="local", max_retries=0, timeout=PATIENCE
+    )
 
 
 def raw_stream(gw, body) -> tuple[str, bytes]:
     """A streamed chat request over a raw socket: the response head and body as they came."""
     raw = json.dumps(dict(body, stream=True)).encode()
     with socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: %d\r\n"
-                  b"Connection: close\r\n\r\n%s" % (gw.server.port, len(raw), raw))
+        s.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n%s" % (gw.server.port, len(raw), raw)
+        )
         data = b""
         while chunk := s.recv(65536):
             data += chunk

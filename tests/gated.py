@@ -32,8 +32,9 @@ class GatedUpstream:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.gated = self
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        name="gated-upstream")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="gated-upstream"
+        )
         self._thread.start()
 
     def open(self, *models: str) -> None:
@@ -52,12 +53,12 @@ class GatedUpstream:
         self._closing.set()
         self._server.shutdown()
         with self._seen:
-            for conn in self._open:   # wakes handlers waiting for a next request on keep-alive
+            for conn in self._open:  # wakes handlers waiting for a next request on keep-alive
                 try:
                     conn.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-        self._server.server_close()   # joins every handler thread (they are not daemons)
+        self._server.server_close()  # joins every handler thread (they are not daemons)
         self._thread.join()
 
     # -- called by the handler --------------------------------------------------------------------
@@ -74,7 +75,7 @@ class _Server(ThreadingHTTPServer):
     gated: GatedUpstream
 
     def handle_error(self, request, client_address) -> None:
-        pass   # a gateway hanging up on a held seat is what some tests do on purpose
+        pass  # a gateway hanging up on a held seat is what some tests do on purpose
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -99,20 +100,39 @@ class _Handler(BaseHTTPRequestHandler):
         model = body.get("model")
         gate = gated._arrive(model)
         if gate is None:
-            return self._send(404, {"error": {"message": f"no gated model {model!r}",
-                                              "type": "invalid_request_error", "param": None,
-                                              "code": "model_not_found"}})
+            return self._send(
+                404,
+                {
+                    "error": {
+                        "message": f"no gated model {model!r}",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "model_not_found",
+                    }
+                },
+            )
         while not gate.wait(0.05):
             if gated._closing.is_set():
                 self.close_connection = True
                 return
         text = f"[gated {model}] answered when the test opened its gate."
-        self._send(200, {"id": f"gated-{next(gated._ids)}", "object": "chat.completion",
-                         "created": 0, "model": model,
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}],
-                         "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                   "total_tokens": 2}})
+        self._send(
+            200,
+            {
+                "id": f"gated-{next(gated._ids)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+        )
 
     def _send(self, status: int, obj: dict) -> None:
         data = json.dumps(obj).encode()

@@ -29,8 +29,11 @@ def call(server, method: str, path: str, body=None, headers: dict | None = None)
     """``(status, headers, parsed JSON body or raw bytes)`` of one request to ``server``."""
     reply, data = exchange(server, method, path, body, headers)
     kind = reply.getheader("Content-Type") or ""
-    return reply.status, dict(reply.getheaders()), (json.loads(data) if "json" in kind and data
-                                                    else data)
+    return (
+        reply.status,
+        dict(reply.getheaders()),
+        (json.loads(data) if "json" in kind and data else data),
+    )
 
 
 def exchange(server, method: str, path: str, body=None, headers: dict | None = None):
@@ -45,7 +48,7 @@ def exchange(server, method: str, path: str, body=None, headers: dict | None = N
     ours, theirs = socket.socketpair()
     got = bytearray()
 
-    def read() -> None:   # the reply may be larger than the pair's buffer: read while it is sent
+    def read() -> None:  # the reply may be larger than the pair's buffer: read while it is sent
         while chunk := ours.recv(65536):
             got.extend(chunk)
 

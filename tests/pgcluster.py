@@ -20,14 +20,17 @@ import time
 import uuid
 from pathlib import Path
 
-START_PATIENCE = 60.0   # seconds for initdb + start on a loaded machine
+START_PATIENCE = 60.0  # seconds for initdb + start on a loaded machine
 
 
 def binaries() -> Path | None:
     """The newest ``/usr/lib/postgresql/<version>/bin`` with ``initdb`` in it, or None."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-                   key=lambda p: int(Path(p).parent.parent.name)
-                   if Path(p).parent.parent.name.isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: (
+            int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0
+        ),
+    )
     return Path(found[-1]).parent if found else None
 
 
@@ -55,28 +58,58 @@ class Cluster:
         return (["runuser", "-u", "postgres", "--"] if self.root else []) + list(args)
 
     def init(self) -> None:
-        subprocess.run(self._cmd(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust",
-                                 "-U", "postgres", "--no-sync", "-E", "UTF8"),
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run(
+            self._cmd(
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     def start(self) -> None:
         """Start the server (again, after ``stop``) on the same port and wait until it answers."""
         log = open(self.dir / "server.log", "ab")
         try:
             self.proc = subprocess.Popen(
-                self._cmd(str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
-                          "-k", str(self.dir), "-c", "listen_addresses=127.0.0.1",
-                          "-c", "fsync=off", "-c", "max_connections=200"),
-                stdout=log, stderr=log)
+                self._cmd(
+                    str(self.bin / "postgres"),
+                    "-D",
+                    str(self.data),
+                    "-p",
+                    str(self.port),
+                    "-k",
+                    str(self.dir),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "max_connections=200",
+                ),
+                stdout=log,
+                stderr=log,
+            )
         finally:
             log.close()
         end = time.monotonic() + START_PATIENCE
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                raise RuntimeError("postgres exited at start:\n"
-                                   + (self.dir / "server.log").read_text()[-2000:])
-            ready = subprocess.run([str(self.bin / "pg_isready"), "-q", "-h", "127.0.0.1",
-                                    "-p", str(self.port)])
+                raise RuntimeError(
+                    "postgres exited at start:\n" + (self.dir / "server.log").read_text()[-2000:]
+                )
+            ready = subprocess.run(
+                [str(self.bin / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)]
+            )
             if ready.returncode == 0:
                 return
             time.sleep(0.1)
@@ -146,6 +179,7 @@ class Cluster:
     def create_database(self) -> str:
         """A fresh, empty database's URL."""
         import psycopg
+
         name = "t_" + uuid.uuid4().hex[:12]
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
@@ -153,6 +187,7 @@ class Cluster:
 
     def drop_database(self, url: str) -> None:
         import psycopg
+
         name = url.rsplit("/", 1)[1]
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -165,8 +200,7 @@ class Cluster:
 def start_cluster() -> Cluster:
     bin_dir = binaries()
     if bin_dir is None:
-        raise FileNotFoundError("no /usr/lib/postgresql/*/bin/initdb: "
-                                "apt-get install postgresql")
+        raise FileNotFoundError("no /usr/lib/postgresql/*/bin/initdb: apt-get install postgresql")
     cluster = Cluster(bin_dir)
     try:
         cluster.init()

@@ -22,11 +22,11 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 class FakeProvider:
     def __init__(self):
-        self.codes: dict[str, str] = {}     # code → the challenge it was issued for
+        self.codes: dict[str, str] = {}  # code → the challenge it was issued for
         self.used: set[str] = set()
-        self.issued: list[str] = []         # keys handed out
-        self.exchanges: list[dict] = []     # bodies the exchange received
-        self.callbacks: list[str] = []      # callback URLs the auth page was given
+        self.issued: list[str] = []  # keys handed out
+        self.exchanges: list[dict] = []  # bodies the exchange received
+        self.callbacks: list[str] = []  # callback URLs the auth page was given
         self.fail: tuple[int, bytes] | None = None
         provider = self
 
@@ -46,7 +46,7 @@ class FakeProvider:
                 callback = q["callback_url"]
                 sep = "&" if "?" in callback else "?"
                 back = {"code": code}
-                if "state" in q:   # a provider that hands its state parameter back
+                if "state" in q:  # a provider that hands its state parameter back
                     back["state"] = q["state"]
                 self.send_response(302)
                 self.send_header("Location", f"{callback}{sep}{urlencode(back)}")
@@ -69,8 +69,7 @@ class FakeProvider:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,),
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     def answer(self, body: dict) -> tuple[int, bytes]:
@@ -90,12 +89,22 @@ class FakeProvider:
         return 200, json.dumps({"key": key}).encode()
 
     def entry(self, **over) -> dict:
-        entry = {"auth_url": f"{self.url}/auth", "exchange_url": f"{self.url}/keys",
-                 "base_url": "https://models.example/api/v1", "exchange_body": "json",
-                 "fields": {"callback": "callback_url", "challenge": "code_challenge",
-                            "method": "code_challenge_method", "code": "code",
-                            "verifier": "code_verifier", "key": "key", "state": None},
-                 "params": {}}
+        entry = {
+            "auth_url": f"{self.url}/auth",
+            "exchange_url": f"{self.url}/keys",
+            "base_url": "https://models.example/api/v1",
+            "exchange_body": "json",
+            "fields": {
+                "callback": "callback_url",
+                "challenge": "code_challenge",
+                "method": "code_challenge_method",
+                "code": "code",
+                "verifier": "code_verifier",
+                "key": "key",
+                "state": None,
+            },
+            "params": {},
+        }
         entry.update(over)
         return entry
 

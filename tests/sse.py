@@ -22,9 +22,13 @@ class RawStream:
     def __init__(self, server, path: str, body: dict, headers: dict | None = None):
         host, port = server.server_address[:2]
         raw = json.dumps(body).encode()
-        lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}",
-                 "Content-Type: application/json", f"Content-Length: {len(raw)}",
-                 *(f"{k}: {v}" for k, v in (headers or {}).items())]
+        lines = [
+            f"POST {path} HTTP/1.1",
+            f"Host: 127.0.0.1:{port}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(raw)}",
+            *(f"{k}: {v}" for k, v in (headers or {}).items()),
+        ]
         self.sock = socket.create_connection((host, port), timeout=PATIENCE)
         self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + raw)
         self.file = self.sock.makefile("rb")

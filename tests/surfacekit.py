@@ -20,15 +20,25 @@ JUDGE_SAYS = {"accuracy": 6, "shown_work": 2, "reason": "the same facts as the r
 PROMPT = "Where is order 1042?"
 
 # alias -> (grade, price in, price out); all served by one simulated endpoint
-MODELS = {"pinned-gen": ("general", 2.0, 6.0), "cheap-gen": ("general", 0.5, 1.0),
-          "slow-gen": ("general", 0.1, 0.2), "judge-top": ("strong", 5.0, 15.0)}
+MODELS = {
+    "pinned-gen": ("general", 2.0, 6.0),
+    "cheap-gen": ("general", 0.5, 1.0),
+    "slow-gen": ("general", 0.1, 0.2),
+    "judge-top": ("strong", 5.0, 15.0),
+}
 CANDIDATES = ["pinned-gen", "cheap-gen"]
 
 
 @pytest.fixture()
 def sim():
-    with SimUpstream({"pinned-gen": {}, "cheap-gen": {}, "slow-gen": {"fail": "hang"},
-                      "judge-top": {"json": JUDGE_SAYS}}) as s:
+    with SimUpstream(
+        {
+            "pinned-gen": {},
+            "cheap-gen": {},
+            "slow-gen": {"fail": "hang"},
+            "judge-top": {"json": JUDGE_SAYS},
+        }
+    ) as s:
         yield s
 
 
@@ -38,15 +48,17 @@ def home(tmp_path, sim):
     roster = Roster(home)
     roster.add_endpoint("sim", sim.url)
     for alias, (grade, p_in, p_out) in MODELS.items():
-        roster.add_model(alias, "sim", family=alias, grade=grade, price_in=p_in, price_out=p_out,
-                         tools=True)
+        roster.add_model(
+            alias, "sim", family=alias, grade=grade, price_in=p_in, price_out=p_out, tools=True
+        )
     return home
 
 
 def book(home) -> GradeBook:
     """The grade book a test races by when it does not use the data folder's grades."""
-    return GradeBook.plain({"general": "pinned-gen", "strong": "judge-top"}, "judge-top",
-                           Roster(home))
+    return GradeBook.plain(
+        {"general": "pinned-gen", "strong": "judge-top"}, "judge-top", Roster(home)
+    )
 
 
 @pytest.fixture()
@@ -64,13 +76,18 @@ def serve(make, home, *, env=None, grades=True, **races):
     server = make(home, env=env or {})
     if grades or races:
         server.parts.races = race_registry.Races(
-            home, upstream=server.panels.upstream, grades=book(home) if grades else None,
-            admission=None, **races)
+            home,
+            upstream=server.panels.upstream,
+            grades=book(home) if grades else None,
+            admission=None,
+            **races,
+        )
     return Gateway(server)
 
 
 def dashboard(home, **kw):
     from panelist.serve import make_dashboard
+
     return serve(make_dashboard, home, **kw)
 
 
@@ -80,7 +97,8 @@ def gateway(home, **kw):
 
 def finished(server, race):
     assert wait_until(lambda: server.get(f"/bench/race/{race}")[1]["status"] != "running"), (
-        f"race {race} did not end")
+        f"race {race} did not end"
+    )
     return server.get(f"/bench/race/{race}")[1]
 
 

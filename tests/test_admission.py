@@ -47,6 +47,7 @@ def admissions(folder):
     def make(**kw):
         made.append(Admission(folder, **kw))
         return made[-1]
+
     yield make
     for a in made:
         a.close()
@@ -79,8 +80,12 @@ def spans_a_window(times, rpm, window):
 
 
 def run_worker(*args):
-    return subprocess.Popen([sys.executable, str(WORKER), *map(str, args)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *map(str, args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 # -- concurrency --------------------------------------------------------------------------------
@@ -92,7 +97,7 @@ def test_max_concurrent_is_held_within_a_process(folder, admissions, tmp_path):
     assert len(records) == 8
     assert max(r["running"] for r in records) <= 2
     slots = sorted(p.name for p in (folder.root / "runs" / "admission" / "ep").iterdir())
-    assert slots == ["slot-0", "slot-1"]   # no rate log without an rpm, no pause
+    assert slots == ["slot-0", "slot-1"]  # no rate log without an rpm, no pause
 
 
 def started(out):
@@ -145,6 +150,7 @@ def test_waiters_of_one_process_are_admitted_first_come_first_served(folder, adm
     def call(name):
         with mine.slot("ep", "m", wait=PATIENCE):
             order.append(name)
+
     with holder.slot("ep", "m", wait=0):
         threads = []
         for i, name in enumerate("abc", 1):
@@ -164,7 +170,7 @@ def test_a_model_limit_holds_that_model_only(folder, admissions):
         with pytest.raises(AtLimit, match="model 'm' is at its limit"):
             with second.slot("ep", "m", wait=0):
                 pass
-        with second.slot("ep", "n", wait=0) as admitted:   # its endpoint has no limit
+        with second.slot("ep", "n", wait=0) as admitted:  # its endpoint has no limit
             assert admitted.waited >= 0
     assert (folder.root / "runs" / "admission" / "ep" / "models" / "m" / "slot-0").exists()
 
@@ -223,7 +229,7 @@ def test_a_changed_rpm_applies_to_the_calls_already_made(folder, admissions):
     assert adm.has_room("ep", "m")
     limit(folder, rpm=1)
     assert not adm.has_room("ep", "m")
-    limit(folder, rpm=3)   # lowering it forgot no call: one more fits, as before
+    limit(folder, rpm=3)  # lowering it forgot no call: one more fits, as before
     with adm.slot("ep", "m", wait=0):
         pass
     assert not adm.has_room("ep", "m")
@@ -235,7 +241,7 @@ def test_a_retry_after_pause_is_seen_by_another_admission(folder, admissions):
     learner, other = admissions(), admissions()
     assert other.has_room("ep", "m")
     assert learner.pause("ep", 600, "rate limited by the upstream (429)") is True
-    assert learner.pause("ep", 5, "a shorter one") is True   # never shortens it
+    assert learner.pause("ep", 5, "a shorter one") is True  # never shortens it
     assert not other.has_room("ep", "m")
     with pytest.raises(AtLimit) as refused:
         with other.slot("ep", "m", wait=PATIENCE):
@@ -252,8 +258,9 @@ def test_a_short_pause_is_waited_out(folder, admissions):
     limit(folder, max_concurrent=4)
     learner, other = admissions(), admissions()
     learner.pause("ep", 0.3, "429")
-    until = json.loads((folder.root / "runs" / "admission" / "ep" / "pause.json")
-                       .read_text())["until"]
+    until = json.loads((folder.root / "runs" / "admission" / "ep" / "pause.json").read_text())[
+        "until"
+    ]
     with other.slot("ep", "m", wait=PATIENCE) as admitted:
         assert admitted.at >= until
 
@@ -266,6 +273,7 @@ def test_cancel_ends_a_wait_for_a_slot(folder, admissions):
     def wait_for_slot():
         with waiter.slot("ep", "m", wait=PATIENCE, cancel=cancel):
             pass
+
     with holder.slot("ep", "m", wait=0):
         t = in_thread(wait_for_slot)
         assert wait_until(lambda: waiter.waiting("ep") == 1)
@@ -273,7 +281,7 @@ def test_cancel_ends_a_wait_for_a_slot(folder, admissions):
         t.join()
     assert isinstance(t.error, Cancelled) and "waiting for a slot" in t.error.message
     assert waiter.waiting("ep") == 0
-    with waiter.slot("ep", "m", wait=0):   # it holds nothing it was waiting for
+    with waiter.slot("ep", "m", wait=0):  # it holds nothing it was waiting for
         pass
 
 
@@ -287,6 +295,7 @@ def test_cancel_ends_a_wait_for_the_rate_window(folder, admissions):
     def wait_for_window():
         with adm.slot("ep", "m", wait=7200, cancel=cancel):
             pass
+
     t = in_thread(wait_for_window)
     assert wait_until(lambda: adm.waiting("ep") == 1)
     cancel.set()
@@ -295,13 +304,16 @@ def test_cancel_ends_a_wait_for_the_rate_window(folder, admissions):
 
 
 # -- the limits on the roster and the CLI ---------------------------------------------------------
-@pytest.mark.parametrize("changes, fragment", [
-    ({"rpm": 0}, "rpm must be a whole number of 1 or more, got 0"),
-    ({"max_concurrent": -2}, "max_concurrent must be a whole number of 1 or more"),
-    ({"max_concurrent": 2.5}, "max_concurrent must be a whole number"),
-    ({"rpm": True}, "rpm must be a whole number"),
-    ({"burst": 3}, "unknown limit(s) burst"),
-])
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        ({"rpm": 0}, "rpm must be a whole number of 1 or more, got 0"),
+        ({"max_concurrent": -2}, "max_concurrent must be a whole number of 1 or more"),
+        ({"max_concurrent": 2.5}, "max_concurrent must be a whole number"),
+        ({"rpm": True}, "rpm must be a whole number"),
+        ({"burst": 3}, "unknown limit(s) burst"),
+    ],
+)
 def test_limits_are_validated_on_write(folder, changes, fragment):
     with pytest.raises(ConfigInvalid) as refused:
         Roster(folder).set_limits("endpoint", "ep", changes)
@@ -324,10 +336,10 @@ def test_limits_survive_re_adding_their_endpoint_and_model(folder):
 
 def test_endpoint_limit_command_sets_shows_and_clears(folder, admissions, capsys):
     d = str(folder.root)
-    assert main(["endpoint", "limit", "ep", "--rpm", "60", "--max-concurrent", "4",
-                 "--data", d]) == 0
-    assert "endpoint ep: at most 4 call(s) at once, 60 call(s) a minute" in \
-        capsys.readouterr().out
+    assert (
+        main(["endpoint", "limit", "ep", "--rpm", "60", "--max-concurrent", "4", "--data", d]) == 0
+    )
+    assert "endpoint ep: at most 4 call(s) at once, 60 call(s) a minute" in capsys.readouterr().out
     change = read_jsonl(folder.file("changes.jsonl"))[-1]
     assert change["what"] == "endpoint ep" and change["by"] == "cli"
     assert change["new"]["rpm"] == 60 and change["new"]["max_concurrent"] == 4

@@ -8,8 +8,9 @@ from panelist.metrics import alerts
 
 def test_alerts_are_appended_and_read_newest_first(folder):
     book = alerts.Alerts(folder)
-    book.raise_alert("retired", "fast", "fast failed 3 times in a row (auth); retired",
-                     reason="auth")
+    book.raise_alert(
+        "retired", "fast", "fast failed 3 times in a row (auth); retired", reason="auth"
+    )
     book.raise_alert("restored", "fast", "fast answered a probe; restored")
     newest = alerts.Alerts(folder).recent()
     assert [a["kind"] for a in newest] == ["restored", "retired"]

@@ -10,8 +10,8 @@ import urllib.request
 from conftest import PATIENCE, logged, wait_until
 from test_slow_clients import start  # noqa: F401
 
-BUDGET = 1_000_000   # bytes; answers over 64 KB are charged, bodies over 64 KB five times their
-                     # size (GRANT_FACTOR)
+BUDGET = 1_000_000  # bytes; answers over 64 KB are charged, bodies over 64 KB five times their
+# size (GRANT_FACTOR)
 
 
 def ask(content="review this"):
@@ -23,8 +23,7 @@ def seat(body, alias):
     return found
 
 
-def test_an_answer_over_the_budget_fails_its_seat_and_the_panel_is_still_logged(start, sim,
-                                                                                home):
+def test_an_answer_over_the_budget_fails_its_seat_and_the_panel_is_still_logged(start, sim, home):
     gw = start(max_in_flight=BUDGET)
     sim.script("slow", answer="z" * 1_500_000)
     status, body, _ = gw.post("/v1/chat/completions", ask())
@@ -34,11 +33,11 @@ def test_an_answer_over_the_budget_fails_its_seat_and_the_panel_is_still_logged(
     assert failed["error"].startswith("memory:")
     assert "memory budget" in failed["error"] and "PANELIST_MAX_INFLIGHT_MB" in failed["error"]
     assert seat(body, "fast")["status"] == "ok" and seat(body, "mid")["status"] == "ok"
-    assert wait_until(lambda: any(p.get("panel") == body["bench"]["panel"]
-                                  for p in logged(home)))
+    assert wait_until(lambda: any(p.get("panel") == body["bench"]["panel"] for p in logged(home)))
     [line] = [p for p in logged(home) if p["panel"] == body["bench"]["panel"]]
-    statuses = {s["alias"]: (s["status"], s["error_kind"]) for s in line["seats"]
-                if s["seat"] == "member"}
+    statuses = {
+        s["alias"]: (s["status"], s["error_kind"]) for s in line["seats"] if s["seat"] == "member"
+    }
     assert statuses == {"fast": ("ok", ""), "mid": ("ok", ""), "slow": ("error", "memory")}
     # a failed answer gives its room back at once: nothing is held once the panel is answered
     assert wait_until(lambda: gw.server.in_flight.held == 0)
@@ -59,24 +58,22 @@ def test_large_answers_are_held_until_the_reply_and_then_the_room_comes_back(sta
     assert len(logged(home)) == 2
 
 
-def test_a_big_request_while_answers_fill_the_budget_gets_503_and_then_gets_in(start, sim,
-                                                                               home):
+def test_a_big_request_while_answers_fill_the_budget_gets_503_and_then_gets_in(start, sim, home):
     gw = start(max_in_flight=BUDGET)
     sim.script("slow", hold_after=1)
-    status, _, _ = gw.post("/v1/chat/completions", ask())   # slow's one call that is not held
+    status, _, _ = gw.post("/v1/chat/completions", ask())  # slow's one call that is not held
     assert status == 200
     sim.script("fast", answer="a" * 420_000)
     sim.script("mid", answer="b" * 420_000)
     sim.script("slow", hold_after=1)
     results = []
-    first = threading.Thread(target=lambda: results.append(
-        gw.post("/v1/chat/completions", ask())))
+    first = threading.Thread(target=lambda: results.append(gw.post("/v1/chat/completions", ask())))
     first.start()
     try:
         assert sim.wait_held("slow", 1, PATIENCE)
         # fast's and mid's answers are read and held while slow is still thinking
         assert wait_until(lambda: gw.server.in_flight.held >= 840_000)
-        big = ask("y" * 150_000)   # granted five times its size: more than the room left
+        big = ask("y" * 150_000)  # granted five times its size: more than the room left
         status, body, headers = gw.post("/v1/chat/completions", big)
         assert status == 503 and headers["Retry-After"] == "1"
         assert "PANELIST_MAX_INFLIGHT_MB" in body["error"]["message"]
@@ -97,15 +94,18 @@ def test_a_big_request_while_answers_fill_the_budget_gets_503_and_then_gets_in(s
 
 def test_a_streamed_answer_over_the_budget_fails_as_it_arrives(start, sim, home):
     gw = start(max_in_flight=BUDGET)
-    sim.script("fast", answer="s" * 1_500_000)   # the seat a stream follows when it is first
+    sim.script("fast", answer="s" * 1_500_000)  # the seat a stream follows when it is first
     sim.script("mid", answer="m" * 1_500_000)
     sim.script("slow", answer="l" * 1_500_000)
-    req = urllib.request.Request(gw.url + "/v1/chat/completions", method="POST",
-                                 data=json.dumps({**ask(), "stream": True}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        gw.url + "/v1/chat/completions",
+        method="POST",
+        data=json.dumps({**ask(), "stream": True}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=PATIENCE) as resp:
         panel = resp.headers["X-Panelist-Panel"]
-        resp.read()   # to its end, whatever it says
+        resp.read()  # to its end, whatever it says
     assert wait_until(lambda: any(p.get("panel") == panel for p in logged(home)))
     [line] = [p for p in logged(home) if p["panel"] == panel]
     kinds = {s["alias"]: s["error_kind"] for s in line["seats"] if s["seat"] == "member"}

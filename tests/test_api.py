@@ -19,8 +19,21 @@ from panelist.metrics.server.guard import WRITES
 from panelist.metrics.home import open_home
 from panelist.metrics.upstream.sim import SimUpstream
 from panelist.serve import make_dashboard
-from apikit import (API_ROUTES, ROUTE_TABLE, COVERED, MODEL_KEYS, assert_error, ask, changes, concrete,
-                    covers, new_changes, stored, version_of)
+from apikit import (
+    API_ROUTES,
+    ROUTE_TABLE,
+    COVERED,
+    MODEL_KEYS,
+    assert_error,
+    ask,
+    changes,
+    concrete,
+    covers,
+    new_changes,
+    stored,
+    version_of,
+)
+
 
 # -- every route: covered, gated, screened, typed ------------------------------------------------
 def test_every_route_has_a_success_test():
@@ -33,6 +46,7 @@ def test_every_route_has_a_success_test():
     import test_budgets  # noqa: F401
     import test_series  # noqa: F401
     import test_endpoint_alerts  # noqa: F401
+
     missing = sorted(ROUTE_TABLE - COVERED)
     assert not missing, f"/api/ routes without a success test: {missing}"
 
@@ -50,8 +64,9 @@ def test_every_route_wants_the_login_when_a_token_is_set(locked, home, method, p
 def test_every_route_refuses_a_foreign_origin(api, folder, method, pattern):
     before = changes(folder)
     body = {} if method in WRITES else None
-    status, reply, _ = api.request(method, concrete(pattern), body,
-                                    headers={"Origin": "https://evil.example"})
+    status, reply, _ = api.request(
+        method, concrete(pattern), body, headers={"Origin": "https://evil.example"}
+    )
     assert_error(status, reply, 403, says="evil.example")
     assert changes(folder) == before
 
@@ -59,8 +74,7 @@ def test_every_route_refuses_a_foreign_origin(api, folder, method, pattern):
 @pytest.mark.parametrize("pattern,actions", API_ROUTES, ids=[p for p, _ in API_ROUTES])
 def test_every_route_refuses_a_method_it_does_not_take(api, pattern, actions):
     wrong = next(m for m in ("GET", "POST", "PUT", "DELETE", "PATCH") if m not in actions)
-    status, reply, headers = api.request(wrong, concrete(pattern),
-                                          {} if wrong in WRITES else None)
+    status, reply, headers = api.request(wrong, concrete(pattern), {} if wrong in WRITES else None)
     allowed = ", ".join(sorted(actions))
     assert_error(status, reply, 405, says=allowed)
     assert headers["Allow"] == allowed
@@ -69,8 +83,12 @@ def test_every_route_refuses_a_method_it_does_not_take(api, pattern, actions):
 @pytest.mark.parametrize("method,pattern", sorted(r for r in ROUTE_TABLE if r[0] in WRITES))
 def test_every_write_wants_json(api, folder, method, pattern):
     before = changes(folder)
-    status, reply, _ = api.request(method, concrete(pattern), raw=b"name=x",
-                                    headers={"Content-Type": "application/x-www-form-urlencoded"})
+    status, reply, _ = api.request(
+        method,
+        concrete(pattern),
+        raw=b"name=x",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert_error(status, reply, 415, says="application/json")
     assert changes(folder) == before
 
@@ -107,10 +125,15 @@ def test_the_login_opens_every_route(locked, home):
 def test_info(dash, home):
     status, info, _ = dash.get("/api/info")
     assert status == 200
-    assert set(info) == {"version", "python", "data_dir", "counts", "first_run", "auth",
-                         "gateway"}
-    assert info["counts"] == {"endpoints": 1, "models": 6, "collections": 1, "panels": 0,
-                              "verdicts": 0, "owed": 0}
+    assert set(info) == {"version", "python", "data_dir", "counts", "first_run", "auth", "gateway"}
+    assert info["counts"] == {
+        "endpoints": 1,
+        "models": 6,
+        "collections": 1,
+        "panels": 0,
+        "verdicts": 0,
+        "owed": 0,
+    }
     assert info["first_run"] is False and info["auth"] == {"token_required": False}
     assert info["gateway"] == {"base_url": dash.url + "/v1"}
     assert info["data_dir"] == str(home.root)
@@ -135,7 +158,7 @@ def test_demo_loads_serves_and_stops_with_the_server(home):
     try:
         status, body, _ = dash.post("/api/demo")
         assert (status, body) == (200, {"loaded": True, "collection": "bench/demo"})
-        status, again, _ = dash.post("/api/demo", {})   # idempotent
+        status, again, _ = dash.post("/api/demo", {})  # idempotent
         assert (status, again) == (200, body)
         _, endpoints, _ = dash.get("/api/endpoints")
         (demo,) = [e for e in endpoints["data"] if e["name"] == "demo"]
@@ -167,7 +190,7 @@ def test_list_models(dash, home):
         assert row["status"] == "untested" and row["seats"] == 0 and row["rate"] is None
         assert row["interval"] == [0.0, 1.0] and row["last_answer"] is None
         assert row["window"] == 100_000 and row["endpoint"] == "sim"
-        assert row["known"] == {}   # nothing in the catalog yet
+        assert row["known"] == {}  # nothing in the catalog yet
     bench = ask(dash)
     call = next(s["call"] for s in bench["seats"] if s["alias"] == "fast")
     dash.post("/api/verdict", {"call": call, "useful": True})
@@ -183,13 +206,27 @@ def test_list_models(dash, home):
 @covers("POST", "/api/models")
 def test_create_model(api, folder):
     n = len(changes(folder))
-    status, row, _ = api.post("/api/models", {
-        "alias": "newbie", "endpoint": "sim", "served": "fast", "family": "new",
-        "context": 32_000, "vision": True, "price_in": 0.5, "price_out": 1.5})
+    status, row, _ = api.post(
+        "/api/models",
+        {
+            "alias": "newbie",
+            "endpoint": "sim",
+            "served": "fast",
+            "family": "new",
+            "context": 32_000,
+            "vision": True,
+            "price_in": 0.5,
+            "price_out": 1.5,
+        },
+    )
     assert status == 200, row
     assert set(row) == MODEL_KEYS
-    assert (row["alias"], row["served"], row["context"], row["vision"]) == \
-        ("newbie", "fast", 32_000, True)
+    assert (row["alias"], row["served"], row["context"], row["vision"]) == (
+        "newbie",
+        "fast",
+        32_000,
+        True,
+    )
     assert row["status"] == "untested"
     assert row["version"] == version_of(stored(folder, "roster.json")["models"]["newbie"])
     (change,) = new_changes(folder, n)
@@ -209,8 +246,7 @@ def test_create_model_refusals(api, folder):
     assert_error(status, body, 400, param="endpoint", says="'endpoint'")
     status, body, _ = api.post("/api/models", {"alias": "a", "endpoint": "sim", "colour": 1})
     assert_error(status, body, 400, param="colour", says="colour")
-    status, body, _ = api.post("/api/models", {"alias": "a", "endpoint": "sim",
-                                                "context": "big"})
+    status, body, _ = api.post("/api/models", {"alias": "a", "endpoint": "sim", "context": "big"})
     assert_error(status, body, 400, says="context")
     status, body, _ = api.post("/api/models", {"alias": "a", "endpoint": "nowhere"})
     assert_error(status, body, 400, says="nowhere")
@@ -222,9 +258,17 @@ def test_update_model(api, folder):
     _, body, _ = api.get("/api/models")
     mid = next(r for r in body["data"] if r["alias"] == "mid")
     n = len(changes(folder))
-    status, row, _ = api.request("PUT", "/api/models/mid", {
-        "endpoint": "sim", "family": "mid", "context": 50_000, "grade": "strong",
-        "version": mid["version"]})
+    status, row, _ = api.request(
+        "PUT",
+        "/api/models/mid",
+        {
+            "endpoint": "sim",
+            "family": "mid",
+            "context": 50_000,
+            "grade": "strong",
+            "version": mid["version"],
+        },
+    )
     assert status == 200, row
     assert (row["context"], row["grade"], row["window"]) == (50_000, "strong", 50_000)
     assert row["version"] != mid["version"]
@@ -233,15 +277,17 @@ def test_update_model(api, folder):
     assert change["by"] == "dashboard" and change["what"] == "model mid"
     assert change["old"]["context"] == 100_000 and change["new"]["context"] == 50_000
     # the version read before that edit is stale now
-    status, body, _ = api.request("PUT", "/api/models/mid", {
-        "endpoint": "sim", "context": 1_000, "version": mid["version"]})
+    status, body, _ = api.request(
+        "PUT", "/api/models/mid", {"endpoint": "sim", "context": 1_000, "version": mid["version"]}
+    )
     assert_error(status, body, 409, code="stale", says="reload")
     assert stored(folder, "roster.json")["models"]["mid"]["context"] == 50_000
     status, body, _ = api.request("PUT", "/api/models/mid", {"endpoint": "sim"})
     assert_error(status, body, 400, param="version", says="'version'")
     # a model removed meanwhile cannot be edited back into being
-    status, body, _ = api.request("PUT", "/api/models/ghost", {
-        "endpoint": "sim", "version": mid["version"]})
+    status, body, _ = api.request(
+        "PUT", "/api/models/ghost", {"endpoint": "sim", "version": mid["version"]}
+    )
     assert_error(status, body, 409, code="stale", says="ghost")
     assert "ghost" not in stored(folder, "roster.json")["models"]
     assert len(changes(folder)) == n + 1
@@ -257,11 +303,14 @@ def test_retire_model(api, folder):
     assert change["by"] == "dashboard" and change["new"]["retired"] is True
     (alert,) = read_jsonl(folder.root / "runs" / "alerts.jsonl")
     assert (alert["kind"], alert["subject"], alert["by"]) == ("retired", "x-two", "dashboard")
-    api.post("/api/models/x-two/retire")   # retired already: no second alert
+    api.post("/api/models/x-two/retire")  # retired already: no second alert
     assert len(read_jsonl(folder.root / "runs" / "alerts.jsonl")) == 1
     # an edit of its facts keeps it retired
-    status, row, _ = api.request("PUT", "/api/models/x-two", {
-        "endpoint": "sim", "family": "x-two", "context": 90_000, "version": row["version"]})
+    status, row, _ = api.request(
+        "PUT",
+        "/api/models/x-two",
+        {"endpoint": "sim", "family": "x-two", "context": 90_000, "version": row["version"]},
+    )
     assert status == 200 and row["retired"] is True and row["context"] == 90_000
     status, body, _ = api.post("/api/models/ghost/retire")
     assert_error(status, body, 404, says="ghost")
@@ -279,17 +328,20 @@ def test_restore_ends_retirement_and_cooldown(dash, home, sim):
     n = len(changes(home))
     status, row, _ = dash.post("/api/models/x-one/restore")
     assert status == 200 and row["status"] != "cooling" and row["cooling_until"] is None
-    cooldowns = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
-                 if e["kind"] == "cooldown" and e.get("alias") == "x-one"]
+    cooldowns = [
+        e
+        for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
+        if e["kind"] == "cooldown" and e.get("alias") == "x-one"
+    ]
     assert "dashboard" in json.dumps(cooldowns[-1]), cooldowns[-1]
-    assert new_changes(home, n) == []   # it was not retired: nothing in the config changed
+    assert new_changes(home, n) == []  # it was not retired: nothing in the config changed
     status, row, _ = dash.post("/api/models/x-two/restore")
     assert status == 200 and row["retired"] is False and row["status"] == "untested"
     (change,) = new_changes(home, n)
     assert change["by"] == "dashboard" and change["what"] == "model x-two"
     assert change["old"]["retired"] is True and change["new"]["retired"] is False
     kinds = [(a["kind"], a["subject"]) for a in read_jsonl(home.root / "runs" / "alerts.jsonl")]
-    assert kinds == [("retired", "x-two"), ("restored", "x-two")]   # a cooldown's end is none
+    assert kinds == [("retired", "x-two"), ("restored", "x-two")]  # a cooldown's end is none
     status, body, _ = dash.post("/api/models/ghost/restore")
     assert_error(status, body, 404, says="ghost")
 
@@ -315,8 +367,15 @@ def test_list_endpoints(dash, home, sim):
     status, body, _ = dash.get("/api/endpoints")
     assert status == 200
     (row,) = body["data"]
-    assert set(row) == {"name", "base_url", "key_env", "key_set", "key_refused", "version",
-                        "models"}
+    assert set(row) == {
+        "name",
+        "base_url",
+        "key_env",
+        "key_set",
+        "key_refused",
+        "version",
+        "models",
+    }
     assert row["name"] == "sim" and row["base_url"] == sim.url.rstrip("/")
     assert row["key_set"] is False and row["key_env"] and row["key_refused"] is None
     assert row["models"] == ["fast", "mid", "slow", "x-one", "x-three", "x-two"]
@@ -342,8 +401,9 @@ def test_endpoint_test_makes_one_real_call_and_stores_nothing(dash, home, sim):
     status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "model": "mid"})
     assert status == 200 and body["ok"] is True, body
     assert sim.count("mid") == before + 1
-    status, body, _ = dash.post("/api/endpoints/test", {
-        "base_url": f"http://127.0.0.1:{closed_port()}/v1"})
+    status, body, _ = dash.post(
+        "/api/endpoints/test", {"base_url": f"http://127.0.0.1:{closed_port()}/v1"}
+    )
     assert status == 200 and body["ok"] is False and body["models"] == []
     assert body["error"].startswith("connection:"), body
     assert home.file("roster.json").read_bytes() == roster and new_changes(home, n) == []
@@ -357,17 +417,18 @@ def test_endpoint_test_names_the_upstreams_own_status_not_ours(dash, sim):
     sim.script("mid", fail="auth")
     status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "model": "mid"})
     assert status == 200 and body["ok"] is False, body
-    assert body["status"] == 401, body   # what the upstream said, not the 502 a caller would get
+    assert body["status"] == 401, body  # what the upstream said, not the 502 a caller would get
     assert body["error"].startswith("auth:") and "(HTTP 401: " in body["error"], body
     sim.script("mid", fail="rate_limit")
     status, body, _ = dash.post("/api/endpoints/test", {"base_url": sim.url, "model": "mid"})
     assert body["ok"] is False and body["status"] == 429, body
-    with SimUpstream({"m": {}}, listing_key="sk-elsewhere") as keyed:   # a listing refused
+    with SimUpstream({"m": {}}, listing_key="sk-elsewhere") as keyed:  # a listing refused
         status, body, _ = dash.post("/api/endpoints/test", {"base_url": keyed.url})
     assert status == 200 and body["ok"] is False and body["status"] == 401, body
-    status, body, _ = dash.post("/api/endpoints/test", {
-        "base_url": f"http://127.0.0.1:{closed_port()}/v1"})
-    assert body["ok"] is False and body["status"] is None, body   # no reply: no status
+    status, body, _ = dash.post(
+        "/api/endpoints/test", {"base_url": f"http://127.0.0.1:{closed_port()}/v1"}
+    )
+    assert body["ok"] is False and body["status"] is None, body  # no reply: no status
 
 
 @covers("POST", "/api/endpoints")
@@ -375,17 +436,21 @@ def test_create_endpoint(dash, home, sim):
     n = len(changes(home))
     status, body, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url})
     assert_error(status, body, 400, param="tested", says="tested")
-    status, body, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
-                                                   "tested": "yes"})
+    status, body, _ = dash.post(
+        "/api/endpoints", {"name": "other", "base_url": sim.url, "tested": "yes"}
+    )
     assert_error(status, body, 400, param="tested")
     assert new_changes(home, n) == []
-    status, body, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
-                                                   "key_env": "OTHER_KEY", "tested": True})
+    status, body, _ = dash.post(
+        "/api/endpoints",
+        {"name": "other", "base_url": sim.url, "key_env": "OTHER_KEY", "tested": True},
+    )
     assert_error(status, body, 400, param="key_env", says=("PANELIST_KEY_OTHER", "key_envs.json"))
     assert new_changes(home, n) == []
-    status, row, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
-                                                  "key_env": "PANELIST_KEY_ELSEWHERE",
-                                                  "tested": True})
+    status, row, _ = dash.post(
+        "/api/endpoints",
+        {"name": "other", "base_url": sim.url, "key_env": "PANELIST_KEY_ELSEWHERE", "tested": True},
+    )
     assert status == 200, row
     assert row["name"] == "other" and row["key_env"] == "PANELIST_KEY_ELSEWHERE"
     assert row["models"] == []
@@ -393,11 +458,13 @@ def test_create_endpoint(dash, home, sim):
     (change,) = new_changes(home, n)
     assert change["by"] == "dashboard" and change["what"] == "endpoint other"
     assert change["old"] is None
-    status, body, _ = dash.post("/api/endpoints", {"name": "other", "base_url": sim.url,
-                                                   "tested": True})
+    status, body, _ = dash.post(
+        "/api/endpoints", {"name": "other", "base_url": sim.url, "tested": True}
+    )
     assert_error(status, body, 409, code="exists", says="other")
-    status, body, _ = dash.post("/api/endpoints", {"name": "Bad Name!", "base_url": sim.url,
-                                                   "tested": True})
+    status, body, _ = dash.post(
+        "/api/endpoints", {"name": "Bad Name!", "base_url": sim.url, "tested": True}
+    )
     assert_error(status, body, 400, says="endpoint name")
     assert len(changes(home)) == n + 1
 
@@ -424,13 +491,22 @@ def test_discover(dash, home, sim):
     status, body, _ = dash.get("/api/endpoints/sim/discover")
     assert status == 200, body
     found = {r["served"]: r["on_roster"] for r in body["data"]}
-    assert found == {"fast": True, "mid": True, "slow": True, "x-one": True, "x-two": True,
-                     "x-three": True, "not-yet-added": False}
+    assert found == {
+        "fast": True,
+        "mid": True,
+        "slow": True,
+        "x-one": True,
+        "x-two": True,
+        "x-three": True,
+        "not-yet-added": False,
+    }
     assert [r["served"] for r in body["data"]] == sorted(found)
     status, body, _ = dash.get("/api/endpoints/ghost/discover")
     assert_error(status, body, 404, says="ghost")
-    dash.post("/api/endpoints", {"name": "gone", "tested": True,
-                                 "base_url": f"http://127.0.0.1:{closed_port()}/v1"})
+    dash.post(
+        "/api/endpoints",
+        {"name": "gone", "tested": True, "base_url": f"http://127.0.0.1:{closed_port()}/v1"},
+    )
     status, body, _ = dash.get("/api/endpoints/gone/discover")
     assert_error(status, body, 502)
 
@@ -455,8 +531,9 @@ def test_discover_add_registers_the_model_as_the_cli_does(dash, home, sim):
     assert [a["alias"] for a in body["added"]] == ["not-yet-added"]
     model = stored(home, "roster.json")["models"]["not-yet-added"]
     assert model["endpoint"] == "sim"
-    assert [c["new"]["endpoint"] for c in new_changes(home, before)
-            if isinstance(c.get("new"), dict)] == ["sim"]
+    assert [
+        c["new"]["endpoint"] for c in new_changes(home, before) if isinstance(c.get("new"), dict)
+    ] == ["sim"]
     status, body, _ = dash.get("/api/discover")
     assert body["models"] == []
 
@@ -466,8 +543,9 @@ def test_discover_add_refusals(dash, home, sim):
     assert_error(status, body, 404, says="fast")
     status, body, _ = dash.post("/api/discover/add", {"endpoint": "sim"})
     assert_error(status, body, 400, param="served")
-    status, body, _ = dash.post("/api/discover/add", {"endpoint": "sim", "served": "x",
-                                                      "alias": "y"})
+    status, body, _ = dash.post(
+        "/api/discover/add", {"endpoint": "sim", "served": "x", "alias": "y"}
+    )
     assert_error(status, body, 400, param="alias")
     assert "x" not in stored(home, "roster.json")["models"]
 
@@ -483,9 +561,13 @@ def test_onboarding_enqueues_and_the_servers_worker_takes_it_to_ready(dash, home
 
     def ready():
         return dash.get("/api/onboarding")[1]["data"][0]["status"] == "ready"
+
     assert wait_until(ready)
-    assert [r["step"] for r in read_jsonl(home.root / "runs" / "onboarding.jsonl")
-            if r.get("status") == "done"] == ["register", "probe", "suite", "ready"]
+    assert [
+        r["step"]
+        for r in read_jsonl(home.root / "runs" / "onboarding.jsonl")
+        if r.get("status") == "done"
+    ] == ["register", "probe", "suite", "ready"]
 
 
 def test_onboarding_past_the_servers_call_cap_is_refused_before_anything_is_queued(api):
@@ -503,6 +585,7 @@ def test_onboarding_past_the_servers_call_cap_is_refused_before_anything_is_queu
 @covers("GET", "/api/alerts")
 def test_alerts_newest_first(api, folder):
     from panelist.metrics.alerts import Alerts
+
     status, body, _ = api.get("/api/alerts")
     assert (status, body) == (200, {"data": []})
     book = Alerts(folder)
@@ -530,18 +613,35 @@ def test_list_collections(api, folder):
     assert (trio["explorers"], trio["calls"]) == (2, 5)
     assert trio["version"] == version_of(stored(folder, "collections.json")["collections"]["trio"])
     limits = body["limits"]
-    assert set(limits) == {"max_explorers", "max_calls", "seat_timeout", "panel_timeout",
-                           "cooldown", "max_cooldown", "decider_budget", "stall_timeout",
-                           "version"}
+    assert set(limits) == {
+        "max_explorers",
+        "max_calls",
+        "seat_timeout",
+        "panel_timeout",
+        "cooldown",
+        "max_cooldown",
+        "decider_budget",
+        "stall_timeout",
+        "version",
+    }
     assert (limits["max_explorers"], limits["max_calls"]) == (2, 5)
 
 
 @covers("POST", "/api/collections")
 def test_create_collection(api, folder):
     n = len(changes(folder))
-    status, row, _ = api.post("/api/collections", {
-        "name": "pair", "members": ["fast", "mid"], "description": "Two of them",
-        "tags": ["duo"], "shape": "review", "reply": "merged", "merger": "slow"})
+    status, row, _ = api.post(
+        "/api/collections",
+        {
+            "name": "pair",
+            "members": ["fast", "mid"],
+            "description": "Two of them",
+            "tags": ["duo"],
+            "shape": "review",
+            "reply": "merged",
+            "merger": "slow",
+        },
+    )
     assert status == 200, row
     assert row["id"] == "bench/pair" and row["members"] == ["fast", "mid"]
     assert (row["shape"], row["reply"], row["merger"]) == ("review", "merged", "slow")
@@ -563,11 +663,13 @@ def test_create_collection_refusals(api, folder):
     assert_error(status, body, 400, says="nobody")
     status, body, _ = api.post("/api/collections", {"name": "x", "members": []})
     assert_error(status, body, 400, says="member")
-    status, body, _ = api.post("/api/collections", {"name": "x", "members": ["fast"],
-                                                     "reply": "some"})
+    status, body, _ = api.post(
+        "/api/collections", {"name": "x", "members": ["fast"], "reply": "some"}
+    )
     assert_error(status, body, 400, says="reply")
-    status, body, _ = api.post("/api/collections", {"name": "x", "members": ["fast"],
-                                                     "owner": "me"})
+    status, body, _ = api.post(
+        "/api/collections", {"name": "x", "members": ["fast"], "owner": "me"}
+    )
     assert_error(status, body, 400, param="owner")
     assert new_changes(folder, n) == []
 
@@ -577,21 +679,26 @@ def test_update_collection(api, folder):
     _, body, _ = api.get("/api/collections")
     version = body["data"][0]["version"]
     n = len(changes(folder))
-    status, row, _ = api.request("PUT", "/api/collections/trio", {
-        "members": ["fast", "slow"], "description": "Two now", "version": version})
+    status, row, _ = api.request(
+        "PUT",
+        "/api/collections/trio",
+        {"members": ["fast", "slow"], "description": "Two now", "version": version},
+    )
     assert status == 200, row
     assert row["members"] == ["fast", "slow"] and row["description"] == "Two now"
     assert row["version"] != version
     (change,) = new_changes(folder, n)
     assert change["by"] == "dashboard" and change["what"] == "collection trio"
     assert change["old"]["members"] == ["fast", "mid", "slow"]
-    status, body, _ = api.request("PUT", "/api/collections/trio", {
-        "members": ["mid"], "version": version})
+    status, body, _ = api.request(
+        "PUT", "/api/collections/trio", {"members": ["mid"], "version": version}
+    )
     assert_error(status, body, 409, code="stale", says="reload")
     status, body, _ = api.request("PUT", "/api/collections/trio", {"members": ["mid"]})
     assert_error(status, body, 400, param="version")
-    status, body, _ = api.request("PUT", "/api/collections/trio", {
-        "members": ["ghost"], "version": row["version"]})
+    status, body, _ = api.request(
+        "PUT", "/api/collections/trio", {"members": ["ghost"], "version": row["version"]}
+    )
     assert_error(status, body, 400, says="ghost")
     assert stored(folder, "collections.json")["collections"]["trio"]["members"] == ["fast", "slow"]
     assert len(changes(folder)) == n + 1
@@ -617,9 +724,9 @@ def test_update_limits(api, folder):
     _, body, _ = api.get("/api/collections")
     version = body["limits"]["version"]
     n = len(changes(folder))
-    status, limits, _ = api.request("PUT", "/api/limits", {"max_explorers": 1,
-                                                            "seat_timeout": 30,
-                                                            "version": version})
+    status, limits, _ = api.request(
+        "PUT", "/api/limits", {"max_explorers": 1, "seat_timeout": 30, "version": version}
+    )
     assert status == 200, limits
     assert (limits["max_explorers"], limits["seat_timeout"]) == (1, 30)
     assert limits["version"] != version
@@ -629,18 +736,15 @@ def test_update_limits(api, folder):
     assert change["new"]["max_explorers"] == 1
     _, body, _ = api.get("/api/collections")
     assert body["data"][0]["explorers"] == 1 and body["limits"]["version"] == limits["version"]
-    status, body, _ = api.request("PUT", "/api/limits", {"max_explorers": 0,
-                                                          "version": version})
+    status, body, _ = api.request("PUT", "/api/limits", {"max_explorers": 0, "version": version})
     assert_error(status, body, 409, code="stale", says="reload")
     status, body, _ = api.request("PUT", "/api/limits", {"max_explorers": 0})
     assert_error(status, body, 400, param="version")
-    status, body, _ = api.request("PUT", "/api/limits", {"max_calls": 0,
-                                                          "version": limits["version"]})
+    status, body, _ = api.request(
+        "PUT", "/api/limits", {"max_calls": 0, "version": limits["version"]}
+    )
     assert_error(status, body, 400, says="max_calls")
-    status, body, _ = api.request("PUT", "/api/limits", {"warp": 9,
-                                                          "version": limits["version"]})
+    status, body, _ = api.request("PUT", "/api/limits", {"warp": 9, "version": limits["version"]})
     assert_error(status, body, 400, says="warp")
     assert stored(folder, "gateway.json")["max_explorers"] == 1
     assert len(changes(folder)) == n + 1
-
-

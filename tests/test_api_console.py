@@ -40,8 +40,11 @@ def _cli_grades(home, capsys) -> dict:
 def test_reordering_the_grades_is_what_the_cli_lists(api, folder, capsys):
     _graded(folder)
     before = len(changes(folder))
-    status, body, _ = api.request("PUT", "/api/grades/order", {
-        "version": _version(api), "order": ["light", "strong", "general"]})
+    status, body, _ = api.request(
+        "PUT",
+        "/api/grades/order",
+        {"version": _version(api), "order": ["light", "strong", "general"]},
+    )
     assert status == 200, body
     assert [g["grade"] for g in body["grades"]] == ["light", "strong", "general"]
     assert body["unpinned"] == []
@@ -52,8 +55,9 @@ def test_reordering_the_grades_is_what_the_cli_lists(api, folder, capsys):
     [change] = new_changes(folder, before)
     assert change["by"] == "dashboard" and change["what"] == "grade order"
     # a grade left out drops its pin, and says so
-    status, body, _ = api.request("PUT", "/api/grades/order", {
-        "version": body["version"], "order": "light,general"})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/order", {"version": body["version"], "order": "light,general"}
+    )
     assert status == 200 and body["unpinned"] == ["strong"]
 
 
@@ -63,32 +67,36 @@ def test_grade_order_refusals_name_the_field(api, folder):
     before = changes(folder)
     status, body, _ = api.request("PUT", "/api/grades/order", {"version": version})
     assert_error(status, body, 400, param="order", says="'order' is required")
-    status, body, _ = api.request("PUT", "/api/grades/order", {"version": version,
-                                                               "order": ["a", "a"]})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/order", {"version": version, "order": ["a", "a"]}
+    )
     assert_error(status, body, 400, param="order", says="named twice")
     status, body, _ = api.request("PUT", "/api/grades/order", {"order": ["a"]})
     assert_error(status, body, 400, param="version")
     # a listing read before another change is stale
     Grades(folder).set_order(["light", "general", "strong", "extra"])
-    status, body, _ = api.request("PUT", "/api/grades/order", {"version": version,
-                                                               "order": ["general"]})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/order", {"version": version, "order": ["general"]}
+    )
     assert_error(status, body, 409, code="stale", says="reload")
-    assert len(changes(folder)) == len(before) + 1   # only the CLI-side change above
+    assert len(changes(folder)) == len(before) + 1  # only the CLI-side change above
 
 
 @covers("PUT", "/api/grades/pin")
 def test_pinning_a_model_to_a_grade(api, folder, capsys):
     _graded(folder)
-    status, body, _ = api.request("PUT", "/api/grades/pin", {
-        "version": _version(api), "grade": "general", "alias": "x-one"})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/pin", {"version": _version(api), "grade": "general", "alias": "x-one"}
+    )
     assert status == 200, body
     assert body["was"] == "fast"
     general = next(g for g in body["grades"] if g["grade"] == "general")
     assert general["pinned"] == "x-one"
     listed = _cli_grades(folder, capsys)
     assert next(g for g in listed["grades"] if g["grade"] == "general")["pinned"] == "x-one"
-    status, body, _ = api.request("PUT", "/api/grades/pin", {
-        "version": body["version"], "grade": "general", "clear": True})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/pin", {"version": body["version"], "grade": "general", "clear": True}
+    )
     assert status == 200 and body["was"] == "x-one"
     assert next(g for g in body["grades"] if g["grade"] == "general")["pinned"] is None
 
@@ -96,42 +104,54 @@ def test_pinning_a_model_to_a_grade(api, folder, capsys):
 def test_pin_refusals_name_the_field(api, folder):
     _graded(folder)
     version = _version(api)
-    status, body, _ = api.request("PUT", "/api/grades/pin", {"version": version,
-                                                             "alias": "fast"})
+    status, body, _ = api.request("PUT", "/api/grades/pin", {"version": version, "alias": "fast"})
     assert_error(status, body, 400, param="grade", says="'grade' is required")
-    status, body, _ = api.request("PUT", "/api/grades/pin", {"version": version,
-                                                             "grade": "general"})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/pin", {"version": version, "grade": "general"}
+    )
     assert_error(status, body, 400, param="alias", says="not both")
-    status, body, _ = api.request("PUT", "/api/grades/pin", {
-        "version": version, "grade": "general", "alias": "mid"})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/pin", {"version": version, "grade": "general", "alias": "mid"}
+    )
     assert_error(status, body, 400, param="alias", says="of grade 'strong'")
-    status, body, _ = api.request("PUT", "/api/grades/pin", {
-        "version": version, "grade": "nope", "alias": "fast"})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/pin", {"version": version, "grade": "nope", "alias": "fast"}
+    )
     assert_error(status, body, 400, param="grade", says="unknown grade 'nope'")
-    status, body, _ = api.request("PUT", "/api/grades/pin", {
-        "version": version, "grade": "general", "alias": "ghost"})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/pin", {"version": version, "grade": "general", "alias": "ghost"}
+    )
     assert_error(status, body, 404, param="alias", says="unknown model 'ghost'")
-    status, body, _ = api.request("PUT", "/api/grades/pin", {
-        "version": version, "grade": "general", "alias": "fast", "pin": True})
+    status, body, _ = api.request(
+        "PUT",
+        "/api/grades/pin",
+        {"version": version, "grade": "general", "alias": "fast", "pin": True},
+    )
     assert_error(status, body, 400, param="pin", says="unknown field")
 
 
 @covers("PUT", "/api/grades/ceiling")
 def test_setting_and_clearing_the_ceiling(api, folder, capsys):
     _graded(folder)
-    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
-        "version": _version(api), "alias": "x-one"})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/ceiling", {"version": _version(api), "alias": "x-one"}
+    )
     assert status == 200, body
     assert body["ceiling"] == {"alias": "x-one", "set": True, "problem": None}
     assert _cli_grades(folder, capsys)["ceiling"]["alias"] == "x-one"
-    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
-        "version": body["version"], "clear": True})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/ceiling", {"version": body["version"], "clear": True}
+    )
     assert status == 200 and body["ceiling"] == {"alias": "mid", "set": False, "problem": None}
-    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
-        "version": body["version"], "alias": "x-one", "clear": True})
+    status, body, _ = api.request(
+        "PUT", "/api/grades/ceiling", {"version": body["version"], "alias": "x-one", "clear": True}
+    )
     assert_error(status, body, 400, param="alias", says="not both")
-    status, body, _ = api.request("PUT", "/api/grades/ceiling", {
-        "version": body["version"] if "version" in body else _version(api), "alias": 7})
+    status, body, _ = api.request(
+        "PUT",
+        "/api/grades/ceiling",
+        {"version": body["version"] if "version" in body else _version(api), "alias": 7},
+    )
     assert_error(status, body, 400, param="alias", says="got a number")
 
 
@@ -142,6 +162,7 @@ def _finished(dash, race: str) -> dict:
     def ended():
         status, found["race"], _ = dash.get(f"/api/races/{race}")
         return status == 200 and found["race"]["status"] != "running"
+
     assert wait_until(ended), found
     return found["race"]
 
@@ -149,9 +170,15 @@ def _finished(dash, race: str) -> dict:
 @covers("POST", "/api/races")
 def test_starting_a_race_runs_it_in_the_background_to_its_report(dash, home):
     _graded(home)
-    status, started, _ = dash.post("/api/races", {
-        "grade": "general", "prompt": "Review: def add(a, b): return a - b", "runs": 2,
-        "judges": "mid"})
+    status, started, _ = dash.post(
+        "/api/races",
+        {
+            "grade": "general",
+            "prompt": "Review: def add(a, b): return a - b",
+            "runs": 2,
+            "judges": "mid",
+        },
+    )
     assert status == 202, started
     assert started["status"] == "running" and started["pinned"] == "fast"
     assert started["candidates"] == ["fast", "x-one"] and started["judges"] == ["mid"]
@@ -168,9 +195,15 @@ def test_starting_a_race_runs_it_in_the_background_to_its_report(dash, home):
 @covers("POST", "/api/races/{race}/again")
 def test_racing_a_race_again_adds_a_look_to_its_job(dash, home):
     _graded(home)
-    status, started, _ = dash.post("/api/races", {
-        "grade": "general", "prompt": "Review: def add(a, b): return a - b", "runs": 1,
-        "judges": "mid"})
+    status, started, _ = dash.post(
+        "/api/races",
+        {
+            "grade": "general",
+            "prompt": "Review: def add(a, b): return a - b",
+            "runs": 1,
+            "judges": "mid",
+        },
+    )
     assert status == 202, started
     _finished(dash, started["race"])
     status, again, _ = dash.post(f"/api/races/{started['race']}/again", {"runs": 2})
@@ -220,14 +253,16 @@ def test_a_job_racing_on_another_server_of_the_data_folder_is_refused(home, gate
     Grades(home).pin("general", "g-fast")
     Grades(home).pin("strong", "g-mid")
     job = {"grade": "general", "prompt": "Review this"}
-    with Gateway(make_dashboard(home, env={})) as one, \
-            Gateway(make_dashboard(home, env={})) as other:
+    with (
+        Gateway(make_dashboard(home, env={})) as one,
+        Gateway(make_dashboard(home, env={})) as other,
+    ):
         status, first, _ = one.post("/api/races", job)
         assert status == 202, first
         before = sorted(p.name for p in home.races.iterdir())
         status, body, _ = other.post("/api/races", job)
         assert_error(status, body, 409, code="race_running", says="another process")
-        assert sorted(p.name for p in home.races.iterdir()) == before   # nothing named
+        assert sorted(p.name for p in home.races.iterdir()) == before  # nothing named
         gated.open("fast", "mid")
         assert _finished(one, first["race"])["status"] == "done"
         status, again, _ = other.post("/api/races", job)
@@ -238,14 +273,15 @@ def test_a_job_racing_on_another_server_of_the_data_folder_is_refused(home, gate
 def test_race_refusals_name_the_field(api, folder):
     _graded(folder)
     for body, param, says in (
-            ({"prompt": "x"}, "grade", "'grade' is required"),
-            ({"grade": "general"}, "prompt", "'prompt' is required"),
-            ({"grade": "general", "prompt": "x", "runs": 0}, "runs", "from 1 to 100"),
-            ({"grade": "general", "prompt": "x", "runs": "2"}, "runs", "got a string"),
-            ({"grade": "general", "prompt": "x", "orders": "twice"}, "orders", "'both'"),
-            ({"grade": "general", "prompt": "x", "tools": []}, "tools", "unknown field"),
-            ({"grade": "nope", "prompt": "x"}, None, "nope"),
-            ({"grade": "general", "prompt": "x", "judges": ["ghost"]}, None, "ghost")):
+        ({"prompt": "x"}, "grade", "'grade' is required"),
+        ({"grade": "general"}, "prompt", "'prompt' is required"),
+        ({"grade": "general", "prompt": "x", "runs": 0}, "runs", "from 1 to 100"),
+        ({"grade": "general", "prompt": "x", "runs": "2"}, "runs", "got a string"),
+        ({"grade": "general", "prompt": "x", "orders": "twice"}, "orders", "'both'"),
+        ({"grade": "general", "prompt": "x", "tools": []}, "tools", "unknown field"),
+        ({"grade": "nope", "prompt": "x"}, None, "nope"),
+        ({"grade": "general", "prompt": "x", "judges": ["ghost"]}, None, "ghost"),
+    ):
         status, reply, _ = api.post("/api/races", body)
         assert status in (400, 404), (body, reply)
         assert_error(status, reply, status, param=param, says=says)
@@ -262,6 +298,7 @@ def _suite_ended(dash) -> dict:
     def ended():
         status, found["run"], _ = dash.get("/api/suite/run")
         return status == 200 and found["run"]["status"] not in ("running",)
+
     assert wait_until(ended), found
     return found["run"]
 
@@ -314,8 +351,10 @@ def test_one_suite_run_per_data_folder_seen_alike_by_every_server_on_it(home, ga
     roster = Roster(home)
     roster.add_endpoint("gated", gated.url)
     roster.add_model("g-fast", "gated", served="fast", family="fast")
-    with Gateway(make_dashboard(home, env={})) as one, \
-            Gateway(make_dashboard(home, env={})) as other:
+    with (
+        Gateway(make_dashboard(home, env={})) as one,
+        Gateway(make_dashboard(home, env={})) as other,
+    ):
         status, first, _ = one.post("/api/suite/run", {"models": ["g-fast"], "tasks": TASKS})
         assert status == 202, first
         status, body, _ = other.post("/api/suite/run", {"models": ["g-fast"]})
@@ -333,9 +372,20 @@ def test_one_suite_run_per_data_folder_seen_alike_by_every_server_on_it(home, ga
 def test_a_run_whose_process_went_reads_interrupted(home, dash):
     path = home.suite_run_state
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"status": "running", "started": "2026-01-01T00:00:00Z",
-                                "models": ["fast"], "tasks": TASKS, "done": {"fast": 1},
-                                "totals": {"fast": 2}, "summary": None, "error": None}))
+    path.write_text(
+        json.dumps(
+            {
+                "status": "running",
+                "started": "2026-01-01T00:00:00Z",
+                "models": ["fast"],
+                "tasks": TASKS,
+                "done": {"fast": 1},
+                "totals": {"fast": 2},
+                "summary": None,
+                "error": None,
+            }
+        )
+    )
     status, state, _ = dash.get("/api/suite/run")
     assert status == 200 and state["status"] == "interrupted"
     assert "stopped before it ended" in state["error"]
@@ -348,19 +398,19 @@ def test_a_run_whose_process_went_reads_interrupted(home, dash):
 
 def test_suite_refusals_name_the_field(api):
     for body, status_, param, says in (
-            ({"epochs": 0}, 400, "epochs", "from 1 to 100"),
-            ({"models": 3}, 400, "models", "got a number"),
-            ({"demo": "yes"}, 400, "demo", "true or false"),
-            ({"models": ["ghost"]}, 404, None, "'ghost' is not on the roster"),
-            ({"tasks": ["fast"]}, 400, "models", "'models' is required"),
-            ({"models": [], "tasks": TASKS}, 400, "models", "at least one model"),
-            ({"models": " , ", "tasks": TASKS}, 400, "models", "at least one model"),
-            ({"models": ["fast"], "tasks": ["no-such-task"]}, 400, None,
-             "unknown task 'no-such-task'")):
+        ({"epochs": 0}, 400, "epochs", "from 1 to 100"),
+        ({"models": 3}, 400, "models", "got a number"),
+        ({"demo": "yes"}, 400, "demo", "true or false"),
+        ({"models": ["ghost"]}, 404, None, "'ghost' is not on the roster"),
+        ({"tasks": ["fast"]}, 400, "models", "'models' is required"),
+        ({"models": [], "tasks": TASKS}, 400, "models", "at least one model"),
+        ({"models": " , ", "tasks": TASKS}, 400, "models", "at least one model"),
+        ({"models": ["fast"], "tasks": ["no-such-task"]}, 400, None, "unknown task 'no-such-task'"),
+    ):
         status, reply, _ = api.post("/api/suite/run", body)
         assert_error(status, reply, status_, param=param, says=says)
     status, state, _ = api.get("/api/suite/run")
-    assert state == {"status": "none"}   # nothing refused was started
+    assert state == {"status": "none"}  # nothing refused was started
 
 
 @covers("GET", "/api/suite/tasks")
@@ -373,23 +423,32 @@ def test_the_suite_tasks_a_run_can_ask(api):
 
 
 # -- the catalog ----------------------------------------------------------------------------------
-CATALOG = {"prov": {"models": {
-    "fast": {"limit": {"context": 64000, "output": 4000}, "cost": {"input": 0.5, "output": 1.5},
-             "tool_call": True, "modalities": {"input": ["text", "image"]}},
-    "mid": {"limit": {"context": 32000}}}}}
+CATALOG = {
+    "prov": {
+        "models": {
+            "fast": {
+                "limit": {"context": 64000, "output": 4000},
+                "cost": {"input": 0.5, "output": 1.5},
+                "tool_call": True,
+                "modalities": {"input": ["text", "image"]},
+            },
+            "mid": {"limit": {"context": 32000}},
+        }
+    }
+}
 
 
 @covers("POST", "/api/catalog/import")
 def test_importing_a_catalog_file_fills_what_the_roster_lacks(api, folder, capsys):
     before = len(changes(folder))
-    status, body, _ = api.post("/api/catalog/import", {"name": "models.json",
-                                                        "text": json.dumps(CATALOG)})
+    status, body, _ = api.post(
+        "/api/catalog/import", {"name": "models.json", "text": json.dumps(CATALOG)}
+    )
     assert status == 200, body
     fast = next(m for m in body["matched"] if m["alias"] == "fast")
     # context is typed on the roster (100000): never overwritten, and said so
     assert fast["typed"] == ["context"] and "context" not in fast["added"]
-    assert fast["added"] == ["currency", "max_output", "price_in", "price_out", "tools",
-                             "vision"]
+    assert fast["added"] == ["currency", "max_output", "price_in", "price_out", "tools", "vision"]
     assert fast["changed"] == [] and fast["kept"] == []
     assert "slow" in body["unmatched"]
     [change] = new_changes(folder, before)
@@ -400,25 +459,28 @@ def test_importing_a_catalog_file_fills_what_the_roster_lacks(api, folder, capsy
     assert facts["price_in"]["value"] == 0.5 and facts["price_in"]["source"] == "imported"
     assert facts["price_in"]["from"] == "models.json"
     # the same file again changes nothing; a new price is a change
-    status, body, _ = api.post("/api/catalog/import", {"name": "models.json",
-                                                        "text": json.dumps(CATALOG)})
+    status, body, _ = api.post(
+        "/api/catalog/import", {"name": "models.json", "text": json.dumps(CATALOG)}
+    )
     fast = next(m for m in body["matched"] if m["alias"] == "fast")
     assert fast["added"] == [] and fast["changed"] == [] and "price_in" in fast["same"]
     CATALOG["prov"]["models"]["fast"]["cost"]["input"] = 0.75
-    status, body, _ = api.post("/api/catalog/import", {"name": "models.json",
-                                                        "text": json.dumps(CATALOG)})
+    status, body, _ = api.post(
+        "/api/catalog/import", {"name": "models.json", "text": json.dumps(CATALOG)}
+    )
     assert next(m for m in body["matched"] if m["alias"] == "fast")["changed"] == ["price_in"]
 
 
 def test_catalog_import_refusals_name_the_field(api, folder):
     before = changes(folder)
     for body, param, says in (
-            ({"text": "{}"}, "name", "'name' is required"),
-            ({"name": "a.json"}, "text", "'text' is required"),
-            ({"name": "a.json", "text": "{nope"}, "text", "not valid JSON"),
-            ({"name": "a.json", "text": "[1, 2]"}, "text", "models.dev layout"),
-            ({"name": "a.json", "text": {"prov": {}}}, "text", "got an object"),
-            ({"name": "a\u001b[31m.json", "text": "{}"}, "name", "control characters")):
+        ({"text": "{}"}, "name", "'name' is required"),
+        ({"name": "a.json"}, "text", "'text' is required"),
+        ({"name": "a.json", "text": "{nope"}, "text", "not valid JSON"),
+        ({"name": "a.json", "text": "[1, 2]"}, "text", "models.dev layout"),
+        ({"name": "a.json", "text": {"prov": {}}}, "text", "got an object"),
+        ({"name": "a\u001b[31m.json", "text": "{}"}, "name", "control characters"),
+    ):
         status, reply, _ = api.post("/api/catalog/import", body)
         assert_error(status, reply, 400, param=param, says=says)
     assert changes(folder) == before

@@ -43,11 +43,12 @@ def test_owed_lists_seats_awaiting_a_verdict_oldest_first(dash, home):
 
 def test_owed_leads_with_the_oldest_owed_after_many_judged_and_drops_abandoned(api, folder):
     from ledgerkit import ok, panel
+
     ledger = api.server.parts.panels.ledger
     calls = []
     for _ in range(40):
         calls += panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")])[1]
-    for call in calls[:72]:                     # the oldest 90% judged, as a person would
+    for call in calls[:72]:  # the oldest 90% judged, as a person would
         status, _, _ = api.post("/api/verdict", {"call": call, "useful": True})
         assert status == 200
     status, body, _ = api.get("/api/owed?limit=3")
@@ -57,9 +58,20 @@ def test_owed_leads_with_the_oldest_owed_after_many_judged_and_drops_abandoned(a
     pid, left = panel(ledger, [ok("member1", "sim-a")], finish=False)
     status, body, _ = api.get("/api/owed?limit=200")
     assert [r["call"] for r in body["data"]] == calls[72:] + left
-    ledger.record_panel({"panel": pid, "collection": "bench/c", "shape": "general",
-                         "key": "k1", "started": 0.0, "seconds": 1.0, "reply": "all",
-                         "seats": [], "skipped": [], "abandoned": True})
+    ledger.record_panel(
+        {
+            "panel": pid,
+            "collection": "bench/c",
+            "shape": "general",
+            "key": "k1",
+            "started": 0.0,
+            "seconds": 1.0,
+            "reply": "all",
+            "seats": [],
+            "skipped": [],
+            "abandoned": True,
+        }
+    )
     status, body, _ = api.get("/api/owed?limit=200")
     assert [r["call"] for r in body["data"]] == calls[72:] and body["owed"] == 8
     api.post("/api/verdict", {"call": calls[72], "useful": False})
@@ -113,13 +125,14 @@ def test_with_keys_required_the_admin_asks_without_a_key_and_v1_still_wants_one(
         status, body, _ = dash.post("/api/ask", CHAT)
         assert_error(status, body, 401, code="login_required")
         status, body, _ = dash.post("/v1/chat/completions", CHAT, headers=login(dash))
-        assert_error(status, body, 401, code="missing_key")   # a session is no gateway key
+        assert_error(status, body, 401, code="missing_key")  # a session is no gateway key
         status, body, _ = dash.post("/api/ask", CHAT, headers=login(dash))
         assert status == 200, body
         calls = read_jsonl(home.gateway_runs / "calls.jsonl")
         assert [c["key"] for c in calls] == ["dashboard"]
         # a foreign page cannot ride the admin's session
-        status, body, _ = dash.post("/api/ask", CHAT, headers={
-            **login(dash), "Origin": "https://evil.example"})
+        status, body, _ = dash.post(
+            "/api/ask", CHAT, headers={**login(dash), "Origin": "https://evil.example"}
+        )
         assert status == 403
         assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == 1

@@ -35,8 +35,10 @@ def asked(transport) -> list[str]:
 
 def test_two_chosen_models_with_explorers_off_are_exactly_the_ones_asked(asker, folder):
     api, transport = asker
-    status, body, _ = api.post("/api/ask", {"model": "bench/trio", "messages": MESSAGES,
-                                            "models": ["x-two", "slow"], "explorers": 0})
+    status, body, _ = api.post(
+        "/api/ask",
+        {"model": "bench/trio", "messages": MESSAGES, "models": ["x-two", "slow"], "explorers": 0},
+    )
     assert status == 200, body
     seats = body["bench"]["seats"]
     assert [(s["alias"], s["seat"]) for s in seats] == [("x-two", "member"), ("slow", "member")]
@@ -49,8 +51,9 @@ def test_two_chosen_models_with_explorers_off_are_exactly_the_ones_asked(asker, 
 
 def test_chosen_models_still_sit_beside_explorers_unless_they_are_turned_off(asker):
     api, transport = asker
-    status, body, _ = api.post("/api/ask", {"model": "bench/trio", "messages": MESSAGES,
-                                            "models": ["x-two", "slow"]})
+    status, body, _ = api.post(
+        "/api/ask", {"model": "bench/trio", "messages": MESSAGES, "models": ["x-two", "slow"]}
+    )
     assert status == 200, body
     roles = [s["seat"] for s in body["bench"]["seats"]]
     assert roles[:2] == ["member", "member"] and roles[2:] == ["explorer", "explorer"]
@@ -59,26 +62,28 @@ def test_chosen_models_still_sit_beside_explorers_unless_they_are_turned_off(ask
 
 def test_explorers_off_alone_asks_only_the_collections_members(asker):
     api, transport = asker
-    status, body, _ = api.post("/api/ask", {"model": "bench/trio", "messages": MESSAGES,
-                                            "explorers": 0})
+    status, body, _ = api.post(
+        "/api/ask", {"model": "bench/trio", "messages": MESSAGES, "explorers": 0}
+    )
     assert status == 200, body
     assert [s["alias"] for s in body["bench"]["seats"]] == ["fast", "mid", "slow"]
     assert asked(transport) == ["fast", "mid", "slow"]
 
 
-@pytest.mark.parametrize("extra, says", [
-    ({"models": ["fast"]}, "2 to 4 models"),
-    ({"models": ["fast", "mid", "slow", "x-one", "x-two"]}, "at most 4 strings"),
-    ({"models": ["fast", "fast"]}, "'fast' twice"),
-    ({"models": ["fast", "nope"]}, "'nope', which is not on the roster"),
-    ({"models": "fast,mid"}, "got a string"),
-    ({"models": ["fast", 3]}, "item 2"),
-])
-def test_a_bad_choice_of_models_is_refused_before_anything_is_asked(asker, folder, extra,
-                                                                     says):
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        ({"models": ["fast"]}, "2 to 4 models"),
+        ({"models": ["fast", "mid", "slow", "x-one", "x-two"]}, "at most 4 strings"),
+        ({"models": ["fast", "fast"]}, "'fast' twice"),
+        ({"models": ["fast", "nope"]}, "'nope', which is not on the roster"),
+        ({"models": "fast,mid"}, "got a string"),
+        ({"models": ["fast", 3]}, "item 2"),
+    ],
+)
+def test_a_bad_choice_of_models_is_refused_before_anything_is_asked(asker, folder, extra, says):
     api, transport = asker
-    status, body, _ = api.post("/api/ask", {"model": "bench/trio", "messages": MESSAGES,
-                                            **extra})
+    status, body, _ = api.post("/api/ask", {"model": "bench/trio", "messages": MESSAGES, **extra})
     assert_error(status, body, 400, param="models", says=says)
     assert transport.requests == []
     calls = folder.gateway_runs / "calls.jsonl"
@@ -87,19 +92,33 @@ def test_a_bad_choice_of_models_is_refused_before_anything_is_asked(asker, folde
 
 def test_an_unknown_model_is_named_with_what_to_do(asker):
     api, _ = asker
-    status, body, _ = api.post("/api/ask", {"model": "bench/trio", "messages": MESSAGES,
-                                            "models": ["mid", "gone"], "explorers": 0})
+    status, body, _ = api.post(
+        "/api/ask",
+        {"model": "bench/trio", "messages": MESSAGES, "models": ["mid", "gone"], "explorers": 0},
+    )
     assert_error(status, body, 400, param="models", says=("'gone'", "GET /api/models"))
 
 
-@pytest.mark.parametrize("explorers, says", [
-    (1, "got a number above 0"), (-1, "got a number below 0"), (True, "got true"),
-    ("0", "got a string"), (0.5, "got a number above 0"),
-])
+@pytest.mark.parametrize(
+    "explorers, says",
+    [
+        (1, "got a number above 0"),
+        (-1, "got a number below 0"),
+        (True, "got true"),
+        ("0", "got a string"),
+        (0.5, "got a number above 0"),
+    ],
+)
 def test_explorers_takes_only_zero(asker, explorers, says):
     api, transport = asker
-    status, body, _ = api.post("/api/ask", {"model": "bench/trio", "messages": MESSAGES,
-                                            "models": ["mid", "x-one"],
-                                            "explorers": explorers})
+    status, body, _ = api.post(
+        "/api/ask",
+        {
+            "model": "bench/trio",
+            "messages": MESSAGES,
+            "models": ["mid", "x-one"],
+            "explorers": explorers,
+        },
+    )
     assert_error(status, body, 400, param="explorers", says=("'explorers' must be 0", says))
     assert transport.requests == []

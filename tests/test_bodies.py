@@ -24,11 +24,21 @@ from panelist.metrics.server.guard import WRITES, Settings
 
 # (label, JSON text): every JSON type, a number too large for any bound (1e400 parses as
 # infinity), a whole number past any bound, and a negative one
-PROBES = [("null", "null"), ("true", "true"), ("false", "false"), ("a number", "7"),
-          ("a fraction", "1.5"), ("a string", '"x"'), ("an empty string", '""'),
-          ("a list", '["x"]'), ("a list of numbers", "[1]"), ("an object", '{"x": 1}'),
-          ("a huge number", "1e400"), ("a huge whole number", "1" + "0" * 30),
-          ("a negative number", "-1")]
+PROBES = [
+    ("null", "null"),
+    ("true", "true"),
+    ("false", "false"),
+    ("a number", "7"),
+    ("a fraction", "1.5"),
+    ("a string", '"x"'),
+    ("an empty string", '""'),
+    ("a list", '["x"]'),
+    ("a list of numbers", "[1]"),
+    ("an object", '{"x": 1}'),
+    ("a huge number", "1e400"),
+    ("a huge whole number", "1" + "0" * 30),
+    ("a negative number", "-1"),
+]
 NOT_OBJECTS = ["[]", '["x"]', '"x"', "1", "null", "true"]
 
 
@@ -55,8 +65,11 @@ def wrong(field: bodies.Field, value) -> bool:
         low, high = getattr(field, "low", None), getattr(field, "high", None)
         if isinstance(field, bodies.Whole) and not isinstance(value, int):
             return True
-        return not math.isfinite(value) or (low is not None and value < low) or \
-            (high is not None and value > high)
+        return (
+            not math.isfinite(value)
+            or (low is not None and value < low)
+            or (high is not None and value > high)
+        )
     return False
 
 
@@ -64,9 +77,16 @@ def write_routes(routes) -> list[tuple[str, str, object]]:
     """``(method, pattern, action)`` of every dashboard write under ``/api/`` in a route table
     (Ollama's routes live there too, on the gateway's gate and in Ollama's error shape: their
     bodies are checked in test_wire_ollama_gemini.py)."""
-    return sorted(((m, r.pattern, a) for r in routes if r.pattern.startswith("/api/")
-                   and r not in clientapis.ROUTES
-                   for m, a in r.actions.items() if m in WRITES), key=lambda t: t[:2])
+    return sorted(
+        (
+            (m, r.pattern, a)
+            for r in routes
+            if r.pattern.startswith("/api/") and r not in clientapis.ROUTES
+            for m, a in r.actions.items()
+            if m in WRITES
+        ),
+        key=lambda t: t[:2],
+    )
 
 
 def concrete(pattern: str) -> str:
@@ -75,8 +95,11 @@ def concrete(pattern: str) -> str:
 
 def folder(home) -> dict:
     """Every file of the data folder and its bytes (lock files hold nothing)."""
-    return {str(p.relative_to(home.root)): p.read_bytes() for p in sorted(home.root.rglob("*"))
-            if p.is_file() and p.suffix != ".lock"}
+    return {
+        str(p.relative_to(home.root)): p.read_bytes()
+        for p in sorted(home.root.rglob("*"))
+        if p.is_file() and p.suffix != ".lock"
+    }
 
 
 def send(server, method: str, path: str, raw: bytes) -> tuple[int, dict]:
@@ -90,7 +113,7 @@ def assert_refused(status, body, *, param=None, says=()):
     assert set(err) == {"message", "type", "param", "code"} and err["message"], body
     if param is not None:
         assert err["param"] == param, body
-    for fragment in ([says] if isinstance(says, str) else says):
+    for fragment in [says] if isinstance(says, str) else says:
         assert fragment in err["message"], body
 
 
@@ -122,8 +145,9 @@ def test_a_write_that_declares_no_body_is_refused_when_the_server_is_built(monke
 
 
 @pytest.mark.parametrize("method,pattern,action", ROUTES, ids=[f"{m} {p}" for m, p, _ in ROUTES])
-def test_every_field_of_every_write_refuses_each_wrong_json_type(dash, home, method, pattern,
-                                                                  action):
+def test_every_field_of_every_write_refuses_each_wrong_json_type(
+    dash, home, method, pattern, action
+):
     declared = bodies.declared(action)
     path = concrete(pattern)
     for raw in NOT_OBJECTS:
@@ -157,13 +181,17 @@ def test_a_refusal_says_what_to_send_without_echoing_what_came(dash, home):
     assert_refused(status, reply, param="rpm", says="'rpm' must be a whole number")
     status, reply = send(dash, "POST", "/api/models", b'{"endpoint": "sim"}')
     assert_refused(status, reply, param="alias", says="'alias' is required")
-    status, reply = send(dash, "POST", "/api/collections",
-                         b'{"name": "x", "members": ["fast"], "shape": ["review"]}')
+    status, reply = send(
+        dash, "POST", "/api/collections", b'{"name": "x", "members": ["fast"], "shape": ["review"]}'
+    )
     assert_refused(status, reply, param="shape", says=["'shape' must be", "got a list"])
     long_name = "n" * 5000
-    status, reply = send(dash, "POST", "/api/endpoints",
-                         json.dumps({"name": long_name, "base_url": "http://x",
-                                     "tested": True}).encode())
+    status, reply = send(
+        dash,
+        "POST",
+        "/api/endpoints",
+        json.dumps({"name": long_name, "base_url": "http://x", "tested": True}).encode(),
+    )
     assert_refused(status, reply, param="name", says="'name' must be")
     assert long_name not in reply["error"]["message"]
     # a token sent as the wrong type is named, its value never repeated
@@ -176,18 +204,25 @@ def test_null_for_an_optional_field_is_the_same_as_leaving_it_out(dash, home):
     _, listed, _ = dash.get("/api/collections")
     limits = listed["limits"]
     # the dashboard's limits form sends null for a box left blank: that limit stays as stored
-    status, after, _ = dash.request("PUT", "/api/limits", {
-        "version": limits["version"], "max_calls": None, "max_explorers": 1})
+    status, after, _ = dash.request(
+        "PUT", "/api/limits", {"version": limits["version"], "max_calls": None, "max_explorers": 1}
+    )
     assert status == 200, after
     assert (after["max_calls"], after["max_explorers"]) == (limits["max_calls"], 1)
-    status, key, _ = dash.post("/api/keys", {"name": "k-null", "rpm": None,
-                                             "collections": None})
+    status, key, _ = dash.post("/api/keys", {"name": "k-null", "rpm": None, "collections": None})
     assert status == 200 and key["rpm"] is None and key["collections"] is None, key
 
 
 def test_a_malformed_login_is_a_400_and_costs_no_guess(locked):
-    for raw in (b'{"token": 5}', b'{"token": null}', b'{"token": ["t"]}', b"{}", b"[]",
-                b'{"token": "t", "user": "me"}', b'{"token": {"t": 1}}'):
+    for raw in (
+        b'{"token": 5}',
+        b'{"token": null}',
+        b'{"token": ["t"]}',
+        b"{}",
+        b"[]",
+        b'{"token": "t", "user": "me"}',
+        b'{"token": {"t": 1}}',
+    ):
         status, reply = send(locked, "POST", "/api/login", raw)
         assert status == 400, (raw, reply)
     status, reply, headers = locked.post("/api/login", {"token": TOKEN})
@@ -195,25 +230,59 @@ def test_a_malformed_login_is_a_400_and_costs_no_guess(locked):
 
 
 # -- static paths ----------------------------------------------------------------------------------
-BAD_SEGMENTS = ["%00", "a%00b.js", ".%00.", "%2e%2e%00", "%2e%2e", "%2e%2e/%2e%2e/README.md",
-                "..%2f..%2fREADME.md", "%2e%2e%2f%2e%2e%2fmetrics%2fserver%2fapi.py",
-                "%5c..%5c..%5cREADME.md", "%zz", "%", "%e", "%ff%fe", "%c0%ae%c0%ae/README.md",
-                "%ed%a0%80", "%01%7f", "%0d%0aX-Injected:%201", "%2f", "~", "%20",
-                "a" * 5000, "a/" * 3000, "%2e" * 2000]
-TARGETS = [prefix + seg for seg in BAD_SEGMENTS
-           for prefix in ("/css/", "/js/", "/vendor/", "/", "/api/")] + \
-    ["/favicon.svg%00", "/index.html%00", "/login%00", "/%00", "/%2e%2e/README.md",
-     "/js/%2e%2e/%2e%2e/README.md", "/vendor/../../README.md"]
+BAD_SEGMENTS = [
+    "%00",
+    "a%00b.js",
+    ".%00.",
+    "%2e%2e%00",
+    "%2e%2e",
+    "%2e%2e/%2e%2e/README.md",
+    "..%2f..%2fREADME.md",
+    "%2e%2e%2f%2e%2e%2fmetrics%2fserver%2fapi.py",
+    "%5c..%5c..%5cREADME.md",
+    "%zz",
+    "%",
+    "%e",
+    "%ff%fe",
+    "%c0%ae%c0%ae/README.md",
+    "%ed%a0%80",
+    "%01%7f",
+    "%0d%0aX-Injected:%201",
+    "%2f",
+    "~",
+    "%20",
+    "a" * 5000,
+    "a/" * 3000,
+    "%2e" * 2000,
+]
+TARGETS = [
+    prefix + seg for seg in BAD_SEGMENTS for prefix in ("/css/", "/js/", "/vendor/", "/", "/api/")
+] + [
+    "/favicon.svg%00",
+    "/index.html%00",
+    "/login%00",
+    "/%00",
+    "/%2e%2e/README.md",
+    "/js/%2e%2e/%2e%2e/README.md",
+    "/vendor/../../README.md",
+]
 # every GET route of the API with a path parameter, that parameter sent bad
-TARGETS += [re.sub(r"\{\w+\}", seg, pattern, count=1) for pattern, actions in api_routes().items()
-            if "{" in pattern and "GET" in actions for seg in ("%00", "%2e%2e", "%zz", "%0a")]
+TARGETS += [
+    re.sub(r"\{\w+\}", seg, pattern, count=1)
+    for pattern, actions in api_routes().items()
+    if "{" in pattern and "GET" in actions
+    for seg in ("%00", "%2e%2e", "%zz", "%0a")
+]
 
 
 def get_raw(port: int, target: str) -> tuple[int, bytes]:
     """One GET with the target exactly as written (no client normalises it)."""
     with socket.create_connection(("127.0.0.1", port), timeout=PATIENCE) as s:
-        s.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close"
-                  "\r\n\r\n".encode("latin-1"))
+        s.sendall(
+            f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode(
+                "latin-1"
+            )
+        )
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -222,12 +291,12 @@ def get_raw(port: int, target: str) -> tuple[int, bytes]:
 
 
 def test_static_paths_with_bad_encodings_or_traversal_are_a_400_or_404_never_500(dash):
-    outside = (UI.parent / "README.md").read_bytes()[:200]   # nothing outside ui/ is served
+    outside = (UI.parent / "README.md").read_bytes()[:200]  # nothing outside ui/ is served
     for target in TARGETS:
         status, body = get_raw(dash.server.port, target)
         assert status in (400, 404), (target[:80], status, body[:200])
         assert json.loads(body)["error"]["message"], (target[:80], body[:200])
-        if target.startswith(("/css/", "/js/", "/vendor/")):   # a long name is not echoed whole
+        if target.startswith(("/css/", "/js/", "/vendor/")):  # a long name is not echoed whole
             assert len(body) < 2000, (target[:80], len(body))
         assert outside not in body, target[:80]
     status, body = get_raw(dash.server.port, "/css/app.css")

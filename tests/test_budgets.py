@@ -23,8 +23,9 @@ ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: 
 def price(home, *aliases, price_in=1000.0, price_out=2000.0):
     roster = Roster(home)
     for alias in aliases or TEST_MODELS:
-        roster.add_model(alias, "sim", family=alias, context=100_000, price_in=price_in,
-                         price_out=price_out)
+        roster.add_model(
+            alias, "sim", family=alias, context=100_000, price_in=price_in, price_out=price_out
+        )
 
 
 def cli(capsys, home, *argv):
@@ -55,11 +56,11 @@ def asked(sim) -> int:
     return sum(sim.count(a) for a in TEST_MODELS)
 
 
-def test_a_capped_key_is_refused_with_the_numbers_and_no_seat_is_asked(home, keyed, sim,
-                                                                      capsys):
+def test_a_capped_key_is_refused_with_the_numbers_and_no_seat_is_asked(home, keyed, sim, capsys):
     price(home)
-    code, secret, _ = cli(capsys, home, "key", "create", "app", "--budget-day", "5",
-                          "--budget-month", "100")
+    code, secret, _ = cli(
+        capsys, home, "key", "create", "app", "--budget-day", "5", "--budget-month", "100"
+    )
     assert code == 0
     auth = {"Authorization": f"Bearer {secret.strip()}"}
     status, _, reply = call(keyed, "POST", "/v1/chat/completions", ASK, auth)
@@ -82,7 +83,7 @@ def test_a_capped_key_is_refused_with_the_numbers_and_no_seat_is_asked(home, key
     assert "key 'app' is at its daily spend cap" in err["message"]
     assert err["budget"]["resets"] in err["message"]
     assert int(headers["Retry-After"]) >= 1
-    assert asked(sim) == before   # refused before any seat was asked
+    assert asked(sim) == before  # refused before any seat was asked
 
     # raised again, the cap lets it through
     cli(capsys, home, "key", "budget", "app", "--budget-day", "none")
@@ -100,31 +101,44 @@ def test_explorers_are_dropped_first_near_a_collection_cap(home, built):
     assert status == 200 and "explorer" in seats_of(reply), reply
     budgets = Budgets(home)
     budgets.set("collection", "trio", day=1.0)
-    budgets.spend.add("collection-trio", 0.95)   # 95% of the day's cap spent
+    budgets.spend.add("collection-trio", 0.95)  # 95% of the day's cap spent
     status, _, reply = call(built, "POST", "/v1/chat/completions", ASK)
     assert status == 200, reply
     assert seats_of(reply) == ["member", "member", "member"]
-    held = [s["alias"] for s in reply["bench"]["skipped"]
-            if s["why"] == "held back: collection trio is near its daily spend cap"]
-    assert len(held) == 2   # the two explorers the collection would have seated
-    assert budgets.report("collection", "trio")["day"]["spent"] > 0.95   # this panel counted
+    held = [
+        s["alias"]
+        for s in reply["bench"]["skipped"]
+        if s["why"] == "held back: collection trio is near its daily spend cap"
+    ]
+    assert len(held) == 2  # the two explorers the collection would have seated
+    assert budgets.report("collection", "trio")["day"]["spent"] > 0.95  # this panel counted
     budgets.spend.add("collection-trio", 0.1)
     status, _, reply = call(built, "POST", "/v1/chat/completions", ASK)
     assert status == 429 and reply["error"]["budget"]["subject"] == "collection", reply
 
 
 def test_an_unpriced_model_is_refused_under_a_cap_unless_allowed(home, built, sim, capsys):
-    price(home, "mid", "slow", "x-one", "x-two", "x-three")   # fast has no price
-    code, _, _ = cli(capsys, home, "collection", "save", "trio", "--members", "fast,mid,slow",
-                     "--budget-day", "10")
+    price(home, "mid", "slow", "x-one", "x-two", "x-three")  # fast has no price
+    code, _, _ = cli(
+        capsys,
+        home,
+        "collection",
+        "save",
+        "trio",
+        "--members",
+        "fast,mid,slow",
+        "--budget-day",
+        "10",
+    )
     assert code == 0
     status, _, reply = call(built, "POST", "/v1/chat/completions", ASK)
     assert status == 403 and reply["error"]["code"] == "budget_unpriced", reply
     assert "fast" in reply["error"]["message"] and "--allow-unpriced" in reply["error"]["message"]
     assert "daily" not in reply["error"]["message"]
     assert asked(sim) == 0
-    code, out, _ = cli(capsys, home, "collection", "save", "trio", "--members", "fast,mid,slow",
-                       "--allow-unpriced")
+    code, out, _ = cli(
+        capsys, home, "collection", "save", "trio", "--members", "fast,mid,slow", "--allow-unpriced"
+    )
     assert code == 0 and "unpriced allowed" in out
     status, _, reply = call(built, "POST", "/v1/chat/completions", ASK)
     assert status == 200, reply
@@ -158,8 +172,9 @@ def test_spend_is_counted_once_across_writers(home):
 @covers("PUT", "/api/budgets/{kind}/{name}")
 def test_the_api_lists_spend_against_caps_and_changes_them(home, built):
     from panelist.serve import make_dashboard
+
     price(home)
-    call(built, "POST", "/v1/chat/completions", ASK)   # uncapped: nothing is counted
+    call(built, "POST", "/v1/chat/completions", ASK)  # uncapped: nothing is counted
     dash = make_dashboard(home, env={"PANELIST_LOGIN_PAUSE": "0"})
     try:
         status, _, body = call(dash, "PUT", "/api/budgets/collection/trio", {"day": 1.0})

@@ -12,12 +12,25 @@ from conftest import openai_client, set_limits
 from panelist.metrics.cli.main import main
 from panelist.metrics.roster.roster import Roster
 
-TOOL = {"type": "function", "function": {
-    "name": "lookup_order", "description": "Find an order by its number",
-    "parameters": {"type": "object", "properties": {"number": {"type": "string"}},
-                   "required": ["number"]}}}
-SCHEMA = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {
-    "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "lookup_order",
+        "description": "Find an order by its number",
+        "parameters": {
+            "type": "object",
+            "properties": {"number": {"type": "string"}},
+            "required": ["number"],
+        },
+    },
+}
+SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+    },
+}
 ASK = [{"role": "user", "content": "Where is order 42?"}]
 
 
@@ -64,7 +77,8 @@ def test_a_typed_tools_flag_wins_over_the_listing(gateway, home, sim, capsys):
 
 
 def test_a_json_schema_request_leaves_out_models_without_structured_output(
-        gateway, home, sim, capsys):
+    gateway, home, sim, capsys
+):
     set_limits(home, max_explorers=0)
     listed(home, sim, slow=["structured_output"])
     status, body, _ = ask(gateway, response_format=SCHEMA)
@@ -77,7 +91,8 @@ def test_a_json_schema_request_leaves_out_models_without_structured_output(
 
 
 def test_a_tool_request_no_seat_can_take_is_refused_naming_what_is_missing(
-        gateway, home, sim, capsys):
+    gateway, home, sim, capsys
+):
     set_limits(home, max_explorers=0)
     listed(home, sim, fast=["tools"], mid=["tools"], slow=["tools"])
     with openai_client(gateway) as client:

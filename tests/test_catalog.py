@@ -30,10 +30,14 @@ def closed_port_url() -> str:
 
 @pytest.fixture()
 def upstream():
-    with SimUpstream({"m-held": {"window": 8000},
-                      "m-open": {"window": 16000},
-                      "m-free": {"window": 32000, "price": [0, 0]},
-                      "m-paid": {"window": 64000, "price": [1.5, 6], "vision": True}}) as s:
+    with SimUpstream(
+        {
+            "m-held": {"window": 8000},
+            "m-open": {"window": 16000},
+            "m-free": {"window": 32000, "price": [0, 0]},
+            "m-paid": {"window": 64000, "price": [1.5, 6], "vision": True},
+        }
+    ) as s:
         yield s
 
 
@@ -57,7 +61,7 @@ def show(capsys, home, alias) -> dict:
 def test_import_fills_missing_facts_of_roster_models_and_typed_facts_win(data, capsys):
     roster = Roster(data)
     roster.add_model("big", "sim", served="acme-large", context=100_000)
-    roster.add_model("mini", "sim", served="acme/acme-mini")   # as an aggregator serves it
+    roster.add_model("mini", "sim", served="acme/acme-mini")  # as an aggregator serves it
     roster.add_model("seven", "sim", served="open-7b")
     roster.add_model("other", "sim", served="not-in-the-file")
     d = str(data.root)
@@ -71,10 +75,16 @@ def test_import_fills_missing_facts_of_roster_models_and_typed_facts_win(data, c
     assert big["context"] == {"value": 100_000, "source": "typed", "at": None, "from": "roster"}
     assert big["max_output"]["value"] == 8192 and big["max_output"]["source"] == "imported"
     assert big["max_output"]["from"] == SAMPLE.name and big["max_output"]["at"]
-    assert (big["vision"]["value"], big["tools"]["value"], big["structured_output"]["value"]) \
-        == (True, True, True)
-    assert (big["price_in"]["value"], big["price_out"]["value"], big["currency"]["value"]) \
-        == (3, 15, "USD")
+    assert (big["vision"]["value"], big["tools"]["value"], big["structured_output"]["value"]) == (
+        True,
+        True,
+        True,
+    )
+    assert (big["price_in"]["value"], big["price_out"]["value"], big["currency"]["value"]) == (
+        3,
+        15,
+        "USD",
+    )
     mini = show(capsys, data, "mini")
     assert mini["price_in"]["value"] == 0 and mini["vision"]["value"] is False
     seven = show(capsys, data, "seven")
@@ -85,9 +95,10 @@ def test_import_fills_missing_facts_of_roster_models_and_typed_facts_win(data, c
 
     stored = catalog_file(data)["endpoints"]["sim"]
     assert set(stored) == {"acme-large", "acme/acme-mini", "open-7b"}
-    assert "context" not in stored["acme-large"]   # typed facts are never copied here
-    (change,) = [c for c in read_jsonl(data.config / "changes.jsonl") if c["file"] ==
-                 "catalog.json"]
+    assert "context" not in stored["acme-large"]  # typed facts are never copied here
+    (change,) = [
+        c for c in read_jsonl(data.config / "changes.jsonl") if c["file"] == "catalog.json"
+    ]
     assert change["what"] == f"catalog import {SAMPLE.name}"
 
 
@@ -118,21 +129,23 @@ def test_refresh_reads_each_endpoints_listing_and_reports_one_it_cannot_read(dat
     assert code == 0, err
     code, out, _ = run(capsys, "catalog", "refresh", "--data", d, "--json")
     done = json.loads(out)
-    assert code == 1   # one endpoint was not read; the other was still refreshed
+    assert code == 1  # one endpoint was not read; the other was still refreshed
     assert done["refreshed"] == [{"endpoint": "sim", "models": 4, "with_facts": 4}]
     assert [f["endpoint"] for f in done["failed"]] == ["gone"] and done["went_paid"] == []
     paid = show(capsys, data, "paid")
     assert {k: (v["value"], v["source"]) for k, v in paid.items()} == {
-        "context": (64000, "endpoint"), "vision": (True, "endpoint"),
-        "price_in": (1.5, "endpoint"), "price_out": (6.0, "endpoint"),
-        "currency": ("USD", "endpoint")}
+        "context": (64000, "endpoint"),
+        "vision": (True, "endpoint"),
+        "price_in": (1.5, "endpoint"),
+        "price_out": (6.0, "endpoint"),
+        "currency": ("USD", "endpoint"),
+    }
     assert paid["context"]["from"] == "GET /models"
     # models not on the roster are kept too, for discover
     assert catalog_file(data)["endpoints"]["sim"]["m-free"]["price_in"]["value"] == 0
     # an import after a refresh fills gaps only: it never overrides what the endpoint said
     sample = json.loads(SAMPLE.read_text())
-    sample["acme"]["models"]["m-paid"] = dict(sample["acme"]["models"]["acme-large"],
-                                              id="m-paid")
+    sample["acme"]["models"]["m-paid"] = dict(sample["acme"]["models"]["acme-large"], id="m-paid")
     other = Path(d) / "sample2.json"
     other.write_text(json.dumps(sample))
     code, _, err = run(capsys, "catalog", "import", str(other), "--data", d)
@@ -160,14 +173,16 @@ def test_a_price_rising_from_zero_raises_one_went_paid_alert(data, upstream, cap
     assert "alert: free on sim is no longer free (price out 2.5 per million tokens)" in out
     assert "alert: typed-free on sim is no longer free" in out
     assert "Retire it, or set its price with Edit, on its model page" in out
-    assert len(out.splitlines()) == 3   # one line for the endpoint, one per alert
+    assert len(out.splitlines()) == 3  # one line for the endpoint, one per alert
     code, out, _ = run(capsys, "catalog", "refresh", "--data", d, "--json")
-    assert code == 0 and json.loads(out)["went_paid"] == []   # raised once, not every refresh
+    assert code == 0 and json.loads(out)["went_paid"] == []  # raised once, not every refresh
 
     code, out, _ = run(capsys, "alerts", "--data", d, "--json")
     alerts = json.loads(out)
-    assert [(a["kind"], a["subject"]) for a in alerts] == [("went_paid", "typed-free"),
-                                                           ("went_paid", "free")]
+    assert [(a["kind"], a["subject"]) for a in alerts] == [
+        ("went_paid", "typed-free"),
+        ("went_paid", "free"),
+    ]
     assert alerts[1]["price_out"] == 2.5 and "price_in" not in alerts[1]
     assert alerts[0]["price_in"] == 0.25 and alerts[0]["served"] == "m-open"
     on_disk = read_jsonl(data.root / "runs" / "alerts.jsonl")
@@ -187,8 +202,13 @@ def test_discover_lists_only_models_not_on_the_roster_free_first(data, capsys):
     assert [m["id"] for m in found["models"]] == ["m-free", "m-open", "m-paid"]
     assert [m["free"] for m in found["models"]] == [True, False, False]
     assert all(m["also_on_roster"] == [] for m in found["models"])
-    assert found["models"][2]["facts"] == {"context": 64000, "price_in": 1.5, "price_out": 6.0,
-                                           "currency": "USD", "vision": True}
+    assert found["models"][2]["facts"] == {
+        "context": 64000,
+        "price_in": 1.5,
+        "price_out": 6.0,
+        "currency": "USD",
+        "vision": True,
+    }
     code, out, _ = run(capsys, "discover", "--free", "--endpoint", "sim", "--data", d, "--json")
     assert [m["id"] for m in json.loads(out)["models"]] == ["m-free"]
     code, out, _ = run(capsys, "discover", "--data", d)
@@ -198,7 +218,7 @@ def test_discover_lists_only_models_not_on_the_roster_free_first(data, capsys):
     assert code == 1 and "unknown endpoint 'nope'" in err
     code, _, err = run(capsys, "catalog", "refresh", "--endpoint", "nope", "--data", d)
     assert code == 1 and "unknown endpoint 'nope'; see `panelist endpoint list`" in err
-    assert not (data.config / "catalog.json").exists()   # listing writes nothing
+    assert not (data.config / "catalog.json").exists()  # listing writes nothing
 
 
 @pytest.mark.slow
@@ -211,7 +231,8 @@ def test_discover_add_registers_the_models_with_their_listed_facts(data, upstrea
     models = Roster(data).view().models
     assert (models["m-paid"].endpoint, models["m-paid"].served) == ("sim", "m-paid")
     assert show(capsys, data, "m-paid")["price_out"] == dict(
-        show(capsys, data, "m-paid")["price_out"], value=6.0, source="endpoint")
+        show(capsys, data, "m-paid")["price_out"], value=6.0, source="endpoint"
+    )
     code, out, _ = run(capsys, "discover", "--data", d, "--json")
     assert [m["id"] for m in json.loads(out)["models"]] == ["m-open"]
     added = [c for c in read_jsonl(data.config / "changes.jsonl") if c["by"] == "discover"]
@@ -225,8 +246,9 @@ def test_discover_add_registers_the_models_with_their_listed_facts(data, upstrea
         Roster(data).add_endpoint("twin", twin.url)
         code, _, err = run(capsys, "discover", "--add", "m-open", "--data", d)
         assert code == 1 and "served by sim, twin; pick one with --endpoint" in err
-        code, out, err = run(capsys, "discover", "--add", "m-open", "--endpoint", "twin",
-                             "--data", d)
+        code, out, err = run(
+            capsys, "discover", "--add", "m-open", "--endpoint", "twin", "--data", d
+        )
         assert code == 0 and "added m-open → twin" in out
     assert Roster(data).view().models["m-open"].endpoint == "twin"
 
@@ -234,11 +256,17 @@ def test_discover_add_registers_the_models_with_their_listed_facts(data, upstrea
 @pytest.mark.slow
 def test_a_hand_edited_catalog_with_junk_entries_is_read_and_repaired(data, capsys):
     Roster(data).add_model("paid", "sim", served="m-paid")
-    (data.config / "catalog.json").write_text(json.dumps(
-        {"endpoints": {"sim": {"m-paid": {"context": 5, "vision": {"no": "value"}},
-                               "m-free": []}}}))
+    (data.config / "catalog.json").write_text(
+        json.dumps(
+            {
+                "endpoints": {
+                    "sim": {"m-paid": {"context": 5, "vision": {"no": "value"}}, "m-free": []}
+                }
+            }
+        )
+    )
     d = str(data.root)
-    assert show(capsys, data, "paid") == {}   # nothing stored there is a fact
+    assert show(capsys, data, "paid") == {}  # nothing stored there is a fact
     code, out, _ = run(capsys, "discover", "--data", d, "--json")
     assert code == 0 and [m["id"] for m in json.loads(out)["models"]][0] == "m-free"
     code, _, err = run(capsys, "catalog", "refresh", "--data", d)
@@ -248,8 +276,7 @@ def test_a_hand_edited_catalog_with_junk_entries_is_read_and_repaired(data, caps
 
 
 @pytest.mark.slow
-def test_discover_marks_a_model_the_roster_serves_from_another_endpoint(data, upstream,
-                                                                         capsys):
+def test_discover_marks_a_model_the_roster_serves_from_another_endpoint(data, upstream, capsys):
     with SimUpstream({"m-open": {"window": 16000}}) as mirror:
         Roster(data).add_endpoint("mirror", mirror.url)
         Roster(data).add_model("open-here", "mirror", served="m-open")
@@ -267,18 +294,30 @@ def test_discover_marks_a_model_the_roster_serves_from_another_endpoint(data, up
 
 @pytest.mark.slow
 def test_discover_add_picks_an_alias_that_is_free_and_valid(data, upstream, capsys):
-    upstream.script("vendor model v2", window=4000)   # a served id no alias can hold as it is
+    upstream.script("vendor model v2", window=4000)  # a served id no alias can hold as it is
     with SimUpstream({"m-open": {"window": 16000}}) as mirror:
         Roster(data).add_endpoint("mirror", mirror.url)
-        Roster(data).add_model("m-open", "mirror")   # the served id is taken as an alias
+        Roster(data).add_model("m-open", "mirror")  # the served id is taken as an alias
         d = str(data.root)
-        code, out, err = run(capsys, "discover", "--add", "m-open", "vendor model v2",
-                             "--endpoint", "sim", "--data", d, "--json")
+        code, out, err = run(
+            capsys,
+            "discover",
+            "--add",
+            "m-open",
+            "vendor model v2",
+            "--endpoint",
+            "sim",
+            "--data",
+            d,
+            "--json",
+        )
         assert code == 0, err
         added = {a["served"]: a["alias"] for a in json.loads(out)["added"]}
         assert added == {"m-open": "sim/m-open", "vendor model v2": "vendor-model-v2"}
         view = Roster(data).view()
-        assert (view.models["sim/m-open"].endpoint, view.models["sim/m-open"].served) == \
-            ("sim", "m-open")
-        assert view.models["m-open"].endpoint == "mirror"   # untouched
+        assert (view.models["sim/m-open"].endpoint, view.models["sim/m-open"].served) == (
+            "sim",
+            "m-open",
+        )
+        assert view.models["m-open"].endpoint == "mirror"  # untouched
         assert view.models["vendor-model-v2"].served == "vendor model v2"

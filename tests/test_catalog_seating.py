@@ -37,21 +37,28 @@ def learned(capsys, home, alias, fact) -> dict:
         known.update(facts(capsys, home, alias))
         f = known.get(fact, {})
         return f.get("source") == "learned" or "learned" in f
+
     assert wait_until(there), f"nothing learned of {alias}'s {fact}"
     return known
 
 
 def ask(gw, model, content):
-    return gw.post("/v1/chat/completions",
-                   {"model": model, "messages": [{"role": "user", "content": content}]})
+    return gw.post(
+        "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": content}]}
+    )
 
 
 @pytest.fixture()
 def listed():
     # nothing about these is typed on the roster: only the endpoint's listing states it
-    with SimUpstream({"small": {"window": 2000}, "large": {"window": 200_000},
-                      "eye": {"vision": True, "window": 100_000},
-                      "blind": {"vision": False, "window": 100_000}}) as s:
+    with SimUpstream(
+        {
+            "small": {"window": 2000},
+            "large": {"window": 200_000},
+            "eye": {"vision": True, "window": 100_000},
+            "blind": {"vision": False, "window": 100_000},
+        }
+    ) as s:
         yield s
 
 
@@ -71,9 +78,8 @@ def untyped(tmp_path, listed, capsys):
 
 
 @pytest.mark.slow
-def test_a_window_only_the_listing_states_refuses_a_prompt_too_big_before_asking(
-        untyped, listed):
-    path = untyped.file("gateway.json")   # no explorer seat: only the member could sit
+def test_a_window_only_the_listing_states_refuses_a_prompt_too_big_before_asking(untyped, listed):
+    path = untyped.file("gateway.json")  # no explorer seat: only the member could sit
     path.write_text(json.dumps(dict(json.loads(path.read_text()), max_explorers=0)))
     with Gateway(make_gateway(untyped, env={})) as gw:
         status, body, _ = ask(gw, "bench/tiny", "word " * 3000)
@@ -87,8 +93,10 @@ def test_a_window_only_the_listing_states_refuses_a_prompt_too_big_before_asking
 
 @pytest.mark.slow
 def test_a_model_whose_listing_says_it_sees_sits_for_images(untyped, listed):
-    content = [{"type": "text", "text": "What is this chair?"},
-               {"type": "image_url", "image_url": {"url": DATA_URL}}]
+    content = [
+        {"type": "text", "text": "What is this chair?"},
+        {"type": "image_url", "image_url": {"url": DATA_URL}},
+    ]
     with Gateway(make_gateway(untyped, env={})) as gw:
         status, body, _ = ask(gw, "bench/sight", content)
     assert status == 200, body
@@ -123,16 +131,18 @@ def test_a_window_an_upstream_states_is_learned_beside_the_typed_one(gateway, ho
     assert taught["at"]
     # what other models said is theirs: nothing learned for them
     assert "learned" not in facts(capsys, home, "mid")["context"]
-    changes = [json.loads(line) for line in
-               (home.config / "changes.jsonl").read_text().splitlines()]
-    assert any(c["what"] == "catalog learned context of sim:fast" and c["new"] == 1000
-               for c in changes)
+    changes = [
+        json.loads(line) for line in (home.config / "changes.jsonl").read_text().splitlines()
+    ]
+    assert any(
+        c["what"] == "catalog learned context of sim:fast" and c["new"] == 1000 for c in changes
+    )
 
 
 def test_a_learned_window_only_goes_down(gateway, home, sim, capsys):
     sim.script("fast", window=1000)
     ask(gateway, "bench/trio", "word " * 1500)
-    sim.script("fast", window=1200)   # a larger window stated later does not raise it
+    sim.script("fast", window=1200)  # a larger window stated later does not raise it
     # the gateway now knows 1000 and refuses the member before asking, so ask the upstream
     # through a model seated on the same served id under another alias
     Roster(home).add_model("fast-too", "sim", served="fast", family="fast-too")
@@ -147,8 +157,12 @@ def test_a_retry_after_is_learned(gateway, home, sim, capsys):
     status, body, _ = ask(gateway, "bench/trio", "hello")
     assert status == 200, body
     known = learned(capsys, home, "mid", "retry_after")
-    assert known["retry_after"] == {"value": 7, "source": "learned", "from": "429 Retry-After",
-                                    "at": known["retry_after"]["at"]}
+    assert known["retry_after"] == {
+        "value": 7,
+        "source": "learned",
+        "from": "429 Retry-After",
+        "at": known["retry_after"]["at"],
+    }
     assert known["retry_after"]["at"]
 
 
@@ -168,14 +182,22 @@ def test_catalog_show_lists_a_learned_window_under_the_typed_one(gateway, home, 
     code, out, err = cli(capsys, "catalog", "show", "fast", "--data", str(home.root))
     assert code == 0, err
     rows = [line.split() for line in out.splitlines() if line.startswith("context")]
-    assert [r[:3] for r in rows] == [["context", "100000", "typed"],
-                                     ["context", "1000", "learned"]]
+    assert [r[:3] for r in rows] == [["context", "100000", "typed"], ["context", "1000", "learned"]]
 
 
 def test_a_suite_run_teaches_the_catalog_too(home, sim, capsys):
-    sim.script("x-two", window=300)   # every review task is longer than that
-    code, out, err = cli(capsys, "suite", "run", "--model", "x-two", "--task",
-                         "claim-wilson-no-verdicts", "--data", str(home.root))
+    sim.script("x-two", window=300)  # every review task is longer than that
+    code, out, err = cli(
+        capsys,
+        "suite",
+        "run",
+        "--model",
+        "x-two",
+        "--task",
+        "claim-wilson-no-verdicts",
+        "--data",
+        str(home.root),
+    )
     known = facts(capsys, home, "x-two")
     assert known["context"]["learned"]["value"] == 300, (code, out, err)
 
@@ -189,15 +211,26 @@ def test_what_a_server_learned_is_written_before_it_closes(home, sim, capsys):
     assert facts(capsys, home, "mid")["retry_after"]["value"] == 9
 
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
-    "type": "object", "properties": {"number": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_order",
+            "parameters": {"type": "object", "properties": {"number": {"type": "string"}}},
+        },
+    }
+]
 
 
 def test_a_refusal_of_tools_is_learned_and_the_model_is_not_seated_for_tools_again(
-        gateway, home, sim, capsys):
-    sim.script("fast", tools=False)   # a 400 "… does not support tools", as Ollama words it
-    with_tools = {"model": "bench/trio:pick", "tools": TOOLS,
-                  "messages": [{"role": "user", "content": "Where is order 7?"}]}
+    gateway, home, sim, capsys
+):
+    sim.script("fast", tools=False)  # a 400 "… does not support tools", as Ollama words it
+    with_tools = {
+        "model": "bench/trio:pick",
+        "tools": TOOLS,
+        "messages": [{"role": "user", "content": "Where is order 7?"}],
+    }
     status, body, _ = gateway.post("/v1/chat/completions", with_tools)
     assert status == 200, body
     fast = {s["alias"]: s for s in body["bench"]["seats"]}["fast"]
@@ -205,10 +238,11 @@ def test_a_refusal_of_tools_is_learned_and_the_model_is_not_seated_for_tools_aga
     known = learned(capsys, home, "fast", "tools")
     assert known["tools"]["value"] is False and known["tools"]["source"] == "learned"
     assert known["tools"]["from"] == "tools refusal (400)" and known["tools"]["at"]
-    assert "tools" not in facts(capsys, home, "mid")   # the others said nothing of the kind
+    assert "tools" not in facts(capsys, home, "mid")  # the others said nothing of the kind
     code, out, err = cli(capsys, "catalog", "show", "fast", "--data", str(home.root))
-    assert [line.split()[:3] for line in out.splitlines() if line.startswith("tools")] == \
-        [["tools", "False", "learned"]]
+    assert [line.split()[:3] for line in out.splitlines() if line.startswith("tools")] == [
+        ["tools", "False", "learned"]
+    ]
     status, body, _ = gateway.post("/v1/chat/completions", with_tools)
     assert status == 200, body
     assert "fast" not in {s["alias"] for s in body["bench"]["seats"]}

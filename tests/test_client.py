@@ -19,9 +19,19 @@ from conftest import wait_until
 from panelist import __version__
 from panelist.metrics.upstream.client import Answer, Upstream, _refusal
 from panelist.metrics.upstream.transport import CancelFlag
-from panelist.metrics.errors import (AuthFailed, Cancelled, ContextTooLong, EmptyAnswer,
-                                     ModelNotFound, PaymentRequired, RateLimited, UpstreamBadReply,
-                                     UpstreamServerError, UpstreamTimeout, UpstreamUnreachable)
+from panelist.metrics.errors import (
+    AuthFailed,
+    Cancelled,
+    ContextTooLong,
+    EmptyAnswer,
+    ModelNotFound,
+    PaymentRequired,
+    RateLimited,
+    UpstreamBadReply,
+    UpstreamServerError,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
 from panelist.metrics.upstream.sim import SimUpstream
 from panelist.metrics.wire.errors import body_of
 
@@ -42,8 +52,11 @@ def test_answer_with_tokens(upstream, sim):
     assert answer.text.startswith("[simulated m] ") and "Compare these two designs" in answer.text
     prompt = -(-len("Compare these two designs briefly") // 4)
     completion = -(-len(answer.text) // 4)
-    assert answer.tokens == {"prompt": prompt, "completion": completion,
-                             "total": prompt + completion}
+    assert answer.tokens == {
+        "prompt": prompt,
+        "completion": completion,
+        "total": prompt + completion,
+    }
     assert answer.model == "m" and answer.seconds > 0
 
 
@@ -61,7 +74,7 @@ def test_sends_the_body_with_stream_false_and_headers(upstream, sim):
 def test_connections_are_reused(upstream, sim):
     for _ in range(20):
         chat(upstream, sim)
-    sim.script("m", fail="rate_limit")       # an error answer leaves the connection usable
+    sim.script("m", fail="rate_limit")  # an error answer leaves the connection usable
     with pytest.raises(RateLimited):
         chat(upstream, sim)
     sim.script("m")
@@ -78,6 +91,7 @@ def test_connections_are_pooled_across_threads(upstream, sim):
                 chat(upstream, sim)
         except Exception as exc:  # noqa: BLE001  (reported below)
             errors.append(exc)
+
     threads = [threading.Thread(target=worker) for _ in range(6)]
     for t in threads:
         t.start()
@@ -100,7 +114,7 @@ def test_idle_connections_are_capped_per_host(sim):
     sim.script("m")
     for _ in range(3):
         chat(client, sim)
-    assert sim.connections == 4   # one idle connection was kept, and reused
+    assert sim.connections == 4  # one idle connection was kept, and reused
     client.close()
 
 
@@ -140,11 +154,14 @@ def test_context_length_carries_the_window(upstream, sim):
     assert caught.value.window == 8192 and "400" in caught.value.message
 
 
-@pytest.mark.parametrize("message, window", [
-    ("prompt is too long: 210000 tokens > 200000 maximum", 200000),
-    ("The input exceeds the context window of 128,000 tokens", 128000),
-    ("too many tokens in the request", None),
-])
+@pytest.mark.parametrize(
+    "message, window",
+    [
+        ("prompt is too long: 210000 tokens > 200000 maximum", 200000),
+        ("The input exceeds the context window of 128,000 tokens", 128000),
+        ("too many tokens in the request", None),
+    ],
+)
 def test_context_length_in_other_words(upstream, sim, message, window):
     sim.script("m", fail="context_length", message=message)
     with pytest.raises(ContextTooLong) as caught:
@@ -153,15 +170,20 @@ def test_context_length_in_other_words(upstream, sim, message, window):
 
 
 def test_context_length_parsing_of_other_servers():
-    vllm = (b'{"object": "error", "message": "This model\'s maximum context length is 4096 tokens.'
-            b' However, you requested 5000 tokens.", "type": "BadRequestError", "code": 400}')
-    llama = (b'{"error": {"code": 400, "message": "the request exceeds the available context '
-             b'size, try increasing it", "type": "exceed_context_size_error", "n_ctx": 2048}}')
+    vllm = (
+        b'{"object": "error", "message": "This model\'s maximum context length is 4096 tokens.'
+        b' However, you requested 5000 tokens.", "type": "BadRequestError", "code": 400}'
+    )
+    llama = (
+        b'{"error": {"code": 400, "message": "the request exceeds the available context '
+        b'size, try increasing it", "type": "exceed_context_size_error", "n_ctx": 2048}}'
+    )
     for data, window in ((vllm, 4096), (llama, 2048)):
         error = _refusal(400, None, data, "upstream x:1")
         assert isinstance(error, ContextTooLong) and error.window == window
-    assert isinstance(_refusal(413, None, b"request entity too large", "upstream x:1"),
-                      UpstreamBadReply)
+    assert isinstance(
+        _refusal(413, None, b"request entity too large", "upstream x:1"), UpstreamBadReply
+    )
 
 
 def test_server_error(upstream, sim):
@@ -205,14 +227,23 @@ def test_auth_failed(upstream, sim):
         chat(upstream, sim)
 
 
-@pytest.mark.parametrize("fail, error, status", [
-    ("auth", AuthFailed, 401), ("rate_limit", RateLimited, 429), ("quota", PaymentRequired, 429),
-    ("server_error", UpstreamServerError, 500), ("context_length", ContextTooLong, 400),
-    ("not_found", ModelNotFound, 404), ("error_body", UpstreamServerError, 200),
-    ("empty", EmptyAnswer, 200), ("garbage", UpstreamBadReply, 200),
-])
-def test_an_error_read_from_a_reply_carries_the_upstreams_own_status(upstream, sim, fail, error,
-                                                                     status):
+@pytest.mark.parametrize(
+    "fail, error, status",
+    [
+        ("auth", AuthFailed, 401),
+        ("rate_limit", RateLimited, 429),
+        ("quota", PaymentRequired, 429),
+        ("server_error", UpstreamServerError, 500),
+        ("context_length", ContextTooLong, 400),
+        ("not_found", ModelNotFound, 404),
+        ("error_body", UpstreamServerError, 200),
+        ("empty", EmptyAnswer, 200),
+        ("garbage", UpstreamBadReply, 200),
+    ],
+)
+def test_an_error_read_from_a_reply_carries_the_upstreams_own_status(
+    upstream, sim, fail, error, status
+):
     sim.script("m", fail=fail)
     with pytest.raises(error) as caught:
         chat(upstream, sim)
@@ -240,14 +271,14 @@ def test_api_key_is_scrubbed_when_echoed(upstream, sim):
     with pytest.raises(AuthFailed) as caught:
         chat(upstream, sim)
     error = caught.value
-    assert sim.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"   # it was echoed
+    assert sim.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"  # it was echoed
     assert KEY not in str(error) and KEY not in str(body_of(error))
     assert "[api key]" in error.message
 
 
 def test_api_key_is_scrubbed_even_where_a_body_is_cut():
-    pieces = {KEY[at:at + 4] for at in range(len(KEY) - 3)}   # every 4-character piece of it
-    for spaces in range(1180, 1200):   # the key straddles the cut at some of these
+    pieces = {KEY[at : at + 4] for at in range(len(KEY) - 3)}  # every 4-character piece of it
+    for spaces in range(1180, 1200):  # the key straddles the cut at some of these
         data = b"<html>" + b" " * spaces + KEY.encode() + b"</html>"
         message = _refusal(502, None, data, "upstream x:1", ((KEY, "[api key]"),)).message
         left = sorted(piece for piece in pieces if piece in message)
@@ -257,25 +288,32 @@ def test_api_key_is_scrubbed_even_where_a_body_is_cut():
 def test_an_answer_that_echoes_the_api_key_is_scrubbed(upstream, sim):
     sim.script("m", echo_auth_answer=True)
     answer = chat(upstream, sim)
-    assert sim.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"   # it was echoed
+    assert sim.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"  # it was echoed
     assert KEY not in answer.text
     assert answer.text.endswith("Called with Authorization: Bearer [api key].")
 
 
 # -- what an upstream's words may hold -------------------------------------------------------------
 def test_a_lone_surrogate_in_an_answer_becomes_a_replacement_character(upstream, sim):
-    sim.script("m", answer="half a pair \ud800 then the rest")   # sent as the escape \ud800
+    sim.script("m", answer="half a pair \ud800 then the rest")  # sent as the escape \ud800
     answer = chat(upstream, sim)
     assert answer.text == "half a pair \ufffd then the rest"
     assert answer.text.encode() == "half a pair \ufffd then the rest".encode()
 
 
-@pytest.mark.parametrize("fail, error", [
-    ("server_error", UpstreamServerError), ("error_body", UpstreamServerError),
-    ("rate_limit", RateLimited), ("auth", AuthFailed), ("context_length", ContextTooLong),
-])
-def test_a_lone_surrogate_in_an_error_message_becomes_a_replacement_character(upstream, sim,
-                                                                              fail, error):
+@pytest.mark.parametrize(
+    "fail, error",
+    [
+        ("server_error", UpstreamServerError),
+        ("error_body", UpstreamServerError),
+        ("rate_limit", RateLimited),
+        ("auth", AuthFailed),
+        ("context_length", ContextTooLong),
+    ],
+)
+def test_a_lone_surrogate_in_an_error_message_becomes_a_replacement_character(
+    upstream, sim, fail, error
+):
     sim.script("m", fail=fail, message="broken \udc00 words")
     with pytest.raises(error) as caught:
         chat(upstream, sim)
@@ -288,7 +326,8 @@ def test_a_lone_surrogate_in_an_error_message_becomes_a_replacement_character(up
 def test_surrogates_sent_raw_or_as_utf16_become_replacement_characters(upstream, raw):
     # Bytes ED A0 80 encode U+D800 the way UTF-8 forbids; JSON's decoder lets them through.
     cesu = COMPLETION.replace(b'"raw answer"', b'"raw \xed\xa0\x80 answer"').replace(
-        b'"model": "raw"', b'"model": "raw\\udbff"')
+        b'"model": "raw"', b'"model": "raw\\udbff"'
+    )
     utf16 = '{"choices": [{"message": {"content": "wide \\udc00 answer"}}]}'.encode("utf-16")
     server = raw(plain(body=cesu), plain(body=utf16))
     answer = raw_chat(upstream, server)
@@ -296,15 +335,19 @@ def test_surrogates_sent_raw_or_as_utf16_become_replacement_characters(upstream,
     assert raw_chat(upstream, server).text == "wide \ufffd answer"
 
 
-@pytest.mark.parametrize("status, error", [
-    (b"200 OK", UpstreamBadReply), (b"400 Bad Request", UpstreamBadReply),
-    (b"500 Internal Server Error", UpstreamServerError),
-])
+@pytest.mark.parametrize(
+    "status, error",
+    [
+        (b"200 OK", UpstreamBadReply),
+        (b"400 Bad Request", UpstreamBadReply),
+        (b"500 Internal Server Error", UpstreamServerError),
+    ],
+)
 @pytest.mark.slow
 def test_json_nested_too_deep_is_refused_not_a_crash(upstream, raw, status, error):
     deep = b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     server = raw(plain(body=deep, status=status))
-    with pytest.raises(error) as caught:   # never a RecursionError
+    with pytest.raises(error) as caught:  # never a RecursionError
         raw_chat(upstream, server)
     assert status[:3].decode() in caught.value.message
 
@@ -338,11 +381,11 @@ def test_unresolvable_host_is_unreachable(upstream):
 
 
 def test_hang_times_out_and_the_server_sees_the_disconnect(upstream, sim):
-    sim.script("m", fail="hang")   # the server holds the request until the client goes
+    sim.script("m", fail="hang")  # the server holds the request until the client goes
     started = time.monotonic()
     with pytest.raises(UpstreamTimeout, match="0.3 s"):
         chat(upstream, sim, timeout=0.3)
-    assert time.monotonic() - started >= 0.3, "gave up before its deadline"   # order, not speed
+    assert time.monotonic() - started >= 0.3, "gave up before its deadline"  # order, not speed
     assert sim.wait_disconnects(1, timeout=10), "the hanging request's connection was not closed"
 
 
@@ -387,12 +430,12 @@ def test_cancel_from_another_thread(upstream, sim, flag):
     cancel = flag()  # a CancelFlag wakes the watchdog; a plain Event is polled
     call = Background(chat, upstream, sim, timeout=60, cancel=cancel)
     assert wait_until(lambda: sim.count("m") == 1), "the request never reached the server"
-    assert not call.done.is_set()   # the server holds it
+    assert not call.done.is_set()  # the server holds it
     cancel.set()
     assert isinstance(call.outcome(), Cancelled)
     assert sim.wait_disconnects(1, timeout=10), "the cancelled connection was not closed"
     sim.script("m")
-    chat(upstream, sim)   # the cancelled connection was discarded, not pooled
+    chat(upstream, sim)  # the cancelled connection was discarded, not pooled
     assert sim.connections == 2
 
 
@@ -405,8 +448,14 @@ def test_cancel_aborts_a_stalled_connect(upstream):
         filler = socket.create_connection(listener.getsockname())
         cancel = threading.Event()
         try:
-            call = Background(upstream.chat, "http://127.0.0.1:%d/v1" % listener.getsockname()[1],
-                              KEY, ask(), timeout=60, cancel=cancel)
+            call = Background(
+                upstream.chat,
+                "http://127.0.0.1:%d/v1" % listener.getsockname()[1],
+                KEY,
+                ask(),
+                timeout=60,
+                cancel=cancel,
+            )
             assert not call.done.wait(0.2), "the connect was expected to stall"
             cancel.set()
             assert isinstance(call.outcome(), Cancelled)

@@ -10,8 +10,10 @@ SECRET = "sk-sim-echoed-7d41b09a"
 
 
 def ask(gw, content="Review: def add(a, b): return a - b"):
-    return gw.post("/v1/chat/completions", {"model": "bench/trio",
-                                            "messages": [{"role": "user", "content": content}]})
+    return gw.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": content}]},
+    )
 
 
 def data_files(home):
@@ -19,7 +21,7 @@ def data_files(home):
 
 
 def test_a_lone_surrogate_from_an_upstream_costs_no_panel_and_no_log_line(gateway, home, sim):
-    sim.script("mid", answer="half a pair \ud800 then the rest")   # sent as the escape \ud800
+    sim.script("mid", answer="half a pair \ud800 then the rest")  # sent as the escape \ud800
     sim.script("slow", fail="server_error", message="broken \udfff message")
     status, body, _ = ask(gateway)
     assert status == 200, body
@@ -37,24 +39,27 @@ def test_a_lone_surrogate_from_an_upstream_costs_no_panel_and_no_log_line(gatewa
     by_alias = {e["alias"]: e for e in evidence}
     assert by_alias["mid"]["status"] == "ok", "the seat that answered with a surrogate is logged"
     assert by_alias["slow"]["status"] == "error" and "\ufffd" in by_alias["slow"]["error"]
-    for f in data_files(home):   # every file still reads as UTF-8
+    for f in data_files(home):  # every file still reads as UTF-8
         f.read_bytes().decode("utf-8")
 
 
-def test_an_upstream_that_echoes_its_key_in_an_answer_never_passes_it_on(gateway, home, sim,
-                                                                         monkeypatch):
+def test_an_upstream_that_echoes_its_key_in_an_answer_never_passes_it_on(
+    gateway, home, sim, monkeypatch
+):
     monkeypatch.setenv("PANELIST_KEY_SIM", SECRET)
     for alias in ("fast", "mid"):
         sim.script(alias, require_key=SECRET, echo_auth_answer=True)
     status, body, _ = ask(gateway)
     assert status == 200, body
-    assert all(r["headers"].get("Authorization") == f"Bearer {SECRET}" for r in sim.requests), \
+    assert all(r["headers"].get("Authorization") == f"Bearer {SECRET}" for r in sim.requests), (
         "every seat sent the endpoint's key"
+    )
     seats = {s["alias"]: s for s in body["bench"]["seats"]}
     for alias in ("fast", "mid"):
         assert seats[alias]["status"] == "ok"
-        assert seats[alias]["answer"].endswith("Called with Authorization: Bearer [api key]."), \
+        assert seats[alias]["answer"].endswith("Called with Authorization: Bearer [api key]."), (
             f"{alias}'s echo of the key was not replaced"
+        )
     assert SECRET not in json.dumps(body)
     assert read_jsonl(home.gateway_runs / "calls.jsonl"), "the panel was logged"
     leaked = [str(f) for f in data_files(home) if SECRET.encode() in f.read_bytes()]

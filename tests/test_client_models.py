@@ -27,4 +27,3 @@ def test_models_lists_what_an_endpoint_serves(upstream, sim):
 def test_a_wrong_path_is_a_bad_reply_that_says_what_to_check(upstream, sim):
     with pytest.raises(UpstreamBadReply, match="/v1 prefix|model not found"):
         upstream.models(sim.url.removesuffix("/v1") + "/nowhere", None, timeout=10)
-

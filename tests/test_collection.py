@@ -38,14 +38,17 @@ def test_limits_come_from_gateway_json(home):
     assert c.explorers(cols.limits()) == 0
 
 
-@pytest.mark.parametrize("limit, value", [("max_explorers", -1), ("max_calls", 0),
-                                          ("seat_timeout", -5)])
+@pytest.mark.parametrize(
+    "limit, value", [("max_explorers", -1), ("max_calls", 0), ("seat_timeout", -5)]
+)
 def test_a_refused_limit_names_the_limit_not_a_file(home, limit, value):
     cols = Collections(home)
     with pytest.raises(ConfigInvalid) as refused:
         cols.set_limits({limit: value})
     assert refused.value.param == limit
-    assert refused.value.message.startswith(f"{limit} must be") and str(value) in refused.value.message
+    assert (
+        refused.value.message.startswith(f"{limit} must be") and str(value) in refused.value.message
+    )
     assert ".json" not in refused.value.message
     # read from the file, the same value names the file it is in
     home.file("gateway.json").write_text(json.dumps({limit: value}))
@@ -53,19 +56,22 @@ def test_a_refused_limit_names_the_limit_not_a_file(home, limit, value):
         Collections(home).limits()
 
 
-@pytest.mark.parametrize("kw, fragment", [
-    (dict(name="Bad_Name", members=["a"]), "lower-case"),
-    (dict(name="x", members=[]), "at least one member"),
-    (dict(name="x", members=["a", "a"]), "repeat"),
-    (dict(name="x", members=["zz"]), "unknown model"),
-    (dict(name="x", members=list("abcdef")), "max_calls"),
-    (dict(name="x", members=["a"], description="d" * 301), "300"),
-    (dict(name="x", members=["a"], tags=[f"t{i}" for i in range(9)]), "at most 8"),
-    (dict(name="x", members=["a"], tags=["Upper"]), "lower-case"),
-    (dict(name="x", members=["a"], reply="some"), "all, merged, pick"),
-    (dict(name="x", members=["a"], merger="zz"), "merger"),
-    (dict(name="x", members=["a"], shape="Two Words"), "shape"),
-])
+@pytest.mark.parametrize(
+    "kw, fragment",
+    [
+        (dict(name="Bad_Name", members=["a"]), "lower-case"),
+        (dict(name="x", members=[]), "at least one member"),
+        (dict(name="x", members=["a", "a"]), "repeat"),
+        (dict(name="x", members=["zz"]), "unknown model"),
+        (dict(name="x", members=list("abcdef")), "max_calls"),
+        (dict(name="x", members=["a"], description="d" * 301), "300"),
+        (dict(name="x", members=["a"], tags=[f"t{i}" for i in range(9)]), "at most 8"),
+        (dict(name="x", members=["a"], tags=["Upper"]), "lower-case"),
+        (dict(name="x", members=["a"], reply="some"), "all, merged, pick"),
+        (dict(name="x", members=["a"], merger="zz"), "merger"),
+        (dict(name="x", members=["a"], shape="Two Words"), "shape"),
+    ],
+)
 def test_validation_says_what_is_wrong(home, kw, fragment):
     with pytest.raises(ConfigInvalid) as err:
         Collections(home).save(Roster(home).view(), kw.pop("name"), kw.pop("members"), **kw)
@@ -110,6 +116,7 @@ def test_concurrent_saves_lose_no_update(home):
             Collections(home).save(view, f"c{i}", ["a"])
         except Exception as exc:  # pragma: no cover - surfaced below
             errors.append(exc)
+
     threads = [threading.Thread(target=save, args=(i,)) for i in range(20)]
     for t in threads:
         t.start()

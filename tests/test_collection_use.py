@@ -20,13 +20,12 @@ def test_each_collection_has_its_panels_seats_verdicts_and_capped_spend(dash, ho
     price(home)
     bench = ask(dash)
     ask(dash)
-    status, said, _ = dash.post("/api/verdict", {"call": bench["seats"][0]["call"],
-                                                  "useful": True})
+    status, said, _ = dash.post("/api/verdict", {"call": bench["seats"][0]["call"], "useful": True})
     assert status == 200, said
     use = row(dash, "trio")["use"]
     assert use["panels"] == 2 and use["useful"] == 1 and use["not_useful"] == 0
-    assert use["seats"] >= 2 * 3, use   # three members each time, and any explorers
-    assert use["spend"] is None   # no cap: nothing counts its spend
+    assert use["seats"] >= 2 * 3, use  # three members each time, and any explorers
+    assert use["spend"] is None  # no cap: nothing counts its spend
 
     status, capped, _ = dash.request("PUT", "/api/budgets/collection/trio", {"day": 1000})
     assert status == 200, capped

@@ -14,7 +14,9 @@ def test_edits_of_different_entries_combine():
     ours = {"collections": {"a": {"members": ["m1", "m3"]}, "b": {"members": ["m2"]}}, "v": 1}
     theirs = {"collections": {"a": {"members": ["m1"]}, "c": {"members": ["m4"]}}, "v": 1}
     assert merge(BASE, ours, theirs) == {
-        "collections": {"a": {"members": ["m1", "m3"]}, "c": {"members": ["m4"]}}, "v": 1}
+        "collections": {"a": {"members": ["m1", "m3"]}, "c": {"members": ["m4"]}},
+        "v": 1,
+    }
 
 
 def test_one_side_unchanged_takes_the_other_and_equal_edits_agree():
@@ -42,7 +44,10 @@ def test_a_revocation_survives_a_key_made_elsewhere_at_the_same_time():
     minted_there = {"v": 1, "keys": {"a": KEY_A, "b": KEY_B}}
     for ours, theirs in ((revoked_here, minted_there), (minted_there, revoked_here)):
         assert merge_keys(base, ours, theirs) == {
-            "v": 1, "keys": {"b": KEY_B}, "revoked": {"a": GONE_A}}
+            "v": 1,
+            "keys": {"b": KEY_B},
+            "revoked": {"a": GONE_A},
+        }
 
 
 def test_a_revocation_wins_over_an_edit_of_the_same_key_and_without_a_base():
@@ -56,18 +61,20 @@ def test_a_revocation_wins_over_an_edit_of_the_same_key_and_without_a_base():
 
 def test_one_name_minted_as_two_keys_clashes():
     with pytest.raises(Clash):
-        merge_keys({"v": 1, "keys": {}}, {"v": 1, "keys": {"a": KEY_A}},
-                   {"v": 1, "keys": {"a": {**KEY_B}}})
+        merge_keys(
+            {"v": 1, "keys": {}}, {"v": 1, "keys": {"a": KEY_A}}, {"v": 1, "keys": {"a": {**KEY_B}}}
+        )
 
 
 def test_a_revoked_name_is_refused_even_if_a_file_still_lists_it(tmp_path):
     from panelist.metrics.home import open_home
     from panelist.metrics.store import configfile
+
     home = open_home(tmp_path)
     keys = Keys(home)
     secret, _ = keys.create("ci")
     assert keys.find(secret) is not None
     doc = configfile.read(keys.path)
     doc["revoked"] = {"ci": {"hint": secret[-4:], "created": "", "revoked": "now"}}
-    configfile.write_atomic(keys.path, doc)    # "keys" still names it, as a bad merge could
+    configfile.write_atomic(keys.path, doc)  # "keys" still names it, as a bad merge could
     assert Keys(home).find(secret) is None

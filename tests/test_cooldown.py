@@ -25,10 +25,11 @@ def test_a_year_long_retry_after_is_capped_and_restore_ends_it(gateway, home, si
     sim.script("mid", fail="rate_limit", retry_after=YEAR)
     status, body, _ = gateway.post("/v1/chat/completions", ASK)
     assert status == 200 and seat_of(body, "mid")[0]["status"] == "error"
-    (cool,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
-               if e["kind"] == "cooldown"]
+    (cool,) = [
+        e for e in read_jsonl(home.gateway_runs / "evidence.jsonl") if e["kind"] == "cooldown"
+    ]
     assert cool["alias"] == "mid" and cool["seconds"] == 3600
-    sim.script("mid")   # the upstream is fine again; the model still rests
+    sim.script("mid")  # the upstream is fine again; the model still rests
     status, body, _ = gateway.post("/v1/chat/completions", ASK)
     assert not seat_of(body, "mid") and "cooling down" in skipped(body, "mid")[0]["why"]
 
@@ -48,8 +49,9 @@ def test_max_cooldown_is_a_setting(gateway, home, sim):
     path.write_text(json.dumps(dict(doc, max_cooldown=5)))
     sim.script("slow", fail="rate_limit", retry_after=600)
     gateway.post("/v1/chat/completions", ASK)
-    (cool,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
-               if e["kind"] == "cooldown"]
+    (cool,) = [
+        e for e in read_jsonl(home.gateway_runs / "evidence.jsonl") if e["kind"] == "cooldown"
+    ]
     assert cool["seconds"] == 5
 
 
@@ -59,8 +61,7 @@ def test_restore_brings_back_a_retired_model(folder, capsys):
     assert roster.view().models["x-one"].retired
     code = main(["model", "restore", "x-one", "--data", str(folder.root), "--json"])
     result = json.loads(capsys.readouterr().out)
-    assert code == 0 and result == {"alias": "x-one", "cooldown_cleared": False,
-                                    "unretired": True}
+    assert code == 0 and result == {"alias": "x-one", "cooldown_cleared": False, "unretired": True}
     assert not Roster(folder).view().models["x-one"].retired
     change = read_jsonl(folder.root / "config" / "changes.jsonl")[-1]
     assert change["what"] == "model x-one" and change["by"] == "cli"

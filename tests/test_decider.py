@@ -21,13 +21,13 @@ def run_cli_main(capsys, *argv):
     return code, out, err
 
 
-
-
 def decider_asks(sim) -> list[dict]:
     """The requests the decider was sent (its response_format is named 'shape')."""
-    return [r["body"] for r in sim.requests
-            if (r["body"].get("response_format") or {}).get("json_schema", {}).get("name")
-            == "shape"]
+    return [
+        r["body"]
+        for r in sim.requests
+        if (r["body"].get("response_format") or {}).get("json_schema", {}).get("name") == "shape"
+    ]
 
 
 @pytest.fixture()
@@ -44,8 +44,9 @@ def auto(home, sim):
 
 
 def ask(gateway, text="Please look over this diff", model="bench/auto"):
-    status, body, _ = gateway.post(CHAT, {"model": model,
-                                          "messages": [{"role": "user", "content": text}]})
+    status, body, _ = gateway.post(
+        CHAT, {"model": model, "messages": [{"role": "user", "content": text}]}
+    )
     assert status == 200, body
     return body["bench"]
 
@@ -70,8 +71,11 @@ def test_confident_decider_sets_the_shape(auto, sim, gateway):
     assert record["shape"] == "review" and record["decider"] == d
     assert record["shape_by"] == bench["shape_by"]
     # the evidence log seats the panel under the label, so the ledger learns per shape
-    seated = [r for r in read_jsonl(auto.gateway_runs / "evidence.jsonl")
-              if r.get("panel") == record["panel"] and "aliases" in r]
+    seated = [
+        r
+        for r in read_jsonl(auto.gateway_runs / "evidence.jsonl")
+        if r.get("panel") == record["panel"] and "aliases" in r
+    ]
     assert [r["shape"] for r in seated] == ["review"]
 
 
@@ -93,10 +97,16 @@ def test_failing_decider_means_general(auto, sim, gateway):
     assert record["shape"] == "general" and record["decider"]["status"] == "error"
 
 
-@pytest.mark.parametrize("answer", ['{"shape": "review"}', "not json",
-                                    '{"shape": "poetry", "confidence": 0.99}',
-                                    '{"shape": "review", "confidence": 1.5}',
-                                    '{"shape": "review", "confidence": true}'])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"shape": "review"}',
+        "not json",
+        '{"shape": "poetry", "confidence": 0.99}',
+        '{"shape": "review", "confidence": 1.5}',
+        '{"shape": "review", "confidence": true}',
+    ],
+)
 def test_an_answer_that_is_not_the_json_asked_for_means_general(auto, sim, gateway, answer):
     sim.script("chooser", json=answer)
     bench = ask(gateway)
@@ -114,7 +124,7 @@ def test_slow_decider_is_given_up_at_the_budget(auto, sim, gateway):
     assert bench["shape"] == "general" and "failed" in bench["shape_by"]
     assert bench["decider"]["status"] == "error" and "timeout" in bench["decider"]["error"]
     assert all(s["status"] == "ok" for s in bench["seats"])
-    assert sim.wait_disconnects(1, PATIENCE)   # the decider's call was cut, not waited for
+    assert sim.wait_disconnects(1, PATIENCE)  # the decider's call was cut, not waited for
     assert last_panel(auto)["decider"]["status"] == "error"
 
 
@@ -172,8 +182,9 @@ def test_one_decider_at_a_time(tmp_path, capsys):
     assert code == 0 and "two is now the decider" in out
     doc = json.loads(open_home(d).file("roster.json").read_text())
     assert "decider" not in doc["models"]["one"] and doc["models"]["two"]["decider"] is True
-    code, out, _ = run_cli_main(capsys, "model", "add", "three", "--endpoint", "local",
-                                "--decider", "--data", d)
+    code, out, _ = run_cli_main(
+        capsys, "model", "add", "three", "--endpoint", "local", "--decider", "--data", d
+    )
     doc = json.loads(open_home(d).file("roster.json").read_text())
     assert [a for a, m in doc["models"].items() if m.get("decider")] == ["three"]
     code, _, err = run_cli_main(capsys, "model", "decider", "nobody", "--data", d)
@@ -182,5 +193,6 @@ def test_one_decider_at_a_time(tmp_path, capsys):
 
 def test_decider_budget_must_be_positive(folder):
     from panelist.metrics.errors import ConfigInvalid
+
     with pytest.raises(ConfigInvalid, match="decider_budget"):
         Collections(folder).set_limits({"decider_budget": 0})

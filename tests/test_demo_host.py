@@ -46,8 +46,10 @@ def port_of(url: str) -> int:
 
 
 def ask_demo(gw) -> tuple[int, dict]:
-    return gw.post("/v1/chat/completions", {
-        "model": "bench/demo", "messages": [{"role": "user", "content": "Say hello"}]})[:2]
+    return gw.post(
+        "/v1/chat/completions",
+        {"model": "bench/demo", "messages": [{"role": "user", "content": "Say hello"}]},
+    )[:2]
 
 
 def answers(gw) -> bool:
@@ -68,29 +70,45 @@ def test_a_suite_demo_run_leaves_a_running_demo_server_answering(tmp_path):
     with Gateway(make_dashboard(home, env={}, demo=True)) as dash:
         url = demo_url(home)
         assert answers(dash)
-        done = subprocess.run([sys.executable, OFFLOAD, "suite", "run", "--demo", "--data",
-                               str(home.root), "--task", *TASKS, "--json"], cwd=ROOT,
-                              env=clean_env(), capture_output=True, text=True,
-                              timeout=PATIENCE * 4)
+        done = subprocess.run(
+            [
+                sys.executable,
+                OFFLOAD,
+                "suite",
+                "run",
+                "--demo",
+                "--data",
+                str(home.root),
+                "--task",
+                *TASKS,
+                "--json",
+            ],
+            cwd=ROOT,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE * 4,
+        )
         assert done.returncode == 0, done.stderr
         run = json.loads(done.stdout)["run"]
         assert run["scored"] == len(TASKS) * 4 and run["failed"] == 0, run
-        assert demo_url(home) == url   # the command rewired nothing the server uses
+        assert demo_url(home) == url  # the command rewired nothing the server uses
         status, body = ask_demo(dash)
         assert status == 200, body
         seats = [s for s in body["bench"]["seats"] if s["seat"] == "member"]
-        assert [s["status"] for s in seats] == ["ok"] * 3, seats   # no connection refused
+        assert [s["status"] for s in seats] == ["ok"] * 3, seats  # no connection refused
 
 
 def test_a_suite_demo_run_first_hands_its_port_to_the_next_demo_server(tmp_path, capsys):
     home = open_home(tmp_path / "data")
-    assert main(["suite", "run", "--demo", "--data", str(home.root), "--task", *TASKS,
-                 "--json"]) == 0
+    assert (
+        main(["suite", "run", "--demo", "--data", str(home.root), "--task", *TASKS, "--json"]) == 0
+    )
     capsys.readouterr()
     url = demo_url(home)
-    assert simulators() == 0   # the run's simulators stopped with it
+    assert simulators() == 0  # the run's simulators stopped with it
     with Gateway(make_dashboard(home, env={}, demo=True)) as dash:
-        assert demo_url(home) == url   # the same port, served again
+        assert demo_url(home) == url  # the same port, served again
         assert answers(dash)
 
 
@@ -114,17 +132,22 @@ def test_two_demo_servers_share_one_simulator_and_the_second_takes_over(tmp_path
 
 def test_a_killed_demo_server_is_taken_over_on_the_same_port(tmp_path):
     home = open_home(tmp_path / "data")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--demo", "--port", "0",
-                             "--data", str(home.root)], cwd=ROOT, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "serve.py"), "--demo", "--port", "0", "--data", str(home.root)],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said = proc.stdout.readline()
         assert said.startswith("panelist dashboard on "), (said, proc.stderr.read())
         url = demo_url(home)
         with Gateway(make_dashboard(home, env={}, demo=True)) as mine:
-            assert simulators() == 0   # the subprocess serves the demo: none started here
+            assert simulators() == 0  # the subprocess serves the demo: none started here
             assert answers(mine)
-            proc.send_signal(signal.SIGKILL)   # no clean close: the kernel frees its lock
+            proc.send_signal(signal.SIGKILL)  # no clean close: the kernel frees its lock
             proc.wait(PATIENCE)
             assert wait_until(lambda: simulators() == 1)
             assert wait_until(lambda: answers(mine))
@@ -142,7 +165,7 @@ def test_a_port_taken_meanwhile_moves_the_demo_and_says_so_in_the_roster(tmp_pat
     host = DemoHost(home, watch=False)
     url = host.start()
     host.close()
-    with socket.socket() as squatter:   # something else took the port while no demo ran
+    with socket.socket() as squatter:  # something else took the port while no demo ran
         squatter.bind(("127.0.0.1", port_of(url)))
         squatter.listen()
         with Gateway(make_dashboard(home, env={}, demo=True)) as dash:
@@ -159,10 +182,10 @@ def test_a_server_without_demo_keeps_serving_a_demo_its_roster_uses(tmp_path):
         status, _, _ = dash.request("DELETE", "/api/models/sim-vision")
         assert status == 200
     assert simulators() == 0
-    with Gateway(make_dashboard(home, env={})) as plain:   # no --demo: the roster still uses it
+    with Gateway(make_dashboard(home, env={})) as plain:  # no --demo: the roster still uses it
         assert wait_until(lambda: simulators() == 1)
         assert answers(plain) and demo_url(home) == url
         # only served: a model a person removed stays removed
         assert "sim-vision" not in json.loads(home.file("roster.json").read_text())["models"]
     with Gateway(make_dashboard(open_home(tmp_path / "other"), env={})):
-        assert simulators() == 0   # a folder without the demo starts none
+        assert simulators() == 0  # a folder without the demo starts none

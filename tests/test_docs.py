@@ -32,7 +32,7 @@ def test_every_relative_link_resolves(doc):
     broken = []
     for target in LINK.findall(doc.read_text(encoding="utf-8")):
         if re.match(r"[a-z]+:", target):
-            continue   # a URL: not ours to check offline
+            continue  # a URL: not ours to check offline
         path, _, anchor = target.partition("#")
         where = (doc.parent / path).resolve() if path else doc
         if not where.exists():
@@ -49,6 +49,17 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert ci[-1].strip() == command, (ci[-1], command)
     assert "python serve.py --demo" in blocks[0]
+
+
+def test_ci_lints_formats_and_type_checks_before_the_tests():
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    checks = [
+        "python -m ruff check .",
+        "python -m ruff format --check .",
+        "bash scripts/typecheck.sh",
+    ]
+    where = [ci.index(c) for c in checks]  # ValueError: a check is missing
+    assert where == sorted(where) and where[-1] < len(ci) - 1, where
 
 
 def test_the_readme_is_a_front_door():
@@ -86,8 +97,13 @@ def test_the_http_reference_lists_every_route():
     from panelist.metrics.server.dashboard import UI, Dashboard
     from panelist.metrics.server.guard import Settings
     from panelist.metrics.server.routes import GATEWAY_ROUTES
+
     page = (ROOT / "docs" / "http-api.md").read_text(encoding="utf-8")
     routes = [*GATEWAY_ROUTES, *Dashboard(Settings.from_env({}), UI).routes()]
-    missing = [f"{method} {route.pattern}" for route in routes for method in route.actions
-               if f"| {method} | `{route.pattern}` |" not in page]
+    missing = [
+        f"{method} {route.pattern}"
+        for route in routes
+        for method in route.actions
+        if f"| {method} | `{route.pattern}` |" not in page
+    ]
     assert not missing, f"docs/http-api.md lacks: {missing}"

@@ -36,9 +36,16 @@ def seat_and_judge(panels, useful) -> list[str]:
     seating = panels.seat(req)
     for seat in seating.seats:
         call = f"{seating.panel}.{seat.label}"
-        panels.ledger.record_seat({"call": call, "panel": seating.panel,
-                                   "alias": seat.model.alias, "shape": req.shape,
-                                   "status": "ok", "key": "local"})
+        panels.ledger.record_seat(
+            {
+                "call": call,
+                "panel": seating.panel,
+                "alias": seat.model.alias,
+                "shape": req.shape,
+                "status": "ok",
+                "key": "local",
+            }
+        )
         panels.ledger.record_verdict(call, useful=useful(seat.model.alias))
     seating.hold.release_all()
     return [s.model.alias for s in seating.seats if s.seat == "explorer"]
@@ -60,8 +67,9 @@ def test_thompson_keeps_the_bound_under_adversarial_verdicts(tmp_path):
     panels = Panels(home)
     panels.rng = random.Random(3)
     try:
-        history = [seat_and_judge(panels, lambda a: a in ("c0", "c1", "m1", "m2"))
-                   for _ in range(80)]
+        history = [
+            seat_and_judge(panels, lambda a: a in ("c0", "c1", "m1", "m2")) for _ in range(80)
+        ]
     finally:
         panels.close()
     explorers = panels.collections.all()["duo"].explorers(panels.collections.limits())
@@ -81,8 +89,7 @@ def test_the_same_seed_seats_the_same_panels(tmp_path):
         panels = Panels(folder(tmp_path / f"data{n}"))
         panels.rng = random.Random(11)
         try:
-            runs.append([seat_and_judge(panels, lambda a: a in ("c4", "c7"))
-                         for _ in range(25)])
+            runs.append([seat_and_judge(panels, lambda a: a in ("c4", "c7")) for _ in range(25)])
         finally:
             panels.close()
     assert runs[0] == runs[1]
@@ -91,15 +98,20 @@ def test_the_same_seed_seats_the_same_panels(tmp_path):
 @pytest.mark.parametrize("policy", ["staleness", "thompson"])
 def test_every_seat_of_a_reply_says_why_it_sat(tmp_path, policy):
     home = folder(tmp_path / "data", policy)
-    panels = Panels(home, upstream=Upstream(transport=FakeTransport(
-        lambda req: (200, completion(f"answer of {req.model}", req.model)))))
+    panels = Panels(
+        home,
+        upstream=Upstream(
+            transport=FakeTransport(
+                lambda req: (200, completion(f"answer of {req.model}", req.model))
+            )
+        ),
+    )
     panels.rng = random.Random(5)
     try:
         # a history first, so explorers are due or drawn rather than only never seated
         for _ in range(6):
             seat_and_judge(panels, lambda a: a != "m2")
-        req = panels.parse({"model": "bench/duo", "messages": ASK,
-                            "with": ["c3"]})
+        req = panels.parse({"model": "bench/duo", "messages": ASK, "with": ["c3"]})
         run = panels.start(req, panels.seat(req), key="local")
         reply = panels.complete(run, alive=lambda: True)
     finally:
@@ -119,6 +131,7 @@ def test_p_beats_reads_the_posteriors():
     class State:
         def __init__(self, useful, not_useful):
             self.useful, self.not_useful, self.last_seated = useful, not_useful, 0.0
+
     assert explore.p_beats(State(30, 5), State(5, 30)) > 0.99
     assert explore.p_beats(State(5, 30), State(30, 5)) < 0.01
     assert abs(explore.p_beats(State(4, 4), State(4, 4)) - 0.5) < 1e-9
@@ -128,35 +141,87 @@ def test_the_api_and_the_command_line_set_the_policy(tmp_path, capsys):
     from inprocess import call
     from panelist.metrics.cli.main import main
     from panelist.serve import make_dashboard
+
     home = folder(tmp_path / "data", "staleness")
     server = make_dashboard(home, env={})
     try:
-        status, _, row = call(server, "POST", "/api/collections", {
-            "name": "learner", "members": ["m1"], "explorer_policy": "thompson"})
+        status, _, row = call(
+            server,
+            "POST",
+            "/api/collections",
+            {"name": "learner", "members": ["m1"], "explorer_policy": "thompson"},
+        )
         assert status == 200 and row["explorer_policy"] == "thompson", row
-        status, _, body = call(server, "POST", "/api/collections", {
-            "name": "other", "members": ["m1"], "explorer_policy": "greedy"})
+        status, _, body = call(
+            server,
+            "POST",
+            "/api/collections",
+            {"name": "other", "members": ["m1"], "explorer_policy": "greedy"},
+        )
         assert status == 400 and body["error"]["param"] == "explorer_policy", body
     finally:
         server.close()
-    assert main(["--data", str(home.root), "collection", "save", "duo", "--members", "m1,m2",
-                 "--explorer-policy", "thompson"]) == 0
+    assert (
+        main(
+            [
+                "--data",
+                str(home.root),
+                "collection",
+                "save",
+                "duo",
+                "--members",
+                "m1,m2",
+                "--explorer-policy",
+                "thompson",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert Collections(home).all()["duo"].explorer_policy == "thompson"
     assert Collections(home).all()["learner"].explorer_policy == "thompson"
     with pytest.raises(SystemExit):
-        main(["--data", str(home.root), "collection", "save", "duo", "--members", "m1",
-              "--explorer-policy", "greedy"])
+        main(
+            [
+                "--data",
+                str(home.root),
+                "collection",
+                "save",
+                "duo",
+                "--members",
+                "m1",
+                "--explorer-policy",
+                "greedy",
+            ]
+        )
     assert "invalid choice: 'greedy'" in capsys.readouterr().err
 
 
 def test_replay_prints_one_line_per_policy(capsys):
     from panelist.metrics.cli.main import main
-    assert main(["replay", "--trials", "2", "--budget", "200", "--equal-budget", "200",
-                 "--candidates", "6"]) == 0
+
+    assert (
+        main(
+            [
+                "replay",
+                "--trials",
+                "2",
+                "--budget",
+                "200",
+                "--equal-budget",
+                "200",
+                "--candidates",
+                "6",
+            ]
+        )
+        == 0
+    )
     *lines, ratio = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == \
-        ["staleness+oldest", "thompson+oldest", "thompson+value"]
+    assert [line.split(":")[0] for line in lines] == [
+        "staleness+oldest",
+        "thompson+oldest",
+        "thompson+value",
+    ]
     for line in lines:
         assert "verdicts_to_decision=" in line and " regret=" in line
         assert " bound_broken=0/4 " in line, line
@@ -171,9 +236,18 @@ def answered(ledger, alias, useful=None) -> str:
     """One answered seat of ``alias`` on bench/duo, judged ``useful`` unless None (then owed)."""
     panel = ledger.new_panel()
     call = f"{panel}.{alias}"
-    ledger.record_seat({"call": call, "panel": panel, "alias": alias, "shape": "general",
-                        "status": "ok", "key": "local", "collection": "bench/duo",
-                        "seat": "member" if alias.startswith("m") else "explorer"})
+    ledger.record_seat(
+        {
+            "call": call,
+            "panel": panel,
+            "alias": alias,
+            "shape": "general",
+            "status": "ok",
+            "key": "local",
+            "collection": "bench/duo",
+            "seat": "member" if alias.startswith("m") else "explorer",
+        }
+    )
     if useful is not None:
         ledger.record_verdict(call, useful=useful)
     return call
@@ -184,6 +258,7 @@ def test_value_order_ranks_a_verdict_that_can_decide_a_swap_first(tmp_path, caps
     from panelist.metrics.cli.main import main
     from panelist.metrics.ledger.ledger import Ledger
     from panelist.serve import make_dashboard
+
     home = folder(tmp_path / "data", "thompson")
     with Ledger.of_home(home) as ledger:
         # m2 is the weaker member; c0 has beaten it so far, c1 has never been useful
@@ -192,7 +267,7 @@ def test_value_order_ranks_a_verdict_that_can_decide_a_swap_first(tmp_path, caps
             answered(ledger, "m2", useful=i < 4)
             answered(ledger, "c0", useful=i < 8)
             answered(ledger, "c1", useful=False)
-        hopeless = answered(ledger, "c1")    # owed first: oldest first lists it first
+        hopeless = answered(ledger, "c1")  # owed first: oldest first lists it first
         deciding = answered(ledger, "c0")
     server = make_dashboard(home, env={})
     try:
@@ -206,13 +281,13 @@ def test_value_order_ranks_a_verdict_that_can_decide_a_swap_first(tmp_path, caps
         assert first["value"] > second["value"]
         assert first["reason"].startswith("could decide a swap for m2 (p=")
         # c1 matters only if it could overtake c0, the candidate the swap hinges on
-        assert second["reason"].startswith("could overtake c0 as the candidate for m2 (p="), \
-            second
+        assert second["reason"].startswith("could overtake c0 as the candidate for m2 (p="), second
         status, _, body = call(server, "GET", "/api/owed?order=loudest")
         assert status == 400 and body["error"]["param"] == "order", body
     finally:
         server.close()
     from panelist.gateway import make_gateway
+
     gateway = make_gateway(home, env={})
     try:
         status, _, pending = call(gateway, "GET", "/bench/pending?order=value")

@@ -20,12 +20,12 @@ def fail_everyone(sim, **how):
         sim.script(alias, **how)
 
 
-
 @pytest.mark.parametrize("mode", ["all", "merged", "pick"])
 def test_every_seat_failed_is_a_502_with_the_seats(gateway, home, sim, mode):
     fail_everyone(sim, fail="server_error")
-    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                       timeout=PATIENCE) as client:
+    with openai.OpenAI(
+        base_url=gateway.url + "/v1", api_key="local", max_retries=0, timeout=PATIENCE
+    ) as client:
         with pytest.raises(openai.APIStatusError) as err:
             client.chat.completions.create(model=f"bench/trio:{mode}", messages=ASK)
     exc = err.value
@@ -35,7 +35,7 @@ def test_every_seat_failed_is_a_502_with_the_seats(gateway, home, sim, mode):
     assert len(seats) == 5 and {s["status"] for s in seats} == {"error"}
     assert all(s["error"].startswith("server_error") for s in seats)
     panel = exc.response.headers["x-panelist-panel"]
-    (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")   # logged all the same
+    (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")  # logged all the same
     assert record["panel"] == panel and len(record["seats"]) == 5
     assert record["abandoned"] is False and "merger" not in record
 
@@ -43,8 +43,7 @@ def test_every_seat_failed_is_a_502_with_the_seats(gateway, home, sim, mode):
 def test_the_clients_own_retries_do_not_start_another_panel(gateway, home, sim):
     fail_everyone(sim, fail="server_error")
     # the openai package retries a 5xx twice by default; x-should-retry tells it not to
-    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local",
-                       timeout=PATIENCE) as client:
+    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", timeout=PATIENCE) as client:
         with pytest.raises(openai.APIStatusError) as err:
             client.chat.completions.create(model="bench/trio", messages=ASK)
     assert err.value.status_code == 502
@@ -57,29 +56,37 @@ def test_a_failed_stream_ends_with_the_error_a_reply_would_have_had(gateway, hom
     # a stream opens at once (tests/test_stream_open.py): a panel that fails after that ends
     # with an error event holding the body a reply would have had, and the openai package raises
     fail_everyone(sim, fail="empty")
-    with RawStream(gateway.server, "/v1/chat/completions",
-                   {"model": f"bench/trio:{mode}", "messages": ASK, "stream": True}) as stream:
+    with RawStream(
+        gateway.server,
+        "/v1/chat/completions",
+        {"model": f"bench/trio:{mode}", "messages": ASK, "stream": True},
+    ) as stream:
         assert stream.status == 200
         panel = stream.headers["x-panelist-panel"]
         events = [e for e in stream.rest() if e[0] != "comment"]
     assert events[0][1]["choices"][0]["delta"] == {"role": "assistant"}
     sections = [e[1]["choices"][0]["delta"]["content"] for e in events[1:-2]]
-    if mode == "all":   # each failed seat's section came as it ended
+    if mode == "all":  # each failed seat's section came as it ended
         assert len(sections) == 5 and all("> empty:" in s for s in sections), sections
     else:
         assert not sections
     error = events[-2][1]["error"]
     assert error["code"] == "all_seats_failed" and {s["status"] for s in error["seats"]} == {
-        "empty"}
+        "empty"
+    }
     assert events[-1] == (None, "[DONE]")
-    (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")   # logged all the same
+    (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")  # logged all the same
     assert record["panel"] == panel and record["abandoned"] is False
 
-    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                       timeout=PATIENCE) as client:
+    with openai.OpenAI(
+        base_url=gateway.url + "/v1", api_key="local", max_retries=0, timeout=PATIENCE
+    ) as client:
         with pytest.raises(openai.APIError) as caught:
-            list(client.chat.completions.create(model=f"bench/trio:{mode}", messages=ASK,
-                                                stream=True))
+            list(
+                client.chat.completions.create(
+                    model=f"bench/trio:{mode}", messages=ASK, stream=True
+                )
+            )
     assert caught.value.body["code"] == "all_seats_failed"
     assert "no seat of bench/trio answered" in caught.value.message
 
@@ -95,15 +102,17 @@ def test_a_stream_sends_the_sections_of_failed_seats_as_they_end(gateway, sim):
 
 def test_every_seat_rate_limited_is_a_503_with_retry_after(gateway, sim):
     fail_everyone(sim, fail="rate_limit", retry_after=90)
-    status, body, headers = gateway.post("/v1/chat/completions",
-                                         {"model": "bench/trio:pick", "messages": ASK})
+    status, body, headers = gateway.post(
+        "/v1/chat/completions", {"model": "bench/trio:pick", "messages": ASK}
+    )
     assert status == 503 and body["error"]["code"] == "all_seats_rate_limited", body
     assert 1 <= int(headers["Retry-After"]) <= 90
     assert "try again in" in body["error"]["message"]
     assert {s["status"] for s in body["error"]["seats"]} == {"error"}
-    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                       timeout=PATIENCE) as client:
-        with pytest.raises(openai.APIStatusError) as err:   # now none can be seated at all
+    with openai.OpenAI(
+        base_url=gateway.url + "/v1", api_key="local", max_retries=0, timeout=PATIENCE
+    ) as client:
+        with pytest.raises(openai.APIStatusError) as err:  # now none can be seated at all
             client.chat.completions.create(model="bench/trio", messages=ASK)
     assert err.value.status_code == 503 and 1 <= int(err.value.response.headers["retry-after"])
 
@@ -111,8 +120,9 @@ def test_every_seat_rate_limited_is_a_503_with_retry_after(gateway, sim):
 def test_a_mix_of_rate_limits_and_errors_is_a_502(gateway, sim):
     fail_everyone(sim, fail="rate_limit", retry_after=90)
     sim.script("mid", fail="server_error")
-    status, body, headers = gateway.post("/v1/chat/completions",
-                                         {"model": "bench/trio", "messages": ASK})
+    status, body, headers = gateway.post(
+        "/v1/chat/completions", {"model": "bench/trio", "messages": ASK}
+    )
     assert status == 502 and body["error"]["code"] == "all_seats_failed"
     assert "Retry-After" not in headers
 

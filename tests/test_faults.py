@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (Client, Gateway, PATIENCE, read_jsonl, serving_threads, set_limits,
-                      wait_until)
+from conftest import Client, Gateway, PATIENCE, read_jsonl, serving_threads, set_limits, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.roster.collection import Collections
 from panelist.metrics.server.keys import Keys
@@ -28,11 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def ask(gw, model="bench/trio", headers=None, **extra):
-    return gw.post("/v1/chat/completions",
-                   {"model": model, "messages": [{"role": "user", "content": "Review: x"}],
-                    **extra}, headers=headers)
-
-
+    return gw.post(
+        "/v1/chat/completions",
+        {"model": model, "messages": [{"role": "user", "content": "Review: x"}], **extra},
+        headers=headers,
+    )
 
 
 def closed_port() -> int:
@@ -44,16 +43,22 @@ def closed_port() -> int:
 
 
 # -- upstream faults ------------------------------------------------------------------------------
-@pytest.mark.parametrize("fault, kind", [
-    ("refused", "connection"), ("reset", "connection"), ("garbage", "bad_reply"),
-    ("error_body", "server_error"), ("drip", "timeout"),
-])
+@pytest.mark.parametrize(
+    "fault, kind",
+    [
+        ("refused", "connection"),
+        ("reset", "connection"),
+        ("garbage", "bad_reply"),
+        ("error_body", "server_error"),
+        ("drip", "timeout"),
+    ],
+)
 def test_an_upstream_fault_is_a_named_seat_error(gateway, home, sim, fault, kind):
     if fault == "refused":
         roster = Roster(home)
         roster.add_endpoint("gone", f"http://127.0.0.1:{closed_port()}/v1")
         roster.add_model("mid", "gone", family="mid", context=100_000)
-    elif fault == "drip":   # a reply that trickles forever: only the seat's deadline ends it
+    elif fault == "drip":  # a reply that trickles forever: only the seat's deadline ends it
         # ~20 s for the whole reply at this pace; the deadline leaves the other seats (answering
         # at once) ample room on a loaded machine
         set_limits(home, seat_timeout=2)
@@ -67,11 +72,12 @@ def test_an_upstream_fault_is_a_named_seat_error(gateway, home, sim, fault, kind
     failed = {a: s["error"] for a, s in seats.items() if a != "mid" and s["status"] != "ok"}
     assert not failed, f"seats other than mid failed too: {failed}"
     assert f"error: {kind}:" in body["choices"][0]["message"]["content"]
-    (logged,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
-                 if e.get("alias") == "mid"]
+    (logged,) = [
+        e for e in read_jsonl(home.gateway_runs / "evidence.jsonl") if e.get("alias") == "mid"
+    ]
     assert logged["status"] == "error" and logged["error"].startswith(kind)
     if fault == "drip":
-        assert sim.wait_disconnects(1, timeout=PATIENCE)   # the trickle was hung up on
+        assert sim.wait_disconnects(1, timeout=PATIENCE)  # the trickle was hung up on
 
 
 # -- slow and broken clients ----------------------------------------------------------------------
@@ -102,8 +108,10 @@ def still_open(s: socket.socket) -> bool:
 
 def stall(gw, n: int) -> list[socket.socket]:
     """``n`` connections that each send the start of a header section and never finish it."""
-    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
-            "Content-Type: application/json\r\n").encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
+        "Content-Type: application/json\r\n"
+    ).encode()
     stalled = []
     for _ in range(n):
         stalled.append(connect(gw))
@@ -121,7 +129,8 @@ def test_stalled_clients_never_starve_others(gateway):
         dropped = [i for i, s in enumerate(stalled) if not still_open(s)]
         assert not dropped, f"stalled connections {dropped} were let go before /health answered"
         assert wait_until(lambda: serving_threads(gateway.server) == 0), (
-            f"{serving_threads(gateway.server)} handler threads are held by unfinished heads")
+            f"{serving_threads(gateway.server)} handler threads are held by unfinished heads"
+        )
     finally:
         for s in stalled:
             s.close()
@@ -144,9 +153,13 @@ def test_stalled_clients_are_dropped_without_a_thread(impatient):
 def test_a_half_body_gets_408_and_the_connection_closes(impatient):
     gw = impatient
     s = connect(gw)
-    s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
-               "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
-               '{"model": "bench/trio", ').encode())
+    s.sendall(
+        (
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            '{"model": "bench/trio", '
+        ).encode()
+    )
     data = b""
     while chunk := s.recv(4096):
         data += chunk
@@ -159,21 +172,27 @@ def test_a_half_body_gets_408_and_the_connection_closes(impatient):
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_caller_that_leaves_releases_its_seats_and_thread(impatient, sim, stream):
     gw = impatient
-    sim.script("slow", latency=3600)   # a seat that would hold on for an hour
+    sim.script("slow", latency=3600)  # a seat that would hold on for an hour
     s = connect(gw)
-    body = json.dumps({"model": "bench/trio", "stream": stream,
-                       "messages": [{"role": "user", "content": "hi"}]}).encode()
-    s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
-               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
-              + body)
+    body = json.dumps(
+        {"model": "bench/trio", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    s.sendall(
+        (
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gw.server.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        + body
+    )
     if stream:
-        assert s.recv(4096).startswith(b"HTTP/1.1 200")   # the stream has begun
+        assert s.recv(4096).startswith(b"HTTP/1.1 200")  # the stream has begun
     assert wait_until(lambda: sim.count("slow") == 1), "the slow seat was never asked"
-    assert serving_threads(gw.server) == 1   # this connection's, busy with the panel
-    s.close()   # gone mid-stream / mid-panel
-    assert sim.wait_disconnects(1, timeout=PATIENCE)   # the slow seat's upstream call was dropped
+    assert serving_threads(gw.server) == 1  # this connection's, busy with the panel
+    s.close()  # gone mid-stream / mid-panel
+    assert sim.wait_disconnects(1, timeout=PATIENCE)  # the slow seat's upstream call was dropped
     assert wait_until(lambda: serving_threads(gw.server) == 0), (
-        "the thread of a caller that left is still serving it")
+        "the thread of a caller that left is still serving it"
+    )
     assert gw.get("/health")[0] == 200
 
 
@@ -186,8 +205,11 @@ class Process:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "gateway.py"), "--data", str(data), "--port", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(clean, PYTHONUNBUFFERED="1", **(env or {})))
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(clean, PYTHONUNBUFFERED="1", **(env or {})),
+        )
         line = self.proc.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
         if not found:
@@ -237,7 +259,7 @@ def load(gw, stop: threading.Event, done: list, headers=None) -> None:
         try:
             status, body, _ = ask(gw, headers=headers)
         except (OSError, http.client.HTTPException):
-            return   # the gateway is gone (killed mid-reply: an incomplete read)
+            return  # the gateway is gone (killed mid-reply: an incomplete read)
         if status == 200:
             done.append(body["bench"])
 
@@ -248,23 +270,26 @@ def test_a_sigkilled_gateway_loses_only_what_was_in_flight(home, sim):
     stop, done, workers = threading.Event(), [], []
     with Process(home.root) as first:
         judged = Counter()
-        for _ in range(3):   # verdicts acknowledged before the crash
+        for _ in range(3):  # verdicts acknowledged before the crash
             status, body, _ = ask(first.gw)
             assert status == 200
             for seat in body["bench"]["seats"][:3]:
-                status, got, _ = first.gw.post("/bench/verdict",
-                                               {"call": seat["call"], "useful": True})
+                status, got, _ = first.gw.post(
+                    "/bench/verdict", {"call": seat["call"], "useful": True}
+                )
                 assert status == 200 and got["written"]
                 judged[seat["alias"]] += 1
         try:
-            workers += [threading.Thread(target=load, args=(first.gw, stop, done))
-                        for _ in range(6)]
+            workers += [
+                threading.Thread(target=load, args=(first.gw, stop, done)) for _ in range(6)
+            ]
             for w in workers:
                 w.start()
             assert wait_until(lambda: len(done) >= 20, 3 * PATIENCE), (
-                f"only {len(done)} panels answered")
+                f"only {len(done)} panels answered"
+            )
         finally:
-            first.kill()   # mid-load: panels and seats are being written
+            first.kill()  # mid-load: panels and seats are being written
             stop.set()
             for w in workers:
                 w.join(PATIENCE)
@@ -280,16 +305,17 @@ def test_a_sigkilled_gateway_loses_only_what_was_in_flight(home, sim):
         f.write(b'{"v":1,"kind":"verdict","call":"p2026')
 
     with Process(home.root) as second:
-        for bench in done[:5]:   # every answered panel is served back, and can be judged
+        for bench in done[:5]:  # every answered panel is served back, and can be judged
             status, record, _ = second.gw.get(f"/bench/panels/{bench['panel']}")
             assert status == 200 and len(record["seats"]) == len(bench["seats"])
             seat = bench["seats"][0]
-            status, got, _ = second.gw.post("/bench/verdict",
-                                            {"call": seat["call"], "useful": False})
+            status, got, _ = second.gw.post(
+                "/bench/verdict", {"call": seat["call"], "useful": False}
+            )
             assert status == 200 and got["written"]
         assert ask(second.gw)[0] == 200
     for path in (runs / "calls.jsonl", runs / "evidence.jsonl"):
-        records, torn = parsed(path)   # the next append cut every torn line off
+        records, torn = parsed(path)  # the next append cut every torn line off
         assert records and torn == [] and path.read_bytes().endswith(b"\n"), path.name
     with Ledger(runs) as ledger:
         states = ledger.states(judged, "general")
@@ -316,10 +342,19 @@ def test_two_gateway_processes_share_one_data_folder(home, sim):
                 status, body, _ = ask(gws[i % 2], headers=headers)
                 with lock:
                     out.append((status, body))
-        workers = [threading.Thread(target=drive, args=((a.gw, b.gw)[::1 - 2 * (i % 2)], 12,
-                                                        {"Authorization": f"Bearer {bulk}"},
-                                                        replies))
-                   for i in range(8)]
+
+        workers = [
+            threading.Thread(
+                target=drive,
+                args=(
+                    (a.gw, b.gw)[:: 1 - 2 * (i % 2)],
+                    12,
+                    {"Authorization": f"Bearer {bulk}"},
+                    replies,
+                ),
+            )
+            for i in range(8)
+        ]
         for w in workers:
             w.start()
         for w in workers:
@@ -331,10 +366,12 @@ def test_two_gateway_processes_share_one_data_folder(home, sim):
 
         def meter(gw):
             for _ in range(5):
-                status, _, headers = gw.get("/v1/models",
-                                            headers={"Authorization": f"Bearer {metered}"})
+                status, _, headers = gw.get(
+                    "/v1/models", headers={"Authorization": f"Bearer {metered}"}
+                )
                 with lock:
                     statuses.append((status, headers["Retry-After"]))
+
         workers = [threading.Thread(target=meter, args=(gw,)) for gw in (a.gw, b.gw) * 3]
         began = time.time()
         for w in workers:
@@ -347,7 +384,7 @@ def test_two_gateway_processes_share_one_data_folder(home, sim):
         assert set(counted) <= {200, 429} and sum(counted.values()) == 30, counted
         if began // 60 == ended // 60:
             assert counted == {200: 20, 429: 10}
-        else:   # a new minute began meanwhile and made room: never fewer admitted, though
+        else:  # a new minute began meanwhile and made room: never fewer admitted, though
             assert counted[200] >= 20, counted
         vague = [after for s, after in statuses if s == 429 and not (after and int(after) >= 1)]
         assert not vague, f"429s without a Retry-After of a second or more: {vague}"
@@ -367,19 +404,33 @@ def test_two_gateway_processes_share_one_data_folder(home, sim):
 def test_concurrent_collection_saves_lose_nothing(home):
     cli = [sys.executable, str(ROOT / "metrics" / "offload.py"), "--data", str(home.root)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
-    procs = [subprocess.Popen(cli + ["collection", "save", f"c{i}", "--members", "fast,mid"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for i in range(6)]
+    procs = [
+        subprocess.Popen(
+            cli + ["collection", "save", f"c{i}", "--members", "fast,mid"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for i in range(6)
+    ]
     # and two processes saving in a tight loop, so the writes really do overlap
-    loop = ("import sys; sys.path.insert(0, sys.argv[1]); import _bootstrap\n"
-            "from panelist.metrics.roster.collection import Collections\n"
-            "from panelist.metrics.home import open_home\n"
-            "from panelist.metrics.roster.roster import Roster\n"
-            "home = open_home(sys.argv[2]); view = Roster(home).view()\n"
-            "for i in range(40):\n"
-            "    Collections(home).save(view, f'{sys.argv[3]}{i}', ['fast', 'slow'])\n")
-    procs += [subprocess.Popen([sys.executable, "-c", loop, str(ROOT), str(home.root), prefix],
-                               env=env, stderr=subprocess.PIPE) for prefix in ("a", "b")]
+    loop = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import _bootstrap\n"
+        "from panelist.metrics.roster.collection import Collections\n"
+        "from panelist.metrics.home import open_home\n"
+        "from panelist.metrics.roster.roster import Roster\n"
+        "home = open_home(sys.argv[2]); view = Roster(home).view()\n"
+        "for i in range(40):\n"
+        "    Collections(home).save(view, f'{sys.argv[3]}{i}', ['fast', 'slow'])\n"
+    )
+    procs += [
+        subprocess.Popen(
+            [sys.executable, "-c", loop, str(ROOT), str(home.root), prefix],
+            env=env,
+            stderr=subprocess.PIPE,
+        )
+        for prefix in ("a", "b")
+    ]
     errors = []
     for p in procs:
         try:
@@ -390,9 +441,9 @@ def test_concurrent_collection_saves_lose_nothing(home):
     failed = [err for p, err in zip(procs, errors) if p.returncode != 0]
     assert not failed, failed
     names = set(Collections(home).all())
-    expected = {"trio"} | {f"c{i}" for i in range(6)} | {f"{p}{i}" for p in "ab" for i in
-                                                          range(40)}
+    expected = {"trio"} | {f"c{i}" for i in range(6)} | {f"{p}{i}" for p in "ab" for i in range(40)}
     assert names == expected
-    changes = [c["what"] for c in read_jsonl(home.file("changes.jsonl"))
-               if c["file"] == "collections.json"]
+    changes = [
+        c["what"] for c in read_jsonl(home.file("changes.jsonl")) if c["file"] == "collections.json"
+    ]
     assert sorted(changes) == sorted(f"collection {n}" for n in expected)

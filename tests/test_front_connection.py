@@ -19,7 +19,7 @@ def test_a_busy_connection_is_never_taken_back():
         assert wire.turn(BUSY) is True
         assert wire.drop() is False, "a connection being answered is kept"
         assert wire.dropped is False and wire.phase == BUSY
-        theirs.sendall(b"x")   # its read side is still open
+        theirs.sendall(b"x")  # its read side is still open
         assert ours.recv(1) == b"x"
     finally:
         ours.close()

@@ -15,9 +15,20 @@ from hypothesis import strategies as st
 from conftest import PATIENCE, Gateway
 from panelist.gateway import make_gateway
 
-PATHS = ["/v1/models", "/v1/chat/completions", "/bench/verdict", "/bench/panels/x",
-         "/bench/panels/p20260101-0", "/bench/pending", "/bench/pending?limit=x", "/health",
-         "/", "/v1", "/nope/../v1/models", "/v1/models?x=%00"]
+PATHS = [
+    "/v1/models",
+    "/v1/chat/completions",
+    "/bench/verdict",
+    "/bench/panels/x",
+    "/bench/panels/p20260101-0",
+    "/bench/pending",
+    "/bench/pending?limit=x",
+    "/health",
+    "/",
+    "/v1",
+    "/nope/../v1/models",
+    "/v1/models?x=%00",
+]
 METHODS = ["GET", "POST", "OPTIONS"]
 CTYPES = ["application/json", "application/json; charset=utf-8", "text/plain", None]
 
@@ -29,26 +40,61 @@ def text(**size):
     return st.text(CHARACTERS, **size)
 
 
-scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-           | text(max_size=30))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                      | st.dictionaries(text(max_size=12), inner, max_size=4), max_leaves=12)
-messages = st.lists(st.fixed_dictionaries(
-    {"role": st.sampled_from(["user", "system", "assistant", "tool", "robot"]) | values,
-     "content": text(max_size=60) | values}), max_size=3)
-valid_chat = st.fixed_dictionaries(   # well-typed, arbitrary text: reaches the seats
-    {"model": st.sampled_from(["bench/trio", "bench/trio:all"]),
-     "messages": st.lists(st.fixed_dictionaries(
-         {"role": st.sampled_from(["user", "system", "assistant"]),
-          "content": text(min_size=1, max_size=80)}), min_size=1, max_size=3)},
-    optional={"stream": st.booleans(), "temperature": st.floats(0, 2),
-              "max_tokens": st.integers(1, 4096), "user": text(max_size=20)})
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text(max_size=30)
+values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(text(max_size=12), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+messages = st.lists(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "system", "assistant", "tool", "robot"]) | values,
+            "content": text(max_size=60) | values,
+        }
+    ),
+    max_size=3,
+)
+valid_chat = st.fixed_dictionaries(  # well-typed, arbitrary text: reaches the seats
+    {
+        "model": st.sampled_from(["bench/trio", "bench/trio:all"]),
+        "messages": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "role": st.sampled_from(["user", "system", "assistant"]),
+                    "content": text(min_size=1, max_size=80),
+                }
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+    },
+    optional={
+        "stream": st.booleans(),
+        "temperature": st.floats(0, 2),
+        "max_tokens": st.integers(1, 4096),
+        "user": text(max_size=20),
+    },
+)
 chat = valid_chat | st.fixed_dictionaries(
-    {"model": st.sampled_from(["bench/trio", "bench/trio:all", "bench/trio:merged",
-                               "bench/nope", "gpt-4o", "bench/"]) | values,
-     "messages": messages | values},
-    optional={"stream": st.booleans() | values, "temperature": values, "n": values,
-              "max_tokens": values, "bench": values, "stop": values})
+    {
+        "model": st.sampled_from(
+            ["bench/trio", "bench/trio:all", "bench/trio:merged", "bench/nope", "gpt-4o", "bench/"]
+        )
+        | values,
+        "messages": messages | values,
+    },
+    optional={
+        "stream": st.booleans() | values,
+        "temperature": values,
+        "n": values,
+        "max_tokens": values,
+        "bench": values,
+        "stop": values,
+    },
+)
 
 
 def lone_surrogate(raw: bytes) -> bool:
@@ -57,7 +103,7 @@ def lone_surrogate(raw: bytes) -> bool:
         json.dumps(json.loads(raw), ensure_ascii=False).encode()
     except UnicodeEncodeError:
         return True
-    except ValueError:   # not JSON: it holds no string at all
+    except ValueError:  # not JSON: it holds no string at all
         return False
     return False
 
@@ -65,11 +111,16 @@ def lone_surrogate(raw: bytes) -> bool:
 def verdicts(call):
     valid = st.fixed_dictionaries(
         {"call": st.just(call), "useful": st.booleans()},
-        optional={"note": text(max_size=80), "real": st.lists(text(max_size=20)),
-                  "false": st.lists(text(max_size=20))})
+        optional={
+            "note": text(max_size=80),
+            "real": st.lists(text(max_size=20)),
+            "false": st.lists(text(max_size=20)),
+        },
+    )
     return valid | st.fixed_dictionaries(
         {"call": st.just(call) | text(max_size=30) | values, "useful": st.booleans() | values},
-        optional={"note": text(max_size=30) | values, "real": values, "false": values})
+        optional={"note": text(max_size=30) | values, "real": values, "false": values},
+    )
 
 
 def check_reply(status: int, headers, data: bytes) -> None:
@@ -106,22 +157,41 @@ def send(gw, method: str, path: str, body: bytes | None, ctype: str | None):
 
 
 def test_any_json_or_bytes_at_any_route(gateway, home, capfd):
-    status, reply, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio", "messages": [{"role": "user", "content": "seed"}]})
+    status, reply, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "seed"}]},
+    )
     assert status == 200
     call = reply["bench"]["seats"][0]["call"]
     encoded = (values | chat | verdicts(call)).map(lambda v: json.dumps(v).encode())
     json_type = st.sampled_from(CTYPES[:2])
-    anything = st.tuples(st.sampled_from(METHODS), st.sampled_from(PATHS),
-                         st.none() | st.binary(max_size=200) | encoded, st.sampled_from(CTYPES))
-    requests = st.one_of(   # most of the effort where the parsing is: chat and verdict bodies
-        st.tuples(st.just("POST"), st.just("/v1/chat/completions"),
-                  chat.map(lambda v: json.dumps(v).encode()), json_type),
-        st.tuples(st.just("POST"), st.just("/bench/verdict"),
-                  verdicts(call).map(lambda v: json.dumps(v).encode()), json_type),
-        st.tuples(st.just("POST"), st.sampled_from(PATHS[1:3]),
-                  st.binary(max_size=200) | encoded, json_type),
-        anything)
+    anything = st.tuples(
+        st.sampled_from(METHODS),
+        st.sampled_from(PATHS),
+        st.none() | st.binary(max_size=200) | encoded,
+        st.sampled_from(CTYPES),
+    )
+    requests = st.one_of(  # most of the effort where the parsing is: chat and verdict bodies
+        st.tuples(
+            st.just("POST"),
+            st.just("/v1/chat/completions"),
+            chat.map(lambda v: json.dumps(v).encode()),
+            json_type,
+        ),
+        st.tuples(
+            st.just("POST"),
+            st.just("/bench/verdict"),
+            verdicts(call).map(lambda v: json.dumps(v).encode()),
+            json_type,
+        ),
+        st.tuples(
+            st.just("POST"),
+            st.sampled_from(PATHS[1:3]),
+            st.binary(max_size=200) | encoded,
+            json_type,
+        ),
+        anything,
+    )
 
     sent = []
 
@@ -130,17 +200,28 @@ def test_any_json_or_bytes_at_any_route(gateway, home, capfd):
     chat_body = {"model": "bench/trio", "messages": [{"role": "user", "content": "x \ud800 y"}]}
     note_body = {"call": call, "useful": True, "note": "\udfff", "real": ["\udc80"]}
 
-    @settings(max_examples=150, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=150,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(request=requests)
-    @example(request=("POST", "/v1/chat/completions", json.dumps(chat_body).encode(),
-                      "application/json"))
-    @example(request=("POST", "/v1/chat/completions",
-                      json.dumps(dict(chat_body, stream=True)).encode(), "application/json"))
-    @example(request=("POST", "/bench/verdict", json.dumps(note_body).encode(),
-                      "application/json"))
+    @example(
+        request=("POST", "/v1/chat/completions", json.dumps(chat_body).encode(), "application/json")
+    )
+    @example(
+        request=(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps(dict(chat_body, stream=True)).encode(),
+            "application/json",
+        )
+    )
+    @example(request=("POST", "/bench/verdict", json.dumps(note_body).encode(), "application/json"))
     def one(request):
-        check_reply(*send(gateway, *request))   # http.client raises if no reply came at all
+        check_reply(*send(gateway, *request))  # http.client raises if no reply came at all
         sent.append(request)
 
     one()
@@ -164,11 +245,22 @@ def test_any_bytes_as_the_whole_request(home, capfd):
         answered = []
 
         @settings(max_examples=100, deadline=None, derandomize=True, database=None)
-        @given(raw=st.binary(max_size=300) | st.builds(
-            lambda line, rest: line + b"\r\n" + rest,
-            st.sampled_from([b"GET /v1/models HTTP/1.1", b"POST /bench/verdict HTTP/1.1",
-                             b"FOO / HTTP/1.1", b"GET / HTTP/9.9", b"GET " + b"x" * 70000]),
-            st.binary(max_size=200)))
+        @given(
+            raw=st.binary(max_size=300)
+            | st.builds(
+                lambda line, rest: line + b"\r\n" + rest,
+                st.sampled_from(
+                    [
+                        b"GET /v1/models HTTP/1.1",
+                        b"POST /bench/verdict HTTP/1.1",
+                        b"FOO / HTTP/1.1",
+                        b"GET / HTTP/9.9",
+                        b"GET " + b"x" * 70000,
+                    ]
+                ),
+                st.binary(max_size=200),
+            )
+        )
         def one(raw):
             with socket.create_connection(("127.0.0.1", gw.server.port), timeout=PATIENCE) as s:
                 s.sendall(raw)
@@ -177,7 +269,7 @@ def test_any_bytes_as_the_whole_request(home, capfd):
                 while chunk := s.recv(65536):
                     data += chunk
             replies = 0
-            while data:   # whole replies, each well-formed, and nothing after the last
+            while data:  # whole replies, each well-formed, and nothing after the last
                 head, sep, rest = data.partition(b"\r\n\r\n")
                 assert sep and head.startswith(b"HTTP/1."), data[:200]
                 lines = head.decode("latin-1").split("\r\n")

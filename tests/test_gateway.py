@@ -14,18 +14,19 @@ from panelist.metrics.roster.roster import Roster
 
 
 def ask(gw, content="Review: def add(a, b): return a - b", **extra):
-    return gw.post("/v1/chat/completions", {"model": "bench/trio",
-                                            "messages": [{"role": "user", "content": content}],
-                                            **extra})
-
-
+    return gw.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": content}], **extra},
+    )
 
 
 def test_openai_client_gets_every_seat_labelled(gateway, home):
-    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                       timeout=PATIENCE) as client:
+    with openai.OpenAI(
+        base_url=gateway.url + "/v1", api_key="local", max_retries=0, timeout=PATIENCE
+    ) as client:
         r = client.chat.completions.create(
-            model="bench/trio", messages=[{"role": "user", "content": "Review: x = 1/0"}])
+            model="bench/trio", messages=[{"role": "user", "content": "Review: x = 1/0"}]
+        )
     bench = r.model_extra["bench"]
     seats = bench["seats"]
     assert [s["seat"] for s in seats] == ["member"] * 3 + ["explorer"] * 2
@@ -65,7 +66,10 @@ def test_seats_are_asked_at_once(gateway, home, gated):
     ((status, body, _),) = replies
     assert status == 200
     assert {s["alias"]: s["status"] for s in body["bench"]["seats"][:3]} == {
-        "fast": "ok", "mid": "ok", "slow": "ok"}
+        "fast": "ok",
+        "mid": "ok",
+        "slow": "ok",
+    }
 
 
 def test_models_list_describes_each_collection(gateway, home):
@@ -81,17 +85,29 @@ def test_models_list_describes_each_collection(gateway, home):
     assert trio["tags"] == ["test", "code"] and trio["members"] == ["fast", "mid", "slow"]
     assert trio["shape"] == "general" and trio["explorers"] == 2
     # every member takes 8,000 tokens; up to 100,000 some member is still seated
-    assert trio["together"] == {"context_window": 8_000, "max_context_window": 100_000,
-                                "capabilities": []}
+    assert trio["together"] == {
+        "context_window": 8_000,
+        "max_context_window": 100_000,
+        "capabilities": [],
+    }
 
 
-@pytest.mark.parametrize("body, status, fragment", [
-    ({"messages": [{"role": "user", "content": "hi"}]}, 400, "no collection named"),
-    ({"model": "bench/nope", "messages": [{"role": "user", "content": "hi"}]}, 404,
-     "unknown collection"),
-    ({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, 404,
-     "not a collection"),
-])
+@pytest.mark.parametrize(
+    "body, status, fragment",
+    [
+        ({"messages": [{"role": "user", "content": "hi"}]}, 400, "no collection named"),
+        (
+            {"model": "bench/nope", "messages": [{"role": "user", "content": "hi"}]},
+            404,
+            "unknown collection",
+        ),
+        (
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            404,
+            "not a collection",
+        ),
+    ],
+)
 def test_refusals_list_every_collection(gateway, body, status, fragment):
     got, reply, _ = gateway.post("/v1/chat/completions", body)
     assert got == status
@@ -100,18 +116,37 @@ def test_refusals_list_every_collection(gateway, body, status, fragment):
     assert "bench/trio [test, code]: Three simulated reviewers" in message
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"model": "bench/trio", "messages": "hi"}, "messages"),
-    ({"model": "bench/trio", "messages": [{"role": "user", "content": 5}]},
-     "messages[0].content"),
-    ({"model": "bench/trio", "messages": [{"role": "robot", "content": "x"}]},
-     "messages[0].role"),
-    ({"model": 7, "messages": [{"role": "user", "content": "x"}]}, "model"),
-    ({"model": "bench/trio", "messages": [{"role": "user", "content": "x"}],
-      "temperature": "hot"}, "temperature"),
-    ({"model": "bench/trio", "messages": [{"role": "user", "content": "x"}],
-      "stream": "yes"}, "stream"),
-])
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"model": "bench/trio", "messages": "hi"}, "messages"),
+        (
+            {"model": "bench/trio", "messages": [{"role": "user", "content": 5}]},
+            "messages[0].content",
+        ),
+        (
+            {"model": "bench/trio", "messages": [{"role": "robot", "content": "x"}]},
+            "messages[0].role",
+        ),
+        ({"model": 7, "messages": [{"role": "user", "content": "x"}]}, "model"),
+        (
+            {
+                "model": "bench/trio",
+                "messages": [{"role": "user", "content": "x"}],
+                "temperature": "hot",
+            },
+            "temperature",
+        ),
+        (
+            {
+                "model": "bench/trio",
+                "messages": [{"role": "user", "content": "x"}],
+                "stream": "yes",
+            },
+            "stream",
+        ),
+    ],
+)
 def test_wrong_types_name_the_field(gateway, body, param):
     status, reply, _ = gateway.post("/v1/chat/completions", body)
     assert status == 400
@@ -144,7 +179,7 @@ def test_an_unexpected_fault_is_a_500_with_a_request_id(gateway, home, capfd):
 def test_a_hanging_seat_is_named_and_the_panel_answers(gateway, home, sim):
     # the deadline leaves the other seats (answering at once) ample room on a loaded machine
     set_limits(home, seat_timeout=2)
-    sim.script("slow", fail="hang")   # never answers: only the seat's deadline ends the wait
+    sim.script("slow", fail="hang")  # never answers: only the seat's deadline ends the wait
     status, body, _ = ask(gateway)
     assert status == 200
     seats = {s["alias"]: s for s in body["bench"]["seats"]}
@@ -173,11 +208,11 @@ def test_a_429_cools_a_model_out_of_explorer_seats(gateway, home, sim):
     assert [s["alias"] for s in explorers] == ["x-one", "x-three"]  # never seated, alias order
     assert explorers[0]["status"] == "error" and "rate_limit" in explorers[0]["error"]
     status, second, _ = ask(gateway)
-    between = time.monotonic() - before   # the cooldown can have run at most this long
+    between = time.monotonic() - before  # the cooldown can have run at most this long
     aliases = [s["alias"] for s in second["bench"]["seats"]]
     assert "x-one" not in aliases
     (skip,) = [s for s in second["bench"]["skipped"] if s["alias"] == "x-one"]
-    left = float(skip["why"].split("for ")[1].split()[0])   # whole seconds, rounded
+    left = float(skip["why"].split("for ")[1].split()[0])  # whole seconds, rounded
     assert "cooling down" in skip["why"] and 120 - between - 1 <= left <= 120, (between, skip)
     assert sim.count("x-one") == 1  # never retried into the limit
 
@@ -186,7 +221,7 @@ def test_no_seat_to_fill_is_a_503_saying_why(gateway, home, sim):
     set_limits(home, max_explorers=0)
     for alias in ("fast", "mid", "slow"):
         sim.script(alias, fail="rate_limit", retry_after=60)
-    status, body, headers = ask(gateway)   # every seat rate limited: a 503, not a 200
+    status, body, headers = ask(gateway)  # every seat rate limited: a 503, not a 200
     assert status == 503 and body["error"]["code"] == "all_seats_rate_limited"
     assert {s["status"] for s in body["error"]["seats"]} == {"error"}
     assert 1 <= int(headers["Retry-After"]) <= 60
@@ -206,13 +241,25 @@ def test_a_prompt_over_a_members_window_leaves_that_member_out(gateway, home, si
 
 def test_tool_definitions_count_against_a_members_window(gateway, home, sim):
     Roster(home).add_model("mid", "sim", family="mid", context=4000)
-    big = [{"type": "function", "function": {
-        "name": f"tool_{i}", "description": "d" * 1000,
-        "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}
-        for i in range(22)]   # about 22k characters of schema around a two-word prompt
-    status, body, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio:pick", "messages": [{"role": "user", "content": "hi there"}],
-        "tools": big})
+    big = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{i}",
+                "description": "d" * 1000,
+                "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
+            },
+        }
+        for i in range(22)
+    ]  # about 22k characters of schema around a two-word prompt
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {
+            "model": "bench/trio:pick",
+            "messages": [{"role": "user", "content": "hi there"}],
+            "tools": big,
+        },
+    )
     assert status == 200, body
     assert "mid" not in [s["alias"] for s in body["bench"]["seats"]] and sim.count("mid") == 0
     (why,) = [s["why"] for s in body["bench"]["skipped"] if s["alias"] == "mid"]
@@ -225,7 +272,7 @@ def test_a_learned_window_only_lowers(gateway, home, sim):
     seat = next(s for s in body["bench"]["seats"] if s["alias"] == "fast")
     assert seat["status"] == "error" and seat["error"].startswith("context_length")
     status, body, _ = ask(gateway, content="y" * 400)
-    assert status == 200 and sim.count("fast") == 1   # not asked again
+    assert status == 200 and sim.count("fast") == 1  # not asked again
     (why,) = [s["why"] for s in body["bench"]["skipped"] if s["alias"] == "fast"]
     assert why.startswith("context window 50 tokens")
 
@@ -245,12 +292,15 @@ def test_verdict_round_trip_over_http(gateway, home):
     assert got["written"] and got["replaced"]
     last = read_jsonl(evidence)[-1]
     assert last["kind"] == "verdict" and last["call"] == call and last["useful"] is False
-    status, got, _ = gateway.post("/bench/verdict", {"call": "p19990101-999.member1",
-                                                     "useful": True})
+    status, got, _ = gateway.post(
+        "/bench/verdict", {"call": "p19990101-999.member1", "useful": True}
+    )
     assert status == 404 and "unknown call" in got["error"]["message"]
-    for bad, param in (({"call": call, "useful": "yes"}, "useful"),
-                       ({"call": call, "useful": True, "real": "x"}, "real"),
-                       ({"useful": True}, "call")):
+    for bad, param in (
+        ({"call": call, "useful": "yes"}, "useful"),
+        ({"call": call, "useful": True, "real": "x"}, "real"),
+        ({"useful": True}, "call"),
+    ):
         status, got, _ = gateway.post("/bench/verdict", bad)
         assert status == 400 and got["error"]["param"] == param
 
@@ -262,7 +312,7 @@ def explorers(body) -> list[str]:
 def test_verdicts_feed_back_into_seating(gateway, home):
     set_limits(home, max_explorers=1)
     seen = [explorers(ask(gateway)[1]) for _ in range(3)]
-    assert seen == [["x-one"], ["x-three"], ["x-two"]]   # never seated first, in alias order
+    assert seen == [["x-one"], ["x-three"], ["x-two"]]  # never seated first, in alias order
     # one panel seats all three at the same moment, so their ages are equal and only verdicts
     # can tell them apart (ages from separate panels would make the outcome depend on timing)
     set_limits(home, max_explorers=3, max_calls=6)
@@ -300,10 +350,14 @@ def test_panel_record_is_served_back(gateway):
 
 
 def test_stream_true_gets_the_reply_as_events(gateway):
-    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                       timeout=PATIENCE) as client:
-        chunks = list(client.chat.completions.create(
-            model="bench/trio", messages=[{"role": "user", "content": "hi"}], stream=True))
+    with openai.OpenAI(
+        base_url=gateway.url + "/v1", api_key="local", max_retries=0, timeout=PATIENCE
+    ) as client:
+        chunks = list(
+            client.chat.completions.create(
+                model="bench/trio", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+        )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert "## Seat 1" in text
     assert len(chunks[-1].model_extra["bench"]["seats"]) == 5
@@ -324,9 +378,10 @@ def test_keep_alive_connection_serves_several_requests(gateway):
 
 def test_the_verdict_hint_uses_the_public_url_behind_a_proxy(home):
     with Gateway(make_gateway(home, env={"PANELIST_PUBLIC_URL": "https://bench.example/"})) as gw:
-        status, body, _ = gw.post("/v1/chat/completions",
-                                  {"model": "bench/trio",
-                                   "messages": [{"role": "user", "content": "hi"}]},
-                                  headers={"Host": "bench.example"})
+        status, body, _ = gw.post(
+            "/v1/chat/completions",
+            {"model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"Host": "bench.example"},
+        )
     assert status == 200
     assert body["bench"]["verdict"].startswith("POST https://bench.example/bench/verdict ")

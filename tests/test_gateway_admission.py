@@ -47,7 +47,7 @@ def seats_by_alias(body):
 
 def test_a_member_waits_for_a_slot_and_answers_when_one_frees(gateway, pair, gated, outside):
     inside = gateway.server.panels.admission
-    with outside.slot("gated", "fast", wait=0):   # the endpoint's one slot is taken elsewhere
+    with outside.slot("gated", "fast", wait=0):  # the endpoint's one slot is taken elsewhere
         t, box = in_thread(gateway.post, "/v1/chat/completions", ASK)
         assert wait_until(lambda: inside.waiting("gated") == 2), "the members never queued"
         assert gated.arrived == []
@@ -81,8 +81,11 @@ def test_a_member_with_no_slot_in_its_deadline_fails_at_limit(gateway, pair, gat
         assert seats[alias]["error"].startswith("at_limit: endpoint 'gated' is at its limit")
     explorers = [s for s in body["bench"]["seats"] if s["seat"] == "explorer"]
     assert explorers and all(s["status"] == "ok" for s in explorers)
-    logged = {e["alias"]: e for e in read_jsonl(pair.gateway_runs / "evidence.jsonl")
-              if e.get("kind") == "seat"}
+    logged = {
+        e["alias"]: e
+        for e in read_jsonl(pair.gateway_runs / "evidence.jsonl")
+        if e.get("kind") == "seat"
+    }
     assert logged["mid"]["error"].startswith("at_limit:")
 
 
@@ -99,8 +102,10 @@ def test_an_explorer_is_drawn_only_from_an_endpoint_with_room(gateway, home, sim
     (skip,) = [s for s in body["bench"]["skipped"] if s["alias"] == "x-one"]
     assert skip["seat"] == "explorer" and skip["why"].startswith("endpoint at its limit")
     (record,) = read_jsonl(home.gateway_runs / "calls.jsonl")
-    assert any(s["alias"] == "x-one" and s["why"].startswith("endpoint at its limit")
-               for s in record["skipped"])
+    assert any(
+        s["alias"] == "x-one" and s["why"].startswith("endpoint at its limit")
+        for s in record["skipped"]
+    )
     # with room again, the model never seated for the shape is the first explorer drawn
     status, body, _ = gateway.post("/v1/chat/completions", ask)
     assert seats_by_alias(body)["x-one"]["status"] == "ok"
@@ -112,26 +117,33 @@ def test_a_nominee_on_an_endpoint_at_its_limit_is_skipped(gateway, home, sim, ou
     roster.add_model("x-two", "tight", family="x-two", context=100_000)
     roster.set_limits("endpoint", "tight", {"rpm": 1})
     with outside.slot("tight", "x-two", wait=0):
-        pass   # this minute's one call is spent
-    status, body, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio", "with": ["x-two"],
-        "messages": [{"role": "user", "content": "Review: x"}]})
+        pass  # this minute's one call is spent
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {
+            "model": "bench/trio",
+            "with": ["x-two"],
+            "messages": [{"role": "user", "content": "Review: x"}],
+        },
+    )
     assert status == 200 and "x-two" not in seats_by_alias(body)
     (skip,) = [s for s in body["bench"]["skipped"] if s["alias"] == "x-two"]
     assert skip["seat"] == "nominee" and skip["why"].startswith("endpoint at its limit")
 
 
-def test_a_retry_after_pauses_a_limited_endpoint_for_everyone(gateway, home, sim, outside,
-                                                              monkeypatch):
+def test_a_retry_after_pauses_a_limited_endpoint_for_everyone(
+    gateway, home, sim, outside, monkeypatch
+):
     monkeypatch.setenv("PANELIST_KEY_SIM", "sk-admission-secret-4242")
     Roster(home).set_limits("endpoint", "sim", {"max_concurrent": 10})
     # a panel's deadline shorter than the pause: a seat the pause finds not yet admitted (a
     # loaded machine) is refused at once instead of sleeping out the 120 s
     set_limits(home, panel_timeout=20)
     sim.script("mid", fail="rate_limit", retry_after=120)
-    status, body, _ = gateway.post("/v1/chat/completions",
-                                   {"model": "bench/trio",
-                                    "messages": [{"role": "user", "content": "Review: x"}]})
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x"}]},
+    )
     listed = body["bench"]["seats"] if status == 200 else body["error"]["seats"]
     seats = {s["alias"]: s for s in listed}
     assert seats["mid"]["error"].startswith("rate_limit")
@@ -147,24 +159,26 @@ def test_a_retry_after_pauses_a_limited_endpoint_for_everyone(gateway, home, sim
             assert b"sk-admission-secret-4242" not in f.read_bytes()
 
 
-def test_a_retry_after_leaves_an_unlimited_endpoint_to_the_model_cooldown(gateway, home, sim,
-                                                                          outside):
+def test_a_retry_after_leaves_an_unlimited_endpoint_to_the_model_cooldown(
+    gateway, home, sim, outside
+):
     sim.script("mid", fail="rate_limit", retry_after=120)
-    gateway.post("/v1/chat/completions", {"model": "bench/trio",
-                                          "messages": [{"role": "user", "content": "x"}]})
+    gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert outside.has_room("sim", "fast")
     assert not (home.root / "runs" / "admission").exists()
 
 
-def test_every_seat_at_its_endpoints_limit_is_a_503_that_says_when(gateway, pair, gated,
-                                                                    outside):
+def test_every_seat_at_its_endpoints_limit_is_a_503_that_says_when(gateway, pair, gated, outside):
     Roster(pair).set_limits("endpoint", "gated", {"max_concurrent": 1, "rpm": 1})
     set_limits(pair, max_explorers=0, seat_timeout=1)
-    with outside.slot("gated", "fast", wait=0):   # the minute's one call, made elsewhere
+    with outside.slot("gated", "fast", wait=0):  # the minute's one call, made elsewhere
         pass
     status, body, headers = gateway.post("/v1/chat/completions", ASK)
     assert status == 503, body
     assert body["error"]["code"] == "all_seats_at_limit"
     assert "at its endpoint's limit" in body["error"]["message"]
-    assert 1 <= int(headers["Retry-After"]) <= 62   # when the minute's call leaves the window
+    assert 1 <= int(headers["Retry-After"]) <= 62  # when the minute's call leaves the window
     assert gated.arrived == []

@@ -7,15 +7,16 @@ from conftest import read_jsonl
 from test_replies import EventStream
 
 # the escape as a caller's JSON carries it: six ASCII bytes naming half of a surrogate pair
-SURROGATE = (b'{"model": "bench/trio", '
-             b'"messages": [{"role": "user", "content": "why \\ud800 here?"}]}')
+SURROGATE = (
+    b'{"model": "bench/trio", "messages": [{"role": "user", "content": "why \\ud800 here?"}]}'
+)
 
 
 def logged(gateway, home, panel: str) -> dict:
-    record = gateway.server.panels.ledger.panel(panel)   # through its panels.idx slot
+    record = gateway.server.panels.ledger.panel(panel)  # through its panels.idx slot
     assert record is not None and record["panel"] == panel
     assert "why \ufffd here?" in record["prompt"]
-    lines = read_jsonl(home.gateway_runs / "calls.jsonl")   # every line still parses
+    lines = read_jsonl(home.gateway_runs / "calls.jsonl")  # every line still parses
     assert [r["panel"] for r in lines].count(panel) == 1
     return record
 
@@ -30,9 +31,12 @@ def test_a_lone_surrogate_in_a_message_becomes_u_fffd(gateway, home, sim):
 
 
 def test_a_lone_surrogate_in_a_streamed_request(gateway, home):
-    body = {"model": "bench/trio", "stream": True,
-            "messages": [{"role": "user", "content": "why \ud800 here?"}]}
-    assert b"why \\ud800 here?" in json.dumps(body).encode()   # what EventStream sends
+    body = {
+        "model": "bench/trio",
+        "stream": True,
+        "messages": [{"role": "user", "content": "why \ud800 here?"}],
+    }
+    assert b"why \\ud800 here?" in json.dumps(body).encode()  # what EventStream sends
     with EventStream(gateway, body) as stream:
         status, events = stream.status, stream.rest()
     assert b" 200 " in status
@@ -45,10 +49,12 @@ def test_a_lone_surrogate_in_a_streamed_request(gateway, home):
 
 def test_a_body_nested_past_the_bound_is_a_400(gateway, home):
     deep = b"[" * 5_000 + b"]" * 5_000
-    raw = (b'{"model": "bench/trio", "messages": [{"role": "user", "content": %s}]}' % deep)
+    raw = b'{"model": "bench/trio", "messages": [{"role": "user", "content": %s}]}' % deep
     status, reply, _ = gateway.post("/v1/chat/completions", raw=raw)
     assert status == 400
     assert reply["error"]["message"].startswith("the JSON nests deeper than 64 levels; ")
-    assert not (home.gateway_runs / "calls.jsonl").exists() or \
-        read_jsonl(home.gateway_runs / "calls.jsonl") == []
+    assert (
+        not (home.gateway_runs / "calls.jsonl").exists()
+        or read_jsonl(home.gateway_runs / "calls.jsonl") == []
+    )
     assert gateway.get("/health")[0] == 200

@@ -20,8 +20,13 @@ def graded(tmp_path):
     home = open_home(tmp_path / "data")
     roster = Roster(home)
     roster.add_endpoint("ep", "http://127.0.0.1:9/v1")
-    for alias, grade in (("g1", "general"), ("g2", "general"), ("s1", "strong"),
-                         ("s-old", "strong"), ("plain", None)):
+    for alias, grade in (
+        ("g1", "general"),
+        ("g2", "general"),
+        ("s1", "strong"),
+        ("s-old", "strong"),
+        ("plain", None),
+    ):
         roster.add_model(alias, "ep", grade=grade)
     roster.retire("s-old")
     return home
@@ -42,7 +47,7 @@ def test_a_new_data_folder_orders_the_demo_grades_with_no_pin(graded):
 def test_candidates_are_the_callable_models_of_the_grade(graded):
     view = Roster(graded).view()
     assert Grades.candidates("general", view) == ["g1", "g2"]
-    assert Grades.candidates("strong", view) == ["s1"]   # the retired one is left out
+    assert Grades.candidates("strong", view) == ["s1"]  # the retired one is left out
     assert Grades.candidates("light", view) == []
 
 
@@ -55,7 +60,7 @@ def test_pin_and_ceiling_from_the_command_line(graded, capsys):
     grades = Grades(graded)
     assert grades.pinned("general") == "g2" and grades.ceiling() == "g2"
     run(capsys, graded, "grade", "pin", "strong", "s1")
-    assert grades.ceiling() == "s1"   # the strongest pinned grade's model
+    assert grades.ceiling() == "s1"  # the strongest pinned grade's model
     code, out, _ = run(capsys, graded, "grade", "ceiling", "g1")
     assert code == 0 and grades.ceiling() == "g1"
     code, out, _ = run(capsys, graded, "grade", "list", "--json")
@@ -72,17 +77,22 @@ def test_pin_and_ceiling_from_the_command_line(graded, capsys):
     assert code == 0 and grades.pinned("strong") is None and grades.ceiling() == "g2"
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (("pin", "general", "nobody"), "unknown model 'nobody'"),
-    (("pin", "strong", "g1"), "model 'g1' is of grade 'general', not 'strong'; pin a model of "
-                              "grade strong (s1)"),
-    (("pin", "general", "plain"), "model 'plain' has no grade, not 'general'"),
-    (("pin", "huge", "g1"), "unknown grade 'huge'; the grades are light, general, strong"),
-    (("pin", "strong", "s-old"), "model 's-old' is retired; restore it first"),
-    (("pin", "general"), "give the model to pin"),
-    (("ceiling", "nobody"), "unknown model 'nobody'"),
-    (("order", "light,light"), "grade(s) light named twice"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (("pin", "general", "nobody"), "unknown model 'nobody'"),
+        (
+            ("pin", "strong", "g1"),
+            "model 'g1' is of grade 'general', not 'strong'; pin a model of grade strong (s1)",
+        ),
+        (("pin", "general", "plain"), "model 'plain' has no grade, not 'general'"),
+        (("pin", "huge", "g1"), "unknown grade 'huge'; the grades are light, general, strong"),
+        (("pin", "strong", "s-old"), "model 's-old' is retired; restore it first"),
+        (("pin", "general"), "give the model to pin"),
+        (("ceiling", "nobody"), "unknown model 'nobody'"),
+        (("order", "light,light"), "grade(s) light named twice"),
+    ],
+)
 def test_a_refused_grade_change_says_why_and_writes_nothing(graded, capsys, argv, fragment):
     before = graded.file("grades.json").read_bytes()
     code, _, err = run(capsys, graded, "grade", *argv)
@@ -124,10 +134,13 @@ def test_the_demo_roster_pins_a_model_per_grade(tmp_path):
     grades = Grades(home)
     assert {g: grades.pinned(g) for g in grades.order()} == demo.PINS
     assert grades.ceiling() == "sim-careful"
-    assert Grades.candidates("general", Roster(home).view()) == \
-        ["sim-flaky", "sim-steady", "sim-vision"]
+    assert Grades.candidates("general", Roster(home).view()) == [
+        "sim-flaky",
+        "sim-steady",
+        "sim-vision",
+    ]
     grades.pin("general", "sim-flaky")
-    demo.install(home, "http://127.0.0.1:9/v1")   # the user's pin stands
+    demo.install(home, "http://127.0.0.1:9/v1")  # the user's pin stands
     assert grades.pinned("general") == "sim-flaky"
 
 

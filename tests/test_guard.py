@@ -27,6 +27,7 @@ def start(home):
         gw = Gateway(make_gateway(home, env=env or {}, **kw))
         running.append(gw)
         return gw
+
     try:
         yield go
     finally:
@@ -35,9 +36,11 @@ def start(home):
 
 
 def ask(gw, model="bench/trio", headers=None):
-    return gw.post("/v1/chat/completions",
-                   {"model": model, "messages": [{"role": "user", "content": "hi"}]},
-                   headers=headers)
+    return gw.post(
+        "/v1/chat/completions",
+        {"model": model, "messages": [{"role": "user", "content": "hi"}]},
+        headers=headers,
+    )
 
 
 def bearer(secret):
@@ -46,28 +49,42 @@ def bearer(secret):
 
 # -- settings and bind ----------------------------------------------------------------------------
 def test_settings_come_from_the_environment():
-    s = Settings.from_env({"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_PUBLIC_URL":
-                           "https://Panel.Example/gw", "PANELIST_ALLOWED_HOSTS": "a.lan, b.lan:81",
-                           "PANELIST_ALLOWED_ORIGINS": "https://app.example:443/,http://x:3000"})
+    s = Settings.from_env(
+        {
+            "PANELIST_ADMIN_TOKEN": TOKEN,
+            "PANELIST_PUBLIC_URL": "https://Panel.Example/gw",
+            "PANELIST_ALLOWED_HOSTS": "a.lan, b.lan:81",
+            "PANELIST_ALLOWED_ORIGINS": "https://app.example:443/,http://x:3000",
+        }
+    )
     assert s.keys_required and not s.require_keys
     assert s.allowed_origins == ("https://app.example", "http://x:3000", "https://panel.example")
     assert TOKEN not in repr(s)
     exact, names = s.hosts(8123, "0.0.0.0")
-    assert {"127.0.0.1:8123", "localhost:8123", "[::1]:8123", "panel.example",
-            "panel.example:443", "b.lan:81"} <= exact and names == {"a.lan"}
+    assert {
+        "127.0.0.1:8123",
+        "localhost:8123",
+        "[::1]:8123",
+        "panel.example",
+        "panel.example:443",
+        "b.lan:81",
+    } <= exact and names == {"a.lan"}
     assert "0.0.0.0:8123" not in exact
     assert Settings.from_env({"PANELIST_REQUIRE_KEYS": "1"}).keys_required
     assert not Settings.from_env({}).keys_required
 
 
-@pytest.mark.parametrize("env, fragment", [
-    ({"PANELIST_ADMIN_TOKEN": "short"}, "shorter than 16"),
-    ({"PANELIST_REQUIRE_KEYS": "maybe"}, "PANELIST_REQUIRE_KEYS"),
-    ({"PANELIST_ALLOWED_ORIGINS": "*"}, "'*' is never allowed"),
-    ({"PANELIST_ALLOWED_ORIGINS": "app.example"}, "not an origin"),
-    ({"PANELIST_ALLOWED_HOSTS": "*"}, "'*' is never allowed"),
-    ({"PANELIST_PUBLIC_URL": "panel.example"}, "PANELIST_PUBLIC_URL"),
-])
+@pytest.mark.parametrize(
+    "env, fragment",
+    [
+        ({"PANELIST_ADMIN_TOKEN": "short"}, "shorter than 16"),
+        ({"PANELIST_REQUIRE_KEYS": "maybe"}, "PANELIST_REQUIRE_KEYS"),
+        ({"PANELIST_ALLOWED_ORIGINS": "*"}, "'*' is never allowed"),
+        ({"PANELIST_ALLOWED_ORIGINS": "app.example"}, "not an origin"),
+        ({"PANELIST_ALLOWED_HOSTS": "*"}, "'*' is never allowed"),
+        ({"PANELIST_PUBLIC_URL": "panel.example"}, "PANELIST_PUBLIC_URL"),
+    ],
+)
 def test_bad_settings_stop_the_server_at_start(folder, env, fragment):
     with pytest.raises(ConfigInvalid, match=fragment):
         make_gateway(folder, env=env)
@@ -97,14 +114,27 @@ def test_the_gateway_command_says_why_it_will_not_start(tmp_path, capsys, monkey
 
 # -- host -----------------------------------------------------------------------------------------
 def test_host_check_answers_only_names_it_serves(start):
-    gw = start({"PANELIST_ALLOWED_HOSTS": "gw.internal",
-                "PANELIST_PUBLIC_URL": "https://panel.example"})
+    gw = start(
+        {"PANELIST_ALLOWED_HOSTS": "gw.internal", "PANELIST_PUBLIC_URL": "https://panel.example"}
+    )
     port = gw.server.port
-    for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "gw.internal:9999",
-                 "panel.example", "PANEL.example:443"):
+    for host in (
+        f"localhost:{port}",
+        f"127.0.0.1:{port}",
+        f"[::1]:{port}",
+        "gw.internal:9999",
+        "panel.example",
+        "PANEL.example:443",
+    ):
         assert gw.get("/v1/models", headers={"Host": host})[0] == 200, host
-    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1", f"localhost:{port + 1}",
-                 "panel.example:8443", ""):
+    for host in (
+        "evil.example",
+        f"evil.example:{port}",
+        "127.0.0.1",
+        f"localhost:{port + 1}",
+        "panel.example:8443",
+        "",
+    ):
         status, body, _ = gw.get("/v1/models", headers={"Host": host})
         assert status == 403 and "PANELIST_ALLOWED_HOSTS" in body["error"]["message"], host
         assert body["error"]["type"] == "permission_error"
@@ -135,9 +165,15 @@ def test_foreign_origins_and_cross_site_requests_are_refused(start):
 def preflight(gw, path, origin=APP, asked="authorization, content-type, x-stainless-os"):
     conn = http.client.HTTPConnection("127.0.0.1", gw.server.port, timeout=PATIENCE)
     try:
-        conn.request("OPTIONS", path, headers={
-            "Origin": origin, "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": asked})
+        conn.request(
+            "OPTIONS",
+            path,
+            headers={
+                "Origin": origin,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": asked,
+            },
+        )
         resp = conn.getresponse()
         return resp.status, resp.read(), resp.headers
     finally:
@@ -181,20 +217,28 @@ def test_no_cors_headers_without_allowed_origins(gateway):
 # -- bodies ---------------------------------------------------------------------------------------
 def test_writes_must_be_json_within_the_cap(gateway):
     body = json.dumps({"model": "bench/trio", "messages": [{"role": "user", "content": "x"}]})
-    for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
-                  "application/jsonx"):
-        status, reply, _ = gateway.post("/v1/chat/completions", raw=body.encode(),
-                                        headers={"Content-Type": ctype})
+    for ctype in (
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+        "application/jsonx",
+    ):
+        status, reply, _ = gateway.post(
+            "/v1/chat/completions", raw=body.encode(), headers={"Content-Type": ctype}
+        )
         assert status == 415 and "application/json" in reply["error"]["message"], ctype
-    status, _, _ = gateway.post("/v1/chat/completions", raw=body.encode(),
-                                headers={"Content-Type": "Application/JSON; charset=utf-8"})
+    status, _, _ = gateway.post(
+        "/v1/chat/completions",
+        raw=body.encode(),
+        headers={"Content-Type": "Application/JSON; charset=utf-8"},
+    )
     assert status == 200
     conn = http.client.HTTPConnection("127.0.0.1", gateway.server.port, timeout=PATIENCE)
     try:
         conn.putrequest("POST", "/bench/verdict")
         conn.putheader("Content-Type", "application/json")
         conn.putheader("Content-Length", str(21 * 2**20))
-        conn.endheaders()   # the body never comes: the size alone is refused
+        conn.endheaders()  # the body never comes: the size alone is refused
         resp = conn.getresponse()
         assert resp.status == 413 and "20 MB" in json.loads(resp.read())["error"]["message"]
         assert resp.headers["Connection"] == "close"
@@ -227,8 +271,9 @@ def call_route(gw, route, bench, headers):
     if route == "chat":
         return ask(gw, headers=headers)
     if route == "verdict":
-        return gw.post("/bench/verdict", {"call": bench["seats"][0]["call"], "useful": True},
-                       headers=headers)
+        return gw.post(
+            "/bench/verdict", {"call": bench["seats"][0]["call"], "useful": True}, headers=headers
+        )
     if route == "panel":
         return gw.get(f"/bench/panels/{bench['panel']}", headers=headers)
     if route == "pending":
@@ -249,9 +294,13 @@ EXPECTED = {  # route: (no key, bad key, scoped key, foreign origin, foreign hos
 @pytest.mark.parametrize("route", ROUTES)
 def test_every_route_refuses_what_it_must(keyed, route):
     gw, wide, narrow, bench = keyed
-    cases = [{}, bearer("pk_" + "A" * 43), bearer(narrow),
-             dict(bearer(wide), Origin="https://x.example"),
-             dict(bearer(wide), Host="attacker.example")]
+    cases = [
+        {},
+        bearer("pk_" + "A" * 43),
+        bearer(narrow),
+        dict(bearer(wide), Origin="https://x.example"),
+        dict(bearer(wide), Host="attacker.example"),
+    ]
     seen = tuple(call_route(gw, route, bench, h)[0] for h in cases)
     assert seen == EXPECTED[route]
     assert call_route(gw, route, bench, bearer(wide))[0] == 200  # the owner gets in

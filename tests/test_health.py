@@ -45,7 +45,9 @@ def test_probe_records_one_line_per_model_and_no_seat(capsys, home, sim):
     assert [rows[a]["status"] for a in ("fast", "mid")] == ["ok", "ok"]
     lines = evidence(home, "probe")
     assert [(r["alias"], r["endpoint"], r["status"], r["error_kind"]) for r in lines] == [
-        ("fast", "sim", "ok", ""), ("mid", "sim", "ok", "")]
+        ("fast", "sim", "ok", ""),
+        ("mid", "sim", "ok", ""),
+    ]
     assert all(isinstance(r["seconds"], float) and r["ts"].endswith("Z") for r in lines)
     assert sim.count("fast") == 1 and sim.count("slow") == 0
     # probes are no seats: the ledger's stats and seating do not see them
@@ -72,11 +74,11 @@ def test_hard_failures_retire_and_a_probe_answer_restores(capsys, home, sim):
     changes = read_jsonl(home.file("changes.jsonl"))
     assert changes[-1]["by"] == "health" and changes[-1]["new"]["retired"] is True
 
-    sim.script("fast", fail="auth")   # still failing: stays retired, no second alert
+    sim.script("fast", fail="auth")  # still failing: stays retired, no second alert
     assert probe(capsys, home, "fast")["fast"]["action"] == ""
     assert len(alerts(home)) == 1
 
-    sim.script("fast")                # the upstream heals
+    sim.script("fast")  # the upstream heals
     row = probe(capsys, home, "fast")["fast"]
     assert (row["status"], row["action"]) == ("ok", "restored")
     assert not retired(home, "fast")
@@ -102,15 +104,16 @@ def test_a_hand_retired_model_stays_retired(capsys, home, sim):
 
 
 @pytest.mark.parametrize("probe_between", [True, False])
-def test_a_model_restored_by_hand_then_retired_by_hand_is_not_restored(capsys, home, sim,
-                                                                       probe_between):
+def test_a_model_restored_by_hand_then_retired_by_hand_is_not_restored(
+    capsys, home, sim, probe_between
+):
     set_retire_after(home, 1)
     sim.script("fast", fail="auth")
     assert probe(capsys, home, "fast")["fast"]["action"] == "retired"
     roster = Roster(home)
     roster.restore("fast", by="cli")
     if probe_between:
-        probe(capsys, home, "mid")    # health sees the model back in service
+        probe(capsys, home, "mid")  # health sees the model back in service
     roster.retire("fast", by="cli")
     sim.script("fast")
     assert probe(capsys, home, "fast")["fast"]["action"] == ""
@@ -142,7 +145,7 @@ def test_an_answer_clears_the_run(capsys, home, sim):
 
 
 def test_gateway_seat_failures_count_with_probes(capsys, home, sim, gateway):
-    probe(capsys, home, "slow")       # health starts counting here
+    probe(capsys, home, "slow")  # health starts counting here
     sim.script("fast", fail="auth")
     for _ in range(2):
         status, body, _ = gateway.post("/v1/chat/completions", ASK)
@@ -184,21 +187,27 @@ def test_bad_input_says_what_to_do(capsys, folder):
 
 def test_retire_and_restore_by_hand_are_alerts_too(capsys, home, gateway):
     d = str(home.root)
-    assert main(["model", "retire", "mid", "--reason", "answers in the wrong language",
-                 "--data", d]) == 0
+    assert (
+        main(["model", "retire", "mid", "--reason", "answers in the wrong language", "--data", d])
+        == 0
+    )
     assert "retired mid" in capsys.readouterr().out
     assert retired(home, "mid")
-    status, body, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]})
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert status == 200 and "mid" not in {s["alias"] for s in body["bench"]["seats"]}
-    assert main(["model", "retire", "mid", "--data", d]) == 0   # already: nothing to do
+    assert main(["model", "retire", "mid", "--data", d]) == 0  # already: nothing to do
     assert "retired already" in capsys.readouterr().out
     assert main(["model", "restore", "mid", "--data", d]) == 0
     capsys.readouterr()
     assert not retired(home, "mid")
     said = alerts(home)
     assert [(a["kind"], a["subject"], a["by"]) for a in said] == [
-        ("retired", "mid", "cli"), ("restored", "mid", "cli")]
+        ("retired", "mid", "cli"),
+        ("restored", "mid", "cli"),
+    ]
     assert said[0]["reason"] == "answers in the wrong language"
     assert "Restore on its model page (or `panelist model restore mid`)" in said[0]["message"]
     assert main(["model", "retire", "nobody", "--data", d]) == 1

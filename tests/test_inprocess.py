@@ -28,7 +28,7 @@ def test_a_panel_is_answered_and_logged_without_a_listener(built, home):
     assert headers["X-Panelist-Panel"] == panel
     assert [s["alias"] for s in reply["bench"]["seats"]][:3] == ["fast", "mid", "slow"]
     assert all(s["status"] == "ok" for s in reply["bench"]["seats"])
-    built.panels.ledger.close()   # the panel line is on disk before the reply left
+    built.panels.ledger.close()  # the panel line is on disk before the reply left
     lines = [r for r in read_jsonl(home.gateway_runs / "calls.jsonl") if r.get("panel") == panel]
     assert lines, "the panel was logged"
 

@@ -18,18 +18,22 @@ from panelist.metrics.roster.roster import Roster
 from panelist.metrics.upstream.sim import SimUpstream
 from panelist.scripts.bench_judgecheck import PANEL_MODELS, fill_judged
 
-Q = 0.8   # the truth judge's agreement with each hidden mark
-JUDGES = {"judge-q80": ("qfam", {"mode": "truth", "agree": Q, "seed": 3}),
-          "judge-const": ("constfam", {"mode": "useful"}),
-          "judge-long": ("longfam", {"mode": "longer", "long": 400}),
-          "judge-talker": ("talkfam", None)}
+Q = 0.8  # the truth judge's agreement with each hidden mark
+JUDGES = {
+    "judge-q80": ("qfam", {"mode": "truth", "agree": Q, "seed": 3}),
+    "judge-const": ("constfam", {"mode": "useful"}),
+    "judge-long": ("longfam", {"mode": "longer", "long": 400}),
+    "judge-talker": ("talkfam", None),
+}
 PANELS = 200
 
 
 @pytest.fixture(scope="module")
 def judges_sim():
-    behaviours = {a: ({"judge": s} if s else {"json": "I would rather not say."})
-                  for a, (_, s) in JUDGES.items()}
+    behaviours = {
+        a: ({"judge": s} if s else {"json": "I would rather not say."})
+        for a, (_, s) in JUDGES.items()
+    }
     with SimUpstream(behaviours) as s:
         yield s
 
@@ -42,8 +46,7 @@ def filled(tmp_path_factory, judges_sim):
     roster = Roster(home)
     roster.add_endpoint("sims", judges_sim.url)
     for alias, family in {**PANEL_MODELS, **{a: f for a, (f, _) in JUDGES.items()}}.items():
-        roster.add_model(alias, "sims", family=family, grade="general", price_in=1.0,
-                         price_out=2.0)
+        roster.add_model(alias, "sims", family=family, grade="general", price_in=1.0, price_out=2.0)
     with Ledger.of_home(home) as ledger:
         fill_judged(ledger, PANELS, seed=11)
     return home
@@ -64,8 +67,11 @@ def true_kappa(home, report, q):
     sampled answers' own useful rate p: chance agreement is p·j + (1-p)(1-j), with
     j = p·q + (1-p)(1-q) the rate it says useful."""
     with Ledger.of_home(home) as ledger:
-        marks = [u for pid in report["sampled"]
-                 for _, _, u in next(v for p, _, v in ledger.judged_panels() if p == pid)]
+        marks = [
+            u
+            for pid in report["sampled"]
+            for _, _, u in next(v for p, _, v in ledger.judged_panels() if p == pid)
+        ]
     p = sum(marks) / len(marks)
     j = p * q + (1 - p) * (1 - q)
     chance = p * j + (1 - p) * (1 - j)
@@ -74,8 +80,9 @@ def true_kappa(home, report, q):
 
 @pytest.mark.slow
 def test_a_scripted_judge_scores_its_known_agreement(filled, judges_sim, capsys):
-    code, out, err = check(filled, capsys, "--judges", "judge-q80", "--sample", "150",
-                           "--seed", "5", "--json")
+    code, out, err = check(
+        filled, capsys, "--judges", "judge-q80", "--sample", "150", "--seed", "5", "--json"
+    )
     assert code == 0, err
     assert "judge check: 150 of 200 judged panels" in err and "estimated cost" in err
     report = json.loads(out)
@@ -96,8 +103,11 @@ def test_a_scripted_judge_scores_its_known_agreement(filled, judges_sim, capsys)
     assert sum(x["panels"] for x in report["results"] if x["shape"] != "all") == 150
     # every question went to the judge blind: masked answers, sealed blocks, no verdict
     asked = [x["body"] for x in judges_sim.requests if x["model"] == "judge-q80"]
-    assert len(asked) == report["questions"]["asked"] == sum(
-        x["answers"] + 2 * x["pairs"] for x in report["results"] if x["shape"] == "all")
+    assert (
+        len(asked)
+        == report["questions"]["asked"]
+        == sum(x["answers"] + 2 * x["pairs"] for x in report["results"] if x["shape"] == "all")
+    )
     for body in asked[:20]:
         text = body["messages"][-1]["content"]
         assert "sim-ant" not in text and "person" not in text
@@ -108,15 +118,30 @@ def test_a_scripted_judge_scores_its_known_agreement(filled, judges_sim, capsys)
 
 @pytest.mark.slow
 def test_the_report_is_saved_and_its_json_has_every_figure(filled, capsys):
-    code, out, _ = check(filled, capsys, "--judges", "judge-q80", "--sample", "30",
-                         "--shape", "review", "--json")
+    code, out, _ = check(
+        filled, capsys, "--judges", "judge-q80", "--sample", "30", "--shape", "review", "--json"
+    )
     assert code == 0
     report = json.loads(out)
     saved = filled.judge_checks / f"{report['check']}.json"
     assert json.loads(saved.read_text()) == report
-    assert set(report) >= {"check", "ts", "seed", "shape", "panels", "available", "judges",
-                           "families", "estimate", "budget", "spent", "stopped", "questions",
-                           "results", "calls_log"}
+    assert set(report) >= {
+        "check",
+        "ts",
+        "seed",
+        "shape",
+        "panels",
+        "available",
+        "judges",
+        "families",
+        "estimate",
+        "budget",
+        "spent",
+        "stopped",
+        "questions",
+        "results",
+        "calls_log",
+    }
     assert report["shape"] == "review" and report["available"] == PANELS // 2
     assert [r["shape"] for r in report["results"]] == ["review"]
     r = report["results"][0]
@@ -129,8 +154,9 @@ def test_the_report_is_saved_and_its_json_has_every_figure(filled, capsys):
     assert len(lines) == report["questions"]["asked"]
     assert {json.loads(x)["role"] for x in lines} == {"judge"}
     latest = json.loads((filled.judge_checks / "latest.json").read_text())["checks"]
-    assert {"judge": "judge-q80", "shape": "review", "check": report["check"]}.items() <= \
-        next(e for e in latest if (e["judge"], e["shape"]) == ("judge-q80", "review")).items()
+    assert {"judge": "judge-q80", "shape": "review", "check": report["check"]}.items() <= next(
+        e for e in latest if (e["judge"], e["shape"]) == ("judge-q80", "review")
+    ).items()
 
 
 @pytest.mark.slow
@@ -157,8 +183,17 @@ def test_a_length_judge_shows_its_length_slope(filled, capsys):
 
 @pytest.mark.slow
 def test_two_judges_are_scored_apart_and_as_a_jury(filled, capsys):
-    code, out, err = check(filled, capsys, "--judges", "judge-q80,judge-const", "--sample",
-                           "20", "--shape", "general", "--json")
+    code, out, err = check(
+        filled,
+        capsys,
+        "--judges",
+        "judge-q80,judge-const",
+        "--sample",
+        "20",
+        "--shape",
+        "general",
+        "--json",
+    )
     assert code == 0, err
     judges = [r["judge"] for r in json.loads(out)["results"]]
     assert judges == ["judge-q80", "judge-const", "jury:judge-q80,judge-const"]
@@ -167,11 +202,15 @@ def test_two_judges_are_scored_apart_and_as_a_jury(filled, capsys):
 def test_a_check_over_its_budget_is_refused_before_anything_is_sent(filled, judges_sim, capsys):
     before = len(judges_sim.requests)
     made = set(filled.judge_checks.glob("j*.json")) if filled.judge_checks.exists() else set()
-    code, _, err = check(filled, capsys, "--judges", "judge-q80", "--sample", "100",
-                         "--budget", "0.001")
+    code, _, err = check(
+        filled, capsys, "--judges", "judge-q80", "--sample", "100", "--budget", "0.001"
+    )
     assert code == 1
-    assert re.search(r"would cost about [\d.]+ USD \(100 panels, \d+ questions\), over the "
-                     r"budget of 0.001 USD; lower --sample \(about \d+ panels fit\)", err), err
+    assert re.search(
+        r"would cost about [\d.]+ USD \(100 panels, \d+ questions\), over the "
+        r"budget of 0.001 USD; lower --sample \(about \d+ panels fit\)",
+        err,
+    ), err
     assert len(judges_sim.requests) == before
     assert set(filled.judge_checks.glob("j*.json")) == made
     code, _, err = check(filled, capsys, "--judges", "judge-q80", "--budget", "nothing")
@@ -185,22 +224,36 @@ def test_asking_stops_once_the_budget_is_spent(filled, judges_sim, capsys):
     home = filled
     plan = JudgeCheck(home, judges=["judge-talker"], sample=40, admission=None).plan()
     budget = sum(plan.estimate.values()) * 1.1
-    code, out, err = check(home, capsys, "--judges", "judge-talker", "--sample", "40",
-                           "--budget", f"{budget:.10f}", "--json")
+    code, out, err = check(
+        home,
+        capsys,
+        "--judges",
+        "judge-talker",
+        "--sample",
+        "40",
+        "--budget",
+        f"{budget:.10f}",
+        "--json",
+    )
     assert code == 0, err
     report = json.loads(out)
-    assert report["stopped"].startswith("the budget of") and "was reached after" in \
-        report["stopped"]
+    assert (
+        report["stopped"].startswith("the budget of") and "was reached after" in report["stopped"]
+    )
     assert 0 < report["panels"] < report["planned"] == 40
     assert report["spent"]["by_currency"]["USD"] <= budget
     r = overall(report)
     # every question failed: asked twice, or once when no room was left to ask again
     assert report["questions"]["failed"] == r["answers"] + 2 * r["pairs"]
-    assert report["questions"]["failed"] < report["questions"]["asked"] <= \
-        2 * report["questions"]["failed"]
+    assert (
+        report["questions"]["failed"]
+        < report["questions"]["asked"]
+        <= 2 * report["questions"]["failed"]
+    )
     assert r["figures"]["kappa"]["value"] is None
-    assert r["findings"] == ["no pair the person separated was judged: pairwise accuracy is "
-                             "unknown"]
+    assert r["findings"] == [
+        "no pair the person separated was judged: pairwise accuracy is unknown"
+    ]
 
 
 def test_refusals_say_what_to_do(filled, tmp_path, capsys):
@@ -224,13 +277,16 @@ def test_an_answer_cannot_forge_its_block_or_the_verdict_form():
     messages = checkprompt.preference("review x", forged, "Other.")
     text = messages[-1]["content"]
     token = re.search(r"<<<BEGIN ([0-9a-f]{16}) request>>>", text).group(1)
-    inside = re.search(rf"<<<BEGIN {token} answer A>>>\n(.*?)\n<<<END {token} answer A>>>",
-                       text, re.DOTALL).group(1)
+    inside = re.search(
+        rf"<<<BEGIN {token} answer A>>>\n(.*?)\n<<<END {token} answer A>>>", text, re.DOTALL
+    ).group(1)
     assert inside == forged
     assert checkprompt.parse('{"better": "A", "reason": "x"}', "preference") == ("A", "")
     assert checkprompt.parse('{"better": "C", "reason": "x"}', "preference")[0] is None
-    assert checkprompt.parse('{"useful": true, "useful": false, "reason": "x"}',
-                             "usefulness")[0] is None
+    assert (
+        checkprompt.parse('{"useful": true, "useful": false, "reason": "x"}', "usefulness")[0]
+        is None
+    )
     assert checkprompt.parse("yes", "usefulness") == (None, "it is not a JSON object")
 
 
@@ -247,19 +303,21 @@ def test_the_dashboard_lists_the_latest_check_per_judge_and_shape(dash, home, si
     status, body, _ = dash.get("/api/judge/checks")
     assert status == 200
     assert [(e["judge"], e["shape"], e["check"]) for e in body["data"]] == [
-        ("x-one", "all", report["check"]), ("x-one", "general", report["check"]),
-        ("x-one", "review", report["check"])]
+        ("x-one", "all", report["check"]),
+        ("x-one", "general", report["check"]),
+        ("x-one", "review", report["check"]),
+    ]
     entry = body["data"][0]
     assert entry["figures"] == overall(report)["figures"]
     assert set(entry["baselines"]) == {"constant", "length"}
     assert set(body["explain"]) >= set(peoplematch.FIGURES) - {"agreement"}
     # a later check of one shape replaces that shape's entry only
-    again = JudgeCheck(home, judges=["x-one"], sample=10, shape="review", admission=None,
-                       ledger=ledger)
+    again = JudgeCheck(
+        home, judges=["x-one"], sample=10, shape="review", admission=None, ledger=ledger
+    )
     later = again.run(again.plan())
     status, body, _ = dash.get("/api/judge/checks")
-    assert [e["check"] for e in body["data"]] == [report["check"], report["check"],
-                                                  later["check"]]
+    assert [e["check"] for e in body["data"]] == [report["check"], report["check"], later["check"]]
 
 
 @covers("GET", "/api/judge/checks/{check}")
@@ -287,20 +345,28 @@ def race_home(tmp_path):
     """Two judges with checks of their own (one that agrees with people, one constant) and a
     grade to race, on one simulator: the check's questions get the judge scripts, the race's
     the fixed judgements."""
-    with SimUpstream({"pinned-gen": {}, "cheap-gen": {},
-                      "judge-a": {"judge": {"mode": "truth", "agree": 0.95}, "json": TOP},
-                      "judge-b": {"judge": {"mode": "useful"}, "json": LOW},
-                      "judge-c": {"json": TOP}}) as s:
+    with SimUpstream(
+        {
+            "pinned-gen": {},
+            "cheap-gen": {},
+            "judge-a": {"judge": {"mode": "truth", "agree": 0.95}, "json": TOP},
+            "judge-b": {"judge": {"mode": "useful"}, "json": LOW},
+            "judge-c": {"json": TOP},
+        }
+    ) as s:
         home = open_home(tmp_path / "data")
         roster = Roster(home)
         roster.add_endpoint("sims", s.url)
-        for alias, family, grade in (("pinned-gen", "pfam", "general"),
-                                     ("cheap-gen", "cfam", "general"),
-                                     ("judge-a", "afam", "strong"), ("judge-b", "bfam", "strong"),
-                                     ("judge-c", "jcfam", "strong")):
-            roster.add_model(alias, "sims", family=family, grade=grade, price_in=1.0,
-                             price_out=2.0)
+        for alias, family, grade in (
+            ("pinned-gen", "pfam", "general"),
+            ("cheap-gen", "cfam", "general"),
+            ("judge-a", "afam", "strong"),
+            ("judge-b", "bfam", "strong"),
+            ("judge-c", "jcfam", "strong"),
+        ):
+            roster.add_model(alias, "sims", family=family, grade=grade, price_in=1.0, price_out=2.0)
         from panelist.metrics.roster.grades import Grades
+
         Grades(home).pin("general", "pinned-gen", by="test")
         with Ledger.of_home(home) as ledger:
             fill_judged(ledger, 40, seed=9)
@@ -308,22 +374,40 @@ def race_home(tmp_path):
 
 
 def race(home, capsys, *extra):
-    code = main(["race", "--data", str(home.root), "--grade", "general", "--prompt",
-                 "Where is order 42?", "--candidates", "cheap-gen", "--runs", "2", "--json",
-                 *extra])
+    code = main(
+        [
+            "race",
+            "--data",
+            str(home.root),
+            "--grade",
+            "general",
+            "--prompt",
+            "Where is order 42?",
+            "--candidates",
+            "cheap-gen",
+            "--runs",
+            "2",
+            "--json",
+            *extra,
+        ]
+    )
     got = capsys.readouterr()
     return code, got.out, got.err
 
 
 @pytest.mark.slow
 def test_a_race_weights_its_jury_by_agreement_with_people(race_home, capsys):
-    code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-b",
-                          "--jury-weights", "agreement")
+    code, out, err = race(
+        race_home, capsys, "--judges", "judge-a,judge-b", "--jury-weights", "agreement"
+    )
     assert code == 1 and "judge-a, judge-b has none" in err and "panelist judge check" in err
     check = JudgeCheck(race_home, judges=["judge-a", "judge-b"], sample=40, admission=None)
     report = check.run(check.plan())
-    kappa = {r["judge"]: r["figures"]["kappa"]["value"] for r in report["results"]
-             if r["shape"] == "general"}
+    kappa = {
+        r["judge"]: r["figures"]["kappa"]["value"]
+        for r in report["results"]
+        if r["shape"] == "general"
+    }
     assert kappa["judge-a"] > 0.7 and kappa["judge-b"] == 0
 
     code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-b")
@@ -332,49 +416,72 @@ def test_a_race_weights_its_jury_by_agreement_with_people(race_home, capsys):
     assert set(plain["judging"]["people"]) == {"judge-a", "judge-b"}
     assert "weights" not in plain["judging"]
 
-    code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-b",
-                          "--jury-weights", "agreement")
+    code, out, err = race(
+        race_home, capsys, "--judges", "judge-a,judge-b", "--jury-weights", "agreement"
+    )
     assert code == 0, err
     weighted = json.loads(out)
     # the constant judge's κ is 0: it counts for nothing, and the runs score as judge-a says
     assert [r["accuracy"] for r in weighted["rows"]] == [7, 7]
     assert [r["total"] for r in weighted["rows"]] == [10, 10]
     people = weighted["judging"]["people"]
-    assert people["judge-a"]["kappa"] == kappa["judge-a"] and \
-        people["judge-a"]["shape"] == "general"
-    assert weighted["judging"]["weights"] == {"judge-a": round(kappa["judge-a"], 4),
-                                              "judge-b": 0.0}
-    code = main(["race", "--data", str(race_home.root), "--grade", "general", "--prompt",
-                 "Where is order 43?", "--candidates", "cheap-gen", "--judges",
-                 "judge-a,judge-b", "--jury-weights", "agreement"])
+    assert (
+        people["judge-a"]["kappa"] == kappa["judge-a"] and people["judge-a"]["shape"] == "general"
+    )
+    assert weighted["judging"]["weights"] == {"judge-a": round(kappa["judge-a"], 4), "judge-b": 0.0}
+    code = main(
+        [
+            "race",
+            "--data",
+            str(race_home.root),
+            "--grade",
+            "general",
+            "--prompt",
+            "Where is order 43?",
+            "--candidates",
+            "cheap-gen",
+            "--judges",
+            "judge-a,judge-b",
+            "--jury-weights",
+            "agreement",
+        ]
+    )
     text = capsys.readouterr().out
     assert f"against people: judge-a κ {kappa['judge-a']:.2f}" in text
     assert "weighted by its κ against people" in text
     # a judge never checked refuses the race before anything runs
-    code, out, err = race(race_home, capsys, "--judges", "judge-a,judge-c",
-                          "--jury-weights", "agreement")
+    code, out, err = race(
+        race_home, capsys, "--judges", "judge-a,judge-c", "--jury-weights", "agreement"
+    )
     assert code == 1 and "judge-c has none" in err
 
 
 def test_kappa_and_pair_figures_match_a_hand_count():
     # person: useful, useful, not, not; judge: useful, not, not, not. Agreement 3/4; the judge
     # says useful 1/4 of the time, the person 1/2: chance 1/4·1/2 + 3/4·1/2 = 1/2, κ = 0.5
-    answers = [peoplematch.Answer(True, 100), peoplematch.Answer(True, 400),
-               peoplematch.Answer(False, 200), peoplematch.Answer(False, 100)]
+    answers = [
+        peoplematch.Answer(True, 100),
+        peoplematch.Answer(True, 400),
+        peoplematch.Answer(False, 200),
+        peoplematch.Answer(False, 100),
+    ]
     panel = peoplematch.Panel("general", answers, peoplematch.separated(answers))
     assert [(p.good, p.bad) for p in panel.pairs] == [(0, 2), (0, 3), (1, 2), (1, 3)]
-    said = peoplematch.Decisions([True, False, False, False], [
-        {"good_first": "good", "bad_first": "good"},   # right both times
-        {"good_first": "good", "bad_first": "bad"},    # flips: half right
-        {"good_first": "bad", "bad_first": "bad"},     # wrong both times
-        {"good_first": None, "bad_first": "good"}])    # one order failed: right once
+    said = peoplematch.Decisions(
+        [True, False, False, False],
+        [
+            {"good_first": "good", "bad_first": "good"},  # right both times
+            {"good_first": "good", "bad_first": "bad"},  # flips: half right
+            {"good_first": "bad", "bad_first": "bad"},  # wrong both times
+            {"good_first": None, "bad_first": "good"},
+        ],
+    )  # one order failed: right once
     figures = peoplematch.figures(peoplematch.row(panel, said))
     assert figures["kappa"] == 0.5 and figures["agreement"] == 0.75
     assert figures["accuracy"] == (1 + 0.5 + 0 + 1) / 4
-    assert figures["flip_rate"] == 1 / 3   # of the three pairs asked in both orders
+    assert figures["flip_rate"] == 1 / 3  # of the three pairs asked in both orders
     scored = peoplematch.score([panel], [said], seed=1)
-    assert scored["figures"]["kappa"] == {"value": 0.5, "interval": None}, \
-        "one panel: no interval"
+    assert scored["figures"]["kappa"] == {"value": 0.5, "interval": None}, "one panel: no interval"
     assert scored["baselines"]["constant"]["kappa"]["value"] == 0
 
 
@@ -387,6 +494,7 @@ def test_the_simulated_judge_refuses_a_script_it_cannot_play():
 
 def test_the_ledger_lists_the_panels_with_two_judged_answers(tmp_path):
     from ledgerkit import ok, panel
+
     with Ledger(tmp_path / "runs") as ledger:
         one, calls1 = panel(ledger, [ok("member1", "a"), ok("member2", "b")], shape="review")
         two, calls2 = panel(ledger, [ok("member1", "a"), ok("member2", "b"), ok("member3", "c")])
@@ -395,13 +503,15 @@ def test_the_ledger_lists_the_panels_with_two_judged_answers(tmp_path):
         ledger.record_verdict(calls1[1], useful=False)
         ledger.record_verdict(calls2[0], useful=False)
         ledger.record_verdict(calls2[2], useful=True)
-        ledger.record_verdict(calls3[0], useful=True)   # one judged answer: not a judged panel
+        ledger.record_verdict(calls3[0], useful=True)  # one judged answer: not a judged panel
         assert ledger.judged_panels() == [
             (one, "review", [(calls1[0], "a", True), (calls1[1], "b", False)]),
-            (two, "general", [(calls2[0], "a", False), (calls2[2], "c", True)])]
-        ledger.record_verdict(calls2[0], useful=True)   # the last verdict wins
+            (two, "general", [(calls2[0], "a", False), (calls2[2], "c", True)]),
+        ]
+        ledger.record_verdict(calls2[0], useful=True)  # the last verdict wins
         assert ledger.judged_panels("general") == [
-            (two, "general", [(calls2[0], "a", True), (calls2[2], "c", True)])]
+            (two, "general", [(calls2[0], "a", True), (calls2[2], "c", True)])
+        ]
         assert ledger.judged_panels("vision") == []
 
 

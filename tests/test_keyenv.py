@@ -23,12 +23,23 @@ AWS = "aws-secret-access-key-0123456789"
 ADMIN = "the-admin-token-0123456789abcdef"
 OWN = "sk-listener-key-0123456789"
 LISTED = "sk-hand-listed-key-0123456789"
-REFUSED = ("AWS_SECRET_ACCESS_KEY", "PANELIST_ADMIN_TOKEN", "OPENAI_API_KEY", "HOME",
-           "PANELIST_KEY", "PANELIST_KEY_")
-COMPLETION = {"id": "c1", "object": "chat.completion", "model": "m1",
-              "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"},
-                           "finish_reason": "stop"}],
-              "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+REFUSED = (
+    "AWS_SECRET_ACCESS_KEY",
+    "PANELIST_ADMIN_TOKEN",
+    "OPENAI_API_KEY",
+    "HOME",
+    "PANELIST_KEY",
+    "PANELIST_KEY_",
+)
+COMPLETION = {
+    "id": "c1",
+    "object": "chat.completion",
+    "model": "m1",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
 
 
 class Listener:
@@ -61,7 +72,7 @@ class Listener:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = False   # server_close joins them
+        self.server.daemon_threads = False  # server_close joins them
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,))
         self.thread.start()
@@ -90,7 +101,7 @@ def listener():
 def secrets(monkeypatch):
     """Secrets of the process that no endpoint is meant to read, and two that are."""
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS)
-    monkeypatch.setenv("PANELIST_ADMIN_TOKEN", ADMIN)   # the dashboard was built without it
+    monkeypatch.setenv("PANELIST_ADMIN_TOKEN", ADMIN)  # the dashboard was built without it
     monkeypatch.setenv("OPENAI_API_KEY", LISTED)
     monkeypatch.setenv("PANELIST_KEY", "pk_gateway-key-of-the-cli-0123")
     monkeypatch.setenv("PANELIST_KEY_", "sk-no-endpoint-has-an-empty-name")
@@ -126,38 +137,48 @@ def hand_edit_endpoint(home, name, url, key_env) -> None:
 def test_a_test_never_sends_a_variable_not_meant_for_endpoint_keys(api, folder, listener, secrets):
     for name in REFUSED:
         for extra in ({}, {"model": "m1"}):
-            status, body, _ = api.post("/api/endpoints/test", {
-                "name": "listener", "base_url": listener.url, "key_env": name, **extra})
+            status, body, _ = api.post(
+                "/api/endpoints/test",
+                {"name": "listener", "base_url": listener.url, "key_env": name, **extra},
+            )
             assert_refused(status, body, name)
-    status, body, _ = api.post("/api/endpoints/test", {
-        "base_url": listener.url, "key_env": "AWS_SECRET_ACCESS_KEY"})
-    assert_refused(status, body, "AWS_SECRET_ACCESS_KEY",
-                   says=("PANELIST_KEY_", "by hand"))
+    status, body, _ = api.post(
+        "/api/endpoints/test", {"base_url": listener.url, "key_env": "AWS_SECRET_ACCESS_KEY"}
+    )
+    assert_refused(status, body, "AWS_SECRET_ACCESS_KEY", says=("PANELIST_KEY_", "by hand"))
     assert listener.seen == []
     # the admin token is never read, even when the user lists it by hand
     allow(folder, "PANELIST_ADMIN_TOKEN")
-    status, body, _ = api.post("/api/endpoints/test", {
-        "base_url": listener.url, "key_env": "PANELIST_ADMIN_TOKEN", "model": "m1"})
+    status, body, _ = api.post(
+        "/api/endpoints/test",
+        {"base_url": listener.url, "key_env": "PANELIST_ADMIN_TOKEN", "model": "m1"},
+    )
     assert_refused(status, body, "PANELIST_ADMIN_TOKEN", says=("admin token", "never"))
     assert listener.seen == []
 
 
-def test_a_test_sends_a_panelist_key_variable_and_a_name_listed_by_hand(dash, home, listener,
-                                                                       secrets):
-    status, body, _ = dash.post("/api/endpoints/test", {
-        "name": "listener", "base_url": listener.url})   # the default: PANELIST_KEY_LISTENER
+def test_a_test_sends_a_panelist_key_variable_and_a_name_listed_by_hand(
+    dash, home, listener, secrets
+):
+    status, body, _ = dash.post(
+        "/api/endpoints/test", {"name": "listener", "base_url": listener.url}
+    )  # the default: PANELIST_KEY_LISTENER
     assert status == 200 and body["ok"] is True and body["models"] == ["m1"], body
-    status, body, _ = dash.post("/api/endpoints/test", {
-        "base_url": listener.url, "key_env": "PANELIST_KEY_LISTENER", "model": "m1"})
+    status, body, _ = dash.post(
+        "/api/endpoints/test",
+        {"base_url": listener.url, "key_env": "PANELIST_KEY_LISTENER", "model": "m1"},
+    )
     assert status == 200 and body["ok"] is True, body
     assert listener.headers == [f"Bearer {OWN}"] * 2
-    status, body, _ = dash.post("/api/endpoints/test", {
-        "base_url": listener.url, "key_env": "OPENAI_API_KEY"})
+    status, body, _ = dash.post(
+        "/api/endpoints/test", {"base_url": listener.url, "key_env": "OPENAI_API_KEY"}
+    )
     assert_refused(status, body, "OPENAI_API_KEY")
-    allow(home, "OPENAI_API_KEY")   # read again on the next request: no restart
+    allow(home, "OPENAI_API_KEY")  # read again on the next request: no restart
     for extra in ({}, {"model": "m1"}):
-        status, body, _ = dash.post("/api/endpoints/test", {
-            "base_url": listener.url, "key_env": "OPENAI_API_KEY", **extra})
+        status, body, _ = dash.post(
+            "/api/endpoints/test", {"base_url": listener.url, "key_env": "OPENAI_API_KEY", **extra}
+        )
         assert status == 200 and body["ok"] is True, body
     assert listener.headers == [f"Bearer {OWN}"] * 2 + [f"Bearer {LISTED}"] * 2
 
@@ -166,27 +187,35 @@ def test_a_test_sends_a_panelist_key_variable_and_a_name_listed_by_hand(dash, ho
 def test_saving_an_endpoint_with_a_refused_variable_is_refused(dash, home, listener, secrets):
     roster = home.file("roster.json").read_bytes()
     for name in REFUSED:
-        status, body, _ = dash.post("/api/endpoints", {
-            "name": "leak", "base_url": listener.url, "key_env": name, "tested": True})
+        status, body, _ = dash.post(
+            "/api/endpoints",
+            {"name": "leak", "base_url": listener.url, "key_env": name, "tested": True},
+        )
         assert_refused(status, body, name)
     assert home.file("roster.json").read_bytes() == roster
     allow(home, "OPENAI_API_KEY", "PANELIST_ADMIN_TOKEN")
-    status, body, _ = dash.post("/api/endpoints", {
-        "name": "leak", "base_url": listener.url, "key_env": "PANELIST_ADMIN_TOKEN",
-        "tested": True})
+    status, body, _ = dash.post(
+        "/api/endpoints",
+        {
+            "name": "leak",
+            "base_url": listener.url,
+            "key_env": "PANELIST_ADMIN_TOKEN",
+            "tested": True,
+        },
+    )
     assert_refused(status, body, "PANELIST_ADMIN_TOKEN")
     assert listener.seen == []
-    status, row, _ = dash.post("/api/endpoints", {
-        "name": "listed", "base_url": listener.url, "key_env": "OPENAI_API_KEY",
-        "tested": True})
+    status, row, _ = dash.post(
+        "/api/endpoints",
+        {"name": "listed", "base_url": listener.url, "key_env": "OPENAI_API_KEY", "tested": True},
+    )
     assert status == 200 and row["key_set"] is True and row["key_refused"] is None, row
     status, found, _ = dash.get("/api/endpoints/listed/discover")
     assert status == 200 and found["data"] == [{"served": "m1", "on_roster": False}], found
     assert listener.headers == [f"Bearer {LISTED}"]
 
 
-def test_a_saved_endpoint_naming_a_refused_variable_is_never_sent_it(dash, home, listener,
-                                                                     secrets):
+def test_a_saved_endpoint_naming_a_refused_variable_is_never_sent_it(dash, home, listener, secrets):
     hand_edit_endpoint(home, "leak", listener.url, "AWS_SECRET_ACCESS_KEY")
     allow(home, "PANELIST_ADMIN_TOKEN")
     hand_edit_endpoint(home, "admin", listener.url, "PANELIST_ADMIN_TOKEN")
@@ -209,9 +238,11 @@ def test_a_saved_endpoint_naming_a_refused_variable_is_never_sent_it(dash, home,
             assert var in probe["error"] and "key_envs.json" in probe["error"], probe
         assert body["model"]["retired"] is False, body
     # a panel's seats
-    status, body, _ = dash.post("/v1/chat/completions", {
-        "model": "bench/leaky", "messages": [{"role": "user", "content": "hi"}]})
-    assert status == 200, body   # the explorers on the simulator answered
+    status, body, _ = dash.post(
+        "/v1/chat/completions",
+        {"model": "bench/leaky", "messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert status == 200, body  # the explorers on the simulator answered
     seats = {s["alias"]: s for s in body["bench"]["seats"]}
     for alias in ("leak-m", "admin-m"):
         assert seats[alias]["status"] == "error", seats[alias]
@@ -225,14 +256,17 @@ def test_a_saved_endpoint_naming_a_refused_variable_is_never_sent_it(dash, home,
     assert listener.seen == []
     text = "".join(p.read_text() for p in home.root.rglob("*") if p.is_file())
     assert AWS not in text and ADMIN not in text
-    lines = [(r["kind"], r["error_kind"])
-             for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
-             if r.get("alias") in ("leak-m", "admin-m")]
+    lines = [
+        (r["kind"], r["error_kind"])
+        for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
+        if r.get("alias") in ("leak-m", "admin-m")
+    ]
     assert sorted(lines) == [("probe", "key_refused")] * 8 + [("seat", "key_refused")] * 2
 
 
-def test_onboarding_a_model_of_such_an_endpoint_fails_saying_how_to_allow_it(dash, home,
-                                                                            listener, secrets):
+def test_onboarding_a_model_of_such_an_endpoint_fails_saying_how_to_allow_it(
+    dash, home, listener, secrets
+):
     hand_edit_endpoint(home, "leak", listener.url, "AWS_SECRET_ACCESS_KEY")
     # a served id looked up in the endpoint's listing: that endpoint is named unreadable
     status, body, _ = dash.post("/api/onboarding", {"aliases": ["m1"], "endpoint": "leak"})
@@ -242,6 +276,7 @@ def test_onboarding_a_model_of_such_an_endpoint_fails_saying_how_to_allow_it(das
 
     def ended():
         return dash.get("/api/onboarding")[1]["data"][0]["status"] in ("ready", "failed")
+
     assert wait_until(ended)
     entry = dash.get("/api/onboarding")[1]["data"][0]
     assert (entry["status"], entry["error_kind"]) == ("failed", "key_refused"), entry
@@ -272,24 +307,40 @@ def test_endpoint_add_refuses_a_variable_not_meant_for_endpoint_keys(folder, cap
         assert name in err and "key_envs.json" in err, err
     assert folder.file("roster.json").read_bytes() == roster
     allow(folder, "OPENAI_API_KEY")
-    code = main(["endpoint", "add", "cloud", listener.url, "--key-env", "OPENAI_API_KEY",
-                 "--data", d, "--json"])
+    code = main(
+        [
+            "endpoint",
+            "add",
+            "cloud",
+            listener.url,
+            "--key-env",
+            "OPENAI_API_KEY",
+            "--data",
+            d,
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0 and json.loads(out)["key_env"] == "OPENAI_API_KEY", err
 
 
-def test_a_broken_list_refuses_every_name_it_would_allow_and_says_why(dash, home, listener,
-                                                                      secrets):
-    for broken, says in (("{not json", "not valid JSON"),
-                         (json.dumps({"allowed": "OPENAI_API_KEY"}), "list"),
-                         (json.dumps({"allowed": ["OPENAI API KEY"]}), "OPENAI API KEY")):
+def test_a_broken_list_refuses_every_name_it_would_allow_and_says_why(
+    dash, home, listener, secrets
+):
+    for broken, says in (
+        ("{not json", "not valid JSON"),
+        (json.dumps({"allowed": "OPENAI_API_KEY"}), "list"),
+        (json.dumps({"allowed": ["OPENAI API KEY"]}), "OPENAI API KEY"),
+    ):
         home.file("key_envs.json").write_text(broken)
-        status, body, _ = dash.post("/api/endpoints/test", {
-            "base_url": listener.url, "key_env": "OPENAI_API_KEY"})
+        status, body, _ = dash.post(
+            "/api/endpoints/test", {"base_url": listener.url, "key_env": "OPENAI_API_KEY"}
+        )
         assert_refused(status, body, "OPENAI_API_KEY", says=(says,))
         # a PANELIST_KEY_ variable needs no list
-        status, body, _ = dash.post("/api/endpoints/test", {
-            "base_url": listener.url, "key_env": "PANELIST_KEY_LISTENER"})
+        status, body, _ = dash.post(
+            "/api/endpoints/test", {"base_url": listener.url, "key_env": "PANELIST_KEY_LISTENER"}
+        )
         assert status == 200 and body["ok"] is True, body
     assert listener.headers == [f"Bearer {OWN}"] * 3
 

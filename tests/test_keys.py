@@ -27,6 +27,7 @@ def start(home):
         gw = Gateway(make_gateway(home, env=env or {}))
         running.append(gw)
         return gw
+
     try:
         yield go
     finally:
@@ -35,9 +36,11 @@ def start(home):
 
 
 def ask(gw, headers=None, model="bench/trio"):
-    return gw.post("/v1/chat/completions",
-                   {"model": model, "messages": [{"role": "user", "content": "hi"}]},
-                   headers=headers)
+    return gw.post(
+        "/v1/chat/completions",
+        {"model": model, "messages": [{"role": "user", "content": "hi"}]},
+        headers=headers,
+    )
 
 
 def bearer(secret):
@@ -61,7 +64,7 @@ def test_a_key_is_stored_only_as_its_digest(folder):
             assert secret.encode() not in f.read_bytes(), f
     assert keys.find(secret) == key
     assert keys.find(secret[:-1] + ("A" if secret[-1] != "A" else "B")) is None
-    other = Keys(folder)   # as another process would: sees a revoke without a restart
+    other = Keys(folder)  # as another process would: sees a revoke without a restart
     assert other.find(secret) is not None
     keys.revoke("app")
     assert other.find(secret) is None
@@ -69,15 +72,18 @@ def test_a_key_is_stored_only_as_its_digest(folder):
         keys.revoke("app")
 
 
-@pytest.mark.parametrize("kw, fragment", [
-    ({"name": "local"}, "not 'local'"),
-    ({"name": "dashboard"}, "or 'dashboard'"),
-    ({"name": "Bad Name"}, "not valid"),
-    ({"name": "ok", "rpm": 0}, "--rpm"),
-    ({"name": "ok", "rpm": True}, "--rpm"),
-    ({"name": "ok", "collections": ""}, "at least one collection"),
-    ({"name": "ok", "collections": ["nope"], "known": ["trio"]}, "unknown collection"),
-])
+@pytest.mark.parametrize(
+    "kw, fragment",
+    [
+        ({"name": "local"}, "not 'local'"),
+        ({"name": "dashboard"}, "or 'dashboard'"),
+        ({"name": "Bad Name"}, "not valid"),
+        ({"name": "ok", "rpm": 0}, "--rpm"),
+        ({"name": "ok", "rpm": True}, "--rpm"),
+        ({"name": "ok", "collections": ""}, "at least one collection"),
+        ({"name": "ok", "collections": ["nope"], "known": ["trio"]}, "unknown collection"),
+    ],
+)
 def test_key_create_refuses_bad_input(folder, kw, fragment):
     with pytest.raises(ConfigInvalid, match=fragment):
         Keys(folder).create(**kw)
@@ -97,8 +103,14 @@ def test_key_command_shows_the_key_once(folder, capsys):
     assert SHAPE.fullmatch(secret) and "not shown again" in err
     assert main(["key", "list", "--data", d, "--json"]) == 0
     (listed,) = json.loads(capsys.readouterr().out)
-    assert listed == {"name": "ci", "hint": secret[-4:], "collections": ["trio"], "rpm": 10,
-                      "races": True, "created": listed["created"]}
+    assert listed == {
+        "name": "ci",
+        "hint": secret[-4:],
+        "collections": ["trio"],
+        "rpm": 10,
+        "races": True,
+        "created": listed["created"],
+    }
     assert main(["key", "list", "--data", d]) == 0
     out = capsys.readouterr().out
     assert "…" + secret[-4:] in out and secret not in out
@@ -123,8 +135,9 @@ def test_missing_malformed_and_unknown_keys_are_told_apart(start, home):
     for headers, which, challenge in cases:
         status, body, h = ask(gw, headers=headers)
         assert status == 401, headers
-        assert body["error"]["message"].startswith(which) and body["error"]["code"] == \
-            f"{which}_key"
+        assert (
+            body["error"]["message"].startswith(which) and body["error"]["code"] == f"{which}_key"
+        )
         assert body["error"]["type"] == "authentication_error"
         assert h["WWW-Authenticate"].startswith("Bearer") and challenge in h["WWW-Authenticate"]
         assert secret not in json.dumps(body) and secret[:-1] not in json.dumps(body)
@@ -139,7 +152,7 @@ def test_an_admin_token_requires_keys_and_is_not_one(start, home):
     gw = start({"PANELIST_ADMIN_TOKEN": ADMIN})
     assert ask(gw)[0] == 401
     assert ask(gw, headers=bearer(ADMIN))[0] == 401
-    assert gw.get("/health")[0] == 200   # not a gateway route: no key
+    assert gw.get("/health")[0] == 200  # not a gateway route: no key
 
 
 def test_local_mode_ignores_any_bearer(gateway, home):
@@ -154,8 +167,7 @@ def test_the_keys_name_is_written_on_every_call(start, home):
     status, reply, _ = ask(gw, headers=bearer(secret))
     assert status == 200
     call = reply["bench"]["seats"][0]["call"]
-    status, _, _ = gw.post("/bench/verdict", {"call": call, "useful": True},
-                           headers=bearer(secret))
+    status, _, _ = gw.post("/bench/verdict", {"call": call, "useful": True}, headers=bearer(secret))
     assert status == 200
     (panel,) = read_jsonl(home.gateway_runs / "calls.jsonl")
     assert panel["key"] == "review-bot"
@@ -187,8 +199,8 @@ def test_a_key_over_its_rate_gets_429_with_retry_after(start, home):
     assert status == 429 and body["error"]["type"] == "rate_limit_error"
     assert 1 <= int(h["Retry-After"]) <= 120
     assert f"retry in {h['Retry-After']} s" in body["error"]["message"]
-    assert ask(gw, headers=bearer(slow))[0] == 429   # every gateway route counts
-    assert gw.get("/v1/models", headers=bearer(free))[0] == 200   # others are not held up
+    assert ask(gw, headers=bearer(slow))[0] == 429  # every gateway route counts
+    assert gw.get("/v1/models", headers=bearer(free))[0] == 200  # others are not held up
 
 
 @pytest.fixture()
@@ -201,16 +213,16 @@ def rates(tmp_path):
 
 
 def test_the_sliding_minute(rates):
-    t0 = 6_000_000 * 60.0   # the start of a minute
+    t0 = 6_000_000 * 60.0  # the start of a minute
     assert [rates.admit("k", 3, now=t0 + i) for i in range(3)] == [None] * 3
     wait = rates.admit("k", 3, now=t0 + 10)
     # nothing more fits until the first of the three is 60 s old
     assert wait == pytest.approx(50)
-    assert rates.admit("k", 3, now=t0 + 10) == pytest.approx(50)   # refusals do not count
+    assert rates.admit("k", 3, now=t0 + 10) == pytest.approx(50)  # refusals do not count
     assert rates.admit("k", 3, now=t0 + 59.5) == pytest.approx(0.5)
     assert rates.admit("k", 3, now=t0 + 60) is None
-    assert rates.admit("k", 3, now=t0 + 60.5) == pytest.approx(0.5)   # the second is next
-    assert rates.admit("k", 3, now=t0 + 600) is None   # long idle: a fresh start
+    assert rates.admit("k", 3, now=t0 + 60.5) == pytest.approx(0.5)  # the second is next
+    assert rates.admit("k", 3, now=t0 + 600) is None  # long idle: a fresh start
     assert RateCounter.retry_after(0.2) == "1" and RateCounter.retry_after(70) == "70"
 
 
@@ -250,7 +262,7 @@ def open_in(folder) -> int:
     for fd in os.listdir("/proc/self/fd"):
         try:
             target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:   # closed meanwhile, by this listing or another thread
+        except OSError:  # closed meanwhile, by this listing or another thread
             continue
         count += Path(target).parent == Path(folder)
     return count
@@ -295,19 +307,25 @@ def test_guard_checks_answer_alike_every_time(folder):
     """The guard on every request: the same headers get the same caller, request after request,
     and a near-miss key is refused as unknown each time (lookups are by digest)."""
     secret, _ = Keys(folder).create("app", rpm=10**6)
-    guard = Guard.for_server(Settings(require_keys=True), folder, port=8123, bound="127.0.0.1",
-                             max_body=1)
+    guard = Guard.for_server(
+        Settings(require_keys=True), folder, port=8123, bound="127.0.0.1", max_body=1
+    )
     try:
-        headers = {"Host": "127.0.0.1:8123", "Authorization": f"Bearer {secret}",
-                   "Content-Type": "application/json", "Content-Length": "1"}
+        headers = {
+            "Host": "127.0.0.1:8123",
+            "Authorization": f"Bearer {secret}",
+            "Content-Type": "application/json",
+            "Content-Length": "1",
+        }
         callers = set()
         for _ in range(200):
             guard.screen("POST", "/v1/chat/completions", headers)
             callers.add(guard.identify("/v1/chat/completions", headers).name)
             guard.check_body("POST", headers)
         assert callers == {"app"}
-        near = dict(headers,
-                    Authorization=f"Bearer {secret[:-1]}{'x' if secret[-1] != 'x' else 'y'}")
+        near = dict(
+            headers, Authorization=f"Bearer {secret[:-1]}{'x' if secret[-1] != 'x' else 'y'}"
+        )
         codes = set()
         for _ in range(3):
             with pytest.raises(Unauthorized) as refused:
@@ -322,17 +340,21 @@ def test_guard_checks_answer_alike_every_time(folder):
 def test_no_secret_reaches_the_data_folder_or_stderr(start, home, sim, monkeypatch, capfd):
     upstream = "sk-upstream-very-secret-7731"
     monkeypatch.setenv("PANELIST_KEY_SIM", upstream)
-    sim.script("mid", require_key="something-else", echo_auth=True)   # an upstream 401 echoing it
+    sim.script("mid", require_key="something-else", echo_auth=True)  # an upstream 401 echoing it
     gw = start({"PANELIST_ADMIN_TOKEN": ADMIN})
     secret, _ = Keys(home).create("app")
     near = secret[:-1] + ("x" if secret[-1] != "x" else "y")
-    replies = [ask(gw, headers=bearer(secret)), ask(gw, headers=bearer(near)),
-               ask(gw, headers=bearer(ADMIN)), ask(gw, headers={"Authorization": secret}),
-               gw.post("/bench/verdict", raw=b"{", headers=bearer(secret)),
-               gw.get("/v1/nothing", headers=bearer(secret))]
+    replies = [
+        ask(gw, headers=bearer(secret)),
+        ask(gw, headers=bearer(near)),
+        ask(gw, headers=bearer(ADMIN)),
+        ask(gw, headers={"Authorization": secret}),
+        gw.post("/bench/verdict", raw=b"{", headers=bearer(secret)),
+        gw.get("/v1/nothing", headers=bearer(secret)),
+    ]
     assert replies[0][0] == 200
     home.file("collections.json").write_text('{"collections": {"x": {"members": 5}}}')
-    replies.append(gw.get("/v1/models", headers=bearer(secret)))   # a 500, traceback on stderr
+    replies.append(gw.get("/v1/models", headers=bearer(secret)))  # a 500, traceback on stderr
     assert replies[-1][0] == 500
     captured = capfd.readouterr()
     for s in (secret, near, ADMIN, upstream):

@@ -32,10 +32,33 @@ ALLOWED = {
     "upkeep": {"roster", "seats", "ledger", "suite", "upstream", "store"},
     # provider sign-in: creates an endpoint and stores the key it buys
     "signin": {"roster", "store"},
-    "server": {"store", "upstream", "roster", "ledger", "seats", "panel", "wire", "race",
-               "suite", "upkeep", "signin"},
-    "cli": {"store", "upstream", "roster", "ledger", "seats", "panel", "wire", "race", "suite",
-            "upkeep", "server", "signin"},
+    "server": {
+        "store",
+        "upstream",
+        "roster",
+        "ledger",
+        "seats",
+        "panel",
+        "wire",
+        "race",
+        "suite",
+        "upkeep",
+        "signin",
+    },
+    "cli": {
+        "store",
+        "upstream",
+        "roster",
+        "ledger",
+        "seats",
+        "panel",
+        "wire",
+        "race",
+        "suite",
+        "upkeep",
+        "server",
+        "signin",
+    },
 }
 # Exceptions, each with its reason:
 EXCEPTIONS = {
@@ -55,7 +78,7 @@ def modules():
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT)
             if rel.parts[:2] == ("suite", "tasks"):
-                continue   # the suite's fixtures: other projects' code, read as data
+                continue  # the suite's fixtures: other projects' code, read as data
             yield ".".join(rel.with_suffix("").parts), path
     for entry in ("gateway.py", "serve.py"):
         yield entry.removesuffix(".py"), ROOT / entry
@@ -77,8 +100,11 @@ def imports(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.append(node.module)
             found += [f"{node.module}.{a.name}" for a in node.names]
-    return [n.removeprefix("panelist.") for n in found if n == "panelist" or
-            n.startswith("panelist.") or n.split(".")[0] == "http"]
+    return [
+        n.removeprefix("panelist.")
+        for n in found
+        if n == "panelist" or n.startswith("panelist.") or n.split(".")[0] == "http"
+    ]
 
 
 def layer(name: str) -> str | None:
@@ -104,11 +130,16 @@ def test_arrows_point_down():
             continue
         for target in imports(path):
             theirs = layer(target)
-            if theirs is None or theirs == mine or theirs in SHARED or \
-                    theirs in ALLOWED[mine] or (own(name), theirs) in EXCEPTIONS:
+            if (
+                theirs is None
+                or theirs == mine
+                or theirs in SHARED
+                or theirs in ALLOWED[mine]
+                or (own(name), theirs) in EXCEPTIONS
+            ):
                 continue
             if target.split(".")[-1] in SHARED and layer(target.rpartition(".")[0]) is None:
-                continue   # ``from panelist.metrics import errors``
+                continue  # ``from panelist.metrics import errors``
             wrong.append(f"{name} imports {target} ({mine} -> {theirs})")
     assert not sorted(set(wrong)), "\n".join(sorted(set(wrong)))
 
@@ -119,9 +150,13 @@ def test_the_seats_core_never_imports_the_ledger():
 
 
 def test_only_the_server_package_imports_http_server():
-    wrong = [name for name, path in modules()
-             if any(t.startswith("http.server") for t in imports(path))
-             and layer(name) != "server" and own(name) not in HTTP_SERVER_OK]
+    wrong = [
+        name
+        for name, path in modules()
+        if any(t.startswith("http.server") for t in imports(path))
+        and layer(name) != "server"
+        and own(name) not in HTTP_SERVER_OK
+    ]
     assert not wrong, f"only metrics/server/ may import http.server: {wrong}"
 
 
@@ -136,16 +171,20 @@ def test_nothing_imports_the_cli_the_server_an_entry_point_or_a_script():
         mine = layer(name)
         for target in imports(path):
             top = target.split(".")[0]
-            if top in ("gateway", "serve", "scripts") or target.startswith("metrics.offload") \
-                    or (layer(target) == "cli" and mine != "cli") \
-                    or (layer(target) == "server" and mine not in ("server", "cli")):
+            if (
+                top in ("gateway", "serve", "scripts")
+                or target.startswith("metrics.offload")
+                or (layer(target) == "cli" and mine != "cli")
+                or (layer(target) == "server" and mine not in ("server", "cli"))
+            ):
                 wrong.append(f"{name} imports {target}")
     assert not wrong, "\n".join(wrong)
 
 
 def test_no_module_is_over_800_lines():
-    big = {name: n for name, path in modules()
-           if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    big = {
+        name: n for name, path in modules() if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
     assert not big, f"past {MAX_LINES} lines a module holds two concepts: {big}"
 
 
@@ -155,8 +194,11 @@ def test_every_package_folder_installs():
     folders = {"panelist"}
     for init in ROOT.rglob("__init__.py"):
         rel = init.parent.relative_to(ROOT)
-        if rel.parts and (rel.parts[0] in ("tests", "build") or rel.parts[0].startswith(".")
-                          or rel.parts[:2] == ("suite", "tasks")):
+        if rel.parts and (
+            rel.parts[0] in ("tests", "build")
+            or rel.parts[0].startswith(".")
+            or rel.parts[:2] == ("suite", "tasks")
+        ):
             continue
         if rel.parts:
             folders.add("panelist." + ".".join(rel.parts))
@@ -169,8 +211,11 @@ def test_the_seats_core_calls_no_private_name_across_its_modules():
     wrong = []
     for path in sorted((ROOT / "metrics" / "seats").glob("*.py")):
         for node in ast.walk(tree(path)):
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and \
-                    not node.attr.startswith("__"):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                     wrong.append(f"{path.name}:{node.lineno} .{node.attr}")
     assert not wrong, wrong
@@ -190,20 +235,41 @@ REGISTRIES = {
     # one compiled encoder per option set: pure, and bounded
     ("metrics.store.jsonwire", "_ENCODERS"),
 }
-_CONTAINERS = {"dict", "list", "set", "defaultdict", "deque", "OrderedDict", "Counter",
-               "WeakValueDictionary", "WeakKeyDictionary", "WeakSet"}
-_MUTATORS = {"append", "appendleft", "extend", "insert", "remove", "discard", "add", "update",
-             "setdefault", "pop", "popitem", "popleft", "clear"}
+_CONTAINERS = {
+    "dict",
+    "list",
+    "set",
+    "defaultdict",
+    "deque",
+    "OrderedDict",
+    "Counter",
+    "WeakValueDictionary",
+    "WeakKeyDictionary",
+    "WeakSet",
+}
+_MUTATORS = {
+    "append",
+    "appendleft",
+    "extend",
+    "insert",
+    "remove",
+    "discard",
+    "add",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "popleft",
+    "clear",
+}
 
 
 def _container(value) -> bool:
-    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
-                          ast.SetComp)):
+    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
         return True
     if isinstance(value, ast.Call):
         f = value.func
-        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) \
-            else ""
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
         return name in _CONTAINERS
     return False
 
@@ -213,33 +279,54 @@ def changed_module_state(tree: ast.Module) -> set[str]:
     set or deleted, a mutating method called), and names any function rebinds as ``global``."""
     top = set()
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign) and node.value
+            else []
+        )
         top.update(t.id for t in targets if isinstance(t, ast.Name) and _container(node.value))
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Global):
             found.update(node.names)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name) and node.func.attr in _MUTATORS:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.attr in _MUTATORS
+        ):
             found.add(node.func.value.id) if node.func.value.id in top else None
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             targets = [node.target] if isinstance(node, ast.AugAssign) else node.targets
-            found.update(t.value.id for t in targets if isinstance(t, ast.Subscript)
-                         and isinstance(t.value, ast.Name) and t.value.id in top)
+            found.update(
+                t.value.id
+                for t in targets
+                if isinstance(t, ast.Subscript)
+                and isinstance(t.value, ast.Name)
+                and t.value.id in top
+            )
     return found
 
 
 def test_no_module_level_state_changes_outside_the_declared_registries():
-    wrong = sorted(f"{name}.{state}" for name, path in modules()
-                   for state in changed_module_state(tree(path))
-                   if (name, state) not in REGISTRIES)
-    assert not wrong, ("module-level state a server should own and hand down (or declare it "
-                       f"in REGISTRIES with its reason): {wrong}")
+    wrong = sorted(
+        f"{name}.{state}"
+        for name, path in modules()
+        for state in changed_module_state(tree(path))
+        if (name, state) not in REGISTRIES
+    )
+    assert not wrong, (
+        "module-level state a server should own and hand down (or declare it "
+        f"in REGISTRIES with its reason): {wrong}"
+    )
 
 
 def test_the_state_check_sees_a_counter_kept_in_a_module():
-    tree = ast.parse("_busy = [0]\nLIMITS = {}\n"
-                     "def work():\n    _busy[0] += 1\n    LIMITS.setdefault('a', 1)\n"
-                     "def flag():\n    global ON\n    ON = True\n")
+    tree = ast.parse(
+        "_busy = [0]\nLIMITS = {}\n"
+        "def work():\n    _busy[0] += 1\n    LIMITS.setdefault('a', 1)\n"
+        "def flag():\n    global ON\n    ON = True\n"
+    )
     assert changed_module_state(tree) == {"_busy", "LIMITS", "ON"}

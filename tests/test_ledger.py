@@ -28,26 +28,65 @@ def kinds(path: Path, kind: str) -> list[dict]:
     return [r for r in map(json.loads, lines(path)) if r.get("kind") == kind]
 
 
-def seat(ledger: Ledger, panel: str, label: str, alias: str, shape: str = "general", *,
-         status: str = "ok", key: str = "k1", seated: float = T0) -> str:
+def seat(
+    ledger: Ledger,
+    panel: str,
+    label: str,
+    alias: str,
+    shape: str = "general",
+    *,
+    status: str = "ok",
+    key: str = "k1",
+    seated: float = T0,
+) -> str:
     call = f"{panel}.{label}"
-    ledger.record_seat({"call": call, "panel": panel, "alias": alias,
-                        "seat": label.rstrip("0123456789"), "shape": shape, "seated": seated,
-                        "status": status, "seconds": 1.5, "tokens": {"total": 10},
-                        "error": None if status == "ok" else "boom", "key": key})
+    ledger.record_seat(
+        {
+            "call": call,
+            "panel": panel,
+            "alias": alias,
+            "seat": label.rstrip("0123456789"),
+            "shape": shape,
+            "seated": seated,
+            "status": status,
+            "seconds": 1.5,
+            "tokens": {"total": 10},
+            "error": None if status == "ok" else "boom",
+            "key": key,
+        }
+    )
     return call
 
 
-def panel(ledger: Ledger, shape: str = "general", key: str = "k1", seats=(("member1", "sim-a"),),
-          *, status: str = "ok", prompt: str = "why?", seated: float = T0) -> tuple[str, list]:
+def panel(
+    ledger: Ledger,
+    shape: str = "general",
+    key: str = "k1",
+    seats=(("member1", "sim-a"),),
+    *,
+    status: str = "ok",
+    prompt: str = "why?",
+    seated: float = T0,
+) -> tuple[str, list]:
     """A whole panel: seat records, then its calls.jsonl line (seats without shape/key)."""
     pid = ledger.new_panel(seated)
-    calls = [seat(ledger, pid, label, alias, shape, status=status, key=key, seated=seated)
-             for label, alias in seats]
-    ledger.record_panel({"panel": pid, "shape": shape, "key": key, "started": seated,
-                         "prompt": prompt,
-                         "seats": [{"call": c, "alias": a, "seat": lbl.rstrip("0123456789"),
-                                    "status": status} for c, (lbl, a) in zip(calls, seats)]})
+    calls = [
+        seat(ledger, pid, label, alias, shape, status=status, key=key, seated=seated)
+        for label, alias in seats
+    ]
+    ledger.record_panel(
+        {
+            "panel": pid,
+            "shape": shape,
+            "key": key,
+            "started": seated,
+            "prompt": prompt,
+            "seats": [
+                {"call": c, "alias": a, "seat": lbl.rstrip("0123456789"), "status": status}
+                for c, (lbl, a) in zip(calls, seats)
+            ],
+        }
+    )
     return pid, calls
 
 
@@ -57,6 +96,7 @@ def runs(tmp_path):
 
 
 # --------------------------------------------------------------------------- verdicts
+
 
 def test_verdict_written_once_then_replaced(runs):
     with Ledger(runs) as ledger:
@@ -127,7 +167,7 @@ def test_states(runs):
         later = time.time()
         st = ledger.states(["sim-a", "sim-b"], "general", now=now)
         assert st["sim-a"].cooling_until == 0.0
-        assert now + 60 <= st["sim-b"].cooling_until <= later + 60   # 60 s from the call
+        assert now + 60 <= st["sim-b"].cooling_until <= later + 60  # 60 s from the call
         assert ledger.states(["sim-b"], "general", now=now + 120)["sim-b"].cooling_until == 0.0
         ledger.cool_down("sim-b", 0)  # the latest cooldown wins: this one ends it
         assert ledger.states(["sim-b"], "general")["sim-b"].cooling_until == 0.0
@@ -141,8 +181,11 @@ def test_states(runs):
         with pytest.raises(errors.BadRequest):
             ledger.learn_window("sim-c", 0)
 
-        calls = [c for p, cs in [panel(ledger, "general", seats=(("member1", "sim-d"),))
-                                 for _ in range(5)] for c in cs]
+        calls = [
+            c
+            for p, cs in [panel(ledger, "general", seats=(("member1", "sim-d"),)) for _ in range(5)]
+            for c in cs
+        ]
         for i, call in enumerate(calls):
             ledger.record_verdict(call, useful=i < 3)
         st = ledger.states(["sim-d"], "general")["sim-d"]
@@ -209,8 +252,12 @@ print(json.dumps(out))
 
 
 def spawn(script: str, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", script, str(ROOT), *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, str(ROOT), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen) -> str:
@@ -226,10 +273,11 @@ def finish(proc: subprocess.Popen) -> str:
 def start_together(procs: list, ready: list[Path], go: Path) -> list[str]:
     """Let ``procs`` go at once, when each has said it is ready; their stdout, in order."""
     try:
-        assert wait_until(lambda: all(r.exists() for r in ready) or
-                          any(p.poll() is not None for p in procs)), "a process never got ready"
+        assert wait_until(
+            lambda: all(r.exists() for r in ready) or any(p.poll() is not None for p in procs)
+        ), "a process never got ready"
     finally:
-        go.touch()   # also releases the ready ones if another failed, so none is left waiting
+        go.touch()  # also releases the ready ones if another failed, so none is left waiting
     return [finish(p) for p in procs]
 
 
@@ -238,8 +286,10 @@ def test_two_processes_append_concurrently(runs, tmp_path):
     runs.mkdir(parents=True)
     go = tmp_path / "go"
     ready = [tmp_path / "ready-x", tmp_path / "ready-y"]
-    procs = [spawn(WRITER, runs, "x", "y", go, ready[0]),
-             spawn(WRITER, runs, "y", "x", go, ready[1])]
+    procs = [
+        spawn(WRITER, runs, "x", "y", go, ready[0]),
+        spawn(WRITER, runs, "y", "x", go, ready[1]),
+    ]
     results = dict(zip("xy", map(json.loads, start_together(procs, ready, go))))
 
     evidence = [json.loads(line) for line in lines(runs / "evidence.jsonl")]
@@ -303,13 +353,18 @@ def test_same_verdict_from_two_processes_written_once(runs, tmp_path):
 
 # --------------------------------------------------------------------------- snapshot
 
+
 def fill(ledger: Ledger) -> list[str]:
     calls = []
     for i in range(30):
         shape = ("general", "review")[i % 2]
-        _, cs = panel(ledger, shape, key=f"k{i % 3}",
-                      seats=(("member1", f"sim-{'abc'[i % 3]}"), ("explorer1", "sim-d")),
-                      seated=T0 + i)
+        _, cs = panel(
+            ledger,
+            shape,
+            key=f"k{i % 3}",
+            seats=(("member1", f"sim-{'abc'[i % 3]}"), ("explorer1", "sim-d")),
+            seated=T0 + i,
+        )
         calls += cs
     for i, call in enumerate(calls[:20]):
         ledger.record_verdict(call, useful=i % 3 != 0, note=f"n{i}")
@@ -321,8 +376,11 @@ def fill(ledger: Ledger) -> list[str]:
 
 def answers(ledger: Ledger, calls: list[str]):
     aliases = ["sim-a", "sim-b", "sim-c", "sim-d"]
-    return ({s: ledger.states(aliases, s, now=T0) for s in ("general", "review")},
-            [ledger.call(c) for c in calls], ledger.pending(limit=100))
+    return (
+        {s: ledger.states(aliases, s, now=T0) for s in ("general", "review")},
+        [ledger.call(c) for c in calls],
+        ledger.pending(limit=100),
+    )
 
 
 def test_snapshot_load_and_rebuild(runs):
@@ -388,6 +446,7 @@ def test_evidence_replaced_under_a_running_ledger(runs):
 
 # --------------------------------------------------------------------------- torn lines
 
+
 def test_torn_last_line_is_skipped(runs):
     with Ledger(runs) as ledger:
         _, (early,) = panel(ledger, seats=(("member1", "sim-a"),))
@@ -419,10 +478,12 @@ def test_torn_last_line_is_skipped(runs):
 
 # --------------------------------------------------------------------------- lookups
 
+
 def test_old_call_found_through_panels_idx(runs):
     with Ledger(runs, recent_calls=10) as ledger:
-        pid, (old, _) = panel(ledger, "review", key="alice",
-                              seats=(("member1", "sim-a"), ("explorer1", "sim-b")))
+        pid, (old, _) = panel(
+            ledger, "review", key="alice", seats=(("member1", "sim-a"), ("explorer1", "sim-b"))
+        )
         for _ in range(20):
             panel(ledger)
         assert old not in ledger._index.recent  # evicted: the lookup below must use panels.idx
@@ -446,8 +507,15 @@ def test_recent_panels_and_pending(runs):
         made = []
         for i in range(120):  # ~1.2 kB lines: the backwards read crosses 64 kB blocks
             status = "error" if i % 5 == 4 else "ok"
-            made.append(panel(ledger, key=f"k{i % 2}", status=status, prompt="x" * 1200 + str(i),
-                              seats=(("member1", "sim-a"),)))
+            made.append(
+                panel(
+                    ledger,
+                    key=f"k{i % 2}",
+                    status=status,
+                    prompt="x" * 1200 + str(i),
+                    seats=(("member1", "sim-a"),),
+                )
+            )
         newest = [p for p, _ in reversed(made)]
         assert [r["panel"] for r in ledger.recent_panels(5)] == newest[:5]
         assert [r["panel"] for r in ledger.recent_panels(1000)] == newest
@@ -482,11 +550,25 @@ def test_bulk_path_writes_the_same_lines(tmp_path):
     with Ledger(tmp_path / "one") as one, Ledger(tmp_path / "bulk") as bulk:
         pids = [one.new_panel(T0) for _ in range(3)]
         assert bulk.new_panels(3, T0) == pids
-        seats = [{"call": f"{p}.member1", "panel": p, "alias": "sim-é", "seat": "member",
-                  "shape": "general", "seated": T0, "status": "ok", "seconds": 1.0,
-                  "tokens": None, "error": None, "key": "k"} for p in pids]
-        panels = [{"panel": p, "shape": "general", "seats": [{"call": f"{p}.member1"}]}
-                  for p in pids]
+        seats = [
+            {
+                "call": f"{p}.member1",
+                "panel": p,
+                "alias": "sim-é",
+                "seat": "member",
+                "shape": "general",
+                "seated": T0,
+                "status": "ok",
+                "seconds": 1.0,
+                "tokens": None,
+                "error": None,
+                "key": "k",
+            }
+            for p in pids
+        ]
+        panels = [
+            {"panel": p, "shape": "general", "seats": [{"call": f"{p}.member1"}]} for p in pids
+        ]
         for s in seats:
             one.record_seat(s)
         for p in panels:
@@ -495,8 +577,9 @@ def test_bulk_path_writes_the_same_lines(tmp_path):
         bulk.record_panels(panels)
         for name in ("evidence.jsonl", "calls.jsonl"):
             assert normal(tmp_path / "one" / name) == normal(tmp_path / "bulk" / name)
-        assert (tmp_path / "one" / "panels.idx").read_bytes() == \
-            (tmp_path / "bulk" / "panels.idx").read_bytes()
+        assert (tmp_path / "one" / "panels.idx").read_bytes() == (
+            tmp_path / "bulk" / "panels.idx"
+        ).read_bytes()
         assert bulk.call(f"{pids[2]}.member1")["alias"] == "sim-é"
         assert {**bulk.panel(pids[1]), "ts": ""} == {**one.panel(pids[1]), "ts": ""}
 
@@ -504,21 +587,39 @@ def test_bulk_path_writes_the_same_lines(tmp_path):
 def test_a_panel_s_whole_seat_lines_land_as_made_and_bad_ones_are_refused(runs):
     from panelist.metrics.seats import record as seatrecord
     from panelist.metrics.seats import SeatResult
+
     with Ledger(runs) as ledger:
         pid = ledger.new_panel(T0)
-        result = SeatResult(call=f"{pid}.member1", seat="member", alias="sim-a",
-                            served="sim-a", status="ok", seconds=0.5, tokens={"total": 7})
-        made = seatrecord.line(result, "seat", answer=False, panel=pid, shape="general",
-                               seated=T0, key="k1", collection="bench/x")
+        result = SeatResult(
+            call=f"{pid}.member1",
+            seat="member",
+            alias="sim-a",
+            served="sim-a",
+            status="ok",
+            seconds=0.5,
+            tokens={"total": 7},
+        )
+        made = seatrecord.line(
+            result,
+            "seat",
+            answer=False,
+            panel=pid,
+            shape="general",
+            seated=T0,
+            key="k1",
+            collection="bench/x",
+        )
         ledger.record_seat_lines([made])
         (written,) = kinds(runs / "evidence.jsonl", "seat")
-        assert written == made   # the line as made: no field dropped, none added
+        assert written == made  # the line as made: no field dropped, none added
         assert ledger.call(f"{pid}.member1")["alias"] == "sim-a"
         assert ledger.states(["sim-a"], "general")["sim-a"].last_seated == T0
-        for broken, why in (({**made, "kind": "probe"}, "kind 'seat'"),
-                            ({k: v for k, v in made.items() if k != "seated"}, "'seated'"),
-                            ({**made, "alias": ""}, "'alias'"),
-                            ({**made, "shape": None}, "'shape'")):
+        for broken, why in (
+            ({**made, "kind": "probe"}, "kind 'seat'"),
+            ({k: v for k, v in made.items() if k != "seated"}, "'seated'"),
+            ({**made, "alias": ""}, "'alias'"),
+            ({**made, "shape": None}, "'shape'"),
+        ):
             with pytest.raises(errors.BadRequest, match=why):
                 ledger.record_seat_lines([made, broken])
         # a refused batch writes nothing of itself, not even its good lines
@@ -529,31 +630,58 @@ def test_a_live_ledger_answers_as_a_replay_of_the_file_does(runs):
     """A gateway's seated, seat and delivered lines, with another writer's lines and other kinds
     between them, folded as they come: every query answers as a ledger that read the whole
     file at once does."""
-    def view(ledger):
-        return (ledger.states(["sim-a", "sim-b"], "general"), ledger.pending(limit=100),
-                ledger.owed_count(), ledger.model_stats(), ledger.collection_stats(),
-                ledger.usage("day", now=t0 + 100), ledger.buckets(now=t0 + 100))
 
-    t0 = time.time() - 60   # recent: the usage windows count these seats
+    def view(ledger):
+        return (
+            ledger.states(["sim-a", "sim-b"], "general"),
+            ledger.pending(limit=100),
+            ledger.owed_count(),
+            ledger.model_stats(),
+            ledger.collection_stats(),
+            ledger.usage("day", now=t0 + 100),
+            ledger.buckets(now=t0 + 100),
+        )
+
+    t0 = time.time() - 60  # recent: the usage windows count these seats
     with Ledger(runs) as mine, Ledger(runs) as other:
         for i in range(6):
             pid = mine.new_panel(t0 + i)
-            mine.record_seated(pid, "general", ["sim-a", "sim-b"], t0 + i,
-                               collection="bench/x", awaits_delivery=True)
-            if i % 2:   # another process's line between two of ours
+            mine.record_seated(
+                pid,
+                "general",
+                ["sim-a", "sim-b"],
+                t0 + i,
+                collection="bench/x",
+                awaits_delivery=True,
+            )
+            if i % 2:  # another process's line between two of ours
                 seat(other, other.new_panel(t0 + i), "member1", "sim-b", seated=t0 + i)
-            if i == 3:   # another kind between two panels
+            if i == 3:  # another kind between two panels
                 mine.cool_down("sim-b", 60, "rate limited")
-            lines = [{"v": 1, "kind": "seat", "ts": "", "call": f"{pid}.member{n}",
-                      "role": "member", "alias": alias, "status": "ok",
-                      "tool_calls": [{"id": f"t-{i}"}], "tokens": {"prompt": 3, "completion": 4},
-                      "seconds": 0.5, "panel": pid, "shape": "general", "seated": t0 + i,
-                      "key": "k1", "collection": "bench/x"}
-                     for n, alias in ((1, "sim-a"), (2, "sim-b"))]
+            lines = [
+                {
+                    "v": 1,
+                    "kind": "seat",
+                    "ts": "",
+                    "call": f"{pid}.member{n}",
+                    "role": "member",
+                    "alias": alias,
+                    "status": "ok",
+                    "tool_calls": [{"id": f"t-{i}"}],
+                    "tokens": {"prompt": 3, "completion": 4},
+                    "seconds": 0.5,
+                    "panel": pid,
+                    "shape": "general",
+                    "seated": t0 + i,
+                    "key": "k1",
+                    "collection": "bench/x",
+                }
+                for n, alias in ((1, "sim-a"), (2, "sim-b"))
+            ]
             mine.record_seat_lines(lines)
             mine.record_delivered(pid, "the reply", [f"t-{i}"])
             mine.refresh()
-        with Ledger(runs) as fresh:   # replays the file
+        with Ledger(runs) as fresh:  # replays the file
             assert view(mine) == view(fresh)
         # 12 delivered seats of ours, 3 of the other writer (no seating: owed at once)
         assert mine.owed_count() == 15 and mine.states(["sim-b"], "general")["sim-b"].cooling_until
@@ -583,8 +711,9 @@ def work_in_threads(ledger: Ledger) -> dict:
         t.join(3 * PATIENCE)
     assert not [t for t in threads if t.is_alive()], "a worker thread is still running"
     st = ledger.states([f"sim-{n}" for n in range(8)], "general")
-    off = {a: (s.useful, s.not_useful) for a, s in st.items()
-           if (s.useful, s.not_useful) != (75, 25)}
+    off = {
+        a: (s.useful, s.not_useful) for a, s in st.items() if (s.useful, s.not_useful) != (75, 25)
+    }
     assert not off, f"verdict counts other than (75, 25): {off}"
     assert st["sim-0"].window == 100_000 - 700 - 99
     assert len(ledger.pending(limit=10_000)) == 0

@@ -10,8 +10,9 @@ from panelist.metrics.ledger.backend import Logs
 from panelist.metrics.ledger.logs import FileLogs
 from panelist.metrics.ledger.pglogs import DatabaseLogs
 
-METHODS = sorted(name for name, value in vars(Logs).items()
-                 if callable(value) and not name.startswith("_"))
+METHODS = sorted(
+    name for name, value in vars(Logs).items() if callable(value) and not name.startswith("_")
+)
 
 
 def parameters(fn) -> list[tuple[str, object, object]]:
@@ -21,16 +22,27 @@ def parameters(fn) -> list[tuple[str, object, object]]:
 
 def test_the_interface_names_what_the_ledger_calls():
     assert len(METHODS) >= 20
-    assert {"follow", "append", "reader", "exclusive", "reserve", "append_panels",
-            "panel_at", "close"} <= set(METHODS)
+    assert {
+        "follow",
+        "append",
+        "reader",
+        "exclusive",
+        "reserve",
+        "append_panels",
+        "panel_at",
+        "close",
+    } <= set(METHODS)
 
 
 @pytest.mark.parametrize("home", [FileLogs, DatabaseLogs], ids=["files", "postgres"])
 def test_each_home_has_every_method_with_its_parameters(home):
     missing = [m for m in METHODS if not callable(getattr(home, m, None))]
     assert not missing, f"{home.__name__} lacks {missing}"
-    differ = {m: (parameters(getattr(home, m)), parameters(getattr(Logs, m)))
-              for m in METHODS if parameters(getattr(home, m)) != parameters(getattr(Logs, m))}
+    differ = {
+        m: (parameters(getattr(home, m)), parameters(getattr(Logs, m)))
+        for m in METHODS
+        if parameters(getattr(home, m)) != parameters(getattr(Logs, m))
+    }
     assert not differ, differ
     assert isinstance(getattr(home, "snapshots", None), bool)
 

@@ -12,7 +12,7 @@ from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.ledger.ledger import Ledger
 
 HOMES = ["files", pytest.param("postgres", marks=pytest.mark.slow)]
-SEATED = time.time() - 3600   # an hour ago: inside today's usage window and the last 30 days
+SEATED = time.time() - 3600  # an hour ago: inside today's usage window and the last 30 days
 
 
 @pytest.fixture(params=HOMES)
@@ -24,7 +24,7 @@ def ledger_at(request, tmp_path):
     opened = []
 
     def open_ledger(name: str = "a") -> Ledger:
-        runs = store if database is None else tmp_path / name   # files: the folder is the store
+        runs = store if database is None else tmp_path / name  # files: the folder is the store
         ledger = Ledger(runs, database=database)
         opened.append(ledger)
         return ledger
@@ -41,30 +41,50 @@ def ledger(ledger_at):
 
 def seat(ledger, pid, alias, *, key="k1", **extra):
     call = f"{pid}.{alias}"
-    ledger.record_seat({"call": call, "panel": pid, "alias": alias, "seat": "member",
-                        "shape": "code", "seated": SEATED, "status": "ok", "seconds": 1.5,
-                        "tokens": {"prompt": 10, "completion": 5}, "error": "", "key": key,
-                        "collection": "bench/trio", **extra})
+    ledger.record_seat(
+        {
+            "call": call,
+            "panel": pid,
+            "alias": alias,
+            "seat": "member",
+            "shape": "code",
+            "seated": SEATED,
+            "status": "ok",
+            "seconds": 1.5,
+            "tokens": {"prompt": 10, "completion": 5},
+            "error": "",
+            "key": key,
+            "collection": "bench/trio",
+            **extra,
+        }
+    )
     return call
 
 
 def finished(ledger, aliases=("fast", "mid"), *, key="k1", awaits_delivery=False, **seats):
     """A panel seated, its seats answered and the panel written; its id."""
     pid = ledger.new_panel()
-    ledger.record_seated(pid, "code", list(aliases), SEATED, collection="bench/trio",
-                         awaits_delivery=awaits_delivery)
+    ledger.record_seated(
+        pid, "code", list(aliases), SEATED, collection="bench/trio", awaits_delivery=awaits_delivery
+    )
     for alias in aliases:
         seat(ledger, pid, alias, key=key, **seats.get(alias, {}))
-    ledger.record_panel({"panel": pid, "shape": "code", "collection": "bench/trio", "key": key,
-                         "seats": [{"call": f"{pid}.{a}", "alias": a, "status": "ok"}
-                                   for a in aliases]})
+    ledger.record_panel(
+        {
+            "panel": pid,
+            "shape": "code",
+            "collection": "bench/trio",
+            "key": key,
+            "seats": [{"call": f"{pid}.{a}", "alias": a, "status": "ok"} for a in aliases],
+        }
+    )
     return pid
 
 
 def test_panel_ids_are_reserved_in_order_and_only_reserved_ones_are_written(ledger):
     first, (second, third) = ledger.new_panel(), ledger.new_panels(2)
     assert [panel_seq(p) for p in (second, third)] == [panel_seq(first) + 1, panel_seq(first) + 2]
-    assert ledger.latest_panel() is None   # reserved, not yet written
+    assert ledger.latest_panel() is None  # reserved, not yet written
     with pytest.raises(errors.BadRequest, match="not reserved"):
         ledger.record_panel({"panel": f"{first[:-2]}-999", "shape": "code"})
     with pytest.raises(errors.BadRequest, match="not a panel id"):
@@ -76,9 +96,14 @@ def test_panel_ids_are_reserved_in_order_and_only_reserved_ones_are_written(ledg
 def test_a_panel_and_its_seats_read_back_as_written(ledger):
     pid = finished(ledger)
     call = ledger.call(f"{pid}.fast")
-    assert {k: call[k] for k in ("alias", "panel", "shape", "status", "seconds", "key")} == \
-        {"alias": "fast", "panel": pid, "shape": "code", "status": "ok", "seconds": 1.5,
-         "key": "k1"}
+    assert {k: call[k] for k in ("alias", "panel", "shape", "status", "seconds", "key")} == {
+        "alias": "fast",
+        "panel": pid,
+        "shape": "code",
+        "status": "ok",
+        "seconds": 1.5,
+        "key": "k1",
+    }
     assert call["kind"] == "seat" and call.get("verdict") is None
     assert ledger.call(f"{pid}.nobody") is None
     record = ledger.panel(pid)
@@ -86,7 +111,7 @@ def test_a_panel_and_its_seats_read_back_as_written(ledger):
     assert [p["panel"] for p in ledger.recent_panels()] == [pid]
     assert ledger.panel_call(pid, "mid") == f"{pid}.mid"
     with pytest.raises(errors.NotFound):
-        ledger.panel_call(pid, "mid", key="k2")   # another key's panel is not found
+        ledger.panel_call(pid, "mid", key="k2")  # another key's panel is not found
 
 
 def test_the_last_verdict_wins_and_a_repeat_is_not_written(ledger):
@@ -95,8 +120,11 @@ def test_the_last_verdict_wins_and_a_repeat_is_not_written(ledger):
     first = ledger.record_verdict(call, useful=False, note="wrong")
     repeat = ledger.record_verdict(call, useful=False, note="wrong")
     changed = ledger.record_verdict(call, useful=True)
-    assert [(r["written"], r["replaced"]) for r in (first, repeat, changed)] == \
-        [(True, False), (False, False), (True, True)]
+    assert [(r["written"], r["replaced"]) for r in (first, repeat, changed)] == [
+        (True, False),
+        (False, False),
+        (True, True),
+    ]
     assert ledger.verdict_of(call)["useful"] is True and ledger.verdict_of(call)["note"] == ""
     assert ledger.call(call)["verdict"]["useful"] is True
     assert ledger.verdict_count() == 1
@@ -117,48 +145,72 @@ def test_owed_verdicts_wait_for_delivery_and_leave_with_a_verdict(ledger):
     assert ledger.delivered_panel("another reply") is None
     assert ledger.owed_count() == 4 and ledger.owed_count("k2") == 2
     assert [p["call"] for p in ledger.pending(key="k2", limit=1)] == [f"{waiting}.mid"]
-    assert [p["call"] for p in ledger.pending(key="k2", limit=1, oldest=True)] == \
-        [f"{waiting}.fast"]
+    assert [p["call"] for p in ledger.pending(key="k2", limit=1, oldest=True)] == [
+        f"{waiting}.fast"
+    ]
     ledger.record_verdict(f"{told}.fast", useful=True)
     assert ledger.owed_count("k1") == 1
 
 
 def test_a_tool_call_id_names_the_seat_that_issued_it_once_only(ledger):
-    pid = finished(ledger, fast={"tool_calls": [{"id": "call_a"}, {"id": "call_twice"}]},
-                   mid={"tool_calls": [{"id": "call_twice"}]})
+    pid = finished(
+        ledger,
+        fast={"tool_calls": [{"id": "call_a"}, {"id": "call_twice"}]},
+        mid={"tool_calls": [{"id": "call_twice"}]},
+    )
     assert ledger.tool_call_owner("call_a") == (pid, "fast")
-    assert ledger.tool_call_owner("call_twice") is None   # two seats issued it
+    assert ledger.tool_call_owner("call_twice") is None  # two seats issued it
     assert ledger.tool_call_owner("call_never") is None and ledger.tool_call_owner(7) is None
 
 
 def test_counts_per_model_shape_collection_key_and_day(ledger):
-    pid = finished(ledger, ("fast", "mid", "slow"), slow={"status": "error", "error": "timeout: no answer in 60 s"})
+    pid = finished(
+        ledger,
+        ("fast", "mid", "slow"),
+        slow={"status": "error", "error": "timeout: no answer in 60 s"},
+    )
     ledger.record_verdict(f"{pid}.fast", useful=True)
     ledger.record_verdict(f"{pid}.mid", useful=False)
     stats = ledger.model_stats()
-    assert {a: (s["seats"], s["ok"], s["useful"], s["not_useful"]) for a, s in stats.items()} == \
-        {"fast": (1, 1, 1, 0), "mid": (1, 1, 0, 1), "slow": (1, 0, 0, 0)}
+    assert {a: (s["seats"], s["ok"], s["useful"], s["not_useful"]) for a, s in stats.items()} == {
+        "fast": (1, 1, 1, 0),
+        "mid": (1, 1, 0, 1),
+        "slow": (1, 0, 0, 0),
+    }
     assert ledger.model_stats("code") == stats and ledger.model_stats("other") == {}
     assert ledger.model_shapes("fast") == {"code": stats["fast"]} and ledger.shapes() == ["code"]
-    assert ledger.collection_stats() == {"bench/trio": {"panels": 1, "seats": 3, "useful": 1,
-                                                        "not_useful": 1}}
+    assert ledger.collection_stats() == {
+        "bench/trio": {"panels": 1, "seats": 3, "useful": 1, "not_useful": 1}
+    }
     usage = ledger.usage("day")["models"]
-    assert {a: (u["seats"], u["answered"], u["prompt_tokens"]) for a, u in usage.items()} == \
-        {"fast": (1, 1, 10), "mid": (1, 1, 10), "slow": (1, 0, 10)}
-    assert {a: sum(series) for a, series in ledger.buckets()["series"].items()} == \
-        {"fast": 1, "mid": 1, "slow": 1}
+    assert {a: (u["seats"], u["answered"], u["prompt_tokens"]) for a, u in usage.items()} == {
+        "fast": (1, 1, 10),
+        "mid": (1, 1, 10),
+        "slow": (1, 0, 10),
+    }
+    assert {a: sum(series) for a, series in ledger.buckets()["series"].items()} == {
+        "fast": 1,
+        "mid": 1,
+        "slow": 1,
+    }
     assert set(ledger.seat_totals()) == {"fast", "mid", "slow"}
     assert ledger.keys_last_used() == {"k1": pytest.approx(SEATED)}
-    assert ledger.failing(1, 1) == {"slow": {"failed": 1, "of": 1, "kind": "timeout",
-                                             "probe": False}}
+    assert ledger.failing(1, 1) == {
+        "slow": {"failed": 1, "of": 1, "kind": "timeout", "probe": False}
+    }
     with pytest.raises(errors.BadRequest, match="failing needs"):
         ledger.failing(2, 1)
 
 
 def test_the_time_axis_per_model_key_and_gateway_and_who_answers_now(ledger):
-    finished(ledger, ("fast", "mid", "slow"), key="k1", fast={"endpoint": "e1"},
-             mid={"endpoint": "e1"},
-             slow={"status": "error", "error": "auth: (401) invalid api key", "endpoint": "e2"})
+    finished(
+        ledger,
+        ("fast", "mid", "slow"),
+        key="k1",
+        fast={"endpoint": "e1"},
+        mid={"endpoint": "e1"},
+        slow={"status": "error", "error": "auth: (401) invalid api key", "endpoint": "e2"},
+    )
     finished(ledger, ("fast",), key="k2", fast={"endpoint": "e1"})
 
     def seats(**asked) -> list[int]:
@@ -177,19 +229,26 @@ def test_cooldowns_windows_and_probes_reach_the_models_state(ledger):
     finished(ledger, ("fast", "mid", "slow"))
     ledger.cool_down("slow", 600, "rate limited")
     assert ledger.learn_window("mid", 5000) is True
-    assert ledger.learn_window("mid", 6000) is False   # only a lower window is news
+    assert ledger.learn_window("mid", 6000) is False  # only a lower window is news
     with pytest.raises(errors.BadRequest, match="positive integer"):
         ledger.learn_window("mid", 0)
-    ledger.record_probe({"call": "probe.1", "alias": "fast", "status": "error",
-                         "error_kind": "timeout", "seconds": 0.1,
-                         "error": "timeout: no answer in 5 s"})
+    ledger.record_probe(
+        {
+            "call": "probe.1",
+            "alias": "fast",
+            "status": "error",
+            "error_kind": "timeout",
+            "seconds": 0.1,
+            "error": "timeout: no answer in 5 s",
+        }
+    )
     states = ledger.states(["fast", "mid", "slow"], "code")
     assert states["slow"].cooling_until > time.time() + 500
     assert states["fast"].cooling_until == 0.0 and states["mid"].window == 5000
     assert states["fast"].last_seated == pytest.approx(SEATED)
     assert ledger.probes()["fast"]["error_kind"] == "timeout"
     assert ledger.failing(1, 1)["fast"]["probe"] is True
-    ledger.cool_down("slow", 0)   # 0 ends it
+    ledger.cool_down("slow", 0)  # 0 ends it
     assert ledger.states(["slow"], "code")["slow"].cooling_until <= time.time()
 
 
@@ -204,8 +263,9 @@ def test_verdicts_on_one_panel_make_pairs_and_patterns(ledger):
     assert ledger.paired_shapes() == ["code"]
     assert ledger.patterns_stamp("code") != stamp
     judged = ledger.judged_panels("code")
-    assert [(shape, sorted((a, u) for _, a, u in seats)) for _, shape, seats in judged] == \
-        [("code", [("fast", True), ("mid", False), ("slow", False)])] * 2
+    assert [(shape, sorted((a, u) for _, a, u in seats)) for _, shape, seats in judged] == [
+        ("code", [("fast", True), ("mid", False), ("slow", False)])
+    ] * 2
 
 
 def test_pages_of_panels_newest_first_and_after_a_point(ledger):
@@ -234,7 +294,7 @@ def test_another_instance_sees_every_write_and_a_reopened_one_keeps_what_it_fold
     a, b = ledger_at("a"), ledger_at("b")
     pid = finished(a)
     a.record_verdict(f"{pid}.fast", useful=True)
-    assert b.verdict_of(f"{pid}.fast")["useful"] is True   # read through its tail refresh
+    assert b.verdict_of(f"{pid}.fast")["useful"] is True  # read through its tail refresh
     assert b.panel(pid)["seats"] and b.owed_count() == 1
     later = finished(b, ("slow",))
     a.close()

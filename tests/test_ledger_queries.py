@@ -19,6 +19,7 @@ from panelist.metrics.ledger.ledger import Ledger
 
 # --------------------------------------------------------------------------- model_stats
 
+
 def test_failure_kinds_are_the_first_word_or_the_status():
     assert failure_kind("ok", "") is None
     assert failure_kind("error", "timeout: the seat did not finish") == "timeout"
@@ -35,8 +36,13 @@ def test_failure_kinds_are_the_first_word_or_the_status():
 def test_histogram_quantiles_stay_near_the_true_ones():
     from panelist.metrics.ledger.histogram import RESOLUTION
     from panelist.metrics.ledger.index import HIST_BUCKETS, hist_bucket
-    for values in ([0.1 * i for i in range(1, 101)], [0.002] * 10 + [30.0] * 90,
-                   [1.0, 2.0, 400.0], [0.0004]):
+
+    for values in (
+        [0.1 * i for i in range(1, 101)],
+        [0.002] * 10 + [30.0] * 90,
+        [1.0, 2.0, 400.0],
+        [0.0004],
+    ):
         hist = [0] * HIST_BUCKETS
         for v in values:
             hist[hist_bucket(v)] += 1
@@ -45,7 +51,8 @@ def test_histogram_quantiles_stay_near_the_true_ones():
             true = ordered[math.ceil(q * len(ordered)) - 1]
             # within the buckets' resolution, and the millisecond the middle is rounded to
             assert abs(got - true) <= RESOLUTION * true + 0.0005 or (
-                true < 0.001 and got == 0.001), (q, got)
+                true < 0.001 and got == 0.001
+            ), (q, got)
     assert hist_quantiles(None, 0.5) == [None]
     assert hist_quantiles([0] * HIST_BUCKETS, 0.5, 0.95) == [None, None]
 
@@ -55,20 +62,37 @@ def test_model_stats_per_shape_and_over_all_shapes(runs):
         assert ledger.model_stats() == {} and ledger.shapes() == []
         for i in range(1, 101):  # sim-a: answers from 0.1 s to 10 s, one a panel
             panel(ledger, [ok("member1", "sim-a", round(0.1 * i, 1))], seated=T0 + i)
-        panel(ledger, [("member1", "sim-a", "error", 120.0, "timeout: no answer in 120 s"),
-                       ("member2", "sim-b", "error", 0.2, "rate_limit: 429"),
-                       ("explorer1", "sim-c", "empty", 0.5, "answered with no text")],
-              seated=T0 + 200)
-        panel(ledger, [("member1", "sim-b", "error", 0.1, "boom"),
-                       ("member2", "sim-c", "cancelled", 0.3, "cancelled: caller left"),
-                       ok("explorer1", "sim-b", 4.0)], shape="review", seated=T0 + 300)
+        panel(
+            ledger,
+            [
+                ("member1", "sim-a", "error", 120.0, "timeout: no answer in 120 s"),
+                ("member2", "sim-b", "error", 0.2, "rate_limit: 429"),
+                ("explorer1", "sim-c", "empty", 0.5, "answered with no text"),
+            ],
+            seated=T0 + 200,
+        )
+        panel(
+            ledger,
+            [
+                ("member1", "sim-b", "error", 0.1, "boom"),
+                ("member2", "sim-c", "cancelled", 0.3, "cancelled: caller left"),
+                ok("explorer1", "sim-b", 4.0),
+            ],
+            shape="review",
+            seated=T0 + 300,
+        )
         general, review = ledger.model_stats("general"), ledger.model_stats("review")
         whole = ledger.model_stats()
         assert ledger.shapes() == ["general", "review"]
 
     a = general["sim-a"]
-    assert (a["seats"], a["ok"], a["useful"], a["not_useful"], a["false_claims"]) == \
-        (101, 100, 0, 0, 0)
+    assert (a["seats"], a["ok"], a["useful"], a["not_useful"], a["false_claims"]) == (
+        101,
+        100,
+        0,
+        0,
+        0,
+    )
     assert a["failures"] == {"timeout": 1}
     assert abs(a["p50"] - 5.0) <= 0.45 and abs(a["p95"] - 9.5) <= 0.86
     assert a["last_answer"] == pytest.approx(T0 + 100 + 10.0)  # start + seconds of the newest
@@ -96,29 +120,33 @@ def test_model_stats_per_shape_and_over_all_shapes(runs):
 
 def test_false_claims_and_counts_follow_the_current_verdict(runs):
     with Ledger(runs, recent_calls=5) as ledger:
-        _, (c1, c2) = panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")],
-                            shape="review", collection="bench/x")
+        _, (c1, c2) = panel(
+            ledger,
+            [ok("member1", "sim-a"), ok("member2", "sim-b")],
+            shape="review",
+            collection="bench/x",
+        )
         ledger.record_verdict(c1, useful=False, false=["f1", "f2", "f3"], real=["r"])
         ledger.record_verdict(c2, useful=True, false=["f9"])
 
         def figures():
             st = ledger.model_stats("review")["sim-a"]
-            return (st["useful"], st["not_useful"], st["false_claims"],
-                    ledger.model_stats()["sim-a"]["false_claims"],
-                    ledger.collection_stats()["bench/x"])
+            return (
+                st["useful"],
+                st["not_useful"],
+                st["false_claims"],
+                ledger.model_stats()["sim-a"]["false_claims"],
+                ledger.collection_stats()["bench/x"],
+            )
 
-        assert figures() == (0, 1, 3, 3, {"panels": 1, "seats": 2, "useful": 1,
-                                          "not_useful": 1})
+        assert figures() == (0, 1, 3, 3, {"panels": 1, "seats": 2, "useful": 1, "not_useful": 1})
         ledger.record_verdict(c1, useful=False, false=["f1"])  # replaced: 3 claims become 1
-        assert figures() == (0, 1, 1, 1, {"panels": 1, "seats": 2, "useful": 1,
-                                          "not_useful": 1})
+        assert figures() == (0, 1, 1, 1, {"panels": 1, "seats": 2, "useful": 1, "not_useful": 1})
         ledger.record_verdict(c1, useful=True)  # now useful, no false claim
-        assert figures() == (1, 0, 0, 0, {"panels": 1, "seats": 2, "useful": 2,
-                                          "not_useful": 0})
+        assert figures() == (1, 0, 0, 0, {"panels": 1, "seats": 2, "useful": 2, "not_useful": 0})
         assert ledger.model_stats("review")["sim-b"]["false_claims"] == 1
         ledger.record_verdict(c1, useful=True)  # a repeat is not written, so nothing moves
-        assert figures() == (1, 0, 0, 0, {"panels": 1, "seats": 2, "useful": 2,
-                                          "not_useful": 0})
+        assert figures() == (1, 0, 0, 0, {"panels": 1, "seats": 2, "useful": 2, "not_useful": 0})
 
         # a call gone from the recent map is judged through its panel line, collection and all
         for _ in range(5):
@@ -129,8 +157,11 @@ def test_false_claims_and_counts_follow_the_current_verdict(runs):
         assert figures()[-1] == {"panels": 1, "seats": 2, "useful": 1, "not_useful": 1}
         assert ledger.model_stats("review")["sim-b"]["false_claims"] == 2
         before = everything(ledger)
-    verdicts = [json.loads(x) for x in (runs / "evidence.jsonl").read_text().splitlines()
-                if '"kind":"verdict"' in x]
+    verdicts = [
+        json.loads(x)
+        for x in (runs / "evidence.jsonl").read_text().splitlines()
+        if '"kind":"verdict"' in x
+    ]
     assert len(verdicts) == 5 and all(v["collection"] == "bench/x" for v in verdicts)
     (runs / "index.json").unlink()
     with Ledger(runs, recent_calls=5) as fresh:
@@ -143,36 +174,66 @@ def test_a_verdict_without_a_collection_is_not_uncounted_from_one(runs):
     with Ledger(runs) as ledger:
         _, (call,) = panel(ledger, [ok("member1", "sim-a")], collection="bench/x")
         with open(runs / "evidence.jsonl", "a") as f:  # as an older gateway wrote it
-            f.write(json.dumps({"v": 1, "kind": "verdict", "ts": "2025-06-15T00:00:00.000Z",
-                                "call": call, "panel": call.split(".")[0], "alias": "sim-a",
-                                "shape": "general", "useful": False, "note": "",
-                                "real": [], "false": ["x"], "by": "old"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "v": 1,
+                        "kind": "verdict",
+                        "ts": "2025-06-15T00:00:00.000Z",
+                        "call": call,
+                        "panel": call.split(".")[0],
+                        "alias": "sim-a",
+                        "shape": "general",
+                        "useful": False,
+                        "note": "",
+                        "real": [],
+                        "false": ["x"],
+                        "by": "old",
+                    }
+                )
+                + "\n"
+            )
         assert ledger.collection_stats()["bench/x"]["not_useful"] == 0
         assert ledger.model_stats()["sim-a"]["false_claims"] == 1
         ledger.record_verdict(call, useful=True)
-        assert ledger.collection_stats()["bench/x"] == \
-            {"panels": 1, "seats": 1, "useful": 1, "not_useful": 0}
+        assert ledger.collection_stats()["bench/x"] == {
+            "panels": 1,
+            "seats": 1,
+            "useful": 1,
+            "not_useful": 0,
+        }
         assert ledger.model_stats()["sim-a"]["false_claims"] == 0
-        assert (ledger.model_stats()["sim-a"]["useful"],
-                ledger.model_stats()["sim-a"]["not_useful"]) == (1, 0)
+        assert (
+            ledger.model_stats()["sim-a"]["useful"],
+            ledger.model_stats()["sim-a"]["not_useful"],
+        ) == (1, 0)
 
 
 # --------------------------------------------------------------------------- collections, days
+
 
 def test_collection_stats(runs):
     with Ledger(runs) as ledger:
         assert ledger.collection_stats() == {}
         for i in range(3):
-            panel(ledger, [ok("member1", "sim-a"), ok("explorer1", f"sim-{i}")],
-                  collection="bench/one")
-        _, (c,) = panel(ledger, [("member1", "sim-a", "error", 1.0, "timeout: x")],
-                        collection="bench/two", merger="sim-m")
+            panel(
+                ledger,
+                [ok("member1", "sim-a"), ok("explorer1", f"sim-{i}")],
+                collection="bench/one",
+            )
+        _, (c,) = panel(
+            ledger,
+            [("member1", "sim-a", "error", 1.0, "timeout: x")],
+            collection="bench/two",
+            merger="sim-m",
+        )
         ledger.record_verdict(f"{c.split('.')[0]}.merger", useful=True)
         # a seating without a collection (an older gateway) counts no panel
         ledger.record_seated(ledger.new_panel(T0), "general", ["sim-a"], T0)
         assert ledger.collection_stats() == {
             "bench/one": {"panels": 3, "seats": 6, "useful": 0, "not_useful": 0},
-            "bench/two": {"panels": 1, "seats": 2, "useful": 1, "not_useful": 0}}
+            "bench/two": {"panels": 1, "seats": 2, "useful": 1, "not_useful": 0},
+        }
         with pytest.raises(errors.BadRequest):
             ledger.record_seated(ledger.new_panel(T0), "general", ["sim-a"], T0, collection=3)
 
@@ -181,10 +242,19 @@ def test_buckets_count_seats_per_day_and_forget_old_days(runs):
     now = T0
     today = int(now // DAY)
     with Ledger(runs) as ledger:
-        assert ledger.buckets(7, now=now) == {"unit": "day", "start": (today - 6) * DAY,
-                                             "days": 7, "series": {}}
-        for back, alias, n in ((0, "sim-a", 3), (1, "sim-a", 1), (6, "sim-b", 2),
-                               (7, "sim-b", 5), (40, "sim-c", 1)):
+        assert ledger.buckets(7, now=now) == {
+            "unit": "day",
+            "start": (today - 6) * DAY,
+            "days": 7,
+            "series": {},
+        }
+        for back, alias, n in (
+            (0, "sim-a", 3),
+            (1, "sim-a", 1),
+            (6, "sim-b", 2),
+            (7, "sim-b", 5),
+            (40, "sim-c", 1),
+        ):
             for _ in range(n):
                 panel(ledger, [ok("member1", alias)], seated=now - back * DAY)
         week = ledger.buckets(7, now=now)
@@ -201,9 +271,21 @@ def test_buckets_count_seats_per_day_and_forget_old_days(runs):
         panel(ledger, [ok("member1", "sim-d")], seated=T0 + 1 * DAY)
         later = now + KEEP_DAYS * DAY
         with open(runs / "evidence.jsonl", "a") as f:  # written by a process whose clock is later
-            f.write(json.dumps({"v": 1, "kind": "seat", "ts": "x", "call": "p1.member1",
-                                "alias": "sim-e", "shape": "general", "seated": later,
-                                "status": "ok"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "v": 1,
+                        "kind": "seat",
+                        "ts": "x",
+                        "call": "p1.member1",
+                        "alias": "sim-e",
+                        "shape": "general",
+                        "seated": later,
+                        "status": "ok",
+                    }
+                )
+                + "\n"
+            )
         assert ledger.buckets(60, now=now + DAY)["series"] == {"sim-d": [0] * 59 + [1]}
         assert ledger.buckets(60, now=later)["series"] == {"sim-e": [0] * 59 + [1]}
         assert len(ledger._index.days) <= KEEP_DAYS
@@ -214,8 +296,10 @@ def test_buckets_count_seats_per_day_and_forget_old_days(runs):
 
 # --------------------------------------------------------------------------- owed, verdict_of
 
+
 def test_owed_count_matches_pending_through_verdicts_and_eviction(runs):
     with Ledger(runs, recent_calls=8) as ledger:
+
         def check():
             for key in (None, "k1", "k2", "nobody"):
                 assert ledger.owed_count(key) == len(ledger.pending(key=key, limit=10_000)), key
@@ -223,9 +307,11 @@ def test_owed_count_matches_pending_through_verdicts_and_eviction(runs):
         assert ledger.owed_count() == 0
         calls = []
         for i in range(4):
-            _, cs = panel(ledger, [ok("member1", "sim-a"),
-                                   ("member2", "sim-b", "error", 1.0, "timeout: x")],
-                          key=f"k{1 + i % 2}")
+            _, cs = panel(
+                ledger,
+                [ok("member1", "sim-a"), ("member2", "sim-b", "error", 1.0, "timeout: x")],
+                key=f"k{1 + i % 2}",
+            )
             calls += cs
         assert ledger.owed_count() == 4 and ledger.owed_count("k2") == 2
         check()
@@ -254,8 +340,9 @@ def test_owed_count_matches_pending_through_verdicts_and_eviction(runs):
         check()
         before = ledger.owed_count(), ledger.owed_count("k2")
     with Ledger(runs, recent_calls=8) as reopened:
-        assert reopened.from_snapshot and (reopened.owed_count(),
-                                           reopened.owed_count("k2")) == before
+        assert (
+            reopened.from_snapshot and (reopened.owed_count(), reopened.owed_count("k2")) == before
+        )
     (runs / "index.json").unlink()
     with Ledger(runs, recent_calls=8) as replayed:
         assert (replayed.owed_count(), replayed.owed_count("k2")) == before
@@ -263,14 +350,16 @@ def test_owed_count_matches_pending_through_verdicts_and_eviction(runs):
 
 def test_the_owed_queue_leads_with_the_oldest_owed_past_many_judged(runs):
     with Ledger(runs) as ledger:
+
         def queue(limit=10_000, key=None):
             return [r["call"] for r in ledger.pending(limit=limit, oldest=True, key=key)]
 
         calls = []
         for i in range(60):
-            calls += panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")],
-                           key=f"k{1 + i % 2}")[1]
-        for call in calls[:108]:            # the oldest 90% judged
+            calls += panel(
+                ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")], key=f"k{1 + i % 2}"
+            )[1]
+        for call in calls[:108]:  # the oldest 90% judged
             ledger.record_verdict(call, useful=True)
         assert queue(limit=3) == calls[108:111]
         assert queue() == calls[108:] and ledger.owed_count() == 12
@@ -284,22 +373,23 @@ def test_the_owed_queue_leads_with_the_oldest_owed_past_many_judged(runs):
         pid = ledger.new_panel(T0)
         ledger.record_seated(pid, "general", ["sim-a"], T0, awaits_delivery=True)
         late = seat(ledger, pid, "member1", "sim-a")
-        after, = panel(ledger, [ok("member1", "sim-c")])[1]
+        (after,) = panel(ledger, [ok("member1", "sim-c")])[1]
         assert queue()[-1] == after and late not in queue()
         ledger.record_delivered(pid, "the reply")
         assert queue()[-2:] == [after, late]
         # an abandoned panel's seats leave it
-        left = panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")],
-                     abandoned=True)[1]
+        left = panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")], abandoned=True)[1]
         assert not set(left) & set(queue())
         kept = queue()
         assert len(kept) == ledger.owed_count() == 13
-    with Ledger(runs) as reopened:        # the snapshot keeps the queue's order
-        assert reopened.from_snapshot and [
-            r["call"] for r in reopened.pending(limit=10_000, oldest=True)] == kept
+    with Ledger(runs) as reopened:  # the snapshot keeps the queue's order
+        assert (
+            reopened.from_snapshot
+            and [r["call"] for r in reopened.pending(limit=10_000, oldest=True)] == kept
+        )
     snapshot = json.loads((runs / "index.json").read_text())
     assert [snapshot["recent"]["calls"][i] for i in snapshot["owed"]] == kept
-    snapshot["v"] = 5                     # before the queue was kept: replayed
+    snapshot["v"] = 5  # before the queue was kept: replayed
     (runs / "index.json").write_text(json.dumps(snapshot))
     with Ledger(runs) as old:
         assert not old.from_snapshot
@@ -313,8 +403,13 @@ def test_verdict_of(runs):
         assert ledger.verdict_of("p20250101-9.member1") is None and ledger.verdict_of(5) is None
         ledger.record_verdict(call, useful=False, note="wrong", real=["r"], false=["f"], by="me")
         got = ledger.verdict_of(call)
-        assert {k: got[k] for k in ("useful", "note", "real", "false", "by")} == \
-            {"useful": False, "note": "wrong", "real": ["r"], "false": ["f"], "by": "me"}
+        assert {k: got[k] for k in ("useful", "note", "real", "false", "by")} == {
+            "useful": False,
+            "note": "wrong",
+            "real": ["r"],
+            "false": ["f"],
+            "by": "me",
+        }
         assert got["ts"].endswith("Z")
         ledger.record_verdict(call, useful=True, by="you")
         assert ledger.verdict_of(call)["useful"] is True and ledger.verdict_of(call)["by"] == "you"
@@ -322,9 +417,20 @@ def test_verdict_of(runs):
 
 # --------------------------------------------------------------------------- panel pages
 
+
 def summary_keys():
-    return {"panel", "collection", "key", "started", "seconds", "shape", "reply", "seats",
-            "merger", "abandoned"}
+    return {
+        "panel",
+        "collection",
+        "key",
+        "started",
+        "seconds",
+        "shape",
+        "reply",
+        "seats",
+        "merger",
+        "abandoned",
+    }
 
 
 def test_panels_page_newest_first_across_in_flight_slots(runs):
@@ -332,9 +438,14 @@ def test_panels_page_newest_first_across_in_flight_slots(runs):
         assert ledger.panels_page(None, 10) == ([], None) and ledger.latest_panel() is None
         done, flying = [], []
         for i in range(25):
-            pid, calls = panel(ledger, [ok("member1", "sim-a"), ok("member2", "sim-b")],
-                               finish=i % 5 != 2, key=f"k{i}",
-                               merger="sim-m" if i == 0 else None, abandoned=i == 1)
+            pid, calls = panel(
+                ledger,
+                [ok("member1", "sim-a"), ok("member2", "sim-b")],
+                finish=i % 5 != 2,
+                key=f"k{i}",
+                merger="sim-m" if i == 0 else None,
+                abandoned=i == 1,
+            )
             (done if i % 5 != 2 else flying).append((pid, calls))
         ledger.record_verdict(done[-1][1][0], useful=True)
         ledger.record_verdict(done[-1][1][1], useful=False)
@@ -353,12 +464,29 @@ def test_panels_page_newest_first_across_in_flight_slots(runs):
         assert all(set(p) == summary_keys() for p in got)
         top = got[0]
         assert top["seats"] == [
-            {"call": done[-1][1][0], "seat": "member", "alias": "sim-a", "status": "ok",
-             "seconds": 1.0, "verdict": True},
-            {"call": done[-1][1][1], "seat": "member", "alias": "sim-b", "status": "ok",
-             "seconds": 1.0, "verdict": False}]
-        assert (top["collection"], top["shape"], top["reply"], top["key"]) == \
-            ("bench/c", "general", "all", "k24")
+            {
+                "call": done[-1][1][0],
+                "seat": "member",
+                "alias": "sim-a",
+                "status": "ok",
+                "seconds": 1.0,
+                "verdict": True,
+            },
+            {
+                "call": done[-1][1][1],
+                "seat": "member",
+                "alias": "sim-b",
+                "status": "ok",
+                "seconds": 1.0,
+                "verdict": False,
+            },
+        ]
+        assert (top["collection"], top["shape"], top["reply"], top["key"]) == (
+            "bench/c",
+            "general",
+            "all",
+            "k24",
+        )
         assert top["merger"] is None and top["abandoned"] is False
         assert "secret answer" not in json.dumps(got) and "the prompt" not in json.dumps(got)
         first, second = got[-1], got[-2]
@@ -370,15 +498,21 @@ def test_panels_page_newest_first_across_in_flight_slots(runs):
         page, nxt = ledger.panels_page(panel_seq(newest[3]), 2)
         assert [p["panel"] for p in page] == newest[4:6]
         assert ledger.panels_page(0, 5) == ([], None)
-        assert ledger.panels_page(10 ** 9, 1)[0][0]["panel"] == newest[0]
+        assert ledger.panels_page(10**9, 1)[0][0]["panel"] == newest[0]
         for bad in ((None, 0), (None, 1001), (None, "5"), ("7", 5), (True, 5)):
             with pytest.raises(errors.BadRequest):
                 ledger.panels_page(*bad)
 
         # a panel in flight shows once it is finished
         pid, calls = flying[-1]
-        ledger.record_panel({"panel": pid, "collection": "bench/c", "shape": "general",
-                             "seats": [{"call": c, "status": "ok"} for c in calls]})
+        ledger.record_panel(
+            {
+                "panel": pid,
+                "collection": "bench/c",
+                "shape": "general",
+                "seats": [{"call": c, "status": "ok"} for c in calls],
+            }
+        )
         page, _ = ledger.panels_page(None, 50)
         assert pid in [p["panel"] for p in page]
 
@@ -410,8 +544,14 @@ def test_panels_after_waits_for_a_panel_in_flight(runs):
         got, cursor = ledger.panels_after(cursor, 50, now=T0 + 10)
         assert [p["panel"] for p in got] == quick and cursor == panel_seq(slow) - 1
 
-        ledger.record_panel({"panel": slow, "collection": "bench/c", "shape": "general",
-                             "seats": [{"call": slow_calls[0], "status": "ok"}]})
+        ledger.record_panel(
+            {
+                "panel": slow,
+                "collection": "bench/c",
+                "shape": "general",
+                "seats": [{"call": slow_calls[0], "status": "ok"}],
+            }
+        )
         got, cursor = ledger.panels_after(cursor, 50, now=T0 + 20)
         assert [p["panel"] for p in got] == [slow] + quick and cursor == panel_seq(quick[-1])
         assert ledger.panels_after(cursor, 50, now=T0 + 20) == ([], cursor)
@@ -432,4 +572,4 @@ def test_panels_after_waits_for_a_panel_in_flight(runs):
         # a full page never holds: the poll always moves on
         got, nxt = ledger.panels_after(panel_seq(first), 1, now=T0 + 10)
         assert [p["panel"] for p in got] == [slow] and nxt == panel_seq(slow)
-        assert ledger.panels_after(10 ** 9, 5) == ([], 10 ** 9)
+        assert ledger.panels_after(10**9, 5) == ([], 10**9)

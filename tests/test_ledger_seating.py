@@ -36,16 +36,28 @@ def test_seated_lines_count_turns_per_shape(runs):
         seated(ledger, "general", "m", "c", at=T0 + 1)
         seated(ledger, "review", "a", at=T0 + 2)
         seated(ledger, "general", "m", "a", at=T0 + 3)
-        assert waited(ledger, "general", "m", "a", "b", "c", "new") == \
-            {"m": 0, "a": 0, "b": 2, "c": 1, "new": None}
+        assert waited(ledger, "general", "m", "a", "b", "c", "new") == {
+            "m": 0,
+            "a": 0,
+            "b": 2,
+            "c": 1,
+            "new": None,
+        }
         assert waited(ledger, "review", "a", "b") == {"a": 0, "b": None}
         st = ledger.states(["a", "b"], "general")
         assert st["a"].last_seated == T0 + 3 and st["b"].last_seated == T0
         # a seat line alone (as logs from before "seated" lines have) sets the time, not a turn:
         # such a model counts as having waited every turn
-        ledger.record_seat({"call": "p20250101-99.explorer1", "panel": "p20250101-99",
-                            "alias": "old", "shape": "general", "seated": T0 - 50,
-                            "status": "ok"})
+        ledger.record_seat(
+            {
+                "call": "p20250101-99.explorer1",
+                "panel": "p20250101-99",
+                "alias": "old",
+                "shape": "general",
+                "seated": T0 - 50,
+                "status": "ok",
+            }
+        )
         assert waited(ledger, "general", "old") == {"old": 3}
     lines = [json.loads(x) for x in (runs / "evidence.jsonl").read_text().splitlines()]
     first = lines[0]
@@ -71,15 +83,18 @@ def test_turns_survive_a_snapshot_and_an_older_snapshot_is_replayed(runs):
 
 def test_malformed_seated_lines_count_no_turn(runs):
     runs.mkdir(parents=True)
-    bad = [{"kind": "seated", "shape": 5, "seated": T0, "aliases": ["a"]},
-           {"kind": "seated", "shape": "general", "seated": "soon", "aliases": ["a"]},
-           {"kind": "seated", "shape": "general", "seated": True, "aliases": ["a"]},
-           {"kind": "seated", "shape": "general", "seated": T0, "aliases": "a"},
-           {"kind": "seated", "shape": "general", "aliases": ["a"]}]
+    bad = [
+        {"kind": "seated", "shape": 5, "seated": T0, "aliases": ["a"]},
+        {"kind": "seated", "shape": "general", "seated": "soon", "aliases": ["a"]},
+        {"kind": "seated", "shape": "general", "seated": True, "aliases": ["a"]},
+        {"kind": "seated", "shape": "general", "seated": T0, "aliases": "a"},
+        {"kind": "seated", "shape": "general", "aliases": ["a"]},
+    ]
     # then a good line with one alias that is not a string: that alias is passed over
     good = {"kind": "seated", "shape": "general", "seated": T0, "aliases": ["b", 7]}
-    (runs / "evidence.jsonl").write_text("".join(json.dumps(dict(r, v=1)) + "\n"
-                                                 for r in bad + [good]))
+    (runs / "evidence.jsonl").write_text(
+        "".join(json.dumps(dict(r, v=1)) + "\n" for r in bad + [good])
+    )
     with Ledger(runs) as ledger:
         assert waited(ledger, "general", "a", "b") == {"a": None, "b": 0}
         seated(ledger, "general", "a")
@@ -107,7 +122,8 @@ def test_another_process_sees_a_seating_at_its_next_look(runs):
     with Ledger(runs) as ledger:
         seated(ledger, "general", "m", "y")
         assert waited(ledger, "general", "x", "y") == {"x": None, "y": 0}
-        subprocess.run([sys.executable, "-c", WRITER.format(root=str(ROOT)), str(runs)],
-                       check=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-c", WRITER.format(root=str(ROOT)), str(runs)], check=True, timeout=60
+        )
         assert waited(ledger, "general", "x", "y") == {"x": 0, "y": 1}
         assert ledger.states(["x"], "general")["x"].last_seated == 1750000100.0

@@ -28,7 +28,7 @@ def wrong(start, dash):
 
 
 def test_a_refused_login_waits_for_its_answer_holding_no_thread(start):
-    dash = start(make_dashboard, env=PAUSED, max_connections=1)   # one handler thread in all
+    dash = start(make_dashboard, env=PAUSED, max_connections=1)  # one handler thread in all
     guess = wrong(start, dash)
     assert wait_until(lambda: dash.server.answers_waiting == 1)
     # the one thread is free: the admin logs in at once, while the guess still has no answer
@@ -36,7 +36,7 @@ def test_a_refused_login_waits_for_its_answer_holding_no_thread(start):
     [(status, headers, _)] = one_reply(right)
     assert status == 200 and "panelist_session=" in headers["set-cookie"]
     assert select.select([guess], [], [], 0)[0] == []
-    dash.server.close()   # a stopping server sends what it owes before it hangs up
+    dash.server.close()  # a stopping server sends what it owes before it hangs up
     [(status, headers, body)] = replies(until_closed(guess))
     assert status == 401 and headers["connection"] == "close"
     assert json.loads(body)["error"]["code"] == "wrong_token"
@@ -44,7 +44,7 @@ def test_a_refused_login_waits_for_its_answer_holding_no_thread(start):
 
 def test_a_malformed_login_waits_as_a_wrong_one_does(start):
     dash = start(make_dashboard, env=PAUSED)
-    blanks = login(start, dash, b" " * 200)   # no JSON at all: no token could be in it
+    blanks = login(start, dash, b" " * 200)  # no JSON at all: no token could be in it
     assert wait_until(lambda: dash.server.answers_waiting == 1)
     assert select.select([blanks], [], [], 0)[0] == []
     dash.server.close()
@@ -58,7 +58,7 @@ def test_past_what_the_heads_thread_may_hold_a_refusal_is_answered_at_once(start
     assert wait_until(lambda: dash.server.answers_waiting == 1)
     [(status, _, _)] = replies(until_closed(wrong(start, dash)))
     assert status == 401
-    assert select.select([first], [], [], 0)[0] == []   # the first still waits its pause
+    assert select.select([first], [], [], 0)[0] == []  # the first still waits its pause
 
 
 def test_a_client_that_leaves_while_it_waits_costs_nothing_more(start):

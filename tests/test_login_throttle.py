@@ -48,10 +48,10 @@ def test_many_addresses_share_one_budget_then_every_check_waits_its_turn():
     clock = Clock()
     s = sessions(clock)
     assert [guess(s, f"10.0.0.{i}") for i in range(3)] == ["wrong"] * 3
-    assert clock.waits == []   # within the budget: checked at once
+    assert clock.waits == []  # within the budget: checked at once
     # past it, each check of each new address waits for the one before: one every 0.5 s
     assert [guess(s, f"10.0.1.{i}") for i in range(4)] == ["wrong"] * 4
-    assert clock.waits == [0.5, 0.5, 0.5]   # the first paced check had nobody before it
+    assert clock.waits == [0.5, 0.5, 0.5]  # the first paced check had nobody before it
     # the right token is checked first and gets in at once: guessing never slows the admin
     assert guess(s, "192.0.2.1", TOKEN) == "in"
     assert clock.waits == [0.5, 0.5, 0.5]
@@ -63,7 +63,7 @@ def test_many_addresses_share_one_budget_then_every_check_waits_its_turn():
 def test_the_right_token_gets_in_from_an_address_guessers_locked_out():
     clock = Clock()
     s = sessions(clock)
-    nat = "198.51.100.7"   # the admin and a guesser behind one address
+    nat = "198.51.100.7"  # the admin and a guesser behind one address
     assert [guess(s, nat) for _ in range(6)] == ["wrong"] * 5 + ["throttled"]
     assert guess(s, nat, TOKEN) == "in"
     # and its failures are forgiven: the address is checked afresh
@@ -75,7 +75,7 @@ def test_the_right_token_gets_in_while_every_waiting_place_is_taken():
     held_now = threading.Semaphore(0)
     release = threading.Event()
 
-    def held(seconds):   # every paced wrong answer waits here until the test lets them go
+    def held(seconds):  # every paced wrong answer waits here until the test lets them go
         held_now.release()
         release.wait(30)
         clock.sleep(seconds)
@@ -88,7 +88,7 @@ def test_the_right_token_gets_in_while_every_waiting_place_is_taken():
         t.start()
     try:
         assert all(held_now.acquire(timeout=30) for _ in range(64))
-        assert guess(s, "10.8.0.1") == "throttled"   # no place left for a wrong one to wait
+        assert guess(s, "10.8.0.1") == "throttled"  # no place left for a wrong one to wait
         assert guess(s, "192.0.2.9", TOKEN) == "in"
     finally:
         release.set()
@@ -100,27 +100,30 @@ def test_an_address_has_one_check_waiting_at_a_time():
     clock = Clock()
     entered, release = threading.Event(), threading.Event()
 
-    def slow_sleep(seconds):   # the first paced check waits here until the test lets it go
+    def slow_sleep(seconds):  # the first paced check waits here until the test lets it go
         entered.set()
         release.wait(30)
         clock.sleep(seconds)
 
     s = Sessions(TOKEN, global_failures=1, pace=0.5, clock=clock, sleep=slow_sleep)
     assert guess(s, "10.0.0.1") == "wrong"
-    assert guess(s, "10.0.0.2") == "wrong"   # the first paced check: nobody before it
+    assert guess(s, "10.0.0.2") == "wrong"  # the first paced check: nobody before it
     outcome = []
     waiting = threading.Thread(target=lambda: outcome.append(guess(s, "10.0.0.3")))
     waiting.start()
     assert entered.wait(30)
-    assert guess(s, "10.0.0.3") == "throttled"   # its earlier check still waits its turn
+    assert guess(s, "10.0.0.3") == "throttled"  # its earlier check still waits its turn
     release.set()
     waiting.join(30)
     assert outcome == ["wrong"]
 
 
 def test_behind_a_trusted_proxy_each_client_is_throttled_on_its_own(home):
-    env = {"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_TRUSTED_PROXIES": "127.0.0.1",
-           "PANELIST_LOGIN_PAUSE": "0"}
+    env = {
+        "PANELIST_ADMIN_TOKEN": TOKEN,
+        "PANELIST_TRUSTED_PROXIES": "127.0.0.1",
+        "PANELIST_LOGIN_PAUSE": "0",
+    }
     with Gateway(make_dashboard(home, env=env)) as dash:
         guesser = {"X-Forwarded-For": "198.51.100.7"}
         for _ in range(5):
@@ -129,24 +132,37 @@ def test_behind_a_trusted_proxy_each_client_is_throttled_on_its_own(home):
         status, _, data = fetch(dash, "POST", "/api/login", {"token": "wrong"}, guesser)
         assert status == 429 and error_of(data)["code"] == "login_throttled"
         # the admin, behind the same proxy, is not locked out by the guesser
-        status, headers, _ = fetch(dash, "POST", "/api/login", {"token": TOKEN},
-                                   {"X-Forwarded-For": "203.0.113.9, 127.0.0.1"})
+        status, headers, _ = fetch(
+            dash,
+            "POST",
+            "/api/login",
+            {"token": TOKEN},
+            {"X-Forwarded-For": "203.0.113.9, 127.0.0.1"},
+        )
         assert status == 200 and "panelist_session=" in headers["Set-Cookie"]
 
 
 def test_a_forwarded_address_from_an_untrusted_peer_is_ignored(home):
     env = {"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_LOGIN_PAUSE": "0"}
     with Gateway(make_dashboard(home, env=env)) as dash:
-        for i in range(5):   # a guesser cannot dodge the limit by naming other addresses
-            status, _, _ = fetch(dash, "POST", "/api/login", {"token": "wrong"},
-                                 {"X-Forwarded-For": f"198.51.100.{i}"})
+        for i in range(5):  # a guesser cannot dodge the limit by naming other addresses
+            status, _, _ = fetch(
+                dash,
+                "POST",
+                "/api/login",
+                {"token": "wrong"},
+                {"X-Forwarded-For": f"198.51.100.{i}"},
+            )
             assert status == 401
-        status, _, data = fetch(dash, "POST", "/api/login", {"token": "wrong"},
-                                {"X-Forwarded-For": "198.51.100.99"})
+        status, _, data = fetch(
+            dash, "POST", "/api/login", {"token": "wrong"}, {"X-Forwarded-For": "198.51.100.99"}
+        )
         assert status == 429
 
 
 def test_a_trusted_proxy_setting_that_is_no_address_stops_the_server(folder):
     with pytest.raises(ConfigInvalid, match="PANELIST_TRUSTED_PROXIES"):
-        make_dashboard(folder, env={"PANELIST_ADMIN_TOKEN": TOKEN,
-                                  "PANELIST_TRUSTED_PROXIES": "proxy.internal"})
+        make_dashboard(
+            folder,
+            env={"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_TRUSTED_PROXIES": "proxy.internal"},
+        )

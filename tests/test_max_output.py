@@ -27,8 +27,10 @@ def budgets(sim, model: str, param: str = "max_tokens") -> list:
 
 
 def ask(gateway, model="bench/pair", **params):
-    return gateway.post("/v1/chat/completions", {
-        "model": model, "messages": [{"role": "user", "content": PROMPT}], **params})
+    return gateway.post(
+        "/v1/chat/completions",
+        {"model": model, "messages": [{"role": "user", "content": PROMPT}], **params},
+    )
 
 
 def seat_of(body, alias):
@@ -36,8 +38,11 @@ def seat_of(body, alias):
 
 
 def evidence_of(home, alias) -> list[dict]:
-    return [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
-            if e["kind"] == "seat" and e["alias"] == alias]
+    return [
+        e
+        for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
+        if e["kind"] == "seat" and e["alias"] == alias
+    ]
 
 
 @pytest.fixture()
@@ -52,10 +57,13 @@ def test_a_typed_max_output_clamps_the_budget_before_asking(gateway, pair, sim):
     sim.script("fast", max_output=4096)
     status, body, _ = ask(gateway, max_tokens=100_000)
     assert status == 200, body
-    assert budgets(sim, "fast") == [4096]          # asked once, within its cap
-    assert budgets(sim, "mid") == [100_000]        # no cap known: sent as asked
-    assert seat_of(body, "fast")["clamped"] == {"param": "max_tokens", "asked": 100_000,
-                                                "sent": 4096}
+    assert budgets(sim, "fast") == [4096]  # asked once, within its cap
+    assert budgets(sim, "mid") == [100_000]  # no cap known: sent as asked
+    assert seat_of(body, "fast")["clamped"] == {
+        "param": "max_tokens",
+        "asked": 100_000,
+        "sent": 4096,
+    }
     assert "clamped" not in seat_of(body, "mid")
     [fast], [mid] = evidence_of(pair, "fast"), evidence_of(pair, "mid")
     assert fast["clamped"] == {"param": "max_tokens", "asked": 100_000, "sent": 4096}
@@ -68,8 +76,12 @@ def test_a_typed_max_output_clamps_the_budget_before_asking(gateway, pair, sim):
 
 
 def test_a_refused_budget_is_learned_then_clamped_before_asking(gateway, pair, sim):
-    sim.script("fast", max_output=8192, message="max_tokens: 100000 > 8192, which is the "
-               "maximum allowed number of output tokens for fast")
+    sim.script(
+        "fast",
+        max_output=8192,
+        message="max_tokens: 100000 > 8192, which is the "
+        "maximum allowed number of output tokens for fast",
+    )
     status, body, _ = ask(gateway, max_tokens=100_000)
     # the refusal stated the cap: the seat is asked again within it, in the same panel
     assert status == 200, body
@@ -78,13 +90,17 @@ def test_a_refused_budget_is_learned_then_clamped_before_asking(gateway, pair, s
     assert seat["status"] == "ok" and seat["clamped"]["sent"] == 8192
     # and the catalog keeps it, so the next panel asks within the cap at once
     catalog = Catalog(pair)
-    assert wait_until(lambda: catalog.facts("fast").get("max_output", {}).get("source")
-                      == "learned"), catalog.facts("fast")
+    assert wait_until(
+        lambda: catalog.facts("fast").get("max_output", {}).get("source") == "learned"
+    ), catalog.facts("fast")
     assert catalog.facts("fast")["max_output"]["value"] == 8192
     status, body, _ = ask(gateway, max_tokens=100_000)
     assert status == 200 and budgets(sim, "fast") == [100_000, 8192, 8192]
-    assert seat_of(body, "fast")["clamped"] == {"param": "max_tokens", "asked": 100_000,
-                                                "sent": 8192}
+    assert seat_of(body, "fast")["clamped"] == {
+        "param": "max_tokens",
+        "asked": 100_000,
+        "sent": 8192,
+    }
     # the second panel's seat was asked once; the first's record says it took two attempts
     first, second = evidence_of(pair, "fast")
     assert (first["attempts"], second["attempts"]) == (2, 1)
@@ -106,31 +122,53 @@ def test_a_listed_max_output_clamps_a_messages_request(tmp_path):
             client = anthropic.Anthropic(base_url=gw.url, api_key="local", max_retries=0)
             try:
                 message = client.messages.create(
-                    model="bench/solo:pick", max_tokens=16_000,
-                    messages=[{"role": "user", "content": PROMPT}])
+                    model="bench/solo:pick",
+                    max_tokens=16_000,
+                    messages=[{"role": "user", "content": PROMPT}],
+                )
             finally:
                 client.close()
         assert message.content[0].text.startswith("[simulated small]")
         assert budgets(sim, "small") == [2048]
 
 
-@pytest.mark.parametrize("said, cap", [
-    ("max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for "
-     "claude-sonnet-4", 64000),
-    ("max_tokens is too large: 100000. This model supports at most 16384 completion tokens, "
-     "whereas you provided 100000.", 16384),
-    ("Invalid max_tokens value, the valid range of max_tokens is [1, 8192]", 8192),
-    ("`max_tokens` must be less than or equal to `32768`, the maximum value for `max_tokens` is "
-     "less than the `context_window` for this model", 32768),
-])
+@pytest.mark.parametrize(
+    "said, cap",
+    [
+        (
+            "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for "
+            "claude-sonnet-4",
+            64000,
+        ),
+        (
+            "max_tokens is too large: 100000. This model supports at most 16384 completion tokens, "
+            "whereas you provided 100000.",
+            16384,
+        ),
+        ("Invalid max_tokens value, the valid range of max_tokens is [1, 8192]", 8192),
+        (
+            "`max_tokens` must be less than or equal to `32768`, the maximum value for `max_tokens` is "
+            "less than the `context_window` for this model",
+            32768,
+        ),
+    ],
+)
 @pytest.mark.slow
 def test_a_refusal_that_states_the_cap_is_read_as_one(said, cap):
     with SimUpstream({"m": {"max_output": 10, "message": said}}) as sim:
         upstream = Upstream()
         try:
             with pytest.raises(OutputCapExceeded) as caught:
-                upstream.chat(sim.url, None, {"model": "m", "max_tokens": 100_000, "messages": [
-                    {"role": "user", "content": "hi"}]}, timeout=30)
+                upstream.chat(
+                    sim.url,
+                    None,
+                    {
+                        "model": "m",
+                        "max_tokens": 100_000,
+                        "messages": [{"role": "user", "content": "hi"}],
+                    },
+                    timeout=30,
+                )
         finally:
             upstream.close()
     assert caught.value.max_output == cap

@@ -40,7 +40,7 @@ def children() -> set[int]:
     found = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()   # after "pid (comm)"
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)"
         except (OSError, IndexError):
             continue
         if fields[1] == me:
@@ -56,8 +56,9 @@ def reaped():
         return
     before = children()
     yield
-    assert wait_until(lambda: children() <= before), \
+    assert wait_until(lambda: children() <= before), (
         f"processes left behind: {sorted(children() - before)}"
+    )
 
 
 def session(env: dict, scenario, errlog: Path, args=()):
@@ -70,6 +71,7 @@ def session(env: dict, scenario, errlog: Path, args=()):
                 async with ClientSession(read, write) as s:
                     init = await asyncio.wait_for(s.initialize(), PATIENCE)
                     return await asyncio.wait_for(scenario(s, init), 4 * PATIENCE)
+
     return asyncio.run(main())
 
 
@@ -78,23 +80,25 @@ def text_of(result) -> str:
 
 
 # -- the mcp package's client ---------------------------------------------------------------------
-def test_an_mcp_client_lists_asks_judges_and_sees_what_is_pending(gateway, home, tmp_path,
-                                                                   reaped):
+def test_an_mcp_client_lists_asks_judges_and_sees_what_is_pending(gateway, home, tmp_path, reaped):
     async def scenario(s, init):
         tools = await s.list_tools()
         listed = await s.call_tool("list_collections", {})
-        asked = await s.call_tool("ask", {"collection": "trio", "prompt": "Review this diff",
-                                          "system": "be brief"})
+        asked = await s.call_tool(
+            "ask", {"collection": "trio", "prompt": "Review this diff", "system": "be brief"}
+        )
         owed = await s.call_tool("pending", {"limit": 50})
         call = asked.structured_content["seats"][1]["call"]
-        judged = await s.call_tool("verdict", {"call": call, "useful": True,
-                                               "note": "found the real bug",
-                                               "real": ["off by one"]})
+        judged = await s.call_tool(
+            "verdict",
+            {"call": call, "useful": True, "note": "found the real bug", "real": ["off by one"]},
+        )
         after = await s.call_tool("pending", {})
         return init, tools, listed, asked, owed, judged, after
 
     init, tools, listed, asked, owed, judged, after = session(
-        {"PANELIST_URL": gateway.url + "/v1"}, scenario, tmp_path / "err.txt")
+        {"PANELIST_URL": gateway.url + "/v1"}, scenario, tmp_path / "err.txt"
+    )
 
     assert init.server_info.name == "panelist" and init.server_info.version == __version__
     assert init.protocol_version == "2025-11-25" and init.capabilities.tools is not None
@@ -121,15 +125,21 @@ def test_an_mcp_client_lists_asks_judges_and_sees_what_is_pending(gateway, home,
     assert all(f"call {s['call']} · {s['alias']}" in text for s in data["seats"])
 
     assert not owed.is_error
-    assert {o["call"] for o in owed.structured_content["pending"]} == \
-        {s["call"] for s in data["seats"]}
+    assert {o["call"] for o in owed.structured_content["pending"]} == {
+        s["call"] for s in data["seats"]
+    }
 
     call = data["seats"][1]["call"]
     assert not judged.is_error and judged.structured_content["written"] is True
     assert text_of(judged) == f"recorded: {call} is useful"
     (v,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl") if e["kind"] == "verdict"]
-    assert (v["call"], v["useful"], v["note"], v["real"], v["by"]) == \
-        (call, True, "found the real bug", ["off by one"], "local")
+    assert (v["call"], v["useful"], v["note"], v["real"], v["by"]) == (
+        call,
+        True,
+        "found the real bug",
+        ["off by one"],
+        "local",
+    )
     assert call not in {o["call"] for o in after.structured_content["pending"]}
     assert len(after.structured_content["pending"]) == 4
     assert "Traceback" not in (tmp_path / "err.txt").read_text()
@@ -137,8 +147,9 @@ def test_an_mcp_client_lists_asks_judges_and_sees_what_is_pending(gateway, home,
 
 def test_a_merged_ask_gives_the_mergers_call_to_judge(gateway, home, tmp_path, reaped):
     async def scenario(s, _):
-        asked = await s.call_tool("ask", {"collection": "bench/trio", "prompt": "Sum it up",
-                                          "reply": "merged"})
+        asked = await s.call_tool(
+            "ask", {"collection": "bench/trio", "prompt": "Sum it up", "reply": "merged"}
+        )
         merger = asked.structured_content["merger"]["call"]
         judged = await s.call_tool("verdict", {"call": merger, "useful": False})
         return asked, judged
@@ -155,24 +166,26 @@ def test_a_merged_ask_gives_the_mergers_call_to_judge(gateway, home, tmp_path, r
     assert v["call"] == data["merger"]["call"] and v["useful"] is False
 
 
-def test_gateway_refusals_are_tool_errors_that_say_what_to_do(gateway, home, sim, tmp_path,
-                                                             reaped):
+def test_gateway_refusals_are_tool_errors_that_say_what_to_do(gateway, home, sim, tmp_path, reaped):
     for alias in ("fast", "mid", "slow", "x-one", "x-two", "x-three"):
         sim.script(alias, fail="server_error")
 
     async def scenario(s, _):
-        return (await s.call_tool("ask", {"collection": "nope", "prompt": "hi"}),
-                await s.call_tool("ask", {"collection": "trio", "prompt": "hi"}),
-                await s.call_tool("verdict", {"call": "p20000101-1.member1", "useful": True}),
-                await s.call_tool("ask", {"collection": "trio"}),
-                await s.call_tool("ask", {"collection": "trio", "prompt": "  "}),
-                await s.call_tool("ask", {"collection": "trio", "prompt": "hi", "reply": "x"}),
-                await s.call_tool("verdict", {"call": "p1.member1", "useful": "yes"}),
-                await s.call_tool("pending", {"limit": 0}),
-                await s.call_tool("pending", {"color": "red"}))
+        return (
+            await s.call_tool("ask", {"collection": "nope", "prompt": "hi"}),
+            await s.call_tool("ask", {"collection": "trio", "prompt": "hi"}),
+            await s.call_tool("verdict", {"call": "p20000101-1.member1", "useful": True}),
+            await s.call_tool("ask", {"collection": "trio"}),
+            await s.call_tool("ask", {"collection": "trio", "prompt": "  "}),
+            await s.call_tool("ask", {"collection": "trio", "prompt": "hi", "reply": "x"}),
+            await s.call_tool("verdict", {"call": "p1.member1", "useful": "yes"}),
+            await s.call_tool("pending", {"limit": 0}),
+            await s.call_tool("pending", {"color": "red"}),
+        )
 
     unknown, failed, no_call, no_prompt, empty, mode, useful, limit, extra = session(
-        {"PANELIST_URL": gateway.url}, scenario, tmp_path / "err.txt", args=("--url", gateway.url))
+        {"PANELIST_URL": gateway.url}, scenario, tmp_path / "err.txt", args=("--url", gateway.url)
+    )
     for r in (unknown, failed, no_call, no_prompt, empty, mode, useful, limit, extra):
         assert r.is_error
     assert "(404)" in text_of(unknown) and "bench/trio" in text_of(unknown)
@@ -187,27 +200,35 @@ def test_gateway_refusals_are_tool_errors_that_say_what_to_do(gateway, home, sim
     assert text_of(useful).startswith("'useful' must be true or false")
     assert text_of(limit) == "'limit' must be from 1 to 500"
     assert text_of(extra).startswith("unknown argument(s) color")
-    assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == 1   # nothing else was asked
+    assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == 1  # nothing else was asked
 
 
 def test_the_gateway_key_is_sent_and_never_shown(home, tmp_path, reaped):
     secret, _ = Keys(home).create("agent")
     with Gateway(make_gateway(home, env={"PANELIST_REQUIRE_KEYS": "1"})) as gw:
+
         async def scenario(s, _):
             return await s.call_tool("list_collections", {})
 
         keyless = session({"PANELIST_URL": gw.url}, scenario, tmp_path / "a.txt")
-        keyed = session({"PANELIST_URL": gw.url, "PANELIST_KEY": secret}, scenario,
-                        tmp_path / "b.txt")
-        wrong = session({"PANELIST_URL": gw.url, "PANELIST_KEY": secret[:-4] + "zzzz"},
-                        scenario, tmp_path / "c.txt")
+        keyed = session(
+            {"PANELIST_URL": gw.url, "PANELIST_KEY": secret}, scenario, tmp_path / "b.txt"
+        )
+        wrong = session(
+            {"PANELIST_URL": gw.url, "PANELIST_KEY": secret[:-4] + "zzzz"},
+            scenario,
+            tmp_path / "c.txt",
+        )
     assert keyless.is_error and "(401)" in text_of(keyless)
     assert "set PANELIST_KEY" in text_of(keyless)
-    assert not keyed.is_error and keyed.structured_content["collections"][0]["name"] == \
-        "bench/trio"
+    assert not keyed.is_error and keyed.structured_content["collections"][0]["name"] == "bench/trio"
     assert wrong.is_error and "PANELIST_KEY given to this server was refused" in text_of(wrong)
-    for shown in (text_of(keyless), text_of(keyed), text_of(wrong),
-                  json.dumps(keyed.structured_content)):
+    for shown in (
+        text_of(keyless),
+        text_of(keyed),
+        text_of(wrong),
+        json.dumps(keyed.structured_content),
+    ):
         assert secret not in shown and secret[:-4] not in shown
     for log in ("a.txt", "b.txt", "c.txt"):
         text = (tmp_path / log).read_text()
@@ -215,9 +236,10 @@ def test_the_gateway_key_is_sent_and_never_shown(home, tmp_path, reaped):
         assert secret[:-4] not in text and "Traceback" not in text
 
 
-def test_a_proxy_in_the_environment_is_not_used_for_a_loopback_gateway(gateway, tmp_path,
-                                                                       monkeypatch, reaped):
-    with socket.socket() as s:   # a port just freed: a proxy that is not running
+def test_a_proxy_in_the_environment_is_not_used_for_a_loopback_gateway(
+    gateway, tmp_path, monkeypatch, reaped
+):
+    with socket.socket() as s:  # a port just freed: a proxy that is not running
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
     for name in ("HTTP_PROXY", "HTTPS_PROXY"):
@@ -251,14 +273,14 @@ def reader(stream) -> tuple[queue.Queue, threading.Thread]:
         for line in stream:
             lines.put(line)
         lines.put(None)
+
     thread = threading.Thread(target=read, daemon=True)
     thread.start()
     return lines, thread
 
 
 def send(stream, message) -> None:
-    stream.write((message if isinstance(message, bytes) else json.dumps(message).encode())
-                 + b"\n")
+    stream.write((message if isinstance(message, bytes) else json.dumps(message).encode()) + b"\n")
     stream.flush()
 
 
@@ -266,11 +288,18 @@ class Raw:
     """The server as a child process, spoken to line by line; reaped when the block ends."""
 
     def __init__(self, env: dict, args=()):
-        clean = {k: v for k, v in os.environ.items()
-                 if not k.startswith("PANELIST_") and not k.lower().endswith("_proxy")}
-        self.proc = subprocess.Popen([*SERVER, *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=dict(clean, **env))
+        clean = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("PANELIST_") and not k.lower().endswith("_proxy")
+        }
+        self.proc = subprocess.Popen(
+            [*SERVER, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(clean, **env),
+        )
         self.lines, self.reader = reader(self.proc.stdout)
         self.err = ""
 
@@ -284,8 +313,14 @@ class Raw:
         return strict(line)
 
     def request(self, rid, method, params=None) -> dict:
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method,
-                   **({} if params is None else {"params": params})})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": method,
+                **({} if params is None else {"params": params}),
+            }
+        )
         reply = self.recv()
         assert reply["jsonrpc"] == "2.0" and reply["id"] == rid, reply
         return reply
@@ -318,7 +353,7 @@ def test_initialize_answers_the_clients_revision_or_the_latest(reaped):
         old = raw.request(1, "initialize", dict(info, protocolVersion="2025-03-26"))["result"]
         new = raw.request(2, "initialize", dict(info, protocolVersion="2099-01-01"))["result"]
         raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert raw.request(3, "ping")["result"] == {}   # the notification got no reply
+        assert raw.request(3, "ping")["result"] == {}  # the notification got no reply
         assert raw.finish() == []
     assert old["protocolVersion"] == "2025-03-26"
     assert new["protocolVersion"] == "2025-11-25"
@@ -330,9 +365,10 @@ def test_initialize_answers_the_clients_revision_or_the_latest(reaped):
 def test_protocol_errors_have_their_codes(reaped):
     with Raw({"PANELIST_URL": "http://127.0.0.1:9"}) as raw:
         unknown = raw.request(1, "resources/list")
-        raw.send({"jsonrpc": "2.0", "method": "notifications/whatever"})   # no reply
-        raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                  "params": {"requestId": 1}})
+        raw.send({"jsonrpc": "2.0", "method": "notifications/whatever"})  # no reply
+        raw.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        )
         no_version = raw.request(2, "initialize", {"capabilities": {}})
         params_list = raw.request(3, "tools/list", [1, 2])
         no_name = raw.request(4, "tools/call", {"arguments": {}})
@@ -348,7 +384,7 @@ def test_protocol_errors_have_their_codes(reaped):
         no_jsonrpc = raw.recv()
         raw.send({"jsonrpc": "2.0", "id": None, "method": "ping"})
         null_id = raw.recv()
-        raw.send({"jsonrpc": "2.0", "id": 9, "result": {}})   # a reply: nothing to answer
+        raw.send({"jsonrpc": "2.0", "id": 9, "result": {}})  # a reply: nothing to answer
         assert raw.request(10, "ping")["result"] == {}
         assert raw.finish() == []
     assert unknown["error"]["code"] == -32601 and "tools/call" in unknown["error"]["message"]
@@ -372,26 +408,33 @@ def test_ids_json_cannot_carry_are_refused_and_stdout_stays_strict_json(reaped):
         for literal in (b"NaN", b"Infinity", b"-Infinity"):
             raw.send(b'{"jsonrpc": "2.0", "id": ' + literal + b', "method": "ping"}')
             not_json.append(raw.recv())
-        raw.send(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": '
-                 b'{"name": "pending", "arguments": {"limit": NaN}}}')
+        raw.send(
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": '
+            b'{"name": "pending", "arguments": {"limit": NaN}}}'
+        )
         in_params = raw.recv()
         # JSON, but no number a peer can hold: not a request
         overflow = []
         for literal in (b"1e400", b"-1e400"):
-            raw.send(b'{"jsonrpc": "2.0", "id": ' + literal + b', "method": "tools/call", '
-                     b'"params": {"name": "pending"}}')
+            raw.send(
+                b'{"jsonrpc": "2.0", "id": ' + literal + b', "method": "tools/call", '
+                b'"params": {"name": "pending"}}'
+            )
             overflow.append(raw.recv())
-        raw.send(b'{"jsonrpc": "2.0", "id": 1e400, "result": {}}')   # a "reply" with one: none
+        raw.send(b'{"jsonrpc": "2.0", "id": 1e400, "result": {}}')  # a "reply" with one: none
         # finite numbers are ids, fractional ones too (answered with the same value)
         assert raw.request(2.5, "ping")["result"] == {}
         assert raw.request(-0.0, "ping")["result"] == {}
         assert raw.request(1e300, "ping")["result"] == {}
-        assert raw.request(10 ** 30, "ping")["result"] == {}
+        assert raw.request(10**30, "ping")["result"] == {}
         assert raw.finish() == []
     for reply in not_json + [in_params]:
         assert reply["id"] is None and reply["error"]["code"] == -32700, reply
-    assert [r["error"]["message"].split(" is not")[0] for r in not_json] == \
-        ["not JSON (NaN", "not JSON (Infinity", "not JSON (-Infinity"]
+    assert [r["error"]["message"].split(" is not")[0] for r in not_json] == [
+        "not JSON (NaN",
+        "not JSON (Infinity",
+        "not JSON (-Infinity",
+    ]
     assert "send a finite number" in not_json[0]["error"]["message"]
     for reply in overflow:
         assert reply["id"] is None and reply["error"]["code"] == -32600, reply
@@ -408,41 +451,52 @@ def threads_of(pid: int) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="threads counted in /proc")
-def test_two_thousand_calls_at_once_run_a_bounded_few_and_each_gets_one_reply(home, gated,
-                                                                             reaped):
+def test_two_thousand_calls_at_once_run_a_bounded_few_and_each_gets_one_reply(home, gated, reaped):
     move_to(home, gated, "fast", "mid", "slow")
     calls, sent = 4, 2000
-    taken = calls + mcp_server.MAX_WAITING   # running, and waiting for a free worker
+    taken = calls + mcp_server.MAX_WAITING  # running, and waiting for a free worker
     ask = {"name": "ask", "arguments": {"collection": "trio", "prompt": "hold on"}}
-    with Gateway(make_gateway(home, env={})) as gw, \
-            Raw({"PANELIST_URL": gw.url}, args=("--calls", str(calls))) as raw:
+    with (
+        Gateway(make_gateway(home, env={})) as gw,
+        Raw({"PANELIST_URL": gw.url}, args=("--calls", str(calls))) as raw,
+    ):
         assert raw.request(0, "ping")["result"] == {}
         idle = threads_of(raw.proc.pid)
         seen = [idle]
         stop = threading.Event()
 
-        def sample():   # from outside the process, while its calls are under way
+        def sample():  # from outside the process, while its calls are under way
             while not stop.wait(0.005):
                 seen.append(threads_of(raw.proc.pid))
+
         sampler = threading.Thread(target=sample)
         sampler.start()
         try:
-            raw.proc.stdin.write(b"".join(json.dumps(
-                {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                 "params": dict(ask, _meta={"progressToken": i}) if i % 2 else ask}).encode()
-                + b"\n" for i in range(1, sent + 1)))
+            raw.proc.stdin.write(
+                b"".join(
+                    json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": i,
+                            "method": "tools/call",
+                            "params": dict(ask, _meta={"progressToken": i}) if i % 2 else ask,
+                        }
+                    ).encode()
+                    + b"\n"
+                    for i in range(1, sent + 1)
+                )
+            )
             raw.proc.stdin.flush()
             # refused at once while the gate is shut; a thread a call would show here first
-            assert wait_until(lambda: raw.lines.qsize() >= sent - taken
-                              or max(seen) > calls + 3)
+            assert wait_until(lambda: raw.lines.qsize() >= sent - taken or max(seen) > calls + 3)
             assert max(seen) <= calls + 3, f"{max(seen)} threads for {calls} calls at once"
             busy = [raw.recv() for _ in range(sent - taken)]
             assert gated.wait_arrived("fast", "mid", "slow")
-            assert raw.request("ping", "ping")["result"] == {}   # the session still answers
+            assert raw.request("ping", "ping")["result"] == {}  # the session still answers
         finally:
             stop.set()
             sampler.join()
-        raw.proc.stdin.close()   # the end of stdin: what was taken is still answered
+        raw.proc.stdin.close()  # the end of stdin: what was taken is still answered
         gated.open("fast", "mid", "slow")
         rest = []
         while (line := raw.lines.get(timeout=PATIENCE)) is not None:
@@ -452,7 +506,7 @@ def test_two_thousand_calls_at_once_run_a_bounded_few_and_each_gets_one_reply(ho
     # the main thread, the workers and the progress clock: never a thread a call
     assert calls + 1 <= max(seen) <= calls + 3, f"{max(seen)} threads for {calls} calls at once"
     replies = [r for r in busy + rest if "id" in r]
-    assert sorted(r["id"] for r in replies) == list(range(1, sent + 1))   # one reply each
+    assert sorted(r["id"] for r in replies) == list(range(1, sent + 1))  # one reply each
     assert all(r.get("method") == "notifications/progress" for r in rest if "id" not in r)
     refused = [r for r in replies if "error" in r]
     assert len(refused) == sent - taken
@@ -466,13 +520,18 @@ def test_two_thousand_calls_at_once_run_a_bounded_few_and_each_gets_one_reply(ho
 
 
 def test_a_gateway_that_is_not_running_gets_the_command_to_start_it(reaped):
-    with socket.socket() as s:   # a port just freed: nothing listens there
+    with socket.socket() as s:  # a port just freed: nothing listens there
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with Raw({"PANELIST_URL": f"http://127.0.0.1:{port}/v1"}) as raw:
-        for rid, (tool, args) in enumerate([("list_collections", {}), ("pending", {}),
-                                            ("ask", {"collection": "trio", "prompt": "hi"}),
-                                            ("verdict", {"call": "p1.member1", "useful": True})]):
+        for rid, (tool, args) in enumerate(
+            [
+                ("list_collections", {}),
+                ("pending", {}),
+                ("ask", {"collection": "trio", "prompt": "hi"}),
+                ("verdict", {"call": "p1.member1", "useful": True}),
+            ]
+        ):
             reply = raw.request(rid, "tools/call", {"name": tool, "arguments": args})["result"]
             assert reply["isError"] is True, tool
             (content,) = reply["content"]
@@ -486,10 +545,15 @@ def test_a_gateway_that_is_not_running_gets_the_command_to_start_it(reaped):
 def test_ping_is_answered_while_a_panel_thinks(home, gated, reaped):
     move_to(home, gated, "fast", "mid", "slow")
     with Gateway(make_gateway(home, env={})) as gw, Raw({"PANELIST_URL": gw.url}) as raw:
-        raw.send({"jsonrpc": "2.0", "id": "ask-1", "method": "tools/call",
-                  "params": {"name": "ask", "arguments": {"collection": "trio",
-                                                          "prompt": "hold on"}}})
-        assert gated.wait_arrived("fast", "mid", "slow")   # the panel is under way
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "ask-1",
+                "method": "tools/call",
+                "params": {"name": "ask", "arguments": {"collection": "trio", "prompt": "hold on"}},
+            }
+        )
+        assert gated.wait_arrived("fast", "mid", "slow")  # the panel is under way
         assert raw.request("ping-2", "ping")["result"] == {}
         assert raw.request(3, "tools/call", {"name": "pending"})["result"]["isError"] is False
         gated.open("fast", "mid", "slow")
@@ -504,8 +568,14 @@ def test_ping_is_answered_while_a_panel_thinks(home, gated, reaped):
 def test_stdin_closing_mid_call_still_gets_the_call_answered(home, gated, reaped):
     move_to(home, gated, "fast", "mid", "slow")
     with Gateway(make_gateway(home, env={})) as gw, Raw({"PANELIST_URL": gw.url}) as raw:
-        raw.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                  "params": {"name": "ask", "arguments": {"collection": "trio", "prompt": "x"}}})
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "ask", "arguments": {"collection": "trio", "prompt": "x"}},
+            }
+        )
         assert gated.wait_arrived("fast", "mid", "slow")
         raw.proc.stdin.close()
         gated.open("fast", "mid", "slow")
@@ -518,12 +588,20 @@ def test_stdin_closing_mid_call_still_gets_the_call_answered(home, gated, reaped
 
 
 def test_a_url_that_is_not_a_gateway_url_stops_the_command(tmp_path, reaped):
-    for url in ("ftp://127.0.0.1:8123", "http://user:pw@127.0.0.1:8123", "127.0.0.1:8123",
-                "http://127.0.0.1:port"):
-        done = subprocess.run(SERVER + ["--url", url], capture_output=True, text=True,
-                              timeout=PATIENCE, stdin=subprocess.DEVNULL,
-                              env={k: v for k, v in os.environ.items()
-                                   if not k.startswith("PANELIST_")})
+    for url in (
+        "ftp://127.0.0.1:8123",
+        "http://user:pw@127.0.0.1:8123",
+        "127.0.0.1:8123",
+        "http://127.0.0.1:port",
+    ):
+        done = subprocess.run(
+            SERVER + ["--url", url],
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+            stdin=subprocess.DEVNULL,
+            env={k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")},
+        )
         assert done.returncode == 1 and done.stdout == ""
         assert done.stderr.count("\n") == 1 and "is not a gateway URL" in done.stderr
         assert "user:pw" not in done.stderr
@@ -533,26 +611,41 @@ def test_a_long_call_reports_progress_until_its_reply_and_never_after(home, gate
     move_to(home, gated, "fast", "mid", "slow")
     r_in, w_in = os.pipe()
     r_out, w_out = os.pipe()
-    with Gateway(make_gateway(home, env={})) as gw, \
-            os.fdopen(r_in, "rb") as rfile, os.fdopen(w_in, "wb") as to_server, \
-            os.fdopen(w_out, "wb") as wfile, os.fdopen(r_out, "rb") as from_server:
-        server = mcp_server.Server(mcp_server.connect(gw.url, {}), rfile, wfile, io.StringIO(),
-                                   progress_every=0.01)
+    with (
+        Gateway(make_gateway(home, env={})) as gw,
+        os.fdopen(r_in, "rb") as rfile,
+        os.fdopen(w_in, "wb") as to_server,
+        os.fdopen(w_out, "wb") as wfile,
+        os.fdopen(r_out, "rb") as from_server,
+    ):
+        server = mcp_server.Server(
+            mcp_server.connect(gw.url, {}), rfile, wfile, io.StringIO(), progress_every=0.01
+        )
         serving = threading.Thread(target=server.serve)
         serving.start()
         lines, reading = reader(from_server)
-        send(to_server, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                         "params": {"name": "ask", "_meta": {"progressToken": "t-1"},
-                                    "arguments": {"collection": "trio", "prompt": "x"}}})
+        send(
+            to_server,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": "ask",
+                    "_meta": {"progressToken": "t-1"},
+                    "arguments": {"collection": "trio", "prompt": "x"},
+                },
+            },
+        )
         assert gated.wait_arrived("fast", "mid", "slow")
         heard = [json.loads(lines.get(timeout=PATIENCE)) for _ in range(2)]
         gated.open("fast", "mid", "slow")
         while "id" not in heard[-1]:
             heard.append(json.loads(lines.get(timeout=PATIENCE)))
-        to_server.close()   # end of stdin: the server returns
+        to_server.close()  # end of stdin: the server returns
         serving.join(PATIENCE)
         assert not serving.is_alive()
-        wfile.close()   # the server's end of its stdout: whatever it wrote after is still read
+        wfile.close()  # the server's end of its stdout: whatever it wrote after is still read
         reading.join(PATIENCE)
         after = []
         while (line := lines.get(timeout=PATIENCE)) is not None:
@@ -563,29 +656,46 @@ def test_a_long_call_reports_progress_until_its_reply_and_never_after(home, gate
     assert {p["method"] for p in progress} == {"notifications/progress"}
     assert {p["params"]["progressToken"] for p in progress} == {"t-1"}
     ticks = [p["params"]["progress"] for p in progress]
-    assert ticks == sorted(set(ticks))   # growing with every notification
+    assert ticks == sorted(set(ticks))  # growing with every notification
 
 
 def test_a_call_waiting_for_a_worker_hears_progress_until_its_reply(home, gated):
     move_to(home, gated, "fast", "mid", "slow")
     r_in, w_in = os.pipe()
     r_out, w_out = os.pipe()
-    with Gateway(make_gateway(home, env={})) as gw, \
-            os.fdopen(r_in, "rb") as rfile, os.fdopen(w_in, "wb") as to_server, \
-            os.fdopen(w_out, "wb") as wfile, os.fdopen(r_out, "rb") as from_server:
-        server = mcp_server.Server(mcp_server.connect(gw.url, {}), rfile, wfile, io.StringIO(),
-                                   progress_every=0.01, calls=1)
+    with (
+        Gateway(make_gateway(home, env={})) as gw,
+        os.fdopen(r_in, "rb") as rfile,
+        os.fdopen(w_in, "wb") as to_server,
+        os.fdopen(w_out, "wb") as wfile,
+        os.fdopen(r_out, "rb") as from_server,
+    ):
+        server = mcp_server.Server(
+            mcp_server.connect(gw.url, {}),
+            rfile,
+            wfile,
+            io.StringIO(),
+            progress_every=0.01,
+            calls=1,
+        )
         serving = threading.Thread(target=server.serve)
         serving.start()
         lines, reading = reader(from_server)
         ask = {"name": "ask", "arguments": {"collection": "trio", "prompt": "x"}}
         send(to_server, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ask})
-        assert gated.wait_arrived("fast", "mid", "slow")   # the one worker is busy with it
-        send(to_server, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                         "params": dict(ask, _meta={"progressToken": "second"})})
+        assert gated.wait_arrived("fast", "mid", "slow")  # the one worker is busy with it
+        send(
+            to_server,
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": dict(ask, _meta={"progressToken": "second"}),
+            },
+        )
         heard = [strict(lines.get(timeout=PATIENCE)) for _ in range(2)]
         gated.open("fast", "mid", "slow")
-        to_server.close()   # the end of stdin: both calls are still answered
+        to_server.close()  # the end of stdin: both calls are still answered
         serving.join(PATIENCE)
         assert not serving.is_alive()
         wfile.close()
@@ -597,7 +707,7 @@ def test_a_call_waiting_for_a_worker_hears_progress_until_its_reply(home, gated)
     assert all(r["result"]["isError"] is False for r in replies)
     last = heard.index(next(r for r in replies if r["id"] == 2))
     progress = [m for m in heard if "id" not in m]
-    assert all(heard.index(p) < last for p in progress)   # none after the reply
+    assert all(heard.index(p) < last for p in progress)  # none after the reply
     assert {p["params"]["progressToken"] for p in progress} == {"second"}
     assert "ask waiting for one of 1 running calls" in progress[0]["params"]["message"]
     ticks = [p["params"]["progress"] for p in progress]
@@ -606,8 +716,13 @@ def test_a_call_waiting_for_a_worker_hears_progress_until_its_reply(home, gated)
 
 def test_calls_at_once_must_be_a_small_whole_number(reaped):
     for given in ("0", "65", "many"):
-        done = subprocess.run(SERVER + ["--calls", given], capture_output=True, text=True,
-                              timeout=PATIENCE, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            SERVER + ["--calls", given],
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+            stdin=subprocess.DEVNULL,
+        )
         assert done.returncode == 2 and done.stdout == ""
         assert "give a whole number from 1 to 64" in done.stderr
 
@@ -616,7 +731,7 @@ def test_a_reply_json_cannot_carry_becomes_an_internal_error_not_a_broken_line(r
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     class NotQuiteAGateway(BaseHTTPRequestHandler):
-        def do_GET(self):   # Python's encoder writes NaN; a gateway of another make might too
+        def do_GET(self):  # Python's encoder writes NaN; a gateway of another make might too
             body = b'{"data": [{"id": "bench/odd", "together": {"context_window": NaN}}]}'
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

@@ -8,7 +8,7 @@ import threading
 from conftest import Gateway, set_limits, wait_until
 from panelist.gateway import make_gateway
 
-BODY = 190_000   # characters: past the size that needs a grant, within the models' window
+BODY = 190_000  # characters: past the size that needs a grant, within the models' window
 
 
 def chat_body(text: str) -> dict:
@@ -21,12 +21,13 @@ def test_a_large_body_holds_five_times_its_size_so_a_second_waits(home, sim):
     (the old grant) both were let in and the panels' real copies went past the budget."""
     set_limits(home, max_explorers=0)
     big = "word " * (BODY // 5)
-    sim.script("slow", latency=3600)   # the first panel holds its grant while it waits
+    sim.script("slow", latency=3600)  # the first panel holds its grant while it waits
     with Gateway(make_gateway(home, env={"PANELIST_MAX_INFLIGHT_MB": "1"})) as gw:
         first = {}
 
         def ask():
             first["reply"] = gw.post("/v1/chat/completions", chat_body(big + "one"))
+
         thread = threading.Thread(target=ask)
         thread.start()
         try:

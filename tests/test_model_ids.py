@@ -12,8 +12,17 @@ from conftest import PATIENCE, openai_client
 from panelist.metrics.roster.roster import Roster
 
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]
-TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {
-    "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "lookup",
+        "parameters": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}},
+            "required": ["q"],
+        },
+    },
+}
 IDS = ["bench/trio", "bench/trio:all", "bench/trio:merged", "bench/trio:pick"]
 
 
@@ -25,8 +34,9 @@ def client(gateway):
 
 @pytest.fixture()
 def claude(gateway):
-    with anthropic.Anthropic(base_url=gateway.url, api_key="local", max_retries=0,
-                             timeout=PATIENCE) as c:
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="local", max_retries=0, timeout=PATIENCE
+    ) as c:
         yield c
 
 
@@ -46,12 +56,11 @@ def test_the_listing_names_the_ids_that_take_tools_and_the_all_mode_claims_none(
     assert plain["reply"] == "all" and "tools" not in plain["together"]["capabilities"]
     assert merged["together"]["capabilities"] == ["tools"]
     assert picked["together"]["capabilities"] == ["tools"]
-    for entry in listed.values():   # every entry says where tools (and JSON) go
+    for entry in listed.values():  # every entry says where tools (and JSON) go
         assert entry["takes_tools"] == ["bench/trio:merged", "bench/trio:pick"]
 
 
-def test_what_the_listing_says_takes_tools_does_and_what_it_says_refuses_them_does(client,
-                                                                                   home):
+def test_what_the_listing_says_takes_tools_does_and_what_it_says_refuses_them_does(client, home):
     with_tools(home)
     entries = {m.id: m.model_extra for m in client.models.list()}
     for model_id, entry in entries.items():
@@ -61,17 +70,18 @@ def test_what_the_listing_says_takes_tools_does_and_what_it_says_refuses_them_do
         else:
             with pytest.raises(openai.BadRequestError) as refused:
                 client.chat.completions.create(model=model_id, messages=ASK, tools=[TOOL])
-            for other in entry["takes_tools"]:   # the refusal names where to go
+            for other in entry["takes_tools"]:  # the refusal names where to go
                 assert other in refused.value.message
 
 
 def test_a_collection_that_picks_by_default_lists_its_plain_id_as_taking_tools(client, home):
     with_tools(home)
     from panelist.metrics.roster.collection import Collections
+
     Collections(home).save(Roster(home).view(), "agents", ["fast", "mid"], reply="pick")
     listed = {m.id: m.model_extra for m in client.models.list()}
     assert {"bench/agents", "bench/agents:all", "bench/agents:merged"} <= set(listed)
-    assert "bench/agents:pick" not in listed   # the plain id already is it
+    assert "bench/agents:pick" not in listed  # the plain id already is it
     assert listed["bench/agents"]["takes_tools"] == ["bench/agents", "bench/agents:merged"]
     assert listed["bench/agents:all"]["together"]["capabilities"] == []
 
@@ -110,8 +120,9 @@ def test_a_chat_reply_names_the_model_asked_for_streamed_and_not(client, model_i
 
 
 def test_a_reply_mode_asked_in_bench_keeps_the_model_as_sent(client):
-    reply = client.chat.completions.create(model="bench/trio", messages=ASK,
-                                           extra_body={"bench": {"reply": "pick"}})
+    reply = client.chat.completions.create(
+        model="bench/trio", messages=ASK, extra_body={"bench": {"reply": "pick"}}
+    )
     assert reply.model == "bench/trio" and reply.model_extra["bench"]["reply"] == "pick"
 
 

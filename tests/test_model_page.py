@@ -5,8 +5,10 @@ from conftest import set_limits, wait_until
 
 
 def ask(client, content, collection="bench/trio"):
-    status, body, _ = client.post("/v1/chat/completions", {
-        "model": collection, "messages": [{"role": "user", "content": content}]})
+    status, body, _ = client.post(
+        "/v1/chat/completions",
+        {"model": collection, "messages": [{"role": "user", "content": content}]},
+    )
     assert status == 200, body
     return body["bench"]
 
@@ -17,6 +19,7 @@ def model_page(dash, alias):
         assert status == 200, body
         complete.body = body
         return body["index"]["complete"]
+
     assert wait_until(complete), complete.body["index"]
     return complete.body
 
@@ -37,8 +40,12 @@ def test_a_model_page_holds_what_is_known_of_the_model(dash, home, sim):
     row = next(m for m in listed["data"] if m["alias"] == "fast")
     assert page["model"] == row
     assert page["collections"] == ["trio"]
-    assert page["facts"]["context"] == {"value": 100_000, "source": "typed", "at": None,
-                                        "from": "roster"}
+    assert page["facts"]["context"] == {
+        "value": 100_000,
+        "source": "typed",
+        "at": None,
+        "from": "roster",
+    }
     [general] = page["shapes"]
     assert general["shape"] == "general" and general["seats"] == 4 and general["ok"] == 3
     assert general["useful"] == 1 and general["not_useful"] == 0 and general["rate"] == 1.0

@@ -20,39 +20,60 @@ def run(capsys, *argv):
     return code, out, err
 
 
-@pytest.mark.parametrize("make", [
-    lambda home: Keys(home).create("app\n"),
-    lambda home: Collections(home).save(Roster(home).view(), "dup\n", ["fast"]),
-    lambda home: Collections(home).save(Roster(home).view(), "dup", ["fast"], tags=["a\x1b[0m"]),
-    lambda home: Collections(home).save(Roster(home).view(), "dup", ["fast"], shape="code\n"),
-    lambda home: Roster(home).add_model("m\n", "sim"),
-    lambda home: Roster(home).add_model("m", "sim", family="f\n"),
-    lambda home: Roster(home).add_model("m", "sim", currency="USD\n"),
-    lambda home: Roster(home).add_endpoint("e\n", "http://127.0.0.1:9/v1"),
-    lambda home: Roster(home).add_endpoint("e", "http://127.0.0.1:9/v1", "VAR\n"),
-    lambda home: Roster(home).add_endpoint("e", "http://127.0.0.1:9/v1\x1b[31m"),
-], ids=["key", "collection", "tag", "shape", "alias", "family", "currency", "endpoint",
-        "key-env", "base-url"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda home: Keys(home).create("app\n"),
+        lambda home: Collections(home).save(Roster(home).view(), "dup\n", ["fast"]),
+        lambda home: Collections(home).save(
+            Roster(home).view(), "dup", ["fast"], tags=["a\x1b[0m"]
+        ),
+        lambda home: Collections(home).save(Roster(home).view(), "dup", ["fast"], shape="code\n"),
+        lambda home: Roster(home).add_model("m\n", "sim"),
+        lambda home: Roster(home).add_model("m", "sim", family="f\n"),
+        lambda home: Roster(home).add_model("m", "sim", currency="USD\n"),
+        lambda home: Roster(home).add_endpoint("e\n", "http://127.0.0.1:9/v1"),
+        lambda home: Roster(home).add_endpoint("e", "http://127.0.0.1:9/v1", "VAR\n"),
+        lambda home: Roster(home).add_endpoint("e", "http://127.0.0.1:9/v1\x1b[31m"),
+    ],
+    ids=[
+        "key",
+        "collection",
+        "tag",
+        "shape",
+        "alias",
+        "family",
+        "currency",
+        "endpoint",
+        "key-env",
+        "base-url",
+    ],
+)
 def test_a_trailing_newline_or_control_character_is_refused(folder, make):
     with pytest.raises(ConfigInvalid):
         make(folder)
 
 
 def test_a_model_name_with_a_newline_is_not_a_collection(gateway):
-    status, body, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio\n", "messages": [{"role": "user", "content": "hi"}]})
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio\n", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert status == 404 and "unknown collection" in body["error"]["message"]
 
 
 def test_collection_save_with_the_prefix_stores_the_name(gateway, home, capsys):
     d = str(home.root)
-    code, out, _ = run(capsys, "collection", "save", "bench/pair", "--members", "fast,mid",
-                       "--data", d)
+    code, out, _ = run(
+        capsys, "collection", "save", "bench/pair", "--members", "fast,mid", "--data", d
+    )
     assert code == 0 and "saved bench/pair" in out
     stored = configfile.read(home.file("collections.json"))["collections"]
     assert "pair" in stored and "bench/pair" not in stored and "bench/bench/pair" not in stored
-    status, body, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/pair", "messages": [{"role": "user", "content": "hi"}]})
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/pair", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert status == 200 and body["model"] == "bench/pair"
     code, _, err = run(capsys, "key", "create", "scoped", "--collections", "pair", "--data", d)
     assert code == 0, err
@@ -61,8 +82,18 @@ def test_collection_save_with_the_prefix_stores_the_name(gateway, home, capsys):
 
 
 def test_descriptions_with_control_characters_are_refused(folder, capsys):
-    code, _, err = run(capsys, "collection", "save", "pair", "--members", "fast,mid",
-                       "--description", "fine\x1b[2J\x1b[31mowned", "--data", str(folder.root))
+    code, _, err = run(
+        capsys,
+        "collection",
+        "save",
+        "pair",
+        "--members",
+        "fast,mid",
+        "--description",
+        "fine\x1b[2J\x1b[31mowned",
+        "--data",
+        str(folder.root),
+    )
     assert code == 1 and "control character (U+001B)" in err
 
 
@@ -84,5 +115,8 @@ def test_a_revoked_key_name_is_never_given_to_another_key(folder, capsys):
     code, out, _ = run(capsys, "key", "create", "alice-2", "--data", d, "--json")
     assert code == 0 and json.loads(out)["name"] == "alice-2"
     changes = read_jsonl(folder.root / "config" / "changes.jsonl")
-    assert [c["what"] for c in changes if c["file"] == "keys.json"] == \
-        ["key alice", "key alice", "key alice-2"]
+    assert [c["what"] for c in changes if c["file"] == "keys.json"] == [
+        "key alice",
+        "key alice",
+        "key alice-2",
+    ]

@@ -24,13 +24,18 @@ def demo_run(tmp_path: Path, *extra: str) -> tuple[str, Path]:
     xdg = tmp_path / "xdg"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
     env.update(XDG_DATA_HOME=str(xdg), HOME=str(tmp_path / "home"))
-    proc = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--demo", "--port", "0",
-                             *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "serve.py"), "--demo", "--port", "0", *extra],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said = [proc.stdout.readline()]
         assert said[0].startswith("panelist dashboard on "), (said, proc.stderr.read())
-        while said[-1] and not said[-1].startswith("try:"):   # the start lines end so
+        while said[-1] and not said[-1].startswith("try:"):  # the start lines end so
             said.append(proc.stdout.readline())
         proc.send_signal(signal.SIGINT)
         assert proc.wait(PATIENCE) == 0, proc.stderr.read()
@@ -49,7 +54,7 @@ def test_the_demo_writes_nothing_into_the_default_data_folder(tmp_path):
     demo = default.with_name("panelist-demo")
     assert not default.exists(), sorted(p.name for p in default.rglob("*"))
     roster = json.loads((demo / "config" / "roster.json").read_text())
-    assert "demo" in roster["endpoints"]   # the demo's roster went to its own folder
+    assert "demo" in roster["endpoints"]  # the demo's roster went to its own folder
     assert f"data folder {demo}" in said and "--data DIR names another" in said, said
 
 
@@ -80,8 +85,7 @@ def test_every_help_lists_every_subcommand_and_every_option_says_what_it_does():
                 listed = {a.dest: a.help for a in action._choices_actions}
                 for name in action.choices:
                     # a subcommand shows in its parent's help only with a help line of its own
-                    if not listed.get(name) or not re.search(rf"^ {{4}}{name}(\s|$)", shown,
-                                                             re.M):
+                    if not listed.get(name) or not re.search(rf"^ {{4}}{name}(\s|$)", shown, re.M):
                         unlisted.append(" ".join((*path, name)))
             elif not isinstance(action, argparse._HelpAction) and not action.help:
                 silent.append(f"{' '.join(path)}: {action.option_strings or action.dest}")
@@ -89,10 +93,15 @@ def test_every_help_lists_every_subcommand_and_every_option_says_what_it_does():
     assert not silent, f"options without help: {silent}"
 
 
-@pytest.mark.parametrize("noun, verbs", [("model", ("add", "list", "rm")),
-                                         ("collection", ("save", "list", "rm")),
-                                         ("endpoint", ("add", "list", "rm")),
-                                         ("key", ("create", "list", "revoke"))])
+@pytest.mark.parametrize(
+    "noun, verbs",
+    [
+        ("model", ("add", "list", "rm")),
+        ("collection", ("save", "list", "rm")),
+        ("endpoint", ("add", "list", "rm")),
+        ("key", ("create", "list", "revoke")),
+    ],
+)
 def test_a_nouns_help_names_its_verbs(noun, verbs, capsys):
     with pytest.raises(SystemExit) as done:
         build_parser().parse_args([noun, "--help"])

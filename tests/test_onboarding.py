@@ -46,8 +46,11 @@ def entries(home) -> dict[str, dict]:
 
 def probes(home, alias) -> list[dict]:
     path = home.gateway_runs / "evidence.jsonl"
-    return [r for r in read_jsonl(path) if r["kind"] == "probe" and r["alias"] == alias] \
-        if path.exists() else []
+    return (
+        [r for r in read_jsonl(path) if r["kind"] == "probe" and r["alias"] == alias]
+        if path.exists()
+        else []
+    )
 
 
 def samples(home, alias) -> list[dict]:
@@ -77,9 +80,12 @@ def calls(home, event) -> list[dict]:
 
 
 def spawn(home, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(CLI), "model", "onboard", *args, "--data",
-                             str(home.root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, str(CLI), "model", "onboard", *args, "--data", str(home.root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -88,8 +94,15 @@ def stop(proc: subprocess.Popen) -> None:
     proc.communicate(timeout=PATIENCE)
 
 
-ALL_STEPS = [("register", "started"), ("register", "done"), ("probe", "started"),
-             ("probe", "done"), ("suite", "started"), ("suite", "done"), ("ready", "done")]
+ALL_STEPS = [
+    ("register", "started"),
+    ("register", "done"),
+    ("probe", "started"),
+    ("probe", "done"),
+    ("suite", "started"),
+    ("suite", "done"),
+    ("ready", "done"),
+]
 
 
 # -- the way through -------------------------------------------------------------------------------
@@ -101,8 +114,12 @@ def test_an_on_roster_model_and_a_discovered_one_end_ready(capsys, home, sim):
     found = entries(home)
     for alias in ("fast", "newcomer"):
         e = found[alias]
-        assert (e["status"], e["step"], e["endpoint"], e["error"]) == ("ready", "ready", "sim",
-                                                                      None)
+        assert (e["status"], e["step"], e["endpoint"], e["error"]) == (
+            "ready",
+            "ready",
+            "sim",
+            None,
+        )
         assert e["result"]["tasks"] == QUICK and e["result"]["scored"] == QUICK
         assert steps(home, alias) == ALL_STEPS
         assert [p["status"] for p in probes(home, alias)] == ["ok"]
@@ -138,7 +155,8 @@ def test_the_suite_figures_count_right_answers(capsys, home, sim):
 
 @pytest.mark.parametrize("fail,kind", [("auth", "auth"), ("not_found", "not_found")])
 def test_a_failing_probe_ends_failed_with_its_kind_and_a_later_onboard_starts_again(
-        capsys, home, sim, fail, kind):
+    capsys, home, sim, fail, kind
+):
     sim.script("fast", fail=fail)
     code, out, _ = onboard(capsys, home, "fast")
     assert code == 3
@@ -149,7 +167,7 @@ def test_a_failing_probe_ends_failed_with_its_kind_and_a_later_onboard_starts_ag
     assert samples(home, "fast") == [] and alerts(home) == []
     first = e["id"]
 
-    sim.script("fast")   # the upstream heals
+    sim.script("fast")  # the upstream heals
     code, _, err = onboard(capsys, home, "fast")
     assert code == 0, err
     e = entries(home)["fast"]
@@ -163,7 +181,7 @@ def test_what_cannot_be_onboarded_is_refused_before_the_queue(capsys, home, sim)
     assert code == 1
     assert "panelist model add" in err and "panelist discover" in err
     sim.script("twice")
-    Roster(home).add_endpoint("sim2", sim.url)   # a second endpoint serving the same models
+    Roster(home).add_endpoint("sim2", sim.url)  # a second endpoint serving the same models
     code, _, err = onboard(capsys, home, "twice")
     assert code == 1 and "--endpoint" in err and "sim2" in err
     code, _, err = onboard(capsys, home, "fast", "--endpoint", "sim2")
@@ -183,7 +201,7 @@ def test_what_cannot_be_onboarded_is_refused_before_the_queue(capsys, home, sim)
 
 def test_no_suite_tasks_skips_the_suite_step(home, sim, tmp_path):
     queue = onboarding_queue.Queue(home)
-    queue.enqueue(None, ["fast"])   # on the roster: no endpoint is asked
+    queue.enqueue(None, ["fast"])  # on the roster: no endpoint is asked
     worker = onboarding_worker.Worker(home, task_roots=[tmp_path / "no-tasks-here"])
     try:
         assert worker.work() is True
@@ -191,8 +209,10 @@ def test_no_suite_tasks_skips_the_suite_step(home, sim, tmp_path):
         worker.close()
         queue.close()
     e = entries(home)["fast"]
-    assert e["status"] == "ready" and e["result"] == {"suite": "skipped",
-                                                      "why": "no suite tasks were found"}
+    assert e["status"] == "ready" and e["result"] == {
+        "suite": "skipped",
+        "why": "no suite tasks were found",
+    }
     assert ("suite", "skipped") in steps(home, "fast")
     assert samples(home, "fast") == [] and len(alerts(home)) == 1
 
@@ -220,19 +240,22 @@ def test_list_and_an_empty_resume(capsys, home, sim):
 
 
 # -- kill -9 and resume ----------------------------------------------------------------------------
-HELD = 2   # suite answers the simulator gives before it holds the rest
+HELD = 2  # suite answers the simulator gives before it holds the rest
 
 
 def _kill_during_the_suite(home, sim) -> tuple[int, set]:
     """Start `onboard fast` in a subprocess, kill -9 it once the suite step started, some
     samples are written and the rest are held; returns (scored before the kill, their tasks)."""
-    sim.script("fast", hold_after=1 + HELD)   # the probe, then HELD suite answers
+    sim.script("fast", hold_after=1 + HELD)  # the probe, then HELD suite answers
     proc = spawn(home, "fast")
     try:
-        assert wait_until(lambda: ("suite", "started") in steps(home, "fast")
-                          and len(samples(home, "fast")) >= HELD
-                          and sim.held.get("fast", 0) == QUICK - HELD), (
-            steps(home, "fast"), samples(home, "fast"), sim.held)
+        assert wait_until(
+            lambda: (
+                ("suite", "started") in steps(home, "fast")
+                and len(samples(home, "fast")) >= HELD
+                and sim.held.get("fast", 0) == QUICK - HELD
+            )
+        ), (steps(home, "fast"), samples(home, "fast"), sim.held)
         proc.send_signal(signal.SIGKILL)
         proc.wait(PATIENCE)
     finally:
@@ -240,8 +263,8 @@ def _kill_during_the_suite(home, sim) -> tuple[int, set]:
     done = samples(home, "fast")
     assert len(done) == HELD
     assert entries(home)["fast"]["status"] == "running"
-    assert onboarding_queue.Queue(home).holder() is None   # kill -9 let the lock go
-    assert wait_until(lambda: sim.held.get("fast", 0) == 0)   # the held calls saw it go
+    assert onboarding_queue.Queue(home).holder() is None  # kill -9 let the lock go
+    assert wait_until(lambda: sim.held.get("fast", 0) == 0)  # the held calls saw it go
     sim.release("fast")
     return len(done), {s["task"] for s in done}
 
@@ -249,8 +272,8 @@ def _kill_during_the_suite(home, sim) -> tuple[int, set]:
 def _assert_resumed(home, sim, before: int) -> None:
     e = entries(home)["fast"]
     assert e["status"] == "ready", e
-    assert len(probes(home, "fast")) == 1          # the probe was not sent again
-    assert sent_twice(sim) == []                    # nor was any prompt
+    assert len(probes(home, "fast")) == 1  # the probe was not sent again
+    assert sent_twice(sim) == []  # nor was any prompt
     lines = samples(home, "fast")
     keys = Counter((s["task"], s["epoch"]) for s in lines)
     assert len(keys) == before and set(keys.values()) == {1}, keys
@@ -258,23 +281,26 @@ def _assert_resumed(home, sim, before: int) -> None:
     # again, they are reported as cut short and left for `suite run` to ask
     cut = QUICK - before
     assert (e["result"]["scored"], e["result"]["interrupted"], e["result"]["unfinished"]) == (
-        before, cut, cut)
+        before,
+        cut,
+        cut,
+    )
     assert [r["outcome"] for r in calls(home, "asked")].count("interrupted") == cut
     assert steps(home, "fast").count(("probe", "started")) == 1
-    assert steps(home, "fast").count(("suite", "started")) == 2   # cut short, then resumed
+    assert steps(home, "fast").count(("suite", "started")) == 2  # cut short, then resumed
     [said] = alerts(home)
     assert f"{cut} cut short" in said["message"]
-    assert "Run the suite on the Evidence page" in said["message"]   # the button, first
+    assert "Run the suite on the Evidence page" in said["message"]  # the button, first
 
 
 def test_onboarding_resumes_after_kill_9_from_the_cli(capsys, home, sim):
     before, _ = _kill_during_the_suite(home, sim)
     asked = sim.count("fast")
-    code, out, err = onboard(capsys, home)   # no alias: resume the queue
+    code, out, err = onboard(capsys, home)  # no alias: resume the queue
     assert code == 0, err
     assert "fast: ready" in out and f"{QUICK - before} cut short" in out
     _assert_resumed(home, sim, before)
-    assert sim.count("fast") == asked   # nothing was asked again
+    assert sim.count("fast") == asked  # nothing was asked again
 
 
 def test_onboarding_resumes_after_kill_9_in_a_server_started_on_the_folder(home, sim):
@@ -297,14 +323,13 @@ def test_a_probe_in_flight_at_kill_9_is_never_sent_again(capsys, home, sim):
         proc.wait(PATIENCE)
     finally:
         stop(proc)
-    assert sim.wait_disconnects(1, PATIENCE)   # the hanging probe saw its client go
-    sim.script("fast")   # it answers now: a probe sent again would be answered, and counted
-    code, out, err = onboard(capsys, home)   # resume the queue
+    assert sim.wait_disconnects(1, PATIENCE)  # the hanging probe saw its client go
+    sim.script("fast")  # it answers now: a probe sent again would be answered, and counted
+    code, out, err = onboard(capsys, home)  # resume the queue
     assert code == 3, (out, err)
     found = entries(home)
     fast = found["fast"]
-    assert (fast["status"], fast["step"], fast["error_kind"]) == ("failed", "probe",
-                                                                  "interrupted")
+    assert (fast["status"], fast["step"], fast["error_kind"]) == ("failed", "probe", "interrupted")
     assert "outcome is unknown" in fast["error"]
     assert "panelist model onboard fast" in fast["hint"]
     assert "fast: failed at probe (interrupted)" in out
@@ -352,7 +377,7 @@ def test_a_clean_run_writes_each_call_before_it_goes_and_after_it_ends(capsys, h
     [started] = [r for r in lines if (r.get("step"), r.get("status")) == ("suite", "started")]
     assert sorted(r["tasks"][0] for r in asking[1:]) == sorted(started["tasks"])
     assert all(len(r["tasks"]) == 1 for r in asking[1:])
-    for r in asking:   # each outcome known, and written after its intent
+    for r in asking:  # each outcome known, and written after its intent
         assert asked[r["call"]]["outcome"] == "answered"
         assert lines.index(r) < lines.index(asked[r["call"]])
     # and nothing else changed: the same steps, the same figures, nothing sent twice
@@ -395,7 +420,10 @@ def test_a_second_process_finds_the_queue_worked_and_follows_it(home, sim):
             stop(second)
     found = entries(home)
     assert {a: found[a]["status"] for a in ("fast", "mid", "slow")} == {
-        "fast": "ready", "mid": "ready", "slow": "ready"}
+        "fast": "ready",
+        "mid": "ready",
+        "slow": "ready",
+    }
     # every step was worked by the first process alone
     assert {r["pid"] for r in log(home) if "step" in r} == {first.pid}
     assert all(len(probes(home, a)) == 1 for a in ("fast", "mid", "slow"))
@@ -433,8 +461,7 @@ def test_post_onboarding_refusals(dash, home, sim):
         ({"aliases": ["nobody-serves-this"]}, 404, None),
     ]
     for body, status_expected, param in cases:
-        status, reply, _ = dash.request("POST", "/api/onboarding",
-                                        {} if body is None else body)
+        status, reply, _ = dash.request("POST", "/api/onboarding", {} if body is None else body)
         assert status == status_expected, (body, reply)
         if param is not None:
             assert reply["error"]["param"] == param, reply
@@ -462,6 +489,7 @@ def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(folder):
             results.append(queue.enqueue(None, ["fast"])[0])
         finally:
             queue.close()
+
     threads = [threading.Thread(target=enqueue) for _ in range(8)]
     for t in threads:
         t.start()
@@ -472,8 +500,7 @@ def test_eight_writers_onboarding_one_alias_at_once_open_one_entry(folder):
     assert len([r for r in log(folder) if r.get("event") == "queued"]) == 1
 
 
-def test_a_served_id_no_alias_can_hold_is_onboarded_under_the_alias_it_was_given(capsys, home,
-                                                                                 sim):
+def test_a_served_id_no_alias_can_hold_is_onboarded_under_the_alias_it_was_given(capsys, home, sim):
     sim.script("vendor model v2")
     code, out, err = onboard(capsys, home, "vendor model v2", "--tasks", "1")
     assert code == 0, err
@@ -486,6 +513,7 @@ def test_a_served_id_no_alias_can_hold_is_onboarded_under_the_alias_it_was_given
 
 def test_a_model_onboarded_with_no_task_right_is_said_to_be_so():
     from panelist.metrics.upkeep.onboarding_queue import describe
+
     nothing = describe({"tasks": 3, "scored": 3, "right": 0, "accuracy": 0.0, "unparseable": 0.0})
     assert "0% (0/3)" in nothing and "no task answered right" in nothing
     some = describe({"tasks": 3, "scored": 3, "right": 2, "accuracy": 2 / 3, "unparseable": 0.0})

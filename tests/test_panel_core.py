@@ -16,7 +16,8 @@ SEAT_FIELDS = set(seatrecord.FIELDS) | {"panel", "shape", "seated", "key", "coll
 
 
 def test_a_long_retry_after_pauses_a_limited_endpoint_no_longer_than_max_cooldown(
-        gateway, home, sim):
+    gateway, home, sim
+):
     path = home.file("gateway.json")
     # a cap far longer than the test takes, however loaded the machine, and far below 7200 s
     path.write_text(json.dumps(dict(json.loads(path.read_text()), max_cooldown=600)))
@@ -30,8 +31,9 @@ def test_a_long_retry_after_pauses_a_limited_endpoint_no_longer_than_max_cooldow
     finally:
         outside.close()
     assert paused is not None and 0 < paused["seconds_left"] <= 600, paused
-    (cool,) = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
-               if e["kind"] == "cooldown"]
+    (cool,) = [
+        e for e in read_jsonl(home.gateway_runs / "evidence.jsonl") if e["kind"] == "cooldown"
+    ]
     assert cool["alias"] == "mid" and cool["seconds"] == 600
 
 
@@ -46,8 +48,12 @@ def test_each_seat_writes_one_evidence_line_in_the_ledgers_fields(gateway, home,
     for line in lines:
         assert set(line) == SEAT_FIELDS, line
         shown = seats[line["call"]]
-        assert (line["status"], line["error"], line["role"], line["alias"]) == \
-            (shown["status"], shown["error"], shown["seat"], shown["alias"])
+        assert (line["status"], line["error"], line["role"], line["alias"]) == (
+            shown["status"],
+            shown["error"],
+            shown["seat"],
+            shown["alias"],
+        )
     by_alias = {s["alias"]: s for s in body["bench"]["seats"]}
     # a failure's error names its kind first; an empty answer's message says so itself
     assert by_alias["slow"]["error"].startswith("server_error: ")

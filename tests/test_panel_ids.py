@@ -55,7 +55,7 @@ def test_deleting_panels_idx_under_a_running_gateway(home):
         # another process opens the folder now: it rebuilds the file from the logs
         with Ledger(runs) as other:
             theirs = other.new_panel()
-        mine = ask(gw)["panel"]   # the running gateway notices the file was replaced
+        mine = ask(gw)["panel"]  # the running gateway notices the file was replaced
         ids = [panel_seq(before), panel_seq(theirs), panel_seq(mine)]
         assert len(set(ids)) == 3, ids
         assert ids[1] > ids[0] + ID_MARGIN - 1 and ids[2] > ids[1], ids
@@ -75,11 +75,13 @@ def test_ids_that_are_no_panel_of_ours_are_not_found(gateway):
         status, body, _ = gateway.get(f"/bench/panels/p20260101-{seq}")
         assert status == 404, (seq[:20], status, body)
         assert "unknown panel" in body["error"]["message"]
-    status, body, _ = gateway.post("/bench/verdict", {"call": f"p20260101-{'9' * 19}.member1",
-                                                       "useful": True})
+    status, body, _ = gateway.post(
+        "/bench/verdict", {"call": f"p20260101-{'9' * 19}.member1", "useful": True}
+    )
     assert status == 404 and "unknown call" in body["error"]["message"]
-    status, body, _ = gateway.post("/bench/verdict", {"call": f"p20260101-{'9' * 5000}.member1",
-                                                       "useful": True})
+    status, body, _ = gateway.post(
+        "/bench/verdict", {"call": f"p20260101-{'9' * 5000}.member1", "useful": True}
+    )
     assert status == 400 and body["error"]["param"] == "call"
 
 

@@ -17,7 +17,7 @@ class ReplyFault(Exception):
 
 @pytest.fixture()
 def panels(home, sim):
-    for alias in TEST_MODELS:   # a panel ends as soon as it is asked
+    for alias in TEST_MODELS:  # a panel ends as soon as it is asked
         sim.script(alias, latency=0.0)
     panels = Panels(home)
     try:
@@ -27,13 +27,13 @@ def panels(home, sim):
 
 
 def called(sim, prompt: str = "Review: x") -> int:
-    return sum(1 for r in sim.requests
-               if any(m.get("content") == prompt for m in r["body"]["messages"]))
+    return sum(
+        1 for r in sim.requests if any(m.get("content") == prompt for m in r["body"]["messages"])
+    )
 
 
 @pytest.mark.parametrize("mode", ["all", "pick", "merged"])
-def test_a_fault_right_after_the_seats_were_asked_still_writes_the_line(
-        panels, home, sim, mode):
+def test_a_fault_right_after_the_seats_were_asked_still_writes_the_line(panels, home, sim, mode):
     req = panels.parse(dict(ASK, model=f"bench/trio:{mode}"))
     with pytest.raises(ReplyFault):
         with panels.start(req, panels.seat(req), key="local") as run:
@@ -50,7 +50,7 @@ def test_a_fault_while_seats_still_run_leaves_the_line_to_the_last_seat(panels, 
     req = panels.parse(ASK)
     with pytest.raises(ReplyFault):
         with panels.start(req, panels.seat(req), key="local") as run:
-            next(r for r in run.progress(tick=0.05) if r is not None)   # one seat ended
+            next(r for r in run.progress(tick=0.05) if r is not None)  # one seat ended
             raise ReplyFault("the stream broke after the first section")
     assert run.logged.wait(PATIENCE)
     (line,) = logged(home)
@@ -76,7 +76,7 @@ def test_a_line_that_cannot_be_built_whole_is_written_bare(panels, home, sim):
         try:
             panels.complete(run)
         except PanelistError:
-            pass   # whether the seats could answer it is not the point here
+            pass  # whether the seats could answer it is not the point here
     assert run.logged.wait(PATIENCE)
     (line,) = logged(home)
     assert line["prompt"] == "" and "building it failed (TypeError)" in line["note"]

@@ -14,8 +14,14 @@ from panelist.metrics.wire.errors import status_of
 
 def test_the_bounds_default_and_come_from_the_environment():
     assert Bounds.of_env({}) == Bounds()
-    got = Bounds.of_env({"PANELIST_DB_STATEMENT_TIMEOUT": "2.5", "PANELIST_DB_LOCK_TIMEOUT": "1",
-                         "PANELIST_DB_CONNECT_TIMEOUT": "0.2", "PANELIST_DB_KEEPALIVE": " 4 "})
+    got = Bounds.of_env(
+        {
+            "PANELIST_DB_STATEMENT_TIMEOUT": "2.5",
+            "PANELIST_DB_LOCK_TIMEOUT": "1",
+            "PANELIST_DB_CONNECT_TIMEOUT": "0.2",
+            "PANELIST_DB_KEEPALIVE": " 4 ",
+        }
+    )
     assert (got.statement, got.lock, got.connect, got.keepalive) == (2.5, 1.0, 1, 4)
     assert got.wait == 2.5 + GRACE
     options = got.connect_options()
@@ -72,8 +78,11 @@ def test_a_lock_held_elsewhere_is_a_503_after_the_lock_bound(pg_url):
     try:
         with db.session() as holder:
             holder.execute("SELECT pg_advisory_lock(4242)")
-            exc = _ended(lambda: db.transaction(
-                lambda conn: conn.execute("SELECT pg_advisory_xact_lock(4242)")))
+            exc = _ended(
+                lambda: db.transaction(
+                    lambda conn: conn.execute("SELECT pg_advisory_xact_lock(4242)")
+                )
+            )
         assert isinstance(exc, errors.DatabaseUnreachable)
         assert "a lock waited over 0.5 s" in exc.message
         # released with its session: the same lock is had at once
@@ -85,7 +94,7 @@ def test_a_lock_held_elsewhere_is_a_503_after_the_lock_bound(pg_url):
 def test_a_frozen_server_is_a_503_within_the_bound_then_serves_again(pg_cluster, pg_url):
     db = pg.Database(pg_url, bounds=Bounds(statement=0.5, connect=1))
     try:
-        assert db.execute("SELECT 1") == [(1,)]    # a pooled connection, then silence
+        assert db.execute("SELECT 1") == [(1,)]  # a pooled connection, then silence
         pg_cluster.freeze()
         try:
             # the pooled connection, inside a transaction: the watch cuts it at its bound

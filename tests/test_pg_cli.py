@@ -40,8 +40,10 @@ def filled(gateway, n=4) -> list[str]:
     """``n`` panels through a gateway on JSONL, a verdict on each one's first seat."""
     calls = []
     for i in range(n):
-        status, body, _ = gateway.post("/v1/chat/completions", {
-            "model": "bench/trio", "messages": [{"role": "user", "content": f"Review {i}"}]})
+        status, body, _ = gateway.post(
+            "/v1/chat/completions",
+            {"model": "bench/trio", "messages": [{"role": "user", "content": f"Review {i}"}]},
+        )
         assert status == 200
         call = body["bench"]["seats"][0]["call"]
         assert gateway.post("/bench/verdict", {"call": call, "useful": i % 2 == 0})[0] == 200
@@ -51,7 +53,7 @@ def filled(gateway, n=4) -> list[str]:
 
 def test_import_is_resumable_and_export_round_trips(gateway, home, pg_url, tmp_path, capsys):
     calls = filled(gateway)
-    gateway.close()   # the folder's logs are complete
+    gateway.close()  # the folder's logs are complete
     runs = home.gateway_runs
     evidence, panels = read_jsonl(runs / "evidence.jsonl"), read_jsonl(runs / "calls.jsonl")
 
@@ -60,19 +62,20 @@ def test_import_is_resumable_and_export_round_trips(gateway, home, pg_url, tmp_p
     shutil.copytree(home.root, part)
     for name in ("evidence.jsonl", "calls.jsonl"):
         lines = (runs / name).read_bytes().splitlines(keepends=True)
-        (part / "runs" / "gateway" / name).write_bytes(b"".join(lines[:len(lines) // 2]))
+        (part / "runs" / "gateway" / name).write_bytes(b"".join(lines[: len(lines) // 2]))
     code, out, _ = run(capsys, "db", "import", "--from", str(part), "--database", pg_url)
     assert code == 0 and "MISMATCH" not in out
     # then the whole folder: it goes on from where the first stopped, nothing twice
     code, out, _ = run(capsys, "db", "import", "--from", str(home.root), "--database", pg_url)
     assert code == 0, out
-    assert f"evidence: {len(evidence)} record(s) in the file, {len(evidence)} imported: ok" \
-        in out
+    assert f"evidence: {len(evidence)} record(s) in the file, {len(evidence)} imported: ok" in out
     assert f"panels: {len(panels)} record(s) in the file, {len(panels)} imported: ok" in out
     db = pg.Database(pg_url)
     try:
-        rows = db.execute("SELECT (SELECT count(*) FROM evidence) + "
-                          "(SELECT count(*) FROM verdicts), (SELECT count(*) FROM panels)")
+        rows = db.execute(
+            "SELECT (SELECT count(*) FROM evidence) + "
+            "(SELECT count(*) FROM verdicts), (SELECT count(*) FROM panels)"
+        )
     finally:
         db.close()
     assert rows == [(len(evidence), len(panels))]
@@ -85,8 +88,7 @@ def test_import_is_resumable_and_export_round_trips(gateway, home, pg_url, tmp_p
         assert ledger.verdict_count() == len(calls)
         assert ledger.verdict_of(calls[0])["useful"] is True
         fresh = ledger.new_panel()
-        assert int(fresh.rsplit("-", 1)[1]) > max(int(p["panel"].rsplit("-", 1)[1])
-                                                  for p in panels)
+        assert int(fresh.rsplit("-", 1)[1]) > max(int(p["panel"].rsplit("-", 1)[1]) for p in panels)
 
     out_dir = tmp_path / "exported"
     code, out, _ = run(capsys, "db", "export", "--to", str(out_dir), "--database", pg_url)
@@ -94,7 +96,7 @@ def test_import_is_resumable_and_export_round_trips(gateway, home, pg_url, tmp_p
     back = out_dir / "runs" / "gateway"
     assert read_jsonl(back / "evidence.jsonl") == evidence
     assert read_jsonl(back / "calls.jsonl") == panels
-    with Ledger(back) as ledger:   # the embedded backend reads it as its own
+    with Ledger(back) as ledger:  # the embedded backend reads it as its own
         assert ledger.verdict_count() == len(calls)
         assert [ledger.verdict_of(c)["useful"] for c in calls] == [True, False, True, False]
         assert ledger.panel(panels[-1]["panel"]) == panels[-1]
@@ -106,8 +108,19 @@ def test_import_is_resumable_and_export_round_trips(gateway, home, pg_url, tmp_p
 def test_gateway_refuses_a_url_that_is_not_postgresql(capsys, tmp_path):
     from panelist.gateway import make_gateway
     from panelist.metrics.cli.main import Runtime
-    code = main(["gateway", "--data", str(tmp_path), "--port", "0",
-                 "--database", "mysql://someone:pw@db/x"], Runtime(make_gateway=make_gateway))
+
+    code = main(
+        [
+            "gateway",
+            "--data",
+            str(tmp_path),
+            "--port",
+            "0",
+            "--database",
+            "mysql://someone:pw@db/x",
+        ],
+        Runtime(make_gateway=make_gateway),
+    )
     err = capsys.readouterr().err
     assert code == 1 and "not a PostgreSQL URL" in err and "postgresql://USER@HOST" in err
     assert "pw@" not in err
@@ -115,7 +128,8 @@ def test_gateway_refuses_a_url_that_is_not_postgresql(capsys, tmp_path):
 
 def test_a_database_without_the_driver_says_how_to_install_it(capsys, monkeypatch):
     import sys
-    monkeypatch.setitem(sys.modules, "psycopg", None)   # as if the extra were not installed
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if the extra were not installed
     code, _, err = run(capsys, "db", "init", "--database", "postgresql://u@127.0.0.1:1/x")
     assert code == 1 and "pip install 'panelist[postgres]'" in err
 
@@ -123,15 +137,18 @@ def test_a_database_without_the_driver_says_how_to_install_it(capsys, monkeypatc
 def _held(url) -> tuple:
     db = pg.Database(url)
     try:
-        return db.execute("SELECT (SELECT count(*) FROM evidence) + (SELECT count(*) FROM "
-                          "verdicts), (SELECT count(*) FROM panels), (SELECT count(*) FROM "
-                          "imported)")[0]
+        return db.execute(
+            "SELECT (SELECT count(*) FROM evidence) + (SELECT count(*) FROM "
+            "verdicts), (SELECT count(*) FROM panels), (SELECT count(*) FROM "
+            "imported)"
+        )[0]
     finally:
         db.close()
 
 
-def test_import_refuses_another_folder_before_writing_anything(gateway, home, pg_url,
-                                                                 tmp_path, capsys):
+def test_import_refuses_another_folder_before_writing_anything(
+    gateway, home, pg_url, tmp_path, capsys
+):
     filled(gateway)
     gateway.close()
     code, out, _ = run(capsys, "db", "import", "--from", str(home.root), "--database", pg_url)
@@ -149,11 +166,10 @@ def test_import_refuses_another_folder_before_writing_anything(gateway, home, pg
     assert _held(pg_url) == before
 
 
-def test_import_refuses_a_database_instances_wrote_to(gateway, home, pg_url, tmp_path,
-                                                      capsys):
+def test_import_refuses_a_database_instances_wrote_to(gateway, home, pg_url, tmp_path, capsys):
     filled(gateway)
     gateway.close()
-    with Ledger(tmp_path / "instance", database=pg_url) as ledger:   # a live instance's panel
+    with Ledger(tmp_path / "instance", database=pg_url) as ledger:  # a live instance's panel
         pid = ledger.new_panel()
         ledger.record_seated(pid, "code", ["m1"], 0.0)
         ledger.record_panel({"panel": pid, "shape": "code", "seats": []})

@@ -35,8 +35,11 @@ class Host:
         self.start()
 
     def start(self):
-        self.mirror = ConfigMirror(pg.Database(self.url, application="test-config"),
-                                   self.home.config, merges={"keys.json": keys_file.merge})
+        self.mirror = ConfigMirror(
+            pg.Database(self.url, application="test-config"),
+            self.home.config,
+            merges={"keys.json": keys_file.merge},
+        )
         self.mirror.sync()
 
     def stop(self):
@@ -96,7 +99,8 @@ def test_a_revocation_racing_a_new_key_elsewhere_holds_on_both(hosts, revoke_lan
 
 @pytest.mark.parametrize("edited_elsewhere_meanwhile", [False, True])
 def test_a_revocation_made_while_an_instance_is_stopped_survives_its_start(
-        hosts, edited_elsewhere_meanwhile):
+    hosts, edited_elsewhere_meanwhile
+):
     a, b = hosts
     secret, _ = a.keys().create("k5")
     in_step(a, b)
@@ -138,7 +142,9 @@ def test_one_value_edited_two_ways_is_set_aside_by_name(hosts, capsys):
     kept = json.loads(aside[0].read_text())
     assert kept["collections"]["shared"]["members"] == ["m2", "m3"]
     err = capsys.readouterr().err
-    assert "collections.json" in err and "collections/shared/members" in err and str(aside[0]) in err
+    assert (
+        "collections.json" in err and "collections/shared/members" in err and str(aside[0]) in err
+    )
     for h in (a, b):
         assert list(Collections(h.home).all()["shared"].members) == ["m1", "m3"]
 
@@ -171,6 +177,7 @@ def test_an_edit_from_a_version_the_database_lacks_is_set_aside(hosts, capsys):
 
 def test_spend_caps_set_on_one_instance_hold_on_the_other(hosts):
     from panelist.metrics.panel.budgets import Budgets
+
     a, b = hosts
     Budgets(a.home).set("key", "app", day=5, month=60)
     in_step(a, b)

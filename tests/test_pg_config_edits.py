@@ -21,11 +21,11 @@ from panelist.metrics.store import pg, pgschema
 from test_pg_gateway import make_home
 
 
-
 @pytest.fixture()
 def dashes(tmp_path, sim, pg_url):
     """Two dashboards, A and B, each on its own data folder, on one database."""
     from panelist.serve import make_dashboard
+
     db = pg.Database(pg_url)
     try:
         pgschema.migrate(db)
@@ -66,8 +66,7 @@ def collection(d, name):
 
 
 def save(d, name, members, version):
-    return d.request("PUT", f"/api/collections/{name}", {"version": version,
-                                                         "members": members})
+    return d.request("PUT", f"/api/collections/{name}", {"version": version, "members": members})
 
 
 def test_the_same_collection_saved_on_two_instances_gives_one_a_409(dashes):
@@ -89,7 +88,8 @@ def test_the_same_collection_saved_on_two_instances_gives_one_a_409(dashes):
 
 
 def test_an_edit_of_the_same_value_landing_first_elsewhere_is_refused_after_the_check(
-        dashes, monkeypatch):
+    dashes, monkeypatch
+):
     a, b, home_a, home_b = dashes
     quiet(a, b)
     in_step(a, b)
@@ -104,6 +104,7 @@ def test_an_edit_of_the_same_value_landing_first_elsewhere_is_refused_after_the_
         if self.path.parent == home_b.config and not landed:
             landed["a"] = save(a, "trio", ["fast", "slow"], version)
         return result
+
     monkeypatch.setattr(Collections, "save", save_then_race)
     status, body, _ = save(b, "trio", ["mid", "slow"], version)
     monkeypatch.undo()
@@ -125,8 +126,11 @@ def test_collections_made_at_once_on_two_instances_all_survive(dashes):
         with lock:
             answers.append((status, body))
 
-    threads = [threading.Thread(target=make, args=(d, f"{tag}{i}"))
-               for i in range(6) for d, tag in ((a, "on-a-"), (b, "on-b-"))]
+    threads = [
+        threading.Thread(target=make, args=(d, f"{tag}{i}"))
+        for i in range(6)
+        for d, tag in ((a, "on-a-"), (b, "on-b-"))
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -134,8 +138,9 @@ def test_collections_made_at_once_on_two_instances_all_survive(dashes):
     assert [s for s, _ in answers] == [200] * 12, answers
     want = {f"{tag}{i}" for i in range(6) for tag in ("on-a-", "on-b-")}
     for home in (home_a, home_b):
-        assert wait_until(lambda home=home: want <= set(Collections(home).all())), \
-            sorted(set(Collections(home).all()))
+        assert wait_until(lambda home=home: want <= set(Collections(home).all())), sorted(
+            set(Collections(home).all())
+        )
         assert not list(home.config.glob("*.conflict-*"))
 
 
@@ -161,8 +166,9 @@ def test_an_edit_while_the_database_is_down_is_refused_and_not_made(dashes, pg_c
     before = home_a.file("collections.json").read_bytes()
     pg_cluster.stop()
     try:
-        status, body, headers = a.post("/api/collections", {"name": "offline",
-                                                            "members": ["fast", "mid"]})
+        status, body, headers = a.post(
+            "/api/collections", {"name": "offline", "members": ["fast", "mid"]}
+        )
     finally:
         pg_cluster.start()
     assert status == 503 and headers["Retry-After"], body
@@ -183,12 +189,12 @@ def test_a_hand_edit_from_a_stale_buffer_keeps_the_other_hosts_edit(dashes):
     quiet(a, b)
     in_step(a, b)
     path = home_b.file("collections.json")
-    buffer = json.loads(path.read_text())        # B's editor opens the file
+    buffer = json.loads(path.read_text())  # B's editor opens the file
     status, _, _ = a.post("/api/collections", {"name": "from-a", "members": ["fast", "mid"]})
     assert status == 200
-    in_step(a, b)                                 # B's file now holds from-a
+    in_step(a, b)  # B's file now holds from-a
     buffer["collections"]["trio"]["description"] = "edited by hand on B"
-    hand_edit(path, buffer)                       # saved from the buffer opened before
+    hand_edit(path, buffer)  # saved from the buffer opened before
     in_step(a, b)
     for home in (home_a, home_b):
         found = Collections(home).all()
@@ -205,12 +211,14 @@ def test_a_stale_hand_edit_that_cannot_merge_is_named_on_ready_and_in_alerts(das
     version = collection(a, "trio")["version"]
     assert save(a, "trio", ["fast", "mid"], version)[0] == 200
     in_step(a, b)
-    buffer["collections"]["trio"]["members"] = ["mid", "slow"]   # the value A changed
+    buffer["collections"]["trio"]["members"] = ["mid", "slow"]  # the value A changed
     hand_edit(path, buffer)
     in_step(a, b)
     (aside,) = [p.name for p in home_b.config.glob("collections.conflict-*.json")]
-    assert json.loads((home_b.config / aside).read_text())["collections"]["trio"]["members"] \
-        == ["mid", "slow"]
+    assert json.loads((home_b.config / aside).read_text())["collections"]["trio"]["members"] == [
+        "mid",
+        "slow",
+    ]
     status, ready, _ = b.get("/ready")
     assert ready["checks"]["config"]["conflicts"] == [aside]
     status, alerts, _ = b.get("/api/alerts")

@@ -14,26 +14,43 @@ def test_migrate_is_idempotent_and_versioned(pg_url):
     try:
         assert pgschema.migrate(db) == (pgschema.VERSION, [v for v, _ in pgschema.MIGRATIONS])
         assert pgschema.migrate(db) == (pgschema.VERSION, [])
-        tables = {r[0] for r in db.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-        assert {"evidence", "verdicts", "panels", "races", "suite_samples", "config_changes",
-                "config", "panelist_schema", "race_reports"} <= tables
+        tables = {
+            r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        }
+        assert {
+            "evidence",
+            "verdicts",
+            "panels",
+            "races",
+            "suite_samples",
+            "config_changes",
+            "config",
+            "panelist_schema",
+            "race_reports",
+        } <= tables
         # ids of evidence come in commit order, through the one function
-        first = db.execute("SELECT panelist_append(%s::jsonb)",
-                           ('[{"kind":"seat","call":"p1-0.a"},{"kind":"verdict","call":"x"}]',))
+        first = db.execute(
+            "SELECT panelist_append(%s::jsonb)",
+            ('[{"kind":"seat","call":"p1-0.a"},{"kind":"verdict","call":"x"}]',),
+        )
         assert first[0][0] == 1
-        rows = db.execute("SELECT id, kind FROM evidence UNION ALL "
-                          "SELECT id, 'verdict' FROM verdicts ORDER BY id")
+        rows = db.execute(
+            "SELECT id, kind FROM evidence UNION ALL SELECT id, 'verdict' FROM verdicts ORDER BY id"
+        )
         assert rows == [(1, "seat"), (2, "verdict")]
     finally:
         db.close()
 
 
-@pytest.mark.parametrize("named", ["postgresql://someone:s3cret-word@127.0.0.1:{port}/nothing",
-                                   "postgresql://someone@127.0.0.1:{port}/nothing"
-                                   "?password=s3cret-word"])
+@pytest.mark.parametrize(
+    "named",
+    [
+        "postgresql://someone:s3cret-word@127.0.0.1:{port}/nothing",
+        "postgresql://someone@127.0.0.1:{port}/nothing?password=s3cret-word",
+    ],
+)
 def test_unreachable_is_a_503_that_names_nothing_of_the_database(pg_cluster, caplog, named):
-    port = __import__("pgcluster").free_port()   # nothing listens there
+    port = __import__("pgcluster").free_port()  # nothing listens there
     db = pg.Database(named.format(port=port))
     try:
         with caplog.at_level("WARNING", logger="panelist.database"):

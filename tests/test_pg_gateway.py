@@ -21,8 +21,13 @@ def make_home(path, sim, url):
     roster.add_endpoint("sim", sim.url)
     for alias in TEST_MODELS:
         roster.add_model(alias, "sim", family=alias, context=100_000)
-    Collections(home).save(roster.view(), "trio", ["fast", "mid", "slow"],
-                           description="Three simulated reviewers", tags=["test"])
+    Collections(home).save(
+        roster.view(),
+        "trio",
+        ["fast", "mid", "slow"],
+        description="Three simulated reviewers",
+        tags=["test"],
+    )
     return home
 
 
@@ -44,8 +49,10 @@ def pair(tmp_path, sim, pg_url):
 
 
 def ask(gw, content="Review: def add(a, b): return a - b"):
-    return gw.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
-        {"role": "user", "content": content}]})
+    return gw.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": content}]},
+    )
 
 
 def explorers(body) -> list[str]:
@@ -57,9 +64,14 @@ def in_step(x, y):
     lx, ly = x.server.parts.panels.ledger, y.server.parts.panels.ledger
 
     def view(ledger):
-        return {shape: {a: (st.last_seated, st.useful, st.not_useful)
-                        for a, st in ledger.states(TEST_MODELS, shape).items()}
-                for shape in lx.shapes()}
+        return {
+            shape: {
+                a: (st.last_seated, st.useful, st.not_useful)
+                for a, st in ledger.states(TEST_MODELS, shape).items()
+            }
+            for shape in lx.shapes()
+        }
+
     assert wait_until(lambda: view(lx) == view(ly)), "the other instance never caught up"
 
 
@@ -119,12 +131,13 @@ def test_a_verdict_on_one_instance_moves_seating_on_the_other(pair):
     assert status == 200 and got["written"]
     ledger_b = b.server.parts.panels.ledger
     shape = ledger_b.call(call)["shape"]
-    assert wait_until(lambda: ledger_b.states(["x-three"], shape)["x-three"].useful == 1), \
+    assert wait_until(lambda: ledger_b.states(["x-three"], shape)["x-three"].useful == 1), (
         "the verdict given through A never reached B's seating"
+    )
     status, got, _ = b.get("/bench/pending")
     owed = [o["call"] for o in got["data"]]
     assert status == 200 and call not in owed
-    assert any(c.startswith(body["bench"]["panel"]) for c in owed)   # its panel's other seats
+    assert any(c.startswith(body["bench"]["panel"]) for c in owed)  # its panel's other seats
     for home in (home_a, home_b):
         set_limits(home, max_explorers=1, max_calls=5)
     # the useful verdict doubles x-three's claim over the two seated with it, on B too
@@ -139,11 +152,13 @@ def test_unreachable_database_is_a_503_then_recovers(pair, pg_cluster, pg_url):
     status, body, headers = ask(a)
     assert status == 503, body
     assert "database is unreachable" in body["error"]["message"]
-    assert "127.0.0.1" not in body["error"]["message"] and "postgres" not in \
-        body["error"]["message"]
+    assert (
+        "127.0.0.1" not in body["error"]["message"] and "postgres" not in body["error"]["message"]
+    )
     assert int(headers["Retry-After"]) >= 1
-    status, body, headers = b.post("/bench/verdict", {"call": "p20200101-1.member1",
-                                                      "useful": True})
+    status, body, headers = b.post(
+        "/bench/verdict", {"call": "p20200101-1.member1", "useful": True}
+    )
     assert status == 503 and "database is unreachable" in body["error"]["message"]
     # alive, not ready: a balancer sends its traffic elsewhere until the database is back
     assert a.get("/health")[0] == 200
@@ -165,8 +180,9 @@ def test_unreachable_database_is_a_503_then_recovers(pair, pg_cluster, pg_url):
     assert panels >= 3 and seated >= panels
 
 
-def test_records_written_while_an_instance_was_away_are_seen(pair, pg_cluster, tmp_path, sim,
-                                                             pg_url):
+def test_records_written_while_an_instance_was_away_are_seen(
+    pair, pg_cluster, tmp_path, sim, pg_url
+):
     a, b, _, _ = pair
     _, body, _ = ask(a)
     call = body["bench"]["seats"][0]["call"]
@@ -183,8 +199,9 @@ def test_records_written_while_an_instance_was_away_are_seen(pair, pg_cluster, t
     # an instance that was not running at all catches up from the tables when it starts
     b.close()
     _, later, _ = ask(a)
-    status, _, _ = a.post("/bench/verdict", {"call": later["bench"]["seats"][0]["call"],
-                                             "useful": True})
+    status, _, _ = a.post(
+        "/bench/verdict", {"call": later["bench"]["seats"][0]["call"], "useful": True}
+    )
     assert status == 200
     with Gateway(make_gateway(make_home(tmp_path / "c", sim, pg_url), env={})) as c:
         status, got, _ = c.get(f"/bench/panels/{later['bench']['panel']}")
@@ -197,23 +214,27 @@ def test_records_written_while_an_instance_was_away_are_seen(pair, pg_cluster, t
 def test_config_edits_on_one_instance_reach_the_other(pair):
     a, b, home_a, home_b = pair
     roster_a = Roster(home_a)
-    Collections(home_a).save(roster_a.view(), "pair", ["fast", "x-one"],
-                             description="made on A")
+    Collections(home_a).save(roster_a.view(), "pair", ["fast", "x-one"], description="made on A")
     # B serves the collection made through A, without anyone touching B's files
     assert wait_until(lambda: "pair" in Collections(home_b).all())
-    status, body, _ = b.post("/v1/chat/completions", {"model": "bench/pair", "messages": [
-        {"role": "user", "content": "Review: y = 2"}]})
+    status, body, _ = b.post(
+        "/v1/chat/completions",
+        {"model": "bench/pair", "messages": [{"role": "user", "content": "Review: y = 2"}]},
+    )
     assert status == 200 and {s["alias"] for s in body["bench"]["seats"]} >= {"fast", "x-one"}
     # and an edit through B comes back to A
     Collections(home_b).remove("pair")
     assert wait_until(lambda: "pair" not in Collections(home_a).all())
-    status, body, _ = a.post("/v1/chat/completions", {"model": "bench/pair", "messages": [
-        {"role": "user", "content": "Review: y = 2"}]})
+    status, body, _ = a.post(
+        "/v1/chat/completions",
+        {"model": "bench/pair", "messages": [{"role": "user", "content": "Review: y = 2"}]},
+    )
     assert status == 404
 
 
 def test_a_seat_line_lost_to_a_cut_database_is_written_with_its_panel(
-        tmp_path, sim, pg_cluster, pg_url, caplog):
+    tmp_path, sim, pg_cluster, pg_url, caplog
+):
     home = make_home(tmp_path / "solo", sim, pg_url)
     gated = GatedUpstream(["fast", "mid"])
     try:
@@ -222,14 +243,23 @@ def test_a_seat_line_lost_to_a_cut_database_is_written_with_its_panel(
         set_limits(home, max_explorers=0)
         with Gateway(make_gateway(home, env={})) as gw:
             box = {}
-            asking = threading.Thread(target=lambda: box.setdefault("reply", gw.post(
-                "/v1/chat/completions", {"model": "bench/pair", "messages": [
-                    {"role": "user", "content": "Review: y = 2"}]})))
+            asking = threading.Thread(
+                target=lambda: box.setdefault(
+                    "reply",
+                    gw.post(
+                        "/v1/chat/completions",
+                        {
+                            "model": "bench/pair",
+                            "messages": [{"role": "user", "content": "Review: y = 2"}],
+                        },
+                    ),
+                )
+            )
             asking.start()
             assert gated.wait_arrived("fast", "mid")
             pg_cluster.stop()
             with caplog.at_level("WARNING", logger="panelist.database"):
-                gated.open("fast")   # its line meets the database gone
+                gated.open("fast")  # its line meets the database gone
                 assert wait_until(lambda: "unreachable" in caplog.text)
             pg_cluster.start()
             gated.open("mid")
@@ -238,8 +268,11 @@ def test_a_seat_line_lost_to_a_cut_database_is_written_with_its_panel(
             assert status == 200, body
             panel = body["bench"]["panel"]
             calls = sorted(s["call"] for s in body["bench"]["seats"])
-        stored = count(pg_url, "SELECT count(*) FROM evidence WHERE record->>'kind' = 'seat' "
-                       f"AND record->>'panel' = '{panel}'")
+        stored = count(
+            pg_url,
+            "SELECT count(*) FROM evidence WHERE record->>'kind' = 'seat' "
+            f"AND record->>'panel' = '{panel}'",
+        )
         assert stored == len(calls) == 2
     finally:
         gated.close()

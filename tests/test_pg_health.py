@@ -6,8 +6,9 @@ from test_health import alerts, probe, retired
 from panelist.metrics.store import pg
 
 
-def test_hard_failures_in_the_database_retire_and_an_answer_restores(capsys, home, sim,
-                                                                     pg_url, monkeypatch):
+def test_hard_failures_in_the_database_retire_and_an_answer_restores(
+    capsys, home, sim, pg_url, monkeypatch
+):
     monkeypatch.setenv("PANELIST_DATABASE_URL", pg_url)
     sim.script("fast", fail="auth")
     for _ in (1, 2):
@@ -22,10 +23,16 @@ def test_hard_failures_in_the_database_retire_and_an_answer_restores(capsys, hom
     # the probes are rows of the database, none a line of the folder's log
     db = pg.Database(pg_url)
     try:
-        statuses = [r[0] for r in db.execute(
-            "SELECT record->>'status' FROM evidence WHERE kind = 'probe' ORDER BY id")]
+        statuses = [
+            r[0]
+            for r in db.execute(
+                "SELECT record->>'status' FROM evidence WHERE kind = 'probe' ORDER BY id"
+            )
+        ]
     finally:
         db.close()
     assert statuses == ["error"] * 3 + ["ok"]
-    assert not (home.gateway_runs / "evidence.jsonl").exists() or \
-        "probe" not in (home.gateway_runs / "evidence.jsonl").read_text()
+    assert (
+        not (home.gateway_runs / "evidence.jsonl").exists()
+        or "probe" not in (home.gateway_runs / "evidence.jsonl").read_text()
+    )

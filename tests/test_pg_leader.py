@@ -39,15 +39,18 @@ def runs(home) -> list[dict]:
 
 def leader_row(url):
     import psycopg
+
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT holder, term FROM leases WHERE name = 'leader' "
-                           "AND until > clock_timestamp()").fetchone()
+        row = conn.execute(
+            "SELECT holder, term FROM leases WHERE name = 'leader' AND until > clock_timestamp()"
+        ).fetchone()
     return row
 
 
 @pytest.mark.slow
 def test_one_of_two_instances_runs_a_job_and_a_clean_stop_hands_it_over(
-        tmp_path, pg_url, sim, monkeypatch):
+    tmp_path, pg_url, sim, monkeypatch
+):
     monkeypatch.setenv("PANELIST_LEASE_SECONDS", "3")
     homes = [make_home(tmp_path / n, pg_url, sim.url, HOUR) for n in ("a", "b")]
     gws = [Gateway(make_gateway(home, env={})) for home in homes]
@@ -74,8 +77,10 @@ def test_one_of_two_instances_runs_a_job_and_a_clean_stop_hands_it_over(
         assert gws[other].server.parts.schedule.wait_passes(done + 2, PATIENCE)
         # the book is the database's: the run the first made is not made again for an hour
         assert runs(homes[other]) == []
-        assert schedule.book_of(homes[other], leaders[other].db).next_due(
-            "catalog_refresh", HOUR) > time.time() + HOUR / 2
+        assert (
+            schedule.book_of(homes[other], leaders[other].db).next_due("catalog_refresh", HOUR)
+            > time.time() + HOUR / 2
+        )
     finally:
         for gw in gws:
             gw.close()
@@ -98,7 +103,7 @@ def test_a_frozen_leader_is_replaced_within_a_lease_period(tmp_path, pg_url, sim
                 assert not parts.leader.leads() and runs(homes[1]) == []
                 assert first.gw.get("/ready")[1]["jobs"]["leader"] is True
                 holder, term = leader_row(pg_url)
-                os.kill(first.proc.pid, signal.SIGSTOP)   # alive, connected, silent
+                os.kill(first.proc.pid, signal.SIGSTOP)  # alive, connected, silent
                 assert parts.leader.wait_leading(True, PATIENCE), "nobody took over"
                 assert leader_row(pg_url)[0] != holder and leader_row(pg_url)[1] == term + 1
                 assert wait_until(lambda: len(runs(homes[1])) >= 2), "the job never ran again"
@@ -121,20 +126,21 @@ def test_without_a_database_every_server_runs_its_own_jobs():
 
 def test_a_claim_lands_only_while_its_claimer_holds_the_lease(pg_url):
     from panelist.metrics.store import pg, pglease, pgschema
+
     db = pg.Database(pg_url)
     try:
         pgschema.migrate(db)
         lease = pglease.Lease(db, "leader", "me", 60)
         mine, theirs = schedule.DatabaseBook(db, "me"), schedule.DatabaseBook(db, "them")
-        assert not mine.claim("probe", 60, 1000.0)   # nobody leads: nothing is claimed
+        assert not mine.claim("probe", 60, 1000.0)  # nobody leads: nothing is claimed
         assert lease.renew() and lease.held()
         assert mine.claim("probe", 60, 1000.0)
-        assert not mine.claim("probe", 60, 1001.0)   # claimed: due again at 1060
-        assert not theirs.claim("probe", 60, 5000.0)   # due, but the lease is not theirs
+        assert not mine.claim("probe", 60, 1001.0)  # claimed: due again at 1060
+        assert not theirs.claim("probe", 60, 5000.0)  # due, but the lease is not theirs
         assert mine.next_due("probe", 60) == 1060.0
         lease.release()
         assert not lease.held() and not mine.claim("probe", 60, 5000.0)
-        assert pglease.Lease(db, "leader", "them", 60).renew()   # the next term is theirs
+        assert pglease.Lease(db, "leader", "them", 60).renew()  # the next term is theirs
         assert theirs.claim("probe", 60, 5000.0)
     finally:
         db.close()

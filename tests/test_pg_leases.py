@@ -43,7 +43,7 @@ def make_home(path, url, upstream="http://127.0.0.1:9/v1"):
 
 
 def limit(homes, **limits):
-    for home in homes:   # every host is configured alike
+    for home in homes:  # every host is configured alike
         Roster(home).set_limits("endpoint", "sim", limits)
 
 
@@ -51,20 +51,24 @@ def terminate(url: str, application: str) -> int:
     """``pg_terminate_backend`` every connection of ``application`` to ``url``'s database, as
     an operator or a failover would; how many were cut."""
     import psycopg
+
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
             "AND application_name = %s AND pid <> pg_backend_pid()",
-            (name, application)).fetchall()
+            (name, application),
+        ).fetchall()
     return len(rows)
 
 
 def live_leases(url: str) -> int:
     import psycopg
+
     with psycopg.connect(url, autocommit=True) as conn:
-        return conn.execute("SELECT count(*) FROM admission_leases "
-                            "WHERE until > clock_timestamp()").fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM admission_leases WHERE until > clock_timestamp()"
+        ).fetchone()[0]
 
 
 class Instance:
@@ -102,7 +106,7 @@ def in_thread(fn, *args):
 
 def test_a_slot_stays_taken_when_its_connection_is_terminated(two, sim, pg_url):
     a, b, _, _ = two
-    sim.script("fast", hold_after=1)   # calls after the first wait until the test releases them
+    sim.script("fast", hold_after=1)  # calls after the first wait until the test releases them
     store = a.server.panels.admission.store
     assert b.post("/v1/chat/completions", ASK)[0] == 200
     asked = [in_thread(a.post, "/v1/chat/completions", ASK) for _ in range(2)]
@@ -116,7 +120,7 @@ def test_a_slot_stays_taken_when_its_connection_is_terminated(two, sim, pg_url):
     assert not theirs.has_room("sim", "fast")
     assert theirs.status("endpoint", "sim")["running"] == 2
     assert a.server.panels.admission.status("endpoint", "sim")["running"] == 2
-    assert store.reinstated == 0   # never lost: the rows outlived the connections
+    assert store.reinstated == 0  # never lost: the rows outlived the connections
     # so its call waits for a slot instead of going out beside the two
     waiting = in_thread(b.post, "/v1/chat/completions", ASK)
     assert wait_until(lambda: theirs.waiting("sim") == 1), "the other call never queued"
@@ -133,9 +137,13 @@ def test_a_slot_stays_taken_when_its_connection_is_terminated(two, sim, pg_url):
 def hold(home, url, lease):
     """A holder of one slot in a process of its own, with its own lease period."""
     env = dict(os.environ, PANELIST_LEASE_SECONDS=str(lease))
-    proc = subprocess.Popen([sys.executable, str(WORKER), "hold", str(home.root), "sim", "fast",
-                             url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER), "hold", str(home.root), "sim", "fast", url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -156,6 +164,7 @@ def mine(tmp_path, pg_url):
     def make(home):
         admissions.append(Admission.of_home(home))
         return admissions[-1]
+
     yield make
     for adm in admissions:
         adm.close()
@@ -163,7 +172,8 @@ def mine(tmp_path, pg_url):
 
 @pytest.mark.slow
 def test_a_frozen_holder_loses_its_slot_after_a_lease_period_and_is_counted_again(
-        tmp_path, pg_url, mine):
+    tmp_path, pg_url, mine
+):
     theirs_home, my_home = (make_home(tmp_path / n, pg_url) for n in ("theirs", "mine"))
     limit([theirs_home, my_home], max_concurrent=1)
     me = mine(my_home)
@@ -171,15 +181,16 @@ def test_a_frozen_holder_loses_its_slot_after_a_lease_period_and_is_counted_agai
     try:
         with pytest.raises(AtLimit), me.slot("sim", "fast", wait=0):
             pass
-        os.kill(other.pid, signal.SIGSTOP)   # frozen: its connection stays open, nothing renews
+        os.kill(other.pid, signal.SIGSTOP)  # frozen: its connection stays open, nothing renews
         # one lease period after its last renewal the slot is free again; until then it waits
         with me.slot("sim", "fast", wait=PATIENCE):
             assert me.status("endpoint", "sim")["running"] == 1
             os.kill(other.pid, signal.SIGCONT)
             # awake, the holder renews: its lease had lapsed and was taken, so it is put back
             # (its call may still be running upstream) and both calls are counted
-            assert wait_until(lambda: me.status("endpoint", "sim")["running"] == 2), \
+            assert wait_until(lambda: me.status("endpoint", "sim")["running"] == 2), (
                 "the woken holder's call was never counted again"
+            )
             assert not me.has_room("sim", "fast")
         # this call ended: the woken holder's call alone holds the endpoint's one slot, and no
         # other call goes until it ends
@@ -241,21 +252,22 @@ def test_a_database_store_takes_its_lease_period_from_the_environment(pg_url, mo
         store.close()
 
 
-
-
 def test_a_database_of_the_version_before_is_upgraded_in_place(pg_url, monkeypatch):
     from panelist.metrics.store import pg, pgschema
+
     db = pg.Database(pg_url)
     try:
-        before = [(v, s) for v, s in pgschema.MIGRATIONS if v < 6]   # the schema before leases
+        before = [(v, s) for v, s in pgschema.MIGRATIONS if v < 6]  # the schema before leases
         monkeypatch.setattr(pgschema, "MIGRATIONS", before)
         assert pgschema.migrate(db) == (before[-1][0], [v for v, _ in before])
         monkeypatch.undo()
-        assert pgschema.migrate(db) == (pgschema.VERSION,
-                                        [v for v, _ in pgschema.MIGRATIONS if v >= 6])
+        assert pgschema.migrate(db) == (
+            pgschema.VERSION,
+            [v for v, _ in pgschema.MIGRATIONS if v >= 6],
+        )
     finally:
         db.close()
-    store = DatabaseStore(pg_url)   # a slot is taken and given on the upgraded tables
+    store = DatabaseStore(pg_url)  # a slot is taken and given on the upgraded tables
     try:
         slots = store.scope("endpoint", "sim", "sim")
         token = slots.take(1)

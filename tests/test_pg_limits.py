@@ -41,13 +41,18 @@ def make_home(path, url, upstream=None):
     roster.add_endpoint("sim", upstream)
     for alias in TEST_MODELS:
         roster.add_model(alias, "sim", family=alias, context=100_000)
-    Collections(home).save(roster.view(), "trio", ["fast", "mid", "slow"],
-                           description="Three simulated reviewers", tags=["test"])
+    Collections(home).save(
+        roster.view(),
+        "trio",
+        ["fast", "mid", "slow"],
+        description="Three simulated reviewers",
+        tags=["test"],
+    )
     return home
 
 
 def limit(homes, kind="endpoint", name="ep", **limits):
-    for home in homes:   # every host is configured alike
+    for home in homes:  # every host is configured alike
         Roster(home).set_limits(kind, name, limits)
 
 
@@ -61,9 +66,15 @@ def configure(homes, limits=None, **gateway):
         set_limits(first, **gateway)
     want = Roster(first).view().endpoint_limits.get("sim")
     for home in others:
-        assert wait_until(lambda: Roster(home).view().endpoint_limits.get("sim") == want and all(
-            json.loads(home.file("gateway.json").read_text()).get(k) == v
-            for k, v in gateway.items())), "the edit never reached the other instance"
+        assert wait_until(
+            lambda: (
+                Roster(home).view().endpoint_limits.get("sim") == want
+                and all(
+                    json.loads(home.file("gateway.json").read_text()).get(k) == v
+                    for k, v in gateway.items()
+                )
+            )
+        ), "the edit never reached the other instance"
 
 
 @pytest.fixture()
@@ -77,6 +88,7 @@ def instances(tmp_path, pg_url):
         for home in homes:
             made.append(Admission.of_home(home, **kw))
         return homes, made[-n:]
+
     yield make
     for a in made:
         a.close()
@@ -91,6 +103,7 @@ def run_all(target, args_list):
             target(*args)
         except BaseException as exc:
             errors[i] = exc
+
     threads = [threading.Thread(target=one, args=(i, a)) for i, a in enumerate(args_list)]
     for t in threads:
         t.start()
@@ -115,7 +128,7 @@ def test_max_concurrent_holds_across_instances(instances):
     homes, (a, b) = instances(2)
     limit(homes, max_concurrent=2)
     with a.slot("ep", "m", wait=0), b.slot("ep", "n", wait=0):
-        for admission in (a, b):   # the two slots are the endpoint's, whoever holds them
+        for admission in (a, b):  # the two slots are the endpoint's, whoever holds them
             assert not admission.has_room("ep", "m")
             with pytest.raises(AtLimit) as refused:
                 with admission.slot("ep", "m", wait=0):
@@ -137,7 +150,7 @@ def test_many_callers_on_three_instances_never_exceed_the_slots(instances):
             with lock:
                 seen["running"] += 1
                 seen["peak"] = max(seen["peak"], seen["running"])
-            threading.Event().wait(0.02)   # the "model call" holding the slot
+            threading.Event().wait(0.02)  # the "model call" holding the slot
             with lock:
                 seen["running"] -= 1
                 seen["done"].append(tag)
@@ -183,7 +196,7 @@ def test_a_pause_learned_on_one_instance_holds_the_others(instances):
             pass
     assert "paused for" in refused.value.message and "429 from upstream" in refused.value.message
     assert b.status("endpoint", "ep")["paused"]["why"] == "429 from upstream"
-    assert a.pause("ep", 1, "shorter")   # never shortens the pause under way
+    assert a.pause("ep", 1, "shorter")  # never shortens the pause under way
     assert b.status("endpoint", "ep")["paused"]["why"] == "429 from upstream"
     assert b.resume("ep") and not a.resume("ep")
     with a.slot("ep", "m", wait=0):
@@ -195,8 +208,13 @@ def run_worker(*args, lease=None):
     env = dict(os.environ)
     if lease is not None:
         env["PANELIST_LEASE_SECONDS"] = str(lease)
-    return subprocess.Popen([sys.executable, str(WORKER), *map(str, args)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *map(str, args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def test_a_killed_instance_gives_its_slot_back(instances, pg_url, tmp_path):
@@ -228,13 +246,15 @@ def test_an_unreachable_database_admits_nothing_then_recovers(instances, pg_clus
     pg_cluster.stop()
     try:
         assert not a.has_room("ep", "m")
-        with pytest.raises(AtLimit) as down:   # what a seat reports: kind at_limit
+        with pytest.raises(AtLimit) as down:  # what a seat reports: kind at_limit
             with a.slot("ep", "m", wait=0):
                 pass
-        assert down.value.message.startswith("endpoint 'ep' admits no call while its limits "
-                                             "cannot be counted: the database is unreachable")
+        assert down.value.message.startswith(
+            "endpoint 'ep' admits no call while its limits "
+            "cannot be counted: the database is unreachable"
+        )
         assert down.value.headers["Retry-After"] == "2"
-        assert a.pause("ep", 5, "429") is False   # not recorded, and nothing is admitted anyway
+        assert a.pause("ep", 5, "429") is False  # not recorded, and nothing is admitted anyway
     finally:
         pg_cluster.start()
     with a.slot("ep", "m", wait=PATIENCE):
@@ -254,17 +274,21 @@ def counters(pg_url):
 def test_rate_counts_on_the_database_judge_as_the_files_do(counters, tmp_path):
     files = RateCounter(tmp_path / "rate")
     try:
-        base = 1_800_000_000 // 60 * 60   # a minute's start
-        moments = [base + 10 + i for i in range(6)] + [base + 60 + 5, base + 60 + 6,
-                                                      base + 60 + 50, base + 60 + 51,
-                                                      base + 300]
+        base = 1_800_000_000 // 60 * 60  # a minute's start
+        moments = [base + 10 + i for i in range(6)] + [
+            base + 60 + 5,
+            base + 60 + 6,
+            base + 60 + 50,
+            base + 60 + 51,
+            base + 300,
+        ]
         db = [counters[i % 2].admit("app", 4, now=t) for i, t in enumerate(moments)]
         ref = [files.admit("app", 4, now=t) for t in moments]
     finally:
         files.close()
     assert [w is None for w in db] == [w is None for w in ref]
     assert [w is None for w in db][:6] == [True] * 4 + [False] * 2
-    assert db == pytest.approx(ref)   # the same Retry-After too
+    assert db == pytest.approx(ref)  # the same Retry-After too
 
 
 def test_a_key_rpm_holds_across_instances_under_concurrency(counters):
@@ -305,21 +329,27 @@ def gateways(tmp_path, sim, pg_url):
         for home in homes:
             made.append(Gateway(make_gateway(home, env=dict(env or {}))))
         return made[0], made[1], homes[0], homes[1]
+
     yield make
     for gw in made:
         gw.close()
 
 
 def test_two_gateways_never_send_more_at_once_than_the_endpoint_takes(gateways, sim):
-    for alias in TEST_MODELS:   # calls that last, so that they overlap
+    for alias in TEST_MODELS:  # calls that last, so that they overlap
         sim.script(alias, latency=0.05)
     a, b, home_a, home_b = gateways()
     configure([home_a, home_b], {"max_concurrent": 2})
     results, lock = [], threading.Lock()
 
     def client(gw, i):
-        status, body, _ = gw.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
-            {"role": "user", "content": f"Review #{i}: x = 1"}]})
+        status, body, _ = gw.post(
+            "/v1/chat/completions",
+            {
+                "model": "bench/trio",
+                "messages": [{"role": "user", "content": f"Review #{i}: x = 1"}],
+            },
+        )
         with lock:
             results.append((status, [s["status"] for s in body["bench"]["seats"]]))
 
@@ -371,11 +401,15 @@ def test_two_gateways_send_no_more_a_minute_than_the_endpoint_takes(gateways, si
     configure([home_a, home_b], {"rpm": 3}, seat_timeout=2)
     statuses, errors = [], []
     for i, gw in enumerate((a, b, a, b)):
-        status, body, headers = gw.post("/v1/chat/completions", {"model": "bench/trio",
-                                                                  "messages": [
-            {"role": "user", "content": f"Review #{i}: x = 1"}]})
+        status, body, headers = gw.post(
+            "/v1/chat/completions",
+            {
+                "model": "bench/trio",
+                "messages": [{"role": "user", "content": f"Review #{i}: x = 1"}],
+            },
+        )
         statuses.append(status)
-        if status == 503:   # every seat at the endpoint's limit: the caller is told when
+        if status == 503:  # every seat at the endpoint's limit: the caller is told when
             assert body["error"]["code"] == "all_seats_at_limit"
             assert int(headers["Retry-After"]) >= 1
         seats = body["bench"]["seats"] if status == 200 else body["error"]["seats"]
@@ -385,5 +419,7 @@ def test_two_gateways_send_no_more_a_minute_than_the_endpoint_takes(gateways, si
     # none of its seats found room)
     assert len(sim.requests) == 3
     assert statuses[0] == 200 and set(statuses) <= {200, 503}
-    assert errors and all(e.startswith("at_limit: endpoint 'sim' is at its limit of 3 call(s) "
-                                       "a minute") for e in errors), errors
+    assert errors and all(
+        e.startswith("at_limit: endpoint 'sim' is at its limit of 3 call(s) a minute")
+        for e in errors
+    ), errors

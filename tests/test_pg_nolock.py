@@ -15,18 +15,28 @@ from panelist.metrics.ledger.samples import DatabaseSamples
 from panelist.metrics.store import pgschema
 from test_pg_gateway import ask, make_home
 
-HELD = "SET lock_timeout = '3s'"   # the old schema's lock would make the test fail, not hang
+HELD = "SET lock_timeout = '3s'"  # the old schema's lock would make the test fail, not hang
 
 
 def raw(url):
     """A connection of the test's own (the driver is imported once a cluster is there)."""
     import psycopg
+
     return psycopg.connect(url, autocommit=True)
 
 
 def seat_line(ledger, pid, alias):
-    return ledger.seat_record({"call": f"{pid}.{alias}", "alias": alias, "shape": "code",
-                               "status": "ok", "panel": pid, "seconds": 0.5, "key": "local"})
+    return ledger.seat_record(
+        {
+            "call": f"{pid}.{alias}",
+            "alias": alias,
+            "shape": "code",
+            "status": "ok",
+            "panel": pid,
+            "seconds": 0.5,
+            "key": "local",
+        }
+    )
 
 
 def open_write(url, records):
@@ -51,34 +61,38 @@ def test_an_open_write_holds_up_no_other_instance(tmp_path, sim, pg_url):
                 status, verdict, _ = b.post("/bench/verdict", {"call": call, "useful": True})
                 assert status == 200 and verdict["written"], verdict
                 with raw(pg_url) as conn:
-                    stored = conn.execute("SELECT count(*) FROM panels WHERE panel = %s",
-                                          (panel,)).fetchone()[0]
-                    judged = conn.execute("SELECT count(*) FROM verdicts WHERE call = %s",
-                                          (call,)).fetchone()[0]
+                    stored = conn.execute(
+                        "SELECT count(*) FROM panels WHERE panel = %s", (panel,)
+                    ).fetchone()[0]
+                    judged = conn.execute(
+                        "SELECT count(*) FROM verdicts WHERE call = %s", (call,)
+                    ).fetchone()[0]
                 assert (stored, judged) == (1, 1)
         finally:
             held.execute("ROLLBACK")
             held.close()
 
 
-@pytest.mark.parametrize("batch", [1, 5000])   # one row a read, or all of them
-def test_a_row_committed_after_a_later_one_is_followed_once(tmp_path, pg_url, monkeypatch,
-                                                            batch):
+@pytest.mark.parametrize("batch", [1, 5000])  # one row a read, or all of them
+def test_a_row_committed_after_a_later_one_is_followed_once(tmp_path, pg_url, monkeypatch, batch):
     monkeypatch.setattr(pglogs, "BATCH", batch)
-    with Ledger(tmp_path / "writer", database=pg_url) as writer, \
-            Ledger(tmp_path / "follower", database=pg_url) as follower:
+    with (
+        Ledger(tmp_path / "writer", database=pg_url) as writer,
+        Ledger(tmp_path / "follower", database=pg_url) as follower,
+    ):
         pid = writer.new_panel()
         for n in range(3):
             writer.record_seat_lines([seat_line(writer, f"{pid}x{n}", "before")])
         reader = follower.evidence_after(0)
         assert [r["alias"] for _, r in reader.read()] == ["before"] * 3
-        first = open_write(pg_url, [seat_line(writer, pid, "early")])    # the lower id
+        first = open_write(pg_url, [seat_line(writer, pid, "early")])  # the lower id
         try:
-            second = open_write(pg_url, [seat_line(writer, pid, "late"),
-                                         seat_line(writer, pid, "later")])
+            second = open_write(
+                pg_url, [seat_line(writer, pid, "late"), seat_line(writer, pid, "later")]
+            )
             second.execute("COMMIT")
             second.close()
-            assert [r["alias"] for _, r in reader.read()] == []   # the earlier one is open
+            assert [r["alias"] for _, r in reader.read()] == []  # the earlier one is open
             follower.catch_up()
             assert set(follower.model_stats("code")) == {"before", "late", "later"}
             first.execute("COMMIT")
@@ -87,8 +101,12 @@ def test_a_row_committed_after_a_later_one_is_followed_once(tmp_path, pg_url, mo
         follower.catch_up()
         follower.catch_up()
         stats = follower.model_stats("code")
-        assert {a: s["seats"] for a, s in stats.items()} == \
-            {"before": 3, "early": 1, "late": 1, "later": 1}
+        assert {a: s["seats"] for a, s in stats.items()} == {
+            "before": 3,
+            "early": 1,
+            "late": 1,
+            "later": 1,
+        }
         read = [(pos, r["alias"]) for pos, r in reader.read()]
         assert [a for _, a in read] == ["early", "late", "later"]
         assert read[0][0] < read[1][0] < read[2][0]
@@ -96,8 +114,12 @@ def test_a_row_committed_after_a_later_one_is_followed_once(tmp_path, pg_url, mo
     # a restart from the follower's snapshot folds neither again
     with Ledger(tmp_path / "follower", database=pg_url) as again:
         assert again.from_snapshot and again.replayed == 0
-        assert {a: s["seats"] for a, s in again.model_stats("code").items()} == \
-            {"before": 3, "early": 1, "late": 1, "later": 1}
+        assert {a: s["seats"] for a, s in again.model_stats("code").items()} == {
+            "before": 3,
+            "early": 1,
+            "late": 1,
+            "later": 1,
+        }
 
 
 def test_a_sample_committed_late_is_read_once(pg_url):
@@ -109,9 +131,10 @@ def test_a_sample_committed_late_is_read_once(pg_url):
         try:
             late.execute(HELD)
             late.execute("BEGIN")
-            late.execute("INSERT INTO suite_samples (record) VALUES ('{\"kind\": \"sample\", "
-                         "\"n\": 1}')")
-            samples.append({"kind": "sample", "n": 2})   # not held up by the open insert
+            late.execute(
+                'INSERT INTO suite_samples (record) VALUES (\'{"kind": "sample", "n": 1}\')'
+            )
+            samples.append({"kind": "sample", "n": 2})  # not held up by the open insert
             stamp = samples.stamp()
             assert [r["n"] for _, r in tail.read()] == []
             late.execute("COMMIT")
@@ -125,8 +148,10 @@ def test_a_sample_committed_late_is_read_once(pg_url):
 def old_schema(url) -> None:
     """A database as versions 1 to 5 left it."""
     with raw(url) as conn:
-        conn.execute("CREATE TABLE panelist_schema (version int PRIMARY KEY, "
-                     "applied timestamptz NOT NULL DEFAULT now())")
+        conn.execute(
+            "CREATE TABLE panelist_schema (version int PRIMARY KEY, "
+            "applied timestamptz NOT NULL DEFAULT now())"
+        )
         for version, statements in pgschema.MIGRATIONS:
             if version > 5:
                 break
@@ -142,10 +167,13 @@ def test_a_database_of_the_locked_schema_is_upgraded_in_place(tmp_path, pg_url):
         old = [seat_line(lines, f"p20260101-{i}", "old") for i in range(3)]
     with raw(pg_url) as conn:
         conn.execute("SELECT panelist_append(%s::jsonb)", (to_json(old),))
-        conn.execute("INSERT INTO suite_samples (record) VALUES ('{\"kind\": \"sample\"}')")
-    with Ledger(tmp_path / "a", database=pg_url) as a:   # opening migrates
+        conn.execute('INSERT INTO suite_samples (record) VALUES (\'{"kind": "sample"}\')')
+    with Ledger(tmp_path / "a", database=pg_url) as a:  # opening migrates
         with raw(pg_url) as conn:
-            assert conn.execute("SELECT max(version) FROM panelist_schema").fetchone()[0] == pgschema.VERSION
+            assert (
+                conn.execute("SELECT max(version) FROM panelist_schema").fetchone()[0]
+                == pgschema.VERSION
+            )
         assert {k: s["seats"] for k, s in a.model_stats("code").items()} == {"old": 3}
         # the old global lock, held elsewhere, no longer holds up a write
         blocker = raw(pg_url)
@@ -153,10 +181,23 @@ def test_a_database_of_the_locked_schema_is_upgraded_in_place(tmp_path, pg_url):
             blocker.execute("BEGIN")
             blocker.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK,))
             pid = a.new_panel()
-            a.record_seat({"call": f"{pid}.new", "alias": "new", "shape": "code",
-                           "status": "ok", "panel": pid, "seconds": 1.0})
-            a.record_panel({"panel": pid, "shape": "code", "seats": [
-                {"call": f"{pid}.new", "alias": "new", "status": "ok"}]})
+            a.record_seat(
+                {
+                    "call": f"{pid}.new",
+                    "alias": "new",
+                    "shape": "code",
+                    "status": "ok",
+                    "panel": pid,
+                    "seconds": 1.0,
+                }
+            )
+            a.record_panel(
+                {
+                    "panel": pid,
+                    "shape": "code",
+                    "seats": [{"call": f"{pid}.new", "alias": "new", "status": "ok"}],
+                }
+            )
         finally:
             blocker.close()
         a.catch_up()
@@ -166,7 +207,8 @@ def test_a_database_of_the_locked_schema_is_upgraded_in_place(tmp_path, pg_url):
 
 
 def test_a_panel_write_past_its_bound_is_a_503_that_leaves_nothing_half_written(
-        tmp_path, pg_url, monkeypatch):
+    tmp_path, pg_url, monkeypatch
+):
     """A panel write that cannot finish in its bound (here a row lock on its seq, another
     writer's open insert, outlasts the lock bound at every try) is refused whole, and kept: it
     lands whole, once, when the way is clear."""
@@ -178,22 +220,37 @@ def test_a_panel_write_past_its_bound_is_a_503_that_leaves_nothing_half_written(
         other = raw(pg_url)
         try:
             other.execute("BEGIN")
-            other.execute("INSERT INTO panels (seq, panel, record) VALUES (%s, %s, '{}')",
-                          (seq, pid))
+            other.execute(
+                "INSERT INTO panels (seq, panel, record) VALUES (%s, %s, '{}')", (seq, pid)
+            )
             with pytest.raises(DatabaseUnreachable) as caught:
-                a.record_panel({"panel": pid, "shape": "code", "seats": []},
-                               evidence=[seat_line(a, pid, "lost")])
+                a.record_panel(
+                    {"panel": pid, "shape": "code", "seats": []},
+                    evidence=[seat_line(a, pid, "lost")],
+                )
             assert f"GET /bench/panels/{pid}" in caught.value.message
             with raw(pg_url) as conn:
-                assert conn.execute("SELECT count(*) FROM evidence WHERE panel = %s",
-                                    (pid,)).fetchone()[0] == 0
+                assert (
+                    conn.execute(
+                        "SELECT count(*) FROM evidence WHERE panel = %s", (pid,)
+                    ).fetchone()[0]
+                    == 0
+                )
         finally:
             other.close()
-        assert a.panel(pid)["seats"] == []   # kept on this instance meanwhile
-        a.record_seat({"call": "x", "alias": "other", "shape": "code", "status": "ok",
-                       "panel": pid})   # any write sends what was kept first
+        assert a.panel(pid)["seats"] == []  # kept on this instance meanwhile
+        a.record_seat(
+            {"call": "x", "alias": "other", "shape": "code", "status": "ok", "panel": pid}
+        )  # any write sends what was kept first
         with raw(pg_url) as conn:
-            assert conn.execute("SELECT count(*) FROM panels WHERE panel = %s",
-                                (pid,)).fetchone()[0] == 1
-            assert conn.execute("SELECT count(*) FROM evidence WHERE panel = %s AND "
-                                "record->>'alias' = 'lost'", (pid,)).fetchone()[0] == 1
+            assert (
+                conn.execute("SELECT count(*) FROM panels WHERE panel = %s", (pid,)).fetchone()[0]
+                == 1
+            )
+            assert (
+                conn.execute(
+                    "SELECT count(*) FROM evidence WHERE panel = %s AND record->>'alias' = 'lost'",
+                    (pid,),
+                ).fetchone()[0]
+                == 1
+            )

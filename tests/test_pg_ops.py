@@ -16,14 +16,19 @@ from panelist.metrics.store.pgbounds import Bounds
 from test_pg_gateway import make_home
 
 
-
 def ask(gw):
-    return gw.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
-        {"role": "user", "content": "Review: def add(a, b): return a - b"}]})
+    return gw.post(
+        "/v1/chat/completions",
+        {
+            "model": "bench/trio",
+            "messages": [{"role": "user", "content": "Review: def add(a, b): return a - b"}],
+        },
+    )
 
 
 def test_an_instance_starts_without_its_database_and_serves_once_it_is_back(
-        tmp_path, sim, pg_cluster, pg_url):
+    tmp_path, sim, pg_cluster, pg_url
+):
     home = make_home(tmp_path / "a", sim, pg_url)
     pg_cluster.stop()
     try:
@@ -59,6 +64,7 @@ def test_an_instance_starts_without_its_database_and_serves_once_it_is_back(
 
 def test_a_keys_rpm_holds_on_three_instances_while_connections_are_cut(tmp_path, sim, pg_url):
     from panelist.metrics.server.keys import Keys
+
     homes = [make_home(tmp_path / f"host{i}", sim, pg_url) for i in range(3)]
     gws = []
     try:
@@ -75,9 +81,11 @@ def test_a_keys_rpm_holds_on_three_instances_while_connections_are_cut(tmp_path,
         cutting = threading.Lock()
 
         def cut_every_connection():
-            with cutting:   # one cut at a time, so no cut ends the cutter's own connection
-                cutter.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                               "datname = current_database() AND pid <> pg_backend_pid()")
+            with cutting:  # one cut at a time, so no cut ends the cutter's own connection
+                cutter.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                    "datname = current_database() AND pid <> pg_backend_pid()"
+                )
 
         def client(gw):
             for _ in range(6):
@@ -85,7 +93,7 @@ def test_a_keys_rpm_holds_on_three_instances_while_connections_are_cut(tmp_path,
                 with lock:
                     answers.append((status, headers.get("Retry-After")))
                     cut = len(answers) % 4 == 0
-                if cut:   # every fourth answer, every instance loses its connections
+                if cut:  # every fourth answer, every instance loses its connections
                     cut_every_connection()
 
         threads = [threading.Thread(target=client, args=(gw,)) for gw in gws for _ in range(3)]
@@ -129,8 +137,9 @@ def test_the_pool_caps_connections_in_use_and_the_next_use_gets_a_503(pg_url):
             db.execute("SELECT 1")
         assert "connections of this instance stayed busy" in refused.value.message
         assert refused.value.headers["Retry-After"]
-        opened = watcher.execute("SELECT count(*) FROM pg_stat_activity "
-                                 "WHERE application_name = 'test-pool'")[0][0]
+        opened = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'test-pool'"
+        )[0][0]
         assert opened == 2
     finally:
         release.set()
@@ -147,9 +156,11 @@ def test_the_pool_caps_connections_in_use_and_the_next_use_gets_a_503(pg_url):
     watcher.close()
 
 
-def test_metrics_count_database_errors_and_answer_while_it_is_down(tmp_path, sim, pg_cluster,
-                                                                    pg_url):
+def test_metrics_count_database_errors_and_answer_while_it_is_down(
+    tmp_path, sim, pg_cluster, pg_url
+):
     from prometheus_client.parser import text_string_to_metric_families
+
     home = make_home(tmp_path / "a", sim, pg_url)
 
     def scrape(gw):
@@ -158,8 +169,11 @@ def test_metrics_count_database_errors_and_answer_while_it_is_down(tmp_path, sim
         return {f.name: f for f in text_string_to_metric_families(text)}
 
     def value(fams, family, name, **labels):
-        (found,) = [s.value for s in fams[family].samples if s.name == name and
-                    all(s.labels.get(k) == v for k, v in labels.items())]
+        (found,) = [
+            s.value
+            for s in fams[family].samples
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+        ]
         return found
 
     with Gateway(make_gateway(home, env={})) as gw:
@@ -168,8 +182,15 @@ def test_metrics_count_database_errors_and_answer_while_it_is_down(tmp_path, sim
         fams = scrape(gw)
         assert value(fams, "panelist_db_uses", "panelist_db_uses_total") > 0
         assert value(fams, "panelist_db_seconds", "panelist_db_seconds_total") > 0
-        assert value(fams, "panelist_admission_refusals", "panelist_admission_refusals_total",
-                     model="fast") == 0
+        assert (
+            value(
+                fams,
+                "panelist_admission_refusals",
+                "panelist_admission_refusals_total",
+                model="fast",
+            )
+            == 0
+        )
         before = value(fams, "panelist_db_errors", "panelist_db_errors_total", kind="unreachable")
         pg_cluster.stop()
         try:
@@ -177,22 +198,27 @@ def test_metrics_count_database_errors_and_answer_while_it_is_down(tmp_path, sim
             fams = scrape(gw)
         finally:
             pg_cluster.start()
-        assert value(fams, "panelist_db_errors", "panelist_db_errors_total",
-                     kind="unreachable") > before
-        assert "panelist_seats" not in fams   # the ledger's figures wait for the database
+        assert (
+            value(fams, "panelist_db_errors", "panelist_db_errors_total", kind="unreachable")
+            > before
+        )
+        assert "panelist_seats" not in fams  # the ledger's figures wait for the database
         assert value(fams, "panelist_worker_info", "panelist_worker_info") == 1
 
 
 def _text(gw, path):
     import urllib.request
+
     with urllib.request.urlopen(gw.url + path, timeout=30) as resp:
         return resp.status, resp.read().decode()
 
 
-def test_a_dashboard_starts_without_its_database_and_serves_its_pages(tmp_path, sim,
-                                                                      pg_cluster, pg_url):
+def test_a_dashboard_starts_without_its_database_and_serves_its_pages(
+    tmp_path, sim, pg_cluster, pg_url
+):
     import urllib.request
     from panelist.serve import make_dashboard
+
     home = make_home(tmp_path / "a", sim, pg_url)
     pg_cluster.stop()
     try:
@@ -200,8 +226,9 @@ def test_a_dashboard_starts_without_its_database_and_serves_its_pages(tmp_path, 
             with urllib.request.urlopen(dash.url + "/", timeout=30) as resp:
                 assert resp.status == 200 and b"<html" in resp.read().lower()
             assert dash.get("/ready")[0] == 503
-            status, body, headers = dash.post("/api/collections", {
-                "name": "offline", "members": ["fast", "mid"]})
+            status, body, headers = dash.post(
+                "/api/collections", {"name": "offline", "members": ["fast", "mid"]}
+            )
             assert status == 503 and headers["Retry-After"], body
             assert "offline" not in Collections(home).all()
     finally:

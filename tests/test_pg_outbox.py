@@ -14,12 +14,15 @@ from test_pg_gateway import count, make_home
 
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: y = 2"}]}
 # the instance's panel write, waiting at the test's lock on the panels table
-WAITING = ("SELECT pid FROM pg_stat_activity WHERE datname = %s "
-           "AND wait_event_type = 'Lock' AND query LIKE '%%panelist_put_panels%%'")
+WAITING = (
+    "SELECT pid FROM pg_stat_activity WHERE datname = %s "
+    "AND wait_event_type = 'Lock' AND query LIKE '%%panelist_put_panels%%'"
+)
 
 
 def raw(url):
     import psycopg
+
     return psycopg.connect(url, autocommit=True)
 
 
@@ -32,13 +35,14 @@ class Blocker:
         self.conn.execute("BEGIN")
         self.conn.execute("LOCK TABLE panels IN SHARE MODE")
         self.name = url.rsplit("/", 1)[1]
-        self.admin = raw(url.rsplit("/", 1)[0] + "/postgres")   # another database: it stays
+        self.admin = raw(url.rsplit("/", 1)[0] + "/postgres")  # another database: it stays
 
     def waiting(self) -> list[int]:
         """The connections whose panel write waits on the lock, once there is one."""
         found = []
-        assert wait_until(lambda: found.extend(
-            r[0] for r in self.admin.execute(WAITING, (self.name,))) or found)
+        assert wait_until(
+            lambda: found.extend(r[0] for r in self.admin.execute(WAITING, (self.name,))) or found
+        )
         return found
 
     def cut(self, pids) -> None:
@@ -69,9 +73,13 @@ def in_thread(call):
 
 def stored(url, panel) -> tuple[int, int]:
     """(panel rows, seat rows) of ``panel`` in the database."""
-    return (count(url, f"SELECT count(*) FROM panels WHERE panel = '{panel}'"),
-            count(url, "SELECT count(*) FROM evidence WHERE record->>'kind' = 'seat' "
-                       f"AND panel = '{panel}'"))
+    return (
+        count(url, f"SELECT count(*) FROM panels WHERE panel = '{panel}'"),
+        count(
+            url,
+            f"SELECT count(*) FROM evidence WHERE record->>'kind' = 'seat' AND panel = '{panel}'",
+        ),
+    )
 
 
 def test_a_connection_cut_at_the_panel_write_still_answers_200(tmp_path, sim, pg_url):
@@ -93,26 +101,33 @@ def test_a_connection_cut_at_the_panel_write_still_answers_200(tmp_path, sim, pg
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_panel_the_database_cannot_take_is_kept_named_and_stored_once_later(
-        tmp_path, sim, pg_url, monkeypatch, streamed):
-    monkeypatch.setenv("PANELIST_DB_STATEMENT_TIMEOUT", "1")   # the write's retries: 1 s
+    tmp_path, sim, pg_url, monkeypatch, streamed
+):
+    monkeypatch.setenv("PANELIST_DB_STATEMENT_TIMEOUT", "1")  # the write's retries: 1 s
     home = make_home(tmp_path / "a", sim, pg_url)
     with Gateway(make_gateway(home, env={})) as gw:
         blocker = Blocker(pg_url)
         try:
-            ask = (lambda: raw_stream(gw, ASK)) if streamed else \
-                (lambda: gw.post("/v1/chat/completions", ASK))
+            ask = (
+                (lambda: raw_stream(gw, ASK))
+                if streamed
+                else (lambda: gw.post("/v1/chat/completions", ASK))
+            )
             thread, box = in_thread(ask)
             writes = blocker.waiting()
-            blocker.refuse(True)   # new connections only: the write is waiting already
+            blocker.refuse(True)  # new connections only: the write is waiting already
             blocker.cut(writes)
             blocker.release()
             thread.join(PATIENCE)
             if streamed:
                 head, data = box["result"]
                 assert head.startswith("HTTP/1.1 200")
-                events = [json.loads(line[6:]) for line in data.decode().splitlines()
-                          if line.startswith("data: {")]
-                panel = events[0]["id"][len("chatcmpl-"):]
+                events = [
+                    json.loads(line[6:])
+                    for line in data.decode().splitlines()
+                    if line.startswith("data: {")
+                ]
+                panel = events[0]["id"][len("chatcmpl-") :]
                 message = events[-1]["error"]["message"]
             else:
                 status, body, headers = box["result"]
@@ -132,7 +147,7 @@ def test_a_panel_the_database_cannot_take_is_kept_named_and_stored_once_later(
             blocker.refuse(False)
         finally:
             blocker.close()
-        assert stored(pg_url, panel)[0] == 0   # its seats' own rows went in as they ended
+        assert stored(pg_url, panel)[0] == 0  # its seats' own rows went in as they ended
         # the next panel's write sends the kept one first
         status, body, _ = gw.post("/v1/chat/completions", ASK)
         assert status == 200, body

@@ -28,10 +28,10 @@ def test_a_race_run_on_one_host_is_listed_and_read_on_the_other(tmp_path, sim, p
     homes = [make_home(tmp_path / name, sim, pg_url) for name in ("a", "b")]
     for home in homes:
         graded(home)
-    with Gateway(make_gateway(homes[0], env={})) as a, \
-            Gateway(make_gateway(homes[1], env={})) as b:
-        status, started, _ = a.post("/bench/race", {"grade": "general", "runs": 1,
-                                                    "prompt": "Review: def f(): return 1"})
+    with Gateway(make_gateway(homes[0], env={})) as a, Gateway(make_gateway(homes[1], env={})) as b:
+        status, started, _ = a.post(
+            "/bench/race", {"grade": "general", "runs": 1, "prompt": "Review: def f(): return 1"}
+        )
         assert status == 202, started
         race = started["race"]
         # B knows of it while it runs (or once it ended), with nothing in its own folder
@@ -53,23 +53,36 @@ def test_a_race_run_on_one_host_is_listed_and_read_on_the_other(tmp_path, sim, p
     # every call A logged in its race folder is in the database too
     calls_a = list(jsonl.Tail(homes[0].races / race / "calls.jsonl").read())
     assert calls_a and written[f"races/{race}"]["records"] == len(calls_a)
-    exported = jsonwire.loads((tmp_path / "exported" / "runs" / "races" / f"{race}.json")
-                              .read_bytes())
+    exported = jsonwire.loads(
+        (tmp_path / "exported" / "runs" / "races" / f"{race}.json").read_bytes()
+    )
     assert exported == on_a["report"]
 
 
-def test_suite_samples_written_by_one_host_count_on_the_other(tmp_path, sim, pg_url, capsys,
-                                                              monkeypatch):
+def test_suite_samples_written_by_one_host_count_on_the_other(
+    tmp_path, sim, pg_url, capsys, monkeypatch
+):
     homes = [make_home(tmp_path / name, sim, pg_url) for name in ("a", "b")]
     monkeypatch.setenv("PANELIST_DATABASE_URL", pg_url)
     evidence_b = SuiteEvidence.of_home(homes[1])
     try:
         assert evidence_b.record() == {}
-        code = main(["suite", "run", "--model", "fast", "--model", "mid",
-                     *[a for t in TASKS for a in ("--task", t)], "--data", str(homes[0].root)])
+        code = main(
+            [
+                "suite",
+                "run",
+                "--model",
+                "fast",
+                "--model",
+                "mid",
+                *[a for t in TASKS for a in ("--task", t)],
+                "--data",
+                str(homes[0].root),
+            ]
+        )
         out, err = capsys.readouterr()
         assert code == 0, (out, err)
-        assert not homes[0].suite_samples.exists()   # in the database, not A's folder
+        assert not homes[0].suite_samples.exists()  # in the database, not A's folder
         on_a, on_b = report.load(homes[0]), report.load(homes[1])
         assert [m["model"] for m in on_b["models"]] == ["fast", "mid"]
         assert [m["samples"] for m in on_b["models"]] == [2, 2]
@@ -81,8 +94,19 @@ def test_suite_samples_written_by_one_host_count_on_the_other(tmp_path, sim, pg_
         assert pairs_of(evidence_b.patterns()) == evidence_b.pairs()
         assert sum(evidence_b.patterns().values()) <= len(TASKS)
         # a rerun on B skips what A asked
-        code = main(["suite", "run", "--model", "fast", "--task", TASKS[0], "--json",
-                     "--data", str(homes[1].root)])
+        code = main(
+            [
+                "suite",
+                "run",
+                "--model",
+                "fast",
+                "--task",
+                TASKS[0],
+                "--json",
+                "--data",
+                str(homes[1].root),
+            ]
+        )
         out, err = capsys.readouterr()
         assert code == 0, (out, err)
         assert '"skipped": 1' in out and '"asked": 0' in out, out
@@ -99,11 +123,12 @@ def test_suite_samples_written_by_one_host_count_on_the_other(tmp_path, sim, pg_
 
 
 def test_a_folders_races_imported_are_read_from_the_database(tmp_path, sim, pg_url, capsys):
-    alone = make_home(tmp_path / "alone", sim, None)   # no database: the race stays in files
+    alone = make_home(tmp_path / "alone", sim, None)  # no database: the race stays in files
     graded(alone)
     with Gateway(make_gateway(alone, env={})) as gw:
-        status, started, _ = gw.post("/bench/race", {"grade": "general", "runs": 1,
-                                                     "prompt": "Review: def g(): return 2"})
+        status, started, _ = gw.post(
+            "/bench/race", {"grade": "general", "runs": 1, "prompt": "Review: def g(): return 2"}
+        )
         assert status == 202, started
         race = started["race"]
         assert wait_until(lambda: gw.get(f"/bench/race/{race}")[1]["status"] == "done")

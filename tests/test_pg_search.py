@@ -16,12 +16,19 @@ def found(dash, query: str):
 
 
 def test_filters_find_panels_another_instance_wrote(tmp_path, sim, pg_url):
-    with Gateway(make_gateway(make_home(tmp_path / "a", sim, pg_url), env={})) as a, \
-            Gateway(make_dashboard(make_home(tmp_path / "b", sim, pg_url), env={})) as b:
+    with (
+        Gateway(make_gateway(make_home(tmp_path / "a", sim, pg_url), env={})) as a,
+        Gateway(make_dashboard(make_home(tmp_path / "b", sim, pg_url), env={})) as b,
+    ):
         panels = {}
         for word in ("scheduler", "parser", "cache"):
-            status, body, _ = a.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
-                {"role": "user", "content": f"Review the {word} change"}]})
+            status, body, _ = a.post(
+                "/v1/chat/completions",
+                {
+                    "model": "bench/trio",
+                    "messages": [{"role": "user", "content": f"Review the {word} change"}],
+                },
+            )
             assert status == 200
             panels[word] = body["bench"]
         assert wait_until(lambda: found(b, "q=parser") == [panels["parser"]["panel"]])
@@ -35,7 +42,12 @@ def test_filters_find_panels_another_instance_wrote(tmp_path, sim, pg_url):
         want = [panels[w]["panel"] for w in ("cache", "scheduler")]
         assert wait_until(lambda: found(b, "status=owed") == want)
         # a panel written while B follows is found too
-        status, body, _ = a.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
-            {"role": "user", "content": "Review the lexer change"}]})
+        status, body, _ = a.post(
+            "/v1/chat/completions",
+            {
+                "model": "bench/trio",
+                "messages": [{"role": "user", "content": "Review the lexer change"}],
+            },
+        )
         assert status == 200
         assert wait_until(lambda: found(b, "q=lexer") == [body["bench"]["panel"]])

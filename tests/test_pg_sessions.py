@@ -35,8 +35,7 @@ class Dashboard:
 
 @pytest.fixture()
 def two(tmp_path, pg_url):
-    made = [make_dashboard(open_home(tmp_path / n, database=pg_url), env=ENV)
-            for n in ("a", "b")]
+    made = [make_dashboard(open_home(tmp_path / n, database=pg_url), env=ENV) for n in ("a", "b")]
     try:
         yield [Dashboard(server) for server in made]
     finally:
@@ -52,6 +51,7 @@ def login(dash) -> str:
 
 def rows(url) -> list[tuple]:
     import psycopg
+
     with psycopg.connect(url, autocommit=True) as conn:
         return conn.execute("SELECT digest, made, until FROM dashboard_sessions").fetchall()
 
@@ -68,8 +68,11 @@ def test_a_login_on_one_instance_opens_the_other_and_a_logout_ends_it_on_both(tw
     sid = cookie.split("=", 1)[1]
     [(digest, _, _)] = rows(pg_url)
     assert bytes(digest) == hashlib.sha256(sid.encode()).digest()
-    assert sid.encode() not in b"".join(bytes(c) if isinstance(c, (bytes, memoryview)) else
-                                        str(c).encode() for row in rows(pg_url) for c in row)
+    assert sid.encode() not in b"".join(
+        bytes(c) if isinstance(c, (bytes, memoryview)) else str(c).encode()
+        for row in rows(pg_url)
+        for c in row
+    )
     status, body, headers = b.post("/api/logout", headers={"Cookie": cookie})
     assert status == 200 and "Max-Age=0" in headers["Set-Cookie"]
     for dash in (a, b):
@@ -99,7 +102,7 @@ def test_an_expired_session_is_refused_on_every_instance(pg_url):
         ends = tables[1].ends(hashlib.sha256(sid.encode()).digest())
         assert ends is None or ends - time.monotonic() <= 0.5
         assert wait_until(lambda: not other.valid(sid)), "the session never ended"
-        assert other.valid(kept)   # a session still in its lifetime holds on the other
+        assert other.valid(kept)  # a session still in its lifetime holds on the other
         assert not short.valid(sid) and len(rows(pg_url)) == 1
     finally:
         for table in tables:

@@ -50,9 +50,18 @@ def race_home(tmp_path, upstreams):
     for name, sim in upstreams.items():
         roster.add_endpoint(name, sim.url)
     for alias, (served, family, endpoint, grade, p_in, p_out, cur) in MODELS.items():
-        roster.add_model(alias, endpoint, served=served, family=family, grade=grade,
-                         price_in=p_in, price_out=p_out, currency=cur,
-                         retired=alias == "retired-five", tools=True)
+        roster.add_model(
+            alias,
+            endpoint,
+            served=served,
+            family=family,
+            grade=grade,
+            price_in=p_in,
+            price_out=p_out,
+            currency=cur,
+            retired=alias == "retired-five",
+            tools=True,
+        )
         tool_calls = [] if alias in ("skipper", "judge-top") else [LOOKUP]
         upstreams[endpoint].script(served, tool_calls=tool_calls, json=JUDGE_SAYS)
     return home
@@ -64,8 +73,9 @@ def sim_of(upstreams, alias):
 
 
 def grades(home, candidates=None):
-    return GradeBook.plain({"general": "pinned-one", "strong": "judge-top"}, "judge-top",
-                           Roster(home), candidates)
+    return GradeBook.plain(
+        {"general": "pinned-one", "strong": "judge-top"}, "judge-top", Roster(home), candidates
+    )
 
 
 @tool({"type": "object", "properties": {"number": {"type": "string"}}, "required": ["number"]})
@@ -79,8 +89,13 @@ class OrderJob:
     outputs: list = []
 
     def run(self, question, seat):
-        text = seat.chat([{"role": "system", "content": "You answer questions about orders."},
-                          {"role": "user", "content": question}], tools=[lookup_order])
+        text = seat.chat(
+            [
+                {"role": "system", "content": "You answer questions about orders."},
+                {"role": "user", "content": question},
+            ],
+            tools=[lookup_order],
+        )
         out = {"answer": text}
         self.outputs.append((seat.model.alias, out))
         return out
@@ -104,6 +119,7 @@ def judge_requests(upstreams):
 def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_home):
     class Parent:
         metadata = {}
+
     OrderJob.outputs = []
     bench = bench_of(race_home, candidates=["cheap-two"], parent=Parent())
     answer = bench.run()
@@ -119,9 +135,15 @@ def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_
     assert saved["reference"]["succeeded"] is True
     assert saved["reference"]["output"] == as_text(answer)
     assert [(r["model"], r["run"]) for r in saved["rows"]] == [("cheap-two", 1)]
-    assert saved["rows"][0]["tool_difference"] == {"skipped": [], "different": [], "extra": [],
-                                                   "new_tool": [], "equivalent": [],
-                                                   "unused": [], "allowed": []}
+    assert saved["rows"][0]["tool_difference"] == {
+        "skipped": [],
+        "different": [],
+        "extra": [],
+        "new_tool": [],
+        "equivalent": [],
+        "unused": [],
+        "allowed": [],
+    }
     assert saved["rows"][0]["accuracy"] == 7 and saved["rows"][0]["total"] == 10
 
 
@@ -129,10 +151,10 @@ def test_the_reference_output_is_returned_unchanged_and_the_report_is_kept(race_
 def test_a_candidate_that_skips_a_tool_is_told_to_the_judge_and_capped(race_home, upstreams):
     bench = bench_of(race_home, candidates=["skipper"])
     bench.run()
-    row, = bench.report().rows
-    assert row["tool_difference"]["skipped"] == [{"tool": "lookup_order",
-                                                  "arguments": {"number": "42"},
-                                                  "reference_call": 1}]
+    (row,) = bench.report().rows
+    assert row["tool_difference"]["skipped"] == [
+        {"tool": "lookup_order", "arguments": {"number": "42"}, "reference_call": 1}
+    ]
     assert row["accuracy"] <= 4 and row["capped_from"] == 7, "code caps what the judge gave"
     assert "capped at 4 from 7" in row["reason"]
     assert row["total"] == row["accuracy"] + row["shown_work"]
@@ -142,7 +164,10 @@ def test_a_candidate_that_skips_a_tool_is_told_to_the_judge_and_capped(race_home
         assert "reference call 1 (lookup_order) was skipped" in asked["messages"][-1]["content"]
         assert asked["response_format"]["type"] == "json_schema"
         assert set(asked["response_format"]["json_schema"]["schema"]["required"]) == {
-            "accuracy", "shown_work", "reason"}
+            "accuracy",
+            "shown_work",
+            "reason",
+        }
         assert asked["temperature"] == 0 and isinstance(asked["seed"], int)
 
 
@@ -183,8 +208,9 @@ def test_costs_come_from_prices_per_currency(race_home):
         spent[currency] = spent.get(currency, 0) + cost
     calls = read_jsonl(report_path(race_home, report).parent / report.race / "calls.jsonl")
     judged = [c for c in calls if c["role"] == "judge"]
-    spent["USD"] += sum((c["tokens"]["prompt"] * 5 + c["tokens"]["completion"] * 15) / 1e6
-                        for c in judged)
+    spent["USD"] += sum(
+        (c["tokens"]["prompt"] * 5 + c["tokens"]["completion"] * 15) / 1e6 for c in judged
+    )
     assert report.costs["by_currency"] == pytest.approx(spent)
     assert set(report.costs["by_currency"]) == {"USD", "EUR"}, "never summed across currencies"
     # the pinned model was not raced here: there is nothing to compare with
@@ -201,8 +227,11 @@ SKIPPER_SAYS = {"accuracy": 2, "shown_work": 1, "reason": "it never looked the o
 
 def discerning(upstreams):
     sim, served = sim_of(upstreams, "judge-top")
-    sim.script(served, json=JUDGE_SAYS, json_rules=[
-        {"contains": "no language model read your prompt", "answer": SKIPPER_SAYS}])
+    sim.script(
+        served,
+        json=JUDGE_SAYS,
+        json_rules=[{"contains": "no language model read your prompt", "answer": SKIPPER_SAYS}],
+    )
 
 
 @pytest.mark.slow
@@ -234,15 +263,15 @@ def test_the_verdict_names_the_cheapest_model_shown_good_enough(race_home, upstr
     assert by["cheap-two"]["p"] <= by["cheap-two"]["p_holm"] <= said["test"]["level"] < 0.05
     table = report.table()
     verdict_line = next(line for line in table.splitlines() if line.startswith("verdict: "))
-    assert verdict_line.startswith("verdict: cheap-two: cheap-two is the cheapest model shown "
-                                   "good enough")
+    assert verdict_line.startswith(
+        "verdict: cheap-two: cheap-two is the cheapest model shown good enough"
+    )
     assert "margin 1 point of 10" in table and "Holm" in table
     assert "skipper" in table.split("verdict: ")[0].split("test: ")[1], "a line per candidate"
 
 
 @pytest.mark.slow
-def test_too_few_runs_say_how_many_more_would_settle_it_and_name_no_model(race_home,
-                                                                         upstreams):
+def test_too_few_runs_say_how_many_more_would_settle_it_and_name_no_model(race_home, upstreams):
     discerning(upstreams)
     bench = bench_of(race_home, runs=2, candidates=["pinned-one", "cheap-two", "skipper"])
     bench.run()
@@ -282,8 +311,7 @@ QUESTIONS = ["Where is order 42?", "Has order 43 shipped yet?", "When does order
 
 
 @pytest.mark.slow
-def test_a_race_takes_a_list_of_inputs_each_judged_against_its_own_reference(race_home,
-                                                                            upstreams):
+def test_a_race_takes_a_list_of_inputs_each_judged_against_its_own_reference(race_home, upstreams):
     bench = Benchmark(AskJob, runs=2, home=race_home, grades=grades(race_home), admission=None)
     bench.set_inputs(QUESTIONS).set_candidates(["pinned-one", "cheap-two"])
     answers = bench.run()
@@ -293,10 +321,14 @@ def test_a_race_takes_a_list_of_inputs_each_judged_against_its_own_reference(rac
     report = bench.report()
     assert report.inputs == QUESTIONS and report.task == QUESTIONS[0]
     assert [(r["input"], r["role"], r["succeeded"]) for r in report.references] == [
-        (1, "reference", True), (2, "reference", True), (3, "reference", True)]
+        (1, "reference", True),
+        (2, "reference", True),
+        (3, "reference", True),
+    ]
     assert report.reference == report.references[0]
     assert sorted((r["model"], r["input"], r["run"]) for r in report.rows) == sorted(
-        (m, i, n) for m in ("pinned-one", "cheap-two") for i in (1, 2, 3) for n in (1, 2))
+        (m, i, n) for m in ("pinned-one", "cheap-two") for i in (1, 2, 3) for n in (1, 2)
+    )
     assert "candidate.cheap-two.input2.run1" in {r["label"] for r in report.rows}
     assert report.verdict["test"]["unit"] == "input"
     # every judgement read one input and that input's reference, never another's
@@ -325,8 +357,9 @@ def test_a_reference_that_fails_on_one_input_stops_the_race_after_the_report(rac
                 raise OrderMissing("no order 43")
             return super().run(question, seat)
 
-    bench = Benchmark(FailsOnTheSecond, runs=2, home=race_home, grades=grades(race_home),
-                      admission=None)
+    bench = Benchmark(
+        FailsOnTheSecond, runs=2, home=race_home, grades=grades(race_home), admission=None
+    )
     bench.set_inputs(QUESTIONS).set_candidates(["cheap-two"])
     with pytest.raises(OrderMissing, match="no order 43"):
         bench.run()
@@ -347,9 +380,14 @@ def test_inputs_are_a_list(race_home):
 @pytest.mark.slow
 def test_judge_failures_are_counted_per_model_and_shown(race_home, upstreams):
     sim, served = sim_of(upstreams, "judge-top")
-    sim.script(served, json=JUDGE_SAYS, json_rules=[   # the skipper's runs, asked again
-        {"contains": "no language model read your prompt", "answer": "not JSON"},
-        {"contains": "cannot be used", "answer": "still not JSON"}])
+    sim.script(
+        served,
+        json=JUDGE_SAYS,
+        json_rules=[  # the skipper's runs, asked again
+            {"contains": "no language model read your prompt", "answer": "not JSON"},
+            {"contains": "cannot be used", "answer": "still not JSON"},
+        ],
+    )
     bench = bench_of(race_home, runs=2, candidates=["pinned-one", "skipper"])
     bench.run()
     report = bench.report()
@@ -358,10 +396,13 @@ def test_judge_failures_are_counted_per_model_and_shown(race_home, upstreams):
     assert by["skipper"]["accuracy"] is None, "no mean over runs nobody judged"
     assert by["pinned-one"]["judge_failures"] == 0
     assert report.judge_failures == 2
-    skipper, = report.verdict["candidates"]
+    (skipper,) = report.verdict["candidates"]
     assert skipper["result"] == "unjudged" and "2 of its 2 runs were not judged" in skipper["why"]
-    models_head = next(line for line in report.table().splitlines()
-                       if line.startswith("model") and "judged" in line)
+    models_head = next(
+        line
+        for line in report.table().splitlines()
+        if line.startswith("model") and "judged" in line
+    )
     assert "judge failed" in models_head
 
 
@@ -394,14 +435,17 @@ class StrictJob(OrderJob):
 
 
 @pytest.mark.slow
-def test_a_failing_reference_raises_the_jobs_exception_after_the_report(race_home, upstreams,
-                                                                        caplog):
+def test_a_failing_reference_raises_the_jobs_exception_after_the_report(
+    race_home, upstreams, caplog
+):
     sim, served = sim_of(upstreams, "pinned-one")
     sim.script(served, fail="auth")
     bench = Benchmark(StrictJob, home=race_home, grades=grades(race_home), admission=None)
     bench.set_input("Where is order 42?")
-    with caplog.at_level(logging.INFO, logger="panelist.race"), \
-            pytest.raises(OrderMissing, match="auth"):
+    with (
+        caplog.at_level(logging.INFO, logger="panelist.race"),
+        pytest.raises(OrderMissing, match="auth"),
+    ):
         bench.run()
     report = bench.report()
     saved = json.loads(report_path(race_home, report).read_text())
@@ -415,13 +459,12 @@ def test_a_failing_reference_raises_the_jobs_exception_after_the_report(race_hom
 
 
 @pytest.mark.slow
-def test_a_judge_answer_that_is_not_json_is_asked_again_then_a_judge_failure(
-        race_home, upstreams):
+def test_a_judge_answer_that_is_not_json_is_asked_again_then_a_judge_failure(race_home, upstreams):
     sim, served = sim_of(upstreams, "judge-top")
     sim.script(served, json="this is not JSON {")
     bench = bench_of(race_home, candidates=["cheap-two"])
     bench.run()
-    row, = bench.report().rows
+    (row,) = bench.report().rows
     assert sim.count(served) == 6, "each order tried three times in all, never a fourth"
     assert row["accuracy"] is None and row["total"] is None
     assert "judge failure" in row["judge_error"] and "not a JSON object" in row["judge_error"]
@@ -432,15 +475,16 @@ def test_a_judge_answer_that_is_not_json_is_asked_again_then_a_judge_failure(
 
 
 @pytest.mark.slow
-def test_a_judge_answer_out_of_range_then_valid_is_taken_on_the_second_ask(race_home,
-                                                                           upstreams):
+def test_a_judge_answer_out_of_range_then_valid_is_taken_on_the_second_ask(race_home, upstreams):
     sim, served = sim_of(upstreams, "judge-top")
-    bad, good = {"accuracy": 9, "shown_work": 3, "reason": "x"}, \
-        {"accuracy": 5, "shown_work": 2, "reason": "close enough"}
-    sim.script(served, json=[bad, bad, good, good])   # both orders' first asks, then seconds
+    bad, good = (
+        {"accuracy": 9, "shown_work": 3, "reason": "x"},
+        {"accuracy": 5, "shown_work": 2, "reason": "close enough"},
+    )
+    sim.script(served, json=[bad, bad, good, good])  # both orders' first asks, then seconds
     bench = bench_of(race_home, candidates=["cheap-two"])
     bench.run()
-    row, = bench.report().rows
+    (row,) = bench.report().rows
     assert (row["accuracy"], row["shown_work"], row["total"]) == (5, 2, 7)
     assert row["judge_asks"] == 4 and row["judge_error"] is None
     assert [j["asks"] for j in row["judgements"]] == [2, 2]
@@ -449,14 +493,16 @@ def test_a_judge_answer_out_of_range_then_valid_is_taken_on_the_second_ask(race_
 
 @pytest.mark.slow
 def test_runs_times_candidates_rows_and_the_call_log(race_home):
-    bench = bench_of(race_home, runs=2)   # default candidates: every callable model of the grade
+    bench = bench_of(race_home, runs=2)  # default candidates: every callable model of the grade
     bench.run()
     report = bench.report()
     expected = report.candidates
     assert sorted(expected) == ["cheap-two", "euro-four", "pinned-one", "skipper"], (
-        "retired models and other grades are not raced")
+        "retired models and other grades are not raced"
+    )
     assert [(r["model"], r["run"]) for r in report.rows] == [
-        (m, n) for n in (1, 2) for m in expected]
+        (m, n) for n in (1, 2) for m in expected
+    ]
     assert all(r["total"] is not None for r in report.rows)
     assert [m["model"] for m in report.models] == expected
     assert all(m["judged"] == 2 and m["accuracy_interval"] is not None for m in report.models)
@@ -484,17 +530,33 @@ def test_tool_calls_are_recorded_with_what_they_returned_or_raised(race_home, up
 
     class BrokenToolJob(OrderJob):
         def run(self, question, seat):
-            return seat.chat([{"role": "user", "content": question}],
-                             tools=[(broken, {"name": "lookup_order", "parameters": {
-                                 "type": "object", "properties": {"number": {"type": "string"}}}})])
+            return seat.chat(
+                [{"role": "user", "content": question}],
+                tools=[
+                    (
+                        broken,
+                        {
+                            "name": "lookup_order",
+                            "parameters": {
+                                "type": "object",
+                                "properties": {"number": {"type": "string"}},
+                            },
+                        },
+                    )
+                ],
+            )
 
     bench = Benchmark(BrokenToolJob, home=race_home, grades=grades(race_home), admission=None)
     bench.set_input("Where is order 42?").set_candidates(["cheap-two"])
     bench.run()
     events = bench.report().reference["transcript"]["events"]
-    used, = [e for e in events if e["kind"] == "tool"]
-    assert used == {"kind": "tool", "tool": "lookup_order", "arguments": {"number": "42"},
-                    "raised": "KeyError: 'no order 42'"}
+    (used,) = [e for e in events if e["kind"] == "tool"]
+    assert used == {
+        "kind": "tool",
+        "tool": "lookup_order",
+        "arguments": {"number": "42"},
+        "raised": "KeyError: 'no order 42'",
+    }
     sim, served = sim_of(upstreams, "pinned-one")
     told = sim.requests[-1]["body"]["messages"][-1]
     assert told["role"] == "tool" and told["content"].startswith("error: KeyError")
@@ -512,13 +574,13 @@ def test_the_scorer_runs_beside_the_judge(race_home):
     bench.set_scorer(scorer)
     bench.run()
     cheap, skipper = bench.report().rows
-    assert cheap["score"] == 0.0   # the simulated answer names its own model
+    assert cheap["score"] == 0.0  # the simulated answer names its own model
     assert skipper["score"] == 0.0 and len(seen) == 2
 
     bench = bench_of(race_home, candidates=["cheap-two"])
     bench.set_scorer(lambda ref, out: 3)
     bench.run()
-    row, = bench.report().rows
+    (row,) = bench.report().rows
     assert row["score"] is None and "not a number from 0 to 1" in row["score_error"]
     assert row["total"] == 10, "the judge still ran"
 
@@ -526,8 +588,9 @@ def test_the_scorer_runs_beside_the_judge(race_home):
 @pytest.mark.slow
 def test_candidates_are_paced_by_admission(race_home):
     admission = CountingAdmission(limit=1)
-    bench = Benchmark(OrderJob, runs=2, home=race_home, grades=grades(race_home),
-                      admission=admission)
+    bench = Benchmark(
+        OrderJob, runs=2, home=race_home, grades=grades(race_home), admission=admission
+    )
     bench.set_input("Where is order 42?").set_candidates(["cheap-two", "euro-four"])
     bench.run()
     assert all(r["succeeded"] for r in bench.report().rows)
@@ -538,7 +601,7 @@ def test_candidates_are_paced_by_admission(race_home):
 
 @pytest.mark.slow
 def test_grades_are_read_through_the_grades_interface(race_home):
-    class Grades:   # the shape metrics.roster.grades.Grades offers
+    class Grades:  # the shape metrics.roster.grades.Grades offers
         def pinned(self, grade):
             return {"general": "pinned-one"}.get(grade)
 
@@ -561,6 +624,7 @@ def test_grades_are_read_through_the_grades_interface(race_home):
 
 def test_refusals_say_what_to_do(race_home):
     from panelist.metrics.errors import BadRequest, NotFound
+
     bench = Benchmark(OrderJob, home=race_home, grades=grades(race_home), admission=None)
     with pytest.raises(BadRequest, match="set_input"):
         bench.run()
@@ -588,6 +652,7 @@ def test_a_job_may_call_its_seat_from_threads(race_home):
 
             def ask(i):
                 out[i] = seat.chat([{"role": "user", "content": f"{question} ({i})"}])
+
             threads = [threading.Thread(target=ask, args=(i,)) for i in (0, 1)]
             for t in threads:
                 t.start()
@@ -603,21 +668,37 @@ def test_a_job_may_call_its_seat_from_threads(race_home):
 
 def test_the_tool_difference_names_skipped_different_and_extra_calls():
     from panelist.metrics.race.tooldiff import differs, tool_difference
-    ref = [{"tool": "lookup", "arguments": {"n": 1}, "returned": "a1"},
-           {"tool": "ship", "arguments": {"n": 1}, "returned": "shipped"},
-           {"tool": "lookup", "arguments": {"n": 2}, "returned": "a2"}]
-    run = [{"tool": "ship", "arguments": {"n": 9}, "returned": "unknown order"},
-           {"tool": "lookup", "arguments": {"n": 1}, "returned": "a1"},
-           {"tool": "refund", "arguments": {}, "returned": "refund-7731"}]
+
+    ref = [
+        {"tool": "lookup", "arguments": {"n": 1}, "returned": "a1"},
+        {"tool": "ship", "arguments": {"n": 1}, "returned": "shipped"},
+        {"tool": "lookup", "arguments": {"n": 2}, "returned": "a2"},
+    ]
+    run = [
+        {"tool": "ship", "arguments": {"n": 9}, "returned": "unknown order"},
+        {"tool": "lookup", "arguments": {"n": 1}, "returned": "a1"},
+        {"tool": "refund", "arguments": {}, "returned": "refund-7731"},
+    ]
     diff = tool_difference(ref, run, output="refunded as refund-7731")
     # refund is a tool the reference never called: counted as such, whatever its result did
-    assert diff == {"skipped": [{"tool": "lookup", "arguments": {"n": 2}, "reference_call": 3}],
-                    "different": [{"tool": "ship", "reference": {"n": 1}, "run": {"n": 9},
-                                   "call": 1, "reference_call": 2,
-                                   "gaps": {"of": 1, "changed": [1], "added": [],
-                                            "of_reference": 1, "missing": []}}],
-                    "extra": [], "new_tool": [{"tool": "refund", "arguments": {}, "call": 3}],
-                    "equivalent": [], "unused": [], "allowed": []}
+    assert diff == {
+        "skipped": [{"tool": "lookup", "arguments": {"n": 2}, "reference_call": 3}],
+        "different": [
+            {
+                "tool": "ship",
+                "reference": {"n": 1},
+                "run": {"n": 9},
+                "call": 1,
+                "reference_call": 2,
+                "gaps": {"of": 1, "changed": [1], "added": [], "of_reference": 1, "missing": []},
+            }
+        ],
+        "extra": [],
+        "new_tool": [{"tool": "refund", "arguments": {}, "call": 3}],
+        "equivalent": [],
+        "unused": [],
+        "allowed": [],
+    }
     assert differs(diff)
     same = tool_difference(ref, list(reversed(ref)))
     assert not differs(same), "order is not compared; arguments are, as data"
@@ -626,8 +707,13 @@ def test_the_tool_difference_names_skipped_different_and_extra_calls():
 def test_masking_replaces_whole_identifiers_only():
     from panelist.metrics.race.blind import Masker, Names
     from panelist.metrics.roster.roster import Endpoint, Model
-    mask = Masker(Names.of([Model("fast", "local", "org/Fast-7B", "fastfam")],
-                           [Endpoint("local", "http://10.0.0.5:8000/v1", "K")]))
+
+    mask = Masker(
+        Names.of(
+            [Model("fast", "local", "org/Fast-7B", "fastfam")],
+            [Endpoint("local", "http://10.0.0.5:8000/v1", "K")],
+        )
+    )
     said = mask("FAST said breakfast; org/fast-7b at http://10.0.0.5:8000/v1 via local")
     assert said == "[model] said breakfast; [model] at [endpoint] via [endpoint]"
 
@@ -635,16 +721,16 @@ def test_masking_replaces_whole_identifiers_only():
 @pytest.mark.slow
 def test_a_price_only_the_catalog_knows_still_costs_the_run(race_home, upstreams):
     served, family, endpoint, grade, p_in, p_out, _ = MODELS["cheap-two"]
-    Roster(race_home).add_model("cheap-two", endpoint, served=served, family=family,
-                                grade=grade, tools=True)   # the typed prices are gone
+    Roster(race_home).add_model(
+        "cheap-two", endpoint, served=served, family=family, grade=grade, tools=True
+    )  # the typed prices are gone
     upstreams[endpoint].script(served, tool_calls=[LOOKUP], json=JUDGE_SAYS, price=[p_in, p_out])
     assert main(["catalog", "refresh", "--data", str(race_home.root)]) == 0
     bench = bench_of(race_home, candidates=["cheap-two"])
     bench.run()
     row = bench.report().rows[0]
     assert row["model"] == "cheap-two" and row["currency"] == "USD"
-    assert row["cost"] == pytest.approx((row["tokens_in"] * p_in + row["tokens_out"] * p_out)
-                                        / 1e6)
+    assert row["cost"] == pytest.approx((row["tokens_in"] * p_in + row["tokens_out"] * p_out) / 1e6)
 
 
 @pytest.mark.slow
@@ -653,13 +739,12 @@ def test_a_run_whose_job_is_stuck_is_a_row_that_says_so_and_the_race_ends(race_h
 
     class StuckJob(OrderJob):
         def run(self, question, seat):
-            if seat.model.alias == "cheap-two":   # its own code never returns (a hung tool)
+            if seat.model.alias == "cheap-two":  # its own code never returns (a hung tool)
                 entered.set()
                 stuck.wait(PATIENCE)
             return super().run(question, seat)
 
-    bench = Benchmark(StuckJob, runs=1, home=race_home, grades=grades(race_home),
-                      admission=None)
+    bench = Benchmark(StuckJob, runs=1, home=race_home, grades=grades(race_home), admission=None)
     bench.set_input("Where is order 42?")
     bench.set_rubric("States the order's status and when it arrives.")
     bench.set_candidates(["cheap-two", "euro-four"])
@@ -668,15 +753,15 @@ def test_a_run_whose_job_is_stuck_is_a_row_that_says_so_and_the_race_ends(race_h
     racer.start()
     try:
         assert entered.wait(PATIENCE)
-        assert wait_until(lambda: bench.progress()["done"] == 1)   # euro-four ended
-        bench.cancel()   # as a closing server does
+        assert wait_until(lambda: bench.progress()["done"] == 1)  # euro-four ended
+        bench.cancel()  # as a closing server does
         racer.join(PATIENCE)
         assert not racer.is_alive(), "the race waited for a stuck job"
     finally:
-        stuck.set()   # let the stuck job's thread end
+        stuck.set()  # let the stuck job's thread end
         racer.join(PATIENCE)
     report = bench.report()
-    assert len(done) == 1 and done[0]["answer"]   # run() returned the reference's output
+    assert len(done) == 1 and done[0]["answer"]  # run() returned the reference's output
     rows = {r["model"]: r for r in report.rows}
     assert rows["euro-four"]["succeeded"] is True
     stuck_row = rows["cheap-two"]

@@ -15,10 +15,12 @@ ORDERS = ("reference_first", "candidate_first")
 def test_alpha_matches_krippendorffs_published_example():
     # Krippendorff's reliability data with missing values (4 observers, 12 units): the interval
     # α he works through by hand is 0.849
-    rows = {"A": [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
-            "B": [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
-            "C": [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
-            "D": [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]}
+    rows = {
+        "A": [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+        "B": [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+        "C": [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+        "D": [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+    }
     units = [[v for v in unit if v is not None] for unit in zip(*rows.values())]
     assert agreement.alpha(units) == pytest.approx(0.849, abs=0.0005)
 
@@ -46,9 +48,23 @@ def test_alpha_is_none_when_there_is_nothing_to_agree_on():
 def rows_of(marks: list[dict[str, int]], orders=ORDERS) -> list[dict]:
     """Race rows whose judgements are ``marks`` (per run, ``{judge: accuracy}``), every judge
     giving the same mark in each order."""
-    return [{"label": f"run{n}", "judgements": [
-        {"judge": judge, "order": order, "accuracy": mark, "capped_from": None, "error": None}
-        for order in orders for judge, mark in run.items()]} for n, run in enumerate(marks)]
+    return [
+        {
+            "label": f"run{n}",
+            "judgements": [
+                {
+                    "judge": judge,
+                    "order": order,
+                    "accuracy": mark,
+                    "capped_from": None,
+                    "error": None,
+                }
+                for order in orders
+                for judge, mark in run.items()
+            ],
+        }
+        for n, run in enumerate(marks)
+    ]
 
 
 def simulate(seed: int, runs: int, mark) -> list[dict]:
@@ -57,8 +73,9 @@ def simulate(seed: int, runs: int, mark) -> list[dict]:
     marks = []
     for _ in range(runs):
         quality = rng.randint(0, 7)
-        marks.append({"judge-a": mark(rng, quality, "judge-a"),
-                      "judge-b": mark(rng, quality, "judge-b")})
+        marks.append(
+            {"judge-a": mark(rng, quality, "judge-a"), "judge-b": mark(rng, quality, "judge-b")}
+        )
     return rows_of(marks)
 
 
@@ -120,11 +137,15 @@ def test_informative_judges_show_alpha_high(seed):
     assert "agree well beyond chance" in found["meaning"]
 
 
-@pytest.mark.parametrize("mark", [
-    lambda rng, q, j: q if j == "judge-a" else 7 - q,
-    lambda rng, q, j: rng.randint(0, 7),
-    lambda rng, q, j: clip(q + rng.gauss(0, 1.5)),
-], ids=["opposite", "noise", "informative"])
+@pytest.mark.parametrize(
+    "mark",
+    [
+        lambda rng, q, j: q if j == "judge-a" else 7 - q,
+        lambda rng, q, j: rng.randint(0, 7),
+        lambda rng, q, j: clip(q + rng.gauss(0, 1.5)),
+    ],
+    ids=["opposite", "noise", "informative"],
+)
 def test_the_interval_is_given_contains_the_value_and_is_the_same_each_time(mark):
     rows = simulate(7, 60, mark)
     found = alpha_of(rows)
@@ -142,43 +163,64 @@ def test_each_judge_has_its_mean_offset_from_the_jury():
         q = rng.randint(2, 5)
         marks.append({"judge-a": q + 1, "judge-b": q - 1})
     found = alpha_of(rows_of(marks))
-    assert found["offsets"] == {"judge-a": {"offset": 1.0, "units": 80},
-                                "judge-b": {"offset": -1.0, "units": 80}}
+    assert found["offsets"] == {
+        "judge-a": {"offset": 1.0, "units": 80},
+        "judge-b": {"offset": -1.0, "units": 80},
+    }
     # the offset is a disagreement α counts: equal ranks, unequal marks
     assert found["value"] < 0.8
 
 
 def test_a_run_judged_in_both_orders_is_two_units_of_one_run_and_missing_marks_are_left_out():
-    rows = rows_of([{"judge-a": 7, "judge-b": 6}, {"judge-a": 2, "judge-b": 3},
-                    {"judge-a": 5, "judge-b": 5}])
+    rows = rows_of(
+        [{"judge-a": 7, "judge-b": 6}, {"judge-a": 2, "judge-b": 3}, {"judge-a": 5, "judge-b": 5}]
+    )
     # a judge that failed in one order: that unit has one value and drops out
     rows[2]["judgements"][3].update(accuracy=None, error="judge failure after 3 attempt(s)")
     # code's cap is the same for every judge: α reads what each judge said
     rows[0]["judgements"][0].update(accuracy=4, capped_from=7)
     clusters = agreement.race_units(rows)
-    assert clusters == [[{"judge-a": 7, "judge-b": 6}, {"judge-a": 7, "judge-b": 6}],
-                        [{"judge-a": 2, "judge-b": 3}, {"judge-a": 2, "judge-b": 3}],
-                        [{"judge-a": 5}, {"judge-a": 5, "judge-b": 5}]]
+    assert clusters == [
+        [{"judge-a": 7, "judge-b": 6}, {"judge-a": 7, "judge-b": 6}],
+        [{"judge-a": 2, "judge-b": 3}, {"judge-a": 2, "judge-b": 3}],
+        [{"judge-a": 5}, {"judge-a": 5, "judge-b": 5}],
+    ]
     found = alpha_of(rows)
     assert found["units"] == 5 and found["runs"] == 3
-    assert found["value"] == round(agreement.alpha(
-        [[7, 6], [7, 6], [2, 3], [2, 3], [5, 5]]), 4)
+    assert found["value"] == round(agreement.alpha([[7, 6], [7, 6], [2, 3], [2, 3], [5, 5]]), 4)
 
 
 def test_the_report_carries_alpha_with_its_interval_and_says_what_it_means():
     rows = simulate(5, 30, lambda rng, q, j: clip(q + rng.gauss(0, 0.5)))
-    jury = {"judges": ["judge-a", "judge-b"], "orders": "both", "temperature": 0, "seed": 1,
-            "refused": {}}
+    jury = {
+        "judges": ["judge-a", "judge-b"],
+        "orders": "both",
+        "temperature": 0,
+        "seed": 1,
+        "refused": {},
+    }
     judging = judging_of(rows, jury)
     alpha = judging["alpha"]
     assert set(alpha) >= {"value", "interval", "offsets", "meaning", "assumes", "units", "runs"}
-    assert alpha["meaning"].startswith(f"α {alpha['value']:.2f} [{alpha['interval'][0]:.2f}, "
-                                       f"{alpha['interval'][1]:.2f}]: the judges agree")
-    assert "1 is perfect agreement, 0 no better than chance, below 0 systematic " \
-           "disagreement" in alpha["meaning"]
+    assert alpha["meaning"].startswith(
+        f"α {alpha['value']:.2f} [{alpha['interval'][0]:.2f}, "
+        f"{alpha['interval'][1]:.2f}]: the judges agree"
+    )
+    assert (
+        "1 is perfect agreement, 0 no better than chance, below 0 systematic "
+        "disagreement" in alpha["meaning"]
+    )
     assert "agreement, not correctness" in alpha["assumes"]
-    report = BenchmarkReport(race="r1", grade="general", pinned="p", ceiling="judge-a", runs=1,
-                             started="", judges=["judge-a", "judge-b"], judging=judging)
+    report = BenchmarkReport(
+        race="r1",
+        grade="general",
+        pinned="p",
+        ceiling="judge-a",
+        runs=1,
+        started="",
+        judges=["judge-a", "judge-b"],
+        judging=judging,
+    )
     assert f"jury agreement on accuracy: {alpha['meaning']}" in report.table()
     assert f"jury α assumes: {agreement.ASSUMES}" in report.table()
     # a single judge has no jury to agree within

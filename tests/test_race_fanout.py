@@ -27,6 +27,7 @@ def ended(server, race, headers=None) -> dict:
         status, body, _ = server.get(f"/bench/race/{race}", headers=headers)
         assert status == 200, body
         return body["status"] != "running"
+
     assert wait_until(done), f"race {race} did not end"
     return server.get(f"/bench/race/{race}", headers=headers)[1]
 
@@ -64,7 +65,7 @@ def test_a_key_limited_to_two_requests_a_minute_cannot_start_a_race_of_more_call
 
 def test_each_planned_call_counts_against_the_key_so_a_second_race_waits(home, sim):
     secret, _ = Keys(home).create("some", rpm=PLANNED + 5)
-    watcher, _ = Keys(home).create("watcher")   # follows the race without spending "some"
+    watcher, _ = Keys(home).create("watcher")  # follows the race without spending "some"
     with gateway(home, env=KEYED) as server:
         status, started, _ = server.post("/bench/race", BODY, headers=bearer(secret))
         assert status == 202, started
@@ -88,8 +89,9 @@ def test_a_race_over_the_servers_cap_is_refused_naming_its_count_and_the_cap(hom
         assert upstream_calls(sim) == 0 and not race_folder(home).exists()
         # one candidate, one run: 4 calls planned, 20 at most (3 tries of each of the two
         # runs, 7 of each of the two judgements): within the cap
-        status, started, _ = server.post("/bench/race", dict(BODY, runs=1,
-                                                             candidates=["cheap-gen"]))
+        status, started, _ = server.post(
+            "/bench/race", dict(BODY, runs=1, candidates=["cheap-gen"])
+        )
         assert status == 202, started
         assert started["calls"] == {"planned": 4, "at_most": 20}
         assert ended(server, started["race"])["status"] == "done"
@@ -97,8 +99,7 @@ def test_a_race_over_the_servers_cap_is_refused_naming_its_count_and_the_cap(hom
 
 
 def test_a_key_made_with_no_races_starts_none(home, sim, capsys):
-    assert main(["key", "create", "reader", "--no-races", "--data", str(home.root),
-                 "--json"]) == 0
+    assert main(["key", "create", "reader", "--no-races", "--data", str(home.root), "--json"]) == 0
     made = json.loads(capsys.readouterr().out)
     assert made["races"] is False
     with gateway(home, env=KEYED) as server:
@@ -119,6 +120,7 @@ def test_a_suite_run_says_its_calls_first_and_is_refused_over_the_cap(tmp_path):
     from panelist.metrics.roster.roster import Roster
     from panelist.metrics.upstream.sim import SimUpstream
     from panelist.serve import make_dashboard
+
     with SimUpstream({k: dict(v) for k, v in TEST_MODELS.items()}) as upstream:
         home = open_home(tmp_path / "data")
         roster = Roster(home)
@@ -130,8 +132,10 @@ def test_a_suite_run_says_its_calls_first_and_is_refused_over_the_cap(tmp_path):
         with Gateway(make_dashboard(home, env={"PANELIST_MAX_REQUEST_CALLS": "15"})) as dash:
             status, reply, _ = dash.post("/api/suite/run", body)
             assert status == 400 and reply["error"]["code"] == "too_many_calls", reply
-            assert "up to 16 upstream calls (4 if every call answers at once), over the 15" \
+            assert (
+                "up to 16 upstream calls (4 if every call answers at once), over the 15"
                 in reply["error"]["message"]
+            )
             assert upstream.count("fast") + upstream.count("mid") == 0
         with Gateway(make_dashboard(home, env={"PANELIST_MAX_REQUEST_CALLS": "16"})) as dash:
             status, started, _ = dash.post("/api/suite/run", body)
@@ -140,6 +144,7 @@ def test_a_suite_run_says_its_calls_first_and_is_refused_over_the_cap(tmp_path):
 
             def ended():
                 return dash.get("/api/suite/run")[1]["status"] != "running"
+
             assert wait_until(ended)
             assert dash.get("/api/suite/run")[1]["status"] == "done"
         assert upstream.count("fast") + upstream.count("mid") == 4

@@ -30,8 +30,13 @@ def home_of(tmp_path, sim, models: dict[str, tuple[str | None, str]]):
 
 
 def bench_of(home, ceiling, candidates, judges=None, pinned="pinned-gen"):
-    bench = Benchmark(Chat, runs=2, home=home, admission=None, grades=GradeBook.plain(
-        {"general": pinned}, ceiling, Roster(home)))
+    bench = Benchmark(
+        Chat,
+        runs=2,
+        home=home,
+        admission=None,
+        grades=GradeBook.plain({"general": pinned}, ceiling, Roster(home)),
+    )
     bench.set_input("Where is order 42?").set_candidates(candidates)
     if judges:
         bench.set_judges(judges)
@@ -43,11 +48,18 @@ def judged_by(sim, alias) -> int:
     return sum(1 for r in sim.requests if r["model"] == alias and "response_format" in r["body"])
 
 
-def test_the_ceiling_raced_as_a_candidate_never_judges_and_the_next_strongest_does(tmp_path,
-                                                                                   sim):
-    home = home_of(tmp_path, sim, {
-        "pinned-gen": ("pfam", "general"), "cheap-gen": ("cfam", "general"),
-        "top": ("tfam", "strong"), "next": ("nfam", "strong"), "light-one": ("lfam", "light")})
+def test_the_ceiling_raced_as_a_candidate_never_judges_and_the_next_strongest_does(tmp_path, sim):
+    home = home_of(
+        tmp_path,
+        sim,
+        {
+            "pinned-gen": ("pfam", "general"),
+            "cheap-gen": ("cfam", "general"),
+            "top": ("tfam", "strong"),
+            "next": ("nfam", "strong"),
+            "light-one": ("lfam", "light"),
+        },
+    )
     bench = bench_of(home, "top", ["pinned-gen", "cheap-gen", "top"])
     bench.run()
     report = bench.report()
@@ -55,15 +67,24 @@ def test_the_ceiling_raced_as_a_candidate_never_judges_and_the_next_strongest_do
     assert judged_by(sim, "top") == 0, "the ceiling asked nothing as a judge"
     assert judged_by(sim, "next") == 3 * 2 * 2
     assert all(r["total"] == 10 for r in report.rows)
-    warning, = report.warnings
-    assert warning == ("the ceiling model top is of family 'tfam', as top is, so next "
-                       "(family 'nfam') judges the race in its place")
+    (warning,) = report.warnings
+    assert warning == (
+        "the ceiling model top is of family 'tfam', as top is, so next "
+        "(family 'nfam') judges the race in its place"
+    )
 
 
 def test_with_no_model_of_another_family_its_own_runs_are_left_unjudged(tmp_path, sim):
-    home = home_of(tmp_path, sim, {
-        "pinned-gen": ("pfam", "general"), "cheap-gen": ("cfam", "general"),
-        "top": ("tfam", "strong"), "top-two": ("tfam", "strong")})
+    home = home_of(
+        tmp_path,
+        sim,
+        {
+            "pinned-gen": ("pfam", "general"),
+            "cheap-gen": ("cfam", "general"),
+            "top": ("tfam", "strong"),
+            "top-two": ("tfam", "strong"),
+        },
+    )
     bench = bench_of(home, "top", ["pinned-gen", "cheap-gen", "top-two"])
     bench.run()
     report = bench.report()
@@ -72,12 +93,13 @@ def test_with_no_model_of_another_family_its_own_runs_are_left_unjudged(tmp_path
         if row["model"] == "top-two":
             assert row["accuracy"] is None and row["judgements"] == []
             assert row["judge_error"].startswith(
-                "not judged: the ceiling model top is of family 'tfam', as top-two is")
+                "not judged: the ceiling model top is of family 'tfam', as top-two is"
+            )
             assert "name judges of other families with --judges" in row["judge_error"]
         else:
             assert row["total"] == 10 and row["judge_error"] is None
     assert judged_by(sim, "top") == 2 * 2 * 2, "only the other families' runs"
-    entry, = [c for c in report.verdict["candidates"] if c["model"] == "top-two"]
+    (entry,) = [c for c in report.verdict["candidates"] if c["model"] == "top-two"]
     assert entry["result"] == "unjudged"
     assert "no model of another family can judge" in report.warnings[0]
 
@@ -88,10 +110,12 @@ def untyped(tmp_path, sim):
     home = open_home(tmp_path / "data")
     roster = Roster(home)
     roster.add_endpoint("sims", sim.url)
-    for alias, served, grade in [("pinned-gen", "pinned-gen", "general"),
-                                 ("mini", "openai/gpt-4o-mini", "general"),
-                                 ("big", "openai/gpt-4o", "strong"),
-                                 ("sonnet", "claude-3-5-sonnet-20241022", "strong")]:
+    for alias, served, grade in [
+        ("pinned-gen", "pinned-gen", "general"),
+        ("mini", "openai/gpt-4o-mini", "general"),
+        ("big", "openai/gpt-4o", "strong"),
+        ("sonnet", "claude-3-5-sonnet-20241022", "strong"),
+    ]:
         roster.add_model(alias, "sims", served=served, grade=grade, price_in=1.0, price_out=2.0)
         sim.script(served, json=TOP)
     return home
@@ -113,14 +137,27 @@ def test_the_ceiling_of_a_candidates_derived_family_gives_way(untyped, sim):
 
 
 def test_a_race_asked_for_over_http_plans_the_judge_it_will_seat(tmp_path, sim):
-    home = home_of(tmp_path, sim, {
-        "pinned-gen": ("pfam", "general"), "cheap-gen": ("cfam", "general"),
-        "top": ("tfam", "strong"), "next": ("nfam", "strong")})
+    home = home_of(
+        tmp_path,
+        sim,
+        {
+            "pinned-gen": ("pfam", "general"),
+            "cheap-gen": ("cfam", "general"),
+            "top": ("tfam", "strong"),
+            "next": ("nfam", "strong"),
+        },
+    )
     grades = GradeBook.plain({"general": "pinned-gen"}, "top", Roster(home))
     view = Roster(home).view()
-    raced = plan(ChatSpec.parse({"grade": "general", "prompt": "x",
-                                 "candidates": ["cheap-gen", "top"]}), view, grades)
+    raced = plan(
+        ChatSpec.parse({"grade": "general", "prompt": "x", "candidates": ["cheap-gen", "top"]}),
+        view,
+        grades,
+    )
     assert raced.judges == ["next"] and raced.ceiling == "next"
-    kept = plan(ChatSpec.parse({"grade": "general", "prompt": "x",
-                                "candidates": ["cheap-gen"]}), view, grades)
+    kept = plan(
+        ChatSpec.parse({"grade": "general", "prompt": "x", "candidates": ["cheap-gen"]}),
+        view,
+        grades,
+    )
     assert kept.judges == ["top"]

@@ -42,81 +42,94 @@ def made_by(x):
 
 
 # (what it shows, who wrote it, the name it must not leak, the text)
-FORMS = [(label, writer, name, make(x)) for label, writer, name, make, x in [
-    # the alias
-    ("alias", ZEPHYR, "zephyrmini", i_am, "zephyr-mini"),
-    ("alias upper case", ZEPHYR, "zephyrmini", i_am, "ZEPHYR-MINI"),
-    ("alias by a space", ZEPHYR, "zephyrmini", i_am, "Zephyr Mini"),
-    ("alias joined, CamelCase", ZEPHYR, "zephyrmini", i_am, "ZephyrMini"),
-    ("alias joined, lower case", ZEPHYR, "zephyrmini", i_am, "zephyrmini"),
-    ("alias by an underscore", ZEPHYR, "zephyrmini", i_am, "zephyr_mini"),
-    ("alias by a dot", ZEPHYR, "zephyrmini", i_am, "zephyr.mini"),
-    ("Cyrillic e", ZEPHYR, "zephyrmini", i_am, "Z\u0435phyr-Mini"),
-    ("Cyrillic M and i", ZEPHYR, "zephyrmini", i_am, "Zephyr-\u041c\u0456n\u0456"),
-    ("Greek Zeta", ZEPHYR, "zephyrmini", i_am, "\u0396ephyr-Mini"),
-    ("Greek Mu", ZEPHYR, "zephyrmini", i_am, "Zephyr-\u039cini"),
-    ("soft hyphen", ZEPHYR, "zephyrmini", i_am, "Zeph\u00adyr-Mini"),
-    ("zero-width space", ZEPHYR, "zephyrmini", i_am, "Zep\u200bhyr-Mini"),
-    ("zero-width joiner", ZEPHYR, "zephyrmini", i_am, "Zephyr\u200d-Mini"),
-    ("zero-width non-joiner", ZEPHYR, "zephyrmini", i_am, "Ze\u200cphyr Mini"),
-    ("word joiner", ZEPHYR, "zephyrmini", i_am, "Zephyr\u2060Mini"),
-    ("byte-order mark", ZEPHYR, "zephyrmini", i_am, "Zephyr\ufeff-Mini"),
-    ("variation selector", ZEPHYR, "zephyrmini", i_am, "Ze\ufe0fphyr-Mini"),
-    ("combining accent", ZEPHYR, "zephyrmini", i_am, "Ze\u0301phyr-Mini"),
-    ("accented letter", ZEPHYR, "zephyrmini", i_am, "Z\u00e9phyr-Mini"),
-    ("full-width letters", ZEPHYR, "zephyrmini", i_am, "\uff3a\uff45\uff50\uff48\uff59\uff52"
-                                                       "-\uff2d\uff49\uff4e\uff49"),
-    ("mathematical bold", ZEPHYR, "zephyrmini", i_am, "\U0001d419\U0001d41e\U0001d429"
-                                                      "\U0001d421\U0001d432\U0001d42b-Mini"),
-    ("spaced letters", ZEPHYR, "zephyrmini", i_am, "Z e p h y r - m i n i"),
-    ("a space inside a word", ZEPHYR, "zephyrmini", i_am, "Zep hyr Mini"),
-    ("dotted letters", ZEPHYR, "zephyrmini", i_am, "Z.e.p.h.y.r.M.i.n.i"),
-    ("markdown bold", ZEPHYR, "zephyrmini", i_am, "**Zephyr**-mini"),
-    ("markdown italic inside", ZEPHYR, "zephyrmini", i_am, "Zep*hyr*-Mini"),
-    ("markdown code", ZEPHYR, "zephyrmini", i_am, "`zephyr-mini`"),
-    ("markdown underscores", ZEPHYR, "zephyrmini", i_am, "_Zephyr_ Mini"),
-    ("markdown strike", ZEPHYR, "zephyrmini", i_am, "~~Zephyr~~Mini"),
-    ("a newline", ZEPHYR, "zephyrmini", i_am, "Zephyr\nMini"),
-    ("hyphenated over a newline", ZEPHYR, "zephyrmini", i_am, "Zeph-\nyr-Mini"),
-    ("percent-encoded hyphen", ZEPHYR, "zephyrmini", i_am, "zephyr%2Dmini"),
-    ("percent-encoded letter", ZEPHYR, "zephyrmini", i_am, "%5Aephyr-mini"),
-    ("percent-encoded space", ZEPHYR, "zephyrmini", i_am, "Zephyr%20Mini"),
-    ("base64 of the alias", ZEPHYR, "zephyrmini", i_am, b64("zephyr-mini")),
-    ("base64 of a sentence", ZEPHYR, "zephyrmini", lambda x: x, b64("I am zephyr-mini.")),
-    ("non-breaking hyphen", ZEPHYR, "zephyrmini", i_am, "Zephyr\u2011Mini"),
-    ("en dash", ZEPHYR, "zephyrmini", i_am, "Zephyr\u2013Mini"),
-    ("no-break space", ZEPHYR, "zephyrmini", i_am, "Zephyr\u00a0Mini"),
-    # the served id
-    ("served id", ZEPHYR, "zephyrminiv2", i_am, "aurora/zephyr-mini-v2"),
-    ("served id's model part", ZEPHYR, "zephyrminiv2", i_am, "zephyr-mini-v2"),
-    ("served id in words", ZEPHYR, "zephyrminiv2", i_am, "Zephyr Mini v2"),
-    ("served id joined", ZEPHYR, "zephyrminiv2", i_am, "ZephyrMiniV2"),
-    ("served id, Cyrillic e", ZEPHYR, "zephyrminiv2", i_am, "aurora/z\u0435phyr-mini-v2"),
-    # the family
-    ("family", ZEPHYR, "zephyr", i_am, "Zephyr"),
-    ("family upper case", ZEPHYR, "zephyr", i_am, "ZEPHYR"),
-    ("family, Cyrillic e", ZEPHYR, "zephyr", i_am, "Z\u0435phyr"),
-    ("family, zero-width space", ZEPHYR, "zephyr", i_am, "Zeph\u200byr"),
-    # the vendor
-    ("vendor", ZEPHYR, "aurora", made_by, "Aurora"),
-    ("vendor upper case", ZEPHYR, "aurora", made_by, "AURORA"),
-    ("vendor, Cyrillic A", ZEPHYR, "aurora", made_by, "\u0410urora"),
-    ("vendor, soft hyphen", ZEPHYR, "aurora", made_by, "Au\u00adrora"),
-    ("vendor in bold", ZEPHYR, "aurora", made_by, "**Aurora**"),
-    # a well-known model and its maker
-    ("GPT-4o", GPT, "gpt4o", i_am, "GPT-4o"),
-    ("gpt4o", GPT, "gpt4o", i_am, "gpt4o"),
-    ("GPT 4o", GPT, "gpt4o", i_am, "GPT 4o"),
-    ("GPT non-breaking hyphen 4o", GPT, "gpt4o", i_am, "GPT\u20114o"),
-    ("GPT-4o, Cyrillic P, T, o", GPT, "gpt4o", i_am, "G\u0420\u0422-4\u043e"),
-    ("G P T - 4 o", GPT, "gpt4o", i_am, "G P T - 4 o"),
-    ("its vendor's product", GPT, "chatgpt", i_am, "ChatGPT"),
-    ("OpenAI", GPT, "openai", made_by, "OpenAI"),
-    ("Open AI", GPT, "openai", made_by, "Open AI"),
-    ("OpenAI, Cyrillic O", GPT, "openai", made_by, "\u041epenAI"),
-    ("OpenAI in base64", GPT, "openai", made_by, b64("OpenAI")),
-    ("Claude, Cyrillic a", CLAUDE, "claude", i_am, "Cl\u0430ude"),
-]]
+FORMS = [
+    (label, writer, name, make(x))
+    for label, writer, name, make, x in [
+        # the alias
+        ("alias", ZEPHYR, "zephyrmini", i_am, "zephyr-mini"),
+        ("alias upper case", ZEPHYR, "zephyrmini", i_am, "ZEPHYR-MINI"),
+        ("alias by a space", ZEPHYR, "zephyrmini", i_am, "Zephyr Mini"),
+        ("alias joined, CamelCase", ZEPHYR, "zephyrmini", i_am, "ZephyrMini"),
+        ("alias joined, lower case", ZEPHYR, "zephyrmini", i_am, "zephyrmini"),
+        ("alias by an underscore", ZEPHYR, "zephyrmini", i_am, "zephyr_mini"),
+        ("alias by a dot", ZEPHYR, "zephyrmini", i_am, "zephyr.mini"),
+        ("Cyrillic e", ZEPHYR, "zephyrmini", i_am, "Z\u0435phyr-Mini"),
+        ("Cyrillic M and i", ZEPHYR, "zephyrmini", i_am, "Zephyr-\u041c\u0456n\u0456"),
+        ("Greek Zeta", ZEPHYR, "zephyrmini", i_am, "\u0396ephyr-Mini"),
+        ("Greek Mu", ZEPHYR, "zephyrmini", i_am, "Zephyr-\u039cini"),
+        ("soft hyphen", ZEPHYR, "zephyrmini", i_am, "Zeph\u00adyr-Mini"),
+        ("zero-width space", ZEPHYR, "zephyrmini", i_am, "Zep\u200bhyr-Mini"),
+        ("zero-width joiner", ZEPHYR, "zephyrmini", i_am, "Zephyr\u200d-Mini"),
+        ("zero-width non-joiner", ZEPHYR, "zephyrmini", i_am, "Ze\u200cphyr Mini"),
+        ("word joiner", ZEPHYR, "zephyrmini", i_am, "Zephyr\u2060Mini"),
+        ("byte-order mark", ZEPHYR, "zephyrmini", i_am, "Zephyr\ufeff-Mini"),
+        ("variation selector", ZEPHYR, "zephyrmini", i_am, "Ze\ufe0fphyr-Mini"),
+        ("combining accent", ZEPHYR, "zephyrmini", i_am, "Ze\u0301phyr-Mini"),
+        ("accented letter", ZEPHYR, "zephyrmini", i_am, "Z\u00e9phyr-Mini"),
+        (
+            "full-width letters",
+            ZEPHYR,
+            "zephyrmini",
+            i_am,
+            "\uff3a\uff45\uff50\uff48\uff59\uff52-\uff2d\uff49\uff4e\uff49",
+        ),
+        (
+            "mathematical bold",
+            ZEPHYR,
+            "zephyrmini",
+            i_am,
+            "\U0001d419\U0001d41e\U0001d429\U0001d421\U0001d432\U0001d42b-Mini",
+        ),
+        ("spaced letters", ZEPHYR, "zephyrmini", i_am, "Z e p h y r - m i n i"),
+        ("a space inside a word", ZEPHYR, "zephyrmini", i_am, "Zep hyr Mini"),
+        ("dotted letters", ZEPHYR, "zephyrmini", i_am, "Z.e.p.h.y.r.M.i.n.i"),
+        ("markdown bold", ZEPHYR, "zephyrmini", i_am, "**Zephyr**-mini"),
+        ("markdown italic inside", ZEPHYR, "zephyrmini", i_am, "Zep*hyr*-Mini"),
+        ("markdown code", ZEPHYR, "zephyrmini", i_am, "`zephyr-mini`"),
+        ("markdown underscores", ZEPHYR, "zephyrmini", i_am, "_Zephyr_ Mini"),
+        ("markdown strike", ZEPHYR, "zephyrmini", i_am, "~~Zephyr~~Mini"),
+        ("a newline", ZEPHYR, "zephyrmini", i_am, "Zephyr\nMini"),
+        ("hyphenated over a newline", ZEPHYR, "zephyrmini", i_am, "Zeph-\nyr-Mini"),
+        ("percent-encoded hyphen", ZEPHYR, "zephyrmini", i_am, "zephyr%2Dmini"),
+        ("percent-encoded letter", ZEPHYR, "zephyrmini", i_am, "%5Aephyr-mini"),
+        ("percent-encoded space", ZEPHYR, "zephyrmini", i_am, "Zephyr%20Mini"),
+        ("base64 of the alias", ZEPHYR, "zephyrmini", i_am, b64("zephyr-mini")),
+        ("base64 of a sentence", ZEPHYR, "zephyrmini", lambda x: x, b64("I am zephyr-mini.")),
+        ("non-breaking hyphen", ZEPHYR, "zephyrmini", i_am, "Zephyr\u2011Mini"),
+        ("en dash", ZEPHYR, "zephyrmini", i_am, "Zephyr\u2013Mini"),
+        ("no-break space", ZEPHYR, "zephyrmini", i_am, "Zephyr\u00a0Mini"),
+        # the served id
+        ("served id", ZEPHYR, "zephyrminiv2", i_am, "aurora/zephyr-mini-v2"),
+        ("served id's model part", ZEPHYR, "zephyrminiv2", i_am, "zephyr-mini-v2"),
+        ("served id in words", ZEPHYR, "zephyrminiv2", i_am, "Zephyr Mini v2"),
+        ("served id joined", ZEPHYR, "zephyrminiv2", i_am, "ZephyrMiniV2"),
+        ("served id, Cyrillic e", ZEPHYR, "zephyrminiv2", i_am, "aurora/z\u0435phyr-mini-v2"),
+        # the family
+        ("family", ZEPHYR, "zephyr", i_am, "Zephyr"),
+        ("family upper case", ZEPHYR, "zephyr", i_am, "ZEPHYR"),
+        ("family, Cyrillic e", ZEPHYR, "zephyr", i_am, "Z\u0435phyr"),
+        ("family, zero-width space", ZEPHYR, "zephyr", i_am, "Zeph\u200byr"),
+        # the vendor
+        ("vendor", ZEPHYR, "aurora", made_by, "Aurora"),
+        ("vendor upper case", ZEPHYR, "aurora", made_by, "AURORA"),
+        ("vendor, Cyrillic A", ZEPHYR, "aurora", made_by, "\u0410urora"),
+        ("vendor, soft hyphen", ZEPHYR, "aurora", made_by, "Au\u00adrora"),
+        ("vendor in bold", ZEPHYR, "aurora", made_by, "**Aurora**"),
+        # a well-known model and its maker
+        ("GPT-4o", GPT, "gpt4o", i_am, "GPT-4o"),
+        ("gpt4o", GPT, "gpt4o", i_am, "gpt4o"),
+        ("GPT 4o", GPT, "gpt4o", i_am, "GPT 4o"),
+        ("GPT non-breaking hyphen 4o", GPT, "gpt4o", i_am, "GPT\u20114o"),
+        ("GPT-4o, Cyrillic P, T, o", GPT, "gpt4o", i_am, "G\u0420\u0422-4\u043e"),
+        ("G P T - 4 o", GPT, "gpt4o", i_am, "G P T - 4 o"),
+        ("its vendor's product", GPT, "chatgpt", i_am, "ChatGPT"),
+        ("OpenAI", GPT, "openai", made_by, "OpenAI"),
+        ("Open AI", GPT, "openai", made_by, "Open AI"),
+        ("OpenAI, Cyrillic O", GPT, "openai", made_by, "\u041epenAI"),
+        ("OpenAI in base64", GPT, "openai", made_by, b64("OpenAI")),
+        ("Claude, Cyrillic a", CLAUDE, "claude", i_am, "Cl\u0430ude"),
+    ]
+]
 
 
 def letters(text):
@@ -125,8 +138,7 @@ def letters(text):
 
 
 def leaks(name, masked):
-    return name in letters(masked) or any("".join(h.key) == name
-                                          for h in masker().hits(masked))
+    return name in letters(masked) or any("".join(h.key) == name for h in masker().hits(masked))
 
 
 def test_the_list_holds_66_forms():
@@ -160,8 +172,9 @@ def test_the_void_names_the_name_and_its_form_for_a_person(label, writer, name, 
     assert "".join(c for c in e["name"].lower() if c.isalnum()) in (name, "aurorazephyrminiv2")
     assert e["as"] in ("alias", "served id", "family", "vendor", "its vendor's model")
     assert e["excerpt"] and e["written"]
-    assert "\u200b" not in e["written"] and "\u00ad" not in e["written"], \
+    assert "\u200b" not in e["written"] and "\u00ad" not in e["written"], (
         "invisible characters are spelt out for the reader"
+    )
 
 
 # honest answers about AI models, by gpt-4o, naming other models: masked, never voided
@@ -195,8 +208,22 @@ def test_answers_about_other_models_are_masked_and_at_most_one_of_20_voided():
     assert len(voided) <= 1, voided
     for text in ABOUT_OTHERS:
         masked = masker()(text)
-        for name in ("claude", "gemini", "llama", "mistral", "anthropic", "google", "qwen",
-                     "deepseek", "grok", "xai", "phi3", "gemma", "kimi", "moonshot"):
+        for name in (
+            "claude",
+            "gemini",
+            "llama",
+            "mistral",
+            "anthropic",
+            "google",
+            "qwen",
+            "deepseek",
+            "grok",
+            "xai",
+            "phi3",
+            "gemma",
+            "kimi",
+            "moonshot",
+        ):
             assert name not in letters(masked).replace("model", ""), (name, masked)
 
 
@@ -211,14 +238,17 @@ def test_a_run_mentioning_its_own_model_in_the_third_person_is_masked_not_voided
 
 
 ORDINARY = [
-    (CAREFUL, "This is a careful review."), (CAREFUL, "I'm careful with dates."),
+    (CAREFUL, "This is a careful review."),
+    (CAREFUL, "I'm careful with dates."),
     (CAREFUL, "I am a careful reviewer, so I checked twice."),
     (CAREFUL, "As a careful reader, I noticed the off-by-one."),
-    (CAREFUL, "I was careful to run the tests."), (CAREFUL, "Careful: the loop never ends."),
-    (SWIFT, "I'm swift to answer: the bug is on line 3."), (SWIFT, "This is a swift reply."),
+    (CAREFUL, "I was careful to run the tests."),
+    (CAREFUL, "Careful: the loop never ends."),
+    (SWIFT, "I'm swift to answer: the bug is on line 3."),
+    (SWIFT, "This is a swift reply."),
     (SWIFT, "The patch is written in Swift, and I'm sure it compiles."),
-    (SONNET, "Here is a sonnet about the bug."), (SONNET, "I'm a sonnet lover, but here: "
-                                                         "line 3 is wrong."),
+    (SONNET, "Here is a sonnet about the bug."),
+    (SONNET, "I'm a sonnet lover, but here: line 3 is wrong."),
     (SONNET, "This is a sonnet, as you asked."),
 ]
 
@@ -235,8 +265,10 @@ def test_a_plain_word_family_written_as_a_name_still_voids():
 
 def test_the_tasks_own_words_are_never_masked_and_never_void():
     task = "Write a careful, swift review of this sonnet, and say why Gemini is a constellation."
-    said = ("A careful, swift review: the sonnet scans well. Gemini is a constellation. "
-            "I'm careful with meter.")
+    said = (
+        "A careful, swift review: the sonnet scans well. Gemini is a constellation. "
+        "I'm careful with meter."
+    )
     m = masker(task)
     assert m(said) == said
     for writer in (CAREFUL, SWIFT, SONNET):
@@ -246,9 +278,11 @@ def test_the_tasks_own_words_are_never_masked_and_never_void():
 
 
 def test_ordinary_words_and_encodings_that_name_nobody_survive():
-    said = ("Use base64 such as aGVsbG8gd29ybGQ= or a URL like /a%20b; two llamas, a "
-            "supernova, breakfast, the command line, O(1), and ThisIsNotAName; Tom &amp; "
-            "Jerry, AT&T, C:\\new\\tmp and \\u00e9t\u00e9.")
+    said = (
+        "Use base64 such as aGVsbG8gd29ybGQ= or a URL like /a%20b; two llamas, a "
+        "supernova, breakfast, the command line, O(1), and ThisIsNotAName; Tom &amp; "
+        "Jerry, AT&T, C:\\new\\tmp and \\u00e9t\u00e9."
+    )
     assert masker()(said) == said
 
 
@@ -259,13 +293,24 @@ def test_masking_replaces_the_original_characters_and_leaves_the_rest_as_written
     assert (text, count) == ("see [model] and [vendor]", 2)
 
 
-@pytest.mark.parametrize("written", ["Zeph&shy;yr-Mini", "Zephyr&#45;Mini", "Z&#x65;phyr-Mini",
-                                     "Z\\u0065phyr-Mini", "Zephyr\\nMini", "Zeph\\u00adyr Mini",
-                                     "Zephyr\u202e-Mini", "Z\u200be\u200bp\u200bh\u200by\u200br"])
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Zeph&shy;yr-Mini",
+        "Zephyr&#45;Mini",
+        "Z&#x65;phyr-Mini",
+        "Z\\u0065phyr-Mini",
+        "Zephyr\\nMini",
+        "Zeph\\u00adyr Mini",
+        "Zephyr\u202e-Mini",
+        "Z\u200be\u200bp\u200bh\u200by\u200br",
+    ],
+)
 def test_escaped_forms_of_a_name_are_read_as_the_name(written):
     said = f"I'm {written}, here to help."
     masked = masker()(said)
     assert masked == "I'm [model], here to help.", masked
     found = masker().itself(said, own_of(ZEPHYR))
-    assert found and found[0]["written"] == written.replace("\u202e", "\\u202e") \
-        .replace("\u200b", "\\u200b")
+    assert found and found[0]["written"] == written.replace("\u202e", "\\u202e").replace(
+        "\u200b", "\\u200b"
+    )

@@ -45,8 +45,9 @@ def raced_until_named(rng, runs, rule, looks=sequential.LOOKS):
     race = []
     for look in range(1, looks + 1):
         first = (look - 1) * runs
-        for row in rows("pinned", [mark(rng, REF_MEAN, REF_SD) for _ in range(runs)]) + \
-                rows("cheap", at_margin(rng, runs)):
+        for row in rows("pinned", [mark(rng, REF_MEAN, REF_SD) for _ in range(runs)]) + rows(
+            "cheap", at_margin(rng, runs)
+        ):
             row["run"] += first
             race.append(row)
         if rule(race, look):
@@ -59,8 +60,12 @@ def sequential_rule(race, look):
 
 
 def every_look_at_5_percent(race, look):
-    diffs = verdict.differences([r for r in race if r["model"] == "cheap"],
-                                [r for r in race if r["model"] == "pinned"], "accuracy", "run")
+    diffs = verdict.differences(
+        [r for r in race if r["model"] == "cheap"],
+        [r for r in race if r["model"] == "pinned"],
+        "accuracy",
+        "run",
+    )
     return verdict.measure_test(diffs, verdict.MARGIN, 0.05)["p"] <= 0.05
 
 
@@ -69,8 +74,10 @@ def test_racing_again_until_a_model_is_named_keeps_a_model_at_the_margin_named_a
     rng = random.Random(2031)
     named = sum(raced_until_named(rng, runs, sequential_rule) is not None for _ in range(jobs))
     rng = random.Random(2031)
-    naive = sum(raced_until_named(rng, runs, every_look_at_5_percent) is not None
-                for _ in range(jobs))
+    naive = sum(
+        raced_until_named(rng, runs, every_look_at_5_percent) is not None for _ in range(jobs)
+    )
     assert named / jobs <= 0.05, f"named at the margin in {named} of {jobs} jobs over 5 looks"
     assert naive / jobs > 0.05, (
-        f"testing every look at 5% named it in {naive} of {jobs}: the check had nothing to catch")
+        f"testing every look at 5% named it in {naive} of {jobs}: the check had nothing to catch"
+    )

@@ -15,7 +15,7 @@ from panelist.metrics.stats import paired_sample_size
 from panelist.metrics.race.verdict import STEP, decide
 
 RACES = 2000
-REF_MEAN, REF_SD = 5.5, 1.0        # the pinned model's accuracy marks (of 7)
+REF_MEAN, REF_SD = 5.5, 1.0  # the pinned model's accuracy marks (of 7)
 
 
 def mark(rng, mean, sd):
@@ -26,11 +26,22 @@ def mark(rng, mean, sd):
 def rows(model, marks, *, input=1, shown=2, scores=None, capped=None, **row):
     out = []
     for n, accuracy in enumerate(marks, 1):
-        out.append({"model": model, "input": input, "run": n, "succeeded": True,
-                    "accuracy": accuracy, "shown_work": shown, "capped_from": capped,
-                    "total": None if accuracy is None else accuracy + shown,
-                    "score": None if scores is None else scores[n - 1], "score_error": None,
-                    "judge_error": None if accuracy is not None else "judge failure", **row})
+        out.append(
+            {
+                "model": model,
+                "input": input,
+                "run": n,
+                "succeeded": True,
+                "accuracy": accuracy,
+                "shown_work": shown,
+                "capped_from": capped,
+                "total": None if accuracy is None else accuracy + shown,
+                "score": None if scores is None else scores[n - 1],
+                "score_error": None,
+                "judge_error": None if accuracy is not None else "judge failure",
+                **row,
+            }
+        )
     return out
 
 
@@ -47,17 +58,17 @@ def named_rate(n, candidate, seed, races=RACES, mean=REF_MEAN, sd=REF_SD):
     named = 0
     for _ in range(races):
         reference = [mark(rng, mean, sd) for _ in range(n)]
-        said = decide(rows("pinned", reference) + rows("cheap", candidate(rng, n)), MODELS,
-                      "pinned")
+        said = decide(
+            rows("pinned", reference) + rows("cheap", candidate(rng, n)), MODELS, "pinned"
+        )
         named += said["model"] == "cheap"
     return named / races
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 10, 30])
 def test_a_truly_worse_cheaper_model_is_named_at_most_5_percent_of_the_time(n):
-    three_worse = REF_MEAN - 3 / STEP   # 3 points of 10 below the pinned model
-    rate = named_rate(n, lambda rng, k: [mark(rng, three_worse, REF_SD) for _ in range(k)],
-                      seed=n)
+    three_worse = REF_MEAN - 3 / STEP  # 3 points of 10 below the pinned model
+    rate = named_rate(n, lambda rng, k: [mark(rng, three_worse, REF_SD) for _ in range(k)], seed=n)
     assert rate <= 0.05, f"a model 3 points worse was named in {rate:.1%} of races at {n} runs"
 
 
@@ -65,14 +76,17 @@ def test_a_truly_worse_cheaper_model_is_named_at_most_5_percent_of_the_time(n):
 def test_at_the_margin_itself_a_model_is_named_at_most_5_percent_of_the_time(n):
     """Exactly 1 point of 10 worse on average (0.7 of a mark: a mark less 7 times in 10), the
     boundary the test guards; whole marks do not push it past its level."""
+
     def at_margin(rng, k):
         return [max(0, mark(rng, REF_MEAN, REF_SD) - (rng.random() < 0.7)) for _ in range(k)]
+
     assert named_rate(n, at_margin, seed=100 + n) <= 0.05
 
 
 def test_a_truly_equal_cheaper_model_is_found_once_the_evidence_suffices():
     def equal(rng, k):
         return [mark(rng, 6.0, 0.5) for _ in range(k)]
+
     assert named_rate(30, equal, seed=7, mean=6.0, sd=0.5) >= 0.8
 
 
@@ -86,12 +100,13 @@ def test_holm_keeps_the_chance_of_naming_any_of_several_at_the_margin_at_5_perce
     for _ in range(races):
         race = rows("pinned", [mark(rng, REF_MEAN, REF_SD) for _ in range(n)])
         for alias in "abcd":
-            race += rows(alias, [max(0, mark(rng, REF_MEAN, REF_SD) - (rng.random() < 0.7))
-                                 for _ in range(n)])
+            race += rows(
+                alias,
+                [max(0, mark(rng, REF_MEAN, REF_SD) - (rng.random() < 0.7)) for _ in range(n)],
+            )
         said = decide(race, models, "pinned")
         any_named += said["model"] in tuple("abcd")
-        any_uncorrected += any(c["p"] is not None and c["p"] <= 0.05
-                               for c in said["candidates"])
+        any_uncorrected += any(c["p"] is not None and c["p"] <= 0.05 for c in said["candidates"])
         assert all(c["p_holm"] >= c["p"] for c in said["candidates"] if c["p"] is not None)
     assert any_named / races <= 0.05
     assert any_uncorrected / races > 0.05, "the correction had nothing to correct"
@@ -104,8 +119,9 @@ def test_holm_can_hold_back_a_model_one_test_alone_would_name():
     both = decide(race, priced(pinned=1.0, cheap=0.1, other=0.2), "pinned")
     by = {c["model"]: c for c in both["candidates"]}
     assert alone["model"] == "cheap"
-    assert by["cheap"]["p_holm"] == pytest.approx(min(1.0, 2 * by["cheap"]["p"])) or \
-        by["cheap"]["p_holm"] == pytest.approx(by["other"]["p_holm"])
+    assert by["cheap"]["p_holm"] == pytest.approx(min(1.0, 2 * by["cheap"]["p"])) or by["cheap"][
+        "p_holm"
+    ] == pytest.approx(by["other"]["p_holm"])
     assert by["other"]["result"] == "worse"
 
 
@@ -132,14 +148,14 @@ def test_too_little_evidence_says_how_much_more_as_a_range_on_an_assumed_spread(
     assert f"{needed['low']} to {needed['high']} more run(s)" in said["why"]
     assert "assumes a spread of 2 points, not yet measured" in said["why"]
     assert said["why"].startswith("too little evidence to name a model")
-    cheap, = said["candidates"]
+    (cheap,) = said["candidates"]
     assert cheap["result"] == "undecided" and cheap["needed"] == needed
     # the next look's level, split over the candidates, is what the advice plans for
     assert needed["level"] == pytest.approx(sequential.level(2, verdict.ALPHA), abs=1e-6)
 
 
 def test_a_measured_spread_gives_a_range_from_its_interval_and_its_high_end_settles_it():
-    pinned, cheap = [6, 7] * 3, [7, 6] * 3   # as good as the pinned model; differences ±1 mark
+    pinned, cheap = [6, 7] * 3, [7, 6] * 3  # as good as the pinned model; differences ±1 mark
     said = decide(rows("pinned", pinned) + rows("cheap", cheap), MODELS, "pinned")
     needed = said["needed"]
     assert needed["assumed"] is None and "not yet measured" not in said["why"]
@@ -148,8 +164,12 @@ def test_a_measured_spread_gives_a_range_from_its_interval_and_its_high_end_sett
     assert f"if its spread is between {low:.2f} and {high:.2f} points" in said["why"]
     # racing again up to the high end's total, with the spread it saw, names it at look 2
     total = needed["totals"][1]
-    more = decide(rows("pinned", ([6, 7] * total)[:total]) +
-                  rows("cheap", ([7, 6] * total)[:total]), MODELS, "pinned", look=2)
+    more = decide(
+        rows("pinned", ([6, 7] * total)[:total]) + rows("cheap", ([7, 6] * total)[:total]),
+        MODELS,
+        "pinned",
+        look=2,
+    )
     assert more["model"] == "cheap" and more["test"]["look"] == 2
 
 
@@ -157,8 +177,7 @@ def test_after_the_fifth_look_the_verdict_names_no_model_and_says_the_looks_are_
     pinned, cheap = [6, 7] * 4, [7, 6] * 4
     race = rows("pinned", pinned) + rows("cheap", cheap)
     fifth = decide(race, MODELS, "pinned", look=5)
-    assert fifth["test"]["level"] == pytest.approx(sequential.levels(verdict.ALPHA)[-1],
-                                                   abs=1e-6)
+    assert fifth["test"]["level"] == pytest.approx(sequential.levels(verdict.ALPHA)[-1], abs=1e-6)
     assert fifth["model"] is None and fifth["needed"] is None
     assert "the job's 5 planned looks are spent" in fifth["why"]
     first = decide(race, MODELS, "pinned")
@@ -170,8 +189,9 @@ def test_the_advice_range_holds_the_runs_truly_needed_in_most_reruns():
     spread; most ranges hold the runs a known spread needs, and none runs to the hundreds."""
     rng = random.Random(31)
     # the spread the test works with, were it known: of two runs' differences, rounding added
-    diffs = [(mark(rng, REF_MEAN, REF_SD) - mark(rng, REF_MEAN, REF_SD)) * STEP
-             for _ in range(20_000)]
+    diffs = [
+        (mark(rng, REF_MEAN, REF_SD) - mark(rng, REF_MEAN, REF_SD)) * STEP for _ in range(20_000)
+    ]
     truth = math.hypot(statistics.stdev(diffs), verdict.ROUNDING)
     held, highs = 0, []
     reruns = 200
@@ -194,11 +214,12 @@ def test_the_advice_range_holds_the_runs_truly_needed_in_most_reruns():
 def test_with_several_inputs_an_input_is_the_unit_and_more_inputs_are_asked_for():
     race = []
     for i, level in enumerate([7, 5, 3], 1):
-        race += rows("pinned", [level, level], input=i) + \
-            rows("cheap", [level, max(0, level - 1)], input=i)
+        race += rows("pinned", [level, level], input=i) + rows(
+            "cheap", [level, max(0, level - 1)], input=i
+        )
     said = decide(race, MODELS, "pinned")
     assert said["test"]["unit"] == "input"
-    cheap, = said["candidates"]
+    (cheap,) = said["candidates"]
     assert cheap["measures"]["accuracy"]["n"] == 3, "three inputs: three units, not six runs"
     assert said["state"] == "insufficient" and said["needed"]["of"] == "inputs"
     assert "more input(s)" in said["why"]
@@ -207,34 +228,36 @@ def test_with_several_inputs_an_input_is_the_unit_and_more_inputs_are_asked_for(
 def test_shown_work_never_buys_back_accuracy_the_tool_cap_took():
     """The cheap model's tool calls differ: code capped its accuracy at 4; its shown work (3)
     brings its total level with the pinned model's, but the verdict is decided on accuracy."""
-    race = rows("pinned", [7, 7, 6, 7, 6, 7, 7, 6], shown=0) + \
-        rows("cheap", [4] * 8, shown=3, capped=7)
-    assert sum(r["total"] for r in race if r["model"] == "cheap") >= \
-        sum(r["total"] for r in race if r["model"] == "pinned")
+    race = rows("pinned", [7, 7, 6, 7, 6, 7, 7, 6], shown=0) + rows(
+        "cheap", [4] * 8, shown=3, capped=7
+    )
+    assert sum(r["total"] for r in race if r["model"] == "cheap") >= sum(
+        r["total"] for r in race if r["model"] == "pinned"
+    )
     said = decide(race, MODELS, "pinned")
-    cheap, = said["candidates"]
+    (cheap,) = said["candidates"]
     assert cheap["result"] == "worse" and said["model"] == "pinned" and said["state"] == "keep"
 
 
 def test_the_scorer_takes_part_in_the_verdict():
     marks = [7, 6, 7, 6, 7, 6, 7, 6, 7, 6]
-    judged_alike = rows("pinned", marks, scores=[1.0] * 10) + \
-        rows("cheap", marks, scores=[0.0, 1.0] * 5)
+    judged_alike = rows("pinned", marks, scores=[1.0] * 10) + rows(
+        "cheap", marks, scores=[0.0, 1.0] * 5
+    )
     said = decide(judged_alike, MODELS, "pinned", scored=True)
     assert said["test"]["measures"] == ["accuracy", "score"]
-    cheap, = said["candidates"]
+    (cheap,) = said["candidates"]
     assert cheap["measures"]["accuracy"]["p"] < 0.05, "the judge alone would name it"
     assert cheap["result"] == "worse" and said["model"] == "pinned"
     # a scorer that compared nothing leaves the verdict to accuracy, and says so
-    unscored = rows("pinned", marks, scores=[None] * 10) + rows("cheap", marks,
-                                                                 scores=[None] * 10)
+    unscored = rows("pinned", marks, scores=[None] * 10) + rows("cheap", marks, scores=[None] * 10)
     said = decide(unscored, MODELS, "pinned", scored=True)
     assert said["test"]["measures"] == ["accuracy"] and said["model"] == "cheap"
     assert "the scorer compared none of the pinned model's runs" in said["why"]
     # a scorer that compared none of the candidate's runs leaves it open, and says why
     theirs = rows("pinned", marks, scores=[1.0] * 10) + rows("cheap", marks, scores=[None] * 10)
     said = decide(theirs, MODELS, "pinned", scored=True)
-    cheap, = said["candidates"]
+    (cheap,) = said["candidates"]
     assert cheap["result"] == "undecided" and said["state"] == "insufficient"
     assert "none of its runs has a score to pair" in cheap["why"]
 
@@ -243,7 +266,7 @@ def test_judge_failures_are_counted_and_keep_the_model_from_being_named():
     marks = [7, 6, 7, 6, 7, 6, 7, 6, 7, 6]
     race = rows("pinned", marks) + rows("cheap", marks[:9] + [None])
     said = decide(race, MODELS, "pinned")
-    cheap, = said["candidates"]
+    (cheap,) = said["candidates"]
     assert cheap["result"] == "unjudged" and "1 of its 10 runs were not judged" in cheap["why"]
     assert said["model"] is None and said["state"] == "insufficient"
 
@@ -253,7 +276,7 @@ def test_a_failed_run_is_never_named_and_then_the_pinned_model_is_kept():
     race = rows("pinned", marks) + rows("cheap", marks)
     race[-1]["succeeded"] = False
     said = decide(race, MODELS, "pinned")
-    cheap, = said["candidates"]
+    (cheap,) = said["candidates"]
     assert cheap["result"] == "failed"
     assert said["model"] == "pinned" and said["state"] == "keep"
     assert said["why"].startswith("keep pinned: no cheaper model is shown good enough")
@@ -262,8 +285,7 @@ def test_a_failed_run_is_never_named_and_then_the_pinned_model_is_kept():
 def test_costs_in_several_currencies_are_never_compared():
     marks = [7, 6, 7, 6, 7, 6, 7, 6]
     race = rows("pinned", marks) + rows("cheap", marks) + rows("euro", marks)
-    models = priced(pinned=1.0, cheap=0.1) + [{"model": "euro", "cost": 0.05,
-                                              "currency": "EUR"}]
+    models = priced(pinned=1.0, cheap=0.1) + [{"model": "euro", "cost": 0.05, "currency": "EUR"}]
     said = decide(race, models, "pinned")
     assert said["model"] is None and said["state"] == "currencies"
     assert said["cheapest_by_currency"] == {"EUR": "euro", "USD": "cheap"}
@@ -271,7 +293,7 @@ def test_costs_in_several_currencies_are_never_compared():
 
 def test_the_margin_is_configurable_and_checked():
     reference = [7, 6] * 10
-    worse = [6, 5] * 10   # a mark (1.4 points of 10) below the pinned model's every run
+    worse = [6, 5] * 10  # a mark (1.4 points of 10) below the pinned model's every run
     race = rows("pinned", reference) + rows("cheap", worse)
     assert decide(race, MODELS, "pinned")["model"] == "pinned"
     wide = decide(race, MODELS, "pinned", margin=3)
@@ -287,11 +309,15 @@ def test_no_judged_run_of_the_pinned_model_names_no_model():
     assert "race it too" in said["why"]
 
 
-@pytest.mark.parametrize("cost, said", [(0.0, "(0 USD a run)"), (0.000123456, "(0.000123 USD a run)"),
-                                        (0.25, "(0.25 USD a run)")])
+@pytest.mark.parametrize(
+    "cost, said",
+    [(0.0, "(0 USD a run)"), (0.000123456, "(0.000123 USD a run)"), (0.25, "(0.25 USD a run)")],
+)
 def test_the_named_models_cost_reads_as_people_write_it(cost, said):
     # the same marks on both: the cheaper one is good enough, and its cost is in the reason
     same = [6, 6, 7, 6, 5, 6, 7, 6, 6, 6] * 3
-    out = decide(rows("pinned", same) + rows("cheap", same), priced(pinned=1.0, cheap=cost), "pinned")
+    out = decide(
+        rows("pinned", same) + rows("cheap", same), priced(pinned=1.0, cheap=cost), "pinned"
+    )
     assert out["model"] == "cheap", out
     assert said in out["why"] and "0.000000" not in out["why"], out["why"]

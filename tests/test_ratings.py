@@ -14,38 +14,55 @@ from panelist.metrics.ledger.ratings import Ratings, rate
 
 
 def verdict(call, alias, useful, shape="general"):
-    return {"kind": "verdict", "call": call, "panel": call.partition(".")[0], "alias": alias,
-            "shape": shape, "useful": useful}
+    return {
+        "kind": "verdict",
+        "call": call,
+        "panel": call.partition(".")[0],
+        "alias": alias,
+        "shape": shape,
+        "useful": useful,
+    }
 
 
 def test_the_index_counts_who_was_judged_better_on_one_panel():
     ix = Index()
-    lines = [verdict("p1.a", "fast", True), verdict("p1.b", "mid", False),
-             verdict("p1.c", "slow", False), verdict("p1.d", "fast", False),  # itself: no pair
-             verdict("p2.a", "fast", True), verdict("p2.b", "mid", True),    # a tie
-             verdict("p3.a", "mid", True, shape="review"), verdict("p3.b", "slow", False,
-                                                                   shape="review")]
+    lines = [
+        verdict("p1.a", "fast", True),
+        verdict("p1.b", "mid", False),
+        verdict("p1.c", "slow", False),
+        verdict("p1.d", "fast", False),  # itself: no pair
+        verdict("p2.a", "fast", True),
+        verdict("p2.b", "mid", True),  # a tie
+        verdict("p3.a", "mid", True, shape="review"),
+        verdict("p3.b", "slow", False, shape="review"),
+    ]
     for offset, line in enumerate(lines):
         ix.fold(offset * 100, line)
     assert ix.pairs.of("general") == {("fast", "mid"): 1, ("fast", "slow"): 1}
     assert ix.pairs.of("review") == {("mid", "slow"): 1}
     # a replacing verdict moves its pairs: mid is now useful on p1, slow still not
     ix.fold(1000, verdict("p1.b", "mid", True))
-    assert ix.pairs.of("general") == {("fast", "slow"): 1, ("mid", "slow"): 1,
-                                      ("mid", "fast"): 1}
-    ix.fold(1100, verdict("p1.b", "mid", True))   # the same again changes nothing
-    ix.fold(1200, verdict("p1.e", "x-one", True, shape="review"))   # not p1's shape: foreign
-    assert ix.pairs.of("general") == {("fast", "slow"): 1, ("mid", "slow"): 1,
-                                      ("mid", "fast"): 1}
-    assert ix.counts[("mid", "general")] == [2, 0]   # the useful counts follow as before
+    assert ix.pairs.of("general") == {("fast", "slow"): 1, ("mid", "slow"): 1, ("mid", "fast"): 1}
+    ix.fold(1100, verdict("p1.b", "mid", True))  # the same again changes nothing
+    ix.fold(1200, verdict("p1.e", "x-one", True, shape="review"))  # not p1's shape: foreign
+    assert ix.pairs.of("general") == {("fast", "slow"): 1, ("mid", "slow"): 1, ("mid", "fast"): 1}
+    assert ix.counts[("mid", "general")] == [2, 0]  # the useful counts follow as before
 
 
 def judge_panel(ledger, seats, shape="general"):
     panel = ledger.new_panel()
     for i, (alias, useful) in enumerate(seats):
         call = f"{panel}.member{i + 1}"
-        ledger.record_seat({"call": call, "panel": panel, "alias": alias, "shape": shape,
-                            "status": "ok", "key": "local"})
+        ledger.record_seat(
+            {
+                "call": call,
+                "panel": panel,
+                "alias": alias,
+                "shape": shape,
+                "status": "ok",
+                "key": "local",
+            }
+        )
         ledger.record_verdict(call, useful=useful)
 
 
@@ -54,7 +71,7 @@ def test_the_pairs_are_kept_in_the_snapshot_and_follow_other_processes(tmp_path)
     with Ledger(runs) as ledger:
         judge_panel(ledger, [("fast", True), ("slow", False)])
         judge_panel(ledger, [("mid", False), ("slow", True)], shape="review")
-        with Ledger(runs) as other:   # another process's verdict is seen on its next read
+        with Ledger(runs) as other:  # another process's verdict is seen on its next read
             judge_panel(other, [("fast", True), ("mid", False)])
         assert ledger.pairs("general") == {("fast", "slow"): 1, ("fast", "mid"): 1}
     reopened = Ledger(runs)
@@ -66,18 +83,31 @@ def test_the_pairs_are_kept_in_the_snapshot_and_follow_other_processes(tmp_path)
         # a reader of the saved pairs alone gives the same counts, verdicts after them too
         judge_panel(reopened, [("slow", True), ("fast", False)])
         light = PairsView(runs)
-        assert light.pairs("general") == reopened.pairs("general") == \
-            {("fast", "slow"): 1, ("fast", "mid"): 1, ("slow", "fast"): 1}
+        assert (
+            light.pairs("general")
+            == reopened.pairs("general")
+            == {("fast", "slow"): 1, ("fast", "mid"): 1, ("slow", "fast"): 1}
+        )
         assert light.pairs("review") == {("slow", "mid"): 1}
         assert light.paired_shapes() == ["general", "review"]
     finally:
         reopened.close()
     # saved pairs of another evidence file are not taken: the verdicts are folded from the start
     saved = json.loads((runs / "pairs.json").read_text())
-    (runs / "pairs.json").write_text(json.dumps(dict(saved, ino=saved["ino"] + 1, pairs={
-        "wins": [["general", "mid", "fast", 99]], "panels": []})))
-    assert PairsView(runs).pairs("general") == \
-        {("fast", "slow"): 1, ("fast", "mid"): 1, ("slow", "fast"): 1}
+    (runs / "pairs.json").write_text(
+        json.dumps(
+            dict(
+                saved,
+                ino=saved["ino"] + 1,
+                pairs={"wins": [["general", "mid", "fast", 99]], "panels": []},
+            )
+        )
+    )
+    assert PairsView(runs).pairs("general") == {
+        ("fast", "slow"): 1,
+        ("fast", "mid"): 1,
+        ("slow", "fast"): 1,
+    }
 
 
 def synthetic(strengths: dict[str, float], panels: int, seed: int) -> dict:
@@ -121,12 +151,16 @@ def test_intervals_are_seeded_and_the_fit_is_the_likelihoods_maximum():
     theta = bradleyterry.fit(comparisons)
 
     def loglik(t):
-        total = sum(bradleyterry.PRIOR * (math.log(bradleyterry.chance(x))
-                                          + math.log(bradleyterry.chance(-x))) for x in t)
+        total = sum(
+            bradleyterry.PRIOR
+            * (math.log(bradleyterry.chance(x)) + math.log(bradleyterry.chance(-x)))
+            for x in t
+        )
         for i, j, a, b in comparisons.cells:
             total += a * math.log(bradleyterry.chance(t[i] - t[j]))
             total += b * math.log(bradleyterry.chance(t[j] - t[i]))
         return total
+
     best = loglik(theta)
     for k in range(3):
         for nudge in (-0.01, 0.01):
@@ -145,24 +179,33 @@ def test_no_comparison_no_rating():
 
 
 def test_suite_units_and_race_inputs_are_comparisons(folder):
-    found = {("claim", "t1"): {"fast": True, "slow": False, "mid": False},
-             ("pair", "p1"): {"fast": False, "slow": True},
-             ("pair", "p2"): {"fast": True, "slow": True}}   # separates nobody
-    assert suiteevidence.comparisons(found) == {("fast", "slow"): 1, ("fast", "mid"): 1,
-                                                ("slow", "fast"): 1}
+    found = {
+        ("claim", "t1"): {"fast": True, "slow": False, "mid": False},
+        ("pair", "p1"): {"fast": False, "slow": True},
+        ("pair", "p2"): {"fast": True, "slow": True},
+    }  # separates nobody
+    assert suiteevidence.comparisons(found) == {
+        ("fast", "slow"): 1,
+        ("fast", "mid"): 1,
+        ("slow", "fast"): 1,
+    }
     # each unit is one unit of evidence: its pairs are counted together
-    assert suiteevidence.patterns(found) == {(("fast", "mid"), ("fast", "slow")): 1,
-                                             (("slow", "fast"),): 1}
+    assert suiteevidence.patterns(found) == {
+        (("fast", "mid"), ("fast", "slow")): 1,
+        (("slow", "fast"),): 1,
+    }
     folder.races.mkdir(parents=True, exist_ok=True)
-    rows = [{"model": "fast", "input": 0, "accuracy": 7, "total": 9},
-            {"model": "fast", "input": 0, "accuracy": 5, "total": 7},
-            {"model": "mid", "input": 0, "accuracy": 4, "total": 9},
-            {"model": "slow", "input": 0, "accuracy": 6, "total": 8},
-            {"model": "mid", "input": 1, "accuracy": 5, "total": 5},
-            {"model": "slow", "input": 1, "accuracy": 5, "total": 6},
-            {"model": "slow", "input": 1, "accuracy": None, "total": None}]   # judge failed
+    rows = [
+        {"model": "fast", "input": 0, "accuracy": 7, "total": 9},
+        {"model": "fast", "input": 0, "accuracy": 5, "total": 7},
+        {"model": "mid", "input": 0, "accuracy": 4, "total": 9},
+        {"model": "slow", "input": 0, "accuracy": 6, "total": 8},
+        {"model": "mid", "input": 1, "accuracy": 5, "total": 5},
+        {"model": "slow", "input": 1, "accuracy": 5, "total": 6},
+        {"model": "slow", "input": 1, "accuracy": None, "total": None},
+    ]  # judge failed
     (folder.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
-    (folder.races / "r20260102-0000abcd.json").write_text("{not json")   # counts nothing
+    (folder.races / "r20260102-0000abcd.json").write_text("{not json")  # counts nothing
     with Ledger(folder.gateway_runs) as ledger:
         book = Ratings.of_home(folder, ledger)
         sources = book.sources("general")
@@ -178,13 +221,21 @@ def test_suite_units_and_race_inputs_are_comparisons(folder):
         assert [r.alias for r in rated.models][-1] == "mid"
         assert rated.of("mid").clusters == rated.of("fast").clusters == 1
         # a race that ends later counts at the next look
-        (folder.races / "r20260103-0000abcd.json").write_text(json.dumps({"rows": [
-            {"model": "mid", "input": 0, "accuracy": 7},
-            {"model": "fast", "input": 0, "accuracy": 3}]}))
-        assert book.sources("general")["races"] == {(("fast", "mid"), ("slow", "mid")): 1,
-                                                    (("mid", "fast"),): 1}
-        assert book.races.pairs() == {("fast", "mid"): 1, ("slow", "mid"): 1,
-                                      ("mid", "fast"): 1}
+        (folder.races / "r20260103-0000abcd.json").write_text(
+            json.dumps(
+                {
+                    "rows": [
+                        {"model": "mid", "input": 0, "accuracy": 7},
+                        {"model": "fast", "input": 0, "accuracy": 3},
+                    ]
+                }
+            )
+        )
+        assert book.sources("general")["races"] == {
+            (("fast", "mid"), ("slow", "mid")): 1,
+            (("mid", "fast"),): 1,
+        }
+        assert book.races.pairs() == {("fast", "mid"): 1, ("slow", "mid"): 1, ("mid", "fast"): 1}
 
 
 def test_race_inputs_are_rated_on_accuracy_after_the_cap_never_on_totals(folder):
@@ -193,10 +244,24 @@ def test_race_inputs_are_rated_on_accuracy_after_the_cap_never_on_totals(folder)
     folder.races.mkdir(parents=True)
     rows = []
     for i in range(8):
-        rows += [{"model": "capped", "input": i, "accuracy": 4, "capped_from": 7,
-                  "shown_work": 3, "total": 7},
-                 {"model": "right", "input": i, "accuracy": 6, "capped_from": None,
-                  "shown_work": 0, "total": 6}]
+        rows += [
+            {
+                "model": "capped",
+                "input": i,
+                "accuracy": 4,
+                "capped_from": 7,
+                "shown_work": 3,
+                "total": 7,
+            },
+            {
+                "model": "right",
+                "input": i,
+                "accuracy": 6,
+                "capped_from": None,
+                "shown_work": 0,
+                "total": 6,
+            },
+        ]
     (folder.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
     with Ledger(folder.gateway_runs) as ledger:
         book = Ratings.of_home(folder, ledger)
@@ -205,8 +270,17 @@ def test_race_inputs_are_rated_on_accuracy_after_the_cap_never_on_totals(folder)
         assert [r.alias for r in rated.models] == ["right", "capped"]
         assert rated.of("right").wins == 8 and rated.of("capped").losses == 8
     # a row that carries only a total (no accuracy) is not a comparison
-    assert raceevidence.comparisons({"rows": [{"model": "a", "input": 0, "total": 9},
-                                              {"model": "b", "input": 0, "total": 2}]}) == {}
+    assert (
+        raceevidence.comparisons(
+            {
+                "rows": [
+                    {"model": "a", "input": 0, "total": 9},
+                    {"model": "b", "input": 0, "total": 2},
+                ]
+            }
+        )
+        == {}
+    )
 
 
 def test_races_count_once_their_folder_is_made(folder):
@@ -218,9 +292,16 @@ def test_races_count_once_their_folder_is_made(folder):
         assert book.sources("general")["races"] == {}
         assert book.sources("general")["races"] == {}
         folder.races.mkdir(parents=True)
-        (folder.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": [
-            {"model": "fast", "input": 0, "accuracy": 7},
-            {"model": "slow", "input": 0, "accuracy": 3}]}))
+        (folder.races / "r20260101-0000abcd.json").write_text(
+            json.dumps(
+                {
+                    "rows": [
+                        {"model": "fast", "input": 0, "accuracy": 7},
+                        {"model": "slow", "input": 0, "accuracy": 3},
+                    ]
+                }
+            )
+        )
         assert book.sources("general")["races"] == {(("fast", "slow"),): 1}
 
 
@@ -240,22 +321,34 @@ def test_ratings_on_the_command_line(folder, capsys):
         judge_panel(ledger, [("x-one", True), ("slow", False)], shape="review")
     code, out, _ = run(capsys, "ratings", "--data", d)
     lines = out.splitlines()
-    assert code == 0 and lines[0] == \
-        "general: 24 comparisons (24 from verdicts, 0 from races)"
+    assert code == 0 and lines[0] == "general: 24 comparisons (24 from verdicts, 0 from races)"
     assert lines[1].split() == ["ALIAS", "RATING", "INTERVAL", "WINS", "LOSSES"]
     table = [line.split() for line in lines[2:5]]
-    assert [(r[0], r[3], r[4]) for r in table] == [("fast", "20", "0"), ("mid", "4", "8"),
-                                                    ("slow", "0", "16")]
+    assert [(r[0], r[3], r[4]) for r in table] == [
+        ("fast", "20", "0"),
+        ("mid", "4", "8"),
+        ("slow", "0", "16"),
+    ]
     assert float(table[0][1]) > float(table[1][1]) > float(table[2][1])
     assert "review: 1 comparisons (1 from verdicts, 0 from suite)" in out
     code, out, _ = run(capsys, "ratings", "--shape", "review", "--json", "--data", d)
     (review,) = json.loads(out)["shapes"]
     assert code == 0 and review["shape"] == "review"
-    assert [(m["alias"], m["wins"], m["losses"]) for m in review["models"]] == \
-        [("x-one", 1, 0), ("slow", 0, 1)]
+    assert [(m["alias"], m["wins"], m["losses"]) for m in review["models"]] == [
+        ("x-one", 1, 0),
+        ("slow", 0, 1),
+    ]
     for m in review["models"]:
-        assert set(m) == {"alias", "rating", "interval", "strength", "se", "wins", "losses",
-                          "clusters"}
+        assert set(m) == {
+            "alias",
+            "rating",
+            "interval",
+            "strength",
+            "se",
+            "wins",
+            "losses",
+            "clusters",
+        }
         assert m["interval"][0] < m["rating"] < m["interval"][1]
     code, out, _ = run(capsys, "ratings", "--shape", "vision", "--json", "--data", d)
     assert code == 0 and json.loads(out)["shapes"][0]["models"] == []

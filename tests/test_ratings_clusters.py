@@ -14,8 +14,14 @@ from panelist.metrics.ledger.ratings import rate
 
 
 def verdict(panel, seat, alias, useful, shape="general"):
-    return {"kind": "verdict", "call": f"{panel}.s{seat}", "panel": panel, "alias": alias,
-            "shape": shape, "useful": useful}
+    return {
+        "kind": "verdict",
+        "call": f"{panel}.s{seat}",
+        "panel": panel,
+        "alias": alias,
+        "shape": shape,
+        "useful": useful,
+    }
 
 
 def fold(panels: list[list[tuple[str, bool]]]) -> Index:
@@ -34,9 +40,13 @@ def summed(patterns: dict) -> dict:
 
 
 def test_a_panel_s_pairs_are_one_pattern_and_a_replaced_verdict_moves_it():
-    ix = fold([[("x", True), ("a", False), ("b", False), ("c", False)],
-               [("x", True), ("a", False), ("b", False), ("c", False)],
-               [("a", True), ("b", False)]])
+    ix = fold(
+        [
+            [("x", True), ("a", False), ("b", False), ("c", False)],
+            [("x", True), ("a", False), ("b", False), ("c", False)],
+            [("a", True), ("b", False)],
+        ]
+    )
     three = (("x", "a"), ("x", "b"), ("x", "c"))
     assert ix.pairs.patterns_of("general") == {three: 2, (("a", "b"),): 1}
     assert summed(ix.pairs.patterns_of("general")) == ix.pairs.of("general")
@@ -77,8 +87,13 @@ def four_seat_panels() -> list[list[tuple[str, bool]]]:
 def test_clustered_evidence_gets_a_wider_interval_than_the_same_pairs_independent():
     clustered = fold(four_seat_panels())
     # the very same pair counts, each from a two-seat panel of its own
-    apart = fold([[(w, True), (l, False)] for (w, l), n in clustered.pairs.of("general").items()
-                  for _ in range(n)])
+    apart = fold(
+        [
+            [(w, True), (l, False)]
+            for (w, l), n in clustered.pairs.of("general").items()
+            for _ in range(n)
+        ]
+    )
     assert apart.pairs.of("general") == clustered.pairs.of("general")
     assert sum(clustered.pairs.patterns_of("general").values()) == 100
     assert sum(apart.pairs.patterns_of("general").values()) == 300
@@ -86,7 +101,7 @@ def test_clustered_evidence_gets_a_wider_interval_than_the_same_pairs_independen
     narrow = rate("general", {"verdicts": apart.pairs.patterns_of("general")})
     assert [r.alias for r in wide.models] == [r.alias for r in narrow.models] == list("abcd")
     for w, n in zip(wide.models, narrow.models):
-        assert w.theta == n.theta and w.wins == n.wins   # the same fit
+        assert w.theta == n.theta and w.wins == n.wins  # the same fit
         assert w.se > 1.15 * n.se, (w, n)
         assert w.bounds()[0] < n.bounds()[0] and w.bounds()[1] > n.bounds()[1]
         # every panel seats every model; apart, each of a model's pairs is its own unit
@@ -105,7 +120,7 @@ def test_independent_pairs_keep_about_the_model_based_interval():
         panels.append([(m, rng.random() < 1 / (1 + math.exp(-strength[m]))) for m in seats])
     ix = fold(panels)
     robust = rate("general", {"verdicts": ix.pairs.patterns_of("general")})
-    counts = rate("general", {"verdicts": ix.pairs.of("general")})   # pairs as units
+    counts = rate("general", {"verdicts": ix.pairs.of("general")})  # pairs as units
     for r, c in zip(robust.models, counts.models):
         assert c.se <= r.se < 1.12 * c.se, (r, c)
 
@@ -117,8 +132,16 @@ def test_the_patterns_survive_a_restart_and_an_older_snapshot_is_replayed(tmp_pa
             panel = ledger.new_panel()
             for i, (alias, useful) in enumerate(seats):
                 call = f"{panel}.member{i + 1}"
-                ledger.record_seat({"call": call, "panel": panel, "alias": alias,
-                                    "shape": "general", "status": "ok", "key": "local"})
+                ledger.record_seat(
+                    {
+                        "call": call,
+                        "panel": panel,
+                        "alias": alias,
+                        "shape": "general",
+                        "status": "ok",
+                        "key": "local",
+                    }
+                )
                 ledger.record_verdict(call, useful=useful)
         # a replaced verdict: the first panel's b is useful after all
         ledger.record_verdict(f"{panel.rsplit('-', 1)[0]}-1.member2", useful=True)
@@ -138,10 +161,10 @@ def test_the_patterns_survive_a_restart_and_an_older_snapshot_is_replayed(tmp_pa
         data["pairs"].pop("patterns")
         data["v"] = older
         path.write_text(json.dumps(data))
-    assert PairsView(runs).patterns("general") == want   # the verdicts folded again
+    assert PairsView(runs).patterns("general") == want  # the verdicts folded again
     again = Ledger(runs)
     try:
-        assert not again.from_snapshot   # replayed, not converted
+        assert not again.from_snapshot  # replayed, not converted
         assert again.patterns("general") == want
     finally:
         again.close()
@@ -181,11 +204,12 @@ def coverage(trials: int, as_pairs: bool) -> float:
 def test_clustered_intervals_hold_the_truth_about_95_percent_of_the_time():
     # seeded and small: the real figures come from scripts/bench_ratings.py
     assert 0.91 <= coverage(120, as_pairs=False) <= 0.99
-    assert coverage(120, as_pairs=True) < 0.90   # the pairs counted as independent
+    assert coverage(120, as_pairs=True) < 0.90  # the pairs counted as independent
 
 
 def test_a_fit_is_kept_while_the_patterns_stand_and_redone_when_one_moves(folder):
     from panelist.metrics.ledger.ratings import Ratings
+
     with Ledger(folder.gateway_runs) as ledger:
         calls = []
         for seats in four_seat_panels()[:12]:
@@ -193,15 +217,23 @@ def test_a_fit_is_kept_while_the_patterns_stand_and_redone_when_one_moves(folder
             for i, (alias, useful) in enumerate(seats):
                 call = f"{panel}.member{i + 1}"
                 calls.append(call)
-                ledger.record_seat({"call": call, "panel": panel, "alias": alias,
-                                    "shape": "general", "status": "ok", "key": "local"})
+                ledger.record_seat(
+                    {
+                        "call": call,
+                        "panel": panel,
+                        "alias": alias,
+                        "shape": "general",
+                        "status": "ok",
+                        "key": "local",
+                    }
+                )
                 ledger.record_verdict(call, useful=useful)
         book = Ratings.of_home(folder, ledger)
         first = book.of("general")
-        assert book.of("general") is first   # nothing changed: the same fit
-        ledger.record_verdict(calls[0], useful=True)   # the same verdict again: no change
+        assert book.of("general") is first  # nothing changed: the same fit
+        ledger.record_verdict(calls[0], useful=True)  # the same verdict again: no change
         assert book.of("general") is first
-        ledger.record_verdict(calls[1], useful=True)   # b too was useful on the first panel
+        ledger.record_verdict(calls[1], useful=True)  # b too was useful on the first panel
         second = book.of("general")
         assert second is not first and second.of("b").wins == first.of("b").wins + 2
         assert second.public()["clusters"] == {"verdicts": 12, "races": 0}

@@ -26,15 +26,23 @@ def families(text: str) -> dict:
 
 
 def sample(fams, family, name, **labels):
-    found = [s.value for s in fams[family].samples
-             if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+    found = [
+        s.value
+        for s in fams[family].samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
     assert len(found) == 1, (family, name, labels, found)
     return found[0]
 
 
 def ask(gw):
-    status, body, _ = gw.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
-        {"role": "user", "content": "Review: def add(a, b): return a - b"}]})
+    status, body, _ = gw.post(
+        "/v1/chat/completions",
+        {
+            "model": "bench/trio",
+            "messages": [{"role": "user", "content": "Review: def add(a, b): return a - b"}],
+        },
+    )
     assert status == 200, body
     return body
 
@@ -43,16 +51,21 @@ def test_ready_says_every_check_passed(gateway):
     status, body, _ = gateway.get("/ready")
     assert status == 200 and body["ready"] is True
     assert body["checks"]["ledger"]["ok"] is True
-    assert "config" not in body["checks"]   # no database: the files are the config
+    assert "config" not in body["checks"]  # no database: the files are the config
 
 
 def test_metrics_follow_the_panels_and_verdicts(gateway):
     status, text, headers = scrape(gateway)
     assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
     before = families(text)
-    assert {"panelist_seats", "panelist_seat_seconds", "panelist_verdicts",
-            "panelist_verdicts_owed", "panelist_index_lag_records",
-            "panelist_worker_info"} <= set(before)
+    assert {
+        "panelist_seats",
+        "panelist_seat_seconds",
+        "panelist_verdicts",
+        "panelist_verdicts_owed",
+        "panelist_index_lag_records",
+        "panelist_worker_info",
+    } <= set(before)
     body = ask(gateway)
     seats = {s["alias"]: s for s in body["bench"]["seats"]}
     useful = next(iter(seats.values()))
@@ -60,21 +73,38 @@ def test_metrics_follow_the_panels_and_verdicts(gateway):
     assert status == 200, verdict
     fams = families(scrape(gateway)[1])
     for alias in seats:
-        assert sample(fams, "panelist_seats", "panelist_seats_total",
-                      model=alias, status="answered") == 1
+        assert (
+            sample(fams, "panelist_seats", "panelist_seats_total", model=alias, status="answered")
+            == 1
+        )
         # the histogram's buckets are cumulative and end with every answered seat
-        buckets = [s for s in fams["panelist_seat_seconds"].samples
-                   if s.name == "panelist_seat_seconds_bucket" and s.labels["model"] == alias]
+        buckets = [
+            s
+            for s in fams["panelist_seat_seconds"].samples
+            if s.name == "panelist_seat_seconds_bucket" and s.labels["model"] == alias
+        ]
         counts = [s.value for s in buckets]
         assert counts == sorted(counts) and buckets[-1].labels["le"] == "+Inf"
-        assert counts[-1] == 1 == sample(fams, "panelist_seat_seconds",
-                                         "panelist_seat_seconds_count", model=alias)
-    assert sample(fams, "panelist_verdicts", "panelist_verdicts",
-                  model=useful["alias"], useful="true") == 1
+        assert (
+            counts[-1]
+            == 1
+            == sample(fams, "panelist_seat_seconds", "panelist_seat_seconds_count", model=alias)
+        )
+    assert (
+        sample(fams, "panelist_verdicts", "panelist_verdicts", model=useful["alias"], useful="true")
+        == 1
+    )
     assert sample(fams, "panelist_verdicts_owed", "panelist_verdicts_owed") == len(seats) - 1
-    for alias in seats:   # none of them found its endpoint full
-        assert sample(fams, "panelist_admission_refusals", "panelist_admission_refusals_total",
-                      model=alias) == 0
+    for alias in seats:  # none of them found its endpoint full
+        assert (
+            sample(
+                fams,
+                "panelist_admission_refusals",
+                "panelist_admission_refusals_total",
+                model=alias,
+            )
+            == 0
+        )
     # no database: no database figures
     assert not [name for name in fams if name.startswith("panelist_db_")]
 
@@ -82,19 +112,28 @@ def test_metrics_follow_the_panels_and_verdicts(gateway):
 def test_metrics_count_seats_refused_at_an_endpoints_limit(gateway, home):
     from conftest import set_limits
     from panelist.metrics.roster.roster import Roster
+
     Roster(home).set_limits("endpoint", "sim", {"max_concurrent": 1, "rpm": 1})
     set_limits(home, seat_timeout=1, max_explorers=0)
-    status, body, _ = gateway.post("/v1/chat/completions", {"model": "bench/trio", "messages": [
-        {"role": "user", "content": "Review: x = 1"}]})
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x = 1"}]},
+    )
     assert status == 200, body
     refused = [s["alias"] for s in body["bench"]["seats"] if s["status"] != "ok"]
     assert len(refused) == 2
     fams = families(scrape(gateway)[1])
     for s in body["bench"]["seats"]:
-        assert sample(fams, "panelist_admission_refusals", "panelist_admission_refusals_total",
-                      model=s["alias"]) == (1 if s["alias"] in refused else 0)
-    assert sample(fams, "panelist_admission_waiting", "panelist_admission_waiting",
-                  endpoint="sim") == 0
+        assert sample(
+            fams,
+            "panelist_admission_refusals",
+            "panelist_admission_refusals_total",
+            model=s["alias"],
+        ) == (1 if s["alias"] in refused else 0)
+    assert (
+        sample(fams, "panelist_admission_waiting", "panelist_admission_waiting", endpoint="sim")
+        == 0
+    )
 
 
 def test_metrics_need_the_admin_token_once_one_is_set(home):

@@ -32,11 +32,16 @@ def free_port() -> int:
 
 def mcp_call(gateway: mcp_server.Remote, tool: str, args: dict | None = None) -> dict:
     """One tools/call through the MCP server, in process; its result."""
-    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": tool, "arguments": args or {}}}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": args or {}},
+    }
     wfile = io.BytesIO()
-    mcp_server.Server(gateway, io.BytesIO(json.dumps(request).encode() + b"\n"), wfile,
-                      io.StringIO()).serve()
+    mcp_server.Server(
+        gateway, io.BytesIO(json.dumps(request).encode() + b"\n"), wfile, io.StringIO()
+    ).serve()
     (reply,) = [json.loads(line) for line in wfile.getvalue().splitlines()]
     return reply["result"]
 
@@ -78,7 +83,7 @@ class RecordingProxy:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = False   # server_close joins them
+        self.server.daemon_threads = False  # server_close joins them
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,))
         self.thread.start()
@@ -93,8 +98,9 @@ class RecordingProxy:
         assert not self.thread.is_alive()
 
 
-def test_ask_url_and_mcp_reach_a_loopback_gateway_past_a_dead_proxy(gateway, home, capsys,
-                                                                     dead_proxy):
+def test_ask_url_and_mcp_reach_a_loopback_gateway_past_a_dead_proxy(
+    gateway, home, capsys, dead_proxy
+):
     code, out, err = run(capsys, "ask", "trio", "hello", "--url", gateway.url + "/v1", "--json")
     assert code == 0, err
     call = json.loads(out)["bench"]["seats"][0]["call"]
@@ -108,24 +114,34 @@ def test_ask_url_and_mcp_reach_a_loopback_gateway_past_a_dead_proxy(gateway, hom
     listed = mcp_call(mcp_server.connect(gateway.url + "/v1"), "list_collections")
     assert listed["isError"] is False, text_of(listed)
     assert [c["name"] for c in listed["structuredContent"]["collections"]] == ["bench/trio"]
-    asked = mcp_call(mcp_server.connect(gateway.url), "ask",
-                     {"collection": "trio", "prompt": "hello again"})
+    asked = mcp_call(
+        mcp_server.connect(gateway.url), "ask", {"collection": "trio", "prompt": "hello again"}
+    )
     assert asked["isError"] is False, text_of(asked)
     assert len(read_jsonl(home.gateway_runs / "calls.jsonl")) == 2
 
 
 @pytest.mark.slow
 def test_a_host_that_is_not_loopback_goes_through_the_proxy(capsys, monkeypatch):
-    pending = {"data": [{"call": "p20260101-1.member1", "alias": "fast",
-                         "collection": "bench/trio", "ts": "2026-01-01T00:00:00Z"}],
-               "abandoned": []}
-    models = {"object": "list", "data": [{"id": "bench/trio", "description": "Three",
-                                          "members": ["fast"], "reply": "all"}]}
+    pending = {
+        "data": [
+            {
+                "call": "p20260101-1.member1",
+                "alias": "fast",
+                "collection": "bench/trio",
+                "ts": "2026-01-01T00:00:00Z",
+            }
+        ],
+        "abandoned": [],
+    }
+    models = {
+        "object": "list",
+        "data": [{"id": "bench/trio", "description": "Three", "members": ["fast"], "reply": "all"}],
+    }
     with RecordingProxy({"/bench/pending": pending, "/v1/models": models}) as proxy:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("PANELIST_KEY", "pk_remote-secret")
-        code, out, err = run(capsys, "pending", "--url", "http://gateway.test:8123/v1",
-                             "--json")
+        code, out, err = run(capsys, "pending", "--url", "http://gateway.test:8123/v1", "--json")
         assert code == 0, err
         assert json.loads(out) == pending["data"]
         listed = mcp_call(mcp_server.connect("http://gateway.test:8123"), "list_collections")
@@ -142,9 +158,12 @@ def test_a_host_that_is_not_loopback_goes_through_the_proxy(capsys, monkeypatch)
 def test_ask_url_and_mcp_read_the_same_key_variable(home, capsys, monkeypatch):
     secret, _ = Keys(home).create("agent")
     with Gateway(make_gateway(home, env={"PANELIST_REQUIRE_KEYS": "1"})) as gw:
+
         def both() -> tuple[tuple[int, str, str], dict]:
-            return (run(capsys, "ask", "trio", "hi", "--url", gw.url, "--json"),
-                    mcp_call(mcp_server.connect(gw.url), "list_collections"))
+            return (
+                run(capsys, "ask", "trio", "hi", "--url", gw.url, "--json"),
+                mcp_call(mcp_server.connect(gw.url), "list_collections"),
+            )
 
         (code, _, err), listed = both()
         assert code == 1 and "(401)" in err and "set PANELIST_KEY" in err
@@ -155,12 +174,12 @@ def test_ask_url_and_mcp_read_the_same_key_variable(home, capsys, monkeypatch):
         assert code == 0 and json.loads(out)["bench"]["seats"], err
         assert listed["isError"] is False, text_of(listed)
 
-        monkeypatch.delenv("PANELIST_KEY")   # the older name, as README says, still works
+        monkeypatch.delenv("PANELIST_KEY")  # the older name, as README says, still works
         monkeypatch.setenv("PANELIST_API_KEY", secret)
         (code, out, err), listed = both()
         assert code == 0 and listed["isError"] is False, err
 
-        monkeypatch.setenv("PANELIST_KEY", secret[:-4] + "zzzz")   # it wins over the old name
+        monkeypatch.setenv("PANELIST_KEY", secret[:-4] + "zzzz")  # it wins over the old name
         (code, out, err), listed = both()
         assert code == 1 and err.count("\n") == 1
         assert "the PANELIST_KEY given to this command was refused" in err
@@ -174,8 +193,11 @@ def test_ask_url_and_mcp_read_the_same_key_variable(home, capsys, monkeypatch):
 @pytest.mark.slow
 def test_no_gateway_at_the_url_says_how_to_start_one(capsys, dead_proxy):
     port = free_port()
-    for argv in (["pending"], ["ask", "trio", "hi"],
-                 ["verdict", "p20260101-1.member1", "--useful"]):
+    for argv in (
+        ["pending"],
+        ["ask", "trio", "hi"],
+        ["verdict", "p20260101-1.member1", "--useful"],
+    ):
         code, out, err = run(capsys, *argv, "--url", f"http://127.0.0.1:{port}/v1")
         assert code == 1 and out == "" and err.count("\n") == 1
         assert f"no Panelist gateway is running at http://127.0.0.1:{port}" in err

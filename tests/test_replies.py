@@ -20,11 +20,12 @@ DATA_URL = f"data:image/png;base64,{PIXEL}"
 SIGNED_URL = "https://photos.example/chair.jpg?sig=s3cr3t-signature&exp=99"
 
 
-
-
 def chat(**extra):
-    return {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x = 1/0"}],
-            **extra}
+    return {
+        "model": "bench/trio",
+        "messages": [{"role": "user", "content": "Review: x = 1/0"}],
+        **extra,
+    }
 
 
 class EventStream(RawStream):
@@ -78,9 +79,10 @@ def test_stream_sends_each_seat_as_it_finishes(gateway, members_only, gated):
     # every member waits at a gate; each is let go only after the one before it was received,
     # so the order is the test's, and a section held back until the end could not pass
     move_to(members_only, gated, "fast", "mid", "slow")
-    with openai.OpenAI(base_url=gateway.url + "/v1", api_key="local", max_retries=0,
-                       timeout=PATIENCE) as client:
-        stream = client.chat.completions.create(**chat(stream=True))   # opens at once
+    with openai.OpenAI(
+        base_url=gateway.url + "/v1", api_key="local", max_retries=0, timeout=PATIENCE
+    ) as client:
+        stream = client.chat.completions.create(**chat(stream=True))  # opens at once
         chunks = iter(stream)
         seen, sections = [], []
 
@@ -108,9 +110,11 @@ def test_stream_sends_each_seat_as_it_finishes(gateway, members_only, gated):
 
 
 def test_stream_keep_alives_arrive_during_a_held_seat(home, members_only, gated):
-    move_to(home, gated, "slow")   # fast and mid answer from the simulator at once
-    with Gateway(make_gateway(home, keepalive=0.2, env={})) as gw, \
-            EventStream(gw, chat(stream=True)) as stream:
+    move_to(home, gated, "slow")  # fast and mid answer from the simulator at once
+    with (
+        Gateway(make_gateway(home, keepalive=0.2, env={})) as gw,
+        EventStream(gw, chat(stream=True)) as stream,
+    ):
         assert stream.status.startswith(b"HTTP/1.1 200")
         assert stream.headers["content-type"] == "text/event-stream; charset=utf-8"
         answered = set()
@@ -119,7 +123,7 @@ def test_stream_keep_alives_arrive_during_a_held_seat(home, members_only, gated)
             if text:
                 answered.add(seat_of(text))
         comments = 0
-        while comments < 3:   # slow is held: only keep-alives can keep the stream going
+        while comments < 3:  # slow is held: only keep-alives can keep the stream going
             event = stream.next()
             assert content(event) is None, f"a section arrived while slow was held: {event}"
             comments += event[0] == "comment"
@@ -131,8 +135,9 @@ def test_stream_keep_alives_arrive_during_a_held_seat(home, members_only, gated)
 
 
 def test_a_refusal_before_the_stream_keeps_its_status(gateway):
-    status, body, _ = gateway.post("/v1/chat/completions", dict(chat(stream=True),
-                                                                model="bench/none"))
+    status, body, _ = gateway.post(
+        "/v1/chat/completions", dict(chat(stream=True), model="bench/none")
+    )
     assert status == 404 and "unknown collection" in body["error"]["message"]
 
 
@@ -200,8 +205,10 @@ def test_merger_window_fallback_and_none_fits(gateway, home, sim):
 def test_a_body_over_the_cap_is_a_413(gateway):
     host, port = gateway.server.server_address[:2]
     with socket.create_connection((host, port), timeout=PATIENCE) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: 25000000\r\n\r\n{" % port)
+        s.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 25000000\r\n\r\n{" % port
+        )
         reply = s.makefile("rb").read()
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 413")
@@ -209,10 +216,19 @@ def test_a_body_over_the_cap_is_a_413(gateway):
 
 
 def image_request(**extra):
-    return chat(messages=[{"role": "user", "content": [
-        {"type": "text", "text": "What is this chair?"},
-        {"type": "image_url", "image_url": {"url": DATA_URL}},
-        {"type": "image_url", "image_url": {"url": SIGNED_URL}}]}], **extra)
+    return chat(
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What is this chair?"},
+                    {"type": "image_url", "image_url": {"url": DATA_URL}},
+                    {"type": "image_url", "image_url": {"url": SIGNED_URL}},
+                ],
+            }
+        ],
+        **extra,
+    )
 
 
 def assert_no_image_traces(home, *texts):
@@ -236,12 +252,16 @@ def test_images_go_only_to_models_that_see(gateway, home, sim):
     assert skipped["mid"]["seat"] == "member" and "images" in skipped["mid"]["why"]
     assert "images" in skipped["x-one"]["why"]
     # seats got the messages exactly as sent
-    seat_requests = [r for r in sim.requests if r["model"] in ("fast", "x-two")
-                     and "## The seats" not in json.dumps(r["body"])]
+    seat_requests = [
+        r
+        for r in sim.requests
+        if r["model"] in ("fast", "x-two") and "## The seats" not in json.dumps(r["body"])
+    ]
     changed = [r["model"] for r in seat_requests if r["body"]["messages"] != body["messages"]]
     assert seat_requests and not changed, f"messages were altered on the way to {changed}"
-    merger_in = [json.dumps(r["body"]) for r in sim.requests
-                 if "## The seats" in json.dumps(r["body"])]
+    merger_in = [
+        json.dumps(r["body"]) for r in sim.requests if "## The seats" in json.dumps(r["body"])
+    ]
     assert len(merger_in) == 1 and "[image: data URL," in merger_in[0]
     assert "[image: https://photos.example/chair.jpg?...]" in merger_in[0]
     assert_no_image_traces(home, *merger_in)
@@ -251,10 +271,14 @@ def test_images_go_only_to_models_that_see(gateway, home, sim):
 def test_an_upstream_echoing_the_image_leaves_no_trace(gateway, home, sim):
     roster = Roster(home)
     roster.add_model("fast", "sim", family="fast", vision=True)
-    sim.script("fast", vision=True, fail="server_error",
-               message=f"bad input {DATA_URL[:200]} and {SIGNED_URL}")
+    sim.script(
+        "fast",
+        vision=True,
+        fail="server_error",
+        message=f"bad input {DATA_URL[:200]} and {SIGNED_URL}",
+    )
     status, reply, _ = gateway.post("/v1/chat/completions", image_request())
-    assert status == 502   # its only seat failed
+    assert status == 502  # its only seat failed
     (seat,) = reply["error"]["seats"]
     assert seat["status"] == "error" and "[image:" in seat["error"]
     assert_no_image_traces(home, json.dumps(reply))
@@ -266,8 +290,14 @@ def test_no_seat_that_can_see_is_a_400(gateway):
 
 
 def test_image_urls_must_be_https_or_data(gateway):
-    body = chat(messages=[{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}]}])
+    body = chat(
+        messages=[
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "file:///etc/passwd"}}],
+            }
+        ]
+    )
     status, reply, _ = gateway.post("/v1/chat/completions", body)
     assert status == 400 and reply["error"]["param"] == "messages[0].content[0].image_url.url"
 
@@ -302,15 +332,13 @@ def test_each_refused_nomination_is_listed_with_why(gateway, home, sim):
 
 def test_panel_deadline_bounds_the_request(gateway, home, sim):
     set_limits(home, seat_timeout=3600, panel_timeout=0.6, max_explorers=0)
-    sim.script("slow", fail="hang")   # never answers: only the panel's deadline can end the wait
+    sim.script("slow", fail="hang")  # never answers: only the panel's deadline can end the wait
     status, body, _ = gateway.post("/v1/chat/completions", chat())
     assert status == 200
     slow = next(s for s in body["bench"]["seats"] if s["alias"] == "slow")
     assert slow["status"] == "error" and "timeout" in slow["error"], slow
     assert sim.wait_disconnects(1, timeout=PATIENCE)  # the hanging call was hung up on, not left
     assert sim.count("slow") == 1
-
-
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -320,12 +348,15 @@ def test_caller_disconnect_cancels_the_seats(gateway, home, sim, stream):
     host, port = gateway.server.server_address[:2]
     raw = json.dumps(chat(stream=stream)).encode()
     with socket.create_connection((host, port), timeout=PATIENCE) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                  % (port, len(raw), raw))
+        s.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (port, len(raw), raw)
+        )
         # leave once fast and mid have answered and slow is waiting upstream
-        assert wait_until(lambda: sim.count("slow") == 1 and
-                          seats_logged(home) == {"fast": "ok", "mid": "ok"}), seats_logged(home)
+        assert wait_until(
+            lambda: sim.count("slow") == 1 and seats_logged(home) == {"fast": "ok", "mid": "ok"}
+        ), seats_logged(home)
     assert sim.wait_disconnects(1, timeout=PATIENCE)  # the upstream saw its connection close
     path = home.gateway_runs / "calls.jsonl"
     assert wait_until(lambda: path.exists() and read_jsonl(path)), "the panel was never logged"
@@ -333,7 +364,10 @@ def test_caller_disconnect_cancels_the_seats(gateway, home, sim, stream):
     assert record["abandoned"] is True
     assert sorted(s["alias"] for s in record["seats"]) == ["fast", "mid", "slow"]  # each once
     assert {s["alias"]: s["status"] for s in record["seats"]} == {
-        "fast": "ok", "mid": "ok", "slow": "cancelled"}
+        "fast": "ok",
+        "mid": "ok",
+        "slow": "cancelled",
+    }
     assert seats_logged(home)["slow"] == "cancelled"
 
 
@@ -356,18 +390,20 @@ def test_pending_lists_owed_verdicts(gateway, home, sim, capsys):
     assert {o["call"] for o in json.loads(capsys.readouterr().out)} == listed
 
 
-def test_merged_stream_opens_at_once_keeps_alive_through_the_merge_then_sends_it(home,
-                                                                               members_only,
-                                                                               gated):
+def test_merged_stream_opens_at_once_keeps_alive_through_the_merge_then_sends_it(
+    home, members_only, gated
+):
     Collections(home).save(Roster(home).view(), "trio", ["fast", "mid", "slow"], merger="x-two")
-    move_to(home, gated, "x-two")   # the members answer at once; the merger waits at its gate
-    with Gateway(make_gateway(home, keepalive=0.2, env={})) as gw, \
-            EventStream(gw, chat(stream=True, bench={"reply": "merged"})) as stream:
-        assert stream.status.startswith(b"HTTP/1.1 200")   # before the merge, before any seat
+    move_to(home, gated, "x-two")  # the members answer at once; the merger waits at its gate
+    with (
+        Gateway(make_gateway(home, keepalive=0.2, env={})) as gw,
+        EventStream(gw, chat(stream=True, bench={"reply": "merged"})) as stream,
+    ):
+        assert stream.status.startswith(b"HTTP/1.1 200")  # before the merge, before any seat
         assert stream.next()[1]["choices"][0]["delta"] == {"role": "assistant"}
         assert gated.wait_arrived("x-two"), "the merger was never asked"
         comments = 0
-        while comments < 2:   # the merge is held: only keep-alives can come
+        while comments < 2:  # the merge is held: only keep-alives can come
             event = stream.next()
             assert event[0] == "comment", f"not a keep-alive while the merger was held: {event}"
             comments += 1

@@ -40,14 +40,14 @@ def cuts(data: bytes):
     yield [data]
     for i in range(1, len(data)):
         yield [data[:i], data[i:]]
-    yield [data[i:i + 1] for i in range(len(data))]
+    yield [data[i : i + 1] for i in range(len(data))]
 
 
 class Parsed:
     """One head read by the handler's parser: what it understood, or the refusal it sent."""
 
     def __init__(self, pieces):
-        handler = Handler.__new__(Handler)   # the parser alone: no connection, no server loop
+        handler = Handler.__new__(Handler)  # the parser alone: no connection, no server loop
         handler.server = SimpleNamespace(common_headers={})
         handler.rfile = io.BufferedReader(Pieces(pieces))
         handler.wfile = io.BytesIO()
@@ -68,24 +68,44 @@ class Parsed:
         return dict(self.handler.headers.items())
 
 
-HEAD = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8122\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 7\r\nX-Note: first\r\n"
-        b"x-note: second\r\nX-Folded: one\r\n two\r\n\r\n")
+HEAD = (
+    b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8122\r\n"
+    b"Content-Type: application/json\r\nContent-Length: 7\r\nX-Note: first\r\n"
+    b"x-note: second\r\nX-Folded: one\r\n two\r\n\r\n"
+)
 
 
 def read_ok(pieces):
     parsed = Parsed(pieces)
     assert parsed.ok, parsed.error
     h = parsed.handler
-    return (h.command, h.path, h.request_version, parsed.fields, h.close_connection,
-            h._expect_continue, parsed.rest)
+    return (
+        h.command,
+        h.path,
+        h.request_version,
+        parsed.fields,
+        h.close_connection,
+        h._expect_continue,
+        parsed.rest,
+    )
 
 
 def test_a_head_reads_the_same_wherever_its_bytes_are_cut():
-    expected = ("POST", "/v1/chat/completions", "HTTP/1.1",
-                {"host": "127.0.0.1:8122", "content-type": "application/json",
-                 "content-length": "7", "x-note": "first", "x-folded": "one two"},
-                False, False, b'{"a":1}')
+    expected = (
+        "POST",
+        "/v1/chat/completions",
+        "HTTP/1.1",
+        {
+            "host": "127.0.0.1:8122",
+            "content-type": "application/json",
+            "content-length": "7",
+            "x-note": "first",
+            "x-folded": "one two",
+        },
+        False,
+        False,
+        b'{"a":1}',
+    )
     for pieces in cuts(HEAD + b'{"a":1}'):
         assert read_ok(pieces) == expected, f"cut as {[len(p) for p in pieces]}"
 
@@ -93,8 +113,15 @@ def test_a_head_reads_the_same_wherever_its_bytes_are_cut():
 def test_bare_line_feeds_end_a_head_as_crlf_does():
     data = b"GET /health HTTP/1.1\nHost: x\nAccept: */*\n\n"
     for pieces in cuts(data):
-        assert read_ok(pieces) == ("GET", "/health", "HTTP/1.1", {"host": "x", "accept": "*/*"},
-                                   False, False, b"")
+        assert read_ok(pieces) == (
+            "GET",
+            "/health",
+            "HTTP/1.1",
+            {"host": "x", "accept": "*/*"},
+            False,
+            False,
+            b"",
+        )
 
 
 def test_header_names_are_read_in_any_case():
@@ -103,20 +130,23 @@ def test_header_names_are_read_in_any_case():
     assert "content-TYPE" in parsed.handler.headers and parsed.handler.headers["X"] is None
 
 
-@pytest.mark.parametrize("head, close", [
-    (b"GET / HTTP/1.1\r\n\r\n", False),
-    (b"GET / HTTP/1.1\r\nConnection: Keep-Alive, close\r\n\r\n", True),
-    (b"GET / HTTP/1.0\r\n\r\n", True),
-    (b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", False),
-], ids=["1.1", "1.1-close", "1.0", "1.0-keep-alive"])
+@pytest.mark.parametrize(
+    "head, close",
+    [
+        (b"GET / HTTP/1.1\r\n\r\n", False),
+        (b"GET / HTTP/1.1\r\nConnection: Keep-Alive, close\r\n\r\n", True),
+        (b"GET / HTTP/1.0\r\n\r\n", True),
+        (b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", False),
+    ],
+    ids=["1.1", "1.1-close", "1.0", "1.0-keep-alive"],
+)
 def test_whether_the_connection_stays_open_follows_version_and_connection(head, close):
     assert Parsed([head]).handler.close_connection is close
 
 
 def test_expect_100_continue_is_noticed_on_http_1_1_only():
     assert Parsed([b"POST / HTTP/1.1\r\nExpect: 100-Continue\r\n\r\n"]).handler._expect_continue
-    assert not Parsed([b"POST / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"]).handler \
-        ._expect_continue
+    assert not Parsed([b"POST / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"]).handler._expect_continue
 
 
 def test_a_path_starting_with_two_slashes_names_no_other_host():
@@ -135,12 +165,21 @@ REFUSED = [
     (b"GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400, "Name: value"),
     (b"GET / HTTP/1.1\r\nno colon here\r\n\r\n", 400, "Name: value"),
     (b"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", 400, "the host header is repeated"),
-    (b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", 400,
-     "the Content-Length header is repeated"),
-    (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-     400, "the Transfer-Encoding header is repeated"),
-    (b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
-     "send the body with Content-Length only"),
+    (
+        b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+        400,
+        "the Content-Length header is repeated",
+    ),
+    (
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        400,
+        "the Transfer-Encoding header is repeated",
+    ),
+    (
+        b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+        400,
+        "send the body with Content-Length only",
+    ),
     (b"POST / HTTP/1.1\r\nContent-Length: +3\r\n\r\n", 400, "digits 0-9 only"),
     (b"POST / HTTP/1.1\r\nContent-Length: 3_0\r\n\r\n", 400, "digits 0-9 only"),
     (b"POST / HTTP/1.1\r\nContent-Length: \xd9\xa7\r\n\r\n", 400, "digits 0-9 only"),
@@ -148,14 +187,15 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("head, status, why", REFUSED,
-                         ids=[f"{i}-{r[1]}" for i, r in enumerate(REFUSED)])
+@pytest.mark.parametrize(
+    "head, status, why", REFUSED, ids=[f"{i}-{r[1]}" for i, r in enumerate(REFUSED)]
+)
 def test_a_bad_head_is_refused_with_its_status_and_what_to_do(head, status, why):
-    for pieces in ([head], [head[i:i + 1] for i in range(len(head))]):
+    for pieces in ([head], [head[i : i + 1] for i in range(len(head))]):
         parsed = Parsed(pieces)
         assert not parsed.ok
         assert parsed.status == status and why in parsed.error
-        assert parsed.handler.close_connection   # nothing after a refused head is trusted
+        assert parsed.handler.close_connection  # nothing after a refused head is trusted
 
 
 def test_too_many_header_lines_are_431():
@@ -191,15 +231,18 @@ POST = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-length:  12 \r
 
 
 def test_a_head_is_whole_only_once_its_empty_line_came_wherever_cut():
-    for data, body_at in ((POST, len(POST)), (POST.replace(b"\r\n", b"\n"),
-                                             len(POST.replace(b"\r\n", b"\n")))):
+    for data, body_at in (
+        (POST, len(POST)),
+        (POST.replace(b"\r\n", b"\n"), len(POST.replace(b"\r\n", b"\n"))),
+    ):
         for i in range(len(data)):
             assert not ends_head(data[:i])
-            if i < len(b"POST "):   # not yet known to be a write
+            if i < len(b"POST "):  # not yet known to be a write
                 continue
-            assert _framing(bytearray(data[:i])) == (12 if b"length:  12 \r\n" in data[:i]
-                                                     or b"length:  12 \n" in data[:i]
-                                                     else None, 0)
+            assert _framing(bytearray(data[:i])) == (
+                12 if b"length:  12 \r\n" in data[:i] or b"length:  12 \n" in data[:i] else None,
+                0,
+            )
         assert ends_head(data)
         assert _framing(bytearray(data + b'{"a": "bc"}')) == (12, body_at)
 
@@ -207,16 +250,22 @@ def test_a_head_is_whole_only_once_its_empty_line_came_wherever_cut():
 def test_only_a_writes_length_counts_and_only_from_its_head():
     get = b"GET /v1/models HTTP/1.1\r\nContent-Length: 5\r\n\r\n"
     assert _framing(bytearray(get)) == (None, len(get))
-    late = b"POST / HTTP/1.1\r\nHost: x\r\n\r\nContent-Length: 5\r\n"   # in the body
+    late = b"POST / HTTP/1.1\r\nHost: x\r\n\r\nContent-Length: 5\r\n"  # in the body
     assert _framing(bytearray(late)) == (None, late.index(b"\r\n\r\n") + 4)
     put = b"PUT / HTTP/1.1\r\nContent-Length: 1234567890123456789\r\n\r\n"
-    assert _framing(bytearray(put)) == (None, len(put))   # more digits than any size we read
+    assert _framing(bytearray(put)) == (None, len(put))  # more digits than any size we read
 
 
-@pytest.mark.parametrize("head, health", [
-    (b"GET /health HTTP/1.1\r\n", True), (b"HEAD /health?deep=1 HTTP/1.1\r\n", True),
-    (b"GET /health/ HTTP/1.1\r\n", True), (b"GET /healthy HTTP/1.1\r\n", False),
-    (b"POST /health HTTP/1.1\r\n", False), (b"GET /v1/health HTTP/1.1\r\n", False),
-])
+@pytest.mark.parametrize(
+    "head, health",
+    [
+        (b"GET /health HTTP/1.1\r\n", True),
+        (b"HEAD /health?deep=1 HTTP/1.1\r\n", True),
+        (b"GET /health/ HTTP/1.1\r\n", True),
+        (b"GET /healthy HTTP/1.1\r\n", False),
+        (b"POST /health HTTP/1.1\r\n", False),
+        (b"GET /v1/health HTTP/1.1\r\n", False),
+    ],
+)
 def test_a_health_check_is_told_from_its_request_line(head, health):
     assert bool(_HEALTH.match(head)) is health

@@ -15,8 +15,9 @@ NOW = 1_800_000_000.0
 
 
 def roster(*models: Model) -> RosterView:
-    return RosterView({"e": Endpoint("e", "http://127.0.0.1:1/v1", "K")},
-                      {m.alias: m for m in models})
+    return RosterView(
+        {"e": Endpoint("e", "http://127.0.0.1:1/v1", "K")}, {m.alias: m for m in models}
+    )
 
 
 def model(alias, family=None, **kw) -> Model:
@@ -24,14 +25,27 @@ def model(alias, family=None, **kw) -> Model:
 
 
 def state(last=None, useful=0, not_useful=0, cooling=0.0, window=None, waited=None):
-    return ModelState(last_seated=last, useful=useful, not_useful=not_useful,
-                      cooling_until=cooling, window=window, waited=waited)
+    return ModelState(
+        last_seated=last,
+        useful=useful,
+        not_useful=not_useful,
+        cooling_until=cooling,
+        window=window,
+        waited=waited,
+    )
 
 
 def seat(view, members, states=None, explorers=2, estimate=100, busy=frozenset()):
     states = {a: (states or {}).get(a, state()) for a in view.models}
-    return seat_panel(Collection("c", tuple(members)), view, states, explorers=explorers,
-                      estimate=estimate, busy=busy, now=NOW)
+    return seat_panel(
+        Collection("c", tuple(members)),
+        view,
+        states,
+        explorers=explorers,
+        estimate=estimate,
+        busy=busy,
+        now=NOW,
+    )
 
 
 def explorers_of(seating):
@@ -53,12 +67,20 @@ def test_members_sit_and_never_seated_explorers_come_first():
 def test_the_longest_wait_in_turns_sits_and_seconds_only_break_ties():
     view = roster(model("m1"), model("a"), model("b"))
     # a sat longer ago in seconds, but b has waited more panels of this shape
-    s = seat(view, ["m1"], {"a": state(last=NOW - 900, waited=2),
-                            "b": state(last=NOW - 5, waited=3)}, explorers=1)
+    s = seat(
+        view,
+        ["m1"],
+        {"a": state(last=NOW - 900, waited=2), "b": state(last=NOW - 5, waited=3)},
+        explorers=1,
+    )
     assert explorers_of(s) == ["b"]
     # equal turns: the older seating time sits, at timestamp precision
-    s = seat(view, ["m1"], {"a": state(last=NOW - 5.001, waited=1),
-                            "b": state(last=NOW - 5.002, waited=1)}, explorers=1)
+    s = seat(
+        view,
+        ["m1"],
+        {"a": state(last=NOW - 5.001, waited=1), "b": state(last=NOW - 5.002, waited=1)},
+        explorers=1,
+    )
     assert explorers_of(s) == ["b"]
 
 
@@ -74,24 +96,47 @@ def test_verdicts_change_who_sits_between_otherwise_equal_models():
 def test_verdicts_at_most_double_a_claim_and_never_shrink_one():
     view = roster(model("m1"), model("good"), model("poor"))
     # good waited 1 panel (2 turns) with 3 useful verdicts: its claim doubles, 2 * 2 = 4
-    s = seat(view, ["m1"], {"good": state(last=NOW - 60, useful=3, waited=1),
-                            "poor": state(last=NOW - 200, not_useful=1, waited=2)}, explorers=1)
-    assert explorers_of(s) == ["good"]   # 4 > 3 * 1
+    s = seat(
+        view,
+        ["m1"],
+        {
+            "good": state(last=NOW - 60, useful=3, waited=1),
+            "poor": state(last=NOW - 200, not_useful=1, waited=2),
+        },
+        explorers=1,
+    )
+    assert explorers_of(s) == ["good"]  # 4 > 3 * 1
     # a hundred useful verdicts still only double it: 5 turns of waiting beat it
-    s = seat(view, ["m1"], {"good": state(last=NOW - 60, useful=100, waited=1),
-                            "poor": state(last=NOW - 200, not_useful=1, waited=4)}, explorers=1)
-    assert explorers_of(s) == ["poor"]   # 5 > 4
+    s = seat(
+        view,
+        ["m1"],
+        {
+            "good": state(last=NOW - 60, useful=100, waited=1),
+            "poor": state(last=NOW - 200, not_useful=1, waited=4),
+        },
+        explorers=1,
+    )
+    assert explorers_of(s) == ["poor"]  # 5 > 4
     # not-useful verdicts do not push a model behind the plain rotation
-    s = seat(view, ["m1"], {"good": state(last=NOW - 60, waited=2),
-                            "poor": state(last=NOW - 200, not_useful=50, waited=3)},
-             explorers=1)
-    assert explorers_of(s) == ["poor"]   # 4 > 3
+    s = seat(
+        view,
+        ["m1"],
+        {
+            "good": state(last=NOW - 60, waited=2),
+            "poor": state(last=NOW - 200, not_useful=50, waited=3),
+        },
+        explorers=1,
+    )
+    assert explorers_of(s) == ["poor"]  # 4 > 3
 
 
 def test_a_model_with_a_seat_in_flight_waits_behind_every_other():
     view = roster(model("m1"), model("hangs"), model("b"), model("c"))
-    states = {"hangs": state(last=NOW - 9, waited=9, useful=5), "b": state(last=NOW, waited=0),
-              "c": state(last=NOW, waited=0)}
+    states = {
+        "hangs": state(last=NOW - 9, waited=9, useful=5),
+        "b": state(last=NOW, waited=0),
+        "c": state(last=NOW, waited=0),
+    }
     s = seat(view, ["m1"], states, busy={"hangs"})
     assert explorers_of(s) == ["b", "c"]
     assert "still answering" in why(s, "hangs")[0]
@@ -99,17 +144,29 @@ def test_a_model_with_a_seat_in_flight_waits_behind_every_other():
     s = seat(view, ["m1"], states, explorers=3, busy={"hangs", "m1"})
     assert explorers_of(s) == ["b", "c", "hangs"] and s.seats[0].model.alias == "m1"
     # in flight outranks never seated too
-    s = seat(roster(model("m1"), model("new"), model("old")), ["m1"],
-             {"old": state(last=NOW, waited=0)}, explorers=1, busy={"new"})
+    s = seat(
+        roster(model("m1"), model("new"), model("old")),
+        ["m1"],
+        {"old": state(last=NOW, waited=0)},
+        explorers=1,
+        busy={"new"},
+    )
     assert explorers_of(s) == ["old"]
 
 
 def test_exclusions_are_listed_with_why():
-    view = roster(model("m1", family="fam"), model("cousin", family="fam"),
-                  model("old", retired=True), model("hot"), model("tiny", context=50),
-                  model("learned", context=10_000), model("ok"))
-    s = seat(view, ["m1"], {"hot": state(cooling=NOW + 30), "learned": state(window=80)},
-             estimate=100)
+    view = roster(
+        model("m1", family="fam"),
+        model("cousin", family="fam"),
+        model("old", retired=True),
+        model("hot"),
+        model("tiny", context=50),
+        model("learned", context=10_000),
+        model("ok"),
+    )
+    s = seat(
+        view, ["m1"], {"hot": state(cooling=NOW + 30), "learned": state(window=80)}, estimate=100
+    )
     assert explorers_of(s) == ["ok"]
     assert "family" in why(s, "cousin")[0]
     assert why(s, "old") == ["retired"]
@@ -163,12 +220,23 @@ def rotate(view, members, explorers, verdicts, panels):
     each panel's explorer aliases. ``verdicts`` maps an alias to its (useful, not_useful)."""
     turns, turn_of, seated_at, out = 0, {}, {}, []
     for i in range(panels):
-        states = {a: state(last=seated_at.get(a), useful=verdicts.get(a, (0, 0))[0],
-                           not_useful=verdicts.get(a, (0, 0))[1],
-                           waited=turns - turn_of[a] if a in turn_of else None)
-                  for a in view.models}
-        seating = seat_panel(Collection("c", tuple(members)), view, states,
-                             explorers=explorers, estimate=1, now=NOW + i)
+        states = {
+            a: state(
+                last=seated_at.get(a),
+                useful=verdicts.get(a, (0, 0))[0],
+                not_useful=verdicts.get(a, (0, 0))[1],
+                waited=turns - turn_of[a] if a in turn_of else None,
+            )
+            for a in view.models
+        }
+        seating = seat_panel(
+            Collection("c", tuple(members)),
+            view,
+            states,
+            explorers=explorers,
+            estimate=1,
+            now=NOW + i,
+        )
         turns += 1
         for s in seating.seats:
             turn_of[s.model.alias], seated_at[s.model.alias] = turns, NOW + i
@@ -184,9 +252,11 @@ def longest_wait(history, alias) -> int:
 
 
 @settings(max_examples=150, deadline=None)
-@given(k=st.integers(2, 9), e=st.integers(1, 3),
-       verdicts=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=9,
-                         max_size=9))
+@given(
+    k=st.integers(2, 9),
+    e=st.integers(1, 3),
+    verdicts=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=9, max_size=9),
+)
 def test_every_candidate_sits_within_the_bound_whatever_the_verdicts(k, e, verdicts):
     aliases = [f"x{i}" for i in range(k)]
     view = roster(model("m1"), *(model(a) for a in aliases))
@@ -198,13 +268,17 @@ def test_every_candidate_sits_within_the_bound_whatever_the_verdicts(k, e, verdi
 
 
 @settings(max_examples=80, deadline=None)
-@given(k=st.integers(2, 8), e=st.integers(1, 3), families=st.integers(1, 3),
-       verdicts=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=8,
-                         max_size=8))
+@given(
+    k=st.integers(2, 8),
+    e=st.integers(1, 3),
+    families=st.integers(1, 3),
+    verdicts=st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), min_size=8, max_size=8),
+)
 def test_shared_families_still_bound_the_wait(k, e, families, verdicts):
     aliases = [f"x{i}" for i in range(k)]
-    view = roster(model("m1"), *(model(a, family=f"f{i % families}")
-                                 for i, a in enumerate(aliases)))
+    view = roster(
+        model("m1"), *(model(a, family=f"f{i % families}") for i, a in enumerate(aliases))
+    )
     history = rotate(view, ["m1"], e, dict(zip(aliases, verdicts)), 12 * k)
     for alias in aliases:
         assert longest_wait(history, alias) <= 2 * k - 1, (alias, history)
@@ -217,7 +291,7 @@ def test_one_all_useful_model_does_not_become_a_member():
     verdicts = {a: (0, 50) for a in aliases} | {"x5": (50, 0)}
     history = rotate(view, ["m1"], 2, verdicts, 60)
     seats = {a: sum(a in panel for panel in history) for a in aliases}
-    assert seats["x5"] > seats["x0"]          # verdicts still count
-    assert seats["x5"] <= 60 // 2             # at most twice its fair share of 60 * 2 / 6
+    assert seats["x5"] > seats["x0"]  # verdicts still count
+    assert seats["x5"] <= 60 // 2  # at most twice its fair share of 60 * 2 / 6
     for alias in aliases:
         assert longest_wait(history, alias) <= 2 * math.ceil(6 / 2)

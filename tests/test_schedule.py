@@ -27,8 +27,7 @@ def run(capsys, home, *argv):
 
 
 def set_job(capsys, home, job, mode, every=HOUR):
-    code, _, err = run(capsys, home, "schedule", "set", job, "--mode", mode,
-                       "--every", str(every))
+    code, _, err = run(capsys, home, "schedule", "set", job, "--mode", mode, "--every", str(every))
     assert code == 0, err
 
 
@@ -36,7 +35,7 @@ def one_pass(home):
     """Start a gateway, let its scheduler make one pass over the jobs, close it."""
     with Gateway(make_gateway(home, env={})) as gw:
         assert gw.server.parts.schedule.wait_passes(1, PATIENCE)
-    assert not gw.server.parts.schedule._thread.is_alive()   # close joined it
+    assert not gw.server.parts.schedule._thread.is_alive()  # close joined it
     return gw
 
 
@@ -52,11 +51,12 @@ def schedule_threads():
 def test_a_restart_neither_repeats_nor_skips_a_run(capsys, home, sim):
     sim.script("fast", window=64000)
     set_job(capsys, home, "catalog_refresh", "run")
-    one_pass(home)   # never ran: due at once
+    one_pass(home)  # never ran: due at once
     assert [(r["job"], r["mode"], r["status"]) for r in runs(home)] == [
-        ("catalog_refresh", "run", "ok")]
+        ("catalog_refresh", "run", "ok")
+    ]
     assert Catalog(home).stored_facts("sim", "fast")["context"]["value"] == 64000
-    one_pass(home)   # the next run is an hour away: a restart does not repeat it
+    one_pass(home)  # the next run is an hour away: a restart does not repeat it
     assert len(runs(home)) == 1
     # the hour passed while no server was up: the next start runs it, once
     path = home.root / "runs" / "schedule.json"
@@ -77,11 +77,12 @@ def test_log_only_says_what_would_change_and_changes_nothing(capsys, home, sim):
     set_job(capsys, home, "catalog_refresh", "log-only")
     one_pass(home)
     assert sorted((r["job"], r["mode"], r["status"]) for r in runs(home)) == [
-        ("catalog_refresh", "log-only", "ok"), ("probe", "log-only", "ok")]
+        ("catalog_refresh", "log-only", "ok"),
+        ("probe", "log-only", "ok"),
+    ]
     # nothing changed: no probe lines, nobody retired, no fact stored
     evidence = home.gateway_runs / "evidence.jsonl"
-    assert not evidence.exists() or not [r for r in read_jsonl(evidence)
-                                         if r["kind"] == "probe"]
+    assert not evidence.exists() or not [r for r in read_jsonl(evidence) if r["kind"] == "probe"]
     assert not Roster(home).view().models["fast"].retired
     assert Catalog(home).stored() == {}
     # ... but it was said, as alerts
@@ -89,8 +90,9 @@ def test_log_only_says_what_would_change_and_changes_nothing(capsys, home, sim):
     assert set(said) == {"probe", "catalog_refresh"}
     assert said["probe"]["would"] == {"fast": "would_retire"}
     assert "would retire fast" in said["probe"]["message"]
-    assert {"endpoint": "sim", "served": "mid", "fact": "context", "value": 64000} in \
-        said["catalog_refresh"]["would_fill"]
+    assert {"endpoint": "sim", "served": "mid", "fact": "context", "value": 64000} in said[
+        "catalog_refresh"
+    ]["would_fill"]
     assert "mid context" in said["catalog_refresh"]["message"]
 
 
@@ -132,12 +134,12 @@ def test_show_and_bad_settings_say_what_to_do(capsys, folder):
     code, out, err = run(capsys, folder, "schedule", "show", "--json")
     assert code == 0, err
     rows = {r["job"]: r for r in json.loads(out)}
-    assert rows["probe"] == {"job": "probe", "mode": "log-only", "every": 600,
-                             "next": "due now"}
+    assert rows["probe"] == {"job": "probe", "mode": "log-only", "every": 600, "next": "due now"}
     assert rows["catalog_refresh"]["mode"] == "off"
     # a hand-edited file is refused when the server starts, naming the field
-    folder.file("schedule.json").write_text(json.dumps(
-        {"jobs": {"probe": {"mode": "run", "every": "hourly"}}}))
+    folder.file("schedule.json").write_text(
+        json.dumps({"jobs": {"probe": {"mode": "run", "every": "hourly"}}})
+    )
     with pytest.raises(ConfigInvalid, match="jobs.probe.every"):
         make_gateway(folder, env={})
     assert not schedule_threads()
@@ -184,7 +186,7 @@ def test_a_setting_changed_while_the_server_runs_is_taken_up(capsys, home, sim):
     try:
         assert sched.wait_passes(1, PATIENCE)
         assert runs(home) == []
-        set_job(capsys, home, "catalog_refresh", "run")   # no restart
+        set_job(capsys, home, "catalog_refresh", "run")  # no restart
         tick(sched, clock)
         assert len(runs(home)) == 1
         assert Catalog(home).stored_facts("sim", "fast")["context"]["value"] == 64000
@@ -198,8 +200,9 @@ def test_a_setting_changed_while_the_server_runs_is_taken_up(capsys, home, sim):
         tick(sched, clock)
         tick(sched, clock)
         assert len(runs(home)) >= done + 2
-        said = [a for a in read_jsonl(home.root / "runs" / "alerts.jsonl")
-                if a["kind"] == "schedule"]
+        said = [
+            a for a in read_jsonl(home.root / "runs" / "alerts.jsonl") if a["kind"] == "schedule"
+        ]
         assert len(said) == 1 and said[0]["subject"] == "settings"
         assert "schedule.json is not valid JSON" in said[0]["message"]
         set_job_off = {"jobs": {"catalog_refresh": {"mode": "off"}}}
@@ -224,18 +227,17 @@ def test_a_server_built_and_never_served_runs_no_job(capsys, home, sim):
 
 
 def test_closing_the_server_cuts_a_scheduled_probe_and_logs_nothing_of_it(capsys, home, sim):
-    sim.script("fast", fail="hang")   # the first model probed never answers
+    sim.script("fast", fail="hang")  # the first model probed never answers
     set_job(capsys, home, "probe", "run")
     gw = Gateway(make_gateway(home, env={}))
     try:
-        assert wait_until(lambda: sim.count("fast") >= 1)   # the probe is in flight
+        assert wait_until(lambda: sim.count("fast") >= 1)  # the probe is in flight
     finally:
         gw.close()
     assert not schedule_threads()
     evidence = home.gateway_runs / "evidence.jsonl"
-    probes = [r for r in read_jsonl(evidence) if r["kind"] == "probe"] \
-        if evidence.exists() else []
+    probes = [r for r in read_jsonl(evidence) if r["kind"] == "probe"] if evidence.exists() else []
     assert probes == [], "a probe cut by the close says nothing about the model"
-    assert sim.count("mid") == 0   # and the models after it were not probed
+    assert sim.count("mid") == 0  # and the models after it were not probed
     [line] = runs(home)
     assert (line["job"], line["status"], line["probed"]) == ("probe", "ok", 0)

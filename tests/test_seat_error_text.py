@@ -45,9 +45,12 @@ def broken(home, sim):
     roster.add_model("lost", "north", family="lost", context=100_000)
     roster.add_model("gone", "south", family="gone", context=100_000)
     roster.add_model("stuck", "north", family="stuck", context=100_000)
-    sim.script("lost", fail="not_found",
-               message=f"no model here ({sim.url}/chat/completions on "
-                       f"{sim.url.split('/')[2]}); " + "alpha " * 120)
+    sim.script(
+        "lost",
+        fail="not_found",
+        message=f"no model here ({sim.url}/chat/completions on "
+        f"{sim.url.split('/')[2]}); " + "alpha " * 120,
+    )
     sim.script("stuck", fail="hang")
     set_limits(home, seat_timeout=1, max_explorers=0)
     view = roster.view()
@@ -84,17 +87,21 @@ def test_seat_errors_in_a_reply_name_the_endpoint_and_end_whole(gateway, home, b
     seats = {s["alias"]: s for s in bench["seats"]}
     assert seats["fast"]["status"] == "ok"
     check_seat_errors(seats, broken)
-    no_location(reply.choices[0].message.content, broken)   # the markdown's "> error: …" lines
+    no_location(reply.choices[0].message.content, broken)  # the markdown's "> error: …" lines
     # the panel as its caller may read it back, and as the data folder keeps it
     status, panel, _ = gateway.get(f"/bench/panels/{bench['panel']}")
     assert status == 200
     check_seat_errors({s["alias"]: s for s in panel["seats"]}, broken)
     check_seat_errors({s["alias"]: s for s in logged(home)[0]["seats"]}, broken)
-    evidence = [e for e in read_jsonl(home.gateway_runs / "evidence.jsonl")
-                if e.get("kind") == "seat"]
+    evidence = [
+        e for e in read_jsonl(home.gateway_runs / "evidence.jsonl") if e.get("kind") == "seat"
+    ]
     check_seat_errors({e["alias"]: e for e in evidence}, broken)
     assert {e["alias"]: e["endpoint"] for e in evidence if e["alias"] != "fast"} == {
-        "lost": "north", "gone": "south", "stuck": "north"}   # the roster maps name to URL
+        "lost": "north",
+        "gone": "south",
+        "stuck": "north",
+    }  # the roster maps name to URL
 
 
 def test_a_panel_no_seat_answered_says_so_by_endpoint_name_in_whole_sentences(gateway, broken):
@@ -110,7 +117,7 @@ def test_a_panel_no_seat_answered_says_so_by_endpoint_name_in_whole_sentences(ga
         said = re.search(rf"member\d {alias}: (.*?)(?=; member\d |\); try again)", message)
         assert said, f"{alias} is not in: {message}"
         assert f"endpoint '{endpoint}'" in said.group(1)
-        assert said.group(1).endswith(ADVICE[alias]), said.group(1)   # what to do, whole
+        assert said.group(1).endswith(ADVICE[alias]), said.group(1)  # what to do, whole
     panel = failed.value.response.headers["X-Panelist-Panel"]
     assert message.endswith(f"GET /bench/panels/{panel}")
     check_seat_errors({s["alias"]: s for s in error["seats"]}, broken)
@@ -118,8 +125,9 @@ def test_a_panel_no_seat_answered_says_so_by_endpoint_name_in_whole_sentences(ga
 
 def test_a_streamed_panel_keeps_the_same_words(home, broken):
     with Gateway(make_gateway(home, env={})) as gw, openai_client(gw) as client:
-        chunks = list(client.chat.completions.create(model="bench/mixed", messages=ASK,
-                                                     stream=True))
+        chunks = list(
+            client.chat.completions.create(model="bench/mixed", messages=ASK, stream=True)
+        )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     no_location(text, broken)
     bench = chunks[-1].model_extra["bench"]
@@ -138,41 +146,58 @@ def test_shorten_keeps_what_to_do_and_cuts_the_middle_at_a_word():
 
 
 def test_shorten_without_room_for_the_advice_cuts_at_a_sentence_or_a_word():
-    assert shorten("One sentence here. Another sentence that goes on and on.", 30) == \
-        "One sentence here. …"
+    assert (
+        shorten("One sentence here. Another sentence that goes on and on.", 30)
+        == "One sentence here. …"
+    )
     cut = shorten("words " * 40, 50)
     assert len(cut) <= 50 and cut.endswith("words…") and not CUT_WORD.search(cut)
-    assert shorten("x" * 80, 20) == "x" * 19 + "…"   # one long token: nothing else to cut at
+    assert shorten("x" * 80, 20) == "x" * 19 + "…"  # one long token: nothing else to cut at
 
 
 # -- the wording: every way a message may show where an upstream is ------------------------------
-@pytest.mark.parametrize("base_url, text, said", [
-    ("http://127.0.0.1:8000/v1",
-     "upstream 127.0.0.1:8000 answered (404) no route http://127.0.0.1:8000/v1/chat/completions; "
-     "check the parameters",
-     "endpoint 'local' answered (404) no route endpoint 'local'; check the parameters"),
-    ("https://llm.internal.example/v1",
-     "cannot resolve the host of upstream llm.internal.example:443 (Name or service not known); "
-     "check the endpoint URL",
-     "cannot resolve the host of endpoint 'local' (Name or service not known); check the "
-     "endpoint URL"),
-    ("https://origin.example:8443/v1",
-     "proxy 10.0.0.7:3128 would not open a tunnel to origin.example:8443 (403); check that the "
-     "proxy lets you reach this host and port",
-     "the proxy would not open a tunnel to endpoint 'local' (403); check that the proxy lets "
-     "you reach this host and port"),
-    ("http://[::1]:9000/v1",
-     "upstream [::1]:9000 via proxy [fd00::2]:3128 closed the connection mid-answer; try again",
-     "endpoint 'local' via the proxy closed the connection mid-answer; try again"),
-    ("http://127.0.0.1:port/v1",
-     "endpoint URL 'http://127.0.0.1:port/v1' cannot be parsed; write it like http://...",
-     "endpoint URL 'endpoint 'local'' cannot be parsed; write it like http://..."),
-])
+@pytest.mark.parametrize(
+    "base_url, text, said",
+    [
+        (
+            "http://127.0.0.1:8000/v1",
+            "upstream 127.0.0.1:8000 answered (404) no route http://127.0.0.1:8000/v1/chat/completions; "
+            "check the parameters",
+            "endpoint 'local' answered (404) no route endpoint 'local'; check the parameters",
+        ),
+        (
+            "https://llm.internal.example/v1",
+            "cannot resolve the host of upstream llm.internal.example:443 (Name or service not known); "
+            "check the endpoint URL",
+            "cannot resolve the host of endpoint 'local' (Name or service not known); check the "
+            "endpoint URL",
+        ),
+        (
+            "https://origin.example:8443/v1",
+            "proxy 10.0.0.7:3128 would not open a tunnel to origin.example:8443 (403); check that the "
+            "proxy lets you reach this host and port",
+            "the proxy would not open a tunnel to endpoint 'local' (403); check that the proxy lets "
+            "you reach this host and port",
+        ),
+        (
+            "http://[::1]:9000/v1",
+            "upstream [::1]:9000 via proxy [fd00::2]:3128 closed the connection mid-answer; try again",
+            "endpoint 'local' via the proxy closed the connection mid-answer; try again",
+        ),
+        (
+            "http://127.0.0.1:port/v1",
+            "endpoint URL 'http://127.0.0.1:port/v1' cannot be parsed; write it like http://...",
+            "endpoint URL 'endpoint 'local'' cannot be parsed; write it like http://...",
+        ),
+    ],
+)
 def test_named_leaves_no_address_of_the_upstream_or_its_proxy(base_url, text, said):
     assert named(text, base_url, "local") == said
 
 
 def test_named_leaves_words_that_merely_contain_the_host_alone():
     text = "upstream sim:80 answered (500) the simulated server failed; try again later"
-    assert named(text, "http://sim/v1", "north") == \
-        "endpoint 'north' answered (500) the simulated server failed; try again later"
+    assert (
+        named(text, "http://sim/v1", "north")
+        == "endpoint 'north' answered (500) the simulated server failed; try again later"
+    )

@@ -21,11 +21,27 @@ from panelist.suite.tasks import STARTER, scan
 ASK = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x"}]}
 SEAT = set(seatrecord.FIELDS)
 # how each value of a seat field looks, whoever wrote it
-TYPES = {"v": int, "kind": str, "ts": str, "call": str, "role": str, "alias": str, "served": str,
-         "endpoint": str, "status": str, "error_kind": str, "error": str,
-         "answer": (str, type(None)), "tool_calls": list, "finish_reason": str, "tokens": dict,
-         "seconds": (int, float), "waited": (int, float), "attempts": int,
-         "clamped": (dict, type(None))}
+TYPES = {
+    "v": int,
+    "kind": str,
+    "ts": str,
+    "call": str,
+    "role": str,
+    "alias": str,
+    "served": str,
+    "endpoint": str,
+    "status": str,
+    "error_kind": str,
+    "error": str,
+    "answer": (str, type(None)),
+    "tool_calls": list,
+    "finish_reason": str,
+    "tokens": dict,
+    "seconds": (int, float),
+    "waited": (int, float),
+    "attempts": int,
+    "clamped": (dict, type(None)),
+}
 
 
 def evidence(home, kind):
@@ -54,8 +70,9 @@ def a_race_call(home):
 
 def a_suite_sample(home):
     task = scan(STARTER)[0][0]
-    SuiteRun(home, [task], [Roster(home).view().models["fast"]], known={task.id: task},
-             admission=None).run()
+    SuiteRun(
+        home, [task], [Roster(home).view().models["fast"]], known={task.id: task}, admission=None
+    ).run()
     (sample,) = read_jsonl(home.suite_samples)
     return sample
 
@@ -71,8 +88,12 @@ def a_probe(home):
 
 
 def test_a_panel_seat_a_race_call_a_suite_sample_and_a_probe_write_one_shape(home, sim):
-    lines = {"seat": a_panel_seat(home), "call": a_race_call(home),
-             "sample": a_suite_sample(home), "probe": a_probe(home)}
+    lines = {
+        "seat": a_panel_seat(home),
+        "call": a_race_call(home),
+        "sample": a_suite_sample(home),
+        "probe": a_probe(home),
+    }
     roles = {}
     for kind, line in lines.items():
         assert line["kind"] == kind and line["v"] == 1 and line["ts"].endswith("Z")
@@ -87,8 +108,7 @@ def test_a_panel_seat_a_race_call_a_suite_sample_and_a_probe_write_one_shape(hom
     assert lines["seat"]["answer"] is None, "a seat's answer is kept in calls.jsonl only"
     assert lines["call"]["answer"] and lines["sample"]["answer"] and lines["probe"]["answer"]
     # the seat fields of each say the same things: the seat record is one
-    assert {frozenset(k for k in line if k in SEAT) for line in lines.values()} == {
-        frozenset(SEAT)}
+    assert {frozenset(k for k in line if k in SEAT) for line in lines.values()} == {frozenset(SEAT)}
 
 
 def test_a_panels_line_holds_each_seat_as_its_record(home, sim):
@@ -102,13 +122,19 @@ def test_a_panels_line_holds_each_seat_as_its_record(home, sim):
 def test_an_endpoint_test_waits_for_admission_and_is_logged_as_a_test(dash, home, sim):
     Roster(home).set_limits("endpoint", "sim", {"max_concurrent": 1})
     inside = dash.server.panels.admission
-    outside = Admission(home)   # another process on the same data folder
+    outside = Admission(home)  # another process on the same data folder
     box = {}
     try:
-        with outside.slot("sim", "fast", wait=0):   # the endpoint's one slot is taken
+        with outside.slot("sim", "fast", wait=0):  # the endpoint's one slot is taken
             before = sim.count("mid")
-            asking = threading.Thread(target=lambda: box.setdefault("reply", dash.post(
-                "/api/endpoints/test", {"name": "sim", "base_url": sim.url, "model": "mid"})))
+            asking = threading.Thread(
+                target=lambda: box.setdefault(
+                    "reply",
+                    dash.post(
+                        "/api/endpoints/test", {"name": "sim", "base_url": sim.url, "model": "mid"}
+                    ),
+                )
+            )
             asking.start()
             assert wait_until(lambda: inside.waiting("sim") == 1), "the Test never queued"
             assert sim.count("mid") == before, "nothing is sent while the endpoint is full"
@@ -120,8 +146,12 @@ def test_an_endpoint_test_waits_for_admission_and_is_logged_as_a_test(dash, home
     assert sim.count("mid") == before + 1
     (line,) = evidence(home, "probe")
     assert SEAT <= set(line) and line["role"] == "test"
-    assert (line["served"], line["endpoint"], line["alias"], line["status"]) == \
-        ("mid", "sim", "", "ok")
+    assert (line["served"], line["endpoint"], line["alias"], line["status"]) == (
+        "mid",
+        "sim",
+        "",
+        "ok",
+    )
     assert line["waited"] > 0
     # health never counts a Test: its model is on no roster
     health = Health(home)
@@ -131,23 +161,72 @@ def test_an_endpoint_test_waits_for_admission_and_is_logged_as_a_test(dash, home
         health.close()
 
 
-OLD_RACE = {"v": 1, "kind": "call", "ts": "2025-01-01T00:00:00.000Z", "label": "judge.x.1",
-            "role": "judge", "alias": "top", "served": "top", "endpoint": "sim",
-            "status": "ok", "text": '{"accuracy": 7, "shown_work": 3, "reason": "same"}',
-            "tool_calls": [], "finish_reason": "stop", "tokens": {}, "seconds": 0.1,
-            "waited": 0.0, "attempts": 1, "error_kind": "", "error": "", "race": "r1",
-            "run": 1, "judged": "candidate.cheap.run1"}
-OLD_SAMPLE = {"v": 1, "kind": "sample", "ts": "2025-01-01T00:00:00.000Z", "run": "s1",
-              "task": "t1", "task_hash": "h", "task_kind": "claim", "pair": "t1", "epoch": 1,
-              "model": "fast", "served": "fast", "endpoint": "sim", "params": {},
-              "params_key": "p", "prompt_hash": "d", "status": "error",
-              "error_kind": "timeout", "error": "no answer within 1 s", "outcome": "scored",
-              "failure": "timeout", "raw": "", "verdict": None, "lines": [], "flag": "",
-              "right": False, "score": 0, "tokens": {}, "seconds": 1.0, "waited": 0.0,
-              "attempts": 1}
-OLD_PROBE = {"v": 1, "kind": "probe", "ts": "2025-01-01T00:00:00.000Z", "alias": "fast",
-             "endpoint": "sim", "status": "error", "seconds": 0.2, "error_kind": "auth",
-             "error": "the upstream refused the key (401)"}
+OLD_RACE = {
+    "v": 1,
+    "kind": "call",
+    "ts": "2025-01-01T00:00:00.000Z",
+    "label": "judge.x.1",
+    "role": "judge",
+    "alias": "top",
+    "served": "top",
+    "endpoint": "sim",
+    "status": "ok",
+    "text": '{"accuracy": 7, "shown_work": 3, "reason": "same"}',
+    "tool_calls": [],
+    "finish_reason": "stop",
+    "tokens": {},
+    "seconds": 0.1,
+    "waited": 0.0,
+    "attempts": 1,
+    "error_kind": "",
+    "error": "",
+    "race": "r1",
+    "run": 1,
+    "judged": "candidate.cheap.run1",
+}
+OLD_SAMPLE = {
+    "v": 1,
+    "kind": "sample",
+    "ts": "2025-01-01T00:00:00.000Z",
+    "run": "s1",
+    "task": "t1",
+    "task_hash": "h",
+    "task_kind": "claim",
+    "pair": "t1",
+    "epoch": 1,
+    "model": "fast",
+    "served": "fast",
+    "endpoint": "sim",
+    "params": {},
+    "params_key": "p",
+    "prompt_hash": "d",
+    "status": "error",
+    "error_kind": "timeout",
+    "error": "no answer within 1 s",
+    "outcome": "scored",
+    "failure": "timeout",
+    "raw": "",
+    "verdict": None,
+    "lines": [],
+    "flag": "",
+    "right": False,
+    "score": 0,
+    "tokens": {},
+    "seconds": 1.0,
+    "waited": 0.0,
+    "attempts": 1,
+}
+OLD_PROBE = {
+    "v": 1,
+    "kind": "probe",
+    "ts": "2025-01-01T00:00:00.000Z",
+    "alias": "fast",
+    "endpoint": "sim",
+    "status": "error",
+    "seconds": 0.2,
+    "error_kind": "auth",
+    "error": "the upstream refused the key (401)",
+}
 
 
 def test_lines_earlier_versions_wrote_read_in_the_one_shape():
@@ -159,9 +238,20 @@ def test_lines_earlier_versions_wrote_read_in_the_one_shape():
     probe = seatrecord.read(OLD_PROBE)
     assert probe["role"] == "probe" and probe["error"].startswith("auth: ")
     assert "call" not in probe, "a field the line never had stays absent"
-    new = seatrecord.read(dict(OLD_PROBE, call="probe.fast", role="probe", served="fast",
-                               answer="", tool_calls=[], finish_reason="", tokens={},
-                               waited=0.0, attempts=1))
+    new = seatrecord.read(
+        dict(
+            OLD_PROBE,
+            call="probe.fast",
+            role="probe",
+            served="fast",
+            answer="",
+            tool_calls=[],
+            finish_reason="",
+            tokens={},
+            waited=0.0,
+            attempts=1,
+        )
+    )
     assert new["error"] == OLD_PROBE["error"], "a whole record is taken as it is"
 
 

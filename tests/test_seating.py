@@ -19,8 +19,6 @@ from panelist.metrics.roster.roster import Roster
 BODY = {"messages": [{"role": "user", "content": "Review: def add(a, b): return a - b"}]}
 
 
-
-
 def explorers(bench: dict) -> list[str]:
     return [s["alias"] for s in bench["seats"] if s["seat"] == "explorer"]
 
@@ -50,6 +48,7 @@ def test_concurrent_panels_get_distinct_explorers(gateway, home, sim):
     def ask():
         start.wait()
         replies.append(gateway.post("/v1/chat/completions", dict(BODY, model="bench/solo")))
+
     threads = [threading.Thread(target=ask) for _ in range(8)]
     for t in threads:
         t.start()
@@ -68,8 +67,11 @@ def test_concurrent_panels_get_distinct_explorers(gateway, home, sim):
         i, line = by_panel[bench["panel"]]
         assert line["aliases"] == [s["alias"] for s in bench["seats"]]
         assert line["shape"] == "general" and isinstance(line["seated"], float)
-        first_answer = min(j for j, e in enumerate(evidence)
-                           if e["kind"] == "seat" and e["panel"] == bench["panel"])
+        first_answer = min(
+            j
+            for j, e in enumerate(evidence)
+            if e["kind"] == "seat" and e["panel"] == bench["panel"]
+        )
         assert i < first_answer
     assert gateway.server.panels.in_flight.counts() == {}
 
@@ -78,13 +80,16 @@ def test_a_hanging_model_sits_once_while_it_hangs(panels, home, sim):
     sim.script("x-one", fail="hang")
     req = panels.parse(dict(BODY, model="bench/trio"))
     run = panels.start(req, panels.seat(req), key="local")
-    assert [s.model.alias for s in run.seating.seats if s.seat == "explorer"] == \
-        ["x-one", "x-three"]  # never seated, alias order
+    assert [s.model.alias for s in run.seating.seats if s.seat == "explorer"] == [
+        "x-one",
+        "x-three",
+    ]  # never seated, alias order
     # the caller reads the answers as they come: every seat but the hanging one ends
     progress = run.progress(tick=0.05)
     ended = [next(r for r in progress if r is not None).alias for _ in range(4)]
-    assert sorted(ended) == sorted(s.model.alias for s in run.seating.seats
-                                   if s.model.alias != "x-one")
+    assert sorted(ended) == sorted(
+        s.model.alias for s in run.seating.seats if s.model.alias != "x-one"
+    )
     assert sim.count("x-one") == 1
     assert panels.in_flight.counts() == {"x-one": 1}
     # another process sees the seating at once, though no seat of it has been logged yet
@@ -102,13 +107,18 @@ def test_a_hanging_model_sits_once_while_it_hangs(panels, home, sim):
     run.give_up([])  # the caller of the first panel leaves: its hanging seat is cancelled
     assert panels.in_flight.counts() == {}
     record = panels.ledger.panel(run.panel)
-    assert record["abandoned"] and {s["alias"]: s["status"] for s in record["seats"]}["x-one"] \
-        == "cancelled"
+    assert (
+        record["abandoned"]
+        and {s["alias"]: s["status"] for s in record["seats"]}["x-one"] == "cancelled"
+    )
     # no longer in flight, it has waited longest and sits again
     sim.script("x-one")
     assert "x-one" in explorers(panels.ask(dict(BODY, model="bench/trio"))["bench"])
-    assert [set(line["aliases"][3:]) for line in seated_lines(home)][:3] == \
-        [{"x-one", "x-three"}, {"x-two", "x-three"}, {"x-two", "x-three"}]
+    assert [set(line["aliases"][3:]) for line in seated_lines(home)][:3] == [
+        {"x-one", "x-three"},
+        {"x-two", "x-three"},
+        {"x-two", "x-three"},
+    ]
 
 
 def test_a_seating_logged_by_another_process_is_respected(gateway, home):
@@ -130,10 +140,12 @@ def test_nothing_stays_in_flight_however_panels_end(gateway, home, sim):
     # refused before anything is asked: nothing held, nothing logged as seated
     lines = len(seated_lines(home))
     everyone = list(Roster(home).view().models)
-    for alias in everyone:   # a prompt no model's window holds
+    for alias in everyone:  # a prompt no model's window holds
         Roster(home).add_model(alias, "sim", family=alias, context=100)
-    status, _, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio", "messages": [{"role": "user", "content": "x" * 1000}]})
+    status, _, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "x" * 1000}]},
+    )
     assert status == 400 and flight.counts() == {} and len(seated_lines(home)) == lines
     for alias in everyone:
         Roster(home).add_model(alias, "sim", family=alias, context=100_000)
@@ -141,9 +153,13 @@ def test_nothing_stays_in_flight_however_panels_end(gateway, home, sim):
     sim.script("slow", latency=30)
     body = json.dumps(dict(BODY, model="bench/trio", stream=True)).encode()
     s = socket.create_connection(("127.0.0.1", gateway.server.port), timeout=5)
-    s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gateway.server.port}"
-               f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-               ).encode() + body)
+    s.sendall(
+        (
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gateway.server.port}"
+            f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        + body
+    )
     assert s.recv(4096).startswith(b"HTTP/1.1 200")
     assert wait_until(lambda: flight.counts().get("slow") == 1)
     s.close()

@@ -15,9 +15,15 @@ from panelist.metrics.seats.record import CallLog
 from panelist.metrics.seats import CallFailed, JobResult, SeatCall, SeatJob, Seats
 
 ASK = [{"role": "user", "content": "Say something short."}]
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order", "parameters": {"type": "object",
-                                           "properties": {"number": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_order",
+            "parameters": {"type": "object", "properties": {"number": {"type": "string"}}},
+        },
+    }
+]
 
 
 class CountingAdmission:
@@ -62,8 +68,13 @@ class CountingAdmission:
 
 
 def call(roster, label, alias, role="member", **kw):
-    return SeatCall(label=label, role=role, model=roster.view().models[alias],
-                    messages=kw.pop("messages", ASK), **kw)
+    return SeatCall(
+        label=label,
+        role=role,
+        model=roster.view().models[alias],
+        messages=kw.pop("messages", ASK),
+        **kw,
+    )
 
 
 def test_every_outcome_is_a_structured_result_logged_with_its_role(sim, roster, core, tmp_path):
@@ -71,12 +82,16 @@ def test_every_outcome_is_a_structured_result_logged_with_its_role(sim, roster, 
     sim.script("slow", fail="empty")
     sim.script("x-one", fail="auth")
     log = CallLog(tmp_path / "calls.jsonl")
-    results = core.run([
-        call(roster, "a", "fast", meta={"race": "r1", "run": 1}),
-        call(roster, "b", "mid", role="candidate", params={"tools": TOOLS}),
-        call(roster, "c", "slow", role="judge"),
-        call(roster, "d", "x-one"),
-    ], timeout=30, log=log)
+    results = core.run(
+        [
+            call(roster, "a", "fast", meta={"race": "r1", "run": 1}),
+            call(roster, "b", "mid", role="candidate", params={"tools": TOOLS}),
+            call(roster, "c", "slow", role="judge"),
+            call(roster, "d", "x-one"),
+        ],
+        timeout=30,
+        log=log,
+    )
     log.close()
     assert [r.label for r in results] == ["a", "b", "c", "d"], "results come in call order"
     ok, tools, empty, failed = results
@@ -114,8 +129,14 @@ def landing_order(gated, run, order) -> list[str]:
 
 def test_results_are_yielded_as_they_finish(gated, home, roster, core):
     move_to(home, gated, "fast", "mid", "slow")
-    run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid"),
-                      call(roster, "third", "slow")], timeout=60)
+    run = core.start(
+        [
+            call(roster, "first", "fast"),
+            call(roster, "second", "mid"),
+            call(roster, "third", "slow"),
+        ],
+        timeout=60,
+    )
     assert gated.wait_arrived("fast", "mid", "slow"), "every call is made at once"
     assert landing_order(gated, run, ("slow", "fast", "mid")) == ["slow", "fast", "mid"]
     assert [r.alias for r in run.wait()] == ["fast", "mid", "slow"]
@@ -123,8 +144,9 @@ def test_results_are_yielded_as_they_finish(gated, home, roster, core):
 
 def test_a_call_past_its_own_deadline_times_out_and_the_rest_answer(sim, roster, core):
     sim.script("slow", fail="hang")
-    results = core.run([call(roster, "a", "fast"), call(roster, "b", "slow", timeout=0.3)],
-                       timeout=30)
+    results = core.run(
+        [call(roster, "a", "fast"), call(roster, "b", "slow", timeout=0.3)], timeout=30
+    )
     assert results[0].status == "ok"
     assert results[1].status == "error" and results[1].error_kind == "timeout"
 
@@ -139,8 +161,7 @@ def test_cancel_stops_calls_in_flight_and_cuts_their_connections(sim, roster, co
     sim.script("slow", fail="hang")
     sim.script("mid", fail="hang")
     flag = CancelFlag()
-    run = core.start([call(roster, "a", "slow"), call(roster, "b", "mid")], timeout=60,
-                     cancel=flag)
+    run = core.start([call(roster, "a", "slow"), call(roster, "b", "mid")], timeout=60, cancel=flag)
     assert wait_until(lambda: sim.count("slow") and sim.count("mid"))
     run.abandon()
     results = run.wait()
@@ -173,7 +194,7 @@ def test_a_call_refused_by_admission_is_an_at_limit_result_never_sent(sim, roste
     seats = Seats(roster, admission=CountingAdmission(refuse=True))
     log = CallLog(tmp_path / "calls.jsonl")
     try:
-        result, = seats.run([call(roster, "a", "fast")], timeout=30, log=log)
+        (result,) = seats.run([call(roster, "a", "fast")], timeout=30, log=log)
     finally:
         seats.close()
         log.close()
@@ -190,10 +211,13 @@ def test_a_stated_retry_after_pauses_the_endpoint_and_a_retry_follows(sim, roste
     learned = []
     seats = Seats(roster, admission=admission)
     try:
-        first, = seats.run([call(roster, "warm", "fast")], timeout=30)
-        again, = seats.run([call(roster, "a", "fast", retries=1)], timeout=30,
-                           learn=lambda model, exc: learned.append((model.alias, exc.kind)))
-        once, = seats.run([call(roster, "b", "fast", retries=0)], timeout=30)
+        (first,) = seats.run([call(roster, "warm", "fast")], timeout=30)
+        (again,) = seats.run(
+            [call(roster, "a", "fast", retries=1)],
+            timeout=30,
+            learn=lambda model, exc: learned.append((model.alias, exc.kind)),
+        )
+        (once,) = seats.run([call(roster, "b", "fast", retries=0)], timeout=30)
     finally:
         seats.close()
     assert first.status == "ok"
@@ -208,7 +232,7 @@ def test_a_stated_retry_after_pauses_the_endpoint_and_a_retry_follows(sim, roste
 
 def test_no_retry_without_retries(sim, roster, core):
     sim.script("fast", fail="server_error")
-    result, = core.run([call(roster, "a", "fast")], timeout=30)
+    (result,) = core.run([call(roster, "a", "fast")], timeout=30)
     assert result.status == "error" and result.error_kind == "server_error"
     assert result.attempts == 1 and sim.count("fast") == 1
 
@@ -220,7 +244,7 @@ def test_an_endpoint_gone_from_the_roster_is_an_error_result(sim, roster, core):
     for alias in ("slow", "x-one", "x-two", "x-three"):
         roster.remove_model(alias)
     roster.remove_endpoint("sim")
-    result, = core.run([SeatCall("a", "member", model, ASK)], timeout=30)
+    (result,) = core.run([SeatCall("a", "member", model, ASK)], timeout=30)
     assert result.status == "error" and "gone from the roster" in result.error
 
 
@@ -234,7 +258,7 @@ def test_the_key_never_reaches_the_log(sim, roster, core, tmp_path, monkeypatch)
     monkeypatch.setenv(roster.view().endpoints["sim"].key_env, secret)
     sim.script("fast", fail="auth", echo_auth=True)
     log = CallLog(tmp_path / "calls.jsonl")
-    result, = core.run([call(roster, "a", "fast")], timeout=30, log=log)
+    (result,) = core.run([call(roster, "a", "fast")], timeout=30, log=log)
     log.close()
     assert result.error_kind == "auth"
     assert secret not in result.error
@@ -244,8 +268,12 @@ def test_the_key_never_reaches_the_log(sim, roster, core, tmp_path, monkeypatch)
 def test_an_error_is_scrubbed_before_it_is_logged(sim, roster, core, tmp_path):
     sim.script("fast", fail="server_error", message="could not fetch https://img.example/a.png")
     log = CallLog(tmp_path / "calls.jsonl")
-    result, = core.run([call(roster, "a", "fast")], timeout=30, log=log,
-                       scrub=lambda text: text.replace("https://img.example/a.png", "[image]"))
+    (result,) = core.run(
+        [call(roster, "a", "fast")],
+        timeout=30,
+        log=log,
+        scrub=lambda text: text.replace("https://img.example/a.png", "[image]"),
+    )
     log.close()
     assert "[image]" in result.error and "img.example" not in result.error
     assert "img.example" not in (tmp_path / "calls.jsonl").read_text()
@@ -255,7 +283,7 @@ def test_one_call_in_the_callers_thread(sim, roster):
     upstream = Upstream()
     seats = Seats(roster, upstream)
     try:
-        result, = seats.run([call(roster, "a", "fast")], timeout=30)
+        (result,) = seats.run([call(roster, "a", "fast")], timeout=30)
     finally:
         seats.close()
         upstream.close()
@@ -263,9 +291,16 @@ def test_one_call_in_the_callers_thread(sim, roster):
 
 
 def test_parallel_holds_each_endpoint_to_its_lane_in_the_order_given(gated, home, roster, core):
-    move_to(home, gated, "fast", "mid")   # fast and mid on "gated"; slow stays on the simulator
-    run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid"),
-                      call(roster, "other", "slow")], timeout=60, parallel=1)
+    move_to(home, gated, "fast", "mid")  # fast and mid on "gated"; slow stays on the simulator
+    run = core.start(
+        [
+            call(roster, "first", "fast"),
+            call(roster, "second", "mid"),
+            call(roster, "other", "slow"),
+        ],
+        timeout=60,
+        parallel=1,
+    )
     assert gated.wait_arrived("fast")
     other = next(r for r in run if r is not None)
     assert other.alias == "slow" and other.status == "ok", "another endpoint is never held back"
@@ -275,12 +310,17 @@ def test_parallel_holds_each_endpoint_to_its_lane_in_the_order_given(gated, home
     assert gated.arrived == ["fast", "mid"]
 
 
-def test_a_cancel_drops_the_calls_held_back_unsent_and_unlogged(gated, home, roster, core,
-                                                                 tmp_path):
+def test_a_cancel_drops_the_calls_held_back_unsent_and_unlogged(
+    gated, home, roster, core, tmp_path
+):
     move_to(home, gated, "fast", "mid")
     log = CallLog(tmp_path / "calls.jsonl")
-    run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid")],
-                     timeout=60, parallel=1, log=log)
+    run = core.start(
+        [call(roster, "first", "fast"), call(roster, "second", "mid")],
+        timeout=60,
+        parallel=1,
+        log=log,
+    )
     assert gated.wait_arrived("fast")
     run.abandon()
     first, second = run.wait()
@@ -293,16 +333,22 @@ def test_a_cancel_drops_the_calls_held_back_unsent_and_unlogged(gated, home, ros
 
 def test_jobs_run_as_units_of_a_set_and_their_failures_are_their_own(sim, roster, core):
     def asks():
-        result, = core.run([call(roster, "inner", "fast")], timeout=30)
+        (result,) = core.run([call(roster, "inner", "fast")], timeout=30)
         return result.check().text
 
     def breaks():
         raise LookupError("no such order")
 
-    done = core.run([SeatJob("asks", asks), SeatJob("breaks", breaks),
-                     call(roster, "plain", "mid")], timeout=30, parallel=4)
-    assert [r.label if isinstance(r, JobResult) else r.call for r in done] == \
-        ["asks", "breaks", "plain"]
+    done = core.run(
+        [SeatJob("asks", asks), SeatJob("breaks", breaks), call(roster, "plain", "mid")],
+        timeout=30,
+        parallel=4,
+    )
+    assert [r.label if isinstance(r, JobResult) else r.call for r in done] == [
+        "asks",
+        "breaks",
+        "plain",
+    ]
     asked, broke, plain = done
     assert asked.status == "ok" and asked.value.startswith("[simulated fast]")
     assert broke.status == "error" and isinstance(broke.exception, LookupError)
@@ -342,5 +388,5 @@ def test_units_added_to_a_running_set_are_waited_for(sim, roster, core):
 
 def test_without_a_set_deadline_a_call_ends_by_its_own_wait_and_timeout(sim, roster, core):
     sim.script("slow", fail="hang")
-    result, = core.run([call(roster, "a", "slow", wait=1, timeout=0.3)], parallel=1)
+    (result,) = core.run([call(roster, "a", "slow", wait=1, timeout=0.3)], parallel=1)
     assert result.status == "error" and result.error_kind == "timeout"

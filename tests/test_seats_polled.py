@@ -24,12 +24,18 @@ def test_a_polled_set_answers_every_outcome_on_the_iterating_thread(sim, roster,
     sim.script("x-one", fail="auth")
     log = CallLog(tmp_path / "calls.jsonl")
     threads = []
-    results = core.start([
-        call(roster, "a", "fast"),
-        call(roster, "b", "mid", params={"tools": TOOLS}),
-        call(roster, "c", "slow"),
-        call(roster, "d", "x-one"),
-    ], timeout=30, log=log, on_end=ends_on(threads), poll=True).wait()
+    results = core.start(
+        [
+            call(roster, "a", "fast"),
+            call(roster, "b", "mid", params={"tools": TOOLS}),
+            call(roster, "c", "slow"),
+            call(roster, "d", "x-one"),
+        ],
+        timeout=30,
+        log=log,
+        on_end=ends_on(threads),
+        poll=True,
+    ).wait()
     log.close()
     assert [r.status for r in results] == ["ok", "tool_calls", "empty", "error"]
     assert results[0].text.startswith("[simulated fast]") and results[0].attempts == 1
@@ -37,16 +43,28 @@ def test_a_polled_set_answers_every_outcome_on_the_iterating_thread(sim, roster,
     assert results[3].error_kind == "auth" and "401" in results[3].error
     assert "127.0.0.1" not in results[3].error, "the error names the endpoint, not its URL"
     assert sorted(c for c, _ in threads) == ["a", "b", "c", "d"]
-    assert {t for _, t in threads} == {threading.current_thread()}, \
+    assert {t for _, t in threads} == {threading.current_thread()}, (
         "no thread of the core took part"
-    assert sorted(line["call"] for line in read_jsonl(tmp_path / "calls.jsonl")) == \
-        ["a", "b", "c", "d"]
+    )
+    assert sorted(line["call"] for line in read_jsonl(tmp_path / "calls.jsonl")) == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
 
 
 def test_a_polled_set_hands_over_answers_as_they_come(gated, home, roster, core):
     move_to(home, gated, "fast", "mid", "slow")
-    run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid"),
-                      call(roster, "third", "slow")], timeout=60, poll=True)
+    run = core.start(
+        [
+            call(roster, "first", "fast"),
+            call(roster, "second", "mid"),
+            call(roster, "third", "slow"),
+        ],
+        timeout=60,
+        poll=True,
+    )
     assert gated.wait_arrived("fast", "mid", "slow"), "every call was sent at the start"
     assert landing_order(gated, run, ("slow", "fast", "mid")) == ["slow", "fast", "mid"]
     assert [r.status for r in run.wait()] == ["ok", "ok", "ok"]
@@ -54,8 +72,9 @@ def test_a_polled_set_hands_over_answers_as_they_come(gated, home, roster, core)
 
 def test_a_polled_set_keeps_each_deadline_and_yields_ticks_meanwhile(sim, roster, core):
     sim.script("slow", fail="hang")
-    run = core.start([call(roster, "a", "fast"), call(roster, "b", "slow", timeout=0.5)],
-                     timeout=30, poll=True)
+    run = core.start(
+        [call(roster, "a", "fast"), call(roster, "b", "slow", timeout=0.5)], timeout=30, poll=True
+    )
     seen = list(run.progress(tick=0.05))
     assert None in seen, "the caller is given ticks to look at its client"
     a, b = run.results
@@ -67,8 +86,9 @@ def test_a_polled_set_is_cut_by_its_cancel(sim, roster, core):
     sim.script("slow", fail="hang")
     sim.script("mid", fail="hang")
     flag = CancelFlag()
-    run = core.start([call(roster, "a", "slow"), call(roster, "b", "mid")], timeout=60,
-                     cancel=flag, poll=True)
+    run = core.start(
+        [call(roster, "a", "slow"), call(roster, "b", "mid")], timeout=60, cancel=flag, poll=True
+    )
     assert wait_until(lambda: sim.count("slow") and sim.count("mid"))
     run.abandon()
     assert [r.status for r in run.wait()] == ["cancelled", "cancelled"]
@@ -81,8 +101,12 @@ def test_calls_without_a_slot_at_once_wait_on_the_cores_threads(sim, roster):
     seats = Seats(roster, admission=admission)
     threads = []
     try:
-        results = seats.start([call(roster, f"c{i}", "fast") for i in range(4)], timeout=60,
-                              on_end=ends_on(threads), poll=True).wait()
+        results = seats.start(
+            [call(roster, f"c{i}", "fast") for i in range(4)],
+            timeout=60,
+            on_end=ends_on(threads),
+            poll=True,
+        ).wait()
     finally:
         seats.close()
     assert [r.status for r in results] == ["ok"] * 4
@@ -95,39 +119,48 @@ def test_a_call_tried_again_goes_on_on_a_thread_of_the_core(sim, roster, core):
     sim.script("fast", fail="server_error", fail_every=2)
     sim.script("mid", fail="server_error")
     assert core.run([call(roster, "warm", "fast")], timeout=30)[0].status == "ok"
-    results = core.start([call(roster, "a", "fast", retries=1), call(roster, "b", "mid")],
-                         timeout=30, poll=True).wait()
+    results = core.start(
+        [call(roster, "a", "fast", retries=1), call(roster, "b", "mid")], timeout=30, poll=True
+    ).wait()
     again, once = results
     assert again.status == "ok" and again.attempts == 2 and sim.count("fast") == 3
     assert once.status == "error" and once.error_kind == "server_error" and once.attempts == 1
 
 
-def test_let_go_leaves_the_rest_to_the_core_and_every_call_is_logged(gated, home, roster,
-                                                                    core, tmp_path):
+def test_let_go_leaves_the_rest_to_the_core_and_every_call_is_logged(
+    gated, home, roster, core, tmp_path
+):
     move_to(home, gated, "fast", "mid")
     log = CallLog(tmp_path / "calls.jsonl")
     ended = threading.Event()
-    run = core.start([call(roster, "first", "fast"), call(roster, "second", "mid")],
-                     timeout=60, log=log, poll=True,
-                     on_end=lambda r: ended.set() if r.call == "second" else None)
+    run = core.start(
+        [call(roster, "first", "fast"), call(roster, "second", "mid")],
+        timeout=60,
+        log=log,
+        poll=True,
+        on_end=lambda r: ended.set() if r.call == "second" else None,
+    )
     gated.open("fast")
     first = next(r for r in run.progress(tick=0.05) if r is not None)
     assert first.call == "first" and first.status == "ok"
-    run.let_go()   # the caller leaves before the second answer
+    run.let_go()  # the caller leaves before the second answer
     gated.open("mid")
     assert ended.wait(30), "the answer still to come was read without the caller"
     log.close()
     assert run.results[1].status == "ok"
-    assert sorted(line["call"] for line in read_jsonl(tmp_path / "calls.jsonl")) == \
-        ["first", "second"]
+    assert sorted(line["call"] for line in read_jsonl(tmp_path / "calls.jsonl")) == [
+        "first",
+        "second",
+    ]
 
 
 def test_a_streamed_call_keeps_a_polled_set_on_the_cores_threads(sim, roster, core):
     pieces = []
     streamed = call(roster, "s", "fast", on_delta=pieces.append)
     threads = []
-    results = core.start([streamed, call(roster, "p", "mid")], timeout=30, poll=True,
-                         on_end=ends_on(threads)).wait()
+    results = core.start(
+        [streamed, call(roster, "p", "mid")], timeout=30, poll=True, on_end=ends_on(threads)
+    ).wait()
     assert [r.status for r in results] == ["ok", "ok"]
     assert "".join(pieces) == results[0].text
     assert threading.current_thread() not in {t for _, t in threads}
@@ -136,12 +169,16 @@ def test_a_streamed_call_keeps_a_polled_set_on_the_cores_threads(sim, roster, co
 def test_a_large_prompt_keeps_a_polled_set_on_the_cores_threads(sim, roster, core):
     big = [{"role": "user", "content": "x" * (100 * 1024)}]
     threads = []
-    results = core.start([call(roster, "a", "fast", messages=big),
-                          call(roster, "b", "mid", messages=big)], timeout=30, poll=True,
-                         on_end=ends_on(threads)).wait()
+    results = core.start(
+        [call(roster, "a", "fast", messages=big), call(roster, "b", "mid", messages=big)],
+        timeout=30,
+        poll=True,
+        on_end=ends_on(threads),
+    ).wait()
     assert [r.status for r in results] == ["ok", "ok"]
-    assert threading.current_thread() not in {t for _, t in threads}, \
+    assert threading.current_thread() not in {t for _, t in threads}, (
         "the uploads went out in parallel, each on its own thread"
+    )
 
 
 class BatchLog:
@@ -161,10 +198,12 @@ def test_answers_that_land_together_are_logged_once_each_before_they_end(sim, ro
     log = BatchLog()
     logged_at_end = {}
 
-    def on_end(r):   # whether the call's line was written by the time it ended
+    def on_end(r):  # whether the call's line was written by the time it ended
         logged_at_end[r.call] = any(r.call in w for w in log.writes)
-    results = core.start([call(roster, c, "fast") for c in "abcdef"], timeout=30, log=log,
-                         on_end=on_end, poll=True).wait()
+
+    results = core.start(
+        [call(roster, c, "fast") for c in "abcdef"], timeout=30, log=log, on_end=on_end, poll=True
+    ).wait()
     assert [r.status for r in results] == ["ok"] * 6
     assert sorted(c for w in log.writes for c in w) == list("abcdef"), "each once"
     assert logged_at_end == dict.fromkeys("abcdef", True), "logged before it was handed over"

@@ -25,13 +25,12 @@ from panelist.metrics.upstream.sim import SimUpstream
 from panelist.serve import make_dashboard
 
 ROOT = Path(__file__).resolve().parent.parent
-STATIC = ("/", "/index.html", "/login", "/js/app.js", "/js/api.js", "/css/app.css",
-          "/favicon.svg")
+STATIC = ("/", "/index.html", "/login", "/js/app.js", "/js/api.js", "/css/app.css", "/favicon.svg")
 
 
 def fetch(server, method, path, body=None, headers=None):
     """One raw HTTP exchange (the path is sent exactly as given): status, headers, body bytes."""
-    server = getattr(server, "server", server)   # a conftest Gateway, or the server itself
+    server = getattr(server, "server", server)  # a conftest Gateway, or the server itself
     conn = http.client.HTTPConnection(server.host, server.port, timeout=PATIENCE)
     try:
         data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
@@ -126,8 +125,9 @@ def test_every_module_the_page_preloads_is_served_and_imported_by_the_shell(dash
         assert fetch(dash, "GET", path)[0] == 200, path
 
 
-@pytest.mark.parametrize("path", ["/nothing", "/settings", "/js/nothing.js", "/css/",
-                                  "/index.htm", "/ui/index.html"])
+@pytest.mark.parametrize(
+    "path", ["/nothing", "/settings", "/js/nothing.js", "/css/", "/index.htm", "/ui/index.html"]
+)
 def test_an_unknown_path_is_a_json_404_not_the_app(dash, path):
     status, headers, data = fetch(dash, "GET", path)
     assert status == 404 and headers["Content-Type"] == "application/json"
@@ -136,10 +136,19 @@ def test_an_unknown_path_is_a_json_404_not_the_app(dash, path):
     assert_secured(headers, f"404 of {path}")
 
 
-@pytest.mark.parametrize("path", [
-    "/js/../../pyproject.toml", "/js/%2e%2e/%2e%2e/pyproject.toml",
-    "/js/..%2f..%2fpyproject.toml", "/css/%2E%2E/%2E%2E/serve.py", "/vendor/../../README.md",
-    "/js//etc/passwd", "/js/%2fetc%2fpasswd", "/js/.%2e/.%2e/pyproject.toml"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/js/../../pyproject.toml",
+        "/js/%2e%2e/%2e%2e/pyproject.toml",
+        "/js/..%2f..%2fpyproject.toml",
+        "/css/%2E%2E/%2E%2E/serve.py",
+        "/vendor/../../README.md",
+        "/js//etc/passwd",
+        "/js/%2fetc%2fpasswd",
+        "/js/.%2e/.%2e/pyproject.toml",
+    ],
+)
 def test_path_traversal_is_a_404(dash, path):
     status, headers, data = fetch(dash, "GET", path)
     assert status == 404, data[:200]
@@ -150,8 +159,10 @@ def test_path_traversal_is_a_404(dash, path):
 # -- headers on every reply ----------------------------------------------------------------------
 def test_every_reply_carries_the_security_headers(dash, home):
     replies = {
-        "html": fetch(dash, "GET", "/"), "js": fetch(dash, "GET", "/js/app.js"),
-        "api json": fetch(dash, "GET", "/api/info"), "404": fetch(dash, "GET", "/nowhere"),
+        "html": fetch(dash, "GET", "/"),
+        "js": fetch(dash, "GET", "/js/app.js"),
+        "api json": fetch(dash, "GET", "/api/info"),
+        "404": fetch(dash, "GET", "/nowhere"),
         "api 404": fetch(dash, "GET", "/api/models/ghost/discover"),
         "405": fetch(dash, "DELETE", "/api/info"),
         "415": fetch(dash, "POST", "/api/models", b"x", {"Content-Type": "text/plain"}),
@@ -160,11 +171,22 @@ def test_every_reply_carries_the_security_headers(dash, home):
         "gateway json": fetch(dash, "GET", "/v1/models"),
         "gateway 404": fetch(dash, "GET", "/v1/nothing"),
         "health": fetch(dash, "GET", "/health"),
-        "chat": fetch(dash, "POST", "/v1/chat/completions", {
-            "model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]}),
-        "stream": fetch(dash, "POST", "/v1/chat/completions", {
-            "model": "bench/trio", "stream": True,
-            "messages": [{"role": "user", "content": "hi"}]}),
+        "chat": fetch(
+            dash,
+            "POST",
+            "/v1/chat/completions",
+            {"model": "bench/trio", "messages": [{"role": "user", "content": "hi"}]},
+        ),
+        "stream": fetch(
+            dash,
+            "POST",
+            "/v1/chat/completions",
+            {
+                "model": "bench/trio",
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+            },
+        ),
         "login 401": fetch(dash, "POST", "/api/login", {"token": "wrong"}),
     }
     assert replies["api json"][0] == 200 and replies["chat"][0] == 200
@@ -181,8 +203,12 @@ def test_every_reply_carries_the_security_headers(dash, home):
 def test_a_cors_preflight_carries_the_security_headers(home):
     env = {"PANELIST_ALLOWED_ORIGINS": "https://app.example"}
     with Gateway(make_dashboard(home, env=env)) as gw:
-        status, headers, data = fetch(gw.server, "OPTIONS", "/v1/chat/completions", headers={
-            "Origin": "https://app.example", "Access-Control-Request-Method": "POST"})
+        status, headers, data = fetch(
+            gw.server,
+            "OPTIONS",
+            "/v1/chat/completions",
+            headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST"},
+        )
     assert (status, data) == (204, b"")
     assert headers["Access-Control-Allow-Origin"] == "https://app.example"
     assert_secured(headers, "a preflight")
@@ -224,22 +250,23 @@ def test_login_cookie_opens_the_api_and_logout_closes_it(locked):
     name, _, sid = name_value.partition("=")
     assert name == "panelist_session" and len(sid) >= 32 and TOKEN not in cookie
     assert {"HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=43200"} <= set(flags), cookie
-    assert "Secure" not in flags   # plain http on loopback: a Secure cookie would never be sent
+    assert "Secure" not in flags  # plain http on loopback: a Secure cookie would never be sent
     status, _, data = fetch(locked, "GET", "/api/info", headers={"Cookie": name_value})
     assert status == 200 and json.loads(data)["auth"] == {"token_required": True}
     # the cookie among others, as a browser sends it
-    status, _, _ = fetch(locked, "GET", "/api/models",
-                         headers={"Cookie": f"theme=dark; {name_value}; x=1"})
+    status, _, _ = fetch(
+        locked, "GET", "/api/models", headers={"Cookie": f"theme=dark; {name_value}; x=1"}
+    )
     assert status == 200
-    status, headers, data = fetch(locked, "POST", "/api/logout",
-                                  headers={"Cookie": name_value})
+    status, headers, data = fetch(locked, "POST", "/api/logout", headers={"Cookie": name_value})
     assert status == 200 and json.loads(data) == {"ok": True}
     cleared = [part.strip() for part in headers["Set-Cookie"].split(";")]
     assert cleared[0] == "panelist_session=" and "Max-Age=0" in cleared
     status, _, data = fetch(locked, "GET", "/api/info", headers={"Cookie": name_value})
     assert status == 401 and error_of(data)["code"] == "login_required"
-    status, _, data = fetch(locked, "GET", "/api/info",
-                            headers={"Cookie": "panelist_session=made-up"})
+    status, _, data = fetch(
+        locked, "GET", "/api/info", headers={"Cookie": "panelist_session=made-up"}
+    )
     assert status == 401
 
 
@@ -269,8 +296,8 @@ def test_with_keys_required_the_dashboard_refuses_to_start_without_an_admin_toke
         with pytest.raises(ConfigInvalid) as refused:
             make_dashboard(home, port=port, env=REQUIRE, demo=demo)
         assert_says_why_and_what_to_set(refused.value.message)
-    assert set(threading.enumerate()) - before == set()   # no server, simulator or worker began
-    with socket.socket() as s:   # nothing was bound
+    assert set(threading.enumerate()) - before == set()  # no server, simulator or worker began
+    with socket.socket() as s:  # nothing was bound
         s.bind(("127.0.0.1", port))
     # the gateway alone serves no dashboard: it starts, and asks every caller for a key
     with Gateway(make_gateway(home, env=REQUIRE)) as gw:
@@ -298,26 +325,33 @@ def test_panelist_serve_with_keys_required_and_no_admin_token_exits_saying_why(t
     env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
     env.update(REQUIRE)
     for argv in (["serve.py"], [str(Path("metrics") / "offload.py"), "serve"]):
-        done = subprocess.run([sys.executable, *argv, "--data", str(tmp_path / "d"), "--port",
-                               "0", "--demo"], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=PATIENCE)
+        done = subprocess.run(
+            [sys.executable, *argv, "--data", str(tmp_path / "d"), "--port", "0", "--demo"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=PATIENCE,
+        )
         assert done.returncode == 1 and done.stdout == "", (argv, done.stdout, done.stderr)
-        assert done.stderr.startswith("panelist: error: ") and done.stderr.count("\n") == 1, \
+        assert done.stderr.startswith("panelist: error: ") and done.stderr.count("\n") == 1, (
             done.stderr
+        )
         assert_says_why_and_what_to_set(done.stderr)
 
 
-def test_panelist_serve_demo_refused_in_process_leaves_no_simulator(tmp_path, capsys,
-                                                                    monkeypatch):
+def test_panelist_serve_demo_refused_in_process_leaves_no_simulator(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("PANELIST_ADMIN_TOKEN", raising=False)
     monkeypatch.setenv("PANELIST_REQUIRE_KEYS", "1")
     before = set(threading.enumerate())
-    code = main(["serve", "--demo", "--port", "0", "--data", str(tmp_path / "d")],
-                Runtime(make_gateway, make_dashboard, SimUpstream))
+    code = main(
+        ["serve", "--demo", "--port", "0", "--data", str(tmp_path / "d")],
+        Runtime(make_gateway, make_dashboard, SimUpstream),
+    )
     out, err = capsys.readouterr()
     assert code == 1 and out == "" and err.count("\n") == 1, (out, err)
     assert_says_why_and_what_to_set(err)
-    assert set(threading.enumerate()) - before == set()   # the demo's simulator was stopped
+    assert set(threading.enumerate()) - before == set()  # the demo's simulator was stopped
 
 
 def test_a_gateway_key_never_opens_the_dashboard(locked, home):
@@ -334,8 +368,9 @@ def test_a_gateway_key_never_opens_the_dashboard(locked, home):
     cookie = login(locked)
     status, _, data = fetch(locked, "GET", "/v1/models", headers={"Cookie": cookie})
     assert status == 401 and error_of(data)["code"] == "missing_key"
-    status, _, data = fetch(locked, "GET", "/v1/models",
-                            headers={"Authorization": f"Bearer {TOKEN}"})
+    status, _, data = fetch(
+        locked, "GET", "/v1/models", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert status == 401
 
 
@@ -366,7 +401,7 @@ def test_the_session_route_says_whether_to_log_in_and_nothing_more(locked, dash)
     cookie = login(locked)
     status, _, data = fetch(locked, "GET", "/api/session", headers={"Cookie": cookie})
     assert json.loads(data) == {"token_required": True, "logged_in": True}
-    status, _, data = fetch(dash, "GET", "/api/session")   # no token: open to local callers
+    status, _, data = fetch(dash, "GET", "/api/session")  # no token: open to local callers
     assert status == 200 and json.loads(data) == {"token_required": False, "logged_in": True}
 
 
@@ -387,8 +422,12 @@ def test_v1_models_answers_as_on_the_gateway(dash, home):
 
 
 def test_a_panel_asked_on_the_dashboard_port_is_served_back(dash):
-    status, _, data = fetch(dash, "POST", "/v1/chat/completions", {
-        "model": "bench/trio", "messages": [{"role": "user", "content": "Review: x"}]})
+    status, _, data = fetch(
+        dash,
+        "POST",
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "Review: x"}]},
+    )
     assert status == 200
     bench = json.loads(data)["bench"]
     assert f"{dash.url}/bench/verdict" in bench["verdict"]
@@ -404,7 +443,7 @@ def test_close_returns_on_a_server_never_served(folder, build):
     closer.start()
     closer.join(PATIENCE)
     assert not closer.is_alive(), f"{build.__name__}(...).close() hung before serve_forever"
-    with socket.socket() as s:   # the port was given back
+    with socket.socket() as s:  # the port was given back
         s.bind((server.host, server.port))
 
 
@@ -428,7 +467,7 @@ def test_a_route_needs_a_known_gate():
         with pytest.raises(ValueError, match="gate"):
             Route("/x", {}, gate=gate)
     with pytest.raises(TypeError):
-        Route("/x", {})   # no default: every route says who may pass
+        Route("/x", {})  # no default: every route says who may pass
 
 
 @pytest.mark.slow
@@ -437,8 +476,12 @@ def test_demo_start_serves_the_demo_collection_through_v1(tmp_path):
     with Gateway(make_dashboard(home, env={}, demo=True)) as gw:
         status, _, data = fetch(gw.server, "GET", "/v1/models")
         assert status == 200 and "bench/demo" in [m["id"] for m in json.loads(data)["data"]]
-        status, _, data = fetch(gw.server, "POST", "/v1/chat/completions", {
-            "model": "bench/demo", "messages": [{"role": "user", "content": "Say hello"}]})
+        status, _, data = fetch(
+            gw.server,
+            "POST",
+            "/v1/chat/completions",
+            {"model": "bench/demo", "messages": [{"role": "user", "content": "Say hello"}]},
+        )
         assert status == 200, data
         reply = json.loads(data)
         members = [s for s in reply["bench"]["seats"] if s["seat"] == "member"]

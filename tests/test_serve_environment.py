@@ -17,9 +17,17 @@ def test_serving_with_a_database_leaves_the_environment_alone(tmp_path, monkeypa
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        code = main(["gateway", "--data", str(tmp_path), "--port",
-                     str(taken.getsockname()[1]),
-                     "--database", "postgresql://someone@127.0.0.1:9/panelist"])
+        code = main(
+            [
+                "gateway",
+                "--data",
+                str(tmp_path),
+                "--port",
+                str(taken.getsockname()[1]),
+                "--database",
+                "postgresql://someone@127.0.0.1:9/panelist",
+            ]
+        )
     assert code != 0
     assert "panelist: error:" in capsys.readouterr().err
     assert "PANELIST_DATABASE_URL" not in os.environ

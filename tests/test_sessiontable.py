@@ -22,9 +22,9 @@ def test_a_login_through_one_holds_on_the_other_until_a_logout_through_either(tm
     assert a.valid(other)
     b.logout(sid)
     assert not a.valid(sid) and not b.valid(sid)
-    assert a.valid(other)   # the other session is untouched
+    assert a.valid(other)  # the other session is untouched
     raw = open(path, "rb").read()
-    assert sid.encode() not in raw and other.encode() not in raw   # digests only
+    assert sid.encode() not in raw and other.encode() not in raw  # digests only
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"
 
 
@@ -34,7 +34,7 @@ def test_a_session_that_ended_is_refused_and_forgotten_by_every_process(tmp_path
     assert b.valid(sid, now=1000.0 + a.lifetime - 1)
     size = os.path.getsize(path)
     assert not b.valid(sid, now=1000.0 + a.lifetime)
-    assert os.path.getsize(path) < size   # dropped from the file, not only refused
+    assert os.path.getsize(path) < size  # dropped from the file, not only refused
     assert not a.valid(sid, now=1000.0)
 
 
@@ -43,6 +43,6 @@ def test_the_shared_table_keeps_the_newest_sessions_up_to_its_bound(tmp_path):
     first = a.login(TOKEN, "127.0.0.1")
     for _ in range(MAX_SESSIONS):
         b.login(TOKEN, "127.0.0.1")
-    assert not a.valid(first)   # the oldest went first
+    assert not a.valid(first)  # the oldest went first
     newest = a.login(TOKEN, "127.0.0.1")
     assert b.valid(newest)

@@ -33,8 +33,12 @@ def post(sim, body, headers=None, conn=None):
     own = conn is None
     conn = conn or http.client.HTTPConnection("127.0.0.1", sim.port, timeout=PATIENCE)
     try:
-        conn.request("POST", "/v1/chat/completions", json.dumps(body),
-                     {"Content-Type": "application/json", **(headers or {})})
+        conn.request(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps(body),
+            {"Content-Type": "application/json", **(headers or {})},
+        )
         response = conn.getresponse()
         return response.status, response, response.read()
     finally:
@@ -53,8 +57,10 @@ def error_of(data):
 def raw_request(sim, body) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", sim.port), timeout=PATIENCE)
     payload = json.dumps(body).encode()
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                 b"\r\nContent-Length: %d\r\n\r\n%s" % (len(payload), payload))
+    sock.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        b"\r\nContent-Length: %d\r\n\r\n%s" % (len(payload), payload)
+    )
     return sock
 
 
@@ -71,8 +77,9 @@ def test_answers_like_an_openai_chat_completion(sim):
     prompt = len("Please review this design for me now thanks")
     assert reply["usage"]["prompt_tokens"] == -(-prompt // 4)
     assert reply["usage"]["completion_tokens"] == -(-len(text) // 4)
-    assert reply["usage"]["total_tokens"] == (reply["usage"]["prompt_tokens"]
-                                              + reply["usage"]["completion_tokens"])
+    assert reply["usage"]["total_tokens"] == (
+        reply["usage"]["prompt_tokens"] + reply["usage"]["completion_tokens"]
+    )
 
 
 def test_answer_is_scripted_and_deterministic(sim):
@@ -113,7 +120,7 @@ def test_records_every_request(sim):
     first = sim.requests[0]
     assert first["body"]["temperature"] == 0.2
     assert first["headers"]["Authorization"] == "Bearer k1"
-    assert before <= first["ts"] <= after   # stamped on arrival, in wall-clock seconds
+    assert before <= first["ts"] <= after  # stamped on arrival, in wall-clock seconds
     assert sim.count("m") == 1 and sim.count("other") == 0
 
 
@@ -126,11 +133,14 @@ def test_rate_limit_sends_retry_after(sim):
     assert post(sim, ask())[1].getheader("Retry-After") == "30"
 
 
-@pytest.mark.parametrize("fail, status, code", [
-    ("quota", 429, "insufficient_quota"),
-    ("server_error", 500, None),
-    ("auth", 401, "invalid_api_key"),
-])
+@pytest.mark.parametrize(
+    "fail, status, code",
+    [
+        ("quota", 429, "insufficient_quota"),
+        ("server_error", 500, None),
+        ("auth", 401, "invalid_api_key"),
+    ],
+)
 def test_failures_have_openai_error_bodies(sim, fail, status, code):
     sim.script("m", fail=fail)
     got, _, data = post(sim, ask())
@@ -187,7 +197,7 @@ def test_demo_models_are_honest_and_flaky_is_predictable():
     with SimUpstream() as sim:
         sim.script("sim-flaky", **{**DEMO_MODELS["sim-flaky"], "latency": 0})
         assert [post(sim, ask("sim-flaky"))[0] for _ in range(3)] == [200, 200, 500]
-        assert DEMO_MODELS["sim-flaky"]["latency"] == 0.1   # scripting copies, never mutates
+        assert DEMO_MODELS["sim-flaky"]["latency"] == 0.1  # scripting copies, never mutates
         assert DEMO_MODELS["sim-careful"]["latency"] > DEMO_MODELS["sim-swift"]["latency"]
 
 
@@ -202,8 +212,12 @@ def test_latency_and_jitter_delay_the_answer(sim):
 
 def test_vision_models_take_images(sim):
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
-    body = {"model": "m", "messages": [{"role": "user", "content": [
-        {"type": "text", "text": "What is this?"}, image]}]}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "What is this?"}, image]}
+        ],
+    }
     status, _, data = post(sim, body)
     assert status == 400 and error_of(data)["code"] == "image_not_supported"
     sim.script("m", vision=True)
@@ -228,7 +242,7 @@ def test_keep_alive_and_connection_count(sim):
 def test_keepalive_closes_idle_connections():
     with SimUpstream({"m": {}}, keepalive=0.1) as sim, raw_request(sim, ask()) as sock:
         data = b""
-        while chunk := sock.recv(65536):   # ends only if the server closes the idle connection
+        while chunk := sock.recv(65536):  # ends only if the server closes the idle connection
             data += chunk
         assert data.startswith(b"HTTP/1.1 200") and data.count(b"HTTP/1.1") == 1
 
@@ -254,19 +268,21 @@ def test_latency_notices_the_client_leaving(sim):
 def test_stop_returns_while_requests_hang():
     sim = SimUpstream({"m": {"fail": "hang"}}).start()
     socks = [raw_request(sim, ask()) for _ in range(3)]
-    idle = socket.create_connection(("127.0.0.1", sim.port), timeout=PATIENCE)   # unused
+    idle = socket.create_connection(("127.0.0.1", sim.port), timeout=PATIENCE)  # unused
     socks.append(idle)
     try:
         assert wait_until(lambda: sim.count("m") == 3 and sim.connections == 4), (
-            sim.count("m"), sim.connections)
+            sim.count("m"),
+            sim.connections,
+        )
         stopper = threading.Thread(target=sim.stop)
         stopper.start()
         stopper.join(PATIENCE)
         assert not stopper.is_alive(), "stop() waited on the hanging requests"
-        assert sim.disconnects == 0   # a stop is not a client leaving
+        assert sim.disconnects == 0  # a stop is not a client leaving
         answered = [i for i, sock in enumerate(socks) if sock.recv(10) != b""]
         assert not answered, f"connections {answered} got bytes instead of being closed"
-        sim.stop()   # idempotent
+        sim.stop()  # idempotent
     finally:
         for sock in socks:
             sock.close()
@@ -302,15 +318,20 @@ def test_drip_sends_slowly(sim):
 def test_a_rule_may_give_the_json_answer_by_what_was_asked(sim):
     """A simulated judge that marks by what it read: a JSON rule answers a request that asks
     for JSON; plain rules answer requests without response_format."""
-    sim.script("m", json={"mark": 7}, json_rules=[
-        {"contains": "no idea", "answer": {"mark": 1}},
-        {"contains": "broken", "answer": "not json {"}], rules=[
-        {"contains": "no idea", "answer": "plain"}])
+    sim.script(
+        "m",
+        json={"mark": 7},
+        json_rules=[
+            {"contains": "no idea", "answer": {"mark": 1}},
+            {"contains": "broken", "answer": "not json {"},
+        ],
+        rules=[{"contains": "no idea", "answer": "plain"}],
+    )
     wants = {"response_format": {"type": "json_object"}}
 
     def said(text, **extra):
-        return json.loads(post(sim, ask(text=text, **extra))[2])["choices"][0]["message"][
-            "content"]
+        return json.loads(post(sim, ask(text=text, **extra))[2])["choices"][0]["message"]["content"]
+
     assert json.loads(said("I have no idea", **wants)) == {"mark": 1}
     assert json.loads(said("It is shipped", **wants)) == {"mark": 7}
     assert said("this is broken", **wants) == "not json {"
@@ -342,6 +363,7 @@ def test_concurrent_requests_are_all_recorded(sim):
                 statuses.append(post(sim, ask(), conn=conn)[0])
         finally:
             conn.close()
+
     threads = [threading.Thread(target=worker) for _ in range(8)]
     for t in threads:
         t.start()
@@ -355,9 +377,12 @@ def test_concurrent_requests_are_all_recorded(sim):
 def test_command_line_prints_url_and_stops_on_sigterm(tmp_path):
     models = tmp_path / "models.json"
     models.write_text(json.dumps({"cli-model": {"answer": "from the file"}}))
-    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "sim_upstream.py"),
-                             "--models", str(models)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "sim_upstream.py"), "--models", str(models)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
@@ -380,31 +405,43 @@ def test_command_line_prints_url_and_stops_on_sigterm(tmp_path):
 def test_command_line_rejects_a_bad_models_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"m": {"fail": "explode"}}')
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "sim_upstream.py"),
-                           "--models", str(bad)], capture_output=True, text=True,
-                          timeout=PATIENCE)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "sim_upstream.py"), "--models", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
     assert done.returncode == 2 and "unknown fail" in done.stderr and done.stdout == ""
 
 
 def test_max_output_refuses_a_larger_budget_and_states_its_cap(sim):
     sim.script("m", max_output=8192)
     assert post(sim, ask(max_tokens=8192))[0] == 200
-    assert post(sim, ask())[0] == 200   # no budget asked: the model's own
+    assert post(sim, ask())[0] == 200  # no budget asked: the model's own
     for param in ("max_tokens", "max_completion_tokens"):
         status, _, data = post(sim, ask(**{param: 100_000}))
         error = error_of(data)
         assert status == 400 and error["param"] == param
         assert "supports at most 8192 completion tokens" in error["message"]
-    sim.script("m", max_output=8192, message="max_tokens: 100000 > 8192, which is the maximum "
-               "allowed number of output tokens for m")
+    sim.script(
+        "m",
+        max_output=8192,
+        message="max_tokens: 100000 > 8192, which is the maximum "
+        "allowed number of output tokens for m",
+    )
     assert "100000 > 8192" in error_of(post(sim, ask(max_tokens=100_000))[2])["message"]
 
 
 def test_tools_and_structured_output_can_be_refused_and_are_listed():
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
-    with SimUpstream({"plain": {"tools": False, "structured_output": False, "max_output": 512},
-                      "able": {"tools": True}, "quiet": {}}) as sim:
+    with SimUpstream(
+        {
+            "plain": {"tools": False, "structured_output": False, "max_output": 512},
+            "able": {"tools": True},
+            "quiet": {},
+        }
+    ) as sim:
         status, _, data = post(sim, ask("plain", tools=[tool]))
         assert status == 400 and "does not support tools" in error_of(data)["message"]
         status, _, data = post(sim, ask("plain", response_format=schema))
@@ -421,7 +458,7 @@ def test_tools_and_structured_output_can_be_refused_and_are_listed():
     assert "response_format" not in listed["plain"]["supported_parameters"]
     assert listed["plain"]["top_provider"] == {"max_completion_tokens": 512}
     assert {"tools", "response_format"} <= set(listed["able"]["supported_parameters"])
-    assert "supported_parameters" not in listed["quiet"]   # nothing scripted: nothing stated
+    assert "supported_parameters" not in listed["quiet"]  # nothing scripted: nothing stated
 
 
 def raw_exchange(sim, data: bytes) -> bytes:
@@ -437,23 +474,28 @@ def raw_exchange(sim, data: bytes) -> bytes:
 def test_request_heads_are_read_as_http_server_reads_them(sim):
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
     # field names in any case, the first of a repeated one; HTTP/1.0 closes after its answer
-    head = (b"POST /v1/chat/completions HTTP/1.0\r\ncontent-LENGTH: %d\r\n"
-            b"X-Seen: first\r\nx-seen: second\r\nAuthorization:  Bearer k \r\n\r\n" % len(body))
+    head = (
+        b"POST /v1/chat/completions HTTP/1.0\r\ncontent-LENGTH: %d\r\n"
+        b"X-Seen: first\r\nx-seen: second\r\nAuthorization:  Bearer k \r\n\r\n" % len(body)
+    )
     reply = raw_exchange(sim, head + body)
     assert reply.startswith(b"HTTP/1.1 200 ") and b'"object": "chat.completion"' in reply
     seen = sim.requests[-1]["headers"]
     assert seen["X-Seen"] == "first" and "x-seen" not in seen
     assert seen["Authorization"] == "Bearer k" and seen["content-LENGTH"] == str(len(body))
     # a client that asks first hears 100 Continue, then the answer
-    head = (b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\nExpect: 100-continue"
-            b"\r\nConnection: close\r\n\r\n" % len(body))
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\nExpect: 100-continue"
+        b"\r\nConnection: close\r\n\r\n" % len(body)
+    )
     reply = raw_exchange(sim, head + body)
     assert reply.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 ")
     # what http.server refuses is refused with its statuses (before a version is known, as
     # http.server does, without a status line: the error page says which)
-    for request, status in ((b"GET /v1/models HTTP/1.x\r\n\r\n", b"400"),
-                            (b"GET /v1/models HTTP/2.0\r\n\r\n", b"505"),
-                            (b"GET /v1/models\r\n\r\n", b"400"),
-                            (b"GET /v1/models HTTP/1.1\r\n" + b"X-A: b\r\n" * 101 + b"\r\n",
-                             b"431")):
+    for request, status in (
+        (b"GET /v1/models HTTP/1.x\r\n\r\n", b"400"),
+        (b"GET /v1/models HTTP/2.0\r\n\r\n", b"505"),
+        (b"GET /v1/models\r\n\r\n", b"400"),
+        (b"GET /v1/models HTTP/1.1\r\n" + b"X-A: b\r\n" * 101 + b"\r\n", b"431"),
+    ):
         assert b"Error code: " + status in raw_exchange(sim, request), request

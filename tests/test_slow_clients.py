@@ -18,7 +18,7 @@ from panelist.gateway import make_gateway
 from panelist.metrics.server.front.base import HEALTH_RESERVE
 from test_gateway_head import BODY, replies
 
-PATIENCE = 30   # seconds a test waits for something that should happen far sooner
+PATIENCE = 30  # seconds a test waits for something that should happen far sooner
 
 
 @pytest.fixture()
@@ -51,7 +51,7 @@ def until_closed(s: socket.socket) -> bytes:
     try:
         while chunk := s.recv(65536):
             data += chunk
-    except ConnectionResetError:   # closed with our trickled bytes unread: still closed
+    except ConnectionResetError:  # closed with our trickled bytes unread: still closed
         pass
     return data
 
@@ -73,7 +73,7 @@ def trickle(s: socket.socket, data: bytes, every: float = 0.05) -> None:
             return
         try:
             s.sendall(bytes([byte]))
-        except OSError:   # the server closed on us
+        except OSError:  # the server closed on us
             return
 
 
@@ -85,7 +85,7 @@ def only_408(data: bytes, words: str) -> None:
 
 
 def test_a_trickled_head_is_cut_at_its_deadline(start):
-    gw = start(head_timeout=0.5)   # client_timeout stays 60 s: each byte comes long before it
+    gw = start(head_timeout=0.5)  # client_timeout stays 60 s: each byte comes long before it
     s = start.connect(gw)
     s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % gw.server.port)
     trickle(s, b"X-Slow: " + b"z" * 5_000 + b"\r\n\r\n")
@@ -95,12 +95,16 @@ def test_a_trickled_head_is_cut_at_its_deadline(start):
 def test_a_trickled_body_is_cut_at_its_deadline(start, home):
     gw = start(body_timeout=0.5)
     s = start.connect(gw)
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
-              b"application/json\r\nContent-Length: %d\r\n\r\n" % (gw.server.port, len(BODY)))
+    s.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+        b"application/json\r\nContent-Length: %d\r\n\r\n" % (gw.server.port, len(BODY))
+    )
     trickle(s, BODY, every=0.1)
     only_408(until_closed(s), "the body did not arrive in time")
-    assert not (home.gateway_runs / "calls.jsonl").exists() or \
-        read_jsonl(home.gateway_runs / "calls.jsonl") == []
+    assert (
+        not (home.gateway_runs / "calls.jsonl").exists()
+        or read_jsonl(home.gateway_runs / "calls.jsonl") == []
+    )
 
 
 def test_silent_and_slow_connections_are_closed_while_health_answers(start):
@@ -108,16 +112,16 @@ def test_silent_and_slow_connections_are_closed_while_health_answers(start):
     silent = [start.connect(gw) for _ in range(10)]
     slow = [start.connect(gw) for _ in range(10)]
     for s in slow:
-        s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")   # a head begun and never finished
+        s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")  # a head begun and never finished
     assert gw.get("/health")[0] == 200
-    for s in silent:   # nothing was asked, so nothing is answered: just closed
+    for s in silent:  # nothing was asked, so nothing is answered: just closed
         assert until_closed(s) == b""
     for s in slow:
         only_408(until_closed(s), "did not arrive within 1 s")
 
 
 def test_past_max_pending_the_slowest_heads_make_room(start):
-    gw = start(max_pending=4, head_timeout=300)   # only the cap can free a place here
+    gw = start(max_pending=4, head_timeout=300)  # only the cap can free a place here
     held = []
     for _ in range(8):
         s = start.connect(gw)
@@ -139,7 +143,7 @@ def test_slow_heads_never_hold_a_thread(start):
     for s in slow:
         s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
     most = before
-    for _ in range(3):   # the one thread serves these in turn while twenty heads trickle
+    for _ in range(3):  # the one thread serves these in turn while twenty heads trickle
         assert gw.get("/health")[0] == 200
         most = max(most, threading.active_count())
     # the one connection thread (and /health's reserve, while it is busy) at most, never one
@@ -149,31 +153,34 @@ def test_slow_heads_never_hold_a_thread(start):
     while threading.active_count() > before and time.monotonic() < end:
         time.sleep(0.01)
     assert threading.active_count() <= before
-    assert select.select(slow, [], [], 0)[0] == []   # all still waiting
+    assert select.select(slow, [], [], 0)[0] == []  # all still waiting
 
 
 def test_at_the_cap_busy_connections_are_never_cut(start, sim):
     for member in ("fast", "mid", "slow"):
-        sim.script(member, latency=0.5)   # two panels that are still running when /health comes
+        sim.script(member, latency=0.5)  # two panels that are still running when /health comes
     gw = start(max_connections=2)
     port = gw.server.port
     panels = []
     for _ in range(2):
         s = start.connect(gw)
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
-                  b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (port, len(BODY), BODY))
+        s.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+            b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (port, len(BODY), BODY)
+        )
         panels.append(s)
     end = time.monotonic() + PATIENCE
-    while sim.count("fast") < 2 and time.monotonic() < end:   # both panels are seated
+    while sim.count("fast") < 2 and time.monotonic() < end:  # both panels are seated
         time.sleep(0.01)
     assert sim.count("fast") == 2
     other = start.connect(gw)
-    other.sendall(b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n"
-                  b"\r\n" % port)
+    other.sendall(
+        b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port
+    )
     assert [r[0] for r in replies(until_closed(other))] == [200]
     # the newcomer got in only once a panel had answered in full and its connection fell idle
     assert select.select(panels, [], [], 0)[0]
-    for s in panels:   # and neither panel was cut
+    for s in panels:  # and neither panel was cut
         [(status, _, body)] = one_reply(s)
         assert status == 200 and json.loads(body)["bench"]["panel"]
 
@@ -182,32 +189,34 @@ def test_at_the_cap_a_slow_next_head_goes_before_an_idle_connection(start):
     gw = start(max_connections=2, head_timeout=300)
     port = gw.server.port
     ask = b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port
-    slow, idle = start.connect(gw), start.connect(gw)   # each holds one of the two threads
+    slow, idle = start.connect(gw), start.connect(gw)  # each holds one of the two threads
     for s in (slow, idle):
         s.sendall(ask)
         assert [r[0] for r in one_reply(s)] == [200]
-    slow.sendall(b"GET /v1/models HTTP/1.1\r\nX-Slow: ")   # its next head trickles
+    slow.sendall(b"GET /v1/models HTTP/1.1\r\nX-Slow: ")  # its next head trickles
     assert gw.get("/v1/models")[0] == 200
     only_408(until_closed(slow), "needed this connection for another client")
-    idle.sendall(ask)   # the pooled connection was left alone
+    idle.sendall(ask)  # the pooled connection was left alone
     assert [r[0] for r in one_reply(idle)] == [200]
 
 
 def test_with_every_thread_busy_and_the_queue_full_a_newcomer_gets_503(start, sim):
     for member in ("fast", "mid", "slow"):
-        sim.script(member, latency=0.5)   # the one thread stays busy with this panel a while
+        sim.script(member, latency=0.5)  # the one thread stays busy with this panel a while
     gw = start(max_connections=1, max_pending=1)
     port = gw.server.port
     panel = start.connect(gw)
-    panel.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
-                  b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (port, len(BODY), BODY))
+    panel.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+        b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (port, len(BODY), BODY)
+    )
     end = time.monotonic() + PATIENCE
-    while sim.count("fast") < 1 and time.monotonic() < end:   # the panel holds the thread
+    while sim.count("fast") < 1 and time.monotonic() < end:  # the panel holds the thread
         time.sleep(0.01)
     ask = b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % port
     first = start.connect(gw)
     first.sendall(ask)
-    while not gw.server._heads.waiting and time.monotonic() < end:   # its head is in, queued
+    while not gw.server._heads.waiting and time.monotonic() < end:  # its head is in, queued
         time.sleep(0.01)
     second = start.connect(gw)
     second.sendall(ask)
@@ -234,9 +243,11 @@ def test_the_limits_fit_the_descriptors_the_process_may_open(tmp_path):
         "from panelist.gateway import make_gateway\n"
         f"server = make_gateway({str(tmp_path / 'data')!r}, env={{}})\n"
         "print(server.max_pending, server.max_connections)\n"
-        "server.server_close(); server.panels.close(); server.guard.close()\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=PATIENCE)
+        "server.server_close(); server.panels.close(); server.guard.close()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=PATIENCE
+    )
     assert out.returncode == 0, out.stderr
     pending, served = map(int, out.stdout.split())
     assert 0 < pending < 512 and 0 < served < 512

@@ -21,16 +21,30 @@ from panelist.metrics.roster.roster import Roster
 from sse import RawStream
 
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order", "parameters": {"type": "object", "properties": {
-        "number": {"type": "string"}}}}}]
-SCHEMA = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": {
-    "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_order",
+            "parameters": {"type": "object", "properties": {"number": {"type": "string"}}},
+        },
+    }
+]
+SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+    },
+}
 
 
 def chat_stream(gateway, model="bench/trio:pick", **extra) -> RawStream:
-    return RawStream(gateway.server, "/v1/chat/completions",
-                     {"model": model, "messages": ASK, "stream": True, **extra})
+    return RawStream(
+        gateway.server,
+        "/v1/chat/completions",
+        {"model": model, "messages": ASK, "stream": True, **extra},
+    )
 
 
 def content(event) -> str:
@@ -54,8 +68,11 @@ def panel_logged(home, panel: str) -> dict:
 
 
 def evidence(home, panel: str) -> dict:
-    return {r["alias"]: r for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
-            if r.get("kind") == "seat" and r.get("panel") == panel}
+    return {
+        r["alias"]: r
+        for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
+        if r.get("kind") == "seat" and r.get("panel") == panel
+    }
 
 
 def test_pick_streams_the_first_choice_as_it_answers(gateway, home, sim):
@@ -76,10 +93,10 @@ def test_pick_streams_the_first_choice_as_it_answers(gateway, home, sim):
     assert bench["picked"]["alias"] == "fast" and "buffered" not in bench
     record = panel_logged(home, panel)
     fast = next(s for s in record["seats"] if s["alias"] == "fast")
-    assert fast["answer"] == "".join(pieces) and fast["status"] == "ok"   # logged whole
+    assert fast["answer"] == "".join(pieces) and fast["status"] == "ok"  # logged whole
     assert record["picked"] == bench["picked"]
     assert [s["call"] for s in record["seats"]] == [s["call"] for s in bench["seats"]]
-    seat = evidence(home, panel)["fast"]   # the one seat record shape, tokens from the stream
+    seat = evidence(home, panel)["fast"]  # the one seat record shape, tokens from the stream
     assert seat["status"] == "ok" and seat["tokens"]["completion"] > 0
     assert seat["finish_reason"] == "stop" and seat["attempts"] == 1
     (asked,) = [r["body"] for r in sim.requests if r["model"] == "fast"]
@@ -88,8 +105,7 @@ def test_pick_streams_the_first_choice_as_it_answers(gateway, home, sim):
 
 
 def test_the_best_member_by_rate_is_streamed_though_others_finish_first(gateway, home, sim):
-    status, body, _ = gateway.post("/v1/chat/completions", {"model": "bench/trio",
-                                                            "messages": ASK})
+    status, body, _ = gateway.post("/v1/chat/completions", {"model": "bench/trio", "messages": ASK})
     call = next(s["call"] for s in body["bench"]["seats"] if s["alias"] == "slow")
     assert gateway.post("/bench/verdict", {"call": call, "useful": True})[0] == 200
     sim.script("slow", hold_stream=True)
@@ -112,7 +128,7 @@ def test_the_openai_sdk_reads_the_first_choices_tokens_as_they_come(gateway, sim
                 if event.type == "content.delta":
                     deltas.append(event.delta)
                     if len(deltas) == 1:
-                        assert sim.wait_held("fast", 1, PATIENCE)   # the rest is still held
+                        assert sim.wait_held("fast", 1, PATIENCE)  # the rest is still held
                         sim.release("fast")
             final = stream.get_final_completion()
     assert len(deltas) > 2 and "".join(deltas) == final.choices[0].message.content
@@ -130,8 +146,9 @@ FORMATS = {
 def test_pick_streams_token_by_token_in_the_other_formats(gateway, sim, fmt):
     path, body, delta = FORMATS[fmt]
     sim.script("fast", hold_stream=True)
-    with RawStream(gateway.server, path, dict(body, model="bench/trio:pick",
-                                              stream=True)) as stream:
+    with RawStream(
+        gateway.server, path, dict(body, model="bench/trio:pick", stream=True)
+    ) as stream:
         seen = []
         while not seen or seen[-1][0] != delta:
             seen.append(stream.next())
@@ -139,15 +156,24 @@ def test_pick_streams_token_by_token_in_the_other_formats(gateway, sim, fmt):
         sim.release("fast")
         rest = stream.rest()
     events = [e for e in seen + rest if e[0] not in ("comment", "ping")]
-    text = [d["delta"] if fmt == "responses" else d["delta"]["text"]
-            for n, d in events if n == delta]
+    text = [
+        d["delta"] if fmt == "responses" else d["delta"]["text"] for n, d in events if n == delta
+    ]
     assert len(text) > 2 and "".join(text).startswith("[simulated fast]")
     if fmt == "responses":
         names = [n for n, _ in events]
-        assert names[:4] == ["response.created", "response.in_progress",
-                             "response.output_item.added", "response.content_part.added"]
-        assert names[-4:] == ["response.output_text.done", "response.content_part.done",
-                              "response.output_item.done", "response.completed"]
+        assert names[:4] == [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+        ]
+        assert names[-4:] == [
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
         done = events[-4][1]
         assert done["text"] == "".join(text)
         final = events[-1][1]["response"]
@@ -169,18 +195,17 @@ def test_a_first_choice_that_fails_before_its_first_token_fails_over_whole(gatew
     texts = [content(e) for e in events if content(e)]
     bench = events[-2][1]["bench"]
     assert bench["picked"]["alias"] == "mid" and "failover" in bench["note"]
-    assert len(texts) == 1 and texts[0].startswith("[simulated mid]")   # sent whole
+    assert len(texts) == 1 and texts[0].startswith("[simulated mid]")  # sent whole
     assert "member1 fast failed before its first token" in bench["buffered"]
 
 
-def test_a_first_choice_cut_after_its_first_token_ends_the_stream_with_an_error(gateway, home,
-                                                                                sim):
+def test_a_first_choice_cut_after_its_first_token_ends_the_stream_with_an_error(gateway, home, sim):
     sim.script("fast", fail="reset")
     with chat_stream(gateway) as stream:
         panel = stream.headers["x-panelist-panel"]
         events = stream.rest()
     texts = [content(e) for e in events if content(e)]
-    assert texts and "".join(texts).startswith("[simulated ")   # what came before the cut
+    assert texts and "".join(texts).startswith("[simulated ")  # what came before the cut
     error = events[-2][1]["error"]
     assert error["code"] == "answer_broke_off" and "member1 fast" in error["message"]
     assert events[-1] == (None, "[DONE]")
@@ -190,21 +215,30 @@ def test_a_first_choice_cut_after_its_first_token_ends_the_stream_with_an_error(
     assert "broke off" in record["note"]
 
 
-@pytest.mark.parametrize("extra, why", [
-    ({"response_format": SCHEMA}, "JSON"),
-    ({"tools": TOOLS, "tool_choice": "required"}, "tool_choice"),
-    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "lookup_order"}}},
-     "tool_choice"),
-])
-def test_a_pick_whose_answer_must_be_checked_first_is_sent_whole_and_says_why(gateway, sim,
-                                                                              extra, why):
-    if "tools" in extra:   # a seat that calls the tool asked for: the pick has an answer
+@pytest.mark.parametrize(
+    "extra, why",
+    [
+        ({"response_format": SCHEMA}, "JSON"),
+        ({"tools": TOOLS, "tool_choice": "required"}, "tool_choice"),
+        (
+            {
+                "tools": TOOLS,
+                "tool_choice": {"type": "function", "function": {"name": "lookup_order"}},
+            },
+            "tool_choice",
+        ),
+    ],
+)
+def test_a_pick_whose_answer_must_be_checked_first_is_sent_whole_and_says_why(
+    gateway, sim, extra, why
+):
+    if "tools" in extra:  # a seat that calls the tool asked for: the pick has an answer
         sim.script("mid", tool_calls=[{"name": "lookup_order", "arguments": {"number": "42"}}])
     with chat_stream(gateway, **extra) as stream:
         events = stream.rest()
     bench = events[-2][1]["bench"]
     assert why in bench["buffered"], bench["buffered"]
-    assert len([e for e in events if content(e)]) <= 1   # the answer, whole (or tool calls)
+    assert len([e for e in events if content(e)]) <= 1  # the answer, whole (or tool calls)
     assert all(r["body"]["stream"] is False for r in sim.requests)
 
 
@@ -252,8 +286,10 @@ def test_a_merger_that_fails_before_its_first_token_leaves_every_answer_whole(ga
 
 
 def test_a_reply_not_streamed_says_nothing_of_buffering(gateway):
-    status, body, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio:pick", "messages": ASK, "response_format": SCHEMA})
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio:pick", "messages": ASK, "response_format": SCHEMA},
+    )
     assert status == 200 and "buffered" not in body["bench"]
 
 
@@ -271,15 +307,17 @@ def test_the_openai_sdk_gets_a_merged_stream_unchanged(gateway, home, sim):
 
 def test_the_anthropic_helper_reads_the_tokens_as_they_come(gateway, sim):
     sim.script("fast", hold_stream=True)
-    with anthropic.Anthropic(base_url=gateway.url, api_key="local", max_retries=0,
-                             timeout=PATIENCE) as client:
-        with client.messages.stream(model="bench/trio:pick", max_tokens=300,
-                                    messages=ASK) as stream:
+    with anthropic.Anthropic(
+        base_url=gateway.url, api_key="local", max_retries=0, timeout=PATIENCE
+    ) as client:
+        with client.messages.stream(
+            model="bench/trio:pick", max_tokens=300, messages=ASK
+        ) as stream:
             pieces = []
             for text in stream.text_stream:
                 pieces.append(text)
                 if len(pieces) == 1:
-                    assert sim.wait_held("fast", 1, PATIENCE)   # the rest is still held
+                    assert sim.wait_held("fast", 1, PATIENCE)  # the rest is still held
                     sim.release("fast")
             final = stream.get_final_message()
     assert len(pieces) > 2 and "".join(pieces) == final.content[0].text
@@ -314,11 +352,14 @@ def test_a_caller_that_leaves_mid_answer_cancels_the_panel(gateway, home, sim, m
     finally:
         stream.sock.shutdown(socket.SHUT_RDWR)
         stream.close()
-    assert sim.wait_disconnects(1, timeout=PATIENCE)   # the streamed call was cut
+    assert sim.wait_disconnects(1, timeout=PATIENCE)  # the streamed call was cut
     record = panel_logged(home, panel)
     assert record["abandoned"] is True
-    cut = record["merger"] if mode == "merged" else next(s for s in record["seats"]
-                                                           if s["alias"] == held)
+    cut = (
+        record["merger"]
+        if mode == "merged"
+        else next(s for s in record["seats"] if s["alias"] == held)
+    )
     assert cut["status"] == "cancelled"
 
 
@@ -342,18 +383,19 @@ def stalled_error(fmt: str, events: list) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("fmt", list(STALLED))
-def test_a_first_choice_that_stalls_mid_answer_ends_the_stream_at_the_stall_limit(home, sim,
-                                                                                 fmt):
+def test_a_first_choice_that_stalls_mid_answer_ends_the_stream_at_the_stall_limit(home, sim, fmt):
     from conftest import Gateway
     from panelist.gateway import make_gateway
-    sim.script("fast", hold_stream=True)   # its first piece, then nothing until released
+
+    sim.script("fast", hold_stream=True)  # its first piece, then nothing until released
     path, body = STALLED[fmt]
     with Gateway(make_gateway(home, env={"PANELIST_STALL_TIMEOUT": "0.2"})) as gateway:
-        with RawStream(gateway.server, path, dict(body, model="bench/trio:pick",
-                                                  stream=True)) as stream:
+        with RawStream(
+            gateway.server, path, dict(body, model="bench/trio:pick", stream=True)
+        ) as stream:
             panel = stream.headers["x-panelist-panel"]
-            events = stream.rest()   # ends though fast is still held
-        assert sim.wait_disconnects(1, PATIENCE)   # the stalled call alone was cut
+            events = stream.rest()  # ends though fast is still held
+        assert sim.wait_disconnects(1, PATIENCE)  # the stalled call alone was cut
         code, message = stalled_error(fmt, events)
         assert "member1 fast stalled mid-answer" in message and "0.2 s" in message
         if fmt != "messages":
@@ -361,7 +403,7 @@ def test_a_first_choice_that_stalls_mid_answer_ends_the_stream_at_the_stall_limi
         record = panel_logged(home, panel)
     seats = {s["alias"]: s for s in record["seats"]}
     assert seats["fast"]["status"] == "cancelled"
-    assert seats["mid"]["status"] == seats["slow"]["status"] == "ok"   # the others went on
+    assert seats["mid"]["status"] == seats["slow"]["status"] == "ok"  # the others went on
     assert "stalled" in record["note"] and not record["abandoned"]
     sim.release("fast")
 
@@ -380,6 +422,7 @@ def test_the_stall_limit_is_a_gateway_limit_too(gateway, home, sim):
 def test_a_stall_limit_that_is_not_a_positive_number_is_refused_at_start(home, value):
     from panelist.gateway import make_gateway
     from panelist.metrics.errors import ConfigInvalid
+
     with pytest.raises(ConfigInvalid, match="PANELIST_STALL_TIMEOUT"):
         make_gateway(home, env={"PANELIST_STALL_TIMEOUT": value})
     with pytest.raises(ConfigInvalid, match="stall_timeout"):

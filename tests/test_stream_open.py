@@ -20,7 +20,7 @@ from conftest import Gateway, PATIENCE, logged, move_to, set_limits, wait_until
 from panelist.gateway import make_gateway
 from sse import RawStream
 
-READ = 1.5       # the client's read timeout: every seat is held longer than this
+READ = 1.5  # the client's read timeout: every seat is held longer than this
 KEEPALIVE = 0.2  # the gateway's keep-alive interval in these tests
 ASK = [{"role": "user", "content": "Review: x = 1/0"}]
 MEMBERS = ("fast", "mid", "slow")
@@ -28,13 +28,18 @@ MEMBERS = ("fast", "mid", "slow")
 FORMATS = {
     "chat": ("/v1/chat/completions", lambda model: {"model": model, "messages": ASK}),
     "responses": ("/v1/responses", lambda model: {"model": model, "input": "Review: x = 1/0"}),
-    "messages": ("/v1/messages", lambda model: {"model": model, "max_tokens": 300,
-                                               "messages": ASK}),
+    "messages": (
+        "/v1/messages",
+        lambda model: {"model": model, "max_tokens": 300, "messages": ASK},
+    ),
 }
 # what a format sends first (Messages: nothing but keep-alives until the reply is known, so
 # that its message_start carries bench), and what keeps it alive
-OPENING = {"chat": ["data"], "responses": ["response.created", "response.in_progress"],
-           "messages": []}
+OPENING = {
+    "chat": ["data"],
+    "responses": ["response.created", "response.in_progress"],
+    "messages": [],
+}
 
 
 def keep_alive(fmt: str, event) -> bool:
@@ -71,7 +76,7 @@ def held(home, gated):
 def test_a_stream_opens_at_once_and_outlives_a_short_read_timeout(held, home, gated, fmt, mode):
     path, body = FORMATS[fmt]
     with RawStream(held.server, path, dict(body(f"bench/trio:{mode}"), stream=True)) as stream:
-        stream.sock.settimeout(READ)   # any silence longer than this fails the read
+        stream.sock.settimeout(READ)  # any silence longer than this fails the read
         assert stream.status == 200, "the head waited for a seat"
         assert stream.headers["content-type"] == "text/event-stream; charset=utf-8"
         panel = stream.headers["x-panelist-panel"]
@@ -91,11 +96,13 @@ def test_a_stream_opens_at_once_and_outlives_a_short_read_timeout(held, home, ga
         rest = stream.rest()
     text = answer_text(fmt, rest)
     assert "[gated " in text, rest
-    bench = {"chat": lambda: rest[-2][1]["bench"],
-             "responses": lambda: rest[-1][1]["response"]["bench"],
-             "messages": lambda: next(d for n, d in rest if n == "message_delta")["bench"]}[fmt]()
+    bench = {
+        "chat": lambda: rest[-2][1]["bench"],
+        "responses": lambda: rest[-1][1]["response"]["bench"],
+        "messages": lambda: next(d for n, d in rest if n == "message_delta")["bench"],
+    }[fmt]()
     assert bench["panel"] == panel and bench["reply"] == mode
-    assert wait_until(lambda: logged(home)), "the panel was never logged"   # pick: by its last seat
+    assert wait_until(lambda: logged(home)), "the panel was never logged"  # pick: by its last seat
     (record,) = logged(home)
     assert record["panel"] == panel and record["abandoned"] is False
 
@@ -113,12 +120,14 @@ def test_the_openai_sdk_with_a_timeout_shorter_than_the_seats_gets_the_answer(he
         opened.set()
 
     opener = threading.Thread(target=open_later, name="open-later")
-    with openai.OpenAI(base_url=held.url + "/v1", api_key="local", max_retries=0,
-                       timeout=READ) as client:
+    with openai.OpenAI(
+        base_url=held.url + "/v1", api_key="local", max_retries=0, timeout=READ
+    ) as client:
         opener.start()
         try:
-            stream = client.chat.completions.create(model=f"bench/trio:{mode}", messages=ASK,
-                                                    stream=True)
+            stream = client.chat.completions.create(
+                model=f"bench/trio:{mode}", messages=ASK, stream=True
+            )
             with stream:
                 chunks = list(stream)
         finally:
@@ -133,10 +142,11 @@ def test_the_openai_sdk_with_a_timeout_shorter_than_the_seats_gets_the_answer(he
 def test_a_refusal_keeps_its_status_on_every_streamed_format(gateway):
     for fmt, (path, body) in FORMATS.items():
         raw = json.dumps(dict(body("bench/none"), stream=True)).encode()
-        with socket.create_connection(("127.0.0.1", gateway.server.port),
-                                      timeout=PATIENCE) as s:
-            s.sendall(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
-                      b"application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-                      % (path.encode(), gateway.server.port, len(raw), raw))
+        with socket.create_connection(("127.0.0.1", gateway.server.port), timeout=PATIENCE) as s:
+            s.sendall(
+                b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: "
+                b"application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                % (path.encode(), gateway.server.port, len(raw), raw)
+            )
             head = s.recv(65536).split(b"\r\n", 1)[0]
         assert head.startswith(b"HTTP/1.1 404"), (fmt, head)

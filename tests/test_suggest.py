@@ -24,7 +24,7 @@ def test_wilson_matches_known_values():
     lo, hi = wilson(50, 100)
     assert round(lo, 4) == 0.4038 and round(hi, 4) == 0.5962
     lo, hi = wilson(20, 20)
-    assert round(lo, 4) == 0.8389 and hi == 1.0   # n / (n + z²) at all useful
+    assert round(lo, 4) == 0.8389 and hi == 1.0  # n / (n + z²) at all useful
     assert round(wilson(3, 3)[0], 4) == 0.4385  # "three of three" reads as 44% or more
     a, b = wilson(3, 10), wilson(7, 10)
     assert a[0] == pytest.approx(1 - b[1]) and a[1] == pytest.approx(1 - b[0])
@@ -48,9 +48,13 @@ def test_wilson_refuses_what_is_not_a_count(useful, n):
 
 
 def view(*aliases, retired=()):
-    return RosterView({"e": Endpoint("e", "http://127.0.0.1:1/v1", "K")},
-                      {a: Model(alias=a, endpoint="e", served=a, family=a, retired=a in retired)
-                       for a in aliases})
+    return RosterView(
+        {"e": Endpoint("e", "http://127.0.0.1:1/v1", "K")},
+        {
+            a: Model(alias=a, endpoint="e", served=a, family=a, retired=a in retired)
+            for a in aliases
+        },
+    )
 
 
 def fold_panels(panels, shape="general"):
@@ -61,8 +65,17 @@ def fold_panels(panels, shape="general"):
     for p, seats in enumerate(panels):
         for s, (alias, useful) in enumerate(seats):
             offset += 100
-            ix.fold(offset, {"kind": "verdict", "call": f"p{p}.s{s}", "panel": f"p{p}",
-                             "alias": alias, "shape": shape, "useful": useful})
+            ix.fold(
+                offset,
+                {
+                    "kind": "verdict",
+                    "call": f"p{p}.s{s}",
+                    "panel": f"p{p}",
+                    "alias": alias,
+                    "shape": shape,
+                    "useful": useful,
+                },
+            )
     return rate(shape, {"verdicts": ix.pairs.of(shape)})
 
 
@@ -72,16 +85,19 @@ def test_a_suggestion_needs_intervals_that_do_not_overlap():
     # three wins of three: promising, but the intervals still overlap
     few = fold_panels([[("x", True), ("m1", False)]] * 3)
     assert suggestions(duo, roster, few, "general") == []
-    many = fold_panels([[("x", True), ("m1", False)]] * 40 + [[("y", True), ("m2", False)]] * 40
-                       + [[("old", True), ("m1", False)]] * 60
-                       + [[("x", True), ("y", False)], [("y", True), ("x", False)]] * 5)
+    many = fold_panels(
+        [[("x", True), ("m1", False)]] * 40
+        + [[("y", True), ("m2", False)]] * 40
+        + [[("old", True), ("m1", False)]] * 60
+        + [[("x", True), ("y", False)], [("y", True), ("x", False)]] * 5
+    )
     got = suggestions(duo, roster, many, "review")
     # m1 lost to a retired model too, so it is the weakest member, and y, which beat the
     # stronger m2 as often, rates above x: the strongest model against the weakest member
     # first; each named once; retired never
     assert [(s["alias"], s["instead_of"]) for s in got] == [("y", "m1"), ("x", "m2")]
     for s in got:
-        assert s["shape"] == "review" and s["compared"] == 2   # x and y; old is retired
+        assert s["shape"] == "review" and s["compared"] == 2  # x and y; old is retired
         assert s["interval"][0] > s["member_interval"][1]
         assert s["interval"][0] < s["rating"] < s["interval"][1]
         assert s["member_interval"][0] < s["member_rating"] < s["member_interval"][1]
@@ -98,10 +114,10 @@ def equal_trial(seed: int, candidates: int, panels: int, rates=None) -> list[dic
     others = [f"c{i:02d}" for i in range(candidates)]
     rates = rates or {}
     seating = [rng.sample(members, 2) + [rng.choice(others)] for _ in range(panels)]
-    ratings = fold_panels([[(a, rng.random() < rates.get(a, 0.6)) for a in seats]
-                           for seats in seating])
-    return suggestions(Collection("c", tuple(members)), view(*members, *others), ratings,
-                       "general")
+    ratings = fold_panels(
+        [[(a, rng.random() < rates.get(a, 0.6)) for a in seats] for seats in seating]
+    )
+    return suggestions(Collection("c", tuple(members)), view(*members, *others), ratings, "general")
 
 
 @pytest.mark.parametrize("candidates", [20, 35, 50])
@@ -109,12 +125,12 @@ def test_many_equally_good_candidates_yield_no_suggestion(candidates):
     # lightly judged: each candidate sits in 2 to 10 panels; without a correction for the
     # number of candidates, the luckiest of them looks clearly better in many trials
     trials = [equal_trial(seed, candidates, candidates * 6) for seed in range(20)]
-    assert sum(bool(t) for t in trials) <= 1, [t for t in trials if t]   # >= 95% of trials
+    assert sum(bool(t) for t in trials) <= 1, [t for t in trials if t]  # >= 95% of trials
 
 
 def test_a_truly_better_candidate_is_suggested_once_evidence_suffices():
     better = {"c00": 0.95, "m1": 0.4, "m2": 0.4, "m3": 0.4}
-    assert not any(equal_trial(seed, 20, 60, better) for seed in range(5))   # too little yet
+    assert not any(equal_trial(seed, 20, 60, better) for seed in range(5))  # too little yet
     for seed in range(5):
         got = equal_trial(seed, 20, 1500, better)
         assert got and got[0]["alias"] == "c00" and got[0]["compared"] == 20
@@ -128,8 +144,16 @@ def judge_pairs(runs, winner, loser, n, *, ties=0, shape="general"):
             panel = ledger.new_panel()
             for seat, alias in (("member1", loser), ("explorer1", winner)):
                 call = f"{panel}.{seat}"
-                ledger.record_seat({"call": call, "panel": panel, "alias": alias,
-                                    "shape": shape, "status": "ok", "key": "local"})
+                ledger.record_seat(
+                    {
+                        "call": call,
+                        "panel": panel,
+                        "alias": alias,
+                        "shape": shape,
+                        "status": "ok",
+                        "key": "local",
+                    }
+                )
                 ledger.record_verdict(call, useful=alias == winner or i >= n)
 
 
@@ -142,14 +166,19 @@ def test_the_reply_suggests_a_clearly_better_model(gateway, home):
     status, reply, _ = gateway.post("/v1/chat/completions", body)
     assert status == 200
     (s,) = reply["bench"]["suggest"]
-    assert (s["alias"], s["instead_of"], s["shape"], s["compared"]) == \
-        ("x-two", "slow", "general", 1)
+    assert (s["alias"], s["instead_of"], s["shape"], s["compared"]) == (
+        "x-two",
+        "slow",
+        "general",
+        1,
+    )
     assert s["interval"][0] > s["member_interval"][1]
 
 
 def test_the_reply_s_suggestions_follow_an_edit_of_the_collection(gateway, home):
     from panelist.metrics.roster.collection import Collections
     from panelist.metrics.roster.roster import Roster
+
     body = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]}
     judge_pairs(home.gateway_runs, "x-two", "slow", 30)
     status, reply, _ = gateway.post("/v1/chat/completions", body)
@@ -170,11 +199,14 @@ def test_the_reply_and_the_command_line_suggest_the_same(gateway, home, capsys):
     """One rule for both: race accuracy marks and verdicts count alike in each."""
     d = str(home.root)
     home.races.mkdir(parents=True, exist_ok=True)
-    rows = [{"model": m, "input": i, "accuracy": a, "total": a + 1} for i in range(6)
-            for m, a in (("x-two", 7), ("slow", 3), ("mid", 5))]
+    rows = [
+        {"model": m, "input": i, "accuracy": a, "total": a + 1}
+        for i in range(6)
+        for m, a in (("x-two", 7), ("slow", 3), ("mid", 5))
+    ]
     (home.races / "r20260101-0000abcd.json").write_text(json.dumps({"rows": rows}))
     body = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]}
-    won = 12   # the race: x-two above slow and mid on each of six inputs
+    won = 12  # the race: x-two above slow and mid on each of six inputs
     for rounds in (4, 30):
         won += rounds
         judge_pairs(home.gateway_runs, "x-two", "slow", rounds)
@@ -195,14 +227,18 @@ def test_collection_suggest_on_the_command_line(folder, capsys):
     assert code == 0 and out.startswith("no suggestion for bench/trio on general")
     assert "corrected for 1 candidate(s)" in out
     rows = [line.split() for line in out.splitlines()[2:4]]
-    assert [(r[0], r[1], r[4], r[5]) for r in rows] == [("member", "slow", "0", "4"),
-                                                       ("candidate", "x-two", "4", "0")]
+    assert [(r[0], r[1], r[4], r[5]) for r in rows] == [
+        ("member", "slow", "0", "4"),
+        ("candidate", "x-two", "4", "0"),
+    ]
     assert "members without comparisons on general: fast, mid" in out
     code, out, _ = run(capsys, "collection", "suggest", "bench/trio", "--json", "--data", d)
     report = json.loads(out)
     assert code == 0 and report["suggest"] == [] and report["shape"] == "general"
-    assert [(r["seat"], r["alias"], r["wins"], r["losses"]) for r in report["evidence"]] == \
-        [("member", "slow", 0, 4), ("candidate", "x-two", 4, 0)]
+    assert [(r["seat"], r["alias"], r["wins"], r["losses"]) for r in report["evidence"]] == [
+        ("member", "slow", 0, 4),
+        ("candidate", "x-two", 4, 0),
+    ]
     judge_pairs(folder.gateway_runs, "x-two", "slow", 30)
     code, out, _ = run(capsys, "collection", "suggest", "trio", "--data", d)
     assert code == 0 and out.startswith("x-two instead of slow on general: rated 0.")
@@ -215,6 +251,5 @@ def test_collection_suggest_on_the_command_line(folder, capsys):
     assert code == 0 and "no suggestion" in out and "(none)" in out
     code, _, err = run(capsys, "collection", "suggest", "nope", "--data", d)
     assert code == 1 and "unknown collection 'bench/nope'" in err
-    code, _, err = run(capsys, "collection", "suggest", "trio", "--shape", "Bad Shape",
-                       "--data", d)
+    code, _, err = run(capsys, "collection", "suggest", "trio", "--shape", "Bad Shape", "--data", d)
     assert code == 1 and "lower-case letters" in err

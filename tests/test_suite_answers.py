@@ -20,8 +20,12 @@ TRICKY = [
     ("FAULT: 7", "fault", (7,), ""),
     # fenced, with a reasoning block before it
     ("```\nFAULT: line 88\n```\nThe comparison admits equal items.", "fault", (88,), ""),
-    ("<think>Could be line 3. VERDICT: FALSE?\nNo.</think>\n\nVERDICT: TRUE\nBecause…",
-     "true", (), ""),
+    (
+        "<think>Could be line 3. VERDICT: FALSE?\nNo.</think>\n\nVERDICT: TRUE\nBecause…",
+        "true",
+        (),
+        "",
+    ),
     ("\n\n   \nNO FAULT\n", "no_fault", (), ""),
     # a fault answer quoting "503" later: the number is never a line
     ("FAULT: line 41\nIt returns 503 where the spec says 429.", "fault", (41,), ""),
@@ -54,12 +58,22 @@ def test_the_parser_reads_only_the_strict_first_line(text, verdict, lines, flag)
 
 def test_a_bug_is_found_by_any_line_of_its_statement_and_never_by_a_wider_net():
     key = (41, 42)
-    right = [answers.score("bug", key, a) for a in
-             ("FAULT: line 41", "FAULT: line 42", "FAULT: lines 41-42")]
+    right = [
+        answers.score("bug", key, a)
+        for a in ("FAULT: line 41", "FAULT: line 42", "FAULT: lines 41-42")
+    ]
     assert [s.right for s in right] == [True, True, True]
-    wrong = [answers.score("bug", key, a) for a in
-             ("FAULT: line 40", "FAULT: lines 40-42", "FAULT: lines 1-400", "NO FAULT",
-              "VERDICT: TRUE", "FAULT: line 41\nNO FAULT")]
+    wrong = [
+        answers.score("bug", key, a)
+        for a in (
+            "FAULT: line 40",
+            "FAULT: lines 40-42",
+            "FAULT: lines 1-400",
+            "NO FAULT",
+            "VERDICT: TRUE",
+            "FAULT: line 41\nNO FAULT",
+        )
+    ]
     assert [s.right for s in wrong] == [False] * 6
     assert [s.flag for s in wrong] == ["", "", "", "", "wrong_form", "hedged"]
 
@@ -88,9 +102,21 @@ def _samples(model, answer_of):
         for t in tasks:
             text = answer_of(t, known)
             s = answers.score(t.kind, t.answer, text)
-            out.append({"task": t.id, "task_hash": t.hash, "task_kind": t.kind, "pair": t.pair,
-                        "epoch": epoch, "model": model, "outcome": "scored", "failure": "",
-                        "verdict": s.verdict, "flag": s.flag, "right": s.right})
+            out.append(
+                {
+                    "task": t.id,
+                    "task_hash": t.hash,
+                    "task_kind": t.kind,
+                    "pair": t.pair,
+                    "epoch": epoch,
+                    "model": model,
+                    "outcome": "scored",
+                    "failure": "",
+                    "verdict": s.verdict,
+                    "flag": s.flag,
+                    "right": s.right,
+                }
+            )
     return out
 
 
@@ -103,8 +129,12 @@ def _oracle(t, known):
 def test_always_no_fault_and_always_fault_both_score_poorly():
     lazy = _samples("lazy", lambda t, k: "VERDICT: TRUE" if t.kind == "claim" else "NO FAULT")
     # the worst cheat: it claims a fault on the very lines a bug would be, on every control too
-    eager = _samples("eager", lambda t, k: "VERDICT: FALSE" if t.kind == "claim" else
-                     f"FAULT: line {prompts.focus_of(t, k)[0][0]}")
+    eager = _samples(
+        "eager",
+        lambda t, k: (
+            "VERDICT: FALSE" if t.kind == "claim" else f"FAULT: line {prompts.focus_of(t, k)[0][0]}"
+        ),
+    )
     oracle = _samples("oracle", _oracle)
     rows = {r["model"]: r for r in report.summarise(lazy + eager + oracle)["models"]}
     for name in ("lazy", "eager"):
@@ -114,12 +144,15 @@ def test_always_no_fault_and_always_fault_both_score_poorly():
     assert rows["lazy"]["recall"]["rate"] == 0.0 and rows["lazy"]["precision"]["rate"] is None
     assert rows["eager"]["recall"]["rate"] == 1.0 and rows["eager"]["precision"]["rate"] == 0.5
     good = rows["oracle"]
-    assert [good[r]["rate"] for r in ("accuracy", "pairs", "precision", "recall", "claims")] \
-        == [1.0] * 5 and good["unparseable"]["rate"] == 0.0
+    assert [good[r]["rate"] for r in ("accuracy", "pairs", "precision", "recall", "claims")] == [
+        1.0
+    ] * 5 and good["unparseable"]["rate"] == 0.0
     # a rate's interval is over tasks (or pairs), not over the two epochs' samples
     assert good["pairs"]["n"] == 2 * good["pairs"]["tasks"]
-    assert good["pairs"]["interval"][0] < report.rate([(i, 1) for i in range(
-        good["pairs"]["n"])])["interval"][0]
+    assert (
+        good["pairs"]["interval"][0]
+        < report.rate([(i, 1) for i in range(good["pairs"]["n"])])["interval"][0]
+    )
 
 
 def test_unparseable_answers_and_model_failures_count_against_the_model():
@@ -150,7 +183,7 @@ def test_an_excerpt_keeps_the_files_line_numbers_and_never_states_its_bounds():
     assert numbers == list(range(numbers[0], numbers[0] + excerpt.WINDOW)) and 500 in numbers
     for r in rows:
         n, code = r.split("| ", 1)
-        assert code == f"line{int(n)} = {int(n)}"   # each number is the file's own line
+        assert code == f"line{int(n)} = {int(n)}"  # each number is the file's own line
     assert "excerpt" not in shown.lower() and "1000" not in head
 
 
@@ -177,6 +210,7 @@ def test_a_bug_and_its_control_show_the_same_window_in_the_same_epoch():
         a = prompts.text(bug, epoch, prompts.focus_of(bug, known)).splitlines()
         b = prompts.text(control, epoch, prompts.focus_of(control, known)).splitlines()
         assert len(a) == len(b)
-        assert [i for i, (x, y) in enumerate(zip(a, b)) if x != y] and \
-            sum(x != y for x, y in zip(a, b)) == 1, "one line differs: the seeded change"
+        assert [i for i, (x, y) in enumerate(zip(a, b)) if x != y] and sum(
+            x != y for x, y in zip(a, b)
+        ) == 1, "one line differs: the seeded change"
         assert f"{bug.answer[0]:>5}| " in "\n".join(a)

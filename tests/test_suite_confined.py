@@ -14,7 +14,7 @@ from panelist.suite import prompts
 from panelist.suite.taskfiles import MAX_FILE, MAX_TOTAL
 from panelist.suite.tasks import STARTER, TaskInvalid, load_task, scan
 
-SECRET = "SECRET-7f3a"   # every file a task must not read holds it
+SECRET = "SECRET-7f3a"  # every file a task must not read holds it
 CODE = "def f(x):\n    return x + 1\n"
 
 
@@ -25,8 +25,9 @@ def task(root: Path, tid: str, files: dict[str, str] | None = None, **fields) ->
         path = folder / "fixtures" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    doc = dict({"id": tid, "kind": "claim", "prompt": f"Claim: {tid} adds one.",
-                "answer": True}, **fields)
+    doc = dict(
+        {"id": tid, "kind": "claim", "prompt": f"Claim: {tid} adds one.", "answer": True}, **fields
+    )
     (folder / "task.json").write_text(json.dumps(doc))
     return folder
 
@@ -49,7 +50,7 @@ def hostile(tmp_path, monkeypatch):
 
     root = tmp_path / "data" / "suite" / "tasks"
     root.mkdir(parents=True)
-    (root.parent / "secret.txt").write_text(SECRET + "\n")   # what "../.." reaches
+    (root.parent / "secret.txt").write_text(SECRET + "\n")  # what "../.." reaches
     task(root, "good", {"m.py": "# good-marker\n" + CODE}, attach=["m.py"])
     task(root, "in-repo", repo=str(repo), attach=["pkg/m.py"])
     broken = {}
@@ -75,7 +76,7 @@ def hostile(tmp_path, monkeypatch):
     broken["zero"] = "attach"
     folder = task(root, "zero", attach=["zero.py"])
     (folder / "fixtures" / "zero.py").symlink_to("/dev/zero")
-    broken["dev-zero"] = "attach"    # /dev is named on the command line: still no device
+    broken["dev-zero"] = "attach"  # /dev is named on the command line: still no device
     task(root, "dev-zero", repo="/dev", attach=["zero"])
     broken["fifo"] = "attach"
     folder = task(root, "fifo", attach=["f.py"])
@@ -84,8 +85,12 @@ def hostile(tmp_path, monkeypatch):
     folder = task(root, "a-folder", attach=["pkg"])
     (folder / "fixtures" / "pkg").mkdir()
     broken["big"] = "attach"
-    task(root, "big", {"big.py": f"# {SECRET}\n" + "x = 1\n" * (MAX_FILE // 6 + 1)},
-         attach=["big.py"])
+    task(
+        root,
+        "big",
+        {"big.py": f"# {SECRET}\n" + "x = 1\n" * (MAX_FILE // 6 + 1)},
+        attach=["big.py"],
+    )
     broken["too-much"] = "attach"
     each = "y = 2\n" * (MAX_FILE // 6 - 10)
     names = [f"m{i}.py" for i in range(MAX_TOTAL // MAX_FILE + 1)]
@@ -101,8 +106,9 @@ def hostile(tmp_path, monkeypatch):
     (root / "json-folder" / "task.json").mkdir(parents=True)
     broken["json-link"] = "task.json"
     (root / "json-link").mkdir()
-    (outside / "task.json").write_text(json.dumps({"id": "json-link", "kind": "claim",
-                                                   "prompt": SECRET, "answer": True}))
+    (outside / "task.json").write_text(
+        json.dumps({"id": "json-link", "kind": "claim", "prompt": SECRET, "answer": True})
+    )
     (root / "json-link" / "task.json").symlink_to(outside / "task.json")
     return root, repo, broken
 
@@ -157,17 +163,30 @@ def test_suite_list_lists_the_broken_tasks_with_their_reasons(hostile, capsys):
     assert main(["suite", "list", "--data", data]) == 0
     out, err = capsys.readouterr()
     assert "good" in out and SECRET not in out + err
-    for tid in [*broken, "in-repo"]:   # without --repo the in-repo task is broken too
+    for tid in [*broken, "in-repo"]:  # without --repo the in-repo task is broken too
         assert f"broken: task {root / tid}: field '" in err, tid
 
 
 def test_suite_run_skips_broken_tasks_with_a_warning_and_sends_none_of_their_files(
-        hostile, sim, home, capsys):
+    hostile, sim, home, capsys
+):
     root, repo, broken = hostile
-    assert root == home.grown_tasks   # the tasks sit in the data folder the run uses
+    assert root == home.grown_tasks  # the tasks sit in the data folder the run uses
     sim.script("fast", answer="VERDICT: TRUE")
-    code = main(["suite", "run", "--data", str(home.root), "--model", "fast", "--repo",
-                 str(repo), "/dev", "--json"])
+    code = main(
+        [
+            "suite",
+            "run",
+            "--data",
+            str(home.root),
+            "--model",
+            "fast",
+            "--repo",
+            str(repo),
+            "/dev",
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     summary = json.loads(out)["run"]
@@ -180,15 +199,17 @@ def test_suite_run_skips_broken_tasks_with_a_warning_and_sends_none_of_their_fil
         assert f"skipped: task {home.grown_tasks / tid}: field '" in err, tid
 
     # naming a broken task refuses the run with its reason
-    code = main(["suite", "run", "--data", str(home.root), "--model", "fast", "--task",
-                 "repo-home"])
+    code = main(
+        ["suite", "run", "--data", str(home.root), "--model", "fast", "--task", "repo-home"]
+    )
     out, err = capsys.readouterr()
     assert code == 1 and "field 'repo'" in err and "--repo" in err
     assert sim.count("fast") == asked
 
 
 def test_a_named_repo_must_be_a_folder(tmp_path, capsys):
-    code = main(["suite", "list", "--data", str(tmp_path / "d"), "--repo",
-                 str(tmp_path / "nowhere")])
+    code = main(
+        ["suite", "list", "--data", str(tmp_path / "d"), "--repo", str(tmp_path / "nowhere")]
+    )
     _, err = capsys.readouterr()
     assert code == 1 and "--repo" in err and "not a folder" in err

@@ -28,7 +28,7 @@ def run_suite(home, sim, strong: list[str], weak: list[str]) -> None:
     lines = read_jsonl(home.suite_samples)
     right = {a: sum(s["right"] for s in lines if s["alias"] == a) for a in strong + weak}
     assert right == {**{a: 4 for a in strong}, **{a: 1 for a in weak}}
-    for alias in strong + weak:   # from here on they answer chat as any simulated model
+    for alias in strong + weak:  # from here on they answer chat as any simulated model
         sim.script(alias)
 
 
@@ -43,8 +43,11 @@ def ask(gw, model):
 
 
 def seated_line(home, panel):
-    return next(r for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
-                if r.get("kind") == "seated" and r["panel"] == panel)
+    return next(
+        r
+        for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
+        if r.get("kind") == "seated" and r["panel"] == panel
+    )
 
 
 def test_a_better_suite_record_is_picked_first_among_unjudged_members(home, sim):
@@ -56,8 +59,11 @@ def test_a_better_suite_record_is_picked_first_among_unjudged_members(home, sim)
     with Gateway(make_gateway(home, env={})) as gw:
         review = ask(gw, "bench/rev")
         general = ask(gw, "bench/gen")
-        assert wait_until(lambda: {review["bench"]["panel"], general["bench"]["panel"]}
-                          <= set(panels_logged(home)))
+        assert wait_until(
+            lambda: (
+                {review["bench"]["panel"], general["bench"]["panel"]} <= set(panels_logged(home))
+            )
+        )
     assert review["bench"]["picked"]["alias"] == "mid"
     assert review["choices"][0]["message"]["content"].startswith("[simulated mid]")
     # another shape knows nothing of the suite: the first member, as before
@@ -76,10 +82,12 @@ def test_a_better_suite_record_sits_first_among_explorers_for_review_only(home, 
     with Gateway(make_gateway(home, env={})) as gw:
         review = ask(gw, "bench/rev")["bench"]
         general = ask(gw, "bench/gen")["bench"]
-    explorer = {b["panel"]: [s["alias"] for s in b["seats"] if s["seat"] == "explorer"]
-                for b in (review, general)}
+    explorer = {
+        b["panel"]: [s["alias"] for s in b["seats"] if s["seat"] == "explorer"]
+        for b in (review, general)
+    }
     assert explorer[review["panel"]] == ["x-three"]
-    assert explorer[general["panel"]] == ["mid"]   # alias order, as without a suite
+    assert explorer[general["panel"]] == ["mid"]  # alias order, as without a suite
     assert seated_line(home, review["panel"])["aliases"] == ["fast", "x-three"]
 
 
@@ -98,8 +106,9 @@ def test_the_suite_no_longer_counts_once_a_model_has_20_real_verdicts(home, sim)
         picked = ask(gw, "bench/rev:pick")["bench"]
         assert wait_until(lambda: picked["panel"] in panels_logged(home))
     assert picked["picked"]["alias"] == "mid"
-    verdicts = [r for r in read_jsonl(home.gateway_runs / "evidence.jsonl")
-                if r.get("kind") == "verdict"]
+    verdicts = [
+        r for r in read_jsonl(home.gateway_runs / "evidence.jsonl") if r.get("kind") == "verdict"
+    ]
     assert len(verdicts) == 20
 
 
@@ -121,28 +130,43 @@ def test_nineteen_real_verdicts_still_count_the_suite(home, sim):
 def test_the_record_counts_each_task_once_its_latest_version_and_follows_the_file(tmp_path):
     path = tmp_path / "samples.jsonl"
 
-    def line(task, model, epoch, right, *, kind="claim", pair=None, digest="h1",
-             outcome="scored"):
-        return json.dumps({"kind": "sample", "task": task, "task_hash": digest,
-                           "task_kind": kind, "pair": pair or task, "model": model,
-                           "epoch": epoch, "right": right, "outcome": outcome}) + "\n"
+    def line(task, model, epoch, right, *, kind="claim", pair=None, digest="h1", outcome="scored"):
+        return (
+            json.dumps(
+                {
+                    "kind": "sample",
+                    "task": task,
+                    "task_hash": digest,
+                    "task_kind": kind,
+                    "pair": pair or task,
+                    "model": model,
+                    "epoch": epoch,
+                    "right": right,
+                    "outcome": outcome,
+                }
+            )
+            + "\n"
+        )
 
     path.write_text(
         # a claim right in 2 of 3 epochs: right once
-        line("c1", "m", 1, True) + line("c1", "m", 2, True) + line("c1", "m", 3, False)
+        line("c1", "m", 1, True)
+        + line("c1", "m", 2, True)
+        + line("c1", "m", 3, False)
         # a pair: both halves right in epoch 1, the control wrong in epoch 2: a half, rounds up
         + line("b1", "m", 1, True, kind="bug", pair="b1")
         + line("b1-control", "m", 1, True, kind="control", pair="b1")
         + line("b1", "m", 2, True, kind="bug", pair="b1")
         + line("b1-control", "m", 2, False, kind="control", pair="b1")
         # a failed call never counts
-        + line("c2", "m", 1, False, outcome="failed"))
+        + line("c2", "m", 1, False, outcome="failed")
+    )
     evidence = suiteevidence.SuiteEvidence(path)
     assert evidence.record() == {"m": (2, 2)}
-    with open(path, "a") as f:   # c1 changed: its older version no longer counts
+    with open(path, "a") as f:  # c1 changed: its older version no longer counts
         f.write(line("c1", "m", 1, False, digest="h2") + line("c3", "n", 1, True))
     assert evidence.record() == {"m": (1, 2), "n": (1, 1)}
-    path.write_text(line("c9", "n", 1, False))   # replaced: read again from its start
+    path.write_text(line("c9", "n", 1, False))  # replaced: read again from its start
     assert evidence.record() == {"n": (0, 1)}
 
 
@@ -155,5 +179,5 @@ def test_the_merger_is_the_member_with_the_better_suite_record_for_review(home, 
         review = ask(gw, "bench/rev")["bench"]
         general = ask(gw, "bench/gen")["bench"]
     assert review["merger"]["alias"] == "mid"
-    assert general["merger"]["alias"] == "fast"   # no verdicts: the first member
+    assert general["merger"]["alias"] == "fast"  # no verdicts: the first member
     assert panels_logged(home)[review["panel"]]["merger"]["alias"] == "mid"

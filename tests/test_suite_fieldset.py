@@ -29,44 +29,87 @@ def write(root: Path, tid: str, doc: dict, files: dict | None = None) -> Path:
 
 
 def test_every_field_that_cannot_be_mapped_is_named_in_one_message(tmp_path):
-    folder = write(tmp_path, "many", {
-        "shape": "design", "prompt": "Look.", "attach": ["m.py"], "tags": ["x"],
-        "difficulty": "hard", "score_in": "whole_answer", "min_answer_chars": -1,
-        "must_not_claim": [{"weight": 2}], "draft": "no"}, {"m.py": CODE})
+    folder = write(
+        tmp_path,
+        "many",
+        {
+            "shape": "design",
+            "prompt": "Look.",
+            "attach": ["m.py"],
+            "tags": ["x"],
+            "difficulty": "hard",
+            "score_in": "whole_answer",
+            "min_answer_chars": -1,
+            "must_not_claim": [{"weight": 2}],
+            "draft": "no",
+        },
+        {"m.py": CODE},
+    )
     with pytest.raises(TaskInvalid) as err:
         load_task(folder)
-    fields = {"tags", "difficulty", "shape", "score_in", "min_answer_chars", "must_not_claim",
-              "draft"}
+    fields = {
+        "tags",
+        "difficulty",
+        "shape",
+        "score_in",
+        "min_answer_chars",
+        "must_not_claim",
+        "draft",
+    }
     assert set(err.value.fields) == fields
     said = err.value.message
     assert str(folder) in said and all(f"'{f}'" in said for f in fields)
     assert said.count(str(folder)) == 1, "one message for the task, not one per field"
     assert status_of(err.value) == 400
     # the fixes named, the task loads at the next attempt
-    (folder / "task.json").write_text(json.dumps({
-        "id": "many", "shape": "review", "prompt": "Look.", "attach": ["m.py"],
-        "must_find": "line 2", "score_in": "first_line", "min_answer_chars": 0}))
+    (folder / "task.json").write_text(
+        json.dumps(
+            {
+                "id": "many",
+                "shape": "review",
+                "prompt": "Look.",
+                "attach": ["m.py"],
+                "must_find": "line 2",
+                "score_in": "first_line",
+                "min_answer_chars": 0,
+            }
+        )
+    )
     assert load_task(folder).answer == (2,)
 
 
 def test_a_task_with_one_problem_says_it_as_before(tmp_path):
-    folder = write(tmp_path, "one", {"kind": "claim", "answer": True, "prompt": "Look.",
-                                     "attach": ["gone.py"]}, {"m.py": CODE})
+    folder = write(
+        tmp_path,
+        "one",
+        {"kind": "claim", "answer": True, "prompt": "Look.", "attach": ["gone.py"]},
+        {"m.py": CODE},
+    )
     with pytest.raises(TaskInvalid) as err:
         load_task(folder)
     assert err.value.fields == ("attach",) and "field 'attach'" in err.value.message
 
 
 def test_a_regex_clause_is_the_lines_whose_strict_answer_it_accepts(tmp_path):
-    folder = write(tmp_path, "rx-bug", {
-        "prompt": "Look.", "attach": ["big.py"],
-        "must_find": [{"regex": "line\\s*4[12]", "label": "the slip"}]}, {"big.py": LONG_CODE})
+    folder = write(
+        tmp_path,
+        "rx-bug",
+        {
+            "prompt": "Look.",
+            "attach": ["big.py"],
+            "must_find": [{"regex": "line\\s*4[12]", "label": "the slip"}],
+        },
+        {"big.py": LONG_CODE},
+    )
     t = load_task(folder)
     # "line 41" and "line 42", never "line 410" or "line 142"
     assert (t.kind, t.answer) == ("bug", (41, 42))
-    wide = write(tmp_path, "wide-bug", {"prompt": "Look.", "attach": ["big.py"],
-                                        "must_find": [{"regex": "line \\d+"}]},
-                 {"big.py": LONG_CODE})
+    wide = write(
+        tmp_path,
+        "wide-bug",
+        {"prompt": "Look.", "attach": ["big.py"], "must_find": [{"regex": "line \\d+"}]},
+        {"big.py": LONG_CODE},
+    )
     with pytest.raises(TaskInvalid, match="accepts lines 1 to 500"):
         load_task(wide)
 
@@ -81,13 +124,19 @@ def layout(tmp_path):
     tasks = tmp_path / "tasks"
     common = {"prompt": "Review pkg/m.py.", "attach": ["pkg/m.py"]}
     write(tasks, "sub-bug", dict(common, repo="proj", must_find=["line 3"]))
-    write(tasks, "sub-control", dict(common, repo="proj", shape="review",
-                                     must_not_claim=["FAULT"]))
-    write(tasks, "lib-claim", dict(common, repo="other/lib", shape="claim",
-                                   must_find=[{"any_of": ["VERDICT: FALSE"]}]))
+    write(tasks, "sub-control", dict(common, repo="proj", shape="review", must_not_claim=["FAULT"]))
+    write(
+        tasks,
+        "lib-claim",
+        dict(common, repo="other/lib", shape="claim", must_find=[{"any_of": ["VERDICT: FALSE"]}]),
+    )
     # shipped with copies of its files: runs without the repository
-    write(tasks, "copied", dict(common, repo="elsewhere", shape="claim",
-                                must_find="VERDICT: TRUE"), {"pkg/m.py": "# copy\n" + CODE})
+    write(
+        tasks,
+        "copied",
+        dict(common, repo="elsewhere", shape="claim", must_find="VERDICT: TRUE"),
+        {"pkg/m.py": "# copy\n" + CODE},
+    )
     return src, tasks
 
 
@@ -106,12 +155,15 @@ def test_repo_is_a_name_looked_up_among_the_named_repositories(layout):
 
 def test_a_repo_name_not_given_falls_back_to_fixtures_and_says_how_to_give_it(layout):
     src, tasks = layout
-    found, problems = scan(tasks)   # no --repo at all
+    found, problems = scan(tasks)  # no --repo at all
     assert {t.id for t in found} == {"copied"}
     by = {p.folder.name: p for p in problems}
     assert set(by) == {"sub-bug", "sub-control", "lib-claim"}
-    assert by["sub-bug"].field == "attach" and "--repo" in by["sub-bug"].message \
+    assert (
+        by["sub-bug"].field == "attach"
+        and "--repo" in by["sub-bug"].message
         and "'proj'" in by["sub-bug"].message
+    )
     # two repositories of the same name: the task must not guess which
     twin = src.parent / "twin" / "proj"
     (twin / "pkg").mkdir(parents=True)
@@ -125,39 +177,65 @@ def test_a_repo_name_never_reads_outside_the_task_or_a_named_repository(tmp_path
     secret.mkdir()
     (secret / "m.py").write_text("TOKEN = 'sk-never-shown'\n")
     tasks = tmp_path / "tasks"
-    folder = write(tasks, "sneaky", {"shape": "claim", "must_find": "VERDICT: TRUE",
-                                     "prompt": "Look.", "repo": "inner", "attach": ["m.py"]})
-    os.symlink(secret, folder / "inner")   # a folder of the task's own that leads out
+    folder = write(
+        tasks,
+        "sneaky",
+        {
+            "shape": "claim",
+            "must_find": "VERDICT: TRUE",
+            "prompt": "Look.",
+            "repo": "inner",
+            "attach": ["m.py"],
+        },
+    )
+    os.symlink(secret, folder / "inner")  # a folder of the task's own that leads out
     with pytest.raises(TaskInvalid) as err:
         load_task(folder)
     assert err.value.field == "attach" and "sk-never" not in err.value.message
     repo = tmp_path / "proj"
     repo.mkdir()
-    os.symlink(secret / "m.py", repo / "m.py")   # a link out of a named repository
-    (folder / "task.json").write_text(json.dumps({
-        "id": "sneaky", "shape": "claim", "must_find": "VERDICT: TRUE", "prompt": "Look.",
-        "repo": "proj", "attach": ["m.py"]}))
+    os.symlink(secret / "m.py", repo / "m.py")  # a link out of a named repository
+    (folder / "task.json").write_text(
+        json.dumps(
+            {
+                "id": "sneaky",
+                "shape": "claim",
+                "must_find": "VERDICT: TRUE",
+                "prompt": "Look.",
+                "repo": "proj",
+                "attach": ["m.py"],
+            }
+        )
+    )
     with pytest.raises(TaskInvalid, match="link out"):
         load_task(folder, repos=[repo])
 
 
 def test_x_bug_pairs_with_x_control_and_a_lone_bug_is_warned_about(tmp_path):
     code = {"m.py": CODE}
-    write(tmp_path, "a-bug", {"shape": "bug", "prompt": "Look.", "attach": ["m.py"],
-                              "must_find": "line 2"}, code)
+    write(
+        tmp_path,
+        "a-bug",
+        {"shape": "bug", "prompt": "Look.", "attach": ["m.py"], "must_find": "line 2"},
+        code,
+    )
     write(tmp_path, "a-control", {"prompt": "Look.", "attach": ["m.py"]}, code)
     write(tmp_path, "b-bug", {"prompt": "Look.", "attach": ["m.py"], "must_find": "line 2"}, code)
     found, problems = scan(tmp_path)
     assert problems == []
     by = {t.id: t for t in found}
     assert by["a-bug"].pair == by["a-control"].pair == "a"
-    assert prompts.focus_of(by["a-control"], by) == ((2,),)   # the control's follows its bug
+    assert prompts.focus_of(by["a-control"], by) == ((2,),)  # the control's follows its bug
     (said,) = notices(found)
-    assert said["task"] == "b-bug" and "no control" in said["message"] \
+    assert (
+        said["task"] == "b-bug"
+        and "no control" in said["message"]
         and "'b-control'" in said["message"]
+    )
     # "a" and "a-bug" would both claim "a-control": the second is refused, naming both
-    write(tmp_path, "a", {"kind": "bug", "prompt": "Look.", "attach": ["m.py"], "answer": [2]},
-          code)
+    write(
+        tmp_path, "a", {"kind": "bug", "prompt": "Look.", "attach": ["m.py"], "answer": [2]}, code
+    )
     found, problems = scan(tmp_path)
     (p,) = problems
     assert p.field == "id" and "'a'" in p.message and "'a-bug'" in p.message
@@ -188,10 +266,10 @@ def test_list_and_run_warn_of_a_lone_bug_and_skip_a_broken_folder(home, sim, cap
     assert main([*argv, "--task", "zz-bug", "zz-control", "zy-bug"]) == 0
     out, err = capsys.readouterr()
     assert "warning: bug zy-bug has no control" in err
-    assert "warning: no pair for zy-bug" in err   # the report's warning, after the table
+    assert "warning: no pair for zy-bug" in err  # the report's warning, after the table
     doc = report.load(home)
     (row,) = doc["models"]
-    assert row["pairs"]["n"] == 1 and row["pairs"]["rate"] == 0.0   # always FAULT: no pair
+    assert row["pairs"]["n"] == 1 and row["pairs"]["rate"] == 0.0  # always FAULT: no pair
     assert row["unpaired"] == ["zy-bug"]
     # a run of everything skips the broken folder with a warning and runs the rest
     assert main(argv) == 0

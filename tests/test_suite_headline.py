@@ -26,22 +26,31 @@ def key_answer(t) -> str:
 
 def rules(answer_of):
     """Rules that answer each task by ``answer_of(task)``, told apart by the demo's markers."""
-    return [{"contains": demo.marker(PACK[tid], PACK), "answer": answer_of(PACK[tid])}
-            for tid in TASKS]
+    return [
+        {"contains": demo.marker(PACK[tid], PACK), "answer": answer_of(PACK[tid])} for tid in TASKS
+    ]
 
 
 def test_constant_strategies_score_at_most_half_on_the_headline(sim, home, capsys):
     # the shrewdest always-FAULT there is: the faulty line itself, on the bug and its control
-    sim.script("fast", rules=rules(lambda t: "FAULT: line "
-                                   f"{PACK[t.pair].answer[0] if t.kind != 'claim' else 1}"))
+    sim.script(
+        "fast",
+        rules=rules(lambda t: f"FAULT: line {PACK[t.pair].answer[0] if t.kind != 'claim' else 1}"),
+    )
     sim.script("mid", answer="NO FAULT")
     sim.script("slow", answer="VERDICT: TRUE")
     sim.script("x-one", answer="VERDICT: FALSE")
-    sim.script("x-two", rules=rules(key_answer))   # the oracle: the columns can reach 100%
+    sim.script("x-two", rules=rules(key_answer))  # the oracle: the columns can reach 100%
     view = Roster(home).view()
     aliases = ["fast", "mid", "slow", "x-one", "x-two"]
-    summary = SuiteRun(home, [PACK[t] for t in TASKS], [view.models[a] for a in aliases],
-                       known=PACK, admission=None, epochs=2).run()
+    summary = SuiteRun(
+        home,
+        [PACK[t] for t in TASKS],
+        [view.models[a] for a in aliases],
+        known=PACK,
+        admission=None,
+        epochs=2,
+    ).run()
     assert (summary["scored"], summary["failed"]) == (len(TASKS) * len(aliases) * 2, 0)
 
     doc = report.load(home)
@@ -77,13 +86,16 @@ def test_constant_strategies_score_at_most_half_on_the_headline(sim, home, capsy
 def test_a_bug_without_its_control_is_named_instead_of_a_silent_dash(sim, home, capsys):
     sim.script("fast", rules=rules(key_answer))
     view = Roster(home).view()
-    tasks = [PACK["std-bisect-left"], PACK["std-calendar-isleap"],
-             PACK["std-calendar-isleap-control"]]
+    tasks = [
+        PACK["std-bisect-left"],
+        PACK["std-calendar-isleap"],
+        PACK["std-calendar-isleap-control"],
+    ]
     SuiteRun(home, tasks, [view.models["fast"]], known=PACK, admission=None).run()
     doc = report.load(home)
     (row,) = doc["models"]
     assert row["unpaired"] == ["std-bisect-left"]
-    assert row["pairs"]["n"] == 1 and row["recall"]["n"] == 1   # the paired one only
+    assert row["pairs"]["n"] == 1 and row["recall"]["n"] == 1  # the paired one only
     (said,) = doc["warnings"]
     assert "std-bisect-left" in said and "-control" in said
     assert main(["suite", "report", "--data", str(home.root)]) == 0

@@ -9,25 +9,45 @@ from panelist.serve import make_dashboard
 from panelist.suite import report, results
 from panelist.suite.livereport import LiveReport
 
-TASKS = [("b1", "bug", "p1"), ("b1-control", "control", "p1"), ("b2", "bug", "p2"),
-         ("b2-control", "control", "p2"), ("c1", "claim", "c1"), ("c2", "claim", "c2")]
+TASKS = [
+    ("b1", "bug", "p1"),
+    ("b1-control", "control", "p1"),
+    ("b2", "bug", "p2"),
+    ("b2-control", "control", "p2"),
+    ("c1", "claim", "c1"),
+    ("c2", "claim", "c2"),
+]
 FAILURES = ["rate_limit", "timeout", "server_error"]
 
 
 def sample(rng: random.Random, versions: dict) -> dict:
     task, kind, pair = rng.choice(TASKS)
-    if rng.random() < 0.05:   # the task was edited: a new version from here on
+    if rng.random() < 0.05:  # the task was edited: a new version from here on
         versions[task] = f"h{rng.randrange(1000)}"
-    s = {"kind": "sample", "task": task, "task_hash": versions.setdefault(task, "h0"),
-         "task_kind": kind, "pair": pair, "model": rng.choice(["m1", "m2", "m3"]),
-         "epoch": rng.randint(1, 3), "params_key": "p", "raw": "x" * rng.randrange(200),
-         "tokens": {"total": rng.randrange(500)}, "seconds": rng.random(), "waited": 0.0}
+    s = {
+        "kind": "sample",
+        "task": task,
+        "task_hash": versions.setdefault(task, "h0"),
+        "task_kind": kind,
+        "pair": pair,
+        "model": rng.choice(["m1", "m2", "m3"]),
+        "epoch": rng.randint(1, 3),
+        "params_key": "p",
+        "raw": "x" * rng.randrange(200),
+        "tokens": {"total": rng.randrange(500)},
+        "seconds": rng.random(),
+        "waited": 0.0,
+    }
     if rng.random() < 0.2:
         s.update(outcome="failed", failure=rng.choice(FAILURES))
     else:
         verdict = rng.choice(["fault", "no_fault", None])
-        s.update(outcome="scored", right=rng.random() < 0.6, verdict=verdict,
-                 flag=None if verdict else "unparseable")
+        s.update(
+            outcome="scored",
+            right=rng.random() < 0.6,
+            verdict=verdict,
+            flag=None if verdict else "unparseable",
+        )
     return s
 
 

@@ -11,14 +11,18 @@ from panelist.metrics.cli.main import Out
 from panelist.suite import drafts, mine
 
 CODE = "def add(a, b):\n    return a - b\n"
-PROMPT = ("Review this change.\n\n"
-          "===== FILE: app/calc.py =====\n" + CODE + "\n"
-          "===== FILE: ../../etc/notes.txt =====\nkeep it simple\n")
+PROMPT = (
+    "Review this change.\n\n"
+    "===== FILE: app/calc.py =====\n" + CODE + "\n"
+    "===== FILE: ../../etc/notes.txt =====\nkeep it simple\n"
+)
 
 
 def ask(gateway, content):
-    status, body, _ = gateway.post("/v1/chat/completions", {
-        "model": "bench/trio", "messages": [{"role": "user", "content": content}]})
+    status, body, _ = gateway.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": content}]},
+    )
     assert status == 200
     return [s["call"] for s in body["bench"]["seats"] if s["status"] == "ok"]
 
@@ -29,8 +33,11 @@ def judge(gateway, call, **verdict):
 
 
 def snapshot(root):
-    return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def tasks_by_claim(root):
@@ -43,18 +50,25 @@ def tasks_by_claim(root):
 
 def test_claims_become_draft_claim_tasks_with_the_requests_files(gateway, home):
     first, second, third = ask(gateway, PROMPT)[:3]
-    judge(gateway, first, note="checked by running it",
-          real=["add subtracts instead of adding"], false=["add is never called"])
+    judge(
+        gateway,
+        first,
+        note="checked by running it",
+        real=["add subtracts instead of adding"],
+        false=["add is never called"],
+    )
     judge(gateway, second, real=["a claim withdrawn later"])
-    judge(gateway, second, useful=False)                 # the last verdict wins: no claims
-    judge(gateway, third)                                # a verdict without claims
+    judge(gateway, second, useful=False)  # the last verdict wins: no claims
+    judge(gateway, third)  # a verdict without claims
     root = home.grown_tasks
     report = mine.mine(home, root, created="2026-02-03")
     assert (report["verdicts"], report["claims"], report["written"]) == (1, 2, 2)
     tasks = tasks_by_claim(root)
     assert set(tasks) == {"Claim: add subtracts instead of adding", "Claim: add is never called"}
-    real, false = tasks["Claim: add subtracts instead of adding"], \
-        tasks["Claim: add is never called"]
+    real, false = (
+        tasks["Claim: add subtracts instead of adding"],
+        tasks["Claim: add is never called"],
+    )
     assert real["answer"] is True and false["answer"] is False
     for task in (real, false):
         assert list(task) == list(drafts.FIELDS)
@@ -70,8 +84,9 @@ def test_claims_become_draft_claim_tasks_with_the_requests_files(gateway, home):
         assert task["id"].startswith("mined-" + first.split(".")[0])
 
 
-def test_mining_twice_writes_nothing_and_a_changed_verdict_updates_drafts_only(gateway, home,
-                                                                                tmp_path):
+def test_mining_twice_writes_nothing_and_a_changed_verdict_updates_drafts_only(
+    gateway, home, tmp_path
+):
     [call] = ask(gateway, PROMPT)[:1]
     judge(gateway, call, real=["add subtracts"], false=["add is never called"])
     root = tmp_path / "tasks"
@@ -94,7 +109,7 @@ def test_mining_twice_writes_nothing_and_a_changed_verdict_updates_drafts_only(g
     report = mine.mine(home, root)
     assert report["reviewed"] == [task["id"]] and report["updated"] == 0
     assert path.read_bytes() == reviewed
-    assert not list(root.glob(".*"))   # no temporary folder left behind
+    assert not list(root.glob(".*"))  # no temporary folder left behind
 
 
 def test_a_prompt_without_file_headers_is_attached_whole(gateway, home, tmp_path):
@@ -119,8 +134,10 @@ def test_the_command_mines_the_data_folder(gateway, home, capsys):
     said = capsys.readouterr().out
     assert "1 claim(s) in 1 verdict(s) with claims: 1 task(s) written" in said
     assert "draft" in said
-    assert mine.run(p.parse_args(["--data", str(home.root), "--json", "--license", "MIT"]),
-                    Out(True)) == 0
+    assert (
+        mine.run(p.parse_args(["--data", str(home.root), "--json", "--license", "MIT"]), Out(True))
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert (report["written"], report["present"]) == (0, 1)
     assert len(list((home.root / "suite" / "tasks").iterdir())) == 1
@@ -133,23 +150,29 @@ def test_no_verdicts_mine_nothing(folder, tmp_path):
 
 def test_the_latest_verdict_line_wins_and_a_torn_line_is_left(tmp_path):
     path = tmp_path / "evidence.jsonl"
-    lines = [{"kind": "seat", "call": "p1.member1"},
-             {"kind": "verdict", "call": "p1.member1", "real": ["a"]},
-             {"kind": "verdict", "call": "p1.member2", "real": ["b"]},
-             {"kind": "verdict", "call": "p1.member1", "real": []}]
-    blob = b"".join(json.dumps(r).replace(", ", ",").replace(": ", ":").encode() + b"\n"
-                    for r in lines)
+    lines = [
+        {"kind": "seat", "call": "p1.member1"},
+        {"kind": "verdict", "call": "p1.member1", "real": ["a"]},
+        {"kind": "verdict", "call": "p1.member2", "real": ["b"]},
+        {"kind": "verdict", "call": "p1.member1", "real": []},
+    ]
+    blob = b"".join(
+        json.dumps(r).replace(", ", ",").replace(": ", ":").encode() + b"\n" for r in lines
+    )
     path.write_bytes(blob + b'{"kind":"verdict","call":"p1.member3","real":["c"]')
     found = mine.latest_verdicts(path)
     assert list(found) == ["p1.member1", "p1.member2"]
     assert found["p1.member1"] == blob.rindex(b'{"kind":"verdict","call":"p1.member1"')
 
 
-@pytest.mark.parametrize("shown,stored", [
-    ("    1| def f():\n    2|     return 1\n", "def f():\n    return 1\n"),   # our margin
-    ("  153| x = 1\n  154| y = 2\n", "  153| x = 1\n  154| y = 2\n"),          # an excerpt
-    ("plain\n\n", "plain\n"),
-])
+@pytest.mark.parametrize(
+    "shown,stored",
+    [
+        ("    1| def f():\n    2|     return 1\n", "def f():\n    return 1\n"),  # our margin
+        ("  153| x = 1\n  154| y = 2\n", "  153| x = 1\n  154| y = 2\n"),  # an excerpt
+        ("plain\n\n", "plain\n"),
+    ],
+)
 def test_files_are_read_back_from_the_prompt(shown, stored):
     prompt = f"user: look\n===== FILE: a.py =====\n{shown}===== FILE: b.txt =====\nend"
     assert mine.files_in(prompt) == [("a.py", stored), ("b.txt", "end\n")]
@@ -157,6 +180,7 @@ def test_files_are_read_back_from_the_prompt(shown, stored):
 
 def test_mined_tasks_load_in_the_suite(gateway, home):
     from panelist.suite import tasks
+
     [call] = ask(gateway, PROMPT)[:1]
     judge(gateway, call, real=["add subtracts"], false=["add adds"])
     mine.mine(home, home.grown_tasks)
@@ -168,11 +192,13 @@ def test_mined_tasks_load_in_the_suite(gateway, home):
 def test_a_request_past_the_loaders_caps_is_skipped_not_written(gateway, home, tmp_path):
     from panelist.metrics.roster.roster import Roster
     from panelist.suite.taskfiles import MAX_FILE, MAX_TOTAL
-    for alias in ("fast", "mid", "slow"):   # windows that take the prompt
+
+    for alias in ("fast", "mid", "slow"):  # windows that take the prompt
         Roster(home).add_model(alias, "sim", family=alias, context=2_000_000)
-    chunk = "x = 1\n" * (MAX_FILE // 6 - 100)   # each file under the cap, together over it
-    files = "".join(f"===== FILE: m{i}.py =====\n{chunk}"
-                    for i in range(MAX_TOTAL // len(chunk) + 1))
+    chunk = "x = 1\n" * (MAX_FILE // 6 - 100)  # each file under the cap, together over it
+    files = "".join(
+        f"===== FILE: m{i}.py =====\n{chunk}" for i in range(MAX_TOTAL // len(chunk) + 1)
+    )
     [call] = ask(gateway, "Review.\n" + files)[:1]
     judge(gateway, call, real=["x is 1"])
     root = tmp_path / "tasks"

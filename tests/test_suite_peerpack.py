@@ -14,8 +14,13 @@ from panelist.suite import answers, demo, prompts
 from panelist.suite.tasks import scan
 
 PACKAGE, VERSION = "benchwarmers", "0.3.3"
-PAIRS = {"rebench-matchms-809", "rebench-more-itertools-1028", "rebench-narwhals-2864",
-         "rebench-quantecon-py-769", "rebench-scrapy-6867"}
+PAIRS = {
+    "rebench-matchms-809",
+    "rebench-more-itertools-1028",
+    "rebench-narwhals-2864",
+    "rebench-quantecon-py-769",
+    "rebench-scrapy-6867",
+}
 
 
 def pack_folder() -> Path:
@@ -23,25 +28,33 @@ def pack_folder() -> Path:
     extra, so a missing package is a broken environment, never a reason to skip."""
     spec = importlib.util.find_spec(PACKAGE)
     assert spec is not None and spec.submodule_search_locations, (
-        f"{PACKAGE}=={VERSION} is not installed; install the test extra: "
-        "pip install -e '.[test]'")
+        f"{PACKAGE}=={VERSION} is not installed; install the test extra: pip install -e '.[test]'"
+    )
     assert importlib.metadata.version(PACKAGE) == VERSION
-    (where,) = [Path(p) / "suite" / "tasks" for p in spec.submodule_search_locations
-                if (Path(p) / "suite" / "tasks").is_dir()]
+    (where,) = [
+        Path(p) / "suite" / "tasks"
+        for p in spec.submodule_search_locations
+        if (Path(p) / "suite" / "tasks").is_dir()
+    ]
     return where
 
 
 def state(folder: Path) -> dict:
     """Every file under ``folder``, with its size and modification time."""
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_the_pack_loads_unmodified_as_18_tasks_in_5_pairs(tmp_path, capsys):
     folder = pack_folder()
     before = state(folder)
-    assert main(["suite", "list", "--data", str(tmp_path / "d"), "--tasks", str(folder),
-                 "--json"]) == 0
+    assert (
+        main(["suite", "list", "--data", str(tmp_path / "d"), "--tasks", str(folder), "--json"])
+        == 0
+    )
     listed = json.loads(capsys.readouterr().out)
     assert listed["problems"] == []
     rows = listed["data"]
@@ -55,18 +68,17 @@ def test_the_pack_loads_unmodified_as_18_tasks_in_5_pairs(tmp_path, capsys):
     # no lone bug or control among the warnings; the long file of each claim that attaches
     # two files has no focus lines, and is named
     said = listed["warnings"]
-    assert not any("has no control" in w["message"] or "has no bug" in w["message"]
-                   for w in said)
+    assert not any("has no control" in w["message"] or "has no bug" in w["message"] for w in said)
     assert {w["task"] for w in said} == {r["id"] for r in rows if ", " in r["files"]}
     assert all("snapshot/route.py is over 300 lines" in w["message"] for w in said)
-    assert state(folder) == before   # read, never written
+    assert state(folder) == before  # read, never written
 
 
 def test_each_task_is_right_on_its_key_and_wrong_off_it():
     found, problems = scan(pack_folder())
     assert problems == []
     by = {t.id: t for t in found}
-    cases = {   # (task, answer): right?
+    cases = {  # (task, answer): right?
         ("rebench-matchms-809-bug", "FAULT: line 112"): True,
         ("rebench-matchms-809-bug", "FAULT: line 111"): False,
         ("rebench-matchms-809-bug", "FAULT: line 1120"): False,
@@ -79,7 +91,7 @@ def test_each_task_is_right_on_its_key_and_wrong_off_it():
         ("claim-alias-unbound", "VERDICT: FALSE"): True,
         ("claim-alias-unbound", "VERDICT: TRUE"): False,
         ("claim-error-text-string", "VERDICT: TRUE"): True,
-        ("claim-error-text-string", "NO FAULT"): False,   # the wrong form for a claim
+        ("claim-error-text-string", "NO FAULT"): False,  # the wrong form for a claim
     }
     for (tid, said), right in cases.items():
         t = by[tid]
@@ -116,12 +128,33 @@ def test_a_run_of_the_pack_scores_each_model_on_the_keys(home, sim, tmp_path):
         if t.kind == "bug":
             return f"FAULT: line {t.answer[0] if right else t.answer[0] + 1}"
         return "NO FAULT" if right else f"FAULT: line {by[t.pair + '-bug'].answer[0]}"
+
     for alias, right in (("fast", True), ("mid", False)):
-        sim.script(alias, rules=[{"contains": demo.marker(by[i], by),
-                                  "answer": says(by[i], right) + "\n(simulated)"}
-                                 for i in ids])
-    assert main(["suite", "run", "--data", str(home.root), "--tasks", str(folder),
-                 "--model", "fast", "mid", "--task", *ids]) == 0
+        sim.script(
+            alias,
+            rules=[
+                {"contains": demo.marker(by[i], by), "answer": says(by[i], right) + "\n(simulated)"}
+                for i in ids
+            ],
+        )
+    assert (
+        main(
+            [
+                "suite",
+                "run",
+                "--data",
+                str(home.root),
+                "--tasks",
+                str(folder),
+                "--model",
+                "fast",
+                "mid",
+                "--task",
+                *ids,
+            ]
+        )
+        == 0
+    )
     got = {(s["alias"], s["task"]): s for s in read_jsonl(home.suite_samples)}
     assert len(got) == 6
     for tid in ids:

@@ -22,12 +22,32 @@ from test_seats import CountingAdmission
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK = {t.id: t for t in scan(STARTER)[0]}
-FOUR = ["std-bisect-left", "std-bisect-left-control", "claim-wilson-all-useful",
-        "claim-costs-no-tokens"]
+FOUR = [
+    "std-bisect-left",
+    "std-bisect-left-control",
+    "claim-wilson-all-useful",
+    "claim-costs-no-tokens",
+]
 # the seat record (metrics/seats/record.py) and the suite's own fields
 SAMPLE_FIELDS = set(seatrecord.FIELDS) | {
-    "run", "task", "task_hash", "task_kind", "pair", "epoch", "params", "params_key",
-    "prompt_hash", "outcome", "failure", "verdict", "lines", "flag", "right", "score", "key"}
+    "run",
+    "task",
+    "task_hash",
+    "task_kind",
+    "pair",
+    "epoch",
+    "params",
+    "params_key",
+    "prompt_hash",
+    "outcome",
+    "failure",
+    "verdict",
+    "lines",
+    "flag",
+    "right",
+    "score",
+    "key",
+}
 
 
 def oracle_rules():
@@ -35,8 +55,11 @@ def oracle_rules():
     out = []
     for tid in FOUR:
         t = PACK[tid]
-        text = ("VERDICT: TRUE" if t.answer else "VERDICT: FALSE") if t.kind == "claim" else \
-            (f"FAULT: line {t.answer[0]}" if t.kind == "bug" else "NO FAULT")
+        text = (
+            ("VERDICT: TRUE" if t.answer else "VERDICT: FALSE")
+            if t.kind == "claim"
+            else (f"FAULT: line {t.answer[0]}" if t.kind == "bug" else "NO FAULT")
+        )
         out.append({"contains": demo.marker(t, PACK), "answer": text + "\n(simulated)"})
     return out
 
@@ -44,8 +67,13 @@ def oracle_rules():
 def suite(home, aliases, **kw):
     view = Roster(home).view()
     kw.setdefault("admission", None)
-    return SuiteRun(home, [PACK[t] for t in kw.pop("tasks", FOUR)],
-                    [view.models[a] for a in aliases], known=PACK, **kw)
+    return SuiteRun(
+        home,
+        [PACK[t] for t in kw.pop("tasks", FOUR)],
+        [view.models[a] for a in aliases],
+        known=PACK,
+        **kw,
+    )
 
 
 def samples(home):
@@ -69,19 +97,29 @@ def test_each_sample_is_one_whole_line_scored_with_failures_classified_from_the_
     assert {s["run"] for s in lines} == {summary["run"]}
     assert all(by[("mid", t)]["right"] and by[("mid", t)]["score"] == 1 for t in FOUR)
     bug = by[("mid", "std-bisect-left")]
-    assert (bug["verdict"], bug["lines"], bug["task_hash"]) == \
-        ("fault", [88], PACK["std-bisect-left"].hash)
+    assert (bug["verdict"], bug["lines"], bug["task_hash"]) == (
+        "fault",
+        [88],
+        PACK["std-bisect-left"].hash,
+    )
     assert bug["tokens"]["total"] > 0 and bug["attempts"] == 1 and bug["endpoint"] == "sim"
     # the lazy model: right on the control, wrong on the bug, the wrong form for claims
     fast = {t: (by[("fast", t)]["right"], by[("fast", t)]["flag"]) for t in FOUR}
-    assert fast == {"std-bisect-left": (False, ""), "std-bisect-left-control": (True, ""),
-                    "claim-wilson-all-useful": (False, "wrong_form"),
-                    "claim-costs-no-tokens": (False, "wrong_form")}
+    assert fast == {
+        "std-bisect-left": (False, ""),
+        "std-bisect-left-control": (True, ""),
+        "claim-wilson-all-useful": (False, "wrong_form"),
+        "claim-costs-no-tokens": (False, "wrong_form"),
+    }
     slow = by[("slow", "std-bisect-left-control")]
     assert (slow["outcome"], slow["failure"], slow["right"]) == ("scored", "", True)
     empty = by[("x-one", "std-bisect-left")]
-    assert (empty["status"], empty["outcome"], empty["failure"], empty["score"]) == \
-        ("empty", "scored", "empty", 0)
+    assert (empty["status"], empty["outcome"], empty["failure"], empty["score"]) == (
+        "empty",
+        "scored",
+        "empty",
+        0,
+    )
     auth = by[("x-two", "std-bisect-left")]
     assert (auth["outcome"], auth["failure"], auth["right"]) == ("failed", "auth", False)
 
@@ -124,11 +162,17 @@ def test_an_edited_task_is_asked_again_and_replaces_its_old_samples(sim, home, t
     folder = tmp_path / "tasks" / "c1"
     (folder / "fixtures").mkdir(parents=True)
     (folder / "fixtures" / "m.py").write_text("x = 1\n")
-    doc = {"id": "c1", "kind": "claim", "prompt": "Claim: x is 1.", "attach": ["m.py"],
-           "answer": True}
+    doc = {
+        "id": "c1",
+        "kind": "claim",
+        "prompt": "Claim: x is 1.",
+        "attach": ["m.py"],
+        "answer": True,
+    }
     (folder / "task.json").write_text(json.dumps(doc))
     sim.script("fast", answer="VERDICT: TRUE")
     from panelist.suite.tasks import load_task
+
     view = Roster(home).view()
     SuiteRun(home, [load_task(folder)], [view.models["fast"]], admission=None).run()
     (folder / "task.json").write_text(json.dumps(dict(doc, answer=False)))
@@ -148,13 +192,25 @@ def test_every_call_goes_through_admission(sim, home):
 def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
     sim.script("fast", answer="NO FAULT")
     sim.script("slow", fail="hang")
-    argv = [sys.executable, str(ROOT / "metrics" / "offload.py"), "suite", "run",
-            "--data", str(home.root), "--model", "fast", "slow", "--task", *FOUR]
+    argv = [
+        sys.executable,
+        str(ROOT / "metrics" / "offload.py"),
+        "suite",
+        "run",
+        "--data",
+        str(home.root),
+        "--model",
+        "fast",
+        "slow",
+        "--task",
+        *FOUR,
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         path = home.suite_samples
-        assert wait_until(lambda: path.exists() and len(read_jsonl(path)) >= 4
-                          and sim.count("slow") >= 4)
+        assert wait_until(
+            lambda: path.exists() and len(read_jsonl(path)) >= 4 and sim.count("slow") >= 4
+        )
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=PATIENCE)
     finally:
@@ -165,14 +221,26 @@ def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
     assert "interrupted" in err and "again" in err
     raw = path.read_text()
     assert raw.endswith("\n")
-    kept = [json.loads(x) for x in raw.splitlines()]   # every line whole
+    kept = [json.loads(x) for x in raw.splitlines()]  # every line whole
     done = {(s["alias"], s["task"]) for s in kept if s["outcome"] == "scored"}
     assert done == {("fast", t) for t in FOUR}
     assert all(s["failure"] == "cancelled" for s in kept if s["alias"] == "slow")
 
     sim.script("slow", answer="NO FAULT")
-    code = main(["suite", "run", "--data", str(home.root), "--model", "fast", "slow",
-                 "--task", *FOUR, "--json"])
+    code = main(
+        [
+            "suite",
+            "run",
+            "--data",
+            str(home.root),
+            "--model",
+            "fast",
+            "slow",
+            "--task",
+            *FOUR,
+            "--json",
+        ]
+    )
     assert code == 0
     after = samples(home)
     rerun = [s for s in after if s not in kept]
@@ -182,8 +250,14 @@ def test_ctrl_c_loses_nothing_and_the_rerun_finishes_the_rest(sim, home):
 
 @pytest.mark.slow
 def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, capsys):
-    subset = ["std-bisect-left", "std-bisect-left-control", "std-string-capwords",
-              "std-string-capwords-control", "claim-costs-no-tokens", "claim-wilson-all-useful"]
+    subset = [
+        "std-bisect-left",
+        "std-bisect-left-control",
+        "std-string-capwords",
+        "std-string-capwords-control",
+        "claim-costs-no-tokens",
+        "claim-wilson-all-useful",
+    ]
     data = str(tmp_path / "d")
     code = main(["suite", "run", "--demo", "--data", data, "--task", *subset, "--json"])
     out, _ = capsys.readouterr()
@@ -192,9 +266,13 @@ def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, cap
     assert body["run"]["scored"] == len(subset) * len(demo.MODELS) and body["run"]["failed"] == 0
     lines = read_jsonl(tmp_path / "d" / "runs" / "suite" / "samples.jsonl")
     hedged = sorted(t for t in PACK if PACK[t].kind == "claim")[0]
-    for s in lines:   # each answer is what the demo scripts for that model and task
-        text = demo.answer(s["alias"], PACK[s["task"]], PACK,
-                           hedge=s["alias"] == "sim-flaky" and s["task"] == hedged)
+    for s in lines:  # each answer is what the demo scripts for that model and task
+        text = demo.answer(
+            s["alias"],
+            PACK[s["task"]],
+            PACK,
+            hedge=s["alias"] == "sim-flaky" and s["task"] == hedged,
+        )
         assert s["answer"] == text and "simulated" in s["answer"]
         t = PACK[s["task"]]
         assert s["right"] == answers.score(t.kind, t.answer, text).right
@@ -212,8 +290,21 @@ def test_the_demo_answers_offline_and_the_report_shows_differences(tmp_path, cap
 @pytest.mark.slow
 def test_every_model_of_the_demo_roster_answers_a_demo_run_sim_vision_too(tmp_path, capsys):
     data = str(tmp_path / "d")
-    code = main(["suite", "run", "--demo", "--data", data, "--model", "sim-vision",
-                 "--task", "claim-costs-no-tokens", "claim-wilson-all-useful", "--json"])
+    code = main(
+        [
+            "suite",
+            "run",
+            "--demo",
+            "--data",
+            data,
+            "--model",
+            "sim-vision",
+            "--task",
+            "claim-costs-no-tokens",
+            "claim-wilson-all-useful",
+            "--json",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0, out
     body = json.loads(out)
@@ -225,9 +316,11 @@ def test_every_model_of_the_demo_roster_answers_a_demo_run_sim_vision_too(tmp_pa
 
 def test_cli_refuses_unknown_models_tasks_and_epochs(folder, capsys):
     d = str(folder.root)
-    for argv, says in ((["--model", "nobody"], "not on the roster"),
-                       (["--task", "no-such-task"], "panelist suite list"),
-                       (["--epochs", "0"], "--epochs")):
+    for argv, says in (
+        (["--model", "nobody"], "not on the roster"),
+        (["--task", "no-such-task"], "panelist suite list"),
+        (["--epochs", "0"], "--epochs"),
+    ):
         assert main(["suite", "run", "--data", d, *argv]) == 1
         _, err = capsys.readouterr()
         assert says in err
@@ -243,8 +336,10 @@ class Terminal(io.StringIO):
 
 
 def test_the_progress_bar_draws_on_a_terminal_only():
-    assert line(3, 8, {"a": [2, 4], "b": [1, 4]}, 6.0) == \
-        "suite 3/8 [######----------] a 2/4 b 1/4 · 10s left"
+    assert (
+        line(3, 8, {"a": [2, 4], "b": [1, 4]}, 6.0)
+        == "suite 3/8 [######----------] a 2/4 b 1/4 · 10s left"
+    )
     assert line(8, 8, {"a": [4, 4]}, 75.0).endswith("· 1m15s")
     tty, pipe = Terminal(), io.StringIO()
     for stream in (tty, pipe):

@@ -19,8 +19,11 @@ from panelist.suite import mutants, seed as seeding
 
 OPERATOR_CASES = [
     # (source of a function body line, operator, a mutated text the operator offers)
-    ("    if a  <  b:  # keep me\n        return a\n    return b\n", "compare",
-     "    if a  <=  b:  # keep me\n"),
+    (
+        "    if a  <  b:  # keep me\n        return a\n    return b\n",
+        "compare",
+        "    if a  <=  b:  # keep me\n",
+    ),
     ("    return x == 0\n", "compare", "    return x != 0\n"),
     ("    return key not in seen\n", "compare", "    return key in seen\n"),
     ("    return items[-1]\n", "off_by_one", "    return items[-2]\n"),
@@ -41,8 +44,9 @@ def fn(body: str, args: str = "a, b, x, n, key, seen, items, size, total, count,
 @pytest.mark.parametrize("body,operator,expected", OPERATOR_CASES)
 def test_each_operator_edits_only_its_node(body, operator, expected):
     source = fn(body)
-    found = [m for f in mutants.functions("m.py", source) for m in f.mutants
-             if m.operator == operator]
+    found = [
+        m for f in mutants.functions("m.py", source) for m in f.mutants if m.operator == operator
+    ]
     results = {m.apply(source): m for m in found}
     wanted = source.replace(body.split("\n")[0].encode() + b"\n", expected.encode(), 1)
     assert wanted in results, [r.decode() for r in results]
@@ -53,8 +57,12 @@ def test_each_operator_edits_only_its_node(body, operator, expected):
 
 def test_a_byte_order_mark_and_crlf_line_ends_are_kept():
     source = b"\xef\xbb\xbfdef f(a): return a < 2\r\n\r\ndef g(b):\r\n    return b > 1\r\n"
-    mutated = {m.apply(source) for f in mutants.functions("m.py", source) for m in f.mutants
-               if m.operator == "compare" and mutants.check(m, source)}
+    mutated = {
+        m.apply(source)
+        for f in mutants.functions("m.py", source)
+        for m in f.mutants
+        if m.operator == "compare" and mutants.check(m, source)
+    }
     assert mutated == {source.replace(b"a < 2", b"a <= 2"), source.replace(b"b > 1", b"b >= 1")}
 
 
@@ -68,17 +76,28 @@ def test_a_removed_call_is_keyed_by_the_lines_around_its_gap():
                   data)
             return path
         """).encode()
-    removals = [m for f in mutants.functions("m.py", source) for m in f.mutants
-                if m.operator == "remove_call"]
-    assert [source[m.start:m.end] for m in removals] == [
-        b"    check(data)\n", b"    write(path,\n          data)\n"]
+    removals = [
+        m
+        for f in mutants.functions("m.py", source)
+        for m in f.mutants
+        if m.operator == "remove_call"
+    ]
+    assert [source[m.start : m.end] for m in removals] == [
+        b"    check(data)\n",
+        b"    write(path,\n          data)\n",
+    ]
     write = removals[1]
     mutated = mutants.check(write, source)
-    assert mutated.decode().splitlines() == ["def save(path, data):", "    check(data)", "",
-                                             "    # write it", "    return path"]
-    assert write.lines == (2, 5)   # the code line above the gap, and what now follows it
+    assert mutated.decode().splitlines() == [
+        "def save(path, data):",
+        "    check(data)",
+        "",
+        "    # write it",
+        "    return path",
+    ]
+    assert write.lines == (2, 5)  # the code line above the gap, and what now follows it
     # a call that ends its block has nothing after the gap to point at: never removed
-    assert all(source[m.start:m.end] != b"    return path\n" for m in removals)
+    assert all(source[m.start : m.end] != b"    return path\n" for m in removals)
 
 
 def test_wrong_variable_takes_a_twin_bound_earlier():
@@ -87,10 +106,14 @@ def test_wrong_variable_takes_a_twin_bound_earlier():
             width = hi - lo
             return items[lo:hi], width
         """).encode()
-    swaps = {(source[m.start:m.end], m.new) for f in mutants.functions("m.py", source)
-             for m in f.mutants if m.operator == "wrong_var"}
+    swaps = {
+        (source[m.start : m.end], m.new)
+        for f in mutants.functions("m.py", source)
+        for m in f.mutants
+        if m.operator == "wrong_var"
+    }
     assert (b"lo", b"hi") in swaps and (b"hi", b"lo") in swaps
-    assert not any(b"items" in pair for pair in swaps)   # no twin of the same kind
+    assert not any(b"items" in pair for pair in swaps)  # no twin of the same kind
 
 
 def test_only_function_bodies_are_mutated_and_never_inside_f_strings():
@@ -122,8 +145,11 @@ def assert_key_is_the_change(original: bytes, mutated: bytes, key) -> None:
     """The key holds every line the edit touched (numbered in the mutated file) or, for a
     removal, both lines bordering the gap."""
     a, b = original.split(b"\n"), mutated.split(b"\n")
-    ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
-           if op[0] != "equal"]
+    ops = [
+        op
+        for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
     assert len(ops) == 1, ops
     tag, i1, i2, j1, j2 = ops[0]
     if tag == "delete":
@@ -137,6 +163,7 @@ def assert_key_is_the_change(original: bytes, mutated: bytes, key) -> None:
 
 # -- a repository -------------------------------------------------------------------------------
 
+
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = root / name
@@ -146,8 +173,11 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 TESTED_REPO = {
@@ -223,13 +253,24 @@ RICH_REPO = {
 
 
 def test_walk_leaves_out_tests_hidden_folders_and_venvs(tmp_path):
-    repo = write_tree(tmp_path / "repo", dict(RICH_REPO, **{
-        "tasks/seed-x/task.json": "{}", "tasks/mine.py": "def mine(a, b):\n    return a < b\n"}))
+    repo = write_tree(
+        tmp_path / "repo",
+        dict(
+            RICH_REPO,
+            **{
+                "tasks/seed-x/task.json": "{}",
+                "tasks/mine.py": "def mine(a, b):\n    return a < b\n",
+            },
+        ),
+    )
     # tasks written into the repository itself are not its code
     assert seeding.python_files(repo, leave_out=repo / "tasks") == [
-        "pkg/__init__.py", "pkg/text.py", "pkg/util.py"]
+        "pkg/__init__.py",
+        "pkg/text.py",
+        "pkg/util.py",
+    ]
     assert "tasks/mine.py" in seeding.python_files(repo)
-    assert seeding.has_tests(repo)   # test_pkg.py
+    assert seeding.has_tests(repo)  # test_pkg.py
     plain = write_tree(tmp_path / "plain", {"a.py": "def f(x):\n    return x < 1\n"})
     assert not seeding.has_tests(plain)
 
@@ -256,7 +297,7 @@ def test_a_mutant_the_tests_miss_is_dropped_and_one_they_catch_is_kept(tmp_path)
     scope = {}
     exec(compile(mutated, "ops.py", "exec"), scope)
     assert scope["double_first"]([3, 5]) != 6
-    assert snapshot(repo) == before   # the repository itself is never touched
+    assert snapshot(repo) == before  # the repository itself is never touched
     # the unused function's mutant was tried and dropped: no task names it
     assert not any("unused" in p.read_text() for p in out.glob("*/task.json"))
 
@@ -264,16 +305,18 @@ def test_a_mutant_the_tests_miss_is_dropped_and_one_they_catch_is_kept(tmp_path)
 def test_pairs_are_keyed_at_the_change_and_controls_are_the_original(tmp_path):
     repo = write_tree(tmp_path / "repo", RICH_REPO)
     out = tmp_path / "tasks"
-    report = seeding.seed(repo, out, count=20, seed=1, use_tests=False,
-                          license="MIT", created="2026-01-02")
+    report = seeding.seed(
+        repo, out, count=20, seed=1, use_tests=False, license="MIT", created="2026-01-02"
+    )
     assert report["tests"] == "off" and report["kept"] == report["functions"] == 5
-    assert len({t["operator"] for t in report["tasks"]}) >= 4   # spread over the slips
+    assert len({t["operator"] for t in report["tasks"]}) >= 4  # spread over the slips
     for t in report["tasks"]:
         bug = json.loads((out / t["id"] / "task.json").read_text())
         control = json.loads((out / t["control"] / "task.json").read_text())
         assert list(bug) == list(control) == list(seeding.drafts.FIELDS)
-        assert bug["prompt"] == control["prompt"] and bug["attach"] == control["attach"] \
-            == [t["path"]]
+        assert bug["prompt"] == control["prompt"] and bug["attach"] == control["attach"] == [
+            t["path"]
+        ]
         assert bug["draft"] is control["draft"] is True
         assert bug["license"] == "MIT" and bug["created"] == "2026-01-02"
         assert str(repo) in bug["source"] and t["function"] in bug["source"]
@@ -301,9 +344,11 @@ def test_the_same_seed_gives_the_same_tasks_and_seeding_again_writes_nothing(tmp
 def test_hard_takes_each_functions_subtlest_slip(tmp_path):
     repo = write_tree(tmp_path / "repo", RICH_REPO)
     report = seeding.seed(repo, tmp_path / "out", count=5, seed=2, hard=True, use_tests=False)
-    top = {(f.path, f.name): max(m.level for m in f.mutants)
-           for p in seeding.python_files(repo)
-           for f in mutants.functions(p, (repo / p).read_bytes())}
+    top = {
+        (f.path, f.name): max(m.level for m in f.mutants)
+        for p in seeding.python_files(repo)
+        for f in mutants.functions(p, (repo / p).read_bytes())
+    }
     assert report["kept"] == 5
     for t in report["tasks"]:
         assert t["level"] == top[(t["path"], t["function"])]
@@ -312,8 +357,10 @@ def test_hard_takes_each_functions_subtlest_slip(tmp_path):
 
 @pytest.mark.slow
 def test_tests_that_fail_untouched_stop_seeding_and_say_what_to_do(tmp_path):
-    repo = write_tree(tmp_path / "repo", dict(TESTED_REPO, **{
-        "tests/test_broken.py": "def test_broken():\n    assert False\n"}))
+    repo = write_tree(
+        tmp_path / "repo",
+        dict(TESTED_REPO, **{"tests/test_broken.py": "def test_broken():\n    assert False\n"}),
+    )
     with pytest.raises(BadRequest, match="fail before any change.*--no-tests"):
         seeding.seed(repo, tmp_path / "out", count=1)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
@@ -321,8 +368,9 @@ def test_tests_that_fail_untouched_stop_seeding_and_say_what_to_do(tmp_path):
 
 def test_a_file_nested_too_deep_to_compare_is_passed_over(tmp_path):
     deep = "def chain(a):\n    return " + " + ".join(["a"] * 2000) + " < 1\n"
-    repo = write_tree(tmp_path / "repo", {"deep.py": deep,
-                                          "flat.py": "def flat(x):\n    return x < 1\n"})
+    repo = write_tree(
+        tmp_path / "repo", {"deep.py": deep, "flat.py": "def flat(x):\n    return x < 1\n"}
+    )
     report = seeding.seed(repo, tmp_path / "out", count=5, use_tests=False)
     assert [t["path"] for t in report["tasks"]] == ["flat.py"]
 
@@ -330,10 +378,12 @@ def test_a_file_nested_too_deep_to_compare_is_passed_over(tmp_path):
 def test_a_fifo_or_an_oversized_file_is_passed_over_unread(tmp_path):
     import os
     from panelist.suite.taskfiles import MAX_FILE
+
     big = "def big(x):\n    return x < 1\n" + "# pad\n" * (MAX_FILE // 6)
-    repo = write_tree(tmp_path / "repo", {"big.py": big,
-                                          "flat.py": "def flat(x):\n    return x < 1\n"})
-    os.mkfifo(repo / "stuck.py")   # opening it to read would wait for a writer forever
+    repo = write_tree(
+        tmp_path / "repo", {"big.py": big, "flat.py": "def flat(x):\n    return x < 1\n"}
+    )
+    os.mkfifo(repo / "stuck.py")  # opening it to read would wait for a writer forever
     report = seeding.seed(repo, tmp_path / "out", count=5, use_tests=False)
     assert [t["path"] for t in report["tasks"]] == ["flat.py"]
 
@@ -347,6 +397,7 @@ def test_bad_repositories_are_refused_with_what_to_do(tmp_path):
 
 
 # -- the command --------------------------------------------------------------------------------
+
 
 def parser():
     p = argparse.ArgumentParser()
@@ -363,13 +414,15 @@ def test_the_command_writes_to_the_data_folder_and_reports(tmp_path, capsys):
     args = parser().parse_args(["--repo", str(repo), "--data", str(data), "--count", "2"])
     assert seeding.run(args, Out(False)) == 0
     said = capsys.readouterr()
-    assert "1 bug/control pair(s)" in said.out and "1 passed every test and were dropped" \
-        in said.out and "asked for 2" in said.out
+    assert (
+        "1 bug/control pair(s)" in said.out
+        and "1 passed every test and were dropped" in said.out
+        and "asked for 2" in said.out
+    )
     assert "testing mutant" in said.err
     tasks = sorted(p.name for p in (data / "suite" / "tasks").iterdir())
     assert len(tasks) == 2 and tasks[1] == tasks[0] + "-control"
-    args = parser().parse_args(["--repo", str(repo), "--data", str(data), "--count", "2",
-                                "--json"])
+    args = parser().parse_args(["--repo", str(repo), "--data", str(data), "--count", "2", "--json"])
     assert seeding.run(args, Out(True)) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["written"], report["present"], report["tested"]) == (0, 1, 1)
@@ -381,6 +434,7 @@ def test_the_command_writes_to_the_data_folder_and_reports(tmp_path, capsys):
 
 def test_seeded_tasks_load_in_the_suite(tmp_path):
     from panelist.suite import tasks
+
     repo = write_tree(tmp_path / "repo", RICH_REPO)
     report = seeding.seed(repo, tmp_path / "out", count=5, seed=4, use_tests=False)
     loaded, problems = tasks.scan(tmp_path / "out")

@@ -42,13 +42,15 @@ def test_every_starter_task_loads_and_the_pack_is_big_enough():
 @pytest.mark.parametrize("bug", BUGS, ids=lambda t: t.id)
 def test_a_bugs_key_is_exactly_where_its_control_was_changed(bug):
     control = BY_ID[bug.id + "-control"]
-    assert bug.prompt == control.prompt and [f.path for f in bug.files] == \
-        [f.path for f in control.files], "the model cannot tell a bug from its control"
+    assert bug.prompt == control.prompt and [f.path for f in bug.files] == [
+        f.path for f in control.files
+    ], "the model cannot tell a bug from its control"
     ours = bug.files[0].text.split("\n")
     theirs = control.files[0].text.split("\n")
     changed = set()
-    for op, a1, a2, b1, b2 in difflib.SequenceMatcher(None, theirs, ours,
-                                                      autojunk=False).get_opcodes():
+    for op, a1, a2, b1, b2 in difflib.SequenceMatcher(
+        None, theirs, ours, autojunk=False
+    ).get_opcodes():
         if op != "equal":
             changed.update(range(b1 + 1, b2 + 1))
     assert changed and changed == set(bug.answer)
@@ -94,25 +96,41 @@ def _raises(fn, exc) -> bool:
 
 def _no_tokens(m):
     from panelist.metrics.roster.roster import Model
+
     return m.call_cost(Model("a", "e", "a", "f", price_in=1.0, price_out=2.0), None) == 0.0
 
 
 # each claim's fact, checked in the code the claim is about (its fixture)
 FACTS = {
     "claim-wilson-all-useful": ("metrics/stats.py", lambda m: m.wilson(3, 3)[1] == 1.0),
-    "claim-wilson-no-verdicts": ("metrics/stats.py",
-                                 lambda m: _raises(lambda: m.wilson(0, 0), ValueError)),
-    "claim-jsonwire-surrogate": ("metrics/jsonwire.py",
-                                 lambda m: _raises(lambda: m.loads('"\\ud800"'), m.JSONRefused)),
-    "claim-jsonwire-depth": ("metrics/jsonwire.py", lambda m: _raises(
-        lambda: m.loads("[" * 65 + "]" * 65), m.JSONRefused) and m.loads("[" * 64 + "]" * 64)),
-    "claim-plaintext-note-lines": ("metrics/plaintext.py",
-                                   lambda m: m.first_control("a\tb\nc", lines=True) is None),
-    "claim-plaintext-visible-bidi": ("metrics/plaintext.py",
-                                     lambda m: m.visible("a\u202eb") == "ab"),
+    "claim-wilson-no-verdicts": (
+        "metrics/stats.py",
+        lambda m: _raises(lambda: m.wilson(0, 0), ValueError),
+    ),
+    "claim-jsonwire-surrogate": (
+        "metrics/jsonwire.py",
+        lambda m: _raises(lambda: m.loads('"\\ud800"'), m.JSONRefused),
+    ),
+    "claim-jsonwire-depth": (
+        "metrics/jsonwire.py",
+        lambda m: (
+            _raises(lambda: m.loads("[" * 65 + "]" * 65), m.JSONRefused)
+            and m.loads("[" * 64 + "]" * 64)
+        ),
+    ),
+    "claim-plaintext-note-lines": (
+        "metrics/plaintext.py",
+        lambda m: m.first_control("a\tb\nc", lines=True) is None,
+    ),
+    "claim-plaintext-visible-bidi": (
+        "metrics/plaintext.py",
+        lambda m: m.visible("a\u202eb") == "ab",
+    ),
     "claim-costs-no-tokens": ("metrics/costs.py", _no_tokens),
-    "claim-ratelimit-retry-after": ("metrics/ratelimit.py",
-                                    lambda m: m.RateCounter.retry_after(0.2) == "1"),
+    "claim-ratelimit-retry-after": (
+        "metrics/ratelimit.py",
+        lambda m: m.RateCounter.retry_after(0.2) == "1",
+    ),
 }
 
 
@@ -153,13 +171,30 @@ CODE = {"m.py": "def f(a, b):\n    return a - b\n\n\ndef g():\n    return 1\n"}
 
 
 def test_our_own_fields_load_with_their_key(tmp_path):
-    t = load_task(write(tmp_path, "sub", {"id": "sub", "kind": "bug", "prompt": "Review m.py.",
-                                          "attach": ["m.py"], "answer": [2], "why": "minus"},
-                        CODE))
+    t = load_task(
+        write(
+            tmp_path,
+            "sub",
+            {
+                "id": "sub",
+                "kind": "bug",
+                "prompt": "Review m.py.",
+                "attach": ["m.py"],
+                "answer": [2],
+                "why": "minus",
+            },
+            CODE,
+        )
+    )
     assert (t.kind, t.answer, t.pair, t.title, t.why) == ("bug", (2,), "sub", "sub", "minus")
-    c = load_task(write(tmp_path, "sub-control", {"id": "sub-control", "kind": "control",
-                                                  "prompt": "Review m.py.", "attach": ["m.py"]},
-                        CODE))
+    c = load_task(
+        write(
+            tmp_path,
+            "sub-control",
+            {"id": "sub-control", "kind": "control", "prompt": "Review m.py.", "attach": ["m.py"]},
+            CODE,
+        )
+    )
     assert (c.kind, c.answer, c.pair) == ("control", None, "sub")
     assert "minus" not in prompts.text(t, 1) and "===== FILE: m.py =====" in prompts.text(t, 1)
 
@@ -167,8 +202,10 @@ def test_our_own_fields_load_with_their_key(tmp_path):
 def test_the_hash_follows_what_the_model_sees_and_the_key_only(tmp_path):
     doc = {"id": "h", "kind": "bug", "prompt": "Review m.py.", "attach": ["m.py"], "answer": [2]}
     base = load_task(write(tmp_path / "a", "h", doc, CODE)).hash
-    assert load_task(write(tmp_path / "b", "h", dict(doc, why="x", title="y", source="z"),
-                           CODE)).hash == base
+    assert (
+        load_task(write(tmp_path / "b", "h", dict(doc, why="x", title="y", source="z"), CODE)).hash
+        == base
+    )
     assert load_task(write(tmp_path / "c", "h", dict(doc, answer=[5]), CODE)).hash != base
     assert load_task(write(tmp_path / "d", "h", doc, {"m.py": CODE["m.py"] + "#\n"})).hash != base
 
@@ -181,16 +218,18 @@ COMMON = [
     ({"shape": "claim", "must_not_claim": "VERDICT: TRUE"}, "claim", False),
     ({"shape": "claim", "must_find": "false", "score_in": "first_line"}, "claim", False),
     # a regex clause is mapped by the strict answers it accepts, digits either side kept out
-    ({"shape": "review", "must_find": [{"regex": "line\\s+2", "label": "the line"}]}, "bug",
-     (2,)),
+    ({"shape": "review", "must_find": [{"regex": "line\\s+2", "label": "the line"}]}, "bug", (2,)),
     ({"shape": "claim", "must_not_claim": [{"regex": "\\btrue\\b"}]}, "claim", False),
 ]
 
 
 @pytest.mark.parametrize("fields,kind,key", COMMON)
 def test_the_common_field_set_maps_onto_our_kinds(tmp_path, fields, kind, key):
-    t = load_task(write(tmp_path, "t", dict({"id": "t", "prompt": "Look.", "attach": ["m.py"]},
-                                            **fields), CODE))
+    t = load_task(
+        write(
+            tmp_path, "t", dict({"id": "t", "prompt": "Look.", "attach": ["m.py"]}, **fields), CODE
+        )
+    )
     assert (t.kind, t.answer) == (kind, key)
 
 
@@ -198,15 +237,30 @@ def test_the_control_suffix_and_a_repo_with_attach_and_min_answer_chars(tmp_path
     repo = tmp_path / "repo"
     (repo / "pkg").mkdir(parents=True)
     (repo / "pkg" / "m.py").write_text(CODE["m.py"])
-    t = load_task(write(tmp_path / "tasks", "sub-control", {
-        "id": "sub-control", "shape": "review", "prompt": "Look.", "repo": str(repo),
-        "attach": ["pkg/m.py"], "must_not_claim": ["FAULT"], "min_answer_chars": 30}),
-        repos=[repo])   # a repo outside the task is read only when named on the command line
-    assert (t.kind, t.answer, t.files[0].path, t.min_answer_chars) == \
-        ("control", None, "pkg/m.py", 30)
+    t = load_task(
+        write(
+            tmp_path / "tasks",
+            "sub-control",
+            {
+                "id": "sub-control",
+                "shape": "review",
+                "prompt": "Look.",
+                "repo": str(repo),
+                "attach": ["pkg/m.py"],
+                "must_not_claim": ["FAULT"],
+                "min_answer_chars": 30,
+            },
+        ),
+        repos=[repo],
+    )  # a repo outside the task is read only when named on the command line
+    assert (t.kind, t.answer, t.files[0].path, t.min_answer_chars) == (
+        "control",
+        None,
+        "pkg/m.py",
+        30,
+    )
     assert "===== FILE: pkg/m.py =====" in prompts.text(t, 1)
-    assert answers.score(t.kind, t.answer, "NO FAULT", min_chars=t.min_answer_chars).flag == \
-        "short"
+    assert answers.score(t.kind, t.answer, "NO FAULT", min_chars=t.min_answer_chars).flag == "short"
 
 
 REFUSED = [
@@ -223,8 +277,10 @@ REFUSED = [
     ({"kind": "claim", "answer": True, "draft": "no"}, "draft"),
     ({"kind": "claim", "answer": True, "prompt": " "}, "prompt"),
     ({"kind": "claim", "answer": True, "id": "other"}, "id"),
-    ({"shape": "review", "must_find": [{"regex": "off.by.one", "label": "the slip"}]},
-     "must_find"),   # a regex about words accepts no strict answer
+    (
+        {"shape": "review", "must_find": [{"regex": "off.by.one", "label": "the slip"}]},
+        "must_find",
+    ),  # a regex about words accepts no strict answer
     ({"shape": "review", "must_find": [{"regex": "line (", "label": "broken"}]}, "must_find"),
     ({"shape": "claim", "must_find": [{"regex": "verdict", "label": "either"}]}, "must_find"),
     ({"shape": "review", "must_find": ["the subtraction"]}, "must_find"),
@@ -249,15 +305,42 @@ def test_what_cannot_be_mapped_is_refused_naming_the_field(tmp_path, fields, fie
 
 def test_a_control_id_and_kind_must_agree(tmp_path):
     with pytest.raises(TaskInvalid, match="control"):
-        load_task(write(tmp_path, "x-control", {"id": "x-control", "kind": "bug", "answer": [1],
-                                                "prompt": "Look.", "attach": ["m.py"]}, CODE))
+        load_task(
+            write(
+                tmp_path,
+                "x-control",
+                {
+                    "id": "x-control",
+                    "kind": "bug",
+                    "answer": [1],
+                    "prompt": "Look.",
+                    "attach": ["m.py"],
+                },
+                CODE,
+            )
+        )
 
 
 def test_drafts_run_only_when_named_and_an_unknown_id_is_refused(tmp_path):
-    write(tmp_path, "a", {"id": "a", "kind": "claim", "answer": True, "prompt": "A?",
-                          "attach": ["m.py"]}, CODE)
-    write(tmp_path, "b", {"id": "b", "kind": "claim", "answer": False, "prompt": "B?",
-                          "attach": ["m.py"], "draft": True}, CODE)
+    write(
+        tmp_path,
+        "a",
+        {"id": "a", "kind": "claim", "answer": True, "prompt": "A?", "attach": ["m.py"]},
+        CODE,
+    )
+    write(
+        tmp_path,
+        "b",
+        {
+            "id": "b",
+            "kind": "claim",
+            "answer": False,
+            "prompt": "B?",
+            "attach": ["m.py"],
+            "draft": True,
+        },
+        CODE,
+    )
     assert [t.id for t in load_tasks(tmp_path)] == ["a"]
     assert [t.id for t in load_tasks(tmp_path, ids=["b"])] == ["b"]
     with pytest.raises(BadRequest, match="panelist suite list"):
@@ -265,8 +348,12 @@ def test_drafts_run_only_when_named_and_an_unknown_id_is_refused(tmp_path):
 
 
 def test_scan_reports_broken_folders_and_keeps_the_rest(tmp_path):
-    write(tmp_path, "a", {"id": "a", "kind": "claim", "answer": True, "prompt": "A?",
-                          "attach": ["m.py"]}, CODE)
+    write(
+        tmp_path,
+        "a",
+        {"id": "a", "kind": "claim", "answer": True, "prompt": "A?", "attach": ["m.py"]},
+        CODE,
+    )
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "task.json").write_text("{not json")
     found, problems = scan(tmp_path)

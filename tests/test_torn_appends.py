@@ -24,12 +24,13 @@ from panelist.metrics.store import jsonl
 from panelist.metrics.store.jsonl import Appender, Tail
 
 ROOT = Path(__file__).resolve().parent.parent
-BIG = 16 * 1024 * 1024   # the size of record that tore in the trial (12 to 18 MB)
+BIG = 16 * 1024 * 1024  # the size of record that tore in the trial (12 to 18 MB)
 
 # Appends one BIG record to argv[2] with the file size capped argv[3] bytes past its end: "die"
 # restores SIGXFSZ's default action (Python ignores it), so the process dies mid-append;
 # otherwise the write fails with EFBIG and the process lives on to tell what it saw.
-CUT_SHORT = r"""
+CUT_SHORT = (
+    r"""
 import json, os, resource, signal, sys
 sys.path.insert(0, sys.argv[1]); import _bootstrap  # noqa
 from panelist.metrics.store.jsonl import Appender
@@ -44,12 +45,18 @@ try:
     log.append({"kind": "big", "text": "x" * %d})
 except OSError as exc:
     print(json.dumps({"errno": exc.errno, "size": os.path.getsize(path)}))
-""" % BIG
+"""
+    % BIG
+)
 
 
 def cut_short(path: Path, keep: int, how: str = "die") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", CUT_SHORT, str(ROOT), str(path), str(keep), how],
-                          capture_output=True, text=True, timeout=3 * PATIENCE)
+    return subprocess.run(
+        [sys.executable, "-c", CUT_SHORT, str(ROOT), str(path), str(keep), how],
+        capture_output=True,
+        text=True,
+        timeout=3 * PATIENCE,
+    )
 
 
 def whole_lines(path: Path) -> list[dict]:
@@ -72,7 +79,7 @@ def test_a_write_cut_short_by_a_signal_is_never_read_and_the_next_append_cuts_it
         done = cut_short(path, 3 * 1024 * 1024)
         assert done.returncode == -signal.SIGXFSZ, done.stderr
         torn = path.read_bytes()[first:]
-        assert len(torn) == 3 * 1024 * 1024 and b"\n" not in torn   # a real tear, 3 MB of it
+        assert len(torn) == 3 * 1024 * 1024 and b"\n" not in torn  # a real tear, 3 MB of it
         assert torn.startswith(b'{"kind":"big","text":"xxx')
 
         # no reader sees it: not the follower, not a new one, not one reading backwards
@@ -97,7 +104,7 @@ def test_a_write_that_fails_midway_takes_back_its_torn_line_at_once(tmp_path):
     try:
         log.append({"n": 1})
         first = path.stat().st_size
-        done = cut_short(path, 1024 * 1024, how="fail")   # EFBIG: the process lives on
+        done = cut_short(path, 1024 * 1024, how="fail")  # EFBIG: the process lives on
         assert done.returncode == 0, done.stderr
         seen = json.loads(done.stdout)
         # the caller was told, and the part that made it to the file was taken back before
@@ -114,14 +121,14 @@ def test_a_follower_reading_a_torn_tail_as_it_is_cut_off_misses_nothing(tmp_path
     try:
         log.append({"n": 1})
         first = path.stat().st_size
-        with open(path, "ab") as f:   # a dead writer's torn tail, longer than any read buffer
+        with open(path, "ab") as f:  # a dead writer's torn tail, longer than any read buffer
             f.write(b'{"n":"' + b"t" * 200_000)
         follower = Tail(path)
         reading = follower.read()
-        assert next(reading) == (0, {"n": 1})   # paused with the torn tail partly buffered
+        assert next(reading) == (0, {"n": 1})  # paused with the torn tail partly buffered
         # meanwhile another writer cuts the tail off and appends over it
         assert log.append({"n": 2, "pad": "p" * 100_000}) == first
-        assert list(reading) == []   # what it read of the torn tail it did not take for a line
+        assert list(reading) == []  # what it read of the torn tail it did not take for a line
         assert [(o, r["n"]) for o, r in follower.read()] == [(first, 2)]
     finally:
         log.close()
@@ -130,17 +137,35 @@ def test_a_follower_reading_a_torn_tail_as_it_is_cut_off_misses_nothing(tmp_path
 def seat(ledger: Ledger, alias: str) -> str:
     pid = ledger.new_panel()
     call = f"{pid}.member1"
-    ledger.record_seat({"call": call, "panel": pid, "alias": alias, "seat": "member",
-                        "shape": "general", "seated": 1000.0, "status": "ok", "seconds": 0.1,
-                        "tokens": None, "error": None, "key": "local"})
-    ledger.record_panel({"panel": pid, "shape": "general", "key": "local",
-                         "seats": [{"call": call, "alias": alias, "seat": "member",
-                                    "status": "ok"}]})
+    ledger.record_seat(
+        {
+            "call": call,
+            "panel": pid,
+            "alias": alias,
+            "seat": "member",
+            "shape": "general",
+            "seated": 1000.0,
+            "status": "ok",
+            "seconds": 0.1,
+            "tokens": None,
+            "error": None,
+            "key": "local",
+        }
+    )
+    ledger.record_panel(
+        {
+            "panel": pid,
+            "shape": "general",
+            "key": "local",
+            "seats": [{"call": call, "alias": alias, "seat": "member", "status": "ok"}],
+        }
+    )
     return call
 
 
 # A ledger's process writing a big verdict note to evidence.jsonl, killed (SIGXFSZ) mid-write.
-VOTER = r"""
+VOTER = (
+    r"""
 import os, resource, signal, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1]); import _bootstrap  # noqa
@@ -152,7 +177,9 @@ signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
 resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(evidence) + 2 * 1024 * 1024,
                                            resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 ledger.record_verdict(sys.argv[3], useful=True, note="n" * %d)
-""" % BIG
+"""
+    % BIG
+)
 
 
 @pytest.mark.slow
@@ -161,12 +188,16 @@ def test_the_ledger_index_follows_on_past_a_verdict_torn_by_a_crash(tmp_path):
     with Ledger(runs) as ledger:
         call = seat(ledger, "sim-a")
         before = runs.joinpath("evidence.jsonl").stat().st_size
-        done = subprocess.run([sys.executable, "-c", VOTER, str(ROOT), str(runs), call],
-                              capture_output=True, text=True, timeout=3 * PATIENCE)
+        done = subprocess.run(
+            [sys.executable, "-c", VOTER, str(ROOT), str(runs), call],
+            capture_output=True,
+            text=True,
+            timeout=3 * PATIENCE,
+        )
         assert done.returncode == -signal.SIGXFSZ, done.stderr
         assert runs.joinpath("evidence.jsonl").stat().st_size == before + 2 * 1024 * 1024
 
-        ledger.refresh()   # the torn verdict is not counted, and the follower is not stuck
+        ledger.refresh()  # the torn verdict is not counted, and the follower is not stuck
         assert ledger.states(["sim-a"], "general")["sim-a"].useful == 0
         assert ledger.call(call)["verdict"] is None
         later = seat(ledger, "sim-b")
@@ -178,7 +209,7 @@ def test_the_ledger_index_follows_on_past_a_verdict_torn_by_a_crash(tmp_path):
     lines = whole_lines(runs / "evidence.jsonl")
     assert [r.get("note") for r in lines if r["kind"] == "verdict"] == ["checked", ""]
     (runs / "index.json").unlink()
-    with Ledger(runs) as fresh:   # a replay from the start agrees
+    with Ledger(runs) as fresh:  # a replay from the start agrees
         assert fresh.states(["sim-a", "sim-b"], "general") == st
         assert fresh.call(call)["verdict"]["note"] == "checked"
 
@@ -194,7 +225,8 @@ def grown(path: Path, size: int, proc: subprocess.Popen) -> bool:
 
 
 # A gateway's ledger logging panels whose prompt is BIG, one after another, until it is killed.
-PANELS = r"""
+PANELS = (
+    r"""
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1]); import _bootstrap  # noqa
@@ -204,7 +236,9 @@ prompt = "user: " + "p" * %d
 while True:
     ledger.record_panel({"panel": ledger.new_panel(), "shape": "general", "key": "local",
                          "prompt": prompt, "seats": []})
-""" % BIG
+"""
+    % BIG
+)
 
 
 @pytest.mark.slow
@@ -215,9 +249,10 @@ def test_a_panel_line_torn_by_sigkill_is_never_served_and_the_next_panel_is_whol
         kept = seat(ledger, "sim-a")
     size = calls.stat().st_size
     torn = b""
-    for _ in range(10):   # SIGKILL lands mid-write nearly every time; try again when it did not
-        proc = subprocess.Popen([sys.executable, "-c", PANELS, str(ROOT), str(runs)],
-                                stderr=subprocess.PIPE)
+    for _ in range(10):  # SIGKILL lands mid-write nearly every time; try again when it did not
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PANELS, str(ROOT), str(runs)], stderr=subprocess.PIPE
+        )
         try:
             grew = grown(calls, size, proc)
             proc.send_signal(signal.SIGKILL)
@@ -226,7 +261,7 @@ def test_a_panel_line_torn_by_sigkill_is_never_served_and_the_next_panel_is_whol
         assert grew and proc.returncode == -signal.SIGKILL, err
         data = calls.read_bytes()
         size = len(data)
-        torn = data[data.rfind(b"\n") + 1:]
+        torn = data[data.rfind(b"\n") + 1 :]
         if torn:
             break
     assert torn.startswith(b'{"v":1,'), "no write was torn in ten kills"
@@ -240,7 +275,8 @@ def test_a_panel_line_torn_by_sigkill_is_never_served_and_the_next_panel_is_whol
         assert ledger.recent_panels(1)[0]["seats"][0]["call"] == call
         assert ledger.panel(call.split(".")[0])["seats"][0]["alias"] == "sim-b"
         assert ledger.call(kept)["alias"] == "sim-a"
-    logged = whole_lines(calls)   # the torn line is gone, not closed off as a line of its own
-    assert [p["panel"] for p in logged] == [p["panel"] for p in reversed(panels)] + \
-        [call.split(".")[0]]
+    logged = whole_lines(calls)  # the torn line is gone, not closed off as a line of its own
+    assert [p["panel"] for p in logged] == [p["panel"] for p in reversed(panels)] + [
+        call.split(".")[0]
+    ]
     assert os.path.getsize(calls) == size - len(torn) + len(jsonl.dumps(logged[-1]))

@@ -22,8 +22,8 @@ from panelist.metrics.upstream.sim import SimUpstream
 pytestmark = pytest.mark.slow
 
 CAP = 2
-MODEL_TIME = 0.4    # seconds the model takes, whoever is still listening
-SEAT_TIMEOUT = 0.15   # shorter than the model's time: every seat admitted times out
+MODEL_TIME = 0.4  # seconds the model takes, whoever is still listening
+SEAT_TIMEOUT = 0.15  # shorter than the model's time: every seat admitted times out
 
 
 @pytest.fixture()
@@ -47,12 +47,20 @@ def test_the_upstream_never_sees_more_calls_than_the_cap(tmp_path, deaf, poll):
     model = roster.view().models["m"]
     results, lock = [], threading.Lock()
 
-    def panels(worker: int) -> None:   # panels back to back, as busy clients send them
+    def panels(worker: int) -> None:  # panels back to back, as busy clients send them
         for n in range(5):
-            calls = [SeatCall(label=f"{worker}.{n}.{k}", role="member", model=model,
-                              messages=[{"role": "user", "content": "review this"}],
-                              timeout=SEAT_TIMEOUT, wait_in_timeout=True, retries=2)
-                     for k in range(2)]
+            calls = [
+                SeatCall(
+                    label=f"{worker}.{n}.{k}",
+                    role="member",
+                    model=model,
+                    messages=[{"role": "user", "content": "review this"}],
+                    timeout=SEAT_TIMEOUT,
+                    wait_in_timeout=True,
+                    retries=2,
+                )
+                for k in range(2)
+            ]
             done = seats.start(calls, timeout=SEAT_TIMEOUT, poll=poll).wait()
             with lock:
                 results.extend(done)
@@ -77,13 +85,15 @@ def test_the_upstream_never_sees_more_calls_than_the_cap(tmp_path, deaf, poll):
 def test_a_cut_connection_is_kept_until_its_upstream_ends_the_call(deaf):
     """The transport's part alone: a connection cut mid-call settles, and its release runs once
     the upstream has answered (into our closed socket), not when it was cut."""
-    deaf.script("held", deaf=True, hold_after=1)   # its first call answers, the second waits
+    deaf.script("held", deaf=True, hold_after=1)  # its first call answers, the second waits
     released = threading.Event()
     settler = Settler()
     host, port = deaf.url.split("//")[1].split("/")[0].rsplit(":", 1)
     body = b'{"model": "held", "messages": [{"role": "user", "content": "hi"}]}'
-    request = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-               b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     first = http.client.HTTPConnection(host, int(port), timeout=10)
     first.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
     assert first.getresponse().status == 200
@@ -93,10 +103,10 @@ def test_a_cut_connection_is_kept_until_its_upstream_ends_the_call(deaf):
         sock.sendall(request)
         assert deaf.wait_held("held", 1, 10)
         release = Release(released.set)
-        settler.add(sock, release)   # shut down: the upstream hears we left, and works on
-        release.done()   # the exchange is over: only the settling holds it now
+        settler.add(sock, release)  # shut down: the upstream hears we left, and works on
+        release.done()  # the exchange is over: only the settling holds it now
         assert settler.settling == 1 and not released.is_set(), "kept while the upstream works"
-        deaf.release("held")   # the upstream ends the call (it answers into a closed socket)
+        deaf.release("held")  # the upstream ends the call (it answers into a closed socket)
         assert released.wait(10), "let go once the upstream ended the call"
         assert settler.settling == 0 and deaf.in_flight == 0
     finally:
@@ -106,7 +116,7 @@ def test_a_cut_connection_is_kept_until_its_upstream_ends_the_call(deaf):
 def test_a_connection_the_upstream_closed_first_is_let_go_at_once(deaf):
     released = threading.Event()
     settler = Settler()
-    ours, theirs = socket.socketpair()   # no TCP state to read: nothing says the upstream works
+    ours, theirs = socket.socketpair()  # no TCP state to read: nothing says the upstream works
     try:
         release = Release(released.set)
         settler.add(ours, release)

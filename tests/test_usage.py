@@ -21,12 +21,34 @@ def write_seats(home, alias, seconds, *, seated=None, status="ok", tokens=None):
     with Ledger(home.gateway_runs) as ledger:
         pids = ledger.new_panels(len(seconds), seated)
         ledger.record_seats(
-            [{"call": f"{pid}.member1", "panel": pid, "alias": alias, "role": "member",
-              "shape": "general", "seated": seated, "status": status, "seconds": s,
-              "tokens": tokens or {}, "error": "" if status == "ok" else "timeout: slow",
-              "key": "local", "collection": "bench/trio"} for pid, s in zip(pids, seconds)],
-            seatings=[{"panel": pid, "shape": "general", "aliases": [alias], "seated": seated,
-                       "collection": "bench/trio"} for pid in pids])
+            [
+                {
+                    "call": f"{pid}.member1",
+                    "panel": pid,
+                    "alias": alias,
+                    "role": "member",
+                    "shape": "general",
+                    "seated": seated,
+                    "status": status,
+                    "seconds": s,
+                    "tokens": tokens or {},
+                    "error": "" if status == "ok" else "timeout: slow",
+                    "key": "local",
+                    "collection": "bench/trio",
+                }
+                for pid, s in zip(pids, seconds)
+            ],
+            seatings=[
+                {
+                    "panel": pid,
+                    "shape": "general",
+                    "aliases": [alias],
+                    "seated": seated,
+                    "collection": "bench/trio",
+                }
+                for pid in pids
+            ],
+        )
 
 
 def rows(dash, window="hour") -> dict:
@@ -55,10 +77,10 @@ def test_a_snapshot_of_the_coarse_histograms_is_replayed_into_fine_ones(home):
     path = home.gateway_runs / "index.json"
     old = json.loads(path.read_text())
     assert old["v"] == SNAPSHOT_VERSION == 8 and old["stats"]["aliases"]
-    old["v"] = 3   # as the last version wrote it: its buckets were twice as wide
+    old["v"] = 3  # as the last version wrote it: its buckets were twice as wide
     path.write_text(json.dumps(old))
     with Gateway(make_dashboard(home, env={})) as dash:
-        assert not dash.server.parts.panels.ledger.from_snapshot   # replayed, not converted
+        assert not dash.server.parts.panels.ledger.from_snapshot  # replayed, not converted
         figures = rows(dash, "day")
         assert figures["fast"]["p50"] < figures["mid"]["p50"]
     assert json.loads(path.read_text())["v"] == SNAPSHOT_VERSION
@@ -67,12 +89,15 @@ def test_a_snapshot_of_the_coarse_histograms_is_replayed_into_fine_ones(home):
 def test_error_rate_answer_times_and_spend_per_model(dash, home, sim):
     roster = Roster(home)
     roster.add_model("fast", "sim", family="fast", context=100_000, price_in=1.0, price_out=2.0)
-    roster.add_model("mid", "sim", family="mid", context=100_000, price_in=3.0, price_out=4.0,
-                     currency="EUR")
+    roster.add_model(
+        "mid", "sim", family="mid", context=100_000, price_in=3.0, price_out=4.0, currency="EUR"
+    )
     sim.script("slow", fail="server_error")
     for i in range(3):
-        status, body, _ = dash.post("/v1/chat/completions", {
-            "model": "bench/trio", "messages": [{"role": "user", "content": f"Review {i}"}]})
+        status, body, _ = dash.post(
+            "/v1/chat/completions",
+            {"model": "bench/trio", "messages": [{"role": "user", "content": f"Review {i}"}]},
+        )
         assert status == 200, body
     figures = rows(dash)
     fast, mid, slow = figures["fast"], figures["mid"], figures["slow"]
@@ -84,14 +109,19 @@ def test_error_rate_answer_times_and_spend_per_model(dash, home, sim):
 
     def tokens(alias, part):
         return sum(r["tokens"][part] for r in seats if r["alias"] == alias)
+
     assert fast["prompt_tokens"] == tokens("fast", "prompt") > 0
-    assert fast["spend"] == {"currency": "USD", "amount": round(
-        (tokens("fast", "prompt") * 1.0 + tokens("fast", "completion") * 2.0) / 1e6, 8)}
+    assert fast["spend"] == {
+        "currency": "USD",
+        "amount": round(
+            (tokens("fast", "prompt") * 1.0 + tokens("fast", "completion") * 2.0) / 1e6, 8
+        ),
+    }
     assert mid["spend"]["currency"] == "EUR" and mid["spend"]["amount"] > 0
-    assert slow["spend"] is None   # no price on the roster: unknown, never zero
+    assert slow["spend"] is None  # no price on the roster: unknown, never zero
     status, body, _ = dash.get("/api/usage?window=hour")
     total = body["total"]
-    assert set(total["spend"]) == {"USD", "EUR"}   # never summed across currencies
+    assert set(total["spend"]) == {"USD", "EUR"}  # never summed across currencies
     assert total["spend"]["USD"] == fast["spend"]["amount"]
     assert "slow" in total["unpriced"] and "fast" not in total["unpriced"]
     assert total["failed"] == 3 and body["windows"] == ["hour", "day", "week"]
@@ -100,7 +130,7 @@ def test_error_rate_answer_times_and_spend_per_model(dash, home, sim):
 
 def test_a_window_holds_only_its_own_seats(api, folder):
     now = time.time()
-    write_seats(folder, "fast", [1.0], seated=now - 2 * 3600)   # two hours ago
+    write_seats(folder, "fast", [1.0], seated=now - 2 * 3600)  # two hours ago
     write_seats(folder, "fast", [1.0], seated=now - 3 * 86400)  # three days ago
     write_seats(folder, "mid", [1.0, 1.0], seated=now - 60, status="error")
     assert "fast" not in rows(api, "hour") and rows(api, "hour")["mid"]["failed"] == 2

@@ -83,15 +83,20 @@ def test_an_alert_reaches_the_receiver_as_json_and_as_slack_text(home, receiver,
     cli(capsys, home, "alerts", "webhook", "add", receiver.url, "--slack", "--kind", "failing")
     cli(capsys, home, "alerts", "webhook", "add", receiver.url, "--kind", "went_paid")
     sender = webhooks.Sender(home, backoff=0)
-    assert sender.check() == 0   # the history before the hooks is not replayed
+    assert sender.check() == 0  # the history before the hooks is not replayed
     alert = raise_one(home)
-    assert sender.check() == 2   # w1 (every kind) and w2 (failing); w3 wants went_paid only
+    assert sender.check() == 2  # w1 (every kind) and w2 (failing); w3 wants went_paid only
     assert receiver.bodies == [
-        {"kind": "failing", "model": "slow", "message": "slow is failing: 3 of 3",
-         "ts": alert["ts"]},
-        {"text": "[failing] slow is failing: 3 of 3"}]
+        {
+            "kind": "failing",
+            "model": "slow",
+            "message": "slow is failing: 3 of 3",
+            "ts": alert["ts"],
+        },
+        {"text": "[failing] slow is failing: 3 of 3"},
+    ]
     assert receiver.paths == [f"/hooks/{SECRET}"] * 2
-    assert sender.check() == 0 and len(receiver.bodies) == 2   # each alert is sent once
+    assert sender.check() == 0 and len(receiver.bodies) == 2  # each alert is sent once
 
     code, out, _ = cli(capsys, home, "alerts", "webhook", "list")
     assert code == 0 and SECRET not in out and out.count("sent failing at") == 2
@@ -110,8 +115,7 @@ def test_an_alert_reaches_the_receiver_as_json_and_as_slack_text(home, receiver,
 
 
 @pytest.mark.slow
-def test_a_failing_receiver_is_retried_then_given_up_with_the_failure_shown(home, capsys,
-                                                                             caplog):
+def test_a_failing_receiver_is_retried_then_given_up_with_the_failure_shown(home, capsys, caplog):
     broken = Receiver(status=500)
     try:
         webhooks.Hooks(home).add(broken.url)
@@ -131,6 +135,7 @@ def test_a_failing_receiver_is_retried_then_given_up_with_the_failure_shown(home
 def test_an_unreachable_receiver_is_given_up_and_a_bad_url_refused(home, capsys):
     # a port nothing listens on: the connection is refused at once
     import socket
+
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -153,14 +158,17 @@ def test_a_slow_receiver_does_not_hold_up_a_panel(home, dash):
     try:
         webhooks.Hooks(home).add(slow.url)
         raise_one(home)
-        assert slow.arrived.wait(10)   # the server's sender is inside the POST, held there
-        status, body, _ = dash.post("/v1/chat/completions", {
-            "model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]})
+        assert slow.arrived.wait(10)  # the server's sender is inside the POST, held there
+        status, body, _ = dash.post(
+            "/v1/chat/completions",
+            {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]},
+        )
         assert status == 200, body
-        assert not slow.answered.is_set()   # the panel answered while the receiver still waits
+        assert not slow.answered.is_set()  # the panel answered while the receiver still waits
         gate.set()
-        assert wait_until(lambda: (dash.get("/api/alerts/webhooks")[1]["data"][0]["last"]
-                                   or {}).get("ok") is True)
+        assert wait_until(
+            lambda: (dash.get("/api/alerts/webhooks")[1]["data"][0]["last"] or {}).get("ok") is True
+        )
     finally:
         gate.set()
         slow.close()
@@ -172,15 +180,17 @@ def test_a_slow_receiver_does_not_hold_up_a_panel(home, dash):
 @covers("POST", "/api/alerts/webhooks/test")
 @covers("DELETE", "/api/alerts/webhooks/{hook}")
 def test_the_api_adds_lists_tests_and_removes_without_showing_the_secret(dash, receiver):
-    status, body, _ = dash.post("/api/alerts/webhooks", {"url": receiver.url,
-                                                         "kinds": ["failing"], "slack": True})
+    status, body, _ = dash.post(
+        "/api/alerts/webhooks", {"url": receiver.url, "kinds": ["failing"], "slack": True}
+    )
     assert status == 200 and body["id"] == "w1" and SECRET not in json.dumps(body), body
     status, body, _ = dash.post("/api/alerts/webhooks/test", {})
     assert status == 200 and body["data"][0]["ok"] is True, body
     assert receiver.bodies[-1]["text"].startswith("[test] ")
     status, body, _ = dash.get("/api/alerts/webhooks")
-    assert status == 200 and SECRET not in json.dumps(body) and body["data"][0]["kinds"] == \
-        ["failing"]
+    assert (
+        status == 200 and SECRET not in json.dumps(body) and body["data"][0]["kinds"] == ["failing"]
+    )
     status, body, _ = dash.post("/api/alerts/webhooks", {"url": "not a url"})
     assert status == 400 and "http://" in body["error"]["message"], body
     status, body, _ = dash.request("DELETE", "/api/alerts/webhooks/w1")

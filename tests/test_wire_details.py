@@ -26,7 +26,7 @@ def test_one_model_is_retrieved_by_its_id(gateway):
             assert exc.body["code"] == "model_not_found"
     finally:
         client.close()
-    status, body, _ = gateway.get("/v1/models/bench%2Ftrio")   # percent-encoded, as some send
+    status, body, _ = gateway.get("/v1/models/bench%2Ftrio")  # percent-encoded, as some send
     assert status == 200 and body["id"] == "bench/trio"
 
 
@@ -34,9 +34,11 @@ def test_the_stream_says_its_charset(gateway):
     host, port = gateway.server.server_address[:2]
     raw = json.dumps(dict(ASK, stream=True)).encode()
     with socket.create_connection((host, port), timeout=30) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: %d\r\n"
-                  b"Connection: close\r\n\r\n%s" % (port, len(raw), raw))
+        s.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n\r\n%s" % (port, len(raw), raw)
+        )
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -64,13 +66,15 @@ def test_a_panel_of_resting_members_says_when_to_come_back(gateway, home):
         ledger.cool_down("mid", 30, "rate limit")
     status, body, headers = gateway.post("/v1/chat/completions", dict(ASK, model="bench/pair"))
     assert status == 503, body
-    assert 1 <= int(headers["Retry-After"]) <= 30   # the sooner of the two rests
+    assert 1 <= int(headers["Retry-After"]) <= 30  # the sooner of the two rests
 
 
 def test_nan_and_infinity_are_refused_not_passed_on(gateway, sim):
     for constant in (b"NaN", b"Infinity", b"-Infinity"):
-        raw = b'{"model": "bench/trio", "temperature": %s, "messages": ' \
-              b'[{"role": "user", "content": "hi"}]}' % constant
+        raw = (
+            b'{"model": "bench/trio", "temperature": %s, "messages": '
+            b'[{"role": "user", "content": "hi"}]}' % constant
+        )
         status, body, _ = gateway.post("/v1/chat/completions", raw=raw)
         assert status == 400 and "not a JSON number" in body["error"]["message"], body
     assert not sim.requests, "a request with NaN reached an upstream"

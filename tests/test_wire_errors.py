@@ -12,8 +12,11 @@ from panelist.metrics.upstream.sim import SimUpstream
 from panelist.metrics.wire.errors import TABLE, body_of, refusal, shaped, status_of
 from panelist.suite.tasks import TaskInvalid
 
-CLASSES = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)
-           if issubclass(cls, errors.PanelistError) and cls.__module__ == errors.__name__]
+CLASSES = [
+    cls
+    for _, cls in inspect.getmembers(errors, inspect.isclass)
+    if issubclass(cls, errors.PanelistError) and cls.__module__ == errors.__name__
+]
 UPSTREAM = [cls for cls in CLASSES if issubclass(cls, errors.UpstreamError)]
 
 
@@ -47,13 +50,26 @@ def test_every_error_class_has_its_own_row_with_a_status_and_an_openai_body(cls)
 
 
 def test_the_statuses_callers_know_are_kept():
-    expected = {errors.PanelistError: 500, errors.BadRequest: 400, errors.ConfigInvalid: 400,
-                errors.Unauthorized: 401, errors.Forbidden: 403, errors.NotFound: 404,
-                errors.MethodNotAllowed: 405, errors.RequestTimeout: 408, errors.Conflict: 409,
-                errors.PayloadTooLarge: 413, errors.UnsupportedMediaType: 415,
-                errors.TooManyRequests: 429, errors.Unavailable: 503,
-                errors.AllSeatsFailed: 502, errors.AtLimit: 503, errors.KeyRefused: 400,
-                errors.PromptTooLong: 400, errors.OutOfMemoryBudget: 503}
+    expected = {
+        errors.PanelistError: 500,
+        errors.BadRequest: 400,
+        errors.ConfigInvalid: 400,
+        errors.Unauthorized: 401,
+        errors.Forbidden: 403,
+        errors.NotFound: 404,
+        errors.MethodNotAllowed: 405,
+        errors.RequestTimeout: 408,
+        errors.Conflict: 409,
+        errors.PayloadTooLarge: 413,
+        errors.UnsupportedMediaType: 415,
+        errors.TooManyRequests: 429,
+        errors.Unavailable: 503,
+        errors.AllSeatsFailed: 502,
+        errors.AtLimit: 503,
+        errors.KeyRefused: 400,
+        errors.PromptTooLong: 400,
+        errors.OutOfMemoryBudget: 503,
+    }
     for cls, status in expected.items():
         assert status_of(make(cls)) == status, cls.__name__
     # calls not made (or not read) for a reason of ours: no slot, a key variable our setting
@@ -77,8 +93,15 @@ def test_an_upstream_error_without_a_reply_has_no_upstream_status():
 
 
 def test_classes_defined_elsewhere_are_answered_by_their_nearest_ancestor():
-    result = SeatResult(call="c1", seat="member", alias="fast", served="fast", endpoint="sim",
-                        error_kind="auth", error="refused")
+    result = SeatResult(
+        call="c1",
+        seat="member",
+        alias="fast",
+        served="fast",
+        endpoint="sim",
+        error_kind="auth",
+        error="refused",
+    )
     assert status_of(CallFailed(result)) == 502
     assert status_of(TaskInvalid("t", "prompt", "missing")) == 400
 
@@ -91,11 +114,16 @@ def test_details_ride_in_the_error_object_and_messages_get_anthropics_shape():
     anthropic = shaped("/v1/messages?beta=true", status_of(exc), body)
     assert anthropic["type"] == "error" and anthropic["error"]["type"] == "api_error"
     assert anthropic["error"]["seats"] == [{"seat": "member1"}]
-    assert shaped("/v1/messages", 401, body_of(make(errors.Unauthorized)))["error"]["type"] == \
-        "authentication_error"
-    assert refusal("send JSON")["error"] == {"message": "send JSON",
-                                             "type": "invalid_request_error", "param": None,
-                                             "code": None}
+    assert (
+        shaped("/v1/messages", 401, body_of(make(errors.Unauthorized)))["error"]["type"]
+        == "authentication_error"
+    )
+    assert refusal("send JSON")["error"] == {
+        "message": "send JSON",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
 
 
 def test_an_upstreams_401_reaches_a_caller_as_our_502(dash, home):
@@ -111,9 +139,11 @@ def test_a_prompt_too_long_reads_as_openai_and_anthropic_say_it():
     exc = errors.PromptTooLong(8192, 9000, "bench/x", "a (8192 tokens)")
     openai_body = shaped("/v1/chat/completions", 400, body_of(exc))["error"]
     assert openai_body["code"] == "context_length_exceeded" and openai_body["param"] == "messages"
-    assert openai_body["message"].startswith("This model's maximum context length is 8192 "
-                                             "tokens. However, your messages resulted in 9000 "
-                                             "tokens")
+    assert openai_body["message"].startswith(
+        "This model's maximum context length is 8192 "
+        "tokens. However, your messages resulted in 9000 "
+        "tokens"
+    )
     anthropic_body = shaped("/v1/messages", 400, body_of(exc))
     assert anthropic_body["error"]["type"] == "invalid_request_error"
     said = anthropic_body["error"]["message"]
@@ -123,4 +153,5 @@ def test_a_prompt_too_long_reads_as_openai_and_anthropic_say_it():
     exc = errors.PromptTooLong(None, 9000, "bench/x", "a (said so)")
     assert body_of(exc)["error"]["message"].startswith("This model's maximum context length is")
     assert shaped("/v1/messages", 400, body_of(exc))["error"]["message"].startswith(
-        "prompt is too long: 9000 tokens >")
+        "prompt is too long: 9000 tokens >"
+    )

@@ -27,7 +27,7 @@ from panelist.metrics.home import open_home
 from panelist.metrics.server.keys import Keys
 
 ROOT = Path(__file__).resolve().parent.parent
-START = 4 * PATIENCE   # a group starts several interpreters; a loaded machine is slow at it
+START = 4 * PATIENCE  # a group starts several interpreters; a loaded machine is slow at it
 CHAT = {"model": "bench/trio", "messages": [{"role": "user", "content": "review this, please"}]}
 
 
@@ -38,11 +38,24 @@ class Group:
     def __init__(self, data, *, workers="2", entry="gateway.py", env=None, extra=()):
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / entry), "--data", str(data), "--port", "0",
-             "--workers", workers, *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            [
+                sys.executable,
+                str(ROOT / entry),
+                "--data",
+                str(data),
+                "--port",
+                "0",
+                "--workers",
+                workers,
+                *extra,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
             env=dict(clean, PYTHONUNBUFFERED="1", **(env or {})),
-            start_new_session=True)   # its own process group, as a terminal's job has
+            start_new_session=True,
+        )  # its own process group, as a terminal's job has
         self.err = ""
         ready, _, _ = select.select([self.proc.stdout], [], [], START)
         line = self.proc.stdout.readline() if ready else ""
@@ -126,7 +139,7 @@ def test_two_workers_answer_every_panel_on_one_port_and_log_each_once(home):
             conn = http.client.HTTPConnection("127.0.0.1", group.port, timeout=PATIENCE)
             try:
                 status, reply = exchange(conn, "POST", "/v1/chat/completions", CHAT)
-                _, health = exchange(conn, "GET", "/health")   # the same worker, kept
+                _, health = exchange(conn, "GET", "/health")  # the same worker, kept
                 return status, reply["bench"]["panel"], health["pid"], health["worker"]
             finally:
                 conn.close()
@@ -135,10 +148,10 @@ def test_two_workers_answer_every_panel_on_one_port_and_log_each_once(home):
             done = list(pool.map(one, range(40)))
         assert [d[0] for d in done] == [200] * 40
         served = Counter(d[2] for d in done)
-        assert set(served) == set(group.pids), served   # both workers answered some
+        assert set(served) == set(group.pids), served  # both workers answered some
         assert {d[3] for d in done} == {0, 1}
         panels = [d[1] for d in done]
-        assert len(set(panels)) == 40   # ids unique across the processes
+        assert len(set(panels)) == 40  # ids unique across the processes
         assert wait_until(lambda: len(logged(home)) == 40)
         assert sorted(r["panel"] for r in logged(home)) == sorted(panels)
 
@@ -163,8 +176,9 @@ def test_a_verdict_given_to_one_worker_moves_seating_in_the_other(home):
             status, owed = exchange(to_b, "GET", "/bench/pending")
             assert status == 200 and judged in {p["call"] for p in owed["data"]}
 
-            status, verdict = exchange(to_a, "POST", "/bench/verdict",
-                                       {"call": judged, "useful": True})
+            status, verdict = exchange(
+                to_a, "POST", "/bench/verdict", {"call": judged, "useful": True}
+            )
             assert status == 200 and verdict["written"] is True
 
             status, owed = exchange(to_b, "GET", "/bench/pending")
@@ -184,8 +198,10 @@ def test_a_keys_requests_a_minute_hold_across_workers(home):
         a, b = group.pids
         to_a, to_b = group.connect_to(a), group.connect_to(b)
         try:
-            statuses = [exchange(conn, "GET", "/v1/models", headers=bearer)[0]
-                        for conn in (to_a, to_b, to_a, to_b)]
+            statuses = [
+                exchange(conn, "GET", "/v1/models", headers=bearer)[0]
+                for conn in (to_a, to_b, to_a, to_b)
+            ]
             assert statuses == [200, 200, 200, 429]
             assert int(to_b.headers_of_last["Retry-After"]) >= 1
             status, body = exchange(to_a, "GET", "/v1/models", headers=bearer)
@@ -196,8 +212,7 @@ def test_a_keys_requests_a_minute_hold_across_workers(home):
 
 
 # -- stopping --------------------------------------------------------------------------------------
-def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_logged(home,
-                                                                                     gated):
+def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_logged(home, gated):
     move_to(home, gated, "fast", "mid", "slow")
     set_limits(home, max_explorers=0)
     group = Group(home.root)
@@ -208,10 +223,11 @@ def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_l
 
         def ask(i):
             replies[i] = exchange(conns[i], "POST", "/v1/chat/completions", CHAT)
+
         threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(conns))]
         for t in threads:
             t.start()
-        assert wait_until(lambda: len(gated.arrived) == 3 * len(conns))   # all in flight
+        assert wait_until(lambda: len(gated.arrived) == 3 * len(conns))  # all in flight
         group.proc.send_signal(signal.SIGTERM)
 
         def refused():
@@ -223,8 +239,9 @@ def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_l
             finally:
                 probe.close()
             return False
-        assert wait_until(refused)   # no worker takes new connections any more
-        assert group.proc.poll() is None   # yet the group waits for what it owes
+
+        assert wait_until(refused)  # no worker takes new connections any more
+        assert group.proc.poll() is None  # yet the group waits for what it owes
         gated.open("fast", "mid", "slow")
         for t in threads:
             t.join(PATIENCE)
@@ -232,8 +249,7 @@ def test_sigterm_stops_every_worker_once_the_panels_in_flight_are_answered_and_l
         assert group.proc.wait(START) == 0
         assert gone(a) and gone(b)
         lines = logged(home)
-        assert sorted(r["panel"] for r in lines) == sorted(r[1]["bench"]["panel"]
-                                                           for r in replies)
+        assert sorted(r["panel"] for r in lines) == sorted(r[1]["bench"]["panel"] for r in replies)
         assert all(s["status"] == "ok" for r in lines for s in r["seats"])
     finally:
         for conn in locals().get("conns", []):
@@ -247,7 +263,7 @@ def test_sigterm_under_load_loses_no_answered_panel_and_answers_every_logged_one
     every panel in the log was answered (a request either got its reply or never began)."""
     group = Group(home.root)
     answered: list[str] = []
-    refused: list[tuple[int, dict]] = []   # replies that were not answers: checked below
+    refused: list[tuple[int, dict]] = []  # replies that were not answers: checked below
     lock = threading.Lock()
 
     def client():
@@ -257,13 +273,13 @@ def test_sigterm_under_load_loses_no_answered_panel_and_answers_every_logged_one
                 try:
                     status, reply = exchange(conn, "POST", "/v1/chat/completions", CHAT)
                 except (OSError, http.client.HTTPException):
-                    conn.close()   # the worker hung up between requests: try a new one
+                    conn.close()  # the worker hung up between requests: try a new one
                     try:
                         conn.connect()
                     except OSError:
-                        return     # nobody listens any more
+                        return  # nobody listens any more
                     continue
-                if status != 200:   # an assertion here would fail only this thread
+                if status != 200:  # an assertion here would fail only this thread
                     with lock:
                         refused.append((status, reply))
                     conn.close()
@@ -272,6 +288,7 @@ def test_sigterm_under_load_loses_no_answered_panel_and_answers_every_logged_one
                     answered.append(reply["bench"]["panel"])
         finally:
             conn.close()
+
     threads = [threading.Thread(target=client) for _ in range(8)]
     try:
         for t in threads:
@@ -301,37 +318,40 @@ def test_ctrl_c_to_the_whole_process_group_stops_every_worker_once(home):
         assert group.proc.wait(START) == 0
         assert wait_until(lambda: all(gone(pid) for pid in group.pids))
         group.stop()
-    assert group.err == "", group.err   # no worker said anything, no traceback
+    assert group.err == "", group.err  # no worker said anything, no traceback
 
 
 def test_one_process_too_answers_what_is_in_flight_before_sigterm_stops_it(home, gated):
     move_to(home, gated, "fast", "mid", "slow")
     set_limits(home, max_explorers=0)
     group = Group(home.root, workers="1")
-    conns = [http.client.HTTPConnection("127.0.0.1", group.port, timeout=PATIENCE)
-             for _ in range(2)]
+    conns = [
+        http.client.HTTPConnection("127.0.0.1", group.port, timeout=PATIENCE) for _ in range(2)
+    ]
     try:
         replies: list = [None, None]
 
         def ask(i):
             replies[i] = exchange(conns[i], "POST", "/v1/chat/completions", CHAT)
+
         threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()
         assert wait_until(lambda: len(gated.arrived) == 6)
-        idle, _ = group.connect()   # kept, between requests
+        idle, _ = group.connect()  # kept, between requests
         group.proc.send_signal(signal.SIGTERM)
-        assert wait_until(lambda: not http_alive(idle))   # hung up: nothing was asked of it
+        assert wait_until(lambda: not http_alive(idle))  # hung up: nothing was asked of it
         idle.close()
-        assert group.proc.poll() is None   # yet the panels in flight hold the process
+        assert group.proc.poll() is None  # yet the panels in flight hold the process
         gated.open("fast", "mid", "slow")
         for t in threads:
             t.join(PATIENCE)
         assert [r[0] for r in replies] == [200, 200]
         assert conns[0].headers_of_last["Connection"] == "close"
         assert group.proc.wait(START) == 0
-        assert sorted(r["panel"] for r in logged(home)) == sorted(r[1]["bench"]["panel"]
-                                                                for r in replies)
+        assert sorted(r["panel"] for r in logged(home)) == sorted(
+            r[1]["bench"]["panel"] for r in replies
+        )
     finally:
         for conn in conns:
             conn.close()
@@ -354,11 +374,12 @@ def test_a_worker_that_dies_is_reported_and_replaced(home):
         def replaced():
             try:
                 conn, pid = group.connect()
-            except (OSError, http.client.HTTPException):   # queued to the killed one
+            except (OSError, http.client.HTTPException):  # queued to the killed one
                 return False
             conn.close()
             seen.add(pid)
             return len(seen - {a, b}) == 1
+
         assert wait_until(replaced)
         (c,) = seen - {a, b}
         conn = group.connect_to(c)
@@ -368,8 +389,9 @@ def test_a_worker_that_dies_is_reported_and_replaced(home):
         finally:
             conn.close()
         assert group.stop() == 0
-    assert f"worker 1 (pid {b}) was killed by SIGKILL; starting another in its place" \
-        in group.err, group.err
+    assert (
+        f"worker 1 (pid {b}) was killed by SIGKILL; starting another in its place" in group.err
+    ), group.err
     assert f"worker 1 is back (pid {c})" in group.err
     assert gone(a) and gone(c)
 
@@ -377,10 +399,11 @@ def test_a_worker_that_dies_is_reported_and_replaced(home):
 def test_workers_stop_when_their_parent_is_killed(home):
     group = Group(home.root)
     try:
-        group.proc.kill()   # SIGKILL: the parent says nothing to anyone
+        group.proc.kill()  # SIGKILL: the parent says nothing to anyone
         group.proc.wait(PATIENCE)
         assert wait_until(lambda: all(gone(pid) for pid in group.pids)), (
-            "a worker outlived its parent")
+            "a worker outlived its parent"
+        )
     finally:
         for pid in group.pids:
             if not gone(pid):
@@ -395,18 +418,32 @@ def test_a_worker_count_that_is_not_one_is_refused_saying_what_to_give(tmp_path,
         main(["gateway", "--workers", count, "--port", "0", "--data", str(tmp_path)])
     assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --workers: give a whole number of processes from 1 to 256, or auto" \
-        in err, err
+    assert "argument --workers: give a whole number of processes from 1 to 256, or auto" in err, err
 
 
 @pytest.mark.slow
 def test_serve_refuses_a_bad_worker_count_before_starting_anything(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "serve.py"), "--workers", "many",
-                           "--port", "0", "--data", str(tmp_path / "d")],
-                          capture_output=True, text=True, timeout=PATIENCE)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "serve.py"),
+            "--workers",
+            "many",
+            "--port",
+            "0",
+            "--data",
+            str(tmp_path / "d"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
     assert done.returncode == 2 and done.stdout == ""
-    assert "--workers: give a whole number of processes from 1 to 256, or auto (one per " \
-        "core" in done.stderr and "not 'many'" in done.stderr
+    assert (
+        "--workers: give a whole number of processes from 1 to 256, or auto (one per core"
+        in done.stderr
+        and "not 'many'" in done.stderr
+    )
     assert not (tmp_path / "d").exists()
 
 
@@ -421,16 +458,48 @@ runpy.run_path("gateway.py", run_name="__main__")
 @pytest.mark.slow
 def test_several_workers_without_so_reuseport_are_refused_and_one_still_runs(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PANELIST_")}
-    done = subprocess.run([sys.executable, "-c", NO_REUSE_PORT, "--workers", "2", "--port", "0",
-                           "--data", str(tmp_path / "d")], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=START)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            NO_REUSE_PORT,
+            "--workers",
+            "2",
+            "--port",
+            "0",
+            "--data",
+            str(tmp_path / "d"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=START,
+    )
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr == ("panelist: error: --workers 2 needs SO_REUSEPORT (several processes "
-                           "on one port), which this platform does not have; run one worker, "
-                           "or several servers on their own ports behind a load balancer\n")
-    one = subprocess.Popen([sys.executable, "-c", NO_REUSE_PORT, "--workers", "1", "--port", "0",
-                            "--data", str(tmp_path / "d")], cwd=ROOT, env=env, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert done.stderr == (
+        "panelist: error: --workers 2 needs SO_REUSEPORT (several processes "
+        "on one port), which this platform does not have; run one worker, "
+        "or several servers on their own ports behind a load balancer\n"
+    )
+    one = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            NO_REUSE_PORT,
+            "--workers",
+            "1",
+            "--port",
+            "0",
+            "--data",
+            str(tmp_path / "d"),
+        ],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         ready, _, _ = select.select([one.stdout], [], [], START)
         assert ready and "panelist gateway on http://127.0.0.1:" in one.stdout.readline()
@@ -442,13 +511,27 @@ def test_several_workers_without_so_reuseport_are_refused_and_one_still_runs(tmp
 
 def test_a_port_already_taken_is_refused_before_any_worker_starts(home):
     with Group(home.root) as first:
-        done = subprocess.run([sys.executable, str(ROOT / "gateway.py"), "--workers", "2",
-                               "--port", str(first.port), "--data", str(home.root)],
-                              capture_output=True, text=True, timeout=START)
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "gateway.py"),
+                "--workers",
+                "2",
+                "--port",
+                str(first.port),
+                "--data",
+                str(home.root),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=START,
+        )
         assert done.returncode == 1 and done.stdout == ""
-        assert done.stderr == (f"panelist: error: cannot listen on 127.0.0.1:{first.port}: "
-                               "Address already in use; pick another --port or stop what "
-                               "holds it\n")
+        assert done.stderr == (
+            f"panelist: error: cannot listen on 127.0.0.1:{first.port}: "
+            "Address already in use; pick another --port or stop what "
+            "holds it\n"
+        )
 
 
 # -- the dashboard with workers --------------------------------------------------------------------
@@ -456,16 +539,24 @@ def test_a_port_already_taken_is_refused_before_any_worker_starts(home):
 def test_serve_demo_with_workers_answers_on_each_and_a_login_holds_on_every_worker(tmp_path):
     secret, _ = Keys(open_home(tmp_path / "d")).create("robot")
     bearer = {"Authorization": f"Bearer {secret}"}
-    with Group(tmp_path / "d", entry="serve.py", extra=["--demo"],
-               env={"PANELIST_ADMIN_TOKEN": DASHBOARD_TOKEN}) as group:
+    with Group(
+        tmp_path / "d",
+        entry="serve.py",
+        extra=["--demo"],
+        env={"PANELIST_ADMIN_TOKEN": DASHBOARD_TOKEN},
+    ) as group:
         a, b = group.pids
         to_a, to_b = group.connect_to(a), group.connect_to(b)
         try:
-            for conn in (to_a, to_b):   # one simulated upstream, the parent's, for both
-                status, reply = exchange(conn, "POST", "/v1/chat/completions",
-                                         dict(CHAT, model="bench/demo"), headers=bearer)
-                assert status == 200 and all(s["status"] == "ok"
-                                             for s in reply["bench"]["seats"])
+            for conn in (to_a, to_b):  # one simulated upstream, the parent's, for both
+                status, reply = exchange(
+                    conn,
+                    "POST",
+                    "/v1/chat/completions",
+                    dict(CHAT, model="bench/demo"),
+                    headers=bearer,
+                )
+                assert status == 200 and all(s["status"] == "ok" for s in reply["bench"]["seats"])
             assert exchange(to_b, "GET", "/api/info")[0] == 401
             status, _ = exchange(to_a, "POST", "/api/login", {"token": DASHBOARD_TOKEN})
             assert status == 200

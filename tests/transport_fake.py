@@ -33,10 +33,16 @@ class FakeRequest:
 
 def completion(text: str, model: str = "fake") -> dict:
     """An OpenAI chat completion answering ``text``."""
-    return {"id": "fake-1", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return {
+        "id": "fake-1",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 class FakeTransport(Transport):
@@ -55,8 +61,9 @@ class FakeTransport(Transport):
         ours, theirs = socket.socketpair()
         call.sock = ours
         ours.settimeout(max(call.deadline - time.monotonic(), 0.001))
-        server = threading.Thread(target=self._serve, args=(theirs,), name="fake-upstream",
-                                  daemon=True)
+        server = threading.Thread(
+            target=self._serve, args=(theirs,), name="fake-upstream", daemon=True
+        )
         self._servers.append(server)
         server.start()
         return ours
@@ -73,8 +80,10 @@ class FakeTransport(Transport):
                 head, _, buf = buf.partition(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 method, path, _ = lines[0].split(" ", 2)
-                headers = {k.strip().lower(): v.strip()
-                           for k, _, v in (line.partition(":") for line in lines[1:])}
+                headers = {
+                    k.strip().lower(): v.strip()
+                    for k, _, v in (line.partition(":") for line in lines[1:])
+                }
                 size = int(headers.get("content-length", 0))
                 while len(buf) < size:
                     chunk = sock.recv(65536)
@@ -90,8 +99,11 @@ class FakeTransport(Transport):
                     return
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 fields = {"Content-Type": "application/json", **(extra[0] if extra else {})}
-                reply = f"HTTP/1.1 {status} X\r\nContent-Length: {len(data)}\r\n" + "".join(
-                    f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
+                reply = (
+                    f"HTTP/1.1 {status} X\r\nContent-Length: {len(data)}\r\n"
+                    + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+                    + "\r\n"
+                )
                 try:
                     sock.sendall(reply.encode() + data)
                 except OSError:

@@ -24,23 +24,25 @@ NO_ANSWER_CODES = ("all_seats_failed", "all_seats_rate_limited", "no_valid_json"
 def register(nouns, common) -> None:
     a = nouns.add_parser("ask", parents=[common], help="ask a collection (answers on stdout)")
     a.add_argument("name", help="collection, e.g. demo or bench/demo")
-    a.add_argument("prompt", nargs="?", default="",
-                   help="the prompt (-f appends a file's text)")
+    a.add_argument("prompt", nargs="?", default="", help="the prompt (-f appends a file's text)")
     a.add_argument("-f", "--file", metavar="FILE", help="append this file's text to the prompt")
     a.add_argument("--system", metavar="TEXT", help="the system message")
-    a.add_argument("--url", metavar="URL", help="ask a running gateway instead "
-                   "(its key, if it needs one, from $PANELIST_KEY)")
+    a.add_argument(
+        "--url",
+        metavar="URL",
+        help="ask a running gateway instead (its key, if it needs one, from $PANELIST_KEY)",
+    )
 
 
 def cmd_ask(args, out: Out) -> int:
     text = args.prompt
     if args.file:
-        text = (text + "\n\n" if text else "") + readfile.read_text(args.file,
-                                                                     what="prompt file")
+        text = (text + "\n\n" if text else "") + readfile.read_text(args.file, what="prompt file")
     if not text.strip():
         raise BadRequest("nothing to ask: give a prompt or -f FILE")
-    messages = ([{"role": "system", "content": args.system}] if args.system else []) + \
-        [{"role": "user", "content": text}]
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
+        {"role": "user", "content": text}
+    ]
     model = args.name if args.name.startswith("bench/") else f"bench/{args.name}"
     body = {"model": model, "messages": messages}
     try:
@@ -49,6 +51,7 @@ def cmd_ask(args, out: Out) -> int:
             reply = gateway.post("/v1/chat/completions", body, timeout=remote.ASK_TIMEOUT)
         else:
             from panelist.metrics.panel.panel import Panels
+
             panels = Panels(open_home(args.data))
             try:
                 answered = panels.ask(body)
@@ -56,10 +59,11 @@ def cmd_ask(args, out: Out) -> int:
                 panels.close()
             assert answered is not None  # None only when an ``alive`` check says the caller left
             reply = answered
-    except PanelistError as exc:   # the panel ran and no seat answered: every seat's error
+    except PanelistError as exc:  # the panel ran and no seat answered: every seat's error
         if exc.code not in NO_ANSWER_CODES:
             raise
         from panelist.metrics.panel.sections import markdown_of
+
         if out.as_json:
             print(jsonwire.dumps(body_of(exc)))
         else:
@@ -72,8 +76,7 @@ def cmd_ask(args, out: Out) -> int:
     else:
         print(reply["choices"][0]["message"]["content"])
         for s in seats:
-            print(f"{s['call']}  {s['alias']}  {s['status']}  {s['seconds']:.2f}s",
-                  file=sys.stderr)
+            print(f"{s['call']}  {s['alias']}  {s['status']}  {s['seconds']:.2f}s", file=sys.stderr)
     return 0 if any(s["status"] in ANSWERED for s in seats) else NO_ANSWER
 
 

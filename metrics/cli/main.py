@@ -34,12 +34,30 @@ from panelist.metrics.plaintext import visible
 from panelist.metrics.store import jsonwire
 from panelist.metrics.wire.errors import body_of
 
-NO_ANSWER = 3   # the exit status of a command whose panel (or reference run) gave no answer
+NO_ANSWER = 3  # the exit status of a command whose panel (or reference run) gave no answer
 
 # the modules of the nouns, in the order ``panelist --help`` lists their commands. Imported
 # when the parser is built, not before: each imports ``Out`` from here
-NOUNS = ("serve", "endpoint", "model", "probe", "grade", "collection", "ask", "verdict", "mcp",
-         "race", "judge", "suite", "ratings", "replay", "key", "catalog", "schedule", "db")
+NOUNS = (
+    "serve",
+    "endpoint",
+    "model",
+    "probe",
+    "grade",
+    "collection",
+    "ask",
+    "verdict",
+    "mcp",
+    "race",
+    "judge",
+    "suite",
+    "ratings",
+    "replay",
+    "key",
+    "catalog",
+    "schedule",
+    "db",
+)
 
 
 class Out:
@@ -61,8 +79,10 @@ class Out:
         if not rows:
             print("(none)")
             return
-        cells = [[visible(str(r.get(c, "") if r.get(c) is not None else "")) for c in columns]
-                 for r in rows]
+        cells = [
+            [visible(str(r.get(c, "") if r.get(c) is not None else "")) for c in columns]
+            for r in rows
+        ]
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
         print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths)).rstrip())
         for row in cells:
@@ -75,23 +95,32 @@ class Runtime:
 
     make_gateway: Callable | None = None
     make_dashboard: Callable | None = None
-    simulator: Callable | None = None   # builds a simulated upstream: SimUpstream(models, …)
+    simulator: Callable | None = None  # builds a simulated upstream: SimUpstream(models, …)
 
     def need(self, name: str, what: str):
         made = getattr(self, name)
         if made is None:
-            raise PanelistError(f"this command line cannot {what}; run it as `panelist ...`, "
-                                "`python metrics/offload.py ...` or `python serve.py`")
+            raise PanelistError(
+                f"this command line cannot {what}; run it as `panelist ...`, "
+                "`python metrics/offload.py ...` or `python serve.py`"
+            )
         return made
 
 
 def _common(parser: argparse.ArgumentParser, suppress: bool) -> None:
     default = argparse.SUPPRESS if suppress else None
-    parser.add_argument("--json", action="store_true",
-                        default=argparse.SUPPRESS if suppress else False,
-                        help="print machine-readable JSON")
-    parser.add_argument("--data", metavar="DIR", default=default,
-                        help="data folder (default: $PANELIST_HOME or ~/.local/share/panelist)")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="print machine-readable JSON",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        default=default,
+        help="data folder (default: $PANELIST_HOME or ~/.local/share/panelist)",
+    )
 
 
 def _modules() -> list:
@@ -136,9 +165,12 @@ def main(argv: list[str] | None = None, runtime: Runtime | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:   # one line for a person; the traceback when asked for
+    except Exception as exc:  # one line for a person; the traceback when asked for
         if os.environ.get("PANELIST_DEBUG"):
             raise
-        print(f"panelist: internal error: {type(exc).__name__}: {exc}; run again with "
-              "PANELIST_DEBUG=1 for the traceback and report it", file=sys.stderr)
+        print(
+            f"panelist: internal error: {type(exc).__name__}: {exc}; run again with "
+            "PANELIST_DEBUG=1 for the traceback and report it",
+            file=sys.stderr,
+        )
         return 1

@@ -26,8 +26,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-MAX_WAITING = 64                    # calls waiting for a free worker
-WAITING_BYTES = 64 * 1024 * 1024    # their messages' bytes: two of the largest a line may be
+MAX_WAITING = 64  # calls waiting for a free worker
+WAITING_BYTES = 64 * 1024 * 1024  # their messages' bytes: two of the largest a line may be
 
 
 class Busy(Exception):
@@ -44,8 +44,8 @@ class Call:
     token: str | int | None = None
     size: int = 0
     taken: float = field(default_factory=time.monotonic)
-    started: float | None = None     # when a worker took it; None while it waits
-    due: float = 0.0                 # when its next progress notification is due
+    started: float | None = None  # when a worker took it; None while it waits
+    due: float = 0.0  # when its next progress notification is due
     ticks: int = 0
     answered: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -55,8 +55,14 @@ class CallPool:
     """Runs calls on at most ``workers`` threads: ``run(call)`` returns the reply (and never
     raises), ``write(message)`` sends one message to the client."""
 
-    def __init__(self, run: Callable[[Call], dict], write: Callable[[dict], None], *,
-                 workers: int, every: float):
+    def __init__(
+        self,
+        run: Callable[[Call], dict],
+        write: Callable[[dict], None],
+        *,
+        workers: int,
+        every: float,
+    ):
         if workers < 1:
             raise ValueError("a pool needs one worker at least")
         self.workers = workers
@@ -68,7 +74,7 @@ class CallPool:
         self._running = 0
         self._threads: list[threading.Thread] = []
         self._clock: threading.Thread | None = None
-        self._heard: set[Call] = set()   # calls with a progress token, not answered yet
+        self._heard: set[Call] = set()  # calls with a progress token, not answered yet
         self._closing = False
 
     def submit(self, call: Call) -> None:
@@ -77,14 +83,18 @@ class CallPool:
         with self._cond:
             if self._closing:
                 raise Busy("this server is shutting down; send the call again to a new session")
-            queued = self._running + len(self._waiting) - self.workers   # waiting, not running
+            queued = self._running + len(self._waiting) - self.workers  # waiting, not running
             if queued >= MAX_WAITING:
-                raise Busy(f"busy: {self.workers} tool calls are running and {MAX_WAITING} "
-                           "more are waiting; retry this call once one of them is answered")
+                raise Busy(
+                    f"busy: {self.workers} tool calls are running and {MAX_WAITING} "
+                    "more are waiting; retry this call once one of them is answered"
+                )
             if queued >= 0 and self._waiting_bytes + call.size > WAITING_BYTES:
-                raise Busy(f"busy: the calls waiting for one of the {self.workers} running "
-                           f"hold {self._waiting_bytes // (1024 * 1024)} MB of prompts; retry "
-                           "this call once one of them is answered")
+                raise Busy(
+                    f"busy: the calls waiting for one of the {self.workers} running "
+                    f"hold {self._waiting_bytes // (1024 * 1024)} MB of prompts; retry "
+                    "this call once one of them is answered"
+                )
             call.taken = time.monotonic()
             self._waiting.append(call)
             self._waiting_bytes += call.size
@@ -93,8 +103,10 @@ class CallPool:
                 self._heard.add(call)
                 if self._clock is None:
                     self._clock = self._start(self._tick, "mcp-progress")
-            if self._running + len(self._waiting) > len(self._threads) \
-                    and len(self._threads) < self.workers:
+            if (
+                self._running + len(self._waiting) > len(self._threads)
+                and len(self._threads) < self.workers
+            ):
                 self._threads.append(self._start(self._work, f"mcp-call-{len(self._threads)}"))
             self._cond.notify_all()
 
@@ -118,7 +130,7 @@ class CallPool:
                 while not self._waiting and not self._closing:
                     self._cond.wait()
                 if not self._waiting:
-                    return   # closing, and nothing is left to run
+                    return  # closing, and nothing is left to run
                 call = self._waiting.popleft()
                 self._waiting_bytes -= call.size
                 self._running += 1
@@ -126,7 +138,7 @@ class CallPool:
             try:
                 reply = self._run(call)
                 with call.lock:
-                    call.answered = True   # from here on the clock passes it by
+                    call.answered = True  # from here on the clock passes it by
                 self._write(reply)
             finally:
                 with self._cond:
@@ -138,7 +150,7 @@ class CallPool:
         while True:
             with self._cond:
                 if self._closing and not self._heard:
-                    return   # every call with a token has been answered
+                    return  # every call with a token has been answered
                 now = time.monotonic()
                 due = [c for c in self._heard if c.due <= now]
                 if not due:
@@ -149,16 +161,20 @@ class CallPool:
                 with call.lock:
                     if call.answered:
                         continue
-                    call.ticks += 1   # progress must grow with every notification
+                    call.ticks += 1  # progress must grow with every notification
                     call.due = now + self.every
                     self._write(self._progress(call, now))
 
     def _progress(self, call: Call, now: float) -> dict:
         if call.started is None:
-            said = (f"{call.name} waiting for one of {self.workers} running calls after "
-                    f"{now - call.taken:.0f} s")
+            said = (
+                f"{call.name} waiting for one of {self.workers} running calls after "
+                f"{now - call.taken:.0f} s"
+            )
         else:
             said = f"{call.name} still working after {now - call.taken:.0f} s"
-        return {"jsonrpc": "2.0", "method": "notifications/progress",
-                "params": {"progressToken": call.token, "progress": call.ticks,
-                           "message": said}}
+        return {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": call.token, "progress": call.ticks, "message": said},
+        }

@@ -10,15 +10,25 @@ from panelist.metrics.home import open_home
 
 
 def register(nouns, common) -> None:
-    a = nouns.add_parser("probe", parents=[common], help="one tiny call per model; retire "
-                         "models that keep failing hard, restore them when they answer")
+    a = nouns.add_parser(
+        "probe",
+        parents=[common],
+        help="one tiny call per model; retire "
+        "models that keep failing hard, restore them when they answer",
+    )
     a.add_argument("aliases", nargs="*", metavar="ALIAS", help="default: every model")
-    a.add_argument("--timeout", type=float, default=30.0, metavar="S",
-                   help="seconds each model may take to answer (default 30)")
+    a.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds each model may take to answer (default 30)",
+    )
 
 
 def cmd_probe(args, out: Out) -> int:
     from panelist.metrics.upkeep.health import Health
+
     if not args.timeout > 0:
         raise BadRequest("--timeout must be a number of seconds above 0")
     health = Health(open_home(args.data))
@@ -30,8 +40,10 @@ def cmd_probe(args, out: Out) -> int:
     if out.as_json:
         out.result(rows)
     else:
-        out.table([dict(r, error=r["error"][:80]) for r in rows],
-                  ["alias", "status", "seconds", "error_kind", "action", "error"])
+        out.table(
+            [dict(r, error=r["error"][:80]) for r in rows],
+            ["alias", "status", "seconds", "error_kind", "action", "error"],
+        )
     return 0
 
 

@@ -27,25 +27,46 @@ from typing import Mapping
 from urllib.parse import urlsplit
 
 from panelist import __version__
-from panelist.metrics.errors import (AllSeatsFailed, BadRequest, Conflict, Forbidden,
-                                     GatewayUnreachable, MethodNotAllowed, NotFound,
-                                     PanelistError, PayloadTooLarge, RequestTimeout,
-                                     TooManyRequests, Unauthorized, Unavailable,
-                                     UnsupportedMediaType)
+from panelist.metrics.errors import (
+    AllSeatsFailed,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    GatewayUnreachable,
+    MethodNotAllowed,
+    NotFound,
+    PanelistError,
+    PayloadTooLarge,
+    RequestTimeout,
+    TooManyRequests,
+    Unauthorized,
+    Unavailable,
+    UnsupportedMediaType,
+)
 from panelist.metrics.store import jsonwire
 
-DEFAULT_URL = "http://127.0.0.1:8123"   # where `panelist gateway` listens unless told otherwise
+DEFAULT_URL = "http://127.0.0.1:8123"  # where `panelist gateway` listens unless told otherwise
 URL_VARIABLE = "PANELIST_URL"
 KEY_VARIABLE = "PANELIST_KEY"
-OLD_KEY_VARIABLE = "PANELIST_API_KEY"   # what `ask --url` read before; still read when unset
-ASK_TIMEOUT = 3600.0   # a panel ends by its own deadline (panel_timeout); this only bounds a hang
+OLD_KEY_VARIABLE = "PANELIST_API_KEY"  # what `ask --url` read before; still read when unset
+ASK_TIMEOUT = 3600.0  # a panel ends by its own deadline (panel_timeout); this only bounds a hang
 QUICK_TIMEOUT = 60.0
 
 # a refusal of the gateway becomes the error it was raised as there (wire status → class)
-_BY_STATUS = {400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound,
-              405: MethodNotAllowed, 408: RequestTimeout, 409: Conflict, 413: PayloadTooLarge,
-              415: UnsupportedMediaType, 429: TooManyRequests, 503: Unavailable}
-_OWN_FIELDS = ("message", "type", "param", "code")   # the rest of an error object are details
+_BY_STATUS = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    408: RequestTimeout,
+    409: Conflict,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
+    429: TooManyRequests,
+    503: Unavailable,
+}
+_OWN_FIELDS = ("message", "type", "param", "code")  # the rest of an error object are details
 
 
 @dataclass(frozen=True)
@@ -53,10 +74,10 @@ class Caller:
     """Who calls the gateway, for the words of its errors: the command line and the MCP server
     are told the URL in different ways and list pending calls differently."""
 
-    agent: str         # the User-Agent product
-    who: str           # "this command", "this server"
-    url_setting: str   # where the URL comes from
-    pending: str       # where a call that outlived its wait shows up
+    agent: str  # the User-Agent product
+    who: str  # "this command", "this server"
+    url_setting: str  # where the URL comes from
+    pending: str  # where a call that outlived its wait shows up
 
 
 CLI = Caller("panelist-cli", "this command", "--url", "`panelist pending --url URL`")
@@ -80,8 +101,14 @@ def connect(url: str, caller: Caller, env: Mapping[str, str]) -> "Remote":
 class Remote:
     """A running Panelist gateway: JSON over HTTP. The key lives only in ``_headers``."""
 
-    def __init__(self, url: str, key: str | None = None, *, key_name: str = KEY_VARIABLE,
-                 caller: Caller = CLI):
+    def __init__(
+        self,
+        url: str,
+        key: str | None = None,
+        *,
+        key_name: str = KEY_VARIABLE,
+        caller: Caller = CLI,
+    ):
         self.caller = caller
         self.base = check_url(url, caller)
         parts = urlsplit(self.base)
@@ -89,8 +116,10 @@ class Remote:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.key_name = key_name
         self.keyed = bool(key)
-        self._headers = {"Accept": "application/json",
-                         "User-Agent": f"{caller.agent}/{__version__}"}
+        self._headers = {
+            "Accept": "application/json",
+            "User-Agent": f"{caller.agent}/{__version__}",
+        }
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         proxies = {} if is_loopback(self.host) else urllib.request.getproxies()
@@ -99,13 +128,16 @@ class Remote:
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
 
     def get(self, path: str, timeout: float = QUICK_TIMEOUT) -> dict:
-        return self._call(urllib.request.Request(self.base + path, headers=self._headers),
-                          timeout)
+        return self._call(urllib.request.Request(self.base + path, headers=self._headers), timeout)
 
     def post(self, path: str, body: dict, timeout: float = QUICK_TIMEOUT) -> dict:
         headers = dict(self._headers, **{"Content-Type": "application/json"})
-        return self._call(urllib.request.Request(self.base + path, data=jsonwire.encode(body),
-                                                 headers=headers, method="POST"), timeout)
+        return self._call(
+            urllib.request.Request(
+                self.base + path, data=jsonwire.encode(body), headers=headers, method="POST"
+            ),
+            timeout,
+        )
 
     def _call(self, req: urllib.request.Request, timeout: float) -> dict:
         try:
@@ -125,24 +157,32 @@ class Remote:
         if isinstance(reason, (TimeoutError, socket.timeout)):
             return GatewayUnreachable(
                 f"{where} did not answer within {timeout:.0f} s; it may still be working: see "
-                f"{self.caller.pending}, or check its log")
+                f"{self.caller.pending}, or check its log"
+            )
         if isinstance(reason, ConnectionRefusedError) and not self.proxy:
-            return GatewayUnreachable(f"no Panelist gateway is running at {self.base} "
-                                      f"(connection refused); {self.start_hint()}")
-        check = "the proxy variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) and " if self.proxy \
-            else ""
-        return GatewayUnreachable(f"cannot reach {where}: {reason}; check {check}"
-                                  f"{self.caller.url_setting} and that the gateway runs there")
+            return GatewayUnreachable(
+                f"no Panelist gateway is running at {self.base} "
+                f"(connection refused); {self.start_hint()}"
+            )
+        check = "the proxy variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) and " if self.proxy else ""
+        return GatewayUnreachable(
+            f"cannot reach {where}: {reason}; check {check}"
+            f"{self.caller.url_setting} and that the gateway runs there"
+        )
 
     def start_hint(self) -> str:
         """The exact command that starts a gateway where the URL points."""
         setting = self.caller.url_setting
         if not is_loopback(self.host) or self.base.startswith("https:"):
-            return (f"start the gateway on {self.host}, or give {setting} where one runs "
-                    f"(a local one: `panelist gateway`, default {DEFAULT_URL})")
+            return (
+                f"start the gateway on {self.host}, or give {setting} where one runs "
+                f"(a local one: `panelist gateway`, default {DEFAULT_URL})"
+            )
         args = "" if self.port == 8123 else f" --port {self.port}"
-        return (f"start it with `panelist gateway{args}` (from a checkout: `python gateway.py"
-                f"{args}`), or give {setting} where a gateway runs")
+        return (
+            f"start it with `panelist gateway{args}` (from a checkout: `python gateway.py"
+            f"{args}`), or give {setting} where a gateway runs"
+        )
 
     def _json(self, raw: bytes) -> dict:
         try:
@@ -150,9 +190,11 @@ class Remote:
         except (ValueError, UnicodeDecodeError):
             data = None
         if not isinstance(data, dict):
-            raise GatewayUnreachable(f"{self.base} answered with something that is not a "
-                                     f"Panelist reply; check that {self.caller.url_setting} "
-                                     "names a Panelist gateway")
+            raise GatewayUnreachable(
+                f"{self.base} answered with something that is not a "
+                f"Panelist reply; check that {self.caller.url_setting} "
+                "names a Panelist gateway"
+            )
         return data
 
     def _refused(self, status: int, raw: bytes, headers) -> PanelistError:
@@ -166,20 +208,23 @@ class Remote:
         text = f"the gateway at {self.base} refused ({status}): {message}"
         who = self.caller.who
         if status == 401:
-            text += (f"; the {self.key_name} given to {who} was refused: set it to a live key "
-                     "(`panelist key list`)" if self.keyed else
-                     f"; set {KEY_VARIABLE} in the environment of {who} to a gateway key "
-                     "(make one with `panelist key create NAME`)")
+            text += (
+                f"; the {self.key_name} given to {who} was refused: set it to a live key "
+                "(`panelist key list`)"
+                if self.keyed
+                else f"; set {KEY_VARIABLE} in the environment of {who} to a gateway key "
+                "(make one with `panelist key create NAME`)"
+            )
         elif status in (429, 503) and headers.get("Retry-After"):
             text += f" (try again in {headers['Retry-After']} s)"
         code = error.get("code") if isinstance(error.get("code"), str) else None
         details = {k: v for k, v in error.items() if k not in _OWN_FIELDS}
         kept = {"Retry-After": headers["Retry-After"]} if headers.get("Retry-After") else {}
         if status == 502 and isinstance(details.get("seats"), list):
-            return AllSeatsFailed(text, details["seats"], code=code or "all_seats_failed",
-                                  headers=kept)
-        return _BY_STATUS.get(status, PanelistError)(text, code=code, headers=kept,
-                                                     details=details)
+            return AllSeatsFailed(
+                text, details["seats"], code=code or "all_seats_failed", headers=kept
+            )
+        return _BY_STATUS.get(status, PanelistError)(text, code=code, headers=kept, details=details)
 
 
 def check_url(url: str, caller: Caller = CLI) -> str:
@@ -190,15 +235,23 @@ def check_url(url: str, caller: Caller = CLI) -> str:
         base = base[:-3]
     try:
         parts = urlsplit(base)
-        parts.port   # raises on a port that is not a number
+        parts.port  # raises on a port that is not a number
     except ValueError:
         parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
-            or parts.query or parts.fragment or "@" in parts.netloc:
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or "@" in parts.netloc
+    ):
         where = "--url or PANELIST_URL" if caller is MCP else caller.url_setting
-        raise BadRequest(f"'{_shown(str(url)[:200])}' ({where}) is not a gateway URL; "
-                         f"give one like {DEFAULT_URL} (http or https, a host, an optional "
-                         "port, no user:password)")
+        raise BadRequest(
+            f"'{_shown(str(url)[:200])}' ({where}) is not a gateway URL; "
+            f"give one like {DEFAULT_URL} (http or https, a host, an optional "
+            "port, no user:password)"
+        )
     return base
 
 

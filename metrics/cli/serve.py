@@ -27,24 +27,41 @@ from panelist.metrics.store.pg import check_argument, check_url, redact
 
 
 def register(nouns, common) -> None:
-    for noun, port, what in (("gateway", 8123, "run the gateway"),
-                             ("serve", 8122, "run the dashboard (and the gateway's routes)")):
+    for noun, port, what in (
+        ("gateway", 8123, "run the gateway"),
+        ("serve", 8122, "run the dashboard (and the gateway's routes)"),
+    ):
         g = nouns.add_parser(noun, parents=[common], help=what)
-        g.add_argument("--host", default="127.0.0.1",
-                       help="the address to listen on (default 127.0.0.1; any other needs "
-                       "PANELIST_ADMIN_TOKEN)")
+        g.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="the address to listen on (default 127.0.0.1; any other needs "
+            "PANELIST_ADMIN_TOKEN)",
+        )
         g.add_argument("--port", type=int, default=port, help=f"the port (default {port})")
-        g.add_argument("--workers", metavar="N", type=workers.worker_count, default=1,
-                       help="processes answering the port, sharing the data folder (default 1; "
-                       "auto: one per core)")
-        g.add_argument("--demo", action="store_true",
-                       help="serve simulated demo models and a demo collection, in the "
-                       "demo's own data folder (beside the default one, named panelist-demo) "
-                       "unless --data names one")
-        g.add_argument("--database", metavar="URL", default=None,
-                       help="keep the ledger in PostgreSQL (postgresql://USER@HOST:PORT/DB), "
-                       "shared by every instance given the same URL (default: "
-                       "$PANELIST_DATABASE_URL, else the data folder's JSONL logs)")
+        g.add_argument(
+            "--workers",
+            metavar="N",
+            type=workers.worker_count,
+            default=1,
+            help="processes answering the port, sharing the data folder (default 1; "
+            "auto: one per core)",
+        )
+        g.add_argument(
+            "--demo",
+            action="store_true",
+            help="serve simulated demo models and a demo collection, in the "
+            "demo's own data folder (beside the default one, named panelist-demo) "
+            "unless --data names one",
+        )
+        g.add_argument(
+            "--database",
+            metavar="URL",
+            default=None,
+            help="keep the ledger in PostgreSQL (postgresql://USER@HOST:PORT/DB), "
+            "shared by every instance given the same URL (default: "
+            "$PANELIST_DATABASE_URL, else the data folder's JSONL logs)",
+        )
 
 
 def cmd_gateway(args, out: Out) -> int:
@@ -64,7 +81,7 @@ def _serve(args, out: Out, make) -> int:
     # collection would otherwise seat demo models as explorers
     data = args.data or (demo_dir() if args.demo else None)
     home = open_home(data, database=args.database)
-    workers.check_reuse_port(args.workers)   # before anything starts
+    workers.check_reuse_port(args.workers)  # before anything starts
     if args.workers == 1:
         return _one(args, out, make, home)
     return _group(args, out, make, home)
@@ -74,15 +91,21 @@ def _one(args, out: Out, make, home) -> int:
     try:
         # a refused setting or port is refused before the demo starts; a server that fails to
         # start the demo closes itself, so no simulator outlives it
-        server = make(home, args.host, args.port, demo=args.demo) if args.demo else \
-            make(home, args.host, args.port)
+        server = (
+            make(home, args.host, args.port, demo=args.demo)
+            if args.demo
+            else make(home, args.host, args.port)
+        )
     except OSError as exc:
-        raise PanelistError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
-                            "pick another --port or stop what holds it") from None
+        raise PanelistError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror}; "
+            "pick another --port or stop what holds it"
+        ) from None
     stop, hurry = threading.Event(), threading.Event()
 
     def on_signal(*_):
-        (hurry if stop.is_set() else stop).set()   # asked again: the drain ends now
+        (hurry if stop.is_set() else stop).set()  # asked again: the drain ends now
+
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         _announce(args, out, home, server.url, [os.getpid()])
@@ -96,10 +119,17 @@ def _one(args, out: Out, make, home) -> int:
 
 
 def _group(args, out: Out, make, home) -> int:
-    group = workers.Group(make, home.root, args.host, args.port, args.workers,
-                          share_sessions=args.noun == "serve", demo=args.demo,
-                          database=home.database)
-    if not group.start():   # stopped before every worker listened
+    group = workers.Group(
+        make,
+        home.root,
+        args.host,
+        args.port,
+        args.workers,
+        share_sessions=args.noun == "serve",
+        demo=args.demo,
+        database=home.database,
+    )
+    if not group.start():  # stopped before every worker listened
         return 0
     try:
         _announce(args, out, home, group.url, group.pids)
@@ -110,23 +140,32 @@ def _group(args, out: Out, make, home) -> int:
 
 def _announce(args, out: Out, home, url: str, pids: list[int]) -> None:
     dashboard = args.noun == "serve"
-    info = {"url": f"{url}/v1", "data": str(home.root), "demo": args.demo, "workers": pids,
-            "database": redact(home.database) if home.database else None}
-    several = f", {len(pids)} workers (pids {', '.join(map(str, pids))})" if len(pids) > 1 \
-        else ""
+    info = {
+        "url": f"{url}/v1",
+        "data": str(home.root),
+        "demo": args.demo,
+        "workers": pids,
+        "database": redact(home.database) if home.database else None,
+    }
+    several = f", {len(pids)} workers (pids {', '.join(map(str, pids))})" if len(pids) > 1 else ""
     lines = [f"panelist gateway on {url}/v1 (data folder {home.root}{several})"]
     if dashboard:
         info["dashboard"] = url + "/"
-        lines = [f"panelist dashboard on {url}/" + (f" ({several[2:]})" if several else ""),
-                 f"OpenAI base URL: {url}/v1 (data folder {home.root})"]
+        lines = [
+            f"panelist dashboard on {url}/" + (f" ({several[2:]})" if several else ""),
+            f"OpenAI base URL: {url}/v1 (data folder {home.root})",
+        ]
     if home.database:
         lines.append(f"ledger in {redact(home.database)}")
     if args.demo:
         if not args.data:
-            lines.append(f"the demo keeps its own data folder ({home.root}); --data DIR "
-                         "names another")
-        lines.append("try: model 'bench/demo' (simulated models)"
-                     + (", or the Ask page" if dashboard else ""))
+            lines.append(
+                f"the demo keeps its own data folder ({home.root}); --data DIR names another"
+            )
+        lines.append(
+            "try: model 'bench/demo' (simulated models)"
+            + (", or the Ask page" if dashboard else "")
+        )
     out.result(info, "\n".join(lines))
     sys.stdout.flush()
 

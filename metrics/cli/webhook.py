@@ -11,17 +11,25 @@ from panelist.metrics.home import open_home
 def register(alerts_parser, common) -> None:
     verbs = alerts_parser.add_subparsers(dest="hook_noun", metavar="webhook")
     wh = verbs.add_parser("webhook", help="where alerts are sent").add_subparsers(
-        dest="hook_verb", metavar="VERB", required=True)
+        dest="hook_verb", metavar="VERB", required=True
+    )
     a = wh.add_parser("add", parents=[common], help="POST each alert to URL")
     a.add_argument("url", help="where alerts are POSTed (shown masked from then on)")
-    a.add_argument("--kind", action="append", metavar="KIND", dest="kinds",
-                   help="only alerts of this kind (repeat for more); default: every kind")
-    a.add_argument("--slack", action="store_true", help="send a Slack-compatible {\"text\"} body")
+    a.add_argument(
+        "--kind",
+        action="append",
+        metavar="KIND",
+        dest="kinds",
+        help="only alerts of this kind (repeat for more); default: every kind",
+    )
+    a.add_argument("--slack", action="store_true", help='send a Slack-compatible {"text"} body')
     wh.add_parser("list", parents=[common], help="the webhooks and their latest delivery")
     wh.add_parser("rm", parents=[common], help="stop sending to a webhook").add_argument(
-        "id", help="the webhook's id, as `alerts webhook list` shows it")
+        "id", help="the webhook's id, as `alerts webhook list` shows it"
+    )
     wh.add_parser("test", parents=[common], help="send a test alert now and wait").add_argument(
-        "id", nargs="?", help="one webhook; default: every webhook")
+        "id", nargs="?", help="one webhook; default: every webhook"
+    )
 
 
 def _last(row: dict) -> str:
@@ -35,15 +43,23 @@ def _last(row: dict) -> str:
 
 def cmd_webhook(args, out: Out) -> int:
     from panelist.metrics.upkeep import webhooks
+
     home = open_home(args.data)
     hooks = webhooks.Hooks(home)
     if args.hook_verb == "add":
         made = hooks.add(args.url, args.kinds, args.slack)
-        out.result({"id": made["id"], "url": webhooks.mask(made["url"]), "kinds": made["kinds"],
-                    "slack": made["slack"]},
-                   f"webhook {made['id']} added: {webhooks.mask(made['url'])} gets "
-                   + (f"the alerts of kind {', '.join(made['kinds'])}" if made["kinds"]
-                      else "every alert"))
+        out.result(
+            {
+                "id": made["id"],
+                "url": webhooks.mask(made["url"]),
+                "kinds": made["kinds"],
+                "slack": made["slack"],
+            },
+            f"webhook {made['id']} added: {webhooks.mask(made['url'])} gets "
+            + (
+                f"the alerts of kind {', '.join(made['kinds'])}" if made["kinds"] else "every alert"
+            ),
+        )
     elif args.hook_verb == "rm":
         hooks.remove(args.id)
         out.result({"removed": args.id}, f"webhook {args.id} removed")

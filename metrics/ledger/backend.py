@@ -20,7 +20,7 @@ from panelist.metrics.ledger.index import Index
 class Follower(Protocol):
     """Reads the evidence on from a position, as ``jsonl.Tail`` reads a file."""
 
-    offset: int   # the position it got to
+    offset: int  # the position it got to
 
     def read(self) -> Iterator[tuple[int, dict]]: ...
 
@@ -29,7 +29,7 @@ class Follower(Protocol):
 class Logs(Protocol):
     """Where a ledger's records live. Many threads may share one; appends are whole records."""
 
-    snapshots: bool   # whether a snapshot of the index is kept beside the records
+    snapshots: bool  # whether a snapshot of the index is kept beside the records
 
     # -- the clock and the index's snapshot
     def shared_time(self, local: float) -> float:

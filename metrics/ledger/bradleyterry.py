@@ -34,11 +34,11 @@ from collections.abc import Mapping
 
 from panelist.metrics.stats import Z95, t_quantile
 
-PRIOR = 1.0        # virtual wins and losses against an average player (strength 1)
-TOLERANCE = 1e-7   # largest Newton step of a log-strength at which the fit stops
+PRIOR = 1.0  # virtual wins and losses against an average player (strength 1)
+TOLERANCE = 1e-7  # largest Newton step of a log-strength at which the fit stops
 MAX_ITERATIONS = 100
-FEW_UNITS = 1000   # units from which an estimated variance is taken as known
-MAX_STEP = 3.0     # the largest change of a log-strength one Newton step may make
+FEW_UNITS = 1000  # units from which an estimated variance is taken as known
+MAX_STEP = 3.0  # the largest change of a log-strength one Newton step may make
 
 
 class Comparisons:
@@ -148,7 +148,7 @@ def _newton_step(n: int, cells, theta: list[float], g: list[float]) -> list[floa
 
     x = [0.0] * n
     r = list(g)
-    z = [ri / d for ri, d in zip(r, diag)]   # Jacobi preconditioning
+    z = [ri / d for ri, d in zip(r, diag)]  # Jacobi preconditioning
     p = list(z)
     rz = sum(map(operator.mul, r, z))
     limit = 1e-24 * max(1.0, sum(map(operator.mul, g, g)))
@@ -181,8 +181,9 @@ def fit(comparisons: Comparisons) -> list[float]:
     return theta
 
 
-def errors(comparisons: Comparisons, theta: list[float],
-           clusters: Mapping[tuple, float]) -> tuple[list[float], list[float]]:
+def errors(
+    comparisons: Comparisons, theta: list[float], clusters: Mapping[tuple, float]
+) -> tuple[list[float], list[float]]:
     """Each player's standard error of log-strength, and the number of clusters it is in.
 
     ``clusters`` counts units of evidence by pattern: ``{((better, worse), ...): units}``, a
@@ -215,21 +216,20 @@ def errors(comparisons: Comparisons, theta: list[float],
     for t in theta:
         s = _sigmoid(t)
         prior.append(2.0 * PRIOR * s * (1.0 - s))
-    model = [row[i] - sum(x * x * d for x, d in zip(row, prior))
-             for i, row in enumerate(inverse)]
+    model = [row[i] - sum(x * x * d for x, d in zip(row, prior)) for i, row in enumerate(inverse)]
     names = comparisons.players
     residual: dict[tuple[str, str], tuple[int, int, float]] = {}
     for i, j, _, _ in comparisons.cells:
         r = _sigmoid(theta[i] - theta[j])
         residual[(names[i], names[j])] = (i, j, 1.0 - r)
         residual[(names[j], names[i])] = (j, i, r)
-    outer = [0.0] * (n * n)   # M, row by row
+    outer = [0.0] * (n * n)  # M, row by row
     seen = [0.0] * n
     for key, units in clusters.items():
         g: dict[int, float] = {}
         for pair in key:
             found = residual.get(pair)
-            if found is None:   # a model "compared" with itself: no comparison
+            if found is None:  # a model "compared" with itself: no comparison
                 continue
             i, j, r = found
             g[i] = g.get(i, 0.0) + r

@@ -21,7 +21,7 @@ HIST_LO = 0.001
 HIST_STEPS = 8
 HIST_DOUBLINGS = 22
 HIST_BUCKETS = HIST_DOUBLINGS * HIST_STEPS + 2
-RESOLUTION = 2 ** (1 / (2 * HIST_STEPS)) - 1   # the most a quantile reads off: 4.4%
+RESOLUTION = 2 ** (1 / (2 * HIST_STEPS)) - 1  # the most a quantile reads off: 4.4%
 
 
 def hist_bucket(seconds: float) -> int:
@@ -37,7 +37,7 @@ def _bucket_value(i: int) -> float:
     if i == 0:
         return HIST_LO
     if i == HIST_BUCKETS - 1:
-        return round(HIST_LO * 2 ** HIST_DOUBLINGS, 3)
+        return round(HIST_LO * 2**HIST_DOUBLINGS, 3)
     return round(HIST_LO * 2 ** ((i - 0.5) / HIST_STEPS), 3)
 
 
@@ -61,5 +61,4 @@ def sparse_quantiles(hist: dict[int, int], *qs: float) -> list[float | None]:
     cum = list(accumulate(hist[b] for b in buckets))
     if not cum:
         return [None for _ in qs]
-    return [BUCKET_VALUES[buckets[bisect_left(cum, max(1, math.ceil(q * cum[-1])))]]
-            for q in qs]
+    return [BUCKET_VALUES[buckets[bisect_left(cum, max(1, math.ceil(q * cum[-1])))]] for q in qs]

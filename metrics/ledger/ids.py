@@ -32,8 +32,8 @@ from pathlib import Path
 
 from panelist.metrics.store import jsonl
 
-SLOT = 8                  # bytes per panels.idx slot
-MAX_SEQ_DIGITS = 15       # a seq beyond this is no panel of ours (and would overflow pread)
+SLOT = 8  # bytes per panels.idx slot
+MAX_SEQ_DIGITS = 15  # a seq beyond this is no panel of ours (and would overflow pread)
 # slots skipped when panels.idx is rebuilt: more than the panels any process can have in flight,
 # whose ids the logs cannot show yet
 ID_MARGIN = 4096
@@ -41,8 +41,10 @@ _PANEL_ID = re.compile(r"p(\d{8})-(\d{1,%d})" % MAX_SEQ_DIGITS)
 _LOGGED_PANEL = re.compile(rb'"panel":"p\d{8}-(\d{1,%d})"' % MAX_SEQ_DIGITS)
 LOGGED_PANEL_ID = re.compile(rb'"panel":"(p\d{8}-\d{1,%d})"' % MAX_SEQ_DIGITS)
 
-ID_HELP = ("call ids come from a panel's reply (each seat's 'call', e.g. p20250101-7.member1) "
-           "or from the list of recent panels")
+ID_HELP = (
+    "call ids come from a panel's reply (each seat's 'call', e.g. p20250101-7.member1) "
+    "or from the list of recent panels"
+)
 
 
 def panel_seq(panel_id: str | None) -> int | None:
@@ -55,7 +57,7 @@ def slots(fd: int, first: int, count: int) -> array:
     """``count`` panels.idx slots from slot ``first`` (fewer at the file's end)."""
     data = os.pread(fd, count * SLOT, first * SLOT)
     out = array("Q")
-    out.frombytes(data[:len(data) - len(data) % SLOT])
+    out.frombytes(data[: len(data) - len(data) % SLOT])
     if sys.byteorder != "little":
         out.byteswap()
     return out
@@ -71,8 +73,8 @@ class PanelTable:
         self._evidence_path = Path(evidence_path)
         self._lock = threading.Lock()  # flock does not exclude threads sharing a descriptor
         self._fd = self._open()
-        self._ino = os.fstat(self._fd).st_ino   # a descriptor's file never changes
-        self._handed = 0   # slots this descriptor's file is known to hold (it only grows)
+        self._ino = os.fstat(self._fd).st_ino  # a descriptor's file never changes
+        self._handed = 0  # slots this descriptor's file is known to hold (it only grows)
         self._retired: list[int] = []
 
     def reserve(self, count: int, now: float | None = None) -> list[str]:
@@ -171,16 +173,15 @@ class PanelTable:
                     found = _LOGGED_PANEL.findall(text)
                     if found:
                         top = max(top, max(map(int, found)))
-                    carry = text[-64:]   # an id cut by the block's end is whole next time
+                    carry = text[-64:]  # an id cut by the block's end is whole next time
         except FileNotFoundError:
             pass
         if top < 0:
-            return   # no panel logged: a new folder, counting from 0
+            return  # no panel logged: a new folder, counting from 0
         table = bytearray(SLOT * (top + 1 + ID_MARGIN))
         for seq, pointer in pointers.items():
-            table[seq * SLOT:(seq + 1) * SLOT] = pointer.to_bytes(SLOT, "little")
+            table[seq * SLOT : (seq + 1) * SLOT] = pointer.to_bytes(SLOT, "little")
         os.pwrite(fd, table, 0)
-
 
 
 class FinishedCount:
@@ -193,9 +194,9 @@ class FinishedCount:
     def __init__(self, idx_path: Path):
         self.path = Path(idx_path)
         self._ino: int | None = None
-        self._upto = 0                       # slots read so far
-        self._count = 0                      # of them, those pointing at a line
-        self._zeros: list[tuple[int, int]] = []   # runs [start, end) of slots still 0
+        self._upto = 0  # slots read so far
+        self._count = 0  # of them, those pointing at a line
+        self._zeros: list[tuple[int, int]] = []  # runs [start, end) of slots still 0
 
     def __call__(self) -> int | None:
         try:
@@ -225,7 +226,7 @@ class FinishedCount:
             if not zero:
                 continue
             i = got.index(0)
-            while True:   # only the zeros are walked one by one: they are few
+            while True:  # only the zeros are walked one by one: they are few
                 j = i + 1
                 while j < len(got) and got[j] == 0:
                     j += 1

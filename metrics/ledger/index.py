@@ -77,9 +77,9 @@ from panelist.metrics.ledger.outcomes import ERROR_CHARS, NOT_OUTCOMES, Outcomes
 from panelist.metrics.ledger.pairs import Pairs
 from panelist.metrics.ledger.usage import ANSWER, FAILURE, NEITHER, Usage
 
-KEEP_DAYS = 62            # days of per-day seat counts kept; buckets() serves up to 60
+KEEP_DAYS = 62  # days of per-day seat counts kept; buckets() serves up to 60
 SEATINGS_KEPT = ID_MARGIN  # recent seatings remembered for panels_after
-RECENT_HISTORY = 20_000   # delivered replies and tool call ids remembered for history
+RECENT_HISTORY = 20_000  # delivered replies and tool call ids remembered for history
 # Verdict entries: offset << V_OFFSET | false claims << 2 | counted in a collection << 1 | useful
 FALSE_CAP = 0xFFFF
 V_OFFSET = 18
@@ -87,8 +87,8 @@ V_OFFSET = 18
 AWAITING, DELIVERED, ABANDONED = 0, 1, 2
 # the seat statuses of an answer a caller can judge; every other status is a failure
 ANSWERED = frozenset({"ok", "tool_calls"})
-GATEWAY = ""               # the whole gateway's name in ``scopes`` (others are "key:NAME" ...)
-_NUMBER = (int, float)   # tested by exact class, so a bool is no number
+GATEWAY = ""  # the whole gateway's name in ``scopes`` (others are "key:NAME" ...)
+_NUMBER = (int, float)  # tested by exact class, so a bool is no number
 _INF = math.inf
 
 
@@ -96,11 +96,11 @@ _INF = math.inf
 class ModelState:
     """What seating needs to know about one model for one shape."""
 
-    last_seated: float | None   # epoch seconds: panel start of its most recent seat for this shape
+    last_seated: float | None  # epoch seconds: panel start of its most recent seat for this shape
     useful: int
     not_useful: int
-    cooling_until: float        # epoch seconds; 0.0 if not cooling
-    window: int | None          # lowest context window learned from an upstream error
+    cooling_until: float  # epoch seconds; 0.0 if not cooling
+    window: int | None  # lowest context window learned from an upstream error
     # panels of this shape seated since its last seat for it (0: it sat in the latest), None if
     # never seated; a seat known only from before "seated" lines existed counts every turn
     waited: int | None = None
@@ -154,7 +154,7 @@ class Stats:
     def __init__(self):
         self.seats = self.ok = self.false_claims = 0
         self.last_answer: float | None = None
-        self.hist: list[int] | None = None      # made at the first ok seat
+        self.hist: list[int] | None = None  # made at the first ok seat
         self.failures: dict[str, int] = {}
 
     def copy(self) -> "Stats":
@@ -184,9 +184,17 @@ class Stats:
 
     def view(self, useful: int, not_useful: int) -> dict:
         p50, p95 = hist_quantiles(self.hist, 0.5, 0.95)
-        return {"seats": self.seats, "ok": self.ok, "useful": useful, "not_useful": not_useful,
-                "false_claims": self.false_claims, "last_answer": self.last_answer,
-                "p50": p50, "p95": p95, "failures": dict(self.failures)}
+        return {
+            "seats": self.seats,
+            "ok": self.ok,
+            "useful": useful,
+            "not_useful": not_useful,
+            "false_claims": self.false_claims,
+            "last_answer": self.last_answer,
+            "p50": p50,
+            "p95": p95,
+            "failures": dict(self.failures),
+        }
 
 
 class Index:
@@ -194,7 +202,7 @@ class Index:
 
     def __init__(self, *, recent_calls: int = 100_000, recent_history: int = RECENT_HISTORY):
         self.recent_calls = max(0, int(recent_calls))
-        self.panels_kept = max(16, self.recent_calls)   # delivery states kept
+        self.panels_kept = max(16, self.recent_calls)  # delivery states kept
         self.recent_history = max(1, int(recent_history))
         self.reset(None)
 
@@ -204,7 +212,7 @@ class Index:
         self.offset = offset
         self.past: set[tuple[int, int]] = set()
         self.last_seated: dict[tuple[str, str], float] = {}
-        self.turns: dict[str, int] = {}                # shape -> "seated" lines folded
+        self.turns: dict[str, int] = {}  # shape -> "seated" lines folded
         self.turn_of: dict[tuple[str, str], int] = {}  # (alias, shape) -> its last seat's turn
         self.counts: dict[tuple[str, str], list[int]] = {}
         self.cooling: dict[str, float] = {}
@@ -218,22 +226,22 @@ class Index:
         self.recent: OrderedDict[str, tuple] = OrderedDict()
         # the query aggregates (see the module docstring)
         self.stats: dict[tuple[str, str], Stats] = {}
-        self.alias_stats: dict[str, Stats] = {}       # the same, over every shape
+        self.alias_stats: dict[str, Stats] = {}  # the same, over every shape
         self._pairs: dict[tuple[str, str], tuple] = {}  # key -> both of the above (a cache)
-        self.collections: dict[str, list[int]] = {}    # [panels, seats, useful, not useful]
-        self.days: dict[int, dict[str, int]] = {}      # UTC day number -> alias -> seats
+        self.collections: dict[str, list[int]] = {}  # [panels, seats, useful, not useful]
+        self.days: dict[int, dict[str, int]] = {}  # UTC day number -> alias -> seats
         self.top_day = -1
         self.seatings: OrderedDict[int, float] = OrderedDict()  # panel seq -> start
-        self.top_seating = -1                          # highest seq a "seated" line named
-        self.owed = 0                                  # recent ok seats without a verdict
-        self.owed_by_key: dict = {}                    # the same per key (None: no key)
+        self.top_seating = -1  # highest seq a "seated" line named
+        self.owed = 0  # recent ok seats without a verdict
+        self.owed_by_key: dict = {}  # the same per key (None: no key)
         # the owed calls themselves, in the order each became owed (its seat line, or its
         # panel's delivery): the queue's oldest are read without passing judged calls. An
         # OrderedDict, as a plain dict's iteration still steps over the slots its removals
         # at the front leave until it is resized
         self.owed_calls: OrderedDict[str, None] = OrderedDict()
-        self.key_last: dict[str, float] = {}           # key name -> newest panel start
-        self.late_day = 0                              # set by each fold_all
+        self.key_last: dict[str, float] = {}  # key name -> newest panel start
+        self.late_day = 0  # set by each fold_all
         # panel -> [delivery state, its answered calls in the recent map...]; oldest first
         self.panels: OrderedDict[str, list] = OrderedDict()
         # the panels of ``panels`` awaiting delivery or abandoned, which ``undelivered`` reads
@@ -244,13 +252,17 @@ class Index:
         self.delivered: OrderedDict[str, str] = OrderedDict()
         # panels calls.jsonl says were abandoned, known only while fold_all replays from 0
         self._old_abandoned: frozenset[str] = frozenset()
-        self.usage = Usage()              # seats per alias in the recent windows
-        self.scopes = Usage()             # the same per gateway key, and GATEWAY's for all
-        self.outcomes = Outcomes()        # each alias's latest outcomes and newest probe
-        self.pairs = Pairs(self.panels_kept)   # per shape, who was judged better on a panel
+        self.usage = Usage()  # seats per alias in the recent windows
+        self.scopes = Usage()  # the same per gateway key, and GATEWAY's for all
+        self.outcomes = Outcomes()  # each alias's latest outcomes and newest probe
+        self.pairs = Pairs(self.panels_kept)  # per shape, who was judged better on a panel
 
-    def fold_all(self, records: Iterable[tuple[int, dict]], now: float,
-                 abandoned: frozenset[str] = frozenset()) -> int:
+    def fold_all(
+        self,
+        records: Iterable[tuple[int, dict]],
+        now: float,
+        abandoned: frozenset[str] = frozenset(),
+    ) -> int:
         """Fold ``(offset, record)`` pairs read at ``now`` (epoch seconds); ``abandoned``: the
         panels calls.jsonl says the caller left, for a replay from the start. Returns the count;
         the caller moves ``offset`` past the last line read."""
@@ -317,8 +329,11 @@ class Index:
         if isinstance(seated, (int, float)) and seated > self.last_seated.get(key, -1.0):
             self.last_seated[key] = float(seated)  # max: processes append slightly out of order
         status, owner = intern(rec.get("status")), intern(rec.get("key"))
-        if isinstance(owner, str) and isinstance(seated, (int, float)) \
-                and seated > self.key_last.get(owner, -1.0):
+        if (
+            isinstance(owner, str)
+            and isinstance(seated, (int, float))
+            and seated > self.key_last.get(owner, -1.0)
+        ):
             self.key_last[owner] = float(seated)
         recent = self.recent
         old = recent.get(call)
@@ -391,8 +406,9 @@ class Index:
             for kind in ("key", "endpoint"):
                 name = rec.get(kind)
                 if name.__class__ is str and name:
-                    scopes.fold(intern(f"{kind}:{name}"), seated, outcome, bucket, prompt,
-                                completion)
+                    scopes.fold(
+                        intern(f"{kind}:{name}"), seated, outcome, bucket, prompt, completion
+                    )
         collection = rec.get("collection")
         if collection.__class__ is str:
             row = self.collections.get(collection) or self._collection(collection)
@@ -420,11 +436,17 @@ class Index:
             kind = rec.get("error_kind") or status
             kind = intern(kind) if isinstance(kind, str) else "other"
         error, seconds, ts = rec.get("error"), rec.get("seconds"), rec.get("ts")
-        self.outcomes.fold(intern(alias), kind, (
-            ts if isinstance(ts, str) else None,
-            "ok" if kind is None else (status if isinstance(status, str) else "error"), kind,
-            error[:ERROR_CHARS] if isinstance(error, str) and kind is not None else "",
-            seconds if seconds.__class__ in _NUMBER and 0 <= seconds < _INF else None))
+        self.outcomes.fold(
+            intern(alias),
+            kind,
+            (
+                ts if isinstance(ts, str) else None,
+                "ok" if kind is None else (status if isinstance(status, str) else "error"),
+                kind,
+                error[:ERROR_CHARS] if isinstance(error, str) and kind is not None else "",
+                seconds if seconds.__class__ in _NUMBER and 0 <= seconds < _INF else None,
+            ),
+        )
 
     def _owe(self, call: str, entry: tuple, step: int) -> None:
         """Count a recent-map entry in (+1) or out of (-1) the verdicts owed."""
@@ -521,8 +543,9 @@ class Index:
             known = owners.get(tid)
             # an id issued twice (by two seats, or in two panels: some servers number their
             # calls, and the client numbers calls that came without an id) has no owner
-            owners[tid] = (panel, None) if known is not None and known != (panel, alias) \
-                else (panel, alias)
+            owners[tid] = (
+                (panel, None) if known is not None and known != (panel, alias) else (panel, alias)
+            )
             owners.move_to_end(tid)
             if len(owners) > self.recent_history:
                 owners.popitem(last=False)
@@ -535,8 +558,12 @@ class Index:
 
     def _fold_seated(self, rec: dict) -> None:
         shape, seated, aliases = rec["shape"], rec["seated"], rec["aliases"]
-        if not isinstance(shape, str) or isinstance(seated, bool) \
-                or not isinstance(seated, (int, float)) or not isinstance(aliases, list):
+        if (
+            not isinstance(shape, str)
+            or isinstance(seated, bool)
+            or not isinstance(seated, (int, float))
+            or not isinstance(aliases, list)
+        ):
             return
         shape = intern(shape)
         turn = self.turns.get(shape, 0) + 1
@@ -588,18 +615,25 @@ class Index:
             self._add_claims(alias, shape, claims)
         if collection is not None:
             self._collection(collection)[3 - useful] += 1
-        self.verdicts[call] = (offset << V_OFFSET | claims << 2
-                                | (collection is not None) << 1 | useful)
+        self.verdicts[call] = (
+            offset << V_OFFSET | claims << 2 | (collection is not None) << 1 | useful
+        )
         if with_stats:
             panel = rec.get("panel")
-            self.pairs.fold(panel if panel.__class__ is str else call.partition(".")[0],
-                            call, alias, shape, useful)
+            self.pairs.fold(
+                panel if panel.__class__ is str else call.partition(".")[0],
+                call,
+                alias,
+                shape,
+                useful,
+            )
 
     def _pair(self, key: tuple[str, str]) -> tuple["Stats", "Stats"]:
         """The aggregates of (alias, shape) and of the alias over every shape, made if new."""
         pair = self._pairs[key] = (
             self.stats.get(key) or self.stats.setdefault(key, Stats()),
-            self.alias_stats.get(key[0]) or self.alias_stats.setdefault(key[0], Stats()))
+            self.alias_stats.get(key[0]) or self.alias_stats.setdefault(key[0], Stats()),
+        )
         return pair
 
     def _add_claims(self, alias: str, shape: str, n: int) -> None:

@@ -55,8 +55,7 @@ from panelist.metrics import errors
 from panelist.metrics.ledger import snapshot
 from panelist.metrics.ledger.backend import Logs
 from panelist.metrics.ledger.ids import ID_HELP, panel_seq
-from panelist.metrics.ledger.index import RECENT_HISTORY, V_OFFSET, Index, ModelState, \
-    reply_hash
+from panelist.metrics.ledger.index import RECENT_HISTORY, V_OFFSET, Index, ModelState, reply_hash
 from panelist.metrics.ledger.logs import FileLogs
 from panelist.metrics.ledger.queries import Queries, verdict_view
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
@@ -65,30 +64,41 @@ from panelist.metrics.store.jsonl import SCHEMA, utc_iso
 class Ledger:
     """One process's view of a runs folder; many threads and processes may share the folder."""
 
-    def __init__(self, runs_dir: Path, *, snapshot_every: int = 50_000,
-                 recent_calls: int = 100_000, recent_history: int = RECENT_HISTORY,
-                 database: str | None = None, clock=time.time):
+    def __init__(
+        self,
+        runs_dir: Path,
+        *,
+        snapshot_every: int = 50_000,
+        recent_calls: int = 100_000,
+        recent_history: int = RECENT_HISTORY,
+        database: str | None = None,
+        clock=time.time,
+    ):
         self.dir = Path(runs_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         # the snapshot is this instance's own, beside its runs folder, on either home
         self.snapshot_path = self.dir / "index.json"
         self.snapshot_every = max(1, int(snapshot_every))
 
-        self._clock = clock                # this host's epoch seconds (a cooldown's start)
-        self._lock = threading.Lock()      # the index and the tail reader
-        self._decide = threading.Lock()    # one decide-then-append section per process at a time
-        self._logs: Logs   # the records' home: the files or the database, one surface
+        self._clock = clock  # this host's epoch seconds (a cooldown's start)
+        self._lock = threading.Lock()  # the index and the tail reader
+        self._decide = threading.Lock()  # one decide-then-append section per process at a time
+        self._logs: Logs  # the records' home: the files or the database, one surface
         # where the records live: the redacted database URL, or None for the runs folder
         self.database: str | None = None
         if database:
             from panelist.metrics.ledger.pglogs import DatabaseLogs
             from panelist.metrics.store.pg import redact
             from panelist.metrics.store.pgdeferred import deferred
+
             # a database out of reach at start defers the logs until it answers (pgdeferred)
-            self._logs = deferred(lambda: DatabaseLogs(database, self.snapshot_path,
-                                                       clock=clock,
-                                                       outbox=self.dir / "outbox"),
-                                  shown=redact(database), snapshots=True)
+            self._logs = deferred(
+                lambda: DatabaseLogs(
+                    database, self.snapshot_path, clock=clock, outbox=self.dir / "outbox"
+                ),
+                shown=redact(database),
+                snapshots=True,
+            )
             self.database = redact(database)
         else:
             files = self._logs = FileLogs(self.dir)
@@ -132,8 +142,11 @@ class Ledger:
         with self._lock:
             self._follow()
             # taken in the same locked section, so only one of several racing threads saves it
-            state = self._capture() if self._unsaved >= self.snapshot_every \
-                and self._logs.snapshots else None
+            state = (
+                self._capture()
+                if self._unsaved >= self.snapshot_every and self._logs.snapshots
+                else None
+            )
         if state is not None:
             self._logs.save_snapshot(state)
 
@@ -175,8 +188,9 @@ class Ledger:
 
     # ----------------------------------------------------------------- reads (queries.py)
 
-    def states(self, aliases: Iterable[str], shape: str,
-               now: float | None = None) -> dict[str, ModelState]:
+    def states(
+        self, aliases: Iterable[str], shape: str, now: float | None = None
+    ) -> dict[str, ModelState]:
         return self._queries.states(aliases, shape, now)
 
     def pairs(self, shape: str) -> dict[tuple[str, str], int]:
@@ -203,8 +217,9 @@ class Ledger:
     def recent_panels(self, n: int = 20) -> list[dict]:
         return self._queries.recent_panels(n)
 
-    def pending(self, *, key: str | None = None, limit: int = 50,
-                oldest: bool = False) -> list[dict]:
+    def pending(
+        self, *, key: str | None = None, limit: int = 50, oldest: bool = False
+    ) -> list[dict]:
         return self._queries.pending(key=key, limit=limit, oldest=oldest)
 
     def undelivered(self, *, key: str | None = None, limit: int = 50) -> list[dict]:
@@ -237,8 +252,15 @@ class Ledger:
     def usage(self, window: str, now: float | None = None) -> dict:
         return self._queries.usage(window, now)
 
-    def series(self, window: str, *, aliases: list[str] | None = None, key: str | None = None,
-               endpoint: str | None = None, now: float | None = None) -> dict:
+    def series(
+        self,
+        window: str,
+        *,
+        aliases: list[str] | None = None,
+        key: str | None = None,
+        endpoint: str | None = None,
+        now: float | None = None,
+    ) -> dict:
         return self._queries.series(window, aliases=aliases, key=key, endpoint=endpoint, now=now)
 
     def failing(self, failed: int, of: int) -> dict[str, dict]:
@@ -268,12 +290,14 @@ class Ledger:
     def latest_panel(self) -> str | None:
         return self._queries.latest_panel()
 
-    def panels_page(self, before_seq: int | None = None,
-                    limit: int = 50) -> tuple[list[dict], int | None]:
+    def panels_page(
+        self, before_seq: int | None = None, limit: int = 50
+    ) -> tuple[list[dict], int | None]:
         return self._queries.panels_page(before_seq, limit)
 
-    def panels_after(self, seq: int | None, limit: int = 50, *, wait: float = 600.0,
-                     now: float | None = None) -> tuple[list[dict], int]:
+    def panels_after(
+        self, seq: int | None, limit: int = 50, *, wait: float = 600.0, now: float | None = None
+    ) -> tuple[list[dict], int]:
         return self._queries.panels_after(seq, limit, wait=wait, now=now)
 
     def panel_summaries(self, seqs: Iterable[int]) -> list[dict]:
@@ -310,44 +334,75 @@ class Ledger:
         """Append whole seat lines (``seatrecord.line`` of kind ``"seat"`` with the panel's
         ``panel``, ``shape`` and ``seated``), as a gateway's panel makes them, in one write."""
         for line in lines:
-            if line.get("kind") != "seat" or line.get("v") != SCHEMA or \
-                    not isinstance(line.get("seated"), (int, float)):
-                raise errors.BadRequest("a seat line is a seatrecord.line of kind 'seat' "
-                                        "with its panel's 'seated'; use record_seat for a record")
+            if (
+                line.get("kind") != "seat"
+                or line.get("v") != SCHEMA
+                or not isinstance(line.get("seated"), (int, float))
+            ):
+                raise errors.BadRequest(
+                    "a seat line is a seatrecord.line of kind 'seat' "
+                    "with its panel's 'seated'; use record_seat for a record"
+                )
             _needs_names(line, "line")
         if lines:
             self._logs.append(*lines)
 
-    def seated_record(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
-                      collection: str | None = None, awaits_delivery: bool = False) -> dict:
+    def seated_record(
+        self,
+        panel: str,
+        shape: str,
+        aliases: Iterable[str],
+        seated: float,
+        collection: str | None = None,
+        awaits_delivery: bool = False,
+    ) -> dict:
         """The ``"seated"`` line ``record_seated`` writes."""
         aliases = list(aliases)
-        if not isinstance(shape, str) or not shape or not all(
-                isinstance(a, str) and a for a in aliases):
+        if (
+            not isinstance(shape, str)
+            or not shape
+            or not all(isinstance(a, str) and a for a in aliases)
+        ):
             raise errors.BadRequest("a seating needs a shape and aliases (non-empty strings)")
         if collection is not None and (not isinstance(collection, str) or not collection):
             raise errors.BadRequest("a seating's collection is a non-empty string or None")
-        record = {"v": SCHEMA, "kind": "seated", "ts": utc_iso(time.time()), "panel": panel,
-                  "shape": shape, "seated": seated, "aliases": aliases}
+        record = {
+            "v": SCHEMA,
+            "kind": "seated",
+            "ts": utc_iso(time.time()),
+            "panel": panel,
+            "shape": shape,
+            "seated": seated,
+            "aliases": aliases,
+        }
         if collection is not None:
             record["collection"] = collection
         if awaits_delivery:
             record["awaits_delivery"] = True
         return record
 
-    def record_seated(self, panel: str, shape: str, aliases: Iterable[str], seated: float,
-                      collection: str | None = None, awaits_delivery: bool = False) -> None:
+    def record_seated(
+        self,
+        panel: str,
+        shape: str,
+        aliases: Iterable[str],
+        seated: float,
+        collection: str | None = None,
+        awaits_delivery: bool = False,
+    ) -> None:
         """Append one ``"seated"`` line: the panel took a seat for each of ``aliases`` at
         ``seated`` (epoch seconds, the panel's start). Written when the panel is seated, so the
         next seating here (after its tail refresh) and in any other process sees it at once.
         ``collection`` (its model id, ``bench/<name>``) counts the panel in ``collection_stats``.
         ``awaits_delivery``: the caller will call ``record_delivered`` when its client has the
         reply, and until then the panel's seats are owed no verdict."""
-        self._logs.append(self.seated_record(panel, shape, aliases, seated, collection,
-                                                 awaits_delivery))
+        self._logs.append(
+            self.seated_record(panel, shape, aliases, seated, collection, awaits_delivery)
+        )
 
-    def record_delivered(self, panel: str, content: str | None,
-                         tool_call_ids: Iterable[str | None] = ()) -> None:
+    def record_delivered(
+        self, panel: str, content: str | None, tool_call_ids: Iterable[str | None] = ()
+    ) -> None:
         """Append one ``"delivered"`` line: the caller received this panel's reply, whose text
         was ``content`` (only its ``reply_hash`` is written) and whose tool calls had these ids.
         From then on its answered seats are owed verdicts, and ``delivered_panel`` finds the
@@ -355,15 +410,24 @@ class Ledger:
         if panel_seq(panel) is None:
             raise errors.BadRequest(f"not a panel id: {panel!r}")
         ids = [t for t in tool_call_ids if isinstance(t, str) and t]
-        self._logs.append({"v": SCHEMA, "kind": "delivered", "ts": utc_iso(time.time()),
-                               "panel": panel, "hash": reply_hash(content), "tool_calls": ids})
+        self._logs.append(
+            {
+                "v": SCHEMA,
+                "kind": "delivered",
+                "ts": utc_iso(time.time()),
+                "panel": panel,
+                "hash": reply_hash(content),
+                "tool_calls": ids,
+            }
+        )
 
     @staticmethod
     def _abandoned_line(panel: str) -> dict:
         return {"v": SCHEMA, "kind": "abandoned", "ts": utc_iso(time.time()), "panel": panel}
 
-    def record_seats(self, recs: list[dict], now: float | None = None, *,
-                     seatings: Iterable[dict] = ()) -> None:
+    def record_seats(
+        self, recs: list[dict], now: float | None = None, *, seatings: Iterable[dict] = ()
+    ) -> None:
         """Append many seat records in one locked write (bulk loaders; a panel's seats that
         ended together), after the ``"seated"`` lines of ``seatings`` (dicts of
         ``seated_record``'s arguments), as a gateway writes them."""
@@ -400,19 +464,28 @@ class Ledger:
         if not recs:
             return
         pairs = [self.panel_record(r, now) for r in recs]
-        left = [self._abandoned_line(record["panel"]) for _, record in pairs
-                if record.get("abandoned") is True]
+        left = [
+            self._abandoned_line(record["panel"])
+            for _, record in pairs
+            if record.get("abandoned") is True
+        ]
         self._logs.append_panels(pairs, left)
 
     def cool_down(self, alias: str, seconds: float, reason: str = "") -> None:
         """Keep ``alias`` out of panels for ``seconds`` from now (after a rate limit); 0 ends
         a cooldown."""
         now = self._clock()
-        record = {"v": SCHEMA, "kind": "cooldown", "ts": utc_iso(now), "alias": alias,
-                  "until": self._logs.shared_time(now) + max(0.0, seconds),
-                  "seconds": seconds, "reason": reason}
+        record = {
+            "v": SCHEMA,
+            "kind": "cooldown",
+            "ts": utc_iso(now),
+            "alias": alias,
+            "until": self._logs.shared_time(now) + max(0.0, seconds),
+            "seconds": seconds,
+            "reason": reason,
+        }
         if self.database:
-            record["clock"] = "database"   # every host reads it back onto its own clock
+            record["clock"] = "database"  # every host reads it back onto its own clock
         self._logs.append(record)
 
     def record_probe(self, rec: dict) -> dict:
@@ -433,13 +506,27 @@ class Ledger:
                 known = self._index.window.get(alias)
             if known is not None and known <= tokens:
                 return False
-            self._write_held({"v": SCHEMA, "kind": "window", "ts": utc_iso(time.time()),
-                              "alias": alias, "tokens": tokens})
+            self._write_held(
+                {
+                    "v": SCHEMA,
+                    "kind": "window",
+                    "ts": utc_iso(time.time()),
+                    "alias": alias,
+                    "tokens": tokens,
+                }
+            )
         return True
 
-    def record_verdict(self, call: str, *, useful: bool, note: str = "",
-                       real: Iterable[str] = (), false: Iterable[str] = (),
-                       by: str = "local") -> dict:
+    def record_verdict(
+        self,
+        call: str,
+        *,
+        useful: bool,
+        note: str = "",
+        real: Iterable[str] = (),
+        false: Iterable[str] = (),
+        by: str = "local",
+    ) -> dict:
         """Record whether a call's answer was useful; the last verdict wins, repeats are not
         written.
 
@@ -457,18 +544,39 @@ class Ledger:
                 prev = self._index.verdicts.get(call)
             if prev is not None and bool(prev & 1) == useful:
                 line = self._logs.evidence_at(prev >> V_OFFSET)
-                if line is not None and [line.get(k) for k in ("note", "real", "false")] \
-                        == [note, real, false]:
-                    return {"call": call, "written": False, "replaced": False,
-                            "verdict": verdict_view(line)}
-            record = {"v": SCHEMA, "kind": "verdict", "ts": utc_iso(time.time()), "call": call,
-                      "panel": seat.get("panel"), "alias": seat.get("alias"),
-                      "shape": seat.get("shape"), "collection": seat.get("collection"),
-                      "useful": useful, "note": note,
-                      "real": real, "false": false, "by": by}
+                if line is not None and [line.get(k) for k in ("note", "real", "false")] == [
+                    note,
+                    real,
+                    false,
+                ]:
+                    return {
+                        "call": call,
+                        "written": False,
+                        "replaced": False,
+                        "verdict": verdict_view(line),
+                    }
+            record = {
+                "v": SCHEMA,
+                "kind": "verdict",
+                "ts": utc_iso(time.time()),
+                "call": call,
+                "panel": seat.get("panel"),
+                "alias": seat.get("alias"),
+                "shape": seat.get("shape"),
+                "collection": seat.get("collection"),
+                "useful": useful,
+                "note": note,
+                "real": real,
+                "false": false,
+                "by": by,
+            }
             self._write_held(record)
-        return {"call": call, "written": True, "replaced": prev is not None,
-                "verdict": verdict_view(record)}
+        return {
+            "call": call,
+            "written": True,
+            "replaced": prev is not None,
+            "verdict": verdict_view(record),
+        }
 
     @contextmanager
     def _exclusive(self, key: str):
@@ -493,7 +601,7 @@ class Ledger:
             try:
                 self._follow()
             except errors.DatabaseUnreachable:
-                pass   # nothing more can be read; what was folded is saved below
+                pass  # nothing more can be read; what was folded is saved below
             unsaved = self._unsaved
         if unsaved and self._logs.snapshots:
             self._write_snapshot()

@@ -49,7 +49,7 @@ def abandoned_in(calls_path: Path) -> frozenset[str]:
 class FileLogs:
     """A runs folder's JSONL logs and panels.idx; many threads and processes may share it."""
 
-    snapshots = True   # index.json beside the logs spares a replay at start
+    snapshots = True  # index.json beside the logs spares a replay at start
 
     def __init__(self, runs_dir: Path):
         self.dir = Path(runs_dir)

@@ -33,7 +33,7 @@ class Outbox:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._lock = threading.Lock()
-        self._pending: bool | None = None    # None: not looked yet
+        self._pending: bool | None = None  # None: not looked yet
 
     def keep(self, pairs: list[tuple[int, dict]], evidence: list[dict]) -> Path:
         """Write one panel write down; its file."""
@@ -58,8 +58,11 @@ class Outbox:
 
     def files(self) -> list[Path]:
         try:
-            return sorted(p for p in self.folder.iterdir()
-                          if p.name.startswith(PREFIX) and p.suffix == ".json")
+            return sorted(
+                p
+                for p in self.folder.iterdir()
+                if p.name.startswith(PREFIX) and p.suffix == ".json"
+            )
         except FileNotFoundError:
             return []
 
@@ -71,7 +74,7 @@ class Outbox:
             self._pending = None
         for path in self.files():
             entry = _read(path)
-            if entry is None:   # gone (another process sent it), or not whole: never sent
+            if entry is None:  # gone (another process sent it), or not whole: never sent
                 try:
                     path.replace(path.with_suffix(".unreadable"))
                 except FileNotFoundError:

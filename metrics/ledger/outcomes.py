@@ -20,11 +20,13 @@ Invariants:
 
 from __future__ import annotations
 
-KEPT = 64             # outcomes kept per alias: the most ``failing_of`` may be
+KEPT = 64  # outcomes kept per alias: the most ``failing_of`` may be
 ERROR_CHARS = 300
 _TOP = 1 << KEPT
 _MASK = _TOP - 1
-NOT_OUTCOMES = frozenset({"cancelled", "at_limit", "memory"})   # failure kinds that say nothing of a model
+NOT_OUTCOMES = frozenset(
+    {"cancelled", "at_limit", "memory"}
+)  # failure kinds that say nothing of a model
 
 
 class Outcomes:
@@ -43,7 +45,7 @@ class Outcomes:
             return
         v = (self.bits.get(alias, 1) << 1) | (kind is not None)
         if v >> (KEPT + 1):
-            v = (v & _MASK) | _TOP   # the oldest outcome leaves
+            v = (v & _MASK) | _TOP  # the oldest outcome leaves
         self.bits[alias] = v
         if kind is not None:
             self.last_kind[alias] = kind
@@ -64,9 +66,12 @@ class Outcomes:
         return (v & ((1 << known) - 1)).bit_count(), known
 
     def encode(self) -> dict:
-        return {"bits": self.bits, "kinds": self.last_kind,
-                "probes": {a: list(p) for a, p in self.probes.items()},
-                "probe_failed": sorted(self.probe_failed)}
+        return {
+            "bits": self.bits,
+            "kinds": self.last_kind,
+            "probes": {a: list(p) for a, p in self.probes.items()},
+            "probe_failed": sorted(self.probe_failed),
+        }
 
     @classmethod
     def decode(cls, data: dict, intern) -> "Outcomes":

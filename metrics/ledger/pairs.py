@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 
-_STAMPS = itertools.count(1)   # shared by every Pairs of the process: a stamp is never reused
+_STAMPS = itertools.count(1)  # shared by every Pairs of the process: a stamp is never reused
 
 
 def pattern(entry: list) -> tuple:
@@ -113,7 +113,7 @@ class Pairs:
             n = counts.get(before, 0) - 1
             if n > 0:
                 counts[before] = n
-            else:   # (a pattern missing here could only come of a hand-edited snapshot)
+            else:  # (a pattern missing here could only come of a hand-edited snapshot)
                 counts.pop(before, None)
         if after:
             counts[after] = counts.get(after, 0) + 1
@@ -152,10 +152,15 @@ class Pairs:
 
     def encode(self) -> dict:
         # a pattern is written flat: [shape, panels, better, worse, better, worse, ...]
-        return {"wins": [[s, a, b, n] for s, w in self.wins.items() for (a, b), n in w.items()],
-                "patterns": [[s, n, *(x for pair in key for x in pair)]
-                             for s, c in self.patterns.items() for key, n in c.items()],
-                "panels": [[p, *e] for p, e in self.panels.items()]}
+        return {
+            "wins": [[s, a, b, n] for s, w in self.wins.items() for (a, b), n in w.items()],
+            "patterns": [
+                [s, n, *(x for pair in key for x in pair)]
+                for s, c in self.patterns.items()
+                for key, n in c.items()
+            ],
+            "panels": [[p, *e] for p, e in self.panels.items()],
+        }
 
     @classmethod
     def decode(cls, data: dict, kept: int, intern) -> "Pairs":
@@ -164,7 +169,7 @@ class Pairs:
             if not (isinstance(n, int) and n > 0):
                 raise ValueError("a pair count is not a positive whole number")
             pairs.wins.setdefault(intern(s), {})[(intern(a), intern(b))] = n
-        names: dict = {}   # one copy of each name, looked up once (a file has many patterns)
+        names: dict = {}  # one copy of each name, looked up once (a file has many patterns)
         for row in data["patterns"]:
             n = row[1]
             if not (n.__class__ is int and n > 0) or len(row) < 4 or len(row) % 2:

@@ -23,16 +23,27 @@ from panelist.metrics.ledger.pairs import Pairs
 from panelist.metrics.store import atomic, jsonwire
 from panelist.metrics.store.jsonl import Tail, utc_iso
 
-VERSION = 2   # 2 added the patterns of panel outcomes: a version 1 file is replayed
+VERSION = 2  # 2 added the patterns of panel outcomes: a version 1 file is replayed
 NAME = "pairs.json"
 
 
 def save(path: Path, ino: int, offset: int, pairs: Pairs) -> None:
     """Write ``pairs`` as of byte ``offset`` of evidence file ``ino``, this user's only."""
-    atomic.write(path, jsonwire.encode({"v": VERSION, "ts": utc_iso(time.time()), "ino": ino,
-                                        "offset": offset, "kept": pairs.kept,
-                                        "pairs": pairs.encode()},
-                                       separators=(",", ":")), mode=0o600)
+    atomic.write(
+        path,
+        jsonwire.encode(
+            {
+                "v": VERSION,
+                "ts": utc_iso(time.time()),
+                "ino": ino,
+                "offset": offset,
+                "kept": pairs.kept,
+                "pairs": pairs.encode(),
+            },
+            separators=(",", ":"),
+        ),
+        mode=0o600,
+    )
 
 
 def _load(path: Path, evidence: Path, kept: int) -> tuple[Pairs, int]:
@@ -54,8 +65,12 @@ def _decode(path: Path, evidence: Path, kept: int) -> tuple[Pairs, int]:
         data = json.loads(path.read_bytes())
         st = os.stat(evidence)
         offset = data["offset"]
-        if data.get("v") != VERSION or data["ino"] != st.st_ino \
-                or not isinstance(offset, int) or not 0 <= offset <= st.st_size:
+        if (
+            data.get("v") != VERSION
+            or data["ino"] != st.st_ino
+            or not isinstance(offset, int)
+            or not 0 <= offset <= st.st_size
+        ):
             raise ValueError("not of this evidence file")
         if offset:
             with open(evidence, "rb") as f:
@@ -79,11 +94,20 @@ class PairsView:
             if rec.get("kind") != "verdict":
                 continue
             call, alias, shape = rec.get("call"), rec.get("alias"), rec.get("shape")
-            if call.__class__ is str and alias.__class__ is str and shape.__class__ is str \
-                    and "useful" in rec:
+            if (
+                call.__class__ is str
+                and alias.__class__ is str
+                and shape.__class__ is str
+                and "useful" in rec
+            ):
                 panel = rec.get("panel")
-                self._pairs.fold(panel if panel.__class__ is str else call.partition(".")[0],
-                                 call, intern(alias), intern(shape), bool(rec["useful"]))
+                self._pairs.fold(
+                    panel if panel.__class__ is str else call.partition(".")[0],
+                    call,
+                    intern(alias),
+                    intern(shape),
+                    bool(rec["useful"]),
+                )
 
     def pairs(self, shape: str) -> dict[tuple[str, str], int]:
         return self._pairs.of(shape)

@@ -54,14 +54,17 @@ from panelist.metrics.ledger.index import Index
 from panelist.metrics.ledger.outbox import Outbox
 from panelist.metrics.store import jsonwire, pg, pgfollow, pgschema
 
-BATCH = 5000                  # evidence rows read per statement while following
-SEND_EVERY = 1.0              # seconds between two tries of the outbox while following
-CLOCK_EVERY = 60.0            # seconds between two measures of this host's clock's offset
-_FOLLOW = pgfollow.query(pgfollow.part("evidence", "record", fresh=True),
-                         pgfollow.part("verdicts", "record", fresh=True))
+BATCH = 5000  # evidence rows read per statement while following
+SEND_EVERY = 1.0  # seconds between two tries of the outbox while following
+CLOCK_EVERY = 60.0  # seconds between two measures of this host's clock's offset
+_FOLLOW = pgfollow.query(
+    pgfollow.part("evidence", "record", fresh=True), pgfollow.part("verdicts", "record", fresh=True)
+)
 _FINAL = pgfollow.query(pgfollow.part("evidence", "record"), pgfollow.part("verdicts", "record"))
-_AT = ("SELECT id, record FROM evidence WHERE id = ANY(%(ids)s) "
-       "UNION ALL SELECT id, record FROM verdicts WHERE id = ANY(%(ids)s)")
+_AT = (
+    "SELECT id, record FROM evidence WHERE id = ANY(%(ids)s) "
+    "UNION ALL SELECT id, record FROM verdicts WHERE id = ANY(%(ids)s)"
+)
 _COUNT = "SELECT CASE WHEN is_called THEN last_value + 1 ELSE 0 END FROM panel_ids"
 
 
@@ -89,14 +92,22 @@ class DatabaseLogs:
 
     snapshots = True
 
-    def __init__(self, url: str, snapshot_path: Path | None = None, *, clock=time.time,
-                 outbox: Path | None = None):
+    def __init__(
+        self,
+        url: str,
+        snapshot_path: Path | None = None,
+        *,
+        clock=time.time,
+        outbox: Path | None = None,
+    ):
         self.db = pg.Database(url, application="panelist-ledger")
         self.shown = self.db.shown
         try:
-            version = self.db.execute("SELECT max(version) FROM panelist_schema")[0][0] \
-                if self.db.execute("SELECT to_regclass('panelist_schema') IS NOT NULL")[0][0] \
+            version = (
+                self.db.execute("SELECT max(version) FROM panelist_schema")[0][0]
+                if self.db.execute("SELECT to_regclass('panelist_schema') IS NOT NULL")[0][0]
                 else None
+            )
         except BaseException:
             self.db.close()
             raise
@@ -111,23 +122,24 @@ class DatabaseLogs:
         # another one, whose records the index never counted ("/xid": positions are
         # transaction horizons, so a snapshot that counted row ids is not loaded)
         self.identity = self.db.execute(
-            "SELECT current_database() || '/' || 'evidence'::regclass::oid::text || '/xid'")[0][0]
+            "SELECT current_database() || '/' || 'evidence'::regclass::oid::text || '/xid'"
+        )[0][0]
         try:
             self.db.run(lambda conn: pgfollow.settle(conn, pgschema.FOLLOWED))
         except BaseException:
             self.db.close()
             raise
-        self._known = 0            # panel seqs known to be handed out (the counter only grows)
+        self._known = 0  # panel seqs known to be handed out (the counter only grows)
         self._lock = threading.Lock()
-        self._news = 1             # bumped for each notification, reconnect and own write
-        self._seen = 0             # _news when the last follow began
+        self._news = 1  # bumped for each notification, reconnect and own write
+        self._seen = 0  # _news when the last follow began
         self._listener = self.db.listener(pgschema.CHANNEL, self._heard, self._heard).start()
-        self._held = threading.local()   # the decision section's connection, in its thread
+        self._held = threading.local()  # the decision section's connection, in its thread
         self._snapshot = snapshot_path
-        self._clock = clock            # this host's epoch seconds
-        self._offset: tuple[float, float] | None = None   # (measured at, database - here)
+        self._clock = clock  # this host's epoch seconds
+        self._offset: tuple[float, float] | None = None  # (measured at, database - here)
         self.outbox = Outbox(outbox) if outbox is not None else None
-        self._sent_at = 0.0            # when following last tried the outbox
+        self._sent_at = 0.0  # when following last tried the outbox
         self.send_kept()
 
     def clock_offset(self) -> float:
@@ -160,8 +172,9 @@ class DatabaseLogs:
         if self._snapshot is None:
             return False
         top = self.end()[1]
-        return snapshot.load_if(self._snapshot, index, lambda ino, offset:
-                                ino == self.identity and 0 <= offset <= top)
+        return snapshot.load_if(
+            self._snapshot, index, lambda ino, offset: ino == self.identity and 0 <= offset <= top
+        )
 
     def save_snapshot(self, state: dict) -> None:
         if self._snapshot is not None:
@@ -170,8 +183,11 @@ class DatabaseLogs:
     def follow(self, index: Index, now: float, force: bool = False) -> int:
         if index.ino != self.identity:
             index.reset(self.identity)
-        if self.outbox is not None and self.outbox.pending() \
-                and time.monotonic() - self._sent_at >= SEND_EVERY:
+        if (
+            self.outbox is not None
+            and self.outbox.pending()
+            and time.monotonic() - self._sent_at >= SEND_EVERY
+        ):
             self.send_kept()
         with self._lock:
             news = self._news
@@ -187,7 +203,7 @@ class DatabaseLogs:
                     if any(r.get("kind") == "cooldown" for _, r in pairs):
                         pairs = self._local_times(pairs)
                     total += index.fold_all(pairs, now, abandoned)
-            finally:   # a batch is taken whole, as a file's lines are, even if a fold failed
+            finally:  # a batch is taken whole, as a file's lines are, even if a fold failed
                 index.past.update((x, i) for x, i, _ in rows)
                 if cursor != index.offset:
                     index.offset = cursor
@@ -198,9 +214,14 @@ class DatabaseLogs:
         """``rows`` with each cooldown's end moved from the database's clock onto this host's
         (a record of an older version, written on its host's clock, is taken as it is)."""
         offset = self.clock_offset()
-        return [(i, {**r, "until": r["until"] - offset})
-                if r.get("kind") == "cooldown" and r.get("clock") == "database"
-                and isinstance(r.get("until"), (int, float)) else (i, r) for i, r in rows]
+        return [
+            (i, {**r, "until": r["until"] - offset})
+            if r.get("kind") == "cooldown"
+            and r.get("clock") == "database"
+            and isinstance(r.get("until"), (int, float))
+            else (i, r)
+            for i, r in rows
+        ]
 
     def _abandoned(self) -> frozenset[str]:
         """Panels whose record says the caller left: imported ones may predate their
@@ -212,8 +233,7 @@ class DatabaseLogs:
         if not records:
             return
         self.send_kept()
-        self.db.execute("SELECT panelist_append(%s::jsonb)", (to_json(list(records)),),
-                        retry=False)
+        self.db.execute("SELECT panelist_append(%s::jsonb)", (to_json(list(records)),), retry=False)
         self._heard()
 
     def evidence_at(self, pos: int) -> dict | None:
@@ -244,8 +264,10 @@ class DatabaseLogs:
         """A lock on ``key`` held in one transaction on one connection, released at its end
         (a 64-bit hash of the key: two keys may share a lock, and then merely take turns)."""
         with self.db.begin() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                         ("panelist decision " + key,))
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                ("panelist decision " + key,),
+            )
             self._held.conn = conn
             try:
                 yield
@@ -264,13 +286,21 @@ class DatabaseLogs:
         day = time.strftime("%Y%m%d", time.gmtime(now))
 
         def take(conn):
-            if count > 1:   # consecutive seqs: every multi-seq reservation takes turns
+            if count > 1:  # consecutive seqs: every multi-seq reservation takes turns
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (pgschema.APPEND_LOCK + 1,))
-            return [r[0] for r in conn.execute(
-                "SELECT nextval('panel_ids') FROM generate_series(1, %s)", (count,))]
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT nextval('panel_ids') FROM generate_series(1, %s)", (count,)
+                )
+            ]
+
         # a sequence is never rolled back: a retry may skip seqs, never repeat one
-        seqs = [self.db.execute("SELECT nextval('panel_ids')")[0][0]] if count == 1 else \
-            sorted(self.db.transaction(take))
+        seqs = (
+            [self.db.execute("SELECT nextval('panel_ids')")[0][0]]
+            if count == 1
+            else sorted(self.db.transaction(take))
+        )
         with self._lock:
             self._known = max(self._known, seqs[-1] + 1)
         return [f"p{day}-{seq}" for seq in seqs]
@@ -300,13 +330,15 @@ class DatabaseLogs:
                 f"the database is unreachable; the answers of panel {names} are kept on this "
                 f"instance and stored once the database is back (nothing is lost or written "
                 f"twice): read them with GET /bench/panels/{names.split(', ')[0]}",
-                retry_after=pg.RETRY_AFTER) from None
+                retry_after=pg.RETRY_AFTER,
+            ) from None
 
     def _put(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
         rows = [[seq, record.get("panel"), record] for seq, record in pairs]
         # safe to send twice: a seq stored already is left alone with its evidence
-        self.db.execute("SELECT panelist_put_panels(%s::jsonb, %s::jsonb)",
-                        (to_json(rows), to_json(abandoned)))
+        self.db.execute(
+            "SELECT panelist_put_panels(%s::jsonb, %s::jsonb)", (to_json(rows), to_json(abandoned))
+        )
         self._heard()
 
     def _put_again(self, pairs: list[tuple[int, dict]], abandoned: list[dict]) -> None:
@@ -348,8 +380,9 @@ class DatabaseLogs:
         return None, self.db.execute(_COUNT)[0][0]
 
     def slots(self, handle, first: int, n: int):
-        rows = self.db.execute("SELECT seq, id FROM panels WHERE seq >= %s AND seq < %s",
-                               (first, first + n))
+        rows = self.db.execute(
+            "SELECT seq, id FROM panels WHERE seq >= %s AND seq < %s", (first, first + n)
+        )
         count = self.db.execute(_COUNT)[0][0]
         out = array("Q", bytes(8 * max(0, min(n, count - first))))
         for seq, pointer in rows:
@@ -364,15 +397,18 @@ class DatabaseLogs:
     def panels_at(self, pointers: list[int]) -> list[dict | None]:
         if not pointers:
             return []
-        found = dict(self.db.execute("SELECT id, record FROM panels WHERE id = ANY(%s)",
-                                     (list(pointers),)))
+        found = dict(
+            self.db.execute("SELECT id, record FROM panels WHERE id = ANY(%s)", (list(pointers),))
+        )
         return [found.get(p) for p in pointers]
 
     def recent_panels(self, n: int) -> list[dict]:
         if n <= 0:
             return []
-        return [r[0] for r in self.db.execute(
-            "SELECT record FROM panels ORDER BY id DESC LIMIT %s", (n,))]
+        return [
+            r[0]
+            for r in self.db.execute("SELECT record FROM panels ORDER BY id DESC LIMIT %s", (n,))
+        ]
 
     def close(self) -> None:
         self._listener.close()

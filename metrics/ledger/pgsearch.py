@@ -25,15 +25,18 @@ from panelist.metrics.ledger.searchfold import Fold
 from panelist.metrics.store import pg, pgfollow
 
 ROW_BYTES = 2048
-BEHIND_CAP = 100_000   # rows counted behind at most: past it, the backlog is long anyway
+BEHIND_CAP = 100_000  # rows counted behind at most: past it, the backlog is long anyway
 _SOURCE = "SELECT current_database() || '/' || 'evidence'::regclass::oid::text || '/xid'"
-_BEHIND = ("SELECT (SELECT count(*) FROM (SELECT 1 FROM panels WHERE xid >= %(c)s::text::xid8 "
-           "LIMIT %(cap)s) p), (SELECT count(*) FROM (SELECT 1 FROM evidence "
-           "WHERE xid >= %(e)s::text::xid8 LIMIT %(cap)s) e) + (SELECT count(*) FROM "
-           "(SELECT 1 FROM verdicts WHERE xid >= %(e)s::text::xid8 LIMIT %(cap)s) v)")
+_BEHIND = (
+    "SELECT (SELECT count(*) FROM (SELECT 1 FROM panels WHERE xid >= %(c)s::text::xid8 "
+    "LIMIT %(cap)s) p), (SELECT count(*) FROM (SELECT 1 FROM evidence "
+    "WHERE xid >= %(e)s::text::xid8 LIMIT %(cap)s) e) + (SELECT count(*) FROM "
+    "(SELECT 1 FROM verdicts WHERE xid >= %(e)s::text::xid8 LIMIT %(cap)s) v)"
+)
 _EVIDENCE = pgfollow.query(
     pgfollow.part("evidence", "record", "kind IN ('delivered', 'abandoned', 'seated')"),
-    pgfollow.part("verdicts", "record"))
+    pgfollow.part("verdicts", "record"),
+)
 _PANELS = pgfollow.query(pgfollow.part("panels", "seq, record"))
 
 
@@ -48,9 +51,14 @@ class DatabaseSearchIndex(SearchIndex):
         meta = self._read(_meta, build=False) or {}
         if meta.get("source") != self.db.execute(_SOURCE)[0][0]:
             meta = {}
-        panels, evidence = self.db.execute(_BEHIND, {
-            "c": int(meta.get("calls_offset") or 0), "e": int(meta.get("evidence_offset") or 0),
-            "cap": BEHIND_CAP})[0]
+        panels, evidence = self.db.execute(
+            _BEHIND,
+            {
+                "c": int(meta.get("calls_offset") or 0),
+                "e": int(meta.get("evidence_offset") or 0),
+                "cap": BEHIND_CAP,
+            },
+        )[0]
         return (panels + evidence) * ROW_BYTES
 
     def _panels_behind(self, indexed: int) -> int | None:
@@ -64,7 +72,7 @@ class DatabaseSearchIndex(SearchIndex):
         try:
             meta = _meta(db)
             if meta.get("source") != source:
-                _reset(db)   # another database: what is held is not in it
+                _reset(db)  # another database: what is held is not in it
                 meta = {}
             fold = Fold(db)
             ev_from = int(meta.get("evidence_offset") or 0)
@@ -75,12 +83,18 @@ class DatabaseSearchIndex(SearchIndex):
                     fold.evidence_record(record)
             calls_from = int(meta.get("calls_offset") or 0)
             rows, calls_end, calls_done = pgfollow.page(self.db, _PANELS, calls_from, panels)
-            fold.panel_records([(seq, record) for _, _, seq, record in rows
-                                if isinstance(record, dict)])
-            db.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", [
-                ("source", source), ("calls_offset", max(calls_from, calls_end)),
-                ("evidence_offset", max(ev_from, ev_end)),
-                ("panels", int(meta.get("panels") or 0) + fold.panels)])
+            fold.panel_records(
+                [(seq, record) for _, _, seq, record in rows if isinstance(record, dict)]
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)",
+                [
+                    ("source", source),
+                    ("calls_offset", max(calls_from, calls_end)),
+                    ("evidence_offset", max(ev_from, ev_end)),
+                    ("panels", int(meta.get("panels") or 0) + fold.panels),
+                ],
+            )
             db.execute("COMMIT")
             self._folded += fold.panels
         except BaseException:

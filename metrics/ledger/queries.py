@@ -22,13 +22,22 @@ from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.ledger import series as timeaxis
 from panelist.metrics.ledger import usage as windows
 from panelist.metrics.ledger.histogram import sparse_quantiles
-from panelist.metrics.ledger.index import ABANDONED, ANSWERED, GATEWAY, KEEP_DAYS, V_OFFSET, \
-    Index, ModelState, Stats, reply_hash
+from panelist.metrics.ledger.index import (
+    ABANDONED,
+    ANSWERED,
+    GATEWAY,
+    KEEP_DAYS,
+    V_OFFSET,
+    Index,
+    ModelState,
+    Stats,
+    reply_hash,
+)
 from panelist.metrics.ledger.outcomes import KEPT
 
-SCAN_SLOTS = 4096         # panels.idx slots read at a time when paging
-MAX_SCAN = 1 << 20        # slots one page may pass over (in-flight or never-logged ones)
-MAX_PAGE = 1000           # panels one page may hold
+SCAN_SLOTS = 4096  # panels.idx slots read at a time when paging
+MAX_SCAN = 1 << 20  # slots one page may pass over (in-flight or never-logged ones)
+MAX_PAGE = 1000  # panels one page may hold
 _VERDICT_FIELDS = ("useful", "note", "real", "false", "by", "ts")
 _SEAT_SUMMARY = ("call", "seat", "alias", "status", "seconds")
 _PANEL_SUMMARY = ("panel", "collection", "key", "started", "seconds", "shape", "reply")
@@ -45,12 +54,13 @@ class Queries:
     def __init__(self, index: Index, lock: Lock, refresh: Callable[[], None], logs):
         self._index = index
         self._lock = lock
-        self._refresh = refresh   # the ledger's: follow the tail, save a snapshot when due
-        self._logs = logs         # where the records are read back (``logs``, ``pglogs``)
-        self._usage_seen: tuple | None = None   # (what it was asked, its answer), reused
+        self._refresh = refresh  # the ledger's: follow the tail, save a snapshot when due
+        self._logs = logs  # where the records are read back (``logs``, ``pglogs``)
+        self._usage_seen: tuple | None = None  # (what it was asked, its answer), reused
 
-    def states(self, aliases: Iterable[str], shape: str,
-               now: float | None = None) -> dict[str, ModelState]:
+    def states(
+        self, aliases: Iterable[str], shape: str, now: float | None = None
+    ) -> dict[str, ModelState]:
         """Each alias's state for ``shape``, after one tail refresh."""
         now = time.time() if now is None else now
         self._refresh()
@@ -63,10 +73,13 @@ class Queries:
                 until = ix.cooling.get(alias, 0.0)
                 last = ix.last_seated.get((alias, shape))
                 out[alias] = ModelState(
-                    last_seated=last, useful=useful,
-                    not_useful=not_useful, cooling_until=until if until > now else 0.0,
+                    last_seated=last,
+                    useful=useful,
+                    not_useful=not_useful,
+                    cooling_until=until if until > now else 0.0,
                     window=ix.window.get(alias),
-                    waited=None if last is None else turns - ix.turn_of.get((alias, shape), 0))
+                    waited=None if last is None else turns - ix.turn_of.get((alias, shape), 0),
+                )
         return out
 
     def call(self, call_id: str) -> dict | None:
@@ -98,8 +111,9 @@ class Queries:
         """The last ``n`` finished panels, newest first, read backwards from calls.jsonl's end."""
         return self._logs.recent_panels(n)
 
-    def pending(self, *, key: str | None = None, limit: int = 50,
-                oldest: bool = False) -> list[dict]:
+    def pending(
+        self, *, key: str | None = None, limit: int = 50, oldest: bool = False
+    ) -> list[dict]:
         """Recent seats that answered (ok or tool calls) and have no verdict yet, newest
         first (``oldest``: oldest first, the order a queue of owed verdicts is worked in: the
         order each became owed, its seat line or its panel's delivery)."""
@@ -119,8 +133,12 @@ class Queries:
                 for call, (offset, status, owner) in reversed(self._index.recent.items()):
                     if len(offsets) >= limit:
                         break
-                    if status in ANSWERED and call not in self._index.verdicts and \
-                            (key is None or owner == key) and self._index.owing(call):
+                    if (
+                        status in ANSWERED
+                        and call not in self._index.verdicts
+                        and (key is None or owner == key)
+                        and self._index.owing(call)
+                    ):
                         offsets.append(offset)
         return [r for r in self._logs.evidence_many(offsets) if r is not None]
 
@@ -147,10 +165,14 @@ class Queries:
                 if offsets and (state == ABANDONED or self._finished(panel)):
                     found.append((panel, state, offsets))
         logs = self._logs
-        return [{"panel": panel,
-                 "reason": "abandoned" if state == ABANDONED else "undelivered",
-                 "calls": [r for r in logs.evidence_many(offsets) if r is not None]}
-                for panel, state, offsets in found]
+        return [
+            {
+                "panel": panel,
+                "reason": "abandoned" if state == ABANDONED else "undelivered",
+                "calls": [r for r in logs.evidence_many(offsets) if r is not None],
+            }
+            for panel, state, offsets in found
+        ]
 
     def _finished(self, panel_id: str) -> bool:
         """Whether the panel has its calls.jsonl line (one ``pread`` of its slot)."""
@@ -188,9 +210,12 @@ class Queries:
         recent map. With ``key``, a panel another gateway key asked is not found. Raises
         NotFound / BadRequest with what to send instead."""
         if panel_seq(panel_id) is None:
-            raise errors.BadRequest(f"'{panel_id}' is not a panel id; a panel id looks like "
-                                    "p20250101-7 (bench.panel in a reply, or its "
-                                    "X-Panelist-Panel header)", param="panel")
+            raise errors.BadRequest(
+                f"'{panel_id}' is not a panel id; a panel id looks like "
+                "p20250101-7 (bench.panel in a reply, or its "
+                "X-Panelist-Panel header)",
+                param="panel",
+            )
         record = self.panel(panel_id)
         if record is not None:
             seats = _seat_dicts(record) if key is None or record.get("key") == key else []
@@ -199,29 +224,42 @@ class Queries:
             with self._lock:
                 listed = self._index.panels.get(panel_id)
                 offsets = [self._index.recent[c][0] for c in listed[1:]] if listed else []
-            seats = [r for r in self._logs.evidence_many(offsets)
-                     if r is not None and (key is None or r.get("key") == key)]
+            seats = [
+                r
+                for r in self._logs.evidence_many(offsets)
+                if r is not None and (key is None or r.get("key") == key)
+            ]
         if not seats:
-            raise errors.NotFound(f"unknown panel '{panel_id}', or none of its seats has "
-                                  "answered yet; panel ids are bench.panel in a reply",
-                                  param="panel")
+            raise errors.NotFound(
+                f"unknown panel '{panel_id}', or none of its seats has "
+                "answered yet; panel ids are bench.panel in a reply",
+                param="panel",
+            )
         seats = [s for s in seats if isinstance(s.get("call"), str)]
         if alias == "merger":
             found = [s for s in seats if s.get("seat") == "merger"]
         else:
-            found = [s for s in seats if s.get("alias") == alias and s.get("seat") != "merger"] \
-                or [s for s in seats if s.get("alias") == alias] \
+            found = (
+                [s for s in seats if s.get("alias") == alias and s.get("seat") != "merger"]
+                or [s for s in seats if s.get("alias") == alias]
                 or [s for s in seats if s["call"] == f"{panel_id}.{alias}"]
+            )
         if len(found) == 1:
             return found[0]["call"]
         named = ", ".join(f"{s.get('alias')} ({s['call'].partition('.')[2]})" for s in seats)
         if found:
-            raise errors.BadRequest(f"'{alias}' sat more than once in {panel_id} ("
-                                    f"{', '.join(s['call'] for s in found)}); send 'call' with "
-                                    "one of those call ids", param="alias")
-        raise errors.NotFound(f"no seat of '{alias}' in {panel_id}; its seats: {named or 'none'}"
-                              "; send one of those aliases, a seat label, 'merger', or the call "
-                              "id as 'call'", param="alias")
+            raise errors.BadRequest(
+                f"'{alias}' sat more than once in {panel_id} ("
+                f"{', '.join(s['call'] for s in found)}); send 'call' with "
+                "one of those call ids",
+                param="alias",
+            )
+        raise errors.NotFound(
+            f"no seat of '{alias}' in {panel_id}; its seats: {named or 'none'}"
+            "; send one of those aliases, a seat label, 'merger', or the call "
+            "id as 'call'",
+            param="alias",
+        )
 
     # ----------------------------------------------------------------- the dashboard's stats
 
@@ -303,8 +341,13 @@ class Queries:
         with self._lock:
             for panel, entry in self._index.pairs.panels.items():
                 if len(entry) >= 7 and (shape is None or entry[0] == shape):
-                    out.append((panel, entry[0], [tuple(entry[i:i + 3])
-                                                  for i in range(1, len(entry), 3)]))
+                    out.append(
+                        (
+                            panel,
+                            entry[0],
+                            [tuple(entry[i : i + 3]) for i in range(1, len(entry), 3)],
+                        )
+                    )
         return out
 
     def patterns(self, shape: str) -> dict[tuple, int]:
@@ -333,8 +376,10 @@ class Queries:
         that was never asked is absent; one deleted since keeps its history."""
         self._refresh()
         with self._lock:
-            return {name: dict(zip(("panels", "seats", "useful", "not_useful"), row))
-                    for name, row in self._index.collections.items()}
+            return {
+                name: dict(zip(("panels", "seats", "useful", "not_useful"), row))
+                for name, row in self._index.collections.items()
+            }
 
     def buckets(self, days: int = 30, now: float | None = None) -> dict:
         """Seats per alias per UTC day over the last ``days`` days (1 to ``KEEP_DAYS - 2``),
@@ -372,8 +417,10 @@ class Queries:
         ``uncounted`` the answered seats that did not. A model with no seat in the window is
         absent."""
         if window not in windows.WINDOWS:
-            raise errors.BadRequest(f"'window' must be one of {', '.join(windows.WINDOWS)}, "
-                                    f"not {window!r}", param="window")
+            raise errors.BadRequest(
+                f"'window' must be one of {', '.join(windows.WINDOWS)}, not {window!r}",
+                param="window",
+            )
         now = time.time() if now is None else now
         first = int(now // windows.WINDOWS[window][0])
         self._refresh()
@@ -384,21 +431,35 @@ class Queries:
                 models = seen[1]
             else:
                 _, rows = self._index.usage.window(window, now)
-                models = {alias: _usage_view(row) for alias, row in rows.items()
-                          if isinstance(alias, str)}
+                models = {
+                    alias: _usage_view(row) for alias, row in rows.items() if isinstance(alias, str)
+                }
                 self._usage_seen = (asked, models)
         since = float((first - windows.WINDOWS[window][1] + 1) * windows.WINDOWS[window][0])
-        return {"window": window, "since": since, "until": now,
-                "models": {a: dict(v) for a, v in models.items()}}
+        return {
+            "window": window,
+            "since": since,
+            "until": now,
+            "models": {a: dict(v) for a, v in models.items()},
+        }
 
-    def series(self, window: str, *, aliases: list[str] | None = None, key: str | None = None,
-               endpoint: str | None = None, now: float | None = None) -> dict:
+    def series(
+        self,
+        window: str,
+        *,
+        aliases: list[str] | None = None,
+        key: str | None = None,
+        endpoint: str | None = None,
+        now: float | None = None,
+    ) -> dict:
         """The time axis of window ``window`` (``series.view``): the seats of ``aliases``
         summed, or else of gateway key ``key``, or else of the seats served through
         ``endpoint``, or else of the whole gateway."""
         if window not in windows.WINDOWS:
-            raise errors.BadRequest(f"'window' must be one of {', '.join(windows.WINDOWS)}, "
-                                    f"not {window!r}", param="window")
+            raise errors.BadRequest(
+                f"'window' must be one of {', '.join(windows.WINDOWS)}, not {window!r}",
+                param="window",
+            )
         now = time.time() if now is None else now
         self._refresh()
         with self._lock:
@@ -407,8 +468,11 @@ class Queries:
             scope = GATEWAY if key is None else f"key:{key}"
             if endpoint is not None:
                 scope = f"endpoint:{endpoint}"
-            rows = ix.usage.rows(window, now, aliases) if aliases is not None else \
-                ix.scopes.rows(window, now, [scope])
+            rows = (
+                ix.usage.rows(window, now, aliases)
+                if aliases is not None
+                else ix.scopes.rows(window, now, [scope])
+            )
             return timeaxis.view(window, since, width, rows, now)
 
     def failing(self, failed: int, of: int) -> dict[str, dict]:
@@ -427,16 +491,23 @@ class Queries:
                 n, known = outcomes.recent(alias, of)
                 probe = alias in outcomes.probe_failed
                 if (n >= failed or probe) and isinstance(alias, str):
-                    out[alias] = {"failed": n, "of": known, "probe": probe,
-                                  "kind": outcomes.last_kind.get(alias)}
+                    out[alias] = {
+                        "failed": n,
+                        "of": known,
+                        "probe": probe,
+                        "kind": outcomes.last_kind.get(alias),
+                    }
         return out
 
     def answering(self) -> set[str]:
         """The aliases whose newest call (a gateway seat or a probe) answered."""
         self._refresh()
         with self._lock:
-            return {a for a, v in self._index.outcomes.bits.items()
-                    if v > 1 and not v & 1 and isinstance(a, str)}
+            return {
+                a
+                for a, v in self._index.outcomes.bits.items()
+                if v > 1 and not v & 1 and isinstance(a, str)
+            }
 
     def probes(self) -> dict[str, dict]:
         """Each probed model's newest probe: ``{alias: {"ts", "status", "error_kind", "error",
@@ -444,8 +515,11 @@ class Queries:
         self._refresh()
         with self._lock:
             found = dict(self._index.outcomes.probes)
-        return {a: dict(zip(("ts", "status", "error_kind", "error", "seconds"), p))
-                for a, p in found.items() if isinstance(a, str)}
+        return {
+            a: dict(zip(("ts", "status", "error_kind", "error", "seconds"), p))
+            for a, p in found.items()
+            if isinstance(a, str)
+        }
 
     def owed_count(self, key: str | None = None) -> int:
         """How many recent ok seats have no verdict yet (those ``pending`` lists), for one
@@ -459,9 +533,11 @@ class Queries:
         answer-time histogram or None)``, copied out of the index (``GET /metrics``)."""
         self._refresh()
         with self._lock:
-            return {a: (st.seats, st.ok, dict(st.failures),
-                        None if st.hist is None else list(st.hist))
-                    for a, st in self._index.alias_stats.items() if isinstance(a, str)}
+            return {
+                a: (st.seats, st.ok, dict(st.failures), None if st.hist is None else list(st.hist))
+                for a, st in self._index.alias_stats.items()
+                if isinstance(a, str)
+            }
 
     def keys_last_used(self) -> dict[str, float]:
         """When each caller (a gateway key's name, or ``local``) last started a panel, in epoch
@@ -489,8 +565,9 @@ class Queries:
         page, _ = self.panels_page(None, 1)
         return page[0]["panel"] if page else None
 
-    def panels_page(self, before_seq: int | None = None,
-                    limit: int = 50) -> tuple[list[dict], int | None]:
+    def panels_page(
+        self, before_seq: int | None = None, limit: int = 50
+    ) -> tuple[list[dict], int | None]:
         """Finished panels, newest first: at most ``limit`` (1 to ``MAX_PAGE``) of those whose
         seq (``panel_seq``) is below ``before_seq`` (``None``: from the newest).
 
@@ -507,8 +584,9 @@ class Queries:
         "seat", "alias", "status", "seconds", "verdict"}`` and ``verdict`` is the current
         verdict's usefulness (True / False) or None."""
         limit = _page_limit(limit)
-        if before_seq is not None and (isinstance(before_seq, bool)
-                                       or not isinstance(before_seq, int)):
+        if before_seq is not None and (
+            isinstance(before_seq, bool) or not isinstance(before_seq, int)
+        ):
             raise errors.BadRequest("'before' must be a panel id or seq")
         self._refresh()  # for the seats' verdicts
         fd, count = self._logs.count()
@@ -535,8 +613,9 @@ class Queries:
                     next_seq = found[-1][0]  # the block ended with the page: maybe more
         return self._summaries(found), next_seq
 
-    def panels_after(self, seq: int | None, limit: int = 50, *, wait: float = 600.0,
-                     now: float | None = None) -> tuple[list[dict], int]:
+    def panels_after(
+        self, seq: int | None, limit: int = 50, *, wait: float = 600.0, now: float | None = None
+    ) -> tuple[list[dict], int]:
         """Finished panels with a seq above ``seq`` (``None``: from the first), oldest first,
         at most ``limit`` (1 to ``MAX_PAGE``): the cursor poll of a live list. Same summaries as
         ``panels_page``.
@@ -595,8 +674,11 @@ class Queries:
         """The summaries (as ``panels_page`` gives them) of the finished panels with these
         seqs, in that order; a seq with no finished panel is left out. One slot read each."""
         self._refresh()  # for the seats' verdicts
-        found = [(seq, pointer) for seq in seqs
-                 if isinstance(seq, int) and seq >= 0 and (pointer := self._logs.pointer(seq))]
+        found = [
+            (seq, pointer)
+            for seq in seqs
+            if isinstance(seq, int) and seq >= 0 and (pointer := self._logs.pointer(seq))
+        ]
         return self._summaries(found)
 
     def _summaries(self, found: list[tuple[int, int]]) -> list[dict]:
@@ -608,8 +690,11 @@ class Queries:
                 out.append(record)
         calls = [s.get("call") for r in out for s in _seat_dicts(r)]
         with self._lock:
-            judged = {c: bool(v & 1) for c in calls
-                      if isinstance(c, str) and (v := self._index.verdicts.get(c)) is not None}
+            judged = {
+                c: bool(v & 1)
+                for c in calls
+                if isinstance(c, str) and (v := self._index.verdicts.get(c)) is not None
+            }
         return [_summary(r, judged) for r in out]
 
     def seat(self, call_id: str) -> dict | None:
@@ -645,10 +730,17 @@ def _usage_view(row: list) -> dict:
     answered, failed = row[windows.ANSWERED_N], row[windows.FAILED]
     p50, p95 = sparse_quantiles(row[windows.HIST], 0.5, 0.95)
     judged = answered + failed
-    return {"seats": row[windows.SEATS], "answered": answered, "failed": failed,
-            "error_rate": round(failed / judged, 4) if judged else None, "p50": p50, "p95": p95,
-            "prompt_tokens": row[windows.PROMPT], "completion_tokens": row[windows.COMPLETION],
-            "uncounted": row[windows.UNCOUNTED]}
+    return {
+        "seats": row[windows.SEATS],
+        "answered": answered,
+        "failed": failed,
+        "error_rate": round(failed / judged, 4) if judged else None,
+        "p50": p50,
+        "p95": p95,
+        "prompt_tokens": row[windows.PROMPT],
+        "completion_tokens": row[windows.COMPLETION],
+        "uncounted": row[windows.UNCOUNTED],
+    }
 
 
 def _page_limit(limit) -> int:
@@ -665,6 +757,7 @@ def _seat_dicts(record: dict) -> list[dict]:
 
 def _summary(record: dict, judged: dict[str, bool]) -> dict:
     """A calls.jsonl panel line without prompt or answers, each seat with its verdict."""
+
     def seat(s: dict) -> dict:
         out = {k: s.get(k) for k in _SEAT_SUMMARY}
         call = s.get("call")
@@ -673,8 +766,9 @@ def _summary(record: dict, judged: dict[str, bool]) -> dict:
 
     out = {k: record.get(k) for k in _PANEL_SUMMARY}
     seats = record.get("seats")
-    out["seats"] = [seat(s) for s in seats if isinstance(s, dict)] \
-        if isinstance(seats, list) else []
+    out["seats"] = (
+        [seat(s) for s in seats if isinstance(s, dict)] if isinstance(seats, list) else []
+    )
     merger = record.get("merger")
     out["merger"] = seat(merger) if isinstance(merger, dict) else None
     out["abandoned"] = record.get("abandoned") is True

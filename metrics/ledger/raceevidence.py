@@ -40,14 +40,18 @@ def patterns(report: dict) -> dict[tuple, int]:
     """``{pattern: inputs}`` of one race report, by the module's rule: per input, the sorted
     tuple of ``(better, worse)`` pairs it made, counted over the inputs (an input that
     separated no two models makes none)."""
-    marks: dict[tuple, list[float]] = {}   # (input, model) -> judged accuracies
+    marks: dict[tuple, list[float]] = {}  # (input, model) -> judged accuracies
     rows = report.get("rows") if isinstance(report, dict) else None
     for row in rows if isinstance(rows, list) else ():
         if not isinstance(row, dict):
             continue
         model, accuracy, where = row.get("model"), row.get("accuracy"), row.get("input", 0)
-        if isinstance(model, str) and accuracy.__class__ in (int, float) \
-                and accuracy == accuracy and isinstance(where, (int, str)):
+        if (
+            isinstance(model, str)
+            and accuracy.__class__ in (int, float)
+            and accuracy == accuracy
+            and isinstance(where, (int, str))
+        ):
             marks.setdefault((where, model), []).append(float(accuracy))
     by_input: dict = {}
     for (where, model), values in marks.items():
@@ -65,7 +69,7 @@ def comparisons(report: dict) -> dict[tuple[str, str], int]:
     return pairs_of(patterns(report))
 
 
-_MISSING = ("no folder",)   # the stamp of a folder not made yet: no race has been run
+_MISSING = ("no folder",)  # the stamp of a folder not made yet: no race has been run
 
 
 class RaceEvidence:
@@ -74,7 +78,7 @@ class RaceEvidence:
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self._lock = threading.Lock()
-        self._seen: dict[str, tuple[tuple, dict]] = {}   # file name -> (stamp, patterns)
+        self._seen: dict[str, tuple[tuple, dict]] = {}  # file name -> (stamp, patterns)
         self._folder_stamp: tuple | None = None
         self._sum: dict[tuple, int] = {}
         self._pairs: dict[tuple[str, str], int] = {}
@@ -97,7 +101,8 @@ class RaceEvidence:
             # mtime: an unchanged folder has unchanged reports. Not within a second of a change,
             # though: another rename in the same clock tick would leave the same mtime
             if folder == self._folder_stamp and (
-                    folder is _MISSING or time.time_ns() - folder[0] > 1_000_000_000):
+                folder is _MISSING or time.time_ns() - folder[0] > 1_000_000_000
+            ):
                 return self._sum
         try:
             names = [n for n in os.listdir(self.folder) if _REPORT.fullmatch(n)]

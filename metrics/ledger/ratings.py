@@ -51,8 +51,8 @@ from panelist.metrics.home import Home
 from panelist.metrics.ledger import bradleyterry, raceevidence, suiteevidence
 from panelist.metrics.stats import Z95
 
-ALPHA = 0.05     # the family-wise error rate a suggestion is held to
-SLOW_WORK = 1000   # players² + pairs past which a fit is slow (some tens of ms, or more)
+ALPHA = 0.05  # the family-wise error rate a suggestion is held to
+SLOW_WORK = 1000  # players² + pairs past which a fit is slow (some tens of ms, or more)
 
 
 def z_for(family: int, alpha: float = ALPHA) -> float:
@@ -66,23 +66,31 @@ class Rated:
     """One model's rating on one shape."""
 
     alias: str
-    theta: float     # log-strength; 0 is the average model
-    se: float        # standard error of theta, from the units of evidence (clustered)
-    wins: float      # comparisons it won
-    losses: float    # comparisons it lost
-    clusters: float = 0   # units of evidence (panels, race inputs, suite tasks) it is in
+    theta: float  # log-strength; 0 is the average model
+    se: float  # standard error of theta, from the units of evidence (clustered)
+    wins: float  # comparisons it won
+    losses: float  # comparisons it lost
+    clusters: float = 0  # units of evidence (panels, race inputs, suite tasks) it is in
 
     def bounds(self, z: float = Z95) -> tuple[float, float]:
         """The interval on the rating at normal quantile ``z``."""
-        return (bradleyterry.chance(self.theta - z * self.se),
-                bradleyterry.chance(self.theta + z * self.se))
+        return (
+            bradleyterry.chance(self.theta - z * self.se),
+            bradleyterry.chance(self.theta + z * self.se),
+        )
 
     def public(self) -> dict:
         lo, hi = self.bounds()
-        return {"alias": self.alias, "rating": round(bradleyterry.chance(self.theta), 4),
-                "interval": [round(lo, 4), round(hi, 4)], "strength": round(self.theta, 4),
-                "se": round(self.se, 4), "wins": _whole(self.wins),
-                "losses": _whole(self.losses), "clusters": _whole(self.clusters)}
+        return {
+            "alias": self.alias,
+            "rating": round(bradleyterry.chance(self.theta), 4),
+            "interval": [round(lo, 4), round(hi, 4)],
+            "strength": round(self.theta, 4),
+            "se": round(self.se, 4),
+            "wins": _whole(self.wins),
+            "losses": _whole(self.losses),
+            "clusters": _whole(self.clusters),
+        }
 
 
 def _whole(x: float):
@@ -95,9 +103,9 @@ class ShapeRatings:
 
     shape: str
     models: list[Rated] = field(default_factory=list)
-    sources: dict[str, int] = field(default_factory=dict)   # "verdicts"/"suite"/"races" -> n
-    pairs: int = 0   # pairs of models compared at least once
-    clusters: dict[str, int] = field(default_factory=dict)   # per source, its units of evidence
+    sources: dict[str, int] = field(default_factory=dict)  # "verdicts"/"suite"/"races" -> n
+    pairs: int = 0  # pairs of models compared at least once
+    clusters: dict[str, int] = field(default_factory=dict)  # per source, its units of evidence
 
     def of(self, alias: str) -> Rated | None:
         return next((r for r in self.models if r.alias == alias), None)
@@ -106,9 +114,13 @@ class ShapeRatings:
         return {r.alias: r for r in self.models}
 
     def public(self) -> dict:
-        return {"shape": self.shape, "comparisons": sum(self.sources.values()),
-                "sources": dict(self.sources), "clusters": dict(self.clusters),
-                "models": [r.public() for r in self.models]}
+        return {
+            "shape": self.shape,
+            "comparisons": sum(self.sources.values()),
+            "sources": dict(self.sources),
+            "clusters": dict(self.clusters),
+            "models": [r.public() for r in self.models],
+        }
 
 
 def units_of(found: dict) -> dict[tuple, int]:
@@ -134,10 +146,10 @@ def rate(shape: str, sources: dict[str, dict]) -> ShapeRatings:
                 wins[pair] = wins.get(pair, 0) + n
         comparisons_of[name] = made
         units[name] = sum(found.values())
-    seen_by = [found for found in given.values() if found]   # each source's patterns
+    seen_by = [found for found in given.values() if found]  # each source's patterns
     if len(seen_by) == 1:
         clusters = seen_by[0]
-    else:   # a pattern two sources both saw is counted for each
+    else:  # a pattern two sources both saw is counted for each
         merged: dict[tuple, int] = {}
         for found in seen_by:
             for key, n in found.items():
@@ -147,8 +159,10 @@ def rate(shape: str, sources: dict[str, dict]) -> ShapeRatings:
     theta = bradleyterry.fit(comparisons)
     se, seen = bradleyterry.errors(comparisons, theta, clusters)
     totals = comparisons.totals()
-    models = [Rated(a, t, s, w, l, c) for a, t, s, (w, l), c
-              in zip(comparisons.players, theta, se, totals, seen)]
+    models = [
+        Rated(a, t, s, w, l, c)
+        for a, t, s, (w, l), c in zip(comparisons.players, theta, se, totals, seen)
+    ]
     models.sort(key=lambda r: (-r.theta, r.alias))
     return ShapeRatings(shape, models, comparisons_of, len(comparisons.cells), units)
 
@@ -168,18 +182,22 @@ class Ratings:
     """The ratings of one data folder, over its ledger, suite samples and race reports; one
     fit per shape is kept and reused while its counts are unchanged."""
 
-    def __init__(self, ledger, suite: suiteevidence.SuiteEvidence,
-                 races: raceevidence.RaceEvidence):
+    def __init__(
+        self, ledger, suite: suiteevidence.SuiteEvidence, races: raceevidence.RaceEvidence
+    ):
         self.ledger = ledger
         self.suite = suite
         self.races = races
         self._lock = threading.Lock()
-        self._fits: dict[str, tuple[tuple, float, ShapeRatings]] = {}   # (stamp, when, fit)
+        self._fits: dict[str, tuple[tuple, float, ShapeRatings]] = {}  # (stamp, when, fit)
 
     @classmethod
     def of_home(cls, home: Home, ledger, suite=None) -> "Ratings":
-        return cls(ledger, suite or suiteevidence.SuiteEvidence.of_home(home),
-                   raceevidence.RaceEvidence(home.races))
+        return cls(
+            ledger,
+            suite or suiteevidence.SuiteEvidence.of_home(home),
+            raceevidence.RaceEvidence(home.races),
+        )
 
     def sources(self, shape: str) -> dict[str, dict[tuple, int]]:
         """``{source: {pattern: units}}`` of ``shape``: panels, suite tasks, race inputs."""
@@ -202,20 +220,23 @@ class Ratings:
     def _stamp(self, shape: str) -> tuple:
         """What tells whether ``shape``'s sources changed: the ledger's stamp (O(1)), and
         the suite's and races' patterns themselves (a few hundred units at most)."""
-        return (self.ledger.patterns_stamp(shape),
-                self.suite.patterns() if shape == suiteevidence.SHAPE else None,
-                self.races.patterns() if shape == raceevidence.SHAPE else None)
+        return (
+            self.ledger.patterns_stamp(shape),
+            self.suite.patterns() if shape == suiteevidence.SHAPE else None,
+            self.races.patterns() if shape == raceevidence.SHAPE else None,
+        )
 
     def of(self, shape: str, *, max_age: float = 0.0) -> ShapeRatings:
         """The ratings of ``shape``, refitted when its counts changed. A caller may allow a
         fit up to ``max_age`` seconds old when fitting is slow (``slow``: a large roster), so
         a stream of verdicts does not make every gateway seating refit; a quick fit is always
         redone. A look at unchanged counts compares stamps, not the counts."""
-        stamp = self._stamp(shape)   # before the sources: a change between them refits later
+        stamp = self._stamp(shape)  # before the sources: a change between them refits later
         with self._lock:
             hit = self._fits.get(shape)
-            if hit is not None and (_same(hit[0], stamp) or (
-                    slow(hit[2]) and time.monotonic() - hit[1] < max_age)):
+            if hit is not None and (
+                _same(hit[0], stamp) or (slow(hit[2]) and time.monotonic() - hit[1] < max_age)
+            ):
                 return hit[2]
             fitted = rate(shape, self.sources(shape))
             self._fits[shape] = (stamp, time.monotonic(), fitted)

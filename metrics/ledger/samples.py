@@ -25,7 +25,7 @@ from pathlib import Path
 
 from panelist.metrics.store import jsonl, pgfollow, pgschema
 
-STAMP_AGE = 1.0   # seconds a database stamp is reused by readers that ask per request
+STAMP_AGE = 1.0  # seconds a database stamp is reused by readers that ask per request
 
 
 class FileSamples:
@@ -91,6 +91,7 @@ class DatabaseSamples:
 
     def __init__(self, url: str):
         from panelist.metrics.store import pg
+
         self.db = pg.Database(url, application="panelist-suite")
         self.where = f"the database {self.db.shown} (table suite_samples)"
         self._stamp: tuple[float, tuple] | None = None
@@ -105,11 +106,13 @@ class DatabaseSamples:
 
     def append(self, record: dict) -> None:
         from panelist.metrics.ledger.pglogs import to_json
+
         self._migrated()
 
         # not retried: a lost COMMIT must not write the sample twice
-        self.db.execute("INSERT INTO suite_samples (record) VALUES (%s::jsonb)",
-                        (to_json(record),), retry=False)
+        self.db.execute(
+            "INSERT INTO suite_samples (record) VALUES (%s::jsonb)", (to_json(record),), retry=False
+        )
         self._stamp = None
 
     def reader(self, pos: int = 0) -> _TableTail:

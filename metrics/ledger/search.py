@@ -76,16 +76,16 @@ from panelist.metrics.ledger.searchfold import MAX_TEXT, Fold, line_start
 from panelist.metrics.ledger.searchplan import Budget
 from panelist.metrics.store import jsonl
 
-LAYOUT = "2"                    # the schema below; another value is rebuilt
-INLINE_BYTES = 1 << 20          # a backlog a request follows itself (about 500 panels)
-BATCH_PANELS = 2000             # calls.jsonl lines per background transaction
-BATCH_BYTES = 8 << 20           # evidence.jsonl bytes per background transaction
-TAIL_BYTES = 4 << 20            # calls.jsonl bytes per window of a backlog indexed newest first
-FIRST_TAIL_SHIFT = 4            # the first window is tail_bytes >> this (256 KiB)
-MAX_QUERY = 500                 # characters of a search text
-MAX_TERMS = 16                  # words and phrases of a search text
-SETTLE_AFTER = 50_000           # panels a build folds before its text table is merged whole
-LOCK_RETRY = 0.5                # seconds between looks at a lock another process holds
+LAYOUT = "2"  # the schema below; another value is rebuilt
+INLINE_BYTES = 1 << 20  # a backlog a request follows itself (about 500 panels)
+BATCH_PANELS = 2000  # calls.jsonl lines per background transaction
+BATCH_BYTES = 8 << 20  # evidence.jsonl bytes per background transaction
+TAIL_BYTES = 4 << 20  # calls.jsonl bytes per window of a backlog indexed newest first
+FIRST_TAIL_SHIFT = 4  # the first window is tail_bytes >> this (256 KiB)
+MAX_QUERY = 500  # characters of a search text
+MAX_TERMS = 16  # words and phrases of a search text
+SETTLE_AFTER = 50_000  # panels a build folds before its text table is merged whole
+LOCK_RETRY = 0.5  # seconds between looks at a lock another process holds
 STATUSES = ("failed", "owed", "abandoned")
 _WORD = re.compile(r"\w+")
 _TERM = re.compile(r'"([^"]*)"?|([^\s"]+)')
@@ -118,13 +118,14 @@ TABLES = ("meta", "panels", "seats", "blocks", "judged", "delivery", "panel_text
 
 # ------------------------------------------------------------------------- what is asked
 
+
 @dataclass(frozen=True)
 class Text:
     """A search text made safe: ``query`` for FTS5, ``terms`` (each a list of lower-case
     words, the last maybe a prefix) for finding where it matched."""
 
     query: str
-    terms: tuple[tuple[tuple[str, ...], bool], ...]   # (words, prefix)
+    terms: tuple[tuple[tuple[str, ...], bool], ...]  # (words, prefix)
 
 
 def text_query(text: str) -> Text:
@@ -133,8 +134,9 @@ def text_query(text: str) -> Text:
     accents do not count, nor does punctuation, which separates words. Raises BadRequest
     (``q``) for a text that is too long or holds no word."""
     if len(text) > MAX_QUERY:
-        raise errors.BadRequest(f"'q' is {len(text)} characters; search for at most "
-                                f"{MAX_QUERY}", param="q")
+        raise errors.BadRequest(
+            f"'q' is {len(text)} characters; search for at most {MAX_QUERY}", param="q"
+        )
     terms = []
     for m in _TERM.finditer(text):
         phrase, word = m.group(1), m.group(2)
@@ -142,19 +144,24 @@ def text_query(text: str) -> Text:
         if words:
             terms.append((words, phrase is None and word.endswith("*")))
     if not terms:
-        raise errors.BadRequest("'q' holds no word to search for: give words, \"a phrase\" "
-                                "or a prefix such as pars*", param="q")
+        raise errors.BadRequest(
+            "'q' holds no word to search for: give words, \"a phrase\" or a prefix such as pars*",
+            param="q",
+        )
     if len(terms) > MAX_TERMS:
-        raise errors.BadRequest(f"'q' holds {len(terms)} words and phrases; give at most "
-                                f"{MAX_TERMS}", param="q")
+        raise errors.BadRequest(
+            f"'q' holds {len(terms)} words and phrases; give at most {MAX_TERMS}", param="q"
+        )
     # only word characters, inside double quotes: FTS5 reads nothing else of what was typed
-    query = " ".join('"' + " ".join(words) + '"' + (" *" if prefix else "")
-                     for words, prefix in terms)
+    query = " ".join(
+        '"' + " ".join(words) + '"' + (" *" if prefix else "") for words, prefix in terms
+    )
     return Text(query, tuple(terms))
 
 
-def excerpt(text: Text, prompt, answers: list[tuple[str | None, str | None]],
-            width: int = 160) -> dict | None:
+def excerpt(
+    text: Text, prompt, answers: list[tuple[str | None, str | None]], width: int = 160
+) -> dict | None:
     """Where ``text`` matched a panel: ``{"in": "prompt" | "answer", "call", "text", "at":
     [start, end]}`` (``at`` marks the match inside ``text``), or None if no term is found as
     written (accents differ, say). ``answers``: ``(call, text)`` as a panel line holds them (a
@@ -175,8 +182,12 @@ def excerpt(text: Text, prompt, answers: list[tuple[str | None, str | None]],
         end = min(len(body), max(m.end(), start + width))
         cut = body[start:end]
         lead = "…" if start else ""
-        return {"in": where, "call": call, "text": lead + cut + ("…" if end < len(body) else ""),
-                "at": [len(lead) + m.start() - start, len(lead) + m.end() - start]}
+        return {
+            "in": where,
+            "call": call,
+            "text": lead + cut + ("…" if end < len(body) else ""),
+            "at": [len(lead) + m.start() - start, len(lead) + m.end() - start],
+        }
     return None
 
 
@@ -205,13 +216,22 @@ class Filters:
 
 # ------------------------------------------------------------------------- the index
 
+
 class SearchIndex:
     """One process's view of a runs folder's search index; threads may share it."""
 
-    def __init__(self, runs_dir: Path, *, inline_bytes: int = INLINE_BYTES,
-                 batch_panels: int = BATCH_PANELS, batch_bytes: int = BATCH_BYTES,
-                 tail_bytes: int = TAIL_BYTES, budget_rows: int = searchplan.ROWS,
-                 budget_seconds: float = searchplan.SECONDS, on_batch=None):
+    def __init__(
+        self,
+        runs_dir: Path,
+        *,
+        inline_bytes: int = INLINE_BYTES,
+        batch_panels: int = BATCH_PANELS,
+        batch_bytes: int = BATCH_BYTES,
+        tail_bytes: int = TAIL_BYTES,
+        budget_rows: int = searchplan.ROWS,
+        budget_seconds: float = searchplan.SECONDS,
+        on_batch=None,
+    ):
         self.dir = Path(runs_dir)
         self.path = self.dir / "search.sqlite"
         self.calls_path = self.dir / "calls.jsonl"
@@ -225,18 +245,18 @@ class SearchIndex:
         # build's progress, for whoever follows it (readers meanwhile see what is committed)
         self.on_batch = on_batch
         self.budget_rows, self.budget_seconds = budget_rows, budget_seconds
-        self._writing = threading.Lock()    # this process's one writer (with the flock)
+        self._writing = threading.Lock()  # this process's one writer (with the flock)
         self._pool_lock = threading.Lock()
-        self._pool: list[sqlite3.Connection] = []   # idle readers of the file ``_ino``
+        self._pool: list[sqlite3.Connection] = []  # idle readers of the file ``_ino``
         self._ino: int | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._error: str | None = None      # why the last background build stopped
-        self._checked: int | None = None    # the inode quick_check last passed
-        self._damaged: int | None = None    # the inode found damaged, until it is set aside
-        self._rebuilding = False            # from a damaged file, until the new one is whole
+        self._error: str | None = None  # why the last background build stopped
+        self._checked: int | None = None  # the inode quick_check last passed
+        self._damaged: int | None = None  # the inode found damaged, until it is set aside
+        self._rebuilding = False  # from a damaged file, until the new one is whole
         self._set_aside: str | None = None  # the name the damaged file was given
-        self._folded = 0                     # panels this process has folded in
+        self._folded = 0  # panels this process has folded in
         self._finished = FinishedCount(self.dir / "panels.idx")
         self._finished_lock = threading.Lock()
         self._closed = False
@@ -247,14 +267,18 @@ class SearchIndex:
         """Bring the index up to the logs' ends if that is quick, else have it brought up in
         the background (or by the process that holds the lock); returns ``state``."""
         behind = self._behind()
-        if behind and behind <= self.inline_bytes and not self._closed \
-                and self._writing.acquire(blocking=False):
+        if (
+            behind
+            and behind <= self.inline_bytes
+            and not self._closed
+            and self._writing.acquire(blocking=False)
+        ):
             try:
                 if self._write(until_done=True):
                     behind = 0
             except sqlite3.DatabaseError as exc:
                 if type(exc) is not sqlite3.DatabaseError:
-                    raise   # a locked file or a wrong statement: no reason to rebuild
+                    raise  # a locked file or a wrong statement: no reason to rebuild
                 self._found_damaged(_inode(self.path), exc)
             finally:
                 self._writing.release()
@@ -274,10 +298,16 @@ class SearchIndex:
         meta = self._read(_meta, build=False) or {}
         rebuilding = self._rebuilding and (self.building or self._damaged is not None)
         indexed = int(meta.get("panels") or 0)
-        return {"complete": not behind, "indexed": indexed, "behind_bytes": behind,
-                "behind_panels": self._panels_behind(indexed) if behind else 0,
-                "building": self.building, "error": self._error,
-                "rebuilding": rebuilding, "set_aside": self._set_aside}
+        return {
+            "complete": not behind,
+            "indexed": indexed,
+            "behind_bytes": behind,
+            "behind_panels": self._panels_behind(indexed) if behind else 0,
+            "building": self.building,
+            "error": self._error,
+            "rebuilding": rebuilding,
+            "set_aside": self._set_aside,
+        }
 
     def _panels_behind(self, indexed: int) -> int | None:
         """Finished panels (panels.idx's slots that point at a line) the index does not hold."""
@@ -295,6 +325,7 @@ class SearchIndex:
         at most ``limit``; the seq to pass as ``before`` for the next page (None: none); and
         whether the search's budget (``searchplan``) ran out first, so that more may match
         below what was found (then ``next`` continues from where the walk had got to)."""
+
         def run(db):
             lo, hi = searchplan.seq_range(db, f)
             if before is not None:
@@ -304,10 +335,10 @@ class SearchIndex:
             if len(walk.found) > limit:
                 return Found(rows, rows[-1], walk.partial)
             if walk.partial:
-                reached = walk.reached if walk.reached is not None and walk.reached < hi \
-                    else None
+                reached = walk.reached if walk.reached is not None and walk.reached < hi else None
                 return Found(rows, reached, True)
             return Found(rows, None, False)
+
         return self._read(run) or Found([], None, False)
 
     def budget(self) -> Budget:
@@ -322,27 +353,40 @@ class SearchIndex:
         lo, hi = min(seqs) - 1, max(seqs) + 1
 
         def run(db):
-            held = {r[0] for r in db.execute("SELECT seq FROM panels WHERE seq > ? AND seq < ?",
-                                             (lo, hi))}
+            held = {
+                r[0]
+                for r in db.execute("SELECT seq FROM panels WHERE seq > ? AND seq < ?", (lo, hi))
+            }
             a, b = searchplan.seq_range(db, f)
             # bounded by the page of seqs asked about; the budget holds it all the same
-            found = set(searchplan.select(db, f, max(lo, a), min(hi, b), hi - lo,
-                                          self.budget()).found)
+            found = set(
+                searchplan.select(db, f, max(lo, a), min(hi, b), hi - lo, self.budget()).found
+            )
             return [s for s in seqs if s in found], [s for s in seqs if s not in held]
+
         return self._read(run) or ([], list(seqs))
 
-    def model_seats(self, alias: str, *, failed: bool = False,
-                    limit: int = 50) -> list[dict]:
+    def model_seats(self, alias: str, *, failed: bool = False, limit: int = 50) -> list[dict]:
         """The newest seats of one model, newest first: ``{"panel", "call", "status",
         "seconds", "started"}``; only failed ones with ``failed``."""
-        sql = ("SELECT p.panel, s.label, s.status, s.seconds, p.started FROM seats s "
-               + ("INDEXED BY seats_failed " if failed else "")
-               + "CROSS JOIN panels p ON p.seq = s.seq WHERE s.alias = ? "
-               + ("AND s.failed = 1 " if failed else "")
-               + "ORDER BY s.seq DESC LIMIT ?")
+        sql = (
+            "SELECT p.panel, s.label, s.status, s.seconds, p.started FROM seats s "
+            + ("INDEXED BY seats_failed " if failed else "")
+            + "CROSS JOIN panels p ON p.seq = s.seq WHERE s.alias = ? "
+            + ("AND s.failed = 1 " if failed else "")
+            + "ORDER BY s.seq DESC LIMIT ?"
+        )
         rows = self._read(lambda db: db.execute(sql, (alias, limit)).fetchall()) or []
-        return [{"panel": r[0], "call": f"{r[0]}.{r[1]}", "status": r[2], "seconds": r[3],
-                 "started": r[4]} for r in rows]
+        return [
+            {
+                "panel": r[0],
+                "call": f"{r[0]}.{r[1]}",
+                "status": r[2],
+                "seconds": r[3],
+                "started": r[4],
+            }
+            for r in rows
+        ]
 
     # ------------------------------------------------------------------ reading
 
@@ -358,7 +402,7 @@ class SearchIndex:
             return fn(db)
         except sqlite3.DatabaseError as exc:
             if type(exc) is not sqlite3.DatabaseError:
-                raise   # a locked file or a wrong statement: no reason to rebuild
+                raise  # a locked file or a wrong statement: no reason to rebuild
             db.close()
             db = None
             self._found_damaged(ino, exc)
@@ -377,7 +421,7 @@ class SearchIndex:
         no index of this layout to read (none yet, or one found damaged)."""
         ino = _inode(self.path)
         with self._pool_lock:
-            if ino != self._ino:   # deleted or replaced: the old readers read another file
+            if ino != self._ino:  # deleted or replaced: the old readers read another file
                 for db in self._pool:
                     db.close()
                 self._pool.clear()
@@ -388,8 +432,9 @@ class SearchIndex:
             return None, ino
         try:
             # mode=rw: a reader never creates the file (only the writer does, 0600)
-            db = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, check_same_thread=False,
-                                 timeout=10.0)
+            db = sqlite3.connect(
+                f"file:{self.path}?mode=rw", uri=True, check_same_thread=False, timeout=10.0
+            )
         except sqlite3.DatabaseError:
             return None, ino
         try:
@@ -416,8 +461,10 @@ class SearchIndex:
         if ino is None:
             return
         self._damaged, self._rebuilding = ino, True
-        self._error = (f"the search index was found damaged ({exc}); it is set aside and "
-                       "built anew, and answers hold what is rebuilt so far")
+        self._error = (
+            f"the search index was found damaged ({exc}); it is set aside and "
+            "built anew, and answers hold what is rebuilt so far"
+        )
         print(f"panelist: {self._error}", file=sys.stderr)
         self._background(rebuild=True)
 
@@ -445,8 +492,12 @@ class SearchIndex:
         with self._pool_lock:
             if self._closed or self.building:
                 return
-            self._thread = threading.Thread(target=self._build, args=(rebuild,),
-                                            name=f"search-index-{self.dir.name}", daemon=True)
+            self._thread = threading.Thread(
+                target=self._build,
+                args=(rebuild,),
+                name=f"search-index-{self.dir.name}",
+                daemon=True,
+            )
             self._thread.start()
 
     def _build(self, rebuild: bool) -> None:
@@ -455,7 +506,7 @@ class SearchIndex:
         try:
             with self._writing:
                 start = self._folded
-                set_aside = False   # at most once a build: a file that keeps failing stops it
+                set_aside = False  # at most once a build: a file that keeps failing stops it
                 while not self._stop.is_set():
                     try:
                         done = self._write(until_done=False, rebuild=rebuild, settle=start)
@@ -477,8 +528,9 @@ class SearchIndex:
             self._error = f"the search index could not be built ({exc})"
             print(f"panelist: {self._error}", file=sys.stderr)
 
-    def _write(self, *, until_done: bool, rebuild: bool = False,
-               settle: int | None = None) -> bool | None:
+    def _write(
+        self, *, until_done: bool, rebuild: bool = False, settle: int | None = None
+    ) -> bool | None:
         """One writer turn under ``search.lock`` (caller holds ``_writing``): one batch of both
         logs or, ``until_done``, all they hold. True when the index covers both whole, False
         when a batch ended first, None when another process holds the lock. ``settle``: the
@@ -494,8 +546,11 @@ class SearchIndex:
             db = self._writer(rebuild)
             try:
                 while True:
-                    done = self._batch(db, None if until_done else self.batch_panels,
-                                       None if until_done else self.batch_bytes)
+                    done = self._batch(
+                        db,
+                        None if until_done else self.batch_panels,
+                        None if until_done else self.batch_bytes,
+                    )
                     if not until_done and self.on_batch is not None:
                         self.on_batch()
                     if done and settle is not None and self._folded - settle >= SETTLE_AFTER:
@@ -505,7 +560,7 @@ class SearchIndex:
             finally:
                 db.close()
         finally:
-            os.close(fd)   # and with it the flock
+            os.close(fd)  # and with it the flock
 
     def _writer(self, rebuild: bool) -> sqlite3.Connection:
         """The writer's connection to a database of this layout (made, or made anew, as
@@ -523,11 +578,10 @@ class SearchIndex:
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._damaged = None
-        db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0,
-                             isolation_level=None)
+        db = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")   # derived data: a lost batch is redone
+            db.execute("PRAGMA synchronous=NORMAL")  # derived data: a lost batch is redone
             if _meta(db).get("layout") != LAYOUT:
                 _reset(db)
         except sqlite3.DatabaseError:
@@ -548,7 +602,7 @@ class SearchIndex:
         while (self.dir / name).exists():
             n += 1
             name = f"{self.path.name}.damaged-{stamp}-{n}"
-        for suffix in ("-wal", "-shm", ""):   # the main file last: its name is the sign
+        for suffix in ("-wal", "-shm", ""):  # the main file last: its name is the sign
             side = Path(f"{self.path}{suffix}")
             if side.exists():
                 os.replace(side, self.dir / f"{name}{suffix}")
@@ -560,7 +614,7 @@ class SearchIndex:
         db.execute("BEGIN IMMEDIATE")
         try:
             meta = _meta(db)
-            files: dict[str, tuple[int | None, int]] = {}   # (inode, size); no inode: no file
+            files: dict[str, tuple[int | None, int]] = {}  # (inode, size); no inode: no file
             for name, path in (("calls", self.calls_path), ("evidence", self.evidence_path)):
                 try:
                     st = os.stat(path)
@@ -570,27 +624,38 @@ class SearchIndex:
             ahead = _tail(meta)
             marks = {n: int(meta.get(f"{n}_offset") or 0) for n in files}
             marks["calls"] = max(marks["calls"], ahead[1] if ahead else 0)
-            if any(marks[n] and (meta.get(f"{n}_ino") != ino or size < marks[n])
-                   for n, (ino, size) in files.items()):
-                _reset(db)   # a log was replaced or cut: what is held is not in it
+            if any(
+                marks[n] and (meta.get(f"{n}_ino") != ino or size < marks[n])
+                for n, (ino, size) in files.items()
+            ):
+                _reset(db)  # a log was replaced or cut: what is held is not in it
                 meta, ahead = {}, None
             fold = Fold(db)
-            ev_end, ev_done = fold.evidence(self.evidence_path,
-                                            int(meta.get("evidence_offset") or 0), nbytes)
-            if panels is None:   # all of it, in the request: no order to choose
+            ev_end, ev_done = fold.evidence(
+                self.evidence_path, int(meta.get("evidence_offset") or 0), nbytes
+            )
+            if panels is None:  # all of it, in the request: no order to choose
                 start, tail = int(meta.get("calls_offset") or 0), None
-                if ahead is not None:   # a window a background build left: around it
+                if ahead is not None:  # a window a background build left: around it
                     fold.calls(self.calls_path, start, None, end=ahead[0])
                     start = ahead[1]
                 calls_end, calls_done = fold.calls(self.calls_path, start, None)
             else:
-                calls_end, tail, calls_done = self._calls_window(fold, meta, files["calls"][1],
-                                                                 panels)
-            db.executemany("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", [
-                ("calls_ino", files["calls"][0]), ("calls_offset", calls_end),
-                ("tail_lo", tail and tail[0]), ("tail_hi", tail and tail[1]),
-                ("evidence_ino", files["evidence"][0]), ("evidence_offset", ev_end),
-                ("panels", int(meta.get("panels") or 0) + fold.panels)])
+                calls_end, tail, calls_done = self._calls_window(
+                    fold, meta, files["calls"][1], panels
+                )
+            db.executemany(
+                "INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)",
+                [
+                    ("calls_ino", files["calls"][0]),
+                    ("calls_offset", calls_end),
+                    ("tail_lo", tail and tail[0]),
+                    ("tail_hi", tail and tail[1]),
+                    ("evidence_ino", files["evidence"][0]),
+                    ("evidence_offset", ev_end),
+                    ("panels", int(meta.get("panels") or 0) + fold.panels),
+                ],
+            )
             db.execute("COMMIT")
             self._folded += fold.panels
         except BaseException:
@@ -599,8 +664,9 @@ class SearchIndex:
             raise
         return calls_done and ev_done
 
-    def _calls_window(self, fold: Fold, meta: dict, size: int,
-                      panels: int) -> tuple[int, tuple[int, int] | None, bool]:
+    def _calls_window(
+        self, fold: Fold, meta: dict, size: int, panels: int
+    ) -> tuple[int, tuple[int, int] | None, bool]:
         """One background batch of calls.jsonl, newest first: a backlog longer than
         ``tail_bytes`` is read from its end back, a window of whole lines at a time (the first
         a sixteenth of ``tail_bytes``, each after as large as all before, at most
@@ -613,17 +679,16 @@ class SearchIndex:
         if tail is None:
             end = _complete_end(self.calls_path, offset, size)
             if end - offset > max(self.tail_bytes, self.inline_bytes):
-                tail = (end, end)   # an empty window at the end, to grow down from
+                tail = (end, end)  # an empty window at the end, to grow down from
         if tail is not None and tail[0] > offset:
             # the first windows are small, so the newest panels show within a moment; each
             # then doubles what is held, up to tail_bytes
-            span = min(self.tail_bytes, max(self.tail_bytes >> FIRST_TAIL_SHIFT,
-                                            tail[1] - tail[0]))
+            span = min(self.tail_bytes, max(self.tail_bytes >> FIRST_TAIL_SHIFT, tail[1] - tail[0]))
             lo = line_start(self.calls_path, max(offset, tail[0] - span), offset, tail[0])
             fold.calls(self.calls_path, lo, None, end=tail[0])
             return offset, (lo, tail[1]), False
         if tail is not None:
-            offset = tail[1]   # the windows met the offset: all below the window's end is held
+            offset = tail[1]  # the windows met the offset: all below the window's end is held
         end, done = fold.calls(self.calls_path, offset, panels)
         return end, None, done
 
@@ -645,7 +710,7 @@ def _meta(db) -> dict:
     try:
         return dict(db.execute("SELECT name, value FROM meta"))
     except sqlite3.OperationalError:
-        return {}   # no tables yet: a new file
+        return {}  # no tables yet: a new file
 
 
 def _tail(meta: dict) -> tuple[int, int] | None:

@@ -19,10 +19,10 @@ from pathlib import Path
 from panelist.metrics.ledger.ids import panel_seq
 from panelist.metrics.store import jsonl
 
-MAX_TEXT = 1 << 20              # characters of a prompt (and of the answers) made searchable
-BLOCK_BITS = 10                 # panels of a block whose start times are kept (1024)
-CHUNK = 500                     # panels inserted per statement batch
-BLOCK = 1 << 20                 # bytes of evidence.jsonl scanned at a time
+MAX_TEXT = 1 << 20  # characters of a prompt (and of the answers) made searchable
+BLOCK_BITS = 10  # panels of a block whose start times are kept (1024)
+CHUNK = 500  # panels inserted per statement batch
+BLOCK = 1 << 20  # bytes of evidence.jsonl scanned at a time
 FAILED = frozenset({"error", "empty"})
 ANSWERED = frozenset({"ok", "tool_calls"})
 _EVIDENCE = re.compile(rb'"kind":\s*"(verdict|delivered|abandoned|seated)"')
@@ -35,8 +35,9 @@ class Fold:
         self.db = db
         self.panels = 0
 
-    def calls(self, path: Path, offset: int, limit: int | None,
-              end: int | None = None) -> tuple[int, bool]:
+    def calls(
+        self, path: Path, offset: int, limit: int | None, end: int | None = None
+    ) -> tuple[int, bool]:
         """Fold calls.jsonl lines from ``offset`` (those that start before ``end``, if given);
         returns (the offset reached, whether that is its last whole line)."""
         records: list[tuple[int, dict]] = []
@@ -58,13 +59,13 @@ class Fold:
         finally:
             lines.close()
         for i in range(0, len(records), CHUNK):
-            self._panels(records[i:i + CHUNK])
+            self._panels(records[i : i + CHUNK])
         return offset, done or _at_end(path, offset)
 
     def panel_records(self, records: list[tuple[int, dict]]) -> None:
         """Fold panels given as ``(seq, record)`` (from the database instead of calls.jsonl)."""
         for i in range(0, len(records), CHUNK):
-            self._panels(records[i:i + CHUNK])
+            self._panels(records[i : i + CHUNK])
 
     def evidence_record(self, record: dict) -> None:
         """Fold one evidence record (from the database); kinds that do not matter here are
@@ -79,36 +80,47 @@ class Fold:
         marks = ",".join("?" * len(seqs))
         held = {r[0] for r in db.execute(f"SELECT seq FROM panels WHERE seq IN ({marks})", seqs)}
         judged: dict[int, set[str]] = {}
-        for seq, label in db.execute(f"SELECT seq, label FROM judged WHERE seq IN ({marks})",
-                                     seqs):
+        for seq, label in db.execute(f"SELECT seq, label FROM judged WHERE seq IN ({marks})", seqs):
             judged.setdefault(seq, set()).add(label)
-        delivery = {r[0]: r[1:] for r in db.execute(
-            f"SELECT seq, awaits, delivered, abandoned FROM delivery WHERE seq IN ({marks})",
-            seqs)}
+        delivery = {
+            r[0]: r[1:]
+            for r in db.execute(
+                f"SELECT seq, awaits, delivered, abandoned FROM delivery WHERE seq IN ({marks})",
+                seqs,
+            )
+        }
         rows, seat_rows, texts = [], [], []
         for seq, record in records:
             if seq in held:
-                continue   # the same panel twice (a hand-copied line): counted once
+                continue  # the same panel twice (a hand-copied line): counted once
             held.add(seq)
-            row, seats, text = _panel_rows(seq, record, judged.get(seq, ()),
-                                           delivery.get(seq, (0, 0, 0)))
+            row, seats, text = _panel_rows(
+                seq, record, judged.get(seq, ()), delivery.get(seq, (0, 0, 0))
+            )
             rows.append(row)
             seat_rows += seats
             texts.append(text)
-        db.executemany("INSERT INTO panels(seq, panel, started, collection, key, failed, "
-                       "abandoned, answered, owed, owes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       rows)
-        db.executemany("INSERT OR IGNORE INTO seats(alias, seq, label, status, seconds, failed) "
-                       "VALUES (?, ?, ?, ?, ?, ?)", seat_rows)
+        db.executemany(
+            "INSERT INTO panels(seq, panel, started, collection, key, failed, "
+            "abandoned, answered, owed, owes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO seats(alias, seq, label, status, seconds, failed) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            seat_rows,
+        )
         db.executemany("INSERT INTO panel_text(rowid, prompt, answers) VALUES (?, ?, ?)", texts)
         spans: dict[int, list[float]] = {}
         for row in rows:
             if row[2] is not None:
                 span = spans.setdefault(row[0] >> BLOCK_BITS, [row[2], row[2]])
                 span[0], span[1] = min(span[0], row[2]), max(span[1], row[2])
-        db.executemany("INSERT INTO blocks(block, lo, hi) VALUES (?, ?, ?) ON CONFLICT(block) "
-                       "DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)",
-                       [(block, lo, hi) for block, (lo, hi) in spans.items()])
+        db.executemany(
+            "INSERT INTO blocks(block, lo, hi) VALUES (?, ?, ?) ON CONFLICT(block) "
+            "DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)",
+            [(block, lo, hi) for block, (lo, hi) in spans.items()],
+        )
         self.panels += len(rows)
 
     def evidence(self, path: Path, offset: int, limit: int | None) -> tuple[int, bool]:
@@ -129,9 +141,10 @@ class Fold:
                     return offset, False
                 block = os.pread(fd, min(BLOCK, end - offset), offset)
                 while not block.endswith(b"\n") and b"\n" not in block:
-                    block += os.pread(fd, min(BLOCK, end - offset - len(block)),
-                                      offset + len(block))   # a line longer than a block
-                block = block[:block.rfind(b"\n") + 1]
+                    block += os.pread(
+                        fd, min(BLOCK, end - offset - len(block)), offset + len(block)
+                    )  # a line longer than a block
+                block = block[: block.rfind(b"\n") + 1]
                 self._evidence_block(block)
                 offset += len(block)
         return offset, True
@@ -159,9 +172,13 @@ class Fold:
             seq = panel_seq(panel)
             if seq is None or not label:
                 return
-            if db.execute("INSERT OR IGNORE INTO judged(seq, label) VALUES (?, ?)",
-                          (seq, label)).rowcount != 1:
-                return   # judged before: a replacing verdict changes nothing here
+            if (
+                db.execute(
+                    "INSERT OR IGNORE INTO judged(seq, label) VALUES (?, ?)", (seq, label)
+                ).rowcount
+                != 1
+            ):
+                return  # judged before: a replacing verdict changes nothing here
             row = db.execute("SELECT answered FROM panels WHERE seq = ?", (seq,)).fetchone()
             if row is not None and label in row[0].split():
                 db.execute("UPDATE panels SET owed = owed - 1 WHERE seq = ?", (seq,))
@@ -170,18 +187,27 @@ class Fold:
         if seq is None or (kind == "seated" and record.get("awaits_delivery") is not True):
             return
         column = {"delivered": "delivered", "abandoned": "abandoned", "seated": "awaits"}[kind]
-        db.execute(f"INSERT INTO delivery(seq, {column}) VALUES (?, 1) "
-                   f"ON CONFLICT(seq) DO UPDATE SET {column} = 1", (seq,))
-        db.execute("UPDATE panels SET owes = (SELECT d.delivered OR NOT (d.awaits OR d.abandoned "
-                   "OR panels.abandoned) FROM delivery d WHERE d.seq = panels.seq) "
-                   "WHERE seq = ?", (seq,))
+        db.execute(
+            f"INSERT INTO delivery(seq, {column}) VALUES (?, 1) "
+            f"ON CONFLICT(seq) DO UPDATE SET {column} = 1",
+            (seq,),
+        )
+        db.execute(
+            "UPDATE panels SET owes = (SELECT d.delivered OR NOT (d.awaits OR d.abandoned "
+            "OR panels.abandoned) FROM delivery d WHERE d.seq = panels.seq) "
+            "WHERE seq = ?",
+            (seq,),
+        )
 
 
 def _panel_rows(seq: int, record: dict, judged, delivery) -> tuple[tuple, list, tuple]:
     """The panels row, the seats rows and the text row of one calls.jsonl record."""
     panel = record["panel"]
-    seats = [s for s in record.get("seats") or () if isinstance(s, dict)] \
-        if isinstance(record.get("seats"), list) else []
+    seats = (
+        [s for s in record.get("seats") or () if isinstance(s, dict)]
+        if isinstance(record.get("seats"), list)
+        else []
+    )
     if isinstance(record.get("merger"), dict):
         seats.append(record["merger"])
     answered, mine, answers, failed = [], [], [], False
@@ -189,15 +215,23 @@ def _panel_rows(seq: int, record: dict, judged, delivery) -> tuple[tuple, list, 
         call, alias, status = s.get("call"), s.get("alias"), s.get("status")
         if not isinstance(call, str) or not call.startswith(panel + "."):
             continue
-        label = call[len(panel) + 1:]
+        label = call[len(panel) + 1 :]
         is_failed = status in FAILED
         failed = failed or is_failed
         if status in ANSWERED:
             answered.append(label)
         if isinstance(alias, str) and alias:
             seconds = s.get("seconds")
-            mine.append((alias, seq, label, status if isinstance(status, str) else None,
-                         seconds if isinstance(seconds, (int, float)) else None, int(is_failed)))
+            mine.append(
+                (
+                    alias,
+                    seq,
+                    label,
+                    status if isinstance(status, str) else None,
+                    seconds if isinstance(seconds, (int, float)) else None,
+                    int(is_failed),
+                )
+            )
         answer = s.get("answer")
         if isinstance(answer, str) and answer:
             answers.append(answer[:MAX_TEXT])
@@ -207,12 +241,22 @@ def _panel_rows(seq: int, record: dict, judged, delivery) -> tuple[tuple, list, 
     owes = int(bool(delivered) or not (awaits or left or abandoned))
     started = record.get("started")
     prompt = record.get("prompt")
-    return ((seq, panel, started if isinstance(started, (int, float)) else None,
-             _text(record.get("collection")), _text(record.get("key")), int(failed),
-             int(abandoned), " ".join(answered), owed, owes),
-            mine,
-            (seq, prompt[:MAX_TEXT] if isinstance(prompt, str) else "",
-             "\n".join(answers)[:MAX_TEXT]))
+    return (
+        (
+            seq,
+            panel,
+            started if isinstance(started, (int, float)) else None,
+            _text(record.get("collection")),
+            _text(record.get("key")),
+            int(failed),
+            int(abandoned),
+            " ".join(answered),
+            owed,
+            owes,
+        ),
+        mine,
+        (seq, prompt[:MAX_TEXT] if isinstance(prompt, str) else "", "\n".join(answers)[:MAX_TEXT]),
+    )
 
 
 def line_start(path: Path, at: int, floor: int, ceiling: int) -> int:
@@ -227,7 +271,7 @@ def line_start(path: Path, at: int, floor: int, ceiling: int) -> int:
             i = data.find(b"\n")
             if 0 <= i and at + i < ceiling:
                 return at + i
-            at = max(floor, at - max(1, ceiling - at))   # one line fills the span: go back
+            at = max(floor, at - max(1, ceiling - at))  # one line fills the span: go back
     return floor
 
 

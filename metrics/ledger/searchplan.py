@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 
 from panelist.metrics.ledger.searchfold import BLOCK_BITS
 
-ROWS = 50_000              # rows one search may look at by default (PANELIST_SEARCH_ROWS)
-SECONDS = 2.0              # and seconds (PANELIST_SEARCH_SECONDS)
-STEPS_PER_ROW = 200        # SQLite steps a row costs a statement at most, about
-TICK = 1000                # steps between two looks at the budget
+ROWS = 50_000  # rows one search may look at by default (PANELIST_SEARCH_ROWS)
+SECONDS = 2.0  # and seconds (PANELIST_SEARCH_SECONDS)
+STEPS_PER_ROW = 200  # SQLite steps a row costs a statement at most, about
+TICK = 1000  # steps between two looks at the budget
 
 
 class _Spent(Exception):
@@ -58,7 +58,7 @@ class Budget:
         """Hold ``db``'s statements to this budget for the ``with`` block."""
         self._deadline = time.monotonic() + self.seconds
         steps = self.rows * STEPS_PER_ROW
-        every = max(1, min(TICK, steps))   # a small budget is looked at more often
+        every = max(1, min(TICK, steps))  # a small budget is looked at more often
         ticks = -(-steps // every)
 
         def tick() -> int:
@@ -66,8 +66,9 @@ class Budget:
             ticks -= 1
             if ticks <= 0 or time.monotonic() >= self._deadline:
                 self.spent = True
-                return 1   # SQLite stops the statement: OperationalError "interrupted"
+                return 1  # SQLite stops the statement: OperationalError "interrupted"
             return 0
+
         db.set_progress_handler(tick, every)
         try:
             yield self
@@ -106,7 +107,7 @@ def select(db, f, lo: int, hi: int, limit: int, budget: Budget) -> Walk:
                 _in_step(db, f, lo, hi, limit, walk, budget)
     except (sqlite3.OperationalError, _Spent):
         if not budget.spent:
-            raise   # not ours: a locked file, a wrong statement
+            raise  # not ours: a locked file, a wrong statement
         walk.partial = True
     return walk
 
@@ -125,17 +126,17 @@ def _in_step(db, f, lo: int, hi: int, limit: int, walk: Walk, budget: Budget) ->
     by_filters = db.execute(sql, [f.text.query] + args)
     sql, args = _text_first_sql(f, lo, hi)
     by_text = db.execute(sql, args)
-    walks = [[by_filters, hi], [by_text, hi]]   # [cursor, the lowest seq it looked at]
+    walks = [[by_filters, hi], [by_text, hi]]  # [cursor, the lowest seq it looked at]
     matches: set[int] = set()
     first = True
     try:
         while True:
-            if not first:   # a round always runs first, so that paging on moves down
+            if not first:  # a round always runs first, so that paging on moves down
                 budget.take(2)
             first = False
             for one in walks:
                 row = one[0].fetchone()
-                if row is None:   # this walk saw every candidate: what matched is all there is
+                if row is None:  # this walk saw every candidate: what matched is all there is
                     walk.found = sorted(matches, reverse=True)[:limit]
                     walk.reached = None
                     return
@@ -171,10 +172,12 @@ def _text_first_sql(f, lo: int, hi: int) -> tuple[str, list]:
         args.append(f.model)
     ok = " AND ".join(checks) or "1"
     # CROSS JOIN: the text's matches drive, in rowid order; each panel is found by its seq
-    return (f"SELECT panel_text.rowid, {ok} FROM panel_text CROSS JOIN panels p "
-            "ON p.seq = panel_text.rowid WHERE panel_text MATCH ? AND panel_text.rowid > ? "
-            "AND panel_text.rowid < ? ORDER BY panel_text.rowid DESC",
-            args + [f.text.query, lo, hi])
+    return (
+        f"SELECT panel_text.rowid, {ok} FROM panel_text CROSS JOIN panels p "
+        "ON p.seq = panel_text.rowid WHERE panel_text MATCH ? AND panel_text.rowid > ? "
+        "AND panel_text.rowid < ? ORDER BY panel_text.rowid DESC",
+        args + [f.text.query, lo, hi],
+    )
 
 
 def seq_range(db, f) -> tuple[int, int]:
@@ -184,40 +187,46 @@ def seq_range(db, f) -> tuple[int, int]:
     left out has no panel in the range."""
     if f.since is None and f.until is None:
         return -1, sys.maxsize
-    first, last = db.execute("SELECT min(block), max(block) FROM blocks WHERE lo <= ? AND hi >= ?",
-                             (1e300 if f.until is None else f.until,
-                              -1e300 if f.since is None else f.since)).fetchone()
+    first, last = db.execute(
+        "SELECT min(block), max(block) FROM blocks WHERE lo <= ? AND hi >= ?",
+        (1e300 if f.until is None else f.until, -1e300 if f.since is None else f.since),
+    ).fetchone()
     if first is None:
-        return 0, 0   # no panel in the range
+        return 0, 0  # no panel in the range
     return (first << BLOCK_BITS) - 1, (last + 1) << BLOCK_BITS
 
 
 def narrows(f) -> bool:
-    return any(v is not None for v in (f.model, f.collection, f.key, f.status, f.since,
-                                        f.until))
+    return any(v is not None for v in (f.model, f.collection, f.key, f.status, f.since, f.until))
 
 
 def _texts_sql(text, lo: int, hi: int, limit: int) -> tuple[str, tuple]:
-    return ("SELECT rowid FROM panel_text WHERE panel_text MATCH ? AND rowid > ? "
-            "AND rowid < ? ORDER BY rowid DESC LIMIT ?", (text.query, lo, hi, limit))
+    return (
+        "SELECT rowid FROM panel_text WHERE panel_text MATCH ? AND rowid > ? "
+        "AND rowid < ? ORDER BY rowid DESC LIMIT ?",
+        (text.query, lo, hi, limit),
+    )
 
 
-def _structured_sql(f, lo: int, hi: int, limit: int, also: str | None = None
-                    ) -> tuple[str, list]:
+def _structured_sql(f, lo: int, hi: int, limit: int, also: str | None = None) -> tuple[str, list]:
     """The filters' statement; ``also``: a column more, of the seq (``{seq}``), whose ``?``
     come first among the arguments."""
     where, args = _conditions(f)
     if f.model is not None:
         failed = " AND s.failed = 1" if f.status == "failed" else ""
         seq = "s.seq"
-        sql = (f"SELECT DISTINCT s.seq{', ' + also.format(seq=seq) if also else ''} FROM seats s "
-               "CROSS JOIN panels p ON p.seq = s.seq "
-               f"WHERE s.alias = ?{failed} AND s.seq > ? AND s.seq < ?")
+        sql = (
+            f"SELECT DISTINCT s.seq{', ' + also.format(seq=seq) if also else ''} FROM seats s "
+            "CROSS JOIN panels p ON p.seq = s.seq "
+            f"WHERE s.alias = ?{failed} AND s.seq > ? AND s.seq < ?"
+        )
         head = [f.model, lo, hi]
     else:
         seq = "p.seq"
-        sql = (f"SELECT p.seq{', ' + also.format(seq=seq) if also else ''} FROM panels p "
-               "WHERE p.seq > ? AND p.seq < ?")
+        sql = (
+            f"SELECT p.seq{', ' + also.format(seq=seq) if also else ''} FROM panels p "
+            "WHERE p.seq > ? AND p.seq < ?"
+        )
         head = [lo, hi]
     sql += "".join(" AND " + w for w in where) + f" ORDER BY {seq} DESC LIMIT ?"
     return sql, head + args + [limit]

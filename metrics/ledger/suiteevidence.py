@@ -40,7 +40,7 @@ from panelist.metrics.ledger import samples
 from panelist.metrics.home import Home
 
 SHAPE = "review"
-REAL_ENOUGH = 20   # real verdicts for the shape past which the suite no longer counts
+REAL_ENOUGH = 20  # real verdicts for the shape past which the suite no longer counts
 
 
 class SuiteEvidence:
@@ -52,12 +52,13 @@ class SuiteEvidence:
 
     def __init__(self, source):
         """``source``: the samples (``ledger.samples``), or the path of a samples file."""
-        self.samples = samples.FileSamples(Path(source)) \
-            if isinstance(source, (str, Path)) else source
+        self.samples = (
+            samples.FileSamples(Path(source)) if isinstance(source, (str, Path)) else source
+        )
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._tail = None   # opened at the first read: a database may be out of reach at start
-        self._version: dict[str, str] = {}   # task -> hash of its latest line
+        self._tail = None  # opened at the first read: a database may be out of reach at start
+        self._version: dict[str, str] = {}  # task -> hash of its latest line
         # (task, hash, model, epoch) -> (pair, kind, right), the last scored line of each
         self._scored: dict[tuple, tuple] = {}
         self._record: dict[str, tuple[int, int]] = {}
@@ -90,7 +91,7 @@ class SuiteEvidence:
     def _follow(self, size: int) -> None:
         if self._tail is None:
             self._tail = self.samples.reader()
-        if size < self._tail.offset:   # replaced or truncated: start over
+        if size < self._tail.offset:  # replaced or truncated: start over
             self._tail = self.samples.reader()
             self._version.clear()
             self._scored.clear()
@@ -102,8 +103,11 @@ class SuiteEvidence:
             if s.get("outcome") == "scored":
                 # the seat record's alias; lines of earlier versions named it ``model``
                 alias = s["alias"] if "alias" in s else s.get("model")
-                self._scored[(task, digest, alias, s.get("epoch", 1))] = \
-                    (s.get("pair") or task, s.get("task_kind"), bool(s.get("right")))
+                self._scored[(task, digest, alias, s.get("epoch", 1))] = (
+                    s.get("pair") or task,
+                    s.get("task_kind"),
+                    bool(s.get("right")),
+                )
         found = units(self._version, self._scored)
         self._pairs = comparisons(found)
         self._patterns = patterns(found)
@@ -116,7 +120,7 @@ class SuiteEvidence:
 def units(version: dict[str, str], scored: dict[tuple, tuple]) -> dict[tuple, dict[str, bool]]:
     """``{unit: {model: right}}`` by the module's rule, a unit being a claim task
     (``("claim", task)``) or a bug/control pair (``("pair", pair)``)."""
-    claims: dict[tuple, list[int]] = {}       # (model, task) -> hit per epoch
+    claims: dict[tuple, list[int]] = {}  # (model, task) -> hit per epoch
     halves: dict[tuple, dict[str, bool]] = {}  # (model, pair, epoch) -> {kind: right}
     for (task, digest, model, epoch), (pair, kind, right) in scored.items():
         if version.get(task) != digest or not isinstance(model, str):
@@ -190,6 +194,7 @@ def adjust(evidence: SuiteEvidence, states: dict, shape: str) -> dict:
         if got is None or state.useful + state.not_useful >= REAL_ENOUGH:
             continue
         right, counted = got
-        states[alias] = dataclasses.replace(state, useful=state.useful + right,
-                                            not_useful=state.not_useful + counted - right)
+        states[alias] = dataclasses.replace(
+            state, useful=state.useful + right, not_useful=state.not_useful + counted - right
+        )
     return states

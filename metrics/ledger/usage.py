@@ -25,12 +25,12 @@ Invariants:
 
 from __future__ import annotations
 
-WINDOWS = {"hour": (300, 12), "day": (3600, 24), "week": (86400, 7)}   # slot seconds, slots
+WINDOWS = {"hour": (300, 12), "day": (3600, 24), "week": (86400, 7)}  # slot seconds, slots
 _AHEAD = 86400.0
 _OLDEST = -(1 << 62)
 # a slot's row per alias: [seats, answered, failed, prompt, completion, uncounted, hist]
 SEATS, ANSWERED_N, FAILED, PROMPT, COMPLETION, UNCOUNTED, HIST = range(7)
-ANSWER, FAILURE, NEITHER = 0, 1, 2   # a seat's outcome, as ``fold`` takes it
+ANSWER, FAILURE, NEITHER = 0, 1, 2  # a seat's outcome, as ``fold`` takes it
 
 
 _NONE: dict = {}
@@ -81,9 +81,9 @@ class _Tier:
 
     def __init__(self, width: int, count: int):
         self.width, self.count = width, count
-        self.slots: dict[int, dict[str, list]] = {}   # slot number -> alias -> row
-        self.floor = _OLDEST                          # slots below it are gone
-        self.closed: tuple | None = None              # (first, last, alias -> summed row)
+        self.slots: dict[int, dict[str, list]] = {}  # slot number -> alias -> row
+        self.floor = _OLDEST  # slots below it are gone
+        self.closed: tuple | None = None  # (first, last, alias -> summed row)
 
 
 class Usage:
@@ -94,7 +94,7 @@ class Usage:
         self._tiers = [_Tier(w, k) for w, k in sorted(set(WINDOWS.values()), reverse=True)]
         self._by_width = {t.width: t for t in self._tiers}
         self._late = float("inf")
-        self.kept_from = float("-inf")   # the oldest panel start a window keeps (a quick test)
+        self.kept_from = float("-inf")  # the oldest panel start a window keeps (a quick test)
 
     @property
     def tiers(self) -> dict[int, dict[int, dict[str, list]]]:
@@ -112,8 +112,15 @@ class Usage:
         widest = self._tiers[0]
         self.kept_from = float(widest.floor * widest.width)
 
-    def fold(self, alias: str, seated: float, outcome: int, bucket: int | None,
-             prompt: int | None, completion: int | None) -> None:
+    def fold(
+        self,
+        alias: str,
+        seated: float,
+        outcome: int,
+        bucket: int | None,
+        prompt: int | None,
+        completion: int | None,
+    ) -> None:
         """One seat of ``alias`` whose panel started at ``seated``: ``outcome`` is ``ANSWER``,
         ``FAILURE`` or ``NEITHER``; ``bucket`` its answer time's (answers only); ``prompt`` and
         ``completion`` its token counts, both None when not reported whole."""
@@ -155,8 +162,11 @@ class Usage:
         width, count = WINDOWS[name]
         slots = self._by_width[width].slots
         current = int(now // width)
-        return ((current - count + 1) * width, width,
-                [slots.get(n, _NONE) for n in range(current - count + 1, current + 1)])
+        return (
+            (current - count + 1) * width,
+            width,
+            [slots.get(n, _NONE) for n in range(current - count + 1, current + 1)],
+        )
 
     def rows(self, name: str, now: float, keys) -> list[list | None]:
         """The rows of ``keys`` per slot of window ``name`` at ``now`` (each None when no key
@@ -167,23 +177,37 @@ class Usage:
         out: list[list | None] = []
         for per in slots:
             # whichever is smaller is walked: a slot's names, or the names asked for
-            found = [row for k, row in per.items() if k in wanted] if len(per) < len(keys) \
+            found = (
+                [row for k, row in per.items() if k in wanted]
+                if len(per) < len(keys)
                 else [row for k in keys if (row := per.get(k)) is not None]
+            )
             if len(found) > 1:
                 summed: dict = {}
                 for row in found:
-                    merge(summed, {"": row})   # the first is copied: no slot's row changes
+                    merge(summed, {"": row})  # the first is copied: no slot's row changes
                 found = [summed[""]]
             out.append(found[0] if found else None)
         return out
 
     # -- snapshots --------------------------------------------------------------------------------
     def encode(self) -> list:
-        return [[t.width, [[n, [[alias, *row[:HIST], [x for b, k in row[HIST].items()
-                                                      for x in (b, k)]]
-                                for alias, row in per.items()]]
-                           for n, per in t.slots.items()]]
-                for t in self._tiers]
+        return [
+            [
+                t.width,
+                [
+                    [
+                        n,
+                        [
+                            [alias, *row[:HIST], [x for b, k in row[HIST].items() for x in (b, k)]]
+                            for alias, row in per.items()
+                        ],
+                    ]
+                    for n, per in t.slots.items()
+                ],
+            ]
+            for t in self._tiers
+        ]
 
     @classmethod
     def decode(cls, data: list, buckets: int, intern) -> "Usage":
@@ -211,8 +235,10 @@ class Usage:
         """The slots, copied (a snapshot's; the closed sums are derived again when asked)."""
         other = Usage()
         for mine, theirs in zip(self._tiers, other._tiers):
-            theirs.slots = {n: {a: [*row[:HIST], dict(row[HIST])] for a, row in per.items()}
-                            for n, per in mine.slots.items()}
+            theirs.slots = {
+                n: {a: [*row[:HIST], dict(row[HIST])] for a, row in per.items()}
+                for n, per in mine.slots.items()
+            }
             theirs.floor = mine.floor
         other._late, other.kept_from = self._late, self.kept_from
         return other

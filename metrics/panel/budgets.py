@@ -42,8 +42,8 @@ from panelist.metrics.home import Home
 from panelist.metrics.store import configfile
 
 CURRENCY = "USD"
-WARN = 0.9        # the share of a cap past which explorers are not seated
-PER = 1_000_000   # roster prices are per million tokens
+WARN = 0.9  # the share of a cap past which explorers are not seated
+PER = 1_000_000  # roster prices are per million tokens
 PERIODS = ("day", "month")
 ADJECTIVE = {"day": "daily", "month": "monthly"}
 _SLOT = struct.Struct("<qdqd")
@@ -78,8 +78,10 @@ def amount(value, what: str) -> float | None:
     except (TypeError, ValueError):
         v = -1.0
     if isinstance(value, bool) or not math.isfinite(v) or v < 0:
-        raise ConfigInvalid(f"{what} must be an amount of 0 or more in {CURRENCY} (e.g. 5 or "
-                            "2.50), or left out for no cap")
+        raise ConfigInvalid(
+            f"{what} must be an amount of 0 or more in {CURRENCY} (e.g. 5 or "
+            "2.50), or left out for no cap"
+        )
     return v
 
 
@@ -108,7 +110,7 @@ class Spend:
                     ds, ms = ds + add, ms + add
                     os.pwrite(fd, _SLOT.pack(day, ds, month, ms), 0)
             finally:
-                os.close(fd)   # closing drops the flock
+                os.close(fd)  # closing drops the flock
         return {"day": ds, "month": ms}
 
     def spent(self, subject: str, t: float | None = None) -> dict:
@@ -132,8 +134,16 @@ class Budgets:
         cap = (self._caps.get().get(kind + "s") or {}).get(name)
         return cap if cap and any(cap.get(p) is not None for p in PERIODS) else None
 
-    def set(self, kind: str, name: str, *, day=None, month=None, allow_unpriced=None,
-            by: str | None = None) -> dict:
+    def set(
+        self,
+        kind: str,
+        name: str,
+        *,
+        day=None,
+        month=None,
+        allow_unpriced=None,
+        by: str | None = None,
+    ) -> dict:
         """Change ``name``'s caps (``kind``: key or collection): what is not given is kept, a
         period given as ``"none"`` loses its cap, a negative amount is refused."""
         new: dict = {}
@@ -144,13 +154,17 @@ class Budgets:
             cap = dict(old)
             for period, value in (("day", day), ("month", month)):
                 if value is not None:
-                    cap[period] = None if str(value).lower() == "none" else \
-                        amount(value, f"--budget-{period}")
+                    cap[period] = (
+                        None
+                        if str(value).lower() == "none"
+                        else amount(value, f"--budget-{period}")
+                    )
             if allow_unpriced is not None:
                 cap["allow_unpriced"] = bool(allow_unpriced)
             caps[name] = cap
             new.update(cap)
             return (f"{kind} {name} budget", old, cap) if cap != old else None
+
         configfile.update(self.path, change, by=by)
         return new
 
@@ -160,9 +174,11 @@ class Budgets:
         if cap is None:
             return None
         spent, now = self.spend.spent(f"{kind}-{name}"), time.time()
-        return {p: {"cap": cap[p], "spent": round(spent[p], 6), "resets": resets(p, now)}
-                for p in PERIODS if cap.get(p) is not None} | \
-            {"currency": CURRENCY, "allow_unpriced": bool(cap.get("allow_unpriced"))}
+        return {
+            p: {"cap": cap[p], "spent": round(spent[p], 6), "resets": resets(p, now)}
+            for p in PERIODS
+            if cap.get(p) is not None
+        } | {"currency": CURRENCY, "allow_unpriced": bool(cap.get("allow_unpriced"))}
 
     # -- before and after a panel ---------------------------------------------------------------
     def _subjects(self, key: str, collection: str) -> list[tuple[str, str, dict]]:
@@ -185,17 +201,21 @@ class Budgets:
                 unpriced = [s for s in seating.seats if not priced(s.model)]
                 members = [s.model.alias for s in unpriced if s.seat != "explorer"]
                 if members:
-                    allow = f"panelist key budget {name} --allow-unpriced" if kind == "key" \
+                    allow = (
+                        f"panelist key budget {name} --allow-unpriced"
+                        if kind == "key"
                         else f"panelist collection save {name} --members … --allow-unpriced"
+                    )
                     raise Forbidden(
                         f"{kind} '{name}' has a spend cap and {', '.join(members)} has no price "
                         f"in {CURRENCY}, so what it costs cannot be counted; give it prices "
                         f"(`panelist model add … --price-in P --price-out P`), or allow "
-                        f"unpriced models under this cap (`{allow}`)", code="budget_unpriced")
+                        f"unpriced models under this cap (`{allow}`)",
+                        code="budget_unpriced",
+                    )
                 _drop(seating, unpriced, f"no price, under {kind} {name}'s spend cap")
             spent = self.spend.spent(f"{kind}-{name}", now)
-            least = sum(estimate * s.model.price_in / PER for s in seating.seats
-                        if priced(s.model))
+            least = sum(estimate * s.model.price_in / PER for s in seating.seats if priced(s.model))
             for period in PERIODS:
                 limit = cap.get(period)
                 if limit is None:
@@ -207,13 +227,24 @@ class Budgets:
                         f"at least {least:.4f}); it resets at {resets(period, now)}",
                         code="budget_exceeded",
                         headers={"Retry-After": str(_until(period, now))},
-                        details={"budget": {"subject": kind, "name": name, "period": period,
-                                            "cap": limit, "spent": round(spent[period], 6),
-                                            "currency": CURRENCY,
-                                            "resets": resets(period, now)}})
+                        details={
+                            "budget": {
+                                "subject": kind,
+                                "name": name,
+                                "period": period,
+                                "cap": limit,
+                                "spent": round(spent[period], 6),
+                                "currency": CURRENCY,
+                                "resets": resets(period, now),
+                            }
+                        },
+                    )
                 if spent[period] + least >= WARN * limit:
-                    _drop(seating, [s for s in seating.seats if s.seat == "explorer"],
-                          f"held back: {kind} {name} is near its {ADJECTIVE[period]} spend cap")
+                    _drop(
+                        seating,
+                        [s for s in seating.seats if s.seat == "explorer"],
+                        f"held back: {kind} {name} is near its {ADJECTIVE[period]} spend cap",
+                    )
 
     def charge(self, key: str, collection: str, results, models: dict, estimate: int) -> float:
         """Add what a recorded panel's seats cost to its key's and collection's spend; the
@@ -229,8 +260,12 @@ class Budgets:
 
 
 def priced(model) -> bool:
-    return model is not None and model.price_in is not None and model.price_out is not None \
+    return (
+        model is not None
+        and model.price_in is not None
+        and model.price_out is not None
         and model.currency == CURRENCY
+    )
 
 
 def cost(model, result, estimate: int) -> float:

@@ -36,11 +36,13 @@ from panelist.metrics.seats import SeatCall, Seats
 GENERAL = "general"
 MIN_CONFIDENCE = 0.6
 CACHE_SIZE = 1024
-MAX_PROMPT_CHARS = 8000   # the head of a long prompt is enough to label it, and keeps it cheap
+MAX_PROMPT_CHARS = 8000  # the head of a long prompt is enough to label it, and keeps it cheap
 
-INSTRUCTION = ("Label the user's request with the one shape that fits it best, and say how sure "
-               "you are as a confidence from 0 to 1. Shapes: {shapes}. Answer with JSON only: "
-               '{{"shape": ..., "confidence": ...}}.')
+INSTRUCTION = (
+    "Label the user's request with the one shape that fits it best, and say how sure "
+    "you are as a confidence from 0 to 1. Shapes: {shapes}. Answer with JSON only: "
+    '{{"shape": ..., "confidence": ...}}.'
+)
 
 
 def decider_of(roster: Roster) -> Model | None:
@@ -63,8 +65,11 @@ def parse_answer(text: str, shapes: list[str]) -> tuple[str, float]:
     shape, confidence = doc["shape"], doc["confidence"]
     if not isinstance(shape, str) or shape not in shapes:
         raise ValueError(f"the shape {shape!r} is not one of the known shapes")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
-            or not 0 <= confidence <= 1:
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or not 0 <= confidence <= 1
+    ):
         raise ValueError(f"the confidence {confidence!r} is not a number from 0 to 1")
     return shape, float(confidence)
 
@@ -72,8 +77,14 @@ def parse_answer(text: str, shapes: list[str]) -> tuple[str, float]:
 class Decider:
     """Labels ``auto`` panels for one ``Panels``; holds its cache of answers."""
 
-    def __init__(self, seats: Seats, roster: Roster, collections: Collections, ledger,
-                 cache_size: int = CACHE_SIZE):
+    def __init__(
+        self,
+        seats: Seats,
+        roster: Roster,
+        collections: Collections,
+        ledger,
+        cache_size: int = CACHE_SIZE,
+    ):
         self.seats, self.roster = seats, roster
         self.collections, self.ledger = collections, ledger
         self._cache: OrderedDict[str, dict] = OrderedDict()
@@ -89,8 +100,10 @@ class Decider:
             return
         model = decider_of(self.roster)
         if model is None:
-            req.shape_by = ("auto: no decider in service on the roster (mark one with "
-                            "`panelist model decider ALIAS`)")
+            req.shape_by = (
+                "auto: no decider in service on the roster (mark one with "
+                "`panelist model decider ALIAS`)"
+            )
             return
         shapes = known_shapes(self.ledger, self.collections)
         text = req.text()[:MAX_PROMPT_CHARS]
@@ -112,34 +125,59 @@ class Decider:
         if decided["status"] != "ok":
             req.shape_by = f"auto: the decider {model.alias} failed ({decided['error']})"
         elif decided["confidence"] < MIN_CONFIDENCE:
-            req.shape_by = (f"auto: the decider {model.alias} was unsure of "
-                            f"{decided['shape']} ({decided['confidence']:g} < {MIN_CONFIDENCE})")
+            req.shape_by = (
+                f"auto: the decider {model.alias} was unsure of "
+                f"{decided['shape']} ({decided['confidence']:g} < {MIN_CONFIDENCE})"
+            )
         else:
             req.shape = decided["shape"]
-            req.shape_by = (f"auto: the decider {model.alias} labelled it "
-                            f"({decided['confidence']:g})")
+            req.shape_by = (
+                f"auto: the decider {model.alias} labelled it ({decided['confidence']:g})"
+            )
 
     def _ask(self, model: Model, shapes: list[str], text: str, budget: float) -> dict:
-        schema = {"type": "object", "additionalProperties": False,
-                  "required": ["shape", "confidence"],
-                  "properties": {"shape": {"type": "string", "enum": shapes},
-                                 "confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
+        schema = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["shape", "confidence"],
+            "properties": {
+                "shape": {"type": "string", "enum": shapes},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+        }
         call = SeatCall(
-            label=f"decide-{uuid.uuid4().hex[:16]}", role="decider", model=model,
-            messages=[{"role": "system", "content": INSTRUCTION.format(shapes=", ".join(shapes))},
-                      {"role": "user", "content": text}],
-            params={"response_format": {"type": "json_schema", "json_schema": {
-                "name": "shape", "strict": True, "schema": schema}}, "temperature": 0},
-            timeout=budget, wait_in_timeout=True)
-        result, = self.seats.run([call], timeout=budget)
-        out = {"alias": model.alias, "call": result.call, "status": result.status,
-               "seconds": result.seconds, "shape": None, "confidence": None}
+            label=f"decide-{uuid.uuid4().hex[:16]}",
+            role="decider",
+            model=model,
+            messages=[
+                {"role": "system", "content": INSTRUCTION.format(shapes=", ".join(shapes))},
+                {"role": "user", "content": text},
+            ],
+            params={
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "shape", "strict": True, "schema": schema},
+                },
+                "temperature": 0,
+            },
+            timeout=budget,
+            wait_in_timeout=True,
+        )
+        (result,) = self.seats.run([call], timeout=budget)
+        out = {
+            "alias": model.alias,
+            "call": result.call,
+            "status": result.status,
+            "seconds": result.seconds,
+            "shape": None,
+            "confidence": None,
+        }
         if not result.answered:
             out["status"] = "error" if result.status == "ok" else result.status
             out["error"] = result.reason or "no answer"
             return out
         try:
             out["shape"], out["confidence"] = parse_answer(result.answer, shapes)
-        except ValueError as exc:   # JSONRefused is a ValueError too
+        except ValueError as exc:  # JSONRefused is a ValueError too
             out["status"], out["error"] = "error", f"unusable answer: {exc}"
         return out

@@ -114,27 +114,35 @@ def forced(slacks: list[int], explorers: int) -> int:
     return need
 
 
-def thompson_order(candidates: list, states: dict, members: list[tuple[str, object]],
-                   explorers: int, busy, rng: random.Random, now: float):
+def thompson_order(
+    candidates: list,
+    states: dict,
+    members: list[tuple[str, object]],
+    explorers: int,
+    busy,
+    rng: random.Random,
+    now: float,
+):
     """The candidates (``Model``s) in the order they take explorer seats, and ``why(alias)``
     for the ones seated (worded only when asked: a long roster seats few). ``members``:
     ``(seat label, state)`` of each seated member; ``busy``: aliases with a seat in flight."""
     limit = bound(len(candidates), explorers)
-    idle: list = []      # the candidates with no seat in flight, then those with one
+    idle: list = []  # the candidates with no seat in flight, then those with one
     waiting: list = []
     for model in candidates:
         (waiting if model.alias in busy else idle).append(model)
 
     def slack(model) -> int:
         t = turns(states.get(model.alias))
-        return 0 if t is None else limit - t   # never seated: due now, as under staleness
+        return 0 if t is None else limit - t  # never seated: due now, as under staleness
+
     # the earliest deadlines first; at a tie a model with a real deadline before one never seated
     idle.sort(key=lambda m: (slack(m), turns(states.get(m.alias)) is None, m.alias))
-    due = idle[:forced([slack(m) for m in idle], explorers)]
+    due = idle[: forced([slack(m) for m in idle], explorers)]
     drawn = {}
-    for model in idle[len(due):] + waiting:   # in a fixed order: same seed, same draws
+    for model in idle[len(due) :] + waiting:  # in a fixed order: same seed, same draws
         drawn[model.alias] = rng.betavariate(*posterior(states.get(model.alias)))
-    rest = sorted(idle[len(due):], key=lambda m: (-drawn[m.alias], m.alias))
+    rest = sorted(idle[len(due) :], key=lambda m: (-drawn[m.alias], m.alias))
     waiting.sort(key=lambda m: (-drawn[m.alias], m.alias))
     target = weakest(members)
 
@@ -147,6 +155,7 @@ def thompson_order(candidates: list, states: dict, members: list[tuple[str, obje
         if target is None:
             return f"drawn rate {drawn[alias]:.2f} (no member sat to compare)"
         return f"could beat {target[0]} (p={p_beats(state, target[1]):.2f})"
+
     return due + rest + waiting, why
 
 
@@ -162,8 +171,9 @@ def _summary(state) -> tuple[float, float, float]:
     mean = a / n
     sd = math.sqrt(a * b / (n * n * (n + 1)))
     m = n + 1
-    after = (mean * math.sqrt((a + 1) * b / (m * m * (m + 1)))
-             + (1 - mean) * math.sqrt(a * (b + 1) / (m * m * (m + 1))))
+    after = mean * math.sqrt((a + 1) * b / (m * m * (m + 1))) + (1 - mean) * math.sqrt(
+        a * (b + 1) / (m * m * (m + 1))
+    )
     return mean, sd * sd, sd - after
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 
-ENDS = ("caller", "record")   # both must have happened before the answers are let go
+ENDS = ("caller", "record")  # both must have happened before the answers are let go
 
 
 class Held:

@@ -39,8 +39,10 @@ _CALL_ID = re.compile(r"\b(p\d{8}-\d{1,15})\.[a-z]+\d*\b")
 _HEADING = re.compile(r"^## Seat \d+: .*$", re.M)
 _CALL_LINE = re.compile(r"^call `[^`]+` · .*$", re.M)
 SEPARATOR = "\n\n---\n\n"
-NOTE_HEAD = ("Tool results the caller got for tool calls in the answer it was given, which "
-             "were not your calls:")
+NOTE_HEAD = (
+    "Tool results the caller got for tool calls in the answer it was given, which "
+    "were not your calls:"
+)
 
 
 def _text(content) -> str:
@@ -48,17 +50,22 @@ def _text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, dict) and p.get("type") == "text"
-                       and isinstance(p.get("text"), str))
+        return "".join(
+            p.get("text", "")
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
     return ""
 
 
 def _calls(message: dict) -> list[dict]:
     """The well-formed tool calls of a message (each with a string id)."""
     calls = message.get("tool_calls")
-    return [c for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)] \
-        if isinstance(calls, list) else []
+    return (
+        [c for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
+        if isinstance(calls, list)
+        else []
+    )
 
 
 def _signature(call: dict) -> tuple:
@@ -101,8 +108,8 @@ class _Turn:
 
     def __init__(self, start: int, end: int, record: dict | None, picked: str | None):
         self.start, self.end = start, end
-        self.record = record    # the panel's calls.jsonl line; None while it still runs
-        self.picked = picked    # whose tool calls were delivered, when the ids tell
+        self.record = record  # the panel's calls.jsonl line; None while it still runs
+        self.picked = picked  # whose tool calls were delivered, when the ids tell
 
     def seats(self) -> list[dict]:
         seats = self.record.get("seats") if self.record else None
@@ -115,20 +122,29 @@ class _Turn:
         for seat in self.seats():
             if seat.get("alias") == alias and seat.get("status") in ANSWERED:
                 answer = seat.get("answer")
-                return (answer if isinstance(answer, str) else "",
-                        [c for c in seat.get("tool_calls") or () if isinstance(c, dict)
-                         and isinstance(c.get("id"), str)])
+                return (
+                    answer if isinstance(answer, str) else "",
+                    [
+                        c
+                        for c in seat.get("tool_calls") or ()
+                        if isinstance(c, dict) and isinstance(c.get("id"), str)
+                    ],
+                )
         return None
 
     def given(self, reply: dict) -> dict:
         """The answer the caller was given, fit to show a seat as an earlier assistant turn."""
         text = _text(reply.get("content"))
         if not is_sections(text):
-            return reply   # a merged or picked reply: as the caller has it
+            return reply  # a merged or picked reply: as the caller has it
         if self.record is not None:
-            answers = [s["answer"].strip() for s in self.seats()
-                       if s.get("status") in ANSWERED and isinstance(s.get("answer"), str)
-                       and s["answer"].strip()]
+            answers = [
+                s["answer"].strip()
+                for s in self.seats()
+                if s.get("status") in ANSWERED
+                and isinstance(s.get("answer"), str)
+                and s["answer"].strip()
+            ]
             plain = SEPARATOR.join(answers)
         else:
             plain = _unsection(text)
@@ -137,7 +153,7 @@ class _Turn:
     def as_seen_by(self, alias: str | None, messages: list[dict]) -> list[dict]:
         reply, results = messages[0], messages[1:]
         if self.record is None and alias is not None and alias == self.picked:
-            return list(messages)   # still running, and this seat's answer is the reply itself
+            return list(messages)  # still running, and this seat's answer is the reply itself
         own = self.own(alias)
         if own is None:
             return [self.given(reply), *results]
@@ -152,14 +168,19 @@ def _fit(text: str, calls: list[dict], reply: dict, results: list[dict]) -> list
     kept, notes = [], []
     for result in results:
         tid = result.get("tool_call_id")
-        if isinstance(tid, str) and tid in mine and tid not in used:   # mine's ids are str
+        if isinstance(tid, str) and tid in mine and tid not in used:  # mine's ids are str
             used.add(tid)
             kept.append(result)
             continue
         asked = delivered.get(tid)
-        twin = None if asked is None else next(
-            (c for c in calls if c["id"] not in used and _signature(c) == _signature(asked)),
-            None)
+        twin = (
+            None
+            if asked is None
+            else next(
+                (c for c in calls if c["id"] not in used and _signature(c) == _signature(asked)),
+                None,
+            )
+        )
         if twin is not None:
             used.add(twin["id"])
             kept.append(dict(result, tool_call_id=twin["id"]))
@@ -193,15 +214,19 @@ class Conversation:
         i, n = 0, len(messages)
         while i < n:
             m = messages[i]
-            found = _recognise(m, ledger, record) \
-                if isinstance(m, dict) and m.get("role") == "assistant" else None
+            found = (
+                _recognise(m, ledger, record)
+                if isinstance(m, dict) and m.get("role") == "assistant"
+                else None
+            )
             if found is None:
                 i += 1
                 continue
             panel, picked = found
             end = i + 1
-            while end < n and isinstance(messages[end], dict) \
-                    and messages[end].get("role") == "tool":
+            while (
+                end < n and isinstance(messages[end], dict) and messages[end].get("role") == "tool"
+            ):
                 end += 1
             self.turns.append(_Turn(i, end, record(panel), picked))
             i = end
@@ -212,8 +237,8 @@ class Conversation:
             return self.messages
         out, pos = [], 0
         for turn in self.turns:
-            out.extend(self.messages[pos:turn.start])
-            out.extend(turn.as_seen_by(alias, self.messages[turn.start:turn.end]))
+            out.extend(self.messages[pos : turn.start])
+            out.extend(turn.as_seen_by(alias, self.messages[turn.start : turn.end]))
             pos = turn.end
         out.extend(self.messages[pos:])
         return out

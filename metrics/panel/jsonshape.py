@@ -29,8 +29,8 @@ from panelist.metrics.errors import BadRequest
 from panelist.metrics.store import jsonwire
 
 KINDS = ("text", "json_object", "json_schema")
-MAX_DEPTH = 64   # schema nesting followed (refs included) before the rest is taken on trust
-MAX_STEPS = 50_000   # comparisons of a value with a (sub)schema, per answer checked
+MAX_DEPTH = 64  # schema nesting followed (refs included) before the rest is taken on trust
+MAX_STEPS = 50_000  # comparisons of a value with a (sub)schema, per answer checked
 
 
 def wants_json(fmt) -> bool:
@@ -44,19 +44,28 @@ def check_format(fmt) -> None:
     if fmt is None:
         return
     if not isinstance(fmt, dict):
-        raise BadRequest("'response_format' must be an object such as {\"type\": "
-                         "\"json_object\"}", param="response_format")
+        raise BadRequest(
+            '\'response_format\' must be an object such as {"type": "json_object"}',
+            param="response_format",
+        )
     if fmt.get("type") not in KINDS:
-        raise BadRequest("'response_format.type' must be text, json_object or json_schema",
-                         param="response_format.type")
+        raise BadRequest(
+            "'response_format.type' must be text, json_object or json_schema",
+            param="response_format.type",
+        )
     if fmt["type"] == "json_schema":
         spec = fmt.get("json_schema")
         where = "response_format.json_schema"
         if not isinstance(spec, dict):
-            raise BadRequest(f"'{where}' must be an object such as "
-                             "{\"name\": \"answer\", \"schema\": {...}}", param=where)
-        for name, kind, said in (("name", str, "a string"), ("description", str, "a string"),
-                                 ("strict", bool, "true or false")):
+            raise BadRequest(
+                f'\'{where}\' must be an object such as {{"name": "answer", "schema": {{...}}}}',
+                param=where,
+            )
+        for name, kind, said in (
+            ("name", str, "a string"),
+            ("description", str, "a string"),
+            ("strict", bool, "true or false"),
+        ):
             if spec.get(name) is not None and not isinstance(spec[name], kind):
                 raise BadRequest(f"'{where}.{name}' must be {said}", param=f"{where}.{name}")
         if "schema" in spec:
@@ -78,37 +87,42 @@ def _check_schema(schema, where: str, depth: int) -> None:
     if isinstance(schema, bool) or depth > MAX_DEPTH:
         return
     if not isinstance(schema, dict):
-        raise BadRequest(f"'{where}' must be a JSON Schema (an object, or true / false)",
-                         param=where)
+        raise BadRequest(
+            f"'{where}' must be a JSON Schema (an object, or true / false)", param=where
+        )
     kinds = schema.get("type")
-    if kinds == []:   # no type at all: no answer could fit, and every seat would be paid for
-        raise BadRequest(f"'{where}.type' must name at least one JSON type",
-                         param=f"{where}.type")
+    if kinds == []:  # no type at all: no answer could fit, and every seat would be paid for
+        raise BadRequest(f"'{where}.type' must name at least one JSON type", param=f"{where}.type")
     if kinds is not None:
         for i, kind in enumerate(kinds if isinstance(kinds, list) else [kinds]):
             if not isinstance(kind, str) or kind not in _TYPES:
                 at = f"{where}.type" + (f"[{i}]" if isinstance(kinds, list) else "")
-                raise BadRequest(f"'{at}' must be a JSON type name ({', '.join(_TYPES)}) or "
-                                 "a list of them", param=at)
+                raise BadRequest(
+                    f"'{at}' must be a JSON type name ({', '.join(_TYPES)}) or a list of them",
+                    param=at,
+                )
     for key in ("properties", "$defs", "definitions"):
         inner = schema.get(key)
         if inner is None:
             continue
         if not isinstance(inner, dict):
-            raise BadRequest(f"'{where}.{key}' must be an object of schemas",
-                             param=f"{where}.{key}")
+            raise BadRequest(
+                f"'{where}.{key}' must be an object of schemas", param=f"{where}.{key}"
+            )
         for name, sub in inner.items():
             _check_schema(sub, f"{where}.{key}.{name}", depth + 1)
     required = schema.get("required")
-    if required is not None and (not isinstance(required, list)
-                                 or not all(isinstance(k, str) for k in required)):
-        raise BadRequest(f"'{where}.required' must be a list of property names",
-                         param=f"{where}.required")
+    if required is not None and (
+        not isinstance(required, list) or not all(isinstance(k, str) for k in required)
+    ):
+        raise BadRequest(
+            f"'{where}.required' must be a list of property names", param=f"{where}.required"
+        )
     for key in ("additionalProperties", "not"):
         if schema.get(key) is not None:
             _check_schema(schema[key], f"{where}.{key}", depth + 1)
     items = schema.get("items")
-    if isinstance(items, list):   # the older drafts' tuple form, a schema per position
+    if isinstance(items, list):  # the older drafts' tuple form, a schema per position
         for i, sub in enumerate(items):
             _check_schema(sub, f"{where}.items[{i}]", depth + 1)
     elif items is not None:
@@ -118,17 +132,20 @@ def _check_schema(schema, where: str, depth: int) -> None:
         if branches is None:
             continue
         if not isinstance(branches, list) or not branches:
-            raise BadRequest(f"'{where}.{key}' must be a non-empty list of schemas",
-                             param=f"{where}.{key}")
+            raise BadRequest(
+                f"'{where}.{key}' must be a non-empty list of schemas", param=f"{where}.{key}"
+            )
         for i, sub in enumerate(branches):
             _check_schema(sub, f"{where}.{key}[{i}]", depth + 1)
     enum = schema.get("enum")
     if enum is not None and (not isinstance(enum, list) or not enum):
-        raise BadRequest(f"'{where}.enum' must be a non-empty list of the values allowed",
-                         param=f"{where}.enum")
+        raise BadRequest(
+            f"'{where}.enum' must be a non-empty list of the values allowed", param=f"{where}.enum"
+        )
     if schema.get("$ref") is not None and not isinstance(schema["$ref"], str):
-        raise BadRequest(f"'{where}.$ref' must be a string such as \"#/$defs/Item\"",
-                         param=f"{where}.$ref")
+        raise BadRequest(
+            f"'{where}.$ref' must be a string such as \"#/$defs/Item\"", param=f"{where}.$ref"
+        )
 
 
 def schema_of(fmt) -> dict | bool | None:
@@ -152,8 +169,11 @@ def problem(text, fmt) -> str | None:
         return f"the answer is not valid JSON ({str(exc)[:120]})"
     schema = schema_of(fmt)
     if schema is None:
-        return None if isinstance(value, dict) else \
-            f"the answer is JSON {_kind(value)}, not the object JSON mode asks for"
+        return (
+            None
+            if isinstance(value, dict)
+            else f"the answer is JSON {_kind(value)}, not the object JSON mode asks for"
+        )
     return _fit(value, schema, _Walk(schema), "$", 0)
 
 
@@ -161,8 +181,10 @@ _TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
@@ -202,7 +224,7 @@ def _fit(value, schema, walk: _Walk, where: str, depth: int) -> str | None:
     """None when ``value`` fits ``schema``, else the first misfit found, with its path."""
     walk.steps -= 1
     if walk.steps < 0 or depth > MAX_DEPTH:
-        return None   # past the bounds: taken on trust (see the module docstring)
+        return None  # past the bounds: taken on trust (see the module docstring)
     if schema is False:
         return f"{where}: no value is allowed here"
     if not isinstance(schema, dict):
@@ -218,8 +240,11 @@ def _fit(value, schema, walk: _Walk, where: str, depth: int) -> str | None:
         if isinstance(branches, list) and branches:
             misses = [_fit(value, b, walk, where, depth + 1) for b in branches]
             if all(misses):
-                return misses[0] if len(misses) == 1 else \
-                    f"{where}: fits none of the {len(misses)} allowed shapes ({misses[0]})"
+                return (
+                    misses[0]
+                    if len(misses) == 1
+                    else f"{where}: fits none of the {len(misses)} allowed shapes ({misses[0]})"
+                )
     every = schema.get("allOf")
     for branch in every if isinstance(every, list) else []:
         why = _fit(value, branch, walk, where, depth + 1)
@@ -253,8 +278,9 @@ def _fit_object(value: dict, schema: dict, walk: _Walk, where: str, depth: int) 
     if isinstance(required, list):
         missing = [k for k in required if isinstance(k, str) and k not in value]
         if missing:
-            return f"{where}: missing required key{'s' if len(missing) > 1 else ''} " \
-                   + ", ".join(missing[:5])
+            return f"{where}: missing required key{'s' if len(missing) > 1 else ''} " + ", ".join(
+                missing[:5]
+            )
     props = schema.get("properties")
     if not isinstance(props, dict):
         props = {}

@@ -24,19 +24,19 @@ from panelist.metrics.panel import pick
 from panelist.metrics.seats import SeatCall, SeatResult
 from panelist.metrics.upstream.transport import CancelFlag
 
-END = object()   # after the followed call's last piece
+END = object()  # after the followed call's last piece
 
 
 class Live:
     """The followed call of one streamed panel; see the module docstring."""
 
     def __init__(self):
-        self.call: str | None = None   # the followed call's id
-        self.seat = ""                 # its seat and alias in words ("member1 fast")
-        self.why = ""                  # why no answer of this request may be followed
-        self.started = False           # a piece of it came
-        self.stalled = 0.0             # the stall limit it was cut at (0: not cut)
-        self.stop = CancelFlag()       # cuts the followed call alone
+        self.call: str | None = None  # the followed call's id
+        self.seat = ""  # its seat and alias in words ("member1 fast")
+        self.why = ""  # why no answer of this request may be followed
+        self.started = False  # a piece of it came
+        self.stalled = 0.0  # the stall limit it was cut at (0: not cut)
+        self.stop = CancelFlag()  # cuts the followed call alone
         self._pieces: queue.SimpleQueue = queue.SimpleQueue()
 
     def plan(self, req, calls: list[SeatCall]) -> list[SeatCall]:
@@ -47,8 +47,9 @@ class Live:
         self.why = pick.Demand(req.response_format, req.params.get("tool_choice")).why_checked()
         if self.why or req.reply_mode != "pick" or not calls:
             return calls
-        first = pick.order([SeatResult.of(c) for c in calls], req.collection.members,
-                           req.member_states, req.prefer)[0]
+        first = pick.order(
+            [SeatResult.of(c) for c in calls], req.collection.members, req.member_states, req.prefer
+        )[0]
         return [self.follow(c) if c.label == first.call else c for c in calls]
 
     def may_follow(self) -> bool:
@@ -65,7 +66,7 @@ class Live:
         self.stalled = seconds
         self.stop.set()
 
-    def _hear(self, piece: str) -> None:   # on the call's thread
+    def _hear(self, piece: str) -> None:  # on the call's thread
         self.started = True
         self._pieces.put(piece)
 
@@ -87,14 +88,20 @@ class Live:
             return ""
         if self.why:
             return self.why
-        if self.call is None:   # merged, and no merger was asked
+        if self.call is None:  # merged, and no merger was asked
             return "no merger was asked (see note): every answer is sent whole"
         if answer is not None and answer.call == self.call:
-            return "" if self.started or not answer.answer else \
-                f"the upstream of {self.seat} sent its answer whole, not as a stream"
+            return (
+                ""
+                if self.started or not answer.answer
+                else f"the upstream of {self.seat} sent its answer whole, not as a stream"
+            )
         if mode == "pick":
-            return (f"{self.seat} failed before its first token: the next choice's answer is "
-                    "sent whole")
-        return ("the merger failed before its first token: "
-                + ("the answer pick mode gives is sent whole" if answer is not None
-                   else "every answer is sent whole"))
+            return (
+                f"{self.seat} failed before its first token: the next choice's answer is sent whole"
+            )
+        return "the merger failed before its first token: " + (
+            "the answer pick mode gives is sent whole"
+            if answer is not None
+            else "every answer is sent whole"
+        )

@@ -46,14 +46,17 @@ INSTRUCTIONS = (
     "where the seats agreed, where they disagreed, and who said what, naming each seat by its "
     "label and model (for example: member1 sim-swift). Keep every distinct claim, attributed; "
     "do not settle a disagreement by your own judgement and do not add claims of your own. "
-    "Seats that failed or came back empty are listed so; do not guess what they would have said.")
+    "Seats that failed or came back empty are listed so; do not guess what they would have said."
+)
 JSON_TOO = (
     "The caller needs the answer as JSON: reply with that JSON only, no prose around it and no "
     "code fence. Where the seats disagree on a value, pick the one most seats gave and keep "
-    "the disagreement out of the JSON.")
+    "the disagreement out of the JSON."
+)
 TOOLS_TOO = (
     "The caller offered tools. When the seats asked to call a tool, you may answer with that "
-    "tool call yourself (the caller runs it and sends the result back) instead of prose.")
+    "tool call yourself (the caller runs it and sends the result back) instead of prose."
+)
 MIN_BUDGET = 1024
 # what offers a model tools; the merger gets none of it on a turn no seat called a tool
 TOOL_PARAMS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
@@ -74,15 +77,17 @@ def conversation(messages: list[dict]) -> tuple[list[str], list[dict]]:
     developer text apart, every other message as text with its tool calls and results kept as
     such, paired as upstreams require (module docstring)."""
     said, out = [], []
-    opened: dict | None = None     # the last assistant message that called tools
+    opened: dict | None = None  # the last assistant message that called tools
     waiting: dict[str, dict] = {}  # its calls no tool message answered yet, by id
 
     def close() -> None:
         nonlocal opened
         if opened is not None and waiting:
             opened["tool_calls"] = [c for c in opened["tool_calls"] if c["id"] not in waiting]
-            unrun = "\n".join(f"(tool call not run: {c['function']['name']} "
-                              f"{c['function']['arguments']})" for c in waiting.values())
+            unrun = "\n".join(
+                f"(tool call not run: {c['function']['name']} {c['function']['arguments']})"
+                for c in waiting.values()
+            )
             opened["content"] = "\n\n".join(p for p in (opened["content"], unrun) if p)
             if not opened["tool_calls"]:
                 del opened["tool_calls"]
@@ -99,30 +104,42 @@ def conversation(messages: list[dict]) -> tuple[list[str], list[dict]]:
         if role in ("system", "developer"):
             said.append(text)
         elif role == "assistant":
-            calls = [{"id": c["id"], "type": "function",
-                      "function": {"name": c["function"]["name"],
-                                   "arguments": c["function"].get("arguments") or "{}"}}
-                     for c in m.get("tool_calls") or ()]
-            message: dict[str, Any] = {"role": "assistant",
-                                       "content": text or (None if calls else "")}
+            calls = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {
+                        "name": c["function"]["name"],
+                        "arguments": c["function"].get("arguments") or "{}",
+                    },
+                }
+                for c in m.get("tool_calls") or ()
+            ]
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": text or (None if calls else ""),
+            }
             out.append(message)
             if calls:
                 message["tool_calls"] = calls
                 opened, waiting = message, {c["id"]: c for c in calls}
         elif role == "tool":
-            out.append({"role": "user", "content": f"(a tool result for "
-                                                   f"{m.get('tool_call_id')}: {text})"})
+            out.append(
+                {"role": "user", "content": f"(a tool result for {m.get('tool_call_id')}: {text})"}
+            )
         elif role == "function":
-            out.append({"role": "user", "content": f"(the function {m.get('name')} "
-                                                   f"returned: {text})"})
+            out.append(
+                {"role": "user", "content": f"(the function {m.get('name')} returned: {text})"}
+            )
         else:
             out.append({"role": "user", "content": text})
     close()
     return said, out
 
 
-def merger_input(messages: list[dict], seats: list, urls: list[str], *, response_format=None,
-                 tools: bool = False) -> list[dict]:
+def merger_input(
+    messages: list[dict], seats: list, urls: list[str], *, response_format=None, tools: bool = False
+) -> list[dict]:
     """The merger's messages: its instructions, the conversation (``conversation``) and every
     seat's answer, images scrubbed; told to answer in JSON (and given the schema), or that it
     may answer with a tool call when ``tools`` are offered."""
@@ -133,8 +150,11 @@ def merger_input(messages: list[dict], seats: list, urls: list[str], *, response
         lines.append(f"### {label} ({s.alias}) · {s.status}")
         if s.answered:
             lines.append(prompt.scrub(s.answer, urls))
-            lines.extend(f"(asked to call the tool {c['function']['name']} with "
-                         f"{c['function']['arguments']})" for c in s.tool_calls)
+            lines.extend(
+                f"(asked to call the tool {c['function']['name']} with "
+                f"{c['function']['arguments']})"
+                for c in s.tool_calls
+            )
         else:
             lines.append(f"(no answer: {s.reason or s.status})")
         lines.append("")
@@ -148,8 +168,11 @@ def merger_input(messages: list[dict], seats: list, urls: list[str], *, response
         system.append(TOOLS_TOO)
     if instructions:
         system.append("The caller's instructions to the seats:\n\n" + "\n\n".join(instructions))
-    return [{"role": "system", "content": "\n\n".join(system)}, *turns,
-            {"role": "user", "content": "\n".join(lines)}]
+    return [
+        {"role": "system", "content": "\n\n".join(system)},
+        *turns,
+        {"role": "user", "content": "\n".join(lines)},
+    ]
 
 
 def disagreement(answer, seats: list) -> list[dict]:
@@ -172,8 +195,11 @@ def disagreement(answer, seats: list) -> list[dict]:
             out.append({"call": s.call, "alias": s.alias, "fields": None})
             continue
         if isinstance(merged, dict) and isinstance(said, dict):
-            fields = sorted(k for k in merged.keys() | said.keys()
-                            if k not in merged or k not in said or not _same(merged[k], said[k]))
+            fields = sorted(
+                k
+                for k in merged.keys() | said.keys()
+                if k not in merged or k not in said or not _same(merged[k], said[k])
+            )
         else:
             fields = [] if _same(merged, said) else ["$"]
         if fields:
@@ -195,23 +221,30 @@ def _same(a, b) -> bool:
 
 def budget(seats: list, window: int | None, size: int) -> int:
     """The merger's ``max_tokens`` for merging ``seats`` from an input of ``size`` tokens."""
-    spent = sum((s.tokens or {}).get("completion") or math.ceil(len(s.answer or "") / 4)
-                for s in seats if s.answered)
+    spent = sum(
+        (s.tokens or {}).get("completion") or math.ceil(len(s.answer or "") / 4)
+        for s in seats
+        if s.answered
+    )
     want = max(MIN_BUDGET, math.ceil(spent * 1.25) + 256)
     if window is not None and window - size > 0:
         return min(want, window - size)
     return want
 
 
-def choose(collection: Collection, roster: RosterView, states: dict, size: int,
-           now: float) -> tuple[Model | None, str]:
+def choose(
+    collection: Collection, roster: RosterView, states: dict, size: int, now: float
+) -> tuple[Model | None, str]:
     """The merger for a request whose merge input is estimated at ``size`` tokens, or None and
     why not. ``states`` holds the ledger state of each roster alias for the request's shape."""
     order: list[str] = []
     if collection.merger:
         order.append(collection.merger)
-    judged = [(states[a].useful, -i, a) for i, a in enumerate(collection.members)
-              if a in states and states[a].useful > 0]
+    judged = [
+        (states[a].useful, -i, a)
+        for i, a in enumerate(collection.members)
+        if a in states and states[a].useful > 0
+    ]
     if judged:
         order.append(max(judged)[2])
     order.extend(collection.members)
@@ -225,6 +258,9 @@ def choose(collection: Collection, roster: RosterView, states: dict, size: int,
         if why is None:
             return model, ""
         window = window_of(model, states.get(alias))
-        reasons.append(f"{alias}: {why}" if window is None or window >= size else
-                       f"{alias}: window {window} tokens < {size} needed")
+        reasons.append(
+            f"{alias}: {why}"
+            if window is None or window >= size
+            else f"{alias}: window {window} tokens < {size} needed"
+        )
     return None, "no merger could take the request plus every answer (" + "; ".join(reasons) + ")"

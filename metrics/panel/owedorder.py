@@ -17,27 +17,29 @@ from panelist.metrics.panel import explore
 from panelist.metrics.roster.collection import PREFIX
 
 ORDERS = ("oldest", "newest", "value")
-WINDOW = 500   # owed answers ranked at most (the gateway's own page bound)
+WINDOW = 500  # owed answers ranked at most (the gateway's own page bound)
 
 
 def check(order: str | None, default: str) -> str:
     order = order or default
     if order not in ORDERS:
-        raise BadRequest(f"'order' must be one of {', '.join(ORDERS)}; got {order!r}",
-                         param="order")
+        raise BadRequest(
+            f"'order' must be one of {', '.join(ORDERS)}; got {order!r}", param="order"
+        )
     return order
 
 
-def ordered(ledger, collections, roster, order: str, *, key: str | None = None,
-            limit: int = 50) -> list[dict]:
+def ordered(
+    ledger, collections, roster, order: str, *, key: str | None = None, limit: int = 50
+) -> list[dict]:
     """The owed items (``verdict.owed`` dicts) in ``order``, at most ``limit``."""
     from panelist.metrics.ledger import verdict
+
     if order == "newest":
         return [verdict.owed(r) for r in ledger.pending(key=key, limit=limit)]
     if order == "oldest":
         return [verdict.owed(r) for r in ledger.pending(key=key, limit=limit, oldest=True)]
-    rows = [verdict.owed(r) for r in ledger.pending(key=key, limit=max(limit, WINDOW),
-                                                      oldest=True)]
+    rows = [verdict.owed(r) for r in ledger.pending(key=key, limit=max(limit, WINDOW), oldest=True)]
     return by_value(rows, ledger, collections, roster)[:limit]
 
 
@@ -53,8 +55,9 @@ def by_value(rows: list[dict], ledger, collections, roster) -> list[dict]:
         shape = row.get("shape") or "general"
         collection = known.get(name)
         if collection is None:
-            out.append((0.0, i, dict(row, value=0.0,
-                                     reason="its collection is gone: no swap to decide")))
+            out.append(
+                (0.0, i, dict(row, value=0.0, reason="its collection is gone: no swap to decide"))
+            )
             continue
         key = (name, shape)
         if key not in groups:
@@ -64,8 +67,13 @@ def by_value(rows: list[dict], ledger, collections, roster) -> list[dict]:
         states, values = groups[key]
         alias = row.get("alias")
         value = values.get(alias, 0.0) if isinstance(alias, str) else 0.0
-        out.append((value, i, dict(row, value=round(value, 6),
-                                   reason=_reason(alias, collection.members, states))))
+        out.append(
+            (
+                value,
+                i,
+                dict(row, value=round(value, 6), reason=_reason(alias, collection.members, states)),
+            )
+        )
     out.sort(key=lambda item: (-item[0], item[1]))
     return [row for _, _, row in out]
 
@@ -86,7 +94,7 @@ def _reason(alias, members, states) -> str:
     if alias == top:
         p = explore.p_beats(states[top], states[weak])
         return f"could decide a swap for {weak} (p={p:.2f} it is better)"
-    if explore.p_beats(states[top], states[weak]) < 0.5:   # no candidate leads yet
+    if explore.p_beats(states[top], states[weak]) < 0.5:  # no candidate leads yet
         p = explore.p_beats(states[alias], states[weak])
         return f"could decide a swap for {weak} (p={p:.2f} it is better)"
     p = explore.p_beats(states[alias], states[top])

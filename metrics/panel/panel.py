@@ -35,8 +35,14 @@ from panelist.metrics.upstream.admission import Admission
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.roster.collection import AUTO, Collections
 from panelist.metrics.panel.decider import Decider
-from panelist.metrics.errors import (BadRequest, ContextTooLong, PromptTooLong, RateLimited,
-                                     Unavailable, UpstreamError)
+from panelist.metrics.errors import (
+    BadRequest,
+    ContextTooLong,
+    PromptTooLong,
+    RateLimited,
+    Unavailable,
+    UpstreamError,
+)
 from panelist.metrics.home import Home
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.ledger.ledger import Ledger
@@ -55,28 +61,39 @@ HOLD_GRACE = 5.0  # seconds past the panel deadline before an unreleased seat st
 class Panels:
     """Runs panels for one data folder. Build one per server; it owns the seat threads."""
 
-    def __init__(self, home: Home, *, upstream: Upstream | None = None,
-                 ledger: Ledger | None = None, max_workers: int = 512):
+    def __init__(
+        self,
+        home: Home,
+        *,
+        upstream: Upstream | None = None,
+        ledger: Ledger | None = None,
+        max_workers: int = 512,
+    ):
         self.home = home
         self.roster = Roster(home)
-        self.known = KnownRoster(self.roster, home)   # the roster with the catalog's facts
-        self.learned = LearnedFacts(home, background=True)   # seats never wait on its disk
+        self.known = KnownRoster(self.roster, home)  # the roster with the catalog's facts
+        self.learned = LearnedFacts(home, background=True)  # seats never wait on its disk
         self.collections = Collections(home)
         self.ledger = ledger or Ledger.of_home(home)
-        self.suite = suiteevidence.SuiteEvidence.of_home(home)   # review-suite records
-        self.ratings = Ratings.of_home(home, self.ledger, self.suite)   # for bench.suggest
+        self.suite = suiteevidence.SuiteEvidence.of_home(home)  # review-suite records
+        self.ratings = Ratings.of_home(home, self.ledger, self.suite)  # for bench.suggest
         self.suggest = ReplySuggestions(self.ratings)
         self.upstream = upstream or Upstream()
-        self.admission = Admission.of_home(home)   # limits per endpoint, shared with other processes
+        self.admission = Admission.of_home(home)  # limits per endpoint, shared with other processes
         # the seats core asks the models; its threads are made only as seats need them and then
         # reused, so an idle gateway is small
-        self.seats = Seats(self.roster, self.upstream, admission=self.admission,
-                           max_workers=max_workers, thread_name="seat",
-                           learn=self.learned.heard)   # for calls with no hook of their own
+        self.seats = Seats(
+            self.roster,
+            self.upstream,
+            admission=self.admission,
+            max_workers=max_workers,
+            thread_name="seat",
+            learn=self.learned.heard,
+        )  # for calls with no hook of their own
         self.in_flight = SeatsInFlight()
         # a thompson collection's draws, taken under ``_seating`` only (a test seeds its own)
         self.rng = random.Random()
-        self.budgets = Budgets(home)   # spend caps of keys and collections, every worker
+        self.budgets = Budgets(home)  # spend caps of keys and collections, every worker
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
@@ -95,7 +112,7 @@ class Panels:
         for run in behind:
             run.logged.wait(max(0.0, until - time.monotonic()))
         self.seats.close()
-        self.learned.close()   # what the last seats taught is written before the process ends
+        self.learned.close()  # what the last seats taught is written before the process ends
         self.upstream.close()
         self.ledger.close()
         self.suite.close()
@@ -111,7 +128,7 @@ class Panels:
     def parse(self, body, **chosen) -> Request:
         """``chosen``: the members and explorer seats a caller picked (``parse_request``)."""
         req = parse_request(body, self.collections, **chosen)
-        if req.collection.shape == AUTO and not req.images:   # images fix the shape: vision
+        if req.collection.shape == AUTO and not req.images:  # images fix the shape: vision
             self.decider.label(req)
         if req.reply_mode == "pick" and req.prefer is None:
             # a tool exchange stays with the member whose tool calls it is answering
@@ -132,22 +149,36 @@ class Panels:
         with self._seating:
             now = time.time()
             states = self.ledger.states(view.models.keys(), req.shape, now)
-            suiteevidence.adjust(self.suite, states, req.shape)   # the suite counts too
-            seating = seat_panel(req.collection, view, states,
-                                 explorers=req.collection.explorers(limits)
-                                 if req.explorers is None else req.explorers,
-                                 estimate=req.estimate, needs=req.needs,
-                                 nominees=req.nominees, busy=self.in_flight.busy(), now=now,
-                                 room=lambda m: self.admission.has_room(m.endpoint, m.alias),
-                                 rng=self.rng)
+            suiteevidence.adjust(self.suite, states, req.shape)  # the suite counts too
+            seating = seat_panel(
+                req.collection,
+                view,
+                states,
+                explorers=req.collection.explorers(limits)
+                if req.explorers is None
+                else req.explorers,
+                estimate=req.estimate,
+                needs=req.needs,
+                nominees=req.nominees,
+                busy=self.in_flight.busy(),
+                now=now,
+                room=lambda m: self.admission.has_room(m.endpoint, m.alias),
+                rng=self.rng,
+            )
             self._refuse(req, states, seating)
-            self.budgets.check(key, req.collection.name, seating, req.estimate)   # 429, 403
+            self.budgets.check(key, req.collection.name, seating, req.estimate)  # 429, 403
             req.member_states = {a: states[a] for a in req.collection.members if a in states}
             aliases = [s.model.alias for s in seating.seats]
             seating.panel, seating.at = self.ledger.new_panel(now), now
             # its seats are owed verdicts once the reply is delivered (``PanelRun.delivered``)
-            self.ledger.record_seated(seating.panel, req.shape, aliases, now,
-                                      collection=req.collection.model_id, awaits_delivery=True)
+            self.ledger.record_seated(
+                seating.panel,
+                req.shape,
+                aliases,
+                now,
+                collection=req.collection.model_id,
+                awaits_delivery=True,
+            )
             seating.hold = self.in_flight.hold(aliases, limits.panel_timeout + HOLD_GRACE)
         seating.roster = view
         return seating
@@ -156,31 +187,50 @@ class Panels:
         """Raise if the panel must not run; see ``seat``."""
         if not seating.seats and seating.too_small:
             # a shorter prompt would seat them: the one refusal a client can act on at once
-            raise PromptTooLong(max(seating.too_small.values()), req.estimate,
-                                req.collection.model_id,
-                                ", ".join(f"{a} ({w} tokens)"
-                                          for a, w in seating.too_small.items()))
+            raise PromptTooLong(
+                max(seating.too_small.values()),
+                req.estimate,
+                req.collection.model_id,
+                ", ".join(f"{a} ({w} tokens)" for a, w in seating.too_small.items()),
+            )
         if not seating.seats and seating.lacking:
             need = next(iter(seating.lacking.values()))
             what, param = NEEDS[need]
             unable = ", ".join(a for a, n in seating.lacking.items() if n == need)
-            raise BadRequest(f"no seat of {req.collection.model_id} can {what} ({unable} "
-                             "cannot, and no explorer that can was free); use a collection "
-                             "whose models can, or nominate one with 'with'", param=param)
+            raise BadRequest(
+                f"no seat of {req.collection.model_id} can {what} ({unable} "
+                "cannot, and no explorer that can was free); use a collection "
+                "whose models can, or nominate one with 'with'",
+                param=param,
+            )
         if not seating.seats:
-            reasons = "; ".join(f"{s['alias']}: {s['why']}" for s in seating.skipped) or \
-                "the roster is empty"
+            reasons = (
+                "; ".join(f"{s['alias']}: {s['why']}" for s in seating.skipped)
+                or "the roster is empty"
+            )
             # when every seat is only resting, the soonest end of a rest is when to come back
-            rests = [st.cooling_until for a in req.collection.members
-                     if (st := states.get(a)) is not None and st.cooling_until]
-            headers = {"Retry-After": str(max(1, math.ceil(min(rests) - time.time())))} \
-                if rests else {}
-            raise Unavailable(f"no seat could be filled for {req.collection.model_id} "
-                              f"({reasons}); try again later or change the collection",
-                              headers=headers)
+            rests = [
+                st.cooling_until
+                for a in req.collection.members
+                if (st := states.get(a)) is not None and st.cooling_until
+            ]
+            headers = (
+                {"Retry-After": str(max(1, math.ceil(min(rests) - time.time())))} if rests else {}
+            )
+            raise Unavailable(
+                f"no seat could be filled for {req.collection.model_id} "
+                f"({reasons}); try again later or change the collection",
+                headers=headers,
+            )
 
-    def ask(self, body, *, key: str = "local", verdict_url: str | None = None,
-            alive: Callable[[], bool] | None = None) -> dict | None:
+    def ask(
+        self,
+        body,
+        *,
+        key: str = "local",
+        verdict_url: str | None = None,
+        alive: Callable[[], bool] | None = None,
+    ) -> dict | None:
         """Run one panel to the end and return the OpenAI ``chat.completion`` reply, or None
         when ``alive`` reports that the caller left (the panel is then cancelled and logged).
         In pick mode too it returns once every seat ended and the panel is logged (a process
@@ -191,18 +241,26 @@ class Panels:
         with self.start(req, self.seat(req, key), key=key) as run:
             reply = self.complete(run, verdict_url=verdict_url, alive=alive)
             if reply is not None:
-                run.delivered_reply(reply)   # the caller of ask is handed the reply
-        if reply is not None and run.req.reply_mode == "pick" and \
-                run.logged.wait(self.collections.limits().panel_timeout + HOLD_GRACE):
-            reply = run.reply(run.results, verdict_url=verdict_url)   # every seat as it ended
+                run.delivered_reply(reply)  # the caller of ask is handed the reply
+        if (
+            reply is not None
+            and run.req.reply_mode == "pick"
+            and run.logged.wait(self.collections.limits().panel_timeout + HOLD_GRACE)
+        ):
+            reply = run.reply(run.results, verdict_url=verdict_url)  # every seat as it ended
         return reply
 
-    def complete(self, run: "PanelRun", *, verdict_url: str | None = None,
-                 alive: Callable[[], bool] | None = None) -> dict | None:
+    def complete(
+        self,
+        run: "PanelRun",
+        *,
+        verdict_url: str | None = None,
+        alive: Callable[[], bool] | None = None,
+    ) -> dict | None:
         """Wait for every seat (and the merge) of a started panel, or in pick mode for the
         picked seat only; see ``ask``. Raises ``AllSeatsFailed`` / ``Unavailable`` when no
         seat gave a usable answer."""
-        run.suggestions()   # while the seats answer: nothing sent waits for it
+        run.suggestions()  # while the seats answer: nothing sent waits for it
         if run.req.reply_mode == "pick":
             if run.wait_pick(alive) is None:
                 return None
@@ -216,8 +274,9 @@ class Panels:
                 return None
         return run.finish(results, verdict_url=verdict_url)
 
-    def start(self, req: Request, seating: Seating, *, key: str, live: Live | None = None,
-              budget=None) -> "PanelRun":
+    def start(
+        self, req: Request, seating: Seating, *, key: str, live: Live | None = None, budget=None
+    ) -> "PanelRun":
         """Ask every seat of a seated panel; leaving ``with panels.start(...) as run:`` settles
         it (``PanelRun.settle``): its line is written however the caller's part ends. ``live``: a
         stream's, following the answer that will be the reply (``live.py``). ``budget``: the

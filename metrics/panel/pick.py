@@ -49,8 +49,7 @@ def rate(state) -> float:
     return (useful + 1) / (useful + not_useful + 2)
 
 
-def order(results: list, members: tuple[str, ...], states: dict,
-          prefer: str | None = None) -> list:
+def order(results: list, members: tuple[str, ...], states: dict, prefer: str | None = None) -> list:
     """``results`` (in seat order) in the order of preference described above."""
     seated = [r for r in results if r.seat == "member"]
     rank = {alias: i for i, alias in enumerate(members)}
@@ -84,14 +83,15 @@ class Demand:
         """``checked`` in words, "" when not: the first choice's answer is then the reply
         whatever it says, and a stream may send it as it is written (``live.py``)."""
         if jsonshape.wants_json(self.fmt):
-            return ("the response_format asks for JSON: the answer is checked whole before it "
-                    "is sent")
+            return (
+                "the response_format asks for JSON: the answer is checked whole before it is sent"
+            )
         if self.tool == "none":
-            return ('tool_choice is "none": the answer is checked for tool calls before it is '
-                    "sent")
+            return 'tool_choice is "none": the answer is checked for tool calls before it is sent'
         if self.tool is not None:
-            return ("tool_choice asks for a tool call: the answer is checked for one before it "
-                    "is sent")
+            return (
+                "tool_choice asks for a tool call: the answer is checked for one before it is sent"
+            )
         return ""
 
     @property
@@ -102,13 +102,19 @@ class Demand:
     def choice(self) -> str:
         """The forced tool choice in words: ``tool_choice is "required"``, ``tool_choice names
         lookup_order``."""
-        return f'tool_choice is "{self.tool}"' if self.tool in ("required", "none") else \
-            f"tool_choice names {self.tool}"
+        return (
+            f'tool_choice is "{self.tool}"'
+            if self.tool in ("required", "none")
+            else f"tool_choice names {self.tool}"
+        )
 
     def wanted(self) -> str:
         """The answer a forced tool choice asks for, in words."""
-        return f'a tool call (tool_choice "{self.tool}")' if self.tool == "required" else \
-            f"a call of {self.tool} (tool_choice names it)"
+        return (
+            f'a tool call (tool_choice "{self.tool}")'
+            if self.tool == "required"
+            else f"a call of {self.tool} (tool_choice names it)"
+        )
 
     def tool_problem(self, calls: list) -> str | None:
         """Why an answer with these tool calls does not follow the tool choice, or None."""
@@ -120,10 +126,12 @@ class Demand:
             return f"answered without calling a tool, though {self.choice()}"
         # OpenAI answers a named function with that function only: another call in the same
         # answer would reach a caller that asked for exactly one
-        other = sorted({c["function"]["name"] for c in calls} - {self.tool}) \
-            if self.tool != "required" else []
-        return f"called {', '.join(other)}, not {self.tool} as tool_choice names" \
-            if other else None
+        other = (
+            sorted({c["function"]["name"] for c in calls} - {self.tool})
+            if self.tool != "required"
+            else []
+        )
+        return f"called {', '.join(other)}, not {self.tool} as tool_choice names" if other else None
 
 
 ANY = Demand()
@@ -131,14 +139,15 @@ ANY = Demand()
 
 def problem(result, demand: Demand = ANY) -> str | None:
     """Why ``result`` cannot be the reply to a request that demands ``demand``."""
-    if not result.answered:   # an error's reason already starts with its kind
+    if not result.answered:  # an error's reason already starts with its kind
         said = reason(result)
-        return said if result.status == "error" and said else \
-            f"{result.status}: {said or 'no answer'}"
+        return (
+            said if result.status == "error" and said else f"{result.status}: {said or 'no answer'}"
+        )
     why = demand.tool_problem(result.tool_calls or [])
     if why is not None:
         return why
-    if result.tool_calls:   # taken as it is: a tool call carries no JSON to check
+    if result.tool_calls:  # taken as it is: a tool call carries no JSON to check
         return None
     why = jsonshape.problem(result.answer, demand.fmt)
     return None if why is None else f"not the JSON asked for: {why}"
@@ -151,7 +160,7 @@ class Picker:
         self.order = ordered
         self.demand = demand
         self.picked: SeatResult | None = None
-        self.passed: list[tuple[SeatResult, str]] = []   # (seat, why) passed over, in order
+        self.passed: list[tuple[SeatResult, str]] = []  # (seat, why) passed over, in order
         self._pos = 0
         self._done: set[str] = set()
 
@@ -162,8 +171,11 @@ class Picker:
     def offer(self, result) -> bool:
         """Take a finished seat; True once the pick is decided (picked, or nobody left)."""
         self._done.add(result.call)
-        while self.picked is None and self._pos < len(self.order) \
-                and self.order[self._pos].call in self._done:
+        while (
+            self.picked is None
+            and self._pos < len(self.order)
+            and self.order[self._pos].call in self._done
+        ):
             candidate = self.order[self._pos]
             why = problem(candidate, self.demand)
             if why is None:
@@ -204,4 +216,4 @@ def label(result) -> str:
 
 
 def _short(text: str, limit: int = 160) -> str:
-    return shorten(str(text), limit)   # what to do stays whole; no word is cut
+    return shorten(str(text), limit)  # what to do stays whole; no word is cut

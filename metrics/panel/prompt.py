@@ -28,26 +28,30 @@ def check_messages(messages) -> list[dict]:
     """``messages`` if every message is well formed (role, content, tool calls, ids), else a
     ``BadRequest`` whose param is the first field that is not."""
     if messages is None:
-        raise BadRequest("'messages' is required: a list of {role, content} objects",
-                         param="messages")
+        raise BadRequest(
+            "'messages' is required: a list of {role, content} objects", param="messages"
+        )
     if not isinstance(messages, list) or not messages:
-        raise BadRequest("'messages' must be a non-empty list of {role, content} objects",
-                         param="messages")
+        raise BadRequest(
+            "'messages' must be a non-empty list of {role, content} objects", param="messages"
+        )
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(m, dict):
             raise BadRequest(f"{where} must be an object with 'role' and 'content'", param=where)
         role = m.get("role")
         if not isinstance(role, str) or role not in ROLES:
-            raise BadRequest(f"{where}.role must be one of {', '.join(ROLES)}",
-                             param=f"{where}.role")
+            raise BadRequest(
+                f"{where}.role must be one of {', '.join(ROLES)}", param=f"{where}.role"
+            )
         _check_content(m.get("content"), where)
         for name in ("name", "tool_call_id"):
             if m.get(name) is not None and not isinstance(m[name], str):
                 raise BadRequest(f"{where}.{name} must be a string", param=f"{where}.{name}")
         if m.get("function_call") is not None and not isinstance(m["function_call"], dict):
-            raise BadRequest(f"{where}.function_call must be an object",
-                             param=f"{where}.function_call")
+            raise BadRequest(
+                f"{where}.function_call must be an object", param=f"{where}.function_call"
+            )
         if m.get("tool_calls") is not None:
             _check_tool_calls(m["tool_calls"], role, f"{where}.tool_calls")
     return messages
@@ -57,58 +61,72 @@ def _check_content(content, where: str) -> None:
     if content is None or isinstance(content, str):
         return
     if not isinstance(content, list):
-        raise BadRequest(f"{where}.content must be a string or a list of parts",
-                         param=f"{where}.content")
+        raise BadRequest(
+            f"{where}.content must be a string or a list of parts", param=f"{where}.content"
+        )
     for j, part in enumerate(content):
         pwhere = f"{where}.content[{j}]"
         if not isinstance(part, dict):
             raise BadRequest(f"{pwhere} must be an object with a 'type'", param=pwhere)
         if not isinstance(part.get("type"), str):
-            raise BadRequest(f"{pwhere}.type must be a string such as \"text\"",
-                             param=f"{pwhere}.type")
+            raise BadRequest(
+                f'{pwhere}.type must be a string such as "text"', param=f"{pwhere}.type"
+            )
         if part["type"] == "text" and not isinstance(part.get("text"), str):
             raise BadRequest(f"{pwhere}.text must be a string", param=f"{pwhere}.text")
         if part["type"] == "image_url":
             image = part.get("image_url")
             url = image.get("url") if isinstance(image, dict) else image
             if not isinstance(url, str):
-                raise BadRequest(f"{pwhere}.image_url.url must be a string",
-                                 param=f"{pwhere}.image_url.url")
+                raise BadRequest(
+                    f"{pwhere}.image_url.url must be a string", param=f"{pwhere}.image_url.url"
+                )
             if not (url.startswith("https://") or DATA_URL.match(url)):
-                raise BadRequest(f"{pwhere}.image_url.url must be an https:// URL or a "
-                                 "data:image/...;base64, URL",
-                                 param=f"{pwhere}.image_url.url")
+                raise BadRequest(
+                    f"{pwhere}.image_url.url must be an https:// URL or a "
+                    "data:image/...;base64, URL",
+                    param=f"{pwhere}.image_url.url",
+                )
 
 
 def _check_tool_calls(calls, role: str, where: str) -> None:
     """An assistant's ``tool_calls``: a list of ``{"id", "type": "function", "function":
     {"name", "arguments"}}``, as OpenAI's API requires them in a history."""
     if role != "assistant":
-        raise BadRequest(f"{where}: only an assistant message carries tool calls",
-                         param=where)
+        raise BadRequest(f"{where}: only an assistant message carries tool calls", param=where)
     if not isinstance(calls, list):
-        raise BadRequest(f"{where} must be a list of {{\"id\", \"type\": \"function\", "
-                         "\"function\": {\"name\", \"arguments\"}} objects", param=where)
+        raise BadRequest(
+            f'{where} must be a list of {{"id", "type": "function", '
+            '"function": {"name", "arguments"}} objects',
+            param=where,
+        )
     for k, call in enumerate(calls):
         cwhere = f"{where}[{k}]"
         if not isinstance(call, dict):
-            raise BadRequest(f"{cwhere} must be an object with 'id', 'type' and 'function'",
-                             param=cwhere)
+            raise BadRequest(
+                f"{cwhere} must be an object with 'id', 'type' and 'function'", param=cwhere
+            )
         if not isinstance(call.get("id"), str) or not call["id"]:
-            raise BadRequest(f"{cwhere}.id must be the call's id, a non-empty string",
-                             param=f"{cwhere}.id")
+            raise BadRequest(
+                f"{cwhere}.id must be the call's id, a non-empty string", param=f"{cwhere}.id"
+            )
         if call.get("type", "function") != "function":
-            raise BadRequest(f"{cwhere}.type must be \"function\"", param=f"{cwhere}.type")
+            raise BadRequest(f'{cwhere}.type must be "function"', param=f"{cwhere}.type")
         fn = call.get("function")
         if not isinstance(fn, dict):
-            raise BadRequest(f"{cwhere}.function must be an object with 'name' and "
-                             "'arguments'", param=f"{cwhere}.function")
+            raise BadRequest(
+                f"{cwhere}.function must be an object with 'name' and 'arguments'",
+                param=f"{cwhere}.function",
+            )
         if not isinstance(fn.get("name"), str):
-            raise BadRequest(f"{cwhere}.function.name must be a string",
-                             param=f"{cwhere}.function.name")
+            raise BadRequest(
+                f"{cwhere}.function.name must be a string", param=f"{cwhere}.function.name"
+            )
         if fn.get("arguments") is not None and not isinstance(fn["arguments"], str):
-            raise BadRequest(f"{cwhere}.function.arguments must be a string (the arguments "
-                             "as JSON text)", param=f"{cwhere}.function.arguments")
+            raise BadRequest(
+                f"{cwhere}.function.arguments must be a string (the arguments as JSON text)",
+                param=f"{cwhere}.function.arguments",
+            )
 
 
 def _parts(content):
@@ -211,7 +229,12 @@ def scrub(text: str, urls: list[str]) -> str:
         parts = urlsplit(url)
         # an upstream may echo the URL whole, with user:password, or cut short: anything that
         # starts like it and is not already a placeholder
-        stem = r"(?<!\[image: )" + re.escape(f"{parts.scheme}://") + r"[^\s\"'<>\]]*" + \
-            re.escape(f"{parts.hostname or ''}") + r"[^\s\"'<>\]]*"
+        stem = (
+            r"(?<!\[image: )"
+            + re.escape(f"{parts.scheme}://")
+            + r"[^\s\"'<>\]]*"
+            + re.escape(f"{parts.hostname or ''}")
+            + r"[^\s\"'<>\]]*"
+        )
         text = re.sub(stem, lambda m: image_placeholder(m.group(0)), text)
     return ECHOED_DATA.sub("[image: data URL]", text)

@@ -47,10 +47,10 @@ from panelist.metrics.roster.roster import Model, RosterView
 
 MEMBERS = {"m1": 0.65, "m2": 0.60, "m3": 0.55}
 WEAKEST = "m3"
-SEATS = 5   # members plus explorer seats: the best possible panel seats the five best models
+SEATS = 5  # members plus explorer seats: the best possible panel seats the five best models
 # (policy, verdict order) pairs compared, the first being today's default
 POLICIES = (("staleness", "oldest"), ("thompson", "oldest"), ("thompson", "value"))
-BUDGET = 20_000   # verdicts a trial may give (the default of both commands)
+BUDGET = 20_000  # verdicts a trial may give (the default of both commands)
 # verdicts an equal-models trial may give: the rule's guarantee holds at any length, and these
 # trials, which rarely stop early, would otherwise take most of the run's time
 EQUAL_BUDGET = 3_000
@@ -107,13 +107,21 @@ class Decision:
         return (top[1], weak[1]) if top[0] > weak[0] else None
 
 
-def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge: float = 0.15,
-              equal: bool = False, budget: int = BUDGET, per_panel: int = 2) -> Trial:
+def run_trial(
+    seed: int,
+    policy: str,
+    order: str,
+    *,
+    candidates: int = 20,
+    edge: float = 0.15,
+    equal: bool = False,
+    budget: int = BUDGET,
+    per_panel: int = 2,
+) -> Trial:
     """One history: panels seated and verdicts given until the first suggestion (right or
     not) or until ``budget`` verdicts are spent."""
     truth = rates(seed, candidates, edge, equal)
-    models = {a: Model(alias=a, endpoint="sim", served=a, family=a, context=100_000)
-              for a in truth}
+    models = {a: Model(alias=a, endpoint="sim", served=a, family=a, context=100_000) for a in truth}
     roster = RosterView(models=models)
     members = tuple(MEMBERS)
     collection = Collection(name="replay", members=members, explorer_policy=policy)
@@ -125,8 +133,10 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
     decision = Decision(counts, members, len(truth))
     # the ledger's states, kept as the ledger's index keeps them: changed in place as panels
     # are seated and verdicts given
-    states = {a: ModelState(last_seated=None, useful=0, not_useful=0, cooling_until=0.0,
-                            window=None) for a in truth}
+    states = {
+        a: ModelState(last_seated=None, useful=0, not_useful=0, cooling_until=0.0, window=None)
+        for a in truth
+    }
     turn_of: dict[str, int] = {}
     # the owed answers per model, oldest first: (order owed, useful); oldest first over all
     # models is the one queue ``queue`` of (alias, useful), in the order they became owed
@@ -136,8 +146,9 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
     regret, broken, found = 0.0, False, None
     while given < budget and found is None:
         panel += 1
-        seating = seat_panel(collection, roster, states, explorers=explorers, estimate=0,
-                             now=float(panel), rng=rng)
+        seating = seat_panel(
+            collection, roster, states, explorers=explorers, estimate=0, now=float(panel), rng=rng
+        )
         for state in states.values():
             if state.waited is not None:
                 state.waited += 1
@@ -177,28 +188,68 @@ def run_trial(seed: int, policy: str, order: str, *, candidates: int = 20, edge:
         if alias not in members and panel + 1 - turn_of.get(alias, 0) > limit:
             broken = True
     decided = found == ("c00", WEAKEST) and not equal
-    return Trial(verdicts_to_decision=given if decided else budget, decided=decided,
-                 regret=regret, bound_broken=broken, false_swap=equal and found is not None)
+    return Trial(
+        verdicts_to_decision=given if decided else budget,
+        decided=decided,
+        regret=regret,
+        bound_broken=broken,
+        false_swap=equal and found is not None,
+    )
 
 
-def row(policy: str, order: str, trials: int, *, seed: int = 1, candidates: int = 20,
-        edge: float = 0.15, budget: int = BUDGET, equal_budget: int = EQUAL_BUDGET,
-        per_panel: int = 2) -> dict:
+def row(
+    policy: str,
+    order: str,
+    trials: int,
+    *,
+    seed: int = 1,
+    candidates: int = 20,
+    edge: float = 0.15,
+    budget: int = BUDGET,
+    equal_budget: int = EQUAL_BUDGET,
+    per_panel: int = 2,
+) -> dict:
     """One policy's medians and counts, described in the module's docstring."""
-    better = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge,
-                        budget=budget, per_panel=per_panel) for t in range(trials)]
-    equal = [run_trial(seed + t, policy, order, candidates=candidates, edge=edge, equal=True,
-                       budget=equal_budget, per_panel=per_panel) for t in range(trials)]
+    better = [
+        run_trial(
+            seed + t,
+            policy,
+            order,
+            candidates=candidates,
+            edge=edge,
+            budget=budget,
+            per_panel=per_panel,
+        )
+        for t in range(trials)
+    ]
+    equal = [
+        run_trial(
+            seed + t,
+            policy,
+            order,
+            candidates=candidates,
+            edge=edge,
+            equal=True,
+            budget=equal_budget,
+            per_panel=per_panel,
+        )
+        for t in range(trials)
+    ]
     steps = [t.verdicts_to_decision for t in better]
-    return {"policy": policy, "order": order,
-            "verdicts_to_decision": statistics.median(steps),
-            # the median trial never decided: only "more than the budget" is known
-            "censored": sorted(steps)[trials // 2] >= budget,
-            "decided": sum(t.decided for t in better),
-            "regret": round(statistics.median(t.regret for t in better), 1),
-            "bound_broken": sum(t.bound_broken for t in better + equal),
-            "false_swap": round(sum(t.false_swap for t in equal) / len(equal), 3),
-            "trials": trials, "budget": budget, "equal_budget": equal_budget}
+    return {
+        "policy": policy,
+        "order": order,
+        "verdicts_to_decision": statistics.median(steps),
+        # the median trial never decided: only "more than the budget" is known
+        "censored": sorted(steps)[trials // 2] >= budget,
+        "decided": sum(t.decided for t in better),
+        "regret": round(statistics.median(t.regret for t in better), 1),
+        "bound_broken": sum(t.bound_broken for t in better + equal),
+        "false_swap": round(sum(t.false_swap for t in equal) / len(equal), 3),
+        "trials": trials,
+        "budget": budget,
+        "equal_budget": equal_budget,
+    }
 
 
 def summary(trials: int, **options) -> list[dict]:
@@ -209,10 +260,12 @@ def summary(trials: int, **options) -> list[dict]:
 def line(row: dict) -> str:
     """A row as the one line ``panelist replay`` prints per policy."""
     steps = f">{row['budget']}" if row["censored"] else f"{row['verdicts_to_decision']:g}"
-    return (f"{row['policy']}+{row['order']}: verdicts_to_decision={steps} "
-            f"(right swap in {row['decided']}/{row['trials']}) regret={row['regret']} "
-            f"bound_broken={row['bound_broken']}/{2 * row['trials']} "
-            f"false_swap={row['false_swap']:.1%}")
+    return (
+        f"{row['policy']}+{row['order']}: verdicts_to_decision={steps} "
+        f"(right swap in {row['decided']}/{row['trials']}) regret={row['regret']} "
+        f"bound_broken={row['bound_broken']}/{2 * row['trials']} "
+        f"false_swap={row['false_swap']:.1%}"
+    )
 
 
 def ratio(rows: list[dict]) -> str:
@@ -225,6 +278,8 @@ def ratio(rows: list[dict]) -> str:
         return f"ratio {name}: unknown (its median trial never decided within the budget)"
     if first["censored"]:
         bound = last["verdicts_to_decision"] / first["budget"]
-        return (f"ratio {name}: < {bound:.3f} (the baseline's median trial never decided "
-                f"within {first['budget']} verdicts, so only a bound is known)")
+        return (
+            f"ratio {name}: < {bound:.3f} (the baseline's median trial never decided "
+            f"within {first['budget']} verdicts, so only a bound is known)"
+        )
     return f"ratio {name}: {last['verdicts_to_decision'] / first['verdicts_to_decision']:.3f}"

@@ -87,10 +87,10 @@ from panelist.metrics.roster.roster import Model, RosterView
 
 @dataclass
 class Seat:
-    seat: str           # member | explorer | nominee | merger
-    number: int         # 1-based within its kind
+    seat: str  # member | explorer | nominee | merger
+    number: int  # 1-based within its kind
     model: Model
-    why: str = ""       # why it sat (``bench.seats[].why``): "member", "stale 3 d", …
+    why: str = ""  # why it sat (``bench.seats[].why``): "member", "stale 3 d", …
 
     @property
     def label(self) -> str:
@@ -107,10 +107,10 @@ class Seating:
     # the models that could have sat but for a capability the request needs, by alias: which
     lacking: dict[str, str] = field(default_factory=dict)
     # set by the gateway once the seating is taken (see Panels.seat)
-    panel: str | None = None        # the panel id reserved for it
-    at: float | None = None         # epoch seconds: when it was seated, the panel's start
-    hold: "Hold | None" = None      # its seats in flight, released as they end
-    roster: RosterView | None = None   # the roster as it was seated from
+    panel: str | None = None  # the panel id reserved for it
+    at: float | None = None  # epoch seconds: when it was seated, the panel's start
+    hold: "Hold | None" = None  # its seats in flight, released as they end
+    roster: RosterView | None = None  # the roster as it was seated from
 
     def skip(self, seat: str, alias: str, why: str) -> None:
         self.skipped.append({"seat": seat, "alias": alias, "why": why})
@@ -134,8 +134,15 @@ def claim(state, alias: str, busy: bool = False) -> tuple:
         return (busy, 0, -w, 0, 0.0, 0, alias)
     # a hand-made state without a turn count is treated as seated in the latest panel
     turns = (state.waited or 0) + 1
-    return (busy, 1, -turns * w, -turns, state.last_seated, _shuffle(alias, state.last_seated),
-            alias)
+    return (
+        busy,
+        1,
+        -turns * w,
+        -turns,
+        state.last_seated,
+        _shuffle(alias, state.last_seated),
+        alias,
+    )
 
 
 def _shuffle(alias: str, seated: float) -> int:
@@ -157,8 +164,10 @@ def window_of(model: Model, state) -> int | None:
 NEEDS = {
     "vision": ("take images", "messages"),
     "tools": ("call tools", "tools"),
-    "structured_output": ("follow a json_schema response_format (structured output)",
-                          "response_format"),
+    "structured_output": (
+        "follow a json_schema response_format (structured output)",
+        "response_format",
+    ),
 }
 
 
@@ -178,14 +187,19 @@ def _lacks_why(model: Model, need: str) -> str:
     if need == "vision":
         return "does not take images (set --vision on the model if it does)"
     if need == "tools":
-        return ("does not call tools, the catalog says (`panelist catalog show "
-                f"{model.alias}`; set --tools on the model if it does)")
-    return ("has no structured output for a json_schema response_format, the catalog says "
-            f"(`panelist catalog show {model.alias}`)")
+        return (
+            "does not call tools, the catalog says (`panelist catalog show "
+            f"{model.alias}`; set --tools on the model if it does)"
+        )
+    return (
+        "has no structured output for a json_schema response_format, the catalog says "
+        f"(`panelist catalog show {model.alias}`)"
+    )
 
 
-def unfit(model: Model, state, estimate: int, now: float, images: bool = False,
-          needs=frozenset()) -> tuple[str, str] | None:
+def unfit(
+    model: Model, state, estimate: int, now: float, images: bool = False, needs=frozenset()
+) -> tuple[str, str] | None:
     """``(kind, why)`` a model cannot answer this request at all, or None when it can. Kinds:
     ``retired``, ``capability`` (of ``needs``; ``images`` adds vision), ``cooling``, ``window``
     (checked in that order, so a model refused for its window would sit with a shorter
@@ -196,27 +210,40 @@ def unfit(model: Model, state, estimate: int, now: float, images: bool = False,
     if need:
         return "capability", _lacks_why(model, need)
     if state is not None and state.cooling_until > now:
-        return "cooling", (f"cooling down after a rate limit for {state.cooling_until - now:.0f} "
-                           "s more")
+        return "cooling", (
+            f"cooling down after a rate limit for {state.cooling_until - now:.0f} s more"
+        )
     window = window_of(model, state)
     if window is not None and window < estimate:
-        return "window", (f"context window {window} tokens is below the prompt's estimate of "
-                          f"{estimate}")
+        return "window", (
+            f"context window {window} tokens is below the prompt's estimate of {estimate}"
+        )
     return None
 
 
-def why_not(model: Model, state, estimate: int, now: float, images: bool = False,
-            needs=frozenset()) -> str | None:
+def why_not(
+    model: Model, state, estimate: int, now: float, images: bool = False, needs=frozenset()
+) -> str | None:
     """Why a model cannot answer this request at all, or None when it can."""
     found = unfit(model, state, estimate, now, images, needs)
     return found[1] if found else None
 
 
-def seat_panel(collection: Collection, roster: RosterView, states: dict, *, explorers: int,
-               estimate: int, images: bool = False, needs=frozenset(), nominees=(),
-               busy=frozenset(), now: float | None = None,
-               room: Callable[[Model], bool] | None = None,
-               rng: random.Random | None = None) -> Seating:
+def seat_panel(
+    collection: Collection,
+    roster: RosterView,
+    states: dict,
+    *,
+    explorers: int,
+    estimate: int,
+    images: bool = False,
+    needs=frozenset(),
+    nominees=(),
+    busy=frozenset(),
+    now: float | None = None,
+    room: Callable[[Model], bool] | None = None,
+    rng: random.Random | None = None,
+) -> Seating:
     """Seat the members, then nominees, then fill what is left of ``explorers`` explorer seats by
     the rotation. ``states`` maps every roster alias to its ledger state (last seat, turns
     waited, verdicts, cooldown, learned window) for the request's shape; ``busy`` holds the
@@ -261,7 +288,7 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
     def exclusion(model: Model) -> str | None:
         if model.family in member_families:
             return f"same family as a member ({model.family})"
-        if explorers == 0:   # no seat to take: its size is no reason it did not sit
+        if explorers == 0:  # no seat to take: its size is no reason it did not sit
             return why_not(model, states.get(model.alias), estimate, now, needs=needs)
         return fits(model)
 
@@ -271,15 +298,17 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
     for alias in dict.fromkeys(nominees):  # a nominee named twice is asked once
         model = roster.models.get(alias)
         if model is None:
-            seating.skip("nominee", alias, "not in the roster; see GET /v1/models or "
-                         "`panelist model list`")
+            seating.skip(
+                "nominee", alias, "not in the roster; see GET /v1/models or `panelist model list`"
+            )
         elif alias in collection.members:
             seating.skip("nominee", alias, "already a member of this collection")
         elif reason := exclusion(model):
             seating.skip("nominee", alias, reason)
         elif len(chosen) >= explorers:
-            seating.skip("nominee", alias, f"no explorer seat left ({explorers} on this "
-                         "collection)")
+            seating.skip(
+                "nominee", alias, f"no explorer seat left ({explorers} on this collection)"
+            )
         elif room is not None and not room(model):
             seating.skip("nominee", alias, AT_LIMIT)
         else:
@@ -288,8 +317,8 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             families.add(model.family)
             seating.seats.append(Seat("nominee", len(chosen), model, "nominated by the request"))
     nominated = set(nominees)
-    if explorers == 0:   # no seat to fill: the rest of the roster was never a candidate, and
-        return seating   # listing each model as skipped would only bury the skips that matter
+    if explorers == 0:  # no seat to fill: the rest of the roster was never a candidate, and
+        return seating  # listing each model as skipped would only bury the skips that matter
 
     candidates = []
     for alias, model in roster.models.items():
@@ -301,16 +330,19 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
             continue
         candidates.append(model)
     if collection.explorer_policy == explore.THOMPSON:
-        members = [(s.label, states.get(s.model.alias)) for s in seating.seats
-                   if s.seat == "member"]
-        candidates, why = explore.thompson_order(candidates, states, members, explorers, busy,
-                                                 rng or random.Random(), now)
+        members = [
+            (s.label, states.get(s.model.alias)) for s in seating.seats if s.seat == "member"
+        ]
+        candidates, why = explore.thompson_order(
+            candidates, states, members, explorers, busy, rng or random.Random(), now
+        )
         lost = "explorer seats went to candidates due or likelier to beat a member"
     else:
         candidates.sort(key=lambda m: claim(states[m.alias], m.alias, m.alias in busy))
 
         def why(alias: str) -> str:
             return explore.stale_why(states.get(alias), now)
+
         lost = "explorer seats went to models with older evidence"
 
     # first pass keeps explorer families distinct; the second fills what is left
@@ -320,8 +352,11 @@ def seat_panel(collection: Collection, roster: RosterView, states: dict, *, expl
         for model in candidates:
             if len(chosen) >= explorers:
                 break
-            if model.alias in taken or model.alias in at_limit or \
-                    (distinct and model.family in families):
+            if (
+                model.alias in taken
+                or model.alias in at_limit
+                or (distinct and model.family in families)
+            ):
                 continue
             if room is not None and not room(model):
                 at_limit.add(model.alias)

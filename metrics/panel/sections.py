@@ -12,12 +12,21 @@ def public(r: SeatResult) -> dict:
     """A seat as the panel shows it (``bench.seats``, ``calls.jsonl``, an error's seats): its
     error as one line, ``kind: message``; ``tool_calls`` only when it made some, ``clamped``
     only when its output budget was lowered."""
-    out = {"call": r.call, "seat": r.seat, "alias": r.alias, "status": r.status,
-           "seconds": r.seconds, "answer": r.answer, "error": r.reason, "tokens": r.tokens,
-           "tool_calls": r.tool_calls, "finish_reason": r.finish_reason}
-    if not r.tool_calls:   # a plain answer's record stays as it always was
+    out = {
+        "call": r.call,
+        "seat": r.seat,
+        "alias": r.alias,
+        "status": r.status,
+        "seconds": r.seconds,
+        "answer": r.answer,
+        "error": r.reason,
+        "tokens": r.tokens,
+        "tool_calls": r.tool_calls,
+        "finish_reason": r.finish_reason,
+    }
+    if not r.tool_calls:  # a plain answer's record stays as it always was
         del out["tool_calls"]
-    if r.clamped:   # the caller's budget was lowered for this seat: the caller is told
+    if r.clamped:  # the caller's budget was lowered for this seat: the caller is told
         out["clamped"] = r.clamped
     return out
 
@@ -25,18 +34,23 @@ def public(r: SeatResult) -> dict:
 def verdict_hint(url: str | None) -> str:
     cli = "panelist verdict <call> --useful|--not-useful [--note TEXT]"
     if url:
-        return (f'POST {url}/bench/verdict {{"call": "<call>", "useful": true|false, '
-                f'"note": "...", "real": [...], "false": [...]}} or {cli}')
+        return (
+            f'POST {url}/bench/verdict {{"call": "<call>", "useful": true|false, '
+            f'"note": "...", "real": [...], "false": [...]}} or {cli}'
+        )
     return cli
 
 
 def section(r: SeatResult, n: int) -> str:
-    head = (f"## Seat {n}: {r.seat} · {r.alias}\n\n"
-            f"call `{r.call}` · {r.status} · {r.seconds:.2f} s\n\n")
+    head = (
+        f"## Seat {n}: {r.seat} · {r.alias}\n\ncall `{r.call}` · {r.status} · {r.seconds:.2f} s\n\n"
+    )
     if r.answered:
         text = r.answer.strip()
-        calls = "\n".join(f"- tool call `{c['function']['name']}` "
-                          f"`{c['function']['arguments']}`" for c in r.tool_calls)
+        calls = "\n".join(
+            f"- tool call `{c['function']['name']}` `{c['function']['arguments']}`"
+            for c in r.tool_calls
+        )
         return head + "\n\n".join(p for p in (text, calls) if p) + "\n"
     return head + f"> {r.status}: {r.reason or 'no answer'}\n"
 
@@ -48,5 +62,10 @@ def markdown(seats: list[SeatResult]) -> str:
 def markdown_of(seats: list[dict]) -> str:
     """``markdown`` of seats given as their public dicts (as an error body carries them)."""
     names = set(SeatResult.__dataclass_fields__)
-    return markdown([SeatResult(**dict({k: v for k, v in s.items() if k in names}, served=""))
-                     for s in seats if isinstance(s, dict)])
+    return markdown(
+        [
+            SeatResult(**dict({k: v for k, v in s.items() if k in names}, served=""))
+            for s in seats
+            if isinstance(s, dict)
+        ]
+    )

@@ -38,25 +38,29 @@ def _compared(r: Rated | None) -> TypeGuard[Rated]:
     return r is not None and r.wins + r.losses > 0
 
 
-def evidence(collection: Collection, roster: RosterView,
-             ratings: ShapeRatings) -> tuple[list, list, float]:
+def evidence(
+    collection: Collection, roster: RosterView, ratings: ShapeRatings
+) -> tuple[list, list, float]:
     """``(members, candidates, z)``: the rated members, weakest first, and the rated
     non-members that could be suggested, strongest first, as ``(Rated, interval)`` at the
     corrected quantile ``z``."""
     rated = ratings.by_alias()
-    candidates = [rated[a] for a, m in roster.models.items()
-                  if a not in collection.members and not m.retired and _compared(rated.get(a))]
+    candidates = [
+        rated[a]
+        for a, m in roster.models.items()
+        if a not in collection.members and not m.retired and _compared(rated.get(a))
+    ]
     z = z_for(len(candidates))
-    members = [(r, r.bounds(z)) for a in collection.members
-               if _compared(r := rated.get(a))]
+    members = [(r, r.bounds(z)) for a in collection.members if _compared(r := rated.get(a))]
     found = [(r, r.bounds(z)) for r in candidates]
     members.sort(key=lambda x: (x[1][1], x[0].alias))
     found.sort(key=lambda x: (-x[1][0], -(x[0].wins + x[0].losses), x[0].alias))
     return members, found, z
 
 
-def suggestions(collection: Collection, roster: RosterView, ratings: ShapeRatings,
-                shape: str) -> list[dict]:
+def suggestions(
+    collection: Collection, roster: RosterView, ratings: ShapeRatings, shape: str
+) -> list[dict]:
     """Each ``{"alias", "instead_of", "shape", "rating", "interval", "member_rating",
     "member_interval", "compared"}`` where ``alias`` is rated clearly above the member
     ``instead_of`` on ``shape`` (intervals corrected for ``compared`` candidates)."""
@@ -65,10 +69,18 @@ def suggestions(collection: Collection, roster: RosterView, ratings: ShapeRating
     for (member, mb), (cand, cb) in zip(members, candidates):
         if not cb[0] > mb[1]:
             break  # both lists are ordered, so no later pair can do better
-        out.append({"alias": cand.alias, "instead_of": member.alias, "shape": shape,
-                    "rating": cand.public()["rating"], "interval": _rounded(cb),
-                    "member_rating": member.public()["rating"],
-                    "member_interval": _rounded(mb), "compared": len(candidates)})
+        out.append(
+            {
+                "alias": cand.alias,
+                "instead_of": member.alias,
+                "shape": shape,
+                "rating": cand.public()["rating"],
+                "interval": _rounded(cb),
+                "member_rating": member.public()["rating"],
+                "member_interval": _rounded(mb),
+                "compared": len(candidates),
+            }
+        )
     return out
 
 
@@ -88,26 +100,35 @@ class ReplySuggestions:
         if last[0] is collection and last[1] is roster and last[2] is fit and last[3] == shape:
             return last[4]
         found = suggestions(collection, roster, fit, shape)
-        self._last = (collection, roster, fit, shape, found)   # one tuple: swapped whole
+        self._last = (collection, roster, fit, shape, found)  # one tuple: swapped whole
         return found
 
 
 def _row(seat: str, r: Rated, bounds) -> dict:
     p = r.public()
-    return {"seat": seat, "alias": r.alias, "rating": p["rating"], "wins": p["wins"],
-            "losses": p["losses"], "interval": _rounded(bounds)}
+    return {
+        "seat": seat,
+        "alias": r.alias,
+        "rating": p["rating"],
+        "wins": p["wins"],
+        "losses": p["losses"],
+        "interval": _rounded(bounds),
+    }
 
 
-def report(collection: Collection, roster: RosterView, ratings: ShapeRatings,
-           shape: str) -> dict:
+def report(collection: Collection, roster: RosterView, ratings: ShapeRatings, shape: str) -> dict:
     """The suggestions plus the evidence behind them (every rated member, and the strongest
     rated non-members, with their corrected intervals), for ``panelist collection suggest``."""
     members, candidates, z = evidence(collection, roster, ratings)
     rows = [_row("member", r, b) for r, b in members]
     rows += [_row("candidate", r, b) for r, b in candidates[:CANDIDATES_SHOWN]]
     rated = {r.alias for r, _ in members}
-    return {"collection": collection.model_id, "shape": shape,
-            "suggest": suggestions(collection, roster, ratings, shape),
-            "compared": len(candidates), "z": round(z, 4),
-            "evidence": rows,
-            "members_without_verdicts": [a for a in collection.members if a not in rated]}
+    return {
+        "collection": collection.model_id,
+        "shape": shape,
+        "suggest": suggestions(collection, roster, ratings, shape),
+        "compared": len(candidates),
+        "z": round(z, 4),
+        "evidence": rows,
+        "members_without_verdicts": [a for a in collection.members if a not in rated],
+    }

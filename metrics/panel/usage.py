@@ -18,15 +18,20 @@ from typing import Callable
 
 from panelist.metrics.seats import SeatResult
 
-FIELDS = (("prompt_tokens", "prompt"), ("completion_tokens", "completion"),
-          ("total_tokens", "total"))
+FIELDS = (
+    ("prompt_tokens", "prompt"),
+    ("completion_tokens", "completion"),
+    ("total_tokens", "total"),
+)
 
 
 def written(r: SeatResult) -> int:
     """The tokens a seat's answer holds, estimated: text and tool-call arguments, chars / 4."""
     chars = len(r.answer or "") + sum(
-        len(c.get("function", {}).get("name") or "") + len(c.get("function", {}).get("arguments")
-                                                         or "") for c in r.tool_calls or ())
+        len(c.get("function", {}).get("name") or "")
+        + len(c.get("function", {}).get("arguments") or "")
+        for c in r.tool_calls or ()
+    )
     return math.ceil(chars / 4)
 
 
@@ -46,10 +51,16 @@ def tokens_of(seats: list[SeatResult], read: Callable[[SeatResult], int] = lambd
                 prompt = read(r)
             if completion is None:
                 completion = written(r)
-            guessed = guessed or prompt != known.get("prompt_tokens") or \
-                completion != known.get("completion_tokens")
-            counts = {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion}
+            guessed = (
+                guessed
+                or prompt != known.get("prompt_tokens")
+                or completion != known.get("completion_tokens")
+            )
+            counts = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
         for key in usage:
             value = counts[key]
             usage[key] += value if type(value) is int else 0

@@ -37,14 +37,16 @@ from typing import Any
 RESAMPLES = 1000
 SEED = 20260
 LEVEL = 0.95
-GOOD, TENTATIVE = 0.8, 0.667   # Krippendorff's usual thresholds for relying on coded data
+GOOD, TENTATIVE = 0.8, 0.667  # Krippendorff's usual thresholds for relying on coded data
 
-ASSUMES = ("α takes accuracy marks as numbers on one scale (a 6 against a 3 is a bigger "
-           "disagreement than a 5 against a 4), compares judges only on the same prompt (a run "
-           "judged in both orders is two units; the interval resamples runs, so both stay "
-           "together), leaves out judgements that are missing, and uses the accuracy each judge "
-           "gave before code's tool cap. It measures agreement, not correctness: judges can agree "
-           "and all be wrong.")
+ASSUMES = (
+    "α takes accuracy marks as numbers on one scale (a 6 against a 3 is a bigger "
+    "disagreement than a 5 against a 4), compares judges only on the same prompt (a run "
+    "judged in both orders is two units; the interval resamples runs, so both stay "
+    "together), leaves out judgements that are missing, and uses the accuracy each judge "
+    "gave before code's tool cap. It measures agreement, not correctness: judges can agree "
+    "and all be wrong."
+)
 SCALE = "1 is perfect agreement, 0 no better than chance, below 0 systematic disagreement"
 
 
@@ -84,22 +86,42 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
-def alpha_interval(clusters: list[list[list[float]]], *, resamples: int = RESAMPLES,
-                   seed: int = SEED, level: float = LEVEL) -> dict:
+def alpha_interval(
+    clusters: list[list[list[float]]],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> dict:
     """α of every unit of ``clusters`` (each cluster: the units drawn together, a race's run)
     with a percentile bootstrap interval over clusters: ``{"value", "interval", "units",
     "clusters", "resamples", "undefined", "level"}``. ``interval`` is None when α is."""
     kept = [[_unit_sums([float(v) for v in u]) for u in c if len(u) >= 2] for c in clusters]
     kept = [c for c in kept if c]
     value = _alpha_of([u for c in kept for u in c])
-    out: dict[str, Any] = {"value": None if value is None else round(value, 4), "interval": None,
-           "units": sum(len(c) for c in kept), "clusters": len(kept), "resamples": 0,
-           "undefined": 0, "level": level, "method": "percentile bootstrap over runs"}
+    out: dict[str, Any] = {
+        "value": None if value is None else round(value, 4),
+        "interval": None,
+        "units": sum(len(c) for c in kept),
+        "clusters": len(kept),
+        "resamples": 0,
+        "undefined": 0,
+        "level": level,
+        "method": "percentile bootstrap over runs",
+    }
     if value is None:
         return out
     # each cluster's sums added once, so a draw costs O(clusters), not O(values)
-    summed = [(sum(u[0] for u in c), sum(u[1] for u in c), sum(u[2] for u in c),
-               sum(u[3] for u in c), len(c)) for c in kept]
+    summed = [
+        (
+            sum(u[0] for u in c),
+            sum(u[1] for u in c),
+            sum(u[2] for u in c),
+            sum(u[3] for u in c),
+            len(c),
+        )
+        for c in kept
+    ]
     rng = random.Random(seed)
     k = len(summed)
     draws = []
@@ -132,8 +154,9 @@ def offsets(units: list[dict[str, float]]) -> dict[str, dict]:
         mean = sum(unit.values()) / len(unit)
         for coder, v in unit.items():
             gaps.setdefault(coder, []).append(v - mean)
-    return {c: {"offset": round(sum(g) / len(g), 4), "units": len(g)}
-            for c, g in sorted(gaps.items())}
+    return {
+        c: {"offset": round(sum(g) / len(g), 4), "units": len(g)} for c, g in sorted(gaps.items())
+    }
 
 
 # -- a race's judgements --------------------------------------------------------------------------
@@ -163,14 +186,19 @@ def race_units(rows: list[dict]) -> list[list[dict[str, float]]]:
 def meaning(value: float | None, interval: list[float] | None) -> str:
     """What ``value`` (with its ``interval``) says, in words, with the scale."""
     if value is None:
-        return ("α cannot be computed: too few runs were judged by two judges or more, or every "
-                "judgement gave the same accuracy, so there is nothing to agree on")
+        return (
+            "α cannot be computed: too few runs were judged by two judges or more, or every "
+            "judgement gave the same accuracy, so there is nothing to agree on"
+        )
     low, high = interval if interval else (value, value)
     if high < 0:
         said_ = "the judges disagree systematically: one marks high where another marks low"
     elif low <= 0:
-        said_ = ("no evidence the judges agree beyond chance" if value < TENTATIVE else
-                 "too few runs to show the judges agree beyond chance")
+        said_ = (
+            "no evidence the judges agree beyond chance"
+            if value < TENTATIVE
+            else "too few runs to show the judges agree beyond chance"
+        )
     elif value >= GOOD:
         said_ = "the judges agree well beyond chance"
     elif value >= TENTATIVE:

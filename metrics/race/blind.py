@@ -51,17 +51,21 @@ from panelist.metrics.roster.roster import Endpoint, Model
 
 PLACEHOLDER = {MODEL: "[model]", VENDOR: "[vendor]", ENDPOINT: "[endpoint]"}
 LINK = "[link]"
-_RANK = {ENDPOINT: 0, MODEL: 1, VENDOR: 2}   # which placeholder a token naming several takes
+_RANK = {ENDPOINT: 0, MODEL: 1, VENDOR: 2}  # which placeholder a token naming several takes
 
-REACH = 256                                  # how far a name's token is looked for
+REACH = 256  # how far a name's token is looked for
 _WORD = re.compile(r"[^\W\d_]+|\d+")
-_JOINERS = "._:/@+~%=&?#-"                   # what joins a name's parts inside one token
-_EDGE = "._:/@~%=&?#-"                       # what a token does not end on ("R+" keeps its +)
+_JOINERS = "._:/@+~%=&?#-"  # what joins a name's parts inside one token
+_EDGE = "._:/@~%=&?#-"  # what a token does not end on ("R+" keeps its +)
 _URL = re.compile(r"[a-z][a-z0-9+.-]*://|^www\.|^(?:[\w-]+\.)+[a-z]{2,}(?:[/:?#]|$)", re.I)
-_TAIL = re.compile(r"(?:[ \t]?-?(?:[a-z]?\d+(?:\.\d+)*(?:[a-z]{1,2})?|\d+x\d+[a-z]|"
-                   + "|".join(sorted(builtin.TIERS)) + r")(?!\w))+", re.I)
-_CAMEL_IN = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])")   # CamelCase joints
-_SEP = frozenset(" \t\r\n-_.*`~/:")         # what may split a name's letters (see above)
+_TAIL = re.compile(
+    r"(?:[ \t]?-?(?:[a-z]?\d+(?:\.\d+)*(?:[a-z]{1,2})?|\d+x\d+[a-z]|"
+    + "|".join(sorted(builtin.TIERS))
+    + r")(?!\w))+",
+    re.I,
+)
+_CAMEL_IN = re.compile(r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z])(?=[A-Z])")  # CamelCase joints
+_SEP = frozenset(" \t\r\n-_.*`~/:")  # what may split a name's letters (see above)
 
 
 def normal(text: str) -> str:
@@ -105,8 +109,8 @@ def _token(text: str, start: int, end: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class _Name:
-    what: str                         # MODEL, VENDOR or ENDPOINT
-    after: frozenset | None = None    # a contextual name's next words; None: always a name
+    what: str  # MODEL, VENDOR or ENDPOINT
+    after: frozenset | None = None  # a contextual name's next words; None: always a name
 
 
 class Names:
@@ -114,13 +118,14 @@ class Names:
 
     def __init__(self):
         self._names: dict[tuple, _Name] = {}
-        self._reach: dict[str, int] = {}   # a first word -> the most words a name of it has
-        self._trie: dict = {}              # a name's letters, one level each; None: its key
-        self.shown: dict[str, str] = {}    # flat -> the name as it was first given
+        self._reach: dict[str, int] = {}  # a first word -> the most words a name of it has
+        self._trie: dict = {}  # a name's letters, one level each; None: its key
+        self.shown: dict[str, str] = {}  # flat -> the name as it was first given
 
     @classmethod
-    def of(cls, models: Iterable[Model], endpoints: Iterable[Endpoint],
-           served: Iterable[str] = ()) -> "Names":
+    def of(
+        cls, models: Iterable[Model], endpoints: Iterable[Endpoint], served: Iterable[str] = ()
+    ) -> "Names":
         """The built-in table, then every endpoint's, model's and listed served id's names."""
         names = cls()
         for word in builtin.MODELS:
@@ -143,13 +148,20 @@ class Names:
 
     def add(self, text: str, what: str, after: frozenset | None = None) -> None:
         k = key(text or "")
-        if not k or (len(k) == 1 and len(k[0]) < 2) or \
-                (len(k) < 3 and not any(w[0].isalpha() for w in k)):
-            return   # a lone letter or a bare number names nothing
+        if (
+            not k
+            or (len(k) == 1 and len(k[0]) < 2)
+            or (len(k) < 3 and not any(w[0].isalpha() for w in k))
+        ):
+            return  # a lone letter or a bare number names nothing
         old = self._names.get(k)
-        if old is not None and (old.after is None and after is not None or
-                                old.after == after and _RANK[old.what] <= _RANK[what]):
-            return   # an always-name beats a contextual one; then a model beats an endpoint
+        if old is not None and (
+            old.after is None
+            and after is not None
+            or old.after == after
+            and _RANK[old.what] <= _RANK[what]
+        ):
+            return  # an always-name beats a contextual one; then a model beats an endpoint
         self._names[k] = _Name(what, after)
         self._reach[k[0]] = max(self._reach.get(k[0], 0), len(k))
         self.shown.setdefault(flat(k), text)
@@ -179,13 +191,14 @@ class Names:
             return
         last = parts[-1]
         self.add(last, MODEL)
-        self.add(last.split(":")[0], MODEL)   # "llama3:8b", as local servers tag sizes
+        self.add(last.split(":")[0], MODEL)  # "llama3:8b", as local servers tag sizes
         words = [w for w in re.split(r"[-_.: ]+", last) if w]
-        for a in range(len(words)):   # "name-x", "x-mini-v2": runs of two words or more
+        for a in range(len(words)):  # "name-x", "x-mini-v2": runs of two words or more
             for b in range(a + 2, len(words) + 1):
                 if (a, b) != (0, len(words)) and any(
-                        not any(c.isdigit() for c in w) and w.casefold() not in builtin.TIERS
-                        for w in words[a:b]):
+                    not any(c.isdigit() for c in w) and w.casefold() not in builtin.TIERS
+                    for w in words[a:b]
+                ):
                     self.add("-".join(words[a:b]), MODEL)
 
     def _plain(self, word: str) -> bool:
@@ -211,10 +224,11 @@ class Names:
                 continue
             hit = None
             for size in range(min(reach, n - i), 0, -1):
-                k = tuple(w[2] for w in words[i:i + size])
+                k = tuple(w[2] for w in words[i : i + size])
                 name = self._names.get(k)
-                if name is not None and all(_joined(text, words[j][1], words[j + 1][0])
-                                            for j in range(i, i + size - 1)):
+                if name is not None and all(
+                    _joined(text, words[j][1], words[j + 1][0]) for j in range(i, i + size - 1)
+                ):
                     hit = size, k, name
                     break
             if hit is None:
@@ -239,7 +253,7 @@ class Names:
         letters = _Letters(text, words)
         found: list[tuple] = []
         chars, ends, n, done = letters.chars, letters.ends, len(letters.chars), -1
-        node: dict | None   # the trie's node of the letters read so far
+        node: dict | None  # the trie's node of the letters read so far
         for k in letters.starts:
             if k <= done:
                 continue
@@ -275,22 +289,29 @@ class Names:
         """Where a contextual name stands as a name (see ``race.names``), or None."""
         j = i + size
         start, end = words[i][0], words[j - 1][1]
-        nxt = words[j] if j < len(words) and _joined(text, words[j - 1][1], words[j][0]) \
-            else None
+        nxt = words[j] if j < len(words) and _joined(text, words[j - 1][1], words[j][0]) else None
         prev = words[i - 1] if i and _joined(text, words[i - 1][1], start) else None
-        if nxt is None and text[end:end + 3] in ("'s ", "’s ") and j + 1 < len(words) \
-                and words[j + 1][0] == end + 3:
-            nxt = words[j + 1]   # "Meta's Llama": what follows the possessive
+        if (
+            nxt is None
+            and text[end : end + 3] in ("'s ", "’s ")
+            and j + 1 < len(words)
+            and words[j + 1][0] == end + 3
+        ):
+            nxt = words[j + 1]  # "Meta's Llama": what follows the possessive
         if nxt is not None and nxt[2] in name.after:
             return start, nxt[1]
         if nxt is not None and (nxt[2].isdigit() or self._plain(nxt[2])):
             return start, end
         if prev is not None and prev[2].isdigit():
-            return prev[0], end   # "3.5 Sonnet"
+            return prev[0], end  # "3.5 Sonnet"
         if prev is not None and (self._plain(prev[2]) or found and found[-1][1] >= prev[1]):
             return start, end
-        if name.what == VENDOR and i and words[i - 1][2] in builtin.ORIGIN \
-                and text[words[i - 1][1]:start] in (" ", "\t"):
+        if (
+            name.what == VENDOR
+            and i
+            and words[i - 1][2] in builtin.ORIGIN
+            and text[words[i - 1][1] : start] in (" ", "\t")
+        ):
             return start, end
         return None
 
@@ -303,9 +324,6 @@ class Names:
             b -= 1
         tail = _TAIL.match(text, b)
         return a, tail.end() if tail else b
-
-
-
 
 
 @dataclass(frozen=True)
@@ -327,8 +345,9 @@ class Masker:
 
     def __init__(self, names: Names, task: Iterable[str] = ()):
         self.names = names
-        self.exempt = frozenset(flat(k) for text in task if text
-                                for *_, k in names.spans(normal(text)))
+        self.exempt = frozenset(
+            flat(k) for text in task if text for *_, k in names.spans(normal(text))
+        )
 
     def __call__(self, text: str) -> str:
         return self.mask(text)[0]
@@ -337,8 +356,10 @@ class Masker:
         """Every name in ``text``, in the original's characters, sorted; a base64 token whose
         text names one is a hit of its own (``depth``: how deep encodings are opened)."""
         folded = fold(text)
-        found = [Hit(*folded.origin(a, b), what, k, folded.text[a:b])
-                 for a, b, what, k in self.names.spans(folded.text, self.exempt)]
+        found = [
+            Hit(*folded.origin(a, b), what, k, folded.text[a:b])
+            for a, b, what, k in self.names.spans(folded.text, self.exempt)
+        ]
         if depth > 0:
             for a, b, decoded in base64_tokens(text):
                 inner = self.hits(decoded, depth - 1)
@@ -374,8 +395,9 @@ class Masker:
         out.append(text[at:])
         return "".join(out), len(merged)
 
-    def itself(self, text: str, own: selfname.Own, hits: list[Hit] | None = None,
-               depth: int = 1) -> list[dict]:
+    def itself(
+        self, text: str, own: selfname.Own, hits: list[Hit] | None = None, depth: int = 1
+    ) -> list[dict]:
         """Where ``text`` (unmasked) names its own writer, ``own``: one piece of evidence per
         place (``selfname.evidence``); the text a base64 token encodes is read too."""
         if hits is None:
@@ -384,8 +406,13 @@ class Masker:
         for h in hits:
             if h.base64 and depth > 0:
                 for e in self.itself(h.read, own, depth=depth - 1):
-                    found.append(dict(e, forms=["base64", *e["forms"]],
-                                      written=selfname.shown(text[h.start:h.end])))
+                    found.append(
+                        dict(
+                            e,
+                            forms=["base64", *e["forms"]],
+                            written=selfname.shown(text[h.start : h.end]),
+                        )
+                    )
         return found
 
 
@@ -395,9 +422,12 @@ def own_of(model: Model) -> selfname.Own:
     its names) and that vendor's well-known models."""
     kinds: dict[str, str] = {}
     shown: dict[str, str] = {}
-    single: set[str] = set()   # names of one word
-    for text, kind in ((model.alias, "alias"), (model.served, "served id"),
-                       (model.family, "family")):
+    single: set[str] = set()  # names of one word
+    for text, kind in (
+        (model.alias, "alias"),
+        (model.served, "served id"),
+        (model.family, "family"),
+    ):
         names = Names()
         if kind == "served id":
             names.add_served(text)
@@ -409,9 +439,13 @@ def own_of(model: Model) -> selfname.Own:
                 single.add(flat(k))
         shown.update({f: t for f, t in names.shown.items() if f not in shown})
     words = {w for t in (model.alias, model.served, model.family) for w in key(t or "")}
-    makers = {m for word, made in builtin.MAKERS.items() if key(word) and
-              (flat(key(word)) in kinds or (len(key(word)) == 1 and key(word)[0] in words))
-              for m in made}
+    makers = {
+        m
+        for word, made in builtin.MAKERS.items()
+        if key(word)
+        and (flat(key(word)) in kinds or (len(key(word)) == 1 and key(word)[0] in words))
+        for m in made
+    }
     for vendor in makers:
         if len(key(vendor)) == 1:
             single.add(flat(key(vendor)))
@@ -423,8 +457,11 @@ def own_of(model: Model) -> selfname.Own:
             kinds.setdefault(flat(key(word)), "its vendor's model")
             shown.setdefault(flat(key(word)), word)
     known = {flat(key(w)) for w in (*builtin.MODELS, *builtin.VENDORS, *builtin.DOMAINS)}
-    plain = frozenset(f for f in kinds if f in single and f.isalpha() and f not in known
-                      and f not in builtin.MAKERS)
+    plain = frozenset(
+        f
+        for f in kinds
+        if f in single and f.isalpha() and f not in known and f not in builtin.MAKERS
+    )
     return selfname.Own(model.alias, kinds, shown, plain)
 
 
@@ -437,7 +474,7 @@ class _Letters:
         self._begin = [a for a, _, _ in words]
         self._offset = list(itertools.accumulate((b - a for a, b, _ in words), initial=0))
         chars = "".join(w for _, _, w in words)
-        if len(chars) != self._offset[-1]:   # a letter whose casefold is longer ("ß")
+        if len(chars) != self._offset[-1]:  # a letter whose casefold is longer ("ß")
             chars = "".join(c.casefold()[:1] or c for a, b, _ in words for c in text[a:b])
         self.chars = chars
         joints = [self._index(m.start()) for m in _CAMEL_IN.finditer(text)]
@@ -468,21 +505,21 @@ def _split_ok(text: str, letters: _Letters, k: int, j: int, name_key: tuple) -> 
     """Whether the letters ``k..j`` are one name however they are split."""
     where = letters.positions(k, j)
     if where[-1] - where[0] == j - k:
-        return True   # nothing between its letters
+        return True  # nothing between its letters
     joints, at = set(), 0
     for w in name_key[:-1]:
         at += len(w)
-        joints.add(at)   # after which of its letters the name's own parts meet
+        joints.add(at)  # after which of its letters the name's own parts meet
     spaced, pieces, piece = False, [], 1
     for t in range(j - k):
-        gap = text[where[t] + 1:where[t + 1]]
+        gap = text[where[t] + 1 : where[t + 1]]
         if not gap:
             piece += 1
             continue
         if len(gap) > 4 or not _SEP.issuperset(gap) or gap.replace("\r\n", "\n").count("\n") > 1:
             return False
         if "." in gap and (" " in gap or "\n" in gap):
-            return False   # the end of a sentence, not a name
+            return False  # the end of a sentence, not a name
         if t + 1 not in joints and (" " in gap or "\t" in gap or "\n" in gap):
             spaced = True
         pieces.append(piece)
@@ -495,10 +532,10 @@ def _split_ok(text: str, letters: _Letters, k: int, j: int, name_key: tuple) -> 
 class Seen:
     """A run as its judge reads it."""
 
-    text: str                  # the transcript, masked
-    masked: int                # names masked in it
-    names_itself: tuple = ()   # where it names itself, in words: its judgement is void
-    evidence: tuple = ()       # the same, for a person to confirm (``selfname.evidence``)
+    text: str  # the transcript, masked
+    masked: int  # names masked in it
+    names_itself: tuple = ()  # where it names itself, in words: its judgement is void
+    evidence: tuple = ()  # the same, for a person to confirm (``selfname.evidence``)
 
 
 def seen(render: Callable, masker: Masker, own: Model | None = None) -> Seen:

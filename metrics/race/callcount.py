@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from panelist.metrics.race import judge, jury
 
-RUN_ATTEMPTS = 3   # a run's call: the first try, one retry, one correction to an output cap
+RUN_ATTEMPTS = 3  # a run's call: the first try, one retry, one correction to an output cap
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ def of_race(spec, plan, *, tools: bool = False, max_rounds: int = 8) -> RaceCall
     judgements = judged_runs * len(plan.judges) * (2 if spec.orders == "both" else 1)
     rounds = max_rounds if tools else 1
     planned = inputs + candidate_runs + judgements
-    at_most = (inputs + candidate_runs) * rounds * RUN_ATTEMPTS \
-        + judgements * (judge.ASKS + 2 * len(jury.TUNED))
+    at_most = (inputs + candidate_runs) * rounds * RUN_ATTEMPTS + judgements * (
+        judge.ASKS + 2 * len(jury.TUNED)
+    )
     return RaceCalls(planned, at_most)

@@ -24,35 +24,51 @@ from panelist.metrics.race.judge import boundary
 from panelist.metrics.store import jsonwire
 
 USEFULNESS, PREFERENCE = "usefulness", "preference"
-ORDERS = ("good_first", "bad_first")   # which of a pair a person preferred is shown first
-OUT_TOKENS = 60                        # what a reply is expected to cost, for the estimate
+ORDERS = ("good_first", "bad_first")  # which of a pair a person preferred is shown first
+OUT_TOKENS = 60  # what a reply is expected to cost, for the estimate
 
 _SCHEMAS = {
-    USEFULNESS: {"type": "object",
-                 "properties": {"useful": {"type": "boolean"}, "reason": {"type": "string"}},
-                 "required": ["useful", "reason"], "additionalProperties": False},
-    PREFERENCE: {"type": "object",
-                 "properties": {"better": {"type": "string", "enum": ["A", "B"]},
-                                "reason": {"type": "string"}},
-                 "required": ["better", "reason"], "additionalProperties": False},
+    USEFULNESS: {
+        "type": "object",
+        "properties": {"useful": {"type": "boolean"}, "reason": {"type": "string"}},
+        "required": ["useful", "reason"],
+        "additionalProperties": False,
+    },
+    PREFERENCE: {
+        "type": "object",
+        "properties": {
+            "better": {"type": "string", "enum": ["A", "B"]},
+            "reason": {"type": "string"},
+        },
+        "required": ["better", "reason"],
+        "additionalProperties": False,
+    },
 }
-_FORMS = {USEFULNESS: '{"useful": true or false, "reason": "<one sentence>"}',
-          PREFERENCE: '{"better": "A" or "B", "reason": "<one sentence>"}'}
+_FORMS = {
+    USEFULNESS: '{"useful": true or false, "reason": "<one sentence>"}',
+    PREFERENCE: '{"better": "A" or "B", "reason": "<one sentence>"}',
+}
 
 
 def response_format(kind: str) -> dict:
-    return {"type": "json_schema",
-            "json_schema": {"name": kind, "strict": True, "schema": _SCHEMAS[kind]}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": kind, "strict": True, "schema": _SCHEMAS[kind]},
+    }
 
 
 def _instructions(token: str, kind: str) -> str:
     if kind == USEFULNESS:
-        task = ("Say whether the answer is useful: would the person who sent the request be "
-                "well served by it as it stands (correct, on point, usable)?")
+        task = (
+            "Say whether the answer is useful: would the person who sent the request be "
+            "well served by it as it stands (correct, on point, usable)?"
+        )
     else:
-        task = ("Two answers to the same request are shown, answer A first, then answer B. "
-                "Say which one serves the person who sent the request better. Which answer "
-                "comes first says nothing about either.")
+        task = (
+            "Two answers to the same request are shown, answer A first, then answer B. "
+            "Say which one serves the person who sent the request better. Which answer "
+            "comes first says nothing about either."
+        )
     return f"""\
 You judge answers that models gave to a request, as the careful person who sent it would.
 
@@ -75,30 +91,47 @@ def _block(token: str, name: str, text: str) -> str:
 def usefulness(request: str, answer: str) -> list[dict]:
     """Is ``answer`` (masked) useful for ``request``?"""
     token = boundary([request, answer])
-    body = "\n\n".join(["The request and one answer to it follow, each in its block.",
-                        "# Request\n" + _block(token, "request", request),
-                        "# Answer\n" + _block(token, "answer", answer)])
-    return [{"role": "system", "content": _instructions(token, USEFULNESS)},
-            {"role": "user", "content": body}]
+    body = "\n\n".join(
+        [
+            "The request and one answer to it follow, each in its block.",
+            "# Request\n" + _block(token, "request", request),
+            "# Answer\n" + _block(token, "answer", answer),
+        ]
+    )
+    return [
+        {"role": "system", "content": _instructions(token, USEFULNESS)},
+        {"role": "user", "content": body},
+    ]
 
 
 def preference(request: str, first: str, second: str) -> list[dict]:
     """Which of two answers (masked; ``first`` is shown as A) serves ``request`` better?"""
     token = boundary([request, first, second])
-    body = "\n\n".join(["The request and two answers to it (answer A first, then answer B) "
-                        "follow, each in its block.",
-                        "# Request\n" + _block(token, "request", request),
-                        "# Answer A\n" + _block(token, "answer A", first),
-                        "# Answer B\n" + _block(token, "answer B", second)])
-    return [{"role": "system", "content": _instructions(token, PREFERENCE)},
-            {"role": "user", "content": body}]
+    body = "\n\n".join(
+        [
+            "The request and two answers to it (answer A first, then answer B) "
+            "follow, each in its block.",
+            "# Request\n" + _block(token, "request", request),
+            "# Answer A\n" + _block(token, "answer A", first),
+            "# Answer B\n" + _block(token, "answer B", second),
+        ]
+    )
+    return [
+        {"role": "system", "content": _instructions(token, PREFERENCE)},
+        {"role": "user", "content": body},
+    ]
 
 
 def again(previous: list[dict], said: str, problem: str, kind: str) -> list[dict]:
     """The question asked once more, naming what was wrong with the first reply."""
-    return previous + [{"role": "assistant", "content": said},
-                       {"role": "user", "content": f"That answer cannot be used: {problem}. "
-                                                   f"Answer again with only {_FORMS[kind]}"}]
+    return previous + [
+        {"role": "assistant", "content": said},
+        {
+            "role": "user",
+            "content": f"That answer cannot be used: {problem}. "
+            f"Answer again with only {_FORMS[kind]}",
+        },
+    ]
 
 
 def parse(text: str, kind: str) -> tuple[bool | str | None, str]:
@@ -117,5 +150,5 @@ def parse(text: str, kind: str) -> tuple[bool | str | None, str]:
             return None, "'useful' must be true or false"
         return value["useful"], ""
     if value.get("better") not in ("A", "B"):
-        return None, "'better' must be \"A\" or \"B\""
+        return None, '\'better\' must be "A" or "B"'
     return value["better"], ""

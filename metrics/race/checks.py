@@ -36,23 +36,23 @@ from panelist.metrics.store.configfile import flocked
 CHECK_ID = re.compile(r"j\d{8}-[0-9a-f]{8}")
 LATEST = "latest.json"
 VERSION = 1
-WEIGHTS = ("agreement",)   # how a race may weight its jury
-RACE_SHAPE = "general"     # a race names no shape: its evidence counts as general work
+WEIGHTS = ("agreement",)  # how a race may weight its jury
+RACE_SHAPE = "general"  # a race names no shape: its evidence counts as general work
 
 EXPLAIN = {
     "kappa": "Cohen's κ: how often the judge's useful / not marks match the people's, beyond "
-             "what chance would give at the same rates (1: always, 0: no better than chance).",
+    "what chance would give at the same rates (1: always, 0: no better than chance).",
     "accuracy": "Pairwise accuracy: on pairs of answers a person separated (one useful, one "
-                "not), how often the judge preferred the useful one, averaged over both orders.",
+    "not), how often the judge preferred the useful one, averaged over both orders.",
     "flip_rate": "Position flip rate: the share of pairs whose preferred answer changed when "
-                 "the order they were shown in was swapped.",
+    "the order they were shown in was swapped.",
     "own_family_lift": "Own-family lift: on pairs with one answer of the judge's own family, "
-                       "how much more often the judge preferred it than the person did.",
+    "how much more often the judge preferred it than the person did.",
     "length_slope": "Length slope: how much more the judge's preference leans to the longer "
-                    "answer than the person's did, per doubling of the length ratio.",
+    "answer than the person's did, per doubling of the length ratio.",
     "baselines": "Beside each figure: a constant judge (always useful, always the first "
-                 "shown) and a length-only judge (the longer answer). A judge whose pairwise "
-                 "accuracy does not clear them adds nothing.",
+    "shown) and a length-only judge (the longer answer). A judge whose pairwise "
+    "accuracy does not clear them adds nothing.",
 }
 
 
@@ -73,11 +73,18 @@ def _entries(report: dict) -> dict[tuple[str, str], dict]:
     """A report's latest-figure entries, by (judge, shape)."""
     out = {}
     for result in report.get("results") or ():
-        entry = {"judge": result["judge"], "shape": result["shape"], "check": report["check"],
-                 "ts": report.get("ts"), "panels": result.get("panels"),
-                 "pairs": result.get("pairs"), "answers": result.get("answers"),
-                 "figures": result.get("figures"), "baselines": result.get("baselines"),
-                 "findings": result.get("findings") or []}
+        entry = {
+            "judge": result["judge"],
+            "shape": result["shape"],
+            "check": report["check"],
+            "ts": report.get("ts"),
+            "panels": result.get("panels"),
+            "pairs": result.get("pairs"),
+            "answers": result.get("answers"),
+            "figures": result.get("figures"),
+            "baselines": result.get("baselines"),
+            "findings": result.get("findings") or [],
+        }
         out[(entry["judge"], entry["shape"])] = entry
     return out
 
@@ -89,8 +96,9 @@ def save(root: Path, report: dict) -> Path:
     atomic.write(path, jsonwire.dumps(report, indent=1) + "\n", fsync=False)
     with flocked(root / (LATEST + ".lock")):
         found = _read_latest(root)
-        entries = {(e["judge"], e["shape"]): e for e in found} if found is not None else \
-            _rebuilt(root)
+        entries = (
+            {(e["judge"], e["shape"]): e for e in found} if found is not None else _rebuilt(root)
+        )
         entries.update(_entries(report))
         _write_latest(root, entries)
     return path
@@ -108,8 +116,11 @@ def _read_latest(root: Path) -> list[dict] | None:
 
 def _write_latest(root: Path, entries: dict) -> None:
     ordered = [entries[k] for k in sorted(entries)]
-    atomic.write(root / LATEST, jsonwire.dumps({"v": VERSION, "checks": ordered}, indent=1)
-                 + "\n", fsync=False)
+    atomic.write(
+        root / LATEST,
+        jsonwire.dumps({"v": VERSION, "checks": ordered}, indent=1) + "\n",
+        fsync=False,
+    )
 
 
 def _rebuilt(root: Path) -> dict:
@@ -142,13 +153,15 @@ def latest(root: Path) -> list[dict]:
 def report(root: Path, check: str) -> dict:
     """One check's saved report."""
     if not isinstance(check, str) or not CHECK_ID.fullmatch(check):
-        raise NotFound(f"unknown judge check '{str(check)[:40]}'; GET /api/judge/checks lists "
-                       "the latest")
+        raise NotFound(
+            f"unknown judge check '{str(check)[:40]}'; GET /api/judge/checks lists the latest"
+        )
     try:
         return jsonwire.loads((root / f"{check}.json").read_bytes())
     except FileNotFoundError:
-        raise NotFound(f"unknown judge check '{check}'; GET /api/judge/checks lists the "
-                       "latest") from None
+        raise NotFound(
+            f"unknown judge check '{check}'; GET /api/judge/checks lists the latest"
+        ) from None
 
 
 # -- a race's jury, weighted by agreement --------------------------------------------------------
@@ -163,12 +176,15 @@ def scored(root: Path, judges: list[str], shape: str) -> dict:
         if entry is None:
             continue
         figs = entry.get("figures") or {}
-        out[alias] = {"shape": entry["shape"], "check": entry["check"],
-                      "kappa": (figs.get("kappa") or {}).get("value"),
-                      "kappa_interval": (figs.get("kappa") or {}).get("interval"),
-                      "accuracy": (figs.get("accuracy") or {}).get("value"),
-                      "accuracy_interval": (figs.get("accuracy") or {}).get("interval"),
-                      "findings": entry.get("findings") or []}
+        out[alias] = {
+            "shape": entry["shape"],
+            "check": entry["check"],
+            "kappa": (figs.get("kappa") or {}).get("value"),
+            "kappa_interval": (figs.get("kappa") or {}).get("interval"),
+            "accuracy": (figs.get("accuracy") or {}).get("value"),
+            "accuracy_interval": (figs.get("accuracy") or {}).get("interval"),
+            "findings": entry.get("findings") or [],
+        }
     return out
 
 
@@ -178,15 +194,21 @@ def weights(root: Path, judges: list[str], shape: str) -> dict[str, float]:
     found = scored(root, judges, shape)
     missing = [a for a in judges if a not in found or found[a]["kappa"] is None]
     if missing:
-        raise BadRequest(f"jury_weights 'agreement' needs a judge check of every judge; "
-                         f"{', '.join(missing)} has none (of shape '{shape}' or all shapes): run "
-                         f"`panelist judge check --judges {','.join(missing)}` first, or leave "
-                         "jury_weights out", param="jury_weights")
+        raise BadRequest(
+            f"jury_weights 'agreement' needs a judge check of every judge; "
+            f"{', '.join(missing)} has none (of shape '{shape}' or all shapes): run "
+            f"`panelist judge check --judges {','.join(missing)}` first, or leave "
+            "jury_weights out",
+            param="jury_weights",
+        )
     out = {a: max(0.0, float(found[a]["kappa"])) for a in judges}
     if not any(out.values()):
-        raise BadRequest("jury_weights 'agreement': no judge of this race agrees with people "
-                         "better than chance (every κ ≤ 0), so no judge would count; name other "
-                         "judges or leave jury_weights out", param="jury_weights")
+        raise BadRequest(
+            "jury_weights 'agreement': no judge of this race agrees with people "
+            "better than chance (every κ ≤ 0), so no judge would count; name other "
+            "judges or leave jury_weights out",
+            param="jury_weights",
+        )
     return out
 
 
@@ -222,17 +244,23 @@ def people_lines(judging: dict) -> list[str]:
     """The report's lines on its judges against people, and its weights."""
     lines = []
     for alias, s in (judging.get("people") or {}).items():
+
         def fig(v, iv):
             if v is None:
                 return "–"
             return f"{v:.2f}" + (f" ({iv[0]:.2f} to {iv[1]:.2f})" if iv else "")
+
         weight = (judging.get("weights") or {}).get(alias)
-        lines.append(f"against people: {alias} κ {fig(s['kappa'], s['kappa_interval'])}, pair "
-                     f"accuracy {fig(s['accuracy'], s['accuracy_interval'])} (judge check "
-                     f"{s['check']}, shape {s['shape']})"
-                     + (f"; weight {weight:.2f}" if weight is not None else "")
-                     + "".join(f"; {f}" for f in s["findings"][:1]))
+        lines.append(
+            f"against people: {alias} κ {fig(s['kappa'], s['kappa_interval'])}, pair "
+            f"accuracy {fig(s['accuracy'], s['accuracy_interval'])} (judge check "
+            f"{s['check']}, shape {s['shape']})"
+            + (f"; weight {weight:.2f}" if weight is not None else "")
+            + "".join(f"; {f}" for f in s["findings"][:1])
+        )
     if judging.get("weights"):
-        lines.append("jury: each judge's accuracy, shown work and total weighted by its κ "
-                     "against people (floored at 0)")
+        lines.append(
+            "jury: each judge's accuracy, shown work and total weighted by its κ "
+            "against people (floored at 0)"
+        )
     return lines

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from panelist.metrics.roster.roster import Model
 
-PER = 1_000_000   # roster prices are per million tokens
+PER = 1_000_000  # roster prices are per million tokens
 
 
 def call_cost(model: Model, tokens: dict | None) -> float | None:
@@ -40,5 +40,7 @@ class Costs:
         self.add(model.currency, call_cost(model, tokens))
 
     def public(self) -> dict:
-        return {"by_currency": {c: round(v, 8) for c, v in sorted(self.sums.items())},
-                "unknown_calls": self.unknown}
+        return {
+            "by_currency": {c: round(v, 8) for c, v in sorted(self.sums.items())},
+            "unknown_calls": self.unknown,
+        }

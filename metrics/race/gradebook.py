@@ -32,20 +32,33 @@ class GradeBook:
     def of(cls, grades, roster: Roster) -> "GradeBook":
         """Over a ``Grades(home)`` (``.pinned(grade)``, ``.ceiling()``,
         ``.candidates(grade, roster_view)``)."""
-        return cls(grades.pinned, grades.ceiling,
-                   lambda grade: list(grades.candidates(grade, roster.view())),
-                   getattr(grades, "order", lambda: list(DEFAULT_ORDER)))
+        return cls(
+            grades.pinned,
+            grades.ceiling,
+            lambda grade: list(grades.candidates(grade, roster.view())),
+            getattr(grades, "order", lambda: list(DEFAULT_ORDER)),
+        )
 
     @classmethod
-    def plain(cls, pinned: dict[str, str], ceiling: str | None, roster: Roster,
-              candidates: dict[str, list[str]] | None = None,
-              order: list[str] | None = None) -> "GradeBook":
+    def plain(
+        cls,
+        pinned: dict[str, str],
+        ceiling: str | None,
+        roster: Roster,
+        candidates: dict[str, list[str]] | None = None,
+        order: list[str] | None = None,
+    ) -> "GradeBook":
         """From plain values; candidates default to the roster's (see ``roster_candidates``),
         the grades' order to ``DEFAULT_ORDER``."""
         order = list(order or DEFAULT_ORDER)
-        return cls(pinned.get, lambda: ceiling,
-                   (lambda g: list(candidates.get(g, []))) if candidates is not None
-                   else (lambda g: roster_candidates(roster.view(), g)), lambda: order)
+        return cls(
+            pinned.get,
+            lambda: ceiling,
+            (lambda g: list(candidates.get(g, [])))
+            if candidates is not None
+            else (lambda g: roster_candidates(roster.view(), g)),
+            lambda: order,
+        )
 
     @classmethod
     def of_home(cls, home: Home, roster: Roster) -> "GradeBook":
@@ -67,5 +80,8 @@ def strongest(grades: GradeBook, view: RosterView) -> list[Model]:
 
 def roster_candidates(view: RosterView, grade: str) -> list[str]:
     """Every callable model of ``grade``: of that grade, not retired, its endpoint present."""
-    return [m.alias for m in view.models.values()
-            if m.grade == grade and not m.retired and m.endpoint in view.endpoints]
+    return [
+        m.alias
+        for m in view.models.values()
+        if m.grade == grade and not m.retired and m.endpoint in view.endpoints
+    ]

@@ -35,8 +35,8 @@ from panelist.metrics.store import jsonwire
 from panelist.metrics.race.tooldiff import differs
 
 MAX_ACCURACY, MAX_SHOWN_WORK = 7, 3
-CAP = 4            # the most accuracy a run with any tool difference can keep
-ASKS = 3           # tries of one judgement in all: a call's retries and the asks again
+CAP = 4  # the most accuracy a run with any tool difference can keep
+ASKS = 3  # tries of one judgement in all: a call's retries and the asks again
 ORDERS = ("reference_first", "candidate_first")
 
 SCHEMA = {
@@ -49,8 +49,10 @@ SCHEMA = {
     "required": ["accuracy", "shown_work", "reason"],
     "additionalProperties": False,
 }
-RESPONSE_FORMAT = {"type": "json_schema",
-                   "json_schema": {"name": "judgement", "strict": True, "schema": SCHEMA}}
+RESPONSE_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "judgement", "strict": True, "schema": SCHEMA},
+}
 
 
 def instructions(token: str) -> str:
@@ -94,8 +96,14 @@ def _block(token: str, name: str, text: str) -> str:
     return f"<<<BEGIN {token} {name}>>>\n{text}\n<<<END {token} {name}>>>"
 
 
-def messages(task: str, rubric: str | None, reference: str, candidate: str, difference: str,
-             order: str = ORDERS[0]) -> list[dict]:
+def messages(
+    task: str,
+    rubric: str | None,
+    reference: str,
+    candidate: str,
+    difference: str,
+    order: str = ORDERS[0],
+) -> list[dict]:
     """The judge's question: ``reference``, ``candidate`` and ``difference`` (``tooldiff.describe``)
     are the runs and their tool difference as the judge reads them (masked), the runs shown in
     ``order``."""
@@ -103,31 +111,40 @@ def messages(task: str, rubric: str | None, reference: str, candidate: str, diff
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     rubric = rubric or "No rubric beyond the task: judge by the task itself."
     token = boundary([task, rubric, reference, candidate, difference])
-    runs = [("Reference run", "reference run", reference),
-            ("Candidate run", "candidate run", candidate)]
+    runs = [
+        ("Reference run", "reference run", reference),
+        ("Candidate run", "candidate run", candidate),
+    ]
     if order == "candidate_first":
         runs.reverse()
-    said = (f"The task, the rubric, the two runs (the {runs[0][1]} first, then the "
-            f"{runs[1][1]}) and the tool difference follow, each in its block.")
-    body = "\n\n".join([
-        said,
-        "# Task\n" + _block(token, "task", task),
-        "# Rubric\n" + _block(token, "rubric", rubric),
-        *(f"# {title}\n" + _block(token, name, text) for title, name, text in runs),
-        "# Tool difference (candidate against reference, computed by code)\n"
-        + _block(token, "tool difference", difference),
-    ])
-    return [{"role": "system", "content": instructions(token)},
-            {"role": "user", "content": body}]
+    said = (
+        f"The task, the rubric, the two runs (the {runs[0][1]} first, then the "
+        f"{runs[1][1]}) and the tool difference follow, each in its block."
+    )
+    body = "\n\n".join(
+        [
+            said,
+            "# Task\n" + _block(token, "task", task),
+            "# Rubric\n" + _block(token, "rubric", rubric),
+            *(f"# {title}\n" + _block(token, name, text) for title, name, text in runs),
+            "# Tool difference (candidate against reference, computed by code)\n"
+            + _block(token, "tool difference", difference),
+        ]
+    )
+    return [{"role": "system", "content": instructions(token)}, {"role": "user", "content": body}]
 
 
 def again(previous: list[dict], said: str, problem: str) -> list[dict]:
     """The question asked once more, naming what was wrong with the first answer."""
     return previous + [
         {"role": "assistant", "content": said},
-        {"role": "user", "content": f"That answer cannot be used: {problem}. Answer again with "
-                                    "only the JSON object {\"accuracy\", \"shown_work\", "
-                                    "\"reason\"}."}]
+        {
+            "role": "user",
+            "content": f"That answer cannot be used: {problem}. Answer again with "
+            'only the JSON object {"accuracy", "shown_work", '
+            '"reason"}.',
+        },
+    ]
 
 
 def parse(text: str) -> tuple[dict | None, str]:
@@ -161,8 +178,8 @@ class Judgement:
     accuracy: int | None = None
     shown_work: int | None = None
     reason: str = ""
-    said: int | None = None    # the accuracy the judge gave, when code capped it
-    error: str = ""            # why there is no judgement
+    said: int | None = None  # the accuracy the judge gave, when code capped it
+    error: str = ""  # why there is no judgement
     asks: int = 0
 
     @property

@@ -52,13 +52,13 @@ from panelist.metrics.seats.record import CallLog
 from panelist.metrics.seats import SeatCall, Seats
 from panelist.metrics.store.jsonl import utc_iso
 
-ASKS = 2   # tries of one question: an unreadable reply is asked once more
+ASKS = 2  # tries of one question: an unreadable reply is asked once more
 
-SAMPLE = 100            # panels sampled when no --sample is given
+SAMPLE = 100  # panels sampled when no --sample is given
 MAX_SAMPLE = 2000
 MAX_JUDGES = 9
-PANELS_AT_ONCE = 8      # panels whose questions are asked together
-PARALLEL = 16           # questions in flight at once per endpoint
+PANELS_AT_ONCE = 8  # panels whose questions are asked together
+PARALLEL = 16  # questions in flight at once per endpoint
 CALL_TIMEOUT = 120.0
 CHECK_TIMEOUT = 3600.0
 JURY = "jury"
@@ -71,7 +71,7 @@ class Sampled:
     panel: str
     shape: str
     prompt: str
-    answers: list[dict]      # {"call", "alias", "useful", "text"}: text as the person saw it
+    answers: list[dict]  # {"call", "alias", "useful", "text"}: text as the person saw it
 
 
 @dataclass
@@ -82,7 +82,7 @@ class _Questions:
     sampled: Sampled
     panel: peoplematch.Panel
     marks: list[list[dict]]
-    pairs: list[dict]        # order -> messages
+    pairs: list[dict]  # order -> messages
     tokens: int
 
     @property
@@ -97,10 +97,10 @@ class Plan:
     judges: list[Model]
     shape: str | None
     panels: list[_Questions]
-    available: int           # judged panels the index holds (of the shape)
-    read: int                # panel lines read to find them
-    estimate: dict           # currency -> amount, for every question once
-    unpriced: list[str]      # judges without a price
+    available: int  # judged panels the index holds (of the shape)
+    read: int  # panel lines read to find them
+    estimate: dict  # currency -> amount, for every question once
+    unpriced: list[str]  # judges without a price
     budget: float | None
     seed: int
 
@@ -112,23 +112,34 @@ class Plan:
         return _estimate(self.judges, questions)
 
     def public(self) -> dict:
-        return {"judges": [m.alias for m in self.judges], "shape": self.shape,
-                "panels": len(self.panels), "available": self.available,
-                "questions": self.questions,
-                "estimate": {c: round(v, 8) for c, v in self.estimate.items()},
-                "unpriced": self.unpriced, "budget": self.budget, "seed": self.seed}
+        return {
+            "judges": [m.alias for m in self.judges],
+            "shape": self.shape,
+            "panels": len(self.panels),
+            "available": self.available,
+            "questions": self.questions,
+            "estimate": {c: round(v, 8) for c, v in self.estimate.items()},
+            "unpriced": self.unpriced,
+            "budget": self.budget,
+            "seed": self.seed,
+        }
 
     def said(self) -> str:
         """The estimate as a person reads it, before the check runs."""
         cost = ", ".join(cost_text(v, c) for c, v in self.estimate.items()) or "nothing known"
         if self.unpriced:
             cost += f" (+ unknown: {', '.join(self.unpriced)} has no price)"
-        cap = f"; budget {cost_text(self.budget, self._currency())}" \
-            if self.budget is not None else ""
-        return (f"judge check: {len(self.panels)} of {self.available} judged panels"
-                + (f" of shape {self.shape}" if self.shape else "")
-                + f", {self.questions} questions to {', '.join(m.alias for m in self.judges)}"
-                f"; estimated cost {cost}{cap}")
+        cap = (
+            f"; budget {cost_text(self.budget, self._currency())}"
+            if self.budget is not None
+            else ""
+        )
+        return (
+            f"judge check: {len(self.panels)} of {self.available} judged panels"
+            + (f" of shape {self.shape}" if self.shape else "")
+            + f", {self.questions} questions to {', '.join(m.alias for m in self.judges)}"
+            f"; estimated cost {cost}{cap}"
+        )
 
     def _currency(self) -> str:
         return next(iter(self.estimate), self.judges[0].currency)
@@ -163,8 +174,11 @@ def sample(ledger, shape: str | None, n: int, seed: int) -> tuple[list[Sampled],
             break
         record = ledger.panel(panel)
         read += 1
-        if not isinstance(record, dict) or not isinstance(record.get("prompt"), str) \
-                or not record["prompt"].strip():
+        if (
+            not isinstance(record, dict)
+            or not isinstance(record.get("prompt"), str)
+            or not record["prompt"].strip()
+        ):
             continue
         seats = [s for s in record.get("seats") or () if isinstance(s, dict)]
         if isinstance(record.get("merger"), dict):
@@ -174,8 +188,7 @@ def sample(ledger, shape: str | None, n: int, seed: int) -> tuple[list[Sampled],
         for call, alias, useful in verdicts:
             text = (by_call.get(call) or {}).get("answer")
             if isinstance(text, str) and text.strip():
-                answers.append({"call": call, "alias": alias, "useful": bool(useful),
-                                "text": text})
+                answers.append({"call": call, "alias": alias, "useful": bool(useful), "text": text})
         if len(answers) >= 2:
             chosen.append(Sampled(panel, shp, record["prompt"], answers))
     return chosen, len(found), read
@@ -183,13 +196,19 @@ def sample(ledger, shape: str | None, n: int, seed: int) -> tuple[list[Sampled],
 
 def _questions(sampled: Sampled, masker: blind.Masker) -> _Questions:
     texts = [masker(a["text"]) for a in sampled.answers]
-    panel = peoplematch.Panel(sampled.shape, [peoplematch.Answer(a["useful"], len(t))
-                                            for a, t in zip(sampled.answers, texts)])
+    panel = peoplematch.Panel(
+        sampled.shape,
+        [peoplematch.Answer(a["useful"], len(t)) for a, t in zip(sampled.answers, texts)],
+    )
     panel.pairs = peoplematch.separated(panel.answers)
     marks = [checkprompt.usefulness(sampled.prompt, t) for t in texts]
-    pairs = [{"good_first": checkprompt.preference(sampled.prompt, texts[p.good], texts[p.bad]),
-              "bad_first": checkprompt.preference(sampled.prompt, texts[p.bad], texts[p.good])}
-             for p in panel.pairs]
+    pairs = [
+        {
+            "good_first": checkprompt.preference(sampled.prompt, texts[p.good], texts[p.bad]),
+            "bad_first": checkprompt.preference(sampled.prompt, texts[p.bad], texts[p.good]),
+        }
+        for p in panel.pairs
+    ]
     tokens = sum(map(_tokens, marks)) + sum(_tokens(m) for q in pairs for m in q.values())
     return _Questions(sampled, panel, marks, pairs, tokens)
 
@@ -198,7 +217,7 @@ def _questions(sampled: Sampled, masker: blind.Masker) -> _Questions:
 def _admission(home: Home):
     try:
         from panelist.metrics.upstream.admission import Admission
-    except ImportError:   # admission not installed in this build: no limits
+    except ImportError:  # admission not installed in this build: no limits
         return None
     return Admission.of_home(home)
 
@@ -210,8 +229,11 @@ def parse_budget(text) -> float:
     except ValueError:
         value = float("nan")
     if not math.isfinite(value) or value <= 0:
-        raise BadRequest(f"--budget must be an amount above 0 in the judges' currency, such "
-                         f"as 2.50, not {str(text)[:40]!r}", param="budget")
+        raise BadRequest(
+            f"--budget must be an amount above 0 in the judges' currency, such "
+            f"as 2.50, not {str(text)[:40]!r}",
+            param="budget",
+        )
     return value
 
 
@@ -219,17 +241,30 @@ class JudgeCheck:
     """One check of a data folder: ``plan()`` (sampled and priced; refusals raised there),
     then ``run(plan)`` (the report, saved)."""
 
-    def __init__(self, home: Home, *, judges: list[str] | None = None, shape: str | None = None,
-                 sample: int = SAMPLE, budget: float | None = None, seed: int = 0,
-                 upstream=None, admission="home", call_timeout: float = CALL_TIMEOUT,
-                 ledger=None):
-        if isinstance(sample, bool) or not isinstance(sample, int) or \
-                not 1 <= sample <= MAX_SAMPLE:
-            raise BadRequest(f"--sample must be a whole number from 1 to {MAX_SAMPLE}: how "
-                             "many judged panels to check", param="sample")
+    def __init__(
+        self,
+        home: Home,
+        *,
+        judges: list[str] | None = None,
+        shape: str | None = None,
+        sample: int = SAMPLE,
+        budget: float | None = None,
+        seed: int = 0,
+        upstream=None,
+        admission="home",
+        call_timeout: float = CALL_TIMEOUT,
+        ledger=None,
+    ):
+        if isinstance(sample, bool) or not isinstance(sample, int) or not 1 <= sample <= MAX_SAMPLE:
+            raise BadRequest(
+                f"--sample must be a whole number from 1 to {MAX_SAMPLE}: how "
+                "many judged panels to check",
+                param="sample",
+            )
         if judges is not None and (not judges or len(judges) > MAX_JUDGES):
-            raise BadRequest(f"--judges names 1 to {MAX_JUDGES} models, of distinct families",
-                             param="judges")
+            raise BadRequest(
+                f"--judges names 1 to {MAX_JUDGES} models, of distinct families", param="judges"
+            )
         self.home, self.names, self.shape = home, judges, shape
         self.n, self.budget, self.seed = sample, budget, seed
         self.upstream, self.call_timeout = upstream, call_timeout
@@ -244,21 +279,27 @@ class JudgeCheck:
         view = known.view()
         if self.names is None:
             from panelist.metrics.race.benchmark import GradeBook
+
             ceiling = GradeBook.of_home(self.home, known.roster).ceiling()
             ceiling = getattr(ceiling, "alias", ceiling)
             if ceiling is None:
-                raise NotFound("there is no ceiling model to judge with; set one with "
-                               "`panelist grade ceiling ALIAS`, or name judges with --judges",
-                               param="judges")
+                raise NotFound(
+                    "there is no ceiling model to judge with; set one with "
+                    "`panelist grade ceiling ALIAS`, or name judges with --judges",
+                    param="judges",
+                )
             names = [ceiling]
         else:
             names = list(dict.fromkeys(self.names))
         unknown = [a for a in names if a not in view.models]
         if unknown:
-            raise NotFound(f"unknown judge(s) {', '.join(unknown)}; name models of the roster "
-                           "(`panelist model list`)", param="judges")
+            raise NotFound(
+                f"unknown judge(s) {', '.join(unknown)}; name models of the roster "
+                "(`panelist model list`)",
+                param="judges",
+            )
         models = [view.models[a] for a in names]
-        jury.check(models, [], chosen=True)   # distinct families, as a race's jury
+        jury.check(models, [], chosen=True)  # distinct families, as a race's jury
         return models
 
     def plan(self) -> Plan:
@@ -271,6 +312,7 @@ class JudgeCheck:
         own = ledger is None
         if own:
             from panelist.metrics.ledger.ledger import Ledger
+
             ledger = Ledger.of_home(self.home)
         try:
             found, available, read = sample(ledger, self.shape, self.n, self.seed)
@@ -279,51 +321,74 @@ class JudgeCheck:
                 ledger.close()
         if not found:
             where = f" of shape '{self.shape}'" if self.shape else ""
-            raise BadRequest(f"no judged panel{where} to check: a panel counts once a person "
-                             "has marked two or more of its answers useful or not (on Panels, "
-                             "or with `panelist verdict`)", param="shape")
-        names = blind.Names.of(view.models.values(), view.endpoints.values(),
-                               known.served_ids())
+            raise BadRequest(
+                f"no judged panel{where} to check: a panel counts once a person "
+                "has marked two or more of its answers useful or not (on Panels, "
+                "or with `panelist verdict`)",
+                param="shape",
+            )
+        names = blind.Names.of(view.models.values(), view.endpoints.values(), known.served_ids())
         questions = [_questions(s, blind.Masker(names, [s.prompt])) for s in found]
         estimate = _estimate(judges, questions)
         unpriced = [m.alias for m in judges if m.price_in is None or m.price_out is None]
-        plan = Plan(judges, self.shape, questions, available, read, estimate, unpriced,
-                    self.budget, self.seed)
+        plan = Plan(
+            judges,
+            self.shape,
+            questions,
+            available,
+            read,
+            estimate,
+            unpriced,
+            self.budget,
+            self.seed,
+        )
         if self.budget is not None:
             self._check_budget(plan, self.budget)
         return plan
 
     def _check_budget(self, plan: Plan, budget: float) -> None:
         if plan.unpriced:
-            raise BadRequest(f"--budget cannot be kept: {', '.join(plan.unpriced)} has no "
-                             "price; give it one (`panelist model add ALIAS --price-in X "
-                             "--price-out Y`) or check without --budget", param="budget")
+            raise BadRequest(
+                f"--budget cannot be kept: {', '.join(plan.unpriced)} has no "
+                "price; give it one (`panelist model add ALIAS --price-in X "
+                "--price-out Y`) or check without --budget",
+                param="budget",
+            )
         currencies = sorted({m.currency for m in plan.judges})
         if len(currencies) > 1:
-            raise BadRequest(f"--budget is one amount, but the judges are priced in "
-                             f"{' and '.join(currencies)}; check them one at a time",
-                             param="budget")
+            raise BadRequest(
+                f"--budget is one amount, but the judges are priced in "
+                f"{' and '.join(currencies)}; check them one at a time",
+                param="budget",
+            )
         cost = sum(plan.estimate.values())
         if cost > budget:
             each = cost / max(1, len(plan.panels))
             fit = int(budget // each) if each else len(plan.panels)
-            raise BadRequest(f"the check would cost about {cost_text(cost, currencies[0])} "
-                             f"({len(plan.panels)} panels, {plan.questions} questions), over "
-                             f"the budget of {cost_text(budget, currencies[0])}; lower "
-                             f"--sample (about {fit} panels fit) or raise --budget",
-                             param="budget")
+            raise BadRequest(
+                f"the check would cost about {cost_text(cost, currencies[0])} "
+                f"({len(plan.panels)} panels, {plan.questions} questions), over "
+                f"the budget of {cost_text(budget, currencies[0])}; lower "
+                f"--sample (about {fit} panels fit) or raise --budget",
+                param="budget",
+            )
 
     def run(self, plan: Plan, progress=None) -> dict:
         """Ask every question of ``plan`` (within its budget), score the judges and save the
         report; ``progress(done, of)`` hears each batch of panels end."""
         check, folder = checks.new_id(self.home.judge_checks)
         log = CallLog(folder / "calls.jsonl")
-        seats = Seats(Roster(self.home), self.upstream, admission=self.admission,
-                      learn=LearnedFacts(self.home).heard, thread_name=f"check-{check}")
+        seats = Seats(
+            Roster(self.home),
+            self.upstream,
+            admission=self.admission,
+            learn=LearnedFacts(self.home).heard,
+            thread_name=f"check-{check}",
+        )
         started, t0 = time.time(), time.monotonic()
         deadline = t0 + CHECK_TIMEOUT
         costs, spent = Costs(), 0.0
-        self._priced = [0.0, 0.0]   # estimated and spent, over the calls whose cost is known
+        self._priced = [0.0, 0.0]  # estimated and spent, over the calls whose cost is known
         said: dict[str, list[peoplematch.Decisions]] = {m.alias: [] for m in plan.judges}
         done: list[_Questions] = []
         asked = failed = 0
@@ -334,18 +399,23 @@ class JudgeCheck:
                 if self._cancel.is_set():
                     stopped = "cancelled"
                     break
-                batch = plan.panels[at:at + PANELS_AT_ONCE]
+                batch = plan.panels[at : at + PANELS_AT_ONCE]
                 if plan.budget is not None:
-                    while batch and spent + self._scaled(sum(plan.cost_of(batch).values())) \
-                            > plan.budget:
+                    while (
+                        batch
+                        and spent + self._scaled(sum(plan.cost_of(batch).values())) > plan.budget
+                    ):
                         batch = batch[:-1]
                     if not batch:
-                        stopped = (f"the budget of {cost_text(plan.budget, plan._currency())} "
-                                   f"was reached after {len(done)} of {len(plan.panels)} panels")
+                        stopped = (
+                            f"the budget of {cost_text(plan.budget, plan._currency())} "
+                            f"was reached after {len(done)} of {len(plan.panels)} panels"
+                        )
                         break
                 left = None if plan.budget is None else plan.budget - spent
-                answers, n_asked, n_failed, cost = self._ask(seats, log, plan.judges, batch,
-                                                             check, deadline, costs, left)
+                answers, n_asked, n_failed, cost = self._ask(
+                    seats, log, plan.judges, batch, check, deadline, costs, left
+                )
                 asked, failed, spent = asked + n_asked, failed + n_failed, spent + cost
                 for alias, decisions in answers.items():
                     said[alias] += decisions
@@ -356,8 +426,19 @@ class JudgeCheck:
         finally:
             log.close()
             seats.close()
-        report = self._report(plan, check, started, time.monotonic() - t0, done, said,
-                              costs, asked, failed, stopped, str(log.path))
+        report = self._report(
+            plan,
+            check,
+            started,
+            time.monotonic() - t0,
+            done,
+            said,
+            costs,
+            asked,
+            failed,
+            stopped,
+            str(log.path),
+        )
         checks.save(self.home.judge_checks, report)
         return report
 
@@ -367,44 +448,92 @@ class JudgeCheck:
         guessed, paid = self._priced
         return estimate * max(1.0, paid / guessed) if guessed > 0 else estimate
 
-    def _ask(self, seats: Seats, log: CallLog, judges: list[Model], batch: list[_Questions],
-             check: str, deadline: float, costs: Costs, left: float | None):
+    def _ask(
+        self,
+        seats: Seats,
+        log: CallLog,
+        judges: list[Model],
+        batch: list[_Questions],
+        check: str,
+        deadline: float,
+        costs: Costs,
+        left: float | None,
+    ):
         """Every question of ``batch`` to every judge, re-asked once when unreadable while
         ``left`` (the budget left, None: no budget) allows: ``({alias: [Decisions per panel]},
         asked, failed, spent)``."""
-        states: list[dict[str, Any]] = []   # one question to one judge: its asks so far
+        states: list[dict[str, Any]] = []  # one question to one judge: its asks so far
         for m in judges:
             for k, q in enumerate(batch):
                 for i, messages in enumerate(q.marks):
-                    states.append({"judge": m, "panel": k, "kind": USEFULNESS, "at": i,
-                                   "order": None, "messages": messages, "value": None,
-                                   "asks": 0, "estimate": _tokens(messages)})
+                    states.append(
+                        {
+                            "judge": m,
+                            "panel": k,
+                            "kind": USEFULNESS,
+                            "at": i,
+                            "order": None,
+                            "messages": messages,
+                            "value": None,
+                            "asks": 0,
+                            "estimate": _tokens(messages),
+                        }
+                    )
                 for i, pair in enumerate(q.pairs):
                     for order in ORDERS:
-                        states.append({"judge": m, "panel": k, "kind": PREFERENCE, "at": i,
-                                       "order": order, "messages": pair[order], "value": None,
-                                       "asks": 0, "estimate": _tokens(pair[order])})
+                        states.append(
+                            {
+                                "judge": m,
+                                "panel": k,
+                                "kind": PREFERENCE,
+                                "at": i,
+                                "order": order,
+                                "messages": pair[order],
+                                "value": None,
+                                "asks": 0,
+                                "estimate": _tokens(pair[order]),
+                            }
+                        )
         spent, asked = 0.0, 0
         while True:
-            pending = [s for s in states if s["value"] is None and not s.get("failed")
-                       and s["asks"] < ASKS]
+            pending = [
+                s for s in states if s["value"] is None and not s.get("failed") and s["asks"] < ASKS
+            ]
             if not pending:
                 break
             # a budget needs every judge priced (_check_budget): no cost here is None
-            if left is not None and spent > 0 and spent + self._scaled(sum(
-                    _cost(s) or 0.0 for s in pending)) > left:
-                break   # no room to ask again: those questions fail, and the budget holds
-            calls = [SeatCall(
-                label=f"judge.{q_label(batch[s['panel']], s)}.{s['judge'].alias}.{s['asks'] + 1}",
-                role="judge", model=s["judge"], messages=s["messages"],
-                params={"response_format": checkprompt.response_format(s["kind"]),
-                        "temperature": 0, "seed": self.seed},
-                timeout=self.call_timeout, retries=2,
-                meta={"check": check, "panel": batch[s["panel"]].sampled.panel,
-                      "question": s["kind"], "order": s["order"], "ask": s["asks"] + 1})
-                for s in pending]
-            results = seats.run(calls, deadline=deadline, cancel=self._cancel, log=log,
-                                parallel=PARALLEL)
+            if (
+                left is not None
+                and spent > 0
+                and spent + self._scaled(sum(_cost(s) or 0.0 for s in pending)) > left
+            ):
+                break  # no room to ask again: those questions fail, and the budget holds
+            calls = [
+                SeatCall(
+                    label=f"judge.{q_label(batch[s['panel']], s)}.{s['judge'].alias}.{s['asks'] + 1}",
+                    role="judge",
+                    model=s["judge"],
+                    messages=s["messages"],
+                    params={
+                        "response_format": checkprompt.response_format(s["kind"]),
+                        "temperature": 0,
+                        "seed": self.seed,
+                    },
+                    timeout=self.call_timeout,
+                    retries=2,
+                    meta={
+                        "check": check,
+                        "panel": batch[s["panel"]].sampled.panel,
+                        "question": s["kind"],
+                        "order": s["order"],
+                        "ask": s["asks"] + 1,
+                    },
+                )
+                for s in pending
+            ]
+            results = seats.run(
+                calls, deadline=deadline, cancel=self._cancel, log=log, parallel=PARALLEL
+            )
             for s, result in zip(pending, results):
                 s["asks"] += 1
                 asked += 1
@@ -421,14 +550,21 @@ class JudgeCheck:
                     continue
                 value, problem = checkprompt.parse(result.text, s["kind"])
                 if value is None:
-                    s["messages"] = checkprompt.again(s["messages"], result.text, problem,
-                                                      s["kind"])
+                    s["messages"] = checkprompt.again(
+                        s["messages"], result.text, problem, s["kind"]
+                    )
                     s["estimate"] = _tokens(s["messages"])
                 else:
                     s["value"] = value
-        out = {m.alias: [peoplematch.Decisions([None] * len(q.marks),
-                                             [dict.fromkeys(ORDERS) for _ in q.pairs])
-                         for q in batch] for m in judges}
+        out = {
+            m.alias: [
+                peoplematch.Decisions(
+                    [None] * len(q.marks), [dict.fromkeys(ORDERS) for _ in q.pairs]
+                )
+                for q in batch
+            ]
+            for m in judges
+        }
         failed = 0
         for s in states:
             if s["value"] is None:
@@ -437,19 +573,29 @@ class JudgeCheck:
             said = out[s["judge"].alias][s["panel"]]
             if s["kind"] == USEFULNESS:
                 said.marks[s["at"]] = s["value"]
-            else:   # A is the good answer when it is shown first
+            else:  # A is the good answer when it is shown first
                 good = "A" if s["order"] == "good_first" else "B"
                 said.prefs[s["at"]][s["order"]] = "good" if s["value"] == good else "bad"
         return out, asked, failed, spent
 
-    def _report(self, plan: Plan, check: str, started: float, seconds: float,
-                done: list[_Questions], said: dict, costs: Costs, asked: int, failed: int,
-                stopped: str | None, calls_log: str) -> dict:
+    def _report(
+        self,
+        plan: Plan,
+        check: str,
+        started: float,
+        seconds: float,
+        done: list[_Questions],
+        said: dict,
+        costs: Costs,
+        asked: int,
+        failed: int,
+        stopped: str | None,
+        calls_log: str,
+    ) -> dict:
         families = {m.alias: m.family for m in plan.judges}
         known = KnownRoster(Roster(self.home), self.home).view().models
         family_of = {a: m.family for a, m in known.items()}
-        shapes = [plan.shape] if plan.shape else \
-            ["all", *sorted({q.sampled.shape for q in done})]
+        shapes = [plan.shape] if plan.shape else ["all", *sorted({q.sampled.shape for q in done})]
         median = peoplematch.median_chars([q.panel for q in done])
         judges = list(said)
         sources = dict(said)
@@ -458,31 +604,56 @@ class JudgeCheck:
         results = []
         for alias, decisions in sources.items():
             for shape in shapes:
-                picked = [k for k, q in enumerate(done)
-                          if shape in ("all", plan.shape) or q.sampled.shape == shape]
+                picked = [
+                    k
+                    for k, q in enumerate(done)
+                    if shape in ("all", plan.shape) or q.sampled.shape == shape
+                ]
                 panels = [_owned(done[k], family_of, families.get(alias)) for k in picked]
-                scored = peoplematch.score(panels, [decisions[k] for k in picked],
-                                         seed=self.seed, median=median)
-                results.append(dict(
-                    judge=alias if alias != JURY else f"{JURY}:{','.join(judges)}",
-                    family=families.get(alias), shape=shape, panels=len(panels),
-                    answers=sum(len(p.answers) for p in panels),
-                    pairs=sum(len(p.pairs) for p in panels), **scored))
-        return {"v": 1, "check": check, "ts": utc_iso(started), "seconds": round(seconds, 3),
-                "seed": plan.seed, "shape": plan.shape, "sample": self.n,
-                "available": plan.available, "panels": len(done),
-                "planned": len(plan.panels), "judges": judges, "families": families,
-                "estimate": {c: round(v, 8) for c, v in plan.estimate.items()},
-                "unpriced": plan.unpriced, "budget": plan.budget, "spent": costs.public(),
-                "stopped": stopped, "questions": {"asked": asked, "failed": failed},
-                "sampled": [q.sampled.panel for q in done], "results": results,
-                "calls_log": calls_log}
+                scored = peoplematch.score(
+                    panels, [decisions[k] for k in picked], seed=self.seed, median=median
+                )
+                results.append(
+                    dict(
+                        judge=alias if alias != JURY else f"{JURY}:{','.join(judges)}",
+                        family=families.get(alias),
+                        shape=shape,
+                        panels=len(panels),
+                        answers=sum(len(p.answers) for p in panels),
+                        pairs=sum(len(p.pairs) for p in panels),
+                        **scored,
+                    )
+                )
+        return {
+            "v": 1,
+            "check": check,
+            "ts": utc_iso(started),
+            "seconds": round(seconds, 3),
+            "seed": plan.seed,
+            "shape": plan.shape,
+            "sample": self.n,
+            "available": plan.available,
+            "panels": len(done),
+            "planned": len(plan.panels),
+            "judges": judges,
+            "families": families,
+            "estimate": {c: round(v, 8) for c, v in plan.estimate.items()},
+            "unpriced": plan.unpriced,
+            "budget": plan.budget,
+            "spent": costs.public(),
+            "stopped": stopped,
+            "questions": {"asked": asked, "failed": failed},
+            "sampled": [q.sampled.panel for q in done],
+            "results": results,
+            "calls_log": calls_log,
+        }
 
 
 def _cost(state: dict) -> float | None:
     """What one question is expected to cost its judge."""
-    return call_cost(state["judge"], {"prompt": state["estimate"],
-                                      "completion": checkprompt.OUT_TOKENS})
+    return call_cost(
+        state["judge"], {"prompt": state["estimate"], "completion": checkprompt.OUT_TOKENS}
+    )
 
 
 def q_label(q: _Questions, s: dict) -> str:
@@ -494,15 +665,19 @@ def q_label(q: _Questions, s: dict) -> str:
 
 def _owned(q: _Questions, family_of: dict, family: str | None) -> peoplematch.Panel:
     """The panel with each answer marked as of the judge's family (a jury has none)."""
-    answers = [peoplematch.Answer(a.useful, a.chars,
-                                family is not None and family_of.get(s["alias"]) == family)
-               for a, s in zip(q.panel.answers, q.sampled.answers)]
+    answers = [
+        peoplematch.Answer(
+            a.useful, a.chars, family is not None and family_of.get(s["alias"]) == family
+        )
+        for a, s in zip(q.panel.answers, q.sampled.answers)
+    ]
     return peoplematch.Panel(q.panel.shape, answers, q.panel.pairs)
 
 
 def majority(said: list[peoplematch.Decisions]) -> peoplematch.Decisions:
     """A jury's decisions: each mark and each order's preference by the majority of the judges
     that answered; a tie is no decision."""
+
     def vote(values, yes):
         values = [v for v in values if v is not None]
         up = sum(v == yes for v in values)
@@ -524,9 +699,13 @@ def majority(said: list[peoplematch.Decisions]) -> peoplematch.Decisions:
 
 
 # -- the report as text ----------------------------------------------------------------------------
-LABELS = (("kappa", "κ (useful / not)"), ("accuracy", "pair accuracy"),
-          ("flip_rate", "position flip rate"), ("own_family_lift", "own-family lift"),
-          ("length_slope", "length slope"))
+LABELS = (
+    ("kappa", "κ (useful / not)"),
+    ("accuracy", "pair accuracy"),
+    ("flip_rate", "position flip rate"),
+    ("own_family_lift", "own-family lift"),
+    ("length_slope", "length slope"),
+)
 
 
 def _fig(f: dict) -> str:
@@ -540,23 +719,35 @@ def table(report: dict) -> str:
     """The report as plain text: what was done, then per judge and shape its figures beside
     the baselines', and the findings."""
     spent = ", ".join(cost_text(v, c) for c, v in report["spent"]["by_currency"].items())
-    lines = [f"judge check {report['check']} · {report['panels']} of {report['available']} "
-             f"judged panels · {report['questions']['asked']} questions asked, "
-             f"{report['questions']['failed']} failed · spent {spent or 'nothing known'}"]
+    lines = [
+        f"judge check {report['check']} · {report['panels']} of {report['available']} "
+        f"judged panels · {report['questions']['asked']} questions asked, "
+        f"{report['questions']['failed']} failed · spent {spent or 'nothing known'}"
+    ]
     if report.get("stopped"):
         lines.append(f"STOPPED: {report['stopped']}")
     for r in report["results"]:
-        lines += ["", f"{r['judge']}" + (f" (family {r['family']})" if r.get("family") else "")
-                  + f" · shape {r['shape']} · {r['panels']} panels, {r['answers']} answers, "
-                  f"{r['pairs']} pairs separated"]
+        lines += [
+            "",
+            f"{r['judge']}"
+            + (f" (family {r['family']})" if r.get("family") else "")
+            + f" · shape {r['shape']} · {r['panels']} panels, {r['answers']} answers, "
+            f"{r['pairs']} pairs separated",
+        ]
         rows = [("figure (95% interval)", "judge", "constant", "length-only")]
         for key, label in LABELS:
-            rows.append((label, _fig(r["figures"][key]),
-                         _fig(r["baselines"]["constant"][key]),
-                         _fig(r["baselines"]["length"][key])))
+            rows.append(
+                (
+                    label,
+                    _fig(r["figures"][key]),
+                    _fig(r["baselines"]["constant"][key]),
+                    _fig(r["baselines"]["length"][key]),
+                )
+            )
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
-        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-                  for row in rows]
+        lines += [
+            "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows
+        ]
         lines += [f"  NOTE: {f}" for f in r["findings"]]
     return "\n".join(lines)
 

@@ -56,7 +56,7 @@ from panelist.metrics.store.jsonl import utc_iso
 log = logging.getLogger("panelist.race")
 
 ORDERS = ("both", "random")
-TUNED = ("temperature", "seed")   # what is dropped for a judge whose endpoint refuses it
+TUNED = ("temperature", "seed")  # what is dropped for a judge whose endpoint refuses it
 
 Ask = Callable[[list[SeatCall]], list[SeatResult]]
 
@@ -68,16 +68,21 @@ def check(judges: list[Model], sides: list[Model], *, chosen: bool) -> list[str]
     families: dict[str, str] = {}
     for m in judges:
         if m.family in families:
-            raise BadRequest(f"judges {families[m.family]} and {m.alias} are both of family "
-                             f"'{m.family}'; name judges of distinct families", param="judges")
+            raise BadRequest(
+                f"judges {families[m.family]} and {m.alias} are both of family "
+                f"'{m.family}'; name judges of distinct families",
+                param="judges",
+            )
         families[m.family] = m.alias
     warnings = []
     for m in judges:
         own = [s.alias for s in sides if s.family == m.family]
         if not own:
             continue
-        said = (f"the judge {m.alias} is of family '{m.family}', as {', '.join(own)} "
-                "is, and may favour its own family's runs")
+        said = (
+            f"the judge {m.alias} is of family '{m.family}', as {', '.join(own)} "
+            "is, and may favour its own family's runs"
+        )
         if chosen:
             raise BadRequest(f"{said}; name judges of other families", param="judges")
         warnings.append(f"{said}: name judges of other families with --judges a,b,c")
@@ -86,8 +91,9 @@ def check(judges: list[Model], sides: list[Model], *, chosen: bool) -> list[str]
     return warnings
 
 
-def default_judge(ceiling: Model, sides: list[Model],
-                  strongest: list[Model]) -> tuple[Model, dict[str, str], list[str]]:
+def default_judge(
+    ceiling: Model, sides: list[Model], strongest: list[Model]
+) -> tuple[Model, dict[str, str], list[str]]:
     """The judge of a race that names none: ``(judge, barred, notes)``. The ceiling model,
     unless it is of a family a raced model (``sides``: the reference and the candidates) is of:
     a model never judges its own family's runs. Then the first of ``strongest`` (the models the
@@ -101,13 +107,23 @@ def default_judge(ceiling: Model, sides: list[Model],
     said = f"the ceiling model {ceiling.alias} is of family '{ceiling.family}', as {own} is"
     for m in strongest:
         if m.family not in raced:
-            return m, {}, [f"{said}, so {m.alias} (family '{m.family}') judges the race in "
-                           "its place"]
-    why = (f"not judged: {said}, and no model the roster can call is of a family no raced "
-           "model is of; name judges of other families with --judges a,b,c")
-    return ceiling, {ceiling.family: why}, [
-        f"{said}, and no model of another family can judge: the runs of {own} are not judged; "
-        "name judges of other families with --judges a,b,c"]
+            return (
+                m,
+                {},
+                [f"{said}, so {m.alias} (family '{m.family}') judges the race in its place"],
+            )
+    why = (
+        f"not judged: {said}, and no model the roster can call is of a family no raced "
+        "model is of; name judges of other families with --judges a,b,c"
+    )
+    return (
+        ceiling,
+        {ceiling.family: why},
+        [
+            f"{said}, and no model of another family can judge: the runs of {own} are not judged; "
+            "name judges of other families with --judges a,b,c"
+        ],
+    )
 
 
 def _mean(values: list) -> float | int | None:
@@ -125,8 +141,11 @@ def even(rows: list[dict]) -> int:
     pairs would compare runs judged by different juries. The plain mean is kept in
     ``evened_from``; a run whose judges were never all seen together keeps the plain mean.
     Returns how many runs were evened."""
-    full = [r for r in rows if r.get("accuracy") is not None and r.get("judgements")
-            and not r.get("missing")]
+    full = [
+        r
+        for r in rows
+        if r.get("accuracy") is not None and r.get("judgements") and not r.get("missing")
+    ]
     gaps: dict[tuple[str, str, str], list[float]] = {}
     for r in full:
         for measure in ("accuracy", "shown_work"):
@@ -141,12 +160,17 @@ def even(rows: list[dict]) -> int:
         answered = [j for j in r["judgements"] if not j.get("error")]
         if any((j["judge"], j["order"], "accuracy") not in offset for j in answered):
             continue
-        top = {"accuracy": judge.CAP if differs(r.get("tool_difference") or {})
-               else judge.MAX_ACCURACY, "shown_work": judge.MAX_SHOWN_WORK}
+        top = {
+            "accuracy": judge.CAP
+            if differs(r.get("tool_difference") or {})
+            else judge.MAX_ACCURACY,
+            "shown_work": judge.MAX_SHOWN_WORK,
+        }
         was = {m: r[m] for m in ("accuracy", "shown_work", "total")}
         for measure in ("accuracy", "shown_work"):
-            value = _mean([j[measure] - offset[(j["judge"], j["order"], measure)]
-                           for j in answered])
+            value = _mean(
+                [j[measure] - offset[(j["judge"], j["order"], measure)] for j in answered]
+            )
             assert value is not None  # a run with an accuracy has an answered judgement
             r[measure] = min(max(value, 0), top[measure])
         r["total"] = _mean([r["accuracy"] + r["shown_work"]])
@@ -158,25 +182,38 @@ def even(rows: list[dict]) -> int:
 class Jury:
     """What every judgement of one race shares: its judges, orders, seed and prompt folder."""
 
-    def __init__(self, judges: list[Model], folder: Path, race: str, *, seed: int,
-                 orders: str = "both", call_timeout: float = 120.0):
+    def __init__(
+        self,
+        judges: list[Model],
+        folder: Path,
+        race: str,
+        *,
+        seed: int,
+        orders: str = "both",
+        call_timeout: float = 120.0,
+    ):
         if orders not in ORDERS:
-            raise BadRequest(f"orders must be one of {', '.join(ORDERS)}, not {orders!r}",
-                             param="orders")
+            raise BadRequest(
+                f"orders must be one of {', '.join(ORDERS)}, not {orders!r}", param="orders"
+            )
         if not judges:
             raise BadRequest("a race needs at least one judge", param="judges")
         self.judges, self.race, self.seed, self.orders = list(judges), race, seed, orders
         self.folder = folder / "judge"
         self.call_timeout = call_timeout
-        self.refused: dict[str, list[str]] = {}   # judge alias -> parameters it refused
-        self.barred: dict[str, str] = {}   # a family no judge may judge -> why (default_judge)
+        self.refused: dict[str, list[str]] = {}  # judge alias -> parameters it refused
+        self.barred: dict[str, str] = {}  # a family no judge may judge -> why (default_judge)
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
 
     def public(self) -> dict:
-        return {"judges": [m.alias for m in self.judges], "orders": self.orders,
-                "temperature": 0, "seed": self.seed,
-                "refused": {k: list(v) for k, v in sorted(self.refused.items())}}
+        return {
+            "judges": [m.alias for m in self.judges],
+            "orders": self.orders,
+            "temperature": 0,
+            "seed": self.seed,
+            "refused": {k: list(v) for k, v in sorted(self.refused.items())},
+        }
 
     def orders_of(self, label: str) -> tuple[str, ...]:
         """The orders a run is judged in; a drawn order depends only on the seed and the run."""
@@ -203,35 +240,63 @@ class Jury:
         log.info("race judge %s refuses %s; asked again without", model.alias, ", ".join(named))
         return True
 
-    def judge(self, ask: Ask, *, label: str, run: int, task: str, rubric: str | None,
-              reference: Seen, candidate: Seen, diff: dict, difference: str,
-              input_: int = 1) -> dict:
+    def judge(
+        self,
+        ask: Ask,
+        *,
+        label: str,
+        run: int,
+        task: str,
+        rubric: str | None,
+        reference: Seen,
+        candidate: Seen,
+        diff: dict,
+        difference: str,
+        input_: int = 1,
+    ) -> dict:
         """The row's judging fields for the run ``label``: ``judgements`` (one per judge and
         order, with its prompts), the pooled ``accuracy``, ``shown_work``, ``total``, and
         ``voided`` or ``judge_error`` when there is no score. ``difference``: ``diff`` as the
         judge reads it (described and masked); ``diff`` caps each judgement; ``input_``: which
         input the run is of (from 1)."""
-        void = [f"the reference run names itself: “{x}”" for x in reference.names_itself] + \
-            [f"the candidate run names itself: “{x}”" for x in candidate.names_itself]
+        void = [f"the reference run names itself: “{x}”" for x in reference.names_itself] + [
+            f"the candidate run names itself: “{x}”" for x in candidate.names_itself
+        ]
         blind = {"masked": {"reference": reference.masked, "candidate": candidate.masked}}
         if void:
-            evidence = [dict(e, run="reference") for e in reference.evidence] + \
-                [dict(e, run="candidate") for e in candidate.evidence]
-            return {"voided": "not judged, so as to stay blind: " + "; ".join(void),
-                    "void_evidence": evidence, "blind": blind, "judgements": [],
-                    "judge_asks": 0}
-        states: list[dict[str, Any]] = []   # one judge in one order: its asks so far
+            evidence = [dict(e, run="reference") for e in reference.evidence] + [
+                dict(e, run="candidate") for e in candidate.evidence
+            ]
+            return {
+                "voided": "not judged, so as to stay blind: " + "; ".join(void),
+                "void_evidence": evidence,
+                "blind": blind,
+                "judgements": [],
+                "judge_asks": 0,
+            }
+        states: list[dict[str, Any]] = []  # one judge in one order: its asks so far
         for model in self.judges:
             for order in self.orders_of(label):
-                states.append({"judge": model, "order": order, "asks": 0, "problem": "",
-                               "done": False,
-                               "prompts": [], "verdict": None,
-                               "messages": judge.messages(task, rubric, reference.text,
-                                                          candidate.text, difference,
-                                                          order)})
+                states.append(
+                    {
+                        "judge": model,
+                        "order": order,
+                        "asks": 0,
+                        "problem": "",
+                        "done": False,
+                        "prompts": [],
+                        "verdict": None,
+                        "messages": judge.messages(
+                            task, rubric, reference.text, candidate.text, difference, order
+                        ),
+                    }
+                )
         while True:
-            pending = [s for s in states if s["verdict"] is None and not s["done"]
-                       and s["asks"] < judge.ASKS]
+            pending = [
+                s
+                for s in states
+                if s["verdict"] is None and not s["done"] and s["asks"] < judge.ASKS
+            ]
             if not pending:
                 break
             calls = []
@@ -240,15 +305,27 @@ class Jury:
                 s["sending"] = name
                 # the seats core tries a transient failure again (its backoff, a stated
                 # Retry-After, the race's deadline) within what is left of the judgement's tries
-                calls.append(SeatCall(
-                    label=f"judge.{label}.{s['judge'].alias}.{s['order']}."
-                          f"{len(s['prompts']) + 1}",
-                    role="judge", model=s["judge"], messages=s["messages"],
-                    params=self._params(s["judge"]), timeout=self.call_timeout,
-                    retries=judge.ASKS - s["asks"] - 1,
-                    meta={"race": self.race, "run": run, "input": input_, "judged": label,
-                          "order": s["order"], "ask": s["asks"] + 1,
-                          "prompt": f"judge/{name}"}))
+                calls.append(
+                    SeatCall(
+                        label=f"judge.{label}.{s['judge'].alias}.{s['order']}."
+                        f"{len(s['prompts']) + 1}",
+                        role="judge",
+                        model=s["judge"],
+                        messages=s["messages"],
+                        params=self._params(s["judge"]),
+                        timeout=self.call_timeout,
+                        retries=judge.ASKS - s["asks"] - 1,
+                        meta={
+                            "race": self.race,
+                            "run": run,
+                            "input": input_,
+                            "judged": label,
+                            "order": s["order"],
+                            "ask": s["asks"] + 1,
+                            "prompt": f"judge/{name}",
+                        },
+                    )
+                )
             for s, call, result in zip(pending, calls, ask(calls)):
                 self._keep(s["sending"], call, result, label, s)
                 s["prompts"].append(f"judge/{s['sending']}")
@@ -259,12 +336,18 @@ class Jury:
                     # the core has tried it again as far as trying could help: a call that
                     # failed is not asked once more
                     s["done"] = True
-                    s["problem"] = (f"the judge's call failed after {max(1, result.attempts)} "
-                                    f"attempt(s) ({result.error_kind}: {result.error})")
+                    s["problem"] = (
+                        f"the judge's call failed after {max(1, result.attempts)} "
+                        f"attempt(s) ({result.error_kind}: {result.error})"
+                    )
                     continue
                 if result.attempts > 1:
-                    log.info("race judge %s answered on %s after %d attempts", s["judge"].alias,
-                             label, result.attempts)
+                    log.info(
+                        "race judge %s answered on %s after %d attempts",
+                        s["judge"].alias,
+                        label,
+                        result.attempts,
+                    )
                 parsed, s["problem"] = judge.parse(result.text)
                 if parsed is not None:
                     s["verdict"] = judge.Judgement(**parsed, asks=s["asks"]).cap(diff)
@@ -272,20 +355,33 @@ class Jury:
                     s["messages"] = judge.again(s["messages"], result.text, s["problem"])
         for s in states:
             if s["verdict"] is None:
-                log.warning("race judge %s (%s) gave no judgement of %s after %d attempt(s): %s",
-                            s["judge"].alias, s["order"], label, s["asks"], s["problem"])
+                log.warning(
+                    "race judge %s (%s) gave no judgement of %s after %d attempt(s): %s",
+                    s["judge"].alias,
+                    s["order"],
+                    label,
+                    s["asks"],
+                    s["problem"],
+                )
         return self._pooled(states, blind)
 
-    def _keep(self, name: str, call: SeatCall, result: SeatResult, label: str,
-              state: dict) -> None:
+    def _keep(self, name: str, call: SeatCall, result: SeatResult, label: str, state: dict) -> None:
         """The question exactly as sent, beside its answer."""
-        record = {"v": 1, "ts": utc_iso(time.time()), "race": self.race, "judged": label,
-                  "judge": call.model.alias, "order": state["order"],
-                  "ask": call.meta["ask"], "call": result.call, "attempts": result.attempts,
-                  "request": dict(call.params, model=call.model.served,
-                                  messages=call.messages),
-                  "status": result.status, "answer": result.text if result.answered else None,
-                  "error": None if result.answered else result.reason}
+        record = {
+            "v": 1,
+            "ts": utc_iso(time.time()),
+            "race": self.race,
+            "judged": label,
+            "judge": call.model.alias,
+            "order": state["order"],
+            "ask": call.meta["ask"],
+            "call": result.call,
+            "attempts": result.attempts,
+            "request": dict(call.params, model=call.model.served, messages=call.messages),
+            "status": result.status,
+            "answer": result.text if result.answered else None,
+            "error": None if result.answered else result.reason,
+        }
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic.write(self.folder / name, jsonwire.dumps(record, indent=1) + "\n", fsync=False)
 
@@ -293,38 +389,60 @@ class Jury:
         judgements = []
         for s in states:
             v: judge.Judgement = s["verdict"] or judge.Judgement(
-                error=f"judge failure after {s['asks']} attempt(s): {s['problem']}",
-                asks=s["asks"])
-            judgements.append({
-                "judge": s["judge"].alias, "order": s["order"], "accuracy": v.accuracy,
-                "shown_work": v.shown_work, "total": v.total, "capped_from": v.said,
-                "reason": v.reason, "error": v.error or None, "asks": v.asks,
-                "prompts": s["prompts"]})
-        out = {"judgements": judgements, "blind": blind,
-               "judge_asks": sum(j["asks"] for j in judgements)}
+                error=f"judge failure after {s['asks']} attempt(s): {s['problem']}", asks=s["asks"]
+            )
+            judgements.append(
+                {
+                    "judge": s["judge"].alias,
+                    "order": s["order"],
+                    "accuracy": v.accuracy,
+                    "shown_work": v.shown_work,
+                    "total": v.total,
+                    "capped_from": v.said,
+                    "reason": v.reason,
+                    "error": v.error or None,
+                    "asks": v.asks,
+                    "prompts": s["prompts"],
+                }
+            )
+        out = {
+            "judgements": judgements,
+            "blind": blind,
+            "judge_asks": sum(j["asks"] for j in judgements),
+        }
         failed = [j for j in judgements if j["error"]]
         answered = [j for j in judgements if not j["error"]]
-        said = "; ".join(f"{j['judge']} ({j['order'].replace('_', ' ')}): {j['error']}"
-                         for j in failed)
+        said = "; ".join(
+            f"{j['judge']} ({j['order'].replace('_', ' ')}): {j['error']}" for j in failed
+        )
         if not answered:
             out["judge_error"] = said
             out["reason"] = out["judge_error"]
         else:
             # a judgement that did not come back is left out, never guessed: the run is scored
             # by those that did (``even`` then takes out the missing judges' offsets)
-            out.update(accuracy=_mean([j["accuracy"] for j in answered]),
-                       shown_work=_mean([j["shown_work"] for j in answered]),
-                       total=_mean([j["total"] for j in answered]),
-                       reason=" | ".join(dict.fromkeys(j["reason"] for j in answered)))
+            out.update(
+                accuracy=_mean([j["accuracy"] for j in answered]),
+                shown_work=_mean([j["shown_work"] for j in answered]),
+                total=_mean([j["total"] for j in answered]),
+                reason=" | ".join(dict.fromkeys(j["reason"] for j in answered)),
+            )
             capped = [j["capped_from"] for j in answered if j["capped_from"] is not None]
             if capped:
-                out["capped_from"] = _mean([j["capped_from"] if j["capped_from"] is not None
-                                            else j["accuracy"] for j in answered])
-                out["reason"] += (f" [accuracy capped at {judge.CAP} from {out['capped_from']}: "
-                                  "the tool calls differ from the reference's]")
+                out["capped_from"] = _mean(
+                    [
+                        j["capped_from"] if j["capped_from"] is not None else j["accuracy"]
+                        for j in answered
+                    ]
+                )
+                out["reason"] += (
+                    f" [accuracy capped at {judge.CAP} from {out['capped_from']}: "
+                    "the tool calls differ from the reference's]"
+                )
             if failed:
-                out["missing"] = [{"judge": j["judge"], "order": j["order"], "error": j["error"]}
-                                  for j in failed]
+                out["missing"] = [
+                    {"judge": j["judge"], "order": j["order"], "error": j["error"]} for j in failed
+                ]
                 out["reason"] += f" [judged without {said}]"
         by_judge: dict[str, dict] = {}
         for j in judgements:
@@ -332,8 +450,12 @@ class Jury:
                 by_judge.setdefault(j["judge"], {})[j["order"]] = j["total"]
         if self.orders == "both":
             pairs = {a: t for a, t in by_judge.items() if len(t) == 2}
-            out["position"] = {"by_judge": pairs, "disagree": any(
-                t["reference_first"] != t["candidate_first"] for t in pairs.values())}
+            out["position"] = {
+                "by_judge": pairs,
+                "disagree": any(
+                    t["reference_first"] != t["candidate_first"] for t in pairs.values()
+                ),
+            }
         if len(self.judges) > 1:
             out["jury"] = {a: _mean(list(t.values())) for a, t in by_judge.items()}
         return out

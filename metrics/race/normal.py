@@ -35,21 +35,100 @@ from dataclasses import dataclass
 # maps (full-width, mathematical letters, ligatures) is not repeated here
 LOOKALIKES = {
     # Cyrillic
-    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p",
-    "с": "c", "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d",
-    "ԛ": "q", "ԝ": "w", "ӏ": "l", "һ": "h", "ү": "y", "ь": "b", "з": "3", "б": "6",
-    "А": "A", "В": "B", "Е": "E", "Ё": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P",
-    "С": "C", "Т": "T", "У": "Y", "Х": "X", "Ѕ": "S", "І": "I", "Ї": "I", "Ј": "J", "Ү": "Y",
-    "Һ": "H", "Ԛ": "Q", "Ԝ": "W", "З": "3", "Ӏ": "I", "Ь": "b",
+    "а": "a",
+    "в": "b",
+    "е": "e",
+    "ё": "e",
+    "к": "k",
+    "м": "m",
+    "н": "h",
+    "о": "o",
+    "р": "p",
+    "с": "c",
+    "т": "t",
+    "у": "y",
+    "х": "x",
+    "ѕ": "s",
+    "і": "i",
+    "ї": "i",
+    "ј": "j",
+    "ԁ": "d",
+    "ԛ": "q",
+    "ԝ": "w",
+    "ӏ": "l",
+    "һ": "h",
+    "ү": "y",
+    "ь": "b",
+    "з": "3",
+    "б": "6",
+    "А": "A",
+    "В": "B",
+    "Е": "E",
+    "Ё": "E",
+    "К": "K",
+    "М": "M",
+    "Н": "H",
+    "О": "O",
+    "Р": "P",
+    "С": "C",
+    "Т": "T",
+    "У": "Y",
+    "Х": "X",
+    "Ѕ": "S",
+    "І": "I",
+    "Ї": "I",
+    "Ј": "J",
+    "Ү": "Y",
+    "Һ": "H",
+    "Ԛ": "Q",
+    "Ԝ": "W",
+    "З": "3",
+    "Ӏ": "I",
+    "Ь": "b",
     # Greek
-    "α": "a", "β": "b", "γ": "y", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p",
-    "τ": "t", "υ": "u", "χ": "x", "ω": "w", "ϲ": "c", "ϳ": "j",
-    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N",
-    "Ο": "O", "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C",
+    "α": "a",
+    "β": "b",
+    "γ": "y",
+    "ε": "e",
+    "ι": "i",
+    "κ": "k",
+    "ν": "v",
+    "ο": "o",
+    "ρ": "p",
+    "τ": "t",
+    "υ": "u",
+    "χ": "x",
+    "ω": "w",
+    "ϲ": "c",
+    "ϳ": "j",
+    "Α": "A",
+    "Β": "B",
+    "Ε": "E",
+    "Ζ": "Z",
+    "Η": "H",
+    "Ι": "I",
+    "Κ": "K",
+    "Μ": "M",
+    "Ν": "N",
+    "Ο": "O",
+    "Ρ": "P",
+    "Τ": "T",
+    "Υ": "Y",
+    "Χ": "X",
+    "Ϲ": "C",
     # Latin letters that are not the ASCII ones
-    "ı": "i", "ȷ": "j", "ɑ": "a", "ɡ": "g", "ɩ": "i", "ǀ": "l",
+    "ı": "i",
+    "ȷ": "j",
+    "ɑ": "a",
+    "ɡ": "g",
+    "ɩ": "i",
+    "ǀ": "l",
     # Armenian
-    "օ": "o", "ս": "u", "ց": "g", "հ": "h", "ո": "n",
+    "օ": "o",
+    "ս": "u",
+    "ց": "g",
+    "հ": "h",
+    "ո": "n",
 }
 # invisible characters that are not format characters (Cf) or marks (Mn, Me): fillers and blanks
 INVISIBLE = frozenset("\u115f\u1160\u17b4\u17b5\u3164\uffa0\u2800")
@@ -87,16 +166,18 @@ class Folded:
 
     def origin(self, start: int, end: int) -> tuple[int, int]:
         """The original slice that folded ``text[start:end]`` came from."""
-        if self.lo is None or self.hi is None or start >= end:   # both None, or neither
+        if self.lo is None or self.hi is None or start >= end:  # both None, or neither
             return start, end
         return self.lo[start], self.hi[end - 1]
 
 
-_PLAIN = re.compile(r"[\x00-\x24\x27-\x5b\x5d-\x7f]+")   # ASCII but "%", "&" and "\\"
+_PLAIN = re.compile(r"[\x00-\x24\x27-\x5b\x5d-\x7f]+")  # ASCII but "%", "&" and "\\"
 # an HTML character reference, or a backslash escape of a character (as JSON and Python write)
-_ESCAPE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
-                     r"|\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|[ntr])")
-_CONTROL = {"n": "\n", "t": "\t", "r": "\r"}   # what JSON writes a newline in a string as
+_ESCAPE = re.compile(
+    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+    r"|\\(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|[ntr])"
+)
+_CONTROL = {"n": "\n", "t": "\t", "r": "\r"}  # what JSON writes a newline in a string as
 
 
 def _unescape(escape: str) -> str | None:
@@ -115,9 +196,14 @@ def _unescape(escape: str) -> str | None:
 def _odd(text: str, i: int, out: list, lo: list, hi: list, cache: dict) -> int:
     """Fold the character at ``i`` (or the escape there); where the next one is."""
     c = text[i]
-    if c == "%" and i + 2 < len(text) and text[i + 1] in _HEX and text[i + 2] in _HEX \
-            and 0x20 <= int(text[i + 1:i + 3], 16) < 0x7f:
-        out.append(chr(int(text[i + 1:i + 3], 16)))
+    if (
+        c == "%"
+        and i + 2 < len(text)
+        and text[i + 1] in _HEX
+        and text[i + 2] in _HEX
+        and 0x20 <= int(text[i + 1 : i + 3], 16) < 0x7F
+    ):
+        out.append(chr(int(text[i + 1 : i + 3], 16)))
         lo.append(i)
         hi.append(i + 3)
         return i + 3
@@ -137,7 +223,7 @@ def _odd(text: str, i: int, out: list, lo: list, hi: list, cache: dict) -> int:
     if folded is None:
         folded = cache[c] = c if c < "\x80" else _fold_char(c)
     if not folded:
-        if hi:   # a dropped character goes with the one before it
+        if hi:  # a dropped character goes with the one before it
             hi[-1] = i + 1
     for d in folded:
         out.append(d)
@@ -156,7 +242,7 @@ def fold(text: str) -> Folded:
     hi: list[int] = []
     i, n = 0, len(text)
     while i < n:
-        m = _PLAIN.match(text, i)   # a run of ASCII without "%" folds to itself, at once
+        m = _PLAIN.match(text, i)  # a run of ASCII without "%" folds to itself, at once
         if m is None:
             i = _odd(text, i, out, lo, hi, cache)
             continue
@@ -178,8 +264,10 @@ def forms(original: str, folded: str = "") -> list[str]:
             found.append("invisible characters")
         elif unicodedata.category(c) in ("Mn", "Me"):
             found.append("combining marks")
-        elif unicodedata.normalize("NFKC", c) != c and \
-                unicodedata.category(unicodedata.normalize("NFKC", c)[0]) != "Zs":
+        elif (
+            unicodedata.normalize("NFKC", c) != c
+            and unicodedata.category(unicodedata.normalize("NFKC", c)[0]) != "Zs"
+        ):
             found.append("compatibility forms (full-width, styled letters)")
         elif unicodedata.normalize("NFD", c)[0] in LOOKALIKES:
             found.append("look-alike letters")
@@ -222,7 +310,7 @@ def base64_text(token: str) -> str | None:
     if len(body) % 4 == 1 or (("-" in body or "_" in body) and ("+" in body or "/" in body)):
         return None
     if body.isalpha() and (body.islower() or body.isupper()):
-        return None   # an ordinary word, not an encoding: base64 mixes cases
+        return None  # an ordinary word, not an encoding: base64 mixes cases
     alt = b"-_" if ("-" in body or "_" in body) else None
     try:
         raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=alt, validate=True)

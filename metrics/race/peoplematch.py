@@ -35,21 +35,34 @@ DRAWS = 1000
 FIGURES = ("kappa", "accuracy", "flip_rate", "own_family_lift", "length_slope", "agreement")
 BASELINES = ("constant", "length")
 # one panel's row: marks (judge × person), pairs, flips, own-family pairs, length terms
-_SUMS = ("n11", "n10", "n01", "n00", "pairs", "right", "both", "flips", "family", "family_judge",
-         "family_person", "sxd", "sxx")
+_SUMS = (
+    "n11",
+    "n10",
+    "n01",
+    "n00",
+    "pairs",
+    "right",
+    "both",
+    "flips",
+    "family",
+    "family_judge",
+    "family_person",
+    "sxd",
+    "sxx",
+)
 
 
 @dataclass
 class Answer:
-    useful: bool          # the person's verdict
-    chars: int            # its length, as the judge read it
-    own: bool = False     # its model is of the judge's family
+    useful: bool  # the person's verdict
+    chars: int  # its length, as the judge read it
+    own: bool = False  # its model is of the judge's family
 
 
 @dataclass
 class Pair:
-    good: int             # index of the answer the person called useful
-    bad: int              # and of the one they did not
+    good: int  # index of the answer the person called useful
+    bad: int  # and of the one they did not
 
 
 @dataclass
@@ -61,8 +74,13 @@ class Panel:
 
 def separated(answers: list[Answer]) -> list[Pair]:
     """Every pair of a panel's answers the person separated: one useful, one not."""
-    return [Pair(g, b) for g, ag in enumerate(answers) if ag.useful
-            for b, ab in enumerate(answers) if not ab.useful]
+    return [
+        Pair(g, b)
+        for g, ag in enumerate(answers)
+        if ag.useful
+        for b, ab in enumerate(answers)
+        if not ab.useful
+    ]
 
 
 # -- decisions -------------------------------------------------------------------------------------
@@ -76,8 +94,10 @@ class Decisions:
 
 
 def constant(panel: Panel) -> Decisions:
-    return Decisions([True] * len(panel.answers),
-                     [{"good_first": "good", "bad_first": "bad"} for _ in panel.pairs])
+    return Decisions(
+        [True] * len(panel.answers),
+        [{"good_first": "good", "bad_first": "bad"} for _ in panel.pairs],
+    )
 
 
 def by_length(panel: Panel, median: float) -> Decisions:
@@ -113,7 +133,7 @@ def row(panel: Panel, said: Decisions) -> tuple:
         seen = [v for v in (pref.get("good_first"), pref.get("bad_first")) if v is not None]
         if not seen:
             continue
-        share = sum(v == "good" for v in seen) / len(seen)   # how often it preferred the good
+        share = sum(v == "good" for v in seen) / len(seen)  # how often it preferred the good
         n["pairs"] += 1
         n["right"] += share
         if len(seen) == 2:
@@ -150,7 +170,8 @@ def figures(sums) -> dict:
         "accuracy": s["right"] / s["pairs"] if s["pairs"] else None,
         "flip_rate": s["flips"] / s["both"] if s["both"] else None,
         "own_family_lift": (s["family_judge"] - s["family_person"]) / s["family"]
-        if s["family"] else None,
+        if s["family"]
+        else None,
         "length_slope": s["sxd"] / s["sxx"] if s["sxx"] else None,
         "agreement": agreement,
     }
@@ -173,14 +194,23 @@ def _r(v):
     return None if v is None else round(v, 4)
 
 
-def score(panels: list[Panel], judged: list[Decisions], *, seed: int = 0,
-          draws: int = DRAWS, median: float | None = None) -> dict:
+def score(
+    panels: list[Panel],
+    judged: list[Decisions],
+    *,
+    seed: int = 0,
+    draws: int = DRAWS,
+    median: float | None = None,
+) -> dict:
     """The judge's figures with intervals, its baselines' beside them and the paired
     differences (judge less baseline) on κ and accuracy. ``median``: the length baseline's
     threshold (default: the median answer of ``panels``)."""
     median = median_chars(panels) if median is None else median
-    sources = {"judge": judged, "constant": [constant(p) for p in panels],
-               "length": [by_length(p, median) for p in panels]}
+    sources = {
+        "judge": judged,
+        "constant": [constant(p) for p in panels],
+        "length": [by_length(p, median) for p in panels],
+    }
     rows = {k: [row(p, d) for p, d in zip(panels, said)] for k, said in sources.items()}
     points = {k: figures(_sum(r)) for k, r in rows.items()}
     drawn: dict[str, list[dict]] = {k: [] for k in rows}
@@ -192,26 +222,37 @@ def score(panels: list[Panel], judged: list[Decisions], *, seed: int = 0,
             drawn[k].append(figures(_sum([r[i] for i in picks])))
 
     def described(k: str) -> dict:
-        return {f: {"value": _r(points[k][f]),
-                    "interval": _interval([d[f] for d in drawn[k]])} for f in FIGURES}
+        return {
+            f: {"value": _r(points[k][f]), "interval": _interval([d[f] for d in drawn[k]])}
+            for f in FIGURES
+        }
 
     versus: dict[str, Any] = {}
     for base in BASELINES:
         versus[base] = {}
         for f in ("kappa", "accuracy"):
             a, b = points["judge"][f], points[base][f]
-            diffs = [None if x[f] is None or y[f] is None else x[f] - y[f]
-                     for x, y in zip(drawn["judge"], drawn[base])]
-            versus[base][f] = {"difference": None if a is None or b is None else _r(a - b),
-                               "interval": _interval(diffs)}
-    return {"figures": described("judge"),
-            "baselines": {b: described(b) for b in BASELINES},
-            "versus": versus, "median_chars": median,
-            "findings": findings(points["judge"], versus)}
+            diffs = [
+                None if x[f] is None or y[f] is None else x[f] - y[f]
+                for x, y in zip(drawn["judge"], drawn[base])
+            ]
+            versus[base][f] = {
+                "difference": None if a is None or b is None else _r(a - b),
+                "interval": _interval(diffs),
+            }
+    return {
+        "figures": described("judge"),
+        "baselines": {b: described(b) for b in BASELINES},
+        "versus": versus,
+        "median_chars": median,
+        "findings": findings(points["judge"], versus),
+    }
 
 
-BASELINE_NAMES = {"constant": "the constant baseline (always useful, always the first shown)",
-                  "length": "the length-only baseline (the longer answer)"}
+BASELINE_NAMES = {
+    "constant": "the constant baseline (always useful, always the first shown)",
+    "length": "the length-only baseline (the longer answer)",
+}
 
 
 def findings(judge: dict, versus: dict) -> list[str]:
@@ -226,10 +267,15 @@ def findings(judge: dict, versus: dict) -> list[str]:
             continue
         low = diff["interval"][0] if diff["interval"] else None
         if low is None or low <= 0:
-            span = (f"{diff['interval'][0]:+.2f} to {diff['interval'][1]:+.2f}"
-                    if diff["interval"] else "too few panels for an interval")
-            out.append(f"no better than {BASELINE_NAMES[base]} on pairs: accuracy "
-                       f"{diff['difference']:+.2f} against it (95% interval {span})")
+            span = (
+                f"{diff['interval'][0]:+.2f} to {diff['interval'][1]:+.2f}"
+                if diff["interval"]
+                else "too few panels for an interval"
+            )
+            out.append(
+                f"no better than {BASELINE_NAMES[base]} on pairs: accuracy "
+                f"{diff['difference']:+.2f} against it (95% interval {span})"
+            )
     kappa = judge.get("kappa")
     if kappa is not None and kappa <= 0:
         out.append("its useful / not marks agree with people no better than chance (κ ≤ 0)")

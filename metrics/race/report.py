@@ -56,7 +56,7 @@ from panelist.metrics.plaintext import visible
 from panelist.metrics.stats import t_interval
 from panelist.metrics.store import atomic, jsonwire
 
-VERSION = 2   # 2: inputs and references, the verdict's test, judge failures per model
+VERSION = 2  # 2: inputs and references, the verdict's test, judge failures per model
 
 
 def interval(values: list[float], top: float = MAX_ACCURACY) -> tuple[float, float] | None:
@@ -82,15 +82,22 @@ def summarise(alias: str, rows: list[dict], currency: str) -> dict:
     voided = sum(bool(r.get("voided")) for r in ok)
     costs = [r["cost"] for r in ok]
     return {
-        "model": alias, "runs": len(rows), "succeeded": len(ok), "judged": len(judged),
-        "judge_failures": len(ok) - len(judged) - voided, "voided": voided,
+        "model": alias,
+        "runs": len(rows),
+        "succeeded": len(ok),
+        "judged": len(judged),
+        "judge_failures": len(ok) - len(judged) - voided,
+        "voided": voided,
         "score_errors": sum(bool(r.get("score_error")) for r in ok),
         "flagged": sum(bool(r.get("flags")) for r in rows),
-        "wall": _mean(r["wall"] for r in ok), "first_answer": _mean(r["first_answer"] for r in ok),
+        "wall": _mean(r["wall"] for r in ok),
+        "first_answer": _mean(r["first_answer"] for r in ok),
         "tokens_in": _mean(r["tokens_in"] for r in ok),
         "tokens_out": _mean(r["tokens_out"] for r in ok),
-        "cost": None if not ok or None in costs else _mean(costs), "currency": currency,
-        "score": _mean(r["score"] for r in ok), "accuracy": _mean(r["accuracy"] for r in judged),
+        "cost": None if not ok or None in costs else _mean(costs),
+        "currency": currency,
+        "score": _mean(r["score"] for r in ok),
+        "accuracy": _mean(r["accuracy"] for r in judged),
         "shown_work": _mean(r["shown_work"] for r in judged),
         "total": _mean(r["total"] for r in judged),
         "accuracy_interval": interval([r["accuracy"] for r in judged]),
@@ -99,10 +106,18 @@ def summarise(alias: str, rows: list[dict], currency: str) -> dict:
 
 def voids_of(rows: list[dict]) -> list[dict]:
     """The voided runs, with why, for a person to confirm."""
-    return [{"model": r["model"], "label": r.get("label"), "input": r.get("input"),
-             "run": r.get("run"), "voided": r["voided"],
-             "evidence": list(r.get("void_evidence") or ())}
-            for r in rows if r.get("voided")]
+    return [
+        {
+            "model": r["model"],
+            "label": r.get("label"),
+            "input": r.get("input"),
+            "run": r.get("run"),
+            "voided": r["voided"],
+            "evidence": list(r.get("void_evidence") or ()),
+        }
+        for r in rows
+        if r.get("voided")
+    ]
 
 
 def judging_of(rows: list[dict], jury: dict) -> dict:
@@ -111,14 +126,24 @@ def judging_of(rows: list[dict], jury: dict) -> dict:
     gaps = [abs(t["reference_first"] - t["candidate_first"]) for t in pairs]
     out = dict(jury)
     if jury.get("orders") == "both":
-        out["position"] = {"judgements": len(pairs), "disagree": sum(g > 0 for g in gaps),
-                           "mean_difference": _mean(gaps)}
-    else:   # one drawn order a run: compare the totals each order got
-        totals = {o: [j["total"] for r in rows for j in r.get("judgements") or ()
-                      if j["order"] == o and j["total"] is not None]
-                  for o in ("reference_first", "candidate_first")}
-        out["position"] = {o: {"judgements": len(v), "mean_total": _mean(v)}
-                           for o, v in totals.items()}
+        out["position"] = {
+            "judgements": len(pairs),
+            "disagree": sum(g > 0 for g in gaps),
+            "mean_difference": _mean(gaps),
+        }
+    else:  # one drawn order a run: compare the totals each order got
+        totals = {
+            o: [
+                j["total"]
+                for r in rows
+                for j in r.get("judgements") or ()
+                if j["order"] == o and j["total"] is not None
+            ]
+            for o in ("reference_first", "candidate_first")
+        }
+        out["position"] = {
+            o: {"judgements": len(v), "mean_total": _mean(v)} for o, v in totals.items()
+        }
     if len(jury.get("judges") or ()) > 1:
         out["alpha"] = agreement.jury_agreement(rows, jury["judges"])
     missing = [m for r in rows for m in r.get("missing") or ()]
@@ -126,10 +151,12 @@ def judging_of(rows: list[dict], jury: dict) -> dict:
         by: dict[str, int] = {}
         for m in missing:
             by[m["judge"]] = by.get(m["judge"], 0) + 1
-        out["missing"] = {"judgements": len(missing),
-                          "runs": sum(bool(r.get("missing")) for r in rows),
-                          "evened": sum(bool(r.get("evened_from")) for r in rows),
-                          "by_judge": dict(sorted(by.items()))}
+        out["missing"] = {
+            "judgements": len(missing),
+            "runs": sum(bool(r.get("missing")) for r in rows),
+            "evened": sum(bool(r.get("evened_from")) for r in rows),
+            "by_judge": dict(sorted(by.items())),
+        }
     return out
 
 
@@ -163,17 +190,36 @@ class BenchmarkReport:
     looks: list[dict] = field(default_factory=list)
 
     def public(self) -> dict:
-        return {"v": VERSION, "race": self.race, "grade": self.grade, "pinned": self.pinned,
-                "ceiling": self.ceiling, "runs": self.runs, "started": self.started,
-                "seconds": self.seconds, "task": self.task, "inputs": self.inputs,
-                "rubric": self.rubric, "candidates": self.candidates,
-                "reference": self.reference, "references": self.references, "rows": self.rows,
-                "models": self.models, "verdict": self.verdict, "costs": self.costs,
-                "judge_failures": self.judge_failures, "calls_log": self.calls_log,
-                "judges": self.judges, "judging": self.judging, "voided": self.voided,
-                "voids": voids_of(self.rows), "warnings": self.warnings,
-                "allow_extra_tools": self.allow_extra_tools, "job": self.job,
-                "looks": self.looks}
+        return {
+            "v": VERSION,
+            "race": self.race,
+            "grade": self.grade,
+            "pinned": self.pinned,
+            "ceiling": self.ceiling,
+            "runs": self.runs,
+            "started": self.started,
+            "seconds": self.seconds,
+            "task": self.task,
+            "inputs": self.inputs,
+            "rubric": self.rubric,
+            "candidates": self.candidates,
+            "reference": self.reference,
+            "references": self.references,
+            "rows": self.rows,
+            "models": self.models,
+            "verdict": self.verdict,
+            "costs": self.costs,
+            "judge_failures": self.judge_failures,
+            "calls_log": self.calls_log,
+            "judges": self.judges,
+            "judging": self.judging,
+            "voided": self.voided,
+            "voids": voids_of(self.rows),
+            "warnings": self.warnings,
+            "allow_extra_tools": self.allow_extra_tools,
+            "job": self.job,
+            "looks": self.looks,
+        }
 
     def save(self, path: Path) -> None:
         path = Path(path)
@@ -185,38 +231,99 @@ class BenchmarkReport:
         runs were judged, the verdict's test and the verdict."""
         several = len(self.inputs) > 1
         judges = self.judges or [self.ceiling]
-        lines = [f"race {self.race} · grade {self.grade} · reference {self.pinned} · "
-                 f"{'judge' if len(judges) == 1 else 'judges'} {', '.join(judges)} · "
-                 f"{self.runs} run(s) per model"
-                 + (f" · {len(self.inputs)} input(s)" if several else "")
-                 + f" · {self.seconds:.1f} s",
-                 *(f"WARNING: {w}" for w in self.warnings)]
+        lines = [
+            f"race {self.race} · grade {self.grade} · reference {self.pinned} · "
+            f"{'judge' if len(judges) == 1 else 'judges'} {', '.join(judges)} · "
+            f"{self.runs} run(s) per model"
+            + (f" · {len(self.inputs)} input(s)" if several else "")
+            + f" · {self.seconds:.1f} s",
+            *(f"WARNING: {w}" for w in self.warnings),
+        ]
         for ref in self.references or [self.reference]:
             outcome = "succeeded" if ref.get("succeeded") else f"FAILED: {ref.get('error')}"
-            lines.append(("reference" + (f", input {ref.get('input')}" if several else ""))
-                         + f": {outcome} · calls {ref.get('model_calls', 0)} · tools "
-                         f"{ref.get('tool_calls', 0)} · wall {_num(ref.get('wall'))} s · cost "
-                         f"{_cost(ref.get('cost'), ref.get('currency'))}")
-        head = ("model", *(("input",) if several else ()), "run", "ok", "calls", "tools", "in",
-                "out", "first s", "wall s", "cost", "score", "acc", "work", "total", "reason")
-        body = [(r["model"], *((str(r.get("input")),) if several else ()), str(r["run"]),
-                 "yes" if r["succeeded"] else "no",
-                 str(r["model_calls"]), str(r["tool_calls"]), _num(r["tokens_in"]),
-                 _num(r["tokens_out"]), _num(r["first_answer"]), _num(r["wall"]),
-                 _cost(r["cost"], r["currency"]), _num(r["score"]), _num(r["accuracy"]),
-                 _num(r["shown_work"]), _num(r["total"]), _short(r["reason"]))
-                for r in self.rows]
+            lines.append(
+                ("reference" + (f", input {ref.get('input')}" if several else ""))
+                + f": {outcome} · calls {ref.get('model_calls', 0)} · tools "
+                f"{ref.get('tool_calls', 0)} · wall {_num(ref.get('wall'))} s · cost "
+                f"{_cost(ref.get('cost'), ref.get('currency'))}"
+            )
+        head = (
+            "model",
+            *(("input",) if several else ()),
+            "run",
+            "ok",
+            "calls",
+            "tools",
+            "in",
+            "out",
+            "first s",
+            "wall s",
+            "cost",
+            "score",
+            "acc",
+            "work",
+            "total",
+            "reason",
+        )
+        body = [
+            (
+                r["model"],
+                *((str(r.get("input")),) if several else ()),
+                str(r["run"]),
+                "yes" if r["succeeded"] else "no",
+                str(r["model_calls"]),
+                str(r["tool_calls"]),
+                _num(r["tokens_in"]),
+                _num(r["tokens_out"]),
+                _num(r["first_answer"]),
+                _num(r["wall"]),
+                _cost(r["cost"], r["currency"]),
+                _num(r["score"]),
+                _num(r["accuracy"]),
+                _num(r["shown_work"]),
+                _num(r["total"]),
+                _short(r["reason"]),
+            )
+            for r in self.rows
+        ]
         lines += _grid(head, body)
-        head = ("model", "runs", "ok", "judged", "judge failed", "void", "wall s", "cost/run",
-                "score", "acc", "95% acc interval", "work", "total")
-        body = [(m["model"], str(m["runs"]), str(m["succeeded"]), str(m["judged"]),
-                 str(m.get("judge_failures", 0)), str(m.get("voided", 0)), _num(m["wall"]),
-                 _cost(m["cost"], m["currency"]), _num(m["score"]), _num(m["accuracy"]),
-                 _span(m.get("accuracy_interval")), _num(m["shown_work"]), _num(m["total"]))
-                for m in self.models]
+        head = (
+            "model",
+            "runs",
+            "ok",
+            "judged",
+            "judge failed",
+            "void",
+            "wall s",
+            "cost/run",
+            "score",
+            "acc",
+            "95% acc interval",
+            "work",
+            "total",
+        )
+        body = [
+            (
+                m["model"],
+                str(m["runs"]),
+                str(m["succeeded"]),
+                str(m["judged"]),
+                str(m.get("judge_failures", 0)),
+                str(m.get("voided", 0)),
+                _num(m["wall"]),
+                _cost(m["cost"], m["currency"]),
+                _num(m["score"]),
+                _num(m["accuracy"]),
+                _span(m.get("accuracy_interval")),
+                _num(m["shown_work"]),
+                _num(m["total"]),
+            )
+            for m in self.models
+        ]
         lines += [""] + _grid(head, body)
-        lines += _tool_lines(self.rows, self.references or [self.reference],
-                             self.allow_extra_tools, several)
+        lines += _tool_lines(
+            self.rows, self.references or [self.reference], self.allow_extra_tools, several
+        )
         lines += looks_lines(self.looks)
         said = _judging_lines(self.judging, self.voided)
         lines += [""] + said if said else []
@@ -224,10 +331,12 @@ class BenchmarkReport:
         lines += verdict_lines(self.verdict)
         spent = ", ".join(cost_text(v, c) for c, v in self.costs.get("by_currency", {}).items())
         unknown = self.costs.get("unknown_calls")
-        lines += [f"verdict: {self.verdict.get('model') or 'none'}: {self.verdict.get('why')}",
-                  f"spent: {spent or 'nothing known'}"
-                  + (f" (+{unknown} call(s) of unknown cost)" if unknown else "")
-                  + (f" · judge failures: {self.judge_failures}" if self.judge_failures else "")]
+        lines += [
+            f"verdict: {self.verdict.get('model') or 'none'}: {self.verdict.get('why')}",
+            f"spent: {spent or 'nothing known'}"
+            + (f" (+{unknown} call(s) of unknown cost)" if unknown else "")
+            + (f" · judge failures: {self.judge_failures}" if self.judge_failures else ""),
+        ]
         return "\n".join(lines)
 
 
@@ -235,32 +344,46 @@ def _judging_lines(judging: dict, voided: int) -> list[str]:
     lines = []
     position = judging.get("position") or {}
     if "judgements" in position and position["judgements"]:
-        lines.append(f"position: the orders disagree on {position['disagree']} of "
-                     f"{position['judgements']} judgement pair(s) (mean difference "
-                     f"{_num(position['mean_difference'])})")
+        lines.append(
+            f"position: the orders disagree on {position['disagree']} of "
+            f"{position['judgements']} judgement pair(s) (mean difference "
+            f"{_num(position['mean_difference'])})"
+        )
     elif position and "judgements" not in position:
-        lines.append("position (one order drawn a run): mean total " + ", ".join(
-            f"{_num(v['mean_total'])} with the {o.replace('_', ' ')} ({v['judgements']})"
-            for o, v in position.items()))
+        lines.append(
+            "position (one order drawn a run): mean total "
+            + ", ".join(
+                f"{_num(v['mean_total'])} with the {o.replace('_', ' ')} ({v['judgements']})"
+                for o, v in position.items()
+            )
+        )
     alpha = judging.get("alpha")
     if alpha:
-        lines.append(f"jury agreement on accuracy: {alpha['meaning']} (Krippendorff's α, "
-                     f"{alpha['units']} judged prompt(s) of {alpha['runs']} run(s))")
+        lines.append(
+            f"jury agreement on accuracy: {alpha['meaning']} (Krippendorff's α, "
+            f"{alpha['units']} judged prompt(s) of {alpha['runs']} run(s))"
+        )
         lines.append(f"jury α assumes: {alpha['assumes']}")
         if alpha.get("offsets"):
-            lines.append("jury offsets (a judge's mean accuracy minus the jury's on the same "
-                         "runs): " + ", ".join(f"{j} {o['offset']:+.2f}"
-                                               for j, o in alpha["offsets"].items()))
+            lines.append(
+                "jury offsets (a judge's mean accuracy minus the jury's on the same "
+                "runs): "
+                + ", ".join(f"{j} {o['offset']:+.2f}" for j, o in alpha["offsets"].items())
+            )
     missing = judging.get("missing")
     if missing:
-        lines.append(f"missing judgements: {missing['judgements']} on {missing['runs']} run(s) ("
-                     + ", ".join(f"{j} {n}" for j, n in missing["by_judge"].items())
-                     + "); those runs are scored by the judgements that came back, less the "
-                     f"missing judges' offsets ({missing['evened']} evened)")
+        lines.append(
+            f"missing judgements: {missing['judgements']} on {missing['runs']} run(s) ("
+            + ", ".join(f"{j} {n}" for j, n in missing["by_judge"].items())
+            + "); those runs are scored by the judgements that came back, less the "
+            f"missing judges' offsets ({missing['evened']} evened)"
+        )
     if voided:
-        lines.append(f"voided: {voided} run(s) named themselves, so were not judged (see "
-                     "the voids to confirm)")
-    lines += people_lines(judging)   # the judges against people (race.checks)
+        lines.append(
+            f"voided: {voided} run(s) named themselves, so were not judged (see "
+            "the voids to confirm)"
+        )
+    lines += people_lines(judging)  # the judges against people (race.checks)
     return lines
 
 
@@ -275,9 +398,11 @@ def _void_lines(voids: list[dict]) -> list[str]:
                 lines.append(f"  {v['label']}: {_short(v['voided'], 160)}")
                 continue
             how = f" [{', '.join(e['forms'])}]" if e.get("forms") else ""
-            lines.append(f"  {v['label']}: the {e.get('run', 'candidate')} run wrote its "
-                         f"{e['as']} {e['name']!r} as “{e['written']}” (read “{e['read']}”)"
-                         f"{how}: “{_short(e['excerpt'], 120)}”")
+            lines.append(
+                f"  {v['label']}: the {e.get('run', 'candidate')} run wrote its "
+                f"{e['as']} {e['name']!r} as “{e['written']}” (read “{e['read']}”)"
+                f"{how}: “{_short(e['excerpt'], 120)}”"
+            )
     return lines
 
 
@@ -298,13 +423,18 @@ def _tool_lines(rows: list[dict], references: list[dict], allow, several: bool) 
     for r in rows:
         said = tooldiff.summary(r.get("tool_difference"))
         if said:
-            capped = (f"; accuracy capped at {_num(r['accuracy'])} from {_num(r['capped_from'])}"
-                      if r.get("capped_from") is not None else "")
+            capped = (
+                f"; accuracy capped at {_num(r['accuracy'])} from {_num(r['capped_from'])}"
+                if r.get("capped_from") is not None
+                else ""
+            )
             lines.append(f"tools: {_run_name(r, several)}: {visible(said)}{capped}")
     for r in [*references, *rows]:
         for f in r.get("flags") or ():
-            lines.append(f"FLAG: {_run_name(r, several)}, {f['where']}: "
-                         f"{run_flags.describe(f['what'])}: “{visible(f['excerpt'])}”")
+            lines.append(
+                f"FLAG: {_run_name(r, several)}, {f['where']}: "
+                f"{run_flags.describe(f['what'])}: “{visible(f['excerpt'])}”"
+            )
     return [""] + lines if lines else []
 
 
@@ -313,13 +443,18 @@ def looks_lines(looks: list[dict]) -> list[str]:
     added, the level it was tested at and the verdict it gave then."""
     if len(looks) < 2:
         return []
-    lines = ["", f"looks: this job has been raced {len(looks)} times; the verdict is on the runs "
-             "of every look, each look tested at its share of the error"]
+    lines = [
+        "",
+        f"looks: this job has been raced {len(looks)} times; the verdict is on the runs "
+        "of every look, each look tested at its share of the error",
+    ]
     for look in looks:
         level = "–" if look.get("level") is None else f"{look['level']:.2%}"
-        lines.append(f"  look {look['look']}: race {look['race']} added {look['runs']} run(s) "
-                     f"· tested at {level} · {look.get('state') or '–'}"
-                     + (f" ({look['model']})" if look.get("model") else ""))
+        lines.append(
+            f"  look {look['look']}: race {look['race']} added {look['runs']} run(s) "
+            f"· tested at {level} · {look.get('state') or '–'}"
+            + (f" ({look['model']})" if look.get("model") else "")
+        )
     return lines
 
 
@@ -332,30 +467,46 @@ def verdict_lines(said: dict) -> list[str]:
     margin = test["margin"]
     scales = {"accuracy": "accuracy (× 10/7)", "score": "code score (× 10)"}
     tested = sum(c.get("p") is not None for c in candidates)
-    lines = ["", f"test: {test['method'].split(',')[0]} on "
-             + " and ".join(scales.get(m, m) for m in test["measures"])
-             + f", margin {points(margin)} of 10, alpha "
-             f"{test['alpha']:g}, Holm across {tested} candidate(s), a unit per {test['unit']}"
-             + (f"; look {test['look']} of {test['looks']} of this job, tested at "
-                f"{test['level']:.2%} (alpha spent over the looks)" if test.get("look") else "")]
+    lines = [
+        "",
+        f"test: {test['method'].split(',')[0]} on "
+        + " and ".join(scales.get(m, m) for m in test["measures"])
+        + f", margin {points(margin)} of 10, alpha "
+        f"{test['alpha']:g}, Holm across {tested} candidate(s), a unit per {test['unit']}"
+        + (
+            f"; look {test['look']} of {test['looks']} of this job, tested at "
+            f"{test['level']:.2%} (alpha spent over the looks)"
+            if test.get("look")
+            else ""
+        ),
+    ]
     head = ("model", "measure", "pairs", "mean diff", "lower", "p", "Holm p", "result")
     body = []
     for c in candidates:
         result = c["result"].replace("_", " ")
         needed = c.get("needed")
         if needed and "low" in needed:
-            result += (f", needs {needed['low']} to {needed['high']} more "
-                       f"{needed['of'][:-1]}(s)" + (" (spread assumed, not yet measured)"
-                                                    if needed.get("assumed") else ""))
-        elif needed:   # a report written before the advice was a range
+            result += f", needs {needed['low']} to {needed['high']} more {needed['of'][:-1]}(s)" + (
+                " (spread assumed, not yet measured)" if needed.get("assumed") else ""
+            )
+        elif needed:  # a report written before the advice was a range
             result += f", needs about {needed['more']} more {needed['of'][:-1]}(s)"
         elif c["result"] not in ("good_enough", "worse"):
             result += f": {c['why']}"
         measures = c.get("measures") or {"–": {}}
         for name, t in measures.items():
-            body.append((c["model"], name, _num(t.get("n")), _signed(t.get("mean")),
-                         _signed(t.get("lower")), _p(t.get("p")), _p(c.get("p_holm")),
-                         result))
+            body.append(
+                (
+                    c["model"],
+                    name,
+                    _num(t.get("n")),
+                    _signed(t.get("mean")),
+                    _signed(t.get("lower")),
+                    _p(t.get("p")),
+                    _p(c.get("p_holm")),
+                    result,
+                )
+            )
     return lines + _grid(head, body) + [""]
 
 
@@ -385,10 +536,11 @@ def _cost(v, currency) -> str:
 
 def _short(text, n: int = 60) -> str:
     text = " ".join(str(text or "").split())
-    return text if len(text) <= n else text[:n - 1] + "…"
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _grid(head: tuple, body: list[tuple]) -> list[str]:
     widths = [max(len(str(c)) for c in col) for col in zip(head, *body)]
-    return ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip()
-            for row in (head, *body)]
+    return [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in (head, *body)
+    ]

@@ -34,7 +34,7 @@ class FileReports:
         self.folder = Path(folder)
 
     def named(self, race: str) -> None:
-        pass   # the race's folder, made when it was named, says it began
+        pass  # the race's folder, made when it was named, says it began
 
     def call_log(self, race: str, path: Path) -> CallLog:
         """Where the race's model and judge calls are logged (its calls.jsonl)."""
@@ -42,8 +42,9 @@ class FileReports:
 
     def save(self, race: str, doc: dict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic.write(self.folder / f"{race}.json", jsonwire.dumps(doc, indent=1) + "\n",
-                     fsync=False)
+        atomic.write(
+            self.folder / f"{race}.json", jsonwire.dumps(doc, indent=1) + "\n", fsync=False
+        )
 
     def ids(self) -> list[str]:
         try:
@@ -64,7 +65,7 @@ class FileReports:
         try:
             doc = jsonwire.loads(path.read_bytes())
         except (OSError, ValueError):
-            doc = False   # there, but not readable
+            doc = False  # there, but not readable
         return stamp, doc, st.st_mtime
 
     def close(self) -> None:
@@ -84,18 +85,20 @@ class DatabaseReports(FileReports):
     def __init__(self, folder: Path, url: str):
         super().__init__(folder)
         from panelist.metrics.store import pg
+
         self.db = pg.Database(url, application="panelist-races")
         self._ready = False
         try:
             self._migrated()
         except DatabaseUnreachable:
-            pass   # out of reach at start: brought up to date at the first use
+            pass  # out of reach at start: brought up to date at the first use
         except BaseException:
             self.db.close()
             raise
 
     def _migrated(self) -> None:
         from panelist.metrics.store import pgschema
+
         if not self._ready:
             if self.db.run(pgschema.current, transaction=False) != pgschema.VERSION:
                 pgschema.migrate(self.db)
@@ -103,33 +106,40 @@ class DatabaseReports(FileReports):
 
     def named(self, race: str) -> None:
         self._migrated()
-        self.db.execute("INSERT INTO race_reports (race) VALUES (%s) ON CONFLICT DO NOTHING",
-                        (race,))
+        self.db.execute(
+            "INSERT INTO race_reports (race) VALUES (%s) ON CONFLICT DO NOTHING", (race,)
+        )
 
     def call_log(self, race: str, path: Path) -> CallLog:
         return _TableCallLog(path, self.db, race)
 
     def save(self, race: str, doc: dict) -> None:
         from panelist.metrics.ledger.pglogs import to_json
+
         super().save(race, doc)
         self._migrated()
         # the same whole report each time: safe to run twice
-        self.db.execute("INSERT INTO race_reports (race, ended, report) VALUES "
-                        "(%s, now(), %s::jsonb) ON CONFLICT (race) DO UPDATE SET "
-                        "ended = now(), report = EXCLUDED.report", (race, to_json(doc)))
+        self.db.execute(
+            "INSERT INTO race_reports (race, ended, report) VALUES "
+            "(%s, now(), %s::jsonb) ON CONFLICT (race) DO UPDATE SET "
+            "ended = now(), report = EXCLUDED.report",
+            (race, to_json(doc)),
+        )
 
     def ids(self) -> list[str]:
         self._migrated()
-        return [r[0] for r in self.db.execute("SELECT race FROM race_reports")] + \
-            super().ids()
+        return [r[0] for r in self.db.execute("SELECT race FROM race_reports")] + super().ids()
 
     def stored(self, race: str):
         self._migrated()
-        rows = self.db.execute("SELECT extract(epoch FROM started), "
-                               "extract(epoch FROM ended), report FROM race_reports "
-                               "WHERE race = %s", (race,))
+        rows = self.db.execute(
+            "SELECT extract(epoch FROM started), "
+            "extract(epoch FROM ended), report FROM race_reports "
+            "WHERE race = %s",
+            (race,),
+        )
         if not rows:
-            return super().stored(race)   # a race run before the database was named
+            return super().stored(race)  # a race run before the database was named
         started, ended, doc = rows[0]
         return (("db", float(ended)) if ended is not None else None), doc, float(started)
 
@@ -147,11 +157,15 @@ class _TableCallLog(CallLog):
 
     def write(self, result) -> None:
         from panelist.metrics.ledger.pglogs import to_json
+
         record = seatrecord.line(result, self.kind, **result.meta)
         self._appender.append(record)
         # not retried: a lost COMMIT must not log the call twice
-        self.db.execute("INSERT INTO races (race, record) VALUES (%s, %s::jsonb)",
-                        (self.race, to_json(record)), retry=False)
+        self.db.execute(
+            "INSERT INTO races (race, record) VALUES (%s, %s::jsonb)",
+            (self.race, to_json(record)),
+            retry=False,
+        )
 
 
 def of_home(home) -> FileReports:

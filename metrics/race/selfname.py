@@ -39,58 +39,63 @@ from typing import TYPE_CHECKING
 
 from panelist.metrics.race.normal import fold, forms
 
-if TYPE_CHECKING:   # blind imports this module
+if TYPE_CHECKING:  # blind imports this module
     from panelist.metrics.race.blind import Hit
 
 SELF, WORD, OTHER = "[self]", "[selfword]", "[model]"
 
-_S = r"\[self\]"                       # an own name that is a name whatever its context
-_SW = r"\[(?:self|selfword)\]"         # ... or a plain-word own name written as a name
-_END = r"(?!['’]s\b|-)"                # not "[self]'s advantage", not "[self]-based"
+_S = r"\[self\]"  # an own name that is a name whatever its context
+_SW = r"\[(?:self|selfword)\]"  # ... or a plain-word own name written as a name
+_END = r"(?!['’]s\b|-)"  # not "[self]'s advantage", not "[self]-based"
 _AI = r"(?:AI|A\.I\.|(?:large\s+)?language\s+model|LLM|chat\s?bot|assistant|model)"
-_MADE = (r"(?:made|created|built|developed|trained|designed|engineered|programmed|released|"
-         r"owned|operated|fine-?tuned|powered)")
-_MARKUP = re.compile(r"[*`~]+|(?<!\w)_+|_+(?!\w)")   # emphasis and code marks around a name
+_MADE = (
+    r"(?:made|created|built|developed|trained|designed|engineered|programmed|released|"
+    r"owned|operated|fine-?tuned|powered)"
+)
+_MARKUP = re.compile(r"[*`~]+|(?<!\w)_+|_+(?!\w)")  # emphasis and code marks around a name
 _START = r"(?:^|(?<=[.!?])\s+|\n\s*)"
-_PATTERNS = [re.compile(p, re.I) for p in (
-    # "I'm X", "my name is X", "you're chatting with X"; "I'm an X model"
-    rf"(?:\bI\s+am|\bI['’]m|\bmy\s+name\s+is|\bcall\s+me|\bI\s+go\s+by|"
-    rf"\byou(?:['’]re|\s+are)\s+(?:talking|chatting|speaking)\s+(?:to|with))\s+"
-    rf"(?:(?:an?|the)\s+{_S}\s+{_AI}\b|(?:called\s+|named\s+|actually\s+)?{_SW}{_END})",
-    # "As X, I", "As an X model, I"
-    rf"{_START}as\s+(?:(?:an?|the)\s+{_S}\s+{_AI}|{_SW}(?:\s+{_AI})?)\s*,\s*I\b",
-    # "I was trained by X"
-    rf"\bI\s+(?:was|have\s+been|am|['’]m|were)\s+(?:\w+\s+){{0,2}}?{_MADE}\s+(?:by|at)\s+"
-    rf"(?:the\s+\w+\s+at\s+)?{_SW}",
-    # "I'm a large language model trained by X"
-    rf"(?:\bI\s+am|\bI['’]m)\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+){{0,3}}?{_AI}\b[^.!?\n]{{0,40}}?"
-    rf"\b{_MADE}\s+(?:by|at)\s+(?:the\s+\w+\s+at\s+)?{_SW}",
-    # "I'm Y, made by X", "I'm Y, an assistant built by X"
-    rf"(?:\bI\s+am|\bI['’]m)\s+\[\w+\]\s*,\s*(?:an?\s+(?:[\w-]+\s+){{0,3}}?{_AI}\s+)?{_MADE}"
-    rf"\s+(?:by|at)\s+{_SW}",
-    # "As a model made by X, I …" (not "As a model made by X, Y refuses …": that is Y)
-    rf"\bas\s+an?\s+(?:[\w-]+\s+){{0,2}}?{_AI}\b[^.!?\n]{{0,40}}?\b{_MADE}\s+by\s+{_SW}"
-    rf"(?:\s+[\w-]+){{0,3}}?\s*,\s*(?:I|I['’]m|I['’]ve|my|me)\b",
-    # "my creators at X"
-    rf"\bmy\s+(?:creators?|makers?|developers?|trainers?|parent\s+company)\s*(?:,|:|at|is|are)?"
-    rf"\s*{_SW}",
-    # "X here", "Hi, X here"
-    rf"{_START}(?:(?:hi|hello|hey)\b[,!]?\s*)?{_SW}\s+here\b"
-    r"(?!\s+(?:is|are|was|refers|means|stands|denotes|shows|wins|does)\b)",
-    # "This is X speaking", "This is X, your assistant"
-    rf"\bthis\s+is\s+{_SW}(?:\s+(?:speaking|here)\b|\s*,\s*(?:your|an?)\s+(?:[\w-]+\s+){{0,2}}?"
-    rf"{_AI}\b)",
-    # "I'm based on X", "I'm a version of X"
-    rf"(?:\bI\s+am|\bI['’]m)\s+(?:based\s+on|built\s+on|powered\s+by|running\s+on|"
-    rf"an?\s+version\s+of|an?\s+instance\s+of|an?\s+variant\s+of|one\s+of)\s+{_SW}",
-    # "OpenAI trained me", "I'm from X", "my underlying model is X"
-    rf"{_SW}\s+(?:has\s+|have\s+|originally\s+)?(?:created|built|developed|trained|designed|"
-    rf"programmed|fine-?tuned)\s+me\b",   # not "made me": "X made me rethink" is an idiom
-    rf"(?:\bI\s+am|\bI['’]m|\bI\s+come)\s+from\s+{_SW}",
-    rf"\bmy\s+(?:underlying\s+|base\s+)?model(?:['’]s\s+name)?\s+is\s+(?:called\s+)?{_SW}",
-    # a sign-off: "Regards, X"
-    rf"\b(?:regards|sincerely|cheers|yours)\s*,\s*{_SW}\s*$",
-)]
+_PATTERNS = [
+    re.compile(p, re.I)
+    for p in (
+        # "I'm X", "my name is X", "you're chatting with X"; "I'm an X model"
+        rf"(?:\bI\s+am|\bI['’]m|\bmy\s+name\s+is|\bcall\s+me|\bI\s+go\s+by|"
+        rf"\byou(?:['’]re|\s+are)\s+(?:talking|chatting|speaking)\s+(?:to|with))\s+"
+        rf"(?:(?:an?|the)\s+{_S}\s+{_AI}\b|(?:called\s+|named\s+|actually\s+)?{_SW}{_END})",
+        # "As X, I", "As an X model, I"
+        rf"{_START}as\s+(?:(?:an?|the)\s+{_S}\s+{_AI}|{_SW}(?:\s+{_AI})?)\s*,\s*I\b",
+        # "I was trained by X"
+        rf"\bI\s+(?:was|have\s+been|am|['’]m|were)\s+(?:\w+\s+){{0,2}}?{_MADE}\s+(?:by|at)\s+"
+        rf"(?:the\s+\w+\s+at\s+)?{_SW}",
+        # "I'm a large language model trained by X"
+        rf"(?:\bI\s+am|\bI['’]m)\s+(?:an?\s+|the\s+)?(?:[\w-]+\s+){{0,3}}?{_AI}\b[^.!?\n]{{0,40}}?"
+        rf"\b{_MADE}\s+(?:by|at)\s+(?:the\s+\w+\s+at\s+)?{_SW}",
+        # "I'm Y, made by X", "I'm Y, an assistant built by X"
+        rf"(?:\bI\s+am|\bI['’]m)\s+\[\w+\]\s*,\s*(?:an?\s+(?:[\w-]+\s+){{0,3}}?{_AI}\s+)?{_MADE}"
+        rf"\s+(?:by|at)\s+{_SW}",
+        # "As a model made by X, I …" (not "As a model made by X, Y refuses …": that is Y)
+        rf"\bas\s+an?\s+(?:[\w-]+\s+){{0,2}}?{_AI}\b[^.!?\n]{{0,40}}?\b{_MADE}\s+by\s+{_SW}"
+        rf"(?:\s+[\w-]+){{0,3}}?\s*,\s*(?:I|I['’]m|I['’]ve|my|me)\b",
+        # "my creators at X"
+        rf"\bmy\s+(?:creators?|makers?|developers?|trainers?|parent\s+company)\s*(?:,|:|at|is|are)?"
+        rf"\s*{_SW}",
+        # "X here", "Hi, X here"
+        rf"{_START}(?:(?:hi|hello|hey)\b[,!]?\s*)?{_SW}\s+here\b"
+        r"(?!\s+(?:is|are|was|refers|means|stands|denotes|shows|wins|does)\b)",
+        # "This is X speaking", "This is X, your assistant"
+        rf"\bthis\s+is\s+{_SW}(?:\s+(?:speaking|here)\b|\s*,\s*(?:your|an?)\s+(?:[\w-]+\s+){{0,2}}?"
+        rf"{_AI}\b)",
+        # "I'm based on X", "I'm a version of X"
+        rf"(?:\bI\s+am|\bI['’]m)\s+(?:based\s+on|built\s+on|powered\s+by|running\s+on|"
+        rf"an?\s+version\s+of|an?\s+instance\s+of|an?\s+variant\s+of|one\s+of)\s+{_SW}",
+        # "OpenAI trained me", "I'm from X", "my underlying model is X"
+        rf"{_SW}\s+(?:has\s+|have\s+|originally\s+)?(?:created|built|developed|trained|designed|"
+        rf"programmed|fine-?tuned)\s+me\b",  # not "made me": "X made me rethink" is an idiom
+        rf"(?:\bI\s+am|\bI['’]m|\bI\s+come)\s+from\s+{_SW}",
+        rf"\bmy\s+(?:underlying\s+|base\s+)?model(?:['’]s\s+name)?\s+is\s+(?:called\s+)?{_SW}",
+        # a sign-off: "Regards, X"
+        rf"\b(?:regards|sincerely|cheers|yours)\s*,\s*{_SW}\s*$",
+    )
+]
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,7 @@ def evidence(text: str, hits: list[Hit], own: Own, names_shown: dict | None = No
     ``{"name", "as", "read", "written", "forms", "excerpt"}`` per place."""
     if not any(_flat(h.key) in own.kinds for h in hits):
         return []
-    marked: list[str] = []   # the text with each name as a placeholder
+    marked: list[str] = []  # the text with each name as a placeholder
     places: list[tuple[int, int, Hit | None, int, int]] = []
     at = 0
     length = 0
@@ -163,11 +168,17 @@ def evidence(text: str, hits: list[Hit], own: Own, names_shown: dict | None = No
                     continue
                 f = _flat(hit.key)
                 written = text[start:end]
-                found.setdefault((start, end), {
-                    "name": own.shown.get(f) or (names_shown or {}).get(f) or f,
-                    "as": own.kinds[f], "read": hit.read, "written": shown(written),
-                    "forms": (["base64"] if hit.base64 else []) + forms(written, hit.read),
-                    "excerpt": _excerpt(text, start, end)})
+                found.setdefault(
+                    (start, end),
+                    {
+                        "name": own.shown.get(f) or (names_shown or {}).get(f) or f,
+                        "as": own.kinds[f],
+                        "read": hit.read,
+                        "written": shown(written),
+                        "forms": (["base64"] if hit.base64 else []) + forms(written, hit.read),
+                        "excerpt": _excerpt(text, start, end),
+                    },
+                )
     return [found[k] for k in sorted(found)]
 
 
@@ -198,4 +209,4 @@ def _mark(text: str, group: list[Hit], own: Own) -> tuple[str, Hit | None]:
 def said(e: dict) -> str:
     """One piece of evidence in words, for the row's reason."""
     how = f" ({', '.join(e['forms'])})" if e["forms"] else ""
-    return (f"{e['name']} (its {e['as']}) written “{e['written']}”{how}: “{e['excerpt']}”")
+    return f"{e['name']} (its {e['as']}) written “{e['written']}”{how}: “{e['excerpt']}”"

@@ -58,11 +58,11 @@ import math
 
 from panelist.metrics.stats import paired_sample_size
 
-LOOKS = 5                    # planned looks of one job
-SPREAD_UNITS = 3             # units that measure a spread (two degrees of freedom)
-SPREAD_LEVEL = 0.8           # the two-sided level of the spread's interval behind the advice
-ASSUMED_SPREAD = 2.0         # points of 10: two runs whose marks each vary by about a mark
-PRIOR_DF = 4                 # the degrees of freedom the assumed spread counts as
+LOOKS = 5  # planned looks of one job
+SPREAD_UNITS = 3  # units that measure a spread (two degrees of freedom)
+SPREAD_LEVEL = 0.8  # the two-sided level of the spread's interval behind the advice
+ASSUMED_SPREAD = 2.0  # points of 10: two runs whose marks each vary by about a mark
+PRIOR_DF = 4  # the degrees of freedom the assumed spread counts as
 SPENDING = "Pocock-type alpha spending (Lan-DeMets) over 5 planned looks"
 
 
@@ -150,8 +150,10 @@ def spread_interval(spread: float, df: int, level_: float = SPREAD_LEVEL) -> tup
     if df < 1:
         raise ValueError("a spread's interval needs at least one degree of freedom")
     tail = (1 - level_) / 2
-    return (spread * math.sqrt(df / chi2_quantile(1 - tail, df)),
-            spread * math.sqrt(df / chi2_quantile(tail, df)))
+    return (
+        spread * math.sqrt(df / chi2_quantile(1 - tail, df)),
+        spread * math.sqrt(df / chi2_quantile(tail, df)),
+    )
 
 
 # -- the advice ------------------------------------------------------------------------------------
@@ -165,8 +167,15 @@ def pooled(spreads: list[tuple[float, int]]) -> tuple[float | None, int]:
     return math.sqrt(sum(s * s * d for s, d in used) / df), df
 
 
-def advice(spread: float | None, df: int, have: int, margin: float, alpha: float,
-           power: float, floor: float) -> dict | None:
+def advice(
+    spread: float | None,
+    df: int,
+    have: int,
+    margin: float,
+    alpha: float,
+    power: float,
+    floor: float,
+) -> dict | None:
     """How many more units the next look needs: ``{"low", "high"}`` more units, the totals
     ``"totals"``, the spreads planned from ``"spreads"`` (points), the spread ``"measured"``
     (None when it was not) with its ``"df"``, and ``"assumed"`` (the spread assumed, when it
@@ -181,7 +190,7 @@ def advice(spread: float | None, df: int, have: int, margin: float, alpha: float
         planned, dof, assumed, measured = ASSUMED_SPREAD, PRIOR_DF, ASSUMED_SPREAD, None
     else:
         dof = df + PRIOR_DF
-        planned = math.sqrt((df * spread ** 2 + PRIOR_DF * ASSUMED_SPREAD ** 2) / dof)
+        planned = math.sqrt((df * spread**2 + PRIOR_DF * ASSUMED_SPREAD**2) / dof)
         assumed, measured = None, spread
     spreads = tuple(max(floor, s) for s in spread_interval(planned, dof))
     totals = []
@@ -191,10 +200,17 @@ def advice(spread: float | None, df: int, have: int, margin: float, alpha: float
             return None
         totals.append(n)
     low, high = (max(1, n - have) for n in totals)
-    return {"low": low, "high": max(low, high), "totals": totals,
-            "spreads": [round(s, 3) for s in spreads], "assumed": assumed,
-            "measured": None if measured is None else round(measured, 3), "df": df,
-            "prior": {"spread": ASSUMED_SPREAD, "df": PRIOR_DF}, "level": round(alpha, 6)}
+    return {
+        "low": low,
+        "high": max(low, high),
+        "totals": totals,
+        "spreads": [round(s, 3) for s in spreads],
+        "assumed": assumed,
+        "measured": None if measured is None else round(measured, 3),
+        "df": df,
+        "prior": {"spread": ASSUMED_SPREAD, "df": PRIOR_DF},
+        "level": round(alpha, 6),
+    }
 
 
 def advice_text(needed: dict, unit: str) -> str:
@@ -202,18 +218,36 @@ def advice_text(needed: dict, unit: str) -> str:
     measured)"."""
     low, high = needed["low"], needed["high"]
     count = f"{low}" if low == high else f"{low} to {high}"
-    what = (f"{count} more run(s) of it and of the pinned model" if unit == "runs" else
-            f"{count} more input(s), each raced as many times")
+    what = (
+        f"{count} more run(s) of it and of the pinned model"
+        if unit == "runs"
+        else f"{count} more input(s), each raced as many times"
+    )
     low_s, high_s = needed["spreads"]
     if needed.get("assumed") is not None:
-        why = (f"assumes a spread of {needed['assumed']:g} points, not yet measured; planned "
-               f"for {low_s:.2f} to {high_s:.2f}")
+        why = (
+            f"assumes a spread of {needed['assumed']:g} points, not yet measured; planned "
+            f"for {low_s:.2f} to {high_s:.2f}"
+        )
     else:
-        why = (f"if its spread is between {low_s:.2f} and {high_s:.2f} points, the "
-               f"{SPREAD_LEVEL:.0%} interval of the {needed['measured']:.2f} seen, tempered by "
-               f"an assumed {ASSUMED_SPREAD:g}")
+        why = (
+            f"if its spread is between {low_s:.2f} and {high_s:.2f} points, the "
+            f"{SPREAD_LEVEL:.0%} interval of the {needed['measured']:.2f} seen, tempered by "
+            f"an assumed {ASSUMED_SPREAD:g}"
+        )
     return f"{what} would settle it if it is as good as the pinned model ({why})"
 
 
-__all__ = ["ASSUMED_SPREAD", "LOOKS", "SPENDING", "SPREAD_UNITS", "advice", "advice_text",
-           "chi2_quantile", "level", "levels", "pooled", "spread_interval"]
+__all__ = [
+    "ASSUMED_SPREAD",
+    "LOOKS",
+    "SPENDING",
+    "SPREAD_UNITS",
+    "advice",
+    "advice_text",
+    "chi2_quantile",
+    "level",
+    "levels",
+    "pooled",
+    "spread_interval",
+]

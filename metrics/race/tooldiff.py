@@ -53,17 +53,25 @@ _WORDS = re.compile(r"[^\W_]{4,}|\d{2,}")
 # -- coercion --------------------------------------------------------------------------------------
 def _types(schema: dict) -> list[str]:
     kind = schema.get("type")
-    return [kind] if isinstance(kind, str) else [k for k in kind if isinstance(k, str)] \
-        if isinstance(kind, list) else []
+    return (
+        [kind]
+        if isinstance(kind, str)
+        else [k for k in kind if isinstance(k, str)]
+        if isinstance(kind, list)
+        else []
+    )
 
 
 def _is(value, kind: str) -> bool:
-    return {"string": isinstance(value, str), "boolean": isinstance(value, bool),
-            "null": value is None, "object": isinstance(value, dict),
-            "array": isinstance(value, list),
-            "integer": isinstance(value, int) and not isinstance(value, bool),
-            "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-            }.get(kind, False)
+    return {
+        "string": isinstance(value, str),
+        "boolean": isinstance(value, bool),
+        "null": value is None,
+        "object": isinstance(value, dict),
+        "array": isinstance(value, list),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+    }.get(kind, False)
 
 
 def _to(value, kind: str):
@@ -77,11 +85,16 @@ def _to(value, kind: str):
         number = float(value.strip())
         if math.isfinite(number):
             return int(number) if _INTEGER.fullmatch(value.strip()) else number
-    elif kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true",
-                                                                                   "false"):
+    elif (
+        kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false")
+    ):
         return value.strip().lower() == "true"
-    elif kind == "string" and isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value):
+    elif (
+        kind == "string"
+        and isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    ):
         return str(value)
     return _NO
 
@@ -97,8 +110,10 @@ def coerce(schema, value):
     if isinstance(value, dict):
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         extra = schema.get("additionalProperties")
-        return {k: coerce(props.get(k, extra if isinstance(extra, dict) else None), v)
-                for k, v in value.items()}
+        return {
+            k: coerce(props.get(k, extra if isinstance(extra, dict) else None), v)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [coerce(schema.get("items"), v) for v in value]
     kinds = _types(schema)
@@ -116,8 +131,7 @@ def _canon(value):
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return (type(value).__name__, value)
     if isinstance(value, (int, float)):
-        return ("number", int(value) if isinstance(value, float) and value.is_integer()
-                else value)
+        return ("number", int(value) if isinstance(value, float) and value.is_integer() else value)
     if isinstance(value, list):
         return ("list", tuple(map(_canon, value)))
     if isinstance(value, dict):
@@ -138,13 +152,16 @@ def check_allow(allow):
     if allow is True:
         return True
     if isinstance(allow, (list, tuple, set, frozenset)) and all(
-            isinstance(n, str) and _TOOL_NAME.fullmatch(n.strip()) for n in allow):
+        isinstance(n, str) and _TOOL_NAME.fullmatch(n.strip()) for n in allow
+    ):
         names = tuple(dict.fromkeys(n.strip() for n in allow))
         return names or None
-    raise ValueError("allow_extra_tools is true (a call to any tool the reference did not call "
-                     "does not count against accuracy) or a list of tool names (letters, digits, "
-                     f"'_', '-' or '.', at most 64 each) whose extra calls do not count, not "
-                     f"{allow!r}")
+    raise ValueError(
+        "allow_extra_tools is true (a call to any tool the reference did not call "
+        "does not count against accuracy) or a list of tool names (letters, digits, "
+        f"'_', '-' or '.', at most 64 each) whose extra calls do not count, not "
+        f"{allow!r}"
+    )
 
 
 def allow_text(allow) -> str:
@@ -186,8 +203,11 @@ def _values(call: dict) -> set[str]:
             stack += item
         elif isinstance(item, str) and len(item.strip()) >= 3:
             out.add(item.strip().casefold())
-        elif isinstance(item, (int, float)) and not isinstance(item, bool) \
-                and len(str(item).lstrip("-")) >= 2:
+        elif (
+            isinstance(item, (int, float))
+            and not isinstance(item, bool)
+            and len(str(item).lstrip("-")) >= 2
+        ):
             out.add(str(item))
     return out
 
@@ -202,16 +222,22 @@ def _gaps(reference, run) -> dict | None:
     if not isinstance(reference, dict) or not isinstance(run, dict):
         return None
     mine, theirs = sorted(run, key=str), sorted(reference, key=str)
-    return {"of": len(mine),
-            "changed": [i for i, k in enumerate(mine, 1)
-                        if k in reference and _canon(run[k]) != _canon(reference[k])],
-            "added": [i for i, k in enumerate(mine, 1) if k not in reference],
-            "of_reference": len(theirs),
-            "missing": [i for i, k in enumerate(theirs, 1) if k not in run]}
+    return {
+        "of": len(mine),
+        "changed": [
+            i
+            for i, k in enumerate(mine, 1)
+            if k in reference and _canon(run[k]) != _canon(reference[k])
+        ],
+        "added": [i for i, k in enumerate(mine, 1) if k not in reference],
+        "of_reference": len(theirs),
+        "missing": [i for i, k in enumerate(theirs, 1) if k not in run],
+    }
 
 
-def tool_difference(reference: list[dict], run: list[dict], output: str | None = "",
-                    task: str = "", allow=None) -> dict:
+def tool_difference(
+    reference: list[dict], run: list[dict], output: str | None = "", task: str = "", allow=None
+) -> dict:
     """``{"skipped", "different", "extra", "new_tool", "equivalent", "unused", "allowed"}`` of
     ``run``'s tool calls against ``reference``'s (see the module docstring). Each call is
     ``{"tool", "arguments"}`` with ``used`` (the arguments as the tool was called with them,
@@ -220,35 +246,60 @@ def tool_difference(reference: list[dict], run: list[dict], output: str | None =
     allow = check_allow(allow)
     left = list(range(len(run)))
     unmatched = []
-    for r, call in enumerate(reference):   # the same tool with the same arguments: no difference
-        same = next((i for i in left if run[i]["tool"] == call["tool"]
-                     and _canon(_arguments(run[i])) == _canon(_arguments(call))), None)
+    for r, call in enumerate(reference):  # the same tool with the same arguments: no difference
+        same = next(
+            (
+                i
+                for i in left
+                if run[i]["tool"] == call["tool"]
+                and _canon(_arguments(run[i])) == _canon(_arguments(call))
+            ),
+            None,
+        )
         if same is None:
             unmatched.append(r)
         else:
             left.remove(same)
     equivalent, different, skipped = [], [], []
-    for r in unmatched:   # another route to the very same result
+    for r in unmatched:  # another route to the very same result
         call = reference[r]
-        same = next((i for i in left if run[i]["tool"] == call["tool"]
-                     and _result(run[i]) == _result(call)), None)
+        same = next(
+            (
+                i
+                for i in left
+                if run[i]["tool"] == call["tool"] and _result(run[i]) == _result(call)
+            ),
+            None,
+        )
         if same is None:
             skipped.append(r)
         else:
             left.remove(same)
-            equivalent.append({"tool": call["tool"], "reference": call["arguments"],
-                               "run": run[same]["arguments"], "call": same + 1,
-                               "reference_call": r + 1})
-    for r in skipped[:]:   # the same tool with other arguments: called differently
+            equivalent.append(
+                {
+                    "tool": call["tool"],
+                    "reference": call["arguments"],
+                    "run": run[same]["arguments"],
+                    "call": same + 1,
+                    "reference_call": r + 1,
+                }
+            )
+    for r in skipped[:]:  # the same tool with other arguments: called differently
         call = reference[r]
         other = next((i for i in left if run[i]["tool"] == call["tool"]), None)
         if other is not None:
             left.remove(other)
             skipped.remove(r)
-            different.append({"tool": call["tool"], "reference": call["arguments"],
-                              "run": run[other]["arguments"], "call": other + 1,
-                              "reference_call": r + 1,
-                              "gaps": _gaps(_arguments(call), _arguments(run[other]))})
+            different.append(
+                {
+                    "tool": call["tool"],
+                    "reference": call["arguments"],
+                    "run": run[other]["arguments"],
+                    "call": other + 1,
+                    "reference_call": r + 1,
+                    "gaps": _gaps(_arguments(call), _arguments(run[other])),
+                }
+            )
     known: set[str] = set()
     for i, call in enumerate([*reference, *run]):
         if i >= len(reference) and i - len(reference) in left:
@@ -262,18 +313,30 @@ def tool_difference(reference: list[dict], run: list[dict], output: str | None =
     allowed: list[dict] = []
     for i in left:
         entry = {"tool": run[i]["tool"], "arguments": run[i]["arguments"], "call": i + 1}
-        if run[i]["tool"] not in called:   # what the call did is not code's to know: it counts
+        if run[i]["tool"] not in called:  # what the call did is not code's to know: it counts
             free = allow is True or (allow is not None and run[i]["tool"] in allow)
             (allowed if free else new_tool).append(entry)
             continue
-        later = " ".join(as_text(_arguments(c)) for c in run[i + 1:])
+        later = " ".join(as_text(_arguments(c)) for c in run[i + 1 :])
         seen = f"{output or ''}\n{later}".casefold()
         mine = {v for v in _values(run[i]) if v not in known and not _shows(v, task_text)}
         (extra if any(_shows(v, seen) for v in mine) else unused).append(entry)
-    return {"skipped": [{"tool": reference[r]["tool"], "arguments": reference[r]["arguments"],
-                         "reference_call": r + 1} for r in skipped],
-            "different": different, "extra": extra, "new_tool": new_tool,
-            "equivalent": equivalent, "unused": unused, "allowed": allowed}
+    return {
+        "skipped": [
+            {
+                "tool": reference[r]["tool"],
+                "arguments": reference[r]["arguments"],
+                "reference_call": r + 1,
+            }
+            for r in skipped
+        ],
+        "different": different,
+        "extra": extra,
+        "new_tool": new_tool,
+        "equivalent": equivalent,
+        "unused": unused,
+        "allowed": allowed,
+    }
 
 
 def differs(diff: dict | None) -> bool:
@@ -282,7 +345,7 @@ def differs(diff: dict | None) -> bool:
 
 
 # -- the difference as the judge reads it ----------------------------------------------------------
-PLACES = 10   # argument places one line of the judge's block lists before counting the rest
+PLACES = 10  # argument places one line of the judge's block lists before counting the rest
 
 
 def _places(places: list[int], of: int) -> str:
@@ -298,15 +361,21 @@ def _gap_text(gaps: dict | None) -> str:
         return "its arguments differ from the reference call's"
     parts = []
     if gaps["changed"]:
-        parts.append(f"its {_places(gaps['changed'], gaps['of'])} "
-                     f"{'has' if len(gaps['changed']) == 1 else 'have'} another value")
+        parts.append(
+            f"its {_places(gaps['changed'], gaps['of'])} "
+            f"{'has' if len(gaps['changed']) == 1 else 'have'} another value"
+        )
     if gaps["added"]:
-        parts.append(f"its {_places(gaps['added'], gaps['of'])} "
-                     f"{'is' if len(gaps['added']) == 1 else 'are'} not among the reference "
-                     "call's")
+        parts.append(
+            f"its {_places(gaps['added'], gaps['of'])} "
+            f"{'is' if len(gaps['added']) == 1 else 'are'} not among the reference "
+            "call's"
+        )
     if gaps["missing"]:
-        parts.append(f"the reference call's {_places(gaps['missing'], gaps['of_reference'])} "
-                     f"{'is' if len(gaps['missing']) == 1 else 'are'} missing from it")
+        parts.append(
+            f"the reference call's {_places(gaps['missing'], gaps['of_reference'])} "
+            f"{'is' if len(gaps['missing']) == 1 else 'are'} missing from it"
+        )
     return "; ".join(parts)
 
 
@@ -316,42 +385,62 @@ def describe(diff: dict, allow=None) -> str:
     name the reference called, or one ``allow`` names, is written here (module docstring)."""
     allow = check_allow(allow)
     named = set(allow) if isinstance(allow, tuple) else set()
-    counted = [f"- reference call {d['reference_call']} ({d['tool']}) was skipped: no call of "
-               "the candidate matches it." for d in diff.get("skipped") or ()]
-    counted += [f"- candidate call {d['call']} calls {d['tool']}, as reference call "
-                f"{d['reference_call']} does, with other arguments: {_gap_text(d.get('gaps'))}."
-                for d in diff.get("different") or ()]
-    counted += [f"- candidate call {d['call']} is a further call to {d['tool']}, beyond the "
-                "reference's, and its result shows in what the candidate did after it."
-                for d in diff.get("extra") or ()]
-    counted += [f"- candidate call {d['call']} calls a tool the reference did not call (read its "
-                "name in the candidate's block); the race does not allow extra calls to it."
-                for d in diff.get("new_tool") or ()]
-    noted = [f"- candidate call {d['call']} calls {d['tool']} with other arguments than "
-             f"reference call {d['reference_call']}, and the tool returned the same."
-             for d in diff.get("equivalent") or ()]
-    noted += [f"- candidate call {d['call']} is a further call to {d['tool']}, beyond the "
-              "reference's; its result does not show in the candidate's output."
-              for d in diff.get("unused") or ()]
-    noted += [f"- candidate call {d['call']} calls "
-              + (d["tool"] if d["tool"] in named else "a tool (read its name in the candidate's "
-                 "block)")
-              + ", which the reference did not call; the race allows extra calls to it."
-              for d in diff.get("allowed") or ()]
+    counted = [
+        f"- reference call {d['reference_call']} ({d['tool']}) was skipped: no call of "
+        "the candidate matches it."
+        for d in diff.get("skipped") or ()
+    ]
+    counted += [
+        f"- candidate call {d['call']} calls {d['tool']}, as reference call "
+        f"{d['reference_call']} does, with other arguments: {_gap_text(d.get('gaps'))}."
+        for d in diff.get("different") or ()
+    ]
+    counted += [
+        f"- candidate call {d['call']} is a further call to {d['tool']}, beyond the "
+        "reference's, and its result shows in what the candidate did after it."
+        for d in diff.get("extra") or ()
+    ]
+    counted += [
+        f"- candidate call {d['call']} calls a tool the reference did not call (read its "
+        "name in the candidate's block); the race does not allow extra calls to it."
+        for d in diff.get("new_tool") or ()
+    ]
+    noted = [
+        f"- candidate call {d['call']} calls {d['tool']} with other arguments than "
+        f"reference call {d['reference_call']}, and the tool returned the same."
+        for d in diff.get("equivalent") or ()
+    ]
+    noted += [
+        f"- candidate call {d['call']} is a further call to {d['tool']}, beyond the "
+        "reference's; its result does not show in the candidate's output."
+        for d in diff.get("unused") or ()
+    ]
+    noted += [
+        f"- candidate call {d['call']} calls "
+        + (d["tool"] if d["tool"] in named else "a tool (read its name in the candidate's block)")
+        + ", which the reference did not call; the race allows extra calls to it."
+        for d in diff.get("allowed") or ()
+    ]
     further = bool(diff.get("unused") or diff.get("allowed"))
-    lines = ["Calls are named by their numbers in the runs' blocks (\"Tool call N\")."]
+    lines = ['Calls are named by their numbers in the runs\' blocks ("Tool call N").']
     if counted:
         lines += ["Differences that count against accuracy:", *counted]
     elif further:
-        lines.append("No difference that counts, but the candidate made more calls than the "
-                     "reference: it made each of the reference's calls, with the same arguments "
-                     "or the same results, and the further calls below.")
+        lines.append(
+            "No difference that counts, but the candidate made more calls than the "
+            "reference: it made each of the reference's calls, with the same arguments "
+            "or the same results, and the further calls below."
+        )
     elif noted:
-        lines.append("No difference that counts: the candidate made each of the reference's "
-                     "calls, with the same arguments or the same results, and no other call.")
+        lines.append(
+            "No difference that counts: the candidate made each of the reference's "
+            "calls, with the same arguments or the same results, and no other call."
+        )
     else:
-        lines.append("No difference: the candidate made each of the reference's calls, with "
-                     "the same arguments, and no other call.")
+        lines.append(
+            "No difference: the candidate made each of the reference's calls, with "
+            "the same arguments, and no other call."
+        )
     if noted:
         lines += ["Noted, not counted:", *noted]
     if allow is not None:
@@ -369,20 +458,35 @@ def summary(diff: dict | None) -> str:
     def name(d: dict) -> str:
         return jsonwire.dumps(str(d["tool"]))
 
-    counted = [f"reference call {d['reference_call']} {name(d)} skipped"
-               for d in diff.get("skipped") or ()]
-    counted += [f"call {d['call']} {name(d)} with other arguments than reference call "
-                f"{d['reference_call']}" for d in diff.get("different") or ()]
-    counted += [f"call {d['call']} {name(d)} a further call whose result was used"
-                for d in diff.get("extra") or ()]
-    counted += [f"call {d['call']} {name(d)} a tool the reference did not call"
-                for d in diff.get("new_tool") or ()]
-    noted = [f"call {d['call']} {name(d)} other arguments, same result as reference call "
-             f"{d['reference_call']}" for d in diff.get("equivalent") or ()]
-    noted += [f"call {d['call']} {name(d)} a further call whose result was not used"
-              for d in diff.get("unused") or ()]
-    noted += [f"call {d['call']} {name(d)} a tool the reference did not call, allowed"
-              for d in diff.get("allowed") or ()]
-    parts = ([f"counted: {'; '.join(counted)}"] if counted else []) + \
-        ([f"noted: {'; '.join(noted)}"] if noted else [])
+    counted = [
+        f"reference call {d['reference_call']} {name(d)} skipped" for d in diff.get("skipped") or ()
+    ]
+    counted += [
+        f"call {d['call']} {name(d)} with other arguments than reference call {d['reference_call']}"
+        for d in diff.get("different") or ()
+    ]
+    counted += [
+        f"call {d['call']} {name(d)} a further call whose result was used"
+        for d in diff.get("extra") or ()
+    ]
+    counted += [
+        f"call {d['call']} {name(d)} a tool the reference did not call"
+        for d in diff.get("new_tool") or ()
+    ]
+    noted = [
+        f"call {d['call']} {name(d)} other arguments, same result as reference call "
+        f"{d['reference_call']}"
+        for d in diff.get("equivalent") or ()
+    ]
+    noted += [
+        f"call {d['call']} {name(d)} a further call whose result was not used"
+        for d in diff.get("unused") or ()
+    ]
+    noted += [
+        f"call {d['call']} {name(d)} a tool the reference did not call, allowed"
+        for d in diff.get("allowed") or ()
+    ]
+    parts = ([f"counted: {'; '.join(counted)}"] if counted else []) + (
+        [f"noted: {'; '.join(noted)}"] if noted else []
+    )
     return " · ".join(parts)

@@ -16,7 +16,7 @@ from typing import Callable
 
 from panelist.metrics.store import jsonwire
 
-MAX_SHOWN = 20_000   # characters of one event's text a rendering keeps (a judge's budget)
+MAX_SHOWN = 20_000  # characters of one event's text a rendering keeps (a judge's budget)
 
 
 def as_text(value) -> str:
@@ -56,17 +56,37 @@ class Transcript:
         self.add({"kind": "ask", "messages": [_message(m) for m in messages]})
 
     def model(self, result, model_call: int) -> None:
-        self.add({"kind": "model", "call": model_call, "label": result.label,
-                  "status": result.status, "text": result.text,
-                  "tool_calls": [{"tool": c["function"]["name"],
-                                  "arguments": arguments_of(c["function"]["arguments"])}
-                                 for c in result.tool_calls],
-                  "tokens": result.tokens, "seconds": result.seconds,
-                  **({"error": f"{result.error_kind}: {result.error}"}
-                     if not result.answered else {})})
+        self.add(
+            {
+                "kind": "model",
+                "call": model_call,
+                "label": result.label,
+                "status": result.status,
+                "text": result.text,
+                "tool_calls": [
+                    {
+                        "tool": c["function"]["name"],
+                        "arguments": arguments_of(c["function"]["arguments"]),
+                    }
+                    for c in result.tool_calls
+                ],
+                "tokens": result.tokens,
+                "seconds": result.seconds,
+                **(
+                    {"error": f"{result.error_kind}: {result.error}"} if not result.answered else {}
+                ),
+            }
+        )
 
-    def tool(self, name: str, arguments, *, returned: str | None = None,
-             raised: str | None = None, used=None) -> None:
+    def tool(
+        self,
+        name: str,
+        arguments,
+        *,
+        returned: str | None = None,
+        raised: str | None = None,
+        used=None,
+    ) -> None:
         event = {"kind": "tool", "tool": name, "arguments": arguments}
         if used is not None and used != arguments:
             event["used"] = used
@@ -76,8 +96,9 @@ class Transcript:
     def tool_calls(self) -> list[dict]:
         """Every tool call the run made, in order: ``{"tool", "arguments"}``, ``used`` when
         coercion changed the arguments, and ``returned`` or ``raised``."""
-        return [{k: v for k, v in e.items() if k != "kind"}
-                for e in self.events if e["kind"] == "tool"]
+        return [
+            {k: v for k, v in e.items() if k != "kind"} for e in self.events if e["kind"] == "tool"
+        ]
 
     def model_calls(self) -> list[dict]:
         return [e for e in self.events if e["kind"] == "model"]
@@ -89,6 +110,7 @@ class Transcript:
         """The run as text. ``mask(text, by_model)`` is given every part a model wrote
         (``by_model`` True) and every tool result (False); what the job sent, but the
         assistant messages it sent back, is shown as it was."""
+
         def m(text: str, by_model: bool = True) -> str:
             return _cut(mask(text, by_model) if mask is not None else text)
 
@@ -96,22 +118,28 @@ class Transcript:
         for e in self.events:
             if e["kind"] == "ask":
                 lines.append("The job sent:")
-                lines += [f"  [{x['role']}] " + (m(x["content"]) if x["role"] == "assistant"
-                                                 else _cut(x["content"]))
-                          for x in e["messages"]]
+                lines += [
+                    f"  [{x['role']}] "
+                    + (m(x["content"]) if x["role"] == "assistant" else _cut(x["content"]))
+                    for x in e["messages"]
+                ]
             elif e["kind"] == "model":
                 if e["status"] not in ("ok", "tool_calls"):
                     lines.append(f"The model failed: {m(e.get('error', e['status']), False)}")
                     continue
                 if e["text"]:
                     lines.append(f"The model answered: {m(e['text'])}")
-                lines += [f"The model called {c['tool']} with {m(as_text(c['arguments']))}"
-                          for c in e["tool_calls"]]
+                lines += [
+                    f"The model called {c['tool']} with {m(as_text(c['arguments']))}"
+                    for c in e["tool_calls"]
+                ]
             elif e["kind"] == "tool":
                 # numbered as ``tool_calls`` numbers them: the tool difference names calls so
                 calls += 1
-                head = (f"Tool call {calls}: {m(jsonwire.dumps(str(e['tool'])))} with "
-                        f"{m(_quoted(e['arguments']))}")
+                head = (
+                    f"Tool call {calls}: {m(jsonwire.dumps(str(e['tool'])))} with "
+                    f"{m(_quoted(e['arguments']))}"
+                )
                 if "raised" in e:
                     lines.append(f"{head} raised: {m(e['raised'], False)}")
                 else:
@@ -124,8 +152,13 @@ class Transcript:
 
     def sent(self) -> list[str]:
         """What the job itself sent (never masked: it is the task's, not a model's)."""
-        return [x["content"] for e in self.events if e["kind"] == "ask"
-                for x in e["messages"] if x["role"] != "assistant"]
+        return [
+            x["content"]
+            for e in self.events
+            if e["kind"] == "ask"
+            for x in e["messages"]
+            if x["role"] != "assistant"
+        ]
 
 
 def _message(m) -> dict:

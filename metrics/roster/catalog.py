@@ -35,11 +35,22 @@ from panelist.metrics.errors import ConfigInvalid, NotFound, PanelistError
 from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import ALIAS, CURRENCY, Roster, RosterView
 
-FACTS = ("context", "max_output", "vision", "tools", "structured_output", "price_in",
-         "price_out", "currency", "rpm", "max_concurrent", "family")
+FACTS = (
+    "context",
+    "max_output",
+    "vision",
+    "tools",
+    "structured_output",
+    "price_in",
+    "price_out",
+    "currency",
+    "rpm",
+    "max_concurrent",
+    "family",
+)
 TYPED, ENDPOINT, IMPORTED, LEARNED = "typed", "endpoint", "imported", "learned"
 LEARNED_FACTS = ("context", "max_output", "retry_after", "tools")
-LOWERING = ("context", "max_output")   # learned facts that only ever go down
+LOWERING = ("context", "max_output")  # learned facts that only ever go down
 LISTING_TIMEOUT = 20.0
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
@@ -54,7 +65,7 @@ def _learnable(fact: str, value) -> bool:
 
 
 def _money(v) -> float | None:
-    if isinstance(v, str):   # some listings send prices as decimal strings
+    if isinstance(v, str):  # some listings send prices as decimal strings
         try:
             v = float(v)
         except ValueError:
@@ -126,10 +137,15 @@ def _table(model: dict, name: str) -> dict:
 def from_models_dev(model: dict) -> dict:
     """The facts of one model of a models.dev-layout file."""
     limit, cost, modalities = (_table(model, k) for k in ("limit", "cost", "modalities"))
-    facts = {"context": limit.get("context"), "max_output": limit.get("output"),
-             "price_in": cost.get("input"), "price_out": cost.get("output"),
-             "tools": model.get("tool_call"),
-             "structured_output": model.get("structured_output"), "family": model.get("family")}
+    facts = {
+        "context": limit.get("context"),
+        "max_output": limit.get("output"),
+        "price_in": cost.get("input"),
+        "price_out": cost.get("output"),
+        "tools": model.get("tool_call"),
+        "structured_output": model.get("structured_output"),
+        "family": model.get("family"),
+    }
     if isinstance(modalities.get("input"), list):
         facts["vision"] = "image" in modalities["input"]
     if _money(cost.get("input")) is not None or _money(cost.get("output")) is not None:
@@ -140,8 +156,11 @@ def from_models_dev(model: dict) -> dict:
 def typed_facts(view: RosterView, alias: str) -> dict:
     """What the roster states about a model; False flags and unset numbers state nothing."""
     m = view.models[alias]
-    facts = {k: getattr(m, k) for k in ("context", "max_output", "price_in", "price_out")
-             if getattr(m, k) is not None}
+    facts = {
+        k: getattr(m, k)
+        for k in ("context", "max_output", "price_in", "price_out")
+        if getattr(m, k) is not None
+    }
     facts.update({k: True for k in ("vision", "tools") if getattr(m, k)})
     if m.family_typed:
         facts["family"] = m.family
@@ -159,8 +178,9 @@ def load_import(path: str | Path) -> dict[str, dict]:
     p = Path(path)
     if not p.exists():
         raise NotFound(f"no catalog file {p}; give the path of a models.dev-layout JSON file")
-    raw = readfile.read_bytes(p, limit=MAX_IMPORT_BYTES,
-                              what="models.dev-layout JSON file (a catalog)")
+    raw = readfile.read_bytes(
+        p, limit=MAX_IMPORT_BYTES, what="models.dev-layout JSON file (a catalog)"
+    )
     return parse_import(raw, str(p))
 
 
@@ -169,16 +189,20 @@ def parse_import(raw: bytes | str, name: str) -> dict[str, dict]:
     in a refusal."""
     p = name
     if len(raw) > MAX_IMPORT_BYTES:
-        raise ConfigInvalid(f"{p} is larger than {MAX_IMPORT_BYTES // 2**20} MiB; import a "
-                            "smaller catalog file")
+        raise ConfigInvalid(
+            f"{p} is larger than {MAX_IMPORT_BYTES // 2**20} MiB; import a smaller catalog file"
+        )
     try:
         doc = jsonwire.loads(raw.encode("utf-8") if isinstance(raw, str) else raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigInvalid(f"{p} is not valid JSON ({exc}); check the file") from exc
     if not isinstance(doc, dict) or not any(
-            isinstance(v, dict) and isinstance(v.get("models"), dict) for v in doc.values()):
-        raise ConfigInvalid(f"{p} is not in the models.dev layout: expected an object of "
-                            "providers, each with a 'models' object")
+        isinstance(v, dict) and isinstance(v.get("models"), dict) for v in doc.values()
+    ):
+        raise ConfigInvalid(
+            f"{p} is not in the models.dev layout: expected an object of "
+            "providers, each with a 'models' object"
+        )
     known: dict[str, dict] = {}
     for provider, body in doc.items():
         if not isinstance(body, dict) or not isinstance(body.get("models"), dict):
@@ -199,8 +223,11 @@ def stored_entry(stored: dict, endpoint: str, served: str) -> dict:
     is, or the (hand-edited) file holds something else there."""
     by_endpoint = stored.get(endpoint)
     entry = by_endpoint.get(served) if isinstance(by_endpoint, dict) else None
-    return {k: v for k, v in entry.items() if isinstance(v, dict) and "value" in v} \
-        if isinstance(entry, dict) else {}
+    return (
+        {k: v for k, v in entry.items() if isinstance(v, dict) and "value" in v}
+        if isinstance(entry, dict)
+        else {}
+    )
 
 
 def stored_learned(stored: dict, endpoint: str, served: str) -> dict:
@@ -210,8 +237,11 @@ def stored_learned(stored: dict, endpoint: str, served: str) -> dict:
     learned = entry.get(LEARNED) if isinstance(entry, dict) else None
     if not isinstance(learned, dict):
         return {}
-    return {k: v for k, v in learned.items()
-            if k in LEARNED_FACTS and isinstance(v, dict) and _learnable(k, v.get("value"))}
+    return {
+        k: v
+        for k, v in learned.items()
+        if k in LEARNED_FACTS and isinstance(v, dict) and _learnable(k, v.get("value"))
+    }
 
 
 def _entry(doc: dict, endpoint: str, served: str) -> dict:
@@ -259,8 +289,7 @@ class Catalog:
                 known[name] = dict(fact, source=LEARNED)
         return {k: known[k] for k in dict.fromkeys(FACTS + LEARNED_FACTS) if k in known}
 
-    def learn(self, endpoint: str, served: str, fact: str, value: int | bool,
-              origin: str) -> bool:
+    def learn(self, endpoint: str, served: str, fact: str, value: int | bool, origin: str) -> bool:
         """Keep what an upstream's failure taught about a model; True if the catalog changed.
         A window or a max output is kept only when lower than the one learned before."""
         if fact not in LEARNED_FACTS or not _learnable(fact, value):
@@ -276,13 +305,23 @@ class Catalog:
                 return None
             entry[LEARNED][fact] = {"value": value, "at": configfile.now_iso(), "from": origin}
             changed.append(True)
-            return (f"catalog learned {fact} of {endpoint}:{served}",
-                    old["value"] if old else None, value)
+            return (
+                f"catalog learned {fact} of {endpoint}:{served}",
+                old["value"] if old else None,
+                value,
+            )
+
         configfile.update(self.path, change, by="catalog")
         return bool(changed)
 
-    def store(self, updates: list[tuple[str, str, dict, str, str]], what: str, *,
-              typed_free: set | None = None, outcome: dict | None = None) -> list[dict]:
+    def store(
+        self,
+        updates: list[tuple[str, str, dict, str, str]],
+        what: str,
+        *,
+        typed_free: set | None = None,
+        outcome: dict | None = None,
+    ) -> list[dict]:
         """Store ``(endpoint, served, facts, source, origin)`` under the lock; returns the price
         changes from 0 to above 0 it made, for the caller to alert. ``typed_free``: the
         ``(endpoint, served, fact)`` prices typed as 0, the price before when none is stored.
@@ -295,28 +334,37 @@ class Catalog:
         def change(doc):
             changed = 0
             said = {} if outcome is None else outcome
-            said.clear()   # a retried change starts again from the file as it is now
+            said.clear()  # a retried change starts again from the file as it is now
             for endpoint, served, facts, source, origin in updates:
                 entry = _entry(doc, endpoint, served)
                 mine = said.setdefault((endpoint, served), {})
                 for name, value in facts.items():
                     old = entry.get(name) if isinstance(entry.get(name), dict) else None
                     if source == IMPORTED and old and old.get("source") != IMPORTED:
-                        mine[name] = "kept"   # an import fills gaps; it never overrides one
+                        mine[name] = "kept"  # an import fills gaps; it never overrides one
                         continue
                     if old and old.get("value") == value and old.get("source") == source:
                         mine[name] = "same"
                         continue
                     mine[name] = "changed" if old else "added"
-                    was = old.get("value") if old else (
-                        0 if (endpoint, served, name) in typed_free else None)
-                    if (source == ENDPOINT and name in ("price_in", "price_out")
-                            and was == 0 and value > 0):
-                        paid.append({"endpoint": endpoint, "served": served, "fact": name,
-                                     "value": value})
+                    was = (
+                        old.get("value")
+                        if old
+                        else (0 if (endpoint, served, name) in typed_free else None)
+                    )
+                    if (
+                        source == ENDPOINT
+                        and name in ("price_in", "price_out")
+                        and was == 0
+                        and value > 0
+                    ):
+                        paid.append(
+                            {"endpoint": endpoint, "served": served, "fact": name, "value": value}
+                        )
                     entry[name] = {"value": value, "source": source, "at": now, "from": origin}
                     changed += 1
             return (what, None, f"{changed} fact(s)") if changed else None
+
         configfile.update(self.path, change, by="catalog")
         return paid
 
@@ -338,9 +386,15 @@ class Catalog:
                 continue
             typed = typed_facts(view, alias)
             fill = {k: v for k, v in facts.items() if k not in typed}
-            matched.append({"alias": alias, "served": m.served, "endpoint": m.endpoint,
-                            "facts": sorted(fill),
-                            "typed": sorted(k for k in facts if k in typed)})
+            matched.append(
+                {
+                    "alias": alias,
+                    "served": m.served,
+                    "endpoint": m.endpoint,
+                    "facts": sorted(fill),
+                    "typed": sorted(k for k in facts if k in typed),
+                }
+            )
             updates.append((m.endpoint, m.served, fill, IMPORTED, name))
         outcome: dict = {}
         self.store(updates, f"catalog import {name}", outcome=outcome)
@@ -370,8 +424,9 @@ class Catalog:
                 failed.append({"endpoint": name, "error": exc.message})
         return read, failed
 
-    def refresh(self, upstream, endpoints: list[str] | None = None, *,
-                dry_run: bool = False) -> dict:
+    def refresh(
+        self, upstream, endpoints: list[str] | None = None, *, dry_run: bool = False
+    ) -> dict:
         """Read each endpoint's listing and store what it states; an endpoint that cannot be
         read is reported and the others are still refreshed. ``dry_run``: store nothing and
         alert nothing; ``would_fill`` lists the facts a refresh would set or change."""
@@ -392,14 +447,21 @@ class Catalog:
             done.append({"endpoint": name, "models": len(entries), "with_facts": stated})
         if dry_run:
             stored = self.stored()
-            fill = [{"endpoint": ep, "served": served, "fact": name, "value": value}
-                    for ep, served, facts, _, _ in updates for name, value in facts.items()
-                    if (stored_entry(stored, ep, served).get(name) or {}).get("value") != value]
+            fill = [
+                {"endpoint": ep, "served": served, "fact": name, "value": value}
+                for ep, served, facts, _, _ in updates
+                for name, value in facts.items()
+                if (stored_entry(stored, ep, served).get(name) or {}).get("value") != value
+            ]
             return {"refreshed": done, "failed": failed, "would_fill": fill}
         # a typed price of 0 with nothing stored yet counts as the price before: an endpoint
         # now asking money for a model the user typed as free is the case worth an alert
-        typed_free = {(m.endpoint, m.served, k) for m in view.models.values()
-                      for k in ("price_in", "price_out") if getattr(m, k) == 0}
+        typed_free = {
+            (m.endpoint, m.served, k)
+            for m in view.models.values()
+            for k in ("price_in", "price_out")
+            if getattr(m, k) == 0
+        }
         paid = self.store(updates, "catalog refresh", typed_free=typed_free)
         alerts = self._went_paid(view, paid)
         return {"refreshed": done, "failed": failed, "went_paid": alerts}
@@ -417,11 +479,17 @@ class Catalog:
             for (endpoint, served), prices in sorted(by_model.items()):
                 subject = aliases.get((endpoint, served), f"{endpoint}:{served}")
                 said = ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in sorted(prices.items()))
-                raised.append(book.raise_alert(
-                    "went_paid", subject,
-                    f"{subject} on {endpoint} is no longer free ({said} per million tokens); "
-                    "Retire it, or set its price with Edit, on its model page",
-                    endpoint=endpoint, served=served, **prices))
+                raised.append(
+                    book.raise_alert(
+                        "went_paid",
+                        subject,
+                        f"{subject} on {endpoint} is no longer free ({said} per million tokens); "
+                        "Retire it, or set its price with Edit, on its model page",
+                        endpoint=endpoint,
+                        served=served,
+                        **prices,
+                    )
+                )
         finally:
             book.close()
         return raised

@@ -29,7 +29,7 @@ TAG = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 SHAPE = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 # a collection whose shape is AUTO has each prompt labelled by the roster's decider (decider.py)
 AUTO = "auto"
-REPLIES = ("all", "merged", "pick")   # the reply modes; the first is the default
+REPLIES = ("all", "merged", "pick")  # the reply modes; the first is the default
 # how explorer seats are chosen (``seating.py``, ``explore.py``); the first is the default
 EXPLORER_POLICIES = ("staleness", "thompson")
 MAX_DESCRIPTION = 300
@@ -40,11 +40,11 @@ MAX_TAGS = 8
 class Limits:
     max_explorers: int = 2
     max_calls: int = 5
-    seat_timeout: float = 120.0   # seconds one seat may take
+    seat_timeout: float = 120.0  # seconds one seat may take
     panel_timeout: float = 300.0  # seconds the whole request may take, merge included
-    cooldown: float = 60.0        # seconds a rate-limited model rests when the upstream names none
+    cooldown: float = 60.0  # seconds a rate-limited model rests when the upstream names none
     max_cooldown: float = 3600.0  # the longest rest an upstream's Retry-After can impose
-    decider_budget: float = 2.0   # seconds the decision model may take to label an `auto` panel
+    decider_budget: float = 2.0  # seconds the decision model may take to label an `auto` panel
     # seconds a streamed answer may pause between tokens once its first went out; past it the
     # stream ends with an error (PANELIST_STALL_TIMEOUT, when set, overrides it)
     stall_timeout: float = 30.0
@@ -77,11 +77,16 @@ class Collection:
 def _parse_collections(doc: dict) -> dict[str, Collection]:
     out = {}
     for name, c in (doc.get("collections") or {}).items():
-        out[name] = Collection(name=name, members=tuple(c.get("members") or ()),
-                               description=c.get("description", ""),
-                               tags=tuple(c.get("tags") or ()), shape=c.get("shape", ""),
-                               reply=c.get("reply", "all"), merger=c.get("merger", ""),
-                               explorer_policy=c.get("explorer_policy") or "staleness")
+        out[name] = Collection(
+            name=name,
+            members=tuple(c.get("members") or ()),
+            description=c.get("description", ""),
+            tags=tuple(c.get("tags") or ()),
+            shape=c.get("shape", ""),
+            reply=c.get("reply", "all"),
+            merger=c.get("merger", ""),
+            explorer_policy=c.get("explorer_policy") or "staleness",
+        )
     return out
 
 
@@ -102,14 +107,21 @@ def check_limits(values: dict, where: str = "gateway.json") -> Limits:
 
     def refuse(name, rule):
         raise ConfigInvalid(f"{at}{name} must be {rule}; got {getattr(limits, name)!r}", param=name)
+
     for name in ("max_explorers", "max_calls"):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             refuse(name, "a whole number of 0 or more")
     if limits.max_calls < 1:
         refuse("max_calls", "at least 1")
-    for name in ("seat_timeout", "panel_timeout", "cooldown", "max_cooldown", "decider_budget",
-                 "stall_timeout"):
+    for name in (
+        "seat_timeout",
+        "panel_timeout",
+        "cooldown",
+        "max_cooldown",
+        "decider_budget",
+        "stall_timeout",
+    ):
         v = getattr(limits, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             refuse(name, "a number of seconds above 0")
@@ -124,11 +136,14 @@ def parse_model_name(model) -> tuple[str, str | None]:
         raise BadRequest("'model' must be a string such as 'bench/<collection>'", param="model")
     name, _, mode = model.partition(":")
     if mode and mode not in REPLIES:
-        raise BadRequest(f"unknown reply mode ':{mode}' in '{model}'; use one of "
-                         + ", ".join(f"':{r}'" for r in REPLIES), param="model")
+        raise BadRequest(
+            f"unknown reply mode ':{mode}' in '{model}'; use one of "
+            + ", ".join(f"':{r}'" for r in REPLIES),
+            param="model",
+        )
     if not name.startswith(PREFIX):
         raise NotFound(f"'{model}' is not a collection", param="model")
-    return name[len(PREFIX):], mode or None
+    return name[len(PREFIX) :], mode or None
 
 
 class Collections:
@@ -138,10 +153,15 @@ class Collections:
         self.path = home.file("collections.json")
         self._cache = configfile.Cached(self.path, _parse_collections)
         self._limits = configfile.Cached(home.file("gateway.json"), _parse_limits)
-        self._versions = configfile.Cached(self.path, lambda doc: {
-            name: configfile.version_of(c) for name, c in (doc.get("collections") or {}).items()})
+        self._versions = configfile.Cached(
+            self.path,
+            lambda doc: {
+                name: configfile.version_of(c) for name, c in (doc.get("collections") or {}).items()
+            },
+        )
         self._limits_version = configfile.Cached(
-            self._limits.path, lambda doc: configfile.version_of(_stored_limits(doc)))
+            self._limits.path, lambda doc: configfile.version_of(_stored_limits(doc))
+        )
 
     def all(self) -> dict[str, Collection]:
         return self._cache.get()
@@ -174,20 +194,41 @@ class Collections:
         return found, mode
 
     def using(self, alias: str) -> list[str]:
-        return sorted(c.name for c in self.all().values()
-                      if alias in c.members or c.merger == alias)
+        return sorted(
+            c.name for c in self.all().values() if alias in c.members or c.merger == alias
+        )
 
-    def save(self, roster: RosterView, name: str, members, *, description: str = "",
-             tags=(), shape: str = "", reply: str = "all", merger: str = "",
-             explorer_policy: str = "staleness", by: str | None = None,
-             expect: str | None = None) -> Collection:
+    def save(
+        self,
+        roster: RosterView,
+        name: str,
+        members,
+        *,
+        description: str = "",
+        tags=(),
+        shape: str = "",
+        reply: str = "all",
+        merger: str = "",
+        explorer_policy: str = "staleness",
+        by: str | None = None,
+        expect: str | None = None,
+    ) -> Collection:
         """Create or replace a collection. ``expect``: see ``configfile.check_version``."""
-        c = check_collection(roster, self.limits(), name, members, description=description,
-                             tags=tags, shape=shape, reply=reply, merger=merger,
-                             explorer_policy=explorer_policy)
+        c = check_collection(
+            roster,
+            self.limits(),
+            name,
+            members,
+            description=description,
+            tags=tags,
+            shape=shape,
+            reply=reply,
+            merger=merger,
+            explorer_policy=explorer_policy,
+        )
         new = {k: v for k, v in c.public().items() if k != "name"}
 
-        def change(doc):   # under c.name: "bench/x" was given as the model id of "x"
+        def change(doc):  # under c.name: "bench/x" was given as the model id of "x"
             cols = doc.setdefault("collections", {})
             old = cols.get(c.name)
             configfile.check_version(f"collection {c.model_id}", old, expect)
@@ -195,16 +236,20 @@ class Collections:
                 return None
             cols[c.name] = new
             return f"collection {c.name}", old, new
+
         configfile.update(self.path, change, by=by)
         return c
 
-    def set_limits(self, values: dict, *, version: str | None = None,
-                   by: str | None = None) -> Limits:
+    def set_limits(
+        self, values: dict, *, version: str | None = None, by: str | None = None
+    ) -> Limits:
         """Replace the limits named in ``values`` (the others stay), validated as a whole."""
         unknown = sorted(set(values) - set(Limits.__dataclass_fields__))
         if unknown:
-            raise ConfigInvalid(f"unknown limit(s) {', '.join(unknown)}; the limits are "
-                                f"{', '.join(Limits.__dataclass_fields__)}")
+            raise ConfigInvalid(
+                f"unknown limit(s) {', '.join(unknown)}; the limits are "
+                f"{', '.join(Limits.__dataclass_fields__)}"
+            )
         path = self._limits.path
         result = []
 
@@ -217,6 +262,7 @@ class Collections:
                 return None
             doc.update(new)
             return "limits", old, new
+
         configfile.update(path, change, by=by)
         return result[0]
 
@@ -233,6 +279,7 @@ class Collections:
             if name not in cols:
                 raise NotFound(f"unknown collection '{name}'; see `panelist collection list`")
             return f"collection {name}", cols.pop(name), None
+
         configfile.update(self.path, change, by=by)
 
 
@@ -244,45 +291,66 @@ def _words(value, what: str) -> tuple[str, ...]:
     return tuple(w.strip() for w in value if w.strip())
 
 
-def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
-                     description: str = "", tags=(), shape: str = "", reply: str = "all",
-                     merger: str = "", explorer_policy: str = "staleness") -> Collection:
+def check_collection(
+    roster: RosterView,
+    limits: Limits,
+    name: str,
+    members,
+    *,
+    description: str = "",
+    tags=(),
+    shape: str = "",
+    reply: str = "all",
+    merger: str = "",
+    explorer_policy: str = "staleness",
+) -> Collection:
     if isinstance(name, str) and name.startswith(PREFIX):
-        name = name[len(PREFIX):]
+        name = name[len(PREFIX) :]
     if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise ConfigInvalid(f"collection name '{name}' is not valid: use 1-64 lower-case "
-                            "letters, digits or '-' (it is asked for as bench/<name>)")
+        raise ConfigInvalid(
+            f"collection name '{name}' is not valid: use 1-64 lower-case "
+            "letters, digits or '-' (it is asked for as bench/<name>)"
+        )
     members = _words(members, "members")
     if not members:
         raise ConfigInvalid("a collection needs at least one member (--members a,b,c)")
     if len(set(members)) != len(members):
         raise ConfigInvalid("members must not repeat a model")
     if len(members) > limits.max_calls:
-        raise ConfigInvalid(f"{len(members)} members exceed max_calls {limits.max_calls} "
-                            "(gateway.json); two to four members are recommended")
+        raise ConfigInvalid(
+            f"{len(members)} members exceed max_calls {limits.max_calls} "
+            "(gateway.json); two to four members are recommended"
+        )
     unknown = [m for m in members if m not in roster.models]
     if unknown:
-        raise ConfigInvalid(f"unknown model(s) {', '.join(unknown)}; add them with "
-                            "`panelist model add` first")
+        raise ConfigInvalid(
+            f"unknown model(s) {', '.join(unknown)}; add them with `panelist model add` first"
+        )
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
-        raise ConfigInvalid(f"description must be text of at most {MAX_DESCRIPTION} characters "
-                            "saying what the collection is for")
+        raise ConfigInvalid(
+            f"description must be text of at most {MAX_DESCRIPTION} characters "
+            "saying what the collection is for"
+        )
     if bad := first_control(description):
-        raise ConfigInvalid(f"description holds a control character ({bad}); write it as one "
-                            "line of plain text")
+        raise ConfigInvalid(
+            f"description holds a control character ({bad}); write it as one line of plain text"
+        )
     tags = _words(tags, "tags")
     if len(tags) > MAX_TAGS:
         raise ConfigInvalid(f"at most {MAX_TAGS} tags, got {len(tags)}")
     bad_tags = [t for t in tags if not TAG.fullmatch(t)]
     if bad_tags:
-        raise ConfigInvalid(f"tag(s) {', '.join(bad_tags)} not valid: use lower-case words "
-                            "(letters, digits, '-')")
+        raise ConfigInvalid(
+            f"tag(s) {', '.join(bad_tags)} not valid: use lower-case words (letters, digits, '-')"
+        )
     if len(set(tags)) != len(tags):
         raise ConfigInvalid("tags must not repeat")
     shape = shape or ""
     if shape and not SHAPE.fullmatch(shape):
-        raise ConfigInvalid(f"shape '{shape}' is not valid: one lower-case word such as review, "
-                            f"or '{AUTO}' to have the decider model label each prompt")
+        raise ConfigInvalid(
+            f"shape '{shape}' is not valid: one lower-case word such as review, "
+            f"or '{AUTO}' to have the decider model label each prompt"
+        )
     if reply not in REPLIES:
         raise ConfigInvalid(f"reply must be one of {', '.join(REPLIES)}, got {reply!r}")
     merger = merger or ""
@@ -290,8 +358,18 @@ def check_collection(roster: RosterView, limits: Limits, name: str, members, *,
         raise ConfigInvalid(f"unknown merger model '{merger}'; add it with `panelist model add`")
     explorer_policy = explorer_policy or "staleness"
     if explorer_policy not in EXPLORER_POLICIES:
-        raise ConfigInvalid(f"explorer_policy must be one of {', '.join(EXPLORER_POLICIES)}, "
-                            f"got {explorer_policy!r} (staleness rotates explorer seats by "
-                            "wait; thompson seats the candidates likeliest to beat a member)")
-    return Collection(name=name, members=members, description=description.strip(), tags=tags,
-                      shape=shape, reply=reply, merger=merger, explorer_policy=explorer_policy)
+        raise ConfigInvalid(
+            f"explorer_policy must be one of {', '.join(EXPLORER_POLICIES)}, "
+            f"got {explorer_policy!r} (staleness rotates explorer seats by "
+            "wait; thompson seats the candidates likeliest to beat a member)"
+        )
+    return Collection(
+        name=name,
+        members=members,
+        description=description.strip(),
+        tags=tags,
+        shape=shape,
+        reply=reply,
+        merger=merger,
+        explorer_policy=explorer_policy,
+    )

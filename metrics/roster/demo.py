@@ -29,7 +29,7 @@ MODELS = {
 }
 # grade -> the model the demo deployment serves it with (the strongest's is the ceiling)
 PINS = {"light": "sim-swift", "general": "sim-steady", "strong": "sim-careful"}
-COLLECTION: dict[str, Any] = {   # Collections.save's arguments
+COLLECTION: dict[str, Any] = {  # Collections.save's arguments
     "name": "demo",
     "members": ["sim-swift", "sim-steady", "sim-careful"],
     "description": "Demo panel of simulated models: try any prompt; answers are canned.",
@@ -49,14 +49,28 @@ def install(home: Home, sim_url: str) -> None:
     view = roster.view()
     for alias, (family, grade, window, vision) in MODELS.items():
         if alias not in view.models:
-            roster.add_model(alias, ENDPOINT, family=family, grade=grade, context=window,
-                             vision=vision, price_in=0.0, price_out=0.0, by="demo")
+            roster.add_model(
+                alias,
+                ENDPOINT,
+                family=family,
+                grade=grade,
+                context=window,
+                vision=vision,
+                price_in=0.0,
+                price_out=0.0,
+                by="demo",
+            )
     grades = Grades(home)
     order = grades.order()
     for grade, alias in PINS.items():
         model = roster.view().models.get(alias)
-        if grade in order and grades.pinned(grade) is None and model is not None \
-                and model.grade == grade and not model.retired:
+        if (
+            grade in order
+            and grades.pinned(grade) is None
+            and model is not None
+            and model.grade == grade
+            and not model.retired
+        ):
             grades.pin(grade, alias, by="demo")
     collections = Collections(home)
     if COLLECTION["name"] not in collections.all():

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import re
 
-from panelist.metrics.roster.catalog import (ENDPOINT, Catalog, from_listing, servable,
-                                      stored_entry)
+from panelist.metrics.roster.catalog import ENDPOINT, Catalog, from_listing, servable, stored_entry
 from panelist.metrics.errors import BadRequest, NotFound
 
 
 def alias_for(taken, endpoint: str, served: str) -> str:
     """The alias a discovered model is added under: its served id, with what an alias cannot
     hold replaced; ``endpoint/served`` when that is ``taken`` (a model served elsewhere)."""
+
     def valid(text: str) -> str:
         text = re.sub(r"^[^A-Za-z0-9]+", "", re.sub(r"[^A-Za-z0-9._:/-]+", "-", text))[:96]
         return text or "model"
+
     alias = valid(served)
     return valid(f"{endpoint}/{served}") if alias in taken else alias
 
@@ -40,8 +41,9 @@ def _rank(row: dict) -> tuple:
     return (0 if _free(f) else 2 if priced else 1, row["id"])
 
 
-def find(catalog: Catalog, upstream, endpoint: str | None = None, *,
-         free_only: bool = False) -> dict:
+def find(
+    catalog: Catalog, upstream, endpoint: str | None = None, *, free_only: bool = False
+) -> dict:
     """``{"models": [{"endpoint", "id", "free", "facts", "also_on_roster"}],
     "failed": [{"endpoint", "error"}]}``."""
     found = _find(catalog, upstream, endpoint, free_only)
@@ -72,8 +74,16 @@ def _find(catalog: Catalog, upstream, endpoint: str | None, free_only: bool) -> 
             facts = {k: v["value"] for k, v in stored_entry(stored, name, mid).items()}
             listed = from_listing(entry)
             facts.update(listed)
-            rows.append({"endpoint": name, "id": mid, "free": _free(facts), "facts": facts,
-                         "also_on_roster": served_by.get(mid, []), "_listed": listed})
+            rows.append(
+                {
+                    "endpoint": name,
+                    "id": mid,
+                    "free": _free(facts),
+                    "facts": facts,
+                    "also_on_roster": served_by.get(mid, []),
+                    "_listed": listed,
+                }
+            )
     if free_only:
         rows = [r for r in rows if r["free"]]
     rows.sort(key=_rank)
@@ -86,27 +96,43 @@ def add(catalog: Catalog, upstream, ids: list[str], endpoint: str | None = None)
         raise BadRequest("each model to add must be named once")
     found = _find(catalog, upstream, endpoint, False)
     if found["failed"] and not found["models"]:
-        raise BadRequest("could not read any endpoint's model list ("
-                         + "; ".join(f"{f['endpoint']}: {f['error']}" for f in found["failed"])
-                         + "); check the endpoints and try again")
+        raise BadRequest(
+            "could not read any endpoint's model list ("
+            + "; ".join(f"{f['endpoint']}: {f['error']}" for f in found["failed"])
+            + "); check the endpoints and try again"
+        )
     plan = []
     for mid in ids:
         rows = [r for r in found["models"] if r["id"] == mid]
         if not rows:
             where = f"endpoint {endpoint}" if endpoint else "any endpoint"
-            raise NotFound(f"'{mid}' is not a model {where} serves outside the roster; see "
-                           "`panelist discover`")
+            raise NotFound(
+                f"'{mid}' is not a model {where} serves outside the roster; see `panelist discover`"
+            )
         if len(rows) > 1:
-            raise BadRequest(f"'{mid}' is served by {', '.join(r['endpoint'] for r in rows)}; "
-                             "pick one with --endpoint")
+            raise BadRequest(
+                f"'{mid}' is served by {', '.join(r['endpoint'] for r in rows)}; "
+                "pick one with --endpoint"
+            )
         plan.append(rows[0])
     added = []
     for row in plan:
         alias = alias_for(catalog.roster.view().models, row["endpoint"], row["id"])
-        catalog.roster.add_model(alias, row["endpoint"], served=row["id"], by="discover",
-                                 expect="")
-        added.append({"alias": alias, "endpoint": row["endpoint"], "served": row["id"],
-                      "facts": row["facts"]})
-    catalog.store([(r["endpoint"], r["id"], r["_listed"], ENDPOINT, "GET /models")
-                    for r in plan if r["_listed"]], "discover add")
+        catalog.roster.add_model(alias, row["endpoint"], served=row["id"], by="discover", expect="")
+        added.append(
+            {
+                "alias": alias,
+                "endpoint": row["endpoint"],
+                "served": row["id"],
+                "facts": row["facts"],
+            }
+        )
+    catalog.store(
+        [
+            (r["endpoint"], r["id"], r["_listed"], ENDPOINT, "GET /models")
+            for r in plan
+            if r["_listed"]
+        ],
+        "discover add",
+    )
     return added

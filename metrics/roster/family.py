@@ -29,10 +29,22 @@ from __future__ import annotations
 
 import re
 
-LINES = {"o": "gpt", "o1": "gpt", "o3": "gpt", "o4": "gpt", "chatgpt": "gpt", "mixtral": "mistral",
-         "codestral": "mistral", "ministral": "mistral", "magistral": "mistral",
-         "devstral": "mistral", "pixtral": "mistral", "codellama": "llama", "qwq": "qwen",
-         "codegemma": "gemma"}
+LINES = {
+    "o": "gpt",
+    "o1": "gpt",
+    "o3": "gpt",
+    "o4": "gpt",
+    "chatgpt": "gpt",
+    "mixtral": "mistral",
+    "codestral": "mistral",
+    "ministral": "mistral",
+    "magistral": "mistral",
+    "devstral": "mistral",
+    "pixtral": "mistral",
+    "codellama": "llama",
+    "qwq": "qwen",
+    "codegemma": "gemma",
+}
 _WORD = re.compile(r"[-_ ]+")
 _MAKER = re.compile(r"([a-z]{2,})\.([a-z].*)")
 _LETTERS = re.compile(r"[a-z]*")

@@ -30,10 +30,18 @@ MAX_GRADES = 32
 
 
 def check_grade(grade) -> str:
-    if not isinstance(grade, str) or not grade.strip() or len(grade.strip()) > MAX_GRADE \
-            or "," in grade or first_control(grade):
-        raise ConfigInvalid(f"grade {grade!r} is not a grade name: use 1-{MAX_GRADE} characters, "
-                            "no comma or control character, e.g. general", param="grade")
+    if (
+        not isinstance(grade, str)
+        or not grade.strip()
+        or len(grade.strip()) > MAX_GRADE
+        or "," in grade
+        or first_control(grade)
+    ):
+        raise ConfigInvalid(
+            f"grade {grade!r} is not a grade name: use 1-{MAX_GRADE} characters, "
+            "no comma or control character, e.g. general",
+            param="grade",
+        )
     return grade.strip()
 
 
@@ -41,16 +49,25 @@ def _parse(doc: dict) -> dict:
     order = doc.get("order", list(DEFAULT_ORDER))
     pins = doc.get("pins") or {}
     ceiling = doc.get("ceiling")
-    if not isinstance(order, list) or not all(isinstance(g, str) for g in order) \
-            or len(set(order)) != len(order):
-        raise ConfigInvalid("grades.json: 'order' must list each grade name once, weakest first; "
-                            "fix it or set it with `panelist grade order a,b,c`")
+    if (
+        not isinstance(order, list)
+        or not all(isinstance(g, str) for g in order)
+        or len(set(order)) != len(order)
+    ):
+        raise ConfigInvalid(
+            "grades.json: 'order' must list each grade name once, weakest first; "
+            "fix it or set it with `panelist grade order a,b,c`"
+        )
     if not isinstance(pins, dict) or not all(isinstance(a, str) for a in pins.values()):
-        raise ConfigInvalid("grades.json: 'pins' must map a grade to a model alias; fix it or "
-                            "set pins with `panelist grade pin GRADE ALIAS`")
+        raise ConfigInvalid(
+            "grades.json: 'pins' must map a grade to a model alias; fix it or "
+            "set pins with `panelist grade pin GRADE ALIAS`"
+        )
     if ceiling is not None and not isinstance(ceiling, str):
-        raise ConfigInvalid("grades.json: 'ceiling' must be a model alias or null; fix it or set "
-                            "it with `panelist grade ceiling ALIAS`")
+        raise ConfigInvalid(
+            "grades.json: 'ceiling' must be a model alias or null; fix it or set "
+            "it with `panelist grade ceiling ALIAS`"
+        )
     return {"order": order, "pins": pins, "ceiling": ceiling or None}
 
 
@@ -85,8 +102,9 @@ class Grades:
     def candidates(grade: str, roster_view: RosterView) -> list[str]:
         """Every model of ``grade`` that can be called now: not retired, its endpoint on the
         roster (the view holds no model whose endpoint is gone). Alias order."""
-        return sorted(a for a, m in roster_view.models.items()
-                      if m.grade == grade and not m.retired)
+        return sorted(
+            a for a, m in roster_view.models.items() if m.grade == grade and not m.retired
+        )
 
     def listing(self, view: RosterView | None = None) -> dict:
         """Everything ``grade list`` and the dashboard show: each grade weakest first with its pin,
@@ -97,19 +115,32 @@ class Grades:
         grades = []
         for rank, grade in enumerate(doc["order"], 1):
             pin = doc["pins"].get(grade)
-            grades.append({"grade": grade, "rank": rank, "pinned": pin,
-                           "problem": _problem(view, pin, grade) if pin else None,
-                           "models": self.candidates(grade, view)})
+            grades.append(
+                {
+                    "grade": grade,
+                    "rank": rank,
+                    "pinned": pin,
+                    "problem": _problem(view, pin, grade) if pin else None,
+                    "models": self.candidates(grade, view),
+                }
+            )
         ceiling = self.ceiling()
         used = {m.grade for m in view.models.values() if m.grade}
-        return {"grades": grades, "version": configfile.version_of(doc),
-                "ceiling": {"alias": ceiling, "set": bool(doc["ceiling"]),
-                            "problem": _problem(view, ceiling) if ceiling else None},
-                "unordered": sorted(used - set(doc["order"]))}
+        return {
+            "grades": grades,
+            "version": configfile.version_of(doc),
+            "ceiling": {
+                "alias": ceiling,
+                "set": bool(doc["ceiling"]),
+                "problem": _problem(view, ceiling) if ceiling else None,
+            },
+            "unordered": sorted(used - set(doc["order"])),
+        }
 
     # -- writing -------------------------------------------------------------------------------
-    def pin(self, grade: str, alias: str | None, *, by: str | None = None,
-            expect: str | None = None) -> str | None:
+    def pin(
+        self, grade: str, alias: str | None, *, by: str | None = None, expect: str | None = None
+    ) -> str | None:
         """Pin ``alias`` for ``grade`` (None: unpin it); returns what was pinned before."""
         grade = check_grade(grade)
         _known(grade, self.order())
@@ -120,7 +151,7 @@ class Grades:
         def change(doc):
             current = _parse(doc)
             configfile.check_version("the grades", current, expect)
-            _known(grade, current["order"])   # the order may have changed meanwhile
+            _known(grade, current["order"])  # the order may have changed meanwhile
             pins = dict(current["pins"])
             old = pins.get(grade)
             before.append(old)
@@ -132,11 +163,13 @@ class Grades:
                 pins[grade] = alias
             doc.update(current, pins=pins)
             return f"grade {grade} pin", old, alias
+
         configfile.update(self.path, change, by=by)
         return before[0]
 
-    def set_ceiling(self, alias: str | None, *, by: str | None = None,
-                    expect: str | None = None) -> None:
+    def set_ceiling(
+        self, alias: str | None, *, by: str | None = None, expect: str | None = None
+    ) -> None:
         """Name the ceiling (None: back to the strongest grade's pin)."""
         if alias is not None:
             self._check_model(alias, None)
@@ -149,21 +182,25 @@ class Grades:
                 return None
             doc.update(current, ceiling=alias)
             return "grade ceiling", old, alias
+
         configfile.update(self.path, change, by=by)
 
-    def set_order(self, grades: list[str], *, by: str | None = None,
-                  expect: str | None = None) -> list[str]:
+    def set_order(
+        self, grades: list[str], *, by: str | None = None, expect: str | None = None
+    ) -> list[str]:
         """Set the grades, weakest first; pins of grades left out are dropped (returned)."""
         grades = [check_grade(g) for g in grades]
         if not grades:
-            raise ConfigInvalid("give at least one grade, weakest first, e.g. light,general,strong",
-                                param="order")
+            raise ConfigInvalid(
+                "give at least one grade, weakest first, e.g. light,general,strong", param="order"
+            )
         if len(grades) > MAX_GRADES:
             raise ConfigInvalid(f"at most {MAX_GRADES} grades", param="order")
         twice = sorted({g for g in grades if grades.count(g) > 1})
         if twice:
-            raise ConfigInvalid(f"grade(s) {', '.join(twice)} named twice; name each once",
-                                param="order")
+            raise ConfigInvalid(
+                f"grade(s) {', '.join(twice)} named twice; name each once", param="order"
+            )
         dropped = []
 
         def change(doc):
@@ -176,6 +213,7 @@ class Grades:
             old = {"order": current["order"], "pins": current["pins"]}
             doc.update(current, order=grades, pins=pins)
             return "grade order", old, {"order": grades, "pins": pins}
+
         configfile.update(self.path, change, by=by)
         return dropped
 
@@ -185,22 +223,30 @@ class Grades:
         if model is None:
             raise NotFound(f"unknown model '{alias}'; see `panelist model list`", param="alias")
         if model.retired:
-            raise ConfigInvalid(f"model '{alias}' is retired; restore it first with "
-                                f"`panelist model restore {alias}`", param="alias")
+            raise ConfigInvalid(
+                f"model '{alias}' is retired; restore it first with "
+                f"`panelist model restore {alias}`",
+                param="alias",
+            )
         if grade is not None and model.grade != grade:
             others = self.candidates(grade, view)
             has = f"is of grade '{model.grade}'" if model.grade else "has no grade"
-            raise ConfigInvalid(f"model '{alias}' {has}, not '{grade}'; pin a model of grade "
-                                f"{grade} ({_names(others) if others else 'none on the roster'})"
-                                f" or set its grade with `panelist model add {alias} --grade "
-                                f"{grade} ...`", param="alias")
+            raise ConfigInvalid(
+                f"model '{alias}' {has}, not '{grade}'; pin a model of grade "
+                f"{grade} ({_names(others) if others else 'none on the roster'})"
+                f" or set its grade with `panelist model add {alias} --grade "
+                f"{grade} ...`",
+                param="alias",
+            )
 
 
 def _known(grade: str, order: list[str]) -> None:
     if grade not in order:
-        raise ConfigInvalid(f"unknown grade '{grade}'; the grades are {_names(order)}, weakest "
-                            "first (change them with `panelist grade order a,b,c`)",
-                            param="grade")
+        raise ConfigInvalid(
+            f"unknown grade '{grade}'; the grades are {_names(order)}, weakest "
+            "first (change them with `panelist grade order a,b,c`)",
+            param="grade",
+        )
 
 
 def _names(items) -> str:

@@ -32,7 +32,7 @@ from panelist.metrics.roster.keystore import KeyStore
 from panelist.metrics.store import configfile
 
 PREFIX = "PANELIST_KEY_"
-ADMIN_TOKEN = "PANELIST_ADMIN_TOKEN"   # the dashboard's login (``server.guard.Settings``)
+ADMIN_TOKEN = "PANELIST_ADMIN_TOKEN"  # the dashboard's login (``server.guard.Settings``)
 FILE = "key_envs.json"
 ENV_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
@@ -44,12 +44,12 @@ def default_key_env(endpoint: str) -> str:
 def _allowed(doc: dict) -> frozenset[str]:
     names = doc.get("allowed", [])
     if not isinstance(names, list):
-        raise ConfigInvalid(f"{FILE}: \"allowed\" must be a list of variable names, not "
-                            f"{names!r}")
+        raise ConfigInvalid(f'{FILE}: "allowed" must be a list of variable names, not {names!r}')
     wrong = [n for n in names if not isinstance(n, str) or not ENV_VAR.fullmatch(n)]
     if wrong:
-        raise ConfigInvalid(f"{FILE}: {wrong[0]!r} in \"allowed\" is not an environment "
-                            "variable name")
+        raise ConfigInvalid(
+            f'{FILE}: {wrong[0]!r} in "allowed" is not an environment variable name'
+        )
     return frozenset(names)
 
 
@@ -65,9 +65,11 @@ class KeyEnvs:
         """Why ``endpoint`` may not read its key from variable ``name``; None when it may."""
         own = default_key_env(endpoint)
         if name == ADMIN_TOKEN:
-            return (f"key variable '{name}' holds the dashboard's admin token, which is never "
-                    f"sent to an endpoint, even when listed in {self.path}; put the endpoint's "
-                    f"key in {own}")
+            return (
+                f"key variable '{name}' holds the dashboard's admin token, which is never "
+                f"sent to an endpoint, even when listed in {self.path}; put the endpoint's "
+                f"key in {own}"
+            )
         if name.startswith(PREFIX) and len(name) > len(PREFIX):
             return None
         try:
@@ -76,10 +78,12 @@ class KeyEnvs:
             broken = ""
         except ConfigInvalid as exc:
             broken = f" (the list cannot be read now: {exc.message})"
-        return (f"key variable '{name}' is not one endpoint keys are read from, so its value is "
-                f"never sent: put the key in {own} (names starting {PREFIX} are always read), "
-                f"or list '{name}' by hand in \"allowed\" of {self.path}, as "
-                f"{{\"allowed\": [\"{name}\"]}}{broken}")
+        return (
+            f"key variable '{name}' is not one endpoint keys are read from, so its value is "
+            f"never sent: put the key in {own} (names starting {PREFIX} are always read), "
+            f"or list '{name}' by hand in \"allowed\" of {self.path}, as "
+            f'{{"allowed": ["{name}"]}}{broken}'
+        )
 
     def check(self, name: str, endpoint: str) -> None:
         """Refuse, as a setting that is not valid, a key variable ``endpoint`` may not read."""
@@ -93,6 +97,7 @@ class KeyEnvs:
         called without a key); ``KeyRefused`` when it may not be read."""
         problem = self.problem(endpoint.key_env, endpoint.name)
         if problem is not None:
-            raise KeyRefused(f"endpoint '{endpoint.name}': {problem}; no call was made",
-                             param="key_env")
+            raise KeyRefused(
+                f"endpoint '{endpoint.name}': {problem}; no call was made", param="key_env"
+            )
         return os.environ.get(endpoint.key_env) or self.store.get(endpoint.key_env)

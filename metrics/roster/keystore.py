@@ -40,10 +40,13 @@ def default_path() -> Path:
 
 def _keys(doc: dict, path: Path) -> dict[str, str]:
     keys = doc.get("keys", {})
-    if not isinstance(keys, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                             for k, v in keys.items()):
-        raise ConfigInvalid(f"{path}: \"keys\" must map variable names to key strings; fix or "
-                            "remove the file and sign in again")
+    if not isinstance(keys, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in keys.items()
+    ):
+        raise ConfigInvalid(
+            f'{path}: "keys" must map variable names to key strings; fix or '
+            "remove the file and sign in again"
+        )
     return keys
 
 
@@ -70,8 +73,9 @@ class KeyStore:
             return {}
         except ValueError:
             # the parser's message may quote the file's text, which holds keys
-            raise ConfigInvalid(f"{self.path} is not valid JSON; fix or remove it and sign in "
-                                "again") from None
+            raise ConfigInvalid(
+                f"{self.path} is not valid JSON; fix or remove it and sign in again"
+            ) from None
         if not isinstance(doc, dict):
             raise ConfigInvalid(f"{self.path} must hold a JSON object; fix or remove it")
         return _keys(doc, self.path)

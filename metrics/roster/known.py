@@ -49,8 +49,9 @@ def _endpoints(doc: dict) -> dict:
 def filled(model: Model, stored: dict) -> Model:
     """``model`` with the gaps the catalog ``stored`` (its ``endpoints`` object) can fill."""
     facts = {k: v["value"] for k, v in stored_entry(stored, model.endpoint, model.served).items()}
-    learned = {k: v["value"]
-               for k, v in stored_learned(stored, model.endpoint, model.served).items()}
+    learned = {
+        k: v["value"] for k, v in stored_learned(stored, model.endpoint, model.served).items()
+    }
     if not facts and not learned:
         return model
     fill = {}
@@ -58,33 +59,47 @@ def filled(model: Model, stored: dict) -> Model:
         windows = [w for w in (facts.get("context"), learned.get("context")) if w]
         if windows:
             fill["context"] = min(windows)
-    caps = [c for c in (model.max_output if model.max_output is not None
-                        else facts.get("max_output"), learned.get("max_output")) if c]
+    caps = [
+        c
+        for c in (
+            model.max_output if model.max_output is not None else facts.get("max_output"),
+            learned.get("max_output"),
+        )
+        if c
+    ]
     if caps and min(caps) != model.max_output:
         fill["max_output"] = min(caps)
     for flag in ("vision", "tools"):
         if not getattr(model, flag) and facts.get(flag) is True and learned.get(flag) is not False:
             fill[flag] = True
-    lacks = frozenset(cap for cap in LACKABLE if False in (facts.get(cap), learned.get(cap))
-                      and not getattr(model, cap, False))
+    lacks = frozenset(
+        cap
+        for cap in LACKABLE
+        if False in (facts.get(cap), learned.get(cap)) and not getattr(model, cap, False)
+    )
     if lacks:
         fill["lacks"] = lacks
     # the catalog's family read by the one rule: a listing's "gpt-mini" (a size class) is "gpt"
-    if not model.family_typed and facts.get("family") and \
-            stem(facts["family"]) != model.family:
+    if not model.family_typed and facts.get("family") and stem(facts["family"]) != model.family:
         fill["family"] = stem(facts["family"])
-    if model.price_in is None and model.price_out is None and \
-            "price_in" in facts and "price_out" in facts:
-        fill.update(price_in=facts["price_in"], price_out=facts["price_out"],
-                    currency=facts.get("currency", model.currency))
+    if (
+        model.price_in is None
+        and model.price_out is None
+        and "price_in" in facts
+        and "price_out" in facts
+    ):
+        fill.update(
+            price_in=facts["price_in"],
+            price_out=facts["price_out"],
+            currency=facts.get("currency", model.currency),
+        )
     return dataclasses.replace(model, **fill) if fill else model
 
 
 def fill_view(view: RosterView, stored: dict) -> RosterView:
     if not stored:
         return view
-    return dataclasses.replace(view, models={a: filled(m, stored)
-                                             for a, m in view.models.items()})
+    return dataclasses.replace(view, models={a: filled(m, stored) for a, m in view.models.items()})
 
 
 class KnownRoster:
@@ -103,8 +118,11 @@ class KnownRoster:
         except ConfigInvalid as exc:
             if exc.message != self._broken:
                 self._broken = exc.message
-                print(f"panelist: the catalog is not read ({exc.message}); models are seated "
-                      "on their typed facts until it is fixed", file=sys.stderr)
+                print(
+                    f"panelist: the catalog is not read ({exc.message}); models are seated "
+                    "on their typed facts until it is fixed",
+                    file=sys.stderr,
+                )
             return {}
         self._broken = None
         return stored
@@ -112,8 +130,15 @@ class KnownRoster:
     def served_ids(self) -> list[str]:
         """Every served id the catalog lists on any endpoint, whether on the roster or not (a
         race masks them all in what its judge reads)."""
-        return sorted({served for by in self._stored().values() if isinstance(by, dict)
-                       for served in by if isinstance(served, str)})
+        return sorted(
+            {
+                served
+                for by in self._stored().values()
+                if isinstance(by, dict)
+                for served in by
+                if isinstance(served, str)
+            }
+        )
 
     def view(self) -> RosterView:
         view, stored = self.roster.view(), self._stored()

@@ -31,27 +31,28 @@ import threading
 import time
 
 from panelist.metrics.roster.catalog import Catalog
-from panelist.metrics.errors import (ContextTooLong, OutputCapExceeded, RateLimited,
-                                     UpstreamBadReply)
+from panelist.metrics.errors import ContextTooLong, OutputCapExceeded, RateLimited, UpstreamBadReply
 from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import Model
 
 RETRY_EVERY = 60.0
-JOIN = 30.0   # seconds a closing server waits for the queued facts to be written
+JOIN = 30.0  # seconds a closing server waits for the queued facts to be written
 # How providers word a refusal of tools (Ollama, llama.cpp and LiteLLM-fronted servers, vLLM
 # without a tool parser, OpenRouter with no endpoint that takes them), read only from a 400.
 TOOLS_REFUSED = re.compile(
     r"does(?: not|n't) support (?:tools|tool use|tool calling|function calling)"
     r"|(?:tools|tool use|tool calling|function calling) (?:is |are )?not supported"
     r"|no endpoints found that support tool use"
-    r"|tool choice requires --enable-auto-tool-choice", re.I)
+    r"|tool choice requires --enable-auto-tool-choice",
+    re.I,
+)
 
 
 class LearnedFacts:
     def __init__(self, home: Home, *, background: bool = False):
         self.catalog = Catalog(home)
         self._lock = threading.Lock()
-        self._lowest: dict[tuple, int] = {}   # (endpoint, served, fact): window or cap
+        self._lowest: dict[tuple, int] = {}  # (endpoint, served, fact): window or cap
         self._retry_at: dict[tuple, float] = {}
         self._warned = False
         self._queue: queue.SimpleQueue | None = queue.SimpleQueue() if background else None
@@ -64,17 +65,23 @@ class LearnedFacts:
         elif isinstance(exc, OutputCapExceeded) and exc.max_output:
             fact, value, origin = "max_output", int(exc.max_output), "max_tokens refusal"
         elif isinstance(exc, RateLimited) and exc.retry_after:
-            fact, value, origin = "retry_after", max(1, math.ceil(exc.retry_after)), \
-                "429 Retry-After"
-        elif isinstance(exc, UpstreamBadReply) and exc.upstream_status == 400 and \
-                TOOLS_REFUSED.search(exc.message):
+            fact, value, origin = (
+                "retry_after",
+                max(1, math.ceil(exc.retry_after)),
+                "429 Retry-After",
+            )
+        elif (
+            isinstance(exc, UpstreamBadReply)
+            and exc.upstream_status == 400
+            and TOOLS_REFUSED.search(exc.message)
+        ):
             fact, value, origin = "tools", False, "tools refusal (400)"
         else:
             return
         key = (model.endpoint, model.served)
         now = time.monotonic()
         with self._lock:
-            if fact == "tools":   # once per process: the catalog keeps it from then on
+            if fact == "tools":  # once per process: the catalog keeps it from then on
                 if key + (fact,) in self._lowest:
                     return
                 self._lowest[key + (fact,)] = 0
@@ -88,8 +95,9 @@ class LearnedFacts:
                 self._retry_at[key] = now
             if self._queue is not None and not self._closed:
                 if self._writer is None:
-                    self._writer = threading.Thread(target=self._write_queued,
-                                                    name="learned-facts", daemon=True)
+                    self._writer = threading.Thread(
+                        target=self._write_queued, name="learned-facts", daemon=True
+                    )
                     self._writer.start()
                 self._queue.put((model.endpoint, model.served, fact, value, origin))
                 return
@@ -101,16 +109,17 @@ class LearnedFacts:
         while (item := pending.get()) is not None:
             self._write(*item)
 
-    def _write(self, endpoint: str, served: str, fact: str, value: int | bool,
-               origin: str) -> None:
+    def _write(self, endpoint: str, served: str, fact: str, value: int | bool, origin: str) -> None:
         try:
             self.catalog.learn(endpoint, served, fact, value, origin)
-        except Exception as exc2:   # noqa: BLE001 - a fact not kept must never fail a call
+        except Exception as exc2:  # noqa: BLE001 - a fact not kept must never fail a call
             if not self._warned:
                 self._warned = True
-                print(f"panelist: could not keep a learned {fact} in the catalog "
-                      f"({getattr(exc2, 'message', exc2)}); seating goes on without it",
-                      file=sys.stderr)
+                print(
+                    f"panelist: could not keep a learned {fact} in the catalog "
+                    f"({getattr(exc2, 'message', exc2)}); seating goes on without it",
+                    file=sys.stderr,
+                )
 
     def close(self, timeout: float = JOIN) -> None:
         """Write what is still queued, then stop the writer (a server's, at its close)."""

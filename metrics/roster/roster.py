@@ -126,17 +126,23 @@ class RosterView:
 
 
 def _parse(doc: dict) -> RosterView:
-    endpoints = {n: Endpoint(name=n, base_url=e["base_url"], key_env=e["key_env"])
-                 for n, e in (doc.get("endpoints") or {}).items()}
-    endpoint_limits = {n: limits for n, e in (doc.get("endpoints") or {}).items()
-                       if (limits := _read_limits(e))}
+    endpoints = {
+        n: Endpoint(name=n, base_url=e["base_url"], key_env=e["key_env"])
+        for n, e in (doc.get("endpoints") or {}).items()
+    }
+    endpoint_limits = {
+        n: limits for n, e in (doc.get("endpoints") or {}).items() if (limits := _read_limits(e))
+    }
     models, model_limits = {}, {}
     for alias, m in (doc.get("models") or {}).items():
         if m.get("endpoint") not in endpoints:
             continue  # a hand-edited file may point nowhere; such a model cannot be seated
-        fields = {k: v for k, v in m.items() if k in Model.__dataclass_fields__
-                  and k not in ("alias", "lacks", "family_typed")}
-        if not fields.get("family"):   # none typed: the family its id names
+        fields = {
+            k: v
+            for k, v in m.items()
+            if k in Model.__dataclass_fields__ and k not in ("alias", "lacks", "family_typed")
+        }
+        if not fields.get("family"):  # none typed: the family its id names
             fields.update(family=stem(fields.get("served") or alias), family_typed=False)
         models[alias] = Model(alias=alias, **fields)
         if limits := _read_limits(m):
@@ -156,36 +162,53 @@ def check_limit(name: str, value) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigInvalid(f"{name} must be a whole number of 1 or more, got {value!r}; "
-                            "leave it out (or clear it) for no limit", param=name)
+        raise ConfigInvalid(
+            f"{name} must be a whole number of 1 or more, got {value!r}; "
+            "leave it out (or clear it) for no limit",
+            param=name,
+        )
     return value
 
 
 def _versions(doc: dict) -> dict[str, dict[str, str]]:
-    return {section: {name: configfile.version_of(value)
-                      for name, value in (doc.get(section) or {}).items()}
-            for section in ("endpoints", "models")}
+    return {
+        section: {
+            name: configfile.version_of(value) for name, value in (doc.get(section) or {}).items()
+        }
+        for section in ("endpoints", "models")
+    }
 
 
 def check_endpoint(name: str, base_url: str, key_env: str | None) -> Endpoint:
     if not NAME.fullmatch(name or ""):
-        raise ConfigInvalid(f"endpoint name '{name}' is not valid: use 1-48 lower-case letters, "
-                            "digits, '-' or '_', starting with a letter or digit")
+        raise ConfigInvalid(
+            f"endpoint name '{name}' is not valid: use 1-48 lower-case letters, "
+            "digits, '-' or '_', starting with a letter or digit"
+        )
     parts = urlsplit(base_url or "")
     if first_control(base_url or "") or " " in (base_url or ""):
-        raise ConfigInvalid("base URL must not hold spaces or control characters; give it as "
-                            "http://127.0.0.1:11434/v1")
+        raise ConfigInvalid(
+            "base URL must not hold spaces or control characters; give it as "
+            "http://127.0.0.1:11434/v1"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigInvalid(f"base URL '{base_url}' is not valid: give an http:// or https:// URL "
-                            "such as http://127.0.0.1:11434/v1")
+        raise ConfigInvalid(
+            f"base URL '{base_url}' is not valid: give an http:// or https:// URL "
+            "such as http://127.0.0.1:11434/v1"
+        )
     if parts.username or parts.password or parts.query or parts.fragment:
-        raise ConfigInvalid("base URL must not carry a user:password, query or fragment; "
-                            "put the key in an environment variable (--key-env)")
+        raise ConfigInvalid(
+            "base URL must not carry a user:password, query or fragment; "
+            "put the key in an environment variable (--key-env)"
+        )
     key_env = key_env or default_key_env(name)
     if not isinstance(key_env, str) or not ENV_VAR.fullmatch(key_env):
-        raise ConfigInvalid(f"key variable {key_env!r} is not a valid environment variable "
-                            "name; leave it out for the default, "
-                            f"{default_key_env(name)}", param="key_env")
+        raise ConfigInvalid(
+            f"key variable {key_env!r} is not a valid environment variable "
+            "name; leave it out for the default, "
+            f"{default_key_env(name)}",
+            param="key_env",
+        )
     return Endpoint(name, base_url.rstrip("/"), key_env)
 
 
@@ -200,27 +223,51 @@ def _positive_int(name: str, value) -> int | None:
 def _price(name: str, value) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
-            or not math.isfinite(value):
-        raise ConfigInvalid(f"{name} must be a price per million tokens of 0 or more, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value < 0
+        or not math.isfinite(value)
+    ):
+        raise ConfigInvalid(
+            f"{name} must be a price per million tokens of 0 or more, got {value!r}"
+        )
     return float(value)
 
 
-def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | None = None,
-                family: str | None = None, grade: str | None = None, context=None,
-                max_output=None, vision: bool = False, tools: bool = False, price_in=None,
-                price_out=None, currency: str | None = None, retired: bool = False,
-                decider: bool = False) -> Model:
+def check_model(
+    view: RosterView,
+    alias: str,
+    endpoint: str,
+    *,
+    served: str | None = None,
+    family: str | None = None,
+    grade: str | None = None,
+    context=None,
+    max_output=None,
+    vision: bool = False,
+    tools: bool = False,
+    price_in=None,
+    price_out=None,
+    currency: str | None = None,
+    retired: bool = False,
+    decider: bool = False,
+) -> Model:
     if not ALIAS.fullmatch(alias or ""):
-        raise ConfigInvalid(f"model alias '{alias}' is not valid: use up to 96 letters, digits "
-                            "or . _ : / -, starting with a letter or digit")
+        raise ConfigInvalid(
+            f"model alias '{alias}' is not valid: use up to 96 letters, digits "
+            "or . _ : / -, starting with a letter or digit"
+        )
     if alias.startswith("bench/"):
-        raise ConfigInvalid("a model alias must not start with 'bench/': that prefix names "
-                            "collections")
+        raise ConfigInvalid(
+            "a model alias must not start with 'bench/': that prefix names collections"
+        )
     if endpoint not in view.endpoints:
         known = ", ".join(sorted(view.endpoints)) or "none yet"
-        raise ConfigInvalid(f"unknown endpoint '{endpoint}' for model '{alias}'; add it with "
-                            f"`panelist endpoint add` first (known: {known})")
+        raise ConfigInvalid(
+            f"unknown endpoint '{endpoint}' for model '{alias}'; add it with "
+            f"`panelist endpoint add` first (known: {known})"
+        )
     served = served or alias
     if not served.strip() or len(served) > 200:
         raise ConfigInvalid("served id must be 1-200 characters: the model id the endpoint knows")
@@ -231,16 +278,31 @@ def check_model(view: RosterView, alias: str, endpoint: str, *, served: str | No
     currency = (currency or "USD").upper()
     if not CURRENCY.fullmatch(currency):
         raise ConfigInvalid(f"currency '{currency}' is not valid: use a 3-letter code such as USD")
-    for flag, value in (("vision", vision), ("tools", tools), ("retired", retired),
-                        ("decider", decider)):
+    for flag, value in (
+        ("vision", vision),
+        ("tools", tools),
+        ("retired", retired),
+        ("decider", decider),
+    ):
         if not isinstance(value, bool):
             raise ConfigInvalid(f"{flag} must be true or false, got {value!r}")
-    return Model(alias=alias, endpoint=endpoint, served=served, family=family,
-                 family_typed=typed,
-                 grade=(grade or "").strip(), context=_positive_int("context window", context),
-                 max_output=_positive_int("max output", max_output), vision=vision, tools=tools,
-                 price_in=_price("price in", price_in), price_out=_price("price out", price_out),
-                 currency=currency, retired=retired, decider=decider)
+    return Model(
+        alias=alias,
+        endpoint=endpoint,
+        served=served,
+        family=family,
+        family_typed=typed,
+        grade=(grade or "").strip(),
+        context=_positive_int("context window", context),
+        max_output=_positive_int("max output", max_output),
+        vision=vision,
+        tools=tools,
+        price_in=_price("price in", price_in),
+        price_out=_price("price out", price_out),
+        currency=currency,
+        retired=retired,
+        decider=decider,
+    )
 
 
 def _only_decider(models: dict, alias: str) -> None:
@@ -279,8 +341,15 @@ class Roster:
         ``KeyRefused`` when its variable may not be read."""
         return self.key_envs.read(endpoint)
 
-    def add_endpoint(self, name: str, base_url: str, key_env: str | None = None,
-                     *, by: str | None = None, expect: str | None = None) -> Endpoint:
+    def add_endpoint(
+        self,
+        name: str,
+        base_url: str,
+        key_env: str | None = None,
+        *,
+        by: str | None = None,
+        expect: str | None = None,
+    ) -> Endpoint:
         """Create or replace an endpoint. ``expect``: see ``configfile.check_version``."""
         ep = self.check_endpoint(name, base_url, key_env)
         new = {"base_url": ep.base_url, "key_env": ep.key_env}
@@ -294,6 +363,7 @@ class Roster:
                 return None
             endpoints[name] = stored
             return f"endpoint {name}", old, stored
+
         configfile.update(self.path, change, by=by)
         return ep
 
@@ -302,20 +372,33 @@ class Roster:
             endpoints = doc.setdefault("endpoints", {})
             if name not in endpoints:
                 raise NotFound(f"unknown endpoint '{name}'; see `panelist endpoint list`")
-            users = sorted(a for a, m in (doc.get("models") or {}).items()
-                           if m.get("endpoint") == name)
+            users = sorted(
+                a for a, m in (doc.get("models") or {}).items() if m.get("endpoint") == name
+            )
             if users:
-                raise ConfigInvalid(f"endpoint '{name}' still serves {', '.join(users)}; "
-                                    "remove those models first")
+                raise ConfigInvalid(
+                    f"endpoint '{name}' still serves {', '.join(users)}; remove those models first"
+                )
             return f"endpoint {name}", endpoints.pop(name), None
+
         configfile.update(self.path, change, by=by)
 
-    def add_model(self, alias: str, endpoint: str, *, by: str | None = None,
-                  expect: str | None = None, **fields) -> Model:
+    def add_model(
+        self,
+        alias: str,
+        endpoint: str,
+        *,
+        by: str | None = None,
+        expect: str | None = None,
+        **fields,
+    ) -> Model:
         """Create or replace a model. ``expect``: see ``configfile.check_version``."""
         model = check_model(self.view(), alias, endpoint, **fields)
-        new = {k: v for k, v in model.public().items() if k != "alias"
-               and (k != "family" or model.family_typed)}   # a family none typed is derived
+        new = {
+            k: v
+            for k, v in model.public().items()
+            if k != "alias" and (k != "family" or model.family_typed)
+        }  # a family none typed is derived
 
         def change(doc):
             if endpoint not in (doc.get("endpoints") or {}):
@@ -330,6 +413,7 @@ class Roster:
                 _only_decider(models, alias)
             models[alias] = stored
             return f"model {alias}", old, stored
+
         configfile.update(self.path, change, by=by)
         return model
 
@@ -354,6 +438,7 @@ class Roster:
             models[alias]["retired"] = retired
             changed.append(alias)
             return f"model {alias}", old, dict(models[alias])
+
         configfile.update(self.path, change, by=by)
         return bool(changed)
 
@@ -372,6 +457,7 @@ class Roster:
             models[alias]["decider"] = True
             changed.append(alias)
             return f"model {alias}", old, dict(models[alias])
+
         configfile.update(self.path, change, by=by)
         return bool(changed)
 
@@ -381,6 +467,7 @@ class Roster:
             if alias not in models:
                 raise NotFound(f"unknown model '{alias}'; see `panelist model list`")
             return f"model {alias}", models.pop(alias), None
+
         configfile.update(self.path, change, by=by)
 
     def limits(self, kind: str, name: str) -> CallLimits:
@@ -391,16 +478,19 @@ class Roster:
             raise NotFound(f"unknown {kind} '{name}'; see `panelist {kind} list`")
         return getattr(view, f"{kind}_limits").get(name, NO_LIMITS)
 
-    def set_limits(self, kind: str, name: str, changes: dict, *, clear: bool = False,
-                   by: str | None = None) -> CallLimits:
+    def set_limits(
+        self, kind: str, name: str, changes: dict, *, clear: bool = False, by: str | None = None
+    ) -> CallLimits:
         """Set the limits named in ``changes`` (``{"rpm": 60, "max_concurrent": 4}``; None
         removes one) on endpoint or model ``name``, after removing them all when ``clear``; the
         others stay as they are. Returns the limits now stored."""
         section = self._section(kind)
         unknown = sorted(set(changes) - set(LIMIT_FIELDS))
         if unknown:
-            raise ConfigInvalid(f"unknown limit(s) {', '.join(unknown)}; use "
-                                f"{' or '.join(LIMIT_FIELDS)}", param=unknown[0])
+            raise ConfigInvalid(
+                f"unknown limit(s) {', '.join(unknown)}; use {' or '.join(LIMIT_FIELDS)}",
+                param=unknown[0],
+            )
         checked = {k: check_limit(k, v) for k, v in changes.items()}
         result = []
 
@@ -420,6 +510,7 @@ class Roster:
                 return None
             entries[name] = new
             return f"{kind} {name}", old, new
+
         configfile.update(self.path, change, by=by)
         return result[0]
 

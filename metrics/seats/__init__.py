@@ -13,11 +13,37 @@ Only the names below are the package's surface; the modules' other public names 
 ``SentCall``, ``Seats.send`` …) are how its modules work together and may change.
 """
 
-from panelist.metrics.seats.calls import (ANSWERED, GRACE, STATUSES, Admission, CallFailed,
-                                          CallSink, JobResult, Result, SeatCall, SeatJob,
-                                          SeatResult, Unit)
+from panelist.metrics.seats.calls import (
+    ANSWERED,
+    GRACE,
+    STATUSES,
+    Admission,
+    CallFailed,
+    CallSink,
+    JobResult,
+    Result,
+    SeatCall,
+    SeatJob,
+    SeatResult,
+    Unit,
+)
 from panelist.metrics.seats.core import Seats, clamp
 from panelist.metrics.seats.seatset import SeatSet
 
-__all__ = ["ANSWERED", "GRACE", "STATUSES", "Admission", "CallFailed", "CallSink", "JobResult",
-           "Result", "SeatCall", "SeatJob", "SeatResult", "SeatSet", "Seats", "Unit", "clamp"]
+__all__ = [
+    "ANSWERED",
+    "GRACE",
+    "STATUSES",
+    "Admission",
+    "CallFailed",
+    "CallSink",
+    "JobResult",
+    "Result",
+    "SeatCall",
+    "SeatJob",
+    "SeatResult",
+    "SeatSet",
+    "Seats",
+    "Unit",
+    "clamp",
+]

@@ -11,35 +11,40 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Union
 
-from panelist.metrics.errors import (EmptyAnswer, RateLimited, UpstreamError, UpstreamServerError,
-                                     UpstreamUnreachable)
+from panelist.metrics.errors import (
+    EmptyAnswer,
+    RateLimited,
+    UpstreamError,
+    UpstreamServerError,
+    UpstreamUnreachable,
+)
 from panelist.metrics.roster.roster import Endpoint, Model
 
 STATUSES = ("ok", "tool_calls", "empty", "error", "cancelled")
 ANSWERED = frozenset({"ok", "tool_calls"})
 TRANSIENT = (RateLimited, UpstreamServerError, UpstreamUnreachable)
-BACKOFF = 1.0          # seconds before a retry when the upstream named no wait (doubles)
+BACKOFF = 1.0  # seconds before a retry when the upstream named no wait (doubles)
 MAX_BACKOFF = 30.0
-GRACE = 2.0            # seconds past a set's deadline (or cancel) before a stuck unit is given up
-BUDGETS = ("max_tokens", "max_completion_tokens")   # the output budgets of a chat body
+GRACE = 2.0  # seconds past a set's deadline (or cancel) before a stuck unit is given up
+BUDGETS = ("max_tokens", "max_completion_tokens")  # the output budgets of a chat body
 
 
 @dataclass(frozen=True)
 class SeatCall:
     """One model call a caller wants made."""
 
-    label: str                 # unique within its set: a call id, "run3.candidate", …
-    role: str                  # one of ``record.ROLES``: member, candidate, judge, probe, …
+    label: str  # unique within its set: a call id, "run3.candidate", …
+    role: str  # one of ``record.ROLES``: member, candidate, judge, probe, …
     model: Model
     messages: list
-    params: dict = field(default_factory=dict)   # everything else in the body (tools, …)
-    timeout: float = 120.0     # seconds the model may take once the call is admitted
+    params: dict = field(default_factory=dict)  # everything else in the body (tools, …)
+    timeout: float = 120.0  # seconds the model may take once the call is admitted
     wait: float | None = None  # seconds it may wait for admission (None: up to the deadline)
     # True: ``timeout`` runs from the call's start and covers its wait for admission too (the
     # gateway's seat deadline); False: it starts once the call is admitted
     wait_in_timeout: bool = False
-    retries: int = 0           # further attempts after a transient failure
-    meta: dict = field(default_factory=dict)     # the caller's fields, logged with the result
+    retries: int = 0  # further attempts after a transient failure
+    meta: dict = field(default_factory=dict)  # the caller's fields, logged with the result
     # where to send it when its endpoint is not on the roster (yet): the dashboard's Test of an
     # endpoint being added; None: the roster's endpoint of ``model``, looked up at call time
     endpoint: Endpoint | None = None
@@ -60,7 +65,7 @@ class SeatJob:
 
     label: str
     work: Callable[[], object]
-    lane: str = ""             # jobs of one lane share the set's ``parallel``
+    lane: str = ""  # jobs of one lane share the set's ``parallel``
 
 
 @dataclass
@@ -75,14 +80,14 @@ class SeatResult:
     alias: str
     served: str
     endpoint: str = ""
-    status: str = "error"       # one of STATUSES
+    status: str = "error"  # one of STATUSES
     answer: str = ""
     tool_calls: list = field(default_factory=list)
     finish_reason: str = ""
-    tokens: dict = field(default_factory=dict)   # {"prompt", "completion", "total"}
-    seconds: float = 0.0        # from the call's start to its end, waiting included
-    waited: float = 0.0         # of which waiting for admission
-    error_kind: str = ""        # the client's kind (rate_limit, timeout, …), at_limit, internal
+    tokens: dict = field(default_factory=dict)  # {"prompt", "completion", "total"}
+    seconds: float = 0.0  # from the call's start to its end, waiting included
+    waited: float = 0.0  # of which waiting for admission
+    error_kind: str = ""  # the client's kind (rate_limit, timeout, …), at_limit, internal
     error: str = ""
     attempts: int = 0
     # an output budget sent lower than asked: {"param", "asked", "sent"} (see ``clamp``)
@@ -94,8 +99,14 @@ class SeatResult:
     @classmethod
     def of(cls, call: SeatCall) -> "SeatResult":
         m = call.model
-        return cls(call=call.label, seat=call.role, alias=m.alias, served=m.served,
-                   endpoint=m.endpoint, meta=dict(call.meta) if call.meta else {})
+        return cls(
+            call=call.label,
+            seat=call.role,
+            alias=m.alias,
+            served=m.served,
+            endpoint=m.endpoint,
+            meta=dict(call.meta) if call.meta else {},
+        )
 
     @property
     def label(self) -> str:
@@ -138,10 +149,10 @@ class JobResult:
     status: str = "error"
     value: object = None
     exception: BaseException | None = None
-    error_kind: str = ""        # raised | timeout | cancelled
+    error_kind: str = ""  # raised | timeout | cancelled
     error: str = ""
     seconds: float = 0.0
-    begun: bool = False         # its work was started (a job never begun did nothing)
+    begun: bool = False  # its work was started (a job never begun did nothing)
 
     @property
     def answered(self) -> bool:
@@ -157,8 +168,10 @@ class CallFailed(UpstreamError):
 
     def __init__(self, result: SeatResult):
         kind = result.error_kind or result.status
-        super().__init__(f"{result.role} call {result.label} to {result.alias} failed "
-                         f"({kind}): {result.error or 'no answer'}")
+        super().__init__(
+            f"{result.role} call {result.label} to {result.alias} failed "
+            f"({kind}): {result.error or 'no answer'}"
+        )
         self.result = result
         self.kind = kind
 
@@ -175,8 +188,9 @@ class Admission(Protocol):
     ``slot`` raises ``AtLimit`` when no slot comes within ``wait``, ``Cancelled`` when ``cancel``
     is set meanwhile: nothing else."""
 
-    def slot(self, endpoint: str, model: str, *, wait: float,
-             cancel: threading.Event | None = None): ...
+    def slot(
+        self, endpoint: str, model: str, *, wait: float, cancel: threading.Event | None = None
+    ): ...
 
     def pause(self, endpoint: str, seconds: float, why: str) -> None: ...
 
@@ -221,7 +235,7 @@ def own_deadline(call: SeatCall, t0: float, deadline: float) -> float:
         return t0 + call.timeout
     if call.wait is not None:
         return t0 + call.wait + call.timeout
-    if deadline == math.inf:   # no wait of its own and no set deadline: it waits its timeout
+    if deadline == math.inf:  # no wait of its own and no set deadline: it waits its timeout
         return t0 + 2 * call.timeout
     return math.inf
 
@@ -236,7 +250,7 @@ def run_job(job: SeatJob, result: JobResult, cancel) -> None:
     try:
         result.value = job.work()
         result.status = "ok"
-    except Exception as exc:   # the job's own failure is its result, never its set's
+    except Exception as exc:  # the job's own failure is its result, never its set's
         result.status, result.error_kind, result.exception = "error", "raised", exc
         result.error = f"{type(exc).__name__}: {exc}"
     result.seconds = round(time.monotonic() - t0, 3)

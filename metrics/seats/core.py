@@ -80,14 +80,38 @@ from typing import Any, Callable, Iterable, overload
 from panelist.metrics.plaintext import shorten
 from panelist.metrics.upstream.client import Chats, Upstream, encode_messages
 from panelist.metrics.upstream.transport import CancelFlag, joined, named
-from panelist.metrics.errors import (AtLimit, Cancelled, OutputCapExceeded, RateLimited,
-                                     UpstreamError, UpstreamTimeout)
+from panelist.metrics.errors import (
+    AtLimit,
+    Cancelled,
+    OutputCapExceeded,
+    RateLimited,
+    UpstreamError,
+    UpstreamTimeout,
+)
 from panelist.metrics.roster.roster import Endpoint, Model, RosterView
-from panelist.metrics.seats.calls import (BUDGETS, GRACE, MAX_BACKOFF, TRANSIENT, JobResult,
-                                          Learn, OnEnd, Result, Scrub, SeatCall, SeatJob,
-                                          SeatResult,
-                                          Tries, Unit, Write, answered, closed, failed,
-                                          log_results, own_deadline, run_job)
+from panelist.metrics.seats.calls import (
+    BUDGETS,
+    GRACE,
+    MAX_BACKOFF,
+    TRANSIENT,
+    JobResult,
+    Learn,
+    OnEnd,
+    Result,
+    Scrub,
+    SeatCall,
+    SeatJob,
+    SeatResult,
+    Tries,
+    Unit,
+    Write,
+    answered,
+    closed,
+    failed,
+    log_results,
+    own_deadline,
+    run_job,
+)
 from panelist.metrics.seats.seatset import SeatSet
 
 
@@ -101,7 +125,7 @@ class Hooks:
     on_end: OnEnd | None = None
     max_pause: float | None = None
     encoded: "EncodedMessages" = field(default_factory=lambda: EncodedMessages())
-    meter: object = None   # the memory budget large answers are charged to (Upstream.chat)
+    meter: object = None  # the memory budget large answers are charged to (Upstream.chat)
     # the log's ``write_all(results)``, when it has one: a polled set's answers that came
     # together are logged in one write
     write_all: Callable[[list], None] | None = None
@@ -124,7 +148,7 @@ class RosterSnapshot:
         return self._view
 
     def key(self, endpoint: Endpoint) -> str | None:
-        if endpoint.name not in self._keys:   # a refusal is not kept: each call meets it
+        if endpoint.name not in self._keys:  # a refusal is not kept: each call meets it
             self._keys[endpoint.name] = self.roster.api_key(endpoint)
         return self._keys[endpoint.name]
 
@@ -135,14 +159,14 @@ class EncodedMessages:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._done: dict[int, tuple[list, bytes]] = {}   # id(list) -> (the list, its JSON)
+        self._done: dict[int, tuple[list, bytes]] = {}  # id(list) -> (the list, its JSON)
 
     def of(self, messages: list) -> bytes:
         with self._lock:
             known = self._done.get(id(messages))
-            if known is not None and known[0] is messages:   # the list held: its id is its own
+            if known is not None and known[0] is messages:  # the list held: its id is its own
                 return known[1]
-        data = encode_messages(messages)   # outside the lock: seats never wait on each other
+        data = encode_messages(messages)  # outside the lock: seats never wait on each other
         with self._lock:
             self._done[id(messages)] = (messages, data)
         return data
@@ -154,8 +178,15 @@ class EncodedMessages:
 
 
 def _hooks(log, learn, scrub, on_end, max_pause, meter) -> Hooks:
-    return Hooks(_writer(log), learn, scrub, on_end, max_pause, meter=meter,
-                  write_all=getattr(log, "write_all", None))
+    return Hooks(
+        _writer(log),
+        learn,
+        scrub,
+        on_end,
+        max_pause,
+        meter=meter,
+        write_all=getattr(log, "write_all", None),
+    )
 
 
 def _writer(log) -> Write | None:
@@ -174,13 +205,20 @@ class Seats:
     an edit of the roster applies to the next call) and ``api_key(endpoint)``, the one read of
     an endpoint's key (``Roster.api_key``). ``admission``: None means no limits."""
 
-    def __init__(self, roster, upstream: Chats | None = None, *, admission=None,
-                 max_workers: int = 256, thread_name: str = "seats",
-                 learn: Learn | None = None):
+    def __init__(
+        self,
+        roster,
+        upstream: Chats | None = None,
+        *,
+        admission=None,
+        max_workers: int = 256,
+        thread_name: str = "seats",
+        learn: Learn | None = None,
+    ):
         """``learn``: hears the failures of calls given no ``learn`` of their own."""
         self.roster = roster
         self.learn = learn
-        self._own_upstream: Upstream | None = None   # one made here is this core's to close
+        self._own_upstream: Upstream | None = None  # one made here is this core's to close
         if upstream is None:
             upstream = self._own_upstream = Upstream()
         self.upstream: Chats = upstream
@@ -202,18 +240,30 @@ class Seats:
     def submit(self, fn, *args, **kw):
         """Run ``fn`` on the core's threads (a caller's follow-up, such as a merge); a Future."""
         with self._pool_lock:
-            if self._pool is None:   # made on first use: a caller of one call at a time needs none
-                self._pool = ThreadPoolExecutor(max_workers=self._max_workers,
-                                                thread_name_prefix=self._prefix)
+            if self._pool is None:  # made on first use: a caller of one call at a time needs none
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self._max_workers, thread_name_prefix=self._prefix
+                )
             return self._pool.submit(fn, *args, **kw)
 
     # -- the one entry ----------------------------------------------------------------------------
-    def start(self, units: Iterable[Unit], *, timeout: float | None = None,
-              deadline: float | None = None, cancel: threading.Event | None = None,
-              log=None, learn: Learn | None = None, scrub: Scrub | None = None,
-              on_end: OnEnd | None = None, max_pause: float | None = None,
-              parallel: int | None = None, grace: float = GRACE, meter=None,
-              poll: bool = False) -> "SeatSet":
+    def start(
+        self,
+        units: Iterable[Unit],
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        log=None,
+        learn: Learn | None = None,
+        scrub: Scrub | None = None,
+        on_end: OnEnd | None = None,
+        max_pause: float | None = None,
+        parallel: int | None = None,
+        grace: float = GRACE,
+        meter=None,
+        poll: bool = False,
+    ) -> "SeatSet":
         """Start every unit (call or job) at once, or ``parallel`` at a time per lane; iterate
         the set (or its ``progress``) for results as they land.
 
@@ -238,56 +288,113 @@ class Seats:
         A polled set needs this core's upstream to be an ``Upstream`` (its ``send_chat``); any
         other kind is refused here rather than run another way unseen."""
         if poll and not isinstance(self.upstream, Upstream):
-            raise TypeError(f"a polled set sends its calls with Upstream.send_chat, and this "
-                            f"core's upstream is a {type(self.upstream).__name__}; start the "
-                            "set without poll=True")
-        return SeatSet(self, list(units), _deadline(timeout, deadline),
-                       cancel if cancel is not None else CancelFlag(),
-                       _hooks(log, learn, scrub, on_end, max_pause, meter), parallel, grace,
-                       poll)
+            raise TypeError(
+                f"a polled set sends its calls with Upstream.send_chat, and this "
+                f"core's upstream is a {type(self.upstream).__name__}; start the "
+                "set without poll=True"
+            )
+        return SeatSet(
+            self,
+            list(units),
+            _deadline(timeout, deadline),
+            cancel if cancel is not None else CancelFlag(),
+            _hooks(log, learn, scrub, on_end, max_pause, meter),
+            parallel,
+            grace,
+            poll,
+        )
 
     # a unit's result is of its kind: calls give SeatResults, jobs JobResults
     @overload
-    def run(self, units: Iterable[SeatCall], *, timeout: float | None = None,
-            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
-            learn: Learn | None = None, scrub: Scrub | None = None,
-            on_end: OnEnd | None = None, max_pause: float | None = None,
-            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[SeatResult]: ...
+    def run(
+        self,
+        units: Iterable[SeatCall],
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        log=None,
+        learn: Learn | None = None,
+        scrub: Scrub | None = None,
+        on_end: OnEnd | None = None,
+        max_pause: float | None = None,
+        parallel: int | None = None,
+        grace: float = GRACE,
+        meter=None,
+    ) -> list[SeatResult]: ...
 
     @overload
-    def run(self, units: Iterable[SeatJob], *, timeout: float | None = None,
-            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
-            learn: Learn | None = None, scrub: Scrub | None = None,
-            on_end: OnEnd | None = None, max_pause: float | None = None,
-            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[JobResult]: ...
+    def run(
+        self,
+        units: Iterable[SeatJob],
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        log=None,
+        learn: Learn | None = None,
+        scrub: Scrub | None = None,
+        on_end: OnEnd | None = None,
+        max_pause: float | None = None,
+        parallel: int | None = None,
+        grace: float = GRACE,
+        meter=None,
+    ) -> list[JobResult]: ...
 
     @overload
-    def run(self, units: Iterable[Unit], *, timeout: float | None = None,
-            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
-            learn: Learn | None = None, scrub: Scrub | None = None,
-            on_end: OnEnd | None = None, max_pause: float | None = None,
-            parallel: int | None = None, grace: float = GRACE, meter=None) -> list[Result]: ...
+    def run(
+        self,
+        units: Iterable[Unit],
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        log=None,
+        learn: Learn | None = None,
+        scrub: Scrub | None = None,
+        on_end: OnEnd | None = None,
+        max_pause: float | None = None,
+        parallel: int | None = None,
+        grace: float = GRACE,
+        meter=None,
+    ) -> list[Result]: ...
 
-    def run(self, units: Iterable[Unit], *, timeout: float | None = None,
-            deadline: float | None = None, cancel: threading.Event | None = None, log=None,
-            learn: Learn | None = None, scrub: Scrub | None = None,
-            on_end: OnEnd | None = None, max_pause: float | None = None,
-            parallel: int | None = None, grace: float = GRACE, meter=None) -> list:
+    def run(
+        self,
+        units: Iterable[Unit],
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+        log=None,
+        learn: Learn | None = None,
+        scrub: Scrub | None = None,
+        on_end: OnEnd | None = None,
+        max_pause: float | None = None,
+        parallel: int | None = None,
+        grace: float = GRACE,
+        meter=None,
+    ) -> list:
         """``start`` and wait: every result, in the order the units were given. A set of one
         (and no ``parallel``) runs in this thread: one call costs no thread of the core's."""
         units = list(units)
         hooks = _hooks(log, learn, scrub, on_end, max_pause, meter)
         if len(units) != 1 or parallel is not None:
-            return SeatSet(self, units, _deadline(timeout, deadline),
-                           cancel if cancel is not None else CancelFlag(), hooks, parallel,
-                           grace).wait()
+            return SeatSet(
+                self,
+                units,
+                _deadline(timeout, deadline),
+                cancel if cancel is not None else CancelFlag(),
+                hooks,
+                parallel,
+                grace,
+            ).wait()
         unit = units[0]
         result = SeatResult.of(unit) if isinstance(unit, SeatCall) else JobResult(unit.label)
         self.perform(unit, result, _deadline(timeout, deadline), cancel, hooks)
         return [result]
 
-    def perform(self, unit: Unit, result: Result, deadline: float, cancel,
-                 hooks: Hooks) -> None:
+    def perform(self, unit: Unit, result: Result, deadline: float, cancel, hooks: Hooks) -> None:
         """Run one unit to its end, filling ``result`` in place; never raises."""
         # a unit's result is made for its kind: SeatResult.of a call, a JobResult of a job
         if isinstance(unit, SeatCall):
@@ -300,35 +407,69 @@ class Seats:
             hooks.on_end(result)
 
     # -- one call ----------------------------------------------------------------------------------
-    def _ask(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-             hooks: Hooks) -> None:
+    def _ask(
+        self, call: SeatCall, result: SeatResult, deadline: float, cancel, hooks: Hooks
+    ) -> None:
         """Make one call in this thread by its deadline (see the module docstring)."""
         t0 = time.monotonic()
         if call.stop is not None:
             cancel = joined(cancel if cancel is not None else CancelFlag(), call.stop)
-        self._carry(call, result, t0, min(deadline, own_deadline(call, t0, deadline)), cancel,
-                    hooks, Tries(call), 0.0)
+        self._carry(
+            call,
+            result,
+            t0,
+            min(deadline, own_deadline(call, t0, deadline)),
+            cancel,
+            hooks,
+            Tries(call),
+            0.0,
+        )
 
-    def resume(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
-                hooks: Hooks, tries: "Tries", delay: float) -> None:
+    def resume(
+        self,
+        call: SeatCall,
+        result: SeatResult,
+        t0: float,
+        deadline: float,
+        cancel,
+        hooks: Hooks,
+        tries: "Tries",
+        delay: float,
+    ) -> None:
         """Go on with a call whose attempt, made by a set's own thread, asks for another."""
         self._carry(call, result, t0, deadline, cancel, hooks, tries, delay)
         if hooks.on_end is not None:
             hooks.on_end(result)
 
-    def _carry(self, call: SeatCall, result: SeatResult, t0: float, deadline: float, cancel,
-               hooks: Hooks, tries: "Tries", delay: float) -> None:
+    def _carry(
+        self,
+        call: SeatCall,
+        result: SeatResult,
+        t0: float,
+        deadline: float,
+        cancel,
+        hooks: Hooks,
+        tries: "Tries",
+        delay: float,
+    ) -> None:
         """A call's attempts from here (after ``delay``) to its end, which is logged."""
         try:
             _hold(call, delay, cancel)
             self._attempts(call, result, deadline, cancel, hooks, tries)
-        except Exception as exc:   # a bug in one call must not fail its set
+        except Exception as exc:  # a bug in one call must not fail its set
             failed(result, exc)
         closed(result, t0, hooks)
         log_results(hooks, [result])
 
-    def _attempts(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                  hooks: Hooks, tries: "Tries") -> None:
+    def _attempts(
+        self,
+        call: SeatCall,
+        result: SeatResult,
+        deadline: float,
+        cancel,
+        hooks: Hooks,
+        tries: "Tries",
+    ) -> None:
         while True:
             result.attempts += 1
             try:
@@ -342,13 +483,20 @@ class Seats:
             answered(result, answer)
             return
 
-    def retry_delay(self, call: SeatCall, result: SeatResult, exc: UpstreamError,
-                    tries: "Tries", deadline: float, hooks: Hooks) -> float | None:
+    def retry_delay(
+        self,
+        call: SeatCall,
+        result: SeatResult,
+        exc: UpstreamError,
+        tries: "Tries",
+        deadline: float,
+        hooks: Hooks,
+    ) -> float | None:
         """An attempt failed with ``exc``: the seconds to wait before the next one, or None when
         there is none (the failure is the call's)."""
         learn = hooks.learn if hooks.learn is not None else self.learn
         if isinstance(exc, TRANSIENT):
-            pause = self._pause(call.model, exc, hooks.max_pause)   # first: all wait
+            pause = self._pause(call.model, exc, hooks.max_pause)  # first: all wait
             if learn is not None:
                 learn(call.model, exc)
             # a streamed call is never tried again: its pieces may have gone out
@@ -357,20 +505,30 @@ class Seats:
             delay = pause if pause is not None else tries.backoff
             tries.backoff = min(tries.backoff * 2, MAX_BACKOFF)
             if time.monotonic() + delay >= deadline:
-                return None   # no room left to try again
+                return None  # no room left to try again
             # with admission, the pause itself holds the next attempt back
             return delay if pause is None or self.admission is None else 0.0
         if learn is not None:
             learn(call.model, exc)
         stated = exc.max_output if isinstance(exc, OutputCapExceeded) else None
-        if stated and (tries.cap is None or stated < tries.cap) and \
-                clamp(call.params, stated)[1] is not None and time.monotonic() < deadline:
+        if (
+            stated
+            and (tries.cap is None or stated < tries.cap)
+            and clamp(call.params, stated)[1] is not None
+            and time.monotonic() < deadline
+        ):
             tries.cap, tries.corrected = stated, tries.corrected + 1
             return 0.0
         return None
 
-    def _prepared(self, call: SeatCall, result: SeatResult, cancel, cap: int | None,
-                  snapshot: "RosterSnapshot | None" = None) -> tuple[Endpoint, str | None, dict]:
+    def _prepared(
+        self,
+        call: SeatCall,
+        result: SeatResult,
+        cancel,
+        cap: int | None,
+        snapshot: "RosterSnapshot | None" = None,
+    ) -> tuple[Endpoint, str | None, dict]:
         """An attempt's endpoint, key and body, checked before any slot or byte is taken.
         ``snapshot``: the roster and keys as read once for the calls sent together."""
         model = call.model
@@ -379,8 +537,10 @@ class Seats:
             view: RosterView = self.roster.view() if snapshot is None else snapshot.view()
             endpoint = view.endpoints.get(model.endpoint)
         if endpoint is None:
-            raise UpstreamError(f"endpoint '{model.endpoint}' of {model.alias} is gone from the "
-                                "roster; add the endpoint back, or use another model")
+            raise UpstreamError(
+                f"endpoint '{model.endpoint}' of {model.alias} is gone from the "
+                "roster; add the endpoint back, or use another model"
+            )
         # KeyRefused before any slot or byte is taken
         key = self.roster.api_key(endpoint) if snapshot is None else snapshot.key(endpoint)
         if cancel is not None and cancel.is_set():
@@ -388,19 +548,26 @@ class Seats:
         params, result.clamped = clamp(call.params, cap)
         return endpoint, key, dict(params, model=model.served, messages=call.messages)
 
-    def _attempt(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-                 hooks: Hooks, cap: int | None):
+    def _attempt(
+        self,
+        call: SeatCall,
+        result: SeatResult,
+        deadline: float,
+        cancel,
+        hooks: Hooks,
+        cap: int | None,
+    ):
         model = call.model
         endpoint, key, body = self._prepared(call, result, cancel, cap)
         extra: dict[str, Any] = {} if call.on_delta is None else {"on_delta": call.on_delta}
-        if hooks.meter is not None:   # an upstream of another kind (onboarding's) has none
+        if hooks.meter is not None:  # an upstream of another kind (onboarding's) has none
             extra["meter"] = hooks.meter
         if self.admission is not None:
             left = deadline - time.monotonic()
             wait = max(0.0, left if call.wait is None else min(call.wait, left))
             w0 = time.monotonic()
             slot = self.admission.slot(endpoint.name, model.alias, wait=wait, cancel=cancel)
-            try:   # no slot within the wait is AtLimit; a cancelled wait is Cancelled
+            try:  # no slot within the wait is AtLimit; a cancelled wait is Cancelled
                 slot.__enter__()
             finally:
                 result.waited += time.monotonic() - w0
@@ -410,19 +577,32 @@ class Seats:
             left = _left(call, deadline)
         except BaseException:
             if self.admission is not None:
-                release()   # nothing was sent
+                release()  # nothing was sent
             raise
         try:
-            return self.upstream.chat(endpoint.base_url, key, body,
-                                      timeout=min(call.timeout, left), cancel=cancel,
-                                      messages_json=hooks.encoded.of(call.messages), **extra)
+            return self.upstream.chat(
+                endpoint.base_url,
+                key,
+                body,
+                timeout=min(call.timeout, left),
+                cancel=cancel,
+                messages_json=hooks.encoded.of(call.messages),
+                **extra,
+            )
         except UpstreamError as exc:
             _named(exc, endpoint)
             raise
 
-    def send(self, call: SeatCall, result: SeatResult, deadline: float, cancel,
-             hooks: Hooks, cap: int | None,
-             snapshot: "RosterSnapshot | None" = None) -> "SentCall | None":
+    def send(
+        self,
+        call: SeatCall,
+        result: SeatResult,
+        deadline: float,
+        cancel,
+        hooks: Hooks,
+        cap: int | None,
+        snapshot: "RosterSnapshot | None" = None,
+    ) -> "SentCall | None":
         """``_attempt``'s first half for a set that reads its answers in one thread: the call
         sent, holding its slot; None when admission has no slot at once (a thread of the core
         then waits for one)."""
@@ -435,20 +615,29 @@ class Seats:
                 slot.__enter__()
             except AtLimit:
                 return None
-            release = SlotRelease(slot)   # given back by the upstream once done with the call
+            release = SlotRelease(slot)  # given back by the upstream once done with the call
         try:
             timeout = min(call.timeout, _left(call, deadline))
         except BaseException:
             if release is not None:
-                release()   # nothing was sent
+                release()  # nothing was sent
             raise
         try:
             # a set is polled only with an Upstream (``start`` refuses it otherwise)
             assert isinstance(self.upstream, Upstream)
-            return SentCall(self.upstream.send_chat(
-                endpoint.base_url, key, body, timeout=timeout, cancel=cancel,
-                messages_json=hooks.encoded.of(call.messages), meter=hooks.meter,
-                on_release=release), endpoint)
+            return SentCall(
+                self.upstream.send_chat(
+                    endpoint.base_url,
+                    key,
+                    body,
+                    timeout=timeout,
+                    cancel=cancel,
+                    messages_json=hooks.encoded.of(call.messages),
+                    meter=hooks.meter,
+                    on_release=release,
+                ),
+                endpoint,
+            )
         except UpstreamError as exc:
             _named(exc, endpoint)
             raise
@@ -458,7 +647,7 @@ class Seats:
         seconds = getattr(exc, "retry_after", None)
         if not isinstance(exc, RateLimited) or not seconds or seconds <= 0:
             return None
-        if cap is not None:   # a Retry-After of a year must not stop an endpoint for a year
+        if cap is not None:  # a Retry-After of a year must not stop an endpoint for a year
             seconds = min(seconds, cap)
         if self.admission is not None:
             self.admission.pause(model.endpoint, seconds, shorten(exc.message, 200))
@@ -474,8 +663,11 @@ def clamp(params: dict, cap: int | None) -> tuple[dict, dict | None]:
     over = [k for k in BUDGETS if type(params.get(k)) is int and params[k] > cap]
     if not over:
         return params, None
-    return dict(params, **{k: cap for k in over}), {"param": over[0],
-                                                     "asked": params[over[0]], "sent": cap}
+    return dict(params, **{k: cap for k in over}), {
+        "param": over[0],
+        "asked": params[over[0]],
+        "sent": cap,
+    }
 
 
 class SentCall:
@@ -526,14 +718,16 @@ class SlotRelease:
 def _named(exc: UpstreamError, endpoint: Endpoint) -> None:
     """Make ``exc`` name the endpoint, never its URL: callers read the endpoint's name."""
     text = named(exc.message, endpoint.base_url, endpoint.name)
-    exc.message, exc.args = text, (text,)   # its class and fields stay as they were
+    exc.message, exc.args = text, (text,)  # its class and fields stay as they were
 
 
 def _left(call: SeatCall, deadline: float) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
-        raise UpstreamTimeout(f"call {call.label} not made: its deadline passed while it "
-                              "waited; give the set more time or lower the load")
+        raise UpstreamTimeout(
+            f"call {call.label} not made: its deadline passed while it "
+            "waited; give the set more time or lower the load"
+        )
     return left
 
 

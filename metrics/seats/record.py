@@ -35,16 +35,49 @@ if TYPE_CHECKING:
     from panelist.metrics.seats.calls import SeatResult
 
 # who asked: a gateway seat, a race's runs and judge, the suite, the health probe, a Test
-ROLES = ("member", "explorer", "nominee", "merger", "decider", "reference", "candidate", "judge",
-         "suite", "probe", "test")
-FIELDS = ("v", "kind", "ts", "call", "role", "alias", "served", "endpoint", "status",
-          "error_kind", "error", "answer", "tool_calls", "finish_reason", "tokens", "seconds",
-          "waited", "attempts", "clamped")
+ROLES = (
+    "member",
+    "explorer",
+    "nominee",
+    "merger",
+    "decider",
+    "reference",
+    "candidate",
+    "judge",
+    "suite",
+    "probe",
+    "test",
+)
+FIELDS = (
+    "v",
+    "kind",
+    "ts",
+    "call",
+    "role",
+    "alias",
+    "served",
+    "endpoint",
+    "status",
+    "error_kind",
+    "error",
+    "answer",
+    "tool_calls",
+    "finish_reason",
+    "tokens",
+    "seconds",
+    "waited",
+    "attempts",
+    "clamped",
+)
 _HEAD = frozenset(("v", "kind", "ts"))
 _SEAT = frozenset(FIELDS)
 # earlier names of seat fields, by the new name: the first one a line has is taken
-_OLD = (("call", ("label",)), ("role", ("seat",)), ("alias", ("model",)),
-        ("answer", ("text", "raw")))
+_OLD = (
+    ("call", ("label",)),
+    ("role", ("seat",)),
+    ("alias", ("model",)),
+    ("answer", ("text", "raw")),
+)
 
 
 def fields(result: "SeatResult", *, answer: bool | str = True) -> dict:
@@ -52,24 +85,43 @@ def fields(result: "SeatResult", *, answer: bool | str = True) -> dict:
     ``answer``: False writes null (a log that keeps no answers), a string writes that text (an
     answer scrubbed of image traces)."""
     text = result.answer if answer is True else (answer if isinstance(answer, str) else None)
-    return {"call": result.call, "role": result.seat, "alias": result.alias,
-            "served": result.served, "endpoint": result.endpoint, "status": result.status,
-            "error_kind": result.error_kind, "error": result.reason, "answer": text,
-            "tool_calls": result.tool_calls, "finish_reason": result.finish_reason,
-            "tokens": result.tokens, "seconds": result.seconds, "waited": result.waited,
-            "attempts": result.attempts, "clamped": result.clamped}
+    return {
+        "call": result.call,
+        "role": result.seat,
+        "alias": result.alias,
+        "served": result.served,
+        "endpoint": result.endpoint,
+        "status": result.status,
+        "error_kind": result.error_kind,
+        "error": result.reason,
+        "answer": text,
+        "tool_calls": result.tool_calls,
+        "finish_reason": result.finish_reason,
+        "tokens": result.tokens,
+        "seconds": result.seconds,
+        "waited": result.waited,
+        "attempts": result.attempts,
+        "clamped": result.clamped,
+    }
 
 
-def line(result: "SeatResult", kind: str, *, answer: bool | str = True,
-         now: float | None = None, **own) -> dict:
+def line(
+    result: "SeatResult", kind: str, *, answer: bool | str = True, now: float | None = None, **own
+) -> dict:
     """One whole line: ``v``, ``kind``, ``ts`` (UTC, now), the seat fields, then ``own``."""
     clash = _SEAT.intersection(own)
     if clash:
-        raise ValueError(f"{', '.join(sorted(clash))}: a caller's field cannot replace a seat "
-                         "field; name it otherwise")
-    return {"v": jsonl.SCHEMA, "kind": kind,
-            "ts": jsonl.utc_iso(time.time() if now is None else now),
-            **fields(result, answer=answer), **own}
+        raise ValueError(
+            f"{', '.join(sorted(clash))}: a caller's field cannot replace a seat "
+            "field; name it otherwise"
+        )
+    return {
+        "v": jsonl.SCHEMA,
+        "kind": kind,
+        "ts": jsonl.utc_iso(time.time() if now is None else now),
+        **fields(result, answer=answer),
+        **own,
+    }
 
 
 def read(record: dict) -> dict:
@@ -92,7 +144,7 @@ def read(record: dict) -> dict:
         out["role"] = "suite"
     kind, error = out.get("error_kind") or "", out.get("error") or ""
     if kind and error and out.get("status") != "empty" and not error.startswith(kind + ":"):
-        out["error"] = f"{kind}: {error}"   # races, the suite and probes kept the message alone
+        out["error"] = f"{kind}: {error}"  # races, the suite and probes kept the message alone
     return out
 
 

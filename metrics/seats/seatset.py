@@ -17,14 +17,25 @@ from collections import deque
 from typing import TYPE_CHECKING, Iterator
 
 from panelist.metrics.errors import UpstreamError
-from panelist.metrics.seats.calls import (GRACE, JobResult, Result, SeatCall, SeatResult, Tries,
-                                        Unit, answered, closed, failed, log_results,
-                                        own_deadline)
+from panelist.metrics.seats.calls import (
+    GRACE,
+    JobResult,
+    Result,
+    SeatCall,
+    SeatResult,
+    Tries,
+    Unit,
+    answered,
+    closed,
+    failed,
+    log_results,
+    own_deadline,
+)
 
-if TYPE_CHECKING:   # the core makes sets; a set only calls back into it
+if TYPE_CHECKING:  # the core makes sets; a set only calls back into it
     from panelist.metrics.seats.core import Hooks, RosterSnapshot, Seats, SentCall
 
-OFFLOAD_TICK = 0.02      # how often a polled set looks for its offloaded calls that ended
+OFFLOAD_TICK = 0.02  # how often a polled set looks for its offloaded calls that ended
 # A polled set sends its calls one after another: a prompt up to this size leaves at once (the
 # socket takes it whole), a larger one could hold the next seat's upload back, so it goes on
 # threads that send in parallel.
@@ -35,13 +46,23 @@ class SeatSet:
     """A set of units in flight; results are handed over in the order they finish. Iterating
     the set yields each result as it lands (``progress`` also yields None every tick)."""
 
-    def __init__(self, seats: Seats, units: list[Unit], deadline: float,
-                 cancel: threading.Event, hooks: Hooks, parallel: int | None = None,
-                 grace: float = GRACE, poll: bool = False):
+    def __init__(
+        self,
+        seats: Seats,
+        units: list[Unit],
+        deadline: float,
+        cancel: threading.Event,
+        hooks: Hooks,
+        parallel: int | None = None,
+        grace: float = GRACE,
+        poll: bool = False,
+    ):
         labels = [u.label for u in units]
         if len(set(labels)) != len(labels):
-            raise ValueError("every call of a set needs its own label; "
-                             f"repeated: {sorted({x for x in labels if labels.count(x) > 1})}")
+            raise ValueError(
+                "every call of a set needs its own label; "
+                f"repeated: {sorted({x for x in labels if labels.count(x) > 1})}"
+            )
         if parallel is not None and parallel < 1:
             raise ValueError(f"parallel must be at least 1, not {parallel!r}")
         self._seats, self._hooks = seats, hooks
@@ -53,18 +74,26 @@ class SeatSet:
         self._labels: set[str] = set()
         self._finished: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._unreported: set[int] = set()
-        self._lock = threading.Lock()   # guards the lanes and the units' list
+        self._lock = threading.Lock()  # guards the lanes and the units' list
         self._running: dict[str, int] = {}
         self._held: dict[str, deque[int]] = {}
         self._cancelled_at: float | None = None
         # ``poll``: calls sent by this thread, read by whichever thread iterates the set; the
         # rules below (documented in core.py) send the rest to the core's threads
-        self._polled = poll and parallel is None and all(
-            isinstance(u, SeatCall) and u.on_delta is None and u.stop is None and
-            len(hooks.encoded.of(u.messages)) <= POLL_MAX_PROMPT for u in units)
-        self._sent: dict[int, SentCall] = {}   # file descriptor -> call in flight
-        self._landed: deque[int] = deque()   # ended in the iterating thread, to hand over
-        self._offloaded = 0                      # of a polled set, units on the core's threads
+        self._polled = (
+            poll
+            and parallel is None
+            and all(
+                isinstance(u, SeatCall)
+                and u.on_delta is None
+                and u.stop is None
+                and len(hooks.encoded.of(u.messages)) <= POLL_MAX_PROMPT
+                for u in units
+            )
+        )
+        self._sent: dict[int, SentCall] = {}  # file descriptor -> call in flight
+        self._landed: deque[int] = deque()  # ended in the iterating thread, to hand over
+        self._offloaded = 0  # of a polled set, units on the core's threads
         for unit in units:
             self.add(unit, start=not self._polled)
         if self._polled:
@@ -79,8 +108,9 @@ class SeatSet:
         lane = unit.model.endpoint if isinstance(unit, SeatCall) else unit.lane
         with self._lock:
             if unit.label in self._labels:
-                raise ValueError(f"every call of a set needs its own label; repeated: "
-                                 f"{unit.label!r}")
+                raise ValueError(
+                    f"every call of a set needs its own label; repeated: {unit.label!r}"
+                )
             self._labels.add(unit.label)
             i = len(self.units)
             self.units.append(unit)
@@ -117,7 +147,7 @@ class SeatSet:
         except Exception as exc:
             self._failed(i, t0, deadline, tries, exc)
             return
-        if sent is None:   # no slot at once: a thread of the core waits for one
+        if sent is None:  # no slot at once: a thread of the core waits for one
             result.attempts -= 1
             self._offload(seats.perform, call, result, self.deadline, self.cancel, hooks, i=i)
             return
@@ -134,14 +164,31 @@ class SeatSet:
         answered(self._polled_unit(i)[1], answer)
         ended.append((i, sent.t0))
 
-    def _failed(self, i: int, t0: float, deadline: float, tries: Tries, exc: Exception,
-                ended: list | None = None) -> None:
+    def _failed(
+        self,
+        i: int,
+        t0: float,
+        deadline: float,
+        tries: Tries,
+        exc: Exception,
+        ended: list | None = None,
+    ) -> None:
         (call, result), seats = self._polled_unit(i), self._seats
         if isinstance(exc, UpstreamError):
             delay = seats.retry_delay(call, result, exc, tries, deadline, self._hooks)
-            if delay is not None:   # tried again on a thread of the core (it may wait first)
-                self._offload(seats.resume, call, result, t0, deadline, self.cancel,
-                                self._hooks, tries, delay, i=i)
+            if delay is not None:  # tried again on a thread of the core (it may wait first)
+                self._offload(
+                    seats.resume,
+                    call,
+                    result,
+                    t0,
+                    deadline,
+                    self.cancel,
+                    self._hooks,
+                    tries,
+                    delay,
+                    i=i,
+                )
                 return
         failed(result, exc)
         if ended is None:
@@ -170,6 +217,7 @@ class SeatSet:
                 fn(*args)
             finally:
                 self._finished.put(i)
+
         self._seats.submit(run)
 
     def drop_encodings(self) -> None:
@@ -188,9 +236,10 @@ class SeatSet:
         # a lane's slot drains its lane on this thread: the next unit held back starts here
         while i is not None:
             try:
-                self._seats.perform(self.units[i], self.results[i], self.deadline, self.cancel,
-                                     self._hooks)   # never raises but for a broken on_end
-            finally:   # handed over whatever happened, so nobody waits for the deadline
+                self._seats.perform(
+                    self.units[i], self.results[i], self.deadline, self.cancel, self._hooks
+                )  # never raises but for a broken on_end
+            finally:  # handed over whatever happened, so nobody waits for the deadline
                 self._finished.put(i)
                 i = self._next(lane)
 
@@ -269,7 +318,7 @@ class SeatSet:
                 if i in self._unreported:
                     self._unreported.discard(i)
                     yield self.results[i]
-            while True:   # offloaded units that ended
+            while True:  # offloaded units that ended
                 try:
                     i = self._finished.get_nowait()
                 except queue.Empty:
@@ -278,7 +327,7 @@ class SeatSet:
                 if i in self._unreported:
                     self._unreported.discard(i)
                     yield self.results[i]
-            if not self._sent:   # what is left runs on the core's threads
+            if not self._sent:  # what is left runs on the core's threads
                 yield from self._progress(tick)
                 return
             left = self._left()
@@ -289,7 +338,7 @@ class SeatSet:
             wait = min(tick, left, OFFLOAD_TICK if self._offloaded else tick)
             ready = poller.poll(max(wait, 0.0) * 1000)
             ended: list[tuple[int, float]] = []
-            while ready:   # and what came meanwhile: answers that land together log together
+            while ready:  # and what came meanwhile: answers that land together log together
                 for fd, _ in ready:
                     sent = self._sent.pop(fd, None)
                     if sent is not None:
@@ -302,7 +351,7 @@ class SeatSet:
             if now - last >= tick:
                 last = now
                 yield None
-        for fd, sent in list(self._sent.items()):   # stuck past the deadline and the grace
+        for fd, sent in list(self._sent.items()):  # stuck past the deadline and the grace
             del self._sent[fd]
             sent.drop()
             self._given_up(self.results[sent.index])

@@ -28,9 +28,9 @@ from panelist.metrics.server.guard import Caller
 from panelist.metrics.server.front.handler import Handler
 from panelist.metrics.server.keys import DASHBOARD
 
-ADMIN = Caller(DASHBOARD)   # every collection, no rate limit: the admin owns the server
-MAX_ITEMS = 10_000          # messages or tools in one request; the parser checks each
-FEWEST, MOST = 2, 4         # models one ask may choose: a comparison needs two, a page shows four
+ADMIN = Caller(DASHBOARD)  # every collection, no rate limit: the admin owns the server
+MAX_ITEMS = 10_000  # messages or tools in one request; the parser checks each
+FEWEST, MOST = 2, 4  # models one ask may choose: a comparison needs two, a page shows four
 
 
 class Zero(Whole):
@@ -43,15 +43,22 @@ class Zero(Whole):
         return "0"
 
 
-ASK = Body(model=Text(200, required=True, hint="a collection such as bench/reviewers, with an "
-                                                 "optional reply mode such as :pick"),
-           messages=Items(MAX_ITEMS, required=True, hint="the chat's messages, as /v1 takes them"),
-           tools=Items(MAX_ITEMS, hint="tools offered, as /v1 takes them"),
-           stream=Flag(hint="true: each seat's answer as it arrives (server-sent events)"),
-           models=Strings(MOST, 200, hint=f"{FEWEST} to {MOST} roster aliases to ask in place "
-                                          "of the collection's members"),
-           explorers=Zero(hint="0 seats no explorer for this ask; leave it out to seat the "
-                               "collection's"))
+ASK = Body(
+    model=Text(
+        200,
+        required=True,
+        hint="a collection such as bench/reviewers, with an optional reply mode such as :pick",
+    ),
+    messages=Items(MAX_ITEMS, required=True, hint="the chat's messages, as /v1 takes them"),
+    tools=Items(MAX_ITEMS, hint="tools offered, as /v1 takes them"),
+    stream=Flag(hint="true: each seat's answer as it arrives (server-sent events)"),
+    models=Strings(
+        MOST,
+        200,
+        hint=f"{FEWEST} to {MOST} roster aliases to ask in place of the collection's members",
+    ),
+    explorers=Zero(hint="0 seats no explorer for this ask; leave it out to seat the collection's"),
+)
 
 
 @takes(ASK)
@@ -67,16 +74,20 @@ def post_ask(h: Handler, params: dict) -> None:
 def chosen_models(h: Handler, aliases: list[str]) -> tuple[str, ...]:
     """The models an ask chose, each once and each on the roster, or a 400 saying which not."""
     if len(aliases) < FEWEST:
-        raise BadRequest(f"'models' must name {FEWEST} to {MOST} models to compare; got "
-                         f"{len(aliases)}", param="models")
+        raise BadRequest(
+            f"'models' must name {FEWEST} to {MOST} models to compare; got {len(aliases)}",
+            param="models",
+        )
     if len(set(aliases)) < len(aliases):
         twice = next(a for i, a in enumerate(aliases) if a in aliases[:i])
-        raise BadRequest(f"'models' names {twice!r} twice; name each model once",
-                         param="models")
+        raise BadRequest(f"'models' names {twice!r} twice; name each model once", param="models")
     roster = h.server.panels.known.view().models
     unknown = [a for a in aliases if a not in roster]
     if unknown:
-        raise BadRequest(f"'models' names {unknown[0]!r}, which is not on the roster; choose "
-                         "aliases from GET /api/models (the Models page), or add the model "
-                         "there first", param="models")
+        raise BadRequest(
+            f"'models' names {unknown[0]!r}, which is not on the roster; choose "
+            "aliases from GET /api/models (the Models page), or add the model "
+            "there first",
+            param="models",
+        )
     return tuple(aliases)

@@ -30,8 +30,8 @@ from abc import ABC, abstractmethod
 from panelist.metrics.errors import BadRequest
 from panelist.metrics.plaintext import visible
 
-MAX_WHOLE = 2**53 - 1   # the largest whole number a browser's JSON reads exactly
-SHOWN = 64              # characters of an unknown field's name a refusal repeats
+MAX_WHOLE = 2**53 - 1  # the largest whole number a browser's JSON reads exactly
+SHOWN = 64  # characters of an unknown field's name a refusal repeats
 
 
 class _Absent:
@@ -186,8 +186,9 @@ class Strings(Field):
 
     def what(self) -> str:
         also = ", or one comma-separated string" if self.comma else ""
-        return (f"a list of at most {self.max_items} strings of at most {self.max_len} "
-                f"characters{also}")
+        return (
+            f"a list of at most {self.max_items} strings of at most {self.max_len} characters{also}"
+        )
 
     def problem(self, value) -> str | None:
         if self.comma and isinstance(value, str):
@@ -239,14 +240,15 @@ class Body:
         if body is ABSENT:
             body = {}
         if not isinstance(body, dict):
-            raise BadRequest(f"the body must be a JSON object{self._menu(': ')}; got "
-                             f"{got(body)}")
+            raise BadRequest(f"the body must be a JSON object{self._menu(': ')}; got {got(body)}")
         unknown = [k for k in body if k not in self.fields]
-        if unknown:   # shown as printable text, and only its start: the name is the caller's
+        if unknown:  # shown as printable text, and only its start: the name is the caller's
             name = visible(unknown[0][:SHOWN]) + ("…" if len(unknown[0]) > SHOWN else "")
-            raise BadRequest(f"unknown field '{name}'; "
-                             f"{self._menu() or 'this route takes no fields: send {} or no body'}",
-                             param=name)
+            raise BadRequest(
+                f"unknown field '{name}'; "
+                f"{self._menu() or 'this route takes no fields: send {} or no body'}",
+                param=name,
+            )
         for name, field in self.fields.items():
             value = body.get(name)
             if value is None:
@@ -265,7 +267,8 @@ class Body:
         if not self.fields:
             return ""
         return f"{lead}this route takes " + ", ".join(
-            f"{n} (required)" if f.required else n for n, f in self.fields.items())
+            f"{n} (required)" if f.required else n for n, f in self.fields.items()
+        )
 
     @staticmethod
     def _refuse(name: str, field: Field, why: str | None) -> None:
@@ -278,14 +281,16 @@ class Body:
         raise BadRequest(said if why is None else f"{said}; {why}", param=name)
 
 
-NOTHING = Body()   # a write that takes no fields: {} or no body
+NOTHING = Body()  # a write that takes no fields: {} or no body
 
 
 def takes(body: Body):
     """Declare the body a route's action takes (``declared`` reads it back)."""
+
     def mark(fn):
         fn.takes = body
         return fn
+
     return mark
 
 

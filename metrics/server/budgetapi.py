@@ -26,8 +26,9 @@ def _names(req: ApiRequest, kind: str) -> list[str]:
 
 def _row(req: ApiRequest, kind: str, name: str) -> dict:
     report = req.panels.budgets.report(kind, name)
-    near = bool(report) and any(report[p]["spent"] >= WARN * report[p]["cap"]
-                                for p in ("day", "month") if p in report)
+    near = bool(report) and any(
+        report[p]["spent"] >= WARN * report[p]["cap"] for p in ("day", "month") if p in report
+    )
     return {"name": name, "budget": report, "near_cap": near}
 
 
@@ -37,15 +38,20 @@ def list_budgets(req: ApiRequest) -> dict:
     return {kind + "s": [_row(req, kind, n) for n in _names(req, kind)] for kind in KINDS}
 
 
-@takes(Body(day=Number(hint="the cap per UTC day"),
-            month=Number(hint="the cap per UTC month"),
-            remove=Strings(2, 5, comma=True, hint="the periods whose cap goes: day, month"),
-            allow_unpriced=Flag(hint="true: models with no price may sit under the cap")))
+@takes(
+    Body(
+        day=Number(hint="the cap per UTC day"),
+        month=Number(hint="the cap per UTC month"),
+        remove=Strings(2, 5, comma=True, hint="the periods whose cap goes: day, month"),
+        allow_unpriced=Flag(hint="true: models with no price may sit under the cap"),
+    )
+)
 def put_budget(req: ApiRequest) -> dict:
     kind, name = req.params["kind"], req.params["name"]
     if kind not in KINDS:
-        raise NotFound(f"no budgets for '{kind}'; use /api/budgets/key/NAME or "
-                       "/api/budgets/collection/NAME")
+        raise NotFound(
+            f"no budgets for '{kind}'; use /api/budgets/key/NAME or /api/budgets/collection/NAME"
+        )
     if name not in _names(req, kind):
         raise NotFound(f"unknown {kind} '{name}'; GET /api/budgets lists them")
     body = req.body
@@ -54,10 +60,12 @@ def put_budget(req: ApiRequest) -> dict:
     wrong = [p for p in remove if p not in ("day", "month")]
     if wrong:
         raise BadRequest(f"'remove' names periods: day, month; got '{wrong[0]}'", param="remove")
-    periods = {p: "none" if p in remove else body[p] for p in ("day", "month")
-               if p in body or p in remove}
-    req.panels.budgets.set(kind, name, allow_unpriced=body.get("allow_unpriced"), by=req.who,
-                           **periods)
+    periods = {
+        p: "none" if p in remove else body[p] for p in ("day", "month") if p in body or p in remove
+    }
+    req.panels.budgets.set(
+        kind, name, allow_unpriced=body.get("allow_unpriced"), by=req.who, **periods
+    )
     return _row(req, kind, name)
 
 

@@ -34,29 +34,44 @@ def _entries(h: Handler) -> list[dict]:
 
 def _entry(h: Handler, model_id, param: str = "model") -> dict:
     if not isinstance(model_id, str) or not model_id:
-        raise BadRequest("name the model: a collection such as 'bench/<name>' or "
-                         "'bench/<name>:pick'", param=param)
+        raise BadRequest(
+            "name the model: a collection such as 'bench/<name>' or 'bench/<name>:pick'",
+            param=param,
+        )
     mine, view, limits, states = models_of(h)
     found = models.one_model(model_id, mine, view, limits, states)
     if found is None:
-        raise NotFound(f"no model '{model_id}' here; {models.unknown_hint(mine)}", param=param,
-                       code="model_not_found")
+        raise NotFound(
+            f"no model '{model_id}' here; {models.unknown_hint(mine)}",
+            param=param,
+            code="model_not_found",
+        )
     return found
 
 
 # -- Ollama -------------------------------------------------------------------------------------
 def post_ollama_chat(h: Handler, _):
     body = h.read_json()
-    chat, stream = ollama.chat_to_chat(body)   # the whole body is checked, as post_chat's is
-    answer_translated(h, chat, stream, lambda run: ollama.Events(body["model"]),
-            lambda reply, panel: ollama.chat_reply(reply, body["model"]))
+    chat, stream = ollama.chat_to_chat(body)  # the whole body is checked, as post_chat's is
+    answer_translated(
+        h,
+        chat,
+        stream,
+        lambda run: ollama.Events(body["model"]),
+        lambda reply, panel: ollama.chat_reply(reply, body["model"]),
+    )
 
 
 def post_ollama_generate(h: Handler, _):
     body = h.read_json()
     chat, stream = ollama.generate_to_chat(body)
-    answer_translated(h, chat, stream, lambda run: ollama.Events(body["model"], generate=True),
-            lambda reply, panel: ollama.generate_reply(reply, body["model"]))
+    answer_translated(
+        h,
+        chat,
+        stream,
+        lambda run: ollama.Events(body["model"], generate=True),
+        lambda reply, panel: ollama.generate_reply(reply, body["model"]),
+    )
 
 
 def get_ollama_tags(h: Handler, _):
@@ -66,7 +81,7 @@ def get_ollama_tags(h: Handler, _):
 def post_ollama_show(h: Handler, _):
     body = h.read_json()
     if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object: {\"model\": \"bench/<name>\"}")
+        raise BadRequest('the body must be a JSON object: {"model": "bench/<name>"}')
     name = body.get("model", body.get("name"))
     h.send_json(200, ollama.show(_entry(h, ollama.model_name(name))))
 
@@ -90,18 +105,28 @@ def get_gemini_model(h: Handler, params: dict):
 def post_gemini(h: Handler, params: dict):
     model, method = gemini.split_path(params["rest"])
     if not method:
-        raise NotFound(f"no method on models/{model}; POST to models/{model}:generateContent, "
-                       ":streamGenerateContent or :countTokens")
+        raise NotFound(
+            f"no method on models/{model}; POST to models/{model}:generateContent, "
+            ":streamGenerateContent or :countTokens"
+        )
     body = h.read_json()
     if method == "countTokens":
         return _gemini_count(h, model, body)
     chat = gemini.to_chat(body, model)
     stream = method == "streamGenerateContent"
     if stream and parse_qs(urlsplit(h.path).query).get("alt") != ["sse"]:
-        raise BadRequest("streamGenerateContent is served as server-sent events: add ?alt=sse "
-                         "(Google's clients do)", param="alt")
-    answer_translated(h, chat, stream, lambda run: gemini.Events(model, run.panel),
-            lambda reply, panel: gemini.from_chat(reply, model, panel))
+        raise BadRequest(
+            "streamGenerateContent is served as server-sent events: add ?alt=sse "
+            "(Google's clients do)",
+            param="alt",
+        )
+    answer_translated(
+        h,
+        chat,
+        stream,
+        lambda run: gemini.Events(model, run.panel),
+        lambda reply, panel: gemini.from_chat(reply, model, panel),
+    )
 
 
 def _gemini_count(h: Handler, model: str, body) -> None:
@@ -109,10 +134,12 @@ def _gemini_count(h: Handler, model: str, body) -> None:
     against (``X-Panelist-Token-Count: estimate``); nothing is seated."""
     chat = gemini.to_chat(gemini.count_body(body), model)
     h.caller.check_model(model)  # 403
-    h.server.panels.collections.resolve(model)   # 404: an unknown collection
-    estimate = prompt.estimate_tokens(prompt.check_messages(chat["messages"]),
-                                      tools=chat.get("tools"),
-                                      response_format=chat.get("response_format"))
+    h.server.panels.collections.resolve(model)  # 404: an unknown collection
+    estimate = prompt.estimate_tokens(
+        prompt.check_messages(chat["messages"]),
+        tools=chat.get("tools"),
+        response_format=chat.get("response_format"),
+    )
     h.send_json(200, {"totalTokens": estimate}, {COUNT_HEADER: "estimate"})
 
 
@@ -126,5 +153,7 @@ ROUTES = (
     # an id holds a "/" (models/bench/name:mode), and the method follows its last ":"
     Route("/v1beta/models/*", {"GET": get_gemini_model, "POST": post_gemini}, gate=KEYS),
 )
-ROUTES_HELP = ("POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show (Ollama's), "
-               "GET /v1beta/models, POST /v1beta/models/<model>:generateContent (Gemini's)")
+ROUTES_HELP = (
+    "POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show (Ollama's), "
+    "GET /v1beta/models, POST /v1beta/models/<model>:generateContent (Gemini's)"
+)

@@ -65,19 +65,24 @@ class _Family:
         self.name = name
 
     def add(self, value, suffix: str = "", **labels) -> None:
-        self.lines.append(f"{self.name}{suffix}{_labels(**labels) if labels else ''} "
-                          f"{_number(value)}")
+        self.lines.append(
+            f"{self.name}{suffix}{_labels(**labels) if labels else ''} {_number(value)}"
+        )
 
 
-def render(ledger, *, worker: int, lag: int, waiting: dict | None = None,
-           database: dict | None = None) -> str:
+def render(
+    ledger, *, worker: int, lag: int, waiting: dict | None = None, database: dict | None = None
+) -> str:
     """The text of one scrape over ``ledger`` (None while its database is out of reach: the
     process's own figures only); ``waiting``: calls queued per endpoint; ``database``:
     ``pgstats.Stats.snapshot()`` when the server has a database."""
     info = _Family("panelist_worker_info", "gauge", "The process that answered this scrape.")
     info.add(1, pid=os.getpid(), worker=worker)
-    queued = _Family("panelist_admission_waiting", "gauge",
-                     "Calls of this process waiting for an endpoint's slot now.")
+    queued = _Family(
+        "panelist_admission_waiting",
+        "gauge",
+        "Calls of this process waiting for an endpoint's slot now.",
+    )
     for endpoint, count in sorted((waiting or {}).items()):
         queued.add(count, endpoint=endpoint)
     families = (_ledger(ledger, lag) if ledger is not None else []) + [info, queued]
@@ -89,11 +94,12 @@ def render(ledger, *, worker: int, lag: int, waiting: dict | None = None,
 def _ledger(ledger, lag: int) -> list[_Family]:
     totals = ledger.seat_totals()
     stats = ledger.model_stats()
-    seats = _Family("panelist_seats_total", "counter",
-                    "Seats asked, by model and how they ended.")
-    seconds = _Family("panelist_seat_seconds", "histogram",
-                      "Answer time of answered seats in seconds (_sum estimated from the "
-                      "buckets, within 4.4%).")
+    seats = _Family("panelist_seats_total", "counter", "Seats asked, by model and how they ended.")
+    seconds = _Family(
+        "panelist_seat_seconds",
+        "histogram",
+        "Answer time of answered seats in seconds (_sum estimated from the buckets, within 4.4%).",
+    )
     for alias in sorted(totals):
         n, answered, failures, hist = totals[alias]
         seats.add(answered, model=alias, status="answered")
@@ -106,9 +112,9 @@ def _ledger(ledger, lag: int) -> list[_Family]:
         running, upto = 0, 0
         for k in BOUNDS:
             edge = k * HIST_STEPS
-            running += sum(counts[upto:edge + 1])
+            running += sum(counts[upto : edge + 1])
             upto = edge + 1
-            seconds.add(running, "_bucket", model=alias, le=_number(HIST_LO * 2 ** k))
+            seconds.add(running, "_bucket", model=alias, le=_number(HIST_LO * 2**k))
         seconds.add(answered, "_bucket", model=alias, le="+Inf")
         estimate = sum(c * v for c, v in zip(counts, BUCKET_VALUES))
         seconds.add(round(estimate, 3), "_sum", model=alias)
@@ -117,37 +123,58 @@ def _ledger(ledger, lag: int) -> list[_Family]:
     for alias in sorted(stats):
         verdicts.add(stats[alias]["useful"], model=alias, useful="true")
         verdicts.add(stats[alias]["not_useful"], model=alias, useful="false")
-    owed = _Family("panelist_verdicts_owed", "gauge",
-                   "Answers callers received that await a verdict.")
+    owed = _Family(
+        "panelist_verdicts_owed", "gauge", "Answers callers received that await a verdict."
+    )
     owed.add(ledger.owed_count())
-    behind = _Family("panelist_index_lag_records", "gauge",
-                     "Records this instance had not folded when the scrape came.")
+    behind = _Family(
+        "panelist_index_lag_records",
+        "gauge",
+        "Records this instance had not folded when the scrape came.",
+    )
     behind.add(lag)
-    refused = _Family("panelist_admission_refusals_total", "counter",
-                      "Seats that found no room at their endpoint's or model's limits in time.")
+    refused = _Family(
+        "panelist_admission_refusals_total",
+        "counter",
+        "Seats that found no room at their endpoint's or model's limits in time.",
+    )
     for alias in sorted(totals):
         refused.add(totals[alias][2].get("at_limit", 0), model=alias)
     return [seats, seconds, verdicts, owed, behind, refused]
 
 
 def _database(stats: dict) -> list[_Family]:
-    errors = _Family("panelist_db_errors_total", "counter",
-                     "Database uses of this process that failed, by kind.")
+    errors = _Family(
+        "panelist_db_errors_total", "counter", "Database uses of this process that failed, by kind."
+    )
     for kind in ("unreachable", "too_slow", "pool_full"):
         errors.add(stats["errors"].get(kind, 0), kind=kind)
-    uses = _Family("panelist_db_uses_total", "counter",
-                   "Statements and transactions this process ran on its database.")
+    uses = _Family(
+        "panelist_db_uses_total",
+        "counter",
+        "Statements and transactions this process ran on its database.",
+    )
     uses.add(stats["uses"])
-    spent = _Family("panelist_db_seconds_total", "counter",
-                    "Seconds those took, from asking for a connection to their end.")
+    spent = _Family(
+        "panelist_db_seconds_total",
+        "counter",
+        "Seconds those took, from asking for a connection to their end.",
+    )
     spent.add(round(stats["seconds"], 6))
-    waits = _Family("panelist_db_pool_waits_total", "counter",
-                    "Uses that found every pooled connection busy and waited.")
+    waits = _Family(
+        "panelist_db_pool_waits_total",
+        "counter",
+        "Uses that found every pooled connection busy and waited.",
+    )
     waits.add(stats["pool_waits"])
-    waited = _Family("panelist_db_pool_wait_seconds_total", "counter",
-                     "Seconds those waited for a free connection.")
+    waited = _Family(
+        "panelist_db_pool_wait_seconds_total",
+        "counter",
+        "Seconds those waited for a free connection.",
+    )
     waited.add(round(stats["pool_wait_seconds"], 6))
-    busy = _Family("panelist_db_connections_in_use", "gauge",
-                   "Database uses of this process running now.")
+    busy = _Family(
+        "panelist_db_connections_in_use", "gauge", "Database uses of this process running now."
+    )
     busy.add(stats["in_use"])
     return [errors, uses, spent, waits, waited, busy]

@@ -23,9 +23,11 @@ from panelist.metrics.errors import BadRequest, Forbidden, TooManyRequests
 from panelist.metrics.server.ratelimit import RateCounter
 
 
-FEWER = {"race": "race fewer candidates, inputs or runs",
-         "suite run": "score fewer models or tasks, or fewer epochs",
-         "onboarding": "onboard fewer models at once"}
+FEWER = {
+    "race": "race fewer candidates, inputs or runs",
+    "suite run": "score fewer models or tasks, or fewer epochs",
+    "onboarding": "onboard fewer models at once",
+}
 PARAM = {"race": "runs", "suite run": "models", "onboarding": "aliases"}
 
 
@@ -33,10 +35,13 @@ def within_cap(limits, calls, what: str = "race") -> None:
     """400 ``too_many_calls`` when ``calls`` could pass the server's cap."""
     cap = limits.max_request_calls
     if calls.at_most > cap:
-        raise BadRequest(f"this {what} could make up to {calls.at_most:,} upstream calls "
-                         f"({calls.planned:,} if every call answers at once), over the {cap:,} "
-                         f"one request may make (PANELIST_MAX_REQUEST_CALLS); {FEWER[what]}",
-                         code="too_many_calls", param=PARAM[what])
+        raise BadRequest(
+            f"this {what} could make up to {calls.at_most:,} upstream calls "
+            f"({calls.planned:,} if every call answers at once), over the {cap:,} "
+            f"one request may make (PANELIST_MAX_REQUEST_CALLS); {FEWER[what]}",
+            code="too_many_calls",
+            param=PARAM[what],
+        )
 
 
 def admit(h, calls, what: str = "race") -> None:
@@ -44,24 +49,33 @@ def admit(h, calls, what: str = "race") -> None:
     the refusal that says why."""
     caller = h.caller
     if not getattr(caller, "races", True):
-        raise Forbidden(f"key '{caller.name}' may not start a {what}: it was made with "
-                        "--no-races; use another key", code="races_not_allowed")
+        raise Forbidden(
+            f"key '{caller.name}' may not start a {what}: it was made with "
+            "--no-races; use another key",
+            code="races_not_allowed",
+        )
     within_cap(h.server.parts.limits, calls, what)
     rpm = getattr(caller, "rpm", None)
     rates = h.server.guard.rates
     if not getattr(caller, "keyed", False) or rpm is None or rates is None:
         return
     if calls.planned > rpm:
-        raise Forbidden(f"this {what} makes {calls.planned:,} upstream calls, each counted "
-                        f"against key '{caller.name}', which may make {rpm:,} a minute; race "
-                        "fewer candidates, inputs or runs, or use a key with a higher --rpm",
-                        code="over_key_limit", param="runs")
-    extra = calls.planned - 1   # the guard counted the HTTP request itself
+        raise Forbidden(
+            f"this {what} makes {calls.planned:,} upstream calls, each counted "
+            f"against key '{caller.name}', which may make {rpm:,} a minute; race "
+            "fewer candidates, inputs or runs, or use a key with a higher --rpm",
+            code="over_key_limit",
+            param="runs",
+        )
+    extra = calls.planned - 1  # the guard counted the HTTP request itself
     if extra > 0:
         wait = rates.admit(caller.name, rpm, cost=extra)
         if wait is not None:
             after = RateCounter.retry_after(wait)
-            raise TooManyRequests(f"this {what} makes {calls.planned:,} upstream calls, more "
-                                  f"than key '{caller.name}' has left of its {rpm:,} a minute; "
-                                  f"retry in {after} s", code="rate_limit_exceeded",
-                                  headers={"Retry-After": after})
+            raise TooManyRequests(
+                f"this {what} makes {calls.planned:,} upstream calls, more "
+                f"than key '{caller.name}' has left of its {rpm:,} a minute; "
+                f"retry in {after} s",
+                code="rate_limit_exceeded",
+                headers={"Retry-After": after},
+            )

@@ -55,9 +55,16 @@ from urllib.parse import urlsplit
 
 from panelist.metrics.server import keys as keystore
 from panelist.metrics.roster.collection import PREFIX, parse_model_name
-from panelist.metrics.errors import (BadRequest, ConfigInvalid, Forbidden, PanelistError,
-                                     PayloadTooLarge, TooManyRequests, Unauthorized,
-                                     UnsupportedMediaType)
+from panelist.metrics.errors import (
+    BadRequest,
+    ConfigInvalid,
+    Forbidden,
+    PanelistError,
+    PayloadTooLarge,
+    TooManyRequests,
+    Unauthorized,
+    UnsupportedMediaType,
+)
 from panelist.metrics.home import Home
 from panelist.metrics.server.front.connection import too_large
 from panelist.metrics.server.front.memory import MAX_IN_FLIGHT
@@ -71,11 +78,11 @@ MIN_TOKEN = 16
 # no thread (``Route.refusal_pause``).
 LOGIN_PAUSE = 2.0
 MAX_LOGIN_PAUSE = 30.0
-GATED = ("/v1/", "/bench/", GEMINI_PREFIX)   # gateway routes: keys and CORS apply here
+GATED = ("/v1/", "/bench/", GEMINI_PREFIX)  # gateway routes: keys and CORS apply here
 # answered for any Host and Origin (probes use any address): they reveal nothing
 OPEN_PATHS = frozenset({"/health", "/ready"})
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")   # RFC 9110 §5.6.2 token: a plain header name
+TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 §5.6.2 token: a plain header name
 MAX_REQUESTED_HEADERS = 64
 PREFLIGHT_MAX_AGE = "600"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -90,10 +97,17 @@ _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"", "0", "false", "no", "off"}
 def _origin(value: str, what: str) -> str:
     """``scheme://host[:port]``, lower-cased, without a default port: what browsers send."""
     parts = urlsplit(value.strip())
-    if parts.scheme not in DEFAULT_PORTS or not parts.hostname or parts.username is not None \
-            or parts.query or parts.fragment:
-        raise ConfigInvalid(f"{what}: '{value}' is not an origin such as https://app.example "
-                            "(scheme, host and an optional port; '*' is never allowed)")
+    if (
+        parts.scheme not in DEFAULT_PORTS
+        or not parts.hostname
+        or parts.username is not None
+        or parts.query
+        or parts.fragment
+    ):
+        raise ConfigInvalid(
+            f"{what}: '{value}' is not an origin such as https://app.example "
+            "(scheme, host and an optional port; '*' is never allowed)"
+        )
     try:
         port = parts.port
     except ValueError:
@@ -107,8 +121,10 @@ def _origin(value: str, what: str) -> str:
 def _host_entry(value: str) -> str:
     entry = value.strip().lower()
     if not entry or "*" in entry or "/" in entry or " " in entry:
-        raise ConfigInvalid(f"PANELIST_ALLOWED_HOSTS: '{value}' is not a host name "
-                            "(use name or name:port, comma-separated; '*' is never allowed)")
+        raise ConfigInvalid(
+            f"PANELIST_ALLOWED_HOSTS: '{value}' is not a host name "
+            "(use name or name:port, comma-separated; '*' is never allowed)"
+        )
     return entry
 
 
@@ -122,8 +138,10 @@ def _network(value) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
     try:
         return ipaddress.ip_network(str(value).strip(), strict=False)
     except ValueError:
-        raise ConfigInvalid(f"PANELIST_TRUSTED_PROXIES: '{value}' is not an address or network "
-                            "(such as 10.0.0.5 or 10.0.0.0/8), comma-separated") from None
+        raise ConfigInvalid(
+            f"PANELIST_TRUSTED_PROXIES: '{value}' is not an address or network "
+            "(such as 10.0.0.5 or 10.0.0.0/8), comma-separated"
+        ) from None
 
 
 def _megabytes(value: str | None) -> int:
@@ -131,8 +149,10 @@ def _megabytes(value: str | None) -> int:
         return MAX_IN_FLIGHT // 2**20
     value = value.strip()
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
-        raise ConfigInvalid(f"PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, at "
-                            f"least 1 (not '{value}')")
+        raise ConfigInvalid(
+            f"PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, at "
+            f"least 1 (not '{value}')"
+        )
     return int(value)
 
 
@@ -147,8 +167,7 @@ def _seconds(value: str | None, default: _Default, name: str) -> float | _Defaul
     try:
         return float(value)
     except ValueError:
-        raise ConfigInvalid(f"{name} must be a number of seconds (not '{value.strip()}')") \
-            from None
+        raise ConfigInvalid(f"{name} must be a number of seconds (not '{value.strip()}')") from None
 
 
 def _address(value: str):
@@ -167,7 +186,7 @@ class Settings:
     public_url: str | None = None
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    trusted_proxies: tuple = ()   # ip networks (strings are parsed when made)
+    trusted_proxies: tuple = ()  # ip networks (strings are parsed when made)
     max_in_flight_mb: int = MAX_IN_FLIGHT // 2**20
     # seconds a refused login waits before it is answered (0: at once)
     login_pause: float = LOGIN_PAUSE
@@ -179,37 +198,56 @@ class Settings:
 
     def __post_init__(self):
         if self.admin_token is not None and len(self.admin_token) < MIN_TOKEN:
-            raise ConfigInvalid(f"PANELIST_ADMIN_TOKEN is shorter than {MIN_TOKEN} characters; "
-                                "set a longer one (e.g. `python -c 'import secrets; "
-                                "print(secrets.token_urlsafe(24))'`)")
+            raise ConfigInvalid(
+                f"PANELIST_ADMIN_TOKEN is shorter than {MIN_TOKEN} characters; "
+                "set a longer one (e.g. `python -c 'import secrets; "
+                "print(secrets.token_urlsafe(24))'`)"
+            )
         origins = [_origin(o, "PANELIST_ALLOWED_ORIGINS") for o in self.allowed_origins]
         if self.public_url is not None:
-            origins.append(_origin(self._public().scheme + "://" + self._public().netloc,
-                                   "PANELIST_PUBLIC_URL"))
+            origins.append(
+                _origin(
+                    self._public().scheme + "://" + self._public().netloc, "PANELIST_PUBLIC_URL"
+                )
+            )
         object.__setattr__(self, "allowed_origins", tuple(dict.fromkeys(origins)))
-        object.__setattr__(self, "allowed_hosts",
-                           tuple(_host_entry(h) for h in self.allowed_hosts))
-        object.__setattr__(self, "trusted_proxies",
-                           tuple(_network(p) for p in self.trusted_proxies))
-        if isinstance(self.max_in_flight_mb, bool) or not isinstance(self.max_in_flight_mb, int) \
-                or self.max_in_flight_mb < 1:
-            raise ConfigInvalid("PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, "
-                                f"at least 1 (not {self.max_in_flight_mb!r})")
+        object.__setattr__(self, "allowed_hosts", tuple(_host_entry(h) for h in self.allowed_hosts))
+        object.__setattr__(
+            self, "trusted_proxies", tuple(_network(p) for p in self.trusted_proxies)
+        )
+        if (
+            isinstance(self.max_in_flight_mb, bool)
+            or not isinstance(self.max_in_flight_mb, int)
+            or self.max_in_flight_mb < 1
+        ):
+            raise ConfigInvalid(
+                "PANELIST_MAX_INFLIGHT_MB must be a whole number of megabytes, "
+                f"at least 1 (not {self.max_in_flight_mb!r})"
+            )
         # NaN fails both comparisons
-        if isinstance(self.login_pause, bool) or not isinstance(self.login_pause, (int, float)) \
-                or not 0 <= self.login_pause <= MAX_LOGIN_PAUSE:
-            raise ConfigInvalid(f"PANELIST_LOGIN_PAUSE must be a number of seconds from 0 to "
-                                f"{MAX_LOGIN_PAUSE:g} (not {self.login_pause!r})")
+        if (
+            isinstance(self.login_pause, bool)
+            or not isinstance(self.login_pause, (int, float))
+            or not 0 <= self.login_pause <= MAX_LOGIN_PAUSE
+        ):
+            raise ConfigInvalid(
+                f"PANELIST_LOGIN_PAUSE must be a number of seconds from 0 to "
+                f"{MAX_LOGIN_PAUSE:g} (not {self.login_pause!r})"
+            )
         if self.stall_timeout is not None and not 0 < self.stall_timeout <= 86_400:
-            raise ConfigInvalid("PANELIST_STALL_TIMEOUT must be a number of seconds above 0 "
-                                f"and at most 86400 (not {self.stall_timeout!r}); unset it to "
-                                "use gateway.json's stall_timeout")
+            raise ConfigInvalid(
+                "PANELIST_STALL_TIMEOUT must be a number of seconds above 0 "
+                f"and at most 86400 (not {self.stall_timeout!r}); unset it to "
+                "use gateway.json's stall_timeout"
+            )
 
     def _public(self):
         parts = urlsplit(self.public_url or "")
         if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
-            raise ConfigInvalid(f"PANELIST_PUBLIC_URL: '{self.public_url}' is not a URL such as "
-                                "https://panelist.example.com")
+            raise ConfigInvalid(
+                f"PANELIST_PUBLIC_URL: '{self.public_url}' is not a URL such as "
+                "https://panelist.example.com"
+            )
         return parts
 
     @classmethod
@@ -218,17 +256,21 @@ class Settings:
         flag = env.get("PANELIST_REQUIRE_KEYS", "").strip().lower()
         if flag not in _TRUE | _FALSE:
             raise ConfigInvalid(f"PANELIST_REQUIRE_KEYS must be 1 or 0, not '{flag}'")
-        return cls(admin_token=env.get("PANELIST_ADMIN_TOKEN") or None,
-                   require_keys=flag in _TRUE,
-                   public_url=env.get("PANELIST_PUBLIC_URL") or None,
-                   allowed_hosts=tuple(_split(env.get("PANELIST_ALLOWED_HOSTS"))),
-                   allowed_origins=tuple(_split(env.get("PANELIST_ALLOWED_ORIGINS"))),
-                   trusted_proxies=tuple(_split(env.get("PANELIST_TRUSTED_PROXIES"))),
-                   max_in_flight_mb=_megabytes(env.get("PANELIST_MAX_INFLIGHT_MB")),
-                   login_pause=_seconds(env.get("PANELIST_LOGIN_PAUSE"), LOGIN_PAUSE,
-                                        "PANELIST_LOGIN_PAUSE"),
-                   stall_timeout=_seconds(env.get("PANELIST_STALL_TIMEOUT"), None,
-                                          "PANELIST_STALL_TIMEOUT"))
+        return cls(
+            admin_token=env.get("PANELIST_ADMIN_TOKEN") or None,
+            require_keys=flag in _TRUE,
+            public_url=env.get("PANELIST_PUBLIC_URL") or None,
+            allowed_hosts=tuple(_split(env.get("PANELIST_ALLOWED_HOSTS"))),
+            allowed_origins=tuple(_split(env.get("PANELIST_ALLOWED_ORIGINS"))),
+            trusted_proxies=tuple(_split(env.get("PANELIST_TRUSTED_PROXIES"))),
+            max_in_flight_mb=_megabytes(env.get("PANELIST_MAX_INFLIGHT_MB")),
+            login_pause=_seconds(
+                env.get("PANELIST_LOGIN_PAUSE"), LOGIN_PAUSE, "PANELIST_LOGIN_PAUSE"
+            ),
+            stall_timeout=_seconds(
+                env.get("PANELIST_STALL_TIMEOUT"), None, "PANELIST_STALL_TIMEOUT"
+            ),
+        )
 
     @property
     def keys_required(self) -> bool:
@@ -238,10 +280,12 @@ class Settings:
         """Refuse to listen beyond loopback without an admin token (raised before binding)."""
         if is_loopback(host) or self.admin_token is not None:
             return
-        raise ConfigInvalid(f"refusing to listen on '{host or '*'}': without an admin token only "
-                            "127.0.0.1 is served. Set PANELIST_ADMIN_TOKEN (at least "
-                            f"{MIN_TOKEN} characters); every /v1 and /bench call will then need a "
-                            "gateway key (`panelist key create NAME`)")
+        raise ConfigInvalid(
+            f"refusing to listen on '{host or '*'}': without an admin token only "
+            "127.0.0.1 is served. Set PANELIST_ADMIN_TOKEN (at least "
+            f"{MIN_TOKEN} characters); every /v1 and /bench call will then need a "
+            "gateway key (`panelist key create NAME`)"
+        )
 
     def hosts(self, port: int, bound: str) -> tuple[frozenset[str], frozenset[str]]:
         """``(host:port values, names served on any port)`` a Host header may carry."""
@@ -252,7 +296,7 @@ class Settings:
             ip = ipaddress.ip_address(bound)
         except ValueError:
             ip = None
-        if ip is not None and not ip.is_unspecified:   # an address literal cannot be rebound
+        if ip is not None and not ip.is_unspecified:  # an address literal cannot be rebound
             exact.add(f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}")
         names: set[str] = set()
         if self.public_url is not None:
@@ -261,7 +305,7 @@ class Settings:
             public_port = parts.port or DEFAULT_PORTS[parts.scheme]
             exact.add(f"{name}:{public_port}")
             if public_port == DEFAULT_PORTS[parts.scheme]:
-                exact.add(name)   # browsers leave a default port out of Host
+                exact.add(name)  # browsers leave a default port out of Host
         for entry in self.allowed_hosts:
             (exact if _port_of(entry) is not None else names).add(entry)
         return frozenset(exact), frozenset(names)
@@ -294,9 +338,9 @@ class Caller:
 
     name: str
     keyed: bool = False
-    collections: frozenset[str] | None = None   # None: every collection
+    collections: frozenset[str] | None = None  # None: every collection
     rpm: int | None = None
-    races: bool = True   # False: a key made with --no-races
+    races: bool = True  # False: a key made with --no-races
 
     @property
     def scope(self) -> str | None:
@@ -313,11 +357,12 @@ class Caller:
         try:
             name, _ = parse_model_name(model)
         except PanelistError:
-            return   # not a collection name at all: the request parser says what is wrong
+            return  # not a collection name at all: the request parser says what is wrong
         if name not in self.collections:
             mine = ", ".join(PREFIX + c for c in sorted(self.collections))
-            raise Forbidden(f"key '{self.name}' may not call {PREFIX}{name}; it may call {mine}",
-                            param="model")
+            raise Forbidden(
+                f"key '{self.name}' may not call {PREFIX}{name}; it may call {mine}", param="model"
+            )
 
     def owns(self, record: dict) -> bool:
         return not self.keyed or record.get("key") == self.name
@@ -325,8 +370,9 @@ class Caller:
     def check_owner(self, record: dict | None, what: str) -> None:
         """403 if ``record`` (a call or panel) was made by another caller."""
         if record is not None and not self.owns(record):
-            raise Forbidden(f"{what} was made with another key; a key sees and judges only its "
-                            "own calls")
+            raise Forbidden(
+                f"{what} was made with another key; a key sees and judges only its own calls"
+            )
 
 
 LOCAL = Caller("local")
@@ -336,9 +382,16 @@ LOCAL = Caller("local")
 class Guard:
     """One server's checks, precomputed from its settings and port when the server is built."""
 
-    def __init__(self, settings: Settings, *, port: int, bound: str = "127.0.0.1",
-                 keys: keystore.Keys | None = None, rates: RateCounter | None = None,
-                 max_body: int = 20 * 1024 * 1024):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        port: int,
+        bound: str = "127.0.0.1",
+        keys: keystore.Keys | None = None,
+        rates: RateCounter | None = None,
+        max_body: int = 20 * 1024 * 1024,
+    ):
         self.settings = settings
         self.keys = keys
         self.rates = rates
@@ -348,10 +401,17 @@ class Guard:
         self._vary = {"Vary": "Origin"} if self._origins else {}
 
     @classmethod
-    def for_server(cls, settings: Settings, home: Home, *, port: int, bound: str,
-                   max_body: int) -> "Guard":
-        return cls(settings, port=port, bound=bound, keys=keystore.Keys(home),
-                   rates=ratelimit.of_home(home), max_body=max_body)
+    def for_server(
+        cls, settings: Settings, home: Home, *, port: int, bound: str, max_body: int
+    ) -> "Guard":
+        return cls(
+            settings,
+            port=port,
+            bound=bound,
+            keys=keystore.Keys(home),
+            rates=ratelimit.of_home(home),
+            max_body=max_body,
+        )
 
     def close(self) -> None:
         if self.rates is not None:
@@ -359,8 +419,9 @@ class Guard:
 
     @staticmethod
     def gated(path: str) -> bool:
-        return path.startswith(GATED) or path in ("/v1", "/bench", "/v1beta") \
-            or path in OLLAMA_PATHS
+        return (
+            path.startswith(GATED) or path in ("/v1", "/bench", "/v1beta") or path in OLLAMA_PATHS
+        )
 
     # 1-3: host, origin, the CORS headers every reply to this request carries
     def screen(self, method: str, path: str, headers) -> dict[str, str]:
@@ -369,47 +430,68 @@ class Guard:
             return {}
         host = (headers.get("Host") or "").strip().lower()
         if host not in self._hosts and _name_of(host) not in self._host_names:
-            raise Forbidden(f"this server does not answer for host '{host[:100]}'; add it to "
-                            "PANELIST_ALLOWED_HOSTS or PANELIST_PUBLIC_URL if it is yours")
+            raise Forbidden(
+                f"this server does not answer for host '{host[:100]}'; add it to "
+                "PANELIST_ALLOWED_HOSTS or PANELIST_PUBLIC_URL if it is yours"
+            )
         origin = headers.get("Origin")
         listed = origin is not None and origin.strip().lower() in self._origins
         if origin is not None and not listed:
             seen = origin.strip().lower()
             if seen != f"http://{host}" and seen != f"https://{host}":
-                raise Forbidden(f"requests from origin '{origin[:100]}' are refused; a browser "
-                                "app on another origin must be listed in "
-                                "PANELIST_ALLOWED_ORIGINS")
-        elif origin is None and headers.get("Sec-Fetch-Site") == "cross-site" and not (
-                method in ("GET", "HEAD") and headers.get("Sec-Fetch-Mode") == "navigate"):
-            raise Forbidden("cross-site requests are refused; a browser app on another origin "
-                            "must be listed in PANELIST_ALLOWED_ORIGINS")
+                raise Forbidden(
+                    f"requests from origin '{origin[:100]}' are refused; a browser "
+                    "app on another origin must be listed in "
+                    "PANELIST_ALLOWED_ORIGINS"
+                )
+        elif (
+            origin is None
+            and headers.get("Sec-Fetch-Site") == "cross-site"
+            and not (method in ("GET", "HEAD") and headers.get("Sec-Fetch-Mode") == "navigate")
+        ):
+            raise Forbidden(
+                "cross-site requests are refused; a browser app on another origin "
+                "must be listed in PANELIST_ALLOWED_ORIGINS"
+            )
         if not self.gated(path):
             return {}
         if listed:
-            return {"Access-Control-Allow-Origin": origin.strip(), "Vary": "Origin",
-                    # what a browser app may read: when to come back, and the panel to judge
-                    "Access-Control-Expose-Headers": "Retry-After, X-Panelist-Panel"}
+            return {
+                "Access-Control-Allow-Origin": origin.strip(),
+                "Vary": "Origin",
+                # what a browser app may read: when to come back, and the panel to judge
+                "Access-Control-Expose-Headers": "Retry-After, X-Panelist-Panel",
+            }
         return self._vary
 
     def preflight(self, path: str, headers) -> dict[str, str] | None:
         """The headers of a 204 answering a CORS preflight, or None if this is not one we answer."""
         origin = headers.get("Origin")
         method = headers.get("Access-Control-Request-Method")
-        if origin is None or method is None or not self.gated(path) \
-                or origin.strip().lower() not in self._origins:
+        if (
+            origin is None
+            or method is None
+            or not self.gated(path)
+            or origin.strip().lower() not in self._origins
+        ):
             return None
         if not TOKEN.fullmatch(method.strip()):
             raise BadRequest("Access-Control-Request-Method is not a method name")
-        asked = [h.strip().lower() for h in
-                 (headers.get("Access-Control-Request-Headers") or "").split(",") if h.strip()]
+        asked = [
+            h.strip().lower()
+            for h in (headers.get("Access-Control-Request-Headers") or "").split(",")
+            if h.strip()
+        ]
         if len(asked) > MAX_REQUESTED_HEADERS or not all(TOKEN.fullmatch(h) for h in asked):
             raise BadRequest("Access-Control-Request-Headers must list plain header names")
         allowed = dict.fromkeys(["authorization", "content-type", *asked])
-        return {"Access-Control-Allow-Origin": origin.strip(),
-                "Access-Control-Allow-Methods": "GET, POST",
-                "Access-Control-Allow-Headers": ", ".join(allowed),
-                "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
-                "Vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"}
+        return {
+            "Access-Control-Allow-Origin": origin.strip(),
+            "Access-Control-Allow-Methods": "GET, POST",
+            "Access-Control-Allow-Headers": ", ".join(allowed),
+            "Access-Control-Max-Age": PREFLIGHT_MAX_AGE,
+            "Vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
+        }
 
     def client_address(self, peer: str, headers) -> str:
         """The address a request comes from: the peer's, or, when the peer is a trusted proxy,
@@ -421,7 +503,7 @@ class Guard:
         hops = [h for h in (headers.get("X-Forwarded-For") or "").split(",") if h.strip()]
         for hop in reversed(hops):
             ip = _address(hop)
-            if ip is None:   # a proxy we trust wrote garbage: it, not the client, is who we know
+            if ip is None:  # a proxy we trust wrote garbage: it, not the client, is who we know
                 return peer
             if not self._trusted(ip):
                 return str(ip)
@@ -439,10 +521,14 @@ class Guard:
             return
         scheme, _, presented = (headers.get("Authorization") or "").strip().partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(
-                presented.strip().encode(), token.encode()):
-            raise Unauthorized("this route needs the admin token: send 'Authorization: Bearer "
-                               "<PANELIST_ADMIN_TOKEN>'", code="admin_token_required",
-                               headers=CHALLENGE)
+            presented.strip().encode(), token.encode()
+        ):
+            raise Unauthorized(
+                "this route needs the admin token: send 'Authorization: Bearer "
+                "<PANELIST_ADMIN_TOKEN>'",
+                code="admin_token_required",
+                headers=CHALLENGE,
+            )
 
     # 4: the caller
     def identify(self, path: str, headers) -> Caller:
@@ -455,31 +541,43 @@ class Guard:
                 # where Anthropic's and Google's clients send their key: the same key
                 auth, header = "Bearer " + headers.get(other).strip(), other
         if auth is None or not auth.strip():
-            raise Unauthorized("missing gateway key: send 'Authorization: Bearer pk_…' or "
-                               "'x-api-key: pk_…' (make one with `panelist key create NAME`)",
-                               code="missing_key", headers=CHALLENGE)
+            raise Unauthorized(
+                "missing gateway key: send 'Authorization: Bearer pk_…' or "
+                "'x-api-key: pk_…' (make one with `panelist key create NAME`)",
+                code="missing_key",
+                headers=CHALLENGE,
+            )
         scheme, _, secret = auth.strip().partition(" ")
         secret = secret.strip()
         # each refusal names the header the key came in, and the form that header takes
         if scheme.lower() != "bearer" or not keystore.well_formed(secret):
             form = f"{header}: pk_" if header != "Authorization" else "Authorization: Bearer pk_"
-            raise Unauthorized(f"malformed gateway key in '{header}': expected '{form}' "
-                               "followed by 43 letters, digits, '-' or '_'",
-                               code="malformed_key", headers=CHALLENGE_INVALID)
+            raise Unauthorized(
+                f"malformed gateway key in '{header}': expected '{form}' "
+                "followed by 43 letters, digits, '-' or '_'",
+                code="malformed_key",
+                headers=CHALLENGE_INVALID,
+            )
         key = self.keys.find(secret) if self.keys is not None else None
         if key is None:
-            raise Unauthorized(f"unknown gateway key in '{header}': it was revoked or never made "
-                               "here; see `panelist key list`", code="unknown_key",
-                               headers=CHALLENGE_INVALID)
+            raise Unauthorized(
+                f"unknown gateway key in '{header}': it was revoked or never made "
+                "here; see `panelist key list`",
+                code="unknown_key",
+                headers=CHALLENGE_INVALID,
+            )
         if key.rpm is not None and self.rates is not None:
             wait = self.rates.admit(key.name, key.rpm)
             if wait is not None:
                 after = RateCounter.retry_after(wait)
-                raise TooManyRequests(f"key '{key.name}' is over its {key.rpm} requests a "
-                                      f"minute; retry in {after} s", code="rate_limit_exceeded",
-                                      headers={"Retry-After": after})
-        return Caller(key.name, keyed=True, collections=key.collections, rpm=key.rpm,
-                      races=key.races)
+                raise TooManyRequests(
+                    f"key '{key.name}' is over its {key.rpm} requests a minute; retry in {after} s",
+                    code="rate_limit_exceeded",
+                    headers={"Retry-After": after},
+                )
+        return Caller(
+            key.name, keyed=True, collections=key.collections, rpm=key.rpm, races=key.races
+        )
 
     # 5: the body
     def check_body(self, method: str, headers, cap: int | None = None) -> None:
@@ -490,8 +588,9 @@ class Guard:
             return
         ctype = (headers.get("Content-Type") or "").partition(";")[0].strip().lower()
         if ctype != "application/json":
-            raise UnsupportedMediaType("send the body as JSON with 'Content-Type: "
-                                       "application/json'")
+            raise UnsupportedMediaType(
+                "send the body as JSON with 'Content-Type: application/json'"
+            )
         cap = self.max_body if cap is None else cap
         length = (headers.get("Content-Length") or "").strip()
         if length.isascii() and length.isdigit() and int(length) > cap:  # 0-9 only

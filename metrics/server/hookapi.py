@@ -20,9 +20,13 @@ def list_hooks(req: ApiRequest) -> dict:
     return {"data": webhooks.Hooks(req.panels.home).public()}
 
 
-@takes(Body(url=Text(URL, nonempty=True, required=True, hint="where alerts are POSTed"),
-            kinds=Strings(20, 40, comma=True, hint="the alert kinds to send; none: every kind"),
-            slack=Flag(hint="send a Slack-compatible {\"text\": …} body")))
+@takes(
+    Body(
+        url=Text(URL, nonempty=True, required=True, hint="where alerts are POSTed"),
+        kinds=Strings(20, 40, comma=True, hint="the alert kinds to send; none: every kind"),
+        slack=Flag(hint='send a Slack-compatible {"text": …} body'),
+    )
+)
 def add_hook(req: ApiRequest) -> dict:
     hooks = webhooks.Hooks(req.panels.home)
     kinds = req.body.get("kinds") or []

@@ -40,9 +40,9 @@ from panelist.metrics.errors import ConfigInvalid, Conflict, NotFound
 from panelist.metrics.home import Home
 
 PREFIX_KEY = "pk_"
-SHAPE = re.compile(r"pk_[A-Za-z0-9_-]{43}")   # token_urlsafe(32) is 43 characters
+SHAPE = re.compile(r"pk_[A-Za-z0-9_-]{43}")  # token_urlsafe(32) is 43 characters
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-DASHBOARD = "dashboard"   # the caller of the dashboard's Ask (metrics.server.ask)
+DASHBOARD = "dashboard"  # the caller of the dashboard's Ask (metrics.server.ask)
 RESERVED = frozenset({"local", DASHBOARD})
 MAX_RPM = 1_000_000
 
@@ -67,9 +67,14 @@ class Key:
 
     def public(self) -> dict:
         """What may be shown or logged: everything but the digest."""
-        return {"name": self.name, "hint": self.hint,
-                "collections": sorted(self.collections) if self.collections is not None else None,
-                "rpm": self.rpm, "races": self.races, "created": self.created}
+        return {
+            "name": self.name,
+            "hint": self.hint,
+            "collections": sorted(self.collections) if self.collections is not None else None,
+            "rpm": self.rpm,
+            "races": self.races,
+            "created": self.created,
+        }
 
 
 def _parse(doc: dict) -> dict[str, Key]:
@@ -83,11 +88,15 @@ def _parse(doc: dict) -> dict[str, Key]:
         if not isinstance(k, dict) or not isinstance(k.get("digest"), str) or name in revoked:
             continue
         cols = k.get("collections")
-        out[k["digest"]] = Key(name=name, digest=k["digest"], hint=str(k.get("hint", "")),
-                               collections=frozenset(cols) if isinstance(cols, list) else None,
-                               rpm=k.get("rpm") if isinstance(k.get("rpm"), int) else None,
-                               created=str(k.get("created", "")),
-                               races=k.get("races") is not False)
+        out[k["digest"]] = Key(
+            name=name,
+            digest=k["digest"],
+            hint=str(k.get("hint", "")),
+            collections=frozenset(cols) if isinstance(cols, list) else None,
+            rpm=k.get("rpm") if isinstance(k.get("rpm"), int) else None,
+            created=str(k.get("created", "")),
+            races=k.get("races") is not False,
+        )
     return out
 
 
@@ -107,6 +116,7 @@ def merge(base: dict | None, ours: dict, theirs: dict) -> dict:
         out = {k: v for k, v in (doc or {}).items() if k != "revoked"}
         out["keys"] = {n: k for n, k in (out.get("keys") or {}).items() if n not in revoked}
         return out
+
     merged = configmerge.merge(rest(base), rest(ours), rest(theirs))
     if revoked:
         merged["revoked"] = revoked
@@ -120,16 +130,19 @@ def _collections(value, known) -> list[str] | None:
         value = value.split(",")
     names = sorted({v.strip().removeprefix(PREFIX) for v in value if v.strip()})
     if not names:
-        raise ConfigInvalid("name at least one collection (--collections a,b), or leave it out "
-                            "to allow every collection")
+        raise ConfigInvalid(
+            "name at least one collection (--collections a,b), or leave it out "
+            "to allow every collection"
+        )
     bad = [n for n in names if not COLLECTION_NAME.fullmatch(n)]
     if bad:
         raise ConfigInvalid(f"not a collection name: {', '.join(bad)}")
     if known is not None:
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise ConfigInvalid(f"unknown collection(s) {', '.join(unknown)}; see "
-                                "`panelist collection list`")
+            raise ConfigInvalid(
+                f"unknown collection(s) {', '.join(unknown)}; see `panelist collection list`"
+            )
     return names
 
 
@@ -151,39 +164,60 @@ class Keys:
     def all(self) -> list[Key]:
         return sorted(self._cache.get().values(), key=lambda k: k.name)
 
-    def create(self, name: str, *, collections=None, rpm: int | None = None, known=None,
-               by: str | None = None, races: bool = True) -> tuple[str, Key]:
+    def create(
+        self,
+        name: str,
+        *,
+        collections=None,
+        rpm: int | None = None,
+        known=None,
+        by: str | None = None,
+        races: bool = True,
+    ) -> tuple[str, Key]:
         """Make a key; returns ``(secret, key)``. The secret exists only in this return value.
 
         ``known``: the collection names that exist, to refuse a typo; None skips that check."""
         if not isinstance(name, str) or not NAME.fullmatch(name) or name in RESERVED:
-            raise ConfigInvalid(f"key name '{name}' is not valid: use 1-64 lower-case letters, "
-                                "digits or '-' (not 'local' or 'dashboard'); it names the "
-                                "caller in the logs")
+            raise ConfigInvalid(
+                f"key name '{name}' is not valid: use 1-64 lower-case letters, "
+                "digits or '-' (not 'local' or 'dashboard'); it names the "
+                "caller in the logs"
+            )
         cols = _collections(collections, known)
-        if rpm is not None and (isinstance(rpm, bool) or not isinstance(rpm, int)
-                                or not 1 <= rpm <= MAX_RPM):
+        if rpm is not None and (
+            isinstance(rpm, bool) or not isinstance(rpm, int) or not 1 <= rpm <= MAX_RPM
+        ):
             raise ConfigInvalid(f"--rpm must be a whole number from 1 to {MAX_RPM}")
         secret = PREFIX_KEY + secrets.token_urlsafe(32)
-        entry: dict[str, Any] = {"digest": digest(secret), "hint": secret[-4:],
-                                 "collections": cols, "rpm": rpm, "created": configfile.now_iso()}
+        entry: dict[str, Any] = {
+            "digest": digest(secret),
+            "hint": secret[-4:],
+            "collections": cols,
+            "rpm": rpm,
+            "created": configfile.now_iso(),
+        }
         if not races:
             entry["races"] = False
 
         def change(doc):
             keys = doc.setdefault("keys", {})
             if name in keys:
-                raise Conflict(f"key '{name}' exists; revoke it first "
-                               f"(`panelist key revoke {name}`) or pick another name",
-                               code="exists")
+                raise Conflict(
+                    f"key '{name}' exists; revoke it first "
+                    f"(`panelist key revoke {name}`) or pick another name",
+                    code="exists",
+                )
             gone = (doc.get("revoked") or {}).get(name)
             if gone is not None:
                 raise Conflict(
                     f"key name '{name}' belonged to a key revoked on {gone.get('revoked', '?')}; "
                     "names are never reused, so the logs' calls of that key stay its own; pick "
-                    f"another name such as {name[:61]}-2", code="exists")
+                    f"another name such as {name[:61]}-2",
+                    code="exists",
+                )
             keys[name] = entry
             return f"key {name}", None, {k: v for k, v in entry.items() if k != "digest"}
+
         configfile.update(self.path, change, by=by)
         return secret, _parse({"keys": {name: entry}})[entry["digest"]]
 
@@ -193,8 +227,11 @@ class Keys:
             if name not in keys:
                 raise NotFound(f"unknown key '{name}'; see `panelist key list`")
             old = keys.pop(name)
-            doc.setdefault("revoked", {})[name] = {"hint": old.get("hint", ""),
-                                                   "created": old.get("created", ""),
-                                                   "revoked": configfile.now_iso()}
+            doc.setdefault("revoked", {})[name] = {
+                "hint": old.get("hint", ""),
+                "created": old.get("created", ""),
+                "revoked": configfile.now_iso(),
+            }
             return f"key {name}", {k: v for k, v in old.items() if k != "digest"}, None
+
         configfile.update(self.path, change, by=by)

@@ -33,9 +33,10 @@ class Limits:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Limits":
         env = os.environ if env is None else env
-        return cls(search_rows=envsetting.whole(env, "PANELIST_SEARCH_ROWS", searchplan.ROWS),
-                   search_seconds=envsetting.seconds(env, "PANELIST_SEARCH_SECONDS",
-                                                     searchplan.SECONDS),
-                   max_request_calls=envsetting.whole(env, "PANELIST_MAX_REQUEST_CALLS",
-                                                      MAX_REQUEST_CALLS))
-
+        return cls(
+            search_rows=envsetting.whole(env, "PANELIST_SEARCH_ROWS", searchplan.ROWS),
+            search_seconds=envsetting.seconds(env, "PANELIST_SEARCH_SECONDS", searchplan.SECONDS),
+            max_request_calls=envsetting.whole(
+                env, "PANELIST_MAX_REQUEST_CALLS", MAX_REQUEST_CALLS
+            ),
+        )

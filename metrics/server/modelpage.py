@@ -24,35 +24,43 @@ from panelist.metrics.ledger.index import failure_kind
 from panelist.metrics.ledger.search import Filters
 from panelist.metrics.stats import wilson
 
-LATENCY = 500      # seats drawn in the latency chart
-RECENT = 20        # panels, and failures, listed
+LATENCY = 500  # seats drawn in the latency chart
+RECENT = 20  # panels, and failures, listed
 RACES_LOOKED = 50  # newest races looked through
-RACES = 5          # races listed
-ALERTS = 200       # newest alerts looked through
+RACES = 5  # races listed
+ALERTS = 200  # newest alerts looked through
 
 
 def page(req, row: dict) -> dict:
     from panelist.metrics.roster.catalog import Catalog
+
     alias = row["alias"]
     panels = req.panels
     ledger = panels.ledger
     index = req.parts.search
     state = index.catch_up()
     seqs = index.find(Filters(model=alias), limit=RECENT).seqs
-    return {"alias": alias, "model": row,
-            "facts": Catalog(panels.home).facts(alias),
-            "collections": panels.collections.using(alias),
-            "shapes": shapes(ledger, alias),
-            "latency": [[s["started"], s["seconds"], s["status"]] for s in
-                        reversed(index.model_seats(alias, limit=LATENCY))],
-            "panels": ledger.panel_summaries(seqs),
-            "failures": failures(ledger, index.model_seats(alias, failed=True, limit=RECENT)),
-            "suite": next((m for m in req.parts.suite_report().doc()["models"]
-                           if m.get("model") == alias), None),
-            "races": races(req.parts.races, alias),
-            "alerts": [a for a in Alerts(panels.home).recent(ALERTS)
-                       if a.get("subject") == alias][:RECENT],
-            "index": state}
+    return {
+        "alias": alias,
+        "model": row,
+        "facts": Catalog(panels.home).facts(alias),
+        "collections": panels.collections.using(alias),
+        "shapes": shapes(ledger, alias),
+        "latency": [
+            [s["started"], s["seconds"], s["status"]]
+            for s in reversed(index.model_seats(alias, limit=LATENCY))
+        ],
+        "panels": ledger.panel_summaries(seqs),
+        "failures": failures(ledger, index.model_seats(alias, failed=True, limit=RECENT)),
+        "suite": next(
+            (m for m in req.parts.suite_report().doc()["models"] if m.get("model") == alias), None
+        ),
+        "races": races(req.parts.races, alias),
+        "alerts": [a for a in Alerts(panels.home).recent(ALERTS) if a.get("subject") == alias][
+            :RECENT
+        ],
+        "index": state,
+    }
 
 
 def shapes(ledger, alias: str) -> list[dict]:
@@ -60,8 +68,14 @@ def shapes(ledger, alias: str) -> list[dict]:
     for shape, st in sorted(ledger.model_shapes(alias).items()):
         judged = st["useful"] + st["not_useful"]
         low, high = wilson(st["useful"], judged)
-        rows.append(dict(st, shape=shape, rate=st["useful"] / judged if judged else None,
-                         interval=[round(low, 4), round(high, 4)]))
+        rows.append(
+            dict(
+                st,
+                shape=shape,
+                rate=st["useful"] / judged if judged else None,
+                interval=[round(low, 4), round(high, 4)],
+            )
+        )
     return rows
 
 
@@ -69,10 +83,14 @@ def failures(ledger, seats: list[dict]) -> list[dict]:
     """Each failed seat with its kind and message, read from its panel's line."""
     out = []
     for s in seats:
-        seat = next((x for x in _seats(ledger.panel(s["panel"])) if x.get("call") == s["call"]),
-                    {})
-        out.append(dict(s, kind=failure_kind(seat.get("status"), seat.get("error")),
-                        error=seat.get("error") or None))
+        seat = next((x for x in _seats(ledger.panel(s["panel"])) if x.get("call") == s["call"]), {})
+        out.append(
+            dict(
+                s,
+                kind=failure_kind(seat.get("status"), seat.get("error")),
+                error=seat.get("error") or None,
+            )
+        )
     return out
 
 
@@ -93,10 +111,17 @@ def races(registry, alias: str) -> list[dict]:
             continue
         report = registry.get(summary["race"]).get("report") or {}
         mine = next((m for m in report.get("models") or () if m.get("model") == alias), None)
-        out.append({"race": summary["race"], "status": summary["status"],
-                    "started": summary["started"], "grade": summary["grade"],
-                    "pinned": summary["pinned"], "verdict": summary["verdict"],
-                    "model": mine})
+        out.append(
+            {
+                "race": summary["race"],
+                "status": summary["status"],
+                "started": summary["started"],
+                "grade": summary["grade"],
+                "pinned": summary["pinned"],
+                "verdict": summary["verdict"],
+                "model": mine,
+            }
+        )
         if len(out) >= RACES:
             break
     return out

@@ -40,13 +40,15 @@ from panelist.metrics.roster.collection import PREFIX
 
 FILTERS = ("q", "model", "collection", "key", "status", "since", "until")
 PARAMS = ("limit", "before", "after") + FILTERS
-NAME = 200   # characters of a model, collection or key name
+NAME = 200  # characters of a model, collection or key name
 _SPAN = re.compile(r"(\d{1,6})([mhdw])")
 _EPOCH = re.compile(r"\d{1,11}(\.\d{1,9})?")
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-TIME_HELP = ("epoch seconds, a UTC day such as 2026-01-31, a time such as 2026-01-31T12:00:00Z, "
-             "or a span back from now such as 30m, 24h, 7d or 2w")
+TIME_HELP = (
+    "epoch seconds, a UTC day such as 2026-01-31, a time such as 2026-01-31T12:00:00Z, "
+    "or a span back from now such as 30m, 24h, 7d or 2w"
+)
 
 
 def wanted(query: dict) -> bool:
@@ -57,8 +59,10 @@ def wanted(query: dict) -> bool:
 def check_names(query: dict) -> None:
     unknown = sorted(set(query) - set(PARAMS))
     if unknown:
-        raise BadRequest(f"unknown parameter '{unknown[0]}'; /api/panels takes "
-                         f"{', '.join(PARAMS)}", param=unknown[0])
+        raise BadRequest(
+            f"unknown parameter '{unknown[0]}'; /api/panels takes {', '.join(PARAMS)}",
+            param=unknown[0],
+        )
 
 
 def filters_of(query: dict, now: float | None = None) -> search.Filters:
@@ -67,26 +71,36 @@ def filters_of(query: dict, now: float | None = None) -> search.Filters:
     q = query.get("q") or ""
     status = query.get("status") or None
     if status is not None and status not in search.STATUSES:
-        raise BadRequest(f"'status' must be one of {', '.join(search.STATUSES)}, not "
-                         f"'{status[:40]}'", param="status")
+        raise BadRequest(
+            f"'status' must be one of {', '.join(search.STATUSES)}, not '{status[:40]}'",
+            param="status",
+        )
     collection = _name(query, "collection")
     if collection is not None and not collection.startswith(PREFIX):
         collection = PREFIX + collection
     since = parse_time(query.get("since"), "since", now=now)
     until = parse_time(query.get("until"), "until", now=now, end=True)
     if since is not None and until is not None and until < since:
-        raise BadRequest("'until' is before 'since'; give a range whose end comes after its "
-                         "start", param="until")
-    return search.Filters(text=search.text_query(q) if q.strip() else None,
-                          model=_name(query, "model"), collection=collection,
-                          key=_name(query, "key"), status=status, since=since, until=until)
+        raise BadRequest(
+            "'until' is before 'since'; give a range whose end comes after its start", param="until"
+        )
+    return search.Filters(
+        text=search.text_query(q) if q.strip() else None,
+        model=_name(query, "model"),
+        collection=collection,
+        key=_name(query, "key"),
+        status=status,
+        since=since,
+        until=until,
+    )
 
 
 def _name(query: dict, param: str) -> str | None:
     value = query.get(param) or None
     if value is not None and (len(value) > NAME or not value.isprintable()):
-        raise BadRequest(f"'{param}' must be a name of at most {NAME} printable characters",
-                         param=param)
+        raise BadRequest(
+            f"'{param}' must be a name of at most {NAME} printable characters", param=param
+        )
     return value
 
 
@@ -102,21 +116,28 @@ def parse_time(value: str | None, param: str, *, now: float, end: bool = False) 
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise BadRequest(f"'{param}' must be {TIME_HELP}; '{text[:40]}' is none of those",
-                         param=param) from None
+        raise BadRequest(
+            f"'{param}' must be {TIME_HELP}; '{text[:40]}' is none of those", param=param
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     t = moment.timestamp()
     if _DAY.fullmatch(text) and end:
-        t += 86400 - 0.001   # the whole day, to its last millisecond
+        t += 86400 - 0.001  # the whole day, to its last millisecond
     return t
 
 
 def echo(f: search.Filters, query: dict) -> dict:
     """The filters as they were understood (times as epoch seconds)."""
-    return {"q": (query.get("q") or "").strip() or None, "model": f.model,
-            "collection": f.collection, "key": f.key, "status": f.status, "since": f.since,
-            "until": f.until}
+    return {
+        "q": (query.get("q") or "").strip() or None,
+        "model": f.model,
+        "collection": f.collection,
+        "key": f.key,
+        "status": f.status,
+        "since": f.since,
+        "until": f.until,
+    }
 
 
 def listing(req, limit: int, cursor) -> dict:
@@ -133,11 +154,11 @@ def listing(req, limit: int, cursor) -> dict:
         seqs = [panel_seq(p["panel"]) for p in data]
         matched, missing = index.among(f, seqs)
         if missing:
-            last = min(last, min(missing) - 1)   # to be asked again once it is indexed
+            last = min(last, min(missing) - 1)  # to be asked again once it is indexed
         keep = set(s for s in matched if s <= last)
         data = [p for p, s in zip(data, seqs) if s in keep]
         nxt = f"p00000000-{last}" if last >= 0 else None
-        partial = False   # a poll looks at one page of panels only
+        partial = False  # a poll looks at one page of panels only
     else:
         before = cursor(query["before"], "before") if query.get("before") else None
         seqs, next_seq, partial = index.find(f, before=before, limit=limit)
@@ -145,8 +166,15 @@ def listing(req, limit: int, cursor) -> dict:
         nxt = None if next_seq is None else f"p00000000-{next_seq}"
     if f.text is not None:
         data = [dict(p, match=_match(ledger, f.text, p["panel"])) for p in data]
-    return {"data": data, "next": nxt, "partial": partial, "latest": ledger.latest_panel(),
-            "owed": ledger.owed_count(), "index": state, "filters": echo(f, query)}
+    return {
+        "data": data,
+        "next": nxt,
+        "partial": partial,
+        "latest": ledger.latest_panel(),
+        "owed": ledger.owed_count(),
+        "index": state,
+        "filters": echo(f, query),
+    }
 
 
 def _match(ledger, text: search.Text, panel: str) -> dict | None:
@@ -154,5 +182,6 @@ def _match(ledger, text: search.Text, panel: str) -> dict | None:
     seats = [s for s in record.get("seats") or () if isinstance(s, dict)]
     if isinstance(record.get("merger"), dict):
         seats.append(record["merger"])
-    return search.excerpt(text, record.get("prompt"),
-                          [(s.get("call"), s.get("answer")) for s in seats])
+    return search.excerpt(
+        text, record.get("prompt"), [(s.get("call"), s.get("answer")) for s in seats]
+    )

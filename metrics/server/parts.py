@@ -34,7 +34,7 @@ from panelist.metrics.upkeep.suitejob import SuiteRuns
 from panelist.metrics.upstream.client import Upstream
 from panelist.metrics.upstream.proxy import environment_proxies
 
-if TYPE_CHECKING:   # imported when a demo is first asked for
+if TYPE_CHECKING:  # imported when a demo is first asked for
     from panelist.metrics.upkeep.demohost import DemoHost
 
 
@@ -50,8 +50,11 @@ class Parts:
         do), else from the process environment."""
         jobs = schedule.settings(home)
         if panels is None:
-            panels = Panels(home) if env is None else \
-                Panels(home, upstream=Upstream(proxies=environment_proxies(env)))
+            panels = (
+                Panels(home)
+                if env is None
+                else Panels(home, upstream=Upstream(proxies=environment_proxies(env)))
+            )
         return cls(panels, jobs=jobs, limits=Limits.from_env(env))
 
     def __init__(self, panels: Panels, *, jobs=None, limits: Limits | None = None):
@@ -59,24 +62,29 @@ class Parts:
         self.home = panels.home
         self.limits = limits = limits or Limits()
         self.races = Races(panels.home, upstream=panels.upstream)
-        self.suite_runs = SuiteRuns(panels.home)   # starts nothing until asked
+        self.suite_runs = SuiteRuns(panels.home)  # starts nothing until asked
         self.onboarding = onboarding_worker.Service(panels)
         # the panels' search index: opens nothing until the first filtered request
         rows, seconds = limits.search_rows, limits.search_seconds
-        self.search = SearchIndex(panels.home.gateway_runs, budget_rows=rows,
-                                  budget_seconds=seconds) \
-            if not panels.home.database else _database_search(panels.home, rows, seconds)
+        self.search = (
+            SearchIndex(panels.home.gateway_runs, budget_rows=rows, budget_seconds=seconds)
+            if not panels.home.database
+            else _database_search(panels.home, rows, seconds)
+        )
         # with a database, the one instance holding the lease runs the schedule
         self.leader = Leader.of_home(panels.home)
-        self.schedule = schedule.Scheduler(panels.home, panels, jobs=jobs if jobs is not None
-                                           else schedule.settings(panels.home),
-                                           leader=self.leader)
+        self.schedule = schedule.Scheduler(
+            panels.home,
+            panels,
+            jobs=jobs if jobs is not None else schedule.settings(panels.home),
+            leader=self.leader,
+        )
         self.failures = failing.Watch(panels.home, panels.ledger, panels.roster)
-        self.webhooks = webhooks.Sender(panels.home)   # every process: alerts are claimed once
+        self.webhooks = webhooks.Sender(panels.home)  # every process: alerts are claimed once
         self.config_mirror = _config_mirror(panels.home)
         # with a database, the dashboard's logins, shared by every instance (None: its own)
         self.sessions = _session_table(panels.home)
-        self.signins = SignIns(panels.home)   # the dashboard's provider sign-ins; none at first
+        self.signins = SignIns(panels.home)  # the dashboard's provider sign-ins; none at first
         self._lock = threading.Lock()
         self._suite_report = None
         self._demo: DemoHost | None = None
@@ -96,12 +104,14 @@ class Parts:
         self.failures.start()
         self.webhooks.start()
         from panelist.metrics.upkeep.demohost import served_here
-        if served_here(self.home):   # its models would be refused once the last owner goes
+
+        if served_here(self.home):  # its models would be refused once the last owner goes
             self.start_demo(install=False)
 
     def suite_report(self):
         """The dashboard's suite report, following the samples file from where it last read."""
         from panelist.suite.livereport import LiveReport
+
         with self._lock:
             if self._suite_report is None:
                 self._suite_report = LiveReport(sample_store.of_home(self.home))
@@ -112,6 +122,7 @@ class Parts:
         started here only if no process serves it, watched and taken over when its owner goes
         (see ``upkeep.demohost``); the demo endpoint's URL."""
         from panelist.metrics.upkeep.demohost import DemoHost
+
         with self._lock:
             if self._demo is None:
                 self._demo = DemoHost(self.home)
@@ -127,11 +138,11 @@ class Parts:
         self.failures.close()
         self.webhooks.close()
         self.schedule.close()
-        self.leader.close()   # after its jobs: another instance takes over at once
-        self.onboarding.close()   # an entry it cut short resumes at the next start
-        self.races.close()   # races cancelled and joined before their upstream closes
-        self.suite_runs.close()   # stopped as Ctrl-C would: every finished sample is kept
-        self.signins.close()   # a waiting sign-in is cancelled: nothing is stored
+        self.leader.close()  # after its jobs: another instance takes over at once
+        self.onboarding.close()  # an entry it cut short resumes at the next start
+        self.races.close()  # races cancelled and joined before their upstream closes
+        self.suite_runs.close()  # stopped as Ctrl-C would: every finished sample is kept
+        self.signins.close()  # a waiting sign-in is cancelled: nothing is stored
         self.search.close()  # its builder joined before the logs' ledger closes
         self.panels.close()
         with self._lock:
@@ -153,8 +164,12 @@ def _config_mirror(home: Home):
     from panelist.metrics.store.pg import Database
     from panelist.metrics.store.pgconfig import ConfigMirror
     from panelist.metrics.server import keys
-    mirror = ConfigMirror(Database(home.database, application="panelist-config"), home.config,
-                          merges={"keys.json": keys.merge})
+
+    mirror = ConfigMirror(
+        Database(home.database, application="panelist-config"),
+        home.config,
+        merges={"keys.json": keys.merge},
+    )
     try:
         mirror.sync()
     except DatabaseUnreachable:
@@ -170,12 +185,15 @@ def _session_table(home: Home):
     from panelist.metrics.server.session import MAX_SESSIONS
     from panelist.metrics.server.sessiontable import DatabaseTable
     from panelist.metrics.store.pg import Database
+
     return DatabaseTable(Database(home.database, application="panelist-sessions"), MAX_SESSIONS)
 
 
 def _database_search(home: Home, rows: int, seconds: float):
     """The search index of a ledger in a database: local, fed from its tables."""
     from panelist.metrics.ledger.pgsearch import DatabaseSearchIndex
+
     assert home.database is not None  # asked only for a ledger in a database
-    return DatabaseSearchIndex(home.gateway_runs, home.database, budget_rows=rows,
-                               budget_seconds=seconds)
+    return DatabaseSearchIndex(
+        home.gateway_runs, home.database, budget_rows=rows, budget_seconds=seconds
+    )

@@ -30,8 +30,7 @@ class DatabaseRateCounter:
         self._lock = threading.Lock()
         self._ready = False
 
-    def admit(self, name: str, limit: int, now: float | None = None,
-              cost: int = 1) -> float | None:
+    def admit(self, name: str, limit: int, now: float | None = None, cost: int = 1) -> float | None:
         """Count ``cost`` requests for ``name`` at once, in one statement, all or none (``cost
         <= limit``): None if admitted, else the seconds to wait."""
         if not self._ready:
@@ -41,8 +40,9 @@ class DatabaseRateCounter:
                     self._ready = True
         # a pooled connection found dead (the server restarted) is retried on a new one: at
         # worst a request that did count is counted twice, which only ever refuses sooner
-        rows = self.db.execute("SELECT panelist_rate_take(%s, %s, %s, %s, %s)",
-                               (name, limit, cost, WINDOW, now))
+        rows = self.db.execute(
+            "SELECT panelist_rate_take(%s, %s, %s, %s, %s)", (name, limit, cost, WINDOW, now)
+        )
         wait = float(rows[0][0])
         return None if wait <= 0 else wait
 

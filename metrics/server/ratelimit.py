@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-_HEAD = struct.Struct("<8sqq")   # mark, ring size n, slot of the oldest time
+_HEAD = struct.Struct("<8sqq")  # mark, ring size n, slot of the oldest time
 _TIME = struct.Struct("<d")
 MARK = b"pnlring1"
 WINDOW = 60.0
@@ -59,8 +59,7 @@ class RateCounter:
                     got = self._fds[name] = (fd, threading.Lock())
         return got
 
-    def admit(self, name: str, limit: int, now: float | None = None,
-              cost: int = 1) -> float | None:
+    def admit(self, name: str, limit: int, now: float | None = None, cost: int = 1) -> float | None:
         """Count ``cost`` requests for ``name`` at once (a request that fans out counts as the
         upstream calls it plans; ``cost <= limit``): None if admitted, else the seconds to
         wait."""
@@ -72,7 +71,7 @@ class RateCounter:
                 raw = os.pread(fd, _HEAD.size, 0)
                 mark, size, head = _HEAD.unpack(raw) if len(raw) == _HEAD.size else (b"", 0, 0)
                 kept = mark == MARK and 0 <= head < size
-                if not kept or size < limit:   # new, an older layout, or a raised limit
+                if not kept or size < limit:  # new, an older layout, or a raised limit
                     size, head = _grow(fd, limit, t, kept, size)
                 # ``cost`` more fit iff the (limit - cost + 1)-th newest admission is out of the
                 # window (for one request: the limit-th newest)
@@ -107,8 +106,7 @@ def _grow(fd: int, limit: int, t: float, kept: bool, size: int) -> tuple[int, in
     times = []
     if kept:
         raw = os.pread(fd, size * _TIME.size, _HEAD.size)
-        times = sorted(x for (x,) in _TIME.iter_unpack(raw[:len(raw) // 8 * 8])
-                       if x > t - WINDOW)
+        times = sorted(x for (x,) in _TIME.iter_unpack(raw[: len(raw) // 8 * 8]) if x > t - WINDOW)
     ring = times + [0.0] * (limit - len(times))
     head = len(times) % limit
     os.ftruncate(fd, 0)
@@ -123,4 +121,5 @@ def of_home(home):
     if not url:
         return RateCounter(home.rate_counters)
     from panelist.metrics.server.ratedb import DatabaseRateCounter
+
     return DatabaseRateCounter(url)

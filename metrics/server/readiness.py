@@ -29,7 +29,7 @@ from panelist.metrics.errors import PanelistError
 from panelist.metrics.store.jsonl import utc_second
 from panelist.metrics.store.pgconfig import conflicts
 
-CONFIG_FRESH = 5.0   # seconds: the mirror syncs every half second while the database answers
+CONFIG_FRESH = 5.0  # seconds: the mirror syncs every half second while the database answers
 RETRY_AFTER = "2"
 
 
@@ -45,19 +45,22 @@ def readiness(parts) -> tuple[int, dict, dict]:
         synced = mirror.synced_at
         age = None if synced is None else time.monotonic() - synced
         fresh = age is not None and age <= CONFIG_FRESH
-        checks["config"] = {"ok": fresh, "seconds_since_sync": None if age is None
-                            else round(age, 1)}
+        checks["config"] = {
+            "ok": fresh,
+            "seconds_since_sync": None if age is None else round(age, 1),
+        }
         if not fresh:
-            checks["config"]["why"] = ("the config files have not been in step with the "
-                                       f"database for over {CONFIG_FRESH:g} s")
+            checks["config"]["why"] = (
+                "the config files have not been in step with the "
+                f"database for over {CONFIG_FRESH:g} s"
+            )
         # edits set aside are named (they do not make the instance unready: it serves what
         # the database holds); each stays listed until someone merges and removes the file
         checks["config"]["conflicts"] = conflicts(mirror.folder)
     ready = all(c["ok"] for c in checks.values())
     # not a check: an instance that does not lead serves as well as the one that does
     body = {"ready": ready, "checks": checks, "jobs": parts.leader.status()}
-    return (200 if ready else 503), body, \
-        ({} if ready else {"Retry-After": RETRY_AFTER})
+    return (200 if ready else 503), body, ({} if ready else {"Retry-After": RETRY_AFTER})
 
 
 def conflict_alerts(folder) -> list[dict]:
@@ -68,10 +71,16 @@ def conflict_alerts(folder) -> list[dict]:
         try:
             made = utc_second((folder / name).stat().st_mtime)
         except FileNotFoundError:
-            continue   # removed just now
-        kept.append({"ts": made, "kind": "config_conflict", "subject": name,
-                     "message": f"an edit of the config was set aside in config/{name}: it "
-                                "changed what another instance changed at the same time, or "
-                                "was saved from an older copy; merge what you want of it by "
-                                "hand, then remove the file"})
+            continue  # removed just now
+        kept.append(
+            {
+                "ts": made,
+                "kind": "config_conflict",
+                "subject": name,
+                "message": f"an edit of the config was set aside in config/{name}: it "
+                "changed what another instance changed at the same time, or "
+                "was saved from an older copy; merge what you want of it by "
+                "hand, then remove the file",
+            }
+        )
     return kept

@@ -17,8 +17,13 @@ import time
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
-from panelist.metrics.errors import BadRequest, DatabaseUnreachable, NotFound, PanelistError, \
-    Unavailable
+from panelist.metrics.errors import (
+    BadRequest,
+    DatabaseUnreachable,
+    NotFound,
+    PanelistError,
+    Unavailable,
+)
 from panelist.metrics.ledger import verdict
 from panelist.metrics.panel.live import Live
 from panelist.metrics.panel import owedorder
@@ -30,9 +35,11 @@ from panelist.metrics.server.stream import PANEL_HEADER, answer_of, stream_panel
 from panelist.metrics.wire import messages, models, responses
 from panelist.metrics.wire.chat import Events as ChatEvents
 
-ROUTES_HELP = ("GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
-               "POST /v1/messages, POST /v1/messages/count_tokens, POST /bench/verdict, "
-               "GET /bench/pending, GET /bench/panels/<panel>")
+ROUTES_HELP = (
+    "GET /v1/models, POST /v1/chat/completions, POST /v1/responses, "
+    "POST /v1/messages, POST /v1/messages/count_tokens, POST /bench/verdict, "
+    "GET /bench/pending, GET /bench/panels/<panel>"
+)
 # says that a token count is the gateway's own estimate (characters / 4 and 10%, images at a
 # flat rate), not a tokenizer's count
 COUNT_HEADER = "X-Panelist-Token-Count"
@@ -64,8 +71,11 @@ def get_model(h: Handler, params: dict):
     mine, view, limits, states = models_of(h)
     found = models.one_model(wanted, mine, view, limits, states)
     if found is None:
-        raise NotFound(f"no model '{wanted}' here; {models.unknown_hint(mine)}", param="model",
-                       code="model_not_found")
+        raise NotFound(
+            f"no model '{wanted}' here; {models.unknown_hint(mine)}",
+            param="model",
+            code="model_not_found",
+        )
     h.send_json(200, found)
 
 
@@ -78,7 +88,7 @@ def chat(h: Handler, body, **chosen) -> None:
     ``chosen``: the members and explorer seats the caller picked (``Panels.parse``)."""
     h.caller.check_model(body.get("model") if isinstance(body, dict) else None)  # 403
     panels = h.server.panels
-    req = panels.parse(body, **chosen)   # the whole body is checked here, before anything is asked
+    req = panels.parse(body, **chosen)  # the whole body is checked here, before anything is asked
     room(h)
     seating = panels.seat(req, h.caller.name)  # every refusal is here, before any call
     live = Live() if req.stream else None
@@ -117,13 +127,16 @@ def answering(h: Handler, run):
             exc.headers = {**exc.headers, PANEL_HEADER: run.panel}
             raise
         except (ConnectionError, TimeoutError):
-            raise   # the caller went away: nobody to tell
+            raise  # the caller went away: nobody to tell
         except Exception as exc:
-            error = fault(f"{h.command} {h.path} (panel {run.panel})",
-                          f"internal error while answering panel {run.panel}; its seats' "
-                          f"answers are logged (GET /bench/panels/{run.panel})")["error"]
-            raise PanelistError(error["message"], code=error["code"],
-                                headers={PANEL_HEADER: run.panel}) from exc
+            error = fault(
+                f"{h.command} {h.path} (panel {run.panel})",
+                f"internal error while answering panel {run.panel}; its seats' "
+                f"answers are logged (GET /bench/panels/{run.panel})",
+            )["error"]
+            raise PanelistError(
+                error["message"], code=error["code"], headers={PANEL_HEADER: run.panel}
+            ) from exc
     # Once the caller has its answer, this panel's own lines are folded, off its time, so that
     # the next request's seating has nothing of them left to read.
     h.after_reply(lambda: _fold_own(h.server.panels.ledger))
@@ -133,7 +146,7 @@ def _fold_own(ledger) -> None:
     try:
         ledger.refresh()
     except PanelistError:
-        pass   # an unreachable database: the next request's own read meets it and says so
+        pass  # an unreachable database: the next request's own read meets it and says so
 
 
 # -- other wire formats: thin adapters over the same panel ---------------------------------------
@@ -144,8 +157,9 @@ def open_panel(h: Handler, chat: dict, stream: bool):
     req = panels.parse(chat)
     room(h)
     seating = panels.seat(req, h.caller.name)  # every refusal is here, before any call
-    return panels.start(req, seating, key=h.caller.name, live=Live() if stream else None,
-                        budget=h.server.in_flight)
+    return panels.start(
+        req, seating, key=h.caller.name, live=Live() if stream else None, budget=h.server.in_flight
+    )
 
 
 def answer_translated(h: Handler, chat: dict, stream: bool, events, whole) -> None:
@@ -166,18 +180,22 @@ def answer_translated(h: Handler, chat: dict, stream: bool, events, whole) -> No
 
 def post_responses(h: Handler, _):
     body = h.read_json()
-    chat, stream = responses.to_chat(body)   # the whole body is checked, as post_chat's is
-    answer_translated(h, chat, stream,
-                      lambda run: responses.Events(body, run.panel, run.req.asked,
-                                                   int(run.started)),
-                      lambda reply, panel: responses.from_chat(reply, body, panel))
+    chat, stream = responses.to_chat(body)  # the whole body is checked, as post_chat's is
+    answer_translated(
+        h,
+        chat,
+        stream,
+        lambda run: responses.Events(body, run.panel, run.req.asked, int(run.started)),
+        lambda reply, panel: responses.from_chat(reply, body, panel),
+    )
 
 
 def post_messages(h: Handler, _):
     body = h.read_json()
-    chat, stream = messages.to_chat(body)   # the whole body is checked, as post_chat's is
-    answer_translated(h, chat, stream, lambda run: messages.Events(run.panel, run.req.asked),
-                      messages.from_chat)
+    chat, stream = messages.to_chat(body)  # the whole body is checked, as post_chat's is
+    answer_translated(
+        h, chat, stream, lambda run: messages.Events(run.panel, run.req.asked), messages.from_chat
+    )
 
 
 def post_count_tokens(h: Handler, _):
@@ -185,7 +203,7 @@ def post_count_tokens(h: Handler, _):
     seat's window against, for a collection this caller may use; nothing is seated."""
     model, estimate = messages.count_tokens(h.read_json())
     h.caller.check_model(model)  # 403
-    h.server.panels.collections.resolve(model)   # 404: an unknown collection
+    h.server.panels.collections.resolve(model)  # 404: an unknown collection
     h.send_json(200, {"input_tokens": estimate}, {COUNT_HEADER: "estimate"})
 
 
@@ -199,8 +217,9 @@ def post_verdict(h: Handler, _):
     call = verdict.call_of(v, ledger, key=h.caller.scope)
     if h.caller.keyed:  # a key judges only its own calls
         h.caller.check_owner(ledger.call(call), f"call '{call}'")
-    result = ledger.record_verdict(call, useful=v["useful"], note=v["note"], real=v["real"],
-                                   false=v["false"], by=h.caller.name)
+    result = ledger.record_verdict(
+        call, useful=v["useful"], note=v["note"], real=v["real"], false=v["false"], by=h.caller.name
+    )
     h.send_json(200, result)
 
 
@@ -218,11 +237,24 @@ def get_pending(h: Handler, _):
     panels = h.server.panels
     asked = query.get("order")
     order = owedorder.check(asked[0] if asked else None, "newest")
-    owed = owedorder.ordered(panels.ledger, panels.collections, panels.known.view(), order,
-                             key=h.caller.scope, limit=limit)
+    owed = owedorder.ordered(
+        panels.ledger,
+        panels.collections,
+        panels.known.view(),
+        order,
+        key=h.caller.scope,
+        limit=limit,
+    )
     left = panels.ledger.undelivered(key=h.caller.scope, limit=limit)
-    h.send_json(200, {"object": "list", "data": owed, "order": order,
-                      "abandoned": [verdict.not_owed(p) for p in left]})
+    h.send_json(
+        200,
+        {
+            "object": "list",
+            "data": owed,
+            "order": order,
+            "abandoned": [verdict.not_owed(p) for p in left],
+        },
+    )
 
 
 def get_panel(h: Handler, params: dict):
@@ -244,8 +276,9 @@ def post_race_again(h: Handler, params: dict):
     """Race a race's job again as its next look: 202 as a new race is, 404 for an unknown race,
     409 while it runs or when its job changed, moved on or spent its looks."""
     registry.admit(h.caller)
-    race = h.server.parts.races.again(params["race"], h.read_json(),
-                                      admit=lambda calls: fanout.admit(h, calls))
+    race = h.server.parts.races.again(
+        params["race"], h.read_json(), admit=lambda calls: fanout.admit(h, calls)
+    )
     h.send_json(202, race, {"Location": f"/bench/race/{race['race']}"})
 
 
@@ -278,23 +311,26 @@ def get_metrics(h: Handler, _):
     ledger = panels.ledger
     try:
         lag = ledger.catch_up()
-        ledger.seat_totals()   # the index answers (a database may have dropped just now)
+        ledger.seat_totals()  # the index answers (a database may have dropped just now)
     except DatabaseUnreachable:
-        ledger, lag = None, 0   # the process's own figures still answer
+        ledger, lag = None, 0  # the process's own figures still answer
     database = None
     if panels.home.database:
         from panelist.metrics.store.pgstats import STATS
+
         database = STATS.snapshot()
     waiting = {e: panels.admission.waiting(e) for e in panels.roster.view().endpoint_limits}
-    text = exposition.render(ledger, worker=h.server.role.index, lag=lag,
-                             waiting=waiting, database=database)
+    text = exposition.render(
+        ledger, worker=h.server.role.index, lag=lag, waiting=waiting, database=database
+    )
     h.send_bytes(200, text.encode(), exposition.CONTENT_TYPE)
 
 
 def get_health(h: Handler, _):
     # which process answered: one of several workers on the port tells itself apart
-    h.send_json(200, {"ok": True, "time": time.time(), "pid": os.getpid(),
-                      "worker": h.server.role.index})
+    h.send_json(
+        200, {"ok": True, "time": time.time(), "pid": os.getpid(), "worker": h.server.role.index}
+    )
 
 
 GATEWAY_ROUTES = (
@@ -317,5 +353,3 @@ GATEWAY_ROUTES = (
     Route("/bench/race/{race}/judge/{name}", {"GET": get_race_prompt}, gate=KEYS),
     Route("/bench/races", {"GET": get_races}, gate=KEYS),
 )
-
-

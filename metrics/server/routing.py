@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 from panelist.metrics.server.guard import Guard
 
-OPEN, KEYS, ADMIN = "open", "keys", "admin"   # the gates a route may declare
+OPEN, KEYS, ADMIN = "open", "keys", "admin"  # the gates a route may declare
 
 
 class Route:
@@ -30,8 +30,15 @@ class Route:
 
     __slots__ = ("pattern", "actions", "gate", "max_body", "refusal_pause", "_regex")
 
-    def __init__(self, pattern: str, actions: dict, *, gate: str, max_body: int | None = None,
-                 refusal_pause: float = 0.0):
+    def __init__(
+        self,
+        pattern: str,
+        actions: dict,
+        *,
+        gate: str,
+        max_body: int | None = None,
+        refusal_pause: float = 0.0,
+    ):
         if gate not in (OPEN, KEYS, ADMIN):
             raise ValueError(f"unknown gate {gate!r} for {pattern}")
         self.pattern, self.actions, self.gate = pattern, actions, gate

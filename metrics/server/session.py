@@ -43,14 +43,14 @@ from panelist.metrics.errors import TooManyRequests, Unauthorized
 from panelist.metrics.server.sessiontable import MemoryTable, SharedTable
 
 COOKIE = "panelist_session"
-LIFETIME = 12 * 3600       # seconds a session lasts
-MAX_FAILURES = 5           # failed logins an address may make in WINDOW seconds
+LIFETIME = 12 * 3600  # seconds a session lasts
+MAX_FAILURES = 5  # failed logins an address may make in WINDOW seconds
 WINDOW = 60.0
 MAX_SESSIONS = 1000
 MAX_ADDRESSES = 10_000
-GLOBAL_FAILURES = 20       # failed logins, from all addresses, in WINDOW before checks are paced
-PACE = 0.5                 # seconds between two checks while paced: at most 120 guesses a minute
-MAX_WAITING = 64           # addresses whose check may wait its turn at once
+GLOBAL_FAILURES = 20  # failed logins, from all addresses, in WINDOW before checks are paced
+PACE = 0.5  # seconds between two checks while paced: at most 120 guesses a minute
+MAX_WAITING = 64  # addresses whose check may wait its turn at once
 
 
 def _digest(value: str) -> bytes:
@@ -60,9 +60,18 @@ def _digest(value: str) -> bytes:
 class Sessions:
     """One server's logins. ``token`` None: the dashboard is open and every check passes."""
 
-    def __init__(self, token: str | None, *, lifetime: float = LIFETIME,
-                 global_failures: int = GLOBAL_FAILURES, pace: float = PACE,
-                 clock=time.monotonic, sleep=None, shared: str | None = None, table=None):
+    def __init__(
+        self,
+        token: str | None,
+        *,
+        lifetime: float = LIFETIME,
+        global_failures: int = GLOBAL_FAILURES,
+        pace: float = PACE,
+        clock=time.monotonic,
+        sleep=None,
+        shared: str | None = None,
+        table=None,
+    ):
         """``clock`` and ``sleep`` are the time the pacing reads and waits on (a test's own);
         ``shared``: the file of the sessions every worker of a group sees; ``table``: where
         the sessions are kept instead (a database's, every instance's)."""
@@ -70,15 +79,20 @@ class Sessions:
         self.lifetime = lifetime
         self._lock = threading.Lock()
         # sha256(session id) -> when it ends
-        self._live = table if table is not None else \
-            SharedTable(shared, MAX_SESSIONS) if shared else MemoryTable(MAX_SESSIONS)
+        self._live = (
+            table
+            if table is not None
+            else SharedTable(shared, MAX_SESSIONS)
+            if shared
+            else MemoryTable(MAX_SESSIONS)
+        )
         self._failures: dict[str, deque] = {}
-        self._recent: deque = deque()   # when each failed login of the last WINDOW was, all told
+        self._recent: deque = deque()  # when each failed login of the last WINDOW was, all told
         self._global, self._pace = global_failures, pace
         self._clock = clock
         self._sleep = sleep or (lambda seconds: threading.Event().wait(seconds))
-        self._next_check = 0.0          # the earliest a paced check may run
-        self._waiting: set[str] = set()   # addresses whose check waits its turn
+        self._next_check = 0.0  # the earliest a paced check may run
+        self._waiting: set[str] = set()  # addresses whose check waits its turn
 
     @property
     def required(self) -> bool:
@@ -87,8 +101,11 @@ class Sessions:
     def login(self, presented, address: str, now: float | None = None) -> str:
         """A new session id for the right token; 401 for a wrong one, 429 past the limit."""
         now = self._clock() if now is None else now
-        if isinstance(presented, str) and self._token is not None and \
-                hmac.compare_digest(_digest(presented), self._token):
+        if (
+            isinstance(presented, str)
+            and self._token is not None
+            and hmac.compare_digest(_digest(presented), self._token)
+        ):
             sid = secrets.token_urlsafe(32)
             with self._lock:
                 self._failures.pop(address, None)
@@ -101,17 +118,22 @@ class Sessions:
                     tries.popleft()
                 if len(tries) >= MAX_FAILURES:
                     wait = max(1, int(tries[0] + WINDOW - now) + 1)
-                    raise TooManyRequests(f"too many failed logins from this address; try again "
-                                          f"in {wait} s", code="login_throttled",
-                                          headers={"Retry-After": str(wait)})
+                    raise TooManyRequests(
+                        f"too many failed logins from this address; try again in {wait} s",
+                        code="login_throttled",
+                        headers={"Retry-After": str(wait)},
+                    )
         now = self._await_turn(address, now)
         with self._lock:
             if len(self._failures) >= MAX_ADDRESSES and address not in self._failures:
                 self._failures.pop(next(iter(self._failures)))
             self._failures.setdefault(address, deque()).append(now)
             self._recent.append(now)
-        raise Unauthorized("wrong admin token; it is the value of PANELIST_ADMIN_TOKEN where "
-                           "the server was started", code="wrong_token")
+        raise Unauthorized(
+            "wrong admin token; it is the value of PANELIST_ADMIN_TOKEN where "
+            "the server was started",
+            code="wrong_token",
+        )
 
     def _await_turn(self, address: str, now: float) -> float:
         """Wait until this check may run (at once unless the global budget is spent); the time
@@ -123,13 +145,18 @@ class Sessions:
                 return now
             if address in self._waiting or len(self._waiting) >= MAX_WAITING:
                 wait = max(1, int(len(self._waiting) * self._pace) + 1)
-                why = ("a login from this address is already waiting its turn" if address in
-                       self._waiting else "too many logins are waiting their turn")
-                raise TooManyRequests(f"{why}: logins are slowed after many failed ones; try "
-                                      f"again in {wait} s", code="login_throttled",
-                                      headers={"Retry-After": str(wait)})
+                why = (
+                    "a login from this address is already waiting its turn"
+                    if address in self._waiting
+                    else "too many logins are waiting their turn"
+                )
+                raise TooManyRequests(
+                    f"{why}: logins are slowed after many failed ones; try again in {wait} s",
+                    code="login_throttled",
+                    headers={"Retry-After": str(wait)},
+                )
             start = max(now, self._next_check)
-            self._next_check = start + self._pace   # the turn is taken now: order is arrival
+            self._next_check = start + self._pace  # the turn is taken now: order is arrival
             self._waiting.add(address)
         try:
             if start > now:
@@ -157,8 +184,11 @@ class Sessions:
     def check(self, sid: str | None) -> None:
         """401 ``login_required`` unless the session is live (or no token is set)."""
         if not self.valid(sid):
-            raise Unauthorized("log in to the dashboard first (POST /api/login with the admin "
-                               "token, or open /login)", code="login_required")
+            raise Unauthorized(
+                "log in to the dashboard first (POST /api/login with the admin "
+                "token, or open /login)",
+                code="login_required",
+            )
 
     def logout(self, sid: str | None) -> None:
         if sid:
@@ -166,8 +196,10 @@ class Sessions:
 
     def cookie(self, sid: str, *, secure: bool = False) -> str:
         flags = "; Secure" if secure else ""
-        return (f"{COOKIE}={sid}; Path=/; Max-Age={int(self.lifetime)}; HttpOnly; "
-                f"SameSite=Strict{flags}")
+        return (
+            f"{COOKIE}={sid}; Path=/; Max-Age={int(self.lifetime)}; HttpOnly; "
+            f"SameSite=Strict{flags}"
+        )
 
     @staticmethod
     def cleared() -> str:

@@ -79,7 +79,7 @@ class SharedTable:
             fcntl.flock(fd, how)
             yield fd
         finally:
-            os.close(fd)   # and with it the flock
+            os.close(fd)  # and with it the flock
 
     @staticmethod
     def _read(fd: int) -> tuple[int, OrderedDict]:
@@ -87,7 +87,7 @@ class SharedTable:
         if len(raw) < _GEN.size:
             return 0, OrderedDict()
         gen = _GEN.unpack_from(raw)[0]
-        body = raw[_GEN.size:len(raw) - (len(raw) - _GEN.size) % _REC.size]
+        body = raw[_GEN.size : len(raw) - (len(raw) - _GEN.size) % _REC.size]
         return gen, OrderedDict(_REC.iter_unpack(body))
 
     def _change(self, change) -> None:
@@ -107,6 +107,7 @@ class SharedTable:
         def put(live):
             live.pop(digest, None)
             live[digest] = ends
+
         self._change(put)
 
     def ends(self, digest: bytes) -> float | None:
@@ -136,6 +137,7 @@ class DatabaseTable:
             with self._lock:
                 if not self._ready:
                     from panelist.metrics.store import pgschema
+
                     pgschema.migrate(self.db)
                     self._ready = True
 
@@ -147,19 +149,25 @@ class DatabaseTable:
             conn.execute(
                 "INSERT INTO dashboard_sessions (digest, until) "
                 "VALUES (%s, clock_timestamp() + make_interval(secs => %s)) "
-                "ON CONFLICT (digest) DO UPDATE SET until = EXCLUDED.until", (digest, left))
+                "ON CONFLICT (digest) DO UPDATE SET until = EXCLUDED.until",
+                (digest, left),
+            )
             # the ended ones, and past the limit the oldest
             conn.execute(
                 "DELETE FROM dashboard_sessions WHERE until <= clock_timestamp() OR digest IN "
                 "(SELECT digest FROM dashboard_sessions ORDER BY made DESC OFFSET %s)",
-                (self.limit,))
+                (self.limit,),
+            )
+
         self.db.transaction(put)
 
     def ends(self, digest: bytes) -> float | None:
         self._migrated()
         rows = self.db.execute(
             "SELECT extract(epoch FROM until - clock_timestamp()) FROM dashboard_sessions "
-            "WHERE digest = %s", (digest,))
+            "WHERE digest = %s",
+            (digest,),
+        )
         return None if not rows else time.monotonic() + float(rows[0][0])
 
     def drop(self, digest: bytes) -> None:

@@ -21,21 +21,38 @@ from panelist.metrics.signin.providers import Providers
 
 def list_providers(req: ApiRequest) -> dict:
     known = Providers(req.parts.home).all()
-    return {"data": [{"name": p.name, "base_url": p.base_url} for p in
-                     sorted(known.values(), key=lambda p: p.name)]}
+    return {
+        "data": [
+            {"name": p.name, "base_url": p.base_url}
+            for p in sorted(known.values(), key=lambda p: p.name)
+        ]
+    }
 
 
-@takes(Body(name=Text(200, nonempty=True, required=True,
-                      hint="the endpoint's name: lower-case letters, digits, '-' or '_'"),
-            provider=Text(64, nonempty=True, required=True,
-                          hint="a provider of GET /api/providers"),
-            port=Whole(0, 65535, hint="the loopback port for the callback; 0 for any free one"),
-            timeout=Number(1, MAX_TIMEOUT, hint="seconds to wait for the sign-in")))
+@takes(
+    Body(
+        name=Text(
+            200,
+            nonempty=True,
+            required=True,
+            hint="the endpoint's name: lower-case letters, digits, '-' or '_'",
+        ),
+        provider=Text(64, nonempty=True, required=True, hint="a provider of GET /api/providers"),
+        port=Whole(0, 65535, hint="the loopback port for the callback; 0 for any free one"),
+        timeout=Number(1, MAX_TIMEOUT, hint="seconds to wait for the sign-in"),
+    )
+)
 def start(req: ApiRequest) -> dict:
     body = req.body
-    return Accepted(req.parts.signins.start(body["name"], body["provider"],
-                                            port=body.get("port") or 0,
-                                            timeout=body.get("timeout") or 300.0, by=req.who))
+    return Accepted(
+        req.parts.signins.start(
+            body["name"],
+            body["provider"],
+            port=body.get("port") or 0,
+            timeout=body.get("timeout") or 300.0,
+            by=req.who,
+        )
+    )
 
 
 def status(req: ApiRequest) -> dict:

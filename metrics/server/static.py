@@ -16,11 +16,17 @@ from pathlib import Path
 from panelist.metrics.errors import NotFound
 from panelist.metrics.plaintext import first_control
 
-TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-         ".mjs": "text/javascript; charset=utf-8",
-         ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".json": "application/json",
-         ".md": "text/plain; charset=utf-8", ".png": "image/png"}
-SHOWN = 120   # characters of a path a 404 repeats
+TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".json": "application/json",
+    ".md": "text/plain; charset=utf-8",
+    ".png": "image/png",
+}
+SHOWN = 120  # characters of a path a 404 repeats
 
 
 class StaticFiles:
@@ -33,17 +39,20 @@ class StaticFiles:
 
     def get(self, relative: str) -> tuple[bytes, str, str]:
         """``(content, content type, etag)``; NotFound for anything outside ``ui/`` or missing."""
-        missing = NotFound(f"no file {relative[:SHOWN]!r}{'…' if len(relative) > SHOWN else ''} "
-                           "in the dashboard; its files are under /css/, /js/ and /vendor/")
-        if first_control(relative):   # no file of ours is named so; the OS refuses a NUL
+        missing = NotFound(
+            f"no file {relative[:SHOWN]!r}{'…' if len(relative) > SHOWN else ''} "
+            "in the dashboard; its files are under /css/, /js/ and /vendor/"
+        )
+        if first_control(relative):  # no file of ours is named so; the OS refuses a NUL
             raise missing
         try:
             path = (self.root / relative).resolve()
-            if not path.is_relative_to(self.root) or \
-                    any(p.startswith(".") for p in path.parts[-1:]):
+            if not path.is_relative_to(self.root) or any(
+                p.startswith(".") for p in path.parts[-1:]
+            ):
                 raise missing
             st = path.stat()
-        except (OSError, ValueError, RuntimeError):   # too long, a loop of links, not a name
+        except (OSError, ValueError, RuntimeError):  # too long, a loop of links, not a name
             raise missing from None
         if not path.is_file():
             raise missing
@@ -56,6 +65,9 @@ class StaticFiles:
             hit = (stamp, data, etag)
             with self._lock:
                 self._cache[path] = hit
-        kind = TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or \
-            "application/octet-stream"
+        kind = (
+            TYPES.get(path.suffix)
+            or mimetypes.guess_type(path.name)[0]
+            or "application/octet-stream"
+        )
         return hit[1], kind, hit[2]

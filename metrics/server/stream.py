@@ -40,7 +40,7 @@ from panelist.metrics.seats import GRACE
 from panelist.metrics.server.front.handler import Handler, fault
 from panelist.metrics.wire.errors import body_of, status_of
 
-PANEL_HEADER = "X-Panelist-Panel"   # on every reply of a seated panel: its id, to judge it by
+PANEL_HEADER = "X-Panelist-Panel"  # on every reply of a seated panel: its id, to judge it by
 
 
 def answer_of(h: Handler, run, alive):
@@ -71,11 +71,11 @@ class Out:
         self.send(self.events.opening())
 
     def send(self, items) -> None:
-        lines = getattr(self.events, "ndjson", False)   # one JSON object a line, no SSE
+        lines = getattr(self.events, "ndjson", False)  # one JSON object a line, no SSE
         for name, data in items:
             if lines:
                 self.h.send_chunk(jsonwire.dumps(data) + "\n")
-            elif name is None:   # an SSE comment
+            elif name is None:  # an SSE comment
                 self.h.send_chunk(f"{data}\n\n")
             else:
                 self.h.send_event(data, event=name)
@@ -97,32 +97,35 @@ def stream_panel(h: Handler, run, events) -> None:
     out = Out(h, run, events)
     try:
         out.open()
-    except OSError:   # gone before the first byte: nothing to answer
+    except OSError:  # gone before the first byte: nothing to answer
         run.give_up([])
         h.close_connection = True
         return
     reply = None
     try:
         if run.req.reply_mode == "all":
-            reply = sections(out, run) if events.sections else \
-                await_reply(h, run, out.keep_alive)
+            reply = sections(out, run) if events.sections else await_reply(h, run, out.keep_alive)
         else:
             reply = one_answer(out, run)
         if reply is None:  # the caller left; the panel was cancelled and logged
             h.close_connection = True
             return
-        if events.streamed:   # the caller has the text as it was sent: that is the reply's
+        if events.streamed:  # the caller has the text as it was sent: that is the reply's
             reply["choices"][0]["message"]["content"] = events.streamed
         # made before the reply counts as delivered, so a fault in them is still an error event
         ending = events.closing(reply)
     except PanelistError as exc:
         reply, ending = None, events.failure(status_of(exc), body_of(exc))
     except Exception:
-        reply, ending = None, events.failure(500, fault(
-            f"streaming {run.panel}", "internal error after the stream began"))
+        reply, ending = (
+            None,
+            events.failure(
+                500, fault(f"streaming {run.panel}", "internal error after the stream began")
+            ),
+        )
     try:
         if reply is not None:
-            run.delivered_reply(reply)   # before the last events: see post_chat
+            run.delivered_reply(reply)  # before the last events: see post_chat
         out.send(ending)
         h.end_events(done=events.done)
     except OSError:
@@ -140,7 +143,7 @@ def sections(out: Out, run) -> dict | None:
                 continue
             results.append(result)
             out.send(out.events.text(section(result, run.seat_number(result)) + "\n"))
-    except OSError:   # the caller went away: stop the seats still running and log the panel
+    except OSError:  # the caller went away: stop the seats still running and log the panel
         run.give_up(results)
         return None
     return run.finish(results, verdict_url=out.h.base_url())
@@ -155,14 +158,15 @@ def one_answer(out: Out, run) -> dict | None:
     if run.req.reply_mode == "pick":
         if live is not None and live.call is not None:
             # the first choice's pieces, until it ended (its deadline bounds the wait)
-            if not pump(out, live, lambda: time.monotonic() > run.deadline + GRACE,
-                        stall_of(out.h, run)):
+            if not pump(
+                out, live, lambda: time.monotonic() > run.deadline + GRACE, stall_of(out.h, run)
+            ):
                 run.give_up([])
                 return None
             broken = run.broke_off()
             if broken is not None:
                 raise broken
-        return await_reply(out.h, run, out.keep_alive)   # the pick, and its failover
+        return await_reply(out.h, run, out.keep_alive)  # the pick, and its failover
     results = gather(out, run)
     if results is None:
         return None
@@ -255,7 +259,7 @@ def await_reply(h: Handler, run, keep_alive) -> dict | None:
     def work() -> None:
         try:
             outcome["reply"] = answer_of(h, run, lambda: not gone.is_set())
-        except BaseException as exc:   # handed to the handler's thread, which answers it
+        except BaseException as exc:  # handed to the handler's thread, which answers it
             outcome["error"] = exc
 
     worker = threading.Thread(target=work, name=f"reply-{run.panel}", daemon=True)
@@ -274,7 +278,7 @@ def await_reply(h: Handler, run, keep_alive) -> dict | None:
                 quiet_since = time.monotonic()
         except OSError:
             gone.set()
-            run.abandon()   # stops the seats and a merge under way, not only what is to come
+            run.abandon()  # stops the seats and a merge under way, not only what is to come
             worker.join()
             return None
     if "error" in outcome:

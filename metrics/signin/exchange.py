@@ -31,7 +31,7 @@ MAX_KEY = 4096
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
-        return None   # a 3xx then surfaces as an HTTPError, refused below
+        return None  # a 3xx then surfaces as an HTTPError, refused below
 
 
 def _said(raw: bytes, secrets: tuple[str, ...]) -> str:
@@ -64,9 +64,12 @@ def exchange(provider, code: str, verifier: str, *, timeout: float = 30.0) -> st
         data, kind = json.dumps(body).encode(), "application/json"
     else:
         data, kind = urlencode(body).encode(), "application/x-www-form-urlencoded"
-    request = urllib.request.Request(provider.exchange_url, data=data, method="POST",
-                                     headers={"Content-Type": kind,
-                                              "Accept": "application/json"})
+    request = urllib.request.Request(
+        provider.exchange_url,
+        data=data,
+        method="POST",
+        headers={"Content-Type": kind, "Accept": "application/json"},
+    )
     opener = urllib.request.build_opener(_NoRedirect)
     name = provider.name
     again = "nothing was stored; run the command again to sign in again"
@@ -83,34 +86,51 @@ def exchange(provider, code: str, verifier: str, *, timeout: float = 30.0) -> st
             exc.close()
         message = f"{name} refused the sign-in code (HTTP {status}: {said}); {again}"
         if 300 <= status < 400:
-            raise UpstreamBadReply(f"{name}'s exchange URL answered with a redirect (HTTP "
-                                   f"{status}), which is not followed so the code goes nowhere "
-                                   f"else; check exchange_url in providers.json; {again}",
-                                   upstream_status=status) from None
-        cls = AuthFailed if status in (400, 401, 403) else \
-            UpstreamServerError if status >= 500 else UpstreamError
+            raise UpstreamBadReply(
+                f"{name}'s exchange URL answered with a redirect (HTTP "
+                f"{status}), which is not followed so the code goes nowhere "
+                f"else; check exchange_url in providers.json; {again}",
+                upstream_status=status,
+            ) from None
+        cls = (
+            AuthFailed
+            if status in (400, 401, 403)
+            else UpstreamServerError
+            if status >= 500
+            else UpstreamError
+        )
         raise cls(message, upstream_status=status) from None
     except TimeoutError:
-        raise UpstreamTimeout(f"{name}'s exchange URL did not answer in {timeout:g} s; "
-                              f"{again}") from None
+        raise UpstreamTimeout(
+            f"{name}'s exchange URL did not answer in {timeout:g} s; {again}"
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise UpstreamUnreachable(f"cannot reach {name}'s exchange URL "
-                                  f"{provider.exchange_url} ({reason}); {again}") from None
+        raise UpstreamUnreachable(
+            f"cannot reach {name}'s exchange URL {provider.exchange_url} ({reason}); {again}"
+        ) from None
     if len(raw) > MAX_REPLY:
-        raise UpstreamBadReply(f"{name}'s exchange reply is larger than {MAX_REPLY} bytes; "
-                               f"{again}", upstream_status=200)
+        raise UpstreamBadReply(
+            f"{name}'s exchange reply is larger than {MAX_REPLY} bytes; {again}",
+            upstream_status=200,
+        )
     try:
         doc = json.loads(raw)
     except ValueError:
-        raise UpstreamBadReply(f"{name}'s exchange reply is not JSON; {again}",
-                               upstream_status=200) from None
+        raise UpstreamBadReply(
+            f"{name}'s exchange reply is not JSON; {again}", upstream_status=200
+        ) from None
     key = doc.get(fields["key"]) if isinstance(doc, dict) else None
     if not isinstance(key, str) or not key:
-        raise UpstreamBadReply(f"{name}'s exchange reply has no '{fields['key']}' string; check "
-                               f"fields.key in providers.json; {again}", upstream_status=200)
+        raise UpstreamBadReply(
+            f"{name}'s exchange reply has no '{fields['key']}' string; check "
+            f"fields.key in providers.json; {again}",
+            upstream_status=200,
+        )
     if len(key) > MAX_KEY or not key.isprintable() or any(c.isspace() for c in key):
-        raise UpstreamBadReply(f"{name}'s exchange reply holds a key that cannot be sent in a "
-                               f"header (spaces, control characters or too long); {again}",
-                               upstream_status=200)
+        raise UpstreamBadReply(
+            f"{name}'s exchange reply holds a key that cannot be sent in a "
+            f"header (spaces, control characters or too long); {again}",
+            upstream_status=200,
+        )
     return key

@@ -55,63 +55,80 @@ class Provider:
 def _url(where: str, field: str, value) -> str:
     parts = urlsplit(value) if isinstance(value, str) else None
     if parts is None or not parts.hostname or parts.scheme not in ("http", "https"):
-        raise ConfigInvalid(f"{where}: \"{field}\" must be an https:// URL, not {value!r}")
+        raise ConfigInvalid(f'{where}: "{field}" must be an https:// URL, not {value!r}')
     if field != "base_url" and parts.scheme != "https" and parts.hostname not in LOOPBACK:
-        raise ConfigInvalid(f"{where}: \"{field}\" must be https:// (the code and verifier "
-                            f"travel on it); plain http is only for 127.0.0.1, not {value!r}")
+        raise ConfigInvalid(
+            f'{where}: "{field}" must be https:// (the code and verifier '
+            f"travel on it); plain http is only for 127.0.0.1, not {value!r}"
+        )
     if parts.username or parts.password or parts.fragment:
-        raise ConfigInvalid(f"{where}: \"{field}\" must not carry a user:password or fragment")
+        raise ConfigInvalid(f'{where}: "{field}" must not carry a user:password or fragment')
     return value
 
 
 def _provider(name: str, entry) -> Provider:
     where = f"{FILE}, provider '{name}'"
     if not NAME.fullmatch(name):
-        raise ConfigInvalid(f"{FILE}: provider name {name!r} is not valid: use lower-case "
-                            "letters, digits, '-' or '_'")
+        raise ConfigInvalid(
+            f"{FILE}: provider name {name!r} is not valid: use lower-case "
+            "letters, digits, '-' or '_'"
+        )
     if not isinstance(entry, dict):
-        raise ConfigInvalid(f"{where}: must be an object with auth_url, exchange_url, base_url "
-                            "and fields")
+        raise ConfigInvalid(
+            f"{where}: must be an object with auth_url, exchange_url, base_url and fields"
+        )
     for field in ("auth_url", "exchange_url", "base_url"):
         if field not in entry:
-            raise ConfigInvalid(f"{where}: \"{field}\" is missing")
+            raise ConfigInvalid(f'{where}: "{field}" is missing')
         _url(where, field, entry[field])
     body = entry.get("exchange_body", "json")
     if body not in ("json", "form"):
-        raise ConfigInvalid(f"{where}: \"exchange_body\" must be \"json\" or \"form\", not "
-                            f"{body!r}")
+        raise ConfigInvalid(f'{where}: "exchange_body" must be "json" or "form", not {body!r}')
     fields = entry.get("fields")
     if not isinstance(fields, dict):
-        raise ConfigInvalid(f"{where}: \"fields\" must be an object naming {', '.join(FIELDS)}")
+        raise ConfigInvalid(f'{where}: "fields" must be an object naming {", ".join(FIELDS)}')
     for field in FIELDS:
         if not isinstance(fields.get(field), str) or not PARAM.fullmatch(fields[field]):
-            raise ConfigInvalid(f"{where}: \"fields.{field}\" must name the provider's "
-                                f"parameter (letters, digits, '_', '-', '.'), not "
-                                f"{fields.get(field)!r}")
+            raise ConfigInvalid(
+                f'{where}: "fields.{field}" must name the provider\'s '
+                f"parameter (letters, digits, '_', '-', '.'), not "
+                f"{fields.get(field)!r}"
+            )
     state = fields.get("state")
     if state is not None and (not isinstance(state, str) or not PARAM.fullmatch(state)):
-        raise ConfigInvalid(f"{where}: \"fields.state\" must name a parameter or be null")
+        raise ConfigInvalid(f'{where}: "fields.state" must name a parameter or be null')
     unknown = set(fields) - set(FIELDS) - {"state"}
     if unknown:
-        raise ConfigInvalid(f"{where}: unknown field {min(unknown)!r} in \"fields\"; "
-                            f"known: {', '.join(FIELDS)}, state")
+        raise ConfigInvalid(
+            f'{where}: unknown field {min(unknown)!r} in "fields"; '
+            f"known: {', '.join(FIELDS)}, state"
+        )
     params = entry.get("params", {})
     if not isinstance(params, dict) or not all(
-            isinstance(k, str) and PARAM.fullmatch(k) and isinstance(v, str)
-            for k, v in params.items()):
-        raise ConfigInvalid(f"{where}: \"params\" must map parameter names to strings")
+        isinstance(k, str) and PARAM.fullmatch(k) and isinstance(v, str) for k, v in params.items()
+    ):
+        raise ConfigInvalid(f'{where}: "params" must map parameter names to strings')
     ours = {fields[f] for f in ("callback", "challenge", "method")} | {state}
     if set(params) & ours:
-        raise ConfigInvalid(f"{where}: \"params\" must not set {min(set(params) & ours)!r}"
-                            ", which sign-in fills in itself")
-    return Provider(name, entry["auth_url"], entry["exchange_url"],
-                    entry["base_url"].rstrip("/"), body, dict(fields, state=state), dict(params))
+        raise ConfigInvalid(
+            f'{where}: "params" must not set {min(set(params) & ours)!r}'
+            ", which sign-in fills in itself"
+        )
+    return Provider(
+        name,
+        entry["auth_url"],
+        entry["exchange_url"],
+        entry["base_url"].rstrip("/"),
+        body,
+        dict(fields, state=state),
+        dict(params),
+    )
 
 
 def parse(doc: dict) -> dict[str, Provider]:
     providers = doc.get("providers", {})
     if not isinstance(providers, dict):
-        raise ConfigInvalid(f"{FILE}: \"providers\" must be an object of provider name → entry")
+        raise ConfigInvalid(f'{FILE}: "providers" must be an object of provider name → entry')
     return {name: _provider(name, entry) for name, entry in providers.items()}
 
 
@@ -129,7 +146,9 @@ class Providers:
     def get(self, name: str) -> Provider:
         known = self.all()
         if name not in known:
-            raise NotFound(f"no sign-in provider '{name}' in {self.path}; use one of: "
-                           f"{', '.join(sorted(known)) or '(none)'}, or add it there",
-                           param="provider")
+            raise NotFound(
+                f"no sign-in provider '{name}' in {self.path}; use one of: "
+                f"{', '.join(sorted(known)) or '(none)'}, or add it there",
+                param="provider",
+            )
         return known[name]

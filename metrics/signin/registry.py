@@ -41,18 +41,29 @@ class _Job:
         except PanelistError as exc:
             self.error = exc.message
             self.state = "cancelled" if isinstance(exc, Cancelled) else "failed"
-        except Exception as exc:   # noqa: BLE001 - a thread's failure must be readable by its id
+        except Exception as exc:  # noqa: BLE001 - a thread's failure must be readable by its id
             traceback.print_exc()
-            self.error = f"the sign-in failed unexpectedly ({type(exc).__name__}); nothing " \
-                         "was stored; start it again"
+            self.error = (
+                f"the sign-in failed unexpectedly ({type(exc).__name__}); nothing "
+                "was stored; start it again"
+            )
             self.state = "failed"
 
     def public(self) -> dict:
-        shown: dict[str, Any] = {"id": self.id, "endpoint": self.name, "provider": self.signin.provider.name,
-                 "state": self.state, "error": self.error, "result": self.result}
+        shown: dict[str, Any] = {
+            "id": self.id,
+            "endpoint": self.name,
+            "provider": self.signin.provider.name,
+            "state": self.state,
+            "error": self.error,
+            "result": self.result,
+        }
         if self.state == "waiting":
-            shown.update(auth_url=self.signin.auth_url, port=self.signin.listener.port,
-                         timeout=self.signin.timeout)
+            shown.update(
+                auth_url=self.signin.auth_url,
+                port=self.signin.listener.port,
+                timeout=self.signin.timeout,
+            )
         return shown
 
 
@@ -64,18 +75,29 @@ class SignIns:
         self._lock = threading.Lock()
         self._jobs: OrderedDict[str, _Job] = OrderedDict()
 
-    def start(self, name: str, provider: str, *, port: int = 0, timeout: float = 300.0,
-              by: str | None = None) -> dict:
+    def start(
+        self,
+        name: str,
+        provider: str,
+        *,
+        port: int = 0,
+        timeout: float = 300.0,
+        by: str | None = None,
+    ) -> dict:
         with self._lock:
             waiting = [j for j in self._jobs.values() if j.state == "waiting"]
             if any(j.name == name for j in waiting):
-                raise Conflict(f"a sign-in for endpoint '{name}' is already waiting; finish it "
-                               "in the browser, or cancel it first", code="in_progress")
+                raise Conflict(
+                    f"a sign-in for endpoint '{name}' is already waiting; finish it "
+                    "in the browser, or cancel it first",
+                    code="in_progress",
+                )
             if len(waiting) >= MAX_WAITING:
-                raise Conflict(f"{MAX_WAITING} sign-ins are already waiting; finish or cancel "
-                               "one first", code="in_progress")
-            job = _Job(SignIn(self.home, name, provider, port=port, timeout=timeout, by=by),
-                       name)
+                raise Conflict(
+                    f"{MAX_WAITING} sign-ins are already waiting; finish or cancel one first",
+                    code="in_progress",
+                )
+            job = _Job(SignIn(self.home, name, provider, port=port, timeout=timeout, by=by), name)
             self._jobs[job.id] = job
             while len(self._jobs) > KEEP:
                 oldest = next((k for k, j in self._jobs.items() if j.state != "waiting"), None)
@@ -89,8 +111,9 @@ class SignIns:
         with self._lock:
             job = self._jobs.get(job_id)
         if job is None:
-            raise NotFound(f"no sign-in '{job_id}' on this server; start one with POST "
-                           "/api/endpoints/connect")
+            raise NotFound(
+                f"no sign-in '{job_id}' on this server; start one with POST /api/endpoints/connect"
+            )
         return job
 
     def get(self, job_id: str) -> dict:

@@ -37,16 +37,15 @@ def check_version(what: str, stored, expect: str | None) -> None:
         return
     if expect == "":
         if stored is not None:
-            raise Conflict(f"{what} exists already; pick another name or edit it",
-                           code="exists")
+            raise Conflict(f"{what} exists already; pick another name or edit it", code="exists")
     elif stored is None:
-        raise Conflict(f"{what}: someone else removed it since you read it; reload and try "
-                       "again",
-                       code="stale")
+        raise Conflict(
+            f"{what}: someone else removed it since you read it; reload and try again", code="stale"
+        )
     elif version_of(stored) != expect:
-        raise Conflict(f"{what}: someone else changed it since you read it; reload and try "
-                       "again",
-                       code="stale")
+        raise Conflict(
+            f"{what}: someone else changed it since you read it; reload and try again", code="stale"
+        )
 
 
 def now_iso() -> str:
@@ -96,8 +95,13 @@ def who() -> str:
         return str(os.getuid())
 
 
-def update(path: Path, change: Callable[[dict], tuple[str, object, object] | None],
-           *, by: str | None = None, mode: int = 0o666) -> None:
+def update(
+    path: Path,
+    change: Callable[[dict], tuple[str, object, object] | None],
+    *,
+    by: str | None = None,
+    mode: int = 0o666,
+) -> None:
     """Apply ``change(doc)`` under the lock; it edits ``doc`` in place and returns
     ``(what, old, new)`` to log, or None when nothing changed (then nothing is written)."""
     with _locked(path):
@@ -111,8 +115,18 @@ def update(path: Path, change: Callable[[dict], tuple[str, object, object] | Non
         log = Appender(path.with_name("changes.jsonl"))
         try:
             # the digest of what was written tells a mirror this edit from a hand edit
-            log.append({"v": SCHEMA, "ts": now_iso(), "by": by or who(), "file": path.name,
-                        "what": what, "old": old, "new": new, "digest": version_of(doc)})
+            log.append(
+                {
+                    "v": SCHEMA,
+                    "ts": now_iso(),
+                    "by": by or who(),
+                    "file": path.name,
+                    "what": what,
+                    "old": old,
+                    "new": new,
+                    "digest": version_of(doc),
+                }
+            )
         finally:
             log.close()
 

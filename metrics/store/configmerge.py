@@ -16,7 +16,7 @@ is changed; ``merge(b, x, b) == x`` and ``merge(b, b, x) == x``.
 
 from __future__ import annotations
 
-ABSENT = object()   # a key a document does not have
+ABSENT = object()  # a key a document does not have
 
 
 class Clash(Exception):
@@ -39,8 +39,12 @@ def merge(base, ours, theirs, path: tuple[str, ...] = ()):
         below = base if isinstance(base, dict) else {}
         out = {}
         for key in dict.fromkeys([*theirs, *ours]):
-            value = merge(below.get(key, ABSENT), ours.get(key, ABSENT),
-                          theirs.get(key, ABSENT), path + (str(key),))
+            value = merge(
+                below.get(key, ABSENT),
+                ours.get(key, ABSENT),
+                theirs.get(key, ABSENT),
+                path + (str(key),),
+            )
             if value is not ABSENT:
                 out[key] = value
         return out

@@ -14,8 +14,15 @@ from typing import Mapping
 from panelist.metrics.errors import ConfigInvalid
 
 
-def seconds(env: Mapping[str, str], name: str, default: float, *, low: float = 0.0,
-            high: float | None = None, low_included: bool = False) -> float:
+def seconds(
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    *,
+    low: float = 0.0,
+    high: float | None = None,
+    low_included: bool = False,
+) -> float:
     """A number of seconds above ``low`` (or from it, with ``low_included``), at most ``high``."""
     raw = (env.get(name) or "").strip()
     if not raw:
@@ -32,14 +39,24 @@ def seconds(env: Mapping[str, str], name: str, default: float, *, low: float = 0
     return value
 
 
-def whole(env: Mapping[str, str], name: str, default: int, *, low: int = 1,
-          high: int | None = None, unit: str = "") -> int:
+def whole(
+    env: Mapping[str, str],
+    name: str,
+    default: int,
+    *,
+    low: int = 1,
+    high: int | None = None,
+    unit: str = "",
+) -> int:
     """A whole number from ``low`` to ``high`` (of ``unit``, for the message)."""
     raw = (env.get(name) or "").strip()
     if not raw:
         return default
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < low \
-            or (high is not None and int(raw) > high):
+    if (
+        not (raw.isascii() and raw.isdigit())
+        or int(raw) < low
+        or (high is not None and int(raw) > high)
+    ):
         what = f"a whole number{' of ' + unit if unit else ''}"
         span = f"from {low} to {high}" if high is not None else f"of at least {low}"
         raise ConfigInvalid(f"{name} must be {what} {span}; got {raw!r}")

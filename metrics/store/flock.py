@@ -15,7 +15,7 @@ def try_hold(path: Path) -> int | None:
     """The descriptor holding ``path``'s lock (made with its folder if absent, this user's
     only), or None when another open file holds it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)   # not inherited by children
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by children
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

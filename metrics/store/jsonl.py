@@ -31,7 +31,7 @@ from pathlib import Path
 from panelist.metrics.store import jsonwire
 
 SCHEMA = 1
-BLOCK = 64 * 1024   # read size when walking a file backwards
+BLOCK = 64 * 1024  # read size when walking a file backwards
 
 
 def dumps(record: dict) -> bytes:
@@ -48,7 +48,7 @@ class Appender:
         self._lock = threading.Lock()
         # read-write so the torn-line check can pread the last byte without another open
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        self._end: int | None = None   # where our last append ended, in a newline
+        self._end: int | None = None  # where our last append ended, in a newline
 
     def append(self, *records: dict) -> int:
         """Write the records as one block; returns the byte offset where the first one starts."""
@@ -56,7 +56,7 @@ class Appender:
 
     def write_lines(self, lines: list[bytes]) -> int:
         """``append`` of records already encoded by ``dumps``."""
-        data = lines[0] if len(lines) == 1 else b"".join(lines)   # one line: never copied
+        data = lines[0] if len(lines) == 1 else b"".join(lines)  # one line: never copied
         with self._lock:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
@@ -93,18 +93,18 @@ def write_held(fd: int, data: bytes, whole_at: int | None = None) -> int:
         os.ftruncate(fd, end)
     view = memoryview(data)
     try:
-        while view:   # a short write (a size limit, a full disk) is followed by the rest
-            view = view[os.write(fd, view):]
+        while view:  # a short write (a size limit, a full disk) is followed by the rest
+            view = view[os.write(fd, view) :]
     except BaseException:
-        try:   # from the file, not from ``view``: an interrupt may land before it is updated
+        try:  # from the file, not from ``view``: an interrupt may land before it is updated
             os.ftruncate(fd, complete_end(fd, os.fstat(fd).st_size, end))
         except OSError:
-            pass   # the next append cuts it off instead
+            pass  # the next append cuts it off instead
         raise
     return end
 
 
-_SECOND = [(-1, "")]   # (second, its formatted date and time): lines come many to a second
+_SECOND = [(-1, "")]  # (second, its formatted date and time): lines come many to a second
 
 
 def utc_iso(t: float) -> str:

@@ -22,7 +22,7 @@ import re
 from json import encoder as _stock
 from typing import Any, Callable
 
-MAX_DEPTH = 64   # containers inside containers: a chat request needs five or six
+MAX_DEPTH = 64  # containers inside containers: a chat request needs five or six
 _LONE = re.compile("[\ud800-\udfff]")
 # how a lone surrogate can arrive in UTF-8 bytes: as an escape, or encoded raw (ED A0..BF ..),
 # which json.loads decodes with "surrogatepass" instead of refusing. Two patterns, not one
@@ -99,10 +99,13 @@ def loads(data: bytes | str, *, strict: bool = False, unique: bool = False):
         raise JSONRefused(str(exc)) from None
     if not isinstance(value, (dict, list)):
         return clean(value) if isinstance(value, str) else value
-    if not isinstance(data, bytes) or _ESCAPE.search(data) or \
-            (not data.isascii() and _RAW.search(data)) or \
-            json.detect_encoding(data) not in ("utf-8", "utf-8-sig"):   # UTF-16/32: walk it all
-        return clean_data(value)   # walks and checks depth at once
+    if (
+        not isinstance(data, bytes)
+        or _ESCAPE.search(data)
+        or (not data.isascii() and _RAW.search(data))
+        or json.detect_encoding(data) not in ("utf-8", "utf-8-sig")
+    ):  # UTF-16/32: walk it all
+        return clean_data(value)  # walks and checks depth at once
     # nesting cannot exceed the brackets opened: most bodies open too few to need the walk
     if data.count(b"{") + data.count(b"[") > MAX_DEPTH:
         _check_depth(value, MAX_DEPTH)
@@ -123,9 +126,9 @@ def _text(value, kw: dict) -> str:
         encode = _ENCODERS[key]
     except KeyError:
         encode = _encoder(kw)
-        if len(_ENCODERS) < 64:   # the option sets are a handful; this only bounds a misuse
+        if len(_ENCODERS) < 64:  # the option sets are a handful; this only bounds a misuse
             _ENCODERS[key] = encode
-    except TypeError:   # an option whose value cannot be part of a key (a list): not kept
+    except TypeError:  # an option whose value cannot be part of a key (a list): not kept
         encode = _encoder(kw)
     return encode(value)
 
@@ -138,13 +141,22 @@ def _encoder(kw: dict) -> Callable[[object], str]:
     make = _stock.c_make_encoder  # type: ignore[attr-defined]  # C accelerator; not in typeshed
     if make is None or encoder.indent is not None:
         return encoder.encode
-    strings = _stock.encode_basestring_ascii if encoder.ensure_ascii else \
-        _stock.encode_basestring
-    whole = make(None, encoder.default, strings, None, encoder.key_separator,
-                 encoder.item_separator, encoder.sort_keys, encoder.skipkeys, encoder.allow_nan)
+    strings = _stock.encode_basestring_ascii if encoder.ensure_ascii else _stock.encode_basestring
+    whole = make(
+        None,
+        encoder.default,
+        strings,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
 
     def encode(value) -> str:
         return strings(value) if isinstance(value, str) else "".join(whole(value, 0))
+
     return encode
 
 

@@ -56,20 +56,21 @@ from panelist.metrics.store.pgbounds import Bounds, Watch
 from panelist.metrics.store.pgstats import STATS
 
 INSTALL_HINT = "pip install 'panelist[postgres]'"
-ATTEMPTS = 3              # connection tries before a caller is told the database is unreachable
-BACKOFF = 0.1             # seconds before the second try, doubled after each
-RETRY_AFTER = 2.0         # what a caller is told to wait when the database is unreachable
-POOL = 5                  # connections of one Database in use at once (PANELIST_DB_POOL)
+ATTEMPTS = 3  # connection tries before a caller is told the database is unreachable
+BACKOFF = 0.1  # seconds before the second try, doubled after each
+RETRY_AFTER = 2.0  # what a caller is told to wait when the database is unreachable
+POOL = 5  # connections of one Database in use at once (PANELIST_DB_POOL)
 MAX_POOL = 1000
-QUIET = 10.0              # seconds between two log lines of one unreachable reason
-SECRET_PARAMS = ("password", "sslpassword")   # URL parameters and keywords libpq reads secrets from
+QUIET = 10.0  # seconds between two log lines of one unreachable reason
+SECRET_PARAMS = ("password", "sslpassword")  # URL parameters and keywords libpq reads secrets from
 HIDDEN = "***"
 
 log = logging.getLogger("panelist.database")
 # libpq's keyword form: ``password=s3cret`` or ``password='with \' quote'``
 _KEYWORD_SECRET = re.compile(
-    r"\b(" + "|".join(SECRET_PARAMS) + r")\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE)
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")   # a URL, as opposed to a keyword string
+    r"\b(" + "|".join(SECRET_PARAMS) + r")\s*=\s*('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE
+)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # a URL, as opposed to a keyword string
 
 
 def driver():
@@ -79,7 +80,8 @@ def driver():
     except ImportError:
         raise errors.ConfigInvalid(
             "a database URL is set (PANELIST_DATABASE_URL or --database) but the PostgreSQL "
-            f"driver is not installed; run: {INSTALL_HINT}") from None
+            f"driver is not installed; run: {INSTALL_HINT}"
+        ) from None
     return psycopg
 
 
@@ -111,8 +113,10 @@ def secrets_of(url: str) -> list[str]:
         try:
             parts = urlsplit(url)
             found = [parts.password or ""] + [
-                v for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                if k.lower() in SECRET_PARAMS]
+                v
+                for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                if k.lower() in SECRET_PARAMS
+            ]
         except ValueError:
             return []
     return [s for s in found if s]
@@ -127,8 +131,14 @@ def pool_size(env=None) -> int:
     """The cap on connections in use per ``Database``: ``PANELIST_DB_POOL``, else ``POOL``; a
     bad value is refused by name."""
     import os
-    return envsetting.whole(os.environ if env is None else env, "PANELIST_DB_POOL", POOL,
-                            high=MAX_POOL, unit="connections")
+
+    return envsetting.whole(
+        os.environ if env is None else env,
+        "PANELIST_DB_POOL",
+        POOL,
+        high=MAX_POOL,
+        unit="connections",
+    )
 
 
 def check_url(url: str) -> str:
@@ -136,7 +146,8 @@ def check_url(url: str) -> str:
     if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
         shown = redact(url) if isinstance(url, str) else repr(url)
         raise errors.ConfigInvalid(
-            f"not a PostgreSQL URL: {shown}; use postgresql://USER@HOST:PORT/DATABASE")
+            f"not a PostgreSQL URL: {shown}; use postgresql://USER@HOST:PORT/DATABASE"
+        )
     return url
 
 
@@ -147,24 +158,31 @@ def check_argument(url: str) -> str:
         raise errors.ConfigInvalid(
             "--database carries a password, which any user of this machine can read in the "
             "process list; give the URL without it and the password in PGPASSWORD or "
-            "~/.pgpass, or the whole URL in PANELIST_DATABASE_URL")
+            "~/.pgpass, or the whole URL in PANELIST_DATABASE_URL"
+        )
     return url
 
 
 class Database:
     """One database's connections, shared by the threads of one process."""
 
-    def __init__(self, url: str, *, application: str = "panelist",
-                 bounds: Bounds | None = None, pool: int | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        application: str = "panelist",
+        bounds: Bounds | None = None,
+        pool: int | None = None,
+    ):
         self.url = check_url(url)
         self.bounds = bounds or Bounds.of_env()
         self.pool = pool or pool_size()
         self._permits = threading.BoundedSemaphore(self.pool)
-        self._depth = threading.local()   # this thread's uses in progress (nested ones ride free)
+        self._depth = threading.local()  # this thread's uses in progress (nested ones ride free)
         self._watch = Watch()
         self.shown = redact(url)
         self._secrets = secrets_of(url)
-        self._logged: dict[str, float] = {}   # reason -> when it was last logged
+        self._logged: dict[str, float] = {}  # reason -> when it was last logged
         self._pg = driver()
         # a connection refused, reset or closed under us: the server is (for now) out of reach
         self._lost = (self._pg.OperationalError, self._pg.InterfaceError)
@@ -182,9 +200,12 @@ class Database:
         pause = BACKOFF
         for attempt in range(attempts):
             try:
-                return self._pg.connect(self.url, autocommit=True,
-                                        application_name=self._application,
-                                        **self.bounds.connect_options())
+                return self._pg.connect(
+                    self.url,
+                    autocommit=True,
+                    application_name=self._application,
+                    **self.bounds.connect_options(),
+                )
             except self._pg.OperationalError as exc:
                 if attempt == attempts - 1:
                     raise self.unreachable(exc) from None
@@ -201,21 +222,29 @@ class Database:
             reason = f"no answer within {self.bounds.wait:g} s ({reason})"
         self._log(reason)
         STATS.error("unreachable")
-        said = (f"the database did not answer within {self.bounds.wait:g} s" if cut
-                else "the database is unreachable")
+        said = (
+            f"the database did not answer within {self.bounds.wait:g} s"
+            if cut
+            else "the database is unreachable"
+        )
         return errors.DatabaseUnreachable(
-            f"{said}; nothing was written, retry in a few seconds", retry_after=RETRY_AFTER)
+            f"{said}; nothing was written, retry in a few seconds", retry_after=RETRY_AFTER
+        )
 
     def too_slow(self, exc: Exception) -> errors.DatabaseUnreachable:
         """The error a caller sees when the server ended a statement at its own bound."""
         what = "a lock" if isinstance(exc, self._pg.errors.LockNotAvailable) else "a statement"
         bound = self.bounds.lock if what == "a lock" else self.bounds.statement
         STATS.error("too_slow")
-        self._log(f"{what} waited over {bound:g} s: "
-                  f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+        self._log(
+            f"{what} waited over {bound:g} s: "
+            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        )
         return errors.DatabaseUnreachable(
             f"the database did not finish in time ({what} waited over {bound:g} s); nothing "
-            "was written, retry in a few seconds", retry_after=RETRY_AFTER)
+            "was written, retry in a few seconds",
+            retry_after=RETRY_AFTER,
+        )
 
     def _log(self, reason: str) -> None:
         for secret in self._secrets:
@@ -232,8 +261,10 @@ class Database:
         """``(connection, fresh)``: an idle one if any, else a new one."""
         with self._lock:
             if self._closed:
-                raise errors.DatabaseUnreachable("the database connection is closed (the "
-                                                 "server is stopping)", retry_after=RETRY_AFTER)
+                raise errors.DatabaseUnreachable(
+                    "the database connection is closed (the server is stopping)",
+                    retry_after=RETRY_AFTER,
+                )
             conn = self._idle.pop() if self._idle else None
         if conn is not None and not conn.closed:
             return conn, False
@@ -262,8 +293,9 @@ class Database:
         """Run one statement (its own transaction) and return its rows ([] for none).
         ``retry``: try once more on a fresh connection when a pooled one had died; only for
         statements that are safe to run twice or that cannot have committed."""
-        return self.run(lambda conn: _rows(conn.execute(sql, params)), retry=retry,
-                        transaction=False)
+        return self.run(
+            lambda conn: _rows(conn.execute(sql, params)), retry=retry, transaction=False
+        )
 
     def transaction(self, body, *, retry: bool = True):
         """``body(conn)`` inside one transaction; its result. Nothing is committed when it
@@ -285,7 +317,8 @@ class Database:
                 raise errors.DatabaseUnreachable(
                     f"all {self.pool} database connections of this instance stayed busy for "
                     f"{self.bounds.connect:g} s; nothing was written, retry in a few seconds",
-                    retry_after=RETRY_AFTER)
+                    retry_after=RETRY_AFTER,
+                )
         self._depth.n = depth + 1
         STATS.taken(1)
         try:
@@ -341,8 +374,10 @@ class Database:
 
     def _rollback(self, conn) -> None:
         try:
-            if not conn.closed and conn.info.transaction_status != \
-                    self._pg.pq.TransactionStatus.IDLE:
+            if (
+                not conn.closed
+                and conn.info.transaction_status != self._pg.pq.TransactionStatus.IDLE
+            ):
                 conn.execute("ROLLBACK")
             self._give(conn)
         except Exception:
@@ -368,7 +403,7 @@ class Database:
             self._broken(conn)
             if fresh or cut:
                 raise self.unreachable(exc, cut=cut) from None
-            conn = self.connect()   # a pooled one had died while idle: nothing was sent
+            conn = self.connect()  # a pooled one had died while idle: nothing was sent
             self._watch.start(conn, self.bounds.wait)
             try:
                 conn.execute("BEGIN")
@@ -437,7 +472,7 @@ class Listener:
     connection is up; a caller that cannot be sure it heard everything treats every read as
     possibly stale while it is False."""
 
-    POLL = 0.25    # seconds between looks at the stop flag while waiting for notifications
+    POLL = 0.25  # seconds between looks at the stop flag while waiting for notifications
 
     def __init__(self, db: Database, channel: str, on_notify, on_reconnect):
         if not channel.isidentifier():
@@ -475,7 +510,7 @@ class Listener:
                     for note in conn.notifies(timeout=self.POLL):
                         self._on_notify(note.payload)
             except Exception:
-                pass   # the connection failed: reconnect, and the caller looks for itself
+                pass  # the connection failed: reconnect, and the caller looks for itself
             finally:
                 self.listening = False
                 self._conn = None

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from panelist.metrics.store import envsetting
 
-GRACE = 2.0    # seconds the watch allows past the server's own statement bound
+GRACE = 2.0  # seconds the watch allows past the server's own statement bound
 LINGER = 30.0  # seconds an idle watch thread waits for work before it ends
 
 
@@ -58,10 +58,13 @@ class Bounds:
     idle: float = 30.0
     keepalive: int = 10
 
-    VARIABLES = {"connect": "PANELIST_DB_CONNECT_TIMEOUT",
-                 "statement": "PANELIST_DB_STATEMENT_TIMEOUT",
-                 "lock": "PANELIST_DB_LOCK_TIMEOUT", "idle": "PANELIST_DB_IDLE_TIMEOUT",
-                 "keepalive": "PANELIST_DB_KEEPALIVE"}
+    VARIABLES = {
+        "connect": "PANELIST_DB_CONNECT_TIMEOUT",
+        "statement": "PANELIST_DB_STATEMENT_TIMEOUT",
+        "lock": "PANELIST_DB_LOCK_TIMEOUT",
+        "idle": "PANELIST_DB_IDLE_TIMEOUT",
+        "keepalive": "PANELIST_DB_KEEPALIVE",
+    }
 
     @classmethod
     def of_env(cls, env=None, **defaults) -> "Bounds":
@@ -86,19 +89,28 @@ class Bounds:
         probe = max(1, self.keepalive // 2)
         return {
             "connect_timeout": self.connect,
-            "options": (f"-c statement_timeout={_ms(self.statement)} "
-                        f"-c lock_timeout={_ms(self.lock)} "
-                        f"-c idle_in_transaction_session_timeout={_ms(self.idle)}"),
-            "keepalives": 1, "keepalives_idle": self.keepalive,
-            "keepalives_interval": probe, "keepalives_count": 3,
+            "options": (
+                f"-c statement_timeout={_ms(self.statement)} "
+                f"-c lock_timeout={_ms(self.lock)} "
+                f"-c idle_in_transaction_session_timeout={_ms(self.idle)}"
+            ),
+            "keepalives": 1,
+            "keepalives_idle": self.keepalive,
+            "keepalives_interval": probe,
+            "keepalives_count": 3,
             # data sent and never acknowledged (a host gone from the network)
             "tcp_user_timeout": _ms(self.keepalive + 3 * probe),
         }
 
     def public(self) -> dict:
-        return {"connect": self.connect, "statement": self.statement, "lock": self.lock,
-                "idle_in_transaction": self.idle, "keepalive": self.keepalive,
-                "wait": self.wait}
+        return {
+            "connect": self.connect,
+            "statement": self.statement,
+            "lock": self.lock,
+            "idle_in_transaction": self.idle,
+            "keepalive": self.keepalive,
+            "wait": self.wait,
+        }
 
 
 def _ms(seconds: float) -> int:
@@ -112,7 +124,7 @@ def cut(conn) -> None:
     try:
         fd = os.dup(conn.pgconn.socket)
     except Exception:
-        return   # already closed: nothing waits on it
+        return  # already closed: nothing waits on it
     s = socket.socket(fileno=fd)
     try:
         s.shutdown(socket.SHUT_RDWR)
@@ -131,7 +143,7 @@ class Watch:
 
     def __init__(self, *, clock=time.monotonic):
         self._clock = clock
-        self._due: dict[int, tuple[float, object]] = {}   # id(conn) -> (deadline, conn)
+        self._due: dict[int, tuple[float, object]] = {}  # id(conn) -> (deadline, conn)
         self._cut: set[int] = set()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None

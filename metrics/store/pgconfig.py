@@ -59,16 +59,24 @@ from pathlib import Path
 from panelist.metrics import errors
 from panelist.metrics.store import configfile, configmerge, jsonl, jsonwire, pgschema
 
-NAMES = ("roster.json", "collections.json", "keys.json", "grades.json", "gateway.json",
-         "budgets.json")
-POLL = 0.5   # seconds between looks at the files' stamps (files send no notifications)
-STATE = ".mirror.json"   # the versions the files were last in step with, kept for the next start
-LOOKBACK = 20   # older versions a hand edit is compared with, to tell a stale buffer
+NAMES = (
+    "roster.json",
+    "collections.json",
+    "keys.json",
+    "grades.json",
+    "gateway.json",
+    "budgets.json",
+)
+POLL = 0.5  # seconds between looks at the files' stamps (files send no notifications)
+STATE = ".mirror.json"  # the versions the files were last in step with, kept for the next start
+LOOKBACK = 20  # older versions a hand edit is compared with, to tell a stale buffer
 CHANGES = "changes.jsonl"
-CHANGES_BATCH = 256 * 1024   # bytes of changes.jsonl copied into the database per turn
+CHANGES_BATCH = 256 * 1024  # bytes of changes.jsonl copied into the database per turn
 
-_LATEST = ("SELECT DISTINCT ON (name) name, version, body FROM config "
-           "WHERE name = ANY(%s) ORDER BY name, version DESC")
+_LATEST = (
+    "SELECT DISTINCT ON (name) name, version, body FROM config "
+    "WHERE name = ANY(%s) ORDER BY name, version DESC"
+)
 
 
 def _stamp(path: Path):
@@ -80,8 +88,9 @@ def _stamp(path: Path):
 
 
 def _digest(doc) -> str:
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":"))
-                          .encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
 
 
 def _size(path: Path) -> int:
@@ -124,22 +133,22 @@ class ConfigMirror:
         self.folder = Path(folder)
         self.names = tuple(names)
         self._merges = dict(merges or {})
-        self._base: dict[str, int] = {}        # name -> the version the file is in step with
-        self._stamps: dict[str, tuple | None] = {}   # name -> the file's stamp at that time
+        self._base: dict[str, int] = {}  # name -> the version the file is in step with
+        self._stamps: dict[str, tuple | None] = {}  # name -> the file's stamp at that time
         self._state_path = self.folder / STATE
-        self._saved, changes_at, instance = self._load_state()   # as of the last stop
+        self._saved, changes_at, instance = self._load_state()  # as of the last stop
         # this folder's name in config_changes, and how far its changes.jsonl was copied there
         # (a folder mirrored for the first time starts at its end: `db import` copied the rest)
         self._instance = instance or uuid.uuid4().hex[:12]
         self._changes_at = changes_at if changes_at is not None else _size(self.folder / CHANGES)
-        self._lock = threading.Lock()          # one sync at a time
+        self._lock = threading.Lock()  # one sync at a time
         self._migrated = False
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._listener = db.listener(pgschema.CONFIG_CHANNEL, self._woken, self._woken)
         self._thread = threading.Thread(target=self._run, name="config-mirror", daemon=True)
-        self.syncs = 0                          # completed syncs (tests wait on it)
-        self.synced_at: float | None = None     # monotonic time of the last completed sync
+        self.syncs = 0  # completed syncs (tests wait on it)
+        self.synced_at: float | None = None  # monotonic time of the last completed sync
 
     def _woken(self, *_):
         self._wake.set()
@@ -154,8 +163,8 @@ class ConfigMirror:
             try:
                 self.sync()
             except errors.DatabaseUnreachable:
-                pass   # the files serve as they are; the next turn tries again
-            except Exception as exc:   # a bug must not stop the mirror for good
+                pass  # the files serve as they are; the next turn tries again
+            except Exception as exc:  # a bug must not stop the mirror for good
                 print(f"panelist: config mirror: {type(exc).__name__}: {exc}", file=sys.stderr)
             self._wake.wait(POLL)
             self._wake.clear()
@@ -166,12 +175,14 @@ class ConfigMirror:
             self._sync()
 
     def _sync(self) -> None:
-        if not self._migrated:   # an instance started before its database: not made yet
+        if not self._migrated:  # an instance started before its database: not made yet
             if self.db.run(pgschema.current, transaction=False) != pgschema.VERSION:
                 pgschema.migrate(self.db)
             self._migrated = True
-        latest = {name: (version, body) for name, version, body
-                  in self.db.execute(_LATEST, (list(self.names),))}
+        latest = {
+            name: (version, body)
+            for name, version, body in self.db.execute(_LATEST, (list(self.names),))
+        }
         for name in self.names:
             self._one(name, latest.get(name))
         self._copy_changes()
@@ -196,13 +207,13 @@ class ConfigMirror:
             try:
                 self._copy_changes()
             except errors.DatabaseUnreachable:
-                pass   # the edit is stored; its history line is copied at the next turn
+                pass  # the edit is stored; its history line is copied at the next turn
 
     def _publish(self, name: str, path: Path) -> None:
         stamp = _stamp(path)
         doc = self._read(path)
         if doc is None:
-            return   # removed or unparseable: no edit of ours does that; the next turn sees it
+            return  # removed or unparseable: no edit of ours does that; the next turn sees it
         base = self._base.get(name, 0)
         old = self._body(name, base)
         try:
@@ -218,16 +229,20 @@ class ConfigMirror:
                     self._undo(name, path, latest)
                     raise errors.Conflict(
                         f"{name}: {clash} was changed on another instance at the same time; "
-                        "this edit was not made; reload and try again", code="stale") from None
+                        "this edit was not made; reload and try again",
+                        code="stale",
+                    ) from None
                 if merged == latest[1] or self._insert(name, latest[0] + 1, merged):
                     version = latest[0] if merged == latest[1] else latest[0] + 1
                     self._take(name, path, (version, merged), expect=stamp)
                     return
                 latest = self._latest(name)
             self._undo(name, path, latest)
-            raise errors.Conflict(f"{name} kept changing on other instances while this edit "
-                                  "was saved; it was not made; reload and try again",
-                                  code="stale")
+            raise errors.Conflict(
+                f"{name} kept changing on other instances while this edit "
+                "was saved; it was not made; reload and try again",
+                code="stale",
+            )
         except errors.DatabaseUnreachable:
             if old is not None:
                 self._undo(name, path, (base, old))
@@ -243,7 +258,7 @@ class ConfigMirror:
         path = self.folder / CHANGES
         size = _size(path)
         if size < self._changes_at:
-            self._changes_at = 0   # a new file in its place
+            self._changes_at = 0  # a new file in its place
         if size == self._changes_at:
             return
         with open(path, "rb") as f:
@@ -251,9 +266,9 @@ class ConfigMirror:
             chunk = f.read(CHANGES_BATCH)
         end = chunk.rfind(b"\n")
         if end < 0:
-            return   # a line still being written
+            return  # a line still being written
         records = []
-        for line in chunk[:end + 1].splitlines():
+        for line in chunk[: end + 1].splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
@@ -261,9 +276,12 @@ class ConfigMirror:
             if isinstance(record, dict):
                 records.append({**record, "instance": self._instance})
         if records:
-            self.db.execute("INSERT INTO config_changes (record) "
-                            "SELECT value FROM jsonb_array_elements(%s::jsonb)",
-                            (jsonwire.dumps(records),), retry=False)
+            self.db.execute(
+                "INSERT INTO config_changes (record) "
+                "SELECT value FROM jsonb_array_elements(%s::jsonb)",
+                (jsonwire.dumps(records),),
+                retry=False,
+            )
         self._changes_at += end + 1
         self._save_state()
 
@@ -285,8 +303,8 @@ class ConfigMirror:
         doc = self._read(path)
         if doc is None:
             if not known and latest is not None:
-                self._take(name, path, latest)   # nothing here to keep
-            return   # else not parseable yet: looked at again next turn
+                self._take(name, path, latest)  # nothing here to keep
+            return  # else not parseable yet: looked at again next turn
         if latest is not None and latest[1] == doc:
             self._settle(name, latest[0], doc, stamp)
             return
@@ -294,9 +312,8 @@ class ConfigMirror:
             base = self._base[name]
             if latest is not None and not _by_tool(self.folder / CHANGES, name, doc):
                 older = self._stale_base(name, doc, base)
-                if older != base:   # saved from a buffer older than the file it replaced
-                    self._merge(name, path, self._body(name, older), doc, latest, stamp,
-                                stale=True)
+                if older != base:  # saved from a buffer older than the file it replaced
+                    self._merge(name, path, self._body(name, older), doc, latest, stamp, stale=True)
                     return
         else:
             started = self._start_base(name, doc, latest)
@@ -304,9 +321,10 @@ class ConfigMirror:
                 self._take(name, path, latest)
                 return
             base = started
-            if base < 0:   # edited here from a version this database does not hold
-                self._aside(name, path, doc, latest, "edited from a version this database "
-                            "does not hold")
+            if base < 0:  # edited here from a version this database does not hold
+                self._aside(
+                    name, path, doc, latest, "edited from a version this database does not hold"
+                )
                 return
         if latest is None or latest[0] == base:
             if self._insert(name, base + 1, doc):
@@ -324,7 +342,7 @@ class ConfigMirror:
         it was edited from a version the database does not hold."""
         saved = self._saved.get(name)
         if saved is not None and saved["digest"] == _digest(doc):
-            return None if latest is not None else 0   # unedited since it was in step
+            return None if latest is not None else 0  # unedited since it was in step
         if saved is not None and _digest(self._body(name, saved["version"])) == saved["digest"]:
             return saved["version"]
         if latest is None:
@@ -343,7 +361,9 @@ class ConfigMirror:
         undo that version in silence."""
         rows = self.db.execute(
             "SELECT version, body FROM config WHERE name = %s AND version <= %s "
-            "AND version >= %s ORDER BY version DESC", (name, base, base - LOOKBACK))
+            "AND version >= %s ORDER BY version DESC",
+            (name, base, base - LOOKBACK),
+        )
         best, fewest = base, None
         for version, body in rows:
             apart = configmerge.distance(body, doc)
@@ -351,8 +371,7 @@ class ConfigMirror:
                 best, fewest = version, apart
         return best
 
-    def _merge(self, name: str, path: Path, base, doc, latest, stamp,
-               stale: bool = False) -> None:
+    def _merge(self, name: str, path: Path, base, doc, latest, stamp, stale: bool = False) -> None:
         merge = self._merges.get(name, _plain)
         for _ in range(3):
             try:
@@ -362,14 +381,19 @@ class ConfigMirror:
                 return
             if stale and merged == latest[1]:
                 # nothing of the edit would be left (it only undid newer versions): kept aside
-                self._aside(name, path, doc, latest, "saved from an older version, and it "
-                            "only takes back later edits")
+                self._aside(
+                    name,
+                    path,
+                    doc,
+                    latest,
+                    "saved from an older version, and it only takes back later edits",
+                )
                 return
             if merged == latest[1] or self._insert(name, latest[0] + 1, merged):
                 version = latest[0] if merged == latest[1] else latest[0] + 1
                 self._take(name, path, (version, merged), expect=stamp)
                 return
-            latest = self._latest(name)   # another landed meanwhile: merge with it too
+            latest = self._latest(name)  # another landed meanwhile: merge with it too
         self._aside(name, path, doc, latest, "it kept changing")
 
     def _aside(self, name: str, path: Path, doc, latest, where: str) -> None:
@@ -377,18 +401,25 @@ class ConfigMirror:
         database's version taken."""
         aside = path.with_name(f"{path.stem}.conflict-{time.strftime('%Y%m%dT%H%M%S')}.json")
         configfile.write_atomic(aside, doc)
-        print(f"panelist: {name} was edited here and on another instance in the same place "
-              f"({where}); that edit is kept, this instance's is in {aside}", file=sys.stderr)
+        print(
+            f"panelist: {name} was edited here and on another instance in the same place "
+            f"({where}); that edit is kept, this instance's is in {aside}",
+            file=sys.stderr,
+        )
         if latest is not None:
             self._take(name, path, latest, force=True)
 
     def _insert(self, name: str, version: int, doc) -> bool:
         """Push ``doc`` as ``version`` of ``name``; False if that version landed first."""
-        return bool(self.db.execute(
-            "WITH put AS (INSERT INTO config (name, version, body) VALUES (%s, %s, "
-            "%s::jsonb) ON CONFLICT DO NOTHING RETURNING version) "
-            "SELECT version, pg_notify(%s, %s) FROM put",
-            (name, version, jsonwire.dumps(doc), pgschema.CONFIG_CHANNEL, name), retry=False))
+        return bool(
+            self.db.execute(
+                "WITH put AS (INSERT INTO config (name, version, body) VALUES (%s, %s, "
+                "%s::jsonb) ON CONFLICT DO NOTHING RETURNING version) "
+                "SELECT version, pg_notify(%s, %s) FROM put",
+                (name, version, jsonwire.dumps(doc), pgschema.CONFIG_CHANNEL, name),
+                retry=False,
+            )
+        )
 
     def _latest(self, name: str):
         rows = self.db.execute(_LATEST, ([name],))
@@ -397,22 +428,28 @@ class ConfigMirror:
     def _body(self, name: str, version: int):
         if version <= 0:
             return None
-        rows = self.db.execute("SELECT body FROM config WHERE name = %s AND version = %s",
-                               (name, version))
+        rows = self.db.execute(
+            "SELECT body FROM config WHERE name = %s AND version = %s", (name, version)
+        )
         return rows[0][0] if rows else None
 
-    def _take(self, name: str, path: Path, latest, force: bool = False,
-              expect: tuple | None = None) -> None:
+    def _take(
+        self, name: str, path: Path, latest, force: bool = False, expect: tuple | None = None
+    ) -> None:
         """Write version ``latest`` into the file, unless it was edited meanwhile here (since
         it was in step, or since ``expect``, the stamp it had when read)."""
         version, body = latest
         with configfile.flocked(path.with_name(path.name + ".lock")):
             now = _stamp(path)
             if expect is not None and now != expect:
-                return   # edited again just now: merged next turn
-            if not force and expect is None and name in self._base and \
-                    now != self._stamps.get(name):
-                return   # edited here just now: pushed (or merged) next turn
+                return  # edited again just now: merged next turn
+            if (
+                not force
+                and expect is None
+                and name in self._base
+                and now != self._stamps.get(name)
+            ):
+                return  # edited here just now: pushed (or merged) next turn
             if self._read(path) != body:
                 configfile.write_atomic(path, body)
             self._settle(name, version, body, _stamp(path))
@@ -427,9 +464,15 @@ class ConfigMirror:
             self._save_state()
 
     def _save_state(self) -> None:
-        configfile.write_atomic(self._state_path, {
-            "v": 1, "in_step": self._saved, "changes_at": self._changes_at,
-            "instance": self._instance})
+        configfile.write_atomic(
+            self._state_path,
+            {
+                "v": 1,
+                "in_step": self._saved,
+                "changes_at": self._changes_at,
+                "instance": self._instance,
+            },
+        )
 
     def _load_state(self) -> tuple[dict, int | None, str | None]:
         try:
@@ -439,14 +482,20 @@ class ConfigMirror:
         if not isinstance(doc, dict):
             return {}, None, None
         try:
-            saved = {n: {"version": int(e["version"]), "digest": str(e["digest"])}
-                     for n, e in doc["in_step"].items() if n in self.names}
+            saved = {
+                n: {"version": int(e["version"]), "digest": str(e["digest"])}
+                for n, e in doc["in_step"].items()
+                if n in self.names
+            }
         except (KeyError, TypeError, AttributeError, ValueError):
             saved = {}
         at = doc.get("changes_at")
         instance = doc.get("instance")
-        return (saved, at if isinstance(at, int) and at >= 0 else None,
-                instance if isinstance(instance, str) and instance else None)
+        return (
+            saved,
+            at if isinstance(at, int) and at >= 0 else None,
+            instance if isinstance(instance, str) and instance else None,
+        )
 
     @staticmethod
     def _read(path: Path):

@@ -21,7 +21,7 @@ import time
 
 from panelist.metrics.errors import DatabaseUnreachable
 
-PAUSE = 1.0   # seconds between two tries to build while the database is out of reach
+PAUSE = 1.0  # seconds between two tries to build while the database is out of reach
 
 
 def deferred(build, **known):

@@ -42,8 +42,10 @@ HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 FAR = 1 << 62
 
 # the rows of one batch of a ``final`` read, with the keyset of the batch before it
-WHERE_FINAL = ("xid >= %(lo)s::text::xid8 AND xid < %(hi)s::text::xid8 "
-               "AND (xid, id) > (%(kx)s::text::xid8, %(kid)s)")
+WHERE_FINAL = (
+    "xid >= %(lo)s::text::xid8 AND xid < %(hi)s::text::xid8 "
+    "AND (xid, id) > (%(kx)s::text::xid8, %(kid)s)"
+)
 WHERE_FRESH = WHERE_FINAL + " AND id <> ALL(%(seen)s::bigint[])"
 
 
@@ -55,8 +57,10 @@ def horizon(db) -> int:
 def part(table: str, columns: str, where: str = "", *, fresh: bool = False) -> str:
     """One table's share of a follow: ``xid, id, <columns>`` of its rows in the batch."""
     extra = f" AND {where}" if where else ""
-    return (f"SELECT xid::text::bigint AS x, id, {columns} FROM {table} "
-            f"WHERE {WHERE_FRESH if fresh else WHERE_FINAL}{extra}")
+    return (
+        f"SELECT xid::text::bigint AS x, id, {columns} FROM {table} "
+        f"WHERE {WHERE_FRESH if fresh else WHERE_FINAL}{extra}"
+    )
 
 
 def query(*parts: str) -> str:
@@ -77,8 +81,9 @@ def _batches(db, sql: str, params: dict, limit: int) -> Iterator[tuple[list[tupl
         kx, kid = rows[-1][0], rows[-1][1]
 
 
-def final(db, sql: str, after: int, limit: int, params: dict | None = None) \
-        -> Iterator[tuple[list[tuple], int]]:
+def final(
+    db, sql: str, after: int, limit: int, params: dict | None = None
+) -> Iterator[tuple[list[tuple], int]]:
     """Batches ``(rows, cursor)`` of the rows with ``after <= xid <`` the horizon now; once a
     batch is taken, ``cursor`` is where the next read starts (the horizon, with the last batch;
     ``after`` before it)."""
@@ -90,8 +95,9 @@ def final(db, sql: str, after: int, limit: int, params: dict | None = None) \
         yield rows, (top if last else after)
 
 
-def page(db, sql: str, after: int, limit: int | None, params: dict | None = None) \
-        -> tuple[list[tuple], int, bool]:
+def page(
+    db, sql: str, after: int, limit: int | None, params: dict | None = None
+) -> tuple[list[tuple], int, bool]:
     """``(rows, cursor, done)``: at most about ``limit`` final rows from ``after`` on, whole
     transactions only, so that ``cursor`` (every row below it read) is one number. ``done``:
     the read reached the horizon."""
@@ -103,7 +109,7 @@ def page(db, sql: str, after: int, limit: int | None, params: dict | None = None
     rows = db.execute(sql, {**base, "limit": limit + 1})
     if len(rows) <= limit:
         return rows, top, True
-    cut = rows[limit][0]            # the transaction the limit fell in: left for next time
+    cut = rows[limit][0]  # the transaction the limit fell in: left for next time
     kept = [r for r in rows if r[0] < cut]
     if kept:
         return kept, cut, False
@@ -112,8 +118,9 @@ def page(db, sql: str, after: int, limit: int | None, params: dict | None = None
     return rows, cut + 1, cut + 1 >= top
 
 
-def fresh(db, sql: str, after: int, seen: set, limit: int, params: dict | None = None) \
-        -> Iterator[tuple[list[tuple], int]]:
+def fresh(
+    db, sql: str, after: int, seen: set, limit: int, params: dict | None = None
+) -> Iterator[tuple[list[tuple], int]]:
     """Batches ``(rows, cursor)`` of every row with ``xid >= after`` visible now and not in
     ``seen`` (a set of ``(xid, id)``). Once a batch is taken, ``cursor`` is a horizon every row
     below which has been read: the horizon taken before the read, with the last batch; before
@@ -123,8 +130,9 @@ def fresh(db, sql: str, after: int, seen: set, limit: int, params: dict | None =
     as small as the rows of the transactions still open, even in a read from the start."""
     top = max(after, horizon(db))
     ids = sorted(i for _, i in seen)
-    for rows, last in _batches(db, sql, {**(params or {}), "lo": after, "hi": FAR,
-                                         "seen": ids}, limit):
+    for rows, last in _batches(
+        db, sql, {**(params or {}), "lo": after, "hi": FAR, "seen": ids}, limit
+    ):
         yield rows, (top if last else max(after, min(top, rows[-1][0])))
 
 
@@ -141,6 +149,7 @@ def settle(conn_or_db, tables: tuple[str, ...]) -> int:
         rows = conn_or_db.execute(
             f"WITH moved AS (UPDATE {table} SET xid = '1'::xid8 "
             "WHERE xid >= pg_snapshot_xmax(pg_current_snapshot()) RETURNING 1) "
-            "SELECT count(*) FROM moved")
+            "SELECT count(*) FROM moved"
+        )
         total += int(rows[0][0] if isinstance(rows, list) else rows.fetchone()[0])
     return total

@@ -30,7 +30,7 @@ import time
 from panelist.metrics.errors import DatabaseUnreachable
 from panelist.metrics.store import envsetting
 
-PERIOD = 10.0          # seconds a lease lasts unless renewed
+PERIOD = 10.0  # seconds a lease lasts unless renewed
 VARIABLE = "PANELIST_LEASE_SECONDS"
 MIN_PERIOD = 0.5
 
@@ -38,8 +38,7 @@ MIN_PERIOD = 0.5
 def period_of_env(env=None) -> float:
     """The lease period the environment sets, else ``PERIOD``; a bad value names the variable."""
     env = os.environ if env is None else env
-    return envsetting.seconds(env, VARIABLE, PERIOD, low=MIN_PERIOD, high=3600,
-                              low_included=True)
+    return envsetting.seconds(env, VARIABLE, PERIOD, low=MIN_PERIOD, high=3600, low_included=True)
 
 
 def holder_name(role: str) -> str:
@@ -57,7 +56,7 @@ class Lease:
         self.holder = holder
         self.period = float(period)
         self._clock = clock
-        self._until = 0.0      # this process's clock: when its belief in holding it ends
+        self._until = 0.0  # this process's clock: when its belief in holding it ends
         self.term: int | None = None
 
     def renew(self) -> bool:
@@ -71,7 +70,9 @@ class Lease:
             "term = l.term + (l.holder <> EXCLUDED.holder)::int, "
             "since = CASE WHEN l.holder = EXCLUDED.holder THEN l.since ELSE clock_timestamp() END "
             "WHERE l.holder = EXCLUDED.holder OR l.until <= clock_timestamp() "
-            "RETURNING term", (self.name, self.holder, self.period))
+            "RETURNING term",
+            (self.name, self.holder, self.period),
+        )
         if rows:
             self._until = sent + self.period
             self.term = int(rows[0][0])
@@ -89,21 +90,28 @@ class Lease:
         self._until = 0.0
         try:
             # ended, not removed: the next holder's term still counts on from this one
-            self.db.execute("UPDATE leases SET until = clock_timestamp() "
-                            "WHERE name = %s AND holder = %s", (self.name, self.holder),
-                            retry=False)
+            self.db.execute(
+                "UPDATE leases SET until = clock_timestamp() WHERE name = %s AND holder = %s",
+                (self.name, self.holder),
+                retry=False,
+            )
         except DatabaseUnreachable:
-            pass   # it lapses by itself
+            pass  # it lapses by itself
 
     def who(self) -> dict | None:
         """The lease's row as the database has it: holder, term, seconds left (None: none)."""
         rows = self.db.execute(
             "SELECT holder, term, extract(epoch FROM until - clock_timestamp()) FROM leases "
-            "WHERE name = %s", (self.name,))
+            "WHERE name = %s",
+            (self.name,),
+        )
         if not rows:
             return None
-        return {"holder": rows[0][0], "term": int(rows[0][1]),
-                "seconds_left": round(max(0.0, float(rows[0][2])), 1)}
+        return {
+            "holder": rows[0][0],
+            "term": int(rows[0][1]),
+            "seconds_left": round(max(0.0, float(rows[0][2])), 1),
+        }
 
 
 class Renewer:
@@ -132,9 +140,10 @@ class Renewer:
             try:
                 self._renew()
             except DatabaseUnreachable:
-                pass   # logged by the database once; the next turn tries again
-            except Exception:   # noqa: BLE001 - the renewals must outlive one bad turn
+                pass  # logged by the database once; the next turn tries again
+            except Exception:  # noqa: BLE001 - the renewals must outlive one bad turn
                 import traceback
+
                 traceback.print_exc()
             with self._turn:
                 self.passes += 1

@@ -42,8 +42,8 @@ Invariants:
 
 from __future__ import annotations
 
-SCHEMA_LOCK = 0x70616E01     # advisory lock keys: "pan" + a number, ours alone
-APPEND_LOCK = 0x70616E02     # versions 1-5 only; + 1 still orders a reservation of many seqs
+SCHEMA_LOCK = 0x70616E01  # advisory lock keys: "pan" + a number, ours alone
+APPEND_LOCK = 0x70616E02  # versions 1-5 only; + 1 still orders a reservation of many seqs
 CHANNEL = "panelist_evidence"
 CONFIG_CHANNEL = "panelist_config"
 
@@ -344,10 +344,15 @@ _V6_LEASES = [
 # already stored (its seq taken) is left as it is with its evidence unwritten, so a write
 # retried after a lost COMMIT, or sent again from an outbox, lands once
 FOLLOWED = ("evidence", "verdicts", "panels", "suite_samples")
-_V7_XIDS = [stmt for table in FOLLOWED for stmt in (
-    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS xid xid8 NOT NULL DEFAULT '1'",
-    f"ALTER TABLE {table} ALTER COLUMN xid SET DEFAULT pg_current_xact_id()",
-    f"CREATE INDEX IF NOT EXISTS {table}_xid ON {table} (xid, id)")] + [
+_V7_XIDS = [
+    stmt
+    for table in FOLLOWED
+    for stmt in (
+        f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS xid xid8 NOT NULL DEFAULT '1'",
+        f"ALTER TABLE {table} ALTER COLUMN xid SET DEFAULT pg_current_xact_id()",
+        f"CREATE INDEX IF NOT EXISTS {table}_xid ON {table} (xid, id)",
+    )
+] + [
     f"""CREATE OR REPLACE FUNCTION panelist_append(recs jsonb) RETURNS bigint
         LANGUAGE plpgsql AS $$
         DECLARE
@@ -391,7 +396,8 @@ _V7_XIDS = [stmt for table in FOLLOWED for stmt in (
             IF jsonb_array_length(keep) > 0 THEN
                 PERFORM panelist_append(keep);
             END IF;
-        END $$"""]
+        END $$""",
+]
 
 # a key's requests a minute, exact over every 60 s: the admission times of the last window,
 # oldest first, never more than the limit (``server.ratedb``); returns 0 when admitted, else the
@@ -424,9 +430,16 @@ _V8_RATE_LOG = [
 ]
 
 # (version, statements): append a new version, never edit an applied one
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2_LIMITS), (3, _V3_RACES), (4, _V4_PANELS),
-                                           (5, _V5_IMPORT_ORIGIN), (6, _V6_LEASES), (7, _V7_XIDS),
-                                           (8, _V8_RATE_LOG)]
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (1, _V1),
+    (2, _V2_LIMITS),
+    (3, _V3_RACES),
+    (4, _V4_PANELS),
+    (5, _V5_IMPORT_ORIGIN),
+    (6, _V6_LEASES),
+    (7, _V7_XIDS),
+    (8, _V8_RATE_LOG),
+]
 VERSION = MIGRATIONS[-1][0]
 
 
@@ -454,8 +467,7 @@ def migrate(db) -> tuple[int, list[int]]:
                 with conn.transaction():
                     for sql in statements:
                         conn.execute(sql)
-                    conn.execute("INSERT INTO panelist_schema (version) VALUES (%s)",
-                                 (version,))
+                    conn.execute("INSERT INTO panelist_schema (version) VALUES (%s)", (version,))
                 applied.append(version)
             return current(conn), applied
         finally:

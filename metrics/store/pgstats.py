@@ -55,10 +55,15 @@ class Stats:
 
     def snapshot(self) -> dict:
         with self._lock:
-            return {"errors": dict(self._errors), "uses": self._uses,
-                    "seconds": self._seconds, "pool_waits": self._pool_waits,
-                    "pool_wait_seconds": self._pool_wait_seconds,
-                    "pool_refusals": self._pool_refusals, "in_use": self._in_use}
+            return {
+                "errors": dict(self._errors),
+                "uses": self._uses,
+                "seconds": self._seconds,
+                "pool_waits": self._pool_waits,
+                "pool_wait_seconds": self._pool_wait_seconds,
+                "pool_refusals": self._pool_refusals,
+                "in_use": self._in_use,
+            }
 
 
 STATS = Stats()

@@ -14,11 +14,12 @@ from pathlib import Path
 from panelist.metrics.errors import BadRequest
 
 MiB = 1 << 20
-LIMIT = 16 * MiB   # as much as the gateway takes in one request body
+LIMIT = 16 * MiB  # as much as the gateway takes in one request body
 
 
-def read_bytes(path: str | Path, *, limit: int = LIMIT, what: str = "file",
-               param: str | None = None) -> bytes:
+def read_bytes(
+    path: str | Path, *, limit: int = LIMIT, what: str = "file", param: str | None = None
+) -> bytes:
     """The contents of ``path``, at most ``limit`` bytes; ``what`` names it in a refusal."""
     p = Path(path).expanduser()
     try:
@@ -29,20 +30,27 @@ def read_bytes(path: str | Path, *, limit: int = LIMIT, what: str = "file",
     except OSError as exc:
         raise BadRequest(f"cannot read {p}: {exc.strerror or exc}", param=param) from None
     if len(data) > limit:
-        raise BadRequest(f"{p} is larger than {_size(limit)} (or never ends); give a {what} "
-                         f"under {_size(limit)}", param=param)
+        raise BadRequest(
+            f"{p} is larger than {_size(limit)} (or never ends); give a {what} "
+            f"under {_size(limit)}",
+            param=param,
+        )
     return data
 
 
-def read_text(path: str | Path, *, limit: int = LIMIT, what: str = "file",
-              param: str | None = None) -> str:
+def read_text(
+    path: str | Path, *, limit: int = LIMIT, what: str = "file", param: str | None = None
+) -> str:
     """``read_bytes`` as UTF-8 text."""
     data = read_bytes(path, limit=limit, what=what, param=param)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadRequest(f"{Path(path).expanduser()} is not UTF-8 text (byte {exc.start} is "
-                         f"not); give a {what} saved as UTF-8", param=param) from None
+        raise BadRequest(
+            f"{Path(path).expanduser()} is not UTF-8 text (byte {exc.start} is "
+            f"not); give a {what} saved as UTF-8",
+            param=param,
+        ) from None
 
 
 def _size(n: int) -> str:

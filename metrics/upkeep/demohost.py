@@ -41,24 +41,26 @@ from panelist.metrics.roster.roster import Roster
 from panelist.metrics.store import configfile, flock, jsonwire
 from panelist.metrics.store.jsonl import SCHEMA, utc_iso
 
-if TYPE_CHECKING:   # imported only when a demo is served
+if TYPE_CHECKING:  # imported only when a demo is served
     from panelist.metrics.upstream.sim import SimUpstream
 
-WATCH = 0.25            # seconds between a watching host's looks at the owner lock
-KEEP_REQUESTS = 1000    # a long demo keeps the simulator's memory flat
+WATCH = 0.25  # seconds between a watching host's looks at the owner lock
+KEEP_REQUESTS = 1000  # a long demo keeps the simulator's memory flat
 LOOPBACK = ("127.0.0.1", "localhost")
 
 
 def _simulator(port: int) -> SimUpstream:
     from panelist.metrics.upstream.sim import SimUpstream
+
     return SimUpstream(port=port, keep_requests=KEEP_REQUESTS)
 
 
 class DemoHost:
     """One process's part in serving a data folder's demo; ``close`` it when done."""
 
-    def __init__(self, home: Home, make_sim: Callable[[int], SimUpstream] = _simulator, *,
-                 watch: bool = True):
+    def __init__(
+        self, home: Home, make_sim: Callable[[int], SimUpstream] = _simulator, *, watch: bool = True
+    ):
         """``make_sim(port)``: an unstarted simulated upstream on that port (0: any).
         ``watch``: take over when the owner goes (a server); a short command passes False."""
         self.home = home
@@ -88,8 +90,9 @@ class DemoHost:
                 raise RuntimeError("this demo host was closed")
             self._serve(install)
             if self._watch and not self.owner and self._thread is None:
-                self._thread = threading.Thread(target=self._watching, name="demo-watch",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._watching, name="demo-watch", daemon=True
+                )
                 self._thread.start()
             assert self.url is not None  # _serve sets it or raises
             return self.url
@@ -102,15 +105,15 @@ class DemoHost:
             if self._sim is None:
                 return
             sim, self._sim = self._sim, None
-            sim.stop()   # first: the port is free once another process may take the lock
+            sim.stop()  # first: the port is free once another process may take the lock
             try:
                 with configfile.flocked(self._decide):
                     record = self._read()
                     if record is not None and record.get("pid") == os.getpid():
                         self._write(record["url"], None)
             finally:
-                if self._owner_fd is not None:   # always: the simulator's owner holds the lock
-                    os.close(self._owner_fd)   # lets go of the owner lock
+                if self._owner_fd is not None:  # always: the simulator's owner holds the lock
+                    os.close(self._owner_fd)  # lets go of the owner lock
                 self._owner_fd = None
 
     # -- deciding ---------------------------------------------------------------------------------
@@ -122,7 +125,7 @@ class DemoHost:
                 try:
                     sim = self._sim = self._bind(self._ports(record))
                 except BaseException:
-                    if self._owner_fd is not None:   # always: _take_lock just held it
+                    if self._owner_fd is not None:  # always: _take_lock just held it
                         os.close(self._owner_fd)
                     self._owner_fd = None
                     raise
@@ -132,13 +135,15 @@ class DemoHost:
                 url = self._sim.url
             elif record is not None and isinstance(record.get("url"), str):
                 url = record["url"]
-            else:   # a lock held and nothing recorded: only a hand-removed record gets here
-                raise PanelistError(f"{self._record} is missing while a process serves the "
-                                    "demo; stop the other demo server, then start again")
+            else:  # a lock held and nothing recorded: only a hand-removed record gets here
+                raise PanelistError(
+                    f"{self._record} is missing while a process serves the "
+                    "demo; stop the other demo server, then start again"
+                )
             if install:
                 demo.install(self.home, url)
             elif url != self.url:
-                demo.point(self.home, url)   # written only if the simulator moved
+                demo.point(self.home, url)  # written only if the simulator moved
             self.url = url
 
     def _take_lock(self) -> bool:
@@ -180,13 +185,15 @@ class DemoHost:
                         return
                     self._serve(install=False)
                     if self.owner:
-                        return   # took over: the simulator serves until close
+                        return  # took over: the simulator serves until close
                 said = None
-            except Exception as exc:   # a full disk, a removed folder: look again later
-                if str(exc) != said:   # once per cause, not four times a second
+            except Exception as exc:  # a full disk, a removed folder: look again later
+                if str(exc) != said:  # once per cause, not four times a second
                     said = str(exc)
-                    print(f"panelist: the demo's simulator could not be looked after: {exc}",
-                          file=sys.stderr)
+                    print(
+                        f"panelist: the demo's simulator could not be looked after: {exc}",
+                        file=sys.stderr,
+                    )
 
     # -- the record -------------------------------------------------------------------------------
     def _read(self) -> dict | None:
@@ -197,8 +204,9 @@ class DemoHost:
         return record if isinstance(record, dict) else None
 
     def _write(self, url: str, pid: int | None) -> None:
-        configfile.write_atomic(self._record, {"v": SCHEMA, "url": url, "pid": pid,
-                                               "ts": utc_iso(time.time())})
+        configfile.write_atomic(
+            self._record, {"v": SCHEMA, "url": url, "pid": pid, "ts": utc_iso(time.time())}
+        )
 
 
 def served_here(home: Home) -> bool:
@@ -208,6 +216,7 @@ def served_here(home: Home) -> bool:
         record = jsonwire.loads(home.demo_sim.read_bytes())
         endpoint = Roster(home).view().endpoints.get(demo.ENDPOINT)
     except (FileNotFoundError, ValueError, PanelistError):
-        return False   # no demo here, or a roster the server will refuse in its own words
-    return isinstance(record, dict) and endpoint is not None and \
-        record.get("url") == endpoint.base_url
+        return False  # no demo here, or a roster the server will refuse in its own words
+    return (
+        isinstance(record, dict) and endpoint is not None and record.get("url") == endpoint.base_url
+    )

@@ -47,25 +47,33 @@ from panelist.metrics.store import configfile, jsonl
 
 FAILING_AFTER = 3
 FAILING_OF = 5
-EVERY = 1.0   # seconds between a watch's looks
+EVERY = 1.0  # seconds between a watch's looks
 KINDS = ("failing", "recovered")
 ENDPOINT_ALERTS = ("endpoint_failing", "endpoint_recovered")
 # failure kinds that say the endpoint itself is wrong (its key, address, certificate, account),
 # whichever of its models is asked; "connection" covers DNS and TLS failures too
-ENDPOINT_KINDS = {"auth": "its key is refused", "connection": "it cannot be reached",
-                  "payment": "it asks for payment", "key_refused": "its key is refused"}
+ENDPOINT_KINDS = {
+    "auth": "its key is refused",
+    "connection": "it cannot be reached",
+    "payment": "it asks for payment",
+    "key_refused": "its key is refused",
+}
 
 
 def _rule_of(doc: dict) -> tuple[int, int]:
     n, m = doc.get("failing_after", FAILING_AFTER), doc.get("failing_of", FAILING_OF)
     for name, value in (("failing_of", m), ("failing_after", n)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= KEPT:
-            raise ConfigInvalid(f"gateway.json: {name} must be a whole number from 1 to {KEPT} "
-                                f"(a model is failing when failing_after of its last failing_of "
-                                f"calls failed), not {value!r}")
+            raise ConfigInvalid(
+                f"gateway.json: {name} must be a whole number from 1 to {KEPT} "
+                f"(a model is failing when failing_after of its last failing_of "
+                f"calls failed), not {value!r}"
+            )
     if n > m:
-        raise ConfigInvalid(f"gateway.json: failing_after ({n}) cannot be more than failing_of "
-                            f"({m}), the calls it is counted in")
+        raise ConfigInvalid(
+            f"gateway.json: failing_after ({n}) cannot be more than failing_of "
+            f"({m}), the calls it is counted in"
+        )
     return n, m
 
 
@@ -78,8 +86,10 @@ def describe(alias: str, mark: dict) -> str:
     """Why ``alias`` is failing, in words, from its ``Ledger.failing`` entry."""
     if mark["probe"]:
         return f"{alias} is failing: its newest probe failed ({mark['kind']})"
-    return (f"{alias} is failing: {mark['failed']} of its last {mark['of']} calls failed (the "
-            f"newest failure: {mark['kind']})")
+    return (
+        f"{alias} is failing: {mark['failed']} of its last {mark['of']} calls failed (the "
+        f"newest failure: {mark['kind']})"
+    )
 
 
 def endpoints_down(models: dict, marks: dict, answering: set[str]) -> dict[str, dict]:
@@ -93,8 +103,12 @@ def endpoints_down(models: dict, marks: dict, answering: set[str]) -> dict[str, 
     for endpoint, aliases in served.items():
         failing = sorted(a for a in aliases if a in marks)
         kinds = {marks[a]["kind"] for a in failing}
-        if len(failing) >= 2 and len(kinds) == 1 and next(iter(kinds)) in ENDPOINT_KINDS \
-                and answering.isdisjoint(aliases):
+        if (
+            len(failing) >= 2
+            and len(kinds) == 1
+            and next(iter(kinds)) in ENDPOINT_KINDS
+            and answering.isdisjoint(aliases)
+        ):
             down[endpoint] = {"kind": kinds.pop(), "models": failing}
     return down
 
@@ -103,8 +117,10 @@ def describe_endpoint(endpoint: str, down: dict) -> str:
     """Why ``endpoint`` is failing as a whole, in words, from its ``endpoints_down`` entry."""
     models = down["models"]
     named = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
-    return (f"endpoint {endpoint} is failing as a whole: {ENDPOINT_KINDS[down['kind']]} "
-            f"({down['kind']}) for every model of it asked lately ({named})")
+    return (
+        f"endpoint {endpoint} is failing as a whole: {ENDPOINT_KINDS[down['kind']]} "
+        f"({down['kind']}) for every model of it asked lately ({named})"
+    )
 
 
 class Watch:
@@ -117,8 +133,8 @@ class Watch:
         self._rule = configfile.Cached(home.file("gateway.json"), _rule_of)
         self._decide = home.alerts_log.with_name("alerts-failing.lock")
         self._tail = jsonl.Tail(home.alerts_log)
-        self._said: dict[str, str] = {}   # alias -> its newest failing / recovered alert
-        self._said_endpoint: dict[str, str] = {}   # endpoint -> its newest endpoint alert
+        self._said: dict[str, str] = {}  # alias -> its newest failing / recovered alert
+        self._said_endpoint: dict[str, str] = {}  # endpoint -> its newest endpoint alert
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -143,7 +159,7 @@ class Watch:
                 return []
             raised = []
             with configfile.flocked(self._decide):
-                self._follow()   # another process may have said it meanwhile
+                self._follow()  # another process may have said it meanwhile
                 for endpoint in self._endpoints_changed(view, down):
                     raised.append(self._raise_endpoint(endpoint, down.get(endpoint)))
                 for alias in self._changed(alone, marks):
@@ -154,33 +170,53 @@ class Watch:
         return [a for a in aliases if (a in marks) != (self._said.get(a) == "failing")]
 
     def _endpoints_changed(self, view, down: dict) -> list[str]:
-        return [e for e in view.endpoints
-                if (e in down) != (self._said_endpoint.get(e) == "endpoint_failing")]
+        return [
+            e
+            for e in view.endpoints
+            if (e in down) != (self._said_endpoint.get(e) == "endpoint_failing")
+        ]
 
     def _raise_endpoint(self, endpoint: str, down: dict | None) -> dict:
         if down is not None:
             record = self.alerts.raise_alert(
-                "endpoint_failing", endpoint, f"{describe_endpoint(endpoint, down)}; open the "
+                "endpoint_failing",
+                endpoint,
+                f"{describe_endpoint(endpoint, down)}; open the "
                 "endpoint's page and press Test to read its answer, then fix its key, address "
-                "or certificate", endpoint=endpoint, models=down["models"],
-                error_kind=down["kind"])
+                "or certificate",
+                endpoint=endpoint,
+                models=down["models"],
+                error_kind=down["kind"],
+            )
         else:
             record = self.alerts.raise_alert(
-                "endpoint_recovered", endpoint, f"endpoint {endpoint} is no longer failing as "
-                "a whole: its models are judged one by one again", endpoint=endpoint)
+                "endpoint_recovered",
+                endpoint,
+                f"endpoint {endpoint} is no longer failing as "
+                "a whole: its models are judged one by one again",
+                endpoint=endpoint,
+            )
         self._said_endpoint[endpoint] = record["kind"]
         return record
 
     def _raise(self, alias: str, mark: dict | None, n: int, m: int) -> dict:
         if mark is not None:
             record = self.alerts.raise_alert(
-                "failing", alias, f"{describe(alias, mark)}; its failed seats are listed on Panels, and "
-                "Probe or Retire on its model page act on it", failed=mark["failed"],
-                of=mark["of"], error_kind=mark["kind"], probe=mark["probe"])
+                "failing",
+                alias,
+                f"{describe(alias, mark)}; its failed seats are listed on Panels, and "
+                "Probe or Retire on its model page act on it",
+                failed=mark["failed"],
+                of=mark["of"],
+                error_kind=mark["kind"],
+                probe=mark["probe"],
+            )
         else:
             record = self.alerts.raise_alert(
-                "recovered", alias, f"{alias} answers again: fewer than {n} of its last {m} "
-                "calls failed")
+                "recovered",
+                alias,
+                f"{alias} answers again: fewer than {n} of its last {m} calls failed",
+            )
         self._said[alias] = record["kind"]
         return record
 
@@ -196,8 +232,7 @@ class Watch:
     # -- the thread -------------------------------------------------------------------------------
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="failing-watch",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._run, name="failing-watch", daemon=True)
             self._thread.start()
 
     def _run(self) -> None:
@@ -206,7 +241,7 @@ class Watch:
             try:
                 self.check()
                 said = None
-            except Exception as exc:   # a broken setting: say it once, look again later
+            except Exception as exc:  # a broken setting: say it once, look again later
                 if str(exc) != said:
                     said = str(exc)
                     print(f"panelist: failing models cannot be watched: {exc}", file=sys.stderr)

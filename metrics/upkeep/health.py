@@ -55,8 +55,10 @@ def retire_after(home: Home) -> int:
     """``retire_after`` from gateway.json: hard failures in a row that retire a model."""
     value = configfile.read(home.file("gateway.json")).get("retire_after", RETIRE_AFTER)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigInvalid("gateway.json: retire_after must be a whole number of 1 or more "
-                            f"(hard failures in a row before a model is retired), not {value!r}")
+        raise ConfigInvalid(
+            "gateway.json: retire_after must be a whole number of 1 or more "
+            f"(hard failures in a row before a model is retired), not {value!r}"
+        )
     return value
 
 
@@ -84,8 +86,11 @@ def _retired_by(changes: Path, alias: str) -> str | None:
         if rec.get("what") != what:
             continue
         old, new = rec.get("old") or {}, rec.get("new") or {}
-        if isinstance(new, dict) and new.get("retired") and not (
-                isinstance(old, dict) and old.get("retired")):
+        if (
+            isinstance(new, dict)
+            and new.get("retired")
+            and not (isinstance(old, dict) and old.get("retired"))
+        ):
             return rec.get("by")
     return None
 
@@ -104,20 +109,28 @@ class ProbeLog:
         self.ledger.record_probe(seatrecord.fields(result))
 
 
-def ask_endpoint(seats: Seats, ledger: Ledger, endpoint: Endpoint, served: str, *,
-              timeout: float) -> SeatResult:
+def ask_endpoint(
+    seats: Seats, ledger: Ledger, endpoint: Endpoint, served: str, *, timeout: float
+) -> SeatResult:
     """The dashboard's Test of an endpoint not (yet) on the roster: one tiny chat with its
     ``served`` model, through admission like a probe and logged like one (role ``test``, no
     alias: health never counts it). Returns the answered result; raises the error the call
     ended with (the upstream's own, when it was one)."""
-    call = SeatCall(label=f"test.{endpoint.name}", role="test",
-                    model=Model(alias="", endpoint=endpoint.name, served=served, family=""),
-                    messages=TEST_MESSAGES, params=dict(TEST_PARAMS), timeout=timeout,
-                    wait_in_timeout=True, endpoint=endpoint)
+    call = SeatCall(
+        label=f"test.{endpoint.name}",
+        role="test",
+        model=Model(alias="", endpoint=endpoint.name, served=served, family=""),
+        messages=TEST_MESSAGES,
+        params=dict(TEST_PARAMS),
+        timeout=timeout,
+        wait_in_timeout=True,
+        endpoint=endpoint,
+    )
     # nothing is learned of a model on no roster, and its Retry-After pauses no endpoint (the
     # URL tried may not be that of the endpoint of the same name)
-    result, = seats.run([call], timeout=timeout, log=ProbeLog(ledger),
-                        learn=lambda model, exc: None, max_pause=0)
+    (result,) = seats.run(
+        [call], timeout=timeout, log=ProbeLog(ledger), learn=lambda model, exc: None, max_pause=0
+    )
     if result.answered:
         return result
     if isinstance(result.raised, UpstreamError):
@@ -133,8 +146,14 @@ class Health:
     def of(cls, panels) -> "Health":
         return cls(panels.home, seats=panels.seats, ledger=panels.ledger)
 
-    def __init__(self, home: Home, *, seats: Seats | None = None, admission=None,
-                 ledger: Ledger | None = None):
+    def __init__(
+        self,
+        home: Home,
+        *,
+        seats: Seats | None = None,
+        admission=None,
+        ledger: Ledger | None = None,
+    ):
         self.home = home
         self.roster = Roster(home)
         self._own_ledger = ledger is None
@@ -144,6 +163,7 @@ class Health:
         self._own_seats = seats is None
         if seats is None:
             from panelist.metrics.upstream.admission import Admission
+
             self._admission = admission if admission is not None else Admission.of_home(home)
             seats = Seats(self.roster, admission=self._admission, thread_name="probe")
         else:
@@ -152,9 +172,15 @@ class Health:
         self._lock = threading.Lock()
 
     # -- probing -----------------------------------------------------------------------------------
-    def probe(self, aliases: list[str] | None = None, *, timeout: float = 30.0,
-              wait: float = 30.0, dry_run: bool = False,
-              cancel: threading.Event | None = None) -> list[Probe]:
+    def probe(
+        self,
+        aliases: list[str] | None = None,
+        *,
+        timeout: float = 30.0,
+        wait: float = 30.0,
+        dry_run: bool = False,
+        cancel: threading.Event | None = None,
+    ) -> list[Probe]:
         """Probe ``aliases`` (default: every model on the roster, retired ones included, since a
         probe is how they come back), one at a time per endpoint and the endpoints at once; then
         count and act on what was logged. Probes come back in the order of ``aliases``.
@@ -167,19 +193,37 @@ class Health:
         unknown = [a for a in names if a not in models]
         if unknown:
             raise NotFound(f"unknown model(s) {', '.join(unknown)}; see `panelist model list`")
-        actions = {} if dry_run else self.sweep()   # so these probes are counted after
-        calls = [SeatCall(label=f"probe.{alias}", role="probe", model=models[alias],
-                          messages=PROBE_MESSAGES, params=dict(PROBE_PARAMS), timeout=timeout,
-                          wait=wait) for alias in names]
+        actions = {} if dry_run else self.sweep()  # so these probes are counted after
+        calls = [
+            SeatCall(
+                label=f"probe.{alias}",
+                role="probe",
+                model=models[alias],
+                messages=PROBE_MESSAGES,
+                params=dict(PROBE_PARAMS),
+                timeout=timeout,
+                wait=wait,
+            )
+            for alias in names
+        ]
         # one probe at a time per endpoint, the endpoints at once; each by its own wait+timeout
-        ended = self.seats.run(calls, cancel=cancel, parallel=1,
-                               log=None if dry_run else ProbeLog(self.ledger, cancel))
+        ended = self.seats.run(
+            calls, cancel=cancel, parallel=1, log=None if dry_run else ProbeLog(self.ledger, cancel)
+        )
         probes = []
         for alias, r in zip(names, ended):
             if cancel is not None and cancel.is_set() and not r.answered:
-                continue   # cut, or never begun: it says nothing about the model
-            probes.append(Probe(alias, models[alias].endpoint, "ok" if r.answered else r.status,
-                                r.seconds, r.error_kind, r.error))
+                continue  # cut, or never begun: it says nothing about the model
+            probes.append(
+                Probe(
+                    alias,
+                    models[alias].endpoint,
+                    "ok" if r.answered else r.status,
+                    r.seconds,
+                    r.error_kind,
+                    r.error,
+                )
+            )
         actions.update(self._would(probes, models) if dry_run else self.sweep())
         for p in probes:
             p.action = actions.get(p.alias, "")
@@ -195,8 +239,11 @@ class Health:
             if p.status == "ok":
                 if p.alias in state["retired"] and models[p.alias].retired:
                     out[p.alias] = "would_restore"
-            elif (p.error_kind or p.status) in HARD_KINDS and not models[p.alias].retired and \
-                    state["runs"].get(p.alias, 0) + 1 >= limit:
+            elif (
+                (p.error_kind or p.status) in HARD_KINDS
+                and not models[p.alias].retired
+                and state["runs"].get(p.alias, 0) + 1 >= limit
+            ):
                 out[p.alias] = "would_retire"
         return out
 
@@ -209,8 +256,9 @@ class Health:
             state = self._load()
             views = self.roster.view().models
             # a model anyone put back in service is no longer health's to restore
-            state["retired"] = {a: why for a, why in state["retired"].items()
-                                if a in views and views[a].retired}
+            state["retired"] = {
+                a: why for a, why in state["retired"].items() if a in views and views[a].retired
+            }
             actions: dict[str, str] = {}
             tail = self.ledger.evidence_after(state["offset"])
             for _, rec in tail.read():
@@ -224,7 +272,7 @@ class Health:
         if kind not in ("probe", "seat") or not isinstance(alias, str):
             return
         if kind == "probe" and rec.get("role", "probe") != "probe":
-            return   # an endpoint's Test: its model is on no roster
+            return  # an endpoint's Test: its model is on no roster
         status = rec.get("status")
         if kind == "probe":
             failed = None if status in ANSWERED else (rec.get("error_kind") or status)
@@ -237,7 +285,7 @@ class Health:
                 self._restore(alias, state, actions)
             return
         if failed not in HARD_KINDS:
-            return   # transient or unclear: says nothing about whether the model is there
+            return  # transient or unclear: says nothing about whether the model is there
         runs[alias] = runs.get(alias, 0) + 1
         if runs[alias] >= limit:
             self._retire(alias, failed, runs[alias], state, actions)
@@ -246,27 +294,39 @@ class Health:
         reason = f"{run} hard failures in a row, the last one '{kind}'"
         try:
             changed = retirement.retire(
-                self.roster, self.alerts, alias, by=BY, reason=reason, error_kind=kind,
+                self.roster,
+                self.alerts,
+                alias,
+                by=BY,
+                reason=reason,
+                error_kind=kind,
                 message=f"{alias} was retired: {reason}; fix its endpoint's key or served id, "
-                        f"then Probe on its model page (or `panelist probe {alias}`) "
-                        "restores it once it answers")
+                f"then Probe on its model page (or `panelist probe {alias}`) "
+                "restores it once it answers",
+            )
         except NotFound:
-            return   # removed from the roster meanwhile
+            return  # removed from the roster meanwhile
         if not changed:
-            return   # already retired, by health or by hand: nothing to take over
+            return  # already retired, by health or by hand: nothing to take over
         state["retired"][alias] = reason
         actions[alias] = "retired"
 
     def _restore(self, alias: str, state: dict, actions: dict) -> None:
         reason = state["retired"].pop(alias)
         if _retired_by(self.roster.path.with_name("changes.jsonl"), alias) != BY:
-            return   # put back and retired again by a person since: theirs to restore
+            return  # put back and retired again by a person since: theirs to restore
         try:
-            retirement.restore(self.roster, self.ledger, alias, by=BY, alerts=self.alerts,
-                            message=f"{alias} answered a probe and is back in service",
-                            reason=reason)
+            retirement.restore(
+                self.roster,
+                self.ledger,
+                alias,
+                by=BY,
+                alerts=self.alerts,
+                message=f"{alias} answered a probe and is back in service",
+                reason=reason,
+            )
         except NotFound:
-            return   # removed from the roster meanwhile
+            return  # removed from the roster meanwhile
         actions[alias] = "restored"
 
     # -- the state file ----------------------------------------------------------------------------
@@ -280,9 +340,12 @@ class Health:
             data = jsonwire.loads(self.state_path.read_bytes())
         except (FileNotFoundError, ValueError):
             return fresh
-        if not isinstance(data, dict) or not isinstance(data.get("runs"), dict) or \
-                not isinstance(data.get("retired"), dict) or \
-                not isinstance(data.get("offset"), int):
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("runs"), dict)
+            or not isinstance(data.get("retired"), dict)
+            or not isinstance(data.get("offset"), int)
+        ):
             return fresh
         if data.get("ino") != ino or data["offset"] > size:
             # another evidence log: its lines were never counted, but what health retired stays

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from panelist.metrics.home import Home
 from panelist.metrics.store import pglease
 
-if TYPE_CHECKING:   # psycopg is loaded only for a server with a database
+if TYPE_CHECKING:  # psycopg is loaded only for a server with a database
     from panelist.metrics.store import pg
 
 NAME = "leader"
@@ -40,12 +40,13 @@ class Leader:
     """This instance's part in leading: ``leads()`` says whether it runs the jobs now."""
 
     def __init__(self, url: str | None, *, period: float | None = None):
-        self.db: pg.Database | None = None   # set together with the lease, or neither
+        self.db: pg.Database | None = None  # set together with the lease, or neither
         self.lease: pglease.Lease | None = None
         self._changed = threading.Condition()
         self._leading = url is None
         if url is not None:
             from panelist.metrics.store import pg
+
             self.db = pg.Database(url, application="panelist-leader")
             period = pglease.period_of_env() if period is None else float(period)
             self.lease = pglease.Lease(self.db, NAME, pglease.holder_name(NAME), period)
@@ -71,9 +72,10 @@ class Leader:
         return leading
 
     def _renew(self) -> None:
-        assert self.lease is not None   # the renewer is made, and runs, only with a lease
+        assert self.lease is not None  # the renewer is made, and runs, only with a lease
         if not self._migrated:
             from panelist.metrics.store import pgschema
+
             pgschema.migrate(self.db)
             self._migrated = True
         self._note(self.lease.renew())
@@ -103,9 +105,9 @@ class Leader:
         return out
 
     def close(self) -> None:
-        if self.lease is None or self.db is None:   # both or neither
+        if self.lease is None or self.db is None:  # both or neither
             return
         self.renewer.close()
-        if self.lease.held():   # else it is another's, or lapses by itself
+        if self.lease.held():  # else it is another's, or lapses by itself
             self.lease.release()
         self.db.close()

@@ -47,24 +47,45 @@ class Asking:
         self.eid, self.alias, self.purpose = eid, alias, purpose
         self.tasks_of = tasks_of
 
-    def chat(self, base_url: str, api_key: str | None, body: dict, *, timeout: float,
-             cancel=None, messages_json: bytes | None = None, on_release=None):
+    def chat(
+        self,
+        base_url: str,
+        api_key: str | None,
+        body: dict,
+        *,
+        timeout: float,
+        cancel=None,
+        messages_json: bytes | None = None,
+        on_release=None,
+    ):
         """``Upstream.chat``'s, recorded around the call; ``on_release`` runs once, always."""
         call = new_id()
-        intent = {"entry": self.eid, "alias": self.alias, "event": "asking", "call": call,
-                  "for": self.purpose}
+        intent = {
+            "entry": self.eid,
+            "alias": self.alias,
+            "event": "asking",
+            "call": call,
+            "for": self.purpose,
+        }
         if self.tasks_of is not None:
             intent["tasks"] = self.tasks_of(body)
-        try:   # raises before sending when it cannot be kept
+        try:  # raises before sending when it cannot be kept
             self.queue.append(intent, sync=True)
         except BaseException:
-            if on_release is not None:   # nothing was sent
+            if on_release is not None:  # nothing was sent
                 on_release()
             raise
         t0 = time.monotonic()
         try:
-            answer = self.upstream.chat(base_url, api_key, body, timeout=timeout, cancel=cancel,
-                                        messages_json=messages_json, on_release=on_release)
+            answer = self.upstream.chat(
+                base_url,
+                api_key,
+                body,
+                timeout=timeout,
+                cancel=cancel,
+                messages_json=messages_json,
+                on_release=on_release,
+            )
         except UpstreamError as exc:
             self._ended(call, t0, "failed", exc.kind)
             raise
@@ -75,14 +96,20 @@ class Asking:
         return answer
 
     def _ended(self, call: str, t0: float, outcome: str, kind: str) -> None:
-        line = {"entry": self.eid, "alias": self.alias, "event": "asked", "call": call,
-                "outcome": outcome, "seconds": round(time.monotonic() - t0, 3)}
+        line = {
+            "entry": self.eid,
+            "alias": self.alias,
+            "event": "asked",
+            "call": call,
+            "outcome": outcome,
+            "seconds": round(time.monotonic() - t0, 3),
+        }
         if kind:
             line["error_kind"] = kind
         try:
             self.queue.append(line)
         except OSError:
-            pass   # a full disk must not lose the answer; the call then reads as interrupted
+            pass  # a full disk must not lose the answer; the call then reads as interrupted
 
 
 def of(entry: dict, purpose: str) -> list[dict]:
@@ -93,8 +120,9 @@ def of(entry: dict, purpose: str) -> list[dict]:
 def cut(call: dict) -> bool:
     """Whether nobody read the answer of a sent call: in flight when its process died, or cut
     by a stop."""
-    return call["outcome"] in (None, CUT) or (call["outcome"] == "failed"
-                                              and call.get("error_kind") == "cancelled")
+    return call["outcome"] in (None, CUT) or (
+        call["outcome"] == "failed" and call.get("error_kind") == "cancelled"
+    )
 
 
 def settle(queue, eid: str) -> list[dict]:
@@ -103,8 +131,18 @@ def settle(queue, eid: str) -> list[dict]:
     entry = queue.entry(eid)
     open_ = [c for c in entry.get("calls", {}).values() if c["outcome"] is None]
     if open_:
-        queue.append(*({"entry": eid, "alias": entry["alias"], "event": "asked",
-                        "call": c["call"], "outcome": CUT} for c in open_))
+        queue.append(
+            *(
+                {
+                    "entry": eid,
+                    "alias": entry["alias"],
+                    "event": "asked",
+                    "call": c["call"],
+                    "outcome": CUT,
+                }
+                for c in open_
+            )
+        )
     return open_
 
 
@@ -133,6 +171,7 @@ def prompt_tasks(tasks: list, known: dict):
     """``tasks_of`` for a quick run of ``tasks``: a prompt's task ids, told by its digest, made
     as the suite makes it (the prompt depends only on the task, the epoch and its pair's key)."""
     from panelist.suite import prompts
+
     by_digest: dict[str, list[str]] = {}
     for task in tasks:
         content = prompts.messages(task, 1, prompts.focus_of(task, known))[0]["content"]
@@ -141,6 +180,6 @@ def prompt_tasks(tasks: list, known: dict):
     def tasks_of(body: dict) -> list[str]:
         messages = body.get("messages") or [{}]
         content = messages[0].get("content") if isinstance(messages[0], dict) else None
-        return list(by_digest.get(prompts.digest(content), [])) if isinstance(content, str) \
-            else []
+        return list(by_digest.get(prompts.digest(content), [])) if isinstance(content, str) else []
+
     return tasks_of

@@ -38,10 +38,10 @@ from panelist.metrics.roster.roster import Roster
 STEPS = ("register", "probe", "suite", "ready")
 ENDED = ("ready", "failed")
 FINISHED = ("done", "skipped")
-QUICK_TASKS = 6          # tasks in the quick suite run, spread over the starter pack
+QUICK_TASKS = 6  # tasks in the quick suite run, spread over the starter pack
 MAX_TASKS = 100
-PROBE_ATTEMPTS = 3       # a probe's call: the first try, one retry, one correction to a cap
-TASK_ATTEMPTS = 4        # a quick-run prompt: the first try, two retries, one correction
+PROBE_ATTEMPTS = 3  # a probe's call: the first try, one retry, one correction to a cap
+TASK_ATTEMPTS = 4  # a quick-run prompt: the first try, two retries, one correction
 
 
 def calls_of(models: int, tasks: int = QUICK_TASKS) -> tuple[int, int]:
@@ -49,21 +49,24 @@ def calls_of(models: int, tasks: int = QUICK_TASKS) -> tuple[int, int]:
     once (a probe and ``tasks`` quick-run prompts a model), and with every retry used."""
     return models * (1 + tasks), models * (PROBE_ATTEMPTS + tasks * TASK_ATTEMPTS)
 
+
 HINTS = {
     "auth": "the endpoint refused the key: set the endpoint's key (see `panelist endpoint "
-            "list`), then run `panelist model onboard {alias}` again",
+    "list`), then run `panelist model onboard {alias}` again",
     "not_found": "the endpoint does not serve that model: check its served id (`panelist model "
-                 "list`) or `panelist discover`, then run `panelist model onboard {alias}` again",
+    "list`) or `panelist discover`, then run `panelist model onboard {alias}` again",
     "key_refused": "the endpoint's key variable is not one an endpoint may read: put the key in "
-                   "a PANELIST_KEY_ variable or list the name in config/key_envs.json (the "
-                   "error says which), then run `panelist model onboard {alias}` again",
+    "a PANELIST_KEY_ variable or list the name in config/key_envs.json (the "
+    "error says which), then run `panelist model onboard {alias}` again",
     "register": "register it by hand with `panelist model add {alias} --endpoint E`, or pick a "
-                "model `panelist discover` lists, then run `panelist model onboard {alias}` again",
+    "model `panelist discover` lists, then run `panelist model onboard {alias}` again",
     "interrupted": "run `panelist model onboard {alias}` again to send it a new probe (or "
-                   "`panelist probe {alias}` to see first whether it answers)",
+    "`panelist probe {alias}` to see first whether it answers)",
 }
-HINT = ("the endpoint did not answer the probe ({kind}); check that it is up and run "
-        "`panelist model onboard {alias}` again")
+HINT = (
+    "the endpoint did not answer the probe ({kind}); check that it is up and run "
+    "`panelist model onboard {alias}` again"
+)
 
 
 def hint(kind: str, alias: str) -> str:
@@ -101,10 +104,23 @@ class Queue:
             return
         if rec.get("event") == "queued":
             self._entries[eid] = {
-                "id": eid, "alias": rec.get("alias"), "endpoint": rec.get("endpoint"),
-                "tasks": rec.get("tasks", QUICK_TASKS), "step": STEPS[0], "status": "queued",
-                "queued": ts, "started": None, "updated": ts, "result": None, "error": None,
-                "error_kind": None, "hint": None, "steps": {}, "detail": {}, "calls": {}}
+                "id": eid,
+                "alias": rec.get("alias"),
+                "endpoint": rec.get("endpoint"),
+                "tasks": rec.get("tasks", QUICK_TASKS),
+                "step": STEPS[0],
+                "status": "queued",
+                "queued": ts,
+                "started": None,
+                "updated": ts,
+                "result": None,
+                "error": None,
+                "error_kind": None,
+                "hint": None,
+                "steps": {},
+                "detail": {},
+                "calls": {},
+            }
             return
         if rec.get("event") in ("asking", "asked"):
             self._fold_call(rec)
@@ -114,21 +130,28 @@ class Queue:
             return
         entry["step"], entry["updated"] = step, ts
         entry["steps"][step] = status
-        detail = {k: v for k, v in rec.items()
-                  if k not in ("v", "ts", "entry", "alias", "step", "status", "pid")}
+        detail = {
+            k: v
+            for k, v in rec.items()
+            if k not in ("v", "ts", "entry", "alias", "step", "status", "pid")
+        }
         if status == "started":
             entry["status"] = "running"
             entry["started"] = entry["started"] or ts
-            entry["detail"].setdefault(step, detail)   # the first start's choices are kept
+            entry["detail"].setdefault(step, detail)  # the first start's choices are kept
             return
         entry["detail"][step] = dict(entry["detail"].get(step, {}), **detail)
         if step == "register" and rec.get("endpoint"):
             entry["endpoint"] = rec["endpoint"]
         if step == "register" and isinstance(rec.get("registered_as"), str):
-            entry["alias"] = rec["registered_as"]   # a served id an alias cannot hold as it is
+            entry["alias"] = rec["registered_as"]  # a served id an alias cannot hold as it is
         if status == "failed":
-            entry.update(status="failed", error=rec.get("error"),
-                         error_kind=rec.get("error_kind"), hint=rec.get("hint"))
+            entry.update(
+                status="failed",
+                error=rec.get("error"),
+                error_kind=rec.get("error_kind"),
+                hint=rec.get("hint"),
+            )
         elif step == "ready" and status == "done":
             entry.update(status="ready", result=rec.get("result"))
 
@@ -139,13 +162,24 @@ class Queue:
         calls = entry["calls"]
         if rec["event"] == "asking":
             tasks = rec.get("tasks")
-            calls.setdefault(call, {"call": call, "for": rec.get("for"),
-                                    "tasks": tasks if isinstance(tasks, list) else None,
-                                    "outcome": None, "error_kind": "", "seconds": None})
+            calls.setdefault(
+                call,
+                {
+                    "call": call,
+                    "for": rec.get("for"),
+                    "tasks": tasks if isinstance(tasks, list) else None,
+                    "outcome": None,
+                    "error_kind": "",
+                    "seconds": None,
+                },
+            )
         elif call in calls and calls[call]["outcome"] in (None, "interrupted"):
             # a call's own outcome replaces an `interrupted` a later process wrote for it
-            calls[call].update(outcome=rec.get("outcome"), error_kind=rec.get("error_kind", ""),
-                               seconds=rec.get("seconds"))
+            calls[call].update(
+                outcome=rec.get("outcome"),
+                error_kind=rec.get("error_kind", ""),
+                seconds=rec.get("seconds"),
+            )
 
     def entries(self) -> list[dict]:
         """Every entry, oldest first (copies: the fold goes on)."""
@@ -200,27 +234,37 @@ class Queue:
                 os.close(fd)
         self.refresh()
 
-    def enqueue(self, upstream, aliases, endpoint: str | None = None, *,
-                tasks: int = QUICK_TASKS) -> list[dict]:
+    def enqueue(
+        self, upstream, aliases, endpoint: str | None = None, *, tasks: int = QUICK_TASKS
+    ) -> list[dict]:
         """Check ``aliases`` and put each in the queue (an alias already there keeps its entry);
         returns their entries, each with ``new`` saying whether this call queued it."""
         plan = check(self.home, upstream, aliases, endpoint)
         if isinstance(tasks, bool) or not isinstance(tasks, int) or not 1 <= tasks <= MAX_TASKS:
-            raise BadRequest(f"the quick run's task cap must be a whole number from 1 to "
-                             f"{MAX_TASKS}")
-        with self._enqueuing():   # two processes onboarding one alias open one entry
+            raise BadRequest(
+                f"the quick run's task cap must be a whole number from 1 to {MAX_TASKS}"
+            )
+        with self._enqueuing():  # two processes onboarding one alias open one entry
             self.refresh()
             with self._mu:
-                waiting = {e["alias"]: e["id"] for e in self._entries.values()
-                           if e["status"] not in ENDED}
+                waiting = {
+                    e["alias"]: e["id"] for e in self._entries.values() if e["status"] not in ENDED
+                }
             lines, ids = [], []
             for alias, where in plan:
                 if alias in waiting:
                     ids.append((waiting[alias], False))
                     continue
                 eid = f"o{time.strftime('%Y%m%d', time.gmtime())}-{secrets.token_hex(4)}"
-                lines.append({"entry": eid, "alias": alias, "endpoint": where,
-                              "event": "queued", "tasks": tasks})
+                lines.append(
+                    {
+                        "entry": eid,
+                        "alias": alias,
+                        "endpoint": where,
+                        "event": "queued",
+                        "tasks": tasks,
+                    }
+                )
                 ids.append((eid, True))
             if lines:
                 self.append(*lines)
@@ -240,23 +284,44 @@ class Queue:
 
 def public(entry: dict) -> dict:
     """An entry as the API and the CLI show it (``step_status``: where its step stands)."""
-    return {**{k: entry[k] for k in ("id", "alias", "endpoint", "step", "status", "queued",
-                                     "started", "updated", "result", "error", "error_kind",
-                                     "hint")},
-            "step_status": entry["steps"].get(entry["step"], "")}
+    return {
+        **{
+            k: entry[k]
+            for k in (
+                "id",
+                "alias",
+                "endpoint",
+                "step",
+                "status",
+                "queued",
+                "started",
+                "updated",
+                "result",
+                "error",
+                "error_kind",
+                "hint",
+            )
+        },
+        "step_status": entry["steps"].get(entry["step"], ""),
+    }
 
 
 def check(home: Home, upstream, aliases, endpoint: str | None) -> list[tuple[str, str | None]]:
     """``[(alias, endpoint)]`` for models that can be onboarded, or the error saying why not."""
-    if not isinstance(aliases, list) or not aliases or not all(
-            isinstance(a, str) and a for a in aliases):
-        raise BadRequest("name the models to onboard: a list of one or more aliases",
-                         param="aliases")
+    if (
+        not isinstance(aliases, list)
+        or not aliases
+        or not all(isinstance(a, str) and a for a in aliases)
+    ):
+        raise BadRequest(
+            "name the models to onboard: a list of one or more aliases", param="aliases"
+        )
     if len(set(aliases)) != len(aliases):
         raise BadRequest("each model to onboard must be named once", param="aliases")
     if endpoint is not None and (not isinstance(endpoint, str) or not endpoint):
-        raise BadRequest("the endpoint must be a non-empty name; see `panelist endpoint list`",
-                         param="endpoint")
+        raise BadRequest(
+            "the endpoint must be a non-empty name; see `panelist endpoint list`", param="endpoint"
+        )
     view = Roster(home).view()
     if endpoint is not None and endpoint not in view.endpoints:
         raise NotFound(f"unknown endpoint '{endpoint}'; see `panelist endpoint list`")
@@ -266,38 +331,52 @@ def check(home: Home, upstream, aliases, endpoint: str | None) -> list[tuple[str
         if model is None:
             continue
         if endpoint is not None and model.endpoint != endpoint:
-            raise BadRequest(f"'{alias}' is on the roster at endpoint {model.endpoint}, not "
-                             f"{endpoint}; onboard it without an endpoint", param="endpoint")
+            raise BadRequest(
+                f"'{alias}' is on the roster at endpoint {model.endpoint}, not "
+                f"{endpoint}; onboard it without an endpoint",
+                param="endpoint",
+            )
         plan[alias] = model.endpoint
     outside = [a for a in aliases if a not in plan]
     if outside:
         from panelist.metrics.roster import discover
         from panelist.metrics.roster.catalog import Catalog
+
         found = discover.find(Catalog(home), upstream, endpoint)
-        unread = "".join(f"; {f['endpoint']} could not be read ({f['error']})"
-                         for f in found["failed"])
+        unread = "".join(
+            f"; {f['endpoint']} could not be read ({f['error']})" for f in found["failed"]
+        )
         for alias in outside:
             rows = [r for r in found["models"] if r["id"] == alias]
             if not rows:
                 where = f"endpoint {endpoint}" if endpoint else "any endpoint"
-                raise NotFound(f"'{alias}' is neither on the roster nor a model {where} serves "
-                               f"outside it{unread}; register it with `panelist model add "
-                               f"{alias} --endpoint E`, or onboard a model `panelist discover` "
-                               "lists")
+                raise NotFound(
+                    f"'{alias}' is neither on the roster nor a model {where} serves "
+                    f"outside it{unread}; register it with `panelist model add "
+                    f"{alias} --endpoint E`, or onboard a model `panelist discover` "
+                    "lists"
+                )
             if len(rows) > 1:
-                raise BadRequest(f"'{alias}' is served by "
-                                 f"{', '.join(r['endpoint'] for r in rows)}; pick one with "
-                                 "--endpoint", param="endpoint")
+                raise BadRequest(
+                    f"'{alias}' is served by "
+                    f"{', '.join(r['endpoint'] for r in rows)}; pick one with "
+                    "--endpoint",
+                    param="endpoint",
+                )
             plan[alias] = rows[0]["endpoint"]
     return [(a, plan[a]) for a in aliases]
 
 
 def describe(result: dict) -> str:
     """One line of what the quick suite found."""
+
     def pct(x):
         return "n/a" if x is None else f"{x * 100:.0f}%"
-    said = (f"suite accuracy {pct(result.get('accuracy'))} ({result.get('right', 0)}/"
-            f"{result.get('scored', 0)}), unparseable {pct(result.get('unparseable'))}")
+
+    said = (
+        f"suite accuracy {pct(result.get('accuracy'))} ({result.get('right', 0)}/"
+        f"{result.get('scored', 0)}), unparseable {pct(result.get('unparseable'))}"
+    )
     if result.get("unparseable") == 1:
         said += " (no answer could be read: check the model follows the task's answer form)"
     elif result.get("scored") and not result.get("right"):
@@ -305,8 +384,14 @@ def describe(result: dict) -> str:
         said += " (no task answered right: read its answers before putting it in a collection)"
     if result.get("unfinished"):
         cut = result.get("interrupted") or 0
-        why = (f" ({cut} cut short: sent as the process working the queue stopped, so their "
-               "answers are unknown, and onboarding never sends a prompt twice)" if cut else "")
-        said += (f"; {result['unfinished']} task(s) not scored yet{why}: Run the suite on the "
-                 "Evidence page (or `panelist suite run --model ...`) asks them")
+        why = (
+            f" ({cut} cut short: sent as the process working the queue stopped, so their "
+            "answers are unknown, and onboarding never sends a prompt twice)"
+            if cut
+            else ""
+        )
+        said += (
+            f"; {result['unfinished']} task(s) not scored yet{why}: Run the suite on the "
+            "Evidence page (or `panelist suite run --model ...`) asks them"
+        )
     return said

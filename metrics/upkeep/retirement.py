@@ -16,30 +16,58 @@ from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 
 
-def retire(roster: Roster, alerts: Alerts, alias: str, *, by: str, reason: str = "",
-           message: str | None = None, **fields) -> bool:
+def retire(
+    roster: Roster,
+    alerts: Alerts,
+    alias: str,
+    *,
+    by: str,
+    reason: str = "",
+    message: str | None = None,
+    **fields,
+) -> bool:
     """Keep ``alias`` out of every panel; False (and no alert) if it was retired already.
     NotFound for an alias the roster does not hold."""
     changed = roster.retire(alias, by=by)
     if changed:
         why = f": {reason}" if reason else ""
-        alerts.raise_alert("retired", alias, message or (
-            f"{alias} was retired by {by}{why}; Restore on its model page (or `panelist "
-            f"model restore {alias}`) puts it back"),
-            reason=reason, by=by, **fields)
+        alerts.raise_alert(
+            "retired",
+            alias,
+            message
+            or (
+                f"{alias} was retired by {by}{why}; Restore on its model page (or `panelist "
+                f"model restore {alias}`) puts it back"
+            ),
+            reason=reason,
+            by=by,
+            **fields,
+        )
     return changed
 
 
-def restore(roster: Roster, ledger: Ledger, alias: str, *, by: str,
-            alerts: Alerts | None = None, message: str | None = None,
-            **fields) -> tuple[bool, float]:
+def restore(
+    roster: Roster,
+    ledger: Ledger,
+    alias: str,
+    *,
+    by: str,
+    alerts: Alerts | None = None,
+    message: str | None = None,
+    **fields,
+) -> tuple[bool, float]:
     """Put ``alias`` back in service; returns (whether it was retired, seconds its rest still
     had, 0 if none), with a ``restored`` alert when it was retired. NotFound for an alias the
     roster does not hold."""
     unretired = roster.restore(alias, by=by)
     if unretired and alerts is not None:
-        alerts.raise_alert("restored", alias, message or f"{alias} was put back in service by "
-                           f"{by}", by=by, **fields)
+        alerts.raise_alert(
+            "restored",
+            alias,
+            message or f"{alias} was put back in service by {by}",
+            by=by,
+            **fields,
+        )
     until = ledger.states([alias], "general")[alias].cooling_until
     if until:
         ledger.cool_down(alias, 0, f"restored by {by}")

@@ -54,21 +54,26 @@ def settings(home: Home) -> dict[str, dict]:
 def _checked(doc: dict) -> dict[str, dict]:
     jobs = doc.get("jobs", {})
     if not isinstance(jobs, dict):
-        raise ConfigInvalid("schedule.json: jobs must be an object of job name to "
-                            "{mode, every}; fix it with `panelist schedule set`")
+        raise ConfigInvalid(
+            "schedule.json: jobs must be an object of job name to "
+            "{mode, every}; fix it with `panelist schedule set`"
+        )
     unknown = sorted(set(jobs) - set(JOBS))
     if unknown:
-        raise ConfigInvalid(f"schedule.json: unknown job(s) {', '.join(unknown)}; "
-                            f"the jobs are {', '.join(JOBS)}")
+        raise ConfigInvalid(
+            f"schedule.json: unknown job(s) {', '.join(unknown)}; the jobs are {', '.join(JOBS)}"
+        )
     out = {}
     for job in JOBS:
         entry = jobs.get(job, {})
         if not isinstance(entry, dict):
-            raise ConfigInvalid(f"schedule.json: jobs.{job} must be an object with mode and "
-                                "every")
-        out[job] = {"mode": check_mode(entry.get("mode", "off"), f"schedule.json: jobs.{job}.mode"),
-                    "every": check_every(entry.get("every", DEFAULT_EVERY[job]),
-                                         f"schedule.json: jobs.{job}.every")}
+            raise ConfigInvalid(f"schedule.json: jobs.{job} must be an object with mode and every")
+        out[job] = {
+            "mode": check_mode(entry.get("mode", "off"), f"schedule.json: jobs.{job}.mode"),
+            "every": check_every(
+                entry.get("every", DEFAULT_EVERY[job]), f"schedule.json: jobs.{job}.every"
+            ),
+        }
     return out
 
 
@@ -80,8 +85,9 @@ def check_mode(mode, field: str) -> str:
 
 def check_every(every, field: str) -> int:
     if isinstance(every, bool) or not isinstance(every, int) or every < MIN_EVERY:
-        raise ConfigInvalid(f"{field} must be a whole number of seconds of {MIN_EVERY} or "
-                            f"more, not {every!r}")
+        raise ConfigInvalid(
+            f"{field} must be a whole number of seconds of {MIN_EVERY} or more, not {every!r}"
+        )
     return every
 
 
@@ -98,7 +104,7 @@ def set_job(home: Home, job: str, *, mode: str | None = None, every: int | None 
             check_every(every, "--every")
     except ConfigInvalid as exc:
         raise BadRequest(exc.message) from None
-    settings(home)   # a broken file is reported, not silently rewritten
+    settings(home)  # a broken file is reported, not silently rewritten
 
     def change(doc):
         jobs = doc.setdefault("jobs", {})
@@ -109,6 +115,7 @@ def set_job(home: Home, job: str, *, mode: str | None = None, every: int | None 
         if every is not None:
             new["every"] = every
         return (f"schedule {job}", old, dict(new)) if new != old else None
+
     configfile.update(home.file("schedule.json"), change, by="schedule")
     return settings(home)[job]
 
@@ -130,8 +137,11 @@ class Book:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {job: e for job, e in data.items()
-                if job in JOBS and isinstance(e, dict) and isinstance(e.get("next"), (int, float))}
+        return {
+            job: e
+            for job, e in data.items()
+            if job in JOBS and isinstance(e, dict) and isinstance(e.get("next"), (int, float))
+        }
 
     def _save(self, state: dict) -> None:
         configfile.write_atomic(self.path, state)
@@ -142,8 +152,7 @@ class Book:
         with self._locked():
             state = self.load()
             entry = state.get(job)
-            if entry is not None and entry["next"] > now and \
-                    entry.get("last", now) + every > now:
+            if entry is not None and entry["next"] > now and entry.get("last", now) + every > now:
                 return False
             state[job] = {"next": now + every, "last": now}
             self._save(state)
@@ -168,23 +177,30 @@ class DatabaseBook:
     claim once another has taken over."""
 
     def __init__(self, db, holder: str | None = None):
-        self.db = db   # a pg.Database whose schema is migrated (the leader's)
+        self.db = db  # a pg.Database whose schema is migrated (the leader's)
         self.holder = holder
 
     def load(self) -> dict:
-        return {job: {"next": nxt, "last": last} for job, nxt, last in self.db.execute(
-            "SELECT job, next, last FROM schedule_book") if job in JOBS}
+        return {
+            job: {"next": nxt, "last": last}
+            for job, nxt, last in self.db.execute("SELECT job, next, last FROM schedule_book")
+            if job in JOBS
+        }
 
     def claim(self, job: str, every: int, now: float) -> bool:
         # retry=False: a claim that landed and whose answer was lost must not be claimed again
         # (the second would find the job not due, and its run would be lost)
-        return bool(self.db.execute(
-            "INSERT INTO schedule_book AS b (job, next, last) "
-            "SELECT %s, %s, %s WHERE %s::text IS NULL OR EXISTS (SELECT 1 FROM leases "
-            "WHERE name = 'leader' AND holder = %s AND until > clock_timestamp()) "
-            "ON CONFLICT (job) DO UPDATE SET next = EXCLUDED.next, last = EXCLUDED.last "
-            "WHERE NOT (b.next > %s AND b.last + %s > %s) RETURNING 1",
-            (job, now + every, now, self.holder, self.holder, now, every, now), retry=False))
+        return bool(
+            self.db.execute(
+                "INSERT INTO schedule_book AS b (job, next, last) "
+                "SELECT %s, %s, %s WHERE %s::text IS NULL OR EXISTS (SELECT 1 FROM leases "
+                "WHERE name = 'leader' AND holder = %s AND until > clock_timestamp()) "
+                "ON CONFLICT (job) DO UPDATE SET next = EXCLUDED.next, last = EXCLUDED.last "
+                "WHERE NOT (b.next > %s AND b.last + %s > %s) RETURNING 1",
+                (job, now + every, now, self.holder, self.holder, now, every, now),
+                retry=False,
+            )
+        )
 
     def next_due(self, job: str, every: int | None = None) -> float:
         entry = self.load().get(job)
@@ -218,8 +234,15 @@ class Clock:
 class Scheduler:
     """Runs the jobs of one server's data folder on a thread; ``close`` stops and joins it."""
 
-    def __init__(self, home: Home, panels=None, *, jobs: dict[str, dict] | None = None,
-                 clock: Clock | None = None, leader=None):
+    def __init__(
+        self,
+        home: Home,
+        panels=None,
+        *,
+        jobs: dict[str, dict] | None = None,
+        clock: Clock | None = None,
+        leader=None,
+    ):
         """``leader``: an ``upkeep.leader.Leader`` (with a database, only the instance that
         leads runs jobs, from the database's book); None runs every due job here."""
         self.home = home
@@ -229,10 +252,13 @@ class Scheduler:
         self._settings = configfile.Cached(home.file("schedule.json"), _checked)
         self.jobs = jobs if jobs is not None else self._settings.get()
         self._broken: str | None = None
-        self.book = book_of(home, leader.db, leader.lease.holder) \
-            if leader is not None and leader.db is not None else Book(home)
+        self.book = (
+            book_of(home, leader.db, leader.lease.holder)
+            if leader is not None and leader.db is not None
+            else Book(home)
+        )
         self._stop = threading.Event()
-        self.passes = 0          # loop passes done; a test waits on it instead of on time
+        self.passes = 0  # loop passes done; a test waits on it instead of on time
         self._pass = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -244,8 +270,7 @@ class Scheduler:
         """Start the thread, once; a scheduler already closed stays stopped."""
         with self._pass:
             if self._thread is None and not self._stop.is_set():
-                self._thread = threading.Thread(target=self._loop, name="schedule",
-                                                daemon=True)
+                self._thread = threading.Thread(target=self._loop, name="schedule", daemon=True)
                 self._thread.start()
         return self
 
@@ -261,8 +286,11 @@ class Scheduler:
         except ConfigInvalid as exc:
             if exc.message != self._broken:
                 self._broken = exc.message
-                self._alert("settings", f"{exc.message}; the schedule goes on with the "
-                            "settings it had until the file is fixed")
+                self._alert(
+                    "settings",
+                    f"{exc.message}; the schedule goes on with the "
+                    "settings it had until the file is fixed",
+                )
 
     def _alert(self, subject: str, message: str, **fields) -> None:
         alerts = Alerts(self.home)
@@ -294,13 +322,15 @@ class Scheduler:
     def _claim(self, job: str, every: int, now: float) -> bool:
         try:
             return self.book.claim(job, every, now)
-        except PanelistError:   # the database's book out of reach: no run, the next pass asks
+        except PanelistError:  # the database's book out of reach: no run, the next pass asks
             return False
 
     def _nearest(self, now: float) -> float:
         try:
-            return min((self.book.next_due(j, s["every"]) for j, s in self.active.items()),
-                       default=now + SETTINGS_EVERY)
+            return min(
+                (self.book.next_due(j, s["every"]) for j, s in self.active.items()),
+                default=now + SETTINGS_EVERY,
+            )
         except PanelistError:
             return now + SETTINGS_EVERY
 
@@ -309,11 +339,16 @@ class Scheduler:
         try:
             summary, said = (self._probe if job == "probe" else self._refresh)(dry)
             outcome = {"status": "ok", **summary}
-        except Exception as exc:   # noqa: BLE001 - one failed run must not end the schedule
+        except Exception as exc:  # noqa: BLE001 - one failed run must not end the schedule
             message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             outcome, said = {"status": "failed", "error": message[:500]}, None
-        line = {"v": jsonl.SCHEMA, "ts": jsonl.utc_second(self._clock.now()), "job": job,
-                "mode": mode, **outcome}
+        line = {
+            "v": jsonl.SCHEMA,
+            "ts": jsonl.utc_second(self._clock.now()),
+            "job": job,
+            "mode": mode,
+            **outcome,
+        }
         appender = jsonl.Appender(self.home.schedule_log)
         try:
             appender.append(line)
@@ -324,9 +359,10 @@ class Scheduler:
 
     def _probe(self, dry: bool) -> tuple[dict, str]:
         from panelist.metrics.upkeep.health import Health
+
         health = Health.of(self.panels) if self.panels is not None else Health(self.home)
         try:
-            probes = health.probe(dry_run=dry, cancel=self._stop)   # close cuts it
+            probes = health.probe(dry_run=dry, cancel=self._stop)  # close cuts it
         finally:
             health.close()
         key = "would" if dry else "did"
@@ -340,6 +376,7 @@ class Scheduler:
     def _refresh(self, dry: bool) -> tuple[dict, str]:
         from panelist.metrics.roster.catalog import Catalog
         from panelist.metrics.upstream.client import Upstream
+
         upstream = self.panels.upstream if self.panels is not None else Upstream()
         try:
             done = Catalog(self.home).refresh(upstream, dry_run=dry)
@@ -351,15 +388,20 @@ class Scheduler:
             summary = {"would_fill": fill, "failed": done["failed"]}
             names = ", ".join(f"{f['served']} {f['fact']}" for f in fill[:20])
             more = f" and {len(fill) - 20} more" if len(fill) > 20 else ""
-            said = (f"a catalog refresh would fill {len(fill)} fact(s): {names}{more}; set the "
-                    "catalog_refresh job to run to store them" if fill else
-                    "a catalog refresh would change nothing")
+            said = (
+                f"a catalog refresh would fill {len(fill)} fact(s): {names}{more}; set the "
+                "catalog_refresh job to run to store them"
+                if fill
+                else "a catalog refresh would change nothing"
+            )
             return summary, said
-        return {"refreshed": len(done["refreshed"]), "failed": done["failed"],
-                "went_paid": len(done["went_paid"])}, ""
+        return {
+            "refreshed": len(done["refreshed"]),
+            "failed": done["failed"],
+            "went_paid": len(done["went_paid"]),
+        }, ""
 
     def close(self, timeout: float = JOIN) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-

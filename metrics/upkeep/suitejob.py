@@ -44,8 +44,8 @@ from panelist.suite import demo as demo_tasks
 from panelist.suite import taskfiles, tasks
 from panelist.suite.runner import MAX_EPOCHS, RETRIES, SuiteRun, check, resolve_models
 
-JOIN = 60.0          # seconds ``close`` waits for a stopped run to log what was in flight
-WRITE_EVERY = 0.5    # seconds between writes of a running run's state
+JOIN = 60.0  # seconds ``close`` waits for a stopped run to log what was in flight
+WRITE_EVERY = 0.5  # seconds between writes of a running run's state
 
 __all__ = ["SuiteJob", "SuiteRuns", "MAX_EPOCHS"]
 
@@ -64,15 +64,25 @@ class SuiteCalls:
 
 def _simulator(models):
     from panelist.metrics.upstream.sim import SimUpstream
+
     return SimUpstream(models)
 
 
 class SuiteJob:
     """One suite run, checked and ready; ``run`` it once."""
 
-    def __init__(self, home: Home, *, models: list[str] | None = None,
-                 task_ids: list[str] | None = None, epochs: int = 1, demo: bool = False,
-                 repos=None, task_roots=None, simulator: Callable | None = None):
+    def __init__(
+        self,
+        home: Home,
+        *,
+        models: list[str] | None = None,
+        task_ids: list[str] | None = None,
+        epochs: int = 1,
+        demo: bool = False,
+        repos=None,
+        task_roots=None,
+        simulator: Callable | None = None,
+    ):
         """``models``: roster aliases (default: every model not retired; the demo's five with
         ``demo``); ``task_ids``: the tasks to ask (default: every task but drafts); ``repos``:
         folders a task's ``repo`` may lie in; ``task_roots``: folders of task folders to read
@@ -86,15 +96,16 @@ class SuiteJob:
         self.known = {t.id: t for t in found}
         for p in problems:
             if p.folder.name in (task_ids or ()) and p.folder.name not in self.known:
-                raise p   # a task asked for by name that cannot run: say why, not "unknown"
+                raise p  # a task asked for by name that cannot run: say why, not "unknown"
         self.skipped = [] if task_ids else [p.message for p in problems]
         self.tasks = tasks.select(found, task_ids)
         chosen = {t.id for t in self.tasks}
         # a half of a pair left out of this run is not a warning: the report pairs what was asked
         self.notices = [n for n in tasks.notices(found) if n["task"] in chosen]
         check(self.tasks, epochs)
-        self.aliases = list(dict.fromkeys(models or ())) or \
-            (list(demo_tasks.MODELS) if demo else [])
+        self.aliases = list(dict.fromkeys(models or ())) or (
+            list(demo_tasks.MODELS) if demo else []
+        )
         if not demo:
             self.models = resolve_models(Roster(home), self.aliases)
         self._run: SuiteRun | None = None
@@ -116,19 +127,27 @@ class SuiteJob:
             if self.demo:
                 from panelist.metrics.roster import demo as demo_roster
                 from panelist.metrics.upkeep.demohost import DemoHost
+
                 # the demo roster as any demo process finds it (a running demo server's
                 # simulator is left serving its URL); the scripted answers come from this
                 # job's own simulator, reached through an endpoint of this job only
                 host = DemoHost(self.home, watch=False)
                 host.start()
-                scripted = self._simulator(demo_tasks.behaviours(list(self.known.values()),
-                                                                 self.known)).start()
+                scripted = self._simulator(
+                    demo_tasks.behaviours(list(self.known.values()), self.known)
+                ).start()
                 listed = Roster(self.home).view().endpoints[demo_roster.ENDPOINT]
                 endpoints = {listed.name: replace(listed, base_url=scripted.url)}
                 self.models = resolve_models(Roster(self.home), aliases)
             with self._lock:
-                self._run = SuiteRun(self.home, self.tasks, self.models, epochs=self.epochs,
-                                     known=self.known, endpoints=endpoints)
+                self._run = SuiteRun(
+                    self.home,
+                    self.tasks,
+                    self.models,
+                    epochs=self.epochs,
+                    known=self.known,
+                    endpoints=endpoints,
+                )
                 if self._stopped:
                     self._run.stop()
             return self._run.run(progress=progress)
@@ -152,9 +171,9 @@ class SuiteRuns:
 
     def __init__(self, home: Home):
         self.home = home
-        self.path = home.suite_run_state   # the state, for every process on the data folder
+        self.path = home.suite_run_state  # the state, for every process on the data folder
         self._owner_path = home.suite_run_state.with_suffix(".lock")
-        self._owner_fd: int | None = None   # its flock held while a run of ours is under way
+        self._owner_fd: int | None = None  # its flock held while a run of ours is under way
         self._state: dict | None = None
         self._job: SuiteJob | None = None
         self._thread: threading.Thread | None = None
@@ -162,34 +181,47 @@ class SuiteRuns:
         self._closed = False
         self._lock = threading.Lock()
 
-    def start(self, *, models=None, task_ids=None, epochs: int = 1, demo: bool = False,
-              admit=None) -> dict:
+    def start(
+        self, *, models=None, task_ids=None, epochs: int = 1, demo: bool = False, admit=None
+    ) -> dict:
         """Check the job and run it on a thread of its own; the state ``get`` gives, with the
         calls it makes (``calls``). ``admit(calls)``, when given, judges that count before
         anything runs; what it raises refuses the run."""
         with self._lock:
             if self._closed:
-                raise Unavailable("the server is stopping; run the suite again once it is "
-                                  "back")
+                raise Unavailable("the server is stopping; run the suite again once it is back")
             if self._owner_fd is not None or not self._own():
-                raise Conflict("a suite run is under way; watch it on Evidence, or start "
-                               "another once it has ended", code="suite_running")
+                raise Conflict(
+                    "a suite run is under way; watch it on Evidence, or start "
+                    "another once it has ended",
+                    code="suite_running",
+                )
         try:
-            job = SuiteJob(self.home, models=models, task_ids=task_ids, epochs=epochs,
-                           demo=demo)
+            job = SuiteJob(self.home, models=models, task_ids=task_ids, epochs=epochs, demo=demo)
             if admit is not None:
                 admit(job.calls())
         except BaseException:
             with self._lock:
                 self._let_go()
             raise
-        state = {"status": "running", "started": utc_iso(time.time()), "demo": demo,
-                 "models": job.aliases if demo else [m.alias for m in job.models],
-                 "tasks": [t.id for t in job.tasks], "epochs": epochs,
-                 "skipped": job.skipped, "warnings": job.notices, "done": {}, "totals": {},
-                 "calls": job.calls().public(), "summary": None, "error": None}
-        thread = threading.Thread(target=self._work, args=(job, state), daemon=True,
-                                  name="suite-run")
+        state = {
+            "status": "running",
+            "started": utc_iso(time.time()),
+            "demo": demo,
+            "models": job.aliases if demo else [m.alias for m in job.models],
+            "tasks": [t.id for t in job.tasks],
+            "epochs": epochs,
+            "skipped": job.skipped,
+            "warnings": job.notices,
+            "done": {},
+            "totals": {},
+            "calls": job.calls().public(),
+            "summary": None,
+            "error": None,
+        }
+        thread = threading.Thread(
+            target=self._work, args=(job, state), daemon=True, name="suite-run"
+        )
         with self._lock:
             self._state, self._job, self._thread = state, job, thread
             self._write(state)
@@ -209,7 +241,7 @@ class SuiteRuns:
 
     def _let_go(self) -> None:
         if self._owner_fd is not None:
-            os.close(self._owner_fd)   # closing drops the flock
+            os.close(self._owner_fd)  # closing drops the flock
             self._owner_fd = None
 
     def _write(self, state: dict) -> None:
@@ -225,15 +257,16 @@ class SuiteRuns:
 
         try:
             summary = job.run(progress=progress)
-        except Exception as exc:   # a refusal met once the demo was up, or the run broke
+        except Exception as exc:  # a refusal met once the demo was up, or the run broke
             with self._lock:
                 state.update(status="failed", error=str(exc) or type(exc).__name__)
                 self._write(state)
                 self._let_go()
             return
         with self._lock:
-            state.update(summary=summary, status="interrupted" if summary["interrupted"]
-                         else "done")
+            state.update(
+                summary=summary, status="interrupted" if summary["interrupted"] else "done"
+            )
             self._write(state)
             self._let_go()
 
@@ -251,15 +284,20 @@ class SuiteRuns:
             if state and state.get("status") == "running" and self._unowned():
                 state = self._stored()
                 if state and state.get("status") == "running":
-                    state.update(status="interrupted", error="the process running it stopped "
-                                 "before it ended; every finished sample is kept, and a new "
-                                 "run asks what is left")
+                    state.update(
+                        status="interrupted",
+                        error="the process running it stopped "
+                        "before it ended; every finished sample is kept, and a new "
+                        "run asks what is left",
+                    )
             if not state or "status" not in state:
                 return {"status": "none"}
         state["done"] = dict(state.get("done") or {})
         state["totals"] = totals = dict(state.get("totals") or {})
-        state["progress"] = {"done": sum(state["done"].values()),
-                             "planned": sum(totals.values()) if totals else None}
+        state["progress"] = {
+            "done": sum(state["done"].values()),
+            "planned": sum(totals.values()) if totals else None,
+        }
         return state
 
     def _stored(self) -> dict | None:

@@ -36,10 +36,10 @@ from panelist.metrics.store import configfile, jsonl
 
 log = logging.getLogger("panelist.webhooks")
 
-TIMEOUT = 5.0        # seconds one POST may take, connect included
+TIMEOUT = 5.0  # seconds one POST may take, connect included
 TRIES = 4
-BACKOFF = 1.0        # seconds before the first retry; doubled after each
-POLL = 1.0           # seconds between looks at the alert log
+BACKOFF = 1.0  # seconds before the first retry; doubled after each
+POLL = 1.0  # seconds between looks at the alert log
 
 
 def mask(url: str) -> str:
@@ -50,15 +50,20 @@ def mask(url: str) -> str:
     if p.port:
         host = f"{host}:{p.port}"
     tail = p.path.rstrip("/")[-4:]
-    return f"{p.scheme}://{host}/…{tail}" if len(p.path.strip("/")) > 4 else \
-        f"{p.scheme}://{host}{p.path}"
+    return (
+        f"{p.scheme}://{host}/…{tail}"
+        if len(p.path.strip("/")) > 4
+        else f"{p.scheme}://{host}{p.path}"
+    )
 
 
 def check_url(url: str) -> str:
     p = urllib.parse.urlsplit(url)
     if p.scheme not in ("http", "https") or not p.hostname:
-        raise BadRequest("a webhook URL must start with http:// or https:// and name a host, "
-                         "e.g. https://hooks.example.com/T0/B0/secret")
+        raise BadRequest(
+            "a webhook URL must start with http:// or https:// and name a host, "
+            "e.g. https://hooks.example.com/T0/B0/secret"
+        )
     return url
 
 
@@ -66,8 +71,12 @@ def body_of(alert: dict, slack: bool) -> dict:
     """The JSON a hook receives for ``alert``."""
     if slack:
         return {"text": f"[{alert.get('kind')}] {alert.get('message')}"}
-    return {"kind": alert.get("kind"), "model": alert.get("subject"),
-            "message": alert.get("message"), "ts": alert.get("ts")}
+    return {
+        "kind": alert.get("kind"),
+        "model": alert.get("subject"),
+        "message": alert.get("message"),
+        "ts": alert.get("ts"),
+    }
 
 
 class Hooks:
@@ -81,8 +90,9 @@ class Hooks:
     def all(self) -> list[dict]:
         return list(configfile.read(self.path).get("hooks", []))
 
-    def add(self, url: str, kinds: list[str] | None = None, slack: bool = False,
-            by: str | None = None) -> dict:
+    def add(
+        self, url: str, kinds: list[str] | None = None, slack: bool = False, by: str | None = None
+    ) -> dict:
         check_url(url)
         kinds = sorted({k.strip() for k in (kinds or []) if k.strip()})
         made: dict = {}
@@ -90,11 +100,13 @@ class Hooks:
         def change(doc):
             hooks = doc.setdefault("hooks", [])
             n = 1 + max((int(h["id"][1:]) for h in hooks if h["id"][1:].isdigit()), default=0)
-            made.update(id=f"w{n}", url=url, kinds=kinds, slack=bool(slack),
-                        created=configfile.now_iso())
+            made.update(
+                id=f"w{n}", url=url, kinds=kinds, slack=bool(slack), created=configfile.now_iso()
+            )
             hooks.append(dict(made))
             return "webhook added", None, {"id": made["id"], "url": mask(url)}
-        configfile.update(self.path, change, by=by, mode=0o600)   # the URLs hold secrets
+
+        configfile.update(self.path, change, by=by, mode=0o600)  # the URLs hold secrets
         self._start_here()
         return made
 
@@ -118,6 +130,7 @@ class Hooks:
             found.append(True)
             doc["hooks"] = keep
             return "webhook removed", {"id": hook_id}, None
+
         configfile.update(self.path, change, by=by, mode=0o600)
         if not found:
             raise NotFound(f"no webhook '{hook_id}'; `panelist alerts webhook list` shows them")
@@ -125,9 +138,17 @@ class Hooks:
     def public(self) -> list[dict]:
         """Every hook as it may be shown: the URL masked, with its latest delivery."""
         status = configfile.read(self.state_path).get("status", {})
-        return [{"id": h["id"], "url": mask(h["url"]), "kinds": h.get("kinds") or [],
-                 "slack": bool(h.get("slack")), "created": h.get("created"),
-                 "last": status.get(h["id"])} for h in self.all()]
+        return [
+            {
+                "id": h["id"],
+                "url": mask(h["url"]),
+                "kinds": h.get("kinds") or [],
+                "slack": bool(h.get("slack")),
+                "created": h.get("created"),
+                "last": status.get(h["id"]),
+            }
+            for h in self.all()
+        ]
 
     def wanting(self, kind: str) -> list[dict]:
         return [h for h in self.all() if not h.get("kinds") or kind in h["kinds"]]
@@ -151,15 +172,19 @@ def post(url: str, body: dict, timeout: float = TIMEOUT) -> None:
     """One POST of ``body`` to ``url``; raises ``OSError`` with a reason that never holds the
     URL when the receiver cannot be reached or does not answer 2xx."""
     p = urllib.parse.urlsplit(url)
-    if not p.hostname:   # refused when the hook was added; a hand-edited file may still hold one
+    if not p.hostname:  # refused when the hook was added; a hand-edited file may still hold one
         raise OSError("the webhook's URL names no host")
     conn_cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
     conn = conn_cls(p.hostname, p.port, timeout=timeout)
     path = (p.path or "/") + (f"?{p.query}" if p.query else "")
     data = json.dumps(body).encode()
     try:
-        conn.request("POST", path, body=data, headers={"Content-Type": "application/json",
-                                                        "User-Agent": "panelist-webhook"})
+        conn.request(
+            "POST",
+            path,
+            body=data,
+            headers={"Content-Type": "application/json", "User-Agent": "panelist-webhook"},
+        )
         resp = conn.getresponse()
         resp.read()
     except (OSError, http.client.HTTPException) as exc:
@@ -174,8 +199,15 @@ class Sender:
     """Sends each new alert of a data folder to the hooks that want its kind; ``start`` runs it
     on a thread, ``check`` looks once; ``close`` it after."""
 
-    def __init__(self, home: Home, *, poll: float = POLL, tries: int = TRIES,
-                 backoff: float = BACKOFF, timeout: float = TIMEOUT):
+    def __init__(
+        self,
+        home: Home,
+        *,
+        poll: float = POLL,
+        tries: int = TRIES,
+        backoff: float = BACKOFF,
+        timeout: float = TIMEOUT,
+    ):
         self.home, self.hooks = home, Hooks(home)
         self.poll, self.tries, self.backoff, self.timeout = poll, tries, backoff, timeout
         self._stop = threading.Event()
@@ -190,7 +222,7 @@ class Sender:
         while not self._stop.is_set():
             try:
                 self.check()
-            except Exception:   # a broken config must not end the thread: say so, look again
+            except Exception:  # a broken config must not end the thread: say so, look again
                 log.exception("webhooks: could not read the alerts or the hooks")
             self._stop.wait(self.poll)
 
@@ -199,7 +231,7 @@ class Sender:
         state = self.hooks.state_path
         with configfile.flocked(state.with_name("webhooks.json.lock")):
             doc = configfile.read(state)
-            if "offset" not in doc:   # first look: start at the end, replay nothing
+            if "offset" not in doc:  # first look: start at the end, replay nothing
                 doc["offset"] = _size(self.home.alerts_log)
                 configfile.write_atomic(state, doc)
                 return []
@@ -228,17 +260,25 @@ class Sender:
             tries += 1
             try:
                 post(hook["url"], body_of(alert, hook.get("slack", False)), self.timeout)
-                outcome = {"ok": True, "ts": configfile.now_iso(), "kind": alert.get("kind"),
-                           "tries": tries}
+                outcome = {
+                    "ok": True,
+                    "ts": configfile.now_iso(),
+                    "kind": alert.get("kind"),
+                    "tries": tries,
+                }
                 break
             except OSError as exc:
                 reason = str(exc)
             # the last try, or closing: give up now with the count so far
             if tries >= self.tries or self._stop.wait(wait):
-                outcome = {"ok": False, "ts": configfile.now_iso(), "kind": alert.get("kind"),
-                           "tries": tries, "error": f"{reason}; gave up after {tries} tries"}
-                log.warning("webhook %s (%s): %s", hook["id"], mask(hook["url"]),
-                            outcome["error"])
+                outcome = {
+                    "ok": False,
+                    "ts": configfile.now_iso(),
+                    "kind": alert.get("kind"),
+                    "tries": tries,
+                    "error": f"{reason}; gave up after {tries} tries",
+                }
+                log.warning("webhook %s (%s): %s", hook["id"], mask(hook["url"]), outcome["error"])
                 break
             wait *= 2
         self.hooks.note(hook["id"], outcome)
@@ -261,8 +301,12 @@ def send_test(home: Home, hook_id: str | None = None, *, timeout: float = TIMEOU
             raise NotFound(f"no webhook '{hook_id}'; `panelist alerts webhook list` shows them")
     if not hooks:
         raise NotFound("no webhooks yet; add one with `panelist alerts webhook add URL`")
-    alert = {"kind": "test", "subject": None, "ts": jsonl.utc_second(time.time()),
-             "message": "a test alert from Panelist: this webhook works"}
+    alert = {
+        "kind": "test",
+        "subject": None,
+        "ts": jsonl.utc_second(time.time()),
+        "message": "a test alert from Panelist: this webhook works",
+    }
     out = []
     for h in hooks:
         try:

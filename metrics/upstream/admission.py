@@ -61,10 +61,10 @@ from panelist.metrics.home import Home
 from panelist.metrics.roster.roster import CallLimits, Roster
 from panelist.metrics.upstream.admitfiles import FileStore
 
-WINDOW = 60.0          # seconds an rpm counts over
-SEND_MARGIN = 1 / 60   # of the window (1 s a minute) between an admission and its arrival
-TICK = 0.05            # the longest a waiter with a cancel event sleeps before looking at it
-UNKNOWN_WAIT = 1.0     # the Retry-After guessed when only a running call ending makes room
+WINDOW = 60.0  # seconds an rpm counts over
+SEND_MARGIN = 1 / 60  # of the window (1 s a minute) between an admission and its arrival
+TICK = 0.05  # the longest a waiter with a cancel event sleeps before looking at it
+UNKNOWN_WAIT = 1.0  # the Retry-After guessed when only a running call ending makes room
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Slots(Protocol):
 
 @dataclass(frozen=True)
 class _Scope:
-    kind: str          # endpoint | model
+    kind: str  # endpoint | model
     name: str
     limits: CallLimits
     state: Slots
@@ -136,6 +136,7 @@ class Admission:
         if not url:
             return cls(home, window=window)
         from panelist.metrics.upstream.admitdb import DatabaseStore
+
         return cls(home, window=window, store=DatabaseStore(url))
 
     def close(self) -> None:
@@ -143,8 +144,9 @@ class Admission:
 
     # -- the interface ----------------------------------------------------------------------------
     @contextlib.contextmanager
-    def slot(self, endpoint: str, model: str, *, wait: float,
-             cancel: threading.Event | None = None):
+    def slot(
+        self, endpoint: str, model: str, *, wait: float, cancel: threading.Event | None = None
+    ):
         """Hold one slot for a call of ``model`` (a roster alias) on ``endpoint`` while the block
         runs, admitted within ``wait`` seconds; yields an ``Admitted``. Raises ``AtLimit`` when
         no slot came in time (at once when none can: a pause or rate window ending later) and
@@ -158,8 +160,11 @@ class Admission:
         try:
             taken, at = self._admit(endpoint, model, t0 + max(0.0, wait), cancel)
         except DatabaseUnreachable as exc:
-            raise AtLimit(f"{scopes[0].label} admits no call while its limits cannot be "
-                          f"counted: {exc.message}", exc.retry_after) from None
+            raise AtLimit(
+                f"{scopes[0].label} admits no call while its limits cannot be "
+                f"counted: {exc.message}",
+                exc.retry_after,
+            ) from None
         try:
             yield Admitted(endpoint, model, at, time.monotonic() - t0)
         finally:
@@ -183,7 +188,7 @@ class Admission:
                     return False
             return self._rate(scopes, time.time(), record=False)[0] == 0.0
         except DatabaseUnreachable:
-            return False   # the shared counts cannot be read: no room, as no call could go
+            return False  # the shared counts cannot be read: no room, as no call could go
 
     def pause(self, endpoint: str, seconds: float, why: str) -> bool:
         """Admit no call to ``endpoint`` for ``seconds`` (a learned Retry-After), in every
@@ -240,12 +245,16 @@ class Admission:
         scopes = []
         limits = view.model_limits.get(model)
         if limits:
-            scopes.append(_Scope("model", model, limits,
-                                 self.store.scope("model", model, endpoint)))
+            scopes.append(
+                _Scope("model", model, limits, self.store.scope("model", model, endpoint))
+            )
         limits = view.endpoint_limits.get(endpoint)
         if limits:
-            scopes.append(_Scope("endpoint", endpoint, limits,
-                                 self.store.scope("endpoint", endpoint, endpoint)))
+            scopes.append(
+                _Scope(
+                    "endpoint", endpoint, limits, self.store.scope("endpoint", endpoint, endpoint)
+                )
+            )
         return scopes
 
     @staticmethod
@@ -264,8 +273,9 @@ class Admission:
                 self._by_endpoint.setdefault(key[0], []).append(line)
             return line
 
-    def _admit(self, endpoint: str, model: str, deadline: float,
-               cancel: threading.Event | None) -> tuple[list, float]:
+    def _admit(
+        self, endpoint: str, model: str, deadline: float, cancel: threading.Event | None
+    ) -> tuple[list, float]:
         scopes = self._scopes(endpoint, model)
         line = self._line(self._line_key(endpoint, model, scopes))
         me = object()
@@ -280,13 +290,16 @@ class Admission:
                     while line.queue[0] is not me:
                         left = deadline - time.monotonic()
                         if left <= 0:
-                            raise AtLimit(f"{scopes[0].label} is at its limit: "
-                                          f"{len(line.queue) - 1} call(s) of this process were "
-                                          "waiting for it first; try again later or raise it "
-                                          f"with {scopes[0].fix}", UNKNOWN_WAIT)
+                            raise AtLimit(
+                                f"{scopes[0].label} is at its limit: "
+                                f"{len(line.queue) - 1} call(s) of this process were "
+                                "waiting for it first; try again later or raise it "
+                                f"with {scopes[0].fix}",
+                                UNKNOWN_WAIT,
+                            )
                         line.cond.wait(min(left, TICK) if cancel is not None else left)
                         _check(cancel, endpoint)
-                scopes = self._scopes(endpoint, model)   # the limits may have changed
+                scopes = self._scopes(endpoint, model)  # the limits may have changed
                 if not scopes:
                     return [], time.time()
                 left = deadline - time.monotonic()
@@ -294,25 +307,31 @@ class Admission:
                     rest, why = self.store.paused(endpoint)
                     if rest > 0:
                         if rest > left:
-                            raise AtLimit(f"endpoint '{endpoint}' is at its limit: paused for "
-                                          f"{math.ceil(rest)} s more after the upstream asked "
-                                          f"to wait ({why}); try again then", rest)
+                            raise AtLimit(
+                                f"endpoint '{endpoint}' is at its limit: paused for "
+                                f"{math.ceil(rest)} s more after the upstream asked "
+                                f"to wait ({why}); try again then",
+                                rest,
+                            )
                         _sleep(rest, cancel, endpoint)
                         continue
                 taken, full = self._take(scopes)
                 if full is not None:
                     if left <= 0:
-                        raise AtLimit(f"{full.label} is at its limit of "
-                                      f"{full.limits.max_concurrent} call(s) at once and none "
-                                      "ended in time; try again later or raise it with "
-                                      f"{full.fix}", UNKNOWN_WAIT)
-                    with line.cond:   # a slot given back in this process wakes this at once
+                        raise AtLimit(
+                            f"{full.label} is at its limit of "
+                            f"{full.limits.max_concurrent} call(s) at once and none "
+                            "ended in time; try again later or raise it with "
+                            f"{full.fix}",
+                            UNKNOWN_WAIT,
+                        )
+                    with line.cond:  # a slot given back in this process wakes this at once
                         line.cond.wait(min(poll, left))
                     poll = min(poll * 2, poll_max)
                     continue
                 try:
                     later, rpm, at = self._rate(scopes, time.time(), record=True)
-                except BaseException:   # the shared log could not be read: the slots go back
+                except BaseException:  # the shared log could not be read: the slots go back
                     self._give(endpoint, taken)
                     raise
                 if later > 0:
@@ -320,10 +339,13 @@ class Admission:
                     assert rpm is not None
                     self._give(endpoint, taken)
                     if later > left:
-                        raise AtLimit(f"{rpm.label} is at its limit of {rpm.limits.rpm} call(s) "
-                                      f"a minute; the next may start in {math.ceil(later)} s, "
-                                      "after this call's wait; try again then or raise it with "
-                                      f"{rpm.fix}", later)
+                        raise AtLimit(
+                            f"{rpm.label} is at its limit of {rpm.limits.rpm} call(s) "
+                            f"a minute; the next may start in {math.ceil(later)} s, "
+                            "after this call's wait; try again then or raise it with "
+                            f"{rpm.fix}",
+                            later,
+                        )
                     _sleep(later, cancel, endpoint)
                     poll = poll_min
                     continue
@@ -364,8 +386,9 @@ class Admission:
             with line.cond:
                 line.cond.notify_all()
 
-    def _rate(self, scopes: list[_Scope], at: float, *,
-              record: bool) -> tuple[float, _Scope | None, float]:
+    def _rate(
+        self, scopes: list[_Scope], at: float, *, record: bool
+    ) -> tuple[float, _Scope | None, float]:
         """Seconds until every rpm scope has room for one more call at ``at`` (0: room now),
         the scope that waits longest, and the time judged (``at``, or the shared clock of the
         store); with ``record``, a call that fits is written to every scope's log in the same
@@ -388,5 +411,5 @@ def _sleep(seconds: float, cancel: threading.Event | None, endpoint: str) -> Non
     if cancel is None:
         time.sleep(seconds)
     else:
-        cancel.wait(seconds)   # an Event's wait ends the moment it is set
+        cancel.wait(seconds)  # an Event's wait ends the moment it is set
         _check(cancel, endpoint)

@@ -71,20 +71,21 @@ class DatabaseStore:
     # than between the processes of one machine, since each look is a round trip
     poll = (0.01, 0.1)
 
-    def __init__(self, url: str, *, application: str = "panelist-admission",
-                 lease: float | None = None):
+    def __init__(
+        self, url: str, *, application: str = "panelist-admission", lease: float | None = None
+    ):
         """``lease``: the seconds a slot's lease lasts unless renewed (default: the
         environment's ``PANELIST_LEASE_SECONDS``, else ``pglease.PERIOD``)."""
         self.db = pg.Database(url, application=application)
         self.lease = pglease.period_of_env() if lease is None else float(lease)
         self.holder = pglease.holder_name("admission")
-        self._lock = threading.Lock()          # the scopes' ids, the schema check
+        self._lock = threading.Lock()  # the scopes' ids, the schema check
         self._ids: dict[str, int] = {}
         self._scopes: dict[str, Slots] = {}
         self._ready = False
-        self._held_lock = threading.Lock()     # the leases this process holds
-        self._held: dict[int, int] = {}        # token -> the scope's id
-        self.reinstated = 0                    # leases put back after they lapsed mid-call
+        self._held_lock = threading.Lock()  # the leases this process holds
+        self._held: dict[int, int] = {}  # token -> the scope's id
+        self.reinstated = 0  # leases put back after they lapsed mid-call
         self.renewer = pglease.Renewer(self._renew, self.lease, "admission-leases")
 
     # -- the schema and the scopes' ids ---------------------------------------------------------
@@ -102,7 +103,9 @@ class DatabaseStore:
             self._migrated()
             rows = self.db.execute(
                 "INSERT INTO admission_scopes (scope) VALUES (%s) ON CONFLICT (scope) "
-                "DO UPDATE SET scope = EXCLUDED.scope RETURNING id", (key,))
+                "DO UPDATE SET scope = EXCLUDED.scope RETURNING id",
+                (key,),
+            )
             got = self._ids[key] = int(rows[0][0])
         return got
 
@@ -127,8 +130,9 @@ class DatabaseStore:
         Retried once on a fresh connection: a take whose answer was lost holds a slot nobody
         renews, which comes free one period later (too careful, never over the limit)."""
         scope_id = self._id(key)
-        rows = self.db.execute("SELECT panelist_take_lease(%s, %s, %s, %s)",
-                               (scope_id, n, self.holder, self.lease))
+        rows = self.db.execute(
+            "SELECT panelist_take_lease(%s, %s, %s, %s)", (scope_id, n, self.holder, self.lease)
+        )
         token = int(rows[0][0])
         if token < 0:
             return None
@@ -145,7 +149,7 @@ class DatabaseStore:
         try:
             self.db.execute("DELETE FROM admission_leases WHERE token = %s", (token,))
         except DatabaseUnreachable:
-            pass   # no longer renewed: it lapses one period from its last renewal
+            pass  # no longer renewed: it lapses one period from its last renewal
 
     def _renew(self) -> None:
         """Every lease of a call still running, moved one period on; one lost meanwhile is put
@@ -154,8 +158,10 @@ class DatabaseStore:
             held = dict(self._held)
         if not held:
             return
-        rows = self.db.execute("SELECT panelist_renew_leases(%s, %s, %s, %s)",
-                               (list(held), list(held.values()), self.holder, self.lease))
+        rows = self.db.execute(
+            "SELECT panelist_renew_leases(%s, %s, %s, %s)",
+            (list(held), list(held.values()), self.holder, self.lease),
+        )
         back = [int(t) for t in rows[0][0] or ()]
         with self._held_lock:
             # a call that ended while the renewal ran was given back before it: its lease, put
@@ -163,9 +169,13 @@ class DatabaseStore:
             ended = [t for t in back if t not in self._held]
             self.reinstated += len(back) - len(ended)
         if len(back) > len(ended):
-            log.warning("%d admission lease(s) lapsed while their calls ran (this process was "
-                        "frozen or cut off from the database for over %g s); they are counted "
-                        "again until those calls end", len(back) - len(ended), self.lease)
+            log.warning(
+                "%d admission lease(s) lapsed while their calls ran (this process was "
+                "frozen or cut off from the database for over %g s); they are counted "
+                "again until those calls end",
+                len(back) - len(ended),
+                self.lease,
+            )
         if ended:
             self.db.execute("DELETE FROM admission_leases WHERE token = ANY(%s)", (ended,))
 
@@ -173,8 +183,9 @@ class DatabaseStore:
         """Calls of the scope holding a live lease now, on any instance (a lease put back after
         it lapsed counts too, so this may exceed ``n`` for a while)."""
         rows = self.db.execute(
-            "SELECT count(*) FROM admission_leases WHERE scope = %s "
-            "AND until > clock_timestamp()", (self._id(key),))
+            "SELECT count(*) FROM admission_leases WHERE scope = %s AND until > clock_timestamp()",
+            (self._id(key),),
+        )
         return int(rows[0][0])
 
     # -- rate logs ------------------------------------------------------------------------------
@@ -186,20 +197,22 @@ class DatabaseStore:
         rpms = [int(s.limits.rpm) for s in scopes]
         # retried on a new connection when a pooled one was found dead: at worst an admission
         # is logged twice, which only ever holds the next call back longer
-        rows = self.db.execute("SELECT panelist_admission_rate(%s, %s, %s, %s)",
-                               (keys, rpms, span, record))
+        rows = self.db.execute(
+            "SELECT panelist_admission_rate(%s, %s, %s, %s)", (keys, rpms, span, record)
+        )
         later, worst, judged = rows[0][0]
         if later > 0:
             return float(later), scopes[int(worst) - 1], float(judged)
         return 0.0, None, float(judged)
 
     def recent(self, state: Slots, since: float) -> int:
-        ago = max(0.0, time.time() - since)   # how far back, on the database's clock
+        ago = max(0.0, time.time() - since)  # how far back, on the database's clock
         self._migrated()
         rows = self.db.execute(
             "SELECT coalesce((SELECT count(*) FROM admission_rates, unnest(times) x "
             "WHERE scope = %s AND x > extract(epoch FROM clock_timestamp()) - %s), 0)",
-            (state.key, ago))
+            (state.key, ago),
+        )
         return int(rows[0][0])
 
     # -- pauses ---------------------------------------------------------------------------------
@@ -213,18 +226,24 @@ class DatabaseStore:
             "ON CONFLICT (endpoint) DO UPDATE SET until = EXCLUDED.until, "
             "seconds = EXCLUDED.seconds, why = EXCLUDED.why, ts = now() "
             "WHERE p.until < EXCLUDED.until",
-            (endpoint, seconds, round(seconds, 3), jsonwire.clean(str(why))[:MAX_WHY]))
+            (endpoint, seconds, round(seconds, 3), jsonwire.clean(str(why))[:MAX_WHY]),
+        )
 
     def resume(self, endpoint: str) -> bool:
         self._migrated()
-        return bool(self.db.execute(
-            "DELETE FROM admission_pauses WHERE endpoint = %s RETURNING 1", (endpoint,)))
+        return bool(
+            self.db.execute(
+                "DELETE FROM admission_pauses WHERE endpoint = %s RETURNING 1", (endpoint,)
+            )
+        )
 
     def paused(self, endpoint: str) -> tuple[float, str]:
         self._migrated()
         rows = self.db.execute(
             "SELECT until - extract(epoch FROM clock_timestamp()), why FROM admission_pauses "
-            "WHERE endpoint = %s", (endpoint,))
+            "WHERE endpoint = %s",
+            (endpoint,),
+        )
         if not rows or rows[0][0] <= 0:
             return 0.0, ""
         return float(rows[0][0]), rows[0][1]

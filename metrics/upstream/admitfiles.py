@@ -19,7 +19,7 @@ from panelist.metrics.store import configfile, jsonwire
 
 MAX_WHY = 200
 
-_HEAD = struct.Struct("<II")    # ring capacity, index of the oldest entry
+_HEAD = struct.Struct("<II")  # ring capacity, index of the oldest entry
 _TIME = struct.Struct("<d")
 
 
@@ -28,8 +28,8 @@ class Files:
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self.lock = threading.Lock()        # slot descriptors and which of them this holds
-        self.rate_lock = threading.Lock()   # flock does not keep this process's threads apart
+        self.lock = threading.Lock()  # slot descriptors and which of them this holds
+        self.rate_lock = threading.Lock()  # flock does not keep this process's threads apart
         self.slots: dict[int, int] = {}
         self.held: set[int] = set()
         self.rate_fd: int | None = None
@@ -109,7 +109,7 @@ class Files:
     def _grow(fd: int, capacity: int, rpm: int) -> int:
         # rewritten oldest first with room in front, so the next time goes to index 0
         raw = os.pread(fd, capacity * _TIME.size, _HEAD.size) if capacity else b""
-        times = sorted(t for (t,) in _TIME.iter_unpack(raw[:len(raw) - len(raw) % _TIME.size]))
+        times = sorted(t for (t,) in _TIME.iter_unpack(raw[: len(raw) - len(raw) % _TIME.size]))
         size = max(rpm, capacity)
         times = [0.0] * (size - len(times)) + times
         os.pwrite(fd, _HEAD.pack(size, 0) + b"".join(_TIME.pack(t) for t in times), 0)
@@ -126,7 +126,7 @@ class Files:
     def recent(self, since: float) -> int:
         """Admissions recorded after ``since`` (for a status line)."""
         raw = os.pread(self.rate(), 1 << 24, _HEAD.size)
-        raw = raw[:len(raw) - len(raw) % _TIME.size]
+        raw = raw[: len(raw) - len(raw) % _TIME.size]
         return sum(1 for (t,) in _TIME.iter_unpack(raw) if t > since)
 
     def close(self) -> None:
@@ -173,14 +173,15 @@ class FileStore:
         ``scopes``: objects with ``.limits.rpm`` and ``.state`` (this store's ``Files``)."""
         with contextlib.ExitStack() as stack:
             rings = []
-            for s in scopes:   # always the model's before the endpoint's: no deadlock
+            for s in scopes:  # always the model's before the endpoint's: no deadlock
                 stack.enter_context(s.state.rate_lock)
                 fd = s.state.rate()
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 stack.callback(fcntl.flock, fd, fcntl.LOCK_UN)
                 rings.append((s, *s.state.ring(s.limits.rpm)))
-            later, scope = max(((oldest + span - at, s) for s, _, oldest in rings),
-                               key=lambda pair: pair[0])
+            later, scope = max(
+                ((oldest + span - at, s) for s, _, oldest in rings), key=lambda pair: pair[0]
+            )
             if later > 0:
                 return later, scope, at
             if record:
@@ -206,9 +207,16 @@ class FileStore:
             current = _read_pause(path)
             if current is not None and current[0] >= until:
                 return
-            configfile.write_atomic(path, {
-                "v": 1, "until": until, "seconds": round(seconds, 3),
-                "why": jsonwire.clean(str(why))[:MAX_WHY], "ts": configfile.now_iso()})
+            configfile.write_atomic(
+                path,
+                {
+                    "v": 1,
+                    "until": until,
+                    "seconds": round(seconds, 3),
+                    "why": jsonwire.clean(str(why))[:MAX_WHY],
+                    "ts": configfile.now_iso(),
+                },
+            )
 
     def resume(self, endpoint: str) -> bool:
         folder = self._folder("endpoint", endpoint)

@@ -33,13 +33,13 @@ import re
 import socket
 from typing import Iterator
 
-MAX_ANSWER_BYTES = 32 * 1024 * 1024   # a reply larger than this is refused, not held in memory
+MAX_ANSWER_BYTES = 32 * 1024 * 1024  # a reply larger than this is refused, not held in memory
 # http.client's limits: a longer status, header, chunk-size or trailer line is refused, and so are
 # more header (or trailer) lines than MAX_HEADERS
 MAX_LINE = 65536
-CHARGE_FROM = 64 * 1024   # a body this size or smaller is not charged to the meter
+CHARGE_FROM = 64 * 1024  # a body this size or smaller is not charged to the meter
 MAX_HEADERS = 100
-_RECV = 65536        # bytes asked of the socket at once
+_RECV = 65536  # bytes asked of the socket at once
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 
 
@@ -74,7 +74,7 @@ class Reply:
     def __init__(self, status: int, headers: dict[str, str], will_close: bool):
         self.status = status
         self.headers = headers
-        self.will_close = will_close   # HTTP/1.0 or Connection: close
+        self.will_close = will_close  # HTTP/1.0 or Connection: close
 
 
 class Wire:
@@ -85,12 +85,12 @@ class Wire:
     def __init__(self, sock: socket.socket, meter=None):
         self.sock = sock
         self.meter = meter
-        self.charged = 0   # bytes of the body taken from the meter
-        self.buf = b""    # received and not yet consumed from self.pos on
+        self.charged = 0  # bytes of the body taken from the meter
+        self.buf = b""  # received and not yet consumed from self.pos on
         self.pos = 0
         self.got = False  # whether any byte arrived at all
-        self.to_close = False   # whether the body was read up to the close
-        self.keep = False   # ``pieces``: whether the connection may carry another request
+        self.to_close = False  # whether the body was read up to the close
+        self.keep = False  # ``pieces``: whether the connection may carry another request
 
     def _fill(self) -> bool:
         """Receive more; False at the end of the stream."""
@@ -98,13 +98,16 @@ class Wire:
         if not chunk:
             return False
         self.got = True
-        self.buf = self.buf[self.pos:] + chunk if self.pos < len(self.buf) else chunk
+        self.buf = self.buf[self.pos :] + chunk if self.pos < len(self.buf) else chunk
         self.pos = 0
         return True
 
     def _ended(self) -> ConnectionError:
-        return Cut("the connection ended mid-answer") if self.got else \
-            Closed("the connection ended before an answer")
+        return (
+            Cut("the connection ended mid-answer")
+            if self.got
+            else Closed("the connection ended before an answer")
+        )
 
     def line(self) -> bytes:
         """The next line without its CRLF; a bare LF ends a line too (RFC 9112 §2.2)."""
@@ -119,7 +122,7 @@ class Wire:
         start, self.pos = self.pos, end + 1
         if end - start > MAX_LINE:
             raise NotHTTP("a line over 64 KiB")
-        if end > start and self.buf[end - 1] == 13:   # CR
+        if end > start and self.buf[end - 1] == 13:  # CR
             end -= 1
         return self.buf[start:end]
 
@@ -129,7 +132,7 @@ class Wire:
         have = len(buf) - pos
         if have >= n:
             self.pos = pos + n
-            return buf[pos:pos + n]
+            return buf[pos : pos + n]
         out = bytearray(n)
         out[:have] = memoryview(buf)[pos:]
         self.buf, self.pos = b"", 0
@@ -145,7 +148,7 @@ class Wire:
     def some(self, n: int) -> bytes:
         """At most ``n`` bytes, as soon as any are here: the buffer's first, else one receive."""
         if self.pos < len(self.buf):
-            out = self.buf[self.pos:self.pos + n]
+            out = self.buf[self.pos : self.pos + n]
             self.pos += len(out)
             return out
         chunk = self.sock.recv(min(n, _RECV))
@@ -157,7 +160,7 @@ class Wire:
     def rest(self) -> bytes:
         """Everything up to the close."""
         self.to_close = True
-        parts = [self.buf[self.pos:]]
+        parts = [self.buf[self.pos :]]
         size = len(parts[0])
         self.buf, self.pos = b"", 0
         while size <= MAX_ANSWER_BYTES:
@@ -174,7 +177,7 @@ class Wire:
         (RFC 9110 §15.2: a client must accept any number of them before the final one)."""
         while True:
             lines = self._whole_head()
-            if lines is None:   # judged by its first line before the rest is waited for
+            if lines is None:  # judged by its first line before the rest is waited for
                 version, status = _status_line(self.line())
                 lines = self._field_lines()
             else:
@@ -183,13 +186,13 @@ class Wire:
             headers: dict[str, str] = {}
             name = None
             for line in lines:
-                if line[0] in (32, 9):   # obs-fold (RFC 9112 §5.2): a continuation, joined by SP
+                if line[0] in (32, 9):  # obs-fold (RFC 9112 §5.2): a continuation, joined by SP
                     if name is not None:
                         headers[name] += " " + line.strip(b" \t").decode("latin-1")
                     continue
                 field, colon, value = line.partition(b":")
                 if not colon:
-                    continue   # not a field line: nothing we need can be in it
+                    continue  # not a field line: nothing we need can be in it
                 name = field.strip(b" \t").lower().decode("latin-1")
                 text = value.strip(b" \t").decode("latin-1")
                 headers[name] = headers[name] + ", " + text if name in headers else text
@@ -232,17 +235,17 @@ class Wire:
         """The body (RFC 9112 §6.3), and whether the connection may carry another request."""
         status, headers = reply.status, reply.headers
         keep = not reply.will_close
-        if status in (101, 204, 304):   # never a body; a 101 switched away from HTTP
+        if status in (101, 204, 304):  # never a body; a 101 switched away from HTTP
             return b"", keep and status != 101
         framing = _framing(headers)
         if framing == "chunked":
             data = self.chunked()
             # a Content-Length beside Transfer-Encoding is ignored, the connection not reused
             keep = keep and "content-length" not in headers
-        elif isinstance(framing, int):   # _framing gives "chunked", a length or None
+        elif isinstance(framing, int):  # _framing gives "chunked", a length or None
             self._charge(framing)
             data = self.exact(framing)
-        else:   # a response without chunked last, or without a length: up to the close
+        else:  # a response without chunked last, or without a length: up to the close
             return self.rest(), False
         # bytes past the answer's end mean the next answer's start cannot be trusted
         return data, keep and self.pos == len(self.buf)
@@ -257,11 +260,11 @@ class Wire:
             self.keep = not reply.will_close and status != 101
             return
         framing = _framing(headers)
-        if framing is None:   # up to the close
+        if framing is None:  # up to the close
             self.to_close = True
             size = 0
             while True:
-                chunk = self.buf[self.pos:] or self.sock.recv(_RECV)
+                chunk = self.buf[self.pos :] or self.sock.recv(_RECV)
                 self.buf, self.pos = b"", 0
                 if not chunk:
                     return
@@ -336,8 +339,12 @@ def _status_line(line: bytes) -> tuple[bytes, int]:
     """The version and status of a status line."""
     version, _, rest = line.partition(b" ")
     code = rest.lstrip(b" ")[:3]
-    if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or \
-            not code.isdigit() or rest.lstrip(b" ")[3:4] not in (b"", b" "):
+    if (
+        version not in (b"HTTP/1.1", b"HTTP/1.0")
+        or len(code) != 3
+        or not code.isdigit()
+        or rest.lstrip(b" ")[3:4] not in (b"", b" ")
+    ):
         raise NotHTTP("a status line that is not HTTP/1.x")
     return version, int(code)
 
@@ -350,7 +357,7 @@ def _framing(headers: dict[str, str]) -> int | str | None:
     length = headers.get("content-length")
     if length is None:
         return None
-    values = {v.strip() for v in length.split(",")}   # repeated, all equal, is allowed
+    values = {v.strip() for v in length.split(",")}  # repeated, all equal, is allowed
     size = values.pop() if len(values) == 1 else ""
     if not size.isdigit() or not size.isascii():
         raise NotHTTP("a Content-Length that is not one number")

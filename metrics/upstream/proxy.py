@@ -38,7 +38,7 @@ def environment_proxies(environ: Mapping[str, str] | None = None) -> dict[str, s
     ``{"http"|"https"|"all": proxy URL, "no": NO_PROXY}``, keeping only those set."""
     environ = os.environ if environ is None else environ
     found: dict[str, str] = {}
-    for name, value in environ.items():   # any spelling first; lower-case ones override below
+    for name, value in environ.items():  # any spelling first; lower-case ones override below
         kind = name.lower()[:-6] if name.lower().endswith("_proxy") else None
         if kind in _KINDS and value and name != name.lower():
             found[kind] = value
@@ -61,25 +61,29 @@ class Proxy:
     __slots__ = ("host", "port", "setting", "label", "auth", "secrets", "key")
 
     def __init__(self, url: str, setting: str):
-        self.setting = setting   # the variable it came from, e.g. HTTPS_PROXY, for messages
+        self.setting = setting  # the variable it came from, e.g. HTTPS_PROXY, for messages
         where = f"the proxy in {setting}"
         text = url.strip()
         if "://" not in text:
-            text = "http://" + text   # "proxy.example:3128" is how many people write it
+            text = "http://" + text  # "proxy.example:3128" is how many people write it
         try:
             parts = urlsplit(text)
             port = parts.port
         except ValueError:
-            raise UpstreamUnreachable(f"{where} cannot be parsed; write it like "
-                                      "http://proxy.example:3128 (or http://user:password@"
-                                      "proxy.example:3128)") from None
+            raise UpstreamUnreachable(
+                f"{where} cannot be parsed; write it like "
+                "http://proxy.example:3128 (or http://user:password@"
+                "proxy.example:3128)"
+            ) from None
         if parts.scheme != "http":
             raise UpstreamUnreachable(
                 f"{where} is a {parts.scheme}:// proxy; upstreams are reached through http:// "
-                f"proxies only: point {setting} at one, or list the host in NO_PROXY")
+                f"proxies only: point {setting} at one, or list the host in NO_PROXY"
+            )
         if not parts.hostname:
-            raise UpstreamUnreachable(f"{where} names no host; write it like "
-                                      "http://proxy.example:3128")
+            raise UpstreamUnreachable(
+                f"{where} names no host; write it like http://proxy.example:3128"
+            )
         self.host, self.port = parts.hostname, port or 80
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.label = f"proxy {shown}:{self.port}"
@@ -136,7 +140,7 @@ def bypassed(host: str, port: int, no_proxy: str) -> bool:
                 if address in ipaddress.ip_network(name, strict=False):
                     return True
             except ValueError:
-                pass   # a name, not an address: never matches an address
+                pass  # a name, not an address: never matches an address
         elif host == name or host.endswith("." + name):
             return True
     return False

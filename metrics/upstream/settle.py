@@ -30,10 +30,10 @@ import threading
 import time
 from typing import Callable
 
-SETTLE = 30.0   # the longest a cut connection is kept for its upstream to end the call
-TICK = 0.02     # how often the connections settling are looked at
+SETTLE = 30.0  # the longest a cut connection is kept for its upstream to end the call
+TICK = 0.02  # how often the connections settling are looked at
 # TCP states (linux/tcp_states.h) in which the upstream has not closed its side yet
-_WORKING = frozenset({1, 4, 5})   # ESTABLISHED, FIN_WAIT1, FIN_WAIT2
+_WORKING = frozenset({1, 4, 5})  # ESTABLISHED, FIN_WAIT1, FIN_WAIT2
 
 
 class Release:
@@ -83,9 +83,9 @@ class Settler:
         then close it and let go of ``release``; at once when nothing tells the upstream's end
         or the settler is closed."""
         try:
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)   # the plain socket's, also for TLS
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's, also for TLS
         except OSError:
-            pass   # already shut, or already closed by the upstream
+            pass  # already shut, or already closed by the upstream
         if upstream_working(sock) is not True:
             sock.close()
             return
@@ -97,8 +97,9 @@ class Settler:
                 settled = False
                 self._settling.append((sock, time.monotonic() + self.settle, release))
                 if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="panelist-settle",
-                                                    daemon=True)
+                    self._thread = threading.Thread(
+                        target=self._run, name="panelist-settle", daemon=True
+                    )
                     self._thread.start()
                 self._wake.notify()
         if settled:
@@ -126,8 +127,11 @@ class Settler:
                     ended, self._settling = self._settling, []
                 else:
                     now = time.monotonic()
-                    ended = [s for s in self._settling
-                             if now >= s[1] or upstream_working(s[0]) is not True]
+                    ended = [
+                        s
+                        for s in self._settling
+                        if now >= s[1] or upstream_working(s[0]) is not True
+                    ]
                     self._settling = [s for s in self._settling if s not in ended]
             for sock, _, release in ended:
                 sock.close()

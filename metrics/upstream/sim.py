@@ -50,8 +50,22 @@ DEMO_MODELS: dict[str, dict] = {
     "sim-vision": {"latency": 0.2, "vision": True, "window": 128_000},
 }
 
-FAILS = frozenset({"rate_limit", "quota", "server_error", "context_length", "empty", "hang", "auth",
-                   "garbage", "error_body", "reset", "not_found", "gone"})
+FAILS = frozenset(
+    {
+        "rate_limit",
+        "quota",
+        "server_error",
+        "context_length",
+        "empty",
+        "hang",
+        "auth",
+        "garbage",
+        "error_body",
+        "reset",
+        "not_found",
+        "gone",
+    }
+)
 
 BEHAVIOUR = {
     "latency": "seconds before answering (default 0)",
@@ -65,58 +79,67 @@ BEHAVIOUR = {
     "require_key": "401 unless 'Authorization: Bearer <this>' is sent",
     "echo_auth": "a 401 repeats the Authorization header it received (to test scrubbing)",
     "echo_auth_answer": "a normal answer ends with the Authorization header it received "
-                        "(to test scrubbing)",
+    "(to test scrubbing)",
     "vision": "accept image parts; a model without it refuses them with a 400",
     "tools": "False: refuse a request that offers tools with a 400, as a model without tool "
-             "support does; listed in GET /models' supported_parameters either way",
+    "support does; listed in GET /models' supported_parameters either way",
     "structured_output": "False: refuse a json_schema response_format with a 400 (json_object "
-                         "still works); listed in supported_parameters either way",
+    "still works); listed in supported_parameters either way",
     "max_output": "the most completion tokens an answer may have: a max_tokens or "
-                  "max_completion_tokens above it is refused with a 400 that states it "
-                  "(OpenAI's wording; 'message' replaces it); listed as "
-                  "top_provider.max_completion_tokens",
+    "max_completion_tokens above it is refused with a 400 that states it "
+    "(OpenAI's wording; 'message' replaces it); listed as "
+    "top_provider.max_completion_tokens",
     "price": "[in, out] in USD per million tokens: listed by GET /models as per-token "
-             "'pricing' (as aggregators list it); the calls themselves are not billed",
+    "'pricing' (as aggregators list it); the calls themselves are not billed",
     "close": "answer with 'Connection: close' and close the connection",
     "deaf": "true: work through the whole latency (or hold, with hold_after) even when the "
-            "client has gone, as a provider that finishes generating does; counted in running "
-            "until then, never in disconnects",
+    "client has gone, as a provider that finishes generating does; counted in running "
+    "until then, never in disconnects",
     "drip": "seconds between the answer's bytes (streamed: between its events): a server that "
-            "sends slowly but never stops",
+    "sends slowly but never stops",
     "stream_usage": "false: a streamed answer carries no usage, even when asked for",
     "hold_stream": "true: a streamed answer sends its first piece, then waits until the test "
-                   "calls release(model) (or the client goes) before the rest; counted in held",
+    "calls release(model) (or the client goes) before the rest; counted in held",
     "tool_calls": "calls to make when the request offers tools and its last message is not a "
-                  "tool result: a list of {'name', 'arguments'}; a call whose tool is not "
-                  "offered is left out. After tool results the model answers with text quoting "
-                  "them",
+    "tool result: a list of {'name', 'arguments'}; a call whose tool is not "
+    "offered is left out. After tool results the model answers with text quoting "
+    "them",
     "json": "the answer when the request asks for JSON (response_format): an object, sent as "
-            "JSON, or a string sent as it is (to script invalid JSON), or a list of those "
-            "given in turn, one per call (cycling). Without it, a json_schema request gets an "
-            "object made from the schema's required keys (local $refs followed)",
+    "JSON, or a string sent as it is (to script invalid JSON), or a list of those "
+    "given in turn, one per call (cycling). Without it, a json_schema request gets an "
+    "object made from the schema's required keys (local $refs followed)",
     "answers": "a list of answers given in turn, one per call (cycling); overrides 'answer'",
     "hold_after": "calls after the Nth to the model wait until the test calls release(model) "
-                  "(or the client goes), then are answered as usual",
+    "(or the client goes), then are answered as usual",
     "rules": "a list of {'contains': text, 'answer': text}: the first rule whose text occurs in "
-             "the last user message gives the answer (before 'answers' and 'answer'); a request "
-             "no rule matches is answered as without rules",
+    "the last user message gives the answer (before 'answers' and 'answer'); a request "
+    "no rule matches is answered as without rules",
     "json_rules": "as 'rules', for requests that ask for JSON: the first rule whose text occurs "
-                  "in the last user message gives the JSON answer (an object, or a string sent "
-                  "as it is), before 'json'",
+    "in the last user message gives the JSON answer (an object, or a string sent "
+    "as it is), before 'json'",
     "judge": "a scripted judge of answers, for `panelist judge check`: {'mode': 'truth' (agree "
-             "with each answer's hidden (truth=useful|poor) mark with probability 'agree'), "
-             "'useful' (every answer useful, the first of two preferred) or 'longer' (useful "
-             "from 'long' characters, the longer preferred), 'agree', 'long', 'seed'}",
+    "with each answer's hidden (truth=useful|poor) mark with probability 'agree'), "
+    "'useful' (every answer useful, the first of two preferred) or 'longer' (useful "
+    "from 'long' characters, the longer preferred), 'agree', 'long', 'seed'}",
     "refuse_params": "body keys the model refuses with a 400 naming the key, as reasoning "
-                     "models refuse 'temperature': a list such as ['temperature', 'seed']",
+    "models refuse 'temperature': a list such as ['temperature', 'seed']",
 }
+
 
 class SimUpstream:
     """A simulated provider on its own port; ``start()`` it, or use it as a context manager."""
 
-    def __init__(self, models: dict[str, dict] | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0, keepalive: float | None = None, seed: int = 0,
-                 keep_requests: int | None = None, listing_key: str | None = None):
+    def __init__(
+        self,
+        models: dict[str, dict] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        keepalive: float | None = None,
+        seed: int = 0,
+        keep_requests: int | None = None,
+        listing_key: str | None = None,
+    ):
         """``keepalive``: seconds an idle connection stays open (default: until the client closes
         it). ``keep_requests``: keep only about that many recent records in ``requests``, for a
         long-running demo (default: keep all). ``listing_key``: ``GET /models`` answers 401
@@ -140,12 +163,12 @@ class SimUpstream:
         self._stopping = threading.Event()
         self._released: dict[str, threading.Event] = {}
         self._holding = threading.Condition(threading.Lock())
-        self.held: dict[str, int] = {}   # requests each model holds right now (hold_after)
+        self.held: dict[str, int] = {}  # requests each model holds right now (hold_after)
         # requests of each model being worked on now, and the most ever at once: from arrival
         # to the first byte of the answer, a span inside any caller's wait for it
         self.running: dict[str, int] = {}
         self.peak: dict[str, int] = {}
-        self.in_flight = 0        # the same over every model
+        self.in_flight = 0  # the same over every model
         self.peak_in_flight = 0
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
@@ -163,8 +186,9 @@ class SimUpstream:
         self.port = self._server.server_address[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{host}:{self.port}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(POLL,),
-                                        name="sim-upstream", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(POLL,), name="sim-upstream", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -172,16 +196,16 @@ class SimUpstream:
         server, self._server = self._server, None
         if server is None:
             return
-        self._stopping.set()   # first, so pending requests do not count the stop as a disconnect
+        self._stopping.set()  # first, so pending requests do not count the stop as a disconnect
         server.shutdown()
         server.server_close()
         with self._lock:
             for conn in self._open:
                 try:
-                    conn.shutdown(socket.SHUT_RDWR)   # wakes handlers waiting for a next request
+                    conn.shutdown(socket.SHUT_RDWR)  # wakes handlers waiting for a next request
                 except OSError:
                     pass
-        if self._thread is not None:   # set with the server, in start()
+        if self._thread is not None:  # set with the server, in start()
             self._thread.join(timeout=2)
 
     def __enter__(self) -> "SimUpstream":
@@ -194,12 +218,16 @@ class SimUpstream:
         """Add a model, or replace its whole behaviour; safe while requests are being served."""
         unknown = set(behaviour) - set(BEHAVIOUR)
         if unknown:
-            raise ValueError(f"unknown behaviour {sorted(unknown)} for {model!r}; use any of: "
-                             + ", ".join(BEHAVIOUR))
+            raise ValueError(
+                f"unknown behaviour {sorted(unknown)} for {model!r}; use any of: "
+                + ", ".join(BEHAVIOUR)
+            )
         fail = behaviour.get("fail")
         if fail is not None and fail not in FAILS:
-            raise ValueError(f"unknown fail {fail!r} for {model!r}; use None or one of: "
-                             + ", ".join(sorted(FAILS)))
+            raise ValueError(
+                f"unknown fail {fail!r} for {model!r}; use None or one of: "
+                + ", ".join(sorted(FAILS))
+            )
         for key in ("latency", "jitter", "drip"):
             if not isinstance(behaviour.get(key, 0), (int, float)) or behaviour.get(key, 0) < 0:
                 raise ValueError(f"{key} for {model!r} must be a number of seconds >= 0")
@@ -208,8 +236,10 @@ class SimUpstream:
                 raise ValueError(f"{key} for {model!r} must be true or false")
         price = behaviour.get("price")
         if price is not None and not (
-                isinstance(price, (list, tuple)) and len(price) == 2
-                and all(type(x) in (int, float) and x >= 0 for x in price)):
+            isinstance(price, (list, tuple))
+            and len(price) == 2
+            and all(type(x) in (int, float) and x >= 0 for x in price)
+        ):
             raise ValueError(f"price for {model!r} must be [in, out], numbers >= 0")
         for key in ("tools", "structured_output"):
             if behaviour.get(key) is not None and not isinstance(behaviour[key], bool):
@@ -220,28 +250,44 @@ class SimUpstream:
                 raise ValueError(f"{key} for {model!r} must be a whole number >= 1")
         rules = behaviour.get("rules", [])
         if not isinstance(rules, list) or not all(
-                isinstance(r, dict) and set(r) == {"contains", "answer"}
-                and isinstance(r["contains"], str) and r["contains"]
-                and isinstance(r["answer"], str) for r in rules):
-            raise ValueError(f"rules for {model!r} must be a list of "
-                             "{'contains': non-empty text, 'answer': text}")
+            isinstance(r, dict)
+            and set(r) == {"contains", "answer"}
+            and isinstance(r["contains"], str)
+            and r["contains"]
+            and isinstance(r["answer"], str)
+            for r in rules
+        ):
+            raise ValueError(
+                f"rules for {model!r} must be a list of "
+                "{'contains': non-empty text, 'answer': text}"
+            )
         json_rules = behaviour.get("json_rules", [])
         if not isinstance(json_rules, list) or not all(
-                isinstance(r, dict) and set(r) == {"contains", "answer"}
-                and isinstance(r["contains"], str) and r["contains"]
-                and isinstance(r["answer"], (str, dict)) for r in json_rules):
-            raise ValueError(f"json_rules for {model!r} must be a list of "
-                             "{'contains': non-empty text, 'answer': object or text}")
+            isinstance(r, dict)
+            and set(r) == {"contains", "answer"}
+            and isinstance(r["contains"], str)
+            and r["contains"]
+            and isinstance(r["answer"], (str, dict))
+            for r in json_rules
+        ):
+            raise ValueError(
+                f"json_rules for {model!r} must be a list of "
+                "{'contains': non-empty text, 'answer': object or text}"
+            )
         judge = behaviour.get("judge")
         if judge is not None and not (
-                isinstance(judge, dict) and judge.get("mode", "truth") in JUDGE_MODES
-                and set(judge) <= {"mode", "agree", "long", "seed"}
-                and type(judge.get("agree", 1.0)) in (int, float)
-                and 0 <= judge.get("agree", 1.0) <= 1
-                and type(judge.get("long", 1)) is int):
-            raise ValueError(f"judge for {model!r} must be {{'mode': one of "
-                             f"{', '.join(JUDGE_MODES)}, 'agree': 0..1, 'long': characters, "
-                             "'seed': any}")
+            isinstance(judge, dict)
+            and judge.get("mode", "truth") in JUDGE_MODES
+            and set(judge) <= {"mode", "agree", "long", "seed"}
+            and type(judge.get("agree", 1.0)) in (int, float)
+            and 0 <= judge.get("agree", 1.0) <= 1
+            and type(judge.get("long", 1)) is int
+        ):
+            raise ValueError(
+                f"judge for {model!r} must be {{'mode': one of "
+                f"{', '.join(JUDGE_MODES)}, 'agree': 0..1, 'long': characters, "
+                "'seed': any}"
+            )
         refuse = behaviour.get("refuse_params", [])
         if not isinstance(refuse, list) or not all(isinstance(k, str) for k in refuse):
             raise ValueError(f"refuse_params for {model!r} must be a list of body keys")
@@ -283,7 +329,7 @@ class SimUpstream:
         with self._lock:
             self.requests.append(record)
             if self.keep_requests and len(self.requests) > 2 * self.keep_requests:
-                del self.requests[:-self.keep_requests]
+                del self.requests[: -self.keep_requests]
             key = model if isinstance(model, str) else repr(model)
             n = self._counts[key] = self._counts.get(key, 0) + 1
             self.running[key] = self.running.get(key, 0) + 1
@@ -321,20 +367,27 @@ class SimUpstream:
     def _listing(self) -> dict:
         with self._lock:
             models = copy.deepcopy(self._models)
-        return {"object": "list",
-                "data": [simanswers.listed(name, b) for name, b in models.items()]}
+        return {
+            "object": "list",
+            "data": [simanswers.listed(name, b) for name, b in models.items()],
+        }
 
 
 # -- command line ---------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="sim_upstream", description="Serve simulated OpenAI-compatible models "
-        "(default: the sim-… demo set) until SIGINT or SIGTERM. Prints the base URL first.")
+        prog="sim_upstream",
+        description="Serve simulated OpenAI-compatible models "
+        "(default: the sim-… demo set) until SIGINT or SIGTERM. Prints the base URL first.",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
-    parser.add_argument("--models", type=Path, metavar="FILE.json",
-                        help='a JSON object {"model id": {behaviour…}, …}; behaviour keys: '
-                        + ", ".join(BEHAVIOUR))
+    parser.add_argument(
+        "--models",
+        type=Path,
+        metavar="FILE.json",
+        help='a JSON object {"model id": {behaviour…}, …}; behaviour keys: ' + ", ".join(BEHAVIOUR),
+    )
     args = parser.parse_args(argv)
     models = None
     if args.models:
@@ -344,8 +397,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sim_upstream: cannot read {args.models}: {exc}", file=sys.stderr)
             return 2
         if not isinstance(models, dict) or not all(isinstance(b, dict) for b in models.values()):
-            print(f"sim_upstream: {args.models} must hold a JSON object of model id → behaviour "
-                  "object", file=sys.stderr)
+            print(
+                f"sim_upstream: {args.models} must hold a JSON object of model id → behaviour "
+                "object",
+                file=sys.stderr,
+            )
             return 2
     try:
         sim = SimUpstream(models, host=args.host, port=args.port, keep_requests=1000).start()
@@ -353,8 +409,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sim_upstream: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"sim_upstream: cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); "
-              "pick another --port", file=sys.stderr)
+        print(
+            f"sim_upstream: cannot listen on {args.host}:{args.port} ({exc.strerror or exc}); "
+            "pick another --port",
+            file=sys.stderr,
+        )
         return 1
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -46,39 +46,54 @@ def _tool_history_error(messages: list) -> str | None:
         if role == "tool":
             tid = message.get("tool_call_id")
             if tid not in unanswered:
-                return (f"messages[{i}]: a message with role 'tool' must answer a tool call of "
-                        f"the assistant message before it; tool_call_id {tid!r} was not issued "
-                        "there or was answered already")
+                return (
+                    f"messages[{i}]: a message with role 'tool' must answer a tool call of "
+                    f"the assistant message before it; tool_call_id {tid!r} was not issued "
+                    "there or was answered already"
+                )
             unanswered.remove(tid)
             continue
         if unanswered:
-            return (f"messages[{i}]: an assistant message with 'tool_calls' must be followed by "
-                    f"tool messages answering each tool_call_id; not answered: "
-                    f"{', '.join(map(str, unanswered))}")
+            return (
+                f"messages[{i}]: an assistant message with 'tool_calls' must be followed by "
+                f"tool messages answering each tool_call_id; not answered: "
+                f"{', '.join(map(str, unanswered))}"
+            )
         calls = message.get("tool_calls") if role == "assistant" else None
-        unanswered = [c.get("id") for c in calls if isinstance(c, dict)] \
-            if isinstance(calls, list) else []
+        unanswered = (
+            [c.get("id") for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+        )
     if unanswered:
-        return ("the last message calls tools: send the tool messages answering "
-                f"{', '.join(map(str, unanswered))} before asking again")
+        return (
+            "the last message calls tools: send the tool messages answering "
+            f"{', '.join(map(str, unanswered))} before asking again"
+        )
     return None
+
+
 def _unsupported(model: str, body: dict, b: dict) -> tuple[str, str] | None:
     """``(param, message)`` when the request asks for what the model is scripted to lack: tools,
     a json_schema response format, or more completion tokens than its ``max_output``."""
     if b.get("tools") is False and body.get("tools"):
         return "tools", f"registry/{model} does not support tools"
     fmt = body.get("response_format")
-    if b.get("structured_output") is False and isinstance(fmt, dict) and \
-            fmt.get("type") == "json_schema":
-        return "response_format", ("Invalid parameter: 'response_format' of type 'json_schema' "
-                                   "is not supported with this model")
+    if (
+        b.get("structured_output") is False
+        and isinstance(fmt, dict)
+        and fmt.get("type") == "json_schema"
+    ):
+        return "response_format", (
+            "Invalid parameter: 'response_format' of type 'json_schema' "
+            "is not supported with this model"
+        )
     cap = b.get("max_output")
     for param in ("max_completion_tokens", "max_tokens"):
         asked = body.get(param)
         if cap and type(asked) is int and asked > cap:
             return param, b.get("message") or (
                 f"{param} is too large: {asked}. This model supports at most {cap} completion "
-                f"tokens, whereas you provided {asked}.")
+                f"tokens, whereas you provided {asked}."
+            )
     return None
 
 
@@ -102,23 +117,31 @@ def _tool_calls(b: dict, body: dict, messages: list, seq: int) -> list[dict]:
     tools = body.get("tools")
     if not script or not isinstance(tools, list) or _last_role(messages) == "tool":
         return []
-    offered = {t.get("function", {}).get("name") for t in tools
-               if isinstance(t, dict) and isinstance(t.get("function"), dict)}
+    offered = {
+        t.get("function", {}).get("name")
+        for t in tools
+        if isinstance(t, dict) and isinstance(t.get("function"), dict)
+    }
     calls = []
     for i, call in enumerate(script):
         if call.get("name") not in offered:
             continue
         args = call.get("arguments", {})
-        calls.append({"id": f"call_sim{seq:06x}_{i}", "type": "function",
-                      "function": {"name": call["name"],
-                                   "arguments": args if isinstance(args, str)
-                                   else json.dumps(args)}})
+        calls.append(
+            {
+                "id": f"call_sim{seq:06x}_{i}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+        )
     return calls
 
 
 def _after_tools(model: str, messages: list) -> str:
-    said = [m.get("content") for m in messages
-            if isinstance(m, dict) and m.get("role") == "tool"]
+    said = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
     quoted = "; ".join(str(s) for s in said[-3:])
     return f"[simulated {model}] The tools said: {quoted}."
 
@@ -129,8 +152,7 @@ def _wants_json(body: dict) -> bool:
 
 
 def _json_answer(b: dict, body: dict, n: int, asked: str = "") -> str:
-    ruled = next((r["answer"] for r in b.get("json_rules") or () if r["contains"] in asked),
-                 None)
+    ruled = next((r["answer"] for r in b.get("json_rules") or () if r["contains"] in asked), None)
     if ruled is not None:
         return ruled if isinstance(ruled, str) else json.dumps(ruled)
     scripted = b.get("json")
@@ -153,7 +175,7 @@ def _from_schema(schema, model, depth: int, root=None):
         return None
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/") and isinstance(root, dict):
-        target: Any = root   # parsed JSON, walked down the reference
+        target: Any = root  # parsed JSON, walked down the reference
         for part in ref[2:].split("/"):
             target = target.get(part) if isinstance(target, dict) else None
         return _from_schema(target, model, depth + 1, root)
@@ -165,30 +187,39 @@ def _from_schema(schema, model, depth: int, root=None):
         if schema.get(key):
             return _from_schema(schema[key][0], model, depth + 1, root)
     given = schema.get("type")
-    kind: Any = given[0] if isinstance(given, list) and given else given   # parsed JSON
+    kind: Any = given[0] if isinstance(given, list) and given else given  # parsed JSON
     if kind == "object" or "properties" in schema:
         props = schema.get("properties") or {}
         keys = schema.get("required") or list(props)
         return {k: _from_schema(props.get(k, {}), model, depth + 1, root) for k in keys}
     if kind == "array":
         return []
-    return {"string": f"simulated {model}", "integer": 1, "number": 1.0, "boolean": True,
-            "null": None}.get(kind, f"simulated {model}")
+    return {
+        "string": f"simulated {model}",
+        "integer": 1,
+        "number": 1.0,
+        "boolean": True,
+        "null": None,
+    }.get(kind, f"simulated {model}")
 
 
 def _reply(model: str, asked: str, images: int) -> str:
     words = asked.split()
     quoted = " ".join(words[:6]) + (" …" if len(words) > 6 else "")
-    said = f"You asked: \"{quoted}\"." if words else "You sent no text."
+    said = f'You asked: "{quoted}".' if words else "You sent no text."
     seen = f" I was shown {images} image{'s' if images != 1 else ''}." if images else ""
-    return (f"[simulated {model}] {said}{seen} This is a scripted reply from a simulated model; "
-            "no language model read your prompt.")
+    return (
+        f"[simulated {model}] {said}{seen} This is a scripted reply from a simulated model; "
+        "no language model read your prompt."
+    )
 
 
 # -- a scripted judge of answers (``panelist judge check``) ----------------------------------------
 JUDGE_MODES = ("truth", "useful", "longer")
 TRUTH = re.compile(r"\(truth=(useful|poor)\)")
-_JUDGE_BLOCK = re.compile(r"<<<BEGIN (\w+) (answer(?: [AB])?)>>>\n(.*?)\n<<<END \1 \2>>>", re.DOTALL)
+_JUDGE_BLOCK = re.compile(
+    r"<<<BEGIN (\w+) (answer(?: [AB])?)>>>\n(.*?)\n<<<END \1 \2>>>", re.DOTALL
+)
 
 
 def truth_mark(useful: bool) -> str:
@@ -205,9 +236,10 @@ def _truth(text: str) -> bool | None:
 def _draw(seed, *parts: str) -> float:
     """A number in [0, 1) fixed by the seed and the texts: the same question gets the same
     answer however many threads ask, and a question in the other order is a fresh draw."""
-    digest = hashlib.blake2b("\x00".join((str(seed), *parts)).encode("utf-8", "replace"),
-                             digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2 ** 64
+    digest = hashlib.blake2b(
+        "\x00".join((str(seed), *parts)).encode("utf-8", "replace"), digest_size=8
+    ).digest()
+    return int.from_bytes(digest, "big") / 2**64
 
 
 def judged(script: dict, body: dict, messages: list) -> str | None:
@@ -235,8 +267,11 @@ def judged(script: dict, body: dict, messages: list) -> str | None:
             useful = len(answer) >= script.get("long", 200)
         else:
             truth = _truth(answer)
-            useful = (_draw(seed, "mark", answer) < 0.5) if truth is None else \
-                truth == (_draw(seed, "mark", answer) < agree)
+            useful = (
+                (_draw(seed, "mark", answer) < 0.5)
+                if truth is None
+                else truth == (_draw(seed, "mark", answer) < agree)
+            )
         return json.dumps({"useful": useful, "reason": "scripted"})
     a, b = blocks.get("answer A", ""), blocks.get("answer B", "")
     if mode == "useful":
@@ -261,11 +296,12 @@ def listed(name: str, b: dict) -> dict:
     if b.get("window"):
         entry["context_length"] = b["window"]
     if b.get("price") is not None:
-        entry["pricing"] = {"prompt": f"{b['price'][0] / 1e6:.12g}",
-                            "completion": f"{b['price'][1] / 1e6:.12g}"}
+        entry["pricing"] = {
+            "prompt": f"{b['price'][0] / 1e6:.12g}",
+            "completion": f"{b['price'][1] / 1e6:.12g}",
+        }
     if b.get("vision") is not None:
-        entry["architecture"] = {"input_modalities": ["text", "image"] if b["vision"]
-                                 else ["text"]}
+        entry["architecture"] = {"input_modalities": ["text", "image"] if b["vision"] else ["text"]}
     if b.get("max_output"):
         entry["top_provider"] = {"max_completion_tokens": b["max_output"]}
     if b.get("tools") is not None or b.get("structured_output") is not None:
@@ -277,4 +313,3 @@ def listed(name: str, b: dict) -> dict:
             params += ["response_format", "structured_outputs"]
         entry["supported_parameters"] = params
     return entry
-

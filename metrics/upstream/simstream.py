@@ -13,14 +13,18 @@ from __future__ import annotations
 import json
 import re
 
-_PIECES = re.compile(r"\s+|\S+\s*")   # leading space alone, then each word with its spaces
+_PIECES = re.compile(r"\s+|\S+\s*")  # leading space alone, then each word with its spaces
 
 
 def events(completion: dict, include_usage: bool) -> list[bytes]:
     """The SSE events (each ``data: ...`` and its blank line) of ``completion``, streamed."""
-    base = {"id": completion["id"], "object": "chat.completion.chunk",
-            "created": completion["created"], "model": completion["model"],
-            "system_fingerprint": completion.get("system_fingerprint")}
+    base = {
+        "id": completion["id"],
+        "object": "chat.completion.chunk",
+        "created": completion["created"],
+        "model": completion["model"],
+        "system_fingerprint": completion.get("system_fingerprint"),
+    }
     (choice,) = completion["choices"]
     message = choice["message"]
 
@@ -31,11 +35,26 @@ def events(completion: dict, include_usage: bool) -> list[bytes]:
     out += [chunk({"content": piece}) for piece in _PIECES.findall(message.get("content") or "")]
     for i, call in enumerate(message.get("tool_calls") or ()):
         fn = call["function"]
-        out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                          "function": {"name": fn["name"], "arguments": ""}}]}))
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         half = len(fn["arguments"]) // 2
-        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
-                for part in (fn["arguments"][:half], fn["arguments"][half:]) if part]
+        out += [
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
+            for part in (fn["arguments"][:half], fn["arguments"][half:])
+            if part
+        ]
     out.append(chunk({}, choice["finish_reason"]))
     if include_usage:
         out.append(dict(base, choices=[], usage=completion["usage"]))

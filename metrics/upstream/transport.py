@@ -49,15 +49,22 @@ import time
 from urllib.parse import quote, urlsplit
 
 from panelist import __version__
-from panelist.metrics.errors import (AuthFailed, Cancelled, OutOfMemoryBudget, UpstreamBadReply,
-                                     UpstreamError, UpstreamTimeout, UpstreamUnreachable)
+from panelist.metrics.errors import (
+    AuthFailed,
+    Cancelled,
+    OutOfMemoryBudget,
+    UpstreamBadReply,
+    UpstreamError,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
 from panelist.metrics.upstream import http11
 from panelist.metrics.upstream.http11 import Closed, Cut, NotHTTP, OverBudget, Reply, TooBig, Wire
 from panelist.metrics.upstream.proxy import Proxy, environment_proxies, proxy_for
 from panelist.metrics.upstream.settle import Release, Settler
 
 USER_AGENT = f"panelist/{__version__}"
-TICK = 0.02          # how often the watchdog polls a plain Event or retries a shutdown
+TICK = 0.02  # how often the watchdog polls a plain Event or retries a shutdown
 
 _CANCEL, _DEADLINE = "cancel", "deadline"
 
@@ -98,15 +105,16 @@ class _Call:
 
     __slots__ = ("deadline", "cancel", "sock", "shut", "reason", "release", "working")
 
-    def __init__(self, deadline: float, cancel: threading.Event | None,
-                 release: Release | None = None):
+    def __init__(
+        self, deadline: float, cancel: threading.Event | None, release: Release | None = None
+    ):
         self.deadline = deadline
         self.cancel = cancel
-        self.release = release   # let go of once the exchange ended and its connection settled
-        self.working = False     # the request went out whole and its answer has not all come
-        self.sock: socket.socket | None = None   # what the watchdog would shut down now
-        self.shut: socket.socket | None = None   # what it did shut down, so it does so once
-        self.reason: str | None = None           # _CANCEL or _DEADLINE once the call is doomed
+        self.release = release  # let go of once the exchange ended and its connection settled
+        self.working = False  # the request went out whole and its answer has not all come
+        self.sock: socket.socket | None = None  # what the watchdog would shut down now
+        self.shut: socket.socket | None = None  # what it did shut down, so it does so once
+        self.reason: str | None = None  # _CANCEL or _DEADLINE once the call is doomed
 
 
 class Sent:
@@ -115,8 +123,9 @@ class Sent:
 
     __slots__ = ("transport", "origin", "request", "call", "timeout", "meter", "sock", "reused")
 
-    def __init__(self, transport: "Transport", origin: "Origin", request, call: _Call,
-                 timeout: float, meter):
+    def __init__(
+        self, transport: "Transport", origin: "Origin", request, call: _Call, timeout: float, meter
+    ):
         self.transport, self.origin, self.request, self.call = transport, origin, request, call
         self.timeout, self.meter = timeout, meter
         self.sock: socket.socket | None = None
@@ -144,32 +153,49 @@ class Origin:
     """A parsed base URL: where to connect (``dial``: the proxy's address when there is one), its
     pool key, its name in messages, and how a request names its target (``target``)."""
 
-    __slots__ = ("key", "scheme", "host", "port", "proxy", "dial", "authority", "host_field",
-                 "secrets", "label", "_path", "_query")
+    __slots__ = (
+        "key",
+        "scheme",
+        "host",
+        "port",
+        "proxy",
+        "dial",
+        "authority",
+        "host_field",
+        "secrets",
+        "label",
+        "_path",
+        "_query",
+    )
 
     def __init__(self, base_url: str, proxies: dict):
         try:
             parts = urlsplit(base_url)
             port = parts.port
         except ValueError as exc:
-            raise UpstreamUnreachable(f"endpoint URL {base_url!r} cannot be parsed; write it like "
-                                      "http://127.0.0.1:8000/v1") from exc
+            raise UpstreamUnreachable(
+                f"endpoint URL {base_url!r} cannot be parsed; write it like "
+                "http://127.0.0.1:8000/v1"
+            ) from exc
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UpstreamUnreachable(
                 f"endpoint URL {base_url!r} must start with http:// or https:// and name a host; "
-                "write it like http://127.0.0.1:8000/v1")
+                "write it like http://127.0.0.1:8000/v1"
+            )
         default = 443 if parts.scheme == "https" else 80
         self.scheme, self.host, self.port = parts.scheme, parts.hostname, port or default
         try:
             host = f"[{self.host}]" if ":" in self.host else self.host.encode("idna").decode()
         except UnicodeError as exc:
-            raise UpstreamUnreachable(f"endpoint URL {base_url!r} names a host that is not a "
-                                      "valid DNS name; check the endpoint URL") from exc
+            raise UpstreamUnreachable(
+                f"endpoint URL {base_url!r} names a host that is not a "
+                "valid DNS name; check the endpoint URL"
+            ) from exc
         proxy = self.proxy = proxy_for(self.scheme, self.host, self.port, proxies)
         self.key = (self.scheme, self.host, self.port, proxy.key if proxy else None)
         self.dial = (proxy.host, proxy.port) if proxy else (self.host, self.port)
-        self.secrets = proxy.secrets if proxy else ()   # (secret, stand-in) pairs to scrub
-        self.authority = f"{host}:{self.port}".encode()   # a CONNECT's target: always with port
+        self.secrets = proxy.secrets if proxy else ()  # (secret, stand-in) pairs to scrub
+        self.authority = f"{host}:{self.port}".encode()  # a CONNECT's target: always with port
         self.host_field = host if self.port == default else f"{host}:{self.port}"
         self.label = f"upstream {host}:{self.port}" + (f" via {proxy.label}" if proxy else "")
         self._path, self._query = parts.path, parts.query
@@ -180,7 +206,7 @@ class Origin:
         path = quote(self._path.rstrip("/") + leaf, safe="/%:@!$&'()*+,;=~")
         if self._query:
             path += "?" + quote(self._query, safe="/%:@!$&'()*+,;=~?")
-        if self.proxy and self.scheme == "http":   # the proxy forwards it: it needs the whole URL
+        if self.proxy and self.scheme == "http":  # the proxy forwards it: it needs the whole URL
             return f"http://{self.host_field}{path}", self.proxy.auth
         return path, b""
 
@@ -188,8 +214,13 @@ class Origin:
 class Transport:
     """Pooled keep-alive connections and their watchdog; one is shared by every thread."""
 
-    def __init__(self, *, max_idle_per_host: int = 64, proxies: dict[str, str] | None = None,
-                 tls: ssl.SSLContext | None = None):
+    def __init__(
+        self,
+        *,
+        max_idle_per_host: int = 64,
+        proxies: dict[str, str] | None = None,
+        tls: ssl.SSLContext | None = None,
+    ):
         """``proxies``: ``{"http"|"https"|"all": proxy URL, "no": NO_PROXY}``; default: read from
         the environment now (``metrics.upstream.proxy``), never again. ``tls``: the context https
         upstreams are checked with; default: the system's trusted certificates."""
@@ -200,7 +231,7 @@ class Transport:
         self._inflight: set[_Call] = set()
         # the watchdog sleeps until the nearest deadline; new calls, cancels and close wake it
         self._wake = threading.Condition(self._lock)
-        self._planned: float | None = None   # when the watchdog means to look next (None: never)
+        self._planned: float | None = None  # when the watchdog means to look next (None: never)
         self._watchdog: threading.Thread | None = None
         self._closed = False
         self._tls = tls
@@ -214,9 +245,17 @@ class Transport:
         """``base_url`` parsed, its proxy resolved; raises ``UpstreamUnreachable`` if malformed."""
         return Origin(base_url, self.proxies)
 
-    def exchange(self, origin: Origin, request: bytes | tuple, *, deadline: float, timeout: float,
-                 cancel: threading.Event | None, stream=None,
-                 meter=None) -> tuple[Reply, object]:
+    def exchange(
+        self,
+        origin: Origin,
+        request: bytes | tuple,
+        *,
+        deadline: float,
+        timeout: float,
+        cancel: threading.Event | None,
+        stream=None,
+        meter=None,
+    ) -> tuple[Reply, object]:
         """Send ``request`` (its whole bytes, or its parts in order: a big body shared by several
         requests goes out without being copied into each) by ``deadline`` (``time.monotonic()``; ``timeout``
         is what messages name); the final response's head and its whole body. ``stream(reply,
@@ -226,12 +265,21 @@ class Transport:
         large answer is charged to as it arrives (``http11.Wire``); what an answer took stays
         taken once it is returned (its holder gives it back), and goes back at once when the
         call fails."""
-        return self.begin(origin, request, deadline=deadline, timeout=timeout, cancel=cancel,
-                          meter=meter).end(stream)
+        return self.begin(
+            origin, request, deadline=deadline, timeout=timeout, cancel=cancel, meter=meter
+        ).end(stream)
 
-    def begin(self, origin: Origin, request: bytes | tuple, *, deadline: float, timeout: float,
-              cancel: threading.Event | None, meter=None,
-              release: Release | None = None) -> "Sent":
+    def begin(
+        self,
+        origin: Origin,
+        request: bytes | tuple,
+        *,
+        deadline: float,
+        timeout: float,
+        cancel: threading.Event | None,
+        meter=None,
+        release: Release | None = None,
+    ) -> "Sent":
         """``exchange`` in two halves: this one connects and sends ``request``; the ``Sent`` it
         returns reads the answer (``end``), and its ``fileno`` lets one thread wait on several
         answers at once. The deadline and ``cancel`` hold in between as during ``exchange``: the
@@ -251,7 +299,7 @@ class Transport:
     def _leave(self, call: _Call) -> None:
         with self._lock:
             self._inflight.discard(call)
-            release, call.release = call.release, None   # the exchange lets go of it once
+            release, call.release = call.release, None  # the exchange lets go of it once
         if release is not None:
             release.done()
 
@@ -281,11 +329,12 @@ class Transport:
                 if sent.reused and sock is not None and call.reason is None:
                     self._give_back(origin.key, sock, call, False)
                     sock = sent.sock = None
-                    continue   # once: a fresh connection is never retried
+                    continue  # once: a fresh connection is never retried
                 raise self._lost(sent, exc, False) from exc
             except (_ProxyRefused, OSError, ValueError) as exc:
-                raise self._lost(sent, exc, False) from \
-                    (None if isinstance(exc, _ProxyRefused) else exc)
+                raise self._lost(sent, exc, False) from (
+                    None if isinstance(exc, _ProxyRefused) else exc
+                )
 
     def _receive(self, sent: "Sent", stream=None) -> tuple[Reply, object]:
         """Read the final response to a sent request (see ``exchange``); the connection goes
@@ -294,7 +343,7 @@ class Transport:
         while True:
             keep, reading, answered, again = False, False, False, False
             sock = sent.sock
-            assert sock is not None   # a request was sent on it; it goes back only below
+            assert sock is not None  # a request was sent on it; it goes back only below
             wire = Wire(sock, meter)
             try:
                 try:
@@ -326,10 +375,10 @@ class Transport:
                     self._give_back(origin.key, sent.sock, call, keep)
                     sent.sock = None
                 if not answered and wire.charged:
-                    meter.give(wire.charged)   # a failed answer holds nothing
-            self._give_back(origin.key, sock, call, False)   # again: still sent.sock
+                    meter.give(wire.charged)  # a failed answer holds nothing
+            self._give_back(origin.key, sock, call, False)  # again: still sent.sock
             sent.sock = None
-            self._send(sent, None)   # once, and on a fresh connection
+            self._send(sent, None)  # once, and on a fresh connection
 
     def _lost(self, sent: "Sent", exc: BaseException, reading: bool) -> UpstreamError:
         """The error an exchange that failed with ``exc`` raises; its connection is closed."""
@@ -342,47 +391,65 @@ class Transport:
         if isinstance(exc, OverBudget):
             return _over_budget(origin.label)
         if isinstance(exc, _ProxyRefused):
-            assert origin.proxy is not None   # raised only by a proxy's answer to CONNECT
-            return proxy_refusal(origin.proxy, f"({exc.status})", origin.authority.decode(),
-                                 exc.status)
+            assert origin.proxy is not None  # raised only by a proxy's answer to CONNECT
+            return proxy_refusal(
+                origin.proxy, f"({exc.status})", origin.authority.decode(), exc.status
+            )
         return self._failure(exc, origin, sent.call, sent.timeout, reading)
 
-    def _failure(self, exc: BaseException, origin: Origin, call: _Call, timeout: float,
-                 reading: bool) -> UpstreamError:
+    def _failure(
+        self, exc: BaseException, origin: Origin, call: _Call, timeout: float, reading: bool
+    ) -> UpstreamError:
         label, proxy = origin.label, origin.proxy
         if call.reason == _CANCEL or self._closed:
             return Cancelled(f"call to {label} cancelled: the panel no longer needs its answer")
         if call.reason == _DEADLINE or isinstance(exc, TimeoutError):
-            return UpstreamTimeout(f"{label} gave no complete answer within {_seconds(timeout)}; "
-                                   "raise the seat's timeout or seat a faster model")
-        if isinstance(exc, socket.gaierror) and proxy:   # the proxy resolves the upstream's name
-            return UpstreamUnreachable(f"cannot resolve the host of {proxy.label} "
-                                       f"({exc.strerror}); check {proxy.setting}")
+            return UpstreamTimeout(
+                f"{label} gave no complete answer within {_seconds(timeout)}; "
+                "raise the seat's timeout or seat a faster model"
+            )
+        if isinstance(exc, socket.gaierror) and proxy:  # the proxy resolves the upstream's name
+            return UpstreamUnreachable(
+                f"cannot resolve the host of {proxy.label} ({exc.strerror}); check {proxy.setting}"
+            )
         if isinstance(exc, ConnectionRefusedError) and proxy:
-            return UpstreamUnreachable(f"cannot connect to {proxy.label}: connection refused; "
-                                       f"check that the proxy is running and {proxy.setting}")
+            return UpstreamUnreachable(
+                f"cannot connect to {proxy.label}: connection refused; "
+                f"check that the proxy is running and {proxy.setting}"
+            )
         if isinstance(exc, socket.gaierror):
-            return UpstreamUnreachable(f"cannot resolve the host of {label} ({exc.strerror}); "
-                                       "check the endpoint URL")
+            return UpstreamUnreachable(
+                f"cannot resolve the host of {label} ({exc.strerror}); check the endpoint URL"
+            )
         if isinstance(exc, ConnectionRefusedError):
-            return UpstreamUnreachable(f"cannot connect to {label}: connection refused; check that "
-                                       "the server is running and the endpoint URL's port")
+            return UpstreamUnreachable(
+                f"cannot connect to {label}: connection refused; check that "
+                "the server is running and the endpoint URL's port"
+            )
         if isinstance(exc, ssl.SSLError):
-            return UpstreamUnreachable(f"TLS with {label} failed ({exc.reason or exc}); check the "
-                                       "URL's scheme and the server's certificate")
+            return UpstreamUnreachable(
+                f"TLS with {label} failed ({exc.reason or exc}); check the "
+                "URL's scheme and the server's certificate"
+            )
         if isinstance(exc, ConnectionError):
             when = "mid-answer" if reading or isinstance(exc, Cut) else "before answering"
-            return UpstreamUnreachable(f"{label} closed the connection {when}; try again, or "
-                                       "check the server's logs")
-        if isinstance(exc, NotHTTP):   # its words are ours: nothing the server sent is repeated
-            return UpstreamBadReply(f"{label} answered with something that is not HTTP/1.1 "
-                                    f"({exc}); check the endpoint URL")
+            return UpstreamUnreachable(
+                f"{label} closed the connection {when}; try again, or check the server's logs"
+            )
+        if isinstance(exc, NotHTTP):  # its words are ours: nothing the server sent is repeated
+            return UpstreamBadReply(
+                f"{label} answered with something that is not HTTP/1.1 "
+                f"({exc}); check the endpoint URL"
+            )
         if isinstance(exc, ValueError):
-            return UpstreamBadReply(f"{label} answered with something that is not HTTP/1.1 "
-                                    f"({type(exc).__name__}); check the endpoint URL")
+            return UpstreamBadReply(
+                f"{label} answered with something that is not HTTP/1.1 "
+                f"({type(exc).__name__}); check the endpoint URL"
+            )
         detail = exc.strerror if isinstance(exc, OSError) else None
-        return UpstreamUnreachable(f"cannot reach {label} ({detail or exc}); check the "
-                                   "endpoint URL and the network")
+        return UpstreamUnreachable(
+            f"cannot reach {label} ({detail or exc}); check the endpoint URL and the network"
+        )
 
     # -- connections ------------------------------------------------------------------------------
     def _connect(self, origin: Origin, call: _Call) -> socket.socket:
@@ -396,8 +463,9 @@ class Transport:
                 if self._tls is None:
                     self._tls = ssl.create_default_context()  # loading CA certs is slow: once
                 # handshake only once registered, so the watchdog can cut a stalled handshake
-                sock = self._tls.wrap_socket(sock, server_hostname=origin.host,
-                                             do_handshake_on_connect=False)
+                sock = self._tls.wrap_socket(
+                    sock, server_hostname=origin.host, do_handshake_on_connect=False
+                )
                 call.sock = sock
                 sock.do_handshake()
             return sock
@@ -409,9 +477,10 @@ class Transport:
 
     def _dial(self, origin: Origin, call: _Call) -> socket.socket:
         error: OSError | None = None
-        host, port = origin.dial   # the proxy's address when there is one
+        host, port = origin.dial  # the proxy's address when there is one
         for family, kind, proto, _, address in socket.getaddrinfo(
-                host, port, 0, socket.SOCK_STREAM):
+            host, port, 0, socket.SOCK_STREAM
+        ):
             if call.reason is not None:
                 break
             sock = socket.socket(family, kind, proto)
@@ -430,7 +499,7 @@ class Transport:
     def _take(self, key: tuple) -> socket.socket | None:
         with self._lock:
             idle = self._idle.get(key)
-            return idle.pop() if idle else None   # the most recent is least likely timed out
+            return idle.pop() if idle else None  # the most recent is least likely timed out
 
     def _give_back(self, key: tuple, sock: socket.socket, call: _Call, keep: bool) -> None:
         # The call lets go of its socket under the lock, so the watchdog never shuts down a
@@ -443,7 +512,7 @@ class Transport:
                     idle.append(sock)
                     return
             release = call.release if call.working else None
-        if release is not None:   # cut mid-call: kept until the upstream ends it
+        if release is not None:  # cut mid-call: kept until the upstream ends it
             self._settler.add(sock, release)
         else:
             sock.close()
@@ -456,11 +525,15 @@ class Transport:
         with self._lock:
             self._inflight.add(call)
             if self._watchdog is None:
-                self._watchdog = threading.Thread(target=self._watch, name="panelist-watchdog",
-                                                  daemon=True)
+                self._watchdog = threading.Thread(
+                    target=self._watch, name="panelist-watchdog", daemon=True
+                )
                 self._watchdog.start()
-            if self._planned is None or call.deadline < self._planned or \
-                    (cancel is not None and not isinstance(cancel, CancelFlag)):
+            if (
+                self._planned is None
+                or call.deadline < self._planned
+                or (cancel is not None and not isinstance(cancel, CancelFlag))
+            ):
                 self._wake.notify()
 
     def poke(self) -> None:
@@ -508,7 +581,7 @@ class Transport:
             self._closed = True
             idle = [sock for socks in self._idle.values() for sock in socks]
             self._idle.clear()
-            self._wake.notify()   # the watchdog cancels what is in flight, then exits
+            self._wake.notify()  # the watchdog cancels what is in flight, then exits
         self._settler.close()
         for sock in idle:
             sock.close()
@@ -531,16 +604,19 @@ def named(text: str, base_url: str, name: str) -> str:
     text = re.sub(re.escape(base_url.rstrip("/")) + _PATH, shown, text)
     try:
         host = urlsplit(base_url).hostname
-    except ValueError:   # a URL that cannot be parsed: only its message quotes it, whole
+    except ValueError:  # a URL that cannot be parsed: only its message quotes it, whole
         return text
     if not host:
         return text
     try:
         host = f"[{host}]" if ":" in host else host.encode("idna").decode()
     except UnicodeError:
-        pass   # never a URL that reached an upstream; its raw form is all text can show
-    where = re.compile(rf"(?<![\w.-])(?:upstream )?(?:https?://)?(?:[^\s/@]*@)?"
-                       rf"{re.escape(host)}(?::\d+)?{_PATH}(?![\w-])", re.I)
+        pass  # never a URL that reached an upstream; its raw form is all text can show
+    where = re.compile(
+        rf"(?<![\w.-])(?:upstream )?(?:https?://)?(?:[^\s/@]*@)?"
+        rf"{re.escape(host)}(?::\d+)?{_PATH}(?![\w-])",
+        re.I,
+    )
     return where.sub(shown, text)
 
 
@@ -550,15 +626,19 @@ def _seconds(timeout: float) -> str:
 
 
 def _over_budget(label: str) -> OutOfMemoryBudget:
-    return OutOfMemoryBudget(f"the answer of {label} was not read to its end: the server's "
-                             "memory budget for bytes in flight is used up "
-                             "(PANELIST_MAX_INFLIGHT_MB); raise PANELIST_MAX_INFLIGHT_MB or ask "
-                             "again when fewer large requests run")
+    return OutOfMemoryBudget(
+        f"the answer of {label} was not read to its end: the server's "
+        "memory budget for bytes in flight is used up "
+        "(PANELIST_MAX_INFLIGHT_MB); raise PANELIST_MAX_INFLIGHT_MB or ask "
+        "again when fewer large requests run"
+    )
 
 
 def _too_big(label: str) -> UpstreamBadReply:
-    return UpstreamBadReply(f"{label} sent an answer over {http11.MAX_ANSWER_BYTES >> 20} MiB; "
-                            "check that the endpoint URL points at a chat completions API")
+    return UpstreamBadReply(
+        f"{label} sent an answer over {http11.MAX_ANSWER_BYTES >> 20} MiB; "
+        "check that the endpoint URL points at a chat completions API"
+    )
 
 
 # -- a tunnel through an HTTP proxy (RFC 9110 §9.3.6) ----------------------------------------------
@@ -566,8 +646,10 @@ def _tunnel(sock: socket.socket, authority: bytes, auth: bytes) -> None:
     """Ask the proxy on ``sock`` for a tunnel to ``authority`` (``host:port``); on return, the
     socket carries bytes to and from the upstream as they are. Raises ``_ProxyRefused`` for a
     status other than 2xx, and the reader's errors for anything that is not an answer."""
-    sock.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n%s\r\n"
-                 % (authority, authority, USER_AGENT.encode(), auth))
+    sock.sendall(
+        b"CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n%s\r\n"
+        % (authority, authority, USER_AGENT.encode(), auth)
+    )
     wire = Wire(sock)
     reply = wire.head()
     if not 200 <= reply.status <= 299:
@@ -591,13 +673,19 @@ def proxy_refusal(proxy: Proxy, said: str, upstream: str, status: int) -> Upstre
     variable, never its credentials; ``status`` is the proxy's, kept as ``upstream_status``."""
     if status == 407:
         if proxy.auth:
-            return AuthFailed(f"{proxy.label} refused the credentials in {proxy.setting} {said}; "
-                              "check the user and password written there", upstream_status=status)
-        return AuthFailed(f"{proxy.label} asks for credentials {said}; write them into "
-                          f"{proxy.setting} as http://user:password@host:port",
-                          upstream_status=status)
+            return AuthFailed(
+                f"{proxy.label} refused the credentials in {proxy.setting} {said}; "
+                "check the user and password written there",
+                upstream_status=status,
+            )
+        return AuthFailed(
+            f"{proxy.label} asks for credentials {said}; write them into "
+            f"{proxy.setting} as http://user:password@host:port",
+            upstream_status=status,
+        )
     return UpstreamUnreachable(
         f"{proxy.label} would not open a tunnel to {upstream} {said}; check that the proxy lets "
         "you reach this host and port and that the endpoint URL is right, or list the host in "
-        "NO_PROXY to connect directly", upstream_status=status)
-
+        "NO_PROXY to connect directly",
+        upstream_status=status,
+    )

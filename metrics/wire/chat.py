@@ -16,17 +16,22 @@ from __future__ import annotations
 class Events:
     """The events of one chat stream; see the module docstring."""
 
-    done = True       # the stream ends with ``data: [DONE]``
-    sections = True   # all mode sends each seat's section as it finishes
+    done = True  # the stream ends with ``data: [DONE]``
+    sections = True  # all mode sends each seat's section as it finishes
 
     def __init__(self, panel: str, model: str, created: int):
-        self._base = {"id": f"chatcmpl-{panel}", "object": "chat.completion.chunk",
-                      "created": created, "model": model}
-        self.streamed = ""   # the text sent as deltas so far
+        self._base = {
+            "id": f"chatcmpl-{panel}",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+        }
+        self.streamed = ""  # the text sent as deltas so far
 
     def _chunk(self, delta: dict, finish=None, **extra) -> tuple[str, dict]:
-        return "", dict(self._base, choices=[{"index": 0, "delta": delta,
-                                              "finish_reason": finish}], **extra)
+        return "", dict(
+            self._base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}], **extra
+        )
 
     def opening(self) -> list[tuple[str, dict]]:
         return [self._chunk({"role": "assistant"})]
@@ -45,10 +50,18 @@ class Events:
         if message.get("content") and not self.streamed:
             out.append(self._chunk({"content": message["content"]}))
         if message.get("tool_calls"):
-            out.append(self._chunk({"tool_calls": [
-                dict(call, index=i) for i, call in enumerate(message["tool_calls"])]}))
-        out.append(self._chunk({}, choice["finish_reason"], usage=reply["usage"],
-                               bench=reply["bench"]))
+            out.append(
+                self._chunk(
+                    {
+                        "tool_calls": [
+                            dict(call, index=i) for i, call in enumerate(message["tool_calls"])
+                        ]
+                    }
+                )
+            )
+        out.append(
+            self._chunk({}, choice["finish_reason"], usage=reply["usage"], bench=reply["bench"])
+        )
         return out
 
     def failure(self, status: int, body: dict) -> list[tuple[str, dict]]:

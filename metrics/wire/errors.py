@@ -55,7 +55,7 @@ TABLE: dict[type[e.PanelistError], tuple[int, str]] = {
     e.EmptyAnswer: (502, "upstream_error"),
     e.Cancelled: (502, "upstream_error"),
     e.AtLimit: (503, "service_unavailable"),
-    e.OutOfMemoryBudget: (503, "service_unavailable"),   # room comes back as panels end
+    e.OutOfMemoryBudget: (503, "service_unavailable"),  # room comes back as panels end
     # our own setting refused the call before it was made: the fix is the user's, not a retry
     e.KeyRefused: (400, "invalid_request_error"),
 }
@@ -76,14 +76,22 @@ def status_of(exc: e.PanelistError) -> int:
 
 def body_of(exc: e.PanelistError) -> dict:
     """``exc`` in OpenAI's error shape; its details are extra fields of the ``error`` object."""
-    return {"error": {"message": exc.message, "type": _row(exc)[1], "param": exc.param,
-                      "code": exc.code, **exc.details}}
+    return {
+        "error": {
+            "message": exc.message,
+            "type": _row(exc)[1],
+            "param": exc.param,
+            "code": exc.code,
+            **exc.details,
+        }
+    }
 
 
 def refusal(message: str) -> dict:
     """OpenAI's error shape for a refusal made while reading the request."""
-    return {"error": {"message": message, "type": "invalid_request_error", "param": None,
-                      "code": None}}
+    return {
+        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    }
 
 
 def error_body(message: str) -> bytes:
@@ -119,5 +127,5 @@ def _anthropic_words(body: dict) -> dict:
     head = e.PromptTooLong.openai_head(window, estimate)
     message = error["message"]
     if message.startswith(head):
-        error["message"] = e.PromptTooLong.anthropic_head(window, estimate) + message[len(head):]
+        error["message"] = e.PromptTooLong.anthropic_head(window, estimate) + message[len(head) :]
     return body

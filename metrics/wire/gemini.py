@@ -35,22 +35,44 @@ from panelist.metrics.store import jsonwire
 from panelist.metrics.wire.messages import tool_input
 
 MODES = {"AUTO": "auto", "VALIDATED": "auto", "ANY": "required", "NONE": "none"}
-FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS",
-          "content_filter": "SAFETY"}
-STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-          404: "NOT_FOUND", 409: "ABORTED", 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
-          500: "INTERNAL", 502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS", "content_filter": "SAFETY"}
+STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 METHODS = ("generateContent", "streamGenerateContent", "countTokens")
-CONFIG = {"temperature": "temperature", "topP": "top_p", "maxOutputTokens": "max_tokens",
-          "seed": "seed", "presencePenalty": "presence_penalty",
-          "frequencyPenalty": "frequency_penalty", "stopSequences": "stop"}
+CONFIG = {
+    "temperature": "temperature",
+    "topP": "top_p",
+    "maxOutputTokens": "max_tokens",
+    "seed": "seed",
+    "presencePenalty": "presence_penalty",
+    "frequencyPenalty": "frequency_penalty",
+    "stopSequences": "stop",
+}
 REFUSED = {
-    "cachedContent": "cached contents are not kept here; send the whole conversation in "
-                     "'contents'",
+    "cachedContent": "cached contents are not kept here; send the whole conversation in 'contents'",
 }
 # tools a seat cannot run: the caller's own functions only
-BUILT_IN = ("googleSearch", "googleSearchRetrieval", "codeExecution", "urlContext",
-            "fileSearch", "googleMaps", "computerUse", "retrieval")
+BUILT_IN = (
+    "googleSearch",
+    "googleSearchRetrieval",
+    "codeExecution",
+    "urlContext",
+    "fileSearch",
+    "googleMaps",
+    "computerUse",
+    "retrieval",
+)
 
 
 def split_path(rest: str) -> tuple[str, str]:
@@ -96,27 +118,31 @@ def _system(value) -> list[dict]:
         return [{"role": "system", "content": value}]
     parts = value.get("parts") if isinstance(value, dict) else None
     if not isinstance(parts, list):
-        raise BadRequest("'systemInstruction' must be a Content: {\"parts\": [{\"text\": …}]}",
-                         param="systemInstruction")
+        raise BadRequest(
+            '\'systemInstruction\' must be a Content: {"parts": [{"text": …}]}',
+            param="systemInstruction",
+        )
     text = "".join(p.get("text") or "" for p in parts if isinstance(p, dict))
     return [{"role": "system", "content": text}] if text else []
 
 
 def _contents(contents) -> list[dict]:
-    if isinstance(contents, dict):   # one Content, as some callers send it
+    if isinstance(contents, dict):  # one Content, as some callers send it
         contents = [contents]
     if not isinstance(contents, list) or not contents:
-        raise BadRequest("'contents' must be a non-empty list of {role, parts} objects",
-                         param="contents")
+        raise BadRequest(
+            "'contents' must be a non-empty list of {role, parts} objects", param="contents"
+        )
     out: list[dict] = []
-    pending: list[dict] = []   # calls of the last model turn not answered yet
+    pending: list[dict] = []  # calls of the last model turn not answered yet
     for i, content in enumerate(contents):
         where = f"contents[{i}]"
         parts = content.get("parts") if isinstance(content, dict) else None
         role = content.get("role") or "user" if isinstance(content, dict) else None
         if not isinstance(parts, list) or role not in ("user", "model", "function"):
-            raise BadRequest(f"{where} must be {{\"role\": \"user\" or \"model\", \"parts\": "
-                             "[…]}", param=where)
+            raise BadRequest(
+                f'{where} must be {{"role": "user" or "model", "parts": […]}}', param=where
+            )
         if role == "model":
             message, pending = _model_turn(parts, i, where)
             out.append(message)
@@ -139,12 +165,24 @@ def _model_turn(parts: list, i: int, where: str) -> tuple[dict, list[dict]]:
         elif "functionCall" in part:
             call = part["functionCall"]
             if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-                raise BadRequest(f"{at}.functionCall must be {{name, args}}",
-                                 param=f"{at}.functionCall")
-            cid = call.get("id") if isinstance(call.get("id"), str) and call["id"] else \
-                f"call_{i}_{len(calls)}"
-            calls.append({"id": cid, "type": "function", "function": {
-                "name": call["name"], "arguments": jsonwire.dumps(call.get("args") or {})}})
+                raise BadRequest(
+                    f"{at}.functionCall must be {{name, args}}", param=f"{at}.functionCall"
+                )
+            cid = (
+                call.get("id")
+                if isinstance(call.get("id"), str) and call["id"]
+                else f"call_{i}_{len(calls)}"
+            )
+            calls.append(
+                {
+                    "id": cid,
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": jsonwire.dumps(call.get("args") or {}),
+                    },
+                }
+            )
     message: dict = {"role": "assistant", "content": "".join(text)}
     if calls:
         message["tool_calls"] = calls
@@ -167,13 +205,18 @@ def _user_turn(parts: list, where: str, pending: list[dict]) -> list[dict]:
         elif "functionResponse" in part:
             tools.append(_answer(part["functionResponse"], pending, f"{at}.functionResponse"))
         else:
-            raise BadRequest(f"{at}: a part here is text, inlineData, fileData or "
-                             "functionResponse", param=at)
+            raise BadRequest(
+                f"{at}: a part here is text, inlineData, fileData or functionResponse", param=at
+            )
     out = tools
     if content:
         only_text = all(p["type"] == "text" for p in content)
-        out.append({"role": "user", "content": "".join(p["text"] for p in content)
-                    if only_text else content})
+        out.append(
+            {
+                "role": "user",
+                "content": "".join(p["text"] for p in content) if only_text else content,
+            }
+        )
     return out
 
 
@@ -187,17 +230,21 @@ def _image(part: dict, at: str) -> dict:
     inline = part.get("inlineData")
     if isinstance(inline, dict):
         kind, data = inline.get("mimeType"), inline.get("data")
-        if not isinstance(kind, str) or not kind.startswith("image/") or \
-                not isinstance(data, str):
-            raise BadRequest(f"{at}.inlineData must be an image: {{mimeType: \"image/…\", "
-                             "data: base64}} (other media are not read by a panel)",
-                             param=f"{at}.inlineData")
+        if not isinstance(kind, str) or not kind.startswith("image/") or not isinstance(data, str):
+            raise BadRequest(
+                f'{at}.inlineData must be an image: {{mimeType: "image/…", '
+                "data: base64}} (other media are not read by a panel)",
+                param=f"{at}.inlineData",
+            )
         return {"type": "image_url", "image_url": {"url": f"data:{kind};base64,{data}"}}
     file = part.get("fileData")
     uri = file.get("fileUri") if isinstance(file, dict) else None
     if not isinstance(uri, str) or not uri.startswith(("https://", "http://")):
-        raise BadRequest(f"{at}.fileData must name an image by an http(s) fileUri (uploaded "
-                         "files are not kept here)", param=f"{at}.fileData")
+        raise BadRequest(
+            f"{at}.fileData must name an image by an http(s) fileUri (uploaded "
+            "files are not kept here)",
+            param=f"{at}.fileData",
+        )
     return {"type": "image_url", "image_url": {"url": uri}}
 
 
@@ -205,16 +252,22 @@ def _answer(response, pending: list[dict], at: str) -> dict:
     if not isinstance(response, dict) or not isinstance(response.get("name"), str):
         raise BadRequest(f"{at} must be {{name, response}}", param=at)
     rid = response.get("id")
-    found = [c for c in pending if rid and c["id"] == rid] or \
-        [c for c in pending if c["function"]["name"] == response["name"]]
+    found = [c for c in pending if rid and c["id"] == rid] or [
+        c for c in pending if c["function"]["name"] == response["name"]
+    ]
     if not found:
-        raise BadRequest(f"{at} answers '{response['name']}', which the model turn before it "
-                         "did not call (or another response answered already); send the model "
-                         "turn with its functionCall parts, then one functionResponse each",
-                         param=at)
+        raise BadRequest(
+            f"{at} answers '{response['name']}', which the model turn before it "
+            "did not call (or another response answered already); send the model "
+            "turn with its functionCall parts, then one functionResponse each",
+            param=at,
+        )
     pending.remove(found[0])
-    return {"role": "tool", "tool_call_id": found[0]["id"],
-            "content": jsonwire.dumps(response.get("response", {}))}
+    return {
+        "role": "tool",
+        "tool_call_id": found[0]["id"],
+        "content": jsonwire.dumps(response.get("response", {})),
+    }
 
 
 def _config(config) -> dict:
@@ -222,18 +275,23 @@ def _config(config) -> dict:
         return {}
     if not isinstance(config, dict):
         raise BadRequest("'generationConfig' must be an object", param="generationConfig")
-    out = {theirs: config[mine] for mine, theirs in CONFIG.items()
-           if config.get(mine) is not None}
+    out = {theirs: config[mine] for mine, theirs in CONFIG.items() if config.get(mine) is not None}
     if config.get("candidateCount") not in (None, 1):
-        raise BadRequest("a panel answers with one candidate; leave candidateCount out or 1",
-                         param="generationConfig.candidateCount")
+        raise BadRequest(
+            "a panel answers with one candidate; leave candidateCount out or 1",
+            param="generationConfig.candidateCount",
+        )
     schema = config.get("responseJsonSchema", config.get("responseSchema"))
     if schema is not None:
         if not isinstance(schema, dict):
-            raise BadRequest("'generationConfig.responseSchema' must be a schema object",
-                             param="generationConfig.responseSchema")
-        out["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": "response", "schema": json_schema(schema)}}
+            raise BadRequest(
+                "'generationConfig.responseSchema' must be a schema object",
+                param="generationConfig.responseSchema",
+            )
+        out["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": json_schema(schema)},
+        }
     elif config.get("responseMimeType") == "application/json":
         out["response_format"] = {"type": "json_object"}
     return out
@@ -251,8 +309,15 @@ def json_schema(schema):
             out["type"] = value.lower()
         elif key in ("properties", "$defs", "definitions") and isinstance(value, dict):
             out[key] = {k: json_schema(v) for k, v in value.items()}
-        elif key in ("items", "anyOf", "oneOf", "allOf", "additionalProperties",
-                     "prefixItems", "not"):
+        elif key in (
+            "items",
+            "anyOf",
+            "oneOf",
+            "allOf",
+            "additionalProperties",
+            "prefixItems",
+            "not",
+        ):
             out[key] = json_schema(value)
         elif key not in ("nullable", "propertyOrdering"):
             out[key] = value
@@ -272,18 +337,28 @@ def _tools(tools) -> list[dict]:
             raise BadRequest(f"tools[{i}] must be an object", param=f"tools[{i}]")
         built = [k for k in BUILT_IN if k in tool]
         if built:
-            raise BadRequest(f"tools[{i}].{built[0]} runs on Google's side, which a panel's "
-                             "seats cannot reach; declare your own functions instead",
-                             param=f"tools[{i}].{built[0]}")
+            raise BadRequest(
+                f"tools[{i}].{built[0]} runs on Google's side, which a panel's "
+                "seats cannot reach; declare your own functions instead",
+                param=f"tools[{i}].{built[0]}",
+            )
         for n, fn in enumerate(tool.get("functionDeclarations") or ()):
             at = f"tools[{i}].functionDeclarations[{n}]"
             if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
                 raise BadRequest(f"{at} must be {{name, description, parameters}}", param=at)
             params = fn.get("parametersJsonSchema", fn.get("parameters"))
-            out.append({"type": "function", "function": {
-                "name": fn["name"], "description": fn.get("description") or "",
-                "parameters": json_schema(params) if params else
-                {"type": "object", "properties": {}}}})
+            out.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": fn["name"],
+                        "description": fn.get("description") or "",
+                        "parameters": json_schema(params)
+                        if params
+                        else {"type": "object", "properties": {}},
+                    },
+                }
+            )
     return out
 
 
@@ -293,8 +368,10 @@ def _tool_choice(config):
         return None
     mode = calling.get("mode", "AUTO") if isinstance(calling, dict) else None
     if mode not in MODES:
-        raise BadRequest("'toolConfig.functionCallingConfig.mode' must be one of "
-                         + ", ".join(MODES), param="toolConfig.functionCallingConfig.mode")
+        raise BadRequest(
+            "'toolConfig.functionCallingConfig.mode' must be one of " + ", ".join(MODES),
+            param="toolConfig.functionCallingConfig.mode",
+        )
     names = calling.get("allowedFunctionNames") or []
     if mode == "ANY" and isinstance(names, list) and len(names) == 1:
         return {"type": "function", "function": {"name": names[0]}}
@@ -304,11 +381,13 @@ def _tool_choice(config):
 # -- replies ------------------------------------------------------------------------------------
 def _usage(reply: dict) -> dict:
     usage = reply.get("usage") or {}
-    out = {"promptTokenCount": usage.get("prompt_tokens") or 0,
-           "candidatesTokenCount": usage.get("completion_tokens") or 0,
-           "totalTokenCount": usage.get("total_tokens") or 0}
+    out = {
+        "promptTokenCount": usage.get("prompt_tokens") or 0,
+        "candidatesTokenCount": usage.get("completion_tokens") or 0,
+        "totalTokenCount": usage.get("total_tokens") or 0,
+    }
     if usage.get("estimated"):
-        out["estimated"] = True   # the gateway's estimate: an upstream sent no counts
+        out["estimated"] = True  # the gateway's estimate: an upstream sent no counts
     return out
 
 
@@ -316,25 +395,39 @@ def _call_parts(message: dict) -> list[dict]:
     parts = []
     for call in message.get("tool_calls") or ():
         fn = call["function"]
-        parts.append({"functionCall": {"id": call["id"], "name": fn["name"],
-                                       "args": tool_input(fn.get("arguments"))}})
+        parts.append(
+            {
+                "functionCall": {
+                    "id": call["id"],
+                    "name": fn["name"],
+                    "args": tool_input(fn.get("arguments")),
+                }
+            }
+        )
     return parts
 
 
 def _response(parts: list[dict], model: str, panel: str, **extra) -> dict:
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0,
-                            **extra}],
-            "modelVersion": model, "responseId": panel}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, **extra}],
+        "modelVersion": model,
+        "responseId": panel,
+    }
 
 
 def from_chat(reply: dict, model: str, panel: str) -> dict:
     """A panel's ``chat.completion`` as a ``GenerateContentResponse``."""
     choice = reply["choices"][0]
     message = choice["message"]
-    parts = ([{"text": message["content"]}] if message.get("content") else []) + \
-        _call_parts(message)
-    out = _response(parts or [{"text": ""}], model, panel,
-                    finishReason=FINISH.get(choice.get("finish_reason"), "STOP"))
+    parts = ([{"text": message["content"]}] if message.get("content") else []) + _call_parts(
+        message
+    )
+    out = _response(
+        parts or [{"text": ""}],
+        model,
+        panel,
+        finishReason=FINISH.get(choice.get("finish_reason"), "STOP"),
+    )
     out["usageMetadata"] = _usage(reply)
     out["bench"] = reply.get("bench")
     return out
@@ -342,17 +435,21 @@ def from_chat(reply: dict, model: str, panel: str) -> dict:
 
 def error_body(status: int, message: str) -> dict:
     """Google's error shape."""
-    return {"error": {"code": status, "message": message,
-                      "status": STATUS.get(status, "INTERNAL" if status >= 500
-                                           else "INVALID_ARGUMENT")}}
+    return {
+        "error": {
+            "code": status,
+            "message": message,
+            "status": STATUS.get(status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT"),
+        }
+    }
 
 
 class Events:
     """The events of one ``streamGenerateContent`` stream (``alt=sse``); see the module
     docstring."""
 
-    done = False       # no [DONE]: the last event has the finish reason
-    sections = False   # all mode sends the whole reply once every seat ended
+    done = False  # no [DONE]: the last event has the finish reason
+    sections = False  # all mode sends the whole reply once every seat ended
 
     def __init__(self, model: str, panel: str):
         self.model, self.panel = model, panel
@@ -362,7 +459,7 @@ class Events:
         return []
 
     def keepalive(self) -> list:
-        return []   # Gemini's clients take any line that is not an event for JSON
+        return []  # Gemini's clients take any line that is not an event for JSON
 
     def text(self, piece: str) -> list:
         self.streamed += piece
@@ -376,8 +473,14 @@ class Events:
         calls = _call_parts(message)
         if calls:
             out.append(("", _response(calls, self.model, self.panel)))
-        last = from_chat(dict(reply, choices=[dict(reply["choices"][0], message={
-            "role": "assistant", "content": ""})]), self.model, self.panel)
+        last = from_chat(
+            dict(
+                reply,
+                choices=[dict(reply["choices"][0], message={"role": "assistant", "content": ""})],
+            ),
+            self.model,
+            self.panel,
+        )
         last["candidates"][0]["content"]["parts"] = [{"text": ""}]
         return out + [("", last)]
 
@@ -388,8 +491,13 @@ class Events:
 # -- models -------------------------------------------------------------------------------------
 def model_entry(entry: dict) -> dict:
     """One listed model (a collection in one reply mode) as ``GET /v1beta/models`` lists it."""
-    return {"name": f"models/{entry['id']}", "baseModelId": entry["id"], "version": "panel",
-            "displayName": entry["id"], "description": entry["description"],
-            "inputTokenLimit": entry["together"]["context_window"],
-            "supportedGenerationMethods": list(METHODS),
-            "supportedActions": list(METHODS)}
+    return {
+        "name": f"models/{entry['id']}",
+        "baseModelId": entry["id"],
+        "version": "panel",
+        "displayName": entry["id"],
+        "description": entry["description"],
+        "inputTokenLimit": entry["together"]["context_window"],
+        "supportedGenerationMethods": list(METHODS),
+        "supportedActions": list(METHODS),
+    }

@@ -27,11 +27,16 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("PANELIST_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync",
-        # no lookups outside this machine (Chromium asks a Google host at start)
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost"]
-TIMEOUT_MS = 20_000   # generous: the machine may be loaded; tests wait on conditions, not time
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    # no lookups outside this machine (Chromium asks a Google host at start)
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
+]
+TIMEOUT_MS = 20_000  # generous: the machine may be loaded; tests wait on conditions, not time
 
 # Collects every CSP violation, on every document the context opens, into the test's watch.
 CSP_WATCH = """
@@ -60,6 +65,7 @@ def browser():
             pytest.fail(f"browser tests cannot run: {why}")
         pytest.skip(why)
     from playwright.sync_api import expect, sync_playwright
+
     expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
@@ -87,8 +93,11 @@ class Watch:
 
     def unexpected(self) -> list[str]:
         with self._lock:
-            return [p for p in self.problems
-                    if not (p.startswith("console error:") and any(a.search(p) for a in self._allowed))]
+            return [
+                p
+                for p in self.problems
+                if not (p.startswith("console error:") and any(a.search(p) for a in self._allowed))
+            ]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -115,8 +124,9 @@ class Dashboard:
         self.server = server
         self.url = server.url.rstrip("/")
         # a short poll: close() waits for the loop to see it, once per test
-        self.thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True,
-                                       name="dashboard-under-test")
+        self.thread = threading.Thread(
+            target=server.serve_forever, args=(0.05,), daemon=True, name="dashboard-under-test"
+        )
         self.thread.start()
 
     def request(self, method: str, path: str, body=None, headers=None):
@@ -146,6 +156,7 @@ class Dashboard:
 def dashboard_factory(tmp_path):
     """make(data=None, env=None) → a running Dashboard; all are closed after the test."""
     from panelist.serve import make_dashboard
+
     running: list[Dashboard] = []
 
     def make(data=None, env=None) -> Dashboard:
@@ -171,18 +182,19 @@ def roster_of_500(tmp_path_factory):
 
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent   # one folder per run (pytest-N), above each worker's own
+        base = base.parent  # one folder per run (pytest-N), above each worker's own
     template = base / "roster-of-500"
     with open(base / "roster-of-500.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)   # the first worker writes it; the others wait
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker writes it; the others wait
         if not (template / "written").exists():
-            shutil.rmtree(template, ignore_errors=True)   # a run cut short mid-write
+            shutil.rmtree(template, ignore_errors=True)  # a run cut short mid-write
             prepare_roster(template)
             (template / "written").touch()
 
     def copy(dest: Path) -> Path:
         shutil.copytree(template, dest, ignore=shutil.ignore_patterns("written"))
         return dest
+
     return copy
 
 
@@ -213,8 +225,14 @@ def context(browser, request, tmp_path):
 
     def on_page(page):
         pages.append(page)
-        page.on("console", lambda m: watch.add(f"console error: {m.text} ({m.location.get('url', '')})")
-                if m.type == "error" else None)
+        page.on(
+            "console",
+            lambda m: (
+                watch.add(f"console error: {m.text} ({m.location.get('url', '')})")
+                if m.type == "error"
+                else None
+            ),
+        )
         page.on("pageerror", lambda exc: watch.add(f"uncaught exception: {exc}"))
 
     ctx.on("page", on_page)

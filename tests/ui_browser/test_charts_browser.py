@@ -11,14 +11,16 @@ import pytest
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from conftest import wait_until
 from panelist.metrics.home import open_home
 from panelist.scripts.fill_ledger import fill
 
-SHORT_TICK = re.compile(r"^\d+(\.\d)?[kM]?$")   # "0", "250", "1.5k", "12k", "2M"
+SHORT_TICK = re.compile(r"^\d+(\.\d)?[kM]?$")  # "0", "250", "1.5k", "12k", "2M"
 PANELS = 3000
 
 
@@ -26,24 +28,38 @@ PANELS = 3000
 def busy(tmp_path, dashboard_factory, roster_of_500):
     """A dashboard over 500 models whose 3,000 panels are spread over the last 21 days."""
     data = roster_of_500(tmp_path / "busy")
-    fill(open_home(data).gateway_runs, PANELS, 300, 7, models=500, collections=50,
-         every=21 * 86400 / PANELS)
+    fill(
+        open_home(data).gateway_runs,
+        PANELS,
+        300,
+        7,
+        models=500,
+        collections=50,
+        every=21 * 86400 / PANELS,
+    )
     return dashboard_factory(data)
 
 
 def boxes(locator) -> list[dict]:
-    return locator.evaluate_all("(els) => els.map((e) => { const b = e.getBoundingClientRect(); "
-                                "return {x: b.x, y: b.y, right: b.right, bottom: b.bottom, text: e.textContent}; })")
+    return locator.evaluate_all(
+        "(els) => els.map((e) => { const b = e.getBoundingClientRect(); "
+        "return {x: b.x, y: b.y, right: b.right, bottom: b.bottom, text: e.textContent}; })"
+    )
 
 
 def inside(box, outer) -> bool:
-    return (box["x"] >= outer["x"] - 0.5 and box["right"] <= outer["right"] + 0.5
-            and box["y"] >= outer["y"] - 0.5 and box["bottom"] <= outer["bottom"] + 0.5)
+    return (
+        box["x"] >= outer["x"] - 0.5
+        and box["right"] <= outer["right"] + 0.5
+        and box["y"] >= outer["y"] - 0.5
+        and box["bottom"] <= outer["bottom"] + 0.5
+    )
 
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_seats_per_day_at_500_models_stack_the_busiest_and_put_the_rest_on_their_own_axis(
-        busy, page, width):
+    busy, page, width
+):
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(busy.url + "/#/evidence")
     chart = page.get_by_test_id("seats-chart")
@@ -60,7 +76,9 @@ def test_seats_per_day_at_500_models_stack_the_busiest_and_put_the_rest_on_their
     assert len(set(aliases)) == 7 and all(a.startswith("sim-") for a in aliases)
     drawn = set(svg.locator("rect.bar").evaluate_all("(els) => els.map((e) => e.dataset.alias)"))
     assert drawn == set(aliases)
-    seated = [a for a, counts in busy.get("/api/evidence")[1]["buckets"]["series"].items() if sum(counts)]
+    seated = [
+        a for a, counts in busy.get("/api/evidence")[1]["buckets"]["series"].items() if sum(counts)
+    ]
     assert len(seated) > 400
     expect(chart.locator(".legend-others")).to_contain_text(f"{len(seated) - 7} other models")
     expect(chart.locator(".legend-others")).to_contain_text("right axis")
@@ -85,8 +103,12 @@ def test_seats_per_day_at_500_models_stack_the_busiest_and_put_the_rest_on_their
 
     # every tick is short, and sits inside the chart without touching its neighbour
     outer = svg.bounding_box()
-    outer = {"x": outer["x"], "y": outer["y"], "right": outer["x"] + outer["width"],
-             "bottom": outer["y"] + outer["height"]}
+    outer = {
+        "x": outer["x"],
+        "y": outer["y"],
+        "right": outer["x"] + outer["width"],
+        "bottom": outer["y"] + outer["height"],
+    }
     right = boxes(svg.locator(".axis-right text"))
     days = boxes(svg.locator(".axis-x text"))
     assert len(left) >= 3 and len(right) >= 3 and len(days) >= 3
@@ -101,9 +123,15 @@ def test_seats_per_day_at_500_models_stack_the_busiest_and_put_the_rest_on_their
 
 
 def test_the_race_scatter_starts_at_zero_and_spreads_points_that_coincide(demo, page):
-    status, started = demo.post("/bench/race", {"grade": "general", "runs": 2,
-                                                "prompt": "Where is my order?",
-                                                "rubric": "Says where the order is."})
+    status, started = demo.post(
+        "/bench/race",
+        {
+            "grade": "general",
+            "runs": 2,
+            "prompt": "Where is my order?",
+            "rubric": "Says where the order is.",
+        },
+    )
     assert status == 202, started
     race = started["race"]
     assert wait_until(lambda: demo.get(f"/api/races/{race}")[1]["status"] != "running", 60)
@@ -127,9 +155,11 @@ def test_the_race_scatter_starts_at_zero_and_spreads_points_that_coincide(demo, 
     # and no name covers another
     labels = boxes(chart.locator("text.point-label"))
     for i, a in enumerate(labels):
-        for b in labels[i + 1:]:
-            overlap = min(a["right"], b["right"]) - max(a["x"], b["x"]) > 0 and \
-                min(a["bottom"], b["bottom"]) - max(a["y"], b["y"]) > 1
+        for b in labels[i + 1 :]:
+            overlap = (
+                min(a["right"], b["right"]) - max(a["x"], b["x"]) > 0
+                and min(a["bottom"], b["bottom"]) - max(a["y"], b["y"]) > 1
+            )
             assert not overlap, (a, b)
 
 

@@ -15,14 +15,16 @@ from panelist.metrics.home import open_home
 from signinkit import FakeProvider, sign_in
 
 
-def test_connect_signs_in_and_lists_the_endpoint_with_its_key_set(dashboard_factory, tmp_path,
-                                                                   page, monkeypatch):
+def test_connect_signs_in_and_lists_the_endpoint_with_its_key_set(
+    dashboard_factory, tmp_path, page, monkeypatch
+):
     monkeypatch.delenv("PANELIST_KEY_ROUTER", raising=False)
     provider = FakeProvider()
     try:
         home = open_home(tmp_path / "data")
-        home.file("providers.json").write_text(json.dumps(
-            {"v": 1, "providers": {"sim-auth": provider.entry()}}))
+        home.file("providers.json").write_text(
+            json.dumps({"v": 1, "providers": {"sim-auth": provider.entry()}})
+        )
         dash = dashboard_factory(home)
         page.goto(dash.url + "/#/endpoints")
         page.get_by_role("button", name="Connect a provider").click()

@@ -9,7 +9,9 @@ import json
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from panelist.metrics.cli.main import main
@@ -31,7 +33,9 @@ def test_grades_reorder_pin_and_ceiling_on_the_overview(demo, page, capsys):
     ask = page.get_by_role("dialog", name="Change the race judge?")
     expect(ask).to_contain_text("becomes sim-steady instead of sim-careful")
     ask.get_by_role("button", name="Reorder").click()
-    expect(page.locator(".toasts")).to_contain_text("The ceiling, which judges races, is now sim-steady.")
+    expect(page.locator(".toasts")).to_contain_text(
+        "The ceiling, which judges races, is now sim-steady."
+    )
     expect(rows.nth(1)).to_have_attribute("data-grade", "strong")
     expect(rows.nth(2)).to_have_attribute("data-grade", "general")
     listed = cli_grades(demo, capsys)
@@ -48,8 +52,11 @@ def test_grades_reorder_pin_and_ceiling_on_the_overview(demo, page, capsys):
 
     section.locator("#ceiling-picker").select_option("sim-careful")
     expect(section.locator("#ceiling")).to_contain_text("sim-careful, set by hand")
-    assert cli_grades(demo, capsys)["ceiling"] == {"alias": "sim-careful", "set": True,
-                                                   "problem": None}
+    assert cli_grades(demo, capsys)["ceiling"] == {
+        "alias": "sim-careful",
+        "set": True,
+        "problem": None,
+    }
     # what the page shows survives a reload: it was the server's
     page.reload()
     expect(section.locator("tbody tr").nth(1)).to_have_attribute("data-grade", "strong")
@@ -63,8 +70,11 @@ def test_a_stale_grades_edit_says_reload(demo, page, watch):
     expect(section.locator("tbody tr")).to_have_count(3)
     # another hand changes the grades after the page read them
     _, listing = demo.get("/api/grades")
-    status, _ = demo.request("PUT", "/api/grades/order", {
-        "version": listing["version"], "order": ["light", "general", "strong", "extra"]})
+    status, _ = demo.request(
+        "PUT",
+        "/api/grades/order",
+        {"version": listing["version"], "order": ["light", "general", "strong", "extra"]},
+    )
     assert status == 200
     section.get_by_role("button", name="Move general up (weaker)").click()
     expect(section.get_by_test_id("grades-status")).to_contain_text("reload")
@@ -73,7 +83,7 @@ def test_a_stale_grades_edit_says_reload(demo, page, watch):
 
 
 def test_start_a_race_from_the_page_and_see_it_finish(demo, page, watch):
-    watch.allow("status of 400")   # the refused start below, on purpose
+    watch.allow("status of 400")  # the refused start below, on purpose
     page.goto(demo.url + "/#/races")
     page.get_by_test_id("start-race").first.click()
     form = page.get_by_test_id("race-form")
@@ -125,9 +135,17 @@ def test_run_the_suite_on_the_demo_and_see_progress_reach_done(demo, page):
 
 
 def test_import_a_catalog_file_and_see_its_facts(demo, page, tmp_path):
-    catalog = {"sims": {"models": {"sim-steady": {
-        "limit": {"context": 64_000, "output": 8_000}, "cost": {"input": 0.25, "output": 2.0},
-        "tool_call": True}}}}
+    catalog = {
+        "sims": {
+            "models": {
+                "sim-steady": {
+                    "limit": {"context": 64_000, "output": 8_000},
+                    "cost": {"input": 0.25, "output": 2.0},
+                    "tool_call": True,
+                }
+            }
+        }
+    }
     path = tmp_path / "sims.json"
     path.write_text(json.dumps(catalog))
     page.goto(demo.url + "/#/discover")
@@ -137,8 +155,9 @@ def test_import_a_catalog_file_and_see_its_facts(demo, page, tmp_path):
     steady = report.locator('li[data-alias="sim-steady"]')
     # the demo types its windows and prices (free): the file fills only what is left
     expect(steady).to_contain_text("added max_output, tools")
-    expect(steady).to_contain_text("left as typed on the roster context, currency, price_in, "
-                                   "price_out")
+    expect(steady).to_contain_text(
+        "left as typed on the roster context, currency, price_in, price_out"
+    )
     expect(report).to_contain_text("Not in the file: sim-careful")
     steady.get_by_role("link", name="sim-steady").click()
     fact = page.locator('tr[data-fact="max_output"]')

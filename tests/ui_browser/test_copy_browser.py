@@ -9,7 +9,9 @@ import re
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from panelist.metrics.home import open_home
@@ -20,9 +22,11 @@ from panelist.metrics.upstream.sim import SimUpstream
 
 
 def test_after_the_first_endpoint_the_guidance_goes_on_to_a_collection_and_asking_it(
-        dashboard, page, tmp_path):
-    with SimUpstream({"m-one": {"window": 32000, "vision": True, "price": [0.5, 2]},
-                      "m-two": {}, "m-three": {}}) as up:
+    dashboard, page, tmp_path
+):
+    with SimUpstream(
+        {"m-one": {"window": 32000, "vision": True, "price": [0.5, 2]}, "m-two": {}, "m-three": {}}
+    ) as up:
         page.goto(dashboard.url + "/")
         page.get_by_role("link", name="Add an endpoint").click()
         form = page.get_by_role("form", name="Add an endpoint")
@@ -54,13 +58,16 @@ def test_after_the_first_endpoint_the_guidance_goes_on_to_a_collection_and_askin
     page.goto(dashboard.url + "/#/overview")
     nxt = page.get_by_test_id("next-step")
     expect(nxt).to_contain_text("Next: make a collection")
-    expect(nxt.get_by_role("link", name="Make a collection")).to_have_attribute("href", "#/collections?new=1")
+    expect(nxt.get_by_role("link", name="Make a collection")).to_have_attribute(
+        "href", "#/collections?new=1"
+    )
 
 
 def test_a_collection_card_has_an_ask_button_that_opens_ask_with_it_chosen(demo, page, tmp_path):
     home = open_home(tmp_path / "data")
-    Collections(home).save(Roster(home).view(), "pair", ["sim-steady", "sim-swift"],
-                           description="Two reviewers")
+    Collections(home).save(
+        Roster(home).view(), "pair", ["sim-steady", "sim-swift"], description="Two reviewers"
+    )
     page.goto(demo.url + "/#/overview")
     # a collection, no panel yet: the next step is asking it
     expect(page.get_by_test_id("next-step")).to_contain_text("Next: ask your collection")
@@ -72,7 +79,7 @@ def test_a_collection_card_has_an_ask_button_that_opens_ask_with_it_chosen(demo,
 
 
 def test_a_negative_limit_is_refused_beside_its_field_by_its_name(demo, page, watch):
-    watch.allow(r"status of 400")   # refused on purpose
+    watch.allow(r"status of 400")  # refused on purpose
     page.goto(demo.url + "/#/collections")
     limits = page.get_by_role("form", name="Gateway limits")
     box = limits.get_by_label("Max explorers")
@@ -84,18 +91,22 @@ def test_a_negative_limit_is_refused_beside_its_field_by_its_name(demo, page, wa
     expect(error).not_to_contain_text(".json")
     expect(box).to_have_attribute("aria-invalid", "true")
     expect(box).to_be_focused()
-    expect(limits.get_by_role("status").or_(limits.get_by_role("alert")).filter(has_text="Not saved")).to_have_count(1)
+    expect(
+        limits.get_by_role("status").or_(limits.get_by_role("alert")).filter(has_text="Not saved")
+    ).to_have_count(1)
     # fixed and saved, the mark goes
     box.fill("1")
     limits.get_by_role("button", name="Save limits").click()
-    expect(page.locator('[data-collection="demo"]').get_by_test_id("calls-sum")).to_contain_text("1 explorer")
+    expect(page.locator('[data-collection="demo"]').get_by_test_id("calls-sum")).to_contain_text(
+        "1 explorer"
+    )
 
 
 def test_a_refused_connection_reads_as_no_answer_not_a_status_and_a_time(dashboard, page):
     page.goto(dashboard.url + "/#/endpoints?add=1")
     form = page.get_by_role("form", name="Add an endpoint")
     form.get_by_label("Name", exact=True).fill("gone")
-    form.get_by_label("Base URL").fill("http://127.0.0.1:9/v1")   # nothing listens on port 9
+    form.get_by_label("Base URL").fill("http://127.0.0.1:9/v1")  # nothing listens on port 9
     form.get_by_role("button", name="Test").click()
     failed = form.get_by_text(re.compile(r"^Test failed"))
     expect(failed).to_have_text("Test failed: no answer")
@@ -107,7 +118,7 @@ def test_a_refused_connection_reads_as_no_answer_not_a_status_and_a_time(dashboa
 def test_too_many_wrong_logins_say_when_to_try_again_once(dashboard_factory, context):
     dash = dashboard_factory(env={"PANELIST_ADMIN_TOKEN": "correct-horse-battery-staple"})
     ctx, watch = context
-    watch.allow(r"status of 4(01|29)")   # the wrong tokens, refused on purpose
+    watch.allow(r"status of 4(01|29)")  # the wrong tokens, refused on purpose
     page = ctx.new_page()
     page.goto(dash.url + "/login")
     alert = page.get_by_role("alert")
@@ -125,14 +136,19 @@ def test_too_many_wrong_logins_say_when_to_try_again_once(dashboard_factory, con
 
 
 def test_discover_never_says_nothing_is_new_while_an_endpoint_was_not_read(
-        dashboard_factory, home, page):
-    Roster(home).add_endpoint("gone", "http://127.0.0.1:9/v1", by="test")   # nothing listens
+    dashboard_factory, home, page
+):
+    Roster(home).add_endpoint("gone", "http://127.0.0.1:9/v1", by="test")  # nothing listens
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/discover")
     expect(page.get_by_text("gone was not read")).to_be_visible()
-    expect(page.get_by_role("heading", name="Nothing new from the endpoints that answered")).to_be_visible()
+    expect(
+        page.get_by_role("heading", name="Nothing new from the endpoints that answered")
+    ).to_be_visible()
     expect(page.get_by_role("heading", name="Nothing new to add")).to_have_count(0)
-    expect(page.locator("#main")).to_contain_text("could not be read, so what it serves is not known yet")
+    expect(page.locator("#main")).to_contain_text(
+        "could not be read, so what it serves is not known yet"
+    )
 
 
 def test_removing_an_endpoint_with_models_explains_instead_of_offering_a_refused_remove(demo, page):
@@ -154,5 +170,7 @@ def test_a_missing_name_is_said_beside_the_name_field(demo, page):
     dialog.get_by_role("button", name="Create collection").click()
     name = dialog.get_by_label("Name", exact=True)
     expect(name).to_have_attribute("aria-invalid", "true")
-    expect(name.locator("xpath=..").locator(".field-error")).to_have_text("Give the collection a name.")
+    expect(name.locator("xpath=..").locator(".field-error")).to_have_text(
+        "Give the collection a name."
+    )
     expect(name).to_be_focused()

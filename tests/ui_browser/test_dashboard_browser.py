@@ -12,7 +12,9 @@ import openai
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from panelist.metrics.home import open_home
@@ -38,7 +40,9 @@ def client(dash):
 
 
 def ask_openai(dash, model="bench/demo", content=ASK):
-    r = client(dash).chat.completions.create(model=model, messages=[{"role": "user", "content": content}])
+    r = client(dash).chat.completions.create(
+        model=model, messages=[{"role": "user", "content": content}]
+    )
     return r.model_extra["bench"]
 
 
@@ -61,9 +65,10 @@ def test_first_run_says_what_to_do_and_loads_the_demo(dashboard, page, tmp_path)
     expect(page.locator('[data-collection="demo"]')).to_contain_text("bench/demo")
 
 
-def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashboard, sim, page, watch,
-                                                                          tmp_path):
-    watch.allow(r"status of 400")   # a key variable no endpoint may read, refused on purpose
+def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(
+    dashboard, sim, page, watch, tmp_path
+):
+    watch.allow(r"status of 400")  # a key variable no endpoint may read, refused on purpose
     page.goto(dashboard.url + "/")
     page.get_by_role("link", name="Add an endpoint").click()
     form = page.get_by_role("form", name="Add an endpoint")
@@ -82,14 +87,16 @@ def test_add_endpoint_needs_a_passing_test_then_adds_a_model_in_one_click(dashbo
     form.get_by_role("button", name="Test").click()
     expect(form.get_by_text(re.compile(r"Answered 200 in"))).to_be_visible()
     expect(save).to_be_enabled()
-    form.get_by_label("Key variable").fill("PANELIST_KEY_ELSEWHERE")   # untested fields: no Save
+    form.get_by_label("Key variable").fill("PANELIST_KEY_ELSEWHERE")  # untested fields: no Save
     expect(save).to_be_disabled()
-    form.get_by_label("Key variable").fill("AWS_SECRET_ACCESS_KEY")    # never read: says how to allow
+    form.get_by_label("Key variable").fill("AWS_SECRET_ACCESS_KEY")  # never read: says how to allow
     form.get_by_role("button", name="Test").click()
     expect(form.get_by_text("Test could not run")).to_be_visible()
-    expect(form.get_by_text(re.compile(r"'AWS_SECRET_ACCESS_KEY' is not one .*key_envs\.json"))).to_be_visible()
+    expect(
+        form.get_by_text(re.compile(r"'AWS_SECRET_ACCESS_KEY' is not one .*key_envs\.json"))
+    ).to_be_visible()
     expect(save).to_be_disabled()
-    form.get_by_label("Key variable").fill("")                         # back to what passed
+    form.get_by_label("Key variable").fill("")  # back to what passed
     expect(save).to_be_enabled()
     save.click()
 
@@ -126,9 +133,18 @@ def test_collection_created_and_edited_from_the_form(demo, page, watch, tmp_path
     # a policy the form does not show is kept by an edit made in the form
     _, cols = demo.get("/api/collections")
     made = {c["name"]: c for c in cols["data"]}["reviewers"]
-    status, _ = demo.request("PUT", "/api/collections/reviewers", dict(
-        {k: made[k] for k in ("name", "members", "description", "tags", "shape", "reply", "merger")},
-        explorer_policy="thompson", version=made["version"]))
+    status, _ = demo.request(
+        "PUT",
+        "/api/collections/reviewers",
+        dict(
+            {
+                k: made[k]
+                for k in ("name", "members", "description", "tags", "shape", "reply", "merger")
+            },
+            explorer_policy="thompson",
+            version=made["version"],
+        ),
+    )
     assert status == 200
     page.reload()
 
@@ -150,9 +166,18 @@ def test_collection_created_and_edited_from_the_form(demo, page, watch, tmp_path
     # someone else saves meanwhile: the form's edit is refused as stale and says so
     card.get_by_role("button", name="Edit reviewers").click()
     dialog = page.get_by_role("dialog", name="Edit bench/reviewers")
-    status, _ = demo.request("PUT", "/api/collections/reviewers", dict(
-        {k: saved[k] for k in ("name", "members", "description", "tags", "shape", "reply", "merger")},
-        description="Changed elsewhere", version=saved["version"]))
+    status, _ = demo.request(
+        "PUT",
+        "/api/collections/reviewers",
+        dict(
+            {
+                k: saved[k]
+                for k in ("name", "members", "description", "tags", "shape", "reply", "merger")
+            },
+            description="Changed elsewhere",
+            version=saved["version"],
+        ),
+    )
     assert status == 200
     watch.allow(r"status of 409")
     dialog.get_by_label("Description").fill("My edit")
@@ -173,14 +198,18 @@ def test_ask_page_streams_the_seats_and_offers_verdicts(demo, page):
     cards = page.locator(".answer-card[data-call]")
     expect(cards).to_have_count(5)
     for alias in ("sim-swift", "sim-steady", "sim-careful"):
-        expect(page.locator(".answer-card", has_text=f"· {alias}").first).to_contain_text("[simulated")
+        expect(page.locator(".answer-card", has_text=f"· {alias}").first).to_contain_text(
+            "[simulated"
+        )
     first = cards.first
     call = first.get_attribute("data-call")
     first.get_by_role("button", name="Useful", exact=True).click()
     expect(first.get_by_text("Verdict recorded.")).to_be_visible()
 
     status, seat = demo.get(f"/api/calls/{call}")
-    assert status == 200 and seat["verdict"]["useful"] is True and seat["verdict"]["by"] == "dashboard"
+    assert (
+        status == 200 and seat["verdict"]["useful"] is True and seat["verdict"]["by"] == "dashboard"
+    )
 
 
 def test_panels_from_the_ask_page_and_the_openai_client_appear_without_reload(demo, context):
@@ -195,16 +224,18 @@ def test_panels_from_the_ask_page_and_the_openai_client_appear_without_reload(de
     asker.get_by_label("Prompt", exact=True).fill(ASK)
     asker.get_by_role("button", name="Ask", exact=True).click()
     expect(asker.get_by_text(re.compile(r"^Done:"))).to_be_visible()
-    from_page = asker.locator(".answer-card[data-call]").first.get_attribute("data-call").split(".")[0]
+    from_page = (
+        asker.locator(".answer-card[data-call]").first.get_attribute("data-call").split(".")[0]
+    )
 
     from_client = ask_openai(demo)["panel"]
 
     items = panels.locator(".panel-item")
     expect(items).to_have_count(2)
-    expect(items.nth(0)).to_have_attribute("data-panel", from_client)   # newest first
+    expect(items.nth(0)).to_have_attribute("data-panel", from_client)  # newest first
     expect(items.nth(1)).to_have_attribute("data-panel", from_page)
     expect(items.nth(0)).to_contain_text("bench/demo")
-    assert panels.evaluate("window.__sameDocument") is True   # no reload happened
+    assert panels.evaluate("window.__sameDocument") is True  # no reload happened
 
 
 def test_seat_verdict_from_panels_shows_on_evidence(demo, page, tmp_path):
@@ -227,16 +258,23 @@ def test_seat_verdict_from_panels_shows_on_evidence(demo, page, tmp_path):
 
     verdicts = [e for e in evidence(tmp_path / "data") if e.get("kind") == "verdict"]
     assert [(v["call"], v["useful"], v["false"], v["by"]) for v in verdicts] == [
-        (call, False, ["says the function is correct", "says it adds"], "dashboard")]
+        (call, False, ["says the function is correct", "says it adds"], "dashboard")
+    ]
 
     page.get_by_role("link", name="Evidence", exact=True).click()
-    expect(page.get_by_role("img", name="Useful rate per model with 95% intervals")).to_contain_text("sim-swift")
+    expect(
+        page.get_by_role("img", name="Useful rate per model with 95% intervals")
+    ).to_contain_text("sim-swift")
     page.get_by_text(re.compile(r"^Table: every model and shape")).click()
-    row = page.get_by_role("region", name="Evidence per model and shape").locator("tr", has_text="sim-swift").first
+    row = (
+        page.get_by_role("region", name="Evidence per model and shape")
+        .locator("tr", has_text="sim-swift")
+        .first
+    )
     expect(row).to_contain_text("0%")
     cells = row.locator("td")
-    expect(cells.nth(4)).to_have_text("1")   # not useful
-    expect(cells.nth(5)).to_have_text("2")   # false claims
+    expect(cells.nth(4)).to_have_text("1")  # not useful
+    expect(cells.nth(5)).to_have_text("2")  # false claims
 
 
 def test_a_model_answer_with_markup_is_shown_as_text(dashboard_factory, home, sim, page):
@@ -274,7 +312,7 @@ def test_login_and_logout_with_the_admin_token(dashboard_factory, context):
     # the visit without a session went straight to the login: no refused call on the way
     assert watch.unexpected() == []
 
-    watch.allow(r"status of 401")   # the wrong token, refused on purpose
+    watch.allow(r"status of 401")  # the wrong token, refused on purpose
     page.get_by_label("Admin token").fill("not-the-token-at-all")
     page.get_by_role("button", name="Log in").click()
     alert = page.get_by_role("alert")
@@ -317,7 +355,7 @@ def test_theme_light_dark_and_system(dashboard, page, tmp_path):
     assert background(page) == light
     page.get_by_label("Same as the system").check()
     expect(page.locator("html")).to_have_attribute("data-theme", "system")
-    page.emulate_media(color_scheme="dark")   # the page follows the system's change
+    page.emulate_media(color_scheme="dark")  # the page follows the system's change
     expect(page.locator("html")).to_have_attribute("data-scheme", "dark")
     assert background(page) == dark
     page.emulate_media(color_scheme="light")
@@ -380,12 +418,19 @@ def test_limits_saved_from_the_collections_page(demo, page):
 def test_evidence_shows_each_models_suite_record(dashboard, page, tmp_path, capsys):
     from panelist.metrics.offload import main
     from panelist.suite import demo
+
     tasks = ["std-bisect-left", "std-bisect-left-control", "claim-wilson-all-useful"]
-    assert main(["suite", "run", "--demo", "--data", str(tmp_path / "data"), "--task", *tasks,
-                 "--json"]) == 0
+    assert (
+        main(
+            ["suite", "run", "--demo", "--data", str(tmp_path / "data"), "--task", *tasks, "--json"]
+        )
+        == 0
+    )
     capsys.readouterr()
     page.goto(dashboard.url + "/#/evidence")
-    expect(page.get_by_text("No evidence yet")).to_be_visible()   # no verdicts: the suite still shows
+    expect(
+        page.get_by_text("No evidence yet")
+    ).to_be_visible()  # no verdicts: the suite still shows
     card = page.get_by_test_id("suite-card")
     expect(card.get_by_role("heading", name="Review suite")).to_be_visible()
     table = card.get_by_role("region", name="Review suite per model")
@@ -397,22 +442,39 @@ def test_evidence_shows_each_models_suite_record(dashboard, page, tmp_path, caps
     expect(headers.nth(2)).to_contain_text("Balanced claims")
     expect(headers.nth(3)).to_contain_text("Accuracy")
     swift = table.locator("tr", has_text="sim-swift").locator("td")
-    expect(swift.nth(1)).to_contain_text("0%")   # pairs: always NO FAULT never gets a pair right
+    expect(swift.nth(1)).to_contain_text("0%")  # pairs: always NO FAULT never gets a pair right
     # one claim, so one key: nothing to balance, and the dash says so
     expect(swift.nth(2)).to_have_text("– needs true and false claims")
-    expect(swift.nth(8)).to_have_text("3")       # samples
+    expect(swift.nth(8)).to_have_text("3")  # samples
 
 
 def test_the_suite_card_says_why_a_lone_bug_has_no_pairs(dashboard, page, tmp_path, capsys):
     from panelist.metrics.offload import main
-    assert main(["suite", "run", "--demo", "--data", str(tmp_path / "data"), "--task",
-                 "std-bisect-left", "--json"]) == 0   # the bug without its control
+
+    assert (
+        main(
+            [
+                "suite",
+                "run",
+                "--demo",
+                "--data",
+                str(tmp_path / "data"),
+                "--task",
+                "std-bisect-left",
+                "--json",
+            ]
+        )
+        == 0
+    )  # the bug without its control
     capsys.readouterr()
     page.goto(dashboard.url + "/#/evidence")
     card = page.get_by_test_id("suite-card")
     warning = card.get_by_role("status").filter(has_text="Unpaired tasks")
     expect(warning).to_contain_text("std-bisect-left")
-    swift = card.get_by_role("region", name="Review suite per model").locator(
-        "tr", has_text="sim-swift").locator("td")
+    swift = (
+        card.get_by_role("region", name="Review suite per model")
+        .locator("tr", has_text="sim-swift")
+        .locator("td")
+    )
     # pairs: nothing to count, and the card and the dash say why
     expect(swift.nth(1)).to_have_text("– no bug asked with its control")

@@ -21,7 +21,8 @@ NEW = "new-model"
 
 
 def test_discover_lists_an_unlisted_model_and_add_puts_it_on_the_overview(
-        dashboard_factory, home, sim, page):
+    dashboard_factory, home, sim, page
+):
     sim.script(NEW)
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/discover")
@@ -46,7 +47,7 @@ def test_discover_shows_the_servers_refusal(dashboard_factory, home, sim, page, 
     page.goto(dash.url + "/#/discover")
     button = page.get_by_role("button", name=f"Add {NEW} from sim")
     expect(button).to_be_visible()
-    Roster(home).add_model(NEW, "sim")   # someone else registers it meanwhile
+    Roster(home).add_model(NEW, "sim")  # someone else registers it meanwhile
     watch.allow("404")
     button.click()
     status = page.get_by_test_id("discover-status")
@@ -88,7 +89,8 @@ def test_a_raised_alert_shows_as_a_banner_until_dismissed(dashboard, page, tmp_p
 
 
 def test_discover_shows_the_queue_and_onboard_takes_a_model_to_ready(
-        dashboard_factory, home, sim, page):
+    dashboard_factory, home, sim, page
+):
     sim.script(NEW)
     # an entry that ended before: the queue shows it as soon as the page opens
     queue = onboarding_queue.Queue(home)
@@ -96,7 +98,7 @@ def test_discover_shows_the_queue_and_onboard_takes_a_model_to_ready(
         queue.enqueue(None, ["fast"], tasks=1)
     finally:
         queue.close()
-    dash = dashboard_factory(home)   # its worker takes `fast` to ready
+    dash = dashboard_factory(home)  # its worker takes `fast` to ready
     page.goto(dash.url + "/#/discover")
     entries = page.get_by_role("region", name="Onboarding queue entries")
     expect(entries.locator('tr[data-alias="fast"]')).to_have_attribute("data-status", "ready")
@@ -116,7 +118,8 @@ def test_discover_shows_the_queue_and_onboard_takes_a_model_to_ready(
 
 
 def test_an_onboarding_that_ends_before_the_pages_first_look_still_updates_the_list(
-        dashboard_factory, home, sim, page):
+    dashboard_factory, home, sim, page
+):
     """The worker may take a model to ready before the page reads the queue after Onboard (the
     simulator answers at once, the machine may be busy): the page must still show the entry
     ready and read the list again. Here every queue read sent after the click is held until the
@@ -125,13 +128,15 @@ def test_an_onboarding_that_ends_before_the_pages_first_look_still_updates_the_l
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/discover")
     onboard = page.get_by_role("region", name="Models not on the roster").get_by_role(
-        "button", name=f"Onboard {NEW} from sim")
+        "button", name=f"Onboard {NEW} from sim"
+    )
     expect(onboard).to_be_visible()
 
     def ready() -> bool:
         status, body = dash.get("/api/onboarding")
         return status == 200 and [(e["alias"], e["status"]) for e in body["data"]] == [
-            (NEW, "ready")]
+            (NEW, "ready")
+        ]
 
     posted, held = [], []
 
@@ -145,7 +150,8 @@ def test_an_onboarding_that_ends_before_the_pages_first_look_still_updates_the_l
     page.route("**/api/onboarding", hold_reads_until_ready)
     onboard.click()
     row = page.get_by_role("region", name="Onboarding queue entries").locator(
-        f'tr[data-alias="{NEW}"]')
+        f'tr[data-alias="{NEW}"]'
+    )
     expect(row).to_have_attribute("data-status", "ready")
     expect(page.get_by_role("heading", name="Nothing new to add")).to_be_visible()
     assert held and all(held), "the page's queue read was not held until the entry was ready"
@@ -153,13 +159,14 @@ def test_an_onboarding_that_ends_before_the_pages_first_look_still_updates_the_l
 
 
 def test_a_models_dialog_shows_what_the_catalog_knows_and_where_from(
-        dashboard_factory, home, sim, page):
+    dashboard_factory, home, sim, page
+):
     sim.script("x-one", window=9000, price=[0.5, 2])
     assert main(["catalog", "refresh", "--data", str(home.root)]) == 0
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/endpoints")
     row = page.get_by_role("region", name="Models on the roster").locator('tr[data-id="x-one"]')
-    expect(row).to_contain_text("0.5 / 2 USD")   # no price typed: the listed one
+    expect(row).to_contain_text("0.5 / 2 USD")  # no price typed: the listed one
     row.get_by_role("button", name="More for x-one").click()
     row.get_by_role("button", name="Edit x-one").click()
     dialog = page.get_by_role("dialog", name="Edit x-one")
@@ -173,6 +180,7 @@ def test_a_models_dialog_shows_what_the_catalog_knows_and_where_from(
 
 def test_a_model_also_served_from_another_endpoint_says_so(dashboard_factory, home, sim, page):
     from panelist.metrics.upstream.sim import SimUpstream
+
     sim.script(NEW)
     with SimUpstream({NEW: {}}) as mirror:
         Roster(home).add_endpoint("mirror", mirror.url)
@@ -180,7 +188,8 @@ def test_a_model_also_served_from_another_endpoint_says_so(dashboard_factory, ho
         dash = dashboard_factory(home)
         page.goto(dash.url + "/#/discover")
         row = page.get_by_role("region", name="Models not on the roster").locator(
-            f'tr[data-endpoint="sim"][data-id="{NEW}"]')
+            f'tr[data-endpoint="sim"][data-id="{NEW}"]'
+        )
         expect(row).to_contain_text("also on the roster from another endpoint as new-here")
 
 
@@ -189,9 +198,10 @@ def test_refresh_catalog_and_probe_from_the_dashboard(dashboard_factory, home, s
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/discover")
     row = page.get_by_role("region", name="Models not on the roster").locator(
-        f'tr[data-id="{NEW}"]')
+        f'tr[data-id="{NEW}"]'
+    )
     expect(row).to_have_count(1)
-    sim.script(NEW, window=48000)   # the listing now states a window
+    sim.script(NEW, window=48000)  # the listing now states a window
     page.get_by_role("button", name="Refresh catalog").click()
     expect(page.get_by_text("Catalog refreshed. sim: 7 models")).to_be_visible()
     expect(row).to_contain_text("48k")

@@ -10,7 +10,9 @@ import pytest
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from panelist.metrics.home import open_home
@@ -25,15 +27,15 @@ THEMES = ["light", "dark"]
 def broken(tmp_path):
     """A data folder whose ``broken`` model always fails: ``bench/trio`` (fast, mid, broken)
     and ``bench/alone`` (broken only), no explorers; fast is priced in USD, mid in EUR."""
-    with SimUpstream({"fast": {}, "mid": {"latency": 0.01},
-                      "broken": {"fail": "server_error"}}) as sim:
+    with SimUpstream(
+        {"fast": {}, "mid": {"latency": 0.01}, "broken": {"fail": "server_error"}}
+    ) as sim:
         home = open_home(tmp_path / "data")
         home.file("gateway.json").write_text('{"max_explorers": 0}')
         roster = Roster(home)
         roster.add_endpoint("sim", sim.url)
         roster.add_model("fast", "sim", family="fast", price_in=1.0, price_out=2.0)
-        roster.add_model("mid", "sim", family="mid", price_in=3.0, price_out=4.0,
-                         currency="EUR")
+        roster.add_model("mid", "sim", family="mid", price_in=3.0, price_out=4.0, currency="EUR")
         roster.add_model("broken", "sim", family="broken")
         collections = Collections(home)
         collections.save(roster.view(), "trio", ["fast", "mid", "broken"])
@@ -43,14 +45,17 @@ def broken(tmp_path):
 
 def ask(dash, collection: str, n: int = 1) -> None:
     for i in range(n):
-        status, body = dash.post("/v1/chat/completions", {
-            "model": collection, "messages": [{"role": "user", "content": f"Review {i}"}]})
-        assert status in (200, 502), body   # 502: no seat answered (bench/alone)
+        status, body = dash.post(
+            "/v1/chat/completions",
+            {"model": collection, "messages": [{"role": "user", "content": f"Review {i}"}]},
+        )
+        assert status in (200, 502), body  # 502: no seat answered (bench/alone)
 
 
 @pytest.mark.parametrize("context", THEMES, indirect=True)
 def test_the_overview_shows_the_windows_error_rates_answer_times_and_spend(
-        broken, dashboard_factory, page, tmp_path):
+    broken, dashboard_factory, page, tmp_path
+):
     dash = dashboard_factory(broken.root)
     ask(dash, "bench/trio", 3)
     page.goto(dash.url + "/#/overview?window=hour")
@@ -65,7 +70,7 @@ def test_the_overview_shows_the_windows_error_rates_answer_times_and_spend(
     expect(usage.locator('tr[data-id="fast"]')).to_contain_text("USD")
     expect(usage.locator('tr[data-id="mid"]')).to_contain_text("EUR")
     totals = usage.locator(".stats")
-    expect(totals).to_contain_text("33%")                 # 3 failed of 9 seats
+    expect(totals).to_contain_text("33%")  # 3 failed of 9 seats
     # one amount per currency, never added together
     expect(totals.locator(".stat", has_text="spend in USD")).to_contain_text("USD")
     expect(totals.locator(".stat", has_text="spend in EUR")).to_contain_text("EUR")
@@ -85,7 +90,8 @@ def test_the_overview_shows_the_windows_error_rates_answer_times_and_spend(
 
 @pytest.mark.parametrize("context", THEMES, indirect=True)
 def test_panels_with_failed_seats_carry_a_badge_and_one_nobody_answered_is_marked(
-        broken, dashboard_factory, page, tmp_path):
+    broken, dashboard_factory, page, tmp_path
+):
     dash = dashboard_factory(broken.root)
     ask(dash, "bench/trio")
     ask(dash, "bench/alone")

@@ -9,7 +9,9 @@ import re
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from conftest import set_limits, wait_until
@@ -18,17 +20,22 @@ from panelist.metrics.roster.roster import Roster
 
 
 def ask(dash, content, collection="bench/trio"):
-    status, body = dash.request("POST", "/v1/chat/completions", {
-        "model": collection, "messages": [{"role": "user", "content": content}]})
+    status, body = dash.request(
+        "POST",
+        "/v1/chat/completions",
+        {"model": collection, "messages": [{"role": "user", "content": content}]},
+    )
     assert status == 200, body
     return body["bench"]
 
 
 def indexed(dash, n):
     """Wait until the search index holds ``n`` panels (so a filtered page shows them all)."""
+
     def whole():
         status, body = dash.get("/api/panels?status=failed")
         return status == 200 and body["index"]["complete"] and body["index"]["indexed"] == n
+
     assert wait_until(whole), dash.get("/api/panels?status=failed")
 
 
@@ -36,12 +43,17 @@ def seeded(dashboard_factory, home, sim):
     """Three panels on two collections; the parser one's fast seat answers words of its own,
     the lock one's x-two seat fails."""
     set_limits(home, max_explorers=0)
-    Collections(home).save(Roster(home).view(), "duo", ["x-one", "x-two"],
-                           description="Two more simulated reviewers")
-    sim.script("fast", rules=[{"contains": "parser", "answer": "The zanzibar tokenizer drops a newline."}])
+    Collections(home).save(
+        Roster(home).view(), "duo", ["x-one", "x-two"], description="Two more simulated reviewers"
+    )
+    sim.script(
+        "fast", rules=[{"contains": "parser", "answer": "The zanzibar tokenizer drops a newline."}]
+    )
     dash = dashboard_factory(home)
-    made = {"parser": ask(dash, "Review the parser module")["panel"],
-            "cache": ask(dash, "Check the cache eviction policy", "bench/duo")["panel"]}
+    made = {
+        "parser": ask(dash, "Review the parser module")["panel"],
+        "cache": ask(dash, "Check the cache eviction policy", "bench/duo")["panel"],
+    }
     sim.script("x-two", fail="server_error")
     made["lock"] = ask(dash, "Review the lock ordering in the writer", "bench/duo")["panel"]
     sim.script("x-two")
@@ -54,7 +66,7 @@ def shown(page):
 
 
 def test_filters_and_text_search_live_in_the_address(dashboard_factory, home, sim, page, watch):
-    watch.allow(r"status of 400")   # a filter refused on purpose, at the end
+    watch.allow(r"status of 400")  # a filter refused on purpose, at the end
     dash, made = seeded(dashboard_factory, home, sim)
     page.goto(dash.url + "/#/panels")
     expect(shown(page)).to_have_count(3)
@@ -115,16 +127,23 @@ def test_a_filtered_view_stays_live(dashboard_factory, home, sim, page):
 def test_the_model_page_shows_the_model_and_acts_on_it(dashboard_factory, home, sim, page, watch):
     dash, made = seeded(dashboard_factory, home, sim)
     page.goto(dash.url + "/#/overview")
-    page.get_by_role("region", name="Models on the roster").get_by_role("link", name="x-two", exact=True).click()
+    page.get_by_role("region", name="Models on the roster").get_by_role(
+        "link", name="x-two", exact=True
+    ).click()
     expect(page).to_have_url(re.compile(r"#/models/x-two$"))
     expect(page.get_by_role("heading", name="x-two", level=1)).to_be_visible()
-    expect(page.get_by_role("region", name="Evidence per shape").locator('tr[data-shape="general"]')).to_contain_text("server_error 1")
+    expect(
+        page.get_by_role("region", name="Evidence per shape").locator('tr[data-shape="general"]')
+    ).to_contain_text("server_error 1")
     expect(page.get_by_test_id("latency-summary")).to_contain_text("last 2 seats")
-    expect(page.get_by_role("img", name=re.compile("Answer time of each of its last 2 seats"))).to_be_visible()
+    expect(
+        page.get_by_role("img", name=re.compile("Answer time of each of its last 2 seats"))
+    ).to_be_visible()
     # the latency chart's answer-time axis reads in distinct round steps (the simulator answers
     # in milliseconds: "0.00 s, 0.01 s, 0.01 s" said nothing), its time ends as short clock times
     axis = page.locator("svg.latency-chart text.axis").evaluate_all(
-        "(els) => els.map((e) => e.lastChild.textContent)")
+        "(els) => els.map((e) => e.lastChild.textContent)"
+    )
     times, ends = axis[:-2], axis[-2:]
     assert len(times) >= 3 and len(set(times)) == len(times), axis
     assert times[0] == "0" and all(re.fullmatch(r"[\d.]+ m?s", t) for t in times[1:]), axis
@@ -134,7 +153,9 @@ def test_the_model_page_shows_the_model_and_acts_on_it(dashboard_factory, home, 
     expect(failures.locator("tr", has_text=made["lock"])).to_contain_text("server_error")
     panels = page.get_by_role("region", name="Its newest panels")
     expect(panels.locator("tbody tr")).to_have_count(2)
-    expect(page.get_by_role("region", name="Catalog facts and their sources")).to_contain_text("100000")
+    expect(page.get_by_role("region", name="Catalog facts and their sources")).to_contain_text(
+        "100000"
+    )
     # a failure opens its seat
     failures.get_by_role("button", name=re.compile("^Open")).click()
     dialog = page.get_by_role("dialog")
@@ -167,11 +188,13 @@ def test_the_model_page_shows_the_model_and_acts_on_it(dashboard_factory, home, 
 
 
 def test_model_names_link_to_their_pages(dashboard_factory, home, sim, page, watch):
-    watch.allow(r"status of 404")   # the page of a model not on the roster, asked on purpose
+    watch.allow(r"status of 404")  # the page of a model not on the roster, asked on purpose
     dash, made = seeded(dashboard_factory, home, sim)
-    for where, scope in (("#/overview", page.get_by_role("region", name="Models on the roster")),
-                         ("#/endpoints", page.get_by_role("region", name="Models on the roster")),
-                         ("#/collections", page.locator('[data-collection="trio"]'))):
+    for where, scope in (
+        ("#/overview", page.get_by_role("region", name="Models on the roster")),
+        ("#/endpoints", page.get_by_role("region", name="Models on the roster")),
+        ("#/collections", page.locator('[data-collection="trio"]')),
+    ):
         page.goto(dash.url + "/" + where)
         link = scope.get_by_role("link", name="mid", exact=True)
         expect(link).to_have_attribute("href", "#/models/mid")
@@ -185,7 +208,9 @@ def test_model_names_link_to_their_pages(dashboard_factory, home, sim, page, wat
     page.goto(dash.url + "/#/evidence")
     page.get_by_text(re.compile(r"^Table: every model and shape")).click()
     table = page.get_by_role("region", name="Evidence per model and shape")
-    expect(table.get_by_role("link", name="fast", exact=True).first).to_have_attribute("href", "#/models/fast")
+    expect(table.get_by_role("link", name="fast", exact=True).first).to_have_attribute(
+        "href", "#/models/fast"
+    )
     # a model no longer on the roster has a page that says so
     page.goto(dash.url + "/#/models/nobody")
     expect(page.get_by_role("heading", name="No model nobody on the roster")).to_be_visible()

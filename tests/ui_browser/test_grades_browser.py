@@ -5,7 +5,9 @@ from __future__ import annotations
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 

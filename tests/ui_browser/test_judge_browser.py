@@ -16,13 +16,16 @@ from conftest import read_jsonl, wait_until
 
 TOKEN = "correct-horse-battery-staple"
 MARKDOWN = "# Findings\n\n- the sign is wrong\n- no test covers it\n\n```\nreturn a + b\n```\n"
-HOSTILE = ('<script>window.__owned = 1</script>\n\n<img src="x" onerror="window.__owned = 2">\n\n'
-           "[click me](javascript:window.__owned=3) and ![a pixel](http://tracker.example/p.png)\n")
+HOSTILE = (
+    '<script>window.__owned = 1</script>\n\n<img src="x" onerror="window.__owned = 2">\n\n'
+    "[click me](javascript:window.__owned=3) and ![a pixel](http://tracker.example/p.png)\n"
+)
 
 
 def chat(dash, content, model="bench/trio"):
-    status, body = dash.post("/v1/chat/completions", {
-        "model": model, "messages": [{"role": "user", "content": content}]})
+    status, body = dash.post(
+        "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": content}]}
+    )
     assert status == 200, body
     return body["bench"]
 
@@ -59,16 +62,16 @@ def test_the_owed_queue_is_judged_with_the_keyboard_oldest_first(dashboard_facto
     expect(page.locator("#owed-count")).to_have_text(str(len(queue)))
     items = page.get_by_role("list", name="Owed verdicts, oldest first").locator("li")
     expect(items).to_have_count(len(queue))
-    expect(items.first).to_have_attribute("data-call", queue[0])   # the oldest leads
+    expect(items.first).to_have_attribute("data-call", queue[0])  # the oldest leads
     expect(page.get_by_text("Keys:")).to_contain_text("u useful")
     current = page.locator(".owed-detail .answer-card")
     expect(current).to_have_attribute("data-call", queue[0])
 
     page.keyboard.press("u")
-    expect(current).to_have_attribute("data-call", queue[1])   # judged, and on to the next
+    expect(current).to_have_attribute("data-call", queue[1])  # judged, and on to the next
     page.keyboard.press("n")
     expect(current).to_have_attribute("data-call", queue[2])
-    page.keyboard.press("j")                                   # passed over, not judged
+    page.keyboard.press("j")  # passed over, not judged
     expect(current).to_have_attribute("data-call", queue[3])
     expect(items.nth(0)).to_contain_text("useful")
     expect(items.nth(1)).to_contain_text("not useful")
@@ -87,8 +90,9 @@ def test_the_owed_queue_can_be_worked_by_value(dashboard_factory, home, page):
     status, valued = dash.get("/api/owed?order=value&limit=200")
     assert status == 200 and valued["order"] == "value"
     page.goto(dash.url + "/#/owed")
-    expect(page.get_by_role("list", name="Owed verdicts, oldest first").locator("li")).to_have_count(
-        len(valued["data"]))
+    expect(
+        page.get_by_role("list", name="Owed verdicts, oldest first").locator("li")
+    ).to_have_count(len(valued["data"]))
     page.get_by_role("button", name="By value").click()
     items = page.get_by_role("list", name="Owed verdicts, by value").locator("li")
     expect(items).to_have_count(len(valued["data"]))
@@ -126,7 +130,7 @@ def test_ctrl_enter_asks_and_the_answers_come_into_view(dashboard_factory, home,
     prompt.press("Control+Enter")
     expect(page.get_by_text(re.compile(r"^Done: \d of \d seats answered"))).to_be_visible()
     cards = page.locator(".compare-grid > .answer-card[data-call]")
-    expect(cards.first).to_be_in_viewport()   # the answers came into view
+    expect(cards.first).to_be_in_viewport()  # the answers came into view
     # side by side: the first two answers share a row on a wide screen
     boxes = page.evaluate("""[...document.querySelectorAll('.compare-grid > .answer-card')]
         .slice(0, 2).map((c) => { const r = c.getBoundingClientRect(); return [r.x, r.y]; })""")
@@ -167,7 +171,7 @@ def test_answers_render_markdown_and_hostile_markup_stays_inert(dashboard_factor
     expect(good.locator("pre code")).to_have_text("return a + b")
 
     bad = page.locator(".answer-card", has_text="· mid").locator(".markdown")
-    expect(bad).to_contain_text("<script>window.__owned = 1</script>")   # shown, as text
+    expect(bad).to_contain_text("<script>window.__owned = 1</script>")  # shown, as text
     expect(bad).to_contain_text('onerror="window.__owned = 2"')
     expect(bad).to_contain_text("[image: a pixel (http://tracker.example/p.png)]")
     expect(page.locator("main script, main img, main [onerror]")).to_have_count(0)
@@ -197,11 +201,13 @@ def test_one_verdict_state_for_every_view_of_a_call(dashboard_factory, home, pag
     picked = page.locator(".answer-card").first
     call = picked.get_attribute("data-call")
     views = page.locator(f'.answer-card[data-call="{call}"]')
-    expect(views).to_have_count(2)   # the picked reply, and its seat among every seat's
+    expect(views).to_have_count(2)  # the picked reply, and its seat among every seat's
 
     picked.get_by_role("button", name="Useful", exact=True).click()
     for i in range(2):
-        expect(views.nth(i).get_by_role("button", name="Useful", exact=True)).to_have_attribute("aria-pressed", "true")
+        expect(views.nth(i).get_by_role("button", name="Useful", exact=True)).to_have_attribute(
+            "aria-pressed", "true"
+        )
         expect(views.nth(i).locator(".verdict-mark")).to_have_text("✓ useful")
 
     # an edit in the dialog, opened from the other view, changes every view
@@ -215,12 +221,16 @@ def test_one_verdict_state_for_every_view_of_a_call(dashboard_factory, home, pag
     expect(dialog.get_by_text("Verdict changed.")).to_be_visible()
     expect(dialog.locator(".verdict-mark")).to_have_text("✗ not useful")
     for i in range(2):
-        expect(views.nth(i).get_by_role("button", name="Not useful", exact=True)).to_have_attribute("aria-pressed", "true")
-        expect(views.nth(i).get_by_role("button", name="Useful", exact=True)).to_have_attribute("aria-pressed", "false")
+        expect(views.nth(i).get_by_role("button", name="Not useful", exact=True)).to_have_attribute(
+            "aria-pressed", "true"
+        )
+        expect(views.nth(i).get_by_role("button", name="Useful", exact=True)).to_have_attribute(
+            "aria-pressed", "false"
+        )
         expect(views.nth(i).locator(".verdict-mark")).to_have_text("✗ not useful")
     page.keyboard.press("Escape")
     expect(dialog).to_have_count(0)
-    expect(more).to_be_focused()   # back where it was
+    expect(more).to_be_focused()  # back where it was
 
     # a quick verdict afterwards keeps the note written in the dialog
     picked.get_by_role("button", name="Useful", exact=True).click()
@@ -229,19 +239,25 @@ def test_one_verdict_state_for_every_view_of_a_call(dashboard_factory, home, pag
     assert verdict_of(dash, call)["note"] == "the pick missed the bug"
 
 
-def test_the_ask_pages_keys_judge_the_current_answer_and_go_to_the_next_owed(dashboard_factory, home, page):
+def test_the_ask_pages_keys_judge_the_current_answer_and_go_to_the_next_owed(
+    dashboard_factory, home, page
+):
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/ask")
     ask_on_the_page(page, "Review y = 2")
     cards = page.locator(".compare-grid > .answer-card[data-call]")
     first, second = cards.nth(0).get_attribute("data-call"), cards.nth(1).get_attribute("data-call")
-    page.locator("body").click(position={"x": 5, "y": 5})   # out of the prompt: keys are for judging
+    page.locator("body").click(position={"x": 5, "y": 5})  # out of the prompt: keys are for judging
     page.keyboard.press("u")
-    expect(cards.nth(0).get_by_role("button", name="Useful", exact=True)).to_have_attribute("aria-pressed", "true")
+    expect(cards.nth(0).get_by_role("button", name="Useful", exact=True)).to_have_attribute(
+        "aria-pressed", "true"
+    )
     page.keyboard.press("j")
     expect(cards.nth(1)).to_be_focused()
     page.keyboard.press("n")
-    expect(cards.nth(1).get_by_role("button", name="Not useful", exact=True)).to_have_attribute("aria-pressed", "true")
+    expect(cards.nth(1).get_by_role("button", name="Not useful", exact=True)).to_have_attribute(
+        "aria-pressed", "true"
+    )
     assert wait_until(lambda: verdict_of(dash, second) is not None)
     assert verdict_of(dash, first)["useful"] is True and verdict_of(dash, second)["useful"] is False
 
@@ -263,7 +279,9 @@ def test_focus_returns_to_the_seat_after_its_dialog_redrew_the_panel(dashboard_f
     expect(chip).to_be_focused()
 
 
-def test_focus_returns_to_the_opener_after_a_saved_edit_reloads_the_page(dashboard_factory, home, page):
+def test_focus_returns_to_the_opener_after_a_saved_edit_reloads_the_page(
+    dashboard_factory, home, page
+):
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/collections")
     edit = page.get_by_role("button", name="Edit trio")
@@ -273,7 +291,7 @@ def test_focus_returns_to_the_opener_after_a_saved_edit_reloads_the_page(dashboa
     dialog.get_by_role("button", name="Save changes").click()
     expect(dialog).to_have_count(0)
     expect(page.locator('[data-collection="trio"]')).to_contain_text("Three reviewers, edited")
-    expect(edit).to_be_focused()   # the reloaded card's button, the opener's twin
+    expect(edit).to_be_focused()  # the reloaded card's button, the opener's twin
     page.get_by_role("button", name="Edit trio").click()
     page.get_by_role("dialog").get_by_role("button", name="Cancel").click()
     expect(edit).to_be_focused()
@@ -281,9 +299,11 @@ def test_focus_returns_to_the_opener_after_a_saved_edit_reloads_the_page(dashboa
 
 # ------------------------------------------------------------------ the admin's Ask
 def test_the_logged_in_admin_asks_without_a_gateway_key(dashboard_factory, home, context):
-    dash = dashboard_factory(home, env={"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_REQUIRE_KEYS": "1"})
+    dash = dashboard_factory(
+        home, env={"PANELIST_ADMIN_TOKEN": TOKEN, "PANELIST_REQUIRE_KEYS": "1"}
+    )
     ctx, watch = context
-    watch.allow(r"status of 401")   # the first visit, before the login
+    watch.allow(r"status of 401")  # the first visit, before the login
     page = ctx.new_page()
     page.goto(dash.url + "/#/ask")
     expect(page).to_have_url(re.compile(r"/login$"))
@@ -306,7 +326,8 @@ def test_the_logged_in_admin_asks_without_a_gateway_key(dashboard_factory, home,
 
 
 def test_a_verdict_given_elsewhere_shows_on_the_panels_chip_and_in_the_open_dialog(
-        dashboard_factory, home, page):
+    dashboard_factory, home, page
+):
     dash = dashboard_factory(home)
     bench = chat(dash, "Review x = 1")
     first, second = [s["call"] for s in bench["seats"] if s["status"] == "ok"][:2]
@@ -321,14 +342,16 @@ def test_a_verdict_given_elsewhere_shows_on_the_panels_chip_and_in_the_open_dial
 
     # another view (the owed queue's keys, Ask's buttons) judges through the one verdict store
     def judge_elsewhere(call, useful):
-        page.evaluate("([call, useful]) => import('/js/verdictstate.js')"
-                      ".then((m) => m.judge(call, useful))", [call, useful])
+        page.evaluate(
+            "([call, useful]) => import('/js/verdictstate.js').then((m) => m.judge(call, useful))",
+            [call, useful],
+        )
 
     judge_elsewhere(first, False)
     expect(line).to_be_visible()
     expect(line).to_contain_text("Current verdict by")
     expect(dialog.get_by_label("Not useful")).to_be_checked()
-    expect(chip.locator(".verdict-mark")).to_have_text("✗ not useful")   # behind the dialog
+    expect(chip.locator(".verdict-mark")).to_have_text("✗ not useful")  # behind the dialog
 
     # the dialog's own save changes the chip too, and the line stays with it
     dialog.get_by_label("Useful", exact=True).check()

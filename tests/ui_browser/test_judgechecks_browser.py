@@ -15,7 +15,9 @@ from panelist.scripts.bench_judgecheck import fill_judged
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 
@@ -32,8 +34,7 @@ def test_the_evidence_page_shows_each_judge_against_people(dashboard, page, tmp_
         roster.add_model("judge-const", "sims", family="constfam", price_in=1.0, price_out=2.0)
         ledger = dashboard.server.parts.panels.ledger
         fill_judged(ledger, 12, seed=5)
-        check = JudgeCheck(home, judges=["judge-const"], sample=12, admission=None,
-                           ledger=ledger)
+        check = JudgeCheck(home, judges=["judge-const"], sample=12, admission=None, ledger=ledger)
         report = check.run(check.plan())
     overall = next(r for r in report["results"] if r["shape"] == "all")
 
@@ -41,10 +42,10 @@ def test_the_evidence_page_shows_each_judge_against_people(dashboard, page, tmp_
     card = page.get_by_test_id("judge-checks-card")
     table = card.get_by_role("region", name="Judges against people")
     rows = table.locator("tbody tr")
-    expect(rows).to_have_count(3)   # all, general, review
+    expect(rows).to_have_count(3)  # all, general, review
     row = table.locator('tr[data-id="judge-const all"]')
-    expect(row).to_contain_text("0.00")                      # κ of a constant judge
-    expect(row).to_contain_text("constant 0.00 · length")    # the baselines beside it
+    expect(row).to_contain_text("0.00")  # κ of a constant judge
+    expect(row).to_contain_text("constant 0.00 · length")  # the baselines beside it
     expect(row).to_contain_text("no better than the constant baseline (always useful")
     assert overall["findings"][0].startswith("no better than the constant baseline")
     card.get_by_text("What the figures mean").click()
@@ -52,7 +53,7 @@ def test_the_evidence_page_shows_each_judge_against_people(dashboard, page, tmp_
 
 
 def test_a_race_weighted_by_agreement_needs_its_judges_checked(demo, page, watch):
-    watch.allow("status of 400")   # the refused start below, on purpose
+    watch.allow("status of 400")  # the refused start below, on purpose
     page.goto(demo.url + "/#/races")
     page.get_by_test_id("start-race").first.click()
     form = page.get_by_test_id("race-form")
@@ -61,6 +62,7 @@ def test_a_race_weighted_by_agreement_needs_its_judges_checked(demo, page, watch
     form.get_by_label("Judges' weights").select_option("agreement")
     page.get_by_role("dialog").get_by_role("button", name="Start").click()
     expect(form.locator('[data-field="jury_weights"] .field-error')).to_contain_text(
-        "needs a judge check of every judge")
+        "needs a judge check of every judge"
+    )
     _, races = demo.get("/api/races")
     assert races["data"] == [], "refused before any race was named"

@@ -9,21 +9,39 @@ import pytest
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from conftest import wait_until
 
 PHONE = {"width": 390, "height": 844}
 WIDE = {"width": 1440, "height": 900}
-PAGES = ("overview", "ask", "panels", "evidence", "races", "discover", "collections", "endpoints",
-         "settings", "models/sim-steady")
+PAGES = (
+    "overview",
+    "ask",
+    "panels",
+    "evidence",
+    "races",
+    "discover",
+    "collections",
+    "endpoints",
+    "settings",
+    "models/sim-steady",
+)
 
 
 def finished_race(dash) -> str:
-    status, started = dash.post("/bench/race", {"grade": "general", "runs": 2,
-                                                "prompt": "Where is my order?",
-                                                "rubric": "Says where the order is."})
+    status, started = dash.post(
+        "/bench/race",
+        {
+            "grade": "general",
+            "runs": 2,
+            "prompt": "Where is my order?",
+            "rubric": "Says where the order is.",
+        },
+    )
     assert status == 202, started
     race = started["race"]
     assert wait_until(lambda: dash.get(f"/api/races/{race}")[1]["status"] != "running", 60)
@@ -32,8 +50,14 @@ def finished_race(dash) -> str:
 
 def ask(dash, n=2):
     for i in range(n):
-        status, body = dash.request("POST", "/v1/chat/completions", {
-            "model": "bench/demo", "messages": [{"role": "user", "content": f"Review change {i}"}]})
+        status, body = dash.request(
+            "POST",
+            "/v1/chat/completions",
+            {
+                "model": "bench/demo",
+                "messages": [{"role": "user", "content": f"Review change {i}"}],
+            },
+        )
         assert status == 200, body
 
 

@@ -16,9 +16,15 @@ except ImportError:  # the browser fixture says why (a skip, or a failure when r
 from conftest import PATIENCE, read_jsonl, wait_until
 
 LOOKUP = [{"name": "lookup_order", "arguments": {"number": "42"}}]
-TOOLS = [{"type": "function", "function": {
-    "name": "lookup_order", "parameters": {"type": "object", "properties": {
-        "number": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_order",
+            "parameters": {"type": "object", "properties": {"number": {"type": "string"}}},
+        },
+    }
+]
 
 
 def no_explorers(home) -> None:
@@ -32,7 +38,7 @@ def logged(home) -> dict:
 
 
 def test_the_ask_page_shows_a_picked_reply_with_its_tool_calls(dashboard_factory, home, sim, page):
-    sim.script("fast", tool_calls=LOOKUP)   # the first member, picked while nobody is judged
+    sim.script("fast", tool_calls=LOOKUP)  # the first member, picked while nobody is judged
     dash = dashboard_factory(home)
     page.goto(dash.url + "/#/ask")
     expect(page.get_by_label("Collection", exact=True)).to_have_value("bench/trio")
@@ -49,7 +55,8 @@ def test_the_ask_page_shows_a_picked_reply_with_its_tool_calls(dashboard_factory
     panel = call.split(".")[0]
     assert call == f"{panel}.member1"
     expect(picked.locator(".pick-note")).to_have_text(
-        f"The reply is member1 fast's answer, verbatim: call {call}.")
+        f"The reply is member1 fast's answer, verbatim: call {call}."
+    )
     calls = picked.get_by_role("group", name="Tool calls")
     expect(calls.locator(".tool-call")).to_have_text(['lookup_order({"number": "42"})'])
     expect(picked.get_by_text("The answer was empty.")).to_have_count(0)
@@ -62,8 +69,10 @@ def test_the_ask_page_shows_a_picked_reply_with_its_tool_calls(dashboard_factory
     assert record["reply"] == "pick" and record["picked"]["call"] == call
     assert record["abandoned"] is False
     (seat,) = [s for s in record["seats"] if s["call"] == call]
-    assert seat["status"] == "tool_calls" and seat["tool_calls"][0]["function"]["name"] == \
-        "lookup_order"
+    assert (
+        seat["status"] == "tool_calls"
+        and seat["tool_calls"][0]["function"]["name"] == "lookup_order"
+    )
 
 
 def leave_a_panel(dash, home, sim) -> str:
@@ -71,18 +80,28 @@ def leave_a_panel(dash, home, sim) -> str:
     no_explorers(home)
     sim.script("slow", fail="hang")
     host, port = dash.server.server_address[:2]
-    raw = json.dumps({"model": "bench/trio", "messages": [
-        {"role": "user", "content": "Review x = 1"}]}).encode()
+    raw = json.dumps(
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "Review x = 1"}]}
+    ).encode()
     evidence = home.gateway_runs / "evidence.jsonl"
 
     def answered():
-        return sorted(e["alias"] for e in read_jsonl(evidence)
-                      if e.get("kind") == "seat" and e["status"] == "ok") if evidence.exists() else []
+        return (
+            sorted(
+                e["alias"]
+                for e in read_jsonl(evidence)
+                if e.get("kind") == "seat" and e["status"] == "ok"
+            )
+            if evidence.exists()
+            else []
+        )
 
     with socket.create_connection((host, port), timeout=PATIENCE) as s:
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                  % (port, len(raw), raw))
+        s.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (port, len(raw), raw)
+        )
         assert wait_until(lambda: sim.count("slow") == 1 and answered() == ["fast", "mid"])
     assert wait_until(lambda: len(logged(home)) == 1), "the panel was never logged"
     (record,) = logged(home).values()
@@ -94,8 +113,10 @@ def leave_a_panel(dash, home, sim) -> str:
 def test_an_abandoned_panel_is_not_owed_on_the_panels_page(dashboard_factory, home, sim, page):
     dash = dashboard_factory(home)
     left = leave_a_panel(dash, home, sim)
-    status, delivered = dash.post("/v1/chat/completions", {
-        "model": "bench/trio", "messages": [{"role": "user", "content": "Review y = 2"}]})
+    status, delivered = dash.post(
+        "/v1/chat/completions",
+        {"model": "bench/trio", "messages": [{"role": "user", "content": "Review y = 2"}]},
+    )
     assert status == 200, delivered
     kept = delivered["bench"]["panel"]
     status, listing = dash.get("/api/panels")
@@ -108,7 +129,7 @@ def test_an_abandoned_panel_is_not_owed_on_the_panels_page(dashboard_factory, ho
     expect(gone).to_contain_text("caller left: no verdict owed")
     expect(gone.locator(".verdict-mark.owed")).to_have_count(0)
     expect(gone.locator(".verdict-mark.not-owed")).to_have_count(2)
-    expect(gone.locator(".badge.warn")).to_have_count(0)     # no "N owed" badge
+    expect(gone.locator(".badge.warn")).to_have_count(0)  # no "N owed" badge
     chip = gone.locator(f'.seat-chip[data-call="{left}.member1"]')
     expect(chip).to_have_attribute("aria-label", re.compile(r"no verdict owed$"))
     # the panel the caller did receive is owed as before
@@ -120,7 +141,8 @@ def test_an_abandoned_panel_is_not_owed_on_the_panels_page(dashboard_factory, ho
     expect(apart).to_contain_text("1 recent panel never reached the caller: no verdict owed")
     apart.locator("summary").click()
     expect(apart.locator(f'li[data-panel="{left}"]')).to_contain_text(
-        "caller left · 2 answered seats without a verdict")
+        "caller left · 2 answered seats without a verdict"
+    )
 
 
 def test_a_collection_is_made_to_reply_with_a_pick_from_its_form(dashboard_factory, home, page):

@@ -19,8 +19,10 @@ CANDIDATES = ("sim-flaky", "sim-steady", "sim-vision")
 def finished_demo_race(demo) -> str:
     """A race of grade general on the demo roster (its pins: sim-steady for general, the
     ceiling sim-careful), run to its end over POST /bench/race."""
-    status, started = demo.post("/bench/race", {"grade": "general", "prompt": PROMPT, "runs": 2,
-                                                "rubric": "Says where the order is."})
+    status, started = demo.post(
+        "/bench/race",
+        {"grade": "general", "prompt": PROMPT, "runs": 2, "rubric": "Says where the order is."},
+    )
     assert status == 202, started
     race = started["race"]
     assert wait_until(lambda: demo.get(f"/api/races/{race}")[1]["status"] != "running", 60)
@@ -47,7 +49,7 @@ def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, p
     expect(models.locator("tbody tr")).to_have_count(len(CANDIDATES))
     chart = page.get_by_test_id("cost-score-chart")
     expect(chart.locator("svg")).to_have_count(1)
-    for alias in CANDIDATES:   # a point per model, named beside it
+    for alias in CANDIDATES:  # a point per model, named beside it
         expect(chart.locator(f'circle.point[data-name="{alias}"]')).to_have_count(1)
         expect(chart.locator("text.point-label", has_text=alias)).to_have_count(1)
     expect(page.get_by_test_id("judging")).to_contain_text("in both orders")
@@ -58,8 +60,9 @@ def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, p
     expect(transcript).to_contain_text("The job sent")
     expect(transcript).to_contain_text(PROMPT)
     expect(transcript).to_contain_text("[simulated sim-vision]")
-    expect(dialog).to_contain_text("The same tool calls, with the same arguments or the same "
-                                   "results.")
+    expect(dialog).to_contain_text(
+        "The same tool calls, with the same arguments or the same results."
+    )
     judged = dialog.get_by_test_id("judgements")
     expect(judged).to_contain_text("sim-careful · reference shown first")
     expect(judged).to_contain_text("sim-careful · candidate shown first")
@@ -74,7 +77,7 @@ def test_races_page_shows_a_finished_race_its_runs_chart_and_transcripts(demo, p
 
 
 def test_race_again_adds_a_look_and_the_new_race_shows_both(demo, page, watch):
-    watch.allow("status of 409")   # the refused race again at the end, on purpose
+    watch.allow("status of 409")  # the refused race again at the end, on purpose
     first = finished_demo_race(demo)
     page.goto(demo.url + f"/#/races?race={first}")
     card = page.get_by_test_id("race-again-card")
@@ -88,8 +91,9 @@ def test_race_again_adds_a_look_and_the_new_race_shows_both(demo, page, watch):
     page.goto(demo.url + f"/#/races?race={second}")
     looks = page.get_by_test_id("race-looks")
     expect(looks.locator("li")).to_have_count(2)
-    expect(looks.locator("li").first).to_contain_text(f"Race {first}: added 2 run(s) a model, "
-                                                      "tested at 1.48%")
+    expect(looks.locator("li").first).to_contain_text(
+        f"Race {first}: added 2 run(s) a model, tested at 1.48%"
+    )
     expect(page.get_by_test_id("race-again-card")).to_contain_text("Look 2 of this job")
     runs = page.get_by_role("region", name="Runs of this race")
     expect(runs.locator("tbody tr")).to_have_count(1 + 4 * len(CANDIDATES))
@@ -117,8 +121,9 @@ def test_a_race_that_ends_while_the_page_opens_is_listed_as_it_ended(demo, gated
     roster = Roster(open_home(tmp_path / "data"))
     roster.add_endpoint("gated", gated.url)
     roster.add_model("slow", "gated", family="slow", grade="general", context=100_000)
-    status, started = demo.post("/bench/race", {"grade": "general", "prompt": PROMPT, "runs": 1,
-                                                "candidates": ["slow"]})
+    status, started = demo.post(
+        "/bench/race", {"grade": "general", "prompt": PROMPT, "runs": 1, "candidates": ["slow"]}
+    )
     assert status == 202, started
     race = started["race"]
     assert gated.wait_arrived("slow"), "the race never asked its candidate"
@@ -157,19 +162,39 @@ def test_the_verdict_shows_what_it_tested_and_what_would_settle_it(dashboard, pa
     for the cheaper model that answers as the pinned one does, the useless one shown worse."""
     from panelist.metrics.race.benchmark import Benchmark, GradeBook
     from panelist.metrics.upstream.sim import SimUpstream
+
     marks = {"accuracy": 7, "shown_work": 2, "reason": "as the reference"}
     useless = {"accuracy": 1, "shown_work": 0, "reason": "it does not answer"}
-    with SimUpstream({"pin": {}, "cheap": {}, "bad": {"answer": "I cannot help."},
-                      "judge": {"json": marks, "json_rules": [{"contains": "I cannot help",
-                                                               "answer": useless}]}}) as sim:
+    with SimUpstream(
+        {
+            "pin": {},
+            "cheap": {},
+            "bad": {"answer": "I cannot help."},
+            "judge": {
+                "json": marks,
+                "json_rules": [{"contains": "I cannot help", "answer": useless}],
+            },
+        }
+    ) as sim:
         home = open_home(tmp_path / "data")
         roster = Roster(home)
         roster.add_endpoint("sim", sim.url)
         for alias, price in (("pin", 2.0), ("cheap", 0.5), ("bad", 0.1), ("judge", 5.0)):
-            roster.add_model(alias, "sim", family=alias, price_in=price, price_out=price,
-                             grade="strong" if alias == "judge" else "general")
-        bench = Benchmark(Ask, runs=2, home=home, admission=None, grades=GradeBook.plain(
-            {"general": "pin", "strong": "judge"}, "judge", roster))
+            roster.add_model(
+                alias,
+                "sim",
+                family=alias,
+                price_in=price,
+                price_out=price,
+                grade="strong" if alias == "judge" else "general",
+            )
+        bench = Benchmark(
+            Ask,
+            runs=2,
+            home=home,
+            admission=None,
+            grades=GradeBook.plain({"general": "pin", "strong": "judge"}, "judge", roster),
+        )
         bench.set_inputs(["Where is order 1?", "Where is order 2?"])
         bench.set_candidates(["pin", "cheap", "bad"])
         bench.run()
@@ -190,7 +215,8 @@ def test_the_verdict_shows_what_it_tested_and_what_would_settle_it(dashboard, pa
     candidates = page.get_by_role("region", name="Candidates tested")
     expect(candidates.locator('tr[data-id="cheap.accuracy"]')).to_contain_text("undecided")
     expect(candidates.locator('tr[data-id="cheap.accuracy"]')).to_contain_text(
-        f"{more} would settle it")
+        f"{more} would settle it"
+    )
     expect(candidates.locator('tr[data-id="bad.accuracy"]')).to_contain_text("worse")
     runs = page.get_by_role("region", name="Runs of this race")
     expect(runs.locator("tbody tr")).to_have_count(2 + 3 * 2 * 2)
@@ -198,9 +224,16 @@ def test_the_verdict_shows_what_it_tested_and_what_would_settle_it(dashboard, pa
 
 
 def test_a_jurys_agreement_is_shown_as_krippendorffs_alpha(demo, page):
-    status, started = demo.post("/bench/race", {
-        "grade": "general", "prompt": "Where is my order?", "runs": 2,
-        "candidates": ["sim-steady", "sim-vision"], "judges": ["sim-careful", "sim-swift"]})
+    status, started = demo.post(
+        "/bench/race",
+        {
+            "grade": "general",
+            "prompt": "Where is my order?",
+            "runs": 2,
+            "candidates": ["sim-steady", "sim-vision"],
+            "judges": ["sim-careful", "sim-swift"],
+        },
+    )
     assert status == 202, started
     race = started["race"]
     assert wait_until(lambda: demo.get(f"/api/races/{race}")[1]["status"] != "running", 60)
@@ -208,7 +241,9 @@ def test_a_jurys_agreement_is_shown_as_krippendorffs_alpha(demo, page):
     page.goto(demo.url + "/#/races")
     page.locator(f'.race-item[data-race="{race}"]').click()
     note = page.get_by_test_id("judging")
-    expect(note).to_contain_text(f"Jury agreement on accuracy (Krippendorff's α over "
-                                 f"{alpha['units']} judged prompts of {alpha['runs']} runs): "
-                                 f"{alpha['meaning']}.")
+    expect(note).to_contain_text(
+        f"Jury agreement on accuracy (Krippendorff's α over "
+        f"{alpha['units']} judged prompts of {alpha['runs']} runs): "
+        f"{alpha['meaning']}."
+    )
     expect(note).not_to_contain_text("within 1 point")

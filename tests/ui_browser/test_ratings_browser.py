@@ -8,19 +8,24 @@ import math
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 
 def pct(x: float) -> int:
-    return math.floor(x * 100 + 0.5)   # as the page's Math.round
+    return math.floor(x * 100 + 0.5)  # as the page's Math.round
 
 
 def judged_panels(dash, rounds):
     """Ask the demo collection ``rounds`` times; judge its first seat useful and the others not."""
     for _ in range(rounds):
-        status, body = dash.request("POST", "/v1/chat/completions", {
-            "model": "bench/demo", "messages": [{"role": "user", "content": "Review: x = 1"}]})
+        status, body = dash.request(
+            "POST",
+            "/v1/chat/completions",
+            {"model": "bench/demo", "messages": [{"role": "user", "content": "Review: x = 1"}]},
+        )
         assert status == 200, body
         seats = [s for s in body["bench"]["seats"] if s["status"] == "ok"]
         assert len(seats) >= 2, body["bench"]
@@ -43,21 +48,23 @@ def test_the_evidence_page_shows_ratings_with_intervals_per_shape(demo, page):
     expect(card.get_by_role("heading", name="Ratings", exact=True)).to_be_visible()
     block = card.locator('[data-shape="general"]')
     expect(block.get_by_role("heading")).to_contain_text(
-        f"general: {general['comparisons']} comparisons ({general['comparisons']} from verdicts)")
+        f"general: {general['comparisons']} comparisons ({general['comparisons']} from verdicts)"
+    )
     table = block.get_by_role("region", name="Ratings on general")
     rows = table.locator("tbody tr")
     expect(rows).to_have_count(len(general["models"]))
-    expect(rows.first).to_have_attribute("data-id", best)   # the strongest first
+    expect(rows.first).to_have_attribute("data-id", best)  # the strongest first
     first = table.locator(f'tr[data-id="{best}"]')
     expect(first).to_contain_text(f"{pct(top['rating'])}%")
     lo, hi = top["interval"]
     expect(first.locator(".interval")).to_have_attribute(
-        "title", f"95% interval {pct(lo)}–{pct(hi)}%")
+        "title", f"95% interval {pct(lo)}–{pct(hi)}%"
+    )
     expect(first.locator("td").nth(2)).to_have_text(str(top["wins"]))
 
     # a shape without comparisons shows no ratings card
     page.goto(demo.url + "/#/evidence?shape=review")
-    expect(page.get_by_text("No evidence yet")).to_be_visible()   # no verdict on review
+    expect(page.get_by_text("No evidence yet")).to_be_visible()  # no verdict on review
     expect(page.get_by_test_id("ratings-card")).to_have_count(0)
 
 
@@ -66,13 +73,22 @@ def judge_panel(ledger, shape, seats):
     panel = ledger.new_panel()
     for i, (alias, useful) in enumerate(seats):
         call = f"{panel}.member{i + 1}"
-        ledger.record_seat({"call": call, "panel": panel, "alias": alias, "shape": shape,
-                            "status": "ok", "key": "local"})
+        ledger.record_seat(
+            {
+                "call": call,
+                "panel": panel,
+                "alias": alias,
+                "shape": shape,
+                "status": "ok",
+                "key": "local",
+            }
+        )
         ledger.record_verdict(call, useful=useful)
 
 
 def test_the_ratings_of_several_shapes_open_the_one_with_most_comparisons_and_fold_the_rest(
-        tmp_path, dashboard_factory, page):
+    tmp_path, dashboard_factory, page
+):
     from panelist.metrics.home import open_home
     from panelist.metrics.ledger.ledger import Ledger
 
@@ -108,7 +124,8 @@ def test_the_ratings_of_several_shapes_open_the_one_with_most_comparisons_and_fo
 
 
 def test_the_evidence_page_is_drawn_while_its_ratings_are_still_being_fitted(
-        tmp_path, dashboard_factory, page, watch):
+    tmp_path, dashboard_factory, page, watch
+):
     from panelist.metrics.home import open_home
     from panelist.metrics.ledger.ledger import Ledger
 
@@ -116,10 +133,11 @@ def test_the_evidence_page_is_drawn_while_its_ratings_are_still_being_fitted(
     with Ledger(open_home(data).gateway_runs) as ledger:
         judge_panel(ledger, "general", [("m-fast", True), ("m-slow", False)])
     dash = dashboard_factory(data)
-    held = []   # the ratings' answer is held back, as a slow fit would
+    held = []  # the ratings' answer is held back, as a slow fit would
 
     def hold(route):
         held.append(route)
+
     page.route("**/api/ratings*", hold)
     page.goto(dash.url + "/#/evidence")
     expect(page.get_by_role("heading", name="Useful answers, with 95% intervals")).to_be_visible()
@@ -129,7 +147,9 @@ def test_the_evidence_page_is_drawn_while_its_ratings_are_still_being_fitted(
     held[0].continue_()
     page.unroute("**/api/ratings*", hold)
     card = page.get_by_test_id("ratings-card")
-    expect(card.locator('[data-shape="general"] tbody tr').first).to_have_attribute("data-id", "m-fast")
+    expect(card.locator('[data-shape="general"] tbody tr').first).to_have_attribute(
+        "data-id", "m-fast"
+    )
     expect(slot).not_to_contain_text("Fitting")
 
     # ratings that cannot be read say so in their card; the rest of the page stays

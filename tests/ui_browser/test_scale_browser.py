@@ -11,7 +11,9 @@ import pytest
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
+except (
+    ImportError
+):  # the browser fixture says why: a skip, or a failure under PANELIST_REQUIRE_BROWSER
     expect = None
 
 from conftest import wait_until
@@ -34,7 +36,9 @@ def drawn(table):
 
 
 @pytest.mark.parametrize("name", ["overview", "endpoints"])
-def test_a_long_table_draws_its_first_rows_then_the_rest_on_scroll_or_show_more(roster500, page, name):
+def test_a_long_table_draws_its_first_rows_then_the_rest_on_scroll_or_show_more(
+    roster500, page, name
+):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"{roster500.url}/#/{name}")
     table = page.get_by_role("region", name="Models on the roster")
@@ -82,12 +86,18 @@ def test_the_model_page_draws_every_seat_of_its_latency_chart(roster500, page):
     summary = page.get_by_test_id("latency-summary")
     expect(summary).to_contain_text("Its last")
     seats = int(re.search(r"last ([\d,]+) seat", summary.text_content()).group(1).replace(",", ""))
-    failed = int(re.search(r"; ([\d,]+) did not answer", summary.text_content()).group(1).replace(",", ""))
+    failed = int(
+        re.search(r"; ([\d,]+) did not answer", summary.text_content()).group(1).replace(",", "")
+    )
     chart = page.locator("svg.latency-chart")
     expect(chart).to_be_visible()
     # one arc pair per answered seat in the dots' path, one cross per failed seat
-    dots = chart.locator("path.point").evaluate_all("(els) => els.map((e) => (e.getAttribute('d').match(/a/g) || []).length / 2)")
-    crosses = chart.locator("path.fail").evaluate_all("(els) => els.map((e) => (e.getAttribute('d').match(/M/g) || []).length)")
+    dots = chart.locator("path.point").evaluate_all(
+        "(els) => els.map((e) => (e.getAttribute('d').match(/a/g) || []).length / 2)"
+    )
+    crosses = chart.locator("path.fail").evaluate_all(
+        "(els) => els.map((e) => (e.getAttribute('d').match(/M/g) || []).length)"
+    )
     assert sum(dots) == seats - failed and sum(crosses) == failed, (seats, failed, dots, crosses)
     box = chart.locator("path.point").bounding_box()
     outer = chart.bounding_box()

@@ -389,11 +389,15 @@ def test_a_key_capped_in_money_is_refused_with_the_numbers_and_its_seats_are_nev
         # the key's own page and the Overview show the same spend against the cap
         page.goto(dash.url + "/#/keys/app")
         mine = page.get_by_test_id("key-spend")
-        expect(mine.locator('[data-period="day"]')).to_contain_text(re.compile(rf"^Today {re.escape(figure)}"))
+        expect(mine.locator('[data-period="day"]')).to_contain_text(
+            re.compile(rf"^Today {re.escape(figure)}")
+        )
         expect(mine.get_by_text("at its cap")).to_be_visible()
         page.goto(dash.url + "/#/overview")
         row = page.get_by_test_id("spend-caps").locator('tr[data-kind="key"][data-name="app"]')
-        expect(row.locator('[data-period="day"]')).to_contain_text(re.compile(rf"^Today {re.escape(figure)}"))
+        expect(row.locator('[data-period="day"]')).to_contain_text(
+            re.compile(rf"^Today {re.escape(figure)}")
+        )
         expect(row.get_by_text("at its cap")).to_be_visible()
         expect(row.get_by_role("link", name="app")).to_have_attribute("href", "#/keys/app")
 

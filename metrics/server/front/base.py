@@ -42,9 +42,21 @@ from http.server import ThreadingHTTPServer
 from typing import Callable, Iterable, cast
 
 from panelist.metrics.errors import NotFound
-from panelist.metrics.server.front.connection import (BODY, BODY_TIMEOUT, BUSY, HEAD, HEAD_TIMEOUT,
-                                                BODY_HOLD, IDLE, MAX_BODY, MAX_CONNECTIONS, Wire,
-                                                close_quietly, ends_head, has_input)
+from panelist.metrics.server.front.connection import (
+    BODY,
+    BODY_TIMEOUT,
+    BUSY,
+    HEAD,
+    HEAD_TIMEOUT,
+    BODY_HOLD,
+    IDLE,
+    MAX_BODY,
+    MAX_CONNECTIONS,
+    Wire,
+    close_quietly,
+    ends_head,
+    has_input,
+)
 from panelist.metrics.server.guard import Guard, Settings
 from panelist.metrics.server.front.handler import Handler
 from panelist.metrics.server.front.heads import Heads
@@ -54,12 +66,13 @@ from panelist.metrics.server.front.pool import IDLE_THREAD, Pool
 from panelist.metrics.server.routing import ADMIN, KEYS, Route, Routes
 from panelist.metrics.server.front.workers import Role, check_reuse_port
 
-HEALTH_RESERVE = 4   # threads that answer only /health, beyond max_connections
+HEALTH_RESERVE = 4  # threads that answer only /health, beyond max_connections
 # connections handed to threads that have not yet run: past this many, the process is busy
 # and further ones wait in ``Heads`` (without a thread) rather than compete for the GIL
 ADMIT_AHEAD = 4
-_DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}   # which kind of connection goes first for a newcomer
-_PEEK = 8192   # bytes of an idle connection's input looked at for a whole head (a handler's read)
+_DROP_ORDER = {HEAD: 0, IDLE: 1, BODY: 2}  # which kind of connection goes first for a newcomer
+_PEEK = 8192  # bytes of an idle connection's input looked at for a whole head (a handler's read)
+
 
 def no_admin(h: Handler) -> None:
     """The admin gate of a server with no admin routes (the gateway): none may pass."""
@@ -73,25 +86,38 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256  # bursts of concurrent panels queue instead of being refused
 
-    def __init__(self, parts: Parts, host: str, port: int, *, routes: Iterable[Route],
-                 routes_help: str, settings: Settings | None = None,
-                 admin_gate: Callable[[Handler], None] = no_admin,
-                 common_headers: dict[str, str] | None = None, keepalive: float = 10.0,
-                 client_timeout: float = 60.0, head_timeout: float = HEAD_TIMEOUT,
-                 body_timeout: float = BODY_TIMEOUT, body_hold: float = BODY_HOLD,
-                 max_connections: int = MAX_CONNECTIONS,
-                 max_pending: int | None = None, max_body: int = MAX_BODY,
-                 max_in_flight: int | None = None, thread_idle: float = IDLE_THREAD,
-                 role: Role = Role()):
+    def __init__(
+        self,
+        parts: Parts,
+        host: str,
+        port: int,
+        *,
+        routes: Iterable[Route],
+        routes_help: str,
+        settings: Settings | None = None,
+        admin_gate: Callable[[Handler], None] = no_admin,
+        common_headers: dict[str, str] | None = None,
+        keepalive: float = 10.0,
+        client_timeout: float = 60.0,
+        head_timeout: float = HEAD_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
+        body_hold: float = BODY_HOLD,
+        max_connections: int = MAX_CONNECTIONS,
+        max_pending: int | None = None,
+        max_body: int = MAX_BODY,
+        max_in_flight: int | None = None,
+        thread_idle: float = IDLE_THREAD,
+        role: Role = Role(),
+    ):
         if max_connections < 1 or (max_pending is not None and max_pending < 1):
             raise ValueError("max_connections and max_pending must be at least 1")
         self.parts = parts
         self.keepalive = keepalive  # seconds between SSE comments while seats are working
         # seconds one read or write may block, and a kept connection may wait for its next request
         self.client_timeout = client_timeout
-        self.head_timeout = head_timeout   # seconds a request head may take to arrive, in all
-        self.body_timeout = body_timeout   # seconds a body may take, plus 1 s per MIN_BODY_RATE
-        self.body_hold = body_hold   # seconds a small body is awaited before it takes a thread
+        self.head_timeout = head_timeout  # seconds a request head may take to arrive, in all
+        self.body_timeout = body_timeout  # seconds a body may take, plus 1 s per MIN_BODY_RATE
+        self.body_hold = body_hold  # seconds a small body is awaited before it takes a thread
         settings = settings or Settings()
         # seconds a streamed answer may pause between tokens (None: gateway.json's limit)
         self.stall_timeout = settings.stall_timeout
@@ -100,23 +126,27 @@ class Server(ThreadingHTTPServer):
         self.max_body = min(max_body, max_in_flight // GRANT_FACTOR)
         self.in_flight = InFlight(max_in_flight)
         keep_heap_small()
-        self.max_connections = max_connections   # connections with a thread
+        self.max_connections = max_connections  # connections with a thread
         # connections still sending their first head, and complete ones waiting for a thread
         self.max_pending = max_pending or max_connections
         _fit_descriptors(self)
         # a thread for every connection the limits let in, /health's reserve included
-        self._pool = Pool(self.max_connections + HEALTH_RESERVE, idle=thread_idle,
-                          name="gateway-conn", busy_at=ADMIT_AHEAD,
-                          on_begun=lambda: self._heads.wake())
+        self._pool = Pool(
+            self.max_connections + HEALTH_RESERVE,
+            idle=thread_idle,
+            name="gateway-conn",
+            busy_at=ADMIT_AHEAD,
+            on_begun=lambda: self._heads.wake(),
+        )
         self._wires: dict[socket.socket, Wire] = {}
         self._room = threading.Lock()
-        self._leaving = 0       # dropped wires whose threads have not ended yet
-        self._reserved = 0      # wires answering /health from the reserve
+        self._leaving = 0  # dropped wires whose threads have not ended yet
+        self._reserved = 0  # wires answering /health from the reserve
         self._heads = Heads(self)
-        self._answering_later: set = set()   # connections whose answer the heads thread sends
+        self._answering_later: set = set()  # connections whose answer the heads thread sends
         self._serving = False
-        self.draining = False   # stopping: each connection ends after the reply it is owed
-        self.started = threading.Event()   # set once serving, its helper threads running
+        self.draining = False  # stopping: each connection ends after the reply it is owed
+        self.started = threading.Event()  # set once serving, its helper threads running
         self.role = role
         # several workers bind the one port; the kernel spreads connections among them
         self.allow_reuse_port = role.count > 1
@@ -129,8 +159,9 @@ class Server(ThreadingHTTPServer):
         super().__init__((host, port), Handler)
         # a TCP server's address is (host, port, ...) with a text host
         self.host, self.port = cast(tuple[str, int], self.server_address[:2])
-        self.guard = Guard.for_server(settings, parts.home, port=self.port, bound=host,
-                                      max_body=self.max_body)
+        self.guard = Guard.for_server(
+            settings, parts.home, port=self.port, bound=host, max_body=self.max_body
+        )
 
     @property
     def panels(self):
@@ -149,7 +180,7 @@ class Server(ThreadingHTTPServer):
 
     # -- connections ----------------------------------------------------------------------------
     def serve_forever(self, poll_interval=0.5):
-        self._serving = True   # before the loop starts, so close() knows to stop it
+        self._serving = True  # before the loop starts, so close() knows to stop it
         if not self._heads.is_alive() and not self._heads.ident:
             self._heads.start()
         self._pool.start()
@@ -161,8 +192,9 @@ class Server(ThreadingHTTPServer):
         """The listener's part: hand the new connection over; it never waits here."""
         self._heads.add(request, client_address)
 
-    def admit(self, request, client_address, head: bytes, reserve: bool = False,
-              waiting: int = 1) -> bool:
+    def admit(
+        self, request, client_address, head: bytes, reserve: bool = False, waiting: int = 1
+    ) -> bool:
         """Give a connection whose head arrived a thread, if one of ``max_connections`` is free;
         else drop idle or slow ones to free it (the heads thread retries when one has gone):
         as many as there are ``waiting`` heads (this one among them) beyond those already
@@ -176,15 +208,15 @@ class Server(ThreadingHTTPServer):
                 if self._reserved >= HEALTH_RESERVE:
                     return False
                 self._reserved += 1
-            elif full:   # one taken back for each head waiting, not one at a time
+            elif full:  # one taken back for each head waiting, not one at a time
                 self._drop(waiting - self._leaving)
                 return False
             wire = Wire(request, self.client_timeout, self.head_timeout, head, room=self._room)
             wire.reserve = reserve
             self._wires[request] = wire
-        try:   # a thread of the pool, never one started here: the heads thread does not wait
+        try:  # a thread of the pool, never one started here: the heads thread does not wait
             self._pool.submit(self.process_request_thread, request, client_address)
-        except RuntimeError:   # closing: no thread will take it
+        except RuntimeError:  # closing: no thread will take it
             self._release(request)
             self.shutdown_request(request)
         return True
@@ -207,23 +239,29 @@ class Server(ThreadingHTTPServer):
         if n <= 0:
             return
         now = time.monotonic()
-        candidates = sorted((w for w in self._wires.values()
-                             if w.phase != BUSY and not w.dropped and not w.reserve
-                             and not (w.phase == HEAD and w.whole)),
-                            key=lambda w: (0 if w.stalled(now) else _DROP_ORDER[w.phase],
-                                           w.since))
+        candidates = sorted(
+            (
+                w
+                for w in self._wires.values()
+                if w.phase != BUSY
+                and not w.dropped
+                and not w.reserve
+                and not (w.phase == HEAD and w.whole)
+            ),
+            key=lambda w: (0 if w.stalled(now) else _DROP_ORDER[w.phase], w.since),
+        )
         for victim in candidates:
             if n <= 0:
                 return
             if victim.phase == IDLE and _asking(victim):
                 continue
-            if victim.drop():   # False: it turned busy meanwhile, and is kept
+            if victim.drop():  # False: it turned busy meanwhile, and is kept
                 self._leaving += 1
                 n -= 1
 
     def process_request_thread(self, request, client_address):
         try:
-            super().process_request_thread(request, client_address)   # closes the socket
+            super().process_request_thread(request, client_address)  # closes the socket
         finally:
             self._release(request)
 
@@ -234,10 +272,10 @@ class Server(ThreadingHTTPServer):
                 self._leaving -= 1
             if wire is not None and wire.reserve:
                 self._reserved -= 1
-        self._heads.wake()   # a thread is free: a waiting head may have it
+        self._heads.wake()  # a thread is free: a waiting head may have it
 
     def shutdown_request(self, request) -> None:
-        if request in self._answering_later:   # the heads thread sends its answer, then closes
+        if request in self._answering_later:  # the heads thread sends its answer, then closes
             self._answering_later.discard(request)
             return
         close_quietly(request)
@@ -281,7 +319,7 @@ class Server(ThreadingHTTPServer):
         """A route reads its body, ``left`` bytes of it still to come from the socket: the
         connection may be taken back until it has (``Late``)."""
         wire.expect_body(grace, left)
-        wire.turn(BODY)   # last: whoever sees BODY sees its deadline set
+        wire.turn(BODY)  # last: whoever sees BODY sees its deadline set
 
     def end_body(self, wire: Wire) -> None:
         """The body was read (or its reading failed): the connection is busy again. If it was
@@ -312,12 +350,12 @@ class Server(ThreadingHTTPServer):
         returned; ``close`` follows. Returns how many connections were still being answered
         when the wait ended (0: nothing was cut)."""
         self.draining = True
-        try:   # what the kernel queued for this listener is ours to answer, not to reset
+        try:  # what the kernel queued for this listener is ours to answer, not to reset
             self.socket.setblocking(False)
             while True:
                 request, address = self.socket.accept()
                 self.process_request(request, address)
-        except OSError:   # nothing left to accept (or the listener is already closed)
+        except OSError:  # nothing left to accept (or the listener is already closed)
             pass
         self.server_close()
         self._heads.quiet_down()
@@ -340,9 +378,9 @@ class Server(ThreadingHTTPServer):
         if self._serving:
             self.shutdown()
         self.server_close()
-        self._heads.stop()   # closes every connection still sending its first head
-        self._pool.close()   # idle threads end; busy ones once their connection is done
-        with self._room:   # connections between requests end now, not after client_timeout
+        self._heads.stop()  # closes every connection still sending its first head
+        self._pool.close()  # idle threads end; busy ones once their connection is done
+        with self._room:  # connections between requests end now, not after client_timeout
             for wire in self._wires.values():
                 if wire.phase != BUSY and not wire.dropped:
                     wire.drop()
@@ -356,12 +394,13 @@ def _asking(wire: Wire) -> bool:
     that are not a whole head are a head still arriving, as droppable as one."""
     try:
         return has_input(wire.sock) and ends_head(wire.sock.recv(_PEEK, socket.MSG_PEEK))
-    except (OSError, ValueError):   # closed meanwhile: nothing to spare
+    except (OSError, ValueError):  # closed meanwhile: nothing to spare
         return False
 
 
-def build(parts: Parts, host: str, port: int, *, own_parts: bool, demo: bool = False,
-          **kw) -> Server:
+def build(
+    parts: Parts, host: str, port: int, *, own_parts: bool, demo: bool = False, **kw
+) -> Server:
     """A ``Server`` over ``parts`` (``kw`` as ``Server`` takes them), serving the demo roster now
     when ``demo``. If building fails, ``parts`` are closed when they are ours (``own_parts``), the
     server when the demo fails to start: nothing outlives a refused start."""
@@ -387,7 +426,7 @@ def _fit_descriptors(server: "Server") -> None:
     could not reach their upstreams."""
     try:
         import resource
-    except ImportError:   # not a Unix: the limit is the system's business
+    except ImportError:  # not a Unix: the limit is the system's business
         return
     # a served connection: its own socket and its seats' upstream connections (max_calls is 5
     # by default); 128 for logs, the listener and the upstreams' idle pools
@@ -397,14 +436,15 @@ def _fit_descriptors(server: "Server") -> None:
     if soft == resource.RLIM_INFINITY or soft >= need:
         return
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE,
-                           (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+        resource.setrlimit(
+            resource.RLIMIT_NOFILE,
+            (need if hard == resource.RLIM_INFINITY else min(need, hard), hard),
+        )
     except (ValueError, OSError):
         pass
     room = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - spare
     if server.max_pending + server.max_connections * per_served > room:
         server.max_pending = max(1, min(server.max_pending, room // 4))
-        server.max_connections = max(1, min(server.max_connections,
-                                            (room - server.max_pending) // per_served))
-
-
+        server.max_connections = max(
+            1, min(server.max_connections, (room - server.max_pending) // per_served)
+        )

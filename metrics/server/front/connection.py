@@ -36,21 +36,21 @@ import time
 # DEBUG records of a connection's phases (off unless the logging setup turns them on)
 log = logging.getLogger("panelist.server.connection")
 
-MAX_BODY = 20 * 1024 * 1024   # the tightest whole-request cap among the big providers (Gemini's)
-MAX_HEADERS = 100   # header lines a request may carry (431 past it, as http.server)
-MAX_HEAD = 64 * 1024   # request line and header lines together (431 past it)
-MAX_LENGTH_DIGITS = 18   # a Content-Length longer than this is no size we would read
-MIN_BODY_RATE = 16 * 1024   # bytes a second a body must average once body_timeout is spent
+MAX_BODY = 20 * 1024 * 1024  # the tightest whole-request cap among the big providers (Gemini's)
+MAX_HEADERS = 100  # header lines a request may carry (431 past it, as http.server)
+MAX_HEAD = 64 * 1024  # request line and header lines together (431 past it)
+MAX_LENGTH_DIGITS = 18  # a Content-Length longer than this is no size we would read
+MIN_BODY_RATE = 16 * 1024  # bytes a second a body must average once body_timeout is spent
 HEAD_TIMEOUT = 15.0
-BODY_HOLD = 1.0   # seconds a small body may be awaited before its request takes a thread
+BODY_HOLD = 1.0  # seconds a small body may be awaited before its request takes a thread
 BODY_TIMEOUT = 15.0
-STALL_GRACE = 1.0   # seconds a body may come slower than MIN_BODY_RATE before it counts as stalled
+STALL_GRACE = 1.0  # seconds a body may come slower than MIN_BODY_RATE before it counts as stalled
 MAX_CONNECTIONS = 512
 # bytes of a body a read waits for at most: what STALL_GRACE lets a body lag at MIN_BODY_RATE,
 # so a body counted in such steps is never taken for a stalled one (``Wire.stalled``)
 BODY_WAKE = int(MIN_BODY_RATE * STALL_GRACE)
-IDLE, HEAD, BUSY, BODY = 0, 1, 2, 3   # a Wire's phase; the server may drop all but a BUSY one
-PHASES = ("IDLE", "HEAD", "BUSY", "BODY")   # their names, for the log
+IDLE, HEAD, BUSY, BODY = 0, 1, 2, 3  # a Wire's phase; the server may drop all but a BUSY one
+PHASES = ("IDLE", "HEAD", "BUSY", "BODY")  # their names, for the log
 
 
 class RequestHeaders:
@@ -60,7 +60,7 @@ class RequestHeaders:
     __slots__ = ("_fields",)
 
     def __init__(self, fields: dict[str, str]):
-        self._fields = fields   # lower-cased name -> value
+        self._fields = fields  # lower-cased name -> value
 
     def get(self, name: str, default=None):
         return self._fields.get(name.lower(), default)
@@ -97,34 +97,41 @@ class Wire(io.RawIOBase):
     ``body_timeout + length / MIN_BODY_RATE``. Writes always get the server's ``client_timeout``
     per send, however little time a read had left."""
 
-    def __init__(self, sock: socket.socket, stall: float, head_timeout: float, head: bytes = b"",
-                 *, room: threading.Lock | None = None):
+    def __init__(
+        self,
+        sock: socket.socket,
+        stall: float,
+        head_timeout: float,
+        head: bytes = b"",
+        *,
+        room: threading.Lock | None = None,
+    ):
         """``room``: the server's lock over its table of connections (a lock of its own if
         None), held while the bytes of a head are read."""
         super().__init__()
         self.sock = sock
-        self.fd = sock.fileno()   # named in the DEBUG log; read once, as every record needs it
+        self.fd = sock.fileno()  # named in the DEBUG log; read once, as every record needs it
         self.room = room or threading.Lock()
         # guards ``phase`` and ``dropped`` together: the connection's own thread moves the phase,
         # the server's heads thread drops it, and neither may act on a state the other is
         # changing. One lock per connection, so requests never queue behind each other on it;
         # taken after ``room`` where both are held.
         self.state = threading.Lock()
-        self.stall = stall   # seconds one read or write may block, and the wait for a next request
+        self.stall = stall  # seconds one read or write may block, and the wait for a next request
         self.head_timeout = head_timeout
-        self._head = memoryview(head)   # what ``Heads`` read before this connection had a thread
+        self._head = memoryview(head)  # what ``Heads`` read before this connection had a thread
         self.phase = HEAD
         self.since = time.monotonic()
         self.deadline = self.since + head_timeout
         self.per_byte = 0.0  # seconds each received byte adds to the deadline (bodies only)
-        self.got = 0         # bytes received in this phase
-        self.delivered = 0   # bytes handed to the reader over the connection's life
-        self.body_left = 0   # bytes of the body being read still to come from the socket
-        self._lowat = 1      # the socket's SO_RCVLOWAT now (0: the system has none)
-        self.dropped = False   # the server took this connection back (under its lock)
-        self.reserve = False   # answers one /health request from the server's own reserve
-        self.whole = ends_head(head)   # the head being read has all arrived (HEAD only)
-        self._tight = False    # the socket's timeout is a read deadline's, not ``stall``
+        self.got = 0  # bytes received in this phase
+        self.delivered = 0  # bytes handed to the reader over the connection's life
+        self.body_left = 0  # bytes of the body being read still to come from the socket
+        self._lowat = 1  # the socket's SO_RCVLOWAT now (0: the system has none)
+        self.dropped = False  # the server took this connection back (under its lock)
+        self.reserve = False  # answers one /health request from the server's own reserve
+        self.whole = ends_head(head)  # the head being read has all arrived (HEAD only)
+        self._tight = False  # the socket's timeout is a read deadline's, not ``stall``
 
     def readable(self) -> bool:
         return True
@@ -149,8 +156,8 @@ class Wire(io.RawIOBase):
         except TimeoutError:
             if left <= self.stall:
                 raise Late("the read deadline passed") from None
-            raise   # silent for client_timeout: most likely gone
-        if not n and self.dropped:   # the server shut our read side: not the client's EOF
+            raise  # silent for client_timeout: most likely gone
+        if not n and self.dropped:  # the server shut our read side: not the client's EOF
             raise Late("the connection was taken back for another client")
         self.got += n
         self.delivered += n
@@ -167,11 +174,11 @@ class Wire(io.RawIOBase):
             return self.sock.recv_into(buf)
         if not has_input(self.sock, wait):
             raise TimeoutError("no bytes came in time")
-        with self.room:   # taken back meanwhile, it still reads what came: a 408 follows
+        with self.room:  # taken back meanwhile, it still reads what came: a 408 follows
             n = self.sock.recv_into(buf)
             if n:
                 self.whole = ends_head(buf[:n])
-            if n and self.phase == IDLE:   # a next request begins: its head is now due
+            if n and self.phase == IDLE:  # a next request begins: its head is now due
                 with self.state:
                     self.phase, self.since = HEAD, time.monotonic()
                 self.deadline = self.since + self.head_timeout
@@ -189,7 +196,7 @@ class Wire(io.RawIOBase):
         except TimeoutError:
             if not self._lowat:
                 raise
-            self.sock.settimeout(0)   # what came short of the mark, without another wait
+            self.sock.settimeout(0)  # what came short of the mark, without another wait
             try:
                 n = self.sock.recv_into(buf)
             except (BlockingIOError, InterruptedError):
@@ -198,12 +205,12 @@ class Wire(io.RawIOBase):
         return n
 
     def _set_lowat(self, n: int) -> None:
-        if self._lowat in (0, n):   # none to set, or set already
+        if self._lowat in (0, n):  # none to set, or set already
             return
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, max(1, n))
             self._lowat = max(1, n)
-        except (OSError, AttributeError):   # not on this system: a wake-up per packet, as ever
+        except (OSError, AttributeError):  # not on this system: a wake-up per packet, as ever
             self._lowat = 0
 
     def write(self, data) -> int:
@@ -230,7 +237,7 @@ class Wire(io.RawIOBase):
         buffer). Its phase (BODY, under the server's lock) is the server's to set."""
         self.since = time.monotonic()
         self.deadline, self.per_byte, self.got = self.since + grace, 1 / MIN_BODY_RATE, 0
-        self.body_left = max(0, left - len(self._head))   # what ``Heads`` read is no socket's
+        self.body_left = max(0, left - len(self._head))  # what ``Heads`` read is no socket's
 
     def stalled(self, now: float) -> bool:
         """A body that has come slower than ``MIN_BODY_RATE`` for more than ``STALL_GRACE``
@@ -240,7 +247,7 @@ class Wire(io.RawIOBase):
     def no_deadline(self) -> None:
         self.deadline, self.per_byte = math.inf, 0.0
         self.body_left = 0
-        self._set_lowat(1)   # heads and the next request's first byte wake a read at once
+        self._set_lowat(1)  # heads and the next request's first byte wake a read at once
 
     def drop(self) -> bool:
         """Wake the handler's read with an end of input it will take as ``Late``. Called by the
@@ -250,10 +257,9 @@ class Wire(io.RawIOBase):
             if self.phase == BUSY or self.dropped:
                 return False
             self.dropped = True
-        log.debug("connection %d: taken back in phase %s", self.fd,
-                  PHASES[self.phase])
+        log.debug("connection %d: taken back in phase %s", self.fd, PHASES[self.phase])
         try:
-            self.sock.shutdown(socket.SHUT_RD)   # the write side stays: a 408 can still go out
+            self.sock.shutdown(socket.SHUT_RD)  # the write side stays: a 408 can still go out
         except OSError:
             pass
         return True
@@ -272,10 +278,14 @@ class Wire(io.RawIOBase):
 def too_large(size: int, cap: int) -> str:
     """Why a body of ``size`` bytes is refused on a route that takes at most ``cap``."""
     if cap >= 2**20:
-        return (f"the body is {size} bytes, over the {cap // 2**20} MB cap; send images as "
-                "https:// URLs or smaller images")
-    return (f"the body is {size} bytes; this route takes at most {cap // 1024 or 1} KB, so send "
-            "only the fields it reads")
+        return (
+            f"the body is {size} bytes, over the {cap // 2**20} MB cap; send images as "
+            "https:// URLs or smaller images"
+        )
+    return (
+        f"the body is {size} bytes; this route takes at most {cap // 1024 or 1} KB, so send "
+        "only the fields it reads"
+    )
 
 
 def ends_head(data) -> bool:
@@ -311,5 +321,3 @@ def close_quietly(sock: socket.socket) -> None:
     except OSError:
         pass
     sock.close()
-
-

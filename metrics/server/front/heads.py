@@ -34,7 +34,7 @@ _FULL, _FULL_WHY = 503, "the server is at its connection limit; retry in a secon
 # DEBUG records of connections before they have a thread (off unless logging turns them on)
 log = logging.getLogger("panelist.server.heads")
 
-if TYPE_CHECKING:   # the server imports this module
+if TYPE_CHECKING:  # the server imports this module
     from panelist.metrics.server.front.base import Server
 
 
@@ -44,7 +44,6 @@ class _Pending:
     def __init__(self, addr, deadline: float, quiet: float):
         self.addr, self.deadline, self.quiet = addr, deadline, quiet
         self.buf, self.scan = bytearray(), 0
-
 
 
 class Heads(threading.Thread):
@@ -90,11 +89,11 @@ class Heads(threading.Thread):
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ)
-        self._inbox: deque = deque()   # (socket, address) from the listener
-        self._pending: dict[socket.socket, _Pending] = {}   # in accept order: oldest first
-        self._quiet: dict[socket.socket, _Pending] = {}     # the same, least recently heard first
+        self._inbox: deque = deque()  # (socket, address) from the listener
+        self._pending: dict[socket.socket, _Pending] = {}  # in accept order: oldest first
+        self._quiet: dict[socket.socket, _Pending] = {}  # the same, least recently heard first
         # complete heads whose bodies are awaited: (address, bytes read, when the wait ends)
-        self._held: dict[socket.socket, tuple] = {}   # oldest first
+        self._held: dict[socket.socket, tuple] = {}  # oldest first
         # (socket, address, head) waiting for a handler thread; in _late, of requests whose
         # bodies did not come whole
         self._ready: deque[tuple[socket.socket, Any, bytes]] = deque()
@@ -140,15 +139,22 @@ class Heads(threading.Thread):
     def wake(self) -> None:
         try:
             self._wake_w.send(b"\0")
-        except OSError:   # already awake (the buffer is full) or stopping
+        except OSError:  # already awake (the buffer is full) or stopping
             pass
 
     @property
     def busy(self) -> bool:
         """Whether connections are still being read here, wait for a thread or for an answer
         left to send later."""
-        return bool(self._inbox or self._pending or self._held or self._ready or self._late
-                    or self._later or self._later_in)
+        return bool(
+            self._inbox
+            or self._pending
+            or self._held
+            or self._ready
+            or self._late
+            or self._later
+            or self._later_in
+        )
 
     def quiet_down(self) -> None:
         """The server drains: close the connections that have sent nothing, now and from now."""
@@ -157,7 +163,7 @@ class Heads(threading.Thread):
 
     def stop(self) -> None:
         self._halt = True
-        if self.ident is None:   # never started: nothing to wait for
+        if self.ident is None:  # never started: nothing to wait for
             self._close_all()
             return
         self.wake()
@@ -168,7 +174,7 @@ class Heads(threading.Thread):
             while not self._halt:
                 try:
                     self._turn()
-                except Exception:   # one connection's fault must not stop new ones being read
+                except Exception:  # one connection's fault must not stop new ones being read
                     print("[gateway] reading request heads:", file=sys.stderr)
                     traceback.print_exc()
         finally:
@@ -179,8 +185,9 @@ class Heads(threading.Thread):
         timeout = 0.25 if self._ready or self._late else None
         soonest = math.inf
         if self._pending:
-            soonest = min(next(iter(self._pending.values())).deadline,
-                          next(iter(self._quiet.values())).quiet)
+            soonest = min(
+                next(iter(self._pending.values())).deadline, next(iter(self._quiet.values())).quiet
+            )
         if self._held:
             soonest = min(soonest, next(iter(self._held.values()))[2])
         if self._later:
@@ -194,28 +201,33 @@ class Heads(threading.Thread):
                         pass
                 except OSError:
                     pass
-            elif key.fileobj in self._held:   # its body is in (or it ended): on to a thread
+            elif key.fileobj in self._held:  # its body is in (or it ended): on to a thread
                 self._unhold(key.fileobj, came=True)
-            else:   # the selector holds only the wake socket and client sockets
+            else:  # the selector holds only the wake socket and client sockets
                 self._read(cast(socket.socket, key.fileobj))
         while self._inbox:
             self._take(*self._inbox.popleft())
         self._take_later()
         if self._quiet_down:
-            self._send_later(math.inf)   # a drain sends what is owed now
+            self._send_later(math.inf)  # a drain sends what is owed now
             for sock in [s for s, p in self._pending.items() if not p.buf]:
                 self._close(sock)
-            while self._held:   # requests that began: answered, as every one is on a drain
+            while self._held:  # requests that began: answered, as every one is on a drain
                 self._unhold(next(iter(self._held)))
         self._expire()
         waiting = len(self._ready) + len(self._late)
         server = self.server
-        while self._ready and not server.saturated and \
-                server.admit(*self._ready[0], waiting=waiting):
+        while (
+            self._ready and not server.saturated and server.admit(*self._ready[0], waiting=waiting)
+        ):
             self._ready.popleft()
             waiting -= 1
-        while not self._ready and self._late and not server.saturated and \
-                server.admit(*self._late[0], waiting=len(self._late)):
+        while (
+            not self._ready
+            and self._late
+            and not server.saturated
+            and server.admit(*self._late[0], waiting=len(self._late))
+        ):
             self._late.popleft()
 
     def _take_later(self) -> None:
@@ -231,16 +243,20 @@ class Heads(threading.Thread):
             _, _, sock, data = heapq.heappop(self._later)
             try:
                 sock.setblocking(False)
-                sock.send(data)   # a small answer on a connection that sent nothing since
+                sock.send(data)  # a small answer on a connection that sent nothing since
             except OSError:
-                pass   # the client left while it waited: nobody to tell
+                pass  # the client left while it waited: nobody to tell
             close_quietly(sock)
 
     def _close_all(self) -> None:
         self._take_later()
-        self._send_later(math.inf)   # stopping: what is owed goes now
-        for sock in [*self._pending, *self._held, *(r[0] for r in (*self._ready, *self._late)),
-                     *(i[0] for i in self._inbox)]:
+        self._send_later(math.inf)  # stopping: what is owed goes now
+        for sock in [
+            *self._pending,
+            *self._held,
+            *(r[0] for r in (*self._ready, *self._late)),
+            *(i[0] for i in self._inbox),
+        ]:
             sock.close()
         self._pending.clear()
         self._held.clear()
@@ -254,13 +270,17 @@ class Heads(threading.Thread):
     def _take(self, sock: socket.socket, addr) -> None:
         log.debug("connection %d: accepted, its first head awaited", sock.fileno())
         if self._held and len(self._pending) + len(self._held) >= self.server.max_pending:
-            self._unhold(next(iter(self._held)))   # make room: its wait for a body ends early
-        elif len(self._pending) >= self.server.max_pending:   # make room: the slowest goes
+            self._unhold(next(iter(self._held)))  # make room: its wait for a body ends early
+        elif len(self._pending) >= self.server.max_pending:  # make room: the slowest goes
             oldest, p = next(iter(self._pending.items()))
             if p.buf:
-                self._refuse(oldest, 408, "the server needed this connection for another "
-                             "client while the request head was still arriving; send the "
-                             "request line and headers at once")
+                self._refuse(
+                    oldest,
+                    408,
+                    "the server needed this connection for another "
+                    "client while the request head was still arriving; send the "
+                    "request line and headers at once",
+                )
             else:
                 self._close(oldest)
         sock.setblocking(False)
@@ -281,17 +301,17 @@ class Heads(threading.Thread):
         except OSError:
             self._close(sock)
             return
-        if not data:   # the client's end of input: its handler answers what came, if anything
+        if not data:  # the client's end of input: its handler answers what came, if anything
             self._complete(sock) if p.buf else self._close(sock)
             return
         p.buf += data
         p.quiet = time.monotonic() + self.server.client_timeout
-        del self._quiet[sock]   # to the back: the order stays that of the last byte heard
+        del self._quiet[sock]  # to the back: the order stays that of the last byte heard
         self._quiet[sock] = p
         # the head ends with an empty line: a line feed, then CR LF or a bare LF (RFC 9112 §2.2)
         ended = p.buf.find(b"\n\r\n", p.scan) >= 0 or p.buf.find(b"\n\n", p.scan) >= 0
         p.scan = max(0, len(p.buf) - 2)
-        if ended or len(p.buf) > MAX_HEAD:   # over the cap: its handler says 414 or 431
+        if ended or len(p.buf) > MAX_HEAD:  # over the cap: its handler says 414 or 431
             self._complete(sock)
 
     def _complete(self, sock: socket.socket) -> None:
@@ -301,10 +321,10 @@ class Heads(threading.Thread):
         if _HEALTH.match(p.buf) and self.server.admit(sock, p.addr, bytes(p.buf), reserve=True):
             return
         size, end = _framing(p.buf)
-        if size is not None and self._over_budget(size):   # told now, before it takes a thread
+        if size is not None and self._over_budget(size):  # told now, before it takes a thread
             self._refuse(sock, 503, self.server.in_flight.refusal(), retry_after=True)
             return
-        left = 0 if size is None or not end else size - (len(p.buf) - end)   # still to come
+        left = 0 if size is None or not end else size - (len(p.buf) - end)  # still to come
         if 0 < left <= SMALL_BODY and not _EXPECT.search(p.buf, 0, end) and self._hold(sock, left):
             until = time.monotonic() + self.server.body_hold
             self._held[sock] = (p.addr, bytes(p.buf), until)
@@ -315,14 +335,17 @@ class Heads(threading.Thread):
         """Queue a request for a thread; ``late``: one whose body was awaited and did not come
         whole, which waits behind every other (a request sent at once is answered at once, so
         clients trickling bodies cannot make it queue behind them)."""
-        if len(self._ready) + len(self._late) >= self.server.max_pending:   # a queue behind
+        if len(self._ready) + len(self._late) >= self.server.max_pending:  # a queue behind
             if late or not self._late:
                 self._refuse(sock, _FULL, _FULL_WHY, retry_after=True)
                 return
             self._refuse(self._late.popleft()[0], _FULL, _FULL_WHY, retry_after=True)
         (self._late if late else self._ready).append((sock, addr, head))
-        log.debug("connection %d: head complete, queued for a thread%s", sock.fileno(),
-                  " (behind the others: its body was late)" if late else "")
+        log.debug(
+            "connection %d: head complete, queued for a thread%s",
+            sock.fileno(),
+            " (behind the others: its body was late)" if late else "",
+        )
 
     def _hold(self, sock: socket.socket, left: int) -> bool:
         """Wait here for the ``left`` bytes of a body still to come; False where the system
@@ -359,7 +382,7 @@ class Heads(threading.Thread):
         self._send_later(now)
         while self._held and next(iter(self._held.values()))[2] <= now:
             self._unhold(next(iter(self._held)))
-        while self._quiet:   # silent for client_timeout: most likely gone, as in a handler
+        while self._quiet:  # silent for client_timeout: most likely gone, as in a handler
             sock, p = next(iter(self._quiet.items()))
             if p.quiet > now:
                 break
@@ -369,22 +392,31 @@ class Heads(threading.Thread):
             if p.deadline > now:
                 return
             if p.buf:
-                self._refuse(sock, 408, f"the request head did not arrive within "
-                             f"{self.server.head_timeout:g} s; send the request line and "
-                             "headers at once")
-            else:   # nothing was asked, so nothing is answered
+                self._refuse(
+                    sock,
+                    408,
+                    f"the request head did not arrive within "
+                    f"{self.server.head_timeout:g} s; send the request line and "
+                    "headers at once",
+                )
+            else:  # nothing was asked, so nothing is answered
                 self._close(sock)
 
-    def _refuse(self, sock: socket.socket, status: int, message: str,
-                retry_after: bool = False) -> None:
+    def _refuse(
+        self, sock: socket.socket, status: int, message: str, retry_after: bool = False
+    ) -> None:
         log.debug("connection %d: refused with %d before it had a thread", sock.fileno(), status)
         body = error_body(message)
         common = "".join(f"{k}: {v}\r\n" for k, v in self.server.common_headers.items())
-        head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: "
-                f"application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
-                + ("Retry-After: 1\r\n" if retry_after else "") + common + "\r\n")
+        head = (
+            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: "
+            f"application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n"
+            + ("Retry-After: 1\r\n" if retry_after else "")
+            + common
+            + "\r\n"
+        )
         try:
-            sock.send(head.encode() + body)   # nothing was sent before: the buffer has room
+            sock.send(head.encode() + body)  # nothing was sent before: the buffer has room
         except OSError:
             pass
         self._close(sock)
@@ -400,7 +432,7 @@ def _framing(buf: bytearray) -> tuple[int | None, int]:
     """A write's Content-Length, read from its head only (None for other requests or when it
     has none), and where its body begins in ``buf`` (0 if the head has no end there)."""
     ends = [(i, n) for i, n in ((buf.find(b"\n\r\n"), 3), (buf.find(b"\n\n"), 2)) if i >= 0]
-    first, sep = min(ends) if ends else (len(buf), 0)   # no end: a head over its cap or cut
+    first, sep = min(ends) if ends else (len(buf), 0)  # no end: a head over its cap or cut
     if not _WRITE.match(buf):
         return None, first + sep
     found = _LENGTH.search(buf, 0, first + 1)
@@ -411,7 +443,7 @@ def _lowat_back(sock: socket.socket) -> bool:
     """Let a read on ``sock`` wake at its first byte again; False if the socket is gone."""
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
-    except AttributeError:   # never set on this system
+    except AttributeError:  # never set on this system
         pass
     except OSError:
         return False

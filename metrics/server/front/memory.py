@@ -25,7 +25,7 @@ import ctypes.util
 import threading
 
 SMALL_BODY = 64 * 1024
-MAX_IN_FLIGHT = 128 * 1024 * 1024   # bytes the grants may add up to (PANELIST_MAX_INFLIGHT_MB)
+MAX_IN_FLIGHT = 128 * 1024 * 1024  # bytes the grants may add up to (PANELIST_MAX_INFLIGHT_MB)
 GRANT_FACTOR = 5
 
 
@@ -50,9 +50,11 @@ class InFlight:
 
     def refusal(self) -> str:
         """What a request past the budget is told (with 503 and ``Retry-After: 1``)."""
-        return (f"the server is holding as many request bodies and answers in memory as it may "
-                f"({self.limit // 2**20} MB, PANELIST_MAX_INFLIGHT_MB); retry in a second, or "
-                "send images as https:// URLs")
+        return (
+            f"the server is holding as many request bodies and answers in memory as it may "
+            f"({self.limit // 2**20} MB, PANELIST_MAX_INFLIGHT_MB); retry in a second, or "
+            "send images as https:// URLs"
+        )
 
     def take(self, n: int) -> bool:
         if n <= 0:
@@ -91,7 +93,7 @@ def keep_heap_small() -> None:
         mallopt = getattr(libc, "mallopt", None)
         if mallopt is None or not hasattr(libc, "gnu_get_libc_version"):
             return
-        m_mmap_threshold = -3   # <malloc.h>
+        m_mmap_threshold = -3  # <malloc.h>
         mallopt(m_mmap_threshold, 256 * 1024)
     except OSError:
         pass

@@ -30,7 +30,7 @@ import traceback
 from collections import deque
 from typing import Callable
 
-IDLE_THREAD = 30.0   # seconds a thread waits for its next connection before it ends
+IDLE_THREAD = 30.0  # seconds a thread waits for its next connection before it ends
 
 
 class _Slot:
@@ -46,19 +46,26 @@ class _Slot:
 class Pool:
     """Threads running ``submit``-ted jobs, at most ``size`` at once."""
 
-    def __init__(self, size: int, idle: float = IDLE_THREAD, name: str = "handler", *,
-                 busy_at: int = 4, on_begun: Callable[[], None] = lambda: None):
+    def __init__(
+        self,
+        size: int,
+        idle: float = IDLE_THREAD,
+        name: str = "handler",
+        *,
+        busy_at: int = 4,
+        on_begun: Callable[[], None] = lambda: None,
+    ):
         if size < 1:
             raise ValueError("a pool needs room for at least one thread")
         self.size, self.idle, self.name = size, idle, name
         self.busy_at, self._on_begun = busy_at, on_begun
         self._unbegun = 0
         self._lock = threading.Lock()
-        self._wanted = threading.Condition(self._lock)   # the starter waits here for work
-        self._jobs: deque = deque()   # waiting for a thread, oldest first
-        self._idle: list[_Slot] = []   # the most recently idle last
-        self._threads = 0   # running, or being started with a job of their own
-        self._made = 0      # threads ever started, for their names
+        self._wanted = threading.Condition(self._lock)  # the starter waits here for work
+        self._jobs: deque = deque()  # waiting for a thread, oldest first
+        self._idle: list[_Slot] = []  # the most recently idle last
+        self._threads = 0  # running, or being started with a job of their own
+        self._made = 0  # threads ever started, for their names
         self._closed = False
         self._starter: threading.Thread | None = None
 
@@ -77,8 +84,9 @@ class Pool:
         with self._lock:
             if self._starter is not None or self._closed:
                 return
-            self._starter = threading.Thread(target=self._start_threads, daemon=True,
-                                             name=f"{self.name}-starter")
+            self._starter = threading.Thread(
+                target=self._start_threads, daemon=True, name=f"{self.name}-starter"
+            )
         self._starter.start()
 
     def submit(self, fn: Callable, *args) -> None:
@@ -103,7 +111,7 @@ class Pool:
         with self._lock:
             self._closed = True
             for slot in self._idle:
-                slot.ready.set()   # with no job: the thread ends
+                slot.ready.set()  # with no job: the thread ends
             self._idle.clear()
             self._wanted.notify()
         starter = self._starter
@@ -122,13 +130,17 @@ class Pool:
                     self._took()
                     self._threads += 1
                     self._made += 1
-                    thread = threading.Thread(target=self._work, args=(job,), daemon=True,
-                                              name=f"{self.name}-{self._made}")
+                    thread = threading.Thread(
+                        target=self._work,
+                        args=(job,),
+                        daemon=True,
+                        name=f"{self.name}-{self._made}",
+                    )
                     self._lock.release()
                     try:
                         thread.start()
                         started = True
-                    except RuntimeError:   # out of threads: the job waits for a busy one
+                    except RuntimeError:  # out of threads: the job waits for a busy one
                         started = False
                     finally:
                         self._lock.acquire()
@@ -148,7 +160,7 @@ class Pool:
     def _took(self) -> None:
         """A thread took up a job (called with the lock held)."""
         self._unbegun -= 1
-        if self._unbegun == self.busy_at - 1:   # no longer busy: who held work back may go on
+        if self._unbegun == self.busy_at - 1:  # no longer busy: who held work back may go on
             self._on_begun()
 
     def _work(self, job: tuple | None) -> None:
@@ -159,7 +171,7 @@ class Pool:
                 job = None
                 try:
                     fn(*args)
-                except BaseException:   # the job's own fault: this thread serves on
+                except BaseException:  # the job's own fault: this thread serves on
                     print(f"[{self.name}] a job failed:", file=sys.stderr)
                     traceback.print_exc()
             with self._lock:
@@ -175,13 +187,13 @@ class Pool:
                 self._idle.append(slot)
             slot.ready.wait(self.idle)
             with self._lock:
-                if slot.job is not None:   # handed a job (the event is set with it)
+                if slot.job is not None:  # handed a job (the event is set with it)
                     job = slot.job
                     self._took()
                     continue
-                if slot in self._idle:   # no job came in time
+                if slot in self._idle:  # no job came in time
                     self._idle.remove(slot)
                 self._threads -= 1
                 if self._jobs and not self._closed:
-                    self._wanted.notify()   # work came as this one gave up: a thread for it
+                    self._wanted.notify()  # work came as this one gave up: a thread for it
                 return

@@ -68,10 +68,10 @@ from panelist.metrics.errors import ConfigInvalid, PanelistError
 from panelist.metrics.home import open_home
 from panelist.metrics.server.guard import Settings
 
-DRAIN = 30.0           # seconds a stopping server lets the requests that began finish
-CLOSE_MARGIN = 30.0    # seconds past the drain a worker may take to close before it is killed
+DRAIN = 30.0  # seconds a stopping server lets the requests that began finish
+CLOSE_MARGIN = 30.0  # seconds past the drain a worker may take to close before it is killed
 START_TIMEOUT = 120.0  # seconds a worker may take to start listening
-RESTARTS = 5           # unrequested ends tolerated within RESTART_WINDOW, then the group stops
+RESTARTS = 5  # unrequested ends tolerated within RESTART_WINDOW, then the group stops
 RESTART_WINDOW = 60.0
 MAX_WORKERS = 256
 
@@ -92,7 +92,7 @@ def cores() -> int:
     """The cores this process may run on (its affinity, which a container's limit narrows)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:   # not Linux
+    except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
 
 
@@ -107,16 +107,19 @@ def worker_count(text: str) -> int:
     if not 1 <= n <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(
             f"give a whole number of processes from 1 to {MAX_WORKERS}, or auto (one per core, "
-            f"{cores()} here), not '{text[:20]}'")
+            f"{cores()} here), not '{text[:20]}'"
+        )
     return n
 
 
 def check_reuse_port(count: int) -> None:
     """Refuse several workers where the platform cannot bind them all to one port."""
     if count > 1 and not hasattr(socket, "SO_REUSEPORT"):
-        raise ConfigInvalid(f"--workers {count} needs SO_REUSEPORT (several processes on one "
-                            "port), which this platform does not have; run one worker, or "
-                            "several servers on their own ports behind a load balancer")
+        raise ConfigInvalid(
+            f"--workers {count} needs SO_REUSEPORT (several processes on one "
+            "port), which this platform does not have; run one worker, or "
+            "several servers on their own ports behind a load balancer"
+        )
 
 
 def describe_end(code: int) -> str:
@@ -130,13 +133,14 @@ def describe_end(code: int) -> str:
 
 
 # -- one server process ---------------------------------------------------------------------------
-def serve_until(server, stop: threading.Event, hurry: threading.Event,
-                drain: float = DRAIN) -> int:
+def serve_until(server, stop: threading.Event, hurry: threading.Event, drain: float = DRAIN) -> int:
     """Serve until ``stop`` is set, then drain (at most ``drain`` seconds, or until ``hurry``)
     and close; always closes. Returns how many connections the drain left unanswered."""
+
     def stopper():
         stop.wait()
         server.shutdown()
+
     threading.Thread(target=stopper, name="stopper", daemon=True).start()
     left = 0
     try:
@@ -147,12 +151,22 @@ def serve_until(server, stop: threading.Event, hurry: threading.Event,
     return left
 
 
-def _worker(make, root: str, host: str, port: int, role: Role, conn, sessions: str | None,
-            drain: float, demo: bool = False, database: str | None = None) -> int:
+def _worker(
+    make,
+    root: str,
+    host: str,
+    port: int,
+    role: Role,
+    conn,
+    sessions: str | None,
+    drain: float,
+    demo: bool = False,
+    database: str | None = None,
+) -> int:
     """One worker (the spawned process's target): build the server, say ready, serve until the
     parent (or SIGTERM) says stop. ``database``: the ledger's database, as the parent opened
     the data folder with it (handed down, never through the environment)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the parent decides (see the module notes)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides (see the module notes)
     stop, hurry = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -162,14 +176,16 @@ def _worker(make, root: str, host: str, port: int, role: Role, conn, sessions: s
         # the demo's simulator is the data folder's one (metrics.upkeep.demohost): the first
         # worker to need it starts it, the others find it
         extra = {"demo": True} if demo else {}
-        server = make(open_home(root, database=database), host, port, settings=settings,
-                      role=role, **extra)
+        server = make(
+            open_home(root, database=database), host, port, settings=settings, role=role, **extra
+        )
     except PanelistError as exc:
         conn.send(("failed", exc.message))
         return 1
     except OSError as exc:
-        conn.send(("failed", f"worker {role.index} cannot listen on {host}:{port}: "
-                             f"{exc.strerror or exc}"))
+        conn.send(
+            ("failed", f"worker {role.index} cannot listen on {host}:{port}: {exc.strerror or exc}")
+        )
         return 1
 
     def listen():
@@ -179,14 +195,18 @@ def _worker(make, root: str, host: str, port: int, role: Role, conn, sessions: s
                 if word == "hurry":
                     hurry.set()
                 stop.set()
-        except (EOFError, OSError):   # the parent is gone: no worker outlives its group
+        except (EOFError, OSError):  # the parent is gone: no worker outlives its group
             stop.set()
+
     conn.send(("ready", os.getpid()))
     threading.Thread(target=listen, name="parent", daemon=True).start()
     left = serve_until(server, stop, hurry, drain)
     if left:
-        print(f"panelist: worker {role.index} (pid {os.getpid()}) stopped with {left} "
-              "request(s) still being answered", file=sys.stderr)
+        print(
+            f"panelist: worker {role.index} (pid {os.getpid()}) stopped with {left} "
+            "request(s) still being answered",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -199,22 +219,33 @@ class _Worker:
     def __init__(self, index: int, process, conn):
         self.index = index
         self.process = process
-        self.conn = conn          # None once the pipe ended
+        self.conn = conn  # None once the pipe ended
         self.pid = process.pid
         self.ready = False
-        self.failed: str | None = None   # why it could not start, in its own words
+        self.failed: str | None = None  # why it could not start, in its own words
 
 
 class Group:
     """N workers of one server on one port; the parent's side. ``start`` returns once all
     listen (raising PanelistError if one cannot), ``run`` supervises until they are stopped."""
 
-    def __init__(self, make, root, host: str, port: int, count: int, *,
-                 share_sessions: bool = False, drain: float = DRAIN, err=None,
-                 demo: bool = False, database: str | None = None):
+    def __init__(
+        self,
+        make,
+        root,
+        host: str,
+        port: int,
+        count: int,
+        *,
+        share_sessions: bool = False,
+        drain: float = DRAIN,
+        err=None,
+        demo: bool = False,
+        database: str | None = None,
+    ):
         check_reuse_port(count)
         self.demo = demo
-        self.database = database   # the ledger's, handed to each worker as it is spawned
+        self.database = database  # the ledger's, handed to each worker as it is spawned
         self.make = make
         self.root = str(root)
         self.host = host
@@ -225,15 +256,15 @@ class Group:
         self._share_sessions = share_sessions
         self._ctx = multiprocessing.get_context("spawn")
         self._workers: dict[int, _Worker] = {}
-        self._ends: list[float] = []    # when workers ended unasked, for the restart budget
+        self._ends: list[float] = []  # when workers ended unasked, for the restart budget
         self._signals = 0
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._reserved: socket.socket | None = None
         self._folder: str | None = None
-        self.sessions: str | None = None   # the shared session table's file, for serve
+        self.sessions: str | None = None  # the shared session table's file, for serve
         self._old_handlers: dict = {}
-        self._stop_by: float | None = None   # once stopping: when a straggler is killed
+        self._stop_by: float | None = None  # once stopping: when a straggler is killed
         self._start_failure: str | None = None
 
     @property
@@ -261,7 +292,8 @@ class Group:
             deadline = time.monotonic() + START_TIMEOUT
             while True:
                 failed = self._start_failure or next(
-                    (w.failed for w in self._workers.values() if w.failed), None)
+                    (w.failed for w in self._workers.values() if w.failed), None
+                )
                 if failed:
                     raise PanelistError(failed)
                 if all(w.ready for w in self._workers.values()):
@@ -270,8 +302,10 @@ class Group:
                     self._finish()
                     return False
                 if time.monotonic() > deadline:
-                    raise PanelistError(f"the workers did not start within {START_TIMEOUT:g} s; "
-                                        "see the errors above")
+                    raise PanelistError(
+                        f"the workers did not start within {START_TIMEOUT:g} s; "
+                        "see the errors above"
+                    )
                 self._turn(deadline - time.monotonic(), starting=True)
         except BaseException:
             self._finish()
@@ -295,17 +329,32 @@ class Group:
                 held.close()
                 raise
         except OSError as exc:
-            raise PanelistError(f"cannot listen on {self.host}:{self.port}: "
-                                f"{exc.strerror or exc}; pick another --port or stop what holds "
-                                "it") from None
+            raise PanelistError(
+                f"cannot listen on {self.host}:{self.port}: "
+                f"{exc.strerror or exc}; pick another --port or stop what holds "
+                "it"
+            ) from None
         self._reserved = held
 
     def _spawn(self, index: int) -> None:
         mine, theirs = self._ctx.Pipe()
         process = self._ctx.Process(
-            target=_run_worker, name=f"panelist-worker-{index}", daemon=True,
-            args=(self.make, self.root, self.host, self.port, Role(index, self.count), theirs,
-                  self.sessions, self.drain, self.demo, self.database))
+            target=_run_worker,
+            name=f"panelist-worker-{index}",
+            daemon=True,
+            args=(
+                self.make,
+                self.root,
+                self.host,
+                self.port,
+                Role(index, self.count),
+                theirs,
+                self.sessions,
+                self.drain,
+                self.demo,
+                self.database,
+            ),
+        )
         # the child starts with SIGINT ignored (an ignored signal stays so across exec), so a
         # Ctrl-C during its start cannot interrupt it: stopping is the parent's to decide
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -361,12 +410,12 @@ class Group:
     def _heard(self, w: _Worker) -> None:
         try:
             kind, detail = w.conn.recv()
-        except (EOFError, OSError):   # it ended: its sentinel says so too
+        except (EOFError, OSError):  # it ended: its sentinel says so too
             w.conn.close()
             w.conn = None
             return
         if kind == "ready":
-            if self._ends:   # started in the place of one that ended
+            if self._ends:  # started in the place of one that ended
                 self._say(f"worker {w.index} is back (pid {detail})")
             w.ready = True
         else:
@@ -375,7 +424,7 @@ class Group:
     def _ended(self, w: _Worker, starting: bool) -> str | None:
         """A worker's process ended: as asked, or (reported) started again, or the end."""
         w.process.join()
-        while w.conn is not None and w.conn.poll():   # what it said before it ended
+        while w.conn is not None and w.conn.poll():  # what it said before it ended
             self._heard(w)
         if w.conn is not None:
             w.conn.close()
@@ -385,16 +434,19 @@ class Group:
             return None
         how = describe_end(w.process.exitcode)
         if starting:
-            self._start_failure = w.failed or (f"worker {w.index} (pid {w.pid}) {how} before "
-                                               "it listened; see the errors above")
+            self._start_failure = w.failed or (
+                f"worker {w.index} (pid {w.pid}) {how} before it listened; see the errors above"
+            )
             return None
         now = time.monotonic()
         self._ends = [t for t in self._ends if t > now - RESTART_WINDOW] + [now]
         why = f" ({w.failed})" if w.failed else ""
         if len(self._ends) > RESTARTS:
-            self._say(f"worker {w.index} (pid {w.pid}) {how}{why}; workers ended "
-                      f"{len(self._ends)} times within {RESTART_WINDOW:g} s, so every worker "
-                      "stops; see the errors above")
+            self._say(
+                f"worker {w.index} (pid {w.pid}) {how}{why}; workers ended "
+                f"{len(self._ends)} times within {RESTART_WINDOW:g} s, so every worker "
+                "stops; see the errors above"
+            )
             return "give up"
         self._say(f"worker {w.index} (pid {w.pid}) {how}{why}; starting another in its place")
         self._spawn(w.index)
@@ -402,7 +454,7 @@ class Group:
 
     def _on_signal(self, *_):
         self._signals += 1
-        if self._signals > 1:   # asked again: the drain ends now
+        if self._signals > 1:  # asked again: the drain ends now
             for w in self._workers.values():
                 self._tell(w, "hurry")
         try:
@@ -414,7 +466,7 @@ class Group:
         if w.conn is not None:
             try:
                 w.conn.send(word)
-            except OSError:   # it is ending; its sentinel will say so
+            except OSError:  # it is ending; its sentinel will say so
                 pass
 
     def _stop_all(self) -> None:
@@ -426,10 +478,12 @@ class Group:
     def _kill_all(self) -> None:
         for w in self._workers.values():
             if w.process.is_alive():
-                self._say(f"worker {w.index} (pid {w.pid}) did not stop within "
-                          f"{self.drain + CLOSE_MARGIN:g} s; killing it")
+                self._say(
+                    f"worker {w.index} (pid {w.pid}) did not stop within "
+                    f"{self.drain + CLOSE_MARGIN:g} s; killing it"
+                )
                 w.process.kill()
-        self._stop_by = time.monotonic() + CLOSE_MARGIN   # a killed process ends at once
+        self._stop_by = time.monotonic() + CLOSE_MARGIN  # a killed process ends at once
 
     def close(self) -> None:
         """Stop the group now if it still runs (as ``run`` does at its end); always returns."""
@@ -440,7 +494,7 @@ class Group:
         the port and the session table, restore the signal handlers."""
         self._stop_all()
         for w in list(self._workers.values()):
-            stop_by = self._stop_by   # read each time: a kill (a second signal) moves it
+            stop_by = self._stop_by  # read each time: a kill (a second signal) moves it
             assert stop_by is not None  # set by _stop_all, never unset
             w.process.join(max(0.0, stop_by - time.monotonic()))
             if w.process.is_alive():
