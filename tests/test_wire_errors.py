@@ -132,7 +132,7 @@ def test_an_upstreams_401_reaches_a_caller_as_our_502(dash, home):
         Roster(home).add_endpoint("keyed", keyed.url)
         status, body, _ = dash.get("/api/endpoints/keyed/discover")
     assert status == 502, body
-    assert body["error"]["type"] == "upstream_error" and "(401)" in body["error"]["message"]
+    assert body["error"]["type"] == "upstream_error" and "(HTTP 401" in body["error"]["message"]
 
 
 def test_a_prompt_too_long_reads_as_openai_and_anthropic_say_it():

@@ -78,8 +78,11 @@ def test_an_alert_click_lands_on_that_models_failed_seats(broken, dashboard_fact
     assert alert["subject"] == "broken"
     page.goto(dash.url + "/#/overview")
     banner = page.locator("#alerts-banner")
-    link = banner.locator('li[data-kind="failing"]').get_by_test_id("alert-link")
-    expect(link).to_contain_text("broken is failing")
+    item = banner.locator('li[data-kind="failing"]')
+    link = item.get_by_test_id("alert-link")
+    # the model's name links to its page and is said once; the message links to its failures
+    expect(item).to_contain_text("broken is failing")
+    expect(link).to_contain_text("is failing")
     expect(link).to_contain_text("Probe or Retire on its model page")
     link.click()
     expect(page).to_have_url(re.compile(r"#/panels\?"))
