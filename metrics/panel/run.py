@@ -48,7 +48,7 @@ from panelist.metrics.roster.collection import AUTO
 from panelist.metrics.panel.held import Held
 from panelist.metrics.panel.sections import markdown, public, verdict_hint
 from panelist.metrics.panel.usage import tokens_of
-from panelist.metrics.errors import AllSeatsFailed, PanelistError
+from panelist.metrics.errors import AllSeatsFailed, DatabaseUnreachable, PanelistError
 from panelist.metrics.panel.seating import Seat, Seating, window_of
 from panelist.metrics.seats import Result, SeatCall, SeatResult
 
@@ -489,9 +489,14 @@ class PanelRun:
         were asked, over the roster they were seated from."""
         if self._suggest is None:
             panels = self.panels
-            self._suggest = panels.suggest.of(
-                self.req.collection, self.seating.roster or panels.known.view(), self.req.shape
-            )
+            try:
+                self._suggest = panels.suggest.of(
+                    self.req.collection, self.seating.roster or panels.known.view(), self.req.shape
+                )
+            except DatabaseUnreachable:
+                # the fit reads the database's newest evidence; a database away for a moment
+                # costs this reply its suggestions, never the answers its seats are giving
+                self._suggest = []
         return self._suggest
 
     def picked(self) -> dict:
