@@ -139,6 +139,9 @@ def test_finished_panels_land_in_id_order_with_their_abandoned_evidence(tmp_path
         # b has folded a first panel before the rest are written, so it follows them by id
         # (not a replay from the first id, which reads the panels table for abandoned ones)
         first = panel(a, ("m1",))
+        # a follower reads up to the oldest transaction still open on the cluster (pgfollow),
+        # so a write in flight elsewhere can hold the first panel back for a moment
+        wait_until(lambda: [p["call"] for p in b.pending()] == [f"{first}.m1"])
         assert [p["call"] for p in b.pending()] == [f"{first}.m1"]
         ids = a.new_panels(3)
         for pid in ids:
