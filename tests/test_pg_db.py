@@ -98,3 +98,44 @@ def test_a_pool_recovers_after_the_server_restarts(pg_cluster, pg_url):
 def test_not_a_postgresql_url_is_refused_with_the_form():
     with pytest.raises(errors.ConfigInvalid, match="postgresql://USER@HOST:PORT/DATABASE"):
         pg.Database("mysql://u:pw@h/db")
+
+
+def test_a_migration_whose_connection_is_cut_is_one_clear_503(pg_url):
+    """A schema check cut off mid-way (a restarted or failed-over server, an operator's
+    pg_terminate_backend) reaches its caller as DatabaseUnreachable, never a driver error:
+    a gateway's first rate check once answered 500 this way."""
+    import threading
+
+    from conftest import wait_until
+
+    holder = pg.Database(pg_url, application="panelist-test-holder")
+    cut = pg.Database(pg_url, application="panelist-test-migrating")
+    seen: dict = {}
+    try:
+        with holder.session() as lock:
+            # hold the schema lock, so the migration waits on it where it can be cut
+            lock.execute("SELECT pg_advisory_lock(%s)", (pgschema.SCHEMA_LOCK,))
+
+            def migrating():
+                try:
+                    pgschema.migrate(cut)
+                except Exception as exc:  # what the caller would see
+                    seen["error"] = exc
+
+            worker = threading.Thread(target=migrating)
+            worker.start()
+            waiting = (
+                "SELECT pid FROM pg_stat_activity WHERE application_name = "
+                "'panelist-test-migrating' AND wait_event_type = 'Lock'"
+            )
+            assert wait_until(lambda: lock.execute(waiting).fetchall())
+            lock.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'panelist-test-migrating'"
+            )
+            worker.join()
+        assert isinstance(seen.get("error"), errors.DatabaseUnreachable), seen
+        assert status_of(seen["error"]) == 503
+    finally:
+        holder.close()
+        cut.close()

@@ -455,7 +455,9 @@ def current(conn) -> int:
 def migrate(db) -> tuple[int, list[int]]:
     """Bring the database to ``VERSION``; ``(version now, versions applied by this call)``."""
     applied = []
-    with db.session() as conn:
+    # a session cut mid-way (a restart, a failover, pg_terminate_backend) is the caller's 503,
+    # like every other statement's, not a driver error
+    with db.reaching(), db.session() as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
         try:
             conn.execute("""CREATE TABLE IF NOT EXISTS panelist_schema (
@@ -471,4 +473,5 @@ def migrate(db) -> tuple[int, list[int]]:
                 applied.append(version)
             return current(conn), applied
         finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
+            if not conn.closed:  # a cut session's lock went with it
+                conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
