@@ -81,14 +81,15 @@ _HANDLER_INIT = socketserver.BaseRequestHandler.__init__.__code__
 
 # Workers per core for ``-n auto`` (pyproject's addopts). The slow tests mostly wait (a process
 # starting, a server stopping, a deadline passing), so a worker per core leaves the cores idle
-# most of the run; two keep them busy. The cap bounds the browsers and database clusters a big
-# machine would start (one of each per worker).
-WORKERS_PER_CORE, MAX_WORKERS = 2, 8
+# much of the run. Two per core were faster still, but loaded a 2-core machine enough to lose
+# races the tests wait on; one and a half keeps most of the gain. The cap bounds the browsers
+# and database clusters a big machine would start (one of each per worker).
+WORKERS_PER_CORE, MAX_WORKERS = 1.5, 8
 
 
 def pytest_xdist_auto_num_workers(config):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(MAX_WORKERS, WORKERS_PER_CORE * (cores or 1)))
+    return max(1, min(MAX_WORKERS, round(WORKERS_PER_CORE * (cores or 1))))
 
 
 # Fixtures that start a server, a process, a browser or a database: a test that uses one,
