@@ -74,6 +74,7 @@ class Cluster:
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            cwd=self.dir,  # initdb reads its working directory: the worker's may be gone
         )
 
     def start(self) -> None:
@@ -98,6 +99,7 @@ class Cluster:
                 ),
                 stdout=log,
                 stderr=log,
+                cwd=self.dir,
             )
         finally:
             log.close()
