@@ -7,43 +7,19 @@ import time
 import pytest
 
 from panelist.metrics.ledger.histogram import RESOLUTION
-from panelist.metrics.ledger.ledger import Ledger
 from panelist.metrics.roster.roster import Roster
 from panelist.metrics.server.keys import Keys
 from panelist.serve import make_dashboard
 from inprocess import Caller
 from apikit import covers
+from test_usage import write_seats
 
 HOUR = 3600.0
 
 
 def write(home, alias, seconds, *, seated, status="ok", key="team-a", endpoint="sim"):
     """One panel per entry of ``seconds`` for ``alias``, started at ``seated``."""
-    with Ledger(home.gateway_runs) as ledger:
-        pids = ledger.new_panels(len(seconds), seated)
-        ledger.record_seats(
-            [
-                {
-                    "call": f"{pid}.member1",
-                    "panel": pid,
-                    "alias": alias,
-                    "role": "member",
-                    "shape": "general",
-                    "seated": seated,
-                    "status": status,
-                    "seconds": s,
-                    "tokens": {},
-                    "error": "" if status == "ok" else "timeout: slow",
-                    "key": key,
-                    "endpoint": endpoint,
-                }
-                for pid, s in zip(pids, seconds)
-            ],
-            seatings=[
-                {"panel": pid, "shape": "general", "aliases": [alias], "seated": seated}
-                for pid in pids
-            ],
-        )
+    write_seats(home, alias, seconds, seated=seated, status=status, key=key, endpoint=endpoint)
 
 
 def series(api, query: str) -> dict:

@@ -14,7 +14,9 @@ from panelist.metrics.roster.roster import Roster
 from panelist.serve import make_dashboard
 
 
-def write_seats(home, alias, seconds, *, seated=None, status="ok", tokens=None):
+def write_seats(
+    home, alias, seconds, *, seated=None, status="ok", tokens=None, key="local", endpoint=None
+):
     """One panel per seat of ``alias``, seated at ``seated`` (default now), as a gateway logs
     them: its "seated" line, then the seat's line with the seconds it took."""
     seated = time.time() if seated is None else seated
@@ -33,8 +35,9 @@ def write_seats(home, alias, seconds, *, seated=None, status="ok", tokens=None):
                     "seconds": s,
                     "tokens": tokens or {},
                     "error": "" if status == "ok" else "timeout: slow",
-                    "key": "local",
+                    "key": key,
                     "collection": "bench/trio",
+                    **({"endpoint": endpoint} if endpoint is not None else {}),
                 }
                 for pid, s in zip(pids, seconds)
             ],

@@ -591,10 +591,9 @@ class PanelRun:
         finally:
             self.logged.set()
 
-    def _line(self, results: list[SeatResult]) -> dict:
-        urls = self.req.images
-        seats = [self._seat_line(r, urls) for r in self.in_seat_order(results)]
-        line = {
+    def _head(self, *, prompt: str, seats: list[dict]) -> dict:
+        """The fields every panel line carries, whole or bare, in the log's order."""
+        return {
             "panel": self.panel,
             "collection": self.req.collection.model_id,
             "shape": self.req.shape,
@@ -603,11 +602,16 @@ class PanelRun:
             "seconds": round(time.monotonic() - self._t0, 3),
             "estimate": self.req.estimate,
             "reply": self.req.reply_mode,
-            "prompt": self.req.text(),
+            "prompt": prompt,
             "seats": seats,
             "skipped": self.seating.skipped,
             "abandoned": self.abandoned,
         }
+
+    def _line(self, results: list[SeatResult]) -> dict:
+        urls = self.req.images
+        seats = [self._seat_line(r, urls) for r in self.in_seat_order(results)]
+        line = self._head(prompt=self.req.text(), seats=seats)
         if self.req.collection.shape == AUTO:
             line["shape_by"], line["decider"] = self.req.shape_by, self.req.decider
         if self.merger is not None:
@@ -628,22 +632,11 @@ class PanelRun:
         def bare(r: SeatResult) -> dict:
             return dict(seatrecord.fields(r, answer=False), seat=r.seat)
 
-        line = {
-            "panel": self.panel,
-            "collection": self.req.collection.model_id,
-            "shape": self.req.shape,
-            "key": self.key,
-            "started": self.started,
-            "seconds": round(time.monotonic() - self._t0, 3),
-            "estimate": self.req.estimate,
-            "reply": self.req.reply_mode,
-            "prompt": "",
-            "seats": [bare(r) for r in results],
-            "skipped": self.seating.skipped,
-            "abandoned": self.abandoned,
-            "note": "this line was written without the prompt and answers: building it failed "
-            f"({type(exc).__name__})",
-        }
+        line = self._head(prompt="", seats=[bare(r) for r in results])
+        line["note"] = (
+            "this line was written without the prompt and answers: building it failed "
+            f"({type(exc).__name__})"
+        )
         if self.merger is not None:
             line["merger"] = bare(self.merger)
         return line
