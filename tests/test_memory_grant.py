@@ -43,4 +43,4 @@ def test_a_large_body_holds_five_times_its_size_so_a_second_waits(home, sim):
             sim.script("slow", latency=0.0)
             gw.server.close()
             thread.join()
-    assert first["reply"][0] in (200, 502, 503, 504), first["reply"][:2]
+    assert first["reply"][0] == 200, first["reply"][:2]  # answered with what came, then closed

@@ -377,3 +377,31 @@ def test_a_server_closed_while_seats_run_behind_a_pick_still_logs_the_panel(home
         if r.get("kind") == "seat" and r.get("panel") == panel
     }
     assert seats["slow"] == "cancelled" and seats["fast"] == "ok"
+
+
+def test_a_server_closed_while_a_caller_waits_answers_it_and_logs_the_panel(home, gated):
+    # the caller waits for every answer; the server closes under it: the held seat is cut, the
+    # caller is answered with what came, and the panel is written before the logs close
+    set_limits(home, max_explorers=0)
+    move_to(home, gated, "slow")
+    replies = []
+    with Gateway(make_gateway(home, env={})) as gw:
+        thread = threading.Thread(
+            target=lambda: replies.append(
+                gw.post("/v1/chat/completions", {"model": "bench/trio", "messages": ASK})
+            )
+        )
+        thread.start()
+        try:
+            assert gated.wait_arrived("slow")
+        finally:
+            gw.server.close()
+            thread.join()
+    [(status, body, headers)] = replies
+    assert status == 200, body
+    panel = headers["X-Panelist-Panel"]
+    answers = {s["alias"]: s["status"] for s in body["bench"]["seats"]}
+    assert answers["fast"] == "ok" and answers["slow"] == "cancelled"
+    record = panels_logged(home)[panel]
+    assert {s["alias"]: s["status"] for s in record["seats"]}["slow"] == "cancelled"
+    assert record["abandoned"] is False and "the server closed" in record["note"]

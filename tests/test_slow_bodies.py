@@ -214,7 +214,9 @@ def test_past_the_memory_budget_a_big_body_waits_its_turn(start, home):
     first.sendall(big)
     [(status, _, body)] = one_reply(first)
     assert status == 200 and json.loads(body)["bench"]["panel"]
-    # the grant went back with the answer: the same body now gets in
+    # the grant goes back once the answer is written (after a collection frees the run): from
+    # then on the same body gets in
+    assert wait_until(lambda: gw.server.in_flight.held == 0)
     third = start.connect(gw)
     third.sendall(head(port, "/v1/chat/completions", len(big)) + big)
     assert [r[0] for r in one_reply(third)] == [200]

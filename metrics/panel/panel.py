@@ -13,8 +13,8 @@ context-length error that states a window teaches the ledger that (lower) window
 kept in the catalog as learned facts. Seating reads the roster with the catalog's facts filled
 in (``KnownRoster``), so a window or a vision flag only the endpoint's listing states still
 counts. Requests are checked whole before seating (``request.py``). A closing server cuts the
-seats still running behind picked replies and waits, at most ``CLOSE_GRACE``, for their panels
-to be logged.
+seats of every panel still running (a caller still waiting, or seats behind a picked reply) and
+waits, at most ``CLOSE_GRACE``, for those panels to be logged before it closes the logs.
 """
 
 from __future__ import annotations
@@ -97,19 +97,21 @@ class Panels:
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
-        # pick panels whose reply went out while seats still run: closing must log them
-        self._behind: set[PanelRun] = set()
-        self._behind_lock = threading.Lock()
+        # every panel whose seats were asked and whose line is not written yet (a caller still
+        # waiting, or seats running behind a picked reply): closing must log them first
+        self._running: set[PanelRun] = set()
+        self._running_lock = threading.Lock()
 
     def close(self) -> None:
-        """Cut the seats still running behind picked replies and wait (at most ``CLOSE_GRACE``)
-        for their panels to be logged; then close the seats, the upstream and the logs."""
-        with self._behind_lock:
-            behind = list(self._behind)
-        for run in behind:
+        """Cut the seats of every panel still running and wait (at most ``CLOSE_GRACE``) for
+        those panels to be logged (by their callers, or by their last seats behind a picked
+        reply); then close the seats, the upstream and the logs."""
+        with self._running_lock:
+            running = list(self._running)
+        for run in running:
             run.cut_short()
         until = time.monotonic() + CLOSE_GRACE
-        for run in behind:
+        for run in running:
             run.logged.wait(max(0.0, until - time.monotonic()))
         self.seats.close()
         self.learned.close()  # what the last seats taught is written before the process ends
@@ -118,12 +120,13 @@ class Panels:
         self.suite.close()
         self.admission.close()
 
-    def running_behind(self, run: "PanelRun", behind: bool) -> None:
-        with self._behind_lock:
-            if behind:
-                self._behind.add(run)
+    def running(self, run: "PanelRun", started: bool) -> None:
+        """``run`` asked its seats (``started``), or its line is written."""
+        with self._running_lock:
+            if started:
+                self._running.add(run)
             else:
-                self._behind.discard(run)
+                self._running.discard(run)
 
     def parse(self, body, **chosen) -> Request:
         """``chosen``: the members and explorer seats a caller picked (``parse_request``)."""

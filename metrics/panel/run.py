@@ -151,6 +151,7 @@ class PanelRun:
             self.deadline = self.seats.deadline
             # each seat, filled in as it ends; until then as seated (status "error", no answer)
             self.results = cast(list[SeatResult], self.seats.results)  # a set of SeatCalls
+            panels.running(self, True)  # until its line is written: a closing server waits
         except BaseException:
             self._release(whole=True)  # a panel that never ran holds no seat, and no memory
             raise
@@ -211,8 +212,9 @@ class PanelRun:
         return self.cancel.is_set() and not self._closing
 
     def cut_short(self) -> None:
-        """The server is closing: stop the seats still running behind a picked reply (they are
-        logged as cancelled, and the panel with them)."""
+        """The server is closing: stop the seats still running, whether a caller still waits for
+        them or they run behind a picked reply (they are logged as cancelled, and the panel with
+        them)."""
         self._closing = True
         self.note = "; ".join(
             filter(
@@ -314,9 +316,6 @@ class PanelRun:
             self.record(self.results)
         else:
             self.seats.let_go()  # the seats still running are read on the core's threads
-            self.panels.running_behind(self, True)
-            if self._recorded:  # the last seat ended meanwhile and recorded it
-                self.panels.running_behind(self, False)
 
     # -- the end --------------------------------------------------------------------------------
     def failure(self, results: list[SeatResult]) -> PanelistError:
@@ -565,7 +564,7 @@ class PanelRun:
                 return
             self._recorded = True
         try:
-            self.panels.running_behind(self, False)
+            self.panels.running(self, False)
             self._release()  # done or given up: a seat that never reported counts no longer
             self.seats.drop_encodings()  # the seats' request bodies: not part of the line
             # a seat whose line could not be written (a database cut off as it ended) has it
