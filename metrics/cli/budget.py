@@ -47,16 +47,19 @@ def check(args) -> None:
 
 def apply(home, kind: str, name: str, args) -> dict:
     """Set ``name``'s caps from the options given; its report (caps and spend), or {}."""
-    budgets = Budgets(home)
-    if given(args):
-        budgets.set(
-            kind,
-            name,
-            day=args.budget_day,
-            month=args.budget_month,
-            allow_unpriced=args.allow_unpriced,
-        )
-    return budgets.report(kind, name) or {}
+    budgets = Budgets.of_home(home)
+    try:
+        if given(args):
+            budgets.set(
+                kind,
+                name,
+                day=args.budget_day,
+                month=args.budget_month,
+                allow_unpriced=args.allow_unpriced,
+            )
+        return budgets.report(kind, name) or {}
+    finally:
+        budgets.close()
 
 
 def said(report: dict) -> str:

@@ -74,13 +74,16 @@ def cmd_key(args, out: Out) -> int:
     else:
         from panelist.metrics.panel.budgets import Budgets
 
-        caps = Budgets(home)
+        caps = Budgets.of_home(home)
         rows = []
-        for k in keys.all():
-            row, spent = k.public(), caps.report("key", k.name)
-            if spent:  # a key with no cap has no budget field, as before caps existed
-                row["budget"] = spent
-            rows.append(row)
+        try:
+            for k in keys.all():
+                row, spent = k.public(), caps.report("key", k.name)
+                if spent:  # a key with no cap has no budget field, as before caps existed
+                    row["budget"] = spent
+                rows.append(row)
+        finally:
+            caps.close()
         if not out.as_json:
             rows = [
                 dict(

@@ -5,7 +5,9 @@ currency of the models' prices (``CURRENCY``: the roster's default).
 ``{"day", "month", "allow_unpriced"}`` (an amount or null). What was spent lives in
 ``runs/gateway/spend/<key|collection>-<name>``: 32 bytes, the UTC day number and its spend, the
 month number (year × 12 + month − 1) and its spend, read and written under one ``flock``, so
-every worker on the data folder counts into, and is judged by, the same figures.
+every worker on the data folder counts into, and is judged by, the same figures. With a
+database, the spend is its ``spend`` table's instead (``spenddb``), so every instance on it
+counts into, and is judged by, the same figures too.
 
 Invariants:
 
@@ -120,14 +122,31 @@ class Spend:
     def add(self, subject: str, value: float, t: float | None = None) -> dict:
         return self._update(subject, value, time.time() if t is None else t)
 
+    def close(self) -> None:
+        """Nothing is held open between calls: each opens, locks and closes its file."""
+
 
 class Budgets:
     """The caps of one data folder and the spend counted against them."""
 
-    def __init__(self, home: Home):
+    def __init__(self, home: Home, spend=None):
         self.path = home.file("budgets.json")
-        self.spend = Spend(home.gateway_runs / "spend")
+        # ``Spend``, or ``spenddb.DatabaseSpend``: spent(subject, t), add(subject, amount, t)
+        self.spend = spend if spend is not None else Spend(home.gateway_runs / "spend")
         self._caps = configfile.Cached(self.path, lambda doc: doc)
+
+    @classmethod
+    def of_home(cls, home: Home) -> "Budgets":
+        """The caps of ``home`` with the spend every process on it shares: its database's when
+        it has one (so caps hold across every instance on it), else its files'."""
+        if not home.database:
+            return cls(home)
+        from panelist.metrics.panel.spenddb import DatabaseSpend
+
+        return cls(home, DatabaseSpend(home.database))
+
+    def close(self) -> None:
+        self.spend.close()
 
     # -- the caps ------------------------------------------------------------------------------
     def caps(self, kind: str, name: str) -> dict | None:

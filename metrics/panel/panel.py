@@ -93,35 +93,36 @@ class Panels:
         self.in_flight = SeatsInFlight()
         # a thompson collection's draws, taken under ``_seating`` only (a test seeds its own)
         self.rng = random.Random()
-        self.budgets = Budgets(home)  # spend caps of keys and collections, every worker
+        self.budgets = Budgets.of_home(home)  # spend caps of keys and collections, every worker
         # one seating at a time: pick and mark are one step, so a concurrent panel sees this one
         self._seating = threading.Lock()
         self.decider = Decider(self.seats, self.roster, self.collections, self.ledger)
-        # every panel whose seats were asked and whose line is not written yet (a caller still
-        # waiting, or seats running behind a picked reply): closing must log them first
+        # every panel whose seats were asked and that is not over yet (a caller still waiting,
+        # or seats running behind a picked reply): closing must let them end first
         self._running: set[PanelRun] = set()
         self._running_lock = threading.Lock()
 
     def close(self) -> None:
         """Cut the seats of every panel still running and wait (at most ``CLOSE_GRACE``) for
-        those panels to be logged (by their callers, or by their last seats behind a picked
-        reply); then close the seats, the upstream and the logs."""
+        each to be over: logged (by its caller, or by its last seat behind a picked reply) and
+        its caller done with it; then close the seats, the upstream and the logs."""
         with self._running_lock:
             running = list(self._running)
         for run in running:
             run.cut_short()
         until = time.monotonic() + CLOSE_GRACE
         for run in running:
-            run.logged.wait(max(0.0, until - time.monotonic()))
+            run.over.wait(max(0.0, until - time.monotonic()))
         self.seats.close()
         self.learned.close()  # what the last seats taught is written before the process ends
         self.upstream.close()
         self.ledger.close()
         self.suite.close()
         self.admission.close()
+        self.budgets.close()
 
     def running(self, run: "PanelRun", started: bool) -> None:
-        """``run`` asked its seats (``started``), or its line is written."""
+        """``run`` asked its seats (``started``), or it is over (``PanelRun.over``)."""
         with self._running_lock:
             if started:
                 self._running.add(run)

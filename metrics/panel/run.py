@@ -120,6 +120,10 @@ class PanelRun:
             self._suggest: list | None = None
             self._recorded = False
             self.logged = threading.Event()  # set once the panel's line is written
+            # set once the line is written and the caller is done with the run (its reply and
+            # what it writes of it): only then may a closing server close the logs
+            self.over = threading.Event()
+            self._ends: set[str] = set()
             self._lock = threading.Lock()  # guards _recorded, _left and _detached
             self._detached = False  # pick mode: the reply is out; the last seat records
             self._closing = False  # cut short by the server closing, not by the caller
@@ -151,7 +155,7 @@ class PanelRun:
             self.deadline = self.seats.deadline
             # each seat, filled in as it ends; until then as seated (status "error", no answer)
             self.results = cast(list[SeatResult], self.seats.results)  # a set of SeatCalls
-            panels.running(self, True)  # until its line is written: a closing server waits
+            panels.running(self, True)  # until it is over: a closing server waits
         except BaseException:
             self._release(whole=True)  # a panel that never ran holds no seat, and no memory
             raise
@@ -196,6 +200,17 @@ class PanelRun:
     def __exit__(self, *exc) -> None:
         self.settle()
         self.held.end("caller")  # the reply is written (or never will be)
+        self._end("caller")
+
+    def _end(self, which: str) -> None:
+        """``which`` of the caller's part and the panel's record ended; after both, the run is
+        over."""
+        with self._lock:
+            self._ends.add(which)
+            over = len(self._ends) == 2
+        if over:
+            self.panels.running(self, False)
+            self.over.set()
 
     def settle(self) -> None:
         """The caller is done with the run, however that went (a reply, an error, a fault while
@@ -564,7 +579,6 @@ class PanelRun:
                 return
             self._recorded = True
         try:
-            self.panels.running(self, False)
             self._release()  # done or given up: a seat that never reported counts no longer
             self.seats.drop_encodings()  # the seats' request bodies: not part of the line
             # a seat whose line could not be written (a database cut off as it ended) has it
@@ -589,6 +603,7 @@ class PanelRun:
             )
         finally:
             self.logged.set()
+            self._end("record")
 
     def _head(self, *, prompt: str, seats: list[dict]) -> dict:
         """The fields every panel line carries, whole or bare, in the log's order."""

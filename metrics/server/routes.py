@@ -147,6 +147,8 @@ def _fold_own(ledger) -> None:
         ledger.refresh()
     except PanelistError:
         pass  # an unreachable database: the next request's own read meets it and says so
+    except (OSError, ValueError):
+        pass  # the server closed its logs meanwhile: there is no next request to spare
 
 
 # -- other wire formats: thin adapters over the same panel ---------------------------------------

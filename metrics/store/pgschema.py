@@ -36,6 +36,8 @@ Invariants:
   is not written again, nor its evidence: a write sent twice lands once.
 * Version 8: a key's requests a minute are counted exactly over every 60 s (``rate_log``,
   ``panelist_rate_take``); ``rate_counts`` and ``panelist_rate_admit`` are no longer used.
+* Version 9: what each key and collection spent, per UTC day and month (``spend``, one row per
+  subject, period and period number, added to in place; ``panel.spenddb``).
 * Config is kept as versioned rows (``config``: name, version, body); the highest version of a
   name is current, an edit inserts the next version and notifies ``CONFIG_CHANNEL``.
 """
@@ -429,6 +431,17 @@ _V8_RATE_LOG = [
         END $$""",
 ]
 
+# spend caps' counts, shared by every instance (``panel.spenddb``): a row per subject
+# (``key-NAME``, ``collection-NAME``), period and its number (UTC day, or year × 12 + month − 1)
+_V9_SPEND = [
+    """CREATE TABLE IF NOT EXISTS spend (
+        subject text NOT NULL,
+        period text NOT NULL,
+        n bigint NOT NULL,
+        amount float8 NOT NULL DEFAULT 0,
+        PRIMARY KEY (subject, period, n))""",
+]
+
 # (version, statements): append a new version, never edit an applied one
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (1, _V1),
@@ -439,6 +452,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (6, _V6_LEASES),
     (7, _V7_XIDS),
     (8, _V8_RATE_LOG),
+    (9, _V9_SPEND),
 ]
 VERSION = MIGRATIONS[-1][0]
 
