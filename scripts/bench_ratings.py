@@ -3,7 +3,10 @@ that its intervals and suggestions mean what they say.
 
     python scripts/bench_ratings.py [--data DIR] [--verdicts N] [--models K] [--repeat R]
                                     [--trials T] [--suggest-trials S]
+                                    [--fit-models K [--fit-panels P]]
 
+``--fit-models 500 --verdicts 0 --trials 0 --suggest-trials 0`` times one fit of a 500-model
+roster alone: the work a background thread does so that no reply waits for it.
 ``--verdicts 0`` skips the timing, ``--trials 0`` the simulated coverage of the 95% intervals
 and ``--suggest-trials 0`` the simulated suggestions (swaps among equal models, power for a
 better one); ``ratingsim``'s docstring says what each figure means. ``--trials 100 --suggest-trials 40`` is a quick run.
@@ -202,6 +205,35 @@ def timing(args) -> dict:
     }
 
 
+def large_fit(models: int, panels: int, seed: int) -> dict:
+    """How long one fit of a large roster takes (what runs on a background thread, never on a
+    reply's), against how long a reply's look at a stale fit takes: ``panels`` judged panels of
+    three models drawn from ``models``, the first useful over one or both others."""
+    from panelist.metrics.ledger.ratings import rate, slow_to_fit
+
+    rng = random.Random(seed)
+    names = [f"m{i:03d}" for i in range(models)]
+    patterns: dict = {}
+    for _ in range(panels):
+        a, b, c = rng.sample(names, 3)
+        key = ((a, b), (a, c)) if rng.random() < 0.5 else ((a, b),)
+        patterns[key] = patterns.get(key, 0) + 1
+    sources = {"verdicts": patterns}
+    t0 = time.perf_counter()
+    counted_slow = slow_to_fit(sources)
+    t1 = time.perf_counter()
+    rate("general", sources)
+    t2 = time.perf_counter()
+    return {
+        "models": models,
+        "panels": panels,
+        "patterns": len(patterns),
+        "counted_slow": counted_slow,
+        "slow_to_fit_s": round(t1 - t0, 4),
+        "fit_s": round(t2 - t1, 2),
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT / "runs" / "bench-ratings")
@@ -223,8 +255,17 @@ def main(argv=None) -> int:
         default=100,
         help="simulated collections per cell of the suggestion grid (0: none)",
     )
+    ap.add_argument(
+        "--fit-models",
+        type=int,
+        default=0,
+        help="time one fit of this many models over --fit-panels judged panels (0: none)",
+    )
+    ap.add_argument("--fit-panels", type=int, default=100_000)
     args = ap.parse_args(argv)
     out = {}
+    if args.fit_models > 0:
+        out["large_fit"] = large_fit(args.fit_models, args.fit_panels, args.seed)
     if args.verdicts > 0:
         out["timing"] = timing(args)
     if args.trials > 0 or args.suggest_trials > 0:  # --trials 0: the suggestion grid alone

@@ -239,6 +239,7 @@ def test_ratings(dash, home):
     (general,) = body["data"]
     assert general["shape"] == "general" and general["comparisons"] == 6
     assert general["sources"] == {"verdicts": 6, "races": 0}
+    assert general["refitting"] is False  # three models: fitted at once, never behind
     rows = {m["alias"]: m for m in general["models"]}
     assert [m["alias"] for m in general["models"]][-1] == "slow"
     assert (rows["fast"]["wins"], rows["fast"]["losses"]) == (3, 0)

@@ -253,3 +253,18 @@ def test_collection_suggest_on_the_command_line(folder, capsys):
     assert code == 1 and "unknown collection 'bench/nope'" in err
     code, _, err = run(capsys, "collection", "suggest", "trio", "--shape", "Bad Shape", "--data", d)
     assert code == 1 and "lower-case letters" in err
+
+
+def test_a_reply_never_waits_for_a_large_roster_s_first_fit(gateway, home):
+    # forty judged models make the fit slow (counted, not timed): the first reply goes out
+    # without suggestions while the fit is made behind it, and the next one has them
+    body = {"model": "bench/trio", "messages": [{"role": "user", "content": "Review this"}]}
+    judge_pairs(home.gateway_runs, "x-two", "slow", 30)
+    for i in range(40):
+        judge_pairs(home.gateway_runs, f"other{i:02d}", f"other{(i + 1) % 40:02d}", 1)
+    status, reply, _ = gateway.post("/v1/chat/completions", body)
+    assert status == 200 and reply["bench"]["suggest"] == []
+    ratings = gateway.server.parts.panels.ratings
+    assert ratings.idle()
+    status, reply, _ = gateway.post("/v1/chat/completions", body)
+    assert status == 200 and [s["alias"] for s in reply["bench"]["suggest"]] == ["x-two"]

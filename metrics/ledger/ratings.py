@@ -36,15 +36,22 @@ suggestion (``panel.suggest``) stays rare among many equally good models.
 
 Cost: nothing here reads a log. A look compares the sources' stamps (the ledger's changes with
 every pattern count, ``Pairs.stamp``); a shape is refitted, from copies of its pattern counts
-(O(patterns)), only when they changed (and, where fitting is slow and the caller allows it,
-``max_age`` seconds passed since its last fit), so a look at unchanged evidence costs O(1).
+(O(patterns)), only when they changed, so a look at unchanged evidence costs O(1). A slow fit
+(``slow``: hundreds of models; the robust error is players² × the pairs sharing a unit, in pure
+Python: tens of seconds at 500 models, ``scripts/bench_ratings.py --fit-models 500``) never runs on a caller's thread once a fit of the shape
+exists: the caller gets the last fit (``refitting`` says a newer one is being made) and one
+background thread per shape fits again (no sooner than ``max_age`` seconds after the last fit).
+Before any fit exists, a caller that may not wait (a reply's ``bench.suggest``) gets None while
+the first one is made; one that may (``/api/ratings``) waits for it.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import cast
 from statistics import NormalDist
 
 from panelist.metrics.home import Home
@@ -53,6 +60,9 @@ from panelist.metrics.stats import Z95
 
 ALPHA = 0.05  # the family-wise error rate a suggestion is held to
 SLOW_WORK = 1000  # players² + pairs past which a fit is slow (some tens of ms, or more)
+
+
+log = logging.getLogger("panelist.ratings")
 
 
 def z_for(family: int, alpha: float = ALPHA) -> float:
@@ -174,13 +184,26 @@ def slow(fitted: ShapeRatings) -> bool:
     return len(fitted.models) ** 2 + fitted.pairs > SLOW_WORK
 
 
+def slow_to_fit(sources: dict[str, dict]) -> bool:
+    """``slow`` before a fit: the same count from the patterns themselves (O(patterns))."""
+    players: set[str] = set()
+    pairs: set[frozenset] = set()
+    for found in sources.values():
+        for key in units_of(found):
+            for pair in key:
+                players.update(pair)
+                pairs.add(frozenset(pair))
+    return len(players) ** 2 + len(pairs) > SLOW_WORK
+
+
 def _same(kept: tuple, now: tuple) -> bool:
     return kept[0] == now[0] and all(a is b or a == b for a, b in zip(kept[1:], now[1:]))
 
 
 class Ratings:
     """The ratings of one data folder, over its ledger, suite samples and race reports; one
-    fit per shape is kept and reused while its counts are unchanged."""
+    fit per shape is kept and reused while its counts are unchanged, and a slow one is redone
+    on a thread of its own while callers read the last (see the module's cost)."""
 
     def __init__(
         self, ledger, suite: suiteevidence.SuiteEvidence, races: raceevidence.RaceEvidence
@@ -190,6 +213,8 @@ class Ratings:
         self.races = races
         self._lock = threading.Lock()
         self._fits: dict[str, tuple[tuple, float, ShapeRatings]] = {}  # (stamp, when, fit)
+        self._fitting: dict[str, threading.Thread] = {}  # shape -> its background fit
+        self._closed = False
 
     @classmethod
     def of_home(cls, home: Home, ledger, suite=None) -> "Ratings":
@@ -227,20 +252,97 @@ class Ratings:
         )
 
     def of(self, shape: str, *, max_age: float = 0.0) -> ShapeRatings:
-        """The ratings of ``shape``, refitted when its counts changed. A caller may allow a
-        fit up to ``max_age`` seconds old when fitting is slow (``slow``: a large roster), so
-        a stream of verdicts does not make every gateway seating refit; a quick fit is always
-        redone. A look at unchanged counts compares stamps, not the counts."""
+        """The ratings of ``shape``, refitted when its counts changed: at once when the fit is
+        quick; when it is slow, the last fit is returned and a background fit started (no
+        sooner than ``max_age`` seconds after the last). With no fit yet, the caller waits for
+        the first. A look at unchanged counts compares stamps, not the counts."""
+        return cast(ShapeRatings, self._look(shape, max_age, wait=True))
+
+    def ready(self, shape: str, *, max_age: float = 0.0) -> ShapeRatings | None:
+        """``of`` for a caller that may not wait for a slow fit: None while the first fit of
+        ``shape`` is made in the background."""
+        return self._look(shape, max_age, wait=False)
+
+    def _look(self, shape: str, max_age: float, wait: bool) -> ShapeRatings | None:
         stamp = self._stamp(shape)  # before the sources: a change between them refits later
         with self._lock:
             hit = self._fits.get(shape)
-            if hit is not None and (
-                _same(hit[0], stamp) or (slow(hit[2]) and time.monotonic() - hit[1] < max_age)
-            ):
+            if hit is not None and _same(hit[0], stamp):
                 return hit[2]
-            fitted = rate(shape, self.sources(shape))
+            if hit is not None and slow(hit[2]):
+                if time.monotonic() - hit[1] >= max_age:
+                    self._start(shape)
+                return hit[2]
+            running = self._fitting.get(shape)
+        if running is not None:  # a first fit under way
+            if not wait:
+                return None
+            running.join()
+            with self._lock:
+                kept = self._fits.get(shape)
+            if kept is not None:
+                return kept[2]
+            # it failed (the database away): fit here, where the error reaches the caller
+        sources = self.sources(shape)
+        if hit is None and not wait and slow_to_fit(sources):
+            with self._lock:
+                self._start(shape)
+            return None
+        fitted = rate(shape, sources)
+        self._keep(shape, stamp, fitted)
+        return fitted
+
+    def refitting(self, shape: str) -> bool:
+        """Whether a newer fit of ``shape`` than the one ``of`` returns is being made."""
+        with self._lock:
+            return shape in self._fitting
+
+    def idle(self, timeout: float | None = None) -> bool:
+        """Wait until no background fit runs; whether none does."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                running = next(iter(self._fitting.values()), None)
+            if running is None:
+                return True
+            running.join(None if end is None else max(0.0, end - time.monotonic()))
+            if end is not None and time.monotonic() >= end:
+                with self._lock:
+                    return not self._fitting
+
+    def close(self) -> None:
+        """No new background fit starts; the ones running are waited for (they read the
+        ledger, which closes next)."""
+        with self._lock:
+            self._closed = True
+        self.idle()
+
+    def _keep(self, shape: str, stamp: tuple, fitted: ShapeRatings) -> None:
+        with self._lock:
             self._fits[shape] = (stamp, time.monotonic(), fitted)
-            return fitted
+
+    def _start(self, shape: str) -> threading.Thread | None:
+        """Under ``_lock``: fit ``shape`` on a thread of its own, unless one already does (or
+        the book is closed); that thread."""
+        running = self._fitting.get(shape)
+        if running is not None or self._closed:
+            return running
+        thread = threading.Thread(
+            target=self._fit_behind, args=(shape,), name=f"ratings-{shape}", daemon=True
+        )
+        self._fitting[shape] = thread
+        thread.start()
+        return thread
+
+    def _fit_behind(self, shape: str) -> None:
+        try:
+            stamp = self._stamp(shape)
+            self._keep(shape, stamp, rate(shape, self.sources(shape)))
+        except Exception:  # the database away: the last fit stays, and the next look retries
+            log.warning("refitting the ratings of %s failed", shape, exc_info=True)
+        finally:
+            with self._lock:
+                self._fitting.pop(shape, None)
 
     def all(self) -> list[ShapeRatings]:
         return [self.of(s) for s in self.shapes()]

@@ -116,6 +116,7 @@ class Panels:
         self.seats.close()
         self.learned.close()  # what the last seats taught is written before the process ends
         self.upstream.close()
+        self.ratings.close()  # a background fit reads the ledger
         self.ledger.close()
         self.suite.close()
         self.admission.close()

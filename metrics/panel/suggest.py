@@ -95,7 +95,9 @@ class ReplySuggestions:
         self._last: tuple = (None, None, None, None, [])
 
     def of(self, collection: Collection, roster: RosterView, shape: str) -> list:
-        fit = self.book.of(shape, max_age=REPLY_AGE)
+        fit = self.book.ready(shape, max_age=REPLY_AGE)
+        if fit is None:  # the first fit of a large roster is being made: no reply waits for it
+            return []
         last = self._last
         if last[0] is collection and last[1] is roster and last[2] is fit and last[3] == shape:
             return last[4]

@@ -27,8 +27,12 @@ def ratings(req: ApiRequest) -> dict:
             "and '-', e.g. general or review, or all",
             param="shape",
         )
+    # a slow shape answers with its last fit while a newer one is made (``refitting``)
     return {
-        "data": [book.of(s).public() for s in (shapes if shape == "all" else [shape])],
+        "data": [
+            dict(book.of(s).public(), refitting=book.refitting(s))
+            for s in (shapes if shape == "all" else [shape])
+        ],
         "shapes": shapes,
     }
 

@@ -131,6 +131,9 @@ function ratingsCard(doc) {
       + "even when corrected for every candidate."),
     shapes.map((r) => h("div", { class: "stack", "data-shape": r.shape },
       h("h3", { text: `${r.shape}: ${fmt.count(r.comparisons)} comparisons (${sources(r)})` }),
+      // a large roster's fit takes seconds: these are the last figures while a newer fit is made
+      r.refitting ? h("p", { class: "chart-note", "data-testid": "ratings-refitting" },
+        "Updating: these figures are from before the newest verdicts; reload in a moment for the new ones.") : null,
       fold(r))));
 }
 
