@@ -214,6 +214,7 @@ class Ratings:
         self._lock = threading.Lock()
         self._fits: dict[str, tuple[tuple, float, ShapeRatings]] = {}  # (stamp, when, fit)
         self._fitting: dict[str, threading.Thread] = {}  # shape -> its background fit
+        self._reading = threading.Lock()  # held while a background fit copies its sources
         self._closed = False
 
     @classmethod
@@ -311,11 +312,13 @@ class Ratings:
                     return not self._fitting
 
     def close(self) -> None:
-        """No new background fit starts; the ones running are waited for (they read the
-        ledger, which closes next)."""
+        """No background fit starts or reads from now on; one still reading the ledger (which
+        closes next) finishes its read first. One already fitting its copies is not waited
+        for: a large fit takes seconds, and it writes nothing."""
         with self._lock:
             self._closed = True
-        self.idle()
+        with self._reading:
+            pass
 
     def _keep(self, shape: str, stamp: tuple, fitted: ShapeRatings) -> None:
         with self._lock:
@@ -336,8 +339,12 @@ class Ratings:
 
     def _fit_behind(self, shape: str) -> None:
         try:
-            stamp = self._stamp(shape)
-            self._keep(shape, stamp, rate(shape, self.sources(shape)))
+            with self._reading:  # what is read of the ledger, read before it can close
+                if self._closed:
+                    return
+                stamp = self._stamp(shape)
+                sources = self.sources(shape)
+            self._keep(shape, stamp, rate(shape, sources))
         except Exception:  # the database away: the last fit stays, and the next look retries
             log.warning("refitting the ratings of %s failed", shape, exc_info=True)
         finally:

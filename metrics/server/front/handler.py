@@ -43,6 +43,7 @@ from panelist.metrics.server.front.connection import (
     has_input,
     too_large,
 )
+from panelist.metrics.server.front.memory import SETTLE_WAIT
 from panelist.metrics.server.guard import LOCAL
 from panelist.metrics.server.routing import gate_of
 from panelist.metrics.store import jsonwire
@@ -315,6 +316,7 @@ class Handler(BaseHTTPRequestHandler):
         self._cors: dict = {}
         self.caller = LOCAL
         self._granted = 0  # bytes of the server's in-flight budget this request holds
+        self._settled = 0  # of them, marked settling: the reply is written (``InFlight``)
         self._body_cap = self.server.max_body
         guard = self.server.guard
         # a body nobody reads would be taken for the next request: such a reply closes instead
@@ -356,8 +358,8 @@ class Handler(BaseHTTPRequestHandler):
                 # body's copies they hold die only at a collection: made now, before the grant
                 # goes back, so the budget bounds what is really held
                 gc.collect()
-                self.server.in_flight.give(self._granted)
-                self._granted = 0
+                self.server.in_flight.give(self._granted, settled=self._settled)
+                self._granted = self._settled = 0
             while self._after:
                 self._after.pop(0)()
 
@@ -421,6 +423,9 @@ class Handler(BaseHTTPRequestHandler):
         reply = "".join(head).encode("latin-1")
         if self.command != "HEAD":
             reply += data
+        if self._granted > self._settled:  # answered: a request waiting for room may count it
+            self.server.in_flight.settle(self._granted - self._settled)
+            self._settled = self._granted
         if later and self.server.answer_later(self.connection, reply, self._pause):
             return
         self.wfile.write(reply)
@@ -463,7 +468,7 @@ class Handler(BaseHTTPRequestHandler):
             raise PayloadTooLarge(too_large(size, self._body_cap))
         budget = self.server.in_flight
         cost = budget.cost(size)
-        if not budget.take(cost):
+        if not budget.take(cost, wait=SETTLE_WAIT):
             raise Unavailable(budget.refusal(), headers={"Retry-After": "1"})
         self._granted += cost
         if self._expect_continue and size:

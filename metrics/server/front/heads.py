@@ -74,9 +74,9 @@ class Heads(threading.Thread):
       one refused (503) when a request in ``ready`` needs its place;
     * a complete ``GET /health`` head goes to one of the server's reserve threads at once when
       one is free, ahead of every head waiting in ``ready``;
-    * a complete head of a write whose body the server's in-flight budget has no room for gets
-      503 with Retry-After at once: it would only take a thread (and drop someone for it) to
-      be told so;
+    * a complete head of a write whose body the server's in-flight budget has no room for, even
+      once the grants of requests already answered are back, gets 503 with Retry-After at once:
+      it would only take a thread (and drop someone for it) to be told so;
     * once the server drains (``quiet_down``), a pending connection that has sent nothing is
       closed without a word (nothing was asked of it), while heads that began still arrive and
       go to a thread; ``busy`` says whether any connection is still here."""
@@ -375,7 +375,8 @@ class Heads(threading.Thread):
         """Whether a write's body of ``size`` bytes has no room in the in-flight budget now (and
         one day could have: a body past the caps is its handler's to refuse, with 413)."""
         budget = self.server.in_flight
-        return size <= self.server.max_body and not budget.fits(budget.cost(size))
+        # grants of requests already answered are counted back: its thread waits for them
+        return size <= self.server.max_body and not budget.fits(budget.cost(size), soon=True)
 
     def _expire(self) -> None:
         now = time.monotonic()

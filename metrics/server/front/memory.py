@@ -16,6 +16,11 @@ Invariants:
 * past the budget a request gets 503 with ``Retry-After`` before any of its body is read (as
   soon as its head has arrived, without a thread: ``Heads`` asks ``fits`` first); a body that
   could never fit gets 413.
+* a grant whose request is answered but not yet given back (its reply written, the collection
+  still to come) is *settling* (``settle``): a request that would fit once the settling grants
+  are back waits for them (``take``'s ``wait``, at most ``SETTLE_WAIT``) instead of being
+  refused, so a client that sends its next large body the moment it has its reply is not told
+  to retry because of its own last one.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import threading
+import time
 
 SMALL_BODY = 64 * 1024
 MAX_IN_FLIGHT = 128 * 1024 * 1024  # bytes the grants may add up to (PANELIST_MAX_INFLIGHT_MB)
 GRANT_FACTOR = 5
+SETTLE_WAIT = 1.0  # seconds a request waits for answered requests' grants to come back
 
 
 class InFlight:
@@ -37,16 +44,18 @@ class InFlight:
             raise ValueError("the in-flight budget must be at least one byte")
         self.limit = limit
         self.held = 0
-        self._lock = threading.Lock()
+        self.settling = 0  # of ``held``: grants of requests already answered
+        self._lock = threading.Condition(threading.Lock())
 
     @staticmethod
     def cost(size: int) -> int:
         """What a body of ``size`` bytes must be granted before it is read (0: no grant)."""
         return 0 if size <= SMALL_BODY else size * GRANT_FACTOR
 
-    def fits(self, n: int) -> bool:
-        """Whether a grant of ``n`` bytes would be made now (nothing is taken)."""
-        return n <= 0 or self.held + n <= self.limit
+    def fits(self, n: int, *, soon: bool = False) -> bool:
+        """Whether a grant of ``n`` bytes would be made now (nothing is taken); ``soon``: once
+        the settling grants are back."""
+        return n <= 0 or self.held - (self.settling if soon else 0) + n <= self.limit
 
     def refusal(self) -> str:
         """What a request past the budget is told (with 503 and ``Retry-After: 1``)."""
@@ -56,19 +65,37 @@ class InFlight:
             "send images as https:// URLs"
         )
 
-    def take(self, n: int) -> bool:
+    def take(self, n: int, *, wait: float = 0.0) -> bool:
+        """Grant ``n`` bytes; when they do not fit now but would once the settling grants are
+        back, wait for that up to ``wait`` seconds."""
         if n <= 0:
             return True
         with self._lock:
-            if self.held + n > self.limit:
-                return False
+            end = None
+            while self.held + n > self.limit:
+                if self.held - self.settling + n > self.limit:
+                    return False  # not even once the answered ones are back
+                now = time.monotonic()
+                end = now + wait if end is None else end
+                if now >= end:
+                    return False
+                self._lock.wait(end - now)
             self.held += n
             return True
 
-    def give(self, n: int) -> None:
+    def settle(self, n: int) -> None:
+        """``n`` bytes of a grant whose request is answered: back soon (``give``)."""
+        if n > 0:
+            with self._lock:
+                self.settling += n
+
+    def give(self, n: int, *, settled: int = 0) -> None:
+        """``n`` bytes back, ``settled`` of them marked by ``settle``."""
         if n > 0:
             with self._lock:
                 self.held -= n
+                self.settling -= settled
+                self._lock.notify_all()
 
 
 _pinned = False
