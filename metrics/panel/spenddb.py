@@ -39,20 +39,12 @@ class DatabaseSpend:
     def __init__(self, url: str, *, application: str = "panelist-spend"):
         self.db = pg.Database(url, application=application)
         self._lock = threading.Lock()
-        self._ready = False
         self._owed: list[tuple[str, float, float]] = []  # (subject, amount, when) not yet added
-
-    def _migrated(self) -> None:
-        if not self._ready:
-            with self._lock:
-                if not self._ready:
-                    pgschema.migrate(self.db)
-                    self._ready = True
 
     def spent(self, subject: str, t: float | None = None) -> dict:
         """``{"day", "month"}``: what ``subject`` spent in the current UTC day and month."""
         t = time.time() if t is None else t
-        self._migrated()
+        pgschema.ensure(self.db)
         self._pay_owed()
         rows = self.db.execute(_READ, (subject, day_of(t), month_of(t)))
         found = {period: float(value) for period, value in rows}
@@ -64,7 +56,7 @@ class DatabaseSpend:
         with self._lock:
             self._owed.append((subject, value, time.time() if t is None else t))
         try:
-            self._migrated()
+            pgschema.ensure(self.db)
             self._pay_owed()
         except errors.DatabaseUnreachable:
             pass  # kept in _owed: the panel is answered and logged; its cost waits

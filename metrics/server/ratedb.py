@@ -14,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import threading
 
 from panelist.metrics.server.ratelimit import WINDOW, RateCounter
 from panelist.metrics.store import pg, pgschema
@@ -27,17 +26,11 @@ class DatabaseRateCounter:
 
     def __init__(self, url: str, *, application: str = "panelist-rates"):
         self.db = pg.Database(url, application=application)
-        self._lock = threading.Lock()
-        self._ready = False
 
     def admit(self, name: str, limit: int, now: float | None = None, cost: int = 1) -> float | None:
         """Count ``cost`` requests for ``name`` at once, in one statement, all or none (``cost
         <= limit``): None if admitted, else the seconds to wait."""
-        if not self._ready:
-            with self._lock:
-                if not self._ready:
-                    pgschema.migrate(self.db)
-                    self._ready = True
+        pgschema.ensure(self.db)
         # a pooled connection found dead (the server restarted) is retried on a new one: at
         # worst a request that did count is counted twice, which only ever refuses sooner
         rows = self.db.execute(

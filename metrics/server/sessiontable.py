@@ -129,17 +129,11 @@ class DatabaseTable:
     def __init__(self, db, limit: int):
         self.db = db
         self.limit = limit
-        self._ready = False
-        self._lock = threading.Lock()
 
     def _migrated(self) -> None:
-        if not self._ready:
-            with self._lock:
-                if not self._ready:
-                    from panelist.metrics.store import pgschema
+        from panelist.metrics.store import pgschema
 
-                    pgschema.migrate(self.db)
-                    self._ready = True
+        pgschema.ensure(self.db)
 
     def add(self, digest: bytes, ends: float) -> None:
         self._migrated()

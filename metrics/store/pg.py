@@ -192,6 +192,7 @@ class Database:
         self._idle: list = []
         self._lock = threading.Lock()
         self._closed = False
+        self.schema_ready = False  # ``pgschema.ensure`` brought its schema up to date
 
     # ----------------------------------------------------------------- connections
 

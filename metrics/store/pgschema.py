@@ -44,6 +44,8 @@ Invariants:
 
 from __future__ import annotations
 
+import threading
+
 SCHEMA_LOCK = 0x70616E01  # advisory lock keys: "pan" + a number, ours alone
 APPEND_LOCK = 0x70616E02  # versions 1-5 only; + 1 still orders a reservation of many seqs
 CHANNEL = "panelist_evidence"
@@ -464,6 +466,20 @@ def current(conn) -> int:
         return 0
     row = conn.execute("SELECT coalesce(max(version), 0) FROM panelist_schema").fetchone()
     return int(row[0])
+
+
+_ENSURING = threading.Lock()
+
+
+def ensure(db) -> None:
+    """``migrate`` once per ``pg.Database``: its first user brings the schema to ``VERSION``
+    (others wait meanwhile); later ones pass at no cost."""
+    if db.schema_ready:
+        return
+    with _ENSURING:
+        if not db.schema_ready:
+            migrate(db)
+            db.schema_ready = True
 
 
 def migrate(db) -> tuple[int, list[int]]:

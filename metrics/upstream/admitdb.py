@@ -79,10 +79,9 @@ class DatabaseStore:
         self.db = pg.Database(url, application=application)
         self.lease = pglease.period_of_env() if lease is None else float(lease)
         self.holder = pglease.holder_name("admission")
-        self._lock = threading.Lock()  # the scopes' ids, the schema check
+        self._lock = threading.Lock()  # the scopes' ids
         self._ids: dict[str, int] = {}
         self._scopes: dict[str, Slots] = {}
-        self._ready = False
         self._held_lock = threading.Lock()  # the leases this process holds
         self._held: dict[int, int] = {}  # token -> the scope's id
         self.reinstated = 0  # leases put back after they lapsed mid-call
@@ -90,12 +89,7 @@ class DatabaseStore:
 
     # -- the schema and the scopes' ids ---------------------------------------------------------
     def _migrated(self) -> None:
-        if self._ready:
-            return
-        with self._lock:
-            if not self._ready:
-                pgschema.migrate(self.db)
-                self._ready = True
+        pgschema.ensure(self.db)
 
     def _id(self, key: str) -> int:
         got = self._ids.get(key)
