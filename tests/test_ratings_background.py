@@ -15,10 +15,11 @@ MODELS = [f"m{i:02d}" for i in range(40)]  # 40² > SLOW_WORK
 
 @pytest.fixture()
 def books(tmp_path):
-    """``(ledger, ratings)`` over a fresh data folder: verdicts alone, no suite, no races."""
+    """``(ledger, ratings)`` over a fresh data folder: verdicts alone, no suite, no races; a
+    slow fit may be redone as soon as it is asked for (``rest=0``)."""
     home = open_home(tmp_path / "data")
     ledger = Ledger.of_home(home)
-    book = Ratings.of_home(home, ledger)
+    book = Ratings.of_home(home, ledger, rest=0)
     try:
         yield ledger, book
     finally:
@@ -81,3 +82,19 @@ def test_a_quick_fit_is_still_made_at_once(books):
     again = book.ready("general")  # a quick refit: no stale figures, no thread
     assert again is not first and again.of("fast").wins == 2
     assert not book.refitting("general")
+
+
+def test_a_slow_fit_rests_a_multiple_of_its_own_length_before_it_is_redone(tmp_path):
+    # verdicts that never stop would otherwise keep a fit of seconds running back to back
+    home = open_home(tmp_path / "data")
+    ledger = Ledger.of_home(home)
+    book = Ratings.of_home(home, ledger, rest=1e9)  # a rest of a billion fits' lengths
+    try:
+        judged_round(ledger)
+        first = book.of("general")
+        judged_round(ledger, shift=1)
+        assert book.ready("general", max_age=0) is first
+        assert not book.refitting("general"), "no refit before the rest after the last one"
+    finally:
+        book.close()
+        ledger.close()

@@ -38,11 +38,13 @@ Cost: nothing here reads a log. A look compares the sources' stamps (the ledger'
 every pattern count, ``Pairs.stamp``); a shape is refitted, from copies of its pattern counts
 (O(patterns)), only when they changed, so a look at unchanged evidence costs O(1). A slow fit
 (``slow``: hundreds of models; the robust error is players² × the pairs sharing a unit, in pure
-Python: tens of seconds at 500 models, ``scripts/bench_ratings.py --fit-models 500``) never runs on a caller's thread once a fit of the shape
-exists: the caller gets the last fit (``refitting`` says a newer one is being made) and one
-background thread per shape fits again (no sooner than ``max_age`` seconds after the last fit).
-Before any fit exists, a caller that may not wait (a reply's ``bench.suggest``) gets None while
-the first one is made; one that may (``/api/ratings``) waits for it.
+Python: 25 s at 500 models, ``scripts/bench_ratings.py --fit-models 500``) never runs on a
+caller's thread once a fit of the shape exists: the caller gets the last fit (``refitting``
+says a newer one is being made) and one background thread per shape fits again, no sooner
+than ``max_age`` seconds after the last fit ended and ``REST`` times its length (so fitting
+takes at most a fifth of the interpreter's time while verdicts keep coming). Before any fit
+exists, a caller that may not wait (a reply's ``bench.suggest``) gets None while the first one
+is made; one that may (``/api/ratings``) waits for it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from panelist.metrics.stats import Z95
 
 ALPHA = 0.05  # the family-wise error rate a suggestion is held to
 SLOW_WORK = 1000  # players² + pairs past which a fit is slow (some tens of ms, or more)
+REST = 4  # a slow fit is redone no sooner than this many times its own length after it ended
 
 
 log = logging.getLogger("panelist.ratings")
@@ -206,23 +209,31 @@ class Ratings:
     on a thread of its own while callers read the last (see the module's cost)."""
 
     def __init__(
-        self, ledger, suite: suiteevidence.SuiteEvidence, races: raceevidence.RaceEvidence
+        self,
+        ledger,
+        suite: suiteevidence.SuiteEvidence,
+        races: raceevidence.RaceEvidence,
+        *,
+        rest: float = REST,
     ):
         self.ledger = ledger
+        self.rest = rest  # ``REST``
         self.suite = suite
         self.races = races
         self._lock = threading.Lock()
-        self._fits: dict[str, tuple[tuple, float, ShapeRatings]] = {}  # (stamp, when, fit)
+        # (stamp, when it was made, the fit, the seconds it took)
+        self._fits: dict[str, tuple[tuple, float, ShapeRatings, float]] = {}
         self._fitting: dict[str, threading.Thread] = {}  # shape -> its background fit
         self._reading = threading.Lock()  # held while a background fit copies its sources
         self._closed = False
 
     @classmethod
-    def of_home(cls, home: Home, ledger, suite=None) -> "Ratings":
+    def of_home(cls, home: Home, ledger, suite=None, *, rest: float = REST) -> "Ratings":
         return cls(
             ledger,
             suite or suiteevidence.SuiteEvidence.of_home(home),
             raceevidence.RaceEvidence(home.races),
+            rest=rest,
         )
 
     def sources(self, shape: str) -> dict[str, dict[tuple, int]]:
@@ -271,7 +282,9 @@ class Ratings:
             if hit is not None and _same(hit[0], stamp):
                 return hit[2]
             if hit is not None and slow(hit[2]):
-                if time.monotonic() - hit[1] >= max_age:
+                # at most one fit per REST times its own length: a roster whose verdicts never
+                # stop keeps a background fit from taking more than a share of the interpreter
+                if time.monotonic() - hit[1] >= max(max_age, self.rest * hit[3]):
                     self._start(shape)
                 return hit[2]
             running = self._fitting.get(shape)
@@ -289,8 +302,9 @@ class Ratings:
             with self._lock:
                 self._start(shape)
             return None
+        t0 = time.monotonic()
         fitted = rate(shape, sources)
-        self._keep(shape, stamp, fitted)
+        self._keep(shape, stamp, fitted, time.monotonic() - t0)
         return fitted
 
     def refitting(self, shape: str) -> bool:
@@ -320,9 +334,9 @@ class Ratings:
         with self._reading:
             pass
 
-    def _keep(self, shape: str, stamp: tuple, fitted: ShapeRatings) -> None:
+    def _keep(self, shape: str, stamp: tuple, fitted: ShapeRatings, took: float) -> None:
         with self._lock:
-            self._fits[shape] = (stamp, time.monotonic(), fitted)
+            self._fits[shape] = (stamp, time.monotonic(), fitted, took)
 
     def _start(self, shape: str) -> threading.Thread | None:
         """Under ``_lock``: fit ``shape`` on a thread of its own, unless one already does (or
@@ -344,7 +358,9 @@ class Ratings:
                     return
                 stamp = self._stamp(shape)
                 sources = self.sources(shape)
-            self._keep(shape, stamp, rate(shape, sources))
+            t0 = time.monotonic()
+            fitted = rate(shape, sources)
+            self._keep(shape, stamp, fitted, time.monotonic() - t0)
         except Exception:  # the database away: the last fit stays, and the next look retries
             log.warning("refitting the ratings of %s failed", shape, exc_info=True)
         finally:
