@@ -98,3 +98,17 @@ def test_a_slow_fit_rests_a_multiple_of_its_own_length_before_it_is_redone(tmp_p
     finally:
         book.close()
         ledger.close()
+
+
+def test_the_ratings_page_is_told_a_first_slow_fit_is_being_made_not_made_to_wait(api, folder):
+    with Ledger.of_home(folder) as ledger:  # another process's verdicts, followed by the page
+        judged_round(ledger)
+    status, body, _ = api.get("/api/ratings")
+    assert status == 200 and body["shapes"] == ["general"]
+    [general] = body["data"]
+    assert general["fitting"] is True and general["models"] == []
+    assert api.server.parts.panels.ratings.idle()
+    status, body, _ = api.get("/api/ratings")
+    [general] = body["data"]
+    assert general["fitting"] is False and general["refitting"] is False
+    assert len(general["models"]) == len(MODELS)

@@ -17,7 +17,7 @@ from panelist.metrics.server.api import NAME, ApiRequest
 
 def ratings(req: ApiRequest) -> dict:
     """Each model's rating per shape (``ledger.ratings``), or one shape's with ``?shape=``;
-    refitted only when that shape's comparisons changed."""
+    refitted only when that shape's comparisons changed, and never waited for when slow."""
     book = req.panels.ratings
     shapes = book.shapes()
     shape = req.query.get("shape") or "all"
@@ -27,14 +27,27 @@ def ratings(req: ApiRequest) -> dict:
             "and '-', e.g. general or review, or all",
             param="shape",
         )
-    # a slow shape answers with its last fit while a newer one is made (``refitting``)
+    # a slow shape answers with its last fit while a newer one is made (``refitting``), and
+    # with no models at all (``fitting``) while its first fit since the start is made
     return {
-        "data": [
-            dict(book.of(s).public(), refitting=book.refitting(s))
-            for s in (shapes if shape == "all" else [shape])
-        ],
+        "data": [_rated(book, s) for s in (shapes if shape == "all" else [shape])],
         "shapes": shapes,
     }
+
+
+def _rated(book, shape: str) -> dict:
+    fitted = book.ready(shape)
+    if fitted is None:
+        return {
+            "shape": shape,
+            "comparisons": 0,
+            "sources": {},
+            "clusters": {},
+            "models": [],
+            "fitting": True,
+            "refitting": False,
+        }
+    return dict(fitted.public(), fitting=False, refitting=book.refitting(shape))
 
 
 def usage(req: ApiRequest) -> dict:

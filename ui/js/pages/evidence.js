@@ -96,7 +96,15 @@ function suiteCard(rows, warnings, runPanel) {
 // most of the page's elements. The shape with the most comparisons is open.
 function ratingsCard(doc) {
   const shapes = (doc.data || []).filter((r) => r.models.length);
-  if (!shapes.length) return null;
+  // a large roster's first fit since the gateway started takes a while: said, not waited for
+  const fitting = (doc.data || []).filter((r) => r.fitting).map((r) => r.shape);
+  const fittingNote = fitting.length ? h("p", { class: "chart-note", "data-testid": "ratings-fitting" },
+    `Fitting the ratings on ${fitting.join(", ")} for the first time since the gateway started: `
+    + "with hundreds of models this takes a while. Reload the page in a minute.") : null;
+  if (!shapes.length) {
+    return fittingNote && h("section", { class: "card", "data-testid": "ratings-card" },
+      h("h2", { text: "Ratings" }), fittingNote);
+  }
   const sources = (r) => Object.entries(r.sources).filter(([, n]) => n).map(([k, n]) => `${fmt.count(n)} from ${k}`).join(", ");
   const first = shapes.reduce((a, b) => (b.comparisons > a.comparisons ? b : a));
   const table = (r) => dataTable({
@@ -129,6 +137,7 @@ function ratingsCard(doc) {
       + "fitted from answers judged apart on one panel (one useful, the other not), suite tasks one got right and the other wrong, "
       + "and race totals. The line is its 95% interval; a suggestion to change a collection needs intervals that stay apart "
       + "even when corrected for every candidate."),
+    fittingNote,
     shapes.map((r) => h("div", { class: "stack", "data-shape": r.shape },
       h("h3", { text: `${r.shape}: ${fmt.count(r.comparisons)} comparisons (${sources(r)})` }),
       // a large roster's fit takes seconds: these are the last figures while a newer fit is made
