@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Gateway, read_jsonl
+from conftest import Gateway, read_jsonl, wait_until
 from panelist.gateway import make_gateway
 from panelist.metrics.server.front.base import HEALTH_RESERVE
+from panelist.metrics.server.front.connection import IDLE
 from test_gateway_head import BODY, replies
 
 PATIENCE = 30  # seconds a test waits for something that should happen far sooner
@@ -193,6 +194,9 @@ def test_at_the_cap_a_slow_next_head_goes_before_an_idle_connection(start):
     for s in (slow, idle):
         s.sendall(ask)
         assert [r[0] for r in one_reply(s)] == [200]
+    # a reply is out before its thread marks the connection idle: until then it is busy, and
+    # the newcomer below would take the only idle one instead
+    assert wait_until(lambda: all(w.phase == IDLE for w in list(gw.server._wires.values())))
     slow.sendall(b"GET /v1/models HTTP/1.1\r\nX-Slow: ")  # its next head trickles
     assert gw.get("/v1/models")[0] == 200
     only_408(until_closed(slow), "needed this connection for another client")

@@ -229,7 +229,10 @@ class PanelRun:
     def cut_short(self) -> None:
         """The server is closing: stop the seats still running, whether a caller still waits for
         them or they run behind a picked reply (they are logged as cancelled, and the panel with
-        them)."""
+        them). A panel whose seats all ended is left as it is: its caller is only finishing."""
+        with self._lock:
+            if self._left == 0 or self._recorded:
+                return
         self._closing = True
         self.note = "; ".join(
             filter(
