@@ -22,7 +22,8 @@ from panelist.metrics.upstream.sim import SimUpstream
 pytestmark = pytest.mark.slow
 
 CAP = 2
-MODEL_TIME = 0.4  # seconds the model takes, whoever is still listening
+MODEL_TIME = 1.0  # seconds the model takes, whoever is still listening (far past SEAT_TIMEOUT,
+# so that no seat answers in time even on a loaded machine)
 SEAT_TIMEOUT = 0.15  # shorter than the model's time: every seat admitted times out
 
 
