@@ -43,8 +43,8 @@ caller's thread once a fit of the shape exists: the caller gets the last fit (``
 says a newer one is being made) and one background thread per shape fits again, no sooner
 than ``max_age`` seconds after the last fit ended and ``REST`` times its length (so fitting
 takes at most a fifth of the interpreter's time while verdicts keep coming). Before any fit
-exists, a caller that may not wait (a reply's ``bench.suggest``) gets None while the first one
-is made; one that may (``/api/ratings``) waits for it.
+exists, a caller that may not wait (``ready``: a reply's ``bench.suggest``, ``/api/ratings``)
+gets None while the first one is made; one that may (``of``: ``panelist ratings``) waits.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import cast
 from statistics import NormalDist
+from typing import cast
 
 from panelist.metrics.home import Home
 from panelist.metrics.ledger import bradleyterry, raceevidence, suiteevidence
@@ -217,7 +217,7 @@ class Ratings:
         rest: float = REST,
     ):
         self.ledger = ledger
-        self.rest = rest  # ``REST``
+        self.rest = rest  # a slow fit's pause after it, in multiples of its length (``REST``)
         self.suite = suite
         self.races = races
         self._lock = threading.Lock()
