@@ -104,6 +104,18 @@ def test_static_content_types(dash):
     assert b"<html" in index and b"login-form" in login_page
 
 
+def test_the_login_form_cannot_be_sent_before_its_script_is_ready(dash):
+    # a click or Enter before login.js attached its handler would be the browser's own submit:
+    # the button starts disabled (login.js enables it), and such a submit would be a POST, never
+    # a URL holding the token
+    _, _, page = fetch(dash, "GET", "/login")
+    html = page.decode()
+    [button] = re.findall(r"<button[^>]*id=\"login-submit\"[^>]*>", html)
+    assert " disabled" in button
+    [form] = re.findall(r"<form[^>]*id=\"login-form\"[^>]*>", html)
+    assert 'method="post"' in form
+
+
 def test_every_module_the_page_preloads_is_served_and_imported_by_the_shell(dash):
     """index.html fetches the shell's modules at once (modulepreload) instead of one import
     level at a time: each one it names must exist and be one the shell imports statically."""

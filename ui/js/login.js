@@ -89,3 +89,7 @@ form.addEventListener("submit", async (event) => {
     submit.disabled = false;
   }
 });
+
+// Until now the button was disabled (login.html): a submit before this handler was attached would
+// have been the browser's own, sending the token where it must not go.
+submit.disabled = false;
