@@ -239,22 +239,24 @@ class Server(ThreadingHTTPServer):
         if n <= 0:
             return
         now = time.monotonic()
-        candidates = sorted(
-            (
-                w
-                for w in self._wires.values()
-                if w.phase != BUSY
-                and not w.dropped
-                and not w.reserve
-                and not (w.phase == HEAD and w.whole)
-            ),
-            key=lambda w: (0 if w.stalled(now) else _DROP_ORDER[w.phase], w.since),
-        )
-        for victim in candidates:
+        ranked = []
+        for w in self._wires.values():
+            if w.phase == BUSY or w.dropped or w.reserve or (w.phase == HEAD and w.whole):
+                continue
+            order = 0 if w.stalled(now) else _DROP_ORDER[w.phase]
+            if w.phase == IDLE:
+                # its thread may not have run since bytes came: what waits in the socket says
+                # whether a next head is arriving (dropped as one) or is whole (kept)
+                coming = _next_head(w)
+                if coming:
+                    continue
+                if coming is False:
+                    order = _DROP_ORDER[HEAD]
+            ranked.append((order, w.since, w))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        for _, _, victim in ranked:
             if n <= 0:
                 return
-            if victim.phase == IDLE and _asking(victim):
-                continue
             if victim.drop():  # False: it turned busy meanwhile, and is kept
                 self._leaving += 1
                 n -= 1
@@ -388,14 +390,17 @@ class Server(ThreadingHTTPServer):
         self.guard.close()
 
 
-def _asking(wire: Wire) -> bool:
-    """Whether an idle connection's next request head is waiting whole, not yet read (its
-    handler reads it under the lock the caller holds): then it is about to be answered. Bytes
-    that are not a whole head are a head still arriving, as droppable as one."""
+def _next_head(wire: Wire) -> bool | None:
+    """What waits unread in an idle connection (its handler reads it under the lock the caller
+    holds): None when nothing came, True when a next request head is whole (it is about to be
+    answered), False when a head has begun arriving (or the client closed its end): as
+    droppable as any head still arriving."""
     try:
-        return has_input(wire.sock) and ends_head(wire.sock.recv(_PEEK, socket.MSG_PEEK))
+        if not has_input(wire.sock):
+            return None
+        return ends_head(wire.sock.recv(_PEEK, socket.MSG_PEEK))
     except (OSError, ValueError):  # closed meanwhile: nothing to spare
-        return False
+        return None
 
 
 def build(
