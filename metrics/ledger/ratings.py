@@ -312,18 +312,14 @@ class Ratings:
         with self._lock:
             return shape in self._fitting
 
-    def idle(self, timeout: float | None = None) -> bool:
-        """Wait until no background fit runs; whether none does."""
-        end = None if timeout is None else time.monotonic() + timeout
+    def idle(self) -> bool:
+        """Wait until no background fit runs (True, for a caller's assert)."""
         while True:
             with self._lock:
                 running = next(iter(self._fitting.values()), None)
             if running is None:
                 return True
-            running.join(None if end is None else max(0.0, end - time.monotonic()))
-            if end is not None and time.monotonic() >= end:
-                with self._lock:
-                    return not self._fitting
+            running.join()
 
     def close(self) -> None:
         """No background fit starts or reads from now on; one still reading the ledger (which

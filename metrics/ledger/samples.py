@@ -95,14 +95,9 @@ class DatabaseSamples:
         self.db = pg.Database(url, application="panelist-suite")
         self.where = f"the database {self.db.shown} (table suite_samples)"
         self._stamp: tuple[float, tuple] | None = None
-        self._ready = False
 
     def _migrated(self) -> None:
-        if not self._ready:
-            version = self.db.run(pgschema.current, transaction=False)
-            if version != pgschema.VERSION:
-                pgschema.migrate(self.db)
-            self._ready = True
+        pgschema.ensure(self.db)
 
     def append(self, record: dict) -> None:
         from panelist.metrics.ledger.pglogs import to_json

@@ -87,7 +87,6 @@ class DatabaseReports(FileReports):
         from panelist.metrics.store import pg
 
         self.db = pg.Database(url, application="panelist-races")
-        self._ready = False
         try:
             self._migrated()
         except DatabaseUnreachable:
@@ -99,10 +98,7 @@ class DatabaseReports(FileReports):
     def _migrated(self) -> None:
         from panelist.metrics.store import pgschema
 
-        if not self._ready:
-            if self.db.run(pgschema.current, transaction=False) != pgschema.VERSION:
-                pgschema.migrate(self.db)
-            self._ready = True
+        pgschema.ensure(self.db)
 
     def named(self, race: str) -> None:
         self._migrated()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from panelist.metrics.errors import BadRequest
+from panelist.metrics.ledger.ratings import ShapeRatings
 from panelist.metrics.roster.collection import SHAPE
 from panelist.metrics.server.api import NAME, ApiRequest
 
@@ -37,16 +38,8 @@ def ratings(req: ApiRequest) -> dict:
 
 def _rated(book, shape: str) -> dict:
     fitted = book.ready(shape)
-    if fitted is None:
-        return {
-            "shape": shape,
-            "comparisons": 0,
-            "sources": {},
-            "clusters": {},
-            "models": [],
-            "fitting": True,
-            "refitting": False,
-        }
+    if fitted is None:  # as a shape with no comparison yet reads, saying why
+        return dict(ShapeRatings(shape).public(), fitting=True, refitting=False)
     return dict(fitted.public(), fitting=False, refitting=book.refitting(shape))
 
 

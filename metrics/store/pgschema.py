@@ -472,13 +472,15 @@ _ENSURING = threading.Lock()
 
 
 def ensure(db) -> None:
-    """``migrate`` once per ``pg.Database``: its first user brings the schema to ``VERSION``
-    (others wait meanwhile); later ones pass at no cost."""
+    """``migrate`` once per ``pg.Database``, and only when the schema is behind (a read needs
+    no lock and no right to create): its first user brings the schema to ``VERSION`` (others
+    wait meanwhile); later ones pass at no cost."""
     if db.schema_ready:
         return
     with _ENSURING:
         if not db.schema_ready:
-            migrate(db)
+            if db.run(current, transaction=False) != VERSION:
+                migrate(db)
             db.schema_ready = True
 
 
