@@ -394,6 +394,8 @@ def test_a_server_closed_while_a_caller_waits_answers_it_and_logs_the_panel(home
         thread.start()
         try:
             assert gated.wait_arrived("slow")
+            # the others have answered (their seat lines are written as they end) before the close
+            assert wait_until(lambda: {"fast", "mid"} <= _answered(home))
         finally:
             gw.server.close()
             thread.join()
@@ -405,3 +407,10 @@ def test_a_server_closed_while_a_caller_waits_answers_it_and_logs_the_panel(home
     record = panels_logged(home)[panel]
     assert {s["alias"]: s["status"] for s in record["seats"]}["slow"] == "cancelled"
     assert record["abandoned"] is False and "the server closed" in record["note"]
+
+
+def _answered(home) -> set[str]:
+    """The aliases whose seats have answered, by their evidence lines so far."""
+    path = home.gateway_runs / "evidence.jsonl"
+    lines = read_jsonl(path) if path.exists() else []
+    return {r["alias"] for r in lines if r.get("kind") == "seat" and r.get("status") == "ok"}
